@@ -1,0 +1,5 @@
+import type { Command } from "../command.js";
+import { tasksListCommand } from "./tasks-list.js";
+
+/** Every subcommand, in the order `--help` lists them. One line per command. */
+export const commands: readonly Command[] = [tasksListCommand as unknown as Command];

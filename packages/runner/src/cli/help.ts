@@ -1,0 +1,53 @@
+import type { z } from "zod";
+import type { Command } from "./command.js";
+import { describeOptions, type OptionInfo } from "./option-schema.js";
+
+function valueHint(o: OptionInfo): string {
+  if (o.kind === "boolean") return "";
+  if (o.choices) return ` <${o.choices.join("|")}>`;
+  const k = o.kind === "array" ? o.itemKind : o.kind;
+  return ` <${k === "number" ? "n" : (o.key.replace(/[A-Z].*/, "") ?? "value")}>`;
+}
+
+/** Renders one option table (flag, value, description, default) from a zod object. */
+export function renderOptions(schema: z.ZodObject): string[] {
+  const rows = describeOptions(schema).map((o) => {
+    const left = `  ${o.flag}${valueHint(o)}`;
+    const extras: string[] = [];
+    if (o.required) extras.push("required");
+    if (o.kind === "array") extras.push("repeatable");
+    if (o.defaultValue !== undefined && !(Array.isArray(o.defaultValue) && o.defaultValue.length === 0)) {
+      extras.push(`default: ${JSON.stringify(o.defaultValue)}`);
+    }
+    const right = `${o.description}${extras.length ? ` (${extras.join("; ")})` : ""}`;
+    return [left, right] as const;
+  });
+  rows.push(["  --help", "show this help"]);
+  const width = Math.min(34, Math.max(...rows.map(([l]) => l.length)) + 2);
+  return rows.map(([l, r]) => (l.length >= width ? `${l}\n${" ".repeat(width)}${r}` : l.padEnd(width) + r));
+}
+
+export function renderCommandHelp(cmd: Command): string {
+  const lines = [`usage: flakegym ${cmd.path.join(" ")} [flags]`, "", cmd.summary];
+  if (cmd.details) lines.push("", cmd.details);
+  lines.push("", "flags:", ...renderOptions(cmd.options));
+  if (cmd.examples?.length) lines.push("", "examples:", ...cmd.examples.map((e) => `  ${e}`));
+  return `${lines.join("\n")}\n`;
+}
+
+export function renderMainHelp(commands: readonly Command[], version: string): string {
+  const width = Math.max(...commands.map((c) => c.path.join(" ").length)) + 4;
+  const lines = [
+    `flakegym ${version} — scored, token-faithful Cline rollouts in isolated sandboxes`,
+    "",
+    "usage: flakegym <command> [flags]",
+    "",
+    "commands:",
+    ...commands.map((c) => `  ${c.path.join(" ").padEnd(width)}${c.summary}`),
+    "",
+    "global flags:",
+    "  --help, -h      show help (also after a command: flakegym tasks list --help)",
+    "  --version, -V   print the flakegym version",
+  ];
+  return `${lines.join("\n")}\n`;
+}

@@ -1,0 +1,80 @@
+import { describeError, FlakegymError, UsageError } from "../errors.js";
+import { FLAKEGYM_VERSION } from "../version.js";
+import type { CliContext, Command } from "./command.js";
+import { commands } from "./commands/index.js";
+import { renderCommandHelp, renderMainHelp } from "./help.js";
+import { parseArgs } from "./parse-args.js";
+
+/** Finds the longest command path that prefixes argv. */
+function findCommand(argv: readonly string[]): { cmd: Command; rest: string[] } | undefined {
+  let best: Command | undefined;
+  for (const c of commands) {
+    if (c.path.every((p, i) => argv[i] === p) && (!best || c.path.length > best.path.length)) best = c;
+  }
+  return best ? { cmd: best, rest: argv.slice(best.path.length) } : undefined;
+}
+
+function defaultContext(): CliContext & { dispose(): void } {
+  const ac = new AbortController();
+  let interrupts = 0;
+  const onSignal = (sig: NodeJS.Signals) => {
+    interrupts++;
+    if (interrupts === 1) {
+      process.stderr.write(`\nflakegym: ${sig} received, stopping cleanly (press Ctrl-C again to force)\n`);
+      ac.abort(new FlakegymError("E_INTERRUPTED", `interrupted by ${sig}`));
+    } else {
+      process.exit(130);
+    }
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    cwd: process.cwd(),
+    signal: ac.signal,
+    dispose() {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
+  };
+}
+
+/** Runs the CLI and returns the exit status (0 ok, 1 failure, 2 usage error, 130 interrupted). */
+export async function main(argv: readonly string[], ctx?: CliContext): Promise<number> {
+  const own = ctx ? undefined : defaultContext();
+  const c = ctx ?? own!;
+  try {
+    if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
+      c.stdout.write(renderMainHelp(commands, FLAKEGYM_VERSION));
+      return 0;
+    }
+    if (argv[0] === "--version" || argv[0] === "-V") {
+      c.stdout.write(`${FLAKEGYM_VERSION}\n`);
+      return 0;
+    }
+    const found = findCommand(argv);
+    if (!found) {
+      const groups = commands.filter((cmd) => cmd.path[0] === argv[0]);
+      const known = groups.length ? groups : commands;
+      throw new UsageError(
+        `unknown command '${argv.filter((a) => !a.startsWith("-")).join(" ")}'`,
+        `available: ${known.map((cmd) => cmd.path.join(" ")).join(", ")} (see flakegym --help)`,
+      );
+    }
+    if (found.rest.includes("--help") || found.rest.includes("-h")) {
+      c.stdout.write(renderCommandHelp(found.cmd));
+      return 0;
+    }
+    const options = parseArgs(found.cmd.options, found.rest);
+    return await found.cmd.run(options, c);
+  } catch (err) {
+    c.stderr.write(`${describeError(err)}\n`);
+    if (err instanceof UsageError) return 2;
+    if (c.signal.aborted) return 130;
+    return 1;
+  } finally {
+    own?.dispose();
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * Infrastructure and usage faults. Every error has a stable `code` and, where we know it,
+ * a `hint` telling the user what to do. A trajectory's end is never an error: it is an Outcome.
+ */
+export class FlakegymError extends Error {
+  override readonly name: string = "FlakegymError";
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly options: { hint?: string; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  }
+  get hint(): string | undefined {
+    return this.options.hint;
+  }
+}
+
+/** A flag, value or file given by the user was wrong. Exit status 2. */
+export class UsageError extends FlakegymError {
+  override readonly name = "UsageError";
+  constructor(message: string, hint?: string) {
+    super("E_USAGE", message, hint === undefined ? {} : { hint });
+  }
+}
+
+/** Formats any thrown value for a terminal: code, message, hint and the cause chain. */
+export function describeError(err: unknown): string {
+  const lines: string[] = [];
+  let cur: unknown = err;
+  let depth = 0;
+  while (cur !== undefined && depth < 5) {
+    if (cur instanceof Error) {
+      const code = (cur as { code?: unknown }).code;
+      const prefix = depth === 0 ? "error" : "  caused by";
+      lines.push(`${prefix}${typeof code === "string" ? `[${code}]` : ""}: ${cur.message}`);
+      const hint = (cur as { hint?: unknown }).hint;
+      if (typeof hint === "string" && hint.length > 0) lines.push(`  hint: ${hint}`);
+      cur = cur.cause;
+    } else {
+      lines.push(`${depth === 0 ? "error" : "  caused by"}: ${String(cur)}`);
+      cur = undefined;
+    }
+    depth++;
+  }
+  return lines.join("\n");
+}

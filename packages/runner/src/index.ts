@@ -1,0 +1,3 @@
+export { main } from "./cli/main.js";
+export { describeError, FlakegymError, UsageError } from "./errors.js";
+export { FLAKEGYM_VERSION } from "./version.js";

@@ -1,0 +1,5 @@
+export { freePort } from "./ports.js";
+export { findProcesses, type ProcInfo, processReaper, processTable, waitFor } from "./processes.js";
+export { REPO_ROOT } from "./repo-root.js";
+export { runCli } from "./run-cli.js";
+export { makeTempDir, type TempDir } from "./temp-dir.js";

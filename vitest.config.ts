@@ -1,0 +1,51 @@
+import { defineConfig } from "vitest/config";
+
+const pkg = (name: string) => ({
+  test: {
+    name,
+    root: `packages/${name}`,
+    include: ["test/**/*.test.ts"],
+    testTimeout: 20_000,
+  },
+});
+
+export default defineConfig({
+  test: {
+    // Real processes (Cline core, sandboxes, servers) run in tests; 2 cores are the norm here.
+    pool: "forks",
+    teardownTimeout: 20_000,
+    projects: [
+      pkg("profiles"),
+      pkg("nomad-jobs"),
+      pkg("cline-vendor"),
+      pkg("runner"),
+      {
+        test: {
+          name: "scripts",
+          root: "scripts",
+          include: ["test/**/*.test.ts"],
+          testTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: "integration",
+          root: "tests/integration",
+          include: ["**/*.test.ts"],
+          testTimeout: 180_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          root: "tests/e2e",
+          include: ["**/*.test.ts"],
+          testTimeout: 600_000,
+          hookTimeout: 300_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
