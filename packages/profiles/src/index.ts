@@ -1,3 +1,10 @@
-/** Toolchain profiles: filled in by the profiles/flake work. `profiles.json` is the single source. */
-export const PROFILE_IDS = ["python", "node", "rust", "go", "c", "dev-base"] as const;
-export type ProfileId = (typeof PROFILE_IDS)[number];
+export {
+  loadProfiles,
+  PROFILE_IDS,
+  PROFILES_JSON_URL,
+  Profile,
+  ProfileId,
+  ProfilesFile,
+  parseProfiles,
+  profileForLanguage,
+} from "./profiles.js";

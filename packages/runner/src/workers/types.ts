@@ -1,0 +1,75 @@
+import type { ProfileId } from "@flakegym/profiles";
+
+/**
+ * The worker contract every backend (local bubblewrap, podman, nomad) implements. Backends differ
+ * only in how a worker starts; all are driven by the same cline-vendor client over gRPC.
+ */
+
+/** Per-worker resource limits; a backend enforces what its platform allows and reports the rest. */
+export interface ResourceLimits {
+  readonly memoryMb: number;
+  readonly pids: number;
+  readonly cpuSeconds?: number;
+  readonly diskMb?: number;
+  readonly wallClockMs: number;
+}
+
+/** What a backend needs to start one worker for one trajectory (or one scoring run). */
+export interface WorkerSpec {
+  readonly runId: string;
+  readonly taskId: string;
+  readonly trajectoryId: string;
+  readonly profile: ProfileId;
+  /** Host path of this worker's writable copy-on-write workspace (local, podman). */
+  readonly workspace: string;
+  /** Image reference for container/cluster backends (a digest when built by the flake). */
+  readonly image?: string;
+  /**
+   * How the worker reaches the policy gateway. Local sandboxes get the gateway's unix socket bound
+   * in; remote backends get a routable http URL. The worker turns this into the base URL it gives
+   * the Cline core.
+   */
+  readonly gateway: { readonly socketPath?: string; readonly url?: string };
+  readonly limits: ResourceLimits;
+  /** Extra environment for the agent's processes (never the runner's secrets). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Start the Cline core in this worker (false: a scoring worker that only runs commands). */
+  readonly agent: boolean;
+}
+
+export interface ExecResult {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly timedOut: boolean;
+  readonly durationMs: number;
+}
+
+export interface ExecOptions {
+  readonly cwd?: string;
+  readonly timeoutMs?: number;
+  readonly env?: Readonly<Record<string, string>>;
+  readonly signal?: AbortSignal;
+}
+
+export interface Worker {
+  readonly id: string;
+  readonly backend: string;
+  /** host:port where the runner reaches this worker's cline-core gRPC (agent workers only). */
+  readonly agentAddress?: string;
+  /** The base URL the Cline core inside the worker must use for the policy. */
+  readonly policyBaseUrl?: string;
+  /** Host path of the core's config dir (artifacts live under data/tasks/<taskId>/) when local. */
+  readonly configDir?: string;
+  /** Runs a shell command inside the worker's sandbox, in the workspace by default. */
+  exec(command: string, options?: ExecOptions): Promise<ExecResult>;
+  /** Stops everything the worker started; idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface WorkerBackend {
+  readonly kind: "local" | "podman" | "nomad";
+  start(spec: WorkerSpec, signal?: AbortSignal): Promise<Worker>;
+  /** Facts for `doctor` (e.g. bubblewrap version, podman runtime, Nomad address). */
+  describe(): Promise<Record<string, string>>;
+}
