@@ -22,9 +22,7 @@ describe("profiles.json", () => {
   it("rejects a file missing a profile or mapping a language twice, naming the field", () => {
     const good = loadProfiles();
     const { go: _go, ...noGo } = good.profiles;
-    expect(() => parseProfiles({ ...good, profiles: noGo })).toThrow(
-      "field 'profiles.go': profile 'go' is missing",
-    );
+    expect(() => parseProfiles({ ...good, profiles: noGo })).toThrow("profiles.json: field 'profiles.go'");
     const dup = structuredClone(good);
     dup.profiles.go.languages.push("rust");
     expect(() => parseProfiles(dup)).toThrow("language 'rust' is also mapped by 'rust'");
