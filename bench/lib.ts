@@ -1,0 +1,48 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** Shared helpers for `npm run bench -- <name>`: stats, a table, and the JSON result file. */
+
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[idx]!;
+}
+
+export const median = (values: readonly number[]) => percentile(values, 50);
+
+/** Prints rows as an aligned table. */
+export function printTable(rows: readonly Record<string, string | number>[]): void {
+  if (rows.length === 0) return;
+  const cols = Object.keys(rows[0]!);
+  const fmt = (v: string | number) =>
+    typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : v;
+  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => fmt(r[c] ?? "").length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");
+  console.log(line(cols));
+  console.log(line(widths.map((w) => "-".repeat(w))));
+  for (const r of rows) console.log(line(cols.map((c) => fmt(r[c] ?? ""))));
+}
+
+/** Context handed to each benchmark: where to write results. */
+export interface BenchContext {
+  readonly outDir: string;
+  /** Writes `<outDir>/<name>.json` and prints its path. */
+  writeResult(name: string, data: unknown): string;
+}
+
+export function createBenchContext(benchName: string, root: string): BenchContext {
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  const outDir = join(root, "bench", "out", `${benchName}-${stamp}`);
+  mkdirSync(outDir, { recursive: true });
+  return {
+    outDir,
+    writeResult(name, data) {
+      const file = join(outDir, `${name}.json`);
+      writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
+      console.log(`\nresults: ${file}`);
+      return file;
+    },
+  };
+}
