@@ -22,9 +22,9 @@ export type ExportMode = z.infer<typeof ExportMode>;
 export const SplitReason = z
   .object({
     kind: z
-      .enum(["history_rewritten", "template_rewrite", "retokenization_mismatch"])
+      .enum(["history_rewritten", "template_rewrite", "answer_rerendered"])
       .describe(
-        "history_rewritten: the client changed earlier messages (condensed/truncated context); template_rewrite: the chat template renders past turns differently than it rendered them live; retokenization_mismatch: the sampled ids differ from the template's tokenization of the same text",
+        "history_rewritten: the client changed earlier messages (condensed/truncated context); template_rewrite: the chat template renders past turns differently than it rendered them live; answer_rerendered: the next prompt renders the sampled answer with other tokens (re-tokenization, or template normalization such as trim)",
       ),
     atSeq: z.number().int().describe("turn-log seq of the call that started the new segment"),
     position: z.number().int().describe("first token position where the prompt left the previous segment"),
@@ -178,7 +178,7 @@ export function exportTrajectory(
             addGenerationPrompt: false,
           });
           const consistent = firstDifference(rerendered, prompt) === rerendered.length;
-          kind = consistent && cur.completion.has("sampled") ? "retokenization_mismatch" : "template_rewrite";
+          kind = consistent && cur.completion.has("sampled") ? "answer_rerendered" : "template_rewrite";
           detail =
             kind === "template_rewrite"
               ? `the chat template renders call ${prev.seq}'s answer differently inside call ${t.seq}'s prompt than it did live`
