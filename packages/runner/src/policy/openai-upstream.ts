@@ -52,9 +52,9 @@ export class OpenAiUpstream implements PolicyUpstream {
     if (this.tokenFactsRefused === undefined) {
       res = await this.post({ ...base, ...TOKEN_FACT_PARAMS }, signal);
       if (res.status === 400 || res.status === 422) {
-        const body = await safeText(res);
+        const refusal = `${res.status}: ${(await safeText(res)).slice(0, 300)}`;
         res = await this.post(base, signal);
-        if (res.ok) this.tokenFactsRefused = `${res.status}: ${body.slice(0, 300)}`;
+        if (res.ok) this.tokenFactsRefused = refusal;
       }
     } else {
       res = await this.post(base, signal);

@@ -55,7 +55,7 @@ export function parsePolicySpec(spec: string): PolicySpec {
   const rest = s.slice(colon + 1);
   let candidate: unknown;
   if (kind === "openai" || kind === "anthropic") {
-    const hash = rest.lastIndexOf("#");
+    const hash = rest.indexOf("#");
     if (hash < 0) fail(`missing '#<model>' after the base URL`);
     const baseUrl = rest.slice(0, hash).replace(/\/+$/, "");
     const model = rest.slice(hash + 1);
