@@ -478,8 +478,18 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
           "x-accel-buffering": "no",
         });
       }
+      // events of one upstream read arrive in one tick: cork so they leave in one syscall
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(() => {
+          corked = false;
+          res.uncork();
+        });
+      }
       if (!res.write(text)) await Promise.race([once(res, "drain"), once(res, "close")]);
     };
+    let corked = false;
     const aborted = new Promise<never>((_, reject) => {
       const fail = () => reject(ac.signal.reason);
       if (ac.signal.aborted) fail();

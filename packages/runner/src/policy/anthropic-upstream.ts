@@ -1,5 +1,6 @@
 import { parseSse } from "../gateway/sse.js";
 import { chatRequestToAnthropic } from "./anthropic-convert.js";
+import { httpPost, type PostResponse } from "./http-post.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
 import type { PolicyUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
@@ -48,16 +49,16 @@ export class AnthropicUpstream implements PolicyUpstream {
       accept: "text/event-stream",
     };
     if (this.opts.apiKey) headers["x-api-key"] = this.opts.apiKey;
-    let res: Response;
+    let res: PostResponse;
     try {
-      res = await fetch(this.url, { method: "POST", headers, body: JSON.stringify(body), signal });
+      res = await httpPost(this.url, headers, JSON.stringify(body), signal);
     } catch (err) {
       if (signal.aborted) throw err;
       throw new UpstreamError(`${this.id} could not be reached: ${(err as Error).message}`, 502, {
         cause: err,
       });
     }
-    if (!res.ok || !res.body) {
+    if (!res.ok) {
       const text = await res.text().catch(() => "");
       throw new UpstreamError(
         `${this.id} answered HTTP ${res.status}: ${text.slice(0, 2000)}`,
@@ -67,7 +68,7 @@ export class AnthropicUpstream implements PolicyUpstream {
         },
       );
     }
-    yield* anthropicStreamToEvents(parseSse(res.body as unknown as AsyncIterable<Uint8Array>), this.id);
+    yield* anthropicStreamToEvents(parseSse(res.body), this.id);
   }
 }
 
@@ -149,8 +150,6 @@ export async function* anthropicStreamToEvents(
       sawUsage = true;
       const fr = anthropicStopReason(delta["stop_reason"]);
       if (fr) yield { type: "finish", reason: fr };
-    } else if (type === "message_stop") {
-      break;
     }
   }
   if (sawUsage) yield { type: "usage", usage: { ...usage } };

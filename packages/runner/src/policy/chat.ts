@@ -177,9 +177,14 @@ export class ResponseAccumulator {
       }
       case "tokens":
         this.sawTokens = true;
-        if (ev.ids) this.ids = [...(this.ids ?? []), ...ev.ids];
-        else this.tokensComplete = false;
-        if (ev.logprobs) this.logprobs = [...(this.logprobs ?? []), ...ev.logprobs];
+        if (ev.ids) {
+          this.ids ??= [];
+          for (const id of ev.ids) this.ids.push(id);
+        } else this.tokensComplete = false;
+        if (ev.logprobs) {
+          this.logprobs ??= [];
+          for (const lp of ev.logprobs) this.logprobs.push(lp);
+        }
         break;
       case "prompt_tokens":
         this.promptIds = [...ev.ids];

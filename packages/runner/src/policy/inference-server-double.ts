@@ -28,6 +28,8 @@ export interface InferenceServerDoubleOptions {
   readonly refuseTokenFactParams?: boolean;
   /** Tokens (or characters, without a tokenizer) per streamed chunk (default 4). */
   readonly chunk?: number;
+  /** Pause between streamed chunks, like a model sampling (default 0: as fast as possible). */
+  readonly intervalMs?: number;
 }
 
 export interface InferenceServerDouble {
@@ -83,14 +85,15 @@ export async function startInferenceServerDouble(
     const calls = reply.toolCalls ?? [];
     const id = `chatcmpl-double-${n}`;
     const model = String(body["model"] ?? "double");
-    const send = (payload: Record<string, unknown>) =>
-      res.write(
-        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model, ...payload })}\n\n`,
-      );
+    const pace = opts.intervalMs ?? 0;
+    const send = async (payload: Record<string, unknown>) => {
+      if (pace > 0) await new Promise((r) => setTimeout(r, pace));
+      res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model, ...payload })}\n\n`);
+    };
     res.writeHead(200, { "content-type": "text/event-stream" });
     let promptIds: number[] | undefined;
     if (tok) promptIds = tok.apply(request.messages, { addGenerationPrompt: true, tools: request.tools });
-    send({
+    await send({
       choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }],
       ...(tok && body["return_token_ids"] === true ? { prompt_token_ids: promptIds } : {}),
     });
@@ -119,16 +122,16 @@ export async function startInferenceServerDouble(
           };
         }
         if (body["return_token_ids"] === true) choice["token_ids"] = part;
-        send({ choices: [choice] });
+        await send({ choices: [choice] });
       }
     } else {
       for (let i = 0; i < text.length; i += chunk) {
-        send({ choices: [{ index: 0, delta: { content: text.slice(i, i + chunk) }, finish_reason: null }] });
+        await send({ choices: [{ index: 0, delta: { content: text.slice(i, i + chunk) }, finish_reason: null }] });
       }
       completionTokens = Math.ceil(text.length / 4);
     }
     for (const [i, c] of calls.entries()) {
-      send({
+      await send({
         choices: [
           {
             index: 0,
@@ -147,10 +150,10 @@ export async function startInferenceServerDouble(
         ],
       });
     }
-    send({ choices: [{ index: 0, delta: {}, finish_reason: calls.length > 0 ? "tool_calls" : "stop" }] });
+    await send({ choices: [{ index: 0, delta: {}, finish_reason: calls.length > 0 ? "tool_calls" : "stop" }] });
     const promptTokens = promptIds?.length ?? Math.ceil(JSON.stringify(request.messages).length / 4);
     if ((body["stream_options"] as { include_usage?: boolean } | undefined)?.include_usage) {
-      send({
+      await send({
         choices: [],
         usage: {
           prompt_tokens: promptTokens,

@@ -1,4 +1,5 @@
 import { parseSse } from "../gateway/sse.js";
+import { httpPost, type PostResponse } from "./http-post.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
 import type { PolicyUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
@@ -48,7 +49,7 @@ export class OpenAiUpstream implements PolicyUpstream {
     base["model"] = this.opts.model;
     base["stream"] = true;
     base["stream_options"] = { include_usage: true };
-    let res: Response;
+    let res: PostResponse;
     if (this.tokenFactsRefused === undefined) {
       res = await this.post({ ...base, ...TOKEN_FACT_PARAMS }, signal);
       if (res.status === 400 || res.status === 422) {
@@ -65,15 +66,15 @@ export class OpenAiUpstream implements PolicyUpstream {
         body,
       });
     }
-    const type = res.headers.get("content-type") ?? "";
-    if (!res.body) throw new UpstreamError(`${this.id} answered without a body`, 502);
+    const type = String(res.headers["content-type"] ?? "");
     if (type.includes("application/json")) {
       yield* openAiResponseToEvents(JSON.parse(await res.text()) as Record<string, unknown>);
       return;
     }
     const state: ChunkState = { started: false };
-    for await (const ev of parseSse(res.body as unknown as AsyncIterable<Uint8Array>)) {
-      if (ev.data === "[DONE]") break;
+    for await (const ev of parseSse(res.body)) {
+      // read on to the end of the body (not break) so the keep-alive socket can be reused
+      if (ev.data === "[DONE]") continue;
       let chunk: Record<string, unknown>;
       try {
         chunk = JSON.parse(ev.data) as Record<string, unknown>;
@@ -93,14 +94,14 @@ export class OpenAiUpstream implements PolicyUpstream {
     }
   }
 
-  private async post(body: Record<string, unknown>, signal: AbortSignal): Promise<Response> {
+  private async post(body: Record<string, unknown>, signal: AbortSignal): Promise<PostResponse> {
     const headers: Record<string, string> = {
       "content-type": "application/json",
       accept: "text/event-stream",
     };
     if (this.opts.apiKey) headers["authorization"] = `Bearer ${this.opts.apiKey}`;
     try {
-      return await fetch(this.url, { method: "POST", headers, body: JSON.stringify(body), signal });
+      return await httpPost(this.url, headers, JSON.stringify(body), signal);
     } catch (err) {
       if (signal.aborted) throw err;
       throw new UpstreamError(`${this.id} could not be reached: ${(err as Error).message}`, 502, {
@@ -110,7 +111,7 @@ export class OpenAiUpstream implements PolicyUpstream {
   }
 }
 
-async function safeText(res: Response): Promise<string> {
+async function safeText(res: PostResponse): Promise<string> {
   try {
     return await res.text();
   } catch {
