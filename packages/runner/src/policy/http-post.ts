@@ -1,4 +1,4 @@
-import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http";
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 
 /**
@@ -6,8 +6,16 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
  * fetch (no web streams), which matters at tens of concurrent streams per gateway.
  */
 
-const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, scheduling: "lifo" });
-const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, scheduling: "lifo" });
+const httpAgent = new HttpAgent({
+  keepAlive: true,
+  maxSockets: Number.POSITIVE_INFINITY,
+  scheduling: "lifo",
+});
+const httpsAgent = new HttpsAgent({
+  keepAlive: true,
+  maxSockets: Number.POSITIVE_INFINITY,
+  scheduling: "lifo",
+});
 
 export interface PostResponse {
   readonly status: number;

@@ -1,5 +1,11 @@
 import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import { ChatRequest } from "./chat.js";
@@ -37,6 +43,8 @@ export interface InferenceServerDouble {
   readonly baseUrl: string;
   /** Every request body received, in order. */
   readonly requests: Record<string, unknown>[];
+  /** The headers of every request, in order. */
+  readonly headers: IncomingHttpHeaders[];
   close(): Promise<void>;
 }
 
@@ -47,6 +55,7 @@ export async function startInferenceServerDouble(
   opts: InferenceServerDoubleOptions,
 ): Promise<InferenceServerDouble> {
   const requests: Record<string, unknown>[] = [];
+  const headers: IncomingHttpHeaders[] = [];
   const hanging = new Set<ServerResponse>();
   const chunk = opts.chunk ?? 4;
   let n = 0;
@@ -55,6 +64,7 @@ export async function startInferenceServerDouble(
     for await (const c of req as AsyncIterable<Buffer>) chunks.push(c);
     const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>;
     requests.push(body);
+    headers.push(req.headers);
     if (req.url !== "/v1/chat/completions") {
       res.writeHead(404).end(JSON.stringify({ error: { message: `no route ${req.url}` } }));
       return;
@@ -88,7 +98,9 @@ export async function startInferenceServerDouble(
     const pace = opts.intervalMs ?? 0;
     const send = async (payload: Record<string, unknown>) => {
       if (pace > 0) await new Promise((r) => setTimeout(r, pace));
-      res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model, ...payload })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model, ...payload })}\n\n`,
+      );
     };
     res.writeHead(200, { "content-type": "text/event-stream" });
     let promptIds: number[] | undefined;
@@ -126,7 +138,9 @@ export async function startInferenceServerDouble(
       }
     } else {
       for (let i = 0; i < text.length; i += chunk) {
-        await send({ choices: [{ index: 0, delta: { content: text.slice(i, i + chunk) }, finish_reason: null }] });
+        await send({
+          choices: [{ index: 0, delta: { content: text.slice(i, i + chunk) }, finish_reason: null }],
+        });
       }
       completionTokens = Math.ceil(text.length / 4);
     }
@@ -150,7 +164,9 @@ export async function startInferenceServerDouble(
         ],
       });
     }
-    await send({ choices: [{ index: 0, delta: {}, finish_reason: calls.length > 0 ? "tool_calls" : "stop" }] });
+    await send({
+      choices: [{ index: 0, delta: {}, finish_reason: calls.length > 0 ? "tool_calls" : "stop" }],
+    });
     const promptTokens = promptIds?.length ?? Math.ceil(JSON.stringify(request.messages).length / 4);
     if ((body["stream_options"] as { include_usage?: boolean } | undefined)?.include_usage) {
       await send({
@@ -176,6 +192,7 @@ export async function startInferenceServerDouble(
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
+    headers,
     close: async () => {
       for (const r of hanging) r.destroy();
       server.closeAllConnections();

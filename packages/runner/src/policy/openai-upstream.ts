@@ -1,6 +1,6 @@
 import { parseSse } from "../gateway/sse.js";
-import { httpPost, type PostResponse } from "./http-post.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
+import { httpPost, type PostResponse } from "./http-post.js";
 import type { PolicyUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
 
