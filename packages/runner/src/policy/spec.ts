@@ -1,3 +1,4 @@
+import { match } from "ts-pattern";
 import { z } from "zod";
 import { UsageError } from "../errors.js";
 
@@ -80,14 +81,9 @@ export function parsePolicySpec(spec: string): PolicySpec {
 
 /** The spec as a string again (for provenance); the inverse of {@link parsePolicySpec}. */
 export function formatPolicySpec(spec: PolicySpec): string {
-  switch (spec.kind) {
-    case "openai":
-    case "anthropic":
-      return `${spec.kind}:${spec.baseUrl}#${spec.model}`;
-    case "scripted":
-      return `scripted:${spec.file}`;
-    case "gold":
-    case "empty":
-      return spec.kind;
-  }
+  return match(spec)
+    .with({ kind: "openai" }, { kind: "anthropic" }, (s) => `${s.kind}:${s.baseUrl}#${s.model}`)
+    .with({ kind: "scripted" }, (s) => `scripted:${s.file}`)
+    .with({ kind: "gold" }, { kind: "empty" }, (s) => s.kind)
+    .exhaustive();
 }

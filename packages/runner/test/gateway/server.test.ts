@@ -351,3 +351,53 @@ describe("policy gateway: upstream failures and the watchdog", () => {
     }
   });
 });
+
+describe("policy gateway: secrets and lazy routes", () => {
+  it("redacts the upstream's key and the trajectory token from errors and the turn log", async () => {
+    const key = "sk-unit-secret-0123456789";
+    const double = await startInferenceServerDouble({
+      reply: () => ({ fail: { status: 500, message: `upstream echoes Authorization: Bearer ${key}` } }),
+    });
+    try {
+      const log = join(dir, "redact", "turns.jsonl");
+      const route = gw.register("redact-1", {
+        upstream: new OpenAiUpstream({ baseUrl: double.baseUrl, model: "m", apiKey: key }),
+        turnLogPath: log,
+      });
+      const res = await post(`${route.openaiBaseUrl}/chat/completions`, route.token, chatBody());
+      const body = await res.text();
+      expect(double.headers[0]!["authorization"]).toBe(`Bearer ${key}`);
+      expect(body).toContain("Bearer [redacted]");
+      expect(body).not.toContain(key);
+      await gw.unregister("redact-1");
+      const text = await readFile(log, "utf8");
+      expect(text).toContain("[redacted]");
+      expect(text).not.toContain(key);
+    } finally {
+      await double.close();
+    }
+  });
+
+  it("registers an unknown trajectory through resolveRoute", async () => {
+    const lazy = await createPolicyGateway({
+      listen: { host: "127.0.0.1", port: 0 },
+      resolveRoute: (id) =>
+        id.startsWith("lazy-") ? { upstream: plan(id, [{ text: "lazy" }]), token: "tok-lazy" } : undefined,
+    });
+    try {
+      const ok = await post(
+        `${lazy.origin}/t/lazy-1/v1/chat/completions`,
+        "tok-lazy",
+        chatBody({ stream: false }),
+      );
+      expect(
+        ((await ok.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content,
+      ).toBe("lazy");
+      expect(lazy.status("lazy-1")).toMatchObject({ ok: 1 });
+      const none = await post(`${lazy.origin}/t/other/v1/chat/completions`, "tok-lazy", chatBody());
+      expect(none.status).toBe(404);
+    } finally {
+      await lazy.close();
+    }
+  });
+});
