@@ -111,7 +111,14 @@ export function decideAsk(
     .exhaustive();
 }
 
+/** The error message of an ask's text (Cline puts a JSON object with `message` there), else its first line. */
 function firstLine(text: string): string {
+  try {
+    const parsed = JSON.parse(text) as { message?: unknown };
+    if (typeof parsed.message === "string") text = parsed.message;
+  } catch {
+    // plain text
+  }
   const line = text.split("\n").find((l) => l.trim().length > 0) ?? "";
   return line.length > 300 ? `${line.slice(0, 300)}…` : line;
 }

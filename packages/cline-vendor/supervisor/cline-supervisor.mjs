@@ -153,8 +153,22 @@ function freePort(host) {
   });
 }
 
-/** Every process below `root` in the process tree (Linux /proc); [] where /proc is unavailable. */
+/**
+ * True when /proc shows this process under its own pid. Inside a pid namespace whose /proc is the
+ * host's (bwrap --unshare-pid without --proc), the pids in /proc are not ours to signal.
+ */
+function procIsOurs() {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    return Number(stat.slice(0, stat.indexOf(" "))) === process.pid;
+  } catch {
+    return false;
+  }
+}
+
+/** Every process below `root` in the process tree (Linux /proc); [] where /proc is not usable. */
 function descendants(root) {
+  if (!procIsOurs()) return [];
   let names;
   try {
     names = readdirSync("/proc");
