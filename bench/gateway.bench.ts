@@ -23,7 +23,9 @@ function flag(args: string[], name: string, def: number): number {
 
 async function startChild(args: string[], children: ChildProcess[]): Promise<Record<string, unknown>> {
   const prof =
-    process.env["BENCH_PROFILE"] === args[0] ? ["--cpu-prof", "--cpu-prof-dir", "/tmp/gw-prof"] : [];
+    process.env["BENCH_PROFILE"] === args[0]
+      ? ["--cpu-prof", "--cpu-prof-dir", join(tmpdir(), "flakegym-bench-gateway-prof")]
+      : [];
   const child = spawn(
     process.execPath,
     [...prof, "--import", "tsx", join(here, "gateway", "servers.ts"), ...args],
