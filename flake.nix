@@ -147,6 +147,7 @@
             // {
               cline-core = cline;
               flakegym-worker = entrypoint;
+              flakegym-rollout = rollout;
               flakegym = runner;
               default = runner;
             };

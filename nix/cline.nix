@@ -1,7 +1,7 @@
 # The Cline core, npm `cline@1.0.10`, vendored: fetched by package name in a fixed-output derivation
 # whose hash is its npm integrity, with the bundled better-sqlite3 rebuilt offline by node-gyp
 # against nixpkgs' Node headers, ripgrep from nixpkgs placed where the core expects `rg`, and the
-# Go host bridge patched to run on Nix's glibc. Outputs:
+# Go host bridge's ELF interpreter pointed at Nix's glibc loader. Outputs:
 #   lib/cline/          the installed npm package (what node_modules/cline points at)
 #   bin/cline-core      node + cline-core.js with NODE_PATH holding node_modules and fake_node_modules
 #   bin/cline-host      the host-bridge gRPC server
@@ -36,7 +36,7 @@ pkgs.stdenv.mkDerivation {
     pkgs.node-gyp
     pkgs.python3
     pkgs.makeWrapper
-    pkgs.autoPatchelfHook
+    pkgs.patchelf
   ];
 
   unpackPhase = ''
@@ -69,6 +69,8 @@ pkgs.stdenv.mkDerivation {
     find $pkg/node_modules/better-sqlite3/build/Release -mindepth 1 -maxdepth 1 ! -name '*.node' -exec rm -rf {} +
     rm -rf $pkg/node_modules/better-sqlite3/deps $pkg/node_modules/better-sqlite3/src
     install -m755 bin/cline-host-${platform} $pkg/bin/cline-host-${platform}
+    # A Go binary needing only libc, linked for an FHS loader: point it at Nix's.
+    patchelf --set-interpreter "$(cat $NIX_CC/nix-support/dynamic-linker)" $pkg/bin/cline-host-${platform}
     ln -s cline-host-${platform} $pkg/bin/cline-host
     ln -s ${pkgs.ripgrep}/bin/rg $pkg/rg
     makeWrapper ${nodejs}/bin/node $out/bin/cline-core \

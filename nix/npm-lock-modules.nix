@@ -160,6 +160,13 @@ let
           passthru = {
             inherit keys lockFile;
             packageCount = builtins.length keys;
+            # lock key -> its fixed-output tarball (entries without an override).
+            fetched = builtins.listToAttrs (
+              map (key: {
+                name = key;
+                value = fetchEntry key;
+              }) (builtins.filter (key: !(overrides ? ${key})) keys)
+            );
             # Shell commands that give the workspace at `root` its node_modules from this tree.
             linkInto = root: ''
               mkdir -p ${root}/node_modules

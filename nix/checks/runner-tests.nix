@@ -18,6 +18,9 @@ pkgs.runCommand "flakegym-unit-tests"
       pkgs.bashInteractive
       pkgs.coreutils
     ];
+    passthru = {
+      inherit src nodeModules projects;
+    };
   }
   ''
     cp -r ${src} work

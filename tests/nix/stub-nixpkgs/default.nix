@@ -13,8 +13,10 @@ let
   isLinux = builtins.match ".*-linux" system != null;
   isDarwin = builtins.match ".*-darwin" system != null;
 
+  # Instantiating it forces every argument of the call, deeply, as instantiating the real
+  # derivation would (an error in a build script or a bad interpolation surfaces here too).
   stubDrv =
-    name:
+    name: args:
     derivation {
       inherit name system;
       builder = "/bin/sh";
@@ -22,11 +24,12 @@ let
         "-c"
         "echo stub > $out"
       ];
+      argsForced = builtins.deepSeq args "yes";
     };
   # A derivation recording the call that made it; `extra` is merged on top (passthru and friends).
   call =
     fn: name: args: extra:
-    stubDrv name
+    stubDrv name args
     // {
       stub = { inherit fn args; };
     }
@@ -222,6 +225,6 @@ in
 
   node-gyp = pkg "node-gyp";
   makeWrapper = pkg "make-wrapper-hook";
-  autoPatchelfHook = pkg "auto-patchelf-hook";
+  patchelf = pkg "patchelf";
   nixfmt = pkg "nixfmt";
 }
