@@ -91,11 +91,8 @@
           };
           images = builtins.mapAttrs (_: profile: mkImage { inherit profile; }) profiles;
 
-          mkSnapshotWorkspace = import ./nix/snapshot-rust.nix { inherit pkgs util; };
-          mkSnapshotImage = import ./nix/snapshot-image.nix {
-            inherit mkImage;
-            snapshotKey = import ./nix/snapshot-key.nix;
-          };
+          mkSnapshotWorkspace = import ./nix/snapshot-rust.nix { inherit pkgs util nodejs; };
+          mkSnapshotImage = import ./nix/snapshot-image.nix { inherit mkImage; };
           snapshots = builtins.mapAttrs (
             _: spec:
             let
@@ -121,6 +118,7 @@
                 "workspace/.git/HEAD"
                 "workspace/target/debug"
                 "cargo-home/config.toml"
+                "flakegym/snapshot.json"
               ];
             };
           }) snapshots;

@@ -29,14 +29,17 @@
     };
   }) profiles;
   snapshots = builtins.mapAttrs (task: s: {
-    inherit (s.snapshot.inputs)
+    inherit (s.snapshot.keyInputs)
+      format
       repo
       commit
       profile
       install
-      toolchain
+      smoke
+      network
+      toolchainCommands
       ;
-    inherit (s.snapshot) key;
+    inherit (s.snapshot) keyFile;
     image = {
       package = "snapshot-${task}";
       name = s.imageName;

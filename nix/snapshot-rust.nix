@@ -3,9 +3,18 @@
 # hand) and `target/` pre-built by the spec's install commands, so a worker's first `cargo test`
 # is incremental. Vendored crates stay at their store path, which the image carries unchanged, so
 # the fingerprints cargo wrote here stay valid there.
-{ pkgs, util }:
+#
+# $out/snapshot.json holds the snapshot key computed as the runner computes its own
+# (snapshot-key.mjs), with the toolchain identity measured here, by the same commands.
+{
+  pkgs,
+  util,
+  nodejs,
+}:
 { spec, profile }:
 let
+  # packages/runner/src/snapshots/key.ts SNAPSHOT_FORMAT: bump both together.
+  snapshotFormat = 1;
   cargoDeps = pkgs.rustPlatform.importCargoLock { lockFile = "${spec.src}/Cargo.lock"; };
   cargoConfig = ''
     [source.crates-io]
@@ -17,6 +26,19 @@ let
     [net]
     offline = true
   '';
+  keySpec = builtins.toJSON {
+    inherit (spec)
+      task
+      repo
+      commit
+      profile
+      install
+      smoke
+      network
+      ;
+    format = snapshotFormat;
+    toolchainCommands = profile.smoke;
+  };
   rev = spec.src.rev or null;
 in
 if rev != null && rev != spec.commit then
@@ -25,10 +47,13 @@ else
   pkgs.stdenv.mkDerivation {
     name = "flakegym-snapshot-${spec.task}-workspace";
     inherit (spec) src;
-    inherit cargoDeps cargoConfig;
-    passAsFile = [ "cargoConfig" ];
+    inherit cargoDeps cargoConfig keySpec;
+    passAsFile = [
+      "cargoConfig"
+      "keySpec"
+    ];
 
-    nativeBuildInputs = profile.packages;
+    nativeBuildInputs = profile.packages ++ [ nodejs ];
     dontConfigure = true;
     # target/ must stay byte-for-byte what cargo wrote: no stripping or patching.
     dontFixup = true;
@@ -48,6 +73,9 @@ else
         commit --quiet --no-gpg-sign -m "${spec.repo} @ ${spec.commit}"
 
       ${util.concatLines (map (cmd: "echo + ${util.escapeShellArg cmd}\n${cmd}") spec.install)}
+
+      node ${./snapshot-key.mjs} "$keySpecPath" > "$TMPDIR/snapshot.json"
+      cat "$TMPDIR/snapshot.json"
       runHook postBuild
     '';
 
@@ -56,10 +84,12 @@ else
       mkdir -p $out
       cp -a . $out/workspace
       install -Dm644 "$cargoConfigPath" $out/cargo-home/config.toml
+      install -Dm644 "$TMPDIR/snapshot.json" $out/snapshot.json
       runHook postInstall
     '';
 
     passthru = {
-      inherit cargoDeps spec;
+      inherit cargoDeps spec snapshotFormat;
+      keyInputs = builtins.fromJSON keySpec;
     };
   }

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { loadProfiles } from "@flakegym/profiles";
@@ -163,9 +162,9 @@ describe.skipIf(!HAVE_NIX)("flake.nix evaluated against the nixpkgs stub", () =>
 
   it("builds snapshot-ratatui-2148 from the ratatui input with importCargoLock and a pre-built target/", async () => {
     const snap = await flake.evalJson<{
-      key: string;
-      canonical: string;
-      inputs: Record<string, unknown>;
+      keyInputs: Record<string, unknown>;
+      keyFile: string;
+      keySpec: string;
       src: string;
       lockFile: string;
       cargoFn: string;
@@ -173,6 +172,8 @@ describe.skipIf(!HAVE_NIX)("flake.nix evaluated against the nixpkgs stub", () =>
       cargoDepsPath: string;
       cargoConfig: string;
       buildPhase: string;
+      installPhase: string;
+      nativeBuildInputs: string[];
       extraCommands: string;
       labels: Record<string, string>;
       env: string[];
@@ -180,12 +181,15 @@ describe.skipIf(!HAVE_NIX)("flake.nix evaluated against the nixpkgs stub", () =>
     }>(
       "packages.x86_64-linux.snapshot-ratatui-2148",
       `s: let w = s.snapshot.workspace; d = w.stub.args.cargoDeps; in {
-        inherit (s.snapshot) key canonical inputs;
+        inherit (s.snapshot) keyInputs keyFile;
+        keySpec = w.stub.args.keySpec;
         src = "\${w.stub.args.src}";
         lockFile = d.stub.args.lockFile; cargoFn = d.stub.fn; lockPackages = d.lockPackages;
         cargoDepsPath = "\${d}";
         cargoConfig = w.stub.args.cargoConfig;
         buildPhase = w.stub.args.buildPhase;
+        installPhase = w.stub.args.installPhase;
+        nativeBuildInputs = map (p: p.name) w.stub.args.nativeBuildInputs;
         extraCommands = s.stub.args.extraCommands;
         labels = s.stub.args.config.Labels;
         env = s.stub.args.config.Env;
@@ -201,32 +205,47 @@ describe.skipIf(!HAVE_NIX)("flake.nix evaluated against the nixpkgs stub", () =>
     expect(snap.buildPhase).toContain('cp "$cargoConfigPath" "$CARGO_HOME/config.toml"');
     expect(snap.buildPhase).toContain("cargo test --workspace --no-run --locked --offline");
     expect(snap.buildPhase).toContain("git init");
+    expect(snap.installPhase).toContain("cp -a . $out/workspace");
+    expect(snap.nativeBuildInputs).toEqual(
+      expect.arrayContaining(["cargo", "rustc-wrapper", "git", "nodejs-24.0.0-stub"]),
+    );
     expect(snap.extraCommands).toMatch(/cp -a \S+-workspace\/workspace\/\. workspace\//);
+    expect(snap.extraCommands).toMatch(/cp \S+-workspace\/snapshot\.json flakegym\/snapshot\.json/);
     expect(snap.contents).toEqual(
       expect.arrayContaining(["cline-core-1.0.10", "flakegym-rust-env-toolchain"]),
     );
     expect(snap.env).toEqual(
-      expect.arrayContaining(["CARGO_HOME=/cargo-home", `FLAKEGYM_SNAPSHOT_KEY=${snap.key}`]),
+      expect.arrayContaining(["CARGO_HOME=/cargo-home", "FLAKEGYM_SNAPSHOT_FILE=/flakegym/snapshot.json"]),
     );
     expect(snap.labels).toMatchObject({
-      "org.flakegym.snapshot.key": snap.key,
-      "org.flakegym.snapshot.repo": "ratatui/ratatui",
+      "org.flakegym.snapshot.key-file": "/flakegym/snapshot.json",
+      "org.flakegym.snapshot.repo": "https://github.com/ratatui/ratatui",
       "org.flakegym.snapshot.commit": "527e1df9296e4b6d56dc665788ce558558b480c6",
       "org.flakegym.snapshot.profile": "rust",
+      "org.flakegym.snapshot.network": "none",
+      "org.flakegym.snapshot.format": "1",
     });
     check(
       "snapshot-ratatui-2148: ratatui input + importCargoLock on its Cargo.lock + prebuilt target/ in /workspace",
     );
 
-    // The key is sha256 over the canonical JSON (sorted keys, no spaces) of its inputs: the runner
-    // can recompute it with JSON.stringify over the same fields in sorted order.
-    const { commit, install, profile, repo, toolchain } = snap.inputs;
-    const canonical = JSON.stringify({ commit, install, profile, repo, toolchain });
-    expect(canonical).toBe(snap.canonical);
-    expect(createHash("sha256").update(canonical).digest("hex")).toBe(snap.key);
-    expect(snap.labels["org.flakegym.snapshot.toolchain"]).toBe(toolchain);
+    // The key is computed in the build by nix/snapshot-key.mjs from these inputs; the toolchain
+    // identity comes from the profile's profiles.json smoke commands, as the runner measures it.
+    expect(JSON.parse(snap.keySpec)).toEqual({
+      task: "ratatui-2148",
+      format: 1,
+      repo: "https://github.com/ratatui/ratatui",
+      commit: "527e1df9296e4b6d56dc665788ce558558b480c6",
+      profile: "rust",
+      install: ["cargo test --workspace --no-run --locked --offline"],
+      smoke: [],
+      network: "none",
+      toolchainCommands: profiles.rust.smoke,
+    });
+    expect(snap.keyInputs).toEqual(JSON.parse(snap.keySpec));
+    expect(snap.buildPhase).toMatch(/node \S+-snapshot-key\.mjs "\$keySpecPath"/);
     check(
-      "snapshot key = sha256(canonical JSON of {commit, install, profile, repo, toolchain}), reproducible in TS",
+      "snapshot key inputs (the runner's scheme) reach nix/snapshot-key.mjs in the build; key file in the image",
     );
   });
 

@@ -11,7 +11,9 @@ import { FlakegymError } from "../errors.js";
  * image (name and tag, the tag being the image's Nix output hash), for each snapshot image its
  * snapshot key and key inputs, and the vendored Cline version. The flake exposes them at
  * `lib.flakegym.<system>` (nix/facts.nix); this module runs `nix eval --json` on that attribute and
- * parses the answer. Keep the schema and nix/facts.nix in step.
+ * parses the answer. Keep the schema and nix/facts.nix in step. A snapshot image's key is not an
+ * evaluation-time fact (it includes the built toolchain's `--version` output): the image carries it
+ * in `keyFile`, computed the way packages/runner/src/snapshots computes keys.
  */
 
 export const FLAKE_FACTS_SCHEMA_VERSION = 1;
@@ -37,18 +39,25 @@ export type FlakeProfileFacts = z.infer<typeof FlakeProfileFacts>;
 
 export const FlakeSnapshotFacts = z
   .object({
-    repo: z.string().min(1).describe("owner/repo of the snapshot's source"),
+    format: z.number().int().describe("snapshot key format (the runner's SNAPSHOT_FORMAT)"),
+    repo: z.string().min(1).describe("the repository as the runner's snapshot key names it (clone URL)"),
     commit: z
       .string()
       .regex(/^[0-9a-f]{40}$/)
       .describe("pinned commit of the source"),
     profile: ProfileId.describe("profile whose toolchain built the snapshot"),
     install: z.array(z.string()).describe("commands that built the snapshot (its `target/` etc.)"),
-    toolchain: z.string().min(1).describe("toolchain identity: the profile toolchain's store path"),
-    key: z
+    smoke: z.array(z.string()).describe("smoke commands of the snapshot spec"),
+    network: z.enum(["none", "required"]).describe("whether building the snapshot needed the network"),
+    toolchainCommands: z
+      .array(z.string())
+      .describe("commands whose first output line makes the key's toolchain identity (profiles.json smoke)"),
+    keyFile: z
       .string()
-      .regex(/^[0-9a-f]{64}$/)
-      .describe("sha256 over the canonical JSON of {commit, install, profile, repo, toolchain}"),
+      .startsWith("/")
+      .describe(
+        "file in the image holding {key, ...inputs}: the key needs the built toolchain's --version output",
+      ),
     image: FlakeImageFacts.describe("the snapshot image (profile image + prebuilt work tree)"),
   })
   .strict();

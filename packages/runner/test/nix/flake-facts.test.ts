@@ -43,8 +43,13 @@ describe("parseFlakeFacts", () => {
     expect(facts.profiles.rust.devShell).toBe("rust-env");
     expect(facts.cline.version).toBe("1.0.10");
     const snap = facts.snapshots["ratatui-2148"]!;
-    expect(snap).toMatchObject({ repo: "ratatui/ratatui", profile: "rust" });
-    expect(snap.key).toMatch(/^[0-9a-f]{64}$/);
+    expect(snap).toMatchObject({
+      repo: "https://github.com/ratatui/ratatui",
+      profile: "rust",
+      network: "none",
+    });
+    expect(snap.toolchainCommands).toEqual(["cargo --version", "rustc --version"]);
+    expect(snap.keyFile).toBe("/flakegym/snapshot.json");
   });
 
   it("names the field that is wrong, and the attribute it came from", () => {
@@ -54,9 +59,9 @@ describe("parseFlakeFacts", () => {
       "flake attribute lib.flakegym.x86_64-linux: field 'profiles.go':",
     );
 
-    const badKey = fixture() as { snapshots: Record<string, { key: string }> };
-    badKey.snapshots["ratatui-2148"]!.key = "not-a-sha";
-    expect(() => parseFlakeFacts(badKey, "a")).toThrow("field 'snapshots.ratatui-2148.key'");
+    const badCommit = fixture() as { snapshots: Record<string, { commit: string }> };
+    badCommit.snapshots["ratatui-2148"]!.commit = "main";
+    expect(() => parseFlakeFacts(badCommit, "a")).toThrow("field 'snapshots.ratatui-2148.commit'");
 
     const extra = { ...(fixture() as object), surprise: 1 };
     const err = (() => {
