@@ -180,9 +180,13 @@ let
                 esac
               done
               ${util.concatLines (
+                # Only workspaces present in `root` (a filtered source may leave some out):
+                # nixpkgs' fixup refuses dangling symlinks.
                 map (key: ''
-                  mkdir -p "$(dirname ${root}/${key})"
-                  ln -sfn ${util.escapeShellArg (relativeLink key)} ${root}/${key}
+                  if [ -e ${root}/${entries.${key}.resolved} ]; then
+                    mkdir -p "$(dirname ${root}/${key})"
+                    ln -sfn ${util.escapeShellArg (relativeLink key)} ${root}/${key}
+                  fi
                 '') workspaceLinks
               )}
               ${util.concatLines (map (r: "ln -sfn ${tree}/${r}/node_modules ${root}/${r}/node_modules") nestedRoots)}

@@ -20,7 +20,11 @@ pkgs.stdenvNoCC.mkDerivation {
   version = (builtins.fromJSON (builtins.readFile manifest)).version;
   inherit src;
 
-  nativeBuildInputs = [ pkgs.makeWrapper ];
+  # nodejs: patchShebangs points `#!/usr/bin/env node` scripts at it.
+  nativeBuildInputs = [
+    pkgs.makeWrapper
+    nodejs
+  ];
   dontConfigure = true;
   dontBuild = true;
 
