@@ -55,7 +55,24 @@
               dir = "${cline}/${cline.packageDir}";
             };
           };
-          entrypoint = import ./nix/worker-entrypoint.nix { inherit pkgs cline; };
+          # cline-vendor's supervisor, when this checkout has it (see nix/worker-entrypoint.nix).
+          supervisorScript = ./packages/cline-vendor/supervisor/cline-supervisor.mjs;
+          supervisor =
+            if builtins.pathExists supervisorScript then
+              import ./nix/cline-supervisor.nix {
+                inherit pkgs nodejs;
+                script = supervisorScript;
+              }
+            else
+              null;
+          entrypoint = import ./nix/worker-entrypoint.nix {
+            inherit
+              pkgs
+              nodejs
+              cline
+              supervisor
+              ;
+          };
 
           runtimeModules = nodeModulesFor {
             name = "flakegym";
@@ -87,6 +104,7 @@
               nodejs
               cline
               entrypoint
+              supervisor
               ;
           };
           images = builtins.mapAttrs (_: profile: mkImage { inherit profile; }) profiles;
@@ -145,6 +163,9 @@
             // {
               cline-core = cline;
               flakegym-worker = entrypoint;
+            }
+            // (if supervisor != null then { cline-supervisor = supervisor; } else { })
+            // {
               flakegym-rollout = rollout;
               flakegym = runner;
               default = runner;

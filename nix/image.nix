@@ -10,6 +10,7 @@
   nodejs,
   cline,
   entrypoint,
+  supervisor ? null,
 }:
 {
   profile,
@@ -58,6 +59,7 @@ pkgs.dockerTools.streamLayeredImage {
     pkgs.dockerTools.caCertificates
     pkgs.dockerTools.fakeNss
   ]
+  ++ (if supervisor != null then [ supervisor ] else [ ])
   ++ extraContents;
   config = {
     Entrypoint = [ "${entrypoint}/bin/flakegym-worker" ];
