@@ -57,7 +57,7 @@ describe.skipIf(!HAVE_NIX)("the worker entrypoint (flakegym-worker)", () => {
     try {
       text = await flake.evalRaw("packages.x86_64-linux.flakegym-worker.stub.args.text");
       rolloutText = await flake.evalRaw("packages.x86_64-linux.flakegym-rollout.stub.args.text");
-      clineOut = await flake.evalRaw("packages.x86_64-linux.cline-core", 'c: "${c}"');
+      clineOut = await flake.evalRaw("packages.x86_64-linux.cline-core", "c: c.outPath");
     } finally {
       await flake.cleanup();
     }
