@@ -216,10 +216,12 @@
         rollout = {
           type = "app";
           program = "${s.rollout}/bin/flakegym-rollout";
+          meta.description = "flakegym rollout: run Cline sessions for a task and score them";
         };
         default = {
           type = "app";
           program = "${s.runner}/bin/flakegym";
+          meta.description = "the flakegym CLI";
         };
       }) perLinux;
       devShells = util.genAttrs (linuxSystems ++ darwinSystems) devShellsFor;

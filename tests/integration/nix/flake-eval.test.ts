@@ -354,8 +354,8 @@ describe.skipIf(!HAVE_NIX)("flake.nix evaluated against the nixpkgs stub", () =>
         `packages.${sys}`,
         `ps: { runner = "\${ps.flakegym}"; rollout = "\${ps.flakegym-rollout}"; text = ps.flakegym-rollout.stub.args.text; }`,
       );
-      expect(apps["rollout"]).toEqual({ type: "app", program: `${pkgs.rollout}/bin/flakegym-rollout` });
-      expect(apps["default"]).toEqual({ type: "app", program: `${pkgs.runner}/bin/flakegym` });
+      expect(apps["rollout"]).toMatchObject({ type: "app", program: `${pkgs.rollout}/bin/flakegym-rollout` });
+      expect(apps["default"]).toMatchObject({ type: "app", program: `${pkgs.runner}/bin/flakegym` });
       expect(pkgs.text).toBe(`exec ${pkgs.runner}/bin/flakegym rollout "$@"`);
     }
     check('apps.<linux>.rollout execs <runner>/bin/flakegym rollout "$@"');
