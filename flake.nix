@@ -197,6 +197,7 @@
         system:
         let
           pkgs = nixpkgs.legacyPackages.${system};
+          profiles = profileSet.forPkgs pkgs;
         in
         util.mapAttrs' (_: p: {
           name = p.nixName;
@@ -207,7 +208,14 @@
             }
             // p.env
           );
-        }) (profileSet.forPkgs pkgs);
+        }) profiles
+        // {
+          # `nix develop`: for working on flakegym itself (Node, the dev-base tools, nixfmt).
+          default = pkgs.mkShell {
+            name = "flakegym-dev";
+            packages = profiles.node.packages ++ [ pkgs.nixfmt ];
+          };
+        };
     in
     {
       packages = builtins.mapAttrs (_: s: s.packages) perLinux;

@@ -76,12 +76,13 @@ describe.skipIf(!HAVE_NIX)("flake.nix evaluated against the nixpkgs stub", () =>
     >(
       "devShells",
       `ds: builtins.mapAttrs (sys: shells: builtins.mapAttrs (n: s: {
-        fn = s.stub.fn; packages = map (p: p.name) s.stub.args.packages; profile = s.stub.args.FLAKEGYM_PROFILE;
+        fn = s.stub.fn; packages = map (p: p.name) s.stub.args.packages; profile = s.stub.args.FLAKEGYM_PROFILE or null;
       }) shells) ds`,
     );
     expect(Object.keys(shells).sort()).toEqual([...ALL_SYSTEMS].sort());
     for (const sys of ALL_SYSTEMS) {
-      expect(Object.keys(shells[sys]!).sort(), sys).toEqual(nixNames);
+      expect(Object.keys(shells[sys]!).sort(), sys).toEqual([...nixNames, "default"].sort());
+      expect(shells[sys]!["default"]!.packages).toEqual(expect.arrayContaining(["nodejs-24.0.0-stub", "nixfmt", "git"]));
       for (const [id, p] of Object.entries(profiles)) {
         const shell = shells[sys]![p.nixName]!;
         expect(shell.fn).toBe("mkShell");
