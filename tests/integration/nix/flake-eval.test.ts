@@ -82,7 +82,9 @@ describe.skipIf(!HAVE_NIX)("flake.nix evaluated against the nixpkgs stub", () =>
     expect(Object.keys(shells).sort()).toEqual([...ALL_SYSTEMS].sort());
     for (const sys of ALL_SYSTEMS) {
       expect(Object.keys(shells[sys]!).sort(), sys).toEqual([...nixNames, "default"].sort());
-      expect(shells[sys]!["default"]!.packages).toEqual(expect.arrayContaining(["nodejs-24.0.0-stub", "nixfmt", "git"]));
+      expect(shells[sys]!["default"]!.packages).toEqual(
+        expect.arrayContaining(["nodejs-24.0.0-stub", "nixfmt", "git"]),
+      );
       for (const [id, p] of Object.entries(profiles)) {
         const shell = shells[sys]![p.nixName]!;
         expect(shell.fn).toBe("mkShell");

@@ -1,4 +1,5 @@
 import { loadProfiles } from "@flakegym/profiles";
+import { runCli } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFlakeFacts } from "../../../packages/runner/src/nix/flake-facts.js";
 import { createStubFlake, NIX_MISSING_REASON, nixAvailable, type StubFlake } from "./stub-flake.js";
@@ -43,5 +44,34 @@ describe.skipIf(!HAVE_NIX)("readFlakeFacts with real nix", () => {
     const p = readFlakeFacts({ flakeRef: flake.ref, system: "riscv64-linux", extraArgs: flake.overrideArgs });
     await expect(p).rejects.toMatchObject({ code: "E_NIX_EVAL" });
     await expect(p).rejects.toThrow(/lib\.flakegym\.riscv64-linux/);
+  });
+
+  it("`flakegym nix facts` prints them, as a table or as JSON", async () => {
+    const overrides = [
+      "--override-input",
+      `nixpkgs=path:${flake.dir}/tests/nix/stub-nixpkgs`,
+      "--override-input",
+      `ratatui=path:${flake.dir}/tests/nix/stub-ratatui`,
+    ];
+    const base = ["nix", "facts", "--flake", flake.ref, "--system", "x86_64-linux", ...overrides];
+    const json = await runCli([...base, "--json"]);
+    expect(json.exitCode, json.stderr).toBe(0);
+    const facts = JSON.parse(json.stdout) as { profiles: Record<string, { image: { name: string } }> };
+    expect(Object.keys(facts.profiles).sort()).toEqual(Object.keys(loadProfiles().profiles).sort());
+
+    const text = await runCli(base);
+    expect(text.exitCode, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(
+      /^rust\s+rust-env\s+flakegym\/rust-env:[0-9a-z]{32}\s+\.#rust-env-container$/m,
+    );
+    expect(text.stdout).toMatch(
+      /^ratatui-2148\s+rust\s+flakegym\/snapshot-ratatui-2148:\S+\s+\.#snapshot-ratatui-2148$/m,
+    );
+  });
+
+  it("`flakegym nix facts` without nix says so and exits 1", async () => {
+    const r = await runCli(["nix", "facts", "--flake", flake.ref], { env: { PATH: "/nonexistent" } });
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toContain("no flake facts: 'nix' is not installed");
   });
 });
