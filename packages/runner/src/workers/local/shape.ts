@@ -125,6 +125,12 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
             { src: group, dest: "/etc/group" },
             ...toolchain.binds,
             ...(opts.deps ? [{ src: opts.deps, dest: SANDBOX_PATHS.deps, rw: true }] : []),
+            ...(opts.network === "host"
+              ? [
+                  { src: "/etc/resolv.conf", dest: "/etc/resolv.conf", optional: true },
+                  { src: "/etc/hosts", dest: "/etc/hosts", optional: true },
+                ]
+              : []),
             ...(opts.binds ?? []),
           ],
           env,
