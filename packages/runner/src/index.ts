@@ -1,3 +1,49 @@
 export { main } from "./cli/main.js";
 export { describeError, FlakegymError, UsageError } from "./errors.js";
+export {
+  type BuildOptions,
+  buildSnapshot,
+  forkSnapshot,
+  type Snapshot,
+  SnapshotManifest,
+  type SnapshotProgress,
+  type SnapshotSpec,
+  snapshotSpecOfProfile,
+  snapshotSpecOfTask,
+  toolchainIdentity,
+} from "./snapshots/build.js";
+export { availableForkMethods, type Fork, type ForkMethod, type ForkMethodChoice, forkTree } from "./snapshots/fork.js";
+export { defaultSnapshotCacheDir, snapshotKey } from "./snapshots/key.js";
+export {
+  BUILTIN_CATALOG_DIR,
+  CatalogEntry,
+  type LoadedTask,
+  listCatalog,
+  loadCatalog,
+  loadTask,
+  loadTaskDir,
+  taskProfileOf,
+} from "./tasks/catalog.js";
+export { type DatasetSummary, formatRowError, type LoadedDataset, loadDataset } from "./tasks/dataset.js";
+export { DatasetRow, parseDatasetRow, type RowError } from "./tasks/dataset-row.js";
+export {
+  applyPatchInWorker,
+  applySolution,
+  type HiddenTestReport,
+  installHiddenTests,
+  runHiddenTests,
+  type TestResult,
+  writeFileInWorker,
+} from "./tasks/hidden-tests.js";
+export { materializeSource } from "./tasks/materialize.js";
+export { TaskProfile } from "./tasks/task-profile.js";
+export { TaskSpec, type TestCommand, testCommands, testPassed } from "./tasks/task-spec.js";
+export {
+  type AgentLauncher,
+  type AgentLaunchContext,
+  createLocalBackend,
+  type LocalBackendOptions,
+  type RunningAgent,
+} from "./workers/local/local-backend.js";
+export type { ExecOptions, ExecResult, ResourceLimits, Worker, WorkerBackend, WorkerExit, WorkerSpec } from "./workers/types.js";
 export { FLAKEGYM_VERSION } from "./version.js";
