@@ -97,7 +97,9 @@ export function parseDatasetRow(
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.length > 0 ? issue.path.join(".") : "(row)";
-    const reason = issue.code === "invalid_type" && issue.input === undefined ? "missing" : issue.message;
+    const top = issue.path[0];
+    const absent = typeof top === "string" && (raw as Record<string, unknown>)[top] == null && issue.path.length === 1;
+    const reason = absent ? "missing" : issue.message;
     return fail(field, reason, idHint);
   }
   const row = parsed.data;

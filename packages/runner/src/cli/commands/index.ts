@@ -1,5 +1,13 @@
 import type { Command } from "../command.js";
+import { snapshotBuildCommand } from "./snapshot-build.js";
+import { tasksCheckCommand } from "./tasks-check.js";
 import { tasksListCommand } from "./tasks-list.js";
+import { tasksShowCommand } from "./tasks-show.js";
 
 /** Every subcommand, in the order `--help` lists them. One line per command. */
-export const commands: readonly Command[] = [tasksListCommand as unknown as Command];
+export const commands: readonly Command[] = [
+  tasksListCommand as unknown as Command,
+  tasksShowCommand as unknown as Command,
+  tasksCheckCommand as unknown as Command,
+  snapshotBuildCommand as unknown as Command,
+];
