@@ -93,6 +93,8 @@ export function buildBwrapArgs(spec: BwrapSpec): string[] {
   if (spec.home) a.push("--bind", spec.home, spec.homeDest);
   else a.push("--size", tmpBytes, "--tmpfs", spec.homeDest);
   a.push("--bind", spec.workspace, spec.workspaceDest);
+  // Everything not bound writable above (the root tmpfs bwrap builds, /etc, /opt …) is read-only.
+  a.push("--remount-ro", "/");
   a.push("--chdir", spec.cwd, "--clearenv");
   for (const [k, v] of Object.entries(spec.env)) a.push("--setenv", k, v);
   return a;

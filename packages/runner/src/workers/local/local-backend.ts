@@ -167,7 +167,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
         checking = true;
         try {
           const usage = await prepared.cgroup.usage();
-          if (usage && spec.limits.cpuSeconds !== undefined && usage.cpuUsec > spec.limits.cpuSeconds * 1e6) {
+          if (usage && spec.limits.cpuSeconds !== undefined && usage.cpuUsec >= spec.limits.cpuSeconds * 1e6) {
             await end({ reason: "cpu_time", detail: `used ${(usage.cpuUsec / 1e6).toFixed(1)} s of CPU (limit ${spec.limits.cpuSeconds} s)` });
             return;
           }

@@ -143,7 +143,11 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
     cgroup,
     ...(bwrapPath ? { bwrapPath } : {}),
     rlimits: {
-      ...(opts.limits.cpuSeconds !== undefined ? { cpuSeconds: opts.limits.cpuSeconds } : {}),
+      // RLIMIT_CPU is per process: a backstop a little above the budget, which the worker's
+      // watchdog enforces on the whole cgroup (so the end is reported as cpu_time).
+      ...(opts.limits.cpuSeconds !== undefined
+        ? { cpuSeconds: opts.limits.cpuSeconds + Math.max(2, Math.ceil(opts.limits.cpuSeconds * 0.05)) }
+        : {}),
       ...(opts.limits.diskMb !== undefined ? { fileSizeMb: opts.limits.diskMb } : {}),
       ...(cgroup.kind === "none" ? { nproc: opts.limits.pids, dataMb: opts.limits.memoryMb } : {}),
     },
