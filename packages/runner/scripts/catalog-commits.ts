@@ -2,12 +2,11 @@
  * Prints the commit each local catalog task's `repo/` materializes to, and with `--write` updates
  * `source.commit` in its task.json. Run after editing a task's repo: `npm run catalog:commits -w @flakegym/runner`.
  */
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUILTIN_CATALOG_DIR, loadCatalog } from "../src/tasks/catalog.js";
 import { commitTree } from "../src/tasks/materialize.js";
-import { cp } from "node:fs/promises";
 
 const write = process.argv.includes("--write");
 for (const task of await loadCatalog(BUILTIN_CATALOG_DIR)) {

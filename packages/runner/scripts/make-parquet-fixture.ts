@@ -41,7 +41,12 @@ function write(name: string, nested: boolean): void {
       ...scalarColumns.map((c) => ({ name: c, ...text })),
       ...(nested
         ? [
-            { name: "conversations", repetition_type: "OPTIONAL", converted_type: "LIST", num_children: 1 } as const,
+            {
+              name: "conversations",
+              repetition_type: "OPTIONAL",
+              converted_type: "LIST",
+              num_children: 1,
+            } as const,
             { name: "list", repetition_type: "REPEATED", num_children: 1 } as const,
             { name: "element", repetition_type: "OPTIONAL", num_children: 2 } as const,
             { name: "from", ...text },

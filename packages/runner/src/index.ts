@@ -12,7 +12,13 @@ export {
   snapshotSpecOfTask,
   toolchainIdentity,
 } from "./snapshots/build.js";
-export { availableForkMethods, type Fork, type ForkMethod, type ForkMethodChoice, forkTree } from "./snapshots/fork.js";
+export {
+  availableForkMethods,
+  type Fork,
+  type ForkMethod,
+  type ForkMethodChoice,
+  forkTree,
+} from "./snapshots/fork.js";
 export { defaultSnapshotCacheDir, snapshotKey } from "./snapshots/key.js";
 export {
   BUILTIN_CATALOG_DIR,
@@ -38,12 +44,20 @@ export {
 export { materializeSource } from "./tasks/materialize.js";
 export { TaskProfile } from "./tasks/task-profile.js";
 export { TaskSpec, type TestCommand, testCommands, testPassed } from "./tasks/task-spec.js";
+export { FLAKEGYM_VERSION } from "./version.js";
 export {
-  type AgentLauncher,
   type AgentLaunchContext,
+  type AgentLauncher,
   createLocalBackend,
   type LocalBackendOptions,
   type RunningAgent,
 } from "./workers/local/local-backend.js";
-export type { ExecOptions, ExecResult, ResourceLimits, Worker, WorkerBackend, WorkerExit, WorkerSpec } from "./workers/types.js";
-export { FLAKEGYM_VERSION } from "./version.js";
+export type {
+  ExecOptions,
+  ExecResult,
+  ResourceLimits,
+  Worker,
+  WorkerBackend,
+  WorkerExit,
+  WorkerSpec,
+} from "./workers/types.js";

@@ -11,7 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // end as data (an ExecResult or a WorkerExit), never as a crash of the runner.
 
 const hasBwrap = existsSync("/usr/bin/bwrap");
-if (!hasBwrap) console.warn("security suite skipped: bubblewrap (bwrap) is not installed — run sh scripts/ensure-system-deps");
+if (!hasBwrap)
+  console.warn(
+    "security suite skipped: bubblewrap (bwrap) is not installed — run sh scripts/ensure-system-deps",
+  );
 
 describe.skipIf(!hasBwrap)("hostile commands in a local worker", () => {
   let tmp: TempDir;
@@ -25,7 +28,12 @@ describe.skipIf(!hasBwrap)("hostile commands in a local worker", () => {
   const workers: Worker[] = [];
   const backendDir = () => join(tmp.path, "workers");
 
-  async function startWorker(name: string, limits: Partial<WorkerSpec["limits"]> = {}, quotaMb?: number, method?: "copy") {
+  async function startWorker(
+    name: string,
+    limits: Partial<WorkerSpec["limits"]> = {},
+    quotaMb?: number,
+    method?: "copy",
+  ) {
     const fork = await forkTree(lower, {
       dest: join(tmp.path, "forks", name),
       ...(quotaMb ? { quotaMb } : {}),
@@ -98,14 +106,18 @@ describe.skipIf(!hasBwrap)("hostile commands in a local worker", () => {
   it("cannot see the runner's repository or HOME", async () => {
     const repoFile = join(REPO_ROOT, "package.json");
     expect(existsSync(repoFile)).toBe(true);
-    const r = await a.exec(`test -e '${repoFile}' && echo VISIBLE; ls -A /root 2>&1; ls -A '${tmp.path}' 2>&1; echo done`);
+    const r = await a.exec(
+      `test -e '${repoFile}' && echo VISIBLE; ls -A /root 2>&1; ls -A '${tmp.path}' 2>&1; echo done`,
+    );
     expect(r.stdout).not.toContain("VISIBLE");
     expect(r.stdout).toMatch(/\/root.*No such file/);
     expect(r.stdout).toMatch(/No such file/);
   });
 
   it("cannot see or touch another worker's workspace", async () => {
-    const r = await a.exec(`ls '${bWorkspace}' 2>&1; cat /workspace/b-secret.txt 2>&1; echo marker > '${bWorkspace}/from-a' 2>&1; echo done`);
+    const r = await a.exec(
+      `ls '${bWorkspace}' 2>&1; cat /workspace/b-secret.txt 2>&1; echo marker > '${bWorkspace}/from-a' 2>&1; echo done`,
+    );
     expect(r.stdout).not.toContain("only b");
     expect(existsSync(join(bWorkspace, "from-a"))).toBe(false);
     await otherWorkerStillFine();
@@ -125,7 +137,9 @@ describe.skipIf(!hasBwrap)("hostile commands in a local worker", () => {
   });
 
   it("cannot reach the host's loopback ports", async () => {
-    const r = await a.exec(`bash -c 'exec 3<>/dev/tcp/127.0.0.1/${hostPort} && cat <&3' 2>&1; echo "exit=$?"`);
+    const r = await a.exec(
+      `bash -c 'exec 3<>/dev/tcp/127.0.0.1/${hostPort} && cat <&3' 2>&1; echo "exit=$?"`,
+    );
     expect(r.stdout).not.toContain("host secret");
     expect(r.stdout).toMatch(/Connection refused/);
     expect(hostConnections).toBe(0);
@@ -176,7 +190,9 @@ describe.skipIf(!hasBwrap)("hostile commands in a local worker", () => {
     const one = await worker.exec("dd if=/dev/zero of=/workspace/one bs=1M count=100 2>&1; echo exit=$?");
     expect(one.stdout).toMatch(/File size limit exceeded|exit=153/);
     // Many files each under the per-file limit: the watchdog sees the total and ends the worker.
-    void worker.exec("for i in 1 2 3 4 5 6; do dd if=/dev/zero of=/workspace/f$i bs=1M count=15 2>/dev/null; done; sleep 30");
+    void worker.exec(
+      "for i in 1 2 3 4 5 6; do dd if=/dev/zero of=/workspace/f$i bs=1M count=15 2>/dev/null; done; sleep 30",
+    );
     const exit = await worker.exited;
     expect(exit?.reason).toBe("disk");
     const after = await worker.exec("echo hi");

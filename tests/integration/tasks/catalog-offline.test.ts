@@ -67,7 +67,12 @@ describe("offline catalog tasks: hidden tests fail before and pass after the ref
       for (const r of mustFail) expect({ id: r.id, passed: r.passed }).toEqual({ id: r.id, passed: false });
       expect(before.solved).toBe(false);
       const after = await run(true);
-      for (const r of after.results) expect({ id: r.id, passed: r.passed, tail: r.passed ? "" : r.tail }).toEqual({ id: r.id, passed: true, tail: "" });
+      for (const r of after.results)
+        expect({ id: r.id, passed: r.passed, tail: r.passed ? "" : r.tail }).toEqual({
+          id: r.id,
+          passed: true,
+          tail: "",
+        });
       expect(after.solved).toBe(true);
     });
   }

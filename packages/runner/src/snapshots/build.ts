@@ -5,9 +5,8 @@ import { loadProfiles, type ProfileId } from "@flakegym/profiles";
 import { z } from "zod";
 import { FlakegymError } from "../errors.js";
 import type { LoadedTask } from "../tasks/catalog.js";
-import { materializeSource } from "../tasks/materialize.js";
+import { git, materializeSource } from "../tasks/materialize.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
-import { git } from "../tasks/materialize.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import { runSandboxed } from "../workers/local/sandbox.js";
 import { prepareShape } from "../workers/local/shape.js";
@@ -28,7 +27,10 @@ export interface SnapshotSpec {
   readonly network: "none" | "required";
   readonly limits: { memoryMb: number; pids: number; cpuSeconds: number; diskMb: number };
   /** Puts the repository at `commit` into `dest`. */
-  materialize(dest: string, opts: { signal?: AbortSignal; log: (line: string) => void }): Promise<{ commit: string }>;
+  materialize(
+    dest: string,
+    opts: { signal?: AbortSignal; log: (line: string) => void },
+  ): Promise<{ commit: string }>;
 }
 
 export const SnapshotStep = z
@@ -44,7 +46,10 @@ export const SnapshotStep = z
 export const SnapshotManifest = z
   .object({
     format: z.literal(SNAPSHOT_FORMAT).describe("snapshot layout version"),
-    key: z.string().regex(/^[0-9a-f]{64}$/).describe("content key (sha256 of the inputs)"),
+    key: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .describe("content key (sha256 of the inputs)"),
     taskId: z.string().describe("task the snapshot was first built for"),
     repo: z.string().describe("repository identity used in the key"),
     commit: z.string().describe("commit the workspace is at"),
@@ -120,9 +125,13 @@ export function snapshotSpecOfTask(task: LoadedTask): SnapshotSpec {
 export function snapshotSpecOfProfile(task: TaskProfile, resolvedCommit?: string): SnapshotSpec {
   const commit = task.commit ?? resolvedCommit;
   if (!commit) {
-    throw new FlakegymError("E_SNAPSHOT", `task '${task.id}' (${task.source.file} row ${task.source.row}) has no commit`, {
-      hint: "give the row a base_commit, or resolve the branch head first (git ls-remote) and pass it",
-    });
+    throw new FlakegymError(
+      "E_SNAPSHOT",
+      `task '${task.id}' (${task.source.file} row ${task.source.row}) has no commit`,
+      {
+        hint: "give the row a base_commit, or resolve the branch head first (git ls-remote) and pass it",
+      },
+    );
   }
   return {
     taskId: task.id,
@@ -136,7 +145,11 @@ export function snapshotSpecOfProfile(task: TaskProfile, resolvedCommit?: string
     async materialize(dest, opts) {
       await mkdir(dest, { recursive: true });
       await git(["init", "-q"], { cwd: dest, ...opts });
-      await git(["fetch", "-q", "--depth", "1", task.repoUrl, commit], { cwd: dest, timeoutMs: 600_000, ...opts });
+      await git(["fetch", "-q", "--depth", "1", task.repoUrl, commit], {
+        cwd: dest,
+        timeoutMs: 600_000,
+        ...opts,
+      });
       await git(["checkout", "-q", "--detach", "FETCH_HEAD"], { cwd: dest, ...opts });
       return { commit: await git(["rev-parse", "HEAD"], { cwd: dest, ...opts }) };
     },
@@ -164,11 +177,20 @@ export function toolchainIdentity(profile: ProfileId, scratch: string, unsafe?: 
       try {
         const out: string[] = [];
         for (const cmd of loadProfiles().profiles[profile].smoke) {
-          const r = await runSandboxed(prepared.shape, ["/bin/sh", "-c", cmd], { timeoutMs: 30_000, hostCwd: join(dir, "ws") }, prepared.env);
+          const r = await runSandboxed(
+            prepared.shape,
+            ["/bin/sh", "-c", cmd],
+            { timeoutMs: 30_000, hostCwd: join(dir, "ws") },
+            prepared.env,
+          );
           if (r.exitCode !== 0) {
-            throw new FlakegymError("E_TOOLCHAIN", `profile '${profile}': \`${cmd}\` failed in the sandbox (exit ${r.exitCode}): ${(r.stderr || r.stdout).trim().slice(-500)}`, {
-              hint: `install the ${profile} toolchain (sh scripts/ensure-system-deps), or run this task where its profile's tools exist`,
-            });
+            throw new FlakegymError(
+              "E_TOOLCHAIN",
+              `profile '${profile}': \`${cmd}\` failed in the sandbox (exit ${r.exitCode}): ${(r.stderr || r.stdout).trim().slice(-500)}`,
+              {
+                hint: `install the ${profile} toolchain (sh scripts/ensure-system-deps), or run this task where its profile's tools exist`,
+              },
+            );
           }
           out.push(`${cmd}: ${r.stdout.trim().split("\n")[0]}`);
         }
@@ -287,7 +309,10 @@ async function buildInto(
     opts.onProgress?.({ kind: "step", step: "source", status: "start" });
     const t0 = performance.now();
     say(`== source: ${spec.repo} @ ${spec.commit}`);
-    const { commit } = await spec.materialize(workspace, { ...(opts.signal ? { signal: opts.signal } : {}), log: say });
+    const { commit } = await spec.materialize(workspace, {
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      log: say,
+    });
     if (commit !== spec.commit) {
       throw new FlakegymError("E_SNAPSHOT", `source materialized to ${commit}, expected ${spec.commit}`);
     }
@@ -369,7 +394,10 @@ async function buildInto(
     await writeFile(`${logFile}.tmp`, `${log.join("\n")}\n`);
     await rename(`${logFile}.tmp`, logFile);
     const tail = log.join("\n").split("\n").slice(-25).join("\n");
-    if (err instanceof FlakegymError && (err.code === "E_NETWORK_REQUIRED" || err.code === "E_CATALOG" || err.code === "E_TOOLCHAIN")) {
+    if (
+      err instanceof FlakegymError &&
+      (err.code === "E_NETWORK_REQUIRED" || err.code === "E_CATALOG" || err.code === "E_TOOLCHAIN")
+    ) {
       throw err;
     }
     throw new FlakegymError(

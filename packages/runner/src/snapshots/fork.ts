@@ -41,7 +41,11 @@ export interface ForkOptions {
 
 const probes = new Map<string, Promise<ForkMethod[]>>();
 
-async function run(cmd: string, args: string[], signal?: AbortSignal): Promise<{ ok: boolean; stderr: string }> {
+async function run(
+  cmd: string,
+  args: string[],
+  signal?: AbortSignal,
+): Promise<{ ok: boolean; stderr: string }> {
   const r = await execa(cmd, args, {
     reject: false,
     timeout: 600_000,
@@ -98,9 +102,13 @@ export async function forkTree(lower: string, opts: ForkOptions): Promise<Fork> 
   const choice = opts.method ?? "auto";
   const method: ForkMethod = choice === "auto" ? methods[0]! : choice;
   if (!methods.includes(method)) {
-    throw new FlakegymError("E_FORK_METHOD", `fork method '${method}' does not work here (available: ${methods.join(", ")})`, {
-      hint: "use --fork-method auto, or one of the available methods",
-    });
+    throw new FlakegymError(
+      "E_FORK_METHOD",
+      `fork method '${method}' does not work here (available: ${methods.join(", ")})`,
+      {
+        hint: "use --fork-method auto, or one of the available methods",
+      },
+    );
   }
   const started = performance.now();
   await mkdir(opts.dest, { recursive: true });
@@ -116,7 +124,14 @@ export async function forkTree(lower: string, opts: ForkOptions): Promise<Fork> 
       await mkdir(layer);
       let quota: Fork["quota"] = "none";
       if (opts.quotaMb !== undefined) {
-        const r = await run("mount", ["-t", "tmpfs", "-o", `size=${opts.quotaMb}m,mode=0755`, "tmpfs", layer]);
+        const r = await run("mount", [
+          "-t",
+          "tmpfs",
+          "-o",
+          `size=${opts.quotaMb}m,mode=0755`,
+          "tmpfs",
+          layer,
+        ]);
         if (!r.ok) await fail("mount tmpfs", r.stderr);
         quota = "tmpfs";
       }

@@ -96,9 +96,13 @@ export async function acquireLock(dir: string, opts: LockOptions = {}): Promise<
     }
     if (Date.now() > deadline) {
       const o = await readOwner(dir);
-      throw new FlakegymError("E_LOCK_TIMEOUT", `timed out waiting for lock ${dir}${o ? ` held by pid ${o.pid} on ${o.host}` : ""}`, {
-        hint: `if no flakegym process is building this snapshot, remove ${dir}`,
-      });
+      throw new FlakegymError(
+        "E_LOCK_TIMEOUT",
+        `timed out waiting for lock ${dir}${o ? ` held by pid ${o.pid} on ${o.host}` : ""}`,
+        {
+          hint: `if no flakegym process is building this snapshot, remove ${dir}`,
+        },
+      );
     }
     await new Promise((r) => setTimeout(r, opts.pollMs ?? 200));
   }

@@ -51,7 +51,10 @@ export async function loadTaskDir(dir: string): Promise<LoadedTask> {
   const spec = parsed.data;
   const name = abs.split("/").pop();
   if (name !== spec.id) {
-    throw new FlakegymError("E_CATALOG", `${file}: field 'id': '${spec.id}' differs from its directory name '${name}'`);
+    throw new FlakegymError(
+      "E_CATALOG",
+      `${file}: field 'id': '${spec.id}' differs from its directory name '${name}'`,
+    );
   }
   const paths = {
     solution: join(abs, spec.solution),

@@ -18,7 +18,10 @@ const optionalText = z
  */
 export const DatasetRow = z
   .object({
-    id: z.union([z.string().min(1), z.number().int()]).transform(String).describe("row id"),
+    id: z
+      .union([z.string().min(1), z.number().int()])
+      .transform(String)
+      .describe("row id"),
     repo_name: optionalText.describe("`owner/repo`"),
     repo_url: optionalText.describe("clone URL or local path; may be absent"),
     language: optionalText.describe("GitHub language name; may be empty"),
@@ -47,7 +50,16 @@ export type RowResult = { ok: true; task: TaskProfile } | { ok: false; error: Ro
 const OWNER_REPO = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 const GIT_URL = /^(https?:\/\/|ssh:\/\/|git:\/\/|file:\/\/|[\w.-]+@[\w.-]+:)/;
 const HEX = /^[0-9a-fA-F]{7,40}$/;
-const KNOWN_COLUMNS = new Set(["id", "repo_name", "repo_url", "language", "conversations", "base_commit", "commit", "branch"]);
+const KNOWN_COLUMNS = new Set([
+  "id",
+  "repo_name",
+  "repo_url",
+  "language",
+  "conversations",
+  "base_commit",
+  "commit",
+  "branch",
+]);
 
 /** Picks the prompt: the first `human` turn (FACTS §4: usually `conversations[1]`). */
 export function promptOf(turns: readonly Turn[]): string | undefined {
@@ -98,7 +110,8 @@ export function parseDatasetRow(
     const issue = parsed.error.issues[0]!;
     const field = issue.path.length > 0 ? issue.path.join(".") : "(row)";
     const top = issue.path[0];
-    const absent = typeof top === "string" && (raw as Record<string, unknown>)[top] == null && issue.path.length === 1;
+    const absent =
+      typeof top === "string" && (raw as Record<string, unknown>)[top] == null && issue.path.length === 1;
     const reason = absent ? "missing" : issue.message;
     return fail(field, reason, idHint);
   }

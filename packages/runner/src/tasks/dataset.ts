@@ -50,7 +50,10 @@ export async function detectDatasetFormat(file: string): Promise<DatasetFormat> 
   }
 }
 
-async function* jsonlRows(file: string, signal?: AbortSignal): AsyncGenerator<{ row: number; value: unknown }> {
+async function* jsonlRows(
+  file: string,
+  signal?: AbortSignal,
+): AsyncGenerator<{ row: number; value: unknown }> {
   const stream = createReadStream(file, { encoding: "utf8", ...(signal ? { signal } : {}) });
   const lines = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY });
   let row = 0;
@@ -72,7 +75,10 @@ async function* jsonlRows(file: string, signal?: AbortSignal): AsyncGenerator<{ 
   }
 }
 
-async function* parquetRows(file: string, signal?: AbortSignal): AsyncGenerator<{ row: number; value: unknown }> {
+async function* parquetRows(
+  file: string,
+  signal?: AbortSignal,
+): AsyncGenerator<{ row: number; value: unknown }> {
   let objects: Record<string, unknown>[];
   try {
     const buffer = await asyncBufferFromFile(file);
@@ -126,13 +132,23 @@ export async function loadDataset(file: string, options: LoadDatasetOptions = {}
     }
     const first = seen.get(r.task.id);
     if (first !== undefined) {
-      rejected.push({ file, row, field: "id", reason: `duplicate id '${r.task.id}' (first seen in row ${first})`, id: r.task.id });
+      rejected.push({
+        file,
+        row,
+        field: "id",
+        reason: `duplicate id '${r.task.id}' (first seen in row ${first})`,
+        id: r.task.id,
+      });
       continue;
     }
     seen.set(r.task.id, row);
     tasks.push(r.task);
   }
-  return { tasks, rejected, summary: { file, format, rows, accepted: tasks.length, rejected: rejected.length } };
+  return {
+    tasks,
+    rejected,
+    summary: { file, format, rows, accepted: tasks.length, rejected: rejected.length },
+  };
 }
 
 /** One line for a rejected row: `file:row: field 'x': reason`. */

@@ -12,30 +12,58 @@ const CHUNK = 64 * 1024;
  * Writes `content` to `path` (relative to the workspace) inside the worker using only `exec`, so it
  * works the same on every backend. Written to a temp name and renamed: never half-written.
  */
-export async function writeFileInWorker(worker: Worker, path: string, content: string | Buffer, signal?: AbortSignal): Promise<void> {
+export async function writeFileInWorker(
+  worker: Worker,
+  path: string,
+  content: string | Buffer,
+  signal?: AbortSignal,
+): Promise<void> {
   const b64 = Buffer.from(content).toString("base64");
   const tmp = `${path}.flakegym-tmp`;
   const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
-  let r = await worker.exec(`mkdir -p "$(dirname ${q(path)})" && : > ${q(`${tmp}.b64`)}`, signal ? { signal } : {});
+  let r = await worker.exec(
+    `mkdir -p "$(dirname ${q(path)})" && : > ${q(`${tmp}.b64`)}`,
+    signal ? { signal } : {},
+  );
   for (let i = 0; i < b64.length && r.exitCode === 0; i += CHUNK) {
-    r = await worker.exec(`printf %s ${b64.slice(i, i + CHUNK)} >> ${q(`${tmp}.b64`)}`, signal ? { signal } : {});
+    r = await worker.exec(
+      `printf %s ${b64.slice(i, i + CHUNK)} >> ${q(`${tmp}.b64`)}`,
+      signal ? { signal } : {},
+    );
   }
   if (r.exitCode === 0) {
-    r = await worker.exec(`base64 -d ${q(`${tmp}.b64`)} > ${q(tmp)} && rm -f ${q(`${tmp}.b64`)} && mv ${q(tmp)} ${q(path)}`, signal ? { signal } : {});
+    r = await worker.exec(
+      `base64 -d ${q(`${tmp}.b64`)} > ${q(tmp)} && rm -f ${q(`${tmp}.b64`)} && mv ${q(tmp)} ${q(path)}`,
+      signal ? { signal } : {},
+    );
   }
   if (r.exitCode !== 0) {
-    throw new FlakegymError("E_WORKER_WRITE", `cannot write ${path} in worker ${worker.id}: ${r.stderr.trim()}`);
+    throw new FlakegymError(
+      "E_WORKER_WRITE",
+      `cannot write ${path} in worker ${worker.id}: ${r.stderr.trim()}`,
+    );
   }
 }
 
 /** Applies a unified diff in the worker's workspace with `git apply`; the error shows git's output. */
-export async function applyPatchInWorker(worker: Worker, patch: string, what: string, signal?: AbortSignal): Promise<void> {
+export async function applyPatchInWorker(
+  worker: Worker,
+  patch: string,
+  what: string,
+  signal?: AbortSignal,
+): Promise<void> {
   if (patch.trim() === "") return;
   const file = `.flakegym-${what.replace(/[^a-z0-9-]/gi, "-")}.patch`;
   await writeFileInWorker(worker, file, patch, signal);
-  const r = await worker.exec(`git apply --whitespace=nowarn ${file}; s=$?; rm -f ${file}; exit $s`, signal ? { signal } : {});
+  const r = await worker.exec(
+    `git apply --whitespace=nowarn ${file}; s=$?; rm -f ${file}; exit $s`,
+    signal ? { signal } : {},
+  );
   if (r.exitCode !== 0) {
-    throw new FlakegymError("E_PATCH", `applying ${what} in worker ${worker.id} failed: ${(r.stderr || r.stdout).trim()}`);
+    throw new FlakegymError(
+      "E_PATCH",
+      `applying ${what} in worker ${worker.id} failed: ${(r.stderr || r.stdout).trim()}`,
+    );
   }
 }
 
@@ -48,7 +76,11 @@ async function filesUnder(dir: string): Promise<string[]> {
 }
 
 /** Adds the task's hidden test files to the worker's workspace (tests.patch, or a tests dir copied over). */
-export async function installHiddenTests(worker: Worker, task: LoadedTask, signal?: AbortSignal): Promise<void> {
+export async function installHiddenTests(
+  worker: Worker,
+  task: LoadedTask,
+  signal?: AbortSignal,
+): Promise<void> {
   if (task.paths.testsPatch) {
     await applyPatchInWorker(worker, await readFile(task.paths.testsPatch, "utf8"), "hidden tests", signal);
     return;

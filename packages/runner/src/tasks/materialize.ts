@@ -40,7 +40,10 @@ export async function git(args: readonly string[], opts: GitOptions): Promise<st
   });
   if (r.exitCode !== 0) {
     const why = r.timedOut ? `timed out after ${opts.timeoutMs ?? 120_000} ms` : `exit ${r.exitCode}`;
-    throw new FlakegymError("E_GIT", `git ${args.join(" ")} failed in ${opts.cwd} (${why}): ${r.stderr.trim()}`);
+    throw new FlakegymError(
+      "E_GIT",
+      `git ${args.join(" ")} failed in ${opts.cwd} (${why}): ${r.stderr.trim()}`,
+    );
   }
   return r.stdout.trim();
 }
@@ -111,7 +114,11 @@ export async function materializeSource(
     .with({ kind: "git" }, async (src) => {
       await probeRemote(task.spec.id, src.url, src.probeTimeoutMs, opts.signal);
       await git(["init", "-q"], { ...opts, cwd: dest });
-      await git(["fetch", "-q", "--depth", "1", src.url, src.rev], { ...opts, cwd: dest, timeoutMs: 600_000 });
+      await git(["fetch", "-q", "--depth", "1", src.url, src.rev], {
+        ...opts,
+        cwd: dest,
+        timeoutMs: 600_000,
+      });
       await git(["checkout", "-q", "--detach", "FETCH_HEAD"], { ...opts, cwd: dest });
       const commit = await git(["rev-parse", "HEAD"], { ...opts, cwd: dest });
       return { commit };

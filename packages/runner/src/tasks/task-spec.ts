@@ -58,8 +58,14 @@ export const IdTests = z
       .describe(
         "regular expression (multiline) the output must also match for a pass — for runners that exit 0 when the id matches no test",
       ),
-    failToPass: z.array(z.string().min(1)).min(1).describe("tests that fail before the fix and must pass after"),
-    passToPass: z.array(z.string().min(1)).default([]).describe("tests that pass before and must keep passing"),
+    failToPass: z
+      .array(z.string().min(1))
+      .min(1)
+      .describe("tests that fail before the fix and must pass after"),
+    passToPass: z
+      .array(z.string().min(1))
+      .default([])
+      .describe("tests that pass before and must keep passing"),
   })
   .strict();
 
@@ -71,7 +77,9 @@ export const EvalCmdTests = z
   })
   .strict();
 
-export const TestRun = z.discriminatedUnion("kind", [IdTests, EvalCmdTests]).describe("how to run the hidden tests");
+export const TestRun = z
+  .discriminatedUnion("kind", [IdTests, EvalCmdTests])
+  .describe("how to run the hidden tests");
 export type TestRun = z.infer<typeof TestRun>;
 
 export const HiddenTests = z

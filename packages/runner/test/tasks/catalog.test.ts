@@ -2,7 +2,13 @@ import { cp, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { BUILTIN_CATALOG_DIR, listCatalog, loadCatalog, loadTask, taskProfileOf } from "../../src/tasks/catalog.js";
+import {
+  BUILTIN_CATALOG_DIR,
+  listCatalog,
+  loadCatalog,
+  loadTask,
+  taskProfileOf,
+} from "../../src/tasks/catalog.js";
 
 describe("the built-in catalog", () => {
   it("validates every task and lists ratatui-2148 plus the offline tasks", async () => {
@@ -19,16 +25,26 @@ describe("the built-in catalog", () => {
 
   it("taskProfileOf gives the TaskProfile view", async () => {
     const t = await loadTask("tinygauge-vertical");
-    expect(taskProfileOf(t)).toMatchObject({ id: "tinygauge-vertical", profile: "rust", repoKind: "local", commit: t.spec.source.kind === "local" ? t.spec.source.commit : "" });
+    expect(taskProfileOf(t)).toMatchObject({
+      id: "tinygauge-vertical",
+      profile: "rust",
+      repoKind: "local",
+      commit: t.spec.source.kind === "local" ? t.spec.source.commit : "",
+    });
   });
 
   it("an unknown id lists the known ones", async () => {
-    await expect(loadTask("nope")).rejects.toMatchObject({ code: "E_TASK_NOT_FOUND", hint: expect.stringContaining("tinygauge-vertical") });
+    await expect(loadTask("nope")).rejects.toMatchObject({
+      code: "E_TASK_NOT_FOUND",
+      hint: expect.stringContaining("tinygauge-vertical"),
+    });
   });
 
   it("a bad task.json names the file and the field; a missing file it names is an error", async () => {
     const dir = await mkdtemp(join(tmpdir(), "fg-catalog-"));
-    await cp(join(BUILTIN_CATALOG_DIR, "strbuf-repr-escapes"), join(dir, "strbuf-repr-escapes"), { recursive: true });
+    await cp(join(BUILTIN_CATALOG_DIR, "strbuf-repr-escapes"), join(dir, "strbuf-repr-escapes"), {
+      recursive: true,
+    });
     const file = join(dir, "strbuf-repr-escapes", "task.json");
     const spec = JSON.parse(await readFile(file, "utf8"));
     await writeFile(file, JSON.stringify({ ...spec, profile: "cobol" }));

@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { formatRowError, loadDataset } from "../../src/tasks/dataset.js";
 import { parseDatasetRow } from "../../src/tasks/dataset-row.js";
 
-const fixture = (name: string) => fileURLToPath(new URL(`../../../../tests/fixtures/${name}`, import.meta.url));
+const fixture = (name: string) =>
+  fileURLToPath(new URL(`../../../../tests/fixtures/${name}`, import.meta.url));
 const SAMPLE_IDS = ["ratatui-2148", "phaser-0001", "py-0002", "go-0003", "c-0004", "ts-0005", "misc-0006"];
 
 describe("loadDataset", () => {
@@ -22,13 +23,20 @@ describe("loadDataset", () => {
     });
     expect(byId["ratatui-2148"]!.prompt).toMatch(/^Add support for vertical gauges/);
     // conversations given as a JSON string, and a base_commit
-    expect(byId["py-0002"]).toMatchObject({ profile: "python", commit: "0e322af87745eff34caffe4df68456ebc20d9068" });
+    expect(byId["py-0002"]).toMatchObject({
+      profile: "python",
+      commit: "0e322af87745eff34caffe4df68456ebc20d9068",
+    });
     expect(byId["py-0002"]!.prompt).toMatch(/^Session.request should reject/);
     expect(byId["go-0003"]).toMatchObject({ branch: "main", profile: "go" });
     // only a human turn (no system turn first)
     expect(byId["c-0004"]!.prompt).toMatch(/^sdscatrepr/);
     // owner/repo without URL → github URL; extra columns kept as metadata
-    expect(byId["ts-0005"]).toMatchObject({ repoKind: "github", profile: "node", metadata: { task_type: "feature", target: true } });
+    expect(byId["ts-0005"]).toMatchObject({
+      repoKind: "github",
+      profile: "node",
+      metadata: { task_type: "feature", target: true },
+    });
     // empty language → the fallback profile
     expect(byId["misc-0006"]).toMatchObject({ language: "", profile: "dev-base" });
   });
@@ -41,7 +49,12 @@ describe("loadDataset", () => {
       const strip = (t: (typeof jsonl.tasks)[number]) => ({ ...t, source: undefined, metadata: undefined });
       expect(pq.tasks.map(strip)).toEqual(jsonl.tasks.map(strip));
       expect(pq.rejected).toEqual([
-        expect.objectContaining({ row: 8, field: "repo_name", id: "bad-no-repo", reason: expect.stringMatching(/^missing/) }),
+        expect.objectContaining({
+          row: 8,
+          field: "repo_name",
+          id: "bad-no-repo",
+          reason: expect.stringMatching(/^missing/),
+        }),
       ]);
     });
   }
@@ -72,7 +85,9 @@ describe("loadDataset", () => {
   });
 
   it("a missing file is an error naming it and the flag", async () => {
-    await expect(loadDataset("/nonexistent/rows.jsonl")).rejects.toThrow(/cannot read dataset file \/nonexistent\/rows.jsonl/);
+    await expect(loadDataset("/nonexistent/rows.jsonl")).rejects.toThrow(
+      /cannot read dataset file \/nonexistent\/rows.jsonl/,
+    );
   });
 
   it("a truncated Parquet file is an error naming the file", async () => {
@@ -104,6 +119,9 @@ describe("parseDatasetRow", () => {
     expect(r).toMatchObject({ ok: false, error: { field: "conversations", row: 3, file: "f.jsonl" } });
   });
   it("rejects a non-object row", () => {
-    expect(parseDatasetRow([1, 2], at)).toMatchObject({ ok: false, error: { field: "(row)", reason: "expected an object, got an array" } });
+    expect(parseDatasetRow([1, 2], at)).toMatchObject({
+      ok: false,
+      error: { field: "(row)", reason: "expected an object, got an array" },
+    });
   });
 });

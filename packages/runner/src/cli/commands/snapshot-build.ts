@@ -11,13 +11,19 @@ export const snapshotBuildCommand = defineCommand({
     "A snapshot is the task's repository at its commit with dependencies installed and the smoke tests passed, keyed by content and cached. Install and smoke commands run in the bubblewrap sandbox.",
   options: z.object({
     task: z.string().describe("catalog task id (see flakegym tasks list)"),
-    cacheDir: z.string().optional().describe("snapshot cache (default: $FLAKEGYM_CACHE/snapshots or ~/.cache/flakegym/snapshots)"),
+    cacheDir: z
+      .string()
+      .optional()
+      .describe("snapshot cache (default: $FLAKEGYM_CACHE/snapshots or ~/.cache/flakegym/snapshots)"),
     catalog: z.string().optional().describe("catalog directory (default: the built-in catalog)"),
     json: z.boolean().default(false).describe("print the snapshot's manifest as JSON"),
     verbose: z.boolean().default(false).describe("stream the install/smoke output"),
     unsafeNoSandbox: z.boolean().default(false).describe("allow building without bubblewrap (no isolation)"),
   }),
-  examples: ["flakegym snapshot build --task tinygauge-vertical", "flakegym snapshot build --task tinyini-interpolation --json"],
+  examples: [
+    "flakegym snapshot build --task tinygauge-vertical",
+    "flakegym snapshot build --task tinyini-interpolation --json",
+  ],
   async run(opts, ctx) {
     const task = await loadTask(opts.task, opts.catalog);
     const cacheDir = opts.cacheDir ?? defaultSnapshotCacheDir(ctx.env);
@@ -60,7 +66,9 @@ export const snapshotBuildCommand = defineCommand({
     });
     const ms = Math.round(performance.now() - started);
     if (opts.json) {
-      ctx.stdout.write(`${JSON.stringify({ dir: snap.dir, cached: snap.cached, elapsedMs: ms, manifest: snap.manifest }, null, 2)}\n`);
+      ctx.stdout.write(
+        `${JSON.stringify({ dir: snap.dir, cached: snap.cached, elapsedMs: ms, manifest: snap.manifest }, null, 2)}\n`,
+      );
     } else {
       ctx.stdout.write(
         `${snap.cached ? "cached" : "built"} ${snap.key} in ${ms} ms${snap.cached ? ` (originally built in ${snap.manifest.buildMs} ms)` : ""}\n${snap.dir}\n`,

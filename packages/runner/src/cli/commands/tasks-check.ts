@@ -11,7 +11,10 @@ export const tasksCheckCommand = defineCommand({
     dataset: z.string().describe("dataset file (.jsonl or .parquet)"),
     json: z.boolean().default(false).describe("print the result as JSON"),
   }),
-  examples: ["flakegym tasks check --dataset rows.jsonl", "flakegym tasks check --dataset train.parquet --json"],
+  examples: [
+    "flakegym tasks check --dataset rows.jsonl",
+    "flakegym tasks check --dataset train.parquet --json",
+  ],
   async run(opts, ctx) {
     const progress = !opts.json && ctx.stderr.isTTY;
     const d = await loadDataset(opts.dataset, {
@@ -24,7 +27,9 @@ export const tasksCheckCommand = defineCommand({
     } else {
       for (const e of d.rejected) ctx.stdout.write(`${formatRowError(e)}\n`);
       const s = d.summary;
-      ctx.stdout.write(`${s.file} (${s.format}): ${s.rows} rows, ${s.accepted} accepted, ${s.rejected} rejected\n`);
+      ctx.stdout.write(
+        `${s.file} (${s.format}): ${s.rows} rows, ${s.accepted} accepted, ${s.rejected} rejected\n`,
+      );
     }
     return d.rejected.length > 0 ? 1 : 0;
   },

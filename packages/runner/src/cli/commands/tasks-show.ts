@@ -20,7 +20,10 @@ export const tasksShowCommand = defineCommand({
       ctx.stdout.write(`${JSON.stringify({ ...spec, dir: task.dir }, null, 2)}\n`);
       return 0;
     }
-    const src = spec.source.kind === "local" ? `${spec.source.dir}/ (catalog) @ ${spec.source.commit}` : `${spec.source.url} @ ${spec.source.rev}`;
+    const src =
+      spec.source.kind === "local"
+        ? `${spec.source.dir}/ (catalog) @ ${spec.source.commit}`
+        : `${spec.source.url} @ ${spec.source.rev}`;
     const l = spec.limits;
     const lines = [
       `id:        ${spec.id}`,

@@ -129,10 +129,7 @@ async function killPids(read: () => Promise<number[]>, deadlineMs: number): Prom
 
 async function readPids(file: string): Promise<number[]> {
   try {
-    return (await readFile(file, "utf8"))
-      .split("\n")
-      .filter(Boolean)
-      .map(Number);
+    return (await readFile(file, "utf8")).split("\n").filter(Boolean).map(Number);
   } catch {
     return [];
   }

@@ -88,7 +88,11 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
         ? (await execa(bwrap, ["--version"], { reject: false, timeout: 5000 })).stdout.trim()
         : "missing";
       return {
-        sandbox: bwrap ? `bubblewrap (${version})` : options.unsafeNoSandbox ? "NONE (--unsafe-no-sandbox)" : "missing",
+        sandbox: bwrap
+          ? `bubblewrap (${version})`
+          : options.unsafeNoSandbox
+            ? "NONE (--unsafe-no-sandbox)"
+            : "missing",
         cgroups: await probeCgroups(),
         stateDir: root,
       };
@@ -112,8 +116,12 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
       await mkdir(socketDir, { recursive: true });
       const binds: Bind[] = [];
       if (spec.agent) {
-        binds.push({ src: configDir, dest: configDir, rw: true }, { src: socketDir, dest: socketDir, rw: true });
-        if (spec.gateway.socketPath) binds.push({ src: spec.gateway.socketPath, dest: SANDBOX_GATEWAY_SOCKET });
+        binds.push(
+          { src: configDir, dest: configDir, rw: true },
+          { src: socketDir, dest: socketDir, rw: true },
+        );
+        if (spec.gateway.socketPath)
+          binds.push({ src: spec.gateway.socketPath, dest: SANDBOX_GATEWAY_SOCKET });
       }
       const prepared = await prepareShape({
         id,
@@ -129,7 +137,8 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
         ...(options.unsafeNoSandbox ? { unsafeNoSandbox: true } : {}),
       });
       const unsafe = prepared.shape.bwrap === undefined;
-      const quotaByFs = spec.limits.diskMb !== undefined && (await fsEnforcesQuota(spec.workspace, spec.limits.diskMb));
+      const quotaByFs =
+        spec.limits.diskMb !== undefined && (await fsEnforcesQuota(spec.workspace, spec.limits.diskMb));
       const life = new AbortController();
       let exit: WorkerExit | undefined;
       let resolveExit!: (e: WorkerExit) => void;
@@ -157,7 +166,10 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
       };
 
       timers.push(
-        setTimeout(() => void end({ reason: "wall_clock", detail: `wall clock limit ${spec.limits.wallClockMs} ms` }), spec.limits.wallClockMs),
+        setTimeout(
+          () => void end({ reason: "wall_clock", detail: `wall clock limit ${spec.limits.wallClockMs} ms` }),
+          spec.limits.wallClockMs,
+        ),
       );
       const interval = options.watchdogIntervalMs ?? 1000;
       let lastDiskCheck = 0;
@@ -167,8 +179,15 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
         checking = true;
         try {
           const usage = await prepared.cgroup.usage();
-          if (usage && spec.limits.cpuSeconds !== undefined && usage.cpuUsec >= spec.limits.cpuSeconds * 1e6) {
-            await end({ reason: "cpu_time", detail: `used ${(usage.cpuUsec / 1e6).toFixed(1)} s of CPU (limit ${spec.limits.cpuSeconds} s)` });
+          if (
+            usage &&
+            spec.limits.cpuSeconds !== undefined &&
+            usage.cpuUsec >= spec.limits.cpuSeconds * 1e6
+          ) {
+            await end({
+              reason: "cpu_time",
+              detail: `used ${(usage.cpuUsec / 1e6).toFixed(1)} s of CPU (limit ${spec.limits.cpuSeconds} s)`,
+            });
             return;
           }
           if (await prepared.cgroup.memoryLimitHit()) {
@@ -179,7 +198,10 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
             lastDiskCheck = Date.now();
             const mb = await dirSizeMb(spec.workspace);
             if (mb !== undefined && mb > spec.limits.diskMb) {
-              await end({ reason: "disk", detail: `workspace grew to ${mb} MiB (limit ${spec.limits.diskMb} MiB)` });
+              await end({
+                reason: "disk",
+                detail: `workspace grew to ${mb} MiB (limit ${spec.limits.diskMb} MiB)`,
+              });
             }
           }
         } finally {
@@ -200,7 +222,11 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
             ...(signal ? { signal } : {}),
           });
           void agent.exited.then((r) => {
-            if (!exit) void end({ reason: "crashed", detail: `agent exited (code ${r.code})${r.detail ? `: ${r.detail}` : ""}` });
+            if (!exit)
+              void end({
+                reason: "crashed",
+                detail: `agent exited (code ${r.code})${r.detail ? `: ${r.detail}` : ""}`,
+              });
           });
         }
       } catch (err) {
@@ -217,7 +243,13 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
         exited,
         async exec(command: string, o: ExecOptions = {}): Promise<ExecResult> {
           if (exit) {
-            return { exitCode: 125, stdout: "", stderr: `flakegym: worker ${id} has stopped (${exit.reason})`, timedOut: false, durationMs: 0 };
+            return {
+              exitCode: 125,
+              stdout: "",
+              stderr: `flakegym: worker ${id} has stopped (${exit.reason})`,
+              timedOut: false,
+              durationMs: 0,
+            };
           }
           const remaining = spec.limits.wallClockMs - (Date.now() - startedAt);
           const timeoutMs = Math.max(1, Math.min(o.timeoutMs ?? remaining, remaining));

@@ -47,7 +47,11 @@ function prlimitArgs(r: Rlimits): string[] {
  * Wraps `argv` (a program and its arguments, as seen inside the sandbox) into the full host command
  * line. Pure: the same shape always gives the same command line.
  */
-export function wrapCommand(shape: SandboxShape, argv: readonly string[], hostEnv: Readonly<Record<string, string>> = {}): CommandLine {
+export function wrapCommand(
+  shape: SandboxShape,
+  argv: readonly string[],
+  hostEnv: Readonly<Record<string, string>> = {},
+): CommandLine {
   const inner = shape.bwrap
     ? [shape.bwrapPath ?? "bwrap", ...buildBwrapArgs(shape.bwrap), "--", ...argv]
     : ["env", "-i", ...Object.entries(hostEnv).map(([k, v]) => `${k}=${v}`), ...argv];
@@ -180,6 +184,14 @@ export async function runSandboxed(
 }
 
 function signalNumber(sig: NodeJS.Signals): number {
-  const table: Partial<Record<NodeJS.Signals, number>> = { SIGKILL: 9, SIGTERM: 15, SIGINT: 2, SIGXCPU: 24, SIGXFSZ: 25, SIGSEGV: 11, SIGABRT: 6 };
+  const table: Partial<Record<NodeJS.Signals, number>> = {
+    SIGKILL: 9,
+    SIGTERM: 15,
+    SIGINT: 2,
+    SIGXCPU: 24,
+    SIGXFSZ: 25,
+    SIGSEGV: 11,
+    SIGABRT: 6,
+  };
   return table[sig] ?? 1;
 }

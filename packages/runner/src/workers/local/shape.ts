@@ -40,9 +40,13 @@ export function findBwrap(): string | undefined {
 
 /** The error for a machine without bubblewrap: how to install it, and the explicit escape hatch. */
 export function bwrapMissingError(): FlakegymError {
-  return new FlakegymError("E_NO_SANDBOX", "bubblewrap (bwrap) is not installed, so local workers cannot be sandboxed", {
-    hint: "install it with `sh scripts/ensure-system-deps` (or as root: apt-get install -y bubblewrap); to run without any isolation anyway pass --unsafe-no-sandbox",
-  });
+  return new FlakegymError(
+    "E_NO_SANDBOX",
+    "bubblewrap (bwrap) is not installed, so local workers cannot be sandboxed",
+    {
+      hint: "install it with `sh scripts/ensure-system-deps` (or as root: apt-get install -y bubblewrap); to run without any isolation anyway pass --unsafe-no-sandbox",
+    },
+  );
 }
 
 export interface ShapeOptions {
@@ -110,7 +114,10 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
     ...(opts.network === "none" ? { CARGO_NET_OFFLINE: "true" } : {}),
     ...opts.env,
   };
-  const cgroup = await createWorkerCgroup(opts.id, { memoryMb: opts.limits.memoryMb, pids: opts.limits.pids });
+  const cgroup = await createWorkerCgroup(opts.id, {
+    memoryMb: opts.limits.memoryMb,
+    pids: opts.limits.pids,
+  });
   const shape: SandboxShape = {
     bwrap: unsafe
       ? undefined

@@ -7,7 +7,10 @@ const spec = {
   workspaceDest: "/workspace",
   homeDest: "/home/agent",
   tmpSizeMb: 64,
-  binds: [{ src: "/host/rust", dest: "/opt/rust" }, { src: "/host/gw.sock", dest: "/run/flakegym/gateway.sock" }],
+  binds: [
+    { src: "/host/rust", dest: "/opt/rust" },
+    { src: "/host/gw.sock", dest: "/run/flakegym/gateway.sock" },
+  ],
   env: { PATH: "/usr/bin", HOME: "/home/agent" },
   cwd: "/workspace",
   uid: 1000,
@@ -27,7 +30,16 @@ function pairs(args: string[], flag: string): string[][] {
 describe("buildBwrapArgs", () => {
   const args = buildBwrapArgs(spec);
   it("unshares every namespace, drops capabilities, dies with its parent", () => {
-    for (const f of ["--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session", "--disable-userns"]) {
+    for (const f of [
+      "--unshare-user",
+      "--unshare-pid",
+      "--unshare-net",
+      "--unshare-ipc",
+      "--unshare-uts",
+      "--die-with-parent",
+      "--new-session",
+      "--disable-userns",
+    ]) {
       expect(args).toContain(f);
     }
     expect(args.join(" ")).toContain("--cap-drop ALL");
@@ -57,7 +69,10 @@ describe("buildBwrapArgs", () => {
 describe("wrapCommand", () => {
   it("joins the cgroup first, then prlimit, then bwrap", () => {
     const cg = { kind: "v1", procsFiles: ["/sys/fs/cgroup/pids/x/cgroup.procs"] } as never;
-    const line = wrapCommand({ bwrap: spec, cgroup: cg, rlimits: { cpuSeconds: 5, fileSizeMb: 1 }, bwrapPath: "/usr/bin/bwrap" }, ["/bin/sh", "-c", "true"]);
+    const line = wrapCommand(
+      { bwrap: spec, cgroup: cg, rlimits: { cpuSeconds: 5, fileSizeMb: 1 }, bwrapPath: "/usr/bin/bwrap" },
+      ["/bin/sh", "-c", "true"],
+    );
     expect(line.command).toBe("/bin/sh");
     expect(line.env.FLAKEGYM_CGROUP_PROCS).toBe("/sys/fs/cgroup/pids/x/cgroup.procs");
     const rest = line.args.slice(3);
