@@ -61,9 +61,10 @@ describe.skipIf(!hasBwrap)("buildSnapshot (real sandbox)", () => {
   it("a failing step is recorded with its log, named in the error, and never cached", async () => {
     const cacheDir = await mkdtemp(join(tmpdir(), "fg-cache-"));
     const spec = await makeSpec(["echo some output; echo the error >&2; exit 3"], []);
-    const err = await buildSnapshot(spec, { cacheDir }).catch(
-      (e: unknown) => e as Error & { code: string; hint: string },
-    );
+    const err = (await buildSnapshot(spec, { cacheDir }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as Error & { code: string; hint: string };
     expect(err).toBeInstanceOf(Error);
     expect(err.code).toBe("E_SNAPSHOT_BUILD");
     expect(err.message).toContain("failed in step 'install: echo some output; echo the error >&2; exit 3'");
