@@ -52,6 +52,12 @@ export {
   type LocalBackendOptions,
   type RunningAgent,
 } from "./workers/local/local-backend.js";
+export {
+  CONTAINERS_CONF,
+  createPodmanBackend,
+  type PodmanBackendOptions,
+  podmanRunArgs,
+} from "./workers/podman/podman-backend.js";
 export type {
   ExecOptions,
   ExecResult,
