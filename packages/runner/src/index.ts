@@ -45,13 +45,10 @@ export { materializeSource } from "./tasks/materialize.js";
 export { TaskProfile } from "./tasks/task-profile.js";
 export { TaskSpec, type TestCommand, testCommands, testPassed } from "./tasks/task-spec.js";
 export { FLAKEGYM_VERSION } from "./version.js";
-export {
-  type AgentLaunchContext,
-  type AgentLauncher,
-  createLocalBackend,
-  type LocalBackendOptions,
-  type RunningAgent,
-} from "./workers/local/local-backend.js";
+export type { AgentLaunchContext, AgentLauncher, RunningAgent } from "./workers/local/agent.js";
+export { type ClineAgentOptions, clineAgentLauncher } from "./workers/local/cline-agent.js";
+export { createLocalBackend, type LocalBackendOptions } from "./workers/local/local-backend.js";
+export { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./workers/local/shape.js";
 export {
   CONTAINERS_CONF,
   createPodmanBackend,

@@ -8,47 +8,16 @@ import type { ExecOptions, ExecResult, Worker, WorkerBackend, WorkerExit, Worker
 import type { Bind } from "./bwrap-args.js";
 import { probeCgroups } from "./cgroup.js";
 import { runSandboxed } from "./sandbox.js";
-import { findBwrap, type PreparedShape, prepareShape, SANDBOX_PATHS } from "./shape.js";
-
-/** Where the policy gateway's unix socket appears inside a local sandbox. */
-export const SANDBOX_GATEWAY_SOCKET = "/run/flakegym/gateway.sock";
-/** The loopback port inside the sandbox that the supervisor forwards to the gateway socket. */
-export const SANDBOX_GATEWAY_PORT = 18080;
-
-/**
- * Starts the Cline core (host + core under the supervisor) inside a prepared sandbox shape. Kept
- * as a hook so the exec-only worker has no dependency on the agent, and so tests can see the shape.
- */
-export interface AgentLauncher {
-  launch(ctx: AgentLaunchContext): Promise<RunningAgent>;
-}
-
-export interface AgentLaunchContext {
-  readonly spec: WorkerSpec;
-  readonly prepared: PreparedShape;
-  /** Host dir for the core's config (artifacts under data/tasks/<id>/), bound at the same path. */
-  readonly configDir: string;
-  /** Host dir for the unix socket through which the core's gRPC is exposed. */
-  readonly socketDir: string;
-  /** Base URL of the policy inside the sandbox (the supervisor's forwarder). */
-  readonly policyBaseUrl: string;
-  readonly signal?: AbortSignal;
-}
-
-export interface RunningAgent {
-  /** Where the runner reaches the core's gRPC (`unix:<path>` or `host:port`). */
-  readonly address: string;
-  /** Resolves when the agent's processes have exited on their own. */
-  readonly exited: Promise<{ code: number | null; detail?: string }>;
-  stop(): Promise<void>;
-}
+import type { AgentLauncher, RunningAgent } from "./agent.js";
+import { clineAgentLauncher } from "./cline-agent.js";
+import { findBwrap, prepareShape, SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./shape.js";
 
 export interface LocalBackendOptions {
   /** Parent of per-worker state dirs (home, config, sockets). Default `<tmpdir>/flakegym-workers`. */
   readonly stateDir?: string;
   /** Run without bubblewrap when it is missing (explicit user choice: no isolation at all). */
   readonly unsafeNoSandbox?: boolean;
-  /** Starts Cline inside the sandbox for `agent: true` workers. */
+  /** Starts Cline inside the sandbox for `agent: true` workers. Default: {@link clineAgentLauncher}. */
   readonly agent?: AgentLauncher;
   /** How often CPU time, memory and disk use are checked, ms (default 1000). */
   readonly watchdogIntervalMs?: number;
@@ -80,6 +49,7 @@ async function fsEnforcesQuota(dir: string, diskMb: number): Promise<boolean> {
 /** The embedded default backend: one bubblewrap sandbox per worker on this machine. */
 export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBackend {
   const root = options.stateDir ?? join(tmpdir(), "flakegym-workers");
+  const agentLauncher = options.agent ?? clineAgentLauncher();
   return {
     kind: "local",
     async describe() {
@@ -102,11 +72,6 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
       if (!findBwrap() && !options.unsafeNoSandbox) {
         const { bwrapMissingError } = await import("./shape.js");
         throw bwrapMissingError();
-      }
-      if (spec.agent && !options.agent) {
-        throw new FlakegymError("E_NO_AGENT", "this local backend was created without an agent launcher", {
-          hint: "create it with createLocalBackend({ agent: clineAgentLauncher() }) to start Cline in workers",
-        });
       }
       const id = `${sanitize(`${spec.runId}-${spec.trajectoryId}`)}-${randomBytes(3).toString("hex")}`;
       const stateDir = join(root, id);
@@ -211,9 +176,9 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
       timers.push(watchdog);
 
       try {
-        if (spec.agent && options.agent) {
+        if (spec.agent) {
           const policyBaseUrl = `http://127.0.0.1:${SANDBOX_GATEWAY_PORT}${gatewayPath(spec)}`;
-          agent = await options.agent.launch({
+          agent = await agentLauncher.launch({
             spec,
             prepared,
             configDir,
@@ -238,7 +203,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
         id,
         backend: "local",
         ...(agent ? { agentAddress: agent.address } : {}),
-        ...(agent ? { policyBaseUrl: `http://127.0.0.1:${SANDBOX_GATEWAY_PORT}${gatewayPath(spec)}` } : {}),
+        ...(agent ? { policyBaseUrl: agent.policyBaseUrl } : {}),
         configDir,
         exited,
         async exec(command: string, o: ExecOptions = {}): Promise<ExecResult> {

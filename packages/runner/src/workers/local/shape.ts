@@ -16,6 +16,10 @@ export const SANDBOX_PATHS = {
   home: "/home/agent",
   etc: "/etc",
 } as const;
+/** Where the policy gateway's unix socket appears inside a local sandbox. */
+export const SANDBOX_GATEWAY_SOCKET = "/run/flakegym/gateway.sock";
+/** The loopback port inside the sandbox that the supervisor forwards to the gateway socket. */
+export const SANDBOX_GATEWAY_PORT = 18080;
 export const SANDBOX_UID = 1000;
 export const SANDBOX_GID = 1000;
 
@@ -77,6 +81,8 @@ export interface PreparedShape {
   readonly cgroup: WorkerCgroup;
   /** The environment inside (also used as the host env in unsafe mode). */
   readonly env: Readonly<Record<string, string>>;
+  /** Host dir bound at HOME (persistent home), when there is one. */
+  readonly homeDir?: string;
   /** Removes the cgroup (after killing whatever is left in it). */
   dispose(): Promise<void>;
 }
@@ -159,7 +165,7 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
       ...(cgroup.kind === "none" ? { nproc: opts.limits.pids, dataMb: opts.limits.memoryMb } : {}),
     },
   };
-  return { shape, cgroup, env, dispose: () => cgroup.remove() };
+  return { shape, cgroup, env, ...(home ? { homeDir: home } : {}), dispose: () => cgroup.remove() };
 }
 
 /** Package-manager caches kept in the snapshot's deps dir, so offline workers find them. */
