@@ -1,8 +1,9 @@
 import { existsSync } from "node:fs";
 import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { createClineClient, runClineTask } from "@flakegym/cline-vendor";
 import { createPodmanBackend, forkTree, type WorkerSpec } from "@flakegym/runner";
-import { makeTempDir, type TempDir } from "@flakegym/test-utils";
+import { makeTempDir, say, startScriptedPolicy, type TempDir, xmlTool } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -42,7 +43,11 @@ describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => 
     await tmp?.cleanup();
   });
 
-  async function start(name: string, limits: Partial<WorkerSpec["limits"]> = {}) {
+  async function start(
+    name: string,
+    limits: Partial<WorkerSpec["limits"]> = {},
+    agent?: { socketPath: string },
+  ) {
     const lower = join(tmp.path, `snap-${name}`);
     await mkdir(join(lower, "workspace"), { recursive: true });
     await writeFile(join(lower, "workspace", "f.txt"), "file\n");
@@ -59,9 +64,9 @@ describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => 
         trajectoryId: name,
         profile: "c",
         workspace: join(fork.tree, "workspace"),
-        gateway: {},
+        gateway: agent ?? {},
         limits: { memoryMb: 128, pids: 48, cpuSeconds: 60, diskMb: 32, wallClockMs: 60_000, ...limits },
-        agent: false,
+        agent: agent !== undefined,
       })
       .catch(async (err: unknown) => {
         await fork.release();
@@ -120,5 +125,55 @@ describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => 
     expect(ps.stdout.split("\n")).not.toContain(worker.id);
     expect((await worker.exec("true")).exitCode).toBe(125);
     await fork.release();
+  });
+
+  it("runs the real Cline core as the container's PID 1, reaching the policy only through the gateway socket", async () => {
+    const socketPath = join(tmp.path, "gateway.sock");
+    const policy = await startScriptedPolicy(
+      [
+        say(
+          xmlTool.executeCommand(
+            'echo pwd=$(pwd); cat /etc/shadow 2>&1; node -e \'require("net").connect(80,"192.0.2.1").on("error",e=>console.log("outside:",e.code))\'',
+          ),
+        ),
+        say(xmlTool.writeToFile("from-podman.txt", "hello")),
+        say(xmlTool.attemptCompletion("done")),
+      ],
+      { socketPath },
+    );
+    const { worker, fork } = await start(
+      "agent",
+      { memoryMb: 2048, pids: 512, wallClockMs: 240_000 },
+      { socketPath },
+    );
+    try {
+      expect(worker.agentAddress).toMatch(/^unix:.*core\.sock$/);
+      const client = createClineClient({ address: worker.agentAddress! });
+      try {
+        const run = await runClineTask({
+          client,
+          prompt: "Check the environment, then create from-podman.txt.",
+          provider: { kind: "openai", baseUrl: worker.policyBaseUrl!, modelId: "flakegym-scripted" },
+          limits: { idleMs: 90_000 },
+        });
+        expect(run.outcome.kind).toBe("completed");
+      } finally {
+        client.close();
+      }
+      const seen = JSON.stringify(policy.requests[1]!.body);
+      expect(seen).toContain("pwd=/workspace");
+      expect(seen).toContain("/etc/shadow: No such file");
+      expect(seen).toContain("outside: ENETUNREACH");
+      expect(existsSync(join(fork.tree, "workspace", "from-podman.txt"))).toBe(true);
+      expect((await worker.exec("cat from-podman.txt")).stdout).toBe("hello");
+    } finally {
+      await worker.stop();
+      await policy.close();
+      await fork.release();
+    }
+    const ps = await execa("podman", ["ps", "-a", "--format", "{{.Names}}"], {
+      env: { CONTAINERS_CONF: conf() },
+    });
+    expect(ps.stdout.split("\n")).not.toContain(worker.id);
   });
 });
