@@ -1,4 +1,5 @@
 import type { Command } from "../command.js";
+import { nixFactsCommand } from "./nix-facts.js";
 import { snapshotBuildCommand } from "./snapshot-build.js";
 import { tasksCheckCommand } from "./tasks-check.js";
 import { tasksListCommand } from "./tasks-list.js";
@@ -10,4 +11,5 @@ export const commands: readonly Command[] = [
   tasksShowCommand as unknown as Command,
   tasksCheckCommand as unknown as Command,
   snapshotBuildCommand as unknown as Command,
+  nixFactsCommand as unknown as Command,
 ];
