@@ -1,6 +1,11 @@
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
-import { type LaunchCommand, launchClineCore, resolveClinePackage, SUPERVISOR_PATH } from "@flakegym/cline-vendor";
+import {
+  type LaunchCommand,
+  launchClineCore,
+  resolveClinePackage,
+  SUPERVISOR_PATH,
+} from "@flakegym/cline-vendor";
 import { FlakegymError } from "../../errors.js";
 import type { AgentLauncher, RunningAgent } from "./agent.js";
 import { wrapCommand } from "./sandbox.js";
@@ -37,9 +42,13 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
       const { spec, prepared } = ctx;
       const socket = spec.gateway.socketPath;
       if (!socket) {
-        throw new FlakegymError("E_WORKER_SPEC", "a local agent worker needs the policy gateway's unix socket (gateway.socketPath)", {
-          hint: "start the gateway with a unix socket listener and pass its path; local sandboxes have no network to reach a URL",
-        });
+        throw new FlakegymError(
+          "E_WORKER_SPEC",
+          "a local agent worker needs the policy gateway's unix socket (gateway.socketPath)",
+          {
+            hint: "start the gateway with a unix socket listener and pass its path; local sandboxes have no network to reach a URL",
+          },
+        );
       }
       const pkg = resolveClinePackage();
       const bwrap = prepared.shape.bwrap;
@@ -82,12 +91,17 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
         supervisorArgs: ["--forward", forward],
         ...(wrap ? { wrap } : {}),
       });
-      const policyBaseUrl = bwrap ? ctx.policyBaseUrl : `http://${forward.split("=")[0]}${new URL(ctx.policyBaseUrl).pathname}`;
+      const policyBaseUrl = bwrap
+        ? ctx.policyBaseUrl
+        : `http://${forward.split("=")[0]}${new URL(ctx.policyBaseUrl).pathname}`;
       const agent: RunningAgent = {
         address: core.address,
         policyBaseUrl,
         pid: core.pid,
-        exited: core.exited.then((r) => ({ code: r.code, ...(r.signal ? { detail: `signal ${r.signal}` } : {}) })),
+        exited: core.exited.then((r) => ({
+          code: r.code,
+          ...(r.signal ? { detail: `signal ${r.signal}` } : {}),
+        })),
         stop: () => core.stop(),
       };
       return agent;

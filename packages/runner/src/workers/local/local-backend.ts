@@ -5,12 +5,18 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
 import type { ExecOptions, ExecResult, Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../types.js";
+import type { AgentLauncher, RunningAgent } from "./agent.js";
 import type { Bind } from "./bwrap-args.js";
 import { probeCgroups } from "./cgroup.js";
-import { runSandboxed } from "./sandbox.js";
-import type { AgentLauncher, RunningAgent } from "./agent.js";
 import { clineAgentLauncher } from "./cline-agent.js";
-import { findBwrap, prepareShape, SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./shape.js";
+import { runSandboxed } from "./sandbox.js";
+import {
+  findBwrap,
+  prepareShape,
+  SANDBOX_GATEWAY_PORT,
+  SANDBOX_GATEWAY_SOCKET,
+  SANDBOX_PATHS,
+} from "./shape.js";
 
 export interface LocalBackendOptions {
   /** Parent of per-worker state dirs (home, config, sockets). Default `<tmpdir>/flakegym-workers`. */
