@@ -234,7 +234,9 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
             { timeoutMs, signal: AbortSignal.any(signals), hostCwd: spec.workspace },
             prepared.env,
           );
-          return r;
+          // Ended by the worker's wall clock (its timer and this exec's race): that is a timeout.
+          const byWallClock = (exit as WorkerExit | undefined)?.reason === "wall_clock";
+          return byWallClock && !r.timedOut ? { ...r, timedOut: true } : r;
         },
         stop: () => end({ reason: "stopped" }),
       };
