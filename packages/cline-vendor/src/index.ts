@@ -1,4 +1,5 @@
 /** The pinned compiled Cline core: package paths, launcher, typed gRPC client, session driver. */
+export * from "./artifacts.js";
 export * from "./ask-policy.js";
 export * from "./case.js";
 export * from "./client.js";

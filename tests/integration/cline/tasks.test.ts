@@ -2,9 +2,16 @@
  * Real Cline core, real scripted policy over HTTP: one booted core runs several tasks in sequence
  * (each ends with clearTask, which is what makes the instance reusable — itself under test here).
  */
+import { execFileSync } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type ClineCore, launchClineCore, runClineTask } from "@flakegym/cline-vendor";
+import {
+  type ClineCore,
+  collectArtifacts,
+  launchClineCore,
+  Outcome,
+  runClineTask,
+} from "@flakegym/cline-vendor";
 import {
   makeTempDir,
   type ScriptedPolicy,
@@ -32,6 +39,14 @@ beforeAll(async () => {
   dir = await makeTempDir("flakegym-cline-tasks-");
   workspace = join(dir.path, "ws");
   await mkdir(workspace);
+  await writeFile(join(workspace, "README.md"), "# scratch repo\n");
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-c", "user.name=flakegym", "-c", "user.email=t@flakegym", ...args], {
+      cwd: workspace,
+    });
+  git("init", "-q", "-b", "main");
+  git("add", "-A");
+  git("commit", "-qm", "base");
   core = await launchClineCore({
     workspace,
     configDir: join(dir.path, "config"),
@@ -80,6 +95,40 @@ describe("runClineTask on a real core", () => {
     const taskDir = join(core.configDir, "data", "tasks", run.taskId);
     const ui = JSON.parse(await readFile(join(taskDir, "ui_messages.json"), "utf8")) as { ask?: string }[];
     expect(ui.some((m) => m.ask === "completion_result")).toBe(true);
+  });
+
+  it("collects a real task's artifacts: history, ui messages, diff, outcome", async () => {
+    const p = await policy(writeThenComplete("artifact.txt", "kept in the diff"));
+    const run = await runClineTask({
+      client: core.client,
+      prompt: "Create artifact.txt.",
+      provider: scriptedProvider(p),
+      limits: { idleMs: 30_000 },
+    });
+    expect(run.outcome.kind).toBe("completed");
+    const dest = join(dir.path, "artifacts", "traj-0");
+    const manifest = await collectArtifacts({
+      configDir: core.configDir,
+      taskId: run.taskId,
+      workspace,
+      dest,
+      extra: { "outcome.json": run.outcome, "timings.json": { ...run.timings, counts: run.counts } },
+    });
+    expect(manifest.missing).toEqual([]);
+    const history = JSON.parse(await readFile(join(dest, "api_conversation_history.json"), "utf8")) as {
+      role: string;
+      content: { type: string; text?: string }[];
+    }[];
+    expect(history.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(JSON.stringify(history[1])).toContain("write_to_file");
+    const patch = await readFile(join(dest, "diff.patch"), "utf8");
+    expect(patch).toContain("+++ b/artifact.txt");
+    expect(patch).toContain("+kept in the diff");
+    expect(Outcome.parse(JSON.parse(await readFile(join(dest, "outcome.json"), "utf8"))).kind).toBe(
+      "completed",
+    );
+    const meta = JSON.parse(await readFile(join(dest, "task_metadata.json"), "utf8")) as object;
+    expect(meta).toBeTypeOf("object");
   });
 
   it("edits a file with replace_in_file", async () => {
