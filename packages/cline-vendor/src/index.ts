@@ -10,5 +10,6 @@ export * from "./launcher.js";
 export * from "./messages.js";
 export * from "./outcome.js";
 export * from "./paths.js";
+export * from "./proc.js";
 export * from "./provider.js";
 export * from "./scripted-openai-server.js";
