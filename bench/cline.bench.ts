@@ -39,7 +39,11 @@ function freePort(): Promise<number> {
 }
 
 async function freshDirs(root: string, name: string) {
-  const d = { workspace: join(root, name, "ws"), configDir: join(root, name, "config"), home: join(root, name, "home") };
+  const d = {
+    workspace: join(root, name, "ws"),
+    configDir: join(root, name, "config"),
+    home: join(root, name, "home"),
+  };
   await mkdir(d.workspace, { recursive: true });
   await mkdir(d.home, { recursive: true });
   return d;
@@ -53,17 +57,36 @@ async function bareStart(root: string, name: string): Promise<number> {
   const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: d.home };
   const t0 = performance.now();
   const procs: ChildProcess[] = [
-    spawn(pkg.hostBinary, ["--port", String(hostPort), "--workspace", d.workspace], { env, stdio: "ignore", detached: true }),
+    spawn(pkg.hostBinary, ["--port", String(hostPort), "--workspace", d.workspace], {
+      env,
+      stdio: "ignore",
+      detached: true,
+    }),
     spawn(
       process.execPath,
-      [pkg.coreJs, "--port", String(corePort), "--host-bridge-port", String(hostPort), "--config", d.configDir],
-      { env: { ...env, NODE_PATH: `${pkg.nodeModules}:${pkg.fakeNodeModules}` }, stdio: "ignore", detached: true },
+      [
+        pkg.coreJs,
+        "--port",
+        String(corePort),
+        "--host-bridge-port",
+        String(hostPort),
+        "--config",
+        d.configDir,
+      ],
+      {
+        env: { ...env, NODE_PATH: `${pkg.nodeModules}:${pkg.fakeNodeModules}` },
+        stdio: "ignore",
+        detached: true,
+      },
     ),
   ];
   try {
     for (;;) {
       if (performance.now() - t0 > 120_000) throw new Error("bare core did not answer within 120 s");
-      const client = createClineClient({ address: `127.0.0.1:${corePort}`, descriptorSet: pkg.descriptorSet });
+      const client = createClineClient({
+        address: `127.0.0.1:${corePort}`,
+        descriptorSet: pkg.descriptorSet,
+      });
       try {
         await client.state.getProcessInfo({ deadlineMs: 500 });
         return performance.now() - t0;
@@ -104,7 +127,8 @@ async function twoTurnTask(core: ClineCore, yolo: boolean, i: number): Promise<n
       autoApproveAll: yolo,
       limits: { idleMs: 60_000 },
     });
-    if (run.outcome.kind !== "completed") throw new Error(`task ended ${run.outcome.kind}: ${run.outcome.detail}`);
+    if (run.outcome.kind !== "completed")
+      throw new Error(`task ended ${run.outcome.kind}: ${run.outcome.detail}`);
     return run.timings.totalMs;
   } finally {
     await policy.close();
@@ -114,7 +138,8 @@ async function twoTurnTask(core: ClineCore, yolo: boolean, i: number): Promise<n
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const runsIdx = args.indexOf("--runs");
   const runs = runsIdx >= 0 ? Number(args[runsIdx + 1]) : 5;
-  if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs '${args[runsIdx + 1]}': expected a positive integer`);
+  if (!Number.isInteger(runs) || runs < 1)
+    throw new Error(`--runs '${args[runsIdx + 1]}': expected a positive integer`);
   const root = await mkdtemp(join(tmpdir(), "flakegym-bench-cline-"));
   try {
     // 1. start: alternate bare and ours
@@ -125,7 +150,9 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       const o = await oursStart(root, `ours-${i}`);
       ours.push(o.ms);
       await o.core.stop();
-      console.log(`start run ${i + 1}/${runs}: bare ${bare[i]!.toFixed(0)} ms, ours ${ours[i]!.toFixed(0)} ms`);
+      console.log(
+        `start run ${i + 1}/${runs}: bare ${bare[i]!.toFixed(0)} ms, ours ${ours[i]!.toFixed(0)} ms`,
+      );
     }
 
     // 2 + 3. two-turn task, ours vs yolo, on one core; then its RSS
@@ -148,7 +175,9 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     // 4. concurrent starts
     const concurrent: { instances: number; medianReadyMs: number; maxReadyMs: number }[] = [];
     for (const k of [1, 2, 4]) {
-      const started = await Promise.all(Array.from({ length: k }, (_, j) => oursStart(root, `conc-${k}-${j}`)));
+      const started = await Promise.all(
+        Array.from({ length: k }, (_, j) => oursStart(root, `conc-${k}-${j}`)),
+      );
       const times = started.map((s) => s.ms);
       await Promise.all(started.map((s) => s.core.stop()));
       concurrent.push({ instances: k, medianReadyMs: median(times), maxReadyMs: Math.max(...times) });
@@ -159,20 +188,51 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     const taskRatio = median(taskOurs) / median(taskYolo);
     console.log("");
     printTable([
-      { measure: "start → first gRPC answer (ms, median)", baseline: median(bare), ours: median(ours), ratio: startRatio },
-      { measure: "two-turn task (ms, median): ours vs yolo", baseline: median(taskYolo), ours: median(taskOurs), ratio: taskRatio },
+      {
+        measure: "start → first gRPC answer (ms, median)",
+        baseline: median(bare),
+        ours: median(ours),
+        ratio: startRatio,
+      },
+      {
+        measure: "two-turn task (ms, median): ours vs yolo",
+        baseline: median(taskYolo),
+        ours: median(taskOurs),
+        ratio: taskRatio,
+      },
     ]);
     console.log("");
     printTable(
-      concurrent.map((c) => ({ instances: c.instances, "median ready ms": c.medianReadyMs, "max ready ms": c.maxReadyMs })),
+      concurrent.map((c) => ({
+        instances: c.instances,
+        "median ready ms": c.medianReadyMs,
+        "max ready ms": c.maxReadyMs,
+      })),
     );
     const mb = (b?: number) => (b === undefined ? "n/a" : `${(b / 1024 / 1024).toFixed(0)} MB`);
-    console.log(`\nRSS per instance after ${taskOurs.length + taskYolo.length} tasks: core ${mb(rss.coreRssBytes)}, host ${mb(rss.hostRssBytes)}`);
-    console.log(`start goal (ours ≤ 1.05 × bare): ${startRatio <= 1.05 ? "met" : "NOT met"} (${startRatio.toFixed(3)})`);
+    console.log(
+      `\nRSS per instance after ${taskOurs.length + taskYolo.length} tasks: core ${mb(rss.coreRssBytes)}, host ${mb(rss.hostRssBytes)}`,
+    );
+    console.log(
+      `start goal (ours ≤ 1.05 × bare): ${startRatio <= 1.05 ? "met" : "NOT met"} (${startRatio.toFixed(3)})`,
+    );
     ctx.writeResult("cline", {
       runs,
-      start: { bareMs: bare, oursMs: ours, bareMedianMs: median(bare), oursMedianMs: median(ours), ratio: startRatio, goal: 1.05 },
-      task: { oursMs: taskOurs, yoloMs: taskYolo, oursMedianMs: median(taskOurs), yoloMedianMs: median(taskYolo), ratio: taskRatio },
+      start: {
+        bareMs: bare,
+        oursMs: ours,
+        bareMedianMs: median(bare),
+        oursMedianMs: median(ours),
+        ratio: startRatio,
+        goal: 1.05,
+      },
+      task: {
+        oursMs: taskOurs,
+        yoloMs: taskYolo,
+        oursMedianMs: median(taskOurs),
+        yoloMedianMs: median(taskYolo),
+        ratio: taskRatio,
+      },
       rss,
       concurrent,
     });

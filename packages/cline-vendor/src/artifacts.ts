@@ -3,7 +3,9 @@ import { existsSync } from "node:fs";
 import { copyFile, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { execa } from "execa";
+import type { TaskRun } from "./driver.js";
 import { ClineVendorError, ErrorCode } from "./errors.js";
+import { Outcome } from "./outcome.js";
 
 /** The task files Cline writes under `<configDir>/data/tasks/<taskId>/` that we keep. */
 export const TASK_FILES = [
@@ -23,6 +25,8 @@ export interface CollectArtifactsOptions {
   readonly dest: string;
   /** Commit to diff against. Default: HEAD of the workspace. */
   readonly baseCommit?: string;
+  /** The driver's result: written as `outcome.json` (validated) and `timings.json` (timings + counts). */
+  readonly run?: TaskRun;
   /** More files: `name → content` (strings/Buffers written as-is, other values as JSON). */
   readonly extra?: Readonly<Record<string, unknown>>;
   /** Replace `dest` if it exists. Default false (then an existing dest is an error). */
@@ -119,10 +123,12 @@ export async function collectArtifacts(options: CollectArtifactsOptions): Promis
     throw new ClineVendorError(ErrorCode.Artifacts, `artifact directory ${dest} already exists`, {
       hint: "pass overwrite: true to replace it, or choose a fresh directory",
     });
+  const reserved = new Set(["manifest.json", "diff.patch", ...TASK_FILES]);
+  if (options.run) for (const n of ["outcome.json", "timings.json"]) reserved.add(n);
   for (const name of Object.keys(options.extra ?? {})) {
-    if (!SAFE_NAME.test(name) || name === "manifest.json" || name === "diff.patch")
+    if (!SAFE_NAME.test(name) || reserved.has(name))
       throw new ClineVendorError(ErrorCode.InvalidArgument, `invalid extra artifact name '${name}'`, {
-        hint: "use a plain file name like outcome.json (no slashes; manifest.json and diff.patch are reserved)",
+        hint: `use a plain file name (no slashes) other than ${[...reserved].join(", ")}`,
       });
   }
   const tmp = `${dest}.tmp-${randomBytes(6).toString("hex")}`;
@@ -147,7 +153,16 @@ export async function collectArtifacts(options: CollectArtifactsOptions): Promis
       await writeFile(join(tmp, "diff.patch"), diff.patch);
       files.push({ name: "diff.patch", bytes: diff.patch.length });
     }
-    for (const [name, value] of Object.entries(options.extra ?? {})) {
+    const generated: [string, unknown][] = options.run
+      ? [
+          ["outcome.json", Outcome.parse(options.run.outcome)],
+          [
+            "timings.json",
+            { taskId: options.run.taskId, timings: options.run.timings, counts: options.run.counts },
+          ],
+        ]
+      : [];
+    for (const [name, value] of [...generated, ...Object.entries(options.extra ?? {})]) {
       const data =
         typeof value === "string" || Buffer.isBuffer(value) ? value : `${JSON.stringify(value, null, 2)}\n`;
       await writeFile(join(tmp, name), data);

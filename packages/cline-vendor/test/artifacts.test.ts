@@ -121,6 +121,36 @@ describe("collectArtifacts", () => {
     expect((await readdir(join(tmp.path, "out"))).sort()).toEqual(["traj-0"]);
   });
 
+  it("writes outcome.json and timings.json from a TaskRun, validating the outcome", async () => {
+    await using tmp = await makeTempDir();
+    const ws = join(tmp.path, "ws");
+    await repo(ws);
+    const run = {
+      outcome: { kind: "timeout" as const, limit: "idle" as const, detail: "no progress" },
+      taskId: "",
+      timings: { configureMs: 1, turns: [], totalMs: 2 },
+      counts: { modelRequests: 1, toolCalls: 0, apiFailures: 0 },
+    };
+    const dest = join(tmp.path, "out");
+    await collectArtifacts({ configDir: tmp.path, taskId: "", workspace: ws, dest, run });
+    expect(JSON.parse(await readFile(join(dest, "outcome.json"), "utf8"))).toEqual(run.outcome);
+    expect(JSON.parse(await readFile(join(dest, "timings.json"), "utf8"))).toEqual({
+      taskId: "",
+      timings: run.timings,
+      counts: run.counts,
+    });
+    await expect(
+      collectArtifacts({
+        configDir: tmp.path,
+        taskId: "",
+        workspace: ws,
+        dest: join(tmp.path, "o2"),
+        run,
+        extra: { "outcome.json": 1 },
+      }),
+    ).rejects.toMatchObject({ code: "E_CLINE_ARGUMENT" });
+  });
+
   it("leaves nothing behind when it fails, and refuses unsafe extra names", async () => {
     await using tmp = await makeTempDir();
     const ws = join(tmp.path, "ws");

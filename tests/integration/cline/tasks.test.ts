@@ -112,7 +112,8 @@ describe("runClineTask on a real core", () => {
       taskId: run.taskId,
       workspace,
       dest,
-      extra: { "outcome.json": run.outcome, "timings.json": { ...run.timings, counts: run.counts } },
+      run,
+      extra: { "prompt.txt": "Create artifact.txt." },
     });
     expect(manifest.missing).toEqual([]);
     const history = JSON.parse(await readFile(join(dest, "api_conversation_history.json"), "utf8")) as {
@@ -127,6 +128,12 @@ describe("runClineTask on a real core", () => {
     expect(Outcome.parse(JSON.parse(await readFile(join(dest, "outcome.json"), "utf8"))).kind).toBe(
       "completed",
     );
+    const timings = JSON.parse(await readFile(join(dest, "timings.json"), "utf8")) as {
+      taskId: string;
+      counts: object;
+    };
+    expect(timings).toMatchObject({ taskId: run.taskId, counts: { modelRequests: 2, toolCalls: 1 } });
+    expect(await readFile(join(dest, "prompt.txt"), "utf8")).toBe("Create artifact.txt.");
     const meta = JSON.parse(await readFile(join(dest, "task_metadata.json"), "utf8")) as object;
     expect(meta).toBeTypeOf("object");
   });
@@ -286,5 +293,29 @@ describe("runClineTask on a real core", () => {
     expect(run.outcome).toMatchObject({ kind: "limits_exceeded", limit: "model_requests" });
     expect(run.outcome.detail).toContain("model request 2; the limit is 1");
     expect(run.counts.modelRequests).toBe(2);
+  });
+
+  it("configures an Anthropic-compatible provider: the core calls <baseUrl>/v1/messages with our token", async () => {
+    const p = await policy([]);
+    const ac = new AbortController();
+    void p.waitForRequests(1).then(() => ac.abort(new Error("seen enough")));
+    const run = await runClineTask({
+      client: core.client,
+      prompt: "hello",
+      provider: {
+        kind: "anthropic",
+        baseUrl: p.url,
+        modelId: "claude-sonnet-4-5-20250929",
+        apiKey: "fgt-anthropic-test",
+      },
+      signal: ac.signal,
+      limits: { idleMs: 30_000 },
+    });
+    expect(run.outcome).toMatchObject({ kind: "infra_error", cancelled: true });
+    const req = p.requests[0]!;
+    expect(req.path).toBe("/v1/messages");
+    expect(req.headers["x-api-key"]).toBe("fgt-anthropic-test");
+    expect((req.body as { model: string; stream: boolean }).model).toBe("claude-sonnet-4-5-20250929");
+    expect((req.body as { stream: boolean }).stream).toBe(true);
   });
 });
