@@ -318,4 +318,18 @@ describe("runClineTask on a real core", () => {
     expect((req.body as { model: string; stream: boolean }).model).toBe("claude-sonnet-4-5-20250929");
     expect((req.body as { stream: boolean }).stream).toBe(true);
   });
+
+  it("ends as agent_error when Cline reaches its mistake limit (replies without a tool)", async () => {
+    const p = await policy([say("I am just chatting."), say("Still just chatting."), say("More chat.")]);
+    const run = await runClineTask({
+      client: core.client,
+      prompt: "Do something.",
+      provider: scriptedProvider(p),
+      limits: { idleMs: 30_000 },
+      maxConsecutiveMistakes: 2,
+    });
+    expect(run.outcome).toMatchObject({ kind: "agent_error", ask: "mistake_limit_reached" });
+    expect(run.counts.toolCalls).toBe(0);
+    expect(p.requests.length).toBeGreaterThanOrEqual(2);
+  });
 });
