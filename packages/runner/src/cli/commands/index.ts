@@ -1,4 +1,5 @@
 import type { Command } from "../command.js";
+import { doctorCommand } from "./doctor.js";
 import { nixFactsCommand } from "./nix-facts.js";
 import { snapshotBuildCommand } from "./snapshot-build.js";
 import { tasksCheckCommand } from "./tasks-check.js";
@@ -12,4 +13,5 @@ export const commands: readonly Command[] = [
   tasksCheckCommand as unknown as Command,
   snapshotBuildCommand as unknown as Command,
   nixFactsCommand as unknown as Command,
+  doctorCommand as unknown as Command,
 ];
