@@ -24,6 +24,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { CallTiming } from "./gateway/load.js";
 import { type BenchContext, percentile, printTable } from "./lib.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -92,7 +93,10 @@ function startChild(name: string, script: string, args: string[], profile: boole
 function extractRevision(rev: string): { src: string; label: string } {
   let sha: string;
   try {
-    sha = execFileSync("git", ["rev-parse", "--verify", `${rev}^{commit}`], { cwd: repoRoot, encoding: "utf8" }).trim();
+    sha = execFileSync("git", ["rev-parse", "--verify", `${rev}^{commit}`], {
+      cwd: repoRoot,
+      encoding: "utf8",
+    }).trim();
   } catch {
     throw new Error(`bench gateway: --baseline '${rev}' is not a git revision of this repository`);
   }
@@ -117,12 +121,31 @@ interface Target {
   readonly routes: readonly { readonly url: string; readonly token: string }[];
 }
 
-interface Samples {
-  ttfb: number[];
-  total: number[];
-  /** Totals of even and odd phases, for the direct path's A/A noise estimate. */
-  halves: [number[], number[]];
+/** What a target's calls measured, ms (see load.ts for the stamps). */
+class Samples {
+  readonly ttfb: number[] = [];
+  /** Wall time of each call, as the client saw it. */
+  readonly total: number[] = [];
+  /** Request to upstream plus last token to client: the time a path adds to a call. */
+  readonly overhead: number[] = [];
+  /** Every chunk's trip from the upstream's write to the client's read. */
+  readonly chunk: number[] = [];
+  /** `overhead` and `total` of even and odd phases: the direct path's A/A noise. */
+  readonly halves = { overhead: [[], []] as number[][], total: [[], []] as number[][] };
+  add(t: CallTiming, phase: number): void {
+    const overhead = t.request + t.chunks[t.chunks.length - 1]!;
+    this.ttfb.push(t.ttfb);
+    this.total.push(t.total);
+    this.overhead.push(overhead);
+    for (const c of t.chunks) this.chunk.push(c);
+    this.halves.overhead[phase % 2]!.push(overhead);
+    this.halves.total[phase % 2]!.push(t.total);
+  }
 }
+
+const p50 = (v: number[]) => percentile(v, 50);
+const p99 = (v: number[]) => percentile(v, 99);
+const pair = (a: number, b: number) => `${a.toFixed(1)}|${b.toFixed(1)}`;
 
 const loadStr = () =>
   loadavg()
@@ -137,7 +160,8 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const streamsList = flag(args, "streams", "1,64").split(",").map(Number);
   const scenarios = flag(args, "scenarios", "paced,burst").split(",");
   for (const s of scenarios)
-    if (s !== "paced" && s !== "burst") throw new Error(`bench gateway: unknown scenario '${s}' (paced, burst)`);
+    if (s !== "paced" && s !== "burst")
+      throw new Error(`bench gateway: unknown scenario '${s}' (paced, burst)`);
   const baselineRev = args.includes("--baseline") ? flag(args, "baseline", "") : undefined;
   const baseline = baselineRev ? extractRevision(baselineRev) : undefined;
   const ourSrc = join(repoRoot, "packages", "runner", "src");
@@ -162,14 +186,27 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     const { bodyBytes } = await load.next("ready");
     result["requestBytes"] = bodyBytes;
     for (const scenario of scenarios) {
-      const up = startChild("upstream", "upstream.ts", [scenario, String(chunks), String(intervalMs), String(Math.round(promptKb * 256))], false);
+      const up = startChild(
+        "upstream",
+        "upstream.ts",
+        [scenario, String(chunks), String(intervalMs), String(Math.round(promptKb * 256))],
+        false,
+      );
       children.push(up);
       const { baseUrl } = (await up.next("ready")) as { baseUrl: string };
       const maxStreams = Math.max(...streamsList);
       const gateways: { label: string; child: Child; routes: { url: string; token: string }[] }[] = [];
-      const variants = [{ label: "gateway", src: ourSrc }, ...(baseline ? [{ label: `baseline ${baseline.label}`, src: baseline.src }] : [])];
+      const variants = [
+        { label: "gateway", src: ourSrc },
+        ...(baseline ? [{ label: `baseline ${baseline.label}`, src: baseline.src }] : []),
+      ];
       for (const [i, v] of variants.entries()) {
-        const child = startChild(v.label, "gateway.ts", [v.src, baseUrl, String(maxStreams), join(logDir, `${scenario}-${i}`)], profile === (i === 0 ? "gateway" : "baseline"));
+        const child = startChild(
+          v.label,
+          "gateway.ts",
+          [v.src, baseUrl, String(maxStreams), join(logDir, `${scenario}-${i}`)],
+          profile === (i === 0 ? "gateway" : "baseline"),
+        );
         children.push(child);
         const { routes } = (await child.next("ready")) as { routes: { url: string; token: string }[] };
         gateways.push({ label: v.label, child, routes });
@@ -184,13 +221,17 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
         const callsPerPhase = one ? 10 : 2;
         const wanted = callsFlag ?? (one ? 200 : 1280);
         const phases = Math.max(2, Math.ceil(wanted / (callsPerPhase * streams)));
-        // warm up (JIT, keep-alive sockets) and measure one direct call for the stagger
+        // warm up (JIT, keep-alive sockets: ~100 calls a target) and time a direct call for the stagger
         let staggerMs = 0;
         for (const t of flat) {
-          const w = (await load.ask("phase", { phase: { routes: t.routes, streams, calls: 1, staggerMs: 0 } })) as { samples: [number, number][] };
-          if (t.name === "direct") staggerMs = percentile(w.samples.map((s) => s[1]), 50);
+          const w = (await load.ask("phase", {
+            phase: { routes: t.routes, streams, calls: one ? 100 : 1, staggerMs: 0 },
+          })) as {
+            samples: CallTiming[];
+          };
+          if (t.name === "direct") staggerMs = p50(w.samples.map((s) => s.total));
         }
-        const samples = new Map<string, Samples>(flat.map((t) => [t.name, { ttfb: [], total: [], halves: [[], []] }]));
+        const samples = new Map<string, Samples>(flat.map((t) => [t.name, new Samples()]));
         const cpu0 = new Map<string, Msg>();
         for (const g of gateways) cpu0.set(g.label, await g.child.ask("stats", { stats: true }));
         const upCpu0 = await up.ask("stats", { stats: true });
@@ -199,32 +240,45 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
           // rotate the order so that drift hits every target alike
           for (let k = 0; k < flat.length; k++) {
             const t = flat[(p + k) % flat.length]!;
-            const r = (await load.ask("phase", { phase: { routes: t.routes, streams, calls: callsPerPhase, staggerMs } })) as { samples: [number, number][] };
+            const r = (await load.ask("phase", {
+              phase: { routes: t.routes, streams, calls: callsPerPhase, staggerMs },
+            })) as { samples: CallTiming[] };
             const s = samples.get(t.name)!;
-            for (const [ttfb, total] of r.samples) {
-              s.ttfb.push(ttfb);
-              s.total.push(total);
-              s.halves[p % 2]!.push(total);
-            }
+            for (const timing of r.samples) s.add(timing, p);
           }
           if (p % Math.max(1, Math.ceil(phases / 4)) === 0 || p === phases - 1)
-            process.stderr.write(`  ${scenario} ${streams} stream(s): phase ${p + 1}/${phases} (load ${loadStr()})\n`);
+            process.stderr.write(
+              `  ${scenario} ${streams} stream(s): phase ${p + 1}/${phases} (load ${loadStr()})\n`,
+            );
         }
         const rowSeconds = (performance.now() - rowStart) / 1000;
         const upCpu1 = await up.ask("stats", { stats: true });
         const d = samples.get("direct")!;
-        const dp50 = percentile(d.total, 50);
-        const dp99 = percentile(d.total, 99);
-        const noiseP99 = Math.abs(percentile(d.halves[0], 99) - percentile(d.halves[1], 99));
-        const noiseP50 = Math.abs(percentile(d.halves[0], 50) - percentile(d.halves[1], 50));
+        const aa = {
+          overhead: {
+            p50: Math.abs(p50(d.halves.overhead[0]!) - p50(d.halves.overhead[1]!)),
+            p99: Math.abs(p99(d.halves.overhead[0]!) - p99(d.halves.overhead[1]!)),
+          },
+          total: {
+            p50: Math.abs(p50(d.halves.total[0]!) - p50(d.halves.total[1]!)),
+            p99: Math.abs(p99(d.halves.total[0]!) - p99(d.halves.total[1]!)),
+          },
+        };
         const key = `${scenario}-${streams}`;
+        const summary = (s: Samples) => ({
+          n: s.total.length,
+          overhead: { p50: p50(s.overhead), p99: p99(s.overhead) },
+          chunk: { p50: p50(s.chunk), p99: p99(s.chunk) },
+          total: { p50: p50(s.total), p99: p99(s.total) },
+          ttfb: { p50: p50(s.ttfb), p99: p99(s.ttfb) },
+        });
         const rowResult: Record<string, unknown> = {
           streams,
           phases,
           seconds: rowSeconds,
           loadAvgEnd: loadavg(),
           staggerMs,
-          direct: { n: d.total.length, total: { p50: dp50, p99: dp99 }, ttfb: { p50: percentile(d.ttfb, 50), p99: percentile(d.ttfb, 99) }, aaNoise: { p50: noiseP50, p99: noiseP99 } },
+          direct: { ...summary(d), aaNoise: aa },
           upstreamCpuMs: cpuMs(upCpu0, upCpu1),
         };
         for (const g of gateways) {
@@ -233,30 +287,29 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
           const c0 = cpu0.get(g.label)!;
           const calls = (c1["calls"] as number) - (c0["calls"] as number);
           const cpuPerCall = cpuMs(c0, c1) / Math.max(1, calls);
-          const gp50 = percentile(s.total, 50);
-          const gp99 = percentile(s.total, 99);
-          rowResult[g.label] = {
-            n: s.total.length,
-            total: { p50: gp50, p99: gp99 },
-            ttfb: { p50: percentile(s.ttfb, 50), p99: percentile(s.ttfb, 99) },
-            added: { p50: gp50 - dp50, p99: gp99 - dp99, ttfbP50: percentile(s.ttfb, 50) - percentile(d.ttfb, 50) },
-            cpuMsPerCall: cpuPerCall,
+          const added = {
+            p50: p50(s.overhead) - p50(d.overhead),
+            p99: p99(s.overhead) - p99(d.overhead),
+            chunkP50: p50(s.chunk) - p50(d.chunk),
+            chunkP99: p99(s.chunk) - p99(d.chunk),
+            wallP50: p50(s.total) - p50(d.total),
+            wallP99: p99(s.total) - p99(d.total),
+            ttfbP50: p50(s.ttfb) - p50(d.ttfb),
           };
+          rowResult[g.label] = { ...summary(s), added, cpuMsPerCall: cpuPerCall };
           rows.push({
             upstream: scenario,
             streams,
             gateway: g.label,
             n: s.total.length,
-            "direct p50": dp50,
-            "gw p50": gp50,
-            "added p50": gp50 - dp50,
-            "direct p99": dp99,
-            "gw p99": gp99,
-            "added p99": gp99 - dp99,
-            "A/A p50|p99": `${noiseP50.toFixed(1)}|${noiseP99.toFixed(1)}`,
-            "ratio p50": gp50 / dp50,
-            "added ttfb p50": percentile(s.ttfb, 50) - percentile(d.ttfb, 50),
-            "gw CPU ms/call": cpuPerCall,
+            "added p50": added.p50,
+            "added p99": added.p99,
+            "A/A p50|p99": pair(aa.overhead.p50, aa.overhead.p99),
+            "chunk added p50|p99": pair(added.chunkP50, added.chunkP99),
+            "wall added p50|p99": pair(added.wallP50, added.wallP99),
+            "wall A/A p50|p99": pair(aa.total.p50, aa.total.p99),
+            "wall ratio p50": p50(s.total) / p50(d.total),
+            "CPU ms/call": cpuPerCall,
             load1: loadavg()[0]!,
           });
         }
@@ -267,17 +320,28 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     result["loadAvgEnd"] = loadavg();
     result["seconds"] = (performance.now() - t0) / 1000;
     console.log(
-      `\npolicy gateway: added latency per streamed call, ms (${chunks} tokens a call, one a chunk; paced = one decode step every ${intervalMs} ms for all streams; ${(Number(result["requestBytes"]) / 1024).toFixed(0)} KiB request; turn log on; A/A = the direct path's own p50|p99 difference between even and odd phases, i.e. the noise floor)`,
+      [
+        "",
+        `policy gateway: latency added per streamed call, ms — ${chunks} tokens a call, one a chunk; paced = one decode step every ${intervalMs} ms for all streams; ${(Number(result["requestBytes"]) / 1024).toFixed(0)} KiB request; turn logs on.`,
+        "  added = request→upstream + last token→client, from the upstream's clock stamps (gateway minus direct);",
+        "  chunk added = every chunk's upstream→client trip; wall = the client's call time (includes the upstream's",
+        "  decode-step jitter); A/A = the direct path's own difference between even and odd phases (the noise floor).",
+      ].join("\n"),
     );
     printTable(rows);
-    console.log(`\nload average at end (1/5/15 min): ${loadStr()}; ${(result["seconds"] as number).toFixed(0)} s`);
+    console.log(
+      `\nload average at end (1/5/15 min): ${loadStr()}; ${(result["seconds"] as number).toFixed(0)} s`,
+    );
     const verdict = (label: string) =>
       rows
         .filter((r) => r["upstream"] === "paced" && r["gateway"] === label)
         .every((r) => (r["added p50"] as number) <= 2 && (r["added p99"] as number) <= 10);
     const ok = verdict("gateway");
     const pacedRan = rows.some((r) => r["upstream"] === "paced");
-    if (pacedRan) console.log(`goal (paced upstream) p50 ≤ 2 ms, p99 ≤ 10 ms added: ${ok ? "met" : "NOT met"}${baseline ? `; baseline ${verdict(`baseline ${baseline.label}`) ? "met" : "NOT met"}` : ""}`);
+    if (pacedRan)
+      console.log(
+        `goal (paced upstream) p50 ≤ 2 ms, p99 ≤ 10 ms added: ${ok ? "met" : "NOT met"}${baseline ? `; baseline ${verdict(`baseline ${baseline.label}`) ? "met" : "NOT met"}` : ""}`,
+      );
     ctx.writeResult("gateway", { ...result, rows, goalMet: pacedRan ? ok : null });
   } finally {
     for (const c of children) c.stop();

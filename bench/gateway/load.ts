@@ -4,7 +4,7 @@
  * HTTP/1.1 and times each call: time to the first byte and to the end of the stream (`[DONE]`).
  *
  * Protocol (IPC), answered in order:
- *   `{ phase: { routes: [{ url, token }], streams, calls, staggerMs } }` → `{ phase: { samples: [ttfbMs, totalMs][] } }`
+ *   `{ phase: { routes: [{ url, token }], streams, calls, staggerMs } }` → `{ phase: { samples: CallTiming[] } }`
  * Stream i calls `routes[i % routes.length]` (one route per trajectory, as each Cline core has its
  * own). One stream makes `calls` calls one after another. With more streams each of them is a closed loop
  * (no pause between calls) making `calls + 2` calls; stream i starts `i · staggerMs / streams` ms
@@ -12,15 +12,31 @@
  * each stream (ramp up, drain) are not counted: every counted call ran while all the other streams
  * were open.
  */
-import { Agent, request } from "node:http";
+import { Agent, request as request_ } from "node:http";
 
 const promptKb = Number(process.argv[2] ?? 64);
 
 /** A Cline-like conversation of about `kb` KiB: a long system prompt, then task, answers and tool results. */
 function clineBody(kb: number): Buffer {
   const words = [
-    "the", "tool", "file", "path", "content", "use", "<write_to_file>", "when", "must", "\"quoted\"",
-    "user's", "directory", "command", "result", "`code`", "- item", "## RULES", "{\n  \"a\": 1\n}",
+    "the",
+    "tool",
+    "file",
+    "path",
+    "content",
+    "use",
+    "<write_to_file>",
+    "when",
+    "must",
+    '"quoted"',
+    "user's",
+    "directory",
+    "command",
+    "result",
+    "`code`",
+    "- item",
+    "## RULES",
+    '{\n  "a": 1\n}',
   ];
   let seed = 7;
   const text = (chars: number) => {
@@ -36,11 +52,23 @@ function clineBody(kb: number): Buffer {
   const rest = Math.max(0, total - system.length);
   const messages: unknown[] = [
     { role: "system", content: system },
-    { role: "user", content: [{ type: "text", text: `<task>\n${text(400)}\n</task>` }, { type: "text", text: `<environment_details>\n${text(1500)}\n</environment_details>` }] },
+    {
+      role: "user",
+      content: [
+        { type: "text", text: `<task>\n${text(400)}\n</task>` },
+        { type: "text", text: `<environment_details>\n${text(1500)}\n</environment_details>` },
+      ],
+    },
   ];
   for (let turn = 0; turn * 4000 < rest; turn++) {
     messages.push({ role: "assistant", content: `<read_file>\n<path>src/m${turn}.py</path>\n</read_file>` });
-    messages.push({ role: "user", content: [{ type: "text", text: `[read_file for 'src/m${turn}.py'] Result:` }, { type: "text", text: text(3800) }] });
+    messages.push({
+      role: "user",
+      content: [
+        { type: "text", text: `[read_file for 'src/m${turn}.py'] Result:` },
+        { type: "text", text: text(3800) },
+      ],
+    });
   }
   return Buffer.from(
     JSON.stringify({
@@ -56,12 +84,32 @@ function clineBody(kb: number): Buffer {
 const BODY = clineBody(promptKb);
 const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
 
-function call(url: URL, token: string): Promise<[number, number]> {
+/** Microseconds on CLOCK_MONOTONIC, the clock every process of the machine shares. */
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+
+/**
+ * One call's timings, ms: time to first byte and to the end of the stream, as the client sees them;
+ * and, from the upstream's stamps (`~A<µs>~` request arrival, `~T<µs>~` chunk written; see
+ * upstream.ts), how long the request took to reach the upstream and each chunk to reach the client.
+ */
+export interface CallTiming {
+  readonly ttfb: number;
+  readonly total: number;
+  readonly request: number;
+  readonly chunks: number[];
+}
+
+const STAMP = /~([AT])(\d+)~/g;
+
+function call(url: URL, token: string): Promise<CallTiming> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
+    const startUs = nowUs();
     let ttfb = -1;
     let tail = "";
-    const req = request(
+    let request = Number.NaN;
+    const chunks: number[] = [];
+    const req = request_(
       url,
       {
         method: "POST",
@@ -75,14 +123,29 @@ function call(url: URL, token: string): Promise<[number, number]> {
       (res) => {
         res.setEncoding("latin1");
         res.on("data", (s: string) => {
+          const at = nowUs();
           if (ttfb < 0) ttfb = performance.now() - t0;
-          tail = (tail + s).slice(-64);
+          tail += s;
+          STAMP.lastIndex = 0;
+          let used = 0;
+          for (let m = STAMP.exec(tail); m; m = STAMP.exec(tail)) {
+            const stamp = Number(m[2]);
+            if (m[1] === "A") request = (stamp - startUs) / 1000;
+            else chunks.push((at - stamp) / 1000);
+            used = STAMP.lastIndex;
+          }
+          // keep enough to complete a stamp cut by the read
+          tail = tail.slice(Math.max(used, tail.length - 40));
         });
         res.on("end", () => {
           const total = performance.now() - t0;
-          if (res.statusCode !== 200) reject(new Error(`bench call to ${url} failed: HTTP ${res.statusCode} ${tail}`));
-          else if (!tail.includes("data: [DONE]")) reject(new Error(`bench stream from ${url} ended without [DONE]: …${tail}`));
-          else resolve([ttfb, total]);
+          if (res.statusCode !== 200)
+            reject(new Error(`bench call to ${url} failed: HTTP ${res.statusCode} ${tail}`));
+          else if (!tail.includes("data: [DONE]"))
+            reject(new Error(`bench stream from ${url} ended without [DONE]: …${tail}`));
+          else if (Number.isNaN(request) || chunks.length === 0)
+            reject(new Error(`bench stream from ${url} carried no upstream stamps (was the text altered?)`));
+          else resolve({ ttfb, total, request, chunks });
         });
         res.on("error", reject);
       },
@@ -99,9 +162,9 @@ interface Phase {
   readonly staggerMs: number;
 }
 
-async function phase(p: Phase): Promise<[number, number][]> {
+async function phase(p: Phase): Promise<CallTiming[]> {
   const routes = p.routes.map((r) => ({ url: new URL(`${r.url}/chat/completions`), token: r.token }));
-  const samples: [number, number][] = [];
+  const samples: CallTiming[] = [];
   if (p.streams === 1) {
     for (let i = 0; i < p.calls; i++) samples.push(await call(routes[0]!.url, routes[0]!.token));
     return samples;
