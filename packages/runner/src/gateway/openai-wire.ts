@@ -29,7 +29,8 @@ export class OpenAiStreamEncoder {
 
   private chunk(choices: unknown[], extra?: Record<string, unknown>): string {
     let out = `${this.head}${JSON.stringify(choices)}`;
-    if (extra) for (const [k, v] of Object.entries(extra)) out += `,${JSON.stringify(k)}:${JSON.stringify(v)}`;
+    if (extra)
+      for (const [k, v] of Object.entries(extra)) out += `,${JSON.stringify(k)}:${JSON.stringify(v)}`;
     return `${out}}\n\n`;
   }
 

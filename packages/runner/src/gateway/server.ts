@@ -475,13 +475,12 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
     // gathered and leave in one write at the end of that tick (process.nextTick), never later.
     let pending = "";
     let flushQueued = false;
-    let backpressure = false;
     const flush = () => {
       flushQueued = false;
       if (pending.length === 0 || res.writableEnded || res.destroyed) return;
       const text = pending;
       pending = "";
-      if (!res.write(text)) backpressure = true;
+      res.write(text);
     };
     const send = (text: string) => {
       if (text.length === 0 || res.destroyed) return;
@@ -541,10 +540,8 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
         acc.add(ev);
         if (stream) {
           send(encoder.encode(ev));
-          if (backpressure) {
-            backpressure = false;
-            await drained();
-          }
+          // a client that does not read holds up the upstream (TCP backpressure), not our memory
+          if (res.writableNeedDrain) await drained();
         }
       }
       if (ac.signal.aborted) throw ac.signal.reason;
