@@ -113,7 +113,8 @@ export class SseParser {
 
   private addData(value: string): void {
     if (this.data === undefined) this.data = value;
-    else (this.moreData ??= []).push(value);
+    else if (this.moreData === undefined) this.moreData = [value];
+    else this.moreData.push(value);
   }
 
   private dispatch(): SseEvent | undefined {
