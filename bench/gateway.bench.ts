@@ -79,8 +79,14 @@ class Child {
   }
 }
 
-function startChild(name: string, script: string, args: string[], profile: boolean): Child {
-  const execArgv = ["--import", "tsx"];
+function startChild(
+  name: string,
+  script: string,
+  args: string[],
+  profile: boolean,
+  nodeArgs: string[] = [],
+): Child {
+  const execArgv = ["--import", "tsx", ...nodeArgs];
   if (profile) execArgv.push("--cpu-prof", "--cpu-prof-dir", join(tmpdir(), "flakegym-bench-gateway-prof"));
   const proc = fork(join(here, "gateway", script), args, {
     execArgv,
@@ -128,6 +134,8 @@ class Samples {
   readonly total: number[] = [];
   /** Request to upstream plus last token to client: the time a path adds to a call. */
   readonly overhead: number[] = [];
+  /** The request's trip to the upstream alone. */
+  readonly request: number[] = [];
   /** Every chunk's trip from the upstream's write to the client's read. */
   readonly chunk: number[] = [];
   /** `overhead` and `total` of even and odd phases: the direct path's A/A noise. */
@@ -137,6 +145,7 @@ class Samples {
     this.ttfb.push(t.ttfb);
     this.total.push(t.total);
     this.overhead.push(overhead);
+    this.request.push(t.request);
     for (const c of t.chunks) this.chunk.push(c);
     this.halves.overhead[phase % 2]!.push(overhead);
     this.halves.total[phase % 2]!.push(t.total);
@@ -166,6 +175,9 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const baseline = baselineRev ? extractRevision(baselineRev) : undefined;
   const ourSrc = join(repoRoot, "packages", "runner", "src");
   const profile = process.env["BENCH_PROFILE"];
+  const gatewayNodeArgs = flag(args, "gateway-node-args", "")
+    .split(" ")
+    .filter((a) => a !== "");
 
   const children: Child[] = [];
   const logDir = mkdtempSync(join(tmpdir(), "fg-bench-gw-"));
@@ -206,6 +218,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
           "gateway.ts",
           [v.src, baseUrl, String(maxStreams), join(logDir, `${scenario}-${i}`)],
           profile === (i === 0 ? "gateway" : "baseline"),
+          gatewayNodeArgs,
         );
         children.push(child);
         const { routes } = (await child.next("ready")) as { routes: { url: string; token: string }[] };
@@ -268,6 +281,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
         const summary = (s: Samples) => ({
           n: s.total.length,
           overhead: { p50: p50(s.overhead), p99: p99(s.overhead) },
+          request: { p50: p50(s.request), p99: p99(s.request) },
           chunk: { p50: p50(s.chunk), p99: p99(s.chunk) },
           total: { p50: p50(s.total), p99: p99(s.total) },
           ttfb: { p50: p50(s.ttfb), p99: p99(s.ttfb) },
@@ -290,6 +304,8 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
           const added = {
             p50: p50(s.overhead) - p50(d.overhead),
             p99: p99(s.overhead) - p99(d.overhead),
+            requestP50: p50(s.request) - p50(d.request),
+            requestP99: p99(s.request) - p99(d.request),
             chunkP50: p50(s.chunk) - p50(d.chunk),
             chunkP99: p99(s.chunk) - p99(d.chunk),
             wallP50: p50(s.total) - p50(d.total),
@@ -305,6 +321,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
             "added p50": added.p50,
             "added p99": added.p99,
             "A/A p50|p99": pair(aa.overhead.p50, aa.overhead.p99),
+            "request added p50|p99": pair(added.requestP50, added.requestP99),
             "chunk added p50|p99": pair(added.chunkP50, added.chunkP99),
             "wall added p50|p99": pair(added.wallP50, added.wallP99),
             "wall A/A p50|p99": pair(aa.total.p50, aa.total.p99),
@@ -324,7 +341,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
         "",
         `policy gateway: latency added per streamed call, ms — ${chunks} tokens a call, one a chunk; paced = one decode step every ${intervalMs} ms for all streams; ${(Number(result["requestBytes"]) / 1024).toFixed(0)} KiB request; turn logs on.`,
         "  added = request→upstream + last token→client, from the upstream's clock stamps (gateway minus direct);",
-        "  chunk added = every chunk's upstream→client trip; wall = the client's call time (includes the upstream's",
+        "  request added = the first part alone; chunk added = every chunk's upstream→client trip; wall = the client's call time (includes the upstream's",
         "  decode-step jitter); A/A = the direct path's own difference between even and odd phases (the noise floor).",
       ].join("\n"),
     );
