@@ -16,7 +16,7 @@
  *
  * Flags: --chunks N (sampled tokens per call, 40) --interval-ms N (5) --prompt-kb N (64)
  *   --calls N (counted calls per target per row: 200 at 1 stream, 1280 at 64) --streams 1,64
- *   --scenarios paced,burst --baseline <git rev>.
+ *   --scenarios paced,burst --baseline <git rev> --gateway-node-args="<node flags for the gateways>".
  * BENCH_PROFILE=gateway|baseline runs that gateway child with --cpu-prof (profile in the OS temp dir).
  */
 import { type ChildProcess, execFileSync, fork } from "node:child_process";
@@ -31,6 +31,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = join(here, "..");
 
 function flag(args: string[], name: string, def: string): string {
+  const inline = args.find((a) => a.startsWith(`--${name}=`));
+  if (inline) return inline.slice(name.length + 3);
   const i = args.indexOf(`--${name}`);
   if (i < 0) return def;
   const v = args[i + 1];
@@ -171,7 +173,9 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   for (const s of scenarios)
     if (s !== "paced" && s !== "burst")
       throw new Error(`bench gateway: unknown scenario '${s}' (paced, burst)`);
-  const baselineRev = args.includes("--baseline") ? flag(args, "baseline", "") : undefined;
+  const baselineRev = args.some((a) => a === "--baseline" || a.startsWith("--baseline="))
+    ? flag(args, "baseline", "")
+    : undefined;
   const baseline = baselineRev ? extractRevision(baselineRev) : undefined;
   const ourSrc = join(repoRoot, "packages", "runner", "src");
   const profile = process.env["BENCH_PROFILE"];
