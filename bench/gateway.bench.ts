@@ -14,7 +14,7 @@
  * CPU per byte). With more than one stream, each stream is a closed loop of calls whose starts are
  * spread over one call, so calls arrive out of phase as agents' do (see load.ts).
  *
- * Flags: --chunks N (sampled tokens per call, 40) --interval-ms N (5) --prompt-kb N (64)
+ * Flags: --chunks N (sampled tokens per call, 40) --interval-ms N (decode step, 20) --prompt-kb N (64)
  *   --calls N (counted calls per target per row: 200 at 1 stream, 1280 at 64) --streams 1,64
  *   --scenarios paced,burst --baseline <git rev> --gateway-node-args="<node flags for the gateways>".
  * BENCH_PROFILE=gateway|baseline runs that gateway child with --cpu-prof (profile in the OS temp dir).
@@ -165,7 +165,7 @@ const loadStr = () =>
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const chunks = numFlag(args, "chunks", 40);
-  const intervalMs = numFlag(args, "interval-ms", 5);
+  const intervalMs = numFlag(args, "interval-ms", 20);
   const promptKb = numFlag(args, "prompt-kb", 64);
   const callsFlag = args.includes("--calls") ? numFlag(args, "calls", 0) : undefined;
   const streamsList = flag(args, "streams", "1,64").split(",").map(Number);
@@ -238,11 +238,16 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
         const callsPerPhase = one ? 10 : 2;
         const wanted = callsFlag ?? (one ? 200 : 1280);
         const phases = Math.max(2, Math.ceil(wanted / (callsPerPhase * streams)));
-        // warm up (JIT, keep-alive sockets: ~100 calls a target) and time a direct call for the stagger
+        // warm up (JIT, keep-alive sockets) and time a direct call for the stagger
         let staggerMs = 0;
         for (const t of flat) {
           const w = (await load.ask("phase", {
-            phase: { routes: t.routes, streams, calls: one ? 100 : 1, staggerMs: 0 },
+            phase: {
+              routes: t.routes,
+              streams,
+              calls: one ? (scenario === "burst" ? 100 : 20) : 1,
+              staggerMs: 0,
+            },
           })) as {
             samples: CallTiming[];
           };
