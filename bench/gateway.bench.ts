@@ -12,9 +12,11 @@
  * Scenarios: `paced` — vLLM-like continuous batching, one token per chunk for every running stream
  * each decode step (`--interval-ms`); `burst` — the whole answer at once (worst case for a proxy's
  * CPU per byte). With more than one stream, each stream is a closed loop of calls whose starts are
- * spread over one call, so calls arrive out of phase as agents' do (see load.ts).
+ * spread over one call, with a short random pause between calls (an agent runs a tool between two
+ * model calls), so calls arrive out of phase as agents' do (see load.ts).
  *
  * Flags: --chunks N (sampled tokens per call, 40) --interval-ms N (decode step, 20) --prompt-kb N (64)
+ *   --think-ms N (with many streams, a random pause of up to N ms between a stream's calls, 50)
  *   --calls N (counted calls per target per row: 200 at 1 stream, 1280 at 64) --streams 1,64
  *   --scenarios paced,burst --baseline <git rev> --gateway-node-args="<node flags for the gateways>".
  * BENCH_PROFILE=gateway|baseline runs that gateway child with --cpu-prof (profile in the OS temp dir).
@@ -167,6 +169,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const chunks = numFlag(args, "chunks", 40);
   const intervalMs = numFlag(args, "interval-ms", 20);
   const promptKb = numFlag(args, "prompt-kb", 64);
+  const thinkMs = numFlag(args, "think-ms", 50);
   const callsFlag = args.includes("--calls") ? numFlag(args, "calls", 0) : undefined;
   const streamsList = flag(args, "streams", "1,64").split(",").map(Number);
   const scenarios = flag(args, "scenarios", "paced,burst").split(",");
@@ -190,6 +193,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     chunks,
     intervalMs,
     promptKb,
+    thinkMs,
     baseline: baseline?.label,
     loadAvgStart: loadavg(),
     cores: (await import("node:os")).cpus().length,
@@ -247,6 +251,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
               streams,
               calls: one ? (scenario === "burst" ? 100 : 20) : 1,
               staggerMs: 0,
+              thinkMs,
             },
           })) as {
             samples: CallTiming[];
@@ -263,7 +268,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
           for (let k = 0; k < flat.length; k++) {
             const t = flat[(p + k) % flat.length]!;
             const r = (await load.ask("phase", {
-              phase: { routes: t.routes, streams, calls: callsPerPhase, staggerMs },
+              phase: { routes: t.routes, streams, calls: callsPerPhase, staggerMs, thinkMs },
             })) as { samples: CallTiming[] };
             const s = samples.get(t.name)!;
             for (const timing of r.samples) s.add(timing, p);
@@ -348,7 +353,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     console.log(
       [
         "",
-        `policy gateway: latency added per streamed call, ms — ${chunks} tokens a call, one a chunk; paced = one decode step every ${intervalMs} ms for all streams; ${(Number(result["requestBytes"]) / 1024).toFixed(0)} KiB request; turn logs on.`,
+        `policy gateway: latency added per streamed call, ms — ${chunks} tokens a call, one a chunk; paced = one decode step every ${intervalMs} ms for all streams; ${(Number(result["requestBytes"]) / 1024).toFixed(0)} KiB request; up to ${thinkMs} ms between a stream's calls; turn logs on.`,
         "  added = request→upstream + last token→client, from the upstream's clock stamps (gateway minus direct);",
         "  request added = the first part alone; chunk added = every chunk's upstream→client trip; wall = the client's call time (includes the upstream's",
         "  decode-step jitter); A/A = the direct path's own difference between even and odd phases (the noise floor).",

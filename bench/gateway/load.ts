@@ -4,7 +4,7 @@
  * HTTP/1.1 and times each call: time to the first byte and to the end of the stream (`[DONE]`).
  *
  * Protocol (IPC), answered in order:
- *   `{ phase: { routes: [{ url, token }], streams, calls, staggerMs } }` → `{ phase: { samples: CallTiming[] } }`
+ *   `{ phase: { routes: [{ url, token }], streams, calls, staggerMs, thinkMs } }` → `{ phase: { samples: CallTiming[] } }`
  * Stream i calls `routes[i % routes.length]` (one route per trajectory, as each Cline core has its
  * own). One stream makes `calls` calls one after another. With more streams each of them is a closed loop
  * (no pause between calls) making `calls + 2` calls; stream i starts `i · staggerMs / streams` ms
@@ -82,7 +82,8 @@ function clineBody(kb: number): Buffer {
 }
 
 const BODY = clineBody(promptKb);
-const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
+// Cline's HTTP client (undici) keeps connections alive and turns Nagle's algorithm off, as this does
+const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, noDelay: true });
 
 /** Microseconds on CLOCK_MONOTONIC, the clock every process of the machine shares. */
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -160,6 +161,8 @@ interface Phase {
   readonly streams: number;
   readonly calls: number;
   readonly staggerMs: number;
+  /** Each stream pauses a random 0..thinkMs between calls, as an agent runs its tool. */
+  readonly thinkMs: number;
 }
 
 async function phase(p: Phase): Promise<CallTiming[]> {
@@ -176,6 +179,7 @@ async function phase(p: Phase): Promise<CallTiming[]> {
       for (let k = 0; k < p.calls + 2; k++) {
         const s = await call(route.url, route.token);
         if (k > 0 && k <= p.calls) samples.push(s);
+        if (p.thinkMs > 0) await new Promise((r) => setTimeout(r, Math.random() * p.thinkMs));
       }
     }),
   );
