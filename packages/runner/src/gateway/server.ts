@@ -526,7 +526,12 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
     let iterator: AsyncIterator<UpstreamEvent> | undefined;
     try {
       iterator = e.upstream
-        .complete({ trajectoryId: e.id, seq, protocol, request, raw }, ac.signal)
+        .complete(
+          requestJson
+            ? { trajectoryId: e.id, seq, protocol, request, raw, rawJson: requestJson }
+            : { trajectoryId: e.id, seq, protocol, request, raw },
+          ac.signal,
+        )
         [Symbol.asyncIterator]();
       for (;;) {
         const step = await next(iterator);

@@ -28,13 +28,13 @@ export interface PostResponse {
 export function httpPost(
   url: string,
   headers: Record<string, string>,
-  body: string,
+  body: string | Uint8Array,
   signal: AbortSignal,
 ): Promise<PostResponse> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
     const secure = u.protocol === "https:";
-    const payload = Buffer.from(body, "utf8");
+    const payload = typeof body === "string" ? Buffer.from(body, "utf8") : body;
     const req = (secure ? httpsRequest : httpRequest)(
       u,
       {

@@ -1,3 +1,4 @@
+import { patchJsonObject } from "../gateway/json-object-patch.js";
 import { parseSse } from "../gateway/sse.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
 import { httpPost, type PostResponse } from "./http-post.js";
@@ -44,21 +45,30 @@ export class OpenAiUpstream implements PolicyUpstream {
   }
 
   async *complete(call: UpstreamCall, signal: AbortSignal): AsyncGenerator<UpstreamEvent> {
-    const base: Record<string, unknown> =
-      call.protocol === "openai" ? { ...call.raw } : { ...(call.request as Record<string, unknown>) };
-    base["model"] = this.opts.model;
-    base["stream"] = true;
-    base["stream_options"] = { include_usage: true };
+    const set: Record<string, unknown> = {
+      model: this.opts.model,
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    // the client's own bytes with these members set when the gateway has them (no re-serialization
+    // of the conversation), else the request serialized
+    const body = (extra: Readonly<Record<string, unknown>>): string | Buffer =>
+      (call.protocol === "openai" && call.rawJson && patchJsonObject(call.rawJson, { ...set, ...extra })) ||
+      JSON.stringify({
+        ...(call.protocol === "openai" ? call.raw : (call.request as Record<string, unknown>)),
+        ...set,
+        ...extra,
+      });
     let res: PostResponse;
     if (this.tokenFactsRefused === undefined) {
-      res = await this.post({ ...base, ...TOKEN_FACT_PARAMS }, signal);
+      res = await this.post(body(TOKEN_FACT_PARAMS), signal);
       if (res.status === 400 || res.status === 422) {
         const refusal = `${res.status}: ${(await safeText(res)).slice(0, 300)}`;
-        res = await this.post(base, signal);
+        res = await this.post(body({}), signal);
         if (res.ok) this.tokenFactsRefused = refusal;
       }
     } else {
-      res = await this.post(base, signal);
+      res = await this.post(body({}), signal);
     }
     if (!res.ok) {
       const body = await safeText(res);
@@ -94,14 +104,14 @@ export class OpenAiUpstream implements PolicyUpstream {
     }
   }
 
-  private async post(body: Record<string, unknown>, signal: AbortSignal): Promise<PostResponse> {
+  private async post(body: string | Buffer, signal: AbortSignal): Promise<PostResponse> {
     const headers: Record<string, string> = {
       "content-type": "application/json",
       accept: "text/event-stream",
     };
     if (this.opts.apiKey) headers["authorization"] = `Bearer ${this.opts.apiKey}`;
     try {
-      return await httpPost(this.url, headers, JSON.stringify(body), signal);
+      return await httpPost(this.url, headers, body, signal);
     } catch (err) {
       if (signal.aborted) throw err;
       throw new UpstreamError(`${this.id} could not be reached: ${(err as Error).message}`, 502, {

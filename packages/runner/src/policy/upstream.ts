@@ -14,6 +14,11 @@ export interface UpstreamCall {
   readonly request: ChatRequest;
   /** The body exactly as the client sent it (parsed JSON), for same-protocol pass-through. */
   readonly raw: Readonly<Record<string, unknown>>;
+  /**
+   * The bytes `raw` was parsed from, when the gateway has them: an upstream of the client's protocol
+   * can forward them with a few members changed instead of serializing `raw` again.
+   */
+  readonly rawJson?: Uint8Array;
 }
 
 /**

@@ -15,9 +15,9 @@ const request = {
 };
 const call: UpstreamCall = { trajectoryId: "t", seq: 1, protocol: "openai", raw: request, request };
 
-async function run(up: OpenAiUpstream) {
+async function run(up: OpenAiUpstream, c: UpstreamCall = call) {
   const acc = new ResponseAccumulator();
-  for await (const ev of up.complete(call, new AbortController().signal)) acc.add(ev);
+  for await (const ev of up.complete(c, new AbortController().signal)) acc.add(ev);
   return acc.result();
 }
 
@@ -65,5 +65,34 @@ describe("OpenAiUpstream", () => {
       status: 502,
       message: expect.stringContaining("could not be reached"),
     });
+  });
+
+  it("forwards the client's bytes with model, stream options and token facts set, as it would serialize them", async () => {
+    const double = await startInferenceServerDouble({ reply: () => ({ text: "ok" }) });
+    try {
+      const raw = {
+        model: "cline-model",
+        messages: [{ role: "user", content: 'say "hi" \\ ünï \u2028' }],
+        stream: false,
+        temperature: 0,
+        tools: [{ type: "function", function: { name: "f", parameters: { model: "not this one" } } }],
+      };
+      const request = { ...raw, messages: [{ role: "user" as const, content: raw.messages[0]!.content }] };
+      const up = new OpenAiUpstream({ baseUrl: double.baseUrl, model: "served" });
+      // pretty-printed, so the bytes differ from any serialization of `raw`
+      const rawJson = Buffer.from(JSON.stringify(raw, null, 2));
+      await run(up, { trajectoryId: "t", seq: 2, protocol: "openai", raw, request, rawJson });
+      await run(up, { trajectoryId: "t", seq: 3, protocol: "openai", raw, request });
+      const want = {
+        ...raw,
+        model: "served",
+        stream: true,
+        stream_options: { include_usage: true },
+        ...TOKEN_FACT_PARAMS,
+      };
+      expect(double.requests).toEqual([want, want]);
+    } finally {
+      await double.close();
+    }
   });
 });
