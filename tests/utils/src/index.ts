@@ -1,3 +1,9 @@
+export {
+  type AtroposDouble,
+  type AtroposDoubleOptions,
+  startAtroposDouble,
+  validateScoredData,
+} from "./atropos-double.js";
 export { freePort } from "./ports.js";
 export { findProcesses, type ProcInfo, processReaper, processTable, waitFor } from "./processes.js";
 export { REPO_ROOT } from "./repo-root.js";
