@@ -159,7 +159,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     const a = cfg.atropos;
     emitter = createAtroposEmitter({
       client: createAtroposClient({ url: a.url }),
-      register: { max_token_length: 0, desired_name: a.name, weight: 1, group_size: cfg.groupSize },
+      register: { max_token_length: a.maxTokenLength, desired_name: a.name, weight: 1, group_size: cfg.groupSize },
       dropEqualScores: a.dropEqualScores,
       maxBatchesOffpolicy: a.maxBatchesOffpolicy,
       markFile: p.atroposMarks,

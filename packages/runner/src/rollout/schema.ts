@@ -160,6 +160,7 @@ export const RunConfig = z
     atropos: z
       .object({
         url: z.string(),
+        maxTokenLength: z.number().int().positive().describe("sent at registration (env weighting)"),
         dropEqualScores: z.boolean(),
         maxBatchesOffpolicy: z.number().int(),
         waitMs: z.number().int(),
