@@ -412,20 +412,29 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
   }
 
   let interrupted = false;
-  let failure: unknown;
+  const taskErrors = new Map<string, { code: string; message: string }>();
   try {
     // groups whose trajectories all finished before a kill, then pending Atropos sends
     for (const taskId of plan.groupsMissing) await writeGroup(taskId);
     if (emitter) for (const line of await readGroups(p)) send(line);
     const byTask = new Map<string, TrajectorySlot[]>();
     for (const s of plan.toRun) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
-    const outcomes = await Promise.allSettled([...byTask].map(([taskId, slots]) => runTask(taskId, slots)));
-    for (const r of outcomes) {
-      if (r.status === "rejected") {
-        if (isAbort(signal, r.reason)) interrupted = true;
-        else failure ??= r.reason;
+    const tasksRun = [...byTask];
+    const settled = await Promise.allSettled(tasksRun.map(([taskId, slots]) => runTask(taskId, slots)));
+    settled.forEach((r, i) => {
+      if (r.status === "fulfilled") return;
+      if (isAbort(signal, r.reason)) {
+        interrupted = true;
+        return;
       }
-    }
+      const err = r.reason as { code?: unknown; message?: unknown };
+      const taskId = tasksRun[i]![0];
+      taskErrors.set(taskId, {
+        code: typeof err?.code === "string" ? err.code : "E_TASK",
+        message: typeof err?.message === "string" ? err.message : String(r.reason),
+      });
+      progress({ type: "task", taskId, phase: "done", detail: `failed: ${taskErrors.get(taskId)!.message}` });
+    });
     await sendChain;
   } finally {
     await emitter?.disconnect(AbortSignal.timeout(5_000));
@@ -437,7 +446,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     const rs = [...results.values()].filter((r) => r.taskId === taskId);
     const gid = groupId(manifest.runId, taskId);
     const at = !cfg.atropos ? "off" : (atroposStatus.get(gid) ?? "pending");
-    return summarizeTask(taskId, cfg.groupSize, rs, groupsWritten.has(taskId) ? "written" : "missing", at);
+    return summarizeTask(taskId, cfg.groupSize, rs, groupsWritten.has(taskId) ? "written" : "missing", at, taskErrors.get(taskId));
   });
   const all = [...results.values()];
   const scored = all.map((r) => r.reward).filter((x): x is number => x !== null);
@@ -475,6 +484,5 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       : {}),
   };
   await writeJsonAtomic(p.summary, summary);
-  if (failure) throw failure;
   return { summary, lines: renderSummary(summary) };
 }

@@ -14,6 +14,11 @@ export const TaskSummary = z
     outcomes: z.record(z.string(), z.number().int()),
     group: z.enum(["written", "missing"]),
     atropos: z.enum(["sent", "dropped", "pending", "off"]),
+    error: z
+      .object({ code: z.string(), message: z.string() })
+      .strict()
+      .optional()
+      .describe("why the task could not run (snapshot build, task load, …)"),
   })
   .strict();
 export type TaskSummary = z.infer<typeof TaskSummary>;
@@ -51,6 +56,7 @@ export function summarizeTask(
   results: readonly TrajectoryResult[],
   group: "written" | "missing",
   atropos: TaskSummary["atropos"],
+  error?: TaskSummary["error"],
 ): TaskSummary {
   const rewards: (number | null)[] = Array.from({ length: groupSize }, () => null);
   const outcomes: Record<string, number> = {};
@@ -69,6 +75,7 @@ export function summarizeTask(
     outcomes,
     group,
     atropos,
+    ...(error ? { error } : {}),
   };
 }
 
