@@ -10,6 +10,7 @@ import { ScoringSetupError } from "../scoring/scorer.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
 import { planRun, type TrajectorySlot } from "./plan.js";
+import { runningStorePath } from "./provenance.js";
 import {
   cleanTrajectory,
   type RunPaths,
@@ -93,6 +94,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       });
     }
     const prov = await deps.provenance();
+    const storePath = runningStorePath();
     manifest = {
       version: 1,
       runId: o.runId,
@@ -102,7 +104,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
         flakegymVersion: FLAKEGYM_VERSION,
         cline: prov.cline,
         node: process.version,
-        ...(process.env.FLAKEGYM_NIX_STORE_PATH ? { nixStorePath: process.env.FLAKEGYM_NIX_STORE_PATH } : {}),
+        ...(storePath ? { nixStorePath: storePath } : {}),
         ...(prov.imageDigest ? { imageDigest: prov.imageDigest } : {}),
       },
       tasks: Object.fromEntries(o.config.tasks.map((t) => [t, {}])),
