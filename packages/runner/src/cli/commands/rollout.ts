@@ -1,0 +1,62 @@
+import { defineCommand } from "../command.js";
+import { createReporter } from "../../progress/reporter.js";
+import { newRunId, RolloutOptions, resolveRolloutOptions } from "../../rollout/config.js";
+import { readManifest, runPaths } from "../../rollout/run-dir.js";
+import { runRollout } from "../../rollout/run-rollout.js";
+import { createRolloutDeps } from "../../rollout/wire.js";
+
+export const rolloutCommand = defineCommand({
+  path: ["rollout"],
+  summary: "run groups of Cline trajectories per task, score them with hidden tests, write trainer data",
+  details:
+    "For each --task: build (or reuse) the task's snapshot, run --group-size Cline sessions in isolated\n" +
+    "workers driven by --policy through the policy gateway, score each in a fresh fork by running the\n" +
+    "hidden tests, and write groups.jsonl (Atropos ScoredDataGroup), samples.jsonl, metrics.jsonl,\n" +
+    "summary.json and trajectories/<id>/ under --out. --atropos pushes groups to a trainer's run-api.\n" +
+    "Ctrl-C stops cleanly; --resume <dir> finishes what is missing.",
+  options: RolloutOptions,
+  examples: [
+    "flakegym rollout --task semver-lite-caret-zero",
+    "flakegym rollout --task tinygauge-vertical --group-size 8 --policy openai:http://127.0.0.1:8000/v1#qwen3-8b --tokenizer ./qwen3",
+    "flakegym rollout --task a --policy gold --policy empty --group-size 2",
+    "flakegym rollout --resume runs/20261121T093000Z-1a2b3c",
+  ],
+  async run(opts, ctx) {
+    const runId = newRunId();
+    const r = resolveRolloutOptions(opts, ctx.env, ctx.cwd, runId);
+    const stored = r.resume ? await readManifest(runPaths(r.out)) : undefined;
+    const config = stored ? { ...stored.config, concurrency: r.config.concurrency, maxInfraRetries: r.config.maxInfraRetries } : r.config;
+    if (r.banner) ctx.stderr.write(`\n  ${r.banner}\n\n`);
+    ctx.stderr.write(
+      `${r.resume ? "resuming" : "rollout"} ${stored?.runId ?? runId}: ${config.tasks.join(", ")} × ${config.groupSize} ` +
+        `(policy ${config.policies.join(", ")}, concurrency ${config.concurrency}) → ${r.out}\n`,
+    );
+    const deps = await createRolloutDeps(config, {
+      runId: stored?.runId ?? runId,
+      signal: ctx.signal,
+      ...(r.judgeApiKey ? { judgeApiKey: r.judgeApiKey } : {}),
+      env: ctx.env,
+    });
+    const reporter = createReporter(ctx.stderr);
+    let result: Awaited<ReturnType<typeof runRollout>>;
+    try {
+      result = await runRollout({
+        out: r.out,
+        resume: r.resume,
+        config,
+        runId,
+        deps,
+        progress: reporter.sink,
+        signal: ctx.signal,
+      });
+    } finally {
+      reporter.close();
+      await deps.close();
+    }
+    const { summary, lines } = result;
+    if (opts.json) ctx.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    else ctx.stdout.write(`${lines.join("\n")}\n${summary.out}\n`);
+    if (summary.interrupted) return 130;
+    return summary.tasks.some((t) => t.error) ? 1 : 0;
+  },
+});

@@ -1,0 +1,366 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import {
+  collectArtifacts,
+  createClineClient,
+  type Outcome as ClineOutcome,
+  resolveClinePackage,
+  runClineTask,
+} from "@flakegym/cline-vendor";
+import { match } from "ts-pattern";
+import { FlakegymError, UsageError } from "../errors.js";
+import type { AtroposMessage } from "../emit/atropos/schema.js";
+import type { TokenSequence } from "../emit/group.js";
+import { exportTrajectory as exportTokens } from "../export/export-trajectory.js";
+import { assistantMessageOf } from "../export/export-trajectory.js";
+import { type ChatTokenizer, loadChatTokenizer } from "../export/tokenizer.js";
+import { createPolicyGateway, type GatewayTerminal, type PolicyGateway } from "../gateway/server.js";
+import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
+import type { ChatMessage } from "../policy/chat.js";
+import { createUpstream } from "../policy/create-upstream.js";
+import { parsePolicySpec } from "../policy/spec.js";
+import type { PolicyUpstream } from "../policy/upstream.js";
+import { touchedPaths } from "../scoring/diff.js";
+import { type HiddenTestOps, scoreDiff } from "../scoring/scorer.js";
+import { buildSnapshot, forkSnapshot, type Snapshot, snapshotSpecOfTask } from "../snapshots/build.js";
+import { BUILTIN_CATALOG_DIR, type LoadedTask, loadTask } from "../tasks/catalog.js";
+import { applyPatchInWorker, installHiddenTests, runHiddenTests } from "../tasks/hidden-tests.js";
+import { clineAgentLauncher } from "../workers/local/cline-agent.js";
+import { createLocalBackend } from "../workers/local/local-backend.js";
+import { createPodmanBackend } from "../workers/podman/podman-backend.js";
+import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
+import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
+import type { Outcome, RunConfig } from "./schema.js";
+
+/**
+ * Wires a rollout to the real pieces: the task catalog, content-keyed snapshots and their forks,
+ * a worker backend (local bubblewrap by default), one policy gateway for the whole run (a unix
+ * socket the sandboxes reach), the Cline session driver, the hidden-test scorer and the trainer
+ * export. Adapters only: decisions live in `runRollout`.
+ */
+
+export interface WireOptions {
+  /** The run's id, recorded in each worker's spec. */
+  readonly runId: string;
+  readonly signal: AbortSignal;
+  readonly env: NodeJS.ProcessEnv;
+  readonly judgeApiKey?: string;
+  /** Snapshot cache directory (default: the snapshots module's default). */
+  readonly snapshotCacheDir?: string;
+  /** Where forks and gateway sockets go (default: the OS temp dir). */
+  readonly scratchDir?: string;
+  /** A backend to use instead of the one `config.backend` names (tests, the Nomad wiring). */
+  readonly backend?: WorkerBackend;
+}
+
+/** The model id the core is configured with for plan-replaying policies (unknown → XML tools). */
+const SCRIPTED_MODEL_ID = "flakegym-scripted";
+
+function toAtropos(m: ChatMessage): AtroposMessage {
+  return { ...m, content: m.content ?? "" } as AtroposMessage;
+}
+
+/** The chat of a call: its request plus the answer, as the policy saw it. Pure. */
+export function chatOf(turn: TurnRecord): AtroposMessage[] {
+  const msgs = [...turn.request.messages];
+  if (turn.response) msgs.push(assistantMessageOf(turn.response));
+  return msgs.map(toAtropos);
+}
+
+/** Maps the gateway's verdict (it ended the trajectory) or the driver's outcome to ours. */
+function outcomeOf(cline: ClineOutcome, terminal: GatewayTerminal | undefined): Outcome {
+  if (terminal) return { kind: terminal.kind, detail: `policy gateway: ${terminal.message}` };
+  return { kind: cline.kind, detail: cline.detail };
+}
+
+async function listFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) out.push(relative(dir, join(e.parentPath, e.name)));
+  }
+  return out.sort();
+}
+
+export async function createRolloutDeps(config: RunConfig, o: WireOptions): Promise<RolloutDeps> {
+  const scratch = join(o.scratchDir ?? tmpdir(), `flakegym-rollout-${randomBytes(4).toString("hex")}`);
+  await mkdir(scratch, { recursive: true });
+  const backend: WorkerBackend =
+    o.backend ??
+    match(config.backend)
+      .with("local", () => createLocalBackend({ agent: clineAgentLauncher() }))
+      .with("podman", () => createPodmanBackend())
+      .with("nomad", (): WorkerBackend => {
+        throw new UsageError(
+          "--backend nomad is not wired into rollout yet",
+          "use --backend local or podman (the Nomad backend lands separately)",
+        );
+      })
+      .exhaustive();
+  const gateway: PolicyGateway = await createPolicyGateway({
+    listen: [{ socketPath: join(scratch, "gateway.sock") }, { host: "127.0.0.1", port: 0 }],
+    signal: o.signal,
+  });
+  const catalog = config.catalog ?? BUILTIN_CATALOG_DIR;
+  const loaded = new Map<string, LoadedTask>();
+  const snapshots = new Map<string, Snapshot>();
+  const solutions = new Map<string, string>();
+  const shared = new Map<string, PolicyUpstream>();
+  let tokenizer: Promise<ChatTokenizer> | undefined;
+
+  const taskOf = (t: RolloutTask) => loaded.get(t.id)!;
+  const workerLimits = (t: LoadedTask, wallClockMs: number): WorkerSpec["limits"] => ({
+    memoryMb: t.spec.limits.memoryMb,
+    pids: t.spec.limits.pids,
+    cpuSeconds: t.spec.limits.cpuSeconds,
+    diskMb: t.spec.limits.diskMb,
+    wallClockMs,
+  });
+
+  /** openai/anthropic upstreams are shared; plan upstreams keep a cursor per trajectory, so each attempt gets a fresh one. */
+  async function upstreamFor(policy: string, task: LoadedTask): Promise<PolicyUpstream> {
+    const spec = parsePolicySpec(policy);
+    const ctx = {
+      env: o.env,
+      signal: o.signal,
+      ...(spec.kind === "gold"
+        ? { task: { referencePatch: solutions.get(task.spec.id) ?? (await readFile(task.paths.solution, "utf8")) } }
+        : {}),
+    };
+    if (spec.kind === "openai" || spec.kind === "anthropic") {
+      let u = shared.get(policy);
+      if (!u) {
+        u = await createUpstream(spec, ctx);
+        shared.set(policy, u);
+      }
+      return u;
+    }
+    return await createUpstream(spec, ctx);
+  }
+
+  async function fork(snapshot: Snapshot, name: string) {
+    const dest = join(scratch, "forks", `${name}-${randomBytes(3).toString("hex")}`);
+    return await forkSnapshot(snapshot, { dest, signal: o.signal });
+  }
+
+  const deps: RolloutDeps = {
+    async loadTask(id) {
+      const t = await loadTask(id, catalog);
+      loaded.set(id, t);
+      solutions.set(id, await readFile(t.paths.solution, "utf8"));
+      const testFiles = t.paths.testsPatch
+        ? touchedPaths(await readFile(t.paths.testsPatch, "utf8"))
+        : await listFiles(t.paths.testsDir!);
+      const hidden: HiddenTestOps = {
+        testFiles,
+        applyPatch: (w, patch, what, signal) => applyPatchInWorker(w, patch, what, signal),
+        install: (w, signal) => installHiddenTests(w, t, signal),
+        run: async (w, signal) =>
+          (await runHiddenTests(w, t, { timeoutMs: config.limits.testTimeoutMs, signal })).results,
+      };
+      return {
+        id,
+        rowId: relative(catalog, join(t.dir, "task.json")),
+        profile: t.spec.profile,
+        prompt: t.spec.prompt,
+        network: t.spec.network,
+        hidden,
+      };
+    },
+
+    async snapshot(task, signal, progress): Promise<SnapshotRef> {
+      const t = taskOf(task);
+      const s = await buildSnapshot(snapshotSpecOfTask(t), {
+        signal,
+        ...(o.snapshotCacheDir ? { cacheDir: o.snapshotCacheDir } : {}),
+        onProgress: (ev) => {
+          if (ev.kind === "step") progress(`${ev.step} ${ev.status}`);
+          else if (ev.kind === "wait") progress("waiting for another build of the same snapshot");
+        },
+      });
+      snapshots.set(s.key, s);
+      return { key: s.key, cached: s.cached };
+    },
+
+    async runAgent(input): Promise<AgentAttempt> {
+      const t = taskOf(input.task);
+      const snapshot = snapshots.get(input.snapshot.key)!;
+      const id = input.slot.trajectoryId;
+      const spec = parsePolicySpec(input.slot.policy);
+      let forkMs = 0;
+      let bootMs = 0;
+      let bootOk = false;
+      input.onPhase?.("forking");
+      const f = await fork(snapshot, id);
+      forkMs = f.forkMs;
+      let worker: Worker | undefined;
+      const upstream = await upstreamFor(input.slot.policy, t);
+      await gateway.unregister(id); // a previous attempt of this trajectory
+      const route = gateway.register(id, {
+        upstream,
+        limits: { maxRequests: config.limits.maxTurns },
+        turnLogPath: join(input.dir, "turns.jsonl"),
+      });
+      try {
+        input.onPhase?.("booting");
+        const t0 = performance.now();
+        worker = await backend.start(
+          {
+            runId: o.runId,
+            taskId: input.task.id,
+            trajectoryId: id,
+            profile: t.spec.profile,
+            workspace: f.workspace,
+            depsDir: f.deps,
+            gateway: { socketPath: gateway.socketPath!, url: route.baseUrlsFor("http://gateway").openai },
+            limits: workerLimits(t, config.limits.timeoutMs + 120_000),
+            agent: true,
+          },
+          input.signal,
+        );
+        bootMs = Math.round(performance.now() - t0);
+        bootOk = true;
+        if (!worker.agentAddress || !worker.policyBaseUrl) {
+          throw new FlakegymError("E_WORKER", `worker ${worker.id} started without an agent address`);
+        }
+        input.onPhase?.("agent");
+        const client = createClineClient({ address: worker.agentAddress });
+        const exitWatch = new AbortController();
+        void worker.exited?.then((e) => exitWatch.abort(new FlakegymError("E_WORKER_EXIT", `worker ended: ${e.reason}${e.detail ? ` (${e.detail})` : ""}`)));
+        let turns = 0;
+        const run = await runClineTask({
+          client,
+          prompt: input.task.prompt,
+          provider: {
+            kind: "openai",
+            baseUrl: worker.policyBaseUrl,
+            apiKey: route.token,
+            modelId: spec.kind === "openai" || spec.kind === "anthropic" ? spec.model : SCRIPTED_MODEL_ID,
+          },
+          limits: { wallClockMs: config.limits.timeoutMs, maxModelRequests: config.limits.maxTurns },
+          signal: AbortSignal.any([input.signal, route.signal, exitWatch.signal]),
+          onEvent: (e) => {
+            if (e.type === "turn_started") input.onTurn?.(++turns);
+          },
+        });
+        client.close();
+        input.signal.throwIfAborted();
+        const terminal = route.signal.aborted ? (route.signal.reason as GatewayTerminal) : undefined;
+        let outcome = outcomeOf(run.outcome, terminal);
+        if (exitWatch.signal.aborted && !terminal) {
+          outcome = { kind: "infra_error", detail: (exitWatch.signal.reason as Error).message };
+        }
+        input.onPhase?.("collecting");
+        await collectArtifacts({
+          configDir: worker.configDir!,
+          taskId: run.taskId,
+          workspace: f.workspace,
+          dest: join(input.dir, "cline"),
+          baseCommit: snapshot.manifest.commit,
+          extra: { "outcome.json": outcome, "timings.json": run.timings, "counts.json": run.counts },
+          overwrite: true,
+          signal: input.signal,
+        });
+        const diff = await readFile(join(input.dir, "cline", "diff.patch"), "utf8").catch(() => "");
+        const status = gateway.status(id);
+        return {
+          outcome,
+          ...(run.taskId ? { clineTaskId: run.taskId } : {}),
+          bootOk,
+          forkMs,
+          bootMs,
+          agentMs: Math.round(run.timings.totalMs),
+          counts: {
+            turns: status?.ok ?? run.counts.modelRequests,
+            tokensIn: status?.promptTokens ?? 0,
+            tokensOut: status?.completionTokens ?? 0,
+          },
+          diff,
+        };
+      } finally {
+        await worker?.stop().catch(() => {});
+        await gateway.unregister(id).catch(() => undefined);
+        await f.release().catch(() => {});
+      }
+    },
+
+    async score(input) {
+      const t = taskOf(input.task);
+      const snapshot = snapshots.get(input.snapshot.key)!;
+      const f = await fork(snapshot, `${input.slot.trajectoryId}-score`);
+      let worker: Worker | undefined;
+      try {
+        worker = await backend.start(
+          {
+            runId: o.runId,
+            taskId: input.task.id,
+            trajectoryId: `${input.slot.trajectoryId}-score`,
+            profile: t.spec.profile,
+            workspace: f.workspace,
+            depsDir: f.deps,
+            gateway: {},
+            limits: workerLimits(t, config.limits.testTimeoutMs * (config.testRepeat + 1) + 300_000),
+            agent: false,
+          },
+          input.signal,
+        );
+        return await scoreDiff(
+          worker,
+          input.diff,
+          input.task.hidden,
+          {
+            partialCredit: config.partialCredit,
+            weights: config.weights,
+            repeat: config.testRepeat,
+            termTimeoutMs: config.limits.testTimeoutMs,
+            taskPrompt: input.task.prompt,
+            ...(config.judge ? { judge: { ...config.judge, timeoutMs: 120_000, ...(o.judgeApiKey ? { apiKey: o.judgeApiKey } : {}) } } : {}),
+          },
+          input.signal,
+        );
+      } finally {
+        await worker?.stop().catch(() => {});
+        await f.release().catch(() => {});
+      }
+    },
+
+    async exportTrajectory({ dir, result }) {
+      const turns = await readTurnLog(join(dir, "turns.jsonl")).catch(() => [] as TurnRecord[]);
+      const answered = turns.filter((x) => x.status === "ok" && x.response);
+      const last = answered.at(-1);
+      const messages = last ? chatOf(last) : [{ role: "user", content: result.prompt }];
+      if (!config.tokenizer) return { messages };
+      tokenizer ??= loadChatTokenizer(config.tokenizer, { signal: o.signal });
+      const tok = await tokenizer;
+      const ex = exportTokens(turns, tok, { reward: result.reward ?? 0 });
+      const bySeq = new Map(turns.map((x) => [x.seq, x]));
+      const sequences: TokenSequence[] = ex.segments.map((s) => {
+        const lastTurn = bySeq.get(s.seqs.at(-1)!);
+        return {
+          tokens: s.tokens,
+          masks: s.masks,
+          inferenceLogprobs: s.inference_logprobs,
+          reward: s.reward ?? result.reward ?? 0,
+          ...(lastTurn && ex.segments.length > 1 ? { messages: chatOf(lastTurn) } : {}),
+        };
+      });
+      return { messages, sequences };
+    },
+
+    async provenance() {
+      const pkg = resolveClinePackage();
+      const described = await backend.describe().catch(() => ({}) as Record<string, string>);
+      return {
+        cline: { version: pkg.version, integrity: pkg.integrity },
+        ...(described.imageDigest ? { imageDigest: described.imageDigest } : {}),
+      };
+    },
+
+    async close() {
+      await gateway.close();
+      await rm(scratch, { recursive: true, force: true });
+    },
+  };
+  return deps;
+}
