@@ -63,6 +63,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       partialCredit: "none",
       weights: { tests: 1, build: 0, lint: 0, judge: 0 },
       testRepeat: 1,
+      segments: "last",
       backend: "local",
       limits: { maxTurns: 20, timeoutMs: 300_000, testTimeoutMs: 120_000 },
     };

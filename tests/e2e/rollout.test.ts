@@ -94,8 +94,9 @@ describe("flakegym rollout (real core, offline task)", () => {
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(/validating the environment/);
     const run = await readRun(out);
-    expect(run.summary!.tasks[0].rewards).toEqual([0, 0.75, 1]);
-    expect(run.groups[0]!.scores).toEqual([0, 0.75, 1]);
+    // fraction credit: empty keeps the one PASS_TO_PASS test (1/4), the half fix 3/4, gold 4/4
+    expect(run.summary!.tasks[0].rewards).toEqual([0.25, 0.75, 1]);
+    expect(run.groups[0]!.scores).toEqual([0.25, 0.75, 1]);
     const half = JSON.parse(await readFile(join(out, "trajectories", `${TASK}-t1`, "score.json"), "utf8"));
     expect(half.touchedTestFiles).toEqual(["test/caret-zero.test.mjs"]);
     expect(half.testResults.failToPass).toEqual({

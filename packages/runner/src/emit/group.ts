@@ -26,6 +26,8 @@ export interface TokenSequence {
   readonly reward: number;
   /** The chat this sequence renders, when it differs from the trajectory's full chat. */
   readonly messages?: readonly AtroposMessage[];
+  /** Which export segment this is, when the trajectory had several (why it split, what was left out). */
+  readonly segment?: { readonly index: number; readonly of: number; readonly split?: string };
 }
 
 export interface GroupMember {
@@ -99,7 +101,13 @@ export function buildGroup(ctx: GroupContext, members: readonly GroupMember[]): 
     seqs.forEach((q, i) => {
       scores.push(q ? q.reward : (r.reward as number));
       messages.push([...(q?.messages ?? m.messages)]);
-      overrides.push(seqs.length > 1 ? { ...base, segment: i, segments: seqs.length } : base);
+      overrides.push(
+        q?.segment
+          ? { ...base, segment: q.segment.index, segments: q.segment.of, ...(q.segment.split ? { split: q.segment.split } : {}) }
+          : seqs.length > 1
+            ? { ...base, segment: i, segments: seqs.length }
+            : base,
+      );
       if (ctx.withTokens) {
         tokens.push([...(q?.tokens ?? [])]);
         masks.push([...(q?.masks ?? [])]);

@@ -64,6 +64,12 @@ export const RolloutOptions = z.object({
     .describe("LLM judge: <openai-compatible-base-url>#<model>; key from $FLAKEGYM_JUDGE_API_KEY or $OPENAI_API_KEY"),
   testRepeat: z.number().int().min(1).max(20).optional().describe("hidden-test runs per scoring (flaky detection) (default 1)"),
   tokenizer: z.string().optional().describe("Hugging Face tokenizer directory: adds tokens/masks/logprobs to groups.jsonl"),
+  segments: z
+    .enum(["last", "all"])
+    .optional()
+    .describe(
+      "token export of a trajectory whose context was rewritten (several segments): last = its final segment, one sequence per trajectory (Atropos-compatible); all = every segment, reward split (default last)",
+    ),
   atropos: z.string().optional().describe("Atropos run-api URL to register with and push groups to (needs --tokenizer)"),
   atroposName: z.string().optional().describe(`env name registered with Atropos (default ${DEFAULTS.atroposName})`),
   keepEqualScores: z.boolean().default(false).describe("send groups whose scores are all equal (Atropos drops them by default)"),
@@ -105,6 +111,7 @@ const IDENTITY: readonly (keyof RolloutOptions)[] = [
   "judge",
   "testRepeat",
   "tokenizer",
+  "segments",
   "atropos",
   "atroposName",
   "maxBatchesOffpolicy",
@@ -203,6 +210,7 @@ export function resolveRolloutOptions(
     ...(judge ? { judge } : {}),
     testRepeat: o.testRepeat ?? DEFAULTS.testRepeat,
     ...(o.tokenizer ? { tokenizer: o.tokenizer } : {}),
+    segments: o.segments ?? "last",
     backend: o.backend ?? "local",
     limits: {
       maxTurns: o.maxTurns ?? DEFAULTS.maxTurns,

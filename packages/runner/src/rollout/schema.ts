@@ -149,6 +149,12 @@ export const RunConfig = z
     judge: z.object({ baseUrl: z.string(), model: z.string() }).strict().optional(),
     testRepeat: z.number().int().min(1).describe("hidden-test runs per scoring"),
     tokenizer: z.string().optional().describe("HF tokenizer dir for token export"),
+    segments: z
+      .enum(["last", "all"])
+      .default("last")
+      .describe(
+        "a trajectory whose context was rewritten exports several token segments: last = one sequence per trajectory (its final segment, full reward); all = every segment (reward split evenly)",
+      ),
     backend: z.enum(["local", "podman", "nomad"]),
     limits: z
       .object({

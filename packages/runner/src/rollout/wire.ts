@@ -193,7 +193,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       let bootOk = false;
       input.onPhase?.("forking");
       const f = await fork(snapshot, id);
-      forkMs = f.forkMs;
+      forkMs = Math.round(f.forkMs);
       let worker: Worker | undefined;
       const upstream = await upstreamFor(input.slot.policy, t);
       await gateway.unregister(id); // a previous attempt of this trajectory
@@ -333,18 +333,32 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       if (!config.tokenizer) return { messages };
       tokenizer ??= loadChatTokenizer(config.tokenizer, { signal: o.signal });
       const tok = await tokenizer;
-      const ex = exportTokens(turns, tok, { reward: result.reward ?? 0 });
+      const reward = result.reward ?? 0;
+      const ex = exportTokens(turns, tok, { reward });
       const bySeq = new Map(turns.map((x) => [x.seq, x]));
-      const sequences: TokenSequence[] = ex.segments.map((s) => {
-        const lastTurn = bySeq.get(s.seqs.at(-1)!);
-        return {
-          tokens: s.tokens,
-          masks: s.masks,
-          inferenceLogprobs: s.inference_logprobs,
-          reward: s.reward ?? result.reward ?? 0,
-          ...(lastTurn && ex.segments.length > 1 ? { messages: chatOf(lastTurn) } : {}),
-        };
-      });
+      const all = ex.segments.map((s) => ({ s, last: bySeq.get(s.seqs.at(-1)!) }));
+      const split = (i: number) => {
+        const r = ex.segments[i]?.split;
+        return r ? `${r.kind} at call ${r.atSeq}: ${r.detail}` : undefined;
+      };
+      const chosen = config.segments === "all" ? all : all.slice(-1);
+      const sequences: TokenSequence[] = chosen.map(({ s, last }) => ({
+        tokens: s.tokens,
+        masks: s.masks,
+        inferenceLogprobs: s.inference_logprobs,
+        // "last": the trajectory's one sequence carries its whole reward; "all": the export's share
+        reward: config.segments === "all" ? (s.reward ?? reward) : reward,
+        ...(last && all.length > 1 ? { messages: chatOf(last) } : {}),
+        ...(all.length > 1
+          ? {
+              segment: {
+                index: s.index,
+                of: all.length,
+                ...(split(s.index) ? { split: split(s.index)! } : {}),
+              },
+            }
+          : {}),
+      }));
       return { messages, sequences };
     },
 

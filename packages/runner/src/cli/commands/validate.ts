@@ -50,6 +50,7 @@ export const validateCommand = defineCommand({
       partialCredit: "none",
       weights: { tests: 1, build: 0, lint: 0, judge: 0 },
       testRepeat: opts.repeat,
+      segments: "last",
       backend: opts.backend,
       limits: { maxTurns: 200, timeoutMs: 20 * 60_000, testTimeoutMs: 10 * 60_000 },
     };
