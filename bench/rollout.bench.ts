@@ -73,7 +73,15 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     const t0 = performance.now();
     let ours: Awaited<ReturnType<typeof runRollout>>;
     try {
-      ours = await runRollout({ out, resume: false, config, runId: "bench", deps, progress: () => {}, signal });
+      ours = await runRollout({
+        out,
+        resume: false,
+        config,
+        runId: "bench",
+        deps,
+        progress: () => {},
+        signal,
+      });
     } finally {
       reporter.close();
       await deps.close();
@@ -97,7 +105,11 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
           await cp(snapshot.workspace, workspace, { recursive: true });
           const server = await startScriptedOpenAiServer({ turns: turns() });
           const tb = performance.now();
-          const core = await launchClineCore({ workspace, configDir: join(dir, "config"), home: join(dir, "home") });
+          const core = await launchClineCore({
+            workspace,
+            configDir: join(dir, "config"),
+            home: join(dir, "home"),
+          });
           const bootMs = performance.now() - tb;
           try {
             const run = await runClineTask({

@@ -2,7 +2,13 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { type AtroposDouble, makeTempDir, runCli, startAtroposDouble, type TempDir } from "@flakegym/test-utils";
+import {
+  type AtroposDouble,
+  makeTempDir,
+  runCli,
+  startAtroposDouble,
+  type TempDir,
+} from "@flakegym/test-utils";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readRun, TASK } from "./rollout-helpers.js";
 
@@ -71,7 +77,9 @@ describe("rollout → Atropos run-api", () => {
     await api.waitUntil((d) => d.requests.filter((q) => q.path === "/register-env").length >= 2, 300_000);
     api.startTrainer();
     await api.waitUntil(
-      (d) => d.requests.filter((q) => q.path === "/status-env" && (q.body as { env_id?: number })?.env_id === 0).length >= 2,
+      (d) =>
+        d.requests.filter((q) => q.path === "/status-env" && (q.body as { env_id?: number })?.env_id === 0)
+          .length >= 2,
       300_000,
     );
     expect(api.received.filter((g) => g.env_id === 0)).toHaveLength(0);
@@ -90,8 +98,13 @@ describe("rollout → Atropos run-api", () => {
       expect(g.masks[i]!.some((m) => m === -100)).toBe(true); // the prompt is not trained
       expect(g.masks[i]!.some((m, j) => m !== -100 && m === t[j])).toBe(true); // the answers are
     });
-    expect((g.overrides as { trajectory_id: string }[]).map((o) => o.trajectory_id)).toEqual([`${TASK}-t0`, `${TASK}-t1`]);
-    const post = api.requests.find((q) => q.path === "/scored_data" && (q.body as { env_id?: number }).env_id === 0)!;
+    expect((g.overrides as { trajectory_id: string }[]).map((o) => o.trajectory_id)).toEqual([
+      `${TASK}-t0`,
+      `${TASK}-t1`,
+    ]);
+    const post = api.requests.find(
+      (q) => q.path === "/scored_data" && (q.body as { env_id?: number }).env_id === 0,
+    )!;
     expect(post).toMatchObject({ gzip: true, status: 200 });
     expect(api.envs[0]).toMatchObject({ desired_name: "flakegym-cline", group_size: 2, connected: false });
 
@@ -99,7 +112,10 @@ describe("rollout → Atropos run-api", () => {
     expect(disk.groups).toHaveLength(1);
     expect(disk.groups[0]!.tokens).toEqual(g.tokens);
     expect(disk.summary!.atropos).toEqual({ sent: 1, dropped: 0, pending: 0 });
-    const marks = (await readFile(join(out, "atropos-sent.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
+    const marks = (await readFile(join(out, "atropos-sent.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(marks).toEqual([expect.objectContaining({ status: "sent", env_id: 0 })]);
   });
 

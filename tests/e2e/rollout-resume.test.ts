@@ -1,6 +1,14 @@
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { findProcesses, makeTempDir, processReaper, REPO_ROOT, runCli, type TempDir, waitFor } from "@flakegym/test-utils";
+import {
+  findProcesses,
+  makeTempDir,
+  processReaper,
+  REPO_ROOT,
+  runCli,
+  type TempDir,
+  waitFor,
+} from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readRun, TASK } from "./rollout-helpers.js";
@@ -29,7 +37,14 @@ async function slowPlan(seconds: number): Promise<string> {
     JSON.stringify({
       version: 1,
       turns: [
-        { tool_calls: [{ name: "execute_command", arguments: { command: `sleep ${seconds}`, requires_approval: "false" } }] },
+        {
+          tool_calls: [
+            {
+              name: "execute_command",
+              arguments: { command: `sleep ${seconds}`, requires_approval: "false" },
+            },
+          ],
+        },
         { tool_calls: [{ name: "write_to_file", arguments: { path: "NOTES.md", content: "slow\n" } }] },
         { tool_calls: [{ name: "attempt_completion", arguments: { result: "done" } }] },
       ],
@@ -55,7 +70,7 @@ async function resultsIn(out: string): Promise<string[]> {
 describe("interrupted runs", () => {
   it("SIGKILL mid-group, then --resume: every trajectory exactly once", async () => {
     const out = join(tmp.path, "killed");
-    const plan = await slowPlan(2);
+    const plan = await slowPlan(1);
     const child = execa(
       process.execPath,
       [
@@ -117,6 +132,52 @@ describe("interrupted runs", () => {
     expect(third.groups).toHaveLength(1);
   });
 
+  it("Ctrl-C (SIGINT) stops cleanly: exit 130, workers gone, finished trajectories kept", async () => {
+    const out = join(tmp.path, "interrupted");
+    const plan = await slowPlan(3);
+    const child = execa(
+      process.execPath,
+      [
+        join(REPO_ROOT, "packages/runner/bin/flakegym.js"),
+        "rollout",
+        "--task",
+        TASK,
+        "--group-size",
+        "2",
+        "--concurrency",
+        "1",
+        "--policy",
+        `scripted:${plan}`,
+        "--out",
+        out,
+      ],
+      { reject: false, stdin: "ignore" },
+    );
+    reaper.track(child.pid);
+    const ready = await waitFor(
+      async () => {
+        const turns = await readFile(join(out, "trajectories", `${TASK}-t1`, "turns.jsonl"), "utf8").catch(
+          () => "",
+        );
+        return (await resultsIn(out)).length === 1 && turns.trim() !== "";
+      },
+      240_000,
+      100,
+    );
+    expect(ready).toBe(true);
+    child.kill("SIGINT");
+    const r = await child;
+    expect(r.exitCode, String(r.stderr)).toBe(130);
+    expect(String(r.stderr)).toMatch(/SIGINT received, stopping cleanly/);
+    expect(String(r.stdout)).toMatch(/INTERRUPTED \(finish with --resume\)/);
+    const run = await readRun(out);
+    expect([...run.results.keys()]).toEqual([`${TASK}-t0`]);
+    expect(run.summary).toMatchObject({ interrupted: true, complete: false });
+    expect(run.metrics.map((m) => m.trajectory_id)).toEqual([`${TASK}-t0`]);
+    expect(run.groups).toEqual([]);
+    expect(await findProcesses(run.manifest.runId as string)).toEqual([]);
+  });
+
   it("a Cline core killed mid-trajectory is an infra failure, retried and recorded", async () => {
     const out = join(tmp.path, "crash");
     const plan = await slowPlan(4);
@@ -161,7 +222,9 @@ describe("interrupted runs", () => {
     expect(res.outcome).toMatchObject({ kind: "completed" });
     expect(res.reward).toBe(0); // NOTES.md does not fix the task
     expect((res.infraRetries as unknown[]).length).toBe(1);
-    expect((res.infraRetries as { detail: string }[])[0]!.detail).toMatch(/worker|core|crash|exit|UNAVAILABLE/i);
+    expect((res.infraRetries as { detail: string }[])[0]!.detail).toMatch(
+      /worker|core|crash|exit|UNAVAILABLE/i,
+    );
     expect(await readdir(join(out, "trajectories", traj, "attempts", "1"))).toContain("turns.jsonl");
     expect(run.metrics[0]).toMatchObject({ infra_retries: 1, outcome: "completed" });
     expect(String(r.stderr)).toMatch(/infra failure, retry 1/);

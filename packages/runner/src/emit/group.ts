@@ -103,7 +103,12 @@ export function buildGroup(ctx: GroupContext, members: readonly GroupMember[]): 
       messages.push([...(q?.messages ?? m.messages)]);
       overrides.push(
         q?.segment
-          ? { ...base, segment: q.segment.index, segments: q.segment.of, ...(q.segment.split ? { split: q.segment.split } : {}) }
+          ? {
+              ...base,
+              segment: q.segment.index,
+              segments: q.segment.of,
+              ...(q.segment.split ? { split: q.segment.split } : {}),
+            }
           : seqs.length > 1
             ? { ...base, segment: i, segments: seqs.length }
             : base,

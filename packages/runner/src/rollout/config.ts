@@ -26,9 +26,18 @@ export const DEFAULTS = {
 } as const;
 
 export const RolloutOptions = z.object({
-  task: z.array(z.string().min(1)).optional().describe("catalog task id to roll out (repeat for several tasks)"),
+  task: z
+    .array(z.string().min(1))
+    .optional()
+    .describe("catalog task id to roll out (repeat for several tasks)"),
   catalog: z.string().optional().describe("task catalog directory (default: the built-in catalog)"),
-  groupSize: z.number().int().min(1).max(256).optional().describe(`trajectories per task (default ${DEFAULTS.groupSize})`),
+  groupSize: z
+    .number()
+    .int()
+    .min(1)
+    .max(256)
+    .optional()
+    .describe(`trajectories per task (default ${DEFAULTS.groupSize})`),
   policy: z
     .array(z.string().min(1))
     .optional()
@@ -48,47 +57,108 @@ export const RolloutOptions = z.object({
     .max(10)
     .optional()
     .describe(`retries of a trajectory after an infra failure (default ${DEFAULTS.maxInfraRetries})`),
-  seed: z.number().int().optional().describe(`seed recorded in provenance and passed to samplers (default ${DEFAULTS.seed})`),
+  seed: z
+    .number()
+    .int()
+    .optional()
+    .describe(`seed recorded in provenance and passed to samplers (default ${DEFAULTS.seed})`),
   out: z.string().optional().describe("run directory (default runs/<timestamp>)"),
   resume: z.string().optional().describe("finish the run in this directory (its run.json holds the config)"),
-  partialCredit: PartialCredit.optional().describe("test reward: none = all tests must pass; fraction = passed/total (default none)"),
+  partialCredit: PartialCredit.optional().describe(
+    "test reward: none = all tests must pass; fraction = passed/total (default none)",
+  ),
   weightTests: z.number().min(0).optional().describe("weight of the hidden-test term (default 1)"),
-  weightBuild: z.number().min(0).optional().describe("weight of the build term (needs --build-cmd) (default 0)"),
+  weightBuild: z
+    .number()
+    .min(0)
+    .optional()
+    .describe("weight of the build term (needs --build-cmd) (default 0)"),
   weightLint: z.number().min(0).optional().describe("weight of the lint term (needs --lint-cmd) (default 0)"),
-  weightJudge: z.number().min(0).optional().describe("weight of the LLM-judge term (needs --judge) (default 0)"),
-  buildCmd: z.string().optional().describe("shell command that must succeed for the build term (run in the scoring sandbox)"),
+  weightJudge: z
+    .number()
+    .min(0)
+    .optional()
+    .describe("weight of the LLM-judge term (needs --judge) (default 0)"),
+  buildCmd: z
+    .string()
+    .optional()
+    .describe("shell command that must succeed for the build term (run in the scoring sandbox)"),
   lintCmd: z.string().optional().describe("shell command that must succeed for the lint term"),
   judge: z
     .string()
     .optional()
-    .describe("LLM judge: <openai-compatible-base-url>#<model>; key from $FLAKEGYM_JUDGE_API_KEY or $OPENAI_API_KEY"),
-  testRepeat: z.number().int().min(1).max(20).optional().describe("hidden-test runs per scoring (flaky detection) (default 1)"),
-  tokenizer: z.string().optional().describe("Hugging Face tokenizer directory: adds tokens/masks/logprobs to groups.jsonl"),
+    .describe(
+      "LLM judge: <openai-compatible-base-url>#<model>; key from $FLAKEGYM_JUDGE_API_KEY or $OPENAI_API_KEY",
+    ),
+  testRepeat: z
+    .number()
+    .int()
+    .min(1)
+    .max(20)
+    .optional()
+    .describe("hidden-test runs per scoring (flaky detection) (default 1)"),
+  tokenizer: z
+    .string()
+    .optional()
+    .describe("Hugging Face tokenizer directory: adds tokens/masks/logprobs to groups.jsonl"),
   segments: z
     .enum(["last", "all"])
     .optional()
     .describe(
       "token export of a trajectory whose context was rewritten (several segments): last = its final segment, one sequence per trajectory (Atropos-compatible); all = every segment, reward split (default last)",
     ),
-  atropos: z.string().optional().describe("Atropos run-api URL to register with and push groups to (needs --tokenizer)"),
-  atroposName: z.string().optional().describe(`env name registered with Atropos (default ${DEFAULTS.atroposName})`),
-  keepEqualScores: z.boolean().default(false).describe("send groups whose scores are all equal (Atropos drops them by default)"),
+  atropos: z
+    .string()
+    .optional()
+    .describe("Atropos run-api URL to register with and push groups to (needs --tokenizer)"),
+  atroposName: z
+    .string()
+    .optional()
+    .describe(`env name registered with Atropos (default ${DEFAULTS.atroposName})`),
+  keepEqualScores: z
+    .boolean()
+    .default(false)
+    .describe("send groups whose scores are all equal (Atropos drops them by default)"),
   maxBatchesOffpolicy: z
     .number()
     .int()
     .optional()
-    .describe(`Atropos back-pressure: batches allowed in the queue before sending pauses (default ${DEFAULTS.maxBatchesOffpolicy})`),
+    .describe(
+      `Atropos back-pressure: batches allowed in the queue before sending pauses (default ${DEFAULTS.maxBatchesOffpolicy})`,
+    ),
   atroposWait: z
     .number()
     .int()
     .min(1)
     .optional()
-    .describe(`seconds to wait for the trainer or a full queue before leaving a group pending (default ${DEFAULTS.atroposWaitS})`),
-  maxTokenLength: z.number().int().positive().optional().describe(`max token length registered with Atropos (default ${DEFAULTS.maxTokenLength})`),
+    .describe(
+      `seconds to wait for the trainer or a full queue before leaving a group pending (default ${DEFAULTS.atroposWaitS})`,
+    ),
+  maxTokenLength: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe(`max token length registered with Atropos (default ${DEFAULTS.maxTokenLength})`),
   backend: z.enum(["local", "podman", "nomad"]).optional().describe("where workers run (default local)"),
-  maxTurns: z.number().int().min(1).optional().describe(`model calls allowed per trajectory (default ${DEFAULTS.maxTurns})`),
-  timeout: z.number().int().min(1).optional().describe(`seconds one trajectory may take (default ${DEFAULTS.timeoutS})`),
-  testTimeout: z.number().int().min(1).optional().describe(`seconds the hidden tests may take per run (default ${DEFAULTS.testTimeoutS})`),
+  maxTurns: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(`model calls allowed per trajectory (default ${DEFAULTS.maxTurns})`),
+  timeout: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(`seconds one trajectory may take (default ${DEFAULTS.timeoutS})`),
+  testTimeout: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(`seconds the hidden tests may take per run (default ${DEFAULTS.testTimeoutS})`),
   json: z.boolean().default(false).describe("print the summary as JSON instead of a table"),
 });
 export type RolloutOptions = z.infer<typeof RolloutOptions>;
@@ -136,7 +206,10 @@ const kebab = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()
 
 /** A run id: sortable UTC timestamp plus a short random suffix. */
 export function newRunId(now = new Date(), rand = Math.random): string {
-  const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z");
   return `${stamp}-${Math.floor(rand() * 0xffffff)
     .toString(16)
     .padStart(6, "0")}`;
@@ -157,10 +230,16 @@ export function resolveRolloutOptions(
       );
     }
   } else if (!o.task?.length) {
-    throw new UsageError("missing required flag --task", "name a catalog task (see flakegym tasks list), or --resume <dir>");
+    throw new UsageError(
+      "missing required flag --task",
+      "name a catalog task (see flakegym tasks list), or --resume <dir>",
+    );
   }
   if (o.atropos && !o.tokenizer) {
-    throw new UsageError("--atropos needs --tokenizer <dir>", "the run-api takes token ids; give the policy model's tokenizer directory");
+    throw new UsageError(
+      "--atropos needs --tokenizer <dir>",
+      "the run-api takes token ids; give the policy model's tokenizer directory",
+    );
   }
   const weights = {
     tests: o.weightTests ?? 1,
@@ -172,16 +251,23 @@ export function resolveRolloutOptions(
   if (weights.lint > 0 && !o.lintCmd) throw new UsageError("--weight-lint needs --lint-cmd <command>");
   if (weights.judge > 0 && !o.judge) throw new UsageError("--weight-judge needs --judge <base-url>#<model>");
   if (weights.tests + weights.build + weights.lint + weights.judge <= 0) {
-    throw new UsageError("every reward weight is 0", "give at least one of --weight-tests/--weight-build/--weight-lint/--weight-judge > 0");
+    throw new UsageError(
+      "every reward weight is 0",
+      "give at least one of --weight-tests/--weight-build/--weight-lint/--weight-judge > 0",
+    );
   }
   let judge: RunConfig["judge"];
   if (o.judge) {
     const hash = o.judge.lastIndexOf("#");
     if (hash <= 0 || hash === o.judge.length - 1) {
-      throw new UsageError(`--judge '${o.judge}' must be <base-url>#<model>`, "e.g. --judge http://127.0.0.1:8000/v1#qwen3-32b");
+      throw new UsageError(
+        `--judge '${o.judge}' must be <base-url>#<model>`,
+        "e.g. --judge http://127.0.0.1:8000/v1#qwen3-32b",
+      );
     }
     judge = { baseUrl: o.judge.slice(0, hash), model: o.judge.slice(hash + 1) };
-    if (!/^https?:\/\//.test(judge.baseUrl)) throw new UsageError(`--judge base URL '${judge.baseUrl}' must start with http:// or https://`);
+    if (!/^https?:\/\//.test(judge.baseUrl))
+      throw new UsageError(`--judge base URL '${judge.baseUrl}' must start with http:// or https://`);
   }
   let banner: string | undefined;
   let policies = o.policy;
@@ -231,5 +317,11 @@ export function resolveRolloutOptions(
       : {}),
   };
   const judgeApiKey = env.FLAKEGYM_JUDGE_API_KEY ?? env.OPENAI_API_KEY;
-  return { config, out, resume: o.resume !== undefined, ...(banner ? { banner } : {}), ...(judgeApiKey ? { judgeApiKey } : {}) };
+  return {
+    config,
+    out,
+    resume: o.resume !== undefined,
+    ...(banner ? { banner } : {}),
+    ...(judgeApiKey ? { judgeApiKey } : {}),
+  };
 }

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createAtroposClient } from "../emit/atropos/client.js";
@@ -74,6 +75,8 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
   const started = Date.now();
   const p = runPaths(o.out);
   const { deps, signal, progress } = o;
+  // every worker, wait and watchdog of the run listens on this one signal
+  setMaxListeners(0, signal);
   let manifest: RunManifest;
   if (o.resume) {
     const stored = await readManifest(p);
@@ -161,7 +164,12 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     const a = cfg.atropos;
     emitter = createAtroposEmitter({
       client: createAtroposClient({ url: a.url }),
-      register: { max_token_length: a.maxTokenLength, desired_name: a.name, weight: 1, group_size: cfg.groupSize },
+      register: {
+        max_token_length: a.maxTokenLength,
+        desired_name: a.name,
+        weight: 1,
+        group_size: cfg.groupSize,
+      },
       dropEqualScores: a.dropEqualScores,
       maxBatchesOffpolicy: a.maxBatchesOffpolicy,
       markFile: p.atroposMarks,
@@ -448,7 +456,14 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     const rs = [...results.values()].filter((r) => r.taskId === taskId);
     const gid = groupId(manifest.runId, taskId);
     const at = !cfg.atropos ? "off" : (atroposStatus.get(gid) ?? "pending");
-    return summarizeTask(taskId, cfg.groupSize, rs, groupsWritten.has(taskId) ? "written" : "missing", at, taskErrors.get(taskId));
+    return summarizeTask(
+      taskId,
+      cfg.groupSize,
+      rs,
+      groupsWritten.has(taskId) ? "written" : "missing",
+      at,
+      taskErrors.get(taskId),
+    );
   });
   const all = [...results.values()];
   const scored = all.map((r) => r.reward).filter((x): x is number => x !== null);

@@ -1,6 +1,6 @@
 import { match } from "ts-pattern";
-import type { RunSummary } from "./summary.js";
 import type { TrajectoryResult } from "./schema.js";
+import type { RunSummary } from "./summary.js";
 
 /**
  * `flakegym validate`: a task earns its catalog place when the `gold` policy (the reference
@@ -55,9 +55,14 @@ export function verdictFor(
         .with("gold", () => "the reference solution does not pass the hidden tests through Cline")
         .with("empty", () => "the hidden tests pass without any change (they do not test the task)")
         .exhaustive();
-      reasons.push(`${name}: reward ${r.reward}, expected ${want} — ${why}${r.score?.gate ? ` (${r.score.gate.detail})` : ""}`);
+      reasons.push(
+        `${name}: reward ${r.reward}, expected ${want} — ${why}${r.score?.gate ? ` (${r.score.gate.detail})` : ""}`,
+      );
       const failing = r.score?.testResults
-        ? [...Object.entries(r.score.testResults.failToPass), ...Object.entries(r.score.testResults.passToPass)]
+        ? [
+            ...Object.entries(r.score.testResults.failToPass),
+            ...Object.entries(r.score.testResults.passToPass),
+          ]
             .filter(([, s]) => (want === 1 ? s !== "passed" : false))
             .map(([id]) => id)
         : [];
@@ -89,7 +94,11 @@ export function renderVerdicts(vs: readonly TaskVerdict[]): string[] {
   }));
   const cols = ["task", "gold", "empty", "flaky", "result"] as const;
   const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => r[c].length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
   const out = [line(cols.map((c) => c.toUpperCase()))];
   vs.forEach((v, i) => {
     out.push(line(cols.map((c) => rows[i]![c])));

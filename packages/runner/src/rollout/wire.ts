@@ -3,18 +3,17 @@ import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import {
+  type Outcome as ClineOutcome,
   collectArtifacts,
   createClineClient,
-  type Outcome as ClineOutcome,
   resolveClinePackage,
   runClineTask,
 } from "@flakegym/cline-vendor";
 import { match } from "ts-pattern";
-import { FlakegymError, UsageError } from "../errors.js";
 import type { AtroposMessage } from "../emit/atropos/schema.js";
 import type { TokenSequence } from "../emit/group.js";
-import { exportTrajectory as exportTokens } from "../export/export-trajectory.js";
-import { assistantMessageOf } from "../export/export-trajectory.js";
+import { FlakegymError, UsageError } from "../errors.js";
+import { assistantMessageOf, exportTrajectory as exportTokens } from "../export/export-trajectory.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../export/tokenizer.js";
 import { createPolicyGateway, type GatewayTerminal, type PolicyGateway } from "../gateway/server.js";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
@@ -29,7 +28,6 @@ import { BUILTIN_CATALOG_DIR, type LoadedTask, loadTask } from "../tasks/catalog
 import { applyPatchInWorker, installHiddenTests, runHiddenTests } from "../tasks/hidden-tests.js";
 import { clineAgentLauncher } from "../workers/local/cline-agent.js";
 import { createLocalBackend } from "../workers/local/local-backend.js";
-import { createPodmanBackend } from "../workers/podman/podman-backend.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
 import type { Outcome, RunConfig } from "./schema.js";
@@ -90,11 +88,11 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     o.backend ??
     match(config.backend)
       .with("local", () => createLocalBackend({ agent: clineAgentLauncher() }))
-      .with("podman", () => createPodmanBackend())
-      .with("nomad", (): WorkerBackend => {
+      .with("podman", "nomad", (b): WorkerBackend => {
+        // both backends exist for exec workers; Cline agent workers run on the local backend today
         throw new UsageError(
-          "--backend nomad is not wired into rollout yet",
-          "use --backend local or podman (the Nomad backend lands separately)",
+          `--backend ${b} cannot run Cline agent workers yet`,
+          "use --backend local (bubblewrap sandboxes on this machine)",
         );
       })
       .exhaustive();
@@ -125,7 +123,11 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       env: o.env,
       signal: o.signal,
       ...(spec.kind === "gold"
-        ? { task: { referencePatch: solutions.get(task.spec.id) ?? (await readFile(task.paths.solution, "utf8")) } }
+        ? {
+            task: {
+              referencePatch: solutions.get(task.spec.id) ?? (await readFile(task.paths.solution, "utf8")),
+            },
+          }
         : {}),
     };
     if (spec.kind === "openai" || spec.kind === "anthropic") {
@@ -227,7 +229,14 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
         input.onPhase?.("agent");
         const client = createClineClient({ address: worker.agentAddress });
         const exitWatch = new AbortController();
-        void worker.exited?.then((e) => exitWatch.abort(new FlakegymError("E_WORKER_EXIT", `worker ended: ${e.reason}${e.detail ? ` (${e.detail})` : ""}`)));
+        void worker.exited?.then((e) =>
+          exitWatch.abort(
+            new FlakegymError(
+              "E_WORKER_EXIT",
+              `worker ended: ${e.reason}${e.detail ? ` (${e.detail})` : ""}`,
+            ),
+          ),
+        );
         let turns = 0;
         const run = await runClineTask({
           client,
@@ -315,7 +324,15 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
             repeat: config.testRepeat,
             termTimeoutMs: config.limits.testTimeoutMs,
             taskPrompt: input.task.prompt,
-            ...(config.judge ? { judge: { ...config.judge, timeoutMs: 120_000, ...(o.judgeApiKey ? { apiKey: o.judgeApiKey } : {}) } } : {}),
+            ...(config.judge
+              ? {
+                  judge: {
+                    ...config.judge,
+                    timeoutMs: 120_000,
+                    ...(o.judgeApiKey ? { apiKey: o.judgeApiKey } : {}),
+                  },
+                }
+              : {}),
           },
           input.signal,
         );

@@ -20,9 +20,21 @@ describe("buildGroup", () => {
     expect(line.masks).toBeUndefined();
     expect(line.scores).toEqual([1, 0]);
     expect(line.messages!.map((m) => m.at(-1)!.content)).toEqual(["a", "b"]);
-    expect(line.overrides![0]).toMatchObject({ trajectory_id: "a-t0", outcome: "completed", reward: 1, policy: "gold" });
-    expect(line.overrides![0]!.score).toMatchObject({ terms: [{ name: "tests", value: 1 }], touched_test_files: [] });
-    expect(line.group_overrides).toMatchObject({ group_id: "run1:a", task_id: "a", provenance: { snapshot_key: "k1" } });
+    expect(line.overrides![0]).toMatchObject({
+      trajectory_id: "a-t0",
+      outcome: "completed",
+      reward: 1,
+      policy: "gold",
+    });
+    expect(line.overrides![0]!.score).toMatchObject({
+      terms: [{ name: "tests", value: 1 }],
+      touched_test_files: [],
+    });
+    expect(line.group_overrides).toMatchObject({
+      group_id: "run1:a",
+      task_id: "a",
+      provenance: { snapshot_key: "k1" },
+    });
     expect(toScoredDataGroup(line)).toBeUndefined();
   });
 
@@ -32,7 +44,9 @@ describe("buildGroup", () => {
       { result: result({ taskId: "a", index: 1, reward: null }), messages: [] },
     ]);
     expect(line.scores).toEqual([1]);
-    expect(line.group_overrides!.excluded).toEqual([{ trajectory_id: "a-t1", outcome: "infra_error", detail: "worker crashed" }]);
+    expect(line.group_overrides!.excluded).toEqual([
+      { trajectory_id: "a-t1", outcome: "infra_error", detail: "worker crashed" },
+    ]);
   });
 
   it("with a tokenizer: token fields per sequence, segments share the trajectory id", () => {
@@ -43,7 +57,11 @@ describe("buildGroup", () => {
       reward,
     });
     const line = buildGroup({ ...ctx, withTokens: true }, [
-      { result: result({ taskId: "a", index: 0, reward: 1 }), messages: chat("a"), sequences: [seq(4, 0.5), seq(5, 0.5)] },
+      {
+        result: result({ taskId: "a", index: 0, reward: 1 }),
+        messages: chat("a"),
+        sequences: [seq(4, 0.5), seq(5, 0.5)],
+      },
       { result: result({ taskId: "a", index: 1, reward: 0 }), messages: chat("b"), sequences: [seq(6, 0)] },
     ]);
     expect(line.tokens).toEqual([
@@ -61,13 +79,23 @@ describe("buildGroup", () => {
     const sdg = toScoredDataGroup(line)!;
     expect(sdg.masks[0]).toEqual([-100, -100, 3, 4]);
     // three sequences for a group of two: the Atropos size rule refuses to send it
-    expect(checkGroup(sdg, { groupSize: 2, dropEqualScores: true, maxTokenLen: 100 })).toMatchObject({ reason: "group_size" });
+    expect(checkGroup(sdg, { groupSize: 2, dropEqualScores: true, maxTokenLen: 100 })).toMatchObject({
+      reason: "group_size",
+    });
   });
 
   it("drops inference_logprobs for the whole group when any sequence lacks them", () => {
     const line = buildGroup({ ...ctx, withTokens: true }, [
-      { result: result({ taskId: "a", index: 0 }), messages: chat("a"), sequences: [{ tokens: [1], masks: [1], inferenceLogprobs: null, reward: 1 }] },
-      { result: result({ taskId: "a", index: 1, reward: 0 }), messages: chat("b"), sequences: [{ tokens: [2], masks: [2], inferenceLogprobs: [-1], reward: 0 }] },
+      {
+        result: result({ taskId: "a", index: 0 }),
+        messages: chat("a"),
+        sequences: [{ tokens: [1], masks: [1], inferenceLogprobs: null, reward: 1 }],
+      },
+      {
+        result: result({ taskId: "a", index: 1, reward: 0 }),
+        messages: chat("b"),
+        sequences: [{ tokens: [2], masks: [2], inferenceLogprobs: [-1], reward: 0 }],
+      },
     ]);
     expect(line.inference_logprobs).toBeUndefined();
     expect(toScoredDataGroup(line)!.tokens).toEqual([[1], [2]]);

@@ -9,13 +9,23 @@ const events: ProgressEvent[] = [
   { type: "trajectory", trajectoryId: "a-t0", taskId: "a", phase: "agent", turns: 3 },
   { type: "trajectory", trajectoryId: "a-t1", taskId: "a", phase: "booting" },
   { type: "retry", trajectoryId: "a-t1", attempt: 1, detail: "worker crashed" },
-  { type: "trajectory", trajectoryId: "a-t0", taskId: "a", phase: "done", outcome: "completed", reward: 1, turns: 4 },
+  {
+    type: "trajectory",
+    trajectoryId: "a-t0",
+    taskId: "a",
+    phase: "done",
+    outcome: "completed",
+    reward: 1,
+    turns: 4,
+  },
 ];
 
 describe("live view", () => {
   it("renders one line per task and per trajectory, with turns, retries and rewards", () => {
     const view = emptyView();
-    events.forEach((e, i) => applyEvent(view, e, i * 1000));
+    events.forEach((e, i) => {
+      applyEvent(view, e, i * 1000);
+    });
     const lines = renderView(view, 10_000);
     expect(lines[0]).toBe("task a  running  1/2 done");
     expect(lines[1]).toMatch(/^ {2}a-t0\s+done\s+completed\s+reward 1\.00\s+turns 4$/);

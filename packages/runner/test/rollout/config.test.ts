@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { newRunId, RolloutOptions, resolveRolloutOptions } from "../../src/rollout/config.js";
 import { parseArgs } from "../../src/cli/parse-args.js";
+import { newRunId, RolloutOptions, resolveRolloutOptions } from "../../src/rollout/config.js";
 
 const parse = (argv: string[]) => parseArgs(RolloutOptions, argv);
-const resolve = (argv: string[], env: NodeJS.ProcessEnv = {}) => resolveRolloutOptions(parse(argv), env, "/w", "RUN");
+const resolve = (argv: string[], env: NodeJS.ProcessEnv = {}) =>
+  resolveRolloutOptions(parse(argv), env, "/w", "RUN");
 
 describe("resolveRolloutOptions", () => {
   it("defaults to gold with a banner when no policy is configured", () => {
@@ -11,7 +12,13 @@ describe("resolveRolloutOptions", () => {
     expect(r.config.policies).toEqual(["gold"]);
     expect(r.banner).toMatch(/validating the environment with the `gold` policy/);
     expect(r.out).toBe("/w/runs/RUN");
-    expect(r.config).toMatchObject({ groupSize: 4, maxInfraRetries: 2, partialCredit: "none", testRepeat: 1, backend: "local" });
+    expect(r.config).toMatchObject({
+      groupSize: 4,
+      maxInfraRetries: 2,
+      partialCredit: "none",
+      testRepeat: 1,
+      backend: "local",
+    });
   });
 
   it("takes the policy from FLAKEGYM_POLICY, and --policy over it", () => {
@@ -25,7 +32,9 @@ describe("resolveRolloutOptions", () => {
 
   it("needs --task unless resuming, and --tokenizer with --atropos", () => {
     expect(() => resolve([])).toThrow(/missing required flag --task/);
-    expect(() => resolve(["--task", "a", "--atropos", "http://h:8000"])).toThrow(/--atropos needs --tokenizer/);
+    expect(() => resolve(["--task", "a", "--atropos", "http://h:8000"])).toThrow(
+      /--atropos needs --tokenizer/,
+    );
   });
 
   it("refuses flags that would change a resumed run, but allows concurrency", () => {
@@ -37,12 +46,25 @@ describe("resolveRolloutOptions", () => {
   });
 
   it("checks reward weights against the commands they need", () => {
-    expect(() => resolve(["--task", "a", "--weight-build", "0.2"])).toThrow(/--weight-build needs --build-cmd/);
+    expect(() => resolve(["--task", "a", "--weight-build", "0.2"])).toThrow(
+      /--weight-build needs --build-cmd/,
+    );
     expect(() => resolve(["--task", "a", "--weight-judge", "0.5"])).toThrow(/--weight-judge needs --judge/);
     expect(() => resolve(["--task", "a", "--weight-tests", "0"])).toThrow(/every reward weight is 0/);
     expect(() => resolve(["--task", "a", "--judge", "http://h/v1"])).toThrow(/must be <base-url>#<model>/);
     const r = resolve(
-      ["--task", "a", "--weight-judge", "0.3", "--judge", "http://h:1/v1#j", "--weight-build", "0.1", "--build-cmd", "make"],
+      [
+        "--task",
+        "a",
+        "--weight-judge",
+        "0.3",
+        "--judge",
+        "http://h:1/v1#j",
+        "--weight-build",
+        "0.1",
+        "--build-cmd",
+        "make",
+      ],
       { OPENAI_API_KEY: "sk-secret-judge" },
     );
     expect(r.config.weights).toEqual({ tests: 1, build: 0.1, lint: 0, judge: 0.3 });
@@ -52,7 +74,15 @@ describe("resolveRolloutOptions", () => {
   });
 
   it("configures Atropos with its defaults", () => {
-    const r = resolve(["--task", "a", "--tokenizer", "/tok", "--atropos", "http://h:8000", "--keep-equal-scores"]);
+    const r = resolve([
+      "--task",
+      "a",
+      "--tokenizer",
+      "/tok",
+      "--atropos",
+      "http://h:8000",
+      "--keep-equal-scores",
+    ]);
     expect(r.config.atropos).toEqual({
       url: "http://h:8000",
       maxTokenLength: 32768,

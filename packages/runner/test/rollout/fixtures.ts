@@ -1,12 +1,17 @@
 import type { TrajectoryResult } from "../../src/rollout/schema.js";
 
 /** A finished trajectory result with the fields tests care about. */
-export function result(over: Partial<TrajectoryResult> & Pick<TrajectoryResult, "taskId" | "index">): TrajectoryResult {
+export function result(
+  over: Partial<TrajectoryResult> & Pick<TrajectoryResult, "taskId" | "index">,
+): TrajectoryResult {
   const reward = over.reward === undefined ? 1 : over.reward;
   return {
     trajectoryId: `${over.taskId}-t${over.index}`,
     policy: "gold",
-    outcome: { kind: reward === null ? "infra_error" : "completed", detail: reward === null ? "worker crashed" : "done" },
+    outcome: {
+      kind: reward === null ? "infra_error" : "completed",
+      detail: reward === null ? "worker crashed" : "done",
+    },
     reward,
     score:
       reward === null

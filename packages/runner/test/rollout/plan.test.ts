@@ -27,7 +27,11 @@ describe("planRun", () => {
   });
 
   it("resumes: skips finished trajectories, cleans partial ones, and fills lines a kill left out", () => {
-    const done = [result({ taskId: "a", index: 0 }), result({ taskId: "a", index: 1, reward: null }), result({ taskId: "a", index: 2 })];
+    const done = [
+      result({ taskId: "a", index: 0 }),
+      result({ taskId: "a", index: 1, reward: null }),
+      result({ taskId: "a", index: 2 }),
+    ];
     const state: RunState = {
       results: new Map(done.map((r) => [r.trajectoryId, r])),
       partial: ["b-t1", "stray-dir"],

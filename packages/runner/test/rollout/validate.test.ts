@@ -28,7 +28,12 @@ const task = (taskId: string, error?: { code: string; message: string }) => ({
 
 describe("verdictFor", () => {
   it("passes when gold scores 1, empty 0 and nothing is flaky", () => {
-    const v = verdictFor("a", summary([task("a")]), result({ taskId: "a", index: 0, reward: 1 }), result({ taskId: "a", index: 1, reward: 0 }));
+    const v = verdictFor(
+      "a",
+      summary([task("a")]),
+      result({ taskId: "a", index: 0, reward: 1 }),
+      result({ taskId: "a", index: 1, reward: 0 }),
+    );
     expect(v).toEqual({ taskId: "a", verdict: "pass", gold: 1, empty: 0, flaky: [], reasons: [] });
   });
 
@@ -39,22 +44,41 @@ describe("verdictFor", () => {
     const v = verdictFor("a", summary([task("a")]), gold, flakyEmpty);
     expect(v.verdict).toBe("fail");
     expect(v.reasons.join("\n")).toMatch(/gold: reward 0, expected 1 — the reference solution does not pass/);
-    expect(v.reasons.join("\n")).toMatch(/empty: reward 1, expected 0 — the hidden tests pass without any change/);
+    expect(v.reasons.join("\n")).toMatch(
+      /empty: reward 1, expected 0 — the hidden tests pass without any change/,
+    );
     expect(v.reasons.join("\n")).toMatch(/flaky tests .*t_timing/);
   });
 
   it("skips, saying so, a task that needs network on an offline machine", () => {
-    const v = verdictFor("net", summary([task("net", { code: "E_NETWORK_REQUIRED", message: "github.com unreachable" })]), undefined, undefined);
+    const v = verdictFor(
+      "net",
+      summary([task("net", { code: "E_NETWORK_REQUIRED", message: "github.com unreachable" })]),
+      undefined,
+      undefined,
+    );
     expect(v.verdict).toBe("skip");
     expect(v.reasons[0]).toMatch(/skipped: needs network.*github\.com unreachable/);
   });
 
   it("fails a task whose snapshot could not be built, and an infra failure", () => {
-    expect(verdictFor("b", summary([task("b", { code: "E_SNAPSHOT_BUILD", message: "smoke failed" })]), undefined, undefined)).toMatchObject({
+    expect(
+      verdictFor(
+        "b",
+        summary([task("b", { code: "E_SNAPSHOT_BUILD", message: "smoke failed" })]),
+        undefined,
+        undefined,
+      ),
+    ).toMatchObject({
       verdict: "fail",
       reasons: ["task failed [E_SNAPSHOT_BUILD]: smoke failed"],
     });
-    const v = verdictFor("a", summary([task("a")]), result({ taskId: "a", index: 0, reward: null }), result({ taskId: "a", index: 1, reward: 0 }));
+    const v = verdictFor(
+      "a",
+      summary([task("a")]),
+      result({ taskId: "a", index: 0, reward: null }),
+      result({ taskId: "a", index: 1, reward: 0 }),
+    );
     expect(v.reasons).toEqual(["gold: infra_error: worker crashed"]);
   });
 

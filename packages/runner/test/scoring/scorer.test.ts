@@ -20,7 +20,10 @@ describe("mergeRuns", () => {
   });
 
   it("keeps the first failing eval_cmd run", () => {
-    const m = mergeRuns([[v("eval_cmd", "eval_cmd", true)], [{ ...v("eval_cmd", "eval_cmd", false), exitCode: 3 }]]);
+    const m = mergeRuns([
+      [v("eval_cmd", "eval_cmd", true)],
+      [{ ...v("eval_cmd", "eval_cmd", false), exitCode: 3 }],
+    ]);
     expect(m.evalCmd).toEqual({ exitCode: 3, timedOut: false, passed: false });
     expect(m.flaky).toEqual(["eval_cmd"]);
   });

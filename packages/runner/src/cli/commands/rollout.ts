@@ -1,9 +1,9 @@
-import { defineCommand } from "../command.js";
 import { createReporter } from "../../progress/reporter.js";
 import { newRunId, RolloutOptions, resolveRolloutOptions } from "../../rollout/config.js";
 import { readManifest, runPaths } from "../../rollout/run-dir.js";
 import { runRollout } from "../../rollout/run-rollout.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
+import { defineCommand } from "../command.js";
 
 export const rolloutCommand = defineCommand({
   path: ["rollout"],
@@ -25,7 +25,9 @@ export const rolloutCommand = defineCommand({
     const runId = newRunId();
     const r = resolveRolloutOptions(opts, ctx.env, ctx.cwd, runId);
     const stored = r.resume ? await readManifest(runPaths(r.out)) : undefined;
-    const config = stored ? { ...stored.config, concurrency: r.config.concurrency, maxInfraRetries: r.config.maxInfraRetries } : r.config;
+    const config = stored
+      ? { ...stored.config, concurrency: r.config.concurrency, maxInfraRetries: r.config.maxInfraRetries }
+      : r.config;
     if (r.banner) ctx.stderr.write(`\n  ${r.banner}\n\n`);
     ctx.stderr.write(
       `${r.resume ? "resuming" : "rollout"} ${stored?.runId ?? runId}: ${config.tasks.join(", ")} × ${config.groupSize} ` +
@@ -56,6 +58,12 @@ export const rolloutCommand = defineCommand({
     const { summary, lines } = result;
     if (opts.json) ctx.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
     else ctx.stdout.write(`${lines.join("\n")}\n${summary.out}\n`);
+    const pending = summary.atropos?.pending ?? 0;
+    if (!summary.complete || pending > 0) {
+      ctx.stderr.write(
+        `${summary.complete ? `${pending} group(s) not sent to Atropos yet; ` : ""}finish with: flakegym rollout --resume ${summary.out}\n`,
+      );
+    }
     if (summary.interrupted) return 130;
     return summary.tasks.some((t) => t.error) ? 1 : 0;
   },

@@ -1,16 +1,17 @@
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { createReporter } from "../../progress/reporter.js";
 import { newRunId } from "../../rollout/config.js";
-import { runPaths, readRunState } from "../../rollout/run-dir.js";
+import { readRunState, runPaths } from "../../rollout/run-dir.js";
 import { runRollout } from "../../rollout/run-rollout.js";
 import type { RunConfig } from "../../rollout/schema.js";
+import type { RunSummary } from "../../rollout/summary.js";
 import { renderVerdicts, verdictFor } from "../../rollout/validate.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { listCatalog } from "../../tasks/catalog.js";
 import { defineCommand } from "../command.js";
-import { availableParallelism } from "node:os";
 
 export const validateCommand = defineCommand({
   path: ["validate"],
@@ -26,14 +27,20 @@ export const validateCommand = defineCommand({
     catalog: z.string().optional().describe("task catalog directory (default: the built-in catalog)"),
     repeat: z.number().int().min(1).max(20).default(3).describe("hidden-test runs per scoring"),
     concurrency: z.number().int().min(1).optional().describe("workers at once (default: the number of CPUs)"),
-    out: z.string().optional().describe("run directory kept for inspection (default runs/validate-<timestamp>)"),
+    out: z
+      .string()
+      .optional()
+      .describe("run directory kept for inspection (default runs/validate-<timestamp>)"),
     backend: z.enum(["local", "podman", "nomad"]).default("local").describe("where workers run"),
     json: z.boolean().default(false).describe("print the verdicts as JSON"),
   }),
   examples: ["flakegym validate --all", "flakegym validate --task tinygauge-vertical --repeat 5"],
   async run(opts, ctx) {
     if (opts.all === Boolean(opts.task?.length)) {
-      throw new UsageError("give either --task <id> (repeatable) or --all", "see flakegym tasks list for the ids");
+      throw new UsageError(
+        "give either --task <id> (repeatable) or --all",
+        "see flakegym tasks list for the ids",
+      );
     }
     const tasks = opts.all ? (await listCatalog(opts.catalog)).map((e) => e.id) : opts.task!;
     if (tasks.length === 0) throw new UsageError("the task catalog is empty: nothing to validate");
@@ -57,7 +64,7 @@ export const validateCommand = defineCommand({
     ctx.stderr.write(`validate: ${tasks.length} task(s), gold and empty, tests × ${opts.repeat} → ${out}\n`);
     const deps = await createRolloutDeps(config, { runId, signal: ctx.signal, env: ctx.env });
     const reporter = createReporter(ctx.stderr);
-    let summary;
+    let summary: RunSummary;
     try {
       ({ summary } = await runRollout({
         out,
