@@ -8,6 +8,7 @@ import { type ClineClient, createClineClient } from "./client.js";
 import { buildCoreEnv } from "./env.js";
 import { ClineVendorError, ErrorCode } from "./errors.js";
 import { type ClinePackage, resolveClinePackage } from "./paths.js";
+import { processRssBytes } from "./proc.js";
 
 /** Path of the plain-JS supervisor (runnable with just `node`). */
 export const SUPERVISOR_PATH = fileURLToPath(new URL("../supervisor/cline-supervisor.mjs", import.meta.url));
@@ -62,6 +63,11 @@ export interface ClineCore {
   readonly logFile: string;
   readonly client: ClineClient;
   readonly timings: { readonly bootMs: number };
+  /**
+   * Resident memory of the core and host processes (Linux; undefined when wrapped, since pids
+   * inside a sandbox's pid namespace are not the host's).
+   */
+  memory(): Promise<{ coreRssBytes?: number; hostRssBytes?: number }>;
   /** Resolves when the supervisor has exited (for whatever reason). */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Flushes pending state (best effort), then SIGTERM → SIGKILL the process group. Idempotent. */
@@ -315,6 +321,17 @@ export async function launchClineCore(options: LaunchOptions): Promise<ClineCore
       client,
       timings: { bootMs },
       exited,
+      async memory() {
+        if (options.wrap) return {};
+        const [core, host] = await Promise.all([
+          processRssBytes(Number(info["corePid"])),
+          processRssBytes(Number(info["hostPid"])),
+        ]);
+        return {
+          ...(core !== undefined ? { coreRssBytes: core } : {}),
+          ...(host !== undefined ? { hostRssBytes: host } : {}),
+        };
+      },
       stop,
     };
   } catch (err) {

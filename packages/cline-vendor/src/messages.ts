@@ -91,7 +91,7 @@ const enumName = (v: unknown) =>
 /** Proto `ClineMessage` (after the camelCase conversion, enums as names, defaults filled). */
 const ProtoClineMessage = z.object({
   ts: z.coerce.number(),
-  type: z.enum(["ASK", "SAY"]).catch("SAY"),
+  type: z.enum(["ASK", "SAY"]).default("ASK"),
   ask: z.string().optional(),
   say: z.string().optional(),
   text: z.string().nullish(),

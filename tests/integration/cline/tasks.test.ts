@@ -2,9 +2,16 @@
  * Real Cline core, real scripted policy over HTTP: one booted core runs several tasks in sequence
  * (each ends with clearTask, which is what makes the instance reusable — itself under test here).
  */
+import { execFileSync } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type ClineCore, launchClineCore, runClineTask } from "@flakegym/cline-vendor";
+import {
+  type ClineCore,
+  collectArtifacts,
+  launchClineCore,
+  Outcome,
+  runClineTask,
+} from "@flakegym/cline-vendor";
 import {
   makeTempDir,
   type ScriptedPolicy,
@@ -32,6 +39,14 @@ beforeAll(async () => {
   dir = await makeTempDir("flakegym-cline-tasks-");
   workspace = join(dir.path, "ws");
   await mkdir(workspace);
+  await writeFile(join(workspace, "README.md"), "# scratch repo\n");
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-c", "user.name=flakegym", "-c", "user.email=t@flakegym", ...args], {
+      cwd: workspace,
+    });
+  git("init", "-q", "-b", "main");
+  git("add", "-A");
+  git("commit", "-qm", "base");
   core = await launchClineCore({
     workspace,
     configDir: join(dir.path, "config"),
@@ -80,6 +95,47 @@ describe("runClineTask on a real core", () => {
     const taskDir = join(core.configDir, "data", "tasks", run.taskId);
     const ui = JSON.parse(await readFile(join(taskDir, "ui_messages.json"), "utf8")) as { ask?: string }[];
     expect(ui.some((m) => m.ask === "completion_result")).toBe(true);
+  });
+
+  it("collects a real task's artifacts: history, ui messages, diff, outcome", async () => {
+    const p = await policy(writeThenComplete("artifact.txt", "kept in the diff"));
+    const run = await runClineTask({
+      client: core.client,
+      prompt: "Create artifact.txt.",
+      provider: scriptedProvider(p),
+      limits: { idleMs: 30_000 },
+    });
+    expect(run.outcome.kind).toBe("completed");
+    const dest = join(dir.path, "artifacts", "traj-0");
+    const manifest = await collectArtifacts({
+      configDir: core.configDir,
+      taskId: run.taskId,
+      workspace,
+      dest,
+      run,
+      extra: { "prompt.txt": "Create artifact.txt." },
+    });
+    expect(manifest.missing).toEqual([]);
+    const history = JSON.parse(await readFile(join(dest, "api_conversation_history.json"), "utf8")) as {
+      role: string;
+      content: { type: string; text?: string }[];
+    }[];
+    expect(history.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(JSON.stringify(history[1])).toContain("write_to_file");
+    const patch = await readFile(join(dest, "diff.patch"), "utf8");
+    expect(patch).toContain("+++ b/artifact.txt");
+    expect(patch).toContain("+kept in the diff");
+    expect(Outcome.parse(JSON.parse(await readFile(join(dest, "outcome.json"), "utf8"))).kind).toBe(
+      "completed",
+    );
+    const timings = JSON.parse(await readFile(join(dest, "timings.json"), "utf8")) as {
+      taskId: string;
+      counts: object;
+    };
+    expect(timings).toMatchObject({ taskId: run.taskId, counts: { modelRequests: 2, toolCalls: 1 } });
+    expect(await readFile(join(dest, "prompt.txt"), "utf8")).toBe("Create artifact.txt.");
+    const meta = JSON.parse(await readFile(join(dest, "task_metadata.json"), "utf8")) as object;
+    expect(meta).toBeTypeOf("object");
   });
 
   it("edits a file with replace_in_file", async () => {
@@ -237,5 +293,43 @@ describe("runClineTask on a real core", () => {
     expect(run.outcome).toMatchObject({ kind: "limits_exceeded", limit: "model_requests" });
     expect(run.outcome.detail).toContain("model request 2; the limit is 1");
     expect(run.counts.modelRequests).toBe(2);
+  });
+
+  it("configures an Anthropic-compatible provider: the core calls <baseUrl>/v1/messages with our token", async () => {
+    const p = await policy([]);
+    const ac = new AbortController();
+    void p.waitForRequests(1).then(() => ac.abort(new Error("seen enough")));
+    const run = await runClineTask({
+      client: core.client,
+      prompt: "hello",
+      provider: {
+        kind: "anthropic",
+        baseUrl: p.url,
+        modelId: "claude-sonnet-4-5-20250929",
+        apiKey: "fgt-anthropic-test",
+      },
+      signal: ac.signal,
+      limits: { idleMs: 30_000 },
+    });
+    expect(run.outcome).toMatchObject({ kind: "infra_error", cancelled: true });
+    const req = p.requests[0]!;
+    expect(req.path).toBe("/v1/messages");
+    expect(req.headers["x-api-key"]).toBe("fgt-anthropic-test");
+    expect((req.body as { model: string; stream: boolean }).model).toBe("claude-sonnet-4-5-20250929");
+    expect((req.body as { stream: boolean }).stream).toBe(true);
+  });
+
+  it("ends as agent_error when Cline reaches its mistake limit (replies without a tool)", async () => {
+    const p = await policy([say("I am just chatting."), say("Still just chatting."), say("More chat.")]);
+    const run = await runClineTask({
+      client: core.client,
+      prompt: "Do something.",
+      provider: scriptedProvider(p),
+      limits: { idleMs: 30_000 },
+      maxConsecutiveMistakes: 2,
+    });
+    expect(run.outcome).toMatchObject({ kind: "agent_error", ask: "mistake_limit_reached" });
+    expect(run.counts.toolCalls).toBe(0);
+    expect(p.requests.length).toBeGreaterThanOrEqual(2);
   });
 });
