@@ -65,6 +65,23 @@ export const rolloutCommand = defineCommand({
       );
     }
     if (summary.interrupted) return 130;
-    return summary.tasks.some((t) => t.error) ? 1 : 0;
+    if (summary.tasks.some((t) => t.error)) return 1;
+    const infra = summary.trajectories.outcomes.infra_error;
+    if (infra > 0) {
+      ctx.stderr.write(
+        `${infra} trajector${infra === 1 ? "y" : "ies"} ended in infra_error after every retry (see result.json in ${summary.out}/trajectories); the infrastructure, not the policy, failed\n`,
+      );
+      return 1;
+    }
+    if (r.banner) {
+      const off = summary.tasks.filter((t) => t.rewards.some((x) => x !== 1));
+      if (off.length > 0) {
+        ctx.stderr.write(
+          `environment validation failed: the gold policy must score 1 on every trajectory; it did not on ${off.map((t) => t.taskId).join(", ")} (see score.json in ${summary.out}/trajectories)\n`,
+        );
+        return 1;
+      }
+    }
+    return 0;
   },
 });
