@@ -271,7 +271,9 @@ export function resolveRolloutOptions(
   }
   let banner: string | undefined;
   let policies = o.policy;
-  if (!policies?.length) {
+  if (!policies?.length && o.resume) {
+    policies = ["(stored)"]; // the stored run's policies apply; no banner
+  } else if (!policies?.length) {
     const fromEnv = env.FLAKEGYM_POLICY?.trim();
     if (fromEnv) {
       policies = [fromEnv];

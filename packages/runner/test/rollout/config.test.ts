@@ -99,3 +99,10 @@ describe("newRunId", () => {
     expect(newRunId(new Date("2026-11-21T09:30:05.123Z"), () => 0.5)).toBe("20261121T093005Z-7fffff");
   });
 });
+
+describe("resume and the default policy", () => {
+  it("shows no gold banner when resuming (the stored run's policies apply)", () => {
+    const r = resolveRolloutOptions(parseArgs(RolloutOptions, ["--resume", "runs/x"]), {}, "/w", "RUN");
+    expect(r.banner).toBeUndefined();
+  });
+});
