@@ -10,7 +10,6 @@ import {
   TrajectoryResult,
 } from "@flakegym/runner";
 import { REPO_ROOT } from "@flakegym/test-utils";
-import type { z } from "zod";
 
 /** Shared helpers of the rollout e2e suites. */
 
@@ -20,7 +19,7 @@ const TASK_DIR = join(REPO_ROOT, "packages/runner/catalog", TASK);
 
 /** Reads every output of a run directory, each parsed with the schema it is written with. */
 export async function readRun(out: string) {
-  const jsonl = async <T>(f: string, schema: z.ZodType<T>): Promise<T[]> =>
+  const jsonl = async <T>(f: string, schema: { parse(x: unknown): T }): Promise<T[]> =>
     (await readFile(join(out, f), "utf8").catch(() => ""))
       .split("\n")
       .filter((l) => l.trim() !== "")

@@ -1,6 +1,7 @@
 export { type AtroposClient, AtroposError, createAtroposClient } from "./atropos/client.js";
 export {
   type AtroposEmitter,
+  type AtroposEmitterOptions,
   AtroposMark,
   createAtroposEmitter,
   markedGroups,

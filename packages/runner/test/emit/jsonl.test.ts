@@ -1,14 +1,20 @@
-import { appendFile, readdir, readFile, writeFile } from "node:fs/promises";
+import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { makeTempDir, type TempDir } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { appendJsonLine, parseJsonl, readJsonl, repairJsonl, writeJsonAtomic } from "../../src/emit/jsonl.js";
 
-let tmp: TempDir;
+/** A temp directory removed by cleanup(). */
+async function tempDir(prefix = "flakegym-test-") {
+  const path = await mkdtemp(join(tmpdir(), prefix));
+  return { path, cleanup: () => rm(path, { recursive: true, force: true }) };
+}
+
+let tmp: { path: string; cleanup(): Promise<void> };
 beforeEach(async () => {
-  tmp = await makeTempDir();
+  tmp = await tempDir();
 });
 afterEach(async () => {
   await tmp.cleanup();

@@ -1,8 +1,8 @@
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { makeTempDir, type TempDir } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { touchedPaths } from "../../src/scoring/diff.js";
 import { type HiddenTestOps, type ScoreOptions, scoreDiff } from "../../src/scoring/scorer.js";
@@ -11,10 +11,16 @@ import { type LoadedTask, loadTask } from "../../src/tasks/catalog.js";
 import { applyPatchInWorker, installHiddenTests, runHiddenTests } from "../../src/tasks/hidden-tests.js";
 import { createLocalBackend } from "../../src/workers/local/local-backend.js";
 
+/** A temp directory removed by cleanup(). */
+async function tempDir(prefix = "flakegym-test-") {
+  const path = await mkdtemp(join(tmpdir(), prefix));
+  return { path, cleanup: () => rm(path, { recursive: true, force: true }) };
+}
+
 // scoreDiff for real: a snapshot of the node catalog task, exec-only bubblewrap workers, the
 // task's hidden tests, and an OpenAI-compatible judge on loopback.
 
-let tmp: TempDir;
+let tmp: { path: string; cleanup(): Promise<void> };
 let task: LoadedTask;
 let snapshot: Snapshot;
 let ops: HiddenTestOps;
@@ -24,7 +30,7 @@ let judgeUrl: string;
 const judgeAnswers: string[] = [];
 
 beforeAll(async () => {
-  tmp = await makeTempDir("flakegym-score-");
+  tmp = await tempDir("flakegym-score-");
   task = await loadTask("semver-lite-caret-zero");
   snapshot = await buildSnapshot(snapshotSpecOfTask(task), { cacheDir: join(tmp.path, "cache") });
   solution = await readFile(task.paths.solution, "utf8");

@@ -1,14 +1,18 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type AtroposDouble, makeTempDir, startAtroposDouble, type TempDir } from "@flakegym/test-utils";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AtroposError, createAtroposClient } from "../../../src/emit/atropos/client.js";
 import {
   type AtroposEmitterOptions,
+  AtroposError,
+  createAtroposClient,
   createAtroposEmitter,
   markedGroups,
-} from "../../../src/emit/atropos/emitter.js";
-import type { ScoredDataGroup } from "../../../src/emit/atropos/schema.js";
+  type ScoredDataGroup,
+} from "@flakegym/runner";
+import { type AtroposDouble, makeTempDir, startAtroposDouble, type TempDir } from "@flakegym/test-utils";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+// The Atropos client and emitter of packages/runner/src/emit against the run-api double of
+// tests/utils (real node:http on loopback).
 
 const group = (scores: number[], len = 1500): ScoredDataGroup => ({
   tokens: scores.map((_, j) => Array.from({ length: len }, (_, i) => (i * 7 + j) % 1000)),
