@@ -69,21 +69,18 @@ const secs = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)}s`;
 /** Renders the live view as lines (pure). */
 export function renderView(view: ViewState, now: number, width = 120): string[] {
   const lines: string[] = [];
+  const idWidth = Math.max(0, ...[...view.trajectories.keys()].map((id) => id.length));
   for (const [taskId, t] of view.tasks) {
     const trajs = [...view.trajectories.entries()].filter(([, r]) => r.taskId === taskId);
     const done = trajs.filter(([, r]) => r.phase === "done").length;
     lines.push(`task ${taskId}  ${t.phase}${t.detail ? ` (${t.detail})` : ""}  ${done}/${trajs.length} done`);
     for (const [id, r] of trajs) {
-      const bits = [`  ${id.padEnd(24)}`, r.phase.padEnd(10)];
-      if (r.phase === "done") {
-        bits.push(
-          `${r.outcome ?? ""}`.padEnd(16),
-          r.reward === null || r.reward === undefined ? "reward -" : `reward ${r.reward.toFixed(2)}`,
-        );
-      } else {
-        bits.push(secs(now - r.since).padStart(6));
-      }
+      const bits = [`  ${id.padEnd(idWidth)}`, r.phase.padEnd(10)];
+      if (r.phase === "done") bits.push(r.outcome ?? "");
+      else bits.push(secs(now - r.since).padStart(6));
       if (r.turns !== undefined) bits.push(`turns ${r.turns}`);
+      if (r.phase === "done")
+        bits.push(r.reward === null || r.reward === undefined ? "reward -" : `reward ${r.reward.toFixed(2)}`);
       if (r.retries) bits.push(`retries ${r.retries}`);
       if (r.detail && r.phase !== "done") bits.push(r.detail);
       lines.push(bits.join("  ").slice(0, width));

@@ -28,7 +28,7 @@ describe("live view", () => {
     });
     const lines = renderView(view, 10_000);
     expect(lines[0]).toBe("task a  running  1/2 done");
-    expect(lines[1]).toMatch(/^ {2}a-t0\s+done\s+completed\s+reward 1\.00\s+turns 4$/);
+    expect(lines[1]).toMatch(/^ {2}a-t0\s+done\s+completed\s+turns 4\s+reward 1\.00$/);
     expect(lines[2]).toMatch(/^ {2}a-t1\s+booting\s+7\.0s\s+retries 1$/);
     expect(lines[3]).toBe("a-t1: infra failure, retry 1: worker crashed");
   });
