@@ -61,8 +61,10 @@ export const RolloutOptions = z.object({
     .number()
     .int()
     .optional()
-    .describe(`seed recorded in provenance and passed to samplers (default ${DEFAULTS.seed})`),
-  out: z.string().optional().describe("run directory (default runs/<timestamp>)"),
+    .describe(
+      `seed recorded in run.json and each group's provenance (the policy gateway does not forward it to samplers yet) (default ${DEFAULTS.seed})`,
+    ),
+  out: z.string().optional().describe("run directory (default runs/<timestamp>-<random>)"),
   resume: z.string().optional().describe("finish the run in this directory (its run.json holds the config)"),
   partialCredit: PartialCredit.optional().describe(
     "test reward: none = all tests must pass; fraction = passed/total (default none)",
@@ -140,7 +142,10 @@ export const RolloutOptions = z.object({
     .positive()
     .optional()
     .describe(`max token length registered with Atropos (default ${DEFAULTS.maxTokenLength})`),
-  backend: z.enum(["local", "podman", "nomad"]).optional().describe("where workers run (default local)"),
+  backend: z
+    .enum(["local", "podman", "nomad"])
+    .optional()
+    .describe("where workers run (default local; podman and nomad cannot run Cline agent workers yet)"),
   maxTurns: z
     .number()
     .int()

@@ -22,7 +22,7 @@ export const validateCommand = defineCommand({
     "with `empty` (no change). The hidden tests run --repeat times per scoring to catch flaky tests.\n" +
     "Tasks that need network are skipped with a message when the machine is offline. Exit 1 on any failure.",
   options: z.object({
-    task: z.array(z.string().min(1)).optional().describe("catalog task id (repeatable)"),
+    task: z.array(z.string().min(1)).optional().describe("catalog task id"),
     all: z.boolean().default(false).describe("validate every task in the catalog"),
     catalog: z.string().optional().describe("task catalog directory (default: the built-in catalog)"),
     repeat: z.number().int().min(1).max(20).default(3).describe("hidden-test runs per scoring"),
@@ -31,7 +31,10 @@ export const validateCommand = defineCommand({
       .string()
       .optional()
       .describe("run directory kept for inspection (default runs/validate-<timestamp>)"),
-    backend: z.enum(["local", "podman", "nomad"]).default("local").describe("where workers run"),
+    backend: z
+      .enum(["local", "podman", "nomad"])
+      .default("local")
+      .describe("where workers run (podman and nomad cannot run Cline agent workers yet)"),
     json: z.boolean().default(false).describe("print the verdicts as JSON"),
   }),
   examples: ["flakegym validate --all", "flakegym validate --task tinygauge-vertical --repeat 5"],
