@@ -1,0 +1,373 @@
+import { match } from "ts-pattern";
+import { z } from "zod";
+import { hours, milliseconds, seconds } from "../duration.js";
+import { assertNoSecrets, assertRoutableUrl } from "./guards.js";
+import { Constraint, type Job, type Task } from "./job.js";
+
+/**
+ * The Cline worker as a Nomad job: one parameterized batch job per (run, task, image), one
+ * dispatch per worker (see docs/nomad.md, "Job shape"). Pure: options in, job out.
+ */
+
+/** Meta keys flakegym sets on every job it creates (`NOMAD_META_<key>` inside the task). */
+export const META = {
+  run: "flakegym_run",
+  task: "flakegym_task",
+  trajectory: "flakegym_trajectory",
+  attempt: "flakegym_attempt",
+  profile: "flakegym_profile",
+  image: "flakegym_image",
+  kind: "flakegym_kind",
+  /** Unix ms after which nobody can still be using the job: the orphan sweep may purge it. */
+  expires: "flakegym_expires",
+} as const;
+
+/** Every flakegym job id starts with this (the orphan sweep lists by it). */
+export const JOB_ID_PREFIX = "flakegym-";
+export const GRPC_PORT_LABEL = "grpc";
+export const WORKER_GROUP = "worker";
+export const WORKER_TASK = "worker";
+/** The Cline core's default gRPC port; inside a container the core listens there. */
+export const DEFAULT_CONTAINER_GRPC_PORT = 26040;
+
+/**
+ * The worker entrypoint's settings (the contract with the image's supervisor). Nomad interpolates
+ * `${...}`. The nix driver passes only `NOMAD_*` and `PATH` to its tasks, so for it the same
+ * settings are also set as task Meta (`NOMAD_META_FLAKEGYM_*`).
+ */
+export const WORKER_ENV = {
+  policyBaseUrl: "FLAKEGYM_POLICY_BASE_URL",
+  agent: "FLAKEGYM_AGENT",
+  snapshotDir: "FLAKEGYM_SNAPSHOT_DIR",
+  workspace: "FLAKEGYM_WORKSPACE",
+  configDir: "FLAKEGYM_CONFIG_DIR",
+  grpcAddress: "FLAKEGYM_GRPC_ADDRESS",
+} as const;
+
+const DIGEST_REF = /@sha256:[0-9a-f]{64}$/;
+
+const ImageRef = z
+  .string()
+  .min(1)
+  .describe("image reference; pin it by digest (name@sha256:...) so every worker runs the same bytes");
+
+const ContainerCommon = {
+  image: ImageRef,
+  allowMutableTag: z
+    .boolean()
+    .default(false)
+    .describe("accept a tag instead of a digest (local development with a loaded image)"),
+  command: z.string().optional().describe("override the image's entrypoint command"),
+  args: z.array(z.string()).default([]).describe("arguments for the entrypoint"),
+  networkMode: z
+    .string()
+    .optional()
+    .describe("container network (e.g. a network whose egress only reaches the gateway)"),
+  containerPort: z
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_CONTAINER_GRPC_PORT)
+    .describe("port the core listens on inside the container"),
+};
+
+export const DockerDriver = z
+  .object({
+    driver: z.literal("docker"),
+    ...ContainerCommon,
+    runtime: z
+      .string()
+      .optional()
+      .describe('OCI runtime, e.g. "runsc" for gVisor (must be in the client\'s allow_runtimes)'),
+  })
+  .strict();
+
+export const PodmanDriver = z
+  .object({
+    driver: z.literal("podman"),
+    ...ContainerCommon,
+  })
+  .strict();
+
+export const NixDriver = z
+  .object({
+    driver: z.literal("nix"),
+    flake: z
+      .string()
+      .regex(/#./, "expected a flake output reference like <flake-ref>#<output>")
+      .describe("flake output holding the worker (only its closure is mounted into the task)"),
+    command: z.string().min(1).describe("program on the output's bin/ to run"),
+    args: z.array(z.string()).default([]),
+  })
+  .strict();
+
+export const RawExecDriver = z
+  .object({
+    driver: z.literal("raw_exec"),
+    command: z.string().min(1).describe("absolute path of the program on the client"),
+    args: z.array(z.string()).default([]),
+  })
+  .strict()
+  .describe("no isolation at all: only for a dev agent and the real-agent test suite");
+
+export const WorkerDriver = z.discriminatedUnion("driver", [
+  DockerDriver,
+  PodmanDriver,
+  NixDriver,
+  RawExecDriver,
+]);
+export type WorkerDriver = z.infer<typeof WorkerDriver>;
+export type WorkerDriverInput = z.input<typeof WorkerDriver>;
+
+export const WorkerResources = z
+  .object({
+    cpuMhz: z.number().int().positive().default(1000).describe("CPU reservation (MHz)"),
+    memoryMb: z
+      .number()
+      .int()
+      .positive()
+      .default(512)
+      .describe("memory reserved for scheduling; the hard limit unless oversubscription is on (MB)"),
+    memoryMaxMb: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(2048)
+      .describe("hard memory limit with memory oversubscription enabled (MB; 0 = none)"),
+    diskMb: z.number().int().positive().default(4096).describe("ephemeral disk for the workspace (MB)"),
+  })
+  .strict();
+export type WorkerResources = z.infer<typeof WorkerResources>;
+
+export const WorkerSandbox = z
+  .object({
+    pidsLimit: z.number().int().positive().default(1024).describe("most processes the worker may run"),
+    readonlyRootfs: z
+      .boolean()
+      .default(true)
+      .describe("image filesystem read-only; writes go to tmpfs/alloc dir"),
+    tmpfsMb: z.number().int().positive().default(512).describe("size of the tmpfs mounted at /tmp (MB)"),
+  })
+  .strict();
+export type WorkerSandbox = z.infer<typeof WorkerSandbox>;
+
+export const WorkerJobOptions = z
+  .object({
+    jobId: z.string().min(1),
+    runId: z.string().min(1),
+    taskId: z.string().min(1),
+    profile: z.string().min(1),
+    agent: z.boolean().default(true).describe("start the Cline core (false: a command-only worker)"),
+    driver: WorkerDriver,
+    policyBaseUrl: z.string().describe("base URL the core inside the worker uses for the policy gateway"),
+    namespace: z.string().optional(),
+    region: z.string().optional(),
+    datacenters: z.array(z.string().min(1)).default(["*"]),
+    nodePool: z.string().optional(),
+    priority: z.number().int().min(1).max(100).optional(),
+    constraints: z.array(Constraint).default([]),
+    resources: WorkerResources.default(WorkerResources.parse({})),
+    sandbox: WorkerSandbox.default(WorkerSandbox.parse({})),
+    env: z.record(z.string(), z.string()).default({}).describe("extra env for the agent's processes"),
+    snapshotDir: z
+      .string()
+      .default("/snapshot")
+      .describe("read-only repo snapshot inside the image; the worker copies it to its workspace"),
+    maxRunMs: z.number().int().positive().optional().describe("Nomad stops the allocation after this long"),
+    expiresAtMs: z.number().int().positive().describe("unix ms after which the orphan sweep may purge"),
+  })
+  .strict();
+export type WorkerJobOptions = z.infer<typeof WorkerJobOptions>;
+export type WorkerJobInput = z.input<typeof WorkerJobOptions>;
+
+function parseOptions<T extends z.ZodType>(schema: T, input: unknown, what: string): z.infer<T> {
+  const r = schema.safeParse(input);
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    throw new TypeError(`${what}: option '${i.path.join(".")}': ${i.message}`);
+  }
+  return r.data;
+}
+
+function checkImage(d: { image: string; allowMutableTag: boolean }): void {
+  if (!d.allowMutableTag && !DIGEST_REF.test(d.image)) {
+    throw new TypeError(
+      `worker image '${d.image}' is not pinned by digest: reference it as name@sha256:<digest> ` +
+        "(see docs/nomad.md, Image publishing), or set allowMutableTag for a locally loaded image",
+    );
+  }
+}
+
+/** Port mapping: container drivers map the dynamic host port to the fixed port inside. */
+function grpcPort(d: WorkerDriver): { Label: string; To?: number } {
+  return match(d)
+    .with({ driver: "docker" }, { driver: "podman" }, (c) => ({
+      Label: GRPC_PORT_LABEL,
+      To: c.containerPort,
+    }))
+    .with({ driver: "nix" }, { driver: "raw_exec" }, () => ({ Label: GRPC_PORT_LABEL }))
+    .exhaustive();
+}
+
+/**
+ * Entrypoint and arguments of a container task. An override (the exec shell) replaces the image's
+ * entrypoint, which is the worker supervisor.
+ */
+function containerArgv(
+  c: { command?: string | undefined; args: readonly string[] },
+  override?: { command: string; args: readonly string[] },
+): Record<string, unknown> {
+  if (override) return { entrypoint: [override.command], args: [...override.args] };
+  return { ...(c.command ? { command: c.command } : {}), ...(c.args.length ? { args: [...c.args] } : {}) };
+}
+
+/** The driver's own `Config` block (lowercase keys), with the sandbox settings it supports. */
+export function driverConfig(
+  d: WorkerDriver,
+  sandbox: WorkerSandbox,
+  override?: { command: string; args: readonly string[] },
+): Record<string, unknown> {
+  const tmpfsBytes = sandbox.tmpfsMb * 1024 * 1024;
+  return match(d)
+    .with({ driver: "docker" }, (c) => ({
+      image: c.image,
+      ...containerArgv(c, override),
+      ports: [GRPC_PORT_LABEL],
+      ...(c.networkMode ? { network_mode: c.networkMode } : {}),
+      ...(c.runtime ? { runtime: c.runtime } : {}),
+      privileged: false,
+      cap_drop: ["ALL"],
+      security_opt: ["no-new-privileges"],
+      readonly_rootfs: sandbox.readonlyRootfs,
+      mount: [{ type: "tmpfs", target: "/tmp", readonly: false, tmpfs_options: { size: tmpfsBytes } }],
+      pids_limit: sandbox.pidsLimit,
+    }))
+    .with({ driver: "podman" }, (c) => ({
+      image: c.image,
+      ...containerArgv(c, override),
+      ports: [GRPC_PORT_LABEL],
+      ...(c.networkMode ? { network_mode: c.networkMode } : {}),
+      privileged: false,
+      cap_drop: ["ALL"],
+      security_opt: ["no-new-privileges"],
+      readonly_rootfs: sandbox.readonlyRootfs,
+      tmpfs: ["/tmp"],
+      pids_limit: sandbox.pidsLimit,
+    }))
+    .with({ driver: "nix" }, (c) => ({
+      packages: [c.flake],
+      command: override ? override.command : c.command,
+      args: override ? [...override.args] : c.args,
+      pid_mode: "private",
+      ipc_mode: "private",
+    }))
+    .with({ driver: "raw_exec" }, (c) => ({
+      command: override ? override.command : c.command,
+      args: override ? [...override.args] : c.args,
+    }))
+    .exhaustive();
+}
+
+/** Settings every worker task gets (see WORKER_ENV). */
+export function workerSettings(o: {
+  policyBaseUrl: string;
+  agent: boolean;
+  snapshotDir: string;
+}): Record<string, string> {
+  return {
+    [WORKER_ENV.policyBaseUrl]: o.policyBaseUrl,
+    [WORKER_ENV.agent]: o.agent ? "1" : "0",
+    [WORKER_ENV.snapshotDir]: o.snapshotDir,
+    [WORKER_ENV.workspace]: "${NOMAD_ALLOC_DIR}/workspace",
+    [WORKER_ENV.configDir]: "${NOMAD_ALLOC_DIR}/cline",
+    [WORKER_ENV.grpcAddress]: `0.0.0.0:\${NOMAD_PORT_${GRPC_PORT_LABEL}}`,
+    // The Cline core's own override of its listen address (it defaults to 127.0.0.1).
+    PROTOBUS_ADDRESS: `0.0.0.0:\${NOMAD_PORT_${GRPC_PORT_LABEL}}`,
+    HOME: "${NOMAD_TASK_DIR}/home",
+  };
+}
+
+/** Task resources from the worker's sizing. */
+export function taskResources(r: WorkerResources): NonNullable<Task["Resources"]> {
+  const reserve = r.memoryMaxMb > 0 ? Math.min(r.memoryMb, r.memoryMaxMb) : r.memoryMb;
+  return {
+    CPU: r.cpuMhz,
+    MemoryMB: reserve,
+    MemoryMaxMB: r.memoryMaxMb > reserve ? r.memoryMaxMb : 0,
+  };
+}
+
+function imageOf(d: WorkerDriver): string {
+  return match(d)
+    .with({ driver: "docker" }, { driver: "podman" }, (c) => c.image)
+    .with({ driver: "nix" }, (c) => c.flake)
+    .with({ driver: "raw_exec" }, (c) => c.command)
+    .exhaustive();
+}
+
+/**
+ * The parameterized batch job a worker is dispatched from. Each dispatch must set
+ * `flakegym_trajectory` and `flakegym_expires` (Meta) and carries no payload.
+ */
+export function buildWorkerJob(input: WorkerJobInput): Job {
+  const o = parseOptions(WorkerJobOptions, input, "worker job");
+  if (o.driver.driver === "docker" || o.driver.driver === "podman") checkImage(o.driver);
+  assertRoutableUrl(o.policyBaseUrl, "policy gateway URL");
+  assertNoSecrets(o.env, "worker env");
+  const settings = workerSettings(o);
+  const env = { ...o.env, ...settings };
+  const task: Task = {
+    Name: WORKER_TASK,
+    Driver: o.driver.driver,
+    Config: driverConfig(o.driver, o.sandbox),
+    Env: env,
+    ...(o.driver.driver === "nix"
+      ? { Meta: Object.fromEntries(Object.entries(env).map(([k, v]) => [k.toLowerCase(), v])) }
+      : {}),
+    Resources: taskResources(o.resources),
+    KillTimeout: seconds(10),
+    LogConfig: { MaxFiles: 2, MaxFileSizeMB: 20 },
+  };
+  return {
+    ID: o.jobId,
+    Name: o.jobId,
+    Type: "batch",
+    ...(o.namespace ? { Namespace: o.namespace } : {}),
+    ...(o.region ? { Region: o.region } : {}),
+    ...(o.priority ? { Priority: o.priority } : {}),
+    Datacenters: o.datacenters,
+    ...(o.nodePool ? { NodePool: o.nodePool } : {}),
+    Meta: {
+      [META.run]: o.runId,
+      [META.task]: o.taskId,
+      [META.profile]: o.profile,
+      [META.image]: imageOf(o.driver),
+      [META.kind]: o.agent ? "agent" : "command",
+      [META.expires]: String(o.expiresAtMs),
+    },
+    ...(o.constraints.length ? { Constraints: o.constraints } : {}),
+    ParameterizedJob: {
+      Payload: "forbidden",
+      MetaRequired: [META.trajectory, META.expires],
+      MetaOptional: [META.attempt],
+    },
+    TaskGroups: [
+      {
+        Name: WORKER_GROUP,
+        Count: 1,
+        Networks: [{ Mode: "host", DynamicPorts: [grpcPort(o.driver)] }],
+        // One-shot: a worker that dies is an infra failure the runner records and retries itself.
+        RestartPolicy: { Attempts: 0, Mode: "fail", Interval: hours(24), Delay: 0 },
+        ReschedulePolicy: { Attempts: 0, Unlimited: false, Interval: 0, Delay: 0 },
+        EphemeralDisk: { SizeMB: o.resources.diskMb },
+        ...(o.maxRunMs ? { MaxRunDuration: milliseconds(o.maxRunMs) } : {}),
+        Tasks: [task],
+      },
+    ],
+  };
+}
+
+/** Wraps a job the way `nomad job run -json` and `POST /v1/jobs` expect. */
+export function renderJobJson(job: Job): string {
+  return `${JSON.stringify({ Job: job }, null, 2)}\n`;
+}
