@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type Job, JobRegisterRequest } from "../spec/job.js";
+import { type Job, JobRegisterRequest, parseJob } from "../spec/job.js";
 import type { CallOptions, QueryOptions, RequestCore, Result } from "./request.js";
 import {
   AllocationListStub,
@@ -61,19 +61,19 @@ export function createJobsApi(core: RequestCore) {
      * `POST /v1/jobs`. With `enforceIndex: 0` it only creates: a second register of the same id
      * fails ("job already exists"), which makes a create safe to resend.
      */
-    register(
+    async register(
       job: Job,
       opts: CallOptions & { enforceIndex?: number } = {},
     ): Promise<Result<JobRegisterResponse>> {
       const body = JobRegisterRequest.parse({
-        Job: job,
+        Job: parseJob(job),
         ...(opts.enforceIndex !== undefined ? { EnforceIndex: true, JobModifyIndex: opts.enforceIndex } : {}),
       });
       return core.json({ method: "POST", path: "/v1/jobs", body }, JobRegisterResponse, opts);
     },
 
     /** `POST /v1/job/:id/dispatch`: one child job of a parameterized job. */
-    dispatch(
+    async dispatch(
       jobId: string,
       req: DispatchRequest = {},
       opts: CallOptions = {},

@@ -193,9 +193,10 @@ export function createRequestCore(config: NomadClientConfig): RequestCore {
     const expected = spec.expected ?? [200];
     const idempotent = spec.idempotent ?? (spec.method === "GET" || spec.method === "DELETE");
     const blockingMs = opts.index !== undefined ? (opts.waitMs ?? 300_000) : 0;
-    const timeoutMs =
+    const timeoutMs = Math.ceil(
       opts.timeoutMs ??
-      config.timeoutMs + (blockingMs ? blockingMs + blockingMs / 16 + BLOCKING_SLACK_MS : 0);
+        config.timeoutMs + (blockingMs ? blockingMs + blockingMs / 16 + BLOCKING_SLACK_MS : 0),
+    );
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);

@@ -6,6 +6,7 @@ import { Constraint, type Job, type Task } from "./job.js";
 import {
   driverConfig,
   META,
+  nomadVar,
   taskResources,
   WORKER_ENV,
   WorkerDriver,
@@ -87,7 +88,11 @@ export function buildExecJob(input: ExecJobInput): Job {
     command: shellOf(o.driver),
     args: ["-c", EXEC_PRELUDE, "flakegym-exec", b64(o.command), b64(o.cwd)],
   };
-  const env = { ...o.env, [WORKER_ENV.snapshotDir]: o.snapshotDir, HOME: "${NOMAD_TASK_DIR}/home" };
+  const env = {
+    ...o.env,
+    [WORKER_ENV.snapshotDir]: o.snapshotDir,
+    HOME: `${nomadVar("NOMAD_TASK_DIR")}/home`,
+  };
   const config = driverConfig(o.driver, o.sandbox, argv);
   // An exec task serves no port.
   delete config.ports;

@@ -15,7 +15,11 @@ const StringMap = z.record(z.string(), z.string());
 
 export const Constraint = z
   .object({
-    LTarget: z.string().describe("attribute to test, e.g. ${attr.kernel.name} or ${meta.flakegym}"),
+    LTarget: z
+      .string()
+      .describe(
+        "attribute to test, e.g. the node attribute attr.kernel.name in Nomad's interpolation syntax",
+      ),
     RTarget: z.string().describe("value to compare with"),
     Operand: z.string().describe("=, !=, regexp, version, semver, set_contains, is_set, distinct_hosts, ..."),
   })
@@ -118,7 +122,7 @@ export const Task = z
     Driver: z.string().min(1).describe("task driver: docker, podman, nix, raw_exec, exec, ..."),
     User: z.string().optional(),
     Config: z.record(z.string(), z.unknown()).describe("driver configuration (the driver's lowercase keys)"),
-    Env: StringMap.optional().describe("environment; ${...} is interpolated by Nomad"),
+    Env: StringMap.optional().describe("environment; Nomad interpolates its runtime variables in the values"),
     Meta: StringMap.optional(),
     Resources: Resources.optional(),
     RestartPolicy: RestartPolicy.optional(),

@@ -268,6 +268,11 @@ export function driverConfig(
     .exhaustive();
 }
 
+/** A Nomad runtime variable reference, `${name}`, interpolated by Nomad in env and driver config. */
+export function nomadVar(name: string): string {
+  return "$" + `{${name}}`;
+}
+
 /** Settings every worker task gets (see WORKER_ENV). */
 export function workerSettings(o: {
   policyBaseUrl: string;
@@ -278,12 +283,12 @@ export function workerSettings(o: {
     [WORKER_ENV.policyBaseUrl]: o.policyBaseUrl,
     [WORKER_ENV.agent]: o.agent ? "1" : "0",
     [WORKER_ENV.snapshotDir]: o.snapshotDir,
-    [WORKER_ENV.workspace]: "${NOMAD_ALLOC_DIR}/workspace",
-    [WORKER_ENV.configDir]: "${NOMAD_ALLOC_DIR}/cline",
-    [WORKER_ENV.grpcAddress]: `0.0.0.0:\${NOMAD_PORT_${GRPC_PORT_LABEL}}`,
+    [WORKER_ENV.workspace]: `${nomadVar("NOMAD_ALLOC_DIR")}/workspace`,
+    [WORKER_ENV.configDir]: `${nomadVar("NOMAD_ALLOC_DIR")}/cline`,
+    [WORKER_ENV.grpcAddress]: `0.0.0.0:${nomadVar(`NOMAD_PORT_${GRPC_PORT_LABEL}`)}`,
     // The Cline core's own override of its listen address (it defaults to 127.0.0.1).
-    PROTOBUS_ADDRESS: `0.0.0.0:\${NOMAD_PORT_${GRPC_PORT_LABEL}}`,
-    HOME: "${NOMAD_TASK_DIR}/home",
+    PROTOBUS_ADDRESS: `0.0.0.0:${nomadVar(`NOMAD_PORT_${GRPC_PORT_LABEL}`)}`,
+    HOME: `${nomadVar("NOMAD_TASK_DIR")}/home`,
   };
 }
 

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildExecJob, EXEC_PRELUDE, type ExecJobInput } from "../../src/spec/exec-job.js";
+import { nomadVar } from "../../src/spec/worker-job.js";
 import { expectGolden } from "../helpers/golden.js";
 
 const base: ExecJobInput = {
@@ -13,7 +14,7 @@ const base: ExecJobInput = {
   trajectoryId: "t1",
   profile: "python",
   driver: { driver: "docker", image: `oci.example/x@sha256:${"0".repeat(64)}` },
-  command: 'echo "${HOME}" && python3 -m pytest -q tests/test_x.py',
+  command: `echo "${nomadVar("HOME")}" && python3 -m pytest -q tests/test_x.py`,
   cwd: "",
   expiresAtMs: 1_800_000_000_000,
   maxRunMs: 600_000,
@@ -36,8 +37,8 @@ describe("buildExecJob", () => {
     };
     expect(cfg.entrypoint).toEqual(["/bin/sh"]);
     expect(cfg.ports).toBeUndefined();
-    // Nomad interpolates ${...} in args: the command must not appear in clear.
-    expect(cfg.args.join(" ")).not.toContain("${HOME}");
+    // Nomad interpolates its variables in args: the command must not appear in clear.
+    expect(cfg.args.join(" ")).not.toContain(nomadVar("HOME"));
     expect(Buffer.from(cfg.args[3]!, "base64").toString()).toBe(base.command);
   });
 

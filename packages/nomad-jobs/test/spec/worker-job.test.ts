@@ -6,6 +6,7 @@ import {
   buildWorkerJob,
   GRPC_PORT_LABEL,
   META,
+  nomadVar,
   renderJobJson,
   WORKER_ENV,
   type WorkerJobInput,
@@ -71,7 +72,7 @@ describe("buildWorkerJob", () => {
   it("env carries the policy URL and the listen address, never secrets", () => {
     const env = buildWorkerJob({ ...base, env: { LANG: "C.UTF-8" } }).TaskGroups[0]!.Tasks[0]!.Env!;
     expect(env[WORKER_ENV.policyBaseUrl]).toBe("http://10.0.0.5:8089/v1");
-    expect(env.PROTOBUS_ADDRESS).toBe("0.0.0.0:${NOMAD_PORT_grpc}");
+    expect(env.PROTOBUS_ADDRESS).toBe(`0.0.0.0:${nomadVar("NOMAD_PORT_grpc")}`);
     expect(env.LANG).toBe("C.UTF-8");
     expect(() => buildWorkerJob({ ...base, env: { OPENAI_API_KEY: "sk-123" } })).toThrow(
       "'OPENAI_API_KEY' looks like a secret",
