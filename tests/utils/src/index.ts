@@ -3,3 +3,4 @@ export { findProcesses, type ProcInfo, processReaper, processTable, waitFor } fr
 export { REPO_ROOT } from "./repo-root.js";
 export { runCli } from "./run-cli.js";
 export { makeTempDir, type TempDir } from "./temp-dir.js";
+export { type DoubleTaskInfo, type NomadDouble, type NomadDoubleOptions, startNomadDouble, type TaskBehavior } from "./nomad-double.js";
