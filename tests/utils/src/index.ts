@@ -1,6 +1,12 @@
+export {
+  type DoubleTaskInfo,
+  type NomadDouble,
+  type NomadDoubleOptions,
+  startNomadDouble,
+  type TaskBehavior,
+} from "./nomad-double.js";
 export { freePort } from "./ports.js";
 export { findProcesses, type ProcInfo, processReaper, processTable, waitFor } from "./processes.js";
 export { REPO_ROOT } from "./repo-root.js";
 export { runCli } from "./run-cli.js";
 export { makeTempDir, type TempDir } from "./temp-dir.js";
-export { type DoubleTaskInfo, type NomadDouble, type NomadDoubleOptions, startNomadDouble, type TaskBehavior } from "./nomad-double.js";

@@ -18,7 +18,8 @@ function parsePath(sel: string): string[] {
   while (pos < sel.length) {
     re.lastIndex = pos;
     m = re.exec(sel);
-    if (!m) throw new FilterError(`failed to parse filter: unexpected '${sel.slice(pos)}' in selector '${sel}'`);
+    if (!m)
+      throw new FilterError(`failed to parse filter: unexpected '${sel.slice(pos)}' in selector '${sel}'`);
     out.push(m[1] ?? m[2] ?? m[3]!);
     pos = re.lastIndex;
   }
@@ -30,7 +31,8 @@ export function parseFilter(expr: string): Clause[] {
   return parts.map((raw) => {
     const p = raw.trim();
     let m = /^(.+?)\s*(==|!=)\s*"((?:[^"\\]|\\.)*)"$/.exec(p);
-    if (m) return { path: parsePath(m[1]!.trim()), op: m[2] as "==" | "!=", value: m[3]!.replace(/\\(.)/g, "$1") };
+    if (m)
+      return { path: parsePath(m[1]!.trim()), op: m[2] as "==" | "!=", value: m[3]!.replace(/\\(.)/g, "$1") };
     m = /^(.+?)\s+is\s+(not\s+)?empty$/.exec(p);
     if (m) return { path: parsePath(m[1]!.trim()), op: m[2] ? "not-empty" : "empty" };
     throw new FilterError(`failed to parse filter: unsupported expression '${p}'`);
@@ -55,9 +57,16 @@ export function matchesFilter(clauses: readonly Clause[], obj: unknown): boolean
       case "!=":
         return v === undefined || String(v) !== c.value;
       case "empty":
-        return v === undefined || v === null || v === "" || (typeof v === "object" && Object.keys(v).length === 0);
+        return (
+          v === undefined || v === null || v === "" || (typeof v === "object" && Object.keys(v).length === 0)
+        );
       case "not-empty":
-        return !(v === undefined || v === null || v === "" || (typeof v === "object" && Object.keys(v).length === 0));
+        return !(
+          v === undefined ||
+          v === null ||
+          v === "" ||
+          (typeof v === "object" && Object.keys(v).length === 0)
+        );
     }
     return false;
   });

@@ -212,7 +212,10 @@ function startListeners(ctx: TaskRunContext, cb: TaskCallbacks): TaskHandle {
     });
     s.on("stream", (stream) => {
       stream.on("error", () => {});
-      stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "12" }, { endStream: true });
+      stream.respond(
+        { ":status": 200, "content-type": "application/grpc", "grpc-status": "12" },
+        { endStream: true },
+      );
     });
     s.on("error", (e) => {
       if (!alive) return;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { createServer as createTcpServer, type AddressInfo } from "node:net";
+import { type AddressInfo, createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FilterError, matchesFilter, parseFilter } from "./nomad-double-filter.js";
@@ -217,7 +217,15 @@ export interface NomadDouble {
   /** Every request received, in order. */
   readonly requests: readonly RecordedRequest[];
   /** The job table (what `GET /v1/jobs?namespace=*` would list), as stored. */
-  jobs(): Array<{ ID: string; Namespace: string; ParentID: string; Status: string; Stop: boolean; Meta: Record<string, string>; spec: Json }>;
+  jobs(): Array<{
+    ID: string;
+    Namespace: string;
+    ParentID: string;
+    Status: string;
+    Stop: boolean;
+    Meta: Record<string, string>;
+    spec: Json;
+  }>;
   allocations(): Array<Omit<AllocRec, "handles" | "dir" | "maxRunTimer" | "stopReason">>;
   /** Tasks still running a process or listener. */
   liveTasks(): number;
@@ -225,6 +233,8 @@ export interface NomadDouble {
   failNext(count: number, status?: number, body?: string, match?: FaultMatch): void;
   /** Cuts the connection of the next `count` matching requests without an answer. */
   dropNext(count: number, match?: FaultMatch): void;
+  /** Processes the next `count` matching requests, then cuts the connection instead of answering. */
+  loseAnswerNext(count: number, match?: FaultMatch): void;
   /** Marks an allocation lost (its node went down) and kills its tasks. */
   loseAllocation(allocId: string): Promise<void>;
   setPlacementDelay(ms: number): void;
@@ -254,9 +264,19 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
   const evals = new Map<string, EvalRec>();
   const requests: RecordedRequest[] = [];
   const waiters = new Set<() => void>();
-  const subscribers = new Set<{ topics: Map<string, Set<string>>; namespace: string; send(e: StreamEventRec[], i: number): void }>();
+  const subscribers = new Set<{
+    topics: Map<string, Set<string>>;
+    namespace: string;
+    send(e: StreamEventRec[], i: number): void;
+  }>();
   const eventLog: StreamEventRec[] = [];
-  const faults: Array<{ kind: "fail" | "drop"; remaining: number; status: number; body: string; match: FaultMatch }> = [];
+  const faults: Array<{
+    kind: "fail" | "drop";
+    remaining: number;
+    status: number;
+    body: string;
+    match: FaultMatch;
+  }> = [];
   const timers = new Set<NodeJS.Timeout>();
   const closers = new Set<() => void>();
   let closed = false;
@@ -324,7 +344,9 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const s = j.spec;
     const summary: Record<string, Json> = {};
     for (const g of (s.TaskGroups as Json[]) ?? []) {
-      const mine = [...allocs.values()].filter((a) => a.JobID === j.ID && a.Namespace === j.Namespace && a.TaskGroup === g.Name);
+      const mine = [...allocs.values()].filter(
+        (a) => a.JobID === j.ID && a.Namespace === j.Namespace && a.TaskGroup === g.Name,
+      );
       summary[g.Name as string] = {
         Queued: 0,
         Complete: mine.filter((a) => a.ClientStatus === "complete").length,
@@ -375,7 +397,8 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const mine = [...allocs.values()].filter((a) => a.JobID === j.ID && a.Namespace === j.Namespace);
     const live = mine.some((a) => a.ClientStatus === "pending" || a.ClientStatus === "running");
     const pendingEval = [...evals.values()].some(
-      (e) => e.JobID === j.ID && e.Namespace === j.Namespace && (e.Status === "pending" || e.Status === "blocked"),
+      (e) =>
+        e.JobID === j.ID && e.Namespace === j.Namespace && (e.Status === "pending" || e.Status === "blocked"),
     );
     if (isParent) j.Status = j.Stop ? "dead" : "running";
     else if (live) j.Status = "running";
@@ -386,7 +409,16 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
 
   function touchJob(j: JobRec) {
     if (refreshJobStatus(j)) {
-      const i = commit("jobs", [{ Topic: "Job", Type: "JobStatusUpdated", Key: j.ID, Namespace: j.Namespace, FilterKeys: [], Payload: { Job: jobJson(j) } }]);
+      const i = commit("jobs", [
+        {
+          Topic: "Job",
+          Type: "JobStatusUpdated",
+          Key: j.ID,
+          Namespace: j.Namespace,
+          FilterKeys: [],
+          Payload: { Job: jobJson(j) },
+        },
+      ]);
       j.ModifyIndex = i;
     }
   }
@@ -408,7 +440,10 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     if (pj) {
       if (type !== "batch" && type !== "sysbatch")
         errs.push('Parameterized job can only be used with "batch" or "sysbatch" scheduler');
-      if (pj.Payload !== undefined && !["", "optional", "required", "forbidden"].includes(pj.Payload as string))
+      if (
+        pj.Payload !== undefined &&
+        !["", "optional", "required", "forbidden"].includes(pj.Payload as string)
+      )
         errs.push(`Unknown payload requirement: "${String(pj.Payload)}"`);
     }
     const groups = job.TaskGroups as Json[] | undefined;
@@ -431,10 +466,13 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       if (!Array.isArray(tasks) || tasks.length === 0) gerrs.push("Missing tasks for task group");
       for (const [ti, t] of (tasks ?? []).entries()) {
         if (!t.Name) gerrs.push(`Task ${ti + 1} missing name`);
-        if (!t.Driver) gerrs.push(`Task ${(t.Name as string) || ti + 1} validation failed: Missing task driver`);
+        if (!t.Driver)
+          gerrs.push(`Task ${(t.Name as string) || ti + 1} validation failed: Missing task driver`);
         const r = t.Resources as Json | undefined;
         if (r && typeof r.MemoryMB === "number" && r.MemoryMB < 10)
-          gerrs.push(`Task ${t.Name as string} validation failed: minimum MemoryMB value is 10; got ${r.MemoryMB}`);
+          gerrs.push(
+            `Task ${t.Name as string} validation failed: minimum MemoryMB value is 10; got ${r.MemoryMB}`,
+          );
       }
       if (gerrs.length) errs.push(`Task group ${gname} validation failed: ${gerrs.join("; ")}`);
     });
@@ -479,7 +517,16 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       ModifyTime: nowNs(),
     };
     evals.set(e.ID, e);
-    const i = commit("evals", [{ Topic: "Evaluation", Type: "EvaluationUpdated", Key: e.ID, Namespace: e.Namespace, FilterKeys: [j.ID], Payload: { Evaluation: { ...e } } }]);
+    const i = commit("evals", [
+      {
+        Topic: "Evaluation",
+        Type: "EvaluationUpdated",
+        Key: e.ID,
+        Namespace: e.Namespace,
+        FilterKeys: [j.ID],
+        Payload: { Evaluation: { ...e } },
+      },
+    ]);
     e.CreateIndex = i;
     e.ModifyIndex = i;
     later(placementDelayMs, () => void schedule(e).catch(() => {}));
@@ -496,7 +543,9 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const failed: Record<string, Json> = {};
     const toPlace: Array<{ group: Json; idx: number }> = [];
     for (const g of j.spec.TaskGroups as Json[]) {
-      const missing = [...new Set((g.Tasks as Json[]).map((t) => t.Driver as string).filter((d) => !drivers.has(d)))];
+      const missing = [
+        ...new Set((g.Tasks as Json[]).map((t) => t.Driver as string).filter((d) => !drivers.has(d))),
+      ];
       if (missing.length) {
         failed[g.Name as string] = {
           NodesEvaluated: 1,
@@ -514,7 +563,11 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
         continue;
       }
       const existing = [...allocs.values()].filter(
-        (a) => a.JobID === j.ID && a.Namespace === j.Namespace && a.TaskGroup === g.Name && a.DesiredStatus === "run",
+        (a) =>
+          a.JobID === j.ID &&
+          a.Namespace === j.Namespace &&
+          a.TaskGroup === g.Name &&
+          a.DesiredStatus === "run",
       );
       const count = (g.Count as number) ?? 1;
       for (let i = existing.length; i < count; i++) toPlace.push({ group: g, idx: i });
@@ -536,16 +589,41 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     }
     e.Status = "complete";
     e.ModifyTime = nowNs();
-    e.ModifyIndex = commit("evals", [{ Topic: "Evaluation", Type: "EvaluationUpdated", Key: e.ID, Namespace: e.Namespace, FilterKeys: [j.ID], Payload: { Evaluation: { ...e } } }]);
+    e.ModifyIndex = commit("evals", [
+      {
+        Topic: "Evaluation",
+        Type: "EvaluationUpdated",
+        Key: e.ID,
+        Namespace: e.Namespace,
+        FilterKeys: [j.ID],
+        Payload: { Evaluation: { ...e } },
+      },
+    ]);
     touchJob(j);
   }
 
   function taskEvent(type: string, extra: Json = {}): TaskEvent {
-    return { Type: type, Time: nowNs(), Message: "", DisplayMessage: (extra.DisplayMessage as string) ?? "", Details: {}, ...extra };
+    return {
+      Type: type,
+      Time: nowNs(),
+      Message: "",
+      DisplayMessage: (extra.DisplayMessage as string) ?? "",
+      Details: {},
+      ...extra,
+    };
   }
 
   function publishAlloc(a: AllocRec, type = "AllocationUpdated") {
-    const i = commit("allocs", [{ Topic: "Allocation", Type: type, Key: a.ID, Namespace: a.Namespace, FilterKeys: [a.JobID], Payload: { Allocation: allocJson(a) } }]);
+    const i = commit("allocs", [
+      {
+        Topic: "Allocation",
+        Type: type,
+        Key: a.ID,
+        Namespace: a.Namespace,
+        FilterKeys: [a.JobID],
+        Payload: { Allocation: allocJson(a) },
+      },
+    ]);
     a.ModifyIndex = i;
     a.ModifyTime = nowNs();
     const j = jobs.get(key(a.Namespace, a.JobID));
@@ -574,10 +652,20 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const ports: AllocatedPort[] = [];
     for (const n of (g.Networks as Json[] | undefined) ?? []) {
       for (const p of (n.DynamicPorts as Json[] | undefined) ?? []) {
-        ports.push({ Label: p.Label as string, Value: await freeTcpPort(hostIp), To: (p.To as number) ?? 0, HostIP: hostIp });
+        ports.push({
+          Label: p.Label as string,
+          Value: await freeTcpPort(hostIp),
+          To: (p.To as number) ?? 0,
+          HostIP: hostIp,
+        });
       }
       for (const p of (n.ReservedPorts as Json[] | undefined) ?? []) {
-        ports.push({ Label: p.Label as string, Value: p.Value as number, To: (p.To as number) ?? 0, HostIP: hostIp });
+        ports.push({
+          Label: p.Label as string,
+          Value: p.Value as number,
+          To: (p.To as number) ?? 0,
+          HostIP: hostIp,
+        });
       }
     }
     const id = randomUUID();
@@ -600,19 +688,46 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       TaskStates: Object.fromEntries(
         tasks.map((t) => [
           t.Name as string,
-          { State: "pending", Failed: false, Restarts: 0, LastRestart: ZERO_TIME, StartedAt: ZERO_TIME, FinishedAt: ZERO_TIME, Events: [taskEvent("Received", { DisplayMessage: "Task received by client" })] },
+          {
+            State: "pending",
+            Failed: false,
+            Restarts: 0,
+            LastRestart: ZERO_TIME,
+            StartedAt: ZERO_TIME,
+            FinishedAt: ZERO_TIME,
+            Events: [taskEvent("Received", { DisplayMessage: "Task received by client" })],
+          },
         ]),
       ),
       AllocatedResources: {
         Tasks: Object.fromEntries(
           tasks.map((t) => {
             const r = (t.Resources as Json | undefined) ?? {};
-            return [t.Name as string, { Cpu: { CpuShares: r.CPU ?? 100 }, Memory: { MemoryMB: r.MemoryMB ?? 300, MemoryMaxMB: r.MemoryMaxMB ?? 0 }, Networks: null, Devices: null }];
+            return [
+              t.Name as string,
+              {
+                Cpu: { CpuShares: r.CPU ?? 100 },
+                Memory: { MemoryMB: r.MemoryMB ?? 300, MemoryMaxMB: r.MemoryMaxMB ?? 0 },
+                Networks: null,
+                Devices: null,
+              },
+            ];
           }),
         ),
         Shared: {
           DiskMB: ((g.EphemeralDisk as Json | undefined)?.SizeMB as number) ?? 300,
-          Networks: [{ Mode: "host", IP: hostIp, DynamicPorts: ports.map((p) => ({ Label: p.Label, Value: p.Value, To: p.To, HostNetwork: "default" })) }],
+          Networks: [
+            {
+              Mode: "host",
+              IP: hostIp,
+              DynamicPorts: ports.map((p) => ({
+                Label: p.Label,
+                Value: p.Value,
+                To: p.To,
+                HostNetwork: "default",
+              })),
+            },
+          ],
           Ports: ports,
         },
       },
@@ -681,7 +796,8 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       env[`NOMAD_META_${k}`] = v;
       env[`NOMAD_META_${k.toUpperCase()}`] = v;
     }
-    for (const [k, v] of Object.entries((t.Env as Record<string, string>) ?? {})) env[k] = interpolate(v, env);
+    for (const [k, v] of Object.entries((t.Env as Record<string, string>) ?? {}))
+      env[k] = interpolate(v, env);
     return env;
   }
 
@@ -692,23 +808,42 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const taskDir = join(a.dir, name, "local");
     mkdirSync(taskDir, { recursive: true });
     mkdirSync(join(a.dir, name, "secrets"), { recursive: true });
-    st.Events.push(taskEvent("Task Setup", { Message: "Building Task Directory", DisplayMessage: "Building Task Directory" }));
+    st.Events.push(
+      taskEvent("Task Setup", {
+        Message: "Building Task Directory",
+        DisplayMessage: "Building Task Directory",
+      }),
+    );
     publishAlloc(a);
     const env = taskEnv(j, g, a, t, taskDir);
     const meta = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith("NOMAD_META_")));
     const config = interpolateDeep(t.Config ?? {}, env) as Record<string, unknown>;
     const driver = t.Driver as string;
     const ports = (a.AllocatedResources.Shared as { Ports: AllocatedPort[] }).Ports;
-    const info = { allocId: a.ID, jobId: j.ID, parentId: j.ParentID, taskName: name, driver, config, env, meta, ports };
+    const info = {
+      allocId: a.ID,
+      jobId: j.ID,
+      parentId: j.ParentID,
+      taskName: name,
+      driver,
+      config,
+      env,
+      meta,
+      ports,
+    };
     let behavior = options.runTask?.(info);
     if (!behavior) {
       const wanted = Array.isArray(config.ports) ? (config.ports as string[]) : [];
       const unknown = wanted.find((l) => !ports.some((p) => p.Label === l));
       const argv = argvOf(driver, config);
-      if (unknown !== undefined) behavior = { kind: "driver-failure", message: `Port "${unknown}" not found, check network block` };
+      if (unknown !== undefined)
+        behavior = { kind: "driver-failure", message: `Port "${unknown}" not found, check network block` };
       else if (argv) behavior = { kind: "exec", argv };
       else if (driver === "raw_exec" || driver === "exec" || driver === "nix")
-        behavior = { kind: "driver-failure", message: "failed to parse config: missing required field \"command\"" };
+        behavior = {
+          kind: "driver-failure",
+          message: 'failed to parse config: missing required field "command"',
+        };
       else behavior = { kind: "listen" };
     }
     const ctx: TaskRunContext = { ...info, taskDir, logDir: join(a.dir, "alloc", "logs") };
@@ -741,7 +876,10 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
           st.Events.push(
             taskEvent("Not Restarting", {
               FailsTask: true,
-              Details: { fails_task: "true", restart_reason: `Exceeded allowed attempts ${attempts} in interval` },
+              Details: {
+                fails_task: "true",
+                restart_reason: `Exceeded allowed attempts ${attempts} in interval`,
+              },
               DisplayMessage: `Exceeded allowed attempts ${attempts} in interval 24h0m0s and mode is "fail"`,
             }),
           );
@@ -750,13 +888,23 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
         st.State = "dead";
         st.FinishedAt = new Date().toISOString();
         a.handles.delete(name);
-        if (a.maxRunTimer && Object.values(a.TaskStates).every((s) => s.State === "dead")) clearTimeout(a.maxRunTimer);
+        if (a.maxRunTimer && Object.values(a.TaskStates).every((s) => s.State === "dead"))
+          clearTimeout(a.maxRunTimer);
         recomputeClientStatus(a);
         publishAlloc(a);
       },
       driverFailure(message) {
-        st.Events.push(taskEvent("Driver Failure", { DriverError: message, FailsTask: true, DisplayMessage: message, Details: { driver_error: message, fails_task: "true" } }));
-        st.Events.push(taskEvent("Not Restarting", { FailsTask: true, DisplayMessage: "Error was unrecoverable" }));
+        st.Events.push(
+          taskEvent("Driver Failure", {
+            DriverError: message,
+            FailsTask: true,
+            DisplayMessage: message,
+            Details: { driver_error: message, fails_task: "true" },
+          }),
+        );
+        st.Events.push(
+          taskEvent("Not Restarting", { FailsTask: true, DisplayMessage: "Error was unrecoverable" }),
+        );
         st.State = "dead";
         st.Failed = true;
         st.FinishedAt = new Date().toISOString();
@@ -788,7 +936,10 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       [...a.handles.entries()].map(([name, h]) => {
         const groups = (job?.spec.TaskGroups as Json[] | undefined) ?? [];
         const t = groups.flatMap((g) => g.Tasks as Json[]).find((x) => x.Name === name);
-        return h.kill(((t?.KillSignal as NodeJS.Signals | undefined) ?? "SIGINT") as NodeJS.Signals, graceOf(name));
+        return h.kill(
+          ((t?.KillSignal as NodeJS.Signals | undefined) ?? "SIGINT") as NodeJS.Signals,
+          graceOf(name),
+        );
       }),
     );
     recomputeClientStatus(a);
@@ -820,7 +971,8 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     if (body === "") throw new HttpError(400, "Request body is empty");
     try {
       const v = JSON.parse(body) as unknown;
-      if (!v || typeof v !== "object" || Array.isArray(v)) throw new Error("json: cannot unmarshal into Go value");
+      if (!v || typeof v !== "object" || Array.isArray(v))
+        throw new Error("json: cannot unmarshal into Go value");
       return v as Json;
     } catch (e) {
       throw new HttpError(400, (e as Error).message);
@@ -828,7 +980,12 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
   }
 
   /** Runs a blocking query: `compute` until its index passes `index` or `wait` elapses. */
-  async function blocking(q: URLSearchParams, compute: () => { index: number; body: unknown }, res: ServerResponse, req: IncomingMessage) {
+  async function blocking(
+    q: URLSearchParams,
+    compute: () => { index: number; body: unknown },
+    res: ServerResponse,
+    req: IncomingMessage,
+  ) {
     let out = compute();
     const min = q.get("index");
     if (min !== null && Number(min) > 0) {
@@ -856,6 +1013,10 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
 
   function sendJson(res: ServerResponse, status: number, body: unknown, idx = index) {
     if (res.headersSent || res.destroyed) return;
+    if (loseAnswer.has(res)) {
+      res.socket?.destroy();
+      return;
+    }
     res.writeHead(status, {
       "Content-Type": "application/json",
       "X-Nomad-Index": String(idx),
@@ -880,9 +1041,11 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const job = args.Job as Json | undefined | null;
     if (!job) throw new HttpError(400, "Job must be specified");
     if (job.ID === undefined || job.ID === null) throw new HttpError(400, "Job ID hasn't been provided");
-    if (pathJobId !== undefined && job.ID !== pathJobId) throw new HttpError(400, "Job ID does not match name");
+    if (pathJobId !== undefined && job.ID !== pathJobId)
+      throw new HttpError(400, "Job ID does not match name");
     const ns = (job.Namespace as string | undefined) || nsOf(q);
-    if (!namespaces.has(ns)) throw new HttpError(500, `job "${String(job.ID)}" is in nonexistent namespace "${ns}"`);
+    if (!namespaces.has(ns))
+      throw new HttpError(500, `job "${String(job.ID)}" is in nonexistent namespace "${ns}"`);
     const spec = serverCanonicalize({ ...job, Namespace: ns });
     const errs = validateJob(spec);
     if (errs.length) throw new HttpError(500, multiError(errs));
@@ -890,10 +1053,15 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const existing = jobs.get(key(ns, id));
     if (args.EnforceIndex) {
       const want = Number(args.JobModifyIndex ?? 0);
-      if (existing && want === 0) throw new HttpError(500, "Enforcing job modify index 0: job already exists");
+      if (existing && want === 0)
+        throw new HttpError(500, "Enforcing job modify index 0: job already exists");
       if (existing && want !== existing.JobModifyIndex)
-        throw new HttpError(500, `Enforcing job modify index ${want}: job exists with conflicting job modify index: ${existing.JobModifyIndex}`);
-      if (!existing && want !== 0) throw new HttpError(500, `Enforcing job modify index ${want}: job does not exist`);
+        throw new HttpError(
+          500,
+          `Enforcing job modify index ${want}: job exists with conflicting job modify index: ${existing.JobModifyIndex}`,
+        );
+      if (!existing && want !== 0)
+        throw new HttpError(500, `Enforcing job modify index ${want}: job does not exist`);
     }
     if (existing?.spec.ParameterizedJob && !spec.ParameterizedJob)
       throw new HttpError(500, "cannot update parameterized job to being non-parameterized");
@@ -920,7 +1088,16 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     }
     jobs.set(key(ns, id), rec);
     refreshJobStatus(rec);
-    const i = commit("jobs", [{ Topic: "Job", Type: "JobRegistered", Key: id, Namespace: ns, FilterKeys: [], Payload: { Job: jobJson(rec) } }]);
+    const i = commit("jobs", [
+      {
+        Topic: "Job",
+        Type: "JobRegistered",
+        Key: id,
+        Namespace: ns,
+        FilterKeys: [],
+        Payload: { Job: jobJson(rec) },
+      },
+    ]);
     if (!existing) rec.CreateIndex = i;
     rec.ModifyIndex = i;
     rec.JobModifyIndex = i;
@@ -931,7 +1108,20 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       evalId = e.ID;
       evalIndex = e.CreateIndex;
     }
-    sendJson(res, 200, { EvalID: evalId, EvalCreateIndex: evalIndex, JobModifyIndex: rec.JobModifyIndex, Warnings: "", Index: index, LastContact: 0, KnownLeader: false }, index);
+    sendJson(
+      res,
+      200,
+      {
+        EvalID: evalId,
+        EvalCreateIndex: evalIndex,
+        JobModifyIndex: rec.JobModifyIndex,
+        Warnings: "",
+        Index: index,
+        LastContact: 0,
+        KnownLeader: false,
+      },
+      index,
+    );
   }
 
   async function dispatch(q: URLSearchParams, parentId: string, body: string, res: ServerResponse) {
@@ -940,28 +1130,51 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const parent = jobs.get(key(ns, parentId));
     if (!parent) throw new HttpError(500, "parameterized job not found");
     const pj = parent.spec.ParameterizedJob as Json | undefined;
-    if (!pj || parent.Dispatched) throw new HttpError(500, `Specified job "${parentId}" is not a parameterized job`);
+    if (!pj || parent.Dispatched)
+      throw new HttpError(500, `Specified job "${parentId}" is not a parameterized job`);
     if (parent.Stop) throw new HttpError(500, `Specified job "${parentId}" is stopped`);
     const payload = typeof args.Payload === "string" ? Buffer.from(args.Payload, "base64") : Buffer.alloc(0);
-    if (pj.Payload === "required" && payload.length === 0) throw new HttpError(500, "Payload is not provided but required by parameterized job");
-    if (pj.Payload === "forbidden" && payload.length > 0) throw new HttpError(500, "Payload provided but forbidden by parameterized job");
-    if (payload.length > 16_384) throw new HttpError(500, `Payload exceeds maximum size; ${payload.length} > 16384`);
+    if (pj.Payload === "required" && payload.length === 0)
+      throw new HttpError(500, "Payload is not provided but required by parameterized job");
+    if (pj.Payload === "forbidden" && payload.length > 0)
+      throw new HttpError(500, "Payload provided but forbidden by parameterized job");
+    if (payload.length > 16_384)
+      throw new HttpError(500, `Payload exceeds maximum size; ${payload.length} > 16384`);
     const meta = (args.Meta as Record<string, string> | null | undefined) ?? {};
     const required = (pj.MetaRequired as string[] | undefined) ?? [];
     const allowed = new Set([...required, ...((pj.MetaOptional as string[] | undefined) ?? [])]);
     const unpermitted = Object.keys(meta).filter((k) => !allowed.has(k));
-    if (unpermitted.length) throw new HttpError(500, `Dispatch request included unpermitted metadata keys: [${unpermitted.join(" ")}]`);
+    if (unpermitted.length)
+      throw new HttpError(
+        500,
+        `Dispatch request included unpermitted metadata keys: [${unpermitted.join(" ")}]`,
+      );
     const missing = required.filter((k) => !(k in meta));
-    if (missing.length) throw new HttpError(500, `Dispatch did not provide required meta keys: [${missing.join(" ")}]`);
+    if (missing.length)
+      throw new HttpError(500, `Dispatch did not provide required meta keys: [${missing.join(" ")}]`);
     const token = q.get("idempotency_token") ?? "";
     if (token) {
-      const found = [...jobs.values()].find((c) => c.Namespace === ns && c.ParentID === parentId && c.DispatchIdempotencyToken === token);
+      const found = [...jobs.values()].find(
+        (c) => c.Namespace === ns && c.ParentID === parentId && c.DispatchIdempotencyToken === token,
+      );
       if (found) {
-        sendJson(res, 200, { DispatchedJobID: found.ID, EvalID: "", EvalCreateIndex: 0, JobCreateIndex: found.CreateIndex, Index: found.ModifyIndex }, index);
+        sendJson(
+          res,
+          200,
+          {
+            DispatchedJobID: found.ID,
+            EvalID: "",
+            EvalCreateIndex: 0,
+            JobCreateIndex: found.CreateIndex,
+            Index: found.ModifyIndex,
+          },
+          index,
+        );
         return;
       }
     }
-    const prefix = typeof args.IdPrefixTemplate === "string" && args.IdPrefixTemplate ? `${args.IdPrefixTemplate}-` : "";
+    const prefix =
+      typeof args.IdPrefixTemplate === "string" && args.IdPrefixTemplate ? `${args.IdPrefixTemplate}-` : "";
     const childId = `${parentId}/dispatch-${prefix}${Math.floor(Date.now() / 1000)}-${randomUUID().slice(0, 8)}`;
     const spec = structuredClone(parent.spec);
     spec.ID = childId;
@@ -984,12 +1197,32 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       JobModifyIndex: 0,
     };
     jobs.set(key(ns, childId), child);
-    const i = commit("jobs", [{ Topic: "Job", Type: "JobRegistered", Key: childId, Namespace: ns, FilterKeys: [], Payload: { Job: jobJson(child) } }]);
+    const i = commit("jobs", [
+      {
+        Topic: "Job",
+        Type: "JobRegistered",
+        Key: childId,
+        Namespace: ns,
+        FilterKeys: [],
+        Payload: { Job: jobJson(child) },
+      },
+    ]);
     child.CreateIndex = i;
     child.ModifyIndex = i;
     child.JobModifyIndex = i;
     const e = createEval(child, "job-register");
-    sendJson(res, 200, { DispatchedJobID: childId, EvalID: e.ID, EvalCreateIndex: e.CreateIndex, JobCreateIndex: i, Index: index }, index);
+    sendJson(
+      res,
+      200,
+      {
+        DispatchedJobID: childId,
+        EvalID: e.ID,
+        EvalCreateIndex: e.CreateIndex,
+        JobCreateIndex: i,
+        Index: index,
+      },
+      index,
+    );
   }
 
   function deregister(q: URLSearchParams, id: string, res: ServerResponse) {
@@ -1001,17 +1234,48 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     }
     const purge = q.get("purge") === "true";
     j.Stop = true;
-    stopJobAllocs(j, purge ? "alloc is being stopped due to job purge" : "alloc is being stopped due to job deregistration");
+    stopJobAllocs(
+      j,
+      purge ? "alloc is being stopped due to job purge" : "alloc is being stopped due to job deregistration",
+    );
     let e: EvalRec | undefined;
     if (!(j.spec.ParameterizedJob && !j.Dispatched)) e = createEval(j, "job-deregister");
     if (purge) {
       jobs.delete(key(ns, id));
-      commit("jobs", [{ Topic: "Job", Type: "JobDeregistered", Key: id, Namespace: ns, FilterKeys: [], Payload: { Job: jobJson(j), Deleted: true } }]);
+      commit("jobs", [
+        {
+          Topic: "Job",
+          Type: "JobDeregistered",
+          Key: id,
+          Namespace: ns,
+          FilterKeys: [],
+          Payload: { Job: jobJson(j), Deleted: true },
+        },
+      ]);
     } else {
       refreshJobStatus(j);
-      j.ModifyIndex = commit("jobs", [{ Topic: "Job", Type: "JobDeregistered", Key: id, Namespace: ns, FilterKeys: [], Payload: { Job: jobJson(j) } }]);
+      j.ModifyIndex = commit("jobs", [
+        {
+          Topic: "Job",
+          Type: "JobDeregistered",
+          Key: id,
+          Namespace: ns,
+          FilterKeys: [],
+          Payload: { Job: jobJson(j) },
+        },
+      ]);
     }
-    sendJson(res, 200, { EvalID: e?.ID ?? "", EvalCreateIndex: e?.CreateIndex ?? 0, JobModifyIndex: j.JobModifyIndex, Index: index }, index);
+    sendJson(
+      res,
+      200,
+      {
+        EvalID: e?.ID ?? "",
+        EvalCreateIndex: e?.CreateIndex ?? 0,
+        JobModifyIndex: j.JobModifyIndex,
+        Index: index,
+      },
+      index,
+    );
   }
 
   async function logs(q: URLSearchParams, allocId: string, req: IncomingMessage, res: ServerResponse) {
@@ -1021,7 +1285,8 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     if (!task) throw new HttpError(400, "must include task name");
     if (!a.TaskStates[task]) throw new HttpError(400, `unknown task name "${task}"`);
     const type = q.get("type");
-    if (type !== "stdout" && type !== "stderr") throw new HttpError(400, 'Illegal log type: must be "stdout" or "stderr"');
+    if (type !== "stdout" && type !== "stderr")
+      throw new HttpError(400, 'Illegal log type: must be "stdout" or "stderr"');
     const plain = q.get("plain") === "true";
     const follow = q.get("follow") === "true";
     const origin = q.get("origin") ?? "start";
@@ -1034,7 +1299,14 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const write = (chunk: Buffer) => {
       if (chunk.length === 0) return;
       if (plain) res.write(chunk);
-      else res.write(JSON.stringify({ Data: chunk.toString("base64"), File: `alloc/logs/${task}.${type}.0`, Offset: pos }));
+      else
+        res.write(
+          JSON.stringify({
+            Data: chunk.toString("base64"),
+            File: `alloc/logs/${task}.${type}.0`,
+            Offset: pos,
+          }),
+        );
     };
     write(data.subarray(pos));
     pos = data.length;
@@ -1060,7 +1332,9 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const params = q.getAll("topic");
     if (params.length === 0) topics.set("*", new Set(["*"]));
     for (const t of params) {
-      const [topic, k] = t.includes(":") ? [t.slice(0, t.indexOf(":")), t.slice(t.indexOf(":") + 1)] : [t, "*"];
+      const [topic, k] = t.includes(":")
+        ? [t.slice(0, t.indexOf(":")), t.slice(t.indexOf(":") + 1)]
+        : [t, "*"];
       if (!topics.has(topic!)) topics.set(topic!, new Set());
       topics.get(topic!)!.add(k || "*");
     }
@@ -1107,7 +1381,13 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     return undefined;
   }
 
-  async function route(req: IncomingMessage, res: ServerResponse, body: string, path: string, q: URLSearchParams) {
+  async function route(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: string,
+    path: string,
+    q: URLSearchParams,
+  ) {
     const method = req.method ?? "GET";
     if (options.token !== undefined) {
       const t = req.headers["x-nomad-token"];
@@ -1122,8 +1402,19 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     if (path === "/v1/status/leader") return sendJson(res, 200, "127.0.0.1:4647");
     if (path === "/v1/agent/self") {
       return sendJson(res, 200, {
-        config: { Region: region, Datacenter: datacenter, NodeName: nodeName, Version: { Version: version, VersionPrerelease: "", VersionMetadata: "", Revision: "double" } },
-        member: { Name: `${nodeName}.${region}`, Addr: hostIp, Port: 4648, Tags: { build: version, region, dc: datacenter, role: "nomad" }, Status: "alive" },
+        config: {
+          Region: region,
+          Datacenter: datacenter,
+          NodeName: nodeName,
+          Version: { Version: version, VersionPrerelease: "", VersionMetadata: "", Revision: "double" },
+        },
+        member: {
+          Name: `${nodeName}.${region}`,
+          Addr: hostIp,
+          Port: 4648,
+          Tags: { build: version, region, dc: datacenter, role: "nomad" },
+          Status: "alive",
+        },
         stats: {},
       });
     }
@@ -1155,7 +1446,15 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     }
     if (path === "/v1/allocations" && method === "GET") {
       const prefix = q.get("prefix") ?? "";
-      return blocking(q, () => ({ index: tableIndex.allocs, body: [...allocs.values()].filter((a) => a.ID.startsWith(prefix)).map(allocJson) }), res, req);
+      return blocking(
+        q,
+        () => ({
+          index: tableIndex.allocs,
+          body: [...allocs.values()].filter((a) => a.ID.startsWith(prefix)).map(allocJson),
+        }),
+        res,
+        req,
+      );
     }
     if (path.startsWith("/v1/allocation/") && method === "GET") {
       const id = path.slice("/v1/allocation/".length);
@@ -1176,7 +1475,8 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       return sendJson(res, 200, e, e.ModifyIndex);
     }
     if (path === "/v1/event/stream" && method === "GET") return eventStream(q, req, res);
-    if (path.startsWith("/v1/client/fs/logs/") && method === "GET") return logs(q, path.slice("/v1/client/fs/logs/".length), req, res);
+    if (path.startsWith("/v1/client/fs/logs/") && method === "GET")
+      return logs(q, path.slice("/v1/client/fs/logs/".length), req, res);
     if (path.startsWith("/v1/job/")) {
       const rest = path.slice("/v1/job/".length);
       if (rest.endsWith("/dispatch")) {
@@ -1207,7 +1507,9 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
           q,
           () => ({
             index: tableIndex.evals,
-            body: [...evals.values()].filter((e) => e.JobID === id && e.Namespace === ns).sort((x, y) => y.CreateIndex - x.CreateIndex),
+            body: [...evals.values()]
+              .filter((e) => e.JobID === id && e.Namespace === ns)
+              .sort((x, y) => y.CreateIndex - x.CreateIndex),
           }),
           res,
           req,
@@ -1242,6 +1544,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
         req.socket.destroy();
         return;
       }
+      if (fault?.kind === "drop-after") loseAnswer.add(res);
       if (fault?.kind === "fail") {
         res.writeHead(fault.status, { "Content-Type": "text/plain" });
         res.end(fault.body);
@@ -1275,12 +1578,16 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
         spec: structuredClone(j.spec),
       })),
     allocations: () => [...allocs.values()].map((a) => allocJson(a) as never),
-    liveTasks: () => [...allocs.values()].reduce((n, a) => n + [...a.handles.values()].filter((h) => h.alive()).length, 0),
+    liveTasks: () =>
+      [...allocs.values()].reduce((n, a) => n + [...a.handles.values()].filter((h) => h.alive()).length, 0),
     failNext(count, status = 500, body = "injected failure", match = {}) {
       faults.push({ kind: "fail", remaining: count, status, body, match });
     },
     dropNext(count, match = {}) {
       faults.push({ kind: "drop", remaining: count, status: 0, body: "", match });
+    },
+    loseAnswerNext(count, match = {}) {
+      faults.push({ kind: "drop-after", remaining: count, status: 0, body: "", match });
     },
     async loseAllocation(allocId) {
       const a = allocs.get(allocId);

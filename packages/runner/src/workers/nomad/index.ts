@@ -1,0 +1,22 @@
+export { allocationError, describePlacement, describeTaskEvents, exitCodeOf } from "./allocation.js";
+export {
+  createNomadBackend,
+  type NomadBackend,
+  type NomadWorker,
+  workerDriver,
+  workerParentJob,
+  workerSizing,
+} from "./backend.js";
+export { type DoctorRow, MIN_NOMAD_VERSION, nomadDoctorRows } from "./doctor.js";
+export { NomadWorkerError, type NomadWorkerErrorCode } from "./errors.js";
+export { parseGatewayAdvertise, resolvePolicyBaseUrl } from "./gateway.js";
+export {
+  BackendDriver,
+  type NomadBackendDeps,
+  NomadBackendOptions,
+  type NomadBackendOptionsInput,
+} from "./options.js";
+export { http2Probe, type ReadinessProbe, tcpProbe } from "./probe.js";
+export { formatProgress, type NomadProgress } from "./progress.js";
+export { sweepOrphans } from "./sweep.js";
+export { createNomadClient, type NomadClient, NomadError, nomadConfigFromEnv } from "@flakegym/nomad-jobs";
