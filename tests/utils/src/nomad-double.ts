@@ -271,12 +271,14 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
   }>();
   const eventLog: StreamEventRec[] = [];
   const faults: Array<{
-    kind: "fail" | "drop";
+    kind: "fail" | "drop" | "drop-after";
     remaining: number;
     status: number;
     body: string;
     match: FaultMatch;
   }> = [];
+  /** Responses whose request was processed but whose answer is to be lost. */
+  const loseAnswer = new WeakSet<ServerResponse>();
   const timers = new Set<NodeJS.Timeout>();
   const closers = new Set<() => void>();
   let closed = false;
@@ -984,7 +986,6 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     q: URLSearchParams,
     compute: () => { index: number; body: unknown },
     res: ServerResponse,
-    req: IncomingMessage,
   ) {
     let out = compute();
     const min = q.get("index");
@@ -997,14 +998,15 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
           const done = () => {
             clearTimeout(t);
             waiters.delete(done);
-            req.off("close", done);
+            res.off("close", done);
             resolve();
           };
           const t = setTimeout(done, Math.max(0, deadline - Date.now()));
           waiters.add(done);
-          req.once("close", done);
+          // The response closes early only when the client went away.
+          res.once("close", done);
         });
-        if (req.destroyed) return;
+        if (res.destroyed) return;
         out = compute();
       }
     }
@@ -1441,7 +1443,6 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
             .map((j) => jobStub(j, withMeta)),
         }),
         res,
-        req,
       );
     }
     if (path === "/v1/allocations" && method === "GET") {
@@ -1453,7 +1454,6 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
           body: [...allocs.values()].filter((a) => a.ID.startsWith(prefix)).map(allocJson),
         }),
         res,
-        req,
       );
     }
     if (path.startsWith("/v1/allocation/") && method === "GET") {
@@ -1466,7 +1466,6 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
           return { index: a.ModifyIndex, body: allocJson(a) };
         },
         res,
-        req,
       );
     }
     if (path.startsWith("/v1/evaluation/") && method === "GET") {
@@ -1498,7 +1497,6 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
               .map(allocJson),
           }),
           res,
-          req,
         );
       }
       if (rest.endsWith("/evaluations")) {
@@ -1512,7 +1510,6 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
               .sort((x, y) => y.CreateIndex - x.CreateIndex),
           }),
           res,
-          req,
         );
       }
       if (method === "GET") {
@@ -1523,7 +1520,6 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
             return { index: j.ModifyIndex, body: jobJson(j) };
           },
           res,
-          req,
         );
       }
       if (method === "DELETE") return deregister(q, rest, res);

@@ -145,7 +145,7 @@ export async function followAllocation(
   until: "running" | "terminal",
 ): Promise<Allocation> {
   const { client, jobId, signal } = ctx;
-  let jobIndex: number | undefined;
+  let evalIndex: number | undefined;
   let allocId: string | undefined;
   let allocIndex: number | undefined;
   let last: Allocation | undefined;
@@ -174,19 +174,20 @@ export async function followAllocation(
     }
     const waitMs = Math.max(1, Math.min(left, ctx.pollMs));
     if (allocId === undefined) {
-      const r = await client.jobs.allocations(
-        jobId,
-        {},
-        { signal, ...(jobIndex !== undefined ? { index: jobIndex, waitMs } : {}) },
-      );
-      jobIndex = r.meta.index ?? jobIndex ?? 0;
-      const stub = newest(r.data);
+      const stub = newest((await client.jobs.allocations(jobId, {}, { signal })).data);
       if (stub) {
         allocId = stub.ID;
         ctx.onProgress?.({ kind: "placed", jobId, allocId, node: stub.NodeName ?? stub.NodeID ?? "" });
         continue;
       }
-      const p = describePlacement((await client.jobs.evaluations(jobId, { signal })).data);
+      // Nothing placed yet: wait for the job's evaluations to change (one finishes when it has
+      // placed the allocation, or has failed to and says why).
+      const evals = await client.jobs.evaluations(jobId, {
+        signal,
+        ...(evalIndex !== undefined ? { index: evalIndex, waitMs } : {}),
+      });
+      evalIndex = evals.meta.index ?? evalIndex ?? 0;
+      const p = describePlacement(evals.data);
       if (p?.hopeless) {
         throw new NomadWorkerError("E_NOMAD_PLACEMENT", `job ${jobId} cannot be placed: ${p.reason}`, {
           jobId,

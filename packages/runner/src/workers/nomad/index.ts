@@ -1,3 +1,4 @@
+export { createNomadClient, type NomadClient, NomadError, nomadConfigFromEnv } from "@flakegym/nomad-jobs";
 export { allocationError, describePlacement, describeTaskEvents, exitCodeOf } from "./allocation.js";
 export {
   createNomadBackend,
@@ -19,4 +20,3 @@ export {
 export { http2Probe, type ReadinessProbe, tcpProbe } from "./probe.js";
 export { formatProgress, type NomadProgress } from "./progress.js";
 export { sweepOrphans } from "./sweep.js";
-export { createNomadClient, type NomadClient, NomadError, nomadConfigFromEnv } from "@flakegym/nomad-jobs";
