@@ -1,8 +1,254 @@
 {
   description = "flakegym: scored, token-faithful Cline rollouts in isolated, reproducible sandboxes";
 
-  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-26.05";
+  inputs = {
+    nixpkgs.url = "github:NixOS/nixpkgs/nixos-26.05";
+    # Source of catalog task ratatui-2148 ("Add support for vertical gauges"); nix/snapshots/.
+    ratatui = {
+      url = "github:ratatui/ratatui/527e1df9296e4b6d56dc665788ce558558b480c6";
+      flake = false;
+    };
+  };
 
-  # Wiring only; profiles, images and the runner arrive with the flake work.
-  outputs = { self, nixpkgs }: { };
+  # Wiring only: helpers are one per file under nix/, profiles one per file under
+  # packages/profiles/nix/ (their set comes from packages/profiles/profiles.json). docs/nix.md.
+  outputs =
+    {
+      self,
+      nixpkgs,
+      ratatui,
+    }:
+    let
+      util = import ./nix/util.nix;
+      profileSet = import ./nix/profiles.nix {
+        inherit util;
+        profilesJson = ./packages/profiles/profiles.json;
+        profileDir = ./packages/profiles/nix;
+      };
+      snapshotSpecs = {
+        ratatui-2148 = import ./nix/snapshots/ratatui-2148.nix { src = ratatui; };
+      };
+      linuxSystems = [
+        "x86_64-linux"
+        "aarch64-linux"
+      ];
+      darwinSystems = [
+        "x86_64-darwin"
+        "aarch64-darwin"
+      ];
+
+      # Everything built for one Linux system.
+      linux =
+        system:
+        let
+          pkgs = nixpkgs.legacyPackages.${system};
+          nodejs = pkgs.nodejs_24;
+          profiles = profileSet.forPkgs pkgs;
+          npmPack = import ./nix/npm-pack.nix { inherit pkgs util nodejs; };
+          nodeModulesFor = import ./nix/npm-lock-modules.nix { inherit pkgs util npmPack; };
+          sourceOf = import ./nix/source.nix { inherit util; };
+
+          cline = import ./nix/cline.nix { inherit pkgs npmPack nodejs; };
+          clineOverride = {
+            "node_modules/cline" = {
+              inherit (cline) version;
+              dir = "${cline}/${cline.packageDir}";
+            };
+          };
+          # cline-vendor's supervisor, when this checkout has it (see nix/worker-entrypoint.nix).
+          supervisorScript = ./packages/cline-vendor/supervisor/cline-supervisor.mjs;
+          supervisor =
+            if builtins.pathExists supervisorScript then
+              import ./nix/cline-supervisor.nix {
+                inherit pkgs nodejs;
+                script = supervisorScript;
+              }
+            else
+              null;
+          entrypoint = import ./nix/worker-entrypoint.nix {
+            inherit
+              pkgs
+              nodejs
+              cline
+              supervisor
+              ;
+          };
+
+          runtimeModules = nodeModulesFor {
+            name = "flakegym";
+            lockFile = ./package-lock.json;
+            inherit system;
+            overrides = clineOverride;
+          };
+          devModules = nodeModulesFor {
+            name = "flakegym-dev";
+            lockFile = ./package-lock.json;
+            inherit system;
+            includeDev = true;
+            overrides = clineOverride;
+          };
+          runner = import ./nix/runner.nix {
+            inherit pkgs util nodejs;
+            src = sourceOf { root = ./.; };
+            manifest = ./package.json;
+            nodeModules = runtimeModules;
+          };
+          rollout = pkgs.writeShellApplication {
+            name = "flakegym-rollout";
+            text = ''exec ${runner}/bin/flakegym rollout "$@"'';
+          };
+
+          mkImage = import ./nix/image.nix {
+            inherit
+              pkgs
+              nodejs
+              cline
+              entrypoint
+              supervisor
+              ;
+          };
+          images = builtins.mapAttrs (_: profile: mkImage { inherit profile; }) profiles;
+
+          mkSnapshotWorkspace = import ./nix/snapshot-rust.nix { inherit pkgs util nodejs; };
+          mkSnapshotImage = import ./nix/snapshot-image.nix { inherit mkImage; };
+          snapshots = builtins.mapAttrs (
+            _: spec:
+            let
+              profile = profiles.${spec.profile};
+            in
+            mkSnapshotImage {
+              inherit spec profile;
+              workspace = mkSnapshotWorkspace { inherit spec profile; };
+            }
+          ) snapshotSpecs;
+
+          imageCheck = import ./nix/checks/image-metadata.nix { inherit pkgs util; };
+          profileImageChecks = util.mapAttrsToList (_: image: {
+            name = "image-${image.profile.nixName}";
+            value = imageCheck { inherit image; };
+          }) images;
+          snapshotImageChecks = util.mapAttrsToList (task: image: {
+            name = "image-snapshot-${task}";
+            value = imageCheck {
+              inherit image;
+              requiredFiles = [
+                "workspace/Cargo.lock"
+                "workspace/.git/HEAD"
+                "workspace/target/debug"
+                "cargo-home/config.toml"
+                "flakegym/snapshot.json"
+              ];
+            };
+          }) snapshots;
+        in
+        {
+          inherit
+            pkgs
+            profiles
+            cline
+            runner
+            rollout
+            images
+            snapshots
+            ;
+          packages =
+            util.mapAttrs' (_: p: {
+              name = "${p.nixName}-container";
+              value = images.${p.id};
+            }) profiles
+            // util.mapAttrs' (task: image: {
+              name = "snapshot-${task}";
+              value = image;
+            }) snapshots
+            // {
+              cline-core = cline;
+              flakegym-worker = entrypoint;
+            }
+            // (if supervisor != null then { cline-supervisor = supervisor; } else { })
+            // {
+              flakegym-rollout = rollout;
+              flakegym = runner;
+              default = runner;
+            };
+          checks =
+            builtins.listToAttrs (profileImageChecks ++ snapshotImageChecks)
+            // util.mapAttrs' (_: p: {
+              name = "smoke-${p.nixName}";
+              value = import ./nix/checks/profile-smoke.nix { inherit pkgs util; } p;
+            }) profiles
+            // {
+              cline-layer-shared = import ./nix/checks/cline-layer-shared.nix { inherit pkgs util; } (
+                map (c: c.value) (profileImageChecks ++ snapshotImageChecks)
+              );
+              runner-unit-tests = import ./nix/checks/runner-tests.nix {
+                inherit pkgs nodejs;
+                src = sourceOf {
+                  root = ./.;
+                  withTests = true;
+                };
+                nodeModules = devModules;
+              };
+              inherit runner;
+            };
+        };
+
+      perLinux = util.genAttrs linuxSystems linux;
+      devShellsFor =
+        system:
+        let
+          pkgs = nixpkgs.legacyPackages.${system};
+          profiles = profileSet.forPkgs pkgs;
+        in
+        util.mapAttrs' (_: p: {
+          name = p.nixName;
+          value = pkgs.mkShell (
+            {
+              name = "flakegym-${p.nixName}";
+              inherit (p) packages;
+            }
+            // p.env
+          );
+        }) profiles
+        // {
+          # `nix develop`: for working on flakegym itself (Node, the dev-base tools, nixfmt).
+          default = pkgs.mkShell {
+            name = "flakegym-dev";
+            packages = profiles.node.packages ++ [ pkgs.nixfmt ];
+          };
+        };
+    in
+    {
+      packages = builtins.mapAttrs (_: s: s.packages) perLinux;
+      checks = builtins.mapAttrs (_: s: s.checks) perLinux;
+      apps = builtins.mapAttrs (_: s: {
+        rollout = {
+          type = "app";
+          program = "${s.rollout}/bin/flakegym-rollout";
+          meta.description = "flakegym rollout: run Cline sessions for a task and score them";
+        };
+        default = {
+          type = "app";
+          program = "${s.runner}/bin/flakegym";
+          meta.description = "the flakegym CLI";
+        };
+      }) perLinux;
+      devShells = util.genAttrs (linuxSystems ++ darwinSystems) devShellsFor;
+      formatter = util.genAttrs (linuxSystems ++ darwinSystems) (
+        system: nixpkgs.legacyPackages.${system}.nixfmt
+      );
+
+      # Facts the runner reads with `nix eval --json .#lib.flakegym.<system>` (flake-facts.ts).
+      lib.flakegym = builtins.mapAttrs (
+        system: s:
+        import ./nix/facts.nix {
+          inherit system;
+          inherit (s)
+            profiles
+            images
+            snapshots
+            cline
+            ;
+        }
+      ) perLinux;
+    };
 }

@@ -1,2 +1,15 @@
-/** The pinned compiled Cline core and its launcher/driver: filled in by the Cline work. */
-export const CLINE_VERSION = "1.0.10";
+/** The pinned compiled Cline core: package paths, launcher, typed gRPC client, session driver. */
+export * from "./artifacts.js";
+export * from "./ask-policy.js";
+export * from "./case.js";
+export * from "./client.js";
+export * from "./driver.js";
+export * from "./env.js";
+export * from "./errors.js";
+export * from "./launcher.js";
+export * from "./messages.js";
+export * from "./outcome.js";
+export * from "./paths.js";
+export * from "./proc.js";
+export * from "./provider.js";
+export * from "./scripted-openai-server.js";

@@ -1,4 +1,70 @@
 export { main } from "./cli/main.js";
 export { describeError, FlakegymError, UsageError } from "./errors.js";
+export * from "./export/index.js";
+export * from "./gateway/index.js";
+export * from "./policy/index.js";
+export {
+  type BuildOptions,
+  buildSnapshot,
+  forkSnapshot,
+  type Snapshot,
+  SnapshotManifest,
+  type SnapshotProgress,
+  type SnapshotSpec,
+  snapshotSpecOfProfile,
+  snapshotSpecOfTask,
+  toolchainIdentity,
+} from "./snapshots/build.js";
+export {
+  availableForkMethods,
+  type Fork,
+  type ForkMethod,
+  type ForkMethodChoice,
+  forkTree,
+} from "./snapshots/fork.js";
+export { defaultSnapshotCacheDir, snapshotKey } from "./snapshots/key.js";
+export {
+  BUILTIN_CATALOG_DIR,
+  CatalogEntry,
+  type LoadedTask,
+  listCatalog,
+  loadCatalog,
+  loadTask,
+  loadTaskDir,
+  taskProfileOf,
+} from "./tasks/catalog.js";
+export { type DatasetSummary, formatRowError, type LoadedDataset, loadDataset } from "./tasks/dataset.js";
+export { DatasetRow, parseDatasetRow, type RowError } from "./tasks/dataset-row.js";
+export {
+  applyPatchInWorker,
+  applySolution,
+  type HiddenTestReport,
+  installHiddenTests,
+  runHiddenTests,
+  type TestResult,
+  writeFileInWorker,
+} from "./tasks/hidden-tests.js";
+export { materializeSource } from "./tasks/materialize.js";
+export { TaskProfile } from "./tasks/task-profile.js";
+export { TaskSpec, type TestCommand, testCommands, testPassed } from "./tasks/task-spec.js";
 export { FLAKEGYM_VERSION } from "./version.js";
+export type { AgentLaunchContext, AgentLauncher, RunningAgent } from "./workers/local/agent.js";
+export { type ClineAgentOptions, clineAgentLauncher } from "./workers/local/cline-agent.js";
+export { createLocalBackend, type LocalBackendOptions } from "./workers/local/local-backend.js";
+export { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./workers/local/shape.js";
 export * from "./workers/nomad/index.js";
+export {
+  CONTAINERS_CONF,
+  createPodmanBackend,
+  type PodmanBackendOptions,
+  podmanRunArgs,
+} from "./workers/podman/podman-backend.js";
+export type {
+  ExecOptions,
+  ExecResult,
+  ResourceLimits,
+  Worker,
+  WorkerBackend,
+  WorkerExit,
+  WorkerSpec,
+} from "./workers/types.js";

@@ -9,4 +9,15 @@ export { freePort } from "./ports.js";
 export { findProcesses, type ProcInfo, processReaper, processTable, waitFor } from "./processes.js";
 export { REPO_ROOT } from "./repo-root.js";
 export { runCli } from "./run-cli.js";
+export {
+  type RecordedRequest,
+  type ScriptedPolicy,
+  type ScriptedTurn,
+  say,
+  scriptedProvider,
+  startScriptedPolicy,
+  type TurnFault,
+  writeThenComplete,
+  xmlTool,
+} from "./scripted-policy.js";
 export { makeTempDir, type TempDir } from "./temp-dir.js";

@@ -20,6 +20,11 @@ export interface Command<S extends z.ZodObject = z.ZodObject> {
   readonly summary: string;
   readonly options: S;
   readonly examples?: readonly string[];
+  /**
+   * The option a bare (non-flag) argument fills, e.g. `tasks show <id>` → `id`. At most one; the
+   * same value may also be given as its flag.
+   */
+  readonly positional?: string;
   /** A longer description printed by `--help` under the summary. */
   readonly details?: string;
   run(options: z.infer<S>, ctx: CliContext): Promise<number>;

@@ -28,7 +28,8 @@ export function renderOptions(schema: z.ZodObject): string[] {
 }
 
 export function renderCommandHelp(cmd: Command): string {
-  const lines = [`usage: flakegym ${cmd.path.join(" ")} [flags]`, "", cmd.summary];
+  const pos = cmd.positional ? ` <${cmd.positional}>` : "";
+  const lines = [`usage: flakegym ${cmd.path.join(" ")}${pos} [flags]`, "", cmd.summary];
   if (cmd.details) lines.push("", cmd.details);
   lines.push("", "flags:", ...renderOptions(cmd.options));
   if (cmd.examples?.length) lines.push("", "examples:", ...cmd.examples.map((e) => `  ${e}`));

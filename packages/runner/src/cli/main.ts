@@ -67,7 +67,7 @@ export async function main(argv: readonly string[], ctx?: CliContext): Promise<n
       c.stdout.write(renderCommandHelp(found.cmd));
       return 0;
     }
-    const options = parseArgs(found.cmd.options, found.rest);
+    const options = parseArgs(found.cmd.options, found.rest, found.cmd.positional);
     return await found.cmd.run(options, c);
   } catch (err) {
     c.stderr.write(`${describeError(err)}\n`);

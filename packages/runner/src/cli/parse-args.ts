@@ -55,12 +55,20 @@ function convert(opt: OptionInfo, raw: string, kind: OptionInfo["kind"] | undefi
  * Parses `--flag value`, `--flag=value`, `--flag` / `--no-flag` (booleans) and repeated flags
  * (arrays) against a zod object, then validates with the schema. Errors name the flag.
  */
-export function parseArgs<S extends z.ZodObject>(schema: S, argv: readonly string[]): z.infer<S> {
+export function parseArgs<S extends z.ZodObject>(
+  schema: S,
+  argv: readonly string[],
+  positional?: string,
+): z.infer<S> {
   const infos = describeOptions(schema);
   const byFlag = new Map(infos.map((o) => [o.flag, o]));
   const raw: Record<string, unknown> = {};
   for (let i = 0; i < argv.length; i++) {
     const token = argv[i]!;
+    if (!token.startsWith("--") && positional !== undefined && !(positional in raw)) {
+      raw[positional] = token;
+      continue;
+    }
     if (!token.startsWith("--")) {
       throw new UsageError(
         `unexpected argument '${token}'`,

@@ -22,6 +22,11 @@ export interface WorkerSpec {
   readonly profile: ProfileId;
   /** Host path of this worker's writable copy-on-write workspace (local, podman). */
   readonly workspace: string;
+  /**
+   * Host path of the package caches built with the snapshot (`<fork>/deps`: CARGO_HOME, npm and
+   * pip caches), mounted writable at /deps (local, podman). Optional.
+   */
+  readonly depsDir?: string;
   /** Image reference for container/cluster backends (a digest when built by the flake). */
   readonly image?: string;
   /**
@@ -52,6 +57,12 @@ export interface ExecOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Why a worker ended. Limits end a trajectory as data (outcome `limits_exceeded` / `timeout`). */
+export interface WorkerExit {
+  readonly reason: "stopped" | "wall_clock" | "cpu_time" | "memory" | "disk" | "crashed";
+  readonly detail?: string;
+}
+
 export interface Worker {
   readonly id: string;
   readonly backend: string;
@@ -65,6 +76,8 @@ export interface Worker {
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
   /** Stops everything the worker started; idempotent. */
   stop(): Promise<void>;
+  /** Resolves when the worker has ended, stopped by the runner or by a limit (local, podman). */
+  readonly exited?: Promise<WorkerExit>;
 }
 
 export interface WorkerBackend {

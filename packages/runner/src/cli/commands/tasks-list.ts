@@ -21,8 +21,10 @@ export const tasksListCommand = defineCommand({
       return 0;
     }
     const w = Math.max(...entries.map((e) => e.id.length)) + 2;
-    ctx.stdout.write(`${"TASK".padEnd(w)}PROFILE    SUMMARY\n`);
-    for (const e of entries) ctx.stdout.write(`${e.id.padEnd(w)}${e.profile.padEnd(11)}${e.summary}\n`);
+    ctx.stdout.write(`${"TASK".padEnd(w)}PROFILE    NETWORK   SUMMARY\n`);
+    for (const e of entries) {
+      ctx.stdout.write(`${e.id.padEnd(w)}${e.profile.padEnd(11)}${e.network.padEnd(10)}${e.summary}\n`);
+    }
     ctx.stdout.write(`${entries.length} task${entries.length === 1 ? "" : "s"}\n`);
     return 0;
   },

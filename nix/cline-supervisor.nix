@@ -1,0 +1,12 @@
+# `cline-supervisor`: cline-vendor's plain-Node supervisor (packages/cline-vendor/supervisor/) on
+# nixpkgs' Node. It starts cline-host and cline-core as its children and stops the whole tree
+# together; the local backend runs the same script, so workers behave alike everywhere.
+{
+  pkgs,
+  nodejs,
+  script,
+}:
+pkgs.writeShellApplication {
+  name = "cline-supervisor";
+  text = ''exec ${nodejs}/bin/node ${script} "$@"'';
+}

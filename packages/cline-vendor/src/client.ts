@@ -1,0 +1,442 @@
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import * as grpc from "@grpc/grpc-js";
+import { loadFileDescriptorSetFromBuffer, type MethodDefinition } from "@grpc/proto-loader";
+import { match, P } from "ts-pattern";
+import { toCamelKeys, toSnakeKeys } from "./case.js";
+import { ClineVendorError, ErrorCode } from "./errors.js";
+import { type ClineMessage, type CoreState, fromProtoMessage, parseStateJson } from "./messages.js";
+import { resolveClinePackage } from "./paths.js";
+
+/** How a failed gRPC call is classified (from its status code). */
+export type RpcFailureKind =
+  | "cancelled"
+  | "deadline"
+  | "unavailable"
+  | "internal"
+  | "unimplemented"
+  | "rejected"
+  | "resource_exhausted"
+  | "unauthenticated"
+  | "other";
+
+/** Maps a gRPC status to how callers should treat it. */
+export function rpcFailureKind(code: grpc.status): RpcFailureKind {
+  const name = (grpc.status[code] ?? "UNKNOWN") as keyof typeof grpc.status;
+  return match(name)
+    .with("CANCELLED", () => "cancelled" as const)
+    .with("DEADLINE_EXCEEDED", () => "deadline" as const)
+    .with("UNAVAILABLE", () => "unavailable" as const)
+    .with("INTERNAL", "UNKNOWN", "DATA_LOSS", () => "internal" as const)
+    .with("UNIMPLEMENTED", () => "unimplemented" as const)
+    .with(
+      "INVALID_ARGUMENT",
+      "FAILED_PRECONDITION",
+      "OUT_OF_RANGE",
+      "NOT_FOUND",
+      "ALREADY_EXISTS",
+      () => "rejected" as const,
+    )
+    .with("RESOURCE_EXHAUSTED", () => "resource_exhausted" as const)
+    .with("UNAUTHENTICATED", "PERMISSION_DENIED", () => "unauthenticated" as const)
+    .with("OK", "ABORTED", () => "other" as const)
+    .exhaustive();
+}
+
+/** A gRPC call to the core failed. `kind` says how (see {@link rpcFailureKind}). */
+export class ClineRpcError extends ClineVendorError {
+  override readonly name = "ClineRpcError";
+  readonly kind: RpcFailureKind;
+  constructor(
+    readonly method: string,
+    readonly status: grpc.status,
+    readonly details: string,
+    readonly address: string,
+    cause?: unknown,
+  ) {
+    const kind = rpcFailureKind(status);
+    super(ErrorCode.Rpc, `${method} on ${address} failed: ${grpc.status[status] ?? status} (${details})`, {
+      hint: match(kind)
+        .with("unavailable", () => "the Cline core is not running or not reachable at that address")
+        .with("deadline", () => "the core did not answer in time; it may be overloaded or stuck")
+        .with("internal", () => "the core's handler threw; see core.log in the config dir")
+        .with("rejected", () => "the request was invalid for the core's current state")
+        .with(
+          P.union("cancelled", "unimplemented", "resource_exhausted", "unauthenticated", "other"),
+          () => undefined,
+        )
+        .exhaustive(),
+      cause,
+    });
+    this.kind = kind;
+  }
+}
+
+/** Per-call options: every call has a deadline and can be aborted. */
+export interface CallOptions {
+  readonly signal?: AbortSignal;
+  /** Milliseconds from now; default: the client's `defaultDeadlineMs`. */
+  readonly deadlineMs?: number;
+  /** Wait for the channel to connect instead of failing fast when the core is not up yet. */
+  readonly waitForReady?: boolean;
+}
+
+/** Options of a server-streaming subscription: it ends when the signal aborts. */
+export interface StreamOptions {
+  readonly signal?: AbortSignal;
+}
+
+// ---- request/response types we use (camelCase; converted at the boundary) ----
+
+export type PlanActMode = "PLAN" | "ACT";
+/** Provider enum names of `cline.ApiProvider` we configure. */
+export type ApiProviderName = "ANTHROPIC" | "OPENAI";
+
+/** The subset of `cline.ModelsApiConfiguration` flakegym sets. */
+export interface ApiConfiguration {
+  apiKey?: string;
+  anthropicBaseUrl?: string;
+  openAiBaseUrl?: string;
+  openAiApiKey?: string;
+  openAiHeaders?: { key: string; value: string }[];
+  requestTimeoutMs?: number;
+  planModeApiProvider?: ApiProviderName;
+  actModeApiProvider?: ApiProviderName;
+  planModeApiModelId?: string;
+  actModeApiModelId?: string;
+  planModeOpenAiModelId?: string;
+  actModeOpenAiModelId?: string;
+  planModeOpenAiModelInfo?: OpenAiModelInfo;
+  actModeOpenAiModelInfo?: OpenAiModelInfo;
+}
+
+export interface OpenAiModelInfo {
+  maxTokens?: number;
+  contextWindow?: number;
+  supportsImages?: boolean;
+  supportsPromptCache?: boolean;
+  temperature?: number;
+}
+
+/** The subset of `cline.UpdateSettingsRequest` flakegym sets. */
+export interface UpdateSettings {
+  mode?: PlanActMode;
+  telemetrySetting?: "enabled" | "disabled" | "unset";
+  enableCheckpointsSetting?: boolean;
+  planActSeparateModelsSetting?: boolean;
+  mcpMarketplaceEnabled?: boolean;
+  nativeToolCallEnabled?: boolean;
+  maxConsecutiveMistakes?: number;
+  yoloModeToggled?: boolean;
+  useAutoCondense?: boolean;
+  strictPlanModeEnabled?: boolean;
+  terminalOutputLineLimit?: number;
+  customPrompt?: string;
+  preferredLanguage?: string;
+  subagentsEnabled?: boolean;
+  clineWebToolsEnabled?: boolean;
+  skillsEnabled?: boolean;
+  worktreesEnabled?: boolean;
+  optOutOfRemoteConfig?: boolean;
+}
+
+export interface AutoApprovalSettings {
+  /** Ignored by the core unless greater than the current version. */
+  version: number;
+  actions: {
+    readFiles?: boolean;
+    readFilesExternally?: boolean;
+    editFiles?: boolean;
+    editFilesExternally?: boolean;
+    executeSafeCommands?: boolean;
+    executeAllCommands?: boolean;
+    useBrowser?: boolean;
+    useMcp?: boolean;
+  };
+  enableNotifications?: boolean;
+}
+
+export type AskResponseType = "yesButtonClicked" | "noButtonClicked" | "messageResponse";
+
+export interface ProcessInfo {
+  readonly processId: number;
+  readonly version: string;
+  readonly uptimeMs?: number;
+}
+
+/** The typed gRPC client of one Cline core. */
+export interface ClineClient {
+  /** `127.0.0.1:<port>` or `unix:/path`. */
+  readonly address: string;
+  readonly task: {
+    /** Starts a task; returns its id. */
+    newTask(req: { text: string; images?: string[]; files?: string[] }, opts?: CallOptions): Promise<string>;
+    cancelTask(opts?: CallOptions): Promise<void>;
+    clearTask(opts?: CallOptions): Promise<void>;
+    askResponse(req: { responseType: AskResponseType; text?: string }, opts?: CallOptions): Promise<void>;
+  };
+  readonly ui: {
+    /** Every message update (partial and final); ends when the signal aborts or the core closes it. */
+    subscribeToPartialMessage(opts?: StreamOptions): AsyncIterable<ClineMessage>;
+  };
+  readonly state: {
+    getLatestState(opts?: CallOptions): Promise<CoreState & Record<string, unknown>>;
+    /** The whole state after every change (it grows with the task). */
+    subscribeToState(opts?: StreamOptions): AsyncIterable<CoreState & Record<string, unknown>>;
+    updateSettings(
+      req: UpdateSettings & { apiConfiguration?: ApiConfiguration },
+      opts?: CallOptions,
+    ): Promise<void>;
+    updateAutoApprovalSettings(req: AutoApprovalSettings, opts?: CallOptions): Promise<void>;
+    togglePlanActMode(req: { mode: PlanActMode }, opts?: CallOptions): Promise<boolean>;
+    flushPendingState(opts?: CallOptions): Promise<void>;
+    getProcessInfo(opts?: CallOptions): Promise<ProcessInfo>;
+  };
+  readonly models: {
+    updateApiConfigurationProto(
+      req: { apiConfiguration: ApiConfiguration },
+      opts?: CallOptions,
+    ): Promise<void>;
+  };
+  /** Low-level unary call by full method name (`cline.StateService/getLatestState`), camelCase in and out. */
+  unary(method: string, request: object, opts?: CallOptions): Promise<unknown>;
+  /** Low-level server stream by full method name, camelCase out. */
+  stream(method: string, request: object, opts?: StreamOptions): AsyncIterable<unknown>;
+  close(): void;
+}
+
+export interface ClineClientOptions {
+  /** `127.0.0.1:<port>`, `localhost:<port>` or `unix:/abs/path`. */
+  readonly address: string;
+  /** Deadline of calls that give none. Default 30 s. */
+  readonly defaultDeadlineMs?: number;
+  /** Descriptor set to load; default: the pinned package's `proto/descriptor_set.pb`. */
+  readonly descriptorSet?: string;
+}
+
+type Methods = Map<string, MethodDefinition<object, object>>;
+const methodCache = new Map<string, Methods>();
+
+/** Loads (once per path) every method of the descriptor set, keyed `package.Service/method`. */
+function loadMethods(descriptorSet: string): Methods {
+  const cached = methodCache.get(descriptorSet);
+  if (cached) return cached;
+  // keepCase is ignored by loadFileDescriptorSetFromBuffer: field names stay snake_case.
+  const def = loadFileDescriptorSetFromBuffer(readFileSync(descriptorSet), {
+    longs: Number,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
+  const methods: Methods = new Map();
+  for (const [name, entry] of Object.entries(def)) {
+    if (entry === null || typeof entry !== "object" || "format" in entry) continue;
+    for (const [methodName, m] of Object.entries(entry as Record<string, MethodDefinition<object, object>>)) {
+      if (!m || typeof m !== "object" || !("path" in m)) continue;
+      methods.set(`${name}/${methodName}`, m);
+      if (m.originalName) methods.set(`${name}/${m.originalName}`, m);
+    }
+  }
+  methodCache.set(descriptorSet, methods);
+  return methods;
+}
+
+const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  // The state grows with the task (every update resends all of it).
+  "grpc.max_receive_message_length": 256 * 1024 * 1024,
+  "grpc.max_send_message_length": 64 * 1024 * 1024,
+  "grpc.initial_reconnect_backoff_ms": 100,
+  "grpc.max_reconnect_backoff_ms": 1000,
+  "grpc.enable_retries": 0,
+};
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("aborted", "AbortError");
+}
+
+/** Creates a client for the core at `address`. Nothing connects until the first call. */
+export function createClineClient(options: ClineClientOptions): ClineClient {
+  const descriptorSet = options.descriptorSet ?? resolveClinePackage().descriptorSet;
+  const methods = loadMethods(descriptorSet);
+  const defaultDeadlineMs = options.defaultDeadlineMs ?? 30_000;
+  const address = options.address;
+  const client = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+
+  const method = (name: string) => {
+    const m = methods.get(name);
+    if (!m)
+      throw new ClineVendorError(ErrorCode.InvalidArgument, `no gRPC method '${name}' in ${descriptorSet}`, {
+        hint: "use the full name, e.g. cline.StateService/getLatestState",
+      });
+    return m;
+  };
+
+  const unary = (name: string, request: object, opts: CallOptions = {}): Promise<unknown> => {
+    const m = method(name);
+    const { signal } = opts;
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    return new Promise((resolve, reject) => {
+      const deadline = new Date(Date.now() + (opts.deadlineMs ?? defaultDeadlineMs));
+      const callOpts: grpc.CallOptions = { deadline };
+      const metadata = new grpc.Metadata();
+      if (opts.waitForReady) metadata.setOptions({ waitForReady: true });
+      let onAbort: (() => void) | undefined;
+      const call = client.makeUnaryRequest(
+        m.path,
+        m.requestSerialize,
+        m.responseDeserialize,
+        toSnakeKeys(request) as object,
+        metadata,
+        callOpts,
+        (err, value) => {
+          if (onAbort) signal?.removeEventListener("abort", onAbort);
+          if (signal?.aborted) reject(abortReason(signal));
+          else if (err) reject(new ClineRpcError(name, err.code, err.details, address, err));
+          else resolve(toCamelKeys(value));
+        },
+      );
+      if (signal) {
+        onAbort = () => call.cancel();
+        signal.addEventListener("abort", onAbort, { once: true });
+      }
+    });
+  };
+
+  const stream = (name: string, request: object, opts: StreamOptions = {}): AsyncIterable<unknown> => {
+    const m = method(name);
+    return {
+      [Symbol.asyncIterator]() {
+        const { signal } = opts;
+        const metadata = new grpc.Metadata();
+        metadata.set("request-id", randomUUID());
+        const call = client.makeServerStreamRequest(
+          m.path,
+          m.requestSerialize,
+          m.responseDeserialize,
+          toSnakeKeys(request) as object,
+          metadata,
+          {},
+        );
+        const queue: unknown[] = [];
+        let done = false;
+        let failure: unknown;
+        let wake: (() => void) | undefined;
+        const notify = () => {
+          wake?.();
+          wake = undefined;
+        };
+        const finish = () => {
+          done = true;
+          signal?.removeEventListener("abort", onAbort);
+          notify();
+        };
+        const onAbort = () => {
+          call.cancel();
+          finish();
+        };
+        call.on("data", (v: unknown) => {
+          queue.push(toCamelKeys(v));
+          notify();
+        });
+        call.on("error", (err: grpc.ServiceError) => {
+          // Our own cancel ends the iteration quietly; anything else is the core's doing.
+          if (!(err.code === grpc.status.CANCELLED && (signal?.aborted || done)))
+            failure = new ClineRpcError(name, err.code, err.details, address, err);
+          finish();
+        });
+        call.on("end", finish);
+        if (signal?.aborted) onAbort();
+        else signal?.addEventListener("abort", onAbort, { once: true });
+        return {
+          async next(): Promise<IteratorResult<unknown>> {
+            for (;;) {
+              if (queue.length > 0) return { value: queue.shift(), done: false };
+              if (failure !== undefined) {
+                const f = failure;
+                failure = undefined;
+                throw f;
+              }
+              if (done) return { value: undefined, done: true };
+              await new Promise<void>((r) => {
+                wake = r;
+              });
+            }
+          },
+          async return(): Promise<IteratorResult<unknown>> {
+            call.cancel();
+            finish();
+            return { value: undefined, done: true };
+          },
+        };
+      },
+    };
+  };
+
+  const mapStream = <T>(source: AsyncIterable<unknown>, fn: (v: unknown) => T): AsyncIterable<T> => ({
+    async *[Symbol.asyncIterator]() {
+      for await (const v of source) yield fn(v);
+    },
+  });
+
+  const empty = async (name: string, req: object, opts?: CallOptions) => {
+    await unary(name, req, opts);
+  };
+
+  return {
+    address,
+    task: {
+      async newTask(req, opts) {
+        const r = (await unary("cline.TaskService/newTask", { images: [], files: [], ...req }, opts)) as {
+          value?: string;
+        };
+        return r.value ?? "";
+      },
+      cancelTask: (opts) => empty("cline.TaskService/cancelTask", {}, opts),
+      clearTask: (opts) => empty("cline.TaskService/clearTask", {}, opts),
+      askResponse: (req, opts) => empty("cline.TaskService/askResponse", req, opts),
+    },
+    ui: {
+      subscribeToPartialMessage: (opts) =>
+        mapStream(stream("cline.UiService/subscribeToPartialMessage", {}, opts), fromProtoMessage),
+    },
+    state: {
+      async getLatestState(opts) {
+        const r = (await unary("cline.StateService/getLatestState", {}, opts)) as { stateJson?: string };
+        return parseStateJson(r.stateJson ?? "{}");
+      },
+      subscribeToState: (opts) =>
+        mapStream(stream("cline.StateService/subscribeToState", {}, opts), (v) =>
+          parseStateJson((v as { stateJson?: string }).stateJson ?? "{}"),
+        ),
+      updateSettings: (req, opts) => empty("cline.StateService/updateSettings", req, opts),
+      updateAutoApprovalSettings: (req, opts) =>
+        empty("cline.StateService/updateAutoApprovalSettings", req, opts),
+      async togglePlanActMode(req, opts) {
+        const r = (await unary("cline.StateService/togglePlanActModeProto", req, opts)) as {
+          value?: boolean;
+        };
+        return r.value === true;
+      },
+      flushPendingState: (opts) => empty("cline.StateService/flushPendingState", {}, opts),
+      async getProcessInfo(opts) {
+        const r = (await unary("cline.StateService/getProcessInfo", {}, opts)) as {
+          processId?: number;
+          version?: string;
+          uptimeMs?: number | null;
+        };
+        return {
+          processId: r.processId ?? 0,
+          version: r.version ?? "",
+          ...(r.uptimeMs != null ? { uptimeMs: r.uptimeMs } : {}),
+        };
+      },
+    },
+    models: {
+      updateApiConfigurationProto: (req, opts) =>
+        empty("cline.ModelsService/updateApiConfigurationProto", req, opts),
+    },
+    unary,
+    stream,
+    close: () => client.close(),
+  };
+}

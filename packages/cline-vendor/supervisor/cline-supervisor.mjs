@@ -1,0 +1,378 @@
+#!/usr/bin/env node
+// cline-supervisor: starts cline-host and cline-core as its children and keeps them on a short
+// leash. Plain Node (built-ins only, no tsx, no npm dependencies) so it runs unchanged inside a
+// network-less bubblewrap sandbox or a container.
+//
+//   node cline-supervisor.mjs --host-bin <path> --core-js <path> --node-path <a:b> \
+//     --workspace <dir> --config <dir> [--core-address 127.0.0.1:<port>|unix:<path>] \
+//     [--host-port <port>] [--log <file>] [--forward 127.0.0.1:<port>=unix:<path>]... \
+//     [--expose unix:<path>=127.0.0.1:<port>]... [--watch-stdin] [--grace-ms <ms>] [--node <bin>]
+//
+// Port 0 (the default for --host-port and a tcp --core-address) means: pick a free port here,
+// inside whatever network namespace the supervisor runs in.
+//
+// Behaviour:
+// - Children get the supervisor's own environment (the launcher builds it from an allow-list)
+//   plus NODE_PATH, PROTOBUS_ADDRESS and HOST_BRIDGE_ADDRESS. Nothing else is added.
+// - Both children's stdout/stderr are appended to --log (default: <config>/core.log).
+// - Progress goes to stdout as JSON lines: {"event":"started",...}, {"event":"listening",...},
+//   {"event":"exit",...}. Problems go to stderr.
+// - SIGTERM/SIGINT/SIGHUP, either child exiting, the parent dying (ppid changes, or stdin closes
+//   with --watch-stdin) all lead to the same shutdown: SIGTERM every descendant, SIGKILL what is
+//   left after --grace-ms, exit.
+// - --forward listens on TCP inside and connects each connection to a unix socket (e.g. the
+//   policy gateway's socket bind-mounted into the sandbox). --expose listens on a unix socket and
+//   connects to a TCP port inside (e.g. to reach the core's gRPC from outside).
+
+import { spawn } from "node:child_process";
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { createConnection, createServer } from "node:net";
+import { dirname, join } from "node:path";
+
+const USAGE =
+  "usage: cline-supervisor --host-bin <path> --core-js <path> --node-path <dirs> --workspace <dir> " +
+  "--config <dir> [--core-address 127.0.0.1:<port>|unix:<path>] [--host-port <port>] [--log <file>] " +
+  "[--forward 127.0.0.1:<port>=unix:<path>]... [--expose unix:<path>=127.0.0.1:<port>]... " +
+  "[--watch-stdin] [--grace-ms <ms>] [--node <bin>]";
+
+function fail(message) {
+  process.stderr.write(`cline-supervisor: ${message}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+function parseArgs(argv) {
+  const opts = {
+    hostBin: undefined,
+    coreJs: undefined,
+    nodePath: undefined,
+    workspace: undefined,
+    config: undefined,
+    coreAddress: "127.0.0.1:0",
+    hostPort: 0,
+    log: undefined,
+    forward: [],
+    expose: [],
+    watchStdin: false,
+    graceMs: 3000,
+    node: process.execPath,
+  };
+  const takesValue = {
+    "--host-bin": "hostBin",
+    "--core-js": "coreJs",
+    "--node-path": "nodePath",
+    "--workspace": "workspace",
+    "--config": "config",
+    "--core-address": "coreAddress",
+    "--host-port": "hostPort",
+    "--log": "log",
+    "--grace-ms": "graceMs",
+    "--node": "node",
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    if (flag === "--watch-stdin") {
+      opts.watchStdin = true;
+      continue;
+    }
+    if (flag === "--help" || flag === "-h") {
+      process.stdout.write(`${USAGE}\n`);
+      process.exit(0);
+    }
+    const value = argv[i + 1];
+    if (flag === "--forward" || flag === "--expose") {
+      if (value === undefined) fail(`${flag} needs a value`);
+      const [from, to, extra] = value.split("=");
+      if (extra !== undefined || !from || !to) fail(`${flag} '${value}': expected <listen>=<connect>`);
+      const pair = { listen: parseEndpoint(from, flag), connect: parseEndpoint(to, flag) };
+      if (flag === "--forward" && (pair.listen.kind !== "tcp" || pair.connect.kind !== "unix"))
+        fail(`--forward '${value}': expected 127.0.0.1:<port>=unix:<path>`);
+      if (flag === "--expose" && (pair.listen.kind !== "unix" || pair.connect.kind !== "tcp"))
+        fail(`--expose '${value}': expected unix:<path>=127.0.0.1:<port>`);
+      (flag === "--forward" ? opts.forward : opts.expose).push(pair);
+      i++;
+      continue;
+    }
+    const key = takesValue[flag];
+    if (key === undefined) fail(`unknown flag '${flag}'`);
+    if (value === undefined) fail(`${flag} needs a value`);
+    opts[key] = value;
+    i++;
+  }
+  for (const [flag, key] of [
+    ["--host-bin", "hostBin"],
+    ["--core-js", "coreJs"],
+    ["--node-path", "nodePath"],
+    ["--workspace", "workspace"],
+    ["--config", "config"],
+  ]) {
+    if (opts[key] === undefined) fail(`${flag} is required`);
+  }
+  opts.hostPort = Number(opts.hostPort);
+  if (!Number.isInteger(opts.hostPort) || opts.hostPort < 0 || opts.hostPort > 65535)
+    fail(`--host-port '${opts.hostPort}': expected a port number (0 = pick a free one)`);
+  opts.graceMs = Number(opts.graceMs);
+  if (!Number.isFinite(opts.graceMs) || opts.graceMs < 0) fail(`--grace-ms '${opts.graceMs}': expected ms`);
+  opts.coreAddress = parseEndpoint(opts.coreAddress, "--core-address");
+  opts.log ??= join(opts.config, "core.log");
+  return opts;
+}
+
+/** `unix:<path>` or `<host>:<port>` → {kind, path} | {kind, host, port}. */
+function parseEndpoint(text, flag) {
+  if (text.startsWith("unix:")) {
+    const path = text.slice("unix:".length);
+    if (!path.startsWith("/")) fail(`${flag} '${text}': unix socket paths must be absolute`);
+    return { kind: "unix", path };
+  }
+  const m = /^([^:]+):(\d+)$/.exec(text);
+  if (!m) fail(`${flag} '${text}': expected <host>:<port> or unix:<path>`);
+  const port = Number(m[2]);
+  if (port > 65535) fail(`${flag} '${text}': port out of range`);
+  return { kind: "tcp", host: m[1], port };
+}
+
+const endpointText = (e) => (e.kind === "unix" ? `unix:${e.path}` : `${e.host}:${e.port}`);
+
+function emit(event) {
+  try {
+    writeSync(1, `${JSON.stringify({ ...event, t: Date.now() })}\n`);
+  } catch {
+    // nobody is reading stdout any more
+  }
+}
+
+/** Asks the kernel for a free TCP port on `host` in this network namespace. */
+function freePort(host) {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on("error", reject);
+    srv.listen(0, host, () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * True when /proc shows this process under its own pid. Inside a pid namespace whose /proc is the
+ * host's (bwrap --unshare-pid without --proc), the pids in /proc are not ours to signal.
+ */
+function procIsOurs() {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    return Number(stat.slice(0, stat.indexOf(" "))) === process.pid;
+  } catch {
+    return false;
+  }
+}
+
+/** Every process below `root` in the process tree (Linux /proc); [] where /proc is not usable. */
+function descendants(root) {
+  if (!procIsOurs()) return [];
+  let names;
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  const children = new Map();
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (!children.has(ppid)) children.set(ppid, []);
+      children.get(ppid).push(Number(name));
+    } catch {
+      // ended while we looked
+    }
+  }
+  const out = [];
+  const queue = [root];
+  while (queue.length > 0) {
+    for (const c of children.get(queue.shift()) ?? []) {
+      out.push(c);
+      queue.push(c);
+    }
+  }
+  return out;
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === "EPERM";
+  }
+}
+
+function signal(pid, sig) {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+function startRelay(pair, servers) {
+  return new Promise((resolve, reject) => {
+    const server = createServer((inbound) => {
+      const target =
+        pair.connect.kind === "unix"
+          ? createConnection(pair.connect.path)
+          : createConnection(pair.connect.port, pair.connect.host);
+      inbound.pipe(target);
+      target.pipe(inbound);
+      const close = () => {
+        inbound.destroy();
+        target.destroy();
+      };
+      inbound.on("error", close);
+      target.on("error", close);
+      inbound.on("close", close);
+      target.on("close", close);
+    });
+    server.on("error", reject);
+    if (pair.listen.kind === "unix") {
+      try {
+        unlinkSync(pair.listen.path);
+      } catch {
+        // no stale socket
+      }
+      server.listen(pair.listen.path, () => resolve());
+    } else server.listen(pair.listen.port, pair.listen.host, () => resolve());
+    servers.push(server);
+  });
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  mkdirSync(dirname(opts.log), { recursive: true });
+  const logFd = openSync(opts.log, "a");
+  const writeLog = (chunk) => {
+    try {
+      writeSync(logFd, chunk);
+    } catch {
+      // disk full or closed: the children must not die of it
+    }
+  };
+
+  const children = new Map(); // pid → name
+  const servers = [];
+  let stopping = false;
+  let exitCode = 0;
+
+  const shutdown = async (reason, code) => {
+    if (stopping) return;
+    stopping = true;
+    exitCode = code;
+    emit({ event: "stopping", reason });
+    for (const s of servers) s.close();
+    const targets = new Set([...descendants(process.pid), ...children.keys()]);
+    for (const pid of targets) signal(pid, "SIGTERM");
+    const deadline = Date.now() + opts.graceMs;
+    while (Date.now() < deadline && [...targets].some(alive)) await new Promise((r) => setTimeout(r, 25));
+    for (const pid of new Set([...targets, ...descendants(process.pid)])) {
+      if (alive(pid)) signal(pid, "SIGKILL");
+    }
+    emit({ event: "exit", reason, code });
+    try {
+      closeSync(logFd);
+    } catch {
+      // already closed
+    }
+    process.exit(exitCode);
+  };
+
+  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(sig, () => shutdown(`received ${sig}`, 0));
+  const initialPpid = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== initialPpid) shutdown(`parent ${initialPpid} died`, 1);
+  }, 250);
+  if (opts.watchStdin) {
+    process.stdin.on("data", () => {});
+    process.stdin.on("end", () => shutdown("stdin closed (parent gone)", 1));
+    process.stdin.on("error", () => shutdown("stdin failed (parent gone)", 1));
+  }
+
+  try {
+    for (const pair of [...opts.forward, ...opts.expose]) await startRelay(pair, servers);
+  } catch (err) {
+    process.stderr.write(`cline-supervisor: could not start a forwarder: ${err.message}\n`);
+    await shutdown("forwarder failed", 1);
+    return;
+  }
+
+  const hostPort = opts.hostPort || (await freePort("127.0.0.1"));
+  const core = { ...opts.coreAddress };
+  if (core.kind === "tcp" && core.port === 0) core.port = await freePort(core.host);
+  const coreAddress = endpointText(core);
+
+  const startChild = (name, command, args, extraEnv, cwd) => {
+    const child = spawn(command, args, {
+      cwd,
+      env: { ...process.env, ...extraEnv },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout.on("data", (c) => writeLog(c));
+    child.stderr.on("data", (c) => writeLog(c));
+    child.on("error", (err) => {
+      process.stderr.write(`cline-supervisor: could not start ${name} (${command}): ${err.message}\n`);
+      shutdown(`${name} failed to start`, 1);
+    });
+    child.on("exit", (code, sig) => {
+      children.delete(child.pid);
+      emit({ event: "child-exit", name, code, signal: sig });
+      if (!stopping) shutdown(`${name} exited (code ${code}, signal ${sig})`, 1);
+    });
+    if (child.pid !== undefined) children.set(child.pid, name);
+    return child;
+  };
+
+  const host = startChild(
+    "cline-host",
+    opts.hostBin,
+    ["--port", String(hostPort), "--workspace", opts.workspace],
+    {},
+    opts.workspace,
+  );
+  const coreChild = startChild(
+    "cline-core",
+    opts.node,
+    [opts.coreJs, "--config", opts.config],
+    {
+      NODE_PATH: opts.nodePath,
+      PROTOBUS_ADDRESS: coreAddress,
+      HOST_BRIDGE_ADDRESS: `127.0.0.1:${hostPort}`,
+    },
+    dirname(opts.coreJs),
+  );
+  // The core logs this line right after its gRPC server has bound; the launcher confirms with a
+  // real gRPC call.
+  let tail = "";
+  let announced = false;
+  coreChild.stdout.on("data", (chunk) => {
+    if (announced) return;
+    tail = (tail + chunk.toString("utf8")).slice(-4096);
+    if (tail.includes("ProtoBus gRPC server listening")) {
+      announced = true;
+      tail = "";
+      emit({ event: "listening", coreAddress });
+    }
+  });
+  emit({
+    event: "started",
+    supervisorPid: process.pid,
+    hostPid: host.pid,
+    corePid: coreChild.pid,
+    hostPort,
+    coreAddress,
+    log: opts.log,
+  });
+}
+
+main().catch((err) => {
+  process.stderr.write(`cline-supervisor: ${err?.stack ?? err}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,214 @@
+/**
+ * The supervisor's mechanics with tiny fixture children (fixtures/fake-host.mjs, fake-core.mjs) in
+ * place of the 45 MB core: events, environment, log, forwarders, and every way of stopping. The
+ * real core under the supervisor is covered by tests/integration/cline.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { createConnection, createServer, type Server } from "node:net";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SUPERVISOR_PATH } from "../../src/launcher.js";
+import { findProcesses, freePort, makeTempDir, processReaper, type TempDir, waitFor } from "../helpers.js";
+
+const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
+
+interface Started {
+  child: ChildProcess;
+  events: Record<string, unknown>[];
+  next(event: string, timeoutMs?: number): Promise<Record<string, unknown>>;
+  exit: Promise<number | null>;
+  stderr(): string;
+}
+
+let tmp: TempDir;
+const reaper = processReaper();
+
+beforeEach(async () => {
+  tmp = await makeTempDir("flakegym-supervisor-");
+});
+afterEach(async () => {
+  reaper.killAll();
+  await tmp.cleanup();
+});
+
+function start(extra: string[] = [], env: Record<string, string> = {}): Started {
+  const child = spawn(
+    process.execPath,
+    [
+      SUPERVISOR_PATH,
+      "--host-bin",
+      fixture("fake-host.mjs"),
+      "--core-js",
+      fixture("fake-core.mjs"),
+      "--node-path",
+      "/nm-a:/nm-b",
+      "--workspace",
+      tmp.path,
+      "--config",
+      join(tmp.path, "config"),
+      "--grace-ms",
+      "1000",
+      ...extra,
+    ],
+    {
+      env: { PATH: process.env.PATH ?? "", HOME: tmp.path, ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true,
+    },
+  );
+  reaper.track(child.pid);
+  const events: Record<string, unknown>[] = [];
+  const waiters: (() => void)[] = [];
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    events.push(JSON.parse(line) as Record<string, unknown>);
+    for (const w of waiters.splice(0)) w();
+  });
+  let err = "";
+  child.stderr!.on("data", (c: Buffer) => {
+    err += c.toString();
+  });
+  const exit = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  return {
+    child,
+    events,
+    exit,
+    stderr: () => err,
+    async next(event, timeoutMs = 10_000) {
+      const end = Date.now() + timeoutMs;
+      for (;;) {
+        const found = events.find((e) => e["event"] === event);
+        if (found) return found;
+        if (Date.now() > end)
+          throw new Error(`no '${event}' event; got ${JSON.stringify(events)}; stderr: ${err}`);
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 200);
+        });
+      }
+    },
+  };
+}
+
+function roundTrip(target: { path: string } | { port: number }, payload: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = "path" in target ? createConnection(target.path) : createConnection(target.port, "127.0.0.1");
+    s.once("error", reject);
+    s.once("data", (d) => {
+      resolve(d.toString());
+      s.destroy();
+    });
+    s.write(payload);
+  });
+}
+
+describe("cline-supervisor", () => {
+  it("starts host and core with explicit ports, the core's address and NODE_PATH, and logs their output", async () => {
+    const s = start();
+    const started = await s.next("started");
+    const listening = await s.next("listening");
+    expect(started["hostPort"]).toBeGreaterThan(0);
+    expect(started["coreAddress"]).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(started["coreAddress"]).not.toBe("127.0.0.1:0");
+    expect(listening["coreAddress"]).toBe(started["coreAddress"]);
+    expect(await roundTrip({ port: Number(String(started["coreAddress"]).split(":")[1]) }, "ping")).toBe(
+      "core:ping",
+    );
+    expect(await roundTrip({ port: Number(started["hostPort"]) }, "ping")).toBe("host:ping");
+    const log = await readFile(join(tmp.path, "config", "core.log"), "utf8");
+    const env = JSON.parse(/ENV (.*)/.exec(log)![1]!) as Record<string, string>;
+    expect(env).toEqual({
+      NODE_PATH: "/nm-a:/nm-b",
+      HOST_BRIDGE_ADDRESS: `127.0.0.1:${started["hostPort"]}`,
+      PROTOBUS_ADDRESS: started["coreAddress"],
+      HOME: tmp.path,
+    });
+    expect(
+      await waitFor(async () =>
+        (await readFile(join(tmp.path, "config", "core.log"), "utf8")).includes("fake host listening"),
+      ),
+    ).toBe(true);
+    s.child.kill("SIGTERM");
+    expect(await s.exit).toBe(0);
+  });
+
+  it("binds the core to a unix socket and relays with --expose (unix→tcp) and --forward (tcp→unix)", async () => {
+    const corePort = await freePort();
+    const exposed = join(tmp.path, "exposed.sock");
+    const upstreamSock = join(tmp.path, "upstream.sock");
+    const upstream: Server = createServer((c) => c.on("data", (d) => c.write(`upstream:${d}`)));
+    await new Promise<void>((r) => upstream.listen(upstreamSock, r));
+    const fwdPort = await freePort();
+    try {
+      const s = start([
+        "--core-address",
+        `127.0.0.1:${corePort}`,
+        "--expose",
+        `unix:${exposed}=127.0.0.1:${corePort}`,
+        "--forward",
+        `127.0.0.1:${fwdPort}=unix:${upstreamSock}`,
+      ]);
+      await s.next("listening");
+      expect(await roundTrip({ path: exposed }, "via-unix")).toBe("core:via-unix");
+      expect(await roundTrip({ port: fwdPort }, "via-tcp")).toBe("upstream:via-tcp");
+      s.child.kill("SIGTERM");
+      await s.exit;
+    } finally {
+      upstream.close();
+    }
+  });
+
+  it("unix --core-address is passed through as PROTOBUS_ADDRESS", async () => {
+    const sock = join(tmp.path, "core.sock");
+    const s = start(["--core-address", `unix:${sock}`]);
+    expect((await s.next("listening"))["coreAddress"]).toBe(`unix:${sock}`);
+    expect(await roundTrip({ path: sock }, "x")).toBe("core:x");
+    s.child.kill("SIGTERM");
+    await s.exit;
+  });
+
+  it("SIGTERM stops host, core and the core's own children", async () => {
+    const marker = `flakegym-grandchild-${process.pid}-${Date.now()}`;
+    const s = start([], { FAKE_CORE_GRANDCHILD: marker });
+    await s.next("listening");
+    expect(
+      await waitFor(async () => (await findProcesses(marker)).length === 1, 5_000),
+      JSON.stringify(s.events),
+    ).toBe(true);
+    s.child.kill("SIGTERM");
+    expect(await s.exit).toBe(0);
+    expect(s.events.at(-1)).toMatchObject({ event: "exit", reason: "received SIGTERM" });
+    expect(await findProcesses(marker)).toEqual([]);
+    expect(await findProcesses(tmp.path)).toEqual([]);
+  });
+
+  it("when one child dies it stops the other and exits 1", async () => {
+    const s = start([], { FAKE_CORE_EXIT_AFTER_MS: "300" });
+    expect(await s.exit).toBe(1);
+    expect(s.events).toContainEqual(
+      expect.objectContaining({ event: "child-exit", name: "cline-core", code: 3 }),
+    );
+    expect(s.events.at(-1)).toMatchObject({ event: "exit", code: 1 });
+    expect(await findProcesses(tmp.path)).toEqual([]);
+  });
+
+  it("with --watch-stdin it stops when its stdin closes (the parent is gone)", async () => {
+    const s = start(["--watch-stdin"]);
+    await s.next("listening");
+    s.child.stdin!.end();
+    expect(await s.exit).toBe(1);
+    expect(s.events.at(-1)).toMatchObject({ event: "exit", reason: "stdin closed (parent gone)" });
+    expect(await findProcesses(tmp.path)).toEqual([]);
+  });
+
+  it("rejects bad flags with exit 2, naming the flag", async () => {
+    const s = start(["--forward", "unix:/x=127.0.0.1:1"]);
+    expect(await s.exit).toBe(2);
+    expect(s.stderr()).toContain("--forward 'unix:/x=127.0.0.1:1': expected 127.0.0.1:<port>=unix:<path>");
+    const t = start(["--frobnicate", "1"]);
+    expect(await t.exit).toBe(2);
+    expect(t.stderr()).toContain("unknown flag '--frobnicate'");
+  });
+});

@@ -1,0 +1,16 @@
+# Profile `go` (profiles.json): Go with gotestsum; gcc for cgo.
+pkgs: {
+  packages = [
+    pkgs.go
+    pkgs.gotestsum
+    pkgs.gcc
+  ];
+  toolSmoke = [
+    "gotestsum --version"
+    "go env GOROOT"
+  ];
+  env = {
+    # Never let `go` download another toolchain: the profile's Go is the one to use.
+    GOTOOLCHAIN = "local";
+  };
+}

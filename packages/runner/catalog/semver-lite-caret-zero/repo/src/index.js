@@ -1,0 +1,2 @@
+export { parseRange, satisfies } from "./range.js";
+export { compare, format, parse } from "./version.js";

@@ -1,0 +1,216 @@
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  CLINE_CORE_REPORTED_VERSION,
+  type ClineCore,
+  launchClineCore,
+  resolveClinePackage,
+  runClineTask,
+  startScriptedOpenAiServer,
+  xmlTool,
+} from "@flakegym/cline-vendor";
+import { execa } from "execa";
+import { z } from "zod";
+import { describeError } from "../../errors.js";
+import { defineCommand } from "../command.js";
+
+/** One line of the doctor's table. */
+export const DoctorRow = z
+  .object({
+    check: z.string().describe("what was checked"),
+    status: z.enum(["ok", "warn", "fail", "info"]).describe("fail makes doctor exit 1"),
+    value: z.string().describe("what was found"),
+    detail: z.string().optional().describe("why it is not ok, and what to do"),
+  })
+  .strict();
+export type DoctorRow = z.infer<typeof DoctorRow>;
+
+export interface DoctorContext {
+  readonly signal: AbortSignal;
+  /** Bound on each probe. */
+  readonly timeoutMs: number;
+  /** Progress for long probes (stderr; silent with --json). */
+  progress(message: string): void;
+}
+
+/** A named group of checks. Later work adds probes by appending to {@link doctorProbes}. */
+export interface DoctorProbe {
+  readonly name: string;
+  run(ctx: DoctorContext): Promise<DoctorRow[]>;
+}
+
+const mb = (bytes: number | undefined) =>
+  bytes === undefined ? "n/a" : `${Math.round(bytes / 1024 / 1024)} MB`;
+
+/** The Cline core end to end: package, boot, a scripted two-turn task (write a file, complete). */
+export const clineProbe: DoctorProbe = {
+  name: "cline",
+  async run(ctx) {
+    const rows: DoctorRow[] = [];
+    let pkg: ReturnType<typeof resolveClinePackage>;
+    try {
+      pkg = resolveClinePackage();
+      rows.push({
+        check: "cline package",
+        status: "ok",
+        value: `cline@${pkg.version} (${pkg.integrity.slice(0, 19)}…)`,
+      });
+    } catch (err) {
+      return [{ check: "cline package", status: "fail", value: "not usable", detail: describeError(err) }];
+    }
+    const dir = await mkdtemp(join(tmpdir(), "flakegym-doctor-"));
+    const workspace = join(dir, "workspace");
+    await mkdir(workspace);
+    const policy = await startScriptedOpenAiServer({
+      turns: [
+        { text: `I'll write the file.\n${xmlTool.writeToFile("doctor.txt", "flakegym doctor")}` },
+        { text: xmlTool.attemptCompletion("wrote doctor.txt") },
+      ],
+    });
+    let core: ClineCore | undefined;
+    try {
+      ctx.progress("starting the Cline core (cline-host + cline-core)…");
+      core = await launchClineCore({
+        workspace,
+        configDir: join(dir, "config"),
+        home: join(dir, "home"),
+        signal: ctx.signal,
+        startTimeoutMs: ctx.timeoutMs,
+      });
+      const info = await core.client.state.getProcessInfo({ signal: ctx.signal });
+      rows.push({
+        check: "cline core",
+        status: info.version === CLINE_CORE_REPORTED_VERSION ? "ok" : "warn",
+        value: `reports itself as Cline ${info.version}`,
+        ...(info.version === CLINE_CORE_REPORTED_VERSION
+          ? {}
+          : { detail: `expected ${CLINE_CORE_REPORTED_VERSION} for cline@${pkg.version}` }),
+      });
+      rows.push({
+        check: "core boot",
+        status: "info",
+        value: `${core.timings.bootMs} ms (spawn → first gRPC answer)`,
+      });
+      ctx.progress("running a scripted two-turn task…");
+      const run = await runClineTask({
+        client: core.client,
+        prompt: "Create doctor.txt containing 'flakegym doctor', then finish.",
+        provider: { kind: "openai", baseUrl: policy.baseUrl, modelId: "flakegym-doctor" },
+        limits: { wallClockMs: ctx.timeoutMs, idleMs: Math.min(ctx.timeoutMs, 60_000) },
+        signal: ctx.signal,
+      });
+      const written = await readFile(join(workspace, "doctor.txt"), "utf8").catch(() => "");
+      const ok = run.outcome.kind === "completed" && written === "flakegym doctor";
+      rows.push({
+        check: "scripted task",
+        status: ok ? "ok" : "fail",
+        value: `${run.outcome.kind} in ${run.timings.totalMs} ms (${run.counts.modelRequests} model requests, ${run.counts.toolCalls} tool call)`,
+        ...(ok
+          ? {}
+          : {
+              detail: `${run.outcome.detail}${written === "flakegym doctor" ? "" : "; doctor.txt was not written"}; see ${core.logFile}`,
+            }),
+      });
+      const mem = await core.memory();
+      rows.push({
+        check: "core memory",
+        status: "info",
+        value: `core RSS ${mb(mem.coreRssBytes)}, host RSS ${mb(mem.hostRssBytes)}`,
+      });
+    } catch (err) {
+      rows.push({
+        check: "cline core",
+        status: "fail",
+        value: "did not start or run",
+        detail: describeError(err),
+      });
+    } finally {
+      await core?.stop();
+      await policy.close();
+      await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+    }
+    return rows;
+  },
+};
+
+/** `<bin> --version` as a row: present with its version, or missing (warn). */
+export function toolProbe(check: string, bin: string, why: string): DoctorProbe {
+  return {
+    name: check,
+    async run(ctx) {
+      const r = await execa(bin, ["--version"], {
+        reject: false,
+        timeout: Math.min(ctx.timeoutMs, 15_000),
+        cancelSignal: ctx.signal,
+        stdin: "ignore",
+      });
+      if (r.exitCode === 0) {
+        const line = `${r.stdout}\n${r.stderr}`.split("\n").find((l) => l.trim()) ?? "";
+        return [{ check, status: "ok", value: line.trim() }];
+      }
+      const missing =
+        (r as { code?: string }).code === "ENOENT" || r.exitCode === 127 || r.exitCode === undefined;
+      return [
+        {
+          check,
+          status: "warn",
+          value: missing ? "not installed" : `\`${bin} --version\` exited ${r.exitCode}`,
+          detail: `${why}${missing ? "" : `: ${(r.stderr || r.stdout).split("\n")[0]}`}`,
+        },
+      ];
+    },
+  };
+}
+
+/** Every probe `flakegym doctor` runs, in table order. Append to add rows. */
+export const doctorProbes: DoctorProbe[] = [
+  clineProbe,
+  toolProbe("bubblewrap", "bwrap", "needed by the local sandbox backend (apt-get install bubblewrap)"),
+  toolProbe("podman", "podman", "needed by the podman backend (apt-get install podman runc)"),
+  toolProbe("nix", "nix", "needed to build profiles and images from the flake (apt-get install nix-bin)"),
+];
+
+/** Renders rows as an aligned table. */
+export function renderDoctorTable(rows: readonly DoctorRow[]): string {
+  const w = (k: "check" | "status") => Math.max(k.length, ...rows.map((r) => r[k].length)) + 2;
+  const [wc, ws] = [w("check"), w("status")];
+  const lines = [`${"CHECK".padEnd(wc)}${"STATUS".padEnd(ws)}VALUE`];
+  for (const r of rows) {
+    lines.push(`${r.check.padEnd(wc)}${r.status.padEnd(ws)}${r.value}`);
+    if (r.detail) for (const d of r.detail.split("\n")) lines.push(`${"".padEnd(wc + ws)}${d}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+export const doctorCommand = defineCommand({
+  path: ["doctor"],
+  summary: "check this machine: the Cline core end to end, sandbox and build tools",
+  details:
+    "Starts a Cline core on a temporary workspace, drives a scripted two-turn task (write a file, then complete) through a local scripted policy, and probes bubblewrap, podman and nix. Exits 1 when a check fails.",
+  options: z.object({
+    json: z.boolean().default(false).describe("print the rows as JSON"),
+    timeoutMs: z.number().int().positive().default(120_000).describe("bound on each check, in milliseconds"),
+  }),
+  examples: ["flakegym doctor", "flakegym doctor --json"],
+  async run(opts, ctx) {
+    const dctx: DoctorContext = {
+      signal: ctx.signal,
+      timeoutMs: opts.timeoutMs,
+      progress: (m) => {
+        if (!opts.json) ctx.stderr.write(`doctor: ${m}\n`);
+      },
+    };
+    const rows: DoctorRow[] = [];
+    for (const probe of doctorProbes) {
+      ctx.signal.throwIfAborted();
+      try {
+        rows.push(...(await probe.run(dctx)));
+      } catch (err) {
+        rows.push({ check: probe.name, status: "fail", value: "probe failed", detail: describeError(err) });
+      }
+    }
+    ctx.stdout.write(opts.json ? `${JSON.stringify(rows, null, 2)}\n` : renderDoctorTable(rows));
+    return rows.some((r) => r.status === "fail") ? 1 : 0;
+  },
+});

@@ -1,0 +1,24 @@
+export {
+  assistantMessageOf,
+  ExportMode,
+  type ExportOptions,
+  ExportSegment,
+  exportTrajectory,
+  SplitReason,
+  type TrajectoryExport,
+} from "./export-trajectory.js";
+export {
+  MASKED,
+  TemplateDriftError,
+  type TokenizeForTrainerOptions,
+  type TrainerTokens,
+  tokenizeForTrainer,
+} from "./tokenize-for-trainer.js";
+export {
+  type ChatTokenizer,
+  loadChatTokenizer,
+  type RenderOptions,
+  TokenizerConfig,
+  TokenizerLoadError,
+  toTemplateMessages,
+} from "./tokenizer.js";

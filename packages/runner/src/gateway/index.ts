@@ -1,0 +1,14 @@
+export {
+  createPolicyGateway,
+  type GatewayTerminal,
+  type ListenSpec,
+  type PolicyGateway,
+  type PolicyGatewayOptions,
+  type RegisterOptions,
+  TrajectoryLimits,
+  type TrajectoryLimitsInput,
+  type TrajectoryRoute,
+  type TrajectoryStatus,
+} from "./server.js";
+export { encodeSse, parseSse, type SseEvent, SseParser } from "./sse.js";
+export { parseTurnLog, readTurnLog, TurnLogWriter, TurnRecord, TurnStatus } from "./turn-log.js";

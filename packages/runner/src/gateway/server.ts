@@ -1,0 +1,670 @@
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { rmSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { z } from "zod";
+import { FlakegymError, UsageError } from "../errors.js";
+import { anthropicToChatRequest } from "../policy/anthropic-convert.js";
+import { ChatRequest, ResponseAccumulator, type UpstreamEvent } from "../policy/chat.js";
+import { type ClientProtocol, type PolicyUpstream, redact, UpstreamError } from "../policy/upstream.js";
+import { AnthropicStreamEncoder, anthropicErrorBody, anthropicMessageBody } from "./anthropic-wire.js";
+import { OpenAiStreamEncoder, openAiCompletionBody, openAiErrorBody } from "./openai-wire.js";
+import { TurnLogWriter, type TurnRecord, type TurnStatus } from "./turn-log.js";
+
+/** Per-trajectory limits and watchdog settings. */
+export const TrajectoryLimits = z
+  .object({
+    maxRequests: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe("model calls allowed; the next one is refused"),
+    maxCompletionTokens: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe("sampled tokens allowed in total; calls after the budget is spent are refused"),
+    firstByteTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(120_000)
+      .describe("upstream silence allowed before 504"),
+    totalTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(600_000)
+      .describe("wall time one model call may take"),
+    maxConsecutiveFailures: z
+      .number()
+      .int()
+      .positive()
+      .default(3)
+      .describe("upstream failures in a row that end the trajectory as policy_error"),
+  })
+  .strict();
+export type TrajectoryLimits = z.infer<typeof TrajectoryLimits>;
+export type TrajectoryLimitsInput = z.input<typeof TrajectoryLimits>;
+
+/** Why the gateway ended a trajectory; the driver maps it to the trajectory's Outcome. */
+export interface GatewayTerminal {
+  readonly kind: "limits_exceeded" | "timeout" | "policy_error";
+  readonly message: string;
+  readonly at: string;
+}
+
+export interface TrajectoryStatus {
+  readonly trajectoryId: string;
+  readonly upstream: string;
+  /** Model calls received (refused ones included). */
+  readonly requests: number;
+  readonly ok: number;
+  readonly failed: number;
+  readonly refused: number;
+  readonly inFlight: number;
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  /** Set once the gateway has ended the trajectory (limit, watchdog, upstream failure). */
+  readonly terminal: GatewayTerminal | undefined;
+}
+
+export interface RegisterOptions {
+  readonly upstream: PolicyUpstream;
+  readonly limits?: TrajectoryLimitsInput;
+  /** Where the turn log goes (`turns.jsonl`); no log when absent. */
+  readonly turnLogPath?: string;
+  /** The token the core must present (default: a fresh random one). */
+  readonly token?: string;
+}
+
+/** What a worker needs to point a Cline core at this trajectory's endpoint. */
+export interface TrajectoryRoute {
+  readonly trajectoryId: string;
+  /** The API key to configure in the core; valid for this trajectory only. */
+  readonly token: string;
+  /** Path prefix of this trajectory's endpoint (`/t/<id>`). */
+  readonly path: string;
+  /** OpenAI-compatible base URL (the SDK appends /chat/completions), on the gateway's TCP listener. */
+  readonly openaiBaseUrl: string | undefined;
+  /** Anthropic base URL (the SDK appends /v1/messages), on the gateway's TCP listener. */
+  readonly anthropicBaseUrl: string | undefined;
+  /** The base URLs behind another origin (e.g. a forwarder inside a sandbox that reaches the socket). */
+  baseUrlsFor(origin: string): { readonly openai: string; readonly anthropic: string };
+  /** Aborted (reason: the GatewayTerminal) when the gateway ends the trajectory. */
+  readonly signal: AbortSignal;
+  status(): TrajectoryStatus;
+}
+
+export type ListenSpec = { readonly host: string; readonly port: number } | { readonly socketPath: string };
+
+export interface PolicyGatewayOptions {
+  /** Loopback TCP and/or a unix socket (for sandboxed workers). */
+  readonly listen: ListenSpec | readonly ListenSpec[];
+  /** Called for an unregistered trajectory id; returning options registers it on the fly. */
+  readonly resolveRoute?: (trajectoryId: string) => RegisterOptions | undefined;
+  readonly signal?: AbortSignal;
+  /** Largest request body accepted (default 64 MiB). */
+  readonly maxBodyBytes?: number;
+}
+
+export interface PolicyGateway {
+  /** `http://host:port` of the TCP listener, when there is one. */
+  readonly origin: string | undefined;
+  readonly socketPath: string | undefined;
+  register(trajectoryId: string, opts: RegisterOptions): TrajectoryRoute;
+  /** Ends a trajectory's endpoint: aborts its in-flight calls and closes its turn log. */
+  unregister(trajectoryId: string): Promise<TrajectoryStatus | undefined>;
+  status(trajectoryId: string): TrajectoryStatus | undefined;
+  close(): Promise<void>;
+}
+
+const TRAJECTORY_ID = /^[A-Za-z0-9._-]{1,128}$/;
+const ROUTE = /^\/t\/([^/]+)\/v1\/(chat\/completions|messages)$/;
+
+interface Entry {
+  readonly id: string;
+  readonly token: string;
+  readonly upstream: PolicyUpstream;
+  readonly limits: TrajectoryLimits;
+  readonly log: TurnLogWriter | undefined;
+  readonly ended: AbortController;
+  readonly calls: Set<AbortController>;
+  seq: number;
+  ok: number;
+  failed: number;
+  refused: number;
+  consecutiveFailures: number;
+  promptTokens: number;
+  completionTokens: number;
+  terminal: GatewayTerminal | undefined;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type: string,
+  ) {
+    super(message);
+  }
+}
+
+class WatchdogTimeout extends Error {
+  constructor(
+    readonly which: "first_byte" | "total",
+    ms: number,
+  ) {
+    super(
+      which === "first_byte"
+        ? `upstream sent nothing for ${ms} ms (firstByteTimeoutMs)`
+        : `upstream call took longer than ${ms} ms (totalTimeoutMs)`,
+    );
+  }
+}
+
+async function readBody(req: IncomingMessage, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > max)
+      throw new HttpError(413, `request body larger than ${max} bytes`, "invalid_request_error");
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function tokenOf(req: IncomingMessage): string | undefined {
+  const auth = req.headers["authorization"];
+  if (typeof auth === "string" && /^bearer /i.test(auth)) return auth.slice(7).trim();
+  const key = req.headers["x-api-key"];
+  return typeof key === "string" ? key.trim() : undefined;
+}
+
+function statusOf(e: Entry): TrajectoryStatus {
+  return {
+    trajectoryId: e.id,
+    upstream: e.upstream.id,
+    requests: e.seq,
+    ok: e.ok,
+    failed: e.failed,
+    refused: e.refused,
+    inFlight: e.calls.size,
+    promptTokens: e.promptTokens,
+    completionTokens: e.completionTokens,
+    terminal: e.terminal,
+  };
+}
+
+/**
+ * Starts the policy gateway: one HTTP server (on loopback TCP and/or a unix socket) that serves an
+ * OpenAI chat-completions and an Anthropic messages endpoint per registered trajectory under
+ * `/t/<trajectoryId>/v1/…`, forwards each call to the trajectory's upstream, streams the answer back
+ * in the protocol the client spoke and appends the call to the trajectory's turn log.
+ */
+export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<PolicyGateway> {
+  const entries = new Map<string, Entry>();
+  const maxBody = opts.maxBodyBytes ?? 64 * 1024 * 1024;
+  const listens = (Array.isArray(opts.listen) ? opts.listen : [opts.listen]) as ListenSpec[];
+  if (listens.length === 0)
+    throw new UsageError("createPolicyGateway: listen names no TCP address or socket");
+  const servers: Server[] = [];
+  let origin: string | undefined;
+  let socketPath: string | undefined;
+
+  const secretsOf = (e: Entry | undefined): string[] => (e ? [e.token, ...e.upstream.secrets] : []);
+
+  const endTrajectory = (e: Entry, kind: GatewayTerminal["kind"], message: string) => {
+    if (e.terminal) return;
+    e.terminal = { kind, message, at: new Date().toISOString() };
+    e.ended.abort(e.terminal);
+  };
+
+  const register = (trajectoryId: string, r: RegisterOptions): TrajectoryRoute => {
+    if (!TRAJECTORY_ID.test(trajectoryId)) {
+      throw new UsageError(
+        `trajectory id '${trajectoryId}' cannot be used in a URL path`,
+        "use 1-128 characters from A-Z a-z 0-9 . _ -",
+      );
+    }
+    if (entries.has(trajectoryId)) {
+      throw new FlakegymError(
+        "E_GATEWAY",
+        `trajectory '${trajectoryId}' is already registered with the gateway`,
+        {
+          hint: "unregister it first, or use a fresh trajectory id",
+        },
+      );
+    }
+    const parsedLimits = TrajectoryLimits.safeParse(r.limits ?? {});
+    if (!parsedLimits.success) {
+      const i = parsedLimits.error.issues[0]!;
+      throw new UsageError(`gateway limits for '${trajectoryId}': ${i.path.join(".")}: ${i.message}`);
+    }
+    const e: Entry = {
+      id: trajectoryId,
+      token: r.token ?? `fg-${randomBytes(24).toString("base64url")}`,
+      upstream: r.upstream,
+      limits: parsedLimits.data,
+      log: r.turnLogPath ? new TurnLogWriter(r.turnLogPath) : undefined,
+      ended: new AbortController(),
+      calls: new Set(),
+      seq: 0,
+      ok: 0,
+      failed: 0,
+      refused: 0,
+      consecutiveFailures: 0,
+      promptTokens: 0,
+      completionTokens: 0,
+      terminal: undefined,
+    };
+    entries.set(trajectoryId, e);
+    const path = `/t/${trajectoryId}`;
+    const baseUrlsFor = (o: string) => {
+      const base = o.replace(/\/+$/, "");
+      return { openai: `${base}${path}/v1`, anthropic: `${base}${path}` };
+    };
+    return {
+      trajectoryId,
+      token: e.token,
+      path,
+      openaiBaseUrl: origin ? baseUrlsFor(origin).openai : undefined,
+      anthropicBaseUrl: origin ? baseUrlsFor(origin).anthropic : undefined,
+      baseUrlsFor,
+      signal: e.ended.signal,
+      status: () => statusOf(e),
+    };
+  };
+
+  const unregister = async (trajectoryId: string): Promise<TrajectoryStatus | undefined> => {
+    const e = entries.get(trajectoryId);
+    if (!e) return undefined;
+    entries.delete(trajectoryId);
+    for (const c of e.calls) c.abort(new Error(`trajectory '${trajectoryId}' was unregistered`));
+    // wait (bounded) for in-flight calls to write their turn lines
+    const deadline = Date.now() + 5_000;
+    while (e.calls.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    await e.log?.close();
+    return statusOf(e);
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = req.url ?? "/";
+    const pathname = url.split("?")[0]!;
+    if (pathname === "/healthz") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ ok: true, trajectories: entries.size }));
+      return;
+    }
+    const m = ROUTE.exec(pathname);
+    const protocol: ClientProtocol = m?.[2] === "messages" ? "anthropic" : "openai";
+    const sendError = (status: number, message: string, type: string, e?: Entry) => {
+      const msg = redact(message, secretsOf(e));
+      const body = protocol === "anthropic" ? anthropicErrorBody(msg, type) : openAiErrorBody(msg, type);
+      if (!res.headersSent) res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    };
+    if (!m) {
+      sendError(
+        404,
+        `flakegym gateway: no route for ${req.method} ${pathname}; routes are POST /t/<trajectoryId>/v1/chat/completions and POST /t/<trajectoryId>/v1/messages`,
+        "not_found_error",
+      );
+      return;
+    }
+    const trajectoryId = decodeURIComponent(m[1]!);
+    let e = entries.get(trajectoryId);
+    if (!e && opts.resolveRoute) {
+      const r = opts.resolveRoute(trajectoryId);
+      if (r) {
+        register(trajectoryId, r);
+        e = entries.get(trajectoryId);
+      }
+    }
+    if (!e) {
+      sendError(
+        404,
+        `flakegym gateway: unknown trajectory '${trajectoryId}' (${entries.size} registered); it was never registered or has been unregistered`,
+        "not_found_error",
+      );
+      return;
+    }
+    if (req.method !== "POST") {
+      sendError(
+        405,
+        `flakegym gateway: ${pathname} takes POST, got ${req.method}`,
+        "invalid_request_error",
+        e,
+      );
+      return;
+    }
+    if (tokenOf(req) !== e.token) {
+      sendError(
+        401,
+        `flakegym gateway: wrong or missing API key for trajectory '${trajectoryId}'`,
+        "authentication_error",
+      );
+      return;
+    }
+    await serveCall(e, protocol, req, res, sendError);
+  };
+
+  const serveCall = async (
+    e: Entry,
+    protocol: ClientProtocol,
+    req: IncomingMessage,
+    res: ServerResponse,
+    sendError: (status: number, message: string, type: string, e?: Entry) => void,
+  ): Promise<void> => {
+    const startedAt = new Date();
+    const t0 = performance.now();
+    const seq = ++e.seq;
+    let raw: Record<string, unknown>;
+    let request: ChatRequest;
+    try {
+      const text = await readBody(req, maxBody);
+      try {
+        raw = JSON.parse(text) as Record<string, unknown>;
+      } catch (err) {
+        throw new HttpError(
+          400,
+          `request body is not JSON: ${(err as Error).message}`,
+          "invalid_request_error",
+        );
+      }
+      if (protocol === "anthropic") request = anthropicToChatRequest(raw);
+      else {
+        const parsed = ChatRequest.safeParse(raw);
+        if (!parsed.success) {
+          const i = parsed.error.issues[0]!;
+          throw new HttpError(
+            400,
+            `request field ${i.path.join(".")}: ${i.message}`,
+            "invalid_request_error",
+          );
+        }
+        request = parsed.data;
+      }
+    } catch (err) {
+      e.refused++;
+      if (err instanceof HttpError) sendError(err.status, `flakegym gateway: ${err.message}`, err.type, e);
+      else
+        sendError(
+          400,
+          `flakegym gateway: bad request: ${(err as Error).message}`,
+          "invalid_request_error",
+          e,
+        );
+      return;
+    }
+    const stream = raw["stream"] === true;
+    const record = (status: TurnStatus, extra: Partial<TurnRecord>): Promise<void> => {
+      if (!e.log) return Promise.resolve();
+      const rec: TurnRecord = {
+        v: 1,
+        trajectoryId: e.id,
+        seq,
+        startedAt: startedAt.toISOString(),
+        protocol,
+        stream,
+        upstream: e.upstream.id,
+        status,
+        request,
+        latency: { firstByteMs: null, totalMs: round(performance.now() - t0) },
+        ...extra,
+      };
+      if (rec.error) rec.error = redact(rec.error, secretsOf(e));
+      return e.log.append(rec).catch((err: unknown) => {
+        // a turn that cannot be logged cannot be trained on: end the trajectory visibly
+        endTrajectory(e, "policy_error", `turn log ${e.log?.path} failed: ${(err as Error).message}`);
+      });
+    };
+
+    // refusals: an ended trajectory, or a spent budget
+    const refusal = e.terminal
+      ? `trajectory '${e.id}' was ended by the gateway (${e.terminal.kind}: ${e.terminal.message})`
+      : e.limits.maxRequests !== undefined && seq > e.limits.maxRequests
+        ? `trajectory '${e.id}' exceeded maxRequests=${e.limits.maxRequests} (call ${seq} refused)`
+        : e.limits.maxCompletionTokens !== undefined && e.completionTokens >= e.limits.maxCompletionTokens
+          ? `trajectory '${e.id}' spent its maxCompletionTokens=${e.limits.maxCompletionTokens} (${e.completionTokens} sampled; call ${seq} refused)`
+          : undefined;
+    if (refusal) {
+      e.refused++;
+      if (!e.terminal) endTrajectory(e, "limits_exceeded", refusal);
+      await record("refused", { error: refusal });
+      sendError(400, `flakegym gateway: ${refusal}`, "flakegym_limit_exceeded", e);
+      return;
+    }
+
+    const ac = new AbortController();
+    e.calls.add(ac);
+    const onClose = () => {
+      if (!res.writableFinished) ac.abort(new Error("client closed the connection"));
+    };
+    res.on("close", onClose);
+    const onEnded = () => ac.abort(e.ended.signal.reason);
+    if (e.ended.signal.aborted) onEnded();
+    e.ended.signal.addEventListener("abort", onEnded, { once: true });
+    const onGateway = () => ac.abort(new Error("gateway closing"));
+    opts.signal?.addEventListener("abort", onGateway, { once: true });
+    let firstByteTimer: NodeJS.Timeout | undefined = setTimeout(
+      () => ac.abort(new WatchdogTimeout("first_byte", e.limits.firstByteTimeoutMs)),
+      e.limits.firstByteTimeoutMs,
+    );
+    const totalTimer = setTimeout(
+      () => ac.abort(new WatchdogTimeout("total", e.limits.totalTimeoutMs)),
+      e.limits.totalTimeoutMs,
+    );
+    const acc = new ResponseAccumulator();
+    let firstByteMs: number | null = null;
+    const responseId = `${protocol === "anthropic" ? "msg" : "chatcmpl"}-${e.id}-${seq}`;
+    const includeUsage =
+      (raw["stream_options"] as { include_usage?: unknown } | undefined)?.include_usage === true;
+    const encoder =
+      protocol === "anthropic"
+        ? new AnthropicStreamEncoder(responseId, request.model)
+        : new OpenAiStreamEncoder(responseId, request.model, includeUsage);
+    const write = async (text: string) => {
+      if (text.length === 0 || res.destroyed) return;
+      if (!res.headersSent) {
+        res.writeHead(200, {
+          "content-type": "text/event-stream; charset=utf-8",
+          "cache-control": "no-cache",
+          connection: "keep-alive",
+          "x-accel-buffering": "no",
+        });
+      }
+      // events of one upstream read arrive in one tick: cork so they leave in one syscall
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(() => {
+          corked = false;
+          res.uncork();
+        });
+      }
+      if (!res.write(text)) await Promise.race([once(res, "drain"), once(res, "close")]);
+    };
+    let corked = false;
+    const aborted = new Promise<never>((_, reject) => {
+      const fail = () => reject(ac.signal.reason);
+      if (ac.signal.aborted) fail();
+      else ac.signal.addEventListener("abort", fail, { once: true });
+    });
+    aborted.catch(() => undefined);
+    let iterator: AsyncIterator<UpstreamEvent> | undefined;
+    try {
+      iterator = e.upstream
+        .complete({ trajectoryId: e.id, seq, protocol, request, raw }, ac.signal)
+        [Symbol.asyncIterator]();
+      for (;;) {
+        const step = (await Promise.race([iterator.next(), aborted])) as IteratorResult<UpstreamEvent>;
+        if (step.done) break;
+        const ev = step.value;
+        if (firstByteMs === null) {
+          firstByteMs = round(performance.now() - t0);
+          clearTimeout(firstByteTimer);
+          firstByteTimer = undefined;
+        }
+        acc.add(ev);
+        if (stream) await write(encoder.encode(ev));
+      }
+      if (ac.signal.aborted) throw ac.signal.reason;
+      const response = acc.result();
+      if (stream) {
+        await write(encoder.end());
+        res.end();
+      } else {
+        const body =
+          protocol === "anthropic"
+            ? anthropicMessageBody(responseId, request.model, response)
+            : openAiCompletionBody(responseId, request.model, response);
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify(body));
+      }
+      e.ok++;
+      e.consecutiveFailures = 0;
+      e.promptTokens += response.usage?.promptTokens ?? 0;
+      e.completionTokens += response.usage?.completionTokens ?? 0;
+      await record("ok", { response, latency: { firstByteMs, totalMs: round(performance.now() - t0) } });
+    } catch (err) {
+      const reason = ac.signal.aborted ? ac.signal.reason : err;
+      const partial = acc.result();
+      const latency = { firstByteMs, totalMs: round(performance.now() - t0) };
+      if (reason instanceof WatchdogTimeout) {
+        e.failed++;
+        const msg = `trajectory '${e.id}' call ${seq}: ${reason.message}`;
+        endTrajectory(e, "timeout", msg);
+        await record("timeout", { error: msg, response: partial, latency });
+        failResponse(res, protocol, 504, `flakegym gateway: ${msg}`, "timeout_error", secretsOf(e));
+      } else if (reason instanceof UpstreamError) {
+        e.failed++;
+        e.consecutiveFailures++;
+        const msg = `trajectory '${e.id}' call ${seq}: ${reason.message}`;
+        if (reason.terminal || e.consecutiveFailures >= e.limits.maxConsecutiveFailures) {
+          endTrajectory(
+            e,
+            "policy_error",
+            reason.terminal ? msg : `${e.consecutiveFailures} upstream failures in a row; last: ${msg}`,
+          );
+        }
+        await record("upstream_error", { error: msg, response: partial, latency });
+        const status = reason.status >= 400 && reason.status < 600 ? reason.status : 502;
+        failResponse(res, protocol, status, `flakegym gateway: ${msg}`, "upstream_error", secretsOf(e));
+      } else if (ac.signal.aborted) {
+        // client gone, trajectory ended or unregistered, gateway closing: nothing to answer
+        const msg = `call ${seq} aborted: ${reason instanceof Error ? reason.message : String((reason as GatewayTerminal)?.message ?? reason)}`;
+        await record("aborted", { error: msg, response: partial, latency });
+        failResponse(res, protocol, 503, `flakegym gateway: ${msg}`, "aborted", secretsOf(e));
+      } else {
+        e.failed++;
+        e.consecutiveFailures++;
+        const msg = `trajectory '${e.id}' call ${seq}: gateway fault: ${(err as Error)?.message ?? String(err)}`;
+        if (e.consecutiveFailures >= e.limits.maxConsecutiveFailures) endTrajectory(e, "policy_error", msg);
+        await record("upstream_error", { error: msg, response: partial, latency });
+        failResponse(res, protocol, 502, `flakegym gateway: ${msg}`, "upstream_error", secretsOf(e));
+      }
+    } finally {
+      iterator?.return?.().catch(() => undefined);
+      clearTimeout(firstByteTimer);
+      clearTimeout(totalTimer);
+      res.off("close", onClose);
+      e.ended.signal.removeEventListener("abort", onEnded);
+      opts.signal?.removeEventListener("abort", onGateway);
+      e.calls.delete(ac);
+    }
+  };
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify(openAiErrorBody(`flakegym gateway fault: ${(err as Error).message}`, "server_error")),
+      );
+    });
+  };
+
+  try {
+    for (const l of listens) {
+      const server = createServer({ noDelay: true, keepAliveTimeout: 60_000 }, onRequest);
+      servers.push(server);
+      if ("socketPath" in l) {
+        rmSync(l.socketPath, { force: true });
+        server.listen(l.socketPath);
+        await once(server, "listening");
+        socketPath = l.socketPath;
+      } else {
+        server.listen(l.port, l.host);
+        await once(server, "listening");
+        const a = server.address() as AddressInfo;
+        const host = a.family === "IPv6" ? `[${a.address}]` : a.address;
+        origin = `http://${host}:${a.port}`;
+      }
+    }
+  } catch (err) {
+    for (const s of servers) s.close();
+    throw new FlakegymError("E_GATEWAY", `policy gateway could not listen: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await Promise.all([...entries.keys()].map((id) => unregister(id)));
+    await Promise.all(
+      servers.map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            s.close(() => resolve());
+            s.closeAllConnections();
+          }),
+      ),
+    );
+    if (socketPath) rmSync(socketPath, { force: true });
+  };
+  opts.signal?.addEventListener("abort", () => void close(), { once: true });
+
+  return {
+    origin,
+    socketPath,
+    register,
+    unregister,
+    status: (id) => {
+      const e = entries.get(id);
+      return e ? statusOf(e) : undefined;
+    },
+    close,
+  };
+}
+
+const round = (ms: number) => Math.round(ms * 100) / 100;
+
+/** Answers a failed call: a JSON error, or an error event when the stream had begun. */
+function failResponse(
+  res: ServerResponse,
+  protocol: ClientProtocol,
+  status: number,
+  message: string,
+  type: string,
+  secrets: readonly string[],
+): void {
+  if (res.destroyed || res.writableEnded) return;
+  const msg = redact(message, secrets);
+  const body = protocol === "anthropic" ? anthropicErrorBody(msg, type) : openAiErrorBody(msg, type);
+  if (!res.headersSent) {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(body));
+    return;
+  }
+  const text =
+    protocol === "anthropic"
+      ? `event: error\ndata: ${JSON.stringify(body)}\n\n`
+      : `data: ${JSON.stringify(body)}\n\n`;
+  res.end(text);
+}

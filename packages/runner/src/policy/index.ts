@@ -1,0 +1,39 @@
+export { anthropicToChatRequest, chatRequestToAnthropic } from "./anthropic-convert.js";
+export { AnthropicUpstream } from "./anthropic-upstream.js";
+export {
+  ChatMessage,
+  ChatRequest,
+  ChatTool,
+  CompletedResponse,
+  FinishReason,
+  ResponseAccumulator,
+  SampledTokens,
+  type UpstreamEvent,
+  Usage,
+} from "./chat.js";
+export { createUpstream, type UpstreamContext } from "./create-upstream.js";
+export {
+  type DoubleReply,
+  type InferenceServerDouble,
+  type InferenceServerDoubleOptions,
+  startInferenceServerDouble,
+} from "./inference-server-double.js";
+export { OpenAiUpstream, TOKEN_FACT_PARAMS } from "./openai-upstream.js";
+export { emptyPolicyTurns, type PatchToTurnsOptions, patchToClineTurns } from "./patch-to-cline-turns.js";
+export {
+  loadScriptedPlan,
+  parseScriptedPlan,
+  ScriptedPlan,
+  ScriptedToolCall,
+  ScriptedTurn,
+} from "./scripted-plan.js";
+export { PlanUpstream } from "./scripted-upstream.js";
+export { formatPolicySpec, PolicySpec, parsePolicySpec } from "./spec.js";
+export { applyHunks, type FilePatch, type Hunk, parseUnifiedDiff } from "./unified-diff.js";
+export {
+  type ClientProtocol,
+  type PolicyUpstream,
+  redact,
+  type UpstreamCall,
+  UpstreamError,
+} from "./upstream.js";

@@ -1,0 +1,229 @@
+import { parseSse } from "../gateway/sse.js";
+import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
+import { httpPost, type PostResponse } from "./http-post.js";
+import type { PolicyUpstream, UpstreamCall } from "./upstream.js";
+import { UpstreamError } from "./upstream.js";
+
+/**
+ * Request parameters that make an inference server return the sampled token ids and their
+ * logprobs. vLLM: `logprobs` + `top_logprobs: 0` give one logprob per sampled token,
+ * `return_tokens_as_token_ids` spells each token as `token_id:<id>`, and `return_token_ids` adds
+ * `prompt_token_ids` (first chunk) and per-chunk `token_ids`. sglang's chat endpoint accepts
+ * `logprobs`/`top_logprobs` too (tokens come back as text, so ids stay unknown when streaming).
+ * Hosted APIs may reject the vLLM extras: then the call is retried once without any of them and the
+ * upstream remembers not to send them again.
+ */
+export const TOKEN_FACT_PARAMS: Readonly<Record<string, unknown>> = {
+  logprobs: true,
+  top_logprobs: 0,
+  return_tokens_as_token_ids: true,
+  return_token_ids: true,
+};
+
+export interface OpenAiUpstreamOptions {
+  readonly baseUrl: string;
+  readonly model: string;
+  readonly apiKey?: string;
+  /** Ask for token ids + logprobs (default true). */
+  readonly tokenFacts?: boolean;
+}
+
+export class OpenAiUpstream implements PolicyUpstream {
+  readonly kind = "openai" as const;
+  readonly id: string;
+  readonly secrets: readonly string[];
+  /** Set once the server refused the token-fact parameters; they are not sent again. */
+  tokenFactsRefused: string | undefined;
+  private readonly url: string;
+
+  constructor(private readonly opts: OpenAiUpstreamOptions) {
+    this.id = `openai:${opts.baseUrl}#${opts.model}`;
+    this.secrets = opts.apiKey ? [opts.apiKey] : [];
+    this.url = `${opts.baseUrl.replace(/\/+$/, "")}/chat/completions`;
+    if (opts.tokenFacts === false) this.tokenFactsRefused = "disabled by option";
+  }
+
+  async *complete(call: UpstreamCall, signal: AbortSignal): AsyncGenerator<UpstreamEvent> {
+    const base: Record<string, unknown> =
+      call.protocol === "openai" ? { ...call.raw } : { ...(call.request as Record<string, unknown>) };
+    base["model"] = this.opts.model;
+    base["stream"] = true;
+    base["stream_options"] = { include_usage: true };
+    let res: PostResponse;
+    if (this.tokenFactsRefused === undefined) {
+      res = await this.post({ ...base, ...TOKEN_FACT_PARAMS }, signal);
+      if (res.status === 400 || res.status === 422) {
+        const refusal = `${res.status}: ${(await safeText(res)).slice(0, 300)}`;
+        res = await this.post(base, signal);
+        if (res.ok) this.tokenFactsRefused = refusal;
+      }
+    } else {
+      res = await this.post(base, signal);
+    }
+    if (!res.ok) {
+      const body = await safeText(res);
+      throw new UpstreamError(`${this.id} answered HTTP ${res.status}: ${body.slice(0, 2000)}`, res.status, {
+        body,
+      });
+    }
+    const type = String(res.headers["content-type"] ?? "");
+    if (type.includes("application/json")) {
+      yield* openAiResponseToEvents(JSON.parse(await res.text()) as Record<string, unknown>);
+      return;
+    }
+    const state: ChunkState = { started: false };
+    for await (const ev of parseSse(res.body)) {
+      // read on to the end of the body (not break) so the keep-alive socket can be reused
+      if (ev.data === "[DONE]") continue;
+      let chunk: Record<string, unknown>;
+      try {
+        chunk = JSON.parse(ev.data) as Record<string, unknown>;
+      } catch (err) {
+        throw new UpstreamError(
+          `${this.id} sent an SSE event that is not JSON: ${ev.data.slice(0, 200)}`,
+          502,
+          {
+            cause: err,
+          },
+        );
+      }
+      if (chunk["error"] !== undefined) {
+        throw new UpstreamError(`${this.id} streamed an error: ${JSON.stringify(chunk["error"])}`, 502);
+      }
+      yield* openAiChunkToEvents(chunk, state);
+    }
+  }
+
+  private async post(body: Record<string, unknown>, signal: AbortSignal): Promise<PostResponse> {
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      accept: "text/event-stream",
+    };
+    if (this.opts.apiKey) headers["authorization"] = `Bearer ${this.opts.apiKey}`;
+    try {
+      return await httpPost(this.url, headers, JSON.stringify(body), signal);
+    } catch (err) {
+      if (signal.aborted) throw err;
+      throw new UpstreamError(`${this.id} could not be reached: ${(err as Error).message}`, 502, {
+        cause: err,
+      });
+    }
+  }
+}
+
+async function safeText(res: PostResponse): Promise<string> {
+  try {
+    return await res.text();
+  } catch {
+    return "";
+  }
+}
+
+interface ChunkState {
+  started: boolean;
+}
+
+const asRecord = (v: unknown): Record<string, unknown> | undefined =>
+  v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+
+const intArray = (v: unknown): number[] | undefined =>
+  Array.isArray(v) && v.every((x) => Number.isInteger(x)) ? (v as number[]) : undefined;
+
+export function finishReasonOf(v: unknown): FinishReason | undefined {
+  if (v === null || v === undefined) return undefined;
+  if (v === "stop" || v === "length" || v === "tool_calls" || v === "content_filter") return v;
+  if (v === "function_call") return "tool_calls";
+  if (v === "abort") return "error";
+  return "stop";
+}
+
+export function usageOf(v: unknown): Usage | undefined {
+  const u = asRecord(v);
+  if (!u) return undefined;
+  const usage: Usage = {
+    promptTokens: Number(u["prompt_tokens"] ?? 0) || 0,
+    completionTokens: Number(u["completion_tokens"] ?? 0) || 0,
+  };
+  const cached = asRecord(u["prompt_tokens_details"])?.["cached_tokens"];
+  if (typeof cached === "number" && cached > 0) usage.cacheReadTokens = cached;
+  return usage;
+}
+
+/** Reads `choices[].logprobs.content` (vLLM `token_id:<n>` spellings give the ids). */
+function logprobFacts(lp: unknown): { ids?: number[]; logprobs?: number[] } {
+  const content = asRecord(lp)?.["content"];
+  if (!Array.isArray(content) || content.length === 0) return {};
+  const logprobs: number[] = [];
+  const ids: number[] = [];
+  let allIds = true;
+  for (const entry of content) {
+    const e = asRecord(entry);
+    logprobs.push(typeof e?.["logprob"] === "number" ? (e["logprob"] as number) : Number.NaN);
+    const m = typeof e?.["token"] === "string" ? /^token_id:(\d+)$/.exec(e["token"] as string) : null;
+    if (m) ids.push(Number(m[1]));
+    else allIds = false;
+  }
+  return allIds ? { ids, logprobs } : { logprobs };
+}
+
+/** Turns one chat.completion.chunk into events. */
+export function* openAiChunkToEvents(
+  chunk: Record<string, unknown>,
+  state: ChunkState,
+): Generator<UpstreamEvent> {
+  if (!state.started) {
+    state.started = true;
+    const start: { type: "start"; upstreamRequestId?: string; model?: string } = { type: "start" };
+    if (typeof chunk["id"] === "string") start.upstreamRequestId = chunk["id"];
+    if (typeof chunk["model"] === "string") start.model = chunk["model"];
+    yield start;
+  }
+  const promptIds = intArray(chunk["prompt_token_ids"]);
+  if (promptIds) yield { type: "prompt_tokens", ids: promptIds };
+  const choices = Array.isArray(chunk["choices"]) ? chunk["choices"] : [];
+  for (const c of choices) {
+    const choice = asRecord(c);
+    if (!choice || (choice["index"] !== undefined && choice["index"] !== 0)) continue;
+    const cPrompt = intArray(choice["prompt_token_ids"]);
+    if (cPrompt && !promptIds) yield { type: "prompt_tokens", ids: cPrompt };
+    const delta = asRecord(choice["delta"]) ?? asRecord(choice["message"]) ?? {};
+    const reasoning = delta["reasoning_content"] ?? delta["reasoning"];
+    if (typeof reasoning === "string" && reasoning.length > 0) yield { type: "reasoning", text: reasoning };
+    if (typeof delta["content"] === "string" && delta["content"].length > 0) {
+      yield { type: "text", text: delta["content"] };
+    }
+    if (Array.isArray(delta["tool_calls"])) {
+      for (const [i, t] of delta["tool_calls"].entries()) {
+        const tc = asRecord(t);
+        if (!tc) continue;
+        const fn = asRecord(tc["function"]) ?? {};
+        const ev: { type: "tool_call"; index: number; id?: string; name?: string; arguments: string } = {
+          type: "tool_call",
+          index: typeof tc["index"] === "number" ? tc["index"] : i,
+          arguments: typeof fn["arguments"] === "string" ? fn["arguments"] : "",
+        };
+        if (typeof tc["id"] === "string" && tc["id"]) ev.id = tc["id"];
+        if (typeof fn["name"] === "string" && fn["name"]) ev.name = fn["name"];
+        yield ev;
+      }
+    }
+    const facts = logprobFacts(choice["logprobs"]);
+    const tokenIds = intArray(choice["token_ids"]);
+    const ids = facts.ids ?? tokenIds;
+    if (ids || facts.logprobs) {
+      const ev: { type: "tokens"; ids?: number[]; logprobs?: number[] } = { type: "tokens" };
+      if (ids) ev.ids = ids;
+      if (facts.logprobs) ev.logprobs = facts.logprobs;
+      yield ev;
+    }
+    const fr = finishReasonOf(choice["finish_reason"]);
+    if (fr) yield { type: "finish", reason: fr };
+  }
+  const usage = usageOf(chunk["usage"]);
+  if (usage) yield { type: "usage", usage };
+}
+
+/** A non-streamed chat.completion as events (servers that ignore `stream`). */
+export function* openAiResponseToEvents(body: Record<string, unknown>): Generator<UpstreamEvent> {
+  yield* openAiChunkToEvents(body, { started: false });
+}

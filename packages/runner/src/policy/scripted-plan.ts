@@ -1,0 +1,87 @@
+import { readFile } from "node:fs/promises";
+import { z } from "zod";
+import { UsageError } from "../errors.js";
+
+/**
+ * The public scripted-policy plan format, version 1 (docs/scripted-policy.md). A plan is the list
+ * of assistant turns a `scripted:<file>` policy replays, one per model call, in order. A turn is
+ * text (XML tool tags included, as Cline's XML protocol expects) and/or tool calls; tool calls are
+ * sent as native calls when Cline offers native tools and rendered as Cline's XML tags otherwise,
+ * so one plan serves both protocols.
+ */
+
+export const ScriptedToolCall = z
+  .object({
+    name: z.string().min(1).describe("Cline tool name, e.g. write_to_file, execute_command"),
+    arguments: z
+      .record(z.string(), z.unknown())
+      .describe("tool parameters by name (strings; other JSON values are rendered as JSON)"),
+  })
+  .strict();
+export type ScriptedToolCall = z.infer<typeof ScriptedToolCall>;
+
+export const ScriptedUsage = z
+  .object({
+    prompt_tokens: z.number().int().nonnegative().describe("prompt tokens reported to Cline"),
+    completion_tokens: z.number().int().nonnegative().describe("completion tokens reported to Cline"),
+  })
+  .strict()
+  .describe("usage reported for this turn instead of the estimate (drives Cline's context management)");
+export type ScriptedUsage = z.infer<typeof ScriptedUsage>;
+
+export const ScriptedTurn = z.union([
+  z
+    .object({
+      text: z.string().describe("assistant text, streamed verbatim"),
+      usage: ScriptedUsage.optional(),
+    })
+    .strict(),
+  z
+    .object({
+      text: z.string().optional().describe("optional text before the tool calls"),
+      tool_calls: z.array(ScriptedToolCall).min(1).describe("tool calls of this turn"),
+      usage: ScriptedUsage.optional(),
+    })
+    .strict(),
+]);
+export type ScriptedTurn = z.infer<typeof ScriptedTurn>;
+
+export const ScriptedPlan = z
+  .object({
+    version: z.literal(1).describe("plan format version; this is version 1"),
+    description: z.string().optional().describe("free text for humans"),
+    turns: z.array(ScriptedTurn).min(1).describe("assistant turns, one per model call, in order"),
+  })
+  .strict();
+export type ScriptedPlan = z.infer<typeof ScriptedPlan>;
+
+/** Validates a parsed plan; errors name the file and the path of the bad field. */
+export function parseScriptedPlan(data: unknown, source = "plan"): ScriptedPlan {
+  const parsed = ScriptedPlan.safeParse(data);
+  if (parsed.success) return parsed.data;
+  const lines = parsed.error.issues.slice(0, 5).map((i) => {
+    const path = i.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("");
+    return `${path.replace(/^\./, "") || "(root)"}: ${i.message}`;
+  });
+  throw new UsageError(
+    `scripted plan ${source} is invalid:\n  ${lines.join("\n  ")}`,
+    'a plan is {"version":1,"turns":[{"text":"…"} | {"tool_calls":[{"name":"…","arguments":{…}}]}]}; see docs/scripted-policy.md',
+  );
+}
+
+/** Reads and validates a plan file. */
+export async function loadScriptedPlan(file: string, signal?: AbortSignal): Promise<ScriptedPlan> {
+  let text: string;
+  try {
+    text = await readFile(file, { encoding: "utf8", ...(signal ? { signal } : {}) });
+  } catch (err) {
+    throw new UsageError(`cannot read scripted plan '${file}': ${(err as Error).message}`);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`scripted plan '${file}' is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseScriptedPlan(data, `'${file}'`);
+}

@@ -1,0 +1,89 @@
+import { match } from "ts-pattern";
+import { z } from "zod";
+import { UsageError } from "../errors.js";
+
+/**
+ * A policy spec names where a trajectory's model turns come from:
+ *
+ * - `openai:<base-url>#<model>` — any OpenAI-compatible server (vLLM, sglang, hosted);
+ *   key from `OPENAI_API_KEY` when set.
+ * - `anthropic:<base-url>#<model>` — an Anthropic-compatible server; key from `ANTHROPIC_API_KEY`.
+ * - `scripted:<file>` — replays assistant turns from a plan file (docs/scripted-policy.md).
+ * - `gold` — applies the task's reference patch through Cline's own edit tools.
+ * - `empty` — completes at once without changing anything.
+ */
+
+const HttpUrl = z
+  .string()
+  .url()
+  .refine((u) => /^https?:\/\//i.test(u), "must start with http:// or https://");
+
+export const PolicySpec = z.discriminatedUnion("kind", [
+  z
+    .object({
+      kind: z.literal("openai"),
+      baseUrl: HttpUrl.describe("base URL ending where /chat/completions is appended (usually …/v1)"),
+      model: z.string().min(1).describe("model id sent upstream"),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal("anthropic"),
+      baseUrl: HttpUrl.describe("base URL where /v1/messages is appended"),
+      model: z.string().min(1).describe("model id sent upstream"),
+    })
+    .strict(),
+  z
+    .object({ kind: z.literal("scripted"), file: z.string().min(1).describe("path of the plan JSON") })
+    .strict(),
+  z.object({ kind: z.literal("gold") }).strict(),
+  z.object({ kind: z.literal("empty") }).strict(),
+]);
+export type PolicySpec = z.infer<typeof PolicySpec>;
+
+const FORMS = "openai:<base-url>#<model>, anthropic:<base-url>#<model>, scripted:<file>, gold, empty";
+
+/** Parses a policy spec string; errors name the part that is wrong and the accepted forms. */
+export function parsePolicySpec(spec: string): PolicySpec {
+  const s = spec.trim();
+  const fail = (what: string): never => {
+    throw new UsageError(`policy spec '${spec}': ${what}`, `accepted forms: ${FORMS}`);
+  };
+  if (s === "gold" || s === "empty") return PolicySpec.parse({ kind: s });
+  const colon = s.indexOf(":");
+  if (colon <= 0) fail(`unknown policy '${s}'`);
+  const kind = s.slice(0, colon);
+  const rest = s.slice(colon + 1);
+  let candidate: unknown;
+  if (kind === "openai" || kind === "anthropic") {
+    const hash = rest.indexOf("#");
+    if (hash < 0) fail(`missing '#<model>' after the base URL`);
+    const baseUrl = rest.slice(0, hash).replace(/\/+$/, "");
+    const model = rest.slice(hash + 1);
+    if (baseUrl.length === 0) fail("the base URL is empty");
+    if (model.length === 0) fail("the model after '#' is empty");
+    candidate = { kind, baseUrl, model };
+  } else if (kind === "scripted") {
+    if (rest.length === 0) fail("the plan file after 'scripted:' is empty");
+    candidate = { kind, file: rest };
+  } else {
+    fail(`unknown policy kind '${kind}'`);
+  }
+  const parsed = PolicySpec.safeParse(candidate);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.join(".") || "spec";
+    const value = (candidate as Record<string, unknown>)[String(issue.path[0])];
+    fail(`${field} '${String(value)}' ${issue.message}`);
+  }
+  return parsed.data!;
+}
+
+/** The spec as a string again (for provenance); the inverse of {@link parsePolicySpec}. */
+export function formatPolicySpec(spec: PolicySpec): string {
+  return match(spec)
+    .with({ kind: "openai" }, { kind: "anthropic" }, (s) => `${s.kind}:${s.baseUrl}#${s.model}`)
+    .with({ kind: "scripted" }, (s) => `scripted:${s.file}`)
+    .with({ kind: "gold" }, { kind: "empty" }, (s) => s.kind)
+    .exhaustive();
+}

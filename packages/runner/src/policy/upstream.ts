@@ -1,0 +1,59 @@
+import { FlakegymError } from "../errors.js";
+import type { ChatRequest, UpstreamEvent } from "./chat.js";
+
+/** The wire protocol the client (the Cline core) spoke to the gateway. */
+export type ClientProtocol = "openai" | "anthropic";
+
+/** One model call as the gateway hands it to an upstream. */
+export interface UpstreamCall {
+  readonly trajectoryId: string;
+  /** 1-based number of this call within its trajectory. */
+  readonly seq: number;
+  readonly protocol: ClientProtocol;
+  /** The request in canonical (OpenAI chat) form, system prompt first. */
+  readonly request: ChatRequest;
+  /** The body exactly as the client sent it (parsed JSON), for same-protocol pass-through. */
+  readonly raw: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Where the gateway sends a turn. `complete` yields the answer as events; it throws
+ * {@link UpstreamError} when the upstream refuses or fails. Implementations honour `signal`
+ * (client gone, watchdog, unregister) by stopping promptly.
+ */
+export interface PolicyUpstream {
+  /** Stable id for provenance, e.g. `openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-8B`; never a key. */
+  readonly id: string;
+  readonly kind: "openai" | "anthropic" | "scripted" | "gold" | "empty";
+  /** Secret values this upstream holds (API keys); the gateway redacts them from every output. */
+  readonly secrets: readonly string[];
+  complete(call: UpstreamCall, signal: AbortSignal): AsyncIterable<UpstreamEvent>;
+}
+
+/**
+ * An upstream failed. `status` is the HTTP status to give the client (the upstream's own, or 502
+ * when it could not be reached); `terminal` marks failures retrying cannot fix (a scripted plan that
+ * ran out), which end the trajectory as `policy_error` at once.
+ */
+export class UpstreamError extends FlakegymError {
+  override readonly name = "UpstreamError";
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly opts: { terminal?: boolean; body?: string; cause?: unknown } = {},
+  ) {
+    super("E_UPSTREAM", message, opts.cause === undefined ? {} : { cause: opts.cause });
+  }
+  get terminal(): boolean {
+    return this.opts.terminal === true;
+  }
+}
+
+/** Replaces every occurrence of each secret in `text` with `[redacted]`. */
+export function redact(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) {
+    if (s.length >= 4) out = out.split(s).join("[redacted]");
+  }
+  return out;
+}

@@ -1,0 +1,428 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { loadProfiles, type ProfileId } from "@flakegym/profiles";
+import { z } from "zod";
+import { FlakegymError } from "../errors.js";
+import type { LoadedTask } from "../tasks/catalog.js";
+import { git, materializeSource } from "../tasks/materialize.js";
+import type { TaskProfile } from "../tasks/task-profile.js";
+import { FLAKEGYM_VERSION } from "../version.js";
+import { runSandboxed } from "../workers/local/sandbox.js";
+import { prepareShape } from "../workers/local/shape.js";
+import { type Fork, type ForkMethodChoice, forkTree } from "./fork.js";
+import { defaultSnapshotCacheDir, SNAPSHOT_FORMAT, snapshotKey } from "./key.js";
+import { acquireLock } from "./lock.js";
+
+/** What to build a snapshot of: a repository at a commit, a profile, install and smoke commands. */
+export interface SnapshotSpec {
+  readonly taskId: string;
+  /** What identifies the repository in the key: a clone URL, or `catalog:<id>`. */
+  readonly repo: string;
+  /** The commit the source materializes to (part of the key, so it must be known up front). */
+  readonly commit: string;
+  readonly profile: ProfileId;
+  readonly install: readonly string[];
+  readonly smoke: readonly string[];
+  readonly network: "none" | "required";
+  readonly limits: { memoryMb: number; pids: number; cpuSeconds: number; diskMb: number };
+  /** Puts the repository at `commit` into `dest`. */
+  materialize(
+    dest: string,
+    opts: { signal?: AbortSignal; log: (line: string) => void },
+  ): Promise<{ commit: string }>;
+}
+
+export const SnapshotStep = z
+  .object({
+    name: z.string().describe("step name: source, install, smoke"),
+    command: z.string().optional().describe("the shell command, for install and smoke steps"),
+    exitCode: z.number().int().describe("0 when the step succeeded"),
+    durationMs: z.number().describe("how long the step took"),
+  })
+  .strict();
+
+/** `manifest.json` of a built snapshot. */
+export const SnapshotManifest = z
+  .object({
+    format: z.literal(SNAPSHOT_FORMAT).describe("snapshot layout version"),
+    key: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .describe("content key (sha256 of the inputs)"),
+    taskId: z.string().describe("task the snapshot was first built for"),
+    repo: z.string().describe("repository identity used in the key"),
+    commit: z.string().describe("commit the workspace is at"),
+    profile: z.string().describe("toolchain profile"),
+    install: z.array(z.string()).describe("install commands that ran"),
+    smoke: z.array(z.string()).describe("smoke commands that passed"),
+    toolchain: z.array(z.string()).describe("toolchain identity (tool --version outputs)"),
+    network: z.enum(["none", "required"]).describe("whether the build used the network"),
+    steps: z.array(SnapshotStep).describe("every build step with its exit status and time"),
+    buildMs: z.number().describe("total build time, ms"),
+    createdAt: z.string().describe("ISO time the build finished"),
+    flakegymVersion: z.string().describe("runner version that built it"),
+  })
+  .strict();
+export type SnapshotManifest = z.infer<typeof SnapshotManifest>;
+
+/** A built snapshot in the cache. */
+export interface Snapshot {
+  readonly key: string;
+  /** `<cache>/<key>`. */
+  readonly dir: string;
+  /** `<dir>/tree`: `workspace/` (the repository) and `deps/` (package caches). */
+  readonly tree: string;
+  readonly workspace: string;
+  readonly manifest: SnapshotManifest;
+  /** true when it was already in the cache. */
+  readonly cached: boolean;
+  readonly smokeLog: string;
+}
+
+export type SnapshotProgress =
+  | { kind: "key"; key: string }
+  | { kind: "cached"; key: string }
+  | { kind: "wait"; key: string; owner?: { pid: number; host: string } }
+  | { kind: "step"; step: string; status: "start" | "ok" | "failed"; durationMs?: number }
+  | { kind: "output"; text: string };
+
+export interface BuildOptions {
+  readonly cacheDir?: string;
+  readonly signal?: AbortSignal;
+  readonly onProgress?: (ev: SnapshotProgress) => void;
+  /** Per-step timeout, ms (default 30 min). */
+  readonly stepTimeoutMs?: number;
+  readonly unsafeNoSandbox?: boolean;
+}
+
+/** The snapshot spec of a built-in catalog task. */
+export function snapshotSpecOfTask(task: LoadedTask): SnapshotSpec {
+  const { spec } = task;
+  const src = spec.source;
+  return {
+    taskId: spec.id,
+    repo: src.kind === "local" ? `catalog:${spec.id}` : src.url,
+    commit: src.kind === "local" ? src.commit : src.rev,
+    profile: spec.profile,
+    install: spec.install,
+    smoke: spec.smoke,
+    network: spec.network,
+    limits: {
+      memoryMb: spec.limits.memoryMb,
+      pids: spec.limits.pids,
+      cpuSeconds: spec.limits.cpuSeconds,
+      diskMb: spec.limits.diskMb,
+    },
+    materialize: (dest, opts) => materializeSource(task, dest, opts),
+  };
+}
+
+/**
+ * The snapshot spec of a dataset row: clone `repoUrl` at its commit (network), no install commands
+ * (the profile's smoke commands check the toolchain). A row without a commit needs `resolvedCommit`.
+ */
+export function snapshotSpecOfProfile(task: TaskProfile, resolvedCommit?: string): SnapshotSpec {
+  const commit = task.commit ?? resolvedCommit;
+  if (!commit) {
+    throw new FlakegymError(
+      "E_SNAPSHOT",
+      `task '${task.id}' (${task.source.file} row ${task.source.row}) has no commit`,
+      {
+        hint: "give the row a base_commit, or resolve the branch head first (git ls-remote) and pass it",
+      },
+    );
+  }
+  return {
+    taskId: task.id,
+    repo: task.repoUrl,
+    commit,
+    profile: task.profile,
+    install: [],
+    smoke: [],
+    network: task.repoKind === "local" ? "none" : "required",
+    limits: { memoryMb: 4096, pids: 1024, cpuSeconds: 3600, diskMb: 8192 },
+    async materialize(dest, opts) {
+      await mkdir(dest, { recursive: true });
+      await git(["init", "-q"], { cwd: dest, ...opts });
+      await git(["fetch", "-q", "--depth", "1", task.repoUrl, commit], {
+        cwd: dest,
+        timeoutMs: 600_000,
+        ...opts,
+      });
+      await git(["checkout", "-q", "--detach", "FETCH_HEAD"], { cwd: dest, ...opts });
+      return { commit: await git(["rev-parse", "HEAD"], { cwd: dest, ...opts }) };
+    },
+  };
+}
+
+const identities = new Map<string, Promise<string[]>>();
+
+/** `--version` outputs of the profile's tools inside the sandbox (profiles.json `smoke`), once per process. */
+export function toolchainIdentity(profile: ProfileId, scratch: string, unsafe?: boolean): Promise<string[]> {
+  let p = identities.get(profile);
+  if (!p) {
+    p = (async () => {
+      const dir = join(scratch, `identity-${process.pid}-${randomBytes(4).toString("hex")}`);
+      await mkdir(join(dir, "ws"), { recursive: true });
+      const prepared = await prepareShape({
+        id: `identity-${process.pid}-${randomBytes(4).toString("hex")}`,
+        profile,
+        workspace: join(dir, "ws"),
+        stateDir: join(dir, "state"),
+        limits: { memoryMb: 1024, pids: 128, cpuSeconds: 60, diskMb: 64 },
+        network: "none",
+        ...(unsafe ? { unsafeNoSandbox: true } : {}),
+      });
+      try {
+        const out: string[] = [];
+        for (const cmd of loadProfiles().profiles[profile].smoke) {
+          const r = await runSandboxed(
+            prepared.shape,
+            ["/bin/sh", "-c", cmd],
+            { timeoutMs: 30_000, hostCwd: join(dir, "ws") },
+            prepared.env,
+          );
+          if (r.exitCode !== 0) {
+            throw new FlakegymError(
+              "E_TOOLCHAIN",
+              `profile '${profile}': \`${cmd}\` failed in the sandbox (exit ${r.exitCode}): ${(r.stderr || r.stdout).trim().slice(-500)}`,
+              {
+                hint: `install the ${profile} toolchain (sh scripts/ensure-system-deps), or run this task where its profile's tools exist`,
+              },
+            );
+          }
+          out.push(`${cmd}: ${r.stdout.trim().split("\n")[0]}`);
+        }
+        return out;
+      } finally {
+        await prepared.dispose();
+        await rm(dir, { recursive: true, force: true });
+      }
+    })();
+    p.catch(() => identities.delete(profile));
+    identities.set(profile, p);
+  }
+  return p;
+}
+
+async function readManifest(dir: string): Promise<SnapshotManifest | undefined> {
+  try {
+    return SnapshotManifest.parse(JSON.parse(await readFile(join(dir, "manifest.json"), "utf8")));
+  } catch {
+    return undefined;
+  }
+}
+
+function snapshotOf(dir: string, manifest: SnapshotManifest, cached: boolean): Snapshot {
+  return {
+    key: manifest.key,
+    dir,
+    tree: join(dir, "tree"),
+    workspace: join(dir, "tree", "workspace"),
+    manifest,
+    cached,
+    smokeLog: join(dir, "smoke.log"),
+  };
+}
+
+const inflight = new Map<string, Promise<Snapshot>>();
+
+/**
+ * Builds (or finds in the cache) the snapshot of `spec`: the repository at its commit, with install
+ * commands run and smoke commands passed, keyed by content. Concurrent requests for one key build
+ * once (in-process promise map + a cross-process lock). A failed build is never cached: it leaves
+ * `failed/<key>/build.log` and throws naming the step with the log's tail.
+ */
+export async function buildSnapshot(spec: SnapshotSpec, opts: BuildOptions = {}): Promise<Snapshot> {
+  const cacheDir = opts.cacheDir ?? defaultSnapshotCacheDir();
+  await mkdir(join(cacheDir, "tmp"), { recursive: true });
+  const toolchain = await toolchainIdentity(spec.profile, join(cacheDir, "tmp"), opts.unsafeNoSandbox);
+  const key = snapshotKey({
+    repo: spec.repo,
+    commit: spec.commit,
+    profile: spec.profile,
+    install: spec.install,
+    smoke: spec.smoke,
+    toolchain,
+    network: spec.network,
+  });
+  opts.onProgress?.({ kind: "key", key });
+  let p = inflight.get(key);
+  if (!p) {
+    p = buildLocked(spec, key, toolchain, cacheDir, opts).finally(() => inflight.delete(key));
+    inflight.set(key, p);
+  }
+  return await p;
+}
+
+async function buildLocked(
+  spec: SnapshotSpec,
+  key: string,
+  toolchain: string[],
+  cacheDir: string,
+  opts: BuildOptions,
+): Promise<Snapshot> {
+  const final = join(cacheDir, key);
+  const found = await readManifest(final);
+  if (found) {
+    opts.onProgress?.({ kind: "cached", key });
+    return snapshotOf(final, found, true);
+  }
+  const release = await acquireLock(join(cacheDir, "locks", key), {
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    onWait: (owner) => opts.onProgress?.({ kind: "wait", key, ...(owner ? { owner } : {}) }),
+  });
+  try {
+    const again = await readManifest(final);
+    if (again) {
+      opts.onProgress?.({ kind: "cached", key });
+      return snapshotOf(final, again, true);
+    }
+    return await buildInto(spec, key, toolchain, cacheDir, opts);
+  } finally {
+    await release();
+  }
+}
+
+async function buildInto(
+  spec: SnapshotSpec,
+  key: string,
+  toolchain: string[],
+  cacheDir: string,
+  opts: BuildOptions,
+): Promise<Snapshot> {
+  const started = performance.now();
+  const tmp = join(cacheDir, "tmp", `${key.slice(0, 16)}-${process.pid}-${randomBytes(4).toString("hex")}`);
+  const workspace = join(tmp, "tree", "workspace");
+  const deps = join(tmp, "tree", "deps");
+  await mkdir(deps, { recursive: true });
+  const log: string[] = [];
+  const smokeLog: string[] = [];
+  const steps: z.infer<typeof SnapshotStep>[] = [];
+  const say = (line: string) => {
+    log.push(line);
+  };
+  let prepared: Awaited<ReturnType<typeof prepareShape>> | undefined;
+  let current = "source";
+  try {
+    opts.onProgress?.({ kind: "step", step: "source", status: "start" });
+    const t0 = performance.now();
+    say(`== source: ${spec.repo} @ ${spec.commit}`);
+    const { commit } = await spec.materialize(workspace, {
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      log: say,
+    });
+    if (commit !== spec.commit) {
+      throw new FlakegymError("E_SNAPSHOT", `source materialized to ${commit}, expected ${spec.commit}`);
+    }
+    steps.push({ name: "source", exitCode: 0, durationMs: performance.now() - t0 });
+    opts.onProgress?.({ kind: "step", step: "source", status: "ok", durationMs: performance.now() - t0 });
+
+    prepared = await prepareShape({
+      id: `snap-${key.slice(0, 16)}-${randomBytes(3).toString("hex")}`,
+      profile: spec.profile,
+      workspace,
+      deps,
+      stateDir: join(tmp, "state"),
+      limits: spec.limits,
+      network: spec.network === "required" ? "host" : "none",
+      ...(opts.unsafeNoSandbox ? { unsafeNoSandbox: true } : {}),
+    });
+    const commands = [
+      ...spec.install.map((c) => ({ name: "install", command: c })),
+      ...spec.smoke.map((c) => ({ name: "smoke", command: c })),
+    ];
+    for (const { name, command } of commands) {
+      current = `${name}: ${command}`;
+      opts.onProgress?.({ kind: "step", step: current, status: "start" });
+      say(`== ${current}`);
+      const r = await runSandboxed(
+        prepared.shape,
+        ["/bin/sh", "-c", command],
+        {
+          timeoutMs: opts.stepTimeoutMs ?? 30 * 60_000,
+          ...(opts.signal ? { signal: opts.signal } : {}),
+          hostCwd: workspace,
+          onOutput: (text) => opts.onProgress?.({ kind: "output", text }),
+        },
+        prepared.env,
+      );
+      const text = `${r.stdout}${r.stderr ? `\n${r.stderr}` : ""}`.trim();
+      if (text) say(text);
+      if (name === "smoke") smokeLog.push(`$ ${command}`, text, `(exit ${r.exitCode}, ${r.durationMs} ms)`);
+      steps.push({ name, command, exitCode: r.exitCode, durationMs: r.durationMs });
+      if (r.exitCode !== 0 || r.timedOut) {
+        opts.onProgress?.({ kind: "step", step: current, status: "failed", durationMs: r.durationMs });
+        throw new FlakegymError(
+          "E_SNAPSHOT_STEP",
+          `${r.timedOut ? "timed out" : `exit ${r.exitCode}`} in step '${current}'`,
+        );
+      }
+      opts.onProgress?.({ kind: "step", step: current, status: "ok", durationMs: r.durationMs });
+    }
+    const manifest: SnapshotManifest = {
+      format: SNAPSHOT_FORMAT,
+      key,
+      taskId: spec.taskId,
+      repo: spec.repo,
+      commit: spec.commit,
+      profile: spec.profile,
+      install: [...spec.install],
+      smoke: [...spec.smoke],
+      toolchain,
+      network: spec.network,
+      steps,
+      buildMs: Math.round(performance.now() - started),
+      createdAt: new Date().toISOString(),
+      flakegymVersion: FLAKEGYM_VERSION,
+    };
+    await rm(join(tmp, "state"), { recursive: true, force: true });
+    await writeFile(join(tmp, "build.log"), `${log.join("\n")}\n`);
+    await writeFile(join(tmp, "smoke.log"), `${smokeLog.join("\n")}\n`);
+    // The manifest is written last: a directory without one is never taken as a snapshot.
+    await writeFile(join(tmp, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+    const final = join(cacheDir, key);
+    await rename(tmp, final);
+    await rm(join(cacheDir, "failed", key), { recursive: true, force: true });
+    return snapshotOf(final, manifest, false);
+  } catch (err) {
+    say(`== failed: ${(err as Error).message}`);
+    const failedDir = join(cacheDir, "failed", key);
+    await mkdir(failedDir, { recursive: true });
+    const logFile = join(failedDir, "build.log");
+    await writeFile(`${logFile}.tmp`, `${log.join("\n")}\n`);
+    await rename(`${logFile}.tmp`, logFile);
+    const tail = log.join("\n").split("\n").slice(-25).join("\n");
+    if (
+      err instanceof FlakegymError &&
+      (err.code === "E_NETWORK_REQUIRED" || err.code === "E_CATALOG" || err.code === "E_TOOLCHAIN")
+    ) {
+      throw err;
+    }
+    throw new FlakegymError(
+      "E_SNAPSHOT_BUILD",
+      `snapshot of task '${spec.taskId}' failed in step '${current}': ${(err as Error).message}\n--- last lines of ${logFile} ---\n${tail}`,
+      { cause: err, hint: `the full log is ${logFile}; the snapshot was not cached` },
+    );
+  } finally {
+    await prepared?.dispose();
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Forks a snapshot's tree for one trajectory (see forkTree). */
+export async function forkSnapshot(
+  snapshot: Snapshot,
+  opts: { dest: string; method?: ForkMethodChoice; quotaMb?: number; signal?: AbortSignal },
+): Promise<Fork & { workspace: string; deps: string }> {
+  try {
+    await stat(join(snapshot.dir, "manifest.json"));
+  } catch {
+    throw new FlakegymError("E_SNAPSHOT", `snapshot ${snapshot.dir} is incomplete or was removed`, {
+      hint: "rebuild it: flakegym snapshot build --task <id>",
+    });
+  }
+  const fork = await forkTree(snapshot.tree, opts);
+  return Object.assign(fork, { workspace: join(fork.tree, "workspace"), deps: join(fork.tree, "deps") });
+}

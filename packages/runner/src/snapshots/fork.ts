@@ -1,0 +1,178 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { execa } from "execa";
+import { match } from "ts-pattern";
+import { FlakegymError } from "../errors.js";
+
+/**
+ * How a per-trajectory workspace is made from a snapshot:
+ * - reflink: `cp --reflink=always` (btrfs, xfs, …): copy-on-write per file, no privileges;
+ * - overlay: an overlayfs mount with the snapshot as the read-only lower layer (root);
+ * - copy: a plain recursive copy (always works; cost grows with the repo size). Hard links are not
+ *   used: they share inodes, so a write through one fork would change the snapshot.
+ */
+export type ForkMethod = "reflink" | "overlay" | "copy";
+export type ForkMethodChoice = ForkMethod | "auto";
+
+/** A fork of a snapshot tree. `tree` holds the same entries as the snapshot's tree (workspace/, deps/). */
+export interface Fork {
+  readonly method: ForkMethod;
+  /** Host path of the forked tree. */
+  readonly tree: string;
+  /**
+   * How writes are bounded: "tmpfs" (overlay upper layer on a size-limited tmpfs: ENOSPC at the
+   * quota) or "none" (the worker enforces it with RLIMIT_FSIZE and a size watchdog).
+   */
+  readonly quota: "tmpfs" | "none";
+  readonly forkMs: number;
+  /** Unmounts (overlay) and removes the fork. Idempotent. */
+  release(): Promise<void>;
+}
+
+export interface ForkOptions {
+  /** Directory that will hold the fork (created; must not exist or be empty). */
+  readonly dest: string;
+  readonly method?: ForkMethodChoice;
+  /** Writable space for the fork, MiB (enforced for overlay via a tmpfs upper layer). */
+  readonly quotaMb?: number;
+  readonly signal?: AbortSignal;
+}
+
+const probes = new Map<string, Promise<ForkMethod[]>>();
+
+async function run(
+  cmd: string,
+  args: string[],
+  signal?: AbortSignal,
+): Promise<{ ok: boolean; stderr: string }> {
+  const r = await execa(cmd, args, {
+    reject: false,
+    timeout: 600_000,
+    stdin: "ignore",
+    ...(signal ? { cancelSignal: signal } : {}),
+  });
+  return { ok: r.exitCode === 0, stderr: r.stderr };
+}
+
+/** Which methods work for trees under `dir` on this machine (probed once per dir; best first). */
+export function availableForkMethods(dir: string): Promise<ForkMethod[]> {
+  let p = probes.get(dir);
+  if (!p) {
+    p = (async () => {
+      const methods: ForkMethod[] = [];
+      const probe = join(dir, `.fork-probe-${process.pid}-${randomBytes(4).toString("hex")}`);
+      await mkdir(join(probe, "lower"), { recursive: true });
+      try {
+        await writeFile(join(probe, "lower", "f"), "x");
+        if ((await run("cp", ["--reflink=always", join(probe, "lower", "f"), join(probe, "g")])).ok) {
+          methods.push("reflink");
+        }
+        for (const d of ["upper", "work", "merged"]) await mkdir(join(probe, d));
+        const opts = `lowerdir=${join(probe, "lower")},upperdir=${join(probe, "upper")},workdir=${join(probe, "work")}`;
+        if ((await run("mount", ["-t", "overlay", "overlay", "-o", opts, join(probe, "merged")])).ok) {
+          await run("umount", [join(probe, "merged")]);
+          methods.push("overlay");
+        }
+      } finally {
+        await rm(probe, { recursive: true, force: true });
+      }
+      methods.push("copy");
+      return methods;
+    })();
+    probes.set(dir, p);
+  }
+  return p;
+}
+
+async function umount(path: string): Promise<void> {
+  const r = await run("umount", [path]);
+  if (!r.ok && !/not mounted|no mount point|not found/i.test(r.stderr)) {
+    // Busy (a process still has files open): detach lazily so removal can proceed.
+    await run("umount", ["-l", path]);
+  }
+}
+
+/**
+ * Forks the snapshot tree `lower` into `opts.dest`. Forks are independent: writing in one never
+ * changes the snapshot or another fork.
+ */
+export async function forkTree(lower: string, opts: ForkOptions): Promise<Fork> {
+  const methods = await availableForkMethods(join(opts.dest, ".."));
+  const choice = opts.method ?? "auto";
+  const method: ForkMethod = choice === "auto" ? methods[0]! : choice;
+  if (!methods.includes(method)) {
+    throw new FlakegymError(
+      "E_FORK_METHOD",
+      `fork method '${method}' does not work here (available: ${methods.join(", ")})`,
+      {
+        hint: "use --fork-method auto, or one of the available methods",
+      },
+    );
+  }
+  const started = performance.now();
+  await mkdir(opts.dest, { recursive: true });
+  const tree = join(opts.dest, "tree");
+  let released = false;
+  const fail = async (what: string, stderr: string): Promise<never> => {
+    await rm(opts.dest, { recursive: true, force: true }).catch(() => {});
+    throw new FlakegymError("E_FORK", `${what} failed for ${opts.dest}: ${stderr.trim()}`);
+  };
+  return await match(method)
+    .with("overlay", async (): Promise<Fork> => {
+      const layer = join(opts.dest, "layer");
+      await mkdir(layer);
+      let quota: Fork["quota"] = "none";
+      if (opts.quotaMb !== undefined) {
+        const r = await run("mount", [
+          "-t",
+          "tmpfs",
+          "-o",
+          `size=${opts.quotaMb}m,mode=0755`,
+          "tmpfs",
+          layer,
+        ]);
+        if (!r.ok) await fail("mount tmpfs", r.stderr);
+        quota = "tmpfs";
+      }
+      await mkdir(join(layer, "upper"));
+      await mkdir(join(layer, "work"));
+      await mkdir(tree);
+      const o = `lowerdir=${lower},upperdir=${join(layer, "upper")},workdir=${join(layer, "work")}`;
+      const r = await run("mount", ["-t", "overlay", "overlay", "-o", o, tree], opts.signal);
+      if (!r.ok) {
+        if (quota === "tmpfs") await umount(layer);
+        await fail("mount overlay", r.stderr);
+      }
+      return {
+        method,
+        tree,
+        quota,
+        forkMs: performance.now() - started,
+        async release() {
+          if (released) return;
+          released = true;
+          await umount(tree);
+          if (quota === "tmpfs") await umount(layer);
+          await rm(opts.dest, { recursive: true, force: true });
+        },
+      };
+    })
+    .with("reflink", "copy", async (m): Promise<Fork> => {
+      const args = m === "reflink" ? ["-a", "--reflink=always", lower, tree] : ["-a", lower, tree];
+      const r = await run("cp", args, opts.signal);
+      if (!r.ok) await fail(`cp ${args[0]} ${args[1]}`, r.stderr);
+      return {
+        method: m,
+        tree,
+        quota: "none",
+        forkMs: performance.now() - started,
+        async release() {
+          if (released) return;
+          released = true;
+          await rm(opts.dest, { recursive: true, force: true });
+        },
+      };
+    })
+    .exhaustive();
+}

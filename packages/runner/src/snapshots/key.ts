@@ -1,0 +1,42 @@
+import { createHash } from "node:crypto";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import type { ProfileId } from "@flakegym/profiles";
+
+/** Bumped when the snapshot layout or build procedure changes, so old entries are not reused. */
+export const SNAPSHOT_FORMAT = 1;
+
+/** Everything a snapshot's content depends on. */
+export interface SnapshotKeyInput {
+  /** Clone URL, or `catalog:<id>` for a catalog directory (its commit pins the content). */
+  readonly repo: string;
+  readonly commit: string;
+  readonly profile: ProfileId;
+  readonly install: readonly string[];
+  readonly smoke: readonly string[];
+  /** `--version`-style outputs of the profile's tools, as seen inside the sandbox. */
+  readonly toolchain: readonly string[];
+  readonly network: "none" | "required";
+}
+
+/** sha256 over a canonical JSON of the inputs (pure). */
+export function snapshotKey(input: SnapshotKeyInput): string {
+  const canonical = JSON.stringify({
+    format: SNAPSHOT_FORMAT,
+    repo: input.repo,
+    commit: input.commit,
+    profile: input.profile,
+    install: input.install,
+    smoke: input.smoke,
+    toolchain: input.toolchain,
+    network: input.network,
+  });
+  return createHash("sha256").update(canonical).digest("hex");
+}
+
+/** `--cache-dir`, else `$FLAKEGYM_CACHE/snapshots`, else `~/.cache/flakegym/snapshots`. */
+export function defaultSnapshotCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.FLAKEGYM_CACHE) return join(env.FLAKEGYM_CACHE, "snapshots");
+  const xdg = env.XDG_CACHE_HOME;
+  return join(xdg && xdg.length > 0 ? xdg : join(homedir(), ".cache"), "flakegym", "snapshots");
+}

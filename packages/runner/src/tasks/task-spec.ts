@@ -1,0 +1,188 @@
+import { ProfileId } from "@flakegym/profiles";
+import { z } from "zod";
+
+/** The fixed identity used to commit a catalog task's local repo, so its commit id is reproducible. */
+export const CATALOG_GIT_IDENTITY = {
+  name: "flakegym catalog",
+  email: "catalog@flakegym.invalid",
+  date: "2026-01-01T00:00:00Z",
+} as const;
+
+export const LocalSource = z
+  .object({
+    kind: z.literal("local"),
+    dir: z.string().min(1).describe("directory inside the task folder holding the repository's files"),
+    commit: z
+      .string()
+      .regex(/^[0-9a-f]{40}$/)
+      .describe(
+        "the commit id the directory materializes to (git init + one commit with a fixed identity and date); checked on every build",
+      ),
+  })
+  .strict();
+
+export const GitSource = z
+  .object({
+    kind: z.literal("git"),
+    url: z.string().min(1).describe("clone URL"),
+    rev: z
+      .string()
+      .regex(/^[0-9a-f]{40}$/)
+      .describe("full commit id to check out"),
+    probeTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(3000)
+      .describe("how long the reachability probe of the URL may take before the build fails fast"),
+  })
+  .strict();
+
+export const TaskSource = z
+  .discriminatedUnion("kind", [LocalSource, GitSource])
+  .describe("where the repository comes from: a directory in the catalog, or a remote git URL at a rev");
+export type TaskSource = z.infer<typeof TaskSource>;
+
+/** Hidden tests named by id, run with a runner-specific command template. */
+export const IdTests = z
+  .object({
+    kind: z.literal("ids"),
+    command: z
+      .string()
+      .includes("{test}")
+      .describe("shell command run once per test id, `{test}` replaced by the shell-quoted id"),
+    passPattern: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "regular expression (multiline) the output must also match for a pass — for runners that exit 0 when the id matches no test",
+      ),
+    failToPass: z
+      .array(z.string().min(1))
+      .min(1)
+      .describe("tests that fail before the fix and must pass after"),
+    passToPass: z
+      .array(z.string().min(1))
+      .default([])
+      .describe("tests that pass before and must keep passing"),
+  })
+  .strict();
+
+/** Hidden tests as one evaluation command: exit status 0 means solved. */
+export const EvalCmdTests = z
+  .object({
+    kind: z.literal("eval_cmd"),
+    command: z.string().min(1).describe("shell command; exit status 0 means the task is solved"),
+  })
+  .strict();
+
+export const TestRun = z
+  .discriminatedUnion("kind", [IdTests, EvalCmdTests])
+  .describe("how to run the hidden tests");
+export type TestRun = z.infer<typeof TestRun>;
+
+export const HiddenTests = z
+  .object({
+    patch: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("patch file (relative to the task folder) adding the hidden tests; applied with `git apply`"),
+    dir: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("directory (relative to the task folder) copied over the workspace root instead of a patch"),
+    run: TestRun,
+  })
+  .strict()
+  .refine((t) => (t.patch === undefined) !== (t.dir === undefined), {
+    message: "give exactly one of 'patch' or 'dir'",
+    path: ["patch"],
+  });
+export type HiddenTests = z.infer<typeof HiddenTests>;
+
+export const TaskLimits = z
+  .object({
+    memoryMb: z.number().int().positive().default(2048).describe("memory limit per worker, MiB"),
+    pids: z.number().int().positive().default(512).describe("process/thread limit per worker"),
+    cpuSeconds: z.number().int().positive().default(1800).describe("CPU time limit per worker, seconds"),
+    diskMb: z.number().int().positive().default(2048).describe("writable space for the workspace, MiB"),
+    wallClockMs: z
+      .number()
+      .int()
+      .positive()
+      .default(20 * 60_000)
+      .describe("wall-clock limit of one trajectory, ms"),
+  })
+  .strict();
+export type TaskLimits = z.infer<typeof TaskLimits>;
+
+/** A built-in catalog task: `packages/runner/catalog/<id>/task.json` plus the files it names. */
+export const TaskSpec = z
+  .object({
+    $comment: z.string().optional().describe("free text for maintainers"),
+    id: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9._-]*$/)
+      .describe("task id, equal to its directory name"),
+    summary: z.string().min(1).describe("one line describing the task"),
+    prompt: z.string().min(1).describe("what the agent is asked, written like a GitHub issue"),
+    profile: ProfileId,
+    language: z.string().default("").describe("GitHub language name, for reports"),
+    network: z
+      .enum(["none", "required"])
+      .default("none")
+      .describe("none: builds and runs offline; required: the source or its dependencies are fetched"),
+    source: TaskSource,
+    install: z
+      .array(z.string().min(1))
+      .default([])
+      .describe("commands run once in the snapshot to install dependencies / warm the build"),
+    smoke: z
+      .array(z.string().min(1))
+      .default([])
+      .describe("commands that must succeed in the snapshot; their log is kept with it"),
+    tests: HiddenTests.describe("the hidden tests: files to add and how to run them"),
+    solution: z.string().min(1).describe("reference solution patch (relative to the task folder)"),
+    limits: TaskLimits.default(TaskLimits.parse({})),
+  })
+  .strict();
+export type TaskSpec = z.infer<typeof TaskSpec>;
+export type TaskSpecInput = z.input<typeof TaskSpec>;
+
+/** POSIX shell single-quoting. */
+export function shellQuote(s: string): string {
+  return /^[A-Za-z0-9_./:=@%+,-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/** One hidden-test command to run, with what its result must be after a correct fix. */
+export interface TestCommand {
+  readonly id: string;
+  readonly kind: "fail_to_pass" | "pass_to_pass" | "eval_cmd";
+  readonly command: string;
+  /** When set, a pass also needs the output to match this (multiline) regular expression. */
+  readonly passPattern?: string;
+}
+
+/** The commands that score a task (pure): one per test id, or the single eval command. */
+export function testCommands(run: TestRun): TestCommand[] {
+  if (run.kind === "eval_cmd") return [{ id: "eval_cmd", kind: "eval_cmd", command: run.command }];
+  const one = (id: string, kind: TestCommand["kind"]): TestCommand => ({
+    id,
+    kind,
+    command: run.command.replaceAll("{test}", shellQuote(id)),
+    ...(run.passPattern === undefined ? {} : { passPattern: run.passPattern }),
+  });
+  return [
+    ...run.failToPass.map((id) => one(id, "fail_to_pass")),
+    ...run.passToPass.map((id) => one(id, "pass_to_pass")),
+  ];
+}
+
+/** Whether one hidden-test command passed, given its exit status and combined output (pure). */
+export function testPassed(cmd: TestCommand, exitCode: number, output: string): boolean {
+  if (exitCode !== 0) return false;
+  return cmd.passPattern === undefined || new RegExp(cmd.passPattern, "m").test(output);
+}

@@ -1,0 +1,109 @@
+/**
+ * The bubblewrap command line for one sandbox, built as a pure function of a spec so it can be
+ * unit-tested and printed (`describe`). The shape: the system and toolchain read-only, the
+ * workspace writable, private /tmp and HOME, every namespace unshared, all capabilities dropped,
+ * no network at all (the policy gateway comes in as a bound unix socket).
+ */
+
+/** One bind mount: host `src` at sandbox `dest`. */
+export interface Bind {
+  readonly src: string;
+  readonly dest: string;
+  /** Writable bind (default read-only). */
+  readonly rw?: boolean;
+  /** Skip silently when `src` does not exist (`--ro-bind-try`). */
+  readonly optional?: boolean;
+}
+
+export interface BwrapSpec {
+  /** Host directory mounted writable at `workspaceDest`. */
+  readonly workspace: string;
+  readonly workspaceDest: string;
+  /** Host directory for HOME (writable), or a size-limited tmpfs when absent. */
+  readonly home?: string;
+  readonly homeDest: string;
+  /** Size of the private /tmp (and of HOME when it is a tmpfs), MiB. */
+  readonly tmpSizeMb: number;
+  /** Read-only toolchain / runtime binds beyond the base system. */
+  readonly binds: readonly Bind[];
+  /** Environment inside (the sandbox starts from an empty environment). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  /** uid/gid inside the sandbox's user namespace (mapped to the caller outside). */
+  readonly uid: number;
+  readonly gid: number;
+  readonly hostname: string;
+  /** "none": a new network namespace with only loopback. "host": share the host's network. */
+  readonly network: "none" | "host";
+}
+
+/** Host paths of the base system, bound read-only. Debian's merged /usr: /bin etc. are symlinks. */
+export const SYSTEM_BINDS: readonly Bind[] = [
+  { src: "/usr", dest: "/usr" },
+  { src: "/etc/alternatives", dest: "/etc/alternatives", optional: true },
+  { src: "/etc/ld.so.cache", dest: "/etc/ld.so.cache", optional: true },
+  { src: "/etc/ld.so.conf", dest: "/etc/ld.so.conf", optional: true },
+  { src: "/etc/ld.so.conf.d", dest: "/etc/ld.so.conf.d", optional: true },
+  { src: "/etc/localtime", dest: "/etc/localtime", optional: true },
+  { src: "/etc/ssl", dest: "/etc/ssl", optional: true },
+  { src: "/etc/ca-certificates", dest: "/etc/ca-certificates", optional: true },
+  { src: "/etc/nsswitch.conf", dest: "/etc/nsswitch.conf", optional: true },
+];
+
+/** Top-level symlinks of a merged-/usr system, recreated inside. */
+export const SYSTEM_SYMLINKS: readonly { readonly target: string; readonly dest: string }[] = [
+  { target: "usr/bin", dest: "/bin" },
+  { target: "usr/sbin", dest: "/sbin" },
+  { target: "usr/lib", dest: "/lib" },
+  { target: "usr/lib64", dest: "/lib64" },
+];
+
+function bindArgs(b: Bind): string[] {
+  const flag = b.rw ? (b.optional ? "--bind-try" : "--bind") : b.optional ? "--ro-bind-try" : "--ro-bind";
+  return [flag, b.src, b.dest];
+}
+
+/** bwrap's arguments (without the command): everything after `bwrap` and before `--`. */
+export function buildBwrapArgs(spec: BwrapSpec): string[] {
+  const a: string[] = [
+    "--unshare-user",
+    "--uid",
+    String(spec.uid),
+    "--gid",
+    String(spec.gid),
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--hostname",
+    spec.hostname,
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--disable-userns",
+  ];
+  if (spec.network === "none") a.push("--unshare-net");
+  for (const b of SYSTEM_BINDS) a.push(...bindArgs(b));
+  for (const s of SYSTEM_SYMLINKS) a.push("--symlink", s.target, s.dest);
+  a.push("--proc", "/proc", "--dev", "/dev");
+  const tmpBytes = String(spec.tmpSizeMb * 1024 * 1024);
+  a.push("--size", tmpBytes, "--tmpfs", "/tmp");
+  for (const b of spec.binds) a.push(...bindArgs(b));
+  if (spec.home) a.push("--bind", spec.home, spec.homeDest);
+  else a.push("--size", tmpBytes, "--tmpfs", spec.homeDest);
+  a.push("--bind", spec.workspace, spec.workspaceDest);
+  // Everything not bound writable above (the root tmpfs bwrap builds, /etc, /opt …) is read-only.
+  a.push("--remount-ro", "/");
+  a.push("--chdir", spec.cwd, "--clearenv");
+  for (const [k, v] of Object.entries(spec.env)) a.push("--setenv", k, v);
+  return a;
+}
+
+/** /etc/passwd and /etc/group contents naming the sandbox user, so tools that look it up work. */
+export function identityFiles(uid: number, gid: number, home: string): { passwd: string; group: string } {
+  return {
+    passwd: `root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nagent:x:${uid}:${gid}:agent:${home}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    group: `root:x:0:\nagent:x:${gid}:\nnogroup:x:65534:\n`,
+  };
+}

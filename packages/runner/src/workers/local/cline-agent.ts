@@ -1,0 +1,110 @@
+import { createServer } from "node:net";
+import { dirname, join } from "node:path";
+import {
+  type LaunchCommand,
+  launchClineCore,
+  resolveClinePackage,
+  SUPERVISOR_PATH,
+} from "@flakegym/cline-vendor";
+import { FlakegymError } from "../../errors.js";
+import type { AgentLauncher, RunningAgent } from "./agent.js";
+import { wrapCommand } from "./sandbox.js";
+import { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./shape.js";
+
+export interface ClineAgentOptions {
+  /** Bound on spawn → core answering gRPC. Default 90 s (4 cores starting at once on 2 CPUs take ~5 s each). */
+  readonly startTimeoutMs?: number;
+}
+
+async function freeLoopbackPort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Starts cline-host + cline-core (cline-vendor's supervisor) inside the worker's bubblewrap
+ * sandbox. Read-only binds: the supervisor script and the pinned cline package (at their host
+ * paths, which the launcher passes as arguments); the config dir and the core's socket dir are
+ * bound writable at their host paths (the runner reads artifacts and connects there). The
+ * workspace is `/workspace` and HOME `/home/agent` inside, so prompts do not depend on host paths.
+ * The policy is reached through the gateway's unix socket, bound in and forwarded by the
+ * supervisor to 127.0.0.1:18080 inside the sandbox's own network namespace.
+ */
+export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLauncher {
+  return {
+    async launch(ctx) {
+      const { spec, prepared } = ctx;
+      const socket = spec.gateway.socketPath;
+      if (!socket) {
+        throw new FlakegymError(
+          "E_WORKER_SPEC",
+          "a local agent worker needs the policy gateway's unix socket (gateway.socketPath)",
+          {
+            hint: "start the gateway with a unix socket listener and pass its path; local sandboxes have no network to reach a URL",
+          },
+        );
+      }
+      const pkg = resolveClinePackage();
+      const bwrap = prepared.shape.bwrap;
+      const home = prepared.homeDir ?? join(ctx.configDir, "..", "home");
+      const coreSocket = join(ctx.socketDir, "core.sock");
+      let forward: string;
+      let wrap: ((cmd: LaunchCommand) => LaunchCommand) | undefined;
+      if (bwrap) {
+        forward = `127.0.0.1:${SANDBOX_GATEWAY_PORT}=unix:${SANDBOX_GATEWAY_SOCKET}`;
+        const shape = {
+          ...prepared.shape,
+          bwrap: {
+            ...bwrap,
+            binds: [
+              ...bwrap.binds,
+              { src: dirname(SUPERVISOR_PATH), dest: dirname(SUPERVISOR_PATH) },
+              { src: pkg.root, dest: pkg.root },
+            ],
+          },
+        };
+        wrap = (cmd) => {
+          // The launcher speaks host paths; inside, the workspace is /workspace and HOME /home/agent.
+          const args = cmd.args.map((a) => (a === spec.workspace ? SANDBOX_PATHS.workspace : a));
+          const env = { ...cmd.env, ...prepared.env, HOME: SANDBOX_PATHS.home };
+          const line = wrapCommand({ ...shape, bwrap: { ...shape.bwrap, env } }, [cmd.command, ...args]);
+          return { command: line.command, args: [...line.args], env: { ...line.env } };
+        };
+      } else {
+        // --unsafe-no-sandbox: no network namespace, so the forwarder needs a free host port.
+        forward = `127.0.0.1:${await freeLoopbackPort()}=unix:${socket}`;
+      }
+      const core = await launchClineCore({
+        workspace: spec.workspace,
+        configDir: ctx.configDir,
+        home,
+        ...(spec.env ? { env: spec.env } : {}),
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+        startTimeoutMs: options.startTimeoutMs ?? 90_000,
+        listen: { kind: "unix", path: coreSocket },
+        supervisorArgs: ["--forward", forward],
+        ...(wrap ? { wrap } : {}),
+      });
+      const policyBaseUrl = bwrap
+        ? ctx.policyBaseUrl
+        : `http://${forward.split("=")[0]}${new URL(ctx.policyBaseUrl).pathname}`;
+      const agent: RunningAgent = {
+        address: core.address,
+        policyBaseUrl,
+        pid: core.pid,
+        exited: core.exited.then((r) => ({
+          code: r.code,
+          ...(r.signal ? { detail: `signal ${r.signal}` } : {}),
+        })),
+        stop: () => core.stop(),
+      };
+      return agent;
+    },
+  };
+}

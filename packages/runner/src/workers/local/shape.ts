@@ -1,0 +1,180 @@
+import { execFileSync } from "node:child_process";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { ProfileId } from "@flakegym/profiles";
+import { FlakegymError } from "../../errors.js";
+import type { ResourceLimits } from "../types.js";
+import { type Bind, identityFiles } from "./bwrap-args.js";
+import { createWorkerCgroup, type WorkerCgroup } from "./cgroup.js";
+import type { SandboxShape } from "./sandbox.js";
+import { BASE_PATH, toolchainFor } from "./toolchain.js";
+
+/** Where things appear inside every local sandbox. */
+export const SANDBOX_PATHS = {
+  workspace: "/workspace",
+  deps: "/deps",
+  home: "/home/agent",
+  etc: "/etc",
+} as const;
+/** Where the policy gateway's unix socket appears inside a local sandbox. */
+export const SANDBOX_GATEWAY_SOCKET = "/run/flakegym/gateway.sock";
+/** The loopback port inside the sandbox that the supervisor forwards to the gateway socket. */
+export const SANDBOX_GATEWAY_PORT = 18080;
+export const SANDBOX_UID = 1000;
+export const SANDBOX_GID = 1000;
+
+let bwrapFound: string | null | undefined;
+
+/**
+ * Path of bwrap on PATH, or undefined (checked once). `FLAKEGYM_BWRAP` overrides the lookup: a
+ * path to use, or `none` to behave as if bubblewrap were missing.
+ */
+export function findBwrap(): string | undefined {
+  const override = process.env.FLAKEGYM_BWRAP;
+  if (override) return override === "none" ? undefined : override;
+  if (bwrapFound === undefined) {
+    try {
+      bwrapFound = execFileSync("sh", ["-c", "command -v bwrap"], { encoding: "utf8" }).trim() || null;
+    } catch {
+      bwrapFound = null;
+    }
+  }
+  return bwrapFound ?? undefined;
+}
+
+/** The error for a machine without bubblewrap: how to install it, and the explicit escape hatch. */
+export function bwrapMissingError(): FlakegymError {
+  return new FlakegymError(
+    "E_NO_SANDBOX",
+    "bubblewrap (bwrap) is not installed, so local workers cannot be sandboxed",
+    {
+      hint: "install it with `sh scripts/ensure-system-deps` (or as root: apt-get install -y bubblewrap); to run without any isolation anyway pass --unsafe-no-sandbox",
+    },
+  );
+}
+
+export interface ShapeOptions {
+  /** Unique id (a cgroup name and the dir name under `stateDir`). */
+  readonly id: string;
+  readonly profile: ProfileId;
+  /** Host dir mounted writable at /workspace. */
+  readonly workspace: string;
+  /** Host dir mounted writable at /deps (package caches kept with the snapshot), if any. */
+  readonly deps?: string;
+  /** Host dir for this sandbox's own files (passwd, home when persistent). */
+  readonly stateDir: string;
+  readonly limits: Pick<ResourceLimits, "memoryMb" | "pids" | "cpuSeconds" | "diskMb">;
+  readonly network: "none" | "host";
+  /** Extra read-only binds (node, the cline package, a gateway socket dir…). */
+  readonly binds?: readonly Bind[];
+  readonly env?: Readonly<Record<string, string>>;
+  /** Keep HOME in `stateDir/home` (the agent's HOME survives between execs) instead of a tmpfs. */
+  readonly persistentHome?: boolean;
+  /** Run without bubblewrap (explicit user choice). */
+  readonly unsafeNoSandbox?: boolean;
+  /** Size of the private /tmp (and tmpfs HOME), MiB. */
+  readonly tmpSizeMb?: number;
+}
+
+export interface PreparedShape {
+  readonly shape: SandboxShape;
+  readonly cgroup: WorkerCgroup;
+  /** The environment inside (also used as the host env in unsafe mode). */
+  readonly env: Readonly<Record<string, string>>;
+  /** Host dir bound at HOME (persistent home), when there is one. */
+  readonly homeDir?: string;
+  /** Removes the cgroup (after killing whatever is left in it). */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Prepares everything one sandbox needs: the worker's cgroup, identity files, toolchain binds and
+ * the bwrap spec. All of the worker's processes (core, execs) share this shape and its limits.
+ */
+export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
+  const bwrapPath = findBwrap();
+  if (!bwrapPath && !opts.unsafeNoSandbox) throw bwrapMissingError();
+  await mkdir(opts.stateDir, { recursive: true });
+  const toolchain = await toolchainFor(opts.profile);
+  const ids = identityFiles(SANDBOX_UID, SANDBOX_GID, SANDBOX_PATHS.home);
+  const passwd = join(opts.stateDir, "passwd");
+  const group = join(opts.stateDir, "group");
+  await writeFile(passwd, ids.passwd);
+  await writeFile(group, ids.group);
+  let home: string | undefined;
+  if (opts.persistentHome || opts.unsafeNoSandbox) {
+    home = join(opts.stateDir, "home");
+    await mkdir(home, { recursive: true });
+  }
+  const unsafe = !bwrapPath;
+  const inside = (p: string, host: string | undefined) => (unsafe ? (host ?? p) : p);
+  const env: Record<string, string> = {
+    PATH: unsafe ? (process.env.PATH ?? BASE_PATH.join(":")) : [...toolchain.path, ...BASE_PATH].join(":"),
+    HOME: inside(SANDBOX_PATHS.home, home),
+    USER: "agent",
+    LOGNAME: "agent",
+    LANG: "C.UTF-8",
+    TMPDIR: "/tmp",
+    TERM: "dumb",
+    ...(opts.deps ? depsEnv(inside(SANDBOX_PATHS.deps, opts.deps)) : {}),
+    ...(opts.network === "none" ? { CARGO_NET_OFFLINE: "true" } : {}),
+    ...opts.env,
+  };
+  const cgroup = await createWorkerCgroup(opts.id, {
+    memoryMb: opts.limits.memoryMb,
+    pids: opts.limits.pids,
+  });
+  const shape: SandboxShape = {
+    bwrap: unsafe
+      ? undefined
+      : {
+          workspace: opts.workspace,
+          workspaceDest: SANDBOX_PATHS.workspace,
+          ...(home ? { home } : {}),
+          homeDest: SANDBOX_PATHS.home,
+          tmpSizeMb: opts.tmpSizeMb ?? 512,
+          binds: [
+            { src: passwd, dest: "/etc/passwd" },
+            { src: group, dest: "/etc/group" },
+            ...toolchain.binds,
+            ...(opts.deps ? [{ src: opts.deps, dest: SANDBOX_PATHS.deps, rw: true }] : []),
+            ...(opts.network === "host"
+              ? [
+                  { src: "/etc/resolv.conf", dest: "/etc/resolv.conf", optional: true },
+                  { src: "/etc/hosts", dest: "/etc/hosts", optional: true },
+                ]
+              : []),
+            ...(opts.binds ?? []),
+          ],
+          env,
+          cwd: SANDBOX_PATHS.workspace,
+          uid: SANDBOX_UID,
+          gid: SANDBOX_GID,
+          hostname: "flakegym",
+          network: opts.network,
+        },
+    cgroup,
+    ...(bwrapPath ? { bwrapPath } : {}),
+    rlimits: {
+      // RLIMIT_CPU is per process: a backstop a little above the budget, which the worker's
+      // watchdog enforces on the whole cgroup (so the end is reported as cpu_time).
+      ...(opts.limits.cpuSeconds !== undefined
+        ? { cpuSeconds: opts.limits.cpuSeconds + Math.max(2, Math.ceil(opts.limits.cpuSeconds * 0.05)) }
+        : {}),
+      ...(opts.limits.diskMb !== undefined ? { fileSizeMb: opts.limits.diskMb } : {}),
+      ...(cgroup.kind === "none" ? { nproc: opts.limits.pids, dataMb: opts.limits.memoryMb } : {}),
+    },
+  };
+  return { shape, cgroup, env, ...(home ? { homeDir: home } : {}), dispose: () => cgroup.remove() };
+}
+
+/** Package-manager caches kept in the snapshot's deps dir, so offline workers find them. */
+export function depsEnv(deps: string): Record<string, string> {
+  return {
+    CARGO_HOME: `${deps}/cargo`,
+    npm_config_cache: `${deps}/npm`,
+    PIP_CACHE_DIR: `${deps}/pip`,
+    GOMODCACHE: `${deps}/go/mod`,
+    GOPATH: `${deps}/go`,
+  };
+}

@@ -1,0 +1,59 @@
+import { dirname } from "node:path";
+import type { ProfileId } from "@flakegym/profiles";
+import { execa } from "execa";
+import type { Bind } from "./bwrap-args.js";
+
+/**
+ * What a profile's toolchain needs inside the sandbox on this host: read-only binds for tools that
+ * live outside /usr (rustup's sysroot, a node outside /usr), PATH entries and environment.
+ */
+export interface Toolchain {
+  readonly binds: readonly Bind[];
+  /** Directories (sandbox paths) prepended to PATH. */
+  readonly path: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+}
+
+export const SANDBOX_RUST_DIR = "/opt/rust";
+export const SANDBOX_NODE_DIR = "/opt/node";
+export const BASE_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+
+const cache = new Map<string, Promise<Toolchain>>();
+
+async function rustSysroot(): Promise<string | undefined> {
+  const r = await execa("rustc", ["--print", "sysroot"], { reject: false, timeout: 15_000, stdin: "ignore" });
+  return r.exitCode === 0 && r.stdout.trim() ? r.stdout.trim() : undefined;
+}
+
+/** The node runtime: bound from outside /usr when the runner's own node lives elsewhere. */
+export function nodeBinds(execPath: string = process.execPath): { binds: Bind[]; path: string[] } {
+  if (execPath.startsWith("/usr/")) return { binds: [], path: [] };
+  const prefix = dirname(dirname(execPath));
+  return { binds: [{ src: prefix, dest: SANDBOX_NODE_DIR }], path: [`${SANDBOX_NODE_DIR}/bin`] };
+}
+
+async function detect(profile: ProfileId): Promise<Toolchain> {
+  const node = nodeBinds();
+  const binds: Bind[] = [...node.binds];
+  const path: string[] = [...node.path];
+  const env: Record<string, string> = {};
+  if (profile === "rust") {
+    const sysroot = await rustSysroot();
+    if (sysroot && !sysroot.startsWith("/usr/")) {
+      binds.push({ src: sysroot, dest: SANDBOX_RUST_DIR });
+      path.unshift(`${SANDBOX_RUST_DIR}/bin`);
+    }
+  }
+  if (profile === "python") env.PYTHONDONTWRITEBYTECODE = "1";
+  return { binds, path, env };
+}
+
+/** Detects (once per process) what `profile` needs inside the sandbox on this host. */
+export function toolchainFor(profile: ProfileId): Promise<Toolchain> {
+  let p = cache.get(profile);
+  if (!p) {
+    p = detect(profile);
+    cache.set(profile, p);
+  }
+  return p;
+}

@@ -1,0 +1,377 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { launchClineCore, resolveClinePackage, SUPERVISOR_PATH } from "@flakegym/cline-vendor";
+import { execa } from "execa";
+import { FlakegymError } from "../../errors.js";
+import type { Bind } from "../local/bwrap-args.js";
+import { depsEnv, SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "../local/shape.js";
+import type { ExecOptions, ExecResult, Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../types.js";
+
+/**
+ * The podman backend: one OCI container per worker, from a locally present image (built by the
+ * flake and `podman load`ed, or `podman import`ed). No registry is contacted (`--pull never`).
+ * Runs with runc and a project-owned containers.conf (`default_ulimits = []`: raising
+ * RLIMIT_NOFILE/NPROC fails without CAP_SYS_RESOURCE here) passed through CONTAINERS_CONF.
+ */
+export interface PodmanBackendOptions {
+  /** Image for workers whose spec names none. */
+  readonly image?: string;
+  /** OCI runtime; crun fails on hybrid cgroups (FACTS §1). Default /usr/sbin/runc. */
+  readonly runtime?: string;
+  readonly podmanPath?: string;
+  /** Where containers.conf and per-worker files go. Default `<tmpdir>/flakegym-podman`. */
+  readonly stateDir?: string;
+  /** Extra read-only binds (e.g. host /usr when the image has no toolchain, node and the cline package). */
+  readonly binds?: readonly Bind[];
+  /** Size of the container's /tmp and HOME tmpfs, MiB. */
+  readonly tmpSizeMb?: number;
+  /** The node binary inside the image, for the agent's supervisor. Default: the runner's own path. */
+  readonly nodeInImage?: string;
+  /** Bound on spawn → core answering gRPC for agent workers. Default 120 s. */
+  readonly agentStartTimeoutMs?: number;
+}
+
+export const CONTAINERS_CONF = "[containers]\ndefault_ulimits = []\n";
+
+function sanitize(s: string): string {
+  return s.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 50);
+}
+
+/** The `podman run` arguments for one worker (pure). */
+export function podmanRunArgs(
+  spec: WorkerSpec,
+  o: {
+    name: string;
+    image: string;
+    runtime: string;
+    binds: readonly Bind[];
+    tmpSizeMb: number;
+    env: Record<string, string>;
+    /** uid:gid to run as: the workspace's owner, so it can write its workspace without chown. */
+    user: string;
+    /** PID 1's command; default: a loop that only waits (commands arrive with `podman exec`). */
+    command?: readonly string[];
+    /** Run in the foreground with stdin attached (the agent's supervisor) instead of `--detach`. */
+    foreground?: boolean;
+  },
+): string[] {
+  const l = spec.limits;
+  const a = [
+    "run",
+    ...(o.foreground ? ["--rm", "--interactive"] : ["--detach"]),
+    "--name",
+    o.name,
+    "--pull",
+    "never",
+    "--runtime",
+    o.runtime,
+    "--network",
+    "none",
+    "--cap-drop",
+    "all",
+    "--security-opt",
+    "no-new-privileges",
+    "--read-only",
+    "--pids-limit",
+    String(l.pids),
+    "--memory",
+    `${l.memoryMb}m`,
+    "--memory-swap",
+    `${l.memoryMb}m`,
+    "--user",
+    o.user,
+    "--hostname",
+    "flakegym",
+    "--tmpfs",
+    `/tmp:rw,size=${o.tmpSizeMb}m,mode=1777`,
+    "--tmpfs",
+    // podman 4.3's --tmpfs has no uid= option: a sticky world-writable HOME (one user inside).
+    `${SANDBOX_PATHS.home}:rw,size=${o.tmpSizeMb}m,mode=1777`,
+    "--volume",
+    `${spec.workspace}:${SANDBOX_PATHS.workspace}:rw`,
+    "--workdir",
+    SANDBOX_PATHS.workspace,
+    "--label",
+    "flakegym.worker=1",
+  ];
+  if (spec.depsDir) a.push("--volume", `${spec.depsDir}:${SANDBOX_PATHS.deps}:rw`);
+  // No --ulimit: with any --ulimit podman 4.3 also raises RLIMIT_NOFILE/NPROC, which fails here
+  // (no CAP_SYS_RESOURCE). CPU time is lowered per exec with `ulimit -t`; disk is bounded by the
+  // fork's quota.
+  for (const b of o.binds) a.push("--volume", `${b.src}:${b.dest}:${b.rw ? "rw" : "ro"}`);
+  for (const [k, v] of Object.entries(o.env)) a.push("--env", `${k}=${v}`);
+  a.push(
+    o.image,
+    ...(o.command ?? ["/bin/sh", "-c", 'trap "exit 0" TERM INT; while :; do sleep 86400 & wait $!; done']),
+  );
+  return a;
+}
+
+export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerBackend {
+  const stateDir = options.stateDir ?? join(tmpdir(), "flakegym-podman");
+  const podman = options.podmanPath ?? "podman";
+  const runtime = options.runtime ?? "/usr/sbin/runc";
+  const confFile = join(stateDir, "containers.conf");
+  let confReady: Promise<void> | undefined;
+  const ensureConf = () => {
+    confReady ??= (async () => {
+      await mkdir(stateDir, { recursive: true });
+      await writeFile(`${confFile}.tmp`, CONTAINERS_CONF);
+      const { rename } = await import("node:fs/promises");
+      await rename(`${confFile}.tmp`, confFile);
+    })();
+    return confReady;
+  };
+  const pm = async (args: string[], o: { timeoutMs?: number; signal?: AbortSignal } = {}) => {
+    await ensureConf();
+    return await execa(podman, args, {
+      reject: false,
+      stripFinalNewline: false,
+      timeout: o.timeoutMs ?? 120_000,
+      env: { CONTAINERS_CONF: confFile },
+      stdin: "ignore",
+      ...(o.signal ? { cancelSignal: o.signal } : {}),
+    });
+  };
+
+  return {
+    kind: "podman",
+    async describe() {
+      const v = await pm(["version", "--format", "{{.Client.Version}}"]).catch(() => undefined);
+      return {
+        podman: v?.exitCode === 0 ? v.stdout.trim() : "missing",
+        runtime,
+        containersConf: confFile,
+        image: options.image ?? "(per worker spec)",
+      };
+    },
+    async start(spec, signal) {
+      signal?.throwIfAborted();
+      const image = spec.image ?? options.image;
+      if (!image) {
+        throw new FlakegymError("E_PODMAN", "no image for the podman worker", {
+          hint: "pass an image (WorkerSpec.image or createPodmanBackend({ image })); load it first with `podman load` or `podman import`",
+        });
+      }
+      if (spec.agent && !spec.gateway.socketPath) {
+        throw new FlakegymError(
+          "E_WORKER_SPEC",
+          "a podman agent worker needs the policy gateway's unix socket (gateway.socketPath)",
+          {
+            hint: "containers run with --network none: the gateway's socket is bound in and forwarded inside",
+          },
+        );
+      }
+      const name = `flakegym-${sanitize(`${spec.runId}-${spec.trajectoryId}`)}-${randomBytes(3).toString("hex")}`;
+      const env: Record<string, string> = {
+        HOME: SANDBOX_PATHS.home,
+        PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        LANG: "C.UTF-8",
+        TMPDIR: "/tmp",
+        ...(spec.depsDir ? depsEnv(SANDBOX_PATHS.deps) : {}),
+        CARGO_NET_OFFLINE: "true",
+        ...spec.env,
+      };
+      // Without a user namespace (podman's uidmap breaks its storage here) the container user must
+      // own the workspace to write it; with all capabilities dropped it can write nothing else.
+      const owner = await stat(spec.workspace);
+      const user = `${owner.uid}:${owner.gid}`;
+      if (spec.agent) return await startAgent(spec, { name, image, env, user, signal });
+      const run = await pm(
+        podmanRunArgs(spec, {
+          name,
+          image,
+          runtime,
+          binds: options.binds ?? [],
+          tmpSizeMb: options.tmpSizeMb ?? 512,
+          env,
+          user,
+        }),
+        signal ? { signal } : {},
+      );
+      if (run.exitCode !== 0) {
+        await pm(["rm", "-f", "-t", "0", name]);
+        throw new FlakegymError(
+          "E_PODMAN",
+          `podman run of ${image} failed (exit ${run.exitCode}): ${run.stderr.trim()}`,
+          {
+            hint: "check that the image is present (podman images) and that runc is installed (apt-get install podman runc)",
+          },
+        );
+      }
+      return makeWorker(spec, name);
+    },
+  };
+
+  function makeWorker(
+    spec: WorkerSpec,
+    name: string,
+    agent?: {
+      address: string;
+      policyBaseUrl: string;
+      configDir: string;
+      stop(): Promise<void>;
+      exited: Promise<unknown>;
+    },
+  ): Worker {
+    let exit: WorkerExit | undefined;
+    let resolveExit!: (e: WorkerExit) => void;
+    const exited = new Promise<WorkerExit>((r) => {
+      resolveExit = r;
+    });
+    let stopping: Promise<void> | undefined;
+    const startedAt = Date.now();
+    const end = (e: WorkerExit) => {
+      if (stopping) return stopping;
+      exit = e;
+      stopping = (async () => {
+        clearTimeout(wall);
+        await agent?.stop().catch(() => {});
+        await pm(["rm", "-f", "-t", "0", name]);
+        resolveExit(e);
+      })();
+      return stopping;
+    };
+    const wall = setTimeout(
+      () => void end({ reason: "wall_clock", detail: `wall clock limit ${spec.limits.wallClockMs} ms` }),
+      spec.limits.wallClockMs,
+    );
+    // The container ending on its own (OOM of PID 1, killed from outside) ends the worker.
+    void pm(["wait", name], { timeoutMs: spec.limits.wallClockMs + 60_000 }).then(async () => {
+      if (exit) return;
+      const oom = await pm(["inspect", "--format", "{{.State.OOMKilled}}", name]);
+      void end(
+        oom.stdout.trim() === "true"
+          ? { reason: "memory" }
+          : { reason: "crashed", detail: "container exited" },
+      );
+    });
+
+    if (agent) {
+      void agent.exited.then(() => {
+        if (!exit) void end({ reason: "crashed", detail: "the agent's container exited" });
+      });
+    }
+    const worker: Worker = {
+      id: name,
+      backend: "podman",
+      ...(agent
+        ? { agentAddress: agent.address, policyBaseUrl: agent.policyBaseUrl, configDir: agent.configDir }
+        : {}),
+      exited,
+      async exec(command: string, o: ExecOptions = {}): Promise<ExecResult> {
+        if (exit) {
+          return {
+            exitCode: 125,
+            stdout: "",
+            stderr: `flakegym: worker ${name} has stopped (${exit.reason})`,
+            timedOut: false,
+            durationMs: 0,
+          };
+        }
+        const remaining = spec.limits.wallClockMs - (Date.now() - startedAt);
+        const timeoutMs = Math.max(1, Math.min(o.timeoutMs ?? remaining, remaining));
+        const args = ["exec", "--workdir", o.cwd ?? SANDBOX_PATHS.workspace];
+        for (const [k, v] of Object.entries(o.env ?? {})) args.push("--env", `${k}=${v}`);
+        // `timeout` inside kills the command's whole process group; the client is a backstop.
+        const secs = Math.max(1, Math.ceil(timeoutMs / 1000));
+        const cpu =
+          spec.limits.cpuSeconds === undefined ? "" : `ulimit -t ${spec.limits.cpuSeconds + 2} 2>/dev/null; `;
+        args.push(name, "timeout", "-s", "KILL", String(secs), "/bin/sh", "-c", `${cpu}${command}`);
+        const started = performance.now();
+        const r = await pm(args, {
+          timeoutMs: timeoutMs + 10_000,
+          ...(o.signal ? { signal: o.signal } : {}),
+        });
+        const code = r.exitCode ?? 137;
+        return {
+          exitCode: code,
+          stdout: r.stdout,
+          stderr: r.stderr,
+          timedOut: code === 137 && performance.now() - started >= timeoutMs - 50,
+          durationMs: Math.round(performance.now() - started),
+        };
+      },
+      stop: () => end({ reason: "stopped" }),
+    };
+    return worker;
+  }
+
+  /**
+   * An agent worker: the container's PID 1 is cline-vendor's supervisor, started in the foreground
+   * by `launchClineCore` through a `wrap` that turns its command into `podman run`. The supervisor
+   * script, the cline package and the config/socket dirs are bound at their host paths; the
+   * gateway's socket at /run/flakegym/gateway.sock, forwarded to 127.0.0.1:18080 inside.
+   */
+  async function startAgent(
+    spec: WorkerSpec,
+    o: {
+      name: string;
+      image: string;
+      env: Record<string, string>;
+      user: string;
+      signal: AbortSignal | undefined;
+    },
+  ): Promise<Worker> {
+    const pkg = resolveClinePackage();
+    const dir = join(stateDir, o.name);
+    const configDir = join(dir, "config");
+    const socketDir = join(dir, "sock");
+    await mkdir(configDir, { recursive: true });
+    await mkdir(socketDir, { recursive: true });
+    await ensureConf();
+    const node = options.nodeInImage ?? process.execPath;
+    const binds: Bind[] = [
+      ...(options.binds ?? []),
+      { src: dirname(SUPERVISOR_PATH), dest: dirname(SUPERVISOR_PATH) },
+      { src: pkg.root, dest: pkg.root },
+      { src: configDir, dest: configDir, rw: true },
+      { src: socketDir, dest: socketDir, rw: true },
+      { src: spec.gateway.socketPath!, dest: SANDBOX_GATEWAY_SOCKET },
+    ];
+    const core = await launchClineCore({
+      workspace: spec.workspace,
+      configDir,
+      home: join(dir, "home"),
+      ...(spec.env ? { env: spec.env } : {}),
+      ...(o.signal ? { signal: o.signal } : {}),
+      startTimeoutMs: options.agentStartTimeoutMs ?? 120_000,
+      listen: { kind: "unix", path: join(socketDir, "core.sock") },
+      supervisorArgs: ["--forward", `127.0.0.1:${SANDBOX_GATEWAY_PORT}=unix:${SANDBOX_GATEWAY_SOCKET}`],
+      wrap: (cmd) => {
+        const inside = (a: string) =>
+          a === spec.workspace ? SANDBOX_PATHS.workspace : a === process.execPath ? node : a;
+        const env = { ...cmd.env, ...o.env, HOME: SANDBOX_PATHS.home };
+        const args = podmanRunArgs(spec, {
+          name: o.name,
+          image: o.image,
+          runtime,
+          binds,
+          tmpSizeMb: options.tmpSizeMb ?? 512,
+          env,
+          user: o.user,
+          foreground: true,
+          command: [inside(cmd.command), ...cmd.args.map(inside)],
+        });
+        return {
+          command: podman,
+          args,
+          env: { CONTAINERS_CONF: confFile, PATH: process.env.PATH ?? "/usr/bin:/bin" },
+        };
+      },
+    }).catch(async (err: unknown) => {
+      await pm(["rm", "-f", "-t", "0", o.name]);
+      throw err;
+    });
+    const policyBaseUrl = `http://127.0.0.1:${SANDBOX_GATEWAY_PORT}${spec.gateway.url ? new URL(spec.gateway.url).pathname.replace(/\/$/, "") : "/v1"}`;
+    return makeWorker(spec, o.name, {
+      address: core.address,
+      policyBaseUrl,
+      configDir,
+      stop: () => core.stop(),
+      exited: core.exited,
+    });
+  }
+}

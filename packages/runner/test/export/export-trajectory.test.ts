@@ -1,0 +1,140 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { exportTrajectory } from "../../src/export/export-trajectory.js";
+import { MASKED } from "../../src/export/tokenize-for-trainer.js";
+import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
+import type { TurnRecord } from "../../src/gateway/turn-log.js";
+import { doubleLogprob } from "../../src/policy/inference-server-double.js";
+import { ANSWERS, expectGolden, type Family, TOKENIZERS, turn, xmlChat } from "./fixtures.js";
+
+const toks = {} as Record<Family, ChatTokenizer>;
+beforeAll(async () => {
+  toks.qwen3 = await loadChatTokenizer(TOKENIZERS.qwen3);
+  toks.llama3 = await loadChatTokenizer(TOKENIZERS.llama3);
+});
+
+/** Turns as a vLLM-style server reports them: server prompt ids, sampled ids + EOS, logprobs. */
+function sampledTurns(tok: ChatTokenizer, answers: readonly string[] = ANSWERS): TurnRecord[] {
+  return answers.map((answer, i) => {
+    const messages = xmlChat(i + 1, answers).slice(0, -1);
+    const ids = [...tok.encode(answer), tok.eosTokenId!];
+    return turn(i + 1, messages, {
+      text: answer,
+      tokens: {
+        promptIds: tok.apply(messages, { addGenerationPrompt: true }),
+        ids,
+        logprobs: ids.map((id, p) => doubleLogprob(id, p)),
+      },
+    });
+  });
+}
+
+/** Positions where masks are trained. */
+const trained = (masks: readonly number[]) => masks.flatMap((m, i) => (m === MASKED ? [] : [i]));
+
+describe("exportTrajectory", () => {
+  it.each(["qwen3", "llama3"] as const)(
+    "%s: sampled ids are used verbatim, one segment, logprobs aligned token for token",
+    async (family) => {
+      const tok = toks[family];
+      const turns = sampledTurns(tok);
+      const out = exportTrajectory(turns, tok, { reward: 1 });
+      expect(out.skipped).toEqual([]);
+      expect(out.segments).toHaveLength(1);
+      const seg = out.segments[0]!;
+      expect(seg).toMatchObject({
+        seqs: [1, 2, 3],
+        split: null,
+        reward: 1,
+        completionSource: "sampled",
+        promptSource: "server",
+      });
+      expect(seg.masks).toHaveLength(seg.tokens.length);
+      expect(seg.inference_logprobs).toHaveLength(seg.tokens.length);
+      // every trained position holds its token id and the logprob the upstream reported for it
+      const pos = trained(seg.masks);
+      const sampledIds = turns.flatMap((t) => t.response!.tokens!.ids!);
+      const sampledLps = turns.flatMap((t) => t.response!.tokens!.logprobs!);
+      expect(pos.map((p) => seg.tokens[p])).toEqual(sampledIds);
+      expect(pos.map((p) => seg.masks[p])).toEqual(sampledIds);
+      expect(pos.map((p) => seg.inference_logprobs![p])).toEqual(sampledLps);
+      expect(seg.inference_logprobs!.filter((_, i) => seg.masks[i] === MASKED).every((l) => l === 1)).toBe(
+        true,
+      );
+      // the last prompt is a prefix of the segment: the model saw exactly these tokens
+      const lastPrompt = turns[2]!.response!.tokens!.promptIds!;
+      expect(seg.tokens.slice(0, lastPrompt.length)).toEqual(lastPrompt);
+      await expectGolden(family, "export-sampled-3turns", seg);
+
+      const last = exportTrajectory(turns, tok, { mode: "last_assistant_turn" }).segments[0]!;
+      expect(last.tokens).toEqual(seg.tokens);
+      expect(trained(last.masks).map((p) => last.tokens[p])).toEqual(turns[2]!.response!.tokens!.ids);
+      expect(last.reward).toBeNull();
+    },
+  );
+
+  it("splits when Cline condenses the conversation, and shares the reward between segments", () => {
+    const tok = toks.llama3;
+    const turns = sampledTurns(tok);
+    // call 3 arrives with the first exchange dropped (context truncation keeps the task, drops a pair)
+    const t3 = turns[2]!;
+    const condensed = [t3.request.messages[0]!, t3.request.messages[1]!, ...t3.request.messages.slice(4)];
+    turns[2] = {
+      ...t3,
+      request: { ...t3.request, messages: condensed },
+      response: {
+        ...t3.response!,
+        tokens: { ...t3.response!.tokens!, promptIds: tok.apply(condensed, { addGenerationPrompt: true }) },
+      },
+    };
+    const out = exportTrajectory(turns, tok, { reward: 1 });
+    expect(out.segments.map((s) => s.seqs)).toEqual([[1, 2], [3]]);
+    expect(out.segments.map((s) => s.reward)).toEqual([0.5, 0.5]);
+    expect(out.segments[1]!.split).toMatchObject({ kind: "history_rewritten", atSeq: 3 });
+    expect(out.segments[1]!.split!.detail).toMatch(/condensed or truncated/);
+    expect(out.segments.every((s) => s.trajectoryId === "traj-1")).toBe(true);
+  });
+
+  it("qwen3 without sampled ids: the template's <think> rewrite splits every turn (recorded, never wrong masks)", async () => {
+    const tok = toks.qwen3;
+    const turns = ANSWERS.map((answer, i) => turn(i + 1, xmlChat(i + 1).slice(0, -1), { text: answer }));
+    const out = exportTrajectory(turns, tok, { reward: 0.9 });
+    expect(out.segments.map((s) => s.seqs)).toEqual([[1], [2], [3]]);
+    expect(out.segments.slice(1).map((s) => s.split?.kind)).toEqual(["template_rewrite", "template_rewrite"]);
+    for (const seg of out.segments) {
+      expect(seg.completionSource).toBe("template");
+      expect(seg.inference_logprobs).toBeNull();
+      const pos = trained(seg.masks);
+      expect(pos.every((p) => seg.masks[p] === seg.tokens[p])).toBe(true);
+      expect(tok.decode(pos.map((p) => seg.tokens[p]!))).toMatch(/^<think>\n\n<\/think>\n\n/);
+      expect(seg.reward).toBeCloseTo(0.3);
+    }
+    await expectGolden(
+      "qwen3",
+      "export-template-think-rewrite",
+      out.segments.map((s) => ({ seqs: s.seqs, split: s.split, tokens: s.tokens, masks: s.masks })),
+    );
+  });
+
+  it("llama3: an answer the template trims in history splits as answer_rerendered", () => {
+    const tok = toks.llama3;
+    const answers = [`${ANSWERS[0]}  \n`, ANSWERS[1]!, ANSWERS[2]!];
+    const out = exportTrajectory(sampledTurns(tok, answers), tok);
+    expect(out.segments.map((s) => s.seqs)).toEqual([[1], [2, 3]]);
+    expect(out.segments[1]!.split).toMatchObject({ kind: "answer_rerendered", atSeq: 2 });
+  });
+
+  it("leaves out failed calls and says why", () => {
+    const tok = toks.llama3;
+    const turns = sampledTurns(tok);
+    const failed: TurnRecord = {
+      ...turns[1]!,
+      seq: 99,
+      status: "upstream_error",
+      error: "HTTP 500",
+      response: undefined,
+    };
+    const out = exportTrajectory([turns[0]!, failed, turns[1]!, turns[2]!], tok);
+    expect(out.skipped).toEqual([{ seq: 99, reason: "status upstream_error: HTTP 500" }]);
+    expect(out.segments).toHaveLength(1);
+  });
+});

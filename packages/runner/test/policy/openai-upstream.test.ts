@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ResponseAccumulator } from "../../src/policy/chat.js";
+import {
+  type InferenceServerDouble,
+  startInferenceServerDouble,
+} from "../../src/policy/inference-server-double.js";
+import { OpenAiUpstream, TOKEN_FACT_PARAMS } from "../../src/policy/openai-upstream.js";
+import type { UpstreamCall } from "../../src/policy/upstream.js";
+
+const request = {
+  model: "cline-model",
+  messages: [{ role: "user" as const, content: "hi" }],
+  stream: true,
+  stream_options: { include_usage: true },
+};
+const call: UpstreamCall = { trajectoryId: "t", seq: 1, protocol: "openai", raw: request, request };
+
+async function run(up: OpenAiUpstream) {
+  const acc = new ResponseAccumulator();
+  for await (const ev of up.complete(call, new AbortController().signal)) acc.add(ev);
+  return acc.result();
+}
+
+describe("OpenAiUpstream", () => {
+  let refusing: InferenceServerDouble;
+  beforeAll(async () => {
+    refusing = await startInferenceServerDouble({
+      reply: () => ({ text: "hello there" }),
+      refuseTokenFactParams: true,
+    });
+  });
+  afterAll(() => refusing.close());
+
+  it("asks for token facts, retries once without them when refused, and remembers", async () => {
+    const up = new OpenAiUpstream({ baseUrl: refusing.baseUrl, model: "served", apiKey: "sk-test-123456" });
+    expect((await run(up)).text).toBe("hello there");
+    expect(refusing.requests).toHaveLength(2);
+    expect(refusing.requests[0]).toMatchObject({ ...TOKEN_FACT_PARAMS, model: "served" });
+    expect(refusing.requests[1]).not.toHaveProperty("return_token_ids");
+    expect(up.tokenFactsRefused).toMatch(
+      /^400: .*Unrecognized request argument supplied: return_tokens_as_token_ids/,
+    );
+    expect((await run(up)).text).toBe("hello there");
+    expect(refusing.requests).toHaveLength(3);
+    expect(refusing.requests[2]).not.toHaveProperty("logprobs");
+  });
+
+  it("names the upstream and status on errors", async () => {
+    const failing = await startInferenceServerDouble({
+      reply: () => ({ fail: { status: 503, message: "overloaded" } }),
+    });
+    try {
+      const up = new OpenAiUpstream({ baseUrl: failing.baseUrl, model: "m" });
+      await expect(run(up)).rejects.toMatchObject({
+        status: 503,
+        message: expect.stringMatching(
+          new RegExp(`openai:${failing.baseUrl}#m answered HTTP 503: .*overloaded`),
+        ),
+      });
+    } finally {
+      await failing.close();
+    }
+    const gone = new OpenAiUpstream({ baseUrl: "http://127.0.0.1:9/v1", model: "m" });
+    await expect(run(gone)).rejects.toMatchObject({
+      status: 502,
+      message: expect.stringContaining("could not be reached"),
+    });
+  });
+});

@@ -1,0 +1,81 @@
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { buildSnapshot, type SnapshotSpec } from "../../src/snapshots/build.js";
+import { commitTree } from "../../src/tasks/materialize.js";
+
+const hasBwrap = existsSync("/usr/bin/bwrap");
+
+async function makeSpec(install: string[], smoke: string[]): Promise<SnapshotSpec & { calls: number }> {
+  const src = await mkdtemp(join(tmpdir(), "fg-src-"));
+  await writeFile(join(src, "hello.txt"), "hello\n");
+  const commit = await commitTree(src);
+  const spec = {
+    calls: 0,
+    taskId: "synthetic",
+    repo: `test:${src}`,
+    commit,
+    profile: "dev-base" as const,
+    install,
+    smoke,
+    network: "none" as const,
+    limits: { memoryMb: 512, pids: 128, cpuSeconds: 60, diskMb: 256 },
+    async materialize(dest: string) {
+      spec.calls++;
+      await mkdir(dest, { recursive: true });
+      await writeFile(join(dest, "hello.txt"), "hello\n");
+      return { commit: await commitTree(dest) };
+    },
+  };
+  return spec;
+}
+
+describe.skipIf(!hasBwrap)("buildSnapshot (real sandbox)", () => {
+  it("builds once for concurrent requests, keeps the smoke log, then serves the cache", async () => {
+    const cacheDir = await mkdtemp(join(tmpdir(), "fg-cache-"));
+    const spec = await makeSpec(["echo built > built.txt"], ["cat built.txt", "git log --oneline | wc -l"]);
+    const [a, b, c] = await Promise.all([
+      buildSnapshot(spec, { cacheDir }),
+      buildSnapshot(spec, { cacheDir }),
+      buildSnapshot(spec, { cacheDir }),
+    ]);
+    expect(spec.calls).toBe(1);
+    expect(a.key).toBe(b.key);
+    expect(c.dir).toBe(join(cacheDir, a.key));
+    expect(await readFile(join(a.workspace, "built.txt"), "utf8")).toBe("built\n");
+    expect(await readFile(a.smokeLog, "utf8")).toContain("$ cat built.txt\nbuilt");
+    expect(a.manifest.steps.map((s) => [s.name, s.exitCode])).toEqual([
+      ["source", 0],
+      ["install", 0],
+      ["smoke", 0],
+      ["smoke", 0],
+    ]);
+    expect(a.manifest.toolchain[0]).toMatch(/^git --version: git version/);
+    const again = await buildSnapshot(spec, { cacheDir });
+    expect(again.cached).toBe(true);
+    expect(spec.calls).toBe(1);
+  });
+
+  it("a failing step is recorded with its log, named in the error, and never cached", async () => {
+    const cacheDir = await mkdtemp(join(tmpdir(), "fg-cache-"));
+    const spec = await makeSpec(["echo some output; echo the error >&2; exit 3"], []);
+    const err = (await buildSnapshot(spec, { cacheDir }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as Error & { code: string; hint: string };
+    expect(err).toBeInstanceOf(Error);
+    expect(err.code).toBe("E_SNAPSHOT_BUILD");
+    expect(err.message).toContain("failed in step 'install: echo some output; echo the error >&2; exit 3'");
+    expect(err.message).toContain("the error");
+    const [key] = (await import("node:fs")).readdirSync(join(cacheDir, "failed"));
+    expect(await readFile(join(cacheDir, "failed", key!, "build.log"), "utf8")).toContain("some output");
+    expect(existsSync(join(cacheDir, key!))).toBe(false);
+    expect(
+      (await import("node:fs")).readdirSync(join(cacheDir, "tmp")).filter((n) => !n.startsWith("identity")),
+    ).toEqual([]);
+    await expect(buildSnapshot(spec, { cacheDir })).rejects.toThrow(/failed in step/);
+    expect(spec.calls).toBe(2); // tried again: failures are not cached
+  });
+});

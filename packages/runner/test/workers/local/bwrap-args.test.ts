@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import { buildBwrapArgs } from "../../../src/workers/local/bwrap-args.js";
+import { wrapCommand } from "../../../src/workers/local/sandbox.js";
+
+const spec = {
+  workspace: "/host/fork/workspace",
+  workspaceDest: "/workspace",
+  homeDest: "/home/agent",
+  tmpSizeMb: 64,
+  binds: [
+    { src: "/host/rust", dest: "/opt/rust" },
+    { src: "/host/gw.sock", dest: "/run/flakegym/gateway.sock" },
+  ],
+  env: { PATH: "/usr/bin", HOME: "/home/agent" },
+  cwd: "/workspace",
+  uid: 1000,
+  gid: 1000,
+  hostname: "flakegym",
+  network: "none" as const,
+};
+
+function pairs(args: string[], flag: string): string[][] {
+  const out: string[][] = [];
+  args.forEach((a, i) => {
+    if (a === flag) out.push(args.slice(i + 1, i + 3));
+  });
+  return out;
+}
+
+describe("buildBwrapArgs", () => {
+  const args = buildBwrapArgs(spec);
+  it("unshares every namespace, drops capabilities, dies with its parent", () => {
+    for (const f of [
+      "--unshare-user",
+      "--unshare-pid",
+      "--unshare-net",
+      "--unshare-ipc",
+      "--unshare-uts",
+      "--die-with-parent",
+      "--new-session",
+      "--disable-userns",
+    ]) {
+      expect(args).toContain(f);
+    }
+    expect(args.join(" ")).toContain("--cap-drop ALL");
+    expect(args.join(" ")).toContain("--clearenv");
+  });
+  it("binds the system and toolchain read-only and only the workspace writable", () => {
+    expect(pairs(args, "--ro-bind")).toContainEqual(["/usr", "/usr"]);
+    expect(pairs(args, "--ro-bind")).toContainEqual(["/host/rust", "/opt/rust"]);
+    expect(pairs(args, "--ro-bind")).toContainEqual(["/host/gw.sock", "/run/flakegym/gateway.sock"]);
+    expect(pairs(args, "--bind")).toEqual([["/host/fork/workspace", "/workspace"]]);
+    // the root is remounted read-only after every mount is in place
+    expect(args.indexOf("--remount-ro")).toBeGreaterThan(args.lastIndexOf("--bind"));
+    expect(args.join(" ")).toContain(`--size ${64 * 1024 * 1024} --tmpfs /tmp`);
+    expect(args.join(" ")).toContain(`--size ${64 * 1024 * 1024} --tmpfs /home/agent`);
+  });
+  it("shares the network only when asked", () => {
+    expect(buildBwrapArgs({ ...spec, network: "host" })).not.toContain("--unshare-net");
+  });
+  it("sets exactly the given environment", () => {
+    expect(pairs(args, "--setenv")).toEqual([
+      ["PATH", "/usr/bin"],
+      ["HOME", "/home/agent"],
+    ]);
+  });
+});
+
+describe("wrapCommand", () => {
+  it("joins the cgroup first, then prlimit, then bwrap", () => {
+    const cg = { kind: "v1", procsFiles: ["/sys/fs/cgroup/pids/x/cgroup.procs"] } as never;
+    const line = wrapCommand(
+      { bwrap: spec, cgroup: cg, rlimits: { cpuSeconds: 5, fileSizeMb: 1 }, bwrapPath: "/usr/bin/bwrap" },
+      ["/bin/sh", "-c", "true"],
+    );
+    expect(line.command).toBe("/bin/sh");
+    expect(line.env.FLAKEGYM_CGROUP_PROCS).toBe("/sys/fs/cgroup/pids/x/cgroup.procs");
+    const rest = line.args.slice(3);
+    expect(rest.slice(0, 4)).toEqual(["prlimit", "--cpu=5", `--fsize=${1024 * 1024}`, "--"]);
+    expect(rest[4]).toBe("/usr/bin/bwrap");
+    expect(rest.slice(-4)).toEqual(["--", "/bin/sh", "-c", "true"]);
+  });
+  it("without bwrap (unsafe) runs the command with only the given environment", () => {
+    const line = wrapCommand({ bwrap: undefined, rlimits: {} }, ["make"], { PATH: "/usr/bin" });
+    expect([line.command, ...line.args]).toEqual(["env", "-i", "PATH=/usr/bin", "make"]);
+  });
+});

@@ -1,0 +1,106 @@
+import { existsSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { createLocalBackend, forkTree, type WorkerSpec } from "@flakegym/runner";
+import { findProcesses, makeTempDir, waitFor } from "@flakegym/test-utils";
+import { describe, expect, it } from "vitest";
+
+const hasBwrap = existsSync("/usr/bin/bwrap");
+if (!hasBwrap) console.warn("local worker suite skipped: bubblewrap (bwrap) is not installed");
+
+async function setup(name: string) {
+  const dir = await makeTempDir(`flakegym-worker-${name}-`);
+  const lower = join(dir.path, "snap");
+  await mkdir(join(lower, "workspace"), { recursive: true });
+  await writeFile(join(lower, "workspace", "f.txt"), "file\n");
+  const fork = await forkTree(lower, { dest: join(dir.path, "fork"), quotaMb: 32 });
+  const spec: WorkerSpec = {
+    runId: "w",
+    taskId: "t",
+    trajectoryId: name,
+    profile: "c",
+    workspace: join(fork.tree, "workspace"),
+    gateway: {},
+    limits: { memoryMb: 256, pids: 64, cpuSeconds: 60, diskMb: 32, wallClockMs: 60_000 },
+    agent: false,
+  };
+  return { dir, fork, spec, stateDir: join(dir.path, "state") };
+}
+
+describe.skipIf(!hasBwrap)("local backend", () => {
+  it("exec runs in the workspace as the sandbox user with a clean environment", async () => {
+    const { dir, fork, spec, stateDir } = await setup("exec");
+    const worker = await createLocalBackend({ stateDir }).start(spec);
+    try {
+      const r = await worker.exec('pwd; id -un; cat f.txt; echo "$HOME $SECRET_FROM_HOST"', {
+        env: { EXTRA: "1" },
+      });
+      expect(r).toMatchObject({ exitCode: 0, timedOut: false });
+      expect(r.stdout).toBe("/workspace\nagent\nfile\n/home/agent \n");
+      const cwd = await worker.exec("pwd && echo $EXTRA", { cwd: "/tmp", env: { EXTRA: "x" } });
+      expect(cwd.stdout).toBe("/tmp\nx\n");
+      const fail = await worker.exec("exit 7");
+      expect(fail.exitCode).toBe(7);
+    } finally {
+      await worker.stop();
+      await fork.release();
+      await dir.cleanup();
+    }
+  });
+
+  it("stop() kills everything the worker started (checked in the process table) and is idempotent", async () => {
+    const { dir, fork, spec, stateDir } = await setup("stop");
+    const worker = await createLocalBackend({ stateDir }).start(spec);
+    const marker = `flakegym-stop-marker-${process.pid}`;
+    const running = worker.exec(
+      `sh -c 'sleep 1000; echo ${marker}' & setsid sh -c 'sleep 1001 # ${marker}' & wait`,
+    );
+    expect(await waitFor(async () => (await findProcesses(marker)).length >= 2, 10_000, 50)).toBe(true);
+    await worker.stop();
+    const r = await running;
+    expect(r.exitCode).not.toBe(0);
+    expect(await findProcesses(marker)).toEqual([]);
+    expect(await worker.exited).toEqual({ reason: "stopped" });
+    await worker.stop();
+    expect((await worker.exec("true")).exitCode).toBe(125);
+    // the worker's cgroup is gone
+    const cg = (await import("node:fs")).readdirSync("/sys/fs/cgroup/pids/flakegym", { withFileTypes: true });
+    expect(cg.map((d) => d.name)).not.toContain(worker.id);
+    await fork.release();
+    await dir.cleanup();
+  });
+
+  it("without bubblewrap it refuses, saying how to install it, unless --unsafe-no-sandbox", async () => {
+    const { dir, fork, spec, stateDir } = await setup("nobwrap");
+    const saved = process.env.FLAKEGYM_BWRAP;
+    process.env.FLAKEGYM_BWRAP = "none";
+    try {
+      await expect(createLocalBackend({ stateDir }).start(spec)).rejects.toMatchObject({
+        code: "E_NO_SANDBOX",
+        hint: expect.stringMatching(
+          /sh scripts\/ensure-system-deps.*apt-get install -y bubblewrap.*--unsafe-no-sandbox/,
+        ),
+      });
+      const backend = createLocalBackend({ stateDir, unsafeNoSandbox: true });
+      expect((await backend.describe()).sandbox).toBe("NONE (--unsafe-no-sandbox)");
+      const worker = await backend.start(spec);
+      try {
+        const r = await worker.exec("cat f.txt && pwd");
+        expect(r.stdout).toBe(`file\n${spec.workspace}\n`);
+      } finally {
+        await worker.stop();
+      }
+    } finally {
+      if (saved === undefined) delete process.env.FLAKEGYM_BWRAP;
+      else process.env.FLAKEGYM_BWRAP = saved;
+      await fork.release();
+      await dir.cleanup();
+    }
+  });
+
+  it("describe() reports the sandbox and cgroup mode", async () => {
+    const d = await createLocalBackend().describe();
+    expect(d.sandbox).toMatch(/^bubblewrap \(bubblewrap \d/);
+    expect(["v1", "v2", "none"]).toContain(d.cgroups);
+  });
+});

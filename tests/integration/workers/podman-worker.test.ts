@@ -1,0 +1,179 @@
+import { existsSync } from "node:fs";
+import { mkdir, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { createClineClient, runClineTask } from "@flakegym/cline-vendor";
+import { createPodmanBackend, forkTree, type WorkerSpec } from "@flakegym/runner";
+import { makeTempDir, say, startScriptedPolicy, type TempDir, xmlTool } from "@flakegym/test-utils";
+import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// The podman backend against real podman + runc. No registry is reachable here, so the test image
+// is `podman import`ed from a tiny rootfs (merged-/usr symlinks, passwd, empty mount points) and the
+// host's /usr is bind-mounted read-only as the toolchain.
+const missing = ["/usr/bin/podman", "/usr/sbin/runc"].filter((p) => !existsSync(p));
+if (missing.length)
+  console.warn(`podman suite skipped: missing ${missing.join(", ")} — apt-get install podman runc`);
+
+const IMAGE = "localhost/flakegym-test-base:latest";
+
+describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => {
+  let tmp: TempDir;
+  const conf = () => join(tmp.path, "podman", "containers.conf");
+
+  beforeAll(async () => {
+    tmp = await makeTempDir("flakegym-podman-");
+    const root = join(tmp.path, "rootfs");
+    for (const d of ["etc", "tmp", "workspace", "deps", "home/agent", "proc", "dev", "sys", "run", "usr"]) {
+      await mkdir(join(root, d), { recursive: true });
+    }
+    for (const l of ["bin", "lib", "lib64", "sbin"]) await symlink(`usr/${l}`, join(root, l));
+    await writeFile(
+      join(root, "etc", "passwd"),
+      "root:x:0:0::/root:/bin/sh\nagent:x:1000:1000::/home/agent:/bin/sh\n",
+    );
+    await writeFile(join(root, "etc", "group"), "root:x:0:\nagent:x:1000:\n");
+    await execa("tar", ["-C", root, "-cf", join(tmp.path, "rootfs.tar"), "."]);
+    await mkdir(join(tmp.path, "podman"), { recursive: true });
+    await writeFile(conf(), "[containers]\ndefault_ulimits = []\n");
+    await execa("podman", ["import", join(tmp.path, "rootfs.tar"), IMAGE], {
+      env: { CONTAINERS_CONF: conf() },
+    });
+  });
+  afterAll(async () => {
+    await tmp?.cleanup();
+  });
+
+  async function start(
+    name: string,
+    limits: Partial<WorkerSpec["limits"]> = {},
+    agent?: { socketPath: string },
+  ) {
+    const lower = join(tmp.path, `snap-${name}`);
+    await mkdir(join(lower, "workspace"), { recursive: true });
+    await writeFile(join(lower, "workspace", "f.txt"), "file\n");
+    const fork = await forkTree(lower, { dest: join(tmp.path, `fork-${name}`), quotaMb: 32 });
+    const backend = createPodmanBackend({
+      image: IMAGE,
+      stateDir: join(tmp.path, "podman"),
+      binds: [{ src: "/usr", dest: "/usr" }],
+    });
+    const worker = await backend
+      .start({
+        runId: "podman",
+        taskId: "t",
+        trajectoryId: name,
+        profile: "c",
+        workspace: join(fork.tree, "workspace"),
+        gateway: agent ?? {},
+        limits: { memoryMb: 128, pids: 48, cpuSeconds: 60, diskMb: 32, wallClockMs: 60_000, ...limits },
+        agent: agent !== undefined,
+      })
+      .catch(async (err: unknown) => {
+        await fork.release();
+        throw err;
+      });
+    return { worker, fork, backend };
+  }
+
+  it("runs commands in the workspace as its owner, no capabilities, read-only root, no network", async () => {
+    const { worker, fork, backend } = await start("basic");
+    try {
+      expect((await backend.describe()).runtime).toBe("/usr/sbin/runc");
+      const r = await worker.exec(
+        "pwd; id -u; cat f.txt; grep CapEff /proc/self/status; (echo x > /evil) 2>&1; cat /etc/shadow 2>&1; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
+      );
+      expect(r.exitCode).toBe(0);
+      const lines = r.stdout.trim().split("\n");
+      expect(lines.slice(0, 4)).toEqual([
+        "/workspace",
+        String(process.getuid?.()),
+        "file",
+        "CapEff:\t0000000000000000",
+      ]);
+      expect(r.stdout).toMatch(/Read-only file system/);
+      expect(r.stdout).toMatch(/\/etc\/shadow: No such file/);
+      expect(lines.at(-1)).toBe("lo");
+      const w = await worker.exec("echo out > made.txt && cat made.txt");
+      expect(w.stdout).toBe("out\n");
+      expect(existsSync(join(fork.tree, "workspace", "made.txt"))).toBe(true);
+    } finally {
+      await worker.stop();
+      await fork.release();
+    }
+  });
+
+  it("bounds a fork bomb with --pids-limit and a sleeper with the exec timeout", async () => {
+    const { worker, fork } = await start("bomb");
+    try {
+      const bomb = await worker.exec("bomb() { bomb | bomb & }; bomb; sleep 2", { timeoutMs: 6000 });
+      expect(bomb.stderr).toMatch(/fork|Resource temporarily unavailable/i);
+      const sleeper = await worker.exec("sleep 100", { timeoutMs: 1500 });
+      expect(sleeper.timedOut).toBe(true);
+      expect((await worker.exec("echo alive")).stdout).toBe("alive\n");
+    } finally {
+      await worker.stop();
+      await fork.release();
+    }
+  });
+
+  it("stop() removes the container; the wall clock ends the worker as data", async () => {
+    const { worker, fork } = await start("wall", { wallClockMs: 2000 });
+    expect(await worker.exited).toMatchObject({ reason: "wall_clock" });
+    const ps = await execa("podman", ["ps", "-a", "--format", "{{.Names}}"], {
+      env: { CONTAINERS_CONF: conf() },
+    });
+    expect(ps.stdout.split("\n")).not.toContain(worker.id);
+    expect((await worker.exec("true")).exitCode).toBe(125);
+    await fork.release();
+  });
+
+  it("runs the real Cline core as the container's PID 1, reaching the policy only through the gateway socket", async () => {
+    const socketPath = join(tmp.path, "gateway.sock");
+    const policy = await startScriptedPolicy(
+      [
+        say(
+          xmlTool.executeCommand(
+            'echo pwd=$(pwd); cat /etc/shadow 2>&1; node -e \'require("net").connect(80,"192.0.2.1").on("error",e=>console.log("outside:",e.code))\'',
+          ),
+        ),
+        say(xmlTool.writeToFile("from-podman.txt", "hello")),
+        say(xmlTool.attemptCompletion("done")),
+      ],
+      { socketPath },
+    );
+    const { worker, fork } = await start(
+      "agent",
+      { memoryMb: 2048, pids: 512, wallClockMs: 240_000 },
+      { socketPath },
+    );
+    try {
+      expect(worker.agentAddress).toMatch(/^unix:.*core\.sock$/);
+      const client = createClineClient({ address: worker.agentAddress! });
+      try {
+        const run = await runClineTask({
+          client,
+          prompt: "Check the environment, then create from-podman.txt.",
+          provider: { kind: "openai", baseUrl: worker.policyBaseUrl!, modelId: "flakegym-scripted" },
+          limits: { idleMs: 90_000 },
+        });
+        expect(run.outcome.kind).toBe("completed");
+      } finally {
+        client.close();
+      }
+      const seen = JSON.stringify(policy.requests[1]!.body);
+      expect(seen).toContain("pwd=/workspace");
+      expect(seen).toContain("/etc/shadow: No such file");
+      expect(seen).toContain("outside: ENETUNREACH");
+      expect(existsSync(join(fork.tree, "workspace", "from-podman.txt"))).toBe(true);
+      expect((await worker.exec("cat from-podman.txt")).stdout).toBe("hello");
+    } finally {
+      await worker.stop();
+      await policy.close();
+      await fork.release();
+    }
+    const ps = await execa("podman", ["ps", "-a", "--format", "{{.Names}}"], {
+      env: { CONTAINERS_CONF: conf() },
+    });
+    expect(ps.stdout.split("\n")).not.toContain(worker.id);
+  });
+});

@@ -1,0 +1,1 @@
+//! Stand-in crate for offline flake tests; never built.
