@@ -29,7 +29,8 @@ export type { TaskBehavior } from "./nomad-double-tasks.js";
  *   (Received, Task Setup, Started, Terminated, Driver Failure, Not Restarting, Killing, Killed);
  *   `MaxRunDuration`;
  * - blocking queries (`index`, `wait`, `X-Nomad-Index`), the event stream (NDJSON, `{}`
- *   heartbeats), task logs (`plain=true`, `follow`), status/leader, agent/self, ACL tokens;
+ *   heartbeats), task logs (`plain=true`, `follow`), `fs/cat` of the allocation directory,
+ *   status/leader, agent/self, ACL tokens;
  * - faults: 5xx or cut connections for the next N matching requests, slow placement, missing
  *   drivers, lost allocations.
  *
@@ -1474,6 +1475,17 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       return sendJson(res, 200, e, e.ModifyIndex);
     }
     if (path === "/v1/event/stream" && method === "GET") return eventStream(q, req, res);
+    if (path.startsWith("/v1/client/fs/cat/") && method === "GET") {
+      const a = allocs.get(path.slice("/v1/client/fs/cat/".length));
+      if (!a) throw new HttpError(404, "Unknown allocation");
+      const rel = q.get("path") ?? "";
+      const file = join(a.dir, rel);
+      if (!rel || !file.startsWith(`${a.dir}/`) || !existsSync(file) || statSync(file).isDirectory())
+        throw new HttpError(400, `stat ${rel}: no such file or directory`);
+      res.writeHead(200, { "Content-Type": "text/plain" });
+      res.end(readFileSync(file));
+      return;
+    }
     if (path.startsWith("/v1/client/fs/logs/") && method === "GET")
       return logs(q, path.slice("/v1/client/fs/logs/".length), req, res);
     if (path.startsWith("/v1/job/")) {
