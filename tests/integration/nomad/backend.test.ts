@@ -365,6 +365,34 @@ describe("NomadBackend against the Nomad double", () => {
     await expect(backend.start(spec())).rejects.toThrow("closed");
   });
 
+  it("exited says why a running worker ended: stopped, lost (crashed), or its wall clock", async () => {
+    const { double, backend } = await setup({}, { startTimeoutMs: 1_500, graceMs: 0 });
+    const a = await backend.start(spec());
+    await a.stop();
+    expect(await a.exited).toEqual({ reason: "stopped" });
+
+    const b = await backend.start(spec());
+    const alloc = double
+      .allocations()
+      .find(
+        (x) => (x as { JobID: string; ClientStatus: string }).JobID === (b as { jobId?: string }).jobId,
+      ) as {
+      ID: string;
+    };
+    await double.loseAllocation(alloc.ID);
+    const lost = await b.exited!;
+    expect(lost.reason).toBe("crashed");
+    expect(lost.detail).toContain("is lost (alloc is lost since its node is down)");
+    await b.stop();
+
+    // MaxRunDuration = wall clock (100 ms) + start timeout (1.5 s) + grace (0): Nomad stops it.
+    const c = await backend.start(spec({ limits: { memoryMb: 1024, pids: 64, wallClockMs: 100 } }));
+    const ended = await c.exited!;
+    expect(ended.reason).toBe("wall_clock");
+    expect(ended.detail).toContain("allocation exceeded max_run_duration");
+    await c.stop();
+  });
+
   it("describe() reports the address, version and leader", async () => {
     const { backend, double } = await setup();
     const d = await backend.describe();

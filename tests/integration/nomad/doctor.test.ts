@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 describe("nomadDoctorRows", () => {
   it("skips when NOMAD_ADDR is unset", async () => {
     expect(await nomadDoctorRows({})).toEqual([
-      { check: "nomad", status: "skip", detail: "NOMAD_ADDR is not set (only the nomad backend needs it)" },
+      { check: "nomad", status: "info", value: "NOMAD_ADDR is not set (only the nomad backend needs it)" },
     ]);
   });
 
@@ -18,9 +18,9 @@ describe("nomadDoctorRows", () => {
       try {
         const rows = await nomadDoctorRows({ NOMAD_ADDR: double.url, NOMAD_TOKEN: "tk" });
         expect(rows[0]).toMatchObject({ check: "nomad reachable", status: "ok" });
-        expect(rows[0]!.detail).toContain("leader 127.0.0.1:4647");
+        expect(rows[0]!.value).toContain("leader 127.0.0.1:4647");
         expect(rows[1]).toMatchObject({ check: "nomad version", status });
-        expect(rows[1]!.detail).toContain(version);
+        expect(rows[1]!.value).toContain(version);
       } finally {
         await double.close();
       }
@@ -31,12 +31,12 @@ describe("nomadDoctorRows", () => {
     const rows = await nomadDoctorRows({ NOMAD_ADDR: "http://127.0.0.1:1" }, { timeoutMs: 2_000 });
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ check: "nomad reachable", status: "fail" });
-    expect(rows[0]!.hint).toContain("NOMAD_ADDR");
+    expect(rows[0]!.detail).toContain("NOMAD_ADDR");
     const double = await startNomadDouble({ token: "right" });
     try {
       const denied = await nomadDoctorRows({ NOMAD_ADDR: double.url, NOMAD_TOKEN: "wrong" });
       expect(denied[0]).toMatchObject({ status: "fail" });
-      expect(denied[0]!.hint).toContain("NOMAD_TOKEN");
+      expect(denied[0]!.detail).toContain("NOMAD_TOKEN");
     } finally {
       await double.close();
     }

@@ -17,8 +17,15 @@ import {
 } from "@flakegym/nomad-jobs";
 import { match } from "ts-pattern";
 import { FlakegymError } from "../../errors.js";
-import type { ExecOptions, ExecResult, Worker, WorkerBackend, WorkerSpec } from "../types.js";
-import { allocationError, exitCodeOf, followAllocation, isTerminal, watchAllocation } from "./allocation.js";
+import type { ExecOptions, ExecResult, Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../types.js";
+import {
+  allocationError,
+  describeTaskEvents,
+  exitCodeOf,
+  followAllocation,
+  isTerminal,
+  watchAllocation,
+} from "./allocation.js";
 import { NomadWorkerError } from "./errors.js";
 import { resolvePolicyBaseUrl } from "./gateway.js";
 import {
@@ -256,6 +263,9 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
     private stopped = false;
     private execSeq = 0;
     private readonly execJobs = new Set<string>();
+    private readonly watch = new AbortController();
+    /** Agent workers: resolves when the allocation ends (or on stop). Never rejects. */
+    readonly exited: Promise<WorkerExit> | undefined;
 
     constructor(
       readonly spec: WorkerSpec,
@@ -264,8 +274,10 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
       readonly allocId: string | undefined,
       readonly agentAddress: string | undefined,
       readonly policyBaseUrl: string | undefined,
+      running?: Allocation,
     ) {
       this.id = jobId ?? `nomad-cmd-${idPart(spec.trajectoryId)}-${randomUUID().slice(0, 8)}`;
+      this.exited = running ? watchExit(running, this.watch.signal) : undefined;
     }
 
     async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
@@ -360,6 +372,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
     async stop(): Promise<void> {
       if (this.stopped) return;
       this.stopped = true;
+      this.watch.abort();
       workers.delete(this);
       const failures: unknown[] = [];
       for (const id of [...this.execJobs]) {
@@ -435,7 +448,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
       const address = addressOf(alloc, childId);
       await waitUntilAnswering(childId, alloc, address, deadline, combined);
       progress?.({ kind: "ready", jobId: childId, address, ms: Math.round(performance.now() - t0) });
-      const w = new NomadWorkerImpl(spec, parent.ID, childId, alloc.ID, address, policyBaseUrl);
+      const w = new NomadWorkerImpl(spec, parent.ID, childId, alloc.ID, address, policyBaseUrl, alloc);
       workers.add(w);
       return w;
     } catch (err) {
@@ -485,6 +498,27 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
     } finally {
       await watcher.stop();
     }
+  }
+
+  /**
+   * Follows a running allocation until it ends and says why: Nomad's max_run_duration (the wall
+   * clock), an OOM kill, a lost node or any other end. Resolves "stopped" once `signal` aborts.
+   */
+  async function watchExit(alloc: Allocation, signal: AbortSignal): Promise<WorkerExit> {
+    let latest = alloc;
+    let index = alloc.ModifyIndex;
+    while (!signal.aborted) {
+      if (isTerminal(latest)) return exitOf(latest);
+      try {
+        const r = await client.allocations.info(alloc.ID, { signal, index, waitMs: o.pollMs, ...ns });
+        latest = r.data;
+        index = r.meta.index ?? index;
+      } catch {
+        if (signal.aborted) break;
+        await sleep(Math.min(o.pollMs, 5_000), signal);
+      }
+    }
+    return { reason: "stopped" };
   }
 
   async function stderrTail(allocId: string): Promise<string | undefined> {
@@ -545,6 +579,21 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
       for (const w of workers) if (w.jobId) ids.add(w.jobId);
       return [...ids];
     },
+  };
+}
+
+/** Why an allocation ended, as the worker contract says it. */
+export function exitOf(alloc: Allocation): WorkerExit {
+  const events = Object.values(alloc.TaskStates).flatMap((s) => s.Events);
+  const oom = events.some((e) => e.Type === "Terminated" && e.Details.oom_killed === "true");
+  const lines = describeTaskEvents(alloc).slice(-6).join("; ");
+  if (/max_run_duration/.test(alloc.ClientDescription ?? "")) {
+    return { reason: "wall_clock", detail: `allocation ${alloc.ID}: ${alloc.ClientDescription}` };
+  }
+  if (oom) return { reason: "memory", detail: `allocation ${alloc.ID} was killed for memory: ${lines}` };
+  return {
+    reason: "crashed",
+    detail: `allocation ${alloc.ID} is ${alloc.ClientStatus} (${alloc.ClientDescription ?? ""}): ${lines}`,
   };
 }
 

@@ -1,12 +1,5 @@
 import { agentVersion, createNomadClient, NomadError, nomadConfigFromEnv } from "@flakegym/nomad-jobs";
-
-/** One row of `flakegym doctor`. */
-export interface DoctorRow {
-  readonly check: string;
-  readonly status: "ok" | "warn" | "fail" | "skip";
-  readonly detail: string;
-  readonly hint?: string;
-}
+import type { DoctorProbe, DoctorRow } from "../../cli/commands/doctor.js";
 
 /** The oldest Nomad flakegym is tested against (MaxRunDuration, idempotent dispatch, event stream). */
 export const MIN_NOMAD_VERSION = "2.0.4";
@@ -33,7 +26,7 @@ export async function nomadDoctorRows(
 ): Promise<DoctorRow[]> {
   if (!env.NOMAD_ADDR) {
     return [
-      { check: "nomad", status: "skip", detail: "NOMAD_ADDR is not set (only the nomad backend needs it)" },
+      { check: "nomad", status: "info", value: "NOMAD_ADDR is not set (only the nomad backend needs it)" },
     ];
   }
   let client: ReturnType<typeof createNomadClient>;
@@ -46,8 +39,10 @@ export async function nomadDoctorRows(
       {
         check: "nomad config",
         status: "fail",
-        detail: (err as Error).message,
-        ...(err instanceof NomadError && err.hint ? { hint: err.hint } : {}),
+        value: "invalid",
+        detail: [(err as Error).message, ...(err instanceof NomadError && err.hint ? [err.hint] : [])].join(
+          "\n",
+        ),
       },
     ];
   }
@@ -57,36 +52,45 @@ export async function nomadDoctorRows(
     const leader = (await client.status.leader(call)).data;
     rows.push(
       leader
-        ? { check: "nomad reachable", status: "ok", detail: `${client.config.address} (leader ${leader})` }
+        ? { check: "nomad reachable", status: "ok", value: `${client.config.address} (leader ${leader})` }
         : {
             check: "nomad reachable",
             status: "fail",
-            detail: `${client.config.address} answers but has no leader`,
-            hint: "the Nomad servers have no quorum: check `nomad server members`",
+            value: `${client.config.address} answers but has no leader`,
+            detail: "the Nomad servers have no quorum: check `nomad server members`",
           },
     );
     const version = agentVersion((await client.agent.self(call)).data);
     if (!version)
-      rows.push({ check: "nomad version", status: "warn", detail: "the agent does not report a version" });
+      rows.push({ check: "nomad version", status: "warn", value: "the agent does not report a version" });
     else if (versionAtLeast(version, MIN_NOMAD_VERSION))
-      rows.push({ check: "nomad version", status: "ok", detail: version });
+      rows.push({ check: "nomad version", status: "ok", value: version });
     else {
       rows.push({
         check: "nomad version",
         status: "warn",
-        detail: `${version} is older than ${MIN_NOMAD_VERSION}`,
-        hint: `upgrade Nomad to ${MIN_NOMAD_VERSION} or later (max_run_duration, which bounds worker lifetimes, needs it)`,
+        value: `${version} is older than ${MIN_NOMAD_VERSION}`,
+        detail: `upgrade Nomad to ${MIN_NOMAD_VERSION} or later (max_run_duration, which bounds worker lifetimes, needs it)`,
       });
     }
   } catch (err) {
     rows.push({
       check: "nomad reachable",
       status: "fail",
-      detail: (err as Error).message,
-      ...(err instanceof NomadError && err.hint ? { hint: err.hint } : {}),
+      value: client.config.address,
+      detail: [(err as Error).message, ...(err instanceof NomadError && err.hint ? [err.hint] : [])].join(
+        "\n",
+      ),
     });
   } finally {
     client.close();
   }
   return rows;
 }
+
+/** The doctor probe: append it to `doctorProbes` (cli/commands/doctor.ts) to show these rows. */
+export const nomadDoctorProbe: DoctorProbe = {
+  name: "nomad",
+  run: (ctx) =>
+    nomadDoctorRows(process.env, { signal: ctx.signal, timeoutMs: Math.min(ctx.timeoutMs, 10_000) }),
+};

@@ -2,13 +2,14 @@ export { createNomadClient, type NomadClient, NomadError, nomadConfigFromEnv } f
 export { allocationError, describePlacement, describeTaskEvents, exitCodeOf } from "./allocation.js";
 export {
   createNomadBackend,
+  exitOf,
   type NomadBackend,
   type NomadWorker,
   workerDriver,
   workerParentJob,
   workerSizing,
 } from "./backend.js";
-export { type DoctorRow, MIN_NOMAD_VERSION, nomadDoctorRows } from "./doctor.js";
+export { MIN_NOMAD_VERSION, nomadDoctorProbe, nomadDoctorRows } from "./doctor.js";
 export { NomadWorkerError, type NomadWorkerErrorCode } from "./errors.js";
 export { parseGatewayAdvertise, resolvePolicyBaseUrl } from "./gateway.js";
 export {
