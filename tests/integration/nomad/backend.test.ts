@@ -6,6 +6,7 @@ import {
   type NomadBackend,
   type NomadBackendOptionsInput,
   type NomadProgress,
+  nomadVar,
 } from "@flakegym/runner";
 import { type NomadDouble, type NomadDoubleOptions, startNomadDouble } from "@flakegym/test-utils";
 import { afterEach, describe, expect, it } from "vitest";
@@ -52,6 +53,9 @@ async function setup(
   const backend = createNomadBackend(
     {
       driver: { driver: "docker" },
+      // The double runs container commands on this machine: keep the workspace in the allocation
+      // dir, not at the image's /workspace (which here would be the host's).
+      workspaceDir: `${nomadVar("NOMAD_ALLOC_DIR")}/workspace`,
       gatewayAdvertise: "10.9.8.7:8089",
       startTimeoutMs: 5_000,
       pollMs: 2_000,

@@ -38,6 +38,8 @@ export type { TaskBehavior } from "./nomad-double-tasks.js";
  * command (an entrypoint override, e.g. flakegym's exec jobs) run that command on the host; ones
  * without (the image's entrypoint, e.g. the worker supervisor) serve gRPC (HTTP/2, every call UNIMPLEMENTED) on their ports. `runTask`
  * overrides this per task. There is no port mapping: a task sees its host port as NOMAD_PORT_x.
+ * There is no container filesystem either: a container task's paths are this machine's paths, so
+ * a test must point such a task's working directories into the allocation dir.
  */
 
 export interface NomadDoubleOptions {

@@ -4,6 +4,8 @@ import { milliseconds, seconds } from "../duration.js";
 import { assertNoSecrets } from "./guards.js";
 import { Constraint, type Job, type Task } from "./job.js";
 import {
+  checkWorkerDriver,
+  defaultWorkspace,
   driverConfig,
   META,
   nomadVar,
@@ -24,20 +26,24 @@ export const EXEC_GROUP = "exec";
 export const EXEC_TASK = "exec";
 
 /**
- * The shell prelude. It copies the image's read-only snapshot into the allocation's writable
- * workspace, enters the working directory and runs the command. Command and cwd arrive base64
- * encoded as $1/$2 so Nomad's `${...}` interpolation of args never touches them.
+ * The shell prelude. It enters the workspace (the image's /workspace in a container, the
+ * allocation dir otherwise, where it first copies FLAKEGYM_SNAPSHOT_DIR if that is set), then the
+ * working directory, and runs the command. Command and cwd arrive base64 encoded as $1/$2 so
+ * Nomad's interpolation of args never touches them; the prelude itself has no `${...}` for the
+ * same reason.
  */
 export const EXEC_PRELUDE = [
   "set -e",
-  'ws="$NOMAD_ALLOC_DIR/workspace"',
-  'if [ ! -e "$ws" ]; then mkdir -p "$ws"; if [ -d "$FLAKEGYM_SNAPSHOT_DIR" ]; then cp -a "$FLAKEGYM_SNAPSHOT_DIR/." "$ws/"; fi; fi',
+  'ws="$FLAKEGYM_WORKSPACE"',
+  'if [ -z "$ws" ]; then ws="$NOMAD_ALLOC_DIR/workspace"; fi',
+  'mkdir -p "$ws"',
+  'if [ -n "$FLAKEGYM_SNAPSHOT_DIR" ] && [ -z "$(ls -A "$ws")" ]; then cp -a "$FLAKEGYM_SNAPSHOT_DIR/." "$ws/"; fi',
   'cd "$ws"',
   'dir="$(printf %s "$2" | base64 -d)"',
   'if [ -n "$dir" ]; then cd "$dir"; fi',
   'cmd="$(printf %s "$1" | base64 -d)"',
   "set +e",
-  'exec /bin/sh -c "$cmd"',
+  'exec sh -c "$cmd"',
 ].join("\n");
 
 export const ExecJobOptions = z
@@ -58,7 +64,11 @@ export const ExecJobOptions = z
     constraints: z.array(Constraint).default([]),
     resources: WorkerResources.default(WorkerResources.parse({})),
     sandbox: WorkerSandbox.default(WorkerSandbox.parse({})),
-    snapshotDir: z.string().default("/snapshot"),
+    workspaceDir: z
+      .string()
+      .optional()
+      .describe("where the command runs (default: /workspace in containers, the allocation dir otherwise)"),
+    snapshotDir: z.string().optional().describe("raw_exec/nix: copied into an empty workspace first"),
     maxRunMs: z.number().int().positive().optional(),
     expiresAtMs: z.number().int().positive(),
   })
@@ -84,16 +94,18 @@ export function buildExecJob(input: ExecJobInput): Job {
   }
   const o = r.data;
   assertNoSecrets(o.env, "exec env");
-  const argv = {
+  checkWorkerDriver(o.driver);
+  const run = {
     command: shellOf(o.driver),
     args: ["-c", EXEC_PRELUDE, "flakegym-exec", b64(o.command), b64(o.cwd)],
   };
-  const env = {
-    ...o.env,
-    [WORKER_ENV.snapshotDir]: o.snapshotDir,
+  const settings = {
+    [WORKER_ENV.workspace]: o.workspaceDir ?? defaultWorkspace(o.driver),
+    ...(o.snapshotDir ? { [WORKER_ENV.snapshotDir]: o.snapshotDir } : {}),
     HOME: `${nomadVar("NOMAD_TASK_DIR")}/home`,
   };
-  const config = driverConfig(o.driver, o.sandbox, argv);
+  const env = { ...o.env, ...settings };
+  const config = driverConfig(o.driver, o.sandbox, { settings: env, run });
   // An exec task serves no port.
   delete config.ports;
   const task: Task = {
@@ -101,9 +113,6 @@ export function buildExecJob(input: ExecJobInput): Job {
     Driver: o.driver.driver,
     Config: config,
     Env: env,
-    ...(o.driver.driver === "nix"
-      ? { Meta: Object.fromEntries(Object.entries(env).map(([k, v]) => [k.toLowerCase(), v])) }
-      : {}),
     Resources: taskResources(o.resources),
     KillTimeout: seconds(5),
     LogConfig: { MaxFiles: 1, MaxFileSizeMB: 50 },

@@ -25,24 +25,33 @@ export const META = {
 /** Every flakegym job id starts with this (the orphan sweep lists by it). */
 export const JOB_ID_PREFIX = "flakegym-";
 export const GRPC_PORT_LABEL = "grpc";
+/** A second dynamic port for cline-host (its gRPC bridge to the core; never published). */
+export const HOST_PORT_LABEL = "hostbridge";
 export const WORKER_GROUP = "worker";
 export const WORKER_TASK = "worker";
 /** The Cline core's default gRPC port; inside a container the core listens there. */
 export const DEFAULT_CONTAINER_GRPC_PORT = 26040;
 
 /**
- * The worker entrypoint's settings (the contract with the image's supervisor). Nomad interpolates
- * `${...}`. The nix driver passes only `NOMAD_*` and `PATH` to its tasks, so for it the same
- * settings are also set as task Meta (`NOMAD_META_FLAKEGYM_*`).
+ * The worker's settings: the environment contract of the image entrypoint `flakegym-worker`
+ * (nix/worker-entrypoint.nix): without arguments it starts cline-host on FLAKEGYM_HOST_PORT and
+ * cline-core serving gRPC on 0.0.0.0:FLAKEGYM_CORE_PORT, in FLAKEGYM_WORKSPACE, with
+ * FLAKEGYM_CONFIG_DIR and HOME = FLAKEGYM_HOME. Nomad interpolates its variables in the values.
+ * FLAKEGYM_POLICY_BASE_URL records the gateway URL the runner gives the core.
  */
 export const WORKER_ENV = {
-  policyBaseUrl: "FLAKEGYM_POLICY_BASE_URL",
-  agent: "FLAKEGYM_AGENT",
-  snapshotDir: "FLAKEGYM_SNAPSHOT_DIR",
+  corePort: "FLAKEGYM_CORE_PORT",
+  hostPort: "FLAKEGYM_HOST_PORT",
   workspace: "FLAKEGYM_WORKSPACE",
   configDir: "FLAKEGYM_CONFIG_DIR",
-  grpcAddress: "FLAKEGYM_GRPC_ADDRESS",
+  home: "FLAKEGYM_HOME",
+  snapshotDir: "FLAKEGYM_SNAPSHOT_DIR",
+  policyBaseUrl: "FLAKEGYM_POLICY_BASE_URL",
+  agent: "FLAKEGYM_AGENT",
 } as const;
+
+/** Where a snapshot image keeps its work tree (the agent edits it in the container's own layer). */
+export const CONTAINER_WORKSPACE = "/workspace";
 
 const DIGEST_REF = /@sha256:[0-9a-f]{64}$/;
 
@@ -96,8 +105,12 @@ export const NixDriver = z
       .string()
       .regex(/#./, "expected a flake output reference like <flake-ref>#<output>")
       .describe("flake output holding the worker (only its closure is mounted into the task)"),
-    command: z.string().min(1).describe("program on the output's bin/ to run"),
+    command: z.string().min(1).describe("program on the output's bin/ to run, e.g. flakegym-worker"),
     args: z.array(z.string()).default([]),
+    extraPackages: z
+      .array(z.string())
+      .default(["#coreutils", "#bash"])
+      .describe("more packages for the task's profile: env and sh run the worker's preparation"),
   })
   .strict();
 
@@ -144,8 +157,10 @@ export const WorkerSandbox = z
     pidsLimit: z.number().int().positive().default(1024).describe("most processes the worker may run"),
     readonlyRootfs: z
       .boolean()
-      .default(true)
-      .describe("image filesystem read-only; writes go to tmpfs/alloc dir"),
+      .default(false)
+      .describe(
+        "image filesystem read-only (the agent then cannot edit the image's /workspace: off by default; each container's writable layer is its own and discarded with it)",
+      ),
     tmpfsMb: z.number().int().positive().default(512).describe("size of the tmpfs mounted at /tmp (MB)"),
   })
   .strict();
@@ -169,10 +184,14 @@ export const WorkerJobOptions = z
     resources: WorkerResources.default(WorkerResources.parse({})),
     sandbox: WorkerSandbox.default(WorkerSandbox.parse({})),
     env: z.record(z.string(), z.string()).default({}).describe("extra env for the agent's processes"),
+    workspaceDir: z
+      .string()
+      .optional()
+      .describe("the agent's workspace (default: /workspace in containers, the allocation dir otherwise)"),
     snapshotDir: z
       .string()
-      .default("/snapshot")
-      .describe("read-only repo snapshot inside the image; the worker copies it to its workspace"),
+      .optional()
+      .describe("raw_exec/nix: a directory copied into an empty workspace before the worker starts"),
     maxRunMs: z.number().int().positive().optional().describe("Nomad stops the allocation after this long"),
     expiresAtMs: z.number().int().positive().describe("unix ms after which the orphan sweep may purge"),
   })
@@ -198,20 +217,38 @@ function checkImage(d: { image: string; allowMutableTag: boolean }): void {
   }
 }
 
-/** Port mapping: container drivers map the dynamic host port to the fixed port inside. */
-function grpcPort(d: WorkerDriver): { Label: string; To?: number } {
-  return match(d)
+/** The group's dynamic ports: the core's gRPC (mapped to a fixed port in containers) and cline-host's. */
+function dynamicPorts(d: WorkerDriver): { Label: string; To?: number }[] {
+  const grpc = match(d)
     .with({ driver: "docker" }, { driver: "podman" }, (c) => ({
       Label: GRPC_PORT_LABEL,
       To: c.containerPort,
     }))
     .with({ driver: "nix" }, { driver: "raw_exec" }, () => ({ Label: GRPC_PORT_LABEL }))
     .exhaustive();
+  return [grpc, { Label: HOST_PORT_LABEL }];
+}
+
+/** A Nomad runtime variable reference, `${name}`, interpolated by Nomad in env and driver config. */
+export function nomadVar(name: string): string {
+  return "$" + `{${name}}`;
 }
 
 /**
+ * Outside a container (raw_exec, nix) nothing provides the workspace: this shell step creates the
+ * worker's directories, copies FLAKEGYM_SNAPSHOT_DIR into an empty workspace, then runs "$@".
+ * Written without `${...}` so Nomad's interpolation of args leaves it alone.
+ */
+export const WORKSPACE_PREP = [
+  "set -e",
+  'mkdir -p "$FLAKEGYM_WORKSPACE" "$FLAKEGYM_CONFIG_DIR" "$FLAKEGYM_HOME"',
+  'if [ -n "$FLAKEGYM_SNAPSHOT_DIR" ] && [ -z "$(ls -A "$FLAKEGYM_WORKSPACE")" ]; then cp -a "$FLAKEGYM_SNAPSHOT_DIR/." "$FLAKEGYM_WORKSPACE/"; fi',
+  'exec "$@"',
+].join("\n");
+
+/**
  * Entrypoint and arguments of a container task. An override (the exec shell) replaces the image's
- * entrypoint, which is the worker supervisor.
+ * entrypoint (`flakegym-worker`).
  */
 function containerArgv(
   c: { command?: string | undefined; args: readonly string[] },
@@ -221,17 +258,28 @@ function containerArgv(
   return { ...(c.command ? { command: c.command } : {}), ...(c.args.length ? { args: [...c.args] } : {}) };
 }
 
-/** The driver's own `Config` block (lowercase keys), with the sandbox settings it supports. */
+/**
+ * The driver's own `Config` block (lowercase keys), with the sandbox settings it supports.
+ * `settings` are passed as `env K=V` arguments to nix tasks, whose driver hands a task only the
+ * NOMAD_* variables. `run` replaces what the task runs (the exec job's shell).
+ */
 export function driverConfig(
   d: WorkerDriver,
   sandbox: WorkerSandbox,
-  override?: { command: string; args: readonly string[] },
+  o: { settings: Readonly<Record<string, string>>; run?: { command: string; args: readonly string[] } },
 ): Record<string, unknown> {
   const tmpfsBytes = sandbox.tmpfsMb * 1024 * 1024;
+  const prep = (command: string, args: readonly string[]) => [
+    "-c",
+    WORKSPACE_PREP,
+    "flakegym-prep",
+    command,
+    ...args,
+  ];
   return match(d)
     .with({ driver: "docker" }, (c) => ({
       image: c.image,
-      ...containerArgv(c, override),
+      ...containerArgv(c, o.run),
       ports: [GRPC_PORT_LABEL],
       ...(c.networkMode ? { network_mode: c.networkMode } : {}),
       ...(c.runtime ? { runtime: c.runtime } : {}),
@@ -244,7 +292,7 @@ export function driverConfig(
     }))
     .with({ driver: "podman" }, (c) => ({
       image: c.image,
-      ...containerArgv(c, override),
+      ...containerArgv(c, o.run),
       ports: [GRPC_PORT_LABEL],
       ...(c.networkMode ? { network_mode: c.networkMode } : {}),
       privileged: false,
@@ -254,41 +302,49 @@ export function driverConfig(
       tmpfs: ["/tmp"],
       pids_limit: sandbox.pidsLimit,
     }))
-    .with({ driver: "nix" }, (c) => ({
-      packages: [c.flake],
-      command: override ? override.command : c.command,
-      args: override ? [...override.args] : c.args,
-      pid_mode: "private",
-      ipc_mode: "private",
-    }))
-    .with({ driver: "raw_exec" }, (c) => ({
-      command: override ? override.command : c.command,
-      args: override ? [...override.args] : c.args,
-    }))
+    .with({ driver: "nix" }, (c) => {
+      const inner = o.run ? ["sh", ...o.run.args] : ["sh", ...prep(c.command, c.args)];
+      return {
+        packages: [c.flake, ...c.extraPackages],
+        command: "env",
+        args: [...Object.entries(o.settings).map(([k, v]) => `${k}=${v}`), ...inner],
+        pid_mode: "private",
+        ipc_mode: "private",
+      };
+    })
+    .with({ driver: "raw_exec" }, (c) =>
+      o.run
+        ? { command: o.run.command, args: [...o.run.args] }
+        : { command: "/bin/sh", args: prep(c.command, c.args) },
+    )
     .exhaustive();
 }
 
-/** A Nomad runtime variable reference, `${name}`, interpolated by Nomad in env and driver config. */
-export function nomadVar(name: string): string {
-  return "$" + `{${name}}`;
+/** The worker's workspace: the image's /workspace in containers, the allocation dir otherwise. */
+export function defaultWorkspace(d: WorkerDriver): string {
+  return match(d)
+    .with({ driver: "docker" }, { driver: "podman" }, () => CONTAINER_WORKSPACE)
+    .with({ driver: "nix" }, { driver: "raw_exec" }, () => `${nomadVar("NOMAD_ALLOC_DIR")}/workspace`)
+    .exhaustive();
 }
 
 /** Settings every worker task gets (see WORKER_ENV). */
 export function workerSettings(o: {
-  policyBaseUrl: string;
+  driver: WorkerDriver;
+  policyBaseUrl?: string | undefined;
   agent: boolean;
-  snapshotDir: string;
+  workspaceDir?: string | undefined;
+  snapshotDir?: string | undefined;
 }): Record<string, string> {
   return {
-    [WORKER_ENV.policyBaseUrl]: o.policyBaseUrl,
-    [WORKER_ENV.agent]: o.agent ? "1" : "0",
-    [WORKER_ENV.snapshotDir]: o.snapshotDir,
-    [WORKER_ENV.workspace]: `${nomadVar("NOMAD_ALLOC_DIR")}/workspace`,
+    [WORKER_ENV.corePort]: nomadVar(`NOMAD_PORT_${GRPC_PORT_LABEL}`),
+    [WORKER_ENV.hostPort]: nomadVar(`NOMAD_PORT_${HOST_PORT_LABEL}`),
+    [WORKER_ENV.workspace]: o.workspaceDir ?? defaultWorkspace(o.driver),
     [WORKER_ENV.configDir]: `${nomadVar("NOMAD_ALLOC_DIR")}/cline`,
-    [WORKER_ENV.grpcAddress]: `0.0.0.0:${nomadVar(`NOMAD_PORT_${GRPC_PORT_LABEL}`)}`,
-    // The Cline core's own override of its listen address (it defaults to 127.0.0.1).
-    PROTOBUS_ADDRESS: `0.0.0.0:${nomadVar(`NOMAD_PORT_${GRPC_PORT_LABEL}`)}`,
-    HOME: `${nomadVar("NOMAD_TASK_DIR")}/home`,
+    [WORKER_ENV.home]: `${nomadVar("NOMAD_TASK_DIR")}/home`,
+    ...(o.snapshotDir ? { [WORKER_ENV.snapshotDir]: o.snapshotDir } : {}),
+    ...(o.policyBaseUrl ? { [WORKER_ENV.policyBaseUrl]: o.policyBaseUrl } : {}),
+    [WORKER_ENV.agent]: o.agent ? "1" : "0",
   };
 }
 
@@ -310,25 +366,26 @@ function imageOf(d: WorkerDriver): string {
     .exhaustive();
 }
 
+/** Validates what every worker-image job needs: a pinned image, no secrets in env. */
+export function checkWorkerDriver(d: WorkerDriver): void {
+  if (d.driver === "docker" || d.driver === "podman") checkImage(d);
+}
+
 /**
  * The parameterized batch job a worker is dispatched from. Each dispatch must set
  * `flakegym_trajectory` and `flakegym_expires` (Meta) and carries no payload.
  */
 export function buildWorkerJob(input: WorkerJobInput): Job {
   const o = parseOptions(WorkerJobOptions, input, "worker job");
-  if (o.driver.driver === "docker" || o.driver.driver === "podman") checkImage(o.driver);
+  checkWorkerDriver(o.driver);
   assertRoutableUrl(o.policyBaseUrl, "policy gateway URL");
   assertNoSecrets(o.env, "worker env");
   const settings = workerSettings(o);
-  const env = { ...o.env, ...settings };
   const task: Task = {
     Name: WORKER_TASK,
     Driver: o.driver.driver,
-    Config: driverConfig(o.driver, o.sandbox),
-    Env: env,
-    ...(o.driver.driver === "nix"
-      ? { Meta: Object.fromEntries(Object.entries(env).map(([k, v]) => [k.toLowerCase(), v])) }
-      : {}),
+    Config: driverConfig(o.driver, o.sandbox, { settings: { ...o.env, ...settings } }),
+    Env: { ...o.env, ...settings },
     Resources: taskResources(o.resources),
     KillTimeout: seconds(10),
     LogConfig: { MaxFiles: 2, MaxFileSizeMB: 20 },
@@ -360,7 +417,7 @@ export function buildWorkerJob(input: WorkerJobInput): Job {
       {
         Name: WORKER_GROUP,
         Count: 1,
-        Networks: [{ Mode: "host", DynamicPorts: [grpcPort(o.driver)] }],
+        Networks: [{ Mode: "host", DynamicPorts: dynamicPorts(o.driver) }],
         // One-shot: a worker that dies is an infra failure the runner records and retries itself.
         RestartPolicy: { Attempts: 0, Mode: "fail", Interval: hours(24), Delay: 0 },
         ReschedulePolicy: { Attempts: 0, Unlimited: false, Interval: 0, Delay: 0 },

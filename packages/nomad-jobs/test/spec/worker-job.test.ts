@@ -1,3 +1,7 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { minutes } from "../../src/duration.js";
 import { canonicalizeJob } from "../../src/spec/canonicalize.js";
@@ -5,10 +9,12 @@ import { parseJob } from "../../src/spec/job.js";
 import {
   buildWorkerJob,
   GRPC_PORT_LABEL,
+  HOST_PORT_LABEL,
   META,
   nomadVar,
   renderJobJson,
   WORKER_ENV,
+  WORKSPACE_PREP,
   type WorkerJobInput,
 } from "../../src/spec/worker-job.js";
 import { expectGolden } from "../helpers/golden.js";
@@ -36,15 +42,26 @@ describe("buildWorkerJob", () => {
     const task = job.TaskGroups[0]!.Tasks[0]!;
     expect(task.Config).toMatchObject({
       cap_drop: ["ALL"],
-      readonly_rootfs: true,
+      readonly_rootfs: false,
       privileged: false,
       pids_limit: 1024,
       runtime: "runsc",
       ports: [GRPC_PORT_LABEL],
     });
     expect(job.TaskGroups[0]!.Networks).toEqual([
-      { Mode: "host", DynamicPorts: [{ Label: GRPC_PORT_LABEL, To: 26040 }] },
+      { Mode: "host", DynamicPorts: [{ Label: GRPC_PORT_LABEL, To: 26040 }, { Label: HOST_PORT_LABEL }] },
     ]);
+    // The image entrypoint's contract: core and host ports, workspace, config, home.
+    expect(task.Env).toMatchObject({
+      FLAKEGYM_CORE_PORT: nomadVar("NOMAD_PORT_grpc"),
+      FLAKEGYM_HOST_PORT: nomadVar("NOMAD_PORT_hostbridge"),
+      FLAKEGYM_WORKSPACE: "/workspace",
+      FLAKEGYM_CONFIG_DIR: `${nomadVar("NOMAD_ALLOC_DIR")}/cline`,
+      FLAKEGYM_HOME: `${nomadVar("NOMAD_TASK_DIR")}/home`,
+    });
+    // No command: the image's entrypoint (flakegym-worker) starts the agent.
+    expect(task.Config.command).toBeUndefined();
+    expect(task.Config.entrypoint).toBeUndefined();
   });
 
   it("is one-shot: no restarts, no reschedules, a max run duration", () => {
@@ -72,7 +89,6 @@ describe("buildWorkerJob", () => {
   it("env carries the policy URL and the listen address, never secrets", () => {
     const env = buildWorkerJob({ ...base, env: { LANG: "C.UTF-8" } }).TaskGroups[0]!.Tasks[0]!.Env!;
     expect(env[WORKER_ENV.policyBaseUrl]).toBe("http://10.0.0.5:8089/v1");
-    expect(env.PROTOBUS_ADDRESS).toBe(`0.0.0.0:${nomadVar("NOMAD_PORT_grpc")}`);
     expect(env.LANG).toBe("C.UTF-8");
     expect(() => buildWorkerJob({ ...base, env: { OPENAI_API_KEY: "sk-123" } })).toThrow(
       "'OPENAI_API_KEY' looks like a secret",
@@ -103,26 +119,79 @@ describe("buildWorkerJob", () => {
       driver: { driver: "podman", image: `docker://oci.example/x@${DIGEST}` },
     });
     expectGolden("worker-podman", { Job: job });
-    expect(job.TaskGroups[0]!.Tasks[0]!.Config).toMatchObject({ tmpfs: ["/tmp"], readonly_rootfs: true });
+    expect(job.TaskGroups[0]!.Tasks[0]!.Config).toMatchObject({
+      tmpfs: ["/tmp"],
+      cap_drop: ["ALL"],
+      ports: ["grpc"],
+    });
   });
 
-  it("nix: a flake output, settings mirrored into Meta (the nix driver passes only NOMAD_* env)", () => {
+  it("nix: a flake output; settings as `env K=V` args (the nix driver passes a task only NOMAD_* env)", () => {
     const job = buildWorkerJob({
       ...base,
-      driver: { driver: "nix", flake: "github:example/flakegym#worker-python", command: "flakegym-worker" },
+      driver: { driver: "nix", flake: "github:example/flakegym#flakegym-worker", command: "flakegym-worker" },
     });
     expectGolden("worker-nix", { Job: job });
-    const task = job.TaskGroups[0]!.Tasks[0]!;
-    expect(task.Meta?.flakegym_policy_base_url).toBe("http://10.0.0.5:8089/v1");
-    expect(job.TaskGroups[0]!.Networks![0]!.DynamicPorts).toEqual([{ Label: GRPC_PORT_LABEL }]);
+    const cfg = job.TaskGroups[0]!.Tasks[0]!.Config as {
+      command: string;
+      args: string[];
+      packages: string[];
+    };
+    expect(cfg.command).toBe("env");
+    expect(cfg.packages).toEqual(["github:example/flakegym#flakegym-worker", "#coreutils", "#bash"]);
+    expect(cfg.args).toContain(`FLAKEGYM_CORE_PORT=${nomadVar("NOMAD_PORT_grpc")}`);
+    expect(cfg.args).toContain(`FLAKEGYM_WORKSPACE=${nomadVar("NOMAD_ALLOC_DIR")}/workspace`);
+    // then sh runs the preparation step, which runs the worker
+    expect(cfg.args.slice(-5)).toEqual(["sh", "-c", WORKSPACE_PREP, "flakegym-prep", "flakegym-worker"]);
+    expect(job.TaskGroups[0]!.Networks![0]!.DynamicPorts).toEqual([
+      { Label: GRPC_PORT_LABEL },
+      { Label: HOST_PORT_LABEL },
+    ]);
   });
 
-  it("raw_exec: command and args as given, no port mapping", () => {
+  it("raw_exec: the preparation step, then the command; workspace in the allocation dir", () => {
     const job = buildWorkerJob({
       ...base,
       driver: { driver: "raw_exec", command: "/usr/bin/node", args: ["w.js"] },
+      snapshotDir: "/srv/snapshots/demo",
     });
     expectGolden("worker-raw-exec", { Job: job });
+    const t = job.TaskGroups[0]!.Tasks[0]!;
+    expect(t.Config).toEqual({
+      command: "/bin/sh",
+      args: ["-c", WORKSPACE_PREP, "flakegym-prep", "/usr/bin/node", "w.js"],
+    });
+    expect(t.Env).toMatchObject({ FLAKEGYM_SNAPSHOT_DIR: "/srv/snapshots/demo" });
+  });
+
+  it("the preparation step creates the worker's dirs and fills an empty workspace from the snapshot (real sh)", () => {
+    const root = mkdtempSync(join(tmpdir(), "flakegym-prep-"));
+    try {
+      const snap = join(root, "snap");
+      mkdirSync(snap);
+      writeFileSync(join(snap, "a.txt"), "A");
+      const env = {
+        PATH: process.env.PATH,
+        FLAKEGYM_WORKSPACE: join(root, "ws"),
+        FLAKEGYM_CONFIG_DIR: join(root, "cfg"),
+        FLAKEGYM_HOME: join(root, "home"),
+        FLAKEGYM_SNAPSHOT_DIR: snap,
+      };
+      const check =
+        'ls "$FLAKEGYM_WORKSPACE"; test -d "$FLAKEGYM_CONFIG_DIR" && test -d "$FLAKEGYM_HOME" && echo dirs-ok';
+      const run = () =>
+        execFileSync("/bin/sh", ["-c", WORKSPACE_PREP, "prep", "/bin/sh", "-c", check], {
+          env,
+          encoding: "utf8",
+        });
+      expect(run()).toBe("a.txt\ndirs-ok\n");
+      // A workspace that has content is left alone.
+      writeFileSync(join(snap, "b.txt"), "B");
+      expect(run()).toBe("a.txt\ndirs-ok\n");
+      expect(existsSync(join(root, "ws", "b.txt"))).toBe(false);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it("maps sizing to Nomad resources: reservation ≤ hard limit", () => {

@@ -1,4 +1,10 @@
-export { createNomadClient, type NomadClient, NomadError, nomadConfigFromEnv } from "@flakegym/nomad-jobs";
+export {
+  createNomadClient,
+  type NomadClient,
+  NomadError,
+  nomadConfigFromEnv,
+  nomadVar,
+} from "@flakegym/nomad-jobs";
 export { allocationError, describePlacement, describeTaskEvents, exitCodeOf } from "./allocation.js";
 export {
   createNomadBackend,

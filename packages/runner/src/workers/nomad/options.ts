@@ -61,7 +61,16 @@ export const NomadBackendOptions = z
     constraints: z.array(Constraint).default([]),
     resources: WorkerResources.default(WorkerResources.parse({})),
     sandbox: WorkerSandbox.default(WorkerSandbox.parse({})),
-    snapshotDir: z.string().default("/snapshot"),
+    workspaceDir: z
+      .string()
+      .optional()
+      .describe(
+        "the agent's workspace (default: the image's /workspace; the allocation dir for raw_exec/nix)",
+      ),
+    snapshotDir: z
+      .string()
+      .optional()
+      .describe("raw_exec/nix: a directory copied into an empty workspace first"),
     startTimeoutMs: z
       .number()
       .int()
