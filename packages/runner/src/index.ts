@@ -56,6 +56,7 @@ export type { AgentLaunchContext, AgentLauncher, RunningAgent } from "./workers/
 export { type ClineAgentOptions, clineAgentLauncher } from "./workers/local/cline-agent.js";
 export { createLocalBackend, type LocalBackendOptions } from "./workers/local/local-backend.js";
 export { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./workers/local/shape.js";
+export * from "./workers/nomad/index.js";
 export {
   CONTAINERS_CONF,
   createPodmanBackend,
