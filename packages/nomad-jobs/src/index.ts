@@ -12,6 +12,7 @@ export * from "./client/client.js";
 export * from "./client/config.js";
 export * from "./client/errors.js";
 export * from "./client/events.js";
+export * from "./client/fs.js";
 export * from "./client/jobs.js";
 export * from "./client/logs.js";
 export type { CallOptions, QueryMeta, QueryOptions, RequestCore, Result } from "./client/request.js";

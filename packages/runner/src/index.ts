@@ -43,6 +43,7 @@ export {
   applyPatchInWorker,
   applySolution,
   type HiddenTestReport,
+  hiddenTestsOf,
   installHiddenTests,
   runHiddenTests,
   type TestResult,

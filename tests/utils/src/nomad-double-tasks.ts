@@ -53,6 +53,8 @@ export interface TaskCallbacks {
 export interface TaskHandle {
   /** Sends `signal`, then SIGKILL after `graceMs`; resolves when the task is gone. */
   kill(signal: NodeJS.Signals, graceMs: number): Promise<void>;
+  /** Sends `signal` to the task's main process (the alloc signal API); false when it cannot. */
+  signal?(signal: NodeJS.Signals): boolean;
   readonly alive: () => boolean;
 }
 
@@ -171,6 +173,14 @@ function startProcess(
   });
   return {
     alive: () => alive,
+    signal(signal) {
+      if (!alive || child.pid === undefined) return false;
+      try {
+        return process.kill(child.pid, signal);
+      } catch {
+        return false;
+      }
+    },
     async kill(signal, graceMs) {
       if (!alive || child.pid === undefined) return;
       const pid = child.pid;

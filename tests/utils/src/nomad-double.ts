@@ -30,6 +30,7 @@ export type { TaskBehavior } from "./nomad-double-tasks.js";
  *   `MaxRunDuration`;
  * - blocking queries (`index`, `wait`, `X-Nomad-Index`), the event stream (NDJSON, `{}`
  *   heartbeats), task logs (`plain=true`, `follow`), `fs/cat` of the allocation directory,
+ *   `client/allocation/:id/signal` (to a task's main process),
  *   status/leader, agent/self, ACL tokens;
  * - faults: 5xx or cut connections for the next N matching requests, slow placement, missing
  *   drivers, lost allocations.
@@ -1487,6 +1488,22 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       res.writeHead(200, { "Content-Type": "text/plain" });
       res.end(readFileSync(file));
       return;
+    }
+    if (path.startsWith("/v1/client/allocation/") && path.endsWith("/signal")) {
+      if (method !== "POST" && method !== "PUT") throw new HttpError(405, "Invalid method");
+      const a = allocs.get(path.slice("/v1/client/allocation/".length, -"/signal".length));
+      if (!a) throw new HttpError(404, "Unknown allocation");
+      const req = JSON.parse(body || "{}") as { Signal?: string; Task?: string };
+      const sig = req.Signal ?? "";
+      if (!/^SIG[A-Z0-9]+$/.test(sig)) throw new HttpError(400, `invalid signal '${sig}'`);
+      const targets = req.Task ? [a.handles.get(req.Task)] : [...a.handles.values()];
+      if (req.Task && !targets[0])
+        throw new HttpError(400, `Failed to signal task: ${req.Task}, err: task not found`);
+      for (const h of targets) {
+        if (!h?.alive() || !h.signal?.(sig as NodeJS.Signals))
+          throw new HttpError(500, `Failed to signal task: ${req.Task ?? "(all)"}, err: task not running`);
+      }
+      return sendJson(res, 200, {});
     }
     if (path.startsWith("/v1/client/fs/logs/") && method === "GET")
       return logs(q, path.slice("/v1/client/fs/logs/".length), req, res);

@@ -2,6 +2,7 @@ import { createAgentApi } from "./agent.js";
 import { createAllocationsApi } from "./allocations.js";
 import { type NomadClientConfig, type NomadClientConfigInput, parseNomadConfig } from "./config.js";
 import { createEventsApi } from "./events.js";
+import { createFsApi } from "./fs.js";
 import { createJobsApi } from "./jobs.js";
 import { createLogsApi } from "./logs.js";
 import { createRequestCore } from "./request.js";
@@ -16,6 +17,7 @@ export function createNomadClient(config: NomadClientConfig | NomadClientConfigI
     allocations: createAllocationsApi(core),
     events: createEventsApi(core),
     logs: createLogsApi(core),
+    fs: createFsApi(core),
     status: createStatusApi(core),
     agent: createAgentApi(core),
     /** Closes idle keep-alive connections. */

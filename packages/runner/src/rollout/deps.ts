@@ -1,6 +1,6 @@
 import type { AtroposMessage } from "../emit/atropos/schema.js";
 import type { TokenSequence } from "../emit/group.js";
-import type { HiddenTestOps } from "../scoring/scorer.js";
+import type { HiddenTests } from "../scoring/scorer.js";
 import type { TrajectorySlot } from "./plan.js";
 import type { Counts, Outcome, Score, TrajectoryResult } from "./schema.js";
 
@@ -18,7 +18,7 @@ export interface RolloutTask {
   readonly profile: string;
   readonly prompt: string;
   readonly network: "none" | "required";
-  readonly hidden: HiddenTestOps;
+  readonly hidden: HiddenTests;
 }
 
 /** A task's snapshot, built or found in the cache. */

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { mkdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import {
@@ -21,11 +21,10 @@ import type { ChatMessage } from "../policy/chat.js";
 import { createUpstream } from "../policy/create-upstream.js";
 import { parsePolicySpec } from "../policy/spec.js";
 import type { PolicyUpstream } from "../policy/upstream.js";
-import { touchedPaths } from "../scoring/diff.js";
-import { type HiddenTestOps, scoreDiff } from "../scoring/scorer.js";
+import { scoreDiff } from "../scoring/scorer.js";
 import { buildSnapshot, forkSnapshot, type Snapshot, snapshotSpecOfTask } from "../snapshots/build.js";
 import { BUILTIN_CATALOG_DIR, type LoadedTask, loadTask } from "../tasks/catalog.js";
-import { applyPatchInWorker, installHiddenTests, runHiddenTests } from "../tasks/hidden-tests.js";
+import { hiddenTestsOf } from "../tasks/hidden-tests.js";
 import { clineAgentLauncher } from "../workers/local/cline-agent.js";
 import { createLocalBackend } from "../workers/local/local-backend.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
@@ -71,14 +70,6 @@ export function chatOf(turn: TurnRecord): AtroposMessage[] {
 function outcomeOf(cline: ClineOutcome, terminal: GatewayTerminal | undefined): Outcome {
   if (terminal) return { kind: terminal.kind, detail: `policy gateway: ${terminal.message}` };
   return { kind: cline.kind, detail: cline.detail };
-}
-
-async function listFiles(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (e.isFile()) out.push(relative(dir, join(e.parentPath, e.name)));
-  }
-  return out.sort();
 }
 
 export async function createRolloutDeps(config: RunConfig, o: WireOptions): Promise<RolloutDeps> {
@@ -151,16 +142,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       const t = await loadTask(id, catalog);
       loaded.set(id, t);
       solutions.set(id, await readFile(t.paths.solution, "utf8"));
-      const testFiles = t.paths.testsPatch
-        ? touchedPaths(await readFile(t.paths.testsPatch, "utf8"))
-        : await listFiles(t.paths.testsDir!);
-      const hidden: HiddenTestOps = {
-        testFiles,
-        applyPatch: (w, patch, what, signal) => applyPatchInWorker(w, patch, what, signal),
-        install: (w, signal) => installHiddenTests(w, t, signal),
-        run: async (w, signal) =>
-          (await runHiddenTests(w, t, { timeoutMs: config.limits.testTimeoutMs, signal })).results,
-      };
+      const hidden = await hiddenTestsOf(t, config.limits.testTimeoutMs);
       return {
         id,
         rowId: relative(catalog, join(t.dir, "task.json")),

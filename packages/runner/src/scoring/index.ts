@@ -13,10 +13,20 @@ export {
   Weights,
 } from "./reward.js";
 export {
-  type HiddenTestOps,
+  type HiddenTests,
   type HiddenTestVerdict,
   mergeRuns,
   type ScoreOptions,
   ScoringSetupError,
   scoreDiff,
 } from "./scorer.js";
+export {
+  type ComposedScript,
+  composeScoringScript,
+  MAX_INLINE_SCRIPT_BYTES,
+  type ParsedScoring,
+  parseScoringOutput,
+  type ScoringPlan,
+  type ScriptFile,
+  type StepResult,
+} from "./script.js";

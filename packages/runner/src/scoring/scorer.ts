@@ -1,5 +1,9 @@
+import { randomBytes } from "node:crypto";
+import { FlakegymError } from "../errors.js";
 import type { Score } from "../rollout/schema.js";
-import type { Worker } from "../workers/types.js";
+import { writeFileInWorker } from "../tasks/hidden-tests.js";
+import { type TestCommand, testPassed } from "../tasks/task-spec.js";
+import type { ExecResult, Worker } from "../workers/types.js";
 import { dropPaths } from "./diff.js";
 import { askJudge, type JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
 import {
@@ -13,14 +17,25 @@ import {
   testsTerm,
   type Weights,
 } from "./reward.js";
+import {
+  composeScoringScript,
+  MAX_INLINE_SCRIPT_BYTES,
+  type ParsedScoring,
+  parseScoringOutput,
+  type ScoringPlan,
+  type StepResult,
+  testStep,
+  timedOutStep,
+} from "./script.js";
 
 /**
  * Scores one trajectory in a FRESH worker (exec only) forked from the task's clean snapshot:
- * drop the agent's edits to hidden test files, apply the rest, add the hidden tests, run them
- * (`repeat` times, to catch flaky tests), then the optional build / lint / judge terms.
+ * drop the agent's edits to hidden test files, then ONE script (scoring/script.ts) applies the
+ * rest, runs the optional build / lint commands, adds the hidden tests and runs them (`repeat`
+ * times, to catch flaky tests); the judge term is asked here.
  */
 
-/** One hidden-test command's verdict (the shape `runHiddenTests` reports). */
+/** One hidden-test command's verdict in one run. */
 export interface HiddenTestVerdict {
   readonly id: string;
   readonly kind: "fail_to_pass" | "pass_to_pass" | "eval_cmd";
@@ -29,16 +44,19 @@ export interface HiddenTestVerdict {
   readonly timedOut: boolean;
 }
 
-/** How the task's hidden tests get into, and run in, a worker (from the task catalog). */
-export interface HiddenTestOps {
+/**
+ * A task's hidden tests as data (from the task catalog, `hiddenTestsOf`): what to add to the
+ * workspace and which commands grade it. Scoring composes them into one script.
+ */
+export interface HiddenTests {
   /** Workspace-relative paths of the hidden test files (the agent's edits to them are dropped). */
   readonly testFiles: readonly string[];
-  /** Applies a patch in the worker; throws when it does not apply. */
-  applyPatch(worker: Worker, patch: string, what: string, signal: AbortSignal): Promise<void>;
-  /** Adds the hidden test files. Throws on failure (a broken task, not the agent's fault). */
-  install(worker: Worker, signal: AbortSignal): Promise<void>;
-  /** Runs every hidden test once. */
-  run(worker: Worker, signal: AbortSignal): Promise<readonly HiddenTestVerdict[]>;
+  /** How the hidden tests get in: `git apply` of the task's tests patch, or its tests dir's files. */
+  readonly install: ScoringPlan["install"];
+  /** One command per test id (or the single eval command). */
+  readonly commands: readonly TestCommand[];
+  /** Deadline of one test command. */
+  readonly timeoutMs: number;
 }
 
 export interface ScoreOptions {
@@ -51,6 +69,8 @@ export interface ScoreOptions {
   readonly termTimeoutMs: number;
   readonly judge?: JudgeConfig;
   readonly taskPrompt: string;
+  /** Most output bytes kept per step (default 64 KiB: its first and last halves). */
+  readonly maxOutputBytes?: number;
 }
 
 /** The agent's diff did not apply, or the task's hidden tests did not install: scoring could not run. */
@@ -100,50 +120,102 @@ function summarize(results: TestResults, evalCmd?: { exitCode: number; timedOut:
   return `${line("FAIL_TO_PASS", results.failToPass)}\n${line("PASS_TO_PASS", results.passToPass)}`;
 }
 
-async function commandTerm(
-  worker: Worker,
+/** A build/lint term from its step's result. Pure. */
+function commandTerm(
   name: "build" | "lint",
   cmd: string | undefined,
   weight: number,
   timeoutMs: number,
-  signal: AbortSignal,
-): Promise<Term | undefined> {
+  step: StepResult | undefined,
+): Term | undefined {
   if (weight <= 0) return undefined;
   if (!cmd) return { name, weight, value: null, error: `no --${name}-cmd given` };
-  const r = await worker.exec(cmd, { timeoutMs, signal });
-  const tail = `${r.stdout}\n${r.stderr}`.trim().split("\n").slice(-5).join("\n");
+  if (!step) return { name, weight, value: null, error: `\`${cmd}\` did not report a result` };
+  const timedOut = timedOutStep(step, timeoutMs);
+  const tail = step.output.trim().split("\n").slice(-5).join("\n");
   return {
     name,
     weight,
-    value: r.exitCode === 0 && !r.timedOut ? 1 : 0,
-    detail: `\`${cmd}\` exited ${r.exitCode}${r.timedOut ? " (timed out)" : ""}${r.exitCode !== 0 && tail ? `: ${tail}` : ""}`,
+    value: step.exitCode === 0 && !timedOut ? 1 : 0,
+    detail: `\`${cmd}\` exited ${step.exitCode}${timedOut ? " (timed out)" : ""}${step.exitCode !== 0 && tail ? `: ${tail}` : ""}`,
   };
 }
 
-/** Scores `agentDiff` in `worker` (a fresh, exec-only fork of the task's snapshot). */
+/** Keeps the start and end of a long text. */
+const clip = (s: string, max = 2_000) =>
+  s.length <= max ? s : `${s.slice(0, max / 2)}\n[…]\n${s.slice(-max / 2)}`;
+
+/**
+ * Runs the composed script with ONE exec (every backend, Nomad included: nothing relies on state
+ * between execs). Too long for one command line: on backends whose execs share a workspace the
+ * payloads are written first; on stateless ones (Nomad) that is an error naming the size.
+ */
+async function runScript(
+  worker: Worker,
+  plan: ScoringPlan,
+  signal: AbortSignal,
+): Promise<{ parsed: ParsedScoring; exec: ExecResult; nonce: string }> {
+  const nonce = randomBytes(12).toString("hex");
+  let composed = composeScoringScript(plan, { nonce });
+  if (Buffer.byteLength(composed.script) > MAX_INLINE_SCRIPT_BYTES) {
+    if (worker.statelessExec) {
+      throw new FlakegymError(
+        "E_SCORE_TOO_LARGE",
+        `the scoring script for worker ${worker.id} is ${Buffer.byteLength(composed.script)} bytes (agent diff ${Buffer.byteLength(plan.agentDiff)} bytes); one exec on the ${worker.backend} backend takes at most ${MAX_INLINE_SCRIPT_BYTES}`,
+        {
+          hint: "score this trajectory on the local or podman backend, or shrink the task's hidden test files",
+        },
+      );
+    }
+    composed = composeScoringScript(plan, { nonce, stagedDir: `.flakegym-score-${nonce}` });
+    for (const f of composed.staged) await writeFileInWorker(worker, f.path, f.content, signal);
+  }
+  const exec = await worker.exec(composed.script, { timeoutMs: composed.timeoutMs, signal });
+  signal.throwIfAborted();
+  return { parsed: parseScoringOutput(exec.stdout, nonce), exec, nonce };
+}
+
+/** Scores `agentDiff` in `worker` (a fresh, exec-only fork of the task's snapshot) with one script. */
 export async function scoreDiff(
   worker: Worker,
   agentDiff: string,
-  ops: HiddenTestOps,
+  hidden: HiddenTests,
   o: ScoreOptions,
   signal: AbortSignal,
 ): Promise<Score> {
   const started = Date.now();
-  const filtered = dropPaths(agentDiff, ops.testFiles);
-  let gate: Gate | undefined;
-  if (filtered.diff.trim() !== "") {
-    try {
-      await ops.applyPatch(worker, filtered.diff, "agent diff", signal);
-    } catch (err) {
-      if (signal.aborted) throw signal.reason;
-      gate = { reason: "diff_apply_failed", detail: (err as Error).message };
-    }
-  }
+  const filtered = dropPaths(agentDiff, hidden.testFiles);
+  const build =
+    o.weights.build > 0 && o.buildCmd ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs } : undefined;
+  const lint =
+    o.weights.lint > 0 && o.lintCmd ? { command: o.lintCmd, timeoutMs: o.termTimeoutMs } : undefined;
+  const plan: ScoringPlan = {
+    agentDiff: filtered.diff,
+    install: hidden.install,
+    ...(build ? { build } : {}),
+    ...(lint ? { lint } : {}),
+    tests: hidden.commands,
+    testTimeoutMs: hidden.timeoutMs,
+    repeat: Math.max(1, o.repeat),
+    maxOutputBytes: o.maxOutputBytes ?? 64 * 1024,
+  };
+  const { parsed, exec } = await runScript(worker, plan, signal);
   const base = {
     touchedTestFiles: filtered.droppedPaths,
     diffBytes: Buffer.byteLength(filtered.diff),
   };
-  if (gate) {
+  const incomplete = (what: string) =>
+    new FlakegymError(
+      "E_SCORE_SCRIPT",
+      `the scoring script in worker ${worker.id} ${what} (exit ${exec.exitCode}${exec.timedOut ? ", timed out" : ""}): ${clip((exec.stderr || exec.stdout).trim())}`,
+      { hint: "the worker died or was killed mid-scoring; the trajectory is retried as an infra failure" },
+    );
+  if (parsed.stoppedAt === "apply") {
+    const r = parsed.steps.get("apply")!;
+    const gate: Gate = {
+      reason: "diff_apply_failed",
+      detail: `applying agent diff in worker ${worker.id} failed: ${r.output.trim()}`,
+    };
     const terms: Term[] = [
       { name: "tests", weight: o.weights.tests, value: 0, detail: "not run: the diff did not apply" },
     ];
@@ -156,20 +228,42 @@ export async function scoreDiff(
       durationMs: Date.now() - started,
     };
   }
+  if (parsed.stoppedAt === "install") {
+    throw new ScoringSetupError(
+      `the task's hidden tests could not be installed: ${parsed.steps.get("install")?.output.trim() ?? ""}`,
+    );
+  }
+  if (!parsed.done && !exec.timedOut) throw incomplete("ended before its last step");
 
   // build and lint judge the agent's change alone, before the hidden tests are added
   const terms: Term[] = [];
-  const build = await commandTerm(worker, "build", o.buildCmd, o.weights.build, o.termTimeoutMs, signal);
-  const lint = await commandTerm(worker, "lint", o.lintCmd, o.weights.lint, o.termTimeoutMs, signal);
+  const buildTerm = commandTerm(
+    "build",
+    o.buildCmd,
+    o.weights.build,
+    o.termTimeoutMs,
+    parsed.steps.get("build"),
+  );
+  const lintTerm = commandTerm("lint", o.lintCmd, o.weights.lint, o.termTimeoutMs, parsed.steps.get("lint"));
 
-  try {
-    await ops.install(worker, signal);
-  } catch (err) {
-    if (signal.aborted) throw signal.reason;
-    throw new ScoringSetupError(`the task's hidden tests could not be installed: ${(err as Error).message}`);
+  // a test without a result ran into the exec's own deadline (no `timeout` in the image)
+  const runs: HiddenTestVerdict[][] = [];
+  for (let r = 0; r < plan.repeat; r++) {
+    runs.push(
+      hidden.commands.map((cmd, i) => {
+        const step = parsed.steps.get(testStep(r, i));
+        if (!step) return { id: cmd.id, kind: cmd.kind, passed: false, exitCode: 137, timedOut: true };
+        const timedOut = timedOutStep(step, hidden.timeoutMs);
+        return {
+          id: cmd.id,
+          kind: cmd.kind,
+          passed: !timedOut && testPassed(cmd, step.exitCode, step.output),
+          exitCode: step.exitCode,
+          timedOut,
+        };
+      }),
+    );
   }
-  const runs: (readonly HiddenTestVerdict[])[] = [];
-  for (let i = 0; i < Math.max(1, o.repeat); i++) runs.push(await ops.run(worker, signal));
   const merged = mergeRuns(runs);
   let tests: Score["tests"];
   if (merged.evalCmd) {
@@ -188,8 +282,8 @@ export async function scoreDiff(
       detail: summarize(merged.results),
     });
   }
-  if (build) terms.push(build);
-  if (lint) terms.push(lint);
+  if (buildTerm) terms.push(buildTerm);
+  if (lintTerm) terms.push(lintTerm);
 
   let judge: Score["judge"];
   if (o.weights.judge > 0) {

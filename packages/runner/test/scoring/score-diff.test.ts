@@ -4,11 +4,10 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { touchedPaths } from "../../src/scoring/diff.js";
-import { type HiddenTestOps, type ScoreOptions, scoreDiff } from "../../src/scoring/scorer.js";
+import { type HiddenTests, type ScoreOptions, scoreDiff } from "../../src/scoring/scorer.js";
 import { buildSnapshot, forkSnapshot, type Snapshot, snapshotSpecOfTask } from "../../src/snapshots/build.js";
 import { type LoadedTask, loadTask } from "../../src/tasks/catalog.js";
-import { applyPatchInWorker, installHiddenTests, runHiddenTests } from "../../src/tasks/hidden-tests.js";
+import { hiddenTestsOf } from "../../src/tasks/hidden-tests.js";
 import { createLocalBackend } from "../../src/workers/local/local-backend.js";
 
 /** A temp directory removed by cleanup(). */
@@ -23,7 +22,7 @@ async function tempDir(prefix = "flakegym-test-") {
 let tmp: { path: string; cleanup(): Promise<void> };
 let task: LoadedTask;
 let snapshot: Snapshot;
-let ops: HiddenTestOps;
+let ops: HiddenTests;
 let solution: string;
 let judge: Server;
 let judgeUrl: string;
@@ -34,12 +33,7 @@ beforeAll(async () => {
   task = await loadTask("semver-lite-caret-zero");
   snapshot = await buildSnapshot(snapshotSpecOfTask(task), { cacheDir: join(tmp.path, "cache") });
   solution = await readFile(task.paths.solution, "utf8");
-  ops = {
-    testFiles: touchedPaths(await readFile(task.paths.testsPatch!, "utf8")),
-    applyPatch: (w, p, what, signal) => applyPatchInWorker(w, p, what, signal),
-    install: (w, signal) => installHiddenTests(w, task, signal),
-    run: async (w, signal) => (await runHiddenTests(w, task, { timeoutMs: 60_000, signal })).results,
-  };
+  ops = await hiddenTestsOf(task, 60_000);
   judge = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
@@ -159,26 +153,17 @@ describe("scoreDiff in a fresh sandboxed fork", () => {
   }, 90_000);
 
   it("repeated runs flag a test whose result changes", async () => {
-    // a test that alternates pass/fail across runs through a counter file in the workspace
-    const flakyOps: HiddenTestOps = {
+    // a test that alternates pass/fail across runs through a counter file in the workspace (the
+    // repeats run in one script, so the counter carries over between them)
+    const flakyOps: HiddenTests = {
       ...ops,
-      run: async (w, signal) => {
-        const r = await w.exec(
-          "n=$(cat .runs 2>/dev/null || echo 0); echo $((n+1)) > .runs; test $((n % 2)) -eq 0",
-          {
-            signal,
-          },
-        );
-        return [
-          {
-            id: "coin",
-            kind: "fail_to_pass",
-            passed: r.exitCode === 0,
-            exitCode: r.exitCode,
-            timedOut: false,
-          },
-        ];
-      },
+      commands: [
+        {
+          id: "coin",
+          kind: "fail_to_pass",
+          command: "n=$(cat .runs 2>/dev/null || echo 0); echo $((n+1)) > .runs; test $((n % 2)) -eq 0",
+        },
+      ],
     };
     const saved = ops;
     ops = flakyOps;

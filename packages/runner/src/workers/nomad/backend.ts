@@ -17,7 +17,15 @@ import {
 } from "@flakegym/nomad-jobs";
 import { match } from "ts-pattern";
 import { FlakegymError } from "../../errors.js";
-import type { ExecOptions, ExecResult, Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../types.js";
+import type {
+  CollectArtifactsInput,
+  ExecOptions,
+  ExecResult,
+  Worker,
+  WorkerBackend,
+  WorkerExit,
+  WorkerSpec,
+} from "../types.js";
 import {
   allocationError,
   describeTaskEvents,
@@ -26,6 +34,7 @@ import {
   isTerminal,
   watchAllocation,
 } from "./allocation.js";
+import { collectFromAllocation } from "./artifacts.js";
 import { NomadWorkerError } from "./errors.js";
 import { resolvePolicyBaseUrl } from "./gateway.js";
 import {
@@ -145,6 +154,18 @@ function addressOf(alloc: Allocation, jobId: string): string {
   return `${host}:${p.Value}`;
 }
 
+/**
+ * The directory copied into an empty workspace: the backend's `snapshotDir`, else — for raw_exec,
+ * which runs on a client sharing this machine's filesystem (a dev agent, the test double) — the
+ * spec's own workspace (the runner's fresh fork). Containers bring their workspace in the image.
+ */
+export function snapshotDirOf(
+  o: NomadBackendOptions,
+  spec: Pick<WorkerSpec, "workspace">,
+): string | undefined {
+  return o.snapshotDir ?? (o.driver.driver === "raw_exec" && spec.workspace ? spec.workspace : undefined);
+}
+
 /** Resources and sandbox of a worker: the backend's defaults, capped by the spec's limits. */
 export function workerSizing(o: NomadBackendOptions, spec: WorkerSpec) {
   const memMax = spec.limits.memoryMb;
@@ -184,7 +205,7 @@ export function workerParentJob(
     sandbox,
     env: { ...(spec.env ?? {}) },
     ...(o.workspaceDir ? { workspaceDir: o.workspaceDir } : {}),
-    ...(o.snapshotDir ? { snapshotDir: o.snapshotDir } : {}),
+    ...(snapshotDirOf(o, spec) ? { snapshotDir: snapshotDirOf(o, spec) } : {}),
     maxRunMs: spec.limits.wallClockMs + o.startTimeoutMs + o.graceMs,
     ...(o.namespace ? { namespace: o.namespace } : {}),
     ...(o.region ? { region: o.region } : {}),
@@ -260,6 +281,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
 
   class NomadWorkerImpl implements NomadWorker {
     readonly backend = "nomad" as const;
+    readonly statelessExec = true;
     readonly id: string;
     private stopped = false;
     private execSeq = 0;
@@ -304,7 +326,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
         resources,
         sandbox,
         ...(o.workspaceDir ? { workspaceDir: o.workspaceDir } : {}),
-        ...(o.snapshotDir ? { snapshotDir: o.snapshotDir } : {}),
+        ...(snapshotDirOf(o, spec) ? { snapshotDir: snapshotDirOf(o, spec) } : {}),
         maxRunMs: timeoutMs + o.graceMs,
         expiresAtMs: now() + timeoutMs + o.graceMs,
         ...(o.namespace ? { namespace: o.namespace } : {}),
@@ -348,6 +370,19 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
         await purge(jobId);
         this.execJobs.delete(jobId);
       }
+    }
+
+    private collects = 0;
+
+    /** Agent workers: the diff from the supervisor (SIGUSR2) and Cline's files via fs/cat. */
+    async collectArtifacts(c: CollectArtifactsInput): Promise<void> {
+      if (this.stopped) throw new NomadWorkerError("E_NOMAD_CLOSED", `worker ${this.id} is stopped`);
+      if (!this.allocId)
+        throw new NomadWorkerError(
+          "E_NOMAD_ARTIFACTS",
+          `worker ${this.id} runs no agent: nothing to collect`,
+        );
+      await collectFromAllocation(client, this.allocId, c, { namespace: o.namespace, seq: ++this.collects });
     }
 
     private async readLogs(

@@ -13,6 +13,7 @@ export type NomadWorkerErrorCode =
   | "E_NOMAD_START_TIMEOUT"
   | "E_NOMAD_NOT_READY"
   | "E_NOMAD_EXEC"
+  | "E_NOMAD_ARTIFACTS"
   | "E_NOMAD_CLOSED";
 
 export class NomadWorkerError extends FlakegymError {
