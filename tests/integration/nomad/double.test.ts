@@ -217,6 +217,47 @@ describe("Nomad double fidelity", () => {
     await client.jobs.deregister("slow", { purge: true });
   });
 
+  it("signals a running task's process and serves its files with fs/cat (binary-safe); unknown tasks are refused", async () => {
+    const { double, client } = await setup();
+    // on SIGUSR2 the task writes a file into the shared alloc dir, then keeps running
+    await client.jobs.register(
+      shJob(
+        "sig",
+        'trap \'printf "got\\000\\377" > "$NOMAD_ALLOC_DIR/out.bin"\' USR2; echo ready; while :; do sleep 0.1; done',
+      ),
+    );
+    await double.waitFor(() =>
+      double.allocations().some((a) => (a as { ClientStatus: string }).ClientStatus === "running"),
+    );
+    const [stub] = (await client.jobs.allocations("sig")).data;
+    await double.waitFor(() => double.liveTasks() === 1);
+    // the shell installs its trap before printing "ready"
+    for (let i = 0; i < 100; i++) {
+      if ((await client.logs.read(stub!.ID, { task: "t", type: "stdout" })).data.includes("ready")) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const missing = await httpError(client.fs.cat(stub!.ID, "alloc/out.bin"));
+    expect(missing.status).toBe(400);
+    await client.allocations.signal(stub!.ID, { signal: "SIGUSR2", task: "t" });
+    let got: Buffer | undefined;
+    for (let i = 0; i < 100 && !got; i++) {
+      got = await client.fs
+        .cat(stub!.ID, "alloc/out.bin")
+        .then((r) => r.data)
+        .catch(() => undefined);
+      if (!got) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(got).toEqual(Buffer.from([103, 111, 116, 0, 255]));
+    expect(
+      (await httpError(client.allocations.signal(stub!.ID, { signal: "SIGUSR2", task: "nope" }))).status,
+    ).toBe(400);
+    expect((await httpError(client.allocations.signal(stub!.ID, { signal: "USR2", task: "t" }))).status).toBe(
+      400,
+    );
+    await client.jobs.deregister("sig", { purge: true });
+    await double.waitFor(() => double.liveTasks() === 0);
+  });
+
   it("requires the ACL token when one is set", async () => {
     const { double } = await setup({ token: "t0k" });
     const bad = createNomadClient({ address: double.url });

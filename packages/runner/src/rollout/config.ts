@@ -145,7 +145,15 @@ export const RolloutOptions = z.object({
   backend: z
     .enum(["local", "podman", "nomad"])
     .optional()
-    .describe("where workers run (default local; podman and nomad cannot run Cline agent workers yet)"),
+    .describe(
+      "where workers run (default local; nomad: Nomad allocations, needs --gateway-advertise and FLAKEGYM_NOMAD_DRIVER=raw_exec, see docs/nomad.md; podman cannot run Cline agent workers yet)",
+    ),
+  gatewayAdvertise: z
+    .string()
+    .optional()
+    .describe(
+      "host:port of this machine that remote workers (Nomad allocations) reach the policy gateway at; the gateway also listens there (never loopback)",
+    ),
   maxTurns: z
     .number()
     .int()
@@ -205,6 +213,8 @@ export interface Resolved {
   /** Shown before the run (e.g. "no policy configured: validating the environment with gold"). */
   readonly banner?: string;
   readonly judgeApiKey?: string;
+  /** `--gateway-advertise`, validated by the backend wiring (not part of the stored config). */
+  readonly gatewayAdvertise?: string;
 }
 
 const kebab = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -330,5 +340,6 @@ export function resolveRolloutOptions(
     resume: o.resume !== undefined,
     ...(banner ? { banner } : {}),
     ...(judgeApiKey ? { judgeApiKey } : {}),
+    ...(o.gatewayAdvertise ? { gatewayAdvertise: o.gatewayAdvertise } : {}),
   };
 }

@@ -4,11 +4,11 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import {
   type Outcome as ClineOutcome,
-  collectArtifacts,
   createClineClient,
   resolveClinePackage,
   runClineTask,
 } from "@flakegym/cline-vendor";
+import { createNomadClient, nomadConfigFromEnv } from "@flakegym/nomad-jobs";
 import { match } from "ts-pattern";
 import type { AtroposMessage } from "../emit/atropos/schema.js";
 import type { TokenSequence } from "../emit/group.js";
@@ -27,6 +27,10 @@ import { BUILTIN_CATALOG_DIR, type LoadedTask, loadTask } from "../tasks/catalog
 import { hiddenTestsOf } from "../tasks/hidden-tests.js";
 import { clineAgentLauncher } from "../workers/local/cline-agent.js";
 import { createLocalBackend } from "../workers/local/local-backend.js";
+import { createNomadBackend } from "../workers/nomad/backend.js";
+import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
+import { formatProgress } from "../workers/nomad/progress.js";
+import { rawExecClineDriver } from "../workers/nomad/raw-exec-cline.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
 import type { Outcome, RunConfig } from "./schema.js";
@@ -48,8 +52,43 @@ export interface WireOptions {
   readonly snapshotCacheDir?: string;
   /** Where forks and gateway sockets go (default: the OS temp dir). */
   readonly scratchDir?: string;
-  /** A backend to use instead of the one `config.backend` names (tests, the Nomad wiring). */
+  /** A backend to use instead of the one `config.backend` names (tests). */
   readonly backend?: WorkerBackend;
+  /**
+   * `--gateway-advertise <host:port>`: the gateway also listens there, and remote workers (Nomad)
+   * reach it there. Required with `--backend nomad`; loopback is refused.
+   */
+  readonly gatewayAdvertise?: string;
+  /**
+   * TEST ONLY (no CLI flag): accept a loopback `gatewayAdvertise`, for a Nomad double whose
+   * raw_exec tasks run on this machine when it has no other interface address.
+   */
+  readonly allowLoopbackGatewayForTests?: boolean;
+  /** Progress lines of remote backends (Nomad placement, image pulls, purges). */
+  readonly onNote?: (message: string) => void;
+}
+
+/**
+ * The Nomad backend of `rollout --backend nomad`: client from NOMAD_ADDR/NOMAD_TOKEN/…; agent
+ * workers run this machine's pinned Cline with the raw_exec driver, which is the only driver
+ * rollout supports for now (container drivers need a per-task snapshot image, which rollout does
+ * not build yet), so the opt-in FLAKEGYM_NOMAD_DRIVER=raw_exec is required.
+ */
+function nomadRolloutBackend(o: WireOptions, advertise: string): WorkerBackend & { close(): Promise<void> } {
+  const driver = o.env.FLAKEGYM_NOMAD_DRIVER;
+  if (driver !== "raw_exec") {
+    throw new UsageError(
+      `--backend nomad runs Cline agents with Nomad's raw_exec driver only${driver ? ` (FLAKEGYM_NOMAD_DRIVER=${driver} is not supported)` : ""}`,
+      "set FLAKEGYM_NOMAD_DRIVER=raw_exec on a dev cluster whose clients share this machine's filesystem (nomad agent -dev; no isolation); container drivers need per-task snapshot images, which rollout does not build yet",
+    );
+  }
+  return createNomadBackend(
+    { driver: rawExecClineDriver(), gatewayAdvertise: advertise, pollMs: 5_000 },
+    {
+      client: createNomadClient(nomadConfigFromEnv(o.env)),
+      ...(o.onNote ? { onProgress: (p) => o.onNote!(formatProgress(p)) } : {}),
+    },
+  );
 }
 
 /** The model id the core is configured with for plan-replaying policies (unknown → XML tools). */
@@ -75,20 +114,44 @@ function outcomeOf(cline: ClineOutcome, terminal: GatewayTerminal | undefined): 
 export async function createRolloutDeps(config: RunConfig, o: WireOptions): Promise<RolloutDeps> {
   const scratch = join(o.scratchDir ?? tmpdir(), `flakegym-rollout-${randomBytes(4).toString("hex")}`);
   await mkdir(scratch, { recursive: true });
-  const backend: WorkerBackend =
+  let advertise: { host: string; port: number } | undefined;
+  if (o.gatewayAdvertise !== undefined) {
+    const value = o.allowLoopbackGatewayForTests
+      ? o.gatewayAdvertise
+      : parseGatewayAdvertise(o.gatewayAdvertise);
+    const i = value.lastIndexOf(":");
+    advertise = { host: value.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(value.slice(i + 1)) };
+  }
+  if ((o.backend?.kind ?? config.backend) === "nomad" && !advertise) {
+    throw new UsageError(
+      "--backend nomad needs --gateway-advertise <host:port>",
+      "name an address of this machine the Nomad clients can reach (not loopback), e.g. --gateway-advertise 10.0.0.5:8089; the gateway listens there",
+    );
+  }
+  const backend: WorkerBackend & { close?(): Promise<void> } =
     o.backend ??
     match(config.backend)
       .with("local", () => createLocalBackend({ agent: clineAgentLauncher() }))
-      .with("podman", "nomad", (b): WorkerBackend => {
-        // both backends exist for exec workers; Cline agent workers run on the local backend today
+      .with("nomad", () =>
+        nomadRolloutBackend(
+          o,
+          `${advertise!.host.includes(":") ? `[${advertise!.host}]` : advertise!.host}:${advertise!.port}`,
+        ),
+      )
+      .with("podman", (b): WorkerBackend => {
+        // the podman backend runs exec workers; its agent workers are not wired yet
         throw new UsageError(
           `--backend ${b} cannot run Cline agent workers yet`,
-          "use --backend local (bubblewrap sandboxes on this machine)",
+          "use --backend local (bubblewrap sandboxes on this machine) or --backend nomad",
         );
       })
       .exhaustive();
   const gateway: PolicyGateway = await createPolicyGateway({
-    listen: [{ socketPath: join(scratch, "gateway.sock") }, { host: "127.0.0.1", port: 0 }],
+    listen: [
+      { socketPath: join(scratch, "gateway.sock") },
+      { host: "127.0.0.1", port: 0 },
+      ...(advertise ? [advertise] : []),
+    ],
     signal: o.signal,
   });
   const catalog = config.catalog ?? BUILTIN_CATALOG_DIR;
@@ -243,14 +306,17 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
           outcome = { kind: "infra_error", detail: (exitWatch.signal.reason as Error).message };
         }
         input.onPhase?.("collecting");
-        await collectArtifacts({
-          configDir: worker.configDir!,
+        if (!worker.collectArtifacts) {
+          throw new FlakegymError(
+            "E_WORKER",
+            `worker ${worker.id} (${worker.backend}) cannot hand back its artifacts (no collectArtifacts)`,
+          );
+        }
+        await worker.collectArtifacts({
           taskId: run.taskId,
-          workspace: f.workspace,
           dest: join(input.dir, "cline"),
           baseCommit: snapshot.manifest.commit,
           extra: { "outcome.json": outcome, "timings.json": run.timings, "counts.json": run.counts },
-          overwrite: true,
           signal: input.signal,
         });
         const diff = await readFile(join(input.dir, "cline", "diff.patch"), "utf8").catch(() => "");
@@ -371,6 +437,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     },
 
     async close() {
+      await backend.close?.().catch(() => {});
       await gateway.close();
       await rm(scratch, { recursive: true, force: true });
     },

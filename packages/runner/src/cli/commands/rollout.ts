@@ -37,6 +37,8 @@ export const rolloutCommand = defineCommand({
       runId: stored?.runId ?? runId,
       signal: ctx.signal,
       ...(r.judgeApiKey ? { judgeApiKey: r.judgeApiKey } : {}),
+      ...(r.gatewayAdvertise ? { gatewayAdvertise: r.gatewayAdvertise } : {}),
+      onNote: (m) => ctx.stderr.write(`${m}\n`),
       env: ctx.env,
     });
     const reporter = createReporter(ctx.stderr);

@@ -6,6 +6,7 @@ export {
   nomadVar,
 } from "@flakegym/nomad-jobs";
 export { allocationError, describePlacement, describeTaskEvents, exitCodeOf } from "./allocation.js";
+export { ALLOC_CONFIG_DIR, ALLOC_DIFF_DIR, collectFromAllocation, DIFF_SIGNAL } from "./artifacts.js";
 export {
   createNomadBackend,
   exitOf,
@@ -26,4 +27,5 @@ export {
 } from "./options.js";
 export { http2Probe, type ReadinessProbe, tcpProbe } from "./probe.js";
 export { formatProgress, type NomadProgress } from "./progress.js";
+export { rawExecClineDriver } from "./raw-exec-cline.js";
 export { sweepOrphans } from "./sweep.js";
