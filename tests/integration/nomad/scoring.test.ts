@@ -19,6 +19,12 @@ import {
 import { makeTempDir, startNomadDouble } from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
 
+/** A diff adding a file of `n` bytes. */
+function bigNewFile(n: number): string {
+  const lines = Array.from({ length: Math.ceil(n / 80) }, (_, i) => `+${String(i).padStart(79, "x")}`);
+  return `diff --git a/big.txt b/big.txt\nnew file mode 100644\n--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,${lines.length} @@\n${lines.join("\n")}\n`;
+}
+
 describe("scoring on the Nomad backend (double, raw_exec)", () => {
   it("one exec per score: gold scores 1, no change scores 0, every job is purged", async () => {
     await using tmp = await makeTempDir("flakegym-nomad-score-");
@@ -77,6 +83,14 @@ describe("scoring on the Nomad backend (double, raw_exec)", () => {
       const e = await score("", "empty", false);
       expect(e.reward).toBe(0);
       expect(e.testResults!.passToPass).toEqual({ "caret on one and above is unchanged": "passed" });
+      // too long for one exec's command line: refused before anything runs, naming the sizes
+      const huge = `${gold}${bigNewFile(150_000)}`;
+      const before2 = registered().length;
+      await expect(score(huge, "huge", false)).rejects.toMatchObject({
+        code: "E_SCORE_TOO_LARGE",
+        message: expect.stringMatching(/one exec on the nomad backend takes at most/),
+      });
+      expect(registered().length).toBe(before2);
       expect(double.jobs()).toEqual([]);
       expect(double.liveTasks()).toBe(0);
     } finally {

@@ -59,11 +59,6 @@ export interface WireOptions {
    * reach it there. Required with `--backend nomad`; loopback is refused.
    */
   readonly gatewayAdvertise?: string;
-  /**
-   * TEST ONLY (no CLI flag): accept a loopback `gatewayAdvertise`, for a Nomad double whose
-   * raw_exec tasks run on this machine when it has no other interface address.
-   */
-  readonly allowLoopbackGatewayForTests?: boolean;
   /** Progress lines of remote backends (Nomad placement, image pulls, purges). */
   readonly onNote?: (message: string) => void;
 }
@@ -112,32 +107,27 @@ function outcomeOf(cline: ClineOutcome, terminal: GatewayTerminal | undefined): 
 }
 
 export async function createRolloutDeps(config: RunConfig, o: WireOptions): Promise<RolloutDeps> {
-  const scratch = join(o.scratchDir ?? tmpdir(), `flakegym-rollout-${randomBytes(4).toString("hex")}`);
-  await mkdir(scratch, { recursive: true });
-  let advertise: { host: string; port: number } | undefined;
-  if (o.gatewayAdvertise !== undefined) {
-    const value = o.allowLoopbackGatewayForTests
-      ? o.gatewayAdvertise
-      : parseGatewayAdvertise(o.gatewayAdvertise);
-    const i = value.lastIndexOf(":");
-    advertise = { host: value.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(value.slice(i + 1)) };
-  }
-  if ((o.backend?.kind ?? config.backend) === "nomad" && !advertise) {
+  // --gateway-advertise: validated (never loopback); the gateway also listens on it
+  const advertised = o.gatewayAdvertise === undefined ? undefined : parseGatewayAdvertise(o.gatewayAdvertise);
+  const advertiseListen = advertised
+    ? {
+        host: advertised.slice(0, advertised.lastIndexOf(":")).replace(/^\[|\]$/g, ""),
+        port: Number(advertised.slice(advertised.lastIndexOf(":") + 1)),
+      }
+    : undefined;
+  if ((o.backend?.kind ?? config.backend) === "nomad" && !advertised) {
     throw new UsageError(
       "--backend nomad needs --gateway-advertise <host:port>",
       "name an address of this machine the Nomad clients can reach (not loopback), e.g. --gateway-advertise 10.0.0.5:8089; the gateway listens there",
     );
   }
+  const scratch = join(o.scratchDir ?? tmpdir(), `flakegym-rollout-${randomBytes(4).toString("hex")}`);
+  await mkdir(scratch, { recursive: true });
   const backend: WorkerBackend & { close?(): Promise<void> } =
     o.backend ??
     match(config.backend)
       .with("local", () => createLocalBackend({ agent: clineAgentLauncher() }))
-      .with("nomad", () =>
-        nomadRolloutBackend(
-          o,
-          `${advertise!.host.includes(":") ? `[${advertise!.host}]` : advertise!.host}:${advertise!.port}`,
-        ),
-      )
+      .with("nomad", () => nomadRolloutBackend(o, advertised!))
       .with("podman", (b): WorkerBackend => {
         // the podman backend runs exec workers; its agent workers are not wired yet
         throw new UsageError(
@@ -150,7 +140,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     listen: [
       { socketPath: join(scratch, "gateway.sock") },
       { host: "127.0.0.1", port: 0 },
-      ...(advertise ? [advertise] : []),
+      ...(advertiseListen ? [advertiseListen] : []),
     ],
     signal: o.signal,
   });

@@ -95,6 +95,14 @@ describe("scoreDiff in a fresh sandboxed fork", () => {
     expect(empty.testResults!.passToPass).toEqual({ "caret on one and above is unchanged": "passed" });
   }, 60_000);
 
+  it("a diff too long for one command line is staged first on a backend whose execs share a workspace", async () => {
+    const lines = Array.from({ length: 2_000 }, (_, i) => `+${String(i).padStart(79, "x")}`);
+    const big = `diff --git a/big.txt b/big.txt\nnew file mode 100644\n--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,${lines.length} @@\n${lines.join("\n")}\n`;
+    const s = await score(`${solution}${big}`);
+    expect(s.diffBytes).toBeGreaterThan(160_000);
+    expect(s).toMatchObject({ reward: 1, tests: { resolved: true } });
+  }, 60_000);
+
   it("drops and records edits to the hidden test files, so an agent cannot grade itself", async () => {
     const cheat = [
       "diff --git a/test/caret-zero.test.mjs b/test/caret-zero.test.mjs",
