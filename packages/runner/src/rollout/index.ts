@@ -9,6 +9,15 @@ export type {
   SnapshotRef,
 } from "./deps.js";
 export { type Plan, planRun, policyFor, type RunState, type TrajectorySlot, trajectoryId } from "./plan.js";
+export {
+  type DatasetSelection,
+  datasetSummaryOf,
+  idProblem,
+  reselectDataset,
+  selectDataset,
+  selectRows,
+  sha256File,
+} from "./dataset-tasks.js";
 export { nixStorePathOf } from "./provenance.js";
 export { readManifest, readRunState, runPaths } from "./run-dir.js";
 export { type RolloutResult, runRollout } from "./run-rollout.js";
@@ -25,6 +34,6 @@ export {
   TrajectoryResult,
 } from "./schema.js";
 export { createSemaphore } from "./semaphore.js";
-export { RunSummary, renderSummary, TaskSummary } from "./summary.js";
+export { RunDatasetSummary, RunSummary, renderSummary, TaskSummary } from "./summary.js";
 export { renderVerdicts, type TaskVerdict, verdictFor } from "./validate.js";
 export { chatOf, createRolloutDeps, type WireOptions } from "./wire.js";

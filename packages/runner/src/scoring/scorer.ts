@@ -35,10 +35,13 @@ export interface HiddenTestOps {
   readonly testFiles: readonly string[];
   /** Applies a patch in the worker; throws when it does not apply. */
   applyPatch(worker: Worker, patch: string, what: string, signal: AbortSignal): Promise<void>;
-  /** Adds the hidden test files. Throws on failure (a broken task, not the agent's fault). */
-  install(worker: Worker, signal: AbortSignal): Promise<void>;
+  /**
+   * Adds the hidden test files. Throws on failure (a broken task, not the agent's fault). Absent
+   * (with `run`): the task has no hidden tests (a dataset row); its tests term is absent, not 0.
+   */
+  install?(worker: Worker, signal: AbortSignal): Promise<void>;
   /** Runs every hidden test once. */
-  run(worker: Worker, signal: AbortSignal): Promise<readonly HiddenTestVerdict[]>;
+  run?(worker: Worker, signal: AbortSignal): Promise<readonly HiddenTestVerdict[]>;
 }
 
 export interface ScoreOptions {
@@ -120,7 +123,11 @@ async function commandTerm(
   };
 }
 
-/** Scores `agentDiff` in `worker` (a fresh, exec-only fork of the task's snapshot). */
+/**
+ * Scores `agentDiff` in `worker` (a fresh, exec-only fork of the task's snapshot). A task without
+ * hidden tests (`ops.install`/`ops.run` absent) gets no tests term: combine() renormalizes the
+ * reward over the build / lint / judge terms that are present.
+ */
 export async function scoreDiff(
   worker: Worker,
   agentDiff: string,
@@ -129,6 +136,7 @@ export async function scoreDiff(
   signal: AbortSignal,
 ): Promise<Score> {
   const started = Date.now();
+  const hidden = ops.install && ops.run ? { install: ops.install, run: ops.run } : undefined;
   const filtered = dropPaths(agentDiff, ops.testFiles);
   let gate: Gate | undefined;
   if (filtered.diff.trim() !== "") {
@@ -144,9 +152,9 @@ export async function scoreDiff(
     diffBytes: Buffer.byteLength(filtered.diff),
   };
   if (gate) {
-    const terms: Term[] = [
-      { name: "tests", weight: o.weights.tests, value: 0, detail: "not run: the diff did not apply" },
-    ];
+    const terms: Term[] = hidden
+      ? [{ name: "tests", weight: o.weights.tests, value: 0, detail: "not run: the diff did not apply" }]
+      : [];
     return {
       reward: combine(terms, gate),
       gate,
@@ -162,17 +170,23 @@ export async function scoreDiff(
   const build = await commandTerm(worker, "build", o.buildCmd, o.weights.build, o.termTimeoutMs, signal);
   const lint = await commandTerm(worker, "lint", o.lintCmd, o.weights.lint, o.termTimeoutMs, signal);
 
-  try {
-    await ops.install(worker, signal);
-  } catch (err) {
-    if (signal.aborted) throw signal.reason;
-    throw new ScoringSetupError(`the task's hidden tests could not be installed: ${(err as Error).message}`);
-  }
   const runs: (readonly HiddenTestVerdict[])[] = [];
-  for (let i = 0; i < Math.max(1, o.repeat); i++) runs.push(await ops.run(worker, signal));
+  if (hidden) {
+    try {
+      await hidden.install(worker, signal);
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      throw new ScoringSetupError(
+        `the task's hidden tests could not be installed: ${(err as Error).message}`,
+      );
+    }
+    for (let i = 0; i < Math.max(1, o.repeat); i++) runs.push(await hidden.run(worker, signal));
+  }
   const merged = mergeRuns(runs);
   let tests: Score["tests"];
-  if (merged.evalCmd) {
+  if (!hidden) {
+    // no hidden tests (a dataset row): no tests term at all
+  } else if (merged.evalCmd) {
     terms.push({
       name: "tests",
       weight: o.weights.tests,
@@ -201,7 +215,9 @@ export async function scoreDiff(
         judgeMessages({
           taskPrompt: o.taskPrompt,
           diff: filtered.diff,
-          testSummary: summarize(merged.results, merged.evalCmd),
+          testSummary: hidden
+            ? summarize(merged.results, merged.evalCmd)
+            : "no hidden tests (a dataset row): judge the change from the task and the diff",
         }),
         signal,
       );
@@ -225,7 +241,7 @@ export async function scoreDiff(
     reward: combine(terms),
     terms,
     ...(tests ? { tests } : {}),
-    testResults: merged.results,
+    ...(hidden ? { testResults: merged.results } : {}),
     ...(merged.evalCmd
       ? { evalCmd: { exitCode: merged.evalCmd.exitCode, timedOut: merged.evalCmd.timedOut } }
       : {}),
