@@ -87,17 +87,23 @@ export const RolloutOptions = z.object({
     .number()
     .min(0)
     .optional()
-    .describe("weight of the build term (needs --build-cmd) (default 0; with --dataset 1 when --build-cmd is given)"),
+    .describe(
+      "weight of the build term (needs --build-cmd) (default 0; with --dataset 1 when --build-cmd is given)",
+    ),
   weightLint: z
     .number()
     .min(0)
     .optional()
-    .describe("weight of the lint term (needs --lint-cmd) (default 0; with --dataset 1 when --lint-cmd is given)"),
+    .describe(
+      "weight of the lint term (needs --lint-cmd) (default 0; with --dataset 1 when --lint-cmd is given)",
+    ),
   weightJudge: z
     .number()
     .min(0)
     .optional()
-    .describe("weight of the LLM-judge term (needs --judge) (default 0; with --dataset 1 when --judge is given)"),
+    .describe(
+      "weight of the LLM-judge term (needs --judge) (default 0; with --dataset 1 when --judge is given)",
+    ),
   buildCmd: z
     .string()
     .optional()

@@ -51,11 +51,13 @@ export function selectRows(
     if (problem) rejected.push({ file, row: t.source.row, field: "id", reason: problem, id: t.id });
     else usable.push(t);
   }
-  const tasks = usable.slice(0, limit ?? usable.length).map((t) =>
-    t.repoKind === "local" && !isAbsolute(t.repoUrl)
-      ? { ...t, repoUrl: resolve(dirname(file), t.repoUrl) }
-      : t,
-  );
+  const tasks = usable
+    .slice(0, limit ?? usable.length)
+    .map((t) =>
+      t.repoKind === "local" && !isAbsolute(t.repoUrl)
+        ? { ...t, repoUrl: resolve(dirname(file), t.repoUrl) }
+        : t,
+    );
   return { tasks, rejected };
 }
 

@@ -1,4 +1,13 @@
 export { DEFAULTS, newRunId, RolloutOptions, resolveRolloutOptions } from "./config.js";
+export {
+  type DatasetSelection,
+  datasetSummaryOf,
+  idProblem,
+  reselectDataset,
+  selectDataset,
+  selectRows,
+  sha256File,
+} from "./dataset-tasks.js";
 export type {
   AgentAttempt,
   AgentInput,
@@ -9,15 +18,6 @@ export type {
   SnapshotRef,
 } from "./deps.js";
 export { type Plan, planRun, policyFor, type RunState, type TrajectorySlot, trajectoryId } from "./plan.js";
-export {
-  type DatasetSelection,
-  datasetSummaryOf,
-  idProblem,
-  reselectDataset,
-  selectDataset,
-  selectRows,
-  sha256File,
-} from "./dataset-tasks.js";
 export { nixStorePathOf } from "./provenance.js";
 export { readManifest, readRunState, runPaths } from "./run-dir.js";
 export { type RolloutResult, runRollout } from "./run-rollout.js";

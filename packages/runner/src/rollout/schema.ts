@@ -144,7 +144,10 @@ export const RunConfig = z
     dataset: z
       .object({
         file: z.string().describe("absolute path of the dataset file"),
-        sha256: z.string().regex(/^[0-9a-f]{64}$/).describe("sha256 of the file when the run started"),
+        sha256: z
+          .string()
+          .regex(/^[0-9a-f]{64}$/)
+          .describe("sha256 of the file when the run started"),
         format: z.enum(["jsonl", "parquet"]),
         limit: z.number().int().min(1).optional().describe("--limit: first N accepted rows"),
       })

@@ -127,6 +127,9 @@ export function renderSummary(s: RunSummary): string[] {
       `${t.infraRetries} infra retr${t.infraRetries === 1 ? "y" : "ies"}, ${(s.durationMs / 1000).toFixed(1)} s` +
       (s.interrupted ? " — INTERRUPTED (finish with --resume)" : s.complete ? "" : " — INCOMPLETE"),
   );
+  for (const t of s.tasks) {
+    if (t.error) out.push(`${t.taskId} could not run: ${t.error.code}: ${t.error.message.split("\n")[0]}`);
+  }
   if (s.dataset) {
     const d = s.dataset;
     out.push(

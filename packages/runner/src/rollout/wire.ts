@@ -32,12 +32,12 @@ import {
 } from "../snapshots/build.js";
 import { BUILTIN_CATALOG_DIR, type LoadedTask, loadTask } from "../tasks/catalog.js";
 import { applyPatchInWorker, installHiddenTests, runHiddenTests } from "../tasks/hidden-tests.js";
+import type { TaskProfile } from "../tasks/task-profile.js";
 import { clineAgentLauncher } from "../workers/local/cline-agent.js";
 import { createLocalBackend } from "../workers/local/local-backend.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
-import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
-import type { TaskProfile } from "../tasks/task-profile.js";
 import { resolveRowSource } from "./dataset-source.js";
+import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
 import type { Outcome, RunConfig } from "./schema.js";
 
 /**
@@ -81,7 +81,9 @@ function noReference(t: { id: string; row?: TaskProfile }): FlakegymError {
   return new FlakegymError(
     "E_NO_REFERENCE",
     `task '${t.id}'${where} has no reference solution, so the gold policy cannot run it`,
-    { hint: "dataset rows need a model policy: --policy openai:<url>#<model>, anthropic:…, scripted:<plan>, or empty" },
+    {
+      hint: "dataset rows need a model policy: --policy openai:<url>#<model>, anthropic:…, scripted:<plan>, or empty",
+    },
   );
 }
 
@@ -187,7 +189,10 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       prompt: row.prompt,
       network: row.repoKind === "local" ? "none" : "required",
       // no hidden tests: the scorer leaves the tests term out
-      hidden: { testFiles: [], applyPatch: (w, patch, what, signal) => applyPatchInWorker(w, patch, what, signal) },
+      hidden: {
+        testFiles: [],
+        applyPatch: (w, patch, what, signal) => applyPatchInWorker(w, patch, what, signal),
+      },
     };
   }
 
@@ -225,7 +230,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       const t = taskOf(task);
       let spec: ReturnType<typeof snapshotSpecOfTask>;
       if (t.row) {
-        progress(`probing ${t.row.repoUrl}`);
+        progress(t.row.repoKind === "local" ? `reading ${t.row.repoUrl}` : `probing ${t.row.repoUrl}`);
         spec = snapshotSpecOfProfile(await resolveRowSource(t.row, signal));
       } else {
         spec = snapshotSpecOfTask(t.catalog!);

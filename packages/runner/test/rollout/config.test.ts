@@ -125,15 +125,27 @@ describe("--dataset", () => {
     } catch (e) {
       err = e;
     }
-    expect((err as Error).message).toMatch(/no hidden tests.*--build-cmd, --lint-cmd or --judge.*none is configured/);
+    expect((err as Error).message).toMatch(
+      /no hidden tests.*--build-cmd, --lint-cmd or --judge.*none is configured/,
+    );
     expect((err as { hint?: string }).hint).toMatch(/--build-cmd '<command>'.*--judge <base-url>#<model>/);
-    expect(() => resolve([...base, "--build-cmd", "make", "--weight-build", "0"])).toThrow(/none is configured/);
+    expect(() => resolve([...base, "--build-cmd", "make", "--weight-build", "0"])).toThrow(
+      /none is configured/,
+    );
     // --weight-tests alone does not help: there are no tests
     expect(() => resolve([...base, "--weight-tests", "1"])).toThrow(/none is configured/);
   });
 
   it("weighs a given --build-cmd / --lint-cmd / --judge 1 unless told otherwise, and stores the commands", () => {
-    const r = resolve([...base, "--build-cmd", "npm run build", "--lint-cmd", "npm run lint", "--limit", "5"]);
+    const r = resolve([
+      ...base,
+      "--build-cmd",
+      "npm run build",
+      "--lint-cmd",
+      "npm run lint",
+      "--limit",
+      "5",
+    ]);
     expect(r.config.weights).toEqual({ tests: 1, build: 1, lint: 1, judge: 0 });
     expect(r.config).toMatchObject({ buildCmd: "npm run build", lintCmd: "npm run lint" });
     expect(r.dataset).toEqual({ file: "/w/rows.jsonl", limit: 5 });
