@@ -1,6 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   datasetSummaryOf,
@@ -106,6 +107,18 @@ describe("selectDataset / reselectDataset", () => {
       code: "E_DATASET_CHANGED",
       message: expect.stringMatching(/cannot be read/),
     });
+  });
+
+  it("reads Parquet the same way", async () => {
+    const file = fileURLToPath(
+      new URL("../../../../tests/fixtures/swe-agent-13k-sample.parquet", import.meta.url),
+    );
+    const sel = await selectDataset(file, 2);
+    expect(sel.config).toMatchObject({ format: "parquet", limit: 2 });
+    expect(sel.tasks.map((t) => t.id)).toEqual(["ratatui-2148", "phaser-0001"]);
+    expect((await reselectDataset(sel.config, ["phaser-0001"])).tasks.map((t) => t.id)).toEqual([
+      "phaser-0001",
+    ]);
   });
 
   it("fails when no row is usable, pointing at tasks check", async () => {
