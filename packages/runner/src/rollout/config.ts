@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../errors.js";
 import { PartialCredit } from "../scoring/reward.js";
@@ -30,6 +30,19 @@ export const RolloutOptions = z.object({
     .array(z.string().min(1))
     .optional()
     .describe("catalog task id to roll out (repeat for several tasks)"),
+  dataset: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "dataset file (.jsonl or .parquet, swe-agent-13k schema) to roll out instead of --task; needs --policy and a reward term (--build-cmd, --lint-cmd or --judge)",
+    ),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe("with --dataset: roll out only the first N accepted rows (default: all)"),
   catalog: z.string().optional().describe("task catalog directory (default: the built-in catalog)"),
   groupSize: z
     .number()
@@ -74,13 +87,23 @@ export const RolloutOptions = z.object({
     .number()
     .min(0)
     .optional()
-    .describe("weight of the build term (needs --build-cmd) (default 0)"),
-  weightLint: z.number().min(0).optional().describe("weight of the lint term (needs --lint-cmd) (default 0)"),
+    .describe(
+      "weight of the build term (needs --build-cmd) (default 0; with --dataset 1 when --build-cmd is given)",
+    ),
+  weightLint: z
+    .number()
+    .min(0)
+    .optional()
+    .describe(
+      "weight of the lint term (needs --lint-cmd) (default 0; with --dataset 1 when --lint-cmd is given)",
+    ),
   weightJudge: z
     .number()
     .min(0)
     .optional()
-    .describe("weight of the LLM-judge term (needs --judge) (default 0)"),
+    .describe(
+      "weight of the LLM-judge term (needs --judge) (default 0; with --dataset 1 when --judge is given)",
+    ),
   buildCmd: z
     .string()
     .optional()
@@ -179,6 +202,8 @@ export type RolloutOptions = z.infer<typeof RolloutOptions>;
 /** Flags that define a run; given with --resume they would contradict the stored config. */
 const IDENTITY: readonly (keyof RolloutOptions)[] = [
   "task",
+  "dataset",
+  "limit",
   "catalog",
   "groupSize",
   "policy",
@@ -215,6 +240,29 @@ export interface Resolved {
   readonly judgeApiKey?: string;
   /** `--gateway-advertise`, validated by the backend wiring (not part of the stored config). */
   readonly gatewayAdvertise?: string;
+  /** `--dataset` (absolute) and `--limit`: the CLI loads the file and fills `config.tasks` and `config.dataset`. */
+  readonly dataset?: { readonly file: string; readonly limit?: number };
+}
+
+/**
+ * Reward weights from the flags. Catalog tasks: tests 1, the rest 0 unless given. A dataset run has
+ * no hidden tests, so a given --build-cmd / --lint-cmd / --judge weighs 1 unless its weight is given.
+ * Pure.
+ */
+export function resolveWeights(
+  o: Pick<
+    RolloutOptions,
+    "weightTests" | "weightBuild" | "weightLint" | "weightJudge" | "buildCmd" | "lintCmd" | "judge"
+  >,
+  dataset: boolean,
+): RunConfig["weights"] {
+  const extra = (weight: number | undefined, given: unknown) => weight ?? (dataset && given ? 1 : 0);
+  return {
+    tests: o.weightTests ?? 1,
+    build: extra(o.weightBuild, o.buildCmd),
+    lint: extra(o.weightLint, o.lintCmd),
+    judge: extra(o.weightJudge, o.judge),
+  };
 }
 
 const kebab = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -244,11 +292,19 @@ export function resolveRolloutOptions(
         "drop those flags (only --concurrency and --max-infra-retries may differ when resuming)",
       );
     }
-  } else if (!o.task?.length) {
+  } else if (o.task?.length && o.dataset !== undefined) {
     throw new UsageError(
-      "missing required flag --task",
-      "name a catalog task (see flakegym tasks list), or --resume <dir>",
+      "--task and --dataset cannot be combined",
+      "roll out catalog tasks with --task <id>, or the rows of a dataset file with --dataset <file> [--limit N]",
     );
+  } else if (!o.task?.length && o.dataset === undefined) {
+    throw new UsageError(
+      "missing required flag --task (or --dataset)",
+      "name a catalog task (see flakegym tasks list), a dataset file with --dataset <file>, or --resume <dir>",
+    );
+  }
+  if (o.limit !== undefined && o.dataset === undefined && !o.resume) {
+    throw new UsageError("--limit only applies to --dataset", "drop --limit, or give --dataset <file>");
   }
   if (o.atropos && !o.tokenizer) {
     throw new UsageError(
@@ -256,16 +312,18 @@ export function resolveRolloutOptions(
       "the run-api takes token ids; give the policy model's tokenizer directory",
     );
   }
-  const weights = {
-    tests: o.weightTests ?? 1,
-    build: o.weightBuild ?? 0,
-    lint: o.weightLint ?? 0,
-    judge: o.weightJudge ?? 0,
-  };
+  const dataset = o.dataset !== undefined;
+  const weights = resolveWeights(o, dataset);
   if (weights.build > 0 && !o.buildCmd) throw new UsageError("--weight-build needs --build-cmd <command>");
   if (weights.lint > 0 && !o.lintCmd) throw new UsageError("--weight-lint needs --lint-cmd <command>");
   if (weights.judge > 0 && !o.judge) throw new UsageError("--weight-judge needs --judge <base-url>#<model>");
-  if (weights.tests + weights.build + weights.lint + weights.judge <= 0) {
+  if (dataset && weights.build + weights.lint + weights.judge <= 0) {
+    throw new UsageError(
+      "--dataset rows carry no hidden tests, so the reward must come from --build-cmd, --lint-cmd or --judge, and none is configured (or all their weights are 0)",
+      "pass at least one of --build-cmd '<command>', --lint-cmd '<command>', --judge <base-url>#<model> (each weighs 1 unless --weight-build/--weight-lint/--weight-judge says otherwise)",
+    );
+  }
+  if (!o.resume && weights.tests + weights.build + weights.lint + weights.judge <= 0) {
     throw new UsageError(
       "every reward weight is 0",
       "give at least one of --weight-tests/--weight-build/--weight-lint/--weight-judge > 0",
@@ -292,6 +350,11 @@ export function resolveRolloutOptions(
     const fromEnv = env.FLAKEGYM_POLICY?.trim();
     if (fromEnv) {
       policies = [fromEnv];
+    } else if (dataset) {
+      throw new UsageError(
+        "--dataset needs a policy: dataset rows have no reference solution for the default `gold` policy to replay",
+        "pass --policy <spec> (e.g. openai:http://127.0.0.1:8000/v1#qwen3-8b or scripted:<plan.json>) or set FLAKEGYM_POLICY",
+      );
     } else {
       policies = ["gold"];
       banner =
@@ -310,6 +373,8 @@ export function resolveRolloutOptions(
     seed: o.seed ?? DEFAULTS.seed,
     partialCredit: o.partialCredit ?? "none",
     weights,
+    ...(o.buildCmd !== undefined ? { buildCmd: o.buildCmd } : {}),
+    ...(o.lintCmd !== undefined ? { lintCmd: o.lintCmd } : {}),
     ...(judge ? { judge } : {}),
     testRepeat: o.testRepeat ?? DEFAULTS.testRepeat,
     ...(o.tokenizer ? { tokenizer: o.tokenizer } : {}),
@@ -338,6 +403,9 @@ export function resolveRolloutOptions(
     config,
     out,
     resume: o.resume !== undefined,
+    ...(o.dataset !== undefined
+      ? { dataset: { file: resolve(cwd, o.dataset), ...(o.limit !== undefined ? { limit: o.limit } : {}) } }
+      : {}),
     ...(banner ? { banner } : {}),
     ...(judgeApiKey ? { judgeApiKey } : {}),
     ...(o.gatewayAdvertise ? { gatewayAdvertise: o.gatewayAdvertise } : {}),

@@ -15,9 +15,12 @@ export interface RolloutTask {
   readonly id: string;
   /** Dataset row id or catalog file, for provenance. */
   readonly rowId: string;
+  /** 1-based row of the dataset file, for dataset tasks. */
+  readonly datasetRow?: number;
   readonly profile: string;
   readonly prompt: string;
   readonly network: "none" | "required";
+  /** The hidden tests; without `install`/`run` (a dataset row) the tests term is left out. */
   readonly hidden: HiddenTests;
 }
 

@@ -1,4 +1,13 @@
 export { DEFAULTS, newRunId, RolloutOptions, resolveRolloutOptions } from "./config.js";
+export {
+  type DatasetSelection,
+  datasetSummaryOf,
+  idProblem,
+  reselectDataset,
+  selectDataset,
+  selectRows,
+  sha256File,
+} from "./dataset-tasks.js";
 export type {
   AgentAttempt,
   AgentInput,
@@ -25,6 +34,6 @@ export {
   TrajectoryResult,
 } from "./schema.js";
 export { createSemaphore } from "./semaphore.js";
-export { RunSummary, renderSummary, TaskSummary } from "./summary.js";
+export { RunDatasetSummary, RunSummary, renderSummary, TaskSummary } from "./summary.js";
 export { renderVerdicts, type TaskVerdict, verdictFor } from "./validate.js";
 export { chatOf, createRolloutDeps, type WireOptions } from "./wire.js";

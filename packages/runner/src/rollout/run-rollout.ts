@@ -31,7 +31,7 @@ import type {
   TrajectoryResult,
 } from "./schema.js";
 import { createSemaphore } from "./semaphore.js";
-import { type RunSummary, renderSummary, summarizeTask } from "./summary.js";
+import { type RunDatasetSummary, type RunSummary, renderSummary, summarizeTask } from "./summary.js";
 
 export interface RolloutOptions {
   /** The run directory. */
@@ -44,6 +44,8 @@ export interface RolloutOptions {
   readonly deps: RolloutDeps;
   readonly progress: ProgressSink;
   readonly signal: AbortSignal;
+  /** With `--dataset`: what the run took from the file, for summary.json. */
+  readonly dataset?: RunDatasetSummary;
   /** Atropos polling cadence (Atropos itself uses 1 s). */
   readonly atroposPollMs?: number;
 }
@@ -404,6 +406,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     manifest.tasks[taskId] = {
       ...manifest.tasks[taskId],
       rowId: task.rowId,
+      ...(task.datasetRow !== undefined ? { datasetRow: task.datasetRow } : {}),
       snapshotKey: snap.key,
       profile: task.profile,
     };
@@ -490,6 +493,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     },
     meanReward: scored.length ? scored.reduce((a, b) => a + b, 0) / scored.length : null,
     tasks,
+    ...(o.dataset ? { dataset: o.dataset } : {}),
     ...(cfg.atropos
       ? {
           atropos: {

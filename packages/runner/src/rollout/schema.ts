@@ -137,7 +137,23 @@ export type SampleLine = z.infer<typeof SampleLine>;
 /** The resolved configuration of a run (stored in run.json; `--resume` reuses it). */
 export const RunConfig = z
   .object({
-    tasks: z.array(z.string()).min(1).describe("task ids, in run order"),
+    tasks: z
+      .array(z.string())
+      .min(1)
+      .describe("task ids, in run order (with a dataset: the row ids used, in file order)"),
+    dataset: z
+      .object({
+        file: z.string().describe("absolute path of the dataset file"),
+        sha256: z
+          .string()
+          .regex(/^[0-9a-f]{64}$/)
+          .describe("sha256 of the file when the run started"),
+        format: z.enum(["jsonl", "parquet"]),
+        limit: z.number().int().min(1).optional().describe("--limit: first N accepted rows"),
+      })
+      .strict()
+      .optional()
+      .describe("set when the tasks are rows of a dataset file (--dataset); resume refuses a changed file"),
     catalog: z.string().optional().describe("catalog directory (default: built-in)"),
     groupSize: z.number().int().min(1),
     policies: z.array(z.string()).min(1).describe("policy specs; trajectory i uses policies[i % n]"),
@@ -146,6 +162,8 @@ export const RunConfig = z
     seed: z.number().int(),
     partialCredit: PartialCredit,
     weights: Weights,
+    buildCmd: z.string().optional().describe("--build-cmd: the build term's command"),
+    lintCmd: z.string().optional().describe("--lint-cmd: the lint term's command"),
     judge: z.object({ baseUrl: z.string(), model: z.string() }).strict().optional(),
     testRepeat: z.number().int().min(1).describe("hidden-test runs per scoring"),
     tokenizer: z.string().optional().describe("HF tokenizer dir for token export"),
@@ -181,7 +199,8 @@ export type RunConfig = z.infer<typeof RunConfig>;
 /** Per-task facts learnt during the run (snapshot key, dataset row id), for provenance. */
 export const TaskProvenance = z
   .object({
-    rowId: z.string().optional(),
+    rowId: z.string().optional().describe("dataset row id, or the catalog task.json path"),
+    datasetRow: z.number().int().positive().optional().describe("1-based row of the dataset file"),
     snapshotKey: z.string().optional(),
     profile: z.string().optional(),
   })

@@ -23,6 +23,26 @@ export const TaskSummary = z
   .strict();
 export type TaskSummary = z.infer<typeof TaskSummary>;
 
+/** What a `--dataset` run took from its file. */
+export const RunDatasetSummary = z
+  .object({
+    file: z.string().describe("the dataset file"),
+    sha256: z.string().describe("its sha256 (as recorded in run.json)"),
+    rows: z.number().int().describe("rows read"),
+    accepted: z.number().int().describe("rows accepted (schema-valid, usable ids)"),
+    rejected: z.number().int().describe("rows rejected (listed with file, row, field, reason)"),
+    used: z.number().int().describe("accepted rows this run rolls out (--limit)"),
+    rejectedRows: z
+      .array(
+        z
+          .object({ row: z.number().int(), field: z.string(), reason: z.string(), id: z.string().optional() })
+          .strict(),
+      )
+      .describe("every rejected row"),
+  })
+  .strict();
+export type RunDatasetSummary = z.infer<typeof RunDatasetSummary>;
+
 export const RunSummary = z
   .object({
     runId: z.string(),
@@ -40,6 +60,7 @@ export const RunSummary = z
       .strict(),
     meanReward: z.number().nullable(),
     tasks: z.array(TaskSummary),
+    dataset: RunDatasetSummary.optional().describe("set for --dataset runs"),
     atropos: z
       .object({ sent: z.number().int(), dropped: z.number().int(), pending: z.number().int() })
       .strict()
@@ -106,6 +127,15 @@ export function renderSummary(s: RunSummary): string[] {
       `${t.infraRetries} infra retr${t.infraRetries === 1 ? "y" : "ies"}, ${(s.durationMs / 1000).toFixed(1)} s` +
       (s.interrupted ? " — INTERRUPTED (finish with --resume)" : s.complete ? "" : " — INCOMPLETE"),
   );
+  for (const t of s.tasks) {
+    if (t.error) out.push(`${t.taskId} could not run: ${t.error.code}: ${t.error.message.split("\n")[0]}`);
+  }
+  if (s.dataset) {
+    const d = s.dataset;
+    out.push(
+      `dataset ${d.file}: ${d.rows} rows, ${d.accepted} accepted, ${d.rejected} rejected, ${d.used} rolled out`,
+    );
+  }
   if (s.atropos) {
     out.push(
       `atropos: ${s.atropos.sent} sent, ${s.atropos.dropped} dropped by rules, ${s.atropos.pending} pending`,

@@ -22,9 +22,16 @@ import { createUpstream } from "../policy/create-upstream.js";
 import { parsePolicySpec } from "../policy/spec.js";
 import type { PolicyUpstream } from "../policy/upstream.js";
 import { scoreDiff } from "../scoring/scorer.js";
-import { buildSnapshot, forkSnapshot, type Snapshot, snapshotSpecOfTask } from "../snapshots/build.js";
+import {
+  buildSnapshot,
+  forkSnapshot,
+  type Snapshot,
+  snapshotSpecOfProfile,
+  snapshotSpecOfTask,
+} from "../snapshots/build.js";
 import { BUILTIN_CATALOG_DIR, type LoadedTask, loadTask } from "../tasks/catalog.js";
 import { hiddenTestsOf } from "../tasks/hidden-tests.js";
+import type { TaskProfile } from "../tasks/task-profile.js";
 import { clineAgentLauncher } from "../workers/local/cline-agent.js";
 import { createLocalBackend } from "../workers/local/local-backend.js";
 import { createNomadBackend } from "../workers/nomad/backend.js";
@@ -32,6 +39,7 @@ import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
 import { formatProgress } from "../workers/nomad/progress.js";
 import { rawExecClineDriver } from "../workers/nomad/raw-exec-cline.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
+import { resolveRowSource } from "./dataset-source.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
 import type { Outcome, RunConfig } from "./schema.js";
 
@@ -61,6 +69,8 @@ export interface WireOptions {
   readonly gatewayAdvertise?: string;
   /** Progress lines of remote backends (Nomad placement, image pulls, purges). */
   readonly onNote?: (message: string) => void;
+  /** With `config.dataset`: the rows the run uses (see dataset-tasks.ts), looked up by task id. */
+  readonly datasetTasks?: readonly TaskProfile[];
 }
 
 /**
@@ -82,6 +92,30 @@ function nomadRolloutBackend(o: WireOptions, advertise: string): WorkerBackend &
     {
       client: createNomadClient(nomadConfigFromEnv(o.env)),
       ...(o.onNote ? { onProgress: (p) => o.onNote!(formatProgress(p)) } : {}),
+    },
+  );
+}
+
+/** What the wiring needs of a loaded task, catalog task or dataset row alike. */
+interface TaskRuntime {
+  readonly id: string;
+  readonly profile: LoadedTask["spec"]["profile"];
+  readonly limits: { memoryMb: number; pids: number; cpuSeconds: number; diskMb: number };
+  readonly catalog?: LoadedTask;
+  readonly row?: TaskProfile;
+}
+
+/** Worker limits of a dataset row (snapshotSpecOfProfile uses the same). */
+const ROW_LIMITS = { memoryMb: 4096, pids: 1024, cpuSeconds: 3600, diskMb: 8192 };
+
+/** Gold replays a reference patch; dataset rows have none. */
+function noReference(t: { id: string; row?: TaskProfile }): FlakegymError {
+  const where = t.row ? ` (${t.row.source.file} row ${t.row.source.row})` : "";
+  return new FlakegymError(
+    "E_NO_REFERENCE",
+    `task '${t.id}'${where} has no reference solution, so the gold policy cannot run it`,
+    {
+      hint: "dataset rows need a model policy: --policy openai:<url>#<model>, anthropic:…, scripted:<plan>, or empty",
     },
   );
 }
@@ -145,34 +179,31 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     signal: o.signal,
   });
   const catalog = config.catalog ?? BUILTIN_CATALOG_DIR;
-  const loaded = new Map<string, LoadedTask>();
+  const loaded = new Map<string, TaskRuntime>();
+  const rows = new Map((o.datasetTasks ?? []).map((t) => [t.id, t]));
   const snapshots = new Map<string, Snapshot>();
   const solutions = new Map<string, string>();
   const shared = new Map<string, PolicyUpstream>();
   let tokenizer: Promise<ChatTokenizer> | undefined;
 
   const taskOf = (t: RolloutTask) => loaded.get(t.id)!;
-  const workerLimits = (t: LoadedTask, wallClockMs: number): WorkerSpec["limits"] => ({
-    memoryMb: t.spec.limits.memoryMb,
-    pids: t.spec.limits.pids,
-    cpuSeconds: t.spec.limits.cpuSeconds,
-    diskMb: t.spec.limits.diskMb,
+  const workerLimits = (t: TaskRuntime, wallClockMs: number): WorkerSpec["limits"] => ({
+    memoryMb: t.limits.memoryMb,
+    pids: t.limits.pids,
+    cpuSeconds: t.limits.cpuSeconds,
+    diskMb: t.limits.diskMb,
     wallClockMs,
   });
 
   /** openai/anthropic upstreams are shared; plan upstreams keep a cursor per trajectory, so each attempt gets a fresh one. */
-  async function upstreamFor(policy: string, task: LoadedTask): Promise<PolicyUpstream> {
+  async function upstreamFor(policy: string, task: TaskRuntime): Promise<PolicyUpstream> {
     const spec = parsePolicySpec(policy);
+    const reference = solutions.get(task.id);
+    if (spec.kind === "gold" && reference === undefined) throw noReference(task);
     const ctx = {
       env: o.env,
       signal: o.signal,
-      ...(spec.kind === "gold"
-        ? {
-            task: {
-              referencePatch: solutions.get(task.spec.id) ?? (await readFile(task.paths.solution, "utf8")),
-            },
-          }
-        : {}),
+      ...(spec.kind === "gold" ? { task: { referencePatch: reference! } } : {}),
     };
     if (spec.kind === "openai" || spec.kind === "anthropic") {
       let u = shared.get(policy);
@@ -190,10 +221,31 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     return await forkSnapshot(snapshot, { dest, signal: o.signal });
   }
 
+  async function loadRow(row: TaskProfile): Promise<RolloutTask> {
+    const rt: TaskRuntime = { id: row.id, profile: row.profile, limits: ROW_LIMITS, row };
+    if (config.policies.some((p) => parsePolicySpec(p).kind === "gold")) throw noReference(rt);
+    loaded.set(row.id, rt);
+    return {
+      id: row.id,
+      rowId: row.id,
+      datasetRow: row.source.row,
+      profile: row.profile,
+      prompt: row.prompt,
+      network: row.repoKind === "local" ? "none" : "required",
+      // no hidden tests: the scorer leaves the tests term out
+      hidden: { testFiles: [], commands: [], timeoutMs: config.limits.testTimeoutMs },
+    };
+  }
+
   const deps: RolloutDeps = {
     async loadTask(id) {
+      const row = rows.get(id);
+      if (row) return await loadRow(row);
+      if (config.dataset) {
+        throw new FlakegymError("E_DATASET", `task '${id}' is not among the rows of ${config.dataset.file}`);
+      }
       const t = await loadTask(id, catalog);
-      loaded.set(id, t);
+      loaded.set(id, { id, profile: t.spec.profile, limits: t.spec.limits, catalog: t });
       solutions.set(id, await readFile(t.paths.solution, "utf8"));
       const hidden = await hiddenTestsOf(t, config.limits.testTimeoutMs);
       return {
@@ -208,7 +260,14 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
 
     async snapshot(task, signal, progress): Promise<SnapshotRef> {
       const t = taskOf(task);
-      const s = await buildSnapshot(snapshotSpecOfTask(t), {
+      let spec: ReturnType<typeof snapshotSpecOfTask>;
+      if (t.row) {
+        progress(t.row.repoKind === "local" ? `reading ${t.row.repoUrl}` : `probing ${t.row.repoUrl}`);
+        spec = snapshotSpecOfProfile(await resolveRowSource(t.row, signal));
+      } else {
+        spec = snapshotSpecOfTask(t.catalog!);
+      }
+      const s = await buildSnapshot(spec, {
         signal,
         ...(o.snapshotCacheDir ? { cacheDir: o.snapshotCacheDir } : {}),
         onProgress: (ev) => {
@@ -247,7 +306,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
             runId: o.runId,
             taskId: input.task.id,
             trajectoryId: id,
-            profile: t.spec.profile,
+            profile: t.profile,
             workspace: f.workspace,
             depsDir: f.deps,
             gateway: { socketPath: gateway.socketPath!, url: route.baseUrlsFor("http://gateway").openai },
@@ -343,7 +402,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
             runId: o.runId,
             taskId: input.task.id,
             trajectoryId: `${input.slot.trajectoryId}-score`,
-            profile: t.spec.profile,
+            profile: t.profile,
             workspace: f.workspace,
             depsDir: f.deps,
             gateway: {},
@@ -359,6 +418,8 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
           {
             partialCredit: config.partialCredit,
             weights: config.weights,
+            ...(config.buildCmd !== undefined ? { buildCmd: config.buildCmd } : {}),
+            ...(config.lintCmd !== undefined ? { lintCmd: config.lintCmd } : {}),
             repeat: config.testRepeat,
             termTimeoutMs: config.limits.testTimeoutMs,
             taskPrompt: input.task.prompt,

@@ -51,8 +51,11 @@ export interface HiddenTestVerdict {
 export interface HiddenTests {
   /** Workspace-relative paths of the hidden test files (the agent's edits to them are dropped). */
   readonly testFiles: readonly string[];
-  /** How the hidden tests get in: `git apply` of the task's tests patch, or its tests dir's files. */
-  readonly install: ScoringPlan["install"];
+  /**
+   * How the hidden tests get in: `git apply` of the task's tests patch, or its tests dir's files.
+   * Absent: the task has no hidden tests (a dataset row); its tests term is absent, not 0.
+   */
+  readonly install?: NonNullable<ScoringPlan["install"]>;
   /** One command per test id (or the single eval command). */
   readonly commands: readonly TestCommand[];
   /** Deadline of one test command. */
@@ -175,7 +178,11 @@ async function runScript(
   return { parsed: parseScoringOutput(exec.stdout, nonce), exec, nonce };
 }
 
-/** Scores `agentDiff` in `worker` (a fresh, exec-only fork of the task's snapshot) with one script. */
+/**
+ * Scores `agentDiff` in `worker` (a fresh, exec-only fork of the task's snapshot) with one script.
+ * A task without hidden tests (`hidden.install` absent, a dataset row) gets no tests term:
+ * combine() renormalizes the reward over the build / lint / judge terms that are present.
+ */
 export async function scoreDiff(
   worker: Worker,
   agentDiff: string,
@@ -185,16 +192,17 @@ export async function scoreDiff(
 ): Promise<Score> {
   const started = Date.now();
   const filtered = dropPaths(agentDiff, hidden.testFiles);
+  const hasTests = hidden.install !== undefined;
   const build =
     o.weights.build > 0 && o.buildCmd ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs } : undefined;
   const lint =
     o.weights.lint > 0 && o.lintCmd ? { command: o.lintCmd, timeoutMs: o.termTimeoutMs } : undefined;
   const plan: ScoringPlan = {
     agentDiff: filtered.diff,
-    install: hidden.install,
+    ...(hidden.install ? { install: hidden.install } : {}),
     ...(build ? { build } : {}),
     ...(lint ? { lint } : {}),
-    tests: hidden.commands,
+    tests: hasTests ? hidden.commands : [],
     testTimeoutMs: hidden.timeoutMs,
     repeat: Math.max(1, o.repeat),
     maxOutputBytes: o.maxOutputBytes ?? 64 * 1024,
@@ -216,9 +224,9 @@ export async function scoreDiff(
       reason: "diff_apply_failed",
       detail: `applying agent diff in worker ${worker.id} failed: ${r.output.trim()}`,
     };
-    const terms: Term[] = [
-      { name: "tests", weight: o.weights.tests, value: 0, detail: "not run: the diff did not apply" },
-    ];
+    const terms: Term[] = hasTests
+      ? [{ name: "tests", weight: o.weights.tests, value: 0, detail: "not run: the diff did not apply" }]
+      : [];
     return {
       reward: combine(terms, gate),
       gate,
@@ -248,7 +256,7 @@ export async function scoreDiff(
 
   // a test without a result ran into the exec's own deadline (no `timeout` in the image)
   const runs: HiddenTestVerdict[][] = [];
-  for (let r = 0; r < plan.repeat; r++) {
+  for (let r = 0; hasTests && r < plan.repeat; r++) {
     runs.push(
       hidden.commands.map((cmd, i) => {
         const step = parsed.steps.get(testStep(r, i));
@@ -266,7 +274,9 @@ export async function scoreDiff(
   }
   const merged = mergeRuns(runs);
   let tests: Score["tests"];
-  if (merged.evalCmd) {
+  if (!hasTests) {
+    // no hidden tests (a dataset row): no tests term at all
+  } else if (merged.evalCmd) {
     terms.push({
       name: "tests",
       weight: o.weights.tests,
@@ -295,7 +305,9 @@ export async function scoreDiff(
         judgeMessages({
           taskPrompt: o.taskPrompt,
           diff: filtered.diff,
-          testSummary: summarize(merged.results, merged.evalCmd),
+          testSummary: hasTests
+            ? summarize(merged.results, merged.evalCmd)
+            : "no hidden tests (a dataset row): judge the change from the task and the diff",
         }),
         signal,
       );
@@ -319,7 +331,7 @@ export async function scoreDiff(
     reward: combine(terms),
     terms,
     ...(tests ? { tests } : {}),
-    testResults: merged.results,
+    ...(hasTests ? { testResults: merged.results } : {}),
     ...(merged.evalCmd
       ? { evalCmd: { exitCode: merged.evalCmd.exitCode, timedOut: merged.evalCmd.timedOut } }
       : {}),

@@ -23,8 +23,8 @@ export interface ScriptFile {
 export interface ScoringPlan {
   /** The agent's diff (already stripped of hidden-test edits); empty: nothing to apply. */
   readonly agentDiff: string;
-  /** How the hidden tests get in: `git apply` of a patch, or files written into the workspace. */
-  readonly install:
+  /** How the hidden tests get in: `git apply` of a patch, or files written into the workspace (none: no step). */
+  readonly install?:
     | { readonly kind: "patch"; readonly patch: string }
     | { readonly kind: "files"; readonly files: readonly ScriptFile[] };
   readonly build?: { readonly command: string; readonly timeoutMs: number };
@@ -128,7 +128,9 @@ export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): Comp
   };
   term("build", plan.build);
   term("lint", plan.lint);
-  if (plan.install.kind === "patch") {
+  if (plan.install === undefined) {
+    // no hidden tests to add
+  } else if (plan.install.kind === "patch") {
     if (plan.install.patch.trim() !== "") gitApply("install", "tests.patch", plan.install.patch);
   } else {
     lines.push(': > "$tmp/out"');

@@ -106,3 +106,72 @@ describe("resume and the default policy", () => {
     expect(r.banner).toBeUndefined();
   });
 });
+
+describe("--dataset", () => {
+  const base = ["--dataset", "rows.jsonl", "--policy", "empty"];
+
+  it("cannot be combined with --task, and --limit needs it", () => {
+    expect(() => resolve(["--task", "a", ...base, "--build-cmd", "make"])).toThrow(
+      /--task and --dataset cannot be combined/,
+    );
+    expect(() => resolve(["--task", "a", "--limit", "3"])).toThrow(/--limit only applies to --dataset/);
+    expect(() => resolve([])).toThrow(/missing required flag --task \(or --dataset\)/);
+  });
+
+  it("needs a reward term from --build-cmd, --lint-cmd or --judge", () => {
+    let err: unknown;
+    try {
+      resolve(base);
+    } catch (e) {
+      err = e;
+    }
+    expect((err as Error).message).toMatch(
+      /no hidden tests.*--build-cmd, --lint-cmd or --judge.*none is configured/,
+    );
+    expect((err as { hint?: string }).hint).toMatch(/--build-cmd '<command>'.*--judge <base-url>#<model>/);
+    expect(() => resolve([...base, "--build-cmd", "make", "--weight-build", "0"])).toThrow(
+      /none is configured/,
+    );
+    // --weight-tests alone does not help: there are no tests
+    expect(() => resolve([...base, "--weight-tests", "1"])).toThrow(/none is configured/);
+  });
+
+  it("weighs a given --build-cmd / --lint-cmd / --judge 1 unless told otherwise, and stores the commands", () => {
+    const r = resolve([
+      ...base,
+      "--build-cmd",
+      "npm run build",
+      "--lint-cmd",
+      "npm run lint",
+      "--limit",
+      "5",
+    ]);
+    expect(r.config.weights).toEqual({ tests: 1, build: 1, lint: 1, judge: 0 });
+    expect(r.config).toMatchObject({ buildCmd: "npm run build", lintCmd: "npm run lint" });
+    expect(r.dataset).toEqual({ file: "/w/rows.jsonl", limit: 5 });
+    const j = resolve([...base, "--judge", "http://h:1/v1#j", "--weight-judge", "0.5"]);
+    expect(j.config.weights).toEqual({ tests: 1, build: 0, lint: 0, judge: 0.5 });
+    // catalog tasks keep their defaults: a --build-cmd without a weight counts 0
+    expect(resolve(["--task", "a", "--build-cmd", "make"]).config.weights.build).toBe(0);
+  });
+
+  it("needs --policy or FLAKEGYM_POLICY: gold has nothing to replay", () => {
+    let err: unknown;
+    try {
+      resolve(["--dataset", "rows.jsonl", "--build-cmd", "make"]);
+    } catch (e) {
+      err = e;
+    }
+    expect((err as Error).message).toMatch(/--dataset needs a policy.*no reference solution.*`gold`/);
+    expect((err as { hint?: string }).hint).toMatch(/--policy <spec>.*FLAKEGYM_POLICY/);
+    const r = resolve(["--dataset", "rows.jsonl", "--build-cmd", "make"], { FLAKEGYM_POLICY: "empty" });
+    expect(r.config.policies).toEqual(["empty"]);
+    expect(r.banner).toBeUndefined();
+  });
+
+  it("cannot be changed on --resume", () => {
+    expect(() => resolve(["--resume", "runs/x", "--dataset", "other.jsonl", "--limit", "2"])).toThrow(
+      /--dataset, --limit cannot be changed/,
+    );
+  });
+});

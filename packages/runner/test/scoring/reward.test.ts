@@ -47,6 +47,15 @@ describe("evalCmdValue", () => {
 describe("combine", () => {
   const t = (name: Term["name"], value: number | null, weight: number): Term => ({ name, value, weight });
 
+  it("renormalizes over the terms present: a task without hidden tests has no tests term at all", () => {
+    // a dataset row: build and lint alone decide, whatever --weight-tests says
+    expect(combine([t("build", 1, 1), t("lint", 0, 0.5)])).toBeCloseTo(2 / 3);
+    expect(combine([t("build", 1, 0.5)])).toBe(1);
+    expect(combine([t("build", 1, 2), t("judge", 0.4, 1)])).toBeCloseTo(0.8);
+    // an absent tests term is not a 0: next to a 0 tests term of weight 1 the same build scores 1/3
+    expect(combine([t("tests", 0, 1), t("build", 1, 0.5)])).toBeCloseTo(1 / 3);
+  });
+
   it("is the weighted mean of the terms that have a value", () => {
     expect(combine([t("tests", 1, 0.6), t("build", 1, 0.1), t("judge", 0.5, 0.3)])).toBeCloseTo(0.85);
     expect(combine([t("tests", 0, 1), t("lint", 1, 1)])).toBe(0.5);

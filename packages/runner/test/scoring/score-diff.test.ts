@@ -184,4 +184,32 @@ describe("scoreDiff in a fresh sandboxed fork", () => {
       ops = saved;
     }
   }, 60_000);
+
+  it("a task without hidden tests (a dataset row) has no tests term: build and lint alone make the reward", async () => {
+    const saved = ops;
+    // the agent's edits to test files are kept: with no hidden tests, nothing is dropped
+    ops = { testFiles: [], commands: [], timeoutMs: saved.timeoutMs };
+    try {
+      const s = await score(solution, {
+        weights: { tests: 1, build: 1, lint: 0.5, judge: 0 },
+        buildCmd: "node --check src/range.js",
+        lintCmd: "grep -q TODO src/range.js",
+      });
+      expect(s.terms.map((t) => [t.name, t.value])).toEqual([
+        ["build", 1],
+        ["lint", 0],
+      ]);
+      expect(s.tests).toBeUndefined();
+      expect(s.testResults).toBeUndefined();
+      expect(s.reward).toBeCloseTo(1 / 1.5);
+      // the hidden test files were never added to the workspace
+      const broken = await score("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", {
+        weights: { tests: 1, build: 1, lint: 0, judge: 0 },
+        buildCmd: "true",
+      });
+      expect(broken).toMatchObject({ reward: 0, terms: [], gate: { reason: "diff_apply_failed" } });
+    } finally {
+      ops = saved;
+    }
+  }, 60_000);
 });
