@@ -184,6 +184,20 @@ describe("the scoring script under a real sh and git", () => {
     expect(existsSync(join(dir, "built"))).toBe(false);
   });
 
+  it("without hidden tests (a dataset row) only the diff and the build run", () => {
+    const dir = repo();
+    const diff = diffOf((d) => writeFileSync(join(d, "src", "a.txt"), "one\nthree\n"));
+    const { install: _none, ...noTests } = plan({});
+    const c = composeScoringScript(
+      { ...noTests, agentDiff: diff, build: { command: "grep -q three src/a.txt", timeoutMs: 5_000 } },
+      { nonce: NONCE },
+    );
+    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    expect(p.done).toBe(true);
+    expect([...p.steps.keys()]).toEqual(["apply", "build"]);
+    expect(p.steps.get("build")!.exitCode).toBe(0);
+  });
+
   it("a test past its deadline is killed and reads as timed out", () => {
     const dir = repo();
     const p0 = plan({
