@@ -59,10 +59,13 @@ export { createLocalBackend, type LocalBackendOptions } from "./workers/local/lo
 export { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./workers/local/shape.js";
 export * from "./workers/nomad/index.js";
 export {
+  BASE_IMAGE,
   CONTAINERS_CONF,
   createPodmanBackend,
+  hostToolchainPodmanOptions,
   type PodmanBackendOptions,
   podmanRunArgs,
+  writeBaseRootfs,
 } from "./workers/podman/podman-backend.js";
 export type {
   ExecOptions,

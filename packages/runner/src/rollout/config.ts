@@ -169,7 +169,7 @@ export const RolloutOptions = z.object({
     .enum(["local", "podman", "nomad"])
     .optional()
     .describe(
-      "where workers run (default local; nomad: Nomad allocations, needs --gateway-advertise and FLAKEGYM_NOMAD_DRIVER=raw_exec, see docs/nomad.md; podman cannot run Cline agent workers yet)",
+      "where workers run (default local; nomad: Nomad allocations, needs --gateway-advertise and FLAKEGYM_NOMAD_DRIVER=raw_exec, see docs/nomad.md; podman: containers (runc, --network none) from a locally imported minimal image with this machine's /usr bound read-only, see docs/sandbox.md)",
     ),
   gatewayAdvertise: z
     .string()

@@ -38,6 +38,7 @@ import { createNomadBackend } from "../workers/nomad/backend.js";
 import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
 import { formatProgress } from "../workers/nomad/progress.js";
 import { rawExecClineDriver } from "../workers/nomad/raw-exec-cline.js";
+import { createPodmanBackend, hostToolchainPodmanOptions } from "../workers/podman/podman-backend.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
 import { resolveRowSource } from "./dataset-source.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
@@ -162,13 +163,8 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     match(config.backend)
       .with("local", () => createLocalBackend({ agent: clineAgentLauncher() }))
       .with("nomad", () => nomadRolloutBackend(o, advertised!))
-      .with("podman", (b): WorkerBackend => {
-        // the podman backend runs exec workers; its agent workers are not wired yet
-        throw new UsageError(
-          `--backend ${b} cannot run Cline agent workers yet`,
-          "use --backend local (bubblewrap sandboxes on this machine) or --backend nomad",
-        );
-      })
+      // a minimal locally imported image with the host's /usr (and node) bound read-only
+      .with("podman", () => createPodmanBackend(hostToolchainPodmanOptions()))
       .exhaustive();
   const gateway: PolicyGateway = await createPolicyGateway({
     listen: [
