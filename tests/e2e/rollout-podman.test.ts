@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { BASE_IMAGE } from "@flakegym/runner";
 import { makeTempDir, runCli, type TempDir } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,6 +24,8 @@ if (missing.length)
 let tmp: TempDir;
 beforeAll(async () => {
   tmp = await makeTempDir("flakegym-e2e-podman-");
+  // so the run imports the base image itself (a plain `image rm` fails, harmlessly, while in use)
+  if (!missing.length) await execa("podman", ["image", "rm", BASE_IMAGE], { reject: false, timeout: 30_000 });
 });
 afterAll(async () => {
   await tmp.cleanup();
@@ -66,6 +69,7 @@ describe.skipIf(missing.length > 0)(
       expect(r.exitCode, r.stderr).toBe(0);
       const run = await readRun(out);
       expect(run.manifest.config.backend).toBe("podman");
+      expect((await execa("podman", ["image", "exists", BASE_IMAGE], { reject: false })).exitCode).toBe(0);
       expect(run.summary?.tasks[0]).toMatchObject({ taskId: TASK, rewards: [1, 1], group: "written" });
       for (const m of run.metrics)
         expect(m).toMatchObject({ outcome: "completed", boot_ok: true, reward: 1 });
