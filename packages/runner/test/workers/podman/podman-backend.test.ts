@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
-import { readdir } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { makeTempDir } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import {
@@ -35,11 +35,11 @@ describe("hostToolchainPodmanOptions", () => {
 
 describe("writeBaseRootfs", () => {
   it("writes a tar of the minimal rootfs (merged-/usr links, passwd, mount points) and nothing else", async () => {
-    const tmp = await makeTempDir("flakegym-podman-rootfs-");
+    const dir = await mkdtemp(join(tmpdir(), "flakegym-podman-rootfs-"));
     try {
-      const tar = await writeBaseRootfs(tmp.path);
-      expect(tar).toBe(join(tmp.path, "rootfs.tar"));
-      expect(await readdir(tmp.path)).toEqual(["rootfs.tar"]);
+      const tar = await writeBaseRootfs(dir);
+      expect(tar).toBe(join(dir, "rootfs.tar"));
+      expect(await readdir(dir)).toEqual(["rootfs.tar"]);
       const list = (await execa("tar", ["-tvf", tar])).stdout.split("\n");
       const names = list.map((l) => l.split(/\s+/).slice(5).join(" "));
       for (const d of ["./workspace/", "./deps/", "./home/agent/", "./run/flakegym/", "./usr/", "./tmp/"])
@@ -47,9 +47,9 @@ describe("writeBaseRootfs", () => {
       expect(names).toContain("./bin -> usr/bin");
       expect(names).toContain("./lib64 -> usr/lib64");
       expect(names).toContain("./etc/passwd");
-      expect(existsSync(join(tmp.path, "rootfs"))).toBe(false);
+      expect(existsSync(join(dir, "rootfs"))).toBe(false);
     } finally {
-      await tmp.cleanup();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
