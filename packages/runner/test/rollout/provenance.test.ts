@@ -6,6 +6,6 @@ describe("nixStorePathOf", () => {
     expect(
       nixStorePathOf("/nix/store/0123456789abcdfghijklmnpqrsvwxyz-flakegym-0.1.0/lib/flakegym/x.ts"),
     ).toBe("/nix/store/0123456789abcdfghijklmnpqrsvwxyz-flakegym-0.1.0");
-    expect(nixStorePathOf("/home/me/flakegym/packages/runner/src/x.ts")).toBeUndefined();
+    expect(nixStorePathOf("/srv/me/flakegym/packages/runner/src/x.ts")).toBeUndefined();
   });
 });

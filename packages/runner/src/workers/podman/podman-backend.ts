@@ -56,7 +56,7 @@ export interface PodmanBackendOptions {
 }
 
 /** The minimal image `importBaseImage` creates locally (no registry): a rootfs without /usr. */
-export const BASE_IMAGE = "localhost/flakegym-base:1";
+export const BASE_IMAGE = "localhost/flakegym-base:2";
 
 /**
  * Podman options that run workers from {@link BASE_IMAGE} with this machine's /usr bound read-only
@@ -82,7 +82,7 @@ export async function writeBaseRootfs(dir: string): Promise<string> {
     "tmp",
     "workspace",
     "deps",
-    "home/agent",
+    "sandbox-home",
     "proc",
     "dev",
     "sys",
@@ -95,7 +95,7 @@ export async function writeBaseRootfs(dir: string): Promise<string> {
   for (const l of ["bin", "lib", "lib64", "sbin"]) await symlink(`usr/${l}`, join(root, l));
   await writeFile(
     join(root, "etc", "passwd"),
-    "root:x:0:0::/root:/bin/sh\nagent:x:1000:1000::/home/agent:/bin/sh\n",
+    "root:x:0:0::/root:/bin/sh\nagent:x:1000:1000::/sandbox-home:/bin/sh\n",
   );
   await writeFile(join(root, "etc", "group"), "root:x:0:\nagent:x:1000:\n");
   const tar = join(dir, "rootfs.tar");

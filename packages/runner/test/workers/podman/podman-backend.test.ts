@@ -20,12 +20,12 @@ describe("hostToolchainPodmanOptions", () => {
   });
 
   it("a node outside /usr is bound at /opt/node, put on PATH and used for the supervisor", () => {
-    expect(hostToolchainPodmanOptions("/home/u/.nvm/versions/node/v20.1.0/bin/node")).toEqual({
+    expect(hostToolchainPodmanOptions("/opt/u/.nvm/versions/node/v20.1.0/bin/node")).toEqual({
       image: BASE_IMAGE,
       importBaseImage: true,
       binds: [
         { src: "/usr", dest: "/usr" },
-        { src: "/home/u/.nvm/versions/node/v20.1.0", dest: "/opt/node" },
+        { src: "/opt/u/.nvm/versions/node/v20.1.0", dest: "/opt/node" },
       ],
       pathPrefix: ["/opt/node/bin"],
       nodeInImage: "/opt/node/bin/node",
@@ -42,7 +42,7 @@ describe("writeBaseRootfs", () => {
       expect(await readdir(dir)).toEqual(["rootfs.tar"]);
       const list = (await execa("tar", ["-tvf", tar])).stdout.split("\n");
       const names = list.map((l) => l.split(/\s+/).slice(5).join(" "));
-      for (const d of ["./workspace/", "./deps/", "./home/agent/", "./run/flakegym/", "./usr/", "./tmp/"])
+      for (const d of ["./workspace/", "./deps/", "./sandbox-home/", "./run/flakegym/", "./usr/", "./tmp/"])
         expect(names).toContain(d);
       expect(names).toContain("./bin -> usr/bin");
       expect(names).toContain("./lib64 -> usr/lib64");
