@@ -1,31 +1,46 @@
 import type { CompletedResponse, UpstreamEvent, Usage } from "../policy/chat.js";
 
-/** Encodes canonical events as an OpenAI chat.completion.chunk SSE stream. */
+/**
+ * Encodes canonical events as an OpenAI chat.completion.chunk SSE stream. Text deltas, the common
+ * case, are written from a prefix serialized once per stream; the output is byte for byte what
+ * `JSON.stringify` of the whole chunk gives.
+ */
 export class OpenAiStreamEncoder {
   private started = false;
   private usage: Usage | undefined;
   private readonly created = Math.floor(Date.now() / 1000);
+  /** `data: {"id":…,"object":…,"created":…,"model":…,"choices":` */
+  private readonly head: string;
 
   constructor(
     private readonly id: string,
     private readonly model: string,
     private readonly includeUsage: boolean,
-  ) {}
-
-  private chunk(choices: unknown[], extra: Record<string, unknown> = {}): string {
-    const body = {
+  ) {
+    const envelope = JSON.stringify({
       id: this.id,
       object: "chat.completion.chunk",
       created: this.created,
       model: this.model,
-      choices,
-      ...extra,
-    };
-    return `data: ${JSON.stringify(body)}\n\n`;
+      choices: [],
+    });
+    this.head = `data: ${envelope.slice(0, -3)}`;
+  }
+
+  private chunk(choices: unknown[], extra?: Record<string, unknown>): string {
+    let out = `${this.head}${JSON.stringify(choices)}`;
+    if (extra)
+      for (const [k, v] of Object.entries(extra)) out += `,${JSON.stringify(k)}:${JSON.stringify(v)}`;
+    return `${out}}\n\n`;
   }
 
   private delta(delta: Record<string, unknown>, finish: string | null = null): string {
     return this.chunk([{ index: 0, delta, logprobs: null, finish_reason: finish }]);
+  }
+
+  /** A `content` or `reasoning_content` delta. */
+  private textDelta(key: "content" | "reasoning_content", text: string): string {
+    return `${this.head}[{"index":0,"delta":{"${key}":${JSON.stringify(text)}},"logprobs":null,"finish_reason":null}]}\n\n`;
   }
 
   /** The SSE text for one event ("" when the event is not sent to clients). */
@@ -37,9 +52,9 @@ export class OpenAiStreamEncoder {
     }
     switch (ev.type) {
       case "text":
-        return out + this.delta({ content: ev.text });
+        return out + this.textDelta("content", ev.text);
       case "reasoning":
-        return out + this.delta({ reasoning_content: ev.text });
+        return out + this.textDelta("reasoning_content", ev.text);
       case "tool_call": {
         const fn: Record<string, unknown> = { arguments: ev.arguments };
         if (ev.name) fn["name"] = ev.name;

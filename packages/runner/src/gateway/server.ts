@@ -166,7 +166,7 @@ class WatchdogTimeout extends Error {
   }
 }
 
-async function readBody(req: IncomingMessage, max: number): Promise<string> {
+async function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -175,7 +175,7 @@ async function readBody(req: IncomingMessage, max: number): Promise<string> {
       throw new HttpError(413, `request body larger than ${max} bytes`, "invalid_request_error");
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
 }
 
 function tokenOf(req: IncomingMessage): string | undefined {
@@ -365,10 +365,12 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
     const seq = ++e.seq;
     let raw: Record<string, unknown>;
     let request: ChatRequest;
+    /** The client's body, logged as the request when it already is the canonical form. */
+    let requestJson: Buffer | undefined;
     try {
-      const text = await readBody(req, maxBody);
+      const body = await readBody(req, maxBody);
       try {
-        raw = JSON.parse(text) as Record<string, unknown>;
+        raw = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
       } catch (err) {
         throw new HttpError(
           400,
@@ -388,6 +390,7 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
           );
         }
         request = parsed.data;
+        requestJson = body;
       }
     } catch (err) {
       e.refused++;
@@ -418,7 +421,7 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
         ...extra,
       };
       if (rec.error) rec.error = redact(rec.error, secretsOf(e));
-      return e.log.append(rec).catch((err: unknown) => {
+      return e.log.append(rec, requestJson).catch((err: unknown) => {
         // a turn that cannot be logged cannot be trained on: end the trajectory visibly
         endTrajectory(e, "policy_error", `turn log ${e.log?.path} failed: ${(err as Error).message}`);
       });
@@ -468,7 +471,18 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
       protocol === "anthropic"
         ? new AnthropicStreamEncoder(responseId, request.model)
         : new OpenAiStreamEncoder(responseId, request.model, includeUsage);
-    const write = async (text: string) => {
+    // The client's stream: the events of one upstream read arrive within one tick; they are
+    // gathered and leave in one write at the end of that tick (process.nextTick), never later.
+    let pending = "";
+    let flushQueued = false;
+    const flush = () => {
+      flushQueued = false;
+      if (pending.length === 0 || res.writableEnded || res.destroyed) return;
+      const text = pending;
+      pending = "";
+      res.write(text);
+    };
+    const send = (text: string) => {
       if (text.length === 0 || res.destroyed) return;
       if (!res.headersSent) {
         res.writeHead(200, {
@@ -478,31 +492,44 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
           "x-accel-buffering": "no",
         });
       }
-      // events of one upstream read arrive in one tick: cork so they leave in one syscall
-      if (!corked) {
-        corked = true;
-        res.cork();
-        process.nextTick(() => {
-          corked = false;
-          res.uncork();
-        });
+      pending += text;
+      if (!flushQueued) {
+        flushQueued = true;
+        process.nextTick(flush);
       }
-      if (!res.write(text)) await Promise.race([once(res, "drain"), once(res, "close")]);
     };
-    let corked = false;
-    const aborted = new Promise<never>((_, reject) => {
-      const fail = () => reject(ac.signal.reason);
-      if (ac.signal.aborted) fail();
-      else ac.signal.addEventListener("abort", fail, { once: true });
-    });
-    aborted.catch(() => undefined);
+    const drained = () =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          res.off("drain", done);
+          res.off("close", done);
+          ac.signal.removeEventListener("abort", done);
+          resolve();
+        };
+        res.on("drain", done);
+        res.on("close", done);
+        ac.signal.addEventListener("abort", done, { once: true });
+      });
+    // the next upstream event, or the abort reason as soon as the call is aborted (an upstream
+    // that ignores its signal cannot hold the call)
+    let rejectWaiting: ((reason: unknown) => void) | undefined;
+    const onAbort = () => rejectWaiting?.(ac.signal.reason);
+    ac.signal.addEventListener("abort", onAbort, { once: true });
+    const next = (it: AsyncIterator<UpstreamEvent>) =>
+      new Promise<IteratorResult<UpstreamEvent>>((resolve, reject) => {
+        if (ac.signal.aborted) reject(ac.signal.reason);
+        else {
+          rejectWaiting = reject;
+          it.next().then(resolve, reject);
+        }
+      });
     let iterator: AsyncIterator<UpstreamEvent> | undefined;
     try {
       iterator = e.upstream
         .complete({ trajectoryId: e.id, seq, protocol, request, raw }, ac.signal)
         [Symbol.asyncIterator]();
       for (;;) {
-        const step = (await Promise.race([iterator.next(), aborted])) as IteratorResult<UpstreamEvent>;
+        const step = await next(iterator);
         if (step.done) break;
         const ev = step.value;
         if (firstByteMs === null) {
@@ -511,13 +538,19 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
           firstByteTimer = undefined;
         }
         acc.add(ev);
-        if (stream) await write(encoder.encode(ev));
+        if (stream) {
+          send(encoder.encode(ev));
+          // a client that does not read holds up the upstream (TCP backpressure), not our memory
+          if (res.writableNeedDrain) await drained();
+        }
       }
       if (ac.signal.aborted) throw ac.signal.reason;
       const response = acc.result();
       if (stream) {
-        await write(encoder.end());
-        res.end();
+        send(encoder.end());
+        const text = pending;
+        pending = "";
+        res.end(text);
       } else {
         const body =
           protocol === "anthropic"
@@ -532,6 +565,8 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
       e.completionTokens += response.usage?.completionTokens ?? 0;
       await record("ok", { response, latency: { firstByteMs, totalMs: round(performance.now() - t0) } });
     } catch (err) {
+      // what the client was sent before the failure goes out before the error event
+      flush();
       const reason = ac.signal.aborted ? ac.signal.reason : err;
       const partial = acc.result();
       const latency = { firstByteMs, totalMs: round(performance.now() - t0) };
@@ -569,6 +604,7 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
         failResponse(res, protocol, 502, `flakegym gateway: ${msg}`, "upstream_error", secretsOf(e));
       }
     } finally {
+      ac.signal.removeEventListener("abort", onAbort);
       iterator?.return?.().catch(() => undefined);
       clearTimeout(firstByteTimer);
       clearTimeout(totalTimer);

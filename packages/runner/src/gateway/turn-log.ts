@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import { mkdir, open, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
@@ -36,17 +37,43 @@ export const TurnRecord = z
   .strict();
 export type TurnRecord = z.infer<typeof TurnRecord>;
 
-/** Appends turn records for one trajectory, in order. */
+/**
+ * One turn-log line, `\n` included. `requestJson`, when given, is the JSON text of
+ * `record.request` as the client sent it (an OpenAI chat request already is in canonical form): it
+ * is written as is instead of being serialized again — the longest part of a line, since Cline
+ * resends the whole conversation with every call. It is used only when it is valid UTF-8 and holds
+ * no line break (pretty-printed JSON does; then the request is serialized as usual). It must parse
+ * to `record.request` (up to the defaults ChatRequest fills in, which a reader's parse fills in
+ * again).
+ */
+export function encodeTurnLine(record: TurnRecord, requestJson?: Uint8Array): Buffer {
+  if (requestJson && isUtf8(requestJson) && !requestJson.includes(LF) && !requestJson.includes(CR)) {
+    const { request: _logged, ...rest } = record;
+    const tail = JSON.stringify(rest); // `{"v":1,…}`: never empty
+    return Buffer.concat([REQUEST_KEY, requestJson, Buffer.from(`,${tail.slice(1)}\n`, "utf8")]);
+  }
+  return Buffer.from(`${JSON.stringify(record)}\n`, "utf8");
+}
+const LF = 10;
+const CR = 13;
+const REQUEST_KEY = Buffer.from('{"request":', "utf8");
+
+/**
+ * Appends turn records for one trajectory, in order. A record is serialized after the current
+ * round of I/O callbacks (setImmediate), so that a call's log line does not hold up the chunks of
+ * other calls that are ready to be forwarded; `append` resolves once the line is written.
+ */
 export class TurnLogWriter {
   private chain: Promise<void> = Promise.resolve();
   private handle: Promise<import("node:fs/promises").FileHandle> | undefined;
 
   constructor(readonly path: string) {}
 
-  /** Appends one record as one line (serialized after earlier appends). */
-  append(record: TurnRecord): Promise<void> {
-    const line = Buffer.from(`${JSON.stringify(record)}\n`, "utf8");
+  /** Appends one record as one line (serialized after earlier appends); see {@link encodeTurnLine}. */
+  append(record: TurnRecord, requestJson?: Uint8Array): Promise<void> {
     const next = this.chain.then(async () => {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const line = encodeTurnLine(record, requestJson);
       this.handle ??= mkdir(dirname(this.path), { recursive: true }).then(() => open(this.path, "a"));
       const fh = await this.handle;
       const { bytesWritten } = await fh.write(line, 0, line.length);

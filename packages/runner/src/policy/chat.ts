@@ -187,7 +187,8 @@ export class ResponseAccumulator {
         }
         break;
       case "prompt_tokens":
-        this.promptIds = [...ev.ids];
+        // tens of thousands of ids: a flat copy, not the iterator protocol
+        this.promptIds = ev.ids.slice();
         break;
       case "usage":
         this.usage = ev.usage;

@@ -126,8 +126,12 @@ interface ChunkState {
 const asRecord = (v: unknown): Record<string, unknown> | undefined =>
   v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 
-const intArray = (v: unknown): number[] | undefined =>
-  Array.isArray(v) && v.every((x) => Number.isInteger(x)) ? (v as number[]) : undefined;
+/** `v` as an array of integers, or undefined (a plain loop: prompt ids run to tens of thousands). */
+function intArray(v: unknown): number[] | undefined {
+  if (!Array.isArray(v)) return undefined;
+  for (let i = 0; i < v.length; i++) if (!Number.isInteger(v[i])) return undefined;
+  return v as number[];
+}
 
 export function finishReasonOf(v: unknown): FinishReason | undefined {
   if (v === null || v === undefined) return undefined;

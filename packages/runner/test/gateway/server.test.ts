@@ -35,6 +35,10 @@ async function post(url: string, token: string, body: unknown, headers: Record<s
   });
 }
 
+async function* bytesOf(text: string): AsyncGenerator<Uint8Array> {
+  yield new TextEncoder().encode(text);
+}
+
 async function sseData(res: Response): Promise<unknown[]> {
   const out: unknown[] = [];
   for await (const ev of parseSse(res.body as unknown as AsyncIterable<Uint8Array>)) {
@@ -171,6 +175,86 @@ describe("policy gateway: OpenAI chat completions", () => {
       anthropic: "http://127.0.0.1:9999/t/sock-1",
     });
     await gw.unregister("sock-1");
+  });
+});
+
+describe("policy gateway: streaming under load", () => {
+  it("delivers a long answer whole and in order to a client that stops reading for a while", async () => {
+    // ~600 KB of text arrives from the upstream at once: far more than the socket buffers take, so
+    // the gateway must wait for the client to drain its writes, then go on
+    const text = Array.from(
+      { length: 3000 },
+      (_, i) => `line ${String(i).padStart(5, "0")} ${"x".repeat(190)}\n`,
+    ).join("");
+    const double = await startInferenceServerDouble({ reply: () => ({ text }), chunk: 2000 });
+    try {
+      const log = join(dir, "slow", "turns.jsonl");
+      const route = gw.register("slow-1", {
+        upstream: new OpenAiUpstream({ baseUrl: double.baseUrl, model: "m" }),
+        turnLogPath: log,
+        limits: { totalTimeoutMs: 30_000 },
+      });
+      const url = new URL(`${route.openaiBaseUrl}/chat/completions`);
+      const received = await new Promise<string>((resolve, reject) => {
+        const req = httpRequest(
+          url,
+          {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization: `Bearer ${route.token}` },
+          },
+          (res) => {
+            let data = "";
+            let paused = false;
+            res.setEncoding("utf8");
+            res.on("data", (c: string) => {
+              data += c;
+              if (!paused) {
+                paused = true;
+                res.pause();
+                setTimeout(() => res.resume(), 300);
+              }
+            });
+            res.on("end", () => resolve(data));
+            res.on("error", reject);
+          },
+        );
+        req.on("error", reject);
+        req.end(JSON.stringify(chatBody()));
+      });
+      const events = [];
+      for await (const ev of parseSse(bytesOf(received))) events.push(ev.data);
+      expect(events.at(-1)).toBe("[DONE]");
+      const streamed = events
+        .slice(0, -1)
+        .map(
+          (d) =>
+            (JSON.parse(d) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? "",
+        )
+        .join("");
+      expect(streamed).toBe(text);
+      expect(await gw.unregister("slow-1")).toMatchObject({ ok: 1, failed: 0 });
+      const [turn] = parseTurnLog(await readFile(log, "utf8"));
+      expect(turn!.response!.text).toBe(text);
+    } finally {
+      await double.close();
+    }
+  });
+
+  it("logs a pretty-printed request (line breaks in the body) on one line", async () => {
+    const log = join(dir, "pretty", "turns.jsonl");
+    const route = gw.register("pretty-1", { upstream: plan("pretty", [{ text: "ok" }]), turnLogPath: log });
+    const body = chatBody({ stream: false, tools: [{ type: "function", function: { name: "t" } }] });
+    const res = await fetch(`${route.openaiBaseUrl}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${route.token}` },
+      body: JSON.stringify(body, null, 2),
+    });
+    expect(res.status).toBe(200);
+    await gw.unregister("pretty-1");
+    const lines = (await readFile(log, "utf8")).split("\n").filter((l) => l !== "");
+    expect(lines).toHaveLength(1);
+    const [turn] = parseTurnLog(lines[0]!);
+    expect(turn!.request).toEqual(body);
   });
 });
 

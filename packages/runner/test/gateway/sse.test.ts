@@ -45,4 +45,77 @@ describe("SSE", () => {
     const events = [{ event: "content_block_delta", data: '{"x":"a\\nb"}' }, { data: "two\nlines" }];
     expect(await collect(events.map(encodeSse).join(""))).toEqual(events);
   });
+
+  it("gives the same events as a reference parser however the bytes are cut", async () => {
+    let seed = 42;
+    const rand = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) & 0x7fffffff;
+      return seed % n;
+    };
+    const lines = [
+      'data: {"a":"ü✓𝄞"}',
+      "data:x",
+      "data",
+      "event: e",
+      "id: 9",
+      ": c",
+      "",
+      "",
+      "retry: 5",
+      "data: [DONE]",
+    ];
+    for (let round = 0; round < 40; round++) {
+      // LF-only streams, and streams that switch to CR or CRLF part way through
+      const ends = round % 3 === 0 ? ["\n"] : ["\n", "\r\n", "\r"];
+      let text = "";
+      for (let i = 0; i < 60; i++) text += lines[rand(lines.length)]! + ends[i < 30 ? 0 : rand(ends.length)]!;
+      const bytes = new TextEncoder().encode(text);
+      const pieces: Uint8Array[] = [];
+      for (let at = 0; at < bytes.length; ) {
+        const len = 1 + rand(round % 2 ? 3 : 200);
+        pieces.push(bytes.subarray(at, at + len));
+        at += len;
+      }
+      async function* cut() {
+        yield* pieces;
+      }
+      const out = [];
+      for await (const ev of parseSse(cut())) out.push(ev);
+      expect(out).toEqual(referenceParse(text));
+    }
+  });
 });
+
+/** The WHATWG event-stream algorithm, written plainly (the gateway's parser is written for speed). */
+function referenceParse(text: string): { event?: string; data: string; id?: string }[] {
+  const out: { event?: string; data: string; id?: string }[] = [];
+  let data: string[] = [];
+  let event: string | undefined;
+  let id: string | undefined;
+  const dispatch = () => {
+    if (data.length > 0) {
+      const ev: { event?: string; data: string; id?: string } = { data: data.join("\n") };
+      if (event !== undefined) ev.event = event;
+      if (id !== undefined) ev.id = id;
+      out.push(ev);
+    }
+    data = [];
+    event = undefined;
+  };
+  const all = text.split(/\r\n|\n|\r/);
+  const complete = /(\r\n|\n|\r)$/.test(text) ? all.slice(0, -1) : all;
+  for (const line of complete) {
+    if (line === "") dispatch();
+    else if (!line.startsWith(":")) {
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "data") data.push(value);
+      else if (field === "event") event = value;
+      else if (field === "id") id = value;
+    }
+  }
+  dispatch();
+  return out;
+}

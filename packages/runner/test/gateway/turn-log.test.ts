@@ -2,7 +2,14 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseTurnLog, readTurnLog, TurnLogWriter, type TurnRecord } from "../../src/gateway/turn-log.js";
+import {
+  encodeTurnLine,
+  parseTurnLog,
+  readTurnLog,
+  TurnLogWriter,
+  type TurnRecord,
+} from "../../src/gateway/turn-log.js";
+import { ChatRequest } from "../../src/policy/chat.js";
 
 let dir: string;
 beforeAll(async () => {
@@ -55,5 +62,39 @@ describe("turn log", () => {
     expect(() => parseTurnLog('{"v":1,\n', "x.jsonl")).toThrow(/x\.jsonl line 1 is not JSON/);
     await expect(readTurnLog(join(dir, "none.jsonl"))).rejects.toThrow(/cannot read turn log .*none\.jsonl/);
     expect(await readFile(path, "utf8")).toContain('"seq":1');
+  });
+
+  it("writes the client's request bytes as the request when they are one valid UTF-8 line", () => {
+    const body = {
+      model: "m",
+      messages: [
+        { role: "system", content: 'sys \u2028 ünï "q" \\' },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", function: { name: "f", arguments: "{}" } }],
+        },
+      ],
+      stream: true,
+      extra_field: { kept: [1, 2.5, null] },
+    };
+    const request = ChatRequest.parse(body);
+    const rec: TurnRecord = { ...record("t", 3, 10), request, error: "multi\nline" };
+    const compact = Buffer.from(JSON.stringify(body));
+    const spliced = encodeTurnLine(rec, compact);
+    expect(spliced.includes(compact)).toBe(true);
+    expect(spliced.at(-1)).toBe(10);
+    expect(spliced.subarray(0, -1).includes(10)).toBe(false);
+    // a reader gets the same record either way (ChatRequest fills in the tool call's type again)
+    expect(parseTurnLog(spliced.toString())).toEqual(parseTurnLog(encodeTurnLine(rec).toString()));
+    expect(parseTurnLog(spliced.toString())[0]).toEqual(rec);
+    // line breaks or invalid UTF-8 in the body: the request is serialized instead
+    const pretty = Buffer.from(JSON.stringify(body, null, 2));
+    const bad = Buffer.concat([compact.subarray(0, 20), Buffer.of(0xff), compact.subarray(20)]);
+    for (const b of [pretty, bad]) {
+      const line = encodeTurnLine(rec, b);
+      expect(line.includes(b)).toBe(false);
+      expect(line.equals(encodeTurnLine(rec))).toBe(true);
+    }
   });
 });
