@@ -27,6 +27,7 @@ let
           --node ${nodejs}/bin/node \
           --workspace "$workspace" --config "$config" \
           --core-address "0.0.0.0:$FLAKEGYM_CORE_PORT" --host-port "$FLAKEGYM_HOST_PORT" \
+          --diff-dir "$config/flakegym" \
           ''${FLAKEGYM_SUPERVISOR_ARGS:-}
       ''
     else

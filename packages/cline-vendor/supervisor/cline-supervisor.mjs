@@ -6,7 +6,8 @@
 //   node cline-supervisor.mjs --host-bin <path> --core-js <path> --node-path <a:b> \
 //     --workspace <dir> --config <dir> [--core-address 127.0.0.1:<port>|unix:<path>] \
 //     [--host-port <port>] [--log <file>] [--forward 127.0.0.1:<port>=unix:<path>]... \
-//     [--expose unix:<path>=127.0.0.1:<port>]... [--watch-stdin] [--grace-ms <ms>] [--node <bin>]
+//     [--expose unix:<path>=127.0.0.1:<port>]... [--watch-stdin] [--grace-ms <ms>] [--node <bin>] \
+//     [--diff-dir <dir>]
 //
 // Port 0 (the default for --host-port and a tcp --core-address) means: pick a free port here,
 // inside whatever network namespace the supervisor runs in.
@@ -23,9 +24,25 @@
 // - --forward listens on TCP inside and connects each connection to a unix socket (e.g. the
 //   policy gateway's socket bind-mounted into the sandbox). --expose listens on a unix socket and
 //   connects to a TCP port inside (e.g. to reach the core's gRPC from outside).
+// - --diff-dir: the workspace's HEAD is recorded at start; on SIGUSR2 the workspace's changes
+//   since then (untracked files included, binary-safe, through a throw-away index) are written to
+//   <dir>/diff.patch, then <dir>/diff.json ({"seq","baseCommit","bytes"} or {"seq","error"}),
+//   each atomically. This is how a remote runner (Nomad) collects the diff: it signals the task
+//   and reads the files through the allocation's filesystem API.
 
-import { spawn } from "node:child_process";
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { execFile, execFileSync, spawn } from "node:child_process";
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { dirname, join } from "node:path";
 
@@ -33,7 +50,7 @@ const USAGE =
   "usage: cline-supervisor --host-bin <path> --core-js <path> --node-path <dirs> --workspace <dir> " +
   "--config <dir> [--core-address 127.0.0.1:<port>|unix:<path>] [--host-port <port>] [--log <file>] " +
   "[--forward 127.0.0.1:<port>=unix:<path>]... [--expose unix:<path>=127.0.0.1:<port>]... " +
-  "[--watch-stdin] [--grace-ms <ms>] [--node <bin>]";
+  "[--watch-stdin] [--grace-ms <ms>] [--node <bin>] [--diff-dir <dir>]";
 
 function fail(message) {
   process.stderr.write(`cline-supervisor: ${message}\n${USAGE}\n`);
@@ -55,6 +72,7 @@ function parseArgs(argv) {
     watchStdin: false,
     graceMs: 3000,
     node: process.execPath,
+    diffDir: undefined,
   };
   const takesValue = {
     "--host-bin": "hostBin",
@@ -67,6 +85,7 @@ function parseArgs(argv) {
     "--log": "log",
     "--grace-ms": "graceMs",
     "--node": "node",
+    "--diff-dir": "diffDir",
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
@@ -246,6 +265,66 @@ function startRelay(pair, servers) {
   });
 }
 
+const GIT = ["-c", "core.autocrlf=false", "-c", "core.quotepath=false", "-c", "safe.directory=*"];
+
+function git(workspace, args, env = {}) {
+  return new Promise((resolve) => {
+    execFile(
+      "git",
+      [...GIT, ...args],
+      { cwd: workspace, env: { ...process.env, ...env }, encoding: "buffer", maxBuffer: 1 << 30 },
+      (err, stdout, stderr) => resolve({ code: err ? (err.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** The workspace's HEAD now (the snapshot's commit), or undefined outside a git repository. */
+function headOf(workspace) {
+  try {
+    return execFileSync("git", [...GIT, "rev-parse", "--verify", "HEAD^{commit}"], {
+      cwd: workspace,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+function writeAtomic(path, data) {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, data);
+  renameSync(tmp, path);
+}
+
+/** --diff-dir: writes the workspace's changes since `base` as diff.patch, then diff.json. */
+async function writeDiff(workspace, dir, base, seq) {
+  mkdirSync(dir, { recursive: true });
+  const done = (info) => writeAtomic(join(dir, "diff.json"), `${JSON.stringify({ seq, ...info })}\n`);
+  if (!base) return done({ error: `${workspace} was not a git repository with a HEAD at start` });
+  const index = join(dir, `index-${process.pid}-${seq}`);
+  try {
+    const env = { GIT_INDEX_FILE: index, GIT_CONFIG_NOSYSTEM: "1" };
+    for (const args of [
+      ["read-tree", base],
+      ["add", "-A", "--", "."],
+    ]) {
+      const r = await git(workspace, args, env);
+      if (r.code !== 0) return done({ error: `git ${args.join(" ")}: ${r.stderr.toString().trim()}` });
+    }
+    const d = await git(
+      workspace,
+      ["diff", "--cached", "--binary", "--no-color", "--no-ext-diff", base],
+      env,
+    );
+    if (d.code !== 0) return done({ error: `git diff: ${d.stderr.toString().trim()}` });
+    writeAtomic(join(dir, "diff.patch"), d.stdout);
+    done({ baseCommit: base, bytes: d.stdout.length });
+  } finally {
+    rmSync(index, { force: true });
+  }
+}
+
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   mkdirSync(dirname(opts.log), { recursive: true });
@@ -286,6 +365,17 @@ async function main() {
   };
 
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(sig, () => shutdown(`received ${sig}`, 0));
+  if (opts.diffDir) {
+    const base = headOf(opts.workspace);
+    let seq = 0;
+    let chain = Promise.resolve();
+    process.on("SIGUSR2", () => {
+      const n = ++seq;
+      chain = chain
+        .then(() => writeDiff(opts.workspace, opts.diffDir, base, n))
+        .catch((err) => process.stderr.write(`cline-supervisor: --diff-dir: ${err?.message ?? err}\n`));
+    });
+  }
   const initialPpid = process.ppid;
   setInterval(() => {
     if (process.ppid !== initialPpid) shutdown(`parent ${initialPpid} died`, 1);

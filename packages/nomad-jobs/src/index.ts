@@ -1,2 +1,26 @@
-/** Nomad job specs and a thin typed client: filled in by the Nomad work. */
+/**
+ * @flakegym/nomad-jobs: zod schemas for the part of Nomad's job JSON flakegym writes, pure
+ * builders (the Cline worker job, the exec job) with a `canonicalizeJob` that fills Nomad's
+ * defaults, and a thin typed HTTP client (one file per resource over one request core).
+ * Imports no other flakegym package.
+ */
 export const NOMAD_API_VERSION = "v1";
+
+export * from "./client/agent.js";
+export * from "./client/allocations.js";
+export * from "./client/client.js";
+export * from "./client/config.js";
+export * from "./client/errors.js";
+export * from "./client/events.js";
+export * from "./client/fs.js";
+export * from "./client/jobs.js";
+export * from "./client/logs.js";
+export type { CallOptions, QueryMeta, QueryOptions, RequestCore, Result } from "./client/request.js";
+export * from "./client/responses.js";
+export * from "./client/status.js";
+export * from "./duration.js";
+export * from "./spec/canonicalize.js";
+export * from "./spec/exec-job.js";
+export * from "./spec/guards.js";
+export * from "./spec/job.js";
+export * from "./spec/worker-job.js";

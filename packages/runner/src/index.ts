@@ -1,8 +1,12 @@
 export { main } from "./cli/main.js";
+export * from "./emit/index.js";
 export { describeError, FlakegymError, UsageError } from "./errors.js";
 export * from "./export/index.js";
 export * from "./gateway/index.js";
 export * from "./policy/index.js";
+export * from "./progress/index.js";
+export * from "./rollout/index.js";
+export * from "./scoring/index.js";
 export {
   type BuildOptions,
   buildSnapshot,
@@ -39,6 +43,7 @@ export {
   applyPatchInWorker,
   applySolution,
   type HiddenTestReport,
+  hiddenTestsOf,
   installHiddenTests,
   runHiddenTests,
   type TestResult,
@@ -52,11 +57,15 @@ export type { AgentLaunchContext, AgentLauncher, RunningAgent } from "./workers/
 export { type ClineAgentOptions, clineAgentLauncher } from "./workers/local/cline-agent.js";
 export { createLocalBackend, type LocalBackendOptions } from "./workers/local/local-backend.js";
 export { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./workers/local/shape.js";
+export * from "./workers/nomad/index.js";
 export {
+  BASE_IMAGE,
   CONTAINERS_CONF,
   createPodmanBackend,
+  hostToolchainPodmanOptions,
   type PodmanBackendOptions,
   podmanRunArgs,
+  writeBaseRootfs,
 } from "./workers/podman/podman-backend.js";
 export type {
   ExecOptions,

@@ -125,7 +125,7 @@ describe.skipIf(!hasBwrap)("hostile commands in a local worker", () => {
 
   it("cannot write outside its workspace; /tmp is private", async () => {
     const r = await a.exec(
-      "for p in /usr/evil /etc/evil /opt/evil /evil /home/evil; do (echo x > $p) 2>/dev/null && echo WROTE $p; done; echo tmp > /tmp/private && echo ok-tmp; echo ws > /workspace/mine && echo ok-ws",
+      "for p in /usr/evil /etc/evil /opt/evil /evil /var/evil; do (echo x > $p) 2>/dev/null && echo WROTE $p; done; echo tmp > /tmp/private && echo ok-tmp; echo ws > /workspace/mine && echo ok-ws",
     );
     expect(r.stdout).not.toContain("WROTE");
     for (const p of ["/usr/evil", "/etc/evil", "/opt/evil", "/evil"]) expect(existsSync(p)).toBe(false);

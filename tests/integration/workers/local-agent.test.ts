@@ -80,7 +80,7 @@ describe.skipIf(!hasBwrap)("local agent worker (real Cline core in bubblewrap)",
       expect(seen).toContain("/etc/shadow: No such file");
       expect(seen).toContain("Connection refused");
       expect(seen).toContain("outside: ENETUNREACH");
-      expect(seen).toContain("pwd=/workspace home=/home/agent");
+      expect(seen).toContain("pwd=/workspace home=/sandbox-home");
       expect(seen).not.toContain("host secret");
       expect(hostConnections).toBe(0);
       // Prompts see sandbox paths, not the host's fork path.

@@ -36,7 +36,7 @@ describe.skipIf(!hasBwrap)("local backend", () => {
         env: { EXTRA: "1" },
       });
       expect(r).toMatchObject({ exitCode: 0, timedOut: false });
-      expect(r.stdout).toBe("/workspace\nagent\nfile\n/home/agent \n");
+      expect(r.stdout).toBe("/workspace\nagent\nfile\n/sandbox-home \n");
       const cwd = await worker.exec("pwd && echo $EXTRA", { cwd: "/tmp", env: { EXTRA: "x" } });
       expect(cwd.stdout).toBe("/tmp\nx\n");
       const fail = await worker.exec("exit 7");

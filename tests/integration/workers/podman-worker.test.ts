@@ -23,13 +23,13 @@ describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => 
   beforeAll(async () => {
     tmp = await makeTempDir("flakegym-podman-");
     const root = join(tmp.path, "rootfs");
-    for (const d of ["etc", "tmp", "workspace", "deps", "home/agent", "proc", "dev", "sys", "run", "usr"]) {
+    for (const d of ["etc", "tmp", "workspace", "deps", "sandbox-home", "proc", "dev", "sys", "run", "usr"]) {
       await mkdir(join(root, d), { recursive: true });
     }
     for (const l of ["bin", "lib", "lib64", "sbin"]) await symlink(`usr/${l}`, join(root, l));
     await writeFile(
       join(root, "etc", "passwd"),
-      "root:x:0:0::/root:/bin/sh\nagent:x:1000:1000::/home/agent:/bin/sh\n",
+      "root:x:0:0::/root:/bin/sh\nagent:x:1000:1000::/sandbox-home:/bin/sh\n",
     );
     await writeFile(join(root, "etc", "group"), "root:x:0:\nagent:x:1000:\n");
     await execa("tar", ["-C", root, "-cf", join(tmp.path, "rootfs.tar"), "."]);

@@ -1,3 +1,16 @@
+export {
+  type AtroposDouble,
+  type AtroposDoubleOptions,
+  startAtroposDouble,
+  validateScoredData,
+} from "./atropos-double.js";
+export {
+  type DoubleTaskInfo,
+  type NomadDouble,
+  type NomadDoubleOptions,
+  startNomadDouble,
+  type TaskBehavior,
+} from "./nomad-double.js";
 export { freePort } from "./ports.js";
 export { findProcesses, type ProcInfo, processReaper, processTable, waitFor } from "./processes.js";
 export { REPO_ROOT } from "./repo-root.js";

@@ -3,8 +3,8 @@
  * place of the 45 MB core: events, environment, log, forwarders, and every way of stopping. The
  * real core under the supervisor is covered by tests/integration/cline.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { createConnection, createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -116,6 +116,12 @@ describe("cline-supervisor", () => {
     expect(await roundTrip({ port: Number(String(started["coreAddress"]).split(":")[1]) }, "ping")).toBe(
       "core:ping",
     );
+    // the core announced itself; the host may still be binding (a race under load): wait for it
+    expect(
+      await waitFor(async () =>
+        (await readFile(join(tmp.path, "config", "core.log"), "utf8")).includes("fake host listening"),
+      ),
+    ).toBe(true);
     expect(await roundTrip({ port: Number(started["hostPort"]) }, "ping")).toBe("host:ping");
     const log = await readFile(join(tmp.path, "config", "core.log"), "utf8");
     const env = JSON.parse(/ENV (.*)/.exec(log)![1]!) as Record<string, string>;
@@ -201,6 +207,61 @@ describe("cline-supervisor", () => {
     expect(await s.exit).toBe(1);
     expect(s.events.at(-1)).toMatchObject({ event: "exit", reason: "stdin closed (parent gone)" });
     expect(await findProcesses(tmp.path)).toEqual([]);
+  });
+
+  it("--diff-dir: on SIGUSR2 writes the workspace's changes since start (binary-safe, commits included) atomically", async () => {
+    const ws = join(tmp.path, "ws");
+    await mkdir(ws);
+    const git = (...a: string[]) =>
+      execFileSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...a], { cwd: ws, encoding: "utf8" });
+    await writeFile(join(ws, "a.txt"), "one\n");
+    git("init", "-q");
+    git("add", "-A");
+    git("commit", "-qm", "base");
+    const base = git("rev-parse", "HEAD").trim();
+    const dir = join(tmp.path, "diff");
+    const s = start(["--workspace", ws, "--diff-dir", dir]);
+    await s.next("listening");
+    // the agent edits, commits, and leaves an untracked binary file
+    await writeFile(join(ws, "a.txt"), "one\ntwo\n");
+    git("commit", "-qam", "agent commit");
+    await writeFile(join(ws, "blob.bin"), Buffer.from([0, 255, 1, 254]));
+    const info = async (seq: number) => {
+      expect(
+        await waitFor(async () => {
+          const j = await readFile(join(dir, "diff.json"), "utf8").catch(() => "");
+          return j !== "" && (JSON.parse(j) as { seq: number }).seq >= seq;
+        }),
+      ).toBe(true);
+      return JSON.parse(await readFile(join(dir, "diff.json"), "utf8")) as Record<string, unknown>;
+    };
+    s.child.kill("SIGUSR2");
+    const first = await info(1);
+    const patch = await readFile(join(dir, "diff.patch"));
+    expect(first).toEqual({ seq: 1, baseCommit: base, bytes: patch.length });
+    expect(patch.toString()).toContain("+two");
+    expect(patch.toString()).toContain("GIT binary patch");
+    expect(git("status", "--porcelain")).toBe("?? blob.bin\n"); // the workspace's own index is untouched
+    s.child.kill("SIGUSR2");
+    expect(await info(2)).toMatchObject({ seq: 2, baseCommit: base });
+    s.child.kill("SIGTERM");
+    expect(await s.exit).toBe(0);
+  });
+
+  it("--diff-dir outside a git repository answers with an error in diff.json", async () => {
+    const dir = join(tmp.path, "diff");
+    const s = start(["--diff-dir", dir]);
+    await s.next("listening");
+    s.child.kill("SIGUSR2");
+    expect(
+      await waitFor(async () => (await readFile(join(dir, "diff.json"), "utf8").catch(() => "")) !== ""),
+    ).toBe(true);
+    expect(JSON.parse(await readFile(join(dir, "diff.json"), "utf8"))).toMatchObject({
+      seq: 1,
+      error: expect.stringMatching(/not a git repository/),
+    });
+    s.child.kill("SIGTERM");
+    expect(await s.exit).toBe(0);
   });
 
   it("rejects bad flags with exit 2, naming the flag", async () => {

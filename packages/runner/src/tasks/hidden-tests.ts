@@ -1,6 +1,8 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { FlakegymError } from "../errors.js";
+import { touchedPaths } from "../scoring/diff.js";
+import type { HiddenTests } from "../scoring/scorer.js";
 import type { Worker } from "../workers/types.js";
 import type { LoadedTask } from "./catalog.js";
 import { type TestCommand, testCommands, testPassed } from "./task-spec.js";
@@ -89,6 +91,23 @@ export async function installHiddenTests(
   for (const file of await filesUnder(dir)) {
     await writeFileInWorker(worker, relative(dir, file), await readFile(file), signal);
   }
+}
+
+/**
+ * A catalog task's hidden tests as data for scoring: the tests patch (or the tests dir's files),
+ * the paths they touch (the agent's edits there are dropped) and one command per test id.
+ */
+export async function hiddenTestsOf(task: LoadedTask, timeoutMs: number): Promise<HiddenTests> {
+  const commands = testCommands(task.spec.tests.run);
+  if (task.paths.testsPatch) {
+    const patch = await readFile(task.paths.testsPatch, "utf8");
+    return { testFiles: touchedPaths(patch), install: { kind: "patch", patch }, commands, timeoutMs };
+  }
+  const dir = task.paths.testsDir!;
+  const files = await Promise.all(
+    (await filesUnder(dir)).map(async (f) => ({ path: relative(dir, f), content: await readFile(f) })),
+  );
+  return { testFiles: files.map((f) => f.path), install: { kind: "files", files }, commands, timeoutMs };
 }
 
 /** Applies the task's reference solution. */

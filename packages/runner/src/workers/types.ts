@@ -57,6 +57,21 @@ export interface ExecOptions {
   readonly signal?: AbortSignal;
 }
 
+/** What `collectArtifacts` gathers from an agent worker once its Cline task is over. */
+export interface CollectArtifactsInput {
+  /** The Cline task id the driver reported ("" when the task never started: no task files). */
+  readonly taskId: string;
+  /** Local directory written atomically (temp + rename): Cline's task files, `diff.patch`, `manifest.json`. */
+  readonly dest: string;
+  /** The snapshot commit the diff is taken against (local; remote workers use the HEAD at boot). */
+  readonly baseCommit?: string;
+  /** More files for `dest` (`name → content`; strings/Buffers as-is, other values as JSON). */
+  readonly extra?: Readonly<Record<string, unknown>>;
+  readonly signal: AbortSignal;
+  /** Bound on the whole collection (default 60 s). */
+  readonly timeoutMs?: number;
+}
+
 /** Why a worker ended. Limits end a trajectory as data (outcome `limits_exceeded` / `timeout`). */
 export interface WorkerExit {
   readonly reason: "stopped" | "wall_clock" | "cpu_time" | "memory" | "disk" | "crashed";
@@ -72,8 +87,20 @@ export interface Worker {
   readonly policyBaseUrl?: string;
   /** Host path of the core's config dir (artifacts live under data/tasks/<taskId>/) when local. */
   readonly configDir?: string;
+  /**
+   * True when every `exec` runs in a fresh sandbox that sees nothing an earlier `exec` did (Nomad:
+   * one allocation per call). Callers that need several steps compose them into one command.
+   */
+  readonly statelessExec?: boolean;
   /** Runs a shell command inside the worker's sandbox, in the workspace by default. */
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
+  /**
+   * Agent workers: hands back the finished task's Cline files and the workspace's diff (against
+   * the snapshot), wherever the worker runs — local: read from the host paths; Nomad: the
+   * supervisor writes the diff in the allocation on request and the runner reads the files
+   * through the allocation filesystem API. Call it before `stop()`.
+   */
+  collectArtifacts?(input: CollectArtifactsInput): Promise<void>;
   /** Stops everything the worker started; idempotent. */
   stop(): Promise<void>;
   /** Resolves when the worker has ended, stopped by the runner or by a limit (local, podman). */

@@ -13,6 +13,7 @@ import {
 import { execa } from "execa";
 import { z } from "zod";
 import { describeError } from "../../errors.js";
+import { nomadDoctorProbe } from "../../workers/nomad/doctor.js";
 import { defineCommand } from "../command.js";
 
 /** One line of the doctor's table. */
@@ -169,6 +170,7 @@ export const doctorProbes: DoctorProbe[] = [
   toolProbe("bubblewrap", "bwrap", "needed by the local sandbox backend (apt-get install bubblewrap)"),
   toolProbe("podman", "podman", "needed by the podman backend (apt-get install podman runc)"),
   toolProbe("nix", "nix", "needed to build profiles and images from the flake (apt-get install nix-bin)"),
+  nomadDoctorProbe,
 ];
 
 /** Renders rows as an aligned table. */

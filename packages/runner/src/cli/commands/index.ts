@@ -1,10 +1,13 @@
 import type { Command } from "../command.js";
 import { doctorCommand } from "./doctor.js";
 import { nixFactsCommand } from "./nix-facts.js";
+import { nomadRenderCommand } from "./nomad-render.js";
+import { rolloutCommand } from "./rollout.js";
 import { snapshotBuildCommand } from "./snapshot-build.js";
 import { tasksCheckCommand } from "./tasks-check.js";
 import { tasksListCommand } from "./tasks-list.js";
 import { tasksShowCommand } from "./tasks-show.js";
+import { validateCommand } from "./validate.js";
 
 /** Every subcommand, in the order `--help` lists them. One line per command. */
 export const commands: readonly Command[] = [
@@ -14,4 +17,7 @@ export const commands: readonly Command[] = [
   snapshotBuildCommand as unknown as Command,
   nixFactsCommand as unknown as Command,
   doctorCommand as unknown as Command,
+  nomadRenderCommand as unknown as Command,
+  rolloutCommand as unknown as Command,
+  validateCommand as unknown as Command,
 ];

@@ -32,7 +32,7 @@ async function freeLoopbackPort(): Promise<number> {
  * sandbox. Read-only binds: the supervisor script and the pinned cline package (at their host
  * paths, which the launcher passes as arguments); the config dir and the core's socket dir are
  * bound writable at their host paths (the runner reads artifacts and connects there). The
- * workspace is `/workspace` and HOME `/home/agent` inside, so prompts do not depend on host paths.
+ * workspace is `/workspace` and HOME `/sandbox-home` inside, so prompts do not depend on host paths.
  * The policy is reached through the gateway's unix socket, bound in and forwarded by the
  * supervisor to 127.0.0.1:18080 inside the sandbox's own network namespace.
  */
@@ -70,7 +70,7 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
           },
         };
         wrap = (cmd) => {
-          // The launcher speaks host paths; inside, the workspace is /workspace and HOME /home/agent.
+          // The launcher speaks host paths; inside, the workspace is /workspace and HOME /sandbox-home.
           const args = cmd.args.map((a) => (a === spec.workspace ? SANDBOX_PATHS.workspace : a));
           const env = { ...cmd.env, ...prepared.env, HOME: SANDBOX_PATHS.home };
           const line = wrapCommand({ ...shape, bwrap: { ...shape.bwrap, env } }, [cmd.command, ...args]);

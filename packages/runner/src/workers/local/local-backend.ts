@@ -2,9 +2,18 @@ import { randomBytes } from "node:crypto";
 import { mkdir, rm, statfs } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { collectArtifacts } from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
-import type { ExecOptions, ExecResult, Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../types.js";
+import type {
+  CollectArtifactsInput,
+  ExecOptions,
+  ExecResult,
+  Worker,
+  WorkerBackend,
+  WorkerExit,
+  WorkerSpec,
+} from "../types.js";
 import type { AgentLauncher, RunningAgent } from "./agent.js";
 import type { Bind } from "./bwrap-args.js";
 import { probeCgroups } from "./cgroup.js";
@@ -212,6 +221,23 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
         ...(agent ? { policyBaseUrl: agent.policyBaseUrl } : {}),
         configDir,
         exited,
+        ...(agent
+          ? {
+              async collectArtifacts(c: CollectArtifactsInput): Promise<void> {
+                await collectArtifacts({
+                  configDir,
+                  taskId: c.taskId,
+                  workspace: spec.workspace,
+                  dest: c.dest,
+                  ...(c.baseCommit ? { baseCommit: c.baseCommit } : {}),
+                  ...(c.extra ? { extra: c.extra } : {}),
+                  overwrite: true,
+                  signal: c.signal,
+                  ...(c.timeoutMs ? { timeoutMs: c.timeoutMs } : {}),
+                });
+              },
+            }
+          : {}),
         async exec(command: string, o: ExecOptions = {}): Promise<ExecResult> {
           if (exit) {
             return {

@@ -13,7 +13,7 @@ import { BASE_PATH, toolchainFor } from "./toolchain.js";
 export const SANDBOX_PATHS = {
   workspace: "/workspace",
   deps: "/deps",
-  home: "/home/agent",
+  home: "/sandbox-home",
   etc: "/etc",
 } as const;
 /** Where the policy gateway's unix socket appears inside a local sandbox. */

@@ -1,13 +1,27 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, stat, writeFile } from "node:fs/promises";
+import { mkdir, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { launchClineCore, resolveClinePackage, SUPERVISOR_PATH } from "@flakegym/cline-vendor";
+import {
+  collectArtifacts,
+  launchClineCore,
+  resolveClinePackage,
+  SUPERVISOR_PATH,
+} from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
 import type { Bind } from "../local/bwrap-args.js";
 import { depsEnv, SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "../local/shape.js";
-import type { ExecOptions, ExecResult, Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../types.js";
+import { nodeBinds } from "../local/toolchain.js";
+import type {
+  CollectArtifactsInput,
+  ExecOptions,
+  ExecResult,
+  Worker,
+  WorkerBackend,
+  WorkerExit,
+  WorkerSpec,
+} from "../types.js";
 
 /**
  * The podman backend: one OCI container per worker, from a locally present image (built by the
@@ -31,6 +45,64 @@ export interface PodmanBackendOptions {
   readonly nodeInImage?: string;
   /** Bound on spawn → core answering gRPC for agent workers. Default 120 s. */
   readonly agentStartTimeoutMs?: number;
+  /** Directories (container paths) put before the standard PATH (e.g. a node bound outside /usr). */
+  readonly pathPrefix?: readonly string[];
+  /**
+   * Before the first worker, `podman import` {@link BASE_IMAGE} (a minimal rootfs: merged-/usr
+   * symlinks, passwd, empty mount points) unless it is present. Used with the host's /usr bound in
+   * as the toolchain ({@link hostToolchainPodmanOptions}).
+   */
+  readonly importBaseImage?: boolean;
+}
+
+/** The minimal image `importBaseImage` creates locally (no registry): a rootfs without /usr. */
+export const BASE_IMAGE = "localhost/flakegym-base:2";
+
+/**
+ * Podman options that run workers from {@link BASE_IMAGE} with this machine's /usr bound read-only
+ * as the toolchain, and the runner's node bound at /opt/node when it lives outside /usr — the same
+ * toolchain the local backend's bubblewrap sandboxes see.
+ */
+export function hostToolchainPodmanOptions(execPath: string = process.execPath): PodmanBackendOptions {
+  const node = nodeBinds(execPath);
+  return {
+    image: BASE_IMAGE,
+    importBaseImage: true,
+    binds: [{ src: "/usr", dest: "/usr" }, ...node.binds],
+    ...(node.path.length ? { pathPrefix: node.path, nodeInImage: `${node.path[0]}/node` } : {}),
+  };
+}
+
+/** Writes the base image's rootfs as a tar under `dir` (pure file work) and returns its path. */
+export async function writeBaseRootfs(dir: string): Promise<string> {
+  const root = join(dir, "rootfs");
+  await rm(root, { recursive: true, force: true });
+  for (const d of [
+    "etc",
+    "tmp",
+    "workspace",
+    "deps",
+    "sandbox-home",
+    "proc",
+    "dev",
+    "sys",
+    "run/flakegym",
+    "usr",
+    "opt",
+  ]) {
+    await mkdir(join(root, d), { recursive: true });
+  }
+  for (const l of ["bin", "lib", "lib64", "sbin"]) await symlink(`usr/${l}`, join(root, l));
+  await writeFile(
+    join(root, "etc", "passwd"),
+    "root:x:0:0::/root:/bin/sh\nagent:x:1000:1000::/sandbox-home:/bin/sh\n",
+  );
+  await writeFile(join(root, "etc", "group"), "root:x:0:\nagent:x:1000:\n");
+  const tar = join(dir, "rootfs.tar");
+  await execa("tar", ["--numeric-owner", "-C", root, "-cf", `${tar}.tmp`, "."], { stdin: "ignore" });
+  await rename(`${tar}.tmp`, tar);
+  await rm(root, { recursive: true, force: true });
+  return tar;
 }
 
 export const CONTAINERS_CONF = "[containers]\ndefault_ulimits = []\n";
@@ -119,10 +191,36 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
     confReady ??= (async () => {
       await mkdir(stateDir, { recursive: true });
       await writeFile(`${confFile}.tmp`, CONTAINERS_CONF);
-      const { rename } = await import("node:fs/promises");
       await rename(`${confFile}.tmp`, confFile);
     })();
     return confReady;
+  };
+  let imageReady: Promise<void> | undefined;
+  const ensureBaseImage = () => {
+    imageReady ??= (async () => {
+      if ((await pm(["image", "exists", BASE_IMAGE])).exitCode === 0) return;
+      const dir = join(stateDir, `base-${randomBytes(3).toString("hex")}`);
+      await mkdir(dir, { recursive: true });
+      try {
+        const tar = await writeBaseRootfs(dir);
+        const r = await pm(["import", tar, BASE_IMAGE]);
+        if (r.exitCode !== 0) {
+          throw new FlakegymError(
+            "E_PODMAN",
+            `podman import of ${BASE_IMAGE} failed (exit ${r.exitCode}): ${r.stderr.trim()}`,
+            {
+              hint: "check that podman works (podman info); the image is a local rootfs, no registry is used",
+            },
+          );
+        }
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    })();
+    imageReady.catch(() => {
+      imageReady = undefined; // a later worker retries
+    });
+    return imageReady;
   };
   const pm = async (args: string[], o: { timeoutMs?: number; signal?: AbortSignal } = {}) => {
     await ensureConf();
@@ -164,10 +262,14 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
           },
         );
       }
+      if (options.importBaseImage && image === BASE_IMAGE) await ensureBaseImage();
       const name = `flakegym-${sanitize(`${spec.runId}-${spec.trajectoryId}`)}-${randomBytes(3).toString("hex")}`;
       const env: Record<string, string> = {
         HOME: SANDBOX_PATHS.home,
-        PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        PATH: [
+          ...(options.pathPrefix ?? []),
+          "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        ].join(":"),
         LANG: "C.UTF-8",
         TMPDIR: "/tmp",
         ...(spec.depsDir ? depsEnv(SANDBOX_PATHS.deps) : {}),
@@ -212,6 +314,8 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       address: string;
       policyBaseUrl: string;
       configDir: string;
+      /** Host dir of the agent's config and sockets, removed once the container is gone. */
+      dir: string;
       stop(): Promise<void>;
       exited: Promise<unknown>;
     },
@@ -230,6 +334,7 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
         clearTimeout(wall);
         await agent?.stop().catch(() => {});
         await pm(["rm", "-f", "-t", "0", name]);
+        if (agent) await rm(agent.dir, { recursive: true, force: true }).catch(() => {});
         resolveExit(e);
       })();
       return stopping;
@@ -258,7 +363,26 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       id: name,
       backend: "podman",
       ...(agent
-        ? { agentAddress: agent.address, policyBaseUrl: agent.policyBaseUrl, configDir: agent.configDir }
+        ? {
+            agentAddress: agent.address,
+            policyBaseUrl: agent.policyBaseUrl,
+            configDir: agent.configDir,
+            // The workspace and the config dir are bind mounts of host dirs: the core's task files
+            // and the agent's changes are read (and diffed) on the host, like the local backend.
+            async collectArtifacts(c: CollectArtifactsInput): Promise<void> {
+              await collectArtifacts({
+                configDir: agent.configDir,
+                taskId: c.taskId,
+                workspace: spec.workspace,
+                dest: c.dest,
+                ...(c.baseCommit ? { baseCommit: c.baseCommit } : {}),
+                ...(c.extra ? { extra: c.extra } : {}),
+                overwrite: true,
+                signal: c.signal,
+                ...(c.timeoutMs ? { timeoutMs: c.timeoutMs } : {}),
+              });
+            },
+          }
         : {}),
       exited,
       async exec(command: string, o: ExecOptions = {}): Promise<ExecResult> {
@@ -363,6 +487,7 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       },
     }).catch(async (err: unknown) => {
       await pm(["rm", "-f", "-t", "0", o.name]);
+      await rm(dir, { recursive: true, force: true }).catch(() => {});
       throw err;
     });
     const policyBaseUrl = `http://127.0.0.1:${SANDBOX_GATEWAY_PORT}${spec.gateway.url ? new URL(spec.gateway.url).pathname.replace(/\/$/, "") : "/v1"}`;
@@ -370,6 +495,7 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       address: core.address,
       policyBaseUrl,
       configDir,
+      dir,
       stop: () => core.stop(),
       exited: core.exited,
     });

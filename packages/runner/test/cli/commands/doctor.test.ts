@@ -34,7 +34,7 @@ describe("doctor", () => {
     expect(DoctorRow.parse(row)).toEqual(row);
   });
 
-  it("lists the cline probe first, then bubblewrap, podman, nix", () => {
-    expect(doctorProbes.map((p) => p.name)).toEqual(["cline", "bubblewrap", "podman", "nix"]);
+  it("lists the cline probe first, then bubblewrap, podman, nix, nomad", () => {
+    expect(doctorProbes.map((p) => p.name)).toEqual(["cline", "bubblewrap", "podman", "nix", "nomad"]);
   });
 });

@@ -5,13 +5,13 @@ import { wrapCommand } from "../../../src/workers/local/sandbox.js";
 const spec = {
   workspace: "/host/fork/workspace",
   workspaceDest: "/workspace",
-  homeDest: "/home/agent",
+  homeDest: "/sandbox-home",
   tmpSizeMb: 64,
   binds: [
     { src: "/host/rust", dest: "/opt/rust" },
     { src: "/host/gw.sock", dest: "/run/flakegym/gateway.sock" },
   ],
-  env: { PATH: "/usr/bin", HOME: "/home/agent" },
+  env: { PATH: "/usr/bin", HOME: "/sandbox-home" },
   cwd: "/workspace",
   uid: 1000,
   gid: 1000,
@@ -53,7 +53,7 @@ describe("buildBwrapArgs", () => {
     // the root is remounted read-only after every mount is in place
     expect(args.indexOf("--remount-ro")).toBeGreaterThan(args.lastIndexOf("--bind"));
     expect(args.join(" ")).toContain(`--size ${64 * 1024 * 1024} --tmpfs /tmp`);
-    expect(args.join(" ")).toContain(`--size ${64 * 1024 * 1024} --tmpfs /home/agent`);
+    expect(args.join(" ")).toContain(`--size ${64 * 1024 * 1024} --tmpfs /sandbox-home`);
   });
   it("shares the network only when asked", () => {
     expect(buildBwrapArgs({ ...spec, network: "host" })).not.toContain("--unshare-net");
@@ -61,7 +61,7 @@ describe("buildBwrapArgs", () => {
   it("sets exactly the given environment", () => {
     expect(pairs(args, "--setenv")).toEqual([
       ["PATH", "/usr/bin"],
-      ["HOME", "/home/agent"],
+      ["HOME", "/sandbox-home"],
     ]);
   });
 });

@@ -1,0 +1,170 @@
+import { z } from "zod";
+import { type Job, JobRegisterRequest, parseJob } from "../spec/job.js";
+import type { CallOptions, QueryOptions, RequestCore, Result } from "./request.js";
+import {
+  AllocationListStub,
+  Evaluation,
+  JobDeregisterResponse,
+  JobDispatchResponse,
+  JobListStub,
+  JobRegisterResponse,
+} from "./responses.js";
+
+/** `/v1/jobs` and `/v1/job/:id/...`. Method names mirror the API. */
+
+export const JobInfo = z.looseObject({
+  ID: z.string(),
+  ParentID: z.string().nullish(),
+  Type: z.string().optional(),
+  Status: z.string().optional(),
+  Stop: z.boolean().optional(),
+  Dispatched: z.boolean().optional(),
+  Meta: z
+    .record(z.string(), z.string())
+    .nullish()
+    .transform((v) => v ?? {}),
+  JobModifyIndex: z.number().optional(),
+});
+export type JobInfo = z.infer<typeof JobInfo>;
+
+export interface DispatchRequest {
+  readonly meta?: Readonly<Record<string, string>>;
+  /** At most 16 KiB; sent base64-encoded. */
+  readonly payload?: Uint8Array | string;
+  /**
+   * Makes the dispatch safe to resend: while a child created with this token exists, dispatching
+   * again returns that child instead of creating another. The client then retries it like a GET.
+   */
+  readonly idempotencyToken?: string;
+  /** Inserted into the child's id: `<parent>/dispatch-<template>-<unix>-<rand>`. */
+  readonly idPrefixTemplate?: string;
+}
+
+export interface ListRequest {
+  /** Only jobs whose id starts with this. */
+  readonly prefix?: string;
+  /** A go-bexpr filter, e.g. `Meta.flakegym_run == "r1"`. */
+  readonly filter?: string;
+  /** Include each job's Meta in the stubs. */
+  readonly meta?: boolean;
+}
+
+export const DISPATCH_PAYLOAD_LIMIT = 16 * 1024;
+
+export function jobPath(jobId: string, suffix = ""): string {
+  return `/v1/job/${encodeURIComponent(jobId)}${suffix}`;
+}
+
+export function createJobsApi(core: RequestCore) {
+  return {
+    /**
+     * `POST /v1/jobs`. With `enforceIndex: 0` it only creates: a second register of the same id
+     * fails ("job already exists"), which makes a create safe to resend.
+     */
+    async register(
+      job: Job,
+      opts: CallOptions & { enforceIndex?: number } = {},
+    ): Promise<Result<JobRegisterResponse>> {
+      const body = JobRegisterRequest.parse({
+        Job: parseJob(job),
+        ...(opts.enforceIndex !== undefined ? { EnforceIndex: true, JobModifyIndex: opts.enforceIndex } : {}),
+      });
+      return core.json({ method: "POST", path: "/v1/jobs", body }, JobRegisterResponse, opts);
+    },
+
+    /** `POST /v1/job/:id/dispatch`: one child job of a parameterized job. */
+    async dispatch(
+      jobId: string,
+      req: DispatchRequest = {},
+      opts: CallOptions = {},
+    ): Promise<Result<JobDispatchResponse>> {
+      const payload =
+        req.payload === undefined
+          ? undefined
+          : typeof req.payload === "string"
+            ? Buffer.from(req.payload, "utf8")
+            : Buffer.from(req.payload);
+      if (payload && payload.length > DISPATCH_PAYLOAD_LIMIT) {
+        throw new RangeError(
+          `dispatch payload of ${payload.length} bytes exceeds Nomad's limit of ${DISPATCH_PAYLOAD_LIMIT} bytes`,
+        );
+      }
+      return core.json(
+        {
+          method: "POST",
+          path: jobPath(jobId, "/dispatch"),
+          query: { idempotency_token: req.idempotencyToken },
+          body: {
+            JobID: jobId,
+            Meta: req.meta ?? {},
+            ...(payload ? { Payload: payload.toString("base64") } : {}),
+            ...(req.idPrefixTemplate ? { IdPrefixTemplate: req.idPrefixTemplate } : {}),
+          },
+          idempotent: req.idempotencyToken !== undefined,
+        },
+        JobDispatchResponse,
+        opts,
+      );
+    },
+
+    /** `DELETE /v1/job/:id`; `purge` removes it from the state store at once. Idempotent. */
+    deregister(
+      jobId: string,
+      req: { purge?: boolean } = {},
+      opts: CallOptions = {},
+    ): Promise<Result<JobDeregisterResponse>> {
+      return core.json(
+        { method: "DELETE", path: jobPath(jobId), query: { purge: req.purge ? "true" : undefined } },
+        JobDeregisterResponse,
+        opts,
+      );
+    },
+
+    /** `GET /v1/job/:id` (404 → NomadError with isNotFound). */
+    info(jobId: string, opts: QueryOptions = {}): Promise<Result<JobInfo>> {
+      return core.json({ method: "GET", path: jobPath(jobId) }, JobInfo, opts);
+    },
+
+    /** `GET /v1/jobs`. */
+    list(req: ListRequest = {}, opts: QueryOptions = {}): Promise<Result<JobListStub[]>> {
+      return core.json(
+        {
+          method: "GET",
+          path: "/v1/jobs",
+          query: { prefix: req.prefix, filter: req.filter, meta: req.meta ? "true" : undefined },
+        },
+        z.array(JobListStub),
+        opts,
+      );
+    },
+
+    /** `GET /v1/job/:id/allocations`; a blocking query with `index`. */
+    allocations(
+      jobId: string,
+      req: { all?: boolean } = {},
+      opts: QueryOptions = {},
+    ): Promise<Result<AllocationListStub[]>> {
+      return core.json(
+        { method: "GET", path: jobPath(jobId, "/allocations"), query: { all: req.all ? "true" : undefined } },
+        z
+          .array(AllocationListStub)
+          .nullable()
+          .transform((v) => v ?? []),
+        opts,
+      );
+    },
+
+    /** `GET /v1/job/:id/evaluations`: why allocations were (not) placed. */
+    evaluations(jobId: string, opts: QueryOptions = {}): Promise<Result<Evaluation[]>> {
+      return core.json(
+        { method: "GET", path: jobPath(jobId, "/evaluations") },
+        z
+          .array(Evaluation)
+          .nullable()
+          .transform((v) => v ?? []),
+        opts,
+      );
+    },
+  };
+}
+export type JobsApi = ReturnType<typeof createJobsApi>;

@@ -1,0 +1,223 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { minutes } from "../../src/duration.js";
+import { canonicalizeJob } from "../../src/spec/canonicalize.js";
+import { parseJob } from "../../src/spec/job.js";
+import {
+  buildWorkerJob,
+  GRPC_PORT_LABEL,
+  HOST_PORT_LABEL,
+  META,
+  nomadVar,
+  renderJobJson,
+  WORKER_ENV,
+  WORKSPACE_PREP,
+  type WorkerJobInput,
+} from "../../src/spec/worker-job.js";
+import { expectGolden } from "../helpers/golden.js";
+
+const DIGEST = `sha256:${"ab12".repeat(16)}`;
+
+const base: WorkerJobInput = {
+  jobId: "flakegym-run1-demo-agent-0f0f0f0f",
+  runId: "run1",
+  taskId: "demo",
+  profile: "python",
+  driver: { driver: "docker", image: `oci.example/flakegym/python-env@${DIGEST}` },
+  policyBaseUrl: "http://10.0.0.5:8089/v1",
+  expiresAtMs: 1_800_000_000_000,
+  maxRunMs: 1_800_000,
+};
+
+describe("buildWorkerJob", () => {
+  it("docker: digest-pinned image, sandbox keys, dynamic grpc port mapped to the core's port", () => {
+    const job = buildWorkerJob({
+      ...base,
+      driver: { ...base.driver, runtime: "runsc" } as WorkerJobInput["driver"],
+    });
+    expectGolden("worker-docker", { Job: job });
+    const task = job.TaskGroups[0]!.Tasks[0]!;
+    expect(task.Config).toMatchObject({
+      cap_drop: ["ALL"],
+      readonly_rootfs: false,
+      privileged: false,
+      pids_limit: 1024,
+      runtime: "runsc",
+      ports: [GRPC_PORT_LABEL],
+    });
+    expect(job.TaskGroups[0]!.Networks).toEqual([
+      { Mode: "host", DynamicPorts: [{ Label: GRPC_PORT_LABEL, To: 26040 }, { Label: HOST_PORT_LABEL }] },
+    ]);
+    // The image entrypoint's contract: core and host ports, workspace, config, home.
+    expect(task.Env).toMatchObject({
+      FLAKEGYM_CORE_PORT: nomadVar("NOMAD_PORT_grpc"),
+      FLAKEGYM_HOST_PORT: nomadVar("NOMAD_PORT_hostbridge"),
+      FLAKEGYM_WORKSPACE: "/workspace",
+      FLAKEGYM_CONFIG_DIR: `${nomadVar("NOMAD_ALLOC_DIR")}/cline`,
+      FLAKEGYM_HOME: `${nomadVar("NOMAD_TASK_DIR")}/home`,
+    });
+    // No command: the image's entrypoint (flakegym-worker) starts the agent.
+    expect(task.Config.command).toBeUndefined();
+    expect(task.Config.entrypoint).toBeUndefined();
+  });
+
+  it("is one-shot: no restarts, no reschedules, a max run duration", () => {
+    const g = buildWorkerJob(base).TaskGroups[0]!;
+    expect(g.RestartPolicy).toMatchObject({ Attempts: 0, Mode: "fail" });
+    expect(g.ReschedulePolicy).toMatchObject({ Attempts: 0, Unlimited: false });
+    expect(g.MaxRunDuration).toBe(minutes(30));
+    // Canonicalizing keeps the zeros (a default never overrides a set value).
+    const c = canonicalizeJob(buildWorkerJob(base)).TaskGroups[0]!;
+    expect(c.RestartPolicy?.Attempts).toBe(0);
+    expect(c.ReschedulePolicy).toMatchObject({ Attempts: 0, Unlimited: false });
+  });
+
+  it("is a parameterized batch job whose dispatches must name the trajectory", () => {
+    const job = buildWorkerJob(base);
+    expect(job.Type).toBe("batch");
+    expect(job.ParameterizedJob).toEqual({
+      Payload: "forbidden",
+      MetaRequired: [META.trajectory, META.expires],
+      MetaOptional: [META.attempt],
+    });
+    expect(job.Meta).toMatchObject({ [META.run]: "run1", [META.task]: "demo", [META.kind]: "agent" });
+  });
+
+  it("env carries the policy URL and the listen address, never secrets", () => {
+    const env = buildWorkerJob({ ...base, env: { LANG: "C.UTF-8" } }).TaskGroups[0]!.Tasks[0]!.Env!;
+    expect(env[WORKER_ENV.policyBaseUrl]).toBe("http://10.0.0.5:8089/v1");
+    expect(env.LANG).toBe("C.UTF-8");
+    expect(() => buildWorkerJob({ ...base, env: { OPENAI_API_KEY: "sk-123" } })).toThrow(
+      "'OPENAI_API_KEY' looks like a secret",
+    );
+    expect(() => buildWorkerJob({ ...base, env: { NOMAD_TOKEN: "x" } })).toThrow("looks like a secret");
+  });
+
+  it("rejects a loopback policy URL, naming the fix", () => {
+    for (const url of [
+      "http://127.0.0.1:8089/v1",
+      "http://localhost:1/v1",
+      "http://[::1]:9/v1",
+      "http://0.0.0.0:1",
+    ]) {
+      expect(() => buildWorkerJob({ ...base, policyBaseUrl: url })).toThrow("--gateway-advertise");
+    }
+  });
+
+  it("rejects an image not pinned by digest unless allowMutableTag", () => {
+    const tagged = { driver: "docker" as const, image: "flakegym/python-env:latest" };
+    expect(() => buildWorkerJob({ ...base, driver: tagged })).toThrow("not pinned by digest");
+    expect(buildWorkerJob({ ...base, driver: { ...tagged, allowMutableTag: true } }).ID).toBe(base.jobId);
+  });
+
+  it("podman: same sandbox in podman's keys", () => {
+    const job = buildWorkerJob({
+      ...base,
+      driver: { driver: "podman", image: `docker://oci.example/x@${DIGEST}` },
+    });
+    expectGolden("worker-podman", { Job: job });
+    expect(job.TaskGroups[0]!.Tasks[0]!.Config).toMatchObject({
+      tmpfs: ["/tmp"],
+      cap_drop: ["ALL"],
+      ports: ["grpc"],
+    });
+  });
+
+  it("nix: a flake output; settings as `env K=V` args (the nix driver passes a task only NOMAD_* env)", () => {
+    const job = buildWorkerJob({
+      ...base,
+      driver: { driver: "nix", flake: "github:example/flakegym#flakegym-worker", command: "flakegym-worker" },
+    });
+    expectGolden("worker-nix", { Job: job });
+    const cfg = job.TaskGroups[0]!.Tasks[0]!.Config as {
+      command: string;
+      args: string[];
+      packages: string[];
+    };
+    expect(cfg.command).toBe("env");
+    expect(cfg.packages).toEqual(["github:example/flakegym#flakegym-worker", "#coreutils", "#bash"]);
+    expect(cfg.args).toContain(`FLAKEGYM_CORE_PORT=${nomadVar("NOMAD_PORT_grpc")}`);
+    expect(cfg.args).toContain(`FLAKEGYM_WORKSPACE=${nomadVar("NOMAD_ALLOC_DIR")}/workspace`);
+    // then sh runs the preparation step, which runs the worker
+    expect(cfg.args.slice(-5)).toEqual(["sh", "-c", WORKSPACE_PREP, "flakegym-prep", "flakegym-worker"]);
+    expect(job.TaskGroups[0]!.Networks![0]!.DynamicPorts).toEqual([
+      { Label: GRPC_PORT_LABEL },
+      { Label: HOST_PORT_LABEL },
+    ]);
+  });
+
+  it("raw_exec: the preparation step, then the command; workspace in the allocation dir", () => {
+    const job = buildWorkerJob({
+      ...base,
+      driver: { driver: "raw_exec", command: "/usr/bin/node", args: ["w.js"] },
+      snapshotDir: "/srv/snapshots/demo",
+    });
+    expectGolden("worker-raw-exec", { Job: job });
+    const t = job.TaskGroups[0]!.Tasks[0]!;
+    expect(t.Config).toEqual({
+      command: "/bin/sh",
+      args: ["-c", WORKSPACE_PREP, "flakegym-prep", "/usr/bin/node", "w.js"],
+    });
+    expect(t.Env).toMatchObject({ FLAKEGYM_SNAPSHOT_DIR: "/srv/snapshots/demo" });
+  });
+
+  it("the preparation step creates the worker's dirs and fills an empty workspace from the snapshot (real sh)", () => {
+    const root = mkdtempSync(join(tmpdir(), "flakegym-prep-"));
+    try {
+      const snap = join(root, "snap");
+      mkdirSync(snap);
+      writeFileSync(join(snap, "a.txt"), "A");
+      const env = {
+        PATH: process.env.PATH,
+        FLAKEGYM_WORKSPACE: join(root, "ws"),
+        FLAKEGYM_CONFIG_DIR: join(root, "cfg"),
+        FLAKEGYM_HOME: join(root, "home"),
+        FLAKEGYM_SNAPSHOT_DIR: snap,
+      };
+      const check =
+        'ls "$FLAKEGYM_WORKSPACE"; test -d "$FLAKEGYM_CONFIG_DIR" && test -d "$FLAKEGYM_HOME" && echo dirs-ok';
+      const run = () =>
+        execFileSync("/bin/sh", ["-c", WORKSPACE_PREP, "prep", "/bin/sh", "-c", check], {
+          env,
+          encoding: "utf8",
+        });
+      expect(run()).toBe("a.txt\ndirs-ok\n");
+      // A workspace that has content is left alone.
+      writeFileSync(join(snap, "b.txt"), "B");
+      expect(run()).toBe("a.txt\ndirs-ok\n");
+      expect(existsSync(join(root, "ws", "b.txt"))).toBe(false);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("maps sizing to Nomad resources: reservation ≤ hard limit", () => {
+    const t = (r: WorkerJobInput["resources"]) =>
+      buildWorkerJob({ ...base, resources: r }).TaskGroups[0]!.Tasks[0]!.Resources;
+    expect(t({ cpuMhz: 2000, memoryMb: 512, memoryMaxMb: 2048, diskMb: 8000 })).toEqual({
+      CPU: 2000,
+      MemoryMB: 512,
+      MemoryMaxMB: 2048,
+    });
+    expect(t({ memoryMb: 4096, memoryMaxMb: 1024 })).toEqual({ CPU: 1000, MemoryMB: 1024, MemoryMaxMB: 0 });
+    expect(t({ memoryMb: 700, memoryMaxMb: 0 })).toEqual({ CPU: 1000, MemoryMB: 700, MemoryMaxMB: 0 });
+  });
+
+  it("names the bad option", () => {
+    expect(() => buildWorkerJob({ ...base, resources: { cpuMhz: -1 } })).toThrow("option 'resources.cpuMhz'");
+    expect(() =>
+      buildWorkerJob({ ...base, driver: { driver: "nix", flake: "no-output", command: "x" } }),
+    ).toThrow("option 'driver.flake'");
+  });
+
+  it('renders {"Job": ...} that parses back through the strict schema', () => {
+    const text = renderJobJson(buildWorkerJob(base));
+    const parsed = JSON.parse(text) as { Job: unknown };
+    expect(Object.keys(parsed)).toEqual(["Job"]);
+    expect(parseJob(parsed.Job).ID).toBe(base.jobId);
+    expect(() => parseJob({ ...(parsed.Job as object), Bogus: 1 })).toThrow("Nomad job spec: field 'Job.");
+  });
+});

@@ -1,0 +1,135 @@
+import { createReporter } from "../../progress/reporter.js";
+import { newRunId, RolloutOptions, resolveRolloutOptions } from "../../rollout/config.js";
+import {
+  type DatasetSelection,
+  datasetSummaryOf,
+  reselectDataset,
+  selectDataset,
+} from "../../rollout/dataset-tasks.js";
+import { readManifest, runPaths } from "../../rollout/run-dir.js";
+import { runRollout } from "../../rollout/run-rollout.js";
+import { createRolloutDeps } from "../../rollout/wire.js";
+import { formatRowError } from "../../tasks/dataset.js";
+import { defineCommand } from "../command.js";
+
+export const rolloutCommand = defineCommand({
+  path: ["rollout"],
+  summary: "run groups of Cline trajectories per task, score them with hidden tests, write trainer data",
+  details:
+    "For each --task: build (or reuse) the task's snapshot, run --group-size Cline sessions in isolated\n" +
+    "workers driven by --policy through the policy gateway, score each in a fresh fork by running the\n" +
+    "hidden tests, and write groups.jsonl (Atropos ScoredDataGroup), samples.jsonl, metrics.jsonl,\n" +
+    "summary.json and trajectories/<id>/ under --out. --atropos pushes groups to a trainer's run-api.\n" +
+    "Ctrl-C stops cleanly; --resume <dir> finishes what is missing.\n" +
+    "--dataset <file> [--limit N] rolls out rows of a dataset file (swe-agent-13k schema) instead: rejected\n" +
+    "rows are listed and skipped; rows have no hidden tests, so the reward comes from --build-cmd,\n" +
+    "--lint-cmd and/or --judge, and --policy (or FLAKEGYM_POLICY) is required.",
+  options: RolloutOptions,
+  examples: [
+    "flakegym rollout --task semver-lite-caret-zero",
+    "flakegym rollout --task tinygauge-vertical --group-size 8 --policy openai:http://127.0.0.1:8000/v1#qwen3-8b --tokenizer ./qwen3",
+    "flakegym rollout --task a --policy gold --policy empty --group-size 2",
+    "flakegym rollout --dataset rows.jsonl --limit 100 --policy openai:http://127.0.0.1:8000/v1#qwen3-8b --build-cmd 'npm test'",
+    "flakegym rollout --resume runs/20261121T093000Z-1a2b3c",
+  ],
+  async run(opts, ctx) {
+    const runId = newRunId();
+    const r = resolveRolloutOptions(opts, ctx.env, ctx.cwd, runId);
+    const stored = r.resume ? await readManifest(runPaths(r.out)) : undefined;
+    let config = stored
+      ? { ...stored.config, concurrency: r.config.concurrency, maxInfraRetries: r.config.maxInfraRetries }
+      : r.config;
+    let selection: DatasetSelection | undefined;
+    const datasetProgress = ctx.stderr.isTTY
+      ? { onProgress: (n: number) => ctx.stderr.write(`\rread ${n} rows…`) }
+      : {};
+    if (r.dataset) {
+      selection = await selectDataset(r.dataset.file, r.dataset.limit, {
+        signal: ctx.signal,
+        ...datasetProgress,
+      });
+      config = { ...config, tasks: selection.tasks.map((t) => t.id), dataset: selection.config };
+    } else if (stored?.config.dataset) {
+      selection = await reselectDataset(stored.config.dataset, stored.config.tasks, {
+        signal: ctx.signal,
+        ...datasetProgress,
+      });
+    }
+    if (selection && ctx.stderr.isTTY) ctx.stderr.write("\r");
+    if (selection) reportRejected(selection, ctx.stderr);
+    if (r.banner) ctx.stderr.write(`\n  ${r.banner}\n\n`);
+    const what = selection
+      ? `${selection.tasks.length} row(s) of ${selection.config.file}`
+      : config.tasks.join(", ");
+    ctx.stderr.write(
+      `${r.resume ? "resuming" : "rollout"} ${stored?.runId ?? runId}: ${what} × ${config.groupSize} ` +
+        `(policy ${config.policies.join(", ")}, concurrency ${config.concurrency}) → ${r.out}\n`,
+    );
+    const deps = await createRolloutDeps(config, {
+      runId: stored?.runId ?? runId,
+      signal: ctx.signal,
+      ...(r.judgeApiKey ? { judgeApiKey: r.judgeApiKey } : {}),
+      ...(r.gatewayAdvertise ? { gatewayAdvertise: r.gatewayAdvertise } : {}),
+      onNote: (m) => ctx.stderr.write(`${m}\n`),
+      env: ctx.env,
+      ...(selection ? { datasetTasks: selection.tasks } : {}),
+    });
+    const reporter = createReporter(ctx.stderr);
+    let result: Awaited<ReturnType<typeof runRollout>>;
+    try {
+      result = await runRollout({
+        out: r.out,
+        resume: r.resume,
+        config,
+        runId,
+        deps,
+        progress: reporter.sink,
+        signal: ctx.signal,
+        ...(selection ? { dataset: datasetSummaryOf(selection) } : {}),
+      });
+    } finally {
+      reporter.close();
+      await deps.close();
+    }
+    const { summary, lines } = result;
+    if (opts.json) ctx.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    else ctx.stdout.write(`${lines.join("\n")}\n${summary.out}\n`);
+    const pending = summary.atropos?.pending ?? 0;
+    if (!summary.complete || pending > 0) {
+      ctx.stderr.write(
+        `${summary.complete ? `${pending} group(s) not sent to Atropos yet; ` : ""}finish with: flakegym rollout --resume ${summary.out}\n`,
+      );
+    }
+    if (summary.interrupted) return 130;
+    if (summary.tasks.some((t) => t.error)) return 1;
+    const infra = summary.trajectories.outcomes.infra_error;
+    if (infra > 0) {
+      ctx.stderr.write(
+        `${infra} trajector${infra === 1 ? "y" : "ies"} ended in infra_error after every retry (see result.json in ${summary.out}/trajectories); the infrastructure, not the policy, failed\n`,
+      );
+      return 1;
+    }
+    if (r.banner) {
+      const off = summary.tasks.filter((t) => t.rewards.some((x) => x !== 1));
+      if (off.length > 0) {
+        ctx.stderr.write(
+          `environment validation failed: the gold policy must score 1 on every trajectory; it did not on ${off.map((t) => t.taskId).join(", ")} (see score.json in ${summary.out}/trajectories)\n`,
+        );
+        return 1;
+      }
+    }
+    return 0;
+  },
+});
+
+/** Rejected rows printed before the run (the first 50; summary.json lists all of them). */
+const SHOWN_REJECTED = 50;
+
+function reportRejected(sel: DatasetSelection, out: { write(s: string): unknown }): void {
+  if (sel.rejected.length === 0) return;
+  out.write(`${sel.rejected.length} row(s) of ${sel.config.file} rejected (skipped; the run goes on):\n`);
+  for (const e of sel.rejected.slice(0, SHOWN_REJECTED)) out.write(`  ${formatRowError(e)}\n`);
+  if (sel.rejected.length > SHOWN_REJECTED) {
+    out.write(`  … and ${sel.rejected.length - SHOWN_REJECTED} more (summary.json lists every one)\n`);
+  }
+}

@@ -1,0 +1,215 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { z } from "zod";
+import { appendJsonLine, readJsonl } from "../jsonl.js";
+import { type AtroposClient, AtroposError } from "./client.js";
+import { checkGroup, type DropReason, shouldPause } from "./rules.js";
+import type { RegisterEnvRequest, ScoredDataGroup } from "./schema.js";
+
+/** One line of `atropos-sent.jsonl`: a group the run-api received, or one the rules dropped. */
+export const AtroposMark = z
+  .object({
+    group_id: z.string().describe("the group's id (group_overrides.group_id)"),
+    status: z.enum(["sent", "dropped"]).describe("sent to the run-api, or dropped by an Atropos rule"),
+    reason: z.string().optional().describe("the rule that dropped it"),
+    detail: z.string().optional().describe("what the rule saw"),
+    env_id: z.number().int().optional().describe("the env id it was sent under"),
+    at: z.string().describe("ISO time"),
+  })
+  .strict();
+export type AtroposMark = z.infer<typeof AtroposMark>;
+
+export type PushResult =
+  | { readonly status: "sent"; readonly attempts: number }
+  | { readonly status: "dropped"; readonly reason: DropReason; readonly detail: string }
+  | { readonly status: "pending"; readonly detail: string };
+
+export interface AtroposEmitterOptions {
+  readonly client: AtroposClient;
+  readonly register: RegisterEnvRequest;
+  /** Drop groups whose scores are all equal (Atropos default). */
+  readonly dropEqualScores: boolean;
+  /** Queue limit in batches before sending pauses (Atropos `max_batches_offpolicy`, default 3). */
+  readonly maxBatchesOffpolicy: number;
+  /** `atropos-sent.jsonl` in the run directory. */
+  readonly markFile: string;
+  /** How often to poll register-env / status-env while waiting (Atropos uses 1 s). */
+  readonly pollMs: number;
+  /** The longest one wait (trainer start, a full queue) may last before giving up for now. */
+  readonly waitMs: number;
+  /** Attempts per send on 5xx / network errors. */
+  readonly attempts: number;
+  /** Base back-off between attempts (doubles each time). */
+  readonly backoffMs: number;
+  /** Called on state changes worth showing (waiting for the trainer, queue full, …). */
+  readonly onEvent?: (message: string) => void;
+}
+
+interface Registration {
+  readonly envId: number;
+  readonly batchSize: number;
+  readonly maxTokenLen: number;
+}
+
+/**
+ * Sends groups to an Atropos run-api the way an Atropos environment does: register (waiting for
+ * the trainer), honour the group rules and back-pressure from `status-env`, retry 5xx, and mark
+ * each group sent or dropped in `atropos-sent.jsonl`. A group it cannot send stays pending (it is
+ * already in groups.jsonl) and is retried by `--resume`; nothing is lost.
+ */
+export function createAtroposEmitter(o: AtroposEmitterOptions) {
+  let reg: Registration | undefined;
+  let connecting: Promise<Registration | undefined> | undefined;
+  let lastError: string | undefined;
+
+  const deadlineSignal = (signal: AbortSignal, ms: number) =>
+    AbortSignal.any([signal, AbortSignal.timeout(ms)]);
+
+  async function register(signal: AbortSignal): Promise<Registration | undefined> {
+    const limit = deadlineSignal(signal, o.waitMs);
+    let announced = false;
+    for (;;) {
+      try {
+        const r = await o.client.registerEnv(o.register, limit);
+        if (r.status === "success" && "env_id" in r && typeof r.env_id === "number") {
+          const info = await o.client.info(limit);
+          reg = { envId: r.env_id, batchSize: info.batch_size, maxTokenLen: info.max_token_len };
+          o.onEvent?.(
+            `atropos: registered as env ${reg.envId} (batch_size ${reg.batchSize}, max_token_len ${reg.maxTokenLen})`,
+          );
+          return reg;
+        }
+        if (!announced) o.onEvent?.(`atropos: run-api says "${r.status}"; waiting (up to ${o.waitMs} ms)`);
+        announced = true;
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        if (limit.aborted) break;
+        if (err instanceof AtroposError && !err.retryable) throw err;
+        lastError = (err as Error).message;
+      }
+      try {
+        await sleep(o.pollMs, undefined, { signal: limit });
+      } catch {
+        if (signal.aborted) throw signal.reason;
+        break;
+      }
+    }
+    lastError = `the run-api did not register this env within ${o.waitMs} ms${lastError ? ` (last error: ${lastError})` : " (the trainer has not started)"}`;
+    o.onEvent?.(`atropos: ${lastError}; groups stay on disk`);
+    return undefined;
+  }
+
+  /** Registers once; concurrent callers share the attempt. Undefined when it did not succeed. */
+  function connect(signal: AbortSignal): Promise<Registration | undefined> {
+    if (reg) return Promise.resolve(reg);
+    connecting ??= register(signal).finally(() => {
+      connecting = undefined;
+    });
+    return connecting;
+  }
+
+  /** Waits while the run-api's queue is full for us. Returns false when the wait hit `waitMs`. */
+  async function waitForCapacity(signal: AbortSignal): Promise<boolean> {
+    const r = await connect(signal);
+    if (!r) return false;
+    const limit = deadlineSignal(signal, o.waitMs);
+    let announced = false;
+    for (;;) {
+      try {
+        const status = await o.client.statusEnv(r.envId, limit);
+        const batchSize = r.batchSize === -1 ? (await o.client.info(limit)).batch_size : r.batchSize;
+        if (batchSize !== r.batchSize) reg = { ...r, batchSize };
+        const bp = {
+          groupSize: o.register.group_size,
+          batchSize,
+          maxBatchesOffpolicy: o.maxBatchesOffpolicy,
+        };
+        if (!shouldPause(status.queue_size, bp)) return true;
+        if (!announced) {
+          o.onEvent?.(
+            `atropos: queue full (queue_size ${status.queue_size} × group ${bp.groupSize} ≥ ${bp.maxBatchesOffpolicy} × batch ${batchSize}); pausing`,
+          );
+        }
+        announced = true;
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        if (limit.aborted) return false;
+        lastError = (err as Error).message;
+      }
+      try {
+        await sleep(o.pollMs, undefined, { signal: limit });
+      } catch {
+        if (signal.aborted) throw signal.reason;
+        return false;
+      }
+    }
+  }
+
+  async function mark(groupId: string, m: Omit<AtroposMark, "group_id" | "at">) {
+    await appendJsonLine(
+      o.markFile,
+      AtroposMark.parse({ group_id: groupId, ...m, at: new Date().toISOString() }),
+    );
+  }
+
+  /** Applies the rules, waits for capacity, sends with retries, and marks the result. */
+  async function push(groupId: string, group: ScoredDataGroup, signal: AbortSignal): Promise<PushResult> {
+    const r = await connect(signal);
+    if (!r) return { status: "pending", detail: lastError ?? "not registered" };
+    const verdict = checkGroup(group, {
+      groupSize: o.register.group_size,
+      dropEqualScores: o.dropEqualScores,
+      maxTokenLen: r.maxTokenLen,
+    });
+    if (!verdict.send) {
+      await mark(groupId, { status: "dropped", reason: verdict.reason, detail: verdict.detail });
+      return { status: "dropped", reason: verdict.reason, detail: verdict.detail };
+    }
+    if (!(await waitForCapacity(signal))) {
+      return { status: "pending", detail: lastError ?? `the run-api's queue stayed full for ${o.waitMs} ms` };
+    }
+    const body: ScoredDataGroup = { ...group, env_id: r.envId };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await o.client.scoredData(body, signal);
+        await mark(groupId, { status: "sent", env_id: r.envId });
+        return { status: "sent", attempts: attempt };
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        const retryable = err instanceof AtroposError ? err.retryable : true;
+        lastError = (err as Error).message;
+        if (!retryable || attempt >= o.attempts) {
+          return { status: "pending", detail: `send failed after ${attempt} attempt(s): ${lastError}` };
+        }
+        await sleep(o.backoffMs * 2 ** (attempt - 1), undefined, { signal });
+      }
+    }
+  }
+
+  /** Tells the run-api this env is leaving (best effort, bounded). */
+  async function disconnect(signal: AbortSignal): Promise<void> {
+    if (!reg) return;
+    try {
+      await o.client.disconnectEnv(reg.envId, deadlineSignal(signal, 5_000));
+    } catch {
+      // leaving anyway; the run-api marks envs disconnected on its own terms
+    }
+  }
+
+  return {
+    connect,
+    waitForCapacity,
+    push,
+    disconnect,
+    get registration() {
+      return reg;
+    },
+  };
+}
+
+export type AtroposEmitter = ReturnType<typeof createAtroposEmitter>;
+
+/** Group ids already marked (sent or dropped) in `atropos-sent.jsonl`. */
+export async function markedGroups(markFile: string): Promise<Map<string, AtroposMark>> {
+  const { records } = await readJsonl(markFile, AtroposMark);
+  return new Map(records.map((m) => [m.group_id, m]));
+}

@@ -1,0 +1,150 @@
+import type { z } from "zod";
+import type { TrajectoryResult } from "../rollout/schema.js";
+import { type AtroposMessage, ScoredDataGroup } from "./atropos/schema.js";
+
+/**
+ * One line of `groups.jsonl`: an Atropos ScoredDataGroup. Without a tokenizer the token fields
+ * (`tokens`, `masks`, `inference_logprobs`) are absent and everything else is the same.
+ */
+export const GroupLine = ScoredDataGroup.extend({
+  tokens: ScoredDataGroup.shape.tokens.optional(),
+  masks: ScoredDataGroup.shape.masks.optional(),
+});
+export type GroupLine = z.infer<typeof GroupLine>;
+
+/**
+ * One token sequence of a trajectory from the trainer export. A trajectory is one sequence unless
+ * its context was rewritten mid-way (condensed history, a template that rewrites past turns); then
+ * it is several segments sharing its id, each with its share of the reward.
+ */
+export interface TokenSequence {
+  readonly tokens: readonly number[];
+  readonly masks: readonly number[];
+  /** Null when the upstream gave no logprobs for some trained token. */
+  readonly inferenceLogprobs: readonly number[] | null;
+  /** This sequence's score (the trajectory's reward, or its share for segments). */
+  readonly reward: number;
+  /** The chat this sequence renders, when it differs from the trajectory's full chat. */
+  readonly messages?: readonly AtroposMessage[];
+  /** Which export segment this is, when the trajectory had several (why it split, what was left out). */
+  readonly segment?: { readonly index: number; readonly of: number; readonly split?: string };
+}
+
+export interface GroupMember {
+  readonly result: TrajectoryResult;
+  /** The trajectory's chat (system prompt, user turns, assistant turns) as the policy saw it. */
+  readonly messages: readonly AtroposMessage[];
+  /** Present when the run has a tokenizer: one or more token sequences (segments). */
+  readonly sequences?: readonly TokenSequence[];
+}
+
+export interface GroupContext {
+  readonly runId: string;
+  readonly taskId: string;
+  /** Facts that make the group reproducible (snapshot key, row id, versions, seed, …). */
+  readonly provenance: Readonly<Record<string, unknown>>;
+  /** Whether token fields are expected (a tokenizer was given). */
+  readonly withTokens: boolean;
+}
+
+/** The id of a task's group in a run (`group_overrides.group_id`). */
+export const groupId = (runId: string, taskId: string) => `${runId}:${taskId}`;
+
+/**
+ * Builds a task's group from its finished trajectories. Pure. Trajectories that ended in
+ * `infra_error` after every retry have no reward and are left out (listed in
+ * `group_overrides.excluded`), so the group can be smaller than the group size.
+ */
+export function buildGroup(ctx: GroupContext, members: readonly GroupMember[]): GroupLine {
+  const sorted = [...members].sort((a, b) => a.result.index - b.result.index);
+  const kept = sorted.filter((m) => m.result.reward !== null);
+  const excluded = sorted
+    .filter((m) => m.result.reward === null)
+    .map((m) => ({
+      trajectory_id: m.result.trajectoryId,
+      outcome: m.result.outcome.kind,
+      detail: m.result.outcome.detail,
+    }));
+  const scores: number[] = [];
+  const messages: AtroposMessage[][] = [];
+  const overrides: Record<string, unknown>[] = [];
+  const tokens: number[][] = [];
+  const masks: number[][] = [];
+  const logprobs: (readonly number[] | null)[] = [];
+  for (const m of kept) {
+    const r = m.result;
+    const s = r.score;
+    const base = {
+      trajectory_id: r.trajectoryId,
+      index: r.index,
+      policy: r.policy,
+      outcome: r.outcome.kind,
+      outcome_detail: r.outcome.detail,
+      reward: r.reward,
+      score: s
+        ? {
+            terms: s.terms,
+            ...(s.gate ? { gate: s.gate } : {}),
+            ...(s.tests ? { tests: s.tests } : {}),
+            touched_test_files: s.touchedTestFiles,
+          }
+        : null,
+      infra_retries: r.infraRetries.length,
+      ...(r.clineTaskId ? { cline_task_id: r.clineTaskId } : {}),
+    };
+    // without a tokenizer: one entry per trajectory; with one: one entry per exported sequence
+    const seqs: (TokenSequence | undefined)[] = ctx.withTokens
+      ? m.sequences && m.sequences.length > 0
+        ? [...m.sequences]
+        : [undefined]
+      : [undefined];
+    seqs.forEach((q, i) => {
+      scores.push(q ? q.reward : (r.reward as number));
+      messages.push([...(q?.messages ?? m.messages)]);
+      overrides.push(
+        q?.segment
+          ? {
+              ...base,
+              segment: q.segment.index,
+              segments: q.segment.of,
+              ...(q.segment.split ? { split: q.segment.split } : {}),
+            }
+          : seqs.length > 1
+            ? { ...base, segment: i, segments: seqs.length }
+            : base,
+      );
+      if (ctx.withTokens) {
+        tokens.push([...(q?.tokens ?? [])]);
+        masks.push([...(q?.masks ?? [])]);
+        logprobs.push(q ? q.inferenceLogprobs : []);
+      }
+    });
+  }
+  const line: GroupLine = {
+    scores,
+    messages,
+    overrides,
+    group_overrides: {
+      group_id: groupId(ctx.runId, ctx.taskId),
+      task_id: ctx.taskId,
+      run_id: ctx.runId,
+      trajectories: kept.length,
+      excluded,
+      provenance: ctx.provenance,
+    },
+  };
+  if (ctx.withTokens) {
+    line.tokens = tokens;
+    line.masks = masks;
+    // Atropos takes inference_logprobs for the whole group or not at all
+    if (logprobs.every((l) => l !== null && l.length > 0))
+      line.inference_logprobs = logprobs.map((l) => [...l!]);
+  }
+  return GroupLine.parse(line);
+}
+
+/** The group as the run-api takes it; undefined when it has no token fields. */
+export function toScoredDataGroup(line: GroupLine): ScoredDataGroup | undefined {
+  if (!line.tokens || !line.masks) return undefined;
+  return ScoredDataGroup.parse({ ...line, tokens: line.tokens, masks: line.masks });
+}

@@ -1,0 +1,26 @@
+export { type AtroposClient, AtroposError, createAtroposClient } from "./atropos/client.js";
+export {
+  type AtroposEmitter,
+  type AtroposEmitterOptions,
+  AtroposMark,
+  createAtroposEmitter,
+  markedGroups,
+  type PushResult,
+} from "./atropos/emitter.js";
+export { checkGroup, type DropReason, type GroupRules, shouldPause } from "./atropos/rules.js";
+export {
+  AtroposMessage,
+  InfoResponse,
+  RegisterEnvRequest,
+  ScoredDataGroup,
+  StatusEnvResponse,
+} from "./atropos/schema.js";
+export { buildGroup, GroupLine, groupId, type TokenSequence, toScoredDataGroup } from "./group.js";
+export {
+  appendJsonLine,
+  parseJsonl,
+  readJsonl,
+  repairJsonl,
+  writeFileAtomic,
+  writeJsonAtomic,
+} from "./jsonl.js";

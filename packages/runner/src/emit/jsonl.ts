@@ -1,0 +1,134 @@
+import { constants } from "node:fs";
+import { open, readFile, rename, stat, truncate, unlink, writeFile } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import type { z } from "zod";
+import { FlakegymError } from "../errors.js";
+
+/**
+ * Line-oriented files that survive a kill at any instant.
+ *
+ * A writer appends each record as one full line with ONE `write` call on a descriptor opened with
+ * O_APPEND, so concurrent appenders in this process never interleave and a killed process leaves
+ * at most one torn line, always the last one. Readers ignore a last line without its newline;
+ * `repairJsonl` (used by `--resume`) truncates it away.
+ */
+
+/** Appends one JSON value as one line. Resolves once the kernel has the whole line. */
+export async function appendJsonLine(file: string, value: unknown): Promise<void> {
+  const line = Buffer.from(`${JSON.stringify(value)}\n`, "utf8");
+  const handle = await open(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o644);
+  try {
+    let offset = 0;
+    // A regular-file write of a whole buffer completes in one call; the loop only guards a short
+    // write (disk full, signal), in which case the tail goes out in follow-up calls.
+    while (offset < line.length) {
+      const { bytesWritten } = await handle.write(line, offset, line.length - offset);
+      if (bytesWritten <= 0) {
+        throw new FlakegymError("E_WRITE", `could not append to ${file}: the write made no progress`, {
+          hint: "check free disk space",
+        });
+      }
+      offset += bytesWritten;
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The result of reading a JSONL file: its complete lines, and whether a torn last line was seen. */
+export interface JsonlRead<T> {
+  readonly records: T[];
+  /** Bytes of a last line with no newline (a write cut short by a kill); 0 when the file is whole. */
+  readonly tornBytes: number;
+}
+
+/**
+ * Reads every complete line of a JSONL file. A missing file reads as empty. A last line without
+ * its newline is ignored (reported in `tornBytes`); a complete line that is not valid JSON, or does
+ * not match `schema`, is corruption and throws naming the file and line number.
+ */
+export async function readJsonl<T = unknown>(file: string, schema?: z.ZodType<T>): Promise<JsonlRead<T>> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { records: [], tornBytes: 0 };
+    throw err;
+  }
+  return parseJsonl(text, file, schema);
+}
+
+/** Pure part of `readJsonl`: parses text already read. `source` names the file in errors. */
+export function parseJsonl<T = unknown>(text: string, source: string, schema?: z.ZodType<T>): JsonlRead<T> {
+  const lastNewline = text.lastIndexOf("\n");
+  const complete = lastNewline === -1 ? "" : text.slice(0, lastNewline);
+  const tornBytes = Buffer.byteLength(text.slice(lastNewline + 1), "utf8");
+  const records: T[] = [];
+  if (complete.length === 0 && lastNewline === -1) return { records, tornBytes };
+  const lines = complete.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line.trim() === "") continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (cause) {
+      throw new FlakegymError("E_JSONL", `${source}: line ${i + 1} is not valid JSON`, {
+        cause,
+        hint: "only the last line of a file may be torn; this one is complete, so the file was edited or corrupted",
+      });
+    }
+    if (schema) {
+      const parsed = schema.safeParse(value);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        throw new FlakegymError(
+          "E_JSONL",
+          `${source}: line ${i + 1}: field '${issue.path.join(".")}': ${issue.message}`,
+        );
+      }
+      records.push(parsed.data);
+    } else {
+      records.push(value as T);
+    }
+  }
+  return { records, tornBytes };
+}
+
+/** Truncates a torn last line (a write cut short by a kill). Returns the bytes removed. */
+export async function repairJsonl(file: string): Promise<number> {
+  let size: number;
+  try {
+    size = (await stat(file)).size;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return 0;
+    throw err;
+  }
+  if (size === 0) return 0;
+  const text = await readFile(file);
+  const lastNewline = text.lastIndexOf(0x0a);
+  const keep = lastNewline + 1;
+  if (keep === size) return 0;
+  await truncate(file, keep);
+  return size - keep;
+}
+
+/** Writes a whole file atomically: a temp file in the same directory, then rename over the target. */
+export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
+  const tmp = join(
+    dirname(file),
+    `.${basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`,
+  );
+  try {
+    await writeFile(tmp, data);
+    await rename(tmp, file);
+  } catch (err) {
+    await unlink(tmp).catch(() => {});
+    throw err;
+  }
+}
+
+/** `writeFileAtomic` of pretty JSON with a trailing newline. */
+export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+  await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`);
+}

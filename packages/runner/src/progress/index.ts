@@ -1,0 +1,2 @@
+export type { ProgressEvent, ProgressSink, TrajectoryPhase } from "./events.js";
+export { createReporter, plainLine, type Reporter, renderView } from "./reporter.js";

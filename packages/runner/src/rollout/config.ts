@@ -1,0 +1,413 @@
+import { availableParallelism } from "node:os";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+import { UsageError } from "../errors.js";
+import { PartialCredit } from "../scoring/reward.js";
+import type { RunConfig } from "./schema.js";
+
+/**
+ * The `rollout` flags and their resolution into a RunConfig (pure). Flags that define what a run
+ * IS have no schema default (defaults are applied here), so `--resume` can tell a flag the user
+ * gave from a default and refuse to mix a stored run with a different config.
+ */
+
+export const DEFAULTS = {
+  groupSize: 4,
+  maxInfraRetries: 2,
+  seed: 0,
+  maxTurns: 50,
+  timeoutS: 1200,
+  testTimeoutS: 600,
+  testRepeat: 1,
+  atroposName: "flakegym-cline",
+  maxBatchesOffpolicy: 3,
+  atroposWaitS: 600,
+  maxTokenLength: 32768,
+} as const;
+
+export const RolloutOptions = z.object({
+  task: z
+    .array(z.string().min(1))
+    .optional()
+    .describe("catalog task id to roll out (repeat for several tasks)"),
+  dataset: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "dataset file (.jsonl or .parquet, swe-agent-13k schema) to roll out instead of --task; needs --policy and a reward term (--build-cmd, --lint-cmd or --judge)",
+    ),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe("with --dataset: roll out only the first N accepted rows (default: all)"),
+  catalog: z.string().optional().describe("task catalog directory (default: the built-in catalog)"),
+  groupSize: z
+    .number()
+    .int()
+    .min(1)
+    .max(256)
+    .optional()
+    .describe(`trajectories per task (default ${DEFAULTS.groupSize})`),
+  policy: z
+    .array(z.string().min(1))
+    .optional()
+    .describe(
+      "policy spec: openai:<url>#<model>, anthropic:<url>#<model>, scripted:<file>, gold, empty; repeat to mix (trajectory i gets policy i mod n) (default: $FLAKEGYM_POLICY, else gold)",
+    ),
+  concurrency: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe("workers running at once across all tasks (default: the number of CPUs)"),
+  maxInfraRetries: z
+    .number()
+    .int()
+    .min(0)
+    .max(10)
+    .optional()
+    .describe(`retries of a trajectory after an infra failure (default ${DEFAULTS.maxInfraRetries})`),
+  seed: z
+    .number()
+    .int()
+    .optional()
+    .describe(
+      `seed recorded in run.json and each group's provenance (the policy gateway does not forward it to samplers yet) (default ${DEFAULTS.seed})`,
+    ),
+  out: z.string().optional().describe("run directory (default runs/<timestamp>-<random>)"),
+  resume: z.string().optional().describe("finish the run in this directory (its run.json holds the config)"),
+  partialCredit: PartialCredit.optional().describe(
+    "test reward: none = all tests must pass; fraction = passed/total (default none)",
+  ),
+  weightTests: z.number().min(0).optional().describe("weight of the hidden-test term (default 1)"),
+  weightBuild: z
+    .number()
+    .min(0)
+    .optional()
+    .describe(
+      "weight of the build term (needs --build-cmd) (default 0; with --dataset 1 when --build-cmd is given)",
+    ),
+  weightLint: z
+    .number()
+    .min(0)
+    .optional()
+    .describe(
+      "weight of the lint term (needs --lint-cmd) (default 0; with --dataset 1 when --lint-cmd is given)",
+    ),
+  weightJudge: z
+    .number()
+    .min(0)
+    .optional()
+    .describe(
+      "weight of the LLM-judge term (needs --judge) (default 0; with --dataset 1 when --judge is given)",
+    ),
+  buildCmd: z
+    .string()
+    .optional()
+    .describe("shell command that must succeed for the build term (run in the scoring sandbox)"),
+  lintCmd: z.string().optional().describe("shell command that must succeed for the lint term"),
+  judge: z
+    .string()
+    .optional()
+    .describe(
+      "LLM judge: <openai-compatible-base-url>#<model>; key from $FLAKEGYM_JUDGE_API_KEY or $OPENAI_API_KEY",
+    ),
+  testRepeat: z
+    .number()
+    .int()
+    .min(1)
+    .max(20)
+    .optional()
+    .describe("hidden-test runs per scoring (flaky detection) (default 1)"),
+  tokenizer: z
+    .string()
+    .optional()
+    .describe("Hugging Face tokenizer directory: adds tokens/masks/logprobs to groups.jsonl"),
+  segments: z
+    .enum(["last", "all"])
+    .optional()
+    .describe(
+      "token export of a trajectory whose context was rewritten (several segments): last = its final segment, one sequence per trajectory (Atropos-compatible); all = every segment, reward split (default last)",
+    ),
+  atropos: z
+    .string()
+    .optional()
+    .describe("Atropos run-api URL to register with and push groups to (needs --tokenizer)"),
+  atroposName: z
+    .string()
+    .optional()
+    .describe(`env name registered with Atropos (default ${DEFAULTS.atroposName})`),
+  keepEqualScores: z
+    .boolean()
+    .default(false)
+    .describe("send groups whose scores are all equal (Atropos drops them by default)"),
+  maxBatchesOffpolicy: z
+    .number()
+    .int()
+    .optional()
+    .describe(
+      `Atropos back-pressure: batches allowed in the queue before sending pauses (default ${DEFAULTS.maxBatchesOffpolicy})`,
+    ),
+  atroposWait: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(
+      `seconds to wait for the trainer or a full queue before leaving a group pending (default ${DEFAULTS.atroposWaitS})`,
+    ),
+  maxTokenLength: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe(`max token length registered with Atropos (default ${DEFAULTS.maxTokenLength})`),
+  backend: z
+    .enum(["local", "podman", "nomad"])
+    .optional()
+    .describe(
+      "where workers run (default local; nomad: Nomad allocations, needs --gateway-advertise and FLAKEGYM_NOMAD_DRIVER=raw_exec, see docs/nomad.md; podman: containers (runc, --network none) from a locally imported minimal image with this machine's /usr bound read-only, see docs/sandbox.md)",
+    ),
+  gatewayAdvertise: z
+    .string()
+    .optional()
+    .describe(
+      "host:port of this machine that remote workers (Nomad allocations) reach the policy gateway at; the gateway also listens there (never loopback)",
+    ),
+  maxTurns: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(`model calls allowed per trajectory (default ${DEFAULTS.maxTurns})`),
+  timeout: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(`seconds one trajectory may take (default ${DEFAULTS.timeoutS})`),
+  testTimeout: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(`seconds the hidden tests may take per run (default ${DEFAULTS.testTimeoutS})`),
+  json: z.boolean().default(false).describe("print the summary as JSON instead of a table"),
+});
+export type RolloutOptions = z.infer<typeof RolloutOptions>;
+
+/** Flags that define a run; given with --resume they would contradict the stored config. */
+const IDENTITY: readonly (keyof RolloutOptions)[] = [
+  "task",
+  "dataset",
+  "limit",
+  "catalog",
+  "groupSize",
+  "policy",
+  "seed",
+  "out",
+  "partialCredit",
+  "weightTests",
+  "weightBuild",
+  "weightLint",
+  "weightJudge",
+  "buildCmd",
+  "lintCmd",
+  "judge",
+  "testRepeat",
+  "tokenizer",
+  "segments",
+  "atropos",
+  "atroposName",
+  "maxBatchesOffpolicy",
+  "atroposWait",
+  "maxTokenLength",
+  "backend",
+  "maxTurns",
+  "timeout",
+  "testTimeout",
+];
+
+export interface Resolved {
+  readonly config: RunConfig;
+  readonly out: string;
+  readonly resume: boolean;
+  /** Shown before the run (e.g. "no policy configured: validating the environment with gold"). */
+  readonly banner?: string;
+  readonly judgeApiKey?: string;
+  /** `--gateway-advertise`, validated by the backend wiring (not part of the stored config). */
+  readonly gatewayAdvertise?: string;
+  /** `--dataset` (absolute) and `--limit`: the CLI loads the file and fills `config.tasks` and `config.dataset`. */
+  readonly dataset?: { readonly file: string; readonly limit?: number };
+}
+
+/**
+ * Reward weights from the flags. Catalog tasks: tests 1, the rest 0 unless given. A dataset run has
+ * no hidden tests, so a given --build-cmd / --lint-cmd / --judge weighs 1 unless its weight is given.
+ * Pure.
+ */
+export function resolveWeights(
+  o: Pick<
+    RolloutOptions,
+    "weightTests" | "weightBuild" | "weightLint" | "weightJudge" | "buildCmd" | "lintCmd" | "judge"
+  >,
+  dataset: boolean,
+): RunConfig["weights"] {
+  const extra = (weight: number | undefined, given: unknown) => weight ?? (dataset && given ? 1 : 0);
+  return {
+    tests: o.weightTests ?? 1,
+    build: extra(o.weightBuild, o.buildCmd),
+    lint: extra(o.weightLint, o.lintCmd),
+    judge: extra(o.weightJudge, o.judge),
+  };
+}
+
+const kebab = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+
+/** A run id: sortable UTC timestamp plus a short random suffix. */
+export function newRunId(now = new Date(), rand = Math.random): string {
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z");
+  return `${stamp}-${Math.floor(rand() * 0xffffff)
+    .toString(16)
+    .padStart(6, "0")}`;
+}
+
+export function resolveRolloutOptions(
+  o: RolloutOptions,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  runId: string,
+): Resolved {
+  if (o.resume) {
+    const given = IDENTITY.filter((k) => o[k] !== undefined);
+    if (given.length) {
+      throw new UsageError(
+        `--resume continues a run with the config stored in its run.json; ${given.map(kebab).join(", ")} cannot be changed`,
+        "drop those flags (only --concurrency and --max-infra-retries may differ when resuming)",
+      );
+    }
+  } else if (o.task?.length && o.dataset !== undefined) {
+    throw new UsageError(
+      "--task and --dataset cannot be combined",
+      "roll out catalog tasks with --task <id>, or the rows of a dataset file with --dataset <file> [--limit N]",
+    );
+  } else if (!o.task?.length && o.dataset === undefined) {
+    throw new UsageError(
+      "missing required flag --task (or --dataset)",
+      "name a catalog task (see flakegym tasks list), a dataset file with --dataset <file>, or --resume <dir>",
+    );
+  }
+  if (o.limit !== undefined && o.dataset === undefined && !o.resume) {
+    throw new UsageError("--limit only applies to --dataset", "drop --limit, or give --dataset <file>");
+  }
+  if (o.atropos && !o.tokenizer) {
+    throw new UsageError(
+      "--atropos needs --tokenizer <dir>",
+      "the run-api takes token ids; give the policy model's tokenizer directory",
+    );
+  }
+  const dataset = o.dataset !== undefined;
+  const weights = resolveWeights(o, dataset);
+  if (weights.build > 0 && !o.buildCmd) throw new UsageError("--weight-build needs --build-cmd <command>");
+  if (weights.lint > 0 && !o.lintCmd) throw new UsageError("--weight-lint needs --lint-cmd <command>");
+  if (weights.judge > 0 && !o.judge) throw new UsageError("--weight-judge needs --judge <base-url>#<model>");
+  if (dataset && weights.build + weights.lint + weights.judge <= 0) {
+    throw new UsageError(
+      "--dataset rows carry no hidden tests, so the reward must come from --build-cmd, --lint-cmd or --judge, and none is configured (or all their weights are 0)",
+      "pass at least one of --build-cmd '<command>', --lint-cmd '<command>', --judge <base-url>#<model> (each weighs 1 unless --weight-build/--weight-lint/--weight-judge says otherwise)",
+    );
+  }
+  if (!o.resume && weights.tests + weights.build + weights.lint + weights.judge <= 0) {
+    throw new UsageError(
+      "every reward weight is 0",
+      "give at least one of --weight-tests/--weight-build/--weight-lint/--weight-judge > 0",
+    );
+  }
+  let judge: RunConfig["judge"];
+  if (o.judge) {
+    const hash = o.judge.lastIndexOf("#");
+    if (hash <= 0 || hash === o.judge.length - 1) {
+      throw new UsageError(
+        `--judge '${o.judge}' must be <base-url>#<model>`,
+        "e.g. --judge http://127.0.0.1:8000/v1#qwen3-32b",
+      );
+    }
+    judge = { baseUrl: o.judge.slice(0, hash), model: o.judge.slice(hash + 1) };
+    if (!/^https?:\/\//.test(judge.baseUrl))
+      throw new UsageError(`--judge base URL '${judge.baseUrl}' must start with http:// or https://`);
+  }
+  let banner: string | undefined;
+  let policies = o.policy;
+  if (!policies?.length && o.resume) {
+    policies = ["(stored)"]; // the stored run's policies apply; no banner
+  } else if (!policies?.length) {
+    const fromEnv = env.FLAKEGYM_POLICY?.trim();
+    if (fromEnv) {
+      policies = [fromEnv];
+    } else if (dataset) {
+      throw new UsageError(
+        "--dataset needs a policy: dataset rows have no reference solution for the default `gold` policy to replay",
+        "pass --policy <spec> (e.g. openai:http://127.0.0.1:8000/v1#qwen3-8b or scripted:<plan.json>) or set FLAKEGYM_POLICY",
+      );
+    } else {
+      policies = ["gold"];
+      banner =
+        "No policy configured (--policy or FLAKEGYM_POLICY): validating the environment with the `gold` policy, " +
+        "which replays each task's reference solution through Cline. Every reward should be 1.";
+    }
+  }
+  const out = o.resume ?? o.out ?? join(cwd, "runs", runId);
+  const config: RunConfig = {
+    tasks: o.task ?? ["(stored)"],
+    ...(o.catalog ? { catalog: o.catalog } : {}),
+    groupSize: o.groupSize ?? DEFAULTS.groupSize,
+    policies,
+    concurrency: o.concurrency ?? Math.max(1, availableParallelism()),
+    maxInfraRetries: o.maxInfraRetries ?? DEFAULTS.maxInfraRetries,
+    seed: o.seed ?? DEFAULTS.seed,
+    partialCredit: o.partialCredit ?? "none",
+    weights,
+    ...(o.buildCmd !== undefined ? { buildCmd: o.buildCmd } : {}),
+    ...(o.lintCmd !== undefined ? { lintCmd: o.lintCmd } : {}),
+    ...(judge ? { judge } : {}),
+    testRepeat: o.testRepeat ?? DEFAULTS.testRepeat,
+    ...(o.tokenizer ? { tokenizer: o.tokenizer } : {}),
+    segments: o.segments ?? "last",
+    backend: o.backend ?? "local",
+    limits: {
+      maxTurns: o.maxTurns ?? DEFAULTS.maxTurns,
+      timeoutMs: (o.timeout ?? DEFAULTS.timeoutS) * 1000,
+      testTimeoutMs: (o.testTimeout ?? DEFAULTS.testTimeoutS) * 1000,
+    },
+    ...(o.atropos
+      ? {
+          atropos: {
+            url: o.atropos,
+            maxTokenLength: o.maxTokenLength ?? DEFAULTS.maxTokenLength,
+            dropEqualScores: !o.keepEqualScores,
+            maxBatchesOffpolicy: o.maxBatchesOffpolicy ?? DEFAULTS.maxBatchesOffpolicy,
+            waitMs: (o.atroposWait ?? DEFAULTS.atroposWaitS) * 1000,
+            name: o.atroposName ?? DEFAULTS.atroposName,
+          },
+        }
+      : {}),
+  };
+  const judgeApiKey = env.FLAKEGYM_JUDGE_API_KEY ?? env.OPENAI_API_KEY;
+  return {
+    config,
+    out,
+    resume: o.resume !== undefined,
+    ...(o.dataset !== undefined
+      ? { dataset: { file: resolve(cwd, o.dataset), ...(o.limit !== undefined ? { limit: o.limit } : {}) } }
+      : {}),
+    ...(banner ? { banner } : {}),
+    ...(judgeApiKey ? { judgeApiKey } : {}),
+    ...(o.gatewayAdvertise ? { gatewayAdvertise: o.gatewayAdvertise } : {}),
+  };
+}

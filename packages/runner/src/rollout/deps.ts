@@ -1,0 +1,88 @@
+import type { AtroposMessage } from "../emit/atropos/schema.js";
+import type { TokenSequence } from "../emit/group.js";
+import type { HiddenTests } from "../scoring/scorer.js";
+import type { TrajectorySlot } from "./plan.js";
+import type { Counts, Outcome, Score, TrajectoryResult } from "./schema.js";
+
+/**
+ * The effects a rollout composes, as the orchestrator sees them. `createRolloutDeps` wires them to
+ * the task catalog, snapshots, a worker backend, the policy gateway and the Cline session driver;
+ * the orchestrator (`runRollout`) owns concurrency, retries, resume, files and emitting.
+ */
+
+/** A task ready to roll out. */
+export interface RolloutTask {
+  readonly id: string;
+  /** Dataset row id or catalog file, for provenance. */
+  readonly rowId: string;
+  /** 1-based row of the dataset file, for dataset tasks. */
+  readonly datasetRow?: number;
+  readonly profile: string;
+  readonly prompt: string;
+  readonly network: "none" | "required";
+  /** The hidden tests; without `install`/`run` (a dataset row) the tests term is left out. */
+  readonly hidden: HiddenTests;
+}
+
+/** A task's snapshot, built or found in the cache. */
+export interface SnapshotRef {
+  readonly key: string;
+  readonly cached: boolean;
+}
+
+/** What one agent attempt produced (already collected into the trajectory directory). */
+export interface AgentAttempt {
+  readonly outcome: Outcome;
+  readonly clineTaskId?: string;
+  readonly bootOk: boolean;
+  readonly forkMs: number;
+  readonly bootMs: number;
+  readonly agentMs: number;
+  readonly counts: Counts;
+  /** The agent's change to the workspace (`git diff` against the snapshot, new files included). */
+  readonly diff: string;
+}
+
+export interface AgentInput {
+  readonly task: RolloutTask;
+  readonly snapshot: SnapshotRef;
+  readonly slot: TrajectorySlot;
+  /** The trajectory directory: artifacts, turns.jsonl and diff.patch go here. */
+  readonly dir: string;
+  readonly signal: AbortSignal;
+  /** Called as model turns complete (for progress). */
+  readonly onTurn?: (turns: number) => void;
+  /** Called when the worker is up and the agent starts. */
+  readonly onPhase?: (phase: "forking" | "booting" | "agent" | "collecting") => void;
+}
+
+export interface ScoreInput {
+  readonly task: RolloutTask;
+  readonly snapshot: SnapshotRef;
+  readonly slot: TrajectorySlot;
+  readonly diff: string;
+  readonly signal: AbortSignal;
+}
+
+export interface ExportInput {
+  readonly dir: string;
+  readonly result: TrajectoryResult;
+}
+
+export interface RolloutDeps {
+  loadTask(id: string, signal: AbortSignal): Promise<RolloutTask>;
+  snapshot(task: RolloutTask, signal: AbortSignal, progress: (detail: string) => void): Promise<SnapshotRef>;
+  /**
+   * One attempt: fresh fork, worker with the Cline core, gateway route for the slot's policy, the
+   * Cline task, artifacts collected into `dir`, everything stopped. An infra failure is either an
+   * `infra_error` outcome or a thrown error; both are retried by the orchestrator.
+   */
+  runAgent(input: AgentInput): Promise<AgentAttempt>;
+  /** Scores a diff in a fresh exec-only fork of the same snapshot. */
+  score(input: ScoreInput): Promise<Score>;
+  /** The trajectory's chat and (with a tokenizer) its token sequences for the group. */
+  exportTrajectory(input: ExportInput): Promise<{ messages: AtroposMessage[]; sequences?: TokenSequence[] }>;
+  /** Facts for run.json (cline version and integrity, image digest, …). */
+  provenance(): Promise<{ cline: { version: string; integrity?: string }; imageDigest?: string }>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,39 @@
+export { DEFAULTS, newRunId, RolloutOptions, resolveRolloutOptions } from "./config.js";
+export {
+  type DatasetSelection,
+  datasetSummaryOf,
+  idProblem,
+  reselectDataset,
+  selectDataset,
+  selectRows,
+  sha256File,
+} from "./dataset-tasks.js";
+export type {
+  AgentAttempt,
+  AgentInput,
+  ExportInput,
+  RolloutDeps,
+  RolloutTask,
+  ScoreInput,
+  SnapshotRef,
+} from "./deps.js";
+export { type Plan, planRun, policyFor, type RunState, type TrajectorySlot, trajectoryId } from "./plan.js";
+export { nixStorePathOf } from "./provenance.js";
+export { readManifest, readRunState, runPaths } from "./run-dir.js";
+export { type RolloutResult, runRollout } from "./run-rollout.js";
+export {
+  Counts,
+  MetricsLine,
+  Outcome,
+  OutcomeKind,
+  RunConfig,
+  RunManifest,
+  SampleLine,
+  Score,
+  Timings,
+  TrajectoryResult,
+} from "./schema.js";
+export { createSemaphore } from "./semaphore.js";
+export { RunDatasetSummary, RunSummary, renderSummary, TaskSummary } from "./summary.js";
+export { renderVerdicts, type TaskVerdict, verdictFor } from "./validate.js";
+export { chatOf, createRolloutDeps, type WireOptions } from "./wire.js";

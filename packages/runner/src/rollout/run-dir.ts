@@ -1,0 +1,114 @@
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { z } from "zod";
+import { GroupLine } from "../emit/group.js";
+import { readJsonl, repairJsonl, writeJsonAtomic } from "../emit/jsonl.js";
+import { FlakegymError } from "../errors.js";
+import type { RunState } from "./plan.js";
+import { MetricsLine, RunManifest, SampleLine, TrajectoryResult } from "./schema.js";
+
+/** The layout of a run directory (`--out`). */
+export function runPaths(dir: string) {
+  return {
+    dir,
+    manifest: join(dir, "run.json"),
+    groups: join(dir, "groups.jsonl"),
+    samples: join(dir, "samples.jsonl"),
+    metrics: join(dir, "metrics.jsonl"),
+    summary: join(dir, "summary.json"),
+    atroposMarks: join(dir, "atropos-sent.jsonl"),
+    trajectories: join(dir, "trajectories"),
+    trajectory: (id: string) => {
+      const t = join(dir, "trajectories", id);
+      return {
+        dir: t,
+        result: join(t, "result.json"),
+        score: join(t, "score.json"),
+        diff: join(t, "diff.patch"),
+        attempts: join(t, "attempts"),
+      };
+    },
+  };
+}
+export type RunPaths = ReturnType<typeof runPaths>;
+
+/** The JSONL files of a run: `--resume` truncates a torn last line in each. */
+export const jsonlFiles = (p: RunPaths) => [p.groups, p.samples, p.metrics, p.atroposMarks];
+
+export async function readManifest(p: RunPaths): Promise<RunManifest> {
+  let text: string;
+  try {
+    text = await readFile(p.manifest, "utf8");
+  } catch (cause) {
+    throw new FlakegymError("E_RESUME", `${p.manifest} cannot be read`, {
+      cause,
+      hint: "--resume takes a run directory written by `flakegym rollout` (it holds run.json)",
+    });
+  }
+  const parsed = RunManifest.safeParse(JSON.parse(text));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new FlakegymError("E_RESUME", `${p.manifest}: field '${issue.path.join(".")}': ${issue.message}`, {
+      hint: "the run was written by an incompatible flakegym version; start a new run",
+    });
+  }
+  return parsed.data;
+}
+
+export const writeManifest = (p: RunPaths, m: RunManifest) =>
+  writeJsonAtomic(p.manifest, RunManifest.parse(m));
+
+/** Reads what a run directory already holds (and, with `repair`, truncates torn JSONL tails). */
+export async function readRunState(
+  p: RunPaths,
+  opts: { repair: boolean },
+): Promise<RunState & { tornBytes: number }> {
+  let tornBytes = 0;
+  if (opts.repair) for (const f of jsonlFiles(p)) tornBytes += await repairJsonl(f);
+  await mkdir(p.trajectories, { recursive: true });
+  const results = new Map<string, TrajectoryResult>();
+  const partial: string[] = [];
+  for (const d of await readdir(p.trajectories, { withFileTypes: true })) {
+    if (!d.isDirectory()) continue;
+    const file = p.trajectory(d.name).result;
+    let text: string | undefined;
+    try {
+      text = await readFile(file, "utf8");
+    } catch {
+      partial.push(d.name);
+      continue;
+    }
+    const parsed = TrajectoryResult.safeParse(JSON.parse(text));
+    if (!parsed.success) {
+      throw new FlakegymError(
+        "E_RESUME",
+        `${file}: field '${parsed.error.issues[0]!.path.join(".")}' is invalid`,
+        {
+          hint: "delete that trajectory directory to run it again",
+        },
+      );
+    }
+    results.set(parsed.data.trajectoryId, parsed.data);
+  }
+  const ids = async <T extends { trajectory_id: string }>(file: string, schema: z.ZodType<T>) =>
+    new Set((await readJsonl(file, schema)).records.map((r) => r.trajectory_id));
+  const groups = (await readJsonl(p.groups, GroupLine)).records;
+  return {
+    results,
+    partial,
+    metricsIds: await ids(p.metrics, MetricsLine),
+    samplesIds: await ids(p.samples, SampleLine),
+    groupTasks: new Set(groups.map((g) => String(g.group_overrides?.task_id ?? ""))),
+    tornBytes,
+  };
+}
+
+/** Removes a never-finished trajectory directory so it can run again from scratch. */
+export async function cleanTrajectory(p: RunPaths, id: string): Promise<void> {
+  await rm(p.trajectory(id).dir, { recursive: true, force: true });
+}
+
+/** The group lines of a run. */
+export async function readGroups(p: RunPaths): Promise<GroupLine[]> {
+  return (await readJsonl(p.groups, GroupLine)).records;
+}

@@ -1,0 +1,228 @@
+import { z } from "zod";
+import { Gate, PartialCredit, Term, TestStatus, TestsTerm, Weights } from "../scoring/reward.js";
+
+/** Every way a trajectory can end (cline-vendor's Outcome), as written to disk. */
+export const OutcomeKind = z.enum([
+  "completed",
+  "limits_exceeded",
+  "timeout",
+  "policy_error",
+  "agent_error",
+  "infra_error",
+]);
+export type OutcomeKind = z.infer<typeof OutcomeKind>;
+
+export const Outcome = z
+  .object({
+    kind: OutcomeKind,
+    detail: z.string().describe("what happened, human readable"),
+  })
+  .strict();
+export type Outcome = z.infer<typeof Outcome>;
+
+/** The breakdown written to `trajectories/<id>/score.json`. */
+export const Score = z
+  .object({
+    reward: z.number().min(0).max(1),
+    gate: Gate.optional().describe("set when the reward is forced to 0"),
+    terms: z.array(Term),
+    tests: TestsTerm.optional().describe("FAIL_TO_PASS / PASS_TO_PASS summary"),
+    testResults: z
+      .object({ failToPass: z.record(z.string(), TestStatus), passToPass: z.record(z.string(), TestStatus) })
+      .strict()
+      .optional()
+      .describe("per-test status, merged over --repeat runs (any failure counts)"),
+    evalCmd: z
+      .object({ exitCode: z.number().int(), timedOut: z.boolean() })
+      .strict()
+      .optional()
+      .describe("the eval_cmd run, for eval_cmd tasks"),
+    flaky: z.array(z.string()).default([]).describe("tests whose status differed between repeated runs"),
+    touchedTestFiles: z
+      .array(z.string())
+      .describe("hidden test files the agent's diff touched (changes dropped)"),
+    diffBytes: z.number().int().describe("size of the agent's diff as scored"),
+    judge: z
+      .object({ raw: z.string().optional(), via: z.string().optional(), error: z.string().optional() })
+      .strict()
+      .optional(),
+    durationMs: z.number().int(),
+  })
+  .strict();
+export type Score = z.infer<typeof Score>;
+
+export const Timings = z
+  .object({
+    snapshotMs: z.number().describe("building or finding the task's snapshot (shared by the group)"),
+    forkMs: z.number().describe("making the copy-on-write workspace"),
+    bootMs: z.number().describe("starting the worker and the Cline core"),
+    agentMs: z.number().describe("the Cline task, first request to end"),
+    scoreMs: z.number().describe("scoring in a fresh fork"),
+  })
+  .strict();
+export type Timings = z.infer<typeof Timings>;
+
+export const Counts = z
+  .object({
+    turns: z.number().int().describe("policy requests the gateway served"),
+    tokensIn: z.number().int().describe("prompt tokens reported by the policy"),
+    tokensOut: z.number().int().describe("completion tokens reported by the policy"),
+  })
+  .strict();
+export type Counts = z.infer<typeof Counts>;
+
+/** An infra failure that was retried. */
+export const InfraAttempt = z
+  .object({
+    attempt: z.number().int(),
+    detail: z.string(),
+    at: z.string(),
+  })
+  .strict();
+
+/** `trajectories/<id>/result.json`: written last, atomically; its presence means the trajectory is done. */
+export const TrajectoryResult = z
+  .object({
+    trajectoryId: z.string(),
+    taskId: z.string(),
+    index: z.number().int().describe("position in the group"),
+    policy: z.string().describe("policy spec this trajectory ran with"),
+    outcome: Outcome,
+    reward: z.number().min(0).max(1).nullable().describe("null when infra failed for good"),
+    score: Score.nullable(),
+    timings: Timings,
+    counts: Counts,
+    bootOk: z.boolean(),
+    infraRetries: z.array(InfraAttempt).describe("infra failures retried before this result"),
+    clineTaskId: z.string().optional(),
+    prompt: z.string().describe("the task prompt the agent got"),
+    finishedAt: z.string(),
+  })
+  .strict();
+export type TrajectoryResult = z.infer<typeof TrajectoryResult>;
+
+/** One line of `metrics.jsonl`. */
+export const MetricsLine = z
+  .object({
+    task_id: z.string(),
+    trajectory_id: z.string(),
+    snapshot_ms: z.number(),
+    fork_ms: z.number(),
+    boot_ms: z.number(),
+    agent_ms: z.number(),
+    score_ms: z.number(),
+    boot_ok: z.boolean(),
+    outcome: OutcomeKind,
+    reward: z.number().nullable(),
+    turns: z.number().int(),
+    tokens_in: z.number().int(),
+    tokens_out: z.number().int(),
+    infra_retries: z.number().int(),
+  })
+  .strict();
+export type MetricsLine = z.infer<typeof MetricsLine>;
+
+/** One line of `samples.jsonl`. */
+export const SampleLine = z
+  .object({
+    prompt: z.string().describe("the task prompt"),
+    completion: z.string().describe("the agent's diff as scored"),
+    reward: z.number(),
+    task_id: z.string(),
+    trajectory_id: z.string(),
+  })
+  .strict();
+export type SampleLine = z.infer<typeof SampleLine>;
+
+/** The resolved configuration of a run (stored in run.json; `--resume` reuses it). */
+export const RunConfig = z
+  .object({
+    tasks: z
+      .array(z.string())
+      .min(1)
+      .describe("task ids, in run order (with a dataset: the row ids used, in file order)"),
+    dataset: z
+      .object({
+        file: z.string().describe("absolute path of the dataset file"),
+        sha256: z
+          .string()
+          .regex(/^[0-9a-f]{64}$/)
+          .describe("sha256 of the file when the run started"),
+        format: z.enum(["jsonl", "parquet"]),
+        limit: z.number().int().min(1).optional().describe("--limit: first N accepted rows"),
+      })
+      .strict()
+      .optional()
+      .describe("set when the tasks are rows of a dataset file (--dataset); resume refuses a changed file"),
+    catalog: z.string().optional().describe("catalog directory (default: built-in)"),
+    groupSize: z.number().int().min(1),
+    policies: z.array(z.string()).min(1).describe("policy specs; trajectory i uses policies[i % n]"),
+    concurrency: z.number().int().min(1),
+    maxInfraRetries: z.number().int().min(0),
+    seed: z.number().int(),
+    partialCredit: PartialCredit,
+    weights: Weights,
+    buildCmd: z.string().optional().describe("--build-cmd: the build term's command"),
+    lintCmd: z.string().optional().describe("--lint-cmd: the lint term's command"),
+    judge: z.object({ baseUrl: z.string(), model: z.string() }).strict().optional(),
+    testRepeat: z.number().int().min(1).describe("hidden-test runs per scoring"),
+    tokenizer: z.string().optional().describe("HF tokenizer dir for token export"),
+    segments: z
+      .enum(["last", "all"])
+      .default("last")
+      .describe(
+        "a trajectory whose context was rewritten exports several token segments: last = one sequence per trajectory (its final segment, full reward); all = every segment (reward split evenly)",
+      ),
+    backend: z.enum(["local", "podman", "nomad"]),
+    limits: z
+      .object({
+        maxTurns: z.number().int().min(1),
+        timeoutMs: z.number().int().min(1),
+        testTimeoutMs: z.number().int().min(1),
+      })
+      .strict(),
+    atropos: z
+      .object({
+        url: z.string(),
+        maxTokenLength: z.number().int().positive().describe("sent at registration (env weighting)"),
+        dropEqualScores: z.boolean(),
+        maxBatchesOffpolicy: z.number().int(),
+        waitMs: z.number().int(),
+        name: z.string(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+export type RunConfig = z.infer<typeof RunConfig>;
+
+/** Per-task facts learnt during the run (snapshot key, dataset row id), for provenance. */
+export const TaskProvenance = z
+  .object({
+    rowId: z.string().optional().describe("dataset row id, or the catalog task.json path"),
+    datasetRow: z.number().int().positive().optional().describe("1-based row of the dataset file"),
+    snapshotKey: z.string().optional(),
+    profile: z.string().optional(),
+  })
+  .strict();
+
+/** `run.json`. */
+export const RunManifest = z
+  .object({
+    version: z.literal(1),
+    runId: z.string(),
+    createdAt: z.string(),
+    config: RunConfig,
+    provenance: z
+      .object({
+        flakegymVersion: z.string(),
+        cline: z.object({ version: z.string(), integrity: z.string().optional() }).strict(),
+        node: z.string(),
+        nixStorePath: z.string().optional().describe("when run from a flake build (FLAKEGYM_NIX_STORE_PATH)"),
+        imageDigest: z.string().optional().describe("worker image digest for container backends"),
+      })
+      .strict(),
+    tasks: z.record(z.string(), TaskProvenance),
+  })
+  .strict();
+export type RunManifest = z.infer<typeof RunManifest>;

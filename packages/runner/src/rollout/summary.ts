@@ -1,0 +1,145 @@
+import { z } from "zod";
+import { OutcomeKind, type TrajectoryResult } from "./schema.js";
+
+/** `summary.json` and the table printed at the end of a run. Pure. */
+
+export const TaskSummary = z
+  .object({
+    taskId: z.string(),
+    trajectories: z.number().int().describe("finished trajectories"),
+    expected: z.number().int().describe("group size"),
+    rewards: z.array(z.number().nullable()).describe("by trajectory index; null: infra failure or not run"),
+    meanReward: z.number().nullable(),
+    resolved: z.number().int().describe("trajectories with reward 1"),
+    outcomes: z.record(z.string(), z.number().int()),
+    group: z.enum(["written", "missing"]),
+    atropos: z.enum(["sent", "dropped", "pending", "off"]),
+    error: z
+      .object({ code: z.string(), message: z.string() })
+      .strict()
+      .optional()
+      .describe("why the task could not run (snapshot build, task load, …)"),
+  })
+  .strict();
+export type TaskSummary = z.infer<typeof TaskSummary>;
+
+/** What a `--dataset` run took from its file. */
+export const RunDatasetSummary = z
+  .object({
+    file: z.string().describe("the dataset file"),
+    sha256: z.string().describe("its sha256 (as recorded in run.json)"),
+    rows: z.number().int().describe("rows read"),
+    accepted: z.number().int().describe("rows accepted (schema-valid, usable ids)"),
+    rejected: z.number().int().describe("rows rejected (listed with file, row, field, reason)"),
+    used: z.number().int().describe("accepted rows this run rolls out (--limit)"),
+    rejectedRows: z
+      .array(
+        z
+          .object({ row: z.number().int(), field: z.string(), reason: z.string(), id: z.string().optional() })
+          .strict(),
+      )
+      .describe("every rejected row"),
+  })
+  .strict();
+export type RunDatasetSummary = z.infer<typeof RunDatasetSummary>;
+
+export const RunSummary = z
+  .object({
+    runId: z.string(),
+    out: z.string(),
+    complete: z.boolean().describe("every trajectory finished and every group written"),
+    interrupted: z.boolean(),
+    durationMs: z.number(),
+    trajectories: z
+      .object({
+        expected: z.number().int(),
+        finished: z.number().int(),
+        infraRetries: z.number().int(),
+        outcomes: z.record(OutcomeKind, z.number().int()),
+      })
+      .strict(),
+    meanReward: z.number().nullable(),
+    tasks: z.array(TaskSummary),
+    dataset: RunDatasetSummary.optional().describe("set for --dataset runs"),
+    atropos: z
+      .object({ sent: z.number().int(), dropped: z.number().int(), pending: z.number().int() })
+      .strict()
+      .optional(),
+  })
+  .strict();
+export type RunSummary = z.infer<typeof RunSummary>;
+
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
+
+export function summarizeTask(
+  taskId: string,
+  groupSize: number,
+  results: readonly TrajectoryResult[],
+  group: "written" | "missing",
+  atropos: TaskSummary["atropos"],
+  error?: TaskSummary["error"],
+): TaskSummary {
+  const rewards: (number | null)[] = Array.from({ length: groupSize }, () => null);
+  const outcomes: Record<string, number> = {};
+  for (const r of results) {
+    rewards[r.index] = r.reward;
+    outcomes[r.outcome.kind] = (outcomes[r.outcome.kind] ?? 0) + 1;
+  }
+  const scored = results.map((r) => r.reward).filter((x): x is number => x !== null);
+  return {
+    taskId,
+    trajectories: results.length,
+    expected: groupSize,
+    rewards,
+    meanReward: mean(scored),
+    resolved: scored.filter((x) => x === 1).length,
+    outcomes,
+    group,
+    atropos,
+    ...(error ? { error } : {}),
+  };
+}
+
+/** The summary table as lines. */
+export function renderSummary(s: RunSummary): string[] {
+  const rows = s.tasks.map((t) => ({
+    task: t.taskId,
+    done: `${t.trajectories}/${t.expected}`,
+    mean: t.meanReward === null ? "-" : t.meanReward.toFixed(2),
+    resolved: String(t.resolved),
+    rewards: t.rewards.map((r) => (r === null ? "-" : r.toFixed(2))).join(" "),
+    outcomes: Object.entries(t.outcomes)
+      .map(([k, v]) => `${k}:${v}`)
+      .join(" "),
+    atropos: t.atropos,
+  }));
+  const cols = ["task", "done", "mean", "resolved", "rewards", "outcomes", "atropos"] as const;
+  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => r[c].length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
+  const out = [line(cols.map((c) => c.toUpperCase())), ...rows.map((r) => line(cols.map((c) => r[c])))];
+  const t = s.trajectories;
+  out.push(
+    `${t.finished}/${t.expected} trajectories, mean reward ${s.meanReward === null ? "-" : s.meanReward.toFixed(3)}, ` +
+      `${t.infraRetries} infra retr${t.infraRetries === 1 ? "y" : "ies"}, ${(s.durationMs / 1000).toFixed(1)} s` +
+      (s.interrupted ? " — INTERRUPTED (finish with --resume)" : s.complete ? "" : " — INCOMPLETE"),
+  );
+  for (const t of s.tasks) {
+    if (t.error) out.push(`${t.taskId} could not run: ${t.error.code}: ${t.error.message.split("\n")[0]}`);
+  }
+  if (s.dataset) {
+    const d = s.dataset;
+    out.push(
+      `dataset ${d.file}: ${d.rows} rows, ${d.accepted} accepted, ${d.rejected} rejected, ${d.used} rolled out`,
+    );
+  }
+  if (s.atropos) {
+    out.push(
+      `atropos: ${s.atropos.sent} sent, ${s.atropos.dropped} dropped by rules, ${s.atropos.pending} pending`,
+    );
+  }
+  return out;
+}

@@ -1,0 +1,110 @@
+import { match } from "ts-pattern";
+import type { TrajectoryResult } from "./schema.js";
+import type { RunSummary } from "./summary.js";
+
+/**
+ * `flakegym validate`: a task earns its catalog place when the `gold` policy (the reference
+ * solution driven through Cline) scores 1, the `empty` policy scores 0, and no hidden test flips
+ * between repeated runs. Pure verdicts over a finished validation run.
+ */
+
+export type Verdict = "pass" | "fail" | "skip";
+
+export interface TaskVerdict {
+  readonly taskId: string;
+  readonly verdict: Verdict;
+  readonly gold: number | null;
+  readonly empty: number | null;
+  readonly flaky: readonly string[];
+  readonly reasons: readonly string[];
+}
+
+/** Snapshot error codes that mean "this machine cannot reach what the task needs". */
+const NETWORK_CODES = new Set(["E_NETWORK_REQUIRED"]);
+
+export function verdictFor(
+  taskId: string,
+  summary: RunSummary,
+  gold: TrajectoryResult | undefined,
+  empty: TrajectoryResult | undefined,
+): TaskVerdict {
+  const t = summary.tasks.find((x) => x.taskId === taskId);
+  if (t?.error && NETWORK_CODES.has(t.error.code)) {
+    return {
+      taskId,
+      verdict: "skip",
+      gold: null,
+      empty: null,
+      flaky: [],
+      reasons: [`skipped: needs network, which this machine does not have (${t.error.message})`],
+    };
+  }
+  const reasons: string[] = [];
+  if (t?.error) reasons.push(`task failed [${t.error.code}]: ${t.error.message}`);
+  const check = (name: "gold" | "empty", r: TrajectoryResult | undefined, want: number) => {
+    if (!r) {
+      if (!t?.error) reasons.push(`${name}: did not run`);
+      return;
+    }
+    if (r.reward === null) {
+      reasons.push(`${name}: ${r.outcome.kind}: ${r.outcome.detail}`);
+      return;
+    }
+    if (r.reward !== want) {
+      const why = match(name)
+        .with("gold", () => "the reference solution does not pass the hidden tests through Cline")
+        .with("empty", () => "the hidden tests pass without any change (they do not test the task)")
+        .exhaustive();
+      reasons.push(
+        `${name}: reward ${r.reward}, expected ${want} — ${why}${r.score?.gate ? ` (${r.score.gate.detail})` : ""}`,
+      );
+      const failing = r.score?.testResults
+        ? [
+            ...Object.entries(r.score.testResults.failToPass),
+            ...Object.entries(r.score.testResults.passToPass),
+          ]
+            .filter(([, s]) => (want === 1 ? s !== "passed" : false))
+            .map(([id]) => id)
+        : [];
+      if (failing.length) reasons.push(`${name}: failing: ${failing.join(", ")}`);
+    }
+  };
+  check("gold", gold, 1);
+  check("empty", empty, 0);
+  const flaky = [...new Set([...(gold?.score?.flaky ?? []), ...(empty?.score?.flaky ?? [])])].sort();
+  if (flaky.length) reasons.push(`flaky tests (results differ between repeated runs): ${flaky.join(", ")}`);
+  return {
+    taskId,
+    verdict: reasons.length ? "fail" : "pass",
+    gold: gold?.reward ?? null,
+    empty: empty?.reward ?? null,
+    flaky,
+    reasons,
+  };
+}
+
+export function renderVerdicts(vs: readonly TaskVerdict[]): string[] {
+  const fmt = (x: number | null) => (x === null ? "-" : x.toFixed(2));
+  const rows = vs.map((v) => ({
+    task: v.taskId,
+    gold: fmt(v.gold),
+    empty: fmt(v.empty),
+    flaky: String(v.flaky.length),
+    result: v.verdict.toUpperCase(),
+  }));
+  const cols = ["task", "gold", "empty", "flaky", "result"] as const;
+  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => r[c].length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
+  const out = [line(cols.map((c) => c.toUpperCase()))];
+  vs.forEach((v, i) => {
+    out.push(line(cols.map((c) => rows[i]![c])));
+    for (const r of v.reasons) out.push(`    ${r}`);
+  });
+  const n = (k: Verdict) => vs.filter((v) => v.verdict === k).length;
+  out.push(`${n("pass")} passed, ${n("fail")} failed, ${n("skip")} skipped`);
+  return out;
+}

@@ -1,0 +1,493 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import {
+  type Outcome as ClineOutcome,
+  createClineClient,
+  resolveClinePackage,
+  runClineTask,
+} from "@flakegym/cline-vendor";
+import { createNomadClient, nomadConfigFromEnv } from "@flakegym/nomad-jobs";
+import { match } from "ts-pattern";
+import type { AtroposMessage } from "../emit/atropos/schema.js";
+import type { TokenSequence } from "../emit/group.js";
+import { FlakegymError, UsageError } from "../errors.js";
+import { assistantMessageOf, exportTrajectory as exportTokens } from "../export/export-trajectory.js";
+import { type ChatTokenizer, loadChatTokenizer } from "../export/tokenizer.js";
+import { createPolicyGateway, type GatewayTerminal, type PolicyGateway } from "../gateway/server.js";
+import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
+import type { ChatMessage } from "../policy/chat.js";
+import { createUpstream } from "../policy/create-upstream.js";
+import { parsePolicySpec } from "../policy/spec.js";
+import type { PolicyUpstream } from "../policy/upstream.js";
+import { scoreDiff } from "../scoring/scorer.js";
+import {
+  buildSnapshot,
+  forkSnapshot,
+  type Snapshot,
+  snapshotSpecOfProfile,
+  snapshotSpecOfTask,
+} from "../snapshots/build.js";
+import { BUILTIN_CATALOG_DIR, type LoadedTask, loadTask } from "../tasks/catalog.js";
+import { hiddenTestsOf } from "../tasks/hidden-tests.js";
+import type { TaskProfile } from "../tasks/task-profile.js";
+import { clineAgentLauncher } from "../workers/local/cline-agent.js";
+import { createLocalBackend } from "../workers/local/local-backend.js";
+import { createNomadBackend } from "../workers/nomad/backend.js";
+import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
+import { formatProgress } from "../workers/nomad/progress.js";
+import { rawExecClineDriver } from "../workers/nomad/raw-exec-cline.js";
+import { createPodmanBackend, hostToolchainPodmanOptions } from "../workers/podman/podman-backend.js";
+import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
+import { resolveRowSource } from "./dataset-source.js";
+import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
+import type { Outcome, RunConfig } from "./schema.js";
+
+/**
+ * Wires a rollout to the real pieces: the task catalog, content-keyed snapshots and their forks,
+ * a worker backend (local bubblewrap by default), one policy gateway for the whole run (a unix
+ * socket the sandboxes reach), the Cline session driver, the hidden-test scorer and the trainer
+ * export. Adapters only: decisions live in `runRollout`.
+ */
+
+export interface WireOptions {
+  /** The run's id, recorded in each worker's spec. */
+  readonly runId: string;
+  readonly signal: AbortSignal;
+  readonly env: NodeJS.ProcessEnv;
+  readonly judgeApiKey?: string;
+  /** Snapshot cache directory (default: the snapshots module's default). */
+  readonly snapshotCacheDir?: string;
+  /** Where forks and gateway sockets go (default: the OS temp dir). */
+  readonly scratchDir?: string;
+  /** A backend to use instead of the one `config.backend` names (tests). */
+  readonly backend?: WorkerBackend;
+  /**
+   * `--gateway-advertise <host:port>`: the gateway also listens there, and remote workers (Nomad)
+   * reach it there. Required with `--backend nomad`; loopback is refused.
+   */
+  readonly gatewayAdvertise?: string;
+  /** Progress lines of remote backends (Nomad placement, image pulls, purges). */
+  readonly onNote?: (message: string) => void;
+  /** With `config.dataset`: the rows the run uses (see dataset-tasks.ts), looked up by task id. */
+  readonly datasetTasks?: readonly TaskProfile[];
+}
+
+/**
+ * The Nomad backend of `rollout --backend nomad`: client from NOMAD_ADDR/NOMAD_TOKEN/…; agent
+ * workers run this machine's pinned Cline with the raw_exec driver, which is the only driver
+ * rollout supports for now (container drivers need a per-task snapshot image, which rollout does
+ * not build yet), so the opt-in FLAKEGYM_NOMAD_DRIVER=raw_exec is required.
+ */
+function nomadRolloutBackend(o: WireOptions, advertise: string): WorkerBackend & { close(): Promise<void> } {
+  const driver = o.env.FLAKEGYM_NOMAD_DRIVER;
+  if (driver !== "raw_exec") {
+    throw new UsageError(
+      `--backend nomad runs Cline agents with Nomad's raw_exec driver only${driver ? ` (FLAKEGYM_NOMAD_DRIVER=${driver} is not supported)` : ""}`,
+      "set FLAKEGYM_NOMAD_DRIVER=raw_exec on a dev cluster whose clients share this machine's filesystem (nomad agent -dev; no isolation); container drivers need per-task snapshot images, which rollout does not build yet",
+    );
+  }
+  return createNomadBackend(
+    { driver: rawExecClineDriver(), gatewayAdvertise: advertise, pollMs: 5_000 },
+    {
+      client: createNomadClient(nomadConfigFromEnv(o.env)),
+      ...(o.onNote ? { onProgress: (p) => o.onNote!(formatProgress(p)) } : {}),
+    },
+  );
+}
+
+/** What the wiring needs of a loaded task, catalog task or dataset row alike. */
+interface TaskRuntime {
+  readonly id: string;
+  readonly profile: LoadedTask["spec"]["profile"];
+  readonly limits: { memoryMb: number; pids: number; cpuSeconds: number; diskMb: number };
+  readonly catalog?: LoadedTask;
+  readonly row?: TaskProfile;
+}
+
+/** Worker limits of a dataset row (snapshotSpecOfProfile uses the same). */
+const ROW_LIMITS = { memoryMb: 4096, pids: 1024, cpuSeconds: 3600, diskMb: 8192 };
+
+/** Gold replays a reference patch; dataset rows have none. */
+function noReference(t: { id: string; row?: TaskProfile }): FlakegymError {
+  const where = t.row ? ` (${t.row.source.file} row ${t.row.source.row})` : "";
+  return new FlakegymError(
+    "E_NO_REFERENCE",
+    `task '${t.id}'${where} has no reference solution, so the gold policy cannot run it`,
+    {
+      hint: "dataset rows need a model policy: --policy openai:<url>#<model>, anthropic:…, scripted:<plan>, or empty",
+    },
+  );
+}
+
+/** The model id the core is configured with for plan-replaying policies (unknown → XML tools). */
+const SCRIPTED_MODEL_ID = "flakegym-scripted";
+
+function toAtropos(m: ChatMessage): AtroposMessage {
+  return { ...m, content: m.content ?? "" } as AtroposMessage;
+}
+
+/** The chat of a call: its request plus the answer, as the policy saw it. Pure. */
+export function chatOf(turn: TurnRecord): AtroposMessage[] {
+  const msgs = [...turn.request.messages];
+  if (turn.response) msgs.push(assistantMessageOf(turn.response));
+  return msgs.map(toAtropos);
+}
+
+/** Maps the gateway's verdict (it ended the trajectory) or the driver's outcome to ours. */
+function outcomeOf(cline: ClineOutcome, terminal: GatewayTerminal | undefined): Outcome {
+  if (terminal) return { kind: terminal.kind, detail: `policy gateway: ${terminal.message}` };
+  return { kind: cline.kind, detail: cline.detail };
+}
+
+export async function createRolloutDeps(config: RunConfig, o: WireOptions): Promise<RolloutDeps> {
+  // --gateway-advertise: validated (never loopback); the gateway also listens on it
+  const advertised = o.gatewayAdvertise === undefined ? undefined : parseGatewayAdvertise(o.gatewayAdvertise);
+  const advertiseListen = advertised
+    ? {
+        host: advertised.slice(0, advertised.lastIndexOf(":")).replace(/^\[|\]$/g, ""),
+        port: Number(advertised.slice(advertised.lastIndexOf(":") + 1)),
+      }
+    : undefined;
+  if ((o.backend?.kind ?? config.backend) === "nomad" && !advertised) {
+    throw new UsageError(
+      "--backend nomad needs --gateway-advertise <host:port>",
+      "name an address of this machine the Nomad clients can reach (not loopback), e.g. --gateway-advertise 10.0.0.5:8089; the gateway listens there",
+    );
+  }
+  const scratch = join(o.scratchDir ?? tmpdir(), `flakegym-rollout-${randomBytes(4).toString("hex")}`);
+  await mkdir(scratch, { recursive: true });
+  const backend: WorkerBackend & { close?(): Promise<void> } =
+    o.backend ??
+    match(config.backend)
+      .with("local", () => createLocalBackend({ agent: clineAgentLauncher() }))
+      .with("nomad", () => nomadRolloutBackend(o, advertised!))
+      // a minimal locally imported image with the host's /usr (and node) bound read-only
+      .with("podman", () => createPodmanBackend(hostToolchainPodmanOptions()))
+      .exhaustive();
+  const gateway: PolicyGateway = await createPolicyGateway({
+    listen: [
+      { socketPath: join(scratch, "gateway.sock") },
+      { host: "127.0.0.1", port: 0 },
+      ...(advertiseListen ? [advertiseListen] : []),
+    ],
+    signal: o.signal,
+  });
+  const catalog = config.catalog ?? BUILTIN_CATALOG_DIR;
+  const loaded = new Map<string, TaskRuntime>();
+  const rows = new Map((o.datasetTasks ?? []).map((t) => [t.id, t]));
+  const snapshots = new Map<string, Snapshot>();
+  const solutions = new Map<string, string>();
+  const shared = new Map<string, PolicyUpstream>();
+  let tokenizer: Promise<ChatTokenizer> | undefined;
+
+  const taskOf = (t: RolloutTask) => loaded.get(t.id)!;
+  const workerLimits = (t: TaskRuntime, wallClockMs: number): WorkerSpec["limits"] => ({
+    memoryMb: t.limits.memoryMb,
+    pids: t.limits.pids,
+    cpuSeconds: t.limits.cpuSeconds,
+    diskMb: t.limits.diskMb,
+    wallClockMs,
+  });
+
+  /** openai/anthropic upstreams are shared; plan upstreams keep a cursor per trajectory, so each attempt gets a fresh one. */
+  async function upstreamFor(policy: string, task: TaskRuntime): Promise<PolicyUpstream> {
+    const spec = parsePolicySpec(policy);
+    const reference = solutions.get(task.id);
+    if (spec.kind === "gold" && reference === undefined) throw noReference(task);
+    const ctx = {
+      env: o.env,
+      signal: o.signal,
+      ...(spec.kind === "gold" ? { task: { referencePatch: reference! } } : {}),
+    };
+    if (spec.kind === "openai" || spec.kind === "anthropic") {
+      let u = shared.get(policy);
+      if (!u) {
+        u = await createUpstream(spec, ctx);
+        shared.set(policy, u);
+      }
+      return u;
+    }
+    return await createUpstream(spec, ctx);
+  }
+
+  async function fork(snapshot: Snapshot, name: string) {
+    const dest = join(scratch, "forks", `${name}-${randomBytes(3).toString("hex")}`);
+    return await forkSnapshot(snapshot, { dest, signal: o.signal });
+  }
+
+  async function loadRow(row: TaskProfile): Promise<RolloutTask> {
+    const rt: TaskRuntime = { id: row.id, profile: row.profile, limits: ROW_LIMITS, row };
+    if (config.policies.some((p) => parsePolicySpec(p).kind === "gold")) throw noReference(rt);
+    loaded.set(row.id, rt);
+    return {
+      id: row.id,
+      rowId: row.id,
+      datasetRow: row.source.row,
+      profile: row.profile,
+      prompt: row.prompt,
+      network: row.repoKind === "local" ? "none" : "required",
+      // no hidden tests: the scorer leaves the tests term out
+      hidden: { testFiles: [], commands: [], timeoutMs: config.limits.testTimeoutMs },
+    };
+  }
+
+  const deps: RolloutDeps = {
+    async loadTask(id) {
+      const row = rows.get(id);
+      if (row) return await loadRow(row);
+      if (config.dataset) {
+        throw new FlakegymError("E_DATASET", `task '${id}' is not among the rows of ${config.dataset.file}`);
+      }
+      const t = await loadTask(id, catalog);
+      loaded.set(id, { id, profile: t.spec.profile, limits: t.spec.limits, catalog: t });
+      solutions.set(id, await readFile(t.paths.solution, "utf8"));
+      const hidden = await hiddenTestsOf(t, config.limits.testTimeoutMs);
+      return {
+        id,
+        rowId: relative(catalog, join(t.dir, "task.json")),
+        profile: t.spec.profile,
+        prompt: t.spec.prompt,
+        network: t.spec.network,
+        hidden,
+      };
+    },
+
+    async snapshot(task, signal, progress): Promise<SnapshotRef> {
+      const t = taskOf(task);
+      let spec: ReturnType<typeof snapshotSpecOfTask>;
+      if (t.row) {
+        progress(t.row.repoKind === "local" ? `reading ${t.row.repoUrl}` : `probing ${t.row.repoUrl}`);
+        spec = snapshotSpecOfProfile(await resolveRowSource(t.row, signal));
+      } else {
+        spec = snapshotSpecOfTask(t.catalog!);
+      }
+      const s = await buildSnapshot(spec, {
+        signal,
+        ...(o.snapshotCacheDir ? { cacheDir: o.snapshotCacheDir } : {}),
+        onProgress: (ev) => {
+          if (ev.kind === "step") progress(`${ev.step} ${ev.status}`);
+          else if (ev.kind === "wait") progress("waiting for another build of the same snapshot");
+        },
+      });
+      snapshots.set(s.key, s);
+      return { key: s.key, cached: s.cached };
+    },
+
+    async runAgent(input): Promise<AgentAttempt> {
+      const t = taskOf(input.task);
+      const snapshot = snapshots.get(input.snapshot.key)!;
+      const id = input.slot.trajectoryId;
+      const spec = parsePolicySpec(input.slot.policy);
+      let forkMs = 0;
+      let bootMs = 0;
+      let bootOk = false;
+      input.onPhase?.("forking");
+      const f = await fork(snapshot, id);
+      forkMs = Math.round(f.forkMs);
+      let worker: Worker | undefined;
+      const upstream = await upstreamFor(input.slot.policy, t);
+      await gateway.unregister(id); // a previous attempt of this trajectory
+      const route = gateway.register(id, {
+        upstream,
+        limits: { maxRequests: config.limits.maxTurns },
+        turnLogPath: join(input.dir, "turns.jsonl"),
+      });
+      try {
+        input.onPhase?.("booting");
+        const t0 = performance.now();
+        worker = await backend.start(
+          {
+            runId: o.runId,
+            taskId: input.task.id,
+            trajectoryId: id,
+            profile: t.profile,
+            workspace: f.workspace,
+            depsDir: f.deps,
+            gateway: { socketPath: gateway.socketPath!, url: route.baseUrlsFor("http://gateway").openai },
+            limits: workerLimits(t, config.limits.timeoutMs + 120_000),
+            agent: true,
+          },
+          input.signal,
+        );
+        bootMs = Math.round(performance.now() - t0);
+        bootOk = true;
+        if (!worker.agentAddress || !worker.policyBaseUrl) {
+          throw new FlakegymError("E_WORKER", `worker ${worker.id} started without an agent address`);
+        }
+        input.onPhase?.("agent");
+        const client = createClineClient({ address: worker.agentAddress });
+        const exitWatch = new AbortController();
+        void worker.exited?.then((e) =>
+          exitWatch.abort(
+            new FlakegymError(
+              "E_WORKER_EXIT",
+              `worker ended: ${e.reason}${e.detail ? ` (${e.detail})` : ""}`,
+            ),
+          ),
+        );
+        let turns = 0;
+        const run = await runClineTask({
+          client,
+          prompt: input.task.prompt,
+          provider: {
+            kind: "openai",
+            baseUrl: worker.policyBaseUrl,
+            apiKey: route.token,
+            modelId: spec.kind === "openai" || spec.kind === "anthropic" ? spec.model : SCRIPTED_MODEL_ID,
+          },
+          limits: { wallClockMs: config.limits.timeoutMs, maxModelRequests: config.limits.maxTurns },
+          signal: AbortSignal.any([input.signal, route.signal, exitWatch.signal]),
+          onEvent: (e) => {
+            if (e.type === "turn_started") input.onTurn?.(++turns);
+          },
+        });
+        client.close();
+        input.signal.throwIfAborted();
+        const terminal = route.signal.aborted ? (route.signal.reason as GatewayTerminal) : undefined;
+        let outcome = outcomeOf(run.outcome, terminal);
+        if (exitWatch.signal.aborted && !terminal) {
+          outcome = { kind: "infra_error", detail: (exitWatch.signal.reason as Error).message };
+        }
+        input.onPhase?.("collecting");
+        if (!worker.collectArtifacts) {
+          throw new FlakegymError(
+            "E_WORKER",
+            `worker ${worker.id} (${worker.backend}) cannot hand back its artifacts (no collectArtifacts)`,
+          );
+        }
+        await worker.collectArtifacts({
+          taskId: run.taskId,
+          dest: join(input.dir, "cline"),
+          baseCommit: snapshot.manifest.commit,
+          extra: { "outcome.json": outcome, "timings.json": run.timings, "counts.json": run.counts },
+          signal: input.signal,
+        });
+        const diff = await readFile(join(input.dir, "cline", "diff.patch"), "utf8").catch(() => "");
+        const status = gateway.status(id);
+        return {
+          outcome,
+          ...(run.taskId ? { clineTaskId: run.taskId } : {}),
+          bootOk,
+          forkMs,
+          bootMs,
+          agentMs: Math.round(run.timings.totalMs),
+          counts: {
+            turns: status?.ok ?? run.counts.modelRequests,
+            tokensIn: status?.promptTokens ?? 0,
+            tokensOut: status?.completionTokens ?? 0,
+          },
+          diff,
+        };
+      } finally {
+        await worker?.stop().catch(() => {});
+        await gateway.unregister(id).catch(() => undefined);
+        await f.release().catch(() => {});
+      }
+    },
+
+    async score(input) {
+      const t = taskOf(input.task);
+      const snapshot = snapshots.get(input.snapshot.key)!;
+      const f = await fork(snapshot, `${input.slot.trajectoryId}-score`);
+      let worker: Worker | undefined;
+      try {
+        worker = await backend.start(
+          {
+            runId: o.runId,
+            taskId: input.task.id,
+            trajectoryId: `${input.slot.trajectoryId}-score`,
+            profile: t.profile,
+            workspace: f.workspace,
+            depsDir: f.deps,
+            gateway: {},
+            limits: workerLimits(t, config.limits.testTimeoutMs * (config.testRepeat + 1) + 300_000),
+            agent: false,
+          },
+          input.signal,
+        );
+        return await scoreDiff(
+          worker,
+          input.diff,
+          input.task.hidden,
+          {
+            partialCredit: config.partialCredit,
+            weights: config.weights,
+            ...(config.buildCmd !== undefined ? { buildCmd: config.buildCmd } : {}),
+            ...(config.lintCmd !== undefined ? { lintCmd: config.lintCmd } : {}),
+            repeat: config.testRepeat,
+            termTimeoutMs: config.limits.testTimeoutMs,
+            taskPrompt: input.task.prompt,
+            ...(config.judge
+              ? {
+                  judge: {
+                    ...config.judge,
+                    timeoutMs: 120_000,
+                    ...(o.judgeApiKey ? { apiKey: o.judgeApiKey } : {}),
+                  },
+                }
+              : {}),
+          },
+          input.signal,
+        );
+      } finally {
+        await worker?.stop().catch(() => {});
+        await f.release().catch(() => {});
+      }
+    },
+
+    async exportTrajectory({ dir, result }) {
+      const turns = await readTurnLog(join(dir, "turns.jsonl")).catch(() => [] as TurnRecord[]);
+      const answered = turns.filter((x) => x.status === "ok" && x.response);
+      const last = answered.at(-1);
+      const messages = last ? chatOf(last) : [{ role: "user", content: result.prompt }];
+      if (!config.tokenizer) return { messages };
+      tokenizer ??= loadChatTokenizer(config.tokenizer, { signal: o.signal });
+      const tok = await tokenizer;
+      const reward = result.reward ?? 0;
+      const ex = exportTokens(turns, tok, { reward });
+      const bySeq = new Map(turns.map((x) => [x.seq, x]));
+      const all = ex.segments.map((s) => ({ s, last: bySeq.get(s.seqs.at(-1)!) }));
+      const split = (i: number) => {
+        const r = ex.segments[i]?.split;
+        return r ? `${r.kind} at call ${r.atSeq}: ${r.detail}` : undefined;
+      };
+      const chosen = config.segments === "all" ? all : all.slice(-1);
+      const sequences: TokenSequence[] = chosen.map(({ s, last }) => ({
+        tokens: s.tokens,
+        masks: s.masks,
+        inferenceLogprobs: s.inference_logprobs,
+        // "last": the trajectory's one sequence carries its whole reward; "all": the export's share
+        reward: config.segments === "all" ? (s.reward ?? reward) : reward,
+        ...(last && all.length > 1 ? { messages: chatOf(last) } : {}),
+        ...(all.length > 1
+          ? {
+              segment: {
+                index: s.index,
+                of: all.length,
+                ...(split(s.index) ? { split: split(s.index)! } : {}),
+              },
+            }
+          : {}),
+      }));
+      return { messages, sequences };
+    },
+
+    async provenance() {
+      const pkg = resolveClinePackage();
+      const described = await backend.describe().catch(() => ({}) as Record<string, string>);
+      return {
+        cline: { version: pkg.version, integrity: pkg.integrity },
+        ...(described.imageDigest ? { imageDigest: described.imageDigest } : {}),
+      };
+    },
+
+    async close() {
+      await backend.close?.().catch(() => {});
+      await gateway.close();
+      await rm(scratch, { recursive: true, force: true });
+    },
+  };
+  return deps;
+}

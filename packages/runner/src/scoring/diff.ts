@@ -1,0 +1,115 @@
+/**
+ * Pure helpers over `git diff` text: split it per file, and drop the agent's changes to the hidden
+ * test files before the real tests are applied (recording that it touched them).
+ */
+
+/** One file's section of a git diff, text kept verbatim. */
+export interface FileDiff {
+  /** Path before the change (`a/` side), or undefined for a new file. */
+  readonly oldPath?: string;
+  /** Path after the change (`b/` side), or undefined for a deleted file. */
+  readonly newPath?: string;
+  readonly text: string;
+}
+
+const unquote = (p: string) =>
+  p.startsWith('"') && p.endsWith('"')
+    ? p.slice(1, -1).replace(/\\([\\"tn])/g, (_, c: string) => (c === "t" ? "\t" : c === "n" ? "\n" : c))
+    : p;
+
+/** Reads `a/x b/y` from a `diff --git` header (paths may be quoted). */
+function headerPaths(line: string): { a?: string; b?: string } {
+  const rest = line.slice("diff --git ".length);
+  const m = /^("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$/.exec(rest);
+  if (m) return { a: unquote(m[1]!).replace(/^a\//, ""), b: unquote(m[2]!).replace(/^b\//, "") };
+  // unquoted paths with spaces: "a/<p> b/<p>" with the same <p>
+  const half = (rest.length - 1) / 2;
+  if (Number.isInteger(half)) {
+    const a = rest.slice(0, half);
+    const b = rest.slice(half + 1);
+    return { a: a.replace(/^a\//, ""), b: b.replace(/^b\//, "") };
+  }
+  return {};
+}
+
+/** Splits a `git diff` into per-file sections. Text before the first header is dropped. */
+export function splitDiff(diff: string): FileDiff[] {
+  const out: FileDiff[] = [];
+  const lines = diff.split("\n");
+  let cur: { a?: string; b?: string; lines: string[] } | undefined;
+  const flush = () => {
+    if (!cur) return;
+    let text = cur.lines.join("\n");
+    if (!text.endsWith("\n")) text += "\n";
+    let oldPath = cur.a;
+    let newPath = cur.b;
+    for (const l of cur.lines) {
+      if (l.startsWith("--- "))
+        oldPath = l === "--- /dev/null" ? undefined : unquote(l.slice(4)).replace(/^a\//, "");
+      if (l.startsWith("+++ "))
+        newPath = l === "+++ /dev/null" ? undefined : unquote(l.slice(4)).replace(/^b\//, "");
+      if (l.startsWith("new file mode")) oldPath = undefined;
+      if (l.startsWith("deleted file mode")) newPath = undefined;
+      if (l.startsWith("rename from ")) oldPath = unquote(l.slice("rename from ".length));
+      if (l.startsWith("rename to ")) newPath = unquote(l.slice("rename to ".length));
+      if (l.startsWith("@@")) break;
+    }
+    out.push({
+      ...(oldPath !== undefined ? { oldPath } : {}),
+      ...(newPath !== undefined ? { newPath } : {}),
+      text,
+    });
+  };
+  for (const line of lines) {
+    if (line.startsWith("diff --git ")) {
+      flush();
+      cur = { ...headerPaths(line), lines: [line] };
+    } else if (cur) {
+      cur.lines.push(line);
+    }
+  }
+  flush();
+  // a trailing "" from the final newline becomes part of the last section; normalise it
+  return out.map((f) => ({ ...f, text: f.text.replace(/\n+$/, "\n") }));
+}
+
+/** The paths a diff touches (old and new sides). */
+export function touchedPaths(diff: string): string[] {
+  const s = new Set<string>();
+  for (const f of splitDiff(diff)) {
+    if (f.oldPath) s.add(f.oldPath);
+    if (f.newPath) s.add(f.newPath);
+  }
+  return [...s].sort();
+}
+
+export interface FilteredDiff {
+  /** The diff without sections that touch a protected path. */
+  readonly diff: string;
+  /** Protected paths the agent's diff touched (its changes there were dropped). */
+  readonly droppedPaths: string[];
+  /** Paths kept. */
+  readonly keptPaths: string[];
+}
+
+/**
+ * Removes every file section touching one of `protectedPaths` (the hidden test files), so the
+ * agent cannot edit the tests it is graded by. Pure.
+ */
+export function dropPaths(diff: string, protectedPaths: readonly string[]): FilteredDiff {
+  const protect = new Set(protectedPaths.map((p) => p.replace(/^\.\//, "")));
+  const kept: FileDiff[] = [];
+  const dropped = new Set<string>();
+  for (const f of splitDiff(diff)) {
+    const hit = [f.oldPath, f.newPath].filter((p): p is string => p !== undefined && protect.has(p));
+    if (hit.length) for (const p of hit) dropped.add(p);
+    else kept.push(f);
+  }
+  return {
+    diff: kept.map((f) => f.text).join(""),
+    droppedPaths: [...dropped].sort(),
+    keptPaths: [
+      ...new Set(kept.flatMap((f) => [f.oldPath, f.newPath].filter((p): p is string => !!p))),
+    ].sort(),
+  };
+}

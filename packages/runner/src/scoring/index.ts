@@ -1,0 +1,32 @@
+export { dropPaths, type FileDiff, splitDiff, touchedPaths } from "./diff.js";
+export { askJudge, JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
+export {
+  combine,
+  evalCmdValue,
+  Gate,
+  PartialCredit,
+  Term,
+  TestResults,
+  TestStatus,
+  TestsTerm,
+  testsTerm,
+  Weights,
+} from "./reward.js";
+export {
+  type HiddenTests,
+  type HiddenTestVerdict,
+  mergeRuns,
+  type ScoreOptions,
+  ScoringSetupError,
+  scoreDiff,
+} from "./scorer.js";
+export {
+  type ComposedScript,
+  composeScoringScript,
+  MAX_INLINE_SCRIPT_BYTES,
+  type ParsedScoring,
+  parseScoringOutput,
+  type ScoringPlan,
+  type ScriptFile,
+  type StepResult,
+} from "./script.js";

@@ -1,0 +1,343 @@
+import { randomBytes } from "node:crypto";
+import { FlakegymError } from "../errors.js";
+import type { Score } from "../rollout/schema.js";
+import { writeFileInWorker } from "../tasks/hidden-tests.js";
+import { type TestCommand, testPassed } from "../tasks/task-spec.js";
+import type { ExecResult, Worker } from "../workers/types.js";
+import { dropPaths } from "./diff.js";
+import { askJudge, type JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
+import {
+  combine,
+  evalCmdValue,
+  type Gate,
+  type PartialCredit,
+  type Term,
+  type TestResults,
+  type TestStatus,
+  testsTerm,
+  type Weights,
+} from "./reward.js";
+import {
+  composeScoringScript,
+  MAX_INLINE_SCRIPT_BYTES,
+  type ParsedScoring,
+  parseScoringOutput,
+  type ScoringPlan,
+  type StepResult,
+  testStep,
+  timedOutStep,
+} from "./script.js";
+
+/**
+ * Scores one trajectory in a FRESH worker (exec only) forked from the task's clean snapshot:
+ * drop the agent's edits to hidden test files, then ONE script (scoring/script.ts) applies the
+ * rest, runs the optional build / lint commands, adds the hidden tests and runs them (`repeat`
+ * times, to catch flaky tests); the judge term is asked here.
+ */
+
+/** One hidden-test command's verdict in one run. */
+export interface HiddenTestVerdict {
+  readonly id: string;
+  readonly kind: "fail_to_pass" | "pass_to_pass" | "eval_cmd";
+  readonly passed: boolean;
+  readonly exitCode: number;
+  readonly timedOut: boolean;
+}
+
+/**
+ * A task's hidden tests as data (from the task catalog, `hiddenTestsOf`): what to add to the
+ * workspace and which commands grade it. Scoring composes them into one script.
+ */
+export interface HiddenTests {
+  /** Workspace-relative paths of the hidden test files (the agent's edits to them are dropped). */
+  readonly testFiles: readonly string[];
+  /**
+   * How the hidden tests get in: `git apply` of the task's tests patch, or its tests dir's files.
+   * Absent: the task has no hidden tests (a dataset row); its tests term is absent, not 0.
+   */
+  readonly install?: NonNullable<ScoringPlan["install"]>;
+  /** One command per test id (or the single eval command). */
+  readonly commands: readonly TestCommand[];
+  /** Deadline of one test command. */
+  readonly timeoutMs: number;
+}
+
+export interface ScoreOptions {
+  readonly partialCredit: PartialCredit;
+  readonly weights: Weights;
+  /** Hidden-test runs; a test counts as passed only if it passed every time. */
+  readonly repeat: number;
+  readonly buildCmd?: string;
+  readonly lintCmd?: string;
+  readonly termTimeoutMs: number;
+  readonly judge?: JudgeConfig;
+  readonly taskPrompt: string;
+  /** Most output bytes kept per step (default 64 KiB: its first and last halves). */
+  readonly maxOutputBytes?: number;
+}
+
+/** The agent's diff did not apply, or the task's hidden tests did not install: scoring could not run. */
+export class ScoringSetupError extends Error {
+  override readonly name = "ScoringSetupError";
+}
+
+/** Merges repeated runs: passed only if passed every time; flaky if results differ. Pure. */
+export function mergeRuns(runs: readonly (readonly HiddenTestVerdict[])[]): {
+  results: TestResults;
+  evalCmd?: { exitCode: number; timedOut: boolean; passed: boolean };
+  flaky: string[];
+} {
+  const failToPass: Record<string, TestStatus> = {};
+  const passToPass: Record<string, TestStatus> = {};
+  const seen = new Map<string, Set<boolean>>();
+  let evalCmd: { exitCode: number; timedOut: boolean; passed: boolean } | undefined;
+  for (const run of runs) {
+    for (const v of run) {
+      const key = `${v.kind}:${v.id}`;
+      if (!seen.has(key)) seen.set(key, new Set());
+      seen.get(key)!.add(v.passed);
+      if (v.kind === "eval_cmd") {
+        if (!evalCmd || evalCmd.passed)
+          evalCmd = { exitCode: v.exitCode, timedOut: v.timedOut, passed: v.passed };
+        continue;
+      }
+      const bucket = v.kind === "fail_to_pass" ? failToPass : passToPass;
+      const prev = bucket[v.id];
+      bucket[v.id] = prev === "failed" || !v.passed ? "failed" : "passed";
+    }
+  }
+  const flaky = [...seen.entries()].filter(([, s]) => s.size > 1).map(([k]) => k.slice(k.indexOf(":") + 1));
+  return { results: { failToPass, passToPass }, ...(evalCmd ? { evalCmd } : {}), flaky: flaky.sort() };
+}
+
+function summarize(results: TestResults, evalCmd?: { exitCode: number; timedOut: boolean }): string {
+  if (evalCmd) return `eval_cmd exited ${evalCmd.exitCode}${evalCmd.timedOut ? " (timed out)" : ""}`;
+  const line = (name: string, r: Record<string, TestStatus>) =>
+    `${name}: ${Object.values(r).filter((s) => s === "passed").length}/${Object.keys(r).length} passed` +
+    (Object.entries(r).some(([, s]) => s !== "passed")
+      ? ` (failing: ${Object.entries(r)
+          .filter(([, s]) => s !== "passed")
+          .map(([id]) => id)
+          .join(", ")})`
+      : "");
+  return `${line("FAIL_TO_PASS", results.failToPass)}\n${line("PASS_TO_PASS", results.passToPass)}`;
+}
+
+/** A build/lint term from its step's result. Pure. */
+function commandTerm(
+  name: "build" | "lint",
+  cmd: string | undefined,
+  weight: number,
+  timeoutMs: number,
+  step: StepResult | undefined,
+): Term | undefined {
+  if (weight <= 0) return undefined;
+  if (!cmd) return { name, weight, value: null, error: `no --${name}-cmd given` };
+  if (!step) return { name, weight, value: null, error: `\`${cmd}\` did not report a result` };
+  const timedOut = timedOutStep(step, timeoutMs);
+  const tail = step.output.trim().split("\n").slice(-5).join("\n");
+  return {
+    name,
+    weight,
+    value: step.exitCode === 0 && !timedOut ? 1 : 0,
+    detail: `\`${cmd}\` exited ${step.exitCode}${timedOut ? " (timed out)" : ""}${step.exitCode !== 0 && tail ? `: ${tail}` : ""}`,
+  };
+}
+
+/** Keeps the start and end of a long text. */
+const clip = (s: string, max = 2_000) =>
+  s.length <= max ? s : `${s.slice(0, max / 2)}\n[…]\n${s.slice(-max / 2)}`;
+
+/**
+ * Runs the composed script with ONE exec (every backend, Nomad included: nothing relies on state
+ * between execs). Too long for one command line: on backends whose execs share a workspace the
+ * payloads are written first; on stateless ones (Nomad) that is an error naming the size.
+ */
+async function runScript(
+  worker: Worker,
+  plan: ScoringPlan,
+  signal: AbortSignal,
+): Promise<{ parsed: ParsedScoring; exec: ExecResult; nonce: string }> {
+  const nonce = randomBytes(12).toString("hex");
+  let composed = composeScoringScript(plan, { nonce });
+  if (Buffer.byteLength(composed.script) > MAX_INLINE_SCRIPT_BYTES) {
+    if (worker.statelessExec) {
+      throw new FlakegymError(
+        "E_SCORE_TOO_LARGE",
+        `the scoring script for worker ${worker.id} is ${Buffer.byteLength(composed.script)} bytes (agent diff ${Buffer.byteLength(plan.agentDiff)} bytes); one exec on the ${worker.backend} backend takes at most ${MAX_INLINE_SCRIPT_BYTES}`,
+        {
+          hint: "score this trajectory on the local or podman backend, or shrink the task's hidden test files",
+        },
+      );
+    }
+    composed = composeScoringScript(plan, { nonce, stagedDir: `.flakegym-score-${nonce}` });
+    for (const f of composed.staged) await writeFileInWorker(worker, f.path, f.content, signal);
+  }
+  const exec = await worker.exec(composed.script, { timeoutMs: composed.timeoutMs, signal });
+  signal.throwIfAborted();
+  return { parsed: parseScoringOutput(exec.stdout, nonce), exec, nonce };
+}
+
+/**
+ * Scores `agentDiff` in `worker` (a fresh, exec-only fork of the task's snapshot) with one script.
+ * A task without hidden tests (`hidden.install` absent, a dataset row) gets no tests term:
+ * combine() renormalizes the reward over the build / lint / judge terms that are present.
+ */
+export async function scoreDiff(
+  worker: Worker,
+  agentDiff: string,
+  hidden: HiddenTests,
+  o: ScoreOptions,
+  signal: AbortSignal,
+): Promise<Score> {
+  const started = Date.now();
+  const filtered = dropPaths(agentDiff, hidden.testFiles);
+  const hasTests = hidden.install !== undefined;
+  const build =
+    o.weights.build > 0 && o.buildCmd ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs } : undefined;
+  const lint =
+    o.weights.lint > 0 && o.lintCmd ? { command: o.lintCmd, timeoutMs: o.termTimeoutMs } : undefined;
+  const plan: ScoringPlan = {
+    agentDiff: filtered.diff,
+    ...(hidden.install ? { install: hidden.install } : {}),
+    ...(build ? { build } : {}),
+    ...(lint ? { lint } : {}),
+    tests: hasTests ? hidden.commands : [],
+    testTimeoutMs: hidden.timeoutMs,
+    repeat: Math.max(1, o.repeat),
+    maxOutputBytes: o.maxOutputBytes ?? 64 * 1024,
+  };
+  const { parsed, exec } = await runScript(worker, plan, signal);
+  const base = {
+    touchedTestFiles: filtered.droppedPaths,
+    diffBytes: Buffer.byteLength(filtered.diff),
+  };
+  const incomplete = (what: string) =>
+    new FlakegymError(
+      "E_SCORE_SCRIPT",
+      `the scoring script in worker ${worker.id} ${what} (exit ${exec.exitCode}${exec.timedOut ? ", timed out" : ""}): ${clip((exec.stderr || exec.stdout).trim())}`,
+      { hint: "the worker died or was killed mid-scoring; the trajectory is retried as an infra failure" },
+    );
+  if (parsed.stoppedAt === "apply") {
+    const r = parsed.steps.get("apply")!;
+    const gate: Gate = {
+      reason: "diff_apply_failed",
+      detail: `applying agent diff in worker ${worker.id} failed: ${r.output.trim()}`,
+    };
+    const terms: Term[] = hasTests
+      ? [{ name: "tests", weight: o.weights.tests, value: 0, detail: "not run: the diff did not apply" }]
+      : [];
+    return {
+      reward: combine(terms, gate),
+      gate,
+      terms,
+      flaky: [],
+      ...base,
+      durationMs: Date.now() - started,
+    };
+  }
+  if (parsed.stoppedAt === "install") {
+    throw new ScoringSetupError(
+      `the task's hidden tests could not be installed: ${parsed.steps.get("install")?.output.trim() ?? ""}`,
+    );
+  }
+  if (!parsed.done && !exec.timedOut) throw incomplete("ended before its last step");
+
+  // build and lint judge the agent's change alone, before the hidden tests are added
+  const terms: Term[] = [];
+  const buildTerm = commandTerm(
+    "build",
+    o.buildCmd,
+    o.weights.build,
+    o.termTimeoutMs,
+    parsed.steps.get("build"),
+  );
+  const lintTerm = commandTerm("lint", o.lintCmd, o.weights.lint, o.termTimeoutMs, parsed.steps.get("lint"));
+
+  // a test without a result ran into the exec's own deadline (no `timeout` in the image)
+  const runs: HiddenTestVerdict[][] = [];
+  for (let r = 0; hasTests && r < plan.repeat; r++) {
+    runs.push(
+      hidden.commands.map((cmd, i) => {
+        const step = parsed.steps.get(testStep(r, i));
+        if (!step) return { id: cmd.id, kind: cmd.kind, passed: false, exitCode: 137, timedOut: true };
+        const timedOut = timedOutStep(step, hidden.timeoutMs);
+        return {
+          id: cmd.id,
+          kind: cmd.kind,
+          passed: !timedOut && testPassed(cmd, step.exitCode, step.output),
+          exitCode: step.exitCode,
+          timedOut,
+        };
+      }),
+    );
+  }
+  const merged = mergeRuns(runs);
+  let tests: Score["tests"];
+  if (!hasTests) {
+    // no hidden tests (a dataset row): no tests term at all
+  } else if (merged.evalCmd) {
+    terms.push({
+      name: "tests",
+      weight: o.weights.tests,
+      value: evalCmdValue(merged.evalCmd.exitCode, merged.evalCmd.timedOut),
+      detail: summarize(merged.results, merged.evalCmd),
+    });
+  } else {
+    tests = testsTerm(merged.results, o.partialCredit);
+    terms.push({
+      name: "tests",
+      weight: o.weights.tests,
+      value: tests.value,
+      detail: summarize(merged.results),
+    });
+  }
+  if (buildTerm) terms.push(buildTerm);
+  if (lintTerm) terms.push(lintTerm);
+
+  let judge: Score["judge"];
+  if (o.weights.judge > 0) {
+    if (!o.judge) {
+      terms.push({ name: "judge", weight: o.weights.judge, value: null, error: "no --judge endpoint given" });
+    } else {
+      const answer = await askJudge(
+        o.judge,
+        judgeMessages({
+          taskPrompt: o.taskPrompt,
+          diff: filtered.diff,
+          testSummary: hasTests
+            ? summarize(merged.results, merged.evalCmd)
+            : "no hidden tests (a dataset row): judge the change from the task and the diff",
+        }),
+        signal,
+      );
+      if (!answer.ok) {
+        judge = { error: answer.error };
+        terms.push({ name: "judge", weight: o.weights.judge, value: null, error: answer.error });
+      } else {
+        const p = parseJudgeScore(answer.text);
+        judge = p.ok
+          ? { raw: answer.text.slice(0, 4000), via: p.via }
+          : { raw: answer.text.slice(0, 4000), error: p.error };
+        terms.push(
+          p.ok
+            ? { name: "judge", weight: o.weights.judge, value: p.value, detail: `parsed ${p.via}: ${p.raw}` }
+            : { name: "judge", weight: o.weights.judge, value: null, error: p.error },
+        );
+      }
+    }
+  }
+  return {
+    reward: combine(terms),
+    terms,
+    ...(tests ? { tests } : {}),
+    ...(hasTests ? { testResults: merged.results } : {}),
+    ...(merged.evalCmd
+      ? { evalCmd: { exitCode: merged.evalCmd.exitCode, timedOut: merged.evalCmd.timedOut } }
+      : {}),
+    flaky: merged.flaky,
+    ...base,
+    ...(judge ? { judge } : {}),
+    durationMs: Date.now() - started,
+  };
+}

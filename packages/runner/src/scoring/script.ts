@@ -1,0 +1,223 @@
+import type { TestCommand } from "../tasks/task-spec.js";
+
+/**
+ * Scoring as ONE self-contained shell script, so it runs the same on every backend — including
+ * Nomad, where each `exec` is a fresh allocation and nothing carries over between two calls.
+ *
+ * The script applies the agent's diff, runs the optional build and lint commands, installs the
+ * hidden tests and runs them `repeat` times. Files travel base64-encoded in quoted heredocs (or,
+ * when the script would be too long for one command-line argument, staged beforehand on backends
+ * whose execs share a workspace). Every step's exit code and output are printed between marker
+ * lines carrying a per-run random nonce, and the output itself is base64-encoded, so nothing the
+ * agent's code prints (or a diff contains) can be mistaken for a result. Pure: composition and
+ * parsing only; `scoreDiff` runs it.
+ */
+
+/** A file the script needs: the agent's diff, a hidden tests patch, or a hidden test file. */
+export interface ScriptFile {
+  /** Workspace-relative path (hidden test files) or a name in the script's scratch dir (patches). */
+  readonly path: string;
+  readonly content: Buffer;
+}
+
+export interface ScoringPlan {
+  /** The agent's diff (already stripped of hidden-test edits); empty: nothing to apply. */
+  readonly agentDiff: string;
+  /** How the hidden tests get in: `git apply` of a patch, or files written into the workspace (none: no step). */
+  readonly install?:
+    | { readonly kind: "patch"; readonly patch: string }
+    | { readonly kind: "files"; readonly files: readonly ScriptFile[] };
+  readonly build?: { readonly command: string; readonly timeoutMs: number };
+  readonly lint?: { readonly command: string; readonly timeoutMs: number };
+  readonly tests: readonly TestCommand[];
+  readonly testTimeoutMs: number;
+  /** Runs of the hidden tests (≥ 1). */
+  readonly repeat: number;
+  /** Most output bytes kept per step: the first and last half of it when longer. */
+  readonly maxOutputBytes: number;
+}
+
+/** Step names in the output: fixed words and test indices, never text from the task or the agent. */
+export type StepName = "apply" | "build" | "lint" | "install" | `test.${number}.${number}`;
+
+export const testStep = (run: number, index: number): StepName => `test.${run}.${index}`;
+
+/** Longest script passed inline (one command-line argument, base64'd again by Nomad: < 128 KiB). */
+export const MAX_INLINE_SCRIPT_BYTES = 90_000;
+
+export interface ComposeOptions {
+  /** Random per run (hex); part of every marker and heredoc delimiter. */
+  readonly nonce: string;
+  /**
+   * Directory (workspace-relative) holding payloads written there beforehand instead of being
+   * embedded; only for backends whose execs share one workspace (local, podman).
+   */
+  readonly stagedDir?: string;
+}
+
+export interface ComposedScript {
+  readonly script: string;
+  /** Files to write into the workspace before the script runs (only with `stagedDir`). */
+  readonly staged: ScriptFile[];
+  /** A deadline covering every step's own deadline, for the single exec. */
+  readonly timeoutMs: number;
+}
+
+const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+const b64Lines = (b: Buffer) => (b.toString("base64").match(/.{1,76}/g) ?? []).join("\n");
+const secs = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+export const markerOf = (nonce: string) => `FLAKEGYM-SCORE-${nonce}`;
+
+/** Composes the scoring script for `plan`. Pure. */
+export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): ComposedScript {
+  if (!/^[0-9a-f]{8,64}$/.test(o.nonce)) throw new TypeError("scoring nonce must be 8-64 hex digits");
+  if (o.stagedDir !== undefined && !/^[A-Za-z0-9._-]+$/.test(o.stagedDir))
+    throw new TypeError(`staged dir '${o.stagedDir}' must be one plain workspace-relative name`);
+  const M = markerOf(o.nonce);
+  const EOF = `FLAKEGYM_EOF_${o.nonce}`;
+  const staged: ScriptFile[] = [];
+  const max = Math.max(2, plan.maxOutputBytes);
+  const half = Math.floor(max / 2);
+  const lines: string[] = [
+    "# flakegym scoring script (composed by packages/runner/src/scoring/script.ts)",
+    "set -u",
+    `M=${M}`,
+    `tmp="\${TMPDIR:-/tmp}/flakegym-score-${o.nonce}"`,
+    `mkdir -p "$tmp" 2>/dev/null || { tmp="$PWD/.flakegym-score-${o.nonce}"; mkdir -p "$tmp"; }`,
+    `trap 'rm -rf "$tmp"${o.stagedDir === undefined ? "" : ` ${o.stagedDir}`}' EXIT`,
+    // staged payloads move out of the workspace before anything runs
+    ...(o.stagedDir === undefined ? [] : [`cp -R ${o.stagedDir}/. "$tmp"/ && rm -rf ${o.stagedDir}`]),
+    "TO=; if command -v timeout >/dev/null 2>&1; then TO=1; fi",
+    "now() { date +%s 2>/dev/null || echo 0; }",
+    // emit <step> <exit code> <output file> <seconds>: the step's result, its output base64'd
+    "emit() {",
+    '  n=$(wc -c < "$3" | tr -d " ")',
+    '  printf "%s result %s %s %s %s\\n" "$M" "$1" "$2" "$n" "$4"',
+    `  if [ "$n" -le ${max} ]; then base64 < "$3"; else head -c ${half} "$3" | base64; printf "%s cut\\n" "$M"; tail -c ${half} "$3" | base64; fi`,
+    '  printf "%s end %s\\n" "$M" "$1"',
+    "}",
+    // run <step> <seconds> <command, base64>: one command, its own deadline, output to a file
+    "run() {",
+    '  c=$(printf %s "$3" | base64 -d)',
+    "  t0=$(now)",
+    '  if [ -n "$TO" ]; then timeout -k 5 "$2" sh -c "$c" > "$tmp/out" 2>&1 < /dev/null',
+    '  else sh -c "$c" > "$tmp/out" 2>&1 < /dev/null; fi',
+    '  emit "$1" "$?" "$tmp/out" "$(( $(now) - t0 ))"',
+    "}",
+    // fail <step> <exit code> <message file>: a setup step failed; stop here
+    'stop() { emit "$1" "$2" "$tmp/out" 0; printf "%s stopped %s\\n" "$M" "$1"; exit 0; }',
+  ];
+  /** A payload as a path the script can read: embedded into $tmp, or staged beforehand. */
+  const payload = (name: string, content: Buffer): string => {
+    if (o.stagedDir !== undefined) staged.push({ path: `${o.stagedDir}/${name}`, content });
+    else lines.push(`base64 -d > "$tmp/${name}" << '${EOF}'`, b64Lines(content), EOF);
+    return `"$tmp/${name}"`;
+  };
+  const gitApply = (step: StepName, name: string, patch: string) => {
+    const file = payload(name, Buffer.from(patch));
+    lines.push(
+      `git apply --whitespace=nowarn ${file} > "$tmp/out" 2>&1 < /dev/null || stop ${step} $?`,
+      `emit ${step} 0 "$tmp/out" 0`,
+    );
+  };
+  if (plan.agentDiff.trim() !== "") gitApply("apply", "agent.patch", plan.agentDiff);
+  const b64 = (s: string) => Buffer.from(s).toString("base64");
+  const term = (step: "build" | "lint", c: { command: string; timeoutMs: number } | undefined) => {
+    if (c) lines.push(`run ${step} ${secs(c.timeoutMs)} ${b64(c.command)}`);
+  };
+  term("build", plan.build);
+  term("lint", plan.lint);
+  if (plan.install === undefined) {
+    // no hidden tests to add
+  } else if (plan.install.kind === "patch") {
+    if (plan.install.patch.trim() !== "") gitApply("install", "tests.patch", plan.install.patch);
+  } else {
+    lines.push(': > "$tmp/out"');
+    plan.install.files.forEach((f, i) => {
+      const src = payload(`file-${i}`, f.content);
+      const dest = q(f.path);
+      lines.push(
+        `{ mkdir -p "$(dirname ${dest})" && cp ${src} ${q(`${f.path}.flakegym-tmp`)} && mv ${q(`${f.path}.flakegym-tmp`)} ${dest}; } >> "$tmp/out" 2>&1 || stop install $?`,
+      );
+    });
+    lines.push(`emit install 0 "$tmp/out" 0`);
+  }
+  const repeat = Math.max(1, plan.repeat);
+  for (let r = 0; r < repeat; r++) {
+    plan.tests.forEach((t, i) => {
+      lines.push(`run ${testStep(r, i)} ${secs(plan.testTimeoutMs)} ${b64(t.command)}`);
+    });
+  }
+  lines.push('printf "%s done\\n" "$M"', "");
+  const slack = 60_000;
+  const timeoutMs =
+    (plan.build ? plan.build.timeoutMs + 5_000 : 0) +
+    (plan.lint ? plan.lint.timeoutMs + 5_000 : 0) +
+    repeat * plan.tests.length * (plan.testTimeoutMs + 5_000) +
+    slack;
+  return { script: lines.join("\n"), staged, timeoutMs };
+}
+
+/** One step's result as the script printed it. */
+export interface StepResult {
+  readonly exitCode: number;
+  /** The step's combined stdout+stderr, cut in the middle when longer than the plan allowed. */
+  readonly output: string;
+  /** Bytes the step printed (before cutting). */
+  readonly outputBytes: number;
+  readonly seconds: number;
+}
+
+export interface ParsedScoring {
+  readonly steps: ReadonlyMap<string, StepResult>;
+  /** The script reached its end. */
+  readonly done: boolean;
+  /** The setup step (apply/install) after which the script stopped, if any. */
+  readonly stoppedAt?: string;
+}
+
+/**
+ * Reads the script's stdout back into per-step results. Only lines starting with this run's
+ * marker count; output is base64 between them, so no text a step printed can forge a result.
+ * A block cut off by a kill is left out (that step did not finish). Pure.
+ */
+export function parseScoringOutput(stdout: string, nonce: string): ParsedScoring {
+  const M = `${markerOf(nonce)} `;
+  const steps = new Map<string, StepResult>();
+  let done = false;
+  let stoppedAt: string | undefined;
+  let cur: { step: string; exitCode: number; bytes: number; seconds: number; parts: string[][] } | undefined;
+  for (const raw of stdout.split("\n")) {
+    const line = raw.replace(/\r$/, "");
+    if (!line.startsWith(M)) {
+      if (cur && /^[A-Za-z0-9+/=]+$/.test(line)) cur.parts.at(-1)!.push(line);
+      continue;
+    }
+    const [word, ...rest] = line.slice(M.length).split(" ");
+    if (word === "result" && rest.length === 4) {
+      const [step, code, bytes, seconds] = rest as [string, string, string, string];
+      cur = { step, exitCode: Number(code), bytes: Number(bytes), seconds: Number(seconds), parts: [[]] };
+    } else if (word === "cut" && cur) {
+      cur.parts.push([]);
+    } else if (word === "end" && cur && rest[0] === cur.step) {
+      const [head, tail] = cur.parts.map((p) => Buffer.from(p.join(""), "base64").toString("utf8"));
+      const output =
+        tail === undefined
+          ? head!
+          : `${head}\n[… flakegym: ${cur.bytes - Buffer.byteLength(head!) - Buffer.byteLength(tail)} bytes of output cut …]\n${tail}`;
+      steps.set(cur.step, { exitCode: cur.exitCode, output, outputBytes: cur.bytes, seconds: cur.seconds });
+      cur = undefined;
+    } else if (word === "stopped") {
+      stoppedAt = rest[0];
+    } else if (word === "done") {
+      done = true;
+    }
+  }
+  return { steps, done, ...(stoppedAt !== undefined ? { stoppedAt } : {}) };
+}
+
+/** Whether a step's exit status means its own deadline (coreutils `timeout`) killed it. */
+export function timedOutStep(r: StepResult, timeoutMs: number): boolean {
+  return (r.exitCode === 124 || r.exitCode === 137) && r.seconds >= secs(timeoutMs) - 1;
+}

@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { checkGroup } from "../../src/emit/atropos/rules.js";
+import { buildGroup, groupId, toScoredDataGroup } from "../../src/emit/group.js";
+import { result } from "../rollout/fixtures.js";
+
+const chat = (text: string) => [
+  { role: "system", content: "you are cline" },
+  { role: "user", content: "fix it" },
+  { role: "assistant", content: text },
+];
+const ctx = { runId: "run1", taskId: "a", provenance: { snapshot_key: "k1", seed: 0 }, withTokens: false };
+
+describe("buildGroup", () => {
+  it("without a tokenizer: scores, messages and overrides per trajectory, no token fields", () => {
+    const line = buildGroup(ctx, [
+      { result: result({ taskId: "a", index: 1, reward: 0 }), messages: chat("b") },
+      { result: result({ taskId: "a", index: 0, reward: 1 }), messages: chat("a") },
+    ]);
+    expect(line.tokens).toBeUndefined();
+    expect(line.masks).toBeUndefined();
+    expect(line.scores).toEqual([1, 0]);
+    expect(line.messages!.map((m) => m.at(-1)!.content)).toEqual(["a", "b"]);
+    expect(line.overrides![0]).toMatchObject({
+      trajectory_id: "a-t0",
+      outcome: "completed",
+      reward: 1,
+      policy: "gold",
+    });
+    expect(line.overrides![0]!.score).toMatchObject({
+      terms: [{ name: "tests", value: 1 }],
+      touched_test_files: [],
+    });
+    expect(line.group_overrides).toMatchObject({
+      group_id: "run1:a",
+      task_id: "a",
+      provenance: { snapshot_key: "k1" },
+    });
+    expect(toScoredDataGroup(line)).toBeUndefined();
+  });
+
+  it("leaves infra failures out and lists them", () => {
+    const line = buildGroup(ctx, [
+      { result: result({ taskId: "a", index: 0, reward: 1 }), messages: chat("a") },
+      { result: result({ taskId: "a", index: 1, reward: null }), messages: [] },
+    ]);
+    expect(line.scores).toEqual([1]);
+    expect(line.group_overrides!.excluded).toEqual([
+      { trajectory_id: "a-t1", outcome: "infra_error", detail: "worker crashed" },
+    ]);
+  });
+
+  it("with a tokenizer: token fields per sequence, segments share the trajectory id", () => {
+    const seq = (n: number, reward: number) => ({
+      tokens: [1, 2, 3, n],
+      masks: [-100, -100, 3, n],
+      inferenceLogprobs: [1, 1, -0.5, -0.25],
+      reward,
+    });
+    const line = buildGroup({ ...ctx, withTokens: true }, [
+      {
+        result: result({ taskId: "a", index: 0, reward: 1 }),
+        messages: chat("a"),
+        sequences: [seq(4, 0.5), seq(5, 0.5)],
+      },
+      { result: result({ taskId: "a", index: 1, reward: 0 }), messages: chat("b"), sequences: [seq(6, 0)] },
+    ]);
+    expect(line.tokens).toEqual([
+      [1, 2, 3, 4],
+      [1, 2, 3, 5],
+      [1, 2, 3, 6],
+    ]);
+    expect(line.scores).toEqual([0.5, 0.5, 0]);
+    expect(line.inference_logprobs).toHaveLength(3);
+    expect(line.overrides!.map((o) => [o.trajectory_id, o.segment])).toEqual([
+      ["a-t0", 0],
+      ["a-t0", 1],
+      ["a-t1", undefined],
+    ]);
+    const sdg = toScoredDataGroup(line)!;
+    expect(sdg.masks[0]).toEqual([-100, -100, 3, 4]);
+    // three sequences for a group of two: the Atropos size rule refuses to send it
+    expect(checkGroup(sdg, { groupSize: 2, dropEqualScores: true, maxTokenLen: 100 })).toMatchObject({
+      reason: "group_size",
+    });
+  });
+
+  it("drops inference_logprobs for the whole group when any sequence lacks them", () => {
+    const line = buildGroup({ ...ctx, withTokens: true }, [
+      {
+        result: result({ taskId: "a", index: 0 }),
+        messages: chat("a"),
+        sequences: [{ tokens: [1], masks: [1], inferenceLogprobs: null, reward: 1 }],
+      },
+      {
+        result: result({ taskId: "a", index: 1, reward: 0 }),
+        messages: chat("b"),
+        sequences: [{ tokens: [2], masks: [2], inferenceLogprobs: [-1], reward: 0 }],
+      },
+    ]);
+    expect(line.inference_logprobs).toBeUndefined();
+    expect(toScoredDataGroup(line)!.tokens).toEqual([[1], [2]]);
+  });
+
+  it("group ids name run and task", () => {
+    expect(groupId("r", "t")).toBe("r:t");
+  });
+});

@@ -1,0 +1,177 @@
+import { describe, expect, it } from "vitest";
+import { parseArgs } from "../../src/cli/parse-args.js";
+import { newRunId, RolloutOptions, resolveRolloutOptions } from "../../src/rollout/config.js";
+
+const parse = (argv: string[]) => parseArgs(RolloutOptions, argv);
+const resolve = (argv: string[], env: NodeJS.ProcessEnv = {}) =>
+  resolveRolloutOptions(parse(argv), env, "/w", "RUN");
+
+describe("resolveRolloutOptions", () => {
+  it("defaults to gold with a banner when no policy is configured", () => {
+    const r = resolve(["--task", "a"]);
+    expect(r.config.policies).toEqual(["gold"]);
+    expect(r.banner).toMatch(/validating the environment with the `gold` policy/);
+    expect(r.out).toBe("/w/runs/RUN");
+    expect(r.config).toMatchObject({
+      groupSize: 4,
+      maxInfraRetries: 2,
+      partialCredit: "none",
+      testRepeat: 1,
+      backend: "local",
+    });
+  });
+
+  it("takes the policy from FLAKEGYM_POLICY, and --policy over it", () => {
+    expect(resolve(["--task", "a"], { FLAKEGYM_POLICY: "openai:http://h:1/v1#m" }).config.policies).toEqual([
+      "openai:http://h:1/v1#m",
+    ]);
+    const r = resolve(["--task", "a", "--policy", "gold", "--policy", "empty"], { FLAKEGYM_POLICY: "x" });
+    expect(r.config.policies).toEqual(["gold", "empty"]);
+    expect(r.banner).toBeUndefined();
+  });
+
+  it("needs --task unless resuming, and --tokenizer with --atropos", () => {
+    expect(() => resolve([])).toThrow(/missing required flag --task/);
+    expect(() => resolve(["--task", "a", "--atropos", "http://h:8000"])).toThrow(
+      /--atropos needs --tokenizer/,
+    );
+  });
+
+  it("refuses flags that would change a resumed run, but allows concurrency", () => {
+    expect(() => resolve(["--resume", "runs/x", "--group-size", "3", "--task", "b"])).toThrow(
+      /--task, --group-size cannot be changed/,
+    );
+    const r = resolve(["--resume", "runs/x", "--concurrency", "1"]);
+    expect(r).toMatchObject({ resume: true, out: "runs/x", config: { concurrency: 1 } });
+  });
+
+  it("checks reward weights against the commands they need", () => {
+    expect(() => resolve(["--task", "a", "--weight-build", "0.2"])).toThrow(
+      /--weight-build needs --build-cmd/,
+    );
+    expect(() => resolve(["--task", "a", "--weight-judge", "0.5"])).toThrow(/--weight-judge needs --judge/);
+    expect(() => resolve(["--task", "a", "--weight-tests", "0"])).toThrow(/every reward weight is 0/);
+    expect(() => resolve(["--task", "a", "--judge", "http://h/v1"])).toThrow(/must be <base-url>#<model>/);
+    const r = resolve(
+      [
+        "--task",
+        "a",
+        "--weight-judge",
+        "0.3",
+        "--judge",
+        "http://h:1/v1#j",
+        "--weight-build",
+        "0.1",
+        "--build-cmd",
+        "make",
+      ],
+      { OPENAI_API_KEY: "sk-secret-judge" },
+    );
+    expect(r.config.weights).toEqual({ tests: 1, build: 0.1, lint: 0, judge: 0.3 });
+    expect(r.config.judge).toEqual({ baseUrl: "http://h:1/v1", model: "j" });
+    expect(r.judgeApiKey).toBe("sk-secret-judge");
+    expect(JSON.stringify(r.config)).not.toContain("sk-secret-judge");
+  });
+
+  it("configures Atropos with its defaults", () => {
+    const r = resolve([
+      "--task",
+      "a",
+      "--tokenizer",
+      "/tok",
+      "--atropos",
+      "http://h:8000",
+      "--keep-equal-scores",
+    ]);
+    expect(r.config.atropos).toEqual({
+      url: "http://h:8000",
+      maxTokenLength: 32768,
+      dropEqualScores: false,
+      maxBatchesOffpolicy: 3,
+      waitMs: 600_000,
+      name: "flakegym-cline",
+    });
+  });
+});
+
+describe("newRunId", () => {
+  it("is a sortable UTC stamp with a random suffix", () => {
+    expect(newRunId(new Date("2026-11-21T09:30:05.123Z"), () => 0.5)).toBe("20261121T093005Z-7fffff");
+  });
+});
+
+describe("resume and the default policy", () => {
+  it("shows no gold banner when resuming (the stored run's policies apply)", () => {
+    const r = resolveRolloutOptions(parseArgs(RolloutOptions, ["--resume", "runs/x"]), {}, "/w", "RUN");
+    expect(r.banner).toBeUndefined();
+  });
+});
+
+describe("--dataset", () => {
+  const base = ["--dataset", "rows.jsonl", "--policy", "empty"];
+
+  it("cannot be combined with --task, and --limit needs it", () => {
+    expect(() => resolve(["--task", "a", ...base, "--build-cmd", "make"])).toThrow(
+      /--task and --dataset cannot be combined/,
+    );
+    expect(() => resolve(["--task", "a", "--limit", "3"])).toThrow(/--limit only applies to --dataset/);
+    expect(() => resolve([])).toThrow(/missing required flag --task \(or --dataset\)/);
+  });
+
+  it("needs a reward term from --build-cmd, --lint-cmd or --judge", () => {
+    let err: unknown;
+    try {
+      resolve(base);
+    } catch (e) {
+      err = e;
+    }
+    expect((err as Error).message).toMatch(
+      /no hidden tests.*--build-cmd, --lint-cmd or --judge.*none is configured/,
+    );
+    expect((err as { hint?: string }).hint).toMatch(/--build-cmd '<command>'.*--judge <base-url>#<model>/);
+    expect(() => resolve([...base, "--build-cmd", "make", "--weight-build", "0"])).toThrow(
+      /none is configured/,
+    );
+    // --weight-tests alone does not help: there are no tests
+    expect(() => resolve([...base, "--weight-tests", "1"])).toThrow(/none is configured/);
+  });
+
+  it("weighs a given --build-cmd / --lint-cmd / --judge 1 unless told otherwise, and stores the commands", () => {
+    const r = resolve([
+      ...base,
+      "--build-cmd",
+      "npm run build",
+      "--lint-cmd",
+      "npm run lint",
+      "--limit",
+      "5",
+    ]);
+    expect(r.config.weights).toEqual({ tests: 1, build: 1, lint: 1, judge: 0 });
+    expect(r.config).toMatchObject({ buildCmd: "npm run build", lintCmd: "npm run lint" });
+    expect(r.dataset).toEqual({ file: "/w/rows.jsonl", limit: 5 });
+    const j = resolve([...base, "--judge", "http://h:1/v1#j", "--weight-judge", "0.5"]);
+    expect(j.config.weights).toEqual({ tests: 1, build: 0, lint: 0, judge: 0.5 });
+    // catalog tasks keep their defaults: a --build-cmd without a weight counts 0
+    expect(resolve(["--task", "a", "--build-cmd", "make"]).config.weights.build).toBe(0);
+  });
+
+  it("needs --policy or FLAKEGYM_POLICY: gold has nothing to replay", () => {
+    let err: unknown;
+    try {
+      resolve(["--dataset", "rows.jsonl", "--build-cmd", "make"]);
+    } catch (e) {
+      err = e;
+    }
+    expect((err as Error).message).toMatch(/--dataset needs a policy.*no reference solution.*`gold`/);
+    expect((err as { hint?: string }).hint).toMatch(/--policy <spec>.*FLAKEGYM_POLICY/);
+    const r = resolve(["--dataset", "rows.jsonl", "--build-cmd", "make"], { FLAKEGYM_POLICY: "empty" });
+    expect(r.config.policies).toEqual(["empty"]);
+    expect(r.banner).toBeUndefined();
+  });
+
+  it("cannot be changed on --resume", () => {
+    expect(() => resolve(["--resume", "runs/x", "--dataset", "other.jsonl", "--limit", "2"])).toThrow(
+      /--dataset, --limit cannot be changed/,
+    );
+  });
+});

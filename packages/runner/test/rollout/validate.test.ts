@@ -1,0 +1,98 @@
+import { describe, expect, it } from "vitest";
+import type { RunSummary } from "../../src/rollout/summary.js";
+import { renderVerdicts, verdictFor } from "../../src/rollout/validate.js";
+import { result } from "./fixtures.js";
+
+const summary = (tasks: RunSummary["tasks"]): RunSummary => ({
+  runId: "r",
+  out: "o",
+  complete: true,
+  interrupted: false,
+  durationMs: 1,
+  trajectories: { expected: 2, finished: 2, infraRetries: 0, outcomes: {} as never },
+  meanReward: 0.5,
+  tasks,
+});
+const task = (taskId: string, error?: { code: string; message: string }) => ({
+  taskId,
+  trajectories: 2,
+  expected: 2,
+  rewards: [],
+  meanReward: null,
+  resolved: 0,
+  outcomes: {},
+  group: "written" as const,
+  atropos: "off" as const,
+  ...(error ? { error } : {}),
+});
+
+describe("verdictFor", () => {
+  it("passes when gold scores 1, empty 0 and nothing is flaky", () => {
+    const v = verdictFor(
+      "a",
+      summary([task("a")]),
+      result({ taskId: "a", index: 0, reward: 1 }),
+      result({ taskId: "a", index: 1, reward: 0 }),
+    );
+    expect(v).toEqual({ taskId: "a", verdict: "pass", gold: 1, empty: 0, flaky: [], reasons: [] });
+  });
+
+  it("fails with reasons: gold below 1, empty above 0, flaky tests", () => {
+    const gold = result({ taskId: "a", index: 0, reward: 0 });
+    const flakyEmpty = result({ taskId: "a", index: 1, reward: 1 });
+    (flakyEmpty.score as { flaky: string[] }).flaky = ["t_timing"];
+    const v = verdictFor("a", summary([task("a")]), gold, flakyEmpty);
+    expect(v.verdict).toBe("fail");
+    expect(v.reasons.join("\n")).toMatch(/gold: reward 0, expected 1 — the reference solution does not pass/);
+    expect(v.reasons.join("\n")).toMatch(
+      /empty: reward 1, expected 0 — the hidden tests pass without any change/,
+    );
+    expect(v.reasons.join("\n")).toMatch(/flaky tests .*t_timing/);
+  });
+
+  it("skips, saying so, a task that needs network on an offline machine", () => {
+    const v = verdictFor(
+      "net",
+      summary([task("net", { code: "E_NETWORK_REQUIRED", message: "github.com unreachable" })]),
+      undefined,
+      undefined,
+    );
+    expect(v.verdict).toBe("skip");
+    expect(v.reasons[0]).toMatch(/skipped: needs network.*github\.com unreachable/);
+  });
+
+  it("fails a task whose snapshot could not be built, and an infra failure", () => {
+    expect(
+      verdictFor(
+        "b",
+        summary([task("b", { code: "E_SNAPSHOT_BUILD", message: "smoke failed" })]),
+        undefined,
+        undefined,
+      ),
+    ).toMatchObject({
+      verdict: "fail",
+      reasons: ["task failed [E_SNAPSHOT_BUILD]: smoke failed"],
+    });
+    const v = verdictFor(
+      "a",
+      summary([task("a")]),
+      result({ taskId: "a", index: 0, reward: null }),
+      result({ taskId: "a", index: 1, reward: 0 }),
+    );
+    expect(v.reasons).toEqual(["gold: infra_error: worker crashed"]);
+  });
+
+  it("renders a table with the reasons under each failing task and a count line", () => {
+    const lines = renderVerdicts([
+      { taskId: "a", verdict: "pass", gold: 1, empty: 0, flaky: [], reasons: [] },
+      { taskId: "bb", verdict: "fail", gold: 0, empty: 0, flaky: [], reasons: ["gold: reward 0"] },
+    ]);
+    expect(lines).toEqual([
+      "TASK  GOLD  EMPTY  FLAKY  RESULT",
+      "a     1.00  0.00   0      PASS",
+      "bb    0.00  0.00   0      FAIL",
+      "    gold: reward 0",
+      "1 passed, 1 failed, 0 skipped",
+    ]);
+  });
+});

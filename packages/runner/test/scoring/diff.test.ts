@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { dropPaths, splitDiff, touchedPaths } from "../../src/scoring/diff.js";
+
+const DIFF = `diff --git a/src/lib.rs b/src/lib.rs
+index 1111111..2222222 100644
+--- a/src/lib.rs
++++ b/src/lib.rs
+@@ -1,3 +1,3 @@
+-fn a() {}
++fn a() { b() }
+diff --git a/tests/gauge.rs b/tests/gauge.rs
+index 3333333..4444444 100644
+--- a/tests/gauge.rs
++++ b/tests/gauge.rs
+@@ -1 +1 @@
+-assert!(x);
++assert!(true);
+diff --git a/new.txt b/new.txt
+new file mode 100644
+index 0000000..5555555
+--- /dev/null
++++ b/new.txt
+@@ -0,0 +1 @@
++hello
+diff --git a/old.txt b/old.txt
+deleted file mode 100644
+index 6666666..0000000
+--- a/old.txt
++++ /dev/null
+@@ -1 +0,0 @@
+-bye
+diff --git a/a b.txt b/a b.txt
+index 7777777..8888888 100644
+--- a/a b.txt
++++ b/a b.txt
+@@ -1 +1 @@
+-x
++y
+`;
+
+describe("splitDiff", () => {
+  it("splits per file with old/new paths, new and deleted files, and paths with spaces", () => {
+    const files = splitDiff(DIFF);
+    expect(files.map((f) => [f.oldPath, f.newPath])).toEqual([
+      ["src/lib.rs", "src/lib.rs"],
+      ["tests/gauge.rs", "tests/gauge.rs"],
+      [undefined, "new.txt"],
+      ["old.txt", undefined],
+      ["a b.txt", "a b.txt"],
+    ]);
+    expect(files.map((f) => f.text).join("")).toBe(DIFF);
+  });
+
+  it("reads renames and quoted paths", () => {
+    const d = `diff --git a/x.py b/y.py
+similarity index 100%
+rename from x.py
+rename to y.py
+diff --git "a/q\\"uote.txt" "b/q\\"uote.txt"
+index 1..2 100644
+--- "a/q\\"uote.txt"
++++ "b/q\\"uote.txt"
+@@ -1 +1 @@
+-a
++b
+`;
+    expect(splitDiff(d).map((f) => [f.oldPath, f.newPath])).toEqual([
+      ["x.py", "y.py"],
+      ['q"uote.txt', 'q"uote.txt'],
+    ]);
+  });
+
+  it("an empty diff has no files", () => {
+    expect(splitDiff("")).toEqual([]);
+    expect(touchedPaths("")).toEqual([]);
+  });
+});
+
+describe("dropPaths", () => {
+  it("removes the sections touching hidden test files and records them", () => {
+    const r = dropPaths(DIFF, ["tests/gauge.rs", "./old.txt", "tests/other.rs"]);
+    expect(r.droppedPaths).toEqual(["old.txt", "tests/gauge.rs"]);
+    expect(r.keptPaths).toEqual(["a b.txt", "new.txt", "src/lib.rs"]);
+    expect(r.diff).not.toContain("tests/gauge.rs");
+    expect(r.diff).toContain("+fn a() { b() }");
+    expect(splitDiff(r.diff)).toHaveLength(3);
+  });
+
+  it("leaves a diff untouched when no protected path is hit", () => {
+    const r = dropPaths(DIFF, ["nope"]);
+    expect(r.diff).toBe(DIFF);
+    expect(r.droppedPaths).toEqual([]);
+  });
+});

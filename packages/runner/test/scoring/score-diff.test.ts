@@ -1,0 +1,215 @@
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type HiddenTests, type ScoreOptions, scoreDiff } from "../../src/scoring/scorer.js";
+import { buildSnapshot, forkSnapshot, type Snapshot, snapshotSpecOfTask } from "../../src/snapshots/build.js";
+import { type LoadedTask, loadTask } from "../../src/tasks/catalog.js";
+import { hiddenTestsOf } from "../../src/tasks/hidden-tests.js";
+import { createLocalBackend } from "../../src/workers/local/local-backend.js";
+
+/** A temp directory removed by cleanup(). */
+async function tempDir(prefix = "flakegym-test-") {
+  const path = await mkdtemp(join(tmpdir(), prefix));
+  return { path, cleanup: () => rm(path, { recursive: true, force: true }) };
+}
+
+// scoreDiff for real: a snapshot of the node catalog task, exec-only bubblewrap workers, the
+// task's hidden tests, and an OpenAI-compatible judge on loopback.
+
+let tmp: { path: string; cleanup(): Promise<void> };
+let task: LoadedTask;
+let snapshot: Snapshot;
+let ops: HiddenTests;
+let solution: string;
+let judge: Server;
+let judgeUrl: string;
+const judgeAnswers: string[] = [];
+
+beforeAll(async () => {
+  tmp = await tempDir("flakegym-score-");
+  task = await loadTask("semver-lite-caret-zero");
+  snapshot = await buildSnapshot(snapshotSpecOfTask(task), { cacheDir: join(tmp.path, "cache") });
+  solution = await readFile(task.paths.solution, "utf8");
+  ops = await hiddenTestsOf(task, 60_000);
+  judge = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      const content = judgeAnswers.shift() ?? "no idea";
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ choices: [{ message: { role: "assistant", content } }] }));
+    });
+  });
+  await new Promise<void>((r) => judge.listen(0, "127.0.0.1", r));
+  judgeUrl = `http://127.0.0.1:${(judge.address() as AddressInfo).port}/v1`;
+}, 120_000);
+
+afterAll(async () => {
+  judge?.close();
+  await tmp?.cleanup();
+});
+
+let n = 0;
+async function score(diff: string, over: Partial<ScoreOptions> = {}) {
+  const fork = await forkSnapshot(snapshot, { dest: join(tmp.path, "forks", String(n++)) });
+  const worker = await createLocalBackend({ stateDir: join(tmp.path, "workers") }).start({
+    runId: "t",
+    taskId: task.spec.id,
+    trajectoryId: `score-${n}`,
+    profile: task.spec.profile,
+    workspace: fork.workspace,
+    depsDir: fork.deps,
+    gateway: {},
+    limits: { memoryMb: 1024, pids: 256, cpuSeconds: 300, diskMb: 512, wallClockMs: 120_000 },
+    agent: false,
+  });
+  try {
+    return await scoreDiff(
+      worker,
+      diff,
+      ops,
+      {
+        partialCredit: "none",
+        weights: { tests: 1, build: 0, lint: 0, judge: 0 },
+        repeat: 1,
+        termTimeoutMs: 60_000,
+        taskPrompt: task.spec.prompt,
+        ...over,
+      },
+      AbortSignal.timeout(120_000),
+    );
+  } finally {
+    await worker.stop();
+    await fork.release();
+  }
+}
+
+describe("scoreDiff in a fresh sandboxed fork", () => {
+  it("the reference solution scores 1; no change scores 0", async () => {
+    const gold = await score(solution);
+    expect(gold).toMatchObject({ reward: 1, tests: { resolved: true }, touchedTestFiles: [], flaky: [] });
+    const empty = await score("");
+    expect(empty.reward).toBe(0);
+    expect(empty.testResults!.passToPass).toEqual({ "caret on one and above is unchanged": "passed" });
+  }, 60_000);
+
+  it("a diff too long for one command line is staged first on a backend whose execs share a workspace", async () => {
+    const lines = Array.from({ length: 2_000 }, (_, i) => `+${String(i).padStart(79, "x")}`);
+    const big = `diff --git a/big.txt b/big.txt\nnew file mode 100644\n--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,${lines.length} @@\n${lines.join("\n")}\n`;
+    const s = await score(`${solution}${big}`);
+    expect(s.diffBytes).toBeGreaterThan(160_000);
+    expect(s).toMatchObject({ reward: 1, tests: { resolved: true } });
+  }, 60_000);
+
+  it("drops and records edits to the hidden test files, so an agent cannot grade itself", async () => {
+    const cheat = [
+      "diff --git a/test/caret-zero.test.mjs b/test/caret-zero.test.mjs",
+      "new file mode 100644",
+      "--- /dev/null",
+      "+++ b/test/caret-zero.test.mjs",
+      "@@ -0,0 +1 @@",
+      '+import { test } from "node:test"; test("caret zero major stays within the minor", () => {});',
+      "",
+    ].join("\n");
+    const s = await score(cheat);
+    expect(s.touchedTestFiles).toEqual(["test/caret-zero.test.mjs"]);
+    expect(s.diffBytes).toBe(0);
+    expect(s.reward).toBe(0);
+  }, 60_000);
+
+  it("a diff that does not apply scores 0 with git's reason", async () => {
+    const broken = solution.replace("function caret(v) {", "function caret(w) {");
+    const s = await score(broken);
+    expect(s.reward).toBe(0);
+    expect(s.gate).toMatchObject({
+      reason: "diff_apply_failed",
+      detail: expect.stringMatching(/src\/range\.js/),
+    });
+    expect(s.terms).toEqual([
+      { name: "tests", weight: 1, value: 0, detail: "not run: the diff did not apply" },
+    ]);
+  }, 60_000);
+
+  it("mixes build, lint and judge terms by weight; a judge answer without a score is recorded, not thrown", async () => {
+    judgeAnswers.push('Looks right. {"score": 0.5, "reason": "ok"}');
+    const mixed = await score(solution, {
+      weights: { tests: 0.5, build: 0.2, lint: 0.1, judge: 0.2 },
+      buildCmd: "node --check src/range.js",
+      lintCmd: "grep -q TODO src/range.js",
+      judge: { baseUrl: judgeUrl, model: "judge", timeoutMs: 10_000 },
+    });
+    expect(mixed.terms.map((t) => [t.name, t.value])).toEqual([
+      ["tests", 1],
+      ["build", 1],
+      ["lint", 0],
+      ["judge", 0.5],
+    ]);
+    expect(mixed.reward).toBeCloseTo((0.5 * 1 + 0.2 * 1 + 0.1 * 0 + 0.2 * 0.5) / 1.0);
+    expect(mixed.judge).toMatchObject({ via: "json" });
+
+    judgeAnswers.push("I refuse to grade this.");
+    const noScore = await score(solution, {
+      weights: { tests: 0.8, build: 0, lint: 0, judge: 0.2 },
+      judge: { baseUrl: judgeUrl, model: "judge", timeoutMs: 10_000 },
+    });
+    const j = noScore.terms.find((t) => t.name === "judge")!;
+    expect(j.value).toBeNull();
+    expect(j.error).toMatch(/no score found/);
+    expect(noScore.reward).toBe(1); // the failed term is left out, not counted as 0
+  }, 90_000);
+
+  it("repeated runs flag a test whose result changes", async () => {
+    // a test that alternates pass/fail across runs through a counter file in the workspace (the
+    // repeats run in one script, so the counter carries over between them)
+    const flakyOps: HiddenTests = {
+      ...ops,
+      commands: [
+        {
+          id: "coin",
+          kind: "fail_to_pass",
+          command: "n=$(cat .runs 2>/dev/null || echo 0); echo $((n+1)) > .runs; test $((n % 2)) -eq 0",
+        },
+      ],
+    };
+    const saved = ops;
+    ops = flakyOps;
+    try {
+      const s = await score(solution, { repeat: 3 });
+      expect(s.flaky).toEqual(["coin"]);
+      expect(s.testResults!.failToPass).toEqual({ coin: "failed" });
+      expect(s.reward).toBe(0);
+    } finally {
+      ops = saved;
+    }
+  }, 60_000);
+
+  it("a task without hidden tests (a dataset row) has no tests term: build and lint alone make the reward", async () => {
+    const saved = ops;
+    // the agent's edits to test files are kept: with no hidden tests, nothing is dropped
+    ops = { testFiles: [], commands: [], timeoutMs: saved.timeoutMs };
+    try {
+      const s = await score(solution, {
+        weights: { tests: 1, build: 1, lint: 0.5, judge: 0 },
+        buildCmd: "node --check src/range.js",
+        lintCmd: "grep -q TODO src/range.js",
+      });
+      expect(s.terms.map((t) => [t.name, t.value])).toEqual([
+        ["build", 1],
+        ["lint", 0],
+      ]);
+      expect(s.tests).toBeUndefined();
+      expect(s.testResults).toBeUndefined();
+      expect(s.reward).toBeCloseTo(1 / 1.5);
+      // the hidden test files were never added to the workspace
+      const broken = await score("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", {
+        weights: { tests: 1, build: 1, lint: 0, judge: 0 },
+        buildCmd: "true",
+      });
+      expect(broken).toMatchObject({ reward: 0, terms: [], gate: { reason: "diff_apply_failed" } });
+    } finally {
+      ops = saved;
+    }
+  }, 60_000);
+});

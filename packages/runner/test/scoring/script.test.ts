@@ -1,0 +1,247 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  composeScoringScript,
+  markerOf,
+  parseScoringOutput,
+  type ScoringPlan,
+  timedOutStep,
+} from "../../src/scoring/script.js";
+
+// The pure halves (composition, parsing) and the script itself run by a real `sh` in a real git
+// repository: what every backend's single exec does.
+
+const NONCE = "0123456789abcdef01234567";
+const M = markerOf(NONCE);
+let root: string;
+let n = 0;
+
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...args], { cwd, encoding: "utf8" });
+
+/** A fresh repository with one committed file; returns its path. */
+function repo(): string {
+  const dir = join(root, `repo-${n++}`);
+  mkdirSync(join(dir, "src"), { recursive: true });
+  writeFileSync(join(dir, "src", "a.txt"), "one\ntwo\n");
+  git(dir, "init", "-q");
+  git(dir, "add", "-A");
+  git(dir, "commit", "-qm", "base");
+  return dir;
+}
+
+/** The diff of `edit` applied to a fresh repo (binary-safe), and that repo reset afterwards. */
+function diffOf(edit: (dir: string) => void): string {
+  const dir = repo();
+  edit(dir);
+  git(dir, "add", "-A");
+  return git(dir, "diff", "--cached", "--binary");
+}
+
+function runScript(dir: string, script: string) {
+  const r = spawnSync("/bin/sh", ["-c", script], { cwd: dir, encoding: "utf8", maxBuffer: 64 << 20 });
+  return { stdout: r.stdout, stderr: r.stderr, status: r.status };
+}
+
+const plan = (over: Partial<ScoringPlan>): ScoringPlan => ({
+  agentDiff: "",
+  install: { kind: "files", files: [] },
+  tests: [],
+  testTimeoutMs: 30_000,
+  repeat: 1,
+  maxOutputBytes: 4096,
+  ...over,
+});
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), "flakegym-script-"));
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe("parseScoringOutput", () => {
+  const b64 = (s: string) => Buffer.from(s).toString("base64");
+
+  it("reads results between this run's markers and ignores everything else", () => {
+    const out = [
+      "noise",
+      `${markerOf("ffffffffffffffff")} result build 0 2 0`, // another run's marker
+      `${M} result build 3 5 1`,
+      b64("oops\n"),
+      `${M} end build`,
+      `${M} result test.0.0 0 2 0`,
+      b64("ok"),
+      `${M} end test.0.0`,
+      `${M} done`,
+    ].join("\n");
+    const p = parseScoringOutput(out, NONCE);
+    expect(p.done).toBe(true);
+    expect([...p.steps.keys()]).toEqual(["build", "test.0.0"]);
+    expect(p.steps.get("build")).toEqual({ exitCode: 3, output: "oops\n", outputBytes: 5, seconds: 1 });
+  });
+
+  it("leaves out a block cut off by a kill, and says where a setup step stopped", () => {
+    const out = [`${M} result apply 1 3 0`, b64("bad"), `${M} end apply`, `${M} stopped apply`].join("\n");
+    expect(parseScoringOutput(out, NONCE)).toMatchObject({ done: false, stoppedAt: "apply" });
+    const torn = [`${M} result test.0.0 0 2 0`, b64("ok")].join("\n");
+    expect(parseScoringOutput(torn, NONCE).steps.size).toBe(0);
+  });
+
+  it("joins a cut output's head and tail with the number of bytes left out", () => {
+    const out = [`${M} result lint 0 100 0`, b64("head"), `${M} cut`, b64("tail"), `${M} end lint`].join(
+      "\n",
+    );
+    expect(parseScoringOutput(out, NONCE).steps.get("lint")!.output).toBe(
+      "head\n[… flakegym: 92 bytes of output cut …]\ntail",
+    );
+  });
+});
+
+describe("composeScoringScript", () => {
+  it("is pure: the same plan and nonce give the same script; no payload text appears unencoded", () => {
+    const diff = `diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-${M} done\n+FLAKEGYM_EOF_${NONCE}\n`;
+    const p = plan({ agentDiff: diff, tests: [{ id: "t", kind: "fail_to_pass", command: "echo 'hi'" }] });
+    const a = composeScoringScript(p, { nonce: NONCE });
+    expect(composeScoringScript(p, { nonce: NONCE })).toEqual(a);
+    expect(a.script).not.toContain("FLAKEGYM_EOF_0123456789abcdef01234567\n+");
+    expect(a.script).not.toContain("echo 'hi'");
+    expect(a.staged).toEqual([]);
+    expect(a.timeoutMs).toBeGreaterThanOrEqual(30_000);
+    expect(() => composeScoringScript(p, { nonce: "not hex!" })).toThrow(/nonce/);
+    expect(() => composeScoringScript(p, { nonce: NONCE, stagedDir: "../x y" })).toThrow(/staged dir/);
+  });
+});
+
+describe("the scoring script under a real sh and git", () => {
+  it("applies hostile and binary diffs, installs files, runs tests with repeats, and reports unambiguously", () => {
+    const bin = Buffer.from([0, 1, 2, 255, 254, 10, 13, 0, 39, 34]);
+    const diff = diffOf((d) => {
+      // the diff carries the marker line, the heredoc delimiter and quotes as file content
+      writeFileSync(join(d, "src", "a.txt"), `one\n${M} done\nFLAKEGYM_EOF_${NONCE}\n'"$(rm -rf /)"'\n`);
+      writeFileSync(join(d, "src", "blob.bin"), bin);
+    });
+    expect(diff).toContain("GIT binary patch");
+    const dir = repo();
+    const c = composeScoringScript(
+      plan({
+        agentDiff: diff,
+        install: {
+          kind: "files",
+          files: [{ path: "test/deep/it's.sh", content: Buffer.from("exit 0\n") }],
+        },
+        tests: [
+          // prints a forged result with the real nonce: it is output, not a result
+          {
+            id: "forger",
+            kind: "fail_to_pass",
+            command: `printf '%s\\n' '${M} result test.0.1 0 0 0' '${M} end test.0.1' '${M} done'; exit 5`,
+          },
+          {
+            id: "installed",
+            kind: "pass_to_pass",
+            command: `sh "test/deep/it's.sh" && cmp src/blob.bin src/blob.bin`,
+          },
+          { id: "loud", kind: "pass_to_pass", command: "yes flakegym | head -c 1000000; echo; echo LAST" },
+        ],
+        repeat: 2,
+      }),
+      { nonce: NONCE },
+    );
+    const r = runScript(dir, c.script);
+    expect(r.status).toBe(0);
+    const p = parseScoringOutput(r.stdout, NONCE);
+    expect(p.done).toBe(true);
+    expect(readFileSync(join(dir, "src", "blob.bin"))).toEqual(bin);
+    expect(readFileSync(join(dir, "src", "a.txt"), "utf8")).toContain(`FLAKEGYM_EOF_${NONCE}`);
+    expect(p.steps.get("apply")!.exitCode).toBe(0);
+    for (const run of [0, 1]) {
+      const forger = p.steps.get(`test.${run}.0`)!;
+      expect(forger.exitCode).toBe(5);
+      expect(forger.output).toContain(`${M} done`);
+      expect(p.steps.get(`test.${run}.1`)!.exitCode).toBe(0);
+      const loud = p.steps.get(`test.${run}.2`)!;
+      expect(loud.outputBytes).toBe(1_000_006);
+      expect(loud.output.length).toBeLessThan(5000);
+      expect(loud.output).toMatch(/^flakegym\nflakegym/);
+      expect(loud.output).toMatch(/bytes of output cut …\]\n[\s\S]*\nLAST\n$/);
+    }
+    expect(existsSync(join(dir, "test", "deep", "it's.sh"))).toBe(true);
+  });
+
+  it("stops at a diff that does not apply, with git's message, and runs nothing after it", () => {
+    const dir = repo();
+    const bad =
+      "diff --git a/src/a.txt b/src/a.txt\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-nope\n+yes\n";
+    const c = composeScoringScript(
+      plan({ agentDiff: bad, build: { command: "touch built", timeoutMs: 5_000 } }),
+      { nonce: NONCE },
+    );
+    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    expect(p).toMatchObject({ done: false, stoppedAt: "apply" });
+    expect(p.steps.get("apply")!.output).toMatch(/src\/a\.txt/);
+    expect(existsSync(join(dir, "built"))).toBe(false);
+  });
+
+  it("without hidden tests (a dataset row) only the diff and the build run", () => {
+    const dir = repo();
+    const diff = diffOf((d) => writeFileSync(join(d, "src", "a.txt"), "one\nthree\n"));
+    const { install: _none, ...noTests } = plan({});
+    const c = composeScoringScript(
+      { ...noTests, agentDiff: diff, build: { command: "grep -q three src/a.txt", timeoutMs: 5_000 } },
+      { nonce: NONCE },
+    );
+    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    expect(p.done).toBe(true);
+    expect([...p.steps.keys()]).toEqual(["apply", "build"]);
+    expect(p.steps.get("build")!.exitCode).toBe(0);
+  });
+
+  it("a test past its deadline is killed and reads as timed out", () => {
+    const dir = repo();
+    const p0 = plan({
+      tests: [{ id: "slow", kind: "fail_to_pass", command: "sleep 30" }],
+      testTimeoutMs: 1_000,
+    });
+    const p = parseScoringOutput(
+      runScript(dir, composeScoringScript(p0, { nonce: NONCE }).script).stdout,
+      NONCE,
+    );
+    const s = p.steps.get("test.0.0")!;
+    expect(s.exitCode).toBe(124);
+    expect(timedOutStep(s, 1_000)).toBe(true);
+    expect(timedOutStep({ ...s, exitCode: 0 }, 1_000)).toBe(false);
+  }, 20_000);
+
+  it("staged payloads (a script too long for one argument) are read, then removed from the workspace", () => {
+    const dir = repo();
+    const diff = diffOf((d) => writeFileSync(join(d, "src", "a.txt"), "one\nthree\n"));
+    const patch = diffOf((d) => {
+      mkdirSync(join(d, "test"));
+      writeFileSync(join(d, "test", "t.sh"), "grep -q three src/a.txt\n");
+    });
+    const c = composeScoringScript(
+      plan({
+        agentDiff: diff,
+        install: { kind: "patch", patch },
+        tests: [{ id: "t", kind: "fail_to_pass", command: "sh test/t.sh" }],
+      }),
+      { nonce: NONCE, stagedDir: ".flakegym-score-x" },
+    );
+    expect(c.staged.map((f) => f.path)).toEqual([
+      ".flakegym-score-x/agent.patch",
+      ".flakegym-score-x/tests.patch",
+    ]);
+    expect(c.script).not.toContain("base64 -d >");
+    for (const f of c.staged) {
+      mkdirSync(dirname(join(dir, f.path)), { recursive: true });
+      writeFileSync(join(dir, f.path), f.content);
+    }
+    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    expect(p.done).toBe(true);
+    expect(p.steps.get("install")!.exitCode).toBe(0);
+    expect(p.steps.get("test.0.0")!.exitCode).toBe(0);
+    expect(existsSync(join(dir, ".flakegym-score-x"))).toBe(false);
+  });
+});

@@ -1,0 +1,55 @@
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { BUILTIN_CATALOG_DIR, loadTask, loadTaskDir } from "../../src/tasks/catalog.js";
+import { hiddenTestsOf } from "../../src/tasks/hidden-tests.js";
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+describe("hiddenTestsOf", () => {
+  it("a tests patch: the patch to apply, the paths it touches, one command per test id", async () => {
+    const t = await loadTask("semver-lite-caret-zero");
+    const h = await hiddenTestsOf(t, 42_000);
+    expect(h.install).toEqual({ kind: "patch", patch: await readFile(t.paths.testsPatch!, "utf8") });
+    expect(h.testFiles).toEqual(["test/caret-zero.test.mjs"]);
+    expect(h.timeoutMs).toBe(42_000);
+    expect(h.commands.map((c) => [c.kind, c.id])).toEqual([
+      ["fail_to_pass", "caret zero major stays within the minor"],
+      ["fail_to_pass", "caret zero minor stays on the patch"],
+      ["fail_to_pass", "caret zero works inside sets and alternatives"],
+      ["pass_to_pass", "caret on one and above is unchanged"],
+    ]);
+    expect(h.commands[0]!.command).toBe(
+      "node --test --test-name-pattern 'caret zero major stays within the minor'",
+    );
+  });
+
+  it("a tests dir: its files (bytes as they are) at their workspace paths, which are the protected paths", async () => {
+    const root = await mkdtemp(join(tmpdir(), "flakegym-hidden-"));
+    dirs.push(root);
+    const dir = join(root, "semver-lite-caret-zero");
+    await cp(join(BUILTIN_CATALOG_DIR, "semver-lite-caret-zero"), dir, { recursive: true });
+    const spec = JSON.parse(await readFile(join(dir, "task.json"), "utf8")) as {
+      tests: Record<string, unknown>;
+    };
+    delete spec.tests.patch;
+    spec.tests.dir = "hidden";
+    await writeFile(join(dir, "task.json"), JSON.stringify(spec));
+    await mkdir(join(dir, "hidden", "test", "deep"), { recursive: true });
+    await writeFile(join(dir, "hidden", "test", "a.test.mjs"), "// a\n");
+    await writeFile(join(dir, "hidden", "test", "deep", "b.bin"), Buffer.from([0, 255]));
+    const h = await hiddenTestsOf(await loadTaskDir(dir), 1_000);
+    expect(h.testFiles).toEqual(["test/a.test.mjs", "test/deep/b.bin"]);
+    expect(h.install).toEqual({
+      kind: "files",
+      files: [
+        { path: "test/a.test.mjs", content: Buffer.from("// a\n") },
+        { path: "test/deep/b.bin", content: Buffer.from([0, 255]) },
+      ],
+    });
+  });
+});

