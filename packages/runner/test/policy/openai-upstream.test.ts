@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ResponseAccumulator } from "../../src/policy/chat.js";
+import { ChatRequest, ResponseAccumulator } from "../../src/policy/chat.js";
 import {
   type InferenceServerDouble,
   startInferenceServerDouble,
@@ -77,7 +77,7 @@ describe("OpenAiUpstream", () => {
         temperature: 0,
         tools: [{ type: "function", function: { name: "f", parameters: { model: "not this one" } } }],
       };
-      const request = { ...raw, messages: [{ role: "user" as const, content: raw.messages[0]!.content }] };
+      const request = ChatRequest.parse(raw);
       const up = new OpenAiUpstream({ baseUrl: double.baseUrl, model: "served" });
       // pretty-printed, so the bytes differ from any serialization of `raw`
       const rawJson = Buffer.from(JSON.stringify(raw, null, 2));
