@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { collectArtifacts } from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
+import { execTimeoutMs, stoppedExecResult } from "../exec-budget.js";
 import type {
   CollectArtifactsInput,
   ExecOptions,
@@ -239,17 +240,8 @@ export function createLocalBackend(options: LocalBackendOptions = {}): WorkerBac
             }
           : {}),
         async exec(command: string, o: ExecOptions = {}): Promise<ExecResult> {
-          if (exit) {
-            return {
-              exitCode: 125,
-              stdout: "",
-              stderr: `flakegym: worker ${id} has stopped (${exit.reason})`,
-              timedOut: false,
-              durationMs: 0,
-            };
-          }
-          const remaining = spec.limits.wallClockMs - (Date.now() - startedAt);
-          const timeoutMs = Math.max(1, Math.min(o.timeoutMs ?? remaining, remaining));
+          if (exit) return stoppedExecResult(id, exit.reason);
+          const timeoutMs = execTimeoutMs(spec, startedAt, o.timeoutMs);
           const cwd = o.cwd ?? (unsafe ? spec.workspace : SANDBOX_PATHS.workspace);
           const envArgs = Object.entries(o.env ?? {}).map(([k, v]) => `${k}=${v}`);
           const argv = ["/usr/bin/env", ...envArgs, "/bin/sh", "-c", `cd "$0" && ${command}`, cwd];

@@ -10,6 +10,7 @@ import {
 } from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
+import { execTimeoutMs, stoppedExecResult } from "../exec-budget.js";
 import type { Bind } from "../local/bwrap-args.js";
 import { depsEnv, SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "../local/shape.js";
 import { nodeBinds } from "../local/toolchain.js";
@@ -386,17 +387,8 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
         : {}),
       exited,
       async exec(command: string, o: ExecOptions = {}): Promise<ExecResult> {
-        if (exit) {
-          return {
-            exitCode: 125,
-            stdout: "",
-            stderr: `flakegym: worker ${name} has stopped (${exit.reason})`,
-            timedOut: false,
-            durationMs: 0,
-          };
-        }
-        const remaining = spec.limits.wallClockMs - (Date.now() - startedAt);
-        const timeoutMs = Math.max(1, Math.min(o.timeoutMs ?? remaining, remaining));
+        if (exit) return stoppedExecResult(name, exit.reason);
+        const timeoutMs = execTimeoutMs(spec, startedAt, o.timeoutMs);
         const args = ["exec", "--workdir", o.cwd ?? SANDBOX_PATHS.workspace];
         for (const [k, v] of Object.entries(o.env ?? {})) args.push("--env", `${k}=${v}`);
         // `timeout` inside kills the command's whole process group; the client is a backstop.
