@@ -167,15 +167,26 @@ function emit(event) {
 }
 
 /** Asks the kernel for a free TCP port on `host` in this network namespace. */
-function freePort(host) {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on("error", reject);
-    srv.listen(0, host, () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
+/**
+ * Free ports for `hosts` (one each), held open together until all are picked: two ports picked one
+ * after the other can be the same one (the kernel hands a just-closed port out again), and a core
+ * whose port is its host's fails to bind.
+ */
+async function freePorts(hosts) {
+  const servers = [];
+  try {
+    for (const host of hosts) {
+      const srv = createServer();
+      servers.push(srv);
+      await new Promise((resolve, reject) => {
+        srv.once("error", reject);
+        srv.listen(0, host, resolve);
+      });
+    }
+    return servers.map((srv) => srv.address().port);
+  } finally {
+    await Promise.all(servers.map((srv) => new Promise((r) => srv.close(() => r()))));
+  }
 }
 
 /**
@@ -401,9 +412,14 @@ async function main() {
 
   // The base is sealed before the agent can run anything.
   await sealing;
-  const hostPort = opts.hostPort || (await freePort("127.0.0.1"));
   const core = { ...opts.coreAddress };
-  if (core.kind === "tcp" && core.port === 0) core.port = await freePort(core.host);
+  const pickCore = core.kind === "tcp" && core.port === 0;
+  const picked = await freePorts([...(opts.hostPort ? [] : ["127.0.0.1"]), ...(pickCore ? [core.host] : [])]);
+  const hostPort = opts.hostPort || picked.shift();
+  if (pickCore) core.port = picked.shift();
+  // an explicit --host-port is not held while the core's port is picked: never hand out the same one
+  if (pickCore && core.port === hostPort)
+    core.port = (await freePorts([core.host, core.host])).find((p) => p !== hostPort);
   const coreAddress = endpointText(core);
 
   const startChild = (name, command, args, extraEnv, cwd) => {

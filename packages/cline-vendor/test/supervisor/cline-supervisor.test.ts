@@ -34,10 +34,11 @@ afterEach(async () => {
   await tmp.cleanup();
 });
 
-function start(extra: string[] = [], env: Record<string, string> = {}): Started {
+function start(extra: string[] = [], env: Record<string, string> = {}, prefix: string[] = []): Started {
   const child = spawn(
-    process.execPath,
+    prefix[0] ?? process.execPath,
     [
+      ...(prefix.length ? [...prefix.slice(1), process.execPath] : []),
       SUPERVISOR_PATH,
       "--host-bin",
       fixture("fake-host.mjs"),
@@ -104,7 +105,41 @@ function roundTrip(target: { path: string } | { port: number }, payload: string)
   });
 }
 
+/**
+ * A command prefix running its command in a new network namespace whose kernel hands out only two
+ * ephemeral ports, always the same one first: ports picked one after the other collide there.
+ * Undefined (with why) when this machine cannot make one (needs root and `unshare`).
+ */
+function twoPortNetns(): { prefix?: string[]; why?: string } {
+  const script =
+    'ip link set lo up && echo "40000 40001" > /proc/sys/net/ipv4/ip_local_port_range && exec "$@"';
+  const prefix = ["unshare", "-n", "sh", "-c", script, "sh"];
+  try {
+    execFileSync(prefix[0]!, [...prefix.slice(1), "true"], { stdio: "ignore", timeout: 5000 });
+    return { prefix };
+  } catch (err) {
+    return {
+      why: `cannot make a network namespace here (root + unshare + ip needed): ${(err as Error).message}`,
+    };
+  }
+}
+const netns = twoPortNetns();
+if (netns.why) console.log(`skipping the port-collision test: ${netns.why}`);
+
 describe("cline-supervisor", () => {
+  it.skipIf(!netns.prefix)(
+    "picks different ports for host and core even where the kernel would hand the same one out twice",
+    async () => {
+      const s = start([], {}, netns.prefix);
+      const started = await s.next("started");
+      await s.next("listening");
+      const corePort = Number(String(started["coreAddress"]).split(":")[1]);
+      expect([corePort, Number(started["hostPort"])].sort()).toEqual([40000, 40001]);
+      s.child.kill("SIGTERM");
+      expect(await s.exit).toBe(0);
+    },
+  );
+
   it("starts host and core with explicit ports, the core's address and NODE_PATH, and logs their output", async () => {
     const s = start();
     const started = await s.next("started");
