@@ -10,6 +10,6 @@ export {
   type TrajectoryRoute,
   type TrajectoryStatus,
 } from "./server.js";
-export { startGatewayThread, type ThreadedPolicyGateway } from "./thread.js";
 export { encodeSse, parseSse, type SseEvent, SseParser } from "./sse.js";
+export { startGatewayThread, type ThreadedPolicyGateway } from "./thread.js";
 export { parseTurnLog, readTurnLog, TurnLogWriter, TurnRecord, TurnStatus } from "./turn-log.js";
