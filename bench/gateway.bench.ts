@@ -3,9 +3,11 @@
  * at 1 and 64 concurrent streams. Goal (issue 4): p50 ≤ 2 ms and p99 ≤ 10 ms added.
  *
  * Laid out as in production, one process each: the upstream (a vLLM-shaped double,
- * bench/gateway/upstream.ts), the gateway (bench/gateway/gateway.ts; with `--baseline <rev>` a
- * second one running that revision's gateway code) and the load generator standing in for the Cline
- * cores (bench/gateway/load.ts). This process only orchestrates. The same load generator calls the
+ * bench/gateway/upstream.ts), the runner's process with its gateway started as `flakegym rollout`
+ * starts it (bench/gateway/gateway.ts: in the gateway's own thread, or on the runner's event loop
+ * for revisions before it had one; with `--baseline <rev>` a second one running that revision's
+ * code) and the runner's other work on its loop (the cores' message streams), and the load
+ * generator standing in for the Cline cores (bench/gateway/load.ts). This process only orchestrates. The same load generator calls the
  * upstream directly and through each gateway, in alternating phases of the same run, with the same
  * Cline-sized request; "added" is gateway minus direct.
  *
@@ -18,7 +20,9 @@
  * Flags: --chunks N (sampled tokens per call, 40) --interval-ms N (decode step, 20) --prompt-kb N (64)
  *   --think-ms N (with many streams, a random pause of up to N ms between a stream's calls, 50)
  *   --calls N (counted calls per target per row: 200 at 1 stream, 1280 at 64) --streams 1,64
- *   --scenarios paced,burst --baseline <git rev> --gateway-node-args="<node flags for the gateways>".
+ *   --scenarios paced,burst --baseline <git rev> --gateway-node-args="<node flags for the gateways>"
+ *   --arrangements thread,loop (this checkout's gateway in its own thread — production — and/or on
+ *   the runner's loop; default thread) --core-streams off (no cores' streams to the runner).
  * BENCH_PROFILE=gateway|baseline runs that gateway child with --cpu-prof (profile in the OS temp dir).
  */
 import { type ChildProcess, execFileSync, fork } from "node:child_process";
@@ -129,6 +133,8 @@ function extractRevision(rev: string): { src: string; label: string } {
 interface Target {
   readonly name: string;
   readonly routes: readonly { readonly url: string; readonly token: string }[];
+  /** The runner process the cores' streams go to. */
+  readonly runner: { readonly host: string; readonly port: number };
 }
 
 /** What a target's calls measured, ms (see load.ts for the stamps). */
@@ -182,6 +188,11 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const baseline = baselineRev ? extractRevision(baselineRev) : undefined;
   const ourSrc = join(repoRoot, "packages", "runner", "src");
   const profile = process.env["BENCH_PROFILE"];
+  const arrangements = flag(args, "arrangements", "thread").split(",");
+  for (const a of arrangements)
+    if (a !== "thread" && a !== "loop")
+      throw new Error(`bench gateway: unknown arrangement '${a}' (thread, loop)`);
+  const coreStreams = flag(args, "core-streams", "on") !== "off";
   const gatewayNodeArgs = flag(args, "gateway-node-args", "")
     .split(" ")
     .filter((a) => a !== "");
@@ -195,6 +206,8 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     promptKb,
     thinkMs,
     baseline: baseline?.label,
+    arrangements,
+    coreStreams,
     loadAvgStart: loadavg(),
     cores: (await import("node:os")).cpus().length,
   };
@@ -215,28 +228,40 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       children.push(up);
       const { baseUrl } = (await up.next("ready")) as { baseUrl: string };
       const maxStreams = Math.max(...streamsList);
-      const gateways: { label: string; child: Child; routes: { url: string; token: string }[] }[] = [];
+      type Runner = { host: string; port: number };
+      const gateways: {
+        label: string;
+        child: Child;
+        routes: { url: string; token: string }[];
+        runner: Runner;
+      }[] = [];
       const variants = [
-        { label: "gateway", src: ourSrc },
-        ...(baseline ? [{ label: `baseline ${baseline.label}`, src: baseline.src }] : []),
+        ...arrangements.map((a) => ({ label: `gateway (${a})`, src: ourSrc, loop: a === "loop" })),
+        ...(baseline ? [{ label: `baseline ${baseline.label}`, src: baseline.src, loop: false }] : []),
       ];
       for (const [i, v] of variants.entries()) {
         const child = startChild(
           v.label,
           "gateway.ts",
-          [v.src, baseUrl, String(maxStreams), join(logDir, `${scenario}-${i}`)],
-          profile === (i === 0 ? "gateway" : "baseline"),
+          [v.src, baseUrl, String(maxStreams), join(logDir, `${scenario}-${i}`), ...(v.loop ? ["loop"] : [])],
+          profile === (v.src === ourSrc ? "gateway" : "baseline"),
           gatewayNodeArgs,
         );
         children.push(child);
-        const { routes } = (await child.next("ready")) as { routes: { url: string; token: string }[] };
-        gateways.push({ label: v.label, child, routes });
+        const ready = (await child.next("ready")) as {
+          routes: { url: string; token: string }[];
+          runner: Runner;
+          arrangement: string;
+        };
+        const label = v.src === ourSrc ? v.label : `${v.label} (${ready.arrangement})`;
+        gateways.push({ label, child, routes: ready.routes, runner: ready.runner });
       }
       for (const streams of streamsList) {
         // through a gateway, each stream is its own trajectory (route, turn log), as each Cline core is
+        // the cores' streams go to the runner of the gateway measured (in direct phases, the first one's)
         const flat: Target[] = [
-          { name: "direct", routes: [{ url: baseUrl, token: "none" }] },
-          ...gateways.map((g) => ({ name: g.label, routes: g.routes.slice(0, streams) })),
+          { name: "direct", routes: [{ url: baseUrl, token: "none" }], runner: gateways[0]!.runner },
+          ...gateways.map((g) => ({ name: g.label, routes: g.routes.slice(0, streams), runner: g.runner })),
         ];
         const one = streams === 1;
         const callsPerPhase = one ? 10 : 2;
@@ -252,6 +277,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
               calls: one ? (scenario === "burst" ? 100 : 20) : 1,
               staggerMs: 0,
               thinkMs,
+              ...(coreStreams ? { runner: t.runner } : {}),
             },
           })) as {
             samples: CallTiming[];
@@ -268,7 +294,14 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
           for (let k = 0; k < flat.length; k++) {
             const t = flat[(p + k) % flat.length]!;
             const r = (await load.ask("phase", {
-              phase: { routes: t.routes, streams, calls: callsPerPhase, staggerMs, thinkMs },
+              phase: {
+                routes: t.routes,
+                streams,
+                calls: callsPerPhase,
+                staggerMs,
+                thinkMs,
+                ...(coreStreams ? { runner: t.runner } : {}),
+              },
             })) as { samples: CallTiming[] };
             const s = samples.get(t.name)!;
             for (const timing of r.samples) s.add(timing, p);
@@ -353,7 +386,8 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     console.log(
       [
         "",
-        `policy gateway: latency added per streamed call, ms — ${chunks} tokens a call, one a chunk; paced = one decode step every ${intervalMs} ms for all streams; ${(Number(result["requestBytes"]) / 1024).toFixed(0)} KiB request; up to ${thinkMs} ms between a stream's calls; turn logs on.`,
+        `policy gateway: latency added per streamed call, ms — ${chunks} tokens a call, one a chunk; paced = one decode step every ${intervalMs} ms for all streams; ${(Number(result["requestBytes"]) / 1024).toFixed(0)} KiB request; up to ${thinkMs} ms between a stream's calls; turn logs on;`,
+        `  the cores' streams to the runner ${coreStreams ? "on (a partial message a chunk, the whole state at each call's start and end)" : "off"}. thread = the gateway in its own thread (production), loop = on the runner's event loop.`,
         "  added = request→upstream + last token→client, from the upstream's clock stamps (gateway minus direct);",
         "  request added = the first part alone; chunk added = every chunk's upstream→client trip; wall = the client's call time (includes the upstream's",
         "  decode-step jitter); A/A = the direct path's own difference between even and odd phases (the noise floor).",
@@ -367,7 +401,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       rows
         .filter((r) => r["upstream"] === "paced" && r["gateway"] === label)
         .every((r) => (r["added p50"] as number) <= 2 && (r["added p99"] as number) <= 10);
-    const ok = verdict("gateway");
+    const ok = verdict(`gateway (${arrangements[0]})`);
     const pacedRan = rows.some((r) => r["upstream"] === "paced");
     if (pacedRan)
       console.log(

@@ -4,7 +4,11 @@
  * HTTP/1.1 and times each call: time to the first byte and to the end of the stream (`[DONE]`).
  *
  * Protocol (IPC), answered in order:
- *   `{ phase: { routes: [{ url, token }], streams, calls, staggerMs, thinkMs } }` → `{ phase: { samples: CallTiming[] } }`
+ *   `{ phase: { routes: [{ url, token }], streams, calls, staggerMs, thinkMs, runner } }` → `{ phase: { samples: CallTiming[] } }`
+ * With `runner` (an address of the gateway process, bench/gateway/gateway.ts), each stream also
+ * plays its Cline core's stream to the runner, as the driver subscribes to it (FACTS: partial
+ * messages, and every state update resends the whole state): a partial message per chunk read, the
+ * whole state (here: the request, as large as the conversation) when a call starts and when it ends.
  * Stream i calls `routes[i % routes.length]` (one route per trajectory, as each Cline core has its
  * own). One stream makes `calls` calls one after another. With more streams each of them is a closed loop
  * (no pause between calls) making `calls + 2` calls; stream i starts `i · staggerMs / streams` ms
@@ -13,6 +17,7 @@
  * were open.
  */
 import { Agent, request as request_ } from "node:http";
+import { connect, type Socket } from "node:net";
 
 const promptKb = Number(process.argv[2] ?? 64);
 
@@ -102,7 +107,36 @@ export interface CallTiming {
 
 const STAMP = /~([AT])(\d+)~/g;
 
-function call(url: URL, token: string): Promise<CallTiming> {
+/** A Cline core's message stream to the runner (one connection per stream, as one per core). */
+class CoreStream {
+  private readonly socket: Socket;
+  constructor(runner: { host: string; port: number }) {
+    this.socket = connect({ ...runner, noDelay: true });
+    this.socket.on("error", () => undefined);
+  }
+  state(): void {
+    this.socket.write(STATE_LINE);
+  }
+  partial(chars: number): void {
+    this.socket.write(
+      `${JSON.stringify({ ts: Date.now(), type: "say", say: "text", text: "x".repeat(chars), partial: true })}\n`,
+    );
+  }
+}
+const STATE_LINE = Buffer.concat([BODY, Buffer.from("\n")]);
+const coreStreams = new Map<string, CoreStream>();
+function coreStream(runner: { host: string; port: number }, i: number): CoreStream {
+  const key = `${runner.host}:${runner.port}#${i}`;
+  let s = coreStreams.get(key);
+  if (!s) {
+    s = new CoreStream(runner);
+    coreStreams.set(key, s);
+  }
+  return s;
+}
+
+function call(url: URL, token: string, core?: CoreStream): Promise<CallTiming> {
+  core?.state();
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const startUs = nowUs();
@@ -132,7 +166,10 @@ function call(url: URL, token: string): Promise<CallTiming> {
           for (let m = STAMP.exec(tail); m; m = STAMP.exec(tail)) {
             const stamp = Number(m[2]);
             if (m[1] === "A") request = (stamp - startUs) / 1000;
-            else chunks.push((at - stamp) / 1000);
+            else {
+              chunks.push((at - stamp) / 1000);
+              core?.partial(chunks.length * 4);
+            }
             used = STAMP.lastIndex;
           }
           // keep enough to complete a stamp cut by the read
@@ -140,6 +177,7 @@ function call(url: URL, token: string): Promise<CallTiming> {
         });
         res.on("end", () => {
           const total = performance.now() - t0;
+          core?.state();
           if (res.statusCode !== 200)
             reject(new Error(`bench call to ${url} failed: HTTP ${res.statusCode} ${tail}`));
           else if (!tail.includes("data: [DONE]"))
@@ -163,21 +201,25 @@ interface Phase {
   readonly staggerMs: number;
   /** Each stream pauses a random 0..thinkMs between calls, as an agent runs its tool. */
   readonly thinkMs: number;
+  /** Where the cores' streams to the runner go (the gateway process), if anywhere. */
+  readonly runner?: { readonly host: string; readonly port: number };
 }
 
 async function phase(p: Phase): Promise<CallTiming[]> {
   const routes = p.routes.map((r) => ({ url: new URL(`${r.url}/chat/completions`), token: r.token }));
   const samples: CallTiming[] = [];
   if (p.streams === 1) {
-    for (let i = 0; i < p.calls; i++) samples.push(await call(routes[0]!.url, routes[0]!.token));
+    const core = p.runner ? coreStream(p.runner, 0) : undefined;
+    for (let i = 0; i < p.calls; i++) samples.push(await call(routes[0]!.url, routes[0]!.token, core));
     return samples;
   }
   await Promise.all(
     Array.from({ length: p.streams }, async (_, i) => {
       const route = routes[i % routes.length]!;
+      const core = p.runner ? coreStream(p.runner, i) : undefined;
       await new Promise((r) => setTimeout(r, (i * p.staggerMs) / p.streams));
       for (let k = 0; k < p.calls + 2; k++) {
-        const s = await call(route.url, route.token);
+        const s = await call(route.url, route.token, core);
         if (k > 0 && k <= p.calls) samples.push(s);
         if (p.thinkMs > 0) await new Promise((r) => setTimeout(r, Math.random() * p.thinkMs));
       }

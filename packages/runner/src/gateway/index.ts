@@ -11,4 +11,5 @@ export {
   type TrajectoryStatus,
 } from "./server.js";
 export { encodeSse, parseSse, type SseEvent, SseParser } from "./sse.js";
+export { startGatewayThread, type ThreadedPolicyGateway } from "./thread.js";
 export { parseTurnLog, readTurnLog, TurnLogWriter, TurnRecord, TurnStatus } from "./turn-log.js";

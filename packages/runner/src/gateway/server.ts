@@ -208,6 +208,53 @@ function statusOf(e: Entry): TrajectoryStatus {
 }
 
 /**
+ * Checks a registration: the id fits in a URL path and is not registered yet, and the limits are
+ * valid; returns the limits with their defaults. Throws a UsageError/FlakegymError naming the id.
+ */
+export function checkRegistration(
+  trajectoryId: string,
+  registered: boolean,
+  limits: TrajectoryLimitsInput | undefined,
+): TrajectoryLimits {
+  if (!TRAJECTORY_ID.test(trajectoryId)) {
+    throw new UsageError(
+      `trajectory id '${trajectoryId}' cannot be used in a URL path`,
+      "use 1-128 characters from A-Z a-z 0-9 . _ -",
+    );
+  }
+  if (registered) {
+    throw new FlakegymError(
+      "E_GATEWAY",
+      `trajectory '${trajectoryId}' is already registered with the gateway`,
+      {
+        hint: "unregister it first, or use a fresh trajectory id",
+      },
+    );
+  }
+  const parsed = TrajectoryLimits.safeParse(limits ?? {});
+  if (!parsed.success) {
+    const i = parsed.error.issues[0]!;
+    throw new UsageError(`gateway limits for '${trajectoryId}': ${i.path.join(".")}: ${i.message}`);
+  }
+  return parsed.data;
+}
+
+/** A trajectory's path prefix and its base URLs behind an origin. */
+export function routePaths(trajectoryId: string): Pick<TrajectoryRoute, "path" | "baseUrlsFor"> {
+  const path = `/t/${trajectoryId}`;
+  return {
+    path,
+    baseUrlsFor: (o: string) => {
+      const base = o.replace(/\/+$/, "");
+      return { openai: `${base}${path}/v1`, anthropic: `${base}${path}` };
+    },
+  };
+}
+
+/** A fresh per-trajectory API key (matches the redactor's GATEWAY_TOKEN_PATTERN). */
+export const newTrajectoryToken = () => `fg-${randomBytes(24).toString("base64url")}`;
+
+/**
  * Starts the policy gateway: one HTTP server (on loopback TCP and/or a unix socket) that serves an
  * OpenAI chat-completions and an Anthropic messages endpoint per registered trajectory under
  * `/t/<trajectoryId>/v1/…`, forwards each call to the trajectory's upstream, streams the answer back
@@ -241,32 +288,13 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
   };
 
   const register = (trajectoryId: string, r: RegisterOptions): TrajectoryRoute => {
-    if (!TRAJECTORY_ID.test(trajectoryId)) {
-      throw new UsageError(
-        `trajectory id '${trajectoryId}' cannot be used in a URL path`,
-        "use 1-128 characters from A-Z a-z 0-9 . _ -",
-      );
-    }
-    if (entries.has(trajectoryId)) {
-      throw new FlakegymError(
-        "E_GATEWAY",
-        `trajectory '${trajectoryId}' is already registered with the gateway`,
-        {
-          hint: "unregister it first, or use a fresh trajectory id",
-        },
-      );
-    }
-    const parsedLimits = TrajectoryLimits.safeParse(r.limits ?? {});
-    if (!parsedLimits.success) {
-      const i = parsedLimits.error.issues[0]!;
-      throw new UsageError(`gateway limits for '${trajectoryId}': ${i.path.join(".")}: ${i.message}`);
-    }
+    const limits = checkRegistration(trajectoryId, entries.has(trajectoryId), r.limits);
     const e: Entry = {
       id: trajectoryId,
-      token: r.token ?? `fg-${randomBytes(24).toString("base64url")}`,
+      token: r.token ?? newTrajectoryToken(),
       upstream: r.upstream,
       sampling: r.sampling,
-      limits: parsedLimits.data,
+      limits,
       log: r.turnLogPath ? new TurnLogWriter(r.turnLogPath) : undefined,
       ended: new AbortController(),
       calls: new Set(),
@@ -282,11 +310,7 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
     entries.set(trajectoryId, e);
     runSecrets.add(e.token);
     for (const secret of r.upstream.secrets) runSecrets.add(secret);
-    const path = `/t/${trajectoryId}`;
-    const baseUrlsFor = (o: string) => {
-      const base = o.replace(/\/+$/, "");
-      return { openai: `${base}${path}/v1`, anthropic: `${base}${path}` };
-    };
+    const { path, baseUrlsFor } = routePaths(trajectoryId);
     return {
       trajectoryId,
       token: e.token,

@@ -3,7 +3,7 @@ import { chatRequestToAnthropic } from "./anthropic-convert.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
 import { httpPost, type PostResponse } from "./http-post.js";
 import { anthropicSamplingMembers } from "./sampling.js";
-import type { PolicyUpstream, UpstreamCall } from "./upstream.js";
+import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
 
 export const ANTHROPIC_VERSION = "2023-06-01";
@@ -31,10 +31,12 @@ export class AnthropicUpstream implements PolicyUpstream {
   readonly kind = "anthropic" as const;
   readonly id: string;
   readonly secrets: readonly string[];
+  readonly portable: PortableUpstream;
   private readonly url: string;
 
   constructor(private readonly opts: AnthropicUpstreamOptions) {
     this.id = `anthropic:${opts.baseUrl}#${opts.model}`;
+    this.portable = { kind: "anthropic", options: opts };
     this.secrets = opts.apiKey ? [opts.apiKey] : [];
     this.url = `${opts.baseUrl.replace(/\/+$/, "")}/v1/messages`;
   }

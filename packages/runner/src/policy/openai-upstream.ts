@@ -3,7 +3,7 @@ import { parseSse } from "../gateway/sse.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
 import { httpPost, type PostResponse } from "./http-post.js";
 import { openAiSamplingMembers } from "./sampling.js";
-import type { PolicyUpstream, UpstreamCall } from "./upstream.js";
+import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
 
 /**
@@ -36,10 +36,12 @@ export class OpenAiUpstream implements PolicyUpstream {
   readonly secrets: readonly string[];
   /** Set once the server refused the token-fact parameters; they are not sent again. */
   tokenFactsRefused: string | undefined;
+  readonly portable: PortableUpstream;
   private readonly url: string;
 
   constructor(private readonly opts: OpenAiUpstreamOptions) {
     this.id = `openai:${opts.baseUrl}#${opts.model}`;
+    this.portable = { kind: "openai", options: opts };
     this.secrets = opts.apiKey ? [opts.apiKey] : [];
     this.url = `${opts.baseUrl.replace(/\/+$/, "")}/chat/completions`;
     if (opts.tokenFacts === false) this.tokenFactsRefused = "disabled by option";

@@ -1,5 +1,7 @@
 import { FlakegymError } from "../errors.js";
+import type { AnthropicUpstreamOptions } from "./anthropic-upstream.js";
 import type { ChatRequest, UpstreamEvent } from "./chat.js";
+import type { OpenAiUpstreamOptions } from "./openai-upstream.js";
 import type { SamplingParams } from "./sampling.js";
 
 /** The wire protocol the client (the Cline core) spoke to the gateway. */
@@ -35,8 +37,19 @@ export interface PolicyUpstream {
   readonly kind: "openai" | "anthropic" | "scripted" | "gold" | "empty";
   /** Secret values this upstream holds (API keys); the gateway adds them to `runSecrets` when it registers a trajectory. */
   readonly secrets: readonly string[];
+  /**
+   * How to make the same upstream in another thread, as plain data: the gateway's own thread
+   * (gateway/thread.ts) calls a portable upstream itself; it hands the calls of any other one (a
+   * scripted plan keeps its cursors here) back to this thread.
+   */
+  readonly portable?: PortableUpstream;
   complete(call: UpstreamCall, signal: AbortSignal): AsyncIterable<UpstreamEvent>;
 }
+
+/** An upstream's constructor options, which another thread can build the same upstream from. */
+export type PortableUpstream =
+  | { readonly kind: "openai"; readonly options: OpenAiUpstreamOptions }
+  | { readonly kind: "anthropic"; readonly options: AnthropicUpstreamOptions };
 
 /**
  * An upstream failed. `status` is the HTTP status to give the client (the upstream's own, or 502

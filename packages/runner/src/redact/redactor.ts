@@ -52,6 +52,8 @@ export interface Redactor {
   bytes(bytes: Uint8Array): Uint8Array;
   /** Whether `text` holds any form of a secret or a pattern match. */
   finds(text: string): boolean;
+  /** The secrets it holds (to hand to another thread's redactor). */
+  values(): string[];
   /** How many secrets it holds. */
   readonly size: number;
 }
@@ -120,6 +122,9 @@ export function createRedactor(
       const re = matcher().text;
       re.lastIndex = 0;
       return re.test(text);
+    },
+    values() {
+      return [...secrets];
     },
     get size() {
       return secrets.size;

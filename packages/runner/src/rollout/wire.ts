@@ -10,7 +10,8 @@ import type { TokenSequence } from "../emit/group.js";
 import { FlakegymError, UsageError } from "../errors.js";
 import { assistantMessageOf, exportTrajectory as exportTokens } from "../export/export-trajectory.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../export/tokenizer.js";
-import { createPolicyGateway, type GatewayTerminal, type PolicyGateway } from "../gateway/server.js";
+import type { GatewayTerminal, PolicyGateway } from "../gateway/server.js";
+import { startGatewayThread } from "../gateway/thread.js";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
 import { writeOwnerRecord } from "../gc/owner.js";
 import type { UnmountRecord } from "../gc/unmount.js";
@@ -201,7 +202,9 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       // a minimal locally imported image with the host's /usr (and node) bound read-only
       .with("podman", () => createPodmanBackend(hostToolchainPodmanOptions()))
       .exhaustive();
-  const gateway: PolicyGateway = await createPolicyGateway({
+  // in a thread of its own: the cores' model calls never wait behind this loop's work (their gRPC
+  // streams, sandboxes, scoring); see docs/gateway.md
+  const gateway: PolicyGateway = await startGatewayThread({
     listen: [
       { socketPath: join(scratch, "gateway.sock") },
       { host: "127.0.0.1", port: 0 },
@@ -397,6 +400,8 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
         });
         client.close();
         input.signal.throwIfAborted();
+        // the gateway's thread died: an infra fault (retried), not a verdict on the trajectory
+        if (route.signal.aborted && route.signal.reason instanceof Error) throw route.signal.reason;
         const terminal = route.signal.aborted ? (route.signal.reason as GatewayTerminal) : undefined;
         // a limit kill reaches the core first (a dead stream): give the worker a moment to say why
         workerExit ??= await exitWithin(worker, workerExitGraceMs(run.outcome));
