@@ -1,6 +1,6 @@
 import { match } from "ts-pattern";
 import { z } from "zod";
-import { type ImageRecord, type ImageRecords, type NixBuildCapability } from "./targets.js";
+import type { ImageRecord, ImageRecords, NixBuildCapability } from "./targets.js";
 
 /**
  * Which image each worker runs on (`rollout --images nix`): the images `flakegym images load`

@@ -14,6 +14,7 @@ import { createPolicyGateway, type GatewayTerminal, type PolicyGateway } from ".
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
 import { writeOwnerRecord } from "../gc/owner.js";
 import type { UnmountRecord } from "../gc/unmount.js";
+import type { RecordedImage, WorkerImageProvenance } from "../images/worker-images.js";
 import type { ChatMessage } from "../policy/chat.js";
 import { createUpstream } from "../policy/create-upstream.js";
 import { trajectorySampling } from "../policy/sampling.js";
@@ -39,7 +40,11 @@ import { createNomadBackend } from "../workers/nomad/backend.js";
 import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
 import { formatProgress } from "../workers/nomad/progress.js";
 import { rawExecClineDriver } from "../workers/nomad/raw-exec-cline.js";
-import { createPodmanBackend, hostToolchainPodmanOptions } from "../workers/podman/podman-backend.js";
+import {
+  createPodmanBackend,
+  flakeImagePodmanOptions,
+  hostToolchainPodmanOptions,
+} from "../workers/podman/podman-backend.js";
 import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../workers/types.js";
 import { classifyOutcome, gatewayVerdictOf, workerExitGraceMs } from "./classify-outcome.js";
 import { resolveRowSource } from "./dataset-source.js";
@@ -81,6 +86,11 @@ export interface WireOptions {
   readonly keepWorkspace?: (slot: TrajectorySlot, workspace: string) => Promise<void>;
   /** With `config.dataset`: the rows the run uses (see dataset-tasks.ts), looked up by task id. */
   readonly datasetTasks?: readonly TaskProfile[];
+  /**
+   * With `config.images` "nix": each task's image (resolveWorkerImages, checked before the run);
+   * its `ref` is what the task's workers start from.
+   */
+  readonly workerImages?: ReadonlyMap<string, RecordedImage>;
 }
 
 /**
@@ -198,8 +208,13 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     match(config.backend)
       .with("local", () => createLocalBackend({ agent: clineAgentLauncher() }))
       .with("nomad", () => nomadRolloutBackend(o, advertised!))
-      // a minimal locally imported image with the host's /usr (and node) bound read-only
-      .with("podman", () => createPodmanBackend(hostToolchainPodmanOptions()))
+      // the flake's images (--images nix), else a minimal locally imported image with the
+      // host's /usr (and node) bound read-only
+      .with("podman", () =>
+        createPodmanBackend(
+          config.images === "nix" ? flakeImagePodmanOptions() : hostToolchainPodmanOptions(),
+        ),
+      )
       .exhaustive();
   const gateway: PolicyGateway = await createPolicyGateway({
     listen: [
@@ -218,6 +233,21 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
   let tokenizer: Promise<ChatTokenizer> | undefined;
 
   const taskOf = (t: RolloutTask) => loaded.get(t.id)!;
+  /** The task's image (--images nix; checked before the run), else this machine's /usr. */
+  const imageOf = (taskId: string): WorkerImageProvenance => {
+    if (config.images !== "nix") return "host /usr";
+    const image = o.workerImages?.get(taskId);
+    if (!image) {
+      throw new FlakegymError("E_IMAGE_MISSING", `--images nix: no worker image chosen for task ${taskId}`, {
+        hint: "`flakegym images list` shows what is loaded; `flakegym images load --profile <profile>` loads one",
+      });
+    }
+    return image;
+  };
+  const imageSpec = (taskId: string): Pick<WorkerSpec, "image"> => {
+    const image = imageOf(taskId);
+    return image === "host /usr" ? {} : { image: image.ref };
+  };
   const workerLimits = (t: TaskRuntime, wallClockMs: number): WorkerSpec["limits"] => ({
     memoryMb: t.limits.memoryMb,
     pids: t.limits.pids,
@@ -267,6 +297,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       network: row.repoKind === "local" ? "none" : "required",
       // no hidden tests: the scorer leaves the tests term out
       hidden: { testFiles: [], commands: [], timeoutMs: config.limits.testTimeoutMs },
+      image: imageOf(row.id),
     };
   }
 
@@ -288,6 +319,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
         prompt: t.spec.prompt,
         network: t.spec.network,
         hidden,
+        image: imageOf(id),
       };
     },
 
@@ -353,6 +385,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
             gateway: { socketPath: gateway.socketPath!, url: route.baseUrlsFor("http://gateway").openai },
             limits: workerLimits(t, agentWorkerWallClockMs(config.limits.timeoutMs)),
             agent: true,
+            ...imageSpec(input.task.id),
           },
           input.signal,
         );
@@ -483,6 +516,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
             gateway: {},
             limits: workerLimits(t, scoringWorkerWallClockMs(config.limits.testTimeoutMs, config.testRepeat)),
             agent: false,
+            ...imageSpec(input.task.id),
             ...(prepared ? { readOnlyFiles: prepared.readOnly.files } : {}),
           },
           input.signal,

@@ -41,7 +41,10 @@ describe("chooseWorkerImage", () => {
   });
 
   it("takes the newest record of an id (records are kept newest last)", () => {
-    const newer = rec("profile", "node", { tag: "z".repeat(32), loadedAs: "localhost/flakegym/node-env:new" });
+    const newer = rec("profile", "node", {
+      tag: "z".repeat(32),
+      loadedAs: "localhost/flakegym/node-env:new",
+    });
     const r = chooseWorkerImage({ images: [...records.images, newer] }, { id: "x", profile: "node" });
     expect(r?.loadedAs).toBe("localhost/flakegym/node-env:new");
   });

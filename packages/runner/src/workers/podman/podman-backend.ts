@@ -33,6 +33,7 @@ import type {
   WorkerExit,
   WorkerSpec,
 } from "../types.js";
+import { clinePackageInImage, ImageConfig, imageClineOf } from "./image-cline.js";
 
 /**
  * The podman backend: one OCI container per worker, from a locally present image (built by the
@@ -70,6 +71,18 @@ export interface PodmanBackendOptions {
    * as the toolchain ({@link hostToolchainPodmanOptions}).
    */
   readonly importBaseImage?: boolean;
+  /**
+   * Workers run on images with their own toolchain, Node and Cline core (the flake's images,
+   * `rollout --images nix`): the agent runs the image's node ({@link nodeInImage}, default
+   * /bin/node) and core (the image's FLAKEGYM_CLINE_DIR, same version as the runner's); of the
+   * runner only the supervisor script is bound in.
+   */
+  readonly clineFromImage?: boolean;
+}
+
+/** Podman options for the flake's images (`rollout --images nix`); the image comes with each worker spec. */
+export function flakeImagePodmanOptions(): PodmanBackendOptions {
+  return { clineFromImage: true, nodeInImage: "/bin/node" };
 }
 
 /** The minimal image `importBaseImage` creates locally (no registry): a rootfs without /usr. */
@@ -341,6 +354,17 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
     },
   };
 
+  /** The image's `.Config` (environment, labels), read once per image. */
+  async function imageConfig(image: string): Promise<ImageConfig> {
+    const r = await pm(["image", "inspect", "--format", "{{json .Config}}", image]);
+    if (r.exitCode !== 0) {
+      throw new FlakegymError("E_PODMAN", `podman image inspect ${image} failed: ${r.stderr.trim()}`, {
+        hint: "load the image first (`flakegym images load`; `podman images` lists what is here)",
+      });
+    }
+    return ImageConfig.parse(JSON.parse(r.stdout));
+  }
+
   /** The worker's host dir: owner.json and the bounded tmpfs with /tmp, HOME, config, sockets. */
   async function makeHostDirs(dir: string, owner: { uid: number; gid: number }): Promise<HostDirs> {
     await mkdir(dir, { recursive: true });
@@ -536,7 +560,9 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       host: HostDirs;
     },
   ): Promise<Worker> {
-    const pkg = resolveClinePackage();
+    const pkg = options.clineFromImage
+      ? clinePackageInImage(resolveClinePackage(), o.image, imageClineOf(o.image, await imageConfig(o.image)))
+      : resolveClinePackage();
     const dir = o.host.dir;
     const configDir = o.host.dirs.config;
     const socketDir = o.host.dirs.sock;
@@ -545,7 +571,7 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
     const binds: Bind[] = [
       ...(options.binds ?? []),
       { src: dirname(SUPERVISOR_PATH), dest: dirname(SUPERVISOR_PATH) },
-      { src: pkg.root, dest: pkg.root },
+      ...(options.clineFromImage ? [] : [{ src: pkg.root, dest: pkg.root }]),
       { src: configDir, dest: configDir, rw: true },
       { src: socketDir, dest: socketDir, rw: true },
       { src: spec.gateway.socketPath!, dest: SANDBOX_GATEWAY_SOCKET },
@@ -554,6 +580,7 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       workspace: spec.workspace,
       configDir,
       home: o.host.dirs.home,
+      clinePackage: pkg,
       ...(spec.env ? { env: spec.env } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
       startTimeoutMs: options.agentStartTimeoutMs ?? 120_000,
