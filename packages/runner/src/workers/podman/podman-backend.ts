@@ -2,7 +2,12 @@ import { randomBytes } from "node:crypto";
 import { chown, mkdir, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { launchClineCore, resolveClinePackage, SUPERVISOR_PATH } from "@flakegym/cline-vendor";
+import {
+  type ClinePackage,
+  launchClineCore,
+  resolveClinePackage,
+  SUPERVISOR_PATH,
+} from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
 import { PODMAN_OWNER_LABEL } from "../../gc/inventory.js";
@@ -323,8 +328,11 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       // own the workspace to write it; with all capabilities dropped it can write nothing else.
       const owner = await stat(spec.workspace);
       const user = `${owner.uid}:${owner.gid}`;
+      // the agent's core: the image's own (flake images), else the runner's bound in; before any
+      // host dir exists, so a wrong image leaves nothing behind
+      const pkg = spec.agent ? await agentClinePackage(image) : undefined;
       const host = await makeHostDirs(join(stateDir, name), owner);
-      if (spec.agent) return await startAgent(spec, { name, image, env, user, signal, host });
+      if (pkg) return await startAgent(spec, { name, image, env, user, signal, host, pkg });
       const run = await pm(
         podmanRunArgs(spec, {
           name,
@@ -354,7 +362,13 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
     },
   };
 
-  /** The image's `.Config` (environment, labels), read once per image. */
+  async function agentClinePackage(image: string): Promise<ClinePackage> {
+    const host = resolveClinePackage();
+    if (!options.clineFromImage) return host;
+    return clinePackageInImage(host, image, imageClineOf(image, await imageConfig(image)));
+  }
+
+  /** The image's `.Config` (environment, labels). */
   async function imageConfig(image: string): Promise<ImageConfig> {
     const r = await pm(["image", "inspect", "--format", "{{json .Config}}", image]);
     if (r.exitCode !== 0) {
@@ -558,11 +572,10 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       user: string;
       signal: AbortSignal | undefined;
       host: HostDirs;
+      pkg: ClinePackage;
     },
   ): Promise<Worker> {
-    const pkg = options.clineFromImage
-      ? clinePackageInImage(resolveClinePackage(), o.image, imageClineOf(o.image, await imageConfig(o.image)))
-      : resolveClinePackage();
+    const pkg = o.pkg;
     const dir = o.host.dir;
     const configDir = o.host.dirs.config;
     const socketDir = o.host.dirs.sock;
