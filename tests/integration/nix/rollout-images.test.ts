@@ -1,7 +1,8 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { copyFile, mkdir, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { chmod, copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { basename, dirname, join, relative } from "node:path";
+import { resolveClinePackage } from "@flakegym/cline-vendor";
 import { forkTree } from "@flakegym/runner";
 import { makeTempDir, runCli, type TempDir } from "@flakegym/test-utils";
 import { execa } from "execa";
@@ -55,32 +56,68 @@ afterAll(async () => {
   await tmp?.cleanup();
 });
 
-/** A rootfs with /bin/sh, sleep, timeout, cat and their libraries, and a marker file. */
-async function flakeLikeImage(dir: string): Promise<void> {
+/** Binaries of a node profile's image: a shell, coreutils, diff, grep, sed, find, git, node. */
+function nodeProfileBinaries(): string[] {
+  const listed = execFileSync("dpkg", ["-L", "coreutils", "diffutils", "grep", "sed", "findutils"], {
+    encoding: "utf8",
+  });
+  const bins = listed.split("\n").filter((f) => /^\/(usr\/)?bin\/[^/]+$/.test(f));
+  return [...bins, "/usr/bin/dash", "/usr/bin/bash", "/usr/bin/git", process.execPath];
+}
+
+/**
+ * A flake-like image: everything in /bin (no /usr), libraries where ldd found them, `bins` with
+ * their libraries, and with `cline` the runner's Cline core copied to {@link CLINE_DIR} (the
+ * files the launcher needs), as the flake's images carry it; `FLAKEGYM_CLINE_DIR` and the
+ * `org.flakegym.cline.version` label as nix/image.nix sets them. Streams the rootfs into
+ * `podman import`.
+ */
+async function flakeLikeImage(
+  dir: string,
+  ref: string,
+  o: { bins: string[]; cline: boolean },
+): Promise<void> {
   const root = join(dir, "rootfs");
   for (const d of ["etc", "tmp", "workspace", "deps", "sandbox-home", "proc", "dev", "sys", "run/flakegym"])
     await mkdir(join(root, d), { recursive: true });
-  const files = new Set<string>();
-  for (const bin of ["dash", "sleep", "timeout", "cat"]) {
-    const path = execFileSync("sh", ["-c", `command -v ${bin}`], { encoding: "utf8" }).trim();
-    files.add(path);
-    for (const line of execFileSync("ldd", [path], { encoding: "utf8" }).split("\n")) {
+  const files = new Set<string>(o.bins);
+  const pkg = resolveClinePackage();
+  if (o.cline) files.add(pkg.hostBinary).add(pkg.ripgrep);
+  for (const bin of [...files]) {
+    const r = await execa("ldd", [bin], { reject: false });
+    for (const line of r.stdout.split("\n")) {
       const lib = /(\/\S+) \(0x/.exec(line)?.[1];
       if (lib) files.add(lib);
     }
   }
-  // a Nix image's layout: everything under /bin (no /usr at all), libraries where ldd found them
   for (const f of files) {
-    const dest = f.startsWith("/usr/bin/") ? join(root, "bin", f.slice(9)) : join(root, f);
+    const dest = f.startsWith(pkg.root)
+      ? join(root, CLINE_DIR, relative(pkg.root, f))
+      : /^\/(usr\/)?bin\//.test(f)
+        ? join(root, "bin", basename(f))
+        : join(root, f);
     await mkdir(dirname(dest), { recursive: true });
     await copyFile(f, dest);
+    await chmod(dest, 0o755);
   }
   await copyFile(join(root, "bin", "dash"), join(root, "bin", "sh"));
-  await execa("chmod", ["0755", join(root, "bin", "sh")]);
+  await chmod(join(root, "bin", "sh"), 0o755);
+  if (o.cline) {
+    for (const f of [
+      "package.json",
+      "cline-core.js",
+      "node_modules",
+      "fake_node_modules",
+      "proto",
+      "extension",
+    ])
+      await execa("cp", ["-a", join(pkg.root, f), join(root, CLINE_DIR, f)]);
+  }
   await writeFile(join(root, "etc", "passwd"), "root:x:0:0::/root:/bin/sh\n");
   await writeFile(join(root, "etc", "flakegym-image"), "flake-like node-env\n");
-  await execa("tar", ["--numeric-owner", "-C", root, "-cf", join(dir, "rootfs.tar"), "."]);
-  await execa(
+  const env = { CONTAINERS_CONF: await containersConf(dir) };
+  const tar = execa("tar", ["--numeric-owner", "-C", root, "-c", "."], { buffer: false });
+  const imported = execa(
     "podman",
     [
       "import",
@@ -90,15 +127,14 @@ async function flakeLikeImage(dir: string): Promise<void> {
       "LABEL org.flakegym.cline.version=1.0.10",
       "--change",
       "LABEL org.flakegym.profile=node",
-      join(dir, "rootfs.tar"),
-      REF,
+      "-",
+      ref,
     ],
-    { timeout: 120_000, env: { CONTAINERS_CONF: await containersConf(dir) } },
+    { timeout: 300_000, env, stdin: "pipe" },
   );
-  await execa("podman", ["import", join(dir, "rootfs.tar"), PLAIN_REF], {
-    timeout: 120_000,
-    env: { CONTAINERS_CONF: await containersConf(dir) },
-  });
+  tar.stdout!.pipe(imported.stdin!);
+  await Promise.all([tar, imported]);
+  await rm(root, { recursive: true, force: true });
 }
 
 async function containersConf(dir: string): Promise<string> {
@@ -140,7 +176,15 @@ describe.skipIf(MISSING.length > 0)("rollout --images nix on a recorded image (r
   beforeAll(async () => {
     const dir = join(tmp.path, "image");
     await mkdir(dir, { recursive: true });
-    await flakeLikeImage(dir);
+    const tiny = ["dash", "sleep", "timeout", "cat"].map((b) =>
+      execFileSync("sh", ["-c", `command -v ${b}`], { encoding: "utf8" }).trim(),
+    );
+    await flakeLikeImage(dir, REF, { bins: tiny, cline: false });
+    // an image without the flake's env and labels: one file is enough (it is only inspected)
+    await mkdir(join(dir, "plain"));
+    await writeFile(join(dir, "plain", "hello"), "hi\n");
+    await execa("tar", ["-C", join(dir, "plain"), "-cf", join(dir, "plain.tar"), "."]);
+    await execa("podman", ["import", join(dir, "plain.tar"), PLAIN_REF], { timeout: 120_000 });
     cache = join(tmp.path, "cache");
     // recorded as `flakegym images load` records a loaded image
     await recordImage(defaultImageRecordFile({ FLAKEGYM_CACHE: cache }), {
@@ -249,4 +293,76 @@ describe.skipIf(MISSING.length > 0)("rollout --images nix on a recorded image (r
     );
     expect(existsSync(out)).toBe(false);
   }, 150_000);
+});
+
+const FULL_TAG = TAG.replace(/^./, "0");
+const FULL_REF = `localhost/flakegym-test/node-env-full:${FULL_TAG}`;
+
+describe.skipIf(MISSING.length > 0)("flakegym rollout --backend podman --images nix, end to end", () => {
+  let cache: string;
+  beforeAll(async () => {
+    const dir = join(tmp.path, "full-image");
+    await mkdir(dir, { recursive: true });
+    const t0 = performance.now();
+    await flakeLikeImage(dir, FULL_REF, { bins: nodeProfileBinaries(), cline: true });
+    console.log(`rollout-images: flake-like node image made in ${Math.round(performance.now() - t0)} ms`);
+    cache = join(tmp.path, "full-cache");
+    await recordImage(defaultImageRecordFile({ FLAKEGYM_CACHE: cache }), {
+      kind: "profile",
+      id: "node",
+      package: "node-env-container",
+      name: "localhost/flakegym-test/node-env-full",
+      tag: FULL_TAG,
+      storePath: `/nix/store/${FULL_TAG}-node-env.tar.gz`,
+      imageId: await podmanImageId(FULL_REF, 60_000),
+      loadedAs: FULL_REF,
+      flakeRef: "git+file:///src/flakegym",
+      recordedAt: new Date().toISOString(),
+    });
+  }, 400_000);
+  afterAll(async () => {
+    if (!MISSING.length)
+      await execa("podman", ["image", "rm", "-f", FULL_REF], { reject: false, timeout: 60_000 });
+  });
+
+  it("gold: the agent runs the image's node and Cline core, the score runs in the image; provenance names it", async () => {
+    const out = join(tmp.path, "run-full");
+    const r = await runCli(
+      [
+        "rollout",
+        "--task",
+        TASK,
+        "--backend",
+        "podman",
+        "--images",
+        "nix",
+        "--policy",
+        "gold",
+        "--group-size",
+        "1",
+        "--out",
+        out,
+      ],
+      { env: { FLAKEGYM_CACHE: cache }, timeoutMs: 400_000 },
+    );
+    expect(r.exitCode, r.stderr).toBe(0);
+    const run = JSON.parse(await readFile(join(out, "run.json"), "utf8"));
+    const image = {
+      name: "localhost/flakegym-test/node-env-full",
+      tag: FULL_TAG,
+      kind: "profile",
+      digest: await podmanImageId(FULL_REF, 60_000),
+      storePath: `/nix/store/${FULL_TAG}-node-env.tar.gz`,
+      ref: FULL_REF,
+    };
+    expect(run.config).toMatchObject({ backend: "podman", images: "nix" });
+    expect(run.tasks[TASK].image).toEqual(image);
+    const metrics = (await readFile(join(out, "metrics.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(metrics[0]).toMatchObject({ outcome: "completed", reward: 1 });
+    const group = JSON.parse((await readFile(join(out, "groups.jsonl"), "utf8")).trim().split("\n")[0]!);
+    expect(JSON.stringify(group)).toContain(JSON.stringify(image.digest));
+  }, 420_000);
 });
