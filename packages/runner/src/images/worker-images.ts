@@ -33,17 +33,25 @@ export type WorkerImageProvenance = z.infer<typeof WorkerImageProvenance>;
 /** A recorded image a worker ran on (not the host). */
 export type RecordedImage = Exclude<WorkerImageProvenance, string>;
 
-/** A task's worker image: the snapshot image for the task when one is recorded, else its profile's. */
+/**
+ * A task's worker image: the snapshot image for the task when one is recorded, else (unless
+ * `snapshotOnly`) its profile's.
+ */
 export function chooseWorkerImage(
   records: ImageRecords,
   task: { readonly id: string; readonly profile: string },
+  snapshotOnly = false,
 ): ImageRecord | undefined {
   const newest = (kind: ImageRecord["kind"], id: string) =>
     records.images.filter((r) => r.kind === kind && r.id === id).at(-1);
-  return newest("snapshot", task.id) ?? newest("profile", task.profile);
+  return newest("snapshot", task.id) ?? (snapshotOnly ? undefined : newest("profile", task.profile));
 }
 
-/** Where a backend refers to a recorded image: podman by its local reference, Nomad by pushed digest. */
+/**
+ * Where a backend refers to a recorded image: podman by its local reference (the runner's fork is
+ * bound at /workspace, so a profile image serves), Nomad by pushed digest (the work tree is the
+ * image's /workspace, so only a task's snapshot image serves).
+ */
 export type ImageConsumer = "podman" | "nomad";
 
 /** The reference a worker of `consumer` starts from, or undefined (Nomad needs a pushed image). */
@@ -89,13 +97,20 @@ export function resolveWorkerImages(
   const images = new Map<string, RecordedImage>();
   const missing: MissingImage[] = [];
   for (const t of tasks) {
-    const rec = chooseWorkerImage(records, t);
+    const rec = chooseWorkerImage(records, t, consumer === "nomad");
     if (!rec) {
       missing.push({
         taskId: t.id,
         profile: t.profile,
-        what: `no image recorded for task ${t.id} nor for its profile ${t.profile}`,
-        command: `flakegym images load --profile ${t.profile}`,
+        ...(consumer === "nomad"
+          ? {
+              what: `no snapshot image recorded for task ${t.id} (Nomad's container drivers take the work tree from the image)`,
+              command: `flakegym images load --task ${t.id} --push <registry>`,
+            }
+          : {
+              what: `no image recorded for task ${t.id} nor for its profile ${t.profile}`,
+              command: `flakegym images load --profile ${t.profile}`,
+            }),
       });
       continue;
     }
@@ -136,36 +151,4 @@ export function missingImagesMessage(
       .exhaustive(),
   );
   return lines.join("\n");
-}
-
-/** What `nix run .#rollout` decides when no `--backend`/`--images` is given. */
-export type RolloutImagesChoice =
-  | { readonly kind: "nix-images"; readonly backend: "podman"; readonly images: "nix" }
-  | { readonly kind: "host"; readonly backend: "local"; readonly images: "host"; readonly reason: string };
-
-/**
- * The default of a store-installed runner (`FLAKEGYM_IMAGES=auto`, set by the flake's app): the
- * flake's images on podman when Nix can build them, podman works and every task has a recorded
- * image; else the local backend, saying why. Pure: the CLI gathers the facts.
- */
-export function chooseRolloutImages(facts: {
-  readonly nix: NixBuildCapability;
-  /** podman's version, or undefined when podman is missing or does not answer. */
-  readonly podman: string | undefined;
-  /** The tasks' images on podman (missing ones named). */
-  readonly images: ReturnType<typeof resolveWorkerImages>;
-}): RolloutImagesChoice {
-  const host = (reason: string): RolloutImagesChoice => ({
-    kind: "host",
-    backend: "local",
-    images: "host",
-    reason,
-  });
-  if (facts.nix.kind === "unavailable") return host(`the flake's images need Nix: ${facts.nix.reason}`);
-  if (facts.podman === undefined) return host("podman is not installed or does not answer");
-  if (facts.images.kind === "missing") {
-    const m = facts.images.missing[0]!;
-    return host(`task ${m.taskId} has no loaded image (${m.command})`);
-  }
-  return { kind: "nix-images", backend: "podman", images: "nix" };
 }

@@ -49,6 +49,7 @@ import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../workers/t
 import { classifyOutcome, gatewayVerdictOf, workerExitGraceMs } from "./classify-outcome.js";
 import { resolveRowSource } from "./dataset-source.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
+import { nomadRolloutDriver } from "./nomad-driver.js";
 import { type TrajectorySlot, trialOf } from "./plan.js";
 import type { Outcome, RunConfig } from "./schema.js";
 import { agentWorkerWallClockMs, scoringWorkerWallClockMs } from "./worker-deadlines.js";
@@ -94,21 +95,22 @@ export interface WireOptions {
 }
 
 /**
- * The Nomad backend of `rollout --backend nomad`: client from NOMAD_ADDR/NOMAD_TOKEN/…; agent
- * workers run this machine's pinned Cline with the raw_exec driver, which is the only driver
- * rollout supports for now (container drivers need a per-task snapshot image, which rollout does
- * not build yet), so the opt-in FLAKEGYM_NOMAD_DRIVER=raw_exec is required.
+ * The Nomad backend of `rollout --backend nomad`: client from NOMAD_ADDR/NOMAD_TOKEN/…; the driver
+ * from FLAKEGYM_NOMAD_DRIVER (nomadRolloutDriver): raw_exec runs this machine's pinned Cline,
+ * docker/podman each task's snapshot image by digest (--images nix).
  */
-function nomadRolloutBackend(o: WireOptions, advertise: string): WorkerBackend & { close(): Promise<void> } {
-  const driver = o.env.FLAKEGYM_NOMAD_DRIVER;
-  if (driver !== "raw_exec") {
-    throw new UsageError(
-      `--backend nomad runs Cline agents with Nomad's raw_exec driver only${driver ? ` (FLAKEGYM_NOMAD_DRIVER=${driver} is not supported)` : ""}`,
-      "set FLAKEGYM_NOMAD_DRIVER=raw_exec on a dev cluster whose clients share this machine's filesystem (nomad agent -dev; no isolation); container drivers need per-task snapshot images, which rollout does not build yet",
-    );
-  }
+function nomadRolloutBackend(
+  config: RunConfig,
+  o: WireOptions,
+  advertise: string,
+): WorkerBackend & { close(): Promise<void> } {
+  const chosen = nomadRolloutDriver(o.env.FLAKEGYM_NOMAD_DRIVER, config.images);
   return createNomadBackend(
-    { driver: rawExecClineDriver(), gatewayAdvertise: advertise, pollMs: 5_000 },
+    {
+      driver: chosen.kind === "raw_exec" ? rawExecClineDriver() : chosen.driver,
+      gatewayAdvertise: advertise,
+      pollMs: 5_000,
+    },
     {
       client: createNomadClient(nomadConfigFromEnv(o.env)),
       ...(o.onNote ? { onProgress: (p) => o.onNote!(formatProgress(p)) } : {}),
@@ -207,7 +209,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     o.backend ??
     match(config.backend)
       .with("local", () => createLocalBackend({ agent: clineAgentLauncher() }))
-      .with("nomad", () => nomadRolloutBackend(o, advertised!))
+      .with("nomad", () => nomadRolloutBackend(config, o, advertised!))
       // the flake's images (--images nix), else a minimal locally imported image with the
       // host's /usr (and node) bound read-only
       .with("podman", () =>

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ImageRecord, ImageRecords } from "../../src/images/targets.js";
 import {
-  chooseRolloutImages,
   chooseWorkerImage,
   imageRefFor,
   missingImagesMessage,
@@ -91,13 +90,12 @@ describe("resolveWorkerImages", () => {
         { id: "stats-empty-mean", profile: "python" },
         { id: "paginate-last-page", profile: "node" },
       ],
-      "nomad",
+      "podman",
     );
     expect(r.kind).toBe("missing");
     if (r.kind !== "missing") return;
     expect(r.missing.map((m) => [m.taskId, m.command])).toEqual([
       ["stats-empty-mean", "flakegym images load --profile python"],
-      ["paginate-last-page", "flakegym images load --profile node --push <registry>"],
     ]);
     const msg = missingImagesMessage(r.missing, "/cache/images.json", {
       kind: "unavailable",
@@ -111,32 +109,25 @@ describe("resolveWorkerImages", () => {
   });
 });
 
-describe("chooseRolloutImages", () => {
-  const ok = resolveWorkerImages(records, [{ id: "t", profile: "node" }], "podman");
-  const nix = { kind: "ok", version: "2.26.3" } as const;
-
-  it("uses the flake's images on podman when Nix, podman and the images are there", () => {
-    expect(chooseRolloutImages({ nix, podman: "4.3.1", images: ok })).toEqual({
-      kind: "nix-images",
-      backend: "podman",
-      images: "nix",
-    });
-  });
-
-  it("falls back to the local backend saying why", () => {
-    const old = { kind: "unavailable", reason: "nix 2.8 is too old", whatToRun: "" } as const;
-    expect(chooseRolloutImages({ nix: old, podman: "4.3.1", images: ok })).toMatchObject({
-      backend: "local",
-      reason: "the flake's images need Nix: nix 2.8 is too old",
-    });
-    expect(chooseRolloutImages({ nix, podman: undefined, images: ok })).toMatchObject({
-      backend: "local",
-      reason: "podman is not installed or does not answer",
-    });
-    const none = resolveWorkerImages(records, [{ id: "t", profile: "go" }], "podman");
-    expect(chooseRolloutImages({ nix, podman: "4.3.1", images: none })).toMatchObject({
-      backend: "local",
-      reason: "task t has no loaded image (flakegym images load --profile go)",
-    });
+describe("resolveWorkerImages for Nomad", () => {
+  it("takes only a task's snapshot image (the work tree comes from the image), by pushed digest", () => {
+    const pushed = rec("snapshot", "ratatui-2148", { pushed: "registry.example/flakegym/snap@sha256:cd" });
+    const r = resolveWorkerImages(
+      { images: [...records.images, pushed] },
+      [
+        { id: "ratatui-2148", profile: "rust" },
+        { id: "tinygauge-vertical", profile: "rust" },
+      ],
+      "nomad",
+    );
+    expect(r.kind).toBe("missing");
+    if (r.kind !== "missing") return;
+    expect(r.missing.map((m) => [m.taskId, m.command])).toEqual([
+      ["tinygauge-vertical", "flakegym images load --task tinygauge-vertical --push <registry>"],
+    ]);
+    const ok = resolveWorkerImages({ images: [pushed] }, [{ id: "ratatui-2148", profile: "rust" }], "nomad");
+    expect(ok.kind === "ok" && ok.images.get("ratatui-2148")?.ref).toBe(
+      "registry.example/flakegym/snap@sha256:cd",
+    );
   });
 });
