@@ -86,6 +86,7 @@ export {
   BASE_IMAGE,
   CONTAINERS_CONF,
   createPodmanBackend,
+  flakeImagePodmanOptions,
   hostToolchainPodmanOptions,
   type PodmanBackendOptions,
   podmanRunArgs,

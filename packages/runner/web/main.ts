@@ -175,6 +175,17 @@ const SORTS: [string, string][] = [
   ["retries", "infra retries"],
 ];
 
+/** The distinct images the run's workers ran on (run.json `tasks.*.image`). */
+function imagesFact(m: RunResponse["manifest"]): string {
+  const seen = new Set<string>();
+  for (const t of Object.values(m.tasks)) {
+    const i = t.image;
+    if (i)
+      seen.add(typeof i === "string" ? i : `${i.name}:${i.tag} (${i.digest.slice(0, 12)}, ${i.storePath})`);
+  }
+  return seen.size ? [...seen].join("; ") : "not recorded";
+}
+
 async function runPage(ref: string, params: URLSearchParams, seq: number): Promise<void> {
   const q = Object.fromEntries(params);
   const run = await api<RunResponse>("/api/run", { run: ref, ...q });
@@ -352,6 +363,7 @@ async function runPage(ref: string, params: URLSearchParams, seq: number): Promi
       ),
       fact("Atropos", atropos),
       fact("backend", m.config.backend),
+      fact("images", imagesFact(m)),
     ),
     run.skippedLines
       ? h("p", { class: "err" }, `${run.skippedLines} metrics line(s) did not parse and are left out`)

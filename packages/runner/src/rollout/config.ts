@@ -2,6 +2,7 @@ import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../errors.js";
+import { ImagesMode } from "../images/worker-images.js";
 import { checkSampling, type SamplingParams } from "../policy/sampling.js";
 import { withSamplingDefaults } from "../policy/spec.js";
 import { PartialCredit, TamperPenalty } from "../scoring/reward.js";
@@ -189,8 +190,11 @@ export const RolloutOptions = z.object({
     .enum(["local", "podman", "nomad"])
     .optional()
     .describe(
-      "where workers run (default local; nomad: Nomad allocations, needs --gateway-advertise and FLAKEGYM_NOMAD_DRIVER=raw_exec, see docs/nomad.md; podman: containers (runc, --network none) from a locally imported minimal image with this machine's /usr bound read-only, see docs/sandbox.md)",
+      "where workers run (default local; nomad: Nomad allocations, needs --gateway-advertise and FLAKEGYM_NOMAD_DRIVER=raw_exec (or docker/podman with --images nix), see docs/nomad.md; podman: containers (runc, --network none) from a locally imported minimal image with this machine's /usr bound read-only, see docs/sandbox.md)",
     ),
+  images: ImagesMode.optional().describe(
+    "what workers run on: host (default) = this machine's /usr; nix = the flake's images recorded by `flakegym images load` (a task's snapshot image, else its profile's), with --backend podman or nomad; a task without one stops the run before it starts (exit 3), naming the command that makes it",
+  ),
   gatewayAdvertise: z
     .string()
     .optional()
@@ -269,6 +273,7 @@ const IDENTITY: readonly (keyof RolloutOptions)[] = [
   "atroposWait",
   "maxTokenLength",
   "backend",
+  "images",
   "maxTurns",
   "timeout",
   "idleTimeout",
@@ -346,6 +351,12 @@ export function resolveRolloutOptions(
     throw new UsageError(
       "missing required flag --task (or --dataset)",
       "name a catalog task (see flakegym tasks list), a dataset file with --dataset <file>, or --resume <dir>",
+    );
+  }
+  if (o.images === "nix" && (o.backend ?? "local") === "local") {
+    throw new UsageError(
+      "--images nix needs a container backend: the local backend runs on this machine's /usr",
+      "add --backend podman (or --backend nomad with docker/podman drivers), or drop --images nix",
     );
   }
   if (o.limit !== undefined && o.dataset === undefined && !o.resume) {
@@ -430,6 +441,7 @@ export function resolveRolloutOptions(
     ...(o.tokenizer ? { tokenizer: o.tokenizer } : {}),
     segments: o.segments ?? "last",
     backend: o.backend ?? "local",
+    ...(o.images === "nix" ? { images: "nix" as const } : {}),
     limits: {
       maxTurns: o.maxTurns ?? DEFAULTS.maxTurns,
       timeoutMs: (o.timeout ?? DEFAULTS.timeoutS) * 1000,

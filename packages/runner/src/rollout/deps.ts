@@ -1,5 +1,6 @@
 import type { AtroposMessage } from "../emit/atropos/schema.js";
 import type { TokenSequence } from "../emit/group.js";
+import type { WorkerImageProvenance } from "../images/worker-images.js";
 import type { HiddenTests } from "../scoring/scorer.js";
 import type { TrajectorySlot } from "./plan.js";
 import type { Counts, Outcome, Score, TrajectoryResult } from "./schema.js";
@@ -22,6 +23,8 @@ export interface RolloutTask {
   readonly network: "none" | "required";
   /** The hidden tests; without `install`/`run` (a dataset row) the tests term is left out. */
   readonly hidden: HiddenTests;
+  /** What the task's workers run on (provenance: run.json and each group record). */
+  readonly image?: WorkerImageProvenance;
 }
 
 /** A task's snapshot, built or found in the cache. */

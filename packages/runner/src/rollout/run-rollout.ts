@@ -468,6 +468,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       ...(task.datasetRow !== undefined ? { datasetRow: task.datasetRow } : {}),
       snapshotKey: snap.key,
       profile: task.profile,
+      ...(task.image ? { image: task.image } : {}),
     };
     await saveManifest();
     if (emitter) await emitter.waitForCapacity(signal);

@@ -1,5 +1,6 @@
 import { LimitName, Outcome, OutcomeKind } from "@flakegym/cline-vendor";
 import { z } from "zod";
+import { WorkerImageProvenance } from "../images/worker-images.js";
 import { PartialCredit, TamperPenalty, Weights } from "../scoring/reward.js";
 import { Score } from "../scoring/score.js";
 
@@ -142,6 +143,10 @@ export const RunConfig = z
         "a trajectory whose context was rewritten exports several token segments: last = one sequence per trajectory (its final segment, full reward); all = every segment (reward split evenly)",
       ),
     backend: z.enum(["local", "podman", "nomad"]),
+    images: z
+      .literal("nix")
+      .optional()
+      .describe("--images nix: workers run on the flake's recorded images (absent: this machine's /usr)"),
     limits: z
       .object({
         maxTurns: z.number().int().min(1),
@@ -183,6 +188,7 @@ export const TaskProvenance = z
     datasetRow: z.number().int().positive().optional().describe("1-based row of the dataset file"),
     snapshotKey: z.string().optional(),
     profile: z.string().optional(),
+    image: WorkerImageProvenance.optional().describe("the image the task's workers ran on"),
   })
   .strict();
 

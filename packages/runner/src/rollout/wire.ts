@@ -15,6 +15,7 @@ import { startGatewayThread } from "../gateway/thread.js";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
 import { writeOwnerRecord } from "../gc/owner.js";
 import type { UnmountRecord } from "../gc/unmount.js";
+import type { RecordedImage, WorkerImageProvenance } from "../images/worker-images.js";
 import type { ChatMessage } from "../policy/chat.js";
 import { createUpstream } from "../policy/create-upstream.js";
 import { trajectorySampling } from "../policy/sampling.js";
@@ -40,11 +41,16 @@ import { createNomadBackend } from "../workers/nomad/backend.js";
 import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
 import { formatProgress } from "../workers/nomad/progress.js";
 import { rawExecClineDriver } from "../workers/nomad/raw-exec-cline.js";
-import { createPodmanBackend, hostToolchainPodmanOptions } from "../workers/podman/podman-backend.js";
+import {
+  createPodmanBackend,
+  flakeImagePodmanOptions,
+  hostToolchainPodmanOptions,
+} from "../workers/podman/podman-backend.js";
 import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../workers/types.js";
 import { classifyOutcome, gatewayVerdictOf, workerExitGraceMs } from "./classify-outcome.js";
 import { resolveRowSource } from "./dataset-source.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
+import { nomadRolloutDriver } from "./nomad-driver.js";
 import { type TrajectorySlot, trialOf } from "./plan.js";
 import type { Outcome, RunConfig } from "./schema.js";
 import { agentWorkerWallClockMs, scoringWorkerWallClockMs } from "./worker-deadlines.js";
@@ -82,24 +88,30 @@ export interface WireOptions {
   readonly keepWorkspace?: (slot: TrajectorySlot, workspace: string) => Promise<void>;
   /** With `config.dataset`: the rows the run uses (see dataset-tasks.ts), looked up by task id. */
   readonly datasetTasks?: readonly TaskProfile[];
+  /**
+   * With `config.images` "nix": each task's image (resolveWorkerImages, checked before the run);
+   * its `ref` is what the task's workers start from.
+   */
+  readonly workerImages?: ReadonlyMap<string, RecordedImage>;
 }
 
 /**
- * The Nomad backend of `rollout --backend nomad`: client from NOMAD_ADDR/NOMAD_TOKEN/…; agent
- * workers run this machine's pinned Cline with the raw_exec driver, which is the only driver
- * rollout supports for now (container drivers need a per-task snapshot image, which rollout does
- * not build yet), so the opt-in FLAKEGYM_NOMAD_DRIVER=raw_exec is required.
+ * The Nomad backend of `rollout --backend nomad`: client from NOMAD_ADDR/NOMAD_TOKEN/…; the driver
+ * from FLAKEGYM_NOMAD_DRIVER (nomadRolloutDriver): raw_exec runs this machine's pinned Cline,
+ * docker/podman each task's snapshot image by digest (--images nix).
  */
-function nomadRolloutBackend(o: WireOptions, advertise: string): WorkerBackend & { close(): Promise<void> } {
-  const driver = o.env.FLAKEGYM_NOMAD_DRIVER;
-  if (driver !== "raw_exec") {
-    throw new UsageError(
-      `--backend nomad runs Cline agents with Nomad's raw_exec driver only${driver ? ` (FLAKEGYM_NOMAD_DRIVER=${driver} is not supported)` : ""}`,
-      "set FLAKEGYM_NOMAD_DRIVER=raw_exec on a dev cluster whose clients share this machine's filesystem (nomad agent -dev; no isolation); container drivers need per-task snapshot images, which rollout does not build yet",
-    );
-  }
+function nomadRolloutBackend(
+  config: RunConfig,
+  o: WireOptions,
+  advertise: string,
+): WorkerBackend & { close(): Promise<void> } {
+  const chosen = nomadRolloutDriver(o.env.FLAKEGYM_NOMAD_DRIVER, config.images);
   return createNomadBackend(
-    { driver: rawExecClineDriver(), gatewayAdvertise: advertise, pollMs: 5_000 },
+    {
+      driver: chosen.kind === "raw_exec" ? rawExecClineDriver() : chosen.driver,
+      gatewayAdvertise: advertise,
+      pollMs: 5_000,
+    },
     {
       client: createNomadClient(nomadConfigFromEnv(o.env)),
       ...(o.onNote ? { onProgress: (p) => o.onNote!(formatProgress(p)) } : {}),
@@ -198,9 +210,14 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     o.backend ??
     match(config.backend)
       .with("local", () => createLocalBackend({ agent: clineAgentLauncher() }))
-      .with("nomad", () => nomadRolloutBackend(o, advertised!))
-      // a minimal locally imported image with the host's /usr (and node) bound read-only
-      .with("podman", () => createPodmanBackend(hostToolchainPodmanOptions()))
+      .with("nomad", () => nomadRolloutBackend(config, o, advertised!))
+      // the flake's images (--images nix), else a minimal locally imported image with the
+      // host's /usr (and node) bound read-only
+      .with("podman", () =>
+        createPodmanBackend(
+          config.images === "nix" ? flakeImagePodmanOptions() : hostToolchainPodmanOptions(),
+        ),
+      )
       .exhaustive();
   // in a thread of its own: the cores' model calls never wait behind this loop's work (their gRPC
   // streams, sandboxes, scoring); see docs/gateway.md
@@ -221,6 +238,21 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
   let tokenizer: Promise<ChatTokenizer> | undefined;
 
   const taskOf = (t: RolloutTask) => loaded.get(t.id)!;
+  /** The task's image (--images nix; checked before the run), else this machine's /usr. */
+  const imageOf = (taskId: string): WorkerImageProvenance => {
+    if (config.images !== "nix") return "host /usr";
+    const image = o.workerImages?.get(taskId);
+    if (!image) {
+      throw new FlakegymError("E_IMAGE_MISSING", `--images nix: no worker image chosen for task ${taskId}`, {
+        hint: "`flakegym images list` shows what is loaded; `flakegym images load --profile <profile>` loads one",
+      });
+    }
+    return image;
+  };
+  const imageSpec = (taskId: string): Pick<WorkerSpec, "image"> => {
+    const image = imageOf(taskId);
+    return image === "host /usr" ? {} : { image: image.ref };
+  };
   const workerLimits = (t: TaskRuntime, wallClockMs: number): WorkerSpec["limits"] => ({
     memoryMb: t.limits.memoryMb,
     pids: t.limits.pids,
@@ -270,6 +302,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       network: row.repoKind === "local" ? "none" : "required",
       // no hidden tests: the scorer leaves the tests term out
       hidden: { testFiles: [], commands: [], timeoutMs: config.limits.testTimeoutMs },
+      image: imageOf(row.id),
     };
   }
 
@@ -291,6 +324,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
         prompt: t.spec.prompt,
         network: t.spec.network,
         hidden,
+        image: imageOf(id),
       };
     },
 
@@ -356,6 +390,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
             gateway: { socketPath: gateway.socketPath!, url: route.baseUrlsFor("http://gateway").openai },
             limits: workerLimits(t, agentWorkerWallClockMs(config.limits.timeoutMs)),
             agent: true,
+            ...imageSpec(input.task.id),
           },
           input.signal,
         );
@@ -488,6 +523,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
             gateway: {},
             limits: workerLimits(t, scoringWorkerWallClockMs(config.limits.testTimeoutMs, config.testRepeat)),
             agent: false,
+            ...imageSpec(input.task.id),
             ...(prepared ? { readOnlyFiles: prepared.readOnly.files } : {}),
           },
           input.signal,

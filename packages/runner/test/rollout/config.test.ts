@@ -258,3 +258,18 @@ describe("--idle-timeout", () => {
     expect(() => resolve(["--resume", "/w/runs/x", "--idle-timeout", "30"])).toThrow(/--idle-timeout/);
   });
 });
+
+describe("--images", () => {
+  it("stores nix (host is the default and not stored) and needs a container backend", () => {
+    expect(resolve(["--task", "a"]).config.images).toBeUndefined();
+    expect(resolve(["--task", "a", "--images", "host"]).config.images).toBeUndefined();
+    expect(resolve(["--task", "a", "--backend", "podman", "--images", "nix"]).config).toMatchObject({
+      backend: "podman",
+      images: "nix",
+    });
+    expect(() => resolve(["--task", "a", "--images", "nix"])).toThrow(
+      /--images nix needs a container backend/,
+    );
+    expect(() => resolve(["--resume", "runs/x", "--images", "nix"])).toThrow(/images/);
+  });
+});

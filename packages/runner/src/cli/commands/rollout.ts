@@ -26,6 +26,7 @@ import { formatRowError } from "../../tasks/dataset.js";
 import { datasetAsCatalog } from "../../tasks/dataset-catalog.js";
 import { printable } from "../../text/looks-binary.js";
 import { defineCommand } from "../command.js";
+import { preflightWorkerImages } from "./rollout-images.js";
 
 export const rolloutCommand = defineCommand({
   path: ["rollout"],
@@ -82,6 +83,10 @@ export const rolloutCommand = defineCommand({
     // bad input is a usage error now, before any run directory, worker or retry
     await validatePolicySpecs(config.policies, ctx.signal);
     if (!selection) await checkCatalogTasks(config.tasks, config.catalog);
+    // --images nix: every task's image is here before anything runs
+    const workerImages =
+      config.images === "nix" ? await preflightWorkerImages(config, selection?.tasks, ctx) : undefined;
+    if (typeof workerImages === "number") return workerImages;
     if (r.banner) ctx.stderr.write(`\n  ${r.banner}\n\n`);
     const what = selection
       ? `${selection.tasks.length} row(s) of ${selection.config.file}`
@@ -101,6 +106,7 @@ export const rolloutCommand = defineCommand({
       onNote: (m) => ctx.stderr.write(`${m}\n`),
       env: ctx.env,
       ...(selection ? { datasetTasks: selection.tasks } : {}),
+      ...(workerImages ? { workerImages } : {}),
     });
     const reporter = createReporter(ctx.stderr);
     let result: Awaited<ReturnType<typeof runRollout>>;

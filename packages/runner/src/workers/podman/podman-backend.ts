@@ -2,7 +2,12 @@ import { randomBytes } from "node:crypto";
 import { chown, mkdir, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { launchClineCore, resolveClinePackage, SUPERVISOR_PATH } from "@flakegym/cline-vendor";
+import {
+  type ClinePackage,
+  launchClineCore,
+  resolveClinePackage,
+  SUPERVISOR_PATH,
+} from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
 import { PODMAN_OWNER_LABEL } from "../../gc/inventory.js";
@@ -33,6 +38,7 @@ import type {
   WorkerExit,
   WorkerSpec,
 } from "../types.js";
+import { clinePackageInImage, ImageConfig, imageClineOf } from "./image-cline.js";
 
 /**
  * The podman backend: one OCI container per worker, from a locally present image (built by the
@@ -70,6 +76,18 @@ export interface PodmanBackendOptions {
    * as the toolchain ({@link hostToolchainPodmanOptions}).
    */
   readonly importBaseImage?: boolean;
+  /**
+   * Workers run on images with their own toolchain, Node and Cline core (the flake's images,
+   * `rollout --images nix`): the agent runs the image's node ({@link nodeInImage}, default
+   * /bin/node) and core (the image's FLAKEGYM_CLINE_DIR, same version as the runner's); of the
+   * runner only the supervisor script is bound in.
+   */
+  readonly clineFromImage?: boolean;
+}
+
+/** Podman options for the flake's images (`rollout --images nix`); the image comes with each worker spec. */
+export function flakeImagePodmanOptions(): PodmanBackendOptions {
+  return { clineFromImage: true, nodeInImage: "/bin/node" };
 }
 
 /** The minimal image `importBaseImage` creates locally (no registry): a rootfs without /usr. */
@@ -310,8 +328,11 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       // own the workspace to write it; with all capabilities dropped it can write nothing else.
       const owner = await stat(spec.workspace);
       const user = `${owner.uid}:${owner.gid}`;
+      // the agent's core: the image's own (flake images), else the runner's bound in; before any
+      // host dir exists, so a wrong image leaves nothing behind
+      const pkg = spec.agent ? await agentClinePackage(image) : undefined;
       const host = await makeHostDirs(join(stateDir, name), owner);
-      if (spec.agent) return await startAgent(spec, { name, image, env, user, signal, host });
+      if (pkg) return await startAgent(spec, { name, image, env, user, signal, host, pkg });
       const run = await pm(
         podmanRunArgs(spec, {
           name,
@@ -340,6 +361,23 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       return await makeWorker(spec, name, host);
     },
   };
+
+  async function agentClinePackage(image: string): Promise<ClinePackage> {
+    const host = resolveClinePackage();
+    if (!options.clineFromImage) return host;
+    return clinePackageInImage(host, image, imageClineOf(image, await imageConfig(image)));
+  }
+
+  /** The image's `.Config` (environment, labels). */
+  async function imageConfig(image: string): Promise<ImageConfig> {
+    const r = await pm(["image", "inspect", "--format", "{{json .Config}}", image]);
+    if (r.exitCode !== 0) {
+      throw new FlakegymError("E_PODMAN", `podman image inspect ${image} failed: ${r.stderr.trim()}`, {
+        hint: "load the image first (`flakegym images load`; `podman images` lists what is here)",
+      });
+    }
+    return ImageConfig.parse(JSON.parse(r.stdout));
+  }
 
   /** The worker's host dir: owner.json and the bounded tmpfs with /tmp, HOME, config, sockets. */
   async function makeHostDirs(dir: string, owner: { uid: number; gid: number }): Promise<HostDirs> {
@@ -534,9 +572,10 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       user: string;
       signal: AbortSignal | undefined;
       host: HostDirs;
+      pkg: ClinePackage;
     },
   ): Promise<Worker> {
-    const pkg = resolveClinePackage();
+    const pkg = o.pkg;
     const dir = o.host.dir;
     const configDir = o.host.dirs.config;
     const socketDir = o.host.dirs.sock;
@@ -545,7 +584,7 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
     const binds: Bind[] = [
       ...(options.binds ?? []),
       { src: dirname(SUPERVISOR_PATH), dest: dirname(SUPERVISOR_PATH) },
-      { src: pkg.root, dest: pkg.root },
+      ...(options.clineFromImage ? [] : [{ src: pkg.root, dest: pkg.root }]),
       { src: configDir, dest: configDir, rw: true },
       { src: socketDir, dest: socketDir, rw: true },
       { src: spec.gateway.socketPath!, dest: SANDBOX_GATEWAY_SOCKET },
@@ -554,6 +593,7 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       workspace: spec.workspace,
       configDir,
       home: o.host.dirs.home,
+      clinePackage: pkg,
       ...(spec.env ? { env: spec.env } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
       startTimeoutMs: options.agentStartTimeoutMs ?? 120_000,
