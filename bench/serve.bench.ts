@@ -61,7 +61,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       timed(async () => {
         const out = join(scratch, `rollout-${Math.random().toString(36).slice(2)}`);
         const { config } = resolveRolloutOptions(
-          rolloutOptionsOf(request("r"), runner, out),
+          rolloutOptionsOf(request("r"), runner, out, { tasks: [request("r").task!] }),
           process.env,
           scratch,
           "bench-rollout",

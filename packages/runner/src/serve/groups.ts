@@ -7,12 +7,14 @@ import type { RolloutDeps } from "../rollout/deps.js";
 import { readManifest, runPaths } from "../rollout/run-dir.js";
 import { runRollout } from "../rollout/run-rollout.js";
 import { type RunConfig, TrajectoryResult } from "../rollout/schema.js";
+import { type GroupTasks, prepareGroupTasks } from "./group-tasks.js";
 import { readResults, readServedTrajectory, ServedTrajectory } from "./record.js";
 import { DoneLine, type GroupRequest, type GroupStatus, type StreamLine } from "./schema.js";
 
 /**
  * The groups a server runs or ran, kept under a state directory: `requests/<request_id>/` holds
- * `request.json` (the request as accepted), `run/` (the rollout run directory), `records/<id>.json`
+ * `request.json` (the request as accepted), `catalog/` (its rows or scenario as catalog tasks),
+ * `run/` (the rollout run directory), `records/<id>.json`
  * (each streamed trajectory, written atomically before it is streamed) and `done.json` (the final
  * line, written when the group completed or was cancelled). A group the server was stopped in the
  * middle of has no done.json: resubmitting it resumes the run, and finished trajectories never run
@@ -39,7 +41,9 @@ export interface GroupRunnerOptions {
   /** Workers one group runs at once. */
   readonly concurrency: number;
   readonly catalog?: string;
-  readonly backend?: "local" | "podman";
+  /** Where rows may name local repositories (relative to it); without it only remote ones are taken. */
+  readonly reposDir?: string;
+  readonly backend?: "local" | "podman" | "nomad";
   readonly env: NodeJS.ProcessEnv;
   readonly cwd: string;
   readonly depsFor: (config: RunConfig, runId: string, signal: AbortSignal) => Promise<RolloutDeps>;
@@ -51,16 +55,17 @@ export const CANCELLED = "cancelled by DELETE";
 /** The rollout flags a group request stands for. Pure. */
 export function rolloutOptionsOf(
   req: GroupRequest,
-  o: Pick<GroupRunnerOptions, "tokenizerDir" | "concurrency" | "catalog" | "backend">,
+  o: Pick<GroupRunnerOptions, "tokenizerDir" | "concurrency" | "backend">,
   out: string,
+  tasks: GroupTasks,
 ): RolloutOptions {
   const s = req.sampling ?? {};
   return {
-    task: [req.task],
+    task: [...tasks.tasks],
     groupSize: req.group_size,
     policy: [req.inference ? `openai:${req.inference.base_url}#${req.inference.model}` : req.policy!],
     concurrency: o.concurrency,
-    ...(o.catalog ? { catalog: o.catalog } : {}),
+    ...(tasks.catalog ? { catalog: tasks.catalog } : {}),
     ...(o.backend ? { backend: o.backend } : {}),
     ...(s.temperature !== undefined ? { temperature: s.temperature } : {}),
     ...(s.top_p !== undefined ? { topP: s.top_p } : {}),
@@ -99,6 +104,7 @@ export function groupPaths(stateDir: string, id: string) {
   return {
     dir,
     request: join(dir, "request.json"),
+    catalog: join(dir, "catalog"),
     run: join(dir, "run"),
     records: join(dir, "records"),
     record: (trajectoryId: string) => join(dir, "records", `${trajectoryId}.json`),
@@ -139,9 +145,10 @@ export async function startGroup(
   const p = groupPaths(o.stateDir, request.request_id);
   const resume = stored?.runId !== undefined;
   const runId = stored?.runId ?? newRunId();
-  const resolved = resolveRolloutOptions(rolloutOptionsOf(request, o, p.run), o.env, o.cwd, runId);
   await mkdir(p.records, { recursive: true });
   if (!stored) await writeJsonAtomic(p.request, request);
+  const tasks = await prepareGroupTasks(request, p.catalog, o);
+  const resolved = resolveRolloutOptions(rolloutOptionsOf(request, o, p.run, tasks), o.env, o.cwd, runId);
   const abort = new AbortController();
   const records = [...(stored?.records ?? [])];
   const seen = new Set(records.map((r) => r.trajectory_id));
