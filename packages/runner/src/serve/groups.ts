@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { writeJsonAtomic } from "../emit/jsonl.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
@@ -8,7 +8,7 @@ import { readManifest, runPaths } from "../rollout/run-dir.js";
 import { runRollout } from "../rollout/run-rollout.js";
 import { type RunConfig, TrajectoryResult } from "../rollout/schema.js";
 import { type GroupTasks, prepareGroupTasks } from "./group-tasks.js";
-import { readResults, readServedTrajectory, ServedTrajectory } from "./record.js";
+import { readGroupRecords, readResults, readServedTrajectory, type ServedTrajectory } from "./record.js";
 import { DoneLine, type GroupRequest, type GroupStatus, type StreamLine } from "./schema.js";
 
 /**
@@ -35,8 +35,7 @@ export interface GroupRun {
 
 export interface GroupRunnerOptions {
   readonly stateDir: string;
-  /** The policy model's tokenizer directory (token export). */
-  readonly tokenizerDir: string;
+  /** The policy model's tokenizer: each finished trajectory's record (its one token export). */
   readonly tokenizer: ChatTokenizer;
   /** Workers one group runs at once. */
   readonly concurrency: number;
@@ -55,7 +54,7 @@ export const CANCELLED = "cancelled by DELETE";
 /** The rollout flags a group request stands for. Pure. */
 export function rolloutOptionsOf(
   req: GroupRequest,
-  o: Pick<GroupRunnerOptions, "tokenizerDir" | "concurrency" | "backend">,
+  o: Pick<GroupRunnerOptions, "concurrency" | "backend">,
   out: string,
   tasks: GroupTasks,
 ): RolloutOptions {
@@ -74,9 +73,8 @@ export function rolloutOptionsOf(
     ...(s.seed !== undefined ? { seed: s.seed } : {}),
     ...(req.max_turns !== undefined ? { maxTurns: req.max_turns } : {}),
     ...(req.timeout_s !== undefined ? { timeout: req.timeout_s } : {}),
-    tokenizer: o.tokenizerDir,
-    // every segment is streamed; the adapters' flag picks the final one or all
-    segments: "all",
+    // no --tokenizer: the group's records (records/) are its one token export; the run's
+    // groups.jsonl keeps messages and scores only, not a second copy of every token id
     out,
     keepEqualScores: false,
     json: false,
@@ -118,12 +116,7 @@ export async function readStored(stateDir: string, id: string) {
   const text = await readFile(p.request, "utf8").catch(() => undefined);
   if (text === undefined) return undefined;
   const request = JSON.parse(text) as GroupRequest;
-  const records: ServedTrajectory[] = [];
-  for (const f of await readdir(p.records).catch(() => [] as string[])) {
-    if (!f.endsWith(".json")) continue;
-    records.push(ServedTrajectory.parse(JSON.parse(await readFile(join(p.records, f), "utf8"))));
-  }
-  records.sort((a, b) => a.index - b.index);
+  const records = await readGroupRecords(p.records);
   const doneText = await readFile(p.done, "utf8").catch(() => undefined);
   const done = doneText === undefined ? undefined : DoneLine.parse(JSON.parse(doneText));
   const runId = await readManifest(runPaths(p.run)).then(

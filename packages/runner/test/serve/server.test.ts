@@ -47,7 +47,6 @@ async function serve(
     maxGroups: o.maxGroups ?? 4,
     ...(o.token ? { token: o.token } : {}),
     stateDir,
-    tokenizerDir: TOKENIZERS.qwen3,
     tokenizer: tok,
     concurrency: 2,
     env: {},
@@ -257,6 +256,39 @@ async function fixtureRows(): Promise<Record<string, unknown>[]> {
   });
 }
 const rowById = (rows: Record<string, unknown>[], id: string) => rows.find((r) => r.instance_id === id)!;
+
+describe("serve: a failed group", () => {
+  it("is resumed when resubmitted: what finished is kept, the rest runs; a complete group never runs again", async () => {
+    const deps = createDummyDeps();
+    let calls = 0;
+    const stateDir = join(tmp.path, `state-${++n}`);
+    const h = await startServe({
+      host: "127.0.0.1",
+      port: 0,
+      maxGroups: 2,
+      stateDir,
+      tokenizer: tok,
+      concurrency: 2,
+      env: {},
+      cwd: tmp.path,
+      depsFor: async () => {
+        if (++calls === 1) throw new Error("the backend is down");
+        return deps;
+      },
+      closeWaitMs: 10_000,
+    });
+    handles.push(h);
+    const first = await post(h, group("g-fail", 2));
+    expect(doneOf(first.lines)).toMatchObject({ status: "failed", detail: "the backend is down" });
+    expect(deps.agentCalls).toEqual([]);
+    const again = await post(h, group("g-fail", 2));
+    expect(doneOf(again.lines)).toMatchObject({ status: "complete", trajectories: 2 });
+    const third = await post(h, group("g-fail", 2));
+    expect(third.lines[0]).toMatchObject({ status: "complete", replayed: 2 });
+    expect(deps.agentCalls.sort()).toEqual([`${TASK}-t0`, `${TASK}-t1`]);
+    expect(calls).toBe(2);
+  });
+});
 
 describe("serve: dataset rows and scenarios", () => {
   it("parseRows: the importer's tasks, local repositories only under --repos-dir, every bad row named", async () => {

@@ -81,7 +81,6 @@ export const serveCommand = defineCommand({
       ...(token ? { token } : {}),
       maxGroups,
       stateDir: resolve(ctx.cwd, opts.stateDir),
-      tokenizerDir,
       tokenizer,
       concurrency: opts.concurrency ?? Math.max(1, availableParallelism()),
       backend: opts.backend,
