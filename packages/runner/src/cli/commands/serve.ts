@@ -11,8 +11,8 @@ export const serveCommand = defineCommand({
   path: ["serve"],
   summary: "an environment server for trainers: POST a group, read scored trajectories back as NDJSON",
   details:
-    "Trainers POST /v1/groups (a catalog task, a group size, their own OpenAI-compatible endpoint, model and\n" +
-    "sampling parameters, a request id); flakegym runs the group as `rollout` does and streams each finished\n" +
+    "Trainers POST /v1/groups (a catalog task, SWE-bench-style rows or a scenario, a group size, their own\n" +
+    "OpenAI-compatible endpoint, model and sampling parameters, a request id); flakegym runs the group as `rollout` does and streams each finished\n" +
     "trajectory (token ids, loss mask, logprobs, reward and breakdown, outcome, timings, segments,\n" +
     "provenance). GET /v1/schema: the API as JSON Schema. A request id never runs twice; finished groups are\n" +
     "answered from --state-dir after a restart. Off loopback, FLAKEGYM_SERVE_TOKEN is required and every\n" +
