@@ -47,7 +47,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     group_size: n,
     inference: { base_url: vllm.baseUrl, model: "Qwen/Qwen3-8B" },
   });
-  const runner = { tokenizerDir: QWEN3, concurrency };
+  const runner = { concurrency };
   try {
     console.log(`bench serve: a group of ${n} trajectories of ${task}, concurrency ${concurrency}`);
     // warm-up: the snapshot is built (or found) once, as in any run after the first
@@ -61,7 +61,11 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       timed(async () => {
         const out = join(scratch, `rollout-${Math.random().toString(36).slice(2)}`);
         const { config } = resolveRolloutOptions(
-          rolloutOptionsOf(request("r"), runner, out),
+          // rollout exports tokens as it goes (--tokenizer); serve builds each record as it streams
+          {
+            ...rolloutOptionsOf(request("r"), runner, out, { tasks: [request("r").task!] }),
+            tokenizer: QWEN3,
+          },
           process.env,
           scratch,
           "bench-rollout",

@@ -1,7 +1,8 @@
 """NeMo Gym: per model call, `prompt_token_ids`, `generation_token_ids` and
-`generation_log_probs`, field names as issue #15 gives them; NeMo Gym's source could not be
-fetched from this machine to cite a commit. Each call's prompt is the segment up to its first
-sampled token, so the ids are exactly those the inference server saw and sampled."""
+`generation_log_probs`. Field names read in NeMo Gym's source (names only): NVIDIA-NeMo/Gym commit
+07d6b0d07b22fcf530b4c211dae2ee23100428e4, nemo_gym/openai_utils.py, `TokenIDLogProbMixin`. Each
+call's prompt is the segment up to its first sampled token, so the ids are exactly those the
+inference server saw and sampled."""
 
 from flakegym_client import calls, pieces
 

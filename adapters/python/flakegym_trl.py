@@ -1,7 +1,9 @@
 """TRL: rows of a GRPOTrainer `rollout_func` result (prompt_ids, completion_ids, logprobs, env_mask:
-1 = sampled by the model, 0 = tool output inside the completion), field names as issue #15 gives
-them; TRL's source could not be fetched from this machine to cite a commit. `rollout_func` returns
-the columns: `as_rollout_func_output(to_trl(records))`."""
+1 = sampled by the model, 0 = tool output inside the completion). Field names read in TRL's source
+(names only): huggingface/trl commit f2cd57710ae345ea6428ae95363267fcf38a3dc8,
+trl/trainer/grpo_trainer.py (rollout_func must return prompt_ids, completion_ids and logprobs;
+env_mask becomes its tool mask; every other key is passed to the reward functions). `rollout_func`
+returns the columns: `as_rollout_func_output(to_trl(records))`."""
 
 from flakegym_client import pieces
 

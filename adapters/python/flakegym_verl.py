@@ -1,11 +1,12 @@
 """verl: served trajectories as AgentLoopOutput-shaped dicts for an AgentLoop.
 
-Field names as issue #15 gives them from verl's agent loop (`AgentLoopOutput` in
-verl/experimental/agent_loop/agent_loop.py: prompt_ids, response_ids, response_mask,
-response_logprobs, reward_score, num_turns, metrics, extra_fields), checked against copies of that
-class found by code search; no verl commit could be fetched from this machine to pin. verl trains one sequence per output:
-`segments="final"` (default) keeps a trajectory's last segment, `"split"` one output per segment
-with the reward shared (the trajectory id in `extra_fields`)."""
+Field names read in verl's source (names only): volcengine/verl commit
+b178a3cd56f58b2d502255daba591e92833930a7, verl/experimental/agent_loop/agent_loop.py,
+`AgentLoopOutput` (prompt_ids, response_ids, response_mask, response_logprobs, reward_score,
+num_turns, metrics, extra_fields) and `AgentLoopMetrics` (generate_sequences, tool_calls).
+verl trains one sequence per output: `segments="final"` (default) keeps a trajectory's last
+segment, `"split"` one output per segment with the reward shared (the trajectory id in
+`extra_fields`)."""
 
 from flakegym_client import pieces
 

@@ -91,7 +91,8 @@ class AdapterTest(unittest.TestCase):
             n = row["response_length"]
             self.assertEqual(len(row["loss_mask"]), n)
             self.assertEqual(len(row["rollout_log_probs"]), n)
-            self.assertIn(row["status"], ("completed", "truncated", "aborted"))
+            self.assertIn(row["status"], ("completed", "truncated", "failed", "aborted"))
+            self.assertIsInstance(row["rollout_id"], int)
             response = row["tokens"][-n:]
             trained.setdefault(row["rollout_id"], []).extend(
                 t for t, m in zip(response, row["loss_mask"]) if m == 1)
@@ -103,12 +104,13 @@ class AdapterTest(unittest.TestCase):
         self.assertEqual(len(batches), 1)
         b = batches[0]
         keys = ("prompt_token_ids", "response_ids", "rewards", "loss_masks", "rollout_logprobs",
-                "stop_reasons", "trajectory_ids")
+                "stop_reasons", "trajectory_ids", "is_last_step")
         self.assertEqual(set(b), set(keys))
         self.assertTrue(all(len(b[k]) == len(b["response_ids"]) for k in keys))
         trained = {}
         for tid, ids, mask in zip(b["trajectory_ids"], b["response_ids"], b["loss_masks"]):
-            trained.setdefault(tid.split("#")[0], []).extend(t for t, m in zip(ids, mask) if m == 1)
+            self.assertEqual(set(tid), {"instance_id", "repetition_id"})
+            trained.setdefault(tid["repetition_id"], []).extend(t for t, m in zip(ids, mask) if m == 1)
         self.assert_sampled(trained)
         self.assert_agrees("skyrl", to_skyrl)
 
@@ -117,8 +119,11 @@ class AdapterTest(unittest.TestCase):
         for row in to_prime(RECORDS, "split"):
             self.assertEqual(len(row["token_ids"]), len(row["mask"]))
             self.assertEqual(len(row["token_ids"]), len(row["logprobs"]))
+            self.assertEqual(len(row["token_ids"]), len(row["temperatures"]))
+            self.assertTrue(all(isinstance(m, bool) for m in row["mask"]))
+            self.assertEqual(row["env_name"], "flakegym")
             trained.setdefault(row["trajectory_id"], []).extend(
-                t for t, m in zip(row["token_ids"], row["mask"]) if m == 1)
+                t for t, m in zip(row["token_ids"], row["mask"]) if m)
         self.assert_sampled(trained)
         self.assert_agrees("prime", to_prime)
 

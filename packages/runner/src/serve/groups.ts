@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { writeJsonAtomic } from "../emit/jsonl.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
@@ -7,12 +7,14 @@ import type { RolloutDeps } from "../rollout/deps.js";
 import { readManifest, runPaths } from "../rollout/run-dir.js";
 import { runRollout } from "../rollout/run-rollout.js";
 import { type RunConfig, TrajectoryResult } from "../rollout/schema.js";
-import { readResults, readServedTrajectory, ServedTrajectory } from "./record.js";
+import { type GroupTasks, prepareGroupTasks } from "./group-tasks.js";
+import { readGroupRecords, readResults, readServedTrajectory, type ServedTrajectory } from "./record.js";
 import { DoneLine, type GroupRequest, type GroupStatus, type StreamLine } from "./schema.js";
 
 /**
  * The groups a server runs or ran, kept under a state directory: `requests/<request_id>/` holds
- * `request.json` (the request as accepted), `run/` (the rollout run directory), `records/<id>.json`
+ * `request.json` (the request as accepted), `catalog/` (its rows or scenario as catalog tasks),
+ * `run/` (the rollout run directory), `records/<id>.json`
  * (each streamed trajectory, written atomically before it is streamed) and `done.json` (the final
  * line, written when the group completed or was cancelled). A group the server was stopped in the
  * middle of has no done.json: resubmitting it resumes the run, and finished trajectories never run
@@ -33,13 +35,14 @@ export interface GroupRun {
 
 export interface GroupRunnerOptions {
   readonly stateDir: string;
-  /** The policy model's tokenizer directory (token export). */
-  readonly tokenizerDir: string;
+  /** The policy model's tokenizer: each finished trajectory's record (its one token export). */
   readonly tokenizer: ChatTokenizer;
   /** Workers one group runs at once. */
   readonly concurrency: number;
   readonly catalog?: string;
-  readonly backend?: "local" | "podman";
+  /** Where rows may name local repositories (relative to it); without it only remote ones are taken. */
+  readonly reposDir?: string;
+  readonly backend?: "local" | "podman" | "nomad";
   readonly env: NodeJS.ProcessEnv;
   readonly cwd: string;
   readonly depsFor: (config: RunConfig, runId: string, signal: AbortSignal) => Promise<RolloutDeps>;
@@ -51,16 +54,17 @@ export const CANCELLED = "cancelled by DELETE";
 /** The rollout flags a group request stands for. Pure. */
 export function rolloutOptionsOf(
   req: GroupRequest,
-  o: Pick<GroupRunnerOptions, "tokenizerDir" | "concurrency" | "catalog" | "backend">,
+  o: Pick<GroupRunnerOptions, "concurrency" | "backend">,
   out: string,
+  tasks: GroupTasks,
 ): RolloutOptions {
   const s = req.sampling ?? {};
   return {
-    task: [req.task],
+    task: [...tasks.tasks],
     groupSize: req.group_size,
     policy: [req.inference ? `openai:${req.inference.base_url}#${req.inference.model}` : req.policy!],
     concurrency: o.concurrency,
-    ...(o.catalog ? { catalog: o.catalog } : {}),
+    ...(tasks.catalog ? { catalog: tasks.catalog } : {}),
     ...(o.backend ? { backend: o.backend } : {}),
     ...(s.temperature !== undefined ? { temperature: s.temperature } : {}),
     ...(s.top_p !== undefined ? { topP: s.top_p } : {}),
@@ -69,9 +73,8 @@ export function rolloutOptionsOf(
     ...(s.seed !== undefined ? { seed: s.seed } : {}),
     ...(req.max_turns !== undefined ? { maxTurns: req.max_turns } : {}),
     ...(req.timeout_s !== undefined ? { timeout: req.timeout_s } : {}),
-    tokenizer: o.tokenizerDir,
-    // every segment is streamed; the adapters' flag picks the final one or all
-    segments: "all",
+    // no --tokenizer: the group's records (records/) are its one token export; the run's
+    // groups.jsonl keeps messages and scores only, not a second copy of every token id
     out,
     keepEqualScores: false,
     json: false,
@@ -99,6 +102,7 @@ export function groupPaths(stateDir: string, id: string) {
   return {
     dir,
     request: join(dir, "request.json"),
+    catalog: join(dir, "catalog"),
     run: join(dir, "run"),
     records: join(dir, "records"),
     record: (trajectoryId: string) => join(dir, "records", `${trajectoryId}.json`),
@@ -112,12 +116,7 @@ export async function readStored(stateDir: string, id: string) {
   const text = await readFile(p.request, "utf8").catch(() => undefined);
   if (text === undefined) return undefined;
   const request = JSON.parse(text) as GroupRequest;
-  const records: ServedTrajectory[] = [];
-  for (const f of await readdir(p.records).catch(() => [] as string[])) {
-    if (!f.endsWith(".json")) continue;
-    records.push(ServedTrajectory.parse(JSON.parse(await readFile(join(p.records, f), "utf8"))));
-  }
-  records.sort((a, b) => a.index - b.index);
+  const records = await readGroupRecords(p.records);
   const doneText = await readFile(p.done, "utf8").catch(() => undefined);
   const done = doneText === undefined ? undefined : DoneLine.parse(JSON.parse(doneText));
   const runId = await readManifest(runPaths(p.run)).then(
@@ -139,9 +138,10 @@ export async function startGroup(
   const p = groupPaths(o.stateDir, request.request_id);
   const resume = stored?.runId !== undefined;
   const runId = stored?.runId ?? newRunId();
-  const resolved = resolveRolloutOptions(rolloutOptionsOf(request, o, p.run), o.env, o.cwd, runId);
   await mkdir(p.records, { recursive: true });
   if (!stored) await writeJsonAtomic(p.request, request);
+  const tasks = await prepareGroupTasks(request, p.catalog, o);
+  const resolved = resolveRolloutOptions(rolloutOptionsOf(request, o, p.run, tasks), o.env, o.cwd, runId);
   const abort = new AbortController();
   const records = [...(stored?.records ?? [])];
   const seen = new Set(records.map((r) => r.trajectory_id));

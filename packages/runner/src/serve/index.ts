@@ -7,6 +7,7 @@ export {
 } from "./groups.js";
 export {
   provenanceOf,
+  readGroupRecords,
   readResults,
   readServedTrajectory,
   ServedSegment,

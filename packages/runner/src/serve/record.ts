@@ -176,3 +176,13 @@ export async function readResults(runDir: string): Promise<TrajectoryResult[]> {
   }
   return out.sort((a, b) => a.taskId.localeCompare(b.taskId) || a.index - b.index);
 }
+
+/** The records a group streamed, in group order. */
+export async function readGroupRecords(recordsDir: string): Promise<ServedTrajectory[]> {
+  const records: ServedTrajectory[] = [];
+  for (const f of await readdir(recordsDir).catch(() => [] as string[])) {
+    if (!f.endsWith(".json")) continue;
+    records.push(ServedTrajectory.parse(JSON.parse(await readFile(join(recordsDir, f), "utf8"))));
+  }
+  return records.sort((a, b) => a.task_id.localeCompare(b.task_id) || a.index - b.index);
+}

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ScenarioSpec } from "../eval/scenario.js";
 import { ServedTrajectory } from "./record.js";
 
 /**
@@ -11,11 +12,40 @@ export const RequestId = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/)
   .describe("the trainer's id of this group: resubmitting it never runs the group again");
 
+/** Rows one request may carry. */
+export const MAX_ROWS = 64;
+
+/**
+ * A scenario sent in the request: scenario.json's fields without the ones naming files (a trainer
+ * cannot name files on the server), so its workspace starts empty and it has no reference solution.
+ */
+export const InlineScenario = ScenarioSpec.omit({ template: true, hidden: true, solution: true }).describe(
+  "an eval scenario (docs/eval.md) without template, hidden or solution: an empty workspace, checks run by the scorer",
+);
+
 export const GroupRequest = z
   .object({
     request_id: RequestId,
-    task: z.string().min(1).describe("catalog task id (see `flakegym tasks list`)"),
-    group_size: z.number().int().min(1).max(64).describe("trajectories in the group"),
+    task: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "what the group runs, one of task | rows | scenario: a catalog task id (`flakegym tasks list`)",
+      ),
+    rows: z
+      .array(z.unknown())
+      .min(1)
+      .max(MAX_ROWS)
+      .optional()
+      .describe(
+        "instead of `task`: SWE-bench-style dataset rows (the shape `rollout --dataset` and `tasks import` accept: instance_id, repo, base_commit, problem_statement, patch, test_patch, FAIL_TO_PASS, …); each row is a task run group_size times, rewarded by its hidden tests",
+      ),
+    scenario: z
+      .union([z.string().min(1), InlineScenario])
+      .optional()
+      .describe("instead of `task`: an eval scenario, a built-in scenario id or an inline one"),
+    group_size: z.number().int().min(1).max(64).describe("trajectories per task (per row)"),
     inference: z
       .object({
         base_url: z
@@ -55,6 +85,10 @@ export const GroupRequest = z
   .refine((r) => (r.inference === undefined) !== (r.policy === undefined), {
     message: "give exactly one of `inference` (the trainer's endpoint) or `policy`",
     path: ["inference"],
+  })
+  .refine((r) => [r.task, r.rows, r.scenario].filter((x) => x !== undefined).length === 1, {
+    message: "give exactly one of `task` (a catalog task id), `rows` (dataset rows) or `scenario`",
+    path: ["task"],
   });
 export type GroupRequest = z.infer<typeof GroupRequest>;
 
@@ -96,8 +130,26 @@ export const StreamLine = z
   .describe("one NDJSON line of a group's stream");
 export type StreamLine = z.infer<typeof StreamLine>;
 
+export const RowProblem = z
+  .object({
+    row: z.number().int().describe("1-based position in `rows`"),
+    field: z.string().describe("the column that is wrong, or (row)"),
+    reason: z.string(),
+    id: z.string().optional().describe("the row's instance_id when it had one"),
+  })
+  .strict();
+export type RowProblem = z.infer<typeof RowProblem>;
+
 export const ApiError = z
-  .object({ error: z.object({ code: z.string(), message: z.string() }).strict() })
+  .object({
+    error: z
+      .object({
+        code: z.string(),
+        message: z.string(),
+        rows: z.array(RowProblem).optional().describe("E_ROWS: every rejected row (nothing was started)"),
+      })
+      .strict(),
+  })
   .strict();
 
 /** The machine-readable API description served at GET /v1/schema. */

@@ -2,8 +2,9 @@ import { timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { FlakegymError } from "../errors.js";
-import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
+import { FlakegymError, UsageError } from "../errors.js";
+import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
+import { checkGroupTasks, GroupTaskError } from "./group-tasks.js";
 import {
   CANCELLED,
   type GroupRun,
@@ -12,7 +13,7 @@ import {
   sameRequest,
   startGroup,
 } from "./groups.js";
-import { apiSchema, GroupRequest, type StreamLine } from "./schema.js";
+import { apiSchema, GroupRequest, type RowProblem, type StreamLine } from "./schema.js";
 
 /**
  * `flakegym serve`: an environment server for trainers. POST /v1/groups runs a group like
@@ -53,12 +54,50 @@ export function authorized(header: string | undefined, token: string | undefined
   return got.length === want.length && timingSafeEqual(got, want);
 }
 
+export const DEFAULT_MAX_GROUPS = 2;
+
+/**
+ * The groups a server runs at once, from its flags. With --backend nomad a group's policy gateway
+ * listens on the one --gateway-advertise address, so one group runs at a time (more are 429);
+ * --gateway-advertise is required there and only there, and never loopback. Pure.
+ */
+export function serveMaxGroups(o: {
+  backend: "local" | "podman" | "nomad";
+  gatewayAdvertise?: string | undefined;
+  maxGroups?: number | undefined;
+}): number {
+  if (o.backend !== "nomad") {
+    if (o.gatewayAdvertise !== undefined)
+      throw new UsageError("--gateway-advertise applies to --backend nomad only", "drop --gateway-advertise");
+    return o.maxGroups ?? DEFAULT_MAX_GROUPS;
+  }
+  if (o.gatewayAdvertise === undefined) {
+    throw new UsageError(
+      "--backend nomad needs --gateway-advertise <host:port>",
+      "name an address of this machine the Nomad clients can reach (not loopback), e.g. --gateway-advertise 10.0.0.5:8089; the gateway listens there",
+    );
+  }
+  try {
+    parseGatewayAdvertise(o.gatewayAdvertise);
+  } catch (err) {
+    throw new UsageError((err as Error).message, (err as FlakegymError).hint);
+  }
+  if ((o.maxGroups ?? 1) !== 1) {
+    throw new UsageError(
+      `--backend nomad runs one group at a time (each group's policy gateway listens on --gateway-advertise ${o.gatewayAdvertise}); --max-groups ${o.maxGroups} cannot be honoured`,
+      "drop --max-groups (more requests get 429 + Retry-After), or run one server per advertised address",
+    );
+  }
+  return 1;
+}
+
 class HttpError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
     readonly headers: Record<string, string> = {},
+    readonly extra: { rows?: readonly RowProblem[] } = {},
   ) {
     super(message);
   }
@@ -179,6 +218,21 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
           finished: Promise.resolve(),
         } satisfies GroupRun;
       }
+      if (!stored) {
+        await checkGroupTasks(request, o).catch((err: unknown) => {
+          if (!(err instanceof GroupTaskError)) throw err;
+          const code = err.rows ? "E_ROWS" : err.field === "task" ? "E_TASK" : "E_SCENARIO";
+          throw new HttpError(
+            400,
+            code,
+            `field '${err.field}': ${err.message}`,
+            {},
+            {
+              ...(err.rows ? { rows: err.rows } : {}),
+            },
+          );
+        });
+      }
       if (running() >= o.maxGroups) {
         const after = String(o.retryAfterS ?? 5);
         throw new HttpError(
@@ -187,11 +241,6 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
           `${running()} group(s) running, the most this server runs at once (--max-groups ${o.maxGroups}); retry after ${after} s`,
           { "retry-after": after },
         );
-      }
-      if (!stored) {
-        await loadTask(request.task, o.catalog ?? BUILTIN_CATALOG_DIR).catch((err: Error) => {
-          throw new HttpError(400, "E_TASK", `field 'task': ${err.message}`);
-        });
       }
       const g = await startGroup(o, request, stored);
       groups.set(id, g);
@@ -255,7 +304,7 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
         res.end();
         return;
       }
-      sendJson(res, e.status, { error: { code: e.code, message: e.message } }, e.headers);
+      sendJson(res, e.status, { error: { code: e.code, message: e.message, ...e.extra } }, e.headers);
     });
   });
   server.requestTimeout = 30_000;

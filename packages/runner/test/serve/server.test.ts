@@ -1,11 +1,14 @@
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
 import { createDummyDeps, type DummyDeps } from "../../src/rollout/dummy-deps.js";
+import { inlineScenarioId, parseRows } from "../../src/serve/group-tasks.js";
 import { apiSchema, type StreamLine } from "../../src/serve/schema.js";
 import { authorized, isLoopback, type ServeHandle, startServe } from "../../src/serve/server.js";
+import { loadTask } from "../../src/tasks/catalog.js";
 import { TOKENIZERS } from "../export/fixtures.js";
 
 /**
@@ -33,7 +36,10 @@ afterAll(async () => {
 });
 
 let n = 0;
-async function serve(deps: DummyDeps, o: { stateDir?: string; maxGroups?: number; token?: string } = {}) {
+async function serve(
+  deps: DummyDeps,
+  o: { stateDir?: string; maxGroups?: number; token?: string; reposDir?: string } = {},
+) {
   const stateDir = o.stateDir ?? join(tmp.path, `state-${++n}`);
   const h = await startServe({
     host: "127.0.0.1",
@@ -41,11 +47,11 @@ async function serve(deps: DummyDeps, o: { stateDir?: string; maxGroups?: number
     maxGroups: o.maxGroups ?? 4,
     ...(o.token ? { token: o.token } : {}),
     stateDir,
-    tokenizerDir: TOKENIZERS.qwen3,
     tokenizer: tok,
     concurrency: 2,
     env: {},
     cwd: tmp.path,
+    ...(o.reposDir ? { reposDir: o.reposDir } : {}),
     depsFor: async () => deps,
     closeWaitMs: 10_000,
     retryAfterS: 3,
@@ -115,8 +121,10 @@ describe("serve: pure decisions", () => {
   it("the API schema is JSON Schema of the request and the stream lines", () => {
     const s = apiSchema();
     const req = s.schemas.GroupRequest as { properties: Record<string, unknown>; required: string[] };
-    expect(req.required).toEqual(expect.arrayContaining(["request_id", "task", "group_size"]));
-    expect(Object.keys(req.properties)).toEqual(expect.arrayContaining(["inference", "sampling", "policy"]));
+    expect(req.required).toEqual(expect.arrayContaining(["request_id", "group_size"]));
+    expect(Object.keys(req.properties)).toEqual(
+      expect.arrayContaining(["task", "rows", "scenario", "inference", "sampling", "policy"]),
+    );
     expect(JSON.stringify(s.schemas.StreamLine)).toContain("loss_mask");
   });
 });
@@ -232,5 +240,191 @@ describe("flakegym serve", () => {
       r.lines.filter((l) => l.type === "trajectory"),
     );
     expect(never.agentCalls).toEqual([]);
+  });
+});
+
+/** The SWE-bench-style fixture rows (the ones `tasks import` and `rollout --dataset` tests read). */
+const SWEBENCH_DIR = fileURLToPath(new URL("../../../../tests/fixtures/swebench/", import.meta.url));
+async function fixtureRows(): Promise<Record<string, unknown>[]> {
+  const text = await readFile(join(SWEBENCH_DIR, "swebench-sample.jsonl"), "utf8");
+  return text.split("\n").flatMap((l) => {
+    try {
+      return [JSON.parse(l) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
+}
+const rowById = (rows: Record<string, unknown>[], id: string) => rows.find((r) => r.instance_id === id)!;
+
+describe("serve: a failed group", () => {
+  it("is resumed when resubmitted: what finished is kept, the rest runs; a complete group never runs again", async () => {
+    const deps = createDummyDeps();
+    let calls = 0;
+    const stateDir = join(tmp.path, `state-${++n}`);
+    const h = await startServe({
+      host: "127.0.0.1",
+      port: 0,
+      maxGroups: 2,
+      stateDir,
+      tokenizer: tok,
+      concurrency: 2,
+      env: {},
+      cwd: tmp.path,
+      depsFor: async () => {
+        if (++calls === 1) throw new Error("the backend is down");
+        return deps;
+      },
+      closeWaitMs: 10_000,
+    });
+    handles.push(h);
+    const first = await post(h, group("g-fail", 2));
+    expect(doneOf(first.lines)).toMatchObject({ status: "failed", detail: "the backend is down" });
+    expect(deps.agentCalls).toEqual([]);
+    const again = await post(h, group("g-fail", 2));
+    expect(doneOf(again.lines)).toMatchObject({ status: "complete", trajectories: 2 });
+    const third = await post(h, group("g-fail", 2));
+    expect(third.lines[0]).toMatchObject({ status: "complete", replayed: 2 });
+    expect(deps.agentCalls.sort()).toEqual([`${TASK}-t0`, `${TASK}-t1`]);
+    expect(calls).toBe(2);
+  });
+});
+
+describe("serve: dataset rows and scenarios", () => {
+  it("parseRows: the importer's tasks, local repositories only under --repos-dir, every bad row named", async () => {
+    const rows = await fixtureRows();
+    const good = [rowById(rows, "minicalc__minicalc-1"), rowById(rows, "Acme__Widgets-7")];
+    const ok = parseRows(good, SWEBENCH_DIR);
+    expect(ok.ok && ok.tasks.map((t) => [t.spec.id, t.spec.network])).toEqual([
+      ["minicalc__minicalc-1", "none"],
+      ["acme__widgets-7", "required"],
+    ]);
+    const noDir = parseRows(good, undefined);
+    expect(noDir.ok ? [] : noDir.problems).toEqual([
+      { row: 1, field: "repo", reason: expect.stringMatching(/--repos-dir/), id: "minicalc__minicalc-1" },
+    ]);
+    const bad = parseRows(
+      [
+        good[1],
+        rowById(rows, "minicalc__minicalc-2"),
+        { id: "swe-agent-row", conversations: [] },
+        { ...good[0], repo: "../../elsewhere" },
+        good[1],
+      ],
+      SWEBENCH_DIR,
+    );
+    expect(bad.ok ? [] : bad.problems).toEqual([
+      {
+        row: 2,
+        field: "base_commit",
+        reason: expect.stringMatching(/not a full commit id/),
+        id: "minicalc__minicalc-2",
+      },
+      { row: 3, field: "instance_id", reason: expect.stringMatching(/SWE-bench-style rows/) },
+      {
+        row: 4,
+        field: "repo",
+        reason: expect.stringMatching(/outside the server's --repos-dir/),
+        id: "minicalc__minicalc-1",
+      },
+      {
+        row: 5,
+        field: "instance_id",
+        reason: "task id 'acme__widgets-7' is row 1's too",
+        id: "Acme__Widgets-7",
+      },
+    ]);
+    expect(inlineScenarioId({ a: 1 })).toMatch(/^inline-[0-9a-f]{12}$/);
+  });
+
+  it("bad rows are a 400 naming row, field and reason, and nothing starts; good rows run as catalog tasks", async () => {
+    const rows = await fixtureRows();
+    const deps = createDummyDeps();
+    const { h, stateDir } = await serve(deps, { reposDir: SWEBENCH_DIR });
+    const good = [rowById(rows, "minicalc__minicalc-1"), rowById(rows, "Acme__Widgets-7")];
+    const bad = await post(h, {
+      request_id: "rows-bad",
+      rows: [good[0], rowById(rows, "minicalc__minicalc-2")],
+      group_size: 2,
+      policy: "gold",
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({
+      error: {
+        code: "E_ROWS",
+        message: expect.stringMatching(/row 2 field 'base_commit'/),
+        rows: [{ row: 2, field: "base_commit", id: "minicalc__minicalc-2" }],
+      },
+    });
+    expect(await readdir(join(stateDir, "requests")).catch(() => [])).toEqual([]);
+    expect(deps.agentCalls).toEqual([]);
+    const both = await post(h, { ...group("rows-both"), rows: good });
+    expect(both.status).toBe(400);
+    expect(JSON.stringify(both.body)).toMatch(/exactly one of `task`/);
+
+    const r = await post(h, { request_id: "rows-ok", rows: good, group_size: 2, policy: "gold" });
+    expect(r.status).toBe(200);
+    expect(trajectories(r.lines)).toEqual([
+      "acme__widgets-7-t0",
+      "acme__widgets-7-t1",
+      "minicalc__minicalc-1-t0",
+      "minicalc__minicalc-1-t1",
+    ]);
+    expect(doneOf(r.lines)).toMatchObject({ status: "complete", trajectories: 4 });
+    // the rows became catalog tasks with hidden tests and a reference solution, beside the run
+    const catalog = join(stateDir, "requests", "rows-ok", "catalog");
+    const t = await loadTask("minicalc__minicalc-1", catalog);
+    expect(t.spec.tests).toMatchObject({ patch: "tests.patch" });
+    expect(t.spec.source).toMatchObject({ kind: "git", url: join(SWEBENCH_DIR, "minicalc") });
+  });
+
+  it("scenarios: a built-in id or an inline spec compile to a task; an unknown id is a 400", async () => {
+    const deps = createDummyDeps();
+    const { h, stateDir } = await serve(deps);
+    const unknown = await post(h, {
+      request_id: "sc-x",
+      scenario: "no-such-scenario",
+      group_size: 1,
+      policy: "empty",
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toMatchObject({
+      error: { code: "E_SCENARIO", message: expect.stringMatching(/field 'scenario'.*create-file/) },
+    });
+    const files = await post(h, {
+      request_id: "sc-files",
+      scenario: {
+        version: 1,
+        summary: "s",
+        prompt: "p",
+        template: "/etc",
+        checks: [{ kind: "file_exists", path: "a" }],
+      },
+      group_size: 1,
+      policy: "empty",
+    });
+    expect(files.status).toBe(400);
+
+    const builtin = await post(h, {
+      request_id: "sc-1",
+      scenario: "create-file",
+      group_size: 1,
+      policy: "gold",
+    });
+    expect(trajectories(builtin.lines)).toEqual(["create-file-t0"]);
+    const compiled = await loadTask("create-file", join(stateDir, "requests", "sc-1", "catalog"));
+    expect(compiled.spec.tests).toMatchObject({ dir: "hidden" });
+
+    const spec = {
+      version: 1,
+      summary: "write hello.txt",
+      prompt: "Create hello.txt containing hello",
+      checks: [{ kind: "content", path: "hello.txt", must_match: ["^hello$"] }],
+    };
+    const inline = await post(h, { request_id: "sc-2", scenario: spec, group_size: 2, policy: "empty" });
+    expect(doneOf(inline.lines)).toMatchObject({ status: "complete", trajectories: 2 });
+    const id = trajectories(inline.lines)[0]!.replace(/-t0$/, "");
+    expect(id).toMatch(/^inline-[0-9a-f]{12}$/);
+    expect((await loadTask(id, join(stateDir, "requests", "sc-2", "catalog"))).spec.prompt).toBe(spec.prompt);
   });
 });

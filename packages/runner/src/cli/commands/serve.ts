@@ -4,15 +4,15 @@ import { z } from "zod";
 import { loadChatTokenizer } from "../../export/tokenizer.js";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
-import { startServe } from "../../serve/server.js";
+import { DEFAULT_MAX_GROUPS, serveMaxGroups, startServe } from "../../serve/server.js";
 import { defineCommand } from "../command.js";
 
 export const serveCommand = defineCommand({
   path: ["serve"],
   summary: "an environment server for trainers: POST a group, read scored trajectories back as NDJSON",
   details:
-    "Trainers POST /v1/groups (a catalog task, a group size, their own OpenAI-compatible endpoint, model and\n" +
-    "sampling parameters, a request id); flakegym runs the group as `rollout` does and streams each finished\n" +
+    "Trainers POST /v1/groups (a catalog task, SWE-bench-style rows or a scenario, a group size, their own\n" +
+    "OpenAI-compatible endpoint, model and sampling parameters, a request id); flakegym runs the group as `rollout` does and streams each finished\n" +
     "trajectory (token ids, loss mask, logprobs, reward and breakdown, outcome, timings, segments,\n" +
     "provenance). GET /v1/schema: the API as JSON Schema. A request id never runs twice; finished groups are\n" +
     "answered from --state-dir after a restart. Off loopback, FLAKEGYM_SERVE_TOKEN is required and every\n" +
@@ -32,8 +32,10 @@ export const serveCommand = defineCommand({
       .number()
       .int()
       .min(1)
-      .default(2)
-      .describe("groups running at once; more get 429 + Retry-After"),
+      .optional()
+      .describe(
+        `groups running at once; more get 429 + Retry-After (default ${DEFAULT_MAX_GROUPS}; with --backend nomad 1)`,
+      ),
     concurrency: z
       .number()
       .int()
@@ -41,16 +43,32 @@ export const serveCommand = defineCommand({
       .optional()
       .describe("workers one group runs at once (default: the number of CPUs)"),
     backend: z
-      .enum(["local", "podman"])
+      .enum(["local", "podman", "nomad"])
       .default("local")
-      .describe("where workers run (as rollout --backend)"),
+      .describe(
+        "where workers run, as rollout --backend (nomad: needs --gateway-advertise and FLAKEGYM_NOMAD_DRIVER=raw_exec, see docs/nomad.md)",
+      ),
+    gatewayAdvertise: z
+      .string()
+      .optional()
+      .describe(
+        "with --backend nomad: host:port of this machine the Nomad allocations reach the policy gateway at (as rollout --gateway-advertise)",
+      ),
     catalog: z.string().optional().describe("task catalog directory (default: the built-in catalog)"),
+    reposDir: z
+      .string()
+      .optional()
+      .describe(
+        "directory of git repositories that requested dataset rows may name by a relative path (default: rows must name remote repositories)",
+      ),
   }),
   examples: [
     "flakegym serve --tokenizer ./Qwen3-8B",
     "FLAKEGYM_SERVE_TOKEN=… flakegym serve --host 0.0.0.0 --port 8470 --tokenizer ./Qwen3-8B --max-groups 4",
+    "FLAKEGYM_NOMAD_DRIVER=raw_exec flakegym serve --tokenizer ./Qwen3-8B --backend nomad --gateway-advertise 10.0.0.5:8089",
   ],
   async run(opts, ctx) {
+    const maxGroups = serveMaxGroups(opts);
     const tokenizerDir = resolve(ctx.cwd, opts.tokenizer);
     const tokenizer = await loadChatTokenizer(tokenizerDir, { signal: ctx.signal });
     const swept = await sweepLeftovers();
@@ -61,18 +79,24 @@ export const serveCommand = defineCommand({
       host: opts.host,
       port: opts.port,
       ...(token ? { token } : {}),
-      maxGroups: opts.maxGroups,
+      maxGroups,
       stateDir: resolve(ctx.cwd, opts.stateDir),
-      tokenizerDir,
       tokenizer,
       concurrency: opts.concurrency ?? Math.max(1, availableParallelism()),
       backend: opts.backend,
       ...(opts.catalog ? { catalog: resolve(ctx.cwd, opts.catalog) } : {}),
+      ...(opts.reposDir ? { reposDir: resolve(ctx.cwd, opts.reposDir) } : {}),
       env: ctx.env,
       cwd: ctx.cwd,
       onNote: note,
       depsFor: (config, runId, signal) =>
-        createRolloutDeps(config, { runId, signal, env: ctx.env, onNote: note }),
+        createRolloutDeps(config, {
+          runId,
+          signal,
+          env: ctx.env,
+          onNote: note,
+          ...(opts.gatewayAdvertise ? { gatewayAdvertise: opts.gatewayAdvertise } : {}),
+        }),
     });
     ctx.stdout.write(`flakegym serve listening on ${handle.url}\n`);
     if (!ctx.signal.aborted)

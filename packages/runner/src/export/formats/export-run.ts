@@ -7,7 +7,7 @@ import { UsageError } from "../../errors.js";
 import { readTurnLog } from "../../gateway/turn-log.js";
 import { readManifest, runPaths } from "../../rollout/run-dir.js";
 import type { RunManifest } from "../../rollout/schema.js";
-import { readResults, readServedTrajectory } from "../../serve/record.js";
+import { readGroupRecords, readResults, readServedTrajectory } from "../../serve/record.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../tokenizer.js";
 import { atifTrajectory } from "./atif.js";
 import { formatRecords, RecordFormat, type SegmentPolicy } from "./trainer-formats.js";
@@ -48,11 +48,21 @@ const jsonl = (rows: readonly unknown[]) => rows.map((r) => `${JSON.stringify(r)
 export const defaultExportPath = (runDir: string, format: ExportFormat) =>
   join(runDir, "export", format === "atif" ? "atif" : `${format}.jsonl`);
 
+/**
+ * The records of a run: a serve group's run (`requests/<id>/run`) has them as it streamed them
+ * (`requests/<id>/records`, its one token export); any other run, or a --tokenizer override,
+ * builds them from the turn logs.
+ */
 async function recordsOf(o: ExportRunOptions, m: RunManifest) {
+  const group = dirname(o.runDir);
+  if (o.tokenizer === undefined && (await exists(join(group, "request.json")))) {
+    const stored = await readGroupRecords(join(group, "records"));
+    if (stored.length > 0) return stored;
+  }
   const dir = o.tokenizer ?? m.config.tokenizer;
   if (!dir && !o.loaded) {
     throw new UsageError(
-      `${o.runDir} was run without --tokenizer, and --format ${o.format} needs token ids`,
+      `${o.runDir} was run without --tokenizer (and is no serve group's run with streamed records), and --format ${o.format} needs token ids`,
       "pass --tokenizer <dir> (the policy model's tokenizer directory)",
     );
   }

@@ -1,13 +1,29 @@
+import { createHash } from "node:crypto";
 import { match } from "ts-pattern";
 import { z } from "zod";
+import { samplingOf } from "../../policy/spec.js";
 import type { ServedSegment, ServedTrajectory } from "../../serve/record.js";
 
 /**
  * One mapping per trainer format, from served trajectory records to the records each framework
  * consumes. `flakegym export` writes these; adapters/python/flakegym_<name>.py implement the same
  * mappings on the records `flakegym serve` streams (tests/e2e/serve-adapters.test.ts checks that
- * both agree on one run). Field names are those the issue (#15) gives from each framework's source;
- * the frameworks' repositories were not reachable from here to cite a commit.
+ * both agree on one run). Field names were read in each framework's own source (names only, no
+ * code), at these commits:
+ * - verl volcengine/verl b178a3cd56f58b2d502255daba591e92833930a7,
+ *   verl/experimental/agent_loop/agent_loop.py: AgentLoopOutput, AgentLoopMetrics
+ * - slime THUDM/slime 624b824a898ab0ec1fcb4d373004c7f3852bf515, slime/utils/types.py: Sample
+ *   (rollout_id is an int shared by the samples one rollout was split into; Sample.Status values)
+ * - SkyRL NovaSky-AI/SkyRL a9564572eb8e91076be43c1bd5e4615e3de17265, skyrl/train/generators/base.py:
+ *   GeneratorOutput, TrajectoryID {instance_id, repetition_id}, is_last_step (step-wise training)
+ * - prime-rl PrimeIntellect-ai/prime-rl 559b44772e471d1538537b8805cc77f3824a5e64,
+ *   src/prime_rl/transports/rollouts/types.py: TrainingSample (token_ids, mask as booleans,
+ *   logprobs, temperatures, env_name)
+ * - TRL huggingface/trl f2cd57710ae345ea6428ae95363267fcf38a3dc8, trl/trainer/grpo_trainer.py:
+ *   rollout_func's required keys prompt_ids, completion_ids, logprobs; env_mask; other keys are
+ *   passed to the reward functions
+ * - NeMo Gym NVIDIA-NeMo/Gym 07d6b0d07b22fcf530b4c211dae2ee23100428e4, nemo_gym/openai_utils.py:
+ *   TokenIDLogProbMixin (prompt_token_ids, generation_token_ids, generation_log_probs)
  */
 
 export const RecordFormat = z.enum(["verl", "slime", "skyrl", "prime", "trl", "nemo"]);
@@ -63,13 +79,37 @@ const meta = (p: Piece) => ({
   outcome: p.record.outcome.kind,
 });
 
-/** slime's Sample.Status from an outcome kind: a limit or timeout truncated it, other failures aborted it. Pure. */
+/**
+ * slime's Sample.Status from an outcome kind: a limit or timeout truncated it, a model-server fault
+ * failed it (slime: a recoverable failure, partial output kept), other failures aborted it. Pure.
+ */
 export function slimeStatus(
   kind: ServedTrajectory["outcome"]["kind"],
-): "completed" | "truncated" | "aborted" {
+): "completed" | "truncated" | "failed" | "aborted" {
   if (kind === "completed") return "completed";
   if (kind === "limits_exceeded" || kind === "timeout") return "truncated";
+  if (kind === "policy_error") return "failed";
   return "aborted";
+}
+
+/**
+ * slime's `rollout_id` (an int) of a trajectory: the first 52 bits of sha256(run id, trajectory
+ * id), the same in every process and exact in a JSON number; every segment of it shares it. Pure.
+ */
+export function rolloutIdOf(r: Pick<ServedTrajectory, "run_id" | "trajectory_id">): number {
+  return Number.parseInt(
+    createHash("sha256").update(`${r.run_id}/${r.trajectory_id}`).digest("hex").slice(0, 13),
+    16,
+  );
+}
+
+/** The sampling temperature a trajectory ran with (its policy spec's), 1 when it names none. Pure. */
+export function temperatureOf(r: Pick<ServedTrajectory, "policy">): number {
+  try {
+    return samplingOf(r.policy)?.temperature ?? 1;
+  } catch {
+    return 1;
+  }
 }
 
 /** Each maximal run of trained positions is one model call: its prompt is everything before it. Pure. */
@@ -110,20 +150,26 @@ function slime(p: Piece) {
     reward: p.reward,
     status: slimeStatus(p.record.outcome.kind),
     metadata: meta(p),
-    rollout_id: p.record.trajectory_id,
+    rollout_id: rolloutIdOf(p.record),
   };
 }
 
-/** prime-rl / verifiers: the whole sequence with its mask and logprobs. */
+/** prime-rl: a TrainingSample, the whole sequence with its boolean mask, logprobs and temperatures. */
 function prime(p: Piece) {
+  const t = temperatureOf(p.record);
   return {
     token_ids: p.segment.tokens,
-    mask: p.segment.loss_mask,
+    mask: p.segment.loss_mask.map((m) => m === 1),
     logprobs: p.segment.logprobs,
+    temperatures: p.segment.tokens.map(() => t),
+    env_name: PRIME_ENV_NAME,
     reward: p.reward,
     ...meta(p),
   };
 }
+
+/** prime-rl's `env_name` of flakegym's samples. */
+export const PRIME_ENV_NAME = "flakegym";
 
 /** TRL: one row of a rollout_func result (env_mask: 1 = sampled by the model, 0 = environment). */
 function trl(p: Piece) {
@@ -162,7 +208,9 @@ function skyrl(pieces: readonly Piece[]) {
     loss_masks: rows.map((r) => r.mask),
     rollout_logprobs: rows.every((r) => r.logprobs !== null) ? rows.map((r) => r.logprobs) : null,
     stop_reasons: pieces.map((p) => p.record.outcome.kind),
-    trajectory_ids: pieces.map((p) => `${p.record.trajectory_id}#${p.segment.index}`),
+    // TrajectoryID: the segments of one trajectory share it; is_last_step marks its final one
+    trajectory_ids: pieces.map((p) => ({ instance_id: p.record.task_id, repetition_id: p.record.index })),
+    is_last_step: pieces.map((p) => p.segment.index === p.record.segments.length - 1),
   };
 }
 

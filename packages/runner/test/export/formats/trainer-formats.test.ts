@@ -2,8 +2,11 @@ import { describe, expect, it } from "vitest";
 import {
   callsOf,
   formatRecords,
+  PRIME_ENV_NAME,
   piecesOf,
+  rolloutIdOf,
   slimeStatus,
+  temperatureOf,
 } from "../../../src/export/formats/trainer-formats.js";
 import type { ServedSegment, ServedTrajectory } from "../../../src/serve/record.js";
 
@@ -77,8 +80,21 @@ describe("trainer formats", () => {
 
   it("slime status from the outcome", () => {
     expect(
-      ["completed", "limits_exceeded", "timeout", "policy_error"].map((k) => slimeStatus(k as never)),
-    ).toEqual(["completed", "truncated", "truncated", "aborted"]);
+      ["completed", "limits_exceeded", "timeout", "policy_error", "infra_error"].map((k) =>
+        slimeStatus(k as never),
+      ),
+    ).toEqual(["completed", "truncated", "truncated", "failed", "aborted"]);
+  });
+
+  it("slime's rollout_id is a stable integer per trajectory; the temperature comes from the policy spec", () => {
+    const id = rolloutIdOf(two);
+    expect(Number.isSafeInteger(id)).toBe(true);
+    expect(id).toBe(rolloutIdOf({ run_id: "run", trajectory_id: "t1" }));
+    expect(id).not.toBe(rolloutIdOf(one));
+    // int(sha256(b"run/t1").hexdigest()[:13], 16), as Python's hashlib computes it (the adapter's way)
+    expect(id).toBe(3821850499519953);
+    expect(temperatureOf({ policy: "openai:http://h/v1#m?temperature=0.7" })).toBe(0.7);
+    expect(temperatureOf({ policy: "gold" })).toBe(1);
   });
 
   it("each format names the framework's fields and cuts prompt and response at the first sampled token", () => {
@@ -94,11 +110,16 @@ describe("trainer formats", () => {
     });
     const slime = formatRecords("slime", [two], "split") as Record<string, unknown>[];
     expect(slime.map((s) => [s["rollout_id"], s["response_length"], s["loss_mask"], s["status"]])).toEqual([
-      ["t1", 1, [1], "truncated"],
-      ["t1", 1, [1], "truncated"],
+      [rolloutIdOf(two), 1, [1], "truncated"],
+      [rolloutIdOf(two), 1, [1], "truncated"],
     ]);
     const [sky] = formatRecords("skyrl", [one, two], "split") as Record<string, unknown[]>[];
-    expect(sky!["trajectory_ids"]).toEqual(["t0#0", "t1#0", "t1#1"]);
+    expect(sky!["trajectory_ids"]).toEqual([
+      { instance_id: "task", repetition_id: 0 },
+      { instance_id: "task", repetition_id: 1 },
+      { instance_id: "task", repetition_id: 1 },
+    ]);
+    expect(sky!["is_last_step"]).toEqual([true, false, true]);
     expect(sky!["rewards"]).toEqual([1, 0.25, 0.25]);
     const [trl] = formatRecords("trl", [one], "final") as Record<string, unknown>[];
     expect(trl).toMatchObject({
@@ -114,7 +135,9 @@ describe("trainer formats", () => {
     const [prime] = formatRecords("prime", [one], "final") as Record<string, unknown>[];
     expect(prime).toMatchObject({
       token_ids: one.segments[0]!.tokens,
-      mask: one.segments[0]!.loss_mask,
+      mask: [false, false, true, true, false, true],
+      temperatures: [1, 1, 1, 1, 1, 1],
+      env_name: PRIME_ENV_NAME,
       reward: 1,
     });
   });
