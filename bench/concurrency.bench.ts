@@ -116,6 +116,7 @@ async function bootOnce(root: string, tag: string, node: string | undefined) {
 
 async function bootCuts(root: string, reps: number) {
   console.log(`\n== boot cuts (${reps} alternating reps; load ${load()})`);
+  await mkdir(root, { recursive: true });
   const cacheFile = join(root, "core.v8cache");
   const wrappers = new Map<string, string>();
   for (const v of BOOT_VARIANTS) {
@@ -217,11 +218,12 @@ async function idleReady(root: string, args: string[]) {
   const marginMb = num(args, "margin-mb", 2048);
   const startTimeoutMs = num(args, "start-timeout-ms", 900_000);
   console.log(`\n== idle-ready workers, steps ${steps.join(",")} (load ${load()})`);
+  await mkdir(root, { recursive: true });
   const socketPath = join(root, "gateway.sock");
   const gw = createServer((s) => s.end());
   await new Promise<void>((r) => gw.listen(socketPath, r));
   const backend = createLocalBackend({
-    stateDir: join(root, "workers"),
+    stateDir: join(root, "w"),
     agent: clineAgentLauncher({ startTimeoutMs }),
   });
   const baseline = await machineMemory();
@@ -372,6 +374,7 @@ async function liveTrajectories(root: string, args: string[], n: number) {
   const taskId = flag(args, "task", "semver-lite-caret-zero");
   const startTimeoutMs = num(args, "start-timeout-ms", 900_000);
   console.log(`\n== ${n} live trajectories of ${taskId}, think ${thinkMs} ms ±50 %/turn (load ${load()})`);
+  await mkdir(root, { recursive: true });
   const signal = new AbortController().signal;
   const task = await loadTask(taskId);
   await buildSnapshot(snapshotSpecOfTask(task), { signal });
@@ -392,7 +395,7 @@ async function liveTrajectories(root: string, args: string[], n: number) {
   };
   const out = join(root, "run");
   const loop = monitorEventLoopDelay({ resolution: 10 });
-  let minAvailMb = Number.POSITIVE_INFINITY;
+  let minAvailMb = (await machineMemory()).availableMb;
   let maxLoad = 0;
   const sampler = setInterval(async () => {
     minAvailMb = Math.min(minAvailMb, (await machineMemory()).availableMb);
@@ -447,6 +450,8 @@ async function liveTrajectories(root: string, args: string[], n: number) {
     }
     perTrajectoryMax.push(worst);
   }
+  for (const task of summary.tasks)
+    if (task.error) console.log(`  task ${task.taskId}: ${task.error.code}: ${task.error.message}`);
   const t = summary.trajectories;
   const row = {
     N: n,
@@ -481,7 +486,7 @@ async function liveTrajectories(root: string, args: string[], n: number) {
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const parts = new Set(flag(args, "parts", "boot,idle,live").split(","));
-  const root = await mkdtemp(join(tmpdir(), "flakegym-bench-conc-"));
+  const root = await mkdtemp(join(tmpdir(), "fg-conc-"));
   const mem = await machineMemory();
   const result: Record<string, unknown> = {
     date: new Date().toISOString(),
