@@ -229,6 +229,7 @@ async function idleReady(root: string, args: string[]) {
   const baseline = await machineMemory();
   const workers: Idle[] = [];
   const rows: Record<string, string | number>[] = [];
+  const pssByKind: Record<string, number>[] = [];
   let largestReady = 0;
   let stopReason = "all steps passed";
   try {
@@ -288,6 +289,16 @@ async function idleReady(root: string, args: string[]) {
       };
       rows.push(row);
       printTable([row]);
+      const kinds = [...new Set(mems.flatMap((m) => Object.keys(m.pssByKindMb)))].sort();
+      console.log(
+        `  PSS per worker by process (median MiB): ${kinds
+          .map((k) => `${k} ${median(mems.map((m) => m.pssByKindMb[k] ?? 0)).toFixed(1)}`)
+          .join(", ")}`,
+      );
+      pssByKind.push({
+        N: n,
+        ...Object.fromEntries(kinds.map((k) => [k, median(mems.map((m) => m.pssByKindMb[k] ?? 0))])),
+      });
       if (!ready) {
         stopReason = `N=${n} not ready: ${[
           ...failedStarts.map((f) => String((f.reason as Error)?.message ?? f.reason).split("\n")[0]),

@@ -54,15 +54,25 @@ export async function processTrees(needles: readonly string[]): Promise<Map<stri
   return trees;
 }
 
-/** kB fields of /proc/<pid>/smaps_rollup (Rss, Pss); zeros for a process that is gone. */
-async function rollup(pid: number): Promise<{ rssKb: number; pssKb: number }> {
+/** Name and kB fields of /proc/<pid>/smaps_rollup (Rss, Pss); zeros for a process that is gone. */
+async function rollup(pid: number): Promise<{ name: string; rssKb: number; pssKb: number }> {
   try {
     const text = await readFile(`/proc/${pid}/smaps_rollup`, "utf8");
+    const name = (await readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0").slice(0, 2).join(" ");
     const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, "m").exec(text)?.[1] ?? 0);
-    return { rssKb: kb("Rss"), pssKb: kb("Pss") };
+    return { name: processKind(name), rssKb: kb("Rss"), pssKb: kb("Pss") };
   } catch {
-    return { rssKb: 0, pssKb: 0 };
+    return { name: "gone", rssKb: 0, pssKb: 0 };
   }
+}
+
+/** A worker process's role from the start of its command line. */
+function processKind(cmd: string): string {
+  if (cmd.includes("cline-supervisor")) return "supervisor";
+  if (cmd.includes("cline-host")) return "cline-host";
+  if (cmd.includes("cline-core")) return "cline-core";
+  if (cmd.includes("bwrap")) return "bwrap";
+  return cmd.split(" ")[0]?.split("/").pop() || "?";
 }
 
 /** The memory cgroup file holding the charge of the group a process is in (v1 or v2). */
@@ -98,6 +108,8 @@ export interface TreeMemory {
   readonly processes: number;
   readonly rssMb: number;
   readonly pssMb: number;
+  /** PSS MiB by process role (supervisor, cline-host, cline-core, bwrap, …). */
+  readonly pssByKindMb: Record<string, number>;
   /** The charge of the worker's own cgroup (page cache of its tmpfs included), MiB; undefined without one. */
   readonly cgroupMb: number | undefined;
 }
@@ -106,8 +118,11 @@ export interface TreeMemory {
 export async function treeMemory(pids: readonly number[]): Promise<TreeMemory> {
   const parts = await Promise.all(pids.map(rollup));
   const cg = await workerCgroupBytes(pids);
+  const pssByKindMb: Record<string, number> = {};
+  for (const p of parts) pssByKindMb[p.name] = (pssByKindMb[p.name] ?? 0) + p.pssKb / 1024;
   return {
     processes: pids.length,
+    pssByKindMb,
     rssMb: parts.reduce((a, p) => a + p.rssKb, 0) / 1024,
     pssMb: parts.reduce((a, p) => a + p.pssKb, 0) / 1024,
     cgroupMb: cg === undefined ? undefined : cg / 1048576,
