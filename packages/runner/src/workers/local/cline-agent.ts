@@ -15,18 +15,7 @@ import { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./s
 export interface ClineAgentOptions {
   /** Bound on spawn → core answering gRPC. Default 90 s (4 cores starting at once on 2 CPUs take ~5 s each). */
   readonly startTimeoutMs?: number;
-  /**
-   * Niceness of the agent's processes (supervisor, host, core, its commands). Default
-   * {@link AGENT_NICENESS}: the runner and its gateway serve every agent and go first on a busy machine.
-   */
-  readonly nice?: number;
 }
-
-/**
- * Default niceness of sandboxed agents. With 48 agents booting and working on 2 cores, the runner's
- * event loop (where the policy gateway runs) waited seconds at nice 0 (`npm run bench -- concurrency`).
- */
-export const AGENT_NICENESS = 10;
 
 async function freeLoopbackPort(): Promise<number> {
   return await new Promise((resolve, reject) => {
@@ -99,7 +88,6 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
         ...(spec.env ? { env: spec.env } : {}),
         ...(ctx.signal ? { signal: ctx.signal } : {}),
         startTimeoutMs: options.startTimeoutMs ?? 90_000,
-        nice: options.nice ?? AGENT_NICENESS,
         listen: { kind: "unix", path: coreSocket },
         supervisorArgs: ["--forward", forward],
         ...(wrap ? { wrap } : {}),
