@@ -46,6 +46,11 @@ export interface LaunchOptions {
   readonly supervisorArgs?: readonly string[];
   /** The pinned package; default {@link resolveClinePackage}(). */
   readonly clinePackage?: ClinePackage;
+  /**
+   * Niceness (0–19) of the supervisor and everything under it (host, core, the agent's commands),
+   * so the caller and its gateway go first on a busy machine. Default: the caller's own.
+   */
+  readonly nice?: number;
 }
 
 /** A running core (host + core under one supervisor, in one process group). */
@@ -142,6 +147,7 @@ export async function launchClineCore(options: LaunchOptions): Promise<ClineCore
     "--node",
     process.execPath,
     "--watch-stdin",
+    ...(options.nice !== undefined ? ["--nice", String(options.nice)] : []),
     ...(options.supervisorArgs ?? []),
   ];
   const cmd = (options.wrap ?? ((c) => c))({ command: process.execPath, args, env });

@@ -7,7 +7,7 @@
 //     --workspace <dir> --config <dir> [--core-address 127.0.0.1:<port>|unix:<path>] \
 //     [--host-port <port>] [--log <file>] [--forward 127.0.0.1:<port>=unix:<path>]... \
 //     [--expose unix:<path>=127.0.0.1:<port>]... [--watch-stdin] [--grace-ms <ms>] [--node <bin>] \
-//     [--diff-dir <dir> [--base-commit <sha>]]
+//     [--diff-dir <dir> [--base-commit <sha>]] [--nice <0-19>]
 //
 // Port 0 (the default for --host-port and a tcp --core-address) means: pick a free port here,
 // inside whatever network namespace the supervisor runs in.
@@ -32,6 +32,10 @@
 //   "excluded","excludedTotal"} or {"seq","error","unsafe"}), each atomically. This is how a remote
 //   runner (Nomad) collects the diff: it signals the task and reads the files through the
 //   allocation's filesystem API.
+// - --nice: the supervisor lowers its own CPU priority to that niceness before it starts anything,
+//   so cline-host, cline-core and every command the agent runs inherit it: the runner and its policy
+//   gateway, which serve many agents at once, go first when the machine is busy. (Raising a
+//   process's niceness needs no privilege; CPU-time limits count CPU seconds and are unaffected.)
 
 import { spawn } from "node:child_process";
 import {
@@ -47,6 +51,7 @@ import {
   writeSync,
 } from "node:fs";
 import { createConnection, createServer } from "node:net";
+import { getPriority, setPriority } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { readHead, sealBase, workspaceDiff } from "./workspace-diff.mjs";
 
@@ -54,7 +59,7 @@ const USAGE =
   "usage: cline-supervisor --host-bin <path> --core-js <path> --node-path <dirs> --workspace <dir> " +
   "--config <dir> [--core-address 127.0.0.1:<port>|unix:<path>] [--host-port <port>] [--log <file>] " +
   "[--forward 127.0.0.1:<port>=unix:<path>]... [--expose unix:<path>=127.0.0.1:<port>]... " +
-  "[--watch-stdin] [--grace-ms <ms>] [--node <bin>] [--diff-dir <dir> [--base-commit <sha>]]";
+  "[--watch-stdin] [--grace-ms <ms>] [--node <bin>] [--diff-dir <dir> [--base-commit <sha>]] [--nice <0-19>]";
 
 function fail(message) {
   process.stderr.write(`cline-supervisor: ${message}\n${USAGE}\n`);
@@ -78,6 +83,7 @@ function parseArgs(argv) {
     node: process.execPath,
     diffDir: undefined,
     baseCommit: undefined,
+    nice: undefined,
   };
   const takesValue = {
     "--host-bin": "hostBin",
@@ -92,6 +98,7 @@ function parseArgs(argv) {
     "--node": "node",
     "--diff-dir": "diffDir",
     "--base-commit": "baseCommit",
+    "--nice": "nice",
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
@@ -139,6 +146,11 @@ function parseArgs(argv) {
   if (!Number.isFinite(opts.graceMs) || opts.graceMs < 0) fail(`--grace-ms '${opts.graceMs}': expected ms`);
   opts.coreAddress = parseEndpoint(opts.coreAddress, "--core-address");
   opts.log ??= join(opts.config, "core.log");
+  if (opts.nice !== undefined) {
+    opts.nice = Number(opts.nice);
+    if (!Number.isInteger(opts.nice) || opts.nice < 0 || opts.nice > 19)
+      fail(`--nice '${opts.nice}': expected a niceness from 0 to 19`);
+  }
   return opts;
 }
 
@@ -335,6 +347,8 @@ async function writeDiff(workspace, dir, sealed, seq) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
+  // never below the niceness it was started with (lowering it would need privilege)
+  if (opts.nice !== undefined) setPriority(Math.max(opts.nice, getPriority()));
   mkdirSync(dirname(opts.log), { recursive: true });
   const logFd = openSync(opts.log, "a");
   const writeLog = (chunk) => {

@@ -6,6 +6,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { createConnection, createServer, type Server } from "node:net";
+import { getPriority } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -306,6 +307,29 @@ describe("cline-supervisor", () => {
     s.child.kill("SIGTERM");
     expect(await s.exit).toBe(0);
   });
+
+  it.skipIf(getPriority() > 7)(
+    "--nice: host, core and the core's children run at that niceness; the caller keeps its own (skipped when this process is already nicer than 7)",
+    async () => {
+      const marker = `flakegym-nice-${process.pid}-${Date.now()}`;
+      const own = getPriority();
+      const s = start(["--nice", "7"], { FAKE_CORE_GRANDCHILD: marker });
+      const started = await s.next("started");
+      await s.next("listening");
+      expect(await waitFor(async () => (await findProcesses(marker)).length === 1, 5_000)).toBe(true);
+      const [grandchild] = await findProcesses(marker);
+      expect(getPriority(Number(started["supervisorPid"]))).toBe(7);
+      expect(getPriority(Number(started["hostPid"]))).toBe(7);
+      expect(getPriority(Number(started["corePid"]))).toBe(7);
+      expect(getPriority(grandchild!)).toBe(7);
+      expect(getPriority()).toBe(own);
+      s.child.kill("SIGTERM");
+      expect(await s.exit).toBe(0);
+      const bad = start(["--nice", "25"]);
+      expect(await bad.exit).toBe(2);
+      expect(bad.stderr()).toContain("--nice '25': expected a niceness from 0 to 19");
+    },
+  );
 
   it("rejects bad flags with exit 2, naming the flag", async () => {
     const s = start(["--forward", "unix:/x=127.0.0.1:1"]);
