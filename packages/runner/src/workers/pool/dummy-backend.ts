@@ -12,7 +12,7 @@ export interface DummyPoolableOptions {
 /** What the dummy saw, for tests to assert on. */
 export interface DummyPoolable extends PoolableBackend {
   /** Every worker ever booted (idle or cold), in order. */
-  readonly booted: { readonly id: string; readonly spec?: WorkerSpec; stopped: boolean }[];
+  readonly booted: { readonly id: string; spec?: WorkerSpec; stopped: boolean }[];
   /** Ends an idle worker as if its core had died. */
   crashIdle(id: string): void;
   /** Makes the next `n` boots fail. */
