@@ -57,6 +57,8 @@ interface Key {
   readonly idle: Entry[];
   booting: number;
   lastDemand: number;
+  /** Trajectories waiting for a boot in flight (sooner than a boot of their own). */
+  readonly waiters: ((e: Entry | undefined) => void)[];
 }
 
 /**
@@ -125,6 +127,11 @@ export function createWorkerPool(inner: PoolableBackend, o: WorkerPoolOptions): 
           return;
         }
         const e: Entry = { w, readyAt: Date.now() };
+        const waiter = k.waiters.shift();
+        if (waiter) {
+          waiter(e);
+          return;
+        }
         k.idle.push(e);
         // a worker that dies (or reaches its idle cap) while idle is never handed out
         void w.exited.then((x) => {
@@ -138,6 +145,7 @@ export function createWorkerPool(inner: PoolableBackend, o: WorkerPoolOptions): 
           }
         });
       } catch (err) {
+        k.waiters.shift()?.(undefined);
         if (closed) return;
         failures++;
         o.onNote?.(
@@ -196,11 +204,29 @@ export function createWorkerPool(inner: PoolableBackend, o: WorkerPoolOptions): 
     const key = poolKeyOf(spec);
     let k = keys.get(key);
     if (!k) {
-      k = { template: spec, idle: [], booting: 0, lastDemand: 0 };
+      k = { template: spec, idle: [], booting: 0, lastDemand: 0, waiters: [] };
       keys.set(key, k);
     }
     k.lastDemand = Date.now();
     return k;
+  };
+
+  /** The next boot in flight for `k` when there is one nobody waits for yet (bounded by the boot's own start timeout). */
+  const waitForBoot = (k: Key, signal?: AbortSignal): Promise<Entry | undefined> | undefined => {
+    if (k.booting <= k.waiters.length) return undefined;
+    return new Promise<Entry | undefined>((resolve) => {
+      const onAbort = () => {
+        const i = k.waiters.indexOf(take);
+        if (i >= 0) k.waiters.splice(i, 1);
+        resolve(undefined);
+      };
+      const take = (e: Entry | undefined) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(e);
+      };
+      k.waiters.push(take);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
   };
 
   const cold = async (spec: WorkerSpec, signal?: AbortSignal): Promise<Worker> => {
@@ -229,8 +255,8 @@ export function createWorkerPool(inner: PoolableBackend, o: WorkerPoolOptions): 
       if (closed || unpoolableReason(spec) || (await probe())) return await cold(spec, signal);
       const k = demand(spec);
       schedule();
-      // the oldest idle worker first (the next to reach the idle limit)
-      for (let e = k.idle.shift(); e; e = k.idle.shift()) {
+      // the oldest idle worker first (the next to reach the idle limit), else one booting already
+      for (let e = k.idle.shift() ?? (await waitForBoot(k, signal)); e; e = k.idle.shift()) {
         changed();
         try {
           const w = await e.w.adopt(spec, signal);
@@ -238,9 +264,9 @@ export function createWorkerPool(inner: PoolableBackend, o: WorkerPoolOptions): 
           changed();
           return w;
         } catch (err) {
-          signal?.throwIfAborted();
           counts.retired++;
           await e.w.stop().catch(() => {});
+          signal?.throwIfAborted();
           o.onNote?.(
             `pooled worker ${e.w.id} could not adopt the workspace, replaced: ${(err as Error).message}`,
           );
@@ -255,6 +281,7 @@ export function createWorkerPool(inner: PoolableBackend, o: WorkerPoolOptions): 
       if (closed) return;
       closed = true;
       clearInterval(ticker);
+      for (const k of keys.values()) for (const w of k.waiters.splice(0)) w(undefined);
       life.abort(new Error("worker pool closed"));
       await Promise.allSettled([...inflight]);
       const idle = [...keys.values()].flatMap((k) => k.idle.splice(0));

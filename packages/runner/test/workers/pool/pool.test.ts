@@ -146,3 +146,34 @@ describe("createWorkerPool", () => {
     }
   });
 });
+
+describe("createWorkerPool: waiting for a boot in flight", () => {
+  it("gives a trajectory the worker already booting for its key instead of booting another", async () => {
+    const inner = createDummyPoolable({ bootMs: 200 });
+    const pool = createWorkerPool(inner, { size: 1, idleMs: 10_000 });
+    try {
+      await pool.warm(spec("warm"));
+      await until(() => pool.state().booting === 1);
+      const w = await pool.start(spec("a"));
+      expect(w.pooled).toBe(true);
+      expect(pool.state().cold).toBe(0);
+      expect(inner.booted[0]!.spec?.trajectoryId).toBe("a");
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("starts cold when the boot it waited for fails", async () => {
+    const inner = createDummyPoolable({ bootMs: 50 });
+    inner.failBoots(1);
+    const pool = createWorkerPool(inner, { size: 1, idleMs: 10_000, maxBooting: 1 });
+    try {
+      await pool.warm(spec("warm"));
+      await until(() => pool.state().booting === 1);
+      const w = await pool.start(spec("a"));
+      expect(w.pooled).toBe(false);
+    } finally {
+      await pool.close();
+    }
+  });
+});
