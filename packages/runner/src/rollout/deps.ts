@@ -35,6 +35,8 @@ export interface AgentAttempt {
   readonly outcome: Outcome;
   readonly clineTaskId?: string;
   readonly bootOk: boolean;
+  /** The worker was pre-booted by the warm pool (undefined: the backend does not say). */
+  readonly pooledWorker?: boolean;
   readonly forkMs: number;
   readonly bootMs: number;
   readonly agentMs: number;

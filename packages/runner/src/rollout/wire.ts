@@ -40,6 +40,8 @@ import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
 import { formatProgress } from "../workers/nomad/progress.js";
 import { rawExecClineDriver } from "../workers/nomad/raw-exec-cline.js";
 import { createPodmanBackend, hostToolchainPodmanOptions } from "../workers/podman/podman-backend.js";
+import { createWorkerPool, type PooledBackend, type PoolState } from "../workers/pool/pool.js";
+import { isPoolable } from "../workers/pool/types.js";
 import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../workers/types.js";
 import { classifyOutcome, gatewayVerdictOf, workerExitGraceMs } from "./classify-outcome.js";
 import { resolveRowSource } from "./dataset-source.js";
@@ -81,6 +83,13 @@ export interface WireOptions {
   readonly keepWorkspace?: (slot: TrajectorySlot, workspace: string) => Promise<void>;
   /** With `config.dataset`: the rows the run uses (see dataset-tasks.ts), looked up by task id. */
   readonly datasetTasks?: readonly TaskProfile[];
+  /**
+   * `--pool`/`--pool-idle`: keep up to `size` pre-booted agent workers per task shape (local
+   * backend), so the Cline core does not boot on a trajectory's critical path (workers/pool).
+   */
+  readonly pool?: { readonly size: number; readonly idleMs: number };
+  /** The warm pool's state as it changes (progress). */
+  readonly onPool?: (state: PoolState) => void;
 }
 
 /**
@@ -104,6 +113,20 @@ function nomadRolloutBackend(o: WireOptions, advertise: string): WorkerBackend &
       ...(o.onNote ? { onProgress: (p) => o.onNote!(formatProgress(p)) } : {}),
     },
   );
+}
+
+/** The warm pool in front of a backend that can pre-boot workers; others run without one (said once). */
+function poolFor(backend: WorkerBackend, o: WireOptions): PooledBackend | undefined {
+  if (!isPoolable(backend)) {
+    o.onNote?.(`warm pool: the ${backend.kind} backend cannot pre-boot workers; every worker starts cold`);
+    return undefined;
+  }
+  return createWorkerPool(backend, {
+    size: o.pool!.size,
+    idleMs: o.pool!.idleMs,
+    ...(o.onNote ? { onNote: o.onNote } : {}),
+    ...(o.onPool ? { onState: o.onPool } : {}),
+  });
 }
 
 /**
@@ -193,7 +216,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
   const scratch = join(o.scratchDir ?? tmpdir(), `flakegym-rollout-${randomBytes(4).toString("hex")}`);
   await mkdir(scratch, { recursive: true });
   await writeOwnerRecord(scratch, "rollout"); // `flakegym gc` removes it if this process dies
-  const backend: WorkerBackend & { close?(): Promise<void> } =
+  const chosen: WorkerBackend & { close?(): Promise<void> } =
     o.backend ??
     match(config.backend)
       .with("local", () => createLocalBackend({ agent: clineAgentLauncher() }))
@@ -201,6 +224,8 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       // a minimal locally imported image with the host's /usr (and node) bound read-only
       .with("podman", () => createPodmanBackend(hostToolchainPodmanOptions()))
       .exhaustive();
+  const pool = o.pool && o.pool.size > 0 ? poolFor(chosen, o) : undefined;
+  const backend: WorkerBackend & { close?(): Promise<void> } = pool ?? chosen;
   const gateway: PolicyGateway = await createPolicyGateway({
     listen: [
       { socketPath: join(scratch, "gateway.sock") },
@@ -224,6 +249,25 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     cpuSeconds: t.limits.cpuSeconds,
     diskMb: t.limits.diskMb,
     wallClockMs,
+  });
+
+  /** The spec of an agent worker for trajectory `id` of task `t` (workspace: its fork). */
+  const agentSpec = (
+    t: TaskRuntime,
+    task: RolloutTask,
+    id: string,
+    f: { workspace: string; deps: string },
+    url?: string,
+  ): WorkerSpec => ({
+    runId: o.runId,
+    taskId: task.id,
+    trajectoryId: id,
+    profile: t.profile,
+    workspace: f.workspace,
+    depsDir: f.deps,
+    gateway: { socketPath: gateway.socketPath!, ...(url ? { url } : {}) },
+    limits: workerLimits(t, agentWorkerWallClockMs(config.limits.timeoutMs)),
+    agent: true,
   });
 
   /** openai/anthropic upstreams are shared; plan upstreams keep a cursor per trajectory, so each attempt gets a fresh one. */
@@ -309,6 +353,8 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
         },
       });
       snapshots.set(s.key, s);
+      // the pool boots workers shaped for this task while the first trajectories fork
+      await pool?.warm(agentSpec(t, task, "warm", { workspace: s.workspace, deps: join(s.tree, "deps") }));
       return { key: s.key, cached: s.cached };
     },
 
@@ -343,17 +389,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
         input.onPhase?.("booting");
         const t0 = performance.now();
         worker = await backend.start(
-          {
-            runId: o.runId,
-            taskId: input.task.id,
-            trajectoryId: id,
-            profile: t.profile,
-            workspace: f.workspace,
-            depsDir: f.deps,
-            gateway: { socketPath: gateway.socketPath!, url: route.baseUrlsFor("http://gateway").openai },
-            limits: workerLimits(t, agentWorkerWallClockMs(config.limits.timeoutMs)),
-            agent: true,
-          },
+          agentSpec(t, input.task, id, f, route.baseUrlsFor("http://gateway").openai),
           input.signal,
         );
         bootMs = Math.round(performance.now() - t0);
@@ -438,6 +474,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
           outcome,
           ...(run.taskId ? { clineTaskId: run.taskId } : {}),
           bootOk,
+          ...(worker.pooled !== undefined ? { pooledWorker: worker.pooled } : {}),
           forkMs,
           bootMs,
           agentMs: Math.round(run.timings.totalMs),
@@ -567,7 +604,8 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     },
 
     async close() {
-      await backend.close?.().catch(() => {});
+      await pool?.close().catch(() => {});
+      await chosen.close?.().catch(() => {});
       await gateway.close();
       await rm(scratch, { recursive: true, force: true });
     },

@@ -24,3 +24,9 @@ export interface PoolableBackend extends WorkerBackend {
   /** Boots an idle worker shaped like `template` (its workspace/depsDir/ids are ignored). */
   boot(template: WorkerSpec, signal?: AbortSignal): Promise<IdleWorker>;
 }
+
+/** Whether `b` can pre-boot workers (has `boot` and `poolUnavailable`). */
+export function isPoolable(b: WorkerBackend): b is PoolableBackend {
+  const p = b as Partial<PoolableBackend>;
+  return typeof p.boot === "function" && typeof p.poolUnavailable === "function";
+}
