@@ -55,7 +55,7 @@ export interface AgentInput {
   /** Called as model turns complete (for progress). */
   readonly onTurn?: (turns: number) => void;
   /** Called when the worker is up and the agent starts. */
-  readonly onPhase?: (phase: "forking" | "booting" | "agent" | "collecting") => void;
+  readonly onPhase?: (phase: "forking" | "booting" | "agent" | "collecting", detail?: string) => void;
 }
 
 export interface ScoreInput {

@@ -367,7 +367,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
           slot,
           dir: t.dir,
           signal,
-          onPhase: (ph) => ev(ph),
+          onPhase: (ph, detail) => ev(ph, detail),
           onTurn: (turns) =>
             progress({
               type: "trajectory",

@@ -397,7 +397,10 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
         if (!worker.agentAddress || !worker.policyBaseUrl) {
           throw new FlakegymError("E_WORKER", `worker ${worker.id} started without an agent address`);
         }
-        input.onPhase?.("agent");
+        input.onPhase?.(
+          "agent",
+          worker.pooled === undefined ? undefined : worker.pooled ? "pooled worker" : "cold boot",
+        );
         const client = createClineClient({ address: worker.agentAddress });
         const exitWatch = new AbortController();
         let workerExit: WorkerExit | undefined;

@@ -3,8 +3,10 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { loadChatTokenizer } from "../../export/tokenizer.js";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
+import { RolloutOptions } from "../../rollout/config.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { startServe } from "../../serve/server.js";
+import { resolvePool } from "../../workers/pool/decisions.js";
 import { defineCommand } from "../command.js";
 
 export const serveCommand = defineCommand({
@@ -45,6 +47,10 @@ export const serveCommand = defineCommand({
       .default("local")
       .describe("where workers run (as rollout --backend)"),
     catalog: z.string().optional().describe("task catalog directory (default: the built-in catalog)"),
+    pool: RolloutOptions.shape.pool.describe(
+      "pre-booted agent workers each running group keeps ready (local backend; 0: off; default: --concurrency)",
+    ),
+    poolIdle: RolloutOptions.shape.poolIdle,
   }),
   examples: [
     "flakegym serve --tokenizer ./Qwen3-8B",
@@ -57,6 +63,14 @@ export const serveCommand = defineCommand({
     for (const x of swept.results) ctx.stderr.write(`gc: ${formatSweepResult(x, false)}\n`);
     const token = ctx.env.FLAKEGYM_SERVE_TOKEN?.trim() || undefined;
     const note = (m: string) => ctx.stderr.write(`${m}\n`);
+    const concurrency = opts.concurrency ?? Math.max(1, availableParallelism());
+    const pool = resolvePool({
+      command: "serve",
+      trajectories: 0,
+      concurrency,
+      ...(opts.pool !== undefined ? { size: opts.pool } : {}),
+      ...(opts.poolIdle !== undefined ? { idleS: opts.poolIdle } : {}),
+    });
     const handle = await startServe({
       host: opts.host,
       port: opts.port,
@@ -65,14 +79,14 @@ export const serveCommand = defineCommand({
       stateDir: resolve(ctx.cwd, opts.stateDir),
       tokenizerDir,
       tokenizer,
-      concurrency: opts.concurrency ?? Math.max(1, availableParallelism()),
+      concurrency,
       backend: opts.backend,
       ...(opts.catalog ? { catalog: resolve(ctx.cwd, opts.catalog) } : {}),
       env: ctx.env,
       cwd: ctx.cwd,
       onNote: note,
       depsFor: (config, runId, signal) =>
-        createRolloutDeps(config, { runId, signal, env: ctx.env, onNote: note }),
+        createRolloutDeps(config, { runId, signal, env: ctx.env, onNote: note, ...(pool ? { pool } : {}) }),
     });
     ctx.stdout.write(`flakegym serve listening on ${handle.url}\n`);
     if (!ctx.signal.aborted)

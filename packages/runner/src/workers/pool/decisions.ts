@@ -1,4 +1,6 @@
+import type { ProgressEvent } from "../../progress/events.js";
 import type { WorkerSpec } from "../types.js";
+import type { PoolState } from "./pool.js";
 
 /**
  * The pool's decisions as pure functions of data: which specs a pre-booted worker can serve, which
@@ -120,5 +122,37 @@ export function poolByDefault(run: { command: "rollout" | "eval" | "serve"; traj
   return run.command !== "rollout" || run.trajectories >= POOL_DEFAULT_MIN_TRAJECTORIES;
 }
 
-/** A rollout of at least this many trajectories (group size × rows × policies) pools by default. */
+/** A rollout of at least this many trajectories (tasks × group size) pools by default. */
 export const POOL_DEFAULT_MIN_TRAJECTORIES = 8;
+/** Default idle limit of a pre-booted worker, seconds. */
+export const POOL_DEFAULT_IDLE_S = 120;
+
+/**
+ * The pool a run gets from `--pool`/`--pool-idle` (given or defaulted), or undefined for none.
+ * Default size: the run's concurrency (one ready worker per slot), capped by its trajectories. Pure.
+ */
+export function resolvePool(o: {
+  readonly command: "rollout" | "eval" | "serve";
+  readonly trajectories: number;
+  readonly concurrency: number;
+  readonly size?: number;
+  readonly idleS?: number;
+}): { readonly size: number; readonly idleMs: number } | undefined {
+  const size =
+    o.size ??
+    (poolByDefault(o) ? Math.min(o.concurrency, o.command === "serve" ? o.concurrency : o.trajectories) : 0);
+  if (size <= 0) return undefined;
+  return { size, idleMs: (o.idleS ?? POOL_DEFAULT_IDLE_S) * 1000 };
+}
+
+/** The progress event of a pool state. Pure. */
+export function poolEvent(s: PoolState): Extract<ProgressEvent, { type: "pool" }> {
+  return {
+    type: "pool",
+    idle: s.idle,
+    booting: s.booting,
+    pooled: s.pooled,
+    cold: s.cold,
+    ...(s.unavailable ? { unavailable: s.unavailable } : {}),
+  };
+}

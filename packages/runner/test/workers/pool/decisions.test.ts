@@ -5,7 +5,9 @@ import {
   expiredIdle,
   type KeyState,
   poolByDefault,
+  poolEvent,
   poolKeyOf,
+  resolvePool,
   unpoolableReason,
 } from "../../../src/workers/pool/decisions.js";
 import type { WorkerSpec } from "../../../src/workers/types.js";
@@ -115,5 +117,42 @@ describe("poolByDefault", () => {
     expect(poolByDefault({ command: "rollout", trajectories: 8 })).toBe(true);
     expect(poolByDefault({ command: "eval", trajectories: 1 })).toBe(true);
     expect(poolByDefault({ command: "serve", trajectories: 0 })).toBe(true);
+  });
+});
+
+describe("resolvePool", () => {
+  it("defaults to one ready worker per concurrency slot, capped by the run's trajectories", () => {
+    expect(resolvePool({ command: "rollout", trajectories: 16, concurrency: 4 })).toEqual({
+      size: 4,
+      idleMs: 120_000,
+    });
+    expect(resolvePool({ command: "eval", trajectories: 2, concurrency: 4 })).toEqual({
+      size: 2,
+      idleMs: 120_000,
+    });
+    expect(resolvePool({ command: "serve", trajectories: 0, concurrency: 3 })).toEqual({
+      size: 3,
+      idleMs: 120_000,
+    });
+  });
+  it("is off for a one-shot rollout unless asked, and --pool 0 turns it off", () => {
+    expect(resolvePool({ command: "rollout", trajectories: 1, concurrency: 4 })).toBeUndefined();
+    expect(resolvePool({ command: "rollout", trajectories: 1, concurrency: 4, size: 2, idleS: 30 })).toEqual({
+      size: 2,
+      idleMs: 30_000,
+    });
+    expect(resolvePool({ command: "eval", trajectories: 50, concurrency: 4, size: 0 })).toBeUndefined();
+  });
+});
+
+describe("poolEvent", () => {
+  it("carries the state a progress line shows", () => {
+    expect(poolEvent({ idle: 1, booting: 2, pooled: 3, cold: 4, retired: 5 })).toEqual({
+      type: "pool",
+      idle: 1,
+      booting: 2,
+      pooled: 3,
+      cold: 4,
+    });
   });
 });
