@@ -213,6 +213,10 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       { what: "bare cline-core", "cpu s": bareCpuS, "trajectories per core-minute": perCoreMin(bareCpuS) },
     ];
     console.log("\ntrajectories per core-minute (CPU time of this process tree)");
+    console.log(
+      "caveat: sandboxed workers' processes are SIGKILLed through their cgroup and not reaped into this\n" +
+        "process's cutime, so the flakegym rows undercount their CPU; compare pool vs no pool only",
+    );
     printTable(throughput);
     ctx.writeResult("rollout", {
       n,
