@@ -92,6 +92,20 @@ export {
   podmanRunArgs,
   writeBaseRootfs,
 } from "./workers/podman/podman-backend.js";
+export {
+  POOL_DEFAULT_MIN_TRAJECTORIES,
+  poolByDefault,
+  poolKeyOf,
+  unpoolableReason,
+} from "./workers/pool/decisions.js";
+export { createDummyPoolable, type DummyPoolable } from "./workers/pool/dummy-backend.js";
+export {
+  createWorkerPool,
+  type PooledBackend,
+  type PoolState,
+  type WorkerPoolOptions,
+} from "./workers/pool/pool.js";
+export type { IdleWorker, PoolableBackend } from "./workers/pool/types.js";
 export type {
   ExecOptions,
   ExecResult,

@@ -27,6 +27,15 @@ export type ProgressEvent =
       readonly attempt: number;
       readonly detail: string;
     }
-  | { readonly type: "note"; readonly message: string };
+  | { readonly type: "note"; readonly message: string }
+  | {
+      /** The warm pool's state (workers/pool): shown as one line of the live view. */
+      readonly type: "pool";
+      readonly idle: number;
+      readonly booting: number;
+      readonly pooled: number;
+      readonly cold: number;
+      readonly unavailable?: string;
+    };
 
 export type ProgressSink = (event: ProgressEvent) => void;

@@ -22,6 +22,8 @@ export interface ViewState {
   readonly tasks: Map<string, { phase: string; detail?: string }>;
   readonly trajectories: Map<string, TrajRow>;
   readonly notes: string[];
+  /** The warm pool's line, when the run has one. */
+  pool?: string;
 }
 
 export function emptyView(): ViewState {
@@ -61,6 +63,9 @@ export function applyEvent(view: ViewState, e: ProgressEvent, now: number): void
     case "note":
       view.notes.push(e.message);
       break;
+    case "pool":
+      view.pool = poolLine(e);
+      break;
   }
   if (view.notes.length > 5) view.notes.splice(0, view.notes.length - 5);
 }
@@ -87,6 +92,7 @@ export function renderView(view: ViewState, now: number, width = 120): string[] 
       lines.push(bits.join("  ").slice(0, width));
     }
   }
+  if (view.pool) lines.push(view.pool.slice(0, width));
   for (const n of view.notes) lines.push(n.slice(0, width));
   return lines;
 }
@@ -107,7 +113,17 @@ export function plainLine(e: ProgressEvent): string | undefined {
       return `trajectory ${e.trajectoryId}: infra failure, retry ${e.attempt}: ${e.detail}`;
     case "note":
       return e.message;
+    case "pool":
+      return undefined; // each trajectory's line says pooled or cold; unavailability comes as a note
   }
+}
+
+/** The warm pool as one line (pure). */
+export function poolLine(e: Extract<ProgressEvent, { type: "pool" }>): string {
+  const served = `${e.pooled} pooled, ${e.cold} cold`;
+  return e.unavailable
+    ? `pool: unavailable (${e.unavailable}); ${served}`
+    : `pool: ${e.idle} idle, ${e.booting} booting; ${served}`;
 }
 
 export interface Reporter {

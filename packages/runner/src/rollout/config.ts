@@ -6,8 +6,8 @@ import { ImagesMode } from "../images/worker-images.js";
 import { checkSampling, type SamplingParams } from "../policy/sampling.js";
 import { withSamplingDefaults } from "../policy/spec.js";
 import { PartialCredit, TamperPenalty } from "../scoring/reward.js";
+import { POOL_DEFAULT_IDLE_S, POOL_DEFAULT_MIN_TRAJECTORIES } from "../workers/pool/decisions.js";
 import type { RunConfig } from "./schema.js";
-
 /**
  * The `rollout` flags and their resolution into a RunConfig (pure). Flags that define what a run
  * IS have no schema default (defaults are applied here), so `--resume` can tell a flag the user
@@ -68,6 +68,23 @@ export const RolloutOptions = z.object({
     .min(1)
     .optional()
     .describe("workers running at once across all tasks (default: the number of CPUs)"),
+  pool: z
+    .number()
+    .int()
+    .min(0)
+    .max(64)
+    .optional()
+    .describe(
+      `pre-booted agent workers kept ready (local backend; 0: off). Default: off for rollouts of fewer than ${POOL_DEFAULT_MIN_TRAJECTORIES} trajectories, else --concurrency`,
+    ),
+  poolIdle: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(
+      `seconds a pre-booted worker may wait for a trajectory before it is stopped (default ${POOL_DEFAULT_IDLE_S})`,
+    ),
   maxInfraRetries: z
     .number()
     .int()

@@ -38,6 +38,8 @@ export interface AgentAttempt {
   readonly outcome: Outcome;
   readonly clineTaskId?: string;
   readonly bootOk: boolean;
+  /** The worker was pre-booted by the warm pool (undefined: the backend does not say). */
+  readonly pooledWorker?: boolean;
   readonly forkMs: number;
   readonly bootMs: number;
   readonly agentMs: number;
@@ -56,7 +58,7 @@ export interface AgentInput {
   /** Called as model turns complete (for progress). */
   readonly onTurn?: (turns: number) => void;
   /** Called when the worker is up and the agent starts. */
-  readonly onPhase?: (phase: "forking" | "booting" | "agent" | "collecting") => void;
+  readonly onPhase?: (phase: "forking" | "booting" | "agent" | "collecting", detail?: string) => void;
 }
 
 export interface ScoreInput {

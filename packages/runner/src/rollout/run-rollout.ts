@@ -181,6 +181,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     agent_ms: r.timings.agentMs,
     score_ms: r.timings.scoreMs,
     boot_ok: r.bootOk,
+    ...(r.pooledWorker !== undefined ? { pooled_worker: r.pooledWorker } : {}),
     outcome: r.outcome.kind,
     ...("limit" in r.outcome ? { limit: r.outcome.limit } : {}),
     outcome_detail: r.outcome.detail,
@@ -322,6 +323,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       },
       counts: attempt?.counts ?? { turns: 0, tokensIn: 0, tokensOut: 0 },
       bootOk: attempt?.bootOk ?? false,
+      ...(attempt?.pooledWorker !== undefined ? { pooledWorker: attempt.pooledWorker } : {}),
       infraRetries: retries,
       ...(attempt?.clineTaskId ? { clineTaskId: attempt.clineTaskId } : {}),
       prompt: task.prompt,
@@ -365,7 +367,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
           slot,
           dir: t.dir,
           signal,
-          onPhase: (ph) => ev(ph),
+          onPhase: (ph, detail) => ev(ph, detail),
           onTurn: (turns) =>
             progress({
               type: "trajectory",

@@ -53,6 +53,10 @@ export const TrajectoryResult = z
     timings: Timings,
     counts: Counts,
     bootOk: z.boolean(),
+    pooledWorker: z
+      .boolean()
+      .optional()
+      .describe("the agent ran on a worker pre-booted by the warm pool (--pool); absent: not recorded"),
     infraRetries: z.array(InfraAttempt).describe("infra failures retried before this result"),
     clineTaskId: z.string().optional(),
     prompt: z.string().describe("the task prompt the agent got"),
@@ -72,6 +76,7 @@ export const MetricsLine = z
     agent_ms: z.number(),
     score_ms: z.number(),
     boot_ok: z.boolean(),
+    pooled_worker: z.boolean().optional().describe("the agent ran on a pre-booted worker of the warm pool"),
     outcome: OutcomeKind,
     limit: LimitName.optional().describe("the limit that ended it (limits_exceeded, timeout)"),
     outcome_detail: z.string().describe("why it ended, human readable"),

@@ -46,6 +46,8 @@ import {
   flakeImagePodmanOptions,
   hostToolchainPodmanOptions,
 } from "../workers/podman/podman-backend.js";
+import { createWorkerPool, type PooledBackend, type PoolState } from "../workers/pool/pool.js";
+import { isPoolable } from "../workers/pool/types.js";
 import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../workers/types.js";
 import { classifyOutcome, gatewayVerdictOf, workerExitGraceMs } from "./classify-outcome.js";
 import { resolveRowSource } from "./dataset-source.js";
@@ -93,6 +95,13 @@ export interface WireOptions {
    * its `ref` is what the task's workers start from.
    */
   readonly workerImages?: ReadonlyMap<string, RecordedImage>;
+  /**
+   * `--pool`/`--pool-idle`: keep up to `size` pre-booted agent workers per task shape (local
+   * backend), so the Cline core does not boot on a trajectory's critical path (workers/pool).
+   */
+  readonly pool?: { readonly size: number; readonly idleMs: number };
+  /** The warm pool's state as it changes (progress). */
+  readonly onPool?: (state: PoolState) => void;
 }
 
 /**
@@ -117,6 +126,20 @@ function nomadRolloutBackend(
       ...(o.onNote ? { onProgress: (p) => o.onNote!(formatProgress(p)) } : {}),
     },
   );
+}
+
+/** The warm pool in front of a backend that can pre-boot workers; others run without one (said once). */
+function poolFor(backend: WorkerBackend, o: WireOptions): PooledBackend | undefined {
+  if (!isPoolable(backend)) {
+    o.onNote?.(`warm pool: the ${backend.kind} backend cannot pre-boot workers; every worker starts cold`);
+    return undefined;
+  }
+  return createWorkerPool(backend, {
+    size: o.pool!.size,
+    idleMs: o.pool!.idleMs,
+    ...(o.onNote ? { onNote: o.onNote } : {}),
+    ...(o.onPool ? { onState: o.onPool } : {}),
+  });
 }
 
 /**
@@ -206,7 +229,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
   const scratch = join(o.scratchDir ?? tmpdir(), `flakegym-rollout-${randomBytes(4).toString("hex")}`);
   await mkdir(scratch, { recursive: true });
   await writeOwnerRecord(scratch, "rollout"); // `flakegym gc` removes it if this process dies
-  const backend: WorkerBackend & { close?(): Promise<void> } =
+  const chosen: WorkerBackend & { close?(): Promise<void> } =
     o.backend ??
     match(config.backend)
       .with("local", () => createLocalBackend({ agent: clineAgentLauncher() }))
@@ -219,6 +242,8 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
         ),
       )
       .exhaustive();
+  const pool = o.pool && o.pool.size > 0 ? poolFor(chosen, o) : undefined;
+  const backend: WorkerBackend & { close?(): Promise<void> } = pool ?? chosen;
   // in a thread of its own: the cores' model calls never wait behind this loop's work (their gRPC
   // streams, sandboxes, scoring); see docs/gateway.md
   const gateway: PolicyGateway = await startGatewayThread({
@@ -259,6 +284,26 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     cpuSeconds: t.limits.cpuSeconds,
     diskMb: t.limits.diskMb,
     wallClockMs,
+  });
+
+  /** The spec of an agent worker for trajectory `id` of task `t` (workspace: its fork). */
+  const agentSpec = (
+    t: TaskRuntime,
+    task: RolloutTask,
+    id: string,
+    f: { workspace: string; deps: string },
+    url?: string,
+  ): WorkerSpec => ({
+    runId: o.runId,
+    taskId: task.id,
+    trajectoryId: id,
+    profile: t.profile,
+    workspace: f.workspace,
+    depsDir: f.deps,
+    gateway: { socketPath: gateway.socketPath!, ...(url ? { url } : {}) },
+    limits: workerLimits(t, agentWorkerWallClockMs(config.limits.timeoutMs)),
+    agent: true,
+    ...imageSpec(task.id),
   });
 
   /** openai/anthropic upstreams are shared; plan upstreams keep a cursor per trajectory, so each attempt gets a fresh one. */
@@ -346,6 +391,8 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
         },
       });
       snapshots.set(s.key, s);
+      // the pool boots workers shaped for this task while the first trajectories fork
+      await pool?.warm(agentSpec(t, task, "warm", { workspace: s.workspace, deps: join(s.tree, "deps") }));
       return { key: s.key, cached: s.cached };
     },
 
@@ -380,18 +427,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
         input.onPhase?.("booting");
         const t0 = performance.now();
         worker = await backend.start(
-          {
-            runId: o.runId,
-            taskId: input.task.id,
-            trajectoryId: id,
-            profile: t.profile,
-            workspace: f.workspace,
-            depsDir: f.deps,
-            gateway: { socketPath: gateway.socketPath!, url: route.baseUrlsFor("http://gateway").openai },
-            limits: workerLimits(t, agentWorkerWallClockMs(config.limits.timeoutMs)),
-            agent: true,
-            ...imageSpec(input.task.id),
-          },
+          agentSpec(t, input.task, id, f, route.baseUrlsFor("http://gateway").openai),
           input.signal,
         );
         bootMs = Math.round(performance.now() - t0);
@@ -399,7 +435,10 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
         if (!worker.agentAddress || !worker.policyBaseUrl) {
           throw new FlakegymError("E_WORKER", `worker ${worker.id} started without an agent address`);
         }
-        input.onPhase?.("agent");
+        input.onPhase?.(
+          "agent",
+          worker.pooled === undefined ? undefined : worker.pooled ? "pooled worker" : "cold boot",
+        );
         const client = createClineClient({ address: worker.agentAddress });
         const exitWatch = new AbortController();
         let workerExit: WorkerExit | undefined;
@@ -478,6 +517,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
           outcome,
           ...(run.taskId ? { clineTaskId: run.taskId } : {}),
           bootOk,
+          ...(worker.pooled !== undefined ? { pooledWorker: worker.pooled } : {}),
           forkMs,
           bootMs,
           agentMs: Math.round(run.timings.totalMs),
@@ -608,7 +648,8 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     },
 
     async close() {
-      await backend.close?.().catch(() => {});
+      await pool?.close().catch(() => {});
+      await chosen.close?.().catch(() => {});
       await gateway.close();
       await rm(scratch, { recursive: true, force: true });
     },

@@ -122,6 +122,8 @@ export interface Worker {
    * one allocation per call). Callers that need several steps compose them into one command.
    */
   readonly statelessExec?: boolean;
+  /** True when the worker was pre-booted by the warm pool and adopted this trajectory (workers/pool). */
+  readonly pooled?: boolean;
   /** Runs a shell command inside the worker's sandbox, in the workspace by default. */
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
   /**

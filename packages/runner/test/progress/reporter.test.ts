@@ -64,3 +64,15 @@ describe("plain lines", () => {
     expect(out).toContain("\x1b[2Ktask a  running  1/2 done\n");
   });
 });
+
+describe("the warm pool's line", () => {
+  it("shows idle and booting workers and how trajectories started, live only", () => {
+    const view = emptyView();
+    const e: ProgressEvent = { type: "pool", idle: 2, booting: 1, pooled: 5, cold: 1 };
+    applyEvent(view, e, 0);
+    expect(renderView(view, 0)).toEqual(["pool: 2 idle, 1 booting; 5 pooled, 1 cold"]);
+    applyEvent(view, { type: "pool", idle: 0, booting: 0, pooled: 0, cold: 3, unavailable: "not root" }, 0);
+    expect(renderView(view, 0)).toEqual(["pool: unavailable (not root); 0 pooled, 3 cold"]);
+    expect(plainLine(e)).toBeUndefined();
+  });
+});

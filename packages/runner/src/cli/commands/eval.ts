@@ -20,6 +20,7 @@ import { newRunId, RolloutOptions, resolveRolloutOptions } from "../../rollout/c
 import { type DatasetSelection, selectDataset } from "../../rollout/dataset-tasks.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
+import { poolEvent, resolvePool } from "../../workers/pool/decisions.js";
 import { defineCommand } from "../command.js";
 
 export const EvalOptions = RolloutOptions.pick({
@@ -29,6 +30,8 @@ export const EvalOptions = RolloutOptions.pick({
   catalog: true,
   policy: true,
   concurrency: true,
+  pool: true,
+  poolIdle: true,
   maxInfraRetries: true,
   seed: true,
   temperature: true,
@@ -212,6 +215,13 @@ export const evalCommand = defineCommand({
     const swept = await sweepLeftovers();
     for (const x of swept.results) ctx.stderr.write(`gc: ${formatSweepResult(x, false)}\n`);
     const reporter = createReporter(ctx.stderr);
+    const pool = resolvePool({
+      command: "eval",
+      trajectories: nItems * r.config.policies.length * opts.trials,
+      concurrency: r.config.concurrency,
+      ...(opts.pool !== undefined ? { size: opts.pool } : {}),
+      ...(opts.poolIdle !== undefined ? { idleS: opts.poolIdle } : {}),
+    });
     let result: Awaited<ReturnType<typeof runEval>>;
     try {
       result = await runEval({
@@ -233,6 +243,7 @@ export const evalCommand = defineCommand({
             ...(r.judgeApiKey ? { judgeApiKey: r.judgeApiKey } : {}),
             ...(r.gatewayAdvertise ? { gatewayAdvertise: r.gatewayAdvertise } : {}),
             onNote: (m) => ctx.stderr.write(`${m}\n`),
+            ...(pool ? { pool, onPool: (s) => reporter.sink(poolEvent(s)) } : {}),
             ...(keepWorkspace ? { keepWorkspace } : {}),
             ...(dataset ? { datasetTasks: dataset.tasks } : {}),
           }),

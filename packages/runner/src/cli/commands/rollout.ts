@@ -2,6 +2,7 @@ import { join, resolve } from "node:path";
 import { FlakegymError, UsageError } from "../../errors.js";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
 import { validatePolicySpecs } from "../../policy/spec.js";
+import type { ProgressSink } from "../../progress/events.js";
 import { createReporter } from "../../progress/reporter.js";
 import { runSecrets } from "../../redact/redactor.js";
 import {
@@ -25,6 +26,7 @@ import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
 import { formatRowError } from "../../tasks/dataset.js";
 import { datasetAsCatalog } from "../../tasks/dataset-catalog.js";
 import { printable } from "../../text/looks-binary.js";
+import { poolEvent, resolvePool } from "../../workers/pool/decisions.js";
 import { defineCommand } from "../command.js";
 import { preflightWorkerImages } from "./rollout-images.js";
 
@@ -98,7 +100,16 @@ export const rolloutCommand = defineCommand({
     // what dead runs left (a killed earlier attempt of this run included); live runs are untouched
     const swept = await sweepLeftovers();
     for (const x of swept.results) ctx.stderr.write(`gc: ${formatSweepResult(x, false)}\n`);
+    const pool = resolvePool({
+      command: "rollout",
+      trajectories: config.tasks.length * config.groupSize,
+      concurrency: config.concurrency,
+      ...(opts.pool !== undefined ? { size: opts.pool } : {}),
+      ...(opts.poolIdle !== undefined ? { idleS: opts.poolIdle } : {}),
+    });
+    let sink: ProgressSink | undefined;
     const deps = await createRolloutDeps(config, {
+      ...(pool ? { pool, onPool: (s) => sink?.(poolEvent(s)) } : {}),
       runId: stored?.runId ?? runId,
       signal: ctx.signal,
       ...(r.judgeApiKey ? { judgeApiKey: r.judgeApiKey } : {}),
@@ -109,6 +120,7 @@ export const rolloutCommand = defineCommand({
       ...(workerImages ? { workerImages } : {}),
     });
     const reporter = createReporter(ctx.stderr);
+    sink = reporter.sink;
     let result: Awaited<ReturnType<typeof runRollout>>;
     try {
       result = await runRollout({

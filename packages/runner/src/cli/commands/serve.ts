@@ -3,8 +3,10 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { loadChatTokenizer } from "../../export/tokenizer.js";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
+import { RolloutOptions } from "../../rollout/config.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { DEFAULT_MAX_GROUPS, serveMaxGroups, startServe } from "../../serve/server.js";
+import { resolvePool } from "../../workers/pool/decisions.js";
 import { defineCommand } from "../command.js";
 
 export const serveCommand = defineCommand({
@@ -61,6 +63,10 @@ export const serveCommand = defineCommand({
       .describe(
         "directory of git repositories that requested dataset rows may name by a relative path (default: rows must name remote repositories)",
       ),
+    pool: RolloutOptions.shape.pool.describe(
+      "pre-booted agent workers each running group keeps ready (local backend; 0: off; default: --concurrency)",
+    ),
+    poolIdle: RolloutOptions.shape.poolIdle,
   }),
   examples: [
     "flakegym serve --tokenizer ./Qwen3-8B",
@@ -75,6 +81,14 @@ export const serveCommand = defineCommand({
     for (const x of swept.results) ctx.stderr.write(`gc: ${formatSweepResult(x, false)}\n`);
     const token = ctx.env.FLAKEGYM_SERVE_TOKEN?.trim() || undefined;
     const note = (m: string) => ctx.stderr.write(`${m}\n`);
+    const concurrency = opts.concurrency ?? Math.max(1, availableParallelism());
+    const pool = resolvePool({
+      command: "serve",
+      trajectories: 0,
+      concurrency,
+      ...(opts.pool !== undefined ? { size: opts.pool } : {}),
+      ...(opts.poolIdle !== undefined ? { idleS: opts.poolIdle } : {}),
+    });
     const handle = await startServe({
       host: opts.host,
       port: opts.port,
@@ -82,7 +96,7 @@ export const serveCommand = defineCommand({
       maxGroups,
       stateDir: resolve(ctx.cwd, opts.stateDir),
       tokenizer,
-      concurrency: opts.concurrency ?? Math.max(1, availableParallelism()),
+      concurrency,
       backend: opts.backend,
       ...(opts.catalog ? { catalog: resolve(ctx.cwd, opts.catalog) } : {}),
       ...(opts.reposDir ? { reposDir: resolve(ctx.cwd, opts.reposDir) } : {}),
@@ -95,6 +109,7 @@ export const serveCommand = defineCommand({
           signal,
           env: ctx.env,
           onNote: note,
+          ...(pool ? { pool } : {}),
           ...(opts.gatewayAdvertise ? { gatewayAdvertise: opts.gatewayAdvertise } : {}),
         }),
     });

@@ -1,0 +1,158 @@
+import type { ProgressEvent } from "../../progress/events.js";
+import type { WorkerSpec } from "../types.js";
+import type { PoolState } from "./pool.js";
+
+/**
+ * The pool's decisions as pure functions of data: which specs a pre-booted worker can serve, which
+ * idle workers go, how many to boot. The orchestrator (pool.ts) only carries them out.
+ */
+
+/**
+ * What a pre-booted worker is made for: everything fixed when its sandbox and core start (profile,
+ * environment, gateway socket, whether /deps exists, cgroup and rlimit limits). The wall clock is
+ * not in it: it starts at assignment. Two specs with the same key can share a pool.
+ */
+export function poolKeyOf(spec: WorkerSpec): string {
+  const { memoryMb, pids, cpuSeconds, diskMb } = spec.limits;
+  const env = Object.entries(spec.env ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return JSON.stringify([
+    spec.profile,
+    spec.gateway.socketPath ?? null,
+    spec.depsDir !== undefined,
+    [memoryMb, pids, cpuSeconds ?? null, diskMb ?? null],
+    env,
+  ]);
+}
+
+/** Why `spec` cannot be served by a pooled worker, or undefined when it can. */
+export function unpoolableReason(spec: WorkerSpec): string | undefined {
+  if (!spec.agent) return "exec-only workers (scoring) boot no core: nothing to pre-boot";
+  if (spec.readOnlyFiles?.length) return "read-only files are bound at sandbox start";
+  if (spec.image !== undefined) return "image workers are not pooled";
+  if (!spec.gateway.socketPath) return "pooled local workers reach the gateway through its unix socket";
+  return undefined;
+}
+
+/** One pool key's demand and supply, as the orchestrator sees it. */
+export interface KeyState {
+  readonly key: string;
+  /** Idle, ready workers (their ready times, ms since the epoch). */
+  readonly idleSince: readonly number[];
+  /** Boots in flight. */
+  readonly booting: number;
+  /** Last time a trajectory (or `warm`) asked for this key, ms since the epoch. */
+  readonly lastDemand: number;
+}
+
+export interface PoolLimits {
+  /** Idle + booting workers at most, over all keys. */
+  readonly size: number;
+  /** Idle workers older than this are stopped, and a key not asked for this long is not refilled. */
+  readonly idleMs: number;
+  /** Boots in flight at most (a core's boot is CPU-bound: a few at once only slow each other). */
+  readonly maxBooting: number;
+}
+
+/** A key is wanted while it was asked for within the idle limit. Pure. */
+export function isWanted(k: KeyState, now: number, idleMs: number): boolean {
+  return now - k.lastDemand <= idleMs;
+}
+
+/** Indexes (into `k.idleSince`) of idle workers past the idle limit, or of a key no longer wanted. Pure. */
+export function expiredIdle(k: KeyState, now: number, idleMs: number): number[] {
+  const wanted = isWanted(k, now, idleMs);
+  return k.idleSince.flatMap((t, i) => (!wanted || now - t > idleMs ? [i] : []));
+}
+
+/**
+ * The keys to boot one more worker for now, most recently asked first, within the pool's size and
+ * the boot concurrency. Pure.
+ */
+export function bootsToStart(keys: readonly KeyState[], now: number, limits: PoolLimits): string[] {
+  let total = keys.reduce((n, k) => n + k.idleSince.length + k.booting, 0);
+  let booting = keys.reduce((n, k) => n + k.booting, 0);
+  const out: string[] = [];
+  const wanted = keys
+    .filter((k) => isWanted(k, now, limits.idleMs))
+    .sort((a, b) => b.lastDemand - a.lastDemand);
+  const have = new Map(wanted.map((k) => [k.key, k.idleSince.length + k.booting]));
+  // round robin over wanted keys so one key cannot starve another
+  for (let progress = true; progress; ) {
+    progress = false;
+    for (const k of wanted) {
+      if (total >= limits.size || booting >= limits.maxBooting) return out;
+      const n = have.get(k.key)!;
+      if (n >= limits.size) continue;
+      have.set(k.key, n + 1);
+      out.push(k.key);
+      total++;
+      booting++;
+      progress = true;
+    }
+  }
+  return out;
+}
+
+/**
+ * When a wanted key has no room (the pool is full of other keys' idle workers), the idle worker to
+ * stop for it: the oldest one of the least recently asked key that is not `forKey`. Pure.
+ */
+export function evictionFor(
+  keys: readonly KeyState[],
+  forKey: string,
+  size: number,
+): { key: string; index: number } | undefined {
+  const total = keys.reduce((n, k) => n + k.idleSince.length + k.booting, 0);
+  const mine = keys.find((k) => k.key === forKey);
+  if (total < size || (mine && mine.idleSince.length + mine.booting > 0)) return undefined;
+  const victims = keys
+    .filter((k) => k.key !== forKey && k.idleSince.length > 0)
+    .sort((a, b) => a.lastDemand - b.lastDemand);
+  const v = victims[0];
+  if (!v) return undefined;
+  let oldest = 0;
+  v.idleSince.forEach((t, i) => {
+    if (t < v.idleSince[oldest]!) oldest = i;
+  });
+  return { key: v.key, index: oldest };
+}
+
+/** Whether a run uses the pool unless told: long runs (many trajectories), evals and serve. Pure. */
+export function poolByDefault(run: { command: "rollout" | "eval" | "serve"; trajectories: number }): boolean {
+  return run.command !== "rollout" || run.trajectories >= POOL_DEFAULT_MIN_TRAJECTORIES;
+}
+
+/** A rollout of at least this many trajectories (tasks × group size) pools by default. */
+export const POOL_DEFAULT_MIN_TRAJECTORIES = 8;
+/** Default idle limit of a pre-booted worker, seconds. */
+export const POOL_DEFAULT_IDLE_S = 120;
+
+/**
+ * The pool a run gets from `--pool`/`--pool-idle` (given or defaulted), or undefined for none.
+ * Default size: the run's concurrency (one ready worker per slot), capped by its trajectories. Pure.
+ */
+export function resolvePool(o: {
+  readonly command: "rollout" | "eval" | "serve";
+  readonly trajectories: number;
+  readonly concurrency: number;
+  readonly size?: number;
+  readonly idleS?: number;
+}): { readonly size: number; readonly idleMs: number } | undefined {
+  const size =
+    o.size ??
+    (poolByDefault(o) ? Math.min(o.concurrency, o.command === "serve" ? o.concurrency : o.trajectories) : 0);
+  if (size <= 0) return undefined;
+  return { size, idleMs: (o.idleS ?? POOL_DEFAULT_IDLE_S) * 1000 };
+}
+
+/** The progress event of a pool state. Pure. */
+export function poolEvent(s: PoolState): Extract<ProgressEvent, { type: "pool" }> {
+  return {
+    type: "pool",
+    idle: s.idle,
+    booting: s.booting,
+    pooled: s.pooled,
+    cold: s.cold,
+    ...(s.unavailable ? { unavailable: s.unavailable } : {}),
+  };
+}
