@@ -11,6 +11,7 @@ import {
 } from "@flakegym/runner";
 import { makeTempDir, REPO_ROOT, type TempDir } from "@flakegym/test-utils";
 import { execa, type ResultPromise } from "execa";
+import { parquetReadObjects } from "hyparquet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TASK } from "./rollout-helpers.js";
 
@@ -139,6 +140,24 @@ describe("flakegym serve → trainer adapters", () => {
         await exportRun({ runDir, format, segments, out, loaded: tok });
       }
     }
+    // Parquet: the same verl records, lists as native list columns, read back by an independent reader
+    const pq = join(tmp.path, "verl-final.parquet");
+    await exportRun({
+      runDir,
+      format: "verl",
+      segments: "final",
+      out: pq,
+      loaded: tok,
+      fileFormat: "parquet",
+    });
+    const fromJsonl = (await readFile(join(exportDir, "verl-final.jsonl"), "utf8")).trim().split("\n");
+    const pqBytes = await readFile(pq);
+    const fromParquet = await parquetReadObjects({
+      file: pqBytes.buffer.slice(pqBytes.byteOffset, pqBytes.byteOffset + pqBytes.byteLength) as ArrayBuffer,
+    });
+    expect(
+      JSON.parse(JSON.stringify(fromParquet, (_k, v) => (typeof v === "bigint" ? Number(v) : v))),
+    ).toEqual(fromJsonl.map((l) => JSON.parse(l)));
     await exportRun({ runDir, format: "atif", segments: "final", out: join(exportDir, "atif") });
     const atifFiles = await readdir(join(exportDir, "atif"));
     expect(atifFiles.sort()).toEqual([`${TASK}-t0.json`, `${TASK}-t1.json`]);

@@ -1,6 +1,12 @@
 import { resolve } from "node:path";
 import { z } from "zod";
-import { defaultExportPath, ExportFormat, exportRun } from "../../export/formats/export-run.js";
+import { UsageError } from "../../errors.js";
+import {
+  defaultExportPath,
+  ExportFileFormat,
+  ExportFormat,
+  exportRun,
+} from "../../export/formats/export-run.js";
 import { SegmentPolicy } from "../../export/formats/trainer-formats.js";
 import { defineCommand } from "../command.js";
 
@@ -12,7 +18,8 @@ export const exportCommand = defineCommand({
     "Reads a run directory (of `flakegym rollout`, or a `flakegym serve` group's run/) and writes one JSONL\n" +
     "record per trajectory (SkyRL: one GeneratorOutput batch per task) in the framework's field names, the\n" +
     "same records the Python adapters build from `flakegym serve` (docs/trainers.md). atropos and samples\n" +
-    "are the run's groups.jsonl and samples.jsonl; atif writes one Harbor ATIF trajectory per file.",
+    "are the run's groups.jsonl and samples.jsonl; atif writes one Harbor ATIF trajectory per file.\n" +
+    "--file-format parquet writes the same records as one Parquet table (lists as native list columns).",
   positional: "run",
   options: z.object({
     run: z.string().describe("the run directory"),
@@ -22,6 +29,7 @@ export const exportCommand = defineCommand({
       .optional()
       .describe("output file (atif: directory) (default <run>/export/<format>.jsonl)"),
     segments: SegmentPolicy.default("final"),
+    fileFormat: ExportFileFormat.default("jsonl"),
     tokenizer: z
       .string()
       .optional()
@@ -31,15 +39,25 @@ export const exportCommand = defineCommand({
     "flakegym export runs/20261121T093000Z-1a2b3c --format verl",
     "flakegym export runs/20261121T093000Z-1a2b3c --format slime --segments split --out slime.jsonl",
     "flakegym export runs/20261121T093000Z-1a2b3c --format atif",
+    "flakegym export runs/20261121T093000Z-1a2b3c --format verl --file-format parquet",
   ],
   async run(opts, ctx) {
     const runDir = resolve(ctx.cwd, opts.run);
-    const out = opts.out ? resolve(ctx.cwd, opts.out) : defaultExportPath(runDir, opts.format);
+    if (opts.format === "atif" && opts.fileFormat === "parquet") {
+      throw new UsageError(
+        "--format atif writes Harbor ATIF JSON files, not Parquet",
+        "drop --file-format parquet for atif, or pick a record format (verl, slime, skyrl, prime, trl, nemo, samples, atropos)",
+      );
+    }
+    const out = opts.out
+      ? resolve(ctx.cwd, opts.out)
+      : defaultExportPath(runDir, opts.format, opts.fileFormat);
     const r = await exportRun({
       runDir,
       format: opts.format,
       out,
       segments: opts.segments,
+      fileFormat: opts.fileFormat,
       ...(opts.tokenizer ? { tokenizer: resolve(ctx.cwd, opts.tokenizer) } : {}),
     });
     ctx.stdout.write(`${r.records} ${opts.format} record(s) → ${r.path}\n`);

@@ -10,6 +10,7 @@ import type { RunManifest } from "../../rollout/schema.js";
 import { readGroupRecords, readResults, readServedTrajectory } from "../../serve/record.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../tokenizer.js";
 import { atifTrajectory } from "./atif.js";
+import { parquetTable } from "./parquet-table.js";
 import { formatRecords, RecordFormat, type SegmentPolicy } from "./trainer-formats.js";
 
 /**
@@ -24,12 +25,21 @@ export const ExportFormat = z
   .describe("atropos | samples | verl | slime | skyrl | prime | trl | nemo | atif");
 export type ExportFormat = z.infer<typeof ExportFormat>;
 
+export const ExportFileFormat = z
+  .enum(["jsonl", "parquet"])
+  .describe(
+    "jsonl: one JSON record per line; parquet: one table, a column per field (token ids, masks and logprobs as native list columns, nested objects as JSON)",
+  );
+export type ExportFileFormat = z.infer<typeof ExportFileFormat>;
+
 export interface ExportRunOptions {
   readonly runDir: string;
   readonly format: ExportFormat;
   /** File (JSONL formats) or directory (atif). */
   readonly out: string;
   readonly segments: SegmentPolicy;
+  /** How the records are written (default jsonl); atif is always one JSON file per trajectory. */
+  readonly fileFormat?: ExportFileFormat;
   /** Overrides the run's --tokenizer (record formats need one). */
   readonly tokenizer?: string;
   /** The tokenizer already loaded (callers exporting several formats load it once). */
@@ -44,9 +54,13 @@ const exists = (f: string) =>
 
 const jsonl = (rows: readonly unknown[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join("");
 
-/** The default output path of a format: `<run>/export/<format>.jsonl` (atif: a directory). Pure. */
-export const defaultExportPath = (runDir: string, format: ExportFormat) =>
-  join(runDir, "export", format === "atif" ? "atif" : `${format}.jsonl`);
+/** The bytes of `rows` in a file format. */
+const encode = (rows: readonly Record<string, unknown>[], f: ExportFileFormat = "jsonl") =>
+  f === "parquet" ? parquetTable(rows) : jsonl(rows);
+
+/** The default output path: `<run>/export/<format>.<jsonl|parquet>` (atif: a directory). Pure. */
+export const defaultExportPath = (runDir: string, format: ExportFormat, file: ExportFileFormat = "jsonl") =>
+  join(runDir, "export", format === "atif" ? "atif" : `${format}.${file}`);
 
 /**
  * The records of a run: a serve group's run (`requests/<id>/run`) has them as it streamed them
@@ -85,10 +99,14 @@ export async function exportRun(o: ExportRunOptions): Promise<{ path: string; re
   const copy = async (file: string) => {
     if (!(await exists(file)))
       throw new UsageError(`${file} does not exist`, "export a finished run directory");
-    const text = await readFile(file, "utf8");
+    const lines = (await readFile(file, "utf8")).split("\n").filter((l) => l.trim());
     await mkdir(dirname(o.out), { recursive: true });
-    await writeFileAtomic(o.out, text);
-    return { path: o.out, records: text.split("\n").filter((l) => l.trim()).length };
+    const data =
+      o.fileFormat === "parquet"
+        ? parquetTable(lines.map((l) => JSON.parse(l) as Record<string, unknown>))
+        : lines.map((l) => `${l}\n`).join("");
+    await writeFileAtomic(o.out, data);
+    return { path: o.out, records: lines.length };
   };
   return match(o.format)
     .with("atropos", () => copy(p.groups))
@@ -106,7 +124,7 @@ export async function exportRun(o: ExportRunOptions): Promise<{ path: string; re
     .with("verl", "slime", "skyrl", "prime", "trl", "nemo", async (f) => {
       const rows = formatRecords(f, await recordsOf(o, m), o.segments);
       await mkdir(dirname(o.out), { recursive: true });
-      await writeFileAtomic(o.out, jsonl(rows));
+      await writeFileAtomic(o.out, encode(rows as Record<string, unknown>[], o.fileFormat));
       return { path: o.out, records: rows.length };
     })
     .exhaustive();
