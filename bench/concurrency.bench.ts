@@ -486,8 +486,8 @@ async function liveTrajectories(root: string, args: string[], n: number) {
   printTable([row]);
   console.log(
     "  added = the gateway's time for a call (body read → response ended, turns.jsonl) minus the model\n" +
-      "  server's time for it (body read → last byte); loop delay = the runner's event-loop delay (the\n" +
-      "  gateway runs on it) over the whole run." +
+      "  server's time for it (body read → last byte); loop delay = the runner's event-loop delay over\n" +
+      "  the whole run (the gateway has its own thread since issue 19; the cores' gRPC, sandboxes and scoring stay on it)." +
       (unpaired ? `\n  ${unpaired} logged calls could not be paired (not ok, or no call id).` : ""),
   );
   return { row, summary, added, perTrajectoryMax, unpaired, thinkMs, intervalMs, taskId };
