@@ -213,6 +213,7 @@ function reportRejected(sel: DatasetSelection, out: { write(s: string): unknown 
  */
 async function nixAppOptions(opts: RolloutOptions, ctx: CliContext): Promise<RolloutOptions> {
   if (!isNixApp(ctx.env) || pinningFlag(opts) !== undefined || !opts.task?.length) return opts;
+  await checkCatalogTasks(opts.task, opts.catalog); // an unknown task is the usual usage error
   const choice = await nixAppDefault(opts.task, opts.catalog, ctx.env);
   return match(choice)
     .with({ kind: "nix" }, ({ backend, images }) => {
