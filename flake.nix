@@ -20,6 +20,8 @@
     }:
     let
       util = import ./nix/util.nix;
+      # This flake as a flake reference (its source in the store), for the `rollout` app.
+      flakeRef = "path:${self}";
       profileSet = import ./nix/profiles.nix {
         inherit util;
         profilesJson = ./packages/profiles/profiles.json;
@@ -95,7 +97,13 @@
           };
           rollout = pkgs.writeShellApplication {
             name = "flakegym-rollout";
-            text = ''exec ${runner}/bin/flakegym rollout "$@"'';
+            # FLAKEGYM_NIX_APP: choose the flake's images by default (docs/nix.md); FLAKEGYM_FLAKE:
+            # this flake, for `nix facts` and `images` (a user's own setting wins).
+            text = ''
+              export FLAKEGYM_NIX_APP=1
+              export FLAKEGYM_FLAKE="''${FLAKEGYM_FLAKE:-${flakeRef}}"
+              exec ${runner}/bin/flakegym rollout "$@"
+            '';
           };
 
           mkImage = import ./nix/image.nix {

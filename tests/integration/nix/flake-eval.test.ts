@@ -455,9 +455,25 @@ function describeWith(nixImpl: NixImpl) {
           program: `${pkgs.rollout}/bin/flakegym-rollout`,
         });
         expect(apps["default"]).toMatchObject({ type: "app", program: `${pkgs.runner}/bin/flakegym` });
-        expect(pkgs.text).toBe(`exec ${pkgs.runner}/bin/flakegym rollout "$@"`);
+        // the app marks itself (rollout's default backend choice) and names its own flake
+        const [marker, flakeLine, exec, ...rest] = pkgs.text.trim().split("\n");
+        expect([marker, exec, rest]).toEqual([
+          "export FLAKEGYM_NIX_APP=1",
+          `exec ${pkgs.runner}/bin/flakegym rollout "$@"`,
+          [],
+        ]);
+        // the flake's own source in the store: this checkout's flake.nix
+        const self = /^export FLAKEGYM_FLAKE="\$\{FLAKEGYM_FLAKE:-path:(\/\S+)\}"$/.exec(
+          flakeLine ?? "",
+        )?.[1];
+        expect(self, flakeLine).toBeDefined();
+        expect(readFileSync(join(flake.realPath(self!), "flake.nix"), "utf8")).toBe(
+          readFileSync(join(flake.dir, "flake.nix"), "utf8"),
+        );
       }
-      check('apps.<linux>.rollout execs <runner>/bin/flakegym rollout "$@"');
+      check(
+        'apps.<linux>.rollout sets FLAKEGYM_NIX_APP=1 and FLAKEGYM_FLAKE, then execs <runner>/bin/flakegym rollout "$@"',
+      );
     });
 
     it("has the checks: unit tests, a smoke test per profile, image metadata, the shared Cline layer", async () => {

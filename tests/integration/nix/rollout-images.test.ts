@@ -293,6 +293,33 @@ describe.skipIf(MISSING.length > 0)("rollout --images nix on a recorded image (r
     );
     expect(existsSync(out)).toBe(false);
   }, 150_000);
+
+  it("as the flake app (FLAKEGYM_NIX_APP=1, no --backend/--images): the recorded image when podman has it, else local and why", async () => {
+    // an unknown policy stops the run right after the choice: nothing starts
+    const app = (cacheDir: string) =>
+      runCli(["rollout", "--task", TASK, "--policy", "nosuch:x", "--out", join(tmp.path, "run-app")], {
+        env: { FLAKEGYM_CACHE: cacheDir, FLAKEGYM_NIX_APP: "1" },
+        timeoutMs: 120_000,
+      });
+    const goneCache = join(tmp.path, "cache-app-gone");
+    const rec = readImageRecords(defaultImageRecordFile({ FLAKEGYM_CACHE: cache })).images[0]!;
+    await recordImage(defaultImageRecordFile({ FLAKEGYM_CACHE: goneCache }), {
+      ...rec,
+      loadedAs: "localhost/flakegym-test/node-env:removed",
+    });
+    const [here, gone] = await Promise.all([app(cache), app(goneCache)]);
+    expect(here.stderr).toContain(
+      "nix run .#rollout: workers run on the flake's images (--backend podman --images nix)",
+    );
+    expect(gone.stderr).toContain(
+      `nix run .#rollout: workers run on the local backend (this machine's /usr), not the flake's images: task ${TASK}: localhost/flakegym-test/node-env:removed is recorded`,
+    );
+    for (const r of [here, gone]) {
+      expect(r.exitCode, r.stderr).toBe(2);
+      expect(r.stderr).toContain("policy spec 'nosuch:x'");
+    }
+    expect(existsSync(join(tmp.path, "run-app"))).toBe(false);
+  }, 150_000);
 });
 
 const FULL_TAG = TAG.replace(/^./, "0");

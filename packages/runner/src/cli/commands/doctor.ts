@@ -14,9 +14,12 @@ import { execa } from "execa";
 import { z } from "zod";
 import type { DoctorContext, DoctorProbe, DoctorRow } from "../../doctor/probe.js";
 import { describeError } from "../../errors.js";
-import { nixBuildCapability } from "../../images/targets.js";
+import { nixRolloutRow } from "../../images/nix-app.js";
+import { nixVersionLine, readImageRecords } from "../../images/nix-images.js";
+import { defaultImageRecordFile, nixBuildCapability } from "../../images/targets.js";
 import { nomadDoctorProbe } from "../../workers/nomad/doctor.js";
 import { defineCommand } from "../command.js";
+import { podmanVersionLine } from "./rollout-images.js";
 
 export { type DoctorContext, type DoctorProbe, DoctorRow } from "../../doctor/probe.js";
 
@@ -205,12 +208,30 @@ export function nixImagesRow(versionLine: string | undefined): DoctorRow {
       };
 }
 
+/** Whether `rollout --images nix` can run here (so what `nix run .#rollout` defaults to): {@link nixRolloutRow}. */
+export const nixRolloutProbe: DoctorProbe = {
+  name: "rollout --images nix",
+  async run() {
+    const recordsFile = defaultImageRecordFile(process.env);
+    const [nix, podman] = await Promise.all([nixVersionLine("nix"), podmanVersionLine()]);
+    return [
+      nixRolloutRow({
+        nix: nixBuildCapability(nix),
+        podman,
+        recorded: readImageRecords(recordsFile).images.length,
+        recordsFile,
+      }),
+    ];
+  },
+};
+
 /** Every probe `flakegym doctor` runs, in table order. Append to add rows. */
 export const doctorProbes: DoctorProbe[] = [
   clineProbe,
   toolProbe("bubblewrap", "bwrap", "needed by the local sandbox backend (apt-get install bubblewrap)"),
   toolProbe("podman", "podman", "needed by the podman backend (apt-get install podman runc)"),
   nixProbe,
+  nixRolloutProbe,
   nomadDoctorProbe,
 ];
 

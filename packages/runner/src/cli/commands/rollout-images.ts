@@ -1,7 +1,9 @@
 import { execa } from "execa";
+import { chooseNixAppDefault, type NixAppChoice } from "../../images/nix-app.js";
 import { nixVersionLine, readImageRecords } from "../../images/nix-images.js";
 import { defaultImageRecordFile, EXIT_NEEDS_NIX, nixBuildCapability } from "../../images/targets.js";
 import {
+  type ImageConsumer,
   type MissingImage,
   missingImagesMessage,
   type RecordedImage,
@@ -26,17 +28,37 @@ export async function preflightWorkerImages(
 ): Promise<ReadonlyMap<string, RecordedImage> | number> {
   const tasks = rows
     ? rows.map((r) => ({ id: r.id, profile: r.profile }))
-    : await Promise.all(
-        config.tasks.map(async (id) => ({
-          id,
-          profile: (await loadTask(id, config.catalog ?? BUILTIN_CATALOG_DIR)).spec.profile,
-        })),
-      );
+    : await catalogTaskProfiles(config.tasks, config.catalog);
   const file = defaultImageRecordFile(ctx.env);
-  const consumer = config.backend === "nomad" ? "nomad" : "podman";
+  const found = await findWorkerImages(tasks, config.backend === "nomad" ? "nomad" : "podman", file);
+  if (found.missing.length === 0) return found.images;
+  const nix = nixBuildCapability(await nixVersionLine("nix", ctx.env));
+  ctx.stderr.write(`flakegym rollout: ${missingImagesMessage(found.missing, file, nix)}\n`);
+  return nix.kind === "unavailable" ? EXIT_NEEDS_NIX : 1;
+}
+
+async function catalogTaskProfiles(
+  ids: readonly string[],
+  catalog: string | undefined,
+): Promise<{ id: string; profile: string }[]> {
+  return Promise.all(
+    ids.map(async (id) => ({
+      id,
+      profile: (await loadTask(id, catalog ?? BUILTIN_CATALOG_DIR)).spec.profile,
+    })),
+  );
+}
+
+/** Every task's recorded image, and the tasks without one (for podman: also those podman lacks). */
+async function findWorkerImages(
+  tasks: readonly { id: string; profile: string }[],
+  consumer: ImageConsumer,
+  file: string,
+): Promise<{ images: ReadonlyMap<string, RecordedImage>; missing: MissingImage[] }> {
   const resolved = resolveWorkerImages(readImageRecords(file), tasks, consumer);
-  const missing: MissingImage[] = resolved.kind === "missing" ? [...resolved.missing] : [];
-  if (resolved.kind === "ok" && consumer === "podman") {
+  if (resolved.kind === "missing") return { images: new Map(), missing: [...resolved.missing] };
+  const missing: MissingImage[] = [];
+  if (consumer === "podman") {
     // a record outlives `podman rmi`: the image itself must be here
     for (const [taskId, img] of resolved.images) {
       const r = await execa("podman", ["image", "exists", img.ref], {
@@ -55,10 +77,35 @@ export async function preflightWorkerImages(
       });
     }
   }
-  if (missing.length === 0 && resolved.kind === "ok") return resolved.images;
-  const nix = nixBuildCapability(await nixVersionLine("nix", ctx.env));
-  ctx.stderr.write(`flakegym rollout: ${missingImagesMessage(missing, file, nix)}\n`);
-  return nix.kind === "unavailable" ? EXIT_NEEDS_NIX : 1;
+  return { images: resolved.images, missing };
+}
+
+/** `podman --version`'s line, or undefined when podman is missing or broken. */
+export async function podmanVersionLine(env?: NodeJS.ProcessEnv): Promise<string | undefined> {
+  const r = await execa("podman", ["--version"], { reject: false, timeout: 30_000, stdin: "ignore", env });
+  return r.exitCode === 0 ? r.stdout.trim() : undefined;
+}
+
+/**
+ * The flake app's default (`nix run .#rollout` with none of --backend, --images, --resume,
+ * --dataset): the facts {@link chooseNixAppDefault} needs, gathered for the catalog tasks given.
+ */
+export async function nixAppDefault(
+  tasks: readonly string[],
+  catalog: string | undefined,
+  env: NodeJS.ProcessEnv,
+): Promise<NixAppChoice> {
+  const podman = await podmanVersionLine(env);
+  const found =
+    podman === undefined
+      ? { missing: [] }
+      : await findWorkerImages(
+          await catalogTaskProfiles(tasks, catalog),
+          "podman",
+          defaultImageRecordFile(env),
+        );
+  const nix = nixBuildCapability(await nixVersionLine("nix", env));
+  return chooseNixAppDefault({ nix, podman, missing: found.missing });
 }
 
 function profileOf(tasks: readonly { id: string; profile: string }[], id: string): string {

@@ -1,6 +1,8 @@
 import { join, resolve } from "node:path";
+import { match } from "ts-pattern";
 import { FlakegymError, UsageError } from "../../errors.js";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
+import { isNixApp, nixAppFallbackMessage, pinningFlag } from "../../images/nix-app.js";
 import { validatePolicySpecs } from "../../policy/spec.js";
 import type { ProgressSink } from "../../progress/events.js";
 import { createReporter } from "../../progress/reporter.js";
@@ -27,8 +29,8 @@ import { formatRowError } from "../../tasks/dataset.js";
 import { datasetAsCatalog } from "../../tasks/dataset-catalog.js";
 import { printable } from "../../text/looks-binary.js";
 import { poolEvent, resolvePool } from "../../workers/pool/decisions.js";
-import { defineCommand } from "../command.js";
-import { preflightWorkerImages } from "./rollout-images.js";
+import { type CliContext, defineCommand } from "../command.js";
+import { nixAppDefault, preflightWorkerImages } from "./rollout-images.js";
 
 export const rolloutCommand = defineCommand({
   path: ["rollout"],
@@ -54,7 +56,7 @@ export const rolloutCommand = defineCommand({
   ],
   async run(given, ctx) {
     const runId = newRunId();
-    const opts = await withImportedTasks(given, ctx, runId);
+    const opts = await nixAppOptions(await withImportedTasks(given, ctx, runId), ctx);
     const r = resolveRolloutOptions(opts, ctx.env, ctx.cwd, runId);
     const stored = r.resume ? await readManifest(runPaths(r.out)) : undefined;
     // resuming: the stored run's settings; --concurrency, --max-infra-retries and --atropos may differ
@@ -203,4 +205,26 @@ function reportRejected(sel: DatasetSelection, out: { write(s: string): unknown 
   if (sel.rejected.length > SHOWN_REJECTED) {
     out.write(`  … and ${sel.rejected.length - SHOWN_REJECTED} more (summary.json lists every one)\n`);
   }
+}
+
+/**
+ * Run as the flake's `rollout` app with nothing pinning the backend: the flake's images on podman
+ * when every task has one here, else the local backend with the reason printed.
+ */
+async function nixAppOptions(opts: RolloutOptions, ctx: CliContext): Promise<RolloutOptions> {
+  if (!isNixApp(ctx.env) || pinningFlag(opts) !== undefined || !opts.task?.length) return opts;
+  await checkCatalogTasks(opts.task, opts.catalog); // an unknown task is the usual usage error
+  const choice = await nixAppDefault(opts.task, opts.catalog, ctx.env);
+  return match(choice)
+    .with({ kind: "nix" }, ({ backend, images }) => {
+      ctx.stderr.write(
+        `nix run .#rollout: workers run on the flake's images (--backend ${backend} --images ${images})\n`,
+      );
+      return { ...opts, backend, images };
+    })
+    .with({ kind: "local" }, ({ reason }) => {
+      ctx.stderr.write(`${nixAppFallbackMessage(reason)}\n`);
+      return opts;
+    })
+    .exhaustive();
 }

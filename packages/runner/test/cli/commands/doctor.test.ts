@@ -1,8 +1,12 @@
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it, vi } from "vitest";
 import {
   DoctorRow,
   doctorProbes,
   nixImagesRow,
+  nixRolloutProbe,
   nixVersionRow,
   renderDoctorTable,
   toolProbe,
@@ -41,8 +45,29 @@ describe("doctor", () => {
     expect(DoctorRow.parse(row)).toEqual(row);
   });
 
-  it("lists the cline probe first, then bubblewrap, podman, nix, nomad", () => {
-    expect(doctorProbes.map((p) => p.name)).toEqual(["cline", "bubblewrap", "podman", "nix", "nomad"]);
+  it("lists the cline probe first, then bubblewrap, podman, nix, rollout --images nix, nomad", () => {
+    expect(doctorProbes.map((p) => p.name)).toEqual([
+      "cline",
+      "bubblewrap",
+      "podman",
+      "nix",
+      "rollout --images nix",
+      "nomad",
+    ]);
+  });
+
+  it("reports rollout --images nix from this machine's podman, Nix and image records", async () => {
+    const cache = mkdtempSync(join(tmpdir(), "flakegym-doctor-images-"));
+    vi.stubEnv("FLAKEGYM_CACHE", cache);
+    try {
+      const [row] = await nixRolloutProbe.run(ctx);
+      // no records in an empty cache: never ok, and it says so naming the file
+      expect(row).toMatchObject({ check: "rollout --images nix", status: "info" });
+      expect(row?.detail).toContain(`no images recorded in ${join(cache, "images.json")}`);
+    } finally {
+      vi.unstubAllEnvs();
+      rmSync(cache, { recursive: true, force: true });
+    }
   });
 
   it("judges Nix by what this flake needs: 2.18+ is ok; older says what it can and cannot do", () => {
