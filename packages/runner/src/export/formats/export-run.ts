@@ -99,12 +99,14 @@ export async function exportRun(o: ExportRunOptions): Promise<{ path: string; re
   const copy = async (file: string) => {
     if (!(await exists(file)))
       throw new UsageError(`${file} does not exist`, "export a finished run directory");
-    const lines = (await readFile(file, "utf8")).split("\n").filter((l) => l.trim());
+    const text = await readFile(file, "utf8");
+    const lines = text.split("\n").filter((l) => l.trim());
     await mkdir(dirname(o.out), { recursive: true });
+    // JSONL is copied as it is; only a Parquet table needs the records parsed
     const data =
       o.fileFormat === "parquet"
         ? parquetTable(lines.map((l) => JSON.parse(l) as Record<string, unknown>))
-        : lines.map((l) => `${l}\n`).join("");
+        : text;
     await writeFileAtomic(o.out, data);
     return { path: o.out, records: lines.length };
   };
