@@ -5,12 +5,18 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
 import { FlakegymError, UsageError } from "../errors.js";
-import { anthropicToChatRequest } from "../policy/anthropic-convert.js";
-import { ChatRequest, ResponseAccumulator, type UpstreamEvent } from "../policy/chat.js";
+import { ResponseAccumulator, type UpstreamEvent } from "../policy/chat.js";
 import type { SamplingParams } from "../policy/sampling.js";
 import { type ClientProtocol, type PolicyUpstream, UpstreamError } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
 import { AnthropicStreamEncoder, anthropicErrorBody, anthropicMessageBody } from "./anthropic-wire.js";
+import {
+  type ClientRequest,
+  HttpError,
+  parseClientRequest,
+  parsesAfterForwarding,
+  upstreamCall,
+} from "./client-request.js";
 import { OpenAiStreamEncoder, openAiCompletionBody, openAiErrorBody } from "./openai-wire.js";
 import { TurnLogWriter, type TurnRecord, type TurnStatus } from "./turn-log.js";
 
@@ -148,16 +154,6 @@ interface Entry {
   promptTokens: number;
   completionTokens: number;
   terminal: GatewayTerminal | undefined;
-}
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly type: string,
-  ) {
-    super(message);
-  }
 }
 
 class WatchdogTimeout extends Error {
@@ -401,43 +397,21 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
     const startedAt = new Date();
     const t0 = performance.now();
     const seq = ++e.seq;
-    let raw: Record<string, unknown>;
-    let request: ChatRequest;
-    /** The client's body, logged as the request when it already is the canonical form. */
-    let requestJson: Buffer | undefined;
+    let body: Buffer;
+    let parsed: ClientRequest | undefined;
+    const deferParse = parsesAfterForwarding(protocol, e.upstream.forwardsClientJson);
     try {
-      const body = await readBody(req, maxBody);
-      try {
-        raw = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
-      } catch (err) {
-        throw new HttpError(
-          400,
-          `request body is not JSON: ${(err as Error).message}`,
-          "invalid_request_error",
-        );
-      }
-      if (protocol === "anthropic") request = anthropicToChatRequest(raw);
-      else {
-        const parsed = ChatRequest.safeParse(raw);
-        if (!parsed.success) {
-          const i = parsed.error.issues[0]!;
-          throw new HttpError(
-            400,
-            `request field ${i.path.join(".")}: ${i.message}`,
-            "invalid_request_error",
-          );
-        }
-        request = parsed.data;
-        requestJson = body;
-      }
+      body = await readBody(req, maxBody);
+      if (!deferParse) parsed = parseClientRequest(protocol, body);
     } catch (err) {
-      e.refused++;
-      if (err instanceof HttpError) sendError(err.status, `flakegym gateway: ${err.message}`, err.type);
-      else
-        sendError(400, `flakegym gateway: bad request: ${(err as Error).message}`, "invalid_request_error");
+      refuseBadRequest(e, err, sendError);
       return;
     }
-    const stream = raw["stream"] === true;
+    /** The parsed request; only read once parsing succeeded (every path below parses first). */
+    const client = () => {
+      parsed ??= parseClientRequest(protocol, body);
+      return parsed;
+    };
     const record = (status: TurnStatus, extra: Partial<TurnRecord>): Promise<void> => {
       if (!e.log) return Promise.resolve();
       const rec: TurnRecord = {
@@ -446,14 +420,14 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
         seq,
         startedAt: startedAt.toISOString(),
         protocol,
-        stream,
+        stream: client().raw["stream"] === true,
         upstream: e.upstream.id,
         status,
-        request,
+        request: client().request,
         latency: { firstByteMs: null, totalMs: round(performance.now() - t0) },
         ...extra,
       };
-      return e.log.append(rec, requestJson).catch((err: unknown) => {
+      return e.log.append(rec, client().requestJson).catch((err: unknown) => {
         // a turn that cannot be logged cannot be trained on: end the trajectory visibly
         endTrajectory(e, "policy_error", `turn log ${e.log?.path} failed: ${(err as Error).message}`);
       });
@@ -469,6 +443,12 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
           ? `trajectory '${e.id}' spent its maxCompletionTokens=${e.limits.maxCompletionTokens} (${e.completionTokens} sampled; call ${seq} refused)`
           : undefined;
     if (refusal) {
+      try {
+        client();
+      } catch (err) {
+        refuseBadRequest(e, err, sendError);
+        return;
+      }
       e.refused++;
       if (!e.terminal)
         endTrajectory(e, "limits_exceeded", refusal, overRequests ? "model_requests" : "completion_tokens");
@@ -504,12 +484,12 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
     const acc = new ResponseAccumulator();
     let firstByteMs: number | null = null;
     const responseId = `${protocol === "anthropic" ? "msg" : "chatcmpl"}-${e.id}-${seq}`;
-    const includeUsage =
-      (raw["stream_options"] as { include_usage?: unknown } | undefined)?.include_usage === true;
-    const encoder =
-      protocol === "anthropic"
-        ? new AnthropicStreamEncoder(responseId, request.model)
-        : new OpenAiStreamEncoder(responseId, request.model, includeUsage);
+    // made at the first event, when the request has been parsed
+    let encoder: AnthropicStreamEncoder | OpenAiStreamEncoder | undefined;
+    const encoderOf = () => {
+      encoder ??= streamEncoder(protocol, responseId, client().raw, client().request.model);
+      return encoder;
+    };
     // The client's stream: the events of one upstream read arrive within one tick; they are
     // gathered and leave in one write at the end of that tick (process.nextTick), never later.
     let pending = "";
@@ -564,29 +544,34 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
       });
     let iterator: AsyncIterator<UpstreamEvent> | undefined;
     try {
-      iterator = e.upstream
-        .complete(
-          {
-            trajectoryId: e.id,
-            seq,
-            protocol,
-            request,
-            raw,
-            ...(requestJson ? { rawJson: requestJson } : {}),
-            ...(e.sampling ? { sampling: e.sampling } : {}),
-          },
-          ac.signal,
-        )
-        [Symbol.asyncIterator]();
+      const call = upstreamCall(
+        {
+          trajectoryId: e.id,
+          seq,
+          protocol,
+          ...(deferParse || parsed?.requestJson ? { rawJson: body } : {}),
+          ...(e.sampling ? { sampling: e.sampling } : {}),
+        },
+        client,
+      );
+      iterator = e.upstream.complete(call, ac.signal)[Symbol.asyncIterator]();
+      // the upstream request leaves first; the body is parsed and checked while it travels
+      let first: Promise<IteratorResult<UpstreamEvent>> | undefined = next(iterator);
+      if (deferParse) {
+        first.catch(() => undefined); // awaited below; a failure meanwhile is not unhandled
+        await checkAfterForwarding(client, ac);
+      }
+      const stream = client().raw["stream"] === true;
       for (;;) {
-        const step = await next(iterator);
+        const step = await (first ?? next(iterator));
+        first = undefined;
         if (step.done) break;
         const ev = step.value;
         if (firstByteMs === null) firstByteMs = round(performance.now() - t0);
         lastEventAt = performance.now();
         acc.add(ev);
         if (stream) {
-          send(encoder.encode(ev));
+          send(encoderOf().encode(ev));
           // a client that does not read holds up the upstream (TCP backpressure), not our memory
           if (res.writableNeedDrain) await drained();
         }
@@ -594,15 +579,15 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
       if (ac.signal.aborted) throw ac.signal.reason;
       const response = acc.result();
       if (stream) {
-        send(encoder.end());
+        send(encoderOf().end());
         const text = pending;
         pending = "";
         res.end(text);
       } else {
         const body =
           protocol === "anthropic"
-            ? anthropicMessageBody(responseId, request.model, response)
-            : openAiCompletionBody(responseId, request.model, response);
+            ? anthropicMessageBody(responseId, client().request.model, response)
+            : openAiCompletionBody(responseId, client().request.model, response);
         res.writeHead(200, { "content-type": "application/json" });
         res.end(runSecrets.text(JSON.stringify(body)));
       }
@@ -617,7 +602,9 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
       const reason = ac.signal.aborted ? ac.signal.reason : err;
       const partial = acc.result();
       const latency = { firstByteMs, totalMs: round(performance.now() - t0) };
-      if (reason instanceof WatchdogTimeout) {
+      if (reason instanceof HttpError) {
+        refuseBadRequest(e, reason, sendError);
+      } else if (reason instanceof WatchdogTimeout) {
         e.failed++;
         const msg = `trajectory '${e.id}' call ${seq}: ${reason.message}`;
         endTrajectory(e, "timeout", msg);
@@ -753,4 +740,40 @@ function failResponse(
       ? `event: error\ndata: ${JSON.stringify(body)}\n\n`
       : `data: ${JSON.stringify(body)}\n\n`;
   res.end(text);
+}
+
+/** Refuses a call whose body is bad (not JSON, wrong fields, too large): counted, not recorded as a turn. */
+function refuseBadRequest(
+  e: { refused: number },
+  err: unknown,
+  sendError: (status: number, message: string, type: string) => void,
+): void {
+  e.refused++;
+  if (err instanceof HttpError) sendError(err.status, `flakegym gateway: ${err.message}`, err.type);
+  else sendError(400, `flakegym gateway: bad request: ${(err as Error).message}`, "invalid_request_error");
+}
+
+/**
+ * Parses and checks a call's body once its upstream request has left (after this round of I/O, so
+ * the request's bytes are written first); a bad body aborts the call with its {@link HttpError}.
+ */
+async function checkAfterForwarding(client: () => ClientRequest, ac: AbortController): Promise<void> {
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  try {
+    client();
+  } catch (err) {
+    ac.abort(err);
+  }
+}
+
+function streamEncoder(
+  protocol: ClientProtocol,
+  responseId: string,
+  raw: Readonly<Record<string, unknown>>,
+  model: string,
+): AnthropicStreamEncoder | OpenAiStreamEncoder {
+  if (protocol === "anthropic") return new AnthropicStreamEncoder(responseId, model);
+  const includeUsage =
+    (raw["stream_options"] as { include_usage?: unknown } | undefined)?.include_usage === true;
+  return new OpenAiStreamEncoder(responseId, model, includeUsage);
 }

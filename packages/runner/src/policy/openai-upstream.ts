@@ -32,6 +32,7 @@ export interface OpenAiUpstreamOptions {
 
 export class OpenAiUpstream implements PolicyUpstream {
   readonly kind = "openai" as const;
+  readonly forwardsClientJson = true;
   readonly id: string;
   readonly secrets: readonly string[];
   /** Set once the server refused the token-fact parameters; they are not sent again. */

@@ -43,6 +43,12 @@ export interface PolicyUpstream {
    * scripted plan keeps its cursors here) back to this thread.
    */
   readonly portable?: PortableUpstream;
+  /**
+   * True when, for an OpenAI-protocol call with `rawJson`, `complete` sends those bytes (a few
+   * members set) and reads `request`/`raw` only if the bytes are not one JSON object: the gateway
+   * then forwards the call before parsing its body (gateway/client-request.ts).
+   */
+  readonly forwardsClientJson?: boolean;
   complete(call: UpstreamCall, signal: AbortSignal): AsyncIterable<UpstreamEvent>;
 }
 

@@ -1,0 +1,74 @@
+import { anthropicToChatRequest } from "../policy/anthropic-convert.js";
+import { ChatRequest } from "../policy/chat.js";
+import type { ClientProtocol, UpstreamCall } from "../policy/upstream.js";
+
+/** A request the gateway answers itself with an HTTP error (bad body, too large). */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A client's request body, parsed and checked. */
+export interface ClientRequest {
+  /** The body as the client sent it, parsed. */
+  readonly raw: Record<string, unknown>;
+  /** The request in canonical (OpenAI chat) form. */
+  readonly request: ChatRequest;
+  /** The client's bytes, when they are the canonical form already (OpenAI protocol): logged as they are. */
+  readonly requestJson?: Buffer;
+}
+
+/** Parses and checks a model call's body; throws {@link HttpError} (400) naming what is wrong. */
+export function parseClientRequest(protocol: ClientProtocol, body: Buffer): ClientRequest {
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
+  } catch (err) {
+    throw new HttpError(400, `request body is not JSON: ${(err as Error).message}`, "invalid_request_error");
+  }
+  if (protocol === "anthropic") return { raw, request: anthropicToChatRequest(raw) };
+  const parsed = ChatRequest.safeParse(raw);
+  if (!parsed.success) {
+    const i = parsed.error.issues[0]!;
+    throw new HttpError(400, `request field ${i.path.join(".")}: ${i.message}`, "invalid_request_error");
+  }
+  return { raw, request: parsed.data, requestJson: body };
+}
+
+/**
+ * Whether a call may reach its upstream before its body is parsed: an OpenAI-protocol call to an
+ * upstream that forwards the client's bytes (`forwardsClientJson`). The gateway then starts the
+ * upstream request first and parses and checks the body while it travels; a body that fails the
+ * check aborts the call before the upstream answers, and the client gets the same 400 as before.
+ */
+export function parsesAfterForwarding(
+  protocol: ClientProtocol,
+  forwardsClientJson: boolean | undefined,
+): boolean {
+  return protocol === "openai" && forwardsClientJson === true;
+}
+
+/**
+ * The call handed to an upstream. With `parse` deferred, `request` and `raw` are parsed on first
+ * read (an upstream that forwards the client's bytes reads neither unless the bytes are not one JSON
+ * object), and a body that does not parse throws its {@link HttpError} from that read.
+ */
+export function upstreamCall(
+  base: Omit<UpstreamCall, "request" | "raw">,
+  parsed: () => ClientRequest,
+): UpstreamCall {
+  return {
+    ...base,
+    get request() {
+      return parsed().request;
+    },
+    get raw() {
+      return parsed().raw;
+    },
+  };
+}
