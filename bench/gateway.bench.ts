@@ -397,15 +397,19 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     console.log(
       `\nload average at end (1/5/15 min): ${loadStr()}; ${(result["seconds"] as number).toFixed(0)} s`,
     );
-    const verdict = (label: string) =>
-      rows
-        .filter((r) => r["upstream"] === "paced" && r["gateway"] === label)
-        .every((r) => (r["added p50"] as number) <= 2 && (r["added p99"] as number) <= 10);
-    const ok = verdict(`gateway (${arrangements[0]})`);
+    // the goal holds for a gateway when it has paced rows and every one of them meets it
+    const verdict = (mine: (gateway: string) => boolean) => {
+      const paced = rows.filter((r) => r["upstream"] === "paced" && mine(String(r["gateway"])));
+      return (
+        paced.length > 0 &&
+        paced.every((r) => (r["added p50"] as number) <= 2 && (r["added p99"] as number) <= 10)
+      );
+    };
+    const ok = verdict((g) => g === `gateway (${arrangements[0]})`);
     const pacedRan = rows.some((r) => r["upstream"] === "paced");
     if (pacedRan)
       console.log(
-        `goal (paced upstream) p50 ≤ 2 ms, p99 ≤ 10 ms added: ${ok ? "met" : "NOT met"}${baseline ? `; baseline ${verdict(`baseline ${baseline.label}`) ? "met" : "NOT met"}` : ""}`,
+        `goal (paced upstream) p50 ≤ 2 ms, p99 ≤ 10 ms added: ${ok ? "met" : "NOT met"}${baseline ? `; baseline ${verdict((g) => g.startsWith(`baseline ${baseline.label}`)) ? "met" : "NOT met"}` : ""}`,
       );
     ctx.writeResult("gateway", { ...result, rows, goalMet: pacedRan ? ok : null });
   } finally {
