@@ -12,12 +12,8 @@ import { effectiveLimits, type LimitOverrides } from "../contract/contract.js";
 import { readTargetFile } from "../contract/safe-read.js";
 import { checkSamples, type SampleChecks } from "../contract/validate-samples.js";
 import { FlakegymError } from "../errors.js";
-import {
-  createPolicyGateway,
-  type GatewayTerminal,
-  type PolicyGateway,
-  type TrajectoryRoute,
-} from "../gateway/server.js";
+import { createPolicyGateway } from "../gateway/server.js";
+import type { GatewayTerminal, PolicyGateway, TrajectoryRoute } from "../gateway/types.js";
 import { createUpstream } from "../policy/create-upstream.js";
 import { SANDBOX_GATEWAY_SOCKET } from "../workers/local/shape.js";
 import { type CallOptions, callContext, withCall } from "./call.js";

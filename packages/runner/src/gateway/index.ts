@@ -1,5 +1,8 @@
+export { createPolicyGateway } from "./server.js";
+export { encodeSse, parseSse, type SseEvent, SseParser } from "./sse.js";
+export { startGatewayThread, type ThreadedPolicyGateway } from "./thread.js";
+export { parseTurnLog, readTurnLog, TurnLogWriter, TurnRecord, TurnStatus } from "./turn-log.js";
 export {
-  createPolicyGateway,
   type GatewayTerminal,
   type ListenSpec,
   type PolicyGateway,
@@ -9,7 +12,4 @@ export {
   type TrajectoryLimitsInput,
   type TrajectoryRoute,
   type TrajectoryStatus,
-} from "./server.js";
-export { encodeSse, parseSse, type SseEvent, SseParser } from "./sse.js";
-export { startGatewayThread, type ThreadedPolicyGateway } from "./thread.js";
-export { parseTurnLog, readTurnLog, TurnLogWriter, TurnRecord, TurnStatus } from "./turn-log.js";
+} from "./types.js";

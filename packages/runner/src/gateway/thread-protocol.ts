@@ -1,7 +1,7 @@
 import type { UpstreamEvent } from "../policy/chat.js";
 import type { SamplingParams } from "../policy/sampling.js";
 import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "../policy/upstream.js";
-import type { GatewayTerminal, ListenSpec, TrajectoryLimitsInput, TrajectoryStatus } from "./server.js";
+import type { GatewayTerminal, ListenSpec, TrajectoryLimitsInput, TrajectoryStatus } from "./types.js";
 
 /**
  * The messages between the runner's thread and the gateway's own thread (gateway/thread.ts). The

@@ -14,8 +14,9 @@ import {
   UpstreamError,
 } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
-import { createPolicyGateway, type TrajectoryRoute } from "./server.js";
+import { createPolicyGateway } from "./server.js";
 import type { FromGateway, SyncAnswer, ThreadInit, ThreadUpstream, ToGateway } from "./thread-protocol.js";
+import type { TrajectoryRoute } from "./types.js";
 
 const init = workerData as ThreadInit & { readonly syncPort: MessagePort };
 const port = parentPort!;

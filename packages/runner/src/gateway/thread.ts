@@ -3,6 +3,7 @@ import { createDeadline } from "@flakegym/nomad-jobs";
 import { FlakegymError, UsageError } from "../errors.js";
 import { type PolicyUpstream, UpstreamError } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
+import type { FromGateway, SyncAnswer, ThreadError, ThreadInit, ToGateway } from "./thread-protocol.js";
 import {
   checkRegistration,
   type ListenSpec,
@@ -13,8 +14,7 @@ import {
   routePaths,
   type TrajectoryRoute,
   type TrajectoryStatus,
-} from "./server.js";
-import type { FromGateway, SyncAnswer, ThreadError, ThreadInit, ToGateway } from "./thread-protocol.js";
+} from "./types.js";
 
 /** How long the thread may take to start (it compiles its sources when run from a checkout). */
 const READY_MS = 60_000;

@@ -1,6 +1,6 @@
 import { match } from "ts-pattern";
-import type { GatewayTerminal } from "../gateway/server.js";
 import type { TurnRecord } from "../gateway/turn-log.js";
+import type { GatewayTerminal } from "../gateway/types.js";
 import { WORKER_LIMITS, type WorkerExit, type WorkerLimit } from "../workers/types.js";
 import type { LimitName, Outcome } from "./schema.js";
 

@@ -8,9 +8,10 @@ import {
   parsesAfterForwarding,
   upstreamCall,
 } from "../../src/gateway/client-request.js";
-import { createPolicyGateway, type PolicyGateway } from "../../src/gateway/server.js";
+import { createPolicyGateway } from "../../src/gateway/server.js";
 import { parseSse } from "../../src/gateway/sse.js";
 import { parseTurnLog } from "../../src/gateway/turn-log.js";
+import type { PolicyGateway } from "../../src/gateway/types.js";
 import {
   type InferenceServerDouble,
   startInferenceServerDouble,

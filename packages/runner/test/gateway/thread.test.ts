@@ -2,10 +2,10 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { GatewayTerminal } from "../../src/gateway/server.js";
 import { parseSse } from "../../src/gateway/sse.js";
 import { startGatewayThread, type ThreadedPolicyGateway } from "../../src/gateway/thread.js";
 import { parseTurnLog } from "../../src/gateway/turn-log.js";
+import type { GatewayTerminal } from "../../src/gateway/types.js";
 import {
   type InferenceServerDouble,
   startInferenceServerDouble,

@@ -5,9 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { exportTrajectory } from "../../src/export/export-trajectory.js";
 import { MASKED } from "../../src/export/tokenize-for-trainer.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
-import { createPolicyGateway, type PolicyGateway } from "../../src/gateway/server.js";
+import { createPolicyGateway } from "../../src/gateway/server.js";
 import { parseSse } from "../../src/gateway/sse.js";
 import { readTurnLog } from "../../src/gateway/turn-log.js";
+import type { PolicyGateway } from "../../src/gateway/types.js";
 import {
   doubleLogprob,
   type InferenceServerDouble,
