@@ -359,7 +359,9 @@ function describeWith(nixImpl: NixImpl) {
         label: string;
       }
 
-      const go = await evalOk<Common & { mod: Record<string, string> }>(
+      const go = await evalOk<
+        Common & { mod: { outputHash: string; outputHashMode: string; buildPhase: string; src: string } }
+      >(
         { profile: '"go"', src: srcs.go, vendorHash: `"${FAKE_HASH}"` },
         `{ ${common} mod = { inherit (w.goModules.stub.args) outputHash outputHashMode buildPhase; src = "\${w.goModules.stub.args.src}"; }; }`,
       );
