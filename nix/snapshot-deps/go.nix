@@ -3,8 +3,16 @@
 # from go.sum, so it is a pin the caller passes: build once with a fake hash, take the `got:` one).
 # A module that requires nothing, or a source with its own vendor/, needs none. The vendor/ tree is
 # copied into the work tree (excluded from git), where the profile's GOFLAGS=-mod=vendor finds it.
-{ pkgs, util, ... }:
-{ spec, pins, ... }:
+{
+  pkgs,
+  util,
+  ...
+}:
+{
+  spec,
+  pins,
+  ...
+}:
 let
   goMod = "${spec.src}/go.mod";
   hasGoMod = builtins.pathExists goMod;

@@ -4,7 +4,11 @@
 # importNpmLock needs). Install scripts are not run. A package.json with no dependencies needs no
 # lock. node_modules is linked into the work tree (excluded from git).
 { nodeModulesFor, ... }:
-{ spec, system, ... }:
+{
+  spec,
+  system,
+  ...
+}:
 let
   lockFile = "${spec.src}/package-lock.json";
   manifestFile = "${spec.src}/package.json";
@@ -15,7 +19,11 @@ let
       throw "lib.mkSnapshotImage ${spec.task}: profile 'node' but the source has no package.json at its root";
   depCount = builtins.foldl' (
     n: field: n + builtins.length (builtins.attrNames (manifest.${field} or { }))
-  ) 0 [ "dependencies" "devDependencies" "optionalDependencies" ];
+  ) 0 [
+    "dependencies"
+    "devDependencies"
+    "optionalDependencies"
+  ];
   nodeModules = nodeModulesFor {
     name = "flakegym-snapshot-${spec.task}";
     inherit lockFile system;

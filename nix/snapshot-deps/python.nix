@@ -3,7 +3,11 @@
 # caller passes; pin exact versions, or the set and its hash drift as indexes publish releases),
 # then installed offline (`pip install --no-index`) into /python-deps, on PYTHONPATH in the image.
 # A source that declares no dependencies needs none.
-{ pkgs, util, ... }:
+{
+  pkgs,
+  util,
+  ...
+}:
 {
   spec,
   profile,
