@@ -117,10 +117,22 @@
           };
           images = builtins.mapAttrs (_: profile: mkImage { inherit profile; }) profiles;
 
-          mkSnapshotWorkspace = import ./nix/snapshot-rust.nix { inherit pkgs util nodejs; };
+          mkSnapshotWorkspace = import ./nix/snapshot-workspace.nix {
+            inherit
+              pkgs
+              util
+              nodejs
+              nodeModulesFor
+              ;
+          };
           mkSnapshotImage = import ./nix/snapshot-image.nix { inherit mkImage; };
           mkTaskSnapshotImage = import ./nix/task-snapshot.nix {
-            inherit profiles mkSnapshotImage mkSnapshotWorkspace;
+            inherit
+              profiles
+              mkSnapshotImage
+              mkSnapshotWorkspace
+              system
+              ;
           };
           snapshots = builtins.mapAttrs (_: mkTaskSnapshotImage) snapshotSpecs;
 
@@ -240,8 +252,8 @@
         system: nixpkgs.legacyPackages.${system}.nixfmt
       );
 
-      # A snapshot image for any Rust task from its pins (nix/task-snapshot.nix):
-      # `lib.mkSnapshotImage { system; task; repo; commit; narHash; install; smoke; }`.
+      # A snapshot image for any task (rust, go, node, python, c) from its pins (nix/task-snapshot.nix):
+      # `lib.mkSnapshotImage { system; task; repo; commit; narHash; profile; install; smoke; }`.
       lib.mkSnapshotImage =
         args: perLinux.${args.system}.mkTaskSnapshotImage (removeAttrs args [ "system" ]);
 

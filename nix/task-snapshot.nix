@@ -1,15 +1,17 @@
-# lib.mkSnapshotImage: a snapshot image for any Rust task or dataset row, from its pins. The
-# source is fetched by commit and narHash (`builtins.fetchTree`, so evaluation is pure and the
-# fetch is verified), or given as `src`; crates are vendored from the source's own Cargo.lock;
-# `install` builds target/ offline in the Nix build; `smoke`, like `install`, is a key input.
-# The runner instantiates it with `nix build --impure --expr` (docs/nix.md), passing the fields of
-# its own snapshot spec, so the key computed in the build (nix/snapshot-key.mjs) is the runner's.
-# Other profiles: their dependencies cannot be vendored hash-free from a lock here (Go's
-# vendorHash, npm without `resolved` URLs, Python without uv.lock), so they fail saying so.
+# lib.mkSnapshotImage: a snapshot image for any task or dataset row (profiles rust, go, node,
+# python, c), from its pins. The source is fetched by commit and narHash (`builtins.fetchTree`, so
+# evaluation is pure and the fetch is verified), or given as `src`; dependencies are vendored
+# offline by nix/snapshot-deps/<profile>.nix (Rust from Cargo.lock and Node from package-lock.json
+# need no hash; Go's `go mod vendor` needs `vendorHash` and a Python wheel set `wheelsHash` when
+# the source has dependencies); `install` runs offline in the Nix build; `smoke`, like `install`,
+# is a key input. The runner instantiates it with `nix build --impure --expr` (docs/nix.md),
+# passing the fields of its own snapshot spec, so the key computed in the build
+# (nix/snapshot-key.mjs) is the runner's.
 {
   profiles,
   mkSnapshotImage,
   mkSnapshotWorkspace,
+  system,
 }:
 {
   task,
@@ -21,6 +23,10 @@
   install ? [ ],
   smoke ? [ ],
   network ? "none",
+  # go: the NAR hash of `go mod vendor`'s output (only when go.mod requires modules)
+  vendorHash ? null,
+  # python: the NAR hash of the downloaded wheel set (only when the source declares dependencies)
+  wheelsHash ? null,
 }:
 let
   source =
@@ -48,16 +54,15 @@ let
     src = source;
   };
 in
-if profile != "rust" then
-  throw "lib.mkSnapshotImage ${task}: profile '${profile}' has no snapshot builder; only 'rust' (crates vendored from Cargo.lock) is built by the flake (docs/nix.md)"
-else if !(profiles ? ${profile}) then
-  throw "lib.mkSnapshotImage ${task}: no profile '${profile}'"
+if !(profiles ? ${profile}) then
+  throw "lib.mkSnapshotImage ${task}: no profile '${profile}' (profiles.json has: ${builtins.concatStringsSep ", " (builtins.attrNames profiles)})"
 else
   mkSnapshotImage {
     inherit spec;
     profile = profiles.${profile};
     workspace = mkSnapshotWorkspace {
-      inherit spec;
+      inherit spec system;
       profile = profiles.${profile};
+      pins = { inherit vendorHash wheelsHash; };
     };
   }

@@ -6,6 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { snapshotSpecOfTask } from "../../../packages/runner/src/snapshots/build.js";
 import { SNAPSHOT_FORMAT } from "../../../packages/runner/src/snapshots/key.js";
 import { loadTask } from "../../../packages/runner/src/tasks/catalog.js";
+import {
+  evalSnapshotImage,
+  FAKE_HASH,
+  LEFT_PAD_INTEGRITY,
+  writeSnapshotSources,
+} from "./snapshot-sources.js";
 import { createStubFlake, DECOYS, type NixImpl, nixImpls, type StubFlake } from "./stub-flake.js";
 
 // Offline structure checks of flake.nix: the flake is evaluated with real Nix against a stub of
@@ -270,7 +276,7 @@ function describeWith(nixImpl: NixImpl) {
       );
     });
 
-    it("lib.mkSnapshotImage builds any Rust task's snapshot image with the runner's key inputs and labels", async () => {
+    it("lib.mkSnapshotImage builds a catalog task's snapshot image with the runner's key inputs and labels", async () => {
       const task = await loadTask("tinygauge-vertical");
       const spec = snapshotSpecOfTask(task);
       const src = join(flake.dir, "packages/runner/catalog/tinygauge-vertical/repo");
@@ -328,18 +334,91 @@ function describeWith(nixImpl: NixImpl) {
         call(""),
       ]);
       expect(noPin.stderr).toContain("lib.mkSnapshotImage tinygauge-vertical: give `narHash`");
-      const py = await flake.nix([
-        "eval",
-        "--json",
-        "--impure",
-        ...flake.overrideArgs,
-        `${flake.ref}#lib`,
-        "--apply",
-        call(`src = ${src};`).replace('profile = "rust"', 'profile = "python"'),
-      ]);
-      expect(py.stderr).toContain("profile 'python' has no snapshot builder");
       check(
         "lib.mkSnapshotImage (tinygauge-vertical): key inputs and labels = the runner's snapshot spec; pins required",
+      );
+    });
+
+    it("lib.mkSnapshotImage vendors each profile's dependencies offline (go mod vendor, npm lock, wheel set; none for c)", async () => {
+      const srcs = await writeSnapshotSources(join(flake.dir, "..", "snapshot-sources"));
+      const pins = { task: '"t"', repo: '"https://example.invalid/t"', commit: `"${"0".repeat(40)}"` };
+      const evalOk = async <T>(fields: Record<string, string>, body: string): Promise<T> => {
+        const r = await evalSnapshotImage(flake, { ...pins, ...fields }, body);
+        expect(r.exitCode, r.stderr).toBe(0);
+        return JSON.parse(r.stdout) as T;
+      };
+      const common = `kind = w.kind; build = w.stub.args.buildPhase; install = w.stub.args.installPhase;
+        env = img.stub.args.config.Env; extra = img.stub.args.extraCommands;
+        label = img.stub.args.config.Labels."org.flakegym.snapshot.deps"; drv = img.drvPath;`;
+      interface Common {
+        kind: string;
+        build: string;
+        install: string;
+        env: string[];
+        extra: string;
+        label: string;
+      }
+
+      const go = await evalOk<
+        Common & { mod: { outputHash: string; outputHashMode: string; buildPhase: string; src: string } }
+      >(
+        { profile: '"go"', src: srcs.go, vendorHash: `"${FAKE_HASH}"` },
+        `{ ${common} mod = { inherit (w.goModules.stub.args) outputHash outputHashMode buildPhase; src = "\${w.goModules.stub.args.src}"; }; }`,
+      );
+      expect(go.kind).toBe("go-mod-vendor");
+      expect(go.label).toBe("go-mod-vendor");
+      // a fixed-output derivation pinned by vendorHash runs `go mod vendor` on the pinned source
+      expect(go.mod.outputHash).toBe(FAKE_HASH);
+      expect(go.mod.outputHashMode).toBe("recursive");
+      expect(go.mod.buildPhase).toContain("go mod vendor");
+      expect(readFileSync(join(flake.realPath(go.mod.src), "go.mod"), "utf8")).toContain("golang.org/x/text");
+      // the work tree gets vendor/ (outside git) and the profile's GOFLAGS=-mod=vendor uses it
+      expect(go.build).toContain('cp -r --no-preserve=mode "$goModules" vendor');
+      expect(go.build).toContain("echo '/vendor' >> .git/info/exclude");
+      expect(go.build).toContain("export GOFLAGS='-mod=vendor'");
+      expect(go.env).toContain("GOFLAGS=-mod=vendor");
+
+      const node = await evalOk<Common & { keys: string[]; fetched: Record<string, string> }>(
+        { profile: '"node"', src: srcs.node },
+        `{ ${common} keys = w.nodeModules.keys; fetched = builtins.mapAttrs (k: d: d.stub.args.outputHash) w.nodeModules.fetched; }`,
+      );
+      expect(node.kind).toBe("npm-lock");
+      // dev dependencies included, each fetched by name with the lock's integrity as its hash
+      expect(node.keys).toEqual(["node_modules/left-pad"]);
+      expect(node.fetched).toEqual({ "node_modules/left-pad": LEFT_PAD_INTEGRITY });
+      expect(node.build).toMatch(/for e in \S+-flakegym-snapshot-t-node-modules\/node_modules\/\*/);
+      expect(node.build).toContain("echo '/node_modules' >> .git/info/exclude");
+
+      const py = await evalOk<Common & { wheels: Record<string, string> }>(
+        { profile: '"python"', src: srcs.python, wheelsHash: `"${FAKE_HASH}"` },
+        `{ ${common} wheels = { inherit (w.wheels.stub.args) outputHash outputHashMode buildPhase; }; }`,
+      );
+      expect(py.kind).toBe("wheels");
+      expect(py.wheels.outputHash).toBe(FAKE_HASH);
+      expect(py.wheels.buildPhase).toContain("pip download");
+      expect(py.wheels.buildPhase).toContain("'attrs==23.2.0'");
+      expect(py.build).toContain('pip install --disable-pip-version-check --no-index --find-links "$wheels"');
+      expect(py.install).toContain('cp -a "$TMPDIR/python-deps" $out/python-deps');
+      expect(py.extra).toMatch(/cp -a \S+-workspace\/python-deps python-deps/);
+      expect(py.env).toContain("PYTHONPATH=/python-deps");
+
+      // catalog tasks of go, node, python and c have no third-party dependencies: nothing to vendor
+      for (const [id, profile] of [
+        ["truncate-runes", "go"],
+        ["semver-lite-caret-zero", "node"],
+        ["tinyini-interpolation", "python"],
+        ["strbuf-repr-escapes", "c"],
+      ] as const) {
+        const src = join(flake.dir, `packages/runner/catalog/${id}/repo`);
+        const none = await evalOk<Common>(
+          { profile: `"${profile}"`, src, install: '[ "true" ]' },
+          `{ ${common} }`,
+        );
+        expect(none.kind, id).toBe("none");
+        expect(none.build, id).toContain("echo + 'true'\ntrue");
+      }
+      check(
+        "lib.mkSnapshotImage per profile: go mod vendor by vendorHash, npm lock by integrity, wheels by wheelsHash, none for catalog go/node/python/c",
       );
     });
 

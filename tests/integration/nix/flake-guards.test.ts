@@ -1,7 +1,13 @@
 import { appendFile, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
-import { createStubFlake, type NixImpl, nixImpls } from "./stub-flake.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  evalSnapshotImage,
+  FAKE_HASH,
+  type SnapshotSources,
+  writeSnapshotSources,
+} from "./snapshot-sources.js";
+import { createStubFlake, type NixImpl, nixImpls, type StubFlake } from "./stub-flake.js";
 
 // The offline checks must fail for the mistakes they exist to catch. Each case breaks one thing
 // in a temp copy of the flake and expects evaluation to fail naming it.
@@ -123,6 +129,52 @@ function describeWith(nixImpl: NixImpl) {
       expect(err).toContain(
         "package-lock.json pins 'node_modules/cline' at 1.0.10 but its Nix override builds 1.0.11",
       );
+    });
+  });
+
+  describe(`lib.mkSnapshotImage refuses a snapshot it cannot pin (${nixImpl.label})`, () => {
+    let flake: StubFlake;
+    let srcs: SnapshotSources;
+    beforeAll(async () => {
+      flake = await createStubFlake({ nixImpl });
+      srcs = await writeSnapshotSources(join(flake.dir, "..", "snapshot-sources"));
+    });
+    afterAll(async () => {
+      await flake?.cleanup();
+    });
+    const pins = { task: '"t"', repo: '"https://example.invalid/t"', commit: `"${"0".repeat(40)}"` };
+    const evalErr = async (fields: Record<string, string>) => {
+      const r = await evalSnapshotImage(flake, { ...pins, ...fields }, "img.drvPath");
+      expect(r.exitCode, "evaluation must fail").not.toBe(0);
+      return r.stderr;
+    };
+
+    it("a go module that requires modules, without vendorHash", async () => {
+      expect(await evalErr({ profile: '"go"', src: srcs.go })).toContain(
+        "lib.mkSnapshotImage t: go.mod requires modules, so a go snapshot needs `vendorHash`",
+      );
+    });
+
+    it("a misspelled pin (vendorSha256, buildGoModule's old name)", async () => {
+      expect(await evalErr({ profile: '"go"', src: srcs.go, vendorSha256: `"${FAKE_HASH}"` })).toMatch(
+        /called with unexpected argument 'vendorSha256'/,
+      );
+    });
+
+    it("python dependencies without wheelsHash", async () => {
+      expect(await evalErr({ profile: '"python"', src: srcs.python })).toContain(
+        'the source declares Python dependencies (["attrs==23.2.0"]), so a python snapshot needs `wheelsHash`',
+      );
+    });
+
+    it("node dependencies without a package-lock.json", async () => {
+      expect(await evalErr({ profile: '"node"', src: srcs.nodeNoLock })).toContain(
+        "package.json declares 1 dependencies but the source has no package-lock.json",
+      );
+    });
+
+    it("a profile profiles.json does not define", async () => {
+      expect(await evalErr({ profile: '"haskell"', src: srcs.go })).toContain("no profile 'haskell'");
     });
   });
 }

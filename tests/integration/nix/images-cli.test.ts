@@ -86,7 +86,7 @@ describe.skipIf(!HAVE_PODMAN)("the load step: a stream script piped into podman 
 describe.skipIf(SYSTEM_NIX === undefined)(
   "the expression `images build --task` builds for a catalog task",
   () => {
-    it("calls lib.mkSnapshotImage with the runner's snapshot spec (evaluated against the stub)", async () => {
+    it("calls lib.mkSnapshotImage with the runner's snapshot spec, for a task of every profile (evaluated against the stub)", async () => {
       // the flake's inputs pointed at the stubs in its own file, as getFlake takes no overrides
       const flake = await createStubFlake({
         mutate: async (dir) => {
@@ -101,23 +101,48 @@ describe.skipIf(SYSTEM_NIX === undefined)(
       try {
         const locked = await flake.nix(["flake", "lock", flake.ref]); // getFlake does not write locks
         expect(locked.exitCode, locked.stderr).toBe(0);
-        const task = await loadTask("tinygauge-vertical");
-        const spec = snapshotSpecOfTask(task);
-        const expr = snapshotImageExpr(flake.ref, "x86_64-linux", spec, { dir: task.paths.sourceDir! });
+        // one catalog task per profile, evaluated in one nix call
+        const ids = [
+          "tinygauge-vertical",
+          "truncate-runes",
+          "semver-lite-caret-zero",
+          "tinyini-interpolation",
+          "strbuf-repr-escapes",
+        ];
+        const specs = await Promise.all(
+          ids.map(async (id) => ({ task: await loadTask(id), spec: snapshotSpecOfTask(await loadTask(id)) })),
+        );
+        expect(new Set(specs.map((s) => s.spec.profile))).toEqual(
+          new Set(["rust", "go", "node", "python", "c"]),
+        );
+        const exprs = specs.map(
+          ({ task, spec }) =>
+            `(let i = ${snapshotImageExpr(flake.ref, "x86_64-linux", spec, { dir: task.paths.sourceDir! })}; in { inherit (i.snapshot) keyInputs; labels = i.stub.args.config.Labels; })`,
+        );
         const r = await execa(
           "nix",
-          [...NIX_BASE_ARGS, "eval", "--json", "--impure", "--expr", `(${expr}).snapshot.keyInputs`],
+          [...NIX_BASE_ARGS, "eval", "--json", "--impure", "--expr", `[ ${exprs.join(" ")} ]`],
           { reject: false, timeout: 180_000, stdin: "ignore" },
         );
         expect(r.exitCode, r.stderr).toBe(0);
-        expect(JSON.parse(r.stdout)).toMatchObject({
-          task: spec.taskId,
-          repo: spec.repo,
-          commit: spec.commit,
-          profile: spec.profile,
-          install: spec.install,
-          smoke: spec.smoke,
-          network: spec.network,
+        const out = JSON.parse(r.stdout) as {
+          keyInputs: Record<string, unknown>;
+          labels: Record<string, string>;
+        }[];
+        specs.forEach(({ spec }, i) => {
+          expect(out[i]!.keyInputs, spec.taskId).toMatchObject({
+            task: spec.taskId,
+            repo: spec.repo,
+            commit: spec.commit,
+            profile: spec.profile,
+            install: spec.install,
+            smoke: spec.smoke,
+            network: spec.network,
+          });
+          expect(out[i]!.labels["org.flakegym.snapshot.profile"], spec.taskId).toBe(spec.profile);
+          expect(out[i]!.labels["org.flakegym.snapshot.install"], spec.taskId).toBe(
+            JSON.stringify(spec.install),
+          );
         });
       } finally {
         await flake.cleanup();

@@ -4,7 +4,9 @@ import type { SnapshotSpec } from "../snapshots/build.js";
 /**
  * The `nix build --impure --expr` expression that builds a task's snapshot image with the flake's
  * `lib.mkSnapshotImage` (nix/task-snapshot.nix), from the runner's own snapshot spec, so the key
- * the build computes is the runner's. Pure.
+ * the build computes is the runner's. Every profile has a builder (nix/snapshot-deps/<profile>.nix);
+ * a source whose Go modules or Python distributions need a hash pin fails evaluation saying which.
+ * Pure.
  */
 
 /** A Nix string literal: quotes, backslashes and `${` escaped; other control characters refused. */
@@ -37,12 +39,6 @@ export function snapshotImageExpr(
   spec: Pick<SnapshotSpec, "taskId" | "repo" | "commit" | "profile" | "install" | "smoke" | "network">,
   source: SnapshotSource,
 ): string {
-  if (spec.profile !== "rust") {
-    throw new UsageError(
-      `task ${spec.taskId}: profile '${spec.profile}' has no Nix snapshot builder (only rust: crates vendored from Cargo.lock)`,
-      "docs/nix.md, 'Any Rust task: lib.mkSnapshotImage'",
-    );
-  }
   const src =
     "narHash" in source
       ? `narHash = ${nixString(source.narHash)};`

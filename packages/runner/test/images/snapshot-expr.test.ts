@@ -35,10 +35,12 @@ describe("snapshotImageExpr", () => {
     );
   });
 
-  it("refuses profiles without a snapshot builder, and control characters", () => {
-    expect(() => snapshotImageExpr("f", "s", { ...spec, profile: "go" }, { narHash: "x" })).toThrow(
-      /profile 'go' has no Nix snapshot builder/,
-    );
+  it("passes every profile through (each has a builder in the flake), and refuses control characters", () => {
+    for (const profile of ["go", "node", "python", "c"] as const) {
+      expect(snapshotImageExpr("f", "s", { ...spec, profile }, { narHash: "x" })).toContain(
+        `profile = "${profile}";`,
+      );
+    }
     expect(() => nixString("a\u0001b")).toThrow(/control character/);
   });
 

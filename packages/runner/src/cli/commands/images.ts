@@ -108,7 +108,7 @@ async function buildAll(
 
 /**
  * The images to build: the flake's (facts), plus, for a `--task` the flake does not list, a
- * catalog Rust task with a local source built through lib.mkSnapshotImage from the runner's own
+ * catalog task with a local source (any profile) built through lib.mkSnapshotImage from the runner's own
  * snapshot spec (a remote source needs its narHash pinned in the flake: add it as an input).
  */
 async function targetsFor(
@@ -132,7 +132,7 @@ async function targetsFor(
     if (task.spec.source.kind !== "local" || task.paths.sourceDir === undefined) {
       throw new UsageError(
         `--task ${id}: its source is fetched from ${spec.repo}; the flake builds it only when pinned by narHash (a flake input and a nix/snapshots/${id}.nix spec, or lib.mkSnapshotImage with narHash)`,
-        "docs/nix.md, 'Any Rust task: lib.mkSnapshotImage'",
+        "docs/nix.md, 'Any task: lib.mkSnapshotImage'",
       );
     }
     targets.push({

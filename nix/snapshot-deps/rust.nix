@@ -1,0 +1,41 @@
+# Rust: every crate of the source's own Cargo.lock vendored with rustPlatform.importCargoLock
+# (hashes from the lock's checksums, none written by hand); CARGO_HOME holds the source
+# replacement. Vendored crates stay at their store path, which the image carries unchanged, so the
+# fingerprints cargo writes in the build stay valid in the image (target/ is reused).
+{ pkgs, ... }:
+{ spec, ... }:
+let
+  cargoDeps = pkgs.rustPlatform.importCargoLock { lockFile = "${spec.src}/Cargo.lock"; };
+  cargoConfig = ''
+    [source.crates-io]
+    replace-with = "vendored-sources"
+
+    [source.vendored-sources]
+    directory = "${cargoDeps}"
+
+    [net]
+    offline = true
+  '';
+in
+if !(builtins.pathExists "${spec.src}/Cargo.lock") then
+  throw "lib.mkSnapshotImage ${spec.task}: profile 'rust' but the source has no Cargo.lock at its root (run `cargo generate-lockfile` and commit it)"
+else
+{
+  kind = "cargo-lock";
+  drvArgs = { inherit cargoDeps cargoConfig; };
+  passAsFile = [ "cargoConfig" ];
+  setup = ''
+    export CARGO_HOME="$TMPDIR/cargo-home"
+    mkdir -p "$CARGO_HOME"
+    cp "$cargoConfigPath" "$CARGO_HOME/config.toml"
+  '';
+  gitExclude = [ "/target" ];
+  install = ''
+    install -Dm644 "$cargoConfigPath" $out/cargo-home/config.toml
+  '';
+  imageDirs = [ "cargo-home" ];
+  imageEnv = {
+    CARGO_HOME = "/cargo-home";
+  };
+  passthru = { inherit cargoDeps; };
+}
