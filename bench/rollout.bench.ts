@@ -73,6 +73,11 @@ interface Measure {
   readonly selfCpuS: number;
   /** CPU during the group's wall time only, s. */
   readonly groupCpuS: number;
+  /** CPU of the sandboxed agent workers (their boots included) and of the scorers, s (sampled). */
+  readonly agentsCpuS?: number;
+  readonly scorersCpuS?: number;
+  /** Each worker group's CPU, s (the JSON result only). */
+  readonly groups?: Record<string, number>;
   readonly completed: number;
   readonly pooled: number;
   /** Per trajectory: boot, agent, fork, score ms. */
@@ -151,6 +156,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       let last: PoolState | undefined;
       const cpu0 = await cpuNow();
       const self0 = selfCpuS();
+      const sampler = "reason" in cg ? undefined : cg.sampleWorkers(200);
       const deps = await createRolloutDeps(config, {
         runId: `bench-${runs}`,
         signal,
@@ -203,6 +209,9 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       } finally {
         await deps.close(); // the pool's idle workers stop here: their CPU counts too
       }
+      const groups = [...(sampler?.stop() ?? new Map<string, number>())];
+      const sum = (xs: [string, number][]) => xs.reduce((a, [, v]) => a + v, 0);
+      const scorers = groups.filter(([name]) => /-score-[0-9a-f]{6}$/.test(name));
       const metrics = (await readFile(join(out, "metrics.jsonl"), "utf8"))
         .trim()
         .split("\n")
@@ -214,6 +223,13 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
         cpuS: (await cpuNow()) - cpu0,
         selfCpuS: selfCpuS() - self0,
         groupCpuS,
+        ...(sampler
+          ? {
+              agentsCpuS: sum(groups) - sum(scorers),
+              scorersCpuS: sum(scorers),
+              groups: Object.fromEntries(groups),
+            }
+          : {}),
         completed: result.summary.trajectories.outcomes.completed,
         pooled: metrics.filter((m) => m.pooled_worker === true).length,
         phases: metrics.map((m) => ({
@@ -343,6 +359,9 @@ function report(
     "score ms": phase(side, "score"),
     "cpu s (med)": med(side, (m) => m.cpuS),
     "of which runner s": med(side, (m) => m.selfCpuS),
+    "agents s":
+      side === "bare" ? med(side, (m) => m.cpuS - m.selfCpuS) : med(side, (m) => m.agentsCpuS ?? Number.NaN),
+    "scorers s": side === "bare" ? 0 : med(side, (m) => m.scorersCpuS ?? Number.NaN),
     "traj/core-min": o.n / (med(side, (m) => m.cpuS) / 60),
     "cpu busy": `${(med(side, (m) => m.groupCpuS / (m.ms / 1000) / availableParallelism()) * 100).toFixed(0)} %`,
   }));

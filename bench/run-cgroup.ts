@@ -16,6 +16,12 @@ import { join } from "node:path";
 export interface RunCgroup {
   /** CPU seconds used so far by the bench process and everything it started. */
   cpuSeconds(): Promise<number>;
+  /**
+   * Polls the CPU of every worker group made inside the run's group (every `everyMs`) until
+   * stopped; then the last reading of each, seconds by group name. A group's last `everyMs` before
+   * its removal is not seen (it stays in the run's total).
+   */
+  sampleWorkers(everyMs: number): { stop(): Map<string, number> };
   /** Moves the bench process back and removes the group (what is left is said, not hidden). */
   close(): Promise<string | undefined>;
 }
@@ -51,8 +57,31 @@ export async function openRunCgroup(name: string): Promise<RunCgroup | { reason:
     return { reason: `cannot make or join ${dir}: ${(err as Error).message}` };
   }
   const usage = async () => Number((await readFile(join(dir, "cpuacct.usage"), "utf8")).trim()) / 1e9;
+  const workers = join(dir, "flakegym");
   return {
     cpuSeconds: usage,
+    sampleWorkers(everyMs) {
+      const seen = new Map<string, number>();
+      let busy = false;
+      const timer = setInterval(async () => {
+        if (busy) return;
+        busy = true;
+        try {
+          for (const name of await readdir(workers).catch(() => [] as string[])) {
+            const v = await readFile(join(workers, name, "cpuacct.usage"), "utf8").catch(() => undefined);
+            if (v !== undefined) seen.set(name, Math.max(seen.get(name) ?? 0, Number(v.trim()) / 1e9));
+          }
+        } finally {
+          busy = false;
+        }
+      }, everyMs);
+      return {
+        stop() {
+          clearInterval(timer);
+          return seen;
+        },
+      };
+    },
     async close() {
       await writeFile(join(CPUACCT, home, "cgroup.procs"), String(process.pid)).catch(() => {});
       // the backend's parent of worker groups (left in place by design), then ours
