@@ -365,7 +365,9 @@ function report(
     "traj/core-min": o.n / (med(side, (m) => m.cpuS) / 60),
     "cpu busy": `${(med(side, (m) => m.groupCpuS / (m.ms / 1000) / availableParallelism()) * 100).toFixed(0)} %`,
   }));
-  console.log(`\nmedians of ${o.reps} reps (phases: per trajectory, medians over every rep)`);
+  console.log(
+    `\nmedians of ${o.reps} reps${o.reps % 2 === 0 ? " (of an even count: the lower middle one)" : ""}; phases: per trajectory, over every rep`,
+  );
   printTable(rows);
   console.log(`\nloads (1/5/15-min) before → after each measurement:`);
   for (const m of all)
