@@ -1,18 +1,26 @@
 /**
- * `npm run bench -- rollout [--n 8] [--concurrency 2] [--task <id>]`: one group of N scripted
- * trajectories end to end through flakegym (snapshot cached, forks, sandboxed workers, gateway,
- * scoring in fresh forks, outputs) against N bare cline-core runs of the same turns (no sandbox,
- * no gateway, no scoring: a plain copy of the workspace, the core, a scripted OpenAI server), same
- * concurrency, in the same process run. Goal: ours ≤ 1.3× bare.
+ * `npm run bench -- rollout [--n 8] [--concurrency 2] [--task <id>] [--pool <size>] [--reps 2]`:
+ * one group of N scripted trajectories end to end through flakegym (snapshot cached, forks,
+ * sandboxed workers, gateway, scoring in fresh forks, outputs), three ways, in the same process run:
  *
- * The same group with the warm pool (`--pool <size>`, default the concurrency) against the same
- * bare runs: goal ≤ 0.6×; and trajectories per core-minute (CPU time of this process and every
- * process it started and reaped, from /proc/self/stat) with and without the pool.
+ * - **no pool**: every core boots on its trajectory's critical path. Goal: ≤ 1.3× bare.
+ * - **pool**: the warm pool (`--pool`, default the concurrency, as `rollout`/`eval` default it),
+ *   warmed before the group starts, as a long run (an eval's later tasks, serve) sees it. Goal:
+ *   ≤ 0.6× bare.
+ * - **bare**: N bare cline-core runs of the same turns (no sandbox, no gateway, no scoring: a plain
+ *   copy of the workspace, the core, a scripted OpenAI server), same concurrency.
+ *
+ * `--reps` repetitions, the sides' order rotating each repetition so that all three see the same
+ * load; the load average is printed with every measurement, ratios are of the medians.
+ *
+ * Trajectories per core-minute, pool vs no pool vs bare: the CPU of the bench process and every
+ * process it started — sandboxed workers and scorers included — read from a cgroup of the run's
+ * own (bench/run-cgroup.ts), over each side's whole run (the pool's warm-up boots included).
  */
 
 import { readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   launchClineCore,
@@ -21,19 +29,26 @@ import {
   startScriptedOpenAiServer,
   xmlTool,
 } from "@flakegym/cline-vendor";
-import { createReporter } from "../packages/runner/src/progress/reporter.js";
+import type { RolloutDeps } from "../packages/runner/src/rollout/deps.js";
 import { runRollout } from "../packages/runner/src/rollout/run-rollout.js";
 import type { RunConfig } from "../packages/runner/src/rollout/schema.js";
 import { createSemaphore } from "../packages/runner/src/rollout/semaphore.js";
 import { createRolloutDeps } from "../packages/runner/src/rollout/wire.js";
-import { buildSnapshot, snapshotSpecOfTask } from "../packages/runner/src/snapshots/build.js";
+import { buildSnapshot, type Snapshot, snapshotSpecOfTask } from "../packages/runner/src/snapshots/build.js";
 import { loadTask } from "../packages/runner/src/tasks/catalog.js";
+import type { PoolState } from "../packages/runner/src/workers/pool/pool.js";
 import { type BenchContext, median, printTable } from "./lib.js";
+import { openRunCgroup } from "./run-cgroup.js";
 
 function flag(args: string[], name: string, dflt: string): string {
   const i = args.indexOf(`--${name}`);
   return i !== -1 && args[i + 1] ? args[i + 1]! : dflt;
 }
+
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ");
 
 /** The scripted turns both sides replay: look at the code, write a file, finish. */
 function turns(): ScriptedTurn[] {
@@ -44,13 +59,55 @@ function turns(): ScriptedTurn[] {
   ];
 }
 
-/** CPU seconds used so far by this process and its reaped descendants (utime+stime+cutime+cstime). */
-function treeCpuSeconds(): number {
-  const stat = readFileSync("/proc/self/stat", "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  // fields 14–17 of proc(5) are at 11–14 after the command name
-  const ticks = [11, 12, 13, 14].reduce((a, i) => a + Number(f[i]), 0);
-  return ticks / 100; // USER_HZ is 100 on Linux
+type Side = "no pool" | "pool" | "bare";
+
+/** One side's measurement. */
+interface Measure {
+  readonly side: Side;
+  readonly rep: number;
+  /** The group's wall time (the pool's warm-up before it is not in it). */
+  readonly ms: number;
+  /** CPU of the whole side's run (warm-up, group, shutdown), s. */
+  readonly cpuS: number;
+  /** Of which the bench process itself (the runner, its gateway thread), s. */
+  readonly selfCpuS: number;
+  /** CPU during the group's wall time only, s. */
+  readonly groupCpuS: number;
+  /** CPU of the sandboxed agent workers (their boots included) and of the scorers, s (sampled). */
+  readonly agentsCpuS?: number;
+  readonly scorersCpuS?: number;
+  /** Each worker group's CPU, s (the JSON result only). */
+  readonly groups?: Record<string, number>;
+  readonly completed: number;
+  readonly pooled: number;
+  /** Per trajectory: boot, agent, fork, score ms. */
+  readonly phases: readonly Record<string, number>[];
+  readonly loadBefore: string;
+  readonly loadAfter: string;
+  /** Pool workers booted and never used (retired) during the side's run. */
+  readonly retired?: number;
+}
+
+const selfCpuS = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
+
+/** Resolves when `pred` holds on the pool's state, or after `ms` (bounded; says so). */
+function poolReady(
+  subscribe: (f: (s: PoolState) => void) => void,
+  pred: (s: PoolState) => boolean,
+  ms: number,
+): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    subscribe((s) => {
+      if (pred(s)) {
+        clearTimeout(timer);
+        resolve(true);
+      }
+    });
+  });
 }
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
@@ -58,15 +115,22 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const concurrency = Number(flag(args, "concurrency", "2"));
   const taskId = flag(args, "task", "semver-lite-caret-zero");
   const poolSize = Number(flag(args, "pool", String(concurrency)));
+  const reps = Number(flag(args, "reps", "2"));
   const scratch = await mkdtemp(join(tmpdir(), "flakegym-bench-rollout-"));
   const signal = new AbortController().signal;
+  const cg = await openRunCgroup(`flakegym-bench-rollout-${process.pid}`);
+  const counted =
+    "reason" in cg
+      ? `this process and its reaped children only (/proc/self/stat): sandboxed workers are NOT counted (${cg.reason})`
+      : "this process and everything it started (its own cpuacct cgroup: sandboxed workers and scorers included)";
+  const cpuNow = async () => ("reason" in cg ? procTreeCpuS() : await cg.cpuSeconds());
   try {
     const task = await loadTask(taskId);
-    console.log(`bench rollout: ${n} scripted trajectories of ${taskId}, concurrency ${concurrency}`);
+    console.log(
+      `bench rollout: ${new Date().toISOString()}, ${n} scripted trajectories of ${taskId}, concurrency ${concurrency}, pool ${poolSize}, ${reps} reps, load ${load()}`,
+    );
     const snapshot = await buildSnapshot(snapshotSpecOfTask(task), { signal });
     console.log(`snapshot ${snapshot.key.slice(0, 12)} (${snapshot.cached ? "cached" : "built"})`);
-
-    // ours: the whole pipeline (the snapshot is cached now, as in any run after the first)
     const plan = join(scratch, "plan.json");
     await writeFile(plan, JSON.stringify({ version: 1, turns: turns() }));
     const config: RunConfig = {
@@ -83,162 +147,255 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       backend: "local",
       limits: { maxTurns: 20, timeoutMs: 300_000, testTimeoutMs: 120_000 },
     };
-    const runOurs = async (name: string, pool?: { size: number; idleMs: number }) => {
-      const out = join(scratch, name);
+
+    let runs = 0;
+    /** ours: the whole pipeline (the snapshot is cached now, as in any run after the first). */
+    const runOurs = async (side: "no pool" | "pool", rep: number): Promise<Measure> => {
+      const out = join(scratch, `run-${++runs}`);
+      const listeners: ((s: PoolState) => void)[] = [];
+      let last: PoolState | undefined;
+      const cpu0 = await cpuNow();
+      const self0 = selfCpuS();
+      const sampler = "reason" in cg ? undefined : cg.sampleWorkers(200);
       const deps = await createRolloutDeps(config, {
-        runId: "bench",
+        runId: `bench-${runs}`,
         signal,
         env: process.env,
-        ...(pool ? { pool, onNote: (m) => console.log(`  ${m}`) } : {}),
+        onNote: (m) => console.log(`  ${m}`),
+        ...(side === "pool"
+          ? {
+              pool: { size: poolSize, idleMs: 600_000 },
+              onPool: (s: PoolState) => {
+                last = s;
+                for (const f of listeners) f(s);
+              },
+            }
+          : {}),
       });
-      const reporter = createReporter(process.stderr, { live: false });
-      const cpu0 = treeCpuSeconds();
+      let group: RolloutDeps = deps;
+      if (side === "pool") {
+        // warm before the group, as a long run has it: the group's trajectories are announced
+        // here (the pool boots no more workers than they need), not again when the group starts
+        const t = await deps.loadTask(taskId, signal);
+        await deps.snapshot(t, signal, () => {}, n);
+        const want = Math.min(poolSize, n);
+        const ok = await poolReady(
+          (f) => listeners.push(f),
+          (s) => s.idle >= want && s.booting === 0,
+          180_000,
+        );
+        if (!ok)
+          console.log(`  pool not warm after 180 s (state ${JSON.stringify(last)}); the group starts anyway`);
+        group = { ...deps, snapshot: (tk, sg, pr) => deps.snapshot(tk, sg, pr, 0) };
+      }
+      const loadBefore = load();
+      const groupCpu0 = await cpuNow();
       const t0 = performance.now();
       let result: Awaited<ReturnType<typeof runRollout>>;
+      let ms: number;
+      let groupCpuS: number;
       try {
         result = await runRollout({
           out,
           resume: false,
           config,
-          runId: "bench",
-          deps,
+          runId: `bench-${runs}`,
+          deps: group,
           progress: () => {},
           signal,
         });
+        ms = performance.now() - t0;
+        groupCpuS = (await cpuNow()) - groupCpu0;
       } finally {
-        reporter.close();
         await deps.close(); // the pool's idle workers stop here: their CPU counts too
       }
-      const ms = performance.now() - t0;
-      const cpuS = treeCpuSeconds() - cpu0;
+      const groups = [...(sampler?.stop() ?? new Map<string, number>())];
+      const sum = (xs: [string, number][]) => xs.reduce((a, [, v]) => a + v, 0);
+      const scorers = groups.filter(([name]) => /-score-[0-9a-f]{6}$/.test(name));
       const metrics = (await readFile(join(out, "metrics.jsonl"), "utf8"))
         .trim()
         .split("\n")
-        .map((l) => JSON.parse(l) as Record<string, number>);
-      return { result, ms, cpuS, metrics };
+        .map((l) => JSON.parse(l) as Record<string, number | boolean>);
+      return {
+        side,
+        rep,
+        ms,
+        cpuS: (await cpuNow()) - cpu0,
+        selfCpuS: selfCpuS() - self0,
+        groupCpuS,
+        ...(sampler
+          ? {
+              agentsCpuS: sum(groups) - sum(scorers),
+              scorersCpuS: sum(scorers),
+              groups: Object.fromEntries(groups),
+            }
+          : {}),
+        completed: result.summary.trajectories.outcomes.completed,
+        pooled: metrics.filter((m) => m.pooled_worker === true).length,
+        phases: metrics.map((m) => ({
+          boot: Number(m.boot_ms ?? 0),
+          agent: Number(m.agent_ms ?? 0),
+          fork: Number(m.fork_ms ?? 0),
+          score: Number(m.score_ms ?? 0),
+        })),
+        loadBefore,
+        loadAfter: load(),
+        ...(last ? { retired: last.retired } : {}),
+      };
     };
-    const plain = await runOurs("run");
-    const ours = plain.result;
-    const oursMs = plain.ms;
-    const metrics = plain.metrics;
-    const pooled = await runOurs("run-pool", { size: poolSize, idleMs: 120_000 });
 
-    // bare: a copy of the workspace, the core unsandboxed, a scripted server per trajectory
-    const sem = createSemaphore(concurrency);
-    const bareRuns: { bootMs: number; agentMs: number; outcome: string }[] = [];
-    const bareCpu0 = treeCpuSeconds();
-    const t1 = performance.now();
-    await Promise.all(
-      Array.from({ length: n }, (_, i) =>
-        sem.with(signal, async () => {
-          const dir = join(scratch, `bare-${i}`);
-          const workspace = join(dir, "workspace");
-          await mkdir(dir, { recursive: true });
-          await cp(snapshot.workspace, workspace, { recursive: true });
-          const server = await startScriptedOpenAiServer({ turns: turns() });
-          const tb = performance.now();
-          const core = await launchClineCore({
-            workspace,
-            configDir: join(dir, "config"),
-            home: join(dir, "home"),
-          });
-          const bootMs = performance.now() - tb;
-          try {
-            const run = await runClineTask({
-              client: core.client,
-              prompt: task.spec.prompt,
-              provider: { kind: "openai", baseUrl: server.baseUrl, modelId: "flakegym-scripted" },
-              limits: { wallClockMs: 300_000, maxModelRequests: 20 },
-            });
-            bareRuns.push({ bootMs, agentMs: run.timings.totalMs, outcome: run.outcome.kind });
-          } finally {
-            await core.stop();
-            await server.close();
-          }
-        }),
-      ),
-    );
-    const bareMs = performance.now() - t1;
-    const bareCpuS = treeCpuSeconds() - bareCpu0;
+    const runBare = async (rep: number): Promise<Measure> => {
+      const sem = createSemaphore(concurrency);
+      const phases: Record<string, number>[] = [];
+      let completed = 0;
+      const cpu0 = await cpuNow();
+      const self0 = selfCpuS();
+      const loadBefore = load();
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          sem.with(signal, async () => {
+            const r = await bareRun(join(scratch, `bare-${rep}-${i}`), snapshot, task.spec.prompt);
+            phases.push({ boot: r.bootMs, agent: r.agentMs, fork: 0, score: 0 });
+            if (r.outcome === "completed") completed++;
+          }),
+        ),
+      );
+      const ms = performance.now() - t0;
+      const cpuS = (await cpuNow()) - cpu0;
+      return {
+        side: "bare",
+        rep,
+        ms,
+        cpuS,
+        groupCpuS: cpuS,
+        selfCpuS: selfCpuS() - self0,
+        completed,
+        pooled: 0,
+        phases,
+        loadBefore,
+        loadAfter: load(),
+      };
+    };
 
-    const okOurs = ours.summary.trajectories.outcomes.completed;
-    const okBare = bareRuns.filter((r) => r.outcome === "completed").length;
-    const col = (k: string) => median(metrics.map((m) => m[k] ?? 0));
-    printTable([
-      {
-        what: `flakegym group of ${n}`,
-        "wall s": oursMs / 1000,
-        completed: `${okOurs}/${n}`,
-        "boot ms (med)": col("boot_ms"),
-        "agent ms (med)": col("agent_ms"),
-        "fork ms (med)": col("fork_ms"),
-        "score ms (med)": col("score_ms"),
-      },
-      {
-        what: `flakegym group of ${n}, pool ${poolSize}`,
-        "wall s": pooled.ms / 1000,
-        completed: `${pooled.result.summary.trajectories.outcomes.completed}/${n}`,
-        "boot ms (med)": median(pooled.metrics.map((m) => m.boot_ms ?? 0)),
-        "agent ms (med)": median(pooled.metrics.map((m) => m.agent_ms ?? 0)),
-        "fork ms (med)": median(pooled.metrics.map((m) => m.fork_ms ?? 0)),
-        "score ms (med)": median(pooled.metrics.map((m) => m.score_ms ?? 0)),
-      },
-      {
-        what: `bare cline-core × ${n}`,
-        "wall s": bareMs / 1000,
-        completed: `${okBare}/${n}`,
-        "boot ms (med)": median(bareRuns.map((r) => r.bootMs)),
-        "agent ms (med)": median(bareRuns.map((r) => r.agentMs)),
-        "fork ms (med)": 0,
-        "score ms (med)": 0,
-      },
-    ]);
-    const ratio = oursMs / bareMs;
-    console.log(`\nratio ours / bare: ${ratio.toFixed(2)}× (goal ≤ 1.30×)`);
-    const poolRatio = pooled.ms / bareMs;
-    const onPool = pooled.metrics.filter(
-      (m) => (m as { pooled_worker?: boolean }).pooled_worker === true,
-    ).length;
-    console.log(
-      `ratio ours with the pool / bare: ${poolRatio.toFixed(2)}× (goal ≤ 0.60×; ${onPool}/${n} on pooled workers)`,
-    );
-    const perCoreMin = (cpuS: number) => n / (cpuS / 60);
-    const throughput = [
-      { what: "no pool", "cpu s": plain.cpuS, "trajectories per core-minute": perCoreMin(plain.cpuS) },
-      {
-        what: `pool ${poolSize}`,
-        "cpu s": pooled.cpuS,
-        "trajectories per core-minute": perCoreMin(pooled.cpuS),
-      },
-      { what: "bare cline-core", "cpu s": bareCpuS, "trajectories per core-minute": perCoreMin(bareCpuS) },
-    ];
-    console.log("\ntrajectories per core-minute (CPU time of this process tree)");
-    console.log(
-      "caveat: sandboxed workers' processes are SIGKILLed through their cgroup and not reaped into this\n" +
-        "process's cutime, so the flakegym rows undercount their CPU; compare pool vs no pool only",
-    );
-    printTable(throughput);
-    ctx.writeResult("rollout", {
-      n,
-      concurrency,
-      taskId,
-      oursMs,
-      bareMs,
-      ratio,
-      pool: {
-        size: poolSize,
-        ms: pooled.ms,
-        ratio: poolRatio,
-        onPooledWorkers: onPool,
-        completed: pooled.result.summary.trajectories.outcomes.completed,
-        metrics: pooled.metrics,
-      },
-      throughput,
-      completed: { ours: okOurs, bare: okBare },
-      oursMetrics: metrics,
-      bare: bareRuns,
-    });
+    const sides: Side[] = ["no pool", "pool", "bare"];
+    const all: Measure[] = [];
+    for (let rep = 0; rep < reps; rep++) {
+      const order = sides.map((_, i) => sides[(i + rep) % sides.length]!);
+      for (const side of order) {
+        console.log(`rep ${rep + 1}/${reps}: ${side} (load ${load()})`);
+        const m = side === "bare" ? await runBare(rep) : await runOurs(side, rep);
+        all.push(m);
+        console.log(
+          `  ${(m.ms / 1000).toFixed(1)} s, ${m.completed}/${n} completed, cpu ${m.cpuS.toFixed(1)} s (this process ${m.selfCpuS.toFixed(1)} s)` +
+            `${side === "pool" ? `, ${m.pooled}/${n} on pooled workers, ${m.retired ?? 0} pooled workers never used` : ""}`,
+        );
+      }
+    }
+    report(ctx, all, { n, concurrency, taskId, poolSize, reps, counted });
   } finally {
+    if (!("reason" in cg)) {
+      const left = await cg.close();
+      if (left) console.log(left);
+    }
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/** A copy of the workspace, the core unsandboxed, a scripted server of its own. */
+async function bareRun(dir: string, snapshot: Snapshot, prompt: string) {
+  const workspace = join(dir, "workspace");
+  await mkdir(dir, { recursive: true });
+  await cp(snapshot.workspace, workspace, { recursive: true });
+  const server = await startScriptedOpenAiServer({ turns: turns() });
+  const tb = performance.now();
+  const core = await launchClineCore({ workspace, configDir: join(dir, "config"), home: join(dir, "home") });
+  const bootMs = performance.now() - tb;
+  try {
+    const run = await runClineTask({
+      client: core.client,
+      prompt,
+      provider: { kind: "openai", baseUrl: server.baseUrl, modelId: "flakegym-scripted" },
+      limits: { wallClockMs: 300_000, maxModelRequests: 20 },
+    });
+    return { bootMs, agentMs: run.timings.totalMs, outcome: run.outcome.kind };
+  } finally {
+    await core.stop();
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** CPU seconds of this process and its reaped descendants (the fallback without a run cgroup). */
+function procTreeCpuS(): number {
+  const stat = readFileSync("/proc/self/stat", "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return [11, 12, 13, 14].reduce((a, i) => a + Number(f[i]), 0) / 100;
+}
+
+function report(
+  ctx: BenchContext,
+  all: readonly Measure[],
+  o: { n: number; concurrency: number; taskId: string; poolSize: number; reps: number; counted: string },
+) {
+  const of = (side: Side) => all.filter((m) => m.side === side);
+  const med = (side: Side, f: (m: Measure) => number) => median(of(side).map(f));
+  const phase = (side: Side, k: string) => median(of(side).flatMap((m) => m.phases.map((p) => p[k] ?? 0)));
+  const rows = (["no pool", "pool", "bare"] as const).map((side) => ({
+    what:
+      side === "bare"
+        ? `bare cline-core × ${o.n}`
+        : `flakegym, ${side === "pool" ? `pool ${o.poolSize} (warm)` : "no pool"}`,
+    "wall s (med)": med(side, (m) => m.ms) / 1000,
+    "wall s (each rep)": of(side)
+      .map((m) => (m.ms / 1000).toFixed(1))
+      .join(" "),
+    completed: of(side)
+      .map((m) => `${m.completed}/${o.n}`)
+      .join(" "),
+    "boot ms": phase(side, "boot"),
+    "agent ms": phase(side, "agent"),
+    "fork ms": phase(side, "fork"),
+    "score ms": phase(side, "score"),
+    "cpu s (med)": med(side, (m) => m.cpuS),
+    "of which runner s": med(side, (m) => m.selfCpuS),
+    "agents s":
+      side === "bare" ? med(side, (m) => m.cpuS - m.selfCpuS) : med(side, (m) => m.agentsCpuS ?? Number.NaN),
+    "scorers s": side === "bare" ? 0 : med(side, (m) => m.scorersCpuS ?? Number.NaN),
+    "traj/core-min": o.n / (med(side, (m) => m.cpuS) / 60),
+    "cpu busy": `${(med(side, (m) => m.groupCpuS / (m.ms / 1000) / availableParallelism()) * 100).toFixed(0)} %`,
+  }));
+  console.log(
+    `\nmedians of ${o.reps} reps${o.reps % 2 === 0 ? " (of an even count: the lower middle one)" : ""}; phases: per trajectory, over every rep`,
+  );
+  printTable(rows);
+  console.log(`\nloads (1/5/15-min) before → after each measurement:`);
+  for (const m of all)
+    console.log(`  rep ${m.rep + 1} ${m.side.padEnd(7)}  ${m.loadBefore} → ${m.loadAfter}`);
+  const bare = med("bare", (m) => m.ms);
+  const ratio = med("no pool", (m) => m.ms) / bare;
+  const poolRatio = med("pool", (m) => m.ms) / bare;
+  const perRep = (side: Side) =>
+    all
+      .filter((m) => m.side === side)
+      .map((m) => (m.ms / all.find((b) => b.side === "bare" && b.rep === m.rep)!.ms).toFixed(2))
+      .join(" ");
+  console.log(`\nratio ours / bare: ${ratio.toFixed(2)}× (goal ≤ 1.30×; each rep ${perRep("no pool")})`);
+  console.log(
+    `ratio ours with the warm pool / bare: ${poolRatio.toFixed(2)}× (goal ≤ 0.60×; each rep ${perRep("pool")}; ` +
+      `${of("pool")
+        .map((m) => `${m.pooled}/${o.n}`)
+        .join(" ")} on pooled workers)`,
+  );
+  console.log(
+    `\ntrajectories per core-minute: pool ${rows[1]!["traj/core-min"].toFixed(2)} vs no pool ${rows[0]!["traj/core-min"].toFixed(2)} ` +
+      `(${(rows[1]!["traj/core-min"] / rows[0]!["traj/core-min"]).toFixed(2)}×) vs bare ${rows[2]!["traj/core-min"].toFixed(2)}`,
+  );
+  console.log(
+    `CPU counted: ${o.counted}; each side's whole run (the pool's warm-up boots and shutdown included).`,
+  );
+  console.log(
+    `"cpu busy": the run's CPU during the group over (wall × ${availableParallelism()} cores); near 100 % the group is CPU-bound here.`,
+  );
+  ctx.writeResult("rollout", { ...o, ratio, poolRatio, rows, measures: all });
 }

@@ -76,7 +76,16 @@ export interface ExportInput {
 
 export interface RolloutDeps {
   loadTask(id: string, signal: AbortSignal): Promise<RolloutTask>;
-  snapshot(task: RolloutTask, signal: AbortSignal, progress: (detail: string) => void): Promise<SnapshotRef>;
+  /**
+   * The task's snapshot. `trajectories`: how many of its trajectories this run starts (a resumed
+   * run: the ones left), so a warm pool boots no worker nobody will use.
+   */
+  snapshot(
+    task: RolloutTask,
+    signal: AbortSignal,
+    progress: (detail: string) => void,
+    trajectories: number,
+  ): Promise<SnapshotRef>;
   /**
    * One attempt: fresh fork, worker with the Cline core, gateway route for the slot's policy, the
    * Cline task, artifacts collected into `dir`, everything stopped. An infra failure is either an

@@ -32,6 +32,8 @@ export interface DummyDeps extends RolloutDeps {
   readonly agentCalls: string[];
   /** Trajectory ids in the order they were scored. */
   readonly scoreCalls: string[];
+  /** Each task's snapshot, with how many of its trajectories the run said it starts. */
+  readonly snapshotCalls: { readonly taskId: string; readonly trajectories: number }[];
   /** The most agent attempts and scorings that ran at once. */
   readonly maxConcurrent: () => number;
 }
@@ -57,6 +59,7 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
 export function createDummyDeps(o: DummyDepsOptions = {}): DummyDeps {
   const agentCalls: string[] = [];
   const scoreCalls: string[] = [];
+  const snapshotCalls: DummyDeps["snapshotCalls"] = [];
   const attempts = new Map<string, number>();
   const rewards = new Map<string, number>();
   let running = 0;
@@ -73,6 +76,7 @@ export function createDummyDeps(o: DummyDepsOptions = {}): DummyDeps {
   return {
     agentCalls,
     scoreCalls,
+    snapshotCalls,
     maxConcurrent: () => max,
     async loadTask(id): Promise<RolloutTask> {
       if (o.tasks && !o.tasks.includes(id))
@@ -86,7 +90,8 @@ export function createDummyDeps(o: DummyDepsOptions = {}): DummyDeps {
         hidden: { testFiles: [], commands: [], timeoutMs: 1000 },
       };
     },
-    async snapshot(task) {
+    async snapshot(task, _signal, _progress, trajectories) {
+      snapshotCalls.push({ taskId: task.id, trajectories });
       return { key: `${task.id}`.padEnd(64, "0"), cached: true };
     },
     async runAgent(input): Promise<AgentAttempt> {

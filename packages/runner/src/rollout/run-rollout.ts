@@ -461,7 +461,12 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     const task = await deps.loadTask(taskId, signal);
     const t0 = Date.now();
     const snap = await snapLimiter.with(signal, () =>
-      deps.snapshot(task, signal, (detail) => progress({ type: "task", taskId, phase: "snapshot", detail })),
+      deps.snapshot(
+        task,
+        signal,
+        (detail) => progress({ type: "task", taskId, phase: "snapshot", detail }),
+        slots.length,
+      ),
     );
     const snapshotMs = Date.now() - t0;
     manifest.tasks[taskId] = {

@@ -373,7 +373,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       };
     },
 
-    async snapshot(task, signal, progress): Promise<SnapshotRef> {
+    async snapshot(task, signal, progress, trajectories): Promise<SnapshotRef> {
       const t = taskOf(task);
       let spec: ReturnType<typeof snapshotSpecOfTask>;
       if (t.row) {
@@ -391,8 +391,10 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
         },
       });
       snapshots.set(s.key, s);
-      // the pool boots workers shaped for this task while the first trajectories fork
-      await pool?.warm(agentSpec(t, task, "warm", { workspace: s.workspace, deps: join(s.tree, "deps") }));
+      // the pool boots workers shaped for this task while the first trajectories fork, no more
+      // than the task's trajectories still to start (retries beyond them start cold)
+      const shape = agentSpec(t, task, "warm", { workspace: s.workspace, deps: join(s.tree, "deps") });
+      await pool?.warm(shape, trajectories);
       return { key: s.key, cached: s.cached };
     },
 

@@ -158,6 +158,11 @@ describe("runRollout (dummy deps)", () => {
       attempt: () => ({ outcome: { kind: "completed", detail: "ok" }, ms: 20 }),
     });
     expect(r.deps.agentCalls).toHaveLength(9);
+    expect(r.deps.snapshotCalls.map((c) => `${c.taskId}:${c.trajectories}`).sort()).toEqual([
+      "a:3",
+      "b:3",
+      "c:3",
+    ]);
     expect(r.deps.maxConcurrent()).toBe(2);
     expect(r.summary.complete).toBe(true);
   });
@@ -191,6 +196,8 @@ describe("runRollout (dummy deps)", () => {
     expect((await readdir(join(out, "trajectories"))).sort()).toEqual(["a-t0", "a-t1", "a-t2", "a-t3"]);
 
     const second = await run(config(), {}, { out, resume: true });
+    // the snapshot hears how many trajectories are left (the warm pool boots no more workers)
+    expect(second.deps.snapshotCalls).toEqual([{ taskId: "a", trajectories: 4 - done.length }]);
     expect(second.deps.agentCalls.sort()).toEqual(
       ["a-t0", "a-t1", "a-t2", "a-t3"].filter((x) => !done.includes(x)),
     );
@@ -203,6 +210,7 @@ describe("runRollout (dummy deps)", () => {
     await new Promise((r) => setTimeout(r, 30));
     const third = await run(config(), {}, { out, resume: true });
     expect(third.deps.agentCalls).toEqual([]);
+    expect(third.deps.snapshotCalls).toEqual([]);
     expect(third.summary.durationMs).toBe(stored);
   });
 

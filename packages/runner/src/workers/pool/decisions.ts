@@ -42,6 +42,11 @@ export interface KeyState {
   readonly booting: number;
   /** Last time a trajectory (or `warm`) asked for this key, ms since the epoch. */
   readonly lastDemand: number;
+  /**
+   * Trajectories of this key the run has still to serve: not started yet, or waiting for a boot in
+   * flight. Undefined when the run does not say (the pool then fills to its size).
+   */
+  readonly remaining?: number;
 }
 
 export interface PoolLimits {
@@ -66,7 +71,8 @@ export function expiredIdle(k: KeyState, now: number, idleMs: number): number[] 
 
 /**
  * The keys to boot one more worker for now, most recently asked first, within the pool's size and
- * the boot concurrency. Pure.
+ * the boot concurrency, and never past a key's remaining trajectories (a worker nobody will use is
+ * a core boot's CPU taken from the trajectories still running). Pure.
  */
 export function bootsToStart(keys: readonly KeyState[], now: number, limits: PoolLimits): string[] {
   let total = keys.reduce((n, k) => n + k.idleSince.length + k.booting, 0);
@@ -82,7 +88,7 @@ export function bootsToStart(keys: readonly KeyState[], now: number, limits: Poo
     for (const k of wanted) {
       if (total >= limits.size || booting >= limits.maxBooting) return out;
       const n = have.get(k.key)!;
-      if (n >= limits.size) continue;
+      if (n >= limits.size || (k.remaining !== undefined && n >= k.remaining)) continue;
       have.set(k.key, n + 1);
       out.push(k.key);
       total++;

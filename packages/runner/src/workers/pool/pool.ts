@@ -37,8 +37,13 @@ export interface PoolState {
 }
 
 export interface PooledBackend extends WorkerBackend {
-  /** Starts filling the pool for workers like `spec` (counts as demand for its key). */
-  warm(spec: WorkerSpec): Promise<void>;
+  /**
+   * Starts filling the pool for workers like `spec` (counts as demand for its key). `trajectories`:
+   * that many more trajectories of this shape are to come; the pool then boots no more workers for
+   * the key than trajectories still to start (each `start` takes one off). Without it the key is
+   * filled to the pool's size.
+   */
+  warm(spec: WorkerSpec, trajectories?: number): Promise<void>;
   state(): PoolState;
   /** Stops every idle worker and waits for boots in flight; started workers are their owners'. */
   close(): Promise<void>;
@@ -57,6 +62,8 @@ interface Key {
   readonly idle: Entry[];
   booting: number;
   lastDemand: number;
+  /** Trajectories still to start, when the run said (`warm`); undefined: unknown. */
+  pending: number | undefined;
   /** Trajectories waiting for a boot in flight (sooner than a boot of their own). */
   readonly waiters: ((e: Entry | undefined) => void)[];
 }
@@ -99,13 +106,14 @@ export function createWorkerPool(inner: PoolableBackend, o: WorkerPoolOptions): 
     });
     return probed;
   };
-  const snapshot = (): KeyState[] =>
-    [...keys].map(([key, k]) => ({
-      key,
-      idleSince: k.idle.map((e) => e.readyAt),
-      booting: k.booting,
-      lastDemand: k.lastDemand,
-    }));
+  const keyState = (key: string, k: Key): KeyState => ({
+    key,
+    idleSince: k.idle.map((e) => e.readyAt),
+    booting: k.booting,
+    lastDemand: k.lastDemand,
+    ...(k.pending !== undefined ? { remaining: k.pending + k.waiters.length } : {}),
+  });
+  const snapshot = (): KeyState[] => [...keys].map(([key, k]) => keyState(key, k));
 
   const retire = (k: Key, e: Entry) => {
     const i = k.idle.indexOf(e);
@@ -170,11 +178,7 @@ export function createWorkerPool(inner: PoolableBackend, o: WorkerPoolOptions): 
     const now = Date.now();
     let dirty = false;
     for (const [key, k] of keys) {
-      const stale = expiredIdle(
-        { key, idleSince: k.idle.map((e) => e.readyAt), booting: k.booting, lastDemand: k.lastDemand },
-        now,
-        limits.idleMs,
-      );
+      const stale = expiredIdle(keyState(key, k), now, limits.idleMs);
       for (const e of stale.map((i) => k.idle[i]!)) dirty = retire(k, e) || dirty;
     }
     const newest = [...keys].sort((a, b) => b[1].lastDemand - a[1].lastDemand)[0];
@@ -204,7 +208,7 @@ export function createWorkerPool(inner: PoolableBackend, o: WorkerPoolOptions): 
     const key = poolKeyOf(spec);
     let k = keys.get(key);
     if (!k) {
-      k = { template: spec, idle: [], booting: 0, lastDemand: 0, waiters: [] };
+      k = { template: spec, idle: [], booting: 0, lastDemand: 0, pending: undefined, waiters: [] };
       keys.set(key, k);
     }
     k.lastDemand = Date.now();
@@ -246,14 +250,16 @@ export function createWorkerPool(inner: PoolableBackend, o: WorkerPoolOptions): 
           : `size ${limits.size}, idle limit ${limits.idleMs} ms`,
       };
     },
-    async warm(spec) {
+    async warm(spec, trajectories) {
       if (closed || unpoolableReason(spec) || (await probe())) return;
-      demand(spec);
+      const k = demand(spec);
+      if (trajectories !== undefined) k.pending = (k.pending ?? 0) + Math.max(0, trajectories);
       schedule();
     },
     async start(spec, signal) {
       if (closed || unpoolableReason(spec) || (await probe())) return await cold(spec, signal);
       const k = demand(spec);
+      if (k.pending !== undefined) k.pending = Math.max(0, k.pending - 1);
       schedule();
       // the oldest idle worker first (the next to reach the idle limit), else one booting already
       for (let e = k.idle.shift() ?? (await waitForBoot(k, signal)); e; e = k.idle.shift()) {

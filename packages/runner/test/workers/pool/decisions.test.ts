@@ -98,6 +98,19 @@ describe("bootsToStart", () => {
   it("never goes past the size counting booting workers", () => {
     expect(bootsToStart([key("a", [1], 3, 100)], 200, { ...limits, maxBooting: 9 })).toEqual([]);
   });
+  it("never boots past a key's remaining trajectories, counting idle and booting workers", () => {
+    const left = (k: KeyState, remaining: number): KeyState => ({ ...k, remaining });
+    expect(bootsToStart([left(key("a", [], 0, 100), 1)], 200, limits)).toEqual(["a"]);
+    expect(bootsToStart([left(key("a", [1], 1, 100), 3)], 200, limits)).toEqual(["a"]);
+    expect(bootsToStart([left(key("a", [1], 1, 100), 2)], 200, limits)).toEqual([]);
+    expect(bootsToStart([left(key("a", [], 0, 100), 0)], 200, limits)).toEqual([]);
+    // the room one key cannot use goes to another
+    const got = bootsToStart([left(key("done", [], 0, 150), 0), key("open", [], 0, 100)], 200, {
+      ...limits,
+      maxBooting: 4,
+    });
+    expect(got).toEqual(["open", "open", "open", "open"]);
+  });
 });
 
 describe("evictionFor", () => {

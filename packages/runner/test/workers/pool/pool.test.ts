@@ -147,6 +147,69 @@ describe("createWorkerPool", () => {
   });
 });
 
+describe("createWorkerPool: the run's remaining trajectories", () => {
+  it("boots no worker nobody will use: every boot serves one of the trajectories announced", async () => {
+    const inner = createDummyPoolable({ bootMs: 10 });
+    const pool = createWorkerPool(inner, { size: 4, idleMs: 10_000, maxBooting: 4 });
+    const ran: string[] = [];
+    try {
+      await pool.warm(spec("warm"), 3);
+      await until(() => pool.state().idle === 3);
+      // the pool has room for a fourth, but only three trajectories are to come
+      await new Promise((r) => setTimeout(r, 50));
+      expect(pool.state()).toMatchObject({ idle: 3, booting: 0 });
+      for (const id of ["a", "b", "c"]) {
+        const w = await pool.start(spec(id));
+        expect(w.pooled).toBe(true);
+        ran.push((await w.exec("pwd")).stdout);
+        await w.stop();
+      }
+      // the last trajectory started: nothing refills
+      await new Promise((r) => setTimeout(r, 50));
+      expect(pool.state()).toMatchObject({ idle: 0, booting: 0, pooled: 3, cold: 0, retired: 0 });
+    } finally {
+      await pool.close();
+    }
+    expect(ran).toEqual(["/forks/a", "/forks/b", "/forks/c"]);
+    expect(inner.booted.map((b) => b.spec?.trajectoryId)).toEqual(["a", "b", "c"]);
+  });
+
+  it("adds up what several tasks of one shape announce, and keeps refilling while trajectories remain", async () => {
+    const inner = createDummyPoolable({ bootMs: 10 });
+    const pool = createWorkerPool(inner, { size: 2, idleMs: 10_000 });
+    try {
+      await pool.warm(spec("warm-1", { taskId: "t1" }), 2);
+      await pool.warm(spec("warm-2", { taskId: "t2" }), 3);
+      for (let i = 0; i < 5; i++) {
+        await until(() => pool.state().idle >= Math.min(2, 5 - i));
+        const w = await pool.start(spec(`x${i}`));
+        expect(w.pooled).toBe(true);
+        await w.stop();
+      }
+      await new Promise((r) => setTimeout(r, 50));
+      expect(pool.state()).toMatchObject({ idle: 0, booting: 0, pooled: 5, retired: 0 });
+      expect(inner.booted).toHaveLength(5);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("counts a trajectory waiting for a boot in flight as still to serve", async () => {
+    const inner = createDummyPoolable({ bootMs: 100 });
+    const pool = createWorkerPool(inner, { size: 2, idleMs: 10_000, maxBooting: 1 });
+    try {
+      await pool.warm(spec("warm"), 2);
+      await until(() => pool.state().booting === 1);
+      const [a, b] = await Promise.all([pool.start(spec("a")), pool.start(spec("b"))]);
+      expect([a.pooled, b.pooled]).toEqual([true, false]);
+      await new Promise((r) => setTimeout(r, 150));
+      expect(pool.state()).toMatchObject({ idle: 0, booting: 0, pooled: 1, cold: 1, retired: 0 });
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
 describe("createWorkerPool: waiting for a boot in flight", () => {
   it("gives a trajectory the worker already booting for its key instead of booting another", async () => {
     const inner = createDummyPoolable({ bootMs: 200 });
