@@ -67,10 +67,15 @@ async function copiesCatalog(dir: string, n: number): Promise<string[]> {
 const KILL_TARGETS = ["cline core", "host bridge", "agent sandbox", "scorer"] as const;
 type KillTarget = (typeof KILL_TARGETS)[number];
 
-/** The process to kill for `target` of trajectory `victim`, once it exists. */
-async function killTarget(target: KillTarget, victim: string): Promise<ProcInfo | undefined> {
+/**
+ * The process to kill for `target` of trajectory `victim` of the run whose TMPDIR is `tmp` (other
+ * runs on this machine have trajectories of the same name), once it exists.
+ */
+async function killTarget(target: KillTarget, victim: string, tmp: string): Promise<ProcInfo | undefined> {
   const table = await processTable();
-  const sandboxes = table.filter((p) => /^(\S*\/)?bwrap /.test(p.cmdline) && p.cmdline.includes(victim));
+  const sandboxes = table.filter(
+    (p) => /^(\S*\/)?bwrap /.test(p.cmdline) && p.cmdline.includes(victim) && p.cmdline.includes(tmp),
+  );
   const agent = sandboxes.find((p) => !p.cmdline.includes(`${victim}-score`));
   const below = (root: ProcInfo | undefined, needle: string) => {
     if (!root) return undefined;
@@ -203,7 +208,7 @@ describe("chaos", () => {
             () => "",
           );
           if (!turns.trim()) return false;
-          const p = await killTarget(target, victim);
+          const p = await killTarget(target, victim, s.tmp);
           if (!p) return false;
           process.kill(p.pid, "SIGKILL");
           killed++;
