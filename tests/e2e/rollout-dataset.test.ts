@@ -115,8 +115,9 @@ describe("flakegym rollout --dataset (real core, local git repos)", () => {
       "3",
       "--group-size",
       "2",
+      // every trajectory in one wave: each spends much of its time waiting (boot, sandbox, scoring)
       "--concurrency",
-      "2",
+      "4",
       "--policy",
       `scripted:${join(tmp.path, "fix.json")}`,
       "--policy",
