@@ -4,6 +4,7 @@ import { networkInterfaces } from "node:os";
 import { dirname, join } from "node:path";
 import {
   type AtroposDouble,
+  findProcesses,
   freePort,
   makeTempDir,
   type ProcInfo,
@@ -23,6 +24,8 @@ import {
   startFaultUpstream,
 } from "./src/fault-upstream.js";
 import { type Expectation, isClean } from "./src/invariants.js";
+import { ownedBy } from "./src/leftovers.js";
+import { observeRun } from "./src/observe.js";
 import { chaosSeed, createPrng } from "./src/prng.js";
 import {
   checkScenario,
@@ -64,10 +67,15 @@ async function copiesCatalog(dir: string, n: number): Promise<string[]> {
 const KILL_TARGETS = ["cline core", "host bridge", "agent sandbox", "scorer"] as const;
 type KillTarget = (typeof KILL_TARGETS)[number];
 
-/** The process to kill for `target` of trajectory `victim`, once it exists. */
-async function killTarget(target: KillTarget, victim: string): Promise<ProcInfo | undefined> {
+/**
+ * The process to kill for `target` of trajectory `victim` of the run whose TMPDIR is `tmp` (other
+ * runs on this machine have trajectories of the same name), once it exists.
+ */
+async function killTarget(target: KillTarget, victim: string, tmp: string): Promise<ProcInfo | undefined> {
   const table = await processTable();
-  const sandboxes = table.filter((p) => /^(\S*\/)?bwrap /.test(p.cmdline) && p.cmdline.includes(victim));
+  const sandboxes = table.filter(
+    (p) => /^(\S*\/)?bwrap /.test(p.cmdline) && p.cmdline.includes(victim) && p.cmdline.includes(tmp),
+  );
   const agent = sandboxes.find((p) => !p.cmdline.includes(`${victim}-score`));
   const below = (root: ProcInfo | undefined, needle: string) => {
     if (!root) return undefined;
@@ -155,13 +163,15 @@ describe("chaos", () => {
         TASK,
         "--group-size",
         String(kinds.length),
+        // 4 at once: the hang and the drip wait out the silence watchdog while the others run
         "--concurrency",
-        FULL ? "4" : "2",
+        "4",
         ...policies,
         "--timeout",
         "90",
+        // the fault servers answer on loopback at once; only a hang or a drip is ever this silent
         "--model-silence-timeout",
-        "15",
+        FULL ? "15" : "5",
         "--out",
         s.out,
       ]);
@@ -198,7 +208,7 @@ describe("chaos", () => {
             () => "",
           );
           if (!turns.trim()) return false;
-          const p = await killTarget(target, victim);
+          const p = await killTarget(target, victim, s.tmp);
           if (!p) return false;
           process.kill(p.pid, "SIGKILL");
           killed++;
@@ -223,7 +233,22 @@ describe("chaos", () => {
       });
       expect(checked.problems, `rollout exit ${r.exitCode}\n${String(r.stderr).slice(-2000)}`).toEqual([]);
       const res = JSON.parse(await readFile(join(s.out, "trajectories", victim, "result.json"), "utf8"));
+      expect(r.exitCode, String(r.stderr).slice(-2000)).toBe(0);
+      expect(res.reward).toBe(0); // NOTES.md does not fix the task
       expect(res.infraRetries.length).toBeGreaterThanOrEqual(1);
+      // the retry is on record: the failed attempt's turns kept, its metrics row, the progress line
+      expect(await readdir(join(s.out, "trajectories", victim, "attempts", "1"))).toContain("turns.jsonl");
+      const metrics = (await readFile(join(s.out, "metrics.jsonl"), "utf8"))
+        .split("\n")
+        .filter((l) => l.trim() !== "")
+        .map((l) => JSON.parse(l) as { trajectory_id: string; infra_retries: number; outcome: string });
+      expect(metrics.find((m) => m.trajectory_id === victim)).toMatchObject({
+        infra_retries: res.infraRetries.length,
+        outcome: "completed",
+      });
+      expect(String(r.stderr)).toMatch(/infra failure, retry 1/);
+      if (target === "cline core")
+        expect(res.infraRetries[0].detail).toMatch(/worker|core|crash|exit|UNAVAILABLE/i);
     }, 900_000);
   }
 
@@ -233,7 +258,7 @@ describe("chaos", () => {
     const group = FULL ? 6 : 3;
     const args = ["rollout", "--task", TASK, "--group-size", String(group), "--concurrency", "2"];
     const child = s.cli([...args, "--policy", `scripted:${plan}`, "--out", s.out]);
-    const after = rng.int(0, group - 2); // results written before the kill
+    const after = rng.int(1, group - 2); // results written before the kill (at least one: resume keeps it)
     const ready = await waitFor(
       async () => {
         const ids = await readdir(join(s.out, "trajectories")).catch(() => [] as string[]);
@@ -253,18 +278,36 @@ describe("chaos", () => {
     expect(ready).toBe(true);
     process.kill(-child.pid!, "SIGKILL");
     await child;
-    const resumed = await s.cli(["rollout", "--resume", s.out]);
     const runId = await runIdOf(s.out);
+    const before = await observeRun(s.out);
+    expect(before.results.size).toBeGreaterThanOrEqual(after);
+    expect(before.results.size).toBeLessThan(group);
+    expect(await readFile(join(s.out, "summary.json")).catch(() => "none")).toBe("none"); // killed: no summary
+    // the killed run's workers die with it (process group / parent-death signal) ...
+    expect(await waitFor(async () => (await findProcesses(runId)).length === 0, 20_000)).toBe(true);
+    // ... and what it made (scratch dir, forks and their mounts, worker dirs) stays until a sweep
+    expect((await ownedBy(s.tmp, child.pid!)).length).toBeGreaterThan(0);
+
+    const resumed = await s.cli(["rollout", "--resume", s.out]);
+    expect(resumed.exitCode, String(resumed.stderr).slice(-2000)).toBe(0);
+    // --resume swept the killed run's leftovers first
+    expect(String(resumed.stderr)).toContain("gc: done: remove directory");
+    expect(await ownedBy(s.tmp, child.pid!)).toEqual([]);
+    const afterResume = await observeRun(s.out);
+    // the trajectories finished before the kill were not run again
+    for (const [id, res] of before.results) expect(afterResume.results.get(id)).toEqual(res);
+    const summary = JSON.parse(await readFile(join(s.out, "summary.json"), "utf8"));
+    expect(summary).toMatchObject({ complete: true, interrupted: false, runId });
+
+    // resuming a complete run does nothing and duplicates nothing
+    const again = await s.cli(["rollout", "--resume", s.out], 120_000);
+    expect(again.exitCode, String(again.stderr).slice(-2000)).toBe(0);
     const expected = Array.from({ length: group }, (_, i) => ({
       trajectoryId: `${TASK}-t${i}`,
       kinds: ["completed"],
     }));
     const checked = await checkScenario(s, { fault: "kill runner", runs: group, faults: 1, expected, runId });
-    expect(
-      checked.problems,
-      `resume exit ${resumed.exitCode}\n${String(resumed.stderr).slice(-2000)}`,
-    ).toEqual([]);
-    expect(resumed.exitCode).toBe(0);
+    expect(checked.problems, `resume exit ${resumed.exitCode}`).toEqual([]);
   }, 900_000);
 
   it("the run directory's disk fills up: a clear error, nothing torn, --resume finishes once space is back", async () => {

@@ -115,8 +115,9 @@ describe("flakegym rollout --dataset (real core, local git repos)", () => {
       "3",
       "--group-size",
       "2",
+      // every trajectory in one wave: each spends much of its time waiting (boot, sandbox, scoring)
       "--concurrency",
-      "2",
+      "4",
       "--policy",
       `scripted:${join(tmp.path, "fix.json")}`,
       "--policy",
@@ -227,38 +228,34 @@ describe("flakegym rollout --dataset (real core, local git repos)", () => {
   it("gold on a dataset row is a per-task error; no policy at all is a usage error", async () => {
     const file = join(tmp.path, "one.jsonl");
     await writeFile(file, `${row("calc-gold", { repo_url: "./repos/calc", base_commit: commit })}\n`);
-    const gold = await runCli(
-      [
-        "rollout",
-        "--dataset",
-        file,
-        "--policy",
-        "gold",
-        "--build-cmd",
-        BUILD_CMD,
-        "--out",
-        join(tmp.path, "gold"),
-      ],
-      { env, timeoutMs: 60_000 },
-    );
+    // three independent processes, at once
+    const [gold, none, noTerm] = await Promise.all([
+      runCli(
+        [
+          "rollout",
+          "--dataset",
+          file,
+          "--policy",
+          "gold",
+          "--build-cmd",
+          BUILD_CMD,
+          "--out",
+          join(tmp.path, "gold"),
+        ],
+        { env, timeoutMs: 60_000 },
+      ),
+      runCli(["rollout", "--dataset", file, "--build-cmd", BUILD_CMD], { env, timeoutMs: 60_000 }),
+      runCli(["rollout", "--dataset", file, "--policy", "empty"], { env, timeoutMs: 60_000 }),
+    ]);
     expect(gold.exitCode, gold.stderr).toBe(1);
     const run = await readRun(join(tmp.path, "gold"));
     expect(run.summary?.tasks[0]?.error).toMatchObject({
       code: "E_NO_REFERENCE",
       message: expect.stringMatching(/calc-gold.*one\.jsonl row 1.*no reference solution/),
     });
-
-    const none = await runCli(["rollout", "--dataset", file, "--build-cmd", BUILD_CMD], {
-      env,
-      timeoutMs: 60_000,
-    });
     expect(none.exitCode).toBe(2);
     expect(none.stderr).toMatch(/--dataset needs a policy/);
     expect(none.stderr).toMatch(/FLAKEGYM_POLICY/);
-    const noTerm = await runCli(["rollout", "--dataset", file, "--policy", "empty"], {
-      env,
-      timeoutMs: 60_000,
-    });
     expect(noTerm.exitCode).toBe(2);
     expect(noTerm.stderr).toMatch(/--build-cmd, --lint-cmd or --judge/);
   });

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
@@ -78,4 +79,17 @@ export async function partialFixPlan(dir: string): Promise<string> {
     }),
   );
   return file;
+}
+
+/** The README's quick start: exactly two commands in one shell block (main job; tests). */
+export function quickStart(): string[] {
+  const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+  const section = readme.split(/^## /m).find((s) => s.startsWith("Quick start"));
+  if (!section) throw new Error("README.md has no '## Quick start' section");
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!block) throw new Error("README.md's quick start has no ```sh block");
+  return block
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith("#"));
 }

@@ -92,8 +92,10 @@ describe("flakegym validate", () => {
         catalog,
         "--repeat",
         "1",
+        // a task's gold, empty and two cheats in one wave: each session spends much of its time
+        // waiting (boot, sandbox setup, scoring), so four at once beat two waves of two here
         "--concurrency",
-        "2",
+        "4",
         "--out",
         join(tmp.path, "run"),
       ],

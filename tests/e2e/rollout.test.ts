@@ -2,12 +2,13 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { findProcesses, makeTempDir, runCli, type TempDir } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { partialFixPlan, readRun, readScore, TASK } from "./rollout-helpers.js";
+import { partialFixPlan, quickStart, readRun, readScore, TASK } from "./rollout-helpers.js";
 
 /**
  * `flakegym rollout` end to end, as a user runs it: the real CLI process, the real Cline core in
  * bubblewrap workers, the policy gateway with the built-in policies, scoring in fresh forks of a
- * real snapshot. The fastest offline catalog task, groups of 2–3.
+ * real snapshot. The fastest offline catalog task: the README's main job as written (its default
+ * group), then a mixed group of 3.
  */
 
 let tmp: TempDir;
@@ -19,26 +20,34 @@ afterAll(async () => {
 });
 
 describe("flakegym rollout (real core, offline task)", () => {
-  it("default policy: gold with a banner; every trajectory scores 1 and every output is written", async () => {
+  it("the README's main job (default policy: gold with a banner): every trajectory scores 1 and every output is written", async () => {
     const out = join(tmp.path, "gold");
-    const r = await runCli(
-      ["rollout", "--task", TASK, "--group-size", "2", "--concurrency", "2", "--out", out],
-      {
-        timeoutMs: 400_000,
-        env: { ...process.env, FLAKEGYM_POLICY: "" },
-      },
-    );
+    // the quick start's command as written, its run directory here
+    const main = quickStart()[0]!
+      .replace(/^npm ci && npx flakegym /, "")
+      .split(/\s+/);
+    expect(main).toEqual(["rollout", "--task", TASK]);
+    const r = await runCli([...main, "--out", out], {
+      timeoutMs: 600_000,
+      env: { ...process.env, FLAKEGYM_POLICY: "" },
+    });
     expect(r.stderr).toMatch(/validating the environment with the `gold` policy/);
+    expect(r.stderr).not.toMatch(/^error/m);
     expect(r.exitCode, r.stderr).toBe(0);
     const run = await readRun(out);
 
+    const n = run.manifest.config.groupSize; // the embedded default
+    const ids = Array.from({ length: n }, (_, i) => `${TASK}-t${i}`);
+    expect(n).toBeGreaterThanOrEqual(2);
     expect(run.summary?.tasks[0]).toMatchObject({
       taskId: TASK,
-      rewards: [1, 1],
-      resolved: 2,
+      rewards: ids.map(() => 1),
+      resolved: n,
       group: "written",
     });
-    expect(r.stdout).toMatch(new RegExp(`${TASK}\\s+2/2\\s+1\\.00\\s+2\\s+1\\.00 1\\.00`));
+    expect(r.stdout).toMatch(
+      new RegExp(`${TASK}\\s+${n}/${n}\\s+1\\.00\\s+${n}\\s+${ids.map(() => "1\\.00").join(" ")}`),
+    );
 
     expect(run.manifest.provenance.cline).toMatchObject({
       version: "1.0.10",
@@ -52,7 +61,7 @@ describe("flakegym rollout (real core, offline task)", () => {
 
     expect(run.groups).toHaveLength(1);
     const g = run.groups[0]!;
-    expect(g.scores).toEqual([1, 1]);
+    expect(g.scores).toEqual(ids.map(() => 1));
     expect(g.tokens).toBeUndefined();
     expect(
       g.messages?.every((m) => m.length >= 3 && m[0]?.role === "system" && m.at(-1)?.role === "assistant"),
@@ -61,12 +70,9 @@ describe("flakegym rollout (real core, offline task)", () => {
       snapshotKey: run.manifest.tasks[TASK]?.snapshotKey,
     });
 
-    expect(run.samples.map((s) => [s.trajectory_id, s.reward]).sort()).toEqual([
-      [`${TASK}-t0`, 1],
-      [`${TASK}-t1`, 1],
-    ]);
+    expect(run.samples.map((s) => [s.trajectory_id, s.reward]).sort()).toEqual(ids.map((id) => [id, 1]));
     expect(String(run.samples[0]!.completion)).toContain("src/range.js");
-    expect(run.metrics).toHaveLength(2);
+    expect(run.metrics).toHaveLength(n);
     for (const m of run.metrics) {
       expect(m).toMatchObject({ outcome: "completed", boot_ok: true, reward: 1, infra_retries: 0 });
       expect(m.turns as number).toBeGreaterThanOrEqual(2);

@@ -82,3 +82,26 @@ export async function findLeftovers(
   await walk(tmpRoot, 0);
   return { processes, mounts, cgroups, dirs };
 }
+
+/**
+ * What the process `pid` made under `tmpRoot` and left there: directories (`flakegym-*`: scratch,
+ * worker dirs) whose owner.json names it, and the mounts inside them.
+ */
+export async function ownedBy(tmpRoot: string, pid: number): Promise<string[]> {
+  const owned: string[] = [];
+  const visit = async (dir: string, depth: number): Promise<void> => {
+    const owner = await readFile(join(dir, "owner.json"), "utf8").catch(() => undefined);
+    if (owner !== undefined) {
+      if ((JSON.parse(owner) as { pid: number }).pid === pid) owned.push(dir);
+      return;
+    }
+    if (depth < 2)
+      for (const d of await readdir(dir).catch(() => [] as string[])) await visit(join(dir, d), depth + 1);
+  };
+  for (const d of await readdir(tmpRoot).catch(() => [] as string[]))
+    if (d.startsWith("flakegym-")) await visit(join(tmpRoot, d), 1);
+  const mounts = (await readFile("/proc/self/mountinfo", "utf8"))
+    .split("\n")
+    .map((l) => l.split(" ")[4] ?? "");
+  return [...owned, ...mounts.filter((m) => owned.some((o) => m.startsWith(`${o}/`)))];
+}

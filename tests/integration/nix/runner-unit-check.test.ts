@@ -6,14 +6,51 @@ import { describe, expect, it } from "vitest";
 import {
   copyTestSources,
   linkNodeModules,
+  reachesOut,
   readUnitCheckScript,
   sandboxArgs,
+  sandboxSensitiveTests,
   writeEtc,
 } from "./unit-check-sandbox.js";
 
 // `checks.<system>.runner-unit-tests` without Nix: the check's own lines, under bubblewrap with no
 // network, uid 1000 and only the check's inputs, proving the unit layer needs no sandbox binary
-// and that every test it skips says why.
+// and that every test it skips says why. The replay runs the check's test files that can reach
+// past their process (a program, a worker, a socket: see reachesOut); the others compute
+// in-process on their sources alone and already run in the projects' own run of `npm test`.
+
+describe("reachesOut", () => {
+  const root = "/r";
+  const sources = new Map([
+    ["/r/packages/a/test/pure.test.ts", 'import { f } from "../src/f.js";\nimport { z } from "zod";'],
+    ["/r/packages/a/src/f.ts", 'import { join } from "node:path";\nexport const f = 1; // Buffer.from("x")'],
+    ["/r/packages/a/test/spawns.test.ts", 'import { g } from "../src/g.js";'],
+    ["/r/packages/a/src/g.ts", 'import { h } from "./deep/h.js";'],
+    ["/r/packages/a/src/deep/h.ts", 'import { execa } from "execa";'],
+    ["/r/packages/a/test/socket.test.ts", 'import { createServer } from "node:http";'],
+    ["/r/packages/a/test/fetches.test.ts", 'await fetch("http://x");'],
+    ["/r/packages/a/test/dynamic.test.ts", "await import(name);"],
+    ["/r/packages/a/test/lost.test.ts", 'import { m } from "../src/missing.js";'],
+    ["/r/packages/a/test/workspace.test.ts", 'import { p } from "@flakegym/b";'],
+    ["/r/packages/b/src/index.ts", 'import { spawn } from "node:child_process";'],
+    [
+      "/r/packages/a/test/cycle.test.ts",
+      'import "./cycle.test.js";\nimport { Worker } from "node:worker_threads";',
+    ],
+  ]);
+  it("follows relative and workspace imports to a program, a worker or a socket; only in-process modules stay out", () => {
+    const out = [...sources.keys()].filter((f) => f.endsWith(".test.ts") && reachesOut(f, sources, root));
+    expect(out.map((f) => f.slice("/r/packages/a/test/".length)).sort()).toEqual([
+      "cycle.test.ts",
+      "dynamic.test.ts",
+      "fetches.test.ts",
+      "lost.test.ts",
+      "socket.test.ts",
+      "spawns.test.ts",
+      "workspace.test.ts",
+    ]);
+  });
+});
 
 const bwrap = await execa("sh", ["-c", "command -v bwrap"], { reject: false });
 const probe =
@@ -46,7 +83,12 @@ function skipsOf(output: string): { skipped: Set<string>; explained: Set<string>
 
 describe.skipIf(reason !== undefined)("checks.<system>.runner-unit-tests, replayed under bubblewrap", () => {
   it("passes with no sandbox binary, no network, uid 1000; every skipping file prints its reason", async () => {
-    const script = readUnitCheckScript(join(REPO_ROOT, "nix/checks/runner-tests.nix"));
+    const check = readUnitCheckScript(join(REPO_ROOT, "nix/checks/runner-tests.nix"));
+    const projects = [...check.matchAll(/--project (\S+)/g)].map((m) => m[1]!);
+    const files = sandboxSensitiveTests(REPO_ROOT, projects);
+    // at least the files that need a sandbox binary (they skip here, saying why)
+    expect(files).toEqual(expect.arrayContaining(["packages/runner/test/scoring/score-diff.test.ts"]));
+    const script = `${check} ${files.join(" ")}`;
     const tmp = await makeTempDir("flakegym-unit-check-");
     try {
       const work = join(tmp.path, "work");
@@ -79,6 +121,8 @@ describe.skipIf(reason !== undefined)("checks.<system>.runner-unit-tests, replay
       const summary = stripVTControlCharacters(r.all).match(/^\s*Tests\s+.*$/m)?.[0];
       expect(r.exitCode, r.all.slice(-4_000)).toBe(0);
       expect(summary).toMatch(/passed/);
+      const ran = stripVTControlCharacters(r.all).match(/^\s*Test Files\s+.*\((\d+)\)$/m)?.[1];
+      expect(Number(ran), "every selected file ran, none other").toBe(files.length);
       const { skipped, explained } = skipsOf(r.all);
       expect(skipped.size).toBeGreaterThan(0); // at least the bubblewrap suites
       expect([...skipped].filter((f) => !explained.has(f))).toEqual([]);

@@ -170,3 +170,92 @@ export function writeEtc(dir: string): void {
   );
   writeFileSync(join(dir, "group"), "root:x:0:\nnixbld:!:100:\n");
 }
+
+/**
+ * Modules that cannot run another program or open a socket: a module importing only these (and
+ * relative modules of the same kind) computes in-process on files alone.
+ */
+const IN_PROCESS = new Set([
+  "node:assert",
+  "node:assert/strict",
+  "node:buffer",
+  "node:crypto",
+  "node:events",
+  "node:fs",
+  "node:fs/promises",
+  "node:module",
+  "node:os",
+  "node:path",
+  "node:readline",
+  "node:stream",
+  "node:stream/promises",
+  "node:timers/promises",
+  "node:url",
+  "node:util",
+  "node:zlib",
+  "vitest",
+  "zod",
+  "ts-pattern",
+  "yaml",
+  "smol-toml",
+  "hyparquet",
+  "hyparquet-writer",
+  "@huggingface/jinja",
+  "@huggingface/tokenizers",
+]);
+/** `from "x"`, `import "x"`, `import("x")`, `require("x")`: x (a module name or a relative path). */
+const SPECIFIER = /(?<![.\w])(?:from|import|require)\s*\(?\s*["']((?:[@\w]|\.{1,2}\/)[\w@./:-]*)["']/g;
+/** Reaching out without an import: the global fetch, an import or require of a computed name. */
+const REACHES_OUT = /\bfetch\(|\b(?:import|require)\(\s*[^"'\s]/;
+
+/**
+ * Whether `file` or anything it imports can reach past its own process: a program, a worker, a
+ * socket (any module not IN_PROCESS; relative imports and the workspace's `@flakegym/<name>`
+ * packages are followed through `sources`, absolute path → text). Comments and strings count
+ * too: a false match only keeps a file in. A module missing from `sources` reaches out. Pure.
+ */
+export function reachesOut(file: string, sources: ReadonlyMap<string, string>, root: string): boolean {
+  const seen = new Set<string>();
+  const visit = (f: string): boolean => {
+    if (seen.has(f)) return false;
+    seen.add(f);
+    const text = sources.get(f);
+    if (text === undefined || REACHES_OUT.test(text)) return true;
+    for (const [, spec] of text.matchAll(SPECIFIER)) {
+      const pkg = /^@flakegym\/([\w-]+)$/.exec(spec!)?.[1];
+      const next = spec!.startsWith(".")
+        ? join(f, "..", spec!).replace(/\.js$/, ".ts")
+        : pkg
+          ? join(root, "packages", pkg, "src/index.ts")
+          : undefined;
+      if (next ? visit(next) : !IN_PROCESS.has(spec!)) return true;
+    }
+    return false;
+  };
+  return visit(file);
+}
+
+/** Every `.ts` file under `dir` (node_modules and dist left out), absolute path → text. */
+export function readSources(dir: string, into = new Map<string, string>()): Map<string, string> {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory() && !DROPPED.has(e.name)) readSources(p, into);
+    else if (e.isFile() && e.name.endsWith(".ts")) into.set(p, readFileSync(p, "utf8"));
+  }
+  return into;
+}
+
+/**
+ * The test files of the check's `projects` (packages/<name>) whose outcome the Nix build sandbox
+ * can change (see reachesOut), relative to `root`. The others compute in-process on their own
+ * sources, as they do in the projects' own run in `npm test`.
+ */
+export function sandboxSensitiveTests(root: string, projects: readonly string[]): string[] {
+  const sources = readSources(join(root, "packages"));
+  const dirs = projects.map((p) => join(root, "packages", p, "test/"));
+  return [...sources.keys()]
+    .filter((f) => f.endsWith(".test.ts") && dirs.some((d) => f.startsWith(d)))
+    .filter((f) => reachesOut(f, sources, root))
+    .map((f) => relative(root, f))
+    .sort();
+}

@@ -41,35 +41,36 @@ describe.skipIf(!hasBwrap)("flakegym snapshot build (real processes)", () => {
 
 describe("flakegym tasks (real process)", () => {
   it("tasks check lists rejected rows and exits 1; a clean file exits 0", async () => {
-    const bad = await runCli(["tasks", "check", "--dataset", "tests/fixtures/swe-agent-13k-bad.jsonl"]);
+    // three independent processes, at once
+    const [bad, ok, clean] = await Promise.all([
+      runCli(["tasks", "check", "--dataset", "tests/fixtures/swe-agent-13k-bad.jsonl"]),
+      runCli(["tasks", "check", "--dataset", "tests/fixtures/swe-agent-13k-sample.parquet", "--json"]),
+      runCli(["tasks", "check", "--dataset", "tests/fixtures/swe-agent-13k-sample.jsonl"]),
+    ]);
     expect(bad.exitCode).toBe(1);
     expect(bad.stdout).toContain(
       "tests/fixtures/swe-agent-13k-bad.jsonl:2: [no-repo] field 'repo_name': missing",
     );
     expect(bad.stdout).toContain("10 rows, 2 accepted, 8 rejected");
-    const ok = await runCli([
-      "tasks",
-      "check",
-      "--dataset",
-      "tests/fixtures/swe-agent-13k-sample.parquet",
-      "--json",
-    ]);
     const body = JSON.parse(ok.stdout);
     expect(body.summary).toMatchObject({ format: "parquet", rows: 8, accepted: 7, rejected: 1 });
     expect(ok.exitCode).toBe(1);
-    const clean = await runCli(["tasks", "check", "--dataset", "tests/fixtures/swe-agent-13k-sample.jsonl"]);
     expect(clean.exitCode).toBe(0);
     expect(clean.stdout).toContain("7 rows, 7 accepted, 0 rejected");
   });
 
   it("tasks show <id> prints the whole spec; --json parses; an unknown id names the known ones", async () => {
-    const r = await runCli(["tasks", "show", "tinygauge-vertical"]);
+    // three independent processes, at once
+    const [r, json, missing] = await Promise.all([
+      runCli(["tasks", "show", "tinygauge-vertical"]),
+      runCli(["tasks", "show", "ratatui-2148", "--json"]),
+      runCli(["tasks", "show", "nope"]),
+    ]);
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/suite +cargo test --offline --no-fail-fast \(libtest results; 6 fail_to_pass/);
     expect(r.stdout).toContain("Add support for vertical gauges");
-    const j = JSON.parse((await runCli(["tasks", "show", "ratatui-2148", "--json"])).stdout);
+    const j = JSON.parse(json.stdout);
     expect(j.source.rev).toBe("527e1df9296e4b6d56dc665788ce558558b480c6");
-    const missing = await runCli(["tasks", "show", "nope"]);
     expect(missing.exitCode).toBe(1);
     expect(missing.stderr).toMatch(/known tasks: .*ratatui-2148/);
   });
