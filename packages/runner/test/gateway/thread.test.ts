@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parseSse } from "../../src/gateway/sse.js";
 import { startGatewayThread, type ThreadedPolicyGateway } from "../../src/gateway/thread.js";
 import { parseTurnLog } from "../../src/gateway/turn-log.js";
@@ -74,6 +74,9 @@ describe("policy gateway in its own thread", () => {
     const r = await call(route);
     expect(r.status).toBe(200);
     expect(r.text).toBe("the key is [redacted]. done");
+    // the call counts as in flight until its turn line is written, which may end after the client's
+    // last byte (and a loaded thread may answer `status` late): wait, bounded, for it to settle
+    await vi.waitFor(() => expect(route.status().inFlight).toBe(0), { timeout: 10_000, interval: 50 });
     const status = route.status();
     expect(status).toMatchObject({ requests: 1, ok: 1, failed: 0, inFlight: 0 });
     expect(status.completionTokens).toBeGreaterThan(0);
