@@ -60,16 +60,7 @@ let
     outputHashMode = "recursive";
     outputHash = vendorHash;
   };
-  none = {
-    drvArgs = { };
-    passAsFile = [ ];
-    setup = "";
-    gitExclude = [ ];
-    install = "";
-    imageDirs = [ ];
-    imageEnv = { };
-    passthru = { };
-  };
+  none = import ../snapshot-no-deps.nix;
 in
 if !hasGoMod then
   throw "lib.mkSnapshotImage ${spec.task}: profile 'go' but the source has no go.mod at its root"

@@ -29,16 +29,7 @@ let
     inherit lockFile system;
     includeDev = true;
   };
-  none = {
-    drvArgs = { };
-    passAsFile = [ ];
-    setup = "";
-    gitExclude = [ ];
-    install = "";
-    imageDirs = [ ];
-    imageEnv = { };
-    passthru = { };
-  };
+  none = import ../snapshot-no-deps.nix;
 in
 if builtins.pathExists lockFile then
   none

@@ -58,16 +58,7 @@ let
     outputHashMode = "recursive";
     outputHash = wheelsHash;
   };
-  none = {
-    drvArgs = { };
-    passAsFile = [ ];
-    setup = "";
-    gitExclude = [ ];
-    install = "";
-    imageDirs = [ ];
-    imageEnv = { };
-    passthru = { };
-  };
+  none = import ../snapshot-no-deps.nix;
 in
 if declared == [ ] && requirementLines == [ ] then
   none // { kind = "none"; }
