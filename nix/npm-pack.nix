@@ -33,13 +33,7 @@ pkgs.stdenvNoCC.mkDerivation {
     pkgs.cacert
   ];
   SSL_CERT_FILE = "${pkgs.cacert}/etc/ssl/certs/ca-bundle.crt";
-  impureEnvVars = [
-    "http_proxy"
-    "https_proxy"
-    "HTTP_PROXY"
-    "HTTPS_PROXY"
-    "no_proxy"
-    "NO_PROXY"
+  impureEnvVars = util.proxyEnvVars ++ [
     "npm_config_registry"
     "NPM_CONFIG_REGISTRY"
   ];

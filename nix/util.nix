@@ -15,6 +15,17 @@ rec {
   # Like mapAttrs, but `f name value` returns the new { name; value; } pair.
   mapAttrs' = f: attrs: builtins.listToAttrs (mapAttrsToList f attrs);
 
+  # The proxy settings a fixed-output fetch passes through from the builder's environment (what
+  # nixpkgs' fetchers call proxyImpureEnvVars); each fetch adds its own tool's variables.
+  proxyEnvVars = [
+    "http_proxy"
+    "https_proxy"
+    "HTTP_PROXY"
+    "HTTPS_PROXY"
+    "no_proxy"
+    "NO_PROXY"
+  ];
+
   # Merges a list of attribute sets, later ones winning.
   mergeAttrsList = builtins.foldl' (acc: a: acc // a) { };
 

@@ -33,13 +33,7 @@ let
     ];
     GOTOOLCHAIN = "local";
     GOFLAGS = "-mod=mod";
-    impureEnvVars = [
-      "http_proxy"
-      "https_proxy"
-      "HTTP_PROXY"
-      "HTTPS_PROXY"
-      "no_proxy"
-      "NO_PROXY"
+    impureEnvVars = util.proxyEnvVars ++ [
       "GOPROXY"
       "GOSUMDB"
       "GOPRIVATE"

@@ -32,13 +32,7 @@ let
     name = "flakegym-snapshot-${spec.task}-wheels";
     inherit (spec) src;
     nativeBuildInputs = profile.packages;
-    impureEnvVars = [
-      "http_proxy"
-      "https_proxy"
-      "HTTP_PROXY"
-      "HTTPS_PROXY"
-      "no_proxy"
-      "NO_PROXY"
+    impureEnvVars = util.proxyEnvVars ++ [
       "PIP_INDEX_URL"
       "PIP_EXTRA_INDEX_URL"
     ];
