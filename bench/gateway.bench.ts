@@ -18,7 +18,8 @@
  * model calls), so calls arrive out of phase as agents' do (see load.ts).
  *
  * Flags: --chunks N (sampled tokens per call, 40) --interval-ms N (decode step, 20) --prompt-kb N (64)
- *   --think-ms N (with many streams, a random pause of up to N ms between a stream's calls, 50)
+ *   --think-ms N (a random pause of up to N ms between a stream's calls, the agent running its tool;
+ *   0: back to back, 50)
  *   --calls N (counted calls per target per row: 200 at 1 stream, 1280 at 64) --streams 1,64
  *   --scenarios paced,burst --baseline <git rev> --gateway-node-args="<node flags for the gateways>"
  *   --arrangements thread,loop (this checkout's gateway in its own thread — production — and/or on

@@ -10,8 +10,9 @@
  * messages, and every state update resends the whole state): a partial message per chunk read, the
  * whole state (here: the request, as large as the conversation) when a call starts and when it ends.
  * Stream i calls `routes[i % routes.length]` (one route per trajectory, as each Cline core has its
- * own). One stream makes `calls` calls one after another. With more streams each of them is a closed loop
- * (no pause between calls) making `calls + 2` calls; stream i starts `i · staggerMs / streams` ms
+ * own). Between two calls a stream pauses a random 0..thinkMs (the agent running its tool; 0: back to
+ * back). One stream makes `calls` calls one after another. With more streams each of them is a closed loop
+ * making `calls + 2` calls; stream i starts `i · staggerMs / streams` ms
  * late, so the streams' calls are out of phase as real agents' are, and the first and last call of
  * each stream (ramp up, drain) are not counted: every counted call ran while all the other streams
  * were open.
@@ -205,12 +206,20 @@ interface Phase {
   readonly runner?: { readonly host: string; readonly port: number };
 }
 
+/** An agent's own time between two model calls (it runs the tool the answer asked for): 0..ms. */
+function think(ms: number): Promise<void> | undefined {
+  return ms > 0 ? new Promise((r) => setTimeout(r, Math.random() * ms)) : undefined;
+}
+
 async function phase(p: Phase): Promise<CallTiming[]> {
   const routes = p.routes.map((r) => ({ url: new URL(`${r.url}/chat/completions`), token: r.token }));
   const samples: CallTiming[] = [];
   if (p.streams === 1) {
     const core = p.runner ? coreStream(p.runner, 0) : undefined;
-    for (let i = 0; i < p.calls; i++) samples.push(await call(routes[0]!.url, routes[0]!.token, core));
+    for (let i = 0; i < p.calls; i++) {
+      samples.push(await call(routes[0]!.url, routes[0]!.token, core));
+      await think(p.thinkMs);
+    }
     return samples;
   }
   await Promise.all(
@@ -221,7 +230,7 @@ async function phase(p: Phase): Promise<CallTiming[]> {
       for (let k = 0; k < p.calls + 2; k++) {
         const s = await call(route.url, route.token, core);
         if (k > 0 && k <= p.calls) samples.push(s);
-        if (p.thinkMs > 0) await new Promise((r) => setTimeout(r, Math.random() * p.thinkMs));
+        await think(p.thinkMs);
       }
     }),
   );

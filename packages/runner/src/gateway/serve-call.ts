@@ -40,16 +40,28 @@ export class WatchdogTimeout extends Error {
   }
 }
 
-async function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > max)
-      throw new HttpError(413, `request body larger than ${max} bytes`, "invalid_request_error");
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+/**
+ * The request body, whole. Plain listeners, not an async iterator: this is on every call's path to
+ * its upstream, before anything else can happen.
+ */
+function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (err: Error | undefined) => {
+      req.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
+      if (err) reject(err);
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= max) chunks.push(chunk);
+      else settle(new HttpError(413, `request body larger than ${max} bytes`, "invalid_request_error"));
+    };
+    const onEnd = () => settle(undefined);
+    const onClose = () => settle(new Error("the client closed the connection before its request body ended"));
+    req.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
+  });
 }
 
 /**
@@ -130,28 +142,10 @@ export async function serveCall(
 
   const ac = new AbortController();
   e.calls.add(ac);
-  const onClose = () => {
-    if (!res.writableFinished) ac.abort(new Error("client closed the connection"));
-  };
-  res.on("close", onClose);
-  const onEnded = () => ac.abort(e.ended.signal.reason);
-  if (e.ended.signal.aborted) onEnded();
-  e.ended.signal.addEventListener("abort", onEnded, { once: true });
-  const onGateway = () => ac.abort(new Error("gateway closing"));
-  ctx.signal?.addEventListener("abort", onGateway, { once: true });
-  // a stream that stops mid-way is as dead as one that never starts. One lazy timer: an event only
-  // stamps the time; the timer, when it fires, sleeps again for what is left of the window.
-  let lastEventAt = performance.now();
-  const checkSilence = () => {
-    const left = e.limits.silenceTimeoutMs - (performance.now() - lastEventAt);
-    if (left <= 0) ac.abort(new WatchdogTimeout("silence", e.limits.silenceTimeoutMs));
-    else silenceTimer = setTimeout(checkSilence, left);
-  };
-  let silenceTimer = setTimeout(checkSilence, e.limits.silenceTimeoutMs);
-  const totalTimer = setTimeout(
-    () => ac.abort(new WatchdogTimeout("total", e.limits.totalTimeoutMs)),
-    e.limits.totalTimeoutMs,
-  );
+  // a call of a trajectory that has ended, or of a closing gateway, never leaves
+  const stoppedBefore = stopReason(ctx, e);
+  if (stoppedBefore) ac.abort(stoppedBefore);
+  let watch: CallWatch | undefined;
   const acc = new ResponseAccumulator();
   let firstByteMs: number | null = null;
   const responseId = `${protocol === "anthropic" ? "msg" : "chatcmpl"}-${e.id}-${seq}`;
@@ -226,12 +220,13 @@ export async function serveCall(
       client,
     );
     iterator = e.upstream.complete(call, ac.signal)[Symbol.asyncIterator]();
-    // the upstream request leaves first; the body is parsed and checked while it travels
+    // The upstream request leaves first (its bytes are written at the end of this round of I/O);
+    // the watchdogs are armed, and a forwarded body parsed and checked, while it travels.
     let first: Promise<IteratorResult<UpstreamEvent>> | undefined = next(iterator);
-    if (deferParse) {
-      first.catch(() => undefined); // awaited below; a failure meanwhile is not unhandled
-      await checkAfterForwarding(client, ac);
-    }
+    first.catch(() => undefined); // awaited below; a failure meanwhile is not unhandled
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    watch = watchCall(ctx, e, res, ac);
+    if (deferParse) checkParsed(client, ac);
     const stream = client().raw["stream"] === true;
     for (;;) {
       const step = await (first ?? next(iterator));
@@ -239,7 +234,7 @@ export async function serveCall(
       if (step.done) break;
       const ev = step.value;
       if (firstByteMs === null) firstByteMs = round(performance.now() - t0);
-      lastEventAt = performance.now();
+      watch.touch();
       acc.add(ev);
       if (stream) {
         send(encoderOf().encode(ev));
@@ -289,11 +284,7 @@ export async function serveCall(
   } finally {
     ac.signal.removeEventListener("abort", onAbort);
     iterator?.return?.().catch(() => undefined);
-    clearTimeout(silenceTimer);
-    clearTimeout(totalTimer);
-    res.off("close", onClose);
-    e.ended.signal.removeEventListener("abort", onEnded);
-    ctx.signal?.removeEventListener("abort", onGateway);
+    watch?.disarm();
     e.calls.delete(ac);
   }
 }
@@ -402,17 +393,67 @@ function refuseBadRequest(
   else sendError(400, `flakegym gateway: bad request: ${(err as Error).message}`, "invalid_request_error");
 }
 
-/**
- * Parses and checks a call's body once its upstream request has left (after this round of I/O, so
- * the request's bytes are written first); a bad body aborts the call with its {@link HttpError}.
- */
-async function checkAfterForwarding(client: () => ClientRequest, ac: AbortController): Promise<void> {
-  await new Promise<void>((resolve) => setImmediate(resolve));
+/** Parses and checks a forwarded call's body; a bad body aborts the call with its {@link HttpError}. */
+function checkParsed(client: () => ClientRequest, ac: AbortController): void {
   try {
     client();
   } catch (err) {
     ac.abort(err);
   }
+}
+
+/** Why a call must stop before it starts, if it must: its trajectory ended, or the gateway is closing. */
+export function stopReason(ctx: Pick<CallContext, "signal">, e: Pick<Entry, "ended">): unknown {
+  if (e.ended.signal.aborted) return e.ended.signal.reason;
+  if (ctx.signal?.aborted) return new Error("gateway closing");
+  return undefined;
+}
+
+/** What ends a call from outside while it runs; `touch` on every upstream event. */
+export interface CallWatch {
+  touch(): void;
+  disarm(): void;
+}
+
+/**
+ * Arms what ends a call from outside: the client leaving, its trajectory ending, the gateway
+ * closing, and the silence and total watchdogs. What happened before it was armed counts too.
+ */
+export function watchCall(ctx: CallContext, e: Entry, res: ServerResponse, ac: AbortController): CallWatch {
+  const onClose = () => {
+    if (!res.writableFinished) ac.abort(new Error("client closed the connection"));
+  };
+  const onEnded = () => ac.abort(e.ended.signal.reason);
+  const onGateway = () => ac.abort(new Error("gateway closing"));
+  res.on("close", onClose);
+  e.ended.signal.addEventListener("abort", onEnded, { once: true });
+  ctx.signal?.addEventListener("abort", onGateway, { once: true });
+  if (res.destroyed) onClose();
+  const stopped = stopReason(ctx, e);
+  if (stopped) ac.abort(stopped);
+  // a stream that stops mid-way is as dead as one that never starts. One lazy timer: an event only
+  // stamps the time; the timer, when it fires, sleeps again for what is left of the window.
+  const { silenceTimeoutMs, totalTimeoutMs } = e.limits;
+  let lastEventAt = performance.now();
+  const checkSilence = () => {
+    const left = silenceTimeoutMs - (performance.now() - lastEventAt);
+    if (left <= 0) ac.abort(new WatchdogTimeout("silence", silenceTimeoutMs));
+    else silenceTimer = setTimeout(checkSilence, left);
+  };
+  let silenceTimer = setTimeout(checkSilence, silenceTimeoutMs);
+  const totalTimer = setTimeout(() => ac.abort(new WatchdogTimeout("total", totalTimeoutMs)), totalTimeoutMs);
+  return {
+    touch: () => {
+      lastEventAt = performance.now();
+    },
+    disarm: () => {
+      clearTimeout(silenceTimer);
+      clearTimeout(totalTimer);
+      res.off("close", onClose);
+      e.ended.signal.removeEventListener("abort", onEnded);
+      ctx.signal?.removeEventListener("abort", onGateway);
+    },
+  };
 }
 
 function streamEncoder(

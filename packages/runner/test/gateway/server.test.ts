@@ -324,6 +324,25 @@ describe("policy gateway: routing, auth, limits", () => {
     expect(gone.status).toBe(404);
   });
 
+  it("answers 413 naming the limit to a body over maxBodyBytes, counted as refused; the next call works", async () => {
+    const small = await createPolicyGateway({ listen: { host: "127.0.0.1", port: 0 }, maxBodyBytes: 2000 });
+    try {
+      const route = small.register("big-1", { upstream: plan("big", [{ text: "fits" }]) });
+      const big = chatBody({ messages: [{ role: "user", content: "x".repeat(10_000) }] });
+      const res = await post(`${route.openaiBaseUrl}/chat/completions`, route.token, big);
+      expect(res.status).toBe(413);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toBe(
+        "flakegym gateway: request body larger than 2000 bytes",
+      );
+      expect(route.status()).toMatchObject({ refused: 1, requests: 1 });
+      const ok = await post(`${route.openaiBaseUrl}/chat/completions`, route.token, chatBody());
+      expect(ok.status).toBe(200);
+      expect(await sseData(ok)).toContain("[DONE]");
+    } finally {
+      await small.close();
+    }
+  });
+
   it("refuses calls past maxRequests with a clear message and flags limits_exceeded", async () => {
     const route = gw.register("lim-1", {
       upstream: plan("lim", [{ text: "a" }, { text: "b" }, { text: "c" }]),
