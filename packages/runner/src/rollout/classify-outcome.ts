@@ -7,7 +7,7 @@ import type { LimitName, Outcome } from "./schema.js";
 /**
  * How a trajectory ended, decided once from everything that saw it end: the Cline driver's outcome,
  * the worker's exit (a limit it enforced, a crash) and the policy gateway's verdict (a budget it
- * refused, the model server failing). Pure; `wire.ts` gathers the evidence.
+ * refused, the model server failing). Pure; `agent-attempt.ts` gathers the evidence.
  */
 
 /** What the policy gateway knows about a trajectory's model calls. */

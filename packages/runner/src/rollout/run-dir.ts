@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { z } from "zod";
 import { GroupLine } from "../emit/group.js";
@@ -111,4 +111,25 @@ export async function cleanTrajectory(p: RunPaths, id: string): Promise<void> {
 /** The group lines of a run. */
 export async function readGroups(p: RunPaths): Promise<GroupLine[]> {
   return (await readJsonl(p.groups, GroupLine)).records;
+}
+
+/** Moves a failed attempt's files into the trajectory's `attempts/<attempt>/` (a retry starts clean). */
+export async function moveToAttempt(p: RunPaths, id: string, attempt: number): Promise<void> {
+  const t = p.trajectory(id);
+  const dest = join(t.attempts, String(attempt));
+  await mkdir(dest, { recursive: true });
+  for (const name of await readdir(t.dir)) {
+    if (name === "attempts") continue;
+    await rename(join(t.dir, name), join(dest, name));
+  }
+}
+
+/** The duration stored by an earlier session of this run (undefined when there is no summary). */
+export async function priorDurationMs(p: RunPaths): Promise<number | undefined> {
+  try {
+    const d = (JSON.parse(await readFile(p.summary, "utf8")) as { durationMs?: unknown }).durationMs;
+    return typeof d === "number" && Number.isFinite(d) ? d : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,45 +1,39 @@
 import { setMaxListeners } from "node:events";
-import { mkdir, readdir, readFile, rename } from "node:fs/promises";
-import { join } from "node:path";
-import { createAtroposClient } from "../emit/atropos/client.js";
-import { type AtroposEmitter, createAtroposEmitter, markedGroups } from "../emit/atropos/emitter.js";
-import { buildGroup, type GroupLine, groupId, toScoredDataGroup } from "../emit/group.js";
+import { mkdir, readFile } from "node:fs/promises";
+import { buildGroup, type GroupLine, groupId } from "../emit/group.js";
 import { appendJsonLine, writeFileAtomic, writeJsonAtomic } from "../emit/jsonl.js";
-import { FlakegymError, UsageError } from "../errors.js";
 import type { ProgressSink } from "../progress/events.js";
 import { ScoringSetupError } from "../scoring/scorer.js";
-import { FLAKEGYM_VERSION } from "../version.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
+import { createGroupSender } from "./group-sender.js";
 import { planRun, type TrajectorySlot } from "./plan.js";
-import { runningStorePath } from "./provenance.js";
 import { type AttemptEnd, isRetryable, shouldRetry } from "./retry.js";
 import {
   cleanTrajectory,
-  type RunPaths,
+  moveToAttempt,
+  priorDurationMs,
   readGroups,
-  readManifest,
   readRunState,
   runPaths,
   writeManifest,
 } from "./run-dir.js";
-import type {
-  MetricsLine,
-  Outcome,
-  RunConfig,
-  RunManifest,
-  SampleLine,
-  Score,
-  TrajectoryResult,
-} from "./schema.js";
+import { groupProvenanceOf, openManifest } from "./run-manifest.js";
+import type { Outcome, RunConfig, SampleLine, Score, TrajectoryResult } from "./schema.js";
 import { createSemaphore } from "./semaphore.js";
 import {
-  countOutcomes,
   type RunDatasetSummary,
   type RunSummary,
   renderSummary,
   runDurationMs,
-  summarizeTask,
+  runSummaryOf,
 } from "./summary.js";
+import {
+  infraOutcomeOf,
+  metricsLineOf,
+  notCompletedDetailOf,
+  scoredOutcomeOf,
+  trajectoryResultOf,
+} from "./trajectory-result.js";
 
 export interface RolloutOptions {
   /** The run directory. */
@@ -66,42 +60,6 @@ export interface RolloutResult {
 const isAbort = (signal: AbortSignal, err: unknown) =>
   signal.aborted || (err as Error)?.name === "AbortError";
 
-async function moveToAttempt(p: RunPaths, id: string, attempt: number): Promise<void> {
-  const t = p.trajectory(id);
-  const dest = join(t.attempts, String(attempt));
-  await mkdir(dest, { recursive: true });
-  for (const name of await readdir(t.dir)) {
-    if (name === "attempts") continue;
-    await rename(join(t.dir, name), join(dest, name));
-  }
-}
-
-/** Creates the run directory; `--out` naming a file (or a path through one) is a usage error. */
-async function ensureOutDir(dir: string): Promise<void> {
-  try {
-    await mkdir(dir, { recursive: true });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "EEXIST" || code === "ENOTDIR") {
-      throw new UsageError(
-        `the output directory ${dir} cannot be created: it (or one of its parents) is a file`,
-        "pass --out <dir> naming a new or empty directory",
-      );
-    }
-    throw err;
-  }
-}
-
-/** The duration stored by an earlier session of this run (undefined when there is no summary). */
-async function priorDurationMs(file: string): Promise<number | undefined> {
-  try {
-    const d = (JSON.parse(await readFile(file, "utf8")) as { durationMs?: unknown }).durationMs;
-    return typeof d === "number" && Number.isFinite(d) ? d : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Runs (or resumes) a rollout: for each task, the snapshot, `groupSize` trajectories under a global
  * concurrency cap, scoring in fresh forks, the group, and the outputs. Every finished trajectory is
@@ -113,44 +71,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
   const { deps, signal, progress } = o;
   // every worker, wait and watchdog of the run listens on this one signal
   setMaxListeners(0, signal);
-  let manifest: RunManifest;
-  if (o.resume) {
-    const stored = await readManifest(p);
-    manifest = {
-      ...stored,
-      config: {
-        ...stored.config,
-        concurrency: o.config.concurrency,
-        maxInfraRetries: o.config.maxInfraRetries,
-        // `--resume --atropos <url>`: a new run-api (the CLI keeps the stored one otherwise)
-        ...(o.config.atropos ? { atropos: o.config.atropos } : {}),
-      },
-    };
-  } else {
-    await ensureOutDir(p.dir);
-    const existing = await readdir(p.dir);
-    if (existing.length > 0) {
-      throw new FlakegymError("E_OUT_EXISTS", `the output directory ${p.dir} is not empty`, {
-        hint: `continue that run with --resume ${p.dir}, or pick another --out`,
-      });
-    }
-    const prov = await deps.provenance();
-    const storePath = runningStorePath();
-    manifest = {
-      version: 1,
-      runId: o.runId,
-      createdAt: new Date().toISOString(),
-      config: o.config,
-      provenance: {
-        flakegymVersion: FLAKEGYM_VERSION,
-        cline: prov.cline,
-        node: process.version,
-        ...(storePath ? { nixStorePath: storePath } : {}),
-        ...(prov.imageDigest ? { imageDigest: prov.imageDigest } : {}),
-      },
-      tasks: Object.fromEntries(o.config.tasks.map((t) => [t, {}])),
-    };
-  }
+  const manifest = await openManifest(p, o);
   const cfg = manifest.config;
   await mkdir(p.trajectories, { recursive: true });
   let manifestChain = writeManifest(p, manifest);
@@ -165,33 +86,13 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
   if (state.tornBytes > 0)
     progress({ type: "note", message: `resume: dropped ${state.tornBytes} bytes of torn lines` });
   const plan = planRun(cfg, state);
-  const prior = o.resume ? await priorDurationMs(p.summary) : undefined;
+  const prior = o.resume ? await priorDurationMs(p) : undefined;
   let didWork =
     plan.toRun.length + plan.clean.length + plan.groupsMissing.length > 0 ||
     plan.metricsMissing.length + plan.samplesMissing.length > 0;
   for (const id of plan.clean) await cleanTrajectory(p, id);
   const results = new Map(state.results);
 
-  const metricsLine = (r: TrajectoryResult): MetricsLine => ({
-    task_id: r.taskId,
-    trajectory_id: r.trajectoryId,
-    snapshot_ms: r.timings.snapshotMs,
-    fork_ms: r.timings.forkMs,
-    boot_ms: r.timings.bootMs,
-    agent_ms: r.timings.agentMs,
-    score_ms: r.timings.scoreMs,
-    boot_ok: r.bootOk,
-    ...(r.pooledWorker !== undefined ? { pooled_worker: r.pooledWorker } : {}),
-    outcome: r.outcome.kind,
-    ...("limit" in r.outcome ? { limit: r.outcome.limit } : {}),
-    outcome_detail: r.outcome.detail,
-    reward: r.reward,
-    turns: r.counts.turns,
-    tokens_in: r.counts.tokensIn,
-    tokens_out: r.counts.tokensOut,
-    infra_retries: r.infraRetries.length,
-    ...(r.score?.tampered?.length ? { tampered: r.score.tampered } : {}),
-  });
   const sampleLine = async (r: TrajectoryResult): Promise<SampleLine> => ({
     prompt: r.prompt,
     completion: await readFile(p.trajectory(r.trajectoryId).diff, "utf8").catch(() => ""),
@@ -199,75 +100,24 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     task_id: r.taskId,
     trajectory_id: r.trajectoryId,
   });
-  for (const id of plan.metricsMissing) await appendJsonLine(p.metrics, metricsLine(results.get(id)!));
+  for (const id of plan.metricsMissing) await appendJsonLine(p.metrics, metricsLineOf(results.get(id)!));
   for (const id of plan.samplesMissing) await appendJsonLine(p.samples, await sampleLine(results.get(id)!));
 
-  // Atropos: one sender, groups pushed in order; a group it cannot send stays pending on disk
-  let emitter: AtroposEmitter | undefined;
-  let sendChain: Promise<void> = Promise.resolve();
-  const atroposStatus = new Map<string, "sent" | "dropped" | "pending">();
-  if (cfg.atropos) {
-    const a = cfg.atropos;
-    emitter = createAtroposEmitter({
-      client: createAtroposClient({ url: a.url }),
-      register: {
-        max_token_length: a.maxTokenLength,
-        desired_name: a.name,
-        weight: 1,
-        group_size: cfg.groupSize,
-      },
-      dropEqualScores: a.dropEqualScores,
-      maxBatchesOffpolicy: a.maxBatchesOffpolicy,
-      markFile: p.atroposMarks,
-      pollMs: o.atroposPollMs ?? 1000,
-      waitMs: a.waitMs,
-      attempts: 3,
-      backoffMs: 1000,
-      onEvent: (message) => progress({ type: "note", message }),
-    });
-    for (const [gid, m] of await markedGroups(p.atroposMarks)) atroposStatus.set(gid, m.status);
-  }
+  const sender = await createGroupSender({
+    config: cfg,
+    paths: p,
+    signal,
+    pollMs: o.atroposPollMs ?? 1000,
+    note: (message) => progress({ type: "note", message }),
+    isAbort: (err) => isAbort(signal, err),
+  });
   const send = (line: GroupLine) => {
-    if (!emitter) return;
-    const gid = String(line.group_overrides?.group_id);
-    if (atroposStatus.get(gid) === "sent" || atroposStatus.get(gid) === "dropped") return;
-    didWork = true;
-    sendChain = sendChain.then(async () => {
-      const sdg = toScoredDataGroup(line);
-      if (!sdg) {
-        atroposStatus.set(gid, "pending");
-        return;
-      }
-      try {
-        const r = await emitter!.push(gid, sdg, signal);
-        atroposStatus.set(gid, r.status);
-        progress({
-          type: "note",
-          message: `atropos: group ${gid} ${r.status}${r.status === "sent" ? "" : `: ${"detail" in r ? r.detail : ""}`}`,
-        });
-      } catch (err) {
-        atroposStatus.set(gid, "pending");
-        if (!isAbort(signal, err))
-          progress({ type: "note", message: `atropos: group ${gid} pending: ${(err as Error).message}` });
-      }
-    });
+    if (sender.send(line)) didWork = true;
   };
 
   const sem = createSemaphore(cfg.concurrency);
   const snapLimiter = createSemaphore(1);
   const groupsWritten = new Set(state.groupTasks);
-
-  const provenanceOf = (taskId: string) => ({
-    ...manifest.tasks[taskId],
-    run_id: manifest.runId,
-    flakegym_version: manifest.provenance.flakegymVersion,
-    cline_version: manifest.provenance.cline.version,
-    ...(manifest.provenance.cline.integrity ? { cline_integrity: manifest.provenance.cline.integrity } : {}),
-    ...(manifest.provenance.nixStorePath ? { nix_store_path: manifest.provenance.nixStorePath } : {}),
-    ...(manifest.provenance.imageDigest ? { image_digest: manifest.provenance.imageDigest } : {}),
-    seed: cfg.seed,
-    policies: cfg.policies,
-  });
 
   async function writeGroup(taskId: string): Promise<void> {
     const members = [];
@@ -286,7 +136,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       {
         runId: manifest.runId,
         taskId,
-        provenance: provenanceOf(taskId),
+        provenance: groupProvenanceOf(manifest, taskId),
         withTokens: cfg.tokenizer !== undefined,
       },
       members,
@@ -306,34 +156,21 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     retries: TrajectoryResult["infraRetries"],
   ): Promise<TrajectoryResult> {
     const t = p.trajectory(slot.trajectoryId);
-    const result: TrajectoryResult = {
-      trajectoryId: slot.trajectoryId,
-      taskId: slot.taskId,
-      index: slot.index,
-      policy: slot.policy,
+    const result = trajectoryResultOf({
+      slot,
+      task,
+      attempt,
       outcome,
-      reward: score ? score.reward : null,
       score,
-      timings: {
-        snapshotMs,
-        forkMs: attempt?.forkMs ?? 0,
-        bootMs: attempt?.bootMs ?? 0,
-        agentMs: attempt?.agentMs ?? 0,
-        scoreMs: score?.durationMs ?? 0,
-      },
-      counts: attempt?.counts ?? { turns: 0, tokensIn: 0, tokensOut: 0 },
-      bootOk: attempt?.bootOk ?? false,
-      ...(attempt?.pooledWorker !== undefined ? { pooledWorker: attempt.pooledWorker } : {}),
-      infraRetries: retries,
-      ...(attempt?.clineTaskId ? { clineTaskId: attempt.clineTaskId } : {}),
-      prompt: task.prompt,
+      snapshotMs,
+      retries,
       finishedAt: new Date().toISOString(),
-    };
+    });
     if (score) await writeJsonAtomic(t.score, score);
     // result.json last: its presence is what makes the trajectory done
     await writeJsonAtomic(t.result, result);
     results.set(slot.trajectoryId, result);
-    await appendJsonLine(p.metrics, metricsLine(result));
+    await appendJsonLine(p.metrics, metricsLineOf(result));
     if (result.reward !== null) await appendJsonLine(p.samples, await sampleLine(result));
     return result;
   }
@@ -394,10 +231,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       await moveToAttempt(p, slot.trajectoryId, n + 1);
     }
     if (!attempt || attempt.outcome.kind === "infra_error") {
-      const outcome: Outcome = {
-        kind: "infra_error",
-        detail: `${infraDetail} (after ${retries.length + 1} attempt${retries.length ? "s" : ""})`,
-      };
+      const outcome = infraOutcomeOf(infraDetail, retries.length);
       const r = await finishTrajectory(slot, task, attempt, outcome, null, snapshotMs, retries);
       progress({
         type: "trajectory",
@@ -433,13 +267,9 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
         sem.release();
       }
     }
-    const outcome: Outcome = score
-      ? attempt.outcome
-      : {
-          kind: "infra_error",
-          detail: `scoring failed: ${scoreError} (agent outcome: ${attempt.outcome.kind})`,
-        };
+    const outcome = scoredOutcomeOf(attempt.outcome, score, scoreError);
     const r = await finishTrajectory(slot, task, attempt, outcome, score, snapshotMs, retries);
+    const detail = notCompletedDetailOf(r.outcome);
     progress({
       type: "trajectory",
       trajectoryId: slot.trajectoryId,
@@ -449,9 +279,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       reward: r.reward,
       turns: r.counts.turns,
       // why it did not complete (the limit named), on the trajectory's line
-      ...(r.outcome.kind === "completed"
-        ? {}
-        : { detail: "limit" in r.outcome ? `${r.outcome.limit}: ${r.outcome.detail}` : r.outcome.detail }),
+      ...(detail !== undefined ? { detail } : {}),
     });
     return r;
   }
@@ -478,7 +306,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       ...(task.image ? { image: task.image } : {}),
     };
     await saveManifest();
-    if (emitter) await emitter.waitForCapacity(signal);
+    await sender.waitForCapacity(signal);
     progress({
       type: "task",
       taskId,
@@ -499,7 +327,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
   try {
     // groups whose trajectories all finished before a kill, then pending Atropos sends
     for (const taskId of plan.groupsMissing) await writeGroup(taskId);
-    if (emitter) for (const line of await readGroups(p)) send(line);
+    if (sender.enabled) for (const line of await readGroups(p)) send(line);
     const byTask = new Map<string, TrajectorySlot[]>();
     for (const s of plan.toRun) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
     const tasksRun = [...byTask];
@@ -518,55 +346,28 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       });
       progress({ type: "task", taskId, phase: "done", detail: `failed: ${taskErrors.get(taskId)!.message}` });
     });
-    await sendChain;
+    await sender.drain();
   } finally {
-    await emitter?.disconnect(AbortSignal.timeout(5_000));
+    await sender.disconnect(AbortSignal.timeout(5_000));
     await manifestChain.catch(() => {});
   }
 
   // summary: from what is on disk now
-  const tasks = cfg.tasks.map((taskId) => {
-    const rs = [...results.values()].filter((r) => r.taskId === taskId);
-    const gid = groupId(manifest.runId, taskId);
-    const at = !cfg.atropos ? "off" : (atroposStatus.get(gid) ?? "pending");
-    return summarizeTask(
-      taskId,
-      cfg.groupSize,
-      rs,
-      groupsWritten.has(taskId) ? "written" : "missing",
-      at,
-      taskErrors.get(taskId),
-    );
-  });
-  const all = [...results.values()];
-  const scored = all.map((r) => r.reward).filter((x): x is number => x !== null);
-  const { outcomes, limits } = countOutcomes(all);
-  const summary: RunSummary = {
+  const summary = runSummaryOf({
     runId: manifest.runId,
     out: p.dir,
-    complete: all.length === plan.all.length && tasks.every((t) => t.group === "written"),
+    tasks: cfg.tasks,
+    groupSize: cfg.groupSize,
+    results: [...results.values()],
+    expected: plan.all.length,
+    groupsWritten,
+    atroposOf: (taskId) => sender.statusOf(groupId(manifest.runId, taskId)),
+    sendsToAtropos: cfg.atropos !== undefined,
+    taskErrors,
     interrupted: interrupted || signal.aborted,
     durationMs: runDurationMs(prior, Date.now() - started, didWork),
-    trajectories: {
-      expected: plan.all.length,
-      finished: all.length,
-      infraRetries: all.reduce((n, r) => n + r.infraRetries.length, 0),
-      outcomes,
-      limits,
-    },
-    meanReward: scored.length ? scored.reduce((a, b) => a + b, 0) / scored.length : null,
-    tasks,
-    ...(o.dataset ? { dataset: o.dataset } : {}),
-    ...(cfg.atropos
-      ? {
-          atropos: {
-            sent: tasks.filter((t) => t.atropos === "sent").length,
-            dropped: tasks.filter((t) => t.atropos === "dropped").length,
-            pending: tasks.filter((t) => t.atropos === "pending" && t.group === "written").length,
-          },
-        }
-      : {}),
-  };
+    dataset: o.dataset,
+  });
   await writeJsonAtomic(p.summary, summary);
   return { summary, lines: renderSummary(summary) };
 }

@@ -144,6 +144,68 @@ export function runDurationMs(prior: number | undefined, sessionMs: number, didW
   return didWork ? prior + sessionMs : prior;
 }
 
+/** What a run's summary is made of: what is on disk at its end, and how the session went. */
+export interface RunSummaryInput {
+  readonly runId: string;
+  readonly out: string;
+  /** The run's task ids, in run order. */
+  readonly tasks: readonly string[];
+  readonly groupSize: number;
+  /** Every finished trajectory of the run (earlier sessions' included). */
+  readonly results: readonly TrajectoryResult[];
+  /** Trajectories the run has in all. */
+  readonly expected: number;
+  readonly groupsWritten: ReadonlySet<string>;
+  /** Where a task's group stands with Atropos ("off": the run does not send). */
+  readonly atroposOf: (taskId: string) => TaskSummary["atropos"];
+  readonly sendsToAtropos: boolean;
+  readonly taskErrors: ReadonlyMap<string, NonNullable<TaskSummary["error"]>>;
+  readonly interrupted: boolean;
+  readonly durationMs: number;
+  readonly dataset?: RunDatasetSummary | undefined;
+}
+
+/** summary.json of a run. Pure. */
+export function runSummaryOf(o: RunSummaryInput): RunSummary {
+  const tasks = o.tasks.map((taskId) =>
+    summarizeTask(
+      taskId,
+      o.groupSize,
+      o.results.filter((r) => r.taskId === taskId),
+      o.groupsWritten.has(taskId) ? "written" : "missing",
+      o.atroposOf(taskId),
+      o.taskErrors.get(taskId),
+    ),
+  );
+  const { outcomes, limits } = countOutcomes(o.results);
+  return {
+    runId: o.runId,
+    out: o.out,
+    complete: o.results.length === o.expected && tasks.every((t) => t.group === "written"),
+    interrupted: o.interrupted,
+    durationMs: o.durationMs,
+    trajectories: {
+      expected: o.expected,
+      finished: o.results.length,
+      infraRetries: o.results.reduce((n, r) => n + r.infraRetries.length, 0),
+      outcomes,
+      limits,
+    },
+    meanReward: mean(o.results.map((r) => r.reward).filter((x): x is number => x !== null)),
+    tasks,
+    ...(o.dataset ? { dataset: o.dataset } : {}),
+    ...(o.sendsToAtropos
+      ? {
+          atropos: {
+            sent: tasks.filter((t) => t.atropos === "sent").length,
+            dropped: tasks.filter((t) => t.atropos === "dropped").length,
+            pending: tasks.filter((t) => t.atropos === "pending" && t.group === "written").length,
+          },
+        }
+      : {}),
+  };
+}
+
 /** The summary table as lines. */
 export function renderSummary(s: RunSummary): string[] {
   const rows = s.tasks.map((t) => ({

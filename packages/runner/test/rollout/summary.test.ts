@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { Outcome } from "../../src/rollout/schema.js";
-import { countOutcomes, renderSummary, runDurationMs, summarizeTask } from "../../src/rollout/summary.js";
+import {
+  countOutcomes,
+  renderSummary,
+  runDurationMs,
+  runSummaryOf,
+  summarizeTask,
+} from "../../src/rollout/summary.js";
 import { result } from "./fixtures.js";
 
 const disk: Outcome = { kind: "limits_exceeded", limit: "disk", detail: "the worker hit its disk limit" };
@@ -69,5 +75,52 @@ describe("renderSummary", () => {
       tasks: [summarizeTask("a", 1, rs, "written", "off")],
     });
     expect(lines).toContain("ended by a limit: disk:1");
+  });
+});
+
+describe("runSummaryOf", () => {
+  const base = {
+    runId: "RUN",
+    out: "runs/RUN",
+    tasks: ["a", "b"],
+    groupSize: 2,
+    expected: 4,
+    atroposOf: () => "off" as const,
+    sendsToAtropos: false,
+    taskErrors: new Map(),
+    interrupted: false,
+    durationMs: 10,
+  };
+
+  it("is complete when every trajectory finished and every group was written", () => {
+    const rs = [
+      result({ taskId: "a", index: 0, reward: 1 }),
+      result({ taskId: "a", index: 1, reward: 0 }),
+      result({ taskId: "b", index: 0, reward: 0.5 }),
+      result({ taskId: "b", index: 1, reward: null, infraRetries: [{ attempt: 1, detail: "x", at: "t" }] }),
+    ];
+    const s = runSummaryOf({ ...base, results: rs, groupsWritten: new Set(["a", "b"]) });
+    expect(s.complete).toBe(true);
+    expect(s.meanReward).toBe(0.5);
+    expect(s.trajectories).toMatchObject({ expected: 4, finished: 4, infraRetries: 1 });
+    expect(s.tasks.map((t) => t.group)).toEqual(["written", "written"]);
+    expect(s).not.toHaveProperty("atropos");
+    expect(runSummaryOf({ ...base, results: rs, groupsWritten: new Set(["a"]) }).complete).toBe(false);
+  });
+
+  it("counts Atropos groups, a pending one only when its group was written; names a task's error", () => {
+    const atropos = { a: "sent", b: "pending" } as const;
+    const s = runSummaryOf({
+      ...base,
+      results: [result({ taskId: "a", index: 0 }), result({ taskId: "a", index: 1 })],
+      groupsWritten: new Set(["a"]),
+      atroposOf: (t) => atropos[t as "a" | "b"],
+      sendsToAtropos: true,
+      taskErrors: new Map([["b", { code: "E_SNAPSHOT", message: "build failed" }]]),
+    });
+    expect(s.atropos).toEqual({ sent: 1, dropped: 0, pending: 0 });
+    expect(s.meanReward).toBe(1);
+    expect(s.tasks[1]?.error).toEqual({ code: "E_SNAPSHOT", message: "build failed" });
+    expect(s.complete).toBe(false);
   });
 });

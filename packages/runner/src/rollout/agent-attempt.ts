@@ -1,0 +1,223 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { createClineClient, runClineTask } from "@flakegym/cline-vendor";
+import { createDeadline } from "@flakegym/nomad-jobs";
+import { FlakegymError } from "../errors.js";
+import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
+import type { GatewayTerminal, PolicyGateway, TrajectoryStatus } from "../gateway/types.js";
+import { trajectorySampling } from "../policy/sampling.js";
+import { type PolicySpec, parsePolicySpec, samplingOf } from "../policy/spec.js";
+import type { PolicyUpstream } from "../policy/upstream.js";
+import { redactTree } from "../redact/redact-tree.js";
+import type { Snapshot } from "../snapshots/build.js";
+import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../workers/types.js";
+import { classifyOutcome, gatewayVerdictOf, workerExitGraceMs } from "./classify-outcome.js";
+import type { AgentAttempt, AgentInput } from "./deps.js";
+import type { Counts, Outcome, RunConfig } from "./schema.js";
+import { type forkIn, releaseFork } from "./wire-forks.js";
+
+/**
+ * One agent attempt: a fresh fork, the trajectory's gateway route, a worker with the Cline core,
+ * the Cline task, the outcome classified, the artifacts collected; everything stopped and released.
+ */
+
+type AttemptFork = Awaited<ReturnType<typeof forkIn>>;
+
+/** What an attempt is run with, made by the wiring (wire.ts). */
+export interface AgentAttemptContext {
+  readonly config: RunConfig;
+  readonly gateway: PolicyGateway;
+  readonly backend: WorkerBackend;
+  readonly snapshot: Snapshot;
+  /** The attempt's upstream, made before anything there is to clean up. */
+  readonly upstream: PolicyUpstream;
+  /** A fresh fork of the snapshot for this attempt. */
+  fork(name: string): Promise<AttemptFork>;
+  /** The agent worker's spec on `fork`, its policy at `url`. */
+  workerSpec(fork: AttemptFork, url: string): WorkerSpec;
+  readonly keepWorkspace?: ((workspace: string) => Promise<void>) | undefined;
+  readonly onNote?: ((message: string) => void) | undefined;
+}
+
+/** The model id the core is configured with for plan-replaying policies (unknown → XML tools). */
+export const SCRIPTED_MODEL_ID = "flakegym-scripted";
+
+/** The model id the core is configured with: the model's own, else the scripted one. Pure. */
+export function modelIdOf(spec: PolicySpec): string {
+  return spec.kind === "openai" || spec.kind === "anthropic" ? spec.model : SCRIPTED_MODEL_ID;
+}
+
+/** The gateway's limits of a trajectory's route. Pure. */
+export function routeLimitsOf(limits: RunConfig["limits"]): {
+  maxRequests: number;
+  silenceTimeoutMs?: number;
+} {
+  return {
+    maxRequests: limits.maxTurns,
+    ...(limits.modelSilenceMs !== undefined ? { silenceTimeoutMs: limits.modelSilenceMs } : {}),
+  };
+}
+
+/** The Cline driver's limits of a trajectory's task. Pure. */
+export function driverLimitsOf(limits: RunConfig["limits"]): {
+  wallClockMs: number;
+  maxModelRequests: number;
+  idleMs?: number;
+} {
+  return {
+    wallClockMs: limits.timeoutMs,
+    maxModelRequests: limits.maxTurns,
+    ...(limits.idleMs !== undefined ? { idleMs: limits.idleMs } : {}),
+  };
+}
+
+/** How the worker came up, for the "agent" phase (undefined: the backend does not say). Pure. */
+export function bootDetailOf(pooled: boolean | undefined): string | undefined {
+  return pooled === undefined ? undefined : pooled ? "pooled worker" : "cold boot";
+}
+
+/** The attempt's counts: the gateway's when it has the route, else the driver's request count. Pure. */
+export function attemptCountsOf(status: TrajectoryStatus | undefined, modelRequests: number): Counts {
+  return {
+    turns: status?.ok ?? modelRequests,
+    tokensIn: status?.promptTokens ?? 0,
+    tokensOut: status?.completionTokens ?? 0,
+  };
+}
+
+/**
+ * The outcome of an attempt whose artifacts could not be collected: a trajectory a limit ended is
+ * data even when the dead worker's files cannot be read; undefined when the attempt must fail
+ * (an infra fault, or the run was aborted). Pure.
+ */
+export function uncollectedOutcome(outcome: Outcome, message: string, aborted: boolean): Outcome | undefined {
+  if (outcome.kind === "infra_error" || aborted) return undefined;
+  return { ...outcome, detail: `${outcome.detail}; artifacts not collected: ${message}` };
+}
+
+/** The worker's exit if it comes within `ms` (bounded; a worker without `exited` never says). */
+export async function exitWithin(worker: Worker, ms: number): Promise<WorkerExit | undefined> {
+  if (!worker.exited || ms <= 0) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      worker.exited,
+      new Promise<undefined>((r) => {
+        timer = setTimeout(() => r(undefined), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInput): Promise<AgentAttempt> {
+  const { config, gateway, backend, snapshot } = ctx;
+  const id = input.slot.trajectoryId;
+  const spec = parsePolicySpec(input.slot.policy);
+  let forkMs = 0;
+  let bootMs = 0;
+  let bootOk = false;
+  input.onPhase?.("forking");
+  const f = await ctx.fork(id);
+  forkMs = Math.round(f.forkMs);
+  let worker: Worker | undefined;
+  try {
+    await gateway.unregister(id); // a previous attempt of this trajectory
+    const sampling = samplingOf(input.slot.policy);
+    const route = gateway.register(id, {
+      upstream: ctx.upstream,
+      ...(sampling ? { sampling: trajectorySampling(sampling, input.slot.index) } : {}),
+      limits: routeLimitsOf(config.limits),
+      turnLogPath: join(input.dir, "turns.jsonl"),
+    });
+    input.onPhase?.("booting");
+    const t0 = performance.now();
+    worker = await backend.start(ctx.workerSpec(f, route.baseUrlsFor("http://gateway").openai), input.signal);
+    bootMs = Math.round(performance.now() - t0);
+    bootOk = true;
+    if (!worker.agentAddress || !worker.policyBaseUrl) {
+      throw new FlakegymError("E_WORKER", `worker ${worker.id} started without an agent address`);
+    }
+    input.onPhase?.("agent", bootDetailOf(worker.pooled));
+    const client = createClineClient({ address: worker.agentAddress });
+    const exitWatch = new AbortController();
+    let workerExit: WorkerExit | undefined;
+    void worker.exited?.then((e) => {
+      workerExit = e;
+      exitWatch.abort(
+        new FlakegymError("E_WORKER_EXIT", `worker ended: ${e.reason}${e.detail ? ` (${e.detail})` : ""}`),
+      );
+    });
+    let turns = 0;
+    using linked = createDeadline({ signals: [input.signal, route.signal, exitWatch.signal] });
+    const run = await runClineTask({
+      client,
+      prompt: input.task.prompt,
+      provider: {
+        kind: "openai",
+        baseUrl: worker.policyBaseUrl,
+        apiKey: route.token,
+        modelId: modelIdOf(spec),
+      },
+      limits: driverLimitsOf(config.limits),
+      signal: linked.signal,
+      onEvent: (e) => {
+        if (e.type === "turn_started") input.onTurn?.(++turns);
+      },
+    });
+    client.close();
+    input.signal.throwIfAborted();
+    // the gateway's thread died: an infra fault (retried), not a verdict on the trajectory
+    if (route.signal.aborted && route.signal.reason instanceof Error) throw route.signal.reason;
+    const terminal = route.signal.aborted ? (route.signal.reason as GatewayTerminal) : undefined;
+    // a limit kill reaches the core first (a dead stream): give the worker a moment to say why
+    workerExit ??= await exitWithin(worker, workerExitGraceMs(run.outcome));
+    const turnLog = await readTurnLog(join(input.dir, "turns.jsonl")).catch(() => [] as TurnRecord[]);
+    let outcome: Outcome = classifyOutcome({
+      driver: run.outcome,
+      ...(workerExit ? { workerExit } : {}),
+      gateway: gatewayVerdictOf(terminal, turnLog),
+    });
+    input.onPhase?.("collecting");
+    if (!worker.collectArtifacts) {
+      throw new FlakegymError(
+        "E_WORKER",
+        `worker ${worker.id} (${worker.backend}) cannot hand back its artifacts (no collectArtifacts)`,
+      );
+    }
+    try {
+      await worker.collectArtifacts({
+        taskId: run.taskId,
+        dest: join(input.dir, "cline"),
+        baseCommit: snapshot.manifest.commit,
+        baseObjects: join(snapshot.workspace, ".git", "objects"),
+        extra: { "outcome.json": outcome, "timings.json": run.timings, "counts.json": run.counts },
+        signal: input.signal,
+      });
+      // the copied files cross the secrets boundary too (the Cline session saw the agent's side)
+      await redactTree(join(input.dir, "cline"));
+    } catch (err) {
+      const kept = uncollectedOutcome(outcome, (err as Error).message, input.signal.aborted);
+      if (!kept) throw err;
+      outcome = kept;
+    }
+    const diff = await readFile(join(input.dir, "cline", "diff.patch"), "utf8").catch(() => "");
+    return {
+      outcome,
+      ...(run.taskId ? { clineTaskId: run.taskId } : {}),
+      bootOk,
+      ...(worker.pooled !== undefined ? { pooledWorker: worker.pooled } : {}),
+      forkMs,
+      bootMs,
+      agentMs: Math.round(run.timings.totalMs),
+      counts: attemptCountsOf(gateway.status(id), run.counts.modelRequests),
+      diff,
+    };
+  } finally {
+    await worker?.stop().catch(() => {});
+    await gateway.unregister(id).catch(() => undefined);
+    await ctx.keepWorkspace?.(f.workspace).catch((err) => ctx.onNote?.(`keep workspace: ${err}`));
+    await releaseFork(f, ctx.onNote);
+  }
+}

@@ -1,0 +1,32 @@
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import type { UnmountRecord } from "../gc/unmount.js";
+import { forkSnapshot, type Snapshot } from "../snapshots/build.js";
+
+/** A rollout's forks of its snapshots: one per attempt, under the run's scratch directory. */
+
+/** A fork whose writes are bounded by the task's disk limit (overlay: a tmpfs upper layer). */
+export async function forkIn(
+  scratch: string,
+  snapshot: Snapshot,
+  name: string,
+  diskMb: number,
+  signal: AbortSignal,
+) {
+  const dest = join(scratch, "forks", `${name}-${randomBytes(3).toString("hex")}`);
+  return await forkSnapshot(snapshot, { dest, quotaMb: diskMb, signal });
+}
+
+/**
+ * Releases a fork, saying when a mount stayed busy (detached lazily) or could not be removed
+ * (left, with the fork, to `flakegym gc`).
+ */
+export async function releaseFork(f: { release(): Promise<UnmountRecord[]> }, note?: (m: string) => void) {
+  try {
+    for (const r of await f.release()) {
+      if (r.result === "lazy" || r.result === "failed") note?.(`fork: ${r.path}: ${r.result} (${r.detail})`);
+    }
+  } catch (err) {
+    note?.(`fork: ${(err as Error).message}`);
+  }
+}

@@ -1,0 +1,46 @@
+import type { RecordedImage } from "../images/worker-images.js";
+import type { TaskProfile } from "../tasks/task-profile.js";
+import type { PoolState } from "../workers/pool/pool.js";
+import type { WorkerBackend } from "../workers/types.js";
+import type { TrajectorySlot } from "./plan.js";
+
+/** What `createRolloutDeps` is given besides the run's config (wire.ts). */
+export interface WireOptions {
+  /** The run's id, recorded in each worker's spec. */
+  readonly runId: string;
+  readonly signal: AbortSignal;
+  readonly env: NodeJS.ProcessEnv;
+  readonly judgeApiKey?: string;
+  /** Snapshot cache directory (default: the snapshots module's default). */
+  readonly snapshotCacheDir?: string;
+  /** Where forks and gateway sockets go (default: the OS temp dir). */
+  readonly scratchDir?: string;
+  /** A backend to use instead of the one `config.backend` names (tests). */
+  readonly backend?: WorkerBackend;
+  /**
+   * `--gateway-advertise <host:port>`: the gateway also listens there, and remote workers (Nomad)
+   * reach it there. Required with `--backend nomad`; loopback is refused.
+   */
+  readonly gatewayAdvertise?: string;
+  /** Progress lines of remote backends (Nomad placement, image pulls, purges). */
+  readonly onNote?: (message: string) => void;
+  /**
+   * Called with an agent attempt's workspace after its worker stopped, before the fork is released
+   * (`flakegym eval --keep-workspaces`); it must not follow links or read files as anything but bytes.
+   */
+  readonly keepWorkspace?: (slot: TrajectorySlot, workspace: string) => Promise<void>;
+  /** With `config.dataset`: the rows the run uses (see dataset-tasks.ts), looked up by task id. */
+  readonly datasetTasks?: readonly TaskProfile[];
+  /**
+   * With `config.images` "nix": each task's image (resolveWorkerImages, checked before the run);
+   * its `ref` is what the task's workers start from.
+   */
+  readonly workerImages?: ReadonlyMap<string, RecordedImage>;
+  /**
+   * `--pool`/`--pool-idle`: keep up to `size` pre-booted agent workers per task shape (local
+   * backend), so the Cline core does not boot on a trajectory's critical path (workers/pool).
+   */
+  readonly pool?: { readonly size: number; readonly idleMs: number };
+  /** The warm pool's state as it changes (progress). */
+  readonly onPool?: (state: PoolState) => void;
+}

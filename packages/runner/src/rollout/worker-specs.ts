@@ -1,0 +1,82 @@
+import type { WorkerImageProvenance } from "../images/worker-images.js";
+import type { WorkerSpec } from "../workers/types.js";
+import type { RunConfig } from "./schema.js";
+import type { TaskRuntime } from "./wire-tasks.js";
+import { agentWorkerWallClockMs, scoringWorkerWallClockMs } from "./worker-deadlines.js";
+
+/** The specs of a rollout's workers, an agent's and a scorer's (pure). */
+
+/** What every worker of a trajectory shares. */
+export interface WorkerSpecBase {
+  readonly runId: string;
+  readonly taskId: string;
+  readonly task: TaskRuntime;
+  readonly image: WorkerImageProvenance;
+  /** The fork the worker runs in. */
+  readonly fork: { readonly workspace: string; readonly deps: string };
+}
+
+/** The `image` field of a spec: none for this machine's /usr. Pure. */
+export function imageSpecOf(image: WorkerImageProvenance): Pick<WorkerSpec, "image"> {
+  return image === "host /usr" ? {} : { image: image.ref };
+}
+
+/** A task's limits with a worker's wall clock. Pure. */
+export function workerLimitsOf(t: TaskRuntime, wallClockMs: number): WorkerSpec["limits"] {
+  return {
+    memoryMb: t.limits.memoryMb,
+    pids: t.limits.pids,
+    cpuSeconds: t.limits.cpuSeconds,
+    diskMb: t.limits.diskMb,
+    wallClockMs,
+  };
+}
+
+/**
+ * The spec of an agent worker for trajectory `trajectoryId` (workspace: its fork; "warm" for the
+ * pool's shape), reaching the gateway's socket and, with `url`, the policy at that URL. Pure.
+ */
+export function agentWorkerSpec(
+  base: WorkerSpecBase,
+  trajectoryId: string,
+  limits: RunConfig["limits"],
+  gateway: { readonly socketPath: string; readonly url?: string | undefined },
+): WorkerSpec {
+  return {
+    runId: base.runId,
+    taskId: base.taskId,
+    trajectoryId,
+    profile: base.task.profile,
+    workspace: base.fork.workspace,
+    depsDir: base.fork.deps,
+    gateway: { socketPath: gateway.socketPath, ...(gateway.url ? { url: gateway.url } : {}) },
+    limits: workerLimitsOf(base.task, agentWorkerWallClockMs(limits.timeoutMs)),
+    agent: true,
+    ...imageSpecOf(base.image),
+  };
+}
+
+/** The spec of the exec-only worker that scores trajectory `trajectoryId`'s diff. Pure. */
+export function scoringWorkerSpec(
+  base: WorkerSpecBase,
+  trajectoryId: string,
+  config: Pick<RunConfig, "limits" | "testRepeat">,
+  readOnlyFiles: WorkerSpec["readOnlyFiles"] | undefined,
+): WorkerSpec {
+  return {
+    runId: base.runId,
+    taskId: base.taskId,
+    trajectoryId: `${trajectoryId}-score`,
+    profile: base.task.profile,
+    workspace: base.fork.workspace,
+    depsDir: base.fork.deps,
+    gateway: {},
+    limits: workerLimitsOf(
+      base.task,
+      scoringWorkerWallClockMs(config.limits.testTimeoutMs, config.testRepeat),
+    ),
+    agent: false,
+    ...imageSpecOf(base.image),
+    ...(readOnlyFiles ? { readOnlyFiles } : {}),
+  };
+}
