@@ -74,9 +74,12 @@ async function beforeAfter(task: LoadedTask, name: string) {
       await fork.release();
     }
   };
-  // at once: each has its own fork and worker
-  const [before, after] = await Promise.all([run(false), run(true)]);
-  return { before, after };
+  // at once, in their own forks and workers (both end before a failure is thrown)
+  const [before, after] = (await Promise.allSettled([run(false), run(true)])).map((s) => {
+    if (s.status === "rejected") throw s.reason;
+    return s.value;
+  });
+  return { before: before!, after: after! };
 }
 
 // The two intakes run at once (their own dirs under tmp): each spends much of its time waiting.
