@@ -74,10 +74,16 @@ async function beforeAfter(task: LoadedTask, name: string) {
       await fork.release();
     }
   };
-  return { before: await run(false), after: await run(true) };
+  // at once, in their own forks and workers (both end before a failure is thrown)
+  const [before, after] = (await Promise.allSettled([run(false), run(true)])).map((s) => {
+    if (s.status === "rejected") throw s.reason;
+    return s.value;
+  });
+  return { before: before!, after: after! };
 }
 
-describe("SWE-bench-style intake", () => {
+// The two intakes run at once (their own dirs under tmp): each spends much of its time waiting.
+describe.concurrent("SWE-bench-style intake", () => {
   it("a row over a local fixture repo: imported, then validate scores gold 1 and empty 0", async () => {
     const dataset = await minicalcDataset();
     const catalog = join(tmp.path, "swebench-tasks");
@@ -104,7 +110,7 @@ describe("SWE-bench-style intake", () => {
   }, 660_000);
 });
 
-describe("Harbor task directories", () => {
+describe.concurrent("Harbor task directories", () => {
   it("a catalog task exported and imported back: its test.sh fails on the base and passes with the reference", async () => {
     const harbor = join(tmp.path, "harbor");
     const exp = await runCli(["tasks", "export", "--harbor", harbor, "--task", "tinyini-interpolation"]);

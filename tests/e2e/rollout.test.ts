@@ -19,7 +19,9 @@ afterAll(async () => {
   await tmp.cleanup();
 });
 
-describe("flakegym rollout (real core, offline task)", () => {
+// The two runs at once (each its own run dir and run id; the snapshot is built once, under its
+// lock): a run spends much of its time waiting (boot, sandbox setup, scoring).
+describe.concurrent("flakegym rollout (real core, offline task)", () => {
   it("the README's main job (default policy: gold with a banner): every trajectory scores 1 and every output is written", async () => {
     const out = join(tmp.path, "gold");
     // the quick start's command as written, its run directory here
