@@ -88,9 +88,7 @@ describe.skipIf(reason !== undefined)("checks.<system>.runner-unit-tests, replay
     const files = sandboxSensitiveTests(REPO_ROOT, projects);
     // at least the files that need a sandbox binary (they skip here, saying why)
     expect(files).toEqual(expect.arrayContaining(["packages/runner/test/scoring/score-diff.test.ts"]));
-    // Two files at a time: vitest's default on 2 cores is one (CPUs - 1), but the check in a Nix
-    // build runs its files side by side on every core the builder has, so they must stand it.
-    const script = `${check} --maxWorkers 2 ${files.join(" ")}`;
+    const script = `${check} ${files.join(" ")}`;
     const tmp = await makeTempDir("flakegym-unit-check-");
     try {
       const work = join(tmp.path, "work");
