@@ -184,7 +184,7 @@ describe("rollout --backend nomad --images nix with FLAKEGYM_NOMAD_DRIVER=docker
   );
 
   it("runs a scoring worker's commands as a one-shot job of the same snapshot image", async () => {
-    // what the runner's wiring builds for --backend nomad --images nix (rollout/wire.ts): the
+    // what the runner's wiring builds for --backend nomad --images nix (rollout/wire-backend.ts, worker-specs.ts): the
     // driver from FLAKEGYM_NOMAD_DRIVER, the scoring worker's image the task's recorded image
     const chosen = nomadRolloutDriver("docker", "nix");
     if (chosen.kind !== "container") throw new Error("docker must be a container driver");
