@@ -41,8 +41,9 @@ export class WatchdogTimeout extends Error {
 }
 
 /**
- * The request body, whole. Plain listeners, not an async iterator: this is on every call's path to
- * its upstream, before anything else can happen.
+ * The request body, whole. Plain listeners, not an async iterator: a body over the limit is refused
+ * (413) while the rest of it flows on unread, so the answer reaches the client; an iterator's early
+ * exit destroyed the request, and the answer with it.
  */
 function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -423,14 +424,15 @@ export function watchCall(ctx: CallContext, e: Entry, res: ServerResponse, ac: A
   const onClose = () => {
     if (!res.writableFinished) ac.abort(new Error("client closed the connection"));
   };
-  const onEnded = () => ac.abort(e.ended.signal.reason);
-  const onGateway = () => ac.abort(new Error("gateway closing"));
+  const onStop = () => {
+    const reason = stopReason(ctx, e);
+    if (reason) ac.abort(reason);
+  };
   res.on("close", onClose);
-  e.ended.signal.addEventListener("abort", onEnded, { once: true });
-  ctx.signal?.addEventListener("abort", onGateway, { once: true });
+  e.ended.signal.addEventListener("abort", onStop, { once: true });
+  ctx.signal?.addEventListener("abort", onStop, { once: true });
   if (res.destroyed) onClose();
-  const stopped = stopReason(ctx, e);
-  if (stopped) ac.abort(stopped);
+  onStop();
   // a stream that stops mid-way is as dead as one that never starts. One lazy timer: an event only
   // stamps the time; the timer, when it fires, sleeps again for what is left of the window.
   const { silenceTimeoutMs, totalTimeoutMs } = e.limits;
@@ -450,8 +452,8 @@ export function watchCall(ctx: CallContext, e: Entry, res: ServerResponse, ac: A
       clearTimeout(silenceTimer);
       clearTimeout(totalTimer);
       res.off("close", onClose);
-      e.ended.signal.removeEventListener("abort", onEnded);
-      ctx.signal?.removeEventListener("abort", onGateway);
+      e.ended.signal.removeEventListener("abort", onStop);
+      ctx.signal?.removeEventListener("abort", onStop);
     },
   };
 }
