@@ -74,7 +74,7 @@ export async function runScoringAttempt(ctx: ScoringAttemptContext, input: Score
       ctx.scratch,
     );
     readOnly = prepared?.readOnly;
-    worker = await ctx.backend.start(ctx.workerSpec(f, prepared?.readOnly.files), input.signal);
+    worker = await ctx.backend.start(ctx.workerSpec(f, prepared?.readOnly?.files), input.signal);
     return await scoreDiff(
       worker,
       input.diff,

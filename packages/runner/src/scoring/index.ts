@@ -1,5 +1,7 @@
 export { dropPaths, type FileDiff, splitDiff, touchedPaths } from "../text/diff.js";
+export { type DecoyPlan, type GuardReport, guardFiles } from "./decoys/guard.js";
 export { askJudge, JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
+export { type BoundHidden, prepareReadOnlyHidden } from "./read-only.js";
 export {
   combine,
   evalCmdValue,

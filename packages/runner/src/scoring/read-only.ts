@@ -1,10 +1,16 @@
 import { randomBytes } from "node:crypto";
-import { chown, lstat, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { git } from "../tasks/materialize.js";
 import type { WorkerSpec } from "../workers/types.js";
+import type { DecoyPlan, GuardReport } from "./decoys/guard.js";
+import { guardHidden } from "./decoys/guard-hidden.js";
 import { type CanaryInstance, newCanary } from "./results.js";
+import { type InstalledFile, regularFile } from "./snapshot-files.js";
+
+export type { InstalledFile } from "./snapshot-files.js";
+
 import type { HiddenTests } from "./scorer.js";
 
 /**
@@ -21,19 +27,18 @@ import type { HiddenTests } from "./scorer.js";
 /** The user that owns the bound hidden test files on the host: nobody, unmapped in every sandbox. */
 export const HIDDEN_OWNER_UID = 65534;
 
-/** One hidden test file as installed. */
-export interface InstalledFile {
-  readonly path: string;
-  readonly content: Buffer;
-  readonly executable: boolean;
-}
-
 /** Hidden tests bound read-only into a scoring worker: what scoreDiff must install and check. */
 export interface BoundHidden {
   /** The files as bound (the canary, if any, already in): the script verifies rather than writes them. */
   readonly files: readonly InstalledFile[];
   /** The canary the files carry (suite tasks). */
   readonly canary?: CanaryInstance;
+  /** How graded tests are named in this run and which tests are decoys (suite tasks). */
+  readonly decoys?: DecoyPlan;
+  /** Which graded tests have decoys, and why the others have none. */
+  readonly guard?: GuardReport;
+  /** The files are bound read-only by the backend (else the script installs them). */
+  readonly readOnly: boolean;
 }
 
 /** `content` with the canary added when `path` is its file. Pure. */
@@ -41,32 +46,6 @@ const withCanary = (path: string, content: Buffer, canary: CanaryInstance | unde
   canary && canary.file === path
     ? Buffer.concat([Buffer.from(canary.prepend), content, Buffer.from(canary.append)])
     : content;
-
-const lstatOrUndefined = (path: string) =>
-  lstat(path).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === "ENOENT" || err.code === "ENOTDIR") return undefined;
-    throw err;
-  });
-
-/**
- * The regular file at `rel` under `root` (its content and exec bit), undefined when absent, null
- * when it or a directory on the way is a symlink or not what it should be: nothing is followed.
- */
-async function regularFile(
-  root: string,
-  rel: string,
-): Promise<{ content: Buffer; executable: boolean } | null | undefined> {
-  const parts = rel.split("/");
-  for (let i = 1; i < parts.length; i++) {
-    const dir = await lstatOrUndefined(join(root, ...parts.slice(0, i)));
-    if (dir === undefined) return undefined;
-    if (!dir.isDirectory()) return null;
-  }
-  const st = await lstatOrUndefined(join(root, rel));
-  if (st === undefined) return undefined;
-  if (!st.isFile()) return null;
-  return { content: await readFile(join(root, rel)), executable: (st.mode & 0o111) !== 0 };
-}
 
 /**
  * The hidden test files as the script would install them, computed on the host: the tests dir's
@@ -155,9 +134,10 @@ export async function writeReadOnlyFiles(
 export const canOwnForOthers = (): boolean => process.getuid?.() === 0;
 
 /**
- * Everything a scoring worker needs for read-only hidden tests on `backend`, or undefined when it
- * cannot have them (Nomad: nothing is bound; not root: no chown; files that cannot be bound): then
- * the script installs the hidden tests itself, read-only by chmod and checked after every command.
+ * The hidden test files of one scoring run, computed on the host from trusted inputs: installed,
+ * guarded by decoys (suite tasks, scoring/decoys), the canary added; bound read-only where the
+ * backend can (local, podman, as root), else installed by the script (Nomad, not root). Undefined
+ * when they cannot be computed as regular files: the script then installs the tests itself.
  */
 export async function prepareReadOnlyHidden(
   backend: "local" | "podman" | "nomad",
@@ -166,11 +146,27 @@ export async function prepareReadOnlyHidden(
   signal?: AbortSignal,
   /** Where the temporary files go: the run's owned scratch dir, so a killed run's are swept. */
   scratch: string = tmpdir(),
-): Promise<{ bound: BoundHidden; readOnly: ReadOnlyFiles } | undefined> {
-  if (backend === "nomad" || !canOwnForOthers()) return undefined;
+): Promise<{ bound: BoundHidden; readOnly?: ReadOnlyFiles } | undefined> {
   const canary = hidden.suite ? newCanary(hidden.suite.canary, randomBytes(6).toString("hex")) : undefined;
-  const files = await installedHiddenFiles(hidden, snapshotWorkspace, canary, signal, scratch);
-  if (!files) return undefined;
+  const plain = await installedHiddenFiles(hidden, snapshotWorkspace, undefined, signal, scratch).catch(
+    (err: unknown) => {
+      // Nomad: the host may hold no snapshot work tree; the script installs the tests itself
+      if (backend === "nomad") return undefined;
+      throw err;
+    },
+  );
+  if (!plain || (canary && !plain.some((f) => f.path === canary.file))) return undefined;
+  const guarded = hidden.suite ? await guardHidden(hidden.suite, plain, snapshotWorkspace) : undefined;
+  const files = (guarded?.files ?? plain).map((f) => ({
+    ...f,
+    content: withCanary(f.path, f.content, canary),
+  }));
+  const common = {
+    files,
+    ...(canary ? { canary } : {}),
+    ...(guarded ? { decoys: guarded.plan, guard: guarded.report } : {}),
+  };
+  if (backend === "nomad" || !canOwnForOthers()) return { bound: { ...common, readOnly: false } };
   const readOnly = await writeReadOnlyFiles(files, scratch);
-  return { bound: { files, ...(canary ? { canary } : {}) }, readOnly };
+  return { bound: { ...common, readOnly: true }, readOnly };
 }

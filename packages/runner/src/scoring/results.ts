@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto";
 import { match } from "ts-pattern";
 import type { Canary, ResultFormat } from "../tasks/task-spec.js";
+import type { DecoyPlan } from "./decoys/guard.js";
 
 /**
  * Per-test results of a hidden-test suite, read from the runner's own result lines, and the canary
@@ -125,5 +126,31 @@ export function canaryVerdict(
       kind: "exit_zero",
       reason: "the test command exited 0 although its canary test failed: the exit status was tampered with",
     };
+  return { ok: true };
+}
+
+/**
+ * Whether one suite run's decoys (scoring/decoys: twins of graded tests expecting another value)
+ * all failed, as they must for any honest run. A decoy that passed, or that did not report while
+ * its twin passed, means the run does not tell failures from passes. Pure.
+ */
+export function decoyVerdict(
+  results: ReadonlyMap<string, TestOutcome>,
+  plan: DecoyPlan,
+): { ok: true } | { ok: false; reason: string } {
+  for (const [decoy, of] of Object.entries(plan.decoys)) {
+    const d = results.get(decoy);
+    if (d === "passed")
+      return {
+        ok: false,
+        reason: `decoy test '${decoy}' (a twin of '${of}' that expects another value) passed: the test run reports failures as passes`,
+      };
+    const real = plan.runIds[of];
+    if (d === undefined && real !== undefined && results.get(real) === "passed")
+      return {
+        ok: false,
+        reason: `decoy test '${decoy}' (a twin of '${of}') did not report while '${of}' passed: the test run's reporting was steered`,
+      };
+  }
   return { ok: true };
 }

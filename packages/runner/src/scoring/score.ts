@@ -33,6 +33,16 @@ export const Score = z
       .object({ raw: z.string().optional(), via: z.string().optional(), error: z.string().optional() })
       .strict()
       .optional(),
+    decoys: z
+      .object({
+        guarded: z.array(z.string()).describe("graded tests twinned by a decoy that must fail"),
+        unguarded: z
+          .array(z.object({ id: z.string(), reason: z.string() }).strict())
+          .describe("graded tests without a decoy, and why"),
+      })
+      .strict()
+      .optional()
+      .describe("which hidden tests had decoys in this scoring run (scoring/decoys)"),
     durationMs: z.number().int(),
   })
   .strict();

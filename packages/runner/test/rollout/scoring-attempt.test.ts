@@ -23,7 +23,7 @@ describe("scoreOptionsOf", () => {
   it("adds the build and lint commands, the bound hidden files and the judge with its key", () => {
     const config = configOf(["--build-cmd", "make", "--lint-cmd", "make lint"]);
     const judged = { ...config, judge: { baseUrl: "http://127.0.0.1:9/v1", model: "judge" } };
-    const bound = { files: [] };
+    const bound = { files: [], readOnly: true };
     const o = scoreOptionsOf(judged, "fix it", bound, "k");
     expect(o.buildCmd).toBe("make");
     expect(o.lintCmd).toBe("make lint");

@@ -245,10 +245,10 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
       ] as const) {
         const p = (await prepareReadOnlyHidden("local", ops, snapshot.workspace))!;
         try {
-          const [file] = p.readOnly.files;
-          expect(p.readOnly.files.map((f) => f.path)).toEqual(["test/caret-zero.test.mjs"]);
+          const [file] = p.readOnly!.files;
+          expect(p.readOnly!.files.map((f) => f.path)).toEqual(["test/caret-zero.test.mjs"]);
           expect(await stat(file!.hostPath)).toMatchObject({ uid: HIDDEN_OWNER_UID, mode: 0o100444 });
-          const s = await score(diff, { bound: p.bound }, p.readOnly.files);
+          const s = await score(diff, { bound: p.bound }, p.readOnly!.files);
           expect(s.reward).toBe(reward);
           expect(s.gate).toBeUndefined();
           expect(s.tampered).toEqual([]);
@@ -256,7 +256,7 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
           expect(await readFile(file!.hostPath)).toEqual(p.bound.files[0]!.content);
           expect(p.bound.files[0]!.content.toString()).toContain(p.bound.canary!.id);
         } finally {
-          await p.readOnly.release();
+          await p.readOnly!.release();
         }
       }
     },

@@ -1,0 +1,186 @@
+import type { ResultFormat } from "../../tasks/task-spec.js";
+import { type Lang, type Lexed, lex, matchClose, type Span } from "./scan.js";
+
+/**
+ * Where each test of a hidden test file is defined: the whole definition (to copy it), its name
+ * (to rename it) and its body (where its assertions are). One recogniser per result format, for
+ * the shapes tests are written in: top-level pytest functions, `#[test]` functions, Go
+ * `TestX(t *testing.T)`, top-level `test("…", …)` / `it("…", …)` calls, and check.h functions
+ * registered with `T(name)`. Anything else is not found (and so reported unguarded). Pure.
+ */
+
+export interface TestBlock {
+  /** The test's name as its runner reports it (the function name, or the test's title). */
+  readonly name: string;
+  /** The whole definition, decorators/attributes included, up to the end of its last line. */
+  readonly whole: Span;
+  /** What to replace to rename it (the identifier, or the title string's content). */
+  readonly nameSpan: Span;
+  readonly body: Span;
+}
+
+export const langOf = (format: ResultFormat): Lang =>
+  format === "pytest"
+    ? "python"
+    : format === "libtest"
+      ? "rust"
+      : format === "gotest"
+        ? "go"
+        : format === "tap"
+          ? "js"
+          : "c";
+
+const lineStart = (text: string, i: number) => text.lastIndexOf("\n", i - 1) + 1;
+const lineEnd = (text: string, i: number) => {
+  const j = text.indexOf("\n", i);
+  return j < 0 ? text.length : j + 1;
+};
+
+/** Lines above `start` that belong to the definition (decorators, attributes), by `prefix`. */
+function withLeading(text: string, start: number, prefix: RegExp): number {
+  let s = start;
+  while (s > 0) {
+    const prev = lineStart(text, s - 1);
+    if (!prefix.test(text.slice(prev, s))) break;
+    s = prev;
+  }
+  return s;
+}
+
+function* matchesInCode(l: Lexed, re: RegExp): Generator<RegExpExecArray> {
+  const g = new RegExp(re.source, re.flags.includes("g") ? re.flags : `${re.flags}g`);
+  for (let m = g.exec(l.text); m; m = g.exec(l.text)) if (l.code[m.index]) yield m;
+}
+
+function pythonBlocks(l: Lexed): TestBlock[] {
+  const out: TestBlock[] = [];
+  for (const m of matchesInCode(l, /^(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(/m)) {
+    const nameStart = m.index + m[0].indexOf(m[1]!);
+    let end = lineEnd(l.text, m.index);
+    let last = end;
+    // the body: following lines that are blank, or indented, or inside a string
+    while (end < l.text.length) {
+      const next = lineEnd(l.text, end);
+      const line = l.text.slice(end, next);
+      if (line.trim() === "") {
+        end = next;
+        continue;
+      }
+      if (!/^[ \t]/.test(line) && l.code[end]) break;
+      end = next;
+      last = next;
+    }
+    const colon = l.text.indexOf(":", m.index + m[0].length);
+    out.push({
+      name: m[1]!,
+      whole: { start: withLeading(l.text, m.index, /^@/), end: last },
+      nameSpan: { start: nameStart, end: nameStart + m[1]!.length },
+      body: { start: colon + 1, end: last },
+    });
+  }
+  return out;
+}
+
+/** Definitions of the form `<head matching re> … { body }` (brace-delimited bodies). */
+function braceBlocks(l: Lexed, re: RegExp, leading: RegExp | undefined): TestBlock[] {
+  const out: TestBlock[] = [];
+  for (const m of matchesInCode(l, re)) {
+    const nameStart = m.index + m[0].lastIndexOf(m[1]!, m[0].indexOf("("));
+    let open = m.index + m[0].length;
+    while (open < l.text.length && !(l.text[open] === "{" && l.code[open])) open++;
+    const close = matchClose(l, open);
+    if (close < 0) continue;
+    out.push({
+      name: m[1]!,
+      whole: {
+        start: leading ? withLeading(l.text, m.index, leading) : m.index,
+        end: lineEnd(l.text, close),
+      },
+      nameSpan: { start: nameStart, end: nameStart + m[1]!.length },
+      body: { start: open + 1, end: close },
+    });
+  }
+  return out;
+}
+
+function rustBlocks(l: Lexed): TestBlock[] {
+  // a `#[test]` attribute, then (after any other attributes) the function
+  const out: TestBlock[] = [];
+  for (const m of matchesInCode(
+    l,
+    /^[ \t]*#\[test\][ \t]*\n(?:[ \t]*#\[[^\n]*\][ \t]*\n)*[ \t]*(?:pub\s+)?fn\s+(\w+)\s*\(/m,
+  )) {
+    const nameStart = m.index + m[0].lastIndexOf(m[1]!);
+    let open = m.index + m[0].length;
+    while (open < l.text.length && !(l.text[open] === "{" && l.code[open])) open++;
+    const close = matchClose(l, open);
+    if (close < 0) continue;
+    out.push({
+      name: m[1]!,
+      whole: { start: m.index, end: lineEnd(l.text, close) },
+      nameSpan: { start: nameStart, end: nameStart + m[1]!.length },
+      body: { start: open + 1, end: close },
+    });
+  }
+  return out;
+}
+
+function jsBlocks(l: Lexed): TestBlock[] {
+  const out: TestBlock[] = [];
+  for (const m of matchesInCode(l, /^(?:test|it)[ \t]*\([ \t]*/m)) {
+    const open = l.text.indexOf("(", m.index);
+    const title = l.strings.find((s) => s.start === m.index + m[0].length);
+    const close = matchClose(l, open);
+    if (!title || close < 0) continue;
+    const raw = l.text.slice(title.start + 1, title.end - 1);
+    if (raw.includes("\\") || raw.includes("${")) continue;
+    const end = l.text[close + 1] === ";" ? close + 2 : close + 1;
+    out.push({
+      name: raw,
+      whole: { start: m.index, end: lineEnd(l.text, end - 1) },
+      nameSpan: { start: title.start + 1, end: title.end - 1 },
+      body: { start: title.end, end: close },
+    });
+  }
+  return out;
+}
+
+/** check.h: `static void name(void) { … }` functions that `TEST_MAIN(T(name), …)` registers. */
+function cBlocks(l: Lexed): TestBlock[] {
+  const registered = new Set(registrations(l).map((r) => r.name));
+  return braceBlocks(l, /^static[ \t]+void[ \t]+(\w+)[ \t]*\([ \t]*void[ \t]*\)/m, undefined).filter((b) =>
+    registered.has(b.name),
+  );
+}
+
+/** Every `T(name)` inside `TEST_MAIN(…)`: the registrations a check.h test file runs. */
+export function registrations(l: Lexed): { name: string; span: Span }[] {
+  const out: { name: string; span: Span }[] = [];
+  for (const m of matchesInCode(l, /\bTEST_MAIN[ \t]*\(/)) {
+    const open = m.index + m[0].length - 1;
+    const close = matchClose(l, open);
+    if (close < 0) continue;
+    const re = /\bT\(\s*(\w+)\s*\)/g;
+    re.lastIndex = open;
+    for (let t = re.exec(l.text); t && t.index < close; t = re.exec(l.text)) {
+      if (l.code[t.index]) out.push({ name: t[1]!, span: { start: t.index, end: t.index + t[0].length } });
+    }
+  }
+  return out;
+}
+
+/** The tests defined in `text`, in order, for a file of `format`. Pure. */
+export function testBlocks(format: ResultFormat, text: string): { lexed: Lexed; blocks: TestBlock[] } {
+  const l = lex(text, langOf(format));
+  const blocks =
+    format === "pytest"
+      ? pythonBlocks(l)
+      : format === "libtest"
+        ? rustBlocks(l)
+        : format === "gotest"
+          ? braceBlocks(l, /^func[ \t]+(Test\w*)[ \t]*\([ \t]*\w+[ \t]+\*testing\.T[ \t]*\)/m, /^\/\//)
+          : format === "tap"
+            ? jsBlocks(l)
+            : cBlocks(l);
+  return { lexed: l, blocks };
+}

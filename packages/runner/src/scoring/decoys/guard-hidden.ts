@@ -1,0 +1,102 @@
+import { randomInt } from "node:crypto";
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { ResultFormat } from "../../tasks/task-spec.js";
+import { type InstalledFile, regularFile } from "../snapshot-files.js";
+import { type DecoyPlan, type GuardReport, guardFiles } from "./guard.js";
+
+/**
+ * The hidden test files of a suite task guarded by decoys, with the repository's own test files
+ * that define graded tests (pass-to-pass tests usually live there) added from the pristine
+ * snapshot, so every graded test is renamed and twinned wherever it is defined. Files of the code
+ * under test (a Rust `src/` file with a `mod tests`) are never taken: the agent owns them.
+ */
+
+/** Directories never searched for test files. */
+const SKIP = new Set([".git", "node_modules", "target", "build", "dist", "vendor", "__pycache__", ".venv"]);
+const MAX_FILES = 5_000;
+const MAX_BYTES = 512 * 1024;
+
+/** Whether `path` is a test-only file of `format` (never code under test). Pure. */
+export function isTestFile(format: ResultFormat, path: string): boolean {
+  const parts = path.split("/");
+  const base = parts.at(-1)!;
+  const inTestDir = parts.slice(0, -1).some((p) => /^(tests?|__tests__|specs?|testing)$/.test(p));
+  switch (format) {
+    case "pytest":
+      return base.endsWith(".py") && (/^test_|_test\.py$/.test(base) || inTestDir) && base !== "conftest.py";
+    case "libtest":
+      return base.endsWith(".rs") && parts[0] === "tests";
+    case "gotest":
+      return base.endsWith("_test.go");
+    case "tap":
+      return /\.(m|c)?[jt]s$/.test(base) && (/\.test\.|\.spec\./.test(base) || inTestDir);
+    case "check-h":
+      return base.endsWith(".c") && inTestDir;
+  }
+}
+
+async function walk(root: string, rel: string, out: string[]): Promise<void> {
+  if (out.length >= MAX_FILES) return;
+  const entries = await readdir(join(root, rel), { withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    const path = rel ? `${rel}/${e.name}` : e.name;
+    if (e.isDirectory() && !SKIP.has(e.name)) await walk(root, path, out);
+    else if (e.isFile()) out.push(path);
+  }
+}
+
+/** The snapshot's test files (not among `have`) that mention one of `names`. */
+async function repoTestFiles(
+  format: ResultFormat,
+  workspace: string,
+  names: readonly string[],
+  have: ReadonlySet<string>,
+): Promise<InstalledFile[]> {
+  const paths: string[] = [];
+  await walk(workspace, "", paths);
+  const out: InstalledFile[] = [];
+  for (const path of paths.filter((p) => isTestFile(format, p) && !have.has(p)).sort()) {
+    const f = await regularFile(workspace, path);
+    if (!f || f.content.length > MAX_BYTES) continue;
+    const text = f.content.toString("utf8");
+    if (names.some((n) => text.includes(n))) out.push({ path, ...f });
+  }
+  return out;
+}
+
+/** The name a graded id's test is defined under (the last part of its id). Pure. */
+export function definedName(format: ResultFormat, id: string): string {
+  if (format === "pytest" || format === "libtest") return id.slice(id.lastIndexOf("::") + 2);
+  if (format === "gotest") return id.split("/")[0]!;
+  return id;
+}
+
+export async function guardHidden(
+  suite: {
+    readonly results: ResultFormat;
+    readonly failToPass: readonly string[];
+    readonly passToPass: readonly string[];
+  },
+  installed: readonly InstalledFile[],
+  snapshotWorkspace: string,
+  rand: (n: number) => number = (n) => randomInt(n),
+): Promise<{ files: InstalledFile[]; plan: DecoyPlan; report: GuardReport }> {
+  const graded = [...suite.failToPass, ...suite.passToPass];
+  const have = new Set(installed.map((f) => f.path));
+  const extra = await repoTestFiles(
+    suite.results,
+    snapshotWorkspace,
+    graded.map((id) => definedName(suite.results, id)),
+    have,
+  );
+  const all = [...installed, ...extra];
+  const g = guardFiles(suite.results, all, graded, rand);
+  // only files that changed are bound (a repository file no graded test lives in stays as it is)
+  const files = all.flatMap((f, i) =>
+    have.has(f.path) || !g.files[i]!.content.equals(f.content)
+      ? [{ ...f, content: g.files[i]!.content }]
+      : [],
+  );
+  return { files, plan: g.plan, report: g.report };
+}

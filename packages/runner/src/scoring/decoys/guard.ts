@@ -1,0 +1,215 @@
+import type { ResultFormat } from "../../tasks/task-spec.js";
+import { assertionSites } from "./assertions.js";
+import { langOf, registrations, type TestBlock, testBlocks } from "./blocks.js";
+import { perturbLiteral, type Rand } from "./perturb.js";
+import type { Lexed } from "./scan.js";
+
+/**
+ * Decoys: tests a correct solution must FAIL, made from the hidden tests themselves (issue 25).
+ * For every graded test found in a hidden test file, scoring adds a twin whose expected value is
+ * changed (one literal of one equality or containment assertion, chosen at random per run), and
+ * renames both — and every other graded test — to random names of one shape, emitted in random
+ * order. A run is believed only when every decoy is reported failed: anything that turns failures
+ * into passes (a forged report, a patched assert or report object, an always-equal return value, a
+ * runner configured to pass) passes the decoys too, and nothing can tell a decoy from the real test
+ * without knowing the right answer. Pure, given `rand`.
+ */
+
+export interface GuardFile {
+  readonly path: string;
+  readonly content: Buffer;
+}
+
+/** How graded ids and decoys are named in this run. */
+export interface DecoyPlan {
+  /** Graded id → the id its runner reports it under in this run. */
+  readonly runIds: Readonly<Record<string, string>>;
+  /** Decoy id (as reported) → the graded id it is the twin of. */
+  readonly decoys: Readonly<Record<string, string>>;
+}
+
+/** Which graded tests have decoys, and why the others have none. */
+export interface GuardReport {
+  readonly guarded: string[];
+  readonly unguarded: { id: string; reason: string }[];
+}
+
+interface Located {
+  readonly file: number;
+  readonly block: TestBlock;
+}
+
+/** The block name and the id's shape around it, per format: `run(newName)` is the id in this run. */
+function idParts(
+  format: ResultFormat,
+  id: string,
+): { file?: string; name: string; run: (n: string) => string } | undefined {
+  if (format === "pytest") {
+    const m = /^(.+?)::([A-Za-z_]\w*)$/.exec(id);
+    return m ? { file: m[1]!, name: m[2]!, run: (n) => `${m[1]}::${n}` } : undefined;
+  }
+  if (format === "libtest") {
+    const i = id.lastIndexOf("::");
+    const name = id.slice(i < 0 ? 0 : i + 2);
+    return { name, run: (n) => (i < 0 ? n : `${id.slice(0, i)}::${n}`) };
+  }
+  if (format === "gotest") {
+    const i = id.indexOf("/");
+    return { name: i < 0 ? id : id.slice(0, i), run: (n) => (i < 0 ? n : `${n}${id.slice(i)}`) };
+  }
+  return { name: id, run: (n) => n };
+}
+
+const HEX = "0123456789abcdef";
+const hex = (rand: Rand, n: number) => Array.from({ length: n }, () => HEX[rand(16)]).join("");
+
+/** A fresh test name of this format's one shape. */
+function freshName(format: ResultFormat, rand: Rand, taken: Set<string>): string {
+  for (;;) {
+    const h = hex(rand, 10);
+    const name =
+      format === "pytest"
+        ? `test_${h}`
+        : format === "gotest"
+          ? `Test_${h}`
+          : format === "tap"
+            ? `test ${h}`
+            : `t_${h}`;
+    if (!taken.has(name)) {
+      taken.add(name);
+      return name;
+    }
+  }
+}
+
+const shuffle = <T>(xs: T[], rand: Rand): T[] => {
+  const out = [...xs];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = rand(i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+};
+
+/** The block's text with `edits` (spans relative to the file) applied. */
+function blockText(l: Lexed, b: TestBlock, edits: { start: number; end: number; text: string }[]): string {
+  let out = l.text.slice(b.whole.start, b.whole.end);
+  for (const e of [...edits].sort((x, y) => y.start - x.start))
+    out = out.slice(0, e.start - b.whole.start) + e.text + out.slice(e.end - b.whole.start);
+  return out;
+}
+
+/** One decoy body for `b`, or the reason it has none. */
+function decoyOf(
+  format: ResultFormat,
+  l: Lexed,
+  b: TestBlock,
+  rand: Rand,
+): { start: number; end: number; text: string } | string {
+  const sites = assertionSites(format, l, b.body);
+  if (!sites.length) return "no equality or containment assertion with a literal expected value";
+  for (const site of shuffle(sites, rand)) {
+    for (const lit of shuffle([...site.literals], rand)) {
+      const next = perturbLiteral(l.text.slice(lit.start, lit.end), langOf(format), site.kind, rand);
+      if (next !== undefined) return { ...lit, text: next };
+    }
+  }
+  return "its assertions' literals cannot be changed (f-strings, templates, characters)";
+}
+
+/**
+ * The hidden test `files` with every graded test found renamed and (where it has a literal
+ * assertion) twinned by a decoy; the id mapping; which tests are guarded. Pure, given `rand`.
+ */
+export function guardFiles(
+  format: ResultFormat,
+  files: readonly GuardFile[],
+  graded: readonly string[],
+  rand: Rand,
+): { files: GuardFile[]; plan: DecoyPlan; report: GuardReport } {
+  const parsed = files.map((f) => testBlocks(format, f.content.toString("utf8")));
+  const taken = new Set(parsed.flatMap((p) => p.blocks.map((b) => b.name)));
+  const byName = new Map<string, Located[]>();
+  parsed.forEach((p, file) => {
+    for (const block of p.blocks)
+      byName.set(block.name, [...(byName.get(block.name) ?? []), { file, block }]);
+  });
+  const runIds: Record<string, string> = {};
+  const decoys: Record<string, string> = {};
+  const unguarded: GuardReport["unguarded"] = [];
+  const guarded: string[] = [];
+  // per located block: its new name, its decoy's name and body edit
+  const plans = new Map<
+    TestBlock,
+    { name: string; decoy?: { name: string; edit: { start: number; end: number; text: string } } }
+  >();
+  for (const id of graded) {
+    const parts = idParts(format, id);
+    const hits = parts
+      ? (byName.get(parts.name) ?? []).filter(
+          (h) => parts.file === undefined || files[h.file]!.path === parts.file,
+        )
+      : [];
+    if (!parts || hits.length !== 1) {
+      unguarded.push({
+        id,
+        reason: !parts
+          ? "its id has a shape decoys do not handle (parameters, a class)"
+          : hits.length
+            ? "more than one hidden test has its name"
+            : "not defined in a hidden test file in a shape decoys handle",
+      });
+      continue;
+    }
+    const { file, block } = hits[0]!;
+    let plan = plans.get(block);
+    if (!plan) {
+      const d = decoyOf(format, parsed[file]!.lexed, block, rand);
+      plan = {
+        name: freshName(format, rand, taken),
+        ...(typeof d === "string" ? {} : { decoy: { name: freshName(format, rand, taken), edit: d } }),
+      };
+      if (plan.decoy) decoys[parts.run(plan.decoy.name)] = id;
+      else unguarded.push({ id, reason: d as string });
+      plans.set(block, plan);
+    } else if (plan.decoy) {
+      // a second id of the same block (Go subtests): its decoy stands for both
+    } else
+      unguarded.push({ id, reason: "no equality or containment assertion with a literal expected value" });
+    runIds[id] = parts.run(plan.name);
+    if (plan.decoy) guarded.push(id);
+  }
+  const out = files.map((f, i) => {
+    const { lexed: l, blocks } = parsed[i]!;
+    const edits: { start: number; end: number; text: string }[] = [];
+    const order = new Map<string, string[]>();
+    for (const b of blocks) {
+      const plan = plans.get(b);
+      if (!plan) continue;
+      const rename = (name: string) => ({ ...b.nameSpan, text: name });
+      const versions = [{ name: plan.name, text: blockText(l, b, [rename(plan.name)]) }];
+      if (plan.decoy)
+        versions.push({
+          name: plan.decoy.name,
+          text: blockText(l, b, [rename(plan.decoy.name), plan.decoy.edit]),
+        });
+      const shuffled = shuffle(versions, rand);
+      order.set(
+        b.name,
+        shuffled.map((v) => v.name),
+      );
+      const sep = format === "pytest" ? "\n\n" : "\n";
+      edits.push({ ...b.whole, text: shuffled.map((v) => v.text.replace(/\n*$/, "\n")).join(sep) });
+    }
+    if (format === "check-h")
+      for (const r of registrations(l)) {
+        const names = order.get(r.name);
+        if (names) edits.push({ ...r.span, text: names.map((n) => `T(${n})`).join(", ") });
+      }
+    let text = l.text;
+    for (const e of edits.sort((x, y) => y.start - x.start))
+      text = text.slice(0, e.start) + e.text + text.slice(e.end);
+    return { path: f.path, content: Buffer.from(text) };
+  });
+  return { files: out, plan: { runIds, decoys }, report: { guarded, unguarded } };
+}
