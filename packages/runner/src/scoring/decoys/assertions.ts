@@ -6,14 +6,19 @@ import { boolsIn, type Lexed, matchClose, numbersIn, type Span, splitTop, string
  * expected side of an equality assertion, when that side is made of literals only (`assert x ==
  * "a"`, `assert_eq!(f(), vec!["a"])`, `assert.equal(f(), 3)`, `if got != "a" { t.Fatal… }`,
  * `want := []T{{"a", 2}}`, `CHECK_STR(f(), "a")`, `CHECK(n == 3)`), and containment checks of a
- * literal (`assert "x" in str(e)`, `!strings.Contains(err.Error(), "x")`). Pure.
+ * literal (`assert "x" in str(e)`, `!strings.Contains(err.Error(), "x")`), and the class an exception
+ * test expects (`pytest.raises(ValueError)`, `assert.throws(f, RangeError)`), swapped for an
+ * unrelated built-in class. Pure.
  */
 
 export interface Site {
   /** Literals to choose from (one is changed per decoy). */
   readonly literals: readonly Span[];
-  /** `equal`: any other value fails; `contains`: the text must not occur (changed by replacing, not cutting). */
-  readonly kind: "equal" | "contains";
+  /**
+   * `equal`: any other value fails; `contains`: the text must not occur (changed by replacing, not
+   * cutting); `class`: the exception class a test expects (swapped for an unrelated built-in one).
+   */
+  readonly kind: "equal" | "contains" | "class";
 }
 
 /** Words an expression made of literals may contain, per language (constructors of literal data). */
@@ -45,6 +50,9 @@ export function literalExpression(l: Lexed, span: Span): Span[] | undefined {
   const left = rest.join("").replace(LITERAL_WORDS[l.lang], " ");
   if (!LITERAL_PUNCT[l.lang].test(left)) return undefined;
   const lits = [...strings, ...numbers, ...boolsIn(l, span.start, span.end)].filter((s) => perturbable(l, s));
+  // an empty container compared whole (`== []`) is itself the literal to change
+  if (!lits.length && l.lang === "python" && /^(\[\]|\(\)|\{\})$/.test(l.text.slice(span.start, span.end)))
+    return [span];
   return lits.length ? lits : undefined;
 }
 
@@ -111,11 +119,40 @@ function pythonSites(l: Lexed, body: Span): Site[] {
   return out;
 }
 
+/** The first argument of `pytest.raises(X, …)` when it is a plain (dotted) class name. */
+function pythonRaises(l: Lexed, body: Span): Site[] {
+  return calls(l, body, /\bpytest\.raises\s*\(/).flatMap((args) => {
+    const [first] = splitTop(l, args.start, args.end, ",");
+    return first && /^[A-Za-z_][\w.]*$/.test(l.text.slice(first.start, first.end))
+      ? [{ literals: [first], kind: "class" as const }]
+      : [];
+  });
+}
+
+/** `assert.throws(f, X)` / `assert.rejects(f, X)` with a built-in error class, or `{ name: "X" }`. */
+function jsThrows(l: Lexed, body: Span): Site[] {
+  return calls(l, body, /\bassert\.(?:throws|rejects)\s*\(/).flatMap((args) => {
+    const second = splitTop(l, args.start, args.end, ",")[1];
+    if (!second) return [];
+    const text = l.text.slice(second.start, second.end);
+    if (JS_ERRORS.includes(text)) return [{ literals: [second], kind: "class" as const }];
+    const name = /\bname\s*:\s*/.exec(text);
+    const lit = name && stringsIn(l, second.start + name.index + name[0].length, second.end)[0];
+    return lit && lit.start === second.start + name.index + name[0].length && JS_ERRORS.includes(l.text.slice(lit.start + 1, lit.end - 1))
+      ? [{ literals: [lit], kind: "class" as const }]
+      : [];
+  });
+}
+
+/** JavaScript's built-in error classes: none is a subclass of another (all extend Error). */
+export const JS_ERRORS = ["TypeError", "RangeError", "SyntaxError", "ReferenceError", "URIError", "EvalError"];
+
 function jsSites(l: Lexed, body: Span): Site[] {
-  return calls(l, body, /\bassert\.(?:equal|strictEqual|deepEqual|deepStrictEqual)\s*\(/).flatMap((args) => {
+  const eq = calls(l, body, /\bassert\.(?:equal|strictEqual|deepEqual|deepStrictEqual)\s*\(/).flatMap((args) => {
     const parts = splitTop(l, args.start, args.end, ",");
     return equalSite(l, parts[1]);
   });
+  return [...eq, ...jsThrows(l, body)];
 }
 
 function rustSites(l: Lexed, body: Span): Site[] {
@@ -188,7 +225,7 @@ function goSites(l: Lexed, body: Span): Site[] {
 /** The assertion sites of one test body, for a file of `format`. Pure. */
 export function assertionSites(format: ResultFormat, l: Lexed, body: Span): Site[] {
   return format === "pytest"
-    ? pythonSites(l, body)
+    ? [...pythonSites(l, body), ...pythonRaises(l, body)]
     : format === "tap"
       ? jsSites(l, body)
       : format === "libtest"

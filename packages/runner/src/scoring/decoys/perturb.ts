@@ -105,13 +105,34 @@ function perturbNumber(text: string, rand: Rand): string | undefined {
   return undefined;
 }
 
+/**
+ * Built-in exception classes unrelated to each other and rarely the base of a library's own
+ * errors; the decoy of an exception test expects one of them instead.
+ */
+const UNRELATED: Partial<Record<Lang, string[]>> = {
+  python: ["TypeError", "ZeroDivisionError", "AttributeError", "IndexError", "RuntimeError", "ValueError"],
+  js: ["TypeError", "RangeError", "SyntaxError", "ReferenceError", "URIError", "EvalError"],
+};
+
+function otherClass(text: string, lang: Lang, rand: Rand): string | undefined {
+  const quoted = /^(["'])(\w+)\1$/.exec(text);
+  const name = quoted ? quoted[2]! : text;
+  const pool = (UNRELATED[lang] ?? []).filter((c) => c !== name && !name.endsWith(`.${c}`));
+  if (!pool.length) return undefined;
+  const pick = pool[rand(pool.length)]!;
+  return quoted ? `${quoted[1]}${pick}${quoted[1]}` : pick;
+}
+
 /** `text` (one literal) with another value, or undefined. Pure given `rand`. */
 export function perturbLiteral(
   text: string,
   lang: Lang,
-  kind: "equal" | "contains",
+  kind: "equal" | "contains" | "class",
   rand: Rand,
 ): string | undefined {
+  if (kind === "class") return otherClass(text, lang, rand);
+  const empty: Record<string, string> = { "[]": "[0]", "()": "(0,)", "{}": "{0}" };
+  if (lang === "python" && empty[text]) return empty[text];
   if (/^\d/.test(text)) return kind === "equal" ? perturbNumber(text, rand) : undefined;
   const flip: Record<string, string> = { true: "false", false: "true", True: "False", False: "True" };
   if (flip[text]) return kind === "equal" ? flip[text] : undefined;
