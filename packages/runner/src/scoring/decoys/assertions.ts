@@ -138,20 +138,31 @@ function jsThrows(l: Lexed, body: Span): Site[] {
     if (JS_ERRORS.includes(text)) return [{ literals: [second], kind: "class" as const }];
     const name = /\bname\s*:\s*/.exec(text);
     const lit = name && stringsIn(l, second.start + name.index + name[0].length, second.end)[0];
-    return lit && lit.start === second.start + name.index + name[0].length && JS_ERRORS.includes(l.text.slice(lit.start + 1, lit.end - 1))
+    return lit &&
+      lit.start === second.start + name.index + name[0].length &&
+      JS_ERRORS.includes(l.text.slice(lit.start + 1, lit.end - 1))
       ? [{ literals: [lit], kind: "class" as const }]
       : [];
   });
 }
 
 /** JavaScript's built-in error classes: none is a subclass of another (all extend Error). */
-export const JS_ERRORS = ["TypeError", "RangeError", "SyntaxError", "ReferenceError", "URIError", "EvalError"];
+export const JS_ERRORS = [
+  "TypeError",
+  "RangeError",
+  "SyntaxError",
+  "ReferenceError",
+  "URIError",
+  "EvalError",
+];
 
 function jsSites(l: Lexed, body: Span): Site[] {
-  const eq = calls(l, body, /\bassert\.(?:equal|strictEqual|deepEqual|deepStrictEqual)\s*\(/).flatMap((args) => {
-    const parts = splitTop(l, args.start, args.end, ",");
-    return equalSite(l, parts[1]);
-  });
+  const eq = calls(l, body, /\bassert\.(?:equal|strictEqual|deepEqual|deepStrictEqual)\s*\(/).flatMap(
+    (args) => {
+      const parts = splitTop(l, args.start, args.end, ",");
+      return equalSite(l, parts[1]);
+    },
+  );
   return [...eq, ...jsThrows(l, body)];
 }
 
