@@ -131,22 +131,25 @@ export function canaryVerdict(
 
 /**
  * Whether one suite run's decoys (scoring/decoys: twins of graded tests expecting another value)
- * all failed, as they must for any honest run. A decoy that passed, or that did not report while
- * its twin passed, means the run does not tell failures from passes. Pure.
+ * tell an honest run. A decoy and its twin cannot both pass honestly (one literal of an equality,
+ * containment or exception-class check differs), so both passing — or the twin passing while the
+ * decoy did not report — means the run reports failures as passes. A decoy passing beside a
+ * failed twin is an honest wrong answer that happens to equal the changed value. Pure.
  */
 export function decoyVerdict(
   results: ReadonlyMap<string, TestOutcome>,
   plan: DecoyPlan,
 ): { ok: true } | { ok: false; reason: string } {
   for (const [decoy, of] of Object.entries(plan.decoys)) {
+    const real = plan.runIds[of];
+    if (real === undefined || results.get(real) !== "passed") continue;
     const d = results.get(decoy);
     if (d === "passed")
       return {
         ok: false,
-        reason: `decoy test '${decoy}' (a twin of '${of}' that expects another value) passed: the test run reports failures as passes`,
+        reason: `decoy test '${decoy}' (a twin of '${of}' that expects another value) passed beside it: the test run reports failures as passes`,
       };
-    const real = plan.runIds[of];
-    if (d === undefined && real !== undefined && results.get(real) === "passed")
+    if (d === undefined)
       return {
         ok: false,
         reason: `decoy test '${decoy}' (a twin of '${of}') did not report while '${of}' passed: the test run's reporting was steered`,

@@ -115,8 +115,11 @@ describe("installedHiddenFiles", () => {
     expect(await installedHiddenFiles(none, snapshot, undefined)).toBeUndefined();
   });
 
-  it("a Nomad worker binds nothing", async () => {
-    expect(await prepareReadOnlyHidden("nomad", hidden({}), snapshot)).toBeUndefined();
+  it("a Nomad worker binds nothing: the script installs the files computed on the host", async () => {
+    const p = await prepareReadOnlyHidden("nomad", hidden({}), snapshot);
+    expect(p?.readOnly).toBeUndefined();
+    expect(p?.bound.readOnly).toBe(false);
+    expect(p?.bound.files.map((f) => f.path)).toEqual(hidden({}).testFiles);
   });
 });
 

@@ -250,7 +250,7 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
           expect(await stat(file!.hostPath)).toMatchObject({ uid: HIDDEN_OWNER_UID, mode: 0o100444 });
           const s = await score(diff, { bound: p.bound }, p.readOnly!.files);
           expect(s.reward).toBe(reward);
-          expect(s.gate).toBeUndefined();
+          expect(s.gate, s.gate?.detail).toBeUndefined();
           expect(s.tampered).toEqual([]);
           // the canary ran from the bound file: it was reported (failed) and judged
           expect(await readFile(file!.hostPath)).toEqual(p.bound.files[0]!.content);

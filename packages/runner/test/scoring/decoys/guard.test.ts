@@ -1,0 +1,100 @@
+import { describe, expect, it } from "vitest";
+import { guardFiles } from "../../../src/scoring/decoys/guard.js";
+import { decoyVerdict } from "../../../src/scoring/results.js";
+
+let s = 1;
+const rand = (n: number) => {
+  s = (s * 1103515245 + 12345) % 2 ** 31;
+  return s % n;
+};
+
+describe("guardFiles", () => {
+  it("renames every graded test, twins it with a decoy differing in one literal, and maps ids", () => {
+    const py = `from m import f\n\n\ndef test_a():\n    assert f(1) == "one"\n\n\ndef test_b():\n    assert f(2)\n`;
+    const g = guardFiles(
+      "pytest",
+      [{ path: "tests/test_m.py", content: Buffer.from(py) }],
+      ["tests/test_m.py::test_a", "tests/test_m.py::test_b"],
+      rand,
+    );
+    const out = g.files[0]!.content.toString();
+    expect(out).not.toContain("def test_a(");
+    expect(out).not.toContain("def test_b(");
+    const run = g.plan.runIds["tests/test_m.py::test_a"]!;
+    const [decoy, of] = Object.entries(g.plan.decoys)[0]!;
+    expect(of).toBe("tests/test_m.py::test_a");
+    expect(run).toMatch(/^tests\/test_m\.py::test_[0-9a-f]{10}$/);
+    expect(decoy).toMatch(/^tests\/test_m\.py::test_[0-9a-f]{10}$/);
+    // the twin: same body, one literal changed
+    const bodyOf = (id: string) => out.split(`def ${id.split("::")[1]}():\n`)[1]!.split("\n")[0]!;
+    expect(bodyOf(run)).toBe('    assert f(1) == "one"');
+    expect(bodyOf(decoy)).not.toBe('    assert f(1) == "one"');
+    expect(bodyOf(decoy)).toMatch(/^ {4}assert f\(1\) == "[a-z]*"$/);
+    // test_b is renamed but has nothing to twin; an id nowhere is reported too
+    expect(g.plan.runIds["tests/test_m.py::test_b"]).toMatch(/::test_[0-9a-f]{10}$/);
+    expect(g.report.guarded).toEqual(["tests/test_m.py::test_a"]);
+    expect(g.report.unguarded.map((u) => u.id)).toEqual(["tests/test_m.py::test_b"]);
+  });
+
+  it("c: the twins are registered in TEST_MAIN beside the renamed test; go subtests map through their parent", () => {
+    const c = `static void a(void) { CHECK_STR(f(), "x"); }\nTEST_MAIN(T(a))\n`;
+    const g = guardFiles("check-h", [{ path: "tests/t.c", content: Buffer.from(c) }], ["a"], rand);
+    const out = g.files[0]!.content.toString();
+    const names = [g.plan.runIds.a!, Object.keys(g.plan.decoys)[0]!];
+    for (const n of names) {
+      expect(out).toContain(`static void ${n}(void)`);
+      expect(out).toContain(`T(${n})`);
+    }
+    const go = `func TestX(t *testing.T) {\n\tif F() != "a" {\n\t\tt.Fatal("x")\n\t}\n}\n`;
+    const gg = guardFiles(
+      "gotest",
+      [{ path: "x_test.go", content: Buffer.from(go) }],
+      ["TestX/sub", "TestX"],
+      rand,
+    );
+    expect(gg.plan.runIds["TestX/sub"]).toBe(`${gg.plan.runIds.TestX}/sub`);
+    expect(Object.values(gg.plan.decoys)).toEqual(["TestX/sub"]);
+  });
+});
+
+describe("decoyVerdict", () => {
+  const plan = { runIds: { real: "r1" }, decoys: { d1: "real" } };
+  it("believes a run whose decoys failed, and one that reported nothing at all", () => {
+    expect(
+      decoyVerdict(
+        new Map([
+          ["r1", "passed"],
+          ["d1", "failed"],
+        ]),
+        plan,
+      ),
+    ).toEqual({ ok: true });
+    expect(decoyVerdict(new Map(), plan)).toEqual({ ok: true });
+  });
+  it("believes a decoy that passed beside a failed twin (an honest wrong answer equal to the changed value)", () => {
+    expect(
+      decoyVerdict(
+        new Map([
+          ["r1", "failed"],
+          ["d1", "passed"],
+        ]),
+        plan,
+      ),
+    ).toEqual({ ok: true });
+  });
+  it("refuses a decoy that passed beside its passing twin, and a silent decoy whose twin passed", () => {
+    expect(
+      decoyVerdict(
+        new Map([
+          ["r1", "passed"],
+          ["d1", "passed"],
+        ]),
+        plan,
+      ).ok,
+    ).toBe(false);
+    expect(decoyVerdict(new Map([["r1", "passed"]]), plan)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("did not report"),
+    });
+  });
+});

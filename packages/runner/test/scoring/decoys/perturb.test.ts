@@ -1,0 +1,57 @@
+import { describe, expect, it } from "vitest";
+import { perturbLiteral, type Rand } from "../../../src/scoring/decoys/perturb.js";
+
+/** A deterministic rand cycling through `seq`. */
+const seq = (...xs: number[]): Rand => {
+  let i = 0;
+  return (n) => xs[i++ % xs.length]! % n;
+};
+
+describe("perturbLiteral", () => {
+  it("changes every kind of literal to another value of the same kind, many draws over", () => {
+    const cases: [string, Parameters<typeof perturbLiteral>[1], RegExp][] = [
+      ['"1.0 KiB"', "python", /^"[^"]*"$/],
+      ["r'raw\\n'", "python", /^r'.*'$/],
+      ['r#"ab"#', "rust", /^r#".*"#$/],
+      ["`x\\ny`", "go", /^`.*`$/],
+      ["'it'", "js", /^'.*'$/],
+      ['"\\x00\\x01"', "c", /^".*"$/],
+      ["5_400_000", "js", /^\d[\d_]*$/],
+      ["4.0", "rust", /^\d+\.0$/],
+      ["255u8", "rust", /^\d+u8$/],
+      ['""', "python", /^".+"$/],
+    ];
+    for (const [text, lang, shape] of cases) {
+      for (let seed = 0; seed < 50; seed++) {
+        let s = seed * 7919;
+        const rand: Rand = (n) => {
+          s = (s * 1103515245 + 12345) % 2 ** 31;
+          return s % n;
+        };
+        const out = perturbLiteral(text, lang, "equal", rand);
+        expect(out, text).toBeDefined();
+        expect(out).not.toBe(text);
+        expect(out).toMatch(shape);
+      }
+    }
+  });
+
+  it("keeps integers within the smallest integer type that held them (a compiled test still compiles)", () => {
+    for (let d = 0; d < 10; d++) {
+      const out = perturbLiteral("200u8", "rust", "equal", seq(0, d, 1, 2, 3));
+      if (out) expect(Number.parseInt(out, 10)).toBeLessThanOrEqual(255);
+    }
+  });
+
+  it("contains checks only replace or double a character; booleans flip; classes swap for an unrelated built-in", () => {
+    for (let i = 0; i < 20; i++) {
+      const out = perturbLiteral('"cycl"', "python", "contains", seq(i, i + 1, i + 2))!;
+      expect(out.length).toBeGreaterThanOrEqual('"cycl"'.length);
+    }
+    expect(perturbLiteral("true", "js", "equal", seq(0))).toBe("false");
+    expect(perturbLiteral("False", "python", "equal", seq(0))).toBe("True");
+    expect(perturbLiteral("ValueError", "python", "class", seq(0))).toBe("TypeError");
+    expect(perturbLiteral('"SyntaxError"', "js", "class", seq(0))).toBe('"TypeError"');
+    expect(perturbLiteral("MyError", "rust", "class", seq(0))).toBeUndefined();
+  });
+});
