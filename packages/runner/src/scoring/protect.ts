@@ -5,8 +5,8 @@ import { type FileDiff, splitDiff } from "../text/diff.js";
  * discovered and run — build files and build scripts, test-runner configuration, interpreter
  * start-up hooks, dependency manifests, existing files in the test directories — is reset to the
  * snapshot's version by dropping the agent's diff sections there before the diff is applied to a
- * clean fork. Every dropped path is recorded (`tampered`). New files in the test directories (the
- * agent's own tests) are kept unless they are harness files themselves. Pure.
+ * clean fork. Every dropped path is recorded (`tampered`). New test files (the agent's own tests)
+ * are left out of the scoring tree and recorded as `ignored`. Pure.
  *
  * Pattern syntax: `name` (no `/`) matches a file with that base name at any depth (`*` and `?`
  * are globs within one name); `dir/` (trailing `/`) matches everything under a directory of that
@@ -34,6 +34,9 @@ export const DEFAULT_PROTECTED: readonly string[] = [
   // python
   "conftest.py",
   "pytest.ini",
+  ".pytest.ini",
+  "pytest.toml",
+  ".pytest.toml",
   "tox.ini",
   "setup.cfg",
   "setup.py",
@@ -82,6 +85,13 @@ export interface ProtectRules {
 export interface ProtectedDiff {
   /** The agent's diff without the dropped sections. */
   readonly diff: string;
+  /**
+   * The agent's own new test files, left out of the hidden-test run (an allowlist: the scoring
+   * tree is the snapshot, the hidden tests and the agent's changes to the code, never tests or
+   * test entry points the agent wrote — a new `*_test.go` with a `TestMain`, a `test_*.c` the
+   * Makefile globs). Not tampering: writing tests is what a task asks for.
+   */
+  readonly ignored: string[];
   /** Paths whose edits were dropped, sorted. */
   readonly tampered: string[];
   /** Why each path was dropped (same keys as `tampered`). */
@@ -125,6 +135,17 @@ export function protectedReason(path: string, isNew: boolean, rules: ProtectRule
   return undefined;
 }
 
+/** Base names of test-only files a runner discovers on its own, in every language. */
+const NEW_TEST_FILE = [/^test_.*\.(py|c|cc|cpp)$/, /_test\.(py|go)$/, /\.(test|spec)\.[cm]?[jt]sx?$/];
+
+/** Whether a NEW file at `path` is a test file the agent wrote (left out of scoring). Pure. */
+export function isNewTestFile(path: string): boolean {
+  const base = path.slice(path.lastIndexOf("/") + 1);
+  if (NEW_TEST_FILE.some((re) => re.test(base))) return true;
+  // Rust integration tests: every file directly under a crate's tests/ is its own test binary
+  return /(^|\/)tests\/[^/]+\.rs$/.test(path);
+}
+
 const isSymlink = (f: FileDiff) =>
   /^(new file mode|new mode|old mode|deleted file mode) 120000$/m.test(f.text);
 
@@ -135,8 +156,13 @@ const isSymlink = (f: FileDiff) =>
 export function protectDiff(diff: string, rules: ProtectRules): ProtectedDiff {
   const kept: FileDiff[] = [];
   const why: Record<string, string> = {};
+  const ignored: string[] = [];
   for (const f of splitDiff(diff)) {
     const isNew = f.oldPath === undefined;
+    if (isNew && f.newPath !== undefined && !isSymlink(f) && isNewTestFile(f.newPath)) {
+      ignored.push(f.newPath);
+      continue;
+    }
     const reasons = [f.oldPath, f.newPath]
       .filter((p): p is string => p !== undefined)
       .map((p) => [p, isSymlink(f) ? "symbolic link" : protectedReason(p, isNew, rules)] as const)
@@ -144,5 +170,10 @@ export function protectDiff(diff: string, rules: ProtectRules): ProtectedDiff {
     if (reasons.length === 0) kept.push(f);
     for (const [p, r] of reasons) why[p] = r;
   }
-  return { diff: kept.map((f) => f.text).join(""), tampered: Object.keys(why).sort(), why };
+  return {
+    diff: kept.map((f) => f.text).join(""),
+    tampered: Object.keys(why).sort(),
+    why,
+    ignored: ignored.sort(),
+  };
 }

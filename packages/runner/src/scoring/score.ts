@@ -33,6 +33,10 @@ export const Score = z
       .object({ raw: z.string().optional(), via: z.string().optional(), error: z.string().optional() })
       .strict()
       .optional(),
+    ignoredTests: z
+      .array(z.string())
+      .optional()
+      .describe("the agent's own new test files, left out of the hidden-test run (not tampering)"),
     decoys: z
       .object({
         guarded: z.array(z.string()).describe("graded tests twinned by a decoy that must fail"),

@@ -353,7 +353,7 @@ export async function scoreDiff(
         allowEdits: hidden.allowEdits ?? [],
         testDirs: testDirsOf(testFiles),
       })
-    : { diff: filtered.diff, tampered: [] as string[] };
+    : { diff: filtered.diff, tampered: [] as string[], ignored: [] as string[] };
   const build =
     o.weights.build > 0 && o.buildCmd ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs } : undefined;
   const lint =
@@ -523,6 +523,7 @@ export async function scoreDiff(
     tampered: [...new Set([...guarded.tampered, ...verdicts.rewritten])].sort(),
     ...(judge ? { judge } : {}),
     ...(o.bound?.guard ? { decoys: o.bound.guard } : {}),
+    ...(guarded.ignored.length ? { ignoredTests: guarded.ignored } : {}),
     durationMs: Date.now() - started,
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { matchesPattern, protectDiff, protectedReason } from "../../src/scoring/protect.js";
+import { isNewTestFile, matchesPattern, protectDiff, protectedReason } from "../../src/scoring/protect.js";
 
 const section = (path: string, kind: "new" | "edit" | "symlink" = "edit") =>
   [
@@ -54,8 +54,32 @@ describe("protectedReason", () => {
   });
 });
 
+describe("isNewTestFile", () => {
+  it("knows the test files runners discover on their own, in every language", () => {
+    for (const p of [
+      "zz_main_test.go",
+      "tests/test_x.py",
+      "a/b_test.py",
+      "test/x.test.mjs",
+      "src/y.spec.ts",
+      "tests/test_z.c",
+      "tests/more.rs",
+    ])
+      expect(isNewTestFile(p), p).toBe(true);
+    for (const p of [
+      "src/lib.rs",
+      "pkg/testing.py",
+      "tests/helpers.py",
+      "src/contest.js",
+      "tests/check.h",
+      "crates/a/src/tests.rs",
+    ])
+      expect(isNewTestFile(p), p).toBe(false);
+  });
+});
+
 describe("protectDiff", () => {
-  it("drops protected sections and symlinks, keeps the rest verbatim, and names every dropped path", () => {
+  it("drops protected sections and symlinks, keeps the rest verbatim, names every dropped path; the agent's new tests are ignored, not tampering", () => {
     const diff = [
       section("src/lib.rs"),
       section("build.rs", "new"),
@@ -64,8 +88,9 @@ describe("protectDiff", () => {
       section("src/link", "symlink"),
     ].join("");
     const p = protectDiff(diff, rules);
-    expect(p.diff).toBe(section("src/lib.rs") + section("tests/mine.rs", "new"));
+    expect(p.diff).toBe(section("src/lib.rs"));
     expect(p.tampered).toEqual(["build.rs", "src/link", "tests/check.h"]);
+    expect(p.ignored).toEqual(["tests/mine.rs"]);
     expect(p.why).toEqual({
       "build.rs": "harness or build file (matches 'build.rs')",
       "src/link": "symbolic link",
