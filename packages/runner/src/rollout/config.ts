@@ -6,6 +6,7 @@ import { ImagesMode } from "../images/worker-images.js";
 import { checkSampling, type SamplingParams } from "../policy/sampling.js";
 import { withSamplingDefaults } from "../policy/spec.js";
 import { PartialCredit, TamperPenalty } from "../scoring/reward.js";
+import { SuspiciousPenalty } from "../scoring/screen.js";
 import { POOL_DEFAULT_IDLE_S, POOL_DEFAULT_MIN_TRAJECTORIES } from "../workers/pool/decisions.js";
 import type { RunConfig } from "./schema.js";
 /**
@@ -255,6 +256,9 @@ export const RolloutOptions = z.object({
   tamperPenalty: TamperPenalty.optional().describe(
     "what an edit to a protected harness/build file costs: revert = score the tree with it reverted, zero = reward 0 (default revert; either way it is recorded in score.json `tampered`)",
   ),
+  suspiciousPenalty: SuspiciousPenalty.optional().describe(
+    "what a hit of the static screen for hack-shaped code costs: none = recorded in score.json `suspicious` only, zero = reward 0 (default none)",
+  ),
   json: z.boolean().default(false).describe("print the summary as JSON instead of a table"),
 });
 export type RolloutOptions = z.infer<typeof RolloutOptions>;
@@ -283,6 +287,7 @@ const IDENTITY: readonly (keyof RolloutOptions)[] = [
   "judge",
   "testRepeat",
   "tamperPenalty",
+  "suspiciousPenalty",
   "tokenizer",
   "segments",
   "atroposName",
@@ -455,6 +460,7 @@ export function resolveRolloutOptions(
     ...(judge ? { judge } : {}),
     testRepeat: o.testRepeat ?? DEFAULTS.testRepeat,
     ...(o.tamperPenalty ? { tamperPenalty: o.tamperPenalty } : {}),
+    ...(o.suspiciousPenalty ? { suspiciousPenalty: o.suspiciousPenalty } : {}),
     ...(o.tokenizer ? { tokenizer: o.tokenizer } : {}),
     segments: o.segments ?? "last",
     backend: o.backend ?? "local",

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { WorkerImageProvenance } from "../images/worker-images.js";
 import { PartialCredit, TamperPenalty, Weights } from "../scoring/reward.js";
 import { Score } from "../scoring/score.js";
+import { SuspiciousPenalty } from "../scoring/screen.js";
 
 /**
  * Every way a trajectory ends: cline-vendor's `Outcome` (`{kind, limit?, detail}`), the one type
@@ -140,6 +141,7 @@ export const RunConfig = z
     judge: z.object({ baseUrl: z.string(), model: z.string() }).strict().optional(),
     testRepeat: z.number().int().min(1).describe("hidden-test runs per scoring"),
     tamperPenalty: TamperPenalty.optional().describe("--tamper-penalty (absent: revert)"),
+    suspiciousPenalty: SuspiciousPenalty.optional().describe("--suspicious-penalty (absent: none)"),
     tokenizer: z.string().optional().describe("HF tokenizer dir for token export"),
     segments: z
       .enum(["last", "all"])

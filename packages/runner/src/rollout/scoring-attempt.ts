@@ -45,6 +45,7 @@ export function scoreOptionsOf(
     ...(config.lintCmd !== undefined ? { lintCmd: config.lintCmd } : {}),
     repeat: config.testRepeat,
     tamperPenalty: config.tamperPenalty ?? "revert",
+    ...(config.suspiciousPenalty ? { suspiciousPenalty: config.suspiciousPenalty } : {}),
     ...(bound ? { bound } : {}),
     termTimeoutMs: config.limits.testTimeoutMs,
     taskPrompt,

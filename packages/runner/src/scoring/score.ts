@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Gate, Term, TestStatus, TestsTerm } from "./reward.js";
+import { Suspicion } from "./screen.js";
 
 /** The breakdown written to `trajectories/<id>/score.json`. */
 export const Score = z
@@ -33,6 +34,10 @@ export const Score = z
       .object({ raw: z.string().optional(), via: z.string().optional(), error: z.string().optional() })
       .strict()
       .optional(),
+    suspicious: z
+      .array(Suspicion)
+      .optional()
+      .describe("hack-shaped lines the static screen found in the scored diff (scoring/screen.ts)"),
     ignoredTests: z
       .array(z.string())
       .optional()

@@ -30,6 +30,7 @@ import {
   type Weights,
 } from "./reward.js";
 import type { Score } from "./score.js";
+import { type SuspiciousPenalty, screenDiff } from "./screen.js";
 import {
   composeScoringScript,
   hiddenStep,
@@ -103,6 +104,8 @@ export interface ScoreOptions {
   readonly maxOutputBytes?: number;
   /** What an edit to a protected harness/build file costs (default revert). */
   readonly tamperPenalty?: TamperPenalty;
+  /** What a hit of the static screen (scoring/screen.ts) costs (default none: recorded only). */
+  readonly suspiciousPenalty?: SuspiciousPenalty;
   /**
    * The hidden test files the worker has bound read-only (`prepareReadOnlyHidden`, its canary in):
    * the script verifies them instead of installing the tests. Absent: the script installs them.
@@ -506,9 +509,16 @@ export async function scoreDiff(
       }
     }
   }
+  const suspicious = screenDiff(guarded.diff);
   const gate: Gate | undefined = tampering.length
     ? { reason: "tests_tampered", detail: tampering.join("; ") }
-    : tamperGate(guarded.tampered, o.tamperPenalty ?? "revert");
+    : (tamperGate(guarded.tampered, o.tamperPenalty ?? "revert") ??
+      (suspicious.length && o.suspiciousPenalty === "zero"
+        ? {
+            reason: "suspicious",
+            detail: `the static screen flagged ${suspicious.length} line(s), first ${suspicious[0]!.file}:${suspicious[0]!.line} (${suspicious[0]!.reason}); --suspicious-penalty zero`,
+          }
+        : undefined));
   return {
     reward: combine(terms, gate),
     ...(gate ? { gate } : {}),
@@ -524,6 +534,7 @@ export async function scoreDiff(
     ...(judge ? { judge } : {}),
     ...(o.bound?.guard ? { decoys: o.bound.guard } : {}),
     ...(guarded.ignored.length ? { ignoredTests: guarded.ignored } : {}),
+    ...(suspicious.length ? { suspicious } : {}),
     durationMs: Date.now() - started,
   };
 }

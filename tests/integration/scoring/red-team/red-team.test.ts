@@ -93,9 +93,17 @@ describe.each(classes)("red team: %s", (cls) => {
     async (_id, attack) => {
       const s = await scoreAttack(attack);
       const why = s.gate ? `${s.gate.reason}: ${s.gate.detail}` : JSON.stringify(s.testResults);
-      console.log(`red team ${attack.id} (${attack.task}): reward ${s.reward} — ${why.slice(0, 300)}`);
+      const seen = [
+        ...(s.suspicious ?? []).map((h) => `${h.file}:${h.line} ${h.class}`),
+        ...(s.ignoredTests ?? []).map((f) => `${f} ignored`),
+      ];
+      console.log(
+        `red team ${attack.id} (${attack.task}): reward ${s.reward} — ${why.slice(0, 300)}; screen: ${seen.slice(0, 3).join(", ") || "nothing"}`,
+      );
       if (baseline) return;
       expect(s.reward, `${attack.what}\n${why}`).toBe(0);
+      // detection beside prevention: the static screen names it, or its files never entered scoring
+      expect(seen.length, `${attack.id}: not flagged by the static screen`).toBeGreaterThan(0);
     },
     600_000,
   );

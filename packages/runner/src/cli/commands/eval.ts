@@ -55,6 +55,7 @@ export const EvalOptions = RolloutOptions.pick({
   modelSilenceTimeout: true,
   testTimeout: true,
   tamperPenalty: true,
+  suspiciousPenalty: true,
 }).extend({
   task: z.array(z.string().min(1)).optional().describe("a catalog task id to evaluate (repeat for several)"),
   dataset: z
