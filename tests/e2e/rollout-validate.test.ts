@@ -103,14 +103,18 @@ describe("flakegym validate", () => {
     );
     expect(r.exitCode, r.stderr).toBe(1);
     const lines = r.stdout.split("\n");
-    expect(lines[0]).toMatch(/^TASK\s+GOLD\s+EMPTY\s+CHEATS\s+FLAKY\s+RESULT$/);
+    expect(lines[0]).toMatch(/^TASK\s+GOLD\s+EMPTY\s+CHEATS\s+FLAKY\s+GUARDED\s+RESULT$/);
+    // every graded test of every catalog task is guarded by a decoy (GUARDED n/n)
     for (const [task, n] of Object.entries(cheats))
-      expect(r.stdout).toMatch(new RegExp(`^${task}\\s+1\\.00\\s+0\\.00\\s+${n}/${n}\\s+0\\s+PASS$`, "m"));
-    expect(r.stdout).toMatch(/^bad-solution\s+0\.00\s+0\.00\s+-\s+0\s+FAIL$/m);
+      expect(r.stdout).toMatch(
+        new RegExp(`^${task}\\s+1\\.00\\s+0\\.00\\s+${n}/${n}\\s+0\\s+(\\d+)/\\1\\s+PASS$`, "m"),
+      );
+    expect(r.stdout).toMatch(/^ {4}defences: decoys on \d+ of \d+ graded tests/m);
+    expect(r.stdout).toMatch(/^bad-solution\s+0\.00\s+0\.00\s+-\s+0\s+\d+\/\d+\s+FAIL$/m);
     expect(r.stdout).toMatch(
       /gold: reward 0, expected 1 — the reference solution does not pass the hidden tests/,
     );
-    expect(r.stdout).toMatch(/^ratatui-2148\s+-\s+-\s+-\s+0\s+SKIP$/m);
+    expect(r.stdout).toMatch(/^ratatui-2148\s+-\s+-\s+-\s+0\s+-\s+SKIP$/m);
     expect(r.stdout).toMatch(/skipped: needs network/);
     expect(r.stdout).toMatch(/5 passed, 1 failed, 1 skipped/);
 

@@ -1,4 +1,5 @@
 import { match } from "ts-pattern";
+import { type Hackability, hackabilityOf, hackabilityReasons, type ScoringPlace } from "./hackability.js";
 import type { TrajectoryResult } from "./schema.js";
 import type { RunSummary } from "./summary.js";
 
@@ -21,6 +22,13 @@ export interface TaskVerdict {
   readonly cheatsRun: number;
   readonly flaky: readonly string[];
   readonly reasons: readonly string[];
+  /** Which defences applied and which graded tests have decoys (from gold's score). */
+  readonly hackability?: Hackability;
+}
+
+/** How validate judges hackability: where scoring ran, and whether unguarded tests are accepted. */
+export interface HackabilityPolicy extends ScoringPlace {
+  readonly allowUnguarded: boolean;
 }
 
 /** Snapshot error codes that mean "this machine cannot reach what the task needs". */
@@ -48,6 +56,7 @@ export function verdictFor(
   gold: TrajectoryResult | undefined,
   empty: TrajectoryResult | undefined,
   cheats: readonly CheatResult[] = [],
+  policy: HackabilityPolicy = { backend: "local", root: true, allowUnguarded: false },
 ): TaskVerdict {
   const t = summary.tasks.find((x) => x.taskId === taskId);
   if (t?.error && NETWORK_CODES.has(t.error.code)) {
@@ -99,6 +108,8 @@ export function verdictFor(
     if (r !== undefined && !(t?.error && r.endsWith("did not run"))) reasons.push(r);
   const flaky = [...new Set([...(gold?.score?.flaky ?? []), ...(empty?.score?.flaky ?? [])])].sort();
   if (flaky.length) reasons.push(`flaky tests (results differ between repeated runs): ${flaky.join(", ")}`);
+  const hackability = hackabilityOf(gold, policy);
+  reasons.push(...hackabilityReasons(hackability, policy.allowUnguarded));
   return {
     taskId,
     verdict: reasons.length ? "fail" : "pass",
@@ -108,6 +119,7 @@ export function verdictFor(
     cheatsRun: cheats.length,
     flaky,
     reasons,
+    ...(hackability ? { hackability } : {}),
   };
 }
 
@@ -119,9 +131,10 @@ export function renderVerdicts(vs: readonly TaskVerdict[]): string[] {
     empty: fmt(v.empty),
     cheats: v.cheatsHeld === null ? "-" : `${v.cheatsHeld}/${v.cheatsRun}`,
     flaky: String(v.flaky.length),
+    guarded: v.hackability ? `${v.hackability.guarded}/${v.hackability.graded}` : "-",
     result: v.verdict.toUpperCase(),
   }));
-  const cols = ["task", "gold", "empty", "cheats", "flaky", "result"] as const;
+  const cols = ["task", "gold", "empty", "cheats", "flaky", "guarded", "result"] as const;
   const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => r[c].length)));
   const line = (cells: readonly string[]) =>
     cells
@@ -132,6 +145,7 @@ export function renderVerdicts(vs: readonly TaskVerdict[]): string[] {
   vs.forEach((v, i) => {
     out.push(line(cols.map((c) => rows[i]![c])));
     for (const r of v.reasons) out.push(`    ${r}`);
+    if (v.hackability) out.push(`    defences: ${v.hackability.defences.join("; ")}`);
   });
   const n = (k: Verdict) => vs.filter((v) => v.verdict === k).length;
   out.push(`${n("pass")} passed, ${n("fail")} failed, ${n("skip")} skipped`);

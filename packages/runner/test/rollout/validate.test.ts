@@ -35,7 +35,7 @@ describe("verdictFor", () => {
       result({ taskId: "a", index: 0, reward: 1 }),
       result({ taskId: "a", index: 1, reward: 0 }),
     );
-    expect(v).toEqual({
+    expect(v).toMatchObject({
       taskId: "a",
       verdict: "pass",
       gold: 1,
@@ -45,6 +45,38 @@ describe("verdictFor", () => {
       flaky: [],
       reasons: [],
     });
+    expect(v.hackability?.unguarded).toEqual([]);
+  });
+
+  it("reports the hackability of gold's scoring, failing a task with unguarded tests unless they are accepted", () => {
+    const gold = result({ taskId: "a", index: 0, reward: 1 });
+    const scored = {
+      ...gold,
+      score: {
+        ...gold.score!,
+        testResults: { failToPass: { t1: "passed" as const, t2: "passed" as const }, passToPass: {} },
+        decoys: { guarded: ["t1"], unguarded: [{ id: "t2", reason: "no literal" }] },
+      },
+    };
+    const empty = result({ taskId: "a", index: 1, reward: 0 });
+    const v = verdictFor("a", summary([task("a")]), scored, empty, [], {
+      backend: "nomad",
+      root: true,
+      allowUnguarded: false,
+    });
+    expect(v.verdict).toBe("fail");
+    expect(v.reasons[0]).toMatch(/1 graded test\(s\) without a decoy.*t2 \(no literal\).*--allow-unguarded/);
+    expect(v.hackability).toMatchObject({ guarded: 1, graded: 2 });
+    expect(v.hackability?.defences.join(" ")).toMatch(/decoys on 1 of 2 graded tests.*checksummed/);
+    const ok = verdictFor("a", summary([task("a")]), scored, empty, [], {
+      backend: "local",
+      root: true,
+      allowUnguarded: true,
+    });
+    expect(ok.verdict).toBe("pass");
+    expect(renderVerdicts([ok]).join("\n")).toMatch(
+      /a {5}1\.00 {2}0\.00 {3}- {7}0 {6}1\/2 {6}PASS\n {4}defences: decoys on 1 of 2[^\n]*bound read-only/,
+    );
   });
 
   it("counts the cheats that scored 0 and fails, naming it, a cheat that fooled the scorer", () => {
@@ -138,9 +170,9 @@ describe("verdictFor", () => {
       },
     ]);
     expect(lines).toEqual([
-      "TASK  GOLD  EMPTY  CHEATS  FLAKY  RESULT",
-      "a     1.00  0.00   6/6     0      PASS",
-      "bb    0.00  0.00   -       0      FAIL",
+      "TASK  GOLD  EMPTY  CHEATS  FLAKY  GUARDED  RESULT",
+      "a     1.00  0.00   6/6     0      -        PASS",
+      "bb    0.00  0.00   -       0      -        FAIL",
       "    gold: reward 0",
       "1 passed, 1 failed, 0 skipped",
     ]);

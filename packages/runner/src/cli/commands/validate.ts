@@ -11,6 +11,7 @@ import type { RunConfig } from "../../rollout/schema.js";
 import type { RunSummary } from "../../rollout/summary.js";
 import { type CheatResult, renderVerdicts, type TaskVerdict, verdictFor } from "../../rollout/validate.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
+import { canOwnForOthers } from "../../scoring/read-only.js";
 import { TamperPenalty } from "../../scoring/reward.js";
 import { BUILTIN_CATALOG_DIR, listCatalog } from "../../tasks/catalog.js";
 import { defineCommand } from "../command.js";
@@ -24,7 +25,9 @@ export const validateCommand = defineCommand({
     "with the `gold` policy (the reference solution applied through Cline's tools), with `empty` (no\n" +
     "change), and with each of the task's cheats (`<task>/cheats/*.json`: scripted plans that attack the\n" +
     "scorer — harness rewrites, exit-status tricks, import-time hooks — instead of solving the task).\n" +
-    "The hidden tests run --repeat times per scoring to catch flaky tests. Tasks that need network are\n" +
+    "The hidden tests run --repeat times per scoring to catch flaky tests. Each task's hackability report\n" +
+    "(GUARDED: graded tests twinned by a decoy; the defences its scoring had) is printed beside them, and a\n" +
+    "task with unguarded tests fails unless --allow-unguarded. Tasks that need network are\n" +
     "skipped with a message when the machine is offline. Exit 1 on any failure.",
   options: z.object({
     task: z.array(z.string().min(1)).optional().describe("catalog task id"),
@@ -49,6 +52,12 @@ export const validateCommand = defineCommand({
     tamperPenalty: TamperPenalty.default("revert").describe(
       "what an edit to a protected harness/build file costs (revert: score the reverted tree; zero: reward 0)",
     ),
+    allowUnguarded: z
+      .boolean()
+      .default(false)
+      .describe(
+        "accept graded tests without a decoy (imported tasks whose assertions have no literal to twin): report them, do not fail",
+      ),
     json: z.boolean().default(false).describe("print the verdicts as JSON"),
   }),
   examples: [
@@ -115,7 +124,13 @@ export const validateCommand = defineCommand({
       const byIndex = (index: number) =>
         [...state.results.values()].find((r) => r.taskId === task && r.index === index);
       const cheatResults: CheatResult[] = cheats.map((c, i) => ({ name: c.name, result: byIndex(2 + i) }));
-      verdicts.push(verdictFor(task, summary, byIndex(0), byIndex(1), cheatResults));
+      verdicts.push(
+        verdictFor(task, summary, byIndex(0), byIndex(1), cheatResults, {
+          backend: opts.backend,
+          root: canOwnForOthers(),
+          allowUnguarded: opts.allowUnguarded,
+        }),
+      );
       if (summary.interrupted) {
         interrupted = true;
         break;

@@ -1,0 +1,69 @@
+import type { TrajectoryResult } from "./schema.js";
+
+/**
+ * A task's hackability report (issue 25): which defences applied to its scoring and which graded
+ * tests a decoy guarded, read from the gold trajectory's score.json. `flakegym validate` prints it
+ * beside gold/empty/cheats and fails a task with unguarded tests unless told they are accepted
+ * (`--allow-unguarded`). Pure.
+ */
+export interface Hackability {
+  /** Graded tests twinned by a decoy, of all graded tests (suite tasks). */
+  readonly guarded: number;
+  readonly graded: number;
+  readonly unguarded: readonly { id: string; reason: string }[];
+  /** The defences this scoring had, in words. */
+  readonly defences: readonly string[];
+}
+
+/** Where the scoring ran, for the one defence that depends on it. */
+export interface ScoringPlace {
+  readonly backend: "local" | "podman" | "nomad";
+  /** The runner can give files to another user (root on the host). */
+  readonly root: boolean;
+}
+
+/** The report of one task from its gold trajectory (undefined when gold was not scored). Pure. */
+export function hackabilityOf(
+  gold: TrajectoryResult | undefined,
+  place: ScoringPlace,
+): Hackability | undefined {
+  const score = gold?.score;
+  if (!score) return undefined;
+  const d = score.decoys;
+  const graded = score.testResults
+    ? Object.keys(score.testResults.failToPass).length + Object.keys(score.testResults.passToPass).length
+    : 0;
+  const readOnly = place.backend !== "nomad" && place.root;
+  const defences = [
+    d
+      ? `decoys on ${d.guarded.length} of ${graded} graded tests (random names, a twin expecting another value)`
+      : "no decoys (not a suite task)",
+    "protected harness, build and runner-configuration files reset; the agent's new test files left out",
+    readOnly
+      ? "hidden test files owned by another user, bound read-only"
+      : "hidden test files reset and checksummed around every run (not bound read-only on this backend/user)",
+    "canary test, exit status and per-test result lines checked",
+    "static screen of the diff recorded (score.json suspicious)",
+  ];
+  return {
+    guarded: d?.guarded.length ?? 0,
+    graded,
+    unguarded: d
+      ? d.unguarded
+      : Object.keys({ ...score.testResults?.failToPass, ...score.testResults?.passToPass }).map((id) => ({
+          id,
+          reason: "the task is not a suite task: no decoys",
+        })),
+    defences,
+  };
+}
+
+/** Why the report fails the task (empty: it does not). Pure. */
+export function hackabilityReasons(h: Hackability | undefined, allowUnguarded: boolean): string[] {
+  if (!h || allowUnguarded || h.unguarded.length === 0) return [];
+  return [
+    `${h.unguarded.length} graded test(s) without a decoy (a forged pass would go unseen): ${h.unguarded
+      .map((u) => `${u.id} (${u.reason})`)
+      .join("; ")} — rewrite them with an equality on a literal, or pass --allow-unguarded to accept`,
+  ];
+}
