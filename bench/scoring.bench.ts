@@ -1,0 +1,135 @@
+/**
+ * `npm run bench -- scoring [--reps 3] [--tasks a,b]`
+ *
+ * The cost of scoring one trajectory with decoys (issue 25: every graded test renamed and twinned
+ * by a test that must fail) against the scorer before them (the canary only), side by side: for
+ * one offline task per profile, the reference solution is scored alternately both ways in fresh
+ * sandboxed forks of one snapshot. CPU seconds come from a cgroup of the bench's own (every
+ * sandboxed scorer and compiler is charged there); wall time beside it. Goal: ≤ 1.5× CPU per
+ * trajectory.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import {
+  buildSnapshot,
+  createLocalBackend,
+  forkSnapshot,
+  hiddenTestsOf,
+  loadTask,
+  prepareReadOnlyHidden,
+  scoreDiff,
+  snapshotSpecOfTask,
+} from "../packages/runner/src/index.js";
+import { type BenchContext, median, printTable } from "./lib.js";
+import { openRunCgroup } from "./run-cgroup.js";
+
+const DEFAULT_TASKS = [
+  "chunked-partial-tail",
+  "paginate-last-page",
+  "truncate-runes",
+  "stats-empty-mean",
+  "b64-two-byte-tail",
+];
+
+function arg(args: string[], name: string, fallback: string): string {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
+}
+
+export async function main(ctx: BenchContext, args: string[]): Promise<void> {
+  const reps = Number(arg(args, "reps", "3"));
+  const tasks = arg(args, "tasks", DEFAULT_TASKS.join(",")).split(",");
+  const cg = await openRunCgroup("scoring");
+  if ("reason" in cg) console.log(`CPU: not measured (${cg.reason}); wall time only`);
+  const cpu = async () => ("reason" in cg ? Number.NaN : await cg.cpuSeconds());
+  const rows: Record<string, string | number>[] = [];
+  const all: { ours: number[]; base: number[] } = { ours: [], base: [] };
+  try {
+    for (const id of tasks) {
+      const task = await loadTask(id);
+      const snapshot = await buildSnapshot(snapshotSpecOfTask(task), { cacheDir: join(ctx.outDir, "cache") });
+      const hidden = await hiddenTestsOf(task, 120_000);
+      const gold = await readFile(task.paths.solution, "utf8");
+      const backend = createLocalBackend({ stateDir: join(ctx.outDir, "workers") });
+      const one = async (decoys: boolean, n: number) => {
+        const c0 = await cpu();
+        const t0 = performance.now();
+        const fork = await forkSnapshot(snapshot, {
+          dest: join(ctx.outDir, "forks", `${id}-${decoys}-${n}`),
+        });
+        const prepared = decoys
+          ? await prepareReadOnlyHidden("local", hidden, snapshot.workspace)
+          : undefined;
+        const worker = await backend.start({
+          runId: "bench",
+          taskId: id,
+          trajectoryId: `${id}-${decoys ? "decoys" : "canary"}-${n}`,
+          profile: task.spec.profile,
+          workspace: fork.workspace,
+          depsDir: fork.deps,
+          gateway: {},
+          limits: { ...task.spec.limits, wallClockMs: 300_000 },
+          agent: false,
+          ...(prepared?.readOnly ? { readOnlyFiles: prepared.readOnly.files } : {}),
+        });
+        try {
+          const s = await scoreDiff(
+            worker,
+            gold,
+            hidden,
+            {
+              partialCredit: "none",
+              weights: { tests: 1, build: 0, lint: 0, judge: 0 },
+              repeat: 1,
+              termTimeoutMs: 60_000,
+              taskPrompt: "",
+              ...(prepared ? { bound: prepared.bound } : {}),
+            },
+            AbortSignal.timeout(280_000),
+          );
+          if (s.reward !== 1) throw new Error(`${id}: gold scored ${s.reward} (${s.gate?.detail ?? ""})`);
+        } finally {
+          await worker.stop();
+          await prepared?.readOnly?.release();
+          await fork.release();
+        }
+        return { cpu: (await cpu()) - c0, wall: (performance.now() - t0) / 1000 };
+      };
+      await one(true, -1); // warm caches (compilers, page cache) before measuring
+      const ours: { cpu: number; wall: number }[] = [];
+      const base: { cpu: number; wall: number }[] = [];
+      for (let n = 0; n < reps; n++) {
+        // alternate which goes first
+        if (n % 2 === 0) {
+          ours.push(await one(true, n));
+          base.push(await one(false, n));
+        } else {
+          base.push(await one(false, n));
+          ours.push(await one(true, n));
+        }
+      }
+      const oc = median(ours.map((x) => x.cpu));
+      const bc = median(base.map((x) => x.cpu));
+      all.ours.push(oc);
+      all.base.push(bc);
+      rows.push({
+        task: id,
+        profile: task.spec.profile,
+        "cpu s (decoys)": oc,
+        "cpu s (canary only)": bc,
+        "cpu ratio": oc / bc,
+        "wall s (decoys)": median(ours.map((x) => x.wall)),
+        "wall s (canary only)": median(base.map((x) => x.wall)),
+      });
+    }
+  } finally {
+    if (!("reason" in cg)) await cg.close();
+  }
+  printTable(rows);
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const ratio = sum(all.ours) / sum(all.base);
+  console.log(
+    `\nscoring CPU per trajectory, decoys vs canary only: ${ratio.toFixed(2)}× (goal ≤ 1.5×) — ${ratio <= 1.5 ? "met" : "NOT met"}`,
+  );
+  ctx.writeResult("scoring", { reps, rows, ratio });
+}
