@@ -54,6 +54,7 @@ describe.skipIf(!CHROMIUM)("flakegym view in Chromium (skipped without Debian's 
         turns: [
           { text: `Let me look.\n${xmlTool.executeCommand("ls src")}` },
           { text: xmlTool.writeToFile("NOTES.md", `notes ${HOSTILE}\n`) },
+          { text: xmlTool.writeToFile("src/quiet.js", "process.exitCode = 0;\n") },
           { text: xmlTool.attemptCompletion("wrote notes") },
         ],
       }),
@@ -134,8 +135,15 @@ describe.skipIf(!CHROMIUM)("flakegym view in Chromium (skipped without Debian's 
     expect(await main.locator("script, img").count()).toBe(0);
     expect(await page.evaluate("window.__pwned")).toBeUndefined();
     expect(await main.textContent()).toContain("Hidden tests");
+    // the static screen's finding, in its table
+    expect(await main.locator("tr.suspicious").first().textContent()).toContain("src/quiet.js:1");
+    expect(await main.locator("tr.suspicious").first().textContent()).toContain("exit-path");
     expect(await main.locator("pre.diff .d-add").count()).toBeGreaterThan(0);
     await screenshot(page, "view-trajectory");
+
+    // the gold trajectory's scoring had every graded test twinned by a decoy
+    await go(`#/t/${encodeURIComponent("runs/r1")}/${TASK}-t0`);
+    expect(await page.locator("main").textContent()).toMatch(/decoys: \d+ graded test\(s\) twinned/);
 
     // token view of the gold trajectory: trained and masked spans, heat map colours
     await go(`#/t/${encodeURIComponent("runs/r1")}/${TASK}-t0/tokens`);

@@ -613,6 +613,40 @@ async function trajectoryPage(ref: string, id: string): Promise<void> {
               {},
               `tampered: ${s.tampered?.length ? s.tampered.join(", ") : "none"}; test files touched: ${s.touchedTestFiles.length ? s.touchedTestFiles.join(", ") : "none"}; flaky: ${s.flaky.length ? s.flaky.join(", ") : "none"}`,
             ),
+            s.decoys
+              ? h(
+                  "p",
+                  {},
+                  `decoys: ${s.decoys.guarded.length} graded test(s) twinned by a test that must fail${
+                    s.decoys.unguarded.length
+                      ? `; unguarded: ${s.decoys.unguarded.map((u) => `${u.id} (${u.reason})`).join(", ")}`
+                      : ""
+                  }`,
+                )
+              : null,
+            s.ignoredTests?.length
+              ? h(
+                  "p",
+                  {},
+                  `the agent's own new test files, left out of scoring: ${s.ignoredTests.join(", ")}`,
+                )
+              : null,
+            s.suspicious?.length
+              ? table(
+                  "Suspicious: what the static screen flagged in the scored diff",
+                  ["where", "class", "why", "line"],
+                  s.suspicious.map((x) =>
+                    h(
+                      "tr",
+                      { class: "suspicious" },
+                      h("th", { scope: "row" }, `${x.file}:${x.line}`),
+                      h("td", {}, x.class),
+                      h("td", {}, x.reason),
+                      h("td", {}, h("code", {}, x.text)),
+                    ),
+                  ),
+                )
+              : null,
             tests.length ? table("Hidden tests", ["set", "test", "status"], tests) : null,
           ]
         : h("p", { class: "muted" }, "No score.json."),
