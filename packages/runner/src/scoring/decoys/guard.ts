@@ -1,15 +1,15 @@
 import type { ResultFormat } from "../../tasks/task-spec.js";
 import { assertionSites } from "./assertions.js";
 import { langOf, registrations, type TestBlock, testBlocks } from "./blocks.js";
-import { perturbLiteral, type Rand } from "./perturb.js";
+import { literalVariants, type Rand } from "./perturb.js";
 import type { Lexed } from "./scan.js";
 
 /**
  * Decoys: tests a correct solution must FAIL, made from the hidden tests themselves (issue 25).
- * For every graded test found in a hidden test file, scoring adds a twin whose expected value is
- * changed (one literal of one equality or containment assertion, chosen at random per run), and
- * renames both — and every other graded test — to random names of one shape, emitted in random
- * order. A run is believed only when every decoy is reported failed: anything that turns failures
+ * For every graded test found in a hidden test file, scoring adds twins whose expected value is
+ * changed ({@link DECOYS_PER_TEST} values of one literal of one equality, containment or exception
+ * assertion, chosen at random per run), and renames them all — and every other graded test — to
+ * random names of one shape, emitted in random order. A run is believed only when every decoy is reported failed: anything that turns failures
  * into passes (a forged report, a patched assert or report object, an always-equal return value, a
  * runner configured to pass) passes the decoys too, and nothing can tell a decoy from the real test
  * without knowing the right answer. Pure, given `rand`.
@@ -99,19 +99,20 @@ function blockText(l: Lexed, b: TestBlock, edits: { start: number; end: number; 
   return out;
 }
 
-/** One decoy body for `b`, or the reason it has none. */
-function decoyOf(
-  format: ResultFormat,
-  l: Lexed,
-  b: TestBlock,
-  rand: Rand,
-): { start: number; end: number; text: string } | string {
+/** Decoys per graded test: a forger passes only by picking the real one of 1 + this, per test. */
+export const DECOYS_PER_TEST = 3;
+
+type Edit = { start: number; end: number; text: string };
+
+/** The decoys' edits for `b` (one literal, several values), or the reason it has none. */
+function decoysOf(format: ResultFormat, l: Lexed, b: TestBlock, rand: Rand): Edit[] | string {
   const sites = assertionSites(format, l, b.body);
   if (!sites.length) return "no equality or containment assertion with a literal expected value";
   for (const site of shuffle(sites, rand)) {
     for (const lit of shuffle([...site.literals], rand)) {
-      const next = perturbLiteral(l.text.slice(lit.start, lit.end), langOf(format), site.kind, rand);
-      if (next !== undefined) return { ...lit, text: next };
+      const text = l.text.slice(lit.start, lit.end);
+      const texts = literalVariants(text, langOf(format), site.kind, rand, DECOYS_PER_TEST);
+      if (texts.length) return texts.map((t) => ({ ...lit, text: t }));
     }
   }
   return "its assertions' literals cannot be changed (f-strings, templates, characters)";
@@ -139,10 +140,7 @@ export function guardFiles(
   const unguarded: GuardReport["unguarded"] = [];
   const guarded: string[] = [];
   // per located block: its new name, its decoy's name and body edit
-  const plans = new Map<
-    TestBlock,
-    { name: string; decoy?: { name: string; edit: { start: number; end: number; text: string } } }
-  >();
+  const plans = new Map<TestBlock, { name: string; decoys: { name: string; edit: Edit }[] }>();
   for (const id of graded) {
     const parts = idParts(format, id);
     const hits = parts
@@ -164,20 +162,21 @@ export function guardFiles(
     const { file, block } = hits[0]!;
     let plan = plans.get(block);
     if (!plan) {
-      const d = decoyOf(format, parsed[file]!.lexed, block, rand);
+      const d = decoysOf(format, parsed[file]!.lexed, block, rand);
       plan = {
         name: freshName(format, rand, taken),
-        ...(typeof d === "string" ? {} : { decoy: { name: freshName(format, rand, taken), edit: d } }),
+        decoys:
+          typeof d === "string" ? [] : d.map((edit) => ({ name: freshName(format, rand, taken), edit })),
       };
-      if (plan.decoy) decoys[parts.run(plan.decoy.name)] = id;
-      else unguarded.push({ id, reason: d as string });
+      for (const decoy of plan.decoys) decoys[parts.run(decoy.name)] = id;
+      if (typeof d === "string") unguarded.push({ id, reason: d });
       plans.set(block, plan);
-    } else if (plan.decoy) {
-      // a second id of the same block (Go subtests): its decoy stands for both
-    } else
+    } else if (!plan.decoys.length) {
       unguarded.push({ id, reason: "no equality or containment assertion with a literal expected value" });
+    }
+    // a second id of the same block (Go subtests) shares its decoys
     runIds[id] = parts.run(plan.name);
-    if (plan.decoy) guarded.push(id);
+    if (plan.decoys.length) guarded.push(id);
   }
   const out = files.map((f, i) => {
     const { lexed: l, blocks } = parsed[i]!;
@@ -187,12 +186,10 @@ export function guardFiles(
       const plan = plans.get(b);
       if (!plan) continue;
       const rename = (name: string) => ({ ...b.nameSpan, text: name });
-      const versions = [{ name: plan.name, text: blockText(l, b, [rename(plan.name)]) }];
-      if (plan.decoy)
-        versions.push({
-          name: plan.decoy.name,
-          text: blockText(l, b, [rename(plan.decoy.name), plan.decoy.edit]),
-        });
+      const versions = [
+        { name: plan.name, text: blockText(l, b, [rename(plan.name)]) },
+        ...plan.decoys.map((d) => ({ name: d.name, text: blockText(l, b, [rename(d.name), d.edit]) })),
+      ];
       const shuffled = shuffle(versions, rand);
       order.set(
         b.name,

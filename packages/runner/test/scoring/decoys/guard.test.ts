@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { guardFiles } from "../../../src/scoring/decoys/guard.js";
+import { DECOYS_PER_TEST, guardFiles } from "../../../src/scoring/decoys/guard.js";
 import { decoyVerdict } from "../../../src/scoring/results.js";
 
 let s = 1;
@@ -53,7 +53,8 @@ describe("guardFiles", () => {
       rand,
     );
     expect(gg.plan.runIds["TestX/sub"]).toBe(`${gg.plan.runIds.TestX}/sub`);
-    expect(Object.values(gg.plan.decoys)).toEqual(["TestX/sub"]);
+    expect(new Set(Object.values(gg.plan.decoys))).toEqual(new Set(["TestX/sub"]));
+    expect(Object.keys(gg.plan.decoys).length).toBe(DECOYS_PER_TEST);
   });
 });
 

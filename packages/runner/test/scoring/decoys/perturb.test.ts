@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { perturbLiteral, type Rand } from "../../../src/scoring/decoys/perturb.js";
+import { literalVariants, perturbLiteral, type Rand } from "../../../src/scoring/decoys/perturb.js";
 
 /** A deterministic rand cycling through `seq`. */
 const seq = (...xs: number[]): Rand => {
@@ -50,8 +50,37 @@ describe("perturbLiteral", () => {
     }
     expect(perturbLiteral("true", "js", "equal", seq(0))).toBe("false");
     expect(perturbLiteral("False", "python", "equal", seq(0))).toBe("True");
-    expect(perturbLiteral("ValueError", "python", "class", seq(0))).toBe("TypeError");
-    expect(perturbLiteral('"SyntaxError"', "js", "class", seq(0))).toBe('"TypeError"');
+    expect(perturbLiteral("ValueError", "python", "class", seq(0))).toMatch(
+      /^(TypeError|ZeroDivisionError|AttributeError|IndexError|RuntimeError)$/,
+    );
+    expect(perturbLiteral('"SyntaxError"', "js", "class", seq(0))).toMatch(
+      /^"(TypeError|RangeError|ReferenceError|URIError|EvalError)"$/,
+    );
     expect(perturbLiteral("MyError", "rust", "class", seq(0))).toBeUndefined();
+  });
+
+  it("gives several values of one literal that differ from it, and from each other, at one place (none sits in the middle)", () => {
+    let x = 7;
+    const rand: Rand = (n) => {
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      return x % n;
+    };
+    for (const [text, lang] of [
+      ['"1.0 KiB"', "python"],
+      ["5_400_000", "js"],
+      ['"hello world"', "go"],
+    ] as const) {
+      const vs = literalVariants(text, lang, "equal", rand, 3);
+      expect(vs.length).toBe(3);
+      const all = [text, ...vs];
+      expect(new Set(all).size).toBe(4);
+      const diffAt = (a: string, b: string) => [...a].flatMap((c, i) => (c === b[i] ? [] : [i]));
+      const places = new Set(all.flatMap((a) => all.filter((b) => b !== a).flatMap((b) => diffAt(a, b))));
+      expect(places.size, `${text}: ${vs.join(" ")}`).toBe(1);
+    }
+    // C: nothing goes right after a greedy \x escape
+    for (let i = 0; i < 30; i++)
+      for (const v of literalVariants('"\\x1bc"', "c", "equal", rand, 3))
+        expect(v).not.toMatch(/^"\\x1b[0-9a-fA-F]/);
   });
 });
