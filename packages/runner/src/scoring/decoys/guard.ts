@@ -99,6 +99,10 @@ function blockText(l: Lexed, b: TestBlock, edits: { start: number; end: number; 
   return out;
 }
 
+/** How often the literal at `lit` is written in the whole file. */
+const occurrences = (l: Lexed, lit: { start: number; end: number }) =>
+  l.text.split(l.text.slice(lit.start, lit.end)).length - 1;
+
 /** Decoys per graded test: a forger passes only by picking the real one of 1 + this, per test. */
 export const DECOYS_PER_TEST = 3;
 
@@ -108,12 +112,16 @@ type Edit = { start: number; end: number; text: string };
 function decoysOf(format: ResultFormat, l: Lexed, b: TestBlock, rand: Rand): Edit[] | string {
   const sites = assertionSites(format, l, b.body);
   if (!sites.length) return "no equality or containment assertion with a literal expected value";
-  for (const site of shuffle(sites, rand)) {
-    for (const lit of shuffle([...site.literals], rand)) {
-      const text = l.text.slice(lit.start, lit.end);
-      const texts = literalVariants(text, langOf(format), site.kind, rand, DECOYS_PER_TEST);
-      if (texts.length) return texts.map((t) => ({ ...lit, text: t }));
-    }
+  // a literal written nowhere else in the file first: a value that also appears elsewhere (another
+  // test's expectation) would tell the real one of a group from its decoys
+  const candidates = shuffle(
+    sites.flatMap((site) => site.literals.map((lit) => ({ site, lit }))),
+    rand,
+  ).sort((a, b) => occurrences(l, a.lit) - occurrences(l, b.lit));
+  for (const { site, lit } of candidates) {
+    const text = l.text.slice(lit.start, lit.end);
+    const texts = literalVariants(text, langOf(format), site.kind, rand, DECOYS_PER_TEST);
+    if (texts.length) return texts.map((t) => ({ ...lit, text: t }));
   }
   return "its assertions' literals cannot be changed (f-strings, templates, characters)";
 }
