@@ -46,15 +46,36 @@ async function walk(root: string, rel: string, out: string[]): Promise<void> {
   }
 }
 
+/** Test files found per (snapshot, format, ids): a snapshot never changes, so one walk serves every scoring. */
+const found = new Map<string, Promise<string[]>>();
+const MAX_REMEMBERED = 32;
+
+/** The snapshot's test-only files that may define graded tests (pytest ids name their file). */
+function candidatePaths(format: ResultFormat, workspace: string, ids: readonly string[]): Promise<string[]> {
+  if (format === "pytest") return Promise.resolve([...new Set(ids.map((id) => id.split("::")[0]!))]);
+  const key = `${format}\0${workspace}`;
+  let hit = found.get(key);
+  if (!hit) {
+    if (found.size >= MAX_REMEMBERED) found.delete(found.keys().next().value!);
+    hit = (async () => {
+      const paths: string[] = [];
+      await walk(workspace, "", paths);
+      return paths.filter((p) => isTestFile(format, p));
+    })();
+    found.set(key, hit);
+  }
+  return hit;
+}
+
 /** The snapshot's test files (not among `have`) that mention one of `names`. */
 async function repoTestFiles(
   format: ResultFormat,
   workspace: string,
+  ids: readonly string[],
   names: readonly string[],
   have: ReadonlySet<string>,
 ): Promise<InstalledFile[]> {
-  const paths: string[] = [];
-  await walk(workspace, "", paths);
+  const paths = await candidatePaths(format, workspace, ids);
   const out: InstalledFile[] = [];
   for (const path of paths.filter((p) => isTestFile(format, p) && !have.has(p)).sort()) {
     const f = await regularFile(workspace, path);
@@ -87,6 +108,7 @@ export async function guardHidden(
   const extra = await repoTestFiles(
     suite.results,
     snapshotWorkspace,
+    graded,
     graded.map((id) => definedName(suite.results, id)),
     have,
   );
