@@ -28,7 +28,11 @@ export const ServedSegment = z
     reward: z.number().nullable().describe("the trajectory reward / segment count (slime's rule)"),
     split: z
       .object({
-        kind: z.string().describe("history_rewritten | template_rewrite | answer_rerendered"),
+        kind: z
+          .string()
+          .describe(
+            "history_rewritten | prompt_repeated | prompt_shrunk | template_rewrite | answer_rerendered",
+          ),
         at_call: z.number().int().describe("turn-log seq of the call that started this segment"),
         position: z.number().int(),
         detail: z.string(),
