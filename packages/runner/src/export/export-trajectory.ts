@@ -56,6 +56,10 @@ export const ExportSegment = z
       .enum(["sampled", "template", "mixed"])
       .describe("sampled: trained ids are the ids the upstream sampled; template: re-rendered text"),
     promptSource: z.enum(["server", "template", "mixed"]),
+    spans: z
+      .array(z.tuple([z.number().int(), z.number().int()]))
+      .optional()
+      .describe("[start, end) of each call's completion in tokens, in the order of seqs"),
   })
   .strict();
 export type ExportSegment = z.infer<typeof ExportSegment>;
@@ -297,6 +301,7 @@ export function exportTrajectory(
       split: d.split,
       completionSource: pick(d.completion as Set<"sampled" | "template" | "mixed">, "mixed"),
       promptSource: pick(d.prompt as Set<"server" | "template" | "mixed">, "mixed"),
+      spans: d.spans,
     };
   });
   return { trajectoryId, segments, skipped };

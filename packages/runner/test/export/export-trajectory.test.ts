@@ -63,7 +63,9 @@ describe("exportTrajectory", () => {
       // the last prompt is a prefix of the segment: the model saw exactly these tokens
       const lastPrompt = turns[2]!.response!.tokens!.promptIds!;
       expect(seg.tokens.slice(0, lastPrompt.length)).toEqual(lastPrompt);
-      await expectGolden(family, "export-sampled-3turns", seg);
+      // each call's completion span: together exactly the trained positions
+      expect(seg.spans!.flatMap(([a, b]) => Array.from({ length: b - a }, (_, k) => a + k))).toEqual(pos);
+      await expectGolden(family, "export-sampled-3turns", { ...seg, spans: undefined });
 
       const last = exportTrajectory(turns, tok, { mode: "last_assistant_turn" }).segments[0]!;
       expect(last.tokens).toEqual(seg.tokens);

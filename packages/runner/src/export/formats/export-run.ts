@@ -9,7 +9,7 @@ import { readManifest, runPaths } from "../../rollout/run-dir.js";
 import type { RunManifest, TrajectoryResult } from "../../rollout/schema.js";
 import { readGroupRecords, readResults, readServedTrajectory } from "../../serve/record.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../tokenizer.js";
-import { atifTrajectory } from "./atif.js";
+import { atifTrajectory, atifVerifierResult } from "./atif.js";
 import { parquetTable } from "./parquet-table.js";
 import { formatRecords, RecordFormat, type SegmentPolicy } from "./trainer-formats.js";
 
@@ -150,9 +150,13 @@ export async function exportRun(
       const { items, excluded } = await collect(await readResults(o.runDir), async (r) => {
         const file = join(p.trajectory(r.trajectoryId).dir, "turns.jsonl");
         const turns = (await exists(file)) ? await readTurnLog(file) : [];
-        return { id: r.trajectoryId, atif: atifTrajectory(m, r, turns) };
+        return { id: r.trajectoryId, atif: atifTrajectory(m, r, turns), verifier: atifVerifierResult(r) };
       });
-      for (const x of items) await writeJsonAtomic(join(o.out, `${x.id}.json`), x.atif);
+      for (const x of items) {
+        await writeJsonAtomic(join(o.out, `${x.id}.json`), x.atif);
+        // ATIF has no reward: Harbor keeps it in the verifier's result, written beside it
+        await writeJsonAtomic(join(o.out, `${x.id}.verifier.json`), x.verifier);
+      }
       return { path: o.out, records: items.length, excluded };
     })
     .with("verl", "slime", "skyrl", "prime", "trl", "nemo", async (f) => {
