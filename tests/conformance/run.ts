@@ -13,7 +13,7 @@
  *    framework's own validation/collation code; each prints its framework's version, and skips
  *    with its reason when the package cannot be installed or imported.
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
@@ -49,7 +49,13 @@ function findPython(): string | undefined {
         .reverse()
         .map((v) => join(pyenv, v, "bin", "python3"))
     : [];
-  const candidates = [process.env["FLAKEGYM_CONFORMANCE_PYTHON"], "python3.13", "python3.12", "python3", ...installed];
+  const candidates = [
+    process.env["FLAKEGYM_CONFORMANCE_PYTHON"],
+    "python3.13",
+    "python3.12",
+    "python3",
+    ...installed,
+  ];
   for (const c of candidates) {
     if (!c) continue;
     const r = spawnSync(c, ["-c", "import sys; print(sys.version_info >= (3, 12))"], { encoding: "utf8" });
@@ -99,6 +105,30 @@ const attempt = (slot: TrajectorySlot) => ({
   outcome: { kind: "completed" as const, detail: "dummy agent completed" },
   reward: slot.index === 1 ? 0 : 1,
 });
+
+/** Runs one check (at most 15 minutes) without blocking the event loop the server runs in. */
+function runCheck(
+  python: string,
+  args: string[],
+  o: { env: NodeJS.ProcessEnv },
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(python, args, { env: o.env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (b: Buffer) => {
+      stdout += b.toString();
+    });
+    child.stderr.on("data", (b: Buffer) => {
+      stderr += b.toString();
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), 900_000);
+    child.on("close", (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
 
 async function main() {
   const work = await mkdtemp(join(tmpdir(), "flakegym-conformance-"));
@@ -195,9 +225,8 @@ async function main() {
         results.push({ framework, status: "skip", detail: venv.reason! });
         continue;
       }
-      const r = spawnSync(venv.python, [join(ROOT, "tests/conformance/checks", check)], {
-        encoding: "utf8",
-        timeout: 900_000,
+      // asynchronously: the server answering the checks lives in this process's event loop
+      const r = await runCheck(venv.python, [join(ROOT, "tests/conformance/checks", check)], {
         env: {
           ...process.env,
           PYTHONPATH: [
@@ -213,7 +242,7 @@ async function main() {
           TRL_EXPERIMENTAL_SILENCE: "1",
         },
       });
-      const last = (r.stdout ?? "").trim().split("\n").at(-1) ?? "";
+      const last = r.stdout.trim().split("\n").at(-1) ?? "";
       let result: (typeof results)[number];
       try {
         result = JSON.parse(last) as (typeof results)[number];

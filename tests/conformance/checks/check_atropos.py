@@ -25,7 +25,7 @@ def check():
         r.raise_for_status()
         batch = c.get("/batch").json()["batch"]
     assert batch and batch[0]["tokens"] == g["tokens"] and batch[0]["masks"] == g["masks"], batch
-    return "a %d-sequence group (segments included) went through /scored_data into a trainer batch" % len(g["tokens"])
+    return "a %d-sequence group went through /scored_data into a trainer batch" % len(g["tokens"])
 
 
 run("atropos", "atroposlib", check)
