@@ -1,5 +1,5 @@
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { writeJsonAtomic } from "../emit/jsonl.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import { newRunId, type RolloutOptions, resolveRolloutOptions } from "../rollout/config.js";
@@ -134,6 +134,7 @@ export function groupPaths(stateDir: string, id: string) {
     run: join(dir, "run"),
     records: join(dir, "records"),
     record: (trajectoryId: string) => join(dir, "records", `${trajectoryId}.json`),
+    errors: join(dir, "errors"),
     /** A trajectory whose record could not be built, and why (retried when the group resumes). */
     error: (trajectoryId: string) => join(dir, "errors", `${trajectoryId}.json`),
     done: join(dir, "done.json"),
@@ -148,11 +149,9 @@ export async function readStored(stateDir: string, id: string) {
   const request = JSON.parse(text) as GroupRequest;
   const records = await readGroupRecords(p.records);
   const errors: TrajectoryErrorLine[] = [];
-  for (const f of (await readdir(dirname(p.error("x"))).catch(() => [] as string[])).sort()) {
+  for (const f of (await readdir(p.errors).catch(() => [] as string[])).sort()) {
     if (f.endsWith(".json"))
-      errors.push(
-        TrajectoryErrorLine.parse(JSON.parse(await readFile(join(dirname(p.error("x")), f), "utf8"))),
-      );
+      errors.push(TrajectoryErrorLine.parse(JSON.parse(await readFile(join(p.errors, f), "utf8"))));
   }
   const doneText = await readFile(p.done, "utf8").catch(() => undefined);
   const done = doneText === undefined ? undefined : DoneLine.parse(JSON.parse(doneText));
@@ -212,7 +211,7 @@ export async function startGroup(
           index: result.index,
           reason: err instanceof Error ? err.message : String(err),
         };
-        await mkdir(dirname(p.error(trajectoryId)), { recursive: true });
+        await mkdir(p.errors, { recursive: true });
         await writeJsonAtomic(p.error(trajectoryId), line);
         const i = errors.findIndex((e) => e.trajectory_id === trajectoryId);
         if (i >= 0) errors.splice(i, 1);
