@@ -47,7 +47,8 @@ def runs_of(prompts):
 def completions_for(records, n, pad_token_id):
     """Exactly `n` rows for a group of `n` generations, in record index order: each trajectory's
     final segment, or — for a trajectory the server could not give — a row that trains nothing
-    (env_mask 0, reward 0), so TRL still gets one completion per prompt."""
+    (env_mask 0) with reward None, so TRL still gets one completion per prompt and, its reward
+    being None, leaves it out of the group's baseline (TRL: unscorable, advantage 0)."""
     by_index = {r["index"]: r for r in records}
     rows = []
     for i in range(n):
@@ -59,7 +60,7 @@ def completions_for(records, n, pad_token_id):
             rows.append(row)
         else:
             rows.append({"prompt_ids": [pad_token_id], "completion_ids": [pad_token_id], "logprobs": [0.0],
-                         "env_mask": [0], "reward": 0.0, "trajectory_id": None})
+                         "env_mask": [0], "reward": None, "trajectory_id": None})
     return rows
 
 

@@ -24,4 +24,5 @@ def make_rollout_func(url, inference):
 
 
 def flakegym_reward(completions, reward, **_):
-    return [float(r) for r in reward]
+    """The served reward; None for a trajectory the server could not give (TRL leaves it out)."""
+    return [None if r is None else float(r) for r in reward]
