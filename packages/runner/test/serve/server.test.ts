@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { exportRun } from "../../src/export/formats/export-run.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
 import { createDummyDeps, type DummyDeps } from "../../src/rollout/dummy-deps.js";
 import { inlineScenarioId, parseRows } from "../../src/serve/group-tasks.js";
@@ -279,6 +280,18 @@ describe("serve: one odd trajectory", () => {
     expect(again.lines.filter((l) => l.type === "trajectory_error")).toHaveLength(1);
     expect(doneOf(again.lines)).toMatchObject({ status: "failed", trajectories: 2, expected: 3 });
     expect(deps.agentCalls.sort()).toEqual([`${TASK}-t0`, `${TASK}-t1`, `${TASK}-t2`]);
+    // `flakegym export` of the same run from its turn logs: the other trajectories are written,
+    // the odd one is left out with its reason
+    const runDir = join(stateDir, "requests", "g-odd", "run");
+    const exported = await exportRun({
+      runDir,
+      format: "verl",
+      segments: "final",
+      out: join(stateDir, "verl.jsonl"),
+      tokenizer: TOKENIZERS.qwen3,
+    });
+    expect(exported.records).toBe(2);
+    expect(exported.excluded.map((x) => x.trajectory_id)).toEqual([`${TASK}-t1`]);
   });
 });
 
