@@ -149,3 +149,32 @@ def calls(segment):
         else:
             out.append((i, i + 1))
     return out
+
+
+def piece_calls(segment):
+    """The model calls of a segment: the record's `calls` (text, finish reason, latency) or, for
+    records of older versions, the runs of its loss mask with nothing else known."""
+    if segment.get("calls") is not None:
+        return segment["calls"]
+    return [{"seq": -1, "start": s, "end": e, "text": "", "tool_calls": [], "finish_reason": None,
+             "latency_ms": 0} for s, e in calls(segment)]
+
+
+def group_means(records):
+    """Each task's mean trajectory reward over its records with a reward (GRPO's baseline)."""
+    sums = {}
+    for rec in records:
+        if rec["reward"] is None:
+            continue
+        n, total = sums.get(rec["task_id"], (0, 0.0))
+        sums[rec["task_id"]] = (n + 1, total + rec["reward"])
+    return {task: total / n for task, (n, total) in sums.items()}
+
+
+def model_of(policy):
+    """The model name of a policy spec (`openai:<url>#<model>`), else the spec itself."""
+    if "#" in policy:
+        name = policy.split("#", 1)[1].split("?", 1)[0]
+        if name:
+            return name
+    return policy

@@ -1,17 +1,18 @@
-"""prime-rl: one TrainingSample-shaped dict per segment: the whole sequence (`token_ids`), `mask`
-(booleans: True = sampled by the policy), `logprobs`, `temperatures` (the trajectory's sampling
-temperature per token) and `env_name`.
+"""prime-rl: one TrainingSample-shaped dict per piece, and nothing else (prime-rl's TrainingSample
+is a msgspec array-like struct: unknown keys are rejected): the whole sequence (`token_ids`),
+`mask` (booleans: True = sampled by the policy), `logprobs`, `temperatures` (the trajectory's
+sampling temperature per token), `env_name`, and `advantages` per token: GRPO's scalar — the
+trajectory's reward minus its group's mean — on every sampled token, 0 elsewhere. A piece without
+logprobs cannot be a TrainingSample and is left out.
 
-Field names read in prime-rl's source (names only): PrimeIntellect-ai/prime-rl commit
-559b44772e471d1538537b8805cc77f3824a5e64, src/prime_rl/transports/rollouts/types.py,
-`TrainingSample`. (verifiers, PrimeIntellect-ai/verifiers a60a606ecc4d309247edf9ff92c3eabca362781f,
-keeps tokens per model call instead: verifiers/legacy/types.py `TrajectoryStepTokens`; prime-rl's
-orchestrator flattens them into these samples.)"""
+Field names read in prime-rl's source: PrimeIntellect-ai/prime-rl commit
+a608ad9367b41f952a4151308c46b7d83da1f989, src/prime_rl/transports/rollouts/types.py,
+`TrainingSample` (prime-rl is not on PyPI; `npm run conformance` says so and skips it)."""
 
 import re
 import urllib.parse
 
-from flakegym_client import pieces
+from flakegym_client import group_means, pieces
 
 ENV_NAME = "flakegym"
 
@@ -26,18 +27,20 @@ def temperature_of(record):
 
 
 def to_prime(records, segments="final"):
+    means = group_means(records)
     out = []
     for p in pieces(records, segments):
+        seg = p["segment"]
+        if seg["logprobs"] is None:
+            continue
         t = temperature_of(p["record"])
-        tokens = p["segment"]["tokens"]
-        row = {
-            "token_ids": tokens,
-            "mask": [m == 1 for m in p["segment"]["loss_mask"]],
-            "logprobs": p["segment"]["logprobs"],
-            "temperatures": [t] * len(tokens),
+        adv = (p["record"]["reward"] or 0.0) - means.get(p["record"]["task_id"], 0.0)
+        out.append({
+            "token_ids": seg["tokens"],
+            "mask": [m == 1 for m in seg["loss_mask"]],
+            "logprobs": seg["logprobs"],
+            "temperatures": [t] * len(seg["tokens"]),
             "env_name": ENV_NAME,
-            "reward": p["reward"],
-        }
-        row.update(p["meta"])
-        out.append(row)
+            "advantages": [adv if m == 1 else 0 for m in seg["loss_mask"]],
+        })
     return out

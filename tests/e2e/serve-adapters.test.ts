@@ -160,11 +160,19 @@ describe("flakegym serve → trainer adapters", () => {
     ).toEqual(fromJsonl.map((l) => JSON.parse(l)));
     await exportRun({ runDir, format: "atif", segments: "final", out: join(exportDir, "atif") });
     const atifFiles = await readdir(join(exportDir, "atif"));
-    expect(atifFiles.sort()).toEqual([`${TASK}-t0.json`, `${TASK}-t1.json`]);
-    const atif = JSON.parse(await readFile(join(exportDir, "atif", atifFiles[0]!), "utf8"));
+    expect(atifFiles.sort()).toEqual([
+      `${TASK}-t0.json`,
+      `${TASK}-t0.verifier.json`,
+      `${TASK}-t1.json`,
+      `${TASK}-t1.verifier.json`,
+    ]);
+    const atif = JSON.parse(await readFile(join(exportDir, "atif", `${TASK}-t0.json`), "utf8"));
     expect(atif).toMatchObject({ schema_version: "ATIF-v1.4", agent: { name: "cline" } });
-    expect(atif.steps.filter((s: { source: string }) => s.source === "agent")).toHaveLength(2);
-    expect(atif.steps[1].metrics.completion_token_ids).toEqual(expected[0]);
+    expect(atif.steps.map((s: { source: string }) => s.source)).toEqual(["system", "user", "agent", "agent"]);
+    expect(atif.steps[2].metrics.completion_token_ids).toEqual(expected[0]);
+    expect(atif.steps[2].tool_calls.length).toBeGreaterThan(0);
+    const verifier = JSON.parse(await readFile(join(exportDir, "atif", `${TASK}-t0.verifier.json`), "utf8"));
+    expect(typeof verifier.rewards.reward).toBe("number");
 
     console.log(`serve e2e: group streamed and exported after ${Math.round(performance.now() - t0)} ms`);
     const calls = vllm.requests.length;

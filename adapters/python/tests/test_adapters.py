@@ -105,8 +105,9 @@ class AdapterTest(unittest.TestCase):
         b = batches[0]
         keys = ("prompt_token_ids", "response_ids", "rewards", "loss_masks", "rollout_logprobs",
                 "stop_reasons", "trajectory_ids", "is_last_step")
-        self.assertEqual(set(b), set(keys))
+        self.assertEqual(set(b), set(keys) | {"rollout_metrics"})
         self.assertTrue(all(len(b[k]) == len(b["response_ids"]) for k in keys))
+        self.assertTrue(set(b["stop_reasons"]) <= {"stop", "length"})
         trained = {}
         for tid, ids, mask in zip(b["trajectory_ids"], b["response_ids"], b["loss_masks"]):
             self.assertEqual(set(tid), {"instance_id", "repetition_id"})
@@ -116,14 +117,19 @@ class AdapterTest(unittest.TestCase):
 
     def test_prime(self):
         trained = {}
-        for row in to_prime(RECORDS, "split"):
+        rows = to_prime(RECORDS, "split")
+        owners = [p["record"]["trajectory_id"] for p in flakegym_client.pieces(RECORDS, "split")
+                  if p["segment"]["logprobs"] is not None]
+        self.assertEqual(len(rows), len(owners))
+        for row, owner in zip(rows, owners):
+            self.assertEqual(set(row), {"token_ids", "mask", "logprobs", "temperatures", "env_name", "advantages"})
+            self.assertEqual(len(row["token_ids"]), len(row["advantages"]))
             self.assertEqual(len(row["token_ids"]), len(row["mask"]))
             self.assertEqual(len(row["token_ids"]), len(row["logprobs"]))
             self.assertEqual(len(row["token_ids"]), len(row["temperatures"]))
             self.assertTrue(all(isinstance(m, bool) for m in row["mask"]))
             self.assertEqual(row["env_name"], "flakegym")
-            trained.setdefault(row["trajectory_id"], []).extend(
-                t for t, m in zip(row["token_ids"], row["mask"]) if m)
+            trained.setdefault(owner, []).extend(t for t, m in zip(row["token_ids"], row["mask"]) if m)
         self.assert_sampled(trained)
         self.assert_agrees("prime", to_prime)
 
@@ -143,7 +149,10 @@ class AdapterTest(unittest.TestCase):
     def test_nemo(self):
         trained = {}
         for row in to_nemo(RECORDS, "split"):
-            for call in row["responses"]:
+            self.assertIn("input", row["responses_create_params"])
+            for call in row["response"]["output"]:
+                if call["type"] != "message":
+                    continue
                 self.assertEqual(len(call["generation_token_ids"]), len(call["generation_log_probs"]))
                 self.assertGreater(len(call["prompt_token_ids"]), 0)
                 trained.setdefault(row["trajectory_id"], []).extend(call["generation_token_ids"])

@@ -331,6 +331,50 @@ describe("gateway + real Cline core", () => {
     expect(out.segments.every((s) => s.reward === 1 / out.segments.length)).toBe(true);
   });
 
+  it("truncation replay: a near-full context makes Cline cut its history and resend; the export keeps every sampled id, split at ordinary boundaries", async () => {
+    const cmd = (c: string) =>
+      `<execute_command>\n<command>${c}</command>\n<requires_approval>false</requires_approval>\n</execute_command>`;
+    const answers = [cmd("echo one"), cmd("echo two"), cmd("echo three"), cmd("echo four")];
+    const full = { prompt_tokens: 127_500, completion_tokens: 50 };
+    const vllm = await startInferenceServerDouble({
+      tokenizer: qwen3,
+      // every call reports an almost full 128k window: Cline truncates before each next call
+      reply: (_r, n) =>
+        n <= answers.length
+          ? { text: answers[n - 1]!, usage: full }
+          : { text: "<attempt_completion>\n<result>\ndone\n</result>\n</attempt_completion>" },
+    });
+    try {
+      const upstream = await createUpstream(`openai:${vllm.baseUrl}#Qwen/Qwen3-8B`);
+      const { run, turns } = await runTask("truncate", upstream, {
+        prompt: "Run echo one, echo two, echo three and echo four, then finish.",
+      });
+      expect(run.outcome.kind).toBe("completed");
+      const ok = turns.filter((t) => t.status === "ok");
+      expect(ok.length).toBeGreaterThanOrEqual(3);
+      // what Cline actually sent, for the record: message counts and repeated prompts
+      const counts = ok.map((t) => t.request.messages.length);
+      const prompts = ok.map((t) => JSON.stringify(t.response!.tokens!.promptIds));
+      const repeats = prompts.filter((p, i) => i > 0 && p === prompts[i - 1]).length;
+      const out = exportTrajectory(turns, qwen3, { reward: 1 });
+      const kinds = out.segments.flatMap((s) => (s.split ? [s.split.kind] : []));
+      // measured here (cline@1.0.10): message counts [2,4,6,6,6], three history_rewritten splits;
+      // the resent-prompt case (prompt_repeated / prompt_shrunk) is replayed in the unit tests
+      console.log(
+        `truncation replay: message counts ${JSON.stringify(counts)}, repeated prompts ${repeats}, splits ${kinds} lens ${ok.map((t) => t.response!.tokens!.promptIds!.length)}`,
+      );
+      expect(out.segments.length).toBeGreaterThanOrEqual(2);
+      expect(kinds.every((k) => ["history_rewritten", "prompt_repeated", "prompt_shrunk"].includes(k))).toBe(
+        true,
+      );
+      // every sampled id is trained once, in order, whatever the boundaries
+      const trained = out.segments.flatMap((s) => s.masks.filter((m) => m !== MASKED));
+      expect(trained).toEqual(ok.flatMap((t) => t.response!.tokens!.ids!));
+    } finally {
+      await vllm.close();
+    }
+  });
+
   it("a failing upstream ends the trajectory as policy_error; a hanging one as timeout", async () => {
     const double = await startInferenceServerDouble({
       reply: (r) =>

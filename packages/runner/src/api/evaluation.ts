@@ -1,10 +1,10 @@
 import { readFile } from "node:fs/promises";
-import { z } from "zod";
 import { HintsUsed, Metrics, parseSamples, readArtifact } from "../contract/artifacts.js";
 import { effectiveLimits, type LimitOverrides } from "../contract/contract.js";
 import type { Hint } from "../contract/hints.js";
 import { meanReward, parseTestSummary, scoreOfSummary, type TestSummary } from "../contract/test-summary.js";
 import { type CallOptions, callContext, withCall } from "./call.js";
+import { evaluationVerdict, NOT_RUN_EXIT, type ScoreSource } from "./evaluation-verdict.js";
 import type { StageOutcome } from "./outcome.js";
 import { type EnvSession, loadSession, type SessionRef } from "./session.js";
 import { keepArtifact } from "./stage.js";
@@ -14,16 +14,18 @@ export interface EnvEvaluationOptions extends CallOptions {
   readonly limits?: LimitOverrides;
 }
 
-export const ScoreSource = z.enum(["metrics", "test-summary", "mean-reward", "none"]);
-export type ScoreSource = z.infer<typeof ScoreSource>;
+export { ScoreSource } from "./evaluation-verdict.js";
 
 export interface EnvEvaluationResult {
   readonly session: EnvSession;
   readonly outcome: StageOutcome;
+  /** The evaluation measured something: a score from metrics.json, a parsed test summary, or (no test command) the mean reward. */
   readonly ok: boolean;
   /** 0..1, or null when nothing gave one. */
   readonly score: number | null;
   readonly scoreSource: ScoreSource;
+  /** What the score is, or why there is none. */
+  readonly reason: string;
   readonly summary?: TestSummary;
   readonly hintsUsed: HintsUsed;
   readonly metrics?: Metrics;
@@ -33,7 +35,8 @@ export interface EnvEvaluationResult {
 
 /**
  * The score of an evaluation (pure): the stage's own `metrics.score`, else the test summary of
- * what ran, else the mean reward of the last rollout's samples.
+ * what ran, else the mean reward of the last rollout's samples. `evaluation` decides with
+ * `evaluationVerdict`, which also says whether the score is a real signal.
  */
 export function pickScore(
   metrics: Metrics | undefined,
@@ -78,11 +81,14 @@ export async function evaluation(opts: EnvEvaluationOptions): Promise<EnvEvaluat
     ) {
       const h = await run({ stage: "evaluation", command: fallback.command, label: "hint" });
       output = h.output;
+      // "not found" / "not executable" (126, 127) is a command that never ran, whatever the stage says
+      const ran =
+        (h.outcome.kind === "completed" || h.outcome.kind === "stage_error") && !NOT_RUN_EXIT.has(h.exitCode);
       hintsUsed = {
-        ok: h.outcome.kind === "completed" || h.outcome.kind === "stage_error",
+        ok: ran,
         used_anchors: [fallback.anchor],
         commands: [fallback.command],
-        reason: `run by flakegym: the evaluation stage recorded none (${h.outcome.kind})`,
+        reason: `run by flakegym: the evaluation stage recorded none; the command exited ${h.exitCode}${ran ? "" : " (it did not run)"} (${h.outcome.kind})`,
       };
     }
     hintsUsed ??= { ok: false, used_anchors: [], commands: [], reason: "the target has no hints" };
@@ -101,13 +107,21 @@ export async function evaluation(opts: EnvEvaluationOptions): Promise<EnvEvaluat
   const samples = session.lastSamples
     ? parseSamples(await readFile(session.lastSamples, "utf8").catch(() => ""), session.lastSamples)
     : [];
-  const { score, source } = pickScore(v.metrics, v.summary, samples);
+  const verdict = evaluationVerdict({
+    outcome: v.r.outcome,
+    ...(v.metrics ? { metrics: v.metrics } : {}),
+    ...(v.summary ? { summary: v.summary } : {}),
+    hintsUsed: v.hintsUsed,
+    hasHints: session.hints.length > 0,
+    rewards: samples,
+  });
   return {
     session: done.session,
     outcome: v.r.outcome,
-    ok: v.r.outcome.kind === "completed" && (v.metrics?.ok ?? true),
-    score,
-    scoreSource: source,
+    ok: verdict.ok,
+    score: verdict.score,
+    scoreSource: verdict.source,
+    reason: verdict.reason,
     ...(v.summary ? { summary: v.summary } : {}),
     hintsUsed: v.hintsUsed,
     ...(v.metrics ? { metrics: v.metrics } : {}),

@@ -10,6 +10,7 @@ export {
   pickScore,
   ScoreSource,
 } from "./evaluation.js";
+export { evaluationVerdict, type Verdict, type VerdictInput } from "./evaluation-verdict.js";
 export type { ApiEvent, ApiEventSink } from "./events.js";
 export { LlmRef, llmEnv, parseLlm } from "./llm.js";
 export { classifyStage, StageOutcome } from "./outcome.js";

@@ -12,13 +12,16 @@ import { effectiveLimits, type LimitOverrides } from "../contract/contract.js";
 import { readTargetFile } from "../contract/safe-read.js";
 import { checkSamples, type SampleChecks } from "../contract/validate-samples.js";
 import { FlakegymError } from "../errors.js";
+import { type ChatTokenizer, loadChatTokenizer } from "../export/tokenizer.js";
 import { createPolicyGateway } from "../gateway/server.js";
+import { readTurnLog } from "../gateway/turn-log.js";
 import type { GatewayTerminal, PolicyGateway, TrajectoryRoute } from "../gateway/types.js";
 import { createUpstream } from "../policy/create-upstream.js";
 import { SANDBOX_GATEWAY_SOCKET } from "../workers/local/shape.js";
 import { type CallOptions, callContext, withCall } from "./call.js";
 import { type LlmRef, llmEnv, parseLlm } from "./llm.js";
 import type { StageOutcome } from "./outcome.js";
+import { sampleTokensOf, type TokenizedSample } from "./sample-tokens.js";
 import { type EnvSession, loadSession, type SessionRef, saveSession } from "./session.js";
 import { keepArtifact } from "./stage.js";
 
@@ -32,6 +35,11 @@ export interface EnvRolloutOptions extends CallOptions {
   readonly checks?: SampleChecks;
   /** Overrides of the contract's limits for this call. */
   readonly limits?: LimitOverrides;
+  /**
+   * The policy's tokenizer (a directory or one loaded): each sample then carries the token ids of
+   * the model call that produced it (`tokens`), from the gateway's turn log.
+   */
+  readonly tokenizer?: string | ChatTokenizer;
 }
 
 export interface EnvRolloutResult {
@@ -40,7 +48,8 @@ export interface EnvRolloutResult {
   readonly outcome: StageOutcome;
   /** Completed, artifacts valid and every opt-in check passed. */
   readonly ok: boolean;
-  readonly samples: readonly Sample[];
+  /** The stage's samples; with `tokenizer`, each with the ids of the call that produced it. */
+  readonly samples: readonly TokenizedSample[];
   /** Problems found by the opt-in checks. */
   readonly problems: readonly string[];
   readonly paths: {
@@ -120,12 +129,22 @@ export async function rollout(llm: string, opts: EnvRolloutOptions): Promise<Env
     const next: EnvSession = samplesPath ? { ...done.session, lastSamples: samplesPath } : done.session;
     await saveSession(next);
     const problems = opts.checks ? checkSamples(samples, opts.checks) : [];
+    const tokenized =
+      opts.tokenizer !== undefined && turns
+        ? sampleTokensOf(
+            samples,
+            await readTurnLog(turns).catch(() => []),
+            typeof opts.tokenizer === "string"
+              ? await loadChatTokenizer(opts.tokenizer, { signal: ctx.signal })
+              : opts.tokenizer,
+          )
+        : samples;
     return {
       session: next,
       llm: ref,
       outcome: r.outcome,
       ok: r.outcome.kind === "completed" && problems.length === 0,
-      samples,
+      samples: tokenized,
       problems,
       paths: {
         callDir,

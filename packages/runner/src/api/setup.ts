@@ -6,7 +6,7 @@ import { type Contract, effectiveLimits, type LimitOverrides, loadContract } fro
 import type { Hint } from "../contract/hints.js";
 import { type PromptRow, promptsOfJsonl, promptsOfReadme } from "../contract/prompts.js";
 import { readTargetFile } from "../contract/safe-read.js";
-import { FlakegymError } from "../errors.js";
+import { describeError, FlakegymError } from "../errors.js";
 import { BUILTIN_CATALOG_DIR } from "../tasks/catalog.js";
 import { type CallOptions, callContext, withCall } from "./call.js";
 import { parseLlm } from "./llm.js";
@@ -34,6 +34,18 @@ export interface SetupOptions extends CallOptions {
   readonly llm?: string;
   /** Directory the caller's relative target is resolved against (default: the process cwd). */
   readonly cwd?: string;
+  /**
+   * Keep a failed setup's logs: its session directory stays, without the workspace copy, with the
+   * whole error in `error.txt`, and the thrown error names it (`failedSessionDir`). Default: a
+   * failed setup leaves nothing behind.
+   */
+  readonly keepFailed?: boolean;
+}
+
+/** Where a failed setup's logs were kept (`keepFailed`), when they were. */
+export function failedSessionDirOf(err: unknown): string | undefined {
+  const d = (err as { failedSessionDir?: unknown } | null)?.failedSessionDir;
+  return typeof d === "string" ? d : undefined;
 }
 
 export const PROMPTS_FILE = "prompts.jsonl";
@@ -89,11 +101,24 @@ export async function setup(target: string, opts: SetupOptions = {}): Promise<En
     if (contract.stages.deploy !== undefined) session = await deploy(session, opts);
     return session;
   } catch (err) {
+    if (opts.keepFailed && err && typeof err === "object" && (await pathExists(dir))) {
+      // the logs (scaffold rounds, stage logs) stay for whoever asked; the workspace copy goes
+      await rm(workspace, { recursive: true, force: true }).catch(() => undefined);
+      await writeFile(join(dir, "error.txt"), `${describeError(err)}\n`).catch(() => undefined);
+      Object.assign(err, { failedSessionDir: dir });
+      throw err;
+    }
     // a failed setup leaves nothing behind (no one knows its id to tear it down)
     await rm(dir, { recursive: true, force: true }).catch(() => undefined);
     throw err;
   }
 }
+
+const pathExists = (p: string) =>
+  stat(p).then(
+    () => true,
+    () => false,
+  );
 
 async function resolveTarget(target: string, cwd: string): Promise<TargetRef> {
   const absolute = resolve(cwd, target);

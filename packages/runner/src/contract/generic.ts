@@ -48,14 +48,17 @@ mkdirSync(out, { recursive: true });
 const hints = JSON.parse(readFileSync(process.env.FLAKEGYM_HINTS, "utf8"));
 const pick = hints.find((h) => h.kind === "test") ?? hints[0];
 let ok = false;
+let how = "";
 if (pick) {
   const r = spawnSync("sh", ["-c", pick.command], { stdio: "inherit", timeout: Number(process.env.FLAKEGYM_MAX_CMD_SECONDS) * 900 });
-  ok = r.status !== null;
+  // the shell's 126/127: the command was not executable or not found, so it never ran
+  ok = r.status !== null && r.status !== 126 && r.status !== 127 && !r.error;
+  how = r.status === null ? " (killed: " + (r.signal || (r.error && r.error.message)) + ")" : " (exit " + r.status + (ok ? "" : ": it did not run") + ")";
 }
 writeFileSync(out + "/hints_used.json", JSON.stringify(pick
-  ? { ok, used_anchors: [pick.anchor], commands: [pick.command], reason: "first " + (pick.kind === "test" ? "test" : "hinted") + " command" }
+  ? { ok, used_anchors: [pick.anchor], commands: [pick.command], reason: "first " + (pick.kind === "test" ? "test" : "hinted") + " command" + how }
   : { ok: false, used_anchors: [], commands: [], reason: "no hints found in the target" }));
-writeFileSync(out + "/metrics.json", JSON.stringify({ ok: true, score: null }));
+writeFileSync(out + "/metrics.json", JSON.stringify({ ok, score: null }));
 `,
 } as const;
 

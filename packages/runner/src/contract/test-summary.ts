@@ -5,7 +5,16 @@ import { z } from "zod";
  * the first runner recognised wins. Score = passed / (passed + failed + errors).
  */
 
-export const TestTool = z.enum(["pytest", "vitest", "jest", "node-test", "cargo-test", "go-test", "ctest"]);
+export const TestTool = z.enum([
+  "pytest",
+  "unittest",
+  "vitest",
+  "jest",
+  "node-test",
+  "cargo-test",
+  "go-test",
+  "ctest",
+]);
 export type TestTool = z.infer<typeof TestTool>;
 
 export const TestSummary = z
@@ -40,6 +49,25 @@ function pytest(text: string): Counts | undefined {
     else c.errors += n;
   }
   return c;
+}
+
+function unittest(text: string): Counts | undefined {
+  // Python's unittest (and runners built on it, e.g. Django's): "Ran 5 tests in 0.003s", a blank
+  // line, then "OK", "OK (skipped=1, expected failures=1)", "FAILED (failures=1, errors=2)" or
+  // "NO TESTS RAN"
+  const runs = [
+    ...text.matchAll(/^Ran (\d+) tests? in [\d.]+s\s*\n\s*\n?(OK|FAILED|NO TESTS RAN)\b(?: \(([^)]*)\))?/gm),
+  ];
+  const last = runs.at(-1);
+  if (!last) return undefined;
+  const total = Number(last[1]);
+  const detail = Object.fromEntries(
+    [...(last[3] ?? "").matchAll(/([a-z ]+)=(\d+)/g)].map((m) => [m[1]!.trim(), Number(m[2])]),
+  );
+  const failed = (detail["failures"] ?? 0) + (detail["unexpected successes"] ?? 0);
+  const errors = detail["errors"] ?? 0;
+  const skipped = detail["skipped"] ?? 0;
+  return { passed: Math.max(0, total - failed - errors - skipped), failed, errors, skipped };
 }
 
 function vitest(text: string): Counts | undefined {
@@ -128,6 +156,7 @@ function ctest(text: string): Counts | undefined {
 const PARSERS: readonly [TestTool, (text: string) => Counts | undefined][] = [
   ["cargo-test", cargoTest],
   ["pytest", pytest],
+  ["unittest", unittest],
   ["vitest", vitest],
   ["jest", jest],
   ["node-test", nodeTest],

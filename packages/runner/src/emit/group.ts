@@ -38,6 +38,50 @@ export interface GroupMember {
   readonly messages: readonly AtroposMessage[];
   /** Present when the run has a tokenizer: one or more token sequences (segments). */
   readonly sequences?: readonly TokenSequence[];
+  /** Why the trajectory's token export could not be built (it is then left out of a token group). */
+  readonly exportError?: string;
+}
+
+/** A trajectory left out of its group, and why. */
+export interface ExcludedMember {
+  readonly trajectory_id: string;
+  readonly outcome: string;
+  readonly detail: string;
+  /** infra_error: no reward after every retry; export_failed: its token export could not be built. */
+  readonly reason: "infra_error" | "export_failed";
+}
+
+/**
+ * Which members a group keeps, in index order. Pure. A trajectory without a reward (infra_error
+ * after every retry) is left out; so is one whose token export failed when the group carries
+ * tokens (Atropos needs tokens for every sequence), so one odd trajectory never costs the others.
+ */
+export function partitionMembers(
+  members: readonly GroupMember[],
+  withTokens: boolean,
+): { kept: GroupMember[]; excluded: ExcludedMember[] } {
+  const sorted = [...members].sort((a, b) => a.result.index - b.result.index);
+  const kept: GroupMember[] = [];
+  const excluded: ExcludedMember[] = [];
+  for (const m of sorted) {
+    const r = m.result;
+    if (r.reward === null)
+      excluded.push({
+        trajectory_id: r.trajectoryId,
+        outcome: r.outcome.kind,
+        detail: r.outcome.detail,
+        reason: "infra_error",
+      });
+    else if (withTokens && m.exportError !== undefined)
+      excluded.push({
+        trajectory_id: r.trajectoryId,
+        outcome: r.outcome.kind,
+        detail: `token export failed: ${m.exportError}`,
+        reason: "export_failed",
+      });
+    else kept.push(m);
+  }
+  return { kept, excluded };
 }
 
 export interface GroupContext {
@@ -82,19 +126,12 @@ export const groupId = (runId: string, taskId: string) => `${runId}:${taskId}`;
 
 /**
  * Builds a task's group from its finished trajectories. Pure. Trajectories that ended in
- * `infra_error` after every retry have no reward and are left out (listed in
- * `group_overrides.excluded`), so the group can be smaller than the group size.
+ * `infra_error` after every retry, and (with tokens) those whose token export failed, are left out
+ * (listed with their reason in `group_overrides.excluded`), so the group can be smaller than the
+ * group size.
  */
 export function buildGroup(ctx: GroupContext, members: readonly GroupMember[]): GroupLine {
-  const sorted = [...members].sort((a, b) => a.result.index - b.result.index);
-  const kept = sorted.filter((m) => m.result.reward !== null);
-  const excluded = sorted
-    .filter((m) => m.result.reward === null)
-    .map((m) => ({
-      trajectory_id: m.result.trajectoryId,
-      outcome: m.result.outcome.kind,
-      detail: m.result.outcome.detail,
-    }));
+  const { kept, excluded } = partitionMembers(members, ctx.withTokens);
   const scores: number[] = [];
   const messages: AtroposMessage[][] = [];
   const overrides: Record<string, unknown>[] = [];

@@ -22,9 +22,15 @@ export type ExportMode = z.infer<typeof ExportMode>;
 export const SplitReason = z
   .object({
     kind: z
-      .enum(["history_rewritten", "template_rewrite", "answer_rerendered"])
+      .enum([
+        "history_rewritten",
+        "prompt_repeated",
+        "prompt_shrunk",
+        "template_rewrite",
+        "answer_rerendered",
+      ])
       .describe(
-        "history_rewritten: the client changed earlier messages (condensed/truncated context); template_rewrite: the chat template renders past turns differently than it rendered them live; answer_rerendered: the next prompt renders the sampled answer with other tokens (re-tokenization, or template normalization such as trim)",
+        "history_rewritten: the client changed earlier messages (condensed/truncated context); prompt_repeated: the client sent the previous call's prompt again (Cline does after truncating its history); prompt_shrunk: the prompt is a strict prefix of the sequence so far (the client dropped the end of its history); template_rewrite: the chat template renders past turns differently than it rendered them live; answer_rerendered: the next prompt renders the sampled answer with other tokens (re-tokenization, or template normalization such as trim)",
       ),
     atSeq: z.number().int().describe("turn-log seq of the call that started the new segment"),
     position: z.number().int().describe("first token position where the prompt left the previous segment"),
@@ -50,6 +56,10 @@ export const ExportSegment = z
       .enum(["sampled", "template", "mixed"])
       .describe("sampled: trained ids are the ids the upstream sampled; template: re-rendered text"),
     promptSource: z.enum(["server", "template", "mixed"]),
+    spans: z
+      .array(z.tuple([z.number().int(), z.number().int()]))
+      .optional()
+      .describe("[start, end) of each call's completion in tokens, in the order of seqs"),
   })
   .strict();
 export type ExportSegment = z.infer<typeof ExportSegment>;
@@ -97,6 +107,42 @@ function historyExtends(prev: TurnRecord, next: TurnRecord): boolean {
   return before.every((m, i) => sameMessage(m, after[i]!));
 }
 
+/**
+ * How a prompt that does not extend the sequence so far relates to it. Pure: "repeated" when it is
+ * the previous call's prompt again, "shrunk" when it is any other prefix of the sequence (both are
+ * ordinary segment boundaries), "diverged" when it leaves the sequence somewhere inside.
+ */
+export function promptBoundary(
+  sequence: readonly number[],
+  previousPrompt: readonly number[] | undefined,
+  prompt: readonly number[],
+): "repeated" | "shrunk" | "diverged" {
+  if (
+    previousPrompt !== undefined &&
+    previousPrompt.length === prompt.length &&
+    firstDifference(previousPrompt, prompt) === prompt.length
+  )
+    return "repeated";
+  return prompt.length <= sequence.length && firstDifference(sequence, prompt) === prompt.length
+    ? "shrunk"
+    : "diverged";
+}
+
+/**
+ * Up to 12 tokens of `ids` from `position`, decoded and quoted, for a split's detail; `(end)` when
+ * the sequence ends there (a tokenizer refuses an empty slice). Never throws: a detail is not worth
+ * a trajectory.
+ */
+export function nearText(tok: ChatTokenizer, ids: readonly number[], position: number): string {
+  const slice = ids.slice(position, position + 12);
+  if (slice.length === 0) return "(end)";
+  try {
+    return JSON.stringify(tok.decode(slice));
+  } catch (err) {
+    return `(ids ${JSON.stringify(slice)}; not decodable: ${(err as Error).message})`;
+  }
+}
+
 interface Draft {
   seqs: number[];
   tokens: number[];
@@ -108,6 +154,8 @@ interface Draft {
   completion: Set<"sampled" | "template">;
   prompt: Set<"server" | "template">;
   last: TurnRecord;
+  /** The prompt ids of `last`. */
+  lastPrompt: readonly number[];
 }
 
 /** Pure: turn records (+ tokenizer) → segments of tokens, masks and logprobs. */
@@ -168,7 +216,14 @@ export function exportTrajectory(
         const prev = cur.last;
         let kind: SplitReason["kind"];
         let detail: string;
-        if (!historyExtends(prev, t)) {
+        const boundary = promptBoundary(cur.tokens, cur.lastPrompt, prompt);
+        if (boundary === "repeated") {
+          kind = "prompt_repeated";
+          detail = `call ${t.seq} sent call ${prev.seq}'s prompt again (the client retried after truncating its history)`;
+        } else if (boundary === "shrunk") {
+          kind = "prompt_shrunk";
+          detail = `call ${t.seq}'s prompt is a prefix of the sequence so far (the client dropped the end of its history)`;
+        } else if (!historyExtends(prev, t)) {
           kind = "history_rewritten";
           detail = `call ${t.seq} does not repeat the messages of call ${prev.seq} and its answer (the client condensed or truncated the conversation)`;
         } else {
@@ -184,8 +239,7 @@ export function exportTrajectory(
               ? `the chat template renders call ${prev.seq}'s answer differently inside call ${t.seq}'s prompt than it did live`
               : `the sampled ids of call ${prev.seq} differ from the tokenization of the same text in call ${t.seq}'s prompt`;
         }
-        const near = (ids: readonly number[]) =>
-          JSON.stringify(tok.decode(ids.slice(position, position + 12)));
+        const near = (ids: readonly number[]) => nearText(tok, ids, position);
         split = {
           kind,
           atSeq: t.seq,
@@ -203,6 +257,7 @@ export function exportTrajectory(
         completion: new Set(),
         prompt: new Set(),
         last: t,
+        lastPrompt: prompt,
       };
       drafts.push(cur);
     }
@@ -219,6 +274,7 @@ export function exportTrajectory(
     cur.completion.add(source);
     cur.prompt.add(serverPrompt ? "server" : "template");
     cur.last = t;
+    cur.lastPrompt = prompt;
   }
 
   const segments = drafts.map((d, index): ExportSegment => {
@@ -245,6 +301,7 @@ export function exportTrajectory(
       split: d.split,
       completionSource: pick(d.completion as Set<"sampled" | "template" | "mixed">, "mixed"),
       promptSource: pick(d.prompt as Set<"server" | "template" | "mixed">, "mixed"),
+      spans: d.spans,
     };
   });
   return { trajectoryId, segments, skipped };

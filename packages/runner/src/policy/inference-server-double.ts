@@ -21,7 +21,12 @@ import { TOKEN_FACT_PARAMS } from "./openai-upstream.js";
  */
 
 export type DoubleReply =
-  | { readonly text?: string; readonly toolCalls?: readonly { name: string; arguments: string }[] }
+  | {
+      readonly text?: string;
+      readonly toolCalls?: readonly { name: string; arguments: string }[];
+      /** Usage to report instead of the real counts (a near-full context makes Cline truncate). */
+      readonly usage?: { readonly prompt_tokens: number; readonly completion_tokens: number };
+    }
   | { readonly fail: { readonly status: number; readonly message: string } }
   /** Never answers; with `afterText`, starts a 200 SSE stream, sends it in one chunk, then goes silent. */
   | { readonly hang: true; readonly afterText?: string }
@@ -196,13 +201,10 @@ export async function startInferenceServerDouble(
     });
     const promptTokens = promptIds?.length ?? Math.ceil(JSON.stringify(request.messages).length / 4);
     if ((body["stream_options"] as { include_usage?: boolean } | undefined)?.include_usage) {
+      const usage = reply.usage ?? { prompt_tokens: promptTokens, completion_tokens: completionTokens };
       await send({
         choices: [],
-        usage: {
-          prompt_tokens: promptTokens,
-          completion_tokens: completionTokens,
-          total_tokens: promptTokens + completionTokens,
-        },
+        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
       });
     }
     res.end("data: [DONE]\n\n");

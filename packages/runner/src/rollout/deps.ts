@@ -69,6 +69,14 @@ export interface ScoreInput {
   readonly signal: AbortSignal;
 }
 
+/** What a trajectory contributes to its group. */
+export interface TrajectoryExportResult {
+  readonly messages: AtroposMessage[];
+  readonly sequences?: TokenSequence[];
+  /** Set when the token export could not be built: the reason. */
+  readonly exportError?: string;
+}
+
 export interface ExportInput {
   readonly dir: string;
   readonly result: TrajectoryResult;
@@ -94,8 +102,11 @@ export interface RolloutDeps {
   runAgent(input: AgentInput): Promise<AgentAttempt>;
   /** Scores a diff in a fresh exec-only fork of the same snapshot. */
   score(input: ScoreInput): Promise<Score>;
-  /** The trajectory's chat and (with a tokenizer) its token sequences for the group. */
-  exportTrajectory(input: ExportInput): Promise<{ messages: AtroposMessage[]; sequences?: TokenSequence[] }>;
+  /**
+   * The trajectory's chat and (with a tokenizer) its token sequences for the group, or why its token
+   * export could not be built (`exportError`: the trajectory is then left out of its group).
+   */
+  exportTrajectory(input: ExportInput): Promise<TrajectoryExportResult>;
   /** Facts for run.json (cline version and integrity, image digest, …). */
   provenance(): Promise<{ cline: { version: string; integrity?: string }; imageDigest?: string }>;
   close(): Promise<void>;

@@ -1,9 +1,12 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FlakegymError } from "../errors.js";
+import type { ChatTokenizer } from "../export/tokenizer.js";
+import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask } from "./deps.js";
 import type { TrajectorySlot } from "./plan.js";
 import type { Outcome, Score } from "./schema.js";
+import { trajectoryExportOf } from "./trajectory-export.js";
 
 /**
  * A faithful in-process `RolloutDeps` for testing the orchestrator (`runRollout`: retries,
@@ -25,6 +28,13 @@ export interface DummyDepsOptions {
   readonly onAttempt?: (slot: TrajectorySlot, n: number) => void;
   /** Scoring `n` (0-based) of a slot throws this (the machinery lost a scoring run). Default: none. */
   readonly scoreThrows?: (slot: TrajectorySlot, n: number) => Error | undefined;
+  /**
+   * The turn log attempt `n` of a slot leaves (`turns.jsonl`: records, or raw text such as a
+   * corrupt file). Default: none, as before.
+   */
+  readonly turnLog?: (slot: TrajectorySlot, n: number) => readonly TurnRecord[] | string | undefined;
+  /** With a tokenizer, the group export is the real one (trajectoryExportOf over the turn log). */
+  readonly tokenizer?: ChatTokenizer;
 }
 
 export interface DummyDeps extends RolloutDeps {
@@ -104,6 +114,12 @@ export function createDummyDeps(o: DummyDepsOptions = {}): DummyDeps {
       return await busy(async () => {
         await delay(script.ms ?? 5, input.signal);
         await writeFile(join(input.dir, "attempt.txt"), `attempt ${n}\n`);
+        const log = o.turnLog?.(input.slot, n);
+        if (log !== undefined)
+          await writeFile(
+            join(input.dir, "turns.jsonl"),
+            typeof log === "string" ? log : log.map((t) => `${JSON.stringify(t)}\n`).join(""),
+          );
         if ("throws" in script) throw script.throws;
         rewards.set(id, script.reward ?? 1);
         return {
@@ -135,8 +151,11 @@ export function createDummyDeps(o: DummyDepsOptions = {}): DummyDeps {
         };
       });
     },
-    async exportTrajectory({ result }) {
-      return { messages: [{ role: "user", content: result.prompt }] };
+    async exportTrajectory({ dir, result }) {
+      if (!o.tokenizer) return { messages: [{ role: "user", content: result.prompt }] };
+      // as the wiring does: an unreadable turn log is an empty one
+      const turns = await readTurnLog(join(dir, "turns.jsonl")).catch(() => [] as TurnRecord[]);
+      return trajectoryExportOf(turns, result, "last", o.tokenizer);
     },
     async provenance() {
       return { cline: { version: "dummy" } };

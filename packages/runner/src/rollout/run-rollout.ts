@@ -125,11 +125,19 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       const r = [...results.values()].find((x) => x.taskId === taskId && x.index === i);
       if (!r) return; // not finished (interrupted)
       const dir = p.trajectory(r.trajectoryId).dir;
-      const ex = r.reward === null ? { messages: [] } : await deps.exportTrajectory({ dir, result: r });
+      const ex: Awaited<ReturnType<RolloutDeps["exportTrajectory"]>> =
+        r.reward === null ? { messages: [] } : await deps.exportTrajectory({ dir, result: r });
+      // a trajectory whose token export failed is left out with its reason; the group is still written
+      if (ex.exportError !== undefined)
+        progress({
+          type: "note",
+          message: `${r.trajectoryId}: token export failed, left out of its group: ${ex.exportError}`,
+        });
       members.push({
         result: r,
         messages: ex.messages,
         ...(ex.sequences ? { sequences: ex.sequences } : {}),
+        ...(ex.exportError !== undefined ? { exportError: ex.exportError } : {}),
       });
     }
     const line = buildGroup(

@@ -8,6 +8,7 @@ import {
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import type { TurnRecord } from "../gateway/turn-log.js";
 import type { ChatMessage } from "../policy/chat.js";
+import type { TrajectoryExportResult } from "./deps.js";
 import type { RunConfig, TrajectoryResult } from "./schema.js";
 
 /** A trajectory as the trainer gets it: its chat and, with a tokenizer, its token sequences. */
@@ -66,16 +67,24 @@ export function sequencesOf(
   }));
 }
 
-/** The trajectory's chat and, with a tokenizer, its token sequences. Pure. */
+/**
+ * The trajectory's chat and, with a tokenizer, its token sequences. Pure. A token export that cannot
+ * be built (a tokenizer or template fault on this trajectory's calls) is no error of the group: the
+ * result says why (`exportError`) and the group leaves this trajectory out.
+ */
 export function trajectoryExportOf(
   turns: TurnRecord[],
   result: TrajectoryResult,
   segments: RunConfig["segments"],
   tokenizer: ChatTokenizer | undefined,
-): { messages: AtroposMessage[]; sequences?: TokenSequence[] } {
+): TrajectoryExportResult {
   const messages = messagesOf(turns, result.prompt);
   if (!tokenizer) return { messages };
   const reward = result.reward ?? 0;
-  const ex = exportTokens(turns, tokenizer, { reward });
-  return { messages, sequences: sequencesOf(ex, turns, segments, reward) };
+  try {
+    const ex = exportTokens(turns, tokenizer, { reward });
+    return { messages, sequences: sequencesOf(ex, turns, segments, reward) };
+  } catch (err) {
+    return { messages, exportError: err instanceof Error ? err.message : String(err) };
+  }
 }

@@ -1,4 +1,4 @@
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { writeJsonAtomic } from "../emit/jsonl.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
@@ -7,9 +7,16 @@ import type { RolloutDeps } from "../rollout/deps.js";
 import { readManifest, runPaths } from "../rollout/run-dir.js";
 import { runRollout } from "../rollout/run-rollout.js";
 import { type RunConfig, TrajectoryResult } from "../rollout/schema.js";
+import { groupEndOf } from "./group-end.js";
 import { type GroupTasks, prepareGroupTasks } from "./group-tasks.js";
 import { readGroupRecords, readResults, readServedTrajectory, type ServedTrajectory } from "./record.js";
-import { DoneLine, type GroupRequest, type GroupStatus, type StreamLine } from "./schema.js";
+import {
+  DoneLine,
+  type GroupRequest,
+  type GroupStatus,
+  type StreamLine,
+  TrajectoryErrorLine,
+} from "./schema.js";
 
 /**
  * The groups a server runs or ran, kept under a state directory: `requests/<request_id>/` holds
@@ -27,6 +34,10 @@ export interface GroupRun {
   status: GroupStatus;
   detail?: string;
   readonly records: ServedTrajectory[];
+  /** Finished trajectories whose record could not be built (streamed as trajectory_error lines). */
+  readonly errors: TrajectoryErrorLine[];
+  /** Trajectories the group runs (tasks × group size). */
+  readonly expected: number;
   readonly listeners: Set<(line: StreamLine) => void>;
   /** Aborted by DELETE (reason "cancelled") or by the server closing (it resumes later). */
   readonly abort: AbortController;
@@ -50,6 +61,23 @@ export interface GroupRunnerOptions {
 }
 
 export const CANCELLED = "cancelled by DELETE";
+
+/** The done line of a group as it stands. Pure. */
+export function doneLineOf(
+  g: Pick<GroupRun, "request" | "status" | "detail" | "records" | "errors" | "expected">,
+): DoneLine {
+  return {
+    type: "done",
+    request_id: g.request.request_id,
+    status: g.status,
+    trajectories: g.records.length,
+    expected: g.expected,
+    ...(g.errors.length > 0
+      ? { excluded: g.errors.map((e) => ({ trajectory_id: e.trajectory_id, reason: e.reason })) }
+      : {}),
+    ...(g.detail ? { detail: g.detail } : {}),
+  };
+}
 
 /** The rollout flags a group request stands for. Pure. */
 export function rolloutOptionsOf(
@@ -106,6 +134,9 @@ export function groupPaths(stateDir: string, id: string) {
     run: join(dir, "run"),
     records: join(dir, "records"),
     record: (trajectoryId: string) => join(dir, "records", `${trajectoryId}.json`),
+    errors: join(dir, "errors"),
+    /** A trajectory whose record could not be built, and why (retried when the group resumes). */
+    error: (trajectoryId: string) => join(dir, "errors", `${trajectoryId}.json`),
     done: join(dir, "done.json"),
   };
 }
@@ -117,13 +148,18 @@ export async function readStored(stateDir: string, id: string) {
   if (text === undefined) return undefined;
   const request = JSON.parse(text) as GroupRequest;
   const records = await readGroupRecords(p.records);
+  const errors: TrajectoryErrorLine[] = [];
+  for (const f of (await readdir(p.errors).catch(() => [] as string[])).sort()) {
+    if (f.endsWith(".json"))
+      errors.push(TrajectoryErrorLine.parse(JSON.parse(await readFile(join(p.errors, f), "utf8"))));
+  }
   const doneText = await readFile(p.done, "utf8").catch(() => undefined);
   const done = doneText === undefined ? undefined : DoneLine.parse(JSON.parse(doneText));
   const runId = await readManifest(runPaths(p.run)).then(
     (m) => m.runId,
     () => undefined,
   );
-  return { request, records, done, runId };
+  return { request, records, errors, done, runId };
 }
 
 /**
@@ -149,8 +185,13 @@ export async function startGroup(
   const emit = (line: StreamLine) => {
     for (const l of listeners) l(line);
   };
+  const errors: TrajectoryErrorLine[] = [];
+  const expected = tasks.tasks.length * request.group_size;
   let chain: Promise<void> = Promise.resolve();
-  /** Builds, persists, then streams a finished trajectory's record (once). */
+  /**
+   * Builds, persists, then streams a finished trajectory's record (once). A record that cannot be
+   * built is streamed as a trajectory_error line and kept under errors/; the group goes on.
+   */
   const publish = (trajectoryId: string) => {
     chain = chain.then(async () => {
       if (seen.has(trajectoryId)) return;
@@ -158,8 +199,28 @@ export async function startGroup(
       const result = TrajectoryResult.parse(
         JSON.parse(await readFile(rp.trajectory(trajectoryId).result, "utf8")),
       );
-      const rec = await readServedTrajectory(p.run, await readManifest(rp), result, o.tokenizer);
+      let rec: ServedTrajectory;
+      try {
+        rec = await readServedTrajectory(p.run, await readManifest(rp), result, o.tokenizer);
+      } catch (err) {
+        const line: TrajectoryErrorLine = {
+          type: "trajectory_error",
+          run_id: runId,
+          trajectory_id: trajectoryId,
+          task_id: result.taskId,
+          index: result.index,
+          reason: err instanceof Error ? err.message : String(err),
+        };
+        await mkdir(p.errors, { recursive: true });
+        await writeJsonAtomic(p.error(trajectoryId), line);
+        const i = errors.findIndex((e) => e.trajectory_id === trajectoryId);
+        if (i >= 0) errors.splice(i, 1);
+        errors.push(line);
+        emit(line);
+        return;
+      }
       await writeJsonAtomic(p.record(trajectoryId), rec);
+      await rm(p.error(trajectoryId), { force: true });
       seen.add(trajectoryId);
       records.push(rec);
       emit(rec);
@@ -174,20 +235,17 @@ export async function startGroup(
     runId,
     status: "running",
     records,
+    errors,
+    expected,
     listeners,
     abort,
     finished: Promise.resolve(),
   };
-  const finish = async (status: GroupStatus, detail?: string) => {
+  const finish = async (end: { status: GroupStatus; detail?: string }) => {
+    const { status, detail } = end;
     run.status = status;
     if (detail) run.detail = detail;
-    const done: DoneLine = {
-      type: "done",
-      request_id: request.request_id,
-      status,
-      trajectories: records.length,
-      ...(detail ? { detail } : {}),
-    };
+    const done: DoneLine = doneLineOf(run);
     // complete and cancelled are final; a failed group (or one the server stopped) runs again when resubmitted
     if (status === "complete" || status === "cancelled") await writeJsonAtomic(p.done, done);
     emit(done);
@@ -210,21 +268,30 @@ export async function startGroup(
       // a trajectory that finished before a restart (or whose event was missed) is streamed too
       for (const r of await readResults(p.run)) void publish(r.trajectoryId);
       await chain;
-      const failed = summary.tasks.find((t) => t.error);
-      if (abort.signal.aborted)
-        await finish(abort.signal.reason === CANCELLED ? "cancelled" : "failed", String(abort.signal.reason));
-      else if (failed?.error) await finish("failed", `${failed.error.code}: ${failed.error.message}`);
-      else
-        await finish(
-          summary.complete ? "complete" : "failed",
-          summary.complete ? undefined : "the group did not complete",
-        );
+      const taskError = summary.tasks.find((t) => t.error)?.error;
+      await finish(
+        groupEndOf({
+          cancelled: abort.signal.aborted && abort.signal.reason === CANCELLED,
+          ...(abort.signal.aborted ? { aborted: String(abort.signal.reason) } : {}),
+          ...(taskError ? { taskError } : {}),
+          rolloutComplete: summary.complete,
+          expected,
+          records: records.length,
+          failures: errors,
+        }),
+      );
     } catch (err) {
       await chain;
-      const cancelled = abort.signal.aborted && abort.signal.reason === CANCELLED;
-      await finish(cancelled ? "cancelled" : "failed", cancelled ? CANCELLED : (err as Error).message).catch(
-        () => {},
-      );
+      await finish(
+        groupEndOf({
+          cancelled: abort.signal.aborted && abort.signal.reason === CANCELLED,
+          thrown: (err as Error).message,
+          rolloutComplete: false,
+          expected,
+          records: records.length,
+          failures: errors,
+        }),
+      ).catch(() => {});
     } finally {
       await deps?.close().catch(() => {});
     }

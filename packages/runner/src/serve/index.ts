@@ -1,5 +1,7 @@
+export { type GroupEnd, type GroupEndInput, groupEndOf } from "./group-end.js";
 export {
   CANCELLED,
+  doneLineOf,
   type GroupRun,
   type GroupRunnerOptions,
   rolloutOptionsOf,
@@ -14,5 +16,5 @@ export {
   ServedTrajectory,
   servedTrajectory,
 } from "./record.js";
-export { apiSchema, DoneLine, GroupRequest, GroupStatus, StreamLine } from "./schema.js";
+export { apiSchema, DoneLine, GroupRequest, GroupStatus, StreamLine, TrajectoryErrorLine } from "./schema.js";
 export { authorized, isLoopback, type ServeHandle, type ServeOptions, startServe } from "./server.js";

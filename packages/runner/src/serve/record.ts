@@ -1,7 +1,7 @@
 import { access, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { exportTrajectory } from "../export/export-trajectory.js";
+import { type ExportSegment, exportTrajectory } from "../export/export-trajectory.js";
 import { MASKED } from "../export/tokenize-for-trainer.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
@@ -13,6 +13,24 @@ import { Outcome, type RunManifest, TrajectoryResult } from "../rollout/schema.j
  * the reward and its breakdown, the outcome, timings and provenance. The same record feeds every
  * trainer format (src/export/formats, adapters/python): one mapping per format.
  */
+
+export const ServedCall = z
+  .object({
+    seq: z.number().int().describe("turn-log seq of the call"),
+    start: z.number().int().describe("first token of its completion in the segment"),
+    end: z.number().int().describe("end (exclusive) of its completion"),
+    text: z.string().describe("the answer's text as the client received it"),
+    tool_calls: z
+      .array(z.object({ id: z.string(), name: z.string(), arguments: z.string() }).strict())
+      .describe("native tool calls (Cline's XML tool tags are in text)"),
+    finish_reason: z
+      .string()
+      .nullable()
+      .describe("as the upstream reported it (stop, length, tool_calls, …)"),
+    latency_ms: z.number().describe("request to last byte"),
+  })
+  .strict();
+export type ServedCall = z.infer<typeof ServedCall>;
 
 export const ServedSegment = z
   .object({
@@ -28,7 +46,11 @@ export const ServedSegment = z
     reward: z.number().nullable().describe("the trajectory reward / segment count (slime's rule)"),
     split: z
       .object({
-        kind: z.string().describe("history_rewritten | template_rewrite | answer_rerendered"),
+        kind: z
+          .string()
+          .describe(
+            "history_rewritten | prompt_repeated | prompt_shrunk | template_rewrite | answer_rerendered",
+          ),
         at_call: z.number().int().describe("turn-log seq of the call that started this segment"),
         position: z.number().int(),
         detail: z.string(),
@@ -39,6 +61,10 @@ export const ServedSegment = z
     completion_source: z
       .enum(["sampled", "template", "mixed"])
       .describe("sampled: ids as the upstream sampled them"),
+    calls: z
+      .array(ServedCall)
+      .optional()
+      .describe("the model calls of this segment, in order (absent in records of older versions)"),
   })
   .strict();
 export type ServedSegment = z.infer<typeof ServedSegment>;
@@ -70,6 +96,7 @@ export const ServedTrajectory = z
         boot: z.number(),
         agent: z.number(),
         score: z.number(),
+        model: z.number().optional().describe("of agent: time spent waiting for model calls"),
       })
       .strict(),
     turns: z.number().int(),
@@ -79,6 +106,7 @@ export const ServedTrajectory = z
       .array(z.object({ seq: z.number().int(), reason: z.string() }).strict())
       .describe("model calls left out of the token export, with why"),
     provenance: z.record(z.string(), z.unknown()),
+    prompt: z.string().optional().describe("the task prompt the agent was given"),
   })
   .strict();
 export type ServedTrajectory = z.infer<typeof ServedTrajectory>;
@@ -103,6 +131,7 @@ export function servedTrajectory(
   tok: ChatTokenizer,
 ): ServedTrajectory {
   const ex = exportTrajectory(turns, tok, r.reward === null ? {} : { reward: r.reward });
+  const bySeq = new Map(turns.map((t) => [t.seq, t]));
   const s = r.score;
   return {
     type: "trajectory",
@@ -126,6 +155,7 @@ export function servedTrajectory(
       boot: r.timings.bootMs,
       agent: r.timings.agentMs,
       score: r.timings.scoreMs,
+      model: turns.reduce((n, t) => n + t.latency.totalMs, 0),
     },
     turns: r.counts.turns,
     infra_retries: r.infraRetries.length,
@@ -141,10 +171,32 @@ export function servedTrajectory(
         ? { kind: g.split.kind, at_call: g.split.atSeq, position: g.split.position, detail: g.split.detail }
         : null,
       completion_source: g.completionSource,
+      calls: callsOfSegment(g, bySeq),
     })),
     skipped_calls: ex.skipped,
     provenance: provenanceOf(m, r.taskId),
+    prompt: r.prompt,
   };
+}
+
+/** The calls of an export segment with their answers (spans from the export, text from the log). Pure. */
+export function callsOfSegment(g: ExportSegment, bySeq: ReadonlyMap<number, TurnRecord>): ServedCall[] {
+  return g.seqs.flatMap((seq, i) => {
+    const t = bySeq.get(seq);
+    const span = g.spans?.[i];
+    if (!t?.response || !span) return [];
+    return [
+      {
+        seq,
+        start: span[0],
+        end: span[1],
+        text: t.response.text,
+        tool_calls: t.response.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
+        finish_reason: t.response.finishReason ?? null,
+        latency_ms: t.latency.totalMs,
+      },
+    ];
+  });
 }
 
 /** Reads a finished trajectory's turn log and builds its record. */

@@ -94,7 +94,9 @@ export type GroupRequest = z.infer<typeof GroupRequest>;
 
 export const GroupStatus = z
   .enum(["running", "complete", "cancelled", "failed"])
-  .describe("complete: every trajectory finished; cancelled: DELETEd; failed: the group could not run");
+  .describe(
+    "complete: every trajectory finished and has its record; cancelled: DELETEd; failed: the group could not run, or trajectories are missing (resubmitting resumes it and retries the missing records)",
+  );
 export type GroupStatus = z.infer<typeof GroupStatus>;
 
 export const AcceptedLine = z
@@ -103,16 +105,39 @@ export const AcceptedLine = z
     request_id: z.string(),
     run_id: z.string(),
     status: GroupStatus,
-    replayed: z.number().int().describe("trajectories that finished before this stream began (sent next)"),
+    replayed: z
+      .number()
+      .int()
+      .describe("trajectories (and trajectory errors) that finished before this stream began (sent next)"),
   })
   .strict();
+
+export const TrajectoryErrorLine = z
+  .object({
+    type: z.literal("trajectory_error"),
+    run_id: z.string(),
+    trajectory_id: z.string(),
+    task_id: z.string(),
+    index: z.number().int().nonnegative().describe("position in the group"),
+    reason: z.string().describe("why the trajectory's record (its token export) could not be built"),
+  })
+  .strict()
+  .describe(
+    "a trajectory that finished but whose record could not be built: it is left out, the rest of the group streams on, and the group does not end complete",
+  );
+export type TrajectoryErrorLine = z.infer<typeof TrajectoryErrorLine>;
 
 export const DoneLine = z
   .object({
     type: z.literal("done"),
     request_id: z.string(),
     status: GroupStatus,
-    trajectories: z.number().int(),
+    trajectories: z.number().int().describe("trajectory records streamed"),
+    expected: z.number().int().optional().describe("trajectories the group runs (tasks × group_size)"),
+    excluded: z
+      .array(z.object({ trajectory_id: z.string(), reason: z.string() }).strict())
+      .optional()
+      .describe("finished trajectories without a record (their trajectory_error lines), with why"),
     detail: z.string().optional().describe("why a group failed or was cancelled"),
   })
   .strict();
@@ -126,7 +151,7 @@ export const HeartbeatLine = z
   );
 
 export const StreamLine = z
-  .discriminatedUnion("type", [AcceptedLine, ServedTrajectory, DoneLine, HeartbeatLine])
+  .discriminatedUnion("type", [AcceptedLine, ServedTrajectory, TrajectoryErrorLine, DoneLine, HeartbeatLine])
   .describe("one NDJSON line of a group's stream");
 export type StreamLine = z.infer<typeof StreamLine>;
 

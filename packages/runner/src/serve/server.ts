@@ -7,6 +7,7 @@ import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
 import { checkGroupTasks, GroupTaskError } from "./group-tasks.js";
 import {
   CANCELLED,
+  doneLineOf,
   type GroupRun,
   type GroupRunnerOptions,
   readStored,
@@ -159,17 +160,12 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
       request_id: g.request.request_id,
       run_id: g.runId,
       status: g.status,
-      replayed: g.records.length,
+      replayed: g.records.length + g.errors.length,
     });
     for (const r of g.records) write(r);
+    for (const e of g.errors) write(e);
     if (g.status !== "running") {
-      write({
-        type: "done",
-        request_id: g.request.request_id,
-        status: g.status,
-        trajectories: g.records.length,
-        ...(g.detail ? { detail: g.detail } : {}),
-      });
+      write(doneLineOf(g));
       res.end();
       return;
     }
@@ -213,6 +209,8 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
           status: stored.done.status,
           ...(stored.done.detail ? { detail: stored.done.detail } : {}),
           records: stored.records,
+          errors: stored.errors,
+          expected: stored.done.expected ?? stored.records.length,
           listeners: new Set(),
           abort: new AbortController(),
           finished: Promise.resolve(),

@@ -418,7 +418,9 @@ export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenize
         id,
         sequences,
         ...(sequences.length === 0
-          ? { note: "no exported sequence (infra failure, excluded from its group)" }
+          ? {
+              note: "no exported sequence (an infra failure, or a token export that failed: see the group's excluded list)",
+            }
           : {}),
         ...(opts.tokenizer
           ? {}

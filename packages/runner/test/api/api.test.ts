@@ -100,6 +100,32 @@ describe.skipIf(skip)("the environment API over real sandboxes", () => {
     expect(await teardown({ session: session.id, sessionsDir })).toEqual({ removed: false });
   }, 240_000);
 
+  it("an outside Python repository (generic contract): unittest output is the score; a command that is not found is no score", async () => {
+    const make = async (name: string, command: string) => {
+      const repo = join(root, name);
+      await mkdir(join(repo, "tests"), { recursive: true });
+      await writeFile(join(repo, "calc.py"), "def add(a, b):\n    return a + b\n");
+      await writeFile(
+        join(repo, "tests/test_calc.py"),
+        "import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_wrong(self):\n        self.assertEqual(add(1, 1), 3)\n",
+      );
+      await writeFile(join(repo, "README.md"), `# calc\n\nRun the tests:\n\n\`\`\`sh\n${command}\n\`\`\`\n`);
+      return await setup(repo, { sessionsDir, noScaffold: true });
+    };
+    const good = await make("py-unittest", "python3 -m unittest discover -s tests");
+    const e = await evaluation({ session: good, sessionsDir });
+    expect(e.summary).toMatchObject({ tool: "unittest", passed: 1, failed: 1 });
+    expect(e).toMatchObject({ ok: true, score: 0.5, scoreSource: "test-summary" });
+    await teardown({ session: good, sessionsDir });
+
+    // the sandbox has python3 only: "python: not found" (exit 127), as on the issue's outside repository
+    const missing = await make("py-missing", "python -m unittest");
+    const m = await evaluation({ session: missing, sessionsDir });
+    expect(m).toMatchObject({ ok: false, score: null, scoreSource: "none" });
+    expect(m.reason).toMatch(/^the test command did not run \(python -m unittest\)/);
+    await teardown({ session: missing, sessionsDir });
+  }, 240_000);
+
   it("a dataset file: generic contract, prompts anchored in the rows, score falls back to the mean reward", async () => {
     const file = join(root, "rows.jsonl");
     await writeFile(

@@ -17,6 +17,31 @@ describe("parseTestSummary on real outputs", () => {
       });
     }
   });
+  it("unittest (python -m unittest, 3.11): failures, errors, skips; an expected failure passes", () => {
+    expect(parseTestSummary(fixture("unittest.txt"))).toEqual({
+      tool: "unittest",
+      passed: 3,
+      failed: 1,
+      errors: 1,
+      skipped: 1,
+    });
+    expect(parseTestSummary(fixture("unittest-ok.txt"))).toEqual({
+      tool: "unittest",
+      passed: 1,
+      failed: 0,
+      errors: 0,
+      skipped: 1,
+    });
+    const none = parseTestSummary(fixture("unittest-none.txt"))!;
+    expect(none).toEqual({ tool: "unittest", passed: 0, failed: 0, errors: 0, skipped: 0 });
+    expect(scoreOfSummary(none)).toBeUndefined();
+    // Python 3.12+ says so when nothing ran; an unexpected success is a failure
+    expect(parseTestSummary("Ran 0 tests in 0.000s\n\nNO TESTS RAN\n")).toMatchObject({ passed: 0 });
+    expect(parseTestSummary("Ran 3 tests in 0.1s\n\nFAILED (unexpected successes=1)\n")).toMatchObject({
+      passed: 2,
+      failed: 1,
+    });
+  });
   it("node --test (TAP)", () => {
     expect(parseTestSummary(fixture("node-test.txt"))).toEqual({
       tool: "node-test",

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { checkGroup } from "../../src/emit/atropos/rules.js";
-import { buildGroup, groupId, toScoredDataGroup } from "../../src/emit/group.js";
+import { buildGroup, groupId, partitionMembers, toScoredDataGroup } from "../../src/emit/group.js";
 import { result } from "../rollout/fixtures.js";
 
 const chat = (text: string) => [
@@ -45,8 +45,43 @@ describe("buildGroup", () => {
     ]);
     expect(line.scores).toEqual([1]);
     expect(line.group_overrides!.excluded).toEqual([
-      { trajectory_id: "a-t1", outcome: "infra_error", detail: "worker crashed" },
+      { trajectory_id: "a-t1", outcome: "infra_error", detail: "worker crashed", reason: "infra_error" },
     ]);
+  });
+
+  it("with tokens: a trajectory whose token export failed is left out with its reason, the rest kept", () => {
+    const seq = (id: number) => ({
+      tokens: [1, id],
+      masks: [-100, id],
+      inferenceLogprobs: [1, -0.5],
+      reward: 1,
+    });
+    const members = [
+      { result: result({ taskId: "a", index: 0, reward: 1 }), messages: chat("a"), sequences: [seq(5)] },
+      {
+        result: result({ taskId: "a", index: 1, reward: 1 }),
+        messages: [],
+        exportError: "token_ids must be a non-empty array of integers",
+      },
+      { result: result({ taskId: "a", index: 2, reward: 0 }), messages: chat("c"), sequences: [seq(7)] },
+    ];
+    const line = buildGroup({ ...ctx, withTokens: true }, members);
+    expect(line.scores).toEqual([1, 1]);
+    expect(line.tokens).toEqual([
+      [1, 5],
+      [1, 7],
+    ]);
+    expect(line.group_overrides).toMatchObject({ trajectories: 2 });
+    expect(line.group_overrides!.excluded).toEqual([
+      {
+        trajectory_id: "a-t1",
+        outcome: "completed",
+        detail: "token export failed: token_ids must be a non-empty array of integers",
+        reason: "export_failed",
+      },
+    ]);
+    // without tokens the same member has nothing missing: it stays
+    expect(partitionMembers(members, false).kept).toHaveLength(3);
   });
 
   it("with a tokenizer: token fields per sequence, segments share the trajectory id", () => {

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { exportTrajectory } from "../../src/export/export-trajectory.js";
+import { exportTrajectory, nearText, promptBoundary } from "../../src/export/export-trajectory.js";
 import { MASKED } from "../../src/export/tokenize-for-trainer.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
 import type { TurnRecord } from "../../src/gateway/turn-log.js";
@@ -63,7 +63,9 @@ describe("exportTrajectory", () => {
       // the last prompt is a prefix of the segment: the model saw exactly these tokens
       const lastPrompt = turns[2]!.response!.tokens!.promptIds!;
       expect(seg.tokens.slice(0, lastPrompt.length)).toEqual(lastPrompt);
-      await expectGolden(family, "export-sampled-3turns", seg);
+      // each call's completion span: together exactly the trained positions
+      expect(seg.spans!.flatMap(([a, b]) => Array.from({ length: b - a }, (_, k) => a + k))).toEqual(pos);
+      await expectGolden(family, "export-sampled-3turns", { ...seg, spans: undefined });
 
       const last = exportTrajectory(turns, tok, { mode: "last_assistant_turn" }).segments[0]!;
       expect(last.tokens).toEqual(seg.tokens);
@@ -121,6 +123,64 @@ describe("exportTrajectory", () => {
     const out = exportTrajectory(sampledTurns(tok, answers), tok);
     expect(out.segments.map((s) => s.seqs)).toEqual([[1], [2, 3]]);
     expect(out.segments[1]!.split).toMatchObject({ kind: "answer_rerendered", atSeq: 2 });
+  });
+
+  it.each(["qwen3", "llama3"] as const)(
+    "%s: Cline truncates, then resends the same prompt twice: ordinary segment boundaries, no throw",
+    (family) => {
+      const tok = toks[family];
+      const turns = sampledTurns(tok);
+      // the replay of the reported behaviour: after call 2 the server reported a near-full context;
+      // Cline dropped its history back to the task (call 3) and sent that same prompt again (call 4)
+      const first = turns[0]!.request.messages;
+      const resend = (seq: number, answer: string): TurnRecord => {
+        const ids = [...tok.encode(answer), tok.eosTokenId!];
+        return turn(seq, first, {
+          text: answer,
+          tokens: {
+            promptIds: tok.apply(first, { addGenerationPrompt: true }),
+            ids,
+            logprobs: ids.map((id, p) => doubleLogprob(id, p)),
+          },
+        });
+      };
+      const all = [turns[0]!, turns[1]!, resend(3, ANSWERS[1]!), resend(4, ANSWERS[2]!)];
+      const out = exportTrajectory(all, tok, { reward: 1 });
+      expect(out.skipped).toEqual([]);
+      expect(out.segments.map((s) => s.seqs)).toEqual([[1, 2], [3], [4]]);
+      expect(out.segments.map((s) => s.split?.kind ?? null)).toEqual([
+        null,
+        "prompt_shrunk",
+        "prompt_repeated",
+      ]);
+      expect(out.segments[2]!.split!.detail).toMatch(/sent call 3's prompt again/);
+      // the prompt ends where the sequence goes on: nothing to decode on its side
+      expect(out.segments[1]!.split!.detail).toMatch(/prompt has \(end\)/);
+      // every sampled id is trained exactly once, in order
+      const ids = out.segments.flatMap((s) => trained(s.masks).map((p) => s.tokens[p]));
+      expect(ids).toEqual(all.flatMap((t) => t.response!.tokens!.ids!));
+      expect(out.segments.map((s) => s.reward)).toEqual([1 / 3, 1 / 3, 1 / 3]);
+    },
+  );
+
+  it("promptBoundary: a repeated prompt, a shrunk one, a diverging one", () => {
+    expect(promptBoundary([1, 2, 3, 4], [1, 2], [1, 2])).toBe("repeated");
+    expect(promptBoundary([1, 2, 3, 4], [1, 2, 3], [1, 2])).toBe("shrunk");
+    expect(promptBoundary([1, 2, 3, 4], undefined, [1, 2, 3, 4])).toBe("shrunk");
+    expect(promptBoundary([1, 2, 3, 4], [1, 2], [])).toBe("shrunk");
+    expect(promptBoundary([1, 2, 3, 4], [1, 2], [1, 9])).toBe("diverged");
+    expect(promptBoundary([1, 2], [1, 2], [1, 2, 3])).toBe("diverged");
+  });
+
+  it("nearText: an empty slice is (end), and a tokenizer that throws never escapes", () => {
+    const throwing = {
+      ...toks.llama3,
+      decode: () => {
+        throw new Error("token_ids must be a non-empty array of integers");
+      },
+    } as ChatTokenizer;
+    expect(nearText(toks.llama3, [1, 2], 2)).toBe("(end)");
+    expect(nearText(throwing, [1, 2, 3], 1)).toMatch(/^\(ids \[2,3\]; not decodable: token_ids must be/);
   });
 
   it("leaves out failed calls and says why", () => {

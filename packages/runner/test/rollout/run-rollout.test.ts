@@ -2,11 +2,15 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { GroupLine } from "../../src/emit/group.js";
 import { UsageError } from "../../src/errors.js";
+import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
 import type { ProgressEvent } from "../../src/progress/events.js";
 import { createDummyDeps, type DummyDepsOptions } from "../../src/rollout/dummy-deps.js";
 import { runRollout } from "../../src/rollout/run-rollout.js";
 import { MetricsLine, type RunConfig, TrajectoryResult } from "../../src/rollout/schema.js";
+import { TOKENIZERS, turn } from "../export/fixtures.js";
+import { truncationReplay } from "../helpers/truncation-replay.js";
 
 let tmp: { path: string };
 let n = 0;
@@ -221,5 +225,52 @@ describe("runRollout (dummy deps)", () => {
     await expect(run(config(), {}, { out: join(file, "sub") })).rejects.toThrow(/is a file/);
     expect(await readFile(file, "utf8")).toBe("x");
     await rm(file);
+  });
+
+  it("replay: Cline truncates and resends its prompt; one trajectory whose token export fails leaves the rest of its group written", async () => {
+    const real = await loadChatTokenizer(TOKENIZERS.llama3);
+    // a tokenizer whose template fails on one trajectory's messages (any export fault would do)
+    const tok: ChatTokenizer = {
+      ...real,
+      apply: (messages, o) => {
+        if (JSON.stringify(messages).includes("POISON")) throw new Error("template failed on POISON");
+        return real.apply(messages, o);
+      },
+    };
+    const r = await run(config({ groupSize: 3, tokenizer: "/unused" }), {
+      tokenizer: tok,
+      turnLog: (slot) =>
+        slot.index === 2
+          ? [
+              {
+                ...turn(1, [{ role: "user", content: "POISON" }], { text: "x" }),
+                trajectoryId: slot.trajectoryId,
+              },
+            ]
+          : truncationReplay(real, slot.trajectoryId),
+    });
+    expect(r.summary.tasks[0]!.error).toBeUndefined();
+    const groups = (await lines(join(r.out, "groups.jsonl"))) as GroupLine[];
+    expect(groups).toHaveLength(1);
+    const g = groups[0]!;
+    expect(g.scores).toEqual([1, 1]);
+    expect(g.tokens).toHaveLength(2);
+    expect(g.overrides!.map((o) => o["trajectory_id"])).toEqual(["a-t0", "a-t1"]);
+    // the final segment of the replay started where Cline resent the same prompt
+    expect(g.overrides![0]).toMatchObject({ segment: 2, segments: 3 });
+    expect(String(g.overrides![0]!["split"])).toMatch(/^prompt_repeated at call 4/);
+    expect(g.group_overrides!["excluded"]).toEqual([
+      {
+        trajectory_id: "a-t2",
+        outcome: "completed",
+        detail: "token export failed: template failed on POISON",
+        reason: "export_failed",
+      },
+    ]);
+    expect(
+      r.events.some(
+        (e) => e.type === "note" && /a-t2: token export failed, left out of its group/.test(e.message),
+      ),
+    ).toBe(true);
   });
 });

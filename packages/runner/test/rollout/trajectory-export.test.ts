@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { ExportSegment, TrajectoryExport } from "../../src/export/export-trajectory.js";
+import type { ChatTokenizer } from "../../src/export/tokenizer.js";
 import type { TurnRecord } from "../../src/gateway/turn-log.js";
-import { chatOf, messagesOf, sequencesOf } from "../../src/rollout/trajectory-export.js";
+import { chatOf, messagesOf, sequencesOf, trajectoryExportOf } from "../../src/rollout/trajectory-export.js";
+import { result } from "./fixtures.js";
 
 const turn = (seq: number, over: Partial<TurnRecord> = {}): TurnRecord => ({
   v: 1,
@@ -83,5 +85,28 @@ describe("sequencesOf", () => {
     expect(seqs.map((s) => s.reward)).toEqual([0.5, 0.5]);
     expect(seqs[0]?.segment).toEqual({ index: 0, of: 2 });
     expect(seqs[0]?.messages).toEqual(chatOf(turn(2)));
+  });
+});
+
+describe("trajectoryExportOf", () => {
+  const tok = {
+    apply: () => {
+      throw new Error("token_ids must be a non-empty array of integers");
+    },
+    encode: () => [],
+    decode: () => "",
+  } as unknown as ChatTokenizer;
+
+  it("a token export that throws is the trajectory's exportError, not the group's error", () => {
+    const turns = [turn(1)];
+    const out = trajectoryExportOf(turns, result({ taskId: "a", index: 0 }), "last", tok);
+    expect(out.sequences).toBeUndefined();
+    expect(out.exportError).toBe("token_ids must be a non-empty array of integers");
+    expect(out.messages.at(-1)).toMatchObject({ role: "assistant", content: "answer 1" });
+  });
+
+  it("without a tokenizer there is nothing to fail", () => {
+    const out = trajectoryExportOf([turn(1)], result({ taskId: "a", index: 0 }), "last", undefined);
+    expect(out).toEqual({ messages: chatOf(turn(1)) });
   });
 });

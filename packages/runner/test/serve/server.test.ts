@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { exportRun } from "../../src/export/formats/export-run.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
 import { createDummyDeps, type DummyDeps } from "../../src/rollout/dummy-deps.js";
 import { inlineScenarioId, parseRows } from "../../src/serve/group-tasks.js";
@@ -10,6 +11,7 @@ import { apiSchema, type StreamLine } from "../../src/serve/schema.js";
 import { authorized, isLoopback, type ServeHandle, startServe } from "../../src/serve/server.js";
 import { loadTask } from "../../src/tasks/catalog.js";
 import { TOKENIZERS } from "../export/fixtures.js";
+import { truncationReplay } from "../helpers/truncation-replay.js";
 
 /**
  * `flakegym serve` against a real HTTP server on loopback port 0, groups run by runRollout with the
@@ -240,6 +242,56 @@ describe("flakegym serve", () => {
       r.lines.filter((l) => l.type === "trajectory"),
     );
     expect(never.agentCalls).toEqual([]);
+  });
+});
+
+describe("serve: one odd trajectory", () => {
+  it("replay: truncation's repeated prompts are segments; a record that cannot be built is a trajectory_error line, the rest stream, and the group is not complete", async () => {
+    const deps = createDummyDeps({
+      turnLog: (slot) =>
+        slot.index === 1 ? "{ not a turn record\n" : truncationReplay(tok, slot.trajectoryId),
+    });
+    const { h, stateDir } = await serve(deps);
+    const r = await post(h, group("g-odd", 3));
+    expect(trajectories(r.lines)).toEqual([`${TASK}-t0`, `${TASK}-t2`]);
+    const t0 = r.lines.find((l) => l.type === "trajectory" && l.index === 0);
+    expect(t0?.type === "trajectory" && t0.segments.map((s) => s.split?.kind ?? null)).toEqual([
+      null,
+      "prompt_shrunk",
+      "prompt_repeated",
+    ]);
+    const err = r.lines.find((l) => l.type === "trajectory_error");
+    expect(err).toMatchObject({
+      type: "trajectory_error",
+      trajectory_id: `${TASK}-t1`,
+      task_id: TASK,
+      index: 1,
+    });
+    const done = doneOf(r.lines);
+    expect(done).toMatchObject({ status: "failed", trajectories: 2, expected: 3 });
+    expect(done?.type === "done" && done.excluded?.map((x) => x.trajectory_id)).toEqual([`${TASK}-t1`]);
+    expect(done?.type === "done" && done.detail).toMatch(
+      /^2 of 3 trajectories have a record; 1 finished without one/,
+    );
+    expect(await readdir(join(stateDir, "requests", "g-odd", "errors"))).toEqual([`${TASK}-t1.json`]);
+    // not final: a resubmission replays what streamed, retries the missing record, runs nothing again
+    const again = await post(h, group("g-odd", 3));
+    expect(again.lines[0]).toMatchObject({ type: "accepted", replayed: 2 });
+    expect(again.lines.filter((l) => l.type === "trajectory_error")).toHaveLength(1);
+    expect(doneOf(again.lines)).toMatchObject({ status: "failed", trajectories: 2, expected: 3 });
+    expect(deps.agentCalls.sort()).toEqual([`${TASK}-t0`, `${TASK}-t1`, `${TASK}-t2`]);
+    // `flakegym export` of the same run from its turn logs: the other trajectories are written,
+    // the odd one is left out with its reason
+    const runDir = join(stateDir, "requests", "g-odd", "run");
+    const exported = await exportRun({
+      runDir,
+      format: "verl",
+      segments: "final",
+      out: join(stateDir, "verl.jsonl"),
+      tokenizer: TOKENIZERS.qwen3,
+    });
+    expect(exported.records).toBe(2);
+    expect(exported.excluded.map((x) => x.trajectory_id)).toEqual([`${TASK}-t1`]);
   });
 });
 

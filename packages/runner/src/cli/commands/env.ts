@@ -1,3 +1,5 @@
+import { writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import { z } from "zod";
 import { evaluation } from "../../api/evaluation.js";
 import type { ApiEvent } from "../../api/events.js";
@@ -102,6 +104,12 @@ export const envRolloutCommand = defineCommand({
       .max(1)
       .optional()
       .describe("check: minimum share of distinct prompts"),
+    tokenizer: z
+      .string()
+      .optional()
+      .describe(
+        "the policy's tokenizer directory: each sample gets the token ids of the call that produced it (written to samples.tokens.jsonl)",
+      ),
     maxCmdSeconds,
     maxTotalSeconds,
     sessionsDir,
@@ -120,9 +128,16 @@ export const envRolloutCommand = defineCommand({
       ...(Object.keys(checks).length ? { checks } : {}),
       ...(opts.maxSamples !== undefined ? { maxSamples: opts.maxSamples } : {}),
       ...(opts.sessionsDir ? { sessionsDir: opts.sessionsDir } : {}),
+      ...(opts.tokenizer ? { tokenizer: resolve(ctx.cwd, opts.tokenizer) } : {}),
     });
+    let tokens: { tokenized: number; samples_tokens: string } | undefined;
+    if (opts.tokenizer) {
+      const file = join(r.paths.callDir, "samples.tokens.jsonl");
+      await writeFile(file, r.samples.map((x) => `${JSON.stringify(x)}\n`).join(""));
+      tokens = { tokenized: r.samples.filter((x) => x.tokens).length, samples_tokens: file };
+    }
     ctx.stdout.write(
-      `${JSON.stringify({ ok: r.ok, outcome: r.outcome, samples: r.samples.length, problems: r.problems, paths: r.paths })}\n`,
+      `${JSON.stringify({ ok: r.ok, outcome: r.outcome, samples: r.samples.length, ...(tokens ? { tokenized: tokens.tokenized } : {}), problems: r.problems, paths: { ...r.paths, ...(tokens ? { samples_tokens: tokens.samples_tokens } : {}) } })}\n`,
     );
     return r.ok ? 0 : 1;
   },
@@ -147,7 +162,7 @@ export const envEvaluationCommand = defineCommand({
       ...(opts.sessionsDir ? { sessionsDir: opts.sessionsDir } : {}),
     });
     ctx.stdout.write(
-      `${JSON.stringify({ ok: e.ok, outcome: e.outcome, score: e.score, scoreSource: e.scoreSource, summary: e.summary, hintsUsed: e.hintsUsed })}\n`,
+      `${JSON.stringify({ ok: e.ok, outcome: e.outcome, score: e.score, scoreSource: e.scoreSource, reason: e.reason, summary: e.summary, hintsUsed: e.hintsUsed })}\n`,
     );
     return e.ok ? 0 : 1;
   },

@@ -61,6 +61,9 @@ export const exportCommand = defineCommand({
       ...(opts.tokenizer ? { tokenizer: resolve(ctx.cwd, opts.tokenizer) } : {}),
     });
     ctx.stdout.write(`${r.records} ${opts.format} record(s) → ${r.path}\n`);
+    // a trajectory whose record could not be built is left out, the rest written: say which and why
+    for (const x of r.excluded)
+      ctx.stderr.write(`left out ${x.trajectory_id}: its record could not be built: ${x.reason}\n`);
     return 0;
   },
 });

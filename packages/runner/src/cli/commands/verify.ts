@@ -2,7 +2,7 @@ import { z } from "zod";
 import { evaluation } from "../../api/evaluation.js";
 import { absoluteLlm } from "../../api/llm.js";
 import { rollout } from "../../api/rollout.js";
-import { setup } from "../../api/setup.js";
+import { failedSessionDirOf, setup } from "../../api/setup.js";
 import { teardown } from "../../api/teardown.js";
 import { describeError } from "../../errors.js";
 import { defineCommand } from "../command.js";
@@ -16,15 +16,29 @@ export interface VerifyLine {
   readonly samples?: number;
   readonly evaluation?: string;
   readonly score?: number | null;
+  /** Why the evaluation has no score, or what it is. */
+  readonly reason?: string;
+  /** The whole error (every line of it). */
   readonly error?: string;
+  /** A failed target's session directory, kept with its logs (not torn down). */
+  readonly logs?: string;
 }
 
-/** The report's text (pure): one line per target and the totals. */
+/** The report's text (pure): one line per target (a failure's whole error indented under it) and the totals. */
 export function renderVerify(lines: readonly VerifyLine[]): string {
+  const indent = (text: string) =>
+    text
+      .split("\n")
+      .map((x) => `      ${x}`)
+      .join("\n");
   const rows = lines.map((l) =>
     l.ok
       ? `ok    ${l.target}: ${l.contract} contract, rollout ${l.rollout} (${l.samples} samples), evaluation ${l.evaluation}, score ${l.score ?? "none"}`
-      : `FAIL  ${l.target}: ${l.error ?? `rollout ${l.rollout}, evaluation ${l.evaluation}`}`,
+      : [
+          `FAIL  ${l.target}: ${l.error ? l.error.split("\n")[0] : `rollout ${l.rollout}, evaluation ${l.evaluation}${l.reason ? ` (${l.reason})` : ""}`}`,
+          ...(l.error?.includes("\n") ? [indent(l.error.split("\n").slice(1).join("\n"))] : []),
+          ...(l.logs ? [`      logs: ${l.logs}`] : []),
+        ].join("\n"),
   );
   const passed = lines.filter((l) => l.ok).length;
   return `${rows.join("\n")}\n${passed}/${lines.length} targets passed\n`;
@@ -53,25 +67,39 @@ export const verifyCommand = defineCommand({
     const lines: VerifyLine[] = [];
     for (const target of opts.target) {
       let id: string | undefined;
+      let dir: string | undefined;
+      let ok = false;
       try {
-        const s = await setup(target, { ...common, cwd: ctx.cwd, noScaffold: !opts.scaffold, llm });
+        const s = await setup(target, {
+          ...common,
+          cwd: ctx.cwd,
+          noScaffold: !opts.scaffold,
+          llm,
+          keepFailed: true,
+        });
         id = s.id;
+        dir = s.dir;
         const r = await rollout(llm, { ...common, session: s.id });
         const e = await evaluation({ ...common, session: s.id });
+        ok = r.ok && e.ok;
         lines.push({
           target,
-          ok: r.ok && e.ok,
+          ok,
           contract: s.contractSource,
           rollout: r.outcome.kind,
           samples: r.samples.length,
           evaluation: e.outcome.kind,
           score: e.score,
+          reason: e.reason,
+          ...(ok ? {} : { logs: s.dir }),
         });
       } catch (err) {
         if (ctx.signal.aborted) throw err;
-        lines.push({ target, ok: false, error: describeError(err).split("\n")[0]! });
+        const logs = failedSessionDirOf(err) ?? dir;
+        lines.push({ target, ok: false, error: describeError(err), ...(logs ? { logs } : {}) });
       } finally {
-        if (id) await teardown({ ...common, session: id });
+        // a failed target keeps its session and logs (named in the report); a passing one is removed
+        if (id && ok) await teardown({ ...common, session: id });
       }
     }
     ctx.stdout.write(opts.json ? `${JSON.stringify(lines, null, 2)}\n` : renderVerify(lines));

@@ -6,10 +6,10 @@ import { writeFileAtomic, writeJsonAtomic } from "../../emit/jsonl.js";
 import { UsageError } from "../../errors.js";
 import { readTurnLog } from "../../gateway/turn-log.js";
 import { readManifest, runPaths } from "../../rollout/run-dir.js";
-import type { RunManifest } from "../../rollout/schema.js";
+import type { RunManifest, TrajectoryResult } from "../../rollout/schema.js";
 import { readGroupRecords, readResults, readServedTrajectory } from "../../serve/record.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../tokenizer.js";
-import { atifTrajectory } from "./atif.js";
+import { atifTrajectory, atifVerifierResult } from "./atif.js";
 import { parquetTable } from "./parquet-table.js";
 import { formatRecords, RecordFormat, type SegmentPolicy } from "./trainer-formats.js";
 
@@ -71,7 +71,7 @@ async function recordsOf(o: ExportRunOptions, m: RunManifest) {
   const group = dirname(o.runDir);
   if (o.tokenizer === undefined && (await exists(join(group, "request.json")))) {
     const stored = await readGroupRecords(join(group, "records"));
-    if (stored.length > 0) return stored;
+    if (stored.length > 0) return { items: stored, excluded: [] as ExcludedTrajectory[] };
   }
   const dir = o.tokenizer ?? m.config.tokenizer;
   if (!dir && !o.loaded) {
@@ -81,13 +81,45 @@ async function recordsOf(o: ExportRunOptions, m: RunManifest) {
     );
   }
   const tok = o.loaded ?? (await loadChatTokenizer(dir!));
-  const out = [];
-  for (const r of await readResults(o.runDir)) out.push(await readServedTrajectory(o.runDir, m, r, tok));
-  return out;
+  return await collect(await readResults(o.runDir), (r) => readServedTrajectory(o.runDir, m, r, tok));
 }
 
-/** Writes the export; returns the files written and how many records each holds. */
-export async function exportRun(o: ExportRunOptions): Promise<{ path: string; records: number }> {
+/** A trajectory left out of an export because its record could not be built, and why. */
+export interface ExcludedTrajectory {
+  readonly trajectory_id: string;
+  readonly reason: string;
+}
+
+/**
+ * Builds one item per trajectory; one that throws is left out with its reason, so one odd
+ * trajectory never costs the export of the others.
+ */
+export async function collect<T>(
+  results: readonly TrajectoryResult[],
+  build: (r: TrajectoryResult) => Promise<T> | T,
+): Promise<{ items: T[]; excluded: ExcludedTrajectory[] }> {
+  const items: T[] = [];
+  const excluded: ExcludedTrajectory[] = [];
+  for (const r of results) {
+    try {
+      items.push(await build(r));
+    } catch (err) {
+      excluded.push({
+        trajectory_id: r.trajectoryId,
+        reason: err instanceof Error ? err.message : String(err),
+      });
+    }
+  }
+  return { items, excluded };
+}
+
+/**
+ * Writes the export; returns the file written, how many records it holds, and the trajectories left
+ * out because their record could not be built (with why).
+ */
+export async function exportRun(
+  o: ExportRunOptions,
+): Promise<{ path: string; records: number; excluded: ExcludedTrajectory[] }> {
   const p = runPaths(o.runDir);
   if (!(await exists(p.manifest))) {
     throw new UsageError(
@@ -108,26 +140,31 @@ export async function exportRun(o: ExportRunOptions): Promise<{ path: string; re
         ? parquetTable(lines.map((l) => JSON.parse(l) as Record<string, unknown>))
         : text;
     await writeFileAtomic(o.out, data);
-    return { path: o.out, records: lines.length };
+    return { path: o.out, records: lines.length, excluded: [] };
   };
   return match(o.format)
     .with("atropos", () => copy(p.groups))
     .with("samples", () => copy(p.samples))
     .with("atif", async () => {
       await mkdir(o.out, { recursive: true });
-      const results = await readResults(o.runDir);
-      for (const r of results) {
+      const { items, excluded } = await collect(await readResults(o.runDir), async (r) => {
         const file = join(p.trajectory(r.trajectoryId).dir, "turns.jsonl");
         const turns = (await exists(file)) ? await readTurnLog(file) : [];
-        await writeJsonAtomic(join(o.out, `${r.trajectoryId}.json`), atifTrajectory(m, r, turns));
+        return { id: r.trajectoryId, atif: atifTrajectory(m, r, turns), verifier: atifVerifierResult(r) };
+      });
+      for (const x of items) {
+        await writeJsonAtomic(join(o.out, `${x.id}.json`), x.atif);
+        // ATIF has no reward: Harbor keeps it in the verifier's result, written beside it
+        await writeJsonAtomic(join(o.out, `${x.id}.verifier.json`), x.verifier);
       }
-      return { path: o.out, records: results.length };
+      return { path: o.out, records: items.length, excluded };
     })
     .with("verl", "slime", "skyrl", "prime", "trl", "nemo", async (f) => {
-      const rows = formatRecords(f, await recordsOf(o, m), o.segments);
+      const { items, excluded } = await recordsOf(o, m);
+      const rows = formatRecords(f, items, o.segments);
       await mkdir(dirname(o.out), { recursive: true });
       await writeFileAtomic(o.out, encode(rows as Record<string, unknown>[], o.fileFormat));
-      return { path: o.out, records: rows.length };
+      return { path: o.out, records: rows.length, excluded };
     })
     .exhaustive();
 }

@@ -2,28 +2,30 @@ import { createHash } from "node:crypto";
 import { match } from "ts-pattern";
 import { z } from "zod";
 import { samplingOf } from "../../policy/spec.js";
-import type { ServedSegment, ServedTrajectory } from "../../serve/record.js";
+import type { ServedCall, ServedSegment, ServedTrajectory } from "../../serve/record.js";
 
 /**
  * One mapping per trainer format, from served trajectory records to the records each framework
  * consumes. `flakegym export` writes these; adapters/python/flakegym_<name>.py implement the same
  * mappings on the records `flakegym serve` streams (tests/e2e/serve-adapters.test.ts checks that
- * both agree on one run). Field names were read in each framework's own source (names only, no
- * code), at these commits:
- * - verl volcengine/verl b178a3cd56f58b2d502255daba591e92833930a7,
- *   verl/experimental/agent_loop/agent_loop.py: AgentLoopOutput, AgentLoopMetrics
+ * both agree on one run). Checked against the frameworks' released packages (read, and run by
+ * `npm run conformance`):
+ * - verl 0.9.1 verl/experimental/agent_loop/agent_loop.py: AgentLoopOutput, AgentLoopMetrics
+ *   (generate_sequences and tool_calls are seconds; num_turns counts user, assistant and tool turns)
  * - slime THUDM/slime 624b824a898ab0ec1fcb4d373004c7f3852bf515, slime/utils/types.py: Sample
  *   (rollout_id is an int shared by the samples one rollout was split into; Sample.Status values)
- * - SkyRL NovaSky-AI/SkyRL a9564572eb8e91076be43c1bd5e4615e3de17265, skyrl/train/generators/base.py:
- *   GeneratorOutput, TrajectoryID {instance_id, repetition_id}, is_last_step (step-wise training)
- * - prime-rl PrimeIntellect-ai/prime-rl 559b44772e471d1538537b8805cc77f3824a5e64,
- *   src/prime_rl/transports/rollouts/types.py: TrainingSample (token_ids, mask as booleans,
- *   logprobs, temperatures, env_name)
- * - TRL huggingface/trl f2cd57710ae345ea6428ae95363267fcf38a3dc8, trl/trainer/grpo_trainer.py:
- *   rollout_func's required keys prompt_ids, completion_ids, logprobs; env_mask; other keys are
- *   passed to the reward functions
- * - NeMo Gym NVIDIA-NeMo/Gym 07d6b0d07b22fcf530b4c211dae2ee23100428e4, nemo_gym/openai_utils.py:
- *   TokenIDLogProbMixin (prompt_token_ids, generation_token_ids, generation_log_probs)
+ * - SkyRL 0.4.0 skyrl/train/generators/base.py GeneratorOutput (rollout_metrics read by the
+ *   trainer; stop_reasons are finish reasons, "stop" or "length"), TrajectoryID {instance_id,
+ *   repetition_id}, is_last_step; skyrl/train/utils/trainer_utils.py validate_generator_output
+ * - prime-rl PrimeIntellect-ai/prime-rl a608ad9367b41f952a4151308c46b7d83da1f989,
+ *   src/prime_rl/transports/rollouts/types.py: TrainingSample (a msgspec array-like struct: token_ids,
+ *   mask as booleans, logprobs, temperatures, env_name, per-token advantages; no other keys)
+ * - TRL 1.16.0 trl/trainer/grpo_trainer.py: rollout_func returns prompt_ids, completion_ids, logprobs
+ *   (one row per prompt it is given: the sampler has already repeated each prompt num_generations
+ *   times); env_mask becomes its tool mask; other keys go to the reward functions
+ * - NeMo Gym 0.7.0 nemo_gym/base_resources_server.py BaseVerifyResponse (responses_create_params,
+ *   response: a Responses API response whose output items carry prompt_token_ids,
+ *   generation_token_ids, generation_log_probs; reward)
  */
 
 export const RecordFormat = z.enum(["verl", "slime", "skyrl", "prime", "trl", "nemo"]);
@@ -124,17 +126,41 @@ export function callsOf(s: ServedSegment): { start: number; end: number }[] {
   return calls;
 }
 
-/** verl: AgentLoopOutput-shaped dicts (one per piece). */
+/** The calls of a piece: the record's (text, finish reason, latency) or, for older records, the mask's runs. Pure. */
+export function pieceCalls(p: Pick<Piece, "segment">): ServedCall[] {
+  return (
+    p.segment.calls ??
+    callsOf(p.segment).map((c) => ({
+      seq: -1,
+      start: c.start,
+      end: c.end,
+      text: "",
+      tool_calls: [],
+      finish_reason: null,
+      latency_ms: 0,
+    }))
+  );
+}
+
+/**
+ * verl's num_turns of a piece: its first user turn, each assistant turn and the tool/user turn
+ * between two of them (verl's ToolAgentLoop: user_turns + assistant_turns + 1). Pure.
+ */
+export const verlTurns = (p: Pick<Piece, "segment">): number => Math.max(1, 2 * pieceCalls(p).length);
+
+/** verl: AgentLoopOutput-shaped dicts (one per piece); metrics in seconds, as verl's timers record them. */
 function verl(p: Piece) {
   const r = response(p);
+  const t = p.record.timings_ms;
+  const model = t.model ?? t.agent;
   return {
     prompt_ids: r.prompt,
     response_ids: r.ids,
     response_mask: r.mask,
     response_logprobs: r.logprobs,
     reward_score: p.reward,
-    num_turns: p.record.turns,
-    metrics: { generate_sequences: p.record.timings_ms.agent / 1000, tool_calls: 0 },
+    num_turns: verlTurns(p),
+    metrics: { generate_sequences: model / 1000, tool_calls: Math.max(0, t.agent - model) / 1000 },
     extra_fields: meta(p),
   };
 }
@@ -154,18 +180,34 @@ function slime(p: Piece) {
   };
 }
 
-/** prime-rl: a TrainingSample, the whole sequence with its boolean mask, logprobs and temperatures. */
-function prime(p: Piece) {
+/**
+ * prime-rl: a TrainingSample (nothing else: the struct takes no other keys): the whole sequence, its
+ * boolean mask, logprobs and temperatures per token, and GRPO's advantage — the trajectory's reward
+ * minus its group's mean — on every sampled token (0 elsewhere). A piece without logprobs cannot
+ * be one and is left out.
+ */
+function prime(p: Piece, groupMean: number) {
   const t = temperatureOf(p.record);
+  const adv = (p.record.reward ?? 0) - groupMean;
   return {
     token_ids: p.segment.tokens,
     mask: p.segment.loss_mask.map((m) => m === 1),
-    logprobs: p.segment.logprobs,
+    logprobs: p.segment.logprobs!,
     temperatures: p.segment.tokens.map(() => t),
     env_name: PRIME_ENV_NAME,
-    reward: p.reward,
-    ...meta(p),
+    advantages: p.segment.loss_mask.map((m) => (m === 1 ? adv : 0)),
   };
+}
+
+/** Each task's mean trajectory reward over its records with a reward (GRPO's baseline). Pure. */
+export function groupMeans(records: readonly ServedTrajectory[]): Map<string, number> {
+  const sums = new Map<string, { n: number; sum: number }>();
+  for (const r of records) {
+    if (r.reward === null) continue;
+    const g = sums.get(r.task_id) ?? { n: 0, sum: 0 };
+    sums.set(r.task_id, { n: g.n + 1, sum: g.sum + r.reward });
+  }
+  return new Map([...sums].map(([k, g]) => [k, g.sum / g.n]));
 }
 
 /** prime-rl's `env_name` of flakegym's samples. */
@@ -184,30 +226,82 @@ function trl(p: Piece) {
   };
 }
 
-/** NeMo Gym: per model call, the prompt as sent and the generation with its logprobs. */
+/** The model name of a policy spec (`openai:<url>#<model>`), else the spec itself. Pure. */
+export const modelOf = (policy: string): string => policy.split("#")[1]?.split("?")[0] || policy;
+
+/**
+ * NeMo Gym: a BaseVerifyResponse — the request (`responses_create_params.input`: the task prompt),
+ * the Responses API `response` whose `output` holds one assistant message per model call carrying
+ * its prompt ids, sampled ids and logprobs (native tool calls follow it as function_call items), and
+ * the reward. A piece without logprobs cannot be one and is left out.
+ */
 function nemo(p: Piece) {
-  const lp = p.segment.logprobs;
-  return {
-    responses: callsOf(p.segment).map((c) => ({
-      prompt_token_ids: p.segment.tokens.slice(0, c.start),
-      generation_token_ids: p.segment.tokens.slice(c.start, c.end),
-      generation_log_probs: lp ? lp.slice(c.start, c.end) : null,
+  const lp = p.segment.logprobs!;
+  const tokens = p.segment.tokens;
+  const output = pieceCalls(p).flatMap((c, i) => [
+    {
+      id: `msg_${p.record.trajectory_id}_${p.segment.index}_${i}`,
+      type: "message",
+      role: "assistant",
+      status: "completed",
+      content: [{ type: "output_text", text: c.text, annotations: [] }],
+      prompt_token_ids: tokens.slice(0, c.start),
+      generation_token_ids: tokens.slice(c.start, c.end),
+      generation_log_probs: lp.slice(c.start, c.end),
+    },
+    ...c.tool_calls.map((t) => ({
+      type: "function_call",
+      id: `fc_${t.id}`,
+      call_id: t.id,
+      name: t.name,
+      arguments: t.arguments,
+      status: "completed",
     })),
+  ]);
+  return {
+    responses_create_params: {
+      input: [{ role: "user", content: p.record.prompt ?? "", type: "message" }],
+    },
+    response: {
+      id: `resp_${p.record.trajectory_id}_${p.segment.index}`,
+      object: "response",
+      created_at: 0,
+      model: modelOf(p.record.policy),
+      output,
+      parallel_tool_calls: false,
+      tool_choice: "auto",
+      tools: [],
+    },
     reward: p.reward,
     ...meta(p),
   };
 }
 
-/** SkyRL: one GeneratorOutput batch per group (task) of pieces. */
-function skyrl(pieces: readonly Piece[]) {
+/** SkyRL's stop reason of a piece: "length" when its last call was cut by the length limit, else "stop". Pure. */
+export function skyrlStopReason(p: Pick<Piece, "segment">): "stop" | "length" {
+  return pieceCalls(p).at(-1)?.finish_reason === "length" ? "length" : "stop";
+}
+
+/**
+ * SkyRL: one GeneratorOutput per group (task) of pieces. `trajectory_ids` are TrajectoryID fields
+ * (a JSON file cannot hold the dataclass: `TrajectoryID(**d)`; the Python adapter builds them);
+ * `rollout_metrics`, which SkyRL's trainer reads unconditionally, holds the group's own metrics.
+ */
+function skyrl(pieces: readonly Piece[], records: readonly ServedTrajectory[]) {
   const rows = pieces.map(response);
+  const rewards = records.flatMap((r) => (r.reward === null ? [] : [r.reward]));
   return {
     prompt_token_ids: rows.map((r) => r.prompt),
     response_ids: rows.map((r) => r.ids),
     rewards: pieces.map((p) => p.reward),
     loss_masks: rows.map((r) => r.mask),
     rollout_logprobs: rows.every((r) => r.logprobs !== null) ? rows.map((r) => r.logprobs) : null,
-    stop_reasons: pieces.map((p) => p.record.outcome.kind),
+    stop_reasons: pieces.map(skyrlStopReason),
+    rollout_metrics: {
+      "flakegym/trajectories": records.length,
+      "flakegym/rows": pieces.length,
+      "flakegym/mean_reward": rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : 0,
+    },
     // TrajectoryID: the segments of one trajectory share it; is_last_step marks its final one
     trajectory_ids: pieces.map((p) => ({ instance_id: p.record.task_id, repetition_id: p.record.index })),
     is_last_step: pieces.map((p) => p.segment.index === p.record.segments.length - 1),
@@ -221,16 +315,23 @@ export function formatRecords(
   policy: SegmentPolicy,
 ): unknown[] {
   const pieces = piecesOf(records, policy);
+  const withLogprobs = pieces.filter((p) => p.segment.logprobs !== null);
+  const means = groupMeans(records);
   return match(format)
     .with("verl", () => pieces.map(verl))
     .with("slime", () => pieces.map(slime))
-    .with("prime", () => pieces.map(prime))
+    .with("prime", () => withLogprobs.map((p) => prime(p, means.get(p.record.task_id) ?? 0)))
     .with("trl", () => pieces.map(trl))
-    .with("nemo", () => pieces.map(nemo))
+    .with("nemo", () => withLogprobs.map(nemo))
     .with("skyrl", () => {
       const byTask = new Map<string, Piece[]>();
       for (const p of pieces) byTask.set(p.record.task_id, [...(byTask.get(p.record.task_id) ?? []), p]);
-      return [...byTask.values()].map(skyrl);
+      return [...byTask].map(([task, ps]) =>
+        skyrl(
+          ps,
+          records.filter((r) => r.task_id === task),
+        ),
+      );
     })
     .exhaustive();
 }

