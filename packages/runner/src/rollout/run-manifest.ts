@@ -4,6 +4,7 @@ import { FLAKEGYM_VERSION } from "../version.js";
 import type { RolloutDeps } from "./deps.js";
 import { runningStorePath } from "./provenance.js";
 import { type RunPaths, readManifest } from "./run-dir.js";
+import { isLockFile } from "./run-lock.js";
 import type { RunConfig, RunManifest } from "./schema.js";
 
 /** A run's run.json: what a new run records, what a resumed one keeps, and its groups' provenance. */
@@ -96,7 +97,7 @@ export async function openManifest(
 ): Promise<RunManifest> {
   if (o.resume) return resumedManifest(await readManifest(p), o.config);
   await ensureOutDir(p.dir);
-  const existing = await readdir(p.dir);
+  const existing = (await readdir(p.dir)).filter((n) => !isLockFile(n));
   if (existing.length > 0) {
     throw new FlakegymError("E_OUT_EXISTS", `the output directory ${p.dir} is not empty`, {
       hint: `continue that run with --resume ${p.dir}, or pick another --out`,
