@@ -30,11 +30,21 @@ function defaultContext(): CliContext & { dispose(): void } {
       ac.abort(new FlakegymError("E_INTERRUPTED", `interrupted by ${sig}`));
       setTimeout(() => {
         process.stderr.write(`flakegym: still stopping after ${STOP_GRACE_MS / 1000} s: exiting now\n`);
-        process.exit(130);
+        dieBy(sig);
       }, STOP_GRACE_MS).unref();
     } else {
-      process.exit(130);
+      dieBy(sig);
     }
+  };
+  /**
+   * Ends the process by the signal itself (the shell sees 128+n). Not process.exit: it joins the I/O
+   * threads, and one blocked for ever (an open() of a FIFO, a mkdir under /proc) would hold it.
+   */
+  const dieBy = (sig: NodeJS.Signals) => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    process.kill(process.pid, sig);
+    setTimeout(() => process.kill(process.pid, "SIGKILL"), 2_000).unref();
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
