@@ -34,7 +34,7 @@ export class WatchdogTimeout extends Error {
   ) {
     super(
       which === "silence"
-        ? `upstream sent nothing for ${ms} ms (silenceTimeoutMs)`
+        ? `upstream sent no event for ${ms} ms (silenceTimeoutMs; bytes that never complete an event do not count)`
         : `upstream call took longer than ${ms} ms (totalTimeoutMs)`,
     );
   }
@@ -217,6 +217,7 @@ export async function serveCall(
         protocol,
         ...(deferParse || parsed?.requestJson ? { rawJson: body } : {}),
         ...(e.sampling ? { sampling: e.sampling } : {}),
+        maxResponseBytes: e.limits.maxResponseBytes,
       },
       client,
     );

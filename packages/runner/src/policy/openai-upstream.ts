@@ -2,6 +2,7 @@ import { patchJsonObject } from "../gateway/json-object-patch.js";
 import { parseSse } from "../gateway/sse.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
 import { httpPost, type PostResponse } from "./http-post.js";
+import { DEFAULT_MAX_RESPONSE_BYTES, limitResponse } from "./limit-response.js";
 import { openAiSamplingMembers } from "./sampling.js";
 import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
@@ -76,6 +77,7 @@ export class OpenAiUpstream implements PolicyUpstream {
     } else {
       res = await this.post(body({}), signal);
     }
+    res = limitResponse(res, call.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, this.id);
     if (!res.ok) {
       const body = await safeText(res);
       throw new UpstreamError(`${this.id} answered HTTP ${res.status}: ${body.slice(0, 2000)}`, res.status, {

@@ -168,6 +168,12 @@ export const RunConfig = z
           .min(1)
           .optional()
           .describe("longest silence of the model server within one call (the gateway's watchdog)"),
+        maxResponseBytes: z
+          .number()
+          .int()
+          .min(1)
+          .optional()
+          .describe("bytes the model server may send for one call (absent: the gateway's default)"),
         testTimeoutMs: z.number().int().min(1),
       })
       .strict(),
