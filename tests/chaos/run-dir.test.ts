@@ -1,6 +1,6 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { cp, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { makeTempDir, type TempDir, waitFor } from "@flakegym/test-utils";
+import { makeTempDir, REPO_ROOT, type TempDir, waitFor } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { observeRun } from "./src/observe.js";
@@ -75,6 +75,46 @@ describe("chaos: the run directory", () => {
     // the lock went with its holder: a resume now runs (and has nothing to do)
     const after = await s.cli(["rollout", "--resume", s.out], 120_000);
     expect(after.exitCode, String(after.stderr).slice(-2000)).toBe(0);
+  }, 900_000);
+
+  it("a runner killed with -9, its task file edited: --resume refuses naming the file; restored, it finishes", async () => {
+    const s = await createScenario(tmp.path, "changed-task", cache);
+    const catalog = join(s.root, "catalog");
+    await cp(join(REPO_ROOT, "packages/runner/catalog", TASK), join(catalog, TASK), { recursive: true });
+    const taskJson = join(catalog, TASK, "task.json");
+    const original = await readFile(taskJson, "utf8");
+    const plan = await slowPlan(s.root, 20);
+    const args = ["rollout", "--catalog", catalog, "--task", TASK, "--group-size", "1"];
+    const first = s.cli([...args, "--policy", `scripted:${plan}`, "--out", s.out]);
+    const live = await waitFor(
+      async () =>
+        (await readFile(join(s.out, "trajectories", `${TASK}-t0`, "turns.jsonl"), "utf8").catch(() => ""))
+          .length > 0,
+      300_000,
+      100,
+    );
+    expect(live).toBe(true);
+    process.kill(-first.pid!, "SIGKILL");
+    await first;
+    const spec = JSON.parse(original);
+    await writeFile(taskJson, JSON.stringify({ ...spec, prompt: `${spec.prompt}\nAlso add a README.` }));
+    const refused = await s.cli(["rollout", "--resume", s.out], 120_000);
+    expect(refused.exitCode, String(refused.stderr)).toBe(2);
+    expect(String(refused.stderr)).toContain("E_INPUT_CHANGED");
+    expect(String(refused.stderr)).toContain(`changed: ${taskJson}`);
+    expect(startedNothing(String(refused.stderr))).toBe(true);
+    await writeFile(taskJson, original);
+    // the dead runner's lock is taken over; the run finishes with its own task
+    const resumed = await s.cli(["rollout", "--resume", s.out]);
+    expect(resumed.exitCode, String(resumed.stderr).slice(-2000)).toBe(0);
+    const checked = await checkScenario(s, {
+      fault: "task changed before resume",
+      runs: 1,
+      faults: 2,
+      expected: [{ trajectoryId: `${TASK}-t0`, kinds: ["completed"] }],
+      runId: await runIdOf(s.out),
+    });
+    expect(checked.problems).toEqual([]);
   }, 900_000);
 
   it("output paths no run can use are refused before anything starts, naming the flag", async () => {

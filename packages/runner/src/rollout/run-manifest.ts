@@ -33,6 +33,7 @@ export function newManifest(o: {
   readonly provenance: Awaited<ReturnType<RolloutDeps["provenance"]>>;
   readonly nodeVersion: string;
   readonly nixStorePath: string | undefined;
+  readonly inputs?: Record<string, string> | undefined;
 }): RunManifest {
   return {
     version: 1,
@@ -47,6 +48,7 @@ export function newManifest(o: {
       ...(o.provenance.imageDigest ? { imageDigest: o.provenance.imageDigest } : {}),
     },
     tasks: Object.fromEntries(o.config.tasks.map((t) => [t, {}])),
+    ...(o.inputs ? { inputs: o.inputs } : {}),
   };
 }
 
@@ -93,6 +95,7 @@ export async function openManifest(
     readonly config: RunConfig;
     readonly runId: string;
     readonly deps: RolloutDeps;
+    readonly inputs?: Record<string, string> | undefined;
   },
 ): Promise<RunManifest> {
   if (o.resume) return resumedManifest(await readManifest(p), o.config);
@@ -111,5 +114,6 @@ export async function openManifest(
     provenance,
     nodeVersion: process.version,
     nixStorePath: runningStorePath(),
+    inputs: o.inputs,
   });
 }

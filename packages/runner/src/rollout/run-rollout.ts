@@ -48,6 +48,8 @@ export interface RolloutOptions {
   readonly signal: AbortSignal;
   /** With `--dataset`: what the run took from the file, for summary.json. */
   readonly dataset?: RunDatasetSummary;
+  /** A new run's input files and their sha256 (run.json `inputs`; see run-inputs.ts). */
+  readonly inputs?: Record<string, string>;
   /** Atropos polling cadence (Atropos itself uses 1 s). */
   readonly atroposPollMs?: number;
 }

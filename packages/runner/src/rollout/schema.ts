@@ -220,6 +220,12 @@ export const RunManifest = z
       })
       .strict(),
     tasks: z.record(z.string(), TaskProvenance),
+    inputs: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe(
+        "sha256 of each input file (catalog task files, scripted plans, tokenizer) when the run started; --resume refuses a changed one",
+      ),
   })
   .strict();
 export type RunManifest = z.infer<typeof RunManifest>;

@@ -23,6 +23,7 @@ import {
 import { rolloutExitCode } from "../../rollout/exit-code.js";
 import { checkNewRunDir, checkOutDir } from "../../rollout/out-path.js";
 import { readManifest, runPaths } from "../../rollout/run-dir.js";
+import { checkResumeInputs, hashInputs, runInputFiles } from "../../rollout/run-inputs.js";
 import { acquireRunLock } from "../../rollout/run-lock.js";
 import { runRollout } from "../../rollout/run-rollout.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
@@ -109,6 +110,9 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
   // bad input is a usage error now, before any run directory, worker or retry
   await validatePolicySpecs(config.policies, ctx.signal);
   if (!selection) await checkCatalogTasks(config.tasks, config.catalog);
+  // what the run depends on, by content: a resume refuses changed task files, plans or tokenizer
+  const inputs = await hashInputs(await runInputFiles(config, ctx.cwd));
+  if (stored?.inputs) checkResumeInputs(r.out, stored.inputs, inputs);
   // --images nix: every task's image is here before anything runs
   const workerImages =
     config.images === "nix" ? await preflightWorkerImages(config, selection?.tasks, ctx) : undefined;
@@ -156,6 +160,7 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
       progress: reporter.sink,
       signal: ctx.signal,
       ...(selection ? { dataset: datasetSummaryOf(selection) } : {}),
+      ...(stored ? {} : { inputs }),
     });
   } finally {
     reporter.close();
