@@ -25,7 +25,7 @@ import {
 } from "./src/fault-upstream.js";
 import { type Expectation, isClean } from "./src/invariants.js";
 import { ownedBy } from "./src/leftovers.js";
-import { observeRun } from "./src/observe.js";
+import { filesUnder, observeRun } from "./src/observe.js";
 import { chaosSeed, createPrng } from "./src/prng.js";
 import {
   checkScenario,
@@ -333,6 +333,14 @@ describe("chaos", () => {
       expect(full.exitCode, "a full disk must fail the run").not.toBe(0);
       expect(String(full.stderr)).toMatch(/ENOSPC|no space left/i);
       expect(String(full.stderr)).toContain(mnt); // names where it could not write
+      expect(String(full.stderr)).toMatch(/E_DISK_FULL|free space/); // and what to do
+      // whole lines or nothing: no JSONL file of the run (turn logs included) ends in a torn line
+      const torn: string[] = [];
+      for await (const f of filesUnder(out))
+        if (f.name.endsWith(".jsonl") && f.bytes.length > 0 && f.bytes.at(-1) !== 0x0a) torn.push(f.name);
+      expect(torn).toEqual([]);
+      const summary = await readFile(join(out, "summary.json"), "utf8").catch(() => undefined);
+      if (summary !== undefined) expect(JSON.parse(summary).stopped?.code).toMatch(/E_DISK_FULL|E_WRITE/);
       await execa("mount", ["-o", "remount,size=64m", mnt]);
       const resumed = await s.cli(["rollout", "--resume", out]);
       const runId = await runIdOf(out);

@@ -113,7 +113,8 @@ export async function serveCall(
     };
     return e.log.append(rec, client().requestJson).catch((err: unknown) => {
       // a turn that cannot be logged cannot be trained on: end the trajectory visibly
-      ctx.endTrajectory(e, "policy_error", `turn log ${e.log?.path} failed: ${(err as Error).message}`);
+      // (the machine's fault, not the policy's: a full disk is retried once space is back)
+      ctx.endTrajectory(e, "infra_error", `turn log ${e.log?.path} failed: ${(err as Error).message}`);
     });
   };
 

@@ -53,7 +53,8 @@ export type TrajectoryLimitsInput = z.input<typeof TrajectoryLimits>;
 
 /** Why the gateway ended a trajectory; the driver maps it to the trajectory's Outcome. */
 export interface GatewayTerminal {
-  readonly kind: "limits_exceeded" | "timeout" | "policy_error";
+  /** `infra_error`: the machine failed the call (its turn could not be logged: a full disk). */
+  readonly kind: "limits_exceeded" | "timeout" | "policy_error" | "infra_error";
   /** For `limits_exceeded`: the budget that was spent. */
   readonly limit?: "model_requests" | "completion_tokens";
   readonly message: string;
