@@ -5,13 +5,13 @@ import { UsageError } from "../errors.js";
 import { isLockFile } from "./run-lock.js";
 
 /**
- * Filesystems no run writes to (statfs f_type): proc, sysfs, devtmpfs, devpts, cgroup v1/v2, debugfs,
+ * Filesystems no run writes to (statfs f_type): proc, sysfs, devpts, cgroup v1/v2, debugfs,
  * securityfs, tracefs. On /proc a recursive mkdir never returns (Node 20 retries it for ever).
+ * (devtmpfs shares tmpfs's magic number, and a tmpfs is a fine place for a run.)
  */
 const VIRTUAL_FS = new Map<number, string>([
   [0x9fa0, "proc"],
   [0x62656572, "sysfs"],
-  [0x1021994, "devtmpfs"],
   [0x1cd1, "devpts"],
   [0x27e0eb, "cgroup"],
   [0x63677270, "cgroup2"],
