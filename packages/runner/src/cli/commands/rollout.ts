@@ -169,6 +169,10 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
   const { summary, lines } = result;
   const printed = opts.json ? JSON.stringify(summary, null, 2) : `${lines.join("\n")}\n${summary.out}`;
   ctx.stdout.write(runSecrets.text(`${printed}\n`));
+  if (summary.stopped)
+    ctx.stderr.write(
+      `run stopped [${summary.stopped.code}]: ${summary.stopped.message}\n  hint: free space on that filesystem first (nothing half-written was kept)\n`,
+    );
   const pending = summary.atropos?.pending ?? 0;
   if (!summary.complete || pending > 0) {
     ctx.stderr.write(
