@@ -108,7 +108,7 @@ describe("chaos: the run directory", () => {
     const resumed = await s.cli(["rollout", "--resume", s.out]);
     expect(resumed.exitCode, String(resumed.stderr).slice(-2000)).toBe(0);
     const checked = await checkScenario(s, {
-      fault: "task changed before resume",
+      fault: "task changed",
       runs: 1,
       faults: 2,
       expected: [{ trajectoryId: `${TASK}-t0`, kinds: ["completed"] }],
