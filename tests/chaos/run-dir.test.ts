@@ -101,7 +101,7 @@ describe("chaos: the run directory", () => {
     const refused = await s.cli(["rollout", "--resume", s.out], 120_000);
     expect(refused.exitCode, String(refused.stderr)).toBe(2);
     expect(String(refused.stderr)).toContain("E_INPUT_CHANGED");
-    expect(String(refused.stderr)).toContain(`changed: ${taskJson}`);
+    expect(String(refused.stderr)).toContain(`changed: task ${TASK}/task.json (${taskJson})`);
     expect(startedNothing(String(refused.stderr))).toBe(true);
     await writeFile(taskJson, original);
     // the dead runner's lock is taken over; the run finishes with its own task

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -45,13 +45,18 @@ describe("run inputs", () => {
       policies: [`scripted:${join(dir, "plan.json")}`, "gold"],
     } as unknown as RunConfig;
     const files = await runInputFiles(config, dir);
-    expect(files).toEqual([
-      join(dir, "catalog/t1/repo/a.js"),
-      join(dir, "catalog/t1/task.json"),
-      join(dir, "plan.json"),
+    expect(files.map((f) => f.key)).toEqual([
+      `plan ${join(dir, "plan.json")}`,
+      "task t1/repo/a.js",
+      "task t1/task.json",
     ]);
+    expect(files[2]!.path).toBe(join(task, "task.json"));
     const before = await hashInputs(files);
     await writeFile(join(task, "task.json"), '{"prompt":"new"}');
-    expect(inputChanges(before, await hashInputs(files))).toEqual([`changed: ${join(task, "task.json")}`]);
+    expect(inputChanges(before, await hashInputs(files))).toEqual(["changed: task t1/task.json"]);
+    // the same task elsewhere (a moved checkout) is the same input
+    await cp(join(dir, "catalog"), join(dir, "moved"), { recursive: true });
+    const moved = await runInputFiles({ ...config, catalog: join(dir, "moved") } as RunConfig, dir);
+    expect(inputChanges(await hashInputs(files), await hashInputs(moved))).toEqual([]);
   });
 });

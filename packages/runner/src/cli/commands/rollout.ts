@@ -111,8 +111,12 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
   await validatePolicySpecs(config.policies, ctx.signal);
   if (!selection) await checkCatalogTasks(config.tasks, config.catalog);
   // what the run depends on, by content: a resume refuses changed task files, plans or tokenizer
-  const inputs = await hashInputs(await runInputFiles(config, ctx.cwd));
-  if (stored?.inputs) checkResumeInputs(r.out, stored.inputs, inputs);
+  const inputFiles = await runInputFiles(config, ctx.cwd);
+  const inputs = await hashInputs(inputFiles);
+  if (stored?.inputs) {
+    const paths = new Map(inputFiles.map((i) => [i.key, i.path]));
+    checkResumeInputs(r.out, stored.inputs, inputs, (key) => paths.get(key));
+  }
   // --images nix: every task's image is here before anything runs
   const workerImages =
     config.images === "nix" ? await preflightWorkerImages(config, selection?.tasks, ctx) : undefined;
