@@ -66,18 +66,20 @@ export class OpenAiUpstream implements PolicyUpstream {
         ...set,
         ...extra,
       });
+    // every answer (a refusal's body included) is read only up to the call's response size limit
+    const max = call.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const post = async (b: string | Buffer) => limitResponse(await this.post(b, signal), max, this.id);
     let res: PostResponse;
     if (this.tokenFactsRefused === undefined) {
-      res = await this.post(body(TOKEN_FACT_PARAMS), signal);
+      res = await post(body(TOKEN_FACT_PARAMS));
       if (res.status === 400 || res.status === 422) {
         const refusal = `${res.status}: ${(await safeText(res)).slice(0, 300)}`;
-        res = await this.post(body({}), signal);
+        res = await post(body({}));
         if (res.ok) this.tokenFactsRefused = refusal;
       }
     } else {
-      res = await this.post(body({}), signal);
+      res = await post(body({}));
     }
-    res = limitResponse(res, call.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, this.id);
     if (!res.ok) {
       const body = await safeText(res);
       throw new UpstreamError(`${this.id} answered HTTP ${res.status}: ${body.slice(0, 2000)}`, res.status, {
