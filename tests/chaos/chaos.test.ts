@@ -25,7 +25,7 @@ import {
 } from "./src/fault-upstream.js";
 import { type Expectation, isClean } from "./src/invariants.js";
 import { ownedBy } from "./src/leftovers.js";
-import { observeRun } from "./src/observe.js";
+import { filesUnder, observeRun } from "./src/observe.js";
 import { chaosSeed, createPrng } from "./src/prng.js";
 import {
   checkScenario,
@@ -145,6 +145,8 @@ const EXPECTED_FOR: Record<ModelFault, readonly string[]> = {
   "broken-stream": ["policy_error"],
   "echo-key": ["policy_error"],
   "echo-key-sse": ["policy_error"],
+  // over --max-response-mb: the gateway cuts the answer off and the policy is at fault
+  huge: ["policy_error"],
 };
 
 describe("chaos", () => {
@@ -172,6 +174,8 @@ describe("chaos", () => {
         // the fault servers answer on loopback at once; only a hang or a drip is ever this silent
         "--model-silence-timeout",
         FULL ? "15" : "5",
+        "--max-response-mb",
+        "1",
         "--out",
         s.out,
       ]);
@@ -329,6 +333,14 @@ describe("chaos", () => {
       expect(full.exitCode, "a full disk must fail the run").not.toBe(0);
       expect(String(full.stderr)).toMatch(/ENOSPC|no space left/i);
       expect(String(full.stderr)).toContain(mnt); // names where it could not write
+      expect(String(full.stderr)).toMatch(/E_DISK_FULL|free space/); // and what to do
+      // whole lines or nothing: no JSONL file of the run (turn logs included) ends in a torn line
+      const torn: string[] = [];
+      for await (const f of filesUnder(out))
+        if (f.name.endsWith(".jsonl") && f.bytes.length > 0 && f.bytes.at(-1) !== 0x0a) torn.push(f.name);
+      expect(torn).toEqual([]);
+      const summary = await readFile(join(out, "summary.json"), "utf8").catch(() => undefined);
+      if (summary !== undefined) expect(JSON.parse(summary).stopped?.code).toMatch(/E_DISK_FULL|E_WRITE/);
       await execa("mount", ["-o", "remount,size=64m", mnt]);
       const resumed = await s.cli(["rollout", "--resume", out]);
       const runId = await runIdOf(out);

@@ -16,11 +16,14 @@ export class FlakegymError extends Error {
   }
 }
 
-/** A flag, value or file given by the user was wrong. Exit status 2. */
+/**
+ * A flag, value or file given by the user was wrong, or the run cannot start as asked (its run
+ * directory is in use). Exit status 2. Subclasses give a more precise stable `code`.
+ */
 export class UsageError extends FlakegymError {
-  override readonly name = "UsageError";
-  constructor(message: string, hint?: string) {
-    super("E_USAGE", message, hint === undefined ? {} : { hint });
+  override readonly name: string = "UsageError";
+  constructor(message: string, hint?: string, code = "E_USAGE") {
+    super(code, message, hint === undefined ? {} : { hint });
   }
 }
 

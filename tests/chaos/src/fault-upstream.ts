@@ -15,6 +15,7 @@ export const MODEL_FAULTS = [
   "broken-stream",
   "echo-key",
   "echo-key-sse",
+  "huge",
 ] as const;
 export type ModelFault = (typeof MODEL_FAULTS)[number] | "ok";
 
@@ -110,6 +111,14 @@ export async function startFaultUpstream(fault: ModelFault): Promise<FaultUpstre
         res.writeHead(401, { "content-type": "application/json", "x-chaos-echo": key });
         res.end(JSON.stringify({ error: { message: `invalid api key: ${key}`, type: "auth_error" } }));
         return;
+      case "huge": {
+        // a runaway answer: 4 MiB of text in 64 KiB events (the scenario's limit is 1 MiB)
+        sseHead(res);
+        const piece = chunk("x".repeat(64 * 1024));
+        for (let i = 0; i < 64 && !res.destroyed; i++) res.write(piece);
+        res.end("data: [DONE]\n\n");
+        return;
+      }
       case "echo-key-sse":
         sseHead(res);
         res.write(chunk(`your key is ${key}`));

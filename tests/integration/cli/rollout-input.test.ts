@@ -50,9 +50,7 @@ describe("rollout: bad input is a usage error before any run directory", () => {
       timeoutMs: 60_000,
     });
     expect(r.exitCode, r.stderr).toBe(2);
-    expect(r.stderr).toMatch(
-      /output directory .*taken cannot be created: it \(or one of its parents\) is a file/,
-    );
+    expect(r.stderr).toMatch(/--out .*taken: .*taken is a file/);
     expect(r.stderr).not.toContain("EEXIST");
   });
 });

@@ -153,6 +153,25 @@ describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => 
     await fork.release();
   });
 
+  it("a memory kill of the container's PID 1 ends the worker at its memory limit, not as a crash", async () => {
+    const { worker, fork } = await start("oom", { memoryMb: 64, wallClockMs: 30_000 });
+    try {
+      // PID 1 is made the OOM killer's first choice, then memory is filled past the limit
+      const adj = await worker.exec("echo 1000 > /proc/1/oom_score_adj; cat /proc/1/oom_score_adj");
+      expect(adj.stdout.trim(), adj.stderr).toBe("1000");
+      // one 300 MB line: tail keeps it whole in memory
+      const hog = worker.exec("head -c 300000000 /dev/zero | tail", { timeoutMs: 20_000 });
+      expect(await worker.exited).toMatchObject({
+        reason: "memory",
+        detail: expect.stringContaining("64 MiB"),
+      });
+      await hog.catch(() => undefined);
+    } finally {
+      await worker.stop().catch(() => {});
+      await fork.release();
+    }
+  });
+
   it("runs the real Cline core as the container's PID 1, reaching the policy only through the gateway socket", async () => {
     const socketPath = join(tmp.path, "gateway.sock");
     const policy = await startScriptedPolicy(

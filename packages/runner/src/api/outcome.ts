@@ -35,7 +35,7 @@ export interface StageEvidence {
   readonly modelFailures?: number;
   /** The gateway ended the call's route (model server fault or a model budget). */
   readonly gateway?: {
-    readonly kind: "limits_exceeded" | "timeout" | "policy_error";
+    readonly kind: "limits_exceeded" | "timeout" | "policy_error" | "infra_error";
     readonly limit?: string;
     readonly message: string;
   };
@@ -43,6 +43,7 @@ export interface StageEvidence {
 
 export function classifyStage(e: StageEvidence): StageOutcome {
   if (e.gateway?.kind === "policy_error") return { kind: "policy_error", reason: e.gateway.message };
+  if (e.gateway?.kind === "infra_error") return { kind: "infra_error", reason: e.gateway.message };
   if (e.gateway) {
     return { kind: "limits_exceeded", limit: e.gateway.limit ?? "model_silence", reason: e.gateway.message };
   }

@@ -14,6 +14,12 @@ function findCommand(argv: readonly string[]): { cmd: Command; rest: string[] } 
   return best ? { cmd: best, rest: argv.slice(best.path.length) } : undefined;
 }
 
+/**
+ * How long a clean stop may take after the first SIGINT/SIGTERM before the process exits anyway:
+ * a signal always ends the run, whatever it waits on (what is left behind, the next run's gc reclaims).
+ */
+export const STOP_GRACE_MS = 15_000;
+
 function defaultContext(): CliContext & { dispose(): void } {
   const ac = new AbortController();
   let interrupts = 0;
@@ -22,9 +28,23 @@ function defaultContext(): CliContext & { dispose(): void } {
     if (interrupts === 1) {
       process.stderr.write(`\nflakegym: ${sig} received, stopping cleanly (press Ctrl-C again to force)\n`);
       ac.abort(new FlakegymError("E_INTERRUPTED", `interrupted by ${sig}`));
+      setTimeout(() => {
+        process.stderr.write(`flakegym: still stopping after ${STOP_GRACE_MS / 1000} s: exiting now\n`);
+        dieBy(sig);
+      }, STOP_GRACE_MS).unref();
     } else {
-      process.exit(130);
+      dieBy(sig);
     }
+  };
+  /**
+   * Ends the process by the signal itself (the shell sees 128+n). Not process.exit: it joins the I/O
+   * threads, and one blocked for ever (an open() of a FIFO, a mkdir under /proc) would hold it.
+   */
+  const dieBy = (sig: NodeJS.Signals) => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    process.kill(process.pid, sig);
+    setTimeout(() => process.kill(process.pid, "SIGKILL"), 2_000).unref();
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);

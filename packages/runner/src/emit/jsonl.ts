@@ -1,9 +1,11 @@
 import { constants } from "node:fs";
-import { open, readFile, rename, stat, truncate, unlink, writeFile } from "node:fs/promises";
+import { type FileHandle, open, readFile, rename, stat, truncate, unlink, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import type { z } from "zod";
 import { FlakegymError } from "../errors.js";
 import { runSecrets } from "../redact/redactor.js";
+import { appendWholeLine } from "./whole-line.js";
+import { writeErrorOf } from "./write-error.js";
 
 /**
  * Line-oriented files that survive a kill at any instant.
@@ -17,26 +19,34 @@ import { runSecrets } from "../redact/redactor.js";
  * a secret the run knows (API key, judge key, gateway token) never reaches the run directory.
  */
 
-/** Appends one JSON value as one line. Resolves once the kernel has the whole line. */
-export async function appendJsonLine(file: string, value: unknown): Promise<void> {
+/** Each file's pending appends: one at a time per file, so a torn write can be cut away safely. */
+const appends = new Map<string, Promise<void>>();
+
+/**
+ * Appends one JSON value as one line, whole or not at all (a write cut short by a full disk is
+ * truncated away; the error names the file). Resolves once the kernel has the whole line.
+ */
+export function appendJsonLine(file: string, value: unknown): Promise<void> {
   const line = Buffer.from(`${runSecrets.text(JSON.stringify(value))}\n`, "utf8");
-  const handle = await open(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o644);
-  try {
-    let offset = 0;
-    // A regular-file write of a whole buffer completes in one call; the loop only guards a short
-    // write (disk full, signal), in which case the tail goes out in follow-up calls.
-    while (offset < line.length) {
-      const { bytesWritten } = await handle.write(line, offset, line.length - offset);
-      if (bytesWritten <= 0) {
-        throw new FlakegymError("E_WRITE", `could not append to ${file}: the write made no progress`, {
-          hint: "check free disk space",
-        });
-      }
-      offset += bytesWritten;
+  const next = (appends.get(file) ?? Promise.resolve()).then(async () => {
+    let handle: FileHandle;
+    try {
+      handle = await open(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o644);
+    } catch (err) {
+      throw writeErrorOf(file, err);
     }
-  } finally {
-    await handle.close();
-  }
+    try {
+      await appendWholeLine(handle, line, file);
+    } finally {
+      await handle.close();
+    }
+  });
+  const settled = next.catch(() => {});
+  appends.set(file, settled);
+  void settled.then(() => {
+    if (appends.get(file) === settled) appends.delete(file);
+  });
+  return next;
 }
 
 /** The result of reading a JSONL file: its complete lines, and whether a torn last line was seen. */
@@ -128,7 +138,7 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array): 
     await rename(tmp, file);
   } catch (err) {
     await unlink(tmp).catch(() => {});
-    throw err;
+    throw writeErrorOf(file, err);
   }
 }
 

@@ -34,7 +34,7 @@ export class WatchdogTimeout extends Error {
   ) {
     super(
       which === "silence"
-        ? `upstream sent nothing for ${ms} ms (silenceTimeoutMs)`
+        ? `upstream sent no event for ${ms} ms (silenceTimeoutMs; bytes that never complete an event do not count)`
         : `upstream call took longer than ${ms} ms (totalTimeoutMs)`,
     );
   }
@@ -113,7 +113,8 @@ export async function serveCall(
     };
     return e.log.append(rec, client().requestJson).catch((err: unknown) => {
       // a turn that cannot be logged cannot be trained on: end the trajectory visibly
-      ctx.endTrajectory(e, "policy_error", `turn log ${e.log?.path} failed: ${(err as Error).message}`);
+      // (the machine's fault, not the policy's: a full disk is retried once space is back)
+      ctx.endTrajectory(e, "infra_error", `turn log ${e.log?.path} failed: ${(err as Error).message}`);
     });
   };
 
@@ -217,6 +218,7 @@ export async function serveCall(
         protocol,
         ...(deferParse || parsed?.requestJson ? { rawJson: body } : {}),
         ...(e.sampling ? { sampling: e.sampling } : {}),
+        maxResponseBytes: e.limits.maxResponseBytes,
       },
       client,
     );

@@ -2,6 +2,8 @@ import { isUtf8 } from "node:buffer";
 import { mkdir, open, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
+import { appendWholeLine } from "../emit/whole-line.js";
+import { writeErrorOf } from "../emit/write-error.js";
 import { FlakegymError } from "../errors.js";
 import { ChatRequest, CompletedResponse } from "../policy/chat.js";
 import { runSecrets } from "../redact/redactor.js";
@@ -78,14 +80,12 @@ export class TurnLogWriter {
       // the run's secrets never reach the log, whichever field (request, answer, error) holds them
       const line = runSecrets.bytes(encodeTurnLine(record, requestJson));
       this.handle ??= mkdir(dirname(this.path), { recursive: true }).then(() => open(this.path, "a"));
-      const fh = await this.handle;
-      const { bytesWritten } = await fh.write(line, 0, line.length);
-      if (bytesWritten !== line.length) {
-        throw new FlakegymError(
-          "E_TURN_LOG",
-          `short write to ${this.path}: ${bytesWritten} of ${line.length} bytes (disk full?)`,
-        );
-      }
+      const fh = await this.handle.catch((err: unknown) => {
+        this.handle = undefined;
+        throw writeErrorOf(this.path, err);
+      });
+      // whole lines or nothing: a write cut short by a full disk is truncated away
+      await appendWholeLine(fh, line, this.path);
     });
     this.chain = next.catch(() => undefined);
     return next;

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { FlakegymError, UsageError } from "../errors.js";
+import { DEFAULT_MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES_CAP } from "../policy/limit-response.js";
 import type { SamplingParams } from "../policy/sampling.js";
 import type { PolicyUpstream } from "../policy/upstream.js";
 import type { TurnLogWriter } from "./turn-log.js";
@@ -32,6 +33,13 @@ export const TrajectoryLimits = z
       .positive()
       .default(600_000)
       .describe("wall time one model call may take"),
+    maxResponseBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_RESPONSE_BYTES_CAP)
+      .default(DEFAULT_MAX_RESPONSE_BYTES)
+      .describe("bytes the upstream may send for one call; more fails the call as the policy's fault"),
     maxConsecutiveFailures: z
       .number()
       .int()
@@ -45,7 +53,8 @@ export type TrajectoryLimitsInput = z.input<typeof TrajectoryLimits>;
 
 /** Why the gateway ended a trajectory; the driver maps it to the trajectory's Outcome. */
 export interface GatewayTerminal {
-  readonly kind: "limits_exceeded" | "timeout" | "policy_error";
+  /** `infra_error`: the machine failed the call (its turn could not be logged: a full disk). */
+  readonly kind: "limits_exceeded" | "timeout" | "policy_error" | "infra_error";
   /** For `limits_exceeded`: the budget that was spent. */
   readonly limit?: "model_requests" | "completion_tokens";
   readonly message: string;

@@ -2,6 +2,7 @@ import { parseSse } from "../gateway/sse.js";
 import { chatRequestToAnthropic } from "./anthropic-convert.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
 import { httpPost, type PostResponse } from "./http-post.js";
+import { DEFAULT_MAX_RESPONSE_BYTES, limitResponse } from "./limit-response.js";
 import { anthropicSamplingMembers } from "./sampling.js";
 import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
@@ -63,6 +64,7 @@ export class AnthropicUpstream implements PolicyUpstream {
         cause: err,
       });
     }
+    res = limitResponse(res, call.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, this.id);
     if (!res.ok) {
       const text = await res.text().catch(() => "");
       throw new UpstreamError(

@@ -2,6 +2,7 @@ import { patchJsonObject } from "../gateway/json-object-patch.js";
 import { parseSse } from "../gateway/sse.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
 import { httpPost, type PostResponse } from "./http-post.js";
+import { DEFAULT_MAX_RESPONSE_BYTES, limitResponse } from "./limit-response.js";
 import { openAiSamplingMembers } from "./sampling.js";
 import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
@@ -65,16 +66,19 @@ export class OpenAiUpstream implements PolicyUpstream {
         ...set,
         ...extra,
       });
+    // every answer (a refusal's body included) is read only up to the call's response size limit
+    const max = call.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const post = async (b: string | Buffer) => limitResponse(await this.post(b, signal), max, this.id);
     let res: PostResponse;
     if (this.tokenFactsRefused === undefined) {
-      res = await this.post(body(TOKEN_FACT_PARAMS), signal);
+      res = await post(body(TOKEN_FACT_PARAMS));
       if (res.status === 400 || res.status === 422) {
         const refusal = `${res.status}: ${(await safeText(res)).slice(0, 300)}`;
-        res = await this.post(body({}), signal);
+        res = await post(body({}));
         if (res.ok) this.tokenFactsRefused = refusal;
       }
     } else {
-      res = await this.post(body({}), signal);
+      res = await post(body({}));
     }
     if (!res.ok) {
       const body = await safeText(res);

@@ -24,6 +24,8 @@ export interface UpstreamCall {
   readonly rawJson?: Uint8Array;
   /** The trajectory's sampling parameters: they replace what the client asked for. */
   readonly sampling?: SamplingParams;
+  /** The most bytes the upstream may receive for this call (past it: ResponseTooLargeError). */
+  readonly maxResponseBytes?: number;
 }
 
 /**
@@ -63,7 +65,7 @@ export type PortableUpstream =
  * ran out), which end the trajectory as `policy_error` at once.
  */
 export class UpstreamError extends FlakegymError {
-  override readonly name = "UpstreamError";
+  override readonly name: string = "UpstreamError";
   constructor(
     message: string,
     readonly status: number,

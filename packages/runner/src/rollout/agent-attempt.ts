@@ -51,10 +51,12 @@ export function modelIdOf(spec: PolicySpec): string {
 export function routeLimitsOf(limits: RunConfig["limits"]): {
   maxRequests: number;
   silenceTimeoutMs?: number;
+  maxResponseBytes?: number;
 } {
   return {
     maxRequests: limits.maxTurns,
     ...(limits.modelSilenceMs !== undefined ? { silenceTimeoutMs: limits.modelSilenceMs } : {}),
+    ...(limits.maxResponseBytes !== undefined ? { maxResponseBytes: limits.maxResponseBytes } : {}),
   };
 }
 

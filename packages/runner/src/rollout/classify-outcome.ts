@@ -50,6 +50,7 @@ function outcomeOfTerminal(t: NonNullable<GatewayVerdict["terminal"]>): Outcome 
       }),
     )
     .with("timeout", "policy_error", (): Outcome => ({ kind: "policy_error", detail }))
+    .with("infra_error", (): Outcome => ({ kind: "infra_error", detail }))
     .exhaustive();
 }
 

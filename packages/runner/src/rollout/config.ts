@@ -23,6 +23,7 @@ export const DEFAULTS = {
   timeoutS: 1200,
   idleTimeoutS: 300,
   modelSilenceTimeoutS: 120,
+  maxResponseMb: 16,
   testTimeoutS: 600,
   testRepeat: 1,
   atroposName: "flakegym-cline",
@@ -247,6 +248,15 @@ export const RolloutOptions = z.object({
     .describe(
       `seconds the model server may send nothing during a call (before its first event or between two) before the call fails and the trajectory ends as policy_error (default ${DEFAULTS.modelSilenceTimeoutS})`,
     ),
+  maxResponseMb: z
+    .number()
+    .int()
+    .min(1)
+    .max(1024)
+    .optional()
+    .describe(
+      `MiB the model server may send for one call; a larger answer fails the call and the trajectory ends as policy_error (default ${DEFAULTS.maxResponseMb})`,
+    ),
   testTimeout: z
     .number()
     .int()
@@ -300,6 +310,7 @@ const IDENTITY: readonly (keyof RolloutOptions)[] = [
   "timeout",
   "idleTimeout",
   "modelSilenceTimeout",
+  "maxResponseMb",
   "testTimeout",
 ];
 
@@ -470,6 +481,7 @@ export function resolveRolloutOptions(
       timeoutMs: (o.timeout ?? DEFAULTS.timeoutS) * 1000,
       idleMs: (o.idleTimeout ?? DEFAULTS.idleTimeoutS) * 1000,
       modelSilenceMs: (o.modelSilenceTimeout ?? DEFAULTS.modelSilenceTimeoutS) * 1000,
+      maxResponseBytes: (o.maxResponseMb ?? DEFAULTS.maxResponseMb) * 1024 * 1024,
       testTimeoutMs: (o.testTimeout ?? DEFAULTS.testTimeoutS) * 1000,
     },
     ...(o.atropos

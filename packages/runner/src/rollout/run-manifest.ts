@@ -4,6 +4,7 @@ import { FLAKEGYM_VERSION } from "../version.js";
 import type { RolloutDeps } from "./deps.js";
 import { runningStorePath } from "./provenance.js";
 import { type RunPaths, readManifest } from "./run-dir.js";
+import { isLockFile } from "./run-lock.js";
 import type { RunConfig, RunManifest } from "./schema.js";
 
 /** A run's run.json: what a new run records, what a resumed one keeps, and its groups' provenance. */
@@ -32,6 +33,7 @@ export function newManifest(o: {
   readonly provenance: Awaited<ReturnType<RolloutDeps["provenance"]>>;
   readonly nodeVersion: string;
   readonly nixStorePath: string | undefined;
+  readonly inputs?: Record<string, string> | undefined;
 }): RunManifest {
   return {
     version: 1,
@@ -46,6 +48,7 @@ export function newManifest(o: {
       ...(o.provenance.imageDigest ? { imageDigest: o.provenance.imageDigest } : {}),
     },
     tasks: Object.fromEntries(o.config.tasks.map((t) => [t, {}])),
+    ...(o.inputs ? { inputs: o.inputs } : {}),
   };
 }
 
@@ -92,11 +95,12 @@ export async function openManifest(
     readonly config: RunConfig;
     readonly runId: string;
     readonly deps: RolloutDeps;
+    readonly inputs?: Record<string, string> | undefined;
   },
 ): Promise<RunManifest> {
   if (o.resume) return resumedManifest(await readManifest(p), o.config);
   await ensureOutDir(p.dir);
-  const existing = await readdir(p.dir);
+  const existing = (await readdir(p.dir)).filter((n) => !isLockFile(n));
   if (existing.length > 0) {
     throw new FlakegymError("E_OUT_EXISTS", `the output directory ${p.dir} is not empty`, {
       hint: `continue that run with --resume ${p.dir}, or pick another --out`,
@@ -110,5 +114,6 @@ export async function openManifest(
     provenance,
     nodeVersion: process.version,
     nixStorePath: runningStorePath(),
+    inputs: o.inputs,
   });
 }

@@ -5,6 +5,7 @@ import { appendJsonLine, writeFileAtomic, writeJsonAtomic } from "../emit/jsonl.
 import type { ProgressSink } from "../progress/events.js";
 import { ScoringSetupError } from "../scoring/scorer.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
+import { diskFullStop, isDiskFullEnd } from "./disk-full-end.js";
 import { createGroupSender } from "./group-sender.js";
 import { planRun, type TrajectorySlot } from "./plan.js";
 import { type AttemptEnd, isRetryable, shouldRetry } from "./retry.js";
@@ -48,6 +49,8 @@ export interface RolloutOptions {
   readonly signal: AbortSignal;
   /** With `--dataset`: what the run took from the file, for summary.json. */
   readonly dataset?: RunDatasetSummary;
+  /** A new run's input files and their sha256 (run.json `inputs`; see run-inputs.ts). */
+  readonly inputs?: Record<string, string>;
   /** Atropos polling cadence (Atropos itself uses 1 s). */
   readonly atroposPollMs?: number;
 }
@@ -227,12 +230,15 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       } catch (err) {
         if (isAbort(signal, err)) throw err;
         // bad input (a policy or task this run cannot use) fails the same way every time: a task error
+        if (isDiskFullEnd({ error: err })) throw diskFullStop(t.dir, { error: err });
         if (!isRetryable({ error: err })) throw err;
         end = { error: err };
         infraDetail = (err as Error).message;
       } finally {
         sem.release();
       }
+      // a full disk: no retry (it is still full) and no result (resume runs it again)
+      if (isDiskFullEnd(end)) throw diskFullStop(t.dir, end);
       if (!shouldRetry(end, n, cfg.maxInfraRetries)) break;
       retries.push({ attempt: n + 1, detail: infraDetail, at: new Date().toISOString() });
       progress({ type: "retry", trajectoryId: slot.trajectoryId, attempt: n + 1, detail: infraDetail });

@@ -170,6 +170,12 @@ export const RunConfig = z
           .min(1)
           .optional()
           .describe("longest silence of the model server within one call (the gateway's watchdog)"),
+        maxResponseBytes: z
+          .number()
+          .int()
+          .min(1)
+          .optional()
+          .describe("bytes the model server may send for one call (absent: the gateway's default)"),
         testTimeoutMs: z.number().int().min(1),
       })
       .strict(),
@@ -216,6 +222,12 @@ export const RunManifest = z
       })
       .strict(),
     tasks: z.record(z.string(), TaskProvenance),
+    inputs: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe(
+        "sha256 of each input file (catalog task files, scripted plans, tokenizer) when the run started; --resume refuses a changed one",
+      ),
   })
   .strict();
 export type RunManifest = z.infer<typeof RunManifest>;

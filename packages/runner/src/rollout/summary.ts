@@ -63,6 +63,11 @@ export const RunSummary = z
     out: z.string(),
     complete: z.boolean().describe("every trajectory finished and every group written"),
     interrupted: z.boolean(),
+    stopped: z
+      .object({ code: z.string(), message: z.string() })
+      .strict()
+      .optional()
+      .describe("why the run could not go on (a full disk, a file it cannot write): fix that, then --resume"),
     durationMs: z.number(),
     trajectories: z
       .object({
@@ -165,8 +170,18 @@ export interface RunSummaryInput {
   readonly dataset?: RunDatasetSummary | undefined;
 }
 
+/** Task failures that stop the run as a whole: the machine cannot write its files. */
+const STOPPING = new Set(["E_DISK_FULL", "E_WRITE"]);
+
+/** Why the run stopped, when a task failed for a reason every task shares (a full disk). Pure. */
+export function stoppedOf(errors: RunSummaryInput["taskErrors"]): RunSummary["stopped"] {
+  const e = [...errors.values()].find((x) => STOPPING.has(x.code));
+  return e ? { code: e.code, message: e.message } : undefined;
+}
+
 /** summary.json of a run. Pure. */
 export function runSummaryOf(o: RunSummaryInput): RunSummary {
+  const stopped = stoppedOf(o.taskErrors);
   const tasks = o.tasks.map((taskId) =>
     summarizeTask(
       taskId,
@@ -183,6 +198,7 @@ export function runSummaryOf(o: RunSummaryInput): RunSummary {
     out: o.out,
     complete: o.results.length === o.expected && tasks.every((t) => t.group === "written"),
     interrupted: o.interrupted,
+    ...(stopped ? { stopped } : {}),
     durationMs: o.durationMs,
     trajectories: {
       expected: o.expected,
@@ -233,6 +249,8 @@ export function renderSummary(s: RunSummary): string[] {
       `${t.infraRetries} infra retr${t.infraRetries === 1 ? "y" : "ies"}, ${(s.durationMs / 1000).toFixed(1)} s` +
       (s.interrupted ? " — INTERRUPTED (finish with --resume)" : s.complete ? "" : " — INCOMPLETE"),
   );
+  if (s.stopped)
+    out.push(`STOPPED: ${s.stopped.code}: ${s.stopped.message} (free what it needs, then --resume ${s.out})`);
   const limits = Object.entries(t.limits);
   if (limits.length > 0) out.push(`ended by a limit: ${limits.map(([k, v]) => `${k}:${v}`).join(" ")}`);
   for (const t of s.tasks) {

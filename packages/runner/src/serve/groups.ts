@@ -5,6 +5,7 @@ import type { ChatTokenizer } from "../export/tokenizer.js";
 import { newRunId, type RolloutOptions, resolveRolloutOptions } from "../rollout/config.js";
 import type { RolloutDeps } from "../rollout/deps.js";
 import { readManifest, runPaths } from "../rollout/run-dir.js";
+import { acquireRunLock, type RunLock } from "../rollout/run-lock.js";
 import { runRollout } from "../rollout/run-rollout.js";
 import { type RunConfig, TrajectoryResult } from "../rollout/schema.js";
 import { groupEndOf } from "./group-end.js";
@@ -172,6 +173,23 @@ export async function startGroup(
   stored: Awaited<ReturnType<typeof readStored>>,
 ): Promise<GroupRun> {
   const p = groupPaths(o.stateDir, request.request_id);
+  // one runner per group, across servers sharing the state dir: held until the group ends
+  const lock = await acquireRunLock(p.dir, "serve");
+  try {
+    return await startLockedGroup(o, request, stored, lock);
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+}
+
+async function startLockedGroup(
+  o: GroupRunnerOptions,
+  request: GroupRequest,
+  stored: Awaited<ReturnType<typeof readStored>>,
+  lock: RunLock,
+): Promise<GroupRun> {
+  const p = groupPaths(o.stateDir, request.request_id);
   const resume = stored?.runId !== undefined;
   const runId = stored?.runId ?? newRunId();
   await mkdir(p.records, { recursive: true });
@@ -294,6 +312,7 @@ export async function startGroup(
       ).catch(() => {});
     } finally {
       await deps?.close().catch(() => {});
+      await lock.release();
     }
   })();
   if (resume) o.onNote?.(`serve: ${request.request_id}: resuming run ${runId} (${records.length} finished)`);

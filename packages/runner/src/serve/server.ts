@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { FlakegymError, UsageError } from "../errors.js";
+import { RunDirLockedError } from "../rollout/run-lock.js";
 import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
 import { checkGroupTasks, GroupTaskError } from "./group-tasks.js";
 import {
@@ -240,7 +241,11 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
           { "retry-after": after },
         );
       }
-      const g = await startGroup(o, request, stored);
+      const g = await startGroup(o, request, stored).catch((err: unknown) => {
+        // another server on this state dir runs the group: the same answer as a busy one here
+        if (err instanceof RunDirLockedError) throw new HttpError(409, err.code, err.message);
+        throw err;
+      });
       groups.set(id, g);
       // a finished group is answered from disk from now on: memory holds running groups only
       void g.finished.then(() => {

@@ -4,13 +4,18 @@ import { describe, expect, it } from "vitest";
 import { callFailure, stopReason, WatchdogTimeout, watchCall } from "../../src/gateway/serve-call.js";
 import { UpstreamError } from "../../src/policy/upstream.js";
 
-const e = { id: "t-1", limits: { maxConsecutiveFailures: 3, silenceTimeoutMs: 1, totalTimeoutMs: 1 } };
+const e = {
+  id: "t-1",
+  limits: { maxConsecutiveFailures: 3, silenceTimeoutMs: 1, totalTimeoutMs: 1, maxResponseBytes: 1 },
+};
 
 describe("callFailure: how a failed model call is counted, logged, answered and whether it ends the trajectory", () => {
   it("a watchdog ends the trajectory as timeout at once (504), counted as failed but not in a row", () => {
     const f = callFailure(new WatchdogTimeout("silence", 500), true, e, 4);
     expect(f).toMatchObject({ turn: "timeout", httpStatus: 504, type: "timeout_error", counts: "failed" });
-    expect(f.message).toBe("trajectory 't-1' call 4: upstream sent nothing for 500 ms (silenceTimeoutMs)");
+    expect(f.message).toBe(
+      "trajectory 't-1' call 4: upstream sent no event for 500 ms (silenceTimeoutMs; bytes that never complete an event do not count)",
+    );
     expect(f.ends?.(0)).toEqual({ kind: "timeout", message: f.message });
   });
 

@@ -424,11 +424,50 @@ describe("policy gateway: upstream failures and the watchdog", () => {
       const [turn] = parseTurnLog(await readFile(log, "utf8"));
       expect(turn).toMatchObject({
         status: "timeout",
-        error: expect.stringContaining("sent nothing for 400 ms"),
+        error: expect.stringContaining("sent no event for 400 ms"),
       });
     } finally {
       await double.close();
     }
+  });
+
+  it("an answer over maxResponseBytes fails the call as the policy's fault at once; the turn line stays bounded", async () => {
+    const max = 256 * 1024;
+    const double = await startInferenceServerDouble({
+      reply: () => ({ text: "x".repeat(4 * max) }),
+      chunk: 8192,
+    });
+    try {
+      const upstream = new OpenAiUpstream({ baseUrl: double.baseUrl, model: "m" });
+      const log = join(dir, "huge", "turns.jsonl");
+      const route = gw.register("huge-1", { upstream, limits: { maxResponseBytes: max }, turnLogPath: log });
+      const res = await post(`${route.openaiBaseUrl}/chat/completions`, route.token, chatBody());
+      const text = await res.text();
+      expect(text).toContain("response size limit");
+      expect(route.status().terminal).toMatchObject({
+        kind: "policy_error",
+        message: expect.stringContaining(`more than ${max} bytes`),
+      });
+      await gw.unregister("huge-1");
+      const raw = await readFile(log, "utf8");
+      expect(raw.length).toBeLessThan(2 * max);
+      const [turn] = parseTurnLog(raw);
+      expect(turn).toMatchObject({
+        status: "upstream_error",
+        error: expect.stringContaining("--max-response-mb"),
+      });
+    } finally {
+      await double.close();
+    }
+  });
+
+  it("maxResponseBytes is bounded: a limit over 1 GiB is refused at registration", () => {
+    expect(() =>
+      gw.register("huge-2", {
+        upstream: plan("h", [{ text: "x" }]),
+        limits: { maxResponseBytes: 2 * 1024 * 1024 * 1024 },
+      }),
+    ).toThrow(/maxResponseBytes/);
   });
 
   it("turns a hanging upstream into 504 + timeout, and 5xx into policy_error after N in a row", async () => {

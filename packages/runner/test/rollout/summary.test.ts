@@ -5,6 +5,7 @@ import {
   renderSummary,
   runDurationMs,
   runSummaryOf,
+  stoppedOf,
   summarizeTask,
 } from "../../src/rollout/summary.js";
 import { result } from "./fixtures.js";
@@ -122,5 +123,20 @@ describe("runSummaryOf", () => {
     expect(s.meanReward).toBe(1);
     expect(s.tasks[1]?.error).toEqual({ code: "E_SNAPSHOT", message: "build failed" });
     expect(s.complete).toBe(false);
+  });
+});
+
+describe("stoppedOf", () => {
+  it("a full disk (or an unwritable file) stops the run as a whole; other task failures do not", () => {
+    const full = { code: "E_DISK_FULL", message: "no space left on the device to write /r/metrics.jsonl" };
+    expect(stoppedOf(new Map([["a", { code: "E_TASK", message: "x" }]]))).toBeUndefined();
+    expect(
+      stoppedOf(
+        new Map([
+          ["a", { code: "E_TASK", message: "x" }],
+          ["b", full],
+        ]),
+      ),
+    ).toEqual(full);
   });
 });

@@ -295,6 +295,32 @@ describe("serve: one odd trajectory", () => {
   });
 });
 
+describe("serve: two servers on one state dir", () => {
+  it("a group one server runs is refused by the other (409 naming the holder); once done, both answer it from disk", async () => {
+    const deps = createDummyDeps({
+      attempt: () => ({ outcome: { kind: "completed", detail: "ok" }, ms: 1_500 }),
+    });
+    const one = await serve(deps);
+    const idle = createDummyDeps({ attempt: () => ({ throws: new Error("must not run") }) });
+    const two = await serve(idle, { stateDir: one.stateDir });
+    const first = post(one.h, group("shared", 2));
+    await expect.poll(() => deps.agentCalls.length, { timeout: 10_000 }).toBe(2);
+    const refused = await post(two.h, group("shared", 2));
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({
+      error: {
+        code: "E_RUN_LOCKED",
+        message: expect.stringMatching(/in use by flakegym serve \(pid \d+ on /),
+      },
+    });
+    expect(doneOf((await first).lines)).toMatchObject({ status: "complete", trajectories: 2 });
+    const later = await post(two.h, group("shared", 2));
+    expect(later.lines[0]).toMatchObject({ status: "complete", replayed: 2 });
+    expect(idle.agentCalls).toEqual([]);
+    expect(await readdir(join(one.stateDir, "requests", "shared"))).not.toContain("run.lock");
+  });
+});
+
 /** The SWE-bench-style fixture rows (the ones `tasks import` and `rollout --dataset` tests read). */
 const SWEBENCH_DIR = fileURLToPath(new URL("../../../../tests/fixtures/swebench/", import.meta.url));
 async function fixtureRows(): Promise<Record<string, unknown>[]> {

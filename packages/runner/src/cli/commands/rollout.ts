@@ -21,7 +21,10 @@ import {
   selectDataset,
 } from "../../rollout/dataset-tasks.js";
 import { rolloutExitCode } from "../../rollout/exit-code.js";
+import { checkNewRunDir, checkOutDir } from "../../rollout/out-path.js";
 import { readManifest, runPaths } from "../../rollout/run-dir.js";
+import { checkResumeInputs, hashInputs, runInputFiles } from "../../rollout/run-inputs.js";
+import { acquireRunLock } from "../../rollout/run-lock.js";
 import { runRollout } from "../../rollout/run-rollout.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
@@ -56,103 +59,134 @@ export const rolloutCommand = defineCommand({
   ],
   async run(given, ctx) {
     const runId = newRunId();
-    const opts = await nixAppOptions(await withImportedTasks(given, ctx, runId), ctx);
-    const r = resolveRolloutOptions(opts, ctx.env, ctx.cwd, runId);
-    const stored = r.resume ? await readManifest(runPaths(r.out)) : undefined;
-    // resuming: the stored run's settings; --concurrency, --max-infra-retries and --atropos may differ
-    let config = stored
-      ? {
-          ...resumeConfig(stored.config, opts),
-          ...(opts.atropos ? { atropos: resumeAtropos(stored.config, opts.atropos, r.config.atropos) } : {}),
-        }
-      : r.config;
-    let selection: DatasetSelection | undefined;
-    const datasetProgress = ctx.stderr.isTTY
-      ? { onProgress: (n: number) => ctx.stderr.write(`\rread ${n} rows…`) }
-      : {};
-    if (r.dataset) {
-      selection = await selectDataset(r.dataset.file, r.dataset.limit, {
-        signal: ctx.signal,
-        ...datasetProgress,
-      });
-      config = { ...config, tasks: selection.tasks.map((t) => t.id), dataset: selection.config };
-    } else if (stored?.config.dataset) {
-      selection = await reselectDataset(stored.config.dataset, stored.config.tasks, {
-        signal: ctx.signal,
-        ...datasetProgress,
-      });
-    }
-    if (selection && ctx.stderr.isTTY) ctx.stderr.write("\r");
-    if (selection) reportRejected(selection, ctx.stderr);
-    // bad input is a usage error now, before any run directory, worker or retry
-    await validatePolicySpecs(config.policies, ctx.signal);
-    if (!selection) await checkCatalogTasks(config.tasks, config.catalog);
-    // --images nix: every task's image is here before anything runs
-    const workerImages =
-      config.images === "nix" ? await preflightWorkerImages(config, selection?.tasks, ctx) : undefined;
-    if (typeof workerImages === "number") return workerImages;
-    if (r.banner) ctx.stderr.write(`\n  ${r.banner}\n\n`);
-    const what = selection
-      ? `${selection.tasks.length} row(s) of ${selection.config.file}`
-      : config.tasks.join(", ");
-    ctx.stderr.write(
-      `${r.resume ? "resuming" : "rollout"} ${stored?.runId ?? runId}: ${what} × ${config.groupSize} ` +
-        `(policy ${config.policies.join(", ")}, concurrency ${config.concurrency}) → ${r.out}\n`,
+    // where the run writes is checked, and held, before anything starts (no banner, no gc)
+    const resuming = given.resume !== undefined;
+    const out = await checkOutDir(
+      resuming ? "--resume" : "--out",
+      given.resume ?? given.out ?? join("runs", runId),
+      ctx.cwd,
     );
-    // what dead runs left (a killed earlier attempt of this run included); live runs are untouched
-    const swept = await sweepLeftovers();
-    for (const x of swept.results) ctx.stderr.write(`gc: ${formatSweepResult(x, false)}\n`);
-    const pool = resolvePool({
-      command: "rollout",
-      trajectories: config.tasks.length * config.groupSize,
-      concurrency: config.concurrency,
-      ...(opts.pool !== undefined ? { size: opts.pool } : {}),
-      ...(opts.poolIdle !== undefined ? { idleS: opts.poolIdle } : {}),
-    });
-    let sink: ProgressSink | undefined;
-    const deps = await createRolloutDeps(config, {
-      ...(pool ? { pool, onPool: (s) => sink?.(poolEvent(s)) } : {}),
-      runId: stored?.runId ?? runId,
-      signal: ctx.signal,
-      ...(r.judgeApiKey ? { judgeApiKey: r.judgeApiKey } : {}),
-      ...(r.gatewayAdvertise ? { gatewayAdvertise: r.gatewayAdvertise } : {}),
-      onNote: (m) => ctx.stderr.write(`${m}\n`),
-      env: ctx.env,
-      ...(selection ? { datasetTasks: selection.tasks } : {}),
-      ...(workerImages ? { workerImages } : {}),
-    });
-    const reporter = createReporter(ctx.stderr);
-    sink = reporter.sink;
-    let result: Awaited<ReturnType<typeof runRollout>>;
+    if (given.dataset !== undefined && !resuming) await checkOutDir("--out", `${out}.tasks`, ctx.cwd);
+    const lock = await acquireRunLock(out, "rollout");
     try {
-      result = await runRollout({
-        out: r.out,
-        resume: r.resume,
-        config,
-        runId,
-        deps,
-        progress: reporter.sink,
-        signal: ctx.signal,
-        ...(selection ? { dataset: datasetSummaryOf(selection) } : {}),
-      });
+      if (!resuming) await checkNewRunDir(out);
+      return await runHoldingLock(resuming ? { ...given, resume: out } : { ...given, out }, ctx, runId);
     } finally {
-      reporter.close();
-      await deps.close();
+      await lock.release();
     }
-    const { summary, lines } = result;
-    const printed = opts.json ? JSON.stringify(summary, null, 2) : `${lines.join("\n")}\n${summary.out}`;
-    ctx.stdout.write(runSecrets.text(`${printed}\n`));
-    const pending = summary.atropos?.pending ?? 0;
-    if (!summary.complete || pending > 0) {
-      ctx.stderr.write(
-        `${summary.complete ? `${pending} group(s) not sent to Atropos yet; ` : ""}finish with: flakegym rollout --resume ${summary.out}\n`,
-      );
-    }
-    const exit = rolloutExitCode(summary, r.banner !== undefined);
-    if (exit.code === 1 && exit.why) ctx.stderr.write(`${exit.why}\n`);
-    return exit.code;
   },
 });
+
+/** The rollout, once its run directory is checked and this process holds it. */
+async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: string): Promise<number> {
+  const opts = await nixAppOptions(await withImportedTasks(given, ctx, runId), ctx);
+  const r = resolveRolloutOptions(opts, ctx.env, ctx.cwd, runId);
+  const stored = r.resume ? await readManifest(runPaths(r.out)) : undefined;
+  // resuming: the stored run's settings; --concurrency, --max-infra-retries and --atropos may differ
+  let config = stored
+    ? {
+        ...resumeConfig(stored.config, opts),
+        ...(opts.atropos ? { atropos: resumeAtropos(stored.config, opts.atropos, r.config.atropos) } : {}),
+      }
+    : r.config;
+  let selection: DatasetSelection | undefined;
+  const datasetProgress = ctx.stderr.isTTY
+    ? { onProgress: (n: number) => ctx.stderr.write(`\rread ${n} rows…`) }
+    : {};
+  if (r.dataset) {
+    selection = await selectDataset(r.dataset.file, r.dataset.limit, {
+      signal: ctx.signal,
+      ...datasetProgress,
+    });
+    config = { ...config, tasks: selection.tasks.map((t) => t.id), dataset: selection.config };
+  } else if (stored?.config.dataset) {
+    selection = await reselectDataset(stored.config.dataset, stored.config.tasks, {
+      signal: ctx.signal,
+      ...datasetProgress,
+    });
+  }
+  if (selection && ctx.stderr.isTTY) ctx.stderr.write("\r");
+  if (selection) reportRejected(selection, ctx.stderr);
+  // bad input is a usage error now, before any run directory, worker or retry
+  await validatePolicySpecs(config.policies, ctx.signal);
+  if (!selection) await checkCatalogTasks(config.tasks, config.catalog);
+  // what the run depends on, by content: a resume refuses changed task files, plans or tokenizer
+  const inputFiles = await runInputFiles(config, ctx.cwd);
+  const inputs = await hashInputs(inputFiles);
+  if (stored?.inputs) {
+    const paths = new Map(inputFiles.map((i) => [i.key, i.path]));
+    checkResumeInputs(r.out, stored.inputs, inputs, (key) => paths.get(key));
+  }
+  // --images nix: every task's image is here before anything runs
+  const workerImages =
+    config.images === "nix" ? await preflightWorkerImages(config, selection?.tasks, ctx) : undefined;
+  if (typeof workerImages === "number") return workerImages;
+  if (r.banner) ctx.stderr.write(`\n  ${r.banner}\n\n`);
+  const what = selection
+    ? `${selection.tasks.length} row(s) of ${selection.config.file}`
+    : config.tasks.join(", ");
+  ctx.stderr.write(
+    `${r.resume ? "resuming" : "rollout"} ${stored?.runId ?? runId}: ${what} × ${config.groupSize} ` +
+      `(policy ${config.policies.join(", ")}, concurrency ${config.concurrency}) → ${r.out}\n`,
+  );
+  // what dead runs left (a killed earlier attempt of this run included); live runs are untouched
+  const swept = await sweepLeftovers();
+  for (const x of swept.results) ctx.stderr.write(`gc: ${formatSweepResult(x, false)}\n`);
+  const pool = resolvePool({
+    command: "rollout",
+    trajectories: config.tasks.length * config.groupSize,
+    concurrency: config.concurrency,
+    ...(opts.pool !== undefined ? { size: opts.pool } : {}),
+    ...(opts.poolIdle !== undefined ? { idleS: opts.poolIdle } : {}),
+  });
+  let sink: ProgressSink | undefined;
+  const deps = await createRolloutDeps(config, {
+    ...(pool ? { pool, onPool: (s) => sink?.(poolEvent(s)) } : {}),
+    runId: stored?.runId ?? runId,
+    signal: ctx.signal,
+    ...(r.judgeApiKey ? { judgeApiKey: r.judgeApiKey } : {}),
+    ...(r.gatewayAdvertise ? { gatewayAdvertise: r.gatewayAdvertise } : {}),
+    onNote: (m) => ctx.stderr.write(`${m}\n`),
+    env: ctx.env,
+    ...(selection ? { datasetTasks: selection.tasks } : {}),
+    ...(workerImages ? { workerImages } : {}),
+  });
+  const reporter = createReporter(ctx.stderr);
+  sink = reporter.sink;
+  let result: Awaited<ReturnType<typeof runRollout>>;
+  try {
+    result = await runRollout({
+      out: r.out,
+      resume: r.resume,
+      config,
+      runId,
+      deps,
+      progress: reporter.sink,
+      signal: ctx.signal,
+      ...(selection ? { dataset: datasetSummaryOf(selection) } : {}),
+      ...(stored ? {} : { inputs }),
+    });
+  } finally {
+    reporter.close();
+    await deps.close();
+  }
+  const { summary, lines } = result;
+  const printed = opts.json ? JSON.stringify(summary, null, 2) : `${lines.join("\n")}\n${summary.out}`;
+  ctx.stdout.write(runSecrets.text(`${printed}\n`));
+  if (summary.stopped)
+    ctx.stderr.write(
+      `run stopped [${summary.stopped.code}]: ${summary.stopped.message}\n  hint: free space on that filesystem first (nothing half-written was kept)\n`,
+    );
+  const pending = summary.atropos?.pending ?? 0;
+  if (!summary.complete || pending > 0) {
+    ctx.stderr.write(
+      `${summary.complete ? `${pending} group(s) not sent to Atropos yet; ` : ""}finish with: flakegym rollout --resume ${summary.out}\n`,
+    );
+  }
+  const exit = rolloutExitCode(summary, r.banner !== undefined);
+  if (exit.code === 1 && exit.why) ctx.stderr.write(`${exit.why}\n`);
+  return exit.code;
+}
 
 /**
  * `--dataset` with hidden tests (SWE-bench-family rows, Harbor dirs): the tasks are imported as a

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { loadChatTokenizer } from "../../export/tokenizer.js";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
 import { RolloutOptions } from "../../rollout/config.js";
+import { checkOutDir } from "../../rollout/out-path.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { DEFAULT_MAX_GROUPS, serveMaxGroups, startServe } from "../../serve/server.js";
 import { resolvePool } from "../../workers/pool/decisions.js";
@@ -75,6 +76,7 @@ export const serveCommand = defineCommand({
   ],
   async run(opts, ctx) {
     const maxGroups = serveMaxGroups(opts);
+    const stateDir = await checkOutDir("--state-dir", opts.stateDir, ctx.cwd);
     const tokenizerDir = resolve(ctx.cwd, opts.tokenizer);
     const tokenizer = await loadChatTokenizer(tokenizerDir, { signal: ctx.signal });
     const swept = await sweepLeftovers();
@@ -94,7 +96,7 @@ export const serveCommand = defineCommand({
       port: opts.port,
       ...(token ? { token } : {}),
       maxGroups,
-      stateDir: resolve(ctx.cwd, opts.stateDir),
+      stateDir,
       tokenizer,
       concurrency,
       backend: opts.backend,

@@ -38,6 +38,7 @@ import type {
   WorkerExit,
   WorkerSpec,
 } from "../types.js";
+import { containerExitOf, parseExitState } from "./container-exit.js";
 import { clinePackageInImage, ImageConfig, imageClineOf } from "./image-cline.js";
 
 /**
@@ -474,22 +475,24 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
         checking = false;
       }
     }, interval);
-    // The container ending on its own (OOM of PID 1, killed from outside) ends the worker.
-    void pm(["wait", name], { timeoutMs: spec.limits.wallClockMs + 60_000 }).then(async () => {
+    // The container ending on its own (OOM of PID 1, killed from outside) ends the worker, for the
+    // reason its own exit facts give: podman's OOMKilled or the cgroup's OOM kill count.
+    const endedOnItsOwn = async () => {
       if (exit) return;
-      const oom = await pm(["inspect", "--format", "{{.State.OOMKilled}}", name]);
-      void end(
-        oom.stdout.trim() === "true"
-          ? { reason: "memory" }
-          : { reason: "crashed", detail: "container exited" },
+      const state = parseExitState(
+        (await pm(["inspect", "--format", "{{.State.OOMKilled}} {{.State.ExitCode}}", name])).stdout,
       );
-    });
-
-    if (agent) {
-      void agent.exited.then(() => {
-        if (!exit) void end({ reason: "crashed", detail: "the agent's container exited" });
-      });
-    }
+      const events = cgroup ? await readLimitEvents(cgroup).catch(() => undefined) : undefined;
+      void end(
+        containerExitOf({
+          ...state,
+          oomKills: events ? events.oomKills - initialOom : undefined,
+          memoryMb: spec.limits.memoryMb,
+        }),
+      );
+    };
+    void pm(["wait", name], { timeoutMs: spec.limits.wallClockMs + 60_000 }).then(endedOnItsOwn);
+    if (agent) void agent.exited.then(endedOnItsOwn);
     const worker: Worker = {
       id: name,
       backend: "podman",

@@ -1,0 +1,130 @@
+import { randomBytes } from "node:crypto";
+import { link, mkdir, readFile, rename, rmdir, unlink, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { UsageError } from "../errors.js";
+import { selfOwner, startTimeOfStat } from "../gc/owner.js";
+import { decideLock, describeHolder, type LockHere, RunLockRecord } from "./run-lock-decision.js";
+
+/** The lock file of a run directory; its presence with a live holder means "in use". */
+export const RUN_LOCK_FILE = "run.lock";
+
+/** Files of the lock itself, which an otherwise empty run directory may hold. */
+export const isLockFile = (name: string) => name === RUN_LOCK_FILE || name.startsWith(`.${RUN_LOCK_FILE}.`);
+
+/** The run directory is held by a live runner (or one that cannot be judged). Exit status 2. */
+export class RunDirLockedError extends UsageError {
+  override readonly name = "RunDirLockedError";
+  constructor(
+    dir: string,
+    readonly holder: RunLockRecord | undefined,
+    why: string,
+  ) {
+    super(
+      `the run directory ${dir} is in use by ${describeHolder(holder)}: ${why}`,
+      holder && why.endsWith("is running")
+        ? `wait for it to finish, or stop it (kill ${holder.pid}) and then --resume ${dir}; a lock left by a dead runner is taken over by itself`
+        : `if no flakegym process uses ${dir} any more, remove ${join(dir, RUN_LOCK_FILE)}`,
+      "E_RUN_LOCKED",
+    );
+  }
+}
+
+/** A held run directory lock. */
+export interface RunLock {
+  readonly path: string;
+  readonly record: RunLockRecord;
+  /** Removes the lock if it is still ours (and the directory, if the lock made it and it is empty). */
+  release(): Promise<void>;
+}
+
+async function readRecord(file: string): Promise<RunLockRecord | undefined | "absent"> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return "absent";
+    return undefined;
+  }
+  try {
+    const r = RunLockRecord.safeParse(JSON.parse(text));
+    return r.success ? r.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function pidStartTime(pid: number): Promise<string | undefined> {
+  return startTimeOfStat(await readFile(`/proc/${pid}/stat`, "utf8").catch(() => ""));
+}
+
+/**
+ * Moves a dead holder's lock aside, but only if it is still the record that was judged dead: a
+ * lock a faster process took meanwhile is put back.
+ */
+async function breakLock(file: string, judged: RunLockRecord): Promise<void> {
+  const grave = `${file}.stale-${process.pid}-${randomBytes(3).toString("hex")}`;
+  try {
+    await rename(file, grave);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return; // released or broken meanwhile
+    throw err;
+  }
+  const moved = await readRecord(grave);
+  if (typeof moved === "object" && moved.nonce !== judged.nonce) await link(grave, file).catch(() => {});
+  await unlink(grave).catch(() => {});
+}
+
+/**
+ * Takes the exclusive lock of run directory `dir` (made if missing) for this process. The record is
+ * written whole to a temp file and hard-linked into place, so the lock exists only with its holder
+ * named (link fails when one exists). A lock whose holder is dead is taken over; a live (or
+ * unjudgeable) holder makes this throw {@link RunDirLockedError}.
+ */
+export async function acquireRunLock(dir: string, command: RunLockRecord["command"]): Promise<RunLock> {
+  const made = (await mkdir(dir, { recursive: true })) !== undefined;
+  const owner = selfOwner();
+  const here: LockHere = { host: hostname(), bootId: owner.bootId, pidNs: owner.pidNs ?? "" };
+  const record: RunLockRecord = {
+    ...owner,
+    pidNs: here.pidNs,
+    host: here.host,
+    command,
+    startedAt: new Date().toISOString(),
+    nonce: randomBytes(8).toString("hex"),
+  };
+  const file = join(dir, RUN_LOCK_FILE);
+  const tmp = join(dir, `.${RUN_LOCK_FILE}.${process.pid}.${record.nonce}`);
+  await writeFile(tmp, `${JSON.stringify(record)}\n`);
+  try {
+    for (let round = 0; round < 5; round++) {
+      try {
+        await link(tmp, file);
+        return { path: file, record, release: () => releaseRunLock(dir, record, made) };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      }
+      const holder = await readRecord(file);
+      if (holder === "absent") continue;
+      const d = decideLock(holder, here, holder ? await pidStartTime(holder.pid) : undefined);
+      if (d.kind === "held") throw new RunDirLockedError(dir, holder, d.why);
+      await breakLock(file, holder!);
+    }
+    const holder = await readRecord(file);
+    throw new RunDirLockedError(
+      dir,
+      typeof holder === "object" ? holder : undefined,
+      "others keep taking it",
+    );
+  } finally {
+    await unlink(tmp).catch(() => {});
+  }
+}
+
+async function releaseRunLock(dir: string, record: RunLockRecord, made: boolean): Promise<void> {
+  const file = join(dir, RUN_LOCK_FILE);
+  const now = await readRecord(file);
+  if (typeof now === "object" && now.nonce === record.nonce) await unlink(file).catch(() => {});
+  // a run that never started leaves no empty directory behind it
+  if (made) await rmdir(dir).catch(() => {});
+}

@@ -1,0 +1,35 @@
+import type { WorkerExit } from "../types.js";
+
+/** What podman and the container's cgroup say about a container that ended on its own. */
+export interface ContainerExitFacts {
+  /** `podman inspect` `.State.OOMKilled` (not always set by runc on a hybrid cgroup host). */
+  readonly oomKilled: boolean;
+  /** `.State.ExitCode`, when podman reports one. */
+  readonly exitCode: number | undefined;
+  /** OOM kills counted by the container's cgroup since the worker started (undefined: unreadable). */
+  readonly oomKills: number | undefined;
+  /** The worker's memory limit, for the detail. */
+  readonly memoryMb: number;
+}
+
+/**
+ * Why a container ended on its own, from its own exit facts: a memory kill when podman says so or
+ * the cgroup counted an OOM kill, else a crash (the exit code named). A memory kill is the task's
+ * limit, never an infra failure to retry. Pure.
+ */
+export function containerExitOf(f: ContainerExitFacts): WorkerExit {
+  if (f.oomKilled || (f.oomKills ?? 0) > 0)
+    return {
+      reason: "memory",
+      detail: `memory limit ${f.memoryMb} MiB reached (the container was OOM-killed)`,
+    };
+  const code = f.exitCode === undefined ? "" : ` with status ${f.exitCode}`;
+  return { reason: "crashed", detail: `the container exited${code}` };
+}
+
+/** Parses `podman inspect --format '{{.State.OOMKilled}} {{.State.ExitCode}}'`. Pure. */
+export function parseExitState(stdout: string): Pick<ContainerExitFacts, "oomKilled" | "exitCode"> {
+  const [oom, code] = stdout.trim().split(/\s+/);
+  const n = Number(code);
+  return { oomKilled: oom === "true", exitCode: code !== undefined && Number.isInteger(n) ? n : undefined };
+}
