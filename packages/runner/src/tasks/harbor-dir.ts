@@ -240,6 +240,8 @@ export function passLineRegex(format: ResultFormat, id: string): string {
     .with("tap", () => `^ *ok [0-9]+ - ${e}$`)
     .with("check-h", () => `^ok ${e}$`)
     .with("gotest", () => `^ *--- PASS: ${e} \\(`)
+    .with("django", () => `^ *${e} \\.\\.\\. +(ok|OK)$`)
+    .with("sympy", () => `^ *${e} +ok$`)
     .exhaustive();
 }
 

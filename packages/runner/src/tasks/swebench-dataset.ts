@@ -1,3 +1,5 @@
+import { stat } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
 import {
   assertDatasetFile,
   type DatasetFormat,
@@ -6,7 +8,7 @@ import {
   detectDatasetFormat,
 } from "./dataset.js";
 import type { RowError } from "./dataset-row.js";
-import { type IntakeTask, isSwebenchRow, parseSwebenchRow } from "./swebench.js";
+import { type IntakeTask, isSwebenchRow, parseSwebenchRow, type SwebenchIntakeOptions } from "./swebench.js";
 
 /** The schema a dataset file's rows are in, told by its first object row. */
 export type DatasetSchema = "swe-agent" | "swebench";
@@ -39,7 +41,7 @@ export async function detectDatasetSchema(file: string, signal?: AbortSignal): P
  */
 export async function loadSwebench(
   file: string,
-  o: { signal?: AbortSignal; format?: DatasetFormat } = {},
+  o: { signal?: AbortSignal; format?: DatasetFormat } & SwebenchIntakeOptions = {},
 ): Promise<LoadedSwebench> {
   await assertDatasetFile(file);
   const format = o.format ?? (await detectDatasetFormat(file));
@@ -53,9 +55,18 @@ export async function loadSwebench(
       rejected.push({ file, row, field: "(row)", reason: value.message });
       continue;
     }
-    const r = parseSwebenchRow(value, { file, row });
+    const r = parseSwebenchRow(
+      value,
+      { file, row },
+      o.repoMirror === undefined ? {} : { repoMirror: o.repoMirror },
+    );
     if (!r.ok) {
       rejected.push(r.error);
+      continue;
+    }
+    const missing = await missingLocalRepo(r.task, o.repoMirror);
+    if (missing) {
+      rejected.push({ file, row, ...missing, id: r.task.spec.metadata?.instance_id ?? r.task.spec.id });
       continue;
     }
     const id = r.task.spec.id;
@@ -77,5 +88,34 @@ export async function loadSwebench(
     tasks,
     rejected,
     summary: { file, format, rows, accepted: tasks.length, rejected: rejected.length },
+  };
+}
+
+/**
+ * Why a row's local repository source cannot be used (it does not exist, or is no directory), or
+ * undefined: rows naming a local path or `file://` URL, or mapped by `--repo-mirror`, are checked
+ * at intake so a missing clone is named here rather than failing later as "needs network".
+ */
+async function missingLocalRepo(
+  task: IntakeTask,
+  repoMirror: string | undefined,
+): Promise<{ field: string; reason: string } | undefined> {
+  const src = task.spec.source;
+  if (src.kind !== "git" || task.spec.network !== "none") return undefined;
+  const path = src.url.startsWith("file://") ? fileURLToPath(src.url) : src.url;
+  if (!path.startsWith("/")) return undefined;
+  const st = await stat(path).catch(() => undefined);
+  if (st?.isDirectory()) return undefined;
+  const repo = task.spec.metadata?.repo ?? "";
+  const what = st ? "is not a directory" : "does not exist";
+  if (repoMirror !== undefined && !repo.startsWith("/") && !repo.startsWith(".")) {
+    return {
+      field: "repo",
+      reason: `'${repo}' has no mirror: ${path} ${what}; clone it there (git clone --mirror <url> ${path}) or drop the row`,
+    };
+  }
+  return {
+    field: task.spec.metadata?.repo_url === undefined ? "repo" : "repo_url",
+    reason: `local repository ${path} ${what}; clone the repository there, fix the column, or pass --repo-mirror DIR holding DIR/owner/repo`,
   };
 }

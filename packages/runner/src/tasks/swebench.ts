@@ -4,8 +4,11 @@ import { touchedPaths } from "../text/diff.js";
 import { classifyRepo, type RowError } from "./dataset-row.js";
 import { TaskSpec } from "./task-spec.js";
 import {
+  djangoId,
+  isJunkTestId,
   languageOfPath,
   profileOfRunner,
+  REPO_RUNNERS,
   SUPPORTED_LANGUAGES,
   TestRunner,
   testIdProblem,
@@ -70,20 +73,61 @@ export interface IntakeTask {
   readonly files: Readonly<Record<string, string | Buffer>>;
   /** Where it came from: dataset file and row. */
   readonly source: { readonly file: string; readonly row: number };
+  /** What intake changed on the way in (e.g. junk test ids dropped); printed by `tasks check`/`import`. */
+  readonly notes?: readonly string[];
+}
+
+/** Options of {@link parseSwebenchRow}. */
+export interface SwebenchIntakeOptions {
+  /**
+   * A directory of local git mirrors: a row's `owner/repo` is read from `<dir>/owner/repo`
+   * (or `<dir>/owner/repo.git`, `<dir>/owner__repo`); the caller checks which exists.
+   */
+  readonly repoMirror?: string;
 }
 
 export type IntakeResult = { ok: true; task: IntakeTask } | { ok: false; error: RowError };
 
-/** Whether a raw row is in the SWE-bench family (it has an `instance_id`). */
+/** Whether a raw row is in the SWE-bench family (an `instance_id`, or Multi-SWE-bench's `org` + `f2p_tests`). */
 export function isSwebenchRow(raw: unknown): boolean {
-  return typeof raw === "object" && raw !== null && !Array.isArray(raw) && "instance_id" in raw;
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return false;
+  return "instance_id" in raw || ("org" in raw && "f2p_tests" in raw);
 }
 
-/** The row with aliased columns renamed to SWE-bench's (a SWE-bench name wins). Pure. */
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * The row with aliased columns renamed to SWE-bench's (a SWE-bench name wins), and the
+ * multi-language schema (Multi-SWE-bench: `org`, `repo`, `number`, `base.sha`, `fix_patch`,
+ * `f2p_tests` / `p2p_tests` as maps from test name to its results, `resolved_issues`) read into
+ * SWE-bench's columns. Pure.
+ */
 export function canonicalColumns(raw: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...raw };
   for (const [alias, name] of Object.entries(COLUMN_ALIASES)) {
     if (out[name] == null && raw[alias] != null) out[name] = raw[alias];
+  }
+  const org = typeof raw.org === "string" ? raw.org : undefined;
+  if (org !== undefined && typeof raw.repo === "string" && !raw.repo.includes("/")) {
+    out.repo = `${org}/${raw.repo}`;
+    if (out.instance_id == null && raw.number != null) out.instance_id = `${org}__${raw.repo}-${String(raw.number)}`;
+  }
+  if (out.base_commit == null && isRecord(raw.base) && typeof raw.base.sha === "string") out.base_commit = raw.base.sha;
+  for (const [col, name] of [
+    ["f2p_tests", "FAIL_TO_PASS"],
+    ["p2p_tests", "PASS_TO_PASS"],
+  ] as const) {
+    if (out[name] == null && isRecord(raw[col])) out[name] = Object.keys(raw[col]).sort();
+  }
+  if (out.problem_statement == null) {
+    const issues = Array.isArray(raw.resolved_issues) ? raw.resolved_issues.filter(isRecord) : [];
+    const text = issues
+      .map((i) => [i.title, i.body].filter((x) => typeof x === "string" && x.trim() !== "").join("\n\n"))
+      .filter((t) => t !== "");
+    if (text.length > 0) out.problem_statement = text.join("\n\n");
+    else if (typeof raw.title === "string")
+      out.problem_statement = [raw.title, typeof raw.body === "string" ? raw.body : ""].join("\n\n").trim();
   }
   return out;
 }
@@ -142,7 +186,11 @@ const supportedNames = () => Object.keys(SUPPORTED_LANGUAGES).join(", ");
  * wrong and why. `at.file` is the dataset file: relative local repo paths are resolved against
  * its directory. Pure.
  */
-export function parseSwebenchRow(raw: unknown, at: { file: string; row: number }): IntakeResult {
+export function parseSwebenchRow(
+  raw: unknown,
+  at: { file: string; row: number },
+  opts: SwebenchIntakeOptions = {},
+): IntakeResult {
   const fail = (field: string, reason: string, id?: string): IntakeResult => ({
     ok: false,
     error: { file: at.file, row: at.row, field, reason, ...(id === undefined ? {} : { id }) },
@@ -180,14 +228,29 @@ export function parseSwebenchRow(raw: unknown, at: { file: string; row: number }
   ] as const) {
     if (v.trim() === "") return fail(field, "is empty", id);
   }
-  const f2p = listOf(row.FAIL_TO_PASS);
-  if (typeof f2p === "string") return fail("FAIL_TO_PASS", f2p, id);
+  const notes: string[] = [];
+  const lists: Record<"FAIL_TO_PASS" | "PASS_TO_PASS", string[]> = { FAIL_TO_PASS: [], PASS_TO_PASS: [] };
+  for (const field of ["FAIL_TO_PASS", "PASS_TO_PASS"] as const) {
+    const l = listOf(row[field]);
+    if (typeof l === "string") return fail(field, l, id);
+    const junk = l.filter(isJunkTestId);
+    if (junk.length > 0) {
+      notes.push(
+        `${field}: dropped ${junk.map((j) => `'${j}'`).join(", ")} — pytest progress output, not a test id`,
+      );
+    }
+    lists[field] = l.filter((t) => !isJunkTestId(t));
+  }
+  let f2p = lists.FAIL_TO_PASS;
+  let p2p = lists.PASS_TO_PASS;
   if (f2p.length === 0)
-    return fail("FAIL_TO_PASS", "is empty: a task needs a test that the fix makes pass", id);
-  const p2p = listOf(row.PASS_TO_PASS);
-  if (typeof p2p === "string") return fail("PASS_TO_PASS", p2p, id);
+    return fail(
+      "FAIL_TO_PASS",
+      `is empty${notes.length > 0 ? " once junk ids are dropped" : ""}: a task needs a test that the fix makes pass`,
+      id,
+    );
 
-  const repo = repoOf(row, at.file);
+  const repo = repoOf(row, at.file, opts.repoMirror);
   if ("field" in repo) return fail(repo.field, repo.reason, id);
 
   const testFiles = touchedPaths(row.test_patch);
@@ -213,7 +276,8 @@ export function parseSwebenchRow(raw: unknown, at: { file: string; row: number }
       id,
     );
   }
-  let runner: TestRunner = defaultRunner;
+  const repoName = row.repo.replace(/\.git$/, "").toLowerCase();
+  let runner: TestRunner = REPO_RUNNERS[repoName] ?? defaultRunner;
   if (row.test_runner) {
     const r = TestRunner.safeParse(row.test_runner);
     if (!r.success)
@@ -222,6 +286,10 @@ export function parseSwebenchRow(raw: unknown, at: { file: string; row: number }
       return fail("test_runner", `${r.data} does not run ${language} tests`, id);
     }
     runner = r.data;
+  }
+  if (runner === "django") {
+    f2p = f2p.map(djangoId);
+    p2p = p2p.map(djangoId);
   }
   for (const [field, list] of [
     ["FAIL_TO_PASS", f2p],
@@ -262,6 +330,7 @@ export function parseSwebenchRow(raw: unknown, at: { file: string; row: number }
     install,
     tests: { patch: "tests.patch", run: run.run },
     solution: "solution.patch",
+    metadata: rowMetadata(row, notes),
   });
   if (!spec.success) {
     const issue = spec.error.issues[0]!;
@@ -273,8 +342,25 @@ export function parseSwebenchRow(raw: unknown, at: { file: string; row: number }
       spec: spec.data,
       files: { "solution.patch": ensureNewline(row.patch), "tests.patch": ensureNewline(row.test_patch) },
       source: at,
+      ...(notes.length > 0 ? { notes } : {}),
     },
   };
+}
+
+/** The row's provenance columns, as text, for the task's `metadata`. Pure. */
+function rowMetadata(row: SwebenchRow, notes: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = { instance_id: row.instance_id, repo: row.repo };
+  const put = (k: string, v: string | number | Date | null | undefined) => {
+    if (v == null) return;
+    out[k] = v instanceof Date ? v.toISOString() : String(v);
+  };
+  put("repo_url", row.repo_url);
+  put("version", row.version);
+  put("environment_setup_commit", row.environment_setup_commit);
+  put("created_at", row.created_at);
+  put("hints_text", row.hints_text);
+  if (notes.length > 0) out.intake_notes = notes.join("\n");
+  return out;
 }
 
 const ensureNewline = (s: string) => (s.endsWith("\n") ? s : `${s}\n`);
@@ -283,9 +369,13 @@ const ensureNewline = (s: string) => (s.endsWith("\n") ? s : `${s}\n`);
 function repoOf(
   row: SwebenchRow,
   datasetFile: string,
+  mirror?: string,
 ): { url: string; network: "none" | "required" } | { field: string; reason: string } {
   const explicit = row.repo_url ?? undefined;
   const looksLikeName = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*\/[A-Za-z0-9_.-]+$/.test(row.repo);
+  if (mirror !== undefined && looksLikeName && explicit == null) {
+    return { url: resolve(mirror, row.repo), network: "none" };
+  }
   const r = classifyRepo(
     looksLikeName ? row.repo : undefined,
     explicit ?? (looksLikeName ? undefined : row.repo),
