@@ -115,12 +115,13 @@ export interface ReasonGroup {
 
 /**
  * The kind of a rejection, for grouping: the field without its list index, and the reason with
- * quoted values and row numbers blanked (`FAIL_TO_PASS.3: 'x' is not …` → `FAIL_TO_PASS: '…' is not …`). Pure.
+ * quoted values, absolute paths and row numbers blanked (`FAIL_TO_PASS.3: 'x' is not …` → `FAIL_TO_PASS: '…' is not …`). Pure.
  */
 export function reasonKey(e: RowError): string {
   const field = e.field.replace(/\.\d+$/, "");
   const reason = e.reason
     .replace(/'[^']*'/g, "'…'")
+    .replace(/(^|\s)\/[^\s;,]+/g, "$1…")
     .replace(/\brow \d+/g, "row N")
     .replace(/\s+/g, " ")
     .slice(0, 160);

@@ -111,9 +111,11 @@ export function canonicalColumns(raw: Record<string, unknown>): Record<string, u
   const org = typeof raw.org === "string" ? raw.org : undefined;
   if (org !== undefined && typeof raw.repo === "string" && !raw.repo.includes("/")) {
     out.repo = `${org}/${raw.repo}`;
-    if (out.instance_id == null && raw.number != null) out.instance_id = `${org}__${raw.repo}-${String(raw.number)}`;
+    if (out.instance_id == null && raw.number != null)
+      out.instance_id = `${org}__${raw.repo}-${String(raw.number)}`;
   }
-  if (out.base_commit == null && isRecord(raw.base) && typeof raw.base.sha === "string") out.base_commit = raw.base.sha;
+  if (out.base_commit == null && isRecord(raw.base) && typeof raw.base.sha === "string")
+    out.base_commit = raw.base.sha;
   for (const [col, name] of [
     ["f2p_tests", "FAIL_TO_PASS"],
     ["p2p_tests", "PASS_TO_PASS"],

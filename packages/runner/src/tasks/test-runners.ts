@@ -112,35 +112,39 @@ export function languageOfPath(path: string): string | undefined {
 /** Why a test id cannot be run by `runner`, or undefined. Pure. */
 export function testIdProblem(runner: TestRunner, id: string): string | undefined {
   if (id.trim() === "" || /[\n\r]/.test(id)) return "is empty or spans lines";
-  return match(runner)
-    .with("pytest", () =>
-      /^[^\s:]+\.py(::\S+)+$/.test(id)
-        ? undefined
-        : /^\S+ \([\w.]+\)$/.test(id)
-          ? "is a django-style id (`test_x (module.Class)`), not a pytest node id: set the row's test_runner to django"
-          : /^test_\w+$/.test(id)
-            ? "is a bare test name, not a pytest node id (`path/to/test_x.py::test_name`): set the row's test_runner to sympy if it is SymPy's"
-            : /\s/.test(id)
-              ? "is not a pytest node id without spaces: flakegym reads pytest's `PASSED <id>` lines, which cannot delimit an id with a space (parametrized ids with spaces are not supported)"
-              : "is not a pytest node id (`path/to/test_x.py::test_name`)",
-    )
-    // any single line: a docstring's first line stands for its test in Django's verbose output
-    .with("django", () => undefined)
-    .with("sympy", () =>
-      /^test_\w+$/.test(id) ? undefined : "is not a SymPy test name (`test_name`, as `bin/test --verbose` prints it)",
-    )
-    .with("cargo", () =>
-      /^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$/.test(id)
-        ? undefined
-        : "is not a libtest name (`module::test_name`)",
-    )
-    .with("go", () =>
-      /^Test[A-Za-z0-9_]*(\/\S+)*$/.test(id)
-        ? undefined
-        : "is not a go test name (`TestName` or `TestName/subtest`)",
-    )
-    .with("node", "jest", "vitest", "mocha", () => undefined)
-    .exhaustive();
+  return (
+    match(runner)
+      .with("pytest", () =>
+        /^[^\s:]+\.py(::\S+)+$/.test(id)
+          ? undefined
+          : /^\S+ \([\w.]+\)$/.test(id)
+            ? "is a django-style id (`test_x (module.Class)`), not a pytest node id: set the row's test_runner to django"
+            : /^test_\w+$/.test(id)
+              ? "is a bare test name, not a pytest node id (`path/to/test_x.py::test_name`): set the row's test_runner to sympy if it is SymPy's"
+              : /\s/.test(id)
+                ? "is not a pytest node id without spaces: flakegym reads pytest's `PASSED <id>` lines, which cannot delimit an id with a space (parametrized ids with spaces are not supported)"
+                : "is not a pytest node id (`path/to/test_x.py::test_name`)",
+      )
+      // any single line: a docstring's first line stands for its test in Django's verbose output
+      .with("django", () => undefined)
+      .with("sympy", () =>
+        /^test_\w+$/.test(id)
+          ? undefined
+          : "is not a SymPy test name (`test_name`, as `bin/test --verbose` prints it)",
+      )
+      .with("cargo", () =>
+        /^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$/.test(id)
+          ? undefined
+          : "is not a libtest name (`module::test_name`)",
+      )
+      .with("go", () =>
+        /^Test[A-Za-z0-9_]*(\/\S+)*$/.test(id)
+          ? undefined
+          : "is not a go test name (`TestName` or `TestName/subtest`)",
+      )
+      .with("node", "jest", "vitest", "mocha", () => undefined)
+      .exhaustive()
+  );
 }
 
 /** Whether a file a test patch touches can hold the runner's canary test. Pure. */
@@ -157,10 +161,7 @@ export function isCanaryFile(runner: TestRunner, path: string): boolean {
 }
 
 /** The runner's canary test for a hidden test file (see results.ts: it must fail on every honest run). */
-function canaryFor(
-  runner: "pytest" | "django" | "sympy" | "cargo" | "go" | "node",
-  file: string,
-): Canary {
+function canaryFor(runner: "pytest" | "django" | "sympy" | "cargo" | "go" | "node", file: string): Canary {
   return match(runner)
     .with("pytest", () => ({
       file,
@@ -317,7 +318,11 @@ function namedPytestFile(testFiles: readonly string[], ids: readonly string[]): 
 
 /** A Django test module's label for `runtests.py`: `tests/a/b.py` → `a.b`. Pure. */
 export function djangoLabel(file: string): string {
-  return file.replace(/^tests\//, "").replace(/\.py$/, "").replace(/\/__init__$/, "").replaceAll("/", ".");
+  return file
+    .replace(/^tests\//, "")
+    .replace(/\.py$/, "")
+    .replace(/\/__init__$/, "")
+    .replaceAll("/", ".");
 }
 
 /** The labels `runtests.py` is given: every hidden test module, the canary's included. Pure. */

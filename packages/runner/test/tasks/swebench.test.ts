@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,6 +13,9 @@ import { writeTaskFolder } from "../../src/tasks/task-dir.js";
 
 const FIXTURE = fileURLToPath(
   new URL("../../../../tests/fixtures/swebench/swebench-sample.jsonl", import.meta.url),
+);
+const SHAPES = fileURLToPath(
+  new URL("../../../../tests/fixtures/swebench/verified-shapes.jsonl", import.meta.url),
 );
 const SWE_AGENT = fileURLToPath(
   new URL("../../../../tests/fixtures/swe-agent-13k-sample.jsonl", import.meta.url),
@@ -161,6 +164,90 @@ describe("loadSwebench", () => {
   it("tells the two schemas apart by the first row", async () => {
     expect(await detectDatasetSchema(FIXTURE)).toBe("swebench");
     expect(await detectDatasetSchema(SWE_AGENT)).toBe("swe-agent");
+  });
+});
+
+describe("SWE-bench Verified shapes (verified-shapes.jsonl, our own rows)", () => {
+  it("accepts django, sympy, junk-id, pylint/pytest and multi-language rows and rejects the rest by row and field", async () => {
+    const d = await loadSwebench(SHAPES);
+    expect(d.summary).toMatchObject({ rows: 9, accepted: 6, rejected: 3 });
+    const byId = new Map(d.tasks.map((t) => [t.spec.id, t]));
+    expect([...byId.keys()]).toEqual([
+      "django__django-16041",
+      "sympy__sympy-20590",
+      "psf__requests-2317",
+      "pylint-dev__pylint-4970",
+      "pytest-dev__pytest-5631",
+      "cli__cli-10139",
+    ]);
+    const django = byId.get("django__django-16041")!.spec;
+    expect(django.tests.run).toMatchObject({
+      kind: "suite",
+      results: "django",
+      command:
+        "python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 forms_tests.tests.test_formsets",
+      failToPass: [
+        "test_empty_permitted_ignored_empty_form (forms_tests.tests.test_formsets.FormsFormsetTestCase)",
+      ],
+      passToPass: [
+        "all_valid() validates all forms, even when some are invalid.",
+        "test_valid (forms_tests.tests.test_formsets.AllValidTests)",
+      ],
+    });
+    expect(django.metadata).toEqual({
+      instance_id: "django__django-16041",
+      repo: "django/django",
+      version: "4.2",
+      environment_setup_commit: "0fbdb9784da915fce5dcc1fe82bac9b4785749e5",
+      created_at: "2022-09-09T10:07:29Z",
+      hints_text: "Issue has been triaged.",
+    });
+    expect(byId.get("sympy__sympy-20590")!.spec.tests.run).toMatchObject({ kind: "suite", results: "sympy" });
+    const requests = byId.get("psf__requests-2317")!;
+    expect(requests.spec.tests.run).toMatchObject({
+      passToPass: ["test_requests.py::RequestsTestCase::test_basic_building"],
+    });
+    expect(requests.notes).toEqual([
+      "PASS_TO_PASS: dropped '[100%]' — pytest progress output, not a test id",
+    ]);
+    expect(requests.spec.metadata?.intake_notes).toMatch(/dropped '\[100%\]'/);
+    expect(byId.get("pylint-dev__pylint-4970")!.spec.tests.run).toMatchObject({
+      canary: { file: "tests/checkers/unittest_similar.py" },
+    });
+    const multi = byId.get("cli__cli-10139")!.spec;
+    expect(multi).toMatchObject({
+      profile: "go",
+      prompt: "gh pr view --json fails on closed PRs\n\nSteps to reproduce...",
+      source: { kind: "git", rev: "b".repeat(40) },
+      tests: {
+        run: { results: "gotest", failToPass: ["TestPRView_closed"], passToPass: ["TestPRView_open"] },
+      },
+      metadata: { instance_id: "cli__cli-10139", repo: "cli/cli" },
+    });
+    expect(d.rejected.map(formatRowError)).toEqual([
+      expect.stringMatching(
+        /:7: \[sympy__sympy-99999\] field 'FAIL_TO_PASS\.0': 'sympy\/core\/tests\/test_a\.py::test_a' is not a SymPy test name/,
+      ),
+      expect.stringMatching(
+        /:8: \[acme__gone-1\] field 'repo_url': local repository .*no-such-clone does not exist; clone the repository there, fix the column, or pass --repo-mirror DIR/,
+      ),
+      expect.stringMatching(/:9: \[acme__junk-2\] field 'FAIL_TO_PASS': is empty once junk ids are dropped/),
+    ]);
+  });
+
+  it("reads owner/repo from --repo-mirror DIR/owner/repo, and names a repository the mirror lacks", async () => {
+    const mirror = join(tmp, "mirror");
+    await mkdir(join(mirror, "django", "django"), { recursive: true });
+    const d = await loadSwebench(SHAPES, { repoMirror: mirror });
+    expect(d.tasks.find((t) => t.spec.id === "django__django-16041")!.spec).toMatchObject({
+      network: "none",
+      source: { kind: "git", url: join(mirror, "django", "django") },
+    });
+    expect(d.rejected.map(formatRowError)).toContainEqual(
+      expect.stringMatching(
+        /:2: \[sympy__sympy-20590\] field 'repo': 'sympy\/sympy' has no mirror: .*mirror\/sympy\/sympy does not exist/,
+      ),
+    );
   });
 });
 

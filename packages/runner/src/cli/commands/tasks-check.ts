@@ -48,7 +48,11 @@ export const tasksCheckCommand = defineCommand({
     );
     if (progress) ctx.stderr.write("\r");
     if (opts.json) {
-      const byReason = groups.map((g) => ({ reason: g.reason, count: g.count, rows: g.first.map((e) => e.row) }));
+      const byReason = groups.map((g) => ({
+        reason: g.reason,
+        count: g.count,
+        rows: g.first.map((e) => e.row),
+      }));
       ctx.stdout.write(
         `${JSON.stringify({ summary: d.summary, rejected: d.rejected, byReason, notes }, null, 2)}\n`,
       );
