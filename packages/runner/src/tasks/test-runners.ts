@@ -253,7 +253,11 @@ export function testRunOf(input: RunInput): { run: TestRun } | { field: string; 
       },
     };
   }
+  // a Django test patch also touches support modules under tests/ (models.py, urls.py): prefer a test module
   const file =
+    (runner === "django"
+      ? input.testFiles.find((f) => /^tests\/(.+\/)?tests?(_[^/]*)?\.py$/.test(f))
+      : undefined) ??
     input.testFiles.find((f) => isCanaryFile(runner, f)) ??
     (runner === "pytest" ? namedPytestFile(input.testFiles, [...failToPass, ...passToPass]) : undefined);
   if (file === undefined) {

@@ -154,6 +154,22 @@ describe("testRunOf", () => {
     ).toMatchObject({ field: "test_patch", reason: expect.stringMatching(/a \.py file a test id names/) });
   });
 
+  it("puts Django's canary into a test module, not a support module the patch also touches", () => {
+    const run = testRunOf({
+      runner: "django",
+      failToPass: ["test_a (app.tests.T)"],
+      passToPass: [],
+      testFiles: ["tests/app/models.py", "tests/app/tests.py"],
+    });
+    expect(run).toMatchObject({
+      run: {
+        command:
+          "python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 app.models app.tests",
+        canary: { file: "tests/app/tests.py", id: "{name} (app.tests.Canary_{name})" },
+      },
+    });
+  });
+
   it("labels Django test modules relative to tests/", () => {
     expect(djangoLabel("tests/forms_tests/tests/test_formsets.py")).toBe("forms_tests.tests.test_formsets");
     expect(djangoLabel("tests/app/__init__.py")).toBe("app");
