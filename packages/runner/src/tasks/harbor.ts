@@ -144,7 +144,9 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
     const problem = match(op)
       .with("FROM", () => {
         if (profile !== undefined) return "has several FROM lines (multi-stage builds are not supported)";
-        const image = args.split(/\s+/)[0]!;
+        // options (`--platform=linux/amd64`) come before the image; `AS name` after it
+        const image = args.split(/\s+/).find((w) => !w.startsWith("--"));
+        if (image === undefined) return `FROM ${args}: names no image`;
         profile = profileOfImage(image);
         return profile === undefined
           ? `base image '${image}' has no flakegym profile (python, node, rust, golang, gcc, debian/ubuntu images map to one)`

@@ -20,6 +20,7 @@ import {
   passLineRegex,
   readHarborDir,
 } from "../../src/tasks/harbor-dir.js";
+import { materializeSource } from "../../src/tasks/materialize.js";
 import { writeTaskFolder } from "../../src/tasks/task-dir.js";
 
 const FIXTURES = fileURLToPath(new URL("../../../../tests/fixtures/harbor/", import.meta.url));
@@ -33,13 +34,20 @@ afterAll(async () => {
 });
 
 describe("loadHarbor", () => {
-  it("reads the fixture dirs: one task, each other dir rejected naming the file and the reason", async () => {
+  it("reads the fixture dirs: three tasks, each other dir rejected naming the file and the reason", async () => {
     const h = await loadHarbor(FIXTURES);
-    expect(h.dirs).toBe(7);
-    expect(h.tasks.map((t) => t.spec.id)).toEqual(["hello-greeting"]);
+    expect(h.dirs).toBe(12);
+    expect(h.tasks.map((t) => t.spec.id)).toEqual(["empty-workspace", "hello-greeting", "platform-from"]);
     expect(Object.fromEntries(h.rejected.map((e) => [e.id, `${e.field}: ${e.reason}`]))).toEqual({
       "absolute-paths": expect.stringMatching(/^tests\/test_greet\.py: .*container path '\/app\/'/),
       "bad-toml": expect.stringMatching(/^task\.toml: is not valid TOML/),
+      "compose-sidecar": expect.stringMatching(
+        /^environment\/docker-compose\.yaml: defines a Docker Compose environment \(sidecar services/,
+      ),
+      "multi-step": expect.stringMatching(/^task\.toml: steps: uses Harbor's multi-step layout/),
+      "reward-json": expect.stringMatching(
+        /^tests\/test\.sh: the verifier writes \/logs\/verifier\/reward\.json only/,
+      ),
       "net-install": expect.stringMatching(
         /^environment\/Dockerfile: RUN pip install .*fetches over the network/,
       ),
@@ -85,6 +93,29 @@ describe("loadHarbor", () => {
     await cp(join(dir, "repo"), repo, { recursive: true });
     const { commitTree } = await import("../../src/tasks/materialize.js");
     expect(await commitTree(repo)).toBe(spec.source.kind === "local" ? spec.source.commit : "");
+  });
+
+  it("reads FROM --platform=… image AS name", async () => {
+    const r = await readHarborDir(join(FIXTURES, "platform-from"), 1);
+    expect(r.ok && r.task.spec.profile).toBe("python");
+    expect(environmentOf("FROM --platform=$BUILDPLATFORM node:20 AS build\nWORKDIR /app")).toMatchObject({
+      profile: "node",
+    });
+    expect(environmentOf("FROM --platform=linux/amd64")).toMatchObject({ reason: /names no image/ });
+  });
+
+  it("imports a Dockerfile that copies nothing as an empty workspace that materializes to its commit", async () => {
+    const r = await readHarborDir(join(FIXTURES, "empty-workspace"), 1);
+    if (!r.ok) throw new Error(r.error.reason);
+    expect(Object.keys(r.task.files).filter((f) => f.startsWith("repo/"))).toEqual(["repo/.gitkeep"]);
+    expect(r.task.notes).toEqual([
+      "environment/Dockerfile copies no files into WORKDIR /app: the workspace starts empty (holding only .gitkeep)",
+    ]);
+    const catalog = join(tmp, "empty-catalog");
+    await writeTaskFolder(catalog, r.task);
+    const task = await loadTask("empty-workspace", catalog);
+    const { commit } = await materializeSource(task, join(tmp, "empty-ws"));
+    expect(commit).toBe((task.spec.source as { commit: string }).commit);
   });
 
   it("rejects a task dir holding a symbolic link, without following it", async () => {
@@ -206,6 +237,11 @@ describe("exportHarborDir", () => {
     const dir = await exportHarborDir(task, join(tmp, "harbor"));
     const test = await readFile(join(dir, "tests/test.sh"), "utf8");
     expect(test).toContain("cp -R /tests/files/. /app/");
+    // reward 0 is on disk before anything runs: a verifier cut short leaves 0, not nothing
+    expect(test.indexOf("echo 0 > /logs/verifier/reward.txt")).toBeGreaterThan(0);
+    expect(test.indexOf("echo 0 > /logs/verifier/reward.txt")).toBeLessThan(
+      test.indexOf("cp -R /tests/files"),
+    );
     expect(test).toContain("grep -qP '^PASSED tests/test_parser\\.py::test_typed_getters$'");
     expect(await readFile(join(dir, "environment/Dockerfile"), "utf8")).toBe(
       "FROM python:3.11-slim-bookworm\nWORKDIR /app\nCOPY repo/ /app/\n",
