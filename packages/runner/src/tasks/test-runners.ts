@@ -70,17 +70,24 @@ export function parseDjangoLine(raw: string): { id: string; outcome: "passed" | 
 
 /**
  * One line of SymPy's `bin/test --verbose` output → test id and outcome: `test_x ok`, `test_x F`
- * (failed), `test_x E` (error) — the shapes SWE-bench's `parse_log_sympy` reads. Pure.
+ * (failed), `test_x E` (error) — the shapes SWE-bench's `parse_log_sympy` reads — where the last
+ * test of each file also carries the file's verdict (`test_x F   [FAIL]`, `test_x ok   [OK]`), and
+ * a failure's report header `___ path/test_y.py:test_x ___` (seen in a real run of SymPy 1.12's
+ * runner, `sympy.test(file, verbose=True)`, which `bin/test` calls). Pure.
  */
 export function parseSympyLine(raw: string): { id: string; outcome: "passed" | "failed" } | undefined {
-  const m = /^(test_\w+) +(ok|F|E)$/.exec(raw.trim());
+  const line = raw.trim();
+  const head = /^_+ \S+\.py:(test_\w+) _+$/.exec(line);
+  if (head) return { id: head[1]!, outcome: "failed" };
+  const m = /^(test_\w+) +(ok|F|E)( +\[(OK|FAIL)\])?$/.exec(line);
   if (!m) return undefined;
   return { id: m[1]!, outcome: m[2] === "ok" ? "passed" : "failed" };
 }
 
 /** The lines (grep -E) a django or sympy suite's output is filtered to before parsing. */
 export const DJANGO_LINES = "(\\.\\.\\. +(ok|OK|FAIL|ERROR)[[:space:]]*$|^[[:space:]]*(FAIL|ERROR): )";
-export const SYMPY_LINES = "^[[:space:]]*test_[A-Za-z0-9_]+ +(ok|F|E)[[:space:]]*$";
+export const SYMPY_LINES =
+  "(^[[:space:]]*test_[A-Za-z0-9_]+ +(ok|F|E)( +\\[(OK|FAIL)\\])?[[:space:]]*$|^_+ [^ ]+\\.py:test_[A-Za-z0-9_]+ _+$)";
 
 /** The profile each runner's toolchain lives in. */
 export function profileOfRunner(runner: TestRunner): ProfileId {

@@ -59,6 +59,8 @@ const SAMPLES: Record<ResultFormat, string> = {
     "test_two F",
     "test_three E",
     "  test_four ok",
+    "test_five F                                                             [FAIL]",
+    "",
     "______________________________ sympy/core/tests/test_basic.py:test_two _______",
   ].join("\n"),
 };
@@ -103,6 +105,7 @@ describe("parseTestResults", () => {
       test_two: "failed",
       test_three: "failed",
       test_four: "passed",
+      test_five: "failed",
     });
   });
 

@@ -64,6 +64,16 @@ describe("result lines", () => {
     expect(parseSympyLine("  test_b F")).toEqual({ id: "test_b", outcome: "failed" });
     expect(parseSympyLine("test_c E")).toEqual({ id: "test_c", outcome: "failed" });
     expect(parseSympyLine("test_d f")).toBeUndefined();
+    // the last test of a file carries the file's verdict; a failure's report header names it too
+    expect(parseSympyLine("test_e F                                   [FAIL]")).toEqual({
+      id: "test_e",
+      outcome: "failed",
+    });
+    expect(parseSympyLine("test_f ok        [OK]")).toEqual({ id: "test_f", outcome: "passed" });
+    expect(parseSympyLine("_____ sympy/core/tests/test_basic.py:test_g _____")).toEqual({
+      id: "test_g",
+      outcome: "failed",
+    });
     expect(parseSympyLine("sympy/core/tests/test_basic.py[3] ")).toBeUndefined();
   });
 
