@@ -279,8 +279,9 @@ export function testRunOf(input: RunInput): { run: TestRun } | { field: string; 
       results: "pytest" as const,
     }))
     .with("django", () => ({
-      // Django's documented way to run its own suite (docs/internals/contributing/writing-code/unit-tests.txt)
-      command: `python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 ${djangoLabels(input.testFiles, file)}`,
+      // Django's documented way to run its own suite (docs/internals/contributing/writing-code/unit-tests.txt);
+      // runtests.py imports the django package and stops without it: the checkout itself is on the path
+      command: `PYTHONPATH="$PWD" python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 ${djangoLabels(input.testFiles, file)}`,
       results: "django" as const,
     }))
     .with("sympy", () => ({

@@ -185,7 +185,7 @@ describe("SWE-bench Verified shapes (verified-shapes.jsonl, our own rows)", () =
       kind: "suite",
       results: "django",
       command:
-        "python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 forms_tests.tests.test_formsets",
+        'PYTHONPATH="$PWD" python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 forms_tests.tests.test_formsets',
       failToPass: [
         "test_empty_permitted_ignored_empty_form (forms_tests.tests.test_formsets.FormsFormsetTestCase)",
       ],

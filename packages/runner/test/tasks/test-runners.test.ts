@@ -91,7 +91,7 @@ describe("result lines", () => {
     });
     if (!("run" in run) || run.run.kind !== "suite") throw new Error("expected a suite");
     expect(run.run.command).toBe(
-      "python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 app.test_things",
+      'PYTHONPATH="$PWD" python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 app.test_things',
     );
     expect(run.run.results).toBe("django");
     const canary = canaryOf(run.run.canary, "test_c4n4ry", 3, 4);
@@ -174,7 +174,7 @@ describe("testRunOf", () => {
     expect(run).toMatchObject({
       run: {
         command:
-          "python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 app.models app.tests",
+          'PYTHONPATH="$PWD" python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 app.models app.tests',
         canary: { file: "tests/app/tests.py", id: "{name} (app.tests.Canary_{name})" },
       },
     });
