@@ -14,6 +14,16 @@ import {
   testRunOf,
 } from "../../src/tasks/test-runners.js";
 
+/** Whether `python3 -m pytest` runs here (the image's user Python has it; Debian's needs python3-pytest). */
+function hasPytest(): boolean {
+  try {
+    execFileSync("python3", ["-m", "pytest", "--version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 let tmp: string;
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "flakegym-runners-"));
@@ -179,6 +189,34 @@ describe("testRunOf", () => {
       },
     });
   });
+
+  it.skipIf(!hasPytest())(
+    "pytest collects a named file its python_files setting would not discover (real pytest)",
+    async () => {
+      const root = join(tmp, "pylint-like");
+      await mkdir(join(root, "tests"), { recursive: true });
+      await writeFile(join(root, "pytest.ini"), "[pytest]\npython_files = test_*.py\n");
+      const file = "tests/unittest_similar.py";
+      const run = testRunOf({
+        runner: "pytest",
+        failToPass: [`${file}::test_x`],
+        passToPass: [],
+        testFiles: [file],
+      });
+      if (!("run" in run) || run.run.kind !== "suite") throw new Error("expected a suite");
+      const canary = canaryOf(run.run.canary, "test_c4n4ry", 3, 4);
+      await writeFile(join(root, file), `def test_x():\n    assert True\n${canary.append}`);
+      let out = "";
+      try {
+        execFileSync("bash", ["-c", run.run.command], { cwd: root, encoding: "utf8", stdio: "pipe" });
+      } catch (e) {
+        out = (e as { stdout: string }).stdout;
+      }
+      const results = parseTestResults("pytest", out);
+      expect(results.get(`${file}::test_x`), out).toBe("passed");
+      expect(results.get(canary.id), out).toBe("failed");
+    },
+  );
 
   it("labels Django test modules relative to tests/", () => {
     expect(djangoLabel("tests/forms_tests/tests/test_formsets.py")).toBe("forms_tests.tests.test_formsets");
