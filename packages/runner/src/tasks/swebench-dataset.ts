@@ -76,7 +76,7 @@ export async function loadSwebench(
         file,
         row,
         field: "instance_id",
-        reason: `duplicate task id '${id}' (first seen in row ${first})`,
+        reason: `duplicate task id '${id}' (first seen in row ${first}): drop one of the two rows, or give this one another instance_id`,
         id,
       });
       continue;

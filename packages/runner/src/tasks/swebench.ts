@@ -149,9 +149,11 @@ function listOf(v: string | string[] | null | undefined): string[] | string {
   try {
     const decoded: unknown = JSON.parse(v);
     const r = z.array(z.string()).safeParse(decoded);
-    return r.success ? r.data : "is a JSON string but not a list of strings";
+    return r.success
+      ? r.data
+      : "is a JSON string but not a list of strings: give a list of test ids, or that list JSON-encoded";
   } catch (err) {
-    return `is a string but not a JSON list (${(err as Error).message})`;
+    return `is a string but not a JSON list (${(err as Error).message}): give a list of test ids, or that list JSON-encoded`;
   }
 }
 
@@ -221,14 +223,25 @@ export function parseSwebenchRow(
     return fail("instance_id", `'${id}' leaves no usable task id (letters, digits, '.', '_', '-')`, id);
   }
   if (!/^[0-9a-f]{40}$/i.test(row.base_commit)) {
-    return fail("base_commit", `'${row.base_commit}' is not a full commit id (40 hex digits)`, id);
+    return fail(
+      "base_commit",
+      `'${row.base_commit}' is not a full commit id (40 hex digits): give the whole id (git rev-parse ${row.base_commit || "<rev>"} in a clone prints it)`,
+      id,
+    );
   }
   for (const [field, v] of [
     ["problem_statement", row.problem_statement],
     ["patch", row.patch],
     ["test_patch", row.test_patch],
   ] as const) {
-    if (v.trim() === "") return fail(field, "is empty", id);
+    if (v.trim() === "")
+      return fail(
+        field,
+        field === "problem_statement"
+          ? "is empty: the agent's prompt comes from it"
+          : `is empty: give the ${field === "patch" ? "reference solution" : "hidden tests"} as a unified diff`,
+        id,
+      );
   }
   const notes: string[] = [];
   const lists: Record<"FAIL_TO_PASS" | "PASS_TO_PASS", string[]> = { FAIL_TO_PASS: [], PASS_TO_PASS: [] };
@@ -257,9 +270,17 @@ export function parseSwebenchRow(
 
   const testFiles = touchedPaths(row.test_patch);
   if (testFiles.length === 0)
-    return fail("test_patch", "is not a unified diff (no `diff --git` file header)", id);
+    return fail(
+      "test_patch",
+      "is not a unified diff (no `diff --git` file header): give the hidden tests as `git diff` prints them",
+      id,
+    );
   if (touchedPaths(row.patch).length === 0) {
-    return fail("patch", "is not a unified diff (no `diff --git` file header)", id);
+    return fail(
+      "patch",
+      "is not a unified diff (no `diff --git` file header): give the reference solution as `git diff` prints it",
+      id,
+    );
   }
   const language = rowLanguage(row.language, testFiles);
   const langField = row.language ? "language" : "test_patch";
