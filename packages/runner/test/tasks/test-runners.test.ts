@@ -218,6 +218,18 @@ describe("testRunOf", () => {
     },
   );
 
+  it("also runs the Django modules the ids name, beyond the ones the test patch touches", () => {
+    const run = testRunOf({
+      runner: "django",
+      failToPass: ["test_a (app.tests.T)"],
+      passToPass: ["test_b (other.test_views.V)", "A docstring names no module."],
+      testFiles: ["tests/app/tests.py"],
+    });
+    expect(run).toMatchObject({
+      run: { command: expect.stringMatching(/--verbosity 2 app\.tests other\.test_views$/) },
+    });
+  });
+
   it("labels Django test modules relative to tests/", () => {
     expect(djangoLabel("tests/forms_tests/tests/test_formsets.py")).toBe("forms_tests.tests.test_formsets");
     expect(djangoLabel("tests/app/__init__.py")).toBe("app");
