@@ -10,6 +10,7 @@ import {
   HARBOR_DIR,
   type HarborProblem,
   harborTaskSpec,
+  offlineUvVerifier,
   PROFILE_IMAGES,
   parseTaskToml,
   patchOfSolveScript,
@@ -140,12 +141,22 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
   const rewardProblem = await rewardFileProblem(testsDir, testFiles);
   if (rewardProblem) return fail(rewardProblem);
   const hidden: Record<string, Buffer | string> = {};
+  const notes: string[] = [];
   for (const f of testFiles) {
     const content = await readFile(join(testsDir, f));
     const target = `hidden/${HARBOR_DIR}/tests/${f}`;
     if (f === "test.sh") {
-      const text = content.toString("utf8");
-      const net = NETWORK_IN_TESTS.exec(text);
+      const offline = offlineUvVerifier(content.toString("utf8"));
+      if (isProblem(offline)) return fail(offline);
+      notes.push(...offline.notes);
+      const text = offline.script;
+      // comments (`# Install uv`) run nothing
+      const net = NETWORK_IN_TESTS.exec(
+        text
+          .split("\n")
+          .filter((l) => !/^\s*#/.test(l))
+          .join("\n"),
+      );
       if (net)
         return fail({
           field: "tests/test.sh",
@@ -178,7 +189,6 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
 
   // a Dockerfile that copies nothing starts the agent in an empty WORKDIR: the workspace is then
   // one empty placeholder file, so that repo/ exists and materializes to a fixed commit
-  const notes: string[] = [];
   if (Object.keys(repo).length === 0) {
     repo[EMPTY_WORKSPACE_FILE] = Buffer.alloc(0);
     notes.push(

@@ -9,6 +9,7 @@ import {
   difficultyOf,
   dockerInstructions,
   environmentOf,
+  offlineUvVerifier,
   patchOfSolveScript,
   profileOfImage,
   rewriteTestScript,
@@ -34,10 +35,16 @@ afterAll(async () => {
 });
 
 describe("loadHarbor", () => {
-  it("reads the fixture dirs: three tasks, each other dir rejected naming the file and the reason", async () => {
+  it("reads the fixture dirs: five tasks, each other dir rejected naming the file and the reason", async () => {
     const h = await loadHarbor(FIXTURES);
-    expect(h.dirs).toBe(12);
-    expect(h.tasks.map((t) => t.spec.id)).toEqual(["empty-workspace", "hello-greeting", "platform-from"]);
+    expect(h.dirs).toBe(14);
+    expect(h.tasks.map((t) => t.spec.id)).toEqual([
+      "empty-workspace",
+      "hello-greeting",
+      "platform-from",
+      "uv-cookbook",
+      "uv-tests",
+    ]);
     expect(Object.fromEntries(h.rejected.map((e) => [e.id, `${e.field}: ${e.reason}`]))).toEqual({
       "absolute-paths": expect.stringMatching(/^tests\/test_greet\.py: .*container path '\/app\/'/),
       "bad-toml": expect.stringMatching(/^task\.toml: is not valid TOML/),
@@ -55,7 +62,7 @@ describe("loadHarbor", () => {
         /^environment\/Dockerfile: missing: the task names the prebuilt image/,
       ),
       "script-solution": expect.stringMatching(/^solution\/solve\.sh: holds no patch/),
-      "uv-tests": expect.stringMatching(/^tests\/test\.sh: runs 'curl'/),
+      "uv-extra-deps": expect.stringMatching(/^tests\/test\.sh: asks uv for requests/),
     });
   });
 
@@ -116,6 +123,45 @@ describe("loadHarbor", () => {
     const task = await loadTask("empty-workspace", catalog);
     const { commit } = await materializeSource(task, join(tmp, "empty-ws"));
     expect(commit).toBe((task.spec.source as { commit: string }).commit);
+  });
+
+  it("makes the cookbook's uv verifier offline: python3 -m pytest, and it scores the real tests (fail before, pass after)", async () => {
+    const r = await readHarborDir(join(FIXTURES, "uv-cookbook"), 1);
+    if (!r.ok) throw new Error(r.error.reason);
+    const script = String(r.task.files["hidden/.harbor/tests/test.sh"]);
+    expect(script).not.toMatch(/astral|uvx|apt-get|curl -LsSf|\.local\/bin\/env/);
+    expect(script).toContain("python3 -m pytest $HARBOR_ROOT/tests/test_greet.py -rA");
+    expect(r.task.notes?.[0]).toMatch(/uv bootstrap is replaced .*uv asked for Python 3\.13/);
+    // run the eval command in a workspace laid out as flakegym's: before and after the reference patch
+    const eval_ = r.task.spec.tests.run;
+    if (eval_.kind !== "eval_cmd") throw new Error("expected eval_cmd");
+    for (const solved of [false, true]) {
+      const ws = join(tmp, `uv-ws-${solved}`);
+      await mkdir(ws, { recursive: true });
+      for (const [p, c] of Object.entries(r.task.files)) {
+        const rel = p.startsWith("repo/") ? p.slice(5) : p.startsWith("hidden/") ? p.slice(7) : undefined;
+        if (rel === undefined) continue;
+        await mkdir(join(ws, rel, ".."), { recursive: true });
+        await writeFile(join(ws, rel), c);
+      }
+      if (solved) {
+        execFileSync("git", ["apply"], { cwd: ws, input: String(r.task.files["solution.patch"]) });
+      }
+      let code = 0;
+      try {
+        execFileSync("bash", ["-c", eval_.command], { cwd: ws, stdio: "pipe" });
+      } catch (e) {
+        code = (e as { status: number }).status;
+      }
+      expect(code === 0, `solved=${solved}`).toBe(solved);
+    }
+  });
+
+  it("refuses a uv verifier that needs packages beyond pytest, naming them", async () => {
+    const r = await readHarborDir(join(FIXTURES, "uv-extra-deps"), 1);
+    expect(r.ok ? "accepted" : `${r.error.field}: ${r.error.reason}`).toMatch(
+      /^tests\/test\.sh: asks uv for requests==2\.32\.3 at test time/,
+    );
   });
 
   it("rejects a task dir holding a symbolic link, without following it", async () => {
@@ -183,6 +229,35 @@ describe("environmentOf", () => {
     expect(profileOfImage("mcr.microsoft.com/dotnet/sdk:8.0")).toBeUndefined();
     expect(difficultyOf(" Hard ")).toBe("hard");
     expect(difficultyOf("extreme")).toBeUndefined();
+  });
+});
+
+describe("offlineUvVerifier", () => {
+  it("leaves a script without uv alone", () => {
+    expect(offlineUvVerifier("python3 -m pytest /tests -rA\n")).toEqual({
+      script: "python3 -m pytest /tests -rA\n",
+      notes: [],
+    });
+  });
+  it("turns uv's pytest runs into the profile's pytest, dropping ctrf reports", () => {
+    const r = offlineUvVerifier(
+      [
+        "uv venv .tvenv",
+        "uv pip install pytest==8.4.1 'pytest-json-ctrf==0.3.5'",
+        "uv run --with pytest==8.4.1 pytest --ctrf=/logs/verifier/ctrf.json /tests/test_x.py -rA || true",
+        "uvx python -m pytest -q /tests",
+      ].join("\n"),
+    );
+    expect(r).toEqual({
+      script: "python3 -m pytest /tests/test_x.py -rA || true\npython3 -m pytest -q /tests",
+      notes: [expect.stringMatching(/uv bootstrap is replaced/)],
+    });
+  });
+  it("refuses uv for other tools or packages, naming them", () => {
+    expect(offlineUvVerifier("uvx ruff check /app")).toMatchObject({ reason: /runs 'ruff' through uv/ });
+    expect(offlineUvVerifier("uv pip install numpy pytest")).toMatchObject({
+      reason: /installs numpy with uv/,
+    });
   });
 });
 
