@@ -25,4 +25,20 @@ describe("tasks check (SWE-bench family)", () => {
     ]);
     expect(r.stdout).toMatch(/9 rows, 6 accepted, 3 rejected/);
   });
+
+  it("--json carries the table by reason and the notes", async () => {
+    const r = await runCli(["tasks", "check", "--dataset", SHAPES, "--json"], { timeoutMs: 60_000 });
+    const body = JSON.parse(r.stdout) as {
+      byReason: { reason: string; count: number; rows: number[] }[];
+      notes: { row: number; id: string; note: string }[];
+    };
+    expect(body.byReason.map((g) => [g.count, g.rows])).toEqual([
+      [1, [7]],
+      [1, [9]],
+      [1, [8]],
+    ]);
+    expect(body.notes).toEqual([
+      expect.objectContaining({ row: 3, id: "psf__requests-2317", note: expect.stringMatching(/\[100%\]/) }),
+    ]);
+  });
 });
