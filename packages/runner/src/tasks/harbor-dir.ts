@@ -322,8 +322,13 @@ export function passLineRegex(format: ResultFormat, id: string): string {
     .with("tap", () => `^ *ok [0-9]+ - ${e}$`)
     .with("check-h", () => `^ok ${e}$`)
     .with("gotest", () => `^ *--- PASS: ${e} \\(`)
-    .with("django", () => `^ *${e} \\.\\.\\. +(ok|OK)$`)
-    .with("sympy", () => `^ *${e} +ok$`)
+    .with("django", () => {
+      // Python ≥ 3.11 prints `test_x (mod.Class.test_x)` for the id stored as `test_x (mod.Class)`
+      const m = /^(\w+) \(([\w.]+)\)$/.exec(id);
+      const either = m ? `${m[1]} \\(${pcre(m[2]!)}(\\.${m[1]})?\\)` : e;
+      return `^ *${either} \\.\\.\\. +(ok|OK)$`;
+    })
+    .with("sympy", () => `^ *${e} +ok( +\\[OK\\])?$`)
     .exhaustive();
 }
 

@@ -291,6 +291,21 @@ describe("test.sh and solve.sh", () => {
         "    --- PASS: TestSub/inner_case (0.00s)",
         "    --- FAIL: TestSub/inner_case (0.00s)",
       ],
+      ["django", "test_a (app.tests.T)", "test_a (app.tests.T) ... ok", "test_a (app.tests.T) ... FAIL"],
+      [
+        "django",
+        "test_a (app.tests.T)",
+        "test_a (app.tests.T.test_a) ... ok",
+        "test_a (app.tests.T.test_a) ... ERROR",
+      ],
+      [
+        "django",
+        "A docstring (with parens).",
+        "A docstring (with parens). ... ok",
+        "A docstring (with parens). ... FAIL",
+      ],
+      ["sympy", "test_a", "test_a ok", "test_a F"],
+      ["sympy", "test_a", "test_a ok                          [OK]", "test_a F                 [FAIL]"],
     ] as const;
     for (const [format, id, pass, fail] of cases) {
       const grep = (line: string) => {
