@@ -1,4 +1,5 @@
 import { stat } from "node:fs/promises";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   assertDatasetFile,
@@ -64,7 +65,8 @@ export async function loadSwebench(
       rejected.push(r.error);
       continue;
     }
-    const missing = await missingLocalRepo(r.task, o.repoMirror);
+    const task = o.repoMirror === undefined ? r.task : await mirrorVariant(r.task, o.repoMirror);
+    const missing = await missingLocalRepo(task, o.repoMirror);
     if (missing) {
       rejected.push({ file, row, ...missing, id: r.task.spec.metadata?.instance_id ?? r.task.spec.id });
       continue;
@@ -82,7 +84,7 @@ export async function loadSwebench(
       continue;
     }
     seen.set(id, row);
-    tasks.push(r.task);
+    tasks.push(task);
   }
   return {
     tasks,
@@ -118,4 +120,22 @@ async function missingLocalRepo(
     field: task.spec.metadata?.repo_url === undefined ? "repo" : "repo_url",
     reason: `local repository ${path} ${what}; clone the repository there, fix the column, or pass --repo-mirror DIR holding DIR/owner/repo`,
   };
+}
+
+const isDir = async (p: string) => (await stat(p).catch(() => undefined))?.isDirectory() ?? false;
+
+/**
+ * The task with its mirrored source at the first of `DIR/owner/repo`, `DIR/owner/repo.git` and
+ * `DIR/owner__repo` that exists (a bare `git clone --mirror` is usually named `repo.git`); unchanged
+ * when none does (missingLocalRepo then names the first) or the row was not mapped by the mirror.
+ */
+async function mirrorVariant(task: IntakeTask, mirror: string): Promise<IntakeTask> {
+  const src = task.spec.source;
+  const repo = task.spec.metadata?.repo;
+  if (src.kind !== "git" || repo === undefined || src.url !== join(mirror, repo)) return task;
+  for (const url of [src.url, `${src.url}.git`, join(mirror, repo.replace("/", "__"))]) {
+    if (await isDir(url))
+      return url === src.url ? task : { ...task, spec: { ...task.spec, source: { ...src, url } } };
+  }
+  return task;
 }

@@ -81,7 +81,7 @@ export interface IntakeTask {
 export interface SwebenchIntakeOptions {
   /**
    * A directory of local git mirrors: a row's `owner/repo` is read from `<dir>/owner/repo`
-   * (or `<dir>/owner/repo.git`, `<dir>/owner__repo`); the caller checks which exists.
+   * (loadSwebench also takes `<dir>/owner/repo.git` or `<dir>/owner__repo` when that is what exists).
    */
   readonly repoMirror?: string;
 }
@@ -300,7 +300,11 @@ export function parseSwebenchRow(
     );
   }
   const repoName = row.repo.replace(/\.git$/, "").toLowerCase();
-  let runner: TestRunner = REPO_RUNNERS[repoName] ?? defaultRunner;
+  const repoRunner = REPO_RUNNERS[repoName];
+  let runner: TestRunner =
+    repoRunner !== undefined && profileOfRunner(repoRunner) === profileOfRunner(defaultRunner)
+      ? repoRunner
+      : defaultRunner;
   if (row.test_runner) {
     const r = TestRunner.safeParse(row.test_runner);
     if (!r.success)

@@ -248,6 +248,13 @@ describe("SWE-bench Verified shapes (verified-shapes.jsonl, our own rows)", () =
         /:2: \[sympy__sympy-20590\] field 'repo': 'sympy\/sympy' has no mirror: .*mirror\/sympy\/sympy does not exist/,
       ),
     );
+    // a bare mirror named repo.git, or owner__repo, is found too
+    await mkdir(join(mirror, "sympy", "sympy.git"), { recursive: true });
+    await mkdir(join(mirror, "psf__requests"), { recursive: true });
+    const e = await loadSwebench(SHAPES, { repoMirror: mirror });
+    const url = (id: string) => e.tasks.find((t) => t.spec.id === id)?.spec.source;
+    expect(url("sympy__sympy-20590")).toMatchObject({ url: join(mirror, "sympy", "sympy.git") });
+    expect(url("psf__requests-2317")).toMatchObject({ url: join(mirror, "psf__requests") });
   });
 });
 
