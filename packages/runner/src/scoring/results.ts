@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto";
 import { match } from "ts-pattern";
 import type { Canary, ResultFormat } from "../tasks/task-spec.js";
+import { DJANGO_LINES, parseDjangoLine, parseSympyLine, SYMPY_LINES } from "../tasks/test-runners.js";
 import type { DecoyPlan } from "./decoys/guard.js";
 
 /**
@@ -23,6 +24,8 @@ export function resultLinePattern(format: ResultFormat): string {
     .with("tap", () => "^ *(not )?ok [0-9]+ - ")
     .with("check-h", () => "^(ok|FAIL) [^ ]+$")
     .with("gotest", () => "^ *--- (PASS|FAIL|SKIP): ")
+    .with("django", () => DJANGO_LINES)
+    .with("sympy", () => SYMPY_LINES)
     .exhaustive();
 }
 
@@ -59,6 +62,8 @@ function parseLine(format: ResultFormat, line: string): { id: string; outcome: T
         ? { id: m[2]!, outcome: m[1] === "PASS" ? ("passed" as const) : ("failed" as const) }
         : undefined;
     })
+    .with("django", () => parseDjangoLine(line))
+    .with("sympy", () => parseSympyLine(line))
     .exhaustive();
 }
 

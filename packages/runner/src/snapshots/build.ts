@@ -396,7 +396,10 @@ async function buildInto(
     const tail = log.join("\n").split("\n").slice(-25).join("\n");
     if (
       err instanceof FlakegymError &&
-      (err.code === "E_NETWORK_REQUIRED" || err.code === "E_CATALOG" || err.code === "E_TOOLCHAIN")
+      (err.code === "E_NETWORK_REQUIRED" ||
+        err.code === "E_REPO_MISSING" ||
+        err.code === "E_CATALOG" ||
+        err.code === "E_TOOLCHAIN")
     ) {
       throw err;
     }

@@ -28,7 +28,10 @@ export async function datasetAsCatalog(
     );
   }
   await mkdir(catalogDir, { recursive: true });
-  for (const t of picked) await writeTaskFolder(catalogDir, t, { replace: true });
+  for (const t of picked) {
+    await writeTaskFolder(catalogDir, t, { replace: true });
+    for (const n of t.notes ?? []) o.note?.(`note: ${t.spec.id}: ${n}`);
+  }
   o.note?.(`${picked.length} task(s) with hidden tests from ${path} → ${catalogDir}`);
   return { catalog: catalogDir, tasks: picked.map((t) => t.spec.id) };
 }

@@ -10,6 +10,7 @@ import {
   HARBOR_DIR,
   type HarborProblem,
   harborTaskSpec,
+  offlineUvVerifier,
   PROFILE_IMAGES,
   parseTaskToml,
   patchOfSolveScript,
@@ -93,6 +94,8 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
   if (typeof tomlText !== "string") return fail(tomlText);
   const toml = parseTaskToml(tomlText);
   if (isProblem(toml)) return fail(toml);
+  const layout = layoutProblem(toml, all);
+  if (layout) return fail(layout);
   const instruction = await readRegular(join(dir, "instruction.md"), "instruction.md");
   if (typeof instruction !== "string" || instruction.trim() === "")
     return fail(
@@ -135,13 +138,25 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
   const testFiles = await regularFiles(testsDir, "tests");
   if (isProblem(testFiles)) return fail(testFiles);
   if (!testFiles.includes("test.sh")) return fail({ field: "tests/test.sh", reason: "missing" });
+  const rewardProblem = await rewardFileProblem(testsDir, testFiles);
+  if (rewardProblem) return fail(rewardProblem);
   const hidden: Record<string, Buffer | string> = {};
+  const notes: string[] = [];
   for (const f of testFiles) {
     const content = await readFile(join(testsDir, f));
     const target = `hidden/${HARBOR_DIR}/tests/${f}`;
     if (f === "test.sh") {
-      const text = content.toString("utf8");
-      const net = NETWORK_IN_TESTS.exec(text);
+      const offline = offlineUvVerifier(content.toString("utf8"));
+      if (isProblem(offline)) return fail(offline);
+      notes.push(...offline.notes);
+      const text = offline.script;
+      // comments (`# Install uv`) run nothing
+      const net = NETWORK_IN_TESTS.exec(
+        text
+          .split("\n")
+          .filter((l) => !/^\s*#/.test(l))
+          .join("\n"),
+      );
       if (net)
         return fail({
           field: "tests/test.sh",
@@ -172,16 +187,83 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
         "holds no patch: flakegym's gold policy replays the reference solution as a patch (a `git apply` heredoc in solve.sh, or solution/*.patch); running solve.sh itself is not supported",
     });
 
+  // a Dockerfile that copies nothing starts the agent in an empty WORKDIR: the workspace is then
+  // one empty placeholder file, so that repo/ exists and materializes to a fixed commit
+  if (Object.keys(repo).length === 0) {
+    repo[EMPTY_WORKSPACE_FILE] = Buffer.alloc(0);
+    notes.push(
+      `environment/Dockerfile copies no files into WORKDIR ${env.workdir}: the workspace starts empty (holding only ${EMPTY_WORKSPACE_FILE})`,
+    );
+  }
   const files: Record<string, Buffer | string> = { "solution.patch": solution, ...hidden };
   for (const [p, c] of Object.entries(repo)) files[`repo/${p}`] = c;
   const commit = await commitOf(repo);
   try {
     const spec = harborTaskSpec({ id, toml, instruction, env, testFiles, solution, commit });
-    const task: IntakeTask = { spec, files, source: { file: dir, row: index } };
+    const task: IntakeTask = {
+      spec,
+      files,
+      source: { file: dir, row: index },
+      ...(notes.length > 0 ? { notes } : {}),
+    };
     return { ok: true, task };
   } catch (err) {
     return fail({ field: "task.toml", reason: (err as Error).message });
   }
+}
+
+/** The one file of a workspace the Dockerfile copies nothing into. */
+export const EMPTY_WORKSPACE_FILE = ".gitkeep";
+
+/**
+ * Layouts flakegym does not read, refused by name before anything else is checked: the multi-step
+ * layout (`[[steps]]` in task.toml, or a `steps/` directory, each step with its own instruction
+ * and tests) and Docker Compose environments (sidecar services beside the agent's container). Pure.
+ */
+export function layoutProblem(
+  toml: Record<string, unknown>,
+  files: readonly string[],
+): HarborProblem | undefined {
+  if (Array.isArray(toml.steps) || files.some((f) => f.startsWith("steps/"))) {
+    return {
+      field: Array.isArray(toml.steps) ? "task.toml: steps" : "steps/",
+      reason:
+        "uses Harbor's multi-step layout (one instruction and verifier per step), which flakegym does not import: only single-step tasks (instruction.md, tests/test.sh) are supported",
+    };
+  }
+  const compose = files.find((f) => /^environment\/(docker-)?compose\.ya?ml$/.test(f));
+  if (compose) {
+    return {
+      field: compose,
+      reason:
+        "defines a Docker Compose environment (sidecar services beside the task container), which flakegym's single sandbox cannot run: not imported",
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Why the verifier's reward cannot be read, or undefined: flakegym reads `/logs/verifier/reward.txt`
+ * (one number); a verifier that writes only `reward.json` (several named rewards) is refused.
+ */
+async function rewardFileProblem(
+  testsDir: string,
+  testFiles: readonly string[],
+): Promise<HarborProblem | undefined> {
+  let txt = false;
+  let json = false;
+  for (const f of testFiles) {
+    const text = (await readFile(join(testsDir, f))).toString("utf8");
+    txt ||= text.includes("reward.txt");
+    json ||= text.includes("reward.json");
+  }
+  return json && !txt
+    ? {
+        field: "tests/test.sh",
+        reason:
+          "the verifier writes /logs/verifier/reward.json only; flakegym reads one reward from reward.txt (write the 0/1 reward there too)",
+      }
+    : undefined;
 }
 
 /** The commit id `files` materialize to (catalog identity), as materializeSource will check it. */
@@ -240,6 +322,13 @@ export function passLineRegex(format: ResultFormat, id: string): string {
     .with("tap", () => `^ *ok [0-9]+ - ${e}$`)
     .with("check-h", () => `^ok ${e}$`)
     .with("gotest", () => `^ *--- PASS: ${e} \\(`)
+    .with("django", () => {
+      // Python ≥ 3.11 prints `test_x (mod.Class.test_x)` for the id stored as `test_x (mod.Class)`
+      const m = /^(\w+) \(([\w.]+)\)$/.exec(id);
+      const either = m ? `${m[1]} \\(${pcre(m[2]!)}(\\.${m[1]})?\\)` : e;
+      return `^ *${either} \\.\\.\\. +(ok|OK)$`;
+    })
+    .with("sympy", () => `^ *${e} +ok( +\\[OK\\])?$`)
     .exhaustive();
 }
 
@@ -278,6 +367,8 @@ export function exportTestScript(spec: TaskSpec, testsAsFiles: boolean): string 
     `# Generated by \`flakegym tasks export --harbor\` from catalog task ${spec.id}: adds the hidden`,
     "# tests, runs them, and writes reward 1 only when every listed test passed.",
     "mkdir -p /logs/verifier",
+    "# a run cut short (timeout, crash) leaves reward 0, not no reward at all",
+    "echo 0 > /logs/verifier/reward.txt",
     "cd /app || exit 1",
     "ok=1",
     "exit_install=0",

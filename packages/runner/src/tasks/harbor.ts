@@ -144,7 +144,9 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
     const problem = match(op)
       .with("FROM", () => {
         if (profile !== undefined) return "has several FROM lines (multi-stage builds are not supported)";
-        const image = args.split(/\s+/)[0]!;
+        // options (`--platform=linux/amd64`) come before the image; `AS name` after it
+        const image = args.split(/\s+/).find((w) => !w.startsWith("--"));
+        if (image === undefined) return `FROM ${args}: names no image`;
         profile = profileOfImage(image);
         return profile === undefined
           ? `base image '${image}' has no flakegym profile (python, node, rust, golang, gcc, debian/ubuntu images map to one)`
@@ -215,6 +217,91 @@ export function patchOfSolveScript(script: string): string | undefined {
     if (/^(diff --git |--- )/m.test(body)) return `${body}\n`;
   }
   return undefined;
+}
+
+/** Packages the profile's own pytest stands in for when a verifier asks uv for them. */
+const PYTEST_PACKAGES = /^(pytest|pytest-json-ctrf)([<>=!~].*)?$/i;
+
+/**
+ * The Harbor cookbook's verifier bootstrap made offline: `curl … astral.sh/uv … | sh`, `source
+ * $HOME/.local/bin/env` and an `apt-get` of curl are dropped, and `uvx [-p V] [-w pytest…] pytest
+ * <args>` / `uv run [--with pytest…] pytest <args>` become `python3 -m pytest <args>` (the profile's
+ * Python and pytest; `--ctrf <file>`, a report of the pytest-json-ctrf plugin, is dropped). Returns
+ * the script unchanged when it does not use uv, and a problem when uv is asked for packages other
+ * than pytest (the sandbox has no network to fetch them). Pure.
+ */
+export function offlineUvVerifier(script: string): { script: string; notes: string[] } | HarborProblem {
+  if (!/astral\.sh\/uv|(^|[\s;&|(])uvx?\s/m.test(script)) return { script, notes: [] };
+  const field = "tests/test.sh";
+  const out: string[] = [];
+  const dropped: string[] = [];
+  let pythonAsked: string | undefined;
+  for (const line of script.replace(/\\\r?\n/g, " ").split("\n")) {
+    const t = line.trim();
+    if (/^(curl|wget)\b.*astral\.sh\/uv.*\|\s*(ba)?sh\b/.test(t)) {
+      dropped.push("the uv installer");
+      continue;
+    }
+    if (/^(source|\.)\s+"?\$(HOME|\{HOME\})\/\.(local\/bin|cargo)\/env"?\s*$/.test(t)) continue;
+    if (/^apt(-get)?\s+(-\S+\s+)*update(\s+-\S+)*\s*$/.test(t)) continue;
+    if (/^apt(-get)?\s+(-\S+\s+)*install(\s+-\S+)*(\s+(curl|ca-certificates))+\s*$/.test(t)) continue;
+    if (/^uv\s+(venv|init)\b/.test(t)) continue;
+    const pipInstall = /^uv\s+(pip\s+install|add)\s+(.*)$/.exec(t);
+    if (pipInstall) {
+      const pkgs = pipInstall[2]!.split(/\s+/).filter((w) => w !== "" && !w.startsWith("-"));
+      const other = pkgs.filter((p) => !PYTEST_PACKAGES.test(p.replace(/^['"]|['"]$/g, "")));
+      if (other.length > 0)
+        return {
+          field,
+          reason: `installs ${other.join(", ")} with uv at test time: the sandbox is offline, and only pytest is provided by the profile`,
+        };
+      continue;
+    }
+    const run = /^(.*?)\b(uvx|uv\s+run)\s+(.*)$/.exec(line);
+    if (run) {
+      const words = run[3]!.split(/\s+/).filter((w) => w !== "");
+      const withs: string[] = [];
+      let i = 0;
+      for (; i < words.length; i++) {
+        const w = words[i]!;
+        if (/^(-p|--python|-w|--with|--from)$/.test(w)) {
+          const v = words[++i] ?? "";
+          if (w === "-p" || w === "--python") pythonAsked = v;
+          else withs.push(v);
+        } else if (/^(--python|--with|--from)=/.test(w)) {
+          const [k, v] = w.split("=", 2) as [string, string];
+          if (k === "--python") pythonAsked = v;
+          else withs.push(v);
+        } else if (w.startsWith("-")) continue;
+        else break;
+      }
+      const tool = words[i];
+      if (tool !== "pytest" && !(tool === "python" && words[i + 1] === "-m" && words[i + 2] === "pytest"))
+        return {
+          field,
+          reason: `runs '${tool ?? "(nothing)"}' through uv; flakegym makes only a uv-run pytest offline`,
+        };
+      const other = withs.filter((p) => !PYTEST_PACKAGES.test(p.replace(/^['"]|['"]$/g, "")));
+      if (other.length > 0)
+        return {
+          field,
+          reason: `asks uv for ${other.join(", ")} at test time: the sandbox is offline, and only pytest is provided by the profile`,
+        };
+      const rest = words.slice(tool === "pytest" ? i + 1 : i + 3);
+      const args: string[] = [];
+      for (let j = 0; j < rest.length; j++) {
+        if (rest[j] === "--ctrf") j++;
+        else if (!rest[j]!.startsWith("--ctrf=")) args.push(rest[j]!);
+      }
+      out.push(`${run[1]}python3 -m pytest ${args.join(" ")}`.trimEnd());
+      continue;
+    }
+    out.push(line);
+  }
+  const notes = [
+    `tests/test.sh: the uv bootstrap is replaced by the profile's python3 -m pytest (offline)${pythonAsked ? `; uv asked for Python ${pythonAsked}, the profile's Python runs instead` : ""}`,
+  ];
+  return { script: out.join("\n"), notes };
 }
 
 /** Container paths test.sh names, rewritten to the workspace's hidden `.harbor/` directory. */

@@ -48,7 +48,7 @@ export async function intakeKind(path: string, signal?: AbortSignal): Promise<In
 /** Reads any intake input; bad rows/dirs are listed with the reason and the rest proceed. */
 export async function loadIntake(
   path: string,
-  o: { signal?: AbortSignal; onProgress?: (rows: number) => void } = {},
+  o: { signal?: AbortSignal; onProgress?: (rows: number) => void; repoMirror?: string } = {},
 ): Promise<LoadedIntake> {
   const kind = await intakeKind(path, o.signal);
   if (kind === "harbor") {
@@ -60,7 +60,10 @@ export async function loadIntake(
     };
   }
   if (kind === "swebench") {
-    const d = await loadSwebench(path, o.signal ? { signal: o.signal } : {});
+    const d = await loadSwebench(path, {
+      ...(o.signal ? { signal: o.signal } : {}),
+      ...(o.repoMirror === undefined ? {} : { repoMirror: o.repoMirror }),
+    });
     const s = d.summary;
     return {
       summary: {
@@ -101,4 +104,54 @@ export function formatIntakeSummary(s: IntakeSummary): string {
       ? "harbor"
       : `${s.format}, ${s.kind === "swebench" ? "SWE-bench" : "swe-agent"} schema`;
   return `${s.file} (${schema}): ${what}, ${s.accepted} accepted, ${s.rejected} rejected`;
+}
+
+/** One reason rejections share: how many, and the first few of them. */
+export interface ReasonGroup {
+  readonly reason: string;
+  readonly count: number;
+  readonly first: readonly RowError[];
+}
+
+/**
+ * The kind of a rejection, for grouping: the field without its list index, and the reason with
+ * quoted values, absolute paths and row numbers blanked (`FAIL_TO_PASS.3: 'x' is not …` → `FAIL_TO_PASS: '…' is not …`). Pure.
+ */
+export function reasonKey(e: RowError): string {
+  const field = e.field.replace(/\.\d+$/, "");
+  const reason = e.reason
+    .replace(/'[^']*'/g, "'…'")
+    .replace(/(^|\s)\/[^\s;,]+/g, "$1…")
+    .replace(/\brow \d+/g, "row N")
+    .replace(/\s+/g, " ")
+    .slice(0, 160);
+  return `${field}: ${reason}`;
+}
+
+/** Rejections grouped by {@link reasonKey}, most frequent first, keeping the first `keep` of each. Pure. */
+export function groupByReason(rejected: readonly RowError[], keep = 3): ReasonGroup[] {
+  const groups = new Map<string, RowError[]>();
+  for (const e of rejected) {
+    const k = reasonKey(e);
+    const g = groups.get(k);
+    if (g) g.push(e);
+    else groups.set(k, [e]);
+  }
+  return [...groups]
+    .map(([reason, es]) => ({ reason, count: es.length, first: es.slice(0, keep) }))
+    .sort((a, b) => b.count - a.count || a.reason.localeCompare(b.reason));
+}
+
+/** The summary table of `tasks check`: one line per reason (count, reason), then its first rows. Pure. */
+export function formatReasonTable(groups: readonly ReasonGroup[]): string[] {
+  if (groups.length === 0) return [];
+  const width = Math.max(5, ...groups.map((g) => String(g.count).length));
+  const out = [`${"count".padStart(width)}  reason (first rows)`];
+  for (const g of groups) {
+    out.push(`${String(g.count).padStart(width)}  ${g.reason}`);
+    const rows = g.first.map((e) => `row ${e.row}${e.id === undefined ? "" : ` [${e.id}]`}`);
+    const more = g.count > g.first.length ? `, … ${g.count - g.first.length} more` : "";
+    out.push(`${" ".repeat(width)}    ${rows.join(", ")}${more}`);
+  }
+  return out;
 }

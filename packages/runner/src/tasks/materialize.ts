@@ -1,4 +1,5 @@
-import { cp, mkdir } from "node:fs/promises";
+import { cp, mkdir, stat } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { match } from "ts-pattern";
 import { FlakegymError } from "../errors.js";
@@ -66,6 +67,16 @@ export async function probeRemote(
   timeoutMs: number,
   signal?: AbortSignal,
 ): Promise<void> {
+  const local = localRepoPath(url);
+  if (local !== undefined && !(await stat(local).catch(() => undefined))?.isDirectory()) {
+    throw new FlakegymError(
+      "E_REPO_MISSING",
+      `task '${taskId}': its repository ${local} does not exist on this machine (a local source, not a network one)`,
+      {
+        hint: "clone the repository there (or import the rows again with --repo-mirror DIR pointing at your local mirrors)",
+      },
+    );
+  }
   const r = await execa("git", ["ls-remote", "--exit-code", url, "HEAD"], {
     env: gitEnv(),
     reject: false,
@@ -124,4 +135,10 @@ export async function materializeSource(
       return { commit };
     })
     .exhaustive();
+}
+
+/** The filesystem path a clone URL names (an absolute path or a `file://` URL), or undefined. Pure. */
+export function localRepoPath(url: string): string | undefined {
+  if (url.startsWith("file://")) return fileURLToPath(url);
+  return url.startsWith("/") ? url : undefined;
 }

@@ -4,8 +4,11 @@ import { touchedPaths } from "../text/diff.js";
 import { classifyRepo, type RowError } from "./dataset-row.js";
 import { TaskSpec } from "./task-spec.js";
 import {
+  djangoId,
+  isJunkTestId,
   languageOfPath,
   profileOfRunner,
+  REPO_RUNNERS,
   SUPPORTED_LANGUAGES,
   TestRunner,
   testIdProblem,
@@ -70,20 +73,63 @@ export interface IntakeTask {
   readonly files: Readonly<Record<string, string | Buffer>>;
   /** Where it came from: dataset file and row. */
   readonly source: { readonly file: string; readonly row: number };
+  /** What intake changed on the way in (e.g. junk test ids dropped); printed by `tasks check`/`import`. */
+  readonly notes?: readonly string[];
+}
+
+/** Options of {@link parseSwebenchRow}. */
+export interface SwebenchIntakeOptions {
+  /**
+   * A directory of local git mirrors: a row's `owner/repo` is read from `<dir>/owner/repo`
+   * (loadSwebench also takes `<dir>/owner/repo.git` or `<dir>/owner__repo` when that is what exists).
+   */
+  readonly repoMirror?: string;
 }
 
 export type IntakeResult = { ok: true; task: IntakeTask } | { ok: false; error: RowError };
 
-/** Whether a raw row is in the SWE-bench family (it has an `instance_id`). */
+/** Whether a raw row is in the SWE-bench family (an `instance_id`, or Multi-SWE-bench's `org` + `f2p_tests`). */
 export function isSwebenchRow(raw: unknown): boolean {
-  return typeof raw === "object" && raw !== null && !Array.isArray(raw) && "instance_id" in raw;
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return false;
+  return "instance_id" in raw || ("org" in raw && "f2p_tests" in raw);
 }
 
-/** The row with aliased columns renamed to SWE-bench's (a SWE-bench name wins). Pure. */
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * The row with aliased columns renamed to SWE-bench's (a SWE-bench name wins), and the
+ * multi-language schema (Multi-SWE-bench: `org`, `repo`, `number`, `base.sha`, `fix_patch`,
+ * `f2p_tests` / `p2p_tests` as maps from test name to its results, `resolved_issues`) read into
+ * SWE-bench's columns. Pure.
+ */
 export function canonicalColumns(raw: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...raw };
   for (const [alias, name] of Object.entries(COLUMN_ALIASES)) {
     if (out[name] == null && raw[alias] != null) out[name] = raw[alias];
+  }
+  const org = typeof raw.org === "string" ? raw.org : undefined;
+  if (org !== undefined && typeof raw.repo === "string" && !raw.repo.includes("/")) {
+    out.repo = `${org}/${raw.repo}`;
+    if (out.instance_id == null && raw.number != null)
+      out.instance_id = `${org}__${raw.repo}-${String(raw.number)}`;
+  }
+  if (out.base_commit == null && isRecord(raw.base) && typeof raw.base.sha === "string")
+    out.base_commit = raw.base.sha;
+  for (const [col, name] of [
+    ["f2p_tests", "FAIL_TO_PASS"],
+    ["p2p_tests", "PASS_TO_PASS"],
+  ] as const) {
+    if (out[name] == null && isRecord(raw[col])) out[name] = Object.keys(raw[col]).sort();
+  }
+  if (out.problem_statement == null) {
+    const issues = Array.isArray(raw.resolved_issues) ? raw.resolved_issues.filter(isRecord) : [];
+    const text = issues
+      .map((i) => [i.title, i.body].filter((x) => typeof x === "string" && x.trim() !== "").join("\n\n"))
+      .filter((t) => t !== "");
+    if (text.length > 0) out.problem_statement = text.join("\n\n");
+    else if (typeof raw.title === "string")
+      out.problem_statement = [raw.title, typeof raw.body === "string" ? raw.body : ""].join("\n\n").trim();
   }
   return out;
 }
@@ -103,9 +149,11 @@ function listOf(v: string | string[] | null | undefined): string[] | string {
   try {
     const decoded: unknown = JSON.parse(v);
     const r = z.array(z.string()).safeParse(decoded);
-    return r.success ? r.data : "is a JSON string but not a list of strings";
+    return r.success
+      ? r.data
+      : "is a JSON string but not a list of strings: give a list of test ids, or that list JSON-encoded";
   } catch (err) {
-    return `is a string but not a JSON list (${(err as Error).message})`;
+    return `is a string but not a JSON list (${(err as Error).message}): give a list of test ids, or that list JSON-encoded`;
   }
 }
 
@@ -142,7 +190,11 @@ const supportedNames = () => Object.keys(SUPPORTED_LANGUAGES).join(", ");
  * wrong and why. `at.file` is the dataset file: relative local repo paths are resolved against
  * its directory. Pure.
  */
-export function parseSwebenchRow(raw: unknown, at: { file: string; row: number }): IntakeResult {
+export function parseSwebenchRow(
+  raw: unknown,
+  at: { file: string; row: number },
+  opts: SwebenchIntakeOptions = {},
+): IntakeResult {
   const fail = (field: string, reason: string, id?: string): IntakeResult => ({
     ok: false,
     error: { file: at.file, row: at.row, field, reason, ...(id === undefined ? {} : { id }) },
@@ -171,30 +223,64 @@ export function parseSwebenchRow(raw: unknown, at: { file: string; row: number }
     return fail("instance_id", `'${id}' leaves no usable task id (letters, digits, '.', '_', '-')`, id);
   }
   if (!/^[0-9a-f]{40}$/i.test(row.base_commit)) {
-    return fail("base_commit", `'${row.base_commit}' is not a full commit id (40 hex digits)`, id);
+    return fail(
+      "base_commit",
+      `'${row.base_commit}' is not a full commit id (40 hex digits): give the whole id (git rev-parse ${row.base_commit || "<rev>"} in a clone prints it)`,
+      id,
+    );
   }
   for (const [field, v] of [
     ["problem_statement", row.problem_statement],
     ["patch", row.patch],
     ["test_patch", row.test_patch],
   ] as const) {
-    if (v.trim() === "") return fail(field, "is empty", id);
+    if (v.trim() === "")
+      return fail(
+        field,
+        field === "problem_statement"
+          ? "is empty: the agent's prompt comes from it"
+          : `is empty: give the ${field === "patch" ? "reference solution" : "hidden tests"} as a unified diff`,
+        id,
+      );
   }
-  const f2p = listOf(row.FAIL_TO_PASS);
-  if (typeof f2p === "string") return fail("FAIL_TO_PASS", f2p, id);
+  const notes: string[] = [];
+  const lists: Record<"FAIL_TO_PASS" | "PASS_TO_PASS", string[]> = { FAIL_TO_PASS: [], PASS_TO_PASS: [] };
+  for (const field of ["FAIL_TO_PASS", "PASS_TO_PASS"] as const) {
+    const l = listOf(row[field]);
+    if (typeof l === "string") return fail(field, l, id);
+    const junk = l.filter(isJunkTestId);
+    if (junk.length > 0) {
+      notes.push(
+        `${field}: dropped ${junk.map((j) => `'${j}'`).join(", ")} — pytest progress output, not a test id`,
+      );
+    }
+    lists[field] = l.filter((t) => !isJunkTestId(t));
+  }
+  let f2p = lists.FAIL_TO_PASS;
+  let p2p = lists.PASS_TO_PASS;
   if (f2p.length === 0)
-    return fail("FAIL_TO_PASS", "is empty: a task needs a test that the fix makes pass", id);
-  const p2p = listOf(row.PASS_TO_PASS);
-  if (typeof p2p === "string") return fail("PASS_TO_PASS", p2p, id);
+    return fail(
+      "FAIL_TO_PASS",
+      `is empty${notes.length > 0 ? " once junk ids are dropped" : ""}: a task needs a test that the fix makes pass`,
+      id,
+    );
 
-  const repo = repoOf(row, at.file);
+  const repo = repoOf(row, at.file, opts.repoMirror);
   if ("field" in repo) return fail(repo.field, repo.reason, id);
 
   const testFiles = touchedPaths(row.test_patch);
   if (testFiles.length === 0)
-    return fail("test_patch", "is not a unified diff (no `diff --git` file header)", id);
+    return fail(
+      "test_patch",
+      "is not a unified diff (no `diff --git` file header): give the hidden tests as `git diff` prints them",
+      id,
+    );
   if (touchedPaths(row.patch).length === 0) {
-    return fail("patch", "is not a unified diff (no `diff --git` file header)", id);
+    return fail(
+      "patch",
+      "is not a unified diff (no `diff --git` file header): give the reference solution as `git diff` prints it",
+      id,
+    );
   }
   const language = rowLanguage(row.language, testFiles);
   const langField = row.language ? "language" : "test_patch";
@@ -213,7 +299,12 @@ export function parseSwebenchRow(raw: unknown, at: { file: string; row: number }
       id,
     );
   }
-  let runner: TestRunner = defaultRunner;
+  const repoName = row.repo.replace(/\.git$/, "").toLowerCase();
+  const repoRunner = REPO_RUNNERS[repoName];
+  let runner: TestRunner =
+    repoRunner !== undefined && profileOfRunner(repoRunner) === profileOfRunner(defaultRunner)
+      ? repoRunner
+      : defaultRunner;
   if (row.test_runner) {
     const r = TestRunner.safeParse(row.test_runner);
     if (!r.success)
@@ -222,6 +313,10 @@ export function parseSwebenchRow(raw: unknown, at: { file: string; row: number }
       return fail("test_runner", `${r.data} does not run ${language} tests`, id);
     }
     runner = r.data;
+  }
+  if (runner === "django") {
+    f2p = f2p.map(djangoId);
+    p2p = p2p.map(djangoId);
   }
   for (const [field, list] of [
     ["FAIL_TO_PASS", f2p],
@@ -262,6 +357,7 @@ export function parseSwebenchRow(raw: unknown, at: { file: string; row: number }
     install,
     tests: { patch: "tests.patch", run: run.run },
     solution: "solution.patch",
+    metadata: rowMetadata(row, notes),
   });
   if (!spec.success) {
     const issue = spec.error.issues[0]!;
@@ -273,8 +369,25 @@ export function parseSwebenchRow(raw: unknown, at: { file: string; row: number }
       spec: spec.data,
       files: { "solution.patch": ensureNewline(row.patch), "tests.patch": ensureNewline(row.test_patch) },
       source: at,
+      ...(notes.length > 0 ? { notes } : {}),
     },
   };
+}
+
+/** The row's provenance columns, as text, for the task's `metadata`. Pure. */
+function rowMetadata(row: SwebenchRow, notes: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = { instance_id: row.instance_id, repo: row.repo };
+  const put = (k: string, v: string | number | Date | null | undefined) => {
+    if (v == null) return;
+    out[k] = v instanceof Date ? v.toISOString() : String(v);
+  };
+  put("repo_url", row.repo_url);
+  put("version", row.version);
+  put("environment_setup_commit", row.environment_setup_commit);
+  put("created_at", row.created_at);
+  put("hints_text", row.hints_text);
+  if (notes.length > 0) out.intake_notes = notes.join("\n");
+  return out;
 }
 
 const ensureNewline = (s: string) => (s.endsWith("\n") ? s : `${s}\n`);
@@ -283,9 +396,13 @@ const ensureNewline = (s: string) => (s.endsWith("\n") ? s : `${s}\n`);
 function repoOf(
   row: SwebenchRow,
   datasetFile: string,
+  mirror?: string,
 ): { url: string; network: "none" | "required" } | { field: string; reason: string } {
   const explicit = row.repo_url ?? undefined;
   const looksLikeName = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*\/[A-Za-z0-9_.-]+$/.test(row.repo);
+  if (mirror !== undefined && looksLikeName && explicit == null) {
+    return { url: resolve(mirror, row.repo), network: "none" };
+  }
   const r = classifyRepo(
     looksLikeName ? row.repo : undefined,
     explicit ?? (looksLikeName ? undefined : row.repo),

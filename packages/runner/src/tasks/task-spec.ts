@@ -79,9 +79,9 @@ export const EvalCmdTests = z
 
 /** How a suite's output reports each test; the scorer reads only lines of this shape. */
 export const ResultFormat = z
-  .enum(["libtest", "pytest", "tap", "check-h", "gotest"])
+  .enum(["libtest", "pytest", "tap", "check-h", "gotest", "django", "sympy"])
   .describe(
-    "libtest: `test <name> ... ok|FAILED` (cargo test without --quiet); pytest: `PASSED|FAILED <node id>` (pytest -rA); tap: `ok|not ok <n> - <name>` at any indent (node --test); check-h: `ok|FAIL <name>`; gotest: `--- PASS|FAIL|SKIP: <name> (…)` at any indent (go test -v)",
+    "libtest: `test <name> ... ok|FAILED` (cargo test without --quiet); pytest: `PASSED|FAILED <node id>` (pytest -rA); tap: `ok|not ok <n> - <name>` at any indent (node --test); check-h: `ok|FAIL <name>`; gotest: `--- PASS|FAIL|SKIP: <name> (…)` at any indent (go test -v); django: `<id> ... ok|FAIL|ERROR` and `FAIL|ERROR: <id>` (tests/runtests.py --verbosity 2); sympy: `test_x ok|F|E` (bin/test --verbose)",
   );
 export type ResultFormat = z.infer<typeof ResultFormat>;
 
@@ -221,6 +221,12 @@ export const TaskSpec = z
         "protected paths (patterns) the task legitimately asks the agent to edit, e.g. a dependency bump",
       ),
     limits: TaskLimits.default(TaskLimits.parse({})),
+    metadata: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe(
+        "provenance kept from an imported row (instance_id, repo, version, environment_setup_commit, created_at, hints_text, intake notes); never shown to the agent",
+      ),
   })
   .strict();
 export type TaskSpec = z.infer<typeof TaskSpec>;

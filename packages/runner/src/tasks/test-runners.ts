@@ -10,9 +10,9 @@ import { type Canary, shellQuote, type TestRun } from "./task-spec.js";
  */
 
 export const TestRunner = z
-  .enum(["pytest", "cargo", "go", "node", "jest", "vitest", "mocha"])
+  .enum(["pytest", "django", "sympy", "cargo", "go", "node", "jest", "vitest", "mocha"])
   .describe(
-    "pytest: node ids `path.py::test`; cargo: libtest names `module::test`; go: `TestName` or `TestName/sub`; node: node:test names (TAP); jest/vitest/mocha: full test names",
+    "pytest: node ids `path.py::test`; django: Django's own runner (`tests/runtests.py`), ids `test_x (module.Class)` or a docstring's first line; sympy: SymPy's own runner (`bin/test`), bare names `test_x`; cargo: libtest names `module::test`; go: `TestName` or `TestName/sub`; node: node:test names (TAP); jest/vitest/mocha: full test names",
   );
 export type TestRunner = z.infer<typeof TestRunner>;
 
@@ -25,10 +25,74 @@ export const SUPPORTED_LANGUAGES: Readonly<Record<string, TestRunner>> = {
   typescript: "node",
 };
 
+/**
+ * Repositories whose tests run under their own runner rather than pytest. Source: SWE-bench's
+ * harness gives exactly these two Python repositories their own log parsers (PyPI `swebench`
+ * 5.0.2, `harness/log_parsers/python.py`, `parse_log_django` and `parse_log_sympy`).
+ */
+export const REPO_RUNNERS: Readonly<Record<string, TestRunner>> = {
+  "django/django": "django",
+  "sympy/sympy": "sympy",
+};
+
+/**
+ * Ids that are not tests but fragments of pytest's progress output, which some SWE-bench Verified
+ * PASS_TO_PASS lists carry (`[100%]`, `[ 50%]`). Dropped at intake with a note. Pure.
+ */
+export function isJunkTestId(id: string): boolean {
+  return /^\[\s*\d{1,3}%\]$/.test(id.trim());
+}
+
+/**
+ * A Django runner id in one shape: Python ≥ 3.11's unittest prints `test_x (mod.Class.test_x)`,
+ * older ones `test_x (mod.Class)`; both become the older form. Other text (a docstring's first
+ * line, which Django's verbose runner prints instead of the name) is kept as it is. Pure.
+ */
+export function djangoId(id: string): string {
+  const m = /^(\w+) \(([\w.]+)\.(\w+)\)$/.exec(id.trim());
+  return m && m[1] === m[3] ? `${m[1]} (${m[2]})` : id.trim();
+}
+
+/**
+ * One line of Django's verbose runner output (`runtests.py --verbosity 2`) → test id and outcome.
+ * Shapes (Django's unittest-based runner; the same rules SWE-bench's `parse_log_django` reads):
+ * `<id> ... ok|OK`, `<id> ... FAIL|ERROR`, and the `FAIL: <id>` / `ERROR: <id>` headers of the
+ * failure report. A skipped test is not reported (so it did not pass). Pure.
+ */
+export function parseDjangoLine(raw: string): { id: string; outcome: "passed" | "failed" } | undefined {
+  const line = raw.trim();
+  const head = /^(FAIL|ERROR): (.+)$/.exec(line);
+  if (head) return { id: djangoId(head[2]!), outcome: "failed" };
+  const m = /^(.+?) \.\.\. +(ok|OK|FAIL|ERROR)$/.exec(line);
+  if (!m) return undefined;
+  return { id: djangoId(m[1]!), outcome: m[2]!.toLowerCase() === "ok" ? "passed" : "failed" };
+}
+
+/**
+ * One line of SymPy's `bin/test --verbose` output → test id and outcome: `test_x ok`, `test_x F`
+ * (failed), `test_x E` (error) — the shapes SWE-bench's `parse_log_sympy` reads — where the last
+ * test of each file also carries the file's verdict (`test_x F   [FAIL]`, `test_x ok   [OK]`), and
+ * a failure's report header `___ path/test_y.py:test_x ___` (seen in a real run of SymPy 1.12's
+ * runner, `sympy.test(file, verbose=True)`, which `bin/test` calls). Pure.
+ */
+export function parseSympyLine(raw: string): { id: string; outcome: "passed" | "failed" } | undefined {
+  const line = raw.trim();
+  const head = /^_+ \S+\.py:(test_\w+) _+$/.exec(line);
+  if (head) return { id: head[1]!, outcome: "failed" };
+  const m = /^(test_\w+) +(ok|F|E)( +\[(OK|FAIL)\])?$/.exec(line);
+  if (!m) return undefined;
+  return { id: m[1]!, outcome: m[2] === "ok" ? "passed" : "failed" };
+}
+
+/** The lines (grep -E) a django or sympy suite's output is filtered to before parsing. */
+export const DJANGO_LINES = "(\\.\\.\\. +(ok|OK|FAIL|ERROR)[[:space:]]*$|^[[:space:]]*(FAIL|ERROR): )";
+export const SYMPY_LINES =
+  "(^[[:space:]]*test_[A-Za-z0-9_]+ +(ok|F|E)( +\\[(OK|FAIL)\\])?[[:space:]]*$|^_+ [^ ]+\\.py:test_[A-Za-z0-9_]+ _+$)";
+
 /** The profile each runner's toolchain lives in. */
 export function profileOfRunner(runner: TestRunner): ProfileId {
   return match(runner)
-    .with("pytest", () => "python" as const)
+    .with("pytest", "django", "sympy", () => "python" as const)
     .with("cargo", () => "rust" as const)
     .with("go", () => "go" as const)
     .with("node", "jest", "vitest", "mocha", () => "node" as const)
@@ -55,30 +119,47 @@ export function languageOfPath(path: string): string | undefined {
 /** Why a test id cannot be run by `runner`, or undefined. Pure. */
 export function testIdProblem(runner: TestRunner, id: string): string | undefined {
   if (id.trim() === "" || /[\n\r]/.test(id)) return "is empty or spans lines";
-  return match(runner)
-    .with("pytest", () =>
-      /^[^\s:]+\.py(::\S+)+$/.test(id)
-        ? undefined
-        : "is not a pytest node id without spaces (`path/to/test_x.py::test_name`); django- and sympy-style ids need their own runners, which flakegym does not have",
-    )
-    .with("cargo", () =>
-      /^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$/.test(id)
-        ? undefined
-        : "is not a libtest name (`module::test_name`)",
-    )
-    .with("go", () =>
-      /^Test[A-Za-z0-9_]*(\/\S+)*$/.test(id)
-        ? undefined
-        : "is not a go test name (`TestName` or `TestName/subtest`)",
-    )
-    .with("node", "jest", "vitest", "mocha", () => undefined)
-    .exhaustive();
+  return (
+    match(runner)
+      .with("pytest", () =>
+        /^[^\s:]+\.py(::\S+)+$/.test(id)
+          ? undefined
+          : /^\S+ \([\w.]+\)$/.test(id)
+            ? "is a django-style id (`test_x (module.Class)`), not a pytest node id: set the row's test_runner to django"
+            : /^test_\w+$/.test(id)
+              ? "is a bare test name, not a pytest node id (`path/to/test_x.py::test_name`): set the row's test_runner to sympy if it is SymPy's"
+              : /\s/.test(id)
+                ? "is not a pytest node id without spaces: flakegym reads pytest's `PASSED <id>` lines, which cannot delimit an id with a space (parametrized ids with spaces are not supported)"
+                : "is not a pytest node id (`path/to/test_x.py::test_name`)",
+      )
+      // any single line: a docstring's first line stands for its test in Django's verbose output
+      .with("django", () => undefined)
+      .with("sympy", () =>
+        /^test_\w+$/.test(id)
+          ? undefined
+          : "is not a SymPy test name (`test_name`, as `bin/test --verbose` prints it)",
+      )
+      .with("cargo", () =>
+        /^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$/.test(id)
+          ? undefined
+          : "is not a libtest name (`module::test_name`)",
+      )
+      .with("go", () =>
+        /^Test[A-Za-z0-9_]*(\/\S+)*$/.test(id)
+          ? undefined
+          : "is not a go test name (`TestName` or `TestName/subtest`)",
+      )
+      .with("node", "jest", "vitest", "mocha", () => undefined)
+      .exhaustive()
+  );
 }
 
 /** Whether a file a test patch touches can hold the runner's canary test. Pure. */
 export function isCanaryFile(runner: TestRunner, path: string): boolean {
   return match(runner)
     .with("pytest", () => /(^|\/)(test_[^/]*|[^/]*_test)\.py$/.test(path))
+    .with("django", () => /^tests\/.+\.py$/.test(path) && !path.endsWith("__init__.py"))
+    .with("sympy", () => /(^|\/)tests\/test_[^/]*\.py$/.test(path))
     .with("cargo", () => /(^|\/)tests\/[^/]+\.rs$/.test(path))
     .with("go", () => /_test\.go$/.test(path))
     .with("node", () => /\.(test|spec)\.(m?js|cjs)$|(^|\/)test\/[^/]+\.(m?js|cjs)$/.test(path))
@@ -87,13 +168,27 @@ export function isCanaryFile(runner: TestRunner, path: string): boolean {
 }
 
 /** The runner's canary test for a hidden test file (see results.ts: it must fail on every honest run). */
-function canaryFor(runner: "pytest" | "cargo" | "go" | "node", file: string): Canary {
+function canaryFor(runner: "pytest" | "django" | "sympy" | "cargo" | "go" | "node", file: string): Canary {
   return match(runner)
     .with("pytest", () => ({
       file,
       prepend: "",
       append: "\n\ndef {name}():\n    assert {a} == {b}\n",
       id: `${file}::{name}`,
+    }))
+    .with("django", () => ({
+      file,
+      prepend: "",
+      // a plain unittest case: Django's runner collects it like its own SimpleTestCase
+      append:
+        "\n\nimport unittest as _flakegym_unittest\n\n\nclass Canary_{name}(_flakegym_unittest.TestCase):\n    def {name}(self):\n        self.assertEqual({a}, {b})\n",
+      id: `{name} (${djangoLabel(file)}.Canary_{name})`,
+    }))
+    .with("sympy", () => ({
+      file,
+      prepend: "",
+      append: "\n\ndef {name}():\n    assert {a} == {b}\n",
+      id: "{name}",
     }))
     .with("cargo", () => ({
       file,
@@ -165,7 +260,13 @@ export function testRunOf(input: RunInput): { run: TestRun } | { field: string; 
       },
     };
   }
-  const file = input.testFiles.find((f) => isCanaryFile(runner, f));
+  // a Django test patch also touches support modules under tests/ (models.py, urls.py): prefer a test module
+  const file =
+    (runner === "django"
+      ? input.testFiles.find((f) => /^tests\/(.+\/)?tests?(_[^/]*)?\.py$/.test(f))
+      : undefined) ??
+    input.testFiles.find((f) => isCanaryFile(runner, f)) ??
+    (runner === "pytest" ? namedPytestFile(input.testFiles, [...failToPass, ...passToPass]) : undefined);
   if (file === undefined) {
     return {
       field: "test_patch",
@@ -176,6 +277,17 @@ export function testRunOf(input: RunInput): { run: TestRun } | { field: string; 
     .with("pytest", () => ({
       command: `python3 -m pytest -rA -p no:cacheprovider ${pytestFiles([...failToPass, ...passToPass], file)}`,
       results: "pytest" as const,
+    }))
+    .with("django", () => ({
+      // Django's documented way to run its own suite (docs/internals/contributing/writing-code/unit-tests.txt);
+      // runtests.py imports the django package and stops without it: the checkout itself is on the path
+      command: `PYTHONPATH="$PWD" python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 ${djangoLabels(input.testFiles, file, [...failToPass, ...passToPass])}`,
+      results: "django" as const,
+    }))
+    .with("sympy", () => ({
+      // SymPy's own runner: -C no cache, --verbose prints one `name ok|F|E` line per test
+      command: `python3 bin/test -C --verbose ${[...new Set(input.testFiles.filter((f) => isCanaryFile("sympy", f)))].sort().map(shellQuote).join(" ")}`,
+      results: "sympy" as const,
     }))
     .with("cargo", () => ({ command: "cargo test --offline --no-fail-fast", results: "libtest" as const }))
     .with("go", () => ({ command: "go test -v -count=1 ./...", results: "gotest" as const }))
@@ -188,7 +300,9 @@ export function testRunOf(input: RunInput): { run: TestRun } | { field: string; 
 
 function canaryFileHint(runner: TestRunner): string {
   return match(runner)
-    .with("pytest", () => "test_*.py or *_test.py")
+    .with("pytest", () => "test_*.py or *_test.py, or a .py file a test id names")
+    .with("django", () => "a .py module under tests/")
+    .with("sympy", () => "*/tests/test_*.py")
     .with("cargo", () => "tests/*.rs")
     .with("go", () => "*_test.go")
     .with("node", () => "*.test.js, *.test.mjs or test/*.js")
@@ -201,4 +315,39 @@ function pytestFiles(ids: readonly string[], canaryFile: string): string {
   const files = new Set(ids.map((id) => id.split("::")[0]!));
   files.add(canaryFile);
   return [...files].sort().map(shellQuote).join(" ");
+}
+
+/**
+ * A hidden .py file the row's ids name, for repositories whose pytest settings collect other
+ * names (pylint's `unittest_*.py`, pytest's `testing/python/integration.py`): pytest collects a
+ * file given on its command line whatever its `python_files` setting (pytest's python.py
+ * `pytest_collect_file` skips the pattern check for initial paths), and the command names it. Pure.
+ */
+function namedPytestFile(testFiles: readonly string[], ids: readonly string[]): string | undefined {
+  const named = new Set(ids.map((id) => id.split("::")[0]!));
+  return testFiles.find((f) => f.endsWith(".py") && named.has(f));
+}
+
+/** A Django test module's label for `runtests.py`: `tests/a/b.py` → `a.b`. Pure. */
+export function djangoLabel(file: string): string {
+  return file
+    .replace(/^tests\//, "")
+    .replace(/\.py$/, "")
+    .replace(/\/__init__$/, "")
+    .replaceAll("/", ".");
+}
+
+/**
+ * The labels `runtests.py` is given: every hidden test module, the canary's, and the module each
+ * `test_x (module.Class)` id names (a graded test may live in a module the test patch leaves alone;
+ * docstring ids name none). Pure.
+ */
+function djangoLabels(testFiles: readonly string[], canaryFile: string, ids: readonly string[]): string {
+  const labels = new Set(testFiles.filter((f) => isCanaryFile("django", f)).map(djangoLabel));
+  labels.add(djangoLabel(canaryFile));
+  for (const id of ids) {
+    const m = /^\w+ \(([\w.]+)\.\w+\)$/.exec(id);
+    if (m) labels.add(m[1]!);
+  }
+  return [...labels].sort().map(shellQuote).join(" ");
 }

@@ -125,6 +125,19 @@ describe("verdictFor", () => {
     expect(v.reasons[0]).toMatch(/skipped: needs network.*github\.com unreachable/);
   });
 
+  it("fails, not skips, a task whose local repository is missing", () => {
+    const v = verdictFor(
+      "gone",
+      summary([task("gone", { code: "E_REPO_MISSING", message: "its repository /m/a/b does not exist" })]),
+      undefined,
+      undefined,
+    );
+    expect(v).toMatchObject({
+      verdict: "fail",
+      reasons: ["task failed [E_REPO_MISSING]: its repository /m/a/b does not exist"],
+    });
+  });
+
   it("fails a task whose snapshot could not be built, and an infra failure", () => {
     expect(
       verdictFor(

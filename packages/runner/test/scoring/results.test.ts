@@ -40,6 +40,29 @@ const SAMPLES: Record<ResultFormat, string> = {
     "--- SKIP: TestSkip (0.00s)",
     "FAIL\texample.com/s\t0.003s",
   ].join("\n"),
+  // Django's tests/runtests.py --verbosity 2 (unittest), Python 3.11 and older id shapes
+  django: [
+    "Testing against Django installed in '/repo/django' with up to 1 processes",
+    "test_ascii (auth_tests.test_validators.UsernameValidatorsTests) ... ok",
+    "test_unicode (auth_tests.test_validators.UsernameValidatorsTests.test_unicode) ... FAIL",
+    "test_docstring (auth_tests.test_validators.UsernameValidatorsTests)",
+    "A docstring's first line stands for the test. ... ok",
+    "test_skip (auth_tests.test_validators.X) ... skipped 'no db'",
+    "ERROR: test_boom (auth_tests.test_validators.X)",
+    "Ran 4 tests in 0.004s",
+  ].join("\n"),
+  // SymPy's bin/test -C --verbose
+  sympy: [
+    "============================= test process starts ==============================",
+    "sympy/core/tests/test_basic.py[3] ",
+    "test_one ok",
+    "test_two F",
+    "test_three E",
+    "  test_four ok",
+    "test_five F                                                             [FAIL]",
+    "",
+    "______________________________ sympy/core/tests/test_basic.py:test_two _______",
+  ].join("\n"),
 };
 
 describe("parseTestResults", () => {
@@ -70,6 +93,19 @@ describe("parseTestResults", () => {
       "TestSub/inner_case": "passed",
       "TestSub/bad": "failed",
       TestSkip: "failed",
+    });
+    expect(Object.fromEntries(parseTestResults("django", SAMPLES.django))).toEqual({
+      "test_ascii (auth_tests.test_validators.UsernameValidatorsTests)": "passed",
+      "test_unicode (auth_tests.test_validators.UsernameValidatorsTests)": "failed",
+      "A docstring's first line stands for the test.": "passed",
+      "test_boom (auth_tests.test_validators.X)": "failed",
+    });
+    expect(Object.fromEntries(parseTestResults("sympy", SAMPLES.sympy))).toEqual({
+      test_one: "passed",
+      test_two: "failed",
+      test_three: "failed",
+      test_four: "passed",
+      test_five: "failed",
     });
   });
 

@@ -9,6 +9,7 @@ import {
   difficultyOf,
   dockerInstructions,
   environmentOf,
+  offlineUvVerifier,
   patchOfSolveScript,
   profileOfImage,
   rewriteTestScript,
@@ -20,6 +21,7 @@ import {
   passLineRegex,
   readHarborDir,
 } from "../../src/tasks/harbor-dir.js";
+import { materializeSource } from "../../src/tasks/materialize.js";
 import { writeTaskFolder } from "../../src/tasks/task-dir.js";
 
 const FIXTURES = fileURLToPath(new URL("../../../../tests/fixtures/harbor/", import.meta.url));
@@ -33,13 +35,26 @@ afterAll(async () => {
 });
 
 describe("loadHarbor", () => {
-  it("reads the fixture dirs: one task, each other dir rejected naming the file and the reason", async () => {
+  it("reads the fixture dirs: five tasks, each other dir rejected naming the file and the reason", async () => {
     const h = await loadHarbor(FIXTURES);
-    expect(h.dirs).toBe(7);
-    expect(h.tasks.map((t) => t.spec.id)).toEqual(["hello-greeting"]);
+    expect(h.dirs).toBe(14);
+    expect(h.tasks.map((t) => t.spec.id)).toEqual([
+      "empty-workspace",
+      "hello-greeting",
+      "platform-from",
+      "uv-cookbook",
+      "uv-tests",
+    ]);
     expect(Object.fromEntries(h.rejected.map((e) => [e.id, `${e.field}: ${e.reason}`]))).toEqual({
       "absolute-paths": expect.stringMatching(/^tests\/test_greet\.py: .*container path '\/app\/'/),
       "bad-toml": expect.stringMatching(/^task\.toml: is not valid TOML/),
+      "compose-sidecar": expect.stringMatching(
+        /^environment\/docker-compose\.yaml: defines a Docker Compose environment \(sidecar services/,
+      ),
+      "multi-step": expect.stringMatching(/^task\.toml: steps: uses Harbor's multi-step layout/),
+      "reward-json": expect.stringMatching(
+        /^tests\/test\.sh: the verifier writes \/logs\/verifier\/reward\.json only/,
+      ),
       "net-install": expect.stringMatching(
         /^environment\/Dockerfile: RUN pip install .*fetches over the network/,
       ),
@@ -47,7 +62,7 @@ describe("loadHarbor", () => {
         /^environment\/Dockerfile: missing: the task names the prebuilt image/,
       ),
       "script-solution": expect.stringMatching(/^solution\/solve\.sh: holds no patch/),
-      "uv-tests": expect.stringMatching(/^tests\/test\.sh: runs 'curl'/),
+      "uv-extra-deps": expect.stringMatching(/^tests\/test\.sh: asks uv for requests/),
     });
   });
 
@@ -85,6 +100,68 @@ describe("loadHarbor", () => {
     await cp(join(dir, "repo"), repo, { recursive: true });
     const { commitTree } = await import("../../src/tasks/materialize.js");
     expect(await commitTree(repo)).toBe(spec.source.kind === "local" ? spec.source.commit : "");
+  });
+
+  it("reads FROM --platform=… image AS name", async () => {
+    const r = await readHarborDir(join(FIXTURES, "platform-from"), 1);
+    expect(r.ok && r.task.spec.profile).toBe("python");
+    expect(environmentOf("FROM --platform=$BUILDPLATFORM node:20 AS build\nWORKDIR /app")).toMatchObject({
+      profile: "node",
+    });
+    expect(environmentOf("FROM --platform=linux/amd64")).toMatchObject({ reason: /names no image/ });
+  });
+
+  it("imports a Dockerfile that copies nothing as an empty workspace that materializes to its commit", async () => {
+    const r = await readHarborDir(join(FIXTURES, "empty-workspace"), 1);
+    if (!r.ok) throw new Error(r.error.reason);
+    expect(Object.keys(r.task.files).filter((f) => f.startsWith("repo/"))).toEqual(["repo/.gitkeep"]);
+    expect(r.task.notes).toEqual([
+      "environment/Dockerfile copies no files into WORKDIR /app: the workspace starts empty (holding only .gitkeep)",
+    ]);
+    const catalog = join(tmp, "empty-catalog");
+    await writeTaskFolder(catalog, r.task);
+    const task = await loadTask("empty-workspace", catalog);
+    const { commit } = await materializeSource(task, join(tmp, "empty-ws"));
+    expect(commit).toBe((task.spec.source as { commit: string }).commit);
+  });
+
+  it("makes the cookbook's uv verifier offline: python3 -m pytest, and it scores the real tests (fail before, pass after)", async () => {
+    const r = await readHarborDir(join(FIXTURES, "uv-cookbook"), 1);
+    if (!r.ok) throw new Error(r.error.reason);
+    const script = String(r.task.files["hidden/.harbor/tests/test.sh"]);
+    expect(script).not.toMatch(/astral|uvx|apt-get|curl -LsSf|\.local\/bin\/env/);
+    expect(script).toContain("python3 -m pytest $HARBOR_ROOT/tests/test_greet.py -rA");
+    expect(r.task.notes?.[0]).toMatch(/uv bootstrap is replaced .*uv asked for Python 3\.13/);
+    // run the eval command in a workspace laid out as flakegym's: before and after the reference patch
+    const eval_ = r.task.spec.tests.run;
+    if (eval_.kind !== "eval_cmd") throw new Error("expected eval_cmd");
+    for (const solved of [false, true]) {
+      const ws = join(tmp, `uv-ws-${solved}`);
+      await mkdir(ws, { recursive: true });
+      for (const [p, c] of Object.entries(r.task.files)) {
+        const rel = p.startsWith("repo/") ? p.slice(5) : p.startsWith("hidden/") ? p.slice(7) : undefined;
+        if (rel === undefined) continue;
+        await mkdir(join(ws, rel, ".."), { recursive: true });
+        await writeFile(join(ws, rel), c);
+      }
+      if (solved) {
+        execFileSync("git", ["apply"], { cwd: ws, input: String(r.task.files["solution.patch"]) });
+      }
+      let code = 0;
+      try {
+        execFileSync("bash", ["-c", eval_.command], { cwd: ws, stdio: "pipe" });
+      } catch (e) {
+        code = (e as { status: number }).status;
+      }
+      expect(code === 0, `solved=${solved}`).toBe(solved);
+    }
+  });
+
+  it("refuses a uv verifier that needs packages beyond pytest, naming them", async () => {
+    const r = await readHarborDir(join(FIXTURES, "uv-extra-deps"), 1);
+    expect(r.ok ? "accepted" : `${r.error.field}: ${r.error.reason}`).toMatch(
+      /^tests\/test\.sh: asks uv for requests==2\.32\.3 at test time/,
+    );
   });
 
   it("rejects a task dir holding a symbolic link, without following it", async () => {
@@ -155,6 +232,35 @@ describe("environmentOf", () => {
   });
 });
 
+describe("offlineUvVerifier", () => {
+  it("leaves a script without uv alone", () => {
+    expect(offlineUvVerifier("python3 -m pytest /tests -rA\n")).toEqual({
+      script: "python3 -m pytest /tests -rA\n",
+      notes: [],
+    });
+  });
+  it("turns uv's pytest runs into the profile's pytest, dropping ctrf reports", () => {
+    const r = offlineUvVerifier(
+      [
+        "uv venv .tvenv",
+        "uv pip install pytest==8.4.1 'pytest-json-ctrf==0.3.5'",
+        "uv run --with pytest==8.4.1 pytest --ctrf=/logs/verifier/ctrf.json /tests/test_x.py -rA || true",
+        "uvx python -m pytest -q /tests",
+      ].join("\n"),
+    );
+    expect(r).toEqual({
+      script: "python3 -m pytest /tests/test_x.py -rA || true\npython3 -m pytest -q /tests",
+      notes: [expect.stringMatching(/uv bootstrap is replaced/)],
+    });
+  });
+  it("refuses uv for other tools or packages, naming them", () => {
+    expect(offlineUvVerifier("uvx ruff check /app")).toMatchObject({ reason: /runs 'ruff' through uv/ });
+    expect(offlineUvVerifier("uv pip install numpy pytest")).toMatchObject({
+      reason: /installs numpy with uv/,
+    });
+  });
+});
+
 describe("test.sh and solve.sh", () => {
   it("rewrites only whole container paths", () => {
     expect(
@@ -185,6 +291,21 @@ describe("test.sh and solve.sh", () => {
         "    --- PASS: TestSub/inner_case (0.00s)",
         "    --- FAIL: TestSub/inner_case (0.00s)",
       ],
+      ["django", "test_a (app.tests.T)", "test_a (app.tests.T) ... ok", "test_a (app.tests.T) ... FAIL"],
+      [
+        "django",
+        "test_a (app.tests.T)",
+        "test_a (app.tests.T.test_a) ... ok",
+        "test_a (app.tests.T.test_a) ... ERROR",
+      ],
+      [
+        "django",
+        "A docstring (with parens).",
+        "A docstring (with parens). ... ok",
+        "A docstring (with parens). ... FAIL",
+      ],
+      ["sympy", "test_a", "test_a ok", "test_a F"],
+      ["sympy", "test_a", "test_a ok                          [OK]", "test_a F                 [FAIL]"],
     ] as const;
     for (const [format, id, pass, fail] of cases) {
       const grep = (line: string) => {
@@ -206,6 +327,11 @@ describe("exportHarborDir", () => {
     const dir = await exportHarborDir(task, join(tmp, "harbor"));
     const test = await readFile(join(dir, "tests/test.sh"), "utf8");
     expect(test).toContain("cp -R /tests/files/. /app/");
+    // reward 0 is on disk before anything runs: a verifier cut short leaves 0, not nothing
+    expect(test.indexOf("echo 0 > /logs/verifier/reward.txt")).toBeGreaterThan(0);
+    expect(test.indexOf("echo 0 > /logs/verifier/reward.txt")).toBeLessThan(
+      test.indexOf("cp -R /tests/files"),
+    );
     expect(test).toContain("grep -qP '^PASSED tests/test_parser\\.py::test_typed_getters$'");
     expect(await readFile(join(dir, "environment/Dockerfile"), "utf8")).toBe(
       "FROM python:3.11-slim-bookworm\nWORKDIR /app\nCOPY repo/ /app/\n",

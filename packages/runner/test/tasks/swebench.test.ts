@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,6 +13,9 @@ import { writeTaskFolder } from "../../src/tasks/task-dir.js";
 
 const FIXTURE = fileURLToPath(
   new URL("../../../../tests/fixtures/swebench/swebench-sample.jsonl", import.meta.url),
+);
+const SHAPES = fileURLToPath(
+  new URL("../../../../tests/fixtures/swebench/verified-shapes.jsonl", import.meta.url),
 );
 const SWE_AGENT = fileURLToPath(
   new URL("../../../../tests/fixtures/swe-agent-13k-sample.jsonl", import.meta.url),
@@ -29,20 +32,18 @@ afterAll(async () => {
 describe("loadSwebench", () => {
   it("turns the fixture rows into tasks with hidden tests and rejects each malformed row with row, field and reason", async () => {
     const d = await loadSwebench(FIXTURE);
-    expect(d.summary).toMatchObject({ format: "jsonl", rows: 12, accepted: 5, rejected: 7 });
+    expect(d.summary).toMatchObject({ format: "jsonl", rows: 12, accepted: 6, rejected: 6 });
     expect(d.tasks.map((t) => t.spec.id)).toEqual([
       "minicalc__minicalc-1",
       "acme__widgets-7",
       "tinygauge__tinygauge-3",
       "go-kit__ring-12",
       "left-pad__left-pad-9",
+      "django__django-11099",
     ]);
     const lines = d.rejected.map(formatRowError);
     expect(lines).toEqual([
       expect.stringMatching(/:6: \[acme__javalib-1\] field 'test_patch': Java is not supported/),
-      expect.stringMatching(
-        /:7: \[django__django-11099\] field 'FAIL_TO_PASS\.0': '.*' is not a pytest node id/,
-      ),
       expect.stringMatching(
         /:8: \[swesmith__.*\] field 'test_patch': missing: flakegym needs the hidden tests as a patch/,
       ),
@@ -139,7 +140,11 @@ describe("loadSwebench", () => {
     const file = join(tmp, "rows.parquet");
     const buffer = parquetWriteBuffer({
       columnData: [
-        ...cols.map((c) => ({ name: c, data: rows.map((r) => String(r[c])) })),
+        // the repository by absolute path: the file is written away from the fixture's minicalc/
+        ...cols.map((c) => ({
+          name: c,
+          data: rows.map((r) => (c === "repo" ? join(dirname(FIXTURE), String(r[c])) : String(r[c]))),
+        })),
         { name: "FAIL_TO_PASS", data: rows.map((r) => JSON.stringify(r.FAIL_TO_PASS)) },
         { name: "PASS_TO_PASS", data: rows.map((r) => JSON.stringify(r.PASS_TO_PASS)) },
       ],
@@ -159,6 +164,97 @@ describe("loadSwebench", () => {
   it("tells the two schemas apart by the first row", async () => {
     expect(await detectDatasetSchema(FIXTURE)).toBe("swebench");
     expect(await detectDatasetSchema(SWE_AGENT)).toBe("swe-agent");
+  });
+});
+
+describe("SWE-bench Verified shapes (verified-shapes.jsonl, our own rows)", () => {
+  it("accepts django, sympy, junk-id, pylint/pytest and multi-language rows and rejects the rest by row and field", async () => {
+    const d = await loadSwebench(SHAPES);
+    expect(d.summary).toMatchObject({ rows: 9, accepted: 6, rejected: 3 });
+    const byId = new Map(d.tasks.map((t) => [t.spec.id, t]));
+    expect([...byId.keys()]).toEqual([
+      "django__django-16041",
+      "sympy__sympy-20590",
+      "psf__requests-2317",
+      "pylint-dev__pylint-4970",
+      "pytest-dev__pytest-5631",
+      "cli__cli-10139",
+    ]);
+    const django = byId.get("django__django-16041")!.spec;
+    expect(django.tests.run).toMatchObject({
+      kind: "suite",
+      results: "django",
+      command:
+        'PYTHONPATH="$PWD" python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 forms_tests.tests.test_formsets',
+      failToPass: [
+        "test_empty_permitted_ignored_empty_form (forms_tests.tests.test_formsets.FormsFormsetTestCase)",
+      ],
+      passToPass: [
+        "all_valid() validates all forms, even when some are invalid.",
+        "test_valid (forms_tests.tests.test_formsets.AllValidTests)",
+      ],
+    });
+    expect(django.metadata).toEqual({
+      instance_id: "django__django-16041",
+      repo: "django/django",
+      version: "4.2",
+      environment_setup_commit: "0fbdb9784da915fce5dcc1fe82bac9b4785749e5",
+      created_at: "2022-09-09T10:07:29Z",
+      hints_text: "Issue has been triaged.",
+    });
+    expect(byId.get("sympy__sympy-20590")!.spec.tests.run).toMatchObject({ kind: "suite", results: "sympy" });
+    const requests = byId.get("psf__requests-2317")!;
+    expect(requests.spec.tests.run).toMatchObject({
+      passToPass: ["test_requests.py::RequestsTestCase::test_basic_building"],
+    });
+    expect(requests.notes).toEqual([
+      "PASS_TO_PASS: dropped '[100%]' — pytest progress output, not a test id",
+    ]);
+    expect(requests.spec.metadata?.intake_notes).toMatch(/dropped '\[100%\]'/);
+    expect(byId.get("pylint-dev__pylint-4970")!.spec.tests.run).toMatchObject({
+      canary: { file: "tests/checkers/unittest_similar.py" },
+    });
+    const multi = byId.get("cli__cli-10139")!.spec;
+    expect(multi).toMatchObject({
+      profile: "go",
+      prompt: "gh pr view --json fails on closed PRs\n\nSteps to reproduce...",
+      source: { kind: "git", rev: "b".repeat(40) },
+      tests: {
+        run: { results: "gotest", failToPass: ["TestPRView_closed"], passToPass: ["TestPRView_open"] },
+      },
+      metadata: { instance_id: "cli__cli-10139", repo: "cli/cli" },
+    });
+    expect(d.rejected.map(formatRowError)).toEqual([
+      expect.stringMatching(
+        /:7: \[sympy__sympy-99999\] field 'FAIL_TO_PASS\.0': 'sympy\/core\/tests\/test_a\.py::test_a' is not a SymPy test name/,
+      ),
+      expect.stringMatching(
+        /:8: \[acme__gone-1\] field 'repo_url': local repository .*no-such-clone does not exist; clone the repository there, fix the column, or pass --repo-mirror DIR/,
+      ),
+      expect.stringMatching(/:9: \[acme__junk-2\] field 'FAIL_TO_PASS': is empty once junk ids are dropped/),
+    ]);
+  });
+
+  it("reads owner/repo from --repo-mirror DIR/owner/repo, and names a repository the mirror lacks", async () => {
+    const mirror = join(tmp, "mirror");
+    await mkdir(join(mirror, "django", "django"), { recursive: true });
+    const d = await loadSwebench(SHAPES, { repoMirror: mirror });
+    expect(d.tasks.find((t) => t.spec.id === "django__django-16041")!.spec).toMatchObject({
+      network: "none",
+      source: { kind: "git", url: join(mirror, "django", "django") },
+    });
+    expect(d.rejected.map(formatRowError)).toContainEqual(
+      expect.stringMatching(
+        /:2: \[sympy__sympy-20590\] field 'repo': 'sympy\/sympy' has no mirror: .*mirror\/sympy\/sympy does not exist/,
+      ),
+    );
+    // a bare mirror named repo.git, or owner__repo, is found too
+    await mkdir(join(mirror, "sympy", "sympy.git"), { recursive: true });
+    await mkdir(join(mirror, "psf__requests"), { recursive: true });
+    const e = await loadSwebench(SHAPES, { repoMirror: mirror });
+    const url = (id: string) => e.tasks.find((t) => t.spec.id === id)?.spec.source;
+    expect(url("sympy__sympy-20590")).toMatchObject({ url: join(mirror, "sympy", "sympy.git") });
+    expect(url("psf__requests-2317")).toMatchObject({ url: join(mirror, "psf__requests") });
   });
 });
 
@@ -228,7 +324,7 @@ describe("datasetAsCatalog", () => {
       "acme__widgets-7",
       "minicalc__minicalc-1",
     ]);
-    expect(notes.filter((n) => n.startsWith("rejected (skipped): "))).toHaveLength(7);
+    expect(notes.filter((n) => n.startsWith("rejected (skipped): "))).toHaveLength(6);
     expect(await datasetAsCatalog(SWE_AGENT, join(tmp, "none"), {})).toBeUndefined();
   });
 });

@@ -1,7 +1,14 @@
+import { resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { detectDatasetFormat } from "../../tasks/dataset.js";
-import { formatIntakeError, formatIntakeSummary, loadIntake } from "../../tasks/intake.js";
+import {
+  formatIntakeError,
+  formatIntakeSummary,
+  formatReasonTable,
+  groupByReason,
+  loadIntake,
+} from "../../tasks/intake.js";
 import { fileLooksBinary, printable } from "../../text/looks-binary.js";
 import { defineCommand } from "../command.js";
 
@@ -11,11 +18,16 @@ export const tasksCheckCommand = defineCommand({
   details:
     "Reads every row of a dataset file — swe-agent-13k schema, or the SWE-bench family (told by an\n" +
     "`instance_id` in the first row) — or every Harbor task directory under a directory. Prints one\n" +
-    "line per rejected row or directory (where, field or file, reason) and the totals; exits 1 when\n" +
-    "any was rejected.",
+    "line per rejected row or directory (where, field or file, reason), the notes on accepted rows\n" +
+    "(e.g. junk test ids dropped), a table of the rejections by reason (count, first rows) and the\n" +
+    "totals; exits 1 when any was rejected.",
   options: z.object({
     dataset: z.string().describe("dataset file (.jsonl or .parquet) or directory of Harbor task dirs"),
     json: z.boolean().default(false).describe("print the result as JSON"),
+    repoMirror: z
+      .string()
+      .optional()
+      .describe("directory of local git mirrors: a row's `owner/repo` is read from DIR/owner/repo"),
   }),
   examples: [
     "flakegym tasks check --dataset rows.jsonl",
@@ -28,12 +40,26 @@ export const tasksCheckCommand = defineCommand({
     const d = await loadIntake(opts.dataset, {
       signal: ctx.signal,
       ...(progress ? { onProgress: (n: number) => ctx.stderr.write(`\rread ${n} rows…`) } : {}),
+      ...(opts.repoMirror === undefined ? {} : { repoMirror: resolve(ctx.cwd, opts.repoMirror) }),
     });
+    const groups = groupByReason(d.rejected);
+    const notes = d.tasks.flatMap((t) =>
+      (t.notes ?? []).map((note) => ({ row: t.source.row, id: t.spec.id, note })),
+    );
     if (progress) ctx.stderr.write("\r");
     if (opts.json) {
-      ctx.stdout.write(`${JSON.stringify({ summary: d.summary, rejected: d.rejected }, null, 2)}\n`);
+      const byReason = groups.map((g) => ({
+        reason: g.reason,
+        count: g.count,
+        rows: g.first.map((e) => e.row),
+      }));
+      ctx.stdout.write(
+        `${JSON.stringify({ summary: d.summary, rejected: d.rejected, byReason, notes }, null, 2)}\n`,
+      );
     } else {
       for (const e of d.rejected) ctx.stdout.write(`${printable(formatIntakeError(d.summary.kind, e))}\n`);
+      for (const n of notes) ctx.stdout.write(`${printable(`note: row ${n.row} [${n.id}]: ${n.note}`)}\n`);
+      for (const line of formatReasonTable(groups)) ctx.stdout.write(`${printable(line)}\n`);
       ctx.stdout.write(`${formatIntakeSummary(d.summary)}\n`);
     }
     return d.rejected.length > 0 ? 1 : 0;

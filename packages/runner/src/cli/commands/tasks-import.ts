@@ -23,6 +23,10 @@ export const tasksImportCommand = defineCommand({
     out: z.string().describe("catalog directory to write the task folders into (created)"),
     limit: z.number().int().min(1).optional().describe("import only the first N accepted tasks"),
     replace: z.boolean().default(false).describe("replace task folders that exist already"),
+    repoMirror: z
+      .string()
+      .optional()
+      .describe("directory of local git mirrors: a row's `owner/repo` is read from DIR/owner/repo"),
   }),
   examples: [
     "flakegym tasks import --dataset swe-bench-lite.parquet --out ./tasks --limit 20",
@@ -30,7 +34,10 @@ export const tasksImportCommand = defineCommand({
   ],
   async run(opts, ctx) {
     const path = resolve(ctx.cwd, opts.dataset);
-    const d = await loadIntake(path, { signal: ctx.signal });
+    const d = await loadIntake(path, {
+      signal: ctx.signal,
+      ...(opts.repoMirror === undefined ? {} : { repoMirror: resolve(ctx.cwd, opts.repoMirror) }),
+    });
     if (d.summary.kind === "swe-agent") {
       throw new UsageError(
         `--dataset ${opts.dataset} is in the swe-agent-13k schema, whose rows carry no hidden tests`,
@@ -46,6 +53,7 @@ export const tasksImportCommand = defineCommand({
       ctx.signal.throwIfAborted();
       await writeTaskFolder(out, t, { replace: opts.replace });
       ctx.stdout.write(`imported ${t.spec.id} (${t.spec.profile}, network ${t.spec.network})\n`);
+      for (const n of t.notes ?? []) ctx.stdout.write(`${printable(`  note: ${n}`)}\n`);
     }
     ctx.stdout.write(`${picked.length} task(s) written to ${out}\n`);
     return picked.length > 0 ? 0 : 1;

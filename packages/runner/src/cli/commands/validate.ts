@@ -28,7 +28,8 @@ export const validateCommand = defineCommand({
     "The hidden tests run --repeat times per scoring to catch flaky tests. Each task's hackability report\n" +
     "(GUARDED: graded tests twinned by a decoy; the defences its scoring had) is printed beside them, and a\n" +
     "task with unguarded tests fails unless --allow-unguarded. Tasks that need network are\n" +
-    "skipped with a message when the machine is offline. Exit 1 on any failure.",
+    "skipped with a message when the machine is offline. Exit 1 on any failure, and when every task\n" +
+    "asked for was skipped (nothing was checked) unless --allow-skipped.",
   options: z.object({
     task: z.array(z.string().min(1)).optional().describe("catalog task id"),
     all: z.boolean().default(false).describe("validate every task in the catalog"),
@@ -57,6 +58,12 @@ export const validateCommand = defineCommand({
       .default(false)
       .describe(
         "accept graded tests without a decoy (imported tasks whose assertions have no literal to twin): report them, do not fail",
+      ),
+    allowSkipped: z
+      .boolean()
+      .default(false)
+      .describe(
+        "exit 0 even when every task asked for was skipped (e.g. all need network this machine lacks)",
       ),
     json: z.boolean().default(false).describe("print the verdicts as JSON"),
   }),
@@ -139,7 +146,14 @@ export const validateCommand = defineCommand({
     if (opts.json) ctx.stdout.write(`${JSON.stringify({ out, verdicts }, null, 2)}\n`);
     else ctx.stdout.write(`${renderVerdicts(verdicts).join("\n")}\n${out}\n`);
     if (interrupted) return 130;
-    return verdicts.some((v) => v.verdict === "fail") ? 1 : 0;
+    if (verdicts.some((v) => v.verdict === "fail")) return 1;
+    if (allSkipped(verdicts) && !opts.allowSkipped) {
+      ctx.stderr.write(
+        `validate: every task asked for (${verdicts.length}) was skipped, so nothing was checked; exit 1 (pass --allow-skipped to accept that)\n`,
+      );
+      return 1;
+    }
+    return 0;
   },
 });
 
@@ -154,4 +168,9 @@ async function cheatPlans(taskDir: string): Promise<{ name: string; file: string
     .filter((n) => n.endsWith(".json"))
     .sort()
     .map((n) => ({ name: n.slice(0, -".json".length), file: join(dir, n) }));
+}
+
+/** Whether validate checked nothing: there were tasks and every one was skipped. Pure. */
+export function allSkipped(verdicts: readonly TaskVerdict[]): boolean {
+  return verdicts.length > 0 && verdicts.every((v) => v.verdict === "skip");
 }

@@ -33,6 +33,9 @@ export function isTestFile(format: ResultFormat, path: string): boolean {
       return /\.(m|c)?[jt]s$/.test(base) && (/\.test\.|\.spec\./.test(base) || inTestDir);
     case "check-h":
       return base.endsWith(".c") && inTestDir;
+    case "django":
+    case "sympy":
+      return false;
   }
 }
 

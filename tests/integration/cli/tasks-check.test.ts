@@ -1,0 +1,44 @@
+import { join } from "node:path";
+import { REPO_ROOT, runCli } from "@flakegym/test-utils";
+import { describe, expect, it } from "vitest";
+
+/** `tasks check` on our own SWE-bench Verified-shaped rows: the real CLI process. */
+const SHAPES = join(REPO_ROOT, "tests/fixtures/swebench/verified-shapes.jsonl");
+
+describe("tasks check (SWE-bench family)", () => {
+  it("lists each rejection, the notes on accepted rows and a table by reason, and exits 1", async () => {
+    const r = await runCli(["tasks", "check", "--dataset", SHAPES], { timeoutMs: 60_000 });
+    expect(r.exitCode, r.stderr).toBe(1);
+    const lines = r.stdout.split("\n");
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^note: row 3 \[psf__requests-2317\]: PASS_TO_PASS: dropped '\[100%\]'/),
+    );
+    const table = lines.indexOf("count  reason (first rows)");
+    expect(table).toBeGreaterThan(0);
+    expect(lines.slice(table + 1, table + 7)).toEqual([
+      expect.stringMatching(/^ +1 {2}FAIL_TO_PASS: '…' is not a SymPy test name/),
+      "         row 7 [sympy__sympy-99999]",
+      expect.stringMatching(/^ +1 {2}FAIL_TO_PASS: is empty once junk ids are dropped/),
+      "         row 9 [acme__junk-2]",
+      expect.stringMatching(/^ +1 {2}repo_url: local repository … does not exist/),
+      "         row 8 [acme__gone-1]",
+    ]);
+    expect(r.stdout).toMatch(/9 rows, 6 accepted, 3 rejected/);
+  });
+
+  it("--json carries the table by reason and the notes", async () => {
+    const r = await runCli(["tasks", "check", "--dataset", SHAPES, "--json"], { timeoutMs: 60_000 });
+    const body = JSON.parse(r.stdout) as {
+      byReason: { reason: string; count: number; rows: number[] }[];
+      notes: { row: number; id: string; note: string }[];
+    };
+    expect(body.byReason.map((g) => [g.count, g.rows])).toEqual([
+      [1, [7]],
+      [1, [9]],
+      [1, [8]],
+    ]);
+    expect(body.notes).toEqual([
+      expect.objectContaining({ row: 3, id: "psf__requests-2317", note: expect.stringMatching(/\[100%\]/) }),
+    ]);
+  });
+});
