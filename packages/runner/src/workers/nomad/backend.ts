@@ -13,6 +13,7 @@ import {
   META,
   type NomadClient,
   NomadError,
+  sizeWorkerMemory,
   WORKER_TASK,
   type WorkerDriverInput,
 } from "@flakegym/nomad-jobs";
@@ -134,7 +135,12 @@ export function workerDriver(
       }
       return { driver: "nix" as const, flake, command: c.command, args: c.args };
     })
-    .with({ driver: "raw_exec" }, (c) => ({ driver: "raw_exec" as const, command: c.command, args: c.args }))
+    .with({ driver: "raw_exec" }, (c) => ({
+      driver: "raw_exec" as const,
+      command: c.command,
+      args: c.args,
+      allowUnisolated: c.allowUnisolated,
+    }))
     .exhaustive();
 }
 
@@ -167,15 +173,21 @@ export function snapshotDirOf(
   return o.snapshotDir ?? (o.driver.driver === "raw_exec" && spec.workspace ? spec.workspace : undefined);
 }
 
-/** Resources and sandbox of a worker: the backend's defaults, capped by the spec's limits. */
+/**
+ * Resources and sandbox of a worker: memory from the spec's limit (the task's profile) plus the
+ * measured core for agents (`sizeWorkerMemory`), the rest from the backend's defaults.
+ */
 export function workerSizing(o: NomadBackendOptions, spec: WorkerSpec) {
-  const memMax = spec.limits.memoryMb;
+  const memory = sizeWorkerMemory({
+    agent: spec.agent,
+    limitMb: spec.limits.memoryMb,
+    reserveMb: o.resources.memoryMb,
+  });
   return {
     resources: {
-      ...o.resources,
-      memoryMb: Math.min(o.resources.memoryMb, memMax),
-      memoryMaxMb: memMax,
-      ...(spec.limits.diskMb ? { diskMb: spec.limits.diskMb } : {}),
+      cpuMhz: o.resources.cpuMhz,
+      ...memory,
+      diskMb: spec.limits.diskMb ?? o.resources.diskMb,
     },
     sandbox: { ...o.sandbox, pidsLimit: spec.limits.pids },
   };
@@ -309,7 +321,8 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
       const started = performance.now();
       const timeoutMs = options.timeoutMs ?? o.execTimeoutMs;
       const spec = this.spec;
-      const { resources, sandbox } = limitsOf(spec);
+      // An exec runs a command, not the core: sized by the spec's limit alone.
+      const { resources, sandbox } = limitsOf({ ...spec, agent: false });
       const jobId = `${JOB_ID_PREFIX}${idPart(spec.runId, 24)}-${idPart(spec.trajectoryId, 40)}-exec-${++this.execSeq}-${randomUUID().slice(0, 6)}`;
       using linked = createDeadline({ signals: [options.signal, closing.signal] });
       const signal = linked.signal;
@@ -344,7 +357,16 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
         let alloc: Allocation;
         try {
           alloc = await followAllocation(
-            { client, jobId, signal, deadline, pollMs: o.pollMs, onProgress: progress, purpose: "exec" },
+            {
+              client,
+              jobId,
+              signal,
+              deadline,
+              pollMs: o.pollMs,
+              onProgress: progress,
+              purpose: "exec",
+              namespace: o.namespace,
+            },
             "terminal",
           );
         } catch (err) {
@@ -483,6 +505,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
           pollMs: o.pollMs,
           onProgress: progress,
           purpose: "start",
+          namespace: o.namespace,
         },
         "running",
       );
@@ -515,7 +538,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
     deadline: number,
     signal: AbortSignal,
   ) {
-    const watcher = watchAllocation(client, alloc, o.pollMs);
+    const watcher = watchAllocation(client, alloc, o.pollMs, o.namespace);
     try {
       for (;;) {
         if (signal.aborted) throw signal.reason;
