@@ -59,7 +59,9 @@ describe("buildExecJob", () => {
     }).TaskGroups[0]!.Tasks[0]!.Config.args as string[];
     // Nomad interpolates ${...} in args and starts raw_exec tasks with the client's environment.
     const nomad: Record<string, string> = { NOMAD_ALLOC_DIR: alloc, NOMAD_TASK_DIR: join(root, "local") };
-    const interpolated = args.map((a) => a.replace(/\$\{([A-Za-z0-9_]+)\}/g, (w, n: string) => nomad[n] ?? w));
+    const interpolated = args.map((a) =>
+      a.replace(/\$\{([A-Za-z0-9_]+)\}/g, (w, n: string) => nomad[n] ?? w),
+    );
     let out = "";
     let code = 0;
     try {

@@ -168,7 +168,14 @@ describe("buildWorkerJob", () => {
     expect(cfg.args.slice(0, 3)).toEqual(["-c", CLEAR_ENV, "flakegym-env"]);
     expect(cfg.args).toContain("FLAKEGYM_SNAPSHOT_DIR=/srv/snapshots/demo");
     expect(cfg.args).toContain(`NOMAD_IP_grpc=${nomadVar("NOMAD_IP_grpc")}`);
-    expect(cfg.args.slice(-6)).toEqual(["/bin/sh", "-c", WORKSPACE_PREP, "flakegym-prep", "/usr/bin/node", "w.js"]);
+    expect(cfg.args.slice(-6)).toEqual([
+      "/bin/sh",
+      "-c",
+      WORKSPACE_PREP,
+      "flakegym-prep",
+      "/usr/bin/node",
+      "w.js",
+    ]);
     expect(t.Env).toMatchObject({ FLAKEGYM_SNAPSHOT_DIR: "/srv/snapshots/demo" });
   });
 
@@ -216,7 +223,8 @@ describe("buildWorkerJob", () => {
         .trim()
         .split("\n")
         .map((l) => l.split("=")[0]!);
-      for (const n of names) expect(n).toMatch(/^(PATH|PWD|SHLVL|_|LANG|LANGUAGE_HINT|FLAKEGYM_\w+|NOMAD_\w+)$/);
+      for (const n of names)
+        expect(n).toMatch(/^(PATH|PWD|SHLVL|_|LANG|LANGUAGE_HINT|FLAKEGYM_\w+|NOMAD_\w+)$/);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -34,10 +34,17 @@ describe("worker parent job", () => {
     expect(a.Meta?.flakegym_expires).toBe(String(1_000 + 24 * 3_600_000));
   });
 
-  it("maps the spec's limits: memory cap, pids, disk, max run duration", () => {
+  it("maps the spec's limits: memory (the task's limit + the measured core), pids, disk, max run duration", () => {
     const j = workerParentJob(opts, spec(), "http://10.0.0.5:8089/v1", 0);
     const g = j.TaskGroups[0]!;
-    expect(g.Tasks[0]!.Resources).toEqual({ CPU: 1000, MemoryMB: 512, MemoryMaxMB: 3000 });
+    // MemoryMB is the hard limit without oversubscription: it holds the whole need
+    expect(g.Tasks[0]!.Resources).toEqual({ CPU: 1000, MemoryMB: 3000 + 416, MemoryMaxMB: 0 });
+    // a smaller reservation (oversubscribed cluster) moves the need to MemoryMaxMB
+    const over = NomadBackendOptions.parse({ ...opts, resources: { memoryMb: 1024 } });
+    expect(
+      workerParentJob(over, spec(), "http://10.0.0.5:8089/v1", 0).TaskGroups[0]!.Tasks[0]!.Resources,
+    ).toEqual({ CPU: 1000, MemoryMB: 1024, MemoryMaxMB: 3416 });
+    expect(g.Disconnect).toEqual({ Replace: false });
     expect(g.Tasks[0]!.Config).toMatchObject({ pids_limit: 256, runtime: "runsc", image: IMAGE });
     expect(g.EphemeralDisk).toEqual({ SizeMB: 6000 });
     // wall clock + start timeout + grace, in ns
