@@ -57,6 +57,30 @@ export function exitCodeOf(alloc: Pick<Allocation, "TaskStates">, task: string):
   return undefined;
 }
 
+type TaskEventOf = Allocation["TaskStates"][string]["Events"][number];
+
+const sameEvent = (a: TaskEventOf, b: TaskEventOf) =>
+  a.Type === b.Type && a.Time === b.Time && (a.DisplayMessage ?? "") === (b.DisplayMessage ?? "");
+
+/**
+ * The events of `current` not in `previous`. Nomad keeps only a task's last 10 events
+ * (client/allocrunner/taskrunner/task_runner.go `appendTaskEvent`), so the list is a sliding
+ * window: counting seen events stops at 10. This finds where the old window's tail overlaps the
+ * new one's head instead. Pure.
+ */
+export function unseenEvents(
+  previous: readonly TaskEventOf[],
+  current: readonly TaskEventOf[],
+): TaskEventOf[] {
+  for (let k = 0; k < previous.length; k++) {
+    const tail = previous.slice(k);
+    if (tail.length <= current.length && tail.every((e, i) => sameEvent(e, current[i]!))) {
+      return current.slice(tail.length);
+    }
+  }
+  return [...current];
+}
+
 function hasEvent(alloc: Pick<Allocation, "TaskStates">, type: string): boolean {
   return Object.values(alloc.TaskStates).some((s) => s.Events.some((e) => e.Type === type));
 }
@@ -160,7 +184,7 @@ export async function followAllocation(
   let allocIndex: number | undefined;
   let last: Allocation | undefined;
   let lastPlacement = "";
-  const seenEvents = new Map<string, number>();
+  const seenEvents = new Map<string, readonly TaskEventOf[]>();
   for (;;) {
     const left = timeLeft(ctx);
     if (left <= 0) {
@@ -219,8 +243,7 @@ export async function followAllocation(
     allocIndex = r.meta.index ?? allocIndex ?? 0;
     last = r.data;
     for (const [task, st] of Object.entries(last.TaskStates)) {
-      const seen = seenEvents.get(task) ?? 0;
-      for (const e of st.Events.slice(seen)) {
+      for (const e of unseenEvents(seenEvents.get(task) ?? [], st.Events)) {
         ctx.onProgress?.({
           kind: "task-event",
           jobId,
@@ -230,7 +253,7 @@ export async function followAllocation(
           message: e.DisplayMessage ?? "",
         });
       }
-      seenEvents.set(task, st.Events.length);
+      seenEvents.set(task, st.Events);
     }
     const status = last.ClientStatus;
     if (status === "pending") continue;
