@@ -117,9 +117,11 @@ describe("NomadBackend against the Nomad double", () => {
       flakegym_run: "run-1",
       flakegym_task: "demo-task",
       flakegym_trajectory: "t-main",
+      // the trajectory's gateway route travels with the dispatch (the parent stays shared)
+      flakegym_policy_url: "http://10.9.8.7:8089/v1",
     });
     const env = (child.spec.TaskGroups as { Tasks: { Env: Record<string, string> }[] }[])[0]!.Tasks[0]!.Env;
-    expect(env.FLAKEGYM_POLICY_BASE_URL).toBe("http://10.9.8.7:8089/v1");
+    expect(env.FLAKEGYM_POLICY_BASE_URL).toBe(nomadVar("NOMAD_META_flakegym_policy_url"));
     expect(Object.keys(env).filter((k) => /TOKEN|SECRET|KEY/.test(k))).toEqual([]);
 
     const kinds = events.map((e) => e.kind);

@@ -18,6 +18,8 @@ export const META = {
   profile: "flakegym_profile",
   image: "flakegym_image",
   kind: "flakegym_kind",
+  /** The worker's own gateway route (per trajectory): a dispatch meta, so parents stay shared. */
+  policyUrl: "flakegym_policy_url",
   /** Unix ms after which nobody can still be using the job: the orphan sweep may purge it. */
   expires: "flakegym_expires",
 } as const;
@@ -425,7 +427,7 @@ export function workerSettings(o: {
     [WORKER_ENV.configDir]: `${nomadVar("NOMAD_ALLOC_DIR")}/cline`,
     [WORKER_ENV.home]: `${nomadVar("NOMAD_TASK_DIR")}/home`,
     ...(o.snapshotDir ? { [WORKER_ENV.snapshotDir]: o.snapshotDir } : {}),
-    ...(o.policyBaseUrl ? { [WORKER_ENV.policyBaseUrl]: o.policyBaseUrl } : {}),
+    ...(o.policyBaseUrl ? { [WORKER_ENV.policyBaseUrl]: nomadVar(`NOMAD_META_${META.policyUrl}`) } : {}),
     [WORKER_ENV.agent]: o.agent ? "1" : "0",
   };
 }
@@ -533,7 +535,7 @@ export function buildWorkerJob(input: WorkerJobInput): Job {
     ...(o.constraints.length ? { Constraints: o.constraints } : {}),
     ParameterizedJob: {
       Payload: "forbidden",
-      MetaRequired: [META.trajectory, META.expires],
+      MetaRequired: [META.trajectory, META.expires, META.policyUrl],
       MetaOptional: [META.attempt],
     },
     TaskGroups: [

@@ -84,7 +84,7 @@ describe("buildWorkerJob", () => {
     expect(job.Type).toBe("batch");
     expect(job.ParameterizedJob).toEqual({
       Payload: "forbidden",
-      MetaRequired: [META.trajectory, META.expires],
+      MetaRequired: [META.trajectory, META.expires, META.policyUrl],
       MetaOptional: [META.attempt],
     });
     expect(job.Meta).toMatchObject({ [META.run]: "run1", [META.task]: "demo", [META.kind]: "agent" });
@@ -92,7 +92,8 @@ describe("buildWorkerJob", () => {
 
   it("env carries the policy URL and the listen address, never secrets", () => {
     const env = buildWorkerJob({ ...base, env: { LANG: "C.UTF-8" } }).TaskGroups[0]!.Tasks[0]!.Env!;
-    expect(env[WORKER_ENV.policyBaseUrl]).toBe("http://10.0.0.5:8089/v1");
+    // the route is per trajectory: each dispatch carries it, so one parent serves them all
+    expect(env[WORKER_ENV.policyBaseUrl]).toBe(nomadVar(`NOMAD_META_${META.policyUrl}`));
     expect(env.LANG).toBe("C.UTF-8");
     expect(() => buildWorkerJob({ ...base, env: { OPENAI_API_KEY: "sk-123" } })).toThrow(
       "'OPENAI_API_KEY' looks like a secret",

@@ -478,7 +478,12 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
     await parents.acquire(parent, combined);
     const expires = now() + spec.limits.wallClockMs + o.startTimeoutMs + o.graceMs;
     const request = {
-      meta: { [META.trajectory]: spec.trajectoryId, [META.expires]: String(expires) },
+      meta: {
+        [META.trajectory]: spec.trajectoryId,
+        [META.expires]: String(expires),
+        // per trajectory: carried by the dispatch, so the parent is one per (image, profile, resources)
+        [META.policyUrl]: policyBaseUrl,
+      },
       idempotencyToken: `${idPart(spec.trajectoryId, 60)}:${randomUUID()}`,
       idPrefixTemplate: idPart(spec.trajectoryId, 40),
     };

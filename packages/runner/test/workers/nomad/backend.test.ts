@@ -1,3 +1,4 @@
+import { nomadVar } from "@flakegym/nomad-jobs";
 import { describe, expect, it } from "vitest";
 import { workerDriver, workerParentJob } from "../../../src/workers/nomad/backend.js";
 import { NomadBackendOptions } from "../../../src/workers/nomad/options.js";
@@ -20,8 +21,13 @@ const opts = NomadBackendOptions.parse({ driver: { driver: "docker", runtime: "r
 
 describe("worker parent job", () => {
   it("one parent per (run, task, spec): trajectories share it, another image does not", () => {
-    const a = workerParentJob(opts, spec({ trajectoryId: "t1" }), "http://10.0.0.5:8089/v1", 1_000);
-    const b = workerParentJob(opts, spec({ trajectoryId: "t2" }), "http://10.0.0.5:8089/v1", 2_000);
+    // each trajectory has its own gateway route: it travels in the dispatch's meta, not the parent
+    const a = workerParentJob(opts, spec({ trajectoryId: "t1" }), "http://10.0.0.5:8089/t/t1/v1", 1_000);
+    const b = workerParentJob(opts, spec({ trajectoryId: "t2" }), "http://10.0.0.5:8089/t/t2/v1", 2_000);
+    expect(a.TaskGroups[0]!.Tasks[0]!.Env?.FLAKEGYM_POLICY_BASE_URL).toBe(
+      nomadVar("NOMAD_META_flakegym_policy_url"),
+    );
+    expect(a.ParameterizedJob?.MetaRequired).toContain("flakegym_policy_url");
     const c = workerParentJob(
       opts,
       spec({ image: `oci.example/x@sha256:${"2".repeat(64)}` }),
