@@ -348,4 +348,44 @@ describe("Nomad double fidelity", () => {
     );
     await client.jobs.deregister("waits", { purge: true });
   });
+
+  it("OOM-kills a task above MemoryMB; MemoryMaxMB counts only with memory oversubscription", async () => {
+    const hog = `exec ${JSON.stringify(process.execPath)} -e "globalThis.b = Buffer.alloc(200 * 1024 * 1024, 1); setTimeout(() => {}, 1500)"`;
+    const withMemory = (id: string, r: { MemoryMB: number; MemoryMaxMB?: number }) => {
+      const j = shJob(id, hog);
+      j.TaskGroups[0]!.Tasks[0]!.Resources = r;
+      return j;
+    };
+    const final = async (c: NomadClient, d: NomadDouble, id: string) => {
+      await d.waitFor(() =>
+        d
+          .allocations()
+          .some(
+            (a) =>
+              a.JobID === id && ["complete", "failed"].includes((a as { ClientStatus: string }).ClientStatus),
+          ),
+      );
+      const [stub] = (await c.jobs.allocations(id)).data;
+      return (await c.allocations.info(stub!.ID)).data;
+    };
+    {
+      const { double, client } = await setup();
+      await client.jobs.register(withMemory("hog", { MemoryMB: 100, MemoryMaxMB: 1024 }));
+      const a = await final(client, double, "hog");
+      expect(a.ClientStatus).toBe("failed");
+      const term = a.TaskStates.t!.Events.find((e) => e.Type === "Terminated")!;
+      expect(term.Details.oom_killed).toBe("true");
+      expect(term.ExitCode).toBe(137);
+      await client.jobs.deregister("hog", { purge: true });
+      client.close();
+      await double.close();
+    }
+    {
+      const { double, client } = await setup({ memoryOversubscription: true });
+      await client.jobs.register(withMemory("hog2", { MemoryMB: 100, MemoryMaxMB: 1024 }));
+      const a = await final(client, double, "hog2");
+      expect(a.ClientStatus).toBe("complete");
+      await client.jobs.deregister("hog2", { purge: true });
+    }
+  });
 });

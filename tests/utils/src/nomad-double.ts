@@ -69,6 +69,13 @@ export interface NomadDoubleOptions {
   readonly envDenylist?: readonly string[];
   /** Whether the client node is ready. A node that is not is never evaluated (see `setNodeReady`). */
   readonly nodeReady?: boolean;
+  /**
+   * The scheduler's memory oversubscription. Off (Nomad's default): a task is OOM-killed above
+   * MemoryMB and MemoryMaxMB is ignored; on: above MemoryMaxMB when set. Default false.
+   */
+  readonly memoryOversubscription?: boolean;
+  /** How often task memory is sampled for the limit. Default 100 ms. */
+  readonly memoryPollMs?: number;
 }
 
 /**
@@ -929,6 +936,16 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       else behavior = { kind: "listen" };
     }
     const ctx: TaskRunContext = { ...info, taskDir, logDir: join(a.dir, "alloc", "logs") };
+    // The memory limit the kernel enforces (a cgroup's memory.max): MemoryMB, or MemoryMaxMB with
+    // oversubscription on (Nomad: drivers/shared/executor, the task's cgroup limits; the scheduler
+    // config's MemoryOversubscriptionEnabled).
+    const res = (t.Resources as Json | undefined) ?? {};
+    const hardMb =
+      options.memoryOversubscription && ((res.MemoryMaxMB as number | undefined) ?? 0) > 0
+        ? (res.MemoryMaxMB as number)
+        : ((res.MemoryMB as number | undefined) ?? 300);
+    let oomKilled = false;
+    let memoryWatch: NodeJS.Timeout | undefined;
     const handle = startTask(ctx, behavior, {
       started() {
         if (st.State !== "pending") return;
@@ -939,6 +956,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
         publishAlloc(a);
       },
       exited(exitCode, signal) {
+        if (memoryWatch) clearInterval(memoryWatch);
         if (st.State === "dead") return;
         const killed = a.DesiredStatus !== "run" || a.ClientStatus === "lost" || a.stopReason !== undefined;
         appendEvent(
@@ -946,8 +964,12 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
           taskEvent("Terminated", {
             ExitCode: exitCode,
             Signal: signal,
-            Details: { exit_code: String(exitCode), signal: String(signal), oom_killed: "false" },
-            DisplayMessage: `Exit Code: ${exitCode}${signal ? `, Signal: ${signal}` : ""}`,
+            Details: {
+              exit_code: String(exitCode),
+              signal: String(signal),
+              oom_killed: oomKilled ? "true" : "false",
+            },
+            DisplayMessage: `Exit Code: ${exitCode}${signal ? `, Signal: ${signal}` : ""}${oomKilled ? ', Exit Message: "OOM Killed"' : ""}`,
           }),
         );
         if (killed) {
@@ -1000,6 +1022,17 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       },
     });
     a.handles.set(name, handle);
+    if (handle.rssMb) {
+      memoryWatch = setInterval(() => {
+        if (closed || st.State === "dead") return clearInterval(memoryWatch);
+        if (handle.alive() && handle.rssMb!() > hardMb) {
+          clearInterval(memoryWatch);
+          oomKilled = true;
+          void handle.kill("SIGKILL", 0);
+        }
+      }, options.memoryPollMs ?? 100);
+      memoryWatch.unref();
+    }
   }
 
   async function killAlloc(a: AllocRec, why: string) {
