@@ -20,6 +20,8 @@ export const META = {
   kind: "flakegym_kind",
   /** The worker's own gateway route (per trajectory): a dispatch meta, so parents stay shared. */
   policyUrl: "flakegym_policy_url",
+  /** The worker's core token (per dispatch): the supervisor's gate admits only calls carrying it. */
+  coreToken: "flakegym_core_token",
   /** Unix ms after which nobody can still be using the job: the orphan sweep may purge it. */
   expires: "flakegym_expires",
 } as const;
@@ -50,6 +52,7 @@ export const WORKER_ENV = {
   snapshotDir: "FLAKEGYM_SNAPSHOT_DIR",
   policyBaseUrl: "FLAKEGYM_POLICY_BASE_URL",
   agent: "FLAKEGYM_AGENT",
+  coreToken: "FLAKEGYM_CORE_TOKEN",
 } as const;
 
 /** Where a snapshot image keeps its work tree (the agent edits it in the container's own layer). */
@@ -428,6 +431,9 @@ export function workerSettings(o: {
     [WORKER_ENV.home]: `${nomadVar("NOMAD_TASK_DIR")}/home`,
     ...(o.snapshotDir ? { [WORKER_ENV.snapshotDir]: o.snapshotDir } : {}),
     ...(o.policyBaseUrl ? { [WORKER_ENV.policyBaseUrl]: nomadVar(`NOMAD_META_${META.policyUrl}`) } : {}),
+    // The dispatch's token; the supervisor gates the core's gRPC with it. A per-worker random
+    // value, not a credential of anything else: it lives in the dispatch's meta.
+    ...(o.policyBaseUrl ? { [WORKER_ENV.coreToken]: nomadVar(`NOMAD_META_${META.coreToken}`) } : {}),
     [WORKER_ENV.agent]: o.agent ? "1" : "0",
   };
 }
@@ -535,7 +541,7 @@ export function buildWorkerJob(input: WorkerJobInput): Job {
     ...(o.constraints.length ? { Constraints: o.constraints } : {}),
     ParameterizedJob: {
       Payload: "forbidden",
-      MetaRequired: [META.trajectory, META.expires, META.policyUrl],
+      MetaRequired: [META.trajectory, META.expires, META.policyUrl, META.coreToken],
       MetaOptional: [META.attempt],
     },
     TaskGroups: [

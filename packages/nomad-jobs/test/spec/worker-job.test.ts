@@ -84,7 +84,7 @@ describe("buildWorkerJob", () => {
     expect(job.Type).toBe("batch");
     expect(job.ParameterizedJob).toEqual({
       Payload: "forbidden",
-      MetaRequired: [META.trajectory, META.expires, META.policyUrl],
+      MetaRequired: [META.trajectory, META.expires, META.policyUrl, META.coreToken],
       MetaOptional: [META.attempt],
     });
     expect(job.Meta).toMatchObject({ [META.run]: "run1", [META.task]: "demo", [META.kind]: "agent" });

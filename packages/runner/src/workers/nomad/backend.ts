@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import {
   type Allocation,
   agentVersion,
@@ -311,6 +311,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
       readonly agentAddress: string | undefined,
       readonly policyBaseUrl: string | undefined,
       running?: Allocation,
+      readonly agentToken?: string,
     ) {
       this.id = jobId ?? `nomad-cmd-${idPart(spec.trajectoryId)}-${randomUUID().slice(0, 8)}`;
       this.exited = running ? watchExit(running, this.watch.signal) : undefined;
@@ -473,6 +474,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
     const t0 = performance.now();
     const deadline = Date.now() + o.startTimeoutMs;
     const parent = parentJobFor(spec, policyBaseUrl);
+    const coreToken = randomBytes(32).toString("base64url");
     using linked = createDeadline({ signals: [signal, closing.signal] });
     const combined = linked.signal;
     await parents.acquire(parent, combined);
@@ -483,6 +485,8 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
         [META.expires]: String(expires),
         // per trajectory: carried by the dispatch, so the parent is one per (image, profile, resources)
         [META.policyUrl]: policyBaseUrl,
+        // per worker: the supervisor's gate admits only calls carrying it (docs/nomad.md, Isolation)
+        [META.coreToken]: coreToken,
       },
       idempotencyToken: `${idPart(spec.trajectoryId, 60)}:${randomUUID()}`,
       idPrefixTemplate: idPart(spec.trajectoryId, 40),
@@ -517,7 +521,16 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
       const address = addressOf(alloc, childId);
       await waitUntilAnswering(childId, alloc, address, deadline, combined);
       progress?.({ kind: "ready", jobId: childId, address, ms: Math.round(performance.now() - t0) });
-      const w = new NomadWorkerImpl(spec, parent.ID, childId, alloc.ID, address, policyBaseUrl, alloc);
+      const w = new NomadWorkerImpl(
+        spec,
+        parent.ID,
+        childId,
+        alloc.ID,
+        address,
+        policyBaseUrl,
+        alloc,
+        coreToken,
+      );
       workers.add(w);
       return w;
     } catch (err) {
