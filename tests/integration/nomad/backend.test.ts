@@ -122,7 +122,10 @@ describe("NomadBackend against the Nomad double", () => {
     });
     const env = (child.spec.TaskGroups as { Tasks: { Env: Record<string, string> }[] }[])[0]!.Tasks[0]!.Env;
     expect(env.FLAKEGYM_POLICY_BASE_URL).toBe(nomadVar("NOMAD_META_flakegym_policy_url"));
-    expect(Object.keys(env).filter((k) => /TOKEN|SECRET|KEY/.test(k))).toEqual([]);
+    // no secret in the spec: the core token is the dispatch's own (meta), referenced, never inlined
+    expect(Object.keys(env).filter((k) => /TOKEN|SECRET|KEY/.test(k))).toEqual(["FLAKEGYM_CORE_TOKEN"]);
+    expect(env.FLAKEGYM_CORE_TOKEN).toBe(nomadVar("NOMAD_META_flakegym_core_token"));
+    expect(child.Meta?.flakegym_core_token).toBe(w.agentToken);
 
     const kinds = events.map((e) => e.kind);
     for (const k of ["registered", "dispatched", "placed", "task-event", "ready"]) expect(kinds).toContain(k);
