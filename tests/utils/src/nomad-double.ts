@@ -1756,7 +1756,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       for (const id of [...blockedEvals]) {
         blockedEvals.delete(id);
         const b = evals.get(id);
-        if (!b || b.Status !== "blocked") continue;
+        if (b?.Status !== "blocked") continue;
         b.Status = "pending";
         b.ModifyIndex = commit("evals");
         later(placementDelayMs, () => void schedule(b).catch(() => {}));

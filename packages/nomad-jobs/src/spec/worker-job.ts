@@ -141,7 +141,7 @@ export const RawExecDriver = z
 export const RAW_EXEC_MISSING_ISOLATION = [
   "no user separation (every worker runs as the Nomad client's user)",
   "no filesystem view of its own (other trajectories' workspaces and tokens, the runner's run directories and the catalog's hidden tests are readable)",
-  "no network namespace (the core's gRPC listens on the node's address, drivable by anyone who reaches it, and egress is open)",
+  "no network namespace (the core listens on the node's loopback, reachable by every process there, and egress is open)",
   "no process isolation (/proc/<pid>/environ of the Nomad client and of other workers is readable)",
 ] as const;
 

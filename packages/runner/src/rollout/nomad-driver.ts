@@ -16,7 +16,7 @@ export function nomadRolloutDriver(
   if (driver === "raw_exec") {
     if (allowUnisolated !== "1") {
       throw new UsageError(
-        "FLAKEGYM_NOMAD_DRIVER=raw_exec isolates nothing: every worker runs as the Nomad client's user with the host's filesystem, network and process table (other trajectories' files and tokens, the catalog's hidden tests, the client's environment in /proc, and the core's unauthenticated gRPC on the node's address)",
+        "FLAKEGYM_NOMAD_DRIVER=raw_exec isolates nothing: every worker runs as the Nomad client's user with the host's filesystem, network and process table (other trajectories' files and tokens, the catalog's hidden tests, the client's environment in /proc, and the core's port on the node's loopback)",
         "for trusted workloads on a dev agent only, also set FLAKEGYM_NOMAD_ALLOW_UNISOLATED=1; for agents, use FLAKEGYM_NOMAD_DRIVER=docker (runtime runsc) or podman with --images nix",
       );
     }
