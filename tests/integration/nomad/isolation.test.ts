@@ -209,3 +209,50 @@ describe("namespace and placement", () => {
     expect(e.message).toContain("no client node in the job's datacenters and node pool is ready");
   });
 });
+
+describe("resources and lost nodes (the double enforces memory and replaces lost allocations like Nomad)", () => {
+  const node = JSON.stringify(process.execPath);
+
+  it("an agent worker above its memory is OOM-killed and exits with reason memory", async () => {
+    // limit 128 MB + the core's 416 MB = MemoryMB 544, the hard limit; this "core" grows past it
+    const hog = `exec ${node} -e "setTimeout(() => { globalThis.b = Buffer.alloc(700 * 1024 * 1024, 1) }, 300); setTimeout(() => {}, 30000)"`;
+    const { backend } = await setup(
+      {},
+      { driver: { driver: "raw_exec", command: "/bin/sh", args: ["-c", hog], allowUnisolated: true } },
+      async () => true,
+    );
+    const w = await backend.start(spec({ limits: { memoryMb: 128, pids: 512, wallClockMs: 600_000 } }));
+    try {
+      const exit = await w.exited!;
+      expect(exit.reason).toBe("memory");
+    } finally {
+      await w.stop();
+    }
+  });
+
+  it("a lost worker is not replaced (disconnect replace = false): no second worker runs the trajectory", async () => {
+    const { double, backend } = await setup(
+      {},
+      {
+        driver: {
+          driver: "raw_exec",
+          command: "/bin/sh",
+          args: ["-c", "exec sleep 60"],
+          allowUnisolated: true,
+        },
+      },
+      async () => true,
+    );
+    const w = await backend.start(spec());
+    try {
+      const mine = () => double.allocations().filter((a) => a.JobID.includes("/dispatch-"));
+      await double.loseAllocation(mine()[0]!.ID);
+      const exit = await w.exited!;
+      expect(exit.reason).toBe("crashed");
+      await new Promise((r) => setTimeout(r, 300));
+      expect(mine().map((a) => (a as { ClientStatus: string }).ClientStatus)).toEqual(["lost"]);
+    } finally {
+      await w.stop();
+    }
+  });
+});
