@@ -42,7 +42,9 @@ export const nomadRenderCommand = defineCommand({
   details:
     'Prints {"Job": ...} as `nomad job run -json` and POST /v1/jobs expect: the parameterized batch job of one\n' +
     "task's workers. Each worker is one dispatch of it, e.g.\n" +
-    `  nomad job dispatch -meta ${META.trajectory}=t1 -meta ${META.expires}=<unix-ms> <job-id>`,
+    `  nomad job dispatch -meta ${META.trajectory}=t1 -meta ${META.expires}=<unix-ms> \\\n` +
+    `    -meta ${META.policyUrl}=http://<gateway>/t/t1/v1 -meta ${META.coreToken}=<random> <job-id>\n` +
+    "(the runner sends the same token on every gRPC call; the worker's gate refuses calls without it)",
   options: z.object({
     task: z.string().min(1).describe("task id"),
     profile: z
