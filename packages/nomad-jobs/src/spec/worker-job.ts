@@ -41,7 +41,9 @@ export const DEFAULT_CONTAINER_GRPC_PORT = 26040;
  * (nix/worker-entrypoint.nix): without arguments it starts cline-host on FLAKEGYM_HOST_PORT and
  * cline-core serving gRPC on 0.0.0.0:FLAKEGYM_CORE_PORT, in FLAKEGYM_WORKSPACE, with
  * FLAKEGYM_CONFIG_DIR and HOME = FLAKEGYM_HOME. Nomad interpolates its variables in the values.
- * FLAKEGYM_POLICY_BASE_URL records the gateway URL the runner gives the core.
+ * FLAKEGYM_POLICY_BASE_URL records the gateway URL the runner gives the core. With
+ * FLAKEGYM_CORE_TOKEN set, the supervisor serves 0.0.0.0:FLAKEGYM_CORE_PORT as a token gate and the
+ * core listens on the task's loopback behind it.
  */
 export const WORKER_ENV = {
   corePort: "FLAKEGYM_CORE_PORT",
