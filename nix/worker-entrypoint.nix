@@ -6,8 +6,10 @@
 # With cline-vendor's supervisor (`supervisor`, nix/cline-supervisor.nix) the agent is the
 # supervisor's children, so containers and local sandboxes share one process manager; extra
 # supervisor flags (e.g. `--forward 127.0.0.1:<port>=unix:<gateway socket>`) come from
-# FLAKEGYM_SUPERVISOR_ARGS. Without it (a checkout predating the supervisor) this script manages
-# the two processes itself.
+# FLAKEGYM_SUPERVISOR_ARGS. The supervisor also reads FLAKEGYM_CORE_TOKEN (set by the Nomad
+# backend per dispatch): it then gates FLAKEGYM_CORE_PORT with that token and keeps the core on the
+# container's loopback (docs/nomad.md, Isolation). Without it (a checkout predating the supervisor)
+# this script manages the two processes itself, with no gate: use the supervisor on clusters.
 {
   pkgs,
   nodejs,

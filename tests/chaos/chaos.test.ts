@@ -499,6 +499,7 @@ describe("chaos", () => {
       const s = await createScenario(tmp.path, "nomad-lost", cache, {
         NOMAD_ADDR: double.url,
         FLAKEGYM_NOMAD_DRIVER: "raw_exec",
+        FLAKEGYM_NOMAD_ALLOW_UNISOLATED: "1",
       });
       try {
         const plan = await slowPlan(s.root, 4);

@@ -156,7 +156,10 @@ describe("rollout --backend nomad --images nix with FLAKEGYM_NOMAD_DRIVER=docker
           FLAKEGYM_WORKSPACE: "/workspace",
           FLAKEGYM_CONFIG_DIR: `${nomadVar("NOMAD_ALLOC_DIR")}/cline`,
           FLAKEGYM_HOME: `${nomadVar("NOMAD_TASK_DIR")}/home`,
-          FLAKEGYM_POLICY_BASE_URL: `http://${lanIp}:${port}/t/${TASK}-t0/v1`,
+          // the route is the dispatch's (meta flakegym_policy_url): one parent serves every trajectory
+          FLAKEGYM_POLICY_BASE_URL: nomadVar("NOMAD_META_flakegym_policy_url"),
+          // the supervisor gates the core's gRPC with the dispatch's own token
+          FLAKEGYM_CORE_TOKEN: nomadVar("NOMAD_META_flakegym_core_token"),
           FLAKEGYM_AGENT: "1",
         });
         // the work tree is the image's /workspace: nothing of this machine's fork is shipped

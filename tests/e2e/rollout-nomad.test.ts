@@ -32,7 +32,12 @@ afterAll(async () => {
 describe("flakegym rollout --backend nomad (Nomad double, raw_exec, real core)", () => {
   it("refuses --backend nomad without --gateway-advertise, and a loopback one, naming the flag", async () => {
     const base = ["rollout", "--task", TASK, "--backend", "nomad", "--out", join(tmp.path, "refused")];
-    const env = { ...process.env, NOMAD_ADDR: "http://127.0.0.1:1", FLAKEGYM_NOMAD_DRIVER: "raw_exec" };
+    const env = {
+      ...process.env,
+      NOMAD_ADDR: "http://127.0.0.1:1",
+      FLAKEGYM_NOMAD_DRIVER: "raw_exec",
+      FLAKEGYM_NOMAD_ALLOW_UNISOLATED: "1",
+    };
     const none = await runCli(base, { timeoutMs: 60_000, env });
     expect(none.exitCode).toBe(2);
     expect(none.stderr).toMatch(/--backend nomad needs --gateway-advertise <host:port>/);
@@ -68,7 +73,12 @@ describe("flakegym rollout --backend nomad (Nomad double, raw_exec, real core)",
           ],
           {
             timeoutMs: 400_000,
-            env: { ...process.env, NOMAD_ADDR: double.url, FLAKEGYM_NOMAD_DRIVER: "raw_exec" },
+            env: {
+              ...process.env,
+              NOMAD_ADDR: double.url,
+              FLAKEGYM_NOMAD_DRIVER: "raw_exec",
+              FLAKEGYM_NOMAD_ALLOW_UNISOLATED: "1",
+            },
           },
         );
         expect(r.exitCode, r.stderr).toBe(0);

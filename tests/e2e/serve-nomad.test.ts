@@ -39,7 +39,12 @@ afterAll(async () => {
 describe("flakegym serve --backend nomad (Nomad double, raw_exec, real core)", () => {
   it("refuses nomad without --gateway-advertise, a loopback one, and --max-groups above 1, naming the flag", async () => {
     const base = ["serve", "--port", "0", "--tokenizer", QWEN3, "--state-dir", join(tmp.path, "refused")];
-    const env = { ...process.env, NOMAD_ADDR: "http://127.0.0.1:1", FLAKEGYM_NOMAD_DRIVER: "raw_exec" };
+    const env = {
+      ...process.env,
+      NOMAD_ADDR: "http://127.0.0.1:1",
+      FLAKEGYM_NOMAD_DRIVER: "raw_exec",
+      FLAKEGYM_NOMAD_ALLOW_UNISOLATED: "1",
+    };
     const none = await runCli([...base, "--backend", "nomad"], { timeoutMs: 60_000, env });
     expect(none.exitCode).toBe(2);
     expect(none.stderr).toMatch(/--backend nomad needs --gateway-advertise <host:port>/);
@@ -86,7 +91,12 @@ describe("flakegym serve --backend nomad (Nomad double, raw_exec, real core)", (
           stdin: "ignore",
           timeout: 500_000,
           forceKillAfterDelay: 10_000,
-          env: { ...process.env, NOMAD_ADDR: double.url, FLAKEGYM_NOMAD_DRIVER: "raw_exec" },
+          env: {
+            ...process.env,
+            NOMAD_ADDR: double.url,
+            FLAKEGYM_NOMAD_DRIVER: "raw_exec",
+            FLAKEGYM_NOMAD_ALLOW_UNISOLATED: "1",
+          },
         },
       );
       try {

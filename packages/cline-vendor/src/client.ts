@@ -212,6 +212,11 @@ export interface ClineClientOptions {
   readonly defaultDeadlineMs?: number;
   /** Descriptor set to load; default: the pinned package's `proto/descriptor_set.pb`. */
   readonly descriptorSet?: string;
+  /**
+   * The worker's per-trajectory core token: sent as `authorization: Bearer <token>` on every call
+   * (the supervisor's gate in front of a remote core refuses calls without it).
+   */
+  readonly token?: string;
 }
 
 type Methods = Map<string, MethodDefinition<object, object>>;
@@ -279,6 +284,7 @@ export function createClineClient(options: ClineClientOptions): ClineClient {
       const deadline = new Date(Date.now() + (opts.deadlineMs ?? defaultDeadlineMs));
       const callOpts: grpc.CallOptions = { deadline };
       const metadata = new grpc.Metadata();
+      if (options.token) metadata.set("authorization", `Bearer ${options.token}`);
       if (opts.waitForReady) metadata.setOptions({ waitForReady: true });
       let onAbort: (() => void) | undefined;
       const call = client.makeUnaryRequest(
@@ -309,6 +315,7 @@ export function createClineClient(options: ClineClientOptions): ClineClient {
         const { signal } = opts;
         const metadata = new grpc.Metadata();
         metadata.set("request-id", randomUUID());
+        if (options.token) metadata.set("authorization", `Bearer ${options.token}`);
         const call = client.makeServerStreamRequest(
           m.path,
           m.requestSerialize,

@@ -36,8 +36,14 @@
 //   so cline-host, cline-core and every command the agent runs inherit it: the runner and its policy
 //   gateway, which serve many agents at once, go first when the machine is busy. (Raising a
 //   process's niceness needs no privilege; CPU-time limits count CPU seconds and are unaffected.)
+// - FLAKEGYM_CORE_TOKEN (environment): the core then listens on a free loopback port and the
+//   supervisor serves --core-address itself as an HTTP/2 gate that forwards only calls carrying
+//   `authorization: Bearer <token>` and answers every other one with gRPC UNAUTHENTICATED (16).
+//   The token is removed from the children's environment. This is how a remote runner (Nomad)
+//   keeps anyone else who can reach the published port from driving the core.
 
 import { spawn } from "node:child_process";
+import { timingSafeEqual } from "node:crypto";
 import {
   closeSync,
   mkdirSync,
@@ -50,6 +56,7 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
+import { createServer as createHttp2Server, connect as http2Connect } from "node:http2";
 import { createConnection, createServer } from "node:net";
 import { getPriority, setPriority } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -345,6 +352,78 @@ async function writeDiff(workspace, dir, sealed, seq) {
   }
 }
 
+/**
+ * The token gate in front of the core's gRPC (see FLAKEGYM_CORE_TOKEN above): one upstream HTTP/2
+ * session, each authorized stream forwarded with its headers, body and trailers.
+ */
+function startCoreGate(listen, upstream, token, servers) {
+  const expected = Buffer.from(`Bearer ${token}`);
+  let session;
+  const upstreamSession = () => {
+    if (!session || session.closed || session.destroyed) {
+      session = http2Connect(`http://${upstream}`);
+      session.on("error", () => {});
+    }
+    return session;
+  };
+  const server = createHttp2Server();
+  server.on("session", (s) => s.on("error", () => {}));
+  server.on("stream", (stream, headers) => {
+    stream.on("error", () => {});
+    const got = Buffer.from(String(headers.authorization ?? ""));
+    if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
+      stream.respond(
+        {
+          ":status": 200,
+          "content-type": "application/grpc",
+          "grpc-status": "16",
+          "grpc-message": "flakegym core gate: missing or wrong per-trajectory token",
+        },
+        { endStream: true },
+      );
+      return;
+    }
+    const fwd = {};
+    for (const [k, v] of Object.entries(headers)) if (k !== "authorization" && k !== ":authority") fwd[k] = v;
+    let up;
+    try {
+      up = upstreamSession().request(fwd);
+    } catch {
+      stream.close(2);
+      return;
+    }
+    let trailers = {};
+    up.on("error", () => stream.close(2));
+    up.on("trailers", (t) => {
+      trailers = t;
+    });
+    up.on("response", (rh) => {
+      const out = { ...rh };
+      if (rh["grpc-status"] !== undefined) {
+        // trailers-only answer (an error status): pass it through as is
+        stream.respond(out, { endStream: true });
+        return;
+      }
+      stream.respond(out, { waitForTrailers: true });
+      stream.on("wantTrailers", () => {
+        const t = {};
+        for (const [k, v] of Object.entries(trailers)) if (!k.startsWith(":")) t[k] = v;
+        stream.sendTrailers(t);
+      });
+      up.pipe(stream);
+    });
+    stream.pipe(up);
+    stream.on("close", () => {
+      if (!up.closed) up.close();
+    });
+  });
+  servers.push({ close: () => server.close() });
+  return new Promise((resolveListen, reject) => {
+    server.once("error", reject);
+    server.listen(listen.port, listen.host, () => resolveListen());
+  });
+}
+
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   // never below the niceness it was started with (lowering it would need privilege)
@@ -434,12 +513,32 @@ async function main() {
   // an explicit --host-port is not held while the core's port is picked: never hand out the same one
   if (pickCore && core.port === hostPort)
     core.port = (await freePorts([core.host, core.host])).find((p) => p !== hostPort);
-  const coreAddress = endpointText(core);
+  const gateToken = process.env.FLAKEGYM_CORE_TOKEN ?? "";
+  const gated = gateToken !== "" && core.kind === "tcp";
+  // behind the gate the core listens on loopback; the gate takes the requested address
+  const innerCore = gated
+    ? { kind: "tcp", host: "127.0.0.1", port: (await freePorts(["127.0.0.1"]))[0] }
+    : core;
+  const coreAddress = endpointText(innerCore);
+  // The gate opens once the core listens, so a readiness probe on the published address means
+  // what it meant without the gate.
+  const openGate = async () => {
+    try {
+      await startCoreGate(core, coreAddress, gateToken, servers);
+      return true;
+    } catch (err) {
+      process.stderr.write(`cline-supervisor: could not start the core gate: ${err.message}\n`);
+      await shutdown("gate failed", 1);
+      return false;
+    }
+  };
+  const childEnv = { ...process.env };
+  delete childEnv.FLAKEGYM_CORE_TOKEN;
 
   const startChild = (name, command, args, extraEnv, cwd) => {
     const child = spawn(command, args, {
       cwd,
-      env: { ...process.env, ...extraEnv },
+      env: { ...childEnv, ...extraEnv },
       stdio: ["ignore", "pipe", "pipe"],
     });
     child.stdout.on("data", (c) => writeLog(c));
@@ -485,7 +584,11 @@ async function main() {
     if (tail.includes("ProtoBus gRPC server listening")) {
       announced = true;
       tail = "";
-      emit({ event: "listening", coreAddress });
+      if (!gated) emit({ event: "listening", coreAddress });
+      else
+        void openGate().then((ok) => {
+          if (ok) emit({ event: "listening", coreAddress: endpointText(core) });
+        });
     }
   });
   emit({
@@ -494,7 +597,8 @@ async function main() {
     hostPid: host.pid,
     corePid: coreChild.pid,
     hostPort,
-    coreAddress,
+    coreAddress: gated ? endpointText(core) : coreAddress,
+    ...(gated ? { gated: true } : {}),
     log: opts.log,
   });
 }

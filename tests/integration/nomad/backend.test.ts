@@ -117,10 +117,15 @@ describe("NomadBackend against the Nomad double", () => {
       flakegym_run: "run-1",
       flakegym_task: "demo-task",
       flakegym_trajectory: "t-main",
+      // the trajectory's gateway route travels with the dispatch (the parent stays shared)
+      flakegym_policy_url: "http://10.9.8.7:8089/v1",
     });
     const env = (child.spec.TaskGroups as { Tasks: { Env: Record<string, string> }[] }[])[0]!.Tasks[0]!.Env;
-    expect(env.FLAKEGYM_POLICY_BASE_URL).toBe("http://10.9.8.7:8089/v1");
-    expect(Object.keys(env).filter((k) => /TOKEN|SECRET|KEY/.test(k))).toEqual([]);
+    expect(env.FLAKEGYM_POLICY_BASE_URL).toBe(nomadVar("NOMAD_META_flakegym_policy_url"));
+    // no secret in the spec: the core token is the dispatch's own (meta), referenced, never inlined
+    expect(Object.keys(env).filter((k) => /TOKEN|SECRET|KEY/.test(k))).toEqual(["FLAKEGYM_CORE_TOKEN"]);
+    expect(env.FLAKEGYM_CORE_TOKEN).toBe(nomadVar("NOMAD_META_flakegym_core_token"));
+    expect(child.Meta?.flakegym_core_token).toBe(w.agentToken);
 
     const kinds = events.map((e) => e.kind);
     for (const k of ["registered", "dispatched", "placed", "task-event", "ready"]) expect(kinds).toContain(k);

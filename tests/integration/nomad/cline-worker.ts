@@ -22,5 +22,5 @@ export function rawExecClineDriver() {
       ' --config "$FLAKEGYM_CONFIG_DIR" --core-address "$NOMAD_IP_grpc:$FLAKEGYM_CORE_PORT"' +
       ' --host-port "$FLAKEGYM_HOST_PORT"',
   ].join("\n");
-  return { driver: "raw_exec" as const, command: "/bin/sh", args: ["-c", script] };
+  return { driver: "raw_exec" as const, command: "/bin/sh", args: ["-c", script], allowUnisolated: true };
 }

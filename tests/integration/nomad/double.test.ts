@@ -268,4 +268,124 @@ describe("Nomad double fidelity", () => {
     expect((await good.status.leader()).data).toBe("127.0.0.1:4647");
     good.close();
   });
+
+  it("raw_exec tasks start with the client's environment minus env.denylist; container tasks without it", async () => {
+    const { double, client } = await setup({
+      clientEnv: { PATH: process.env.PATH, OPENAI_API_KEY: "sk-canary-1", VAULT_TOKEN: "hvs.denied" },
+    });
+    const script = 'echo "key=$OPENAI_API_KEY vault=$VAULT_TOKEN"';
+    await client.jobs.register(shJob("inherit", script));
+    const docker = shJob("image", script);
+    docker.TaskGroups[0]!.Tasks[0]!.Driver = "docker";
+    docker.TaskGroups[0]!.Tasks[0]!.Config = { image: "img", entrypoint: ["/bin/sh"], args: ["-c", script] };
+    await client.jobs.register(docker);
+    const done = (id: string) =>
+      double
+        .allocations()
+        .some((a) => a.JobID === id && (a as { ClientStatus: string }).ClientStatus === "complete");
+    await double.waitFor(() => done("inherit") && done("image"));
+    const out = async (id: string) => {
+      const [stub] = (await client.jobs.allocations(id)).data;
+      return (await client.logs.read(stub!.ID, { task: "t", type: "stdout" })).data;
+    };
+    // Nomad's default denylist keeps VAULT_TOKEN out, and nothing keeps a model API key out.
+    expect(await out("inherit")).toBe("key=sk-canary-1 vault=\n");
+    expect(await out("image")).toBe("key= vault=\n");
+    await client.jobs.deregister("inherit", { purge: true });
+    await client.jobs.deregister("image", { purge: true });
+  });
+
+  it("keeps only the last 10 events of a task", async () => {
+    const { double, client } = await setup();
+    await client.jobs.register(shJob("chatty", "sleep 30"));
+    await double.waitFor(() =>
+      double.allocations().some((a) => (a as { ClientStatus: string }).ClientStatus === "running"),
+    );
+    const [stub] = (await client.jobs.allocations("chatty")).data;
+    for (let i = 0; i < 12; i++) double.addTaskEvent(stub!.ID, "t", `Custom${i}`, `event ${i}`);
+    const events = (await client.allocations.info(stub!.ID)).data.TaskStates.t!.Events;
+    expect(events).toHaveLength(10);
+    expect(events.at(-1)!.Type).toBe("Custom11");
+    expect(events[0]!.Type).toBe("Custom2");
+    await client.jobs.deregister("chatty", { purge: true });
+  });
+
+  it("replaces a lost allocation (reschedule Attempts 0 or not) unless disconnect.replace is false", async () => {
+    const { double, client } = await setup();
+    const once = { ReschedulePolicy: { Attempts: 0, Unlimited: false } };
+    await client.jobs.register(shJob("replaced", "sleep 30", once));
+    await client.jobs.register(shJob("kept-lost", "sleep 30", { ...once, Disconnect: { Replace: false } }));
+    const of = (id: string) => double.allocations().filter((a) => a.JobID === id);
+    const running = (id: string) =>
+      of(id).filter((a) => (a as { ClientStatus: string }).ClientStatus === "running");
+    await double.waitFor(() => running("replaced").length === 1 && running("kept-lost").length === 1);
+    await double.loseAllocation(running("replaced")[0]!.ID);
+    await double.loseAllocation(running("kept-lost")[0]!.ID);
+    await double.waitFor(() => of("replaced").length === 2 && running("replaced").length === 1);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(of("kept-lost").map((a) => (a as { ClientStatus: string }).ClientStatus)).toEqual(["lost"]);
+    await client.jobs.deregister("replaced", { purge: true });
+    await client.jobs.deregister("kept-lost", { purge: true });
+  });
+
+  it("with no ready node nothing is evaluated; the blocked evaluation places once a node is ready", async () => {
+    const { double, client } = await setup({ nodeReady: false });
+    await client.jobs.register(shJob("waits", "true"));
+    let failed: Record<string, { NodesEvaluated?: number }> | undefined;
+    for (let i = 0; i < 50 && !failed; i++) {
+      const evals = (await client.jobs.evaluations("waits")).data;
+      failed = evals.find((e) => Object.keys(e.FailedTGAllocs ?? {}).length > 0)
+        ?.FailedTGAllocs as typeof failed;
+      if (!failed) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(failed?.g?.NodesEvaluated).toBe(0);
+    expect((await client.jobs.allocations("waits")).data).toEqual([]);
+    double.setNodeReady(true);
+    await double.waitFor(() =>
+      double
+        .allocations()
+        .some((a) => a.JobID === "waits" && (a as { ClientStatus: string }).ClientStatus === "complete"),
+    );
+    await client.jobs.deregister("waits", { purge: true });
+  });
+
+  it("OOM-kills a task above MemoryMB; MemoryMaxMB counts only with memory oversubscription", async () => {
+    const hog = `exec ${JSON.stringify(process.execPath)} -e "globalThis.b = Buffer.alloc(200 * 1024 * 1024, 1); setTimeout(() => {}, 1500)"`;
+    const withMemory = (id: string, r: { MemoryMB: number; MemoryMaxMB?: number }) => {
+      const j = shJob(id, hog);
+      j.TaskGroups[0]!.Tasks[0]!.Resources = r;
+      return j;
+    };
+    const final = async (c: NomadClient, d: NomadDouble, id: string) => {
+      await d.waitFor(() =>
+        d
+          .allocations()
+          .some(
+            (a) =>
+              a.JobID === id && ["complete", "failed"].includes((a as { ClientStatus: string }).ClientStatus),
+          ),
+      );
+      const [stub] = (await c.jobs.allocations(id)).data;
+      return (await c.allocations.info(stub!.ID)).data;
+    };
+    {
+      const { double, client } = await setup();
+      await client.jobs.register(withMemory("hog", { MemoryMB: 100, MemoryMaxMB: 1024 }));
+      const a = await final(client, double, "hog");
+      expect(a.ClientStatus).toBe("failed");
+      const term = a.TaskStates.t!.Events.find((e) => e.Type === "Terminated")!;
+      expect(term.Details.oom_killed).toBe("true");
+      expect(term.ExitCode).toBe(137);
+      await client.jobs.deregister("hog", { purge: true });
+      client.close();
+      await double.close();
+    }
+    {
+      const { double, client } = await setup({ memoryOversubscription: true });
+      await client.jobs.register(withMemory("hog2", { MemoryMB: 100, MemoryMaxMB: 1024 }));
+      const a = await final(client, double, "hog2");
+      expect(a.ClientStatus).toBe("complete");
+      await client.jobs.deregister("hog2", { purge: true });
+    }
+  });
 });

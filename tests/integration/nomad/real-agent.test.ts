@@ -98,7 +98,7 @@ describe.skipIf(!hasNomad || !lanIp)("NomadBackend against a real nomad agent -d
         driver: rawExecClineDriver(),
         gatewayAdvertise: `${lanIp}:${policy.port}`,
         startTimeoutMs: 120_000,
-        resources: { memoryMb: 512, memoryMaxMb: 0, cpuMhz: 500 },
+        resources: { cpuMhz: 500 },
       },
       { client: client(), onProgress: () => {} },
     );

@@ -44,7 +44,24 @@ describe.skipIf(!lanIp)("a Nomad worker running the real Cline core (Nomad doubl
         agent: true,
       });
       expect(w.policyBaseUrl).toBe(`http://${lanIp}:${policy.port}/v1`);
-      const grpc = createClineClient({ address: w.agentAddress! });
+      // The core listens behind the supervisor's gate: a caller without this worker's token (another
+      // trajectory, anyone reaching the node's port) is refused; the runner's client carries it.
+      expect(w.agentToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      const intruder = createClineClient({ address: w.agentAddress! });
+      const forger = createClineClient({ address: w.agentAddress!, token: "not-the-token" });
+      try {
+        for (const c of [intruder, forger]) {
+          const e = await c.state.getLatestState({ deadlineMs: 5_000 }).then(
+            () => undefined,
+            (err: unknown) => err as { code?: number; grpcCode?: number; message: string },
+          );
+          expect(e?.message).toMatch(/UNAUTHENTICATED|per-trajectory token|16/);
+        }
+      } finally {
+        intruder.close();
+        forger.close();
+      }
+      const grpc = createClineClient({ address: w.agentAddress!, token: w.agentToken! });
       try {
         const run = await runClineTask({
           client: grpc,

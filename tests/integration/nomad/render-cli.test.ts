@@ -38,7 +38,12 @@ describe("flakegym nomad render (real process)", () => {
     try {
       await client.jobs.register(body.Job as never);
       const d = await client.jobs.dispatch(body.Job.ID, {
-        meta: { flakegym_trajectory: "t1", flakegym_expires: String(Date.now() + 60_000) },
+        meta: {
+          flakegym_trajectory: "t1",
+          flakegym_expires: String(Date.now() + 60_000),
+          flakegym_policy_url: "http://10.0.0.5:8089/t/t1/v1",
+          flakegym_core_token: "t1-token",
+        },
       });
       await double.waitFor(() =>
         double.allocations().some((a) => (a as { ClientStatus: string }).ClientStatus === "running"),

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { closeSync, openSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer as createHttp2Server, type Http2Server } from "node:http2";
 import type { Socket } from "node:net";
 import { join } from "node:path";
@@ -55,6 +55,8 @@ export interface TaskHandle {
   kill(signal: NodeJS.Signals, graceMs: number): Promise<void>;
   /** Sends `signal` to the task's main process (the alloc signal API); false when it cannot. */
   signal?(signal: NodeJS.Signals): boolean;
+  /** Resident memory of the task's processes (its main process and descendants), MB. */
+  rssMb?(): number;
   readonly alive: () => boolean;
 }
 
@@ -173,6 +175,7 @@ function startProcess(
   });
   return {
     alive: () => alive,
+    rssMb: () => (alive && child.pid !== undefined ? treeRssMb(child.pid) : 0),
     signal(signal) {
       if (!alive || child.pid === undefined) return false;
       try {
@@ -198,6 +201,28 @@ function startProcess(
       send("SIGKILL"); // stragglers of the group
     },
   };
+}
+
+/** VmRSS of `pid` and its descendants (through /proc/<pid>/task/<tid>/children), MB. */
+export function treeRssMb(pid: number): number {
+  let kb = 0;
+  const seen = new Set<number>();
+  const walk = (p: number) => {
+    if (seen.has(p)) return;
+    seen.add(p);
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, "utf8"));
+      if (m) kb += Number(m[1]);
+      for (const tid of readdirSync(`/proc/${p}/task`)) {
+        const kids = readFileSync(`/proc/${p}/task/${tid}/children`, "utf8").trim();
+        for (const k of kids ? kids.split(/\s+/) : []) walk(Number(k));
+      }
+    } catch {
+      // gone meanwhile
+    }
+  };
+  walk(pid);
+  return kb / 1024;
 }
 
 /**

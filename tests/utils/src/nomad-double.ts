@@ -60,7 +60,44 @@ export interface NomadDoubleOptions {
   readonly heartbeatMs?: number;
   /** Decides how a task runs; return undefined for the default. */
   readonly runTask?: (task: DoubleTaskInfo) => TaskBehavior | undefined;
+  /**
+   * The Nomad client's own environment. Like Nomad, tasks of drivers without image isolation
+   * (raw_exec, exec, nix) start with it, minus `envDenylist`. Default: this process's environment.
+   */
+  readonly clientEnv?: Readonly<Record<string, string | undefined>>;
+  /** The client's `env.denylist`. Default: Nomad's (`DEFAULT_ENV_DENYLIST`). */
+  readonly envDenylist?: readonly string[];
+  /** Whether the client node is ready. A node that is not is never evaluated (see `setNodeReady`). */
+  readonly nodeReady?: boolean;
+  /**
+   * The scheduler's memory oversubscription. Off (Nomad's default): a task is OOM-killed above
+   * MemoryMB and MemoryMaxMB is ignored; on: above MemoryMaxMB when set. Default false.
+   */
+  readonly memoryOversubscription?: boolean;
+  /** How often task memory is sampled for the limit. Default 100 ms. */
+  readonly memoryPollMs?: number;
 }
+
+/**
+ * Nomad's default client `env.denylist` (command/agent/host/host.go `DefaultEnvDenyList`): the only
+ * names kept out of a non-image task's inherited environment. Model API keys are not among them.
+ */
+export const DEFAULT_ENV_DENYLIST = [
+  "CONSUL_TOKEN",
+  "CONSUL_HTTP_TOKEN",
+  "VAULT_TOKEN",
+  "NOMAD_LICENSE",
+  "AWS_ACCESS_KEY_ID",
+  "AWS_SECRET_ACCESS_KEY",
+  "AWS_SESSION_TOKEN",
+  "GOOGLE_APPLICATION_CREDENTIALS",
+] as const;
+
+/** Nomad keeps the last 10 events per task (client/allocrunner/taskrunner/task_runner.go `appendTaskEvent`). */
+export const TASK_EVENT_CAPACITY = 10;
+
+/** Drivers whose tasks get the client's environment (their FS isolation is not "image"). */
+const HOST_ENV_DRIVERS = new Set(["raw_exec", "exec", "nix"]);
 
 /** What `runTask` sees about a task about to start. */
 export interface DoubleTaskInfo {
@@ -242,6 +279,14 @@ export interface NomadDouble {
   /** Marks an allocation lost (its node went down) and kills its tasks. */
   loseAllocation(allocId: string): Promise<void>;
   setPlacementDelay(ms: number): void;
+  /**
+   * Takes the client node out of (false) or back into (true) scheduling. While it is not ready no
+   * node is evaluated: placements fail with `NodesEvaluated: 0` and a blocked evaluation, which
+   * places once the node is ready again (Nomad's blocked evals, nomad/blocked_evals.go).
+   */
+  setNodeReady(ready: boolean): void;
+  /** Appends a task event (as a driver, template or restart would), subject to the 10-event cap. */
+  addTaskEvent(allocId: string, task: string, type: string, displayMessage?: string): void;
   /** Resolves once `check()` holds, re-checking on every state change (bounded). */
   waitFor(check: () => boolean, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -258,6 +303,14 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
   const nodeName = "nomad-double-client";
   const heartbeatMs = options.heartbeatMs ?? 100;
   let placementDelayMs = options.placementDelayMs ?? 10;
+  let nodeReady = options.nodeReady ?? true;
+  const blockedEvals = new Set<string>();
+  const denylist = new Set(options.envDenylist ?? DEFAULT_ENV_DENYLIST);
+  const hostEnv = Object.fromEntries(
+    Object.entries(options.clientEnv ?? process.env).filter(
+      (kv): kv is [string, string] => kv[1] !== undefined && !denylist.has(kv[0]),
+    ),
+  );
   const startDelayMs = options.startDelayMs ?? 10;
   const root = mkdtempSync(join(tmpdir(), "nomad-double-"));
 
@@ -549,6 +602,23 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const failed: Record<string, Json> = {};
     const toPlace: Array<{ group: Json; idx: number }> = [];
     for (const g of j.spec.TaskGroups as Json[]) {
+      if (!nodeReady) {
+        // No ready node in the datacenter/pool: nothing is evaluated (the scheduler's metrics).
+        failed[g.Name as string] = {
+          NodesEvaluated: 0,
+          NodesFiltered: 0,
+          NodesInPool: 1,
+          NodesAvailable: { [datacenter]: 0 },
+          ClassFiltered: null,
+          ConstraintFiltered: null,
+          NodesExhausted: 0,
+          ClassExhausted: null,
+          DimensionExhausted: null,
+          QuotaExhausted: null,
+          CoalescedFailures: 0,
+        };
+        continue;
+      }
       const missing = [
         ...new Set((g.Tasks as Json[]).map((t) => t.Driver as string).filter((d) => !drivers.has(d))),
       ];
@@ -590,6 +660,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
         CreateTime: nowNs(),
       };
       evals.set(blocked.ID, blocked);
+      if (!nodeReady) blockedEvals.add(blocked.ID);
       e.FailedTGAllocs = failed;
       e.BlockedEval = blocked.ID;
     }
@@ -606,6 +677,11 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       },
     ]);
     touchJob(j);
+  }
+
+  function appendEvent(st: { Events: TaskEvent[] }, e: TaskEvent): void {
+    st.Events.push(e);
+    if (st.Events.length > TASK_EVENT_CAPACITY) st.Events.splice(0, st.Events.length - TASK_EVENT_CAPACITY);
   }
 
   function taskEvent(type: string, extra: Json = {}): TaskEvent {
@@ -772,7 +848,13 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     };
     const r = (t.Resources as Json | undefined) ?? {};
     const env: Record<string, string> = {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      // raw_exec/exec/nix: the client's environment minus env.denylist
+      // (client/allocrunner/taskrunner/task_dir_hook.go → taskenv.Builder.SetHostEnvvars)
+      ...(HOST_ENV_DRIVERS.has(t.Driver as string) ? hostEnv : {}),
+      PATH:
+        (HOST_ENV_DRIVERS.has(t.Driver as string) ? hostEnv.PATH : undefined) ??
+        process.env.PATH ??
+        "/usr/bin:/bin",
       NOMAD_ALLOC_DIR: join(a.dir, "alloc"),
       NOMAD_TASK_DIR: taskDir,
       NOMAD_SECRETS_DIR: join(a.dir, t.Name as string, "secrets"),
@@ -814,7 +896,8 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const taskDir = join(a.dir, name, "local");
     mkdirSync(taskDir, { recursive: true });
     mkdirSync(join(a.dir, name, "secrets"), { recursive: true });
-    st.Events.push(
+    appendEvent(
+      st,
       taskEvent("Task Setup", {
         Message: "Building Task Directory",
         DisplayMessage: "Building Task Directory",
@@ -853,33 +936,50 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       else behavior = { kind: "listen" };
     }
     const ctx: TaskRunContext = { ...info, taskDir, logDir: join(a.dir, "alloc", "logs") };
+    // The memory limit the kernel enforces (a cgroup's memory.max): MemoryMB, or MemoryMaxMB with
+    // oversubscription on (Nomad: drivers/shared/executor, the task's cgroup limits; the scheduler
+    // config's MemoryOversubscriptionEnabled).
+    const res = (t.Resources as Json | undefined) ?? {};
+    const hardMb =
+      options.memoryOversubscription && ((res.MemoryMaxMB as number | undefined) ?? 0) > 0
+        ? (res.MemoryMaxMB as number)
+        : ((res.MemoryMB as number | undefined) ?? 300);
+    let oomKilled = false;
+    let memoryWatch: NodeJS.Timeout | undefined;
     const handle = startTask(ctx, behavior, {
       started() {
         if (st.State !== "pending") return;
         st.State = "running";
         st.StartedAt = new Date().toISOString();
-        st.Events.push(taskEvent("Started", { DisplayMessage: "Task started by client" }));
+        appendEvent(st, taskEvent("Started", { DisplayMessage: "Task started by client" }));
         recomputeClientStatus(a);
         publishAlloc(a);
       },
       exited(exitCode, signal) {
+        if (memoryWatch) clearInterval(memoryWatch);
         if (st.State === "dead") return;
         const killed = a.DesiredStatus !== "run" || a.ClientStatus === "lost" || a.stopReason !== undefined;
-        st.Events.push(
+        appendEvent(
+          st,
           taskEvent("Terminated", {
             ExitCode: exitCode,
             Signal: signal,
-            Details: { exit_code: String(exitCode), signal: String(signal), oom_killed: "false" },
-            DisplayMessage: `Exit Code: ${exitCode}${signal ? `, Signal: ${signal}` : ""}`,
+            Details: {
+              exit_code: String(exitCode),
+              signal: String(signal),
+              oom_killed: oomKilled ? "true" : "false",
+            },
+            DisplayMessage: `Exit Code: ${exitCode}${signal ? `, Signal: ${signal}` : ""}${oomKilled ? ', Exit Message: "OOM Killed"' : ""}`,
           }),
         );
         if (killed) {
-          st.Events.push(taskEvent("Killed", { DisplayMessage: "Task successfully killed" }));
+          appendEvent(st, taskEvent("Killed", { DisplayMessage: "Task successfully killed" }));
           st.Failed = false;
         } else if (exitCode !== 0) {
           const rp = (t.RestartPolicy as Json | undefined) ?? (g.RestartPolicy as Json | undefined) ?? {};
           const attempts = (rp.Attempts as number | undefined) ?? 3;
-          st.Events.push(
+          appendEvent(
+            st,
             taskEvent("Not Restarting", {
               FailsTask: true,
               Details: {
@@ -900,7 +1000,8 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
         publishAlloc(a);
       },
       driverFailure(message) {
-        st.Events.push(
+        appendEvent(
+          st,
           taskEvent("Driver Failure", {
             DriverError: message,
             FailsTask: true,
@@ -908,7 +1009,8 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
             Details: { driver_error: message, fails_task: "true" },
           }),
         );
-        st.Events.push(
+        appendEvent(
+          st,
           taskEvent("Not Restarting", { FailsTask: true, DisplayMessage: "Error was unrecoverable" }),
         );
         st.State = "dead";
@@ -920,12 +1022,23 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       },
     });
     a.handles.set(name, handle);
+    if (handle.rssMb) {
+      memoryWatch = setInterval(() => {
+        if (closed || st.State === "dead") return clearInterval(memoryWatch);
+        if (handle.alive() && handle.rssMb!() > hardMb) {
+          clearInterval(memoryWatch);
+          oomKilled = true;
+          void handle.kill("SIGKILL", 0);
+        }
+      }, options.memoryPollMs ?? 100);
+      memoryWatch.unref();
+    }
   }
 
   async function killAlloc(a: AllocRec, why: string) {
     for (const st of Object.values(a.TaskStates)) {
       if (st.State === "dead") continue;
-      st.Events.push(taskEvent("Killing", { DisplayMessage: why, KillReason: why }));
+      appendEvent(st, taskEvent("Killing", { DisplayMessage: why, KillReason: why }));
       if (st.State === "pending") {
         st.State = "dead";
         st.FinishedAt = new Date().toISOString();
@@ -1626,9 +1739,35 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       await Promise.all([...a.handles.values()].map((h) => h.kill("SIGKILL", 0)));
       a.ClientStatus = "lost";
       publishAlloc(a);
+      // Nomad places a replacement for a lost allocation whatever the reschedule policy says,
+      // unless the group's disconnect block has replace = false (nomad/structs/structs.go
+      // TaskGroup.Replace; scheduler/reconciler). The replacement runs the same job again.
+      const j = jobs.get(key(a.Namespace, a.JobID));
+      const g = (j?.spec.TaskGroups as Json[] | undefined)?.find((x) => x.Name === a.TaskGroup);
+      const replace = (g?.Disconnect as Json | undefined)?.Replace !== false;
+      if (j && !j.Stop && replace) createEval(j, "node-update");
     },
     setPlacementDelay(ms) {
       placementDelayMs = ms;
+    },
+    setNodeReady(ready) {
+      nodeReady = ready;
+      if (!ready) return;
+      for (const id of [...blockedEvals]) {
+        blockedEvals.delete(id);
+        const b = evals.get(id);
+        if (b?.Status !== "blocked") continue;
+        b.Status = "pending";
+        b.ModifyIndex = commit("evals");
+        later(placementDelayMs, () => void schedule(b).catch(() => {}));
+      }
+    },
+    addTaskEvent(allocId, task, type, displayMessage = "") {
+      const a = allocs.get(allocId);
+      const st = a?.TaskStates[task];
+      if (!a || !st) throw new Error(`no task ${task} in allocation ${allocId}`);
+      appendEvent(st, taskEvent(type, { DisplayMessage: displayMessage }));
+      publishAlloc(a);
     },
     async waitFor(check, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;

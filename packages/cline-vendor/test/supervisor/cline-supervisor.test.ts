@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { connect as http2Connect } from "node:http2";
 import { createConnection, createServer, type Server } from "node:net";
 import { getPriority } from "node:os";
 import { join } from "node:path";
@@ -172,6 +173,61 @@ describe("cline-supervisor", () => {
         (await readFile(join(tmp.path, "config", "core.log"), "utf8")).includes("fake host listening"),
       ),
     ).toBe(true);
+    s.child.kill("SIGTERM");
+    expect(await s.exit).toBe(0);
+  });
+
+  it("FLAKEGYM_CORE_TOKEN: the core moves behind a gate that forwards only calls with the token", async () => {
+    const port = await freePort();
+    const s = start(["--core-js", fixture("h2-core.mjs"), "--core-address", `127.0.0.1:${port}`], {
+      FLAKEGYM_CORE_TOKEN: "tok-123",
+    });
+    const started = await s.next("started");
+    const listening = await s.next("listening");
+    expect(started["coreAddress"]).toBe(`127.0.0.1:${port}`);
+    expect(listening["coreAddress"]).toBe(`127.0.0.1:${port}`);
+    const session = http2Connect(`http://127.0.0.1:${port}`);
+    session.on("error", () => {});
+    const call = (auth?: string) =>
+      new Promise<{ headers: Record<string, unknown>; body: string; trailers: Record<string, unknown> }>(
+        (resolve, reject) => {
+          const req = session.request({
+            ":method": "POST",
+            ":path": "/cline.StateService/getLatestState",
+            "content-type": "application/grpc",
+            te: "trailers",
+            ...(auth ? { authorization: auth } : {}),
+          });
+          let headers: Record<string, unknown> = {};
+          let trailers: Record<string, unknown> = {};
+          const chunks: Buffer[] = [];
+          req.on("response", (h) => {
+            headers = h;
+          });
+          req.on("trailers", (t) => {
+            trailers = t;
+          });
+          req.on("data", (c: Buffer) => chunks.push(c));
+          req.on("end", () => resolve({ headers, body: Buffer.concat(chunks).toString(), trailers }));
+          req.on("error", reject);
+          req.end("hello");
+        },
+      );
+    try {
+      for (const auth of [undefined, "Bearer wrong", "Bearer tok-1234", "tok-123"]) {
+        const r = await call(auth);
+        expect(r.headers["grpc-status"]).toBe("16");
+        expect(r.body).toBe("");
+      }
+      const ok = await call("Bearer tok-123");
+      expect(ok.body).toBe("hello");
+      expect(ok.trailers["grpc-status"]).toBe("0");
+      // neither the token nor the caller's header reaches the core or the agent below it
+      expect(ok.headers["x-core-saw-token"]).toBe("no");
+      expect(ok.headers["x-core-saw-authorization"]).toBe("no");
+    } finally {
+      session.close();
+    }
     s.child.kill("SIGTERM");
     expect(await s.exit).toBe(0);
   });

@@ -141,6 +141,7 @@ export function buildExecJob(input: ExecJobInput): Job {
         RestartPolicy: { Attempts: 0, Mode: "fail" },
         ReschedulePolicy: { Attempts: 0, Unlimited: false },
         EphemeralDisk: { SizeMB: o.resources.diskMb },
+        Disconnect: { Replace: false },
         ...(o.maxRunMs ? { MaxRunDuration: milliseconds(o.maxRunMs) } : {}),
         Tasks: [task],
       },

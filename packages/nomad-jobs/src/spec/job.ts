@@ -135,6 +135,29 @@ export const Task = z
   .strict();
 export type Task = z.infer<typeof Task>;
 
+export const DisconnectStrategy = z
+  .object({
+    LostAfter: ns
+      .optional()
+      .describe("how long a disconnected client's allocations stay unknown before lost (ns)"),
+    Replace: z
+      .boolean()
+      .optional()
+      .describe(
+        "place a replacement when an allocation is lost or unknown (Nomad's default: true, even with reschedule Attempts 0)",
+      ),
+    Reconcile: z
+      .enum(["best_score", "keep_original", "keep_replacement", "longest_running"])
+      .optional()
+      .describe("which allocation survives when a disconnected client comes back"),
+    StopOnClientAfter: ns
+      .optional()
+      .describe("a disconnected client stops its allocations after this long (ns)"),
+  })
+  .strict()
+  .describe("the group's disconnect block (Nomad ≥ 1.8)");
+export type DisconnectStrategy = z.infer<typeof DisconnectStrategy>;
+
 export const TaskGroup = z
   .object({
     Name: z.string().min(1),
@@ -144,6 +167,7 @@ export const TaskGroup = z
     RestartPolicy: RestartPolicy.optional(),
     ReschedulePolicy: ReschedulePolicy.optional(),
     EphemeralDisk: EphemeralDisk.optional(),
+    Disconnect: DisconnectStrategy.optional(),
     MaxRunDuration: ns
       .optional()
       .describe("batch jobs: stop the allocation after this long (ns); Nomad ≥ 2.0.2"),

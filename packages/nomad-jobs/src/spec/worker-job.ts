@@ -18,6 +18,10 @@ export const META = {
   profile: "flakegym_profile",
   image: "flakegym_image",
   kind: "flakegym_kind",
+  /** The worker's own gateway route (per trajectory): a dispatch meta, so parents stay shared. */
+  policyUrl: "flakegym_policy_url",
+  /** The worker's core token (per dispatch): the supervisor's gate admits only calls carrying it. */
+  coreToken: "flakegym_core_token",
   /** Unix ms after which nobody can still be using the job: the orphan sweep may purge it. */
   expires: "flakegym_expires",
 } as const;
@@ -37,7 +41,9 @@ export const DEFAULT_CONTAINER_GRPC_PORT = 26040;
  * (nix/worker-entrypoint.nix): without arguments it starts cline-host on FLAKEGYM_HOST_PORT and
  * cline-core serving gRPC on 0.0.0.0:FLAKEGYM_CORE_PORT, in FLAKEGYM_WORKSPACE, with
  * FLAKEGYM_CONFIG_DIR and HOME = FLAKEGYM_HOME. Nomad interpolates its variables in the values.
- * FLAKEGYM_POLICY_BASE_URL records the gateway URL the runner gives the core.
+ * FLAKEGYM_POLICY_BASE_URL records the gateway URL the runner gives the core. With
+ * FLAKEGYM_CORE_TOKEN set, the supervisor serves 0.0.0.0:FLAKEGYM_CORE_PORT as a token gate and the
+ * core listens on the task's loopback behind it.
  */
 export const WORKER_ENV = {
   corePort: "FLAKEGYM_CORE_PORT",
@@ -48,6 +54,7 @@ export const WORKER_ENV = {
   snapshotDir: "FLAKEGYM_SNAPSHOT_DIR",
   policyBaseUrl: "FLAKEGYM_POLICY_BASE_URL",
   agent: "FLAKEGYM_AGENT",
+  coreToken: "FLAKEGYM_CORE_TOKEN",
 } as const;
 
 /** Where a snapshot image keeps its work tree (the agent edits it in the container's own layer). */
@@ -119,9 +126,26 @@ export const RawExecDriver = z
     driver: z.literal("raw_exec"),
     command: z.string().min(1).describe("absolute path of the program on the client"),
     args: z.array(z.string()).default([]),
+    allowUnisolated: z
+      .boolean()
+      .default(false)
+      .describe(
+        "accept that raw_exec isolates nothing (see RAW_EXEC_MISSING_ISOLATION): trusted workloads on a dev agent only; refused otherwise",
+      ),
   })
   .strict()
   .describe("no isolation at all: only for a dev agent and the real-agent test suite");
+
+/**
+ * What raw_exec does not isolate (Nomad's raw_exec runs the task as the client's user, with the
+ * host's filesystem, network and process table): why a hostile workload is refused on it.
+ */
+export const RAW_EXEC_MISSING_ISOLATION = [
+  "no user separation (every worker runs as the Nomad client's user)",
+  "no filesystem view of its own (other trajectories' workspaces and tokens, the runner's run directories and the catalog's hidden tests are readable)",
+  "no network namespace (the core listens on the node's loopback, reachable by every process there, and egress is open)",
+  "no process isolation (/proc/<pid>/environ of the Nomad client and of other workers is readable)",
+] as const;
 
 export const WorkerDriver = z.discriminatedUnion("driver", [
   DockerDriver,
@@ -132,6 +156,16 @@ export const WorkerDriver = z.discriminatedUnion("driver", [
 export type WorkerDriver = z.infer<typeof WorkerDriver>;
 export type WorkerDriverInput = z.input<typeof WorkerDriver>;
 
+/**
+ * Memory of one Cline core and its host bridge, measured (FACTS §6, docs/cline.md): core RSS
+ * ≈ 320 MB idle, ≈ 370–390 MB after tasks; cline-host ≈ 16 MB.
+ */
+export const CLINE_CORE_MEMORY_MB = 416;
+/** The least room an agent worker must have above the core for the agent's own commands. */
+export const MIN_AGENT_HEADROOM_MB = 128;
+/** Default reservation: the core plus 1 GiB for the agent's builds and tests. */
+export const DEFAULT_WORKER_MEMORY_MB = CLINE_CORE_MEMORY_MB + 1024;
+
 export const WorkerResources = z
   .object({
     cpuMhz: z.number().int().positive().default(1000).describe("CPU reservation (MHz)"),
@@ -139,14 +173,18 @@ export const WorkerResources = z
       .number()
       .int()
       .positive()
-      .default(512)
-      .describe("memory reserved for scheduling; the hard limit unless oversubscription is on (MB)"),
+      .default(DEFAULT_WORKER_MEMORY_MB)
+      .describe(
+        "Nomad's MemoryMB: reserved for scheduling AND the hard limit (OOM kill) unless the cluster has memory oversubscription enabled (MB)",
+      ),
     memoryMaxMb: z
       .number()
       .int()
       .nonnegative()
-      .default(2048)
-      .describe("hard memory limit with memory oversubscription enabled (MB; 0 = none)"),
+      .default(0)
+      .describe(
+        "Nomad's MemoryMaxMB: the hard limit only with memory oversubscription enabled (ignored, with a warning, without it); 0 = none (MB)",
+      ),
     diskMb: z.number().int().positive().default(4096).describe("ephemeral disk for the workspace (MB)"),
   })
   .strict();
@@ -247,6 +285,52 @@ export const WORKSPACE_PREP = [
 ].join("\n");
 
 /**
+ * Non-image drivers (raw_exec, exec, nix) start a task with the Nomad client's own environment
+ * minus a short denylist of Nomad's, Consul's, Vault's and cloud tokens: model API keys, the
+ * operator's credentials and anything else the client was started with pass (Nomad:
+ * client/allocrunner/taskrunner/task_dir_hook.go `setEnvvars` calls `SetHostEnvvars` unless the
+ * driver's FS isolation is "image"; client/taskenv/env.go `SetHostEnvvars`;
+ * command/agent/host/host.go `DefaultEnvDenyList`). This step clears it: the worker runs under
+ * `env -i` with the task's PATH (a search path, no secret) and the allowlisted names only.
+ * Written without `${...}` so Nomad's interpolation of args leaves it alone.
+ */
+export const CLEAR_ENV = 'exec env -i PATH="$PATH" "$@"';
+
+/** Nomad runtime variables a worker's processes keep (every other NOMAD_* is dropped too). */
+export function nomadRuntimeAllowlist(portLabels: readonly string[]): Record<string, string> {
+  const names = [
+    "NOMAD_ALLOC_DIR",
+    "NOMAD_TASK_DIR",
+    "NOMAD_ALLOC_ID",
+    "NOMAD_JOB_ID",
+    `NOMAD_META_${META.trajectory}`,
+    ...portLabels.flatMap((l) => [`NOMAD_IP_${l}`, `NOMAD_PORT_${l}`, `NOMAD_ADDR_${l}`]),
+  ];
+  return Object.fromEntries(names.map((n) => [n, nomadVar(n)]));
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * The complete environment of a worker's processes on a non-image driver: the allowlist, nothing
+ * inherited. Pure; `envArgv` turns it into the `sh -c CLEAR_ENV` prefix.
+ */
+export function workerEnvironment(
+  env: Readonly<Record<string, string>>,
+  portLabels: readonly string[],
+): Record<string, string> {
+  for (const k of Object.keys(env)) {
+    if (!ENV_NAME.test(k)) throw new TypeError(`worker env: '${k}' is not an environment variable name`);
+  }
+  return { LANG: "C.UTF-8", ...nomadRuntimeAllowlist(portLabels), ...env };
+}
+
+/** `sh -c CLEAR_ENV flakegym-env K=V ... <argv>`: runs argv with exactly `env` (and PATH). */
+export function envArgv(env: Readonly<Record<string, string>>, argv: readonly string[]): string[] {
+  return ["-c", CLEAR_ENV, "flakegym-env", ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv];
+}
+
+/**
  * Entrypoint and arguments of a container task. An override (the exec shell) replaces the image's
  * entrypoint (`flakegym-worker`).
  */
@@ -260,14 +344,20 @@ function containerArgv(
 
 /**
  * The driver's own `Config` block (lowercase keys), with the sandbox settings it supports.
- * `settings` are passed as `env K=V` arguments to nix tasks, whose driver hands a task only the
- * NOMAD_* variables. `run` replaces what the task runs (the exec job's shell).
+ * On non-image drivers (raw_exec, nix) the task runs under `env -i` with `settings` and the Nomad
+ * runtime variables of `portLabels` only (see CLEAR_ENV); containers get `settings` as the task's
+ * Env and nothing of the client's. `run` replaces what the task runs (the exec job's shell).
  */
 export function driverConfig(
   d: WorkerDriver,
   sandbox: WorkerSandbox,
-  o: { settings: Readonly<Record<string, string>>; run?: { command: string; args: readonly string[] } },
+  o: {
+    settings: Readonly<Record<string, string>>;
+    portLabels?: readonly string[];
+    run?: { command: string; args: readonly string[] };
+  },
 ): Record<string, unknown> {
+  const allowed = workerEnvironment(o.settings, o.portLabels ?? []);
   const tmpfsBytes = sandbox.tmpfsMb * 1024 * 1024;
   const prep = (command: string, args: readonly string[]) => [
     "-c",
@@ -306,17 +396,16 @@ export function driverConfig(
       const inner = o.run ? ["sh", ...o.run.args] : ["sh", ...prep(c.command, c.args)];
       return {
         packages: [c.flake, ...c.extraPackages],
-        command: "env",
-        args: [...Object.entries(o.settings).map(([k, v]) => `${k}=${v}`), ...inner],
+        command: "sh",
+        args: envArgv(allowed, inner),
         pid_mode: "private",
         ipc_mode: "private",
       };
     })
-    .with({ driver: "raw_exec" }, (c) =>
-      o.run
-        ? { command: o.run.command, args: [...o.run.args] }
-        : { command: "/bin/sh", args: prep(c.command, c.args) },
-    )
+    .with({ driver: "raw_exec" }, (c) => {
+      const inner = o.run ? [o.run.command, ...o.run.args] : ["/bin/sh", ...prep(c.command, c.args)];
+      return { command: "/bin/sh", args: envArgv(allowed, inner) };
+    })
     .exhaustive();
 }
 
@@ -343,9 +432,41 @@ export function workerSettings(o: {
     [WORKER_ENV.configDir]: `${nomadVar("NOMAD_ALLOC_DIR")}/cline`,
     [WORKER_ENV.home]: `${nomadVar("NOMAD_TASK_DIR")}/home`,
     ...(o.snapshotDir ? { [WORKER_ENV.snapshotDir]: o.snapshotDir } : {}),
-    ...(o.policyBaseUrl ? { [WORKER_ENV.policyBaseUrl]: o.policyBaseUrl } : {}),
+    ...(o.policyBaseUrl ? { [WORKER_ENV.policyBaseUrl]: nomadVar(`NOMAD_META_${META.policyUrl}`) } : {}),
+    // The dispatch's token; the supervisor gates the core's gRPC with it. A per-worker random
+    // value, not a credential of anything else: it lives in the dispatch's meta.
+    ...(o.policyBaseUrl ? { [WORKER_ENV.coreToken]: nomadVar(`NOMAD_META_${META.coreToken}`) } : {}),
     [WORKER_ENV.agent]: o.agent ? "1" : "0",
   };
+}
+
+/**
+ * Memory of a worker from its task's limit (the profile's) and whether it runs the core: Nomad
+ * reserves `MemoryMB` and, unless memory oversubscription is enabled, also kills the task above it;
+ * `MemoryMaxMB` is the hard limit only with oversubscription. So the need (the task's limit plus
+ * the measured core) is `MemoryMB` unless the operator asks for a smaller reservation (`reserveMb`,
+ * for an oversubscribed cluster), which then moves the need to `MemoryMaxMB`. Pure.
+ */
+export function sizeWorkerMemory(o: { agent: boolean; limitMb: number; reserveMb?: number | undefined }): {
+  memoryMb: number;
+  memoryMaxMb: number;
+} {
+  const need = o.limitMb + (o.agent ? CLINE_CORE_MEMORY_MB : 0);
+  const reserve = Math.min(o.reserveMb ?? need, need);
+  return { memoryMb: reserve, memoryMaxMb: need > reserve ? need : 0 };
+}
+
+/** Throws when an agent worker's memory cannot hold the core (it would be OOM-killed at boot or mid-task). */
+export function checkAgentMemory(r: WorkerResources): void {
+  const hard = Math.max(r.memoryMb, r.memoryMaxMb);
+  const floor = CLINE_CORE_MEMORY_MB + MIN_AGENT_HEADROOM_MB;
+  if (hard < floor) {
+    throw new TypeError(
+      `worker memory ${hard} MB is below ${floor} MB (the measured Cline core, ${CLINE_CORE_MEMORY_MB} MB, ` +
+        `plus ${MIN_AGENT_HEADROOM_MB} MB for the agent's commands): Nomad would OOM-kill the worker. MemoryMB is the ` +
+        "hard limit unless memory oversubscription is enabled; raise resources.memoryMb",
+    );
+  }
 }
 
 /** Task resources from the worker's sizing. */
@@ -366,9 +487,17 @@ function imageOf(d: WorkerDriver): string {
     .exhaustive();
 }
 
-/** Validates what every worker-image job needs: a pinned image, no secrets in env. */
+/** Validates what every worker-image job needs: a pinned image; raw_exec only when explicitly allowed. */
 export function checkWorkerDriver(d: WorkerDriver): void {
   if (d.driver === "docker" || d.driver === "podman") checkImage(d);
+  if (d.driver === "raw_exec" && !d.allowUnisolated) {
+    throw new TypeError(
+      "the raw_exec driver cannot hold an agent's workload: it has " +
+        RAW_EXEC_MISSING_ISOLATION.join("; ") +
+        ". Use docker (runtime runsc), podman or nix, or set allowUnisolated (FLAKEGYM_NOMAD_ALLOW_UNISOLATED=1) " +
+        "for trusted workloads on a dev agent (docs/nomad.md, Isolation)",
+    );
+  }
 }
 
 /**
@@ -380,11 +509,15 @@ export function buildWorkerJob(input: WorkerJobInput): Job {
   checkWorkerDriver(o.driver);
   assertRoutableUrl(o.policyBaseUrl, "policy gateway URL");
   assertNoSecrets(o.env, "worker env");
+  if (o.agent) checkAgentMemory(o.resources);
   const settings = workerSettings(o);
   const task: Task = {
     Name: WORKER_TASK,
     Driver: o.driver.driver,
-    Config: driverConfig(o.driver, o.sandbox, { settings: { ...o.env, ...settings } }),
+    Config: driverConfig(o.driver, o.sandbox, {
+      settings: { ...o.env, ...settings },
+      portLabels: [GRPC_PORT_LABEL, HOST_PORT_LABEL],
+    }),
     Env: { ...o.env, ...settings },
     Resources: taskResources(o.resources),
     KillTimeout: seconds(10),
@@ -410,7 +543,7 @@ export function buildWorkerJob(input: WorkerJobInput): Job {
     ...(o.constraints.length ? { Constraints: o.constraints } : {}),
     ParameterizedJob: {
       Payload: "forbidden",
-      MetaRequired: [META.trajectory, META.expires],
+      MetaRequired: [META.trajectory, META.expires, META.policyUrl, META.coreToken],
       MetaOptional: [META.attempt],
     },
     TaskGroups: [
@@ -422,6 +555,9 @@ export function buildWorkerJob(input: WorkerJobInput): Job {
         RestartPolicy: { Attempts: 0, Mode: "fail", Interval: hours(24), Delay: 0 },
         ReschedulePolicy: { Attempts: 0, Unlimited: false, Interval: 0, Delay: 0 },
         EphemeralDisk: { SizeMB: o.resources.diskMb },
+        // Nomad replaces a lost (or unknown) allocation even with reschedule Attempts 0 unless
+        // the group says so: a second worker would run the same trajectory.
+        Disconnect: { Replace: false },
         ...(o.maxRunMs ? { MaxRunDuration: milliseconds(o.maxRunMs) } : {}),
         Tasks: [task],
       },

@@ -52,15 +52,21 @@ describe("buildExecJob", () => {
     mkdirSync(alloc);
     const args = buildExecJob({
       ...base,
-      driver: { driver: "raw_exec", command: "/bin/sh" },
-      command: "cat f.txt; pwd; exit 7",
+      driver: { driver: "raw_exec", command: "/bin/sh", allowUnisolated: true },
+      command: 'cat f.txt; pwd; test -z "$OPENAI_API_KEY" || echo LEAK; exit 7',
       cwd: "sub",
+      snapshotDir: snap,
     }).TaskGroups[0]!.Tasks[0]!.Config.args as string[];
+    // Nomad interpolates ${...} in args and starts raw_exec tasks with the client's environment.
+    const nomad: Record<string, string> = { NOMAD_ALLOC_DIR: alloc, NOMAD_TASK_DIR: join(root, "local") };
+    const interpolated = args.map((a) =>
+      a.replace(/\$\{([A-Za-z0-9_]+)\}/g, (w, n: string) => nomad[n] ?? w),
+    );
     let out = "";
     let code = 0;
     try {
-      execFileSync("/bin/sh", args, {
-        env: { PATH: process.env.PATH, NOMAD_ALLOC_DIR: alloc, FLAKEGYM_SNAPSHOT_DIR: snap },
+      execFileSync("/bin/sh", interpolated, {
+        env: { ...nomad, PATH: process.env.PATH, OPENAI_API_KEY: "sk-canary" },
         encoding: "utf8",
       });
     } catch (e) {

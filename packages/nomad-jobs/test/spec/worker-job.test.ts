@@ -8,11 +8,15 @@ import { canonicalizeJob } from "../../src/spec/canonicalize.js";
 import { parseJob } from "../../src/spec/job.js";
 import {
   buildWorkerJob,
+  CLEAR_ENV,
+  CLINE_CORE_MEMORY_MB,
   GRPC_PORT_LABEL,
   HOST_PORT_LABEL,
   META,
   nomadVar,
+  RAW_EXEC_MISSING_ISOLATION,
   renderJobJson,
+  sizeWorkerMemory,
   WORKER_ENV,
   WORKSPACE_PREP,
   type WorkerJobInput,
@@ -80,7 +84,7 @@ describe("buildWorkerJob", () => {
     expect(job.Type).toBe("batch");
     expect(job.ParameterizedJob).toEqual({
       Payload: "forbidden",
-      MetaRequired: [META.trajectory, META.expires],
+      MetaRequired: [META.trajectory, META.expires, META.policyUrl, META.coreToken],
       MetaOptional: [META.attempt],
     });
     expect(job.Meta).toMatchObject({ [META.run]: "run1", [META.task]: "demo", [META.kind]: "agent" });
@@ -88,7 +92,8 @@ describe("buildWorkerJob", () => {
 
   it("env carries the policy URL and the listen address, never secrets", () => {
     const env = buildWorkerJob({ ...base, env: { LANG: "C.UTF-8" } }).TaskGroups[0]!.Tasks[0]!.Env!;
-    expect(env[WORKER_ENV.policyBaseUrl]).toBe("http://10.0.0.5:8089/v1");
+    // the route is per trajectory: each dispatch carries it, so one parent serves them all
+    expect(env[WORKER_ENV.policyBaseUrl]).toBe(nomadVar(`NOMAD_META_${META.policyUrl}`));
     expect(env.LANG).toBe("C.UTF-8");
     expect(() => buildWorkerJob({ ...base, env: { OPENAI_API_KEY: "sk-123" } })).toThrow(
       "'OPENAI_API_KEY' looks like a secret",
@@ -126,7 +131,7 @@ describe("buildWorkerJob", () => {
     });
   });
 
-  it("nix: a flake output; settings as `env K=V` args (the nix driver passes a task only NOMAD_* env)", () => {
+  it("nix: a flake output; run under `env -i` with the allowlisted settings only (a chroot driver gets the client's env)", () => {
     const job = buildWorkerJob({
       ...base,
       driver: { driver: "nix", flake: "github:example/flakegym#flakegym-worker", command: "flakegym-worker" },
@@ -137,7 +142,8 @@ describe("buildWorkerJob", () => {
       args: string[];
       packages: string[];
     };
-    expect(cfg.command).toBe("env");
+    expect(cfg.command).toBe("sh");
+    expect(cfg.args.slice(0, 3)).toEqual(["-c", CLEAR_ENV, "flakegym-env"]);
     expect(cfg.packages).toEqual(["github:example/flakegym#flakegym-worker", "#coreutils", "#bash"]);
     expect(cfg.args).toContain(`FLAKEGYM_CORE_PORT=${nomadVar("NOMAD_PORT_grpc")}`);
     expect(cfg.args).toContain(`FLAKEGYM_WORKSPACE=${nomadVar("NOMAD_ALLOC_DIR")}/workspace`);
@@ -152,16 +158,77 @@ describe("buildWorkerJob", () => {
   it("raw_exec: the preparation step, then the command; workspace in the allocation dir", () => {
     const job = buildWorkerJob({
       ...base,
-      driver: { driver: "raw_exec", command: "/usr/bin/node", args: ["w.js"] },
+      driver: { driver: "raw_exec", command: "/usr/bin/node", args: ["w.js"], allowUnisolated: true },
       snapshotDir: "/srv/snapshots/demo",
     });
     expectGolden("worker-raw-exec", { Job: job });
     const t = job.TaskGroups[0]!.Tasks[0]!;
-    expect(t.Config).toEqual({
-      command: "/bin/sh",
-      args: ["-c", WORKSPACE_PREP, "flakegym-prep", "/usr/bin/node", "w.js"],
-    });
+    const cfg = t.Config as { command: string; args: string[] };
+    expect(cfg.command).toBe("/bin/sh");
+    // env -i: nothing of the client's environment; only the allowlist, then the preparation step
+    expect(cfg.args.slice(0, 3)).toEqual(["-c", CLEAR_ENV, "flakegym-env"]);
+    expect(cfg.args).toContain("FLAKEGYM_SNAPSHOT_DIR=/srv/snapshots/demo");
+    expect(cfg.args).toContain(`NOMAD_IP_grpc=${nomadVar("NOMAD_IP_grpc")}`);
+    expect(cfg.args.slice(-6)).toEqual([
+      "/bin/sh",
+      "-c",
+      WORKSPACE_PREP,
+      "flakegym-prep",
+      "/usr/bin/node",
+      "w.js",
+    ]);
     expect(t.Env).toMatchObject({ FLAKEGYM_SNAPSHOT_DIR: "/srv/snapshots/demo" });
+  });
+
+  it("raw_exec is refused unless allowUnisolated, naming the isolation it lacks", () => {
+    const build = () =>
+      buildWorkerJob({ ...base, driver: { driver: "raw_exec", command: "/usr/bin/node", args: ["w.js"] } });
+    expect(build).toThrow(/raw_exec driver cannot hold an agent's workload/);
+    for (const gap of RAW_EXEC_MISSING_ISOLATION) expect(build).toThrow(gap);
+    expect(build).toThrow("allowUnisolated");
+  });
+
+  it("the env -i step hands the worker the allowlist and nothing of the client's env (real sh)", () => {
+    const job = buildWorkerJob({
+      ...base,
+      env: { LANGUAGE_HINT: "py" },
+      driver: {
+        driver: "raw_exec",
+        command: "/bin/sh",
+        args: ["-c", "env | sort"],
+        allowUnisolated: true,
+      },
+    });
+    const root = mkdtempSync(join(tmpdir(), "flakegym-envi-"));
+    try {
+      // What Nomad does: interpolate ${...} in args, start the task with the client's env.
+      const nomad: Record<string, string> = {
+        NOMAD_ALLOC_DIR: join(root, "alloc"),
+        NOMAD_TASK_DIR: join(root, "local"),
+        NOMAD_PORT_grpc: "21000",
+        NOMAD_PORT_hostbridge: "21001",
+        NOMAD_IP_grpc: "10.0.0.9",
+      };
+      const args = (job.TaskGroups[0]!.Tasks[0]!.Config.args as string[]).map((a) =>
+        a.replace(/\$\{([A-Za-z0-9_]+)\}/g, (w, n: string) => nomad[n] ?? w),
+      );
+      const out = execFileSync("/bin/sh", args, {
+        env: { ...nomad, PATH: process.env.PATH, OPENAI_API_KEY: "sk-canary", AWS_PROFILE: "ops" },
+        encoding: "utf8",
+      });
+      expect(out).not.toContain("sk-canary");
+      expect(out).not.toContain("AWS_PROFILE");
+      expect(out).toContain("FLAKEGYM_CORE_PORT=21000\n");
+      expect(out).toContain("LANGUAGE_HINT=py\n");
+      const names = out
+        .trim()
+        .split("\n")
+        .map((l) => l.split("=")[0]!);
+      for (const n of names)
+        expect(n).toMatch(/^(PATH|PWD|SHLVL|_|LANG|LANGUAGE_HINT|FLAKEGYM_\w+|NOMAD_\w+)$/);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it("the preparation step creates the worker's dirs and fills an empty workspace from the snapshot (real sh)", () => {
@@ -204,6 +271,34 @@ describe("buildWorkerJob", () => {
     });
     expect(t({ memoryMb: 4096, memoryMaxMb: 1024 })).toEqual({ CPU: 1000, MemoryMB: 1024, MemoryMaxMB: 0 });
     expect(t({ memoryMb: 700, memoryMaxMb: 0 })).toEqual({ CPU: 1000, MemoryMB: 700, MemoryMaxMB: 0 });
+    // the default holds the measured core plus 1 GiB, as the hard limit (MemoryMB)
+    expect(t({})).toEqual({ CPU: 1000, MemoryMB: CLINE_CORE_MEMORY_MB + 1024, MemoryMaxMB: 0 });
+  });
+
+  it("refuses an agent worker whose memory cannot hold the measured core", () => {
+    const build = (memoryMb: number, memoryMaxMb = 0) =>
+      buildWorkerJob({ ...base, resources: { memoryMb, memoryMaxMb } });
+    expect(() => build(512)).toThrow(/512 MB is below 544 MB .*OOM-kill.*unless memory oversubscription/);
+    expect(() => build(512, 2048)).not.toThrow();
+    expect(() => buildWorkerJob({ ...base, agent: false, resources: { memoryMb: 256 } })).not.toThrow();
+  });
+
+  it("sizeWorkerMemory: the task's limit plus the core; a smaller reservation moves the need to MemoryMaxMB", () => {
+    expect(sizeWorkerMemory({ agent: true, limitMb: 4096 })).toEqual({ memoryMb: 4512, memoryMaxMb: 0 });
+    expect(sizeWorkerMemory({ agent: false, limitMb: 4096 })).toEqual({ memoryMb: 4096, memoryMaxMb: 0 });
+    expect(sizeWorkerMemory({ agent: true, limitMb: 1024, reserveMb: 800 })).toEqual({
+      memoryMb: 800,
+      memoryMaxMb: 1440,
+    });
+    expect(sizeWorkerMemory({ agent: true, limitMb: 1024, reserveMb: 9000 })).toEqual({
+      memoryMb: 1440,
+      memoryMaxMb: 0,
+    });
+  });
+
+  it("replace off on disconnect: a lost worker is never replaced behind the runner's back", () => {
+    expect(buildWorkerJob(base).TaskGroups[0]!.Disconnect).toEqual({ Replace: false });
+    expect(parseJob(buildWorkerJob(base)).TaskGroups[0]!.Disconnect).toEqual({ Replace: false });
   });
 
   it("names the bad option", () => {

@@ -107,7 +107,10 @@ export async function scaffoldContract(o: {
         if (!worker.agentAddress || !worker.policyBaseUrl) {
           throw new FlakegymError("E_WORKER", `worker ${worker.id} started without an agent address`);
         }
-        const client = createClineClient({ address: worker.agentAddress });
+        const client = createClineClient({
+          address: worker.agentAddress,
+          ...(worker.agentToken ? { token: worker.agentToken } : {}),
+        });
         using linked = createDeadline({ signals: [o.signal, route.signal] });
         try {
           await runClineTask({

@@ -142,7 +142,10 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       throw new FlakegymError("E_WORKER", `worker ${worker.id} started without an agent address`);
     }
     input.onPhase?.("agent", bootDetailOf(worker.pooled));
-    const client = createClineClient({ address: worker.agentAddress });
+    const client = createClineClient({
+      address: worker.agentAddress,
+      ...(worker.agentToken ? { token: worker.agentToken } : {}),
+    });
     const exitWatch = new AbortController();
     let workerExit: WorkerExit | undefined;
     void worker.exited?.then((e) => {

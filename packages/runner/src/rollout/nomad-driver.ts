@@ -11,8 +11,15 @@ import type { BackendDriver } from "../workers/nomad/options.js";
 export function nomadRolloutDriver(
   driver: string | undefined,
   images: "nix" | undefined,
+  allowUnisolated?: string | undefined,
 ): { readonly kind: "raw_exec" } | { readonly kind: "container"; readonly driver: BackendDriver } {
   if (driver === "raw_exec") {
+    if (allowUnisolated !== "1") {
+      throw new UsageError(
+        "FLAKEGYM_NOMAD_DRIVER=raw_exec isolates nothing: every worker runs as the Nomad client's user with the host's filesystem, network and process table (other trajectories' files and tokens, the catalog's hidden tests, the client's environment in /proc, and the core's port on the node's loopback)",
+        "for trusted workloads on a dev agent only, also set FLAKEGYM_NOMAD_ALLOW_UNISOLATED=1; for agents, use FLAKEGYM_NOMAD_DRIVER=docker (runtime runsc) or podman with --images nix",
+      );
+    }
     if (images === "nix") {
       throw new UsageError(
         "FLAKEGYM_NOMAD_DRIVER=raw_exec runs this machine's Cline and toolchains, not an image: --images nix does not apply",

@@ -64,10 +64,14 @@ function nomadRolloutBackend(
   o: WireOptions,
   advertise: string,
 ): WorkerBackend & { close(): Promise<void> } {
-  const chosen = nomadRolloutDriver(o.env.FLAKEGYM_NOMAD_DRIVER, config.images);
+  const chosen = nomadRolloutDriver(
+    o.env.FLAKEGYM_NOMAD_DRIVER,
+    config.images,
+    o.env.FLAKEGYM_NOMAD_ALLOW_UNISOLATED,
+  );
   return createNomadBackend(
     {
-      driver: chosen.kind === "raw_exec" ? rawExecClineDriver() : chosen.driver,
+      driver: chosen.kind === "raw_exec" ? { ...rawExecClineDriver(), allowUnisolated: true } : chosen.driver,
       gatewayAdvertise: advertise,
       pollMs: 5_000,
     },

@@ -113,6 +113,8 @@ export interface Worker {
   readonly backend: string;
   /** host:port where the runner reaches this worker's cline-core gRPC (agent workers only). */
   readonly agentAddress?: string;
+  /** A token every call to the core at `agentAddress` must carry (Nomad workers' core gate). */
+  readonly agentToken?: string;
   /** The base URL the Cline core inside the worker must use for the policy. */
   readonly policyBaseUrl?: string;
   /** Host path of the core's config dir (artifacts live under data/tasks/<taskId>/) when local. */

@@ -3,7 +3,8 @@ import { nomadRolloutDriver } from "../../src/rollout/nomad-driver.js";
 
 describe("nomadRolloutDriver", () => {
   it("raw_exec without images; docker/podman only with --images nix", () => {
-    expect(nomadRolloutDriver("raw_exec", undefined)).toEqual({ kind: "raw_exec" });
+    expect(nomadRolloutDriver("raw_exec", undefined, "1")).toEqual({ kind: "raw_exec" });
+    expect(() => nomadRolloutDriver("raw_exec", undefined)).toThrow(/isolates nothing/);
     expect(nomadRolloutDriver("docker", "nix")).toEqual({
       kind: "container",
       driver: { driver: "docker", allowMutableTag: false, args: [] },
@@ -17,6 +18,6 @@ describe("nomadRolloutDriver", () => {
     );
     expect(() => nomadRolloutDriver("exec", "nix")).toThrow(/\(not exec\)/);
     expect(() => nomadRolloutDriver("docker", undefined)).toThrow(/add --images nix/);
-    expect(() => nomadRolloutDriver("raw_exec", "nix")).toThrow(/--images nix does not apply/);
+    expect(() => nomadRolloutDriver("raw_exec", "nix", "1")).toThrow(/--images nix does not apply/);
   });
 });

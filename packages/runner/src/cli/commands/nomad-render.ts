@@ -42,7 +42,9 @@ export const nomadRenderCommand = defineCommand({
   details:
     'Prints {"Job": ...} as `nomad job run -json` and POST /v1/jobs expect: the parameterized batch job of one\n' +
     "task's workers. Each worker is one dispatch of it, e.g.\n" +
-    `  nomad job dispatch -meta ${META.trajectory}=t1 -meta ${META.expires}=<unix-ms> <job-id>`,
+    `  nomad job dispatch -meta ${META.trajectory}=t1 -meta ${META.expires}=<unix-ms> \\\n` +
+    `    -meta ${META.policyUrl}=http://<gateway>/t/t1/v1 -meta ${META.coreToken}=<random> <job-id>\n` +
+    "(the runner sends the same token on every gRPC call; the worker's gate refuses calls without it)",
   options: z.object({
     task: z.string().min(1).describe("task id"),
     profile: z
@@ -62,6 +64,10 @@ export const nomadRenderCommand = defineCommand({
     runtime: z.string().optional().describe("docker OCI runtime, e.g. runsc"),
     networkMode: z.string().optional().describe("container network whose egress reaches only the gateway"),
     allowMutableTag: z.boolean().default(false).describe("accept an image tag instead of a digest"),
+    allowUnisolated: z
+      .boolean()
+      .default(false)
+      .describe("raw_exec: accept that it isolates nothing (trusted workloads on a dev agent only)"),
     gatewayAdvertise: z.string().describe("host:port where the Nomad clients reach the policy gateway"),
     gatewayUrl: z
       .string()
@@ -73,7 +79,12 @@ export const nomadRenderCommand = defineCommand({
     namespace: z.string().optional().describe("Nomad namespace"),
     datacenter: z.array(z.string()).default([]).describe("datacenter (default: all)"),
     nodePool: z.string().optional().describe("node pool"),
-    memoryMb: z.number().int().positive().default(2048).describe("worker memory limit (MB)"),
+    memoryMb: z
+      .number()
+      .int()
+      .positive()
+      .default(2048)
+      .describe("the task's memory limit (MB); the worker gets it plus the core's measured 416 MB"),
     cpuMhz: z.number().int().positive().default(1000).describe("worker CPU reservation (MHz)"),
     diskMb: z.number().int().positive().default(4096).describe("worker ephemeral disk (MB)"),
     pids: z.number().int().positive().default(1024).describe("most processes per worker"),
@@ -99,7 +110,14 @@ export const nomadRenderCommand = defineCommand({
         ? { driver: "docker" as const, ...container, ...(opts.runtime ? { runtime: opts.runtime } : {}) }
         : opts.driver === "podman"
           ? { driver: "podman" as const, ...container }
-          : { driver: opts.driver, command: requireCommand(opts.command, opts.driver), args: opts.arg };
+          : opts.driver === "raw_exec"
+            ? {
+                driver: opts.driver,
+                command: requireCommand(opts.command, opts.driver),
+                args: opts.arg,
+                allowUnisolated: opts.allowUnisolated,
+              }
+            : { driver: opts.driver, command: requireCommand(opts.command, opts.driver), args: opts.arg };
     if ((opts.driver === "docker" || opts.driver === "podman") && !task.image) {
       throw new UsageError(
         `--driver ${opts.driver} needs --image`,

@@ -21,6 +21,8 @@ export interface FollowContext {
   readonly onProgress?: ((p: NomadProgress) => void) | undefined;
   /** What the deadline is for, in messages ("start", "exec"). */
   readonly purpose: string;
+  /** The backend's namespace (else the client's, from NOMAD_NAMESPACE). */
+  readonly namespace?: string | undefined;
 }
 
 const TERMINAL = new Set(["complete", "failed", "lost", "unknown"]);
@@ -53,6 +55,30 @@ export function exitCodeOf(alloc: Pick<Allocation, "TaskStates">, task: string):
     }
   }
   return undefined;
+}
+
+type TaskEventOf = Allocation["TaskStates"][string]["Events"][number];
+
+const sameEvent = (a: TaskEventOf, b: TaskEventOf) =>
+  a.Type === b.Type && a.Time === b.Time && (a.DisplayMessage ?? "") === (b.DisplayMessage ?? "");
+
+/**
+ * The events of `current` not in `previous`. Nomad keeps only a task's last 10 events
+ * (client/allocrunner/taskrunner/task_runner.go `appendTaskEvent`), so the list is a sliding
+ * window: counting seen events stops at 10. This finds where the old window's tail overlaps the
+ * new one's head instead. Pure.
+ */
+export function unseenEvents(
+  previous: readonly TaskEventOf[],
+  current: readonly TaskEventOf[],
+): TaskEventOf[] {
+  for (let k = 0; k < previous.length; k++) {
+    const tail = previous.slice(k);
+    if (tail.length <= current.length && tail.every((e, i) => sameEvent(e, current[i]!))) {
+      return current.slice(tail.length);
+    }
+  }
+  return [...current];
 }
 
 function hasEvent(alloc: Pick<Allocation, "TaskStates">, type: string): boolean {
@@ -104,7 +130,12 @@ export function allocationError(
     });
 }
 
-/** Summarizes why an evaluation could not place a group; `hopeless` when no node is eligible at all. */
+/**
+ * Summarizes why an evaluation could not place a group. `hopeless` when nodes were evaluated and
+ * every one was filtered out (missing driver, constraints): waiting cannot help. When no node was
+ * evaluated at all (nodes down, draining, a pool scaling from zero) Nomad keeps a blocked
+ * evaluation and places once capacity appears, so that waits, bounded by the caller's deadline.
+ */
 export function describePlacement(
   evals: readonly Evaluation[],
 ): { reason: string; hopeless: boolean } | undefined {
@@ -118,8 +149,9 @@ export function describePlacement(
       for (const [k, n] of Object.entries(m.DimensionExhausted)) parts.push(`${n} exhausted on ${k}`);
       for (const q of m.QuotaExhausted) parts.push(`quota exhausted: ${q}`);
       const filtered = m.NodesFiltered ?? 0;
-      const hopeless = evaluated === 0 || filtered >= evaluated;
-      if (evaluated === 0) parts.push("no client node is in the job's datacenters and node pool");
+      const hopeless = evaluated > 0 && filtered >= evaluated;
+      if (evaluated === 0)
+        parts.push("no client node in the job's datacenters and node pool is ready (waiting for one)");
       return { reason: `group ${group}: ${parts.join(", ")}`, hopeless };
     }
   }
@@ -144,19 +176,21 @@ export async function followAllocation(
   ctx: FollowContext,
   until: "running" | "terminal",
 ): Promise<Allocation> {
-  const { client, jobId, signal } = ctx;
+  const { client, jobId } = ctx;
+  const ns = ctx.namespace ? { namespace: ctx.namespace } : {};
+  const signal = ctx.signal;
   let evalIndex: number | undefined;
   let allocId: string | undefined;
   let allocIndex: number | undefined;
   let last: Allocation | undefined;
   let lastPlacement = "";
-  const seenEvents = new Map<string, number>();
+  const seenEvents = new Map<string, readonly TaskEventOf[]>();
   for (;;) {
     const left = timeLeft(ctx);
     if (left <= 0) {
       let reason = last ? `allocation ${last.ID} is still ${last.ClientStatus}` : "no allocation was placed";
       if (!last) {
-        const p = describePlacement((await client.jobs.evaluations(jobId, { signal })).data);
+        const p = describePlacement((await client.jobs.evaluations(jobId, { signal, ...ns })).data);
         if (p) reason += `: ${p.reason}`;
       }
       const events = last ? describeTaskEvents(last).map((l) => `\n  ${l}`) : [];
@@ -174,7 +208,7 @@ export async function followAllocation(
     }
     const waitMs = Math.max(1, Math.min(left, ctx.pollMs));
     if (allocId === undefined) {
-      const stub = newest((await client.jobs.allocations(jobId, {}, { signal })).data);
+      const stub = newest((await client.jobs.allocations(jobId, {}, { signal, ...ns })).data);
       if (stub) {
         allocId = stub.ID;
         ctx.onProgress?.({ kind: "placed", jobId, allocId, node: stub.NodeName ?? stub.NodeID ?? "" });
@@ -184,6 +218,7 @@ export async function followAllocation(
       // placed the allocation, or has failed to and says why).
       const evals = await client.jobs.evaluations(jobId, {
         signal,
+        ...ns,
         ...(evalIndex !== undefined ? { index: evalIndex, waitMs } : {}),
       });
       evalIndex = evals.meta.index ?? evalIndex ?? 0;
@@ -202,13 +237,13 @@ export async function followAllocation(
     }
     const r = await client.allocations.info(allocId, {
       signal,
+      ...ns,
       ...(allocIndex !== undefined ? { index: allocIndex, waitMs } : {}),
     });
     allocIndex = r.meta.index ?? allocIndex ?? 0;
     last = r.data;
     for (const [task, st] of Object.entries(last.TaskStates)) {
-      const seen = seenEvents.get(task) ?? 0;
-      for (const e of st.Events.slice(seen)) {
+      for (const e of unseenEvents(seenEvents.get(task) ?? [], st.Events)) {
         ctx.onProgress?.({
           kind: "task-event",
           jobId,
@@ -218,7 +253,7 @@ export async function followAllocation(
           message: e.DisplayMessage ?? "",
         });
       }
-      seenEvents.set(task, st.Events.length);
+      seenEvents.set(task, st.Events);
     }
     const status = last.ClientStatus;
     if (status === "pending") continue;
@@ -235,7 +270,7 @@ export async function followAllocation(
  * Watches an allocation in the background (blocking queries) so a caller doing something else
  * (probing a port) learns at once when it ends. `stop()` ends the watch.
  */
-export function watchAllocation(client: NomadClient, alloc: Allocation, pollMs: number) {
+export function watchAllocation(client: NomadClient, alloc: Allocation, pollMs: number, namespace?: string) {
   const ac = new AbortController();
   let latest = alloc;
   let failure: unknown;
@@ -243,7 +278,12 @@ export function watchAllocation(client: NomadClient, alloc: Allocation, pollMs: 
     let index = alloc.ModifyIndex;
     while (!ac.signal.aborted && !isTerminal(latest)) {
       try {
-        const r = await client.allocations.info(alloc.ID, { signal: ac.signal, index, waitMs: pollMs });
+        const r = await client.allocations.info(alloc.ID, {
+          signal: ac.signal,
+          index,
+          waitMs: pollMs,
+          ...(namespace ? { namespace } : {}),
+        });
         latest = r.data;
         index = r.meta.index ?? index;
       } catch (err) {

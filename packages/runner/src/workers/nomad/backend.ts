@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import {
   type Allocation,
   agentVersion,
@@ -13,6 +13,7 @@ import {
   META,
   type NomadClient,
   NomadError,
+  sizeWorkerMemory,
   WORKER_TASK,
   type WorkerDriverInput,
 } from "@flakegym/nomad-jobs";
@@ -134,7 +135,12 @@ export function workerDriver(
       }
       return { driver: "nix" as const, flake, command: c.command, args: c.args };
     })
-    .with({ driver: "raw_exec" }, (c) => ({ driver: "raw_exec" as const, command: c.command, args: c.args }))
+    .with({ driver: "raw_exec" }, (c) => ({
+      driver: "raw_exec" as const,
+      command: c.command,
+      args: c.args,
+      allowUnisolated: c.allowUnisolated,
+    }))
     .exhaustive();
 }
 
@@ -167,15 +173,21 @@ export function snapshotDirOf(
   return o.snapshotDir ?? (o.driver.driver === "raw_exec" && spec.workspace ? spec.workspace : undefined);
 }
 
-/** Resources and sandbox of a worker: the backend's defaults, capped by the spec's limits. */
+/**
+ * Resources and sandbox of a worker: memory from the spec's limit (the task's profile) plus the
+ * measured core for agents (`sizeWorkerMemory`), the rest from the backend's defaults.
+ */
 export function workerSizing(o: NomadBackendOptions, spec: WorkerSpec) {
-  const memMax = spec.limits.memoryMb;
+  const memory = sizeWorkerMemory({
+    agent: spec.agent,
+    limitMb: spec.limits.memoryMb,
+    reserveMb: o.resources.memoryMb,
+  });
   return {
     resources: {
-      ...o.resources,
-      memoryMb: Math.min(o.resources.memoryMb, memMax),
-      memoryMaxMb: memMax,
-      ...(spec.limits.diskMb ? { diskMb: spec.limits.diskMb } : {}),
+      cpuMhz: o.resources.cpuMhz,
+      ...memory,
+      diskMb: spec.limits.diskMb ?? o.resources.diskMb,
     },
     sandbox: { ...o.sandbox, pidsLimit: spec.limits.pids },
   };
@@ -299,6 +311,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
       readonly agentAddress: string | undefined,
       readonly policyBaseUrl: string | undefined,
       running?: Allocation,
+      readonly agentToken?: string,
     ) {
       this.id = jobId ?? `nomad-cmd-${idPart(spec.trajectoryId)}-${randomUUID().slice(0, 8)}`;
       this.exited = running ? watchExit(running, this.watch.signal) : undefined;
@@ -309,7 +322,8 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
       const started = performance.now();
       const timeoutMs = options.timeoutMs ?? o.execTimeoutMs;
       const spec = this.spec;
-      const { resources, sandbox } = limitsOf(spec);
+      // An exec runs a command, not the core: sized by the spec's limit alone.
+      const { resources, sandbox } = limitsOf({ ...spec, agent: false });
       const jobId = `${JOB_ID_PREFIX}${idPart(spec.runId, 24)}-${idPart(spec.trajectoryId, 40)}-exec-${++this.execSeq}-${randomUUID().slice(0, 6)}`;
       using linked = createDeadline({ signals: [options.signal, closing.signal] });
       const signal = linked.signal;
@@ -344,7 +358,16 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
         let alloc: Allocation;
         try {
           alloc = await followAllocation(
-            { client, jobId, signal, deadline, pollMs: o.pollMs, onProgress: progress, purpose: "exec" },
+            {
+              client,
+              jobId,
+              signal,
+              deadline,
+              pollMs: o.pollMs,
+              onProgress: progress,
+              purpose: "exec",
+              namespace: o.namespace,
+            },
             "terminal",
           );
         } catch (err) {
@@ -451,12 +474,20 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
     const t0 = performance.now();
     const deadline = Date.now() + o.startTimeoutMs;
     const parent = parentJobFor(spec, policyBaseUrl);
+    const coreToken = randomBytes(32).toString("base64url");
     using linked = createDeadline({ signals: [signal, closing.signal] });
     const combined = linked.signal;
     await parents.acquire(parent, combined);
     const expires = now() + spec.limits.wallClockMs + o.startTimeoutMs + o.graceMs;
     const request = {
-      meta: { [META.trajectory]: spec.trajectoryId, [META.expires]: String(expires) },
+      meta: {
+        [META.trajectory]: spec.trajectoryId,
+        [META.expires]: String(expires),
+        // per trajectory: carried by the dispatch, so the parent is one per (image, profile, resources)
+        [META.policyUrl]: policyBaseUrl,
+        // per worker: the supervisor's gate admits only calls carrying it (docs/nomad.md, Isolation)
+        [META.coreToken]: coreToken,
+      },
       idempotencyToken: `${idPart(spec.trajectoryId, 60)}:${randomUUID()}`,
       idPrefixTemplate: idPart(spec.trajectoryId, 40),
     };
@@ -483,13 +514,23 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
           pollMs: o.pollMs,
           onProgress: progress,
           purpose: "start",
+          namespace: o.namespace,
         },
         "running",
       );
       const address = addressOf(alloc, childId);
       await waitUntilAnswering(childId, alloc, address, deadline, combined);
       progress?.({ kind: "ready", jobId: childId, address, ms: Math.round(performance.now() - t0) });
-      const w = new NomadWorkerImpl(spec, parent.ID, childId, alloc.ID, address, policyBaseUrl, alloc);
+      const w = new NomadWorkerImpl(
+        spec,
+        parent.ID,
+        childId,
+        alloc.ID,
+        address,
+        policyBaseUrl,
+        alloc,
+        coreToken,
+      );
       workers.add(w);
       return w;
     } catch (err) {
@@ -515,7 +556,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
     deadline: number,
     signal: AbortSignal,
   ) {
-    const watcher = watchAllocation(client, alloc, o.pollMs);
+    const watcher = watchAllocation(client, alloc, o.pollMs, o.namespace);
     try {
       for (;;) {
         if (signal.aborted) throw signal.reason;

@@ -1,4 +1,4 @@
-import { Constraint, type NomadClient, WorkerResources, WorkerSandbox } from "@flakegym/nomad-jobs";
+import { Constraint, type NomadClient, WorkerSandbox } from "@flakegym/nomad-jobs";
 import { z } from "zod";
 import type { ReadinessProbe } from "./probe.js";
 import type { NomadProgress } from "./progress.js";
@@ -41,11 +41,34 @@ export const BackendDriver = z.discriminatedUnion("driver", [
       driver: z.literal("raw_exec"),
       command: z.string().min(1),
       args: z.array(z.string()).default([]),
+      allowUnisolated: z
+        .boolean()
+        .default(false)
+        .describe(
+          "raw_exec isolates nothing (own user, filesystem, network, processes): refused unless set, for trusted workloads on a dev agent",
+        ),
     })
     .strict()
     .describe("no isolation: a dev agent or the real-agent test suite only"),
 ]);
 export type BackendDriver = z.infer<typeof BackendDriver>;
+
+/** Sizing of every worker; memory follows each spec's limit plus the core (`sizeWorkerMemory`). */
+export const BackendResources = z
+  .object({
+    cpuMhz: z.number().int().positive().default(1000).describe("CPU reservation (MHz)"),
+    memoryMb: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "memory reserved (MemoryMB) when smaller than the need (the spec's limit + the core's 416 MB), which then becomes MemoryMaxMB: only for clusters with memory oversubscription enabled",
+      ),
+    diskMb: z.number().int().positive().default(4096).describe("ephemeral disk (MB) unless the spec says"),
+  })
+  .strict();
+export type BackendResources = z.infer<typeof BackendResources>;
 
 export const NomadBackendOptions = z
   .object({
@@ -59,7 +82,7 @@ export const NomadBackendOptions = z
     datacenters: z.array(z.string().min(1)).default(["*"]),
     nodePool: z.string().optional(),
     constraints: z.array(Constraint).default([]),
-    resources: WorkerResources.default(WorkerResources.parse({})),
+    resources: BackendResources.default(BackendResources.parse({})),
     sandbox: WorkerSandbox.default(WorkerSandbox.parse({})),
     workspaceDir: z
       .string()

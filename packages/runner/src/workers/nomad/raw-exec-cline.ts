@@ -23,5 +23,6 @@ export function rawExecClineDriver(
       ' --core-address "$NOMAD_IP_grpc:$FLAKEGYM_CORE_PORT" --host-port "$FLAKEGYM_HOST_PORT"' +
       ' --diff-dir "$FLAKEGYM_CONFIG_DIR/flakegym"',
   ].join("\n");
-  return { driver: "raw_exec", command: "/bin/sh", args: ["-c", script] };
+  // Refused until the caller opts in (allowUnisolated): raw_exec isolates nothing.
+  return { driver: "raw_exec", command: "/bin/sh", args: ["-c", script], allowUnisolated: false };
 }

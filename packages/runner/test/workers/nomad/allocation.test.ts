@@ -5,6 +5,7 @@ import {
   describePlacement,
   describeTaskEvents,
   exitCodeOf,
+  unseenEvents,
 } from "../../../src/workers/nomad/allocation.js";
 
 const ev = (Type: string, extra: Record<string, unknown> = {}) => ({ Type, Time: 1, Details: {}, ...extra });
@@ -90,7 +91,7 @@ describe("reading allocations", () => {
     expect(lost.message).toContain("is lost (alloc is lost since its node is down) while running");
   });
 
-  it("placement: all nodes filtered is hopeless; exhausted capacity is not", () => {
+  it("placement: all nodes filtered is hopeless; exhausted capacity and no node evaluated wait", () => {
     const e = (m: Record<string, unknown>) =>
       [{ ID: "e", Status: "complete", FailedTGAllocs: { worker: m } }] as unknown as Evaluation[];
     const filtered = describePlacement(
@@ -134,8 +135,24 @@ describe("reading allocations", () => {
         NodesAvailable: {},
       }),
     );
-    expect(none?.hopeless).toBe(true);
-    expect(none?.reason).toContain("no client node is in the job's datacenters and node pool");
+    // nodes down, draining or a pool scaling from zero: Nomad keeps a blocked eval, so wait
+    expect(none?.hopeless).toBe(false);
+    expect(none?.reason).toContain("no client node in the job's datacenters and node pool is ready");
     expect(describePlacement([])).toBeUndefined();
+  });
+});
+
+describe("unseenEvents (Nomad keeps a task's last 10 events)", () => {
+  const ev = (i: number) => ({ Type: `E${i}`, Time: 1_000 + i, DisplayMessage: "", Details: {} }) as never;
+  const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => ev(a + i));
+
+  it("reports what is new while the window grows and after it starts sliding", () => {
+    expect(unseenEvents([], range(0, 3))).toEqual(range(0, 3));
+    expect(unseenEvents(range(0, 3), range(0, 5))).toEqual(range(3, 5));
+    // full window of 10, two more arrive: the two oldest fall out, the two new are reported
+    expect(unseenEvents(range(0, 10), range(2, 12))).toEqual(range(10, 12));
+    expect(unseenEvents(range(2, 12), range(2, 12))).toEqual([]);
+    // more than 10 new between two reads: everything visible is new
+    expect(unseenEvents(range(0, 10), range(20, 30))).toEqual(range(20, 30));
   });
 });

@@ -1,3 +1,4 @@
+import { nomadVar } from "@flakegym/nomad-jobs";
 import { describe, expect, it } from "vitest";
 import { workerDriver, workerParentJob } from "../../../src/workers/nomad/backend.js";
 import { NomadBackendOptions } from "../../../src/workers/nomad/options.js";
@@ -20,8 +21,13 @@ const opts = NomadBackendOptions.parse({ driver: { driver: "docker", runtime: "r
 
 describe("worker parent job", () => {
   it("one parent per (run, task, spec): trajectories share it, another image does not", () => {
-    const a = workerParentJob(opts, spec({ trajectoryId: "t1" }), "http://10.0.0.5:8089/v1", 1_000);
-    const b = workerParentJob(opts, spec({ trajectoryId: "t2" }), "http://10.0.0.5:8089/v1", 2_000);
+    // each trajectory has its own gateway route: it travels in the dispatch's meta, not the parent
+    const a = workerParentJob(opts, spec({ trajectoryId: "t1" }), "http://10.0.0.5:8089/t/t1/v1", 1_000);
+    const b = workerParentJob(opts, spec({ trajectoryId: "t2" }), "http://10.0.0.5:8089/t/t2/v1", 2_000);
+    expect(a.TaskGroups[0]!.Tasks[0]!.Env?.FLAKEGYM_POLICY_BASE_URL).toBe(
+      nomadVar("NOMAD_META_flakegym_policy_url"),
+    );
+    expect(a.ParameterizedJob?.MetaRequired).toContain("flakegym_policy_url");
     const c = workerParentJob(
       opts,
       spec({ image: `oci.example/x@sha256:${"2".repeat(64)}` }),
@@ -34,10 +40,17 @@ describe("worker parent job", () => {
     expect(a.Meta?.flakegym_expires).toBe(String(1_000 + 24 * 3_600_000));
   });
 
-  it("maps the spec's limits: memory cap, pids, disk, max run duration", () => {
+  it("maps the spec's limits: memory (the task's limit + the measured core), pids, disk, max run duration", () => {
     const j = workerParentJob(opts, spec(), "http://10.0.0.5:8089/v1", 0);
     const g = j.TaskGroups[0]!;
-    expect(g.Tasks[0]!.Resources).toEqual({ CPU: 1000, MemoryMB: 512, MemoryMaxMB: 3000 });
+    // MemoryMB is the hard limit without oversubscription: it holds the whole need
+    expect(g.Tasks[0]!.Resources).toEqual({ CPU: 1000, MemoryMB: 3000 + 416, MemoryMaxMB: 0 });
+    // a smaller reservation (oversubscribed cluster) moves the need to MemoryMaxMB
+    const over = NomadBackendOptions.parse({ ...opts, resources: { memoryMb: 1024 } });
+    expect(
+      workerParentJob(over, spec(), "http://10.0.0.5:8089/v1", 0).TaskGroups[0]!.Tasks[0]!.Resources,
+    ).toEqual({ CPU: 1000, MemoryMB: 1024, MemoryMaxMB: 3416 });
+    expect(g.Disconnect).toEqual({ Replace: false });
     expect(g.Tasks[0]!.Config).toMatchObject({ pids_limit: 256, runtime: "runsc", image: IMAGE });
     expect(g.EphemeralDisk).toEqual({ SizeMB: 6000 });
     // wall clock + start timeout + grace, in ns
