@@ -51,7 +51,16 @@ function diffOf(edit: (dir: string) => void): string {
 }
 
 function runScript(dir: string, script: string) {
-  const r = spawnSync("/bin/sh", ["-c", script], { cwd: dir, encoding: "utf8", maxBuffer: 64 << 20 });
+  // a scratch dir of the test's own: the fixed NONCE names the script's temp dir, so two runs of
+  // this file at once on one machine must not share TMPDIR
+  const tmp = mkdtempSync(join(tmpdir(), "flakegym-script-test-"));
+  const r = spawnSync("/bin/sh", ["-c", script], {
+    cwd: dir,
+    encoding: "utf8",
+    maxBuffer: 64 << 20,
+    env: { ...process.env, TMPDIR: tmp },
+  });
+  rmSync(tmp, { recursive: true, force: true });
   return { stdout: r.stdout, stderr: r.stderr, status: r.status };
 }
 
