@@ -13,6 +13,7 @@ import {
 } from "@flakegym/runner";
 import { makeTempDir, type TempDir } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { scoreInFork } from "../score-in-fork.js";
 import { type Attack, attackDiff } from "./attack.js";
 import { COMPILED_ATTACKS } from "./attacks-compiled.js";
 import { PYTHON_ATTACKS } from "./attacks-python.js";
@@ -45,46 +46,10 @@ async function scoreAttack(attack: Attack): Promise<Score> {
   const snapshot = await snapshots.get(attack.task)!;
   const hidden = await hiddenTestsOf(task, 120_000);
   const diff = await attackDiff(attack, snapshot.workspace);
-  const fork = await forkSnapshot(snapshot, { dest: join(tmp.path, "forks", attack.id), quotaMb: 1024 });
-  const prepared = await prepareReadOnlyHidden("local", hidden, snapshot.workspace);
-  const bound = baseline && prepared ? withoutDecoys(prepared.bound) : prepared?.bound;
-  const worker = await createLocalBackend({ stateDir: join(tmp.path, "workers") }).start({
-    runId: "red-team",
-    taskId: task.spec.id,
-    trajectoryId: attack.id,
-    profile: task.spec.profile,
-    workspace: fork.workspace,
-    depsDir: fork.deps,
-    gateway: {},
-    limits: { ...task.spec.limits, wallClockMs: 240_000 },
-    agent: false,
-    ...(prepared?.readOnly && !baseline ? { readOnlyFiles: prepared.readOnly.files } : {}),
-  });
-  try {
-    return await scoreDiff(
-      worker,
-      diff,
-      hidden,
-      {
-        partialCredit: "none",
-        weights: { tests: 1, build: 0, lint: 0, judge: 0 },
-        repeat: 1,
-        termTimeoutMs: 60_000,
-        taskPrompt: task.spec.prompt,
-        ...(bound ? { bound } : {}),
-      },
-      AbortSignal.timeout(230_000),
-    );
-  } finally {
-    await worker.stop();
-    await prepared?.readOnly?.release();
-    await fork.release();
-  }
+  return scoreInFork({ dir: tmp.path, name: attack.id, task, snapshot, hidden, diff, decoys: !baseline });
 }
 
-/** The scorer before decoys: no bound files, the canary added by the script, no decoy plan. */
-const withoutDecoys = (_: NonNullable<Awaited<ReturnType<typeof prepareReadOnlyHidden>>>["bound"]) =>
-  undefined;
+undefined;
 
 const classes = [...new Set(ATTACKS.map((a) => a.cls))];
 describe.each(classes)("red team: %s", (cls) => {

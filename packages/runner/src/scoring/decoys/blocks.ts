@@ -85,7 +85,8 @@ function pythonBlocks(l: Lexed): TestBlock[] {
 function braceBlocks(l: Lexed, re: RegExp, leading: RegExp | undefined): TestBlock[] {
   const out: TestBlock[] = [];
   for (const m of matchesInCode(l, re)) {
-    const nameStart = m.index + m[0].lastIndexOf(m[1]!, m[0].indexOf("("));
+    // the name is the identifier right before the parameter list
+    const nameStart = m.index + m[0].search(new RegExp(`\\b${m[1]!}\\s*\\(`));
     let open = m.index + m[0].length;
     while (open < l.text.length && !(l.text[open] === "{" && l.code[open])) open++;
     const close = matchClose(l, open);
@@ -103,27 +104,8 @@ function braceBlocks(l: Lexed, re: RegExp, leading: RegExp | undefined): TestBlo
   return out;
 }
 
-function rustBlocks(l: Lexed): TestBlock[] {
-  // a `#[test]` attribute, then (after any other attributes) the function
-  const out: TestBlock[] = [];
-  for (const m of matchesInCode(
-    l,
-    /^[ \t]*#\[test\][ \t]*\n(?:[ \t]*#\[[^\n]*\][ \t]*\n)*[ \t]*(?:pub\s+)?fn\s+(\w+)\s*\(/m,
-  )) {
-    const nameStart = m.index + m[0].lastIndexOf(m[1]!);
-    let open = m.index + m[0].length;
-    while (open < l.text.length && !(l.text[open] === "{" && l.code[open])) open++;
-    const close = matchClose(l, open);
-    if (close < 0) continue;
-    out.push({
-      name: m[1]!,
-      whole: { start: m.index, end: lineEnd(l.text, close) },
-      nameSpan: { start: nameStart, end: nameStart + m[1]!.length },
-      body: { start: open + 1, end: close },
-    });
-  }
-  return out;
-}
+/** A `#[test]` attribute, then (after any other attributes) the function. */
+const RUST_TEST = /^[ \t]*#\[test\][ \t]*\n(?:[ \t]*#\[[^\n]*\][ \t]*\n)*[ \t]*(?:pub\s+)?fn\s+(\w+)\s*\(/m;
 
 function jsBlocks(l: Lexed): TestBlock[] {
   const out: TestBlock[] = [];
@@ -178,7 +160,7 @@ export function testBlocks(format: ResultFormat, text: string): { lexed: Lexed; 
     format === "pytest"
       ? pythonBlocks(l)
       : format === "libtest"
-        ? rustBlocks(l)
+        ? braceBlocks(l, RUST_TEST, undefined)
         : format === "gotest"
           ? braceBlocks(l, /^func[ \t]+(Test\w*)[ \t]*\([ \t]*\w+[ \t]+\*testing\.T[ \t]*\)/m, /^\/\//)
           : format === "tap"

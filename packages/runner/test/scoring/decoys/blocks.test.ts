@@ -33,8 +33,9 @@ describe("testBlocks", () => {
       ["adds one", "adds one"],
       ["b", "b"],
     ]);
-    const c = "static void a(void) { CHECK(1); }\nstatic void unused(void) {}\nTEST_MAIN(T(a))\n";
-    expect(names("check-h", c)).toEqual([["a", "a"]]);
-    expect(registrations(testBlocks("check-h", c).lexed).map((r) => r.name)).toEqual(["a"]);
+    const c = "static void v(void) { CHECK(1); }\nstatic void unused(void) {}\nTEST_MAIN(T(v))\n";
+    expect(names("check-h", c)).toEqual([["v", "v"]]);
+    expect(testBlocks("check-h", c).blocks[0]!.nameSpan).toEqual({ start: 12, end: 13 });
+    expect(registrations(testBlocks("check-h", c).lexed).map((r) => r.name)).toEqual(["v"]);
   });
 });

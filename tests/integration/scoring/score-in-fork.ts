@@ -1,0 +1,66 @@
+import { join } from "node:path";
+import {
+  createLocalBackend,
+  forkSnapshot,
+  type HiddenTests,
+  type LoadedTask,
+  prepareReadOnlyHidden,
+  type Score,
+  type Snapshot,
+  scoreDiff,
+} from "@flakegym/runner";
+
+/**
+ * Scores `diff` as rollout does: a fresh fork of `snapshot`, the hidden tests prepared on the host
+ * (decoys in, bound read-only as root), an exec-only sandboxed worker, the production scorer.
+ * `decoys: false` scores as before decoys (the script installs the tests and adds the canary).
+ */
+export async function scoreInFork(o: {
+  readonly dir: string;
+  readonly name: string;
+  readonly task: LoadedTask;
+  readonly snapshot: Snapshot;
+  readonly hidden: HiddenTests;
+  readonly diff: string;
+  readonly decoys?: boolean;
+}): Promise<Score> {
+  const fork = await forkSnapshot(o.snapshot, {
+    dest: join(o.dir, "forks", `${o.task.spec.id}-${o.name}`),
+    quotaMb: o.task.spec.limits.diskMb,
+  });
+  const prepared = await prepareReadOnlyHidden("local", o.hidden, o.snapshot.workspace);
+  if (!prepared) throw new Error(`${o.task.spec.id}: the hidden files could not be computed on the host`);
+  const decoys = o.decoys ?? true;
+  const worker = await createLocalBackend({ stateDir: join(o.dir, "workers") }).start({
+    runId: "scoring-test",
+    taskId: o.task.spec.id,
+    trajectoryId: o.name,
+    profile: o.task.spec.profile,
+    workspace: fork.workspace,
+    depsDir: fork.deps,
+    gateway: {},
+    limits: { ...o.task.spec.limits, wallClockMs: 300_000 },
+    agent: false,
+    ...(prepared.readOnly && decoys ? { readOnlyFiles: prepared.readOnly.files } : {}),
+  });
+  try {
+    return await scoreDiff(
+      worker,
+      o.diff,
+      o.hidden,
+      {
+        partialCredit: "none",
+        weights: { tests: 1, build: 0, lint: 0, judge: 0 },
+        repeat: 1,
+        termTimeoutMs: 60_000,
+        taskPrompt: o.task.spec.prompt,
+        ...(decoys ? { bound: prepared.bound } : {}),
+      },
+      AbortSignal.timeout(280_000),
+    );
+  } finally {
+    await worker.stop();
+    await prepared.readOnly?.release();
+    await fork.release();
+  }
+}
