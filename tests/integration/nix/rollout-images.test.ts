@@ -296,8 +296,9 @@ describe.skipIf(MISSING.length > 0)("rollout --images nix on a recorded image (r
 
   it("as the flake app (FLAKEGYM_NIX_APP=1, no --backend/--images): the recorded image when podman has it, else local and why", async () => {
     // an unknown policy stops the run right after the choice: nothing starts
+    // each its own run directory: a run directory has one writer at a time
     const app = (cacheDir: string) =>
-      runCli(["rollout", "--task", TASK, "--policy", "nosuch:x", "--out", join(tmp.path, "run-app")], {
+      runCli(["rollout", "--task", TASK, "--policy", "nosuch:x", "--out", join(cacheDir, "run-app")], {
         env: { FLAKEGYM_CACHE: cacheDir, FLAKEGYM_NIX_APP: "1" },
         timeoutMs: 120_000,
       });

@@ -16,6 +16,7 @@ beforeAll(async () => {
     mnt = dir;
   } catch (err) {
     why = `cannot mount a tmpfs here: ${(err as Error).message.split("\n")[0]}`;
+    console.log(`skipped the full-disk tests: ${why}`);
     await rm(dir, { recursive: true, force: true });
   }
 });

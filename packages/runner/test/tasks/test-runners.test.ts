@@ -24,6 +24,22 @@ function hasPytest(): boolean {
   }
 }
 
+/** Whether `cmd args` runs here. */
+function runs(cmd: string, args: string[]): boolean {
+  try {
+    execFileSync(cmd, args, { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+const noPython = !runs("python3", ["--version"]);
+const noPytest = !hasPytest();
+if (noPython || noPytest)
+  console.log(
+    `skipped the real ${noPython ? "unittest and pytest runs: python3 is not installed here" : "pytest run: python3 -m pytest is not available"} (sh scripts/ensure-system-deps installs python3-pytest)`,
+  );
+
 let tmp: string;
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "flakegym-runners-"));
@@ -87,58 +103,64 @@ describe("result lines", () => {
     expect(parseSympyLine("sympy/core/tests/test_basic.py[3] ")).toBeUndefined();
   });
 
-  it("reads a real unittest run (Django's runner is unittest's) and its canary fails under the id the spec names", async () => {
-    // a tests/ tree laid out as Django's: tests/<app>/<module>.py, labels relative to tests/
-    const root = join(tmp, "dj");
-    await mkdir(join(root, "tests", "app"), { recursive: true });
-    await writeFile(join(root, "tests", "app", "__init__.py"), "");
-    const file = "tests/app/test_things.py";
-    const run = testRunOf({
-      runner: "django",
-      failToPass: ["test_good (app.test_things.T)"],
-      passToPass: ["A documented test."],
-      testFiles: [file, "docs/releases/4.2.txt"],
-    });
-    if (!("run" in run) || run.run.kind !== "suite") throw new Error("expected a suite");
-    expect(run.run.command).toBe(
-      'PYTHONPATH="$PWD" python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 app.test_things',
-    );
-    expect(run.run.results).toBe("django");
-    const canary = canaryOf(run.run.canary, "test_c4n4ry", 3, 4);
-    await writeFile(
-      join(root, file),
-      [
-        "import unittest",
-        "class T(unittest.TestCase):",
-        "    def test_good(self):",
-        "        pass",
-        "    def test_doc(self):",
-        '        """A documented test."""',
-        "    def test_bad(self):",
-        "        self.assertEqual(1, 2)",
-        "",
-      ].join("\n") + canary.append,
-    );
-    // the same unittest runner Django's runtests.py drives, at verbosity 2
-    let out: string;
-    try {
-      execFileSync("python3", ["-m", "unittest", "-v", "app.test_things"], {
-        cwd: join(root, "tests"),
-        encoding: "utf8",
-        stdio: "pipe",
+  it.skipIf(noPython)(
+    "reads a real unittest run (Django's runner is unittest's) and its canary fails under the id the spec names",
+    async () => {
+      // a tests/ tree laid out as Django's: tests/<app>/<module>.py, labels relative to tests/
+      const root = join(tmp, "dj");
+      await mkdir(join(root, "tests", "app"), { recursive: true });
+      await writeFile(join(root, "tests", "app", "__init__.py"), "");
+      const file = "tests/app/test_things.py";
+      const run = testRunOf({
+        runner: "django",
+        failToPass: ["test_good (app.test_things.T)"],
+        passToPass: ["A documented test."],
+        testFiles: [file, "docs/releases/4.2.txt"],
       });
-      throw new Error("the canary should have failed the run");
-    } catch (e) {
-      out = (e as { stderr: string }).stderr;
-    }
-    const results = parseTestResults("django", out);
-    expect(results.get("test_good (app.test_things.T)")).toBe("passed");
-    expect(results.get("A documented test.")).toBe("passed");
-    expect(results.get("test_bad (app.test_things.T)")).toBe("failed");
-    expect(results.get(canary.id)).toBe("failed");
-    const kept = execFileSync("grep", ["-E", resultLinePattern("django")], { input: out, encoding: "utf8" });
-    expect(parseTestResults("django", kept)).toEqual(results);
-  });
+      if (!("run" in run) || run.run.kind !== "suite") throw new Error("expected a suite");
+      expect(run.run.command).toBe(
+        'PYTHONPATH="$PWD" python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 app.test_things',
+      );
+      expect(run.run.results).toBe("django");
+      const canary = canaryOf(run.run.canary, "test_c4n4ry", 3, 4);
+      await writeFile(
+        join(root, file),
+        [
+          "import unittest",
+          "class T(unittest.TestCase):",
+          "    def test_good(self):",
+          "        pass",
+          "    def test_doc(self):",
+          '        """A documented test."""',
+          "    def test_bad(self):",
+          "        self.assertEqual(1, 2)",
+          "",
+        ].join("\n") + canary.append,
+      );
+      // the same unittest runner Django's runtests.py drives, at verbosity 2
+      let out: string;
+      try {
+        execFileSync("python3", ["-m", "unittest", "-v", "app.test_things"], {
+          cwd: join(root, "tests"),
+          encoding: "utf8",
+          stdio: "pipe",
+        });
+        throw new Error("the canary should have failed the run");
+      } catch (e) {
+        out = (e as { stderr: string }).stderr;
+      }
+      const results = parseTestResults("django", out);
+      expect(results.get("test_good (app.test_things.T)")).toBe("passed");
+      expect(results.get("A documented test.")).toBe("passed");
+      expect(results.get("test_bad (app.test_things.T)")).toBe("failed");
+      expect(results.get(canary.id)).toBe("failed");
+      const kept = execFileSync("grep", ["-E", resultLinePattern("django")], {
+        input: out,
+        encoding: "utf8",
+      });
+      expect(parseTestResults("django", kept)).toEqual(results);
+    },
+  );
 });
 
 describe("testRunOf", () => {
@@ -190,7 +212,7 @@ describe("testRunOf", () => {
     });
   });
 
-  it.skipIf(!hasPytest())(
+  it.skipIf(noPytest)(
     "pytest collects a named file its python_files setting would not discover (real pytest)",
     async () => {
       const root = join(tmp, "pylint-like");
