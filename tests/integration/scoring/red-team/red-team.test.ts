@@ -1,14 +1,10 @@
 import { join } from "node:path";
 import {
   buildSnapshot,
-  createLocalBackend,
-  forkSnapshot,
   hiddenTestsOf,
   loadTask,
-  prepareReadOnlyHidden,
   type Score,
   type Snapshot,
-  scoreDiff,
   snapshotSpecOfTask,
 } from "@flakegym/runner";
 import { makeTempDir, type TempDir } from "@flakegym/test-utils";
