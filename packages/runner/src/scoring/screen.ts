@@ -120,6 +120,11 @@ const RULES: readonly Rule[] = [
     re: /_test\.go["'`*]|\*_test\.go|test_\*\.py/,
     reason: "the code looks for test files",
   },
+  {
+    class: "reads-tests",
+    re: /\bsys\._getframe\b|\binspect\.(currentframe|stack|getouterframes|getsourcelines|getsource)\b|\.f_back\b|\btraceback\.extract_stack\b|new Error\(\)\.stack|Error\.captureStackTrace|\bruntime\.Caller\b/,
+    reason: "the code inspects its caller (the test) while it runs",
+  },
 ];
 
 /** Files whose added lines are screened: the code, not the agent's own tests or docs. */

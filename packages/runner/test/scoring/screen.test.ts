@@ -17,6 +17,7 @@ describe("screenDiff", () => {
           "#define CHECK_STR(a, b) 0",
         ),
         added("src/lib.rs", "impl<T> PartialEq<T> for Stat {", "    fn eq(&self, _: &T) -> bool { true }"),
+        added("pkg/size.py", "frame = inspect.currentframe().f_back"),
       ].join(""),
     );
     expect(hits.map((h) => [h.file, h.line, h.class])).toEqual([
@@ -30,6 +31,7 @@ describe("screenDiff", () => {
       ["src/b64.c", 3, "test-framework"],
       ["src/lib.rs", 2, "equality"],
       ["src/lib.rs", 3, "equality"],
+      ["pkg/size.py", 2, "reads-tests"],
     ]);
   });
 
