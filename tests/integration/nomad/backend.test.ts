@@ -1,15 +1,6 @@
-import {
-  createNomadBackend,
-  createNomadClient,
-  FlakegymError,
-  http2Probe,
-  type NomadBackend,
-  type NomadBackendOptionsInput,
-  type NomadProgress,
-  nomadVar,
-} from "@flakegym/runner";
-import { type NomadDouble, type NomadDoubleOptions, startNomadDouble } from "@flakegym/test-utils";
-import { afterEach, describe, expect, it } from "vitest";
+import { createNomadBackend, createNomadClient, FlakegymError, http2Probe, nomadVar } from "@flakegym/runner";
+import { describe, expect, it } from "vitest";
+import { IMAGE, nomadBackendHarness, rejection } from "./backend-harness.js";
 
 /**
  * The Nomad backend against the in-process Nomad API double: real HTTP, real blocking queries,
@@ -17,83 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
  * no task may still run: the backend never leaks a job, whatever happened.
  */
 
-type WorkerSpec = Parameters<NomadBackend["start"]>[0];
-
-const IMAGE = `oci.example/flakegym/python-env@sha256:${"c0ffee00".repeat(8)}`;
-
-let double: NomadDouble | undefined;
-const backends: NomadBackend[] = [];
-
-afterEach(async () => {
-  try {
-    if (double) {
-      // Every job purged, every task gone.
-      expect(double.jobs().map((j) => j.ID)).toEqual([]);
-      await double.waitFor(() => double!.liveTasks() === 0, 5_000);
-    }
-  } finally {
-    for (const b of backends.splice(0)) await b.close();
-    await double?.close();
-    double = undefined;
-  }
-});
-
-async function setup(
-  doubleOpts: NomadDoubleOptions = {},
-  backendOpts: Partial<NomadBackendOptionsInput> = {},
-  token?: string,
-) {
-  double = await startNomadDouble(doubleOpts);
-  const client = createNomadClient({
-    address: double.url,
-    ...(token ? { token } : {}),
-    retry: { attempts: 4, baseDelayMs: 5, maxDelayMs: 20 },
-  });
-  const events: NomadProgress[] = [];
-  const backend = createNomadBackend(
-    {
-      driver: { driver: "docker" },
-      // The double runs container commands on this machine: keep the workspace in the allocation
-      // dir, not at the image's /workspace (which here would be the host's).
-      workspaceDir: `${nomadVar("NOMAD_ALLOC_DIR")}/workspace`,
-      gatewayAdvertise: "10.9.8.7:8089",
-      startTimeoutMs: 5_000,
-      pollMs: 2_000,
-      probeIntervalMs: 30,
-      cleanupTimeoutMs: 5_000,
-      ...backendOpts,
-    },
-    { client, onProgress: (p) => events.push(p) },
-  );
-  backends.push(backend);
-  return { double, client, backend, events };
-}
-
-let seq = 0;
-function spec(over: Partial<WorkerSpec> = {}): WorkerSpec {
-  seq++;
-  return {
-    runId: "run-1",
-    taskId: "demo-task",
-    trajectoryId: `traj-${seq}`,
-    profile: "python",
-    workspace: "",
-    image: IMAGE,
-    gateway: { url: "http://127.0.0.1:8089/v1" },
-    limits: { memoryMb: 2048, pids: 512, wallClockMs: 600_000 },
-    agent: true,
-    ...over,
-  };
-}
-
-async function rejection(p: Promise<unknown>): Promise<Error & { code?: string; hint?: string }> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error & { code?: string; hint?: string };
-  }
-  throw new Error("expected a rejection");
-}
+const { setup, spec, track } = nomadBackendHarness({ runId: "run-1", memoryMb: 2048 });
 
 describe("NomadBackend against the Nomad double", () => {
   it("start dispatches a worker, waits for the core to answer on its dynamic port, stop purges", async () => {
@@ -349,14 +264,14 @@ describe("NomadBackend against the Nomad double", () => {
   });
 
   it("an ACL token is sent; without it Nomad's 403 comes with a hint", async () => {
-    const { backend } = await setup({ token: "s3cret" }, {}, "s3cret");
+    const { double, backend } = await setup({ token: "s3cret" }, {}, { token: "s3cret" });
     const w = await backend.start(spec());
     await w.stop();
     const noToken = createNomadBackend(
       { driver: { driver: "docker" }, gatewayAdvertise: "10.9.8.7:8089" },
-      { client: createNomadClient({ address: double!.url }) },
+      { client: createNomadClient({ address: double.url }) },
     );
-    backends.push(noToken);
+    track(noToken);
     const e = await rejection(noToken.start(spec({ runId: "run-2" })));
     expect(e.message).toContain("403");
     expect(e.hint).toContain("NOMAD_TOKEN");

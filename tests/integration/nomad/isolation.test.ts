@@ -1,13 +1,6 @@
-import {
-  createNomadBackend,
-  createNomadClient,
-  type NomadBackend,
-  type NomadBackendOptionsInput,
-  type NomadProgress,
-  nomadVar,
-} from "@flakegym/runner";
-import { type NomadDouble, type NomadDoubleOptions, startNomadDouble } from "@flakegym/test-utils";
-import { afterEach, describe, expect, it } from "vitest";
+import type { NomadBackendOptionsInput } from "@flakegym/runner";
+import { describe, expect, it } from "vitest";
+import { nomadBackendHarness, rejection } from "./backend-harness.js";
 
 /**
  * Issue 33 on the Nomad double: what a hostile workload can find in its worker, raw_exec's
@@ -16,9 +9,6 @@ import { afterEach, describe, expect, it } from "vitest";
  * short denylist (double.test.ts pins that), so only flakegym's `env -i` keeps keys out.
  */
 
-type WorkerSpec = Parameters<NomadBackend["start"]>[0];
-
-const IMAGE = `oci.example/flakegym/python-env@sha256:${"c0ffee00".repeat(8)}`;
 const CANARY = "sk-canary-4f1d2e9b7c";
 /** The Nomad client's environment: what an operator's shell typically carries. */
 const CLIENT_ENV = {
@@ -40,75 +30,11 @@ const HOSTILE = [
   "true",
 ].join("; ");
 
-let double: NomadDouble | undefined;
-const backends: NomadBackend[] = [];
-
-afterEach(async () => {
-  try {
-    if (double) {
-      expect(double.jobs().map((j) => j.ID)).toEqual([]);
-      await double.waitFor(() => double!.liveTasks() === 0, 5_000);
-    }
-  } finally {
-    for (const b of backends.splice(0)) await b.close();
-    await double?.close();
-    double = undefined;
-  }
+const { setup, spec } = nomadBackendHarness({
+  runId: "run-iso",
+  memoryMb: 1024,
+  double: { clientEnv: CLIENT_ENV },
 });
-
-async function setup(
-  doubleOpts: NomadDoubleOptions = {},
-  backendOpts: Partial<NomadBackendOptionsInput> = {},
-  probe?: () => Promise<boolean>,
-) {
-  double = await startNomadDouble({ clientEnv: CLIENT_ENV, ...doubleOpts });
-  const client = createNomadClient({
-    address: double.url,
-    retry: { attempts: 4, baseDelayMs: 5, maxDelayMs: 20 },
-  });
-  const events: NomadProgress[] = [];
-  const backend = createNomadBackend(
-    {
-      driver: { driver: "docker" },
-      workspaceDir: `${nomadVar("NOMAD_ALLOC_DIR")}/workspace`,
-      gatewayAdvertise: "10.9.8.7:8089",
-      startTimeoutMs: 5_000,
-      pollMs: 2_000,
-      probeIntervalMs: 30,
-      cleanupTimeoutMs: 5_000,
-      ...backendOpts,
-    },
-    { client, onProgress: (p) => events.push(p), ...(probe ? { probe } : {}) },
-  );
-  backends.push(backend);
-  return { double, client, backend, events };
-}
-
-let seq = 0;
-function spec(over: Partial<WorkerSpec> = {}): WorkerSpec {
-  seq++;
-  return {
-    runId: "run-iso",
-    taskId: "demo-task",
-    trajectoryId: `traj-${seq}`,
-    profile: "python",
-    workspace: "",
-    image: IMAGE,
-    gateway: { url: "http://127.0.0.1:8089/v1" },
-    limits: { memoryMb: 1024, pids: 512, wallClockMs: 600_000 },
-    agent: true,
-    ...over,
-  };
-}
-
-async function rejection(p: Promise<unknown>): Promise<Error & { code?: string; hint?: string }> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error & { code?: string; hint?: string };
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("a hostile workload searching its worker for API keys finds none", () => {
   const drivers: Array<[string, NomadBackendOptionsInput["driver"]]> = [
@@ -145,8 +71,10 @@ describe("a hostile workload searching its worker for API keys finds none", () =
       {},
       { driver: { driver: "raw_exec", command: "/bin/sh", args: ["-c", dump], allowUnisolated: true } },
       // stands in for the core's gRPC: ready once the dump is written
-      async () =>
-        double?.allocations().some((a) => a.JobID.includes("/dispatch-")) === true && (await dumped()),
+      {
+        probe: async () =>
+          double?.allocations().some((a) => a.JobID.includes("/dispatch-")) === true && (await dumped()),
+      },
     );
     let allocId = "";
     async function dumped(): Promise<boolean> {
@@ -219,7 +147,7 @@ describe("resources and lost nodes (the double enforces memory and replaces lost
     const { backend } = await setup(
       {},
       { driver: { driver: "raw_exec", command: "/bin/sh", args: ["-c", hog], allowUnisolated: true } },
-      async () => true,
+      { probe: async () => true },
     );
     const w = await backend.start(spec({ limits: { memoryMb: 128, pids: 512, wallClockMs: 600_000 } }));
     try {
@@ -241,7 +169,7 @@ describe("resources and lost nodes (the double enforces memory and replaces lost
           allowUnisolated: true,
         },
       },
-      async () => true,
+      { probe: async () => true },
     );
     const w = await backend.start(spec());
     try {
