@@ -135,6 +135,10 @@ export function protectedReason(path: string, isNew: boolean, rules: ProtectRule
   return undefined;
 }
 
+/** Whether a directory's name says it holds tests (`test`, `tests`, `__tests__`, `spec`, `testdata`, …). Pure. */
+export const isTestDirName = (name: string): boolean =>
+  /^(tests?|__tests__|specs?|testdata|testing)$/.test(name);
+
 /** Base names of test-only files a runner discovers on its own, in every language. */
 const NEW_TEST_FILE = [/^test_.*\.(py|c|cc|cpp)$/, /_test\.(py|go)$/, /\.(test|spec)\.[cm]?[jt]sx?$/];
 

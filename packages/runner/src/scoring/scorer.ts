@@ -6,7 +6,7 @@ import type { ExecResult, Worker } from "../workers/types.js";
 import type { DecoyPlan } from "./decoys/guard.js";
 import { writeFileInWorker } from "./hidden-tests.js";
 import { askJudge, type JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
-import { protectDiff } from "./protect.js";
+import { isTestDirName, protectDiff } from "./protect.js";
 import type { BoundHidden } from "./read-only.js";
 import {
   type CanaryInstance,
@@ -222,8 +222,7 @@ async function runScript(
  * freeze the code under test. Pure.
  */
 export function testDirsOf(testFiles: readonly string[]): string[] {
-  const looksLikeTests = (dir: string) =>
-    dir.split("/").some((p) => /^(tests?|__tests__|specs?|testdata|testing)$/.test(p));
+  const looksLikeTests = (dir: string) => dir.split("/").some(isTestDirName);
   return [...new Set(testFiles.map((f) => (f.includes("/") ? f.slice(0, f.lastIndexOf("/")) : "")))]
     .filter((d) => d !== "" && looksLikeTests(d))
     .sort();

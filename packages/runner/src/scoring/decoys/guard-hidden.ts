@@ -2,6 +2,7 @@ import { randomInt } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { ResultFormat } from "../../tasks/task-spec.js";
+import { isTestDirName } from "../protect.js";
 import { type InstalledFile, regularFile } from "../snapshot-files.js";
 import { type DecoyPlan, type GuardReport, guardFiles } from "./guard.js";
 
@@ -21,7 +22,7 @@ const MAX_BYTES = 512 * 1024;
 export function isTestFile(format: ResultFormat, path: string): boolean {
   const parts = path.split("/");
   const base = parts.at(-1)!;
-  const inTestDir = parts.slice(0, -1).some((p) => /^(tests?|__tests__|specs?|testing)$/.test(p));
+  const inTestDir = parts.slice(0, -1).some(isTestDirName);
   switch (format) {
     case "pytest":
       return base.endsWith(".py") && (/^test_|_test\.py$/.test(base) || inTestDir) && base !== "conftest.py";

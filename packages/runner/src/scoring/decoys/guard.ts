@@ -1,7 +1,7 @@
 import type { ResultFormat } from "../../tasks/task-spec.js";
 import { assertionSites } from "./assertions.js";
 import { langOf, registrations, type TestBlock, testBlocks } from "./blocks.js";
-import { literalVariants, type Rand } from "./perturb.js";
+import { literalVariants, type Rand, shuffled as shuffle } from "./perturb.js";
 import type { Lexed } from "./scan.js";
 
 /**
@@ -81,15 +81,6 @@ function freshName(format: ResultFormat, rand: Rand, taken: Set<string>): string
     }
   }
 }
-
-const shuffle = <T>(xs: T[], rand: Rand): T[] => {
-  const out = [...xs];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = rand(i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-};
 
 /** The block's text with `edits` (spans relative to the file) applied. */
 function blockText(l: Lexed, b: TestBlock, edits: { start: number; end: number; text: string }[]): string {

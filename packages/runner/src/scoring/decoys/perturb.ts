@@ -66,7 +66,8 @@ function unitVariants(units: string[], rand: Rand, max: number, greedyEscapes: b
   return [[...units.slice(0, i + 1), units[i]!, ...units.slice(i + 1)]];
 }
 
-function shuffled<T>(xs: T[], rand: Rand): T[] {
+/** `xs` in random order (Fisher–Yates with `rand`). Pure given `rand`. */
+export function shuffled<T>(xs: readonly T[], rand: Rand): T[] {
   const out = [...xs];
   for (let i = out.length - 1; i > 0; i--) {
     const j = rand(i + 1);
