@@ -48,3 +48,13 @@ export function describeError(err: unknown): string {
   }
   return lines.join("\n");
 }
+
+/**
+ * One line for a recorded reason (a trajectory's infra detail, a summary row): the message and, for a
+ * FlakegymError with a hint, what to do (`… — hint: …`), so the reason keeps the way out.
+ */
+export function messageWithHint(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const hint = err instanceof Error ? (err as { hint?: unknown }).hint : undefined;
+  return typeof hint === "string" && hint.length > 0 ? `${message} — hint: ${hint}` : message;
+}

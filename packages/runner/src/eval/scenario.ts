@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { ProfileId } from "@flakegym/profiles";
 import { z } from "zod";
 import { FlakegymError, UsageError } from "../errors.js";
+import { formatIssuePath, leafIssues } from "../text/zod-issues.js";
 
 /**
  * An eval scenario: a small directory holding `scenario.json` (a prompt, an optional template
@@ -146,8 +147,9 @@ export function checkNames(checks: readonly Check[]): string[] {
 /** The zod issues of a scenario file as one line each, naming the field. Pure. */
 export function describeIssues(file: string, err: z.ZodError): string {
   return err.issues
+    .flatMap((i) => leafIssues(i))
     .slice(0, 5)
-    .map((i) => `${file}: field '${i.path.map(String).join(".") || "(root)"}': ${i.message}`)
+    .map((i) => `${file}: field '${formatIssuePath(i.path)}': ${i.message}`)
     .join("\n");
 }
 

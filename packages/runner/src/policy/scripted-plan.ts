@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { UsageError } from "../errors.js";
 import { looksBinary, printable, SNIFF_BYTES } from "../text/looks-binary.js";
+import { zodIssueLines } from "../text/zod-issues.js";
 
 /**
  * The public scripted-policy plan format, version 1 (docs/scripted-policy.md). A plan is the list
@@ -91,10 +92,7 @@ export function planTurns(plan: ScriptedPlan, trial: number): readonly ScriptedT
 export function parseScriptedPlan(data: unknown, source = "plan"): ScriptedPlan {
   const parsed = ScriptedPlan.safeParse(data);
   if (parsed.success) return parsed.data;
-  const lines = parsed.error.issues.slice(0, 5).map((i) => {
-    const path = i.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("");
-    return `${path.replace(/^\./, "") || "(root)"}: ${i.message}`;
-  });
+  const lines = zodIssueLines(parsed.error);
   throw new UsageError(
     `scripted plan ${source} is invalid:\n  ${lines.join("\n  ")}`,
     'a plan is {"version":1,"turns":[{"text":"…"} | {"tool_calls":[{"name":"…","arguments":{…}}]}]} (or "trials":[{"turns":[…]}, …]); see docs/scripted-policy.md',

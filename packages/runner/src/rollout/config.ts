@@ -7,7 +7,7 @@ import { checkSampling, type SamplingParams } from "../policy/sampling.js";
 import { withSamplingDefaults } from "../policy/spec.js";
 import { PartialCredit, TamperPenalty } from "../scoring/reward.js";
 import { SuspiciousPenalty } from "../scoring/screen.js";
-import { POOL_DEFAULT_IDLE_S, POOL_DEFAULT_MIN_TRAJECTORIES } from "../workers/pool/decisions.js";
+import { POOL_DEFAULT_IDLE_S, poolHelp } from "../workers/pool/decisions.js";
 import type { RunConfig } from "./schema.js";
 /**
  * The `rollout` flags and their resolution into a RunConfig (pure). Flags that define what a run
@@ -76,9 +76,7 @@ export const RolloutOptions = z.object({
     .min(0)
     .max(64)
     .optional()
-    .describe(
-      `pre-booted agent workers kept ready (local backend; 0: off). Default: off for rollouts of fewer than ${POOL_DEFAULT_MIN_TRAJECTORIES} trajectories, else --concurrency`,
-    ),
+    .describe(poolHelp("rollout")),
   poolIdle: z
     .number()
     .int()

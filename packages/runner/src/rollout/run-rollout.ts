@@ -2,6 +2,7 @@ import { setMaxListeners } from "node:events";
 import { mkdir, readFile } from "node:fs/promises";
 import { buildGroup, type GroupLine, groupId } from "../emit/group.js";
 import { appendJsonLine, writeFileAtomic, writeJsonAtomic } from "../emit/jsonl.js";
+import { messageWithHint } from "../errors.js";
 import type { ProgressSink } from "../progress/events.js";
 import { ScoringSetupError } from "../scoring/scorer.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
@@ -233,7 +234,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
         if (isDiskFullEnd({ error: err })) throw diskFullStop(t.dir, { error: err });
         if (!isRetryable({ error: err })) throw err;
         end = { error: err };
-        infraDetail = (err as Error).message;
+        infraDetail = messageWithHint(err);
       } finally {
         sem.release();
       }

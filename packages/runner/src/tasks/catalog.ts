@@ -3,6 +3,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { FlakegymError } from "../errors.js";
+import { formatIssuePath, leafIssues } from "../text/zod-issues.js";
 import type { TaskProfile } from "./task-profile.js";
 import { TaskSpec } from "./task-spec.js";
 
@@ -33,8 +34,8 @@ export interface LoadedTask {
 }
 
 function describeIssue(file: string, err: z.ZodError): string {
-  const issue = err.issues[0]!;
-  return `${file}: field '${issue.path.join(".") || "(root)"}': ${issue.message}`;
+  const issue = leafIssues(err.issues[0]!)[0]!;
+  return `${file}: field '${formatIssuePath(issue.path)}': ${issue.message}`;
 }
 
 /** Reads and validates `<dir>/task.json`; checks that every file it names exists. */

@@ -4,7 +4,7 @@ import { extname } from "node:path";
 import { createInterface } from "node:readline";
 import { loadProfiles, type ProfilesFile } from "@flakegym/profiles";
 import { asyncBufferFromFile, parquetReadObjects } from "hyparquet";
-import { FlakegymError } from "../errors.js";
+import { FlakegymError, UsageError } from "../errors.js";
 import { parseDatasetRow, type RowError } from "./dataset-row.js";
 import type { TaskProfile } from "./task-profile.js";
 
@@ -104,17 +104,27 @@ export function datasetRows(
   return format === "parquet" ? parquetRows(file, signal) : jsonlRows(file, signal);
 }
 
-/** Throws a FlakegymError naming the file when it is not a readable regular file. */
+/**
+ * The usage error (exit 2) for a `--dataset` path that is not there or not readable: names the path
+ * and what was wrong, and says what to do instead of repeating the flag.
+ */
+export function datasetPathError(path: string, cause: Error): UsageError {
+  const what = (cause as NodeJS.ErrnoException).code === "ENOENT" ? "no such file or directory" : cause.message;
+  const err = new UsageError(
+    `--dataset ${path}: ${what}`,
+    "check the path (a relative path starts at the current directory); a dataset is a .jsonl or .parquet file of rows, or a Harbor task directory (docs/tasks.md)",
+    "E_DATASET",
+  );
+  err.cause = cause;
+  return err;
+}
+
+/** Throws a usage error naming the file when it is not a readable regular file. */
 export async function assertDatasetFile(file: string): Promise<void> {
-  try {
-    const st = await stat(file);
-    if (!st.isFile()) throw new Error("not a regular file");
-  } catch (cause) {
-    throw new FlakegymError("E_DATASET", `cannot read dataset file ${file}: ${(cause as Error).message}`, {
-      cause,
-      hint: "pass --dataset <file.jsonl|file.parquet>",
-    });
-  }
+  const st = await stat(file).catch((cause: Error) => {
+    throw datasetPathError(file, cause);
+  });
+  if (!st.isFile()) throw datasetPathError(file, new Error("not a regular file (a dataset file is .jsonl or .parquet)"));
 }
 
 /**

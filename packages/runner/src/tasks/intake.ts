@@ -1,6 +1,6 @@
 import { stat } from "node:fs/promises";
 import { FlakegymError } from "../errors.js";
-import { type DatasetSummary, formatRowError, loadDataset } from "./dataset.js";
+import { type DatasetSummary, datasetPathError, formatRowError, loadDataset } from "./dataset.js";
 import type { RowError } from "./dataset-row.js";
 import { loadHarbor } from "./harbor-dir.js";
 import type { IntakeTask } from "./swebench.js";
@@ -36,10 +36,7 @@ export interface LoadedIntake {
 /** What kind of input `path` is. */
 export async function intakeKind(path: string, signal?: AbortSignal): Promise<IntakeKind> {
   const st = await stat(path).catch((cause: Error) => {
-    throw new FlakegymError("E_DATASET", `cannot read ${path}: ${cause.message}`, {
-      cause,
-      hint: "pass --dataset <file.jsonl|file.parquet|harbor-dir>",
-    });
+    throw datasetPathError(path, cause);
   });
   if (st.isDirectory()) return "harbor";
   return await detectDatasetSchema(path, signal);

@@ -67,10 +67,10 @@ describe("scenario.json errors name the file and the field", () => {
     const base = { version: 1, summary: "s", prompt: "p" };
     await write({ ...base, checks: [{ kind: "content", path: "a.txt" }] });
     await expect(loadScenario(sdir)).rejects.toThrow(
-      /scenario\.json: field 'checks\.0\.must_match': give at least one/,
+      /scenario\.json: field 'checks\[0\]\.must_match': give at least one/,
     );
     await write({ ...base, checks: [{ kind: "file_exists", path: "../etc/passwd" }] });
-    await expect(loadScenario(sdir)).rejects.toThrow(/field 'checks\.0\.path'/);
+    await expect(loadScenario(sdir)).rejects.toThrow(/field 'checks\[0\]\.path'/);
     await write({ ...base, template: "nope", checks: [{ kind: "file_exists", path: "a" }] });
     await expect(loadScenario(sdir)).rejects.toThrow(/field 'template': .*nope is not a directory/);
     await write({ ...base, checks: [{ kind: "file_exists", path: "a" }], extra: 1 });

@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { UsageError } from "../../src/errors.js";
 import { formatRowError, loadDataset } from "../../src/tasks/dataset.js";
 import { parseDatasetRow } from "../../src/tasks/dataset-row.js";
 
@@ -84,10 +85,12 @@ describe("loadDataset", () => {
     expect(d.rejected[7]!.reason).toBe("missing");
   });
 
-  it("a missing file is an error naming it and the flag", async () => {
-    await expect(loadDataset("/nonexistent/rows.jsonl")).rejects.toThrow(
-      /cannot read dataset file \/nonexistent\/rows.jsonl/,
-    );
+  it("a missing file is a usage error (exit 2) naming the flag and path, whose hint says what to check instead of repeating the flag", async () => {
+    const err = await loadDataset("/nonexistent/rows.jsonl").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UsageError);
+    expect(err).toMatchObject({ code: "E_DATASET", message: "--dataset /nonexistent/rows.jsonl: no such file or directory" });
+    expect((err as UsageError).hint).toMatch(/^check the path/);
+    expect((err as UsageError).hint).not.toContain("--dataset");
   });
 
   it("a truncated Parquet file is an error naming the file", async () => {

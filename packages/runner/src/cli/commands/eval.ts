@@ -20,7 +20,7 @@ import { newRunId, RolloutOptions, resolveRolloutOptions } from "../../rollout/c
 import { type DatasetSelection, selectDataset } from "../../rollout/dataset-tasks.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
-import { poolEvent, resolvePool } from "../../workers/pool/decisions.js";
+import { poolEvent, poolHelp, resolvePool } from "../../workers/pool/decisions.js";
 import { defineCommand } from "../command.js";
 
 export const EvalOptions = RolloutOptions.pick({
@@ -57,6 +57,7 @@ export const EvalOptions = RolloutOptions.pick({
   tamperPenalty: true,
   suspiciousPenalty: true,
 }).extend({
+  pool: RolloutOptions.shape.pool.describe(poolHelp("eval")),
   task: z.array(z.string().min(1)).optional().describe("a catalog task id to evaluate (repeat for several)"),
   dataset: z
     .string()

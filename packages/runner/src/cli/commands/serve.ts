@@ -7,7 +7,7 @@ import { RolloutOptions } from "../../rollout/config.js";
 import { checkOutDir } from "../../rollout/out-path.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { DEFAULT_MAX_GROUPS, serveMaxGroups, startServe } from "../../serve/server.js";
-import { resolvePool } from "../../workers/pool/decisions.js";
+import { poolHelp, resolvePool } from "../../workers/pool/decisions.js";
 import { defineCommand } from "../command.js";
 
 export const serveCommand = defineCommand({
@@ -64,9 +64,7 @@ export const serveCommand = defineCommand({
       .describe(
         "directory of git repositories that requested dataset rows may name by a relative path (default: rows must name remote repositories)",
       ),
-    pool: RolloutOptions.shape.pool.describe(
-      "pre-booted agent workers each running group keeps ready (local backend; 0: off; default: --concurrency)",
-    ),
+    pool: RolloutOptions.shape.pool.describe(poolHelp("serve")),
     poolIdle: RolloutOptions.shape.poolIdle,
   }),
   examples: [

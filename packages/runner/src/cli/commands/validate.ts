@@ -43,7 +43,9 @@ export const validateCommand = defineCommand({
     backend: z
       .enum(["local", "podman", "nomad"])
       .default("local")
-      .describe("where workers run (podman and nomad cannot run Cline agent workers yet)"),
+      .describe(
+        "where workers run: local (bubblewrap) or podman (containers), each running the Cline agent and the scorer; nomad needs --gateway-advertise, which only rollout, eval and serve take",
+      ),
     cheats: z
       .boolean()
       .default(true)

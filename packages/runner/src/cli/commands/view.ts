@@ -3,6 +3,7 @@ import { z } from "zod";
 import { loadChatTokenizer } from "../../export/tokenizer.js";
 import { writeExport } from "../../view/export-html.js";
 import { startViewServer } from "../../view/server.js";
+import { checkViewDir } from "../../view/view-dir.js";
 import { defineCommand } from "../command.js";
 
 export const viewCommand = defineCommand({
@@ -37,6 +38,7 @@ export const viewCommand = defineCommand({
   ],
   async run(opts, ctx) {
     const dir = resolve(ctx.cwd, opts.dir);
+    await checkViewDir(dir, opts.dir);
     const tokenizer = opts.tokenizer
       ? await loadChatTokenizer(resolve(ctx.cwd, opts.tokenizer), { signal: ctx.signal })
       : undefined;

@@ -48,7 +48,7 @@ export function bwrapMissingError(): FlakegymError {
     "E_NO_SANDBOX",
     "bubblewrap (bwrap) is not installed, so local workers cannot be sandboxed",
     {
-      hint: "install it with `sh scripts/ensure-system-deps` (or as root: apt-get install -y bubblewrap); to run without any isolation anyway pass --unsafe-no-sandbox",
+      hint: "install it with `sh scripts/ensure-system-deps` (or as root: apt-get install -y bubblewrap); only `flakegym snapshot build --unsafe-no-sandbox` (and the API's createLocalBackend({ unsafeNoSandbox: true })) run without isolation: rollout, eval and serve always sandbox the agent",
     },
   );
 }

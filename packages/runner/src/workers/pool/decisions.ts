@@ -128,6 +128,21 @@ export function poolByDefault(run: { command: "rollout" | "eval" | "serve"; traj
   return run.command !== "rollout" || run.trajectories >= POOL_DEFAULT_MIN_TRAJECTORIES;
 }
 
+/**
+ * The `--pool` help text of a command, stated from the same rule `poolByDefault` and `resolvePool`
+ * apply (so `--help` cannot contradict what the command does). Pure.
+ */
+export function poolHelp(command: "rollout" | "eval" | "serve"): string {
+  const what =
+    command === "serve"
+      ? "pre-booted agent workers each running group keeps ready (local backend; 0: off)"
+      : "pre-booted agent workers kept ready (local backend; 0: off)";
+  const always = poolByDefault({ command, trajectories: 1 });
+  const cap = command === "serve" ? "--concurrency" : "--concurrency, capped by the trajectories";
+  if (always) return `${what}. Default: ${cap}`;
+  return `${what}. Default: off for ${command}s of fewer than ${POOL_DEFAULT_MIN_TRAJECTORIES} trajectories, else ${cap}`;
+}
+
 /** A rollout of at least this many trajectories (tasks × group size) pools by default. */
 export const POOL_DEFAULT_MIN_TRAJECTORIES = 8;
 /** Default idle limit of a pre-booted worker, seconds. */

@@ -30,7 +30,7 @@ export interface PoolState {
   readonly booting: number;
   /** Trajectories served by a pre-booted worker. */
   readonly pooled: number;
-  /** Trajectories whose worker booted on the critical path. */
+  /** Trajectories whose agent worker booted on the critical path (exec-only scoring workers are not counted). */
   readonly cold: number;
   /** Pre-booted workers that ended while idle (died or idle limit) and were never handed out. */
   readonly retired: number;
@@ -257,6 +257,8 @@ export function createWorkerPool(inner: PoolableBackend, o: WorkerPoolOptions): 
       schedule();
     },
     async start(spec, signal) {
+      // exec-only workers (scoring) boot no core: neither pooled nor cold, so not counted
+      if (!spec.agent) return await inner.start(spec, signal);
       if (closed || unpoolableReason(spec) || (await probe())) return await cold(spec, signal);
       const k = demand(spec);
       if (k.pending !== undefined) k.pending = Math.max(0, k.pending - 1);

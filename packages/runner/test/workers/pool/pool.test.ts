@@ -98,13 +98,14 @@ describe("createWorkerPool", () => {
     }
   });
 
-  it("starts exec-only and differently shaped workers cold, outside the pool", async () => {
+  it("starts exec-only workers outside the pool, counted neither pooled nor cold (they boot no core)", async () => {
     const inner = createDummyPoolable({ bootMs: 5 });
     const pool = createWorkerPool(inner, { size: 1, idleMs: 10_000 });
     try {
       const s = await pool.start(spec("score", { agent: false }));
       expect(s.pooled).toBe(false);
-      expect(pool.state()).toMatchObject({ idle: 0, booting: 0, cold: 1 });
+      expect(pool.state()).toMatchObject({ idle: 0, booting: 0, pooled: 0, cold: 0 });
+      expect(inner.booted).toHaveLength(1);
     } finally {
       await pool.close();
     }
