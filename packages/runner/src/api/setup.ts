@@ -182,7 +182,7 @@ async function promptsOf(
           "E_DATASET",
           `${t.file}: no row has a prompt (rows without one: ${rejected.slice(0, 10).join(", ") || "none"})`,
           {
-            hint: "each JSONL row needs a string field prompt, problem_statement, question, instruction or input (and optionally answer)",
+            hint: "each JSONL row needs a string field prompt, problem_statement, question, instruction or input (and optionally answer), or swe-agent `conversations` with a human turn",
           },
         );
       }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { promptOf } from "../tasks/dataset-row.js";
 
 /**
  * The prompts a generic rollout asks (`prompts.jsonl` in the workspace): dataset rows, a catalog
@@ -15,13 +16,33 @@ export type PromptRow = z.infer<typeof PromptRow>;
 
 const PROMPT_FIELDS = ["prompt", "problem_statement", "question", "instruction", "input"] as const;
 
-/** A dataset row's prompt (first non-empty of {@link PROMPT_FIELDS}) and optional `answer`. */
+/**
+ * A dataset row's prompt and optional `answer`: the first non-empty of {@link PROMPT_FIELDS}, else
+ * the first human turn of a swe-agent row's `conversations` (an array or a JSON string of
+ * `{from, value}`), so the rows `rollout --dataset` takes are prompts here too.
+ */
 export function promptOfRow(row: unknown): PromptRow | undefined {
   if (typeof row !== "object" || row === null) return undefined;
   const r = row as Record<string, unknown>;
   const field = PROMPT_FIELDS.find((f) => typeof r[f] === "string" && (r[f] as string).trim() !== "");
-  if (!field) return undefined;
-  return { prompt: r[field] as string, ...(typeof r["answer"] === "string" ? { answer: r["answer"] } : {}) };
+  const prompt = field ? (r[field] as string) : conversationPrompt(r["conversations"]);
+  if (prompt === undefined) return undefined;
+  return { prompt, ...(typeof r["answer"] === "string" ? { answer: r["answer"] } : {}) };
+}
+
+const Conversation = z.array(z.object({ from: z.string(), value: z.string() }));
+
+function conversationPrompt(value: unknown): string | undefined {
+  let turns = value;
+  if (typeof value === "string") {
+    try {
+      turns = JSON.parse(value);
+    } catch {
+      return undefined;
+    }
+  }
+  const parsed = Conversation.safeParse(turns);
+  return parsed.success ? promptOf(parsed.data) : undefined;
 }
 
 /** Prompt rows of a JSONL dataset text, and the lines that had none (1-based). */
