@@ -6,6 +6,7 @@
  * so this step makes it one. Usage: `npx tsx scripts/swebench-fixture.ts <dir>`; exits 1 naming
  * what went wrong.
  */
+import { realpathSync } from "node:fs";
 import { cp, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -34,14 +35,18 @@ export async function buildSwebenchFixture(dir: string): Promise<string> {
   return rows;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+// run as a script (argv[1] may be a symlink to this file: compare real paths)
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const dir = process.argv[2];
   if (!dir) {
-    console.error("usage: npx tsx scripts/swebench-fixture.ts <dir>   (a new directory for the repository and rows.jsonl)");
+    console.error(
+      "usage: npx tsx scripts/swebench-fixture.ts <dir>   (a new directory for the repository and rows.jsonl)",
+    );
     process.exit(2);
   }
   buildSwebenchFixture(resolve(dir)).then(
-    (rows) => console.log(`${rows}: 1 row (minicalc__minicalc-1) over ${resolve(dir, "minicalc")}, a git repository`),
+    (rows) =>
+      console.log(`${rows}: 1 row (minicalc__minicalc-1) over ${resolve(dir, "minicalc")}, a git repository`),
     (err: Error) => {
       console.error(`swebench-fixture: ${err.message}`);
       process.exit(1);

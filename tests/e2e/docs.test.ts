@@ -1,13 +1,21 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { makeTempDir, REPO_ROOT, type TempDir } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { blockName, type DocBlock, extractBlocks, fillPlaceholders, shellCommands } from "./docs/extract.js";
+import {
+  blockName,
+  type DocBlock,
+  extractBlocks,
+  fillPlaceholders,
+  namedPaths,
+  ownFolders,
+  shellCommands,
+} from "./docs/extract.js";
 import { type DocsFixture, FIXTURES, type FixtureContext, gitRepo } from "./docs/fixtures.js";
-import { readRun, TASK } from "./rollout-helpers.js";
+import { quickStart, readRun, TASK } from "./rollout-helpers.js";
 
 /**
  * Docs that run: every fenced shell, TypeScript and Python block of README.md and docs/*.md is run
@@ -19,8 +27,13 @@ import { readRun, TASK } from "./rollout-helpers.js";
 const DOC_FILES = ["README.md", ...readdirSync(join(REPO_ROOT, "docs")).map((f) => `docs/${f}`)].filter((f) =>
   f.endsWith(".md"),
 );
-const BLOCKS: DocBlock[] = DOC_FILES.flatMap((f) => extractBlocks(f, readFileSync(join(REPO_ROOT, f), "utf8")));
+const BLOCKS: DocBlock[] = DOC_FILES.flatMap((f) =>
+  extractBlocks(f, readFileSync(join(REPO_ROOT, f), "utf8")),
+);
 const BIN = join(REPO_ROOT, "packages/runner/bin/flakegym.js");
+const FIXTURES_DIR = join(REPO_ROOT, "tests/fixtures");
+/** The README quick start's main job: run once as the fixture every `<id>` refers to. */
+const FIXTURE_COMMAND = `npx flakegym rollout --task ${TASK}`;
 /** One block's time limit: the slowest runnable block is a short rollout on 2 busy cores. */
 const BLOCK_MS = 150_000;
 
@@ -28,6 +41,26 @@ const BLOCK_MS = 150_000;
 const SHELL_PRELUDE = `flakegym() { node "$DOCS_TEST_BIN" "$@"; }
 npx() { if [ "$1" = flakegym ]; then shift; flakegym "$@"; else command npx "$@"; fi; }
 `;
+
+/** Runs a program under the block limit (a deadline, never an unbounded wait); the result, not a throw. */
+async function runBounded(
+  what: string,
+  file: string,
+  args: readonly string[],
+  cwd: string,
+  env: Record<string, string>,
+) {
+  using deadline = createDeadline({ timeout: { ms: BLOCK_MS, limit: `${what} (docs test block limit)` } });
+  const r = await execa(file, args, {
+    cwd,
+    env,
+    reject: false,
+    stdin: "ignore",
+    cancelSignal: deadline.signal,
+    forceKillAfterDelay: 5_000,
+  });
+  return { exitCode: r.exitCode ?? -1, stdout: r.stdout, stderr: r.stderr, cancelled: r.isCanceled };
+}
 
 interface CommandResult {
   readonly line: number;
@@ -41,20 +74,12 @@ async function runShellBlock(block: DocBlock, cwd: string, values: Record<string
     ...c,
     text: fillPlaceholders(c.text, values, `${block.file}:${c.line}`),
   }));
+  // the fixture run is this command, run once (and checked) before every block
+  const runnable = (c: { text: string }) => (c.text === FIXTURE_COMMAND ? ": the fixture run" : c.text);
   const status = join(cwd, `.docs-test-status-${block.file.replace(/\W/g, "_")}-${block.line}`);
   const script =
-    SHELL_PRELUDE +
-    commands.map((c, i) => `${c.text}\necho "${i} $?" >> "${status}"`).join("\n") +
-    "\n";
-  using deadline = createDeadline({ timeout: { ms: BLOCK_MS, limit: `${blockName(block)} (docs test block limit)` } });
-  const r = await execa("sh", ["-c", script], {
-    cwd,
-    env: { DOCS_TEST_BIN: BIN },
-    reject: false,
-    stdin: "ignore",
-    cancelSignal: deadline.signal,
-    forceKillAfterDelay: 5_000,
-  });
+    SHELL_PRELUDE + commands.map((c, i) => `${runnable(c)}\necho "${i} $?" >> "${status}"`).join("\n") + "\n";
+  const r = await runBounded(blockName(block), "sh", ["-c", script], cwd, { DOCS_TEST_BIN: BIN });
   const codes = new Map(
     (await readFile(status, "utf8").catch(() => ""))
       .split("\n")
@@ -66,7 +91,7 @@ async function runShellBlock(block: DocBlock, cwd: string, values: Record<string
     command: c.text,
     exitCode: codes.get(i) ?? -1,
   }));
-  return { results, output: `${r.stdout}\n${r.stderr}`.slice(-4000), cancelled: r.isCanceled };
+  return { results, output: `${r.stdout}\n${r.stderr}`.slice(-4000), cancelled: r.cancelled };
 }
 
 /** Runs a TypeScript example inside its fixture's prelude (a module under test-artifacts/, so imports resolve). */
@@ -77,20 +102,17 @@ async function runTsBlock(block: DocBlock, fixture: DocsFixture, ctx: FixtureCon
   let code = block.code;
   for (const [from, to] of fixture.replace?.(ctx) ?? []) code = code.replaceAll(from, to);
   await writeFile(file, `${fixture.prelude}\n${code}\n${fixture.epilogue}\n`);
-  using deadline = createDeadline({ timeout: { ms: BLOCK_MS, limit: `${blockName(block)} (docs test block limit)` } });
   try {
-    const r = await execa(process.execPath, ["--import", "tsx", file], {
-      cwd: ctx.cwd,
-      env: ctx.env,
-      reject: false,
-      stdin: "ignore",
-      cancelSignal: deadline.signal,
-      forceKillAfterDelay: 5_000,
-    });
-    return { exitCode: r.exitCode ?? -1, stdout: r.stdout, stderr: r.stderr };
+    return await runBounded(blockName(block), process.execPath, ["--import", "tsx", file], ctx.cwd, ctx.env);
   } finally {
     await rm(file, { force: true });
   }
+}
+
+/** Runs a Python example with the adapters and trainer examples importable, as docs/trainers.md says. */
+async function runPythonBlock(block: DocBlock, cwd: string) {
+  const PYTHONPATH = ["adapters/python", "examples/trainers"].map((d) => join(REPO_ROOT, d)).join(":");
+  return await runBounded(blockName(block), "python3", ["-c", block.code], cwd, { PYTHONPATH });
 }
 
 describe("docs that run (README.md, docs/*.md)", () => {
@@ -100,15 +122,28 @@ describe("docs that run (README.md, docs/*.md)", () => {
 
   beforeAll(async () => {
     tmp = await makeTempDir("flakegym-docs-test-");
-    // The fixture run: the README quick start's main job, as written, in a fresh directory.
+    // The files the examples name, in a fresh directory: a plain repository, dataset rows in the
+    // format rollout --dataset takes (JSONL and Parquet), a scripted plan.
     await gitRepo(join(tmp.path, "my-repo"));
-    const run = await execa("sh", ["-c", `${SHELL_PRELUDE}npx flakegym rollout --task ${TASK}`], {
-      cwd: tmp.path,
-      env: { DOCS_TEST_BIN: BIN },
-      reject: false,
-      stdin: "ignore",
-      timeout: BLOCK_MS,
-    });
+    // commands are written for a checkout's root: its scripts/, tests/ and installed node_modules/
+    for (const d of ["node_modules", "scripts", "tests"])
+      await symlink(join(REPO_ROOT, d), join(tmp.path, d));
+    await copyFile(join(FIXTURES_DIR, "swe-agent-13k-sample.jsonl"), join(tmp.path, "rows.jsonl"));
+    // its last row has no repository: `tasks check` rejects it and exits 1, as docs/tasks.md says
+    await copyFile(join(FIXTURES_DIR, "swe-agent-13k-sample.parquet"), join(tmp.path, "train.parquet"));
+    const answers = Array.from({ length: 12 }, (_, i) => ({ text: `Answer ${i + 1}: run npm test.` }));
+    await writeFile(join(tmp.path, "plan.json"), JSON.stringify({ version: 1, turns: answers }));
+    // The fixture run: the README quick start's main job, as written.
+    expect(quickStart()[0]).toBe(`npm ci && ${FIXTURE_COMMAND}`);
+    const run = await runBounded(
+      "the fixture run",
+      "sh",
+      ["-c", `${SHELL_PRELUDE}${FIXTURE_COMMAND}`],
+      tmp.path,
+      {
+        DOCS_TEST_BIN: BIN,
+      },
+    );
     expect(run.exitCode, run.stderr).toBe(0);
     const [id] = await readdir(join(tmp.path, "runs"));
     if (!id) throw new Error(`the fixture run wrote no run directory under runs/:\n${run.stderr}`);
@@ -122,7 +157,14 @@ describe("docs that run (README.md, docs/*.md)", () => {
   it("the fixture run holds what the README says a run directory holds, every reward 1 (gold)", async () => {
     const out = join(tmp.path, "runs", values.id!);
     const names = await readdir(out);
-    for (const f of ["groups.jsonl", "samples.jsonl", "metrics.jsonl", "summary.json", "run.json", "trajectories"]) {
+    for (const f of [
+      "groups.jsonl",
+      "samples.jsonl",
+      "metrics.jsonl",
+      "summary.json",
+      "run.json",
+      "trajectories",
+    ]) {
       expect(names, `runs/<id>/${f} (README: "A run directory holds …")`).toContain(f);
     }
     const run = await readRun(out);
@@ -131,6 +173,18 @@ describe("docs that run (README.md, docs/*.md)", () => {
     const [traj] = await readdir(join(out, "trajectories"));
     const files = await readdir(join(out, "trajectories", traj!));
     for (const f of ["diff.patch", "score.json", "turns.jsonl"]) expect(files).toContain(f);
+  });
+
+  it("every path of this repository the docs name in backticks exists (src folders, packages, scripts, examples…)", async () => {
+    const tracked = (await execa("git", ["ls-files"], { cwd: REPO_ROOT })).stdout.split("\n");
+    const ours = ownFolders(tracked);
+    const missing = DOC_FILES.flatMap((f) =>
+      namedPaths(readFileSync(join(REPO_ROOT, f), "utf8"))
+        .filter((p) => ours.has(p.split("/")[0]!))
+        .filter((p) => !tracked.some((t) => t === p || t.endsWith(`/${p}`)))
+        .map((p) => `${f}: \`${p}\``),
+    );
+    expect(missing, "paths named by the docs that no tracked file has").toEqual([]);
   });
 
   it("every skipped block says why (printed here)", () => {
@@ -144,18 +198,30 @@ describe("docs that run (README.md, docs/*.md)", () => {
     console.info(`docs test: ${BLOCKS.length} blocks, ${ran} run, ${skipped.length} skipped`);
   });
 
-  for (const block of BLOCKS) {
+  // blocks over the fixture run (`runs/<id>`: resume takes its lock) run one after the other, last
+  const overFixture = (b: DocBlock) => b.code.includes("<id>");
+  for (const block of [...BLOCKS.filter((b) => !overFixture(b)), ...BLOCKS.filter(overFixture)]) {
     const { marker } = block;
     if (marker.kind === "skip") continue;
     if (block.lang === "sh") {
-      if (marker.kind !== "run") throw new Error(`${blockName(block)}: a shell block takes no fixture marker`);
-      it.concurrent(`${blockName(block)} runs as written (exit ${marker.exit})`, async () => {
-        const r = await runShellBlock(block, ctx.cwd, values);
-        expect(r.cancelled, `${blockName(block)} ran over ${BLOCK_MS} ms\n${r.output}`).toBe(false);
-        for (const c of r.results) {
-          expect(c.exitCode, `${block.file}:${c.line} \`${c.command}\` exit code\n${r.output}`).toBe(marker.exit);
-        }
-      });
+      if (marker.kind !== "run")
+        throw new Error(`${blockName(block)}: a shell block takes no fixture marker`);
+      const exits = marker.exits ?? [marker.exit];
+      (overFixture(block) ? it : it.concurrent)(
+        `${blockName(block)} runs as written (exit ${exits.join(", ")})`,
+        async () => {
+          const r = await runShellBlock(block, ctx.cwd, values);
+          expect(r.cancelled, `${blockName(block)} ran over ${BLOCK_MS} ms\n${r.output}`).toBe(false);
+          if (marker.exits)
+            expect(marker.exits, `${blockName(block)}: one exit code per command`).toHaveLength(
+              r.results.length,
+            );
+          for (const [i, c] of r.results.entries()) {
+            const want = marker.exits?.[i] ?? marker.exit;
+            expect(c.exitCode, `${block.file}:${c.line} \`${c.command}\` exit code\n${r.output}`).toBe(want);
+          }
+        },
+      );
     } else if (block.lang === "ts") {
       if (marker.kind !== "fixture") {
         throw new Error(
@@ -164,13 +230,16 @@ describe("docs that run (README.md, docs/*.md)", () => {
       }
       const fixture = FIXTURES[marker.name];
       if (!fixture) throw new Error(`${blockName(block)}: no docs-test fixture named ${marker.name}`);
-      it(`${blockName(block)} runs in fixture ${marker.name}: ${fixture.description}`, async () => {
+      it.concurrent(`${blockName(block)} runs in fixture ${marker.name}: ${fixture.description}`, async () => {
         const r = await runTsBlock(block, fixture, ctx);
         expect(r.exitCode, `${blockName(block)}\n${r.stdout}\n${r.stderr}`).toBe(0);
         await fixture.check(r.stdout, ctx);
       });
     } else {
-      throw new Error(`${blockName(block)}: a ${block.lang} example runs nowhere yet: mark it with a skip reason`);
+      it.concurrent(`${blockName(block)} runs as written (python3, adapters on PYTHONPATH)`, async () => {
+        const r = await runPythonBlock(block, ctx.cwd);
+        expect(r.exitCode, `${blockName(block)}\n${r.stdout}\n${r.stderr}`).toBe(0);
+      });
     }
   }
 });

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { extractBlocks, fillPlaceholders, parseMarker, shellCommands } from "./extract.js";
+import {
+  extractBlocks,
+  fillPlaceholders,
+  namedPaths,
+  ownFolders,
+  parseMarker,
+  shellCommands,
+} from "./extract.js";
 
 const md = [
   "# T",
@@ -48,7 +55,8 @@ describe("extractBlocks", () => {
 
 describe("shellCommands", () => {
   it("joins continuations, drops comments and blank lines, keeps a # inside a word", () => {
-    const code = "# intro\nexport P=openai:http://h/v1#model   # or --policy\n\nnpx flakegym b --x \\\n  --y 1\n";
+    const code =
+      "# intro\nexport P=openai:http://h/v1#model   # or --policy\n\nnpx flakegym b --x \\\n  --y 1\n";
     expect(shellCommands({ line: 10, code })).toEqual([
       { line: 12, text: "export P=openai:http://h/v1#model" },
       { line: 14, text: "npx flakegym b --x --y 1" },
@@ -58,7 +66,9 @@ describe("shellCommands", () => {
 
 describe("fillPlaceholders", () => {
   it("fills <name> from the fixture values and drops [optional] parts", () => {
-    expect(fillPlaceholders("view runs/<id> [--json] [--limit N]", { id: "r1" }, "x.md:1")).toBe("view runs/r1");
+    expect(fillPlaceholders("view runs/<id> [--json] [--limit N]", { id: "r1" }, "x.md:1")).toBe(
+      "view runs/r1",
+    );
   });
   it("an unknown placeholder is an error naming it, the known ones and what to do", () => {
     expect(() => fillPlaceholders("show <task>", { id: "r1" }, "x.md:4")).toThrow(
@@ -67,5 +77,14 @@ describe("fillPlaceholders", () => {
   });
   it("leaves shell redirections alone", () => {
     expect(fillPlaceholders("./result > out.tar", {}, "x")).toBe("./result > out.tar");
+  });
+});
+
+describe("namedPaths and ownFolders: which named paths must exist here", () => {
+  it("finds inline paths outside fences and tells this repository's folders from other projects'", () => {
+    const md = "See `scoring/diff.ts` and `atroposlib/envs/base.py`.\n```sh\ncat `nope/x.ts`\n```\n";
+    expect(namedPaths(md)).toEqual(["scoring/diff.ts", "atroposlib/envs/base.py"]);
+    const own = ownFolders(["packages/runner/src/scoring/reward.ts", "scripts/run-tests", "tests/e2e/a.ts"]);
+    expect([...own].sort()).toEqual(["packages", "scoring", "scripts"]);
   });
 });

@@ -6,16 +6,24 @@
  * Markers (an HTML comment on the last non-blank line before the fence):
  *   <!-- docs-test: skip <reason> -->   not run; the test prints the reason (Nix, Nomad, a GPU, …)
  *   <!-- docs-test: exit <n> -->        every command of the block must exit with n (default 0)
+ *   <!-- docs-test: exit <n1> <n2> … --> one exit code per command, in order
  *   <!-- docs-test: fixture <name> -->  a TypeScript example run inside the named fixture's prelude
  * A block without a marker runs and must exit 0: a new example is tested unless its author says why not.
  */
 
 /** The languages whose blocks are examples to run; other fences (json, yaml, text) are data. */
-export const RUNNABLE_LANGS = { sh: "sh", bash: "sh", shell: "sh", ts: "ts", typescript: "ts", python: "python" } as const;
+export const RUNNABLE_LANGS = {
+  sh: "sh",
+  bash: "sh",
+  shell: "sh",
+  ts: "ts",
+  typescript: "ts",
+  python: "python",
+} as const;
 export type RunnableLang = (typeof RUNNABLE_LANGS)[keyof typeof RUNNABLE_LANGS];
 
 export type DocsMarker =
-  | { readonly kind: "run"; readonly exit: number }
+  | { readonly kind: "run"; readonly exit: number; readonly exits?: readonly number[] }
   | { readonly kind: "skip"; readonly reason: string }
   | { readonly kind: "fixture"; readonly name: string };
 
@@ -43,9 +51,13 @@ export function parseMarker(text: string, where: string): DocsMarker | undefined
   const [, kind, arg = ""] = m;
   if (kind === "skip" && arg !== "") return { kind: "skip", reason: arg };
   if (kind === "exit" && /^\d+$/.test(arg)) return { kind: "run", exit: Number(arg) };
+  if (kind === "exit" && /^\d+( \d+)+$/.test(arg)) {
+    const exits = arg.split(" ").map(Number);
+    return { kind: "run", exit: exits[0]!, exits };
+  }
   if (kind === "fixture" && /^[\w-]+$/.test(arg)) return { kind: "fixture", name: arg };
   throw new Error(
-    `${where}: bad docs-test marker ${JSON.stringify(text.trim())}: write <!-- docs-test: skip <reason> -->, <!-- docs-test: exit <n> --> or <!-- docs-test: fixture <name> -->`,
+    `${where}: bad docs-test marker ${JSON.stringify(text.trim())}: write <!-- docs-test: skip <reason> -->, <!-- docs-test: exit <n> [<n>…]  --> or <!-- docs-test: fixture <name> -->`,
   );
 }
 
@@ -116,7 +128,11 @@ export function shellCommands(block: Pick<DocBlock, "line" | "code">): DocComman
  * A documented command made runnable: `<name>` placeholders replaced from `values` (an unknown one
  * throws, naming it and the known ones) and optional `[--flag …]` parts dropped.
  */
-export function fillPlaceholders(text: string, values: Readonly<Record<string, string>>, where: string): string {
+export function fillPlaceholders(
+  text: string,
+  values: Readonly<Record<string, string>>,
+  where: string,
+): string {
   const withoutOptional = text.replace(/\s\[[^\]]*\]/g, "");
   return withoutOptional.replace(/<([\w-]+)>/g, (_, name: string) => {
     const v = values[name];
@@ -129,4 +145,26 @@ export function fillPlaceholders(text: string, values: Readonly<Record<string, s
     }
     return v;
   });
+}
+
+/** Source-like paths a Markdown text names in inline backticks (fenced blocks left out). Pure. */
+export function namedPaths(markdown: string): string[] {
+  const prose = markdown.replace(/```[\s\S]*?```/g, "");
+  return [...prose.matchAll(/`((?:[\w.@-]+\/)+[\w.-]+\.(?:ts|mjs|js|py|sh|nix|md))`/g)].map((m) => m[1]!);
+}
+
+/**
+ * The first path segments that mean "a file of this repository": its top-level folders other than
+ * tests/ (SWE-bench's django has one too), and every folder of a package's src/ (docs name runner
+ * files as `scoring/reward.ts`). A named path starting elsewhere belongs to another project. Pure.
+ */
+export function ownFolders(tracked: readonly string[]): Set<string> {
+  const out = new Set<string>();
+  for (const t of tracked) {
+    const parts = t.split("/");
+    if (parts.length > 1 && parts[0] !== "tests") out.add(parts[0]!);
+    const src = parts.indexOf("src");
+    if (parts[0] === "packages" && src > 0 && parts.length > src + 2) out.add(parts[src + 1]!);
+  }
+  return out;
 }

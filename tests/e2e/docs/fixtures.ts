@@ -51,7 +51,10 @@ const GIT_ENV = {
  */
 export async function gitRepo(dir: string): Promise<void> {
   await mkdir(join(dir, "test"), { recursive: true });
-  await writeFile(join(dir, "package.json"), JSON.stringify({ name: "my-repo", scripts: { test: "node --test test/" } }));
+  await writeFile(
+    join(dir, "package.json"),
+    JSON.stringify({ name: "my-repo", scripts: { test: "node --test test/" } }),
+  );
   await writeFile(
     join(dir, "test/x.test.mjs"),
     'import { test } from "node:test";\nimport assert from "node:assert";\n' +
