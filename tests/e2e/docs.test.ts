@@ -187,6 +187,29 @@ describe("docs that run (README.md, docs/*.md)", () => {
     expect(missing, "paths named by the docs that no tracked file has").toEqual([]);
   });
 
+  it.concurrent("a newcomer's first mistakes are usage errors (exit 2) saying what to do next", async () => {
+    const empty = join(tmp.path, "empty");
+    await mkdir(empty);
+    const cli = (...args: string[]) =>
+      runBounded(`flakegym ${args.join(" ")}`, process.execPath, [BIN, ...args], empty, {});
+    const cases = [
+      { args: ["view"], says: /no runs or evals under \.: .*\n {2}hint: .*flakegym rollout --task/ },
+      { args: ["view", "rnus"], says: /rnus: no such directory\n {2}hint: give a run dir/ },
+      {
+        args: ["rollout", "--dataset", "rows.jsnol"],
+        says: /--dataset \S*rows\.jsnol: no such file or directory\n {2}hint: check the path/,
+      },
+    ];
+    for (const c of cases) {
+      const r = await cli(...c.args);
+      expect(r.stderr, c.args.join(" ")).toMatch(c.says);
+      expect(r.stderr, c.args.join(" ")).not.toMatch(/hint: pass --dataset/);
+      expect(r.exitCode, c.args.join(" ")).toBe(2);
+    }
+    const runs = await readdir(join(empty, "runs")).catch(() => [] as string[]);
+    expect(runs, "bad input creates no run directory (docs/rollout.md)").toEqual([]);
+  });
+
   it("every skipped block says why (printed here)", () => {
     const skipped = BLOCKS.filter((b) => b.marker.kind === "skip");
     for (const b of skipped) {
