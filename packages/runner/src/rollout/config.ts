@@ -70,13 +70,7 @@ export const RolloutOptions = z.object({
     .min(1)
     .optional()
     .describe("workers running at once across all tasks (default: the number of CPUs)"),
-  pool: z
-    .number()
-    .int()
-    .min(0)
-    .max(64)
-    .optional()
-    .describe(poolHelp("rollout")),
+  pool: z.number().int().min(0).max(64).optional().describe(poolHelp("rollout")),
   poolIdle: z
     .number()
     .int()

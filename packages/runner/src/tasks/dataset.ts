@@ -109,7 +109,8 @@ export function datasetRows(
  * and what was wrong, and says what to do instead of repeating the flag.
  */
 export function datasetPathError(path: string, cause: Error): UsageError {
-  const what = (cause as NodeJS.ErrnoException).code === "ENOENT" ? "no such file or directory" : cause.message;
+  const what =
+    (cause as NodeJS.ErrnoException).code === "ENOENT" ? "no such file or directory" : cause.message;
   const err = new UsageError(
     `--dataset ${path}: ${what}`,
     "check the path (a relative path starts at the current directory); a dataset is a .jsonl or .parquet file of rows, or a Harbor task directory (docs/tasks.md)",
@@ -124,7 +125,8 @@ export async function assertDatasetFile(file: string): Promise<void> {
   const st = await stat(file).catch((cause: Error) => {
     throw datasetPathError(file, cause);
   });
-  if (!st.isFile()) throw datasetPathError(file, new Error("not a regular file (a dataset file is .jsonl or .parquet)"));
+  if (!st.isFile())
+    throw datasetPathError(file, new Error("not a regular file (a dataset file is .jsonl or .parquet)"));
 }
 
 /**

@@ -1,5 +1,4 @@
 import { stat } from "node:fs/promises";
-import { FlakegymError } from "../errors.js";
 import { type DatasetSummary, datasetPathError, formatRowError, loadDataset } from "./dataset.js";
 import type { RowError } from "./dataset-row.js";
 import { loadHarbor } from "./harbor-dir.js";

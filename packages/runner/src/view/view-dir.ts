@@ -28,7 +28,12 @@ export function viewDirProblem(given: string, f: ViewDirFacts): string | undefin
 /** Refuses, as a usage error saying what to do next, a `view` directory with nothing to show. */
 export async function checkViewDir(dir: string, given: string): Promise<void> {
   const st = await stat(dir).catch(() => undefined);
-  let facts: ViewDirFacts = { exists: st !== undefined, isDir: st?.isDirectory() ?? false, runs: 0, evals: 0 };
+  let facts: ViewDirFacts = {
+    exists: st !== undefined,
+    isDir: st?.isDirectory() ?? false,
+    runs: 0,
+    evals: 0,
+  };
   if (facts.isDir) {
     const index = await createViewStore(await openSafeRoot(dir)).index();
     facts = { ...facts, runs: index.runs.length, evals: index.evals.length };

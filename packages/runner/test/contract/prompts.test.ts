@@ -3,7 +3,9 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { promptOfRow, promptsOfJsonl } from "../../src/contract/prompts.js";
 
-const SAMPLE = fileURLToPath(new URL("../../../../tests/fixtures/swe-agent-13k-sample.jsonl", import.meta.url));
+const SAMPLE = fileURLToPath(
+  new URL("../../../../tests/fixtures/swe-agent-13k-sample.jsonl", import.meta.url),
+);
 
 describe("promptOfRow: the rows a .jsonl target takes", () => {
   it("takes a prompt field and its answer", () => {
@@ -15,7 +17,9 @@ describe("promptOfRow: the rows a .jsonl target takes", () => {
       { from: "human", value: "Fix the bug." },
     ];
     expect(promptOfRow({ id: "a", conversations })).toEqual({ prompt: "Fix the bug." });
-    expect(promptOfRow({ id: "a", conversations: JSON.stringify(conversations) })).toEqual({ prompt: "Fix the bug." });
+    expect(promptOfRow({ id: "a", conversations: JSON.stringify(conversations) })).toEqual({
+      prompt: "Fix the bug.",
+    });
     expect(promptOfRow({ id: "a", conversations: "not json" })).toBeUndefined();
     expect(promptOfRow({ id: "a", conversations: [{ from: "gpt", value: "x" }] })).toBeUndefined();
   });

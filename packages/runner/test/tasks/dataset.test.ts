@@ -88,7 +88,10 @@ describe("loadDataset", () => {
   it("a missing file is a usage error (exit 2) naming the flag and path, whose hint says what to check instead of repeating the flag", async () => {
     const err = await loadDataset("/nonexistent/rows.jsonl").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UsageError);
-    expect(err).toMatchObject({ code: "E_DATASET", message: "--dataset /nonexistent/rows.jsonl: no such file or directory" });
+    expect(err).toMatchObject({
+      code: "E_DATASET",
+      message: "--dataset /nonexistent/rows.jsonl: no such file or directory",
+    });
     expect((err as UsageError).hint).toMatch(/^check the path/);
     expect((err as UsageError).hint).not.toContain("--dataset");
   });

@@ -25,6 +25,8 @@ describe("zod issues named by their path", () => {
   });
 
   it("a text turn with a wrong type names turns[i].text", () => {
-    expect(() => parseScriptedPlan({ version: 1, turns: [{ text: 5 }] }, "p.json")).toThrow(/turns\[0\]\.text: /);
+    expect(() => parseScriptedPlan({ version: 1, turns: [{ text: 5 }] }, "p.json")).toThrow(
+      /turns\[0\]\.text: /,
+    );
   });
 });

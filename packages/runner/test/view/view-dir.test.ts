@@ -10,7 +10,9 @@ describe("viewDirProblem: what `flakegym view <dir>` says instead of an empty ap
     expect(viewDirProblem("run.json", { ...facts, isDir: false })).toMatch(/run\.json is a file/);
   });
   it("refuses a directory with neither runs nor evals, saying where it looked", () => {
-    expect(viewDirProblem(".", facts)).toMatch(/^no runs or evals under \.: neither a run dir \(run\.json\) nor an eval dir/);
+    expect(viewDirProblem(".", facts)).toMatch(
+      /^no runs or evals under \.: neither a run dir \(run\.json\) nor an eval dir/,
+    );
   });
   it("serves a directory with a run or an eval", () => {
     expect(viewDirProblem(".", { ...facts, runs: 1 })).toBeUndefined();
