@@ -47,6 +47,9 @@ describe("extractBlocks", () => {
   it("an unmarked new block runs (a skip must be written, with its reason)", () => {
     expect(extractBlocks("n.md", "```sh\nnew-command\n```\n")[0]!.marker).toEqual({ kind: "run", exit: 0 });
   });
+  it("an exit marker takes one code per command", () => {
+    expect(parseMarker("<!-- docs-test: exit 0 1 -->", "x")).toEqual({ kind: "run", exit: 0, exits: [0, 1] });
+  });
   it("a malformed marker is an error naming the file and line", () => {
     expect(() => parseMarker("<!-- docs-test: skip -->", "x.md:3")).toThrow(/x\.md:3: bad docs-test marker/);
     expect(() => extractBlocks("y.md", "<!-- docs-test: exit two -->\n```sh\na\n```")).toThrow(/y\.md:2/);
