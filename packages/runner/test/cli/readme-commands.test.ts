@@ -13,7 +13,7 @@ function tableInvocations(readme: string): { inv: string; family: boolean }[] {
   const cells = rows.map((r) => r.split(/(?<!\\)\|/)[1] ?? "");
   return cells
     .flatMap((c) => [...c.matchAll(/`(flakegym [^`]+)`/g)].map((m) => m[1]!.replaceAll("\\|", "|")))
-    .flatMap((inv) => {
+    .flatMap((inv): { inv: string; family: boolean }[] => {
       const words = inv.split(" ");
       const alt = words.findIndex((w) => /^[a-z-]+(\|[a-z-]+)+$/.test(w));
       // a family (`env setup|rollout|…`): each member is named, not a full invocation
