@@ -6,7 +6,7 @@ import type { ChatTokenizer } from "../export/tokenizer.js";
 import { pageHtml, webAssets } from "./bundle.js";
 import { guardRequest } from "./guard.js";
 import { RowQuery } from "./query-schema.js";
-import { createViewStore, type ViewStore } from "./run-data.js";
+import { createViewStore, EvalFileName, type ViewStore } from "./run-data.js";
 import { openSafeRoot, ViewPathError } from "./safe-read.js";
 
 /**
@@ -140,6 +140,8 @@ async function handle(
       return sendJson(res, 200, await store.trajectory(ref(), id()));
     case "/api/tokens":
       return sendJson(res, 200, await store.tokens(ref(), id()));
+    case "/api/eval-file":
+      return sendJson(res, 200, await store.evalFile(ref(), EvalFileName.parse(q.get("name"))));
     case "/eval":
       return send(res, 200, "text/html; charset=utf-8", await store.evalHtml(ref()), {
         "content-security-policy": REPORT_CSP,

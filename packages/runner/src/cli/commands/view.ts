@@ -42,7 +42,8 @@ export const viewCommand = defineCommand({
       : undefined;
     if (opts.export) {
       const out = resolve(ctx.cwd, opts.export);
-      const r = await writeExport(dir, out, tokenizer ? { tokenizer } : {});
+      // streamed (bounded memory); a signal (Ctrl-C, SIGTERM) stops it between answers, leaving no file
+      const r = await writeExport(dir, out, { ...(tokenizer ? { tokenizer } : {}), signal: ctx.signal });
       ctx.stdout.write(`wrote ${out} (${(r.bytes / 1024).toFixed(0)} KiB, ${r.entries} views inlined)\n`);
       return 0;
     }
