@@ -16,9 +16,10 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { RunSummary } from "../packages/runner/src/rollout/summary.js";
 import { startViewServer } from "../packages/runner/src/view/server.js";
-import { REPO_ROOT } from "../tests/utils/src/repo-root.js";
 import { CHROMIUM, launchBrowser, NO_CHROMIUM_REASON, openPage } from "../tests/utils/src/browser.js";
+import { REPO_ROOT } from "../tests/utils/src/repo-root.js";
 import { type BenchContext, printTable } from "./lib.js";
 
 const GROUP = 10;
@@ -48,7 +49,7 @@ function manifest(tasks: string[]) {
 }
 
 /** Writes the run: ~100 KB per trajectory (three turn-log lines resending the chat, a diff, results). */
-async function generate(dir: string, n: number): Promise<number> {
+export async function generate(dir: string, n: number): Promise<number> {
   const tasks = Array.from({ length: Math.ceil(n / GROUP) }, (_, i) => `task-${String(i).padStart(5, "0")}`);
   await mkdir(join(dir, "trajectories"), { recursive: true });
   await writeFile(join(dir, "run.json"), JSON.stringify(manifest(tasks)));
@@ -127,6 +128,18 @@ async function generate(dir: string, n: number): Promise<number> {
   }
   const m = `${metrics.join("\n")}\n`;
   await writeFile(join(dir, "metrics.jsonl"), m);
+  // a finished run (its per-task list left out: the page reads only the totals)
+  const summary = RunSummary.parse({
+    runId: "bench-view",
+    out: dir,
+    complete: true,
+    interrupted: false,
+    durationMs: 3_600_000,
+    trajectories: { expected: n, finished: n, infraRetries: 0, outcomes: { completed: n }, limits: {} },
+    meanReward: 1 / 3,
+    tasks: [],
+  });
+  await writeFile(join(dir, "summary.json"), JSON.stringify(summary));
   return bytes + m.length + (await writeGroups(dir, tasks));
 }
 
@@ -139,7 +152,10 @@ async function writeGroups(dir: string, tasks: readonly string[]): Promise<numbe
   const out = createWriteStream(join(dir, "groups.jsonl"));
   let bytes = 0;
   const seq = (i: number) => {
-    const tokens = Array.from({ length: PROMPT_TOKENS + TRAINED_TOKENS }, (_, k) => 1000 + ((k * 31 + i) % 50000));
+    const tokens = Array.from(
+      { length: PROMPT_TOKENS + TRAINED_TOKENS },
+      (_, k) => 1000 + ((k * 31 + i) % 50000),
+    );
     return {
       tokens,
       masks: tokens.map((t, k) => (k < PROMPT_TOKENS ? -100 : t)),
@@ -170,7 +186,10 @@ function startViewCommand(dir: string): Promise<{ url: string; stop: () => void 
   const child = spawn(process.execPath, [CLI, "view", dir], { stdio: ["ignore", "pipe", "pipe"] });
   return new Promise((resolve, reject) => {
     let text = "";
-    const timer = setTimeout(() => reject(new Error(`flakegym view printed no URL in 60 s: ${text}`)), 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`flakegym view printed no URL in 60 s: ${text}`)),
+      60_000,
+    );
     child.stdout.on("data", (c: Buffer) => {
       text += c.toString();
       const url = /http:\/\/127\.0\.0\.1:\d+\/\?t=\S+/.exec(text)?.[0];
@@ -186,9 +205,13 @@ function startViewCommand(dir: string): Promise<{ url: string; stop: () => void 
 /** `flakegym view <dir> --export <out>` under GNU time: wall seconds and peak RSS (MiB). */
 async function timeExport(dir: string, out: string): Promise<{ s: number; rssMiB: number; bytes: number }> {
   const start = performance.now();
-  const child = spawn("/usr/bin/time", ["-f", "maxrss-kib %M", process.execPath, CLI, "view", dir, "--export", out], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const child = spawn(
+    "/usr/bin/time",
+    ["-f", "maxrss-kib %M", process.execPath, CLI, "view", dir, "--export", out],
+    {
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   let err = "";
   child.stderr.on("data", (c: Buffer) => {
     err += c.toString();
@@ -206,7 +229,8 @@ async function cancelExport(dir: string, out: string, afterMs: number) {
   const sent = performance.now();
   child.kill("SIGTERM");
   const code = await new Promise<number | null>((r) => child.once("exit", r));
-  const left = existsSync(out) || (await readdir(join(out, "..")).then((fs) => fs.some((f) => f.includes(".tmp"))));
+  const left =
+    existsSync(out) || (await readdir(join(out, "..")).then((fs) => fs.some((f) => f.includes(".tmp"))));
   return { s: (performance.now() - sent) / 1000, code, left };
 }
 
@@ -315,8 +339,16 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       const warm = await timeTo(url, "table.trajectories tbody tr");
       results.push({ viewer: "flakegym view (again)", ms: Math.round(warm.ms), rows: warm.rows });
       const fromCommand = await firstTableAndTokens(browser, dir);
-      results.push({ viewer: "flakegym view: command → first table", ms: Math.round(fromCommand.tableS * 1000), rows: fromCommand.rows });
-      results.push({ viewer: "flakegym view: first token view (cold)", ms: Math.round(fromCommand.tokensS * 1000), rows: 0 });
+      results.push({
+        viewer: "flakegym view: command → first table",
+        ms: Math.round(fromCommand.tableS * 1000),
+        rows: fromCommand.rows,
+      });
+      results.push({
+        viewer: "flakegym view: first token view (cold)",
+        ms: Math.round(fromCommand.tokensS * 1000),
+        rows: 0,
+      });
       printTable(results);
       console.log(`(load average ${loadavg()[0]!.toFixed(1)} on this machine while measuring)`);
       const ratio = base.ms / cold.ms;

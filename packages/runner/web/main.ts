@@ -1,14 +1,15 @@
+import { failureMessage } from "../src/eval/failure-message.js";
+import { outcomeLook } from "../src/eval/outcome-look.js";
 import type { ConvBlock, ConvMessage } from "../src/view/conversation.js";
 import type { GroupRow, TrajectoryRow } from "../src/view/query.js";
 import type { IndexResponse, RunResponse, TokensResponse, TrajectoryResponse } from "../src/view/run-data.js";
-import { failureMessage } from "../src/eval/failure-message.js";
-import { outcomeLook } from "../src/eval/outcome-look.js";
 import { SEGMENT } from "../src/view/segment.js";
 import { tokenSpans } from "../src/view/token-spans.js";
 import { api, boot, evalSource } from "./data.js";
 import { bar, type Child, fmtInt, fmtMs, fmtReward, h } from "./dom.js";
 
-const fmtPct = (x: number | null | undefined) => (x === null || x === undefined ? "–" : `${Math.round(x * 100)}%`);
+const fmtPct = (x: number | null | undefined) =>
+  x === null || x === undefined ? "–" : `${Math.round(x * 100)}%`;
 
 /**
  * flakegym view's app. Hash routes:
@@ -145,10 +146,18 @@ async function runsPage(): Promise<void> {
         "td",
         {},
         (x.policies ?? []).map((p) =>
-          h("div", { title: p.policy }, `${p.label}: pass@1 ${fmtPct(p.pass1)}, reward ${fmtReward(p.meanReward)}`),
+          h(
+            "div",
+            { title: p.policy },
+            `${p.label}: pass@1 ${fmtPct(p.pass1)}, reward ${fmtReward(p.meanReward)}`,
+          ),
         ),
       ),
-      h("td", {}, x.items !== undefined ? `${x.items} × ${x.policies?.length ?? "?"} × ${x.trials ?? "?"}` : "–"),
+      h(
+        "td",
+        {},
+        x.items !== undefined ? `${x.items} × ${x.policies?.length ?? "?"} × ${x.trials ?? "?"}` : "–",
+      ),
       h("td", {}, x.trajectories ?? "–"),
       h("td", {}, e.runRef ? link(runHref(e.runRef), "trajectories") : "–"),
       h(
@@ -191,7 +200,15 @@ async function runsPage(): Promise<void> {
       evals.length
         ? table(
             "Eval reports",
-            ["eval", "created (UTC)", "policy: pass@1, mean reward", "items × policies × trials", "trials", "run", "report"],
+            [
+              "eval",
+              "created (UTC)",
+              "policy: pass@1, mean reward",
+              "items × policies × trials",
+              "trials",
+              "run",
+              "report",
+            ],
             evals,
           )
         : h("p", {}, "No eval reports (evals/*/report.json)."),
@@ -684,7 +701,11 @@ async function trajectoryPage(ref: string, id: string, params: URLSearchParams):
               ? h(
                   "section",
                   { id: "tests", "aria-label": "Hidden tests" },
-                  table("Hidden tests (failing ones first in the report)", ["set", "test", "status", "why"], tests),
+                  table(
+                    "Hidden tests (failing ones first in the report)",
+                    ["set", "test", "status", "why"],
+                    tests,
+                  ),
                 )
               : null,
           ]
@@ -728,7 +749,8 @@ async function trajectoryPage(ref: string, id: string, params: URLSearchParams):
     ),
   );
   if (params.get("at") === "tests") {
-    const at = document.querySelector<HTMLElement>("#tests tr.test-failed") ?? document.getElementById("tests");
+    const at =
+      document.querySelector<HTMLElement>("#tests tr.test-failed") ?? document.getElementById("tests");
     at?.scrollIntoView({ block: "center" });
   }
 }
@@ -895,7 +917,11 @@ let evalFrame: { frame: HTMLIFrameElement; ref: string } | undefined;
 
 async function evalPage(ref: string): Promise<void> {
   const src = evalSource(ref);
-  const frame = h("iframe", { title: `eval report ${ref || "."}`, sandbox: "allow-scripts", class: "report" });
+  const frame = h("iframe", {
+    title: `eval report ${ref || "."}`,
+    sandbox: "allow-scripts",
+    class: "report",
+  });
   if ("src" in src) frame.src = src.src;
   else frame.srcdoc = src.srcdoc;
   evalFrame = { frame, ref };
@@ -937,7 +963,9 @@ async function evalFilePage(ref: string, name: string): Promise<void> {
       [evalHref(ref), ref || "."],
       [`${evalHref(ref)}/file/${name}`, name],
     ],
-    f.truncated ? h("p", { class: "err" }, `${name} is larger than the viewer's cap; its start is shown`) : null,
+    f.truncated
+      ? h("p", { class: "err" }, `${name} is larger than the viewer's cap; its start is shown`)
+      : null,
     h("pre", { class: "file", tabindex: "0" }, f.text),
   );
 }

@@ -25,4 +25,3 @@ export function failureMessage(output: string | undefined): string {
   const text = picked.map((l) => l.trim()).join(" ");
   return text.length > MESSAGE_CHARS ? `${text.slice(0, MESSAGE_CHARS - 1)}…` : text;
 }
-

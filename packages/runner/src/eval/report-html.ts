@@ -38,7 +38,7 @@ export function heatColor(p: number | null): string {
 export function policyColor(spec: string): string {
   let h = 0x811c9dc5; // FNV-1a
   for (let i = 0; i < spec.length; i++) h = Math.imul(h ^ spec.charCodeAt(i), 0x01000193) >>> 0;
-  return `hsl(${h % 360}, ${55 + (h >>> 9) % 20}%, ${38 + (h >>> 17) % 12}%)`;
+  return `hsl(${h % 360}, ${55 + ((h >>> 9) % 20)}%, ${38 + ((h >>> 17) % 12)}%)`;
 }
 const color = (r: EvalReport, i: number) => policyColor(r.policies[i]?.policy ?? String(i));
 

@@ -31,7 +31,6 @@ import {
 } from "./reward.js";
 import type { Score } from "./score.js";
 import { type SuspiciousPenalty, screenDiff } from "./screen.js";
-import { commandTestOutputs, suiteTestOutputs } from "./test-output.js";
 import {
   composeScoringScript,
   hiddenStep,
@@ -44,6 +43,7 @@ import {
   testStep,
   timedOutStep,
 } from "./script.js";
+import { commandTestOutputs, suiteTestOutputs } from "./test-output.js";
 
 /**
  * Scores one trajectory in a FRESH worker (exec only) forked from the task's clean snapshot:

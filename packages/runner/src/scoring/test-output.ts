@@ -1,8 +1,8 @@
 import { runSecrets } from "../redact/redactor.js";
 import type { DecoyPlan } from "./decoys/guard.js";
+import type { HiddenTestVerdict } from "./scorer.js";
 import type { ParsedScoring } from "./script.js";
 import { testStep } from "./script.js";
-import type { HiddenTestVerdict } from "./scorer.js";
 
 /**
  * Why a hidden test failed, in its own words: the output of each graded test that failed, kept in
@@ -28,7 +28,10 @@ export function clipBytes(s: string, max = TEST_OUTPUT_BYTES): string {
   const mark = "\n[… cut …]\n";
   const half = Math.floor((max - Buffer.byteLength(mark)) / 2);
   // a cut inside a multi-byte character decodes to U+FFFD; drop those edge characters
-  const head = b.subarray(0, half).toString("utf8").replace(/\uFFFD$/, "");
+  const head = b
+    .subarray(0, half)
+    .toString("utf8")
+    .replace(/\uFFFD$/, "");
   const tail = b
     .subarray(b.length - half)
     .toString("utf8")

@@ -48,7 +48,10 @@ export const EvalListItem = z
     ref: z.string().describe("the eval dir, relative to the served root"),
     name: z.string(),
     hasHtml: z.boolean(),
-    runRef: z.string().nullable().describe("its rollout run (`<ref>/run`), whose trajectories are the trials"),
+    runRef: z
+      .string()
+      .nullable()
+      .describe("its rollout run (`<ref>/run`), whose trajectories are the trials"),
     summary: EvalSummary,
     bytes: z.number().int().describe("size of report.json"),
     error: z.string().optional().describe("why report.json could not be read"),
@@ -238,7 +241,7 @@ export type EvalFileResponse = z.infer<typeof EvalFileResponse>;
 
 export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenizer } = {}): ViewStore {
   const rowsCache = new Map<string, { key: string; rows: TrajectoryRow[]; skipped: number }>();
-  const groupIndex = new Map<string, { key: string; lines: Map<string, [number, number]> }>();
+  const groupIndex = new Map<string, { key: string; lines: Promise<Map<string, [number, number]>> }>();
   const reports = new Map<string, { key: string; head: ReportHead | null; error?: string }>();
 
   const runSegs = (ref: string) => checkedSegments(ref);
@@ -420,17 +423,30 @@ export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenize
     return rel ? [...evalSegs, ...rel] : plain;
   }
 
-  async function groupLineOf(ref: string, task: string): Promise<GroupLine | null> {
-    const segs = [...runSegs(ref), "groups.jsonl"];
+  /**
+   * groups.jsonl's index (task → byte span of its line), built once per file version; callers at
+   * the same time share one pass. A run's page starts it, so a token view opened from there
+   * finds it built.
+   */
+  async function groupIndexOf(segs: string[]) {
     const st = await root.stat(segs);
     if (!st) return null;
     const key = `${st.size}.${st.mtimeMs}`;
+    const ref = segs.join("/");
     let idx = groupIndex.get(ref);
     if (!idx || idx.key !== key) {
-      idx = { key, lines: await indexGroupLines(root, segs, st.size) };
+      idx = { key, lines: indexGroupLines(root, segs, st.size) };
       groupIndex.set(ref, idx);
+      idx.lines.catch(() => groupIndex.delete(ref)); // a failed pass is retried by the next caller
     }
-    const span = idx.lines.get(task);
+    return idx.lines;
+  }
+
+  async function groupLineOf(ref: string, task: string): Promise<GroupLine | null> {
+    const segs = [...runSegs(ref), "groups.jsonl"];
+    const lines = await groupIndexOf(segs);
+    if (!lines) return null;
+    const span = lines.get(task);
     if (!span) return null;
     if (span[1] - span[0] > CAPS.groupLine)
       throw new ViewPathError(`the group line of ${task} is over the ${CAPS.groupLine}-byte cap`, 413);
@@ -457,6 +473,9 @@ export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenize
       const page = queryRows(rows, q);
       const all = groupRows(rows, known);
       const onPage = new Set(page.rows.map((r) => r.task));
+      // index a finished run's groups.jsonl in the background: its token views will need it (a live
+      // run's file changes all the time; its index is built when a token view asks)
+      if (summary?.complete) void groupIndexOf([...runSegs(ref), "groups.jsonl"]).catch(() => {});
       return {
         ref,
         facts: runFactsOf(manifest, summary),

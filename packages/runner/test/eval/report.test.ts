@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { evalExitCode } from "../../src/eval/exit-code.js";
+import { failureMessage } from "../../src/eval/failure-message.js";
+import { outcomeLook } from "../../src/eval/outcome-look.js";
 import {
   buildReport,
   compareWithBaseline,
@@ -7,8 +9,6 @@ import {
   policyLabels,
   type TrialRow,
 } from "../../src/eval/report.js";
-import { failureMessage } from "../../src/eval/failure-message.js";
-import { outcomeLook } from "../../src/eval/outcome-look.js";
 import {
   cellTarget,
   esc,
@@ -224,7 +224,12 @@ describe("drilling down: from a cell to the trial and why it failed", () => {
     expect(policyColor("gold")).toBe(policyColor("gold"));
     expect(policyColor("gold")).not.toBe(policyColor("empty"));
     const a = renderReportHtml(report(rows, ["gold", MIXED]));
-    const b = renderReportHtml(report(rows.filter((t) => t.policy === "gold"), ["gold"]));
+    const b = renderReportHtml(
+      report(
+        rows.filter((t) => t.policy === "gold"),
+        ["gold"],
+      ),
+    );
     const legend = (html: string) => /<i style="background:([^"]+)"><\/i>gold/.exec(html)?.[1];
     expect(legend(a)).toBe(policyColor("gold"));
     expect(legend(b)).toBe(policyColor("gold"));
@@ -239,7 +244,9 @@ describe("drilling down: from a cell to the trial and why it failed", () => {
 
   it("failure messages: the assertion line, its continuation, else the last line", () => {
     expect(
-      failureMessage("running\nthread 'x' panicked at src/a.rs:3: assertion failed\n  left: 1\n right: 2\nok"),
+      failureMessage(
+        "running\nthread 'x' panicked at src/a.rs:3: assertion failed\n  left: 1\n right: 2\nok",
+      ),
     ).toBe("thread 'x' panicked at src/a.rs:3: assertion failed left: 1 right: 2");
     expect(failureMessage("test x ... FAILED\nAssertionError: 1 != 2")).toBe("AssertionError: 1 != 2");
     expect(failureMessage("just\nthe end")).toBe("the end");

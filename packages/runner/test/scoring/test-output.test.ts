@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ParsedScoring, StepResult } from "../../src/scoring/script.js";
 import type { HiddenTestVerdict } from "../../src/scoring/scorer.js";
+import type { ParsedScoring, StepResult } from "../../src/scoring/script.js";
 import {
   clipBytes,
   commandTestOutputs,
@@ -21,7 +21,11 @@ const parsed = (steps: Record<string, StepResult>): ParsedScoring => ({
   done: true,
   unfinished: [],
 });
-const v = (id: string, passed: boolean, kind: HiddenTestVerdict["kind"] = "fail_to_pass"): HiddenTestVerdict => ({
+const v = (
+  id: string,
+  passed: boolean,
+  kind: HiddenTestVerdict["kind"] = "fail_to_pass",
+): HiddenTestVerdict => ({
   id,
   kind,
   passed,
@@ -81,7 +85,10 @@ describe("suiteTestOutputs", () => {
     "thread 'tests::decoy_q7' panicked: assertion failed: expected 4",
     "test tests::other ... ok",
   ].join("\n");
-  const decoys = { runIds: { "tests::graded": "tests::renamed_x9" }, decoys: { "tests::decoy_q7": "tests::graded" } };
+  const decoys = {
+    runIds: { "tests::graded": "tests::renamed_x9" },
+    decoys: { "tests::decoy_q7": "tests::graded" },
+  };
 
   it("gives a failed test the lines about it, under its graded name, and hides the decoy's name", () => {
     const out = suiteTestOutputs(
@@ -98,7 +105,9 @@ describe("suiteTestOutputs", () => {
   });
 
   it("falls back to the output's tail with every reported name hidden when no line names the test", () => {
-    const p = parsed({ "test.0.0": step("error[E0425]: cannot find `Orientation`\ntests::decoy_q7 mentioned") });
+    const p = parsed({
+      "test.0.0": step("error[E0425]: cannot find `Orientation`\ntests::decoy_q7 mentioned"),
+    });
     const out = suiteTestOutputs(p, [[v("tests::graded", false)]], decoys);
     expect(out["tests::graded"]).toContain("cannot find `Orientation`");
     expect(out["tests::graded"]).toContain(OTHER_TEST);

@@ -1,6 +1,5 @@
 import { resolve } from "node:path";
 import { z } from "zod";
-import { loadChatTokenizer } from "../../export/tokenizer.js";
 import { writeExport } from "../../view/export-html.js";
 import { startViewServer } from "../../view/server.js";
 import { defineCommand } from "../command.js";
@@ -37,8 +36,11 @@ export const viewCommand = defineCommand({
   ],
   async run(opts, ctx) {
     const dir = resolve(ctx.cwd, opts.dir);
+    // loaded only when asked for: the tokenizer libraries are most of a cold start otherwise
     const tokenizer = opts.tokenizer
-      ? await loadChatTokenizer(resolve(ctx.cwd, opts.tokenizer), { signal: ctx.signal })
+      ? await (await import("../../export/tokenizer.js")).loadChatTokenizer(resolve(ctx.cwd, opts.tokenizer), {
+          signal: ctx.signal,
+        })
       : undefined;
     if (opts.export) {
       const out = resolve(ctx.cwd, opts.export);
