@@ -16,6 +16,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { OutcomeKind } from "../packages/cline-vendor/src/index.js";
 import { RunSummary } from "../packages/runner/src/rollout/summary.js";
 import { startViewServer } from "../packages/runner/src/view/server.js";
 import { CHROMIUM, launchBrowser, NO_CHROMIUM_REASON, openPage } from "../tests/utils/src/browser.js";
@@ -135,7 +136,13 @@ export async function generate(dir: string, n: number): Promise<number> {
     complete: true,
     interrupted: false,
     durationMs: 3_600_000,
-    trajectories: { expected: n, finished: n, infraRetries: 0, outcomes: { completed: n }, limits: {} },
+    trajectories: {
+      expected: n,
+      finished: n,
+      infraRetries: 0,
+      outcomes: { ...Object.fromEntries(OutcomeKind.options.map((k) => [k, 0])), completed: n },
+      limits: {},
+    },
     meanReward: 1 / 3,
     tasks: [],
   });
