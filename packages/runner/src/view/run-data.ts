@@ -442,12 +442,21 @@ export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenize
     return idx.lines;
   }
 
+  /** The last group line read (a group's trajectories are opened one after another: the export). */
+  let lastGroup: { ref: string; span: [number, number]; line: GroupLine | null } | undefined;
+
   async function groupLineOf(ref: string, task: string): Promise<GroupLine | null> {
     const segs = [...runSegs(ref), "groups.jsonl"];
     const lines = await groupIndexOf(segs);
     if (!lines) return null;
     const span = lines.get(task);
     if (!span) return null;
+    if (lastGroup?.ref === ref && lastGroup.span === span) return lastGroup.line;
+    lastGroup = { ref, span, line: await readGroupLine(segs, task, span) };
+    return lastGroup.line;
+  }
+
+  async function readGroupLine(segs: string[], task: string, span: [number, number]) {
     if (span[1] - span[0] > CAPS.groupLine)
       throw new ViewPathError(`the group line of ${task} is over the ${CAPS.groupLine}-byte cap`, 413);
     const text = (await root.readRange(segs, span[0], span[1], CAPS.groupLine)).toString("utf8");
