@@ -33,6 +33,12 @@ const trajHref = (ref: string, id: string) => `#/t/${enc(ref || ".")}/${enc(id)}
 const evalHref = (ref: string) => `#/eval/${enc(ref || ".")}`;
 /** The eval's rollout run, whose trajectories are its trials. */
 const evalRunRef = (ref: string) => (ref ? `${ref}/run` : "run");
+/** The eval a run belongs to (`<eval>/run`), as a breadcrumb; none for a plain run. */
+const evalCrumb = (runRef: string): [string, string][] => {
+  if (runRef !== "run" && !runRef.endsWith("/run")) return [];
+  const ref = runRef.slice(0, -"run".length).replace(/\/$/, "");
+  return [[evalHref(ref), `eval ${ref || "."}`]];
+};
 const refOf = (s: string) => (decodeURIComponent(s) === "." ? "" : decodeURIComponent(s));
 
 function layout(title: string, crumbs: [string, string][], ...body: Child[]): void {
@@ -378,10 +384,7 @@ async function runPage(ref: string, params: URLSearchParams, seq: number): Promi
   );
   layout(
     `Run ${f.runId}`,
-    [
-      ["#/", "Runs"],
-      [runHref(ref), f.runId],
-    ],
+    [["#/", "Runs"], ...evalCrumb(ref), [runHref(ref), f.runId]],
     h(
       "dl",
       { class: "facts" },
@@ -596,6 +599,7 @@ async function trajectoryPage(ref: string, id: string, params: URLSearchParams):
     `Trajectory ${id}`,
     [
       ["#/", "Runs"],
+      ...evalCrumb(ref),
       [runHref(ref), t.provenance.runId ? String(t.provenance.runId) : ref],
       [trajHref(ref, id), id],
     ],
