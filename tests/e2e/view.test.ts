@@ -154,7 +154,7 @@ describe.skipIf(!CHROMIUM)("flakegym view in Chromium (skipped without Debian's 
     expect(await page.locator(".tokens .tk.masked").count()).toBeLessThan(200);
     await screenshot(page, "view-tokens");
     await fold.locator("summary").click();
-    await page.waitForFunction(() => document.querySelectorAll(".tokens .tk.masked").length > 200);
+    await page.waitForFunction('document.querySelectorAll(".tokens .tk.masked").length > 200');
 
     // compare two trajectories of the group
     await go(`#/compare/${encodeURIComponent("runs/r1")}/${TASK}-t0/${TASK}-t1`);

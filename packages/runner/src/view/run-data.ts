@@ -25,6 +25,9 @@ export const CAPS = {
   groupLine: 256 * MB,
 } as const;
 
+/** How many runs' rows `warm` reads ahead. */
+const WARM_RUNS = 3;
+
 export const RunListItem = z
   .object({
     ref: z.string().describe("the run dir, relative to the served root"),
@@ -229,6 +232,8 @@ export interface ViewStore {
   tokens(ref: string, id: string): Promise<TokensResponse>;
   evalHtml(ref: string): Promise<string>;
   evalFile(ref: string, name: EvalFileName): Promise<EvalFileResponse>;
+  /** Reads ahead what a first page will ask for (the index, the newest runs' rows); never throws. */
+  warm(): Promise<void>;
 }
 
 /** The eval files the viewer shows besides report.html (report.html links them). */
@@ -578,6 +583,15 @@ export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenize
     },
     async evalHtml(ref) {
       return root.readText([...checkedSegments(ref), "report.html"], 64 * MB);
+    },
+    async warm() {
+      try {
+        // run ids start with their creation time: the last names are the newest runs
+        const runs = (await runRefs()).slice(-WARM_RUNS);
+        for (const ref of runs) await rowsOf(ref, (await manifestOf(ref)).config.policies);
+      } catch {
+        // reading ahead is best effort: the request that needs it reports the error
+      }
     },
     async evalFile(ref, name) {
       const segs = [...checkedSegments(ref), name];

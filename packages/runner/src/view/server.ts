@@ -53,6 +53,7 @@ export async function startViewServer(opts: ViewServerOptions): Promise<ViewServ
     server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
   });
   port = (server.address() as AddressInfo).port;
+  void store.warm(); // while the browser starts: the first page then finds the run's rows read
   return {
     url: `http://127.0.0.1:${port}/?t=${token}`,
     port,
