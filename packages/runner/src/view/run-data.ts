@@ -232,7 +232,10 @@ export interface ViewStore {
   tokens(ref: string, id: string): Promise<TokensResponse>;
   evalHtml(ref: string): Promise<string>;
   evalFile(ref: string, name: EvalFileName): Promise<EvalFileResponse>;
-  /** Reads ahead what a first page will ask for (the index, the newest runs' rows); never throws. */
+  /**
+   * Reads ahead what the first pages will ask for — the newest runs' rows, then their groups.jsonl
+   * index when they are finished — while the browser starts; never throws.
+   */
   warm(): Promise<void>;
 }
 
@@ -589,6 +592,11 @@ export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenize
         // run ids start with their creation time: the last names are the newest runs
         const runs = (await runRefs()).slice(-WARM_RUNS);
         for (const ref of runs) await rowsOf(ref, (await manifestOf(ref)).config.policies);
+        // then the finished ones' groups.jsonl index, which their token views need
+        for (const ref of runs) {
+          const summary = await readJsonFile(root, [...runSegs(ref), "summary.json"], RunSummary);
+          if (summary?.complete) await groupIndexOf([...runSegs(ref), "groups.jsonl"]);
+        }
       } catch {
         // reading ahead is best effort: the request that needs it reports the error
       }
