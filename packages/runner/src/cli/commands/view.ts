@@ -38,9 +38,12 @@ export const viewCommand = defineCommand({
     const dir = resolve(ctx.cwd, opts.dir);
     // loaded only when asked for: the tokenizer libraries are most of a cold start otherwise
     const tokenizer = opts.tokenizer
-      ? await (await import("../../export/tokenizer.js")).loadChatTokenizer(resolve(ctx.cwd, opts.tokenizer), {
-          signal: ctx.signal,
-        })
+      ? await (await import("../../export/tokenizer.js")).loadChatTokenizer(
+          resolve(ctx.cwd, opts.tokenizer),
+          {
+            signal: ctx.signal,
+          },
+        )
       : undefined;
     if (opts.export) {
       const out = resolve(ctx.cwd, opts.export);
