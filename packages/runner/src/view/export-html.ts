@@ -71,7 +71,10 @@ async function* exportPieces(
 
 export async function writeExport(dir: string, out: string, opts: ExportOptions = {}) {
   const root = await openSafeRoot(dir);
-  const store = createViewStore(root, opts.tokenizer ? { tokenizer: opts.tokenizer } : {});
+  const store = createViewStore(root, {
+    ...(opts.tokenizer ? { tokenizer: opts.tokenizer } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
   const index = await store.index();
   if (index.runs.length === 0 && index.evals.length === 0)
     throw new ViewPathError(`${dir}: neither a run dir (run.json) nor an eval dir (report.json)`, 404);

@@ -247,7 +247,13 @@ export const EvalFileResponse = z
   .strict();
 export type EvalFileResponse = z.infer<typeof EvalFileResponse>;
 
-export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenizer } = {}): ViewStore {
+export function createViewStore(
+  root: SafeRoot,
+  opts: {
+    tokenizer?: ChatTokenizer /** Ends background reads (the viewer is stopping). */;
+    signal?: AbortSignal;
+  } = {},
+): ViewStore {
   const rowsCache = new Map<string, { key: string; rows: TrajectoryRow[]; skipped: number }>();
   const groupIndex = new Map<string, { key: string; lines: Promise<Map<string, [number, number]>> }>();
   const reports = new Map<string, { key: string; head: ReportHead | null; error?: string }>();
@@ -443,7 +449,7 @@ export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenize
     const ref = segs.join("/");
     let idx = groupIndex.get(ref);
     if (!idx || idx.key !== key) {
-      idx = { key, lines: indexGroupLines(root, segs, st.size) };
+      idx = { key, lines: indexGroupLines(root, segs, st.size, undefined, opts.signal) };
       groupIndex.set(ref, idx);
       idx.lines.catch(() => groupIndex.delete(ref)); // a failed pass is retried by the next caller
     }
@@ -650,12 +656,14 @@ export async function indexGroupLines(
   segs: string[],
   size: number,
   CHUNK = 8 * MB,
+  signal?: AbortSignal,
 ): Promise<Map<string, [number, number]>> {
   const lines = new Map<string, [number, number]>();
   let lineStart = 0;
   let pending: string | undefined; // the task of the line being read, once its head was seen
   let tail = Buffer.alloc(0); // the line's last bytes before the chunk (a marker may straddle)
   for (let pos = 0; pos < size; pos += CHUNK) {
+    signal?.throwIfAborted(); // a stopping viewer does not wait for the rest of a 1 GB file
     const chunk = await root.readRange(segs, pos, Math.min(size, pos + CHUNK), CHUNK);
     let buf = tail.length ? Buffer.concat([tail, chunk]) : chunk;
     let base = pos - tail.length;

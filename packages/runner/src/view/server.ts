@@ -25,6 +25,8 @@ export interface ViewServerOptions {
   readonly dir: string;
   readonly port?: number;
   readonly tokenizer?: ChatTokenizer;
+  /** Stops background reads when the viewer stops. */
+  readonly signal?: AbortSignal;
   /** Fixed token (tests); default 24 random bytes. */
   readonly token?: string;
 }
@@ -40,7 +42,10 @@ const IdParam = z.string().min(1).max(200);
 
 export async function startViewServer(opts: ViewServerOptions): Promise<ViewServer> {
   const root = await openSafeRoot(opts.dir);
-  const store = createViewStore(root, opts.tokenizer ? { tokenizer: opts.tokenizer } : {});
+  const store = createViewStore(root, {
+    ...(opts.tokenizer ? { tokenizer: opts.tokenizer } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
   const token = opts.token ?? randomBytes(24).toString("base64url");
   await webAssets(); // bundle before the URL is printed, so the first page load does not wait for it
   const server = createServer();

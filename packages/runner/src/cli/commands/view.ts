@@ -52,7 +52,12 @@ export const viewCommand = defineCommand({
       ctx.stdout.write(`wrote ${out} (${(r.bytes / 1024).toFixed(0)} KiB, ${r.entries} views inlined)\n`);
       return 0;
     }
-    const server = await startViewServer({ dir, port: opts.port, ...(tokenizer ? { tokenizer } : {}) });
+    const server = await startViewServer({
+      dir,
+      port: opts.port,
+      signal: ctx.signal,
+      ...(tokenizer ? { tokenizer } : {}),
+    });
     ctx.stdout.write(`flakegym view: serving ${dir}\n  ${server.url}\n(Ctrl-C to stop)\n`);
     try {
       await new Promise<void>((done) => {
