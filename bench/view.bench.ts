@@ -1,16 +1,26 @@
 /**
- * `npm run bench -- view [--trajectories N] [--keep]`: time to the first rendered run table in
- * Chromium for a generated run of 10 000 trajectories (~1 GB of files), `flakegym view` (index +
- * paging: run.json, summary.json and metrics.jsonl only) against the naive viewer a script would
- * be (load every trajectory's files, then render every row), in the same run. Prints the ratio.
+ * `npm run bench -- view [--trajectories N] [--keep]`: a generated run of 10 000 trajectories
+ * (~1 GB of files, token data included) and
+ * - the first rendered run table in Chromium from the `flakegym view` command (process start to
+ *   rows on screen), and from page open against the naive viewer a script would be (load every
+ *   trajectory's files, then render every row);
+ * - the first token view (cold: groups.jsonl not indexed yet), page open to trained tokens shown;
+ * - `flakegym view --export`: its peak RSS (GNU time) and time, and a SIGTERM mid-export (time to
+ *   exit, no file left).
+ * Its last line: `view: first-table-from-command <s> s, export-rss <MiB> MiB, token-view-first <s> s`.
  */
-import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { createWriteStream, existsSync } from "node:fs";
+import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { OutcomeKind } from "../packages/cline-vendor/src/index.js";
+import { RunSummary } from "../packages/runner/src/rollout/summary.js";
 import { startViewServer } from "../packages/runner/src/view/server.js";
 import { CHROMIUM, launchBrowser, NO_CHROMIUM_REASON, openPage } from "../tests/utils/src/browser.js";
+import { REPO_ROOT } from "../tests/utils/src/repo-root.js";
 import { type BenchContext, printTable } from "./lib.js";
 
 const GROUP = 10;
@@ -40,11 +50,11 @@ function manifest(tasks: string[]) {
 }
 
 /** Writes the run: ~100 KB per trajectory (three turn-log lines resending the chat, a diff, results). */
-async function generate(dir: string, n: number): Promise<number> {
+export async function generate(dir: string, n: number): Promise<number> {
   const tasks = Array.from({ length: Math.ceil(n / GROUP) }, (_, i) => `task-${String(i).padStart(5, "0")}`);
   await mkdir(join(dir, "trajectories"), { recursive: true });
   await writeFile(join(dir, "run.json"), JSON.stringify(manifest(tasks)));
-  const filler = "x".repeat(32 * 1024);
+  const filler = "x".repeat(24 * 1024);
   let bytes = 0;
   const metrics: string[] = [];
   for (let i = 0; i < n; i++) {
@@ -78,7 +88,7 @@ async function generate(dir: string, n: number): Promise<number> {
         latency: { firstByteMs: 5, totalMs: 10 },
       });
     const files: [string, string][] = [
-      ["turns.jsonl", `${turn(1)}\n${turn(2)}\n${turn(3)}\n`],
+      ["turns.jsonl", `${turn(1)}\n${turn(2)}\n`],
       ["diff.patch", `diff --git a/x.js b/x.js\n--- a/x.js\n+++ b/x.js\n@@ -1 +1 @@\n-a\n+b${i}\n`],
       [
         "score.json",
@@ -119,7 +129,116 @@ async function generate(dir: string, n: number): Promise<number> {
   }
   const m = `${metrics.join("\n")}\n`;
   await writeFile(join(dir, "metrics.jsonl"), m);
-  return bytes + m.length;
+  // a finished run (its per-task list left out: the page reads only the totals)
+  const summary = RunSummary.parse({
+    runId: "bench-view",
+    out: dir,
+    complete: true,
+    interrupted: false,
+    durationMs: 3_600_000,
+    trajectories: {
+      expected: n,
+      finished: n,
+      infraRetries: 0,
+      outcomes: { ...Object.fromEntries(OutcomeKind.options.map((k) => [k, 0])), completed: n },
+      limits: {},
+    },
+    meanReward: 1 / 3,
+    tasks: [],
+  });
+  await writeFile(join(dir, "summary.json"), JSON.stringify(summary));
+  return bytes + m.length + (await writeGroups(dir, tasks));
+}
+
+/** Prompt (masked) and completion (trained) tokens of each exported sequence. */
+const PROMPT_TOKENS = 3000;
+const TRAINED_TOKENS = 300;
+
+/** groups.jsonl: one Atropos group line per task, a token sequence per trajectory. */
+async function writeGroups(dir: string, tasks: readonly string[]): Promise<number> {
+  const out = createWriteStream(join(dir, "groups.jsonl"));
+  let bytes = 0;
+  const seq = (i: number) => {
+    const tokens = Array.from(
+      { length: PROMPT_TOKENS + TRAINED_TOKENS },
+      (_, k) => 1000 + ((k * 31 + i) % 50000),
+    );
+    return {
+      tokens,
+      masks: tokens.map((t, k) => (k < PROMPT_TOKENS ? -100 : t)),
+      logprobs: tokens.map((_, k) => (k < PROMPT_TOKENS ? 1 : -((k % 97) / 40))),
+    };
+  };
+  for (const task of tasks) {
+    const seqs = Array.from({ length: GROUP }, (_, i) => seq(i));
+    const line = `${JSON.stringify({
+      group_overrides: { group_id: `g-${task}`, task_id: task },
+      tokens: seqs.map((x) => x.tokens),
+      masks: seqs.map((x) => x.masks),
+      scores: seqs.map((_, i) => (i % 3 === 0 ? 1 : 0)),
+      inference_logprobs: seqs.map((x) => x.logprobs),
+      overrides: seqs.map((_, i) => ({ trajectory_id: `${task}-t${i}` })),
+    })}\n`;
+    bytes += line.length;
+    if (!out.write(line)) await new Promise<void>((r) => out.once("drain", () => r()));
+  }
+  await new Promise<void>((r, j) => out.end((e?: Error | null) => (e ? j(e) : r())));
+  return bytes;
+}
+
+const CLI = join(REPO_ROOT, "packages/runner/bin/flakegym.js");
+
+/** Starts `flakegym view <dir>` and resolves with its URL once printed (and a way to stop it). */
+function startViewCommand(dir: string): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, [CLI, "view", dir], { stdio: ["ignore", "pipe", "pipe"] });
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const timer = setTimeout(
+      () => reject(new Error(`flakegym view printed no URL in 60 s: ${text}`)),
+      60_000,
+    );
+    child.stdout.on("data", (c: Buffer) => {
+      text += c.toString();
+      const url = /http:\/\/127\.0\.0\.1:\d+\/\?t=\S+/.exec(text)?.[0];
+      if (url) {
+        clearTimeout(timer);
+        resolve({ url, stop: () => child.kill("SIGTERM") });
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`flakegym view exited ${code}: ${text}`)));
+  });
+}
+
+/** `flakegym view <dir> --export <out>` under GNU time: wall seconds and peak RSS (MiB). */
+async function timeExport(dir: string, out: string): Promise<{ s: number; rssMiB: number; bytes: number }> {
+  const start = performance.now();
+  const child = spawn(
+    "/usr/bin/time",
+    ["-f", "maxrss-kib %M", process.execPath, CLI, "view", dir, "--export", out],
+    {
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
+  let err = "";
+  child.stderr.on("data", (c: Buffer) => {
+    err += c.toString();
+  });
+  const code = await new Promise<number | null>((r) => child.once("exit", r));
+  const kib = Number(/maxrss-kib (\d+)/.exec(err)?.[1]);
+  if (code !== 0 || !kib) throw new Error(`export failed (exit ${code}): ${err.slice(-2000)}`);
+  return { s: (performance.now() - start) / 1000, rssMiB: kib / 1024, bytes: (await stat(out)).size };
+}
+
+/** SIGTERM `flakegym view --export` after `afterMs`: seconds until it exited, and whether a file was left. */
+async function cancelExport(dir: string, out: string, afterMs: number) {
+  const child = spawn(process.execPath, [CLI, "view", dir, "--export", out], { stdio: "ignore" });
+  await new Promise((r) => setTimeout(r, afterMs));
+  const sent = performance.now();
+  child.kill("SIGTERM");
+  const code = await new Promise<number | null>((r) => child.once("exit", r));
+  const left =
+    existsSync(out) || (await readdir(join(out, "..")).then((fs) => fs.some((f) => f.includes(".tmp"))));
+  return { s: (performance.now() - sent) / 1000, code, left };
 }
 
 /** The naive viewer: read and parse every file of every trajectory, then render every row. */
@@ -150,6 +269,29 @@ async function startNaive(dir: string) {
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, close: () => server.close() };
+}
+
+/** From `flakegym view <dir>` started to the first table, then the first token view on that server. */
+async function firstTableAndTokens(browser: Awaited<ReturnType<typeof launchBrowser>>, dir: string) {
+  const { page } = await openPage(browser);
+  page.setDefaultTimeout(600_000);
+  const start = performance.now();
+  const cmd = await startViewCommand(dir);
+  try {
+    await page.goto(`${cmd.url}#/run/.`);
+    await page.waitForSelector("table.trajectories tbody tr");
+    const tableS = (performance.now() - start) / 1000;
+    const rows = await page.locator("table.trajectories tbody tr").count();
+    const id = await page.locator("table.trajectories tbody tr th a").nth(37).textContent();
+    const t0 = performance.now();
+    await page.evaluate(`location.hash = ${JSON.stringify(`#/t/./${id}/tokens`)}`);
+    await page.waitForSelector(".tokens .tk.trained");
+    const tokensS = (performance.now() - t0) / 1000;
+    return { tableS, rows, tokensS };
+  } finally {
+    cmd.stop();
+    await page.context().close();
+  }
 }
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
@@ -203,13 +345,48 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       results.push({ viewer: "naive: load every file", ms: Math.round(base.ms), rows: base.rows });
       const warm = await timeTo(url, "table.trajectories tbody tr");
       results.push({ viewer: "flakegym view (again)", ms: Math.round(warm.ms), rows: warm.rows });
+      const fromCommand = await firstTableAndTokens(browser, dir);
+      results.push({
+        viewer: "flakegym view: command → first table",
+        ms: Math.round(fromCommand.tableS * 1000),
+        rows: fromCommand.rows,
+      });
+      results.push({
+        viewer: "flakegym view: first token view (cold)",
+        ms: Math.round(fromCommand.tokensS * 1000),
+        rows: 0,
+      });
       printTable(results);
       console.log(`(load average ${loadavg()[0]!.toFixed(1)} on this machine while measuring)`);
       const ratio = base.ms / cold.ms;
       console.log(
         `\nfirst rendered table: flakegym view ${Math.round(cold.ms)} ms vs naive ${Math.round(base.ms)} ms — ${ratio.toFixed(1)}x faster; under 2 s: ${cold.ms < 2000 ? "yes" : "NO"}`,
       );
-      ctx.writeResult("view", { trajectories: n, bytes, results, ratio, loadavg: loadavg()[0] });
+      const out = join(tmpdir(), `flakegym-bench-view-export-${process.pid}`);
+      await mkdir(out, { recursive: true });
+      const exp = await timeExport(dir, join(out, "run.html"));
+      console.log(
+        `export: ${exp.s.toFixed(1)} s, peak RSS ${exp.rssMiB.toFixed(0)} MiB, ${(exp.bytes / 1e6).toFixed(0)} MB file`,
+      );
+      await rm(join(out, "run.html"), { force: true });
+      const cancel = await cancelExport(dir, join(out, "run.html"), Math.min(5000, (exp.s * 1000) / 3));
+      console.log(
+        `export SIGTERM: exited ${cancel.code} in ${cancel.s.toFixed(2)} s; file or temporary left: ${cancel.left ? "YES" : "no"}`,
+      );
+      await rm(out, { recursive: true, force: true });
+      ctx.writeResult("view", {
+        trajectories: n,
+        bytes,
+        results,
+        ratio,
+        fromCommand,
+        export: exp,
+        cancel,
+        loadavg: loadavg()[0],
+      });
+      console.log(
+        `view: first-table-from-command ${fromCommand.tableS.toFixed(2)} s, export-rss ${exp.rssMiB.toFixed(0)} MiB, token-view-first ${fromCommand.tokensS.toFixed(2)} s`,
+      );
     } finally {
       await view.close();
       naive.close();

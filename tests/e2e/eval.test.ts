@@ -3,7 +3,7 @@ import { readFile, readlink, stat, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join, normalize } from "node:path";
-import { buildReport, EvalReport, type TrialRow } from "@flakegym/runner";
+import { buildReport, EvalReport, startViewServer, type TrialRow, writeExport } from "@flakegym/runner";
 import {
   CHROMIUM,
   launchBrowser,
@@ -14,6 +14,7 @@ import {
   screenshot,
   type TempDir,
 } from "@flakegym/test-utils";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /**
@@ -223,4 +224,79 @@ describe("flakegym eval (real core, smoke scenario × gold / empty / mixed × 3 
       }
     },
   );
+
+  it("score.json keeps why each failed check failed; report rows and trial logs say it", async () => {
+    const failed = report.trials.find((t) => t.policy === "empty")!;
+    const score = JSON.parse(await readFile(join(out, failed.links.dir, "score.json"), "utf8")) as {
+      testOutput?: Record<string, string>;
+    };
+    const [name, output] = Object.entries(score.testOutput ?? {})[0] ?? [];
+    expect(name, "a failed check has its output").toBeDefined();
+    expect(output).toContain("must exist as a regular file");
+    expect(Buffer.byteLength(output!)).toBeLessThanOrEqual(4096);
+    expect(failed.failures?.[0]?.message).toContain("must exist as a regular file");
+    expect(await readFile(join(out, failed.links.log), "utf8")).toContain("must exist as a regular file");
+    // the decoys' random names never show under a graded test's name
+    const graded = new Set(Object.keys(failed.checks));
+    for (const n of Object.keys(score.testOutput ?? {})) expect(graded.has(n)).toBe(true);
+  });
+
+  it.skipIf(!CHROMIUM)(
+    `flakegym view over the eval dir and its export: a failing heat-map cell opens the trial's page at its failing assertion${CHROMIUM ? "" : ` (skipped: ${NO_CHROMIUM_REASON})`}`,
+    async () => {
+      const browser = await launchBrowser();
+      const server = await startViewServer({ dir: out });
+      try {
+        const { page } = await openPage(browser);
+        let seq = 0;
+        const ready = async () => page.waitForSelector(`#app[data-ready="${++seq}"]`);
+        await page.goto(server.url);
+        await ready();
+        // the index names the eval (not '.') with its numbers, and opens it
+        const evalLink = page.locator('a[href="#/eval/."]');
+        expect(await evalLink.textContent()).toBe(report.evalId);
+        expect(await page.locator("text=pass@1").count()).toBeGreaterThan(0);
+        await screenshot(page, "view-eval-index");
+        await evalLink.click();
+        await ready();
+        await checkDrillDown(page, ready, "view-eval");
+
+        // the single-file export: the same click path, nothing leaves the page
+        const file = join(tmp.path, "eval-export.html");
+        await writeExport(out, file);
+        const exported = await openPage(browser);
+        seq = 0;
+        const readyX = async () => exported.page.waitForSelector(`#app[data-ready="${++seq}"]`);
+        await exported.page.goto(`file://${file}#/eval/.`);
+        await readyX();
+        await checkDrillDown(exported.page, readyX, "view-eval-export");
+        expect(exported.requests.filter((u) => !u.startsWith("file://"))).toEqual([]);
+      } finally {
+        await server.close();
+        await browser.close();
+      }
+    },
+  );
 });
+
+/** In the eval page: the empty policy's FAIL cell → its trial's page, scrolled to the failing test. */
+async function checkDrillDown(page: Page, ready: () => Promise<unknown>, shot: string): Promise<void> {
+  const frame = page.frameLocator("iframe.report");
+  const cell = frame.locator('svg.heatmap a:has(g.cell[data-status="FAIL"])').first();
+  await cell.click();
+  await ready();
+  expect(page.url()).toMatch(/#\/t\/run\/create-file-t\d+\?at=tests$/);
+  const assertion = page.locator("#tests tr.test-failed .assertion").first();
+  expect(await assertion.textContent()).toContain("must exist as a regular file");
+  expect(await page.locator(".outcome.tone-bad").count()).toBeGreaterThan(0);
+  expect(await page.textContent("main")).not.toContain("still running");
+  await screenshot(page, `${shot}-trial`);
+  // a trial row's 'why' cell says it too, and a click on the row's diff link opens the same page
+  await page.goBack();
+  await ready();
+  const row = frame.locator("table.trials tr.fail").first();
+  expect(await row.locator("td.why").textContent()).toContain("must exist as a regular file");
+  await row.locator("a", { hasText: "diff" }).click();
+  await ready();
+  expect(await page.locator("h2#diff-h").count()).toBe(1);
+}

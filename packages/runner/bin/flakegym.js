@@ -3,5 +3,6 @@
 import { register } from "tsx/esm/api";
 
 register();
-const { main } = await import("../src/cli/main.ts");
+// `flakegym view` loads only its own command (a viewer should open fast); everything else, all
+const { main } = await import(process.argv[2] === "view" ? "../src/cli/view-main.ts" : "../src/cli/main.ts");
 process.exitCode = await main(process.argv.slice(2));

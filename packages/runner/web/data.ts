@@ -6,10 +6,23 @@ import type { RunResponse } from "../src/view/run-data.js";
  * exported file, the answers inlined at export time (the run table is then filtered, sorted and
  * paged here, by the same pure function the server uses).
  */
-type Boot = { mode: "server" } | { mode: "export"; data: Record<string, unknown> };
+type Boot = { mode: "server" } | { mode: "export" };
 
 const bootEl = document.getElementById("flakegym-boot");
 export const boot: Boot = bootEl ? (JSON.parse(bootEl.textContent ?? "{}") as Boot) : { mode: "server" };
+
+/** An export's inlined answers: one JSON script element each, parsed only when asked for. */
+let exported: Map<string, HTMLScriptElement> | undefined;
+function exportedValue(key: string): unknown {
+  exported ??= new Map(
+    [...document.querySelectorAll<HTMLScriptElement>("script.fg-data")].map((el) => [
+      el.dataset.key ?? "",
+      el,
+    ]),
+  );
+  const el = exported.get(key);
+  return el ? JSON.parse(el.textContent ?? "null") : undefined;
+}
 const token = new URLSearchParams(location.search).get("t") ?? "";
 
 export class ApiError extends Error {}
@@ -25,7 +38,6 @@ export async function api<T>(path: string, params: Record<string, string> = {}):
 
 function fromExport<T>(path: string, params: Record<string, string>): T {
   if (boot.mode !== "export") throw new ApiError("not an export");
-  const data = boot.data;
   const key = (p: Record<string, string>) => {
     const qs = Object.entries(p)
       .map(([k, v]) => `${k}=${v}`)
@@ -34,7 +46,7 @@ function fromExport<T>(path: string, params: Record<string, string>): T {
   };
   if (path === "/api/run") {
     const { run, ...rest } = params;
-    const full = data[key({ run: run ?? "" })] as RunResponse | undefined;
+    const full = exportedValue(key({ run: run ?? "" })) as RunResponse | undefined;
     if (!full) throw new ApiError(`this export does not hold run '${run}'`);
     const q = rowQuery(rest);
     const page = queryRows(full.rows, q);
@@ -43,7 +55,7 @@ function fromExport<T>(path: string, params: Record<string, string>): T {
     return { ...full, total: page.total, rows: page.rows, groups } as T;
   }
   if (path === "/api/stamp") return { stamp: "export" } as T;
-  const v = data[key(params)];
+  const v = exportedValue(key(params));
   if (v === undefined) throw new ApiError(`this export does not hold ${key(params)}`);
   return v as T;
 }
@@ -68,7 +80,7 @@ function rowQuery(p: Record<string, string | undefined>): RowQuery {
 /** The URL of an eval's report.html for an iframe (server), or its inlined text (export). */
 export function evalSource(ref: string): { src: string } | { srcdoc: string } {
   if (boot.mode === "export") {
-    const html = boot.data[`/eval?ref=${ref}`];
+    const html = exportedValue(`/eval?ref=${ref}`);
     return { srcdoc: typeof html === "string" ? html : "<p>not in this export</p>" };
   }
   return { src: `/eval?${new URLSearchParams({ ref, t: token })}` };

@@ -1,8 +1,15 @@
+import { failureMessage } from "../src/eval/failure-message.js";
+import { outcomeLook } from "../src/eval/outcome-look.js";
 import type { ConvBlock, ConvMessage } from "../src/view/conversation.js";
 import type { GroupRow, TrajectoryRow } from "../src/view/query.js";
 import type { IndexResponse, RunResponse, TokensResponse, TrajectoryResponse } from "../src/view/run-data.js";
+import { SEGMENT } from "../src/view/segment.js";
+import { tokenSpans } from "../src/view/token-spans.js";
 import { api, boot, evalSource } from "./data.js";
 import { bar, type Child, fmtInt, fmtMs, fmtReward, h } from "./dom.js";
+
+const fmtPct = (x: number | null | undefined) =>
+  x === null || x === undefined ? "–" : `${Math.round(x * 100)}%`;
 
 /**
  * flakegym view's app. Hash routes:
@@ -23,6 +30,15 @@ const link = (href: string, text: Child, attrs: Record<string, string> = {}) =>
   h("a", { href, ...attrs }, text);
 const runHref = (ref: string) => `#/run/${enc(ref || ".")}`;
 const trajHref = (ref: string, id: string) => `#/t/${enc(ref || ".")}/${enc(id)}`;
+const evalHref = (ref: string) => `#/eval/${enc(ref || ".")}`;
+/** The eval's rollout run, whose trajectories are its trials. */
+const evalRunRef = (ref: string) => (ref ? `${ref}/run` : "run");
+/** The eval a run belongs to (`<eval>/run`), as a breadcrumb; none for a plain run. */
+const evalCrumb = (runRef: string): [string, string][] => {
+  if (runRef !== "run" && !runRef.endsWith("/run")) return [];
+  const ref = runRef.slice(0, -"run".length).replace(/\/$/, "");
+  return [[evalHref(ref), `eval ${ref || "."}`]];
+};
 const refOf = (s: string) => (decodeURIComponent(s) === "." ? "" : decodeURIComponent(s));
 
 function layout(title: string, crumbs: [string, string][], ...body: Child[]): void {
@@ -60,8 +76,15 @@ function skipToMain(e: Event) {
   document.getElementById("main")?.focus();
 }
 
+/** An outcome count (no reward): neutral colours by kind. */
 const outcomeBadge = (o: string, limit?: string) =>
   h("span", { class: `outcome o-${o.replace(/[^a-z_]/g, "")}` }, limit ? `${o} (${limit})` : o);
+
+/** One trajectory's outcome with its reward: never a success colour when it did not pass. */
+const outcomeChip = (o: string, reward: number | null | undefined, limit?: string) => {
+  const look = outcomeLook(o, reward, limit);
+  return h("span", { class: `outcome tone-${look.tone}` }, look.label);
+};
 
 const timingBar = (t: TrajectoryRow["timings"]) =>
   bar(
@@ -118,14 +141,40 @@ async function runsPage(): Promise<void> {
       h("td", {}, r.error ? h("span", { class: "err" }, r.error) : r.complete ? "complete" : "in progress"),
     ),
   );
-  const evals = idx.evals.map((e) =>
-    h(
+  const evals = idx.evals.map((e) => {
+    const x = e.summary;
+    return h(
       "tr",
-      { "data-href": `#/eval/${enc(e.ref)}` },
-      h("td", {}, link(`#/eval/${enc(e.ref)}`, e.name)),
-      h("td", {}, e.hasHtml ? "report.html" : "report.json only"),
-    ),
-  );
+      { "data-href": evalHref(e.ref) },
+      h("td", {}, link(evalHref(e.ref), x.evalId ?? e.name)),
+      h("td", {}, (x.createdAt ?? "").replace("T", " ").slice(0, 19)),
+      h(
+        "td",
+        {},
+        (x.policies ?? []).map((p) =>
+          h(
+            "div",
+            { title: p.policy },
+            `${p.label}: pass@1 ${fmtPct(p.pass1)}, reward ${fmtReward(p.meanReward)}`,
+          ),
+        ),
+      ),
+      h(
+        "td",
+        {},
+        x.items !== undefined ? `${x.items} × ${x.policies?.length ?? "?"} × ${x.trials ?? "?"}` : "–",
+      ),
+      h("td", {}, x.trajectories ?? "–"),
+      h("td", {}, e.runRef ? link(runHref(e.runRef), "trajectories") : "–"),
+      h(
+        "td",
+        {},
+        e.error
+          ? h("span", { class: "err" }, e.error)
+          : [x.complete === false ? "interrupted · " : "", e.hasHtml ? "report.html" : "report.json only"],
+      ),
+    );
+  });
   layout(
     "Runs",
     [["#/", "Runs"]],
@@ -155,7 +204,19 @@ async function runsPage(): Promise<void> {
       { "aria-labelledby": "evals-h" },
       h("h2", { id: "evals-h" }, "Evals"),
       evals.length
-        ? table("Eval reports", ["eval", "report"], evals)
+        ? table(
+            "Eval reports",
+            [
+              "eval",
+              "created (UTC)",
+              "policy: pass@1, mean reward",
+              "items × policies × trials",
+              "trials",
+              "run",
+              "report",
+            ],
+            evals,
+          )
         : h("p", {}, "No eval reports (evals/*/report.json)."),
     ),
   );
@@ -175,17 +236,6 @@ const SORTS: [string, string][] = [
   ["retries", "infra retries"],
 ];
 
-/** The distinct images the run's workers ran on (run.json `tasks.*.image`). */
-function imagesFact(m: RunResponse["manifest"]): string {
-  const seen = new Set<string>();
-  for (const t of Object.values(m.tasks)) {
-    const i = t.image;
-    if (i)
-      seen.add(typeof i === "string" ? i : `${i.name}:${i.tag} (${i.digest.slice(0, 12)}, ${i.storePath})`);
-  }
-  return seen.size ? [...seen].join("; ") : "not recorded";
-}
-
 async function runPage(ref: string, params: URLSearchParams, seq: number): Promise<void> {
   const q = Object.fromEntries(params);
   const run = await api<RunResponse>("/api/run", { run: ref, ...q });
@@ -201,8 +251,7 @@ async function runPage(ref: string, params: URLSearchParams, seq: number): Promi
   const dir = params.get("dir") ?? "asc";
   const page = Number(params.get("page") ?? 0);
   const size = Number(params.get("size") ?? 100);
-  const m = run.manifest;
-  const s = run.summary;
+  const f = run.facts;
 
   const groupRow = (g: GroupRow) =>
     h(
@@ -264,7 +313,7 @@ async function runPage(ref: string, params: URLSearchParams, seq: number): Promi
       h("th", { scope: "row" }, link(trajHref(ref, r.id), r.id)),
       h("td", {}, r.task),
       h("td", {}, r.policy ?? "–"),
-      h("td", { title: r.detail }, outcomeBadge(r.outcome, r.limit)),
+      h("td", { title: r.detail }, outcomeChip(r.outcome, r.reward, r.limit)),
       h("td", { class: "num" }, fmtReward(r.reward)),
       h("td", { class: "num" }, r.turns),
       h("td", { class: "num" }, `${fmtInt(r.tokensIn)} / ${fmtInt(r.tokensOut)}`),
@@ -277,7 +326,7 @@ async function runPage(ref: string, params: URLSearchParams, seq: number): Promi
       ),
     );
 
-  const outcomes = s ? Object.keys(s.trajectories.outcomes) : [...new Set(run.rows.map((r) => r.outcome))];
+  const outcomes = f.outcomes.length ? f.outcomes : [...new Set(run.rows.map((r) => r.outcome))];
   const filters = h(
     "form",
     {
@@ -333,37 +382,23 @@ async function runPage(ref: string, params: URLSearchParams, seq: number): Promi
       "next ›",
     ),
   );
-  const atropos = s?.atropos
-    ? `sent ${s.atropos.sent}, dropped ${s.atropos.dropped}, pending ${s.atropos.pending}`
-    : m.config.atropos
-      ? "pending"
-      : "off";
   layout(
-    `Run ${m.runId}`,
-    [
-      ["#/", "Runs"],
-      [runHref(ref), m.runId],
-    ],
+    `Run ${f.runId}`,
+    [["#/", "Runs"], ...evalCrumb(ref), [runHref(ref), f.runId]],
     h(
       "dl",
       { class: "facts" },
-      fact("created", m.createdAt),
-      fact(
-        "state",
-        s ? (s.complete ? "complete" : s.interrupted ? "interrupted" : "incomplete") : "in progress (live)",
-      ),
-      fact("tasks", String(m.config.tasks.length)),
-      fact("group size", String(m.config.groupSize)),
-      fact("policies", m.config.policies.join(", ")),
-      fact("mean reward", fmtReward(s?.meanReward)),
-      fact("duration", fmtMs(s?.durationMs)),
-      fact(
-        "infra retries",
-        String(s?.trajectories.infraRetries ?? run.rows.reduce((a, r) => a + r.infraRetries, 0)),
-      ),
-      fact("Atropos", atropos),
-      fact("backend", m.config.backend),
-      fact("images", imagesFact(m)),
+      fact("created", f.createdAt),
+      fact("state", f.state === "in progress" ? "in progress (live)" : f.state),
+      fact("tasks", String(f.tasks)),
+      fact("group size", String(f.groupSize)),
+      fact("policies", f.policies.join(", ")),
+      fact("mean reward", fmtReward(f.meanReward)),
+      fact("duration", fmtMs(f.durationMs)),
+      fact("infra retries", String(f.infraRetries ?? run.rows.reduce((a, r) => a + r.infraRetries, 0))),
+      fact("Atropos", f.atropos),
+      fact("backend", f.backend),
+      fact("images", f.images),
     ),
     run.skippedLines
       ? h("p", { class: "err" }, `${run.skippedLines} metrics line(s) did not parse and are left out`)
@@ -411,7 +446,7 @@ async function runPage(ref: string, params: URLSearchParams, seq: number): Promi
     const key = SORTS.find(([, l]) => b?.textContent?.startsWith(l))?.[0];
     th.setAttribute("aria-sort", key === sort ? (dir === "asc" ? "ascending" : "descending") : "none");
   }
-  if (!s?.complete && boot.mode === "server") watch(ref, run.stamp, seq);
+  if (f.state !== "complete" && boot.mode === "server") watch(ref, run.stamp, seq);
 }
 
 /** Live updates: re-render the run when its files change (cheap stat-based stamp, every 2 s). */
@@ -524,7 +559,31 @@ function conversation(msgs: readonly ConvMessage[], note?: string): HTMLElement 
   );
 }
 
-async function trajectoryPage(ref: string, id: string): Promise<void> {
+/** A hidden test's row: failed ones show their failing assertion and, folded, their output. */
+function testRow(set: string, name: string, status: string, output: string | undefined) {
+  const failed = status !== "passed";
+  return h(
+    "tr",
+    { class: failed ? "test-failed" : "" },
+    h("td", {}, set),
+    h("th", { scope: "row" }, name),
+    h("td", { class: `ts-${status}` }, status),
+    h(
+      "td",
+      {},
+      failed
+        ? [
+            h("div", { class: "assertion" }, status === "missing" ? "did not run" : failureMessage(output)),
+            output
+              ? h("details", {}, h("summary", {}, "test output"), h("pre", { class: "test-output" }, output))
+              : null,
+          ]
+        : "",
+    ),
+  );
+}
+
+async function trajectoryPage(ref: string, id: string, params: URLSearchParams): Promise<void> {
   const t = await api<TrajectoryResponse>("/api/trajectory", { run: ref, id });
   const r = t.result;
   const s = t.score;
@@ -532,13 +591,7 @@ async function trajectoryPage(ref: string, id: string): Promise<void> {
   const tests = s?.testResults
     ? (["failToPass", "passToPass"] as const).flatMap((k) =>
         Object.entries(s.testResults?.[k] ?? {}).map(([name, status]) =>
-          h(
-            "tr",
-            {},
-            h("td", {}, k === "failToPass" ? "FAIL_TO_PASS" : "PASS_TO_PASS"),
-            h("th", { scope: "row" }, name),
-            h("td", { class: `ts-${status}` }, status),
-          ),
+          testRow(k === "failToPass" ? "FAIL_TO_PASS" : "PASS_TO_PASS", name, status, s.testOutput?.[name]),
         ),
       )
     : [];
@@ -546,6 +599,7 @@ async function trajectoryPage(ref: string, id: string): Promise<void> {
     `Trajectory ${id}`,
     [
       ["#/", "Runs"],
+      ...evalCrumb(ref),
       [runHref(ref), t.provenance.runId ? String(t.provenance.runId) : ref],
       [trajHref(ref, id), id],
     ],
@@ -562,7 +616,7 @@ async function trajectoryPage(ref: string, id: string): Promise<void> {
           fact("task", r.taskId),
           fact("policy", r.policy),
           fact("outcome", [
-            outcomeBadge(r.outcome.kind, "limit" in r.outcome ? r.outcome.limit : undefined),
+            outcomeChip(r.outcome.kind, r.reward, "limit" in r.outcome ? r.outcome.limit : undefined),
             ` ${r.outcome.detail}`,
           ]),
           fact("reward", fmtReward(r.reward)),
@@ -647,7 +701,17 @@ async function trajectoryPage(ref: string, id: string): Promise<void> {
                   ),
                 )
               : null,
-            tests.length ? table("Hidden tests", ["set", "test", "status"], tests) : null,
+            tests.length
+              ? h(
+                  "section",
+                  { id: "tests", "aria-label": "Hidden tests" },
+                  table(
+                    "Hidden tests (failing ones first in the report)",
+                    ["set", "test", "status", "why"],
+                    tests,
+                  ),
+                )
+              : null,
           ]
         : h("p", { class: "muted" }, "No score.json."),
     ),
@@ -688,6 +752,11 @@ async function trajectoryPage(ref: string, id: string): Promise<void> {
       ),
     ),
   );
+  if (params.get("at") === "tests") {
+    const at =
+      document.querySelector<HTMLElement>("#tests tr.test-failed") ?? document.getElementById("tests");
+    at?.scrollIntoView({ block: "center" });
+  }
 }
 
 // ---------- tokens ----------
@@ -708,7 +777,8 @@ async function tokensPage(ref: string, id: string): Promise<void> {
       tabindex: "0",
     });
     const trained = s.masks.filter((m) => m !== -100).length;
-    s.tokens.forEach((tok, i) => {
+    const tokenEl = (i: number) => {
+      const tok = s.tokens[i]!;
       const isTrained = s.masks[i] !== -100;
       const lp = s.logprobs?.[i];
       const span = h(
@@ -720,8 +790,33 @@ async function tokensPage(ref: string, id: string): Promise<void> {
         s.text ? (s.text[i] ?? "") : `${tok} `,
       );
       if (isTrained && lp !== undefined) span.style.background = heat(lp);
-      box.appendChild(span);
-    });
+      return span;
+    };
+    const draw = (into: HTMLElement, from: number, to: number) => {
+      const frag = document.createDocumentFragment();
+      for (let i = from; i < to; i++) frag.appendChild(tokenEl(i));
+      into.appendChild(frag);
+    };
+    // long masked runs (the prompt first) are folded and drawn only when opened
+    for (const span of tokenSpans(s.masks)) {
+      if (!span.folded) {
+        draw(box, span.start, span.end);
+        continue;
+      }
+      const fold = h(
+        "details",
+        { class: "prompt-fold" },
+        h(
+          "summary",
+          {},
+          `${span.start === 0 ? "prompt" : "masked"}: ${span.end - span.start} tokens (#${span.start}–#${span.end - 1}), folded`,
+        ),
+      );
+      fold.addEventListener("toggle", () => {
+        if (fold.open && fold.childElementCount === 1) draw(fold, span.start, span.end);
+      });
+      box.appendChild(fold);
+    }
     return h(
       "section",
       { class: "segment", "aria-labelledby": `seg-${si}` },
@@ -763,6 +858,8 @@ async function tokensPage(ref: string, id: string): Promise<void> {
   );
   (document.getElementById("heat-hi") as HTMLElement).style.background = heat(0);
   (document.getElementById("heat-lo") as HTMLElement).style.background = heat(-10);
+  // open at what was trained
+  document.querySelector<HTMLElement>(".tokens .tk.trained")?.scrollIntoView({ block: "center" });
 }
 
 // ---------- compare ----------
@@ -795,7 +892,7 @@ async function comparePage(ref: string, a: string, b: string): Promise<void> {
         "p",
         {},
         `reward ${fmtReward(t.result?.reward)}, `,
-        t.result ? outcomeBadge(t.result.outcome.kind) : "running",
+        t.result ? outcomeChip(t.result.outcome.kind, t.result.reward) : "running",
         `, ${t.result?.counts.turns ?? "?"} turns`,
       ),
       h("h3", {}, "Diff"),
@@ -819,18 +916,61 @@ async function comparePage(ref: string, a: string, b: string): Promise<void> {
 
 // ---------- eval ----------
 
+/** The frame of the eval report on screen, whose messages open trials and files. */
+let evalFrame: { frame: HTMLIFrameElement; ref: string } | undefined;
+
 async function evalPage(ref: string): Promise<void> {
   const src = evalSource(ref);
-  const frame = h("iframe", { title: `eval report ${ref}`, sandbox: "allow-scripts", class: "report" });
+  const frame = h("iframe", {
+    title: `eval report ${ref || "."}`,
+    sandbox: "allow-scripts",
+    class: "report",
+  });
   if ("src" in src) frame.src = src.src;
   else frame.srcdoc = src.srcdoc;
+  evalFrame = { frame, ref };
   layout(
-    `Eval ${ref}`,
+    `Eval ${ref || "."}`,
     [
       ["#/", "Runs"],
-      [`#/eval/${enc(ref)}`, ref],
+      [evalHref(ref), ref || "."],
     ],
+    h(
+      "nav",
+      { class: "actions", "aria-label": "Eval views" },
+      link(runHref(evalRunRef(ref)), "All trials as trajectories"),
+      " · ",
+      link(`${evalHref(ref)}/file/summary.md`, "summary.md"),
+      " · click a heat-map cell or a trial row to open that trial",
+    ),
     frame,
+  );
+}
+
+/** A trial link clicked in the report's frame: open that trial's page (at its failing tests). */
+window.addEventListener("message", (e: MessageEvent) => {
+  const cur = evalFrame;
+  if (!cur || e.source !== cur.frame.contentWindow) return;
+  const msg = e.data as { flakegym?: unknown; trajectory?: unknown; name?: unknown } | null;
+  if (msg?.flakegym === "open" && typeof msg.trajectory === "string" && SEGMENT.test(msg.trajectory))
+    location.hash = `${trajHref(evalRunRef(cur.ref), msg.trajectory)}?at=tests`;
+  else if (msg?.flakegym === "file" && (msg.name === "summary.md" || msg.name === "report.json"))
+    location.hash = `${evalHref(cur.ref)}/file/${msg.name}`;
+});
+
+async function evalFilePage(ref: string, name: string): Promise<void> {
+  const f = await api<{ name: string; text: string; truncated: boolean }>("/api/eval-file", { ref, name });
+  layout(
+    `${name} of eval ${ref || "."}`,
+    [
+      ["#/", "Runs"],
+      [evalHref(ref), ref || "."],
+      [`${evalHref(ref)}/file/${name}`, name],
+    ],
+    f.truncated
+      ? h("p", { class: "err" }, `${name} is larger than the viewer's cap; its start is shown`)
+      : null,
+    h("pre", { class: "file", tabindex: "0" }, f.text),
   );
 }
 
@@ -839,6 +979,7 @@ async function evalPage(ref: string): Promise<void> {
 async function route(): Promise<void> {
   const seq = ++renderSeq;
   clearTimeout(liveTimer);
+  evalFrame = undefined;
   const hash = location.hash.replace(/^#/, "") || "/";
   const [path = "/", qs = ""] = hash.split("?");
   const parts = path.split("/").filter(Boolean);
@@ -847,9 +988,11 @@ async function route(): Promise<void> {
     else if (parts[0] === "t" && parts[1] && parts[2] && parts[3] === "tokens")
       await tokensPage(refOf(parts[1]), decodeURIComponent(parts[2]));
     else if (parts[0] === "t" && parts[1] && parts[2])
-      await trajectoryPage(refOf(parts[1]), decodeURIComponent(parts[2]));
+      await trajectoryPage(refOf(parts[1]), decodeURIComponent(parts[2]), new URLSearchParams(qs));
     else if (parts[0] === "compare" && parts[1] && parts[2] && parts[3])
       await comparePage(refOf(parts[1]), decodeURIComponent(parts[2]), decodeURIComponent(parts[3]));
+    else if (parts[0] === "eval" && parts[1] && parts[2] === "file" && parts[3])
+      await evalFilePage(refOf(parts[1]), decodeURIComponent(parts[3]));
     else if (parts[0] === "eval" && parts[1]) await evalPage(refOf(parts[1]));
     else await runsPage();
   } catch (e) {

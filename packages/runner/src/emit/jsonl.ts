@@ -129,15 +129,50 @@ export async function repairJsonl(file: string): Promise<number> {
 
 /** Writes a whole file atomically: a temp file in the same directory, then rename over the target. */
 export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
-  const tmp = join(
-    dirname(file),
-    `.${basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`,
-  );
+  const tmp = tmpNameOf(file);
   try {
     await writeFile(tmp, typeof data === "string" ? runSecrets.text(data) : runSecrets.bytes(data));
     await rename(tmp, file);
   } catch (err) {
     await unlink(tmp).catch(() => {});
+    throw writeErrorOf(file, err);
+  }
+}
+
+/** A temporary name beside `file` for an atomic write. */
+const tmpNameOf = (file: string) =>
+  join(dirname(file), `.${basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
+
+/**
+ * `writeFileAtomic` of text made piece by piece: each piece is redacted and written before the
+ * next is asked for (memory holds one piece), `signal` is checked between pieces, and the file
+ * appears only whole — on an error or an abort the temporary file is removed. Returns the bytes.
+ */
+export async function writeStreamAtomic(
+  file: string,
+  pieces: AsyncIterable<string>,
+  signal?: AbortSignal,
+): Promise<number> {
+  const tmp = tmpNameOf(file);
+  let bytes = 0;
+  try {
+    const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
+    try {
+      for await (const piece of pieces) {
+        signal?.throwIfAborted();
+        const b = Buffer.from(runSecrets.text(piece), "utf8");
+        await handle.write(b);
+        bytes += b.length;
+      }
+      signal?.throwIfAborted();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, file);
+    return bytes;
+  } catch (err) {
+    await unlink(tmp).catch(() => {});
+    if (signal?.aborted) throw err;
     throw writeErrorOf(file, err);
   }
 }

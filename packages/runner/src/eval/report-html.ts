@@ -1,3 +1,4 @@
+import { outcomeLook } from "./outcome-look.js";
 import type { EvalReport, TrialRow } from "./report.js";
 
 /**
@@ -33,8 +34,36 @@ export function heatColor(p: number | null): string {
   return `hsl(${hue}, 65%, 55%)`;
 }
 
-const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
-const color = (i: number) => PALETTE[i % PALETTE.length]!;
+/** A policy's colour, from a hash of its spec: the same policy has the same colour in every report. */
+export function policyColor(spec: string): string {
+  let h = 0x811c9dc5; // FNV-1a
+  for (let i = 0; i < spec.length; i++) h = Math.imul(h ^ spec.charCodeAt(i), 0x01000193) >>> 0;
+  return `hsl(${h % 360}, ${55 + ((h >>> 9) % 20)}%, ${38 + ((h >>> 17) % 12)}%)`;
+}
+const color = (r: EvalReport, i: number) => policyColor(r.policies[i]?.policy ?? String(i));
+
+/**
+ * The trial a cell opens: its first failed trial (the one to read), else its first trial. Pure.
+ */
+export function cellTarget(r: EvalReport, item: string, policy: string): TrialRow | undefined {
+  const ts = r.trials.filter((t) => t.item === item && t.policy === policy);
+  return ts.find((t) => !t.passed && t.reward !== null) ?? ts.find((t) => !t.passed) ?? ts[0];
+}
+
+/**
+ * A link to a trial: opened as a file it goes to the trial's log; inside `flakegym view` (the
+ * report runs in a frame) the page script sends the trajectory id up and the viewer opens the
+ * trial's own page (transcript, diff, score, tests).
+ */
+function trialLink(t: TrialRow, text: string, title = ""): string {
+  return `<a href="${href(t.links.log)}" data-open="${esc(t.trajectoryId)}"${title ? ` title="${esc(title)}"` : ""}>${text}</a>`;
+}
+
+/** An outcome chip that does not read as success when the trial did not pass. */
+export function outcomeChip(t: Pick<TrialRow, "outcome" | "limit" | "reward">): string {
+  const look = outcomeLook(t.outcome, t.reward, t.limit);
+  return `<span class="chip ${look.tone}">${esc(look.label)}</span>`;
+}
 
 /** Items × policies, each cell coloured by pass@1 and labelled with its status and c/n. */
 export function heatMapSvg(r: EvalReport): string {
@@ -62,10 +91,15 @@ export function heatMapSvg(r: EvalReport): string {
       const title = c
         ? `${item.id} × ${p.policy}: ${c.stats.status} ${c.stats.c}/${c.stats.n}, pass@1 ${pct(pass1)} (95% CI ${pct(c.stats.wilson95.low)}–${pct(c.stats.wilson95.high)})`
         : "";
-      parts.push(
+      const target = cellTarget(r, item.id, p.policy);
+      const g =
         `<g class="cell" data-status="${esc(c?.stats.status ?? "NO_DATA")}"><title>${esc(title)}</title>` +
-          `<rect x="${x + 1}" y="${y + 1}" width="${cw - 2}" height="${ch - 2}" rx="3" fill="${heatColor(pass1)}"/>` +
-          `<text x="${x + cw / 2}" y="${y + ch / 2 + 4}" text-anchor="middle" class="cv">${esc(c ? `${c.stats.status} ${c.stats.c}/${c.stats.n}` : "–")}</text></g>`,
+        `<rect x="${x + 1}" y="${y + 1}" width="${cw - 2}" height="${ch - 2}" rx="3" fill="${heatColor(pass1)}"/>` +
+        `<text x="${x + cw / 2}" y="${y + ch / 2 + 4}" text-anchor="middle" class="cv">${esc(c ? `${c.stats.status} ${c.stats.c}/${c.stats.n}` : "–")}</text></g>`;
+      parts.push(
+        target
+          ? `<a href="${href(target.links.log)}" data-open="${esc(target.trajectoryId)}" aria-label="${esc(`open trial ${target.trial} of ${item.id} × ${p.label}`)}">${g}</a>`
+          : g,
       );
     });
   });
@@ -118,12 +152,12 @@ export function passKSvg(r: EvalReport): string {
   const series: Series[] = r.policies.flatMap((p, i) => [
     {
       name: `${p.label} pass@k`,
-      color: color(i),
+      color: color(r, i),
       points: p.pooled.passAtK.map((x) => [x.k, x.passAtK] as const),
     },
     {
       name: `${p.label} pass^k`,
-      color: color(i),
+      color: color(r, i),
       dashed: true,
       points: p.pooled.passAtK.map((x) => [x.k, x.passHatK] as const),
     },
@@ -133,6 +167,7 @@ export function passKSvg(r: EvalReport): string {
 
 /** Grouped bars: one group per bin, one bar per policy. */
 export function barChartSvg(
+  colors: readonly string[],
   cls: string,
   label: string,
   bins: readonly string[],
@@ -162,7 +197,7 @@ export function barChartSvg(
       const v = vs[i] ?? 0;
       const x = L + i * gw + 3 + j * bw;
       parts.push(
-        `<rect class="bar" x="${x.toFixed(1)}" y="${Y(v).toFixed(1)}" width="${(bw - 1).toFixed(1)}" height="${(H - B - Y(v)).toFixed(1)}" fill="${color(j)}"><title>${esc(`${names[j]} ${b}: ${fmt(v)}`)}</title></rect>`,
+        `<rect class="bar" x="${x.toFixed(1)}" y="${Y(v).toFixed(1)}" width="${(bw - 1).toFixed(1)}" height="${(H - B - Y(v)).toFixed(1)}" fill="${colors[j] ?? "#888"}"><title>${esc(`${names[j]} ${b}: ${fmt(v)}`)}</title></rect>`,
       );
     });
   });
@@ -181,6 +216,7 @@ export function rewardSvg(r: EvalReport): string {
     return h;
   });
   return barChartSvg(
+    r.policies.map((p) => policyColor(p.policy)),
     "reward-chart",
     "reward distribution",
     bins,
@@ -201,6 +237,7 @@ export function durationSvg(r: EvalReport): string {
     return h;
   });
   return barChartSvg(
+    r.policies.map((p) => policyColor(p.policy)),
     "duration-chart",
     "trial duration distribution",
     bins,
@@ -213,6 +250,7 @@ export function durationSvg(r: EvalReport): string {
 export function tokensSvg(r: EvalReport): string {
   const values = r.policies.map((p) => [p.tokensIn / 1000, p.tokensOut / 1000]);
   return barChartSvg(
+    r.policies.map((p) => policyColor(p.policy)),
     "tokens-chart",
     "token use",
     ["tokens in (k)", "tokens out (k)"],
@@ -225,7 +263,7 @@ function legend(r: EvalReport): string {
   return `<p class="legend">${r.policies
     .map(
       (p, i) =>
-        `<span><i style="background:${color(i)}"></i>${esc(p.label)} = <code>${esc(p.policy)}</code></span>`,
+        `<span><i style="background:${color(r, i)}"></i>${esc(p.label)} = <code>${esc(p.policy)}</code></span>`,
     )
     .join(" ")}</p>`;
 }
@@ -247,7 +285,9 @@ function cellsTable(r: EvalReport): string {
           `${x.k}: ${pct(x.passAtK)} / ${pct(x.passHatK)} <small>(plug-in ${pct(x.pluginPassAtK)} / ${pct(x.pluginPassHatK)})</small>`,
       )
       .join("<br>");
-    return `<tr class="st-${esc(c.stats.status)}"><td>${esc(c.item)}</td><td>${esc(labels.get(c.policy) ?? c.policy)}</td><td>${esc(c.stats.status)}</td><td>${c.stats.c}/${c.stats.n}${c.infraErrors ? ` (+${c.infraErrors} infra)` : ""}</td><td>${pct(c.stats.wilson95.low)}–${pct(c.stats.wilson95.high)}</td><td>${k}</td></tr>`;
+    const target = cellTarget(r, c.item, c.policy);
+    const item = target ? trialLink(target, esc(c.item), `open trial ${target.trial}`) : esc(c.item);
+    return `<tr class="st-${esc(c.stats.status)}"><td>${item}</td><td>${esc(labels.get(c.policy) ?? c.policy)}</td><td><span class="chip st">${esc(c.stats.status)}</span></td><td>${c.stats.c}/${c.stats.n}${c.infraErrors ? ` (+${c.infraErrors} infra)` : ""}</td><td>${pct(c.stats.wilson95.low)}–${pct(c.stats.wilson95.high)}</td><td>${k}</td></tr>`;
   });
   return `<table class="cells"><thead><tr><th>item</th><th>policy</th><th>status</th><th>passed</th><th>95% CI</th><th>k: unbiased pass@k / pass^k</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
 }
@@ -261,12 +301,21 @@ function trialsTable(r: EvalReport): string {
       `<a href="${href(t.links.dir)}/">files</a>`,
       ...(t.links.workspace ? [`<a href="${href(t.links.workspace)}/">workspace</a>`] : []),
     ].join(" · ");
-    const failed = Object.entries(t.checks)
-      .filter(([, s]) => s !== "passed")
-      .map(([n]) => n);
-    return `<tr class="trial ${t.passed ? "pass" : "fail"}"><td>${esc(t.item)}</td><td>${esc(labels.get(t.policy) ?? t.policy)}</td><td>${t.trial}</td><td>${esc(t.outcome)}${t.limit ? ` (${esc(t.limit)})` : ""}</td><td>${t.reward === null ? "–" : fmt(t.reward)}</td><td>${t.passed ? "yes" : "no"}</td><td title="${esc(failed.join("\n"))}">${failed.length ? `${failed.length} failed` : ""}</td><td>${t.turns}</td><td>${fmt(totalMs(t) / 1000, 1)} s</td><td>${links}</td></tr>`;
+    return `<tr class="trial ${t.passed ? "pass" : "fail"}" id="trial-${esc(t.trajectoryId)}"><td>${trialLink(t, esc(t.item), "open this trial")}</td><td>${esc(labels.get(t.policy) ?? t.policy)}</td><td>${t.trial}</td><td>${outcomeChip(t)}</td><td>${t.reward === null ? "–" : fmt(t.reward)}</td><td>${t.passed ? "yes" : "no"}</td><td class="why">${whyCell(t)}</td><td>${t.turns}</td><td>${fmt(totalMs(t) / 1000, 1)} s</td><td>${links}</td></tr>`;
   });
-  return `<input id="filter" type="search" placeholder="filter trials (item, policy, outcome…)"><table class="trials"><thead><tr><th>item</th><th>policy</th><th>trial</th><th>outcome</th><th>reward</th><th>passed</th><th>checks</th><th>model calls</th><th>duration</th><th>files</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
+  return `<input id="filter" type="search" placeholder="filter trials (item, policy, outcome…)"><table class="trials"><thead><tr><th>item</th><th>policy</th><th>trial</th><th>outcome</th><th>reward</th><th>passed</th><th>why it failed</th><th>model calls</th><th>duration</th><th>files</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
+}
+
+/** The first failed hidden test and its message (the rest counted), or the outcome's detail. */
+export function whyCell(t: TrialRow): string {
+  if (t.passed) return "";
+  const f = t.failures ?? [];
+  const failed = Object.entries(t.checks).filter(([, s]) => s !== "passed");
+  const first = f[0];
+  if (first)
+    return `<b>${esc(first.test)}</b>: <code>${esc(first.message)}</code>${f.length > 1 ? ` <small>+${f.length - 1} more</small>` : ""}`;
+  if (failed.length) return `${failed.length} failed: ${esc(failed.map(([n]) => n).join(", "))}`;
+  return `<small>${esc(t.detail)}</small>`;
 }
 
 function flakesTable(r: EvalReport): string {
@@ -294,10 +343,20 @@ th{background:#f4f4f4}.chart{display:block;margin:8px 0}.charts{display:flex;fle
 .lbl{font-size:12px}.cv{font-size:12px;font-weight:600}.tick{font-size:10px;fill:#555}.grid{stroke:#eee}
 tr.fail td{background:#fff5f5}tr.regressed td{background:#ffe0e0}.legend span{margin-right:14px}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px}#filter{margin:8px 0;padding:4px;width:320px}
-small{color:#777}code{font-size:12px}`;
+small{color:#777}code{font-size:12px}.chip{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px}
+.chip.ok{background:#d8f3dc;color:#1b5e20}.chip.partial{background:#fff1c2;color:#7a5a00}.chip.bad{background:#fde2e1;color:#8a1c1c}.chip.infra{background:#eee;color:#555}
+tr.st-PASS .chip.st{background:#d8f3dc;color:#1b5e20}tr.st-FLAKY .chip.st{background:#fff1c2;color:#7a5a00}tr.st-FAIL .chip.st{background:#fde2e1;color:#8a1c1c}
+td.why code{white-space:pre-wrap;color:#8a1c1c}.heatmap a{cursor:pointer}`;
 
+/**
+ * The table filter, and, when the report runs inside `flakegym view` (a frame), trial and file
+ * links handed up to the viewer as messages (the frame itself can reach nothing).
+ */
 const SCRIPT = `document.getElementById("filter").addEventListener("input",function(e){var q=e.target.value.toLowerCase();
-document.querySelectorAll("table.trials tbody tr").forEach(function(tr){tr.style.display=tr.textContent.toLowerCase().indexOf(q)<0?"none":"";});});`;
+document.querySelectorAll("table.trials tbody tr").forEach(function(tr){tr.style.display=tr.textContent.toLowerCase().indexOf(q)<0?"none":"";});});
+if(window.parent!==window)document.addEventListener("click",function(e){var a=e.target.closest&&e.target.closest("a[data-open],a[data-file],a[href]");if(!a)return;e.preventDefault();
+var open=a.getAttribute("data-open"),file=a.getAttribute("data-file");if(!open){var tr=a.closest("tr.trial");if(tr){var o=tr.querySelector("a[data-open]");open=o&&o.getAttribute("data-open");}}
+if(open)window.parent.postMessage({flakegym:"open",trajectory:open},"*");else if(file)window.parent.postMessage({flakegym:"file",name:file},"*");});`;
 
 /** The whole page. */
 export function renderReportHtml(r: EvalReport): string {
@@ -310,7 +369,7 @@ export function renderReportHtml(r: EvalReport): string {
 <body>
 <h1>flakegym eval ${esc(r.evalId)}</h1>
 <p>${r.items.length} item(s) × ${r.policies.length} policy(ies) × ${p.trials} trial(s) · ${esc(r.createdAt)} · ${fmt(r.durationMs / 1000, 1)} s${r.complete ? "" : " · <strong>interrupted: incomplete</strong>"}<br>
-cline ${esc(p.cline.version)} · flakegym ${esc(p.flakegymVersion)} · node ${esc(p.node)} · backend ${esc(p.backend)} · seed ${p.seed} · test repeat ${p.testRepeat} · concurrency ${p.concurrency} · <a href="report.json">report.json</a> · <a href="summary.md">summary.md</a></p>
+cline ${esc(p.cline.version)} · flakegym ${esc(p.flakegymVersion)} · node ${esc(p.node)} · backend ${esc(p.backend)} · seed ${p.seed} · test repeat ${p.testRepeat} · concurrency ${p.concurrency} · <a href="report.json" data-file="report.json">report.json</a> · <a href="summary.md" data-file="summary.md">summary.md</a></p>
 ${legend(r)}
 <h2>Policies</h2>${policiesTable(r)}
 <h2>Pass rate (pass@1) per item and policy</h2>${heatMapSvg(r)}

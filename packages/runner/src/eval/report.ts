@@ -42,6 +42,12 @@ export const TrialRow = z
     checks: z
       .record(z.string(), z.enum(["passed", "failed", "missing"]))
       .describe("hidden tests / scenario checks and their status"),
+    failures: z
+      .array(z.object({ test: z.string(), message: z.string() }).strict())
+      .optional()
+      .describe(
+        "each hidden test that did not pass, with its failing assertion or message (score.json testOutput)",
+      ),
     flakyTests: z.array(z.string()).describe("hidden tests that flipped across --test-repeat runs"),
     turns: z.number().int(),
     toolCalls: z.number().int(),

@@ -26,7 +26,7 @@ import {
 import { renderReportHtml } from "./report-html.js";
 import type { Scenario } from "./scenario.js";
 import { renderSummaryMd } from "./summary-md.js";
-import { checksOf, copyWorkspace, toolCallsOf, trialLog, trialPaths } from "./trial-files.js";
+import { checksOf, copyWorkspace, failuresOf, toolCallsOf, trialLog, trialPaths } from "./trial-files.js";
 
 /**
  * `flakegym eval`: items (scenarios, catalog tasks or dataset rows) × policies × trials run as ONE
@@ -203,6 +203,7 @@ export async function runEval(o: EvalRunOptions): Promise<EvalRunResult> {
       reward: r.reward,
       passed,
       checks: checksOf(r.score),
+      failures: failuresOf(r.score),
       flakyTests: r.score?.flaky ?? [],
       turns: r.counts.turns,
       toolCalls: toolCallsOf(turns),

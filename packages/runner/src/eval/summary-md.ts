@@ -6,6 +6,24 @@ const pct = (x: number | null | undefined) =>
   x === null || x === undefined ? "–" : `${(x * 100).toFixed(0)} %`;
 const cellText = (s: string) => s.replaceAll("|", "\\|").replaceAll("\n", " ");
 
+/** Pooled unbiased pass@k and pass^k per policy, k = 1 … the smallest trial count. */
+export function passKTable(r: EvalReport): string[] {
+  const kMax = Math.max(0, ...r.policies.map((p) => p.pooled.passAtK.length));
+  if (kMax === 0) return [];
+  const ks = Array.from({ length: kMax }, (_, i) => i + 1);
+  const out = ["", "### pass@k / pass^k (unbiased, mean over items)", ""];
+  out.push(`| policy | ${ks.map((k) => `pass@${k} / pass^${k}`).join(" | ")} |`);
+  out.push(`|---|${ks.map(() => "---").join("|")}|`);
+  for (const p of r.policies) {
+    const cells = ks.map((k) => {
+      const x = p.pooled.passAtK.find((y) => y.k === k);
+      return x ? `${pct(x.passAtK)} / ${pct(x.passHatK)}` : "–";
+    });
+    out.push(`| \`${cellText(p.policy)}\` | ${cells.join(" | ")} |`);
+  }
+  return out;
+}
+
 export function renderSummaryMd(r: EvalReport): string {
   const out: string[] = [];
   out.push(`## flakegym eval ${r.evalId}`, "");
@@ -36,6 +54,7 @@ export function renderSummaryMd(r: EvalReport): string {
         `${p.tokensIn} / ${p.tokensOut} | ${p.modelCalls} | ${p.cost === undefined ? "–" : p.cost.toFixed(4)} |`,
     );
   }
+  out.push(...passKTable(r));
   out.push("", "### Items × policies", "");
   out.push(`| item | ${r.policies.map((p) => cellText(p.label)).join(" | ")} |`);
   out.push(`|---|${r.policies.map(() => "---").join("|")}|`);

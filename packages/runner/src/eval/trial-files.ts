@@ -2,6 +2,7 @@ import { cp, lstat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import type { TurnRecord } from "../gateway/turn-log.js";
 import type { Score, TrajectoryResult } from "../rollout/schema.js";
+import { failureMessage } from "./failure-message.js";
 
 /** What an eval writes per trial besides the rollout's own trajectory files. */
 
@@ -42,6 +43,16 @@ export function checksOf(score: Score | null): Record<string, "passed" | "failed
   return { ...score.testResults.failToPass, ...score.testResults.passToPass };
 }
 
+/** Each hidden test of a score that did not pass, with why. Pure. */
+export function failuresOf(score: Score | null): { test: string; message: string }[] {
+  return Object.entries(checksOf(score))
+    .filter(([, status]) => status !== "passed")
+    .map(([test, status]) => ({
+      test,
+      message: status === "missing" ? "did not run (missing)" : failureMessage(score?.testOutput?.[test]),
+    }));
+}
+
 /** `trial-<n>.log`: a human-readable account of one trial. Pure. */
 export function trialLog(
   r: TrajectoryResult,
@@ -70,7 +81,9 @@ export function trialLog(
   for (const x of r.infraRetries) out.push(`retry     ${x.attempt}: ${x.detail}`);
   if (r.score) {
     out.push("", "checks / hidden tests:");
-    for (const [name, status] of Object.entries(checksOf(r.score))) out.push(`  ${status.padEnd(7)} ${name}`);
+    const why = new Map(failuresOf(r.score).map((f) => [f.test, f.message]));
+    for (const [name, status] of Object.entries(checksOf(r.score)))
+      out.push(`  ${status.padEnd(7)} ${name}${why.has(name) ? `\n          ${why.get(name)}` : ""}`);
     if (r.score.gate) out.push(`gate      ${r.score.gate}`);
     if (r.score.flaky.length) out.push(`flaky     ${r.score.flaky.join(", ")}`);
     if (r.score.tampered?.length) out.push(`tampered  ${r.score.tampered.join(", ")}`);

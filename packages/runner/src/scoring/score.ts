@@ -14,6 +14,12 @@ export const Score = z
       .strict()
       .optional()
       .describe("per-test status, merged over --repeat runs (any failure counts)"),
+    testOutput: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe(
+        "why each failed hidden test failed: its output (≤ 4 KiB, redacted) from the first run it failed in; a suite's shared output is cut to the lines about the test, other tests' reported names hidden",
+      ),
     evalCmd: z
       .object({ exitCode: z.number().int(), timedOut: z.boolean() })
       .strict()

@@ -43,6 +43,7 @@ import {
   testStep,
   timedOutStep,
 } from "./script.js";
+import { commandTestOutputs, suiteTestOutputs } from "./test-output.js";
 
 /**
  * Scores one trajectory in a FRESH worker (exec only) forked from the task's clean snapshot:
@@ -454,6 +455,11 @@ export async function scoreDiff(
     ...verdicts.tampering,
   ];
   const merged = mergeRuns(verdicts.runs);
+  const testOutput = !hasTests
+    ? {}
+    : hidden.suite && canary
+      ? suiteTestOutputs(parsed, verdicts.runs, o.bound?.decoys)
+      : commandTestOutputs(parsed, verdicts.runs);
   let tests: Score["tests"];
   if (!hasTests) {
     // no hidden tests (a dataset row): no tests term at all
@@ -524,6 +530,7 @@ export async function scoreDiff(
     terms,
     ...(tests ? { tests } : {}),
     ...(hasTests ? { testResults: merged.results } : {}),
+    ...(Object.keys(testOutput).length ? { testOutput } : {}),
     ...(merged.evalCmd
       ? { evalCmd: { exitCode: merged.evalCmd.exitCode, timedOut: merged.evalCmd.timedOut } }
       : {}),

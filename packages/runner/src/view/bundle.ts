@@ -51,21 +51,33 @@ export const scriptSafe = (s: string) =>
     .replace(/\u2028/g, "\\u2028")
     .replace(/\u2029/g, "\\u2029");
 
-/** The page: the app, its CSS, and its boot data (inlined for an export, `{mode:"server"}` else). */
-export function pageHtml(assets: WebAssets, boot: unknown, csp: string): string {
+/** The page around its boot data: everything before it, and the app's script after it. */
+export function pageFrame(assets: WebAssets, csp: string): { head: string; tail: string } {
   // the bundle is JS, not JSON: only `</script` could end its element early
   const js = assets.js.replace(/<\/(script)/gi, "<\\/$1");
-  return [
-    "<!doctype html>",
-    '<html lang="en"><head><meta charset="utf-8">',
-    `<meta http-equiv="Content-Security-Policy" content="${csp}">`,
-    '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    '<meta name="referrer" content="no-referrer">',
-    "<title>flakegym view</title>",
-    `<style>${assets.css.replace(/<\//g, "<\\/")}</style></head>`,
-    '<body><div id="app"></div>',
-    `<script type="application/json" id="flakegym-boot">${scriptSafe(JSON.stringify(boot))}</script>`,
-    `<script>${js}</script>`,
-    "</body></html>",
-  ].join("\n");
+  return {
+    head: [
+      "<!doctype html>",
+      '<html lang="en"><head><meta charset="utf-8">',
+      `<meta http-equiv="Content-Security-Policy" content="${csp}">`,
+      '<meta name="viewport" content="width=device-width, initial-scale=1">',
+      '<meta name="referrer" content="no-referrer">',
+      "<title>flakegym view</title>",
+      `<style>${assets.css.replace(/<\//g, "<\\/")}</style></head>`,
+      '<body><div id="app"></div>',
+      "",
+    ].join("\n"),
+    tail: `\n<script>${js}</script>\n</body></html>`,
+  };
+}
+
+/** A JSON script element (boot data, or one inlined API answer of an export). */
+export function jsonScript(value: unknown, attrs: string): string {
+  return `<script type="application/json" ${attrs}>${scriptSafe(JSON.stringify(value))}</script>`;
+}
+
+/** The page: the app, its CSS, and its boot data (`{mode:"server"}` for the server). */
+export function pageHtml(assets: WebAssets, boot: unknown, csp: string): string {
+  const { head, tail } = pageFrame(assets, csp);
+  return `${head}${jsonScript(boot, 'id="flakegym-boot"')}${tail}`;
 }

@@ -1,4 +1,4 @@
-export { exportData, writeExport } from "./export-html.js";
+export { exportEntries, writeExport } from "./export-html.js";
 export { guardRequest, isCleanRawPath, isLoopbackHost, tokenMatches } from "./guard.js";
 export { groupRows, queryRows, type TrajectoryRow } from "./query.js";
 export { RowQuery } from "./query-schema.js";

@@ -4,6 +4,7 @@ import type { ChatTokenizer } from "../export/tokenizer.js";
 import { MetricsLine, RunManifest, Score, TrajectoryResult } from "../rollout/schema.js";
 import { RunSummary } from "../rollout/summary.js";
 import { type ConvMessage, conversationOf } from "./conversation.js";
+import { EvalSummary, evalSummaryOf, ReportHead, trialDirsOf } from "./eval-data.js";
 import { type GroupRow, groupRows, queryRows, type RowQuery, type TrajectoryRow } from "./query.js";
 import { checkedSegments, type SafeRoot, SEGMENT, ViewPathError } from "./safe-read.js";
 
@@ -20,8 +21,12 @@ export const CAPS = {
   metrics: 512 * MB,
   diff: 8 * MB,
   lastTurn: 64 * MB,
+  report: 256 * MB,
   groupLine: 256 * MB,
 } as const;
+
+/** How many runs' rows `warm` reads ahead. */
+const WARM_RUNS = 3;
 
 export const RunListItem = z
   .object({
@@ -41,7 +46,20 @@ export const RunListItem = z
   .strict();
 export type RunListItem = z.infer<typeof RunListItem>;
 
-export const EvalListItem = z.object({ ref: z.string(), name: z.string(), hasHtml: z.boolean() }).strict();
+export const EvalListItem = z
+  .object({
+    ref: z.string().describe("the eval dir, relative to the served root"),
+    name: z.string(),
+    hasHtml: z.boolean(),
+    runRef: z
+      .string()
+      .nullable()
+      .describe("its rollout run (`<ref>/run`), whose trajectories are the trials"),
+    summary: EvalSummary,
+    bytes: z.number().int().describe("size of report.json"),
+    error: z.string().optional().describe("why report.json could not be read"),
+  })
+  .strict();
 export type EvalListItem = z.infer<typeof EvalListItem>;
 
 export const IndexResponse = z
@@ -49,11 +67,64 @@ export const IndexResponse = z
   .strict();
 export type IndexResponse = z.infer<typeof IndexResponse>;
 
+/** The run facts a run's page shows (not all of run.json and summary.json: those grow with the run). */
+export const RunFacts = z
+  .object({
+    runId: z.string(),
+    createdAt: z.string(),
+    state: z.enum(["complete", "interrupted", "incomplete", "in progress"]),
+    tasks: z.number().int(),
+    groupSize: z.number().int(),
+    policies: z.array(z.string()),
+    meanReward: z.number().nullable(),
+    durationMs: z.number().nullable(),
+    infraRetries: z.number().int().nullable().describe("null: no summary yet (the page sums its rows)"),
+    atropos: z.string(),
+    backend: z.string(),
+    images: z.string().describe("the distinct images the run's workers ran on"),
+    outcomes: z.array(z.string()).describe("outcome kinds seen"),
+  })
+  .strict();
+export type RunFacts = z.infer<typeof RunFacts>;
+
+/** The distinct images the run's workers ran on (run.json `tasks.*.image`). Pure. */
+function imagesOf(m: RunManifest): string {
+  const seen = new Set<string>();
+  for (const t of Object.values(m.tasks)) {
+    const i = t.image;
+    if (i)
+      seen.add(typeof i === "string" ? i : `${i.name}:${i.tag} (${i.digest.slice(0, 12)}, ${i.storePath})`);
+  }
+  return seen.size ? [...seen].join("; ") : "not recorded";
+}
+
+/** A run page's facts from run.json and summary.json. Pure. */
+export function runFactsOf(m: RunManifest, s: RunSummary | null): RunFacts {
+  return {
+    runId: m.runId,
+    createdAt: m.createdAt,
+    state: s ? (s.complete ? "complete" : s.interrupted ? "interrupted" : "incomplete") : "in progress",
+    tasks: m.config.tasks.length,
+    groupSize: m.config.groupSize,
+    policies: m.config.policies,
+    meanReward: s?.meanReward ?? null,
+    durationMs: s?.durationMs ?? null,
+    infraRetries: s?.trajectories.infraRetries ?? null,
+    atropos: s?.atropos
+      ? `sent ${s.atropos.sent}, dropped ${s.atropos.dropped}, pending ${s.atropos.pending}`
+      : m.config.atropos
+        ? "pending"
+        : "off",
+    backend: m.config.backend,
+    images: imagesOf(m),
+    outcomes: s ? Object.keys(s.trajectories.outcomes) : [],
+  };
+}
+
 export const RunResponse = z
   .object({
     ref: z.string(),
-    manifest: RunManifest,
-    summary: RunSummary.nullable(),
+    facts: RunFacts,
     stamp: z.string().describe("changes when the run's files change (live updates)"),
     groups: z.array(z.custom<GroupRow>()).describe("the groups of the tasks on this page of rows"),
     groupsTotal: z.number().int().describe("groups in the run"),
@@ -160,11 +231,32 @@ export interface ViewStore {
   trajectory(ref: string, id: string): Promise<TrajectoryResponse>;
   tokens(ref: string, id: string): Promise<TokensResponse>;
   evalHtml(ref: string): Promise<string>;
+  evalFile(ref: string, name: EvalFileName): Promise<EvalFileResponse>;
+  /**
+   * Reads ahead what the first pages will ask for — the newest runs' rows, then their groups.jsonl
+   * index when they are finished — while the browser starts; never throws.
+   */
+  warm(): Promise<void>;
 }
 
-export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenizer } = {}): ViewStore {
+/** The eval files the viewer shows besides report.html (report.html links them). */
+export const EvalFileName = z.enum(["summary.md", "report.json"]);
+export type EvalFileName = z.infer<typeof EvalFileName>;
+export const EvalFileResponse = z
+  .object({ name: EvalFileName, text: z.string(), truncated: z.boolean() })
+  .strict();
+export type EvalFileResponse = z.infer<typeof EvalFileResponse>;
+
+export function createViewStore(
+  root: SafeRoot,
+  opts: {
+    tokenizer?: ChatTokenizer /** Ends background reads (the viewer is stopping). */;
+    signal?: AbortSignal;
+  } = {},
+): ViewStore {
   const rowsCache = new Map<string, { key: string; rows: TrajectoryRow[]; skipped: number }>();
-  const groupIndex = new Map<string, { key: string; lines: Map<string, [number, number]> }>();
+  const groupIndex = new Map<string, { key: string; lines: Promise<Map<string, [number, number]>> }>();
+  const reports = new Map<string, { key: string; head: ReportHead | null; error?: string }>();
 
   const runSegs = (ref: string) => checkedSegments(ref);
   const isRun = async (segs: string[]) => (await root.stat([...segs, "run.json"])) !== undefined;
@@ -286,8 +378,17 @@ export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenize
     const has = async (segs: string[], f: string) => (await root.stat([...segs, f])) !== undefined;
     const out: EvalListItem[] = [];
     const consider = async (segs: string[]) => {
-      if (await has(segs, "report.json"))
-        out.push({ ref: segs.join("/"), name: segs.at(-1) ?? ".", hasHtml: await has(segs, "report.html") });
+      if (!(await has(segs, "report.json"))) return;
+      const report = await reportOf(segs);
+      out.push({
+        ref: segs.join("/"),
+        name: segs.at(-1) ?? root.dir.split("/").at(-1) ?? "eval",
+        hasHtml: await has(segs, "report.html"),
+        runRef: (await isRun([...segs, "run"])) ? [...segs, "run"].join("/") : null,
+        summary: report.head ? evalSummaryOf(report.head) : {},
+        bytes: report.bytes,
+        ...(report.error ? { error: report.error } : {}),
+      });
     };
     if (await has([], "report.json")) await consider([]);
     else {
@@ -298,18 +399,78 @@ export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenize
     return out;
   }
 
-  async function groupLineOf(ref: string, task: string): Promise<GroupLine | null> {
-    const segs = [...runSegs(ref), "groups.jsonl"];
+  /** An eval dir's report.json (lenient, cached by size and mtime); null head: unreadable. */
+  async function reportOf(segs: string[]) {
+    const file = [...segs, "report.json"];
+    const st = await root.stat(file);
+    if (!st) return { key: "none", head: null, bytes: 0, error: "no report.json" };
+    const key = `${st.size}.${st.mtimeMs}`;
+    const ref = segs.join("/");
+    const hit = reports.get(ref);
+    if (hit?.key === key) return { ...hit, bytes: st.size };
+    let entry: { key: string; head: ReportHead | null; error?: string };
+    try {
+      const p = ReportHead.safeParse(parseJson(await root.readText(file, CAPS.report), file.join("/")));
+      entry = p.success
+        ? { key, head: p.data }
+        : { key, head: null, error: `report.json: ${p.error.issues[0]?.message ?? "not an eval report"}` };
+    } catch (e) {
+      entry = { key, head: null, error: e instanceof Error ? e.message : String(e) };
+    }
+    reports.set(ref, entry);
+    return { ...entry, bytes: st.size };
+  }
+
+  /**
+   * A trajectory's dir: `<run>/trajectories/<id>/`, or, for the run inside an eval dir (`<eval>/run`),
+   * the trial dir report.json names for it (eval moves the files there).
+   */
+  async function trajectoryDir(ref: string, id: string): Promise<string[]> {
+    const segs = runSegs(ref);
+    const plain = [...segs, "trajectories", id];
+    if (segs.at(-1) !== "run") return plain;
+    for (const f of ["result.json", "turns.jsonl", "score.json"])
+      if (await root.stat([...plain, f])) return plain;
+    const evalSegs = segs.slice(0, -1);
+    const dir = (await reportOf(evalSegs)).head;
+    const rel = dir ? trialDirsOf(dir).get(id) : undefined;
+    return rel ? [...evalSegs, ...rel] : plain;
+  }
+
+  /**
+   * groups.jsonl's index (task → byte span of its line), built once per file version; callers at
+   * the same time share one pass. A run's page starts it, so a token view opened from there
+   * finds it built.
+   */
+  async function groupIndexOf(segs: string[]) {
     const st = await root.stat(segs);
     if (!st) return null;
     const key = `${st.size}.${st.mtimeMs}`;
+    const ref = segs.join("/");
     let idx = groupIndex.get(ref);
     if (!idx || idx.key !== key) {
-      idx = { key, lines: await indexGroupLines(root, segs, st.size) };
+      idx = { key, lines: indexGroupLines(root, segs, st.size, undefined, opts.signal) };
       groupIndex.set(ref, idx);
+      idx.lines.catch(() => groupIndex.delete(ref)); // a failed pass is retried by the next caller
     }
-    const span = idx.lines.get(task);
+    return idx.lines;
+  }
+
+  /** The last group line read (a group's trajectories are opened one after another: the export). */
+  let lastGroup: { ref: string; span: [number, number]; line: GroupLine | null } | undefined;
+
+  async function groupLineOf(ref: string, task: string): Promise<GroupLine | null> {
+    const segs = [...runSegs(ref), "groups.jsonl"];
+    const lines = await groupIndexOf(segs);
+    if (!lines) return null;
+    const span = lines.get(task);
     if (!span) return null;
+    if (lastGroup?.ref === ref && lastGroup.span === span) return lastGroup.line;
+    lastGroup = { ref, span, line: await readGroupLine(segs, task, span) };
+    return lastGroup.line;
+  }
+
+  async function readGroupLine(segs: string[], task: string, span: [number, number]) {
     if (span[1] - span[0] > CAPS.groupLine)
       throw new ViewPathError(`the group line of ${task} is over the ${CAPS.groupLine}-byte cap`, 413);
     const text = (await root.readRange(segs, span[0], span[1], CAPS.groupLine)).toString("utf8");
@@ -335,10 +496,12 @@ export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenize
       const page = queryRows(rows, q);
       const all = groupRows(rows, known);
       const onPage = new Set(page.rows.map((r) => r.task));
+      // index a finished run's groups.jsonl in the background: its token views will need it (a live
+      // run's file changes all the time; its index is built when a token view asks)
+      if (summary?.complete) void groupIndexOf([...runSegs(ref), "groups.jsonl"]).catch(() => {});
       return {
         ref,
-        manifest,
-        summary,
+        facts: runFactsOf(manifest, summary),
         stamp: await stamp(ref),
         groups: all.length <= q.size ? all : all.filter((g) => onPage.has(g.task)),
         groupsTotal: all.length,
@@ -351,7 +514,7 @@ export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenize
     async trajectory(ref, id) {
       if (!SEGMENT.test(id)) throw new ViewPathError("bad trajectory id", 400);
       const manifest = await manifestOf(ref);
-      const t = [...runSegs(ref), "trajectories", id];
+      const t = await trajectoryDir(ref, id);
       const result = await readJsonFile(root, [...t, "result.json"], TrajectoryResult);
       const score = await readJsonFile(root, [...t, "score.json"], Score);
       const diffSt = await root.stat([...t, "diff.patch"]);
@@ -430,6 +593,27 @@ export function createViewStore(root: SafeRoot, opts: { tokenizer?: ChatTokenize
     async evalHtml(ref) {
       return root.readText([...checkedSegments(ref), "report.html"], 64 * MB);
     },
+    async warm() {
+      try {
+        // run ids start with their creation time: the last names are the newest runs
+        const runs = (await runRefs()).slice(-WARM_RUNS);
+        for (const ref of runs) await rowsOf(ref, (await manifestOf(ref)).config.policies);
+        // then the finished ones' groups.jsonl index, which their token views need
+        for (const ref of runs) {
+          const summary = await readJsonFile(root, [...runSegs(ref), "summary.json"], RunSummary);
+          if (summary?.complete) await groupIndexOf([...runSegs(ref), "groups.jsonl"]);
+        }
+      } catch {
+        // reading ahead is best effort: the request that needs it reports the error
+      }
+    },
+    async evalFile(ref, name) {
+      const segs = [...checkedSegments(ref), name];
+      const st = await root.stat(segs);
+      if (!st) throw new ViewPathError(`${[...segs].join("/")}: not found`, 404);
+      const text = (await root.readRange(segs, 0, CAPS.json, CAPS.json)).toString("utf8");
+      return { name, text, truncated: st.size > CAPS.json };
+    },
   };
 }
 
@@ -472,12 +656,14 @@ export async function indexGroupLines(
   segs: string[],
   size: number,
   CHUNK = 8 * MB,
+  signal?: AbortSignal,
 ): Promise<Map<string, [number, number]>> {
   const lines = new Map<string, [number, number]>();
   let lineStart = 0;
   let pending: string | undefined; // the task of the line being read, once its head was seen
   let tail = Buffer.alloc(0); // the line's last bytes before the chunk (a marker may straddle)
   for (let pos = 0; pos < size; pos += CHUNK) {
+    signal?.throwIfAborted(); // a stopping viewer does not wait for the rest of a 1 GB file
     const chunk = await root.readRange(segs, pos, Math.min(size, pos + CHUNK), CHUNK);
     let buf = tail.length ? Buffer.concat([tail, chunk]) : chunk;
     let base = pos - tail.length;

@@ -2,6 +2,7 @@ import { constants } from "node:fs";
 import { type FileHandle, lstat, open, readdir, readlink, realpath } from "node:fs/promises";
 import { join, sep } from "node:path";
 import { FlakegymError } from "../errors.js";
+import { SEGMENT } from "./segment.js";
 
 /**
  * Reading a served directory that an agent influenced (run and eval dirs hold the agent's diff, its
@@ -11,8 +12,7 @@ import { FlakegymError } from "../errors.js";
  * regular files are read, and every read is capped.
  */
 
-/** A name segment the viewer accepts in a path: no separators, no `.`/`..`, no control characters. */
-export const SEGMENT = /^(?!\.\.?$)[A-Za-z0-9._@+=,-]{1,200}$/;
+export { SEGMENT } from "./segment.js";
 
 export class ViewPathError extends FlakegymError {
   constructor(

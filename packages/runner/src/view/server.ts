@@ -6,7 +6,7 @@ import type { ChatTokenizer } from "../export/tokenizer.js";
 import { pageHtml, webAssets } from "./bundle.js";
 import { guardRequest } from "./guard.js";
 import { RowQuery } from "./query-schema.js";
-import { createViewStore, type ViewStore } from "./run-data.js";
+import { createViewStore, EvalFileName, type ViewStore } from "./run-data.js";
 import { openSafeRoot, ViewPathError } from "./safe-read.js";
 
 /**
@@ -25,6 +25,8 @@ export interface ViewServerOptions {
   readonly dir: string;
   readonly port?: number;
   readonly tokenizer?: ChatTokenizer;
+  /** Stops background reads when the viewer stops. */
+  readonly signal?: AbortSignal;
   /** Fixed token (tests); default 24 random bytes. */
   readonly token?: string;
 }
@@ -40,7 +42,10 @@ const IdParam = z.string().min(1).max(200);
 
 export async function startViewServer(opts: ViewServerOptions): Promise<ViewServer> {
   const root = await openSafeRoot(opts.dir);
-  const store = createViewStore(root, opts.tokenizer ? { tokenizer: opts.tokenizer } : {});
+  const store = createViewStore(root, {
+    ...(opts.tokenizer ? { tokenizer: opts.tokenizer } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
   const token = opts.token ?? randomBytes(24).toString("base64url");
   await webAssets(); // bundle before the URL is printed, so the first page load does not wait for it
   const server = createServer();
@@ -53,6 +58,7 @@ export async function startViewServer(opts: ViewServerOptions): Promise<ViewServ
     server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
   });
   port = (server.address() as AddressInfo).port;
+  void store.warm(); // while the browser starts: the first page then finds the run's rows read
   return {
     url: `http://127.0.0.1:${port}/?t=${token}`,
     port,
@@ -140,6 +146,8 @@ async function handle(
       return sendJson(res, 200, await store.trajectory(ref(), id()));
     case "/api/tokens":
       return sendJson(res, 200, await store.tokens(ref(), id()));
+    case "/api/eval-file":
+      return sendJson(res, 200, await store.evalFile(ref(), EvalFileName.parse(q.get("name"))));
     case "/eval":
       return send(res, 200, "text/html; charset=utf-8", await store.evalHtml(ref()), {
         "content-security-policy": REPORT_CSP,

@@ -4,7 +4,14 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { appendJsonLine, parseJsonl, readJsonl, repairJsonl, writeJsonAtomic } from "../../src/emit/jsonl.js";
+import {
+  appendJsonLine,
+  parseJsonl,
+  readJsonl,
+  repairJsonl,
+  writeJsonAtomic,
+  writeStreamAtomic,
+} from "../../src/emit/jsonl.js";
 
 /** A temp directory removed by cleanup(). */
 async function tempDir(prefix = "flakegym-test-") {
@@ -111,5 +118,50 @@ describe("writeJsonAtomic", () => {
     await writeJsonAtomic(f, { v: 2 });
     expect(JSON.parse(await readFile(f, "utf8"))).toEqual({ v: 2 });
     expect(await readdir(tmp.path)).toEqual(["s.json"]);
+  });
+});
+
+describe("writeStreamAtomic", () => {
+  async function* pieces(n: number, onPiece?: (i: number) => void) {
+    for (let i = 0; i < n; i++) {
+      onPiece?.(i);
+      yield `piece ${i} fg-${"B".repeat(32)}\n`;
+    }
+  }
+
+  it("writes every piece, redacted, and the file appears only whole", async () => {
+    const file = join(tmp.path, "out.html");
+    const bytes = await writeStreamAtomic(file, pieces(3));
+    const text = await readFile(file, "utf8");
+    expect(text).toBe("piece 0 [redacted]\npiece 1 [redacted]\npiece 2 [redacted]\n");
+    expect(bytes).toBe(Buffer.byteLength(text));
+    expect(await readdir(tmp.path)).toEqual(["out.html"]);
+  });
+
+  it("an abort between pieces stops it and leaves neither the file nor a temporary one", async () => {
+    const file = join(tmp.path, "out.html");
+    const ac = new AbortController();
+    let asked = 0;
+    const run = writeStreamAtomic(
+      file,
+      pieces(1000, (i) => {
+        asked = i + 1;
+        if (i === 5) ac.abort(new Error("SIGTERM"));
+      }),
+      ac.signal,
+    );
+    await expect(run).rejects.toThrow("SIGTERM");
+    expect(asked).toBe(6); // no piece is asked for after the abort
+    expect(await readdir(tmp.path)).toEqual([]);
+  });
+
+  it("a failing source is an error naming the file, with nothing left behind", async () => {
+    const file = join(tmp.path, "out.html");
+    async function* broken() {
+      yield "start";
+      throw new Error("the run dir vanished");
+    }
+    await expect(writeStreamAtomic(file, broken())).rejects.toThrow(/out\.html/);
+    expect(await readdir(tmp.path)).toEqual([]);
   });
 });

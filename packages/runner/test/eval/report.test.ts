@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { evalExitCode } from "../../src/eval/exit-code.js";
+import { failureMessage } from "../../src/eval/failure-message.js";
+import { outcomeLook } from "../../src/eval/outcome-look.js";
 import {
   buildReport,
   compareWithBaseline,
@@ -7,9 +9,16 @@ import {
   policyLabels,
   type TrialRow,
 } from "../../src/eval/report.js";
-import { esc, heatColor, renderReportHtml } from "../../src/eval/report-html.js";
+import {
+  cellTarget,
+  esc,
+  heatColor,
+  policyColor,
+  renderReportHtml,
+  whyCell,
+} from "../../src/eval/report-html.js";
 import { renderSummaryMd } from "../../src/eval/summary-md.js";
-import { itemDirName, trialPaths } from "../../src/eval/trial-files.js";
+import { failuresOf, itemDirName, trialPaths } from "../../src/eval/trial-files.js";
 
 const trial = (
   item: string,
@@ -162,5 +171,104 @@ describe("summary.md and report.html", () => {
       policyLabels(["gold", "scripted:a/x.json", "scripted:b/x.json", "openai:http://h/v1#qwen3-8b"]),
     ).toEqual(["gold", "2-scripted-x", "3-scripted-x", "openai-qwen3-8b"]);
     expect(itemDirName("../etc")).toBe("__etc");
+  });
+});
+
+describe("drilling down: from a cell to the trial and why it failed", () => {
+  const failing = trial("a", MIXED, 1, 0, {
+    failures: [{ test: "file exists: a", message: "AssertionError: expected 'a' to exist" }],
+  });
+  const r = report(rows.map((t) => (t.item === "a" && t.policy === MIXED && t.trial === 1 ? failing : t)));
+
+  it("a cell opens its first failed trial, else its first trial", () => {
+    expect(cellTarget(r, "a", MIXED)?.trajectoryId).toBe("a-t1");
+    expect(cellTarget(r, "a", "gold")?.trial).toBe(0);
+    expect(cellTarget(r, "b<x>", MIXED)?.trial).toBe(0);
+    expect(cellTarget(r, "nope", MIXED)).toBeUndefined();
+  });
+
+  it("report.html: heat-map cells and trial rows carry the trial to open; rows say why they failed", () => {
+    const html = renderReportHtml(r);
+    expect(html).toContain('data-open="a-t1" aria-label="open trial 1 of a × scripted-mixed"');
+    expect(html).toContain("AssertionError: expected &#39;a&#39; to exist");
+    expect(html).toContain('class="chip bad">completed · unsolved');
+    expect(html).toContain('class="chip ok">completed');
+    expect(html).toContain('data-file="summary.md"');
+    expect(html).toContain('window.parent.postMessage({flakegym:"open"');
+  });
+
+  it("whyCell: first failure and a count of the rest; nothing for a passed trial", () => {
+    expect(whyCell(trial("a", "gold", 0, 1))).toBe("");
+    const two = trial("a", "gold", 0, 0, {
+      failures: [
+        { test: "t1", message: "m1" },
+        { test: "t2", message: "m2" },
+      ],
+    });
+    expect(whyCell(two)).toBe("<b>t1</b>: <code>m1</code> <small>+1 more</small>");
+    expect(whyCell(trial("a", "gold", 0, 0))).toBe("1 failed: file exists: a");
+  });
+
+  it("outcome looks: completed with reward 0 is not a success", () => {
+    expect(outcomeLook("completed", 1)).toEqual({ tone: "ok", label: "completed" });
+    expect(outcomeLook("completed", 0)).toEqual({ tone: "bad", label: "completed · unsolved" });
+    expect(outcomeLook("completed", 0.5).tone).toBe("partial");
+    expect(outcomeLook("limits_exceeded", 0, "max_turns")).toEqual({
+      tone: "bad",
+      label: "limits_exceeded (max_turns)",
+    });
+    expect(outcomeLook("infra_error", null).tone).toBe("infra");
+  });
+
+  it("policy colours depend on the policy's name only", () => {
+    expect(policyColor("gold")).toBe(policyColor("gold"));
+    expect(policyColor("gold")).not.toBe(policyColor("empty"));
+    const a = renderReportHtml(report(rows, ["gold", MIXED]));
+    const b = renderReportHtml(
+      report(
+        rows.filter((t) => t.policy === "gold"),
+        ["gold"],
+      ),
+    );
+    const legend = (html: string) => /<i style="background:([^"]+)"><\/i>gold/.exec(html)?.[1];
+    expect(legend(a)).toBe(policyColor("gold"));
+    expect(legend(b)).toBe(policyColor("gold"));
+  });
+
+  it("summary.md carries pooled pass@k / pass^k per policy", () => {
+    const md = renderSummaryMd(r);
+    expect(md).toContain("### pass@k / pass^k (unbiased, mean over items)");
+    expect(md).toContain("| policy | pass@1 / pass^1 | pass@2 / pass^2 |");
+    expect(md).toMatch(/\| `gold` \| 100 % \/ 100 % \| 100 % \/ 100 % \|/);
+  });
+
+  it("failure messages: the assertion line, its continuation, else the last line", () => {
+    expect(
+      failureMessage(
+        "running\nthread 'x' panicked at src/a.rs:3: assertion failed\n  left: 1\n right: 2\nok",
+      ),
+    ).toBe("thread 'x' panicked at src/a.rs:3: assertion failed left: 1 right: 2");
+    expect(failureMessage("test x ... FAILED\nAssertionError: 1 != 2")).toBe("AssertionError: 1 != 2");
+    expect(failureMessage("just\nthe end")).toBe("the end");
+    expect(failureMessage(undefined)).toBe("no output captured");
+    expect(failureMessage("E".repeat(1000) + " error").length).toBe(300);
+  });
+
+  it("failuresOf: each failed or missing check with its message from score.json testOutput", () => {
+    expect(
+      failuresOf({
+        reward: 0,
+        terms: [],
+        testResults: { failToPass: { t1: "failed", t2: "passed" }, passToPass: { t3: "missing" } },
+        testOutput: { t1: "AssertionError: nope" },
+        flaky: [],
+        touchedTestFiles: [],
+        diffBytes: 0,
+        durationMs: 1,
+      }),
+    ).toEqual([
+      { test: "t1", message: "AssertionError: nope" },
+      { test: "t3", message: "did not run (missing)" },
+    ]);
   });
 });

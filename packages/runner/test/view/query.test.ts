@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { groupRows, queryRows, type TrajectoryRow } from "../../src/view/query.js";
 import { RowQuery } from "../../src/view/query-schema.js";
+import { tokenSpans } from "../../src/view/token-spans.js";
 
 const row = (id: string, task: string, reward: number | null, outcome = "completed"): TrajectoryRow => ({
   id,
@@ -67,5 +68,23 @@ describe("groupRows", () => {
     expect(a.atropos).toBe("sent");
     expect(g.find((x) => x.task === "b")!.meanReward).toBeNull();
     expect(g.find((x) => x.task === "c")!.trajectories).toBe(0);
+  });
+});
+
+describe("tokenSpans", () => {
+  it("splits masks into trained and masked runs and folds long masked runs only", () => {
+    const masks = [...Array(300).fill(-100), 5, 6, -100, -100, 7, ...Array(250).fill(-100)];
+    expect(tokenSpans(masks)).toEqual([
+      { start: 0, end: 300, trained: false, folded: true },
+      { start: 300, end: 302, trained: true, folded: false },
+      { start: 302, end: 304, trained: false, folded: false },
+      { start: 304, end: 305, trained: true, folded: false },
+      { start: 305, end: 555, trained: false, folded: true },
+    ]);
+  });
+
+  it("handles an empty sequence and an all-trained one", () => {
+    expect(tokenSpans([])).toEqual([]);
+    expect(tokenSpans([1, 2, 3])).toEqual([{ start: 0, end: 3, trained: true, folded: false }]);
   });
 });

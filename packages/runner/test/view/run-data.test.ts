@@ -36,4 +36,15 @@ describe("indexGroupLines", () => {
       }
     }
   });
+
+  it("stops between chunks once its signal is aborted (a stopping viewer does not read on)", async () => {
+    const text = `${line("a", 10)}\n${line("b", 10)}\n`;
+    await writeFile(join(dir, "groups.jsonl"), text);
+    const root = await openSafeRoot(dir);
+    const ac = new AbortController();
+    ac.abort(new Error("stopping"));
+    await expect(
+      indexGroupLines(root, ["groups.jsonl"], Buffer.byteLength(text), 16, ac.signal),
+    ).rejects.toThrow("stopping");
+  });
 });

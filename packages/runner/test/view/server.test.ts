@@ -1,10 +1,10 @@
-import { appendFile, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pageHtml } from "../../src/view/bundle.js";
-import { exportData } from "../../src/view/export-html.js";
+import { writeExport } from "../../src/view/export-html.js";
 import { startViewServer, type ViewServer } from "../../src/view/server.js";
 import { manifest, metrics } from "./fixture.js";
 
@@ -122,10 +122,15 @@ describe("view server security", () => {
     const page = await get(`/?t=${TOKEN}`);
     expect(page.status).toBe(200);
     expect(page.body).toContain("Content-Security-Policy");
-    const data = await exportData(join(root, "runs", "r1"));
-    expect(JSON.stringify(data)).toContain("</script>"); // the hostile diff is in the data…
-    const html = pageHtml({ js: "void 0", css: "" }, { mode: "export", data }, "default-src 'none'");
-    expect(html.match(/<script/gi)).toHaveLength(2); // …but only the boot data and the app are scripts
+    const out = join(outside, "export.html");
+    const r = await writeExport(join(root, "runs", "r1"), out);
+    const html = await readFile(out, "utf8");
+    expect(html).toContain("window.__pwned=1"); // the hostile diff is in the data…
+    // …but the only scripts are the boot data, one element per inlined answer, and the app
+    expect(html.match(/<script/gi)).toHaveLength(2 + r.entries);
+    expect(html.match(/<\/script>/gi)).toHaveLength(2 + r.entries);
     expect(html).not.toContain("__pwned=1</script>");
+    const served = pageHtml({ js: "void 0", css: "" }, { mode: "server" }, "default-src 'none'");
+    expect(served.match(/<script/gi)).toHaveLength(2);
   });
 });

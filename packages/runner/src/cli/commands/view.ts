@@ -1,6 +1,5 @@
 import { resolve } from "node:path";
 import { z } from "zod";
-import { loadChatTokenizer } from "../../export/tokenizer.js";
 import { writeExport } from "../../view/export-html.js";
 import { startViewServer } from "../../view/server.js";
 import { checkViewDir } from "../../view/view-dir.js";
@@ -39,16 +38,28 @@ export const viewCommand = defineCommand({
   async run(opts, ctx) {
     const dir = resolve(ctx.cwd, opts.dir);
     await checkViewDir(dir, opts.dir);
+    // loaded only when asked for: the tokenizer libraries are most of a cold start otherwise
     const tokenizer = opts.tokenizer
-      ? await loadChatTokenizer(resolve(ctx.cwd, opts.tokenizer), { signal: ctx.signal })
+      ? await (await import("../../export/tokenizer.js")).loadChatTokenizer(
+          resolve(ctx.cwd, opts.tokenizer),
+          {
+            signal: ctx.signal,
+          },
+        )
       : undefined;
     if (opts.export) {
       const out = resolve(ctx.cwd, opts.export);
-      const r = await writeExport(dir, out, tokenizer ? { tokenizer } : {});
+      // streamed (bounded memory); a signal (Ctrl-C, SIGTERM) stops it between answers, leaving no file
+      const r = await writeExport(dir, out, { ...(tokenizer ? { tokenizer } : {}), signal: ctx.signal });
       ctx.stdout.write(`wrote ${out} (${(r.bytes / 1024).toFixed(0)} KiB, ${r.entries} views inlined)\n`);
       return 0;
     }
-    const server = await startViewServer({ dir, port: opts.port, ...(tokenizer ? { tokenizer } : {}) });
+    const server = await startViewServer({
+      dir,
+      port: opts.port,
+      signal: ctx.signal,
+      ...(tokenizer ? { tokenizer } : {}),
+    });
     ctx.stdout.write(`flakegym view: serving ${dir}\n  ${server.url}\n(Ctrl-C to stop)\n`);
     try {
       await new Promise<void>((done) => {

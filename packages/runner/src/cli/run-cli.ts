@@ -1,0 +1,110 @@
+import { describeError, FlakegymError, UsageError } from "../errors.js";
+import { FLAKEGYM_VERSION } from "../version.js";
+import type { CliContext, Command } from "./command.js";
+import { renderCommandHelp, renderMainHelp } from "./help.js";
+import { parseArgs } from "./parse-args.js";
+
+/** Finds the longest command path that prefixes argv. */
+function findCommand(
+  commands: readonly Command[],
+  argv: readonly string[],
+): { cmd: Command; rest: string[] } | undefined {
+  let best: Command | undefined;
+  for (const c of commands) {
+    if (c.path.every((p, i) => argv[i] === p) && (!best || c.path.length > best.path.length)) best = c;
+  }
+  return best ? { cmd: best, rest: argv.slice(best.path.length) } : undefined;
+}
+
+/**
+ * How long a clean stop may take after the first SIGINT/SIGTERM before the process exits anyway:
+ * a signal always ends the run, whatever it waits on (what is left behind, the next run's gc reclaims).
+ */
+export const STOP_GRACE_MS = 15_000;
+
+function defaultContext(): CliContext & { dispose(): void } {
+  const ac = new AbortController();
+  let interrupts = 0;
+  const onSignal = (sig: NodeJS.Signals) => {
+    interrupts++;
+    if (interrupts === 1) {
+      process.stderr.write(`\nflakegym: ${sig} received, stopping cleanly (press Ctrl-C again to force)\n`);
+      ac.abort(new FlakegymError("E_INTERRUPTED", `interrupted by ${sig}`));
+      setTimeout(() => {
+        process.stderr.write(`flakegym: still stopping after ${STOP_GRACE_MS / 1000} s: exiting now\n`);
+        dieBy(sig);
+      }, STOP_GRACE_MS).unref();
+    } else {
+      dieBy(sig);
+    }
+  };
+  /**
+   * Ends the process by the signal itself (the shell sees 128+n). Not process.exit: it joins the I/O
+   * threads, and one blocked for ever (an open() of a FIFO, a mkdir under /proc) would hold it.
+   */
+  const dieBy = (sig: NodeJS.Signals) => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    process.kill(process.pid, sig);
+    setTimeout(() => process.kill(process.pid, "SIGKILL"), 2_000).unref();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    cwd: process.cwd(),
+    signal: ac.signal,
+    dispose() {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
+  };
+}
+
+/**
+ * Runs the CLI over `commands` and returns the exit status (0 ok, 1 failure, 2 usage error, 130
+ * interrupted). `main.ts` passes every command; an entry for one command (view-main.ts) passes
+ * only it, so its process does not load the others' modules.
+ */
+export async function runCli(
+  commands: readonly Command[],
+  argv: readonly string[],
+  ctx?: CliContext,
+): Promise<number> {
+  const own = ctx ? undefined : defaultContext();
+  const c = ctx ?? own!;
+  try {
+    if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
+      c.stdout.write(renderMainHelp(commands, FLAKEGYM_VERSION));
+      return 0;
+    }
+    if (argv[0] === "--version" || argv[0] === "-V") {
+      c.stdout.write(`${FLAKEGYM_VERSION}\n`);
+      return 0;
+    }
+    const found = findCommand(commands, argv);
+    if (!found) {
+      const groups = commands.filter((cmd) => cmd.path[0] === argv[0]);
+      const known = groups.length ? groups : commands;
+      throw new UsageError(
+        `unknown command '${argv.filter((a) => !a.startsWith("-")).join(" ")}'`,
+        `available: ${known.map((cmd) => cmd.path.join(" ")).join(", ")} (see flakegym --help)`,
+      );
+    }
+    if (found.rest.includes("--help") || found.rest.includes("-h")) {
+      c.stdout.write(renderCommandHelp(found.cmd));
+      return 0;
+    }
+    const options = parseArgs(found.cmd.options, found.rest, found.cmd.positional);
+    return await found.cmd.run(options, c);
+  } catch (err) {
+    c.stderr.write(`${describeError(err)}\n`);
+    if (err instanceof UsageError) return 2;
+    if (c.signal.aborted) return 130;
+    return 1;
+  } finally {
+    own?.dispose();
+  }
+}
