@@ -12,8 +12,8 @@ import { runSandboxed } from "../workers/local/sandbox.js";
 import { findBwrap, prepareShape, SANDBOX_PATHS } from "../workers/local/shape.js";
 import {
   ENV_PINS_FILE,
-  EnvInstallRecord,
   type EnvInstallPlan,
+  EnvInstallRecord,
   installKeyOf,
   planEnvInstall,
   resolvedLines,
@@ -262,7 +262,11 @@ export async function buildSnapshot(spec: SnapshotSpec, opts: BuildOptions = {})
     repo: spec.repo,
     commit: spec.commit,
     profile: spec.profile,
-    install: installKeyOf({ profile: spec.profile, taskInstall: spec.install, defaults: spec.envDefaults ?? "auto" }),
+    install: installKeyOf({
+      profile: spec.profile,
+      taskInstall: spec.install,
+      defaults: spec.envDefaults ?? "auto",
+    }),
     smoke: spec.smoke,
     toolchain,
     network: spec.network,
@@ -457,7 +461,10 @@ async function runStep(
   if (text) say(text);
   if (r.exitCode !== 0 || r.timedOut) {
     opts.onProgress?.({ kind: "step", step, status: "failed", durationMs: r.durationMs });
-    throw new FlakegymError("E_SNAPSHOT_STEP", `${r.timedOut ? "timed out" : `exit ${r.exitCode}`} in step '${step}'`);
+    throw new FlakegymError(
+      "E_SNAPSHOT_STEP",
+      `${r.timedOut ? "timed out" : `exit ${r.exitCode}`} in step '${step}'`,
+    );
   }
   opts.onProgress?.({ kind: "step", step, status: "ok", durationMs: r.durationMs });
   return { exitCode: r.exitCode, durationMs: r.durationMs, text };

@@ -24,7 +24,14 @@ export const ENV_RECIPE_VERSION = 1;
 
 /** Files at the repository root that make a profile's default install apply. */
 export const ENV_MANIFESTS: Readonly<Record<ProfileId, readonly string[]>> = {
-  python: ["pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "requirements-dev.txt", "requirements-test.txt"],
+  python: [
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "requirements-dev.txt",
+    "requirements-test.txt",
+  ],
   rust: ["Cargo.toml", "Cargo.lock"],
   go: ["go.mod", "go.sum", "vendor"],
   node: ["package.json", "package-lock.json", "npm-shrinkwrap.json"],
@@ -36,17 +43,24 @@ export const EnvInstallRecord = z
   .object({
     source: z
       .enum(["task", "profile", "none"])
-      .describe("task: the task's own install list ran; profile: the profile's default; none: nothing to install"),
+      .describe(
+        "task: the task's own install list ran; profile: the profile's default; none: nothing to install",
+      ),
     reason: z.string().describe("why this install (or none) was chosen"),
     commands: z.array(z.string()).describe("the install commands, in order"),
     network: z.enum(["none", "host"]).describe("the network the install step had"),
     manifests: z.array(z.string()).describe("the root files the default was chosen from"),
-    lockFile: z.string().optional().describe("the lock the install followed or wrote (repository path or deps file)"),
+    lockFile: z
+      .string()
+      .optional()
+      .describe("the lock the install followed or wrote (repository path or deps file)"),
     lockSha256: z.string().optional().describe("sha256 of that lock's content after the install"),
     resolved: z
       .array(z.string())
       .optional()
-      .describe("the exact resolved set (python: `pip freeze` lines), given back as constraints on a rebuild"),
+      .describe(
+        "the exact resolved set (python: `pip freeze` lines), given back as constraints on a rebuild",
+      ),
     pinned: z.boolean().optional().describe("true when a previous build's resolved set constrained this one"),
   })
   .strict();
@@ -103,12 +117,26 @@ export function planEnvInstall(i: EnvInstallInput): EnvInstallPlan {
   const none = (reason: string): EnvInstallPlan => ({
     record: { source: "none", reason, commands: [], network: "none", manifests },
   });
-  if (i.defaults === "off") return none("a catalog directory installs nothing unless its task.json lists install commands");
+  if (i.defaults === "off")
+    return none("a catalog directory installs nothing unless its task.json lists install commands");
   return match(i.profile)
-    .with("python", () => pythonPlan(i, manifests) ?? none("no pyproject.toml, setup.py, setup.cfg or requirements*.txt at the root"))
+    .with(
+      "python",
+      () =>
+        pythonPlan(i, manifests) ??
+        none("no pyproject.toml, setup.py, setup.cfg or requirements*.txt at the root"),
+    )
     .with("rust", () => rustPlan(i, manifests) ?? none("no Cargo.toml at the root"))
-    .with("go", () => goPlan(i, manifests) ?? none("no go.mod at the root, or its modules are vendored (vendor/)"))
-    .with("node", () => nodePlan(manifests) ?? none("no package-lock.json or npm-shrinkwrap.json at the root (npm ci needs one)"))
+    .with(
+      "go",
+      () => goPlan(i, manifests) ?? none("no go.mod at the root, or its modules are vendored (vendor/)"),
+    )
+    .with(
+      "node",
+      () =>
+        nodePlan(manifests) ??
+        none("no package-lock.json or npm-shrinkwrap.json at the root (npm ci needs one)"),
+    )
     .with("c", "dev-base", (p) => none(`the ${p} profile installs nothing by default`))
     .exhaustive();
 }
@@ -136,7 +164,9 @@ function pythonPlan(i: EnvInstallInput, manifests: string[]): EnvInstallPlan | u
   const venv = `${i.depsDir}/${VENV_DIR}`;
   const pip = `${venv}/bin/python -m pip`;
   const reqs = manifests.filter((f) => f.startsWith("requirements")).map((f) => `-r ${f}`);
-  const project = manifests.some((f) => f === "pyproject.toml" || f === "setup.py" || f === "setup.cfg") ? ["-e ."] : [];
+  const project = manifests.some((f) => f === "pyproject.toml" || f === "setup.py" || f === "setup.cfg")
+    ? ["-e ."]
+    : [];
   const pins = i.hasPins ? [`-c ${i.depsDir}/${ENV_PINS_FILE}`] : [];
   return profilePlan(
     `python: a venv with ${manifests.join(", ")} installed`,
@@ -156,7 +186,9 @@ function rustPlan(_i: EnvInstallInput, manifests: string[]): EnvInstallPlan | un
   if (!manifests.includes("Cargo.toml")) return undefined;
   const locked = manifests.includes("Cargo.lock");
   return profilePlan(
-    locked ? "rust: the crates Cargo.lock pins" : "rust: crates resolved now (no Cargo.lock: the resolution is recorded)",
+    locked
+      ? "rust: the crates Cargo.lock pins"
+      : "rust: crates resolved now (no Cargo.lock: the resolution is recorded)",
     [locked ? "cargo fetch --locked" : "cargo fetch"],
     manifests,
     { lockFile: "Cargo.lock" },
@@ -175,7 +207,9 @@ function goPlan(_i: EnvInstallInput, manifests: string[]): EnvInstallPlan | unde
 function nodePlan(manifests: string[]): EnvInstallPlan | undefined {
   const lock = manifests.find((f) => f === "package-lock.json" || f === "npm-shrinkwrap.json");
   if (!lock) return undefined;
-  return profilePlan(`node: npm ci from ${lock}`, ["npm ci --no-audit --no-fund"], manifests, { lockFile: lock });
+  return profilePlan(`node: npm ci from ${lock}`, ["npm ci --no-audit --no-fund"], manifests, {
+    lockFile: lock,
+  });
 }
 
 /** The lines of a `pip freeze` output that name a package (comments and blanks dropped). Pure. */

@@ -15,7 +15,10 @@ export function mirrorCandidates(mirror: string, repo: string): string[] {
 
 /** `owner/repo` of an http(s) or ssh clone URL (`https://host/owner/repo.git`), or undefined. Pure. */
 export function repoNameOfUrl(url: string): string | undefined {
-  const m = /^(?:https?:\/\/[^/]+\/|ssh:\/\/[^/]+\/|git@[^:]+:)([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(url);
+  const m =
+    /^(?:https?:\/\/[^/]+\/|ssh:\/\/[^/]+\/|git@[^:]+:)([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(
+      url,
+    );
   return m ? `${m[1]}/${m[2]}` : undefined;
 }
 

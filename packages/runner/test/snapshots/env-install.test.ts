@@ -22,19 +22,30 @@ const plan = (o: Partial<EnvInstallInput>) => planEnvInstall({ ...base, ...o }).
 
 describe("planEnvInstall", () => {
   it("a task's own install list wins, with the network the task declares", () => {
-    const r = plan({ profile: "rust", taskInstall: ["cargo build"], rootEntries: ["Cargo.toml", "Cargo.lock"] });
+    const r = plan({
+      profile: "rust",
+      taskInstall: ["cargo build"],
+      rootEntries: ["Cargo.toml", "Cargo.lock"],
+    });
     expect(r).toMatchObject({ source: "task", commands: ["cargo build"], network: "none" });
     expect(plan({ taskInstall: ["make"], taskNetwork: "required" }).network).toBe("host");
   });
 
   it("python: a venv made by the sandbox's python3, requirements and the project, the resolved set written", () => {
-    const r = planEnvInstall({ ...base, rootEntries: ["pyproject.toml", "requirements.txt", "src", "README.md"] });
+    const r = planEnvInstall({
+      ...base,
+      rootEntries: ["pyproject.toml", "requirements.txt", "src", "README.md"],
+    });
     expect(r.record.source).toBe("profile");
     expect(r.record.network).toBe("host");
     expect(r.record.manifests).toEqual(["pyproject.toml", "requirements.txt"]);
     expect(r.record.commands[0]).toBe("/usr/bin/python3 -m venv /deps/venv");
-    expect(r.record.commands[1]).toMatch(/^\/deps\/venv\/bin\/python -m pip install .* -r requirements\.txt -e \. pytest$/);
-    expect(r.record.commands[2]).toContain("freeze --disable-pip-version-check --all --exclude-editable > /deps/env-lock.txt");
+    expect(r.record.commands[1]).toMatch(
+      /^\/deps\/venv\/bin\/python -m pip install .* -r requirements\.txt -e \. pytest$/,
+    );
+    expect(r.record.commands[2]).toContain(
+      "freeze --disable-pip-version-check --all --exclude-editable > /deps/env-lock.txt",
+    );
     expect(r.resolvedFile).toBe("env-lock.txt");
     expect(r.record.pinned).toBe(false);
   });
@@ -46,7 +57,9 @@ describe("planEnvInstall", () => {
   });
 
   it("rust fetches what Cargo.lock pins (--locked), go downloads modules, node runs npm ci from a lock", () => {
-    expect(plan({ profile: "rust", rootEntries: ["Cargo.toml", "Cargo.lock"] }).commands).toEqual(["cargo fetch --locked"]);
+    expect(plan({ profile: "rust", rootEntries: ["Cargo.toml", "Cargo.lock"] }).commands).toEqual([
+      "cargo fetch --locked",
+    ]);
     expect(plan({ profile: "rust", rootEntries: ["Cargo.toml"] }).commands).toEqual(["cargo fetch"]);
     expect(plan({ profile: "go", rootEntries: ["go.mod", "go.sum"] })).toMatchObject({
       commands: ["GOFLAGS=-mod=mod go mod download"],
@@ -61,15 +74,22 @@ describe("planEnvInstall", () => {
   it("nothing to install names why", () => {
     expect(plan({ profile: "c", rootEntries: ["Makefile"] })).toMatchObject({ source: "none", commands: [] });
     expect(plan({ profile: "go", rootEntries: ["go.mod", "vendor"] }).reason).toContain("vendored");
-    expect(plan({ profile: "node", rootEntries: ["package.json", "yarn.lock"] }).reason).toContain("npm ci needs one");
+    expect(plan({ profile: "node", rootEntries: ["package.json", "yarn.lock"] }).reason).toContain(
+      "npm ci needs one",
+    );
     expect(plan({ rootEntries: ["main.py"] }).reason).toContain("no pyproject.toml");
-    expect(plan({ rootEntries: ["pyproject.toml"], defaults: "off" })).toMatchObject({ source: "none", network: "none" });
+    expect(plan({ rootEntries: ["pyproject.toml"], defaults: "off" })).toMatchObject({
+      source: "none",
+      network: "none",
+    });
   });
 });
 
 describe("installKeyOf (the snapshot key's install input)", () => {
   it("is the task's list, nothing for an 'off' catalog dir, else the profile's recipe", () => {
-    expect(installKeyOf({ profile: "go", taskInstall: ["go build"], defaults: "auto" })).toEqual(["go build"]);
+    expect(installKeyOf({ profile: "go", taskInstall: ["go build"], defaults: "auto" })).toEqual([
+      "go build",
+    ]);
     expect(installKeyOf({ profile: "go", taskInstall: [], defaults: "off" })).toEqual([]);
     expect(installKeyOf({ profile: "go", taskInstall: [], defaults: "auto" })).toEqual([
       `flakegym-env-install:go:v${ENV_RECIPE_VERSION}`,
@@ -78,7 +98,15 @@ describe("installKeyOf (the snapshot key's install input)", () => {
 
   it("so the key changes between the default, another profile's default and a task's list", () => {
     const key = (install: string[], commit = "a".repeat(40)) =>
-      snapshotKey({ repo: "r", commit, profile: "python", install, smoke: [], toolchain: [], network: "none" });
+      snapshotKey({
+        repo: "r",
+        commit,
+        profile: "python",
+        install,
+        smoke: [],
+        toolchain: [],
+        network: "none",
+      });
     const keys = [
       key(installKeyOf({ profile: "python", taskInstall: [], defaults: "auto" })),
       key(installKeyOf({ profile: "rust", taskInstall: [], defaults: "auto" })),
@@ -100,6 +128,9 @@ describe("the environment later sandboxes get", () => {
   });
 
   it("resolvedLines keeps the package lines of a pip freeze", () => {
-    expect(resolvedLines("# comment\nsix==1.17.0\n\npytest==8.3.4\n")).toEqual(["six==1.17.0", "pytest==8.3.4"]);
+    expect(resolvedLines("# comment\nsix==1.17.0\n\npytest==8.3.4\n")).toEqual([
+      "six==1.17.0",
+      "pytest==8.3.4",
+    ]);
   });
 });

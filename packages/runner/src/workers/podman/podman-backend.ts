@@ -25,7 +25,14 @@ import { collectHostArtifacts } from "../host-artifacts.js";
 import { execLimitOf } from "../limit-verdict.js";
 import type { Bind } from "../local/bwrap-args.js";
 import { type CgroupDirs, cgroupDirsAt, readLimitEvents, readUsage } from "../local/cgroup.js";
-import { depsEnv, hasVenv, OFFLINE_ENV, SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "../local/shape.js";
+import {
+  depsEnv,
+  hasVenv,
+  OFFLINE_ENV,
+  SANDBOX_GATEWAY_PORT,
+  SANDBOX_GATEWAY_SOCKET,
+  SANDBOX_PATHS,
+} from "../local/shape.js";
 import { nodeBinds } from "../local/toolchain.js";
 import { workspaceRelative } from "../read-only-files.js";
 import { unixSocketPath } from "../socket-path.js";
