@@ -488,7 +488,18 @@ async function copyPins(pins: string, dest: string): Promise<boolean> {
 async function lockOf(plan: EnvInstallPlan, workspace: string, deps: string): Promise<EnvInstallRecord> {
   const { record } = plan;
   if (plan.resolvedFile) {
-    const text = await readFile(join(deps, plan.resolvedFile), "utf8");
+    const file = join(deps, plan.resolvedFile);
+    const st = await lstat(file).catch(() => undefined);
+    if (!st?.isFile() || st.size > MAX_RESOLVED_BYTES) {
+      throw new FlakegymError(
+        "E_SNAPSHOT",
+        `the install step's resolved set ${plan.resolvedFile} (in the snapshot's deps dir) is ${st ? (st.isFile() ? `${st.size} bytes, over ${MAX_RESOLVED_BYTES}` : "not a regular file") : "missing"}`,
+        {
+          hint: `see the install step in the build log; the repository's own install code may have replaced /deps/${plan.resolvedFile}`,
+        },
+      );
+    }
+    const text = await readFile(file, "utf8");
     return { ...record, lockSha256: sha256(text), resolved: resolvedLines(text) };
   }
   if (!record.lockFile) return record;
@@ -497,6 +508,9 @@ async function lockOf(plan: EnvInstallPlan, workspace: string, deps: string): Pr
   if (!st?.isFile()) return record;
   return { ...record, lockSha256: sha256(await readFile(path)) };
 }
+
+/** A `pip freeze` of even a large environment is a few KiB; more is not a resolved set. */
+const MAX_RESOLVED_BYTES = 1 << 20;
 
 const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
 
