@@ -7,7 +7,7 @@ import {
   resolvedLines,
 } from "../../src/snapshots/env-install.js";
 import { snapshotKey } from "../../src/snapshots/key.js";
-import { depsEnv, OFFLINE_ENV } from "../../src/workers/local/shape.js";
+import { depsEnv, depsPath, OFFLINE_ENV } from "../../src/workers/local/shape.js";
 
 const base: EnvInstallInput = {
   profile: "python",
@@ -124,6 +124,8 @@ describe("the environment later sandboxes get", () => {
     expect(depsEnv("/deps", { venv: true }).VIRTUAL_ENV).toBe("/deps/venv");
     expect(depsEnv("/deps")).not.toHaveProperty("VIRTUAL_ENV");
     expect(depsEnv("/deps")).toMatchObject({ CARGO_HOME: "/deps/cargo", GOMODCACHE: "/deps/go/mod" });
+    expect(depsPath("/deps", "python")).toEqual(["/deps/venv/bin"]);
+    expect(depsPath("/deps", "rust")).toEqual([]);
     expect(OFFLINE_ENV).toMatchObject({ CARGO_NET_OFFLINE: "true", GOPROXY: "off", PIP_NO_INDEX: "1" });
   });
 

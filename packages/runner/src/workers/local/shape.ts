@@ -124,7 +124,8 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
     ...(opts.network === "none" ? OFFLINE_ENV : {}),
     ...opts.env,
   };
-  if (opts.deps && env.VIRTUAL_ENV) env.PATH = `${env.VIRTUAL_ENV}/bin:${env.PATH}`;
+  if (opts.deps)
+    env.PATH = [...depsPath(inside(SANDBOX_PATHS.deps, opts.deps), opts.profile), env.PATH].join(":");
   const cgroup = await createWorkerCgroup(opts.id, {
     memoryMb: opts.limits.memoryMb,
     pids: opts.limits.pids,
@@ -193,6 +194,15 @@ export const VENV_DIR = "venv";
 /** Whether a snapshot's deps dir (host path) holds the python venv its install made. */
 export async function hasVenv(hostDeps: string): Promise<boolean> {
   return (await stat(join(hostDeps, VENV_DIR, "bin", "python")).catch(() => undefined)) !== undefined;
+}
+
+/**
+ * PATH entries (first) for what a snapshot's install put in its deps dir: the python venv's bin, for
+ * every python worker — a pooled worker boots before the fork it adopts is bound, so whether the
+ * venv exists is not known then (a missing directory on PATH is skipped). Pure.
+ */
+export function depsPath(deps: string, profile: ProfileId): string[] {
+  return profile === "python" ? [`${deps}/${VENV_DIR}/bin`] : [];
 }
 
 /**

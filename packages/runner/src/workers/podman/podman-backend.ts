@@ -27,6 +27,7 @@ import type { Bind } from "../local/bwrap-args.js";
 import { type CgroupDirs, cgroupDirsAt, readLimitEvents, readUsage } from "../local/cgroup.js";
 import {
   depsEnv,
+  depsPath,
   hasVenv,
   OFFLINE_ENV,
   SANDBOX_GATEWAY_PORT,
@@ -324,7 +325,7 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       const env: Record<string, string> = {
         HOME: SANDBOX_PATHS.home,
         PATH: [
-          ...(deps.VIRTUAL_ENV ? [`${deps.VIRTUAL_ENV}/bin`] : []),
+          ...(spec.depsDir ? depsPath(SANDBOX_PATHS.deps, spec.profile) : []),
           ...(options.pathPrefix ?? []),
           "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         ].join(":"),
