@@ -12,7 +12,8 @@ import { registryUnreachable } from "./registries.js";
  * crates from the registry at snapshot build, then `flakegym validate` (gold 1, empty 0, hidden
  * tests guarded by decoys) and a `rollout` with the gold policy, both through the real CLI and the
  * real Cline core. Skips, saying why, without the mirror, the rev in it, or the crates registry.
- * The first snapshot build compiles ratatui's test targets (~15 min on 2 busy cores).
+ * The first snapshot build fetches the crates and compiles ratatui's test targets (~10 min on 2 busy
+ * cores); with FLAKEGYM_CACHE set, a snapshot already built there is reused.
  */
 
 const TASK = "ratatui-2148";
@@ -53,8 +54,9 @@ afterAll(async () => {
 const env = () => ({
   ...process.env,
   [REPO_MIRROR_ENV]: mirrorDir!,
-  // one snapshot cache for both commands, so the rollout reuses what validate built
-  FLAKEGYM_CACHE: join(tmp.path, "cache"),
+  // one snapshot cache for both commands, so the rollout reuses what validate built: the caller's
+  // (FLAKEGYM_CACHE, to reuse a snapshot built before), else a fresh one
+  FLAKEGYM_CACHE: process.env.FLAKEGYM_CACHE ?? join(tmp.path, "cache"),
 });
 
 describe("ratatui-2148 with its real repository and crates", () => {
