@@ -20,24 +20,31 @@ export const ENV_PINS_FILE = "env-pins.txt";
  * Version of the default recipes below, part of the snapshot key: bump it when a default command
  * changes so no snapshot built by the old recipe is reused.
  */
-export const ENV_RECIPE_VERSION = 1;
+export const ENV_RECIPE_VERSION = 2;
 
 /** Files at the repository root that make a profile's default install apply. */
 export const ENV_MANIFESTS: Readonly<Record<ProfileId, readonly string[]>> = {
-  python: [
-    "pyproject.toml",
-    "setup.py",
-    "setup.cfg",
-    "requirements.txt",
-    "requirements-dev.txt",
-    "requirements-test.txt",
-  ],
+  python: ["pyproject.toml", "setup.py", "setup.cfg"],
   rust: ["Cargo.toml", "Cargo.lock"],
   go: ["go.mod", "go.sum", "vendor"],
   node: ["package.json", "package-lock.json", "npm-shrinkwrap.json"],
   c: [],
   "dev-base": [],
 };
+
+/**
+ * Python requirements files at the root (`requirements.txt`, `requirements-dev.txt`,
+ * `requirements_test.txt`, …), except documentation ones (`requirements-docs.txt`): the tests do not
+ * need a docs toolchain, and its pins often no longer install.
+ */
+export const REQUIREMENTS_FILE = /^requirements(?:[-_.](?!docs?\b)[\w.-]*)?\.txt$/;
+
+/** The root entries that declare `profile`'s dependencies, in a stable order. Pure. */
+export function manifestsOf(profile: ProfileId, rootEntries: readonly string[]): string[] {
+  const named = ENV_MANIFESTS[profile].filter((f) => rootEntries.includes(f));
+  if (profile !== "python") return named;
+  return [...named, ...rootEntries.filter((f) => REQUIREMENTS_FILE.test(f)).sort()];
+}
 
 export const EnvInstallRecord = z
   .object({
@@ -102,7 +109,7 @@ export function installKeyOf(i: Pick<EnvInstallInput, "profile" | "taskInstall" 
 
 /** Chooses the install for a snapshot (see the module comment). Pure. */
 export function planEnvInstall(i: EnvInstallInput): EnvInstallPlan {
-  const manifests = ENV_MANIFESTS[i.profile].filter((f) => i.rootEntries.includes(f));
+  const manifests = manifestsOf(i.profile, i.rootEntries);
   if (i.taskInstall.length > 0) {
     return {
       record: {

@@ -50,6 +50,21 @@ describe("planEnvInstall", () => {
     expect(r.record.pinned).toBe(false);
   });
 
+  it("python: every requirements*.txt at the root but documentation ones", () => {
+    const r = plan({
+      rootEntries: [
+        "requirements_test.txt",
+        "requirements-docs.txt",
+        "requirements.txt",
+        "requirements.in",
+        "docs",
+      ],
+    });
+    expect(r.manifests).toEqual(["requirements.txt", "requirements_test.txt"]);
+    expect(r.commands[1]).toContain(" -r requirements.txt -r requirements_test.txt pytest");
+    expect(r.commands[1]).not.toContain("-e .");
+  });
+
   it("python: a previous build's resolved set constrains the rebuild", () => {
     const r = plan({ rootEntries: ["setup.py"], hasPins: true });
     expect(r.commands[1]).toContain(" -c /deps/env-pins.txt -e . pytest");
