@@ -329,6 +329,7 @@ async function buildInto(
   };
   let prepared: Awaited<ReturnType<typeof prepareShape>> | undefined;
   let current = "source";
+  let installSource: EnvInstallRecord["source"] | undefined;
   try {
     opts.onProgress?.({ kind: "step", step: "source", status: "start" });
     const t0 = performance.now();
@@ -354,6 +355,7 @@ async function buildInto(
       depsDir: findBwrap() ? SANDBOX_PATHS.deps : deps,
       hasPins: await copyPins(pins, join(deps, ENV_PINS_FILE)),
     });
+    installSource = plan.record.source;
     say(`== install (${plan.record.source}, network ${plan.record.network}): ${plan.record.reason}`);
     const shape = (network: "none" | "host") =>
       prepareShape({
@@ -427,7 +429,13 @@ async function buildInto(
     throw new FlakegymError(
       "E_SNAPSHOT_BUILD",
       `snapshot of task '${spec.taskId}' failed in step '${current}': ${(err as Error).message}\n--- last lines of ${logFile} ---\n${tail}`,
-      { cause: err, hint: `the full log is ${logFile}; the snapshot was not cached` },
+      {
+        cause: err,
+        hint:
+          installSource === "profile" && current.startsWith("install:")
+            ? `the ${spec.profile} profile's default install failed (full log: ${logFile}); give the task its own install commands (task.json \`install\`, or the row's install column) to replace it`
+            : `the full log is ${logFile}; the snapshot was not cached`,
+      },
     );
   } finally {
     await prepared?.dispose();

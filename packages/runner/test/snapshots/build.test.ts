@@ -105,4 +105,31 @@ describe.skipIf(noSandbox)("buildSnapshot (real sandbox)", () => {
       ["smoke", 0],
     ]);
   });
+
+  it("a failing default install names the profile's default and how to replace it", async () => {
+    const cacheDir = await mkdtemp(join(tmpdir(), "fg-cache-"));
+    const write = async (dir: string) => {
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, "Cargo.toml"), "[package\nname = \n");
+      return { commit: await commitTree(dir) };
+    };
+    const { commit } = await write(await mkdtemp(join(tmpdir(), "fg-src-")));
+    const spec: SnapshotSpec = {
+      taskId: "broken-manifest",
+      repo: "test:broken-manifest",
+      commit,
+      profile: "rust",
+      install: [],
+      smoke: [],
+      network: "none",
+      envDefaults: "auto",
+      limits: { memoryMb: 1024, pids: 256, cpuSeconds: 120, diskMb: 256 },
+      materialize: (dest) => write(dest),
+    };
+    await expect(buildSnapshot(spec, { cacheDir })).rejects.toMatchObject({
+      code: "E_SNAPSHOT_BUILD",
+      message: expect.stringContaining("failed in step 'install: cargo fetch'"),
+      hint: expect.stringContaining("the rust profile's default install failed"),
+    });
+  });
 });
