@@ -62,6 +62,18 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        test: {
+          // `npm run e2e:real`: real repositories from local mirrors, dependencies from the
+          // registries. Heavy, so `npm test` (scripts/run-tests) leaves this project out.
+          name: "e2e-real",
+          root: "tests/e2e-real",
+          include: ["**/*.test.ts"],
+          testTimeout: 3_600_000,
+          hookTimeout: 3_600_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

@@ -15,6 +15,7 @@ describe.skipIf(!hasBwrap)("flakegym snapshot build (real processes)", () => {
     const outs = [a.stdout, b.stdout].sort();
     expect(outs[0]).toMatch(/^built [0-9a-f]{64} in \d+ ms/);
     expect(outs[1]).toMatch(/^cached [0-9a-f]{64} in \d+ ms/);
+    expect(outs[0]).toContain("install: task (the task's own install list; network none)");
     // progress is plain lines when not a TTY, and names each step
     const progress = a.stdout.startsWith("built") ? a.stderr : b.stderr;
     expect(progress).toMatch(/ok {3}install: make -s \(\d+ ms\)/);

@@ -1,6 +1,6 @@
-import { randomBytes } from "node:crypto";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { createHash, randomBytes } from "node:crypto";
+import { copyFile, lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { loadProfiles, type ProfileId } from "@flakegym/profiles";
 import { z } from "zod";
 import { FlakegymError } from "../errors.js";
@@ -9,7 +9,15 @@ import { git, materializeSource } from "../tasks/materialize.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import { runSandboxed } from "../workers/local/sandbox.js";
-import { prepareShape } from "../workers/local/shape.js";
+import { findBwrap, prepareShape, SANDBOX_PATHS } from "../workers/local/shape.js";
+import {
+  ENV_PINS_FILE,
+  type EnvInstallPlan,
+  EnvInstallRecord,
+  installKeyOf,
+  planEnvInstall,
+  resolvedLines,
+} from "./env-install.js";
 import { type Fork, type ForkMethodChoice, forkTree } from "./fork.js";
 import { defaultSnapshotCacheDir, SNAPSHOT_FORMAT, snapshotKey } from "./key.js";
 import { acquireLock } from "./lock.js";
@@ -25,6 +33,11 @@ export interface SnapshotSpec {
   readonly install: readonly string[];
   readonly smoke: readonly string[];
   readonly network: "none" | "required";
+  /**
+   * Whether the profile's default environment install applies when `install` is empty ("off" for
+   * catalog directories, which are self-contained). Default "auto".
+   */
+  readonly envDefaults?: "auto" | "off";
   readonly limits: { memoryMb: number; pids: number; cpuSeconds: number; diskMb: number };
   /** Puts the repository at `commit` into `dest`. */
   materialize(
@@ -54,10 +67,15 @@ export const SnapshotManifest = z
     repo: z.string().describe("repository identity used in the key"),
     commit: z.string().describe("commit the workspace is at"),
     profile: z.string().describe("toolchain profile"),
-    install: z.array(z.string()).describe("install commands that ran"),
+    install: z.array(z.string()).describe("install commands that ran (the task's, or the profile's default)"),
+    envInstall: EnvInstallRecord.optional().describe(
+      "which install ran (the task's, the profile's default, or none), its network and the lock it followed",
+    ),
     smoke: z.array(z.string()).describe("smoke commands that passed"),
     toolchain: z.array(z.string()).describe("toolchain identity (tool --version outputs)"),
-    network: z.enum(["none", "required"]).describe("whether the build used the network"),
+    network: z
+      .enum(["none", "required"])
+      .describe("whether the build used the network (the source fetch or the install step; never smoke)"),
     steps: z.array(SnapshotStep).describe("every build step with its exit status and time"),
     buildMs: z.number().describe("total build time, ms"),
     createdAt: z.string().describe("ISO time the build finished"),
@@ -108,6 +126,7 @@ export function snapshotSpecOfTask(task: LoadedTask): SnapshotSpec {
     install: spec.install,
     smoke: spec.smoke,
     network: spec.network,
+    envDefaults: src.kind === "local" ? "off" : "auto",
     limits: {
       memoryMb: spec.limits.memoryMb,
       pids: spec.limits.pids,
@@ -141,6 +160,7 @@ export function snapshotSpecOfProfile(task: TaskProfile, resolvedCommit?: string
     install: [],
     smoke: [],
     network: task.repoKind === "local" ? "none" : "required",
+    envDefaults: "auto",
     limits: { memoryMb: 4096, pids: 1024, cpuSeconds: 3600, diskMb: 8192 },
     async materialize(dest, opts) {
       await mkdir(dest, { recursive: true });
@@ -242,7 +262,11 @@ export async function buildSnapshot(spec: SnapshotSpec, opts: BuildOptions = {})
     repo: spec.repo,
     commit: spec.commit,
     profile: spec.profile,
-    install: spec.install,
+    install: installKeyOf({
+      profile: spec.profile,
+      taskInstall: spec.install,
+      defaults: spec.envDefaults ?? "auto",
+    }),
     smoke: spec.smoke,
     toolchain,
     network: spec.network,
@@ -305,6 +329,7 @@ async function buildInto(
   };
   let prepared: Awaited<ReturnType<typeof prepareShape>> | undefined;
   let current = "source";
+  let installSource: EnvInstallRecord["source"] | undefined;
   try {
     opts.onProgress?.({ kind: "step", step: "source", status: "start" });
     const t0 = performance.now();
@@ -319,48 +344,44 @@ async function buildInto(
     steps.push({ name: "source", exitCode: 0, durationMs: performance.now() - t0 });
     opts.onProgress?.({ kind: "step", step: "source", status: "ok", durationMs: performance.now() - t0 });
 
-    prepared = await prepareShape({
-      id: `snap-${key.slice(0, 16)}-${randomBytes(3).toString("hex")}`,
+    const pins = join(cacheDir, "pins", `${key}.txt`);
+    const plan = planEnvInstall({
       profile: spec.profile,
-      workspace,
-      deps,
-      stateDir: join(tmp, "state"),
-      limits: spec.limits,
-      network: spec.network === "required" ? "host" : "none",
-      ...(opts.unsafeNoSandbox ? { unsafeNoSandbox: true } : {}),
+      taskInstall: spec.install,
+      taskNetwork: spec.network,
+      defaults: spec.envDefaults ?? "auto",
+      rootEntries: await readdir(workspace),
+      // the deps dir as the install's commands see it (the host path when nothing is sandboxed)
+      depsDir: findBwrap() ? SANDBOX_PATHS.deps : deps,
+      hasPins: await copyPins(pins, join(deps, ENV_PINS_FILE)),
     });
-    const commands = [
-      ...spec.install.map((c) => ({ name: "install", command: c })),
-      ...spec.smoke.map((c) => ({ name: "smoke", command: c })),
-    ];
-    for (const { name, command } of commands) {
+    installSource = plan.record.source;
+    say(`== install (${plan.record.source}, network ${plan.record.network}): ${plan.record.reason}`);
+    const shape = (network: "none" | "host") =>
+      prepareShape({
+        id: `snap-${key.slice(0, 16)}-${randomBytes(3).toString("hex")}`,
+        profile: spec.profile,
+        workspace,
+        deps,
+        stateDir: join(tmp, "state"),
+        limits: spec.limits,
+        network,
+        ...(opts.unsafeNoSandbox ? { unsafeNoSandbox: true } : {}),
+      });
+    const run = async (name: string, command: string) => {
       current = `${name}: ${command}`;
-      opts.onProgress?.({ kind: "step", step: current, status: "start" });
-      say(`== ${current}`);
-      const r = await runSandboxed(
-        prepared.shape,
-        ["/bin/sh", "-c", command],
-        {
-          timeoutMs: opts.stepTimeoutMs ?? 30 * 60_000,
-          ...(opts.signal ? { signal: opts.signal } : {}),
-          hostCwd: workspace,
-          onOutput: (text) => opts.onProgress?.({ kind: "output", text }),
-        },
-        prepared.env,
-      );
-      const text = `${r.stdout}${r.stderr ? `\n${r.stderr}` : ""}`.trim();
-      if (text) say(text);
-      if (name === "smoke") smokeLog.push(`$ ${command}`, text, `(exit ${r.exitCode}, ${r.durationMs} ms)`);
+      const r = await runStep(prepared!, current, command, workspace, opts, say);
+      if (name === "smoke") smokeLog.push(`$ ${command}`, r.text, `(exit ${r.exitCode}, ${r.durationMs} ms)`);
       steps.push({ name, command, exitCode: r.exitCode, durationMs: r.durationMs });
-      if (r.exitCode !== 0 || r.timedOut) {
-        opts.onProgress?.({ kind: "step", step: current, status: "failed", durationMs: r.durationMs });
-        throw new FlakegymError(
-          "E_SNAPSHOT_STEP",
-          `${r.timedOut ? "timed out" : `exit ${r.exitCode}`} in step '${current}'`,
-        );
-      }
-      opts.onProgress?.({ kind: "step", step: current, status: "ok", durationMs: r.durationMs });
-    }
+    };
+    // Only the install step may reach the network; smoke runs offline, as every later sandbox does.
+    prepared = await shape(plan.record.network);
+    for (const command of plan.record.commands) await run("install", command);
+    await prepared.dispose();
+    prepared = undefined;
+    prepared = await shape("none");
+    const envInstall = await lockOf(plan, workspace, deps);
+    for (const command of spec.smoke) await run("smoke", command);
     const manifest: SnapshotManifest = {
       format: SNAPSHOT_FORMAT,
       key,
@@ -368,10 +389,11 @@ async function buildInto(
       repo: spec.repo,
       commit: spec.commit,
       profile: spec.profile,
-      install: [...spec.install],
+      install: [...envInstall.commands],
+      envInstall,
       smoke: [...spec.smoke],
       toolchain,
-      network: spec.network,
+      network: spec.network === "required" || envInstall.network === "host" ? "required" : "none",
       steps,
       buildMs: Math.round(performance.now() - started),
       createdAt: new Date().toISOString(),
@@ -385,6 +407,7 @@ async function buildInto(
     const final = join(cacheDir, key);
     await rename(tmp, final);
     await rm(join(cacheDir, "failed", key), { recursive: true, force: true });
+    if (envInstall.resolved) await writeAtomic(pins, `${envInstall.resolved.join("\n")}\n`);
     return snapshotOf(final, manifest, false);
   } catch (err) {
     say(`== failed: ${(err as Error).message}`);
@@ -406,12 +429,103 @@ async function buildInto(
     throw new FlakegymError(
       "E_SNAPSHOT_BUILD",
       `snapshot of task '${spec.taskId}' failed in step '${current}': ${(err as Error).message}\n--- last lines of ${logFile} ---\n${tail}`,
-      { cause: err, hint: `the full log is ${logFile}; the snapshot was not cached` },
+      {
+        cause: err,
+        hint:
+          installSource === "profile" && current.startsWith("install:")
+            ? `the ${spec.profile} profile's default install failed (full log: ${logFile}); give the task its own install commands (task.json \`install\`, or the row's install column) to replace it`
+            : `the full log is ${logFile}; the snapshot was not cached`,
+      },
     );
   } finally {
     await prepared?.dispose();
     await rm(tmp, { recursive: true, force: true });
   }
+}
+
+/** Runs one build step in the sandbox; throws naming the step when it fails or times out. */
+async function runStep(
+  prepared: Awaited<ReturnType<typeof prepareShape>>,
+  step: string,
+  command: string,
+  workspace: string,
+  opts: BuildOptions,
+  say: (line: string) => void,
+): Promise<{ exitCode: number; durationMs: number; text: string }> {
+  opts.onProgress?.({ kind: "step", step, status: "start" });
+  say(`== ${step}`);
+  const r = await runSandboxed(
+    prepared.shape,
+    ["/bin/sh", "-c", command],
+    {
+      timeoutMs: opts.stepTimeoutMs ?? 30 * 60_000,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      hostCwd: workspace,
+      onOutput: (text) => opts.onProgress?.({ kind: "output", text }),
+    },
+    prepared.env,
+  );
+  const text = `${r.stdout}${r.stderr ? `\n${r.stderr}` : ""}`.trim();
+  if (text) say(text);
+  if (r.exitCode !== 0 || r.timedOut) {
+    opts.onProgress?.({ kind: "step", step, status: "failed", durationMs: r.durationMs });
+    throw new FlakegymError(
+      "E_SNAPSHOT_STEP",
+      `${r.timedOut ? "timed out" : `exit ${r.exitCode}`} in step '${step}'`,
+    );
+  }
+  opts.onProgress?.({ kind: "step", step, status: "ok", durationMs: r.durationMs });
+  return { exitCode: r.exitCode, durationMs: r.durationMs, text };
+}
+
+/** Copies a previous build's resolved set into the deps dir; false when there is none. */
+async function copyPins(pins: string, dest: string): Promise<boolean> {
+  try {
+    await copyFile(pins, dest);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The plan's record with the lock it followed or wrote: the resolved set the install wrote into
+ * the deps dir (python), else the sha256 of the repository's lock file. A lock that is a symlink
+ * or no regular file is not read (the repository is untrusted).
+ */
+async function lockOf(plan: EnvInstallPlan, workspace: string, deps: string): Promise<EnvInstallRecord> {
+  const { record } = plan;
+  if (plan.resolvedFile) {
+    const file = join(deps, plan.resolvedFile);
+    const st = await lstat(file).catch(() => undefined);
+    if (!st?.isFile() || st.size > MAX_RESOLVED_BYTES) {
+      throw new FlakegymError(
+        "E_SNAPSHOT",
+        `the install step's resolved set ${plan.resolvedFile} (in the snapshot's deps dir) is ${st ? (st.isFile() ? `${st.size} bytes, over ${MAX_RESOLVED_BYTES}` : "not a regular file") : "missing"}`,
+        {
+          hint: `see the install step in the build log; the repository's own install code may have replaced /deps/${plan.resolvedFile}`,
+        },
+      );
+    }
+    const text = await readFile(file, "utf8");
+    return { ...record, lockSha256: sha256(text), resolved: resolvedLines(text) };
+  }
+  if (!record.lockFile) return record;
+  const path = join(workspace, record.lockFile);
+  const st = await lstat(path).catch(() => undefined);
+  if (!st?.isFile()) return record;
+  return { ...record, lockSha256: sha256(await readFile(path)) };
+}
+
+/** A `pip freeze` of even a large environment is a few KiB; more is not a resolved set. */
+const MAX_RESOLVED_BYTES = 1 << 20;
+
+const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
+
+async function writeAtomic(path: string, text: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(`${path}.tmp`, text);
+  await rename(`${path}.tmp`, path);
 }
 
 /** Forks a snapshot's tree for one trajectory (see forkTree). */

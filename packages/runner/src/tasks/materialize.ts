@@ -1,9 +1,10 @@
 import { cp, mkdir, stat } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { execa } from "execa";
 import { match } from "ts-pattern";
 import { FlakegymError } from "../errors.js";
 import type { LoadedTask } from "./catalog.js";
+import { findMirror, REPO_MIRROR_ENV } from "./repo-mirror.js";
 import { CATALOG_GIT_IDENTITY } from "./task-spec.js";
 
 /** Environment for git: no user/system config, a fixed identity and date. */
@@ -90,7 +91,7 @@ export async function probeRemote(
       "E_NETWORK_REQUIRED",
       `task '${taskId}' needs network: cannot reach ${url} (${why})`,
       {
-        hint: "this task clones its repository and fetches cargo's registry; run it on a machine with network access, or pick an offline task (flakegym tasks list shows network: none)",
+        hint: `this task clones its repository; give a directory of local git mirrors holding it (${REPO_MIRROR_ENV}=DIR with DIR/owner/repo), run it on a machine with network access, or pick an offline task (flakegym tasks list shows network: none)`,
       },
     );
   }
@@ -99,12 +100,18 @@ export async function probeRemote(
 /**
  * Puts the task's repository at its fixed commit into `dest` (created): a catalog directory is
  * copied and committed with a fixed identity (its commit id is checked against the spec); a remote
- * source is probed, fetched at `rev` and checked out.
+ * source is fetched at `rev` from its local mirror when one exists (FLAKEGYM_REPO_MIRROR), else
+ * probed and fetched over the network, and checked out.
  */
 export async function materializeSource(
   task: LoadedTask,
   dest: string,
-  opts: { signal?: AbortSignal; log?: (line: string) => void } = {},
+  opts: {
+    signal?: AbortSignal;
+    log?: (line: string) => void;
+    /** A directory of local git mirrors (default: $FLAKEGYM_REPO_MIRROR); see findMirror. */
+    repoMirror?: string;
+  } = {},
 ): Promise<{ commit: string }> {
   await mkdir(dest, { recursive: true });
   return await match(task.spec.source)
@@ -123,9 +130,11 @@ export async function materializeSource(
       return { commit };
     })
     .with({ kind: "git" }, async (src) => {
-      await probeRemote(task.spec.id, src.url, src.probeTimeoutMs, opts.signal);
+      const mirror = await findMirror(opts.repoMirror ?? process.env[REPO_MIRROR_ENV], src.url);
+      if (mirror) opts.log?.(`${src.url} from the local mirror ${mirror}`);
+      else await probeRemote(task.spec.id, src.url, src.probeTimeoutMs, opts.signal);
       await git(["init", "-q"], { ...opts, cwd: dest });
-      await git(["fetch", "-q", "--depth", "1", src.url, src.rev], {
+      await git(["fetch", "-q", "--depth", "1", mirror ? pathToFileURL(mirror).href : src.url, src.rev], {
         ...opts,
         cwd: dest,
         timeoutMs: 600_000,

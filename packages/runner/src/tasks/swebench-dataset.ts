@@ -9,6 +9,7 @@ import {
   detectDatasetFormat,
 } from "./dataset.js";
 import type { RowError } from "./dataset-row.js";
+import { mirrorCandidates } from "./repo-mirror.js";
 import { type IntakeTask, isSwebenchRow, parseSwebenchRow, type SwebenchIntakeOptions } from "./swebench.js";
 
 /** The schema a dataset file's rows are in, told by its first object row. */
@@ -133,7 +134,7 @@ async function mirrorVariant(task: IntakeTask, mirror: string): Promise<IntakeTa
   const src = task.spec.source;
   const repo = task.spec.metadata?.repo;
   if (src.kind !== "git" || repo === undefined || src.url !== join(mirror, repo)) return task;
-  for (const url of [src.url, `${src.url}.git`, join(mirror, repo.replace("/", "__"))]) {
+  for (const url of mirrorCandidates(mirror, repo)) {
     if (await isDir(url))
       return url === src.url ? task : { ...task, spec: { ...task.spec, source: { ...src, url } } };
   }

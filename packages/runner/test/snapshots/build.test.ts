@@ -79,4 +79,57 @@ describe.skipIf(noSandbox)("buildSnapshot (real sandbox)", () => {
     await expect(buildSnapshot(spec, { cacheDir })).rejects.toThrow(/failed in step/);
     expect(spec.calls).toBe(2); // tried again: failures are not cached
   });
+
+  it("only the install step has network: smoke runs offline, package managers told so; the manifest says which install ran", async () => {
+    const cacheDir = await mkdtemp(join(tmpdir(), "fg-cache-"));
+    // a network interface besides lo exists only where the sandbox shares the host's network
+    const ifaces = "tail -n +3 /proc/net/dev | grep -cv ' lo:'";
+    const spec = {
+      ...(await makeSpec(
+        [`${ifaces} > ifaces.txt`],
+        [`test "$(${ifaces})" = 0`, 'test "$GOPROXY" = off -a "$PIP_NO_INDEX" = 1'],
+      )),
+      network: "required" as const,
+    };
+    const snap = await buildSnapshot(spec, { cacheDir });
+    expect(Number(await readFile(join(snap.workspace, "ifaces.txt"), "utf8"))).toBeGreaterThan(0);
+    expect(snap.manifest.envInstall).toMatchObject({
+      source: "task",
+      network: "host",
+      reason: "the task's own install list",
+    });
+    expect(snap.manifest.steps.map((s) => [s.name, s.exitCode])).toEqual([
+      ["source", 0],
+      ["install", 0],
+      ["smoke", 0],
+      ["smoke", 0],
+    ]);
+  });
+
+  it("a failing default install names the profile's default and how to replace it", async () => {
+    const cacheDir = await mkdtemp(join(tmpdir(), "fg-cache-"));
+    const write = async (dir: string) => {
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, "Cargo.toml"), "[package\nname = \n");
+      return { commit: await commitTree(dir) };
+    };
+    const { commit } = await write(await mkdtemp(join(tmpdir(), "fg-src-")));
+    const spec: SnapshotSpec = {
+      taskId: "broken-manifest",
+      repo: "test:broken-manifest",
+      commit,
+      profile: "rust",
+      install: [],
+      smoke: [],
+      network: "none",
+      envDefaults: "auto",
+      limits: { memoryMb: 1024, pids: 256, cpuSeconds: 120, diskMb: 256 },
+      materialize: (dest) => write(dest),
+    };
+    await expect(buildSnapshot(spec, { cacheDir })).rejects.toMatchObject({
+      code: "E_SNAPSHOT_BUILD",
+      message: expect.stringContaining("failed in step 'install: cargo fetch'"),
+      hint: expect.stringContaining("the rust profile's default install failed"),
+    });
+  });
 });

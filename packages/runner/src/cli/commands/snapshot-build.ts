@@ -73,6 +73,8 @@ export const snapshotBuildCommand = defineCommand({
       ctx.stdout.write(
         `${snap.cached ? "cached" : "built"} ${snap.key} in ${ms} ms${snap.cached ? ` (originally built in ${snap.manifest.buildMs} ms)` : ""}\n${snap.dir}\n`,
       );
+      const env = snap.manifest.envInstall;
+      if (env) ctx.stdout.write(`install: ${env.source} (${env.reason}; network ${env.network})\n`);
     }
     return 0;
   },

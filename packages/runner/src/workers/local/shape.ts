@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ProfileId } from "@flakegym/profiles";
 import { FlakegymError } from "../../errors.js";
@@ -120,10 +120,12 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
     LANG: "C.UTF-8",
     TMPDIR: "/tmp",
     TERM: "dumb",
-    ...(opts.deps ? depsEnv(inside(SANDBOX_PATHS.deps, opts.deps)) : {}),
-    ...(opts.network === "none" ? { CARGO_NET_OFFLINE: "true" } : {}),
+    ...(opts.deps ? depsEnv(inside(SANDBOX_PATHS.deps, opts.deps), { venv: await hasVenv(opts.deps) }) : {}),
+    ...(opts.network === "none" ? OFFLINE_ENV : {}),
     ...opts.env,
   };
+  if (opts.deps)
+    env.PATH = [...depsPath(inside(SANDBOX_PATHS.deps, opts.deps), opts.profile), env.PATH].join(":");
   const cgroup = await createWorkerCgroup(opts.id, {
     memoryMb: opts.limits.memoryMb,
     pids: opts.limits.pids,
@@ -174,9 +176,43 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
   return { shape, cgroup, env, ...(home ? { homeDir: home } : {}), dispose: () => cgroup.remove() };
 }
 
-/** Package-manager caches kept in the snapshot's deps dir, so offline workers find them. */
-export function depsEnv(deps: string): Record<string, string> {
+/**
+ * Package managers told not to reach for the network (sandboxes after the snapshot build's install
+ * step have none): they fail at once instead of waiting on a connection.
+ */
+export const OFFLINE_ENV: Readonly<Record<string, string>> = {
+  CARGO_NET_OFFLINE: "true",
+  GOPROXY: "off",
+  GOSUMDB: "off",
+  PIP_NO_INDEX: "1",
+  npm_config_offline: "true",
+};
+
+/** Where the python profile's venv lives inside a snapshot's deps dir. */
+export const VENV_DIR = "venv";
+
+/** Whether a snapshot's deps dir (host path) holds the python venv its install made. */
+export async function hasVenv(hostDeps: string): Promise<boolean> {
+  return (await stat(join(hostDeps, VENV_DIR, "bin", "python")).catch(() => undefined)) !== undefined;
+}
+
+/**
+ * PATH entries (first) for what a snapshot's install put in its deps dir: the python venv's bin, for
+ * every python worker — a pooled worker boots before the fork it adopts is bound, so whether the
+ * venv exists is not known then (a missing directory on PATH is skipped). Pure.
+ */
+export function depsPath(deps: string, profile: ProfileId): string[] {
+  return profile === "python" ? [`${deps}/${VENV_DIR}/bin`] : [];
+}
+
+/**
+ * Package-manager caches kept in the snapshot's deps dir, so offline workers find them; with
+ * `venv`, the python venv the install made is the active one (VIRTUAL_ENV; callers put its bin first
+ * on PATH).
+ */
+export function depsEnv(deps: string, o: { venv?: boolean } = {}): Record<string, string> {
   return {
+    ...(o.venv ? { VIRTUAL_ENV: `${deps}/${VENV_DIR}` } : {}),
     CARGO_HOME: `${deps}/cargo`,
     npm_config_cache: `${deps}/npm`,
     PIP_CACHE_DIR: `${deps}/pip`,

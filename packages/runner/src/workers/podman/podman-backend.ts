@@ -25,7 +25,15 @@ import { collectHostArtifacts } from "../host-artifacts.js";
 import { execLimitOf } from "../limit-verdict.js";
 import type { Bind } from "../local/bwrap-args.js";
 import { type CgroupDirs, cgroupDirsAt, readLimitEvents, readUsage } from "../local/cgroup.js";
-import { depsEnv, SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "../local/shape.js";
+import {
+  depsEnv,
+  depsPath,
+  hasVenv,
+  OFFLINE_ENV,
+  SANDBOX_GATEWAY_PORT,
+  SANDBOX_GATEWAY_SOCKET,
+  SANDBOX_PATHS,
+} from "../local/shape.js";
 import { nodeBinds } from "../local/toolchain.js";
 import { workspaceRelative } from "../read-only-files.js";
 import { unixSocketPath } from "../socket-path.js";
@@ -313,16 +321,18 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       }
       if (options.importBaseImage && image === BASE_IMAGE) await ensureBaseImage();
       const name = `flakegym-${sanitize(`${spec.runId}-${spec.trajectoryId}`)}-${randomBytes(3).toString("hex")}`;
+      const deps = spec.depsDir ? depsEnv(SANDBOX_PATHS.deps, { venv: await hasVenv(spec.depsDir) }) : {};
       const env: Record<string, string> = {
         HOME: SANDBOX_PATHS.home,
         PATH: [
+          ...(spec.depsDir ? depsPath(SANDBOX_PATHS.deps, spec.profile) : []),
           ...(options.pathPrefix ?? []),
           "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         ].join(":"),
         LANG: "C.UTF-8",
         TMPDIR: "/tmp",
-        ...(spec.depsDir ? depsEnv(SANDBOX_PATHS.deps) : {}),
-        CARGO_NET_OFFLINE: "true",
+        ...deps,
+        ...OFFLINE_ENV,
         ...spec.env,
       };
       // Without a user namespace (podman's uidmap breaks its storage here) the container user must
