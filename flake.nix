@@ -95,12 +95,18 @@
             manifest = ./package.json;
             nodeModules = runtimeModules;
           };
+          runtimeClosure = import ./nix/runtime-closure.nix { inherit pkgs; } {
+            name = "flakegym-runner";
+            roots = [ runner ];
+          };
           rollout = pkgs.writeShellApplication {
             name = "flakegym-rollout";
             # FLAKEGYM_NIX_APP: choose the flake's images by default (docs/nix.md); FLAKEGYM_FLAKE:
-            # this flake, for `nix facts` and `images` (a user's own setting wins).
+            # this flake, for `nix facts` and `images` (a user's own setting wins);
+            # FLAKEGYM_STORE_CLOSURE: what the sandboxes bind of the store (the runner's closure).
             text = ''
               export FLAKEGYM_NIX_APP=1
+              export FLAKEGYM_STORE_CLOSURE=${runtimeClosure}
               export FLAKEGYM_FLAKE="''${FLAKEGYM_FLAKE:-${flakeRef}}"
               exec ${runner}/bin/flakegym rollout "$@"
             '';

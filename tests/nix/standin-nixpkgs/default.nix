@@ -1,0 +1,385 @@
+# A stand-in nixpkgs that BUILDS (tests/nix/standin-nixpkgs), for running the flake's real outputs
+# on a machine that cannot fetch nixpkgs: the attribute names and function shapes the flake uses
+# (same as tests/nix/stub-nixpkgs, which only evaluates), implemented on this machine's own tools.
+#   - packages are copied from the host with the shared libraries they load, their loader and
+#     RUNPATH patched to the copy (copy-host.sh): a real closure that runs in a sandbox or an image;
+#     toolchains too large to copy (rust via rustup, go, gcc/clang) are links to the host's files
+#     and run only where those are (`standin.kind = "link"`);
+#   - stdenv is setup.sh (phases, hooks, makeWrapper, patchShebangs) on the host's bash and
+#     coreutils, which the build sandbox sees read-only (`sandbox-paths` holds /usr: see docs/nix.md);
+#   - buildEnv, writeShellApplication, runCommand, dockerTools.streamLayeredImage and
+#     rustPlatform.importCargoLock build what nixpkgs' do, in a few lines each.
+# Only x86_64-linux builds (the machine's system); the others evaluate.
+{ system }:
+let
+  isLinux = builtins.match ".*-linux" system != null;
+  isDarwin = builtins.match ".*-darwin" system != null;
+  platform = {
+    inherit system isLinux isDarwin;
+  };
+  concatMapStringsSep = sep: f: l: builtins.concatStringsSep sep (map f l);
+  shellPath = "${bashInteractive}/bin/bash";
+
+  # The derivation every builder here makes: bash from the host runs setup.sh, then the phases.
+  # passthru/meta stay out of the derivation (as nixpkgs), and are merged onto the result.
+  mkDrv = mkDrvWith {
+    standinShell = shellPath;
+    standinCc = gcc;
+  };
+  # The host packages themselves are made without them (they are what those are made of).
+  mkDrvWith =
+    tools: args:
+    let
+      name = args.name or "${args.pname}-${args.version}";
+      drvArgs = removeAttrs args [
+        "passthru"
+        "meta"
+        "pname"
+        "version"
+      ];
+      drv = derivation (
+        drvArgs
+        // {
+          inherit name system;
+          builder = "/bin/bash";
+          args = [
+            "-c"
+            ". ${./setup.sh}; genericBuild"
+          ];
+        }
+        // tools
+      );
+    in
+    drv
+    // (args.passthru or { })
+    // {
+      meta = args.meta or { };
+    }
+    // (if args ? pname then { inherit (args) pname version; } else { });
+
+  # A package copied (bins, trees) or linked (links) from the host: copy-host.sh.
+  hostPkg =
+    {
+      pname,
+      version ? "host",
+      bins ? { },
+      trees ? { },
+      links ? { },
+      postCopy ? "",
+      passthru ? { },
+    }:
+    let
+      specs = attrs: builtins.concatStringsSep " " (builtins.attrValues (builtins.mapAttrs (n: v: "${n}=${v}") attrs));
+    in
+    mkDrvWith { } {
+      inherit pname version postCopy;
+      bins = specs bins;
+      trees = specs trees;
+      links = specs links;
+      buildCommand = ". ${./copy-host.sh}";
+      passthru = passthru // {
+        standin.kind = if links == { } then "copied" else "link";
+      };
+    };
+  # One ELF tool or several from /usr/bin, copied with their libraries.
+  usrBins =
+    pname: names:
+    hostPkg {
+      inherit pname;
+      bins = builtins.listToAttrs (
+        map (n: {
+          name = n;
+          value = "/usr/bin/${n}";
+        }) names
+      );
+    };
+
+  bashInteractive = hostPkg {
+    pname = "bash-interactive";
+    bins = {
+      bash = "/usr/bin/bash";
+      sh = "/usr/bin/bash";
+    };
+  };
+
+  # The glibc loader (NIX_CC's dynamic-linker), as a copy.
+  glibc = hostPkg {
+    pname = "glibc";
+    bins.getconf = "/usr/bin/getconf";
+  };
+  gcc = hostPkg {
+    pname = "gcc-wrapper";
+    links = {
+      gcc = "/usr/bin/gcc";
+      "g++" = "/usr/bin/g++";
+      cc = "/usr/bin/gcc";
+      "c++" = "/usr/bin/g++";
+      cpp = "/usr/bin/cpp";
+    };
+    postCopy = ''
+      mkdir -p $out/nix-support
+      echo ${glibc}/lib/ld-linux-x86-64.so.2 > $out/nix-support/dynamic-linker
+    '';
+  };
+
+  nodejs_24 = hostPkg {
+    pname = "nodejs";
+    version = "24-standin-host";
+    bins.node = "/usr/bin/node";
+    trees = {
+      "include/node" = "/usr/include/node";
+      "lib/node_modules/npm" = "/usr/lib/node_modules/npm";
+    };
+    postCopy = ''
+      ln -s ../lib/node_modules/npm/bin/npm-cli.js $out/bin/npm
+      ln -s ../lib/node_modules/npm/bin/npx-cli.js $out/bin/npx
+    '';
+  };
+
+  python3 = hostPkg {
+    pname = "python3";
+    version = "3.11-host";
+    bins.python3 = "/usr/bin/python3.11";
+    trees."lib/python3.11" = "/usr/lib/python3.11";
+    postCopy = "ln -s python3 $out/bin/python";
+  };
+  python3Packages = {
+    pip = python3;
+    pytest = hostPkg {
+      pname = "python3-pytest";
+      trees = {
+        "lib/python3.11/site-packages/pytest" = "/usr/lib/python3/dist-packages/pytest";
+        "lib/python3.11/site-packages/_pytest" = "/usr/lib/python3/dist-packages/_pytest";
+      };
+    };
+    virtualenv = python3;
+  };
+
+  runCommand =
+    name: env: buildCommand:
+    mkDrv (env // { inherit name buildCommand; });
+
+  writeShellApplication =
+    {
+      name,
+      text,
+      runtimeInputs ? [ ],
+      runtimeEnv ? null,
+      meta ? { },
+      passthru ? { },
+      checkPhase ? null,
+      excludeShellChecks ? [ ],
+      extraShellCheckFlags ? [ ],
+      bashOptions ? [
+        "errexit"
+        "nounset"
+        "pipefail"
+      ],
+      derivationArgs ? { },
+      inheritPath ? true,
+    }:
+    mkDrv (
+      derivationArgs
+      // {
+        inherit name text;
+        passAsFile = [ "text" ];
+        header = ''
+          #!${shellPath}
+          set -o ${builtins.concatStringsSep " -o " bashOptions}
+        ''
+        + (
+          if runtimeInputs == [ ] then
+            ""
+          else
+            "export PATH=\"${concatMapStringsSep ":" (p: "${p}/bin") runtimeInputs}${if inheritPath then ":$PATH" else ""}\"\n"
+        );
+        buildCommand = ''
+          mkdir -p $out/bin
+          { printf '%s' "$header"; cat "$textPath"; } > $out/bin/$name
+          chmod +x $out/bin/$name
+          ${shellPath} -n $out/bin/$name
+        '';
+        inherit passthru;
+        meta = meta // {
+          mainProgram = name;
+        };
+      }
+    );
+
+  buildEnv =
+    {
+      manifest ? "",
+      paths,
+      ignoreCollisions ? false,
+      ignoreSingleFileOutputs ? false,
+      includeClosures ? false,
+      checkCollisionContents ? true,
+      pathsToLink ? [ "/" ],
+      extraOutputsToInstall ? [ ],
+      extraPrefix ? "",
+      postBuild ? "",
+      derivationArgs ? { },
+      name ? null,
+      pname ? null,
+      version ? null,
+      nativeBuildInputs ? null,
+      buildInputs ? null,
+      passthru ? null,
+      meta ? null,
+    }:
+    mkDrv {
+      name = if name != null then name else "${pname}-${version}";
+      inherit paths postBuild ignoreCollisions;
+      # Symlink trees, as buildEnv's builder.pl: a file two packages install fails, unless
+      # ignoreCollisions (then the first wins).
+      buildCommand = ''
+        mkdir -p $out
+        for p in $paths; do
+          (cd "$p" && find . -mindepth 1 \( -type f -o -type l \) -printf '%P\n') | while IFS= read -r f; do
+            mkdir -p "$out/$(dirname "$f")"
+            if [ -e "$out/$f" ] || [ -L "$out/$f" ]; then
+              [ -n "$ignoreCollisions" ] && continue
+              echo "buildEnv $name: collision between $(readlink "$out/$f") and $p/$f; set ignoreCollisions = true or drop one of them" >&2
+              exit 1
+            fi
+            ln -s "$p/$f" "$out/$f"
+          done
+        done
+        eval "$postBuild"
+      '';
+      passthru = if passthru == null then { } else passthru;
+    };
+
+  mkShell =
+    args@{
+      name ? "nix-shell",
+      packages ? [ ],
+      inputsFrom ? [ ],
+      buildInputs ? [ ],
+      nativeBuildInputs ? [ ],
+      propagatedBuildInputs ? [ ],
+      propagatedNativeBuildInputs ? [ ],
+      ...
+    }:
+    mkDrv (
+      removeAttrs args [ "packages" ]
+      // {
+        inherit name;
+        nativeBuildInputs = packages ++ nativeBuildInputs;
+        buildCommand = "echo 'a stand-in mkShell is for nix develop only' > $out";
+      }
+    );
+
+  # Packages for which this machine has no copy: their runs say so (a named failure, not a pass).
+  missing =
+    pname:
+    mkDrv {
+      inherit pname;
+      version = "missing";
+      buildCommand = ''
+        echo "stand-in nixpkgs: ${pname} is not on this machine, so the stand-in cannot provide it (docs/nix.md)" >&2
+        exit 1
+      '';
+    };
+
+  dockerTools = import ./docker-tools.nix {
+    inherit mkDrv python3 hostPkg;
+  };
+in
+{
+  stdenv = {
+    mkDerivation = mkDrv;
+    hostPlatform = platform;
+  };
+  stdenvNoCC = {
+    mkDerivation = mkDrv;
+    hostPlatform = platform;
+  };
+  inherit
+    runCommand
+    writeShellApplication
+    buildEnv
+    mkShell
+    dockerTools
+    nodejs_24
+    python3Packages
+    bashInteractive
+    gcc
+    ;
+  python3 = python3 // {
+    withPackages =
+      f:
+      buildEnv {
+        name = "python3-env";
+        paths = [ python3 ] ++ builtins.filter (p: p != python3) (f python3Packages);
+      };
+  };
+  rustPlatform.importCargoLock = import ./import-cargo-lock.nix { inherit mkDrv; };
+
+  coreutils = usrBins "coreutils" [
+    "basename" "cat" "chmod" "chown" "cp" "cut" "date" "dd" "df" "dirname" "du" "echo" "env"
+    "expr" "false" "head" "id" "install" "ln" "ls" "md5sum" "mkdir" "mktemp" "mv" "nproc" "od"
+    "paste" "printf" "pwd" "readlink" "realpath" "rm" "rmdir" "seq" "sha256sum" "sleep" "sort"
+    "stat" "tail" "tee" "test" "timeout" "touch" "tr" "true" "uname" "uniq" "wc" "whoami" "yes"
+  ];
+  findutils = usrBins "findutils" [ "find" "xargs" ];
+  diffutils = usrBins "diffutils" [ "diff" "cmp" ];
+  gnugrep = usrBins "gnugrep" [ "grep" ];
+  gnused = usrBins "gnused" [ "sed" ];
+  gawk = usrBins "gawk" [ "gawk" "awk" ];
+  gnupatch = usrBins "patch" [ "patch" ];
+  gnutar = usrBins "gnutar" [ "tar" ];
+  gzip = usrBins "gzip" [ "gzip" ];
+  xz = usrBins "xz" [ "xz" ];
+  which = usrBins "which" [ "which" ];
+  less = usrBins "less" [ "less" ];
+  procps = usrBins "procps" [ "ps" ];
+  file = usrBins "file" [ "file" ];
+  git = usrBins "git" [ "git" ];
+  ripgrep = usrBins "ripgrep" [ "rg" ];
+  jq = usrBins "jq" [ "jq" ];
+  bubblewrap = usrBins "bubblewrap" [ "bwrap" ];
+  patchelf = usrBins "patchelf" [ "patchelf" ];
+  cacert = hostPkg {
+    pname = "nss-cacert";
+    trees."etc/ssl/certs/ca-bundle.crt" = "/etc/ssl/certs/ca-certificates.crt";
+  };
+  makeWrapper = mkDrv {
+    name = "make-wrapper-hook";
+    buildCommand = "mkdir $out";
+  };
+  # npm's own node-gyp (its dependencies are hoisted into npm's node_modules).
+  node-gyp = mkDrv {
+    name = "node-gyp";
+    buildCommand = ''
+      mkdir -p $out/bin
+      printf '#!%s\nexec %s %s "$@"\n' ${shellPath} ${nodejs_24}/bin/node \
+        ${nodejs_24}/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js > $out/bin/node-gyp
+      chmod +x $out/bin/node-gyp
+    '';
+  };
+
+  # Toolchains linked to the host (rustup's and Go's trees are too large to copy here).
+  rustc = hostPkg { pname = "rustc"; links = { rustc = "/root/.cargo/bin/rustc"; rustdoc = "/root/.cargo/bin/rustdoc"; }; };
+  cargo = hostPkg { pname = "cargo"; links.cargo = "/root/.cargo/bin/cargo"; };
+  clippy = hostPkg { pname = "clippy"; links = { cargo-clippy = "/root/.cargo/bin/cargo-clippy"; clippy-driver = "/root/.cargo/bin/clippy-driver"; }; };
+  rustfmt = hostPkg { pname = "rustfmt"; links = { rustfmt = "/root/.cargo/bin/rustfmt"; cargo-fmt = "/root/.cargo/bin/cargo-fmt"; }; };
+  go = hostPkg { pname = "go"; links = { go = "/usr/local/go/bin/go"; gofmt = "/usr/local/go/bin/gofmt"; }; };
+  clang = hostPkg { pname = "clang-wrapper"; links = { clang = "/usr/bin/clang"; "clang++" = "/usr/bin/clang++"; cc = "/usr/bin/clang"; "c++" = "/usr/bin/clang++"; cpp = "/usr/bin/cpp"; }; };
+  pkg-config = hostPkg { pname = "pkg-config-wrapper"; links.pkg-config = "/usr/bin/pkg-config"; };
+  gnumake = usrBins "gnumake" [ "make" ];
+  cmake = hostPkg { pname = "cmake"; links = { cmake = "/usr/bin/cmake"; ctest = "/usr/bin/ctest"; }; };
+  ninja = usrBins "ninja" [ "ninja" ];
+  valgrind = hostPkg { pname = "valgrind"; links.valgrind = "/usr/bin/valgrind"; };
+  gdb = hostPkg { pname = "gdb"; links.gdb = "/usr/bin/gdb"; };
+
+  gotestsum = missing "gotestsum";
+  poetry = missing "poetry";
+  pdm = missing "pdm";
+  pnpm = missing "pnpm";
+  yarn = missing "yarn";
+  typescript = missing "typescript";
+  eslint = missing "eslint";
+  prettier = missing "prettier";
+  nixfmt = missing "nixfmt";
+}

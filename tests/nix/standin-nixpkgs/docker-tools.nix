@@ -1,0 +1,2 @@
+{ mkDrv, python3, hostPkg }:
+{ }
