@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { ProfileId } from "@flakegym/profiles";
 import { execa } from "execa";
+import { nixStorePathOf } from "../../nix/store-path.js";
 import type { Bind } from "./bwrap-args.js";
 
 /**
@@ -45,18 +46,12 @@ export const NIX_STORE_DIR = "/nix/store";
  */
 export const STORE_CLOSURE_ENV = "FLAKEGYM_STORE_CLOSURE";
 
-/** The store path (`/nix/store/<hash>-<name>`) holding `file`, if it is in the store. */
-export function storePathOf(file: string): string | undefined {
-  const m = /^\/nix\/store\/[0-9a-z]{32}-[^/]+/.exec(file);
-  return m?.[0];
-}
-
 /** The store paths listed in a closure file's text (blank lines and non-store lines dropped). */
 export function parseStoreClosure(text: string): string[] {
   return text
     .split("\n")
     .map((l) => l.trim())
-    .filter((l) => storePathOf(l) === l);
+    .filter((l) => nixStorePathOf(l) === l);
 }
 
 function storeClosureFromEnv(): string[] | undefined {
@@ -79,10 +74,10 @@ function storeClosureFromEnv(): string[] | undefined {
  */
 export function nodeBinds(
   execPath: string = process.execPath,
-  closure: readonly string[] | undefined = storePathOf(execPath) ? storeClosureFromEnv() : undefined,
+  closure: readonly string[] | undefined = nixStorePathOf(execPath) ? storeClosureFromEnv() : undefined,
 ): { binds: Bind[]; path: string[] } {
   if (execPath.startsWith("/usr/")) return { binds: [], path: [] };
-  if (storePathOf(execPath)) {
+  if (nixStorePathOf(execPath)) {
     const paths = closure?.length ? closure : [NIX_STORE_DIR];
     return { binds: paths.map((p) => ({ src: p, dest: p })), path: [dirname(execPath)] };
   }

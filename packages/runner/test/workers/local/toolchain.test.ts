@@ -4,20 +4,10 @@ import {
   nodeBinds,
   parseStoreClosure,
   SANDBOX_NODE_DIR,
-  storePathOf,
 } from "../../../src/workers/local/toolchain.js";
 
 const NODE_PKG = `/nix/store/${"a".repeat(32)}-nodejs-24`;
 const CLINE_PKG = `/nix/store/${"b".repeat(32)}-cline-core-1.0.10`;
-
-describe("storePathOf", () => {
-  it("names the store path holding a file, and nothing outside the store", () => {
-    expect(storePathOf(`${NODE_PKG}/bin/node`)).toBe(NODE_PKG);
-    expect(storePathOf(NODE_PKG)).toBe(NODE_PKG);
-    expect(storePathOf("/usr/bin/node")).toBeUndefined();
-    expect(storePathOf("/nix/store/short-name/bin/node")).toBeUndefined();
-  });
-});
 
 describe("parseStoreClosure", () => {
   it("keeps store paths, one a line, and drops blanks and anything else", () => {

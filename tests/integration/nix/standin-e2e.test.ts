@@ -1,0 +1,111 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createStubFlake, inStore, modernNix, STANDIN_BUILD_ARGS, type StubFlake } from "./stub-flake.js";
+
+/**
+ * The flake's real outputs built and run against the stand-in nixpkgs (tests/nix/standin-nixpkgs)
+ * with the modern Nix and its private /nix/store (docs/nix.md "The stand-in nixpkgs").
+ *   - always (a reduced form, ~15 s): the stand-in's Node builds as a store closure; in a
+ *     bubblewrap sandbox it runs with that closure bound read-only and fails without it;
+ *   - `npm run nix:e2e` (FLAKEGYM_NIX_E2E=1; ~15 min the first time, the npm tarballs and the
+ *     Cline core's native build): `nix build .#flakegym-rollout`, then the app on an offline
+ *     catalog task with the gold and empty policies: rewards 1 and 0, as from a checkout, and
+ *     run.json naming the store path it ran from.
+ */
+const FULL = process.env.FLAKEGYM_NIX_E2E === "1";
+const TASK = "semver-lite-caret-zero";
+const modern = modernNix();
+const whyNot =
+  modern.impl === null
+    ? `no modern Nix: ${modern.reason}`
+    : process.getuid?.() !== 0
+      ? "needs root (a private store is bound at /nix/store in a mount namespace)"
+      : process.arch !== "x64"
+        ? "the stand-in nixpkgs builds for x86_64-linux only"
+        : "";
+if (whyNot) console.warn(`skipping the stand-in nixpkgs e2e: ${whyNot}`);
+
+describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nixpkgs", () => {
+  let flake: StubFlake;
+  beforeAll(async () => {
+    if (!modern.impl) return;
+    flake = await createStubFlake({ nixImpl: modern.impl, nixpkgs: "standin" });
+  });
+  afterAll(async () => flake?.cleanup());
+
+  const build = async (ref: string, timeoutMs: number): Promise<string> => {
+    const r = await flake.nix(
+      ["build", ...flake.overrideArgs, ...STANDIN_BUILD_ARGS, "--print-out-paths", "--no-link", ref],
+      timeoutMs,
+    );
+    if (r.exitCode !== 0)
+      throw new Error(`nix build ${ref} failed (exit ${r.exitCode}):\n${r.stderr.slice(-4000)}`);
+    return r.stdout.trim().split("\n").at(-1) ?? "";
+  };
+  const run = (argv: string[], timeoutMs: number) => {
+    const c = inStore(flake.nixImpl, argv);
+    return execa(c.file, c.args, { reject: false, timeout: timeoutMs, stdin: "ignore", all: true });
+  };
+
+  it("a store-built node runs in a sandbox with its closure bound read-only, and not without", async () => {
+    const node = await build(
+      `path:${flake.dir}/tests/nix/standin-nixpkgs#legacyPackages.x86_64-linux.nodejs_24`,
+      300_000,
+    );
+    const closure = (await flake.nix(["path-info", "--recursive", node])).stdout.trim().split("\n");
+    expect(closure.length).toBeGreaterThan(0);
+    const script = "console.log(process.execPath)";
+    const bwrap = ["bwrap", "--unshare-net", "--proc", "/proc", "--dev", "/dev"];
+    const withClosure = await run(
+      [...bwrap, ...closure.flatMap((p) => ["--ro-bind", p, p]), `${node}/bin/node`, "-e", script],
+      60_000,
+    );
+    expect(withClosure.stdout).toBe(`${node}/bin/node`);
+    expect(withClosure.exitCode).toBe(0);
+    const without = await run(
+      [...bwrap, "--ro-bind", "/usr", "/usr", `${node}/bin/node`, "-e", script],
+      60_000,
+    );
+    expect(without.exitCode).not.toBe(0);
+  });
+
+  it.skipIf(!FULL)(
+    `nix build .#flakegym-rollout, then the app on ${TASK}: gold 1, empty 0, run.json names its store path`,
+    async () => {
+      const app = await build(`${flake.ref}#flakegym-rollout`, 3_000_000);
+      const out = join(flake.dir, "run");
+      const r = await run(
+        [
+          `${app}/bin/flakegym-rollout`,
+          "--task",
+          TASK,
+          "--group-size",
+          "2",
+          "--policy",
+          "gold",
+          "--policy",
+          "empty",
+          "--out",
+          out,
+        ],
+        900_000,
+      );
+      if (r.exitCode !== 0)
+        throw new Error(`the rollout app failed (exit ${r.exitCode}):\n${r.all?.slice(-4000)}`);
+      const metrics = readFileSync(join(out, "metrics.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { policy?: string; reward: number });
+      expect(metrics.map((m) => m.reward).sort()).toEqual([0, 1]);
+      const manifest = JSON.parse(readFileSync(join(out, "run.json"), "utf8")) as { nixStorePath?: string };
+      expect(manifest.nixStorePath).toMatch(/^\/nix\/store\/[0-9a-z]{32}-flakegym-/);
+    },
+    3_600_000,
+  );
+  if (!FULL)
+    console.warn(
+      "skipping the full stand-in e2e (nix build + nix run of the rollout app): run `npm run nix:e2e`",
+    );
+});
