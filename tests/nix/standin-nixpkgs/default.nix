@@ -230,21 +230,9 @@ let
     mkDrv {
       name = if name != null then name else "${pname}-${version}";
       inherit paths postBuild ignoreCollisions;
-      # Symlink trees, as buildEnv's builder.pl: a file two packages install fails, unless
-      # ignoreCollisions (then the first wins).
+      # Symlink trees, as buildEnv's builder.pl (setup.sh linkTree).
       buildCommand = ''
-        mkdir -p $out
-        for p in $paths; do
-          (cd "$p" && find . -mindepth 1 \( -type f -o -type l \) -printf '%P\n') | while IFS= read -r f; do
-            mkdir -p "$out/$(dirname "$f")"
-            if [ -e "$out/$f" ] || [ -L "$out/$f" ]; then
-              [ -n "$ignoreCollisions" ] && continue
-              echo "buildEnv $name: collision between $(readlink "$out/$f") and $p/$f; set ignoreCollisions = true or drop one of them" >&2
-              exit 1
-            fi
-            ln -s "$p/$f" "$out/$f"
-          done
-        done
+        linkTree $out "$([ -n "$ignoreCollisions" ] && echo ignore || echo fail)" $paths
         eval "$postBuild"
       '';
       passthru = if passthru == null then { } else passthru;
@@ -282,8 +270,25 @@ let
       '';
     };
 
+  coreutils = usrBins "coreutils" [
+    "basename" "cat" "chmod" "chown" "cp" "cut" "date" "dd" "df" "dirname" "du" "echo" "env"
+    "expr" "false" "head" "id" "install" "ln" "ls" "md5sum" "mkdir" "mktemp" "mv" "nproc" "od"
+    "paste" "printf" "pwd" "readlink" "realpath" "rm" "rmdir" "seq" "sha256sum" "sleep" "sort"
+    "stat" "tail" "tee" "test" "timeout" "touch" "tr" "true" "uname" "uniq" "wc" "whoami" "yes"
+  ];
+  cacert = hostPkg {
+    pname = "nss-cacert";
+    trees."etc/ssl/certs/ca-bundle.crt" = "/etc/ssl/certs/ca-certificates.crt";
+  };
+
   dockerTools = import ./docker-tools.nix {
-    inherit mkDrv python3 hostPkg;
+    inherit
+      mkDrv
+      python3
+      bashInteractive
+      cacert
+      coreutils
+      ;
   };
 in
 {
@@ -316,12 +321,7 @@ in
   };
   rustPlatform.importCargoLock = import ./import-cargo-lock.nix { inherit mkDrv; };
 
-  coreutils = usrBins "coreutils" [
-    "basename" "cat" "chmod" "chown" "cp" "cut" "date" "dd" "df" "dirname" "du" "echo" "env"
-    "expr" "false" "head" "id" "install" "ln" "ls" "md5sum" "mkdir" "mktemp" "mv" "nproc" "od"
-    "paste" "printf" "pwd" "readlink" "realpath" "rm" "rmdir" "seq" "sha256sum" "sleep" "sort"
-    "stat" "tail" "tee" "test" "timeout" "touch" "tr" "true" "uname" "uniq" "wc" "whoami" "yes"
-  ];
+  inherit coreutils cacert;
   findutils = usrBins "findutils" [ "find" "xargs" ];
   diffutils = usrBins "diffutils" [ "diff" "cmp" ];
   gnugrep = usrBins "gnugrep" [ "grep" ];
@@ -340,10 +340,6 @@ in
   jq = usrBins "jq" [ "jq" ];
   bubblewrap = usrBins "bubblewrap" [ "bwrap" ];
   patchelf = usrBins "patchelf" [ "patchelf" ];
-  cacert = hostPkg {
-    pname = "nss-cacert";
-    trees."etc/ssl/certs/ca-bundle.crt" = "/etc/ssl/certs/ca-certificates.crt";
-  };
   makeWrapper = mkDrv {
     name = "make-wrapper-hook";
     buildCommand = "mkdir $out";

@@ -58,6 +58,26 @@ patchShebangs() {
   done < <(find "$1" -type f -perm -0100 -print0)
 }
 
+# linkTree DEST COLLISIONS PKG...: every file of each PKG symlinked at the same place under DEST
+# (buildEnv's symlink tree, an image's root); a file two install fails unless COLLISIONS is
+# "ignore" (then the first wins).
+linkTree() {
+  local dest=$1 collisions=$2 p f
+  shift 2
+  mkdir -p "$dest"
+  for p in "$@"; do
+    while IFS= read -r f; do
+      mkdir -p "$dest/$(dirname "$f")"
+      if [ -e "$dest/$f" ] || [ -L "$dest/$f" ]; then
+        [ "$collisions" = ignore ] && continue
+        echo "${name:-linkTree}: collision between $(readlink "$dest/$f") and $p/$f; set ignoreCollisions = true or drop one of them" >&2
+        return 1
+      fi
+      ln -s "$p/$f" "$dest/$f"
+    done < <(cd "$p" && find . -mindepth 1 \( -type f -o -type l \) -printf '%P\n' | sort)
+  done
+}
+
 unpackPhase() {
   if [ -d "$src" ]; then
     cp -r --no-preserve=mode "$src" source
