@@ -27,7 +27,8 @@
         profilesJson = ./packages/profiles/profiles.json;
         profileDir = ./packages/profiles/nix;
       };
-      snapshotSpecs = {
+      # ratatui-2148 from its pinned input; every local catalog task from its task.json.
+      snapshotSpecs = import ./nix/snapshots/catalog.nix { catalogDir = ./packages/runner/catalog; } // {
         ratatui-2148 = import ./nix/snapshots/ratatui-2148.nix { src = ratatui; };
       };
       linuxSystems = [
@@ -151,13 +152,21 @@
             name = "image-snapshot-${task}";
             value = imageCheck {
               inherit image;
+              # A rust snapshot carries its lock, its prebuilt target/ and the cargo source replacement.
               requiredFiles = [
-                "workspace/Cargo.lock"
                 "workspace/.git/HEAD"
-                "workspace/target/debug"
-                "cargo-home/config.toml"
                 "flakegym/snapshot.json"
-              ];
+              ]
+              ++ (
+                if image.profile.id == "rust" then
+                  [
+                    "workspace/Cargo.lock"
+                    "workspace/target/debug"
+                    "cargo-home/config.toml"
+                  ]
+                else
+                  [ ]
+              );
             };
           }) snapshots;
         in

@@ -5,7 +5,7 @@ import { REPO_ROOT } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { snapshotSpecOfTask } from "../../../packages/runner/src/snapshots/build.js";
 import { SNAPSHOT_FORMAT } from "../../../packages/runner/src/snapshots/key.js";
-import { loadTask } from "../../../packages/runner/src/tasks/catalog.js";
+import { loadCatalog, loadTask } from "../../../packages/runner/src/tasks/catalog.js";
 import {
   evalSnapshotImage,
   FAKE_HASH,
@@ -22,6 +22,9 @@ import { createStubFlake, DECOYS, type NixImpl, nixImpls, type StubFlake } from 
 // Run with every Nix we have: the system's (Debian 12's 2.8) and a modern one (trixie's 2.26,
 // scripts/ensure-modern-nix), each printing why it is absent.
 const IMPLS = nixImpls();
+/** The catalog tasks whose source is in this repository: the flake has a snapshot image of each. */
+const localCatalogTaskIds = async () =>
+  (await loadCatalog()).filter((t) => t.spec.source.kind === "local").map((t) => t.spec.id);
 
 const LINUX = ["x86_64-linux", "aarch64-linux"] as const;
 const ALL_SYSTEMS = [...LINUX, "x86_64-darwin", "aarch64-darwin"] as const;
@@ -274,6 +277,28 @@ function describeWith(nixImpl: NixImpl) {
       check(
         "snapshot key inputs (the runner's scheme) reach nix/snapshot-key.mjs in the build; key file in the image",
       );
+    });
+
+    it("has a snapshot-<task> package for every local catalog task, with the runner's key inputs", async () => {
+      const tasks = (await loadCatalog()).filter((t) => t.spec.source.kind === "local");
+      const keys = await flake.evalJson<Record<string, Record<string, unknown>>>(
+        "packages.x86_64-linux",
+        `ps: builtins.mapAttrs (n: p: removeAttrs p.snapshot.keyInputs [ "format" "toolchainCommands" ]) (removeAttrs ps (builtins.filter (n: builtins.substring 0 9 n != "snapshot-" || n == "snapshot-ratatui-2148") (builtins.attrNames ps)))`,
+      );
+      expect(Object.keys(keys).sort()).toEqual(tasks.map((t) => `snapshot-${t.spec.id}`).sort());
+      for (const t of tasks) {
+        const spec = snapshotSpecOfTask(t);
+        expect(keys[`snapshot-${spec.taskId}`]).toEqual({
+          task: spec.taskId,
+          repo: spec.repo,
+          commit: spec.commit,
+          profile: spec.profile,
+          install: spec.install,
+          smoke: spec.smoke,
+          network: spec.network,
+        });
+      }
+      check(`snapshot-<task> for the ${tasks.length} local catalog tasks, key inputs as snapshotSpecOfTask`);
     });
 
     it("lib.mkSnapshotImage builds a catalog task's snapshot image with the runner's key inputs and labels", async () => {
@@ -567,6 +592,7 @@ function describeWith(nixImpl: NixImpl) {
         ...nixNames.map((n) => `smoke-${n}`),
         ...nixNames.map((n) => `image-${n}`),
         "image-snapshot-ratatui-2148",
+        ...(await localCatalogTaskIds()).map((id) => `image-snapshot-${id}`),
         "cline-layer-shared",
         "runner-unit-tests",
         "runner",
