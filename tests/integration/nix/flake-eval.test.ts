@@ -562,12 +562,16 @@ function describeWith(nixImpl: NixImpl) {
         });
         expect(apps["default"]).toMatchObject({ type: "app", program: `${pkgs.runner}/bin/flakegym` });
         // the app marks itself (rollout's default backend choice) and names its own flake
-        const [marker, flakeLine, exec, ...rest] = pkgs.text.trim().split("\n");
+        const [marker, flakeLine, closureLine, exec, ...rest] = pkgs.text.trim().split("\n");
         expect([marker, exec, rest]).toEqual([
           "export FLAKEGYM_NIX_APP=1",
           `exec ${pkgs.runner}/bin/flakegym rollout "$@"`,
           [],
         ]);
+        // what the sandboxes bind of the store: the runner's runtime closure (nix/runtime-closure.nix)
+        expect(closureLine).toMatch(
+          /^export FLAKEGYM_STORE_CLOSURE=\/nix\/store\/[0-9a-z]{32}-flakegym-runner-closure$/,
+        );
         // the flake's own source in the store: this checkout's flake.nix
         const self = /^export FLAKEGYM_FLAKE="\$\{FLAKEGYM_FLAKE:-path:(\/\S+)\}"$/.exec(
           flakeLine ?? "",
@@ -578,7 +582,7 @@ function describeWith(nixImpl: NixImpl) {
         );
       }
       check(
-        'apps.<linux>.rollout sets FLAKEGYM_NIX_APP=1 and FLAKEGYM_FLAKE, then execs <runner>/bin/flakegym rollout "$@"',
+        'apps.<linux>.rollout sets FLAKEGYM_NIX_APP=1, FLAKEGYM_FLAKE and FLAKEGYM_STORE_CLOSURE, then execs <runner>/bin/flakegym rollout "$@"',
       );
     });
 

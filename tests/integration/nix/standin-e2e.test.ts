@@ -99,8 +99,13 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
         .split("\n")
         .map((l) => JSON.parse(l) as { policy?: string; reward: number });
       expect(metrics.map((m) => m.reward).sort()).toEqual([0, 1]);
-      const manifest = JSON.parse(readFileSync(join(out, "run.json"), "utf8")) as { nixStorePath?: string };
-      expect(manifest.nixStorePath).toMatch(/^\/nix\/store\/[0-9a-z]{32}-flakegym-/);
+      const manifest = JSON.parse(readFileSync(join(out, "run.json"), "utf8")) as {
+        provenance: { nixStorePath?: string };
+      };
+      // the runner the app wraps (its store path is in the app's closure)
+      const closure = (await flake.nix(["path-info", "--recursive", app])).stdout.split("\n");
+      expect(manifest.provenance.nixStorePath).toMatch(/^\/nix\/store\/[0-9a-z]{32}-flakegym-0/);
+      expect(closure).toContain(manifest.provenance.nixStorePath);
     },
     3_600_000,
   );
