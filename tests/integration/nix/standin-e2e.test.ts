@@ -1,7 +1,8 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { gitIndexStatProblems, incrementalArtefacts } from "./snapshot-repro.js";
 import { createStubFlake, inStore, modernNix, STANDIN_BUILD_ARGS, type StubFlake } from "./stub-flake.js";
 
 /**
@@ -12,10 +13,13 @@ import { createStubFlake, inStore, modernNix, STANDIN_BUILD_ARGS, type StubFlake
  *   - `npm run nix:e2e` (FLAKEGYM_NIX_E2E=1; ~15 min the first time, the npm tarballs and the
  *     Cline core's native build): `nix build .#flakegym-rollout`, then the app on an offline
  *     catalog task with the gold and empty policies: rewards 1 and 0, as from a checkout, and
- *     run.json naming the store path it ran from.
+ *     run.json naming the store path it ran from; and a catalog task's snapshot (C profile: the
+ *     toolchain is the host's, linked) built twice, `--rebuild` failing on any differing byte, with
+ *     no stat data in its git index and no incremental artefacts.
  */
 const FULL = process.env.FLAKEGYM_NIX_E2E === "1";
 const TASK = "semver-lite-caret-zero";
+const SNAPSHOT_TASK = "strbuf-repr-escapes";
 const modern = modernNix();
 const whyNot =
   modern.impl === null
@@ -108,6 +112,25 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
       expect(closure).toContain(manifest.provenance.nixStorePath);
     },
     3_600_000,
+  );
+  it.skipIf(!FULL)(
+    `snapshot-${SNAPSHOT_TASK}: two builds give the same bytes; no index stat data, no incremental dirs`,
+    async () => {
+      const ref = `${flake.ref}#packages.x86_64-linux.snapshot-${SNAPSHOT_TASK}.snapshot.workspace`;
+      const first = await build(ref, 900_000);
+      // --rebuild builds it again and fails when any output byte differs from the first build
+      const again = await flake.nix(
+        ["build", ...flake.overrideArgs, ...STANDIN_BUILD_ARGS, "--rebuild", "--no-link", ref],
+        900_000,
+      );
+      expect(again.exitCode, again.stderr.slice(-3000)).toBe(0);
+      const workspace = join(flake.realPath(first), "workspace");
+      expect(gitIndexStatProblems(readFileSync(join(workspace, ".git/index")))).toEqual([]);
+      const files = readdirSync(workspace, { recursive: true }).map(String);
+      expect(files).toContain("Makefile");
+      expect(incrementalArtefacts(files)).toEqual([]);
+    },
+    1_800_000,
   );
   if (!FULL)
     console.warn(

@@ -19,11 +19,11 @@ copy_libs() {
 }
 
 for spec in ${bins:-}; do
-  name=${spec%%=*}; src=$(readlink -f "${spec#*=}")
-  [ -e "$src" ] || { echo "stand-in $pname: host file ${spec#*=} is missing (install it, or drop $name)" >&2; exit 1; }
-  cp -L "$src" "$out/bin/$name"
-  chmod u+w "$out/bin/$name"
-  if is_elf "$out/bin/$name" && ldd "$src" >/dev/null 2>&1; then copy_libs "$src"; fi
+  bin=${spec%%=*}; src=$(readlink -f "${spec#*=}")
+  [ -e "$src" ] || { echo "stand-in $name: host file ${spec#*=} is missing (install it, or drop $bin from the stand-in)" >&2; exit 1; }
+  cp -L "$src" "$out/bin/$bin"
+  chmod u+w "$out/bin/$bin"
+  if is_elf "$out/bin/$bin" && ldd "$src" >/dev/null 2>&1; then copy_libs "$src"; fi
 done
 for spec in ${trees:-}; do
   dest=${spec%%=*}; src=${spec#*=}
@@ -31,8 +31,9 @@ for spec in ${trees:-}; do
   cp -rL --no-preserve=ownership "$src" "$out/$dest" 2>/dev/null || cp -r --no-preserve=ownership "$src" "$out/$dest"
 done
 for spec in ${links:-}; do
-  name=${spec%%=*}; src=${spec#*=}
-  ln -s "$src" "$out/bin/$name"
+  bin=${spec%%=*}; src=${spec#*=}
+  [ -e "$src" ] || { echo "stand-in $name: host file $src is missing (this machine has no $bin there)" >&2; exit 1; }
+  ln -s "$src" "$out/bin/$bin"
 done
 
 loader=$(find "$out/lib" -maxdepth 1 -name 'ld-linux*.so*' | head -n 1)

@@ -3,8 +3,9 @@
 # (same as tests/nix/stub-nixpkgs, which only evaluates), implemented on this machine's own tools.
 #   - packages are copied from the host with the shared libraries they load, their loader and
 #     RUNPATH patched to the copy (copy-host.sh): a real closure that runs in a sandbox or an image;
-#     toolchains too large to copy (rust via rustup, go, gcc/clang) are links to the host's files
-#     and run only where those are (`standin.kind = "link"`);
+#     toolchains too large to copy (gcc/clang, cmake, rust, go) are links to the host's files
+#     and run only where those are (`standin.kind = "link"`); the node profile's npm tools come
+#     from npm (npm-tools.nix);
 #   - stdenv is setup.sh (phases, hooks, makeWrapper, patchShebangs) on the host's bash and
 #     coreutils, which the build sandbox sees read-only (`sandbox-paths` holds /usr: see docs/nix.md);
 #   - buildEnv, writeShellApplication, runCommand, dockerTools.streamLayeredImage and
@@ -326,7 +327,8 @@ in
   diffutils = usrBins "diffutils" [ "diff" "cmp" ];
   gnugrep = usrBins "gnugrep" [ "grep" ];
   gnused = usrBins "gnused" [ "sed" ];
-  gawk = usrBins "gawk" [ "gawk" "awk" ];
+  # this machine kind has no gawk: its awk (mawk) stands in
+  gawk = usrBins "gawk" [ "awk" ];
   gnupatch = usrBins "patch" [ "patch" ];
   gnutar = usrBins "gnutar" [ "tar" ];
   gzip = usrBins "gzip" [ "gzip" ];
@@ -355,12 +357,14 @@ in
     '';
   };
 
-  # Toolchains linked to the host (rustup's and Go's trees are too large to copy here).
-  rustc = hostPkg { pname = "rustc"; links = { rustc = "/root/.cargo/bin/rustc"; rustdoc = "/root/.cargo/bin/rustdoc"; }; };
-  cargo = hostPkg { pname = "cargo"; links.cargo = "/root/.cargo/bin/cargo"; };
-  clippy = hostPkg { pname = "clippy"; links = { cargo-clippy = "/root/.cargo/bin/cargo-clippy"; clippy-driver = "/root/.cargo/bin/clippy-driver"; }; };
-  rustfmt = hostPkg { pname = "rustfmt"; links = { rustfmt = "/root/.cargo/bin/rustfmt"; cargo-fmt = "/root/.cargo/bin/cargo-fmt"; }; };
-  go = hostPkg { pname = "go"; links = { go = "/usr/local/go/bin/go"; gofmt = "/usr/local/go/bin/gofmt"; }; };
+  # Toolchains linked to the host's Debian paths (their trees are too large to copy here); where the
+  # machine has no such file (rust and go live elsewhere on this machine kind) the build fails
+  # naming it.
+  rustc = hostPkg { pname = "rustc"; links = { rustc = "/usr/bin/rustc"; rustdoc = "/usr/bin/rustdoc"; }; };
+  cargo = hostPkg { pname = "cargo"; links.cargo = "/usr/bin/cargo"; };
+  clippy = hostPkg { pname = "clippy"; links = { cargo-clippy = "/usr/bin/cargo-clippy"; clippy-driver = "/usr/bin/clippy-driver"; }; };
+  rustfmt = hostPkg { pname = "rustfmt"; links = { rustfmt = "/usr/bin/rustfmt"; cargo-fmt = "/usr/bin/cargo-fmt"; }; };
+  go = hostPkg { pname = "go"; links = { go = "/usr/bin/go"; gofmt = "/usr/bin/gofmt"; }; };
   clang = hostPkg { pname = "clang-wrapper"; links = { clang = "/usr/bin/clang"; "clang++" = "/usr/bin/clang++"; cc = "/usr/bin/clang"; "c++" = "/usr/bin/clang++"; cpp = "/usr/bin/cpp"; }; };
   pkg-config = hostPkg { pname = "pkg-config-wrapper"; links.pkg-config = "/usr/bin/pkg-config"; };
   gnumake = usrBins "gnumake" [ "make" ];
@@ -372,10 +376,9 @@ in
   gotestsum = missing "gotestsum";
   poetry = missing "poetry";
   pdm = missing "pdm";
-  pnpm = missing "pnpm";
-  yarn = missing "yarn";
-  typescript = missing "typescript";
-  eslint = missing "eslint";
-  prettier = missing "prettier";
+  inherit (import ./npm-tools.nix {
+    inherit mkDrv cacert bashInteractive;
+    nodejs = nodejs_24;
+  }) pnpm yarn typescript eslint prettier;
   nixfmt = missing "nixfmt";
 }
