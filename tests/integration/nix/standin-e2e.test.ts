@@ -1,7 +1,9 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { podmanImageId, podmanLoadStream } from "../../../packages/runner/src/images/nix-images.js";
+import { CONTAINERS_CONF } from "../../../packages/runner/src/workers/podman/podman-backend.js";
 import { gitIndexStatProblems, incrementalArtefacts } from "./snapshot-repro.js";
 import { createStubFlake, inStore, modernNix, STANDIN_BUILD_ARGS, type StubFlake } from "./stub-flake.js";
 
@@ -15,11 +17,15 @@ import { createStubFlake, inStore, modernNix, STANDIN_BUILD_ARGS, type StubFlake
  *     catalog task with the gold and empty policies: rewards 1 and 0, as from a checkout, and
  *     run.json naming the store path it ran from; and a catalog task's snapshot (C profile: the
  *     toolchain is the host's, linked) built twice, `--rebuild` failing on any differing byte, with
- *     no stat data in its git index and no incremental artefacts.
+ *     no stat data in its git index and no incremental artefacts; and the profile images whose
+ *     tools the stand-in has (dev-base, node) built twice to the same digest, loaded into podman,
+ *     each answering its smoke commands in a container with no network.
  */
 const FULL = process.env.FLAKEGYM_NIX_E2E === "1";
 const TASK = "semver-lite-caret-zero";
 const SNAPSHOT_TASK = "strbuf-repr-escapes";
+/** The profiles whose images the stand-in can fill (the others need tools this machine lacks). */
+const IMAGE_PROFILES = ["dev-base", "node"] as const;
 const modern = modernNix();
 const whyNot =
   modern.impl === null
@@ -132,6 +138,84 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
     },
     1_800_000,
   );
+  for (const profile of IMAGE_PROFILES) {
+    it.skipIf(!FULL)(
+      `${profile} image: same digest from two builds, loads into podman, answers its smoke commands`,
+      async () => {
+        const facts = JSON.parse(
+          (
+            await flake.nix([
+              "eval",
+              "--json",
+              ...flake.overrideArgs,
+              `${flake.ref}#lib.flakegym.x86_64-linux.profiles`,
+            ])
+          ).stdout,
+        ) as Record<string, { nixName: string; smoke: string[] }>;
+        const nixName = facts[profile]?.nixName ?? "";
+        const stream = await build(`${flake.ref}#${nixName}-container`, 2_400_000);
+        // the stream script runs from the store: in its namespace, via a wrapper podman load can spawn
+        const wrapper = join(flake.dir, `stream-${nixName}.sh`);
+        const c = inStore(flake.nixImpl, [stream]);
+        writeFileSync(wrapper, `#!/bin/sh\nexec ${[c.file, ...c.args].map((a) => `'${a}'`).join(" ")}\n`);
+        chmodSync(wrapper, 0o755);
+        const digest = async () => {
+          const r = await execa("sh", ["-c", `'${wrapper}' | sha256sum`], { timeout: 600_000 });
+          return r.stdout.split(" ")[0];
+        };
+        const first = await digest();
+        // `--rebuild` of the image alone rebuilds only its stream script: rebuild every derivation of
+        // the image's own (its config and layer plan, the toolchain tree, the entrypoint), each
+        // compared byte for byte with its first build, then stream it again.
+        const drv = (
+          await flake.nix([
+            "path-info",
+            "--derivation",
+            ...flake.overrideArgs,
+            `${flake.ref}#${nixName}-container`,
+          ])
+        ).stdout.trim();
+        const requisites = await execa(
+          join(dirname(flake.nixImpl.bin), "nix-store"),
+          ["--query", "--requisites", drv],
+          {
+            timeout: 120_000,
+          },
+        );
+        const ours = requisites.stdout
+          .split("\n")
+          .filter((d) => /-(stream-|flakegym-)[^/]*\.drv$|-conf\.drv$/.test(d));
+        expect(ours.length).toBeGreaterThanOrEqual(3);
+        for (const d of ours) {
+          const r = await flake.nix(
+            ["build", ...STANDIN_BUILD_ARGS, "--rebuild", "--no-link", `${d}^*`],
+            1_200_000,
+          );
+          expect(r.exitCode, `${d}: ${r.stderr.slice(-3000)}`).toBe(0);
+        }
+        expect(await digest()).toBe(first);
+
+        const ref = await podmanLoadStream(wrapper, { timeoutMs: 600_000 });
+        expect(ref).toMatch(new RegExp(`^flakegym/${nixName}:[0-9a-z]{32}$`));
+        expect(await podmanImageId(ref, 60_000)).toMatch(/^[0-9a-f]{64}$/);
+        const conf = join(flake.dir, "containers.conf");
+        writeFileSync(conf, CONTAINERS_CONF);
+        try {
+          for (const cmd of facts[profile]?.smoke ?? []) {
+            const r = await execa(
+              "podman",
+              ["run", "--rm", "--runtime", "/usr/sbin/runc", "--network", "none", ref, "sh", "-c", cmd],
+              { reject: false, timeout: 300_000, stdin: "ignore", env: { CONTAINERS_CONF: conf } },
+            );
+            expect(r.exitCode, `${ref}: ${cmd}: ${r.stderr}`).toBe(0);
+          }
+        } finally {
+          await execa("podman", ["rmi", "--force", ref], { reject: false, timeout: 60_000 });
+        }
+      },
+      3_600_000,
+    );
+  }
   if (!FULL)
     console.warn(
       "skipping the full stand-in e2e (nix build + nix run of the rollout app): run `npm run nix:e2e`",

@@ -1,20 +1,22 @@
 # A stand-in package copied from this machine (tests/nix/standin-nixpkgs): each `bins` entry
 # `name=/host/path` lands in $out/bin/name; an ELF one gets the shared libraries it loads copied
-# into $out/lib and its loader and RUNPATH pointed there (patchelf), so the package's closure is
+# into $out/libexec/standin/<package> (a dir of its own, so packages joined by buildEnv do not
+# collide) and its loader and RPATH pointed there (patchelf), so the package's closure is
 # itself: it runs wherever its store path is (a bubblewrap sandbox, an image), never from /usr.
 # `trees` entries `dest=/host/dir` are copied verbatim (a language's own library tree).
 # `links` entries `name=/host/path` are symlinks to the host (tools too large to copy; they run
 # only where the host's file is: said in docs/nix.md).
 set -eu -o pipefail
 export PATH=/usr/bin:/bin
-mkdir -p "$out/bin" "$out/lib"
+libs=$out/libexec/standin/$name
+mkdir -p "$out/bin" "$libs"
 
 is_elf() { [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]; }
 
 copy_libs() {
   ldd "$1" 2>/dev/null | awk '/=> \//{print $3} /^\t\/.*ld-linux/{print $1}' | while read -r lib; do
     base=$(basename "$lib")
-    [ -e "$out/lib/$base" ] || cp -L "$lib" "$out/lib/$base"
+    [ -e "$libs/$base" ] || cp -L "$lib" "$libs/$base"
   done
 }
 
@@ -36,14 +38,14 @@ for spec in ${links:-}; do
   ln -s "$src" "$out/bin/$bin"
 done
 
-loader=$(find "$out/lib" -maxdepth 1 -name 'ld-linux*.so*' | head -n 1)
+loader=$(find "$libs" -maxdepth 1 -name 'ld-linux*.so*' | head -n 1)
 # The executables only (patching the loader or libc breaks them): DT_RPATH, unlike RUNPATH, also
 # serves the libraries' own dependencies.
 for f in "$out"/bin/*; do
   [ -f "$f" ] && [ ! -L "$f" ] && is_elf "$f" && [ -n "$loader" ] || continue
   patchelf --print-interpreter "$f" >/dev/null 2>&1 || continue
   chmod u+w "$f"
-  patchelf --set-interpreter "$loader" --force-rpath --set-rpath "$out/lib" "$f"
+  patchelf --set-interpreter "$loader" --force-rpath --set-rpath "$libs" "$f"
 done
-rmdir "$out/lib" 2>/dev/null || true
+rmdir -p "$libs" 2>/dev/null || true
 eval "${postCopy:-}"

@@ -119,7 +119,7 @@ let
     };
     postCopy = ''
       mkdir -p $out/nix-support
-      echo ${glibc}/lib/ld-linux-x86-64.so.2 > $out/nix-support/dynamic-linker
+      ls ${glibc}/libexec/standin/*/ld-linux*.so* > $out/nix-support/dynamic-linker
     '';
   };
 
