@@ -61,7 +61,7 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
 
   it("a store-built node runs in a sandbox with its closure bound read-only, and not without", async () => {
     const node = await build(
-      `path:${flake.dir}/tests/nix/standin-nixpkgs#legacyPackages.x86_64-linux.nodejs_24`,
+      `path:${flake.dir}/tests/nix?dir=standin-nixpkgs#legacyPackages.x86_64-linux.nodejs_24`,
       300_000,
     );
     const closure = (await flake.nix(["path-info", "--recursive", node])).stdout.trim().split("\n");

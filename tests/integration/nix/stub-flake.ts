@@ -226,7 +226,10 @@ export async function createStubFlake(
     "--no-write-lock-file",
     "--override-input",
     "nixpkgs",
-    `path:${dir}/tests/nix/${options.nixpkgs === "standin" ? "standin-nixpkgs" : "stub-nixpkgs"}`,
+    // the stand-in reads ../nixpkgs-formals.json, so its flake's source is tests/nix (a modern Nix)
+    options.nixpkgs === "standin"
+      ? `path:${dir}/tests/nix?dir=standin-nixpkgs`
+      : `path:${dir}/tests/nix/stub-nixpkgs`,
     "--override-input",
     "ratatui",
     `path:${dir}/tests/nix/stub-ratatui`,

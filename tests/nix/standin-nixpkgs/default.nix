@@ -21,6 +21,24 @@ let
   concatMapStringsSep = sep: f: l: builtins.concatStringsSep sep (map f l);
   shellPath = "${bashInteractive}/bin/bash";
 
+  # nixpkgs' formal arguments (../nixpkgs-formals.json: name -> { arg = has a default; }, the file
+  # the stub is checked against and CI regenerates from real nixpkgs): a call with an argument the
+  # real function lacks, or without a required one, fails here as it would there.
+  formals = (builtins.fromJSON (builtins.readFile ../nixpkgs-formals.json)).formals;
+  withFormals =
+    fname: f: args:
+    let
+      known = formals.${fname};
+      unknown = builtins.filter (n: !(known ? ${n})) (builtins.attrNames args);
+      missing = builtins.filter (n: !known.${n} && !(args ? ${n})) (builtins.attrNames known);
+    in
+    if unknown != [ ] then
+      throw "stand-in ${fname}: unexpected argument(s) ${builtins.toJSON unknown}; nixpkgs' ${fname} takes ${builtins.toJSON (builtins.attrNames known)}"
+    else if missing != [ ] then
+      throw "stand-in ${fname}: missing required argument(s) ${builtins.toJSON missing}"
+    else
+      f args;
+
   # The derivation every builder here makes: bash from the host runs setup.sh, then the phases.
   # passthru/meta stay out of the derivation (as nixpkgs), and are merged onto the result.
   mkDrv = mkDrvWith {
@@ -160,25 +178,20 @@ let
     name: env: buildCommand:
     mkDrv (env // { inherit name buildCommand; });
 
-  writeShellApplication =
-    {
-      name,
-      text,
-      runtimeInputs ? [ ],
-      runtimeEnv ? null,
-      meta ? { },
-      passthru ? { },
-      checkPhase ? null,
-      excludeShellChecks ? [ ],
-      extraShellCheckFlags ? [ ],
-      bashOptions ? [
+  writeShellApplication = withFormals "writeShellApplication" (
+    args@{ name, text, ... }:
+    let
+      runtimeInputs = args.runtimeInputs or [ ];
+      inheritPath = args.inheritPath or true;
+      bashOptions = args.bashOptions or [
         "errexit"
         "nounset"
         "pipefail"
-      ],
-      derivationArgs ? { },
-      inheritPath ? true,
-    }:
+      ];
+      meta = args.meta or { };
+      passthru = args.passthru or { };
+      derivationArgs = args.derivationArgs or { };
+    in
     mkDrv (
       derivationArgs
       // {
@@ -205,56 +218,37 @@ let
           mainProgram = name;
         };
       }
-    );
+    )
+  );
 
-  buildEnv =
-    {
-      manifest ? "",
-      paths,
-      ignoreCollisions ? false,
-      ignoreSingleFileOutputs ? false,
-      includeClosures ? false,
-      checkCollisionContents ? true,
-      pathsToLink ? [ "/" ],
-      extraOutputsToInstall ? [ ],
-      extraPrefix ? "",
-      postBuild ? "",
-      derivationArgs ? { },
-      name ? null,
-      pname ? null,
-      version ? null,
-      nativeBuildInputs ? null,
-      buildInputs ? null,
-      passthru ? null,
-      meta ? null,
-    }:
+  buildEnv = withFormals "buildEnv" (
+    args@{ paths, ... }:
+    let
+      name = args.name or null;
+      passthru = args.passthru or null;
+    in
     mkDrv {
-      name = if name != null then name else "${pname}-${version}";
-      inherit paths postBuild ignoreCollisions;
+      name = if name != null then name else "${args.pname}-${args.version}";
+      inherit paths;
+      postBuild = args.postBuild or "";
+      ignoreCollisions = args.ignoreCollisions or false;
       # Symlink trees, as buildEnv's builder.pl (setup.sh linkTree).
       buildCommand = ''
         linkTree $out "$([ -n "$ignoreCollisions" ] && echo ignore || echo fail)" $paths
         eval "$postBuild"
       '';
       passthru = if passthru == null then { } else passthru;
-    };
+    }
+  );
 
+  # nixpkgs' mkShell passes any other argument on to mkDerivation.
   mkShell =
-    args@{
-      name ? "nix-shell",
-      packages ? [ ],
-      inputsFrom ? [ ],
-      buildInputs ? [ ],
-      nativeBuildInputs ? [ ],
-      propagatedBuildInputs ? [ ],
-      propagatedNativeBuildInputs ? [ ],
-      ...
-    }:
+    args:
     mkDrv (
       removeAttrs args [ "packages" ]
       // {
-        inherit name;
-        nativeBuildInputs = packages ++ nativeBuildInputs;
+        name = args.name or "nix-shell";
+        nativeBuildInputs = (args.packages or [ ]) ++ (args.nativeBuildInputs or [ ]);
         buildCommand = "echo 'a stand-in mkShell is for nix develop only' > $out";
       }
     );
@@ -284,6 +278,7 @@ let
 
   dockerTools = import ./docker-tools.nix {
     inherit
+      withFormals
       mkDrv
       python3
       bashInteractive
@@ -320,7 +315,9 @@ in
         paths = [ python3 ] ++ builtins.filter (p: p != python3) (f python3Packages);
       };
   };
-  rustPlatform.importCargoLock = import ./import-cargo-lock.nix { inherit mkDrv; };
+  rustPlatform.importCargoLock = withFormals "rustPlatform.importCargoLock" (
+    import ./import-cargo-lock.nix { inherit mkDrv; }
+  );
 
   inherit coreutils cacert;
   findutils = usrBins "findutils" [ "find" "xargs" ];

@@ -3,6 +3,7 @@
 # (exportReferencesGraph) as the flake's layeringPipeline asks (stream-image.py `plan`); the last,
 # customisation layer is the contents symlinked into / plus extraCommands.
 {
+  withFormals,
   mkDrv,
   python3,
   bashInteractive,
@@ -25,31 +26,19 @@ let
     };
 in
 {
-  streamLayeredImage =
-    {
-      name,
-      tag ? null,
-      fromImage ? null,
-      contents ? [ ],
-      config ? { },
-      architecture ? null,
-      created ? "1970-01-01T00:00:01Z",
-      mtime ? "1970-01-01T00:00:01Z",
-      uid ? 0,
-      gid ? 0,
-      uname ? "root",
-      gname ? "root",
-      maxLayers ? 100,
-      extraCommands ? "",
-      fakeRootCommands ? "",
-      enableFakechroot ? false,
-      includeStorePaths ? true,
-      includeNixDB ? false,
-      passthru ? { },
-      meta ? { },
-      layeringPipeline ? null,
-      debug ? false,
-    }:
+  streamLayeredImage = withFormals "dockerTools.streamLayeredImage" (
+    args@{ name, ... }:
+    let
+      tag = args.tag or null;
+      fromImage = args.fromImage or null;
+      contents = args.contents or [ ];
+      config = args.config or { };
+      created = args.created or "1970-01-01T00:00:01Z";
+      maxLayers = args.maxLayers or 100;
+      extraCommands = args.extraCommands or "";
+      passthru = args.passthru or { };
+      layeringPipeline = args.layeringPipeline or null;
+    in
     assert fromImage == null || throw "stand-in streamLayeredImage: fromImage is not supported";
     let
       imageName = lower name;
@@ -110,7 +99,8 @@ in
       inherit imageName;
       imageTag = if tag != null then tag else builtins.substring 11 32 conf.outPath;
       isExe = true;
-    };
+    }
+  );
 
   binSh = files "bin-sh" "mkdir -p $out/bin && ln -s ${bashInteractive}/bin/bash $out/bin/sh";
   usrBinEnv = files "usr-bin-env" "mkdir -p $out/usr/bin && ln -s ${coreutils}/bin/env $out/usr/bin/env";

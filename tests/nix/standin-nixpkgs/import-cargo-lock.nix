@@ -2,14 +2,10 @@
 # Crates cannot be fetched on this machine kind, so only a lock whose every package is local (no
 # `source`) vendors here (an empty directory); one with registry or git crates fails naming them.
 { mkDrv }:
-{
-  lockFile ? null,
-  lockFileContents ? null,
-  allowBuiltinFetchGit ? false,
-  extraRegistries ? { },
-  outputHashes ? { },
-}:
+args:
 let
+  lockFile = args.lockFile or null;
+  lockFileContents = args.lockFileContents or null;
   parsed = builtins.fromTOML (if lockFile != null then builtins.readFile lockFile else lockFileContents);
   deps = builtins.filter (p: p ? source) (parsed.package or [ ]);
 in
