@@ -9,6 +9,7 @@ import { loadCatalog, loadTask } from "../../../packages/runner/src/tasks/catalo
 import {
   evalSnapshotImage,
   FAKE_HASH,
+  keyInputsOfSpec,
   LEFT_PAD_INTEGRITY,
   writeSnapshotSources,
 } from "./snapshot-sources.js";
@@ -288,15 +289,7 @@ function describeWith(nixImpl: NixImpl) {
       expect(Object.keys(keys).sort()).toEqual(tasks.map((t) => `snapshot-${t.spec.id}`).sort());
       for (const t of tasks) {
         const spec = snapshotSpecOfTask(t);
-        expect(keys[`snapshot-${spec.taskId}`]).toEqual({
-          task: spec.taskId,
-          repo: spec.repo,
-          commit: spec.commit,
-          profile: spec.profile,
-          install: spec.install,
-          smoke: spec.smoke,
-          network: spec.network,
-        });
+        expect(keys[`snapshot-${spec.taskId}`]).toEqual(keyInputsOfSpec(spec));
       }
       check(`snapshot-<task> for the ${tasks.length} local catalog tasks, key inputs as snapshotSpecOfTask`);
     });
@@ -327,17 +320,9 @@ function describeWith(nixImpl: NixImpl) {
         labels: Record<string, string>;
         keyInputs: Record<string, unknown>;
       };
-      const runnerInputs = {
-        format: SNAPSHOT_FORMAT,
-        repo: spec.repo,
-        commit: spec.commit,
-        profile: spec.profile,
-        install: spec.install,
-        smoke: spec.smoke,
-        network: spec.network,
-      };
+      const runnerInputs = { format: SNAPSHOT_FORMAT, ...keyInputsOfSpec(spec) };
       // the key computed in the build hashes these (plus the toolchain measured there): the runner's
-      expect(out.keyInputs).toMatchObject({ task: spec.taskId, ...runnerInputs });
+      expect(out.keyInputs).toMatchObject(runnerInputs);
       expect(out.labels).toMatchObject({
         "org.flakegym.task": spec.taskId,
         "org.flakegym.snapshot.format": String(SNAPSHOT_FORMAT),

@@ -80,3 +80,17 @@ export function evalSnapshotImage(
     `lib: let img = lib.mkSnapshotImage { ${args} }; w = img.snapshot.workspace; in ${body}`,
   ]);
 }
+
+/** A runner snapshot spec's key inputs as the flake records them (`snapshot.keyInputs`). */
+export function keyInputsOfSpec(spec: {
+  readonly taskId: string;
+  readonly repo: string;
+  readonly commit: string;
+  readonly profile: string;
+  readonly install: readonly string[];
+  readonly smoke: readonly string[];
+  readonly network: string;
+}): Record<string, unknown> {
+  const { taskId, repo, commit, profile, install, smoke, network } = spec;
+  return { task: taskId, repo, commit, profile, install, smoke, network };
+}
