@@ -196,7 +196,7 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
         expect(await digest()).toBe(first);
 
         const ref = await podmanLoadStream(wrapper, { timeoutMs: 600_000 });
-        expect(ref).toMatch(new RegExp(`^flakegym/${nixName}:[0-9a-z]{32}$`));
+        expect(ref).toMatch(new RegExp(`^(localhost/)?flakegym/${nixName}:[0-9a-z]{32}$`));
         expect(await podmanImageId(ref, 60_000)).toMatch(/^[0-9a-f]{64}$/);
         const conf = join(flake.dir, "containers.conf");
         writeFileSync(conf, CONTAINERS_CONF);
