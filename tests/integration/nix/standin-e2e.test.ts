@@ -1,6 +1,6 @@
 import { chmodSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { execa } from "execa";
+import { execa, execaSync } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { podmanImageId, podmanLoadStream } from "../../../packages/runner/src/images/nix-images.js";
 import { CONTAINERS_CONF } from "../../../packages/runner/src/workers/podman/podman-backend.js";
@@ -27,6 +27,9 @@ const SNAPSHOT_TASK = "strbuf-repr-escapes";
 /** The profiles whose images the stand-in can fill (the others need tools this machine lacks). */
 const IMAGE_PROFILES = ["dev-base", "node"] as const;
 const modern = modernNix();
+const MISSING_TOOLS = ["patchelf", "rg", "bwrap"].filter(
+  (t) => execaSync("sh", ["-c", `command -v ${t}`], { reject: false }).exitCode !== 0,
+);
 const whyNot =
   modern.impl === null
     ? `no modern Nix: ${modern.reason}`
@@ -34,7 +37,9 @@ const whyNot =
       ? "needs root (a private store is bound at /nix/store in a mount namespace)"
       : process.arch !== "x64"
         ? "the stand-in nixpkgs builds for x86_64-linux only"
-        : "";
+        : MISSING_TOOLS.length
+          ? `the stand-in nixpkgs copies host tools with ${MISSING_TOOLS.join(", ")}, missing here (sh scripts/ensure-system-deps)`
+          : "";
 if (whyNot) console.warn(`skipping the stand-in nixpkgs e2e: ${whyNot}`);
 
 describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nixpkgs", () => {
