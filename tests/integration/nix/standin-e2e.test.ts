@@ -15,15 +15,15 @@ import { createStubFlake, inStore, modernNix, STANDIN_BUILD_ARGS, type StubFlake
  *   - `npm run nix:e2e` (FLAKEGYM_NIX_E2E=1; ~15 min the first time, the npm tarballs and the
  *     Cline core's native build): `nix build .#flakegym-rollout`, then the app on an offline
  *     catalog task with the gold and empty policies: rewards 1 and 0, as from a checkout, and
- *     run.json naming the store path it ran from; and a catalog task's snapshot (C profile: the
- *     toolchain is the host's, linked) built twice, `--rebuild` failing on any differing byte, with
+ *     run.json naming the store path it ran from; and a catalog task's snapshot (node profile: every
+ *     tool of it is in the stand-in) built twice, `--rebuild` failing on any differing byte, with
  *     no stat data in its git index and no incremental artefacts; and the profile images whose
  *     tools the stand-in has (dev-base, node) built twice to the same digest, loaded into podman,
  *     each answering its smoke commands in a container with no network.
  */
 const FULL = process.env.FLAKEGYM_NIX_E2E === "1";
 const TASK = "semver-lite-caret-zero";
-const SNAPSHOT_TASK = "strbuf-repr-escapes";
+const SNAPSHOT_TASK = "semver-lite-caret-zero";
 /** The profiles whose images the stand-in can fill (the others need tools this machine lacks). */
 const IMAGE_PROFILES = ["dev-base", "node"] as const;
 const modern = modernNix();
@@ -138,7 +138,7 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
       const workspace = join(flake.realPath(first), "workspace");
       expect(gitIndexStatProblems(readFileSync(join(workspace, ".git/index")))).toEqual([]);
       const files = readdirSync(workspace, { recursive: true }).map(String);
-      expect(files).toContain("Makefile");
+      expect(files).toContain("package.json");
       expect(incrementalArtefacts(files)).toEqual([]);
     },
     1_800_000,
