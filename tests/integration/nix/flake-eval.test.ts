@@ -547,7 +547,7 @@ function describeWith(nixImpl: NixImpl) {
         });
         expect(apps["default"]).toMatchObject({ type: "app", program: `${pkgs.runner}/bin/flakegym` });
         // the app marks itself (rollout's default backend choice) and names its own flake
-        const [marker, flakeLine, closureLine, exec, ...rest] = pkgs.text.trim().split("\n");
+        const [marker, closureLine, flakeLine, exec, ...rest] = pkgs.text.trim().split("\n");
         expect([marker, exec, rest]).toEqual([
           "export FLAKEGYM_NIX_APP=1",
           `exec ${pkgs.runner}/bin/flakegym rollout "$@"`,
