@@ -1,5 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { SnapshotSpec } from "../../../packages/runner/src/snapshots/build.js";
 import type { StubFlake } from "./stub-flake.js";
 
 /**
@@ -82,15 +83,9 @@ export function evalSnapshotImage(
 }
 
 /** A runner snapshot spec's key inputs as the flake records them (`snapshot.keyInputs`). */
-export function keyInputsOfSpec(spec: {
-  readonly taskId: string;
-  readonly repo: string;
-  readonly commit: string;
-  readonly profile: string;
-  readonly install: readonly string[];
-  readonly smoke: readonly string[];
-  readonly network: string;
-}): Record<string, unknown> {
+export function keyInputsOfSpec(
+  spec: Pick<SnapshotSpec, "taskId" | "repo" | "commit" | "profile" | "install" | "smoke" | "network">,
+): Record<string, unknown> {
   const { taskId, repo, commit, profile, install, smoke, network } = spec;
   return { task: taskId, repo, commit, profile, install, smoke, network };
 }
