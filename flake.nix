@@ -27,7 +27,8 @@
         profilesJson = ./packages/profiles/profiles.json;
         profileDir = ./packages/profiles/nix;
       };
-      snapshotSpecs = {
+      # ratatui-2148 from its pinned input; every local catalog task from its task.json.
+      snapshotSpecs = import ./nix/snapshots/catalog.nix { catalogDir = ./packages/runner/catalog; } // {
         ratatui-2148 = import ./nix/snapshots/ratatui-2148.nix { src = ratatui; };
       };
       linuxSystems = [
@@ -95,12 +96,18 @@
             manifest = ./package.json;
             nodeModules = runtimeModules;
           };
+          runtimeClosure = import ./nix/runtime-closure.nix { inherit pkgs; } {
+            name = "flakegym-runner";
+            roots = [ runner ];
+          };
           rollout = pkgs.writeShellApplication {
             name = "flakegym-rollout";
             # FLAKEGYM_NIX_APP: choose the flake's images by default (docs/nix.md); FLAKEGYM_FLAKE:
-            # this flake, for `nix facts` and `images` (a user's own setting wins).
+            # this flake, for `nix facts` and `images` (a user's own setting wins);
+            # FLAKEGYM_STORE_CLOSURE: what the sandboxes bind of the store (the runner's closure).
             text = ''
               export FLAKEGYM_NIX_APP=1
+              export FLAKEGYM_STORE_CLOSURE=${runtimeClosure}
               export FLAKEGYM_FLAKE="''${FLAKEGYM_FLAKE:-${flakeRef}}"
               exec ${runner}/bin/flakegym rollout "$@"
             '';
@@ -145,13 +152,21 @@
             name = "image-snapshot-${task}";
             value = imageCheck {
               inherit image;
+              # A rust snapshot carries its lock, its prebuilt target/ and the cargo source replacement.
               requiredFiles = [
-                "workspace/Cargo.lock"
                 "workspace/.git/HEAD"
-                "workspace/target/debug"
-                "cargo-home/config.toml"
                 "flakegym/snapshot.json"
-              ];
+              ]
+              ++ (
+                if image.profile.id == "rust" then
+                  [
+                    "workspace/Cargo.lock"
+                    "workspace/target/debug"
+                    "cargo-home/config.toml"
+                  ]
+                else
+                  [ ]
+              );
             };
           }) snapshots;
         in

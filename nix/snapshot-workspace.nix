@@ -82,6 +82,11 @@ else
 
         ${util.concatLines (map (cmd: "echo + ${util.escapeShellArg cmd}\n${cmd}") spec.install)}
 
+        # The index git add wrote holds each file's ctime, mtime, device and inode: rewritten from
+        # HEAD it holds none (git refreshes it on first use), so two builds give the same bytes.
+        rm -f .git/index
+        git read-tree HEAD
+
         node ${./snapshot-key.mjs} "$keySpecPath" > "$TMPDIR/snapshot.json"
         cat "$TMPDIR/snapshot.json"
         runHook postBuild

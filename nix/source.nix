@@ -51,7 +51,9 @@ let
         builtins.elem top topDirs
         # The profile Nix files belong to the flake, not to the runner's sources.
         && !(util.hasPrefix "packages/profiles/nix" rel)
-        && (withTests || !(builtins.elem "test" parts))
+        # A package's own unit tests (packages/<pkg>/test), not every dir named `test`: catalog
+        # tasks' repositories keep theirs (packages/runner/catalog/<task>/repo/test).
+        && (withTests || !(builtins.length parts >= 3 && builtins.elemAt parts 2 == "test"))
     );
 in
 builtins.path {

@@ -24,7 +24,9 @@ else
   kind = "cargo-lock";
   drvArgs = { inherit cargoDeps cargoConfig; };
   passAsFile = [ "cargoConfig" ];
+  # CARGO_INCREMENTAL=0: no incremental session dirs (timestamped, never reproducible) in target/.
   setup = ''
+    export CARGO_INCREMENTAL=0
     export CARGO_HOME="$TMPDIR/cargo-home"
     mkdir -p "$CARGO_HOME"
     cp "$cargoConfigPath" "$CARGO_HOME/config.toml"
@@ -36,6 +38,7 @@ else
   imageDirs = [ "cargo-home" ];
   imageEnv = {
     CARGO_HOME = "/cargo-home";
+    CARGO_INCREMENTAL = "0";
   };
   passthru = { inherit cargoDeps; };
 }

@@ -5,10 +5,11 @@ import { REPO_ROOT } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { snapshotSpecOfTask } from "../../../packages/runner/src/snapshots/build.js";
 import { SNAPSHOT_FORMAT } from "../../../packages/runner/src/snapshots/key.js";
-import { loadTask } from "../../../packages/runner/src/tasks/catalog.js";
+import { loadCatalog, loadTask } from "../../../packages/runner/src/tasks/catalog.js";
 import {
   evalSnapshotImage,
   FAKE_HASH,
+  keyInputsOfSpec,
   LEFT_PAD_INTEGRITY,
   writeSnapshotSources,
 } from "./snapshot-sources.js";
@@ -22,6 +23,9 @@ import { createStubFlake, DECOYS, type NixImpl, nixImpls, type StubFlake } from 
 // Run with every Nix we have: the system's (Debian 12's 2.8) and a modern one (trixie's 2.26,
 // scripts/ensure-modern-nix), each printing why it is absent.
 const IMPLS = nixImpls();
+/** The catalog tasks whose source is in this repository: the flake has a snapshot image of each. */
+const localCatalogTaskIds = async () =>
+  (await loadCatalog()).filter((t) => t.spec.source.kind === "local").map((t) => t.spec.id);
 
 const LINUX = ["x86_64-linux", "aarch64-linux"] as const;
 const ALL_SYSTEMS = [...LINUX, "x86_64-darwin", "aarch64-darwin"] as const;
@@ -276,6 +280,20 @@ function describeWith(nixImpl: NixImpl) {
       );
     });
 
+    it("has a snapshot-<task> package for every local catalog task, with the runner's key inputs", async () => {
+      const tasks = (await loadCatalog()).filter((t) => t.spec.source.kind === "local");
+      const keys = await flake.evalJson<Record<string, Record<string, unknown>>>(
+        "packages.x86_64-linux",
+        `ps: builtins.mapAttrs (n: p: removeAttrs p.snapshot.keyInputs [ "format" "toolchainCommands" ]) (removeAttrs ps (builtins.filter (n: builtins.substring 0 9 n != "snapshot-" || n == "snapshot-ratatui-2148") (builtins.attrNames ps)))`,
+      );
+      expect(Object.keys(keys).sort()).toEqual(tasks.map((t) => `snapshot-${t.spec.id}`).sort());
+      for (const t of tasks) {
+        const spec = snapshotSpecOfTask(t);
+        expect(keys[`snapshot-${spec.taskId}`]).toEqual(keyInputsOfSpec(spec));
+      }
+      check(`snapshot-<task> for the ${tasks.length} local catalog tasks, key inputs as snapshotSpecOfTask`);
+    });
+
     it("lib.mkSnapshotImage builds a catalog task's snapshot image with the runner's key inputs and labels", async () => {
       const task = await loadTask("tinygauge-vertical");
       const spec = snapshotSpecOfTask(task);
@@ -302,17 +320,9 @@ function describeWith(nixImpl: NixImpl) {
         labels: Record<string, string>;
         keyInputs: Record<string, unknown>;
       };
-      const runnerInputs = {
-        format: SNAPSHOT_FORMAT,
-        repo: spec.repo,
-        commit: spec.commit,
-        profile: spec.profile,
-        install: spec.install,
-        smoke: spec.smoke,
-        network: spec.network,
-      };
+      const runnerInputs = { format: SNAPSHOT_FORMAT, ...keyInputsOfSpec(spec) };
       // the key computed in the build hashes these (plus the toolchain measured there): the runner's
-      expect(out.keyInputs).toMatchObject({ task: spec.taskId, ...runnerInputs });
+      expect(out.keyInputs).toMatchObject(runnerInputs);
       expect(out.labels).toMatchObject({
         "org.flakegym.task": spec.taskId,
         "org.flakegym.snapshot.format": String(SNAPSHOT_FORMAT),
@@ -455,9 +465,11 @@ function describeWith(nixImpl: NixImpl) {
       );
       for (const decoy of DECOYS) expect(files).not.toContain(decoy);
       expect(files.filter((f) => f.split("/").includes("node_modules"))).toEqual([]);
-      expect(files.filter((f) => /(^|\/)test\//.test(f) || f.startsWith("packages/profiles/nix/"))).toEqual(
-        [],
-      );
+      expect(
+        files.filter((f) => /^packages\/[^/]+\/test\//.test(f) || f.startsWith("packages/profiles/nix/")),
+      ).toEqual([]);
+      // a catalog task's repository keeps its test/ dir (only the packages' unit tests are dropped)
+      expect(files).toContain("packages/runner/catalog/semver-lite-caret-zero/repo/test/semver.test.mjs");
       expect(files.filter((f) => /^(flake\.|nix\/|docs\/|tests\/|\.github\/)/.test(f))).toEqual([]);
       check(`runner source is filtered (${files.length} files; no node_modules, dist, tests, nix)`);
 
@@ -535,12 +547,16 @@ function describeWith(nixImpl: NixImpl) {
         });
         expect(apps["default"]).toMatchObject({ type: "app", program: `${pkgs.runner}/bin/flakegym` });
         // the app marks itself (rollout's default backend choice) and names its own flake
-        const [marker, flakeLine, exec, ...rest] = pkgs.text.trim().split("\n");
+        const [marker, closureLine, flakeLine, exec, ...rest] = pkgs.text.trim().split("\n");
         expect([marker, exec, rest]).toEqual([
           "export FLAKEGYM_NIX_APP=1",
           `exec ${pkgs.runner}/bin/flakegym rollout "$@"`,
           [],
         ]);
+        // what the sandboxes bind of the store: the runner's runtime closure (nix/runtime-closure.nix)
+        expect(closureLine).toMatch(
+          /^export FLAKEGYM_STORE_CLOSURE=\/nix\/store\/[0-9a-z]{32}-flakegym-runner-closure$/,
+        );
         // the flake's own source in the store: this checkout's flake.nix
         const self = /^export FLAKEGYM_FLAKE="\$\{FLAKEGYM_FLAKE:-path:(\/\S+)\}"$/.exec(
           flakeLine ?? "",
@@ -551,7 +567,7 @@ function describeWith(nixImpl: NixImpl) {
         );
       }
       check(
-        'apps.<linux>.rollout sets FLAKEGYM_NIX_APP=1 and FLAKEGYM_FLAKE, then execs <runner>/bin/flakegym rollout "$@"',
+        'apps.<linux>.rollout sets FLAKEGYM_NIX_APP=1, FLAKEGYM_FLAKE and FLAKEGYM_STORE_CLOSURE, then execs <runner>/bin/flakegym rollout "$@"',
       );
     });
 
@@ -565,6 +581,7 @@ function describeWith(nixImpl: NixImpl) {
         ...nixNames.map((n) => `smoke-${n}`),
         ...nixNames.map((n) => `image-${n}`),
         "image-snapshot-ratatui-2148",
+        ...(await localCatalogTaskIds()).map((id) => `image-snapshot-${id}`),
         "cline-layer-shared",
         "runner-unit-tests",
         "runner",

@@ -9,6 +9,7 @@ import { snapshotImageExpr } from "../../../packages/runner/src/images/snapshot-
 import { nixBuildCapability } from "../../../packages/runner/src/images/targets.js";
 import { snapshotSpecOfTask } from "../../../packages/runner/src/snapshots/build.js";
 import { loadTask } from "../../../packages/runner/src/tasks/catalog.js";
+import { keyInputsOfSpec } from "./snapshot-sources.js";
 import { createStubFlake, NIX_BASE_ARGS } from "./stub-flake.js";
 
 // `flakegym images`: on a machine whose Nix cannot evaluate nixpkgs (this one: Debian's 2.8; no
@@ -130,15 +131,7 @@ describe.skipIf(SYSTEM_NIX === undefined)(
           labels: Record<string, string>;
         }[];
         specs.forEach(({ spec }, i) => {
-          expect(out[i]!.keyInputs, spec.taskId).toMatchObject({
-            task: spec.taskId,
-            repo: spec.repo,
-            commit: spec.commit,
-            profile: spec.profile,
-            install: spec.install,
-            smoke: spec.smoke,
-            network: spec.network,
-          });
+          expect(out[i]!.keyInputs, spec.taskId).toMatchObject(keyInputsOfSpec(spec));
           expect(out[i]!.labels["org.flakegym.snapshot.profile"], spec.taskId).toBe(spec.profile);
           expect(out[i]!.labels["org.flakegym.snapshot.install"], spec.taskId).toBe(
             JSON.stringify(spec.install),

@@ -1,5 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { SnapshotSpec } from "../../../packages/runner/src/snapshots/build.js";
 import type { StubFlake } from "./stub-flake.js";
 
 /**
@@ -79,4 +80,12 @@ export function evalSnapshotImage(
     "--apply",
     `lib: let img = lib.mkSnapshotImage { ${args} }; w = img.snapshot.workspace; in ${body}`,
   ]);
+}
+
+/** A runner snapshot spec's key inputs as the flake records them (`snapshot.keyInputs`). */
+export function keyInputsOfSpec(
+  spec: Pick<SnapshotSpec, "taskId" | "repo" | "commit" | "profile" | "install" | "smoke" | "network">,
+): Record<string, unknown> {
+  const { taskId, repo, commit, profile, install, smoke, network } = spec;
+  return { task: taskId, repo, commit, profile, install, smoke, network };
 }

@@ -147,9 +147,52 @@ export const NIX_BASE_ARGS = [
   "",
 ] as const;
 
+/**
+ * What a build against the stand-in nixpkgs needs from the modern Nix's private store: no build
+ * hook (the wrapper's loader cannot re-exec it), and the host's tools visible read-only in the
+ * build sandbox (a diverted store always builds in one), which the stand-in's packages are made of.
+ */
+export const STANDIN_BUILD_ARGS = [
+  "--option",
+  "build-hook",
+  "",
+  "--option",
+  "sandbox-paths",
+  "/bin /usr /lib /lib64 /etc/ssl /etc/alternatives",
+  "--max-jobs",
+  "4",
+] as const;
+
+/**
+ * argv run where the store paths `nix` printed exist: the private store bound at /nix/store in a
+ * mount namespace of its own (what `nix run` does for a diverted store), or as is for the
+ * system's store. Needs root (mount) for a private store.
+ */
+export function inStore(nixImpl: NixImpl, argv: readonly string[]): { file: string; args: string[] } {
+  if (nixImpl.storeRoot === "") return { file: argv[0] ?? "", args: argv.slice(1) };
+  return {
+    file: "unshare",
+    args: [
+      "--mount",
+      "--propagation",
+      "private",
+      "sh",
+      "-c",
+      'mount --bind "$0" /nix/store && exec "$@"',
+      `${nixImpl.storeRoot}/nix/store`,
+      ...argv,
+    ],
+  };
+}
+
 /** Copies the repository's files (tracked and untracked, not ignored) into a temp dir. */
 export async function createStubFlake(
-  options: { mutate?: (dir: string) => Promise<void>; nixImpl?: NixImpl } = {},
+  options: {
+    mutate?: (dir: string) => Promise<void>;
+    nixImpl?: NixImpl;
+    /** The nixpkgs the copy uses: the evaluation stub (default) or the stand-in that builds. */
+    nixpkgs?: "stub" | "standin";
+  } = {},
 ): Promise<StubFlake> {
   const tmp: TempDir = await makeTempDir("flakegym-flake-");
   const dir = join(tmp.path, "flake");
@@ -183,7 +226,10 @@ export async function createStubFlake(
     "--no-write-lock-file",
     "--override-input",
     "nixpkgs",
-    `path:${dir}/tests/nix/stub-nixpkgs`,
+    // the stand-in reads ../nixpkgs-formals.json, so its flake's source is tests/nix (a modern Nix)
+    options.nixpkgs === "standin"
+      ? `path:${dir}/tests/nix?dir=standin-nixpkgs`
+      : `path:${dir}/tests/nix/stub-nixpkgs`,
     "--override-input",
     "ratatui",
     `path:${dir}/tests/nix/stub-ratatui`,

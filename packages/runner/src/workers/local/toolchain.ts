@@ -1,6 +1,8 @@
+import { readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { ProfileId } from "@flakegym/profiles";
 import { execa } from "execa";
+import { nixStorePathOf } from "../../nix/store-path.js";
 import type { Bind } from "./bwrap-args.js";
 
 /**
@@ -35,9 +37,50 @@ async function rustSysroot(): Promise<string | undefined> {
   return r.exitCode === 0 && r.stdout.trim() ? r.stdout.trim() : undefined;
 }
 
-/** The node runtime: bound from outside /usr when the runner's own node lives elsewhere. */
-export function nodeBinds(execPath: string = process.execPath): { binds: Bind[]; path: string[] } {
+/** Where Nix keeps packages. A node from it loads its own loader and libraries from the store. */
+export const NIX_STORE_DIR = "/nix/store";
+/**
+ * A file listing the store paths the runner needs at run time, one a line (the flake's
+ * `flakegym-rollout` app sets it: nix/runtime-closure.nix). Without it a store-built node gets the
+ * whole store, read-only.
+ */
+export const STORE_CLOSURE_ENV = "FLAKEGYM_STORE_CLOSURE";
+
+/** The store paths listed in a closure file's text (blank lines and non-store lines dropped). */
+export function parseStoreClosure(text: string): string[] {
+  return text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => nixStorePathOf(l) === l);
+}
+
+function storeClosureFromEnv(): string[] | undefined {
+  const file = process.env[STORE_CLOSURE_ENV];
+  if (!file) return undefined;
+  try {
+    return parseStoreClosure(readFileSync(file, "utf8"));
+  } catch (e) {
+    throw new Error(
+      `${STORE_CLOSURE_ENV}=${file} cannot be read (${(e as Error).message}); unset it or point it at the runtime closure file`,
+    );
+  }
+}
+
+/**
+ * The node runtime inside the sandbox: nothing for a node under /usr (bound anyway); a node from
+ * the Nix store at its own path with its runtime closure read-only (its loader, libraries and the
+ * Cline core live there; `closure` undefined binds the whole store read-only); any other node's
+ * prefix at /opt/node.
+ */
+export function nodeBinds(
+  execPath: string = process.execPath,
+  closure: readonly string[] | undefined = nixStorePathOf(execPath) ? storeClosureFromEnv() : undefined,
+): { binds: Bind[]; path: string[] } {
   if (execPath.startsWith("/usr/")) return { binds: [], path: [] };
+  if (nixStorePathOf(execPath)) {
+    const paths = closure?.length ? closure : [NIX_STORE_DIR];
+    return { binds: paths.map((p) => ({ src: p, dest: p })), path: [dirname(execPath)] };
+  }
   const prefix = dirname(dirname(execPath));
   return { binds: [{ src: prefix, dest: SANDBOX_NODE_DIR }], path: [`${SANDBOX_NODE_DIR}/bin`] };
 }

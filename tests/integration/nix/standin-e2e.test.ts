@@ -1,0 +1,228 @@
+import { chmodSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { execa, execaSync } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { podmanImageId, podmanLoadStream } from "../../../packages/runner/src/images/nix-images.js";
+import { CONTAINERS_CONF } from "../../../packages/runner/src/workers/podman/podman-backend.js";
+import { gitIndexStatProblems, incrementalArtefacts } from "./snapshot-repro.js";
+import { createStubFlake, inStore, modernNix, STANDIN_BUILD_ARGS, type StubFlake } from "./stub-flake.js";
+
+/**
+ * The flake's real outputs built and run against the stand-in nixpkgs (tests/nix/standin-nixpkgs)
+ * with the modern Nix and its private /nix/store (docs/nix.md "The stand-in nixpkgs").
+ *   - always (a reduced form, ~15 s): the stand-in's Node builds as a store closure; in a
+ *     bubblewrap sandbox it runs with that closure bound read-only and fails without it;
+ *   - `npm run nix:e2e` (FLAKEGYM_NIX_E2E=1; ~15 min the first time, the npm tarballs and the
+ *     Cline core's native build): `nix build .#flakegym-rollout`, then the app on an offline
+ *     catalog task with the gold and empty policies: rewards 1 and 0, as from a checkout, and
+ *     run.json naming the store path it ran from; and a catalog task's snapshot (node profile: every
+ *     tool of it is in the stand-in) built twice, `--rebuild` failing on any differing byte, with
+ *     no stat data in its git index and no incremental artefacts; and the profile images whose
+ *     tools the stand-in has (dev-base, node) built twice to the same digest, loaded into podman,
+ *     each answering its smoke commands in a container with no network.
+ */
+const FULL = process.env.FLAKEGYM_NIX_E2E === "1";
+const TASK = "semver-lite-caret-zero";
+const SNAPSHOT_TASK = "semver-lite-caret-zero";
+/** The profiles whose images the stand-in can fill (the others need tools this machine lacks). */
+const IMAGE_PROFILES = ["dev-base", "node"] as const;
+const modern = modernNix();
+const MISSING_TOOLS = ["patchelf", "rg", "bwrap"].filter(
+  (t) => execaSync("sh", ["-c", `command -v ${t}`], { reject: false }).exitCode !== 0,
+);
+const whyNot =
+  modern.impl === null
+    ? `no modern Nix: ${modern.reason}`
+    : process.getuid?.() !== 0
+      ? "needs root (a private store is bound at /nix/store in a mount namespace)"
+      : process.arch !== "x64"
+        ? "the stand-in nixpkgs builds for x86_64-linux only"
+        : MISSING_TOOLS.length
+          ? `the stand-in nixpkgs copies host tools with ${MISSING_TOOLS.join(", ")}, missing here (sh scripts/ensure-system-deps)`
+          : "";
+if (whyNot) console.warn(`skipping the stand-in nixpkgs e2e: ${whyNot}`);
+
+describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nixpkgs", () => {
+  let flake: StubFlake;
+  beforeAll(async () => {
+    if (!modern.impl) return;
+    flake = await createStubFlake({ nixImpl: modern.impl, nixpkgs: "standin" });
+  });
+  afterAll(async () => flake?.cleanup());
+
+  const build = async (ref: string, timeoutMs: number): Promise<string> => {
+    const r = await flake.nix(
+      ["build", ...flake.overrideArgs, ...STANDIN_BUILD_ARGS, "--print-out-paths", "--no-link", ref],
+      timeoutMs,
+    );
+    if (r.exitCode !== 0)
+      throw new Error(`nix build ${ref} failed (exit ${r.exitCode}):\n${r.stderr.slice(-4000)}`);
+    return r.stdout.trim().split("\n").at(-1) ?? "";
+  };
+  const run = (argv: string[], timeoutMs: number) => {
+    const c = inStore(flake.nixImpl, argv);
+    return execa(c.file, c.args, { reject: false, timeout: timeoutMs, stdin: "ignore", all: true });
+  };
+
+  it("a store-built node runs in a sandbox with its closure bound read-only, and not without", async () => {
+    const node = await build(
+      `path:${flake.dir}/tests/nix?dir=standin-nixpkgs#legacyPackages.x86_64-linux.nodejs_24`,
+      300_000,
+    );
+    const closure = (await flake.nix(["path-info", "--recursive", node])).stdout.trim().split("\n");
+    expect(closure.length).toBeGreaterThan(0);
+    const script = "console.log(process.execPath)";
+    const bwrap = ["bwrap", "--unshare-net", "--proc", "/proc", "--dev", "/dev"];
+    const withClosure = await run(
+      [...bwrap, ...closure.flatMap((p) => ["--ro-bind", p, p]), `${node}/bin/node`, "-e", script],
+      60_000,
+    );
+    expect(withClosure.stdout).toBe(`${node}/bin/node`);
+    expect(withClosure.exitCode).toBe(0);
+    const without = await run(
+      [...bwrap, "--ro-bind", "/usr", "/usr", `${node}/bin/node`, "-e", script],
+      60_000,
+    );
+    expect(without.exitCode).not.toBe(0);
+  });
+
+  it.skipIf(!FULL)(
+    `nix build .#flakegym-rollout, then the app on ${TASK}: gold 1, empty 0, run.json names its store path`,
+    async () => {
+      const app = await build(`${flake.ref}#flakegym-rollout`, 3_000_000);
+      const out = join(flake.dir, "run");
+      const r = await run(
+        [
+          `${app}/bin/flakegym-rollout`,
+          "--task",
+          TASK,
+          "--group-size",
+          "2",
+          "--policy",
+          "gold",
+          "--policy",
+          "empty",
+          "--out",
+          out,
+        ],
+        900_000,
+      );
+      if (r.exitCode !== 0)
+        throw new Error(`the rollout app failed (exit ${r.exitCode}):\n${r.all?.slice(-4000)}`);
+      const metrics = readFileSync(join(out, "metrics.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { policy?: string; reward: number });
+      expect(metrics.map((m) => m.reward).sort()).toEqual([0, 1]);
+      const manifest = JSON.parse(readFileSync(join(out, "run.json"), "utf8")) as {
+        provenance: { nixStorePath?: string };
+      };
+      // the runner the app wraps (its store path is in the app's closure)
+      const closure = (await flake.nix(["path-info", "--recursive", app])).stdout.split("\n");
+      expect(manifest.provenance.nixStorePath).toMatch(/^\/nix\/store\/[0-9a-z]{32}-flakegym-0/);
+      expect(closure).toContain(manifest.provenance.nixStorePath);
+    },
+    3_600_000,
+  );
+  it.skipIf(!FULL)(
+    `snapshot-${SNAPSHOT_TASK}: two builds give the same bytes; no index stat data, no incremental dirs`,
+    async () => {
+      const ref = `${flake.ref}#packages.x86_64-linux.snapshot-${SNAPSHOT_TASK}.snapshot.workspace`;
+      const first = await build(ref, 900_000);
+      // --rebuild builds it again and fails when any output byte differs from the first build
+      const again = await flake.nix(
+        ["build", ...flake.overrideArgs, ...STANDIN_BUILD_ARGS, "--rebuild", "--no-link", ref],
+        900_000,
+      );
+      expect(again.exitCode, again.stderr.slice(-3000)).toBe(0);
+      const workspace = join(flake.realPath(first), "workspace");
+      expect(gitIndexStatProblems(readFileSync(join(workspace, ".git/index")))).toEqual([]);
+      const files = readdirSync(workspace, { recursive: true }).map(String);
+      expect(files).toContain("package.json");
+      expect(incrementalArtefacts(files)).toEqual([]);
+    },
+    1_800_000,
+  );
+  for (const profile of IMAGE_PROFILES) {
+    it.skipIf(!FULL)(
+      `${profile} image: same digest from two builds, loads into podman, answers its smoke commands`,
+      async () => {
+        const facts = JSON.parse(
+          (
+            await flake.nix([
+              "eval",
+              "--json",
+              ...flake.overrideArgs,
+              `${flake.ref}#lib.flakegym.x86_64-linux.profiles`,
+            ])
+          ).stdout,
+        ) as Record<string, { nixName: string; smoke: string[] }>;
+        const nixName = facts[profile]?.nixName ?? "";
+        const stream = await build(`${flake.ref}#${nixName}-container`, 2_400_000);
+        // the stream script runs from the store: in its namespace, via a wrapper podman load can spawn
+        const wrapper = join(flake.dir, `stream-${nixName}.sh`);
+        const c = inStore(flake.nixImpl, [stream]);
+        writeFileSync(wrapper, `#!/bin/sh\nexec ${[c.file, ...c.args].map((a) => `'${a}'`).join(" ")}\n`);
+        chmodSync(wrapper, 0o755);
+        const digest = async () => {
+          const r = await execa("sh", ["-c", `'${wrapper}' | sha256sum`], { timeout: 600_000 });
+          return r.stdout.split(" ")[0];
+        };
+        const first = await digest();
+        // `--rebuild` of the image alone rebuilds only its stream script: rebuild every derivation of
+        // the image's own (its config and layer plan, the toolchain tree, the entrypoint), each
+        // compared byte for byte with its first build, then stream it again.
+        const drv = (
+          await flake.nix([
+            "path-info",
+            "--derivation",
+            ...flake.overrideArgs,
+            `${flake.ref}#${nixName}-container`,
+          ])
+        ).stdout.trim();
+        const requisites = await execa(
+          join(dirname(flake.nixImpl.bin), "nix-store"),
+          ["--query", "--requisites", drv],
+          {
+            timeout: 120_000,
+          },
+        );
+        const ours = requisites.stdout
+          .split("\n")
+          .filter((d) => /-(stream-|flakegym-)[^/]*\.drv$|-conf\.drv$/.test(d));
+        expect(ours.length).toBeGreaterThanOrEqual(3);
+        for (const d of ours) {
+          const r = await flake.nix(
+            ["build", ...STANDIN_BUILD_ARGS, "--rebuild", "--no-link", `${d}^*`],
+            1_200_000,
+          );
+          expect(r.exitCode, `${d}: ${r.stderr.slice(-3000)}`).toBe(0);
+        }
+        expect(await digest()).toBe(first);
+
+        const ref = await podmanLoadStream(wrapper, { timeoutMs: 600_000 });
+        expect(ref).toMatch(new RegExp(`^(localhost/)?flakegym/${nixName}:[0-9a-z]{32}$`));
+        expect(await podmanImageId(ref, 60_000)).toMatch(/^[0-9a-f]{64}$/);
+        const conf = join(flake.dir, "containers.conf");
+        writeFileSync(conf, CONTAINERS_CONF);
+        try {
+          for (const cmd of facts[profile]?.smoke ?? []) {
+            const r = await execa(
+              "podman",
+              ["run", "--rm", "--runtime", "/usr/sbin/runc", "--network", "none", ref, "sh", "-c", cmd],
+              { reject: false, timeout: 300_000, stdin: "ignore", env: { CONTAINERS_CONF: conf } },
+            );
+            expect(r.exitCode, `${ref}: ${cmd}: ${r.stderr}`).toBe(0);
+          }
+        } finally {
+          await execa("podman", ["rmi", "--force", ref], { reject: false, timeout: 60_000 });
+        }
+      },
+      3_600_000,
+    );
+  }
+  if (!FULL)
+    console.warn(
+      "skipping the full stand-in e2e (builds of the rollout app, a snapshot and two images; the app on a task; the images in podman): run `npm run nix:e2e`",
+    );
+});

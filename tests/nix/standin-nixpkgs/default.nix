@@ -1,0 +1,381 @@
+# A stand-in nixpkgs that BUILDS (tests/nix/standin-nixpkgs), for running the flake's real outputs
+# on a machine that cannot fetch nixpkgs: the attribute names and function shapes the flake uses
+# (same as tests/nix/stub-nixpkgs, which only evaluates), implemented on this machine's own tools.
+#   - packages are copied from the host with the shared libraries they load, their loader and
+#     RUNPATH patched to the copy (copy-host.sh): a real closure that runs in a sandbox or an image;
+#     toolchains too large to copy (gcc/clang, cmake, rust, go) are links to the host's files
+#     and run only where those are (`standin.kind = "link"`); the node profile's npm tools come
+#     from npm (npm-tools.nix);
+#   - stdenv is setup.sh (phases, hooks, makeWrapper, patchShebangs) on the host's bash and
+#     coreutils, which the build sandbox sees read-only (`sandbox-paths` holds /usr: see docs/nix.md);
+#   - buildEnv, writeShellApplication, runCommand, dockerTools.streamLayeredImage and
+#     rustPlatform.importCargoLock build what nixpkgs' do, in a few lines each.
+# Only x86_64-linux builds (the machine's system); the others evaluate.
+{ system }:
+let
+  isLinux = builtins.match ".*-linux" system != null;
+  isDarwin = builtins.match ".*-darwin" system != null;
+  platform = {
+    inherit system isLinux isDarwin;
+  };
+  concatMapStringsSep = sep: f: l: builtins.concatStringsSep sep (map f l);
+  shellPath = "${bashInteractive}/bin/bash";
+
+  # nixpkgs' formal arguments (../nixpkgs-formals.json: name -> { arg = has a default; }, the file
+  # the stub is checked against and CI regenerates from real nixpkgs): a call with an argument the
+  # real function lacks, or without a required one, fails here as it would there.
+  formals = (builtins.fromJSON (builtins.readFile ../nixpkgs-formals.json)).formals;
+  withFormals =
+    fname: f: args:
+    let
+      known = formals.${fname};
+      unknown = builtins.filter (n: !(known ? ${n})) (builtins.attrNames args);
+      missing = builtins.filter (n: !known.${n} && !(args ? ${n})) (builtins.attrNames known);
+    in
+    if unknown != [ ] then
+      throw "stand-in ${fname}: unexpected argument(s) ${builtins.toJSON unknown}; nixpkgs' ${fname} takes ${builtins.toJSON (builtins.attrNames known)}"
+    else if missing != [ ] then
+      throw "stand-in ${fname}: missing required argument(s) ${builtins.toJSON missing}"
+    else
+      f args;
+
+  # The derivation every builder here makes: bash from the host runs setup.sh, then the phases.
+  # passthru/meta stay out of the derivation (as nixpkgs), and are merged onto the result.
+  mkDrv = mkDrvWith {
+    standinShell = shellPath;
+    standinCc = gcc;
+  };
+  # The host packages themselves are made without them (they are what those are made of).
+  mkDrvWith =
+    tools: args:
+    let
+      name = args.name or "${args.pname}-${args.version}";
+      drvArgs = removeAttrs args [
+        "passthru"
+        "meta"
+        "pname"
+        "version"
+      ];
+      drv = derivation (
+        drvArgs
+        // {
+          inherit name system;
+          builder = "/bin/bash";
+          args = [
+            "-c"
+            ". ${./setup.sh}; genericBuild"
+          ];
+        }
+        // tools
+      );
+    in
+    drv
+    // (args.passthru or { })
+    // {
+      meta = args.meta or { };
+    }
+    // (if args ? pname then { inherit (args) pname version; } else { });
+
+  # A package copied (bins, trees) or linked (links) from the host: copy-host.sh.
+  hostPkg =
+    {
+      pname,
+      version ? "host",
+      bins ? { },
+      trees ? { },
+      links ? { },
+      postCopy ? "",
+      passthru ? { },
+    }:
+    let
+      specs = attrs: builtins.concatStringsSep " " (builtins.attrValues (builtins.mapAttrs (n: v: "${n}=${v}") attrs));
+    in
+    mkDrvWith { } {
+      inherit pname version postCopy;
+      bins = specs bins;
+      trees = specs trees;
+      links = specs links;
+      buildCommand = ". ${./copy-host.sh}";
+      passthru = passthru // {
+        standin.kind = if links == { } then "copied" else "link";
+      };
+    };
+  # One ELF tool or several from /usr/bin, copied with their libraries.
+  usrBins =
+    pname: names:
+    hostPkg {
+      inherit pname;
+      bins = builtins.listToAttrs (
+        map (n: {
+          name = n;
+          value = "/usr/bin/${n}";
+        }) names
+      );
+    };
+
+  bashInteractive = hostPkg {
+    pname = "bash-interactive";
+    bins = {
+      bash = "/usr/bin/bash";
+      sh = "/usr/bin/bash";
+    };
+  };
+
+  # The glibc loader (NIX_CC's dynamic-linker), as a copy.
+  glibc = hostPkg {
+    pname = "glibc";
+    bins.getconf = "/usr/bin/getconf";
+  };
+  gcc = hostPkg {
+    pname = "gcc-wrapper";
+    links = {
+      gcc = "/usr/bin/gcc";
+      "g++" = "/usr/bin/g++";
+      cc = "/usr/bin/gcc";
+      "c++" = "/usr/bin/g++";
+      cpp = "/usr/bin/cpp";
+    };
+    postCopy = ''
+      mkdir -p $out/nix-support
+      ls ${glibc}/libexec/standin/*/ld-linux*.so* > $out/nix-support/dynamic-linker
+    '';
+  };
+
+  nodejs_24 = hostPkg {
+    pname = "nodejs";
+    version = "24-standin-host";
+    bins.node = "/usr/bin/node";
+    trees = {
+      "include/node" = "/usr/include/node";
+      "lib/node_modules/npm" = "/usr/lib/node_modules/npm";
+    };
+    postCopy = ''
+      ln -s ../lib/node_modules/npm/bin/npm-cli.js $out/bin/npm
+      ln -s ../lib/node_modules/npm/bin/npx-cli.js $out/bin/npx
+    '';
+  };
+
+  python3 = hostPkg {
+    pname = "python3";
+    version = "3.11-host";
+    bins.python3 = "/usr/bin/python3.11";
+    trees."lib/python3.11" = "/usr/lib/python3.11";
+    postCopy = "ln -s python3 $out/bin/python";
+  };
+  python3Packages = {
+    pip = python3;
+    pytest = hostPkg {
+      pname = "python3-pytest";
+      trees = {
+        "lib/python3.11/site-packages/pytest" = "/usr/lib/python3/dist-packages/pytest";
+        "lib/python3.11/site-packages/_pytest" = "/usr/lib/python3/dist-packages/_pytest";
+      };
+    };
+    virtualenv = python3;
+  };
+
+  runCommand =
+    name: env: buildCommand:
+    mkDrv (env // { inherit name buildCommand; });
+
+  writeShellApplication = withFormals "writeShellApplication" (
+    args@{ name, text, ... }:
+    let
+      runtimeInputs = args.runtimeInputs or [ ];
+      inheritPath = args.inheritPath or true;
+      bashOptions = args.bashOptions or [
+        "errexit"
+        "nounset"
+        "pipefail"
+      ];
+      meta = args.meta or { };
+      passthru = args.passthru or { };
+      derivationArgs = args.derivationArgs or { };
+    in
+    mkDrv (
+      derivationArgs
+      // {
+        inherit name text;
+        passAsFile = [ "text" ];
+        header = ''
+          #!${shellPath}
+          set -o ${builtins.concatStringsSep " -o " bashOptions}
+        ''
+        + (
+          if runtimeInputs == [ ] then
+            ""
+          else
+            "export PATH=\"${concatMapStringsSep ":" (p: "${p}/bin") runtimeInputs}${if inheritPath then ":$PATH" else ""}\"\n"
+        );
+        buildCommand = ''
+          mkdir -p $out/bin
+          { printf '%s' "$header"; cat "$textPath"; } > $out/bin/$name
+          chmod +x $out/bin/$name
+          ${shellPath} -n $out/bin/$name
+        '';
+        inherit passthru;
+        meta = meta // {
+          mainProgram = name;
+        };
+      }
+    )
+  );
+
+  buildEnv = withFormals "buildEnv" (
+    args@{ paths, ... }:
+    let
+      name = args.name or null;
+      passthru = args.passthru or null;
+    in
+    mkDrv {
+      name = if name != null then name else "${args.pname}-${args.version}";
+      inherit paths;
+      postBuild = args.postBuild or "";
+      ignoreCollisions = args.ignoreCollisions or false;
+      # Symlink trees, as buildEnv's builder.pl (setup.sh linkTree).
+      buildCommand = ''
+        linkTree $out "$([ -n "$ignoreCollisions" ] && echo ignore || echo fail)" $paths
+        eval "$postBuild"
+      '';
+      passthru = if passthru == null then { } else passthru;
+    }
+  );
+
+  # nixpkgs' mkShell passes any other argument on to mkDerivation.
+  mkShell =
+    args:
+    mkDrv (
+      removeAttrs args [ "packages" ]
+      // {
+        name = args.name or "nix-shell";
+        nativeBuildInputs = (args.packages or [ ]) ++ (args.nativeBuildInputs or [ ]);
+        buildCommand = "echo 'a stand-in mkShell is for nix develop only' > $out";
+      }
+    );
+
+  # Packages for which this machine has no copy: their runs say so (a named failure, not a pass).
+  missing =
+    pname:
+    mkDrv {
+      inherit pname;
+      version = "missing";
+      buildCommand = ''
+        echo "stand-in nixpkgs: ${pname} is not on this machine, so the stand-in cannot provide it (docs/nix.md)" >&2
+        exit 1
+      '';
+    };
+
+  coreutils = usrBins "coreutils" [
+    "basename" "cat" "chmod" "chown" "cp" "cut" "date" "dd" "df" "dirname" "du" "echo" "env"
+    "expr" "false" "head" "id" "install" "ln" "ls" "md5sum" "mkdir" "mktemp" "mv" "nproc" "od"
+    "paste" "printf" "pwd" "readlink" "realpath" "rm" "rmdir" "seq" "sha256sum" "sleep" "sort"
+    "stat" "tail" "tee" "test" "timeout" "touch" "tr" "true" "uname" "uniq" "wc" "whoami" "yes"
+  ];
+  cacert = hostPkg {
+    pname = "nss-cacert";
+    trees."etc/ssl/certs/ca-bundle.crt" = "/etc/ssl/certs/ca-certificates.crt";
+  };
+
+  dockerTools = import ./docker-tools.nix {
+    inherit
+      withFormals
+      mkDrv
+      python3
+      bashInteractive
+      cacert
+      coreutils
+      ;
+  };
+in
+{
+  stdenv = {
+    mkDerivation = mkDrv;
+    hostPlatform = platform;
+  };
+  stdenvNoCC = {
+    mkDerivation = mkDrv;
+    hostPlatform = platform;
+  };
+  inherit
+    runCommand
+    writeShellApplication
+    buildEnv
+    mkShell
+    dockerTools
+    nodejs_24
+    python3Packages
+    bashInteractive
+    gcc
+    ;
+  python3 = python3 // {
+    withPackages =
+      f:
+      buildEnv {
+        name = "python3-env";
+        paths = [ python3 ] ++ builtins.filter (p: p != python3) (f python3Packages);
+      };
+  };
+  rustPlatform.importCargoLock = withFormals "rustPlatform.importCargoLock" (
+    import ./import-cargo-lock.nix { inherit mkDrv; }
+  );
+
+  inherit coreutils cacert;
+  findutils = usrBins "findutils" [ "find" "xargs" ];
+  diffutils = usrBins "diffutils" [ "diff" "cmp" ];
+  gnugrep = usrBins "gnugrep" [ "grep" ];
+  gnused = usrBins "gnused" [ "sed" ];
+  # this machine kind has no gawk: its awk (mawk) stands in
+  gawk = usrBins "gawk" [ "awk" ];
+  gnupatch = usrBins "patch" [ "patch" ];
+  gnutar = usrBins "gnutar" [ "tar" ];
+  gzip = usrBins "gzip" [ "gzip" ];
+  xz = usrBins "xz" [ "xz" ];
+  which = usrBins "which" [ "which" ];
+  less = usrBins "less" [ "less" ];
+  procps = usrBins "procps" [ "ps" ];
+  file = usrBins "file" [ "file" ];
+  git = usrBins "git" [ "git" ];
+  ripgrep = usrBins "ripgrep" [ "rg" ];
+  jq = usrBins "jq" [ "jq" ];
+  bubblewrap = usrBins "bubblewrap" [ "bwrap" ];
+  patchelf = usrBins "patchelf" [ "patchelf" ];
+  makeWrapper = mkDrv {
+    name = "make-wrapper-hook";
+    buildCommand = "mkdir $out";
+  };
+  # npm's own node-gyp (its dependencies are hoisted into npm's node_modules).
+  node-gyp = mkDrv {
+    name = "node-gyp";
+    buildCommand = ''
+      mkdir -p $out/bin
+      printf '#!%s\nexec %s %s "$@"\n' ${shellPath} ${nodejs_24}/bin/node \
+        ${nodejs_24}/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js > $out/bin/node-gyp
+      chmod +x $out/bin/node-gyp
+    '';
+  };
+
+  # Toolchains linked to the host's Debian paths (their trees are too large to copy here); where the
+  # machine has no such file (rust and go live elsewhere on this machine kind) the build fails
+  # naming it.
+  rustc = hostPkg { pname = "rustc"; links = { rustc = "/usr/bin/rustc"; rustdoc = "/usr/bin/rustdoc"; }; };
+  cargo = hostPkg { pname = "cargo"; links.cargo = "/usr/bin/cargo"; };
+  clippy = hostPkg { pname = "clippy"; links = { cargo-clippy = "/usr/bin/cargo-clippy"; clippy-driver = "/usr/bin/clippy-driver"; }; };
+  rustfmt = hostPkg { pname = "rustfmt"; links = { rustfmt = "/usr/bin/rustfmt"; cargo-fmt = "/usr/bin/cargo-fmt"; }; };
+  go = hostPkg { pname = "go"; links = { go = "/usr/bin/go"; gofmt = "/usr/bin/gofmt"; }; };
+  clang = hostPkg { pname = "clang-wrapper"; links = { clang = "/usr/bin/clang"; "clang++" = "/usr/bin/clang++"; cc = "/usr/bin/clang"; "c++" = "/usr/bin/clang++"; cpp = "/usr/bin/cpp"; }; };
+  pkg-config = hostPkg { pname = "pkg-config-wrapper"; links.pkg-config = "/usr/bin/pkg-config"; };
+  gnumake = usrBins "gnumake" [ "make" ];
+  cmake = hostPkg { pname = "cmake"; links = { cmake = "/usr/bin/cmake"; ctest = "/usr/bin/ctest"; }; };
+  ninja = usrBins "ninja" [ "ninja" ];
+  valgrind = hostPkg { pname = "valgrind"; links.valgrind = "/usr/bin/valgrind"; };
+  gdb = hostPkg { pname = "gdb"; links.gdb = "/usr/bin/gdb"; };
+
+  gotestsum = missing "gotestsum";
+  poetry = missing "poetry";
+  pdm = missing "pdm";
+  inherit (import ./npm-tools.nix {
+    inherit mkDrv cacert bashInteractive;
+    nodejs = nodejs_24;
+  }) pnpm yarn typescript eslint prettier;
+  nixfmt = missing "nixfmt";
+}
