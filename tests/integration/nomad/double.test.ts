@@ -295,6 +295,46 @@ describe("Nomad double fidelity", () => {
     await client.jobs.deregister("image", { purge: true });
   });
 
+  it("a container task needs its network_mode to exist; storage_opt needs a quota-capable storage driver", async () => {
+    const { double, client } = await setup({ networks: ["team-egress"], storageQuota: false });
+    const container = (id: string, driver: string, config: Record<string, unknown>) => {
+      const j = shJob(id, "true");
+      j.TaskGroups[0]!.Tasks[0]!.Driver = driver;
+      j.TaskGroups[0]!.Tasks[0]!.Config = {
+        image: "img",
+        entrypoint: ["/bin/sh"],
+        args: ["-c", "true"],
+        ...config,
+      };
+      return j;
+    };
+    await client.jobs.register(container("known", "docker", { network_mode: "team-egress" }));
+    await client.jobs.register(container("unknown", "docker", { network_mode: "flakegym-egress" }));
+    await client.jobs.register(container("podman-unknown", "podman", { network_mode: "nope" }));
+    await client.jobs.register(
+      container("quota", "docker", { network_mode: "team-egress", storage_opt: { size: "1M" } }),
+    );
+    const status = (id: string) =>
+      (double.allocations().find((a) => a.JobID === id) as { ClientStatus?: string } | undefined)
+        ?.ClientStatus;
+    const ids = ["known", "unknown", "podman-unknown", "quota"];
+    await double.waitFor(() => ids.every((id) => status(id) === "complete" || status(id) === "failed"));
+    const driverError = async (id: string) => {
+      const [stub] = (await client.jobs.allocations(id)).data;
+      const events = (await client.allocations.info(stub!.ID)).data.TaskStates.t!.Events;
+      return events.find((e) => e.Type === "Driver Failure")?.DisplayMessage;
+    };
+    expect(status("known")).toBe("complete");
+    expect(await driverError("unknown")).toBe(
+      "failed to create container: API error (404): network flakegym-egress not found",
+    );
+    expect(await driverError("podman-unknown")).toContain("unable to find network with name or ID nope");
+    expect(await driverError("quota")).toContain(
+      "--storage-opt is supported only for overlay over xfs with 'pquota'",
+    );
+    for (const id of ids) await client.jobs.deregister(id, { purge: true });
+  });
+
   it("keeps only the last 10 events of a task", async () => {
     const { double, client } = await setup();
     await client.jobs.register(shJob("chatty", "sleep 30"));

@@ -8,6 +8,7 @@ import { FilterError, matchesFilter, parseFilter } from "./nomad-double-filter.j
 import {
   type AllocatedPort,
   argvOf,
+  containerCreateFailure,
   interpolate,
   interpolateDeep,
   startTask,
@@ -76,6 +77,16 @@ export interface NomadDoubleOptions {
   readonly memoryOversubscription?: boolean;
   /** How often task memory is sampled for the limit. Default 100 ms. */
   readonly memoryPollMs?: number;
+  /**
+   * Container networks the client's docker/podman have (besides the built-in modes). A task naming
+   * another fails to start like on Nomad ("network X not found"). Default `["flakegym-egress"]`.
+   */
+  readonly networks?: readonly string[];
+  /**
+   * Whether the client's docker storage driver enforces `storage_opt size`; when false a task that
+   * sets it fails to start like docker's overlay2 off xfs-pquota. Default true.
+   */
+  readonly storageQuota?: boolean;
 }
 
 /**
@@ -298,6 +309,10 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
   const version = options.version ?? "2.0.6";
   const drivers = new Set(options.drivers ?? ["docker", "podman", "nix", "raw_exec", "exec"]);
   const namespaces = new Set(options.namespaces ?? ["default"]);
+  const containerHost = {
+    networks: new Set(options.networks ?? ["flakegym-egress"]),
+    storageQuota: options.storageQuota ?? true,
+  };
   const hostIp = "127.0.0.1";
   const nodeId = randomUUID();
   const nodeName = "nomad-double-client";
@@ -925,7 +940,9 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       const wanted = Array.isArray(config.ports) ? (config.ports as string[]) : [];
       const unknown = wanted.find((l) => !ports.some((p) => p.Label === l));
       const argv = argvOf(driver, config);
-      if (unknown !== undefined)
+      const createFailure = containerCreateFailure(driver, config, containerHost);
+      if (createFailure !== undefined) behavior = { kind: "driver-failure", message: createFailure };
+      else if (unknown !== undefined)
         behavior = { kind: "driver-failure", message: `Port "${unknown}" not found, check network block` };
       else if (argv) behavior = { kind: "exec", argv };
       else if (driver === "raw_exec" || driver === "exec" || driver === "nix")

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { hours, milliseconds, seconds } from "../duration.js";
 import { assertNoSecrets, assertRoutableUrl } from "./guards.js";
 import { Constraint, type Job, type Task } from "./job.js";
+import { checkNetworkMode, DEFAULT_WORKER_NETWORK } from "./network-mode.js";
 
 /**
  * The Cline worker as a Nomad job: one parameterized batch job per (run, task, image), one
@@ -77,8 +78,10 @@ const ContainerCommon = {
   args: z.array(z.string()).default([]).describe("arguments for the entrypoint"),
   networkMode: z
     .string()
-    .optional()
-    .describe("container network (e.g. a network whose egress only reaches the gateway)"),
+    .default(DEFAULT_WORKER_NETWORK)
+    .describe(
+      "container network whose egress reaches only the policy gateway (the operator creates it; host, bridge, none and another container's namespace are refused)",
+    ),
   containerPort: z
     .number()
     .int()
@@ -200,6 +203,12 @@ export const WorkerSandbox = z
         "image filesystem read-only (the agent then cannot edit the image's /workspace: off by default; each container's writable layer is its own and discarded with it)",
       ),
     tmpfsMb: z.number().int().positive().default(512).describe("size of the tmpfs mounted at /tmp (MB)"),
+    writableLayerQuota: z
+      .boolean()
+      .default(true)
+      .describe(
+        "docker: cap the container's writable layer (where /workspace lives) at the job's disk with storage_opt size; needs a quota-capable storage driver on the client (overlay2 on xfs with pquota, btrfs, zfs)",
+      ),
   })
   .strict();
 export type WorkerSandbox = z.infer<typeof WorkerSandbox>;
@@ -355,6 +364,8 @@ export function driverConfig(
     settings: Readonly<Record<string, string>>;
     portLabels?: readonly string[];
     run?: { command: string; args: readonly string[] };
+    /** The job's disk (MB): docker's writable layer is capped at it (`writableLayerQuota`). */
+    diskMb?: number;
   },
 ): Record<string, unknown> {
   const allowed = workerEnvironment(o.settings, o.portLabels ?? []);
@@ -371,8 +382,9 @@ export function driverConfig(
       image: c.image,
       ...containerArgv(c, o.run),
       ports: [GRPC_PORT_LABEL],
-      ...(c.networkMode ? { network_mode: c.networkMode } : {}),
+      network_mode: c.networkMode,
       ...(c.runtime ? { runtime: c.runtime } : {}),
+      ...writableLayerQuota(sandbox, o.diskMb),
       privileged: false,
       cap_drop: ["ALL"],
       security_opt: ["no-new-privileges"],
@@ -384,7 +396,7 @@ export function driverConfig(
       image: c.image,
       ...containerArgv(c, o.run),
       ports: [GRPC_PORT_LABEL],
-      ...(c.networkMode ? { network_mode: c.networkMode } : {}),
+      network_mode: c.networkMode,
       privileged: false,
       cap_drop: ["ALL"],
       security_opt: ["no-new-privileges"],
@@ -407,6 +419,19 @@ export function driverConfig(
       return { command: "/bin/sh", args: envArgv(allowed, inner) };
     })
     .exhaustive();
+}
+
+/**
+ * Docker's `storage_opt { size }`: the container's writable layer, where the image's /workspace is
+ * edited, capped at the job's disk (Nomad's EphemeralDisk caps only the allocation directory, not
+ * the layer). Docker refuses the container on a storage driver without quotas, so a client that
+ * cannot enforce it fails the task visibly instead of running it uncapped.
+ */
+export function writableLayerQuota(
+  sandbox: WorkerSandbox,
+  diskMb: number | undefined,
+): { storage_opt?: { size: string } } {
+  return sandbox.writableLayerQuota && diskMb ? { storage_opt: { size: `${diskMb}M` } } : {};
 }
 
 /** The worker's workspace: the image's /workspace in containers, the allocation dir otherwise. */
@@ -489,7 +514,10 @@ function imageOf(d: WorkerDriver): string {
 
 /** Validates what every worker-image job needs: a pinned image; raw_exec only when explicitly allowed. */
 export function checkWorkerDriver(d: WorkerDriver): void {
-  if (d.driver === "docker" || d.driver === "podman") checkImage(d);
+  if (d.driver === "docker" || d.driver === "podman") {
+    checkImage(d);
+    checkNetworkMode(d.networkMode);
+  }
   if (d.driver === "raw_exec" && !d.allowUnisolated) {
     throw new TypeError(
       "the raw_exec driver cannot hold an agent's workload: it has " +
@@ -517,6 +545,7 @@ export function buildWorkerJob(input: WorkerJobInput): Job {
     Config: driverConfig(o.driver, o.sandbox, {
       settings: { ...o.env, ...settings },
       portLabels: [GRPC_PORT_LABEL, HOST_PORT_LABEL],
+      diskMb: o.resources.diskMb,
     }),
     Env: { ...o.env, ...settings },
     Resources: taskResources(o.resources),

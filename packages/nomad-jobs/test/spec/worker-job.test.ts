@@ -118,6 +118,28 @@ describe("buildWorkerJob", () => {
     expect(buildWorkerJob({ ...base, driver: { ...tagged, allowMutableTag: true } }).ID).toBe(base.jobId);
   });
 
+  it("containers join a dedicated network (default flakegym-egress); open or shared modes are refused", () => {
+    expect(buildWorkerJob(base).TaskGroups[0]!.Tasks[0]!.Config.network_mode).toBe("flakegym-egress");
+    const named = { ...base.driver, networkMode: "team-egress" } as WorkerJobInput["driver"];
+    expect(buildWorkerJob({ ...base, driver: named }).TaskGroups[0]!.Tasks[0]!.Config.network_mode).toBe(
+      "team-egress",
+    );
+    for (const networkMode of ["host", "bridge", "none", "container:other"]) {
+      const driver = { ...base.driver, networkMode } as WorkerJobInput["driver"];
+      expect(() => buildWorkerJob({ ...base, driver }), networkMode).toThrow("--network-mode");
+    }
+  });
+
+  it("docker: the writable layer is capped at the job's disk unless the operator turns it off", () => {
+    const cfg = (j: ReturnType<typeof buildWorkerJob>) => j.TaskGroups[0]!.Tasks[0]!.Config;
+    expect(cfg(buildWorkerJob({ ...base, resources: { diskMb: 8192 } })).storage_opt).toEqual({
+      size: "8192M",
+    });
+    expect(
+      cfg(buildWorkerJob({ ...base, sandbox: { writableLayerQuota: false } })).storage_opt,
+    ).toBeUndefined();
+  });
+
   it("podman: same sandbox in podman's keys", () => {
     const job = buildWorkerJob({
       ...base,

@@ -4,6 +4,7 @@ export {
   NomadError,
   nomadConfigFromEnv,
   nomadVar,
+  workerJobFactProblems,
 } from "@flakegym/nomad-jobs";
 export { allocationError, describePlacement, describeTaskEvents, exitCodeOf } from "./allocation.js";
 export { ALLOC_CONFIG_DIR, ALLOC_DIFF_DIR, collectFromAllocation, DIFF_SIGNAL } from "./artifacts.js";
