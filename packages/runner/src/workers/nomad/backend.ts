@@ -400,15 +400,20 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
 
     private collects = 0;
 
-    /** Agent workers: the diff from the supervisor (SIGUSR2) and Cline's files via fs/cat. */
+    /** Agent workers: the diff from the supervisor's gate (with the core token) and Cline's files via fs/cat. */
     async collectArtifacts(c: CollectArtifactsInput): Promise<void> {
       if (this.stopped) throw new NomadWorkerError("E_NOMAD_CLOSED", `worker ${this.id} is stopped`);
-      if (!this.allocId)
+      if (!this.allocId || !this.agentAddress || !this.agentToken)
         throw new NomadWorkerError(
           "E_NOMAD_ARTIFACTS",
           `worker ${this.id} runs no agent: nothing to collect`,
         );
-      await collectFromAllocation(client, this.allocId, c, { namespace: o.namespace, seq: ++this.collects });
+      await collectFromAllocation(client, this.allocId, c, {
+        namespace: o.namespace,
+        seq: ++this.collects,
+        agentAddress: this.agentAddress,
+        agentToken: this.agentToken,
+      });
     }
 
     private async readLogs(
