@@ -424,7 +424,10 @@ describe("a hostile workspace is collected without any host tool interpreting it
       const diffDir = join(/allocdir=(.*)/.exec(out)![1]!, "cline", "flakegym");
       await mkdir(diffDir, { recursive: true });
       await writeFile(join(diffDir, "diff.patch"), "forged\n");
-      await writeFile(join(diffDir, "diff.json"), `${JSON.stringify({ seq: 1, baseCommit: s.base, bytes: 7 })}\n`);
+      await writeFile(
+        join(diffDir, "diff.json"),
+        `${JSON.stringify({ seq: 1, baseCommit: s.base, bytes: 7 })}\n`,
+      );
       // raw_exec has no isolation: the agent is any process with the workspace (played by the test)
       execFileSync("sh", ["-c", plantCommand(s)], { cwd: ws, env: { ...process.env, ...gitEnv } });
       const dest = join(s.tmp.path, "out", "nomad");

@@ -369,7 +369,16 @@ describe("cline-supervisor", () => {
     const dir = join(tmp.path, "diff");
     const port = await freePort();
     const s = start(
-      ["--workspace", ws, "--diff-dir", dir, "--core-js", fixture("h2-core.mjs"), "--core-address", `127.0.0.1:${port}`],
+      [
+        "--workspace",
+        ws,
+        "--diff-dir",
+        dir,
+        "--core-js",
+        fixture("h2-core.mjs"),
+        "--core-address",
+        `127.0.0.1:${port}`,
+      ],
       { FLAKEGYM_CORE_TOKEN: "tok-9" },
     );
     await s.next("listening");
@@ -389,7 +398,9 @@ describe("cline-supervisor", () => {
           h = r;
         });
         req.on("data", (c: Buffer) => chunks.push(c));
-        req.on("end", () => resolve({ status: h[":status"], grpc: h["grpc-status"], body: Buffer.concat(chunks) }));
+        req.on("end", () =>
+          resolve({ status: h[":status"], grpc: h["grpc-status"], body: Buffer.concat(chunks) }),
+        );
         req.on("error", reject);
         req.end();
       });

@@ -29,7 +29,11 @@ export function createFsApi(core: RequestCore) {
             throw new NomadError(
               "E_NOMAD_RESPONSE",
               `allocation ${allocId}: ${path} is larger than ${opts.maxBytes} bytes: not read further`,
-              { method: "GET", path: apiPath, hint: "raise the caller's size bound if the file is expected to be this large" },
+              {
+                method: "GET",
+                path: apiPath,
+                hint: "raise the caller's size bound if the file is expected to be this large",
+              },
             );
           }
           chunks.push(c as Buffer);

@@ -34,7 +34,9 @@ export function parseDiffHead(line: string, expectedSeq: number): SupervisorDiff
   try {
     v = JSON.parse(line);
   } catch {
-    return { problem: `the supervisor's answer does not start with a JSON line: ${JSON.stringify(line.slice(0, 120))}` };
+    return {
+      problem: `the supervisor's answer does not start with a JSON line: ${JSON.stringify(line.slice(0, 120))}`,
+    };
   }
   if (!v || typeof v !== "object") return { problem: "the supervisor's JSON line is not an object" };
   const info = v as SupervisorDiffInfo;
@@ -114,7 +116,8 @@ export async function fetchSupervisorDiff(i: FetchDiffInput): Promise<Supervisor
       });
       const body = (chunk: Buffer) => {
         bytes += chunk.length;
-        if (bytes > maxBytes) return fail(new Error(`the patch is larger than ${maxBytes} bytes: not read further`));
+        if (bytes > maxBytes)
+          return fail(new Error(`the patch is larger than ${maxBytes} bytes: not read further`));
         hash.update(chunk);
         if (!out.write(chunk)) {
           req.pause();
@@ -142,7 +145,8 @@ export async function fetchSupervisorDiff(i: FetchDiffInput): Promise<Supervisor
         if (rest.length) body(rest);
       });
       req.on("end", () => {
-        if (grpcStatus === "16") return reject(new Error("the supervisor's gate refused the worker's core token"));
+        if (grpcStatus === "16")
+          return reject(new Error("the supervisor's gate refused the worker's core token"));
         if (status !== 200) return reject(new Error(`the supervisor answered ${status}: ${other.trim()}`));
         if (!info) return reject(new Error("the supervisor's answer ended before its JSON line"));
         const problem = diffBodyProblem(info, { bytes, sha256: hash.digest("hex") });

@@ -34,7 +34,9 @@ describe("collectFromAllocation's deadline", () => {
         { seq: 1, agentAddress, agentToken: "tok" },
       ).catch((e: unknown) => e);
       expect(performance.now() - t0).toBeLessThan(10_000);
-      expect((err as Error).message).toMatch(/no diff within the artifact collection's timeoutMs \(1000 ms\)/);
+      expect((err as Error).message).toMatch(
+        /no diff within the artifact collection's timeoutMs \(1000 ms\)/,
+      );
       expect(asked).toBe(1);
       expect(existsSync(dest)).toBe(false);
       expect(await readdir(tmp.path)).toEqual([]); // the temp dir of the collection is gone too

@@ -18,20 +18,31 @@ describe("parseDiffHead / diffBodyProblem", () => {
   it("accepts the answer to this request only, with a byte count and a sha256", () => {
     const ok = { seq: 2, baseCommit: "a".repeat(40), bytes: 3, sha256: sha("abc") };
     expect(parseDiffHead(JSON.stringify(ok), 2)).toEqual(ok);
-    expect(parseDiffHead(JSON.stringify(ok), 3)).toEqual({ problem: expect.stringContaining("answered request 2, not 3") });
+    expect(parseDiffHead(JSON.stringify(ok), 3)).toEqual({
+      problem: expect.stringContaining("answered request 2, not 3"),
+    });
     expect(parseDiffHead(JSON.stringify({ ...ok, sha256: undefined }), 2)).toEqual({
       problem: expect.stringContaining("no sha256"),
     });
-    expect(parseDiffHead(JSON.stringify({ seq: 2, bytes: 3, sha256: "x" }), 2)).toMatchObject({ problem: expect.any(String) });
-    expect(parseDiffHead("not json", 1)).toEqual({ problem: expect.stringContaining("does not start with a JSON line") });
+    expect(parseDiffHead(JSON.stringify({ seq: 2, bytes: 3, sha256: "x" }), 2)).toMatchObject({
+      problem: expect.any(String),
+    });
+    expect(parseDiffHead("not json", 1)).toEqual({
+      problem: expect.stringContaining("does not start with a JSON line"),
+    });
     // an error answer carries no patch
-    expect(parseDiffHead(JSON.stringify({ seq: 1, error: "git failed" }), 1)).toEqual({ seq: 1, error: "git failed" });
+    expect(parseDiffHead(JSON.stringify({ seq: 1, error: "git failed" }), 1)).toEqual({
+      seq: 1,
+      error: "git failed",
+    });
   });
 
   it("the streamed body must match the announced size and digest", () => {
     const info = { seq: 1, bytes: 3, sha256: sha("abc") };
     expect(diffBodyProblem(info, { bytes: 3, sha256: sha("abc") })).toBeUndefined();
-    expect(diffBodyProblem(info, { bytes: 4, sha256: sha("abcd") })).toContain("4 bytes, the supervisor announced 3");
+    expect(diffBodyProblem(info, { bytes: 4, sha256: sha("abcd") })).toContain(
+      "4 bytes, the supervisor announced 3",
+    );
     expect(diffBodyProblem(info, { bytes: 3, sha256: sha("abd") })).toContain("sha256 differs");
     expect(diffBodyProblem({ seq: 1, error: "x" }, { bytes: 1, sha256: sha("a") })).toContain("announced 0");
   });
@@ -43,7 +54,9 @@ afterEach(async () => {
   await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
   server = undefined;
 });
-async function gate(answer: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void): Promise<string> {
+async function gate(
+  answer: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void,
+): Promise<string> {
   server = createServer();
   server.on("stream", (stream, headers) => {
     stream.on("error", () => {});
@@ -56,12 +69,17 @@ async function gate(answer: (stream: ServerHttp2Stream, headers: IncomingHttpHea
 function honest(patch: Buffer) {
   return (stream: ServerHttp2Stream, h: IncomingHttpHeaders) => {
     if (h.authorization !== "Bearer tok" || h[":path"] !== SUPERVISOR_DIFF_PATH) {
-      stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "16" }, { endStream: true });
+      stream.respond(
+        { ":status": 200, "content-type": "application/grpc", "grpc-status": "16" },
+        { endStream: true },
+      );
       return;
     }
     const seq = Number(h["flakegym-seq"]);
     stream.respond({ ":status": 200 });
-    stream.write(`${JSON.stringify({ seq, baseCommit: "b".repeat(40), bytes: patch.length, sha256: sha(patch) })}\n`);
+    stream.write(
+      `${JSON.stringify({ seq, baseCommit: "b".repeat(40), bytes: patch.length, sha256: sha(patch) })}\n`,
+    );
     for (let at = 0; at < patch.length; at += 65536) stream.write(patch.subarray(at, at + 65536));
     stream.end();
   };
@@ -74,7 +92,13 @@ describe("fetchSupervisorDiff against a real HTTP/2 gate", () => {
       const patch = Buffer.alloc(3 * 1024 * 1024 + 17, 7);
       const address = await gate(honest(patch));
       const file = join(tmp.path, "diff.patch");
-      const info = await fetchSupervisorDiff({ address, token: "tok", seq: 4, file, signal: AbortSignal.timeout(10_000) });
+      const info = await fetchSupervisorDiff({
+        address,
+        token: "tok",
+        seq: 4,
+        file,
+        signal: AbortSignal.timeout(10_000),
+      });
       expect(info).toMatchObject({ seq: 4, bytes: patch.length });
       expect((await readFile(file)).equals(patch)).toBe(true);
     } finally {
@@ -86,11 +110,22 @@ describe("fetchSupervisorDiff against a real HTTP/2 gate", () => {
     const tmp = await makeTempDir("flakegym-diff-");
     const file = join(tmp.path, "diff.patch");
     const fetch = (address: string, extra: { token?: string; maxBytes?: number } = {}) =>
-      fetchSupervisorDiff({ address, token: extra.token ?? "tok", seq: 2, file, signal: AbortSignal.timeout(10_000), ...(extra.maxBytes ? { maxBytes: extra.maxBytes } : {}) }).catch((e: Error) => e.message);
+      fetchSupervisorDiff({
+        address,
+        token: extra.token ?? "tok",
+        seq: 2,
+        file,
+        signal: AbortSignal.timeout(10_000),
+        ...(extra.maxBytes ? { maxBytes: extra.maxBytes } : {}),
+      }).catch((e: Error) => e.message);
     try {
       const address = await gate(honest(Buffer.from("x".repeat(5000))));
-      expect(await fetch(address, { token: "other" })).toBe("the supervisor's gate refused the worker's core token");
-      expect(await fetch(address, { maxBytes: 1000 })).toBe("the patch is larger than 1000 bytes: not read further");
+      expect(await fetch(address, { token: "other" })).toBe(
+        "the supervisor's gate refused the worker's core token",
+      );
+      expect(await fetch(address, { maxBytes: 1000 })).toBe(
+        "the patch is larger than 1000 bytes: not read further",
+      );
       await new Promise<void>((r) => server!.close(() => r()));
       const stale = await gate((stream) => {
         stream.respond({ ":status": 200 });
