@@ -1,5 +1,5 @@
 import { createNomadClient, type NomadClient, NomadError } from "@flakegym/runner";
-import { type NomadDouble, startNomadDouble } from "@flakegym/test-utils";
+import { DOCUMENTED_CAPABILITIES, type NomadDouble, startNomadDouble } from "@flakegym/test-utils";
 import { afterEach, describe, expect, it } from "vitest";
 
 /**
@@ -258,15 +258,40 @@ describe("Nomad double fidelity", () => {
     await double.waitFor(() => double.liveTasks() === 0);
   });
 
-  it("requires the ACL token when one is set", async () => {
-    const { double } = await setup({ token: "t0k" });
-    const bad = createNomadClient({ address: double.url });
-    const e = await httpError(bad.status.leader());
-    expect(e.status).toBe(403);
-    bad.close();
-    const good = createNomadClient({ address: double.url, token: "t0k" });
-    expect((await good.status.leader()).data).toBe("127.0.0.1:4647");
-    good.close();
+  it("ACLs: each endpoint needs its capability; status needs none; an unknown token is 'ACL token not found'", async () => {
+    const { double } = await setup({
+      token: "t0k",
+      aclTokens: {
+        documented: { namespaces: { default: DOCUMENTED_CAPABILITIES } },
+        reader: { namespaces: { default: ["list-jobs", "read-job"] }, agent: "read" },
+      },
+    });
+    const as = (token?: string) =>
+      createNomadClient({ address: double.url, retry: { attempts: 1 }, ...(token ? { token } : {}) });
+    const anon = as();
+    const documented = as("documented");
+    const reader = as("reader");
+    const root = as("t0k");
+    try {
+      // /v1/status/leader checks no ACL (command/agent/status_endpoint.go)
+      expect((await anon.status.leader()).data).toBe("127.0.0.1:4647");
+      expect((await httpError(anon.jobs.list())).body).toContain("Permission denied");
+      const stranger = as("nope");
+      expect((await httpError(stranger.jobs.list())).body).toContain("ACL token not found");
+      stranger.close();
+      // the documented token: jobs yes, agent:read no
+      expect((await documented.jobs.list()).data).toEqual([]);
+      const agent = await httpError(documented.agent.self());
+      expect([agent.status, agent.body]).toEqual([403, expect.stringContaining("Permission denied")]);
+      // a reader may read the agent and list, not submit
+      expect((await reader.agent.self()).data).toBeDefined();
+      const submit = await httpError(reader.jobs.register(shJob("nope", "true") as never));
+      expect(submit.status).toBe(403);
+      await documented.jobs.register(shJob("ok", "true") as never);
+      await root.jobs.deregister("ok", { purge: true });
+    } finally {
+      for (const c of [anon, documented, reader, root]) c.close();
+    }
   });
 
   it("raw_exec tasks start with the client's environment minus env.denylist; container tasks without it", async () => {

@@ -70,6 +70,7 @@ function taskProblems(
     const problem = networkModeProblem(mode);
     if (problem) out.push(`${at}.Config.network_mode: ${problem}`);
   }
+  if (t.Driver === "docker" || t.Driver === "podman") out.push(...hostMountProblems(cfg, at));
   if (t.Driver === "docker") {
     const disk = g.EphemeralDisk?.SizeMB ?? 300;
     const size = (cfg.storage_opt as { size?: unknown } | undefined)?.size;
@@ -100,4 +101,26 @@ const META_REF = /^\$\{NOMAD_META_[A-Za-z0-9_]+\}$/;
 
 function literalEnv(env: Readonly<Record<string, string>>): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter(([, v]) => !META_REF.test(v)));
+}
+
+/**
+ * A container's ways to the host's files: `volumes` (host paths, both drivers) and docker `mount`
+ * blocks other than tmpfs (bind, volume). Any of them reaches other trajectories' files or the
+ * catalog's hidden tests on the client.
+ */
+function hostMountProblems(cfg: Record<string, unknown>, at: string): string[] {
+  const out: string[] = [];
+  if (Array.isArray(cfg.volumes) && cfg.volumes.length > 0) {
+    out.push(`${at}.Config.volumes mounts host paths into the container: ${JSON.stringify(cfg.volumes)}`);
+  }
+  for (const key of ["mount", "mounts"]) {
+    const mounts = Array.isArray(cfg[key]) ? (cfg[key] as { type?: string; target?: string }[]) : [];
+    for (const m of mounts) {
+      if ((m.type ?? "volume") !== "tmpfs")
+        out.push(
+          `${at}.Config.${key}: a ${m.type ?? "volume"} mount at ${m.target ?? "?"} reaches the host's files`,
+        );
+    }
+  }
+  return out;
 }

@@ -61,6 +61,18 @@ describe("workerJobFactProblems", () => {
     ]);
   });
 
+  it("a container with a host path (volumes, a bind mount) is named: it reaches other trajectories' files", () => {
+    const job = buildWorkerJob(base);
+    const bound = mutate(job, (j) => {
+      config(j).volumes = ["/srv/catalog:/catalog"];
+      (config(j).mount as unknown[]).push({ type: "bind", source: "/srv", target: "/srv" });
+    });
+    expect(workerJobFactProblems(bound)).toEqual([
+      expect.stringContaining("Config.volumes mounts host paths"),
+      expect.stringContaining("a bind mount at /srv reaches the host's files"),
+    ]);
+  });
+
   it("memory: MemoryMB is the hard limit unless the cluster oversubscribes", () => {
     const job = mutate(buildWorkerJob(base), (j) => {
       j.TaskGroups[0]!.Tasks[0]!.Resources = { CPU: 1000, MemoryMB: 256, MemoryMaxMB: 2048 };

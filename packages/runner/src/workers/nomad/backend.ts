@@ -520,6 +520,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
           onProgress: progress,
           purpose: "start",
           namespace: o.namespace,
+          stderrTail,
         },
         "running",
       );
