@@ -129,6 +129,19 @@ function twoPortNetns(): { prefix?: string[]; why?: string } {
 const netns = twoPortNetns();
 if (netns.why) console.log(`skipping the port-collision test: ${netns.why}`);
 
+/** A git workspace with one commit (a.txt = "one"): the base a --diff-dir supervisor seals. */
+async function gitWorkspace() {
+  const ws = join(tmp.path, "ws");
+  await mkdir(ws);
+  const git = (...a: string[]) =>
+    execFileSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...a], { cwd: ws, encoding: "utf8" });
+  await writeFile(join(ws, "a.txt"), "one\n");
+  git("init", "-q", "-b", "main");
+  git("add", "-A");
+  git("commit", "-qm", "base");
+  return { ws, git, base: git("rev-parse", "HEAD").trim() };
+}
+
 describe("cline-supervisor", () => {
   it.skipIf(!netns.prefix)(
     "picks different ports for host and core even where the kernel would hand the same one out twice",
@@ -303,15 +316,7 @@ describe("cline-supervisor", () => {
   });
 
   it("--diff-dir: on SIGUSR2 writes the workspace's changes since start (binary-safe, commits included) atomically", async () => {
-    const ws = join(tmp.path, "ws");
-    await mkdir(ws);
-    const git = (...a: string[]) =>
-      execFileSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...a], { cwd: ws, encoding: "utf8" });
-    await writeFile(join(ws, "a.txt"), "one\n");
-    git("init", "-q", "-b", "main");
-    git("add", "-A");
-    git("commit", "-qm", "base");
-    const base = git("rev-parse", "HEAD").trim();
+    const { ws, git, base } = await gitWorkspace();
     const dir = join(tmp.path, "diff");
     const s = start(["--workspace", ws, "--diff-dir", dir]);
     await s.next("listening");
@@ -357,15 +362,7 @@ describe("cline-supervisor", () => {
   });
 
   it("--diff-dir behind the gate: an authorized diff request is answered by the supervisor (JSON line + patch), never from the agent's files", async () => {
-    const ws = join(tmp.path, "ws");
-    await mkdir(ws);
-    const git = (...a: string[]) =>
-      execFileSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...a], { cwd: ws, encoding: "utf8" });
-    await writeFile(join(ws, "a.txt"), "one\n");
-    git("init", "-q", "-b", "main");
-    git("add", "-A");
-    git("commit", "-qm", "base");
-    const base = git("rev-parse", "HEAD").trim();
+    const { ws, base } = await gitWorkspace();
     const dir = join(tmp.path, "diff");
     const port = await freePort();
     const s = start(

@@ -3,17 +3,9 @@ import { buildExecJob } from "../../src/spec/exec-job.js";
 import type { Job } from "../../src/spec/job.js";
 import { workerJobFactProblems } from "../../src/spec/job-facts.js";
 import { buildWorkerJob, type WorkerJobInput } from "../../src/spec/worker-job.js";
+import { BASE_WORKER, DIGEST } from "../helpers/worker-input.js";
 
-const DIGEST = `sha256:${"ab12".repeat(16)}`;
-const base: WorkerJobInput = {
-  jobId: "flakegym-run1-demo-agent-0f0f0f0f",
-  runId: "run1",
-  taskId: "demo",
-  profile: "python",
-  driver: { driver: "docker", image: `oci.example/flakegym/python-env@${DIGEST}` },
-  policyBaseUrl: "http://10.0.0.5:8089/v1",
-  expiresAtMs: 1_800_000_000_000,
-};
+const base = BASE_WORKER;
 
 /** A deep copy with one change: the check must notice each fact a builder could lose. */
 function mutate(job: Job, change: (j: Job) => void): Job {

@@ -22,19 +22,9 @@ import {
   type WorkerJobInput,
 } from "../../src/spec/worker-job.js";
 import { expectGolden } from "../helpers/golden.js";
+import { BASE_WORKER, DIGEST } from "../helpers/worker-input.js";
 
-const DIGEST = `sha256:${"ab12".repeat(16)}`;
-
-const base: WorkerJobInput = {
-  jobId: "flakegym-run1-demo-agent-0f0f0f0f",
-  runId: "run1",
-  taskId: "demo",
-  profile: "python",
-  driver: { driver: "docker", image: `oci.example/flakegym/python-env@${DIGEST}` },
-  policyBaseUrl: "http://10.0.0.5:8089/v1",
-  expiresAtMs: 1_800_000_000_000,
-  maxRunMs: 1_800_000,
-};
+const base = BASE_WORKER;
 
 describe("buildWorkerJob", () => {
   it("docker: digest-pinned image, sandbox keys, dynamic grpc port mapped to the core's port", () => {

@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { TASK_FILES } from "@flakegym/cline-vendor";
+import { replaceDir, TASK_FILES } from "@flakegym/cline-vendor";
 import { createDeadline, type NomadClient, NomadError } from "@flakegym/nomad-jobs";
 import type { CollectArtifactsInput } from "../types.js";
 import { NomadWorkerError } from "./errors.js";
@@ -130,14 +129,4 @@ async function catOrMissing(
     if (isMissing(err)) return undefined;
     throw err;
   }
-}
-
-/** Puts the finished `tmp` directory at `dest`, replacing what was there. */
-async function replaceDir(tmp: string, dest: string): Promise<void> {
-  if (existsSync(dest)) {
-    const old = `${dest}.old-${randomBytes(6).toString("hex")}`;
-    await rename(dest, old);
-    await rename(tmp, dest);
-    await rm(old, { recursive: true, force: true });
-  } else await rename(tmp, dest);
 }
