@@ -25,6 +25,8 @@ export const META = {
   coreToken: "flakegym_core_token",
   /** Unix ms after which nobody can still be using the job: the orphan sweep may purge it. */
   expires: "flakegym_expires",
+  /** raw_exec: the trajectory's own fork, copied into the workspace (a dispatch meta, so parents stay shared). */
+  snapshotDir: "flakegym_snapshot_dir",
 } as const;
 
 /** Every flakegym job id starts with this (the orphan sweep lists by it). */
@@ -239,6 +241,12 @@ export const WorkerJobOptions = z
       .string()
       .optional()
       .describe("raw_exec/nix: a directory copied into an empty workspace before the worker starts"),
+    snapshotDirFromDispatch: z
+      .boolean()
+      .default(false)
+      .describe(
+        "the snapshot directory is per trajectory: each dispatch names it (meta flakegym_snapshot_dir), so one parent serves every trajectory",
+      ),
     maxRunMs: z.number().int().positive().optional().describe("Nomad stops the allocation after this long"),
     expiresAtMs: z.number().int().positive().describe("unix ms after which the orphan sweep may purge"),
   })
@@ -449,6 +457,7 @@ export function workerSettings(o: {
   agent: boolean;
   workspaceDir?: string | undefined;
   snapshotDir?: string | undefined;
+  snapshotDirFromDispatch?: boolean | undefined;
 }): Record<string, string> {
   return {
     [WORKER_ENV.corePort]: nomadVar(`NOMAD_PORT_${GRPC_PORT_LABEL}`),
@@ -456,7 +465,11 @@ export function workerSettings(o: {
     [WORKER_ENV.workspace]: o.workspaceDir ?? defaultWorkspace(o.driver),
     [WORKER_ENV.configDir]: `${nomadVar("NOMAD_ALLOC_DIR")}/cline`,
     [WORKER_ENV.home]: `${nomadVar("NOMAD_TASK_DIR")}/home`,
-    ...(o.snapshotDir ? { [WORKER_ENV.snapshotDir]: o.snapshotDir } : {}),
+    ...(o.snapshotDirFromDispatch
+      ? { [WORKER_ENV.snapshotDir]: nomadVar(`NOMAD_META_${META.snapshotDir}`) }
+      : o.snapshotDir
+        ? { [WORKER_ENV.snapshotDir]: o.snapshotDir }
+        : {}),
     ...(o.policyBaseUrl ? { [WORKER_ENV.policyBaseUrl]: nomadVar(`NOMAD_META_${META.policyUrl}`) } : {}),
     // The dispatch's token; the supervisor gates the core's gRPC with it. A per-worker random
     // value, not a credential of anything else: it lives in the dispatch's meta.
@@ -568,12 +581,14 @@ export function buildWorkerJob(input: WorkerJobInput): Job {
       [META.image]: imageOf(o.driver),
       [META.kind]: o.agent ? "agent" : "command",
       [META.expires]: String(o.expiresAtMs),
+      // the default a dispatch without a snapshot dir interpolates (Nomad leaves unknown variables as they are)
+      ...(o.snapshotDirFromDispatch ? { [META.snapshotDir]: "" } : {}),
     },
     ...(o.constraints.length ? { Constraints: o.constraints } : {}),
     ParameterizedJob: {
       Payload: "forbidden",
       MetaRequired: [META.trajectory, META.expires, META.policyUrl, META.coreToken],
-      MetaOptional: [META.attempt],
+      MetaOptional: [META.attempt, ...(o.snapshotDirFromDispatch ? [META.snapshotDir] : [])],
     },
     TaskGroups: [
       {
