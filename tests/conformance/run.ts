@@ -146,6 +146,7 @@ async function main() {
     cwd: work,
     depsFor: async () => deps,
     closeWaitMs: 10_000,
+    allowUpstreams: ["http://127.0.0.1:9/v1"],
   });
   try {
     // the exported records: one whole group through the server, exported as `flakegym export` does

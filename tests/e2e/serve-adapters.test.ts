@@ -57,8 +57,18 @@ beforeAll(async () => {
       QWEN3,
       "--concurrency",
       "2",
+      "--allow-upstream",
+      vllm.baseUrl,
     ],
-    { cwd: tmp.path, reject: false, stdin: "ignore", timeout: 600_000, forceKillAfterDelay: 10_000 },
+    {
+      cwd: tmp.path,
+      // the server's own key: it must never travel to a trainer's endpoint
+      env: { OPENAI_API_KEY: SERVER_KEY },
+      reject: false,
+      stdin: "ignore",
+      timeout: 600_000,
+      forceKillAfterDelay: 10_000,
+    },
   );
   url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("serve printed no URL within 120 s")), 120_000);
@@ -81,6 +91,8 @@ afterAll(async () => {
   await vllm?.close();
   await tmp?.cleanup();
 }, 60_000);
+
+const SERVER_KEY = "sk-serve-canary-7f3a";
 
 const request = {
   request_id: "e2e-adapters-1",
@@ -114,6 +126,21 @@ describe("flakegym serve → trainer adapters", () => {
       status: "complete",
     });
     const recs = lines.filter((l): l is ServedTrajectory => l.type === "trajectory");
+    // the trainer's endpoint was called without this server's model API key
+    expect(vllm.headers.length).toBeGreaterThan(0);
+    expect(JSON.stringify(vllm.headers)).not.toContain(SERVER_KEY);
+    // and an endpoint the operator did not allow is refused before anything runs
+    const elsewhere = await fetch(`${url}/v1/groups`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        ...body,
+        request_id: "e2e-adapters-elsewhere",
+        inference: { ...body.inference, base_url: "http://169.254.169.254/v1" },
+      }),
+    });
+    expect(elsewhere.status).toBe(400);
+    expect(await elsewhere.text()).toContain("E_UPSTREAM");
     expect(recs.map((r) => r.trajectory_id).sort()).toEqual([`${TASK}-t0`, `${TASK}-t1`]);
     const expected = [sampledIds(WRITE), sampledIds(COMPLETE)];
     console.log(`serve e2e: group streamed after ${Math.round(performance.now() - t0)} ms`);

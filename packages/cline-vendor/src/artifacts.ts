@@ -184,17 +184,22 @@ export async function collectArtifacts(options: CollectArtifactsOptions): Promis
       join(tmp, "manifest.json"),
       `${JSON.stringify({ ...manifest, dir: undefined }, null, 2)}\n`,
     );
-    if (existsSync(dest)) {
-      const old = `${dest}.old-${randomBytes(6).toString("hex")}`;
-      await rename(dest, old);
-      await rename(tmp, dest);
-      await rm(old, { recursive: true, force: true });
-    } else await rename(tmp, dest);
+    await replaceDir(tmp, dest);
     return manifest;
   } catch (err) {
     await rm(tmp, { recursive: true, force: true });
     throw err;
   }
+}
+
+/** Puts the finished directory `tmp` at `dest`, replacing what was there (an artifact dir is whole or absent). */
+export async function replaceDir(tmp: string, dest: string): Promise<void> {
+  if (existsSync(dest)) {
+    const old = `${dest}.old-${randomBytes(6).toString("hex")}`;
+    await rename(dest, old);
+    await rename(tmp, dest);
+    await rm(old, { recursive: true, force: true });
+  } else await rename(tmp, dest);
 }
 
 /** One of Cline's task files, read without following links out of the config dir. */

@@ -30,8 +30,8 @@
 //   changes against it (workspace-diff.mjs: untracked files included, binary-safe, no agent config
 //   ever read) are written to <dir>/diff.patch, then <dir>/diff.json ({"seq","baseCommit","bytes",
 //   "excluded","excludedTotal"} or {"seq","error","unsafe"}), each atomically. This is how a remote
-//   runner (Nomad) collects the diff: it signals the task and reads the files through the
-//   allocation's filesystem API.
+//   runner can read them; a remote runner (Nomad) asks the gate instead (below), because the agent
+//   can write that directory.
 // - --nice: the supervisor lowers its own CPU priority to that niceness before it starts anything,
 //   so cline-host, cline-core and every command the agent runs inherit it: the runner and its policy
 //   gateway, which serve many agents at once, go first when the machine is busy. (Raising a
@@ -40,10 +40,14 @@
 //   supervisor serves --core-address itself as an HTTP/2 gate that forwards only calls carrying
 //   `authorization: Bearer <token>` and answers every other one with gRPC UNAUTHENTICATED (16).
 //   The token is removed from the children's environment. This is how a remote runner (Nomad)
-//   keeps anyone else who can reach the published port from driving the core.
+//   keeps anyone else who can reach the published port from driving the core. With --diff-dir too,
+//   the gate answers an authorized `POST /flakegym.Supervisor/Diff` (header `flakegym-seq: <n>`)
+//   itself: the body is one line of JSON (diff.json's fields with `seq` = n and the patch's
+//   `sha256`) then the patch's bytes, streamed from the supervisor's own memory over the runner's
+//   connection: nothing the agent can write is read on the way.
 
 import { spawn } from "node:child_process";
-import { timingSafeEqual } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import {
   closeSync,
   mkdirSync,
@@ -328,11 +332,14 @@ async function sealWorkspaceBase(workspace, baseCommit, sealDir) {
   }
 }
 
-/** --diff-dir: writes the workspace's changes against the sealed base as diff.patch, then diff.json. */
-async function writeDiff(workspace, dir, sealed, seq) {
+/**
+ * --diff-dir: the workspace's changes against the sealed base. Resolves to {info, patch}: info is
+ * diff.json's content ({seq, baseCommit, bytes, sha256, excluded, excludedTotal} or {seq, error,
+ * unsafe}); patch is a Buffer, or undefined with an error.
+ */
+async function computeDiff(workspace, dir, sealed, seq) {
   mkdirSync(dir, { recursive: true });
-  const done = (info) => writeAtomic(join(dir, "diff.json"), `${JSON.stringify({ seq, ...info })}\n`);
-  if (sealed.error) return done({ error: sealed.error });
+  if (sealed.error) return { info: { seq, error: sealed.error } };
   try {
     const d = await workspaceDiff({
       workspace,
@@ -340,23 +347,61 @@ async function writeDiff(workspace, dir, sealed, seq) {
       baseObjects: sealed.objects,
       scratchDir: dir,
     });
-    writeAtomic(join(dir, "diff.patch"), d.patch);
-    done({
+    const info = {
+      seq,
       baseCommit: sealed.base,
       bytes: d.patch.length,
+      sha256: createHash("sha256").update(d.patch).digest("hex"),
       excluded: d.excluded,
       excludedTotal: d.excludedTotal,
-    });
+    };
+    return { info, patch: d.patch };
   } catch (err) {
-    done({ error: err?.message ?? String(err), ...(err?.code === "E_DIFF_UNSAFE" ? { unsafe: true } : {}) });
+    const error = err?.message ?? String(err);
+    return { info: { seq, error, ...(err?.code === "E_DIFF_UNSAFE" ? { unsafe: true } : {}) } };
   }
+}
+
+/** --diff-dir, on SIGUSR2: the diff written as diff.patch, then diff.json, each atomically. */
+async function writeDiff(workspace, dir, sealed, seq) {
+  const { info, patch } = await computeDiff(workspace, dir, sealed, seq);
+  if (patch) writeAtomic(join(dir, "diff.patch"), patch);
+  writeAtomic(join(dir, "diff.json"), `${JSON.stringify(info)}\n`);
+}
+
+/** The gate's own path: the runner's diff request (see FLAKEGYM_CORE_TOKEN above). */
+const DIFF_PATH = "/flakegym.Supervisor/Diff";
+
+/** Answers an authorized diff request on `stream`: a JSON line, then the patch, with backpressure. */
+async function answerDiff(stream, headers, diffFor) {
+  const seq = Number(headers["flakegym-seq"]);
+  if (!Number.isSafeInteger(seq) || seq < 1) {
+    stream.respond({ ":status": 400, "content-type": "text/plain" });
+    stream.end("flakegym-seq must be a positive integer\n");
+    return;
+  }
+  if (!diffFor) {
+    stream.respond({ ":status": 404, "content-type": "text/plain" });
+    stream.end("this supervisor runs without --diff-dir: no diff to give\n");
+    return;
+  }
+  const { info, patch } = await diffFor(seq);
+  if (stream.destroyed) return;
+  stream.respond({ ":status": 200, "content-type": "application/octet-stream" });
+  stream.write(`${JSON.stringify(info)}\n`);
+  const CHUNK = 64 * 1024;
+  for (let at = 0; patch && at < patch.length; at += CHUNK) {
+    if (stream.destroyed) return;
+    if (!stream.write(patch.subarray(at, at + CHUNK))) await new Promise((r) => stream.once("drain", r));
+  }
+  stream.end();
 }
 
 /**
  * The token gate in front of the core's gRPC (see FLAKEGYM_CORE_TOKEN above): one upstream HTTP/2
  * session, each authorized stream forwarded with its headers, body and trailers.
  */
-function startCoreGate(listen, upstream, token, servers) {
+function startCoreGate(listen, upstream, token, servers, diffFor) {
   const expected = Buffer.from(`Bearer ${token}`);
   let session;
   const upstreamSession = () => {
@@ -381,6 +426,10 @@ function startCoreGate(listen, upstream, token, servers) {
         },
         { endStream: true },
       );
+      return;
+    }
+    if (headers[":path"] === DIFF_PATH) {
+      answerDiff(stream, headers, diffFor).catch(() => stream.close(2));
       return;
     }
     const fwd = {};
@@ -467,6 +516,7 @@ async function main() {
 
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(sig, () => shutdown(`received ${sig}`, 0));
   let sealing = Promise.resolve();
+  let diffFor;
   if (opts.diffDir) {
     const workspace = resolve(opts.workspace);
     // Next to the diff (a directory the supervisor can surely write), removed when it exits.
@@ -484,6 +534,12 @@ async function main() {
         .then(async () => writeDiff(workspace, opts.diffDir, await sealed, n))
         .catch((err) => process.stderr.write(`cline-supervisor: --diff-dir: ${err?.message ?? err}\n`));
     });
+    // The gate's diff requests run one at a time too (each reads the whole workspace).
+    diffFor = (n) => {
+      const next = chain.then(async () => computeDiff(workspace, opts.diffDir, await sealed, n));
+      chain = next.catch(() => {});
+      return next;
+    };
   }
   const initialPpid = process.ppid;
   setInterval(() => {
@@ -524,7 +580,7 @@ async function main() {
   // what it meant without the gate.
   const openGate = async () => {
     try {
-      await startCoreGate(core, coreAddress, gateToken, servers);
+      await startCoreGate(core, coreAddress, gateToken, servers, diffFor);
       return true;
     } catch (err) {
       process.stderr.write(`cline-supervisor: could not start the core gate: ${err.message}\n`);

@@ -25,4 +25,6 @@ export * from "./spec/canonicalize.js";
 export * from "./spec/exec-job.js";
 export * from "./spec/guards.js";
 export * from "./spec/job.js";
+export * from "./spec/job-facts.js";
+export * from "./spec/network-mode.js";
 export * from "./spec/worker-job.js";

@@ -1,5 +1,5 @@
 import { nomadDoctorRows } from "@flakegym/runner";
-import { startNomadDouble } from "@flakegym/test-utils";
+import { DOCUMENTED_CAPABILITIES, startNomadDouble } from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
 
 describe("nomadDoctorRows", () => {
@@ -19,11 +19,29 @@ describe("nomadDoctorRows", () => {
         const rows = await nomadDoctorRows({ NOMAD_ADDR: double.url, NOMAD_TOKEN: "tk" });
         expect(rows[0]).toMatchObject({ check: "nomad reachable", status: "ok" });
         expect(rows[0]!.value).toContain("leader 127.0.0.1:4647");
-        expect(rows[1]).toMatchObject({ check: "nomad version", status });
-        expect(rows[1]!.value).toContain(version);
+        expect(rows[1]).toMatchObject({ check: "nomad token", status: "ok" });
+        expect(rows[2]).toMatchObject({ check: "nomad version", status });
+        expect(rows[2]!.value).toContain(version);
       } finally {
         await double.close();
       }
+    }
+  });
+
+  it("the token docs/nomad.md describes (no agent:read): Nomad reachable, token fine, version not checked (a warning)", async () => {
+    const double = await startNomadDouble({
+      aclTokens: { documented: { namespaces: { default: DOCUMENTED_CAPABILITIES } } },
+    });
+    try {
+      const rows = await nomadDoctorRows({ NOMAD_ADDR: double.url, NOMAD_TOKEN: "documented" });
+      expect(rows.map((r) => [r.check, r.status])).toEqual([
+        ["nomad reachable", "ok"],
+        ["nomad token", "ok"],
+        ["nomad version", "warn"],
+      ]);
+      expect(rows[2]!.value).toContain("agent:read");
+    } finally {
+      await double.close();
     }
   });
 
@@ -34,9 +52,11 @@ describe("nomadDoctorRows", () => {
     expect(rows[0]!.detail).toContain("NOMAD_ADDR");
     const double = await startNomadDouble({ token: "right" });
     try {
+      // the leader needs no token (like Nomad): reachable, but the token row fails, naming NOMAD_TOKEN
       const denied = await nomadDoctorRows({ NOMAD_ADDR: double.url, NOMAD_TOKEN: "wrong" });
-      expect(denied[0]).toMatchObject({ status: "fail" });
-      expect(denied[0]!.detail).toContain("NOMAD_TOKEN");
+      expect(denied[0]).toMatchObject({ check: "nomad reachable", status: "ok" });
+      expect(denied[1]).toMatchObject({ check: "nomad token", status: "fail" });
+      expect(denied[1]!.detail).toContain("NOMAD_TOKEN is not a valid ACL token");
     } finally {
       await double.close();
     }

@@ -1,5 +1,5 @@
 import { createNomadClient, type NomadClient, NomadError } from "@flakegym/runner";
-import { type NomadDouble, startNomadDouble } from "@flakegym/test-utils";
+import { DOCUMENTED_CAPABILITIES, type NomadDouble, startNomadDouble } from "@flakegym/test-utils";
 import { afterEach, describe, expect, it } from "vitest";
 
 /**
@@ -258,15 +258,40 @@ describe("Nomad double fidelity", () => {
     await double.waitFor(() => double.liveTasks() === 0);
   });
 
-  it("requires the ACL token when one is set", async () => {
-    const { double } = await setup({ token: "t0k" });
-    const bad = createNomadClient({ address: double.url });
-    const e = await httpError(bad.status.leader());
-    expect(e.status).toBe(403);
-    bad.close();
-    const good = createNomadClient({ address: double.url, token: "t0k" });
-    expect((await good.status.leader()).data).toBe("127.0.0.1:4647");
-    good.close();
+  it("ACLs: each endpoint needs its capability; status needs none; an unknown token is 'ACL token not found'", async () => {
+    const { double } = await setup({
+      token: "t0k",
+      aclTokens: {
+        documented: { namespaces: { default: DOCUMENTED_CAPABILITIES } },
+        reader: { namespaces: { default: ["list-jobs", "read-job"] }, agent: "read" },
+      },
+    });
+    const as = (token?: string) =>
+      createNomadClient({ address: double.url, retry: { attempts: 1 }, ...(token ? { token } : {}) });
+    const anon = as();
+    const documented = as("documented");
+    const reader = as("reader");
+    const root = as("t0k");
+    try {
+      // /v1/status/leader checks no ACL (command/agent/status_endpoint.go)
+      expect((await anon.status.leader()).data).toBe("127.0.0.1:4647");
+      expect((await httpError(anon.jobs.list())).body).toContain("Permission denied");
+      const stranger = as("nope");
+      expect((await httpError(stranger.jobs.list())).body).toContain("ACL token not found");
+      stranger.close();
+      // the documented token: jobs yes, agent:read no
+      expect((await documented.jobs.list()).data).toEqual([]);
+      const agent = await httpError(documented.agent.self());
+      expect([agent.status, agent.body]).toEqual([403, expect.stringContaining("Permission denied")]);
+      // a reader may read the agent and list, not submit
+      expect((await reader.agent.self()).data).toBeDefined();
+      const submit = await httpError(reader.jobs.register(shJob("nope", "true") as never));
+      expect(submit.status).toBe(403);
+      await documented.jobs.register(shJob("ok", "true") as never);
+      await root.jobs.deregister("ok", { purge: true });
+    } finally {
+      for (const c of [anon, documented, reader, root]) c.close();
+    }
   });
 
   it("raw_exec tasks start with the client's environment minus env.denylist; container tasks without it", async () => {
@@ -293,6 +318,46 @@ describe("Nomad double fidelity", () => {
     expect(await out("image")).toBe("key= vault=\n");
     await client.jobs.deregister("inherit", { purge: true });
     await client.jobs.deregister("image", { purge: true });
+  });
+
+  it("a container task needs its network_mode to exist; storage_opt needs a quota-capable storage driver", async () => {
+    const { double, client } = await setup({ networks: ["team-egress"], storageQuota: false });
+    const container = (id: string, driver: string, config: Record<string, unknown>) => {
+      const j = shJob(id, "true");
+      j.TaskGroups[0]!.Tasks[0]!.Driver = driver;
+      j.TaskGroups[0]!.Tasks[0]!.Config = {
+        image: "img",
+        entrypoint: ["/bin/sh"],
+        args: ["-c", "true"],
+        ...config,
+      };
+      return j;
+    };
+    await client.jobs.register(container("known", "docker", { network_mode: "team-egress" }));
+    await client.jobs.register(container("unknown", "docker", { network_mode: "flakegym-egress" }));
+    await client.jobs.register(container("podman-unknown", "podman", { network_mode: "nope" }));
+    await client.jobs.register(
+      container("quota", "docker", { network_mode: "team-egress", storage_opt: { size: "1M" } }),
+    );
+    const status = (id: string) =>
+      (double.allocations().find((a) => a.JobID === id) as { ClientStatus?: string } | undefined)
+        ?.ClientStatus;
+    const ids = ["known", "unknown", "podman-unknown", "quota"];
+    await double.waitFor(() => ids.every((id) => status(id) === "complete" || status(id) === "failed"));
+    const driverError = async (id: string) => {
+      const [stub] = (await client.jobs.allocations(id)).data;
+      const events = (await client.allocations.info(stub!.ID)).data.TaskStates.t!.Events;
+      return events.find((e) => e.Type === "Driver Failure")?.DisplayMessage;
+    };
+    expect(status("known")).toBe("complete");
+    expect(await driverError("unknown")).toBe(
+      "failed to create container: API error (404): network flakegym-egress not found",
+    );
+    expect(await driverError("podman-unknown")).toContain("unable to find network with name or ID nope");
+    expect(await driverError("quota")).toContain(
+      "--storage-opt is supported only for overlay over xfs with 'pquota'",
+    );
+    for (const id of ids) await client.jobs.deregister(id, { purge: true });
   });
 
   it("keeps only the last 10 events of a task", async () => {

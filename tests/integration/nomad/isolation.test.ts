@@ -130,6 +130,23 @@ describe("namespace and placement", () => {
     await w.stop();
   });
 
+  it("a constraint no node meets fails at once, naming it; a node that meets it runs the worker", async () => {
+    const gvisor = [
+      { LTarget: "$" + "{attr.driver.docker.runtimes}", RTarget: "runsc", Operand: "set_contains" },
+    ];
+    const runcOnly = await setup({}, { driver: { driver: "docker" }, constraints: gvisor });
+    const e = await rejection(runcOnly.backend.start(spec()));
+    expect(e.code).toBe("E_NOMAD_PLACEMENT");
+    expect(e.message).toContain("attr.driver.docker.runtimes} set_contains runsc");
+    expect(runcOnly.double.jobs()).toEqual([]);
+    const { backend } = await setup(
+      { nodeAttributes: { "driver.docker.runtimes": "runc,runsc" } },
+      { driver: { driver: "docker", runtime: "runsc" }, constraints: gvisor },
+    );
+    const w = await backend.start(spec());
+    await w.stop();
+  });
+
   it("the wait is bounded by the start deadline, with the scheduler's reason", async () => {
     const { backend } = await setup({ nodeReady: false }, { startTimeoutMs: 800 });
     const e = await rejection(backend.start(spec()));

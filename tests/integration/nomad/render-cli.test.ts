@@ -1,4 +1,4 @@
-import { createNomadClient } from "@flakegym/runner";
+import { createNomadClient, workerJobFactProblems } from "@flakegym/runner";
 import { makeTempDir, runCli, startNomadDouble } from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
 
@@ -30,6 +30,10 @@ describe("flakegym nomad render (real process)", () => {
       flakegym_task: "demo",
       flakegym_profile: "node",
     });
+    // The rendered job holds Nomad's facts: memory above the core, replace off, a dedicated
+    // network, the writable layer capped at the disk, no secrets.
+    expect(workerJobFactProblems(body.Job as never)).toEqual([]);
+    expect(JSON.stringify(body.Job)).toContain('"network_mode":"flakegym-egress"');
 
     // What `nomad job run -json` would send: the double registers it, and a dispatch with the
     // required meta runs a worker allocation.

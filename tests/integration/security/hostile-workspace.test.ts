@@ -15,7 +15,7 @@ import {
   forkTree,
   type Worker,
 } from "@flakegym/runner";
-import { makeTempDir, REPO_ROOT, startNomadDouble, type TempDir } from "@flakegym/test-utils";
+import { freePort, makeTempDir, REPO_ROOT, startNomadDouble, type TempDir } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -368,8 +368,10 @@ describe("a hostile workspace is collected without any host tool interpreting it
     },
   );
 
-  it("nomad: cline-supervisor --diff-dir in a raw_exec task, read back with collectFromAllocation", async () => {
+  it("nomad: cline-supervisor --diff-dir in a raw_exec task, asked through its core gate by collectFromAllocation", async () => {
     const f = await fork("nomad");
+    const port = await freePort();
+    const token = "hostile-ws-token";
     const ws = join(f.tree, "workspace");
     const double = await startNomadDouble();
     const client = createNomadClient({ address: double.url, retry: { attempts: 1 } });
@@ -389,14 +391,21 @@ describe("a hostile workspace is collected without any host tool interpreting it
                 Driver: "raw_exec",
                 KillSignal: "SIGTERM",
                 Config: {
-                  command: process.execPath,
+                  // says where its allocation dir is (the agent's forgery goes there), then runs the supervisor
+                  command: "/bin/sh",
                   args: [
+                    "-c",
+                    'echo "allocdir=$NOMAD_ALLOC_DIR"; exec "$@"',
+                    "sh",
+                    process.execPath,
                     SUPERVISOR_PATH,
-                    ...["--host-bin", fixture("fake-host.mjs"), "--core-js", fixture("fake-core.mjs")],
+                    ...["--host-bin", fixture("fake-host.mjs"), "--core-js", fixture("h2-core.mjs")],
+                    ...["--core-address", `127.0.0.1:${port}`],
                     ...["--node-path", "/nonexistent", "--workspace", ws],
                     ...["--config", `${ALLOC_DIR}/cline`, "--diff-dir", `${ALLOC_DIR}/cline/flakegym`],
                   ],
                 },
+                Env: { FLAKEGYM_CORE_TOKEN: token },
               },
             ],
           },
@@ -405,11 +414,20 @@ describe("a hostile workspace is collected without any host tool interpreting it
       await double.waitFor(() => double.liveTasks() === 1);
       const [alloc] = (await client.jobs.allocations("hostile-ws")).data;
       // the supervisor seals the base before it starts its children: wait until they run
+      let out = "";
       for (let i = 0; i < 200; i++) {
-        const out = (await client.logs.read(alloc!.ID, { task: WORKER_TASK, type: "stdout" })).data;
+        out = (await client.logs.read(alloc!.ID, { task: WORKER_TASK, type: "stdout" })).data;
         if (out.includes('"event":"listening"')) break;
         await new Promise((r) => setTimeout(r, 50));
       }
+      // the agent forges the supervisor's files where it can write them: they are never read
+      const diffDir = join(/allocdir=(.*)/.exec(out)![1]!, "cline", "flakegym");
+      await mkdir(diffDir, { recursive: true });
+      await writeFile(join(diffDir, "diff.patch"), "forged\n");
+      await writeFile(
+        join(diffDir, "diff.json"),
+        `${JSON.stringify({ seq: 1, baseCommit: s.base, bytes: 7 })}\n`,
+      );
       // raw_exec has no isolation: the agent is any process with the workspace (played by the test)
       execFileSync("sh", ["-c", plantCommand(s)], { cwd: ws, env: { ...process.env, ...gitEnv } });
       const dest = join(s.tmp.path, "out", "nomad");
@@ -417,8 +435,9 @@ describe("a hostile workspace is collected without any host tool interpreting it
         client,
         alloc!.ID,
         { taskId: "", dest, signal: AbortSignal.timeout(120_000), timeoutMs: 60_000 },
-        { seq: 1 },
+        { seq: 1, agentAddress: `127.0.0.1:${port}`, agentToken: token },
       );
+      expect((await readFile(join(dest, "diff.patch"), "utf8")).includes("forged")).toBe(false);
       await expectSealedCollection(s, dest, "nomad");
     } finally {
       await client.jobs.deregister("hostile-ws", { purge: true }).catch(() => {});

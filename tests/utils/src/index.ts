@@ -19,6 +19,7 @@ export {
   startNomadDouble,
   type TaskBehavior,
 } from "./nomad-double.js";
+export { DOCUMENTED_CAPABILITIES, type DoubleAclGrant } from "./nomad-double-acl.js";
 export { freePort } from "./ports.js";
 export { findProcesses, type ProcInfo, processReaper, processTable, waitFor } from "./processes.js";
 export { REPO_ROOT } from "./repo-root.js";

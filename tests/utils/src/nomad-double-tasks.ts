@@ -76,6 +76,46 @@ export function interpolateDeep(v: unknown, env: Readonly<Record<string, string>
 const SIGNALS: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15 };
 
 /** The argv a driver would run, or undefined when the image's own entrypoint runs. */
+/** What the client's container runtimes have: networks that exist, and whether layers take a size quota. */
+export interface ContainerHost {
+  /** User-defined networks (`docker network create` / `podman network create`). */
+  readonly networks: ReadonlySet<string>;
+  /** The storage driver enforces `storage_opt size` (docker: overlay2 on xfs with pquota, btrfs, zfs). */
+  readonly storageQuota: boolean;
+}
+
+/** Built-in network modes each runtime knows without creating anything. */
+const BUILTIN_NETWORKS: Readonly<Record<string, readonly string[]>> = {
+  docker: ["host", "bridge", "none", "default"],
+  podman: ["host", "bridge", "none", "private", "slirp4netns", "pasta"],
+};
+
+/**
+ * How a container task's creation fails, as the runtime says it (undefined: it starts). Docker
+ * answers a network that does not exist with 404 "network X not found" and a `storage_opt size`
+ * its storage driver cannot enforce with "--storage-opt is supported only for overlay over xfs with
+ * 'pquota' mount option" (moby daemon/graphdriver/overlay2); podman "unable to find network".
+ */
+export function containerCreateFailure(
+  driver: string,
+  config: Readonly<Record<string, unknown>>,
+  host: ContainerHost,
+): string | undefined {
+  const builtin = BUILTIN_NETWORKS[driver];
+  if (!builtin) return undefined;
+  const mode = typeof config.network_mode === "string" ? config.network_mode : "";
+  const shared = /^(container|ns|task):/.test(mode);
+  if (mode !== "" && !shared && !builtin.includes(mode) && !host.networks.has(mode)) {
+    return driver === "docker"
+      ? `failed to create container: API error (404): network ${mode} not found`
+      : `failed to start task: unable to find network with name or ID ${mode}: network not found`;
+  }
+  if (driver === "docker" && config.storage_opt !== undefined && !host.storageQuota) {
+    return "failed to create container: API error (500): --storage-opt is supported only for overlay over xfs with 'pquota' mount option";
+  }
+  return undefined;
+}
+
 export function argvOf(driver: string, config: Readonly<Record<string, unknown>>): string[] | undefined {
   const strs = (v: unknown) => (Array.isArray(v) ? v.map(String) : typeof v === "string" ? [v] : []);
   const args = strs(config.args);

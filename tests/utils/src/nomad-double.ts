@@ -4,10 +4,18 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { type AddressInfo, createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { allows, type DoubleAclGrant, requirementOf } from "./nomad-double-acl.js";
+import {
+  constraintText,
+  type DoubleConstraint,
+  type DoubleNode,
+  firstUnmet,
+} from "./nomad-double-constraints.js";
 import { FilterError, matchesFilter, parseFilter } from "./nomad-double-filter.js";
 import {
   type AllocatedPort,
   argvOf,
+  containerCreateFailure,
   interpolate,
   interpolateDeep,
   startTask,
@@ -50,8 +58,22 @@ export interface NomadDoubleOptions {
   readonly startDelayMs?: number;
   /** Drivers the client node has; tasks needing another one stay unplaced ("missing drivers"). */
   readonly drivers?: readonly string[];
-  /** When set, every request must carry this X-Nomad-Token. */
+  /**
+   * The node's attributes beyond the defaults (`kernel.name` linux, `cpu.arch` amd64,
+   * `driver.<name>` for each driver, `driver.docker.runtimes` "runc"), as `${attr.<name>}` in
+   * constraints: a job whose constraint the node fails is not placed (`ConstraintFiltered`).
+   */
+  readonly nodeAttributes?: Readonly<Record<string, string>>;
+  /** The node's `meta` (`${meta.<name>}`). */
+  readonly nodeMeta?: Readonly<Record<string, string>>;
+  /** When set, ACLs are on and this X-Nomad-Token is a management token (every capability). */
   readonly token?: string;
+  /**
+   * More ACL tokens (secret → what it may do), like Nomad's policies: each request needs the
+   * capability its endpoint checks (see nomad-double-acl.ts); otherwise 403 "Permission denied".
+   * Setting it turns ACLs on like `token` does.
+   */
+  readonly aclTokens?: Readonly<Record<string, DoubleAclGrant>>;
   readonly namespaces?: readonly string[];
   readonly region?: string;
   readonly datacenter?: string;
@@ -76,6 +98,16 @@ export interface NomadDoubleOptions {
   readonly memoryOversubscription?: boolean;
   /** How often task memory is sampled for the limit. Default 100 ms. */
   readonly memoryPollMs?: number;
+  /**
+   * Container networks the client's docker/podman have (besides the built-in modes). A task naming
+   * another fails to start like on Nomad ("network X not found"). Default `["flakegym-egress"]`.
+   */
+  readonly networks?: readonly string[];
+  /**
+   * Whether the client's docker storage driver enforces `storage_opt size`; when false a task that
+   * sets it fails to start like docker's overlay2 off xfs-pquota. Default true.
+   */
+  readonly storageQuota?: boolean;
 }
 
 /**
@@ -298,9 +330,28 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
   const version = options.version ?? "2.0.6";
   const drivers = new Set(options.drivers ?? ["docker", "podman", "nix", "raw_exec", "exec"]);
   const namespaces = new Set(options.namespaces ?? ["default"]);
+  const containerHost = {
+    networks: new Set(options.networks ?? ["flakegym-egress"]),
+    storageQuota: options.storageQuota ?? true,
+  };
   const hostIp = "127.0.0.1";
   const nodeId = randomUUID();
   const nodeName = "nomad-double-client";
+  const node: DoubleNode = {
+    name: nodeName,
+    datacenter,
+    pool: "default",
+    nodeClass: "",
+    attributes: {
+      "kernel.name": "linux",
+      "cpu.arch": "amd64",
+      "unique.hostname": nodeName,
+      ...Object.fromEntries([...drivers].map((d) => [`driver.${d}`, "1"])),
+      "driver.docker.runtimes": "runc",
+      ...options.nodeAttributes,
+    },
+    meta: { ...options.nodeMeta },
+  };
   const heartbeatMs = options.heartbeatMs ?? 100;
   let placementDelayMs = options.placementDelayMs ?? 10;
   let nodeReady = options.nodeReady ?? true;
@@ -622,14 +673,20 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       const missing = [
         ...new Set((g.Tasks as Json[]).map((t) => t.Driver as string).filter((d) => !drivers.has(d))),
       ];
-      if (missing.length) {
+      const constraints = [
+        ...((j.spec.Constraints as DoubleConstraint[] | undefined) ?? []),
+        ...((g.Constraints as DoubleConstraint[] | undefined) ?? []),
+        ...(g.Tasks as Json[]).flatMap((t) => (t.Constraints as DoubleConstraint[] | undefined) ?? []),
+      ];
+      const unmet = missing.length ? undefined : firstUnmet(constraints, node);
+      if (missing.length || unmet) {
         failed[g.Name as string] = {
           NodesEvaluated: 1,
           NodesFiltered: 1,
           NodesInPool: 1,
           NodesAvailable: { [datacenter]: 1 },
           ClassFiltered: null,
-          ConstraintFiltered: { "missing drivers": 1 },
+          ConstraintFiltered: { [unmet ? constraintText(unmet) : "missing drivers"]: 1 },
           NodesExhausted: 0,
           ClassExhausted: null,
           DimensionExhausted: null,
@@ -925,7 +982,9 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       const wanted = Array.isArray(config.ports) ? (config.ports as string[]) : [];
       const unknown = wanted.find((l) => !ports.some((p) => p.Label === l));
       const argv = argvOf(driver, config);
-      if (unknown !== undefined)
+      const createFailure = containerCreateFailure(driver, config, containerHost);
+      if (createFailure !== undefined) behavior = { kind: "driver-failure", message: createFailure };
+      else if (unknown !== undefined)
         behavior = { kind: "driver-failure", message: `Port "${unknown}" not found, check network block` };
       else if (argv) behavior = { kind: "exec", argv };
       else if (driver === "raw_exec" || driver === "exec" || driver === "nix")
@@ -1508,9 +1567,19 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     q: URLSearchParams,
   ) {
     const method = req.method ?? "GET";
-    if (options.token !== undefined) {
+    if (options.token !== undefined || options.aclTokens !== undefined) {
       const t = req.headers["x-nomad-token"];
-      if (t !== options.token) throw new HttpError(403, t ? "ACL token not found" : "Permission denied");
+      const grant =
+        typeof t === "string" && t !== ""
+          ? t === options.token
+            ? { management: true }
+            : options.aclTokens?.[t]
+          : undefined;
+      const need = requirementOf(method, path);
+      if (need.kind !== "none" && typeof t === "string" && t !== "" && !grant)
+        throw new HttpError(403, "ACL token not found");
+      if (!allows(grant, need, nsOf(q) === "*" ? "default" : nsOf(q)))
+        throw new HttpError(403, "Permission denied");
     }
     const rq = q.get("region");
     if (rq && rq !== region) throw new HttpError(500, "No path to region");

@@ -4,6 +4,7 @@
  * real core under the supervisor is covered by tests/integration/cline.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { connect as http2Connect } from "node:http2";
 import { createConnection, createServer, type Server } from "node:net";
@@ -127,6 +128,19 @@ function twoPortNetns(): { prefix?: string[]; why?: string } {
 }
 const netns = twoPortNetns();
 if (netns.why) console.log(`skipping the port-collision test: ${netns.why}`);
+
+/** A git workspace with one commit (a.txt = "one"): the base a --diff-dir supervisor seals. */
+async function gitWorkspace() {
+  const ws = join(tmp.path, "ws");
+  await mkdir(ws);
+  const git = (...a: string[]) =>
+    execFileSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...a], { cwd: ws, encoding: "utf8" });
+  await writeFile(join(ws, "a.txt"), "one\n");
+  git("init", "-q", "-b", "main");
+  git("add", "-A");
+  git("commit", "-qm", "base");
+  return { ws, git, base: git("rev-parse", "HEAD").trim() };
+}
 
 describe("cline-supervisor", () => {
   it.skipIf(!netns.prefix)(
@@ -302,15 +316,7 @@ describe("cline-supervisor", () => {
   });
 
   it("--diff-dir: on SIGUSR2 writes the workspace's changes since start (binary-safe, commits included) atomically", async () => {
-    const ws = join(tmp.path, "ws");
-    await mkdir(ws);
-    const git = (...a: string[]) =>
-      execFileSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...a], { cwd: ws, encoding: "utf8" });
-    await writeFile(join(ws, "a.txt"), "one\n");
-    git("init", "-q", "-b", "main");
-    git("add", "-A");
-    git("commit", "-qm", "base");
-    const base = git("rev-parse", "HEAD").trim();
+    const { ws, git, base } = await gitWorkspace();
     const dir = join(tmp.path, "diff");
     const s = start(["--workspace", ws, "--diff-dir", dir]);
     await s.next("listening");
@@ -330,7 +336,14 @@ describe("cline-supervisor", () => {
     s.child.kill("SIGUSR2");
     const first = await info(1);
     const patch = await readFile(join(dir, "diff.patch"));
-    expect(first).toEqual({ seq: 1, baseCommit: base, bytes: patch.length, excluded: [], excludedTotal: 0 });
+    expect(first).toEqual({
+      seq: 1,
+      baseCommit: base,
+      bytes: patch.length,
+      sha256: createHash("sha256").update(patch).digest("hex"),
+      excluded: [],
+      excludedTotal: 0,
+    });
     expect(patch.toString()).toContain("+two");
     expect(patch.toString()).toContain("GIT binary patch");
     expect(git("status", "--porcelain")).toBe("?? blob.bin\n"); // the workspace's own index is untouched
@@ -344,6 +357,66 @@ describe("cline-supervisor", () => {
     s.child.kill("SIGUSR2");
     expect(await info(2)).toMatchObject({ seq: 2, baseCommit: base });
     expect((await readFile(join(dir, "diff.patch"))).toString()).toContain("+two");
+    s.child.kill("SIGTERM");
+    expect(await s.exit).toBe(0);
+  });
+
+  it("--diff-dir behind the gate: an authorized diff request is answered by the supervisor (JSON line + patch), never from the agent's files", async () => {
+    const { ws, base } = await gitWorkspace();
+    const dir = join(tmp.path, "diff");
+    const port = await freePort();
+    const s = start(
+      [
+        "--workspace",
+        ws,
+        "--diff-dir",
+        dir,
+        "--core-js",
+        fixture("h2-core.mjs"),
+        "--core-address",
+        `127.0.0.1:${port}`,
+      ],
+      { FLAKEGYM_CORE_TOKEN: "tok-9" },
+    );
+    await s.next("listening");
+    await writeFile(join(ws, "a.txt"), "one\ntwo\n");
+    // the agent forges the files a runner used to read
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "diff.json"), `${JSON.stringify({ seq: 1, baseCommit: base, bytes: 7 })}\n`);
+    await writeFile(join(dir, "diff.patch"), "forged\n");
+    const session = http2Connect(`http://127.0.0.1:${port}`);
+    session.on("error", () => {});
+    const ask = (headers: Record<string, string>) =>
+      new Promise<{ status: unknown; grpc: unknown; body: Buffer }>((resolve, reject) => {
+        const req = session.request({ ":method": "POST", ":path": "/flakegym.Supervisor/Diff", ...headers });
+        const chunks: Buffer[] = [];
+        let h: Record<string, unknown> = {};
+        req.on("response", (r) => {
+          h = r;
+        });
+        req.on("data", (c: Buffer) => chunks.push(c));
+        req.on("end", () =>
+          resolve({ status: h[":status"], grpc: h["grpc-status"], body: Buffer.concat(chunks) }),
+        );
+        req.on("error", reject);
+        req.end();
+      });
+    try {
+      expect((await ask({ "flakegym-seq": "1" })).grpc).toBe("16");
+      expect((await ask({ authorization: "Bearer nope", "flakegym-seq": "1" })).grpc).toBe("16");
+      expect((await ask({ authorization: "Bearer tok-9", "flakegym-seq": "x" })).status).toBe(400);
+      const r = await ask({ authorization: "Bearer tok-9", "flakegym-seq": "7" });
+      expect(r.status).toBe(200);
+      const nl = r.body.indexOf(10);
+      const info = JSON.parse(r.body.subarray(0, nl).toString()) as Record<string, unknown>;
+      const patch = r.body.subarray(nl + 1);
+      expect(info).toMatchObject({ seq: 7, baseCommit: base, bytes: patch.length });
+      expect(info["sha256"]).toBe(createHash("sha256").update(patch).digest("hex"));
+      expect(patch.toString()).toContain("+two");
+      expect(patch.toString()).not.toContain("forged");
+    } finally {
+      session.close();
+    }
     s.child.kill("SIGTERM");
     expect(await s.exit).toBe(0);
   });

@@ -1,3 +1,4 @@
+import { NomadError } from "./errors.js";
 import type { CallOptions, RequestCore, Result } from "./request.js";
 
 /**
@@ -7,15 +8,36 @@ import type { CallOptions, RequestCore, Result } from "./request.js";
  */
 export function createFsApi(core: RequestCore) {
   return {
-    /** `GET /v1/client/fs/cat/:alloc?path=`: a file's bytes (binary-safe). */
-    async cat(allocId: string, path: string, opts: CallOptions = {}): Promise<Result<Buffer>> {
-      const { response, meta } = await core.stream(
-        { method: "GET", path: `/v1/client/fs/cat/${encodeURIComponent(allocId)}`, query: { path } },
-        opts,
-      );
+    /**
+     * `GET /v1/client/fs/cat/:alloc?path=`: a file's bytes (binary-safe). With `maxBytes` the read
+     * stops (E_NOMAD_RESPONSE, naming the path and the bound) as soon as more arrive: the file
+     * lives where the workload can write it, so its size is the workload's choice.
+     */
+    async cat(
+      allocId: string,
+      path: string,
+      opts: CallOptions & { maxBytes?: number } = {},
+    ): Promise<Result<Buffer>> {
+      const apiPath = `/v1/client/fs/cat/${encodeURIComponent(allocId)}`;
+      const { response, meta } = await core.stream({ method: "GET", path: apiPath, query: { path } }, opts);
       const chunks: Buffer[] = [];
+      let bytes = 0;
       try {
-        for await (const c of response) chunks.push(c as Buffer);
+        for await (const c of response) {
+          bytes += (c as Buffer).length;
+          if (opts.maxBytes !== undefined && bytes > opts.maxBytes) {
+            throw new NomadError(
+              "E_NOMAD_RESPONSE",
+              `allocation ${allocId}: ${path} is larger than ${opts.maxBytes} bytes: not read further`,
+              {
+                method: "GET",
+                path: apiPath,
+                hint: "raise the caller's size bound if the file is expected to be this large",
+              },
+            );
+          }
+          chunks.push(c as Buffer);
+        }
       } finally {
         response.destroy();
       }

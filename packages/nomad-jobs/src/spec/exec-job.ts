@@ -105,7 +105,7 @@ export function buildExecJob(input: ExecJobInput): Job {
     HOME: `${nomadVar("NOMAD_TASK_DIR")}/home`,
   };
   const env = { ...o.env, ...settings };
-  const config = driverConfig(o.driver, o.sandbox, { settings: env, run });
+  const config = driverConfig(o.driver, o.sandbox, { settings: env, run, diskMb: o.resources.diskMb });
   // An exec task serves no port.
   delete config.ports;
   const task: Task = {

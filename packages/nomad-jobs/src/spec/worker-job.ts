@@ -3,6 +3,7 @@ import { z } from "zod";
 import { hours, milliseconds, seconds } from "../duration.js";
 import { assertNoSecrets, assertRoutableUrl } from "./guards.js";
 import { Constraint, type Job, type Task } from "./job.js";
+import { checkNetworkMode, DEFAULT_WORKER_NETWORK } from "./network-mode.js";
 
 /**
  * The Cline worker as a Nomad job: one parameterized batch job per (run, task, image), one
@@ -24,6 +25,8 @@ export const META = {
   coreToken: "flakegym_core_token",
   /** Unix ms after which nobody can still be using the job: the orphan sweep may purge it. */
   expires: "flakegym_expires",
+  /** raw_exec: the trajectory's own fork, copied into the workspace (a dispatch meta, so parents stay shared). */
+  snapshotDir: "flakegym_snapshot_dir",
 } as const;
 
 /** Every flakegym job id starts with this (the orphan sweep lists by it). */
@@ -77,8 +80,10 @@ const ContainerCommon = {
   args: z.array(z.string()).default([]).describe("arguments for the entrypoint"),
   networkMode: z
     .string()
-    .optional()
-    .describe("container network (e.g. a network whose egress only reaches the gateway)"),
+    .default(DEFAULT_WORKER_NETWORK)
+    .describe(
+      "container network whose egress reaches only the policy gateway (the operator creates it; host, bridge, none and another container's namespace are refused)",
+    ),
   containerPort: z
     .number()
     .int()
@@ -200,6 +205,12 @@ export const WorkerSandbox = z
         "image filesystem read-only (the agent then cannot edit the image's /workspace: off by default; each container's writable layer is its own and discarded with it)",
       ),
     tmpfsMb: z.number().int().positive().default(512).describe("size of the tmpfs mounted at /tmp (MB)"),
+    writableLayerQuota: z
+      .boolean()
+      .default(true)
+      .describe(
+        "docker: cap the container's writable layer (where /workspace lives) at the job's disk with storage_opt size; needs a quota-capable storage driver on the client (overlay2 on xfs with pquota, btrfs, zfs)",
+      ),
   })
   .strict();
 export type WorkerSandbox = z.infer<typeof WorkerSandbox>;
@@ -230,6 +241,12 @@ export const WorkerJobOptions = z
       .string()
       .optional()
       .describe("raw_exec/nix: a directory copied into an empty workspace before the worker starts"),
+    snapshotDirFromDispatch: z
+      .boolean()
+      .default(false)
+      .describe(
+        "the snapshot directory is per trajectory: each dispatch names it (meta flakegym_snapshot_dir), so one parent serves every trajectory",
+      ),
     maxRunMs: z.number().int().positive().optional().describe("Nomad stops the allocation after this long"),
     expiresAtMs: z.number().int().positive().describe("unix ms after which the orphan sweep may purge"),
   })
@@ -355,6 +372,8 @@ export function driverConfig(
     settings: Readonly<Record<string, string>>;
     portLabels?: readonly string[];
     run?: { command: string; args: readonly string[] };
+    /** The job's disk (MB): docker's writable layer is capped at it (`writableLayerQuota`). */
+    diskMb?: number;
   },
 ): Record<string, unknown> {
   const allowed = workerEnvironment(o.settings, o.portLabels ?? []);
@@ -371,8 +390,9 @@ export function driverConfig(
       image: c.image,
       ...containerArgv(c, o.run),
       ports: [GRPC_PORT_LABEL],
-      ...(c.networkMode ? { network_mode: c.networkMode } : {}),
+      network_mode: c.networkMode,
       ...(c.runtime ? { runtime: c.runtime } : {}),
+      ...writableLayerQuota(sandbox, o.diskMb),
       privileged: false,
       cap_drop: ["ALL"],
       security_opt: ["no-new-privileges"],
@@ -384,7 +404,7 @@ export function driverConfig(
       image: c.image,
       ...containerArgv(c, o.run),
       ports: [GRPC_PORT_LABEL],
-      ...(c.networkMode ? { network_mode: c.networkMode } : {}),
+      network_mode: c.networkMode,
       privileged: false,
       cap_drop: ["ALL"],
       security_opt: ["no-new-privileges"],
@@ -409,6 +429,19 @@ export function driverConfig(
     .exhaustive();
 }
 
+/**
+ * Docker's `storage_opt { size }`: the container's writable layer, where the image's /workspace is
+ * edited, capped at the job's disk (Nomad's EphemeralDisk caps only the allocation directory, not
+ * the layer). Docker refuses the container on a storage driver without quotas, so a client that
+ * cannot enforce it fails the task visibly instead of running it uncapped.
+ */
+export function writableLayerQuota(
+  sandbox: WorkerSandbox,
+  diskMb: number | undefined,
+): { storage_opt?: { size: string } } {
+  return sandbox.writableLayerQuota && diskMb ? { storage_opt: { size: `${diskMb}M` } } : {};
+}
+
 /** The worker's workspace: the image's /workspace in containers, the allocation dir otherwise. */
 export function defaultWorkspace(d: WorkerDriver): string {
   return match(d)
@@ -424,6 +457,7 @@ export function workerSettings(o: {
   agent: boolean;
   workspaceDir?: string | undefined;
   snapshotDir?: string | undefined;
+  snapshotDirFromDispatch?: boolean | undefined;
 }): Record<string, string> {
   return {
     [WORKER_ENV.corePort]: nomadVar(`NOMAD_PORT_${GRPC_PORT_LABEL}`),
@@ -431,7 +465,11 @@ export function workerSettings(o: {
     [WORKER_ENV.workspace]: o.workspaceDir ?? defaultWorkspace(o.driver),
     [WORKER_ENV.configDir]: `${nomadVar("NOMAD_ALLOC_DIR")}/cline`,
     [WORKER_ENV.home]: `${nomadVar("NOMAD_TASK_DIR")}/home`,
-    ...(o.snapshotDir ? { [WORKER_ENV.snapshotDir]: o.snapshotDir } : {}),
+    ...(o.snapshotDirFromDispatch
+      ? { [WORKER_ENV.snapshotDir]: nomadVar(`NOMAD_META_${META.snapshotDir}`) }
+      : o.snapshotDir
+        ? { [WORKER_ENV.snapshotDir]: o.snapshotDir }
+        : {}),
     ...(o.policyBaseUrl ? { [WORKER_ENV.policyBaseUrl]: nomadVar(`NOMAD_META_${META.policyUrl}`) } : {}),
     // The dispatch's token; the supervisor gates the core's gRPC with it. A per-worker random
     // value, not a credential of anything else: it lives in the dispatch's meta.
@@ -489,7 +527,10 @@ function imageOf(d: WorkerDriver): string {
 
 /** Validates what every worker-image job needs: a pinned image; raw_exec only when explicitly allowed. */
 export function checkWorkerDriver(d: WorkerDriver): void {
-  if (d.driver === "docker" || d.driver === "podman") checkImage(d);
+  if (d.driver === "docker" || d.driver === "podman") {
+    checkImage(d);
+    checkNetworkMode(d.networkMode);
+  }
   if (d.driver === "raw_exec" && !d.allowUnisolated) {
     throw new TypeError(
       "the raw_exec driver cannot hold an agent's workload: it has " +
@@ -517,6 +558,7 @@ export function buildWorkerJob(input: WorkerJobInput): Job {
     Config: driverConfig(o.driver, o.sandbox, {
       settings: { ...o.env, ...settings },
       portLabels: [GRPC_PORT_LABEL, HOST_PORT_LABEL],
+      diskMb: o.resources.diskMb,
     }),
     Env: { ...o.env, ...settings },
     Resources: taskResources(o.resources),
@@ -539,12 +581,14 @@ export function buildWorkerJob(input: WorkerJobInput): Job {
       [META.image]: imageOf(o.driver),
       [META.kind]: o.agent ? "agent" : "command",
       [META.expires]: String(o.expiresAtMs),
+      // the default a dispatch without a snapshot dir interpolates (Nomad leaves unknown variables as they are)
+      ...(o.snapshotDirFromDispatch ? { [META.snapshotDir]: "" } : {}),
     },
     ...(o.constraints.length ? { Constraints: o.constraints } : {}),
     ParameterizedJob: {
       Payload: "forbidden",
       MetaRequired: [META.trajectory, META.expires, META.policyUrl, META.coreToken],
-      MetaOptional: [META.attempt],
+      MetaOptional: [META.attempt, ...(o.snapshotDirFromDispatch ? [META.snapshotDir] : [])],
     },
     TaskGroups: [
       {

@@ -22,19 +22,9 @@ import {
   type WorkerJobInput,
 } from "../../src/spec/worker-job.js";
 import { expectGolden } from "../helpers/golden.js";
+import { BASE_WORKER, DIGEST } from "../helpers/worker-input.js";
 
-const DIGEST = `sha256:${"ab12".repeat(16)}`;
-
-const base: WorkerJobInput = {
-  jobId: "flakegym-run1-demo-agent-0f0f0f0f",
-  runId: "run1",
-  taskId: "demo",
-  profile: "python",
-  driver: { driver: "docker", image: `oci.example/flakegym/python-env@${DIGEST}` },
-  policyBaseUrl: "http://10.0.0.5:8089/v1",
-  expiresAtMs: 1_800_000_000_000,
-  maxRunMs: 1_800_000,
-};
+const base = BASE_WORKER;
 
 describe("buildWorkerJob", () => {
   it("docker: digest-pinned image, sandbox keys, dynamic grpc port mapped to the core's port", () => {
@@ -116,6 +106,28 @@ describe("buildWorkerJob", () => {
     const tagged = { driver: "docker" as const, image: "flakegym/python-env:latest" };
     expect(() => buildWorkerJob({ ...base, driver: tagged })).toThrow("not pinned by digest");
     expect(buildWorkerJob({ ...base, driver: { ...tagged, allowMutableTag: true } }).ID).toBe(base.jobId);
+  });
+
+  it("containers join a dedicated network (default flakegym-egress); open or shared modes are refused", () => {
+    expect(buildWorkerJob(base).TaskGroups[0]!.Tasks[0]!.Config.network_mode).toBe("flakegym-egress");
+    const named = { ...base.driver, networkMode: "team-egress" } as WorkerJobInput["driver"];
+    expect(buildWorkerJob({ ...base, driver: named }).TaskGroups[0]!.Tasks[0]!.Config.network_mode).toBe(
+      "team-egress",
+    );
+    for (const networkMode of ["host", "bridge", "none", "container:other"]) {
+      const driver = { ...base.driver, networkMode } as WorkerJobInput["driver"];
+      expect(() => buildWorkerJob({ ...base, driver }), networkMode).toThrow("--network-mode");
+    }
+  });
+
+  it("docker: the writable layer is capped at the job's disk unless the operator turns it off", () => {
+    const cfg = (j: ReturnType<typeof buildWorkerJob>) => j.TaskGroups[0]!.Tasks[0]!.Config;
+    expect(cfg(buildWorkerJob({ ...base, resources: { diskMb: 8192 } })).storage_opt).toEqual({
+      size: "8192M",
+    });
+    expect(
+      cfg(buildWorkerJob({ ...base, sandbox: { writableLayerQuota: false } })).storage_opt,
+    ).toBeUndefined();
   });
 
   it("podman: same sandbox in podman's keys", () => {

@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { FlakegymError, UsageError } from "../errors.js";
 import type { ClientProtocol } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
+import { admitCall, DEFAULT_MAX_CALLS_PER_TRAJECTORY } from "./admission.js";
 import { anthropicErrorBody } from "./anthropic-wire.js";
 import { openAiErrorBody } from "./openai-wire.js";
 import { type CallContext, serveCall } from "./serve-call.js";
@@ -42,6 +43,7 @@ function tokenOf(req: IncomingMessage): string | undefined {
 export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<PolicyGateway> {
   const entries = new Map<string, Entry>();
   const maxBody = opts.maxBodyBytes ?? 64 * 1024 * 1024;
+  const maxCalls = opts.maxCallsPerTrajectory ?? DEFAULT_MAX_CALLS_PER_TRAJECTORY;
   const listens = (Array.isArray(opts.listen) ? opts.listen : [opts.listen]) as ListenSpec[];
   if (listens.length === 0)
     throw new UsageError("createPolicyGateway: listen names no TCP address or socket");
@@ -79,6 +81,7 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
       log: r.turnLogPath ? new TurnLogWriter(r.turnLogPath) : undefined,
       ended: new AbortController(),
       calls: new Set(),
+      admitted: 0,
       seq: 0,
       ok: 0,
       failed: 0,
@@ -169,7 +172,28 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
       );
       return;
     }
-    await serveCall(callContext, e, protocol, req, res, sendError);
+    const refused = admitCall({
+      trajectoryId,
+      inFlight: e.admitted,
+      maxInFlight: maxCalls,
+      contentLength: req.headers["content-length"],
+      maxBody,
+    });
+    if (refused) {
+      // counted like a call refused for its body (a request, refused, no turn)
+      e.seq++;
+      e.refused++;
+      // nothing of the body is read: the connection closes after the answer
+      res.setHeader("connection", "close");
+      sendError(refused.status, refused.message, refused.type);
+      return;
+    }
+    e.admitted++;
+    try {
+      await serveCall(callContext, e, protocol, req, res, sendError);
+    } finally {
+      e.admitted--;
+    }
   };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {

@@ -14,6 +14,7 @@ import type { GatewayTerminal, ListenSpec, TrajectoryLimitsInput, TrajectoryStat
 export interface ThreadInit {
   readonly listen: readonly ListenSpec[];
   readonly maxBodyBytes: number | undefined;
+  readonly maxCallsPerTrajectory: number | undefined;
   /** The runner's secrets when the thread starts (each register brings the ones added since). */
   readonly secrets: readonly string[];
   /** `[0]` is set to a request's number when its synchronous answer is on `syncPort`. */

@@ -97,6 +97,7 @@ class ProxyUpstream implements PolicyUpstream {
 const gateway = await createPolicyGateway({
   listen: [...init.listen],
   ...(init.maxBodyBytes !== undefined ? { maxBodyBytes: init.maxBodyBytes } : {}),
+  ...(init.maxCallsPerTrajectory !== undefined ? { maxCallsPerTrajectory: init.maxCallsPerTrajectory } : {}),
 });
 const routes = new Map<string, TrajectoryRoute>();
 

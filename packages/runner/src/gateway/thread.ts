@@ -69,6 +69,7 @@ export async function startGatewayThread(opts: PolicyGatewayOptions): Promise<Th
   const init: ThreadInit & { syncPort: MessageChannel["port2"] } = {
     listen,
     maxBodyBytes: opts.maxBodyBytes,
+    maxCallsPerTrajectory: opts.maxCallsPerTrajectory,
     secrets: runSecrets.values(),
     syncFlag,
     syncPort: sync.port2,

@@ -113,8 +113,10 @@ export interface PolicyGatewayOptions {
   /** Called for an unregistered trajectory id; returning options registers it on the fly. */
   readonly resolveRoute?: (trajectoryId: string) => RegisterOptions | undefined;
   readonly signal?: AbortSignal;
-  /** Largest request body accepted (default 64 MiB). */
+  /** Largest request body accepted (default 64 MiB); a Content-Length above it is refused unread. */
   readonly maxBodyBytes?: number;
+  /** Model calls one trajectory may have in flight; more are refused (429) before their body is read. Default 4. */
+  readonly maxCallsPerTrajectory?: number;
 }
 
 export interface PolicyGateway {
@@ -187,6 +189,8 @@ export interface Entry {
   readonly log: TurnLogWriter | undefined;
   readonly ended: AbortController;
   readonly calls: Set<AbortController>;
+  /** Calls admitted and not yet finished (counted from before their body is read). */
+  admitted: number;
   seq: number;
   ok: number;
   failed: number;

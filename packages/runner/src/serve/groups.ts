@@ -179,6 +179,8 @@ export async function startGroup(
     return await startLockedGroup(o, request, stored, lock);
   } catch (err) {
     await lock.release();
+    // a request that never started leaves nothing behind (a stored one keeps what it has)
+    if (!stored) await rm(p.dir, { recursive: true, force: true });
     throw err;
   }
 }
@@ -194,6 +196,8 @@ async function startLockedGroup(
   const runId = stored?.runId ?? newRunId();
   await mkdir(p.records, { recursive: true });
   if (!stored) await writeJsonAtomic(p.request, request);
+  // a failed group runs again: its old verdict goes (written anew when it ends)
+  if (stored?.done?.status === "failed") await rm(p.done, { force: true });
   const tasks = await prepareGroupTasks(request, p.catalog, o);
   const resolved = resolveRolloutOptions(rolloutOptionsOf(request, o, p.run, tasks), o.env, o.cwd, runId);
   const abort = new AbortController();
@@ -261,12 +265,16 @@ async function startLockedGroup(
   };
   const finish = async (end: { status: GroupStatus; detail?: string }) => {
     const { status, detail } = end;
-    run.status = status;
-    if (detail) run.detail = detail;
-    const done: DoneLine = doneLineOf(run);
-    // complete and cancelled are final; a failed group (or one the server stopped) runs again when resubmitted
-    if (status === "complete" || status === "cancelled") await writeJsonAtomic(p.done, done);
-    emit(done);
+    const done: DoneLine = doneLineOf({ ...run, status, ...(detail ? { detail } : {}) });
+    // every end is on disk before anyone sees it, so the server keeps no finished group in memory;
+    // complete and cancelled are final, a failed group (or one the server stopped) runs again when resubmitted
+    try {
+      await writeJsonAtomic(p.done, done);
+    } finally {
+      run.status = status;
+      if (detail) run.detail = detail;
+      emit(done);
+    }
   };
   (run as { finished: Promise<void> }).finished = (async () => {
     let deps: RolloutDeps | undefined;

@@ -18,3 +18,4 @@ export {
 } from "./record.js";
 export { apiSchema, DoneLine, GroupRequest, GroupStatus, StreamLine, TrajectoryErrorLine } from "./schema.js";
 export { authorized, isLoopback, type ServeHandle, type ServeOptions, startServe } from "./server.js";
+export { checkAllowedUpstreams, MODEL_KEY_ENV, upstreamProblem, withoutModelKeys } from "./upstream-allow.js";

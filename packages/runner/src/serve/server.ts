@@ -16,6 +16,7 @@ import {
   startGroup,
 } from "./groups.js";
 import { apiSchema, GroupRequest, type RowProblem, type StreamLine } from "./schema.js";
+import { upstreamProblem } from "./upstream-allow.js";
 
 /**
  * `flakegym serve`: an environment server for trainers. POST /v1/groups runs a group like
@@ -34,6 +35,8 @@ export interface ServeOptions extends GroupRunnerOptions {
   readonly heartbeatMs?: number;
   /** How long close() waits for groups to stop (default 30 s). */
   readonly closeWaitMs?: number;
+  /** Inference endpoints a request's `inference.base_url` may name (`--allow-upstream`); none: every one is refused. */
+  readonly allowUpstreams?: readonly string[];
 }
 
 export interface ServeHandle {
@@ -203,7 +206,8 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
       if (stored && fresh && !sameRequest(fresh, stored.request)) throw conflict(id);
       const request = stored?.request ?? fresh;
       if (!request) return undefined;
-      if (stored?.done) {
+      // a finished group is answered from disk; a failed one runs again when resubmitted
+      if (stored?.done && !(fresh && stored.done.status === "failed")) {
         return {
           request,
           runId: stored.runId ?? "",
@@ -217,6 +221,10 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
           finished: Promise.resolve(),
         } satisfies GroupRun;
       }
+      // before anything runs, a stored request too: the operator's list may have changed since
+      const problem =
+        request.inference && upstreamProblem(request.inference.base_url, o.allowUpstreams ?? []);
+      if (problem) throw new HttpError(400, "E_UPSTREAM", `field 'inference.base_url': ${problem}`);
       if (!stored) {
         await checkGroupTasks(request, o).catch((err: unknown) => {
           if (!(err instanceof GroupTaskError)) throw err;
@@ -247,9 +255,9 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
         throw err;
       });
       groups.set(id, g);
-      // a finished group is answered from disk from now on: memory holds running groups only
+      // a finished group (failed ones too) is answered from disk from now on: memory holds running groups only
       void g.finished.then(() => {
-        if ((g.status === "complete" || g.status === "cancelled") && groups.get(id) === g) groups.delete(id);
+        if (g.status !== "running" && groups.get(id) === g) groups.delete(id);
       });
       return g;
     })();

@@ -343,6 +343,59 @@ describe("policy gateway: routing, auth, limits", () => {
     }
   });
 
+  it("bounds one trajectory's calls in flight (429 before reading the body) and refuses a declared oversize body unread", async () => {
+    const double = await startInferenceServerDouble({ reply: () => ({ hang: true }) });
+    const small = await createPolicyGateway({
+      listen: { host: "127.0.0.1", port: 0 },
+      maxBodyBytes: 2000,
+      maxCallsPerTrajectory: 2,
+    });
+    try {
+      const upstream = new OpenAiUpstream({ baseUrl: double.baseUrl, model: "m" });
+      const route = small.register("busy-1", { upstream, limits: { silenceTimeoutMs: 3_000 } });
+      const other = small.register("busy-2", { upstream: plan("other", [{ text: "fine" }]) });
+      const url = `${route.openaiBaseUrl}/chat/completions`;
+      const hanging = [post(url, route.token, chatBody()), post(url, route.token, chatBody())];
+      for (let i = 0; i < 200 && route.status().inFlight < 2; i++)
+        await new Promise((r) => setTimeout(r, 10));
+      const third = await post(url, route.token, chatBody());
+      expect(third.status).toBe(429);
+      expect(((await third.json()) as { error: { message: string } }).error.message).toContain(
+        "trajectory 'busy-1' already has 2 model calls in flight",
+      );
+      // another trajectory is not held back by this one
+      const ok = await post(`${other.openaiBaseUrl}/chat/completions`, other.token, chatBody());
+      expect(ok.status).toBe(200);
+      await ok.text();
+      // a body declared larger than the bound: answered without waiting for (or reading) the body
+      const declared = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = httpRequest(url, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${route.token}`,
+            "content-type": "application/json",
+            "content-length": String(64 * 1024 * 1024),
+          },
+        });
+        req.on("response", (res) => {
+          let body = "";
+          res.on("data", (c: Buffer) => {
+            body += c.toString();
+          });
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on("error", reject);
+        req.write("{"); // one byte of the promised 64 MiB, then nothing
+      });
+      expect(declared.status).toBe(413);
+      expect(declared.body).toContain("request body larger than 2000 bytes");
+      await Promise.all(hanging.map((p) => p.then((r) => r.text()).catch(() => "")));
+    } finally {
+      await small.close();
+      await double.close();
+    }
+  });
+
   it("refuses calls past maxRequests with a clear message and flags limits_exceeded", async () => {
     const route = gw.register("lim-1", {
       upstream: plan("lim", [{ text: "a" }, { text: "b" }, { text: "c" }]),

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,7 +41,13 @@ afterAll(async () => {
 let n = 0;
 async function serve(
   deps: DummyDeps,
-  o: { stateDir?: string; maxGroups?: number; token?: string; reposDir?: string } = {},
+  o: {
+    stateDir?: string;
+    maxGroups?: number;
+    token?: string;
+    reposDir?: string;
+    allowUpstreams?: string[];
+  } = {},
 ) {
   const stateDir = o.stateDir ?? join(tmp.path, `state-${++n}`);
   const h = await startServe({
@@ -54,6 +61,7 @@ async function serve(
     env: {},
     cwd: tmp.path,
     ...(o.reposDir ? { reposDir: o.reposDir } : {}),
+    ...(o.allowUpstreams ? { allowUpstreams: o.allowUpstreams } : {}),
     depsFor: async () => deps,
     closeWaitMs: 10_000,
     retryAfterS: 3,
@@ -335,6 +343,32 @@ async function fixtureRows(): Promise<Record<string, unknown>[]> {
 }
 const rowById = (rows: Record<string, unknown>[], id: string) => rows.find((r) => r.instance_id === id)!;
 
+describe("serve: the trainer's inference endpoint", () => {
+  it("is refused (400 E_UPSTREAM, naming the field) unless the operator allowed it; nothing is kept of a refused request", async () => {
+    const deps = createDummyDeps();
+    const inference = (id: string, base_url: string) => ({
+      request_id: id,
+      task: TASK,
+      group_size: 1,
+      inference: { base_url, model: "m" },
+    });
+    const { h, stateDir } = await serve(deps, { allowUpstreams: ["http://10.0.0.7:8000/v1"] });
+    const meta = await post(h, inference("up-meta", "http://169.254.169.254/v1"));
+    expect(meta.status).toBe(400);
+    expect(meta.body).toMatchObject({
+      error: { code: "E_UPSTREAM", message: expect.stringContaining("field 'inference.base_url'") },
+    });
+    expect(existsSync(join(stateDir, "requests", "up-meta"))).toBe(false);
+    const ok = await post(h, inference("up-ok", "http://10.0.0.7:8000/v1"));
+    expect(ok.status).toBe(200);
+    expect(doneOf(ok.lines)).toMatchObject({ status: "complete" });
+    const none = await serve(createDummyDeps());
+    const refused = await post(none.h, inference("up-none", "http://10.0.0.7:8000/v1"));
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain("--allow-upstream");
+  });
+});
+
 describe("serve: a failed group", () => {
   it("is resumed when resubmitted: what finished is kept, the rest runs; a complete group never runs again", async () => {
     const deps = createDummyDeps();
@@ -359,6 +393,15 @@ describe("serve: a failed group", () => {
     const first = await post(h, group("g-fail", 2));
     expect(doneOf(first.lines)).toMatchObject({ status: "failed", detail: "the backend is down" });
     expect(deps.agentCalls).toEqual([]);
+    // the verdict is on disk and the server keeps no failed group in memory: a GET reads it, runs nothing
+    expect(
+      JSON.parse(await readFile(join(stateDir, "requests", "g-fail", "done.json"), "utf8")),
+    ).toMatchObject({
+      status: "failed",
+    });
+    const read = await lines(`${h.url}/v1/groups/g-fail`, { method: "GET" });
+    expect(doneOf(read.lines)).toMatchObject({ status: "failed", detail: "the backend is down" });
+    expect(calls).toBe(1);
     const again = await post(h, group("g-fail", 2));
     expect(doneOf(again.lines)).toMatchObject({ status: "complete", trajectories: 2 });
     const third = await post(h, group("g-fail", 2));

@@ -62,7 +62,12 @@ export const nomadRenderCommand = defineCommand({
       .describe("program to run (nix, raw_exec) or entrypoint override (docker, podman)"),
     arg: z.array(z.string()).default([]).describe("argument for --command"),
     runtime: z.string().optional().describe("docker OCI runtime, e.g. runsc"),
-    networkMode: z.string().optional().describe("container network whose egress reaches only the gateway"),
+    networkMode: z
+      .string()
+      .optional()
+      .describe(
+        "container network whose egress reaches only the gateway (default flakegym-egress, created by the operator; host, bridge and none are refused)",
+      ),
     allowMutableTag: z.boolean().default(false).describe("accept an image tag instead of a digest"),
     allowUnisolated: z
       .boolean()

@@ -1,12 +1,14 @@
 import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { z } from "zod";
+import { UsageError } from "../../errors.js";
 import { loadChatTokenizer } from "../../export/tokenizer.js";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
 import { RolloutOptions } from "../../rollout/config.js";
 import { checkOutDir } from "../../rollout/out-path.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { DEFAULT_MAX_GROUPS, serveMaxGroups, startServe } from "../../serve/server.js";
+import { checkAllowedUpstreams, withoutModelKeys } from "../../serve/upstream-allow.js";
 import { poolHelp, resolvePool } from "../../workers/pool/decisions.js";
 import { defineCommand } from "../command.js";
 
@@ -66,6 +68,12 @@ export const serveCommand = defineCommand({
       ),
     pool: RolloutOptions.shape.pool.describe(poolHelp("serve")),
     poolIdle: RolloutOptions.shape.poolIdle,
+    allowUpstream: z
+      .array(z.string())
+      .default([])
+      .describe(
+        "an inference endpoint trainers may name as inference.base_url (it and the paths under it; repeatable); none: requests with `inference` are refused. The server's own model API keys are never sent to it",
+      ),
   }),
   examples: [
     "flakegym serve --tokenizer ./Qwen3-8B",
@@ -74,6 +82,14 @@ export const serveCommand = defineCommand({
   ],
   async run(opts, ctx) {
     const maxGroups = serveMaxGroups(opts);
+    try {
+      checkAllowedUpstreams(opts.allowUpstream);
+    } catch (err) {
+      throw new UsageError(
+        (err as Error).message,
+        "pass the trainer's endpoint, e.g. --allow-upstream http://10.0.0.7:8000/v1",
+      );
+    }
     const stateDir = await checkOutDir("--state-dir", opts.stateDir, ctx.cwd);
     const tokenizerDir = resolve(ctx.cwd, opts.tokenizer);
     const tokenizer = await loadChatTokenizer(tokenizerDir, { signal: ctx.signal });
@@ -103,11 +119,13 @@ export const serveCommand = defineCommand({
       env: ctx.env,
       cwd: ctx.cwd,
       onNote: note,
+      allowUpstreams: opts.allowUpstream,
       depsFor: (config, runId, signal) =>
         createRolloutDeps(config, {
           runId,
           signal,
-          env: ctx.env,
+          // a group's policy is the trainer's endpoint: this server's model API keys never go there
+          env: withoutModelKeys(ctx.env),
           onNote: note,
           ...(pool ? { pool } : {}),
           ...(opts.gatewayAdvertise ? { gatewayAdvertise: opts.gatewayAdvertise } : {}),

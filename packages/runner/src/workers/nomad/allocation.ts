@@ -23,6 +23,8 @@ export interface FollowContext {
   readonly purpose: string;
   /** The backend's namespace (else the client's, from NOMAD_NAMESPACE). */
   readonly namespace?: string | undefined;
+  /** The last lines of a failed allocation's stderr, for its error (never throws). */
+  readonly stderrTail?: (allocId: string) => Promise<string | undefined>;
 }
 
 const TERMINAL = new Set(["complete", "failed", "lost", "unknown"]);
@@ -262,7 +264,14 @@ export async function followAllocation(
       continue;
     }
     if (until === "terminal" && (status === "complete" || status === "failed")) return last;
-    throw allocationError(last, jobId, until === "running" ? "before its core answered" : "while running");
+    // an allocation that failed before it was seen running says why on its stderr
+    const tail = status === "failed" ? await ctx.stderrTail?.(last.ID) : undefined;
+    throw allocationError(
+      last,
+      jobId,
+      until === "running" ? "before its core answered" : "while running",
+      tail,
+    );
   }
 }
 

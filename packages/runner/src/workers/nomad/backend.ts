@@ -173,6 +173,14 @@ export function snapshotDirOf(
   return o.snapshotDir ?? (o.driver.driver === "raw_exec" && spec.workspace ? spec.workspace : undefined);
 }
 
+/** raw_exec without a backend snapshot dir: the trajectory's own fork, named by its dispatch. Pure. */
+export function dispatchSnapshotDir(
+  o: NomadBackendOptions,
+  spec: Pick<WorkerSpec, "workspace">,
+): string | undefined {
+  return o.snapshotDir === undefined ? snapshotDirOf(o, spec) : undefined;
+}
+
 /**
  * Resources and sandbox of a worker: memory from the spec's limit (the task's profile) plus the
  * measured core for agents (`sizeWorkerMemory`), the rest from the backend's defaults.
@@ -218,7 +226,12 @@ export function workerParentJob(
     sandbox,
     env: { ...(spec.env ?? {}) },
     ...(o.workspaceDir ? { workspaceDir: o.workspaceDir } : {}),
-    ...(snapshotDirOf(o, spec) ? { snapshotDir: snapshotDirOf(o, spec) } : {}),
+    // the backend's own snapshot dir is shared; a trajectory's fork travels in its dispatch
+    ...(o.snapshotDir
+      ? { snapshotDir: o.snapshotDir }
+      : dispatchSnapshotDir(o, spec)
+        ? { snapshotDirFromDispatch: true }
+        : {}),
     maxRunMs: spec.limits.wallClockMs + o.startTimeoutMs + o.graceMs,
     ...(o.namespace ? { namespace: o.namespace } : {}),
     ...(o.region ? { region: o.region } : {}),
@@ -400,15 +413,20 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
 
     private collects = 0;
 
-    /** Agent workers: the diff from the supervisor (SIGUSR2) and Cline's files via fs/cat. */
+    /** Agent workers: the diff from the supervisor's gate (with the core token) and Cline's files via fs/cat. */
     async collectArtifacts(c: CollectArtifactsInput): Promise<void> {
       if (this.stopped) throw new NomadWorkerError("E_NOMAD_CLOSED", `worker ${this.id} is stopped`);
-      if (!this.allocId)
+      if (!this.allocId || !this.agentAddress || !this.agentToken)
         throw new NomadWorkerError(
           "E_NOMAD_ARTIFACTS",
           `worker ${this.id} runs no agent: nothing to collect`,
         );
-      await collectFromAllocation(client, this.allocId, c, { namespace: o.namespace, seq: ++this.collects });
+      await collectFromAllocation(client, this.allocId, c, {
+        namespace: o.namespace,
+        seq: ++this.collects,
+        agentAddress: this.agentAddress,
+        agentToken: this.agentToken,
+      });
     }
 
     private async readLogs(
@@ -487,6 +505,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
         [META.policyUrl]: policyBaseUrl,
         // per worker: the supervisor's gate admits only calls carrying it (docs/nomad.md, Isolation)
         [META.coreToken]: coreToken,
+        ...(dispatchSnapshotDir(o, spec) ? { [META.snapshotDir]: dispatchSnapshotDir(o, spec)! } : {}),
       },
       idempotencyToken: `${idPart(spec.trajectoryId, 60)}:${randomUUID()}`,
       idPrefixTemplate: idPart(spec.trajectoryId, 40),
@@ -515,6 +534,7 @@ export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadB
           onProgress: progress,
           purpose: "start",
           namespace: o.namespace,
+          stderrTail,
         },
         "running",
       );

@@ -1,4 +1,11 @@
-import { agentVersion, createNomadClient, NomadError, nomadConfigFromEnv } from "@flakegym/nomad-jobs";
+import {
+  agentVersion,
+  createNomadClient,
+  JOB_ID_PREFIX,
+  type NomadClient,
+  NomadError,
+  nomadConfigFromEnv,
+} from "@flakegym/nomad-jobs";
 import type { DoctorProbe, DoctorRow } from "../../doctor/probe.js";
 
 /** The oldest Nomad flakegym is tested against (MaxRunDuration, idempotent dispatch, event stream). */
@@ -29,7 +36,7 @@ export async function nomadDoctorRows(
       { check: "nomad", status: "info", value: "NOMAD_ADDR is not set (only the nomad backend needs it)" },
     ];
   }
-  let client: ReturnType<typeof createNomadClient>;
+  let client: NomadClient;
   try {
     client = createNomadClient(
       nomadConfigFromEnv(env, { timeoutMs: opts.timeoutMs ?? 5_000, retry: { attempts: 1 } }),
@@ -40,15 +47,14 @@ export async function nomadDoctorRows(
         check: "nomad config",
         status: "fail",
         value: "invalid",
-        detail: [(err as Error).message, ...(err instanceof NomadError && err.hint ? [err.hint] : [])].join(
-          "\n",
-        ),
+        detail: detailOf(err),
       },
     ];
   }
   const call = opts.signal ? { signal: opts.signal } : {};
   const rows: DoctorRow[] = [];
   try {
+    // /v1/status/leader needs no token (Nomad checks no ACL there): it says whether Nomad answers
     const leader = (await client.status.leader(call)).data;
     rows.push(
       leader
@@ -60,32 +66,75 @@ export async function nomadDoctorRows(
             detail: "the Nomad servers have no quorum: check `nomad server members`",
           },
     );
-    const version = agentVersion((await client.agent.self(call)).data);
-    if (!version)
-      rows.push({ check: "nomad version", status: "warn", value: "the agent does not report a version" });
-    else if (versionAtLeast(version, MIN_NOMAD_VERSION))
-      rows.push({ check: "nomad version", status: "ok", value: version });
-    else {
-      rows.push({
-        check: "nomad version",
-        status: "warn",
-        value: `${version} is older than ${MIN_NOMAD_VERSION}`,
-        detail: `upgrade Nomad to ${MIN_NOMAD_VERSION} or later (max_run_duration, which bounds worker lifetimes, needs it)`,
-      });
-    }
   } catch (err) {
     rows.push({
       check: "nomad reachable",
       status: "fail",
       value: client.config.address,
-      detail: [(err as Error).message, ...(err instanceof NomadError && err.hint ? [err.hint] : [])].join(
-        "\n",
-      ),
+      detail: detailOf(err),
     });
+    client.close();
+    return rows;
+  }
+  try {
+    rows.push(await tokenRow(client, call));
+    rows.push(await versionRow(client, call));
   } finally {
     client.close();
   }
   return rows;
+}
+
+/** An error's message and, for Nomad's, its hint. */
+function detailOf(err: unknown): string {
+  return [(err as Error).message, ...(err instanceof NomadError && err.hint ? [err.hint] : [])].join("\n");
+}
+
+/** Whether the token can do what the backend does first (list its jobs in the namespace). */
+async function tokenRow(client: NomadClient, call: { signal?: AbortSignal }): Promise<DoctorRow> {
+  const ns = client.config.namespace ?? "default";
+  try {
+    await client.jobs.list({ prefix: JOB_ID_PREFIX }, call);
+    return { check: "nomad token", status: "ok", value: `lists jobs in namespace ${ns}` };
+  } catch (err) {
+    return {
+      check: "nomad token",
+      status: "fail",
+      value: `cannot list jobs in namespace ${ns}`,
+      detail: detailOf(err),
+    };
+  }
+}
+
+/**
+ * The agent's version. `GET /v1/agent/self` needs `agent:read`, which the token docs/nomad.md
+ * describes does not have (workers need none): a refusal there is a warning, not an outage.
+ */
+async function versionRow(client: NomadClient, call: { signal?: AbortSignal }): Promise<DoctorRow> {
+  let version: string | undefined;
+  try {
+    version = agentVersion((await client.agent.self(call)).data);
+  } catch (err) {
+    if (err instanceof NomadError && err.status === 403) {
+      return {
+        check: "nomad version",
+        status: "warn",
+        value: "not checked: the token may not read the agent (agent:read)",
+        detail: `flakegym needs Nomad ${MIN_NOMAD_VERSION} or later; grant agent { policy = "read" } to let doctor check it, or check \`nomad version\` yourself`,
+      };
+    }
+    return { check: "nomad version", status: "warn", value: `not checked: ${(err as Error).message}` };
+  }
+  if (!version)
+    return { check: "nomad version", status: "warn", value: "the agent does not report a version" };
+  if (versionAtLeast(version, MIN_NOMAD_VERSION))
+    return { check: "nomad version", status: "ok", value: version };
+  return {
+    check: "nomad version",
+    status: "warn",
+    value: `${version} is older than ${MIN_NOMAD_VERSION}`,
+    detail: `upgrade Nomad to ${MIN_NOMAD_VERSION} or later (max_run_duration, which bounds worker lifetimes, needs it)`,
+  };
 }
 
 /** The doctor probe: append it to `doctorProbes` (cli/commands/doctor.ts) to show these rows. */

@@ -4,9 +4,10 @@ export {
   NomadError,
   nomadConfigFromEnv,
   nomadVar,
+  workerJobFactProblems,
 } from "@flakegym/nomad-jobs";
 export { allocationError, describePlacement, describeTaskEvents, exitCodeOf } from "./allocation.js";
-export { ALLOC_CONFIG_DIR, ALLOC_DIFF_DIR, collectFromAllocation, DIFF_SIGNAL } from "./artifacts.js";
+export { ALLOC_CONFIG_DIR, collectFromAllocation, MAX_TASK_FILE_BYTES } from "./artifacts.js";
 export {
   createNomadBackend,
   exitOf,
@@ -28,4 +29,11 @@ export {
 export { http2Probe, type ReadinessProbe, tcpProbe } from "./probe.js";
 export { formatProgress, type NomadProgress } from "./progress.js";
 export { rawExecClineDriver } from "./raw-exec-cline.js";
+export {
+  diffBodyProblem,
+  fetchSupervisorDiff,
+  parseDiffHead,
+  SUPERVISOR_DIFF_PATH,
+  type SupervisorDiffInfo,
+} from "./supervisor-diff.js";
 export { sweepOrphans } from "./sweep.js";

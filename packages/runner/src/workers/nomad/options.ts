@@ -9,7 +9,12 @@ import type { NomadProgress } from "./progress.js";
  */
 
 const Container = {
-  networkMode: z.string().optional().describe("container network whose egress reaches only the gateway"),
+  networkMode: z
+    .string()
+    .optional()
+    .describe(
+      "container network whose egress reaches only the gateway (default flakegym-egress, created by the operator; host, bridge and none are refused)",
+    ),
   containerPort: z.number().int().positive().optional().describe("the core's port inside the container"),
   allowMutableTag: z.boolean().default(false).describe("accept image tags (locally loaded images)"),
   command: z.string().optional(),

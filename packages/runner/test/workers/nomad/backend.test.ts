@@ -1,6 +1,6 @@
 import { nomadVar } from "@flakegym/nomad-jobs";
 import { describe, expect, it } from "vitest";
-import { workerDriver, workerParentJob } from "../../../src/workers/nomad/backend.js";
+import { dispatchSnapshotDir, workerDriver, workerParentJob } from "../../../src/workers/nomad/backend.js";
 import { NomadBackendOptions } from "../../../src/workers/nomad/options.js";
 import type { WorkerSpec } from "../../../src/workers/types.js";
 
@@ -38,6 +38,37 @@ describe("worker parent job", () => {
     expect(a.ID).not.toBe(c.ID);
     expect(a.ID).toMatch(/^flakegym-run-1-owner-repo-42-agent-[0-9a-f]{8}$/);
     expect(a.Meta?.flakegym_expires).toBe(String(1_000 + 24 * 3_600_000));
+  });
+
+  it("raw_exec: each trajectory's fork travels in its dispatch, so its trajectories share one parent too", () => {
+    const raw = NomadBackendOptions.parse({
+      driver: { driver: "raw_exec", command: "/bin/worker", allowUnisolated: true },
+    });
+    const a = workerParentJob(
+      raw,
+      spec({ trajectoryId: "t1", workspace: "/forks/t1" }),
+      "http://10.0.0.5:8089/t/t1/v1",
+      1,
+    );
+    const b = workerParentJob(
+      raw,
+      spec({ trajectoryId: "t2", workspace: "/forks/t2" }),
+      "http://10.0.0.5:8089/t/t2/v1",
+      2,
+    );
+    expect(a.ID).toBe(b.ID);
+    expect(JSON.stringify(a)).not.toContain("/forks/t1");
+    expect(a.ParameterizedJob?.MetaOptional).toContain("flakegym_snapshot_dir");
+    expect(a.Meta?.flakegym_snapshot_dir).toBe("");
+    expect(a.TaskGroups[0]!.Tasks[0]!.Env?.FLAKEGYM_SNAPSHOT_DIR).toBe(
+      nomadVar("NOMAD_META_flakegym_snapshot_dir"),
+    );
+    expect(dispatchSnapshotDir(raw, { workspace: "/forks/t1" })).toBe("/forks/t1");
+    // the backend's own snapshot dir is shared by every trajectory: it stays in the parent
+    const shared = NomadBackendOptions.parse({ ...raw, snapshotDir: "/snapshots/demo" });
+    expect(dispatchSnapshotDir(shared, { workspace: "/forks/t1" })).toBeUndefined();
+    const p = workerParentJob(shared, spec({ workspace: "/forks/t1" }), "http://10.0.0.5:8089/v1", 1);
+    expect(p.TaskGroups[0]!.Tasks[0]!.Env?.FLAKEGYM_SNAPSHOT_DIR).toBe("/snapshots/demo");
   });
 
   it("maps the spec's limits: memory (the task's limit + the measured core), pids, disk, max run duration", () => {
