@@ -177,6 +177,8 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
 /** Package-manager caches kept in the snapshot's deps dir, so offline workers find them. */
 export function depsEnv(deps: string): Record<string, string> {
   return {
+    // the deps dir itself: a dataset row's Python environment lives in `$FLAKEGYM_DEPS/venv` (tasks/swebench-env-specs.ts)
+    FLAKEGYM_DEPS: deps,
     CARGO_HOME: `${deps}/cargo`,
     npm_config_cache: `${deps}/npm`,
     PIP_CACHE_DIR: `${deps}/pip`,
