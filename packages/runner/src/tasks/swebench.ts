@@ -342,7 +342,11 @@ export function parseSwebenchRow(
   if (row.test_runner) {
     const r = TestRunner.safeParse(row.test_runner);
     if (!r.success)
-      return fail("test_runner", `'${row.test_runner}' is not one of ${TestRunner.options.join(", ")}`, id);
+      return fail(
+        "test_runner",
+        `'${row.test_runner}' is not one of ${TestRunner.options.join(", ")}: set one of them, or drop the column to use the ${language} default (${runner})`,
+        id,
+      );
     if (profileOfRunner(r.data) !== profileOfRunner(defaultRunner)) {
       return fail("test_runner", `${r.data} does not run ${language} tests`, id);
     }

@@ -292,6 +292,32 @@ describe("parseSwebenchRow", () => {
       ok: false,
       error: { row: 3, field: "test_runner", reason: "cargo does not run Python tests" },
     });
+    // an unknown runner id fails by row and field, naming the runners and the default
+    const bad = parseSwebenchRow(
+      {
+        instance_id: "a__b-2",
+        repo: "a/b",
+        version: "1",
+        install: [],
+        base_commit: "a".repeat(40),
+        problem_statement: "x",
+        patch: "diff --git a/x.py b/x.py\n",
+        test_patch: "diff --git a/tests/test_x.py b/tests/test_x.py\n",
+        FAIL_TO_PASS: ["tests/test_x.py::test_x"],
+        test_runner: "nose",
+      },
+      at,
+    );
+    expect(bad).toMatchObject({
+      ok: false,
+      error: {
+        row: 3,
+        field: "test_runner",
+        id: "a__b-2",
+        reason:
+          "'nose' is not one of pytest, django, sympy, cargo, go, node, jest, vitest, mocha: set one of them, or drop the column to use the Python default (pytest)",
+      },
+    });
     expect(parseSwebenchRow([1], at)).toMatchObject({
       ok: false,
       error: { field: "(row)", reason: "expected an object, got an array" },
