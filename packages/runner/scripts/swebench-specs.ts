@@ -30,7 +30,14 @@ spec.loader.exec_module(m)
 keys = json.loads(sys.argv[2])
 out = {"specs": {}, "reqs": m.MAP_REPO_TO_REQS_PATHS}
 for repo, versions in m.MAP_REPO_VERSION_TO_SPECS_PY.items():
-    out["specs"][repo] = {v: {k: s[k] for k in keys if k in s} for v, s in versions.items()}
+    # many versions share one spec: each distinct spec once, and each version names its index
+    specs, index = [], {}
+    for v, s in versions.items():
+        kept = {k: s[k] for k in keys if k in s}
+        if kept not in specs:
+            specs.append(kept)
+        index[v] = specs.index(kept)
+    out["specs"][repo] = {"specs": specs, "versions": index}
 print(json.dumps(out, sort_keys=True))
 `;
 

@@ -42,7 +42,7 @@ export const RolloutOptions = z.object({
     .min(1)
     .optional()
     .describe(
-      "dataset file (.jsonl or .parquet, swe-agent-13k schema) to roll out instead of --task; needs --policy and a reward term (--build-cmd, --lint-cmd or --judge)",
+      "dataset file (.jsonl or .parquet, swe-agent-13k schema) to roll out instead of --task; needs --policy; rows are scored by build and lint (each row's profile's commands unless --build-cmd/--lint-cmd) and --judge when given (flakegym tasks check lists each row's terms)",
     ),
   limit: z
     .number()
@@ -128,14 +128,14 @@ export const RolloutOptions = z.object({
     .min(0)
     .optional()
     .describe(
-      "weight of the build term (needs --build-cmd) (default 0; with --dataset 1 when --build-cmd is given)",
+      "weight of the build term (needs --build-cmd; with --dataset a row without it runs its profile's build command) (default 0; with --dataset 1)",
     ),
   weightLint: z
     .number()
     .min(0)
     .optional()
     .describe(
-      "weight of the lint term (needs --lint-cmd) (default 0; with --dataset 1 when --lint-cmd is given)",
+      "weight of the lint term (needs --lint-cmd; with --dataset a row without it runs its profile's lint command) (default 0; with --dataset 1)",
     ),
   weightJudge: z
     .number()
@@ -147,7 +147,9 @@ export const RolloutOptions = z.object({
   buildCmd: z
     .string()
     .optional()
-    .describe("shell command that must succeed for the build term (run in the scoring sandbox)"),
+    .describe(
+      "shell command that must succeed for the build term (run in the scoring sandbox; with --dataset it replaces each row's default)",
+    ),
   lintCmd: z.string().optional().describe("shell command that must succeed for the lint term"),
   judge: z
     .string()

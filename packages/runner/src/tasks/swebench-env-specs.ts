@@ -37,7 +37,13 @@ export const SwebenchEnvSpec = z
   })
   .strict();
 export type SwebenchEnvSpec = z.infer<typeof SwebenchEnvSpec>;
-export type SwebenchEnvFacts = Readonly<Record<string, Readonly<Record<string, SwebenchEnvSpec>>>>;
+/** Per repository: its distinct specs, and the index of each version's spec among them. */
+export type SwebenchEnvFacts = Readonly<
+  Record<
+    string,
+    { readonly specs: readonly SwebenchEnvSpec[]; readonly versions: Readonly<Record<string, number>> }
+  >
+>;
 
 /** Where the facts come from, as one line for a task's metadata. */
 export const SWEBENCH_SPECS_ORIGIN = `${SWEBENCH_SPECS_SOURCE.package} ${SWEBENCH_SPECS_SOURCE.version} (PyPI), ${SWEBENCH_SPECS_SOURCE.module}`;
@@ -57,10 +63,7 @@ export type EnvSpecLookup =
   | { readonly ok: false; readonly field: "repo" | "version"; readonly reason: string };
 
 /** Repository names compare case-insensitively (`Project-MONAI/MONAI` rows, lower-case facts). */
-function factsOf(
-  repo: string,
-  facts: SwebenchEnvFacts,
-): [string, Readonly<Record<string, SwebenchEnvSpec>>] | undefined {
+function factsOf(repo: string, facts: SwebenchEnvFacts): [string, SwebenchEnvFacts[string]] | undefined {
   const want = repo.replace(/\.git$/, "").toLowerCase();
   return Object.entries(facts).find(([name]) => name.toLowerCase() === want);
 }
@@ -83,9 +86,10 @@ export function envSpecOf(
       reason: `'${repo}' has no install facts (known: the ${Object.keys(facts).length} Python repositories of ${SWEBENCH_SPECS_ORIGIN}): give the row an 'install' column with the commands that install its dependencies`,
     };
   }
-  const [name, versions] = found;
+  const [name, { specs, versions }] = found;
   const v = version == null ? "" : String(version).trim();
-  const spec = versions[v];
+  const at = Object.hasOwn(versions, v) ? versions[v] : undefined;
+  const spec = at === undefined ? undefined : specs[at];
   if (spec === undefined) {
     const known = Object.keys(versions).join(", ");
     return {

@@ -30,11 +30,10 @@ describe("the install facts (swebench-env-specs.data.ts)", () => {
     ];
     for (const repo of verified) expect(Object.keys(SWEBENCH_ENV_FACTS)).toContain(repo);
     let versions = 0;
-    for (const byVersion of Object.values(SWEBENCH_ENV_FACTS)) {
-      for (const spec of Object.values(byVersion)) {
-        expect(SwebenchEnvSpec.safeParse(spec).success).toBe(true);
-        versions++;
-      }
+    for (const { specs, versions: index } of Object.values(SWEBENCH_ENV_FACTS)) {
+      for (const spec of specs) expect(SwebenchEnvSpec.safeParse(spec).success).toBe(true);
+      for (const i of Object.values(index)) expect(specs[i]).toBeDefined();
+      versions += Object.keys(index).length;
     }
     expect(versions).toBeGreaterThan(250);
   });
