@@ -129,7 +129,8 @@ export function installOfEnvSpec(
     `install from ${repo}'s facts: Python ${spec.python} there; the profile's python3 here`,
   ];
   const inVenv = (c: string) => `${ACTIVATE} && ${c}`;
-  const install = [`python3 -m venv "${ROW_VENV}"`];
+  // a sandbox without a deps dir (FLAKEGYM_DEPS unset) stops here, saying so, rather than writing /venv
+  const install = ['python3 -m venv "${FLAKEGYM_DEPS:?no deps dir in this sandbox (FLAKEGYM_DEPS)}/venv"'];
   const pre = spec.pre_install ?? [];
   const kept = pre.filter(isWorkspaceEdit);
   const dropped = pre.filter((c) => !isWorkspaceEdit(c));

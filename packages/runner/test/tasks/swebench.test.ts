@@ -210,7 +210,7 @@ describe("SWE-bench Verified shapes (verified-shapes.jsonl, our own rows)", () =
     // its dependencies come from PyPI at snapshot build (tests/requirements/py3.txt, then the checkout)
     expect(django.network).toBe("required");
     expect(django.install).toEqual([
-      'python3 -m venv "$FLAKEGYM_DEPS/venv"',
+      'python3 -m venv "${FLAKEGYM_DEPS:?no deps dir in this sandbox (FLAKEGYM_DEPS)}/venv"',
       '. "$FLAKEGYM_DEPS/venv/bin/activate" && if [ -f tests/requirements/py3.txt ]; then python -m pip install -r tests/requirements/py3.txt; fi',
       '. "$FLAKEGYM_DEPS/venv/bin/activate" && python -m pip install -e .',
       `. "$FLAKEGYM_DEPS/venv/bin/activate" && { python -c 'import pytest' 2>/dev/null || python -m pip install pytest; }`,
