@@ -52,6 +52,9 @@ export const SWEBENCH_SPECS_ORIGIN = `${SWEBENCH_SPECS_SOURCE.package} ${SWEBENC
 export const ROW_VENV = "$FLAKEGYM_DEPS/venv";
 const ACTIVATE = `. "${ROW_VENV}/bin/activate"`;
 
+/** Makes the venv; a sandbox without a deps dir (FLAKEGYM_DEPS unset) stops here saying so, rather than writing /venv. */
+export const VENV_CREATE = `[ -n "$FLAKEGYM_DEPS" ] || { echo 'no deps dir in this sandbox (FLAKEGYM_DEPS is unset)' >&2; exit 1; }; python3 -m venv "${ROW_VENV}"`;
+
 /** A test command run in the row's venv when the snapshot has one (else the profile's python3, as before). Pure. */
 export function inRowVenv(command: string): string {
   return `if [ -f "${ROW_VENV}/bin/activate" ]; then ${ACTIVATE}; fi; ${command}`;
@@ -129,8 +132,7 @@ export function installOfEnvSpec(
     `install from ${repo}'s facts: Python ${spec.python} there; the profile's python3 here`,
   ];
   const inVenv = (c: string) => `${ACTIVATE} && ${c}`;
-  // a sandbox without a deps dir (FLAKEGYM_DEPS unset) stops here, saying so, rather than writing /venv
-  const install = ['python3 -m venv "${FLAKEGYM_DEPS:?no deps dir in this sandbox (FLAKEGYM_DEPS)}/venv"'];
+  const install = [VENV_CREATE];
   const pre = spec.pre_install ?? [];
   const kept = pre.filter(isWorkspaceEdit);
   const dropped = pre.filter((c) => !isWorkspaceEdit(c));

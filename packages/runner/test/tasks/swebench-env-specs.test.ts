@@ -8,6 +8,7 @@ import {
   isWorkspaceEdit,
   SWEBENCH_SPECS_ORIGIN,
   SwebenchEnvSpec,
+  VENV_CREATE,
 } from "../../src/tasks/swebench-env-specs.js";
 
 const act = '. "$FLAKEGYM_DEPS/venv/bin/activate" && ';
@@ -81,7 +82,7 @@ describe("installOfEnvSpec", () => {
       install: "python -m pip install -e .",
     });
     expect(install).toEqual([
-      'python3 -m venv "${FLAKEGYM_DEPS:?no deps dir in this sandbox (FLAKEGYM_DEPS)}/venv"',
+      VENV_CREATE,
       `${act}python -m pip install mpmath flake8`,
       `${act}python -m pip install mpmath==1.3.0 flake8-comprehensions`,
       `${act}python -m pip install -e .`,
@@ -106,7 +107,7 @@ describe("installOfEnvSpec", () => {
       pre_install: ["apt-get update && apt-get install -y graphviz", "sed -i 's/pytest/pytest -rA/' tox.ini"],
     });
     expect(conda.install).toEqual([
-      'python3 -m venv "${FLAKEGYM_DEPS:?no deps dir in this sandbox (FLAKEGYM_DEPS)}/venv"',
+      VENV_CREATE,
       `${act}sed -i 's/pytest/pytest -rA/' tox.ini`,
       `${act}python -m pip install -e .`,
       `${act}{ python -c 'import pytest' 2>/dev/null || python -m pip install pytest; }`,

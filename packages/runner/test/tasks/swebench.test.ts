@@ -9,7 +9,7 @@ import { formatRowError } from "../../src/tasks/dataset.js";
 import { datasetAsCatalog } from "../../src/tasks/dataset-catalog.js";
 import { canonicalColumns, parseSwebenchRow, rowLanguage, taskIdOf } from "../../src/tasks/swebench.js";
 import { detectDatasetSchema, loadSwebench } from "../../src/tasks/swebench-dataset.js";
-import { inRowVenv, SWEBENCH_SPECS_ORIGIN } from "../../src/tasks/swebench-env-specs.js";
+import { inRowVenv, SWEBENCH_SPECS_ORIGIN, VENV_CREATE } from "../../src/tasks/swebench-env-specs.js";
 import { writeTaskFolder } from "../../src/tasks/task-dir.js";
 
 const FIXTURE = fileURLToPath(
@@ -210,7 +210,7 @@ describe("SWE-bench Verified shapes (verified-shapes.jsonl, our own rows)", () =
     // its dependencies come from PyPI at snapshot build (tests/requirements/py3.txt, then the checkout)
     expect(django.network).toBe("required");
     expect(django.install).toEqual([
-      'python3 -m venv "${FLAKEGYM_DEPS:?no deps dir in this sandbox (FLAKEGYM_DEPS)}/venv"',
+      VENV_CREATE,
       '. "$FLAKEGYM_DEPS/venv/bin/activate" && if [ -f tests/requirements/py3.txt ]; then python -m pip install -r tests/requirements/py3.txt; fi',
       '. "$FLAKEGYM_DEPS/venv/bin/activate" && python -m pip install -e .',
       `. "$FLAKEGYM_DEPS/venv/bin/activate" && { python -c 'import pytest' 2>/dev/null || python -m pip install pytest; }`,
