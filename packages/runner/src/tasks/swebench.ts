@@ -187,7 +187,8 @@ function defaultInstall(runner: TestRunner, network: "none" | "required"): strin
 }
 
 /**
- * The row's install commands: its `install` column when it has one; for a Python row, the install
+ * The row's install commands: its `install` column when it has one (run with network at build, like
+ * the facts' installs: `fetches`); for a Python row, the install
  * facts of its repository and version (swebench-env-specs.ts: a venv with its packages from PyPI,
  * so the snapshot build needs network — `fetches`); otherwise the runner's default. A Python row
  * of a repository the facts know but at a version they do not list is rejected (field `version`);
@@ -203,7 +204,8 @@ export function installOf(
   if (row.install != null) {
     const l = Array.isArray(row.install) ? row.install : listOf(row.install);
     if (typeof l === "string") return { field: "install", reason: l };
-    return { install: l, notes: [], fetches: false, source: "the row's install column" };
+    // the row's own commands may fetch (pip, cargo fetch): the build gets network, the sandboxes after it never do
+    return { install: l, notes: [], fetches: l.length > 0, source: "the row's install column" };
   }
   if (profileOfRunner(runner) !== "python")
     return { install: defaultInstall(runner, network), notes: [], fetches: false };

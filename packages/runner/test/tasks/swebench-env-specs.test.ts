@@ -141,7 +141,7 @@ describe("a row's install (installOf)", () => {
     ).toEqual({
       install: ["make deps"],
       notes: [],
-      fetches: false,
+      fetches: true,
       source: "the row's install column",
     });
     const facts = installOf({ repo: "psf/requests", version: "2.4" }, "pytest", "none");
