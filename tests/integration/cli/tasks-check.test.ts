@@ -59,6 +59,12 @@ describe("tasks check (SWE-bench family)", () => {
     expect(r.stdout).toMatch(
       /^scored by: row \d+ \[go-0003\] \(go\): build `go build \.\/\.\.\.` \(default for go\), lint `go vet \.\/\.\.\.` \(default for go\), judge \(--judge\)$/m,
     );
+    // without a judge it warns that build and lint alone reward an unchanged repository
+    expect(r.stdout).not.toContain("note: build and lint alone");
+    const plain = await runCli(["tasks", "check", "--dataset", rows], { timeoutMs: 60_000 });
+    expect(plain.stdout).toContain(
+      "note: build and lint alone give 1 to an unchanged repository that builds",
+    );
     const json = await runCli(["tasks", "check", "--dataset", rows, "--json", "--build-cmd", "make"], {
       timeoutMs: 60_000,
     });

@@ -81,6 +81,11 @@ export const tasksCheckCommand = defineCommand({
       for (const n of notes) ctx.stdout.write(`${printable(`note: row ${n.row} [${n.id}]: ${n.note}`)}\n`);
       for (const r of scoring)
         ctx.stdout.write(`${printable(`scored by: row ${r.row} [${r.id}] (${r.profile}): ${r.text}`)}\n`);
+      if (scoring.length > 0 && opts.judge === undefined) {
+        ctx.stdout.write(
+          "note: build and lint alone give 1 to an unchanged repository that builds; --judge <base-url>#<model> also scores whether the task was done\n",
+        );
+      }
       for (const line of formatReasonTable(groups)) ctx.stdout.write(`${printable(line)}\n`);
       ctx.stdout.write(`${formatIntakeSummary(d.summary)}\n`);
     }
