@@ -68,6 +68,7 @@ async function runnableRows(
     }
     const has = await execa("git", ["-C", src, "cat-file", "-e", `${row.base_commit}^{commit}`], {
       reject: false,
+      timeout: 30_000,
     });
     if (has.exitCode !== 0) {
       left.push(`${row.instance_id}: the mirror of ${row.repo} lacks base commit ${row.base_commit}`);
