@@ -53,9 +53,17 @@ export function scoreOptionsOf(
         ...(config.lintCmd !== undefined ? { lintCmd: config.lintCmd } : {}),
       };
   const taskPrompt = task.prompt;
+  // a row whose profile has no command for a term (no python linter) is not scored by it at all
+  const weights = isRowTask(task)
+    ? {
+        ...config.weights,
+        build: commands.buildCmd === undefined ? 0 : config.weights.build,
+        lint: commands.lintCmd === undefined ? 0 : config.weights.lint,
+      }
+    : config.weights;
   return {
     partialCredit: config.partialCredit,
-    weights: config.weights,
+    weights,
     ...commands,
     repeat: config.testRepeat,
     tamperPenalty: config.tamperPenalty ?? "revert",

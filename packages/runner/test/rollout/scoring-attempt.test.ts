@@ -52,6 +52,11 @@ describe("scoreOptionsOf", () => {
     });
     const flagged = scoreOptionsOf(configOf(["--build-cmd", "make"]), row, undefined, undefined);
     expect(flagged).toMatchObject({ buildCmd: "make", lintCmd: "go vet ./..." });
+    // no lint command for a python row: the lint term is left out (weight 0), not reported as missing
+    const dataset = { ...config, weights: { tests: 1, build: 1, lint: 1, judge: 0 } };
+    const py = scoreOptionsOf(dataset, { ...row, profile: "python" }, undefined, undefined);
+    expect(py.lintCmd).toBeUndefined();
+    expect(py.weights).toMatchObject({ build: 1, lint: 0 });
     // a catalog task never gets the defaults
     expect(scoreOptionsOf(config, task, undefined, undefined)).not.toHaveProperty("buildCmd");
   });
