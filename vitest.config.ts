@@ -13,6 +13,26 @@ const pkg = (name: string) => ({
   },
 });
 
+/**
+ * Heavy suites against real peers (real repositories' mirrors, installs from the registries):
+ * `npm run e2e:real` only, never `npm test` (which runs every project listed here).
+ */
+const realPeers =
+  process.env.npm_lifecycle_event === "e2e:real" || process.env.FLAKEGYM_E2E_REAL === "1"
+    ? [
+        {
+          test: {
+            name: "e2e-real",
+            root: "tests/e2e-real",
+            include: ["**/*.test.ts"],
+            testTimeout: 3_600_000,
+            hookTimeout: 600_000,
+            fileParallelism: false,
+          },
+        },
+      ]
+    : [];
+
 export default defineConfig({
   test: {
     // Real processes (Cline core, sandboxes, servers) run in tests; 2 cores are the norm here.
@@ -62,18 +82,7 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
-      {
-        test: {
-          // `npm run e2e:real`: real repositories from local mirrors, dependencies from the
-          // registries. Heavy, so `npm test` (scripts/run-tests) leaves this project out.
-          name: "e2e-real",
-          root: "tests/e2e-real",
-          include: ["**/*.test.ts"],
-          testTimeout: 3_600_000,
-          hookTimeout: 3_600_000,
-          fileParallelism: false,
-        },
-      },
+      ...realPeers,
     ],
   },
 });

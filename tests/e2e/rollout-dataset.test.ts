@@ -245,7 +245,14 @@ describe("flakegym rollout --dataset (real core, local git repos)", () => {
         { env, timeoutMs: 60_000 },
       ),
       runCli(["rollout", "--dataset", file, "--build-cmd", BUILD_CMD], { env, timeoutMs: 60_000 }),
-      runCli(["rollout", "--dataset", file, "--policy", "empty"], { env, timeoutMs: 60_000 }),
+      // every term weighed 0: rows would have nothing to be scored by (by default build and lint weigh 1)
+      runCli(
+        ["rollout", "--dataset", file, "--policy", "empty", "--weight-build", "0", "--weight-lint", "0"],
+        {
+          env,
+          timeoutMs: 60_000,
+        },
+      ),
     ]);
     expect(gold.exitCode, gold.stderr).toBe(1);
     const run = await readRun(join(tmp.path, "gold"));
@@ -257,6 +264,8 @@ describe("flakegym rollout --dataset (real core, local git repos)", () => {
     expect(none.stderr).toMatch(/--dataset needs a policy/);
     expect(none.stderr).toMatch(/FLAKEGYM_POLICY/);
     expect(noTerm.exitCode).toBe(2);
-    expect(noTerm.stderr).toMatch(/--build-cmd, --lint-cmd or --judge/);
+    expect(noTerm.stderr).toMatch(
+      /the reward must come from the build, lint or judge term, and none is configured/,
+    );
   });
 });

@@ -37,8 +37,42 @@ describe("tasks check (SWE-bench family)", () => {
       [1, [9]],
       [1, [8]],
     ]);
-    expect(body.notes).toEqual([
+    expect(body.notes).toContainEqual(
       expect.objectContaining({ row: 3, id: "psf__requests-2317", note: expect.stringMatching(/\[100%\]/) }),
-    ]);
+    );
+    // Python rows say whose install facts they use and what differs here
+    expect(body.notes).toContainEqual(
+      expect.objectContaining({
+        row: 1,
+        id: "django__django-16041",
+        note: expect.stringMatching(/^install from django\/django's facts/),
+      }),
+    );
+  });
+
+  it("lists what each swe-agent row will be scored by (no hidden tests: build, lint, judge)", async () => {
+    const rows = join(REPO_ROOT, "tests/fixtures/swe-agent-13k-sample.jsonl");
+    const r = await runCli(["tasks", "check", "--dataset", rows, "--judge", "http://127.0.0.1:9/v1#j"], {
+      timeoutMs: 60_000,
+    });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(
+      /^scored by: row \d+ \[go-0003\] \(go\): build `go build \.\/\.\.\.` \(default for go\), lint `go vet \.\/\.\.\.` \(default for go\), judge \(--judge\)$/m,
+    );
+    // without a judge it warns that build and lint alone reward an unchanged repository
+    expect(r.stdout).not.toContain("note: build and lint alone");
+    const plain = await runCli(["tasks", "check", "--dataset", rows], { timeoutMs: 60_000 });
+    expect(plain.stdout).toContain(
+      "note: build and lint alone give 1 to an unchanged repository that builds",
+    );
+    const json = await runCli(["tasks", "check", "--dataset", rows, "--json", "--build-cmd", "make"], {
+      timeoutMs: 60_000,
+    });
+    const body = JSON.parse(json.stdout) as {
+      scoring: { id: string; terms: { name: string; from: string }[] }[];
+    };
+    expect(body.scoring.length).toBeGreaterThan(0);
+    for (const line of body.scoring)
+      expect(line.terms[0]).toMatchObject({ name: "build", from: "--build-cmd" });
   });
 });

@@ -42,7 +42,7 @@ export const RolloutOptions = z.object({
     .min(1)
     .optional()
     .describe(
-      "dataset file (.jsonl or .parquet, swe-agent-13k schema) to roll out instead of --task; needs --policy and a reward term (--build-cmd, --lint-cmd or --judge)",
+      "dataset file (.jsonl or .parquet, swe-agent-13k schema) to roll out instead of --task; needs --policy; rows are scored by build and lint (each row's profile's commands unless --build-cmd/--lint-cmd) and --judge when given (flakegym tasks check lists each row's terms)",
     ),
   limit: z
     .number()
@@ -120,14 +120,14 @@ export const RolloutOptions = z.object({
     .min(0)
     .optional()
     .describe(
-      "weight of the build term (needs --build-cmd) (default 0; with --dataset 1 when --build-cmd is given)",
+      "weight of the build term (needs --build-cmd; with --dataset a row without it runs its profile's build command) (default 0; with --dataset 1)",
     ),
   weightLint: z
     .number()
     .min(0)
     .optional()
     .describe(
-      "weight of the lint term (needs --lint-cmd) (default 0; with --dataset 1 when --lint-cmd is given)",
+      "weight of the lint term (needs --lint-cmd; with --dataset a row without it runs its profile's lint command) (default 0; with --dataset 1)",
     ),
   weightJudge: z
     .number()
@@ -139,7 +139,9 @@ export const RolloutOptions = z.object({
   buildCmd: z
     .string()
     .optional()
-    .describe("shell command that must succeed for the build term (run in the scoring sandbox)"),
+    .describe(
+      "shell command that must succeed for the build term (run in the scoring sandbox; with --dataset it replaces each row's default)",
+    ),
   lintCmd: z.string().optional().describe("shell command that must succeed for the lint term"),
   judge: z
     .string()
@@ -321,8 +323,8 @@ export interface Resolved {
 
 /**
  * Reward weights from the flags. Catalog tasks: tests 1, the rest 0 unless given. A dataset run has
- * no hidden tests, so a given --build-cmd / --lint-cmd / --judge weighs 1 unless its weight is given.
- * Pure.
+ * no hidden tests, so build and lint weigh 1 unless told otherwise (each row's commands are the
+ * flags', else its profile's defaults: tasks/row-reward.ts) and a given --judge weighs 1. Pure.
  */
 export function resolveWeights(
   o: Pick<
@@ -334,8 +336,8 @@ export function resolveWeights(
   const extra = (weight: number | undefined, given: unknown) => weight ?? (dataset && given ? 1 : 0);
   return {
     tests: o.weightTests ?? 1,
-    build: extra(o.weightBuild, o.buildCmd),
-    lint: extra(o.weightLint, o.lintCmd),
+    build: extra(o.weightBuild, dataset || o.buildCmd),
+    lint: extra(o.weightLint, dataset || o.lintCmd),
     judge: extra(o.weightJudge, o.judge),
   };
 }
@@ -395,13 +397,16 @@ export function resolveRolloutOptions(
   }
   const dataset = o.dataset !== undefined;
   const weights = resolveWeights(o, dataset);
-  if (weights.build > 0 && !o.buildCmd) throw new UsageError("--weight-build needs --build-cmd <command>");
-  if (weights.lint > 0 && !o.lintCmd) throw new UsageError("--weight-lint needs --lint-cmd <command>");
+  // dataset rows fall back to their profile's build and lint commands; catalog tasks have none
+  if (!dataset && weights.build > 0 && !o.buildCmd)
+    throw new UsageError("--weight-build needs --build-cmd <command>");
+  if (!dataset && weights.lint > 0 && !o.lintCmd)
+    throw new UsageError("--weight-lint needs --lint-cmd <command>");
   if (weights.judge > 0 && !o.judge) throw new UsageError("--weight-judge needs --judge <base-url>#<model>");
   if (dataset && weights.build + weights.lint + weights.judge <= 0) {
     throw new UsageError(
-      "--dataset rows carry no hidden tests, so the reward must come from --build-cmd, --lint-cmd or --judge, and none is configured (or all their weights are 0)",
-      "pass at least one of --build-cmd '<command>', --lint-cmd '<command>', --judge <base-url>#<model> (each weighs 1 unless --weight-build/--weight-lint/--weight-judge says otherwise)",
+      "--dataset rows carry no hidden tests, so the reward must come from the build, lint or judge term, and none is configured (their weights are all 0)",
+      "drop --weight-build 0 / --weight-lint 0 (each row then gets its profile's build and lint commands, or --build-cmd '<command>' / --lint-cmd '<command>'), or add --judge <base-url>#<model>; `flakegym tasks check --dataset <file>` lists what each row is scored by",
     );
   }
   if (!o.resume && weights.tests + weights.build + weights.lint + weights.judge <= 0) {

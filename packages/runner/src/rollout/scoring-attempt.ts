@@ -1,8 +1,10 @@
+import type { ProfileId } from "@flakegym/profiles";
 import { type BoundHidden, prepareReadOnlyHidden, type ReadOnlyFiles } from "../scoring/read-only.js";
 import { type ScoreOptions, scoreDiff } from "../scoring/scorer.js";
 import type { Snapshot } from "../snapshots/build.js";
+import { rowTermCommands } from "../tasks/row-reward.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
-import type { ScoreInput } from "./deps.js";
+import type { RolloutTask, ScoreInput } from "./deps.js";
 import type { RunConfig, Score } from "./schema.js";
 import { type forkIn, releaseFork } from "./wire-forks.js";
 
@@ -31,18 +33,38 @@ export interface ScoringAttemptContext {
   readonly onNote?: ((message: string) => void) | undefined;
 }
 
+/** A dataset row: it has no hidden tests to install (see HiddenTests.install). Pure. */
+function isRowTask(task: Pick<RolloutTask, "hidden">): boolean {
+  return task.hidden.install === undefined;
+}
+
 /** The scorer's options of a run (the judge's key added when there is one). Pure. */
 export function scoreOptionsOf(
   config: RunConfig,
-  taskPrompt: string,
+  task: Pick<RolloutTask, "prompt" | "profile" | "hidden">,
   bound: BoundHidden | undefined,
   judgeApiKey: string | undefined,
 ): ScoreOptions {
+  // a dataset row (no hidden tests) falls back to its profile's build and lint commands
+  const commands = isRowTask(task)
+    ? rowTermCommands(task.profile as ProfileId, { buildCmd: config.buildCmd, lintCmd: config.lintCmd })
+    : {
+        ...(config.buildCmd !== undefined ? { buildCmd: config.buildCmd } : {}),
+        ...(config.lintCmd !== undefined ? { lintCmd: config.lintCmd } : {}),
+      };
+  const taskPrompt = task.prompt;
+  // a row whose profile has no command for a term (no python linter) is not scored by it at all
+  const weights = isRowTask(task)
+    ? {
+        ...config.weights,
+        build: commands.buildCmd === undefined ? 0 : config.weights.build,
+        lint: commands.lintCmd === undefined ? 0 : config.weights.lint,
+      }
+    : config.weights;
   return {
     partialCredit: config.partialCredit,
-    weights: config.weights,
-    ...(config.buildCmd !== undefined ? { buildCmd: config.buildCmd } : {}),
-    ...(config.lintCmd !== undefined ? { lintCmd: config.lintCmd } : {}),
+    weights,
+    ...commands,
     repeat: config.testRepeat,
     tamperPenalty: config.tamperPenalty ?? "revert",
     ...(config.suspiciousPenalty ? { suspiciousPenalty: config.suspiciousPenalty } : {}),
@@ -80,7 +102,7 @@ export async function runScoringAttempt(ctx: ScoringAttemptContext, input: Score
       worker,
       input.diff,
       input.task.hidden,
-      scoreOptionsOf(ctx.config, input.task.prompt, prepared?.bound, ctx.judgeApiKey),
+      scoreOptionsOf(ctx.config, input.task, prepared?.bound, ctx.judgeApiKey),
       input.signal,
     );
   } finally {

@@ -4,6 +4,7 @@ import type { RowError } from "./dataset-row.js";
 import { loadHarbor } from "./harbor-dir.js";
 import type { IntakeTask } from "./swebench.js";
 import { detectDatasetSchema, loadSwebench } from "./swebench-dataset.js";
+import type { TaskProfile } from "./task-profile.js";
 
 /**
  * One entry point for everything `--dataset` takes: a swe-agent-13k file (rows without hidden
@@ -30,6 +31,8 @@ export interface LoadedIntake {
   readonly rejected: RowError[];
   /** Tasks with hidden tests (SWE-bench rows, Harbor dirs); empty for swe-agent rows. */
   readonly tasks: IntakeTask[];
+  /** The accepted swe-agent rows (no hidden tests: scored by build, lint and judge; row-reward.ts). */
+  readonly rows?: TaskProfile[];
 }
 
 /** What kind of input `path` is. */
@@ -83,6 +86,7 @@ export async function loadIntake(
     summary: { kind, file: path, rows: s.rows, accepted: s.accepted, rejected: s.rejected, format: s.format },
     rejected: d.rejected,
     tasks: [],
+    rows: d.tasks,
   };
 }
 

@@ -104,7 +104,8 @@ async function missingLocalRepo(
   repoMirror: string | undefined,
 ): Promise<{ field: string; reason: string } | undefined> {
   const src = task.spec.source;
-  if (src.kind !== "git" || task.spec.network !== "none") return undefined;
+  // a local source is checked whatever the task's network (a row whose install fetches needs it at build)
+  if (src.kind !== "git") return undefined;
   const path = src.url.startsWith("file://") ? fileURLToPath(src.url) : src.url;
   if (!path.startsWith("/")) return undefined;
   const st = await stat(path).catch(() => undefined);

@@ -1,7 +1,9 @@
 import { isAbsolute, resolve } from "node:path";
+import { match } from "ts-pattern";
 import { z } from "zod";
 import { touchedPaths } from "../text/diff.js";
 import { classifyRepo, type RowError } from "./dataset-row.js";
+import { envSpecOf, inRowVenv, installOfEnvSpec } from "./swebench-env-specs.js";
 import { TaskSpec } from "./task-spec.js";
 import {
   djangoId,
@@ -171,16 +173,50 @@ export function rowLanguage(
   return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0];
 }
 
-/** Dependency installs a row gets when it names none: fetched only when its source needs network. */
+/** Dependency installs a non-Python row gets when it names none: fetched only when its source needs network. */
 function defaultInstall(runner: TestRunner, network: "none" | "required"): string[] {
-  if (network === "none") {
-    if (runner === "cargo") return ["cargo build --offline --tests --quiet"];
-    return [];
+  return match(profileOfRunner(runner))
+    .with("rust", () =>
+      network === "none"
+        ? ["cargo build --offline --tests --quiet"]
+        : ["cargo fetch", "cargo build --offline --tests --quiet"],
+    )
+    .with("go", () => (network === "none" ? [] : ["GOFLAGS=-mod=mod go mod download"]))
+    .with("node", () => (network === "none" ? [] : ["npm install --no-audit --no-fund"]))
+    .otherwise(() => []);
+}
+
+/**
+ * The row's install commands: its `install` column when it has one (run with network at build, like
+ * the facts' installs: `fetches`); for a Python row, the install
+ * facts of its repository and version (swebench-env-specs.ts: a venv with its packages from PyPI,
+ * so the snapshot build needs network — `fetches`); otherwise the runner's default. A Python row
+ * of a repository the facts know but at a version they do not list is rejected (field `version`);
+ * one of a repository they do not know keeps no install, with a note saying so. Pure.
+ */
+export function installOf(
+  row: Pick<SwebenchRow, "repo" | "version" | "install">,
+  runner: TestRunner,
+  network: "none" | "required",
+):
+  | { install: string[]; notes: string[]; fetches: boolean; source?: string }
+  | { field: string; reason: string } {
+  if (row.install != null) {
+    const l = Array.isArray(row.install) ? row.install : listOf(row.install);
+    if (typeof l === "string") return { field: "install", reason: l };
+    // the row's own commands may fetch (pip, cargo fetch): the build gets network, the sandboxes after it never do
+    return { install: l, notes: [], fetches: l.length > 0, source: "the row's install column" };
   }
-  if (runner === "cargo") return ["cargo fetch", "cargo build --offline --tests --quiet"];
-  if (runner === "go") return ["GOFLAGS=-mod=mod go mod download"];
-  if (runner === "pytest") return [];
-  return ["npm install --no-audit --no-fund"];
+  if (profileOfRunner(runner) !== "python")
+    return { install: defaultInstall(runner, network), notes: [], fetches: false };
+  const found = envSpecOf(row.repo, row.version);
+  if (found.ok) return { ...installOfEnvSpec(row.repo, found.spec), fetches: true, source: found.source };
+  if (found.field === "version") return { field: found.field, reason: found.reason };
+  return {
+    install: [],
+    notes: [`repo: ${found.reason}; without one no dependencies are installed`],
+    fetches: false,
+  };
 }
 
 const supportedNames = () => Object.keys(SUPPORTED_LANGUAGES).join(", ");
@@ -308,7 +344,11 @@ export function parseSwebenchRow(
   if (row.test_runner) {
     const r = TestRunner.safeParse(row.test_runner);
     if (!r.success)
-      return fail("test_runner", `'${row.test_runner}' is not one of ${TestRunner.options.join(", ")}`, id);
+      return fail(
+        "test_runner",
+        `'${row.test_runner}' is not one of ${TestRunner.options.join(", ")}: set one of them, or drop the column to use the ${language} default (${runner})`,
+        id,
+      );
     if (profileOfRunner(r.data) !== profileOfRunner(defaultRunner)) {
       return fail("test_runner", `${r.data} does not run ${language} tests`, id);
     }
@@ -335,13 +375,13 @@ export function parseSwebenchRow(
     run.run = { ...run.run, command: `GOFLAGS=-mod=mod ${run.run.command}` };
   }
 
-  let install: string[];
-  if (row.install == null) install = defaultInstall(runner, repo.network);
-  else if (Array.isArray(row.install)) install = row.install;
-  else {
-    const l = listOf(row.install);
-    if (typeof l === "string") return fail("install", l, id);
-    install = l;
+  const env = installOf(row, runner, repo.network);
+  if ("field" in env) return fail(env.field, env.reason, id);
+  notes.push(...env.notes);
+  const { install } = env;
+  const network = env.fetches ? "required" : repo.network;
+  if (profileOfRunner(runner) === "python" && run.run.kind === "suite") {
+    run.run = { ...run.run, command: inRowVenv(run.run.command) };
   }
 
   const firstLine = row.problem_statement.trim().split("\n")[0]!.slice(0, 100);
@@ -352,12 +392,12 @@ export function parseSwebenchRow(
     prompt: row.problem_statement.trim(),
     profile: profileOfRunner(runner),
     language,
-    network: repo.network,
+    network,
     source: { kind: "git", url: repo.url, rev: row.base_commit.toLowerCase() },
     install,
     tests: { patch: "tests.patch", run: run.run },
     solution: "solution.patch",
-    metadata: rowMetadata(row, notes),
+    metadata: { ...rowMetadata(row, notes), ...(env.source ? { install_source: env.source } : {}) },
   });
   if (!spec.success) {
     const issue = spec.error.issues[0]!;

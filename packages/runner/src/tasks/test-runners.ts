@@ -144,10 +144,11 @@ export function testIdProblem(runner: TestRunner, id: string): string | undefine
           ? undefined
           : "is not a libtest name (`module::test_name`)",
       )
+      // `go test -v` reports tests, fuzz targets (their seed corpus runs as a test) and examples alike
       .with("go", () =>
-        /^Test[A-Za-z0-9_]*(\/\S+)*$/.test(id)
+        /^(Test|Fuzz|Example)[A-Za-z0-9_]*(\/\S+)*$/.test(id)
           ? undefined
-          : "is not a go test name (`TestName` or `TestName/subtest`)",
+          : "is not a go test name (`TestName`, `TestName/subtest`, `FuzzName` or `ExampleName`)",
       )
       .with("node", "jest", "vitest", "mocha", () => undefined)
       .exhaustive()

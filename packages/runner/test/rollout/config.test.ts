@@ -124,22 +124,20 @@ describe("--dataset", () => {
     expect(() => resolve([])).toThrow(/missing required flag --task \(or --dataset\)/);
   });
 
-  it("needs a reward term from --build-cmd, --lint-cmd or --judge", () => {
+  it("scores rows by build and lint by default (their profile's commands), and refuses all-zero weights", () => {
+    expect(resolve(base).config.weights).toEqual({ tests: 1, build: 1, lint: 1, judge: 0 });
     let err: unknown;
     try {
-      resolve(base);
+      resolve([...base, "--weight-build", "0", "--weight-lint", "0"]);
     } catch (e) {
       err = e;
     }
-    expect((err as Error).message).toMatch(
-      /no hidden tests.*--build-cmd, --lint-cmd or --judge.*none is configured/,
-    );
-    expect((err as { hint?: string }).hint).toMatch(/--build-cmd '<command>'.*--judge <base-url>#<model>/);
-    expect(() => resolve([...base, "--build-cmd", "make", "--weight-build", "0"])).toThrow(
-      /none is configured/,
-    );
+    expect((err as Error).message).toMatch(/no hidden tests.*build, lint or judge term.*none is configured/);
+    expect((err as { hint?: string }).hint).toMatch(/--judge <base-url>#<model>.*tasks check --dataset/);
     // --weight-tests alone does not help: there are no tests
-    expect(() => resolve([...base, "--weight-tests", "1"])).toThrow(/none is configured/);
+    expect(() =>
+      resolve([...base, "--weight-tests", "1", "--weight-build", "0", "--weight-lint", "0"]),
+    ).toThrow(/none is configured/);
   });
 
   it("weighs a given --build-cmd / --lint-cmd / --judge 1 unless told otherwise, and stores the commands", () => {
@@ -156,7 +154,7 @@ describe("--dataset", () => {
     expect(r.config).toMatchObject({ buildCmd: "npm run build", lintCmd: "npm run lint" });
     expect(r.dataset).toEqual({ file: "/w/rows.jsonl", limit: 5 });
     const j = resolve([...base, "--judge", "http://h:1/v1#j", "--weight-judge", "0.5"]);
-    expect(j.config.weights).toEqual({ tests: 1, build: 0, lint: 0, judge: 0.5 });
+    expect(j.config.weights).toEqual({ tests: 1, build: 1, lint: 1, judge: 0.5 });
     // catalog tasks keep their defaults: a --build-cmd without a weight counts 0
     expect(resolve(["--task", "a", "--build-cmd", "make"]).config.weights.build).toBe(0);
   });

@@ -9,6 +9,7 @@ import { formatRowError } from "../../src/tasks/dataset.js";
 import { datasetAsCatalog } from "../../src/tasks/dataset-catalog.js";
 import { canonicalColumns, parseSwebenchRow, rowLanguage, taskIdOf } from "../../src/tasks/swebench.js";
 import { detectDatasetSchema, loadSwebench } from "../../src/tasks/swebench-dataset.js";
+import { inRowVenv, SWEBENCH_SPECS_ORIGIN, VENV_CREATE } from "../../src/tasks/swebench-env-specs.js";
 import { writeTaskFolder } from "../../src/tasks/task-dir.js";
 
 const FIXTURE = fileURLToPath(
@@ -77,7 +78,9 @@ describe("loadSwebench", () => {
         run: {
           kind: "suite",
           results: "pytest",
-          command: "python3 -m pytest -rA -p no:cacheprovider tests/test_clamp.py tests/test_ops.py",
+          command: inRowVenv(
+            "python3 -m pytest -rA -p no:cacheprovider tests/test_clamp.py tests/test_ops.py",
+          ),
           canary: { file: "tests/test_clamp.py", id: "tests/test_clamp.py::{name}" },
         },
       },
@@ -184,8 +187,9 @@ describe("SWE-bench Verified shapes (verified-shapes.jsonl, our own rows)", () =
     expect(django.tests.run).toMatchObject({
       kind: "suite",
       results: "django",
-      command:
+      command: inRowVenv(
         'PYTHONPATH="$PWD" python3 tests/runtests.py --settings=test_sqlite --parallel 1 --verbosity 2 forms_tests.tests.test_formsets',
+      ),
       failToPass: [
         "test_empty_permitted_ignored_empty_form (forms_tests.tests.test_formsets.FormsFormsetTestCase)",
       ],
@@ -194,22 +198,31 @@ describe("SWE-bench Verified shapes (verified-shapes.jsonl, our own rows)", () =
         "test_valid (forms_tests.tests.test_formsets.AllValidTests)",
       ],
     });
-    expect(django.metadata).toEqual({
+    expect(django.metadata).toMatchObject({
       instance_id: "django__django-16041",
       repo: "django/django",
       version: "4.2",
       environment_setup_commit: "0fbdb9784da915fce5dcc1fe82bac9b4785749e5",
       created_at: "2022-09-09T10:07:29Z",
       hints_text: "Issue has been triaged.",
+      install_source: `${SWEBENCH_SPECS_ORIGIN}: MAP_REPO_VERSION_TO_SPECS_PY['django/django']['4.2']`,
     });
+    // its dependencies come from PyPI at snapshot build (tests/requirements/py3.txt, then the checkout)
+    expect(django.network).toBe("required");
+    expect(django.install).toEqual([
+      VENV_CREATE,
+      '. "$FLAKEGYM_DEPS/venv/bin/activate" && if [ -f tests/requirements/py3.txt ]; then python -m pip install -r tests/requirements/py3.txt; fi',
+      '. "$FLAKEGYM_DEPS/venv/bin/activate" && python -m pip install -e .',
+      `. "$FLAKEGYM_DEPS/venv/bin/activate" && { python -c 'import pytest' 2>/dev/null || python -m pip install pytest; }`,
+    ]);
     expect(byId.get("sympy__sympy-20590")!.spec.tests.run).toMatchObject({ kind: "suite", results: "sympy" });
     const requests = byId.get("psf__requests-2317")!;
     expect(requests.spec.tests.run).toMatchObject({
       passToPass: ["test_requests.py::RequestsTestCase::test_basic_building"],
     });
-    expect(requests.notes).toEqual([
+    expect(requests.notes?.[0]).toBe(
       "PASS_TO_PASS: dropped '[100%]' — pytest progress output, not a test id",
-    ]);
+    );
     expect(requests.spec.metadata?.intake_notes).toMatch(/dropped '\[100%\]'/);
     expect(byId.get("pylint-dev__pylint-4970")!.spec.tests.run).toMatchObject({
       canary: { file: "tests/checkers/unittest_similar.py" },
@@ -239,8 +252,9 @@ describe("SWE-bench Verified shapes (verified-shapes.jsonl, our own rows)", () =
     const mirror = join(tmp, "mirror");
     await mkdir(join(mirror, "django", "django"), { recursive: true });
     const d = await loadSwebench(SHAPES, { repoMirror: mirror });
+    // the clone is local; the install facts still fetch django's requirements at snapshot build
     expect(d.tasks.find((t) => t.spec.id === "django__django-16041")!.spec).toMatchObject({
-      network: "none",
+      network: "required",
       source: { kind: "git", url: join(mirror, "django", "django") },
     });
     expect(d.rejected.map(formatRowError)).toContainEqual(
@@ -277,6 +291,32 @@ describe("parseSwebenchRow", () => {
     expect(r).toMatchObject({
       ok: false,
       error: { row: 3, field: "test_runner", reason: "cargo does not run Python tests" },
+    });
+    // an unknown runner id fails by row and field, naming the runners and the default
+    const bad = parseSwebenchRow(
+      {
+        instance_id: "a__b-2",
+        repo: "a/b",
+        version: "1",
+        install: [],
+        base_commit: "a".repeat(40),
+        problem_statement: "x",
+        patch: "diff --git a/x.py b/x.py\n",
+        test_patch: "diff --git a/tests/test_x.py b/tests/test_x.py\n",
+        FAIL_TO_PASS: ["tests/test_x.py::test_x"],
+        test_runner: "nose",
+      },
+      at,
+    );
+    expect(bad).toMatchObject({
+      ok: false,
+      error: {
+        row: 3,
+        field: "test_runner",
+        id: "a__b-2",
+        reason:
+          "'nose' is not one of pytest, django, sympy, cargo, go, node, jest, vitest, mocha: set one of them, or drop the column to use the Python default (pytest)",
+      },
     });
     expect(parseSwebenchRow([1], at)).toMatchObject({
       ok: false,

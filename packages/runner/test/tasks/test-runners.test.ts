@@ -66,6 +66,10 @@ describe("test ids", () => {
     expect(testIdProblem("pytest", "test_immutable")).toMatch(/bare test name.*sympy/);
     expect(testIdProblem("pytest", "t.py::test[a b]")).toMatch(/with a space/);
     expect(testIdProblem("sympy", "sympy/a/tests/test_a.py::test_a")).toMatch(/not a SymPy test name/);
+    // go test -v reports fuzz targets and examples like tests (seen in dustin/go-humanize, Masterminds/semver)
+    expect(testIdProblem("go", "FuzzComma")).toBeUndefined();
+    expect(testIdProblem("go", "ExampleVersion/sub")).toBeUndefined();
+    expect(testIdProblem("go", "BenchmarkX")).toMatch(/not a go test name/);
     expect(testIdProblem("sympy", "test_a")).toBeUndefined();
     expect(testIdProblem("django", "A docstring line.")).toBeUndefined();
     expect(testIdProblem("django", "two\nlines")).toMatch(/spans lines/);

@@ -64,7 +64,7 @@ export const EvalOptions = RolloutOptions.pick({
     .min(1)
     .optional()
     .describe(
-      "evaluate the rows of a dataset file (.jsonl or .parquet, swe-agent-13k schema) instead; needs --policy and --build-cmd, --lint-cmd or --judge",
+      "evaluate the rows of a dataset file (.jsonl or .parquet, swe-agent-13k schema) instead; needs --policy; rows are scored by build and lint (their profile's commands unless --build-cmd/--lint-cmd) and --judge",
     ),
   scenario: z
     .array(z.string().min(1))

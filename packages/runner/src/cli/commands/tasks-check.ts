@@ -9,6 +9,7 @@ import {
   groupByReason,
   loadIntake,
 } from "../../tasks/intake.js";
+import { rowRewardReport } from "../../tasks/row-reward.js";
 import { fileLooksBinary, printable } from "../../text/looks-binary.js";
 import { defineCommand } from "../command.js";
 
@@ -20,7 +21,9 @@ export const tasksCheckCommand = defineCommand({
     "`instance_id` in the first row) — or every Harbor task directory under a directory. Prints one\n" +
     "line per rejected row or directory (where, field or file, reason), the notes on accepted rows\n" +
     "(e.g. junk test ids dropped), a table of the rejections by reason (count, first rows) and the\n" +
-    "totals; exits 1 when any was rejected.",
+    "totals; exits 1 when any was rejected. swe-agent rows have no hidden tests: each accepted row is\n" +
+    "listed with what `rollout --dataset` will score it by (its profile's build and lint commands, or\n" +
+    "--build-cmd / --lint-cmd, and --judge).",
   options: z.object({
     dataset: z.string().describe("dataset file (.jsonl or .parquet) or directory of Harbor task dirs"),
     json: z.boolean().default(false).describe("print the result as JSON"),
@@ -28,6 +31,18 @@ export const tasksCheckCommand = defineCommand({
       .string()
       .optional()
       .describe("directory of local git mirrors: a row's `owner/repo` is read from DIR/owner/repo"),
+    buildCmd: z
+      .string()
+      .optional()
+      .describe("swe-agent rows: the build command rollout will be given (else each profile's)"),
+    lintCmd: z
+      .string()
+      .optional()
+      .describe("swe-agent rows: the lint command rollout will be given (else each profile's)"),
+    judge: z
+      .string()
+      .optional()
+      .describe("swe-agent rows: the LLM judge rollout will be given (<base-url>#<model>)"),
   }),
   examples: [
     "flakegym tasks check --dataset rows.jsonl",
@@ -43,6 +58,11 @@ export const tasksCheckCommand = defineCommand({
       ...(opts.repoMirror === undefined ? {} : { repoMirror: resolve(ctx.cwd, opts.repoMirror) }),
     });
     const groups = groupByReason(d.rejected);
+    const scoring = rowRewardReport(d.rows ?? [], {
+      buildCmd: opts.buildCmd,
+      lintCmd: opts.lintCmd,
+      judge: opts.judge !== undefined,
+    });
     const notes = d.tasks.flatMap((t) =>
       (t.notes ?? []).map((note) => ({ row: t.source.row, id: t.spec.id, note })),
     );
@@ -54,11 +74,18 @@ export const tasksCheckCommand = defineCommand({
         rows: g.first.map((e) => e.row),
       }));
       ctx.stdout.write(
-        `${JSON.stringify({ summary: d.summary, rejected: d.rejected, byReason, notes }, null, 2)}\n`,
+        `${JSON.stringify({ summary: d.summary, rejected: d.rejected, byReason, notes, ...(d.rows ? { scoring } : {}) }, null, 2)}\n`,
       );
     } else {
       for (const e of d.rejected) ctx.stdout.write(`${printable(formatIntakeError(d.summary.kind, e))}\n`);
       for (const n of notes) ctx.stdout.write(`${printable(`note: row ${n.row} [${n.id}]: ${n.note}`)}\n`);
+      for (const r of scoring)
+        ctx.stdout.write(`${printable(`scored by: row ${r.row} [${r.id}] (${r.profile}): ${r.text}`)}\n`);
+      if (scoring.length > 0 && opts.judge === undefined) {
+        ctx.stdout.write(
+          "note: build and lint alone give 1 to an unchanged repository that builds; --judge <base-url>#<model> also scores whether the task was done\n",
+        );
+      }
       for (const line of formatReasonTable(groups)) ctx.stdout.write(`${printable(line)}\n`);
       ctx.stdout.write(`${formatIntakeSummary(d.summary)}\n`);
     }

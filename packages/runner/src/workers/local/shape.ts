@@ -213,6 +213,8 @@ export function depsPath(deps: string, profile: ProfileId): string[] {
 export function depsEnv(deps: string, o: { venv?: boolean } = {}): Record<string, string> {
   return {
     ...(o.venv ? { VIRTUAL_ENV: `${deps}/${VENV_DIR}` } : {}),
+    // the deps dir itself: a dataset row's Python environment lives in `$FLAKEGYM_DEPS/venv` (tasks/swebench-env-specs.ts)
+    FLAKEGYM_DEPS: deps,
     CARGO_HOME: `${deps}/cargo`,
     npm_config_cache: `${deps}/npm`,
     PIP_CACHE_DIR: `${deps}/pip`,

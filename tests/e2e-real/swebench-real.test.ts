@@ -1,0 +1,166 @@
+import { mkdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { makeTempDir, REPO_ROOT, runCli, type TempDir } from "@flakegym/test-utils";
+import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/**
+ * Real SWE-bench-style tasks end to end (`npm run e2e:real`; not part of `npm test`). The rows of
+ * `swebench-real.jsonl` were made from real fix commits of public repositories (marshmallow: Python;
+ * go-humanize and semver: Go): base = the fix's parent, test_patch = its test-file changes, patch =
+ * the rest, FAIL_TO_PASS = the tests that failed before the fix and passed after it, PASS_TO_PASS
+ * = those that passed both times (each list checked by running the tests). The repositories are not
+ * committed: `FLAKEGYM_REPO_MIRROR` names a directory of git mirrors, as `owner/repo` or as
+ * `owner+repo/repo`. The rows are imported with `--repo-mirror` and `flakegym validate` must score
+ * gold 1 and empty 0 on each; Python rows install their environment from PyPI at snapshot build
+ * (the install facts of their repository and version, swebench-env-specs.ts). A row whose mirror
+ * (or base commit) is absent, or whose registry does not answer, is left out, saying why.
+ */
+
+const ROWS = join(REPO_ROOT, "tests/e2e-real/swebench-real.jsonl");
+const MIRRORS = process.env.FLAKEGYM_REPO_MIRROR;
+
+interface Row {
+  readonly instance_id: string;
+  readonly repo: string;
+  readonly base_commit: string;
+  readonly language: string;
+}
+
+const isDir = async (p: string) => (await stat(p).catch(() => undefined))?.isDirectory() ?? false;
+
+/** The mirror of `owner/repo` under `root`, in either layout, or undefined. */
+async function mirrorOf(root: string, repo: string): Promise<string | undefined> {
+  for (const p of [join(root, repo), join(root, repo.replace("/", "+"), "repo")])
+    if (await isDir(p)) return p;
+  return undefined;
+}
+
+/** Whether PyPI answers (the Python rows' snapshot install needs it), within a bounded wait. */
+async function pypiAnswers(): Promise<string | undefined> {
+  const r = await execa("python3", ["-m", "pip", "index", "versions", "pytest"], {
+    reject: false,
+    timeout: 60_000,
+    stdin: "ignore",
+  });
+  return r.exitCode === 0
+    ? undefined
+    : `PyPI did not answer (pip index versions pytest: ${r.stderr.trim().split("\n").pop()})`;
+}
+
+/** The rows this machine can run, a mirror dir of `owner/repo` links for them, and why the others are left out. */
+async function runnableRows(
+  root: string,
+  dest: string,
+): Promise<{ rows: Row[]; lines: string[]; left: string[] }> {
+  const text = await readFile(ROWS, "utf8");
+  const lines = text.split("\n").filter((l) => l.trim() !== "");
+  const noPypi = await pypiAnswers();
+  const rows: Row[] = [];
+  const kept: string[] = [];
+  const left: string[] = [];
+  for (const line of lines) {
+    const row = JSON.parse(line) as Row;
+    const src = await mirrorOf(root, row.repo);
+    if (src === undefined) {
+      left.push(`${row.instance_id}: no mirror of ${row.repo} under FLAKEGYM_REPO_MIRROR`);
+      continue;
+    }
+    const has = await execa("git", ["-C", src, "cat-file", "-e", `${row.base_commit}^{commit}`], {
+      reject: false,
+      timeout: 30_000,
+    });
+    if (has.exitCode !== 0) {
+      left.push(`${row.instance_id}: the mirror of ${row.repo} lacks base commit ${row.base_commit}`);
+      continue;
+    }
+    if (row.language === "Python" && noPypi) {
+      left.push(`${row.instance_id}: ${noPypi}`);
+      continue;
+    }
+    const link = join(dest, row.repo);
+    if (!(await isDir(link))) {
+      await mkdir(dirname(link), { recursive: true });
+      await symlink(src, link);
+    }
+    rows.push(row);
+    kept.push(line);
+  }
+  return { rows, lines: kept, left };
+}
+
+const skipReason = MIRRORS
+  ? undefined
+  : "FLAKEGYM_REPO_MIRROR is not set: it names a directory of git mirrors (owner/repo or owner+repo/repo) of marshmallow-code/marshmallow, dustin/go-humanize and Masterminds/semver";
+if (skipReason) console.warn(`swebench-real: skipped — ${skipReason}`);
+
+describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from public repositories", () => {
+  let tmp: TempDir;
+  beforeAll(async () => {
+    tmp = await makeTempDir("flakegym-e2e-real-");
+  });
+  afterAll(async () => {
+    await tmp.cleanup();
+  });
+
+  it("imports the rows with --repo-mirror and validates each: gold 1, empty 0", async (ctx) => {
+    const mirror = join(tmp.path, "mirror");
+    const { rows, lines, left } = await runnableRows(MIRRORS!, mirror);
+    for (const why of left) console.warn(`swebench-real: row left out — ${why}`);
+    if (rows.length === 0) ctx.skip(`no row can run here: ${left.join("; ")}`);
+    const dataset = join(tmp.path, "rows.jsonl");
+    await writeFile(dataset, `${lines.join("\n")}\n`);
+
+    const check = await runCli(["tasks", "check", "--dataset", dataset, "--repo-mirror", mirror]);
+    expect(check.exitCode, `${check.stdout}\n${check.stderr}`).toBe(0);
+    expect(check.stdout).toContain(`${rows.length} rows, ${rows.length} accepted, 0 rejected`);
+
+    const catalog = join(tmp.path, "tasks");
+    const imp = await runCli([
+      "tasks",
+      "import",
+      "--dataset",
+      dataset,
+      "--repo-mirror",
+      mirror,
+      "--out",
+      catalog,
+    ]);
+    expect(imp.exitCode, imp.stderr).toBe(0);
+    // Python rows fetch their environment at snapshot build (install facts); Go rows need nothing
+    for (const row of rows) {
+      const id = row.instance_id.toLowerCase();
+      const kind = row.language === "Python" ? "python, network required" : "go, network none";
+      expect(imp.stdout).toContain(`imported ${id} (${kind})`);
+    }
+
+    const r = await runCli(
+      [
+        "validate",
+        "--all",
+        "--catalog",
+        catalog,
+        "--no-cheats",
+        "--repeat",
+        "1",
+        // real repositories' table-driven tests often have no literal assertion a decoy can twin
+        "--allow-unguarded",
+        "--out",
+        join(tmp.path, "run"),
+      ],
+      { timeoutMs: 3_300_000 },
+    );
+    console.log(
+      r.stdout
+        .split("\n")
+        .filter((l) => /^(TASK|\S+\s+\d\.\d\d\s)/.test(l))
+        .join("\n"),
+    );
+    expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
+    for (const row of rows) {
+      const id = row.instance_id.toLowerCase().replace(/[.]/g, "\\.");
+      expect(r.stdout).toMatch(new RegExp(`^${id}\\s+1\\.00\\s+0\\.00\\s+-\\s+0\\s+\\d+/\\d+\\s+PASS$`, "m"));
+    }
+    expect(r.stdout).toContain(`${rows.length} passed, 0 failed, 0 skipped`);
+  }, 3_600_000);
+});
