@@ -1,5 +1,4 @@
 import { isAbsolute, resolve } from "node:path";
-import { match } from "ts-pattern";
 import { z } from "zod";
 import { touchedPaths } from "../text/diff.js";
 import { classifyRepo, type RowError } from "./dataset-row.js";
@@ -173,31 +172,17 @@ export function rowLanguage(
   return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0];
 }
 
-/** Dependency installs a non-Python row gets when it names none: fetched only when its source needs network. */
-function defaultInstall(runner: TestRunner, network: "none" | "required"): string[] {
-  return match(profileOfRunner(runner))
-    .with("rust", () =>
-      network === "none"
-        ? ["cargo build --offline --tests --quiet"]
-        : ["cargo fetch", "cargo build --offline --tests --quiet"],
-    )
-    .with("go", () => (network === "none" ? [] : ["GOFLAGS=-mod=mod go mod download"]))
-    .with("node", () => (network === "none" ? [] : ["npm install --no-audit --no-fund"]))
-    .otherwise(() => []);
-}
-
 /**
  * The row's install commands: its `install` column when it has one (run with network at build, like
  * the facts' installs: `fetches`); for a Python row, the install
  * facts of its repository and version (swebench-env-specs.ts: a venv with its packages from PyPI,
- * so the snapshot build needs network — `fetches`); otherwise the runner's default. A Python row
+ * so the snapshot build needs network — `fetches`); otherwise none (the profile's default environment install applies at snapshot build). A Python row
  * of a repository the facts know but at a version they do not list is rejected (field `version`);
  * one of a repository they do not know keeps no install, with a note saying so. Pure.
  */
 export function installOf(
   row: Pick<SwebenchRow, "repo" | "version" | "install">,
   runner: TestRunner,
-  network: "none" | "required",
 ):
   | { install: string[]; notes: string[]; fetches: boolean; source?: string }
   | { field: string; reason: string } {
@@ -207,14 +192,17 @@ export function installOf(
     // the row's own commands may fetch (pip, cargo fetch): the build gets network, the sandboxes after it never do
     return { install: l, notes: [], fetches: l.length > 0, source: "the row's install column" };
   }
-  if (profileOfRunner(runner) !== "python")
-    return { install: defaultInstall(runner, network), notes: [], fetches: false };
+  // other languages: none of the row's own — the profile's default environment install runs at
+  // snapshot build (snapshots/env-install.ts: cargo fetch, go mod download, npm ci)
+  if (profileOfRunner(runner) !== "python") return { install: [], notes: [], fetches: false };
   const found = envSpecOf(row.repo, row.version);
   if (found.ok) return { ...installOfEnvSpec(row.repo, found.spec), fetches: true, source: found.source };
   if (found.field === "version") return { field: found.field, reason: found.reason };
   return {
     install: [],
-    notes: [`repo: ${found.reason}; without one no dependencies are installed`],
+    notes: [
+      `repo: ${found.reason}; without one the python profile's default install runs (a venv with the repository's declared dependencies)`,
+    ],
     fetches: false,
   };
 }
@@ -375,7 +363,7 @@ export function parseSwebenchRow(
     run.run = { ...run.run, command: `GOFLAGS=-mod=mod ${run.run.command}` };
   }
 
-  const env = installOf(row, runner, repo.network);
+  const env = installOf(row, runner);
   if ("field" in env) return fail(env.field, env.reason, id);
   notes.push(...env.notes);
   const { install } = env;

@@ -135,26 +135,24 @@ describe("installOfEnvSpec", () => {
 });
 
 describe("a row's install (installOf)", () => {
-  it("takes the row's install column first, then the facts, then the runner's default", () => {
-    expect(
-      installOf({ repo: "psf/requests", version: "2.4", install: ["make deps"] }, "pytest", "none"),
-    ).toEqual({
+  it("takes the row's install column first, then the facts, then none (the profile's default install at snapshot build)", () => {
+    expect(installOf({ repo: "psf/requests", version: "2.4", install: ["make deps"] }, "pytest")).toEqual({
       install: ["make deps"],
       notes: [],
       fetches: true,
       source: "the row's install column",
     });
-    const facts = installOf({ repo: "psf/requests", version: "2.4" }, "pytest", "none");
+    const facts = installOf({ repo: "psf/requests", version: "2.4" }, "pytest");
     expect(facts).toMatchObject({
       fetches: true,
       install: expect.arrayContaining([`${act}python -m pip install .`]),
     });
-    expect(installOf({ repo: "acme/ring", version: "1" }, "go", "required")).toEqual({
-      install: ["GOFLAGS=-mod=mod go mod download"],
+    expect(installOf({ repo: "acme/ring", version: "1" }, "go")).toEqual({
+      install: [],
       notes: [],
       fetches: false,
     });
-    const unknown = installOf({ repo: "acme/widgets", version: "1" }, "pytest", "required");
+    const unknown = installOf({ repo: "acme/widgets", version: "1" }, "pytest");
     expect(unknown).toMatchObject({ install: [], fetches: false });
     expect((unknown as { notes: string[] }).notes[0]).toMatch(/^repo: 'acme\/widgets' has no install facts/);
   });

@@ -96,7 +96,7 @@ describe("loadSwebench", () => {
     });
     expect(rust).toMatchObject({
       profile: "rust",
-      install: ["cargo fetch", "cargo build --offline --tests --quiet"],
+      install: [], // the rust profile's default (cargo fetch) runs at snapshot build
       tests: { run: { kind: "suite", results: "libtest", canary: { file: "tests/zero.rs", id: "{name}" } } },
     });
     // Multi-SWE-bench names: fix_patch, f2p, p2p
