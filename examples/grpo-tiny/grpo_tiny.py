@@ -103,21 +103,30 @@ class PolicyServer:
         recomputes), autoregressively with the KV cache."""
         torch = self.torch
         gen = torch.Generator().manual_seed(seed if seed is not None else int(time.time_ns() % 2**31))
-        ids, logprobs, past = [], [], None
         step = torch.tensor([prompt])
         with self.lock, torch.no_grad():
-            for _ in range(max_tokens):
-                out = self.model(input_ids=step, past_key_values=past, use_cache=True, logits_to_keep=1)
-                past = out.past_key_values
-                logp = torch.log_softmax(out.logits[0, -1].float() / temperature, dim=-1)
-                allowed = logp.clone()
-                allowed[self.banned] = float("-inf")
-                t = int(torch.multinomial(torch.softmax(allowed, dim=-1), 1, generator=gen))
-                ids.append(t)
-                logprobs.append(float(logp[t]))
-                if t == self.eos:
-                    break
-                step = torch.tensor([[t]])
+            training = self.model.training
+            self.model.eval()  # the KV cache: a training-mode model with checkpointing would drop it
+            try:
+                return self._decode(step, max_tokens, temperature, gen)
+            finally:
+                self.model.train(training)
+
+    def _decode(self, step, max_tokens, temperature, gen):
+        torch = self.torch
+        ids, logprobs, past = [], [], None
+        for _ in range(max_tokens):
+            out = self.model(input_ids=step, past_key_values=past, use_cache=True, logits_to_keep=1)
+            past = out.past_key_values
+            logp = torch.log_softmax(out.logits[0, -1].float() / temperature, dim=-1)
+            allowed = logp.clone()
+            allowed[self.banned] = float("-inf")
+            t = int(torch.multinomial(torch.softmax(allowed, dim=-1), 1, generator=gen))
+            ids.append(t)
+            logprobs.append(float(logp[t]))
+            if t == self.eos:
+                break
+            step = torch.tensor([[t]])
         return ids, logprobs
 
     def complete(self, body):
@@ -223,12 +232,22 @@ def brevity_reward(completion_ids, trajectory_id, **_):
 # ---------------------------------------------------------------- flakegym serve
 
 
+def _die_with_parent():
+    """Linux: the server gets SIGTERM when this process dies, even by SIGKILL (prctl PDEATHSIG)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def start_serve(tokenizer, state_dir, timeout_s=180):
     """`flakegym serve` on loopback port 0; its process and URL (read from its first lines)."""
     proc = subprocess.Popen([os.environ.get("FLAKEGYM_NODE", "node"), os.path.join(ROOT, "packages/runner/bin/flakegym.js"),
                              "serve", "--port", "0", "--state-dir", state_dir, "--tokenizer", tokenizer,
                              "--concurrency", "2"],
-                            cwd=state_dir, stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
+                            cwd=state_dir, stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
+                            preexec_fn=_die_with_parent)
     url, deadline = [], time.monotonic() + timeout_s
 
     def read():
@@ -302,7 +321,7 @@ def train(serve_url, tokenizer, task, group_size, max_tokens, max_turns):
         with tempfile.TemporaryDirectory() as out:
             args = GRPOConfig(output_dir=out, per_device_train_batch_size=group_size, num_generations=group_size,
                               max_steps=1, learning_rate=1e-2, use_cpu=True, report_to=[], logging_steps=1,
-                              save_strategy="no", bf16=False, max_completion_length=8192, seed=0,
+                              save_strategy="no", bf16=False, gradient_checkpointing=False, max_completion_length=8192, seed=0,
                               shuffle_dataset=False, reward_weights=[1.0, 1.0])
             trainer = Recording(model=model, reward_funcs=[flakegym_reward, brevity_reward], args=args,
                                 train_dataset=Dataset.from_dict({"prompt": [task]}), processing_class=tok,
