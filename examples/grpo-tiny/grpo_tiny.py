@@ -319,7 +319,10 @@ def train(serve_url, tokenizer, task, group_size, max_tokens, max_turns):
     t0 = time.monotonic()
     try:
         with tempfile.TemporaryDirectory() as out:
-            args = GRPOConfig(output_dir=out, per_device_train_batch_size=group_size, num_generations=group_size,
+            # one row per forward (gradient accumulation over the group): no padding, so attention
+            # keeps its causal fast path over Cline's ~12k-token prompt
+            args = GRPOConfig(output_dir=out, per_device_train_batch_size=1, gradient_accumulation_steps=group_size,
+                              num_generations=group_size,
                               max_steps=1, learning_rate=1e-2, use_cpu=True, report_to=[], logging_steps=1,
                               save_strategy="no", bf16=False, gradient_checkpointing=False, max_completion_length=8192, seed=0,
                               shuffle_dataset=False, reward_weights=[1.0, 1.0])

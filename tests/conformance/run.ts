@@ -108,6 +108,11 @@ const attempt = (slot: TrajectorySlot) => ({
   reward: slot.index === 1 ? 0 : 1,
 });
 
+/** Whether a check file is among those named on the command line (`npm run conformance -- trl slime`; none: all). */
+export function selected(file: string, names: readonly string[]): boolean {
+  return names.length === 0 || names.some((n) => file === `check_${n.replace(/-/g, "_")}.py`);
+}
+
 /** Runs one check (at most `o.timeoutMs`) without blocking the event loop the server runs in. */
 function runCheck(
   python: string,
@@ -218,7 +223,7 @@ async function main() {
 
     const venv = ensureVenv();
     const checks = (await readdir(join(ROOT, "tests/conformance/checks")))
-      .filter((f) => /^check_\w+\.py$/.test(f))
+      .filter((f) => /^check_\w+\.py$/.test(f) && selected(f, process.argv.slice(2)))
       .sort();
     const results: { framework: string; version?: string; status: string; detail?: string }[] = [];
     for (const check of checks) {
