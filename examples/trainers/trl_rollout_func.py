@@ -9,8 +9,7 @@ from flakegym_client import FlakegymClient
 from flakegym_trl import as_rollout_func_output, completions_for, runs_of
 
 
-def make_rollout_func(url, inference, **request):
-    """`request`: more fields of every group request (e.g. `sampling`, `max_turns`)."""
+def make_rollout_func(url, inference, **request):   # request: more fields, e.g. sampling, max_turns
     client = FlakegymClient(url)
 
     def rollout_func(prompts, trainer):
