@@ -113,7 +113,10 @@ export async function startServeCli(
     },
   );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("serve printed no URL within 120 s")), 120_000);
+    const timer = setTimeout(() => {
+      server.kill("SIGKILL");
+      reject(new Error("serve printed no URL within 120 s"));
+    }, 120_000);
     let out = "";
     server.stdout!.on("data", (d: Buffer) => {
       out += d.toString();

@@ -12,8 +12,7 @@ import {
   type ServedTrajectory,
   startInferenceServerDouble,
 } from "@flakegym/runner";
-import { makeTempDir, REPO_ROOT, type TempDir } from "@flakegym/test-utils";
-import { execa } from "execa";
+import { makeTempDir, runCli, type TempDir } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readRun, startServeCli, TASK } from "./rollout-helpers.js";
 
@@ -159,10 +158,8 @@ describe("Cline's truncation with the real core keeps the group whole", () => {
 
   it("rollout: groups.jsonl holds the whole group; export writes every one", async () => {
     const out = join(tmp.path, "rollout");
-    const r = await execa(
-      process.execPath,
+    const r = await runCli(
       [
-        join(REPO_ROOT, "packages/runner/bin/flakegym.js"),
         "rollout",
         "--task",
         TASK,
@@ -175,7 +172,7 @@ describe("Cline's truncation with the real core keeps the group whole", () => {
         "--out",
         out,
       ],
-      { cwd: tmp.path, reject: false, stdin: "ignore", timeout: 500_000, forceKillAfterDelay: 10_000 },
+      { cwd: tmp.path, timeoutMs: 500_000 },
     );
     expect(r.exitCode, r.stderr).toBe(0);
     const run = await readRun(out);
