@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPO_ROOT } from "@flakegym/test-utils";
@@ -73,4 +74,19 @@ describe("docs/trainers.md examples are the runnable files", () => {
       }
     });
   }
+});
+
+describe("examples/grpo-tiny without torch", () => {
+  const python = spawnSync("python3", ["--version"]).status === 0;
+  if (!python) console.log("examples/grpo-tiny unit tests skipped: no python3 on PATH");
+  it.skipIf(!python)("its pure parts (trained runs, messages, brevity) pass their unittest", () => {
+    const r = spawnSync("python3", ["-m", "unittest", "-v", "test_grpo_tiny"], {
+      cwd: join(REPO_ROOT, "examples/grpo-tiny"),
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" },
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/Ran 4 tests/);
+  });
 });
