@@ -2,7 +2,7 @@
 
     python examples/grpo-tiny/grpo_tiny.py [--serve URL] [--tokenizer DIR] [--task ID] [--group-size 2]
 
-1. builds a tiny Qwen3 (random weights, from a config: no download) for a real tokenizer directory
+1. builds a tiny Qwen3 (1 layer, hidden 64, random weights, from a config: no download) for a real tokenizer directory
    (default: the Qwen3 tokenizer flakegym's npm dependencies ship);
 2. serves it as an OpenAI-compatible, vLLM-style chat endpoint on loopback (port 0): it applies the
    tokenizer's chat template, samples with the model and streams the sampled token ids, their
@@ -282,8 +282,21 @@ def tiny_model(tok):
 
     torch.manual_seed(0)
     return Qwen3ForCausalLM(Qwen3Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128,
-                                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                        head_dim=16, max_position_embeddings=32768, tie_word_embeddings=True))
+                                        num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                        head_dim=32, max_position_embeddings=32768, tie_word_embeddings=True,
+                                        attn_implementation="sdpa"))
+
+
+def score_only_completions():
+    """TRL 1.16's fused LM head scores only the completion positions where Triton runs (GPUs) and
+    every position elsewhere (stable tile shapes for compilers). On CPU, with Cline's ~12k-token
+    prompt, that is ~13x the work of the ~1k completion tokens the loss reads; this takes TRL's
+    GPU path on CPU (same values: masked positions are zeroed either way)."""
+    import trl.trainer.utils as trl_utils
+
+    if not hasattr(trl_utils, "_use_triton"):
+        raise RuntimeError("trl.trainer.utils._use_triton is gone: this example is pinned to trl 1.16.0")
+    trl_utils._use_triton = lambda device: True
 
 
 def train(serve_url, tokenizer, task, group_size, max_tokens, max_turns):
@@ -293,6 +306,7 @@ def train(serve_url, tokenizer, task, group_size, max_tokens, max_turns):
     from trl import GRPOConfig, GRPOTrainer
     from trl_rollout_func import flakegym_reward, make_rollout_func
 
+    score_only_completions()
     tok = AutoTokenizer.from_pretrained(tokenizer)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
@@ -348,13 +362,17 @@ def train(serve_url, tokenizer, task, group_size, max_tokens, max_turns):
 
 
 def main(argv=None):
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>` prints where it is (a slow machine)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--serve", help="a running `flakegym serve` URL (default: start one)")
     ap.add_argument("--tokenizer", help="a tokenizer directory (default: the npm Qwen3 tokenizer)")
     ap.add_argument("--task", default="semver-lite-caret-zero", help="a catalog task id")
     ap.add_argument("--group-size", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=24, help="tokens sampled per model call")
-    ap.add_argument("--max-turns", type=int, default=4, help="model calls per trajectory")
+    ap.add_argument("--max-turns", type=int, default=3, help="model calls per trajectory")
     a = ap.parse_args(argv)
     tokenizer = a.tokenizer or default_tokenizer()
     proc = None
