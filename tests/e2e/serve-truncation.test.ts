@@ -23,9 +23,12 @@ import { readRun, startServeCli, TASK } from "./rollout-helpers.js";
  * CLI), in `export` (every format, both segment policies) and in `serve` (the stream's done line
  * says complete with both trajectories) — and every sampled id is trained exactly once, in order.
  *
- * Cline 1.0.10 keeps cutting a different slice each time (message counts 2, 4, 6, 6, 6): its
- * prompts come out as `history_rewritten` boundaries. The exact "same prompt twice" (prompt_repeated
- * / prompt_shrunk) is replayed from a recorded turn log in packages/runner/test (truncation-replay).
+ * Measured with cline 1.0.10 (what was tried to provoke "the same prompt twice"): a near-full usage
+ * report on every call gives message counts 2, 4, 6, 6, 6 and three `history_rewritten` splits; a
+ * 400 "maximum context length" on the third call (Cline truncates and retries) gives 2, 4, 4, 6, 6,
+ * again only `history_rewritten`. Neither resends the previous prompt, so the exact prompt_repeated /
+ * prompt_shrunk case is replayed from a recorded turn log in packages/runner/test (truncation-replay)
+ * and by `npm run conformance`.
  */
 
 const require = createRequire(import.meta.url);
@@ -45,6 +48,9 @@ export function nextAnswer(req: ChatRequest): string {
   return done + 1 < WORDS.length ? cmd(WORDS[done + 1]!) : COMPLETE;
 }
 
+const CONTEXT_ERROR_MODEL = "Qwen/Qwen3-8B-context-error";
+const TOO_LONG = "This model's maximum context length is 131072 tokens. However, you requested 140000 tokens";
+let refusals = 0;
 let tmp: TempDir;
 let tok: ChatTokenizer;
 let vllm: Awaited<ReturnType<typeof startInferenceServerDouble>>;
@@ -56,6 +62,12 @@ beforeAll(async () => {
     tokenizer: tok,
     reply: (req) => {
       const text = nextAnswer(req);
+      // the context-error variant: its third call is refused as too long until Cline truncates
+      // (twice: flakegym retries a 400 once without the vLLM parameters, then Cline gets the error)
+      if (req.model === CONTEXT_ERROR_MODEL && text === cmd("three") && refusals < 2) {
+        refusals++;
+        return { fail: { status: 400, message: TOO_LONG } };
+      }
       return text === COMPLETE ? { text } : { text, usage: FULL };
     },
   });
@@ -150,6 +162,57 @@ describe("Cline's truncation with the real core keeps the group whole", () => {
       await checkRun(runDir, records);
       const segments = records.reduce((n, r) => n + r.segments.length, 0);
       await checkExports(runDir, join(tmp.path, "serve-export"), segments);
+    } finally {
+      server.kill("SIGINT");
+      await server;
+    }
+  }, 600_000);
+
+  it("a context-length error: Cline truncates and retries; the trajectory keeps every sampled id", async () => {
+    const { server, url } = await startServeCli(
+      ["--port", "0", "--state-dir", join(tmp.path, "state-ctx"), "--tokenizer", QWEN3],
+      { cwd: tmp.path },
+    );
+    try {
+      const request = {
+        request_id: "e2e-context-error",
+        task: TASK,
+        group_size: 1,
+        inference: { base_url: vllm.baseUrl, model: CONTEXT_ERROR_MODEL },
+      };
+      const deadline = createDeadline({ timeout: { ms: 500_000, limit: "the context-error group" } });
+      const res = await fetch(`${url}/v1/groups`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(request),
+        signal: deadline.signal,
+      }).finally(() => deadline.dispose());
+      const lines = (await res.text())
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { type: string; status?: string });
+      expect(refusals, "the double refused the call as too long").toBe(2);
+      expect(lines.at(-1), JSON.stringify(lines.filter((l) => l.type !== "trajectory"))).toMatchObject({
+        type: "done",
+        status: "complete",
+      });
+      const [r] = lines.filter((l): l is ServedTrajectory => l.type === "trajectory");
+      const runDir = join(tmp.path, "state-ctx", "requests", request.request_id, "run");
+      const turns = await readTurnLog(join(runDir, "trajectories", r!.trajectory_id, "turns.jsonl"));
+      const ok = turns.filter((t) => t.status === "ok");
+      const prompts = ok.map((t) => JSON.stringify(t.response?.tokens?.promptIds ?? null));
+      const repeats = prompts.filter((p, i) => i > 0 && p === prompts[i - 1]).length;
+      const kinds = r!.segments.flatMap((s) => (s.split ? [s.split.kind] : []));
+      console.log(
+        `context error e2e: statuses ${turns.map((t) => t.status).join(",")}, message counts ${JSON.stringify(ok.map((t) => t.request.messages.length))}, repeated prompts ${repeats}, splits ${kinds.join(",")}, outcome ${r!.outcome.kind}, ids per ok call ${ok.map((t) => t.response?.tokens?.ids?.length ?? "none").join(",")}`,
+      );
+      expect(r!.outcome.kind, r!.outcome.detail).toBe("completed");
+      expect(
+        kinds.every((k) => SPLITS.includes(k)),
+        kinds.join(","),
+      ).toBe(true);
+      const trained = r!.segments.flatMap((s) => s.tokens.filter((_, i) => s.loss_mask[i] === 1));
+      expect(trained).toEqual(ok.flatMap((t) => t.response?.tokens?.ids ?? []));
     } finally {
       server.kill("SIGINT");
       await server;
