@@ -9,14 +9,14 @@ from flakegym_client import FlakegymClient
 from flakegym_trl import as_rollout_func_output, completions_for, runs_of
 
 
-def make_rollout_func(url, inference):
+def make_rollout_func(url, inference, **request):   # request: more fields, e.g. sampling, max_turns
     client = FlakegymClient(url)
 
     def rollout_func(prompts, trainer):
         rows = []
         for i, (task, n) in enumerate(runs_of(prompts)):
             records, _ = client.group({"request_id": "trl-%d-%d-%s" % (trainer.state.global_step, i, task),
-                                       "task": task, "group_size": n, "inference": inference})
+                                       "task": task, "group_size": n, "inference": inference, **request})
             rows += completions_for(records, n, trainer.processing_class.pad_token_id)
         return as_rollout_func_output(rows)
 

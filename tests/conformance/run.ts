@@ -11,7 +11,9 @@
  * 4. runs tests/conformance/checks/check_*.py: each builds its framework's own record type from the
  *    export (and runs the doc examples in examples/trainers against the live server) and runs the
  *    framework's own validation/collation code; each prints its framework's version, and skips
- *    with its reason when the package cannot be installed or imported.
+ *    with its reason when the package cannot be installed or imported. check_grpo_tiny runs
+ *    examples/grpo-tiny (a real GRPO step whose policy is the trained model, through its own
+ *    `flakegym serve` with the real Cline core).
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -106,11 +108,16 @@ const attempt = (slot: TrajectorySlot) => ({
   reward: slot.index === 1 ? 0 : 1,
 });
 
-/** Runs one check (at most 15 minutes) without blocking the event loop the server runs in. */
+/** Whether a check file is among those named on the command line (`npm run conformance -- trl slime`; none: all). */
+export function selected(file: string, names: readonly string[]): boolean {
+  return names.length === 0 || names.some((n) => file === `check_${n.replace(/-/g, "_")}.py`);
+}
+
+/** Runs one check (at most `o.timeoutMs`) without blocking the event loop the server runs in. */
 function runCheck(
   python: string,
   args: string[],
-  o: { env: NodeJS.ProcessEnv },
+  o: { env: NodeJS.ProcessEnv; timeoutMs: number },
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(python, args, { env: o.env, stdio: ["ignore", "pipe", "pipe"] });
@@ -122,7 +129,7 @@ function runCheck(
     child.stderr.on("data", (b: Buffer) => {
       stderr += b.toString();
     });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 900_000);
+    const timer = setTimeout(() => child.kill("SIGKILL"), o.timeoutMs);
     child.on("close", (status) => {
       clearTimeout(timer);
       resolve({ status, stdout, stderr });
@@ -217,7 +224,7 @@ async function main() {
 
     const venv = ensureVenv();
     const checks = (await readdir(join(ROOT, "tests/conformance/checks")))
-      .filter((f) => /^check_\w+\.py$/.test(f))
+      .filter((f) => /^check_\w+\.py$/.test(f) && selected(f, process.argv.slice(2)))
       .sort();
     const results: { framework: string; version?: string; status: string; detail?: string }[] = [];
     for (const check of checks) {
@@ -228,11 +235,14 @@ async function main() {
       }
       // asynchronously: the server answering the checks lives in this process's event loop
       const r = await runCheck(venv.python, [join(ROOT, "tests/conformance/checks", check)], {
+        // the real GRPO step runs the Cline agent and trains on CPU: 30 minutes on a loaded machine
+        timeoutMs: check === "check_grpo_tiny.py" ? 1_800_000 : 900_000,
         env: {
           ...process.env,
           PYTHONPATH: [
             join(ROOT, "adapters/python"),
             join(ROOT, "examples/trainers"),
+            join(ROOT, "examples/grpo-tiny"),
             join(ROOT, "tests/conformance/checks"),
           ].join(":"),
           FLAKEGYM_SERVE_URL: server.url,
@@ -241,6 +251,8 @@ async function main() {
           FLAKEGYM_CONFORMANCE_TOKENIZER: QWEN3,
           FLAKEGYM_CONFORMANCE_INSTALL_FAILED: JSON.stringify(venv.failed),
           TRL_EXPERIMENTAL_SILENCE: "1",
+          // examples/grpo-tiny starts its own `flakegym serve` (the real Cline core) with this node
+          FLAKEGYM_NODE: process.execPath,
         },
       });
       const last = r.stdout.trim().split("\n").at(-1) ?? "";

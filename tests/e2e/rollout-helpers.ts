@@ -11,6 +11,7 @@ import {
   TrajectoryResult,
 } from "@flakegym/runner";
 import { REPO_ROOT } from "@flakegym/test-utils";
+import { execa, type ResultPromise } from "execa";
 
 /** Shared helpers of the rollout e2e suites. */
 
@@ -92,4 +93,43 @@ export function quickStart(): string[] {
     .split("\n")
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith("#"));
+}
+
+/** `flakegym serve` as a CLI child on loopback port 0 and the URL it printed (within 120 s). */
+export async function startServeCli(
+  args: readonly string[],
+  o: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<{ server: ResultPromise; url: string }> {
+  const server = execa(
+    process.execPath,
+    [join(REPO_ROOT, "packages/runner/bin/flakegym.js"), "serve", ...args],
+    {
+      cwd: o.cwd,
+      reject: false,
+      stdin: "ignore",
+      timeout: o.timeoutMs ?? 600_000,
+      forceKillAfterDelay: 10_000,
+      ...(o.env ? { env: o.env } : {}),
+    },
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      server.kill("SIGKILL");
+      reject(new Error("serve printed no URL within 120 s"));
+    }, 120_000);
+    let out = "";
+    server.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    void server.then((r) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited ${r.exitCode}: ${r.stderr}`));
+    });
+  });
+  return { server, url };
 }

@@ -13,7 +13,7 @@ import { makeTempDir, REPO_ROOT, type TempDir } from "@flakegym/test-utils";
 import { execa, type ResultPromise } from "execa";
 import { parquetReadObjects } from "hyparquet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TASK } from "./rollout-helpers.js";
+import { startServeCli, TASK } from "./rollout-helpers.js";
 
 /**
  * `flakegym serve` end to end: a real server (the CLI) runs a group with the real Cline core, its
@@ -44,45 +44,14 @@ beforeAll(async () => {
     tokenizer: tok,
     reply: (req) => ({ text: req.messages.some((m) => m.role === "assistant") ? COMPLETE : WRITE }),
   });
-  server = execa(
-    process.execPath,
+  ({ server, url } = await startServeCli(
     [
-      join(REPO_ROOT, "packages/runner/bin/flakegym.js"),
-      "serve",
-      "--port",
-      "0",
-      "--state-dir",
-      join(tmp.path, "state"),
-      "--tokenizer",
-      QWEN3,
-      "--concurrency",
-      "2",
-      "--allow-upstream",
-      vllm.baseUrl,
+      ...["--port", "0", "--state-dir", join(tmp.path, "state"), "--tokenizer", QWEN3, "--concurrency", "2"],
+      ...["--allow-upstream", vllm.baseUrl],
     ],
-    {
-      cwd: tmp.path,
-      // the server's own key: it must never travel to a trainer's endpoint
-      env: { OPENAI_API_KEY: SERVER_KEY },
-      reject: false,
-      stdin: "ignore",
-      timeout: 600_000,
-      forceKillAfterDelay: 10_000,
-    },
-  );
-  url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("serve printed no URL within 120 s")), 120_000);
-    let out = "";
-    server!.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    void server!.then((r) => reject(new Error(`serve exited ${r.exitCode}: ${r.stderr}`)));
-  });
+    // the server's own key: it must never travel to a trainer's endpoint
+    { cwd: tmp.path, env: { OPENAI_API_KEY: SERVER_KEY } },
+  ));
 }, 180_000);
 
 afterAll(async () => {

@@ -1,17 +1,9 @@
 import { createRequire } from "node:module";
 import { networkInterfaces } from "node:os";
 import { dirname, join } from "node:path";
-import {
-  freePort,
-  makeTempDir,
-  REPO_ROOT,
-  runCli,
-  startNomadDouble,
-  type TempDir,
-} from "@flakegym/test-utils";
-import { execa } from "execa";
+import { freePort, makeTempDir, runCli, startNomadDouble, type TempDir } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TASK } from "./rollout-helpers.js";
+import { startServeCli, TASK } from "./rollout-helpers.js";
 
 /**
  * `flakegym serve --backend nomad` end to end: the real CLI server, its workers Nomad allocations of
@@ -67,52 +59,36 @@ describe("flakegym serve --backend nomad (Nomad double, raw_exec, real core)", (
     async () => {
       const double = await startNomadDouble();
       const port = await freePort(lanIp);
-      const server = execa(
-        process.execPath,
-        [
-          join(REPO_ROOT, "packages/runner/bin/flakegym.js"),
-          "serve",
-          "--port",
-          "0",
-          "--state-dir",
-          join(tmp.path, "state"),
-          "--tokenizer",
-          QWEN3,
-          "--concurrency",
-          "2",
-          "--backend",
-          "nomad",
-          "--gateway-advertise",
-          `${lanIp}:${port}`,
-        ],
-        {
-          cwd: tmp.path,
-          reject: false,
-          stdin: "ignore",
-          timeout: 500_000,
-          forceKillAfterDelay: 10_000,
-          env: {
-            ...process.env,
-            NOMAD_ADDR: double.url,
-            FLAKEGYM_NOMAD_DRIVER: "raw_exec",
-            FLAKEGYM_NOMAD_ALLOW_UNISOLATED: "1",
-          },
-        },
-      );
+      let server: Awaited<ReturnType<typeof startServeCli>>["server"] | undefined;
       try {
-        const url = await new Promise<string>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error("serve printed no URL within 120 s")), 120_000);
-          let out = "";
-          server.stdout!.on("data", (d: Buffer) => {
-            out += d.toString();
-            const m = /listening on (http:\/\/\S+)/.exec(out);
-            if (m) {
-              clearTimeout(timer);
-              resolve(m[1]!);
-            }
-          });
-          void server.then((r) => reject(new Error(`serve exited ${r.exitCode}: ${r.stderr}`)));
-        });
+        const started = await startServeCli(
+          [
+            "--port",
+            "0",
+            "--state-dir",
+            join(tmp.path, "state"),
+            "--tokenizer",
+            QWEN3,
+            "--concurrency",
+            "2",
+            "--backend",
+            "nomad",
+            "--gateway-advertise",
+            `${lanIp}:${port}`,
+          ],
+          {
+            cwd: tmp.path,
+            timeoutMs: 500_000,
+            env: {
+              ...process.env,
+              NOMAD_ADDR: double.url,
+              FLAKEGYM_NOMAD_DRIVER: "raw_exec",
+              FLAKEGYM_NOMAD_ALLOW_UNISOLATED: "1",
+            },
+          },
+        );
+        server = started.server;
+        const url = started.url;
         const res = await fetch(`${url}/v1/groups`, {
           method: "POST",
           headers: { "content-type": "application/json" },
@@ -133,7 +109,7 @@ describe("flakegym serve --backend nomad (Nomad double, raw_exec, real core)", (
         expect(double.requests.some((q) => q.body.includes(`${lanIp}:${port}`))).toBe(true);
         await double.waitFor(() => double.jobs().length === 0 && double.liveTasks() === 0, 30_000);
       } finally {
-        server.kill("SIGINT");
+        server?.kill("SIGINT");
         await server;
         await double.close();
       }
