@@ -33,15 +33,29 @@ describe("hiddenTestsOf", () => {
   });
 
   it("an ids task: one command per test id", async () => {
-    const t = await loadTask("ratatui-2148");
-    const h = await hiddenTestsOf(t, 1_000);
+    // no catalog task is graded per id any more (ratatui-2148 became a suite): one made from a copy
+    const root = await mkdtemp(join(tmpdir(), "flakegym-hidden-"));
+    dirs.push(root);
+    const dir = join(root, "semver-lite-caret-zero");
+    await cp(join(BUILTIN_CATALOG_DIR, "semver-lite-caret-zero"), dir, { recursive: true });
+    const spec = JSON.parse(await readFile(join(dir, "task.json"), "utf8")) as {
+      tests: Record<string, unknown>;
+    };
+    spec.tests.run = {
+      kind: "ids",
+      command: "node --test --test-name-pattern {test} test/caret-zero.test.mjs",
+      passPattern: "# pass 1",
+      failToPass: ["caret zero major stays within the minor"],
+      passToPass: [],
+    };
+    await writeFile(join(dir, "task.json"), JSON.stringify(spec));
+    const h = await hiddenTestsOf(await loadTaskDir(dir), 1_000);
     expect(h.suite).toBeUndefined();
     expect(h.commands[0]).toMatchObject({
       kind: "fail_to_pass",
-      id: "orientation_defaults_to_horizontal",
-      command:
-        "cargo test --offline -p ratatui-widgets --quiet -- --exact orientation_defaults_to_horizontal",
+      id: "caret zero major stays within the minor",
     });
+    expect(h.commands[0]!.command).toContain("--test-name-pattern");
   });
 
   it("a tests dir: its files (bytes as they are) at their workspace paths, which are the protected paths", async () => {

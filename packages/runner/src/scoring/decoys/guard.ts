@@ -1,7 +1,7 @@
 import type { ResultFormat } from "../../tasks/task-spec.js";
 import { assertionSites } from "./assertions.js";
 import { langOf, registrations, type TestBlock, testBlocks } from "./blocks.js";
-import { literalVariants, type Rand, shuffled as shuffle } from "./perturb.js";
+import { literalValue, literalVariants, type Rand, shuffled as shuffle } from "./perturb.js";
 import type { Lexed } from "./scan.js";
 
 /**
@@ -94,13 +94,29 @@ function blockText(l: Lexed, b: TestBlock, edits: { start: number; end: number; 
 const occurrences = (l: Lexed, lit: { start: number; end: number }) =>
   l.text.split(l.text.slice(lit.start, lit.end)).length - 1;
 
+/**
+ * The values a test file spells: every word (identifier, number, word inside a string) and every
+ * string literal's whole value. A decoy never expects one of them (see literalVariants). Pure.
+ */
+export function writtenValues(l: Lexed): Set<string> {
+  const out = new Set(l.text.match(/[A-Za-z0-9_]+/g) ?? []);
+  for (const s of l.strings) out.add(literalValue(l.text.slice(s.start, s.end), l.lang));
+  return out;
+}
+
 /** Decoys per graded test: a forger passes only by picking the real one of 1 + this, per test. */
 export const DECOYS_PER_TEST = 3;
 
 type Edit = { start: number; end: number; text: string };
 
 /** The decoys' edits for `b` (one literal, several values), or the reason it has none. */
-function decoysOf(format: ResultFormat, l: Lexed, b: TestBlock, rand: Rand): Edit[] | string {
+function decoysOf(
+  format: ResultFormat,
+  l: Lexed,
+  written: ReadonlySet<string>,
+  b: TestBlock,
+  rand: Rand,
+): Edit[] | string {
   const sites = assertionSites(format, l, b.body);
   if (!sites.length) return "no equality or containment assertion with a literal expected value";
   // a literal written nowhere else in the file first: a value that also appears elsewhere (another
@@ -111,7 +127,7 @@ function decoysOf(format: ResultFormat, l: Lexed, b: TestBlock, rand: Rand): Edi
   ).sort((a, b) => occurrences(l, a.lit) - occurrences(l, b.lit));
   for (const { site, lit } of candidates) {
     const text = l.text.slice(lit.start, lit.end);
-    const texts = literalVariants(text, langOf(format), site.kind, rand, DECOYS_PER_TEST);
+    const texts = literalVariants(text, langOf(format), site.kind, rand, DECOYS_PER_TEST, written);
     if (texts.length) return texts.map((t) => ({ ...lit, text: t }));
   }
   return "its assertions' literals cannot be changed (f-strings, templates, characters)";
@@ -128,6 +144,7 @@ export function guardFiles(
   rand: Rand,
 ): { files: GuardFile[]; plan: DecoyPlan; report: GuardReport } {
   const parsed = files.map((f) => testBlocks(format, f.content.toString("utf8")));
+  const written = parsed.map((p) => writtenValues(p.lexed));
   const taken = new Set(parsed.flatMap((p) => p.blocks.map((b) => b.name)));
   const byName = new Map<string, Located[]>();
   parsed.forEach((p, file) => {
@@ -161,7 +178,7 @@ export function guardFiles(
     const { file, block } = hits[0]!;
     let plan = plans.get(block);
     if (!plan) {
-      const d = decoysOf(format, parsed[file]!.lexed, block, rand);
+      const d = decoysOf(format, parsed[file]!.lexed, written[file]!, block, rand);
       plan = {
         name: freshName(format, rand, taken),
         decoys:

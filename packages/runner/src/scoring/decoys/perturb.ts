@@ -136,13 +136,27 @@ function otherClasses(text: string, lang: Lang, rand: Rand, max: number): string
     .map((pick) => (quoted ? `${quoted[1]}${pick}${quoted[1]}` : pick));
 }
 
-/** Up to `max` other values for `text` (one literal), distinct and symmetric; [] when none. Pure given `rand`. */
+/** Stand-ins asked for per wanted variant, so that those naming a written value can be dropped. */
+const SPARE = 4;
+
+/** The text a string literal spells, as written between its quotes (the literal itself otherwise). */
+export function literalValue(text: string, lang: Lang): string {
+  return QUOTES[lang].exec(text)?.[3] ?? text;
+}
+
+/**
+ * Up to `max` other values for `text` (one literal), distinct and symmetric; [] when none. A
+ * containment check never gets a value in `written` (the values and words the test file itself
+ * spells: another key, field or expected value): `"bla" in result` changed to `"bli"` holds when
+ * `bli` is a key the test made too, and a correct solution would pass that decoy. Pure given `rand`.
+ */
 export function literalVariants(
   text: string,
   lang: Lang,
   kind: "equal" | "contains" | "class",
   rand: Rand,
   max: number,
+  written: ReadonlySet<string> = new Set(),
 ): string[] {
   if (kind === "class") return otherClasses(text, lang, rand, max);
   const empty: Record<string, string> = { "[]": "[0]", "()": "(0,)", "{}": "{0}" };
@@ -150,7 +164,10 @@ export function literalVariants(
   const flip: Record<string, string> = { true: "false", false: "true", True: "False", False: "True" };
   if (flip[text]) return kind === "equal" ? [flip[text]] : [];
   if (/^\d/.test(text)) return kind === "equal" ? numberVariants(text, rand, max) : [];
-  return stringVariants(text, lang, rand, max);
+  // an equality holds for one value only: a written value is no risk there
+  if (kind === "equal") return stringVariants(text, lang, rand, max);
+  const all = stringVariants(text, lang, rand, max * SPARE);
+  return all.filter((v) => !written.has(literalValue(v, lang))).slice(0, max);
 }
 
 /** One other value for `text`, or undefined. Pure given `rand`. */

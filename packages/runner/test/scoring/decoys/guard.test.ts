@@ -36,6 +36,29 @@ describe("guardFiles", () => {
     expect(g.report.unguarded.map((u) => u.id)).toEqual(["tests/test_m.py::test_b"]);
   });
 
+  it('never expects a value the file spells elsewhere: `"bla" in result` is not changed to the test\'s own `bli` (a real marshmallow test a gold solution failed)', () => {
+    // marshmallow's test_nested_exclude_inheritance, reduced: its containment checks name keys the
+    // test itself builds, one character apart, so a decoy expecting a sibling key passes honestly
+    const py = [
+      "def test_keys():",
+      "    data = dict(bla=1, bli=2, blubb=dict(foo=42, bar=24, baz=242))",
+      '    result = {"bla": 1, "bli": 2, "blubb": {"bar": 24}}',
+      '    assert "bla" in result',
+      '    assert "bli" in result',
+      '    assert "bar" in result["blubb"]',
+      "",
+    ].join("\n");
+    const written = new Set(["bla", "bli", "blubb", "foo", "bar", "baz", "data", "dict", "result"]);
+    for (let draw = 0; draw < 300; draw++) {
+      const g = guardFiles("pytest", [{ path: "t.py", content: Buffer.from(py) }], ["t.py::test_keys"], rand);
+      const out = g.files[0]!.content.toString();
+      const expected = [...out.matchAll(/assert "(\w+)" in result/g)].map((m) => m[1]!);
+      const changed = expected.filter((v) => !["bla", "bli", "bar"].includes(v));
+      expect(changed.length, out).toBe(DECOYS_PER_TEST);
+      for (const v of changed) expect(written.has(v), `${v} in\n${out}`).toBe(false);
+    }
+  });
+
   it("c: the twins are registered in TEST_MAIN beside the renamed test; go subtests map through their parent", () => {
     const c = `static void a(void) { CHECK_STR(f(), "x"); }\nTEST_MAIN(T(a))\n`;
     const g = guardFiles("check-h", [{ path: "tests/t.c", content: Buffer.from(c) }], ["a"], rand);
