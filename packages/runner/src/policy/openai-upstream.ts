@@ -38,6 +38,12 @@ export class OpenAiUpstream implements PolicyUpstream {
   readonly secrets: readonly string[];
   /** Set once the server refused the token-fact parameters; they are not sent again. */
   tokenFactsRefused: string | undefined;
+  /**
+   * Set once the server answered a call that carried them: a later 400 is that call's own error (a
+   * context-length refusal, a one-off fault), never a refusal of the parameters — else one bad call
+   * would strip the token ids from every call after it.
+   */
+  tokenFactsAccepted = false;
   readonly portable: PortableUpstream;
   private readonly url: string;
 
@@ -72,7 +78,8 @@ export class OpenAiUpstream implements PolicyUpstream {
     let res: PostResponse;
     if (this.tokenFactsRefused === undefined) {
       res = await post(body(TOKEN_FACT_PARAMS));
-      if (res.status === 400 || res.status === 422) {
+      if (res.ok) this.tokenFactsAccepted = true;
+      else if ((res.status === 400 || res.status === 422) && !this.tokenFactsAccepted) {
         const refusal = `${res.status}: ${(await safeText(res)).slice(0, 300)}`;
         res = await post(body({}));
         if (res.ok) this.tokenFactsRefused = refusal;

@@ -45,6 +45,28 @@ describe("OpenAiUpstream", () => {
     expect(refusing.requests[2]).not.toHaveProperty("logprobs");
   });
 
+  it("once the server took the token-fact parameters, a later 400 is that call's error: no retry without them, ids kept after it", async () => {
+    let calls = 0;
+    const flaky = await startInferenceServerDouble({
+      reply: () =>
+        ++calls === 2
+          ? { fail: { status: 400, message: "This model's maximum context length is 128 tokens" } }
+          : { text: "ok" },
+    });
+    try {
+      const up = new OpenAiUpstream({ baseUrl: flaky.baseUrl, model: "m" });
+      expect((await run(up)).text).toBe("ok");
+      await expect(run(up)).rejects.toMatchObject({ status: 400 });
+      expect((await run(up)).text).toBe("ok");
+      // three calls, three requests: the 400 was not retried, and every request asked for token facts
+      expect(flaky.requests).toHaveLength(3);
+      for (const r of flaky.requests) expect(r).toMatchObject(TOKEN_FACT_PARAMS);
+      expect(up.tokenFactsRefused).toBeUndefined();
+    } finally {
+      await flaky.close();
+    }
+  });
+
   it("names the upstream and status on errors", async () => {
     const failing = await startInferenceServerDouble({
       reply: () => ({ fail: { status: 503, message: "overloaded" } }),
