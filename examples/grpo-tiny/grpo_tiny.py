@@ -15,8 +15,11 @@
 
 A randomly initialised model writes no valid tool call, so every trajectory of a group ends the
 same way and gets the same flakegym reward; GRPO's advantage would then be zero everywhere and no
-weight could move. The step therefore adds one shaping term, a brevity reward (fewer sampled tokens
-is better, weight 0.1), beside the served reward: the advantages are real, the ids are flakegym's.
+weight could move. The step therefore adds one shaping term beside the served reward, a certainty
+reward (the mean logprob of the tokens the model sampled, weight 0.1: the policy's own confidence in
+what it wrote, as entropy-minimising RL uses). It is continuous, so two trajectories never tie on it
+(a count such as the completion's length does: two trajectories that both hit max_tokens and stop
+the same way are equally long): the advantages are real, the ids are flakegym's.
 
 Needs torch, transformers, trl and datasets (tests/conformance/requirements.txt pins them) and
 `adapters/python` and `examples/trainers` importable (this file adds them to sys.path).
@@ -37,7 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path[:0] = [os.path.join(ROOT, "adapters", "python"), os.path.join(ROOT, "examples", "trainers")]
 
-BREVITY_WEIGHT = 0.1
+CERTAINTY_WEIGHT = 0.1
 
 
 # ---------------------------------------------------------------- the policy: the model, served
@@ -223,10 +226,20 @@ def unsampled_runs(rows, calls):
             if tuple(run) not in sampled]
 
 
-def brevity_reward(completion_ids, trajectory_id, **_):
-    """Shaping (see the module docstring): minus BREVITY_WEIGHT per thousand completion tokens; None
-    for a row the server could not give (no trajectory id), which TRL then leaves unscored."""
-    return [None if t is None else -BREVITY_WEIGHT * len(c) / 1000 for c, t in zip(completion_ids, trajectory_id)]
+def sampled_logprobs(logprobs, env_mask):
+    """Per row, the logprobs of the tokens the model sampled (env_mask 1): TRL keeps `logprobs` and
+    `env_mask` for the loss and hands reward functions only the other columns, so the rollout_func
+    adds this one."""
+    return [[lp for lp, m in zip(lps or [], mask or []) if m and lp is not None]
+            for lps, mask in zip(logprobs, env_mask)]
+
+
+def certainty_reward(sampled_logprobs, trajectory_id, **_):
+    """Shaping (see the module docstring): CERTAINTY_WEIGHT times the mean logprob of the tokens the
+    model sampled; None for a row the server could not give (no trajectory id) or one without a
+    sampled token, which TRL then leaves unscored."""
+    return [None if t is None or not lps else CERTAINTY_WEIGHT * sum(lps) / len(lps)
+            for lps, t in zip(sampled_logprobs, trajectory_id)]
 
 
 # ---------------------------------------------------------------- flakegym serve
@@ -331,6 +344,7 @@ def train(connect, tokenizer, task, group_size, max_tokens, max_turns):
 
     def rollout_func(prompts, trainer):
         out = inner(prompts, trainer)
+        out["sampled_logprobs"] = sampled_logprobs(out["logprobs"], out["env_mask"])
         served.append(out)
         return out
 
@@ -344,7 +358,7 @@ def train(connect, tokenizer, task, group_size, max_tokens, max_turns):
                               max_steps=1, learning_rate=1e-2, use_cpu=True, report_to=[], logging_steps=1,
                               save_strategy="no", bf16=False, gradient_checkpointing=False, max_completion_length=8192, seed=0,
                               shuffle_dataset=False, reward_weights=[1.0, 1.0])
-            trainer = Recording(model=model, reward_funcs=[flakegym_reward, brevity_reward], args=args,
+            trainer = Recording(model=model, reward_funcs=[flakegym_reward, certainty_reward], args=args,
                                 train_dataset=Dataset.from_dict({"prompt": [task]}), processing_class=tok,
                                 rollout_func=rollout_func)
             trainer.train()

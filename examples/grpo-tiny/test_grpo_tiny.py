@@ -2,7 +2,7 @@
 
 import unittest
 
-from grpo_tiny import brevity_reward, template_messages, trained_runs, unsampled_runs
+from grpo_tiny import certainty_reward, sampled_logprobs, template_messages, trained_runs, unsampled_runs
 
 
 class TrainedIds(unittest.TestCase):
@@ -31,11 +31,20 @@ class Messages(unittest.TestCase):
         self.assertEqual(out[1]["tool_calls"][0]["function"]["arguments"], {"x": 1})
 
 
-class Brevity(unittest.TestCase):
-    def test_shorter_is_better_and_a_missing_trajectory_is_unscored(self):
-        r = brevity_reward([[1] * 1000, [1] * 500, [0]], ["t0", "t1", None])
+class Certainty(unittest.TestCase):
+    def test_only_sampled_tokens_count(self):
+        self.assertEqual(sampled_logprobs([[-1.0, 0.0, -3.0], None], [[1, 0, 1], None]), [[-1.0, -3.0], []])
+
+    def test_surer_is_better_and_missing_rows_are_unscored(self):
+        r = certainty_reward([[-1.0, -3.0], [-0.5, -0.5], [-1.0], []], ["t0", "t1", None, "t3"])
+        self.assertAlmostEqual(r[0], 0.1 * -2.0)
         self.assertLess(r[0], r[1])
-        self.assertIsNone(r[2])
+        self.assertIsNone(r[2])  # no trajectory
+        self.assertIsNone(r[3])  # nothing sampled
+
+    def test_two_equally_long_completions_still_differ(self):
+        a, b = certainty_reward([[-11.91, -11.93], [-11.92, -11.95]], ["a", "b"])
+        self.assertNotEqual(a, b)
 
 
 if __name__ == "__main__":

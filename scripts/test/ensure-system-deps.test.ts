@@ -76,7 +76,7 @@ async function fakeApt(failInstall = false) {
 ${failInstall ? 'echo "E: Unable to locate package nix-bin" >&2; exit 100' : ""}
 dir=$(dirname "$0")
 for p in "$@"; do
-  case "$p" in git) c=git ;; bubblewrap) c=bwrap ;; podman) c=podman ;; nix-bin) c=nix ;; cargo) c=cargo ;; shellcheck) c=shellcheck ;; *) c= ;; esac
+  case "$p" in git) c=git ;; bubblewrap) c=bwrap ;; podman) c=podman ;; nix-bin) c=nix ;; patchelf) c=patchelf ;; ripgrep) c=rg ;; cargo) c=cargo ;; shellcheck) c=shellcheck ;; *) c= ;; esac
   if [ -n "$c" ]; then printf '#!/bin/sh\\n' > "$dir/$c"; chmod +x "$dir/$c"; fi
 done
 `,
@@ -98,8 +98,8 @@ describe("scripts/ensure-system-deps installing (fake apt-get)", () => {
     const log = /\(log: (.+)\)$/.exec(lines[0]!)?.[1];
     expect(lines).toEqual([
       `ensure-system-deps: apt-get update (log: ${log})`,
-      `ensure-system-deps: installing git bubblewrap podman nix-bin cargo shellcheck (log: ${log})`,
-      "ensure-system-deps: installed git bubblewrap podman nix-bin cargo shellcheck",
+      `ensure-system-deps: installing git bubblewrap podman nix-bin patchelf ripgrep cargo shellcheck (log: ${log})`,
+      "ensure-system-deps: installed git bubblewrap podman nix-bin patchelf ripgrep cargo shellcheck",
     ]);
     expect(readFileSync(log!, "utf8")).toContain("Get:199 bookworm/main fake-package-199");
     expect(readFileSync(log!, "utf8").split("\n").length).toBeGreaterThan(400);

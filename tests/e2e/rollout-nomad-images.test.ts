@@ -148,6 +148,9 @@ describe("rollout --backend nomad --images nix with FLAKEGYM_NOMAD_DRIVER=docker
           readonly_rootfs: false,
           mount: [{ type: "tmpfs", target: "/tmp", readonly: false, tmpfs_options: { size: 536870912 } }],
           pids_limit: 256,
+          // a network of the operator's that reaches only the gateway; the writable layer capped at the job's disk
+          network_mode: "flakegym-egress",
+          storage_opt: { size: "1024M" },
         });
         // the image's entrypoint (flakegym-worker) boots the core from these, on the image's /workspace
         expect((task as unknown as { Env: Record<string, string> }).Env).toEqual({

@@ -1,8 +1,8 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { makeTempDir } from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
 import { findMirror, mirrorCandidates, repoNameOfUrl } from "../../src/tasks/repo-mirror.js";
+import { tempDir } from "../helpers/temp-dir.js";
 
 describe("repo mirrors", () => {
   it("names owner/repo of clone URLs", () => {
@@ -15,7 +15,7 @@ describe("repo mirrors", () => {
 
   it("looks at DIR/owner/repo, DIR/owner/repo.git, DIR/owner__repo in that order", async () => {
     expect(mirrorCandidates("/m", "o/r")).toEqual(["/m/o/r", "/m/o/r.git", "/m/o__r"]);
-    await using tmp = await makeTempDir("fg-mirror-");
+    await using tmp = await tempDir("fg-mirror-");
     const url = "https://example.org/o/r";
     expect(await findMirror(tmp.path, url)).toBeUndefined();
     expect(await findMirror(undefined, url)).toBeUndefined();

@@ -4,10 +4,10 @@ import { createServer as createHttp2Server } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createNomadClient } from "@flakegym/nomad-jobs";
-import { makeTempDir } from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
 import { collectGarbageEvery } from "../../../../nomad-jobs/test/helpers/gc.js";
 import { collectFromAllocation } from "../../../src/workers/nomad/artifacts.js";
+import { tempDir } from "../../helpers/temp-dir.js";
 
 describe("collectFromAllocation's deadline", () => {
   it("ends a collection whose supervisor never answers, while garbage collections run, naming the limit; nothing is left", async () => {
@@ -21,7 +21,7 @@ describe("collectFromAllocation's deadline", () => {
     const agentAddress = `127.0.0.1:${(gate.address() as AddressInfo).port}`;
     // Nomad is never asked before the diff: an address nothing listens on
     const client = createNomadClient({ address: "http://127.0.0.1:9", retry: { attempts: 1 } });
-    const tmp = await makeTempDir("flakegym-artifacts-");
+    const tmp = await tempDir("flakegym-artifacts-");
     const stopGc = collectGarbageEvery();
     try {
       const caller = new AbortController(); // never aborts: only the collection's timeoutMs can end it

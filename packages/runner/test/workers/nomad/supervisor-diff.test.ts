@@ -3,7 +3,6 @@ import { readFile } from "node:fs/promises";
 import { createServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { makeTempDir } from "@flakegym/test-utils";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   diffBodyProblem,
@@ -11,6 +10,7 @@ import {
   parseDiffHead,
   SUPERVISOR_DIFF_PATH,
 } from "../../../src/workers/nomad/supervisor-diff.js";
+import { tempDir } from "../../helpers/temp-dir.js";
 
 const sha = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
 
@@ -87,7 +87,7 @@ function honest(patch: Buffer) {
 
 describe("fetchSupervisorDiff against a real HTTP/2 gate", () => {
   it("streams the patch to the file and returns the announced info", async () => {
-    const tmp = await makeTempDir("flakegym-diff-");
+    const tmp = await tempDir("flakegym-diff-");
     try {
       const patch = Buffer.alloc(3 * 1024 * 1024 + 17, 7);
       const address = await gate(honest(patch));
@@ -107,7 +107,7 @@ describe("fetchSupervisorDiff against a real HTTP/2 gate", () => {
   });
 
   it("refuses a wrong token's answer, a stale sequence, a body past the bound and a body that differs", async () => {
-    const tmp = await makeTempDir("flakegym-diff-");
+    const tmp = await tempDir("flakegym-diff-");
     const file = join(tmp.path, "diff.patch");
     const fetch = (address: string, extra: { token?: string; maxBytes?: number } = {}) =>
       fetchSupervisorDiff({
@@ -144,7 +144,7 @@ describe("fetchSupervisorDiff against a real HTTP/2 gate", () => {
   });
 
   it("ends when its signal does (a gate that never answers)", async () => {
-    const tmp = await makeTempDir("flakegym-diff-");
+    const tmp = await tempDir("flakegym-diff-");
     try {
       const address = await gate(() => {}); // accepted, never answered
       const t0 = performance.now();
