@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { Command } from "../../src/cli/command.js";
@@ -29,8 +29,12 @@ function commandOf(words: readonly string[]): Command | undefined {
     .find((c) => c.path.every((p, i) => words[i + 1] === p));
 }
 
-describe("the README's command table matches the commands", () => {
-  const invocations = tableInvocations(readFileSync(README, "utf8"));
+// the runner's tests also run alone (the Nix check's replay holds the runner package, not the README)
+const noReadme = existsSync(README) ? undefined : `${README} is not here (the runner package checked alone)`;
+if (noReadme) console.log(`skipped the README command-table check: ${noReadme}`);
+
+describe.skipIf(noReadme !== undefined)("the README's command table matches the commands", () => {
+  const invocations = noReadme ? [] : tableInvocations(readFileSync(README, "utf8"));
 
   it("names real commands, with flags they take and every flag they require", () => {
     expect(invocations.length).toBeGreaterThan(15);
