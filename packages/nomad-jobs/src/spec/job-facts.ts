@@ -43,6 +43,20 @@ function groupProblems(g: TaskGroup, at: string): string[] {
   return out;
 }
 
+/**
+ * The task `config` keys nomad-driver-podman accepts (its `taskConfigSpec`, config.go at e4a6006);
+ * Nomad refuses a job whose task config names any other. (docker's `security_opt` is not one.)
+ */
+export const PODMAN_TASK_CONFIG_KEYS: ReadonlySet<string> = new Set(
+  (
+    "apparmor_profile args auth auth_soft_fail command cap_add cap_drop selinux_opts cpu_hard_limit " +
+    "cpu_cfs_period devices entrypoint working_dir hostname image image_pull_timeout init init_path " +
+    "labels logging memory_reservation memory_swap memory_swappiness network_mode extra_hosts " +
+    "pids_limit port_map ports privileged socket sysctl tmpfs tty ulimit volumes force_pull " +
+    "readonly_rootfs userns shm_size"
+  ).split(" "),
+);
+
 function taskProblems(
   t: Task,
   g: TaskGroup,
@@ -51,6 +65,9 @@ function taskProblems(
 ): string[] {
   const out: string[] = [];
   const cfg = (t.Config ?? {}) as Record<string, unknown>;
+  if (t.Driver === "podman")
+    for (const k of Object.keys(cfg).filter((k) => !PODMAN_TASK_CONFIG_KEYS.has(k)))
+      out.push(`${at}.Config.${k}: the podman driver has no such task option; Nomad refuses the job`);
   const memoryMb = t.Resources?.MemoryMB ?? 300;
   const maxMb = t.Resources?.MemoryMaxMB ?? 0;
   const hard = o.memoryOversubscription && maxMb > 0 ? maxMb : memoryMb;

@@ -406,8 +406,8 @@ export function driverConfig(
       ports: [GRPC_PORT_LABEL],
       network_mode: c.networkMode,
       privileged: false,
+      // every capability dropped; the podman driver has no `security_opt` (no-new-privileges) key
       cap_drop: ["ALL"],
-      security_opt: ["no-new-privileges"],
       readonly_rootfs: sandbox.readonlyRootfs,
       tmpfs: ["/tmp"],
       pids_limit: sandbox.pidsLimit,

@@ -38,6 +38,19 @@ describe("workerJobFactProblems", () => {
     }
   });
 
+  it("podman: a task option its driver does not have (docker's security_opt) is named: Nomad refuses the job", () => {
+    const podman = buildWorkerJob({
+      ...base,
+      driver: { driver: "podman", image: `docker://oci.example/x@${DIGEST}` },
+    });
+    const bad = mutate(podman, (j) => {
+      config(j)["security_opt"] = ["no-new-privileges"];
+    });
+    expect(workerJobFactProblems(bad)).toEqual([
+      "TaskGroups[0].Tasks[0].Config.security_opt: the podman driver has no such task option; Nomad refuses the job",
+    ]);
+  });
+
   it("docker: the writable layer capped at the job's disk, on a dedicated network", () => {
     const job = buildWorkerJob({ ...base, resources: { diskMb: 2048 } });
     expect(config(job)).toMatchObject({ network_mode: "flakegym-egress", storage_opt: { size: "2048M" } });
