@@ -1,3 +1,4 @@
+import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { match } from "ts-pattern";
 import { FlakegymError, UsageError } from "../../errors.js";
@@ -28,7 +29,7 @@ import { acquireRunLock } from "../../rollout/run-lock.js";
 import { runRollout } from "../../rollout/run-rollout.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
-import { formatRowError } from "../../tasks/dataset.js";
+import { datasetPathError, formatRowError } from "../../tasks/dataset.js";
 import { datasetAsCatalog } from "../../tasks/dataset-catalog.js";
 import { printable } from "../../text/looks-binary.js";
 import { poolEvent, resolvePool } from "../../workers/pool/decisions.js";
@@ -61,6 +62,13 @@ export const rolloutCommand = defineCommand({
     const runId = newRunId();
     // where the run writes is checked, and held, before anything starts (no banner, no gc)
     const resuming = given.resume !== undefined;
+    // a --dataset that is not there is a usage error before anything is written (runs/ included)
+    if (given.dataset !== undefined && !resuming) {
+      const path = resolve(ctx.cwd, given.dataset);
+      await stat(path).catch((cause: Error) => {
+        throw datasetPathError(path, cause);
+      });
+    }
     const out = await checkOutDir(
       resuming ? "--resume" : "--out",
       given.resume ?? given.out ?? join("runs", runId),
