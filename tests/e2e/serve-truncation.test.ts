@@ -127,6 +127,27 @@ async function checkExports(runDir: string, out: string, segments?: number) {
     }
 }
 
+/** POSTs a group request to serve and reads its whole NDJSON stream, within a bounded wait. */
+async function postGroup(url: string, request: unknown, what: string): Promise<unknown[]> {
+  // the stream is read to its end inside the same bounded wait
+  const deadline = createDeadline({ timeout: { ms: 500_000, limit: what } });
+  try {
+    const res = await fetch(`${url}/v1/groups`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(request),
+      signal: deadline.signal,
+    });
+    const text = await res.text();
+    return text
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as unknown);
+  } finally {
+    deadline.dispose();
+  }
+}
+
 describe("Cline's truncation with the real core keeps the group whole", () => {
   it("serve: the stream is complete with every trajectory; export writes every one", async () => {
     const { server, url } = await startServeCli(
@@ -152,17 +173,11 @@ describe("Cline's truncation with the real core keeps the group whole", () => {
         group_size: GROUP,
         inference: { base_url: vllm.baseUrl, model: "Qwen/Qwen3-8B" },
       };
-      const deadline = createDeadline({ timeout: { ms: 500_000, limit: "the serve truncation group" } });
-      const res = await fetch(`${url}/v1/groups`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(request),
-        signal: deadline.signal,
-      }).finally(() => deadline.dispose());
-      const lines = (await res.text())
-        .trim()
-        .split("\n")
-        .map((l) => JSON.parse(l) as { type: string; status?: string; trajectories?: number });
+      const lines = (await postGroup(url, request, "the serve truncation group")) as {
+        type: string;
+        status?: string;
+        trajectories?: number;
+      }[];
       const done = lines.at(-1)!;
       expect(done, JSON.stringify(lines.filter((l) => l.type !== "trajectory"))).toMatchObject({
         type: "done",
@@ -201,17 +216,10 @@ describe("Cline's truncation with the real core keeps the group whole", () => {
         group_size: 1,
         inference: { base_url: vllm.baseUrl, model: CONTEXT_ERROR_MODEL },
       };
-      const deadline = createDeadline({ timeout: { ms: 500_000, limit: "the context-error group" } });
-      const res = await fetch(`${url}/v1/groups`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(request),
-        signal: deadline.signal,
-      }).finally(() => deadline.dispose());
-      const lines = (await res.text())
-        .trim()
-        .split("\n")
-        .map((l) => JSON.parse(l) as { type: string; status?: string });
+      const lines = (await postGroup(url, request, "the context-error group")) as {
+        type: string;
+        status?: string;
+      }[];
       expect(refusals, "the double refused the call as too long").toBe(2);
       expect(lines.at(-1), JSON.stringify(lines.filter((l) => l.type !== "trajectory"))).toMatchObject({
         type: "done",
