@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { SweepReport } from "@flakegym/runner";
@@ -22,9 +22,17 @@ interface Made {
   readonly workerDir: string;
 }
 
+/**
+ * The temp dir of this suite's owners and of its `flakegym gc` (their TMPDIR): every rollout sweeps
+ * `<tmpdir>/flakegym-*` when it starts, and a rollout of another suite running at the same time
+ * would otherwise sweep this dead owner before the gc under test sees it.
+ */
+let privateTmp = "";
+
 async function startOwner(dir: string): Promise<{ child: ChildProcess; made: Made }> {
   const child = spawn(process.execPath, ["--import", "tsx", FIXTURE, dir], {
     stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, TMPDIR: privateTmp },
   });
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once("line", resolve);
@@ -57,15 +65,27 @@ async function leftovers(m: Made) {
 }
 
 async function gc(args: string[]): Promise<SweepReport> {
-  const r = await runCli(["gc", "--json", ...args], { timeoutMs: 120_000 });
+  const r = await runCli(["gc", "--json", ...args], {
+    timeoutMs: 120_000,
+    env: { ...process.env, TMPDIR: privateTmp },
+  });
   expect(r.exitCode, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as SweepReport;
 }
 
+/** A `flakegym-gctest-*` dir inside `parent` (so the gc under test, with TMPDIR=parent, scans it). */
+async function makeTempIn(parent: string) {
+  const path = await mkdtemp(join(parent, "flakegym-gctest-"));
+  const cleanup = () => rm(path, { recursive: true, force: true, maxRetries: 3 });
+  return { path, [Symbol.asyncDispose]: cleanup };
+}
+
 describe.skipIf(skip !== "")("flakegym gc", () => {
   it("after kill -9 of a runner removes its processes, mounts, cgroups and dirs; a live owner's stay", async () => {
-    await using deadDir = await makeTempDir("flakegym-gctest-");
-    await using liveDir = await makeTempDir("flakegym-gctest-");
+    await using base = await makeTempDir("gc-isolated-");
+    privateTmp = base.path;
+    await using deadDir = await makeTempIn(base.path);
+    await using liveDir = await makeTempIn(base.path);
     const dead = await startOwner(deadDir.path);
     const live = await startOwner(liveDir.path);
     try {
