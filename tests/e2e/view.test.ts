@@ -154,7 +154,10 @@ describe.skipIf(!CHROMIUM)("flakegym view in Chromium (skipped without Debian's 
     expect(await page.locator(".tokens .tk.masked").count()).toBeLessThan(200);
     await screenshot(page, "view-tokens");
     await fold.locator("summary").click();
-    await page.waitForFunction('document.querySelectorAll(".tokens .tk.masked").length > 200');
+    // polled from outside the page: a string predicate would be eval'd in it, which the viewer's CSP refuses
+    await expect
+      .poll(() => page.locator(".tokens .tk.masked").count(), { timeout: 30_000 })
+      .toBeGreaterThan(200);
 
     // compare two trajectories of the group
     await go(`#/compare/${encodeURIComponent("runs/r1")}/${TASK}-t0/${TASK}-t1`);
