@@ -1,5 +1,5 @@
 import type { ResultFormat } from "../../tasks/task-spec.js";
-import { assertionSites } from "./assertions.js";
+import { assertionSites, type Site } from "./assertions.js";
 import { langOf, registrations, type TestBlock, testBlocks } from "./blocks.js";
 import { literalValue, literalVariants, type Rand, shuffled as shuffle } from "./perturb.js";
 import type { Lexed } from "./scan.js";
@@ -95,6 +95,32 @@ const occurrences = (l: Lexed, lit: { start: number; end: number }) =>
   l.text.split(l.text.slice(lit.start, lit.end)).length - 1;
 
 /**
+ * How often the file writes the value the literal spells as data: a whole string literal of that
+ * value, or (for a word) that word in code (a key, a field, a name). Words inside longer strings
+ * (messages) do not count.
+ */
+function valueOccurrences(l: Lexed, lit: { start: number; end: number }): number {
+  const value = literalValue(l.text.slice(lit.start, lit.end), l.lang);
+  const strings = l.strings.filter(
+    (s) => literalValue(l.text.slice(s.start, s.end), l.lang) === value,
+  ).length;
+  if (!/^\w+$/.test(value)) return strings;
+  const inCode = [...l.text.matchAll(new RegExp(`\\b${value}\\b`, "g"))].filter(
+    (m) => l.code[m.index],
+  ).length;
+  return strings + inCode;
+}
+
+/**
+ * Whether a literal may carry decoys. A containment check of a value the file also writes elsewhere
+ * (`assert "bla" in result` beside `dict(bla=1, …)`) may not: its decoys would either name another
+ * value the test builds (a correct solution passes them) or be the only values written nowhere else
+ * (code reading its caller's source tells the real check from them).
+ */
+const mayTwin = (l: Lexed, site: Site, lit: { start: number; end: number }) =>
+  site.kind !== "contains" || valueOccurrences(l, lit) <= 1;
+
+/**
  * The values a test file spells: every word (identifier, number, word inside a string) and every
  * string literal's whole value. A decoy never expects one of them (see literalVariants). Pure.
  */
@@ -122,7 +148,9 @@ function decoysOf(
   // a literal written nowhere else in the file first: a value that also appears elsewhere (another
   // test's expectation) would tell the real one of a group from its decoys
   const candidates = shuffle(
-    sites.flatMap((site) => site.literals.map((lit) => ({ site, lit }))),
+    sites.flatMap((site) =>
+      site.literals.filter((lit) => mayTwin(l, site, lit)).map((lit) => ({ site, lit })),
+    ),
     rand,
   ).sort((a, b) => occurrences(l, a.lit) - occurrences(l, b.lit));
   for (const { site, lit } of candidates) {

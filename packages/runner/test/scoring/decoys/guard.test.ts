@@ -36,24 +36,37 @@ describe("guardFiles", () => {
     expect(g.report.unguarded.map((u) => u.id)).toEqual(["tests/test_m.py::test_b"]);
   });
 
-  it('never expects a value the file spells elsewhere: `"bla" in result` is not changed to the test\'s own `bli` (a real marshmallow test a gold solution failed)', () => {
+  it("a containment check of a value the file writes elsewhere carries no decoy (a real marshmallow test a gold solution failed)", () => {
     // marshmallow's test_nested_exclude_inheritance, reduced: its containment checks name keys the
-    // test itself builds, one character apart, so a decoy expecting a sibling key passes honestly
+    // test itself builds, one character apart. A decoy "bli" in result passes for a correct
+    // solution; a decoy written nowhere else would be the odd one out to code reading the source.
     const py = [
       "def test_keys():",
       "    data = dict(bla=1, bli=2, blubb=dict(foo=42, bar=24, baz=242))",
-      '    result = {"bla": 1, "bli": 2, "blubb": {"bar": 24}}',
+      "    result = dump(data)",
       '    assert "bla" in result',
       '    assert "bli" in result',
-      '    assert "bar" in result["blubb"]',
       "",
     ].join("\n");
-    const written = new Set(["bla", "bli", "blubb", "foo", "bar", "baz", "data", "dict", "result"]);
+    const g = guardFiles("pytest", [{ path: "t.py", content: Buffer.from(py) }], ["t.py::test_keys"], rand);
+    expect(g.plan.decoys).toEqual({});
+    expect(g.report.unguarded.map((u) => u.id)).toEqual(["t.py::test_keys"]);
+  });
+
+  it("a containment check of a value written once is twinned, never with a value the file spells", () => {
+    const py = [
+      "def test_msg():",
+      "    result = dict(boam=1, bocm=2, boot=3, bood=4, boon=5, zoom=6, loom=7)",
+      '    assert "boom" in explain(result)',
+      "",
+    ].join("\n");
+    // its neighbours one letter away are written: no decoy may expect them
+    const written = new Set(["boam", "bocm", "boot", "bood", "boon", "zoom", "loom"]);
     for (let draw = 0; draw < 300; draw++) {
-      const g = guardFiles("pytest", [{ path: "t.py", content: Buffer.from(py) }], ["t.py::test_keys"], rand);
+      const g = guardFiles("pytest", [{ path: "t.py", content: Buffer.from(py) }], ["t.py::test_msg"], rand);
       const out = g.files[0]!.content.toString();
-      const expected = [...out.matchAll(/assert "(\w+)" in result/g)].map((m) => m[1]!);
-      const changed = expected.filter((v) => !["bla", "bli", "bar"].includes(v));
+      const expected = [...out.matchAll(/assert "(\w+)" in explain/g)].map((m) => m[1]!);
+      const changed = expected.filter((v) => v !== "boom");
       expect(changed.length, out).toBe(DECOYS_PER_TEST);
       for (const v of changed) expect(written.has(v), `${v} in\n${out}`).toBe(false);
     }
