@@ -10,6 +10,15 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
+/** A copy of semver-lite-caret-zero in a temp dir, with its task.json parsed for editing. */
+async function copiedTask(): Promise<{ dir: string; spec: { tests: Record<string, unknown> } }> {
+  const root = await mkdtemp(join(tmpdir(), "flakegym-hidden-"));
+  dirs.push(root);
+  const dir = join(root, "semver-lite-caret-zero");
+  await cp(join(BUILTIN_CATALOG_DIR, "semver-lite-caret-zero"), dir, { recursive: true });
+  return { dir, spec: JSON.parse(await readFile(join(dir, "task.json"), "utf8")) };
+}
+
 describe("hiddenTestsOf", () => {
   it("a tests patch: the patch to apply, the paths it touches, the suite with its canary, the protected paths", async () => {
     const t = await loadTask("semver-lite-caret-zero");
@@ -34,13 +43,7 @@ describe("hiddenTestsOf", () => {
 
   it("an ids task: one command per test id", async () => {
     // no catalog task is graded per id any more (ratatui-2148 became a suite): one made from a copy
-    const root = await mkdtemp(join(tmpdir(), "flakegym-hidden-"));
-    dirs.push(root);
-    const dir = join(root, "semver-lite-caret-zero");
-    await cp(join(BUILTIN_CATALOG_DIR, "semver-lite-caret-zero"), dir, { recursive: true });
-    const spec = JSON.parse(await readFile(join(dir, "task.json"), "utf8")) as {
-      tests: Record<string, unknown>;
-    };
+    const { dir, spec } = await copiedTask();
     spec.tests.run = {
       kind: "ids",
       command: "node --test --test-name-pattern {test} test/caret-zero.test.mjs",
@@ -59,13 +62,7 @@ describe("hiddenTestsOf", () => {
   });
 
   it("a tests dir: its files (bytes as they are) at their workspace paths, which are the protected paths", async () => {
-    const root = await mkdtemp(join(tmpdir(), "flakegym-hidden-"));
-    dirs.push(root);
-    const dir = join(root, "semver-lite-caret-zero");
-    await cp(join(BUILTIN_CATALOG_DIR, "semver-lite-caret-zero"), dir, { recursive: true });
-    const spec = JSON.parse(await readFile(join(dir, "task.json"), "utf8")) as {
-      tests: Record<string, unknown>;
-    };
+    const { dir, spec } = await copiedTask();
     delete spec.tests.patch;
     spec.tests.dir = "hidden";
     await writeFile(join(dir, "task.json"), JSON.stringify(spec));
