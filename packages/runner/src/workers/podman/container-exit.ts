@@ -1,3 +1,5 @@
+import { lstat } from "node:fs/promises";
+import { join } from "node:path";
 import type { WorkerExit } from "../types.js";
 
 /** What podman and the container's cgroup say about a container that ended on its own. */
@@ -8,17 +10,23 @@ export interface ContainerExitFacts {
   readonly exitCode: number | undefined;
   /** OOM kills counted by the container's cgroup since the worker started (undefined: unreadable). */
   readonly oomKills: number | undefined;
+  /**
+   * conmon wrote its `oom` marker (a regular file in its working dir, the worker's host dir, which
+   * no container path reaches). conmon watches the cgroup's OOM events itself, so the marker stays
+   * when runc has already removed the cgroup or the count read 0 — seen on this hybrid cgroup host.
+   */
+  readonly conmonOomMarker: boolean;
   /** The worker's memory limit, for the detail. */
   readonly memoryMb: number;
 }
 
 /**
- * Why a container ended on its own, from its own exit facts: a memory kill when podman says so or
- * the cgroup counted an OOM kill, else a crash (the exit code named). A memory kill is the task's
+ * Why a container ended on its own, from its own exit facts: a memory kill when podman says so, the
+ * cgroup counted an OOM kill or conmon left its OOM marker, else a crash (the exit code named). A memory kill is the task's
  * limit, never an infra failure to retry. Pure.
  */
 export function containerExitOf(f: ContainerExitFacts): WorkerExit {
-  if (f.oomKilled || (f.oomKills ?? 0) > 0)
+  if (f.oomKilled || (f.oomKills ?? 0) > 0 || f.conmonOomMarker)
     return {
       reason: "memory",
       detail: `memory limit ${f.memoryMb} MiB reached (the container was OOM-killed)`,
@@ -32,4 +40,13 @@ export function parseExitState(stdout: string): Pick<ContainerExitFacts, "oomKil
   const [oom, code] = stdout.trim().split(/\s+/);
   const n = Number(code);
   return { oomKilled: oom === "true", exitCode: code !== undefined && Number.isInteger(n) ? n : undefined };
+}
+
+/**
+ * Whether conmon left its `oom` marker in `dir` (its working dir: the worker's host dir). Only a
+ * regular file counts; the dir is never bound into the container, so only conmon writes there.
+ */
+export async function conmonOomMarkerIn(dir: string): Promise<boolean> {
+  const st = await lstat(join(dir, "oom")).catch(() => undefined);
+  return st?.isFile() ?? false;
 }

@@ -46,7 +46,7 @@ import type {
   WorkerExit,
   WorkerSpec,
 } from "../types.js";
-import { containerExitOf, parseExitState } from "./container-exit.js";
+import { conmonOomMarkerIn, containerExitOf, parseExitState } from "./container-exit.js";
 import { clinePackageInImage, ImageConfig, imageClineOf } from "./image-cline.js";
 
 /**
@@ -486,7 +486,8 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       }
     }, interval);
     // The container ending on its own (OOM of PID 1, killed from outside) ends the worker, for the
-    // reason its own exit facts give: podman's OOMKilled or the cgroup's OOM kill count.
+    // reason its own exit facts give: podman's OOMKilled, the cgroup's OOM kill count or conmon's
+    // OOM marker (runc may remove the cgroup, or podman miss the kill, before this reads them).
     const endedOnItsOwn = async () => {
       if (exit) return;
       const state = parseExitState(
@@ -497,6 +498,7 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
         containerExitOf({
           ...state,
           oomKills: events ? events.oomKills - initialOom : undefined,
+          conmonOomMarker: await conmonOomMarkerIn(host.dir),
           memoryMb: spec.limits.memoryMb,
         }),
       );
