@@ -3,6 +3,7 @@ import {
   createLocalBackend,
   forkSnapshot,
   type HiddenTests,
+  type JudgeConfig,
   type LoadedTask,
   prepareReadOnlyHidden,
   type Score,
@@ -23,6 +24,9 @@ export async function scoreInFork(o: {
   readonly hidden: HiddenTests;
   readonly diff: string;
   readonly decoys?: boolean;
+  /** Reward weights (default: the tests alone) and the judge endpoint, when a test scores the judge term. */
+  readonly weights?: { tests: number; build: number; lint: number; judge: number };
+  readonly judge?: JudgeConfig;
 }): Promise<Score> {
   const fork = await forkSnapshot(o.snapshot, {
     dest: join(o.dir, "forks", `${o.task.spec.id}-${o.name}`),
@@ -50,7 +54,8 @@ export async function scoreInFork(o: {
       o.hidden,
       {
         partialCredit: "none",
-        weights: { tests: 1, build: 0, lint: 0, judge: 0 },
+        weights: o.weights ?? { tests: 1, build: 0, lint: 0, judge: 0 },
+        ...(o.judge ? { judge: o.judge } : {}),
         repeat: 1,
         termTimeoutMs: 60_000,
         taskPrompt: o.task.spec.prompt,

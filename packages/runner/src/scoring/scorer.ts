@@ -4,6 +4,7 @@ import { type Canary, type ResultFormat, type TestCommand, testPassed } from "..
 import { dropPaths } from "../text/diff.js";
 import type { ExecResult, Worker } from "../workers/types.js";
 import type { DecoyPlan } from "./decoys/guard.js";
+import { graderAddress } from "./grader-address.js";
 import { writeFileInWorker } from "./hidden-tests.js";
 import { askJudge, type JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
 import { isTestDirName, protectDiff } from "./protect.js";
@@ -484,7 +485,16 @@ export async function scoreDiff(
 
   let judge: Score["judge"];
   if (o.weights.judge > 0) {
-    if (!o.judge) {
+    const addressed = graderAddress(guarded.diff)[0];
+    if (addressed) {
+      // the change speaks to its grader: the judge is not asked (its answer would be steered)
+      terms.push({
+        name: "judge",
+        weight: o.weights.judge,
+        value: 0,
+        detail: `the change addresses its grader (${addressed.file}:${addressed.line}: ${addressed.reason}); the judge was not asked`,
+      });
+    } else if (!o.judge) {
       terms.push({ name: "judge", weight: o.weights.judge, value: null, error: "no --judge endpoint given" });
     } else {
       const answer = await askJudge(

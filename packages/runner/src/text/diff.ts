@@ -113,3 +113,34 @@ export function dropPaths(diff: string, protectedPaths: readonly string[]): Filt
     ].sort(),
   };
 }
+
+/** One added line of a file in a diff: its 1-based line in the new file. */
+export interface AddedLine {
+  readonly line: number;
+  readonly text: string;
+}
+
+/** The added lines of each file `diff` writes (removed and context lines skipped). Pure. */
+export function addedLinesByFile(diff: string): { path: string; added: AddedLine[] }[] {
+  const out: { path: string; added: AddedLine[] }[] = [];
+  for (const f of splitDiff(diff)) {
+    if (f.newPath === undefined) continue;
+    let line = 0;
+    let inHunk = false;
+    const added: AddedLine[] = [];
+    for (const l of f.text.split("\n")) {
+      const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)/.exec(l);
+      if (hunk) {
+        line = Number(hunk[1]);
+        inHunk = true;
+        continue;
+      }
+      // an added line may itself start with "++" (`++i;`): only the file header is skipped
+      if (!inHunk) continue;
+      if (l.startsWith("+")) added.push({ line: line++, text: l.slice(1) });
+      else if (l.startsWith(" ")) line++;
+    }
+    out.push({ path: f.newPath, added });
+  }
+  return out;
+}
