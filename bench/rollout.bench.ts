@@ -59,10 +59,10 @@ function turns(): ScriptedTurn[] {
   ];
 }
 
-type Side = "no pool" | "pool" | "bare";
+export type Side = "no pool" | "pool" | "bare";
 
 /** One side's measurement. */
-interface Measure {
+export interface Measure {
   readonly side: Side;
   readonly rep: number;
   /** The group's wall time (the pool's warm-up before it is not in it). */
@@ -111,11 +111,37 @@ function poolReady(
 }
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
-  const n = Number(flag(args, "n", "8"));
   const concurrency = Number(flag(args, "concurrency", "2"));
-  const taskId = flag(args, "task", "semver-lite-caret-zero");
-  const poolSize = Number(flag(args, "pool", String(concurrency)));
-  const reps = Number(flag(args, "reps", "2"));
+  const o: RolloutBenchOptions = {
+    n: Number(flag(args, "n", "8")),
+    concurrency,
+    taskId: flag(args, "task", "semver-lite-caret-zero"),
+    poolSize: Number(flag(args, "pool", String(concurrency))),
+    reps: Number(flag(args, "reps", "2")),
+  };
+  const { all, counted } = await measureRolloutSides(o, ["no pool", "pool", "bare"]);
+  report(ctx, all, { ...o, counted });
+}
+
+/** What the rollout bench runs: N trajectories of a task at a concurrency, `reps` times per side. */
+export interface RolloutBenchOptions {
+  readonly n: number;
+  readonly concurrency: number;
+  readonly taskId: string;
+  readonly poolSize: number;
+  readonly reps: number;
+}
+
+/**
+ * Each of `sides` measured `reps` times, their order rotating each repetition, with the CPU of the
+ * bench process and everything it started (`counted` says how it was counted). Also used by the
+ * cost bench (trajectories per core-minute).
+ */
+export async function measureRolloutSides(
+  o: RolloutBenchOptions,
+  sides: readonly Side[],
+): Promise<{ all: Measure[]; counted: string }> {
+  const { n, concurrency, taskId, poolSize, reps } = o;
   const scratch = await mkdtemp(join(tmpdir(), "flakegym-bench-rollout-"));
   const signal = new AbortController().signal;
   const cg = await openRunCgroup(`flakegym-bench-rollout-${process.pid}`);
@@ -278,7 +304,6 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       };
     };
 
-    const sides: Side[] = ["no pool", "pool", "bare"];
     const all: Measure[] = [];
     for (let rep = 0; rep < reps; rep++) {
       const order = sides.map((_, i) => sides[(i + rep) % sides.length]!);
@@ -292,7 +317,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
         );
       }
     }
-    report(ctx, all, { n, concurrency, taskId, poolSize, reps, counted });
+    return { all, counted };
   } finally {
     if (!("reason" in cg)) {
       const left = await cg.close();
