@@ -18,9 +18,8 @@
  * own (bench/run-cgroup.ts), over each side's whole run (the pool's warm-up boots included).
  */
 
-import { readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   launchClineCore,
@@ -37,7 +36,7 @@ import { createRolloutDeps } from "../packages/runner/src/rollout/wire.js";
 import { buildSnapshot, type Snapshot, snapshotSpecOfTask } from "../packages/runner/src/snapshots/build.js";
 import { loadTask } from "../packages/runner/src/tasks/catalog.js";
 import type { PoolState } from "../packages/runner/src/workers/pool/pool.js";
-import { type BenchContext, median, printTable } from "./lib.js";
+import { type BenchContext, loadStr, median, printTable, procCpuSeconds } from "./lib.js";
 import { openRunCgroup } from "./run-cgroup.js";
 
 function flag(args: string[], name: string, dflt: string): string {
@@ -45,10 +44,7 @@ function flag(args: string[], name: string, dflt: string): string {
   return i !== -1 && args[i + 1] ? args[i + 1]! : dflt;
 }
 
-const load = () =>
-  loadavg()
-    .map((x) => x.toFixed(2))
-    .join(" ");
+const load = loadStr;
 
 /** The scripted turns both sides replay: look at the code, write a file, finish. */
 function turns(): ScriptedTurn[] {
@@ -149,7 +145,7 @@ export async function measureRolloutSides(
     "reason" in cg
       ? `this process and its reaped children only (/proc/self/stat): sandboxed workers are NOT counted (${cg.reason})`
       : "this process and everything it started (its own cpuacct cgroup: sandboxed workers and scorers included)";
-  const cpuNow = async () => ("reason" in cg ? procTreeCpuS() : await cg.cpuSeconds());
+  const cpuNow = async () => ("reason" in cg ? procCpuSeconds(["self"]) : await cg.cpuSeconds());
   try {
     const task = await loadTask(taskId);
     console.log(
@@ -349,13 +345,6 @@ async function bareRun(dir: string, snapshot: Snapshot, prompt: string) {
     await server.close();
     await rm(dir, { recursive: true, force: true });
   }
-}
-
-/** CPU seconds of this process and its reaped descendants (the fallback without a run cgroup). */
-function procTreeCpuS(): number {
-  const stat = readFileSync("/proc/self/stat", "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return [11, 12, 13, 14].reduce((a, i) => a + Number(f[i]), 0) / 100;
 }
 
 function report(
