@@ -14,22 +14,14 @@ export type IntArrayJson = string & { readonly __intArrayJson: true };
 /** Digits per id at most: beyond 15 a number may not survive a round trip through a double. */
 const MAX_DIGITS = 15;
 
+/** One id: 0, or up to {@link MAX_DIGITS} digits without a leading zero. */
+const INT = `(?:0|[1-9]\\d{0,${MAX_DIGITS - 1}})`;
+/** A compiled regular expression is several times faster here than a loop over char codes. */
+const INT_ARRAY = new RegExp(`^\\[${INT}(?:,${INT})*\\]$`);
+
 /** `text` when it is `[d,d,…]` (compact, no leading zeros, ≤ 15 digits each), else undefined. Pure. */
 export function asIntArrayJson(text: string): IntArrayJson | undefined {
-  const n = text.length;
-  if (n < 3 || text.charCodeAt(0) !== 91 || text.charCodeAt(n - 1) !== 93) return undefined;
-  let run = 0;
-  let leadingZero = false;
-  for (let i = 1; i < n - 1; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= 48 && c <= 57) {
-      if (run > 0 && leadingZero) return undefined;
-      if (run === 0) leadingZero = c === 48;
-      if (++run > MAX_DIGITS) return undefined;
-    } else if (c === 44 && run > 0) run = 0;
-    else return undefined;
-  }
-  return run > 0 ? (text as IntArrayJson) : undefined;
+  return INT_ARRAY.test(text) ? (text as IntArrayJson) : undefined;
 }
 
 const KEY = '"prompt_token_ids":[';
