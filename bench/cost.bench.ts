@@ -30,7 +30,6 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { launchClineCore } from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { clineAgentLauncher } from "../packages/runner/src/workers/local/cline-agent.js";
 import { createLocalBackend } from "../packages/runner/src/workers/local/local-backend.js";
@@ -42,7 +41,15 @@ import type { Worker, WorkerBackend, WorkerSpec } from "../packages/runner/src/w
 import { processTrees, treeMemory } from "./concurrency/memory.js";
 import { type CostArgs, type CostSummary, costLine, parseCostArgs } from "./cost/summary.js";
 import { cpuRatios, main as gatewayMain, PASSTHROUGH } from "./gateway.bench.js";
-import { type BenchContext, loadStr, median, percentile, printTable, procCpuSeconds } from "./lib.js";
+import {
+  type BenchContext,
+  launchBareCore,
+  loadStr,
+  median,
+  percentile,
+  printTable,
+  procCpuSeconds,
+} from "./lib.js";
 import { measureRolloutSides } from "./rollout.bench.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -125,14 +132,7 @@ async function agentSpec(root: string, id: string, gatewayPath: string): Promise
 
 /** A bare core (no sandbox, no worker): spawn → first gRPC answer, as the product did before. */
 async function bareCore(root: string, id: string) {
-  const dir = join(root, `bare-${id}`);
-  await mkdir(join(dir, "ws"), { recursive: true });
-  const core = await launchClineCore({
-    workspace: join(dir, "ws"),
-    configDir: join(dir, "cfg"),
-    home: join(dir, "home"),
-    startTimeoutMs: 300_000,
-  });
+  const core = await launchBareCore(join(root, `bare-${id}`), { startTimeoutMs: 300_000 });
   const pids = [...new Set([core.pid, ...Object.values(core.childPids)])];
   return { core, configDir: core.configDir, cpuS: procCpuSeconds(pids), bootMs: core.timings.bootMs };
 }

@@ -1,6 +1,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { join } from "node:path";
+import { type ClineCore, type LaunchOptions, launchClineCore } from "@flakegym/cline-vendor";
 
 /** Shared helpers for `npm run bench -- <name>`: stats, a table, and the JSON result file. */
 
@@ -46,6 +48,21 @@ export function createBenchContext(benchName: string, root: string): BenchContex
       return file;
     },
   };
+}
+
+/**
+ * A bare Cline core (its supervisor, cline-host, cline-core; no sandbox, no worker) on an empty
+ * workspace `dir/ws`, config and HOME under `dir`: the baseline several benchmarks boot.
+ */
+export async function launchBareCore(dir: string, extra: Partial<LaunchOptions> = {}): Promise<ClineCore> {
+  await mkdir(join(dir, "ws"), { recursive: true });
+  return await launchClineCore({
+    workspace: join(dir, "ws"),
+    configDir: join(dir, "cfg"),
+    home: join(dir, "home"),
+    startTimeoutMs: 180_000,
+    ...extra,
+  });
 }
 
 /** The load average (1/5/15 min), as every benchmark prints it beside its measurements. */
