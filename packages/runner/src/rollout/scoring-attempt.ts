@@ -5,6 +5,7 @@ import type { Snapshot } from "../snapshots/build.js";
 import { rowTermCommands } from "../tasks/row-reward.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
 import type { RolloutTask, ScoreInput } from "./deps.js";
+import { cpuBetween } from "./phase-cpu.js";
 import type { RunConfig, Score } from "./schema.js";
 import { type forkIn, releaseFork } from "./wire-forks.js";
 
@@ -98,13 +99,15 @@ export async function runScoringAttempt(ctx: ScoringAttemptContext, input: Score
     );
     readOnly = prepared?.readOnly;
     worker = await ctx.backend.start(ctx.workerSpec(f, prepared?.readOnly?.files), input.signal);
-    return await scoreDiff(
+    const score = await scoreDiff(
       worker,
       input.diff,
       input.task.hidden,
       scoreOptionsOf(ctx.config, input.task, prepared?.bound, ctx.judgeApiKey),
       input.signal,
     );
+    const cpuS = cpuBetween(0, await worker.cpuSeconds?.());
+    return cpuS === undefined ? score : { ...score, cpuS };
   } finally {
     await worker?.stop().catch(() => {});
     await readOnly?.release().catch(() => {});
