@@ -1,12 +1,14 @@
 import { createHash, randomBytes } from "node:crypto";
 import { copyFile, lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { commitWorkspace } from "@flakegym/cline-vendor";
 import { loadProfiles, type ProfileId } from "@flakegym/profiles";
 import { z } from "zod";
 import { FlakegymError } from "../errors.js";
 import type { LoadedTask } from "../tasks/catalog.js";
 import { git, materializeSource } from "../tasks/materialize.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
+import { CATALOG_GIT_IDENTITY } from "../tasks/task-spec.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import { runSandboxed } from "../workers/local/sandbox.js";
 import { findBwrap, prepareShape, SANDBOX_PATHS } from "../workers/local/shape.js";
@@ -65,7 +67,19 @@ export const SnapshotManifest = z
       .describe("content key (sha256 of the inputs)"),
     taskId: z.string().describe("task the snapshot was first built for"),
     repo: z.string().describe("repository identity used in the key"),
-    commit: z.string().describe("commit the workspace is at"),
+    commit: z.string().describe("the source commit the build started from (part of the key)"),
+    baseCommit: z
+      .string()
+      .optional()
+      .describe(
+        "the commit the agent starts from and its diff is taken against: `commit` itself, or a child of it holding the files the install and smoke steps changed or added (absent in snapshots built before it existed: `commit`)",
+      ),
+    baseChanges: z
+      .array(z.string())
+      .optional()
+      .describe(
+        "the paths `baseCommit` changes against `commit` (the install's edits, e.g. SWE-bench's pre_install `sed -i`)",
+      ),
     profile: z.string().describe("toolchain profile"),
     install: z.array(z.string()).describe("install commands that ran (the task's, or the profile's default)"),
     envInstall: EnvInstallRecord.optional().describe(
@@ -382,12 +396,22 @@ async function buildInto(
     prepared = await shape("none");
     const envInstall = await lockOf(plan, workspace, deps);
     for (const command of spec.smoke) await run("smoke", command);
+    await prepared.dispose();
+    prepared = undefined;
+    current = "base: commit the built tree";
+    const base = await commitBase(workspace, spec.commit, opts.signal);
+    if (base.changed.length > 0)
+      say(
+        `== base ${base.commit}: the build changed ${base.changed.length} path(s): ${base.changed.slice(0, 20).join(", ")}`,
+      );
     const manifest: SnapshotManifest = {
       format: SNAPSHOT_FORMAT,
       key,
       taskId: spec.taskId,
       repo: spec.repo,
       commit: spec.commit,
+      baseCommit: base.commit,
+      baseChanges: [...base.changed],
       profile: spec.profile,
       install: [...envInstall.commands],
       envInstall,
@@ -441,6 +465,35 @@ async function buildInto(
     await prepared?.dispose();
     await rm(tmp, { recursive: true, force: true });
   }
+}
+
+/**
+ * Makes the built tree the agent's base: the files the install and smoke steps changed or added
+ * (SWE-bench's pre_install `sed -i` on setup.cfg, generated files) committed on top of the source
+ * commit with the catalog's fixed identity, so they are in neither the agent's diff nor its
+ * scoring. Runs after every step, when no sandbox is left; git never reads the workspace's own
+ * repository (cline-vendor commitWorkspace).
+ */
+async function commitBase(
+  workspace: string,
+  commit: string,
+  signal: AbortSignal | undefined,
+): Promise<{ commit: string; changed: readonly string[] }> {
+  const r = await commitWorkspace({
+    workspace,
+    baseCommit: commit,
+    baseObjects: join(workspace, ".git", "objects"),
+    identity: CATALOG_GIT_IDENTITY,
+    message: "flakegym snapshot base: the tree after the install step",
+    timeoutMs: 10 * 60_000,
+    ...(signal ? { signal } : {}),
+  });
+  return { commit: r.commit, changed: r.changed };
+}
+
+/** The commit a snapshot's agent starts from and its diff is taken against. Pure. */
+export function baseCommitOf(manifest: Pick<SnapshotManifest, "commit" | "baseCommit">): string {
+  return manifest.baseCommit ?? manifest.commit;
 }
 
 /** Runs one build step in the sandbox; throws naming the step when it fails or times out. */
