@@ -11,13 +11,14 @@ import type { TaskProfile } from "../tasks/task-profile.js";
 import { CATALOG_GIT_IDENTITY } from "../tasks/task-spec.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import { runSandboxed } from "../workers/local/sandbox.js";
-import { findBwrap, prepareShape, SANDBOX_PATHS } from "../workers/local/shape.js";
+import { findBwrap, prepareShape, SANDBOX_PATHS, VENV_DIR } from "../workers/local/shape.js";
 import {
   ENV_PINS_FILE,
   type EnvInstallPlan,
   EnvInstallRecord,
   installKeyOf,
   planEnvInstall,
+  pythonOfVenv,
   resolvedLines,
 } from "./env-install.js";
 import { type Fork, type ForkMethodChoice, forkTree } from "./fork.js";
@@ -40,6 +41,8 @@ export interface SnapshotSpec {
    * catalog directories, which are self-contained). Default "auto".
    */
   readonly envDefaults?: "auto" | "off";
+  /** The Python the task's source runs it under (recorded against the venv's; not part of the key). */
+  readonly pythonWanted?: string;
   readonly limits: { memoryMb: number; pids: number; cpuSeconds: number; diskMb: number };
   /** Puts the repository at `commit` into `dest`. */
   materialize(
@@ -141,6 +144,7 @@ export function snapshotSpecOfTask(task: LoadedTask): SnapshotSpec {
     smoke: spec.smoke,
     network: spec.network,
     envDefaults: src.kind === "local" ? "off" : "auto",
+    ...(spec.metadata?.python_version ? { pythonWanted: spec.metadata.python_version } : {}),
     limits: {
       memoryMb: spec.limits.memoryMb,
       pids: spec.limits.pids,
@@ -394,7 +398,7 @@ async function buildInto(
     await prepared.dispose();
     prepared = undefined;
     prepared = await shape("none");
-    const envInstall = await lockOf(plan, workspace, deps);
+    const envInstall = await withPython(await lockOf(plan, workspace, deps), deps, spec.pythonWanted, say);
     for (const command of spec.smoke) await run("smoke", command);
     await prepared.dispose();
     prepared = undefined;
@@ -568,6 +572,27 @@ async function lockOf(plan: EnvInstallPlan, workspace: string, deps: string): Pr
   const st = await lstat(path).catch(() => undefined);
   if (!st?.isFile()) return record;
   return { ...record, lockSha256: sha256(await readFile(path)) };
+}
+
+/**
+ * The record with the venv's Python against the task's (pythonOfVenv), when the install made a venv
+ * in the deps dir; a mismatch is said in the build log. pyvenv.cfg is read as data, not followed.
+ */
+async function withPython(
+  record: EnvInstallRecord,
+  deps: string,
+  wanted: string | undefined,
+  say: (line: string) => void,
+): Promise<EnvInstallRecord> {
+  const cfg = join(deps, VENV_DIR, "pyvenv.cfg");
+  const st = await lstat(cfg).catch(() => undefined);
+  if (!st?.isFile() || st.size > 64 * 1024) return record;
+  const python = pythonOfVenv(await readFile(cfg, "utf8"), wanted);
+  if (!python) return record;
+  say(
+    `== python: venv ${python.used}${python.wanted ? `, task ${python.wanted}` : ""}${python.note ? ` — ${python.note}` : ""}`,
+  );
+  return { ...record, python };
 }
 
 /** A `pip freeze` of even a large environment is a few KiB; more is not a resolved set. */
