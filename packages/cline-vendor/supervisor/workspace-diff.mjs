@@ -444,6 +444,8 @@ export async function workspaceDiff(options) {
  */
 export async function commitWorkspace(options) {
   const { identity, message } = options;
+  // checked before any object is written: a linked .git would send them (and HEAD) elsewhere
+  const gitDir = await ownGitDir(options.workspace);
   const env = {
     GIT_OBJECT_DIRECTORY: options.baseObjects,
     GIT_AUTHOR_NAME: identity.name,
@@ -472,16 +474,26 @@ export async function commitWorkspace(options) {
       .toString("latin1")
       .trim();
     await runGit(ctx, ["update-index", "-q", "--refresh"]).catch(() => undefined);
-    await setHead(o.workspace, commit, join(ctx.scratch, "index"));
+    await setHead(gitDir, commit, join(ctx.scratch, "index"));
     return { commit, changed, excluded: listed, excludedTotal: excluded.length };
   });
 }
 
-/** Points the workspace's own repository at `commit` (detached) with `index` as its index. */
-async function setHead(workspace, commit, index) {
+/** The workspace's `.git`, which must be a real directory (not a link, not a gitfile). */
+async function ownGitDir(workspace) {
+  if (!workspace || !isAbsolute(workspace))
+    throw new WorkspaceDiffError("E_DIFF_ARGUMENT", `workspace '${workspace}' must be an absolute path`);
   const gitDir = join(resolve(workspace), ".git");
   if (!(await lstat(gitDir).catch(() => undefined))?.isDirectory())
-    throw new WorkspaceDiffError("E_DIFF_UNSAFE", `${gitDir} is not a directory (a link or missing)`);
+    throw new WorkspaceDiffError(
+      "E_DIFF_UNSAFE",
+      `${gitDir} is not a directory (a link, a gitfile or missing)`,
+    );
+  return gitDir;
+}
+
+/** Points the repository at `gitDir` to `commit` (detached) with `index` as its index. */
+async function setHead(gitDir, commit, index) {
   for (const [name, data] of [
     ["index", await readFile(index)],
     ["HEAD", `${commit}\n`],
