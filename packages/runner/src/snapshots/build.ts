@@ -427,44 +427,10 @@ async function buildInto(
       createdAt: new Date().toISOString(),
       flakegymVersion: FLAKEGYM_VERSION,
     };
-    await rm(join(tmp, "state"), { recursive: true, force: true });
-    await writeFile(join(tmp, "build.log"), `${log.join("\n")}\n`);
-    await writeFile(join(tmp, "smoke.log"), `${smokeLog.join("\n")}\n`);
-    // The manifest is written last: a directory without one is never taken as a snapshot.
-    await writeFile(join(tmp, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
-    const final = join(cacheDir, key);
-    await rename(tmp, final);
-    await rm(join(cacheDir, "failed", key), { recursive: true, force: true });
-    if (envInstall.resolved) await writeAtomic(pins, `${envInstall.resolved.join("\n")}\n`);
-    return snapshotOf(final, manifest, false);
+    return await publish({ tmp, cacheDir, manifest, log, smokeLog, pins });
   } catch (err) {
     say(`== failed: ${(err as Error).message}`);
-    const failedDir = join(cacheDir, "failed", key);
-    await mkdir(failedDir, { recursive: true });
-    const logFile = join(failedDir, "build.log");
-    await writeFile(`${logFile}.tmp`, `${log.join("\n")}\n`);
-    await rename(`${logFile}.tmp`, logFile);
-    const tail = log.join("\n").split("\n").slice(-25).join("\n");
-    if (
-      err instanceof FlakegymError &&
-      (err.code === "E_NETWORK_REQUIRED" ||
-        err.code === "E_REPO_MISSING" ||
-        err.code === "E_CATALOG" ||
-        err.code === "E_TOOLCHAIN")
-    ) {
-      throw err;
-    }
-    throw new FlakegymError(
-      "E_SNAPSHOT_BUILD",
-      `snapshot of task '${spec.taskId}' failed in step '${current}': ${(err as Error).message}\n--- last lines of ${logFile} ---\n${tail}`,
-      {
-        cause: err,
-        hint:
-          installSource === "profile" && current.startsWith("install:")
-            ? `the ${spec.profile} profile's default install failed (full log: ${logFile}); give the task its own install commands (task.json \`install\`, or the row's install column) to replace it`
-            : `the full log is ${logFile}; the snapshot was not cached`,
-      },
-    );
+    throw await buildFailure(err, { spec, key, cacheDir, log, current, installSource });
   } finally {
     await prepared?.dispose();
     await rm(tmp, { recursive: true, force: true });
@@ -498,6 +464,72 @@ async function commitBase(
 /** The commit a snapshot's agent starts from and its diff is taken against. Pure. */
 export function baseCommitOf(manifest: Pick<SnapshotManifest, "commit" | "baseCommit">): string {
   return manifest.baseCommit ?? manifest.commit;
+}
+
+/** Writes a finished build's logs and manifest (last) and renames it into the cache. */
+async function publish(b: {
+  tmp: string;
+  cacheDir: string;
+  manifest: SnapshotManifest;
+  log: readonly string[];
+  smokeLog: readonly string[];
+  pins: string;
+}): Promise<Snapshot> {
+  const { tmp, manifest } = b;
+  await rm(join(tmp, "state"), { recursive: true, force: true });
+  await writeFile(join(tmp, "build.log"), `${b.log.join("\n")}\n`);
+  await writeFile(join(tmp, "smoke.log"), `${b.smokeLog.join("\n")}\n`);
+  // The manifest is written last: a directory without one is never taken as a snapshot.
+  await writeFile(join(tmp, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+  const final = join(b.cacheDir, manifest.key);
+  await rename(tmp, final);
+  await rm(join(b.cacheDir, "failed", manifest.key), { recursive: true, force: true });
+  const resolved = manifest.envInstall?.resolved;
+  if (resolved) await writeAtomic(b.pins, `${resolved.join("\n")}\n`);
+  return snapshotOf(final, manifest, false);
+}
+
+/**
+ * The error a failed build throws, after keeping its log at `failed/<key>/build.log`: the step that
+ * failed and the log's tail (errors that already say what to do pass through as they are).
+ */
+async function buildFailure(
+  err: unknown,
+  f: {
+    spec: SnapshotSpec;
+    key: string;
+    cacheDir: string;
+    log: readonly string[];
+    current: string;
+    installSource: EnvInstallRecord["source"] | undefined;
+  },
+): Promise<unknown> {
+  const failedDir = join(f.cacheDir, "failed", f.key);
+  await mkdir(failedDir, { recursive: true });
+  const logFile = join(failedDir, "build.log");
+  await writeFile(`${logFile}.tmp`, `${f.log.join("\n")}\n`);
+  await rename(`${logFile}.tmp`, logFile);
+  const tail = f.log.join("\n").split("\n").slice(-25).join("\n");
+  if (
+    err instanceof FlakegymError &&
+    (err.code === "E_NETWORK_REQUIRED" ||
+      err.code === "E_REPO_MISSING" ||
+      err.code === "E_CATALOG" ||
+      err.code === "E_TOOLCHAIN")
+  ) {
+    return err;
+  }
+  return new FlakegymError(
+    "E_SNAPSHOT_BUILD",
+    `snapshot of task '${f.spec.taskId}' failed in step '${f.current}': ${(err as Error).message}\n--- last lines of ${logFile} ---\n${tail}`,
+    {
+      cause: err,
+      hint:
+        f.installSource === "profile" && f.current.startsWith("install:")
+          ? `the ${f.spec.profile} profile's default install failed (full log: ${logFile}); give the task its own install commands (task.json \`install\`, or the row's install column) to replace it`
+          : `the full log is ${logFile}; the snapshot was not cached`,
+    },
+  );
 }
 
 /** Runs one build step in the sandbox; throws naming the step when it fails or times out. */
