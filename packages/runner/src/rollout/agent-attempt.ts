@@ -9,7 +9,7 @@ import { trajectorySampling } from "../policy/sampling.js";
 import { type PolicySpec, parsePolicySpec, samplingOf } from "../policy/spec.js";
 import type { PolicyUpstream } from "../policy/upstream.js";
 import { redactTree } from "../redact/redact-tree.js";
-import type { Snapshot } from "../snapshots/build.js";
+import { baseCommitOf, type Snapshot } from "../snapshots/build.js";
 import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../workers/types.js";
 import { classifyOutcome, gatewayVerdictOf, workerExitGraceMs } from "./classify-outcome.js";
 import type { AgentAttempt, AgentInput } from "./deps.js";
@@ -198,7 +198,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       await worker.collectArtifacts({
         taskId: run.taskId,
         dest: join(input.dir, "cline"),
-        baseCommit: snapshot.manifest.commit,
+        baseCommit: baseCommitOf(snapshot.manifest),
         baseObjects: join(snapshot.workspace, ".git", "objects"),
         extra: { "outcome.json": outcome, "timings.json": run.timings, "counts.json": run.counts },
         signal: input.signal,
