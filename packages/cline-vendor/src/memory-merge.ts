@@ -64,7 +64,9 @@ export function decideMemoryMerge(f: MemoryMergeFacts): MemoryMergeDecision {
     return {
       on: false,
       reason:
-        f.requested === false ? "turned off by the caller" : `turned off by ${MEMORY_MERGE_ENV}=${f.envValue}`,
+        f.requested === false
+          ? "turned off by the caller"
+          : `turned off by ${MEMORY_MERGE_ENV}=${f.envValue}`,
     };
   if (f.platform !== "linux") return { on: false, reason: `same-page merging is Linux only (${f.platform})` };
   const [major, minor] = kernelVersion(f.kernelRelease);
@@ -75,12 +77,16 @@ export function decideMemoryMerge(f: MemoryMergeFacts): MemoryMergeDecision {
       on: false,
       reason: `the kernel's same-page merging is not running (${KSM_RUN} is ${f.ksmRun ?? "absent"}; as root: echo 1 > ${KSM_RUN}, which scripts/ensure-system-deps does)`,
     };
-  if (!f.pythonPresent) return { on: false, reason: `${SYSTEM_PYTHON} is absent (the helper that sets prctl)` };
+  if (!f.pythonPresent)
+    return { on: false, reason: `${SYSTEM_PYTHON} is absent (the helper that sets prctl)` };
   return { on: true, prefix: [SYSTEM_PYTHON, MERGE_MEMORY_EXEC_PATH] };
 }
 
 /** Reads the facts from this machine and decides. */
-export function probeMemoryMerge(requested?: boolean, env: NodeJS.ProcessEnv = process.env): MemoryMergeDecision {
+export function probeMemoryMerge(
+  requested?: boolean,
+  env: NodeJS.ProcessEnv = process.env,
+): MemoryMergeDecision {
   let ksmRun: string | undefined;
   try {
     ksmRun = readFileSync(KSM_RUN, "utf8").trim();
