@@ -15,13 +15,19 @@
  * filled by a trusted warm-up; not the default), node24-cache+merge.
  *
  * Flags: --reps 2  --workers 4  --settle-ms 60000  --variants bare,merge,node24-cache,node24-cache+merge
- *   --runtime-dir <dir> (Node 24 runtime, default <tmpdir>/flakegym-bench-node24-<version>).
+ *   --runtime-dir <dir> (Node 24 runtime, default <tmpdir>/flakegym-bench-node24-<version>)
+ *   --pages-to-scan N (the kernel's ksm pages_to_scan for this run, restored after; default: as set).
  * Quick: `npm run bench -- boot --reps 1 --workers 2 --settle-ms 5000 --variants bare,merge`.
  */
-import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ClineCore, launchClineCore, resolveClinePackage } from "@flakegym/cline-vendor";
+import {
+  type ClineCore,
+  type ClinePackage,
+  launchClineCore,
+  resolveClinePackage,
+} from "@flakegym/cline-vendor";
 import {
   CORE_NODE,
   cacheFingerprint,
@@ -164,12 +170,24 @@ function rows(samples: Map<Variant, Sample>) {
 }
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
+  const root = join(tmpdir(), `flakegym-bench-boot-${process.pid}`);
+  const pkg = resolveClinePackage();
+  const scanBefore = await ksmFile("pages_to_scan");
+  const scan = flag(args, "pages-to-scan", "");
+  if (scan !== "")
+    await writeFile("/sys/kernel/mm/ksm/pages_to_scan", String(num(args, "pages-to-scan", 100)));
+  try {
+    await measure(ctx, args, pkg, root);
+  } finally {
+    if (scan !== "") await writeFile("/sys/kernel/mm/ksm/pages_to_scan", scanBefore);
+  }
+}
+
+async function measure(ctx: BenchContext, args: string[], pkg: ClinePackage, root: string): Promise<void> {
   const reps = num(args, "reps", 2);
   const workers = Math.max(1, num(args, "workers", 4));
   const settleMs = num(args, "settle-ms", 60_000);
   const variants = variantsOf(flag(args, "variants", VARIANTS.join(",")));
-  const root = join(tmpdir(), `flakegym-bench-boot-${process.pid}`);
-  const pkg = resolveClinePackage();
   const ksm = `run ${await ksmFile("run")}, pages_to_scan ${await ksmFile("pages_to_scan")}, sleep_millisecs ${await ksmFile("sleep_millisecs")}`;
   console.log(`== boot and memory levers: ${reps} reps × ${workers} workers at once, settle ${settleMs} ms`);
   console.log(`   kernel same-page merging: ${ksm}; load ${load()}`);
