@@ -57,7 +57,9 @@ async function sha512(file: string): Promise<string> {
 /** npm's own node-gyp (the one `npm rebuild` runs), found from the npm running this bench. */
 function nodeGypPath(): string {
   const npmCli = process.env["npm_execpath"];
+  const fromNpm = process.env["npm_config_node_gyp"];
   const candidates = [
+    ...(fromNpm ? [fromNpm] : []),
     ...(npmCli ? [join(dirname(npmCli), "..", "node_modules", "node-gyp", "bin", "node-gyp.js")] : []),
     join(
       dirname(process.execPath),
@@ -118,7 +120,13 @@ async function coreTree(dir: string, pkg: ClinePackage, nodeDir: string): Promis
   await rm(join(sqlite, "build"), { recursive: true, force: true });
   await run(process.execPath, [nodeGypPath(), "rebuild", "--release", `--nodedir=${nodeDir}`, "-j", "2"], {
     cwd: sqlite,
-    env: { ...process.env, PATH: `${join(nodeDir, "bin")}:${process.env["PATH"] ?? ""}` },
+    // npm run sets npm_config_nodedir to the running Node's headers, which would beat --nodedir
+    env: {
+      ...Object.fromEntries(
+        Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith("npm_config_")),
+      ),
+      PATH: `${join(nodeDir, "bin")}:${process.env["PATH"] ?? ""}`,
+    },
     maxBuffer: 64 * 1024 * 1024,
   });
   return tree;
