@@ -19,40 +19,24 @@
  *   --pages-to-scan N (the kernel's ksm pages_to_scan for this run, restored after; default: as set).
  * Quick: `npm run bench -- boot --reps 1 --workers 2 --settle-ms 5000 --variants bare,merge`.
  */
-import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  type ClineCore,
-  type ClinePackage,
-  launchClineCore,
-  resolveClinePackage,
-} from "@flakegym/cline-vendor";
+import { type ClineCore, type ClinePackage, resolveClinePackage } from "@flakegym/cline-vendor";
 import {
   CORE_NODE,
   cacheFingerprint,
+  launchCoreIn,
   type Node24Runtime,
   prepareNode24Runtime,
   probeStartupSnapshot,
 } from "./boot/node24-runtime.js";
 import { treeMemory } from "./concurrency/memory.js";
-import { type BenchContext, median, printTable } from "./lib.js";
+import { type BenchContext, benchFlags, median, printTable } from "./lib.js";
 
 const VARIANTS = ["bare", "merge", "node24-cache", "node24-cache+merge"] as const;
 type Variant = (typeof VARIANTS)[number];
 
-function flag(args: string[], name: string, def: string): string {
-  const i = args.indexOf(`--${name}`);
-  if (i < 0) return def;
-  const v = args[i + 1];
-  if (v === undefined || v.startsWith("--")) throw new Error(`bench boot: --${name} needs a value`);
-  return v;
-}
-function num(args: string[], name: string, def: number): number {
-  const v = Number(flag(args, name, String(def)));
-  if (!Number.isFinite(v) || v < 0) throw new Error(`bench boot: --${name} must be a number ≥ 0`);
-  return v;
-}
 function variantsOf(text: string): Variant[] {
   const out = text.split(",").map((v) => v.trim());
   for (const v of out)
@@ -117,14 +101,7 @@ async function oneVariant(root: string, v: Variant, workers: number, settleMs: n
   try {
     const booted = await Promise.all(
       dirs.map(async (d) => {
-        await mkdir(join(d, "ws"), { recursive: true });
-        const core = await launchClineCore({
-          workspace: join(d, "ws"),
-          configDir: join(d, "cfg"),
-          home: join(d, "home"),
-          startTimeoutMs: 600_000,
-          ...launchFor(v, rt),
-        });
+        const core = await launchCoreIn(d, launchFor(v, rt));
         cores.push(core);
         const p = core.childPids;
         const cpu = (await Promise.all([p.supervisor, p.host, p.core].map(cpuSeconds))).reduce(
@@ -170,12 +147,12 @@ function rows(samples: Map<Variant, Sample>) {
 }
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
+  const { flag, num } = benchFlags("boot", args);
   const root = join(tmpdir(), `flakegym-bench-boot-${process.pid}`);
   const pkg = resolveClinePackage();
   const scanBefore = await ksmFile("pages_to_scan");
-  const scan = flag(args, "pages-to-scan", "");
-  if (scan !== "")
-    await writeFile("/sys/kernel/mm/ksm/pages_to_scan", String(num(args, "pages-to-scan", 100)));
+  const scan = flag("pages-to-scan", "");
+  if (scan !== "") await writeFile("/sys/kernel/mm/ksm/pages_to_scan", String(num("pages-to-scan", 100)));
   try {
     await measure(ctx, args, pkg, root);
   } finally {
@@ -184,17 +161,18 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
 }
 
 async function measure(ctx: BenchContext, args: string[], pkg: ClinePackage, root: string): Promise<void> {
-  const reps = num(args, "reps", 2);
-  const workers = Math.max(1, num(args, "workers", 4));
-  const settleMs = num(args, "settle-ms", 60_000);
-  const variants = variantsOf(flag(args, "variants", VARIANTS.join(",")));
+  const { flag, num } = benchFlags("boot", args);
+  const reps = num("reps", 2);
+  const workers = Math.max(1, num("workers", 4));
+  const settleMs = num("settle-ms", 60_000);
+  const variants = variantsOf(flag("variants", VARIANTS.join(",")));
   const ksm = `run ${await ksmFile("run")}, pages_to_scan ${await ksmFile("pages_to_scan")}, sleep_millisecs ${await ksmFile("sleep_millisecs")}`;
   console.log(`== boot and memory levers: ${reps} reps × ${workers} workers at once, settle ${settleMs} ms`);
   console.log(`   kernel same-page merging: ${ksm}; load ${load()}`);
   let rt: Node24Runtime | undefined;
   let fingerprint: string | undefined;
   if (variants.some((v) => v.startsWith("node24"))) {
-    const dir = flag(args, "runtime-dir", join(tmpdir(), `flakegym-bench-node24-${CORE_NODE.version}`));
+    const dir = flag("runtime-dir", join(tmpdir(), `flakegym-bench-node24-${CORE_NODE.version}`));
     rt = await prepareNode24Runtime(dir, pkg);
     fingerprint = await cacheFingerprint(rt.cacheDir);
   }

@@ -25,7 +25,12 @@ import {
 } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { type ClinePackage, launchClineCore } from "@flakegym/cline-vendor";
+import {
+  type ClineCore,
+  type ClinePackage,
+  type LaunchOptions,
+  launchClineCore,
+} from "@flakegym/cline-vendor";
 
 const run = promisify(execFile);
 
@@ -160,12 +165,7 @@ export async function prepareNode24Runtime(dir: string, pkg: ClinePackage): Prom
   // the read-only one
   const warmCache = join(dir, "cache-warm");
   const warm = join(dir, "warm");
-  await mkdir(join(warm, "ws"), { recursive: true });
-  const core = await launchClineCore({
-    workspace: join(warm, "ws"),
-    configDir: join(warm, "cfg"),
-    home: join(warm, "home"),
-    startTimeoutMs: 300_000,
+  const core = await launchCoreIn(warm, {
     memoryMerge: false,
     clinePackage,
     supervisorArgs: ["--node", await nodeScript(join(dir, "node24-warm.sh"), node, warmCache)],
@@ -179,6 +179,21 @@ export async function prepareNode24Runtime(dir: string, pkg: ClinePackage): Prom
   await nodeScript(nodeWithCache, node, cacheDir);
   await writeFile(join(dir, "ready"), `${CORE_NODE.version}\n`);
   return { node, clinePackage, cacheDir, nodeWithCache };
+}
+
+/** A core on an empty workspace under `dir` (`ws`, `cfg`, `home`), bounded start. */
+export async function launchCoreIn(
+  dir: string,
+  options: Omit<LaunchOptions, "workspace" | "configDir" | "home">,
+): Promise<ClineCore> {
+  await mkdir(join(dir, "ws"), { recursive: true });
+  return await launchClineCore({
+    workspace: join(dir, "ws"),
+    configDir: join(dir, "cfg"),
+    home: join(dir, "home"),
+    startTimeoutMs: 600_000,
+    ...options,
+  });
 }
 
 /** A fingerprint of the cache directory (names, sizes, mtimes): equal before and after = unwritten. */
