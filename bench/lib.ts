@@ -93,3 +93,22 @@ export function procCpuSeconds(pids: readonly (number | "self")[]): number {
 
 /** USER_HZ: /proc's unit of CPU time (100 on every Linux architecture Node runs on). */
 const CLOCK_TICKS = 100;
+
+/** `--name value` / `--name=value` readers for one benchmark's flags; errors name the bench and flag. */
+export function benchFlags(bench: string, args: readonly string[]) {
+  const flag = (name: string, def: string): string => {
+    const inline = args.find((a) => a.startsWith(`--${name}=`));
+    if (inline) return inline.slice(name.length + 3);
+    const i = args.indexOf(`--${name}`);
+    if (i < 0) return def;
+    const v = args[i + 1];
+    if (v === undefined || v.startsWith("--")) throw new Error(`bench ${bench}: --${name} needs a value`);
+    return v;
+  };
+  const num = (name: string, def: number): number => {
+    const v = Number(flag(name, String(def)));
+    if (!Number.isFinite(v) || v < 0) throw new Error(`bench ${bench}: --${name} must be a number ≥ 0`);
+    return v;
+  };
+  return { flag, num };
+}
