@@ -3,6 +3,7 @@ import { GroupLine } from "../emit/group.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import { MetricsLine, RunManifest, Score, TrajectoryResult } from "../rollout/schema.js";
 import { RunSummary } from "../rollout/summary.js";
+import { type CompareKind, type CompareResponse, compareEvals, compareRuns, pageCompare } from "./compare.js";
 import { type ConvMessage, conversationOf } from "./conversation.js";
 import { EvalSummary, evalSummaryOf, ReportHead, trialDirsOf } from "./eval-data.js";
 import { type GroupRow, groupRows, queryRows, type RowQuery, type TrajectoryRow } from "./query.js";
@@ -232,6 +233,8 @@ export interface ViewStore {
   tokens(ref: string, id: string): Promise<TokensResponse>;
   evalHtml(ref: string): Promise<string>;
   evalFile(ref: string, name: EvalFileName): Promise<EvalFileResponse>;
+  /** Two runs or two evals side by side ({@link compareRuns}, {@link compareEvals}), one page. */
+  compare(kind: CompareKind, a: string, b: string, page: number, size: number): Promise<CompareResponse>;
   /**
    * Reads ahead what the first pages will ask for — the newest runs' rows, then their groups.jsonl
    * index when they are finished — while the browser starts; never throws.
@@ -606,6 +609,21 @@ export function createViewStore(
       } catch {
         // reading ahead is best effort: the request that needs it reports the error
       }
+    },
+    async compare(kind, a, b, page, size) {
+      const found = await (kind === "runs"
+        ? Promise.all(
+            [a, b].map(async (ref) => (await rowsOf(ref, (await manifestOf(ref)).config.policies)).rows),
+          ).then(([ra, rb]) => ({ rows: compareRuns(ra ?? [], rb ?? []), pairing: "same task" }))
+        : Promise.all(
+            [a, b].map(async (ref) => {
+              const r = await reportOf(checkedSegments(ref));
+              if (!r.head)
+                throw new ViewPathError(`${ref || "."}: ${r.error ?? "no readable report.json"}`, 404);
+              return r.head;
+            }),
+          ).then(([ra, rb]) => compareEvals(ra!, rb!)));
+      return { kind, a, b, pairing: found.pairing, ...pageCompare(found.rows, page, size) };
     },
     async evalFile(ref, name) {
       const segs = [...checkedSegments(ref), name];

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { z } from "zod";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import { pageHtml, webAssets } from "./bundle.js";
+import { CompareKind } from "./compare.js";
 import { guardRequest } from "./guard.js";
 import { RowQuery } from "./query-schema.js";
 import { createViewStore, EvalFileName, type ViewStore } from "./run-data.js";
@@ -39,6 +40,13 @@ const REPORT_CSP =
 
 const RefParam = z.string().max(1000).default("");
 const IdParam = z.string().min(1).max(200);
+const CompareQuery = z.object({
+  kind: CompareKind,
+  a: RefParam,
+  b: RefParam,
+  page: z.coerce.number().int().min(0).default(0),
+  size: z.coerce.number().int().min(1).max(500).default(100),
+});
 
 export async function startViewServer(opts: ViewServerOptions): Promise<ViewServer> {
   const root = await openSafeRoot(opts.dir);
@@ -146,6 +154,10 @@ async function handle(
       return sendJson(res, 200, await store.trajectory(ref(), id()));
     case "/api/tokens":
       return sendJson(res, 200, await store.tokens(ref(), id()));
+    case "/api/compare": {
+      const c = CompareQuery.parse(Object.fromEntries(q));
+      return sendJson(res, 200, await store.compare(c.kind, c.a, c.b, c.page, c.size));
+    }
     case "/api/eval-file":
       return sendJson(res, 200, await store.evalFile(ref(), EvalFileName.parse(q.get("name"))));
     case "/eval":
