@@ -1,5 +1,6 @@
 import { failureMessage } from "../src/eval/failure-message.js";
 import { outcomeLook } from "../src/eval/outcome-look.js";
+import type { CompareKind, CompareResponse, CompareRow, CompareSide } from "../src/view/compare.js";
 import type { ConvBlock, ConvMessage } from "../src/view/conversation.js";
 import type { GroupRow, TrajectoryRow } from "../src/view/query.js";
 import type { IndexResponse, RunResponse, TokensResponse, TrajectoryResponse } from "../src/view/run-data.js";
@@ -18,6 +19,7 @@ const fmtPct = (x: number | null | undefined) =>
  *   #/t/<ref>/<id>             one trajectory (#/t/<ref>/<id>/tokens: its token view)
  *   #/compare/<ref>/<a>/<b>    two trajectories side by side
  *   #/eval/<ref>               an eval's report
+ *   #/vs/<runs|evals>/<a>/<b>  two runs or two evals side by side (?page=)
  * Keys: j/k move through table rows, Enter opens, / focuses the first filter, u goes up.
  */
 
@@ -31,6 +33,7 @@ const link = (href: string, text: Child, attrs: Record<string, string> = {}) =>
 const runHref = (ref: string) => `#/run/${enc(ref || ".")}`;
 const trajHref = (ref: string, id: string) => `#/t/${enc(ref || ".")}/${enc(id)}`;
 const evalHref = (ref: string) => `#/eval/${enc(ref || ".")}`;
+const vsHref = (kind: CompareKind, a: string, b: string) => `#/vs/${kind}/${enc(a || ".")}/${enc(b || ".")}`;
 /** The eval's rollout run, whose trajectories are its trials. */
 const evalRunRef = (ref: string) => (ref ? `${ref}/run` : "run");
 /** The eval a run belongs to (`<eval>/run`), as a breadcrumb; none for a plain run. */
@@ -179,6 +182,14 @@ async function runsPage(): Promise<void> {
     "Runs",
     [["#/", "Runs"]],
     h("p", { class: "muted" }, `${idx.runs.length} run(s), ${idx.evals.length} eval(s) under ${idx.root}`),
+    comparePicker(
+      "runs",
+      idx.runs.map((r) => [r.ref, r.runId]),
+    ),
+    comparePicker(
+      "evals",
+      idx.evals.map((e) => [e.ref, e.summary.evalId ?? e.name]),
+    ),
     h(
       "section",
       { "aria-labelledby": "runs-h" },
@@ -218,6 +229,131 @@ async function runsPage(): Promise<void> {
             evals,
           )
         : h("p", {}, "No eval reports (evals/*/report.json)."),
+    ),
+  );
+}
+
+/** Two selects and a button that open the side-by-side page (only with two or more to pick from). */
+function comparePicker(kind: CompareKind, options: [string, string][]): HTMLElement | null {
+  if (options.length < 2 || boot.mode === "export") return null;
+  const pick = (label: string, initial: number) => {
+    const sel = h(
+      "select",
+      { "aria-label": `${kind === "runs" ? "run" : "eval"} ${label}`, class: `pick-${label}` },
+      options.map(([ref, name], i) => h("option", { value: ref, selected: i === initial }, name)),
+    );
+    return sel;
+  };
+  const a = pick("A", 1);
+  const b = pick("B", 0);
+  return h(
+    "form",
+    {
+      class: `compare-pick compare-${kind}`,
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        location.hash = vsHref(kind, a.value, b.value);
+      },
+    },
+    `Compare two ${kind}: A `,
+    a,
+    " with B ",
+    b,
+    " ",
+    h("button", { type: "submit" }, `Compare ${kind}`),
+  );
+}
+
+const fmtSide = (s: CompareSide | null, kind: CompareKind) =>
+  s === null
+    ? "–"
+    : kind === "evals"
+      ? `${s.c}/${s.n} · pass@1 ${fmtPct(s.pass1)}`
+      : `${s.n} · reward ${fmtReward(s.meanReward)}`;
+
+const outcomesText = (o: Record<string, number> | undefined) =>
+  Object.entries(o ?? {})
+    .map(([k, n]) => `${k} ${n}`)
+    .join(", ") || "–";
+
+async function vsPage(kind: CompareKind, a: string, b: string, params: URLSearchParams): Promise<void> {
+  const page = Number(params.get("page") ?? 0);
+  const c = await api<CompareResponse>("/api/compare", { kind, a, b, page: String(page) });
+  const hrefOf = (ref: string) => (kind === "runs" ? runHref(ref) : evalHref(ref));
+  const delta = (r: CompareRow) =>
+    r.delta === null
+      ? "–"
+      : `${r.delta > 0 ? "+" : ""}${kind === "evals" ? fmtPct(r.delta) : fmtReward(r.delta)}`;
+  const tone = (r: CompareRow) =>
+    r.change === "regression"
+      ? "bad"
+      : r.change === "fix"
+        ? "ok"
+        : r.change === "same"
+          ? "neutral"
+          : "partial";
+  const rows = c.rows.map((r) =>
+    h(
+      "tr",
+      {},
+      h("th", { scope: "row" }, kind === "runs" ? link(`${runHref(b)}?task=${enc(r.key)}`, r.key) : r.key),
+      h("td", {}, h("span", { class: `outcome tone-${tone(r)}` }, r.change)),
+      h("td", { class: "num" }, fmtSide(r.a, kind)),
+      h("td", { class: "num" }, fmtSide(r.b, kind)),
+      h("td", { class: "num" }, delta(r)),
+      kind === "evals"
+        ? h(
+            "td",
+            { class: "num" },
+            r.k === null ? "–" : `k=${r.k}: ${fmtPct(r.a?.passK)} → ${fmtPct(r.b?.passK)}`,
+          )
+        : null,
+      h("td", {}, `${outcomesText(r.a?.outcomes)} → ${outcomesText(r.b?.outcomes)}`),
+    ),
+  );
+  const pages = Math.max(1, Math.ceil(c.total / c.size));
+  const go = (p: number) => {
+    location.hash = `${vsHref(kind, a, b)}?page=${p}`;
+  };
+  layout(
+    `Compare ${kind}`,
+    [
+      ["#/", "Runs"],
+      [location.hash, `compare ${kind}`],
+    ],
+    h(
+      "dl",
+      { class: "facts" },
+      fact("A", link(hrefOf(a), a || ".")),
+      fact("B", link(hrefOf(b), b || ".")),
+      fact("matched by", c.pairing),
+      fact(
+        "changes",
+        Object.entries(c.counts)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(", ") || "none",
+      ),
+    ),
+    table(
+      kind === "runs" ? "Per task, regressions first" : "Per item × policy, regressions first",
+      [
+        kind === "runs" ? "task" : "item × policy",
+        "change",
+        kind === "runs" ? "A: trajectories, mean reward" : "A: passed/scored, pass@1",
+        kind === "runs" ? "B: trajectories, mean reward" : "B: passed/scored, pass@1",
+        "Δ (B − A)",
+        ...(kind === "evals" ? ["pass@k (A → B)"] : []),
+        "outcomes (A → B)",
+      ],
+      rows,
+      "compare",
+    ),
+    h(
+      "nav",
+      { class: "pager", "aria-label": "Pages" },
+      h("button", { type: "button", disabled: page <= 0, onclick: () => go(page - 1) }, "← previous"),
+      ` page ${page + 1} of ${pages} (${c.total} rows) `,
+      h("button", { type: "button", disabled: page + 1 >= pages, onclick: () => go(page + 1) }, "next →"),
     ),
   );
 }
@@ -994,6 +1130,8 @@ async function route(): Promise<void> {
     else if (parts[0] === "eval" && parts[1] && parts[2] === "file" && parts[3])
       await evalFilePage(refOf(parts[1]), decodeURIComponent(parts[3]));
     else if (parts[0] === "eval" && parts[1]) await evalPage(refOf(parts[1]));
+    else if (parts[0] === "vs" && (parts[1] === "runs" || parts[1] === "evals") && parts[2] && parts[3])
+      await vsPage(parts[1], refOf(parts[2]), refOf(parts[3]), new URLSearchParams(qs));
     else await runsPage();
   } catch (e) {
     layout(

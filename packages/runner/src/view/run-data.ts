@@ -8,6 +8,7 @@ import { type ConvMessage, conversationOf } from "./conversation.js";
 import { EvalSummary, evalSummaryOf, ReportHead, trialDirsOf } from "./eval-data.js";
 import { type GroupRow, groupRows, queryRows, type RowQuery, type TrajectoryRow } from "./query.js";
 import { checkedSegments, type SafeRoot, SEGMENT, ViewPathError } from "./safe-read.js";
+import { type SearchResponse, searchTranscripts } from "./transcript-search.js";
 
 /**
  * The viewer's data: what each API route returns, read lazily from the run and eval dirs under a
@@ -25,6 +26,10 @@ export const CAPS = {
   report: 256 * MB,
   groupLine: 256 * MB,
 } as const;
+
+/** A transcript search reads this much at a time and lists at most this many trajectories. */
+const SEARCH_CHUNK = 256 * 1024;
+const SEARCH_HITS = 100;
 
 /** How many runs' rows `warm` reads ahead. */
 const WARM_RUNS = 3;
@@ -233,6 +238,8 @@ export interface ViewStore {
   tokens(ref: string, id: string): Promise<TokensResponse>;
   evalHtml(ref: string): Promise<string>;
   evalFile(ref: string, name: EvalFileName): Promise<EvalFileResponse>;
+  /** Trajectories whose transcript holds `q` ({@link searchTranscripts}); stops when `signal` aborts. */
+  search(ref: string, q: string, signal: AbortSignal, expired: () => boolean): Promise<SearchResponse>;
   /** Two runs or two evals side by side ({@link compareRuns}, {@link compareEvals}), one page. */
   compare(kind: CompareKind, a: string, b: string, page: number, size: number): Promise<CompareResponse>;
   /**
@@ -609,6 +616,14 @@ export function createViewStore(
       } catch {
         // reading ahead is best effort: the request that needs it reports the error
       }
+    },
+    async search(ref, q, signal, expired) {
+      const { rows } = await rowsOf(ref, (await manifestOf(ref)).config.policies);
+      const ids = [...rows.map((r) => r.id)].sort((x, y) => x.localeCompare(y, undefined, { numeric: true }));
+      const chunks = async function* (id: string) {
+        yield* root.chunks([...(await trajectoryDir(ref, id)), "turns.jsonl"], SEARCH_CHUNK);
+      };
+      return searchTranscripts({ ids, chunks }, q, { signal, maxHits: SEARCH_HITS, expired });
     },
     async compare(kind, a, b, page, size) {
       const found = await (kind === "runs"
