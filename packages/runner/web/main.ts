@@ -6,6 +6,7 @@ import type { GroupRow, TrajectoryRow } from "../src/view/query.js";
 import type { IndexResponse, RunResponse, TokensResponse, TrajectoryResponse } from "../src/view/run-data.js";
 import { SEGMENT } from "../src/view/segment.js";
 import { tokenSpans } from "../src/view/token-spans.js";
+import type { SearchResponse } from "../src/view/transcript-search.js";
 import { api, boot, evalSource } from "./data.js";
 import { bar, type Child, fmtInt, fmtMs, fmtReward, h } from "./dom.js";
 
@@ -360,6 +361,96 @@ async function vsPage(kind: CompareKind, a: string, b: string, params: URLSearch
 
 // ---------- run ----------
 
+let searchSeq = 0;
+
+/**
+ * The transcript search box: the server reads the run's transcripts for the text (a newer query
+ * cancels the older one there; here a stale answer is dropped). The query stays in the URL
+ * (`?search=`), so a re-render or a reload keeps it. Snippets are text nodes like everything else.
+ */
+function searchSection(ref: string, params: URLSearchParams): HTMLElement {
+  const out = h("div", { class: "search-results", "aria-live": "polite" });
+  const input = h("input", {
+    id: "f-search",
+    type: "search",
+    value: params.get("search") ?? "",
+    placeholder: "text in any transcript",
+  });
+  const run = async (q: string) => {
+    const seq = ++searchSeq;
+    const p = new URLSearchParams(params);
+    if (q) p.set("search", q);
+    else p.delete("search");
+    history.replaceState(null, "", `#${location.hash.slice(1).split("?")[0]}?${p}`);
+    if (q.length < 2) return void out.replaceChildren(q ? "type at least 2 characters" : "");
+    out.replaceChildren(h("p", { class: "muted" }, "searching…"));
+    try {
+      const r = await api<SearchResponse>("/api/search", { run: ref, q });
+      if (seq !== searchSeq) return;
+      const why =
+        r.stopped === "done"
+          ? ""
+          : r.stopped === "hit limit"
+            ? " — first hits only"
+            : ` — stopped: ${r.stopped}`;
+      out.replaceChildren(
+        h(
+          "p",
+          {},
+          `${r.hits.length} trajectory(ies) match, ${r.searched} of ${r.total} transcripts read${why}`,
+        ),
+        h(
+          "ol",
+          { class: "hits" },
+          r.hits.map((hit) =>
+            h(
+              "li",
+              {},
+              link(trajHref(ref, hit.id), hit.id),
+              " ",
+              h(
+                "code",
+                { class: "snippet" },
+                hit.snippet.slice(0, hit.match[0]),
+                h("mark", {}, hit.snippet.slice(hit.match[0], hit.match[1])),
+                hit.snippet.slice(hit.match[1]),
+              ),
+            ),
+          ),
+        ),
+      );
+    } catch (e) {
+      if (seq === searchSeq)
+        out.replaceChildren(h("p", { class: "err" }, e instanceof Error ? e.message : String(e)));
+    }
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  input.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void run(input.value), 300);
+  });
+  if (input.value) void run(input.value);
+  return h(
+    "section",
+    { "aria-labelledby": "search-h" },
+    h("h2", { id: "search-h" }, "Search transcripts"),
+    boot.mode === "export"
+      ? h("p", { class: "muted" }, "transcript search needs the server (flakegym view), not an export")
+      : [
+          h(
+            "form",
+            {
+              role: "search",
+              "aria-label": "Search transcripts",
+              onsubmit: (e: Event) => e.preventDefault(),
+            },
+            h("label", {}, "transcripts contain ", input),
+          ),
+          out,
+        ],
+  );
+}
+
 const SORTS: [string, string][] = [
   ["id", "trajectory"],
   ["task", "task"],
@@ -539,6 +630,7 @@ async function runPage(ref: string, params: URLSearchParams, seq: number): Promi
     run.skippedLines
       ? h("p", { class: "err" }, `${run.skippedLines} metrics line(s) did not parse and are left out`)
       : null,
+    searchSection(ref, params),
     h(
       "section",
       { "aria-labelledby": "groups-h" },
