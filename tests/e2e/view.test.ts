@@ -224,7 +224,7 @@ describe.skipIf(!CHROMIUM)("flakegym view in Chromium (skipped without Debian's 
     seq++;
     await ready(page, seq);
     expect(await page.locator("main h1").textContent()).toBe("Compare runs");
-    const first = page.locator("table.compare tbody tr").first();
+    const first = page.locator("table.versus tbody tr").first();
     expect(await first.locator("th").textContent()).toBe(TASK);
     expect(await first.textContent()).toContain("regression");
     await screenshot(page, "view-compare-runs");

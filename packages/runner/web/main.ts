@@ -10,6 +10,12 @@ import type { SearchResponse } from "../src/view/transcript-search.js";
 import { api, boot, evalSource } from "./data.js";
 import { bar, type Child, fmtInt, fmtMs, fmtReward, h } from "./dom.js";
 
+const fmtBytes = (n: number) =>
+  n >= 1e9
+    ? `${(n / 1e9).toFixed(2)} GB`
+    : n >= 1e6
+      ? `${(n / 1e6).toFixed(1)} MB`
+      : `${Math.ceil(n / 1e3)} kB`;
 const fmtPct = (x: number | null | undefined) =>
   x === null || x === undefined ? "–" : `${Math.round(x * 100)}%`;
 
@@ -142,6 +148,7 @@ async function runsPage(): Promise<void> {
           .map(([o, n]) => [outcomeBadge(o), ` ${n} `]),
       ),
       h("td", {}, fmtMs(r.durationMs)),
+      h("td", { class: "num" }, fmtBytes(r.bytes)),
       h("td", {}, r.error ? h("span", { class: "err" }, r.error) : r.complete ? "complete" : "in progress"),
     ),
   );
@@ -169,6 +176,7 @@ async function runsPage(): Promise<void> {
         x.items !== undefined ? `${x.items} × ${x.policies?.length ?? "?"} × ${x.trials ?? "?"}` : "–",
       ),
       h("td", {}, x.trajectories ?? "–"),
+      h("td", { class: "num" }, fmtBytes(e.bytes)),
       h("td", {}, e.runRef ? link(runHref(e.runRef), "trajectories") : "–"),
       h(
         "td",
@@ -206,6 +214,7 @@ async function runsPage(): Promise<void> {
           "mean reward",
           "outcomes",
           "duration",
+          "data (metrics + groups)",
           "state",
         ],
         rows,
@@ -224,6 +233,7 @@ async function runsPage(): Promise<void> {
               "policy: pass@1, mean reward",
               "items × policies × trials",
               "trials",
+              "report.json",
               "run",
               "report",
             ],
@@ -347,7 +357,7 @@ async function vsPage(kind: CompareKind, a: string, b: string, params: URLSearch
         "outcomes (A → B)",
       ],
       rows,
-      "compare",
+      "versus",
     ),
     h(
       "nav",

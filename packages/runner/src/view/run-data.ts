@@ -47,6 +47,10 @@ export const RunListItem = z
     outcomes: z.record(z.string(), z.number().int()),
     durationMs: z.number().nullable(),
     complete: z.boolean(),
+    bytes: z
+      .number()
+      .int()
+      .describe("size of the run's data files (metrics.jsonl, groups.jsonl), not its trajectory dirs"),
     error: z.string().optional().describe("why the run could not be read"),
   })
   .strict();
@@ -320,9 +324,17 @@ export function createViewStore(
     return entry;
   }
 
+  async function dataBytes(ref: string): Promise<number> {
+    const sizes = await Promise.all(
+      ["metrics.jsonl", "groups.jsonl"].map(async (f) => (await root.stat([...runSegs(ref), f]))?.size ?? 0),
+    );
+    return sizes.reduce((a, b) => a + b, 0);
+  }
+
   async function runListItem(ref: string): Promise<RunListItem> {
     try {
       const m = await manifestOf(ref);
+      const bytes = await dataBytes(ref);
       const s = await readJsonFile(root, [...runSegs(ref), "summary.json"], RunSummary);
       const expected = m.config.tasks.length * m.config.groupSize;
       if (s)
@@ -338,6 +350,7 @@ export function createViewStore(
           outcomes: s.trajectories.outcomes,
           durationMs: s.durationMs,
           complete: s.complete,
+          bytes,
         };
       const { rows } = await rowsOf(ref, m.config.policies);
       const scored = rows.filter((r) => r.reward !== null);
@@ -355,6 +368,7 @@ export function createViewStore(
         outcomes,
         durationMs: null,
         complete: false,
+        bytes,
       };
     } catch (e) {
       return {
@@ -369,6 +383,7 @@ export function createViewStore(
         outcomes: {},
         durationMs: null,
         complete: false,
+        bytes: 0,
         error: e instanceof Error ? e.message : String(e),
       };
     }

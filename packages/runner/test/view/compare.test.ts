@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compareEvals, compareRow, compareRuns, pageCompare, pairPolicies } from "../../src/view/compare.js";
@@ -164,6 +164,13 @@ describe("/api/compare on a real server", () => {
         rows: [{ key: "task-a", delta: -1, a: { pass1: 1 }, b: { pass1: 0 } }],
       });
       expect((await get("kind=both&a=runs/r1&b=runs/r2")).status).toBe(400);
+      // the index row of each run carries its data size (metrics.jsonl here; no groups.jsonl)
+      const idx = await fetch(`http://127.0.0.1:${server.port}/api/index`, {
+        headers: { "x-flakegym-token": "tk" },
+      });
+      const { runs } = (await idx.json()) as { runs: { ref: string; bytes: number }[] };
+      const size = (await stat(join(tmp.path, "runs", "r1", "metrics.jsonl"))).size;
+      expect(runs.find((r) => r.ref === "runs/r1")?.bytes).toBe(size);
       expect((await get("kind=runs&a=runs/r1&b=runs/nope")).status).toBe(404);
       expect((await get("kind=evals&a=runs/r1&b=runs/r2")).status).toBe(404);
     } finally {
