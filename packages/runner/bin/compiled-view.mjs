@@ -128,12 +128,7 @@ async function build(cache) {
             b.onResolve({ filter: /^[^./]/ }, async (a) => {
               if (a.pluginData === SKIP || a.path.startsWith("@flakegym/")) return undefined;
               if (isBuiltin(a.path)) return { external: true };
-              const r = await b.resolve(a.path, {
-                kind: a.kind,
-                resolveDir: a.resolveDir,
-                importer: a.importer,
-                pluginData: SKIP,
-              });
+              const r = await resolveAsUsual(b, a);
               if (r.errors.length > 0) return { errors: r.errors };
               read.set(r.path, sha256(await readFile(r.path))); // a changed install rebuilds
               return { path: pathToFileURL(r.path).href, external: true };
@@ -142,12 +137,7 @@ async function build(cache) {
             // a name the view never uses is left out, with what it imports (the gRPC client)
             b.onResolve({ filter: /^(\.|@flakegym\/)/ }, async (a) => {
               if (a.pluginData === SKIP) return undefined;
-              const r = await b.resolve(a.path, {
-                kind: a.kind,
-                resolveDir: a.resolveDir,
-                importer: a.importer,
-                pluginData: SKIP,
-              });
+              const r = await resolveAsUsual(b, a);
               if (r.errors.length > 0) return { errors: r.errors };
               return { path: r.path, sideEffects: false };
             });
@@ -182,6 +172,14 @@ async function build(cache) {
     await rm(tmp, { recursive: true, force: true });
   }
 }
+
+/**
+ * esbuild's own resolution of an import (marked so the plugin's hooks let it through).
+ * @param {import("esbuild").PluginBuild} b
+ * @param {import("esbuild").OnResolveArgs} a
+ */
+const resolveAsUsual = (b, a) =>
+  b.resolve(a.path, { kind: a.kind, resolveDir: a.resolveDir, importer: a.importer, pluginData: SKIP });
 
 /** @param {string} cache @param {string} keep */
 async function prune(cache, keep) {

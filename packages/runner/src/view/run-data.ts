@@ -261,6 +261,13 @@ export const EvalFileResponse = z
   .strict();
 export type EvalFileResponse = z.infer<typeof EvalFileResponse>;
 
+/** A run's rows as read from one version of its metrics.jsonl. */
+interface RowsEntry {
+  readonly key: string;
+  readonly rows: TrajectoryRow[];
+  readonly skipped: number;
+}
+
 export function createViewStore(
   root: SafeRoot,
   opts: {
@@ -268,7 +275,7 @@ export function createViewStore(
     signal?: AbortSignal;
   } = {},
 ): ViewStore {
-  const rowsCache = new Map<string, { key: string; rows: TrajectoryRow[]; skipped: number }>();
+  const rowsCache = new Map<string, RowsEntry>();
   const groupIndex = new Map<string, { key: string; lines: Promise<Map<string, [number, number]>> }>();
   const reports = new Map<string, { key: string; head: ReportHead | null; error?: string }>();
 
@@ -293,15 +300,33 @@ export function createViewStore(
     return parts.join(":");
   }
 
-  async function rowsOf(ref: string, policies: readonly string[]) {
+  /** In-flight reads of metrics.jsonl by ref and file version: a page and `warm` share one read. */
+  const rowsReading = new Map<string, { key: string; entry: Promise<RowsEntry> }>();
+
+  async function rowsOf(ref: string, policies: readonly string[]): Promise<RowsEntry> {
     const segs = [...runSegs(ref), "metrics.jsonl"];
     const st = await root.stat(segs);
     const key = st ? `${st.size}.${st.mtimeMs}` : "none";
     const hit = rowsCache.get(ref);
     if (hit && hit.key === key) return hit;
+    const reading = rowsReading.get(ref);
+    if (reading?.key === key) return reading.entry;
+    const entry = readRows(segs, st !== undefined, key, policies).then((e) => {
+      rowsCache.set(ref, e);
+      return e;
+    });
+    rowsReading.set(ref, { key, entry });
+    entry.then(
+      () => rowsReading.delete(ref),
+      () => rowsReading.delete(ref),
+    );
+    return entry;
+  }
+
+  async function readRows(segs: string[], exists: boolean, key: string, policies: readonly string[]) {
     let rows: TrajectoryRow[] = [];
     let skipped = 0;
-    if (st) {
+    if (exists) {
       const text = await root.readText(segs, CAPS.metrics);
       for (const line of text.split("\n")) {
         if (!line.trim()) continue;
@@ -319,9 +344,7 @@ export function createViewStore(
       // a resumed run may log a trajectory twice: the last line wins
       rows = [...new Map(rows.map((r) => [r.id, r])).values()];
     }
-    const entry = { key, rows, skipped };
-    rowsCache.set(ref, entry);
-    return entry;
+    return { key, rows, skipped };
   }
 
   async function dataBytes(ref: string): Promise<number> {
