@@ -229,4 +229,47 @@ describe.skipIf(!CHROMIUM)("flakegym view in Chromium (skipped without Debian's 
     expect(await first.textContent()).toContain("regression");
     await screenshot(page, "view-compare-runs");
   });
+
+  it("compares two evals item by item: pass@1 and pass@k, the regression first", async () => {
+    // the parts of report.json the comparison reads (the viewer reads reports leniently)
+    const trials = (rewards: Record<string, number[]>) =>
+      Object.entries(rewards).flatMap(([item, rs]) =>
+        rs.map((reward, n) => ({
+          item,
+          policy: "gold",
+          trial: n,
+          reward,
+          outcome: "completed",
+          trajectoryId: `${item}-t${n}`,
+        })),
+      );
+    const write = (id: string, rewards: Record<string, number[]>) =>
+      mkdir(join(tmp.path, "evals", id), { recursive: true }).then(() =>
+        writeFile(
+          join(tmp.path, "evals", id, "report.json"),
+          JSON.stringify({
+            evalId: id,
+            policies: [{ policy: "gold", label: "gold", pooled: {} }],
+            trials: trials(rewards),
+          }),
+        ),
+      );
+    await write("before", { steady: [1, 1, 1], broken: [1, 1, 1] });
+    await write("after", { steady: [1, 1, 1], broken: [1, 0, 0] });
+    await go("#/");
+    const form = page.locator("form.compare-evals");
+    await form.locator("select.pick-A").selectOption("evals/before");
+    await form.locator("select.pick-B").selectOption("evals/after");
+    await form.locator("button").click();
+    seq++;
+    await ready(page, seq);
+    expect(await page.locator("main h1").textContent()).toBe("Compare evals");
+    const rows = page.locator("table.versus tbody tr");
+    expect(await rows.count()).toBe(2);
+    expect(await rows.first().textContent()).toMatch(
+      /broken × gold.*regression.*3\/3 · pass@1 100%.*1\/3 · pass@1 33%.*-67%.*k=3: 100% → 100%/,
+    );
+    expect(await rows.nth(1).textContent()).toMatch(/steady × gold.*same/);
+    await screenshot(page, "view-compare-evals");
+  });
 });
