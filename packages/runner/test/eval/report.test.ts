@@ -20,6 +20,7 @@ import {
 } from "../../src/eval/report-html.js";
 import { renderSummaryMd } from "../../src/eval/summary-md.js";
 import { failuresOf, itemDirName, trialPaths } from "../../src/eval/trial-files.js";
+import { testProvenance } from "../helpers/eval-provenance.js";
 
 const trial = (
   item: string,
@@ -54,18 +55,7 @@ function report(rows: TrialRow[], policies = ["gold", "scripted:plans/mixed.json
     createdAt: "2026-01-01T00:00:00.000Z",
     durationMs: 1000,
     complete: true,
-    provenance: {
-      flakegymVersion: "0.1.0",
-      cline: { version: "1.0.10" },
-      node: "v20",
-      runId: "e",
-      seed: 0,
-      trials: 3,
-      testRepeat: 1,
-      concurrency: 2,
-      backend: "local",
-      snapshotKeys: {},
-    },
+    provenance: testProvenance(),
     items: [
       { id: "a", kind: "scenario", source: "a" },
       { id: "b<x>", kind: "task", source: "b" },

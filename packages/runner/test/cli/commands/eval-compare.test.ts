@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { evalCompareCommand } from "../../../src/cli/commands/eval-compare.js";
 import { buildReport, type TrialRow } from "../../../src/eval/report.js";
 import { trialPaths } from "../../../src/eval/trial-files.js";
+import { testProvenance } from "../../helpers/eval-provenance.js";
 import { tempDir } from "../../helpers/temp-dir.js";
 
 const trial = (item: string, n: number, reward: number): TrialRow => ({
@@ -34,18 +35,7 @@ async function writeEval(dir: string, passes: Record<string, number[]>) {
     createdAt: "2026-11-26T00:00:00.000Z",
     durationMs: 1,
     complete: true,
-    provenance: {
-      flakegymVersion: "0",
-      cline: { version: "1.0.10" },
-      node: "v20",
-      runId: "r",
-      seed: 0,
-      trials: 3,
-      testRepeat: 1,
-      concurrency: 1,
-      backend: "local",
-      snapshotKeys: {},
-    },
+    provenance: testProvenance({ concurrency: 1, runId: "r" }),
     items: Object.keys(passes).map((id) => ({ id, kind: "task" as const, source: id })),
     policies: [{ spec: "gold", label: "gold" }],
     trials: Object.entries(passes).flatMap(([item, rs]) => rs.map((r, n) => trial(item, n, r))),
