@@ -44,15 +44,11 @@ export const RUNNER_LAYERS: readonly (readonly string[])[] = [
  * longer occurs, so the list only shrinks).
  */
 export const RUNNER_LAYER_PENDING: readonly string[] = [
-  "emit -> rollout",
-  "export -> rollout",
-  "export -> serve",
-  "gateway -> emit",
-  "images -> emit",
   "policy -> export",
-  "policy -> gateway",
-  "progress -> rollout",
-  "redact -> emit",
+  "progress -> run-format",
+  "run-format -> emit",
+  "run-format -> images",
+  "run-format -> rollout",
 ];
 
 /** One import between two folders of the runner's src. */

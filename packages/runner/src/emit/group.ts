@@ -1,8 +1,8 @@
 import type { z } from "zod";
 import { type SamplingParams, trajectorySampling } from "../policy/sampling.js";
 import { samplingOf } from "../policy/spec.js";
-import type { TrajectoryResult } from "../rollout/schema.js";
-import { type AtroposMessage, ScoredDataGroup } from "./atropos/schema.js";
+import { type AtroposMessage, ScoredDataGroup } from "../run-format/atropos-schema.js";
+import type { TrajectoryResult } from "../run-format/schema.js";
 
 /**
  * One line of `groups.jsonl`: an Atropos ScoredDataGroup. Without a tokenizer the token fields

@@ -1,3 +1,9 @@
+export {
+  type DoubleReply,
+  type InferenceServerDouble,
+  type InferenceServerDoubleOptions,
+  startInferenceServerDouble,
+} from "../export/inference-server-double.js";
 export { anthropicToChatRequest, chatRequestToAnthropic } from "./anthropic-convert.js";
 export { AnthropicUpstream } from "./anthropic-upstream.js";
 export {
@@ -12,12 +18,6 @@ export {
   Usage,
 } from "./chat.js";
 export { createUpstream, type UpstreamContext } from "./create-upstream.js";
-export {
-  type DoubleReply,
-  type InferenceServerDouble,
-  type InferenceServerDoubleOptions,
-  startInferenceServerDouble,
-} from "./inference-server-double.js";
 export { OpenAiUpstream, TOKEN_FACT_PARAMS } from "./openai-upstream.js";
 export { emptyPolicyTurns, type PatchToTurnsOptions, patchToClineTurns } from "./patch-to-cline-turns.js";
 export {

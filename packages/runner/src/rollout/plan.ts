@@ -1,4 +1,4 @@
-import type { TrajectoryResult } from "./schema.js";
+import type { TrajectoryResult } from "../run-format/schema.js";
 
 /** Pure planning of what a run still has to do, given what its directory already holds. */
 

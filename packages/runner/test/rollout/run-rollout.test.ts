@@ -8,7 +8,7 @@ import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenize
 import type { ProgressEvent } from "../../src/progress/events.js";
 import { createDummyDeps, type DummyDepsOptions } from "../../src/rollout/dummy-deps.js";
 import { runRollout } from "../../src/rollout/run-rollout.js";
-import { MetricsLine, type RunConfig, TrajectoryResult } from "../../src/rollout/schema.js";
+import { MetricsLine, type RunConfig, TrajectoryResult } from "../../src/run-format/schema.js";
 import { TOKENIZERS, turn } from "../export/fixtures.js";
 import { truncationReplay } from "../helpers/truncation-replay.js";
 

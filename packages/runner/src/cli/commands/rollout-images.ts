@@ -9,7 +9,7 @@ import {
   type RecordedImage,
   resolveWorkerImages,
 } from "../../images/worker-images.js";
-import type { RunConfig } from "../../rollout/schema.js";
+import type { RunConfig } from "../../run-format/schema.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
 import type { TaskProfile } from "../../tasks/task-profile.js";
 import type { CliContext } from "../command.js";

@@ -2,9 +2,9 @@ import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { z } from "zod";
 import { GroupLine } from "../emit/group.js";
-import { readJsonl, repairJsonl, writeJsonAtomic } from "../emit/jsonl.js";
 import { FlakegymError } from "../errors.js";
-import type { RunState } from "./plan.js";
+import type { RunState } from "../rollout/plan.js";
+import { readJsonl, repairJsonl, writeJsonAtomic } from "./jsonl.js";
 import { MetricsLine, RunManifest, SampleLine, TrajectoryResult } from "./schema.js";
 
 /** The layout of a run directory (`--out`). */
