@@ -13,6 +13,7 @@ export {
   writeFileAtomic,
   writeJsonAtomic,
 } from "../run-format/jsonl.js";
+export { GroupLine } from "../run-format/schema.js";
 export { type AtroposClient, AtroposError, createAtroposClient } from "./atropos/client.js";
 export {
   type AtroposEmitter,
@@ -32,4 +33,4 @@ export {
   type GroupRules,
   shouldPause,
 } from "./atropos/rules.js";
-export { buildGroup, GroupLine, groupId, type TokenSequence, toScoredDataGroup } from "./group.js";
+export { buildGroup, groupId, type TokenSequence, toScoredDataGroup } from "./group.js";

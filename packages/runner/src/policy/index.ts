@@ -1,9 +1,3 @@
-export {
-  type DoubleReply,
-  type InferenceServerDouble,
-  type InferenceServerDoubleOptions,
-  startInferenceServerDouble,
-} from "../export/inference-server-double.js";
 export { anthropicToChatRequest, chatRequestToAnthropic } from "./anthropic-convert.js";
 export { AnthropicUpstream } from "./anthropic-upstream.js";
 export {

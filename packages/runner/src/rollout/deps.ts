@@ -1,7 +1,12 @@
 import type { TokenSequence } from "../emit/group.js";
-import type { WorkerImageProvenance } from "../images/worker-images.js";
 import type { AtroposMessage } from "../run-format/atropos-schema.js";
-import type { Counts, Outcome, Score, TrajectoryResult } from "../run-format/schema.js";
+import type {
+  Counts,
+  Outcome,
+  Score,
+  TrajectoryResult,
+  WorkerImageProvenance,
+} from "../run-format/schema.js";
 import type { HiddenTests } from "../scoring/scorer.js";
 import type { TrajectorySlot } from "./plan.js";
 

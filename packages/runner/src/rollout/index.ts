@@ -1,4 +1,4 @@
-export { readManifest, readRunState, runPaths } from "../run-format/run-dir.js";
+export { type RunState, readManifest, readRunState, runPaths } from "../run-format/run-dir.js";
 export {
   Counts,
   LimitName,
@@ -39,7 +39,7 @@ export type {
   ScoreInput,
   SnapshotRef,
 } from "./deps.js";
-export { type Plan, planRun, policyFor, type RunState, type TrajectorySlot, trajectoryId } from "./plan.js";
+export { type Plan, planRun, policyFor, type TrajectorySlot, trajectoryId } from "./plan.js";
 export { nixStorePathOf } from "./provenance.js";
 export { isRetryable, shouldRetry } from "./retry.js";
 export { type RolloutResult, runRollout } from "./run-rollout.js";

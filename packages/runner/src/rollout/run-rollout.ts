@@ -1,6 +1,6 @@
 import { setMaxListeners } from "node:events";
 import { mkdir, readFile } from "node:fs/promises";
-import { buildGroup, type GroupLine, groupId } from "../emit/group.js";
+import { buildGroup, groupId } from "../emit/group.js";
 import { messageWithHint } from "../errors.js";
 import type { ProgressSink } from "../progress/events.js";
 import { appendJsonLine, writeFileAtomic, writeJsonAtomic } from "../run-format/jsonl.js";
@@ -13,7 +13,14 @@ import {
   runPaths,
   writeManifest,
 } from "../run-format/run-dir.js";
-import type { Outcome, RunConfig, SampleLine, Score, TrajectoryResult } from "../run-format/schema.js";
+import type {
+  GroupLine,
+  Outcome,
+  RunConfig,
+  SampleLine,
+  Score,
+  TrajectoryResult,
+} from "../run-format/schema.js";
 import { ScoringSetupError } from "../scoring/scorer.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
 import { diskFullStop, isDiskFullEnd } from "./disk-full-end.js";

@@ -1,5 +1,4 @@
-import type { WorkerImageProvenance } from "../images/worker-images.js";
-import type { RunConfig } from "../run-format/schema.js";
+import type { RunConfig, WorkerImageProvenance } from "../run-format/schema.js";
 import type { WorkerSpec } from "../workers/types.js";
 import type { TaskRuntime } from "./wire-tasks.js";
 import { agentWorkerWallClockMs, scoringWorkerWallClockMs } from "./worker-deadlines.js";
