@@ -24,7 +24,7 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
  */
 export const RUNNER_LAYERS: readonly (readonly string[])[] = [
   ["errors", "version"],
-  ["text", "redact", "doctor", "gc", "nix"],
+  ["text", "redact", "doctor", "gc", "nix", "safe-read"],
   ["tasks", "policy", "progress"],
   ["workers", "contract"],
   ["snapshots", "scoring"],
