@@ -2,16 +2,12 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HttpError } from "../../src/errors.js";
 import {
   type InferenceServerDouble,
   startInferenceServerDouble,
 } from "../../src/export/inference-server-double.js";
-import {
-  HttpError,
-  parseClientRequest,
-  parsesAfterForwarding,
-  upstreamCall,
-} from "../../src/gateway/client-request.js";
+import { parseClientRequest, parsesAfterForwarding, upstreamCall } from "../../src/gateway/client-request.js";
 import { createPolicyGateway } from "../../src/gateway/server.js";
 import { parseTurnLog } from "../../src/gateway/turn-log.js";
 import type { PolicyGateway } from "../../src/gateway/types.js";
