@@ -13,3 +13,4 @@ export * from "./paths.js";
 export * from "./proc.js";
 export * from "./provider.js";
 export * from "./scripted-openai-server.js";
+export * from "./scripted-turn.js";

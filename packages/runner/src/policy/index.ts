@@ -29,8 +29,6 @@ export {
   parseScriptedPlan,
   planTurns,
   ScriptedPlan,
-  ScriptedToolCall,
-  ScriptedTurn,
 } from "./scripted-plan.js";
 export { PlanUpstream } from "./scripted-upstream.js";
 export {
