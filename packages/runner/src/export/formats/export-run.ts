@@ -63,6 +63,23 @@ export const defaultExportPath = (runDir: string, format: ExportFormat, file: Ex
   join(runDir, "export", format === "atif" ? "atif" : `${format}.${file}`);
 
 /**
+ * Where `flakegym export` writes: `--out` when given — the file itself, or, when it names an
+ * existing directory (and the format writes one file), that directory's `<format>.<file-format>` —
+ * else {@link defaultExportPath}. atif writes a directory, so its `--out` is always the directory. Pure.
+ */
+export function exportOutPath(o: {
+  runDir: string;
+  format: ExportFormat;
+  fileFormat: ExportFileFormat;
+  out?: string;
+  outIsDir: boolean;
+}): string {
+  if (o.out === undefined) return defaultExportPath(o.runDir, o.format, o.fileFormat);
+  if (o.format === "atif" || !o.outIsDir) return o.out;
+  return join(o.out, `${o.format}.${o.fileFormat}`);
+}
+
+/**
  * The records of a run: a serve group's run (`requests/<id>/run`) has them as it streamed them
  * (`requests/<id>/records`, its one token export); any other run, or a --tokenizer override,
  * builds them from the turn logs.
