@@ -1,10 +1,9 @@
-import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { commands } from "../../src/cli/commands/index.js";
 import { commandGroups, groupHelpRequest, renderCommandHelp, renderOptions } from "../../src/cli/help.js";
-import { runCli } from "../../src/cli/run-cli.js";
 import { POOL_DEFAULT_MIN_TRAJECTORIES, poolHelp, resolvePool } from "../../src/workers/pool/decisions.js";
+import { runCliCaptured } from "../helpers/cli.js";
 
 describe("renderOptions", () => {
   it("generates the flag table from the schema's descriptions, defaults and choices", () => {
@@ -58,22 +57,7 @@ describe("validate --help says which backends run Cline agents", () => {
 });
 
 describe("command groups answer --help and a bare invocation with their subcommands", () => {
-  async function cli(argv: string[]) {
-    const out = new PassThrough();
-    const err = new PassThrough();
-    let stdout = "";
-    let stderr = "";
-    out.on("data", (c) => (stdout += c));
-    err.on("data", (c) => (stderr += c));
-    const code = await runCli(commands, argv, {
-      stdout: out,
-      stderr: err,
-      env: {},
-      cwd: process.cwd(),
-      signal: new AbortController().signal,
-    });
-    return { code, stdout, stderr };
-  }
+  const cli = (argv: string[]) => runCliCaptured(argv, { env: {} });
   const groups = [...commandGroups(commands)];
 
   it("finds every group of the table, the ones the README names among them", () => {
