@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { runEval } from "../packages/runner/src/eval/run-eval.js";
 import { loadScenario, SUITES, suiteScenarioDirs } from "../packages/runner/src/eval/scenario.js";
 import { createReporter } from "../packages/runner/src/progress/reporter.js";
-import type { RunConfig } from "../packages/runner/src/rollout/schema.js";
 import { createRolloutDeps } from "../packages/runner/src/rollout/wire.js";
+import type { RunConfig } from "../packages/runner/src/run-format/schema.js";
 import { BUILTIN_CATALOG_DIR } from "../packages/runner/src/tasks/catalog.js";
 import { type BenchContext, printTable } from "./lib.js";
 

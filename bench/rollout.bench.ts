@@ -30,9 +30,9 @@ import {
 } from "@flakegym/cline-vendor";
 import type { RolloutDeps } from "../packages/runner/src/rollout/deps.js";
 import { runRollout } from "../packages/runner/src/rollout/run-rollout.js";
-import type { RunConfig } from "../packages/runner/src/rollout/schema.js";
 import { createSemaphore } from "../packages/runner/src/rollout/semaphore.js";
 import { createRolloutDeps } from "../packages/runner/src/rollout/wire.js";
+import type { RunConfig } from "../packages/runner/src/run-format/schema.js";
 import { buildSnapshot, type Snapshot, snapshotSpecOfTask } from "../packages/runner/src/snapshots/build.js";
 import { loadTask } from "../packages/runner/src/tasks/catalog.js";
 import type { PoolState } from "../packages/runner/src/workers/pool/pool.js";

@@ -3,7 +3,13 @@ import { join } from "node:path";
 import { makeTempDir, REPO_ROOT } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
-import { findViolations } from "../check-deps.js";
+import {
+  type FolderImport,
+  findViolations,
+  folderLoops,
+  layerViolations,
+  RUNNER_LAYERS,
+} from "../check-deps.js";
 
 async function copyManifests(dst: string) {
   for (const p of ["profiles", "nomad-jobs", "cline-vendor", "runner"]) {
@@ -24,7 +30,7 @@ describe("dependency direction", () => {
       join(tmp.path, "packages/profiles/src/bad.ts"),
       'import { main } from "@flakegym/runner";\n',
     );
-    expect(findViolations(tmp.path)).toEqual([
+    expect(findViolations(tmp.path, [])).toEqual([
       { from: "profiles", to: "runner", where: "packages/profiles/src/bad.ts:1 imports '@flakegym/runner'" },
     ]);
   });
@@ -40,7 +46,7 @@ describe("dependency direction", () => {
       join(tmp.path, "packages/nomad-jobs/package.json"),
       JSON.stringify({ name: "@flakegym/nomad-jobs", dependencies: { "@flakegym/cline-vendor": "*" } }),
     );
-    const v = findViolations(tmp.path);
+    const v = findViolations(tmp.path, []);
     expect(v.map((x) => `${x.from}->${x.to}`).sort()).toEqual([
       "cline-vendor->nomad-jobs",
       "nomad-jobs->cline-vendor",
@@ -67,12 +73,80 @@ describe("dependency direction", () => {
       join(tmp.path, "packages/runner/src/scoring/bad.ts"),
       'import type { Score } from "../rollout/schema.js";\nimport { x } from "../tasks/task-spec.js";\n',
     );
-    expect(findViolations(tmp.path)).toEqual([
+    expect(findViolations(tmp.path, [])).toEqual([
       {
         from: "runner/scoring",
         to: "runner/rollout",
-        where: "packages/runner/src/scoring/bad.ts:1 imports '../rollout/schema.js'",
+        where:
+          "packages/runner/src/scoring/bad.ts:1 imports '../rollout/schema.js': an import up the layer order",
       },
     ]);
+  });
+
+  it("names a two-folder loop and a folder missing from the order", async () => {
+    await using tmp = await makeTempDir();
+    await copyManifests(tmp.path);
+    for (const d of ["text", "redact", "brand-new"])
+      await mkdir(join(tmp.path, "packages/runner/src", d), { recursive: true });
+    await writeFile(join(tmp.path, "packages/runner/src/text/a.ts"), 'import { r } from "../redact/b.js";\n');
+    await writeFile(join(tmp.path, "packages/runner/src/redact/b.ts"), 'export { t } from "../text/a.js";\n');
+    await writeFile(join(tmp.path, "packages/runner/src/brand-new/c.ts"), 'import "../errors.js";\n');
+    const v = findViolations(tmp.path, []);
+    expect(v.map((x) => `${x.from} ${x.to}`).sort()).toEqual([
+      "runner/brand-new runner/errors",
+      "runner/redact runner/text",
+      "runner/text runner/redact",
+      "runner/{redact, text} one another",
+    ]);
+    expect(v.find((x) => x.from === "runner/text")!.where).toContain("same layer");
+    expect(v.find((x) => x.from === "runner/brand-new")!.where).toContain(
+      "brand-new is not in RUNNER_LAYERS",
+    );
+  });
+});
+
+describe("runner layer rules (pure)", () => {
+  const imp = (from: string, to: string): FolderImport => ({
+    from,
+    to,
+    where: `${from}/x.ts:1 imports '../${to}/y.js'`,
+  });
+  const layers = [["a"], ["b", "c"], ["d"]];
+
+  it("allows only imports down the order", () => {
+    expect(layerViolations([imp("d", "b"), imp("c", "a"), imp("d", "a")], layers)).toEqual([]);
+    const v = layerViolations([imp("a", "b"), imp("b", "c"), imp("b", "z")], layers);
+    expect(v.map((x) => x.where.split(": ")[1])).toEqual([
+      "an import up the layer order",
+      "same layer",
+      "z is not in RUNNER_LAYERS (add it to the layer its imports put it in)",
+    ]);
+  });
+
+  it("passes over a pending pair, and names one that no import uses any more", () => {
+    expect(layerViolations([imp("a", "d")], layers, ["a -> d"])).toEqual([]);
+    const v = layerViolations([], layers, ["a -> d"]);
+    expect(v).toEqual([
+      {
+        from: "runner/a",
+        to: "runner/d",
+        where: "RUNNER_LAYER_PENDING lists it but no import uses it any more: strike it",
+      },
+    ]);
+  });
+
+  it("finds every loop, long or short, and no loop in a layered graph", () => {
+    expect(folderLoops([imp("d", "b"), imp("b", "a"), imp("d", "a")])).toEqual([]);
+    expect(
+      folderLoops([imp("a", "b"), imp("b", "c"), imp("c", "a"), imp("c", "d"), imp("x", "y"), imp("y", "x")]),
+    ).toEqual([
+      ["a", "b", "c"],
+      ["x", "y"],
+    ]);
+  });
+
+  it("lists every folder of the runner's src exactly once", () => {
+    const names = RUNNER_LAYERS.flat();
+    expect(new Set(names).size).toBe(names.length);
   });
 });

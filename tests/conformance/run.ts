@@ -28,7 +28,7 @@ import type { TurnRecord } from "../../packages/runner/src/gateway/turn-log.js";
 import { createDummyDeps } from "../../packages/runner/src/rollout/dummy-deps.js";
 import type { TrajectorySlot } from "../../packages/runner/src/rollout/plan.js";
 import { runRollout } from "../../packages/runner/src/rollout/run-rollout.js";
-import type { RunConfig } from "../../packages/runner/src/rollout/schema.js";
+import type { RunConfig } from "../../packages/runner/src/run-format/schema.js";
 import { startServe } from "../../packages/runner/src/serve/server.js";
 import { truncationReplay } from "../../packages/runner/test/helpers/truncation-replay.js";
 import { ensureVenv } from "./venv.js";

@@ -14,3 +14,4 @@ export * from "./paths.js";
 export * from "./proc.js";
 export * from "./provider.js";
 export * from "./scripted-openai-server.js";
+export * from "./scripted-turn.js";

@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { match } from "ts-pattern";
 import { z } from "zod";
+import { ScriptedTurn } from "./scripted-turn.js";
 
 /**
  * A minimal scripted OpenAI-compatible chat-completions server: the deterministic stand-in for a
@@ -13,33 +14,6 @@ import { z } from "zod";
  * of assistant turns — raw text with XML tool tags, or native `tool_calls` — records every request,
  * and can inject faults on a chosen turn. Used by `flakegym doctor` and by the test utilities.
  */
-
-/** One assistant reply. */
-export const ScriptedTurn = z.union([
-  z
-    .object({
-      text: z.string().describe("assistant text; XML tool tags inside are Cline's generic tool protocol"),
-      reasoning: z.string().optional().describe("streamed as `reasoning_content` before the text"),
-    })
-    .strict(),
-  z
-    .object({
-      toolCalls: z
-        .array(
-          z
-            .object({
-              name: z.string().describe("function name, e.g. write_to_file"),
-              arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).describe("JSON arguments"),
-            })
-            .strict(),
-        )
-        .min(1)
-        .describe("native function calls (for model ids Cline serves with native tools)"),
-      text: z.string().optional().describe("text streamed before the calls"),
-    })
-    .strict(),
-]);
-export type ScriptedTurn = z.infer<typeof ScriptedTurn>;
 
 /** A fault injected on a turn before (or instead of) its reply. */
 export const TurnFault = z.discriminatedUnion("kind", [
@@ -183,11 +157,11 @@ export async function startScriptedOpenAiServer(
     sse(res, chunk({ role: "assistant", content: "" }));
     let completionChars = 0;
     let finish = "stop";
-    if ("toolCalls" in turn) {
+    if ("tool_calls" in turn) {
       if (turn.text) for (const c of chunks(turn.text, chunkSize)) sse(res, chunk({ content: c }));
       completionChars += turn.text?.length ?? 0;
-      turn.toolCalls.forEach((call, index) => {
-        const args = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments);
+      turn.tool_calls.forEach((call, index) => {
+        const args = JSON.stringify(call.arguments);
         completionChars += args.length + call.name.length;
         sse(
           res,
@@ -207,14 +181,12 @@ export async function startScriptedOpenAiServer(
       });
       finish = "tool_calls";
     } else {
-      if (turn.reasoning)
-        for (const c of chunks(turn.reasoning, chunkSize)) sse(res, chunk({ reasoning_content: c }));
       for (const c of chunks(turn.text, chunkSize)) sse(res, chunk({ content: c }));
       completionChars += turn.text.length;
     }
     sse(res, chunk({}, finish));
-    const promptTokens = Math.ceil(promptChars / 4);
-    const completionTokens = Math.ceil(completionChars / 4);
+    const promptTokens = turn.usage?.prompt_tokens ?? Math.ceil(promptChars / 4);
+    const completionTokens = turn.usage?.completion_tokens ?? Math.ceil(completionChars / 4);
     sse(res, {
       id,
       object: "chat.completion.chunk",

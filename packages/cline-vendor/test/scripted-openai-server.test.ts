@@ -67,7 +67,7 @@ describe("scripted OpenAI-compatible server", () => {
 
   it("streams native tool calls with finish_reason tool_calls", async () => {
     const s = await start({
-      turns: [{ toolCalls: [{ name: "write_to_file", arguments: { path: "a", content: "b" } }] }],
+      turns: [{ tool_calls: [{ name: "write_to_file", arguments: { path: "a", content: "b" } }] }],
     });
     const ev = events((await post(s.url, "/chat/completions")).text) as {
       choices: {
@@ -83,6 +83,21 @@ describe("scripted OpenAI-compatible server", () => {
         (c) => (c as { choices: { finish_reason: string }[] }).choices?.[0]?.finish_reason === "tool_calls",
       ),
     ).toBe(true);
+  });
+
+  it("reports a turn's scripted usage instead of the estimate (the plan format's usage field)", async () => {
+    const s = await start({
+      turns: [
+        { text: "hi", usage: { prompt_tokens: 90_000, completion_tokens: 7 } },
+        { text: "x".repeat(40) },
+      ],
+    });
+    const usageOf = async () =>
+      (
+        events((await post(s.url)).text) as { usage?: { prompt_tokens: number; completion_tokens: number } }[]
+      ).find((e) => e.usage)!.usage;
+    expect(await usageOf()).toMatchObject({ prompt_tokens: 90_000, completion_tokens: 7 });
+    expect((await usageOf())!.completion_tokens).toBe(10);
   });
 
   it("injects N errors on a turn, then answers it", async () => {

@@ -17,6 +17,29 @@ export class FlakegymError extends Error {
 }
 
 /**
+ * A request one of flakegym's HTTP servers (the policy gateway, the environment server) answers
+ * itself with an error status: `status`, a stable `code`, and what the answer carries besides —
+ * an OpenAI-style error `type` (the gateway), response `headers` (`retry-after`), `extra` body fields.
+ */
+export class HttpError extends FlakegymError {
+  override readonly name: string = "HttpError";
+  readonly type: string | undefined;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly extra: Readonly<Record<string, unknown>>;
+  constructor(
+    readonly status: number,
+    code: string,
+    message: string,
+    answer: { type?: string; headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
+  ) {
+    super(code, message);
+    this.type = answer.type;
+    this.headers = answer.headers ?? {};
+    this.extra = answer.extra ?? {};
+  }
+}
+
+/**
  * A flag, value or file given by the user was wrong, or the run cannot start as asked (its run
  * directory is in use). Exit status 2. Subclasses give a more precise stable `code`.
  */

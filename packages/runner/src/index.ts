@@ -11,7 +11,6 @@ export { type Owner, OwnerRecord, ownerTag, selfOwner } from "./gc/owner.js";
 export { formatSweepResult, type SweepReport, sweepLeftovers } from "./gc/sweep.js";
 export * from "./policy/index.js";
 export * from "./progress/index.js";
-export { redactTree } from "./redact/redact-tree.js";
 export {
   createRedactor,
   GATEWAY_TOKEN_PATTERN,
@@ -22,6 +21,7 @@ export {
   secretForms,
 } from "./redact/redactor.js";
 export * from "./rollout/index.js";
+export { redactTree } from "./run-format/redact-tree.js";
 export {
   applyPatchInWorker,
   applySolution,

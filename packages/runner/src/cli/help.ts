@@ -52,3 +52,42 @@ export function renderMainHelp(commands: readonly Command[], version: string): s
   ];
   return `${lines.join("\n")}\n`;
 }
+
+/**
+ * The command groups of a command table (`tasks`, `images`, `env`, …): each first word that starts
+ * a command of more than one word, with its commands in table order. Pure.
+ */
+export function commandGroups(commands: readonly Command[]): Map<string, Command[]> {
+  const groups = new Map<string, Command[]>();
+  for (const c of commands) {
+    if (c.path.length < 2) continue;
+    const name = c.path[0]!;
+    groups.set(name, [...(groups.get(name) ?? []), c]);
+  }
+  return groups;
+}
+
+/**
+ * The group `argv` asks about with nothing but `--help`/`-h` after it, or nothing at all
+ * (`flakegym tasks`, `flakegym env --help`); undefined when argv names no group or says more. Pure.
+ */
+export function groupHelpRequest(commands: readonly Command[], argv: readonly string[]): string | undefined {
+  const [first, ...rest] = argv;
+  if (first === undefined || !commandGroups(commands).has(first)) return undefined;
+  return rest.every((a) => a === "--help" || a === "-h") ? first : undefined;
+}
+
+/** A group's help: its subcommands and their summaries, from the command table. */
+export function renderGroupHelp(group: string, members: readonly Command[]): string {
+  const names = members.map((c) => c.path.slice(1).join(" "));
+  const width = Math.max(...names.map((n) => n.length)) + 4;
+  const lines = [
+    `usage: flakegym ${group} <subcommand> [flags]`,
+    "",
+    "subcommands:",
+    ...members.map((c, i) => `  ${names[i]!.padEnd(width)}${c.summary}`),
+    "",
+    `each subcommand has its own --help: flakegym ${members[0]!.path.join(" ")} --help`,
+  ];
+  return `${lines.join("\n")}\n`;
+}

@@ -1,7 +1,13 @@
 import { describeError, FlakegymError, UsageError } from "../errors.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import type { CliContext, Command } from "./command.js";
-import { renderCommandHelp, renderMainHelp } from "./help.js";
+import {
+  commandGroups,
+  groupHelpRequest,
+  renderCommandHelp,
+  renderGroupHelp,
+  renderMainHelp,
+} from "./help.js";
 import { parseArgs } from "./parse-args.js";
 
 /** Finds the longest command path that prefixes argv. */
@@ -85,6 +91,11 @@ export async function runCli(
       return 0;
     }
     const found = findCommand(commands, argv);
+    const group = found ? undefined : groupHelpRequest(commands, argv);
+    if (group !== undefined) {
+      c.stdout.write(renderGroupHelp(group, commandGroups(commands).get(group)!));
+      return 0;
+    }
     if (!found) {
       const groups = commands.filter((cmd) => cmd.path[0] === argv[0]);
       const known = groups.length ? groups : commands;

@@ -1,11 +1,13 @@
-import { constants } from "node:fs";
-import { lstat, open, readdir } from "node:fs/promises";
+import { lstat, readdir } from "node:fs/promises";
 import { join, sep } from "node:path";
 import { FlakegymError } from "../errors.js";
+import { openPlainFileUnder } from "../safe-read/open-plain-file.js";
 
 /**
  * Plain reads of a hostile tree from the host: size-capped, never following a symlink (neither
- * the file nor any directory on the way), regular files only. Nothing here interprets content.
+ * the file nor any directory on the way), regular files only, through the one opener the viewer
+ * uses too (`openPlainFileUnder`: the opened descriptor must resolve under the root). Nothing here
+ * interprets content.
  */
 
 /** Default cap of one file read from a target repository. */
@@ -27,16 +29,7 @@ export async function readTargetFile(
   maxBytes = MAX_TARGET_FILE_BYTES,
 ): Promise<string | undefined> {
   if (!isInsideRelative(rel)) return undefined;
-  let cur = root;
-  const parts = rel.split("/");
-  for (const [i, part] of parts.entries()) {
-    cur = join(cur, part);
-    const st = await lstat(cur).catch(() => undefined);
-    if (!st || st.isSymbolicLink()) return undefined;
-    if (i < parts.length - 1 ? !st.isDirectory() : !st.isFile()) return undefined;
-    if (i === parts.length - 1 && st.size > maxBytes) return undefined;
-  }
-  const fh = await open(cur, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => undefined);
+  const fh = await openPlainFileUnder(root, rel.split("/"));
   if (!fh) return undefined;
   try {
     const st = await fh.stat();

@@ -1,18 +1,7 @@
-import type { z } from "zod";
 import { type SamplingParams, trajectorySampling } from "../policy/sampling.js";
 import { samplingOf } from "../policy/spec.js";
-import type { TrajectoryResult } from "../rollout/schema.js";
-import { type AtroposMessage, ScoredDataGroup } from "./atropos/schema.js";
-
-/**
- * One line of `groups.jsonl`: an Atropos ScoredDataGroup. Without a tokenizer the token fields
- * (`tokens`, `masks`, `inference_logprobs`) are absent and everything else is the same.
- */
-export const GroupLine = ScoredDataGroup.extend({
-  tokens: ScoredDataGroup.shape.tokens.optional(),
-  masks: ScoredDataGroup.shape.masks.optional(),
-});
-export type GroupLine = z.infer<typeof GroupLine>;
+import { type AtroposMessage, ScoredDataGroup } from "../run-format/atropos-schema.js";
+import { GroupLine, type TrajectoryResult } from "../run-format/schema.js";
 
 /**
  * One token sequence of a trajectory from the trainer export. A trajectory is one sequence unless

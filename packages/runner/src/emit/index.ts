@@ -1,3 +1,19 @@
+export {
+  AtroposMessage,
+  InfoResponse,
+  RegisterEnvRequest,
+  ScoredDataGroup,
+  StatusEnvResponse,
+} from "../run-format/atropos-schema.js";
+export {
+  appendJsonLine,
+  parseJsonl,
+  readJsonl,
+  repairJsonl,
+  writeFileAtomic,
+  writeJsonAtomic,
+} from "../run-format/jsonl.js";
+export { GroupLine } from "../run-format/schema.js";
 export { type AtroposClient, AtroposError, createAtroposClient } from "./atropos/client.js";
 export {
   type AtroposEmitter,
@@ -17,19 +33,4 @@ export {
   type GroupRules,
   shouldPause,
 } from "./atropos/rules.js";
-export {
-  AtroposMessage,
-  InfoResponse,
-  RegisterEnvRequest,
-  ScoredDataGroup,
-  StatusEnvResponse,
-} from "./atropos/schema.js";
-export { buildGroup, GroupLine, groupId, type TokenSequence, toScoredDataGroup } from "./group.js";
-export {
-  appendJsonLine,
-  parseJsonl,
-  readJsonl,
-  repairJsonl,
-  writeFileAtomic,
-  writeJsonAtomic,
-} from "./jsonl.js";
+export { buildGroup, groupId, type TokenSequence, toScoredDataGroup } from "./group.js";

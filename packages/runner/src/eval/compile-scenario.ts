@@ -1,7 +1,7 @@
 import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { writeFileAtomic } from "../emit/jsonl.js";
+import { writeFileAtomic } from "../run-format/jsonl.js";
 import { commitTree } from "../tasks/materialize.js";
 import type { TaskSpecInput } from "../tasks/task-spec.js";
 import { type Check, checkNames, type Scenario } from "./scenario.js";

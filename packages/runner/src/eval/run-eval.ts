@@ -1,18 +1,18 @@
 import { cp, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
-import { writeFileAtomic } from "../emit/jsonl.js";
 import { FlakegymError } from "../errors.js";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
 import type { ProgressSink } from "../progress/events.js";
 import type { DatasetSelection } from "../rollout/dataset-tasks.js";
 import type { RolloutDeps } from "../rollout/deps.js";
 import { trialOf } from "../rollout/plan.js";
-import { runPaths } from "../rollout/run-dir.js";
 import { runRollout } from "../rollout/run-rollout.js";
-import { type RunConfig, type Timings, TrajectoryResult } from "../rollout/schema.js";
 import type { RunSummary } from "../rollout/summary.js";
 import type { WireOptions } from "../rollout/wire.js";
+import { writeFileAtomic } from "../run-format/jsonl.js";
+import { runPaths } from "../run-format/run-dir.js";
+import { type RunConfig, type Timings, TrajectoryResult } from "../run-format/schema.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import { compileScenario } from "./compile-scenario.js";
 import {

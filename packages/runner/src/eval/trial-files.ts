@@ -1,7 +1,7 @@
 import { cp, lstat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import type { TurnRecord } from "../gateway/turn-log.js";
-import type { Score, TrajectoryResult } from "../rollout/schema.js";
+import type { Score, TrajectoryResult } from "../run-format/schema.js";
 import { failureMessage } from "./failure-message.js";
 
 /** What an eval writes per trial besides the rollout's own trajectory files. */

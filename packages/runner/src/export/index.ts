@@ -8,6 +8,12 @@ export {
   type TrajectoryExport,
 } from "./export-trajectory.js";
 export {
+  type DoubleReply,
+  type InferenceServerDouble,
+  type InferenceServerDoubleOptions,
+  startInferenceServerDouble,
+} from "./inference-server-double.js";
+export {
   MASKED,
   TemplateDriftError,
   type TokenizeForTrainerOptions,

@@ -1,5 +1,5 @@
 import type { CompletedResponse, FinishReason, UpstreamEvent, Usage } from "../policy/chat.js";
-import { encodeSse } from "./sse.js";
+import { encodeSse } from "../policy/sse.js";
 
 const stopReason = (r: FinishReason | null): string =>
   r === "length"

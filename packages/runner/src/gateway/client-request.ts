@@ -1,17 +1,7 @@
+import { HttpError } from "../errors.js";
 import { anthropicToChatRequest } from "../policy/anthropic-convert.js";
 import { ChatRequest } from "../policy/chat.js";
 import type { ClientProtocol, UpstreamCall } from "../policy/upstream.js";
-
-/** A request the gateway answers itself with an HTTP error (bad body, too large). */
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly type: string,
-  ) {
-    super(message);
-  }
-}
 
 /** A client's request body, parsed and checked. */
 export interface ClientRequest {
@@ -29,13 +19,17 @@ export function parseClientRequest(protocol: ClientProtocol, body: Buffer): Clie
   try {
     raw = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
   } catch (err) {
-    throw new HttpError(400, `request body is not JSON: ${(err as Error).message}`, "invalid_request_error");
+    throw new HttpError(400, "E_GATEWAY_REQUEST", `request body is not JSON: ${(err as Error).message}`, {
+      type: "invalid_request_error",
+    });
   }
   if (protocol === "anthropic") return { raw, request: anthropicToChatRequest(raw) };
   const parsed = ChatRequest.safeParse(raw);
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
-    throw new HttpError(400, `request field ${i.path.join(".")}: ${i.message}`, "invalid_request_error");
+    throw new HttpError(400, "E_GATEWAY_REQUEST", `request field ${i.path.join(".")}: ${i.message}`, {
+      type: "invalid_request_error",
+    });
   }
   return { raw, request: parsed.data, requestJson: body };
 }

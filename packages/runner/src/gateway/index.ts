@@ -1,5 +1,5 @@
+export { encodeSse, parseSse, type SseEvent, SseParser } from "../policy/sse.js";
 export { createPolicyGateway } from "./server.js";
-export { encodeSse, parseSse, type SseEvent, SseParser } from "./sse.js";
 export { startGatewayThread, type ThreadedPolicyGateway } from "./thread.js";
 export { parseTurnLog, readTurnLog, TurnLogWriter, TurnRecord, TurnStatus } from "./turn-log.js";
 export {

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { HttpError } from "../errors.js";
 import { ResponseAccumulator, type UpstreamEvent } from "../policy/chat.js";
 import type { IntArrayJson } from "../policy/prompt-ids-json.js";
 import { type ClientProtocol, UpstreamError } from "../policy/upstream.js";
@@ -6,7 +7,6 @@ import { runSecrets } from "../redact/redactor.js";
 import { AnthropicStreamEncoder, anthropicErrorBody, anthropicMessageBody } from "./anthropic-wire.js";
 import {
   type ClientRequest,
-  HttpError,
   parseClientRequest,
   parsesAfterForwarding,
   upstreamCall,
@@ -58,7 +58,12 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size <= max) chunks.push(chunk);
-      else settle(new HttpError(413, `request body larger than ${max} bytes`, "invalid_request_error"));
+      else
+        settle(
+          new HttpError(413, "E_TOO_LARGE", `request body larger than ${max} bytes`, {
+            type: "invalid_request_error",
+          }),
+        );
     };
     const onEnd = () => settle(undefined);
     const onClose = () => settle(new Error("the client closed the connection before its request body ended"));
@@ -401,7 +406,8 @@ function refuseBadRequest(
   sendError: (status: number, message: string, type: string) => void,
 ): void {
   e.refused++;
-  if (err instanceof HttpError) sendError(err.status, `flakegym gateway: ${err.message}`, err.type);
+  if (err instanceof HttpError)
+    sendError(err.status, `flakegym gateway: ${err.message}`, err.type ?? "invalid_request_error");
   else sendError(400, `flakegym gateway: bad request: ${(err as Error).message}`, "invalid_request_error");
 }
 

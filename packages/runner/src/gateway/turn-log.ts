@@ -2,12 +2,12 @@ import { isUtf8 } from "node:buffer";
 import { mkdir, open, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
-import { appendWholeLine } from "../emit/whole-line.js";
-import { writeErrorOf } from "../emit/write-error.js";
 import { FlakegymError } from "../errors.js";
 import { ChatRequest, CompletedResponse } from "../policy/chat.js";
 import { type IntArrayJson, promptIdsMark } from "../policy/prompt-ids-json.js";
 import { runSecrets } from "../redact/redactor.js";
+import { appendWholeLine } from "../run-format/whole-line.js";
+import { writeErrorOf } from "../run-format/write-error.js";
 
 /**
  * `turns.jsonl`: one JSON line per model call of a trajectory, in call order. Each line is

@@ -4,8 +4,8 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
-import { writeJsonAtomic } from "../emit/jsonl.js";
 import { FlakegymError } from "../errors.js";
+import { writeJsonAtomic } from "../run-format/jsonl.js";
 import {
   type ImageRecord,
   ImageRecords,

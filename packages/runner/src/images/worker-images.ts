@@ -1,5 +1,6 @@
 import { match } from "ts-pattern";
 import { z } from "zod";
+import type { RecordedImage } from "../run-format/schema.js";
 import type { ImageRecord, ImageRecords, NixBuildCapability } from "./targets.js";
 
 /**
@@ -14,24 +15,6 @@ export const ImagesMode = z
     "what workers run on: host = this machine's /usr (the local backend, or podman's minimal image with /usr bound); nix = the flake's images recorded by `flakegym images load` (podman, Nomad docker/podman drivers)",
   );
 export type ImagesMode = z.infer<typeof ImagesMode>;
-
-/** What run.json and each group record say a task's workers ran on. */
-export const WorkerImageProvenance = z.union([
-  z.literal("host /usr").describe("this machine's toolchain: the local backend, or podman with /usr bound"),
-  z
-    .object({
-      name: z.string().describe("image name, e.g. flakegym/rust-env"),
-      tag: z.string().describe("image tag (the image's Nix output hash)"),
-      kind: z.enum(["profile", "snapshot"]).describe("a profile's worker image or the task's snapshot image"),
-      digest: z.string().describe("podman's image id (sha256 of the image config)"),
-      storePath: z.string().describe("the Nix store path `nix build` produced (the stream script)"),
-      ref: z.string().describe("the reference the worker was started with"),
-    })
-    .strict(),
-]);
-export type WorkerImageProvenance = z.infer<typeof WorkerImageProvenance>;
-/** A recorded image a worker ran on (not the host). */
-export type RecordedImage = Exclude<WorkerImageProvenance, string>;
 
 /**
  * A task's worker image: the snapshot image for the task when one is recorded, else (unless

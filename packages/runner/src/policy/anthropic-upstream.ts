@@ -1,9 +1,9 @@
-import { parseSse } from "../gateway/sse.js";
 import { chatRequestToAnthropic } from "./anthropic-convert.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
 import { httpPost, type PostResponse } from "./http-post.js";
 import { DEFAULT_MAX_RESPONSE_BYTES, limitResponse } from "./limit-response.js";
 import { anthropicSamplingMembers } from "./sampling.js";
+import { parseSse } from "./sse.js";
 import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
 

@@ -1,4 +1,4 @@
-import type { ScriptedToolCall } from "./scripted-plan.js";
+import type { ScriptedToolCall } from "@flakegym/cline-vendor";
 
 /**
  * Cline's tool protocol, the two ways: as XML tags in the assistant text (the generic prompt Cline

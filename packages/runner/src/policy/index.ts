@@ -12,12 +12,6 @@ export {
   Usage,
 } from "./chat.js";
 export { createUpstream, type UpstreamContext } from "./create-upstream.js";
-export {
-  type DoubleReply,
-  type InferenceServerDouble,
-  type InferenceServerDoubleOptions,
-  startInferenceServerDouble,
-} from "./inference-server-double.js";
 export { OpenAiUpstream, TOKEN_FACT_PARAMS } from "./openai-upstream.js";
 export { emptyPolicyTurns, type PatchToTurnsOptions, patchToClineTurns } from "./patch-to-cline-turns.js";
 export {
@@ -35,8 +29,6 @@ export {
   parseScriptedPlan,
   planTurns,
   ScriptedPlan,
-  ScriptedToolCall,
-  ScriptedTurn,
 } from "./scripted-plan.js";
 export { PlanUpstream } from "./scripted-upstream.js";
 export {

@@ -1,10 +1,10 @@
-import { patchJsonObject } from "../gateway/json-object-patch.js";
-import { parseSse } from "../gateway/sse.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
 import { httpPost, type PostResponse } from "./http-post.js";
+import { patchJsonObject } from "./json-object-patch.js";
 import { DEFAULT_MAX_RESPONSE_BYTES, limitResponse } from "./limit-response.js";
 import { type IntArrayJson, parseChunkLiftingPromptIds } from "./prompt-ids-json.js";
 import { openAiSamplingMembers } from "./sampling.js";
+import { parseSse } from "./sse.js";
 import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
 

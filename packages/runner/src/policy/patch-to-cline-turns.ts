@@ -1,6 +1,6 @@
+import type { ScriptedToolCall, ScriptedTurn } from "@flakegym/cline-vendor";
 import { FlakegymError } from "../errors.js";
 import { shellQuote } from "./cline-tools.js";
-import type { ScriptedToolCall, ScriptedTurn } from "./scripted-plan.js";
 import { applyHunks, type FilePatch, type Hunk, parseUnifiedDiff } from "./unified-diff.js";
 
 /**

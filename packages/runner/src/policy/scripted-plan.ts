@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { ScriptedTurn } from "@flakegym/cline-vendor";
 import { z } from "zod";
 import { UsageError } from "../errors.js";
 import { looksBinary, printable, SNIFF_BYTES } from "../text/looks-binary.js";
@@ -7,46 +8,11 @@ import { zodIssueLines } from "../text/zod-issues.js";
 /**
  * The public scripted-policy plan format, version 1 (docs/scripted-policy.md). A plan is the list
  * of assistant turns a `scripted:<file>` policy replays, one per model call, in order. A turn is
- * text (XML tool tags included, as Cline's XML protocol expects) and/or tool calls; tool calls are
+ * cline-vendor's `ScriptedTurn` (the one shape its scripted server shares): text (XML tool tags
+ * included, as Cline's XML protocol expects) and/or tool calls; tool calls are
  * sent as native calls when Cline offers native tools and rendered as Cline's XML tags otherwise,
  * so one plan serves both protocols.
  */
-
-export const ScriptedToolCall = z
-  .object({
-    name: z.string().min(1).describe("Cline tool name, e.g. write_to_file, execute_command"),
-    arguments: z
-      .record(z.string(), z.unknown())
-      .describe("tool parameters by name (strings; other JSON values are rendered as JSON)"),
-  })
-  .strict();
-export type ScriptedToolCall = z.infer<typeof ScriptedToolCall>;
-
-export const ScriptedUsage = z
-  .object({
-    prompt_tokens: z.number().int().nonnegative().describe("prompt tokens reported to Cline"),
-    completion_tokens: z.number().int().nonnegative().describe("completion tokens reported to Cline"),
-  })
-  .strict()
-  .describe("usage reported for this turn instead of the estimate (drives Cline's context management)");
-export type ScriptedUsage = z.infer<typeof ScriptedUsage>;
-
-export const ScriptedTurn = z.union([
-  z
-    .object({
-      text: z.string().describe("assistant text, streamed verbatim"),
-      usage: ScriptedUsage.optional(),
-    })
-    .strict(),
-  z
-    .object({
-      text: z.string().optional().describe("optional text before the tool calls"),
-      tool_calls: z.array(ScriptedToolCall).min(1).describe("tool calls of this turn"),
-      usage: ScriptedUsage.optional(),
-    })
-    .strict(),
-]);
-export type ScriptedTurn = z.infer<typeof ScriptedTurn>;
 
 const Turns = z.array(ScriptedTurn).min(1).describe("assistant turns, one per model call, in order");
 

@@ -1,7 +1,7 @@
+import type { ScriptedTurn } from "@flakegym/cline-vendor";
 import type { UpstreamEvent } from "./chat.js";
 import { contentText } from "./chat.js";
 import { nativeArguments, renderXmlToolCall } from "./cline-tools.js";
-import type { ScriptedTurn } from "./scripted-plan.js";
 import type { PolicyUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
 

@@ -1,4 +1,5 @@
 import { FlakegymError } from "../errors.js";
+import { diffSidePath, headerPaths, unquoteGitPath } from "../text/diff.js";
 
 /** A unified diff (git or plain), parsed into per-file changes. */
 
@@ -37,38 +38,6 @@ export class PatchParseError extends FlakegymError {
       hint: "the reference patch must be a unified diff",
     });
   }
-}
-
-/** Unquotes a git C-style quoted path ("a/sp ace\t"). */
-function unquote(p: string): string {
-  if (!p.startsWith('"')) return p;
-  const body = p.slice(1, p.lastIndexOf('"'));
-  const bytes: number[] = [];
-  const enc = new TextEncoder();
-  for (let i = 0; i < body.length; i++) {
-    const c = body[i]!;
-    if (c !== "\\") {
-      bytes.push(...enc.encode(c));
-      continue;
-    }
-    const n = body[++i]!;
-    if (/[0-7]/.test(n)) {
-      const oct = body.slice(i, i + 3);
-      bytes.push(Number.parseInt(oct, 8));
-      i += 2;
-    } else
-      bytes.push(
-        ({ n: 10, t: 9, r: 13, '"': 34, "\\": 92, a: 7, b: 8, f: 12, v: 11 } as Record<string, number>)[n] ??
-          n.charCodeAt(0),
-      );
-  }
-  return new TextDecoder().decode(new Uint8Array(bytes));
-}
-
-function stripPrefix(p: string): string | null {
-  const path = unquote(p.split("\t")[0]!.trimEnd());
-  if (path === "/dev/null") return null;
-  return path.replace(/^[ab]\//, "");
 }
 
 /** Parses a unified diff. Throws {@link PatchParseError} naming the line on malformed input. */
@@ -122,19 +91,17 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
     if (line.startsWith("diff --git ")) {
       flush();
       cur = fresh();
-      const m = /^diff --git ("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$/.exec(line);
-      if (m) {
-        cur.oldPath = stripPrefix(m[1]!);
-        cur.newPath = stripPrefix(m[2]!);
-      }
+      const { a, b } = headerPaths(line);
+      if (a !== undefined) cur.oldPath = a;
+      if (b !== undefined) cur.newPath = b;
       i++;
     } else if (line.startsWith("--- ") && lines[i + 1]?.startsWith("+++ ")) {
       if (!cur || cur.hunks.length > 0) {
         flush();
         cur = fresh();
       }
-      cur.oldPath = stripPrefix(line.slice(4));
-      cur.newPath = stripPrefix(lines[i + 1]!.slice(4));
+      cur.oldPath = diffSidePath(line.slice(4));
+      cur.newPath = diffSidePath(lines[i + 1]!.slice(4));
       if (cur.oldPath === null) cur.added = true;
       if (cur.newPath === null) cur.deleted = true;
       i += 2;
@@ -199,10 +166,10 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
       else if (line.startsWith("deleted file mode")) cur.deleted = true;
       else if (line.startsWith("rename from ")) {
         cur.renamed = true;
-        cur.oldPath = unquote(line.slice("rename from ".length));
+        cur.oldPath = unquoteGitPath(line.slice("rename from ".length));
       } else if (line.startsWith("rename to ")) {
         cur.renamed = true;
-        cur.newPath = unquote(line.slice("rename to ".length));
+        cur.newPath = unquoteGitPath(line.slice("rename to ".length));
       } else if (line.startsWith("Binary files ") || line === "GIT binary patch") cur.binary = true;
       i++;
     } else {

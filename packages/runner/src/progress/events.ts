@@ -1,4 +1,4 @@
-import type { OutcomeKind } from "../rollout/schema.js";
+import type { OutcomeKind } from "@flakegym/cline-vendor";
 
 /** What a run reports while it works; the reporter turns these into lines on a terminal. */
 

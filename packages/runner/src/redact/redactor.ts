@@ -2,7 +2,7 @@
  * The one boundary secrets never cross. A {@link Redactor} holds the secret values a run knows
  * (policy API keys, the judge key, the gateway's per-trajectory tokens) and replaces each of them,
  * in every encoding that can reach a file or a socket, with `[redacted]`. flakegym has one per
- * process, {@link runSecrets}: every run-directory writer (`emit/jsonl.ts`, the turn log, the
+ * process, {@link runSecrets}: every run-directory writer (`run-format/jsonl.ts`, the turn log, the
  * artifact scrub), the policy gateway's answers to the agent and the Atropos client pass their bytes
  * through it. Secrets are added where they are read (policy keys in `createUpstream`, the judge key
  * in the rollout wiring, tokens when the gateway registers a trajectory). See docs/gateway.md.

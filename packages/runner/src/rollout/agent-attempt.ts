@@ -8,13 +8,13 @@ import type { GatewayTerminal, PolicyGateway, TrajectoryStatus } from "../gatewa
 import { trajectorySampling } from "../policy/sampling.js";
 import { type PolicySpec, parsePolicySpec, samplingOf } from "../policy/spec.js";
 import type { PolicyUpstream } from "../policy/upstream.js";
-import { redactTree } from "../redact/redact-tree.js";
+import { redactTree } from "../run-format/redact-tree.js";
+import type { Counts, Outcome, RunConfig } from "../run-format/schema.js";
 import { baseCommitOf, type Snapshot } from "../snapshots/build.js";
 import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../workers/types.js";
 import { classifyOutcome, gatewayVerdictOf, workerExitGraceMs } from "./classify-outcome.js";
 import type { AgentAttempt, AgentInput } from "./deps.js";
 import { agentPhaseCpuOf } from "./phase-cpu.js";
-import type { Counts, Outcome, RunConfig } from "./schema.js";
 import { type forkIn, releaseFork } from "./wire-forks.js";
 
 /**

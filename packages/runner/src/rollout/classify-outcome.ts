@@ -1,8 +1,8 @@
 import { match } from "ts-pattern";
 import type { TurnRecord } from "../gateway/turn-log.js";
 import type { GatewayTerminal } from "../gateway/types.js";
+import type { LimitName, Outcome } from "../run-format/schema.js";
 import { WORKER_LIMITS, type WorkerExit, type WorkerLimit } from "../workers/types.js";
-import type { LimitName, Outcome } from "./schema.js";
 
 /**
  * How a trajectory ended, decided once from everything that saw it end: the Cline driver's outcome,

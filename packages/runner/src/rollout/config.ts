@@ -5,10 +5,10 @@ import { UsageError } from "../errors.js";
 import { ImagesMode } from "../images/worker-images.js";
 import { checkSampling, type SamplingParams } from "../policy/sampling.js";
 import { withSamplingDefaults } from "../policy/spec.js";
+import type { RunConfig } from "../run-format/schema.js";
 import { PartialCredit, TamperPenalty } from "../scoring/reward.js";
 import { SuspiciousPenalty } from "../scoring/screen.js";
 import { POOL_DEFAULT_IDLE_S, poolHelp } from "../workers/pool/decisions.js";
-import type { RunConfig } from "./schema.js";
 /**
  * The `rollout` flags and their resolution into a RunConfig (pure). Flags that define what a run
  * IS have no schema default (defaults are applied here), so `--resume` can tell a flag the user

@@ -3,10 +3,10 @@ import { createReadStream } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { FlakegymError } from "../errors.js";
+import type { RunConfig } from "../run-format/schema.js";
 import { type DatasetSummary, loadDataset } from "../tasks/dataset.js";
 import type { RowError } from "../tasks/dataset-row.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
-import type { RunConfig } from "./schema.js";
 import type { RunDatasetSummary } from "./summary.js";
 
 /**

@@ -1,9 +1,14 @@
-import type { AtroposMessage } from "../emit/atropos/schema.js";
 import type { TokenSequence } from "../emit/group.js";
-import type { WorkerImageProvenance } from "../images/worker-images.js";
+import type { AtroposMessage } from "../run-format/atropos-schema.js";
+import type {
+  Counts,
+  Outcome,
+  Score,
+  TrajectoryResult,
+  WorkerImageProvenance,
+} from "../run-format/schema.js";
 import type { HiddenTests } from "../scoring/scorer.js";
 import type { TrajectorySlot } from "./plan.js";
-import type { Counts, Outcome, Score, TrajectoryResult } from "./schema.js";
 
 /**
  * The effects a rollout composes, as the orchestrator sees them. `createRolloutDeps` wires them to

@@ -1,4 +1,4 @@
-import { isDiskFull, WriteError } from "../emit/write-error.js";
+import { isDiskFull, WriteError } from "../run-format/write-error.js";
 import type { AttemptEnd } from "./retry.js";
 
 const FULL_TEXT = /ENOSPC|EDQUOT|no space left on device|E_DISK_FULL|disk quota exceeded/i;

@@ -3,9 +3,9 @@ import { join } from "node:path";
 import { FlakegymError } from "../errors.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
+import type { Outcome, Score } from "../run-format/schema.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask } from "./deps.js";
 import type { TrajectorySlot } from "./plan.js";
-import type { Outcome, Score } from "./schema.js";
 import { trajectoryExportOf } from "./trajectory-export.js";
 
 /**

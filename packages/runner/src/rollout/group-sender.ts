@@ -5,9 +5,9 @@ import {
   markedGroups,
   type PushResult,
 } from "../emit/atropos/emitter.js";
-import { type GroupLine, toScoredDataGroup } from "../emit/group.js";
-import type { RunPaths } from "./run-dir.js";
-import type { RunConfig } from "./schema.js";
+import { toScoredDataGroup } from "../emit/group.js";
+import type { RunPaths } from "../run-format/run-dir.js";
+import type { GroupLine, RunConfig } from "../run-format/schema.js";
 
 /**
  * A run's groups on their way to Atropos (`--atropos`): one sender, groups pushed in order; a group

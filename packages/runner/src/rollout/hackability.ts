@@ -1,4 +1,4 @@
-import type { TrajectoryResult } from "./schema.js";
+import type { TrajectoryResult } from "../run-format/schema.js";
 
 /**
  * A task's hackability report (issue 25): which defences applied to its scoring and which graded

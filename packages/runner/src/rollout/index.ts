@@ -1,3 +1,17 @@
+export { type RunState, readManifest, readRunState, runPaths } from "../run-format/run-dir.js";
+export {
+  Counts,
+  LimitName,
+  MetricsLine,
+  Outcome,
+  OutcomeKind,
+  RunConfig,
+  RunManifest,
+  SampleLine,
+  Score,
+  Timings,
+  TrajectoryResult,
+} from "../run-format/schema.js";
 export {
   classifyOutcome,
   type GatewayVerdict,
@@ -25,24 +39,10 @@ export type {
   ScoreInput,
   SnapshotRef,
 } from "./deps.js";
-export { type Plan, planRun, policyFor, type RunState, type TrajectorySlot, trajectoryId } from "./plan.js";
+export { type Plan, planRun, policyFor, type TrajectorySlot, trajectoryId } from "./plan.js";
 export { nixStorePathOf } from "./provenance.js";
 export { isRetryable, shouldRetry } from "./retry.js";
-export { readManifest, readRunState, runPaths } from "./run-dir.js";
 export { type RolloutResult, runRollout } from "./run-rollout.js";
-export {
-  Counts,
-  LimitName,
-  MetricsLine,
-  Outcome,
-  OutcomeKind,
-  RunConfig,
-  RunManifest,
-  SampleLine,
-  Score,
-  Timings,
-  TrajectoryResult,
-} from "./schema.js";
 export { createSemaphore } from "./semaphore.js";
 export { RunDatasetSummary, RunSummary, renderSummary, TaskSummary } from "./summary.js";
 export { renderVerdicts, type TaskVerdict, verdictFor } from "./validate.js";

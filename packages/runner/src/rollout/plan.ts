@@ -1,4 +1,4 @@
-import type { TrajectoryResult } from "./schema.js";
+import type { RunState } from "../run-format/run-dir.js";
 
 /** Pure planning of what a run still has to do, given what its directory already holds. */
 
@@ -16,18 +16,6 @@ export interface TrajectorySlot {
   readonly index: number;
   readonly trajectoryId: string;
   readonly policy: string;
-}
-
-/** What the run directory already holds (read by `readRunState`). */
-export interface RunState {
-  /** Finished trajectories (their result.json), by trajectory id. */
-  readonly results: ReadonlyMap<string, TrajectoryResult>;
-  /** Trajectory directories without a result.json: started, never finished. */
-  readonly partial: readonly string[];
-  readonly metricsIds: ReadonlySet<string>;
-  readonly samplesIds: ReadonlySet<string>;
-  /** Task ids that have a line in groups.jsonl. */
-  readonly groupTasks: ReadonlySet<string>;
 }
 
 export interface Plan {

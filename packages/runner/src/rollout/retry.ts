@@ -1,6 +1,6 @@
 import { match } from "ts-pattern";
 import { FlakegymError, UsageError } from "../errors.js";
-import type { Outcome } from "./schema.js";
+import type { Outcome } from "../run-format/schema.js";
 
 /**
  * Whether a failed agent attempt runs again (pure). Only the machinery's own failures are retried:

@@ -3,8 +3,8 @@ import { readdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { UsageError } from "../errors.js";
 import { parsePolicySpec } from "../policy/spec.js";
+import type { RunConfig } from "../run-format/schema.js";
 import { BUILTIN_CATALOG_DIR } from "../tasks/catalog.js";
-import type { RunConfig } from "./schema.js";
 
 /**
  * The files a run's result depends on besides its flags: every file of each catalog task (prompt,

@@ -1,11 +1,11 @@
 import { mkdir, readdir } from "node:fs/promises";
 import { FlakegymError, UsageError } from "../errors.js";
+import { type RunPaths, readManifest } from "../run-format/run-dir.js";
+import type { RunConfig, RunManifest } from "../run-format/schema.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import type { RolloutDeps } from "./deps.js";
 import { runningStorePath } from "./provenance.js";
-import { type RunPaths, readManifest } from "./run-dir.js";
 import { isLockFile } from "./run-lock.js";
-import type { RunConfig, RunManifest } from "./schema.js";
 
 /** A run's run.json: what a new run records, what a resumed one keeps, and its groups' provenance. */
 

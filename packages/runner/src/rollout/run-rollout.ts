@@ -1,16 +1,9 @@
 import { setMaxListeners } from "node:events";
 import { mkdir, readFile } from "node:fs/promises";
-import { buildGroup, type GroupLine, groupId } from "../emit/group.js";
-import { appendJsonLine, writeFileAtomic, writeJsonAtomic } from "../emit/jsonl.js";
+import { buildGroup, groupId } from "../emit/group.js";
 import { messageWithHint } from "../errors.js";
 import type { ProgressSink } from "../progress/events.js";
-import { ScoringSetupError } from "../scoring/scorer.js";
-import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
-import { diskFullStop, isDiskFullEnd } from "./disk-full-end.js";
-import { createGroupSender } from "./group-sender.js";
-import { createRunnerCpuLedger } from "./phase-cpu.js";
-import { planRun, type TrajectorySlot } from "./plan.js";
-import { type AttemptEnd, isRetryable, shouldRetry } from "./retry.js";
+import { appendJsonLine, writeFileAtomic, writeJsonAtomic } from "../run-format/jsonl.js";
 import {
   cleanTrajectory,
   moveToAttempt,
@@ -19,9 +12,23 @@ import {
   readRunState,
   runPaths,
   writeManifest,
-} from "./run-dir.js";
+} from "../run-format/run-dir.js";
+import type {
+  GroupLine,
+  Outcome,
+  RunConfig,
+  SampleLine,
+  Score,
+  TrajectoryResult,
+} from "../run-format/schema.js";
+import { ScoringSetupError } from "../scoring/scorer.js";
+import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
+import { diskFullStop, isDiskFullEnd } from "./disk-full-end.js";
+import { createGroupSender } from "./group-sender.js";
+import { createRunnerCpuLedger } from "./phase-cpu.js";
+import { planRun, type TrajectorySlot } from "./plan.js";
+import { type AttemptEnd, isRetryable, shouldRetry } from "./retry.js";
 import { groupProvenanceOf, openManifest } from "./run-manifest.js";
-import type { Outcome, RunConfig, SampleLine, Score, TrajectoryResult } from "./schema.js";
 import { createSemaphore } from "./semaphore.js";
 import {
   type RunDatasetSummary,

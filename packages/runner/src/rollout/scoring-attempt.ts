@@ -1,4 +1,5 @@
 import type { ProfileId } from "@flakegym/profiles";
+import type { RunConfig, Score } from "../run-format/schema.js";
 import { type BoundHidden, prepareReadOnlyHidden, type ReadOnlyFiles } from "../scoring/read-only.js";
 import { type ScoreOptions, scoreDiff } from "../scoring/scorer.js";
 import type { Snapshot } from "../snapshots/build.js";
@@ -6,7 +7,6 @@ import { rowTermCommands } from "../tasks/row-reward.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
 import type { RolloutTask, ScoreInput } from "./deps.js";
 import { cpuBetween } from "./phase-cpu.js";
-import type { RunConfig, Score } from "./schema.js";
 import { type forkIn, releaseFork } from "./wire-forks.js";
 
 /**

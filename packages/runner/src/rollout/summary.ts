@@ -1,6 +1,6 @@
 import { z } from "zod";
+import { LimitName, OutcomeKind, type TrajectoryResult } from "../run-format/schema.js";
 import { reasonOf } from "./classify-outcome.js";
-import { LimitName, OutcomeKind, type TrajectoryResult } from "./schema.js";
 
 /** `summary.json` and the table printed at the end of a run. Pure. */
 

@@ -1,4 +1,3 @@
-import type { AtroposMessage } from "../emit/atropos/schema.js";
 import type { TokenSequence } from "../emit/group.js";
 import {
   assistantMessageOf,
@@ -8,8 +7,9 @@ import {
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import type { TurnRecord } from "../gateway/turn-log.js";
 import type { ChatMessage } from "../policy/chat.js";
+import type { AtroposMessage } from "../run-format/atropos-schema.js";
+import type { RunConfig, TrajectoryResult } from "../run-format/schema.js";
 import type { TrajectoryExportResult } from "./deps.js";
-import type { RunConfig, TrajectoryResult } from "./schema.js";
 
 /** A trajectory as the trainer gets it: its chat and, with a tokenizer, its token sequences. */
 

@@ -1,6 +1,6 @@
+import type { MetricsLine, Outcome, Score, TrajectoryResult } from "../run-format/schema.js";
 import type { AgentAttempt, RolloutTask } from "./deps.js";
 import type { TrajectorySlot } from "./plan.js";
-import type { MetricsLine, Outcome, Score, TrajectoryResult } from "./schema.js";
 
 /** A finished trajectory as the run directory records it: result.json and its metrics line (pure). */
 

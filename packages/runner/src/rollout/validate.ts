@@ -1,6 +1,6 @@
 import { match } from "ts-pattern";
+import type { TrajectoryResult } from "../run-format/schema.js";
 import { type Hackability, hackabilityOf, hackabilityReasons, type ScoringPlace } from "./hackability.js";
-import type { TrajectoryResult } from "./schema.js";
 import type { RunSummary } from "./summary.js";
 
 /**

@@ -2,6 +2,7 @@ import { createNomadClient, nomadConfigFromEnv } from "@flakegym/nomad-jobs";
 import { match } from "ts-pattern";
 import { UsageError } from "../errors.js";
 import type { ListenSpec } from "../gateway/types.js";
+import type { RunConfig } from "../run-format/schema.js";
 import { clineAgentLauncher } from "../workers/local/cline-agent.js";
 import { createLocalBackend } from "../workers/local/local-backend.js";
 import { createNomadBackend } from "../workers/nomad/backend.js";
@@ -16,7 +17,6 @@ import { createWorkerPool, type PooledBackend } from "../workers/pool/pool.js";
 import { isPoolable } from "../workers/pool/types.js";
 import type { WorkerBackend } from "../workers/types.js";
 import { nomadRolloutDriver } from "./nomad-driver.js";
-import type { RunConfig } from "./schema.js";
 import type { WireOptions } from "./wire-options.js";
 
 /**

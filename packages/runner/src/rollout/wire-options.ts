@@ -1,4 +1,4 @@
-import type { RecordedImage } from "../images/worker-images.js";
+import type { RecordedImage } from "../run-format/schema.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
 import type { PoolState } from "../workers/pool/pool.js";
 import type { WorkerBackend } from "../workers/types.js";

@@ -1,9 +1,8 @@
 import { FlakegymError } from "../errors.js";
-import type { RecordedImage, WorkerImageProvenance } from "../images/worker-images.js";
+import type { RecordedImage, RunConfig, WorkerImageProvenance } from "../run-format/schema.js";
 import type { LoadedTask } from "../tasks/catalog.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
 import type { RolloutTask } from "./deps.js";
-import type { RunConfig } from "./schema.js";
 
 /** A rollout's tasks as the wiring sees them: catalog tasks and dataset rows alike. */
 

@@ -11,6 +11,7 @@ import type { PolicyGateway } from "../gateway/types.js";
 import { writeOwnerRecord } from "../gc/owner.js";
 import { parsePolicySpec } from "../policy/spec.js";
 import { runSecrets } from "../redact/redactor.js";
+import type { RunConfig } from "../run-format/schema.js";
 import { hiddenTestsOf } from "../scoring/hidden-tests.js";
 import {
   buildSnapshot,
@@ -25,7 +26,6 @@ import { runAgentAttempt } from "./agent-attempt.js";
 import { resolveRowSource } from "./dataset-source.js";
 import type { RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
 import { trialOf } from "./plan.js";
-import type { RunConfig } from "./schema.js";
 import { runScoringAttempt } from "./scoring-attempt.js";
 import { trajectoryExportOf } from "./trajectory-export.js";
 import { advertiseListenOf, checkGatewayAdvertise, chooseBackend, poolFor } from "./wire-backend.js";

@@ -1,6 +1,5 @@
-import type { WorkerImageProvenance } from "../images/worker-images.js";
+import type { RunConfig, WorkerImageProvenance } from "../run-format/schema.js";
 import type { WorkerSpec } from "../workers/types.js";
-import type { RunConfig } from "./schema.js";
 import type { TaskRuntime } from "./wire-tasks.js";
 import { agentWorkerWallClockMs, scoringWorkerWallClockMs } from "./worker-deadlines.js";
 

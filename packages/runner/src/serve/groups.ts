@@ -1,16 +1,21 @@
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { writeJsonAtomic } from "../emit/jsonl.js";
+import {
+  readGroupRecords,
+  readResults,
+  readServedTrajectory,
+  type ServedTrajectory,
+} from "../export/served-record.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import { newRunId, type RolloutOptions, resolveRolloutOptions } from "../rollout/config.js";
 import type { RolloutDeps } from "../rollout/deps.js";
-import { readManifest, runPaths } from "../rollout/run-dir.js";
 import { acquireRunLock, type RunLock } from "../rollout/run-lock.js";
 import { runRollout } from "../rollout/run-rollout.js";
-import { type RunConfig, TrajectoryResult } from "../rollout/schema.js";
+import { writeJsonAtomic } from "../run-format/jsonl.js";
+import { readManifest, runPaths } from "../run-format/run-dir.js";
+import { type RunConfig, TrajectoryResult } from "../run-format/schema.js";
 import { groupEndOf } from "./group-end.js";
 import { type GroupTasks, prepareGroupTasks } from "./group-tasks.js";
-import { readGroupRecords, readResults, readServedTrajectory, type ServedTrajectory } from "./record.js";
 import {
   DoneLine,
   type GroupRequest,

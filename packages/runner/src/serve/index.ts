@@ -1,3 +1,12 @@
+export {
+  provenanceOf,
+  readGroupRecords,
+  readResults,
+  readServedTrajectory,
+  ServedSegment,
+  ServedTrajectory,
+  servedTrajectory,
+} from "../export/served-record.js";
 export { type GroupEnd, type GroupEndInput, groupEndOf } from "./group-end.js";
 export {
   CANCELLED,
@@ -7,15 +16,6 @@ export {
   rolloutOptionsOf,
   sameRequest,
 } from "./groups.js";
-export {
-  provenanceOf,
-  readGroupRecords,
-  readResults,
-  readServedTrajectory,
-  ServedSegment,
-  ServedTrajectory,
-  servedTrajectory,
-} from "./record.js";
 export { apiSchema, DoneLine, GroupRequest, GroupStatus, StreamLine, TrajectoryErrorLine } from "./schema.js";
 export { authorized, isLoopback, type ServeHandle, type ServeOptions, startServe } from "./server.js";
 export { checkAllowedUpstreams, MODEL_KEY_ENV, upstreamProblem, withoutModelKeys } from "./upstream-allow.js";

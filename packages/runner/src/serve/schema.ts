@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ScenarioSpec } from "../eval/scenario.js";
-import { ServedTrajectory } from "./record.js";
+import { ServedTrajectory } from "../export/served-record.js";
 
 /**
  * The `flakegym serve` HTTP API (docs/trainers.md). A trainer POSTs a GroupRequest to /v1/groups

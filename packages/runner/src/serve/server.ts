@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { FlakegymError, UsageError } from "../errors.js";
+import { FlakegymError, HttpError, UsageError } from "../errors.js";
 import { RunDirLockedError } from "../rollout/run-lock.js";
 import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
 import { checkGroupTasks, GroupTaskError } from "./group-tasks.js";
@@ -15,7 +15,7 @@ import {
   sameRequest,
   startGroup,
 } from "./groups.js";
-import { apiSchema, GroupRequest, type RowProblem, type StreamLine } from "./schema.js";
+import { apiSchema, GroupRequest, type StreamLine } from "./schema.js";
 import { upstreamProblem } from "./upstream-allow.js";
 
 /**
@@ -94,18 +94,6 @@ export function serveMaxGroups(o: {
     );
   }
   return 1;
-}
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly headers: Record<string, string> = {},
-    readonly extra: { rows?: readonly RowProblem[] } = {},
-  ) {
-    super(message);
-  }
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
@@ -233,10 +221,7 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
             400,
             code,
             `field '${err.field}': ${err.message}`,
-            {},
-            {
-              ...(err.rows ? { rows: err.rows } : {}),
-            },
+            err.rows ? { extra: { rows: err.rows } } : {},
           );
         });
       }
@@ -246,7 +231,7 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
           429,
           "E_BUSY",
           `${running()} group(s) running, the most this server runs at once (--max-groups ${o.maxGroups}); retry after ${after} s`,
-          { "retry-after": after },
+          { headers: { "retry-after": after } },
         );
       }
       const g = await startGroup(o, request, stored).catch((err: unknown) => {

@@ -12,16 +12,52 @@ export interface FileDiff {
   readonly text: string;
 }
 
-const unquote = (p: string) =>
-  p.startsWith('"') && p.endsWith('"')
-    ? p.slice(1, -1).replace(/\\([\\"tn])/g, (_, c: string) => (c === "t" ? "\t" : c === "n" ? "\n" : c))
-    : p;
+/**
+ * Unquotes a path as git writes it (core.quotePath): a path with a special byte is written between
+ * double quotes with C escapes (`\t`, `\n`, `\"`, `\\`, `\a`…) and every non-ASCII byte as a
+ * three-digit octal escape (`"caf\303\251.txt"` is `café.txt`). An unquoted path is returned as is.
+ */
+export function unquoteGitPath(p: string): string {
+  if (!p.startsWith('"')) return p;
+  const body = p.slice(1, p.lastIndexOf('"'));
+  const bytes: number[] = [];
+  const enc = new TextEncoder();
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i]!;
+    if (c !== "\\") {
+      bytes.push(...enc.encode(c));
+      continue;
+    }
+    const n = body[++i]!;
+    if (/[0-7]/.test(n)) {
+      const oct = body.slice(i, i + 3);
+      bytes.push(Number.parseInt(oct, 8));
+      i += 2;
+    } else
+      bytes.push(
+        ({ n: 10, t: 9, r: 13, '"': 34, "\\": 92, a: 7, b: 8, f: 12, v: 11 } as Record<string, number>)[n] ??
+          n.charCodeAt(0),
+      );
+  }
+  return new TextDecoder().decode(new Uint8Array(bytes));
+}
+
+/**
+ * The path of a `--- ` / `+++ ` line's value without its `a/` or `b/` prefix; null for
+ * `/dev/null`. Git ends the line with a tab when an unquoted path holds a space; it is cut off.
+ */
+export function diffSidePath(p: string): string | null {
+  const path = unquoteGitPath(p.split("\t")[0]!.trimEnd());
+  if (path === "/dev/null") return null;
+  return path.replace(/^[ab]\//, "");
+}
 
 /** Reads `a/x b/y` from a `diff --git` header (paths may be quoted). */
-function headerPaths(line: string): { a?: string; b?: string } {
+export function headerPaths(line: string): { a?: string; b?: string } {
   const rest = line.slice("diff --git ".length);
   const m = /^("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$/.exec(rest);
-  if (m) return { a: unquote(m[1]!).replace(/^a\//, ""), b: unquote(m[2]!).replace(/^b\//, "") };
+  if (m)
+    return { a: unquoteGitPath(m[1]!).replace(/^a\//, ""), b: unquoteGitPath(m[2]!).replace(/^b\//, "") };
   // unquoted paths with spaces: "a/<p> b/<p>" with the same <p>
   const half = (rest.length - 1) / 2;
   if (Number.isInteger(half)) {
@@ -44,14 +80,12 @@ export function splitDiff(diff: string): FileDiff[] {
     let oldPath = cur.a;
     let newPath = cur.b;
     for (const l of cur.lines) {
-      if (l.startsWith("--- "))
-        oldPath = l === "--- /dev/null" ? undefined : unquote(l.slice(4)).replace(/^a\//, "");
-      if (l.startsWith("+++ "))
-        newPath = l === "+++ /dev/null" ? undefined : unquote(l.slice(4)).replace(/^b\//, "");
+      if (l.startsWith("--- ")) oldPath = diffSidePath(l.slice(4)) ?? undefined;
+      if (l.startsWith("+++ ")) newPath = diffSidePath(l.slice(4)) ?? undefined;
       if (l.startsWith("new file mode")) oldPath = undefined;
       if (l.startsWith("deleted file mode")) newPath = undefined;
-      if (l.startsWith("rename from ")) oldPath = unquote(l.slice("rename from ".length));
-      if (l.startsWith("rename to ")) newPath = unquote(l.slice("rename to ".length));
+      if (l.startsWith("rename from ")) oldPath = unquoteGitPath(l.slice("rename from ".length));
+      if (l.startsWith("rename to ")) newPath = unquoteGitPath(l.slice("rename to ".length));
       if (l.startsWith("@@")) break;
     }
     out.push({

@@ -1,6 +1,6 @@
-import { writeStreamAtomic } from "../emit/jsonl.js";
 import { esc } from "../eval/report-html.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
+import { writeStreamAtomic } from "../run-format/jsonl.js";
 import { jsonScript, pageFrame, webAssets } from "./bundle.js";
 import { RowQuery } from "./query-schema.js";
 import { createViewStore, EvalFileName, type ViewStore } from "./run-data.js";

@@ -1,8 +1,7 @@
 import { z } from "zod";
-import { GroupLine } from "../emit/group.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
-import { MetricsLine, RunManifest, Score, TrajectoryResult } from "../rollout/schema.js";
 import { RunSummary } from "../rollout/summary.js";
+import { GroupLine, MetricsLine, RunManifest, Score, TrajectoryResult } from "../run-format/schema.js";
 import { type CompareKind, type CompareResponse, compareEvals, compareRuns, pageCompare } from "./compare.js";
 import { type ConvMessage, conversationOf } from "./conversation.js";
 import { EvalSummary, evalSummaryOf, ReportHead, trialDirsOf } from "./eval-data.js";

@@ -1,7 +1,7 @@
-import { constants } from "node:fs";
-import { type FileHandle, lstat, open, readdir, readlink, realpath } from "node:fs/promises";
-import { join, sep } from "node:path";
+import { type FileHandle, lstat, readdir, realpath } from "node:fs/promises";
+import { join } from "node:path";
 import { FlakegymError } from "../errors.js";
+import { openPlainFileUnder } from "../safe-read/open-plain-file.js";
 import { SEGMENT } from "./segment.js";
 
 /**
@@ -48,7 +48,6 @@ export interface SafeRoot {
 
 export async function openSafeRoot(dir: string): Promise<SafeRoot> {
   const root = await realpath(dir);
-  const within = (p: string) => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
 
   /** lstat every ancestor segment: none may be a symlink. */
   async function checkAncestors(segments: readonly string[]): Promise<void> {
@@ -64,27 +63,12 @@ export async function openSafeRoot(dir: string): Promise<SafeRoot> {
   async function openFile(segments: readonly string[]): Promise<FileHandle> {
     const last = segments.at(-1);
     if (!last || !SEGMENT.test(last)) throw new ViewPathError("a file name is required", 400);
-    await checkAncestors(segments);
-    let fh: FileHandle;
-    try {
-      fh = await open(
-        join(root, ...segments),
-        constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
-      );
-    } catch {
-      throw new ViewPathError(`${segments.join("/")}: not found`, 404);
-    }
-    try {
-      const st = await fh.stat();
-      // a swapped ancestor (race) shows in the descriptor's real path
-      const real = await readlink(`/proc/self/fd/${fh.fd}`).catch(() => undefined);
-      if (!st.isFile() || (real !== undefined && !within(real)))
-        throw new ViewPathError(`${segments.join("/")}: not a plain file under the root`, 404);
-      return fh;
-    } catch (e) {
-      await fh.close();
-      throw e;
-    }
+    for (const s of segments.slice(0, -1))
+      if (!SEGMENT.test(s)) throw new ViewPathError(`path segment '${s.slice(0, 80)}' is not allowed`, 400);
+    const fh = await openPlainFileUnder(root, segments);
+    if (!fh)
+      throw new ViewPathError(`${segments.join("/")}: not found (or not a plain file under the root)`, 404);
+    return fh;
   }
 
   return {

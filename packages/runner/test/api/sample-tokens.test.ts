@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { sampleTokensOf } from "../../src/api/sample-tokens.js";
+import { doubleLogprob } from "../../src/export/inference-server-double.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
-import { doubleLogprob } from "../../src/policy/inference-server-double.js";
 import { TOKENIZERS, turn } from "../export/fixtures.js";
 
 let tok: ChatTokenizer;

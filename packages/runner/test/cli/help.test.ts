@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { commands } from "../../src/cli/commands/index.js";
-import { renderCommandHelp, renderOptions } from "../../src/cli/help.js";
+import { commandGroups, groupHelpRequest, renderCommandHelp, renderOptions } from "../../src/cli/help.js";
 import { POOL_DEFAULT_MIN_TRAJECTORIES, poolHelp, resolvePool } from "../../src/workers/pool/decisions.js";
+import { runCliCaptured } from "../helpers/cli.js";
 
 describe("renderOptions", () => {
   it("generates the flag table from the schema's descriptions, defaults and choices", () => {
@@ -54,3 +55,46 @@ describe("validate --help says which backends run Cline agents", () => {
     expect(text).toMatch(/podman \(containers\), each running the Cline agent and the scorer/);
   });
 });
+
+describe("command groups answer --help and a bare invocation with their subcommands", () => {
+  const cli = (argv: string[]) => runCliCaptured(argv, { env: {} });
+  const groups = [...commandGroups(commands)];
+
+  it("finds every group of the table, the ones the README names among them", () => {
+    expect(groups.map(([g]) => g)).toEqual(
+      expect.arrayContaining(["tasks", "images", "env", "nomad", "snapshot", "nix"]),
+    );
+    for (const [g, members] of groups) for (const m of members) expect(m.path[0]).toBe(g);
+  });
+
+  it("groupHelpRequest: only a group word followed by nothing or --help/-h", () => {
+    expect(groupHelpRequest(commands, ["tasks"])).toBe("tasks");
+    expect(groupHelpRequest(commands, ["tasks", "-h"])).toBe("tasks");
+    expect(groupHelpRequest(commands, ["tasks", "frobnicate"])).toBeUndefined();
+    expect(groupHelpRequest(commands, ["rollout"])).toBeUndefined();
+    expect(groupHelpRequest(commands, [])).toBeUndefined();
+  });
+
+  it.each(groups.map(([g]) => g))(
+    "flakegym %s and flakegym %s --help list every subcommand, exit 0",
+    async (g) => {
+      const members = commandGroups(commands).get(g)!;
+      for (const argv of [[g], [g, "--help"]]) {
+        const r = await cli(argv);
+        expect(r.code, r.stderr).toBe(0);
+        expect(r.stdout).toContain(`usage: flakegym ${g} <subcommand>`);
+        for (const m of members) expect(r.stdout).toContain(`  ${m.path.slice(1).join(" ")} `);
+        expect(r.stdout).toContain(m0Help(members[0]!.path));
+      }
+    },
+  );
+
+  it("an unknown subcommand of a group is still a usage error listing the group's commands", async () => {
+    const r = await cli(["tasks", "frobnicate"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("unknown command 'tasks frobnicate'");
+    expect(r.stderr).toContain("tasks list");
+  });
+});
+
+const m0Help = (path: readonly string[]) => `flakegym ${path.join(" ")} --help`;

@@ -1,9 +1,8 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { main } from "../../src/cli/main.js";
+import { runCliCaptured } from "../helpers/cli.js";
 
 /** `flakegym eval` usage errors: exit 2 before anything runs, naming what was wrong. */
 
@@ -16,20 +15,8 @@ afterAll(async () => {
 });
 
 async function run(argv: string[]) {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = "";
-  let err = "";
-  stdout.on("data", (d) => (out += d));
-  stderr.on("data", (d) => (err += d));
-  const code = await main(argv, {
-    stdout,
-    stderr,
-    env: { PATH: process.env.PATH },
-    cwd: dir,
-    signal: new AbortController().signal,
-  });
-  return { code, out, err };
+  const r = await runCliCaptured(argv, { cwd: dir, env: { PATH: process.env.PATH } });
+  return { code: r.code, out: r.stdout, err: r.stderr };
 }
 
 describe("flakegym eval: usage errors", () => {

@@ -8,7 +8,7 @@ import { runEval, wallPhasesOf } from "../../src/eval/run-eval.js";
 import { loadScenario, type Scenario, suiteScenarioDirs } from "../../src/eval/scenario.js";
 import { createDummyDeps } from "../../src/rollout/dummy-deps.js";
 import { trialOf } from "../../src/rollout/plan.js";
-import type { RunConfig } from "../../src/rollout/schema.js";
+import type { RunConfig } from "../../src/run-format/schema.js";
 import { BUILTIN_CATALOG_DIR } from "../../src/tasks/catalog.js";
 
 /**

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { exportTrajectory, nearText, promptBoundary } from "../../src/export/export-trajectory.js";
+import { doubleLogprob } from "../../src/export/inference-server-double.js";
 import { MASKED } from "../../src/export/tokenize-for-trainer.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
 import type { TurnRecord } from "../../src/gateway/turn-log.js";
-import { doubleLogprob } from "../../src/policy/inference-server-double.js";
 import { ANSWERS, expectGolden, type Family, TOKENIZERS, turn, xmlChat } from "./fixtures.js";
 
 const toks = {} as Record<Family, ChatTokenizer>;

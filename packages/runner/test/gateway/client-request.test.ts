@@ -2,22 +2,18 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  HttpError,
-  parseClientRequest,
-  parsesAfterForwarding,
-  upstreamCall,
-} from "../../src/gateway/client-request.js";
-import { createPolicyGateway } from "../../src/gateway/server.js";
-import { parseSse } from "../../src/gateway/sse.js";
-import { parseTurnLog } from "../../src/gateway/turn-log.js";
-import type { PolicyGateway } from "../../src/gateway/types.js";
+import { HttpError } from "../../src/errors.js";
 import {
   type InferenceServerDouble,
   startInferenceServerDouble,
-} from "../../src/policy/inference-server-double.js";
+} from "../../src/export/inference-server-double.js";
+import { parseClientRequest, parsesAfterForwarding, upstreamCall } from "../../src/gateway/client-request.js";
+import { createPolicyGateway } from "../../src/gateway/server.js";
+import { parseTurnLog } from "../../src/gateway/turn-log.js";
+import type { PolicyGateway } from "../../src/gateway/types.js";
 import { OpenAiUpstream } from "../../src/policy/openai-upstream.js";
 import { PlanUpstream } from "../../src/policy/scripted-upstream.js";
+import { parseSse } from "../../src/policy/sse.js";
 
 const good = {
   model: "cline-asks-this",

@@ -3,13 +3,13 @@ import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startInferenceServerDouble } from "../../src/export/inference-server-double.js";
 import { createPolicyGateway } from "../../src/gateway/server.js";
-import { parseSse } from "../../src/gateway/sse.js";
 import { parseTurnLog } from "../../src/gateway/turn-log.js";
 import type { PolicyGateway } from "../../src/gateway/types.js";
-import { startInferenceServerDouble } from "../../src/policy/inference-server-double.js";
 import { OpenAiUpstream } from "../../src/policy/openai-upstream.js";
 import { PlanUpstream } from "../../src/policy/scripted-upstream.js";
+import { parseSse } from "../../src/policy/sse.js";
 
 let dir: string;
 let gw: PolicyGateway;

@@ -2,16 +2,16 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { parseSse } from "../../src/gateway/sse.js";
-import { startGatewayThread, type ThreadedPolicyGateway } from "../../src/gateway/thread.js";
-import { parseTurnLog } from "../../src/gateway/turn-log.js";
-import type { GatewayTerminal } from "../../src/gateway/types.js";
 import {
   type InferenceServerDouble,
   startInferenceServerDouble,
-} from "../../src/policy/inference-server-double.js";
+} from "../../src/export/inference-server-double.js";
+import { startGatewayThread, type ThreadedPolicyGateway } from "../../src/gateway/thread.js";
+import { parseTurnLog } from "../../src/gateway/turn-log.js";
+import type { GatewayTerminal } from "../../src/gateway/types.js";
 import { OpenAiUpstream } from "../../src/policy/openai-upstream.js";
 import { PlanUpstream } from "../../src/policy/scripted-upstream.js";
+import { parseSse } from "../../src/policy/sse.js";
 import { runSecrets } from "../../src/redact/redactor.js";
 
 // The gateway in its own thread: the same behaviour as in the runner's (server.test.ts), with the

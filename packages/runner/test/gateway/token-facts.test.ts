@@ -3,18 +3,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { exportTrajectory } from "../../src/export/export-trajectory.js";
-import { MASKED } from "../../src/export/tokenize-for-trainer.js";
-import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
-import { createPolicyGateway } from "../../src/gateway/server.js";
-import { parseSse } from "../../src/gateway/sse.js";
-import { readTurnLog } from "../../src/gateway/turn-log.js";
-import type { PolicyGateway } from "../../src/gateway/types.js";
 import {
   doubleLogprob,
   type InferenceServerDouble,
   startInferenceServerDouble,
-} from "../../src/policy/inference-server-double.js";
+} from "../../src/export/inference-server-double.js";
+import { MASKED } from "../../src/export/tokenize-for-trainer.js";
+import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
+import { createPolicyGateway } from "../../src/gateway/server.js";
+import { readTurnLog } from "../../src/gateway/turn-log.js";
+import type { PolicyGateway } from "../../src/gateway/types.js";
 import { OpenAiUpstream } from "../../src/policy/openai-upstream.js";
+import { parseSse } from "../../src/policy/sse.js";
 import { ANSWERS, RESULTS, SYSTEM, TASK, TOKENIZERS } from "../export/fixtures.js";
 
 let dir: string;

@@ -1,6 +1,6 @@
+import { doubleLogprob } from "../../src/export/inference-server-double.js";
 import type { ChatTokenizer } from "../../src/export/tokenizer.js";
 import type { TurnRecord } from "../../src/gateway/turn-log.js";
-import { doubleLogprob } from "../../src/policy/inference-server-double.js";
 import { ANSWERS, turn, xmlChat } from "../export/fixtures.js";
 
 /**

@@ -5,8 +5,8 @@ import {
   imageRefFor,
   missingImagesMessage,
   resolveWorkerImages,
-  WorkerImageProvenance,
 } from "../../src/images/worker-images.js";
+import { WorkerImageProvenance } from "../../src/run-format/schema.js";
 
 function rec(kind: ImageRecord["kind"], id: string, over: Partial<ImageRecord> = {}): ImageRecord {
   const name = kind === "profile" ? `flakegym/${id}-env` : `flakegym/snapshot-${id}`;

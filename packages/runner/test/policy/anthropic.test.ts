@@ -2,10 +2,10 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodeSse } from "../../src/gateway/sse.js";
 import { anthropicToChatRequest, chatRequestToAnthropic } from "../../src/policy/anthropic-convert.js";
 import { AnthropicUpstream } from "../../src/policy/anthropic-upstream.js";
 import { ResponseAccumulator } from "../../src/policy/chat.js";
+import { encodeSse } from "../../src/policy/sse.js";
 
 const CLINE_BODY = {
   model: "claude-sonnet-4-5-20250929",

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ChatRequest, ResponseAccumulator } from "../../src/policy/chat.js";
 import {
   type InferenceServerDouble,
   startInferenceServerDouble,
-} from "../../src/policy/inference-server-double.js";
+} from "../../src/export/inference-server-double.js";
+import { ChatRequest, ResponseAccumulator } from "../../src/policy/chat.js";
 import { OpenAiUpstream, TOKEN_FACT_PARAMS } from "../../src/policy/openai-upstream.js";
 import type { UpstreamCall } from "../../src/policy/upstream.js";
 

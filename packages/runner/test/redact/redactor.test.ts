@@ -2,8 +2,8 @@ import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { redactTree } from "../../src/redact/redact-tree.js";
 import { createRedactor, GATEWAY_TOKEN_PATTERN, REDACTED, secretForms } from "../../src/redact/redactor.js";
+import { redactTree } from "../../src/run-format/redact-tree.js";
 
 const KEY = 'sk-test/Key+9"q\\Zm=';
 const b64 = (s: string) => Buffer.from(s).toString("base64");

@@ -5,7 +5,7 @@ import {
   reasonOf,
   workerExitGraceMs,
 } from "../../src/rollout/classify-outcome.js";
-import type { Outcome } from "../../src/rollout/schema.js";
+import type { Outcome } from "../../src/run-format/schema.js";
 
 const completed: Outcome = { kind: "completed", detail: "the agent attempted completion" };
 const deadStream: Outcome = {

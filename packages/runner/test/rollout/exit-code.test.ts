@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { PENDING_EXIT, rolloutExitCode } from "../../src/rollout/exit-code.js";
-import type { Outcome } from "../../src/rollout/schema.js";
 import { countOutcomes, type RunSummary, summarizeTask } from "../../src/rollout/summary.js";
+import type { Outcome } from "../../src/run-format/schema.js";
 import { result } from "./fixtures.js";
 
 const policyError: Outcome = { kind: "policy_error", detail: "the model server answered 500" };

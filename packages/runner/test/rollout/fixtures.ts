@@ -1,4 +1,4 @@
-import type { TrajectoryResult } from "../../src/rollout/schema.js";
+import type { TrajectoryResult } from "../../src/run-format/schema.js";
 
 /** A finished trajectory result with the fields tests care about. */
 export function result(

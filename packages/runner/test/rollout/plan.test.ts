@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { planRun, policyFor, type RunState, trajectoryId, trialOf } from "../../src/rollout/plan.js";
+import { planRun, policyFor, trajectoryId, trialOf } from "../../src/rollout/plan.js";
+import type { RunState } from "../../src/run-format/run-dir.js";
 import { result } from "./fixtures.js";
 
 const empty: RunState = {

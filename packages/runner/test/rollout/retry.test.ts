@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { FlakegymError, UsageError } from "../../src/errors.js";
 import { isRetryable, shouldRetry } from "../../src/rollout/retry.js";
-import { type Outcome, OutcomeKind } from "../../src/rollout/schema.js";
+import { type Outcome, OutcomeKind } from "../../src/run-format/schema.js";
 
 const outcomeOf = (kind: Outcome["kind"]): Outcome =>
   kind === "limits_exceeded" || kind === "timeout"

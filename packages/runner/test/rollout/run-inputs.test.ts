@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkResumeInputs, hashInputs, inputChanges, runInputFiles } from "../../src/rollout/run-inputs.js";
-import type { RunConfig } from "../../src/rollout/schema.js";
+import type { RunConfig } from "../../src/run-format/schema.js";
 
 let dir: string;
 beforeAll(async () => {

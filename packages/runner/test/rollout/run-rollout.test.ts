@@ -2,13 +2,13 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { GroupLine } from "../../src/emit/group.js";
 import { UsageError } from "../../src/errors.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
 import type { ProgressEvent } from "../../src/progress/events.js";
 import { createDummyDeps, type DummyDepsOptions } from "../../src/rollout/dummy-deps.js";
 import { runRollout } from "../../src/rollout/run-rollout.js";
-import { MetricsLine, type RunConfig, TrajectoryResult } from "../../src/rollout/schema.js";
+import type { GroupLine } from "../../src/run-format/schema.js";
+import { MetricsLine, type RunConfig, TrajectoryResult } from "../../src/run-format/schema.js";
 import { TOKENIZERS, turn } from "../export/fixtures.js";
 import { truncationReplay } from "../helpers/truncation-replay.js";
 

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import type { Outcome } from "../../src/rollout/schema.js";
 import {
   countOutcomes,
   renderSummary,
@@ -8,6 +7,7 @@ import {
   stoppedOf,
   summarizeTask,
 } from "../../src/rollout/summary.js";
+import type { Outcome } from "../../src/run-format/schema.js";
 import { result } from "./fixtures.js";
 
 const disk: Outcome = { kind: "limits_exceeded", limit: "disk", detail: "the worker hit its disk limit" };

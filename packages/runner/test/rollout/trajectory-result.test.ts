@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import type { AgentAttempt, RolloutTask } from "../../src/rollout/deps.js";
-import type { Outcome } from "../../src/rollout/schema.js";
 import {
   infraOutcomeOf,
   metricsLineOf,
@@ -8,6 +7,7 @@ import {
   scoredOutcomeOf,
   trajectoryResultOf,
 } from "../../src/rollout/trajectory-result.js";
+import type { Outcome } from "../../src/run-format/schema.js";
 import { result } from "./fixtures.js";
 
 const slot = { taskId: "a", index: 1, trajectoryId: "a-t1", policy: "gold" };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { FlakegymError } from "../../src/errors.js";
-import type { RecordedImage } from "../../src/images/worker-images.js";
 import { imageOf, noReference, ROW_LIMITS, rowRuntimeOf, rowTaskOf } from "../../src/rollout/wire-tasks.js";
+import type { RecordedImage } from "../../src/run-format/schema.js";
 import type { TaskProfile } from "../../src/tasks/task-profile.js";
 
 const row = (over: Partial<TaskProfile> = {}): TaskProfile => ({

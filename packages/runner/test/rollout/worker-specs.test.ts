@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import type { RecordedImage } from "../../src/images/worker-images.js";
 import type { TaskRuntime } from "../../src/rollout/wire-tasks.js";
 import { AGENT_WORKER_SLACK_MS, scoringWorkerWallClockMs } from "../../src/rollout/worker-deadlines.js";
 import type { WorkerSpecBase } from "../../src/rollout/worker-specs.js";
@@ -9,6 +8,7 @@ import {
   scoringWorkerSpec,
   workerLimitsOf,
 } from "../../src/rollout/worker-specs.js";
+import type { RecordedImage } from "../../src/run-format/schema.js";
 
 const task: TaskRuntime = {
   id: "t",

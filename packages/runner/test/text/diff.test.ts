@@ -1,5 +1,10 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa } from "execa";
 import { describe, expect, it } from "vitest";
-import { dropPaths, splitDiff, touchedPaths } from "../../src/text/diff.js";
+import { parseUnifiedDiff } from "../../src/policy/unified-diff.js";
+import { dropPaths, splitDiff, touchedPaths, unquoteGitPath } from "../../src/text/diff.js";
 
 const DIFF = `diff --git a/src/lib.rs b/src/lib.rs
 index 1111111..2222222 100644
@@ -90,5 +95,43 @@ describe("dropPaths", () => {
     const r = dropPaths(DIFF, ["nope"]);
     expect(r.diff).toBe(DIFF);
     expect(r.droppedPaths).toEqual([]);
+  });
+});
+
+describe("git's own path quoting (one reader for the scorer's split and the patch parser)", () => {
+  it("unquotes C escapes and octal bytes as UTF-8", () => {
+    expect(unquoteGitPath('"caf\\303\\251.txt"')).toBe("café.txt");
+    expect(unquoteGitPath('"ta\\tb\\\\c\\"d"')).toBe('ta\tb\\c"d');
+    expect(unquoteGitPath("plain name.txt")).toBe("plain name.txt");
+  });
+
+  it("reads back every path of a real git diff: octal-escaped, quoted, tab, space (with git's trailing tab), rename", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "fg-diff-quote-"));
+    try {
+      const names = ["café.txt", 'q"uote.txt', "ta\tb.txt", "sp ace.txt", "日本.md"];
+      const git = (...args: string[]) =>
+        execa("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...args], { cwd: dir, timeout: 30_000 });
+      await git("init", "-q");
+      for (const n of names) await writeFile(join(dir, n), "a\n");
+      await git("add", "-A");
+      await git("commit", "-qm", "base");
+      for (const n of names) await writeFile(join(dir, n), "a\nb\n");
+      await git("mv", "sp ace.txt", "sp ace 2.txt");
+      const diff = (await git("diff", "HEAD")).stdout;
+      expect(diff).toContain('"a/caf\\303\\251.txt"');
+      const expected = [
+        ["café.txt", "café.txt"],
+        ['q"uote.txt', 'q"uote.txt'],
+        ["sp ace.txt", "sp ace 2.txt"],
+        ["ta\tb.txt", "ta\tb.txt"],
+        ["日本.md", "日本.md"],
+      ];
+      const sort = (xs: (string | null | undefined)[][]) =>
+        xs.sort((x, y) => String(x[0]).localeCompare(String(y[0])));
+      expect(sort(splitDiff(`${diff}\n`).map((f) => [f.oldPath, f.newPath]))).toEqual(sort(expected));
+      expect(sort(parseUnifiedDiff(`${diff}\n`).map((f) => [f.oldPath, f.newPath]))).toEqual(sort(expected));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

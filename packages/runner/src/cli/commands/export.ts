@@ -1,12 +1,8 @@
+import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
-import {
-  defaultExportPath,
-  ExportFileFormat,
-  ExportFormat,
-  exportRun,
-} from "../../export/formats/export-run.js";
+import { ExportFileFormat, ExportFormat, exportOutPath, exportRun } from "../../export/formats/export-run.js";
 import { SegmentPolicy } from "../../export/formats/trainer-formats.js";
 import { defineCommand } from "../command.js";
 
@@ -27,7 +23,9 @@ export const exportCommand = defineCommand({
     out: z
       .string()
       .optional()
-      .describe("output file (atif: directory) (default <run>/export/<format>.jsonl)"),
+      .describe(
+        "output file, or an existing directory to write <format>.<file-format> into (atif: directory) (default <run>/export/<format>.jsonl)",
+      ),
     segments: SegmentPolicy.default("final"),
     fileFormat: ExportFileFormat.default("jsonl"),
     tokenizer: z
@@ -49,9 +47,16 @@ export const exportCommand = defineCommand({
         "drop --file-format parquet for atif, or pick a record format (verl, slime, skyrl, prime, trl, nemo, samples, atropos)",
       );
     }
-    const out = opts.out
-      ? resolve(ctx.cwd, opts.out)
-      : defaultExportPath(runDir, opts.format, opts.fileFormat);
+    const given = opts.out === undefined ? undefined : resolve(ctx.cwd, opts.out);
+    const outIsDir =
+      given !== undefined && (await stat(given).catch(() => undefined))?.isDirectory() === true;
+    const out = exportOutPath({
+      runDir,
+      format: opts.format,
+      fileFormat: opts.fileFormat,
+      ...(given !== undefined ? { out: given } : {}),
+      outIsDir,
+    });
     const r = await exportRun({
       runDir,
       format: opts.format,

@@ -6,10 +6,9 @@ import {
   type ImageConsumer,
   type MissingImage,
   missingImagesMessage,
-  type RecordedImage,
   resolveWorkerImages,
 } from "../../images/worker-images.js";
-import type { RunConfig } from "../../rollout/schema.js";
+import type { RecordedImage, RunConfig } from "../../run-format/schema.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
 import type { TaskProfile } from "../../tasks/task-profile.js";
 import type { CliContext } from "../command.js";

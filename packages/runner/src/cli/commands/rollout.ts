@@ -23,11 +23,11 @@ import {
 } from "../../rollout/dataset-tasks.js";
 import { rolloutExitCode } from "../../rollout/exit-code.js";
 import { checkNewRunDir, checkOutDir } from "../../rollout/out-path.js";
-import { readManifest, runPaths } from "../../rollout/run-dir.js";
 import { checkResumeInputs, hashInputs, runInputFiles } from "../../rollout/run-inputs.js";
 import { acquireRunLock } from "../../rollout/run-lock.js";
 import { runRollout } from "../../rollout/run-rollout.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
+import { readManifest, runPaths } from "../../run-format/run-dir.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
 import { datasetPathError, formatRowError } from "../../tasks/dataset.js";
 import { datasetAsCatalog } from "../../tasks/dataset-catalog.js";

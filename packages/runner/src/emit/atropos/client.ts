@@ -10,7 +10,7 @@ import {
   RegisterEnvResponse,
   type ScoredDataGroup,
   StatusEnvResponse,
-} from "./schema.js";
+} from "../../run-format/atropos-schema.js";
 
 const AnyJson = z.unknown();
 

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { z } from "zod";
-import { appendJsonLine, readJsonl } from "../jsonl.js";
+import type { RegisterEnvRequest, ScoredDataGroup } from "../../run-format/atropos-schema.js";
+import { appendJsonLine, readJsonl } from "../../run-format/jsonl.js";
 import { type AtroposClient, AtroposError } from "./client.js";
 import { apiRestarted, batchSizeProblem, checkGroup, type DropReason, shouldPause } from "./rules.js";
-import type { RegisterEnvRequest, ScoredDataGroup } from "./schema.js";
 
 /**
  * One line of `atropos-sent.jsonl`: a group the run-api received, one the rules dropped, or one

@@ -1,4 +1,4 @@
-import type { ScoredDataGroup } from "./schema.js";
+import type { ScoredDataGroup } from "../../run-format/atropos-schema.js";
 
 /**
  * The env-side rules an Atropos environment applies before sending a group

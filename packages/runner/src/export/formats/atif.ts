@@ -1,6 +1,6 @@
 import type { TurnRecord } from "../../gateway/turn-log.js";
 import { type ChatMessage, contentText } from "../../policy/chat.js";
-import type { RunManifest, TrajectoryResult } from "../../rollout/schema.js";
+import type { RunManifest, TrajectoryResult } from "../../run-format/schema.js";
 
 /**
  * Harbor's Agent Trajectory Interchange Format of one trajectory, checked against harbor 0.25.0's

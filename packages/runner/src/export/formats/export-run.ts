@@ -2,12 +2,12 @@ import { access, mkdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { match } from "ts-pattern";
 import { z } from "zod";
-import { writeFileAtomic, writeJsonAtomic } from "../../emit/jsonl.js";
 import { UsageError } from "../../errors.js";
 import { readTurnLog } from "../../gateway/turn-log.js";
-import { readManifest, runPaths } from "../../rollout/run-dir.js";
-import type { RunManifest, TrajectoryResult } from "../../rollout/schema.js";
-import { readGroupRecords, readResults, readServedTrajectory } from "../../serve/record.js";
+import { writeFileAtomic, writeJsonAtomic } from "../../run-format/jsonl.js";
+import { readManifest, runPaths } from "../../run-format/run-dir.js";
+import type { RunManifest, TrajectoryResult } from "../../run-format/schema.js";
+import { readGroupRecords, readResults, readServedTrajectory } from "../served-record.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../tokenizer.js";
 import { atifTrajectory, atifVerifierResult } from "./atif.js";
 import { parquetTable } from "./parquet-table.js";
@@ -61,6 +61,23 @@ const encode = (rows: readonly Record<string, unknown>[], f: ExportFileFormat = 
 /** The default output path: `<run>/export/<format>.<jsonl|parquet>` (atif: a directory). Pure. */
 export const defaultExportPath = (runDir: string, format: ExportFormat, file: ExportFileFormat = "jsonl") =>
   join(runDir, "export", format === "atif" ? "atif" : `${format}.${file}`);
+
+/**
+ * Where `flakegym export` writes: `--out` when given — the file itself, or, when it names an
+ * existing directory (and the format writes one file), that directory's `<format>.<file-format>` —
+ * else {@link defaultExportPath}. atif writes a directory, so its `--out` is always the directory. Pure.
+ */
+export function exportOutPath(o: {
+  runDir: string;
+  format: ExportFormat;
+  fileFormat: ExportFileFormat;
+  out?: string;
+  outIsDir: boolean;
+}): string {
+  if (o.out === undefined) return defaultExportPath(o.runDir, o.format, o.fileFormat);
+  if (o.format === "atif" || !o.outIsDir) return o.out;
+  return join(o.out, `${o.format}.${o.fileFormat}`);
+}
 
 /**
  * The records of a run: a serve group's run (`requests/<id>/run`) has them as it streamed them

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { match } from "ts-pattern";
 import { z } from "zod";
 import { samplingOf } from "../../policy/spec.js";
-import type { ServedCall, ServedSegment, ServedTrajectory } from "../../serve/record.js";
+import type { ServedCall, ServedSegment, ServedTrajectory } from "../served-record.js";
 
 /**
  * One mapping per trainer format, from served trajectory records to the records each framework

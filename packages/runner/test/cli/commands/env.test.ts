@@ -1,33 +1,14 @@
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CliContext } from "../../../src/cli/command.js";
-import { main } from "../../../src/cli/main.js";
 import { TOKENIZERS } from "../../export/fixtures.js";
+import { runCliCaptured } from "../../helpers/cli.js";
 import { skipWithoutSandbox } from "../../helpers/sandbox.js";
 
 const skip = skipWithoutSandbox("flakegym env (stages in real sandboxes)");
 
-/** Runs the CLI in this process with captured streams. */
-async function cli(argv: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = "";
-  let stderr = "";
-  out.on("data", (c) => (stdout += c));
-  err.on("data", (c) => (stderr += c));
-  const ctx: CliContext = {
-    stdout: out,
-    stderr: err,
-    env: process.env,
-    cwd,
-    signal: new AbortController().signal,
-  };
-  const code = await main(argv, ctx);
-  return { code, stdout, stderr };
-}
+const cli = (argv: string[], cwd: string) => runCliCaptured(argv, { cwd });
 
 describe.skipIf(skip)("flakegym env setup|rollout|evaluation|teardown", () => {
   let root: string;

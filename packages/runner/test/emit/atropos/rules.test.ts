@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { apiRestarted, batchSizeProblem, checkGroup, shouldPause } from "../../../src/emit/atropos/rules.js";
-import type { ScoredDataGroup } from "../../../src/emit/atropos/schema.js";
+import type { ScoredDataGroup } from "../../../src/run-format/atropos-schema.js";
 
 const group = (scores: number[], len = 5): ScoredDataGroup => ({
   tokens: scores.map(() => Array.from({ length: len }, (_, i) => i + 1)),

@@ -8,7 +8,7 @@ import {
   slimeStatus,
   temperatureOf,
 } from "../../../src/export/formats/trainer-formats.js";
-import type { ServedSegment, ServedTrajectory } from "../../../src/serve/record.js";
+import type { ServedSegment, ServedTrajectory } from "../../../src/export/served-record.js";
 
 /** The trainer mappings on hand-built records: a two-call segment and a trajectory split in two. */
 

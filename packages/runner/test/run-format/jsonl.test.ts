@@ -11,7 +11,7 @@ import {
   repairJsonl,
   writeJsonAtomic,
   writeStreamAtomic,
-} from "../../src/emit/jsonl.js";
+} from "../../src/run-format/jsonl.js";
 
 /** A temp directory removed by cleanup(). */
 async function tempDir(prefix = "flakegym-test-") {
@@ -84,7 +84,7 @@ describe("appendJsonLine / readJsonl", () => {
   it("a process killed with SIGKILL while appending leaves only whole lines", async () => {
     const f = join(tmp.path, "killed.jsonl");
     const script = `
-      import { appendJsonLine } from ${JSON.stringify(new URL("../../src/emit/jsonl.ts", import.meta.url).pathname)};
+      import { appendJsonLine } from ${JSON.stringify(new URL("../../src/run-format/jsonl.ts", import.meta.url).pathname)};
       const pad = "y".repeat(200_000);
       for (let i = 0; ; i++) await appendJsonLine(${JSON.stringify(f)}, { i, pad });
     `;

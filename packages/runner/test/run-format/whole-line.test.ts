@@ -3,8 +3,8 @@ import { mkdtemp, open, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { appendJsonLine } from "../../src/emit/jsonl.js";
-import { appendWholeLine } from "../../src/emit/whole-line.js";
+import { appendJsonLine } from "../../src/run-format/jsonl.js";
+import { appendWholeLine } from "../../src/run-format/whole-line.js";
 
 /** A real 64 KiB tmpfs (needs root); the tests say why they skip without it. */
 let mnt: string | undefined;

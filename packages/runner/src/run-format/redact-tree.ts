@@ -1,7 +1,7 @@
 import { lstat, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileAtomic } from "../emit/jsonl.js";
-import { type Redactor, runSecrets } from "./redactor.js";
+import { type Redactor, runSecrets } from "../redact/redactor.js";
+import { writeFileAtomic } from "./jsonl.js";
 
 /**
  * Passes every regular file under `dir` through the redactor, rewriting (atomically) those that

@@ -1,11 +1,22 @@
 import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { z } from "zod";
-import { GroupLine } from "../emit/group.js";
-import { readJsonl, repairJsonl, writeJsonAtomic } from "../emit/jsonl.js";
+
 import { FlakegymError } from "../errors.js";
-import type { RunState } from "./plan.js";
-import { MetricsLine, RunManifest, SampleLine, TrajectoryResult } from "./schema.js";
+import { readJsonl, repairJsonl, writeJsonAtomic } from "./jsonl.js";
+import { GroupLine, MetricsLine, RunManifest, SampleLine, TrajectoryResult } from "./schema.js";
+
+/** What the run directory already holds (read by `readRunState`). */
+export interface RunState {
+  /** Finished trajectories (their result.json), by trajectory id. */
+  readonly results: ReadonlyMap<string, TrajectoryResult>;
+  /** Trajectory directories without a result.json: started, never finished. */
+  readonly partial: readonly string[];
+  readonly metricsIds: ReadonlySet<string>;
+  readonly samplesIds: ReadonlySet<string>;
+  /** Task ids that have a line in groups.jsonl. */
+  readonly groupTasks: ReadonlySet<string>;
+}
 
 /** The layout of a run directory (`--out`). */
 export function runPaths(dir: string) {

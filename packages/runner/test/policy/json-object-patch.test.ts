@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { patchJsonObject } from "../../src/gateway/json-object-patch.js";
+import { patchJsonObject } from "../../src/policy/json-object-patch.js";
 
 /** A deterministic generator of awkward JSON values: escapes, unicode, nesting, every kind. */
 function makeRandom(seed: number) {

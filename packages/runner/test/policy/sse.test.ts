@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { encodeSse, parseSse, SseParser } from "../../src/gateway/sse.js";
+import { encodeSse, parseSse, SseParser } from "../../src/policy/sse.js";
 
 async function* bytes(...parts: string[]): AsyncGenerator<Uint8Array> {
   for (const p of parts) yield new TextEncoder().encode(p);

@@ -7,9 +7,9 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { ChatTokenizer } from "../export/tokenizer.js";
-import { ChatRequest } from "./chat.js";
-import { TOKEN_FACT_PARAMS } from "./openai-upstream.js";
+import { ChatRequest } from "../policy/chat.js";
+import { TOKEN_FACT_PARAMS } from "../policy/openai-upstream.js";
+import type { ChatTokenizer } from "./tokenizer.js";
 
 /**
  * An OpenAI-compatible inference server double that answers like vLLM: with a tokenizer it

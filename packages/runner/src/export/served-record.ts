@@ -1,11 +1,11 @@
 import { access, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { type ExportSegment, exportTrajectory } from "../export/export-trajectory.js";
-import { MASKED } from "../export/tokenize-for-trainer.js";
-import type { ChatTokenizer } from "../export/tokenizer.js";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
-import { Outcome, type RunManifest, TrajectoryResult } from "../rollout/schema.js";
+import { Outcome, type RunManifest, TrajectoryResult } from "../run-format/schema.js";
+import { type ExportSegment, exportTrajectory } from "./export-trajectory.js";
+import { MASKED } from "./tokenize-for-trainer.js";
+import type { ChatTokenizer } from "./tokenizer.js";
 
 /**
  * One finished trajectory as `flakegym serve` streams it and `flakegym export` maps it: the token

@@ -1,9 +1,9 @@
 import { LimitName, Outcome, OutcomeKind } from "@flakegym/cline-vendor";
 import { z } from "zod";
-import { WorkerImageProvenance } from "../images/worker-images.js";
 import { PartialCredit, TamperPenalty, Weights } from "../scoring/reward.js";
 import { Score } from "../scoring/score.js";
 import { SuspiciousPenalty } from "../scoring/screen.js";
+import { ScoredDataGroup } from "./atropos-schema.js";
 
 /**
  * Every way a trajectory ends: cline-vendor's `Outcome` (`{kind, limit?, detail}`), the one type
@@ -11,6 +11,34 @@ import { SuspiciousPenalty } from "../scoring/screen.js";
  */
 export { LimitName, Outcome, OutcomeKind } from "@flakegym/cline-vendor";
 export { Score } from "../scoring/score.js";
+
+/** What run.json and each group record say a task's workers ran on. */
+export const WorkerImageProvenance = z.union([
+  z.literal("host /usr").describe("this machine's toolchain: the local backend, or podman with /usr bound"),
+  z
+    .object({
+      name: z.string().describe("image name, e.g. flakegym/rust-env"),
+      tag: z.string().describe("image tag (the image's Nix output hash)"),
+      kind: z.enum(["profile", "snapshot"]).describe("a profile's worker image or the task's snapshot image"),
+      digest: z.string().describe("podman's image id (sha256 of the image config)"),
+      storePath: z.string().describe("the Nix store path `nix build` produced (the stream script)"),
+      ref: z.string().describe("the reference the worker was started with"),
+    })
+    .strict(),
+]);
+export type WorkerImageProvenance = z.infer<typeof WorkerImageProvenance>;
+/** A recorded image a worker ran on (not the host). */
+export type RecordedImage = Exclude<WorkerImageProvenance, string>;
+
+/**
+ * One line of `groups.jsonl`: an Atropos ScoredDataGroup. Without a tokenizer the token fields
+ * (`tokens`, `masks`, `inference_logprobs`) are absent and everything else is the same.
+ */
+export const GroupLine = ScoredDataGroup.extend({
+  tokens: ScoredDataGroup.shape.tokens.optional(),
+  masks: ScoredDataGroup.shape.masks.optional(),
+});
+export type GroupLine = z.infer<typeof GroupLine>;
 
 export const Timings = z
   .object({
