@@ -13,7 +13,7 @@ import { createStubFlake, inStore, modernNix, STANDIN_BUILD_ARGS, type StubFlake
  *   - always (a reduced form, ~15 s): the stand-in's Node builds as a store closure; in a
  *     bubblewrap sandbox it runs with that closure bound read-only and fails without it;
  *   - `npm run nix:e2e` (FLAKEGYM_NIX_E2E=1; ~15 min the first time, the npm tarballs and the
- *     Cline core's native build): `nix build .#flakegym-rollout`, then the app on an offline
+ *     Cline core's native build): `nix run .#rollout` (Nix binds its store itself) on an offline
  *     catalog task with the gold and empty policies: rewards 1 and 0, as from a checkout, and
  *     run.json naming the store path it ran from; and a catalog task's snapshot (node profile: every
  *     tool of it is in the stand-in) built twice, `--rebuild` failing on any differing byte, with
@@ -87,13 +87,18 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
   });
 
   it.skipIf(!FULL)(
-    `nix build .#flakegym-rollout, then the app on ${TASK}: gold 1, empty 0, run.json names its store path`,
+    `nix run .#rollout -- --task ${TASK}: gold 1, empty 0, run.json names its store path`,
     async () => {
       const app = await build(`${flake.ref}#flakegym-rollout`, 3_000_000);
       const out = join(flake.dir, "run");
-      const r = await run(
+      // the real command: Nix re-execs itself to bind its private store at /nix/store, then the app
+      const r = await flake.nix(
         [
-          `${app}/bin/flakegym-rollout`,
+          "run",
+          ...flake.overrideArgs,
+          ...STANDIN_BUILD_ARGS,
+          `${flake.ref}#rollout`,
+          "--",
           "--task",
           TASK,
           "--group-size",
@@ -108,7 +113,9 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
         900_000,
       );
       if (r.exitCode !== 0)
-        throw new Error(`the rollout app failed (exit ${r.exitCode}):\n${r.all?.slice(-4000)}`);
+        throw new Error(
+          `nix run .#rollout failed (exit ${r.exitCode}):\n${(r.stdout + r.stderr).slice(-4000)}`,
+        );
       const metrics = readFileSync(join(out, "metrics.jsonl"), "utf8")
         .trim()
         .split("\n")

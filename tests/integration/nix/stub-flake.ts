@@ -149,7 +149,7 @@ export const NIX_BASE_ARGS = [
 
 /**
  * What a build against the stand-in nixpkgs needs from the modern Nix's private store: no build
- * hook (the wrapper's loader cannot re-exec it), and the host's tools visible read-only in the
+ * hook (no remote builders here; one process less per build), and the host's tools visible read-only in the
  * build sandbox (a diverted store always builds in one), which the stand-in's packages are made of.
  */
 export const STANDIN_BUILD_ARGS = [
