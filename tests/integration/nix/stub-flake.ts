@@ -147,10 +147,31 @@ export const NIX_BASE_ARGS = [
   "",
 ] as const;
 
+/** `cmd args…`'s first line of output, or undefined when it fails. */
+function firstLine(cmd: string, args: readonly string[]): string | undefined {
+  try {
+    const out = execFileSync(cmd, args, { encoding: "utf8", timeout: 60_000, stdio: ["ignore", "pipe", "ignore"] });
+    return out.split("\n")[0]?.trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The toolchains this machine keeps outside /usr, which the stand-in copies from fixed paths
+ * (`/standin-host/<name>`, tests/nix/standin-nixpkgs/default.nix): rust's sysroot and GOROOT, as
+ * their own tools report them. A missing one is left out (a build needing it fails naming it).
+ */
+export const STANDIN_HOST_TOOLCHAINS: Readonly<Record<string, string | undefined>> = {
+  rust: firstLine("rustc", ["--print", "sysroot"]),
+  go: firstLine("go", ["env", "GOROOT"]),
+};
+
 /**
  * What a build against the stand-in nixpkgs needs from the modern Nix's private store: no build
- * hook (no remote builders here; one process less per build), and the host's tools visible read-only in the
- * build sandbox (a diverted store always builds in one), which the stand-in's packages are made of.
+ * hook (no remote builders here; one process less per build), and the host's tools visible
+ * read-only in the build sandbox (a diverted store always builds in one), which the stand-in's
+ * packages are made of: /usr and friends, and the toolchains kept elsewhere at their fixed paths.
  */
 export const STANDIN_BUILD_ARGS = [
   "--option",
@@ -158,7 +179,12 @@ export const STANDIN_BUILD_ARGS = [
   "",
   "--option",
   "sandbox-paths",
-  "/bin /usr /lib /lib64 /etc/ssl /etc/alternatives",
+  [
+    "/bin /usr /lib /lib64 /etc/ssl /etc/alternatives",
+    ...Object.entries(STANDIN_HOST_TOOLCHAINS)
+      .filter(([, dir]) => dir !== undefined)
+      .map(([name, dir]) => `/standin-host/${name}=${dir}`),
+  ].join(" "),
   "--max-jobs",
   "4",
 ] as const;

@@ -43,7 +43,7 @@ let
   # passthru/meta stay out of the derivation (as nixpkgs), and are merged onto the result.
   mkDrv = mkDrvWith {
     standinShell = shellPath;
-    standinCc = gcc;
+    standinCc = hostCc;
   };
   # The host packages themselves are made without them (they are what those are made of).
   mkDrvWith =
@@ -83,15 +83,19 @@ let
       version ? "host",
       bins ? { },
       trees ? { },
+      elfTrees ? { },
       links ? { },
       postCopy ? "",
       passthru ? { },
+      env ? { },
     }:
     let
       specs = attrs: builtins.concatStringsSep " " (builtins.attrValues (builtins.mapAttrs (n: v: "${n}=${v}") attrs));
     in
-    mkDrvWith { } {
-      inherit pname version postCopy;
+    mkDrvWith { } (env // {
+      inherit pname version;
+      # elfTrees first (copy-elf-trees.sh), then the package's own step
+      postCopy = if elfTrees == { } then postCopy else ". ${./copy-elf-trees.sh}\n${postCopy}";
       bins = specs bins;
       trees = specs trees;
       links = specs links;
@@ -99,7 +103,7 @@ let
       passthru = passthru // {
         standin.kind = if links == { } then "copied" else "link";
       };
-    };
+    } // (if elfTrees == { } then { } else { elfTrees = specs elfTrees; }));
   # One ELF tool or several from /usr/bin, copied with their libraries.
   usrBins =
     pname: names:
@@ -126,7 +130,9 @@ let
     pname = "glibc";
     bins.getconf = "/usr/bin/getconf";
   };
-  gcc = hostPkg {
+  # stdenv's compiler (the build sandbox sees the host's /usr): links, so that every derivation's
+  # hash stays put when the profiles' copied `gcc` (below) changes.
+  hostCc = hostPkg {
     pname = "gcc-wrapper";
     links = {
       gcc = "/usr/bin/gcc";
@@ -140,6 +146,56 @@ let
       ls ${glibc}/libexec/standin/*/ld-linux*.so* > $out/nix-support/dynamic-linker
     '';
   };
+
+  # The profiles' gcc, copied: driver, binutils, gcc's tree and a glibc sysroot; what it links runs
+  # on the sysroot's loader (gcc-sysroot.sh). Runs in an image with nothing of the host. As in
+  # nixpkgs, the toolchain is a store path of its own and `gcc` only its drivers (`linkBins`), so
+  # a buildEnv or an image links a handful of files, not every header.
+  gccUnwrapped = hostPkg {
+    pname = "gcc-unwrapped";
+    bins = {
+      gcc = "/usr/bin/gcc";
+      "g++" = "/usr/bin/g++";
+      cpp = "/usr/bin/cpp";
+      as = "/usr/bin/as";
+      ld = "/usr/bin/ld";
+    };
+    elfTrees."lib/gcc" = "/usr/lib/gcc";
+    postCopy = ". ${./gcc-sysroot.sh}";
+    env.standinShellPath = shellPath;
+  };
+
+  # A toolchain this machine keeps outside /usr (rustup's, Go's tarball): the build sees it at a
+  # fixed path the caller binds (`--option sandbox-paths /standin-host/<name>=<its dir>`,
+  # tests/integration/nix/stub-flake.ts), never a machine path written here.
+  rustToolchain = hostPkg {
+    pname = "rust-toolchain";
+    elfTrees = {
+      bin = "/standin-host/rust/bin";
+      lib = "/standin-host/rust/lib";
+    };
+  };
+  # GOROOT copied whole (its tools are static; `go` finds GOROOT from its own path)
+  goroot = hostPkg {
+    pname = "goroot";
+    elfTrees."share/go" = "/standin-host/go";
+    postCopy = "ln -s ../share/go/bin/go ../share/go/bin/gofmt $out/bin/";
+  };
+  # A package of some binaries of a copied toolchain, linked (its tree stays in the closure only).
+  linkBins =
+    pname: pkg: names:
+    mkDrvWith { } {
+      inherit pname;
+      version = "host";
+      buildCommand = ''
+        mkdir -p $out/bin
+        for n in ${builtins.concatStringsSep " " names}; do ln -s ${pkg}/bin/$n $out/bin/$n; done
+        if [ -d ${pkg}/nix-support ]; then ln -s ${pkg}/nix-support $out/nix-support; fi
+      '';
+    };
+  gcc = linkBins "gcc" gccUnwrapped [ "gcc" "g++" "cpp" "cc" "c++" ];
+  # rustc, cargo, clippy and rustfmt: each the sysroot's own binaries, linked from the one copy.
+  rustBins = pname: linkBins pname rustToolchain;
 
   nodejs_24 = hostPkg {
     pname = "nodejs";
@@ -357,13 +413,13 @@ in
   # Toolchains linked to the host's Debian paths (their trees are too large to copy here); where the
   # machine has no such file (rust and go live elsewhere on this machine kind) the build fails
   # naming it.
-  rustc = hostPkg { pname = "rustc"; links = { rustc = "/usr/bin/rustc"; rustdoc = "/usr/bin/rustdoc"; }; };
-  cargo = hostPkg { pname = "cargo"; links.cargo = "/usr/bin/cargo"; };
-  clippy = hostPkg { pname = "clippy"; links = { cargo-clippy = "/usr/bin/cargo-clippy"; clippy-driver = "/usr/bin/clippy-driver"; }; };
-  rustfmt = hostPkg { pname = "rustfmt"; links = { rustfmt = "/usr/bin/rustfmt"; cargo-fmt = "/usr/bin/cargo-fmt"; }; };
-  go = hostPkg { pname = "go"; links = { go = "/usr/bin/go"; gofmt = "/usr/bin/gofmt"; }; };
+  rustc = rustBins "rustc" [ "rustc" "rustdoc" ];
+  cargo = rustBins "cargo" [ "cargo" ];
+  clippy = rustBins "clippy" [ "cargo-clippy" "clippy-driver" ];
+  rustfmt = rustBins "rustfmt" [ "rustfmt" "cargo-fmt" ];
+  go = linkBins "go" goroot [ "go" "gofmt" ];
   clang = hostPkg { pname = "clang-wrapper"; links = { clang = "/usr/bin/clang"; "clang++" = "/usr/bin/clang++"; cc = "/usr/bin/clang"; "c++" = "/usr/bin/clang++"; cpp = "/usr/bin/cpp"; }; };
-  pkg-config = hostPkg { pname = "pkg-config-wrapper"; links.pkg-config = "/usr/bin/pkg-config"; };
+  pkg-config = hostPkg { pname = "pkg-config-wrapper"; bins.pkg-config = "/usr/bin/pkg-config"; };
   gnumake = usrBins "gnumake" [ "make" ];
   cmake = hostPkg { pname = "cmake"; links = { cmake = "/usr/bin/cmake"; ctest = "/usr/bin/ctest"; }; };
   ninja = usrBins "ninja" [ "ninja" ];
