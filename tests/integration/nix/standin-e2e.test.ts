@@ -18,14 +18,18 @@ import { createStubFlake, inStore, modernNix, STANDIN_BUILD_ARGS, type StubFlake
  *     run.json naming the store path it ran from; and a catalog task's snapshot (node profile: every
  *     tool of it is in the stand-in) built twice, `--rebuild` failing on any differing byte, with
  *     no stat data in its git index and no incremental artefacts; and the profile images whose
- *     tools the stand-in has (dev-base, node) built twice to the same digest, loaded into podman,
- *     each answering its smoke commands in a container with no network.
+ *     tools the stand-in has (all but c) built twice to the same digest, loaded into podman,
+ *     each answering its smoke commands (profiles.json's and the profile file's toolSmoke) in a
+ *     container with no network and nothing of the host.
  */
 const FULL = process.env.FLAKEGYM_NIX_E2E === "1";
 const TASK = "semver-lite-caret-zero";
 const SNAPSHOT_TASK = "semver-lite-caret-zero";
-/** The profiles whose images the stand-in can fill (the others need tools this machine lacks). */
-const IMAGE_PROFILES = ["dev-base", "node"] as const;
+/**
+ * The profiles whose images the stand-in can fill: every one but c, whose clang this machine
+ * lacks (its rust and go come from the toolchains' own dirs, STANDIN_HOST_TOOLCHAINS).
+ */
+const IMAGE_PROFILES = ["dev-base", "node", "rust", "go", "python"] as const;
 const modern = modernNix();
 const MISSING_TOOLS = ["patchelf", "rg", "bwrap"].filter(
   (t) => execaSync("sh", ["-c", `command -v ${t}`], { reject: false }).exitCode !== 0,
@@ -58,6 +62,19 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
     if (r.exitCode !== 0)
       throw new Error(`nix build ${ref} failed (exit ${r.exitCode}):\n${r.stderr.slice(-4000)}`);
     return r.stdout.trim().split("\n").at(-1) ?? "";
+  };
+  /**
+   * The profile file's Nix-only smoke commands (`toolSmoke`, one per tool it promises) and
+   * dev-base's, as nix/profiles.nix joins them for the image; read from the files (their
+   * `packages` are never forced, so no nixpkgs is needed).
+   */
+  const toolSmoke = async (profile: string): Promise<string[]> => {
+    const read = (id: string) =>
+      `(import ${flake.dir}/packages/profiles/nix/${id}.nix { stdenv.hostPlatform.isLinux = true; }).toolSmoke`;
+    const expr = profile === "dev-base" ? read("dev-base") : `${read("dev-base")} ++ ${read(profile)}`;
+    const r = await flake.nix(["eval", "--json", "--impure", "--expr", expr]);
+    if (r.exitCode !== 0) throw new Error(`reading ${profile}'s toolSmoke failed: ${r.stderr}`);
+    return JSON.parse(r.stdout) as string[];
   };
   const run = (argv: string[], timeoutMs: number) => {
     const c = inStore(flake.nixImpl, argv);
@@ -213,7 +230,9 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
         const conf = join(flake.dir, "containers.conf");
         writeFileSync(conf, CONTAINERS_CONF);
         try {
-          for (const cmd of facts[profile]?.smoke ?? []) {
+          const smoke = [...(facts[profile]?.smoke ?? []), ...(await toolSmoke(profile))];
+          expect(smoke.length).toBeGreaterThan(0);
+          for (const cmd of smoke) {
             const r = await execa(
               "podman",
               ["run", "--rm", "--runtime", "/usr/sbin/runc", "--network", "none", ref, "sh", "-c", cmd],

@@ -150,7 +150,11 @@ export const NIX_BASE_ARGS = [
 /** `cmd args…`'s first line of output, or undefined when it fails. */
 function firstLine(cmd: string, args: readonly string[]): string | undefined {
   try {
-    const out = execFileSync(cmd, args, { encoding: "utf8", timeout: 60_000, stdio: ["ignore", "pipe", "ignore"] });
+    const out = execFileSync(cmd, args, {
+      encoding: "utf8",
+      timeout: 60_000,
+      stdio: ["ignore", "pipe", "ignore"],
+    });
     return out.split("\n")[0]?.trim() || undefined;
   } catch {
     return undefined;
@@ -185,6 +189,12 @@ export const STANDIN_BUILD_ARGS = [
       .filter(([, dir]) => dir !== undefined)
       .map(([name, dir]) => `/standin-host/${name}=${dir}`),
   ].join(" "),
+  // Nix binds its ssl-cert-file over /etc/ssl/certs/ca-certificates.crt in a fixed-output build,
+  // first writing an empty file there: through the /etc/ssl bind above that emptied this
+  // machine's own CA bundle. The fetches see the host's bundle through that bind instead.
+  "--option",
+  "ssl-cert-file",
+  "",
   "--max-jobs",
   "4",
 ] as const;

@@ -11,7 +11,8 @@ for spec in ${elfTrees:-}; do
   dest=${spec%%=*}; src=$(readlink -f "${spec#*=}")
   [ -d "$src" ] || { echo "stand-in $name: host directory ${spec#*=} is missing (this machine has no such toolchain there; see docs/nix.md)" >&2; exit 1; }
   mkdir -p "$out/$dest"
-  cp -rL --no-preserve=ownership "$src/." "$out/$dest/"
+  # a link the build cannot follow (e.g. into /etc) is kept as a link
+  cp -rL --no-preserve=ownership "$src/." "$out/$dest/" 2>/dev/null || cp -r --no-preserve=ownership "$src/." "$out/$dest/"
   chmod -R u+w "$out/$dest"
   # the ELF files, found in one process (a GOROOT has thousands of files)
   python3 -c '
@@ -19,6 +20,8 @@ import os, sys
 for d, _, fs in os.walk(sys.argv[1]):
     for n in sorted(fs):
         p = os.path.join(d, n)
+        if os.path.islink(p):
+            continue
         with open(p, "rb") as f:
             if f.read(4) == b"\x7fELF":
                 print(p)' "$out/$dest" >"$TMPDIR/elf-files"

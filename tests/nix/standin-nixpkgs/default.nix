@@ -211,23 +211,57 @@ let
     '';
   };
 
+  # Debian's python (the one the local sandbox runs), its stdlib's extension modules patched to
+  # copied libraries (ssl, ffi, ...), so it runs in an image.
   python3 = hostPkg {
     pname = "python3";
     version = "3.11-host";
     bins.python3 = "/usr/bin/python3.11";
-    trees."lib/python3.11" = "/usr/lib/python3.11";
+    elfTrees."lib/python3.11" = "/usr/lib/python3.11";
     postCopy = "ln -s python3 $out/bin/python";
   };
+  # The python profile's tools (pip, pytest, virtualenv, poetry, pdm and their dependencies): the
+  # wheels of python-tools.txt (every distribution pinned) in one fixed-output fetch, installed
+  # offline with no dependency resolution.
+  pythonWheels = mkDrvWith { } {
+    name = "python-tools-wheels";
+    outputHashMode = "recursive";
+    outputHashAlgo = "sha256";
+    outputHash = "sha256-DfjA/5bOHgCtuoYOaOfSsvPujWMn8XEMKejCSIMUgcg=";
+    impureEnvVars = [ "PIP_INDEX_URL" "http_proxy" "https_proxy" ];
+    buildCommand = ''
+      export HOME=$TMPDIR
+      /usr/bin/python3 -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
+        --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none \
+        --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
+        --cert /etc/ssl/certs/ca-certificates.crt -d $out -r ${./python-tools.txt}
+    '';
+  };
+  # One environment holding them all: its own copy of the python binary (so its prefix, where
+  # Debian's site looks for lib/python3/dist-packages, is this env), the stdlib linked, and the
+  # tools' scripts pointed at that python.
+  pythonEnv = mkDrvWith { } {
+    name = "python3-tools-env";
+    buildCommand = ''
+      export HOME=$TMPDIR PATH=/usr/bin:/bin
+      mkdir -p $out/bin $out/lib/python3
+      cp ${python3}/bin/python3 $out/bin/python3
+      ln -s python3 $out/bin/python
+      ln -s ${python3}/lib/python3.11 $out/lib/python3.11
+      $out/bin/python3 "$(echo ${pythonWheels}/pip-*.whl)/pip" install --disable-pip-version-check --no-index \
+        --no-deps --no-compile --find-links ${pythonWheels} --target $out/lib/python3/dist-packages \
+        -r ${./python-tools.txt}
+      for f in $out/lib/python3/dist-packages/bin/*; do
+        sed "1s|^#!.*python.*|#!$out/bin/python3|" "$f" > $out/bin/$(basename "$f")
+        chmod +x $out/bin/$(basename "$f")
+      done
+      rm -rf $out/lib/python3/dist-packages/bin
+    '';
+  };
   python3Packages = {
-    pip = python3;
-    pytest = hostPkg {
-      pname = "python3-pytest";
-      trees = {
-        "lib/python3.11/site-packages/pytest" = "/usr/lib/python3/dist-packages/pytest";
-        "lib/python3.11/site-packages/_pytest" = "/usr/lib/python3/dist-packages/_pytest";
-      };
-    };
-    virtualenv = python3;
+    pip = pythonEnv;
+    pytest = pythonEnv;
+    virtualenv = pythonEnv;
   };
 
   runCommand =
@@ -363,13 +397,10 @@ in
     bashInteractive
     gcc
     ;
+  # withPackages: the env's python and the scripts of pip, pytest and virtualenv (every tool of
+  # python-tools.txt is in the env; poetry and pdm are packages of their own scripts).
   python3 = python3 // {
-    withPackages =
-      f:
-      buildEnv {
-        name = "python3-env";
-        paths = [ python3 ] ++ builtins.filter (p: p != python3) (f python3Packages);
-      };
+    withPackages = f: linkBins "python3-env" pythonEnv [ "python3" "python" "pip" "pip3" "pytest" "py.test" "virtualenv" ];
   };
   rustPlatform.importCargoLock = withFormals "rustPlatform.importCargoLock" (
     import ./import-cargo-lock.nix { inherit mkDrv; }
@@ -426,9 +457,28 @@ in
   valgrind = hostPkg { pname = "valgrind"; links.valgrind = "/usr/bin/valgrind"; };
   gdb = hostPkg { pname = "gdb"; links.gdb = "/usr/bin/gdb"; };
 
-  gotestsum = missing "gotestsum";
-  poetry = missing "poetry";
-  pdm = missing "pdm";
+  # gotestsum from the Go module proxy (the FOD has the network; `go` reads GOPROXY, default its
+  # public proxy) built by the copied Go: the binary is static and, with -trimpath and no build id,
+  # the same bytes for the same Go, so it is pinned by its hash. A different Go on this machine
+  # gives another binary: the build then fails printing the hash to put here.
+  gotestsum = mkDrvWith { } {
+    pname = "gotestsum";
+    version = "1.13.0";
+    outputHashMode = "recursive";
+    outputHashAlgo = "sha256";
+    outputHash = "sha256-BTeHg6WHEoSF3Q1h9dbdpEsuix3KP3utnPqjSD0Ygkc=";
+    impureEnvVars = [ "GOPROXY" "GONOSUMDB" "GOSUMDB" "http_proxy" "https_proxy" ];
+    buildCommand = ''
+      export HOME=$TMPDIR GOPATH=$TMPDIR/gopath GOMODCACHE=$TMPDIR/modcache GOCACHE=$TMPDIR/cache
+      export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-trimpath GOTELEMETRY=off
+      export SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+      ${goroot}/bin/go install -ldflags=-buildid= gotest.tools/gotestsum@v1.13.0
+      mkdir -p $out/bin
+      cp $GOPATH/bin/gotestsum $out/bin/gotestsum
+    '';
+  };
+  poetry = linkBins "poetry" pythonEnv [ "poetry" ];
+  pdm = linkBins "pdm" pythonEnv [ "pdm" ];
   inherit (import ./npm-tools.nix {
     inherit mkDrv cacert bashInteractive;
     nodejs = nodejs_24;
