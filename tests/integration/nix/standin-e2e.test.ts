@@ -1,11 +1,24 @@
-import { chmodSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { REPO_ROOT } from "@flakegym/test-utils";
 import { execa, execaSync } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { podmanImageId, podmanLoadStream } from "../../../packages/runner/src/images/nix-images.js";
+import {
+  podmanImageId,
+  podmanLoadStream,
+  readImageRecords,
+} from "../../../packages/runner/src/images/nix-images.js";
+import { defaultImageRecordFile } from "../../../packages/runner/src/images/targets.js";
 import { CONTAINERS_CONF } from "../../../packages/runner/src/workers/podman/podman-backend.js";
 import { gitIndexStatProblems, incrementalArtefacts } from "./snapshot-repro.js";
-import { createStubFlake, inStore, modernNix, STANDIN_BUILD_ARGS, type StubFlake } from "./stub-flake.js";
+import {
+  createStubFlake,
+  inStore,
+  modernNix,
+  STANDIN_BUILD_ARGS,
+  type StubFlake,
+  standinNixConfig,
+} from "./stub-flake.js";
 
 /**
  * The flake's real outputs built and run against the stand-in nixpkgs (tests/nix/standin-nixpkgs)
@@ -247,6 +260,97 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
       3_600_000,
     );
   }
+  it.skipIf(!FULL)(
+    `flakegym images load --profile node, then rollout --backend podman --images nix on ${TASK}: the agent and scorer in the Nix-built image, gold 1, empty 0, run.json names the image`,
+    async () => {
+      // `images load` runs `nix` from PATH on the flake as given: the copy's lock points nixpkgs at
+      // the stand-in, PATH's nix is the modern one, NIX_CONFIG carries the stand-in build options;
+      // it runs where the private store is /nix/store (the stream script podman load runs is there)
+      const lock = await flake.nix([
+        "flake",
+        "lock",
+        ...flake.overrideArgs.filter((a) => a !== "--no-write-lock-file"),
+        flake.ref,
+      ]);
+      expect(lock.exitCode, lock.stderr).toBe(0);
+      const bin = join(flake.dir, "nix-bin");
+      mkdirSync(bin, { recursive: true });
+      writeFileSync(join(bin, "nix"), `#!/bin/sh\nexec '${flake.nixImpl.bin}' "$@"\n`, { mode: 0o755 });
+      const cache = join(flake.dir, "flakegym-cache");
+      const env = {
+        ...process.env,
+        PATH: `${bin}:${process.env.PATH ?? ""}`,
+        NIX_CONFIG: standinNixConfig(),
+        FLAKEGYM_CACHE: cache,
+      };
+      const cli = join(REPO_ROOT, "packages/runner/bin/flakegym.js");
+      const load = inStore(flake.nixImpl, [
+        process.execPath,
+        cli,
+        "images",
+        "load",
+        "--profile",
+        "node",
+        "--flake",
+        flake.ref,
+      ]);
+      const loaded = await execa(load.file, load.args, {
+        reject: false,
+        timeout: 2_400_000,
+        stdin: "ignore",
+        env,
+        all: true,
+      });
+      expect(loaded.exitCode, loaded.all?.slice(-4000)).toBe(0);
+      const records = readImageRecords(defaultImageRecordFile(env));
+      const record = records.images.find((r) => r.name === "flakegym/node-env");
+      expect(record?.storePath).toMatch(/^\/nix\/store\/[0-9a-z]{32}-stream-node-env$/);
+      const out = join(flake.dir, "run-images");
+      try {
+        const r = await execa(
+          process.execPath,
+          [
+            cli,
+            "rollout",
+            "--backend",
+            "podman",
+            "--images",
+            "nix",
+            "--task",
+            TASK,
+            "--group-size",
+            "2",
+            "--policy",
+            "gold",
+            "--policy",
+            "empty",
+            "--out",
+            out,
+          ],
+          { reject: false, timeout: 1_800_000, stdin: "ignore", env, all: true },
+        );
+        expect(r.exitCode, r.all?.slice(-4000)).toBe(0);
+        const rewards = readFileSync(join(out, "metrics.jsonl"), "utf8")
+          .trim()
+          .split("\n")
+          .map((l) => (JSON.parse(l) as { reward: number }).reward);
+        expect(rewards.sort()).toEqual([0, 1]);
+        const run = JSON.parse(readFileSync(join(out, "run.json"), "utf8")) as {
+          tasks: Record<string, { image?: unknown }>;
+        };
+        expect(run.tasks[TASK]?.image).toMatchObject({
+          name: "flakegym/node-env",
+          kind: "profile",
+          digest: record?.imageId,
+          storePath: record?.storePath,
+        });
+      } finally {
+        if (record)
+          await execa("podman", ["rmi", "--force", record.imageId], { reject: false, timeout: 60_000 });
+      }
+    },
+    3_600_000,
+  );
   if (!FULL)
     console.warn(
       "skipping the full stand-in e2e (builds of the rollout app, a snapshot and two images; the app on a task; the images in podman): run `npm run nix:e2e`",

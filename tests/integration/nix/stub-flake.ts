@@ -199,6 +199,22 @@ export const STANDIN_BUILD_ARGS = [
   "4",
 ] as const;
 
+/** STANDIN_BUILD_ARGS' options as nix.conf lines (NIX_CONFIG), for a `nix` the test does not call itself. */
+export function standinNixConfig(): string {
+  const lines: string[] = [];
+  for (let i = 0; i < STANDIN_BUILD_ARGS.length; i++) {
+    const a = STANDIN_BUILD_ARGS[i];
+    if (a === "--option") {
+      lines.push(`${STANDIN_BUILD_ARGS[i + 1]} = ${STANDIN_BUILD_ARGS[i + 2]}`);
+      i += 2;
+    } else if (a === "--max-jobs") {
+      lines.push(`max-jobs = ${STANDIN_BUILD_ARGS[i + 1]}`);
+      i += 1;
+    }
+  }
+  return lines.join("\n");
+}
+
 /**
  * argv run where the store paths `nix` printed exist: the private store bound at /nix/store in a
  * mount namespace of its own (what `nix run` does for a diverted store), or as is for the
