@@ -57,6 +57,16 @@ const whyNot =
         : MISSING_TOOLS.length
           ? `the stand-in nixpkgs copies host tools with ${MISSING_TOOLS.join(", ")}, missing here (sh scripts/ensure-system-deps)`
           : "";
+/** The rollout flags both runs of TASK use: a group of two, the gold and the empty policy. */
+const goldAndEmpty = (out: string) =>
+  ["--task", TASK, "--group-size", "2", "--policy", "gold", "--policy", "empty", "--out", out] as const;
+/** A run's rewards, sorted. */
+const rewardsOf = (out: string): number[] =>
+  readFileSync(join(out, "metrics.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => (JSON.parse(l) as { reward: number }).reward)
+    .sort();
 if (whyNot) console.warn(`skipping the stand-in nixpkgs e2e: ${whyNot}`);
 
 describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nixpkgs", () => {
@@ -129,16 +139,7 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
           ...STANDIN_BUILD_ARGS,
           `${flake.ref}#rollout`,
           "--",
-          "--task",
-          TASK,
-          "--group-size",
-          "2",
-          "--policy",
-          "gold",
-          "--policy",
-          "empty",
-          "--out",
-          out,
+          ...goldAndEmpty(out),
         ],
         900_000,
       );
@@ -146,11 +147,7 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
         throw new Error(
           `nix run .#rollout failed (exit ${r.exitCode}):\n${(r.stdout + r.stderr).slice(-4000)}`,
         );
-      const metrics = readFileSync(join(out, "metrics.jsonl"), "utf8")
-        .trim()
-        .split("\n")
-        .map((l) => JSON.parse(l) as { policy?: string; reward: number });
-      expect(metrics.map((m) => m.reward).sort()).toEqual([0, 1]);
+      expect(rewardsOf(out)).toEqual([0, 1]);
       const manifest = JSON.parse(readFileSync(join(out, "run.json"), "utf8")) as {
         provenance: { nixStorePath?: string };
       };
@@ -309,32 +306,11 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
       try {
         const r = await execa(
           process.execPath,
-          [
-            cli,
-            "rollout",
-            "--backend",
-            "podman",
-            "--images",
-            "nix",
-            "--task",
-            TASK,
-            "--group-size",
-            "2",
-            "--policy",
-            "gold",
-            "--policy",
-            "empty",
-            "--out",
-            out,
-          ],
+          [cli, "rollout", "--backend", "podman", "--images", "nix", ...goldAndEmpty(out)],
           { reject: false, timeout: 1_800_000, stdin: "ignore", env, all: true },
         );
         expect(r.exitCode, r.all?.slice(-4000)).toBe(0);
-        const rewards = readFileSync(join(out, "metrics.jsonl"), "utf8")
-          .trim()
-          .split("\n")
-          .map((l) => (JSON.parse(l) as { reward: number }).reward);
-        expect(rewards.sort()).toEqual([0, 1]);
+        expect(rewardsOf(out)).toEqual([0, 1]);
         const run = JSON.parse(readFileSync(join(out, "run.json"), "utf8")) as {
           tasks: Record<string, { image?: unknown }>;
         };
