@@ -69,10 +69,8 @@ pkgs.stdenv.mkDerivation {
     find $pkg/node_modules/better-sqlite3/build/Release -mindepth 1 -maxdepth 1 ! -name '*.node' -exec rm -rf {} +
     rm -rf $pkg/node_modules/better-sqlite3/deps $pkg/node_modules/better-sqlite3/src
     install -m755 bin/cline-host-${platform} $pkg/bin/cline-host-${platform}
-    # A Go binary needing only libc, linked for an FHS loader: point it at Nix's, and at the libc
-    # beside it (nixpkgs' loader finds it anyway; a loader that searches only FHS dirs would not).
-    loader=$(cat $NIX_CC/nix-support/dynamic-linker)
-    patchelf --set-interpreter "$loader" --set-rpath "$(dirname "$loader")" $pkg/bin/cline-host-${platform}
+    # A Go binary needing only libc, linked for an FHS loader: point it at Nix's.
+    patchelf --set-interpreter "$(cat $NIX_CC/nix-support/dynamic-linker)" $pkg/bin/cline-host-${platform}
     ln -s cline-host-${platform} $pkg/bin/cline-host
     ln -s ${pkgs.ripgrep}/bin/rg $pkg/rg
     makeWrapper ${nodejs}/bin/node $out/bin/cline-core \
