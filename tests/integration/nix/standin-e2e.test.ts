@@ -262,7 +262,7 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
    * interpreter nix/cline.nix points at the stand-in's loader (a copy of Debian's, which searches
    * only FHS dirs), cannot find libc (exit 127); an RPATH added by patchelf makes it SIGSEGV.
    */
-  const IMAGES_ROLLOUT_GAP =
+  const IMAGES_ROLLOUT_GAP: string =
     "the Cline host bridge in the stand-in's image cannot find libc with the copied Debian loader (docs/nix.md, 'Not done here')";
   if (FULL)
     console.warn(`skipping images load + rollout --images nix on the stand-in: ${IMAGES_ROLLOUT_GAP}`);
