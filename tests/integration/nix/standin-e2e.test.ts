@@ -1,11 +1,24 @@
-import { chmodSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { REPO_ROOT } from "@flakegym/test-utils";
 import { execa, execaSync } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { podmanImageId, podmanLoadStream } from "../../../packages/runner/src/images/nix-images.js";
+import {
+  podmanImageId,
+  podmanLoadStream,
+  readImageRecords,
+} from "../../../packages/runner/src/images/nix-images.js";
+import { defaultImageRecordFile } from "../../../packages/runner/src/images/targets.js";
 import { CONTAINERS_CONF } from "../../../packages/runner/src/workers/podman/podman-backend.js";
 import { gitIndexStatProblems, incrementalArtefacts } from "./snapshot-repro.js";
-import { createStubFlake, inStore, modernNix, STANDIN_BUILD_ARGS, type StubFlake } from "./stub-flake.js";
+import {
+  createStubFlake,
+  inStore,
+  modernNix,
+  STANDIN_BUILD_ARGS,
+  type StubFlake,
+  standinNixConfig,
+} from "./stub-flake.js";
 
 /**
  * The flake's real outputs built and run against the stand-in nixpkgs (tests/nix/standin-nixpkgs)
@@ -13,19 +26,23 @@ import { createStubFlake, inStore, modernNix, STANDIN_BUILD_ARGS, type StubFlake
  *   - always (a reduced form, ~15 s): the stand-in's Node builds as a store closure; in a
  *     bubblewrap sandbox it runs with that closure bound read-only and fails without it;
  *   - `npm run nix:e2e` (FLAKEGYM_NIX_E2E=1; ~15 min the first time, the npm tarballs and the
- *     Cline core's native build): `nix build .#flakegym-rollout`, then the app on an offline
+ *     Cline core's native build): `nix run .#rollout` (Nix binds its store itself) on an offline
  *     catalog task with the gold and empty policies: rewards 1 and 0, as from a checkout, and
  *     run.json naming the store path it ran from; and a catalog task's snapshot (node profile: every
  *     tool of it is in the stand-in) built twice, `--rebuild` failing on any differing byte, with
  *     no stat data in its git index and no incremental artefacts; and the profile images whose
- *     tools the stand-in has (dev-base, node) built twice to the same digest, loaded into podman,
- *     each answering its smoke commands in a container with no network.
+ *     tools the stand-in has (all but c) built twice to the same digest, loaded into podman,
+ *     each answering its smoke commands (profiles.json's and the profile file's toolSmoke) in a
+ *     container with no network and nothing of the host.
  */
 const FULL = process.env.FLAKEGYM_NIX_E2E === "1";
 const TASK = "semver-lite-caret-zero";
 const SNAPSHOT_TASK = "semver-lite-caret-zero";
-/** The profiles whose images the stand-in can fill (the others need tools this machine lacks). */
-const IMAGE_PROFILES = ["dev-base", "node"] as const;
+/**
+ * The profiles whose images the stand-in can fill: every one but c, whose clang this machine
+ * lacks (its rust and go come from the toolchains' own dirs, STANDIN_HOST_TOOLCHAINS).
+ */
+const IMAGE_PROFILES = ["dev-base", "node", "rust", "go", "python"] as const;
 const modern = modernNix();
 const MISSING_TOOLS = ["patchelf", "rg", "bwrap"].filter(
   (t) => execaSync("sh", ["-c", `command -v ${t}`], { reject: false }).exitCode !== 0,
@@ -40,6 +57,16 @@ const whyNot =
         : MISSING_TOOLS.length
           ? `the stand-in nixpkgs copies host tools with ${MISSING_TOOLS.join(", ")}, missing here (sh scripts/ensure-system-deps)`
           : "";
+/** The rollout flags both runs of TASK use: a group of two, the gold and the empty policy. */
+const goldAndEmpty = (out: string) =>
+  ["--task", TASK, "--group-size", "2", "--policy", "gold", "--policy", "empty", "--out", out] as const;
+/** A run's rewards, sorted. */
+const rewardsOf = (out: string): number[] =>
+  readFileSync(join(out, "metrics.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => (JSON.parse(l) as { reward: number }).reward)
+    .sort();
 if (whyNot) console.warn(`skipping the stand-in nixpkgs e2e: ${whyNot}`);
 
 describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nixpkgs", () => {
@@ -58,6 +85,19 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
     if (r.exitCode !== 0)
       throw new Error(`nix build ${ref} failed (exit ${r.exitCode}):\n${r.stderr.slice(-4000)}`);
     return r.stdout.trim().split("\n").at(-1) ?? "";
+  };
+  /**
+   * The profile file's Nix-only smoke commands (`toolSmoke`, one per tool it promises) and
+   * dev-base's, as nix/profiles.nix joins them for the image; read from the files (their
+   * `packages` are never forced, so no nixpkgs is needed).
+   */
+  const toolSmoke = async (profile: string): Promise<string[]> => {
+    const read = (id: string) =>
+      `(import ${flake.dir}/packages/profiles/nix/${id}.nix { stdenv.hostPlatform.isLinux = true; }).toolSmoke`;
+    const expr = profile === "dev-base" ? read("dev-base") : `${read("dev-base")} ++ ${read(profile)}`;
+    const r = await flake.nix(["eval", "--json", "--impure", "--expr", expr]);
+    if (r.exitCode !== 0) throw new Error(`reading ${profile}'s toolSmoke failed: ${r.stderr}`);
+    return JSON.parse(r.stdout) as string[];
   };
   const run = (argv: string[], timeoutMs: number) => {
     const c = inStore(flake.nixImpl, argv);
@@ -87,33 +127,27 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
   });
 
   it.skipIf(!FULL)(
-    `nix build .#flakegym-rollout, then the app on ${TASK}: gold 1, empty 0, run.json names its store path`,
+    `nix run .#rollout -- --task ${TASK}: gold 1, empty 0, run.json names its store path`,
     async () => {
       const app = await build(`${flake.ref}#flakegym-rollout`, 3_000_000);
       const out = join(flake.dir, "run");
-      const r = await run(
+      // the real command: Nix re-execs itself to bind its private store at /nix/store, then the app
+      const r = await flake.nix(
         [
-          `${app}/bin/flakegym-rollout`,
-          "--task",
-          TASK,
-          "--group-size",
-          "2",
-          "--policy",
-          "gold",
-          "--policy",
-          "empty",
-          "--out",
-          out,
+          "run",
+          ...flake.overrideArgs,
+          ...STANDIN_BUILD_ARGS,
+          `${flake.ref}#rollout`,
+          "--",
+          ...goldAndEmpty(out),
         ],
         900_000,
       );
       if (r.exitCode !== 0)
-        throw new Error(`the rollout app failed (exit ${r.exitCode}):\n${r.all?.slice(-4000)}`);
-      const metrics = readFileSync(join(out, "metrics.jsonl"), "utf8")
-        .trim()
-        .split("\n")
-        .map((l) => JSON.parse(l) as { policy?: string; reward: number });
-      expect(metrics.map((m) => m.reward).sort()).toEqual([0, 1]);
+        throw new Error(
+          `nix run .#rollout failed (exit ${r.exitCode}):\n${(r.stdout + r.stderr).slice(-4000)}`,
+        );
+      expect(rewardsOf(out)).toEqual([0, 1]);
       const manifest = JSON.parse(readFileSync(join(out, "run.json"), "utf8")) as {
         provenance: { nixStorePath?: string };
       };
@@ -206,7 +240,9 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
         const conf = join(flake.dir, "containers.conf");
         writeFileSync(conf, CONTAINERS_CONF);
         try {
-          for (const cmd of facts[profile]?.smoke ?? []) {
+          const smoke = [...(facts[profile]?.smoke ?? []), ...(await toolSmoke(profile))];
+          expect(smoke.length).toBeGreaterThan(0);
+          for (const cmd of smoke) {
             const r = await execa(
               "podman",
               ["run", "--rm", "--runtime", "/usr/sbin/runc", "--network", "none", ref, "sh", "-c", cmd],
@@ -221,6 +257,85 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
       3_600_000,
     );
   }
+  /**
+   * Known gap (docs/nix.md "Not done here"): in the stand-in's image the Cline host bridge, whose
+   * interpreter nix/cline.nix points at the stand-in's loader (a copy of Debian's, which searches
+   * only FHS dirs), cannot find libc (exit 127); an RPATH added by patchelf makes it SIGSEGV.
+   */
+  const IMAGES_ROLLOUT_GAP: string =
+    "the Cline host bridge in the stand-in's image cannot find libc with the copied Debian loader (docs/nix.md, 'Not done here')";
+  if (FULL)
+    console.warn(`skipping images load + rollout --images nix on the stand-in: ${IMAGES_ROLLOUT_GAP}`);
+  it.skipIf(!FULL || IMAGES_ROLLOUT_GAP !== "")(
+    `flakegym images load --profile node, then rollout --backend podman --images nix on ${TASK}: the agent and scorer in the Nix-built image, gold 1, empty 0, run.json names the image`,
+    async () => {
+      // `images load` runs `nix` from PATH on the flake as given: the copy's lock points nixpkgs at
+      // the stand-in, PATH's nix is the modern one, NIX_CONFIG carries the stand-in build options;
+      // it runs where the private store is /nix/store (the stream script podman load runs is there)
+      const lock = await flake.nix([
+        "flake",
+        "lock",
+        ...flake.overrideArgs.filter((a) => a !== "--no-write-lock-file"),
+        flake.ref,
+      ]);
+      expect(lock.exitCode, lock.stderr).toBe(0);
+      const bin = join(flake.dir, "nix-bin");
+      mkdirSync(bin, { recursive: true });
+      writeFileSync(join(bin, "nix"), `#!/bin/sh\nexec '${flake.nixImpl.bin}' "$@"\n`, { mode: 0o755 });
+      const cache = join(flake.dir, "flakegym-cache");
+      const env = {
+        ...process.env,
+        PATH: `${bin}:${process.env.PATH ?? ""}`,
+        NIX_CONFIG: standinNixConfig(),
+        FLAKEGYM_CACHE: cache,
+      };
+      const cli = join(REPO_ROOT, "packages/runner/bin/flakegym.js");
+      const load = inStore(flake.nixImpl, [
+        process.execPath,
+        cli,
+        "images",
+        "load",
+        "--profile",
+        "node",
+        "--flake",
+        flake.ref,
+      ]);
+      const loaded = await execa(load.file, load.args, {
+        reject: false,
+        timeout: 2_400_000,
+        stdin: "ignore",
+        env,
+        all: true,
+      });
+      expect(loaded.exitCode, loaded.all?.slice(-4000)).toBe(0);
+      const records = readImageRecords(defaultImageRecordFile(env));
+      const record = records.images.find((r) => r.name === "flakegym/node-env");
+      expect(record?.storePath).toMatch(/^\/nix\/store\/[0-9a-z]{32}-stream-node-env$/);
+      const out = join(flake.dir, "run-images");
+      try {
+        const r = await execa(
+          process.execPath,
+          [cli, "rollout", "--backend", "podman", "--images", "nix", ...goldAndEmpty(out)],
+          { reject: false, timeout: 1_800_000, stdin: "ignore", env, all: true },
+        );
+        expect(r.exitCode, r.all?.slice(-4000)).toBe(0);
+        expect(rewardsOf(out)).toEqual([0, 1]);
+        const run = JSON.parse(readFileSync(join(out, "run.json"), "utf8")) as {
+          tasks: Record<string, { image?: unknown }>;
+        };
+        expect(run.tasks[TASK]?.image).toMatchObject({
+          name: "flakegym/node-env",
+          kind: "profile",
+          digest: record?.imageId,
+          storePath: record?.storePath,
+        });
+      } finally {
+        if (record)
+          await execa("podman", ["rmi", "--force", record.imageId], { reject: false, timeout: 60_000 });
+      }
+    },
+    3_600_000,
+  );
   if (!FULL)
     console.warn(
       "skipping the full stand-in e2e (builds of the rollout app, a snapshot and two images; the app on a task; the images in podman): run `npm run nix:e2e`",

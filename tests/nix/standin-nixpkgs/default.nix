@@ -43,7 +43,7 @@ let
   # passthru/meta stay out of the derivation (as nixpkgs), and are merged onto the result.
   mkDrv = mkDrvWith {
     standinShell = shellPath;
-    standinCc = gcc;
+    standinCc = hostCc;
   };
   # The host packages themselves are made without them (they are what those are made of).
   mkDrvWith =
@@ -83,15 +83,19 @@ let
       version ? "host",
       bins ? { },
       trees ? { },
+      elfTrees ? { },
       links ? { },
       postCopy ? "",
       passthru ? { },
+      env ? { },
     }:
     let
       specs = attrs: builtins.concatStringsSep " " (builtins.attrValues (builtins.mapAttrs (n: v: "${n}=${v}") attrs));
     in
-    mkDrvWith { } {
-      inherit pname version postCopy;
+    mkDrvWith { } (env // {
+      inherit pname version;
+      # elfTrees first (copy-elf-trees.sh), then the package's own step
+      postCopy = if elfTrees == { } then postCopy else ". ${./copy-elf-trees.sh}\n${postCopy}";
       bins = specs bins;
       trees = specs trees;
       links = specs links;
@@ -99,7 +103,7 @@ let
       passthru = passthru // {
         standin.kind = if links == { } then "copied" else "link";
       };
-    };
+    } // (if elfTrees == { } then { } else { elfTrees = specs elfTrees; }));
   # One ELF tool or several from /usr/bin, copied with their libraries.
   usrBins =
     pname: names:
@@ -126,7 +130,9 @@ let
     pname = "glibc";
     bins.getconf = "/usr/bin/getconf";
   };
-  gcc = hostPkg {
+  # stdenv's compiler (the build sandbox sees the host's /usr): links, so that every derivation's
+  # hash stays put when the profiles' copied `gcc` (below) changes.
+  hostCc = hostPkg {
     pname = "gcc-wrapper";
     links = {
       gcc = "/usr/bin/gcc";
@@ -140,6 +146,56 @@ let
       ls ${glibc}/libexec/standin/*/ld-linux*.so* > $out/nix-support/dynamic-linker
     '';
   };
+
+  # The profiles' gcc, copied: driver, binutils, gcc's tree and a glibc sysroot; what it links runs
+  # on the sysroot's loader (gcc-sysroot.sh). Runs in an image with nothing of the host. As in
+  # nixpkgs, the toolchain is a store path of its own and `gcc` only its drivers (`linkBins`), so
+  # a buildEnv or an image links a handful of files, not every header.
+  gccUnwrapped = hostPkg {
+    pname = "gcc-unwrapped";
+    bins = {
+      gcc = "/usr/bin/gcc";
+      "g++" = "/usr/bin/g++";
+      cpp = "/usr/bin/cpp";
+      as = "/usr/bin/as";
+      ld = "/usr/bin/ld";
+    };
+    elfTrees."lib/gcc" = "/usr/lib/gcc";
+    postCopy = ". ${./gcc-sysroot.sh}";
+    env.standinShellPath = shellPath;
+  };
+
+  # A toolchain this machine keeps outside /usr (rustup's, Go's tarball): the build sees it at a
+  # fixed path the caller binds (`--option sandbox-paths /standin-host/<name>=<its dir>`,
+  # tests/integration/nix/stub-flake.ts), never a machine path written here.
+  rustToolchain = hostPkg {
+    pname = "rust-toolchain";
+    elfTrees = {
+      bin = "/standin-host/rust/bin";
+      lib = "/standin-host/rust/lib";
+    };
+  };
+  # GOROOT copied whole (its tools are static; `go` finds GOROOT from its own path)
+  goroot = hostPkg {
+    pname = "goroot";
+    elfTrees."share/go" = "/standin-host/go";
+    postCopy = "ln -s ../share/go/bin/go ../share/go/bin/gofmt $out/bin/";
+  };
+  # A package of some binaries of a copied toolchain, linked (its tree stays in the closure only).
+  linkBins =
+    pname: pkg: names:
+    mkDrvWith { } {
+      inherit pname;
+      version = "host";
+      buildCommand = ''
+        mkdir -p $out/bin
+        for n in ${builtins.concatStringsSep " " names}; do ln -s ${pkg}/bin/$n $out/bin/$n; done
+        if [ -d ${pkg}/nix-support ]; then ln -s ${pkg}/nix-support $out/nix-support; fi
+      '';
+    };
+  gcc = linkBins "gcc" gccUnwrapped [ "gcc" "g++" "cpp" "cc" "c++" ];
+  # rustc, cargo, clippy and rustfmt: each the sysroot's own binaries, linked from the one copy.
+  rustBins = pname: linkBins pname rustToolchain;
 
   nodejs_24 = hostPkg {
     pname = "nodejs";
@@ -155,23 +211,57 @@ let
     '';
   };
 
+  # Debian's python (the one the local sandbox runs), its stdlib's extension modules patched to
+  # copied libraries (ssl, ffi, ...), so it runs in an image.
   python3 = hostPkg {
     pname = "python3";
     version = "3.11-host";
     bins.python3 = "/usr/bin/python3.11";
-    trees."lib/python3.11" = "/usr/lib/python3.11";
+    elfTrees."lib/python3.11" = "/usr/lib/python3.11";
     postCopy = "ln -s python3 $out/bin/python";
   };
+  # The python profile's tools (pip, pytest, virtualenv, poetry, pdm and their dependencies): the
+  # wheels of python-tools.txt (every distribution pinned) in one fixed-output fetch, installed
+  # offline with no dependency resolution.
+  pythonWheels = mkDrvWith { } {
+    name = "python-tools-wheels";
+    outputHashMode = "recursive";
+    outputHashAlgo = "sha256";
+    outputHash = "sha256-DfjA/5bOHgCtuoYOaOfSsvPujWMn8XEMKejCSIMUgcg=";
+    impureEnvVars = [ "PIP_INDEX_URL" "http_proxy" "https_proxy" ];
+    buildCommand = ''
+      export HOME=$TMPDIR
+      /usr/bin/python3 -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
+        --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none \
+        --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
+        --cert /etc/ssl/certs/ca-certificates.crt -d $out -r ${./python-tools.txt}
+    '';
+  };
+  # One environment holding them all: its own copy of the python binary (so its prefix, where
+  # Debian's site looks for lib/python3/dist-packages, is this env), the stdlib linked, and the
+  # tools' scripts pointed at that python.
+  pythonEnv = mkDrvWith { } {
+    name = "python3-tools-env";
+    buildCommand = ''
+      export HOME=$TMPDIR PATH=/usr/bin:/bin
+      mkdir -p $out/bin $out/lib/python3
+      cp ${python3}/bin/python3 $out/bin/python3
+      ln -s python3 $out/bin/python
+      ln -s ${python3}/lib/python3.11 $out/lib/python3.11
+      $out/bin/python3 "$(echo ${pythonWheels}/pip-*.whl)/pip" install --disable-pip-version-check --no-index \
+        --no-deps --no-compile --find-links ${pythonWheels} --target $out/lib/python3/dist-packages \
+        -r ${./python-tools.txt}
+      for f in $out/lib/python3/dist-packages/bin/*; do
+        sed "1s|^#!.*python.*|#!$out/bin/python3|" "$f" > $out/bin/$(basename "$f")
+        chmod +x $out/bin/$(basename "$f")
+      done
+      rm -rf $out/lib/python3/dist-packages/bin
+    '';
+  };
   python3Packages = {
-    pip = python3;
-    pytest = hostPkg {
-      pname = "python3-pytest";
-      trees = {
-        "lib/python3.11/site-packages/pytest" = "/usr/lib/python3/dist-packages/pytest";
-        "lib/python3.11/site-packages/_pytest" = "/usr/lib/python3/dist-packages/_pytest";
-      };
-    };
-    virtualenv = python3;
+    pip = pythonEnv;
+    pytest = pythonEnv;
+    virtualenv = pythonEnv;
   };
 
   runCommand =
@@ -307,13 +397,10 @@ in
     bashInteractive
     gcc
     ;
+  # withPackages: the env's python and the scripts of pip, pytest and virtualenv (every tool of
+  # python-tools.txt is in the env; poetry and pdm are packages of their own scripts).
   python3 = python3 // {
-    withPackages =
-      f:
-      buildEnv {
-        name = "python3-env";
-        paths = [ python3 ] ++ builtins.filter (p: p != python3) (f python3Packages);
-      };
+    withPackages = f: linkBins "python3-env" pythonEnv [ "python3" "python" "pip" "pip3" "pytest" "py.test" "virtualenv" ];
   };
   rustPlatform.importCargoLock = withFormals "rustPlatform.importCargoLock" (
     import ./import-cargo-lock.nix { inherit mkDrv; }
@@ -357,22 +444,41 @@ in
   # Toolchains linked to the host's Debian paths (their trees are too large to copy here); where the
   # machine has no such file (rust and go live elsewhere on this machine kind) the build fails
   # naming it.
-  rustc = hostPkg { pname = "rustc"; links = { rustc = "/usr/bin/rustc"; rustdoc = "/usr/bin/rustdoc"; }; };
-  cargo = hostPkg { pname = "cargo"; links.cargo = "/usr/bin/cargo"; };
-  clippy = hostPkg { pname = "clippy"; links = { cargo-clippy = "/usr/bin/cargo-clippy"; clippy-driver = "/usr/bin/clippy-driver"; }; };
-  rustfmt = hostPkg { pname = "rustfmt"; links = { rustfmt = "/usr/bin/rustfmt"; cargo-fmt = "/usr/bin/cargo-fmt"; }; };
-  go = hostPkg { pname = "go"; links = { go = "/usr/bin/go"; gofmt = "/usr/bin/gofmt"; }; };
+  rustc = rustBins "rustc" [ "rustc" "rustdoc" ];
+  cargo = rustBins "cargo" [ "cargo" ];
+  clippy = rustBins "clippy" [ "cargo-clippy" "clippy-driver" ];
+  rustfmt = rustBins "rustfmt" [ "rustfmt" "cargo-fmt" ];
+  go = linkBins "go" goroot [ "go" "gofmt" ];
   clang = hostPkg { pname = "clang-wrapper"; links = { clang = "/usr/bin/clang"; "clang++" = "/usr/bin/clang++"; cc = "/usr/bin/clang"; "c++" = "/usr/bin/clang++"; cpp = "/usr/bin/cpp"; }; };
-  pkg-config = hostPkg { pname = "pkg-config-wrapper"; links.pkg-config = "/usr/bin/pkg-config"; };
+  pkg-config = hostPkg { pname = "pkg-config-wrapper"; bins.pkg-config = "/usr/bin/pkg-config"; };
   gnumake = usrBins "gnumake" [ "make" ];
   cmake = hostPkg { pname = "cmake"; links = { cmake = "/usr/bin/cmake"; ctest = "/usr/bin/ctest"; }; };
   ninja = usrBins "ninja" [ "ninja" ];
   valgrind = hostPkg { pname = "valgrind"; links.valgrind = "/usr/bin/valgrind"; };
   gdb = hostPkg { pname = "gdb"; links.gdb = "/usr/bin/gdb"; };
 
-  gotestsum = missing "gotestsum";
-  poetry = missing "poetry";
-  pdm = missing "pdm";
+  # gotestsum from the Go module proxy (the FOD has the network; `go` reads GOPROXY, default its
+  # public proxy) built by the copied Go: the binary is static and, with -trimpath and no build id,
+  # the same bytes for the same Go, so it is pinned by its hash. A different Go on this machine
+  # gives another binary: the build then fails printing the hash to put here.
+  gotestsum = mkDrvWith { } {
+    pname = "gotestsum";
+    version = "1.13.0";
+    outputHashMode = "recursive";
+    outputHashAlgo = "sha256";
+    outputHash = "sha256-BTeHg6WHEoSF3Q1h9dbdpEsuix3KP3utnPqjSD0Ygkc=";
+    impureEnvVars = [ "GOPROXY" "GONOSUMDB" "GOSUMDB" "http_proxy" "https_proxy" ];
+    buildCommand = ''
+      export HOME=$TMPDIR GOPATH=$TMPDIR/gopath GOMODCACHE=$TMPDIR/modcache GOCACHE=$TMPDIR/cache
+      export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-trimpath GOTELEMETRY=off
+      export SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+      ${goroot}/bin/go install -ldflags=-buildid= gotest.tools/gotestsum@v1.13.0
+      mkdir -p $out/bin
+      cp $GOPATH/bin/gotestsum $out/bin/gotestsum
+    '';
+  };
+  poetry = linkBins "poetry" pythonEnv [ "poetry" ];
+  pdm = linkBins "pdm" pythonEnv [ "pdm" ];
   inherit (import ./npm-tools.nix {
     inherit mkDrv cacert bashInteractive;
     nodejs = nodejs_24;

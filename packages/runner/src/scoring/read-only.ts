@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -130,8 +131,36 @@ export async function writeReadOnlyFiles(
   }
 }
 
-/** Whether this host can give hidden test files to another user (chown needs root). */
-export const canOwnForOthers = (): boolean => process.getuid?.() === 0;
+/**
+ * Whether `uid` has an id in this user namespace, from /proc/self/uid_map's text (lines
+ * `<inside> <outside> <count>`). A root whose namespace maps only itself (what `nix run` on a
+ * private store runs its program in: Nix's chroot helper maps the caller's uid alone) cannot
+ * chown to any other uid (EINVAL). Pure.
+ */
+export function uidMapped(uidMap: string, uid: number): boolean {
+  return uidMap
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/).map(Number))
+    .some(
+      ([inside, , count]) =>
+        inside !== undefined && count !== undefined && uid >= inside && uid < inside + count,
+    );
+}
+
+const readUidMap = (): string => {
+  try {
+    return readFileSync("/proc/self/uid_map", "utf8");
+  } catch {
+    return "0 0 4294967295"; // no /proc: the initial namespace, every uid mapped
+  }
+};
+
+/**
+ * Whether this host can give hidden test files to another user: root (chown) in a user namespace
+ * where that user ({@link HIDDEN_OWNER_UID}) exists. Otherwise the scoring script installs them.
+ */
+export const canOwnForOthers = (): boolean =>
+  process.getuid?.() === 0 && uidMapped(readUidMap(), HIDDEN_OWNER_UID);
 
 /**
  * The hidden test files of one scoring run, computed on the host from trusted inputs: installed,

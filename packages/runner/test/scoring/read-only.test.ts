@@ -7,6 +7,7 @@ import {
   HIDDEN_OWNER_UID,
   installedHiddenFiles,
   prepareReadOnlyHidden,
+  uidMapped,
   writeReadOnlyFiles,
 } from "../../src/scoring/read-only.js";
 import type { HiddenTests } from "../../src/scoring/scorer.js";
@@ -123,8 +124,27 @@ describe("installedHiddenFiles", () => {
   });
 });
 
+describe("uidMapped (/proc/self/uid_map)", () => {
+  it("the initial namespace maps every uid", () => {
+    expect(uidMapped("         0          0 4294967295\n", HIDDEN_OWNER_UID)).toBe(true);
+  });
+  it("a namespace mapping only root (Nix's chroot helper for `nix run` on a private store) lacks nobody", () => {
+    expect(uidMapped("         0          0          1\n", HIDDEN_OWNER_UID)).toBe(false);
+    expect(uidMapped("         0          0          1\n", 0)).toBe(true);
+  });
+  it("ranges: the last id of a range is in, the next is out; several lines", () => {
+    expect(uidMapped("0 100000 65535", 65534)).toBe(true);
+    expect(uidMapped("0 100000 65534", 65534)).toBe(false);
+    expect(uidMapped("0 0 1\n65534 65534 1\n", 65534)).toBe(true);
+    expect(uidMapped("", 0)).toBe(false);
+  });
+});
+
 const cannotOwn = !canOwnForOthers();
-if (cannotOwn) console.log("skipped writeReadOnlyFiles: chown to another user needs root on the host");
+if (cannotOwn)
+  console.log(
+    "skipped writeReadOnlyFiles: chown to another user needs root on the host, in a user namespace that maps nobody",
+  );
 describe.skipIf(cannotOwn)("writeReadOnlyFiles (chown needs root on the host)", () => {
   it("writes each file owned by nobody, 0444 (0555 when executable), and removes them all on release", async () => {
     const r = await writeReadOnlyFiles([
