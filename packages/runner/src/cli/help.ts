@@ -27,9 +27,16 @@ export function renderOptions(schema: z.ZodObject): string[] {
   return rows.map(([l, r]) => (l.length >= width ? `${l}\n${" ".repeat(width)}${r}` : l.padEnd(width) + r));
 }
 
-export function renderCommandHelp(cmd: Command): string {
+/** A command's help; `subcommands` (commands whose path starts with its own, e.g. `eval compare`) are listed after its summary. */
+export function renderCommandHelp(cmd: Command, subcommands: readonly Command[] = []): string {
   const pos = cmd.positional ? ` <${cmd.positional}>` : "";
   const lines = [`usage: flakegym ${cmd.path.join(" ")}${pos} [flags]`, "", cmd.summary];
+  if (subcommands.length)
+    lines.push(
+      "",
+      "subcommands:",
+      ...subcommands.map((s) => `  flakegym ${s.path.join(" ")}  ${s.summary} (--help for its flags)`),
+    );
   if (cmd.details) lines.push("", cmd.details);
   lines.push("", "flags:", ...renderOptions(cmd.options));
   if (cmd.examples?.length) lines.push("", "examples:", ...cmd.examples.map((e) => `  ${e}`));
@@ -55,12 +62,14 @@ export function renderMainHelp(commands: readonly Command[], version: string): s
 
 /**
  * The command groups of a command table (`tasks`, `images`, `env`, …): each first word that starts
- * a command of more than one word, with its commands in table order. Pure.
+ * a command of more than one word and is not a command itself (`eval` runs an eval; its
+ * `eval compare` is listed in eval's own help), with its commands in table order. Pure.
  */
 export function commandGroups(commands: readonly Command[]): Map<string, Command[]> {
   const groups = new Map<string, Command[]>();
+  const single = new Set(commands.filter((c) => c.path.length === 1).map((c) => c.path[0]!));
   for (const c of commands) {
-    if (c.path.length < 2) continue;
+    if (c.path.length < 2 || single.has(c.path[0]!)) continue;
     const name = c.path[0]!;
     groups.set(name, [...(groups.get(name) ?? []), c]);
   }

@@ -105,7 +105,11 @@ export async function runCli(
       );
     }
     if (found.rest.includes("--help") || found.rest.includes("-h")) {
-      c.stdout.write(renderCommandHelp(found.cmd));
+      const path = found.cmd.path;
+      const subcommands = commands.filter(
+        (o) => o.path.length > path.length && path.every((w, i) => o.path[i] === w),
+      );
+      c.stdout.write(renderCommandHelp(found.cmd, subcommands));
       return 0;
     }
     const options = parseArgs(found.cmd.options, found.rest, found.cmd.positional);

@@ -89,6 +89,14 @@ describe("command groups answer --help and a bare invocation with their subcomma
     },
   );
 
+  it("a command that also has subcommands (eval, eval compare) runs as itself; its help lists them", async () => {
+    expect(commandGroups(commands).has("eval")).toBe(false);
+    const r = await cli(["eval", "--help"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("usage: flakegym eval ");
+    expect(r.stdout).toContain("flakegym eval compare");
+  });
+
   it("an unknown subcommand of a group is still a usage error listing the group's commands", async () => {
     const r = await cli(["tasks", "frobnicate"]);
     expect(r.code).toBe(2);
