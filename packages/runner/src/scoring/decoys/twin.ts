@@ -1,0 +1,91 @@
+import type { ResultFormat } from "../../tasks/task-spec.js";
+import { assertionSites } from "./assertions.js";
+import { langOf } from "./blocks.js";
+import { type GuardFile, type GuardReport, mayTwin, writtenValues } from "./guard.js";
+import { isTestFile } from "./guard-hidden.js";
+import { literalVariants, type Rand, shuffled } from "./perturb.js";
+import { lex } from "./scan.js";
+
+/**
+ * The decoy twin of an `eval_cmd` task's hidden test files: the same files with every assertion
+ * site the decoy code can perturb given another expected value (one literal per site, a value of
+ * the same type and look). Scoring runs the task's eval command a second time, in a fresh sandbox,
+ * on these files; that run must fail. A verdict forged by the code under test (an exit status, a
+ * rewritten reward file, a patched runner, an always-equal value) does not depend on the tests'
+ * expectations, so it passes the twin too and is not believed. Names, paths and order stay as
+ * they are (an eval command may select tests by name); sizes change only as much as the values
+ * do. Pure, given `rand`.
+ */
+
+/** The graded id an eval_cmd task's one verdict is reported under (guarded or not). */
+export const EVAL_CMD_ID = "eval_cmd";
+
+/** Formats whose assertions the decoy code reads, tried in this order for a file's path. */
+const TWIN_FORMATS: readonly ResultFormat[] = ["pytest", "libtest", "gotest", "tap", "check-h"];
+
+/** The test format a hidden file is written in, by its path; undefined when it is not a test file. Pure. */
+export function formatOfPath(path: string): ResultFormat | undefined {
+  return TWIN_FORMATS.find((f) => isTestFile(f, path));
+}
+
+type Edit = { start: number; end: number; text: string };
+
+/** One edit per assertion site of `text` that has a literal with another value (non-overlapping). */
+function twinEdits(format: ResultFormat, text: string, rand: Rand): Edit[] {
+  const l = lex(text, langOf(format));
+  const written = writtenValues(l);
+  const edits: Edit[] = [];
+  for (const site of assertionSites(format, l, { start: 0, end: text.length })) {
+    for (const lit of shuffled(site.literals, rand)) {
+      if (!mayTwin(l, site, lit)) continue;
+      if (edits.some((e) => lit.start < e.end && e.start < lit.end)) continue;
+      const [value] = literalVariants(text.slice(lit.start, lit.end), l.lang, site.kind, rand, 1, written);
+      if (value === undefined) continue;
+      edits.push({ ...lit, text: value });
+      break;
+    }
+  }
+  return edits;
+}
+
+/** `text` with `edits` applied. Pure. */
+function applyEdits(text: string, edits: readonly Edit[]): string {
+  let out = text;
+  for (const e of [...edits].sort((a, b) => b.start - a.start))
+    out = out.slice(0, e.start) + e.text + out.slice(e.end);
+  return out;
+}
+
+/**
+ * The twin of `files` (same paths, same order), how many assertion sites changed, and the guard
+ * report of the task's one verdict: guarded when at least one site changed. Pure, given `rand`.
+ */
+export function twinFiles<F extends GuardFile>(
+  files: readonly F[],
+  rand: Rand,
+): { files: F[]; sites: number; report: GuardReport } {
+  let sites = 0;
+  const out = files.map((f) => {
+    const format = formatOfPath(f.path);
+    if (!format || f.content.includes(0)) return f;
+    const text = f.content.toString("utf8");
+    const edits = twinEdits(format, text, rand);
+    sites += edits.length;
+    return edits.length ? { ...f, content: Buffer.from(applyEdits(text, edits)) } : f;
+  });
+  const tests = files.filter((f) => formatOfPath(f.path) !== undefined).map((f) => f.path);
+  const report: GuardReport = sites
+    ? { guarded: [EVAL_CMD_ID], unguarded: [] }
+    : {
+        guarded: [],
+        unguarded: [
+          {
+            id: EVAL_CMD_ID,
+            reason: tests.length
+              ? `no assertion in the hidden test files (${tests.join(", ")}) has a literal expected value decoys can change`
+              : "no hidden file is a test file decoys read (test_*.py, tests/*.rs, *_test.go, *.test.js, a C file in a test dir)",
+          },
+        ],
+      };
+  return { files: out, sites, report };
+}
