@@ -89,3 +89,15 @@ export function twinFiles<F extends GuardFile>(
       };
   return { files: out, sites, report };
 }
+
+/**
+ * The note `tasks check` prints for an eval_cmd task whose hidden files give its twin nothing to
+ * change (`hidden`: path → content, relative to the workspace), or undefined when it is guarded. Pure.
+ */
+export function unguardedEvalCmdNote(hidden: Readonly<Record<string, string | Buffer>>): string | undefined {
+  const files = Object.entries(hidden).map(([path, c]) => ({ path, content: Buffer.from(c) }));
+  const r = twinFiles(files, () => 0).report.unguarded[0];
+  return r
+    ? `its eval_cmd verdict has no decoy twin (${r.reason}): a forged exit status would go unseen; validate fails it unless --allow-unguarded`
+    : undefined;
+}
