@@ -6,11 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scoreInFork } from "./score-in-fork.js";
 
 /**
- * The decoy twin of eval_cmd tasks against real tasks: every Harbor fixture that imports, and a
- * catalog task exported as a Harbor directory and imported back (`FLAKEGYM_TWIN_CATALOG=all`,
- * npm run test:eval-cmd-twin, does every offline catalog task). With the twin run beside it, the
+ * The decoy twin of eval_cmd tasks against real tasks: Harbor fixtures that import, and catalog
+ * tasks exported as Harbor directories and imported back. With the twin run beside it, the
  * reference solution still scores 1 (its twin failed) and the empty change 0; a task whose hidden
- * files have no assertion to change is scored once and reported unguarded.
+ * files have no assertion to change is scored once and reported unguarded. By default a fast form
+ * (three tasks: the unguarded fixture, the uv cookbook fixture, one exported catalog task; the
+ * hello-greeting fixture is scored by harbor-attacks.test.ts); `FLAKEGYM_TWIN_CATALOG=all`
+ * (`npm run test:eval-cmd-twin`) scores every importable fixture and every offline catalog task.
  */
 
 const FIXTURES = join(import.meta.dirname, "../../fixtures/harbor");
@@ -22,10 +24,14 @@ let tmp: TempDir;
 let catalog: string;
 let ids: string[];
 
+const ALL = process.env.FLAKEGYM_TWIN_CATALOG === "all";
+/** The fast form's tasks. */
+const FAST = ["empty-workspace", "uv-cookbook", "tinyini-interpolation"];
+
 async function exportedIds(): Promise<string[]> {
-  if (process.env.FLAKEGYM_TWIN_CATALOG !== "all") {
+  if (!ALL) {
     console.log(
-      "catalog exports: tinyini-interpolation only (FLAKEGYM_TWIN_CATALOG=all exports every offline task)",
+      `fast form: ${FAST.join(", ")} (FLAKEGYM_TWIN_CATALOG=all scores every fixture and offline catalog task)`,
     );
     return ["tinyini-interpolation"];
   }
@@ -59,6 +65,7 @@ beforeAll(async () => {
   ids = (await readdir(catalog, { withFileTypes: true }))
     .filter((e) => e.isDirectory())
     .map((e) => e.name)
+    .filter((id) => ALL || FAST.includes(id))
     .sort();
   console.log(`eval_cmd tasks: ${ids.join(", ")}`);
 }, 600_000);
@@ -68,7 +75,7 @@ afterAll(async () => {
 
 describe("eval_cmd decoy twin on real tasks", () => {
   it("gold scores 1 beside a failing twin and empty 0 on every imported task", async () => {
-    expect(ids.length).toBeGreaterThanOrEqual(5);
+    expect(ids.length).toBeGreaterThanOrEqual(ALL ? 6 : FAST.length);
     for (const id of ids) {
       const task = await loadTaskDir(join(catalog, id));
       expect(task.spec.tests.run.kind).toBe("eval_cmd");
