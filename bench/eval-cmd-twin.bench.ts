@@ -14,16 +14,11 @@ import { join } from "node:path";
 import { execa } from "execa";
 import {
   buildSnapshot,
-  createLocalBackend,
-  forkSnapshot,
   hiddenTestsOf,
   loadTaskDir,
-  prepareReadOnlyHidden,
-  type ScoringRun,
-  scoreDiff,
-  scoreGuarded,
   snapshotSpecOfTask,
 } from "../packages/runner/src/index.js";
+import { scoreInFork } from "../tests/integration/scoring/score-in-fork.js";
 import { type BenchContext, median, printTable } from "./lib.js";
 import { openRunCgroup } from "./run-cgroup.js";
 
@@ -55,52 +50,25 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const snapshot = await buildSnapshot(snapshotSpecOfTask(task), { cacheDir: join(ctx.outDir, "cache") });
   const hidden = await hiddenTestsOf(task, 120_000);
   const gold = await readFile(task.paths.solution, "utf8");
-  const backend = createLocalBackend({ stateDir: join(ctx.outDir, "workers") });
   const cg = await openRunCgroup("eval-cmd-twin");
   if ("reason" in cg) console.log(`CPU: not measured (${cg.reason}); wall time only`);
   const cpu = async () => ("reason" in cg ? Number.NaN : await cg.cpuSeconds());
   let n = 0;
-  const run: ScoringRun = {
-    score: async (h, options) => {
-      const fork = await forkSnapshot(snapshot, { dest: join(ctx.outDir, "forks", `f${n++}`) });
-      const worker = await backend.start({
-        runId: "bench",
-        taskId: task.spec.id,
-        trajectoryId: `t${n}`,
-        profile: task.spec.profile,
-        workspace: fork.workspace,
-        depsDir: fork.deps,
-        gateway: {},
-        limits: { ...task.spec.limits, wallClockMs: 300_000 },
-        agent: false,
-        ...(h?.readOnly ? { readOnlyFiles: h.readOnly.files } : {}),
-      });
-      try {
-        return await scoreDiff(worker, gold, hidden, options, AbortSignal.timeout(280_000));
-      } finally {
-        await worker.stop();
-        await fork.release();
-      }
-    },
-  };
   const one = async (twin: boolean) => {
     const c0 = await cpu();
     const t0 = performance.now();
-    const prepared = await prepareReadOnlyHidden("local", hidden, snapshot.workspace);
-    if (!prepared?.twin) throw new Error("hello-greeting: no decoy twin was prepared");
-    try {
-      const s = await scoreGuarded(run, twin ? prepared : { ...prepared, twin: undefined }, {
-        partialCredit: "none",
-        weights: { tests: 1, build: 0, lint: 0, judge: 0 },
-        repeat: 1,
-        termTimeoutMs: 60_000,
-        taskPrompt: "",
-      });
-      if (s.reward !== 1) throw new Error(`gold scored ${s.reward} (${s.gate?.detail ?? ""})`);
-    } finally {
-      await prepared.readOnly?.release();
-      await prepared.twin?.readOnly?.release();
-    }
+    // the integration tests' scorer: a fresh fork and sandboxed worker per run, as rollout does
+    const s = await scoreInFork({
+      dir: ctx.outDir,
+      name: `r${n++}`,
+      task,
+      snapshot,
+      hidden,
+      diff: gold,
+      twin,
+    });
+    if (s.reward !== 1) throw new Error(`gold scored ${s.reward} (${s.gate?.detail ?? ""})`);
+    if (twin !== (s.twin !== undefined)) throw new Error(`the run ${twin ? "had no" : "had a"} decoy twin`);
     return { cpu: (await cpu()) - c0, wall: (performance.now() - t0) / 1000 };
   };
   const ours: { cpu: number; wall: number }[] = [];

@@ -27,6 +27,8 @@ export async function scoreInFork(o: {
   readonly hidden: HiddenTests;
   readonly diff: string;
   readonly decoys?: boolean;
+  /** eval_cmd tasks: score beside the decoy twin (default), or once (a baseline for the bench). */
+  readonly twin?: boolean;
   /** Reward weights (default: the tests alone) and the judge endpoint, when a test scores the judge term. */
   readonly weights?: { tests: number; build: number; lint: number; judge: number };
   readonly judge?: JudgeConfig;
@@ -71,7 +73,8 @@ export async function scoreInFork(o: {
     taskPrompt: o.task.spec.prompt,
   };
   try {
-    return decoys ? await scoreGuarded(run, prepared, options) : await run.score(undefined, options);
+    if (!decoys) return await run.score(undefined, options);
+    return await scoreGuarded(run, o.twin === false ? { ...prepared, twin: undefined } : prepared, options);
   } finally {
     await prepared.readOnly?.release();
     await prepared.twin?.readOnly?.release();
