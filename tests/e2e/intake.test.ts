@@ -129,7 +129,9 @@ describe.concurrent("Harbor task directories", () => {
     expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(1);
     expect(r.stdout).toMatch(/^hello-greeting\s+1\.00\s+0\.00\s+-\s+0\s+1\/1\s+PASS$/m);
     expect(r.stdout).toMatch(/^empty-workspace\s+1\.00\s+0\.00\s+-\s+0\s+0\/1\s+FAIL$/m);
-    expect(r.stdout).toMatch(/without a decoy .*eval_cmd \(no hidden file is a test file.*--allow-unguarded/);
+    expect(r.stdout).toMatch(
+      /without a decoy .*eval_cmd \(no hidden file is source the decoy code reads.*--allow-unguarded/,
+    );
     const gold = JSON.parse(
       await readFile(join(out, "hello-greeting/trajectories/hello-greeting-t0/score.json"), "utf8"),
     );

@@ -85,7 +85,7 @@ describe("tasks check (Harbor task dirs)", () => {
     const unguarded = r.stdout.split("\n").filter((l) => l.includes("has no decoy twin"));
     expect(unguarded).toEqual([
       expect.stringMatching(
-        /^note: row \d+ \[empty-workspace\]: its eval_cmd verdict has no decoy twin \(no hidden file is a test file .*--allow-unguarded$/,
+        /^note: row \d+ \[empty-workspace\]: its eval_cmd verdict has no decoy twin \(no hidden file is source the decoy code reads.*--allow-unguarded$/,
       ),
     ]);
     expect(r.stdout).toMatch(/5 accepted/);

@@ -2,7 +2,6 @@ import type { ResultFormat } from "../../tasks/task-spec.js";
 import { assertionSites } from "./assertions.js";
 import { langOf } from "./blocks.js";
 import { type GuardFile, type GuardReport, mayTwin, writtenValues } from "./guard.js";
-import { isTestFile } from "./guard-hidden.js";
 import { literalVariants, type Rand, shuffled } from "./perturb.js";
 import { lex } from "./scan.js";
 
@@ -20,12 +19,31 @@ import { lex } from "./scan.js";
 /** The graded id an eval_cmd task's one verdict is reported under (guarded or not). */
 export const EVAL_CMD_ID = "eval_cmd";
 
-/** Formats whose assertions the decoy code reads, tried in this order for a file's path. */
-const TWIN_FORMATS: readonly ResultFormat[] = ["pytest", "libtest", "gotest", "tap", "check-h"];
+/** The decoy code's reader of each source language, by file extension. */
+const FORMAT_OF_EXTENSION: Readonly<Record<string, ResultFormat>> = {
+  py: "pytest",
+  rs: "libtest",
+  go: "gotest",
+  js: "tap",
+  mjs: "tap",
+  cjs: "tap",
+  ts: "tap",
+  mts: "tap",
+  cts: "tap",
+  c: "check-h",
+  h: "check-h",
+};
 
-/** The test format a hidden file is written in, by its path; undefined when it is not a test file. Pure. */
+/**
+ * Which of the decoy code's readers a hidden file is read with, by its extension; undefined for
+ * other files (test.sh, data). Every hidden file of an eval_cmd task is test material (an exported
+ * task carries its tests under `.harbor/tests/files/`, helpers and `src/` test modules included),
+ * so the path's shape is not asked: an assertion changed anywhere only makes the twin fail. Pure.
+ */
 export function formatOfPath(path: string): ResultFormat | undefined {
-  return TWIN_FORMATS.find((f) => isTestFile(f, path));
+  const base = path.slice(path.lastIndexOf("/") + 1);
+  const dot = base.lastIndexOf(".");
+  return dot > 0 ? FORMAT_OF_EXTENSION[base.slice(dot + 1)] : undefined;
 }
 
 type Edit = { start: number; end: number; text: string };
@@ -83,7 +101,7 @@ export function twinFiles<F extends GuardFile>(
             id: EVAL_CMD_ID,
             reason: tests.length
               ? `no assertion in the hidden test files (${tests.join(", ")}) has a literal expected value decoys can change`
-              : "no hidden file is a test file decoys read (test_*.py, tests/*.rs, *_test.go, *.test.js, a C file in a test dir)",
+              : "no hidden file is source the decoy code reads (Python, Rust, Go, JavaScript/TypeScript, C): nothing to change",
           },
         ],
       };

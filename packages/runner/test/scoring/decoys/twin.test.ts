@@ -14,14 +14,17 @@ const rand = (n: number) => {
 const file = (path: string, text: string) => ({ path, content: Buffer.from(text), executable: false });
 
 describe("formatOfPath", () => {
-  it("names the test format of hidden test files by path, and none for other files", () => {
+  it("reads every hidden source file by its language, wherever it lies; test.sh and data are not read", () => {
     expect(formatOfPath(".harbor/tests/test_greet.py")).toBe("pytest");
+    expect(formatOfPath(".harbor/tests/conftest.py")).toBe("pytest");
     expect(formatOfPath(".harbor/tests/files/test/ini.test.js")).toBe("tap");
-    expect(formatOfPath("pkg/wordfreq_test.go")).toBe("gotest");
-    expect(formatOfPath("tests/gauge.rs")).toBe("libtest");
-    expect(formatOfPath("tests/check_b64.c")).toBe("check-h");
+    expect(formatOfPath(".harbor/tests/files/pkg/wordfreq_test.go")).toBe("gotest");
+    // an exported Rust task's integration tests are not at the root's tests/
+    expect(formatOfPath(".harbor/tests/files/tests/prerelease.rs")).toBe("libtest");
+    expect(formatOfPath(".harbor/tests/files/tests/check_b64.c")).toBe("check-h");
     expect(formatOfPath(".harbor/tests/test.sh")).toBeUndefined();
-    expect(formatOfPath(".harbor/tests/conftest.py")).toBeUndefined();
+    expect(formatOfPath(".harbor/tests/expected.json")).toBeUndefined();
+    expect(formatOfPath(".harbor/tests/.py")).toBeUndefined();
   });
 });
 
@@ -64,7 +67,7 @@ describe("twinFiles", () => {
     expect(none.sites).toBe(0);
     expect(none.report.guarded).toEqual([]);
     expect(none.report.unguarded[0]!.id).toBe(EVAL_CMD_ID);
-    expect(none.report.unguarded[0]!.reason).toMatch(/no hidden file is a test file/);
+    expect(none.report.unguarded[0]!.reason).toMatch(/no hidden file is source the decoy code reads/);
     const computed = twinFiles(
       [file(".harbor/tests/test_x.py", "from m import f, g\n\ndef test_x():\n    assert f(1) == g(1)\n")],
       rand,
@@ -84,7 +87,7 @@ describe("twinFiles", () => {
 describe("unguardedEvalCmdNote", () => {
   it("names an eval_cmd task's hidden files that give the twin nothing to change, and is silent otherwise", () => {
     expect(unguardedEvalCmdNote({ ".harbor/tests/test.sh": "[ -f hello.txt ]\n" })).toMatch(
-      /^its eval_cmd verdict has no decoy twin \(no hidden file is a test file.*--allow-unguarded$/,
+      /^its eval_cmd verdict has no decoy twin \(no hidden file is source the decoy code reads.*--allow-unguarded$/,
     );
     expect(
       unguardedEvalCmdNote({
