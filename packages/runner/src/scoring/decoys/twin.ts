@@ -3,7 +3,7 @@ import { assertionSites } from "./assertions.js";
 import { langOf } from "./blocks.js";
 import { type GuardFile, type GuardReport, mayTwin, writtenValues } from "./guard.js";
 import { literalVariants, type Rand, shuffled } from "./perturb.js";
-import { lex } from "./scan.js";
+import { lex, type Span } from "./scan.js";
 
 /**
  * The decoy twin of an `eval_cmd` task's hidden test files: the same files with every assertion
@@ -53,13 +53,17 @@ function twinEdits(format: ResultFormat, text: string, rand: Rand): Edit[] {
   const l = lex(text, langOf(format));
   const written = writtenValues(l);
   const edits: Edit[] = [];
+  // one side of a comparison only: `1 == 1` changed on both sides may hold again
+  const compared: Span[] = [];
+  const overlaps = (a: Span, b: Span) => a.start < b.end && b.start < a.end;
   for (const site of assertionSites(format, l, { start: 0, end: text.length })) {
+    if (site.comparison && compared.some((c) => overlaps(c, site.comparison!))) continue;
     for (const lit of shuffled(site.literals, rand)) {
-      if (!mayTwin(l, site, lit)) continue;
-      if (edits.some((e) => lit.start < e.end && e.start < lit.end)) continue;
+      if (!mayTwin(l, site, lit) || edits.some((e) => overlaps(e, lit))) continue;
       const [value] = literalVariants(text.slice(lit.start, lit.end), l.lang, site.kind, rand, 1, written);
       if (value === undefined) continue;
       edits.push({ ...lit, text: value });
+      if (site.comparison) compared.push(site.comparison);
       break;
     }
   }
