@@ -36,7 +36,7 @@ export function twinGate(real: Score, twin: Score): Gate | undefined {
   if (testsValue(twin) === 1)
     return {
       reason: "tests_tampered",
-      detail: `${changed} passed too (${twin.terms.find((t) => t.name === "tests")?.detail ?? "tests passed"}): the verdict came from the code under test, not from the tests`,
+      detail: `${changed} passed too (${twin.terms.find((t) => t.name === "tests")?.detail ?? "tests passed"}): the verdict came from the code under test, not from the tests (when the reference solution scores this, the eval command runs none of the changed assertions: make it run its test files)`,
     };
   if (twin.gate?.reason === "tests_tampered")
     return { reason: "tests_tampered", detail: `${changed} was steered: ${twin.gate.detail}` };
