@@ -44,6 +44,10 @@ export default defineConfig({
       pkg("cline-vendor"),
       pkg("runner"),
       {
+        // the benchmarks' pure parts (`npm run bench` itself is never a test)
+        test: { name: "bench", root: "bench", include: ["test/**/*.test.ts"] },
+      },
+      {
         test: {
           name: "scripts",
           root: "scripts",

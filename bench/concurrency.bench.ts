@@ -39,7 +39,7 @@ import { clineAgentLauncher } from "../packages/runner/src/workers/local/cline-a
 import { createLocalBackend } from "../packages/runner/src/workers/local/local-backend.js";
 import type { Worker } from "../packages/runner/src/workers/types.js";
 import { machineMemory, processTrees, treeMemory } from "./concurrency/memory.js";
-import { type BenchContext, median, percentile, printTable } from "./lib.js";
+import { type BenchContext, launchBareCore, median, percentile, printTable } from "./lib.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -94,14 +94,7 @@ async function nodeWrapper(dir: string, name: string, nodeArgs: readonly string[
 
 async function bootOnce(root: string, tag: string, node: string | undefined) {
   const dir = join(root, tag);
-  await mkdir(join(dir, "ws"), { recursive: true });
-  const core = await launchClineCore({
-    workspace: join(dir, "ws"),
-    configDir: join(dir, "cfg"),
-    home: join(dir, "home"),
-    startTimeoutMs: 180_000,
-    ...(node ? { supervisorArgs: ["--node", node] } : {}),
-  });
+  const core = await launchBareCore(dir, node ? { supervisorArgs: ["--node", node] } : {});
   try {
     await sleep(2000);
     const mem = await core.memory();

@@ -22,6 +22,8 @@
  *   0: back to back, 50)
  *   --calls N (counted calls per target per row: 200 at 1 stream, 1280 at 64) --streams 1,64
  *   --scenarios paced,burst --baseline <git rev> --gateway-node-args="<node flags for the gateways>"
+ *   --passthrough (also a minimal pass-through proxy, bench/gateway/passthrough.ts: the CPU-per-call
+ *   baseline; compare CPU with --core-streams off, which leaves the gateway's process only the gateway)
  *   --arrangements thread,loop (this checkout's gateway in its own thread — production — and/or on
  *   the runner's loop; default thread) --core-streams off (no cores' streams to the runner).
  * BENCH_PROFILE=gateway|baseline runs that gateway child with --cpu-prof (profile in the OS temp dir).
@@ -172,7 +174,25 @@ const loadStr = () =>
     .map((x) => x.toFixed(2))
     .join(" ");
 
-export async function main(ctx: BenchContext, args: string[]): Promise<void> {
+/** The label of the pass-through proxy's rows (`--passthrough`). */
+export const PASSTHROUGH = "pass-through proxy";
+
+/** Gateway CPU per call over the pass-through proxy's, per row of the same upstream and streams. */
+export function cpuRatios(rows: readonly Record<string, string | number>[], gateway: string) {
+  return rows
+    .filter((r) => r["gateway"] === gateway)
+    .map((r) => {
+      const base = rows.find(
+        (b) =>
+          b["gateway"] === PASSTHROUGH && b["upstream"] === r["upstream"] && b["streams"] === r["streams"],
+      );
+      const ours = r["CPU ms/call"] as number;
+      const theirs = base ? (base["CPU ms/call"] as number) : Number.NaN;
+      return { upstream: r["upstream"], streams: r["streams"], ours, theirs, ratio: ours / theirs };
+    });
+}
+
+export async function main(ctx: BenchContext, args: string[]): Promise<Record<string, unknown>> {
   const chunks = numFlag(args, "chunks", 40);
   const intervalMs = numFlag(args, "interval-ms", 20);
   const promptKb = numFlag(args, "prompt-kb", 64);
@@ -194,6 +214,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     if (a !== "thread" && a !== "loop")
       throw new Error(`bench gateway: unknown arrangement '${a}' (thread, loop)`);
   const coreStreams = flag(args, "core-streams", "on") !== "off";
+  const passthrough = args.includes("--passthrough");
   const gatewayNodeArgs = flag(args, "gateway-node-args", "")
     .split(" ")
     .filter((a) => a !== "");
@@ -239,22 +260,33 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       const variants = [
         ...arrangements.map((a) => ({ label: `gateway (${a})`, src: ourSrc, loop: a === "loop" })),
         ...(baseline ? [{ label: `baseline ${baseline.label}`, src: baseline.src, loop: false }] : []),
+        ...(passthrough ? [{ label: PASSTHROUGH, src: "", loop: false }] : []),
       ];
       for (const [i, v] of variants.entries()) {
-        const child = startChild(
-          v.label,
-          "gateway.ts",
-          [v.src, baseUrl, String(maxStreams), join(logDir, `${scenario}-${i}`), ...(v.loop ? ["loop"] : [])],
-          profile === (v.src === ourSrc ? "gateway" : "baseline"),
-          gatewayNodeArgs,
-        );
+        const child =
+          v.label === PASSTHROUGH
+            ? startChild(v.label, "passthrough.ts", [baseUrl, String(maxStreams)], false)
+            : startChild(
+                v.label,
+                "gateway.ts",
+                [
+                  v.src,
+                  baseUrl,
+                  String(maxStreams),
+                  join(logDir, `${scenario}-${i}`),
+                  ...(v.loop ? ["loop"] : []),
+                ],
+                profile === (v.src === ourSrc ? "gateway" : "baseline"),
+                gatewayNodeArgs,
+              );
         children.push(child);
         const ready = (await child.next("ready")) as {
           routes: { url: string; token: string }[];
           runner: Runner;
           arrangement: string;
         };
-        const label = v.src === ourSrc ? v.label : `${v.label} (${ready.arrangement})`;
+        const label =
+          v.src === ourSrc || v.label === PASSTHROUGH ? v.label : `${v.label} (${ready.arrangement})`;
         gateways.push({ label, child, routes: ready.routes, runner: ready.runner });
       }
       for (const streams of streamsList) {
@@ -412,7 +444,14 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       console.log(
         `goal (paced upstream) p50 ≤ 2 ms, p99 ≤ 10 ms added: ${ok ? "met" : "NOT met"}${baseline ? `; baseline ${verdict((g) => g.startsWith(`baseline ${baseline.label}`)) ? "met" : "NOT met"}` : ""}`,
       );
-    ctx.writeResult("gateway", { ...result, rows, goalMet: pacedRan ? ok : null });
+    if (passthrough)
+      for (const c of cpuRatios(rows, `gateway (${arrangements[0]})`))
+        console.log(
+          `CPU per call, ${c.upstream} ${c.streams} stream(s): gateway ${c.ours.toFixed(3)} ms vs pass-through ${c.theirs.toFixed(3)} ms = ${c.ratio.toFixed(2)}× (goal ≤ 1.25×)`,
+        );
+    const out = { ...result, rows, goalMet: pacedRan ? ok : null };
+    ctx.writeResult("gateway", out);
+    return out;
   } finally {
     for (const c of children) c.stop();
     rmSync(logDir, { recursive: true, force: true });

@@ -1,5 +1,8 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { loadavg } from "node:os";
 import { join } from "node:path";
+import { type ClineCore, type LaunchOptions, launchClineCore } from "@flakegym/cline-vendor";
 
 /** Shared helpers for `npm run bench -- <name>`: stats, a table, and the JSON result file. */
 
@@ -45,4 +48,67 @@ export function createBenchContext(benchName: string, root: string): BenchContex
       return file;
     },
   };
+}
+
+/**
+ * A bare Cline core (its supervisor, cline-host, cline-core; no sandbox, no worker) on an empty
+ * workspace `dir/ws`, config and HOME under `dir`: the baseline several benchmarks boot.
+ */
+export async function launchBareCore(dir: string, extra: Partial<LaunchOptions> = {}): Promise<ClineCore> {
+  await mkdir(join(dir, "ws"), { recursive: true });
+  return await launchClineCore({
+    workspace: join(dir, "ws"),
+    configDir: join(dir, "cfg"),
+    home: join(dir, "home"),
+    startTimeoutMs: 180_000,
+    ...extra,
+  });
+}
+
+/** The load average (1/5/15 min), as every benchmark prints it beside its measurements. */
+export function loadStr(): string {
+  return loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ");
+}
+
+/**
+ * CPU seconds of processes from /proc/<pid>/stat: user + system of each, plus what its reaped
+ * children used (cutime + cstime); a process that is gone counts 0.
+ */
+export function procCpuSeconds(pids: readonly (number | "self")[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ticks += [11, 12, 13, 14].reduce((a, i) => a + Number(f[i]), 0);
+  }
+  return ticks / CLOCK_TICKS;
+}
+
+/** USER_HZ: /proc's unit of CPU time (100 on every Linux architecture Node runs on). */
+const CLOCK_TICKS = 100;
+
+/** `--name value` / `--name=value` readers for one benchmark's flags; errors name the bench and flag. */
+export function benchFlags(bench: string, args: readonly string[]) {
+  const flag = (name: string, def: string): string => {
+    const inline = args.find((a) => a.startsWith(`--${name}=`));
+    if (inline) return inline.slice(name.length + 3);
+    const i = args.indexOf(`--${name}`);
+    if (i < 0) return def;
+    const v = args[i + 1];
+    if (v === undefined || v.startsWith("--")) throw new Error(`bench ${bench}: --${name} needs a value`);
+    return v;
+  };
+  const num = (name: string, def: number): number => {
+    const v = Number(flag(name, String(def)));
+    if (!Number.isFinite(v) || v < 0) throw new Error(`bench ${bench}: --${name} must be a number ≥ 0`);
+    return v;
+  };
+  return { flag, num };
 }

@@ -18,9 +18,8 @@
  * own (bench/run-cgroup.ts), over each side's whole run (the pool's warm-up boots included).
  */
 
-import { readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   launchClineCore,
@@ -37,7 +36,7 @@ import { createRolloutDeps } from "../packages/runner/src/rollout/wire.js";
 import { buildSnapshot, type Snapshot, snapshotSpecOfTask } from "../packages/runner/src/snapshots/build.js";
 import { loadTask } from "../packages/runner/src/tasks/catalog.js";
 import type { PoolState } from "../packages/runner/src/workers/pool/pool.js";
-import { type BenchContext, median, printTable } from "./lib.js";
+import { type BenchContext, loadStr, median, printTable, procCpuSeconds } from "./lib.js";
 import { openRunCgroup } from "./run-cgroup.js";
 
 function flag(args: string[], name: string, dflt: string): string {
@@ -45,10 +44,7 @@ function flag(args: string[], name: string, dflt: string): string {
   return i !== -1 && args[i + 1] ? args[i + 1]! : dflt;
 }
 
-const load = () =>
-  loadavg()
-    .map((x) => x.toFixed(2))
-    .join(" ");
+const load = loadStr;
 
 /** The scripted turns both sides replay: look at the code, write a file, finish. */
 function turns(): ScriptedTurn[] {
@@ -59,10 +55,10 @@ function turns(): ScriptedTurn[] {
   ];
 }
 
-type Side = "no pool" | "pool" | "bare";
+export type Side = "no pool" | "pool" | "bare";
 
 /** One side's measurement. */
-interface Measure {
+export interface Measure {
   readonly side: Side;
   readonly rep: number;
   /** The group's wall time (the pool's warm-up before it is not in it). */
@@ -111,11 +107,37 @@ function poolReady(
 }
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
-  const n = Number(flag(args, "n", "8"));
   const concurrency = Number(flag(args, "concurrency", "2"));
-  const taskId = flag(args, "task", "semver-lite-caret-zero");
-  const poolSize = Number(flag(args, "pool", String(concurrency)));
-  const reps = Number(flag(args, "reps", "2"));
+  const o: RolloutBenchOptions = {
+    n: Number(flag(args, "n", "8")),
+    concurrency,
+    taskId: flag(args, "task", "semver-lite-caret-zero"),
+    poolSize: Number(flag(args, "pool", String(concurrency))),
+    reps: Number(flag(args, "reps", "2")),
+  };
+  const { all, counted } = await measureRolloutSides(o, ["no pool", "pool", "bare"]);
+  report(ctx, all, { ...o, counted });
+}
+
+/** What the rollout bench runs: N trajectories of a task at a concurrency, `reps` times per side. */
+export interface RolloutBenchOptions {
+  readonly n: number;
+  readonly concurrency: number;
+  readonly taskId: string;
+  readonly poolSize: number;
+  readonly reps: number;
+}
+
+/**
+ * Each of `sides` measured `reps` times, their order rotating each repetition, with the CPU of the
+ * bench process and everything it started (`counted` says how it was counted). Also used by the
+ * cost bench (trajectories per core-minute).
+ */
+export async function measureRolloutSides(
+  o: RolloutBenchOptions,
+  sides: readonly Side[],
+): Promise<{ all: Measure[]; counted: string }> {
+  const { n, concurrency, taskId, poolSize, reps } = o;
   const scratch = await mkdtemp(join(tmpdir(), "flakegym-bench-rollout-"));
   const signal = new AbortController().signal;
   const cg = await openRunCgroup(`flakegym-bench-rollout-${process.pid}`);
@@ -123,7 +145,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     "reason" in cg
       ? `this process and its reaped children only (/proc/self/stat): sandboxed workers are NOT counted (${cg.reason})`
       : "this process and everything it started (its own cpuacct cgroup: sandboxed workers and scorers included)";
-  const cpuNow = async () => ("reason" in cg ? procTreeCpuS() : await cg.cpuSeconds());
+  const cpuNow = async () => ("reason" in cg ? procCpuSeconds(["self"]) : await cg.cpuSeconds());
   try {
     const task = await loadTask(taskId);
     console.log(
@@ -278,7 +300,6 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       };
     };
 
-    const sides: Side[] = ["no pool", "pool", "bare"];
     const all: Measure[] = [];
     for (let rep = 0; rep < reps; rep++) {
       const order = sides.map((_, i) => sides[(i + rep) % sides.length]!);
@@ -292,7 +313,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
         );
       }
     }
-    report(ctx, all, { n, concurrency, taskId, poolSize, reps, counted });
+    return { all, counted };
   } finally {
     if (!("reason" in cg)) {
       const left = await cg.close();
@@ -324,13 +345,6 @@ async function bareRun(dir: string, snapshot: Snapshot, prompt: string) {
     await server.close();
     await rm(dir, { recursive: true, force: true });
   }
-}
-
-/** CPU seconds of this process and its reaped descendants (the fallback without a run cgroup). */
-function procTreeCpuS(): number {
-  const stat = readFileSync("/proc/self/stat", "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return [11, 12, 13, 14].reduce((a, i) => a + Number(f[i]), 0) / 100;
 }
 
 function report(

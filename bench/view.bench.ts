@@ -189,8 +189,8 @@ async function writeGroups(dir: string, tasks: readonly string[]): Promise<numbe
 const CLI = join(REPO_ROOT, "packages/runner/bin/flakegym.js");
 
 /** Starts `flakegym view <dir>` and resolves with its URL once printed (and a way to stop it). */
-function startViewCommand(dir: string): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, [CLI, "view", dir], { stdio: ["ignore", "pipe", "pipe"] });
+function startViewCommand(dir: string, env: NodeJS.ProcessEnv): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, [CLI, "view", dir], { stdio: ["ignore", "pipe", "pipe"], env });
   return new Promise((resolve, reject) => {
     let text = "";
     const timer = setTimeout(
@@ -210,14 +210,16 @@ function startViewCommand(dir: string): Promise<{ url: string; stop: () => void 
 }
 
 /** `flakegym view <dir> --export <out>` under GNU time: wall seconds and peak RSS (MiB). */
-async function timeExport(dir: string, out: string): Promise<{ s: number; rssMiB: number; bytes: number }> {
+async function timeExport(
+  dir: string,
+  out: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ s: number; rssMiB: number; bytes: number }> {
   const start = performance.now();
   const child = spawn(
     "/usr/bin/time",
     ["-f", "maxrss-kib %M", process.execPath, CLI, "view", dir, "--export", out],
-    {
-      stdio: ["ignore", "ignore", "pipe"],
-    },
+    { stdio: ["ignore", "ignore", "pipe"], env },
   );
   let err = "";
   child.stderr.on("data", (c: Buffer) => {
@@ -230,8 +232,8 @@ async function timeExport(dir: string, out: string): Promise<{ s: number; rssMiB
 }
 
 /** SIGTERM `flakegym view --export` after `afterMs`: seconds until it exited, and whether a file was left. */
-async function cancelExport(dir: string, out: string, afterMs: number) {
-  const child = spawn(process.execPath, [CLI, "view", dir, "--export", out], { stdio: "ignore" });
+async function cancelExport(dir: string, out: string, afterMs: number, env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, [CLI, "view", dir, "--export", out], { stdio: "ignore", env });
   await new Promise((r) => setTimeout(r, afterMs));
   const sent = performance.now();
   child.kill("SIGTERM");
@@ -271,12 +273,20 @@ async function startNaive(dir: string) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, close: () => server.close() };
 }
 
-/** From `flakegym view <dir>` started to the first table, then the first token view on that server. */
-async function firstTableAndTokens(browser: Awaited<ReturnType<typeof launchBrowser>>, dir: string) {
+/**
+ * From `flakegym view <dir>` started to the first table, then the first token view on that server.
+ * `env` picks how the command runs: from its cached bundle (a private cache: cold on first use, then
+ * warm) or from source through tsx (`FLAKEGYM_VIEW_FROM_SOURCE=1`, how every start ran before).
+ */
+async function firstTableAndTokens(
+  browser: Awaited<ReturnType<typeof launchBrowser>>,
+  dir: string,
+  env: NodeJS.ProcessEnv,
+) {
   const { page } = await openPage(browser);
   page.setDefaultTimeout(600_000);
   const start = performance.now();
-  const cmd = await startViewCommand(dir);
+  const cmd = await startViewCommand(dir, env);
   try {
     await page.goto(`${cmd.url}#/run/.`);
     await page.waitForSelector("table.trajectories tbody tr");
@@ -345,9 +355,23 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       results.push({ viewer: "naive: load every file", ms: Math.round(base.ms), rows: base.rows });
       const warm = await timeTo(url, "table.trajectories tbody tr");
       results.push({ viewer: "flakegym view (again)", ms: Math.round(warm.ms), rows: warm.rows });
-      const fromCommand = await firstTableAndTokens(browser, dir);
+      const cacheDir = join(tmpdir(), `flakegym-bench-view-cache-${process.pid}`);
+      const env = { ...process.env, FLAKEGYM_CACHE: cacheDir };
+      const fromSource = await firstTableAndTokens(browser, dir, { ...env, FLAKEGYM_VIEW_FROM_SOURCE: "1" });
       results.push({
-        viewer: "flakegym view: command → first table",
+        viewer: "flakegym view: command → first table, from source (tsx)",
+        ms: Math.round(fromSource.tableS * 1000),
+        rows: fromSource.rows,
+      });
+      const coldCache = await firstTableAndTokens(browser, dir, env);
+      results.push({
+        viewer: "flakegym view: command → first table, bundle built (first use)",
+        ms: Math.round(coldCache.tableS * 1000),
+        rows: coldCache.rows,
+      });
+      const fromCommand = await firstTableAndTokens(browser, dir, env);
+      results.push({
+        viewer: "flakegym view: command → first table (cached bundle)",
         ms: Math.round(fromCommand.tableS * 1000),
         rows: fromCommand.rows,
       });
@@ -362,24 +386,30 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       console.log(
         `\nfirst rendered table: flakegym view ${Math.round(cold.ms)} ms vs naive ${Math.round(base.ms)} ms — ${ratio.toFixed(1)}x faster; under 2 s: ${cold.ms < 2000 ? "yes" : "NO"}`,
       );
+      console.log(
+        `first table from the command: cached bundle ${fromCommand.tableS.toFixed(2)} s vs from source ${fromSource.tableS.toFixed(2)} s — ${(fromSource.tableS / fromCommand.tableS).toFixed(1)}x; first use (bundle built) ${coldCache.tableS.toFixed(2)} s; under 2 s: ${fromCommand.tableS < 2 ? "yes" : "NO"}`,
+      );
       const out = join(tmpdir(), `flakegym-bench-view-export-${process.pid}`);
       await mkdir(out, { recursive: true });
-      const exp = await timeExport(dir, join(out, "run.html"));
+      const exp = await timeExport(dir, join(out, "run.html"), env);
       console.log(
         `export: ${exp.s.toFixed(1)} s, peak RSS ${exp.rssMiB.toFixed(0)} MiB, ${(exp.bytes / 1e6).toFixed(0)} MB file`,
       );
       await rm(join(out, "run.html"), { force: true });
-      const cancel = await cancelExport(dir, join(out, "run.html"), Math.min(5000, (exp.s * 1000) / 3));
+      const cancel = await cancelExport(dir, join(out, "run.html"), Math.min(5000, (exp.s * 1000) / 3), env);
       console.log(
         `export SIGTERM: exited ${cancel.code} in ${cancel.s.toFixed(2)} s; file or temporary left: ${cancel.left ? "YES" : "no"}`,
       );
       await rm(out, { recursive: true, force: true });
+      await rm(cacheDir, { recursive: true, force: true });
       ctx.writeResult("view", {
         trajectories: n,
         bytes,
         results,
         ratio,
         fromCommand,
+        fromSource,
+        coldCache,
         export: exp,
         cancel,
         loadavg: loadavg()[0],

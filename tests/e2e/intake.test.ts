@@ -1,4 +1,4 @@
-import { cp, readFile, writeFile } from "node:fs/promises";
+import { cp, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   applySolution,
@@ -40,9 +40,29 @@ async function minicalcDataset(): Promise<string> {
   const commit = await commitTree(repo);
   const row = JSON.parse((await readFile(join(FIXTURES, "swebench-sample.jsonl"), "utf8")).split("\n")[0]!);
   expect(row.base_commit).toBe(commit);
+  // a second row whose install edits a tracked file, as SWE-bench's pre_install steps do (`sed -i`)
+  const pinned = {
+    ...row,
+    instance_id: "minicalc__minicalc-2",
+    install: [`sed -i 's/^# minicalc$/${PINNED}/' README.md`],
+  };
   const file = join(tmp.path, "rows.jsonl");
-  await writeFile(file, `${JSON.stringify({ ...row, repo: `file://${repo}` })}\n`);
+  await writeFile(
+    file,
+    [row, pinned].map((r) => `${JSON.stringify({ ...r, repo: `file://${repo}` })}\n`).join(""),
+  );
   return file;
+}
+
+const PINNED = "# minicalc (pinned by the install step)";
+
+/** Every diff.patch under `dir`, by path. */
+async function diffsUnder(dir: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const name of await readdir(dir, { recursive: true })) {
+    if (name.endsWith("diff.patch")) out.set(name, await readFile(join(dir, name), "utf8"));
+  }
+  return out;
 }
 
 /** Hidden tests before and after the reference patch, in the sandbox, from a real snapshot fork. */
@@ -90,6 +110,7 @@ describe.concurrent("SWE-bench-style intake", () => {
     const imp = await runCli(["tasks", "import", "--dataset", dataset, "--out", catalog]);
     expect(imp.exitCode, imp.stderr).toBe(0);
     expect(imp.stdout).toContain("imported minicalc__minicalc-1 (python, network none)");
+    expect(imp.stdout).toContain("imported minicalc__minicalc-2 (python, network required)");
 
     const r = await runCli(
       [
@@ -108,6 +129,14 @@ describe.concurrent("SWE-bench-style intake", () => {
     expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
     // an imported row's hidden tests are guarded by decoys too (GUARDED n/n)
     expect(r.stdout).toMatch(/^minicalc__minicalc-1\s+1\.00\s+0\.00\s+-\s+0\s+(\d+)\/\1\s+PASS$/m);
+    // the install's edit is the agent's base: gold still scores 1 and no trajectory's diff holds it
+    expect(r.stdout).toMatch(/^minicalc__minicalc-2\s+1\.00\s+0\.00\s+-\s+0\s+(\d+)\/\1\s+PASS$/m);
+    const diffs = await diffsUnder(join(tmp.path, "run"));
+    expect([...diffs.keys()].some((k) => k.includes("minicalc__minicalc-2"))).toBe(true);
+    for (const [name, diff] of diffs) {
+      expect(diff, name).not.toContain("README.md");
+      expect(diff, name).not.toContain("pinned by the install step");
+    }
   }, 660_000);
 });
 

@@ -1,4 +1,5 @@
 import { readdir } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { findProcesses, makeTempDir, runCli, type TempDir } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -80,6 +81,15 @@ describe.concurrent("flakegym rollout (real core, offline task)", () => {
       expect(m.turns as number).toBeGreaterThanOrEqual(2);
       expect(m.boot_ms as number).toBeGreaterThan(0);
       expect(m.score_ms as number).toBeGreaterThan(0);
+      // per-phase CPU (worker cgroups, the runner's share): present, positive, and no more than
+      // the phases' wall time on every core (0.25 s for the CPU reads around each timed phase)
+      const cpu = [m.boot_cpu_s, m.agent_cpu_s, m.score_cpu_s, m.runner_cpu_s];
+      for (const c of cpu) expect(c, JSON.stringify(m)).toBeGreaterThan(0);
+      expect(m.boot_cpu_s!, "a core's boot takes CPU seconds").toBeGreaterThan(0.5);
+      const wallS = (m.boot_ms + m.agent_ms + m.score_ms) / 1000 + 0.25;
+      expect(m.boot_cpu_s! + m.agent_cpu_s! + m.score_cpu_s!).toBeLessThanOrEqual(
+        wallS * availableParallelism(),
+      );
     }
     const t0 = join(out, "trajectories", `${TASK}-t0`);
     const files = await readdir(t0);

@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { cp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -189,5 +189,87 @@ describe.skipIf(!CHROMIUM)("flakegym view in Chromium (skipped without Debian's 
     await screenshot(p, "view-export-trajectory");
     expect(reqs.filter((u) => u !== url)).toEqual([]);
     await p.context().close();
+  });
+
+  it("searches a run's transcripts from its page; the hit's snippet is text, its link opens the trajectory", async () => {
+    await go(`#/run/${encodeURIComponent("runs/r1")}`);
+    await page.fill("#f-search", "<script>window.__pwned");
+    await page.waitForSelector(".search-results .hits li");
+    const hits = page.locator(".search-results .hits li");
+    expect(await hits.count()).toBe(1); // only the scripted agent wrote it
+    expect(await hits.first().locator("a").textContent()).toBe(`${TASK}-t1`);
+    expect(await hits.first().locator("mark").textContent()).toBe("<script>window.__pwned");
+    expect(await page.locator("main script, main img").count()).toBe(0);
+    expect(await page.evaluate("window.__pwned")).toBeUndefined();
+    expect(await page.locator(".search-results").textContent()).toMatch(/2 of 2 transcripts read/);
+    await screenshot(page, "view-search");
+    // the query stays in the URL: a reload runs it again
+    expect(await page.evaluate<string>("location.hash")).toContain("search=");
+  });
+
+  it("compares two runs picked on the index: regressions first", async () => {
+    // a second run: r1's files with the gold trajectory's reward set to 0 (a regression of that task)
+    const r2 = join(tmp.path, "runs", "r2");
+    await cp(join(tmp.path, "runs", "r1"), r2, { recursive: true });
+    const lines = (await readFile(join(r2, "metrics.jsonl"), "utf8")).trim().split("\n");
+    const edited = lines.map((l) => JSON.stringify({ ...JSON.parse(l), reward: 0 }));
+    await writeFile(join(r2, "metrics.jsonl"), `${edited.join("\n")}\n`);
+    await rm(join(r2, "summary.json"), { force: true });
+    await go("#/");
+    const form = page.locator("form.compare-runs");
+    expect(await form.count()).toBe(1);
+    await form.locator("select.pick-A").selectOption("runs/r1");
+    await form.locator("select.pick-B").selectOption("runs/r2");
+    await form.locator("button").click();
+    seq++;
+    await ready(page, seq);
+    expect(await page.locator("main h1").textContent()).toBe("Compare runs");
+    const first = page.locator("table.versus tbody tr").first();
+    expect(await first.locator("th").textContent()).toBe(TASK);
+    expect(await first.textContent()).toContain("regression");
+    await screenshot(page, "view-compare-runs");
+  });
+
+  it("compares two evals item by item: pass@1 and pass@k, the regression first", async () => {
+    // the parts of report.json the comparison reads (the viewer reads reports leniently)
+    const trials = (rewards: Record<string, number[]>) =>
+      Object.entries(rewards).flatMap(([item, rs]) =>
+        rs.map((reward, n) => ({
+          item,
+          policy: "gold",
+          trial: n,
+          reward,
+          outcome: "completed",
+          trajectoryId: `${item}-t${n}`,
+        })),
+      );
+    const write = (id: string, rewards: Record<string, number[]>) =>
+      mkdir(join(tmp.path, "evals", id), { recursive: true }).then(() =>
+        writeFile(
+          join(tmp.path, "evals", id, "report.json"),
+          JSON.stringify({
+            evalId: id,
+            policies: [{ policy: "gold", label: "gold", pooled: {} }],
+            trials: trials(rewards),
+          }),
+        ),
+      );
+    await write("before", { steady: [1, 1, 1], broken: [1, 1, 1] });
+    await write("after", { steady: [1, 1, 1], broken: [1, 0, 0] });
+    await go("#/");
+    const form = page.locator("form.compare-evals");
+    await form.locator("select.pick-A").selectOption("evals/before");
+    await form.locator("select.pick-B").selectOption("evals/after");
+    await form.locator("button").click();
+    seq++;
+    await ready(page, seq);
+    expect(await page.locator("main h1").textContent()).toBe("Compare evals");
+    const rows = page.locator("table.versus tbody tr");
+    expect(await rows.count()).toBe(2);
+    expect(await rows.first().textContent()).toMatch(
+      /broken × gold.*regression.*3\/3 · pass@1 100%.*1\/3 · pass@1 33%.*-67%.*k=3: 100% → 100%/,
+    );
+    expect(await rows.nth(1).textContent()).toMatch(/steady × gold.*same/);
+    await screenshot(page, "view-compare-evals");
   });
 });

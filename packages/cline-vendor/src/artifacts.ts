@@ -3,8 +3,11 @@ import { existsSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
+  type CommittedWorkspace,
+  type CommitWorkspaceOptions,
   type ExcludedPath,
   readContained,
+  commitWorkspace as sealedCommitWorkspace,
   workspaceDiff as sealedWorkspaceDiff,
   type WorkspaceDiff,
   WorkspaceDiffError,
@@ -15,6 +18,8 @@ import { ClineVendorError, ErrorCode } from "./errors.js";
 import { Outcome } from "./outcome.js";
 
 export {
+  type CommittedWorkspace,
+  type CommitWorkspaceOptions,
   DEFAULT_MAX_FILE_BYTES,
   DEFAULT_MAX_TOTAL_BYTES,
   type ExcludedPath,
@@ -80,11 +85,24 @@ export interface ArtifactManifest {
  * (code E_CLINE_ARTIFACTS) whose cause is the WorkspaceDiffError.
  */
 export async function workspaceDiff(options: WorkspaceDiffOptions): Promise<WorkspaceDiff> {
+  return await asVendorError(`cannot diff ${options.workspace}`, () => sealedWorkspaceDiff(options));
+}
+
+/**
+ * The workspace's tree committed on top of `baseCommit` (its files as workspaceDiff sees them),
+ * its `.git/HEAD` and index pointed at the new commit; see supervisor/workspace-diff.mjs. For a
+ * snapshot build, while no agent has touched the workspace. Errors as workspaceDiff's.
+ */
+export async function commitWorkspace(options: CommitWorkspaceOptions): Promise<CommittedWorkspace> {
+  return await asVendorError(`cannot commit ${options.workspace}`, () => sealedCommitWorkspace(options));
+}
+
+async function asVendorError<T>(what: string, f: () => Promise<T>): Promise<T> {
   try {
-    return await sealedWorkspaceDiff(options);
+    return await f();
   } catch (err) {
     if (!(err instanceof WorkspaceDiffError)) throw err;
-    throw new ClineVendorError(ErrorCode.Artifacts, `cannot diff ${options.workspace}: ${err.message}`, {
+    throw new ClineVendorError(ErrorCode.Artifacts, `${what}: ${err.message}`, {
       cause: err,
       ...(err.hint ? { hint: err.hint } : {}),
     });

@@ -7,6 +7,7 @@ export * from "./driver.js";
 export * from "./env.js";
 export * from "./errors.js";
 export * from "./launcher.js";
+export * from "./memory-merge.js";
 export * from "./messages.js";
 export * from "./outcome.js";
 export * from "./paths.js";

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { type ClineClient, createClineClient } from "./client.js";
 import { buildCoreEnv } from "./env.js";
 import { ClineVendorError, ErrorCode } from "./errors.js";
+import { type MemoryMergeDecision, probeMemoryMerge } from "./memory-merge.js";
 import { type ClinePackage, resolveClinePackage } from "./paths.js";
 import { processRssBytes } from "./proc.js";
 
@@ -51,6 +52,11 @@ export interface LaunchOptions {
    * so the caller and its gateway go first on a busy machine. Default: the caller's own.
    */
   readonly nice?: number;
+  /**
+   * Same-page merging for the core (memory-merge.ts). Default: on where the kernel runs it, unless
+   * FLAKEGYM_CORE_MEMORY_MERGE=0. `false` starts the core as before.
+   */
+  readonly memoryMerge?: boolean;
 }
 
 /** A running core (host + core under one supervisor, in one process group). */
@@ -68,6 +74,8 @@ export interface ClineCore {
   readonly logFile: string;
   readonly client: ClineClient;
   readonly timings: { readonly bootMs: number };
+  /** Whether the core runs with same-page merging, or why not. */
+  readonly memoryMerge: MemoryMergeDecision;
   /**
    * Resident memory of the core and host processes (Linux; undefined when wrapped, since pids
    * inside a sandbox's pid namespace are not the host's).
@@ -126,6 +134,7 @@ export async function launchClineCore(options: LaunchOptions): Promise<ClineCore
   const startTimeoutMs = options.startTimeoutMs ?? 60_000;
   const listen = options.listen ?? { kind: "tcp" };
   const env = buildCoreEnv(process.env, home, options.env);
+  const memoryMerge = probeMemoryMerge(options.memoryMerge);
   const args = [
     SUPERVISOR_PATH,
     "--host-bin",
@@ -148,6 +157,7 @@ export async function launchClineCore(options: LaunchOptions): Promise<ClineCore
     process.execPath,
     "--watch-stdin",
     ...(options.nice !== undefined ? ["--nice", String(options.nice)] : []),
+    ...(memoryMerge.on ? memoryMerge.prefix.flatMap((a) => ["--core-prefix", a]) : []),
     ...(options.supervisorArgs ?? []),
   ];
   const cmd = (options.wrap ?? ((c) => c))({ command: process.execPath, args, env });
@@ -326,6 +336,7 @@ export async function launchClineCore(options: LaunchOptions): Promise<ClineCore
       logFile,
       client,
       timings: { bootMs },
+      memoryMerge,
       exited,
       async memory() {
         if (options.wrap) return {};

@@ -7,7 +7,7 @@
 //     --workspace <dir> --config <dir> [--core-address 127.0.0.1:<port>|unix:<path>] \
 //     [--host-port <port>] [--log <file>] [--forward 127.0.0.1:<port>=unix:<path>]... \
 //     [--expose unix:<path>=127.0.0.1:<port>]... [--watch-stdin] [--grace-ms <ms>] [--node <bin>] \
-//     [--diff-dir <dir> [--base-commit <sha>]] [--nice <0-19>]
+//     [--diff-dir <dir> [--base-commit <sha>]] [--nice <0-19>] [--core-prefix <arg>]...
 //
 // Port 0 (the default for --host-port and a tcp --core-address) means: pick a free port here,
 // inside whatever network namespace the supervisor runs in.
@@ -36,6 +36,9 @@
 //   so cline-host, cline-core and every command the agent runs inherit it: the runner and its policy
 //   gateway, which serve many agents at once, go first when the machine is busy. (Raising a
 //   process's niceness needs no privilege; CPU-time limits count CPU seconds and are unaffected.)
+// - --core-prefix (repeatable): the core is started as `<prefix...> <node> <core.js> ...`, e.g. the
+//   same-page merging helper (`/usr/bin/python3 merge-memory-exec.py`, which sets a prctl and execs
+//   Node, so the core keeps its pid).
 // - FLAKEGYM_CORE_TOKEN (environment): the core then listens on a free loopback port and the
 //   supervisor serves --core-address itself as an HTTP/2 gate that forwards only calls carrying
 //   `authorization: Bearer <token>` and answers every other one with gRPC UNAUTHENTICATED (16).
@@ -70,7 +73,8 @@ const USAGE =
   "usage: cline-supervisor --host-bin <path> --core-js <path> --node-path <dirs> --workspace <dir> " +
   "--config <dir> [--core-address 127.0.0.1:<port>|unix:<path>] [--host-port <port>] [--log <file>] " +
   "[--forward 127.0.0.1:<port>=unix:<path>]... [--expose unix:<path>=127.0.0.1:<port>]... " +
-  "[--watch-stdin] [--grace-ms <ms>] [--node <bin>] [--diff-dir <dir> [--base-commit <sha>]] [--nice <0-19>]";
+  "[--watch-stdin] [--grace-ms <ms>] [--node <bin>] [--diff-dir <dir> [--base-commit <sha>]] [--nice <0-19>] " +
+  "[--core-prefix <arg>]...";
 
 function fail(message) {
   process.stderr.write(`cline-supervisor: ${message}\n${USAGE}\n`);
@@ -89,6 +93,7 @@ function parseArgs(argv) {
     log: undefined,
     forward: [],
     expose: [],
+    corePrefix: [],
     watchStdin: false,
     graceMs: 3000,
     node: process.execPath,
@@ -122,6 +127,12 @@ function parseArgs(argv) {
       process.exit(0);
     }
     const value = argv[i + 1];
+    if (flag === "--core-prefix") {
+      if (value === undefined || value === "") fail("--core-prefix needs a value");
+      opts.corePrefix.push(value);
+      i++;
+      continue;
+    }
     if (flag === "--forward" || flag === "--expose") {
       if (value === undefined) fail(`${flag} needs a value`);
       const [from, to, extra] = value.split("=");
@@ -619,10 +630,11 @@ async function main() {
     {},
     opts.workspace,
   );
+  const [coreCommand, ...coreArgs] = [...opts.corePrefix, opts.node, opts.coreJs, "--config", opts.config];
   const coreChild = startChild(
     "cline-core",
-    opts.node,
-    [opts.coreJs, "--config", opts.config],
+    coreCommand,
+    coreArgs,
     {
       NODE_PATH: opts.nodePath,
       PROTOBUS_ADDRESS: coreAddress,

@@ -101,3 +101,25 @@ export declare function sealBase(options: {
 
 /** The commit `repo/.git/HEAD` names, read as data; undefined when there is none. */
 export declare function readHead(repo: string): string | undefined;
+
+export interface CommitWorkspaceOptions extends WorkspaceDiffOptions {
+  /** Author and committer of the new commit (a fixed date makes it reproducible). */
+  readonly identity: { readonly name: string; readonly email: string; readonly date: string };
+  readonly message: string;
+}
+
+export interface CommittedWorkspace {
+  /** The new commit, or `baseCommit` when the workspace had no change. */
+  readonly commit: string;
+  /** Paths the new commit changes against `baseCommit`, sorted. */
+  readonly changed: readonly string[];
+  readonly excluded: readonly ExcludedPath[];
+  readonly excludedTotal: number;
+}
+
+/**
+ * Commits the workspace's tree (as workspaceDiff sees it) on top of `baseCommit`, writing the new
+ * objects into `baseObjects`, and points the workspace's `.git/HEAD` and index at it. Only while
+ * the workspace is still ours (a snapshot build, before any agent).
+ */
+export declare function commitWorkspace(options: CommitWorkspaceOptions): Promise<CommittedWorkspace>;

@@ -30,7 +30,7 @@ import {
   readSync,
   realpathSync,
 } from "node:fs";
-import { lstat, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, posix, resolve } from "node:path";
 
@@ -412,6 +412,105 @@ async function checkBaseObjects(baseObjects) {
  * @returns {Promise<{patch: Buffer, baseCommit: string, excluded: {path: string, reason: string}[], excludedTotal: number}>}
  */
 export async function workspaceDiff(options) {
+  return await withWorkspaceIndex(options, {}, async (ctx, o, excluded) => {
+    const patch = await runGit(ctx, [
+      "diff",
+      "--cached",
+      "--binary",
+      "--no-color",
+      "--no-ext-diff",
+      "--no-textconv",
+      "--ignore-submodules=all",
+      o.baseCommit,
+      "--",
+    ]);
+    return {
+      patch,
+      baseCommit: o.baseCommit,
+      excluded: excluded.slice(0, MAX_EXCLUDED_LISTED),
+      excludedTotal: excluded.length,
+    };
+  });
+}
+
+/**
+ * Commits the workspace's tree as workspaceDiff sees it (untracked, not ignored files included,
+ * the same files left out) on top of `baseCommit`, with `identity` as author and committer, and
+ * writes the new objects into `baseObjects` — so call it only while the workspace is still ours
+ * (a snapshot build after its install step, before any agent ran). Its `.git/HEAD` then names the
+ * new commit (detached) and `.git/index` matches it, written as files, never by git reading the
+ * workspace's repository. An unchanged tree keeps `baseCommit`.
+ * @returns {Promise<{commit: string, changed: string[], excluded: {path: string, reason: string}[], excludedTotal: number}>}
+ */
+export async function commitWorkspace(options) {
+  const { identity, message } = options;
+  // checked before any object is written: a linked .git would send them (and HEAD) elsewhere
+  const gitDir = await ownGitDir(options.workspace);
+  const env = {
+    GIT_OBJECT_DIRECTORY: options.baseObjects,
+    GIT_AUTHOR_NAME: identity.name,
+    GIT_AUTHOR_EMAIL: identity.email,
+    GIT_AUTHOR_DATE: identity.date,
+    GIT_COMMITTER_NAME: identity.name,
+    GIT_COMMITTER_EMAIL: identity.email,
+    GIT_COMMITTER_DATE: identity.date,
+  };
+  return await withWorkspaceIndex(options, env, async (ctx, o, excluded) => {
+    const listed = excluded.slice(0, MAX_EXCLUDED_LISTED);
+    const names = await runGit(ctx, [
+      "diff",
+      "--cached",
+      "--name-only",
+      "-z",
+      "--no-renames",
+      o.baseCommit,
+      "--",
+    ]);
+    const changed = split0(names).map(shown).sort();
+    if (changed.length === 0)
+      return { commit: o.baseCommit, changed, excluded: listed, excludedTotal: excluded.length };
+    const tree = (await runGit(ctx, ["write-tree"])).toString("latin1").trim();
+    const commit = (await runGit(ctx, ["commit-tree", tree, "-p", o.baseCommit, "-m", message]))
+      .toString("latin1")
+      .trim();
+    await runGit(ctx, ["update-index", "-q", "--refresh"]).catch(() => undefined);
+    await setHead(gitDir, commit, join(ctx.scratch, "index"));
+    return { commit, changed, excluded: listed, excludedTotal: excluded.length };
+  });
+}
+
+/** The workspace's `.git`, which must be a real directory (not a link, not a gitfile). */
+async function ownGitDir(workspace) {
+  if (!workspace || !isAbsolute(workspace))
+    throw new WorkspaceDiffError("E_DIFF_ARGUMENT", `workspace '${workspace}' must be an absolute path`);
+  const gitDir = join(resolve(workspace), ".git");
+  if (!(await lstat(gitDir).catch(() => undefined))?.isDirectory())
+    throw new WorkspaceDiffError(
+      "E_DIFF_UNSAFE",
+      `${gitDir} is not a directory (a link, a gitfile or missing)`,
+    );
+  return gitDir;
+}
+
+/** Points the repository at `gitDir` to `commit` (detached) with `index` as its index. */
+async function setHead(gitDir, commit, index) {
+  for (const [name, data] of [
+    ["index", await readFile(index)],
+    ["HEAD", `${commit}\n`],
+  ]) {
+    const tmp = join(gitDir, `${name}.flakegym-${process.pid}`);
+    await rm(tmp, { force: true });
+    await writeFile(tmp, data, { flag: "wx" });
+    await rename(tmp, join(gitDir, name));
+  }
+}
+
+/**
+ * Checks the arguments, makes our repository and an index of the workspace's files against
+ * `baseCommit` (the base's entries updated from the workspace, untracked files added), then runs
+ * `body(ctx, options, excluded)` on it; the scratch repository is removed afterwards.
+ */
+async function withWorkspaceIndex(options, extraEnv, body) {
   const o = {
     git: "git",
     timeoutMs: 60_000,
@@ -438,7 +537,7 @@ export async function workspaceDiff(options) {
     const ctx = {
       git: o.git,
       scratch,
-      env: gitEnv(join(scratch, "home"), join(scratch, "index")),
+      env: { ...gitEnv(join(scratch, "home"), join(scratch, "index")), ...extraEnv },
       prefix: [`--git-dir=${repo}`, `--work-tree=${workspace}`, ...CONFIG],
       deadline,
       signal: o.signal,
@@ -460,23 +559,7 @@ export async function workspaceDiff(options) {
       await runGit(ctx, ["update-index", "-z", "--force-remove", "--stdin"], plan.remove.join("\0"));
     if (plan.update.length > 0)
       await runGit(ctx, ["update-index", "-z", "--add", "--stdin"], plan.update.join("\0"));
-    const patch = await runGit(ctx, [
-      "diff",
-      "--cached",
-      "--binary",
-      "--no-color",
-      "--no-ext-diff",
-      "--no-textconv",
-      "--ignore-submodules=all",
-      o.baseCommit,
-      "--",
-    ]);
-    return {
-      patch,
-      baseCommit: o.baseCommit,
-      excluded: plan.excluded.slice(0, MAX_EXCLUDED_LISTED),
-      excludedTotal: plan.excluded.length,
-    };
+    return await body(ctx, { ...o, workspace }, plan.excluded);
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }

@@ -1,13 +1,21 @@
 import { failureMessage } from "../src/eval/failure-message.js";
 import { outcomeLook } from "../src/eval/outcome-look.js";
+import type { CompareKind, CompareResponse, CompareRow, CompareSide } from "../src/view/compare.js";
 import type { ConvBlock, ConvMessage } from "../src/view/conversation.js";
 import type { GroupRow, TrajectoryRow } from "../src/view/query.js";
 import type { IndexResponse, RunResponse, TokensResponse, TrajectoryResponse } from "../src/view/run-data.js";
 import { SEGMENT } from "../src/view/segment.js";
 import { tokenSpans } from "../src/view/token-spans.js";
+import type { SearchResponse } from "../src/view/transcript-search.js";
 import { api, boot, evalSource } from "./data.js";
 import { bar, type Child, fmtInt, fmtMs, fmtReward, h } from "./dom.js";
 
+const fmtBytes = (n: number) =>
+  n >= 1e9
+    ? `${(n / 1e9).toFixed(2)} GB`
+    : n >= 1e6
+      ? `${(n / 1e6).toFixed(1)} MB`
+      : `${Math.ceil(n / 1e3)} kB`;
 const fmtPct = (x: number | null | undefined) =>
   x === null || x === undefined ? "–" : `${Math.round(x * 100)}%`;
 
@@ -18,6 +26,7 @@ const fmtPct = (x: number | null | undefined) =>
  *   #/t/<ref>/<id>             one trajectory (#/t/<ref>/<id>/tokens: its token view)
  *   #/compare/<ref>/<a>/<b>    two trajectories side by side
  *   #/eval/<ref>               an eval's report
+ *   #/vs/<runs|evals>/<a>/<b>  two runs or two evals side by side (?page=)
  * Keys: j/k move through table rows, Enter opens, / focuses the first filter, u goes up.
  */
 
@@ -31,6 +40,7 @@ const link = (href: string, text: Child, attrs: Record<string, string> = {}) =>
 const runHref = (ref: string) => `#/run/${enc(ref || ".")}`;
 const trajHref = (ref: string, id: string) => `#/t/${enc(ref || ".")}/${enc(id)}`;
 const evalHref = (ref: string) => `#/eval/${enc(ref || ".")}`;
+const vsHref = (kind: CompareKind, a: string, b: string) => `#/vs/${kind}/${enc(a || ".")}/${enc(b || ".")}`;
 /** The eval's rollout run, whose trajectories are its trials. */
 const evalRunRef = (ref: string) => (ref ? `${ref}/run` : "run");
 /** The eval a run belongs to (`<eval>/run`), as a breadcrumb; none for a plain run. */
@@ -138,6 +148,7 @@ async function runsPage(): Promise<void> {
           .map(([o, n]) => [outcomeBadge(o), ` ${n} `]),
       ),
       h("td", {}, fmtMs(r.durationMs)),
+      h("td", { class: "num" }, fmtBytes(r.bytes)),
       h("td", {}, r.error ? h("span", { class: "err" }, r.error) : r.complete ? "complete" : "in progress"),
     ),
   );
@@ -165,6 +176,7 @@ async function runsPage(): Promise<void> {
         x.items !== undefined ? `${x.items} × ${x.policies?.length ?? "?"} × ${x.trials ?? "?"}` : "–",
       ),
       h("td", {}, x.trajectories ?? "–"),
+      h("td", { class: "num" }, fmtBytes(e.bytes)),
       h("td", {}, e.runRef ? link(runHref(e.runRef), "trajectories") : "–"),
       h(
         "td",
@@ -179,6 +191,14 @@ async function runsPage(): Promise<void> {
     "Runs",
     [["#/", "Runs"]],
     h("p", { class: "muted" }, `${idx.runs.length} run(s), ${idx.evals.length} eval(s) under ${idx.root}`),
+    comparePicker(
+      "runs",
+      idx.runs.map((r) => [r.ref, r.runId]),
+    ),
+    comparePicker(
+      "evals",
+      idx.evals.map((e) => [e.ref, e.summary.evalId ?? e.name]),
+    ),
     h(
       "section",
       { "aria-labelledby": "runs-h" },
@@ -194,6 +214,7 @@ async function runsPage(): Promise<void> {
           "mean reward",
           "outcomes",
           "duration",
+          "data (metrics + groups)",
           "state",
         ],
         rows,
@@ -212,6 +233,7 @@ async function runsPage(): Promise<void> {
               "policy: pass@1, mean reward",
               "items × policies × trials",
               "trials",
+              "report.json",
               "run",
               "report",
             ],
@@ -222,7 +244,222 @@ async function runsPage(): Promise<void> {
   );
 }
 
+/** Two selects and a button that open the side-by-side page (only with two or more to pick from). */
+function comparePicker(kind: CompareKind, options: [string, string][]): HTMLElement | null {
+  if (options.length < 2 || boot.mode === "export") return null;
+  const pick = (label: string, initial: number) => {
+    const sel = h(
+      "select",
+      { "aria-label": `${kind === "runs" ? "run" : "eval"} ${label}`, class: `pick-${label}` },
+      options.map(([ref, name], i) => h("option", { value: ref, selected: i === initial }, name)),
+    );
+    return sel;
+  };
+  const a = pick("A", 1);
+  const b = pick("B", 0);
+  return h(
+    "form",
+    {
+      class: `compare-pick compare-${kind}`,
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        location.hash = vsHref(kind, a.value, b.value);
+      },
+    },
+    `Compare two ${kind}: A `,
+    a,
+    " with B ",
+    b,
+    " ",
+    h("button", { type: "submit" }, `Compare ${kind}`),
+  );
+}
+
+const fmtSide = (s: CompareSide | null, kind: CompareKind) =>
+  s === null
+    ? "–"
+    : kind === "evals"
+      ? `${s.c}/${s.n} · pass@1 ${fmtPct(s.pass1)}`
+      : `${s.n} · reward ${fmtReward(s.meanReward)}`;
+
+const outcomesText = (o: Record<string, number> | undefined) =>
+  Object.entries(o ?? {})
+    .map(([k, n]) => `${k} ${n}`)
+    .join(", ") || "–";
+
+async function vsPage(kind: CompareKind, a: string, b: string, params: URLSearchParams): Promise<void> {
+  const page = Number(params.get("page") ?? 0);
+  const c = await api<CompareResponse>("/api/compare", { kind, a, b, page: String(page) });
+  const hrefOf = (ref: string) => (kind === "runs" ? runHref(ref) : evalHref(ref));
+  const delta = (r: CompareRow) =>
+    r.delta === null
+      ? "–"
+      : `${r.delta > 0 ? "+" : ""}${kind === "evals" ? fmtPct(r.delta) : fmtReward(r.delta)}`;
+  const tone = (r: CompareRow) =>
+    r.change === "regression"
+      ? "bad"
+      : r.change === "fix"
+        ? "ok"
+        : r.change === "same"
+          ? "neutral"
+          : "partial";
+  const rows = c.rows.map((r) =>
+    h(
+      "tr",
+      {},
+      h("th", { scope: "row" }, kind === "runs" ? link(`${runHref(b)}?task=${enc(r.key)}`, r.key) : r.key),
+      h("td", {}, h("span", { class: `outcome tone-${tone(r)}` }, r.change)),
+      h("td", { class: "num" }, fmtSide(r.a, kind)),
+      h("td", { class: "num" }, fmtSide(r.b, kind)),
+      h("td", { class: "num" }, delta(r)),
+      kind === "evals"
+        ? h(
+            "td",
+            { class: "num" },
+            r.k === null ? "–" : `k=${r.k}: ${fmtPct(r.a?.passK)} → ${fmtPct(r.b?.passK)}`,
+          )
+        : null,
+      h("td", {}, `${outcomesText(r.a?.outcomes)} → ${outcomesText(r.b?.outcomes)}`),
+    ),
+  );
+  const pages = Math.max(1, Math.ceil(c.total / c.size));
+  const go = (p: number) => {
+    location.hash = `${vsHref(kind, a, b)}?page=${p}`;
+  };
+  layout(
+    `Compare ${kind}`,
+    [
+      ["#/", "Runs"],
+      [location.hash, `compare ${kind}`],
+    ],
+    h(
+      "dl",
+      { class: "facts" },
+      fact("A", link(hrefOf(a), a || ".")),
+      fact("B", link(hrefOf(b), b || ".")),
+      fact("matched by", c.pairing),
+      fact(
+        "changes",
+        Object.entries(c.counts)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(", ") || "none",
+      ),
+    ),
+    table(
+      kind === "runs" ? "Per task, regressions first" : "Per item × policy, regressions first",
+      [
+        kind === "runs" ? "task" : "item × policy",
+        "change",
+        kind === "runs" ? "A: trajectories, mean reward" : "A: passed/scored, pass@1",
+        kind === "runs" ? "B: trajectories, mean reward" : "B: passed/scored, pass@1",
+        "Δ (B − A)",
+        ...(kind === "evals" ? ["pass@k (A → B)"] : []),
+        "outcomes (A → B)",
+      ],
+      rows,
+      "versus",
+    ),
+    h(
+      "nav",
+      { class: "pager", "aria-label": "Pages" },
+      h("button", { type: "button", disabled: page <= 0, onclick: () => go(page - 1) }, "← previous"),
+      ` page ${page + 1} of ${pages} (${c.total} rows) `,
+      h("button", { type: "button", disabled: page + 1 >= pages, onclick: () => go(page + 1) }, "next →"),
+    ),
+  );
+}
+
 // ---------- run ----------
+
+let searchSeq = 0;
+
+/**
+ * The transcript search box: the server reads the run's transcripts for the text (a newer query
+ * cancels the older one there; here a stale answer is dropped). The query stays in the URL
+ * (`?search=`), so a re-render or a reload keeps it. Snippets are text nodes like everything else.
+ */
+function searchSection(ref: string, params: URLSearchParams): HTMLElement {
+  const out = h("div", { class: "search-results", "aria-live": "polite" });
+  const input = h("input", {
+    id: "f-search",
+    type: "search",
+    value: params.get("search") ?? "",
+    placeholder: "text in any transcript",
+  });
+  const run = async (q: string) => {
+    const seq = ++searchSeq;
+    const p = new URLSearchParams(params);
+    if (q) p.set("search", q);
+    else p.delete("search");
+    history.replaceState(null, "", `#${location.hash.slice(1).split("?")[0]}?${p}`);
+    if (q.length < 2) return void out.replaceChildren(q ? "type at least 2 characters" : "");
+    out.replaceChildren(h("p", { class: "muted" }, "searching…"));
+    try {
+      const r = await api<SearchResponse>("/api/search", { run: ref, q });
+      if (seq !== searchSeq) return;
+      const why =
+        r.stopped === "done"
+          ? ""
+          : r.stopped === "hit limit"
+            ? " — first hits only"
+            : ` — stopped: ${r.stopped}`;
+      out.replaceChildren(
+        h(
+          "p",
+          {},
+          `${r.hits.length} trajectory(ies) match, ${r.searched} of ${r.total} transcripts read${why}`,
+        ),
+        h(
+          "ol",
+          { class: "hits" },
+          r.hits.map((hit) =>
+            h(
+              "li",
+              {},
+              link(trajHref(ref, hit.id), hit.id),
+              " ",
+              h(
+                "code",
+                { class: "snippet" },
+                hit.snippet.slice(0, hit.match[0]),
+                h("mark", {}, hit.snippet.slice(hit.match[0], hit.match[1])),
+                hit.snippet.slice(hit.match[1]),
+              ),
+            ),
+          ),
+        ),
+      );
+    } catch (e) {
+      if (seq === searchSeq)
+        out.replaceChildren(h("p", { class: "err" }, e instanceof Error ? e.message : String(e)));
+    }
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  input.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void run(input.value), 300);
+  });
+  if (input.value) void run(input.value);
+  return h(
+    "section",
+    { "aria-labelledby": "search-h" },
+    h("h2", { id: "search-h" }, "Search transcripts"),
+    boot.mode === "export"
+      ? h("p", { class: "muted" }, "transcript search needs the server (flakegym view), not an export")
+      : [
+          h(
+            "form",
+            {
+              role: "search",
+              "aria-label": "Search transcripts",
+              onsubmit: (e: Event) => e.preventDefault(),
+            },
+            h("label", {}, "transcripts contain ", input),
+          ),
+          out,
+        ],
+  );
+}
 
 const SORTS: [string, string][] = [
   ["id", "trajectory"],
@@ -403,6 +640,7 @@ async function runPage(ref: string, params: URLSearchParams, seq: number): Promi
     run.skippedLines
       ? h("p", { class: "err" }, `${run.skippedLines} metrics line(s) did not parse and are left out`)
       : null,
+    searchSection(ref, params),
     h(
       "section",
       { "aria-labelledby": "groups-h" },
@@ -1003,6 +1241,8 @@ async function route(): Promise<void> {
     else if (parts[0] === "eval" && parts[1] && parts[2] === "file" && parts[3])
       await evalFilePage(refOf(parts[1]), decodeURIComponent(parts[3]));
     else if (parts[0] === "eval" && parts[1]) await evalPage(refOf(parts[1]));
+    else if (parts[0] === "vs" && (parts[1] === "runs" || parts[1] === "evals") && parts[2] && parts[3])
+      await vsPage(parts[1], refOf(parts[2]), refOf(parts[3]), new URLSearchParams(qs));
     else await runsPage();
   } catch (e) {
     layout(

@@ -1,4 +1,5 @@
 /** `flakegym doctor` as a user runs it: a real core, a scripted task, tool probes. */
+import { probeMemoryMerge } from "@flakegym/cline-vendor";
 import { runCli } from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
 
@@ -19,6 +20,11 @@ describe("flakegym doctor (real process, real core)", () => {
       value: expect.stringMatching(/^completed in \d+ ms/),
     });
     expect(row("core memory")?.value).toMatch(/core RSS \d+ MB/);
+    // the doctor reports what the launcher decided, for this machine
+    const merge = probeMemoryMerge();
+    expect(row("same-page merging")?.value).toBe(
+      merge.on ? "on (idle cores share identical pages)" : `off: ${merge.reason}`,
+    );
     for (const tool of ["bubblewrap", "podman", "nix"]) expect(["ok", "warn"]).toContain(row(tool)?.status);
     expect(r.exitCode).toBe(rows.some((x) => x.status === "fail") ? 1 : 0);
   });

@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { createClineClient, runClineTask } from "@flakegym/cline-vendor";
+import { createClineClient, probeMemoryMerge, runClineTask } from "@flakegym/cline-vendor";
 import {
   createLocalBackend,
   createWorkerPool,
@@ -11,14 +11,25 @@ import {
   type Worker,
   type WorkerSpec,
 } from "@flakegym/runner";
-import { findProcesses, makeTempDir, say, startScriptedPolicy, waitFor, xmlTool } from "@flakegym/test-utils";
+import {
+  findProcesses,
+  makeTempDir,
+  processMemoryHolds,
+  say,
+  startScriptedPolicy,
+  waitFor,
+  xmlTool,
+} from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
 
 // The warm pool's isolation proof: trajectory A runs on a pre-booted worker (real bubblewrap, real
 // Cline core) and leaves traces everywhere it can — workspace, /deps, HOME (including a Cline rule
 // the next core would load), the core's config dir, /tmp, a background process, and a task the
-// core remembers. Trajectory B, on the next pre-booted worker, sees none of it, while its own
-// writes (editor and terminal) land in its own fork and in its diff.
+// core remembers, and sockets (a TCP listener, a unix socket). Trajectory B, on the next pre-booted
+// worker, sees none of it, while its own writes (editor and terminal) land in its own fork and in its
+// diff. The cores run as the default launch runs them (issue 32): with the kernel's same-page
+// merging on, so identical pages of A's and B's cores are shared copy-on-write while both live; B's
+// core is read byte by byte then, and A's task text is not in it (it is in A's: the control).
 
 const hasBwrap = existsSync("/usr/bin/bwrap");
 const isRoot = process.getuid?.() === 0;
@@ -30,6 +41,24 @@ const skip = !hasBwrap
 if (skip) console.warn(`warm pool isolation suite skipped: ${skip}`);
 
 const SECRET = "PINEAPPLE-7";
+const merge = probeMemoryMerge();
+if (!merge.on) console.warn(`warm pool isolation: cores run without same-page merging here: ${merge.reason}`);
+
+/** The host pid of the cline-core whose --config is `configDir`. */
+async function corePid(configDir: string): Promise<number> {
+  const found = await findProcesses(`cline-core.js --config ${configDir}`);
+  expect(found.length).toBe(1);
+  return found[0]!.pid;
+}
+
+/** `ksm_merge_any` and `ksm_merging_pages` of a process (kernel ≥ 6.4). */
+async function ksmStat(pid: number): Promise<{ mergeAny: boolean; merging: number }> {
+  const text = await readFile(`/proc/${pid}/ksm_stat`, "utf8");
+  return {
+    mergeAny: /^ksm_merge_any: yes$/m.test(text),
+    merging: Number(/^ksm_merging_pages (\d+)$/m.exec(text)?.[1] ?? 0),
+  };
+}
 
 describe.skipIf(skip !== "")("warm pool isolation (real Cline core in bubblewrap)", () => {
   it("shows trajectory B nothing of trajectory A", async () => {
@@ -47,6 +76,10 @@ describe.skipIf(skip !== "")("warm pool isolation (real Cline core in bubblewrap
     const base = git("rev-parse", "HEAD");
     const stateDir = join(tmp.path, "workers");
     const socketPath = join(tmp.path, "gateway.sock");
+    // a TCP listener on 127.0.0.1:18555 (0x487B) and a unix socket, alive for 1234 s
+    const LISTEN =
+      "import socket,time; t=socket.socket(); t.bind(('127.0.0.1',18555)); t.listen(); " +
+      "u=socket.socket(socket.AF_UNIX); u.bind('/tmp/a-sock'); u.listen(); time.sleep(1234)";
     const coreConfig =
       "$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -A1 -x -- --config | tail -1)";
     const leave = [
@@ -57,6 +90,9 @@ describe.skipIf(skip !== "")("warm pool isolation (real Cline core in bubblewrap
       "echo a > /tmp/a-tmp.txt",
       "echo a > /deps/a-deps.txt",
       "(nohup sleep 1234 >/dev/null 2>&1 &)",
+      `(nohup python3 -c "${LISTEN}" >/dev/null 2>&1 &)`,
+      "sleep 1",
+      'echo "A-NET: $(grep -c :487B /proc/net/tcp) $(grep -c a-sock /proc/net/unix)"',
       'echo "A-LEFT: $(ls $CFG)"',
     ].join("; ");
     const look = [
@@ -66,6 +102,7 @@ describe.skipIf(skip !== "")("warm pool isolation (real Cline core in bubblewrap
       "echo TMP: $(ls -a /tmp)",
       `echo CFG: $(ls ${stateDir}/*/w/config 2>&1)`,
       "echo PS: $(cat /proc/[0-9]*/cmdline | tr '\\0' ' ')",
+      "echo NET: $(cat /proc/net/tcp /proc/net/unix | tr -s ' ')",
       "echo b > from-terminal.txt",
     ].join("; ");
     const policy = await startScriptedPolicy(
@@ -127,13 +164,34 @@ describe.skipIf(skip !== "")("warm pool isolation (real Cline core in bubblewrap
       await run(a, `Remember the code word ${SECRET} for later.`);
       const aLeft = JSON.stringify(policy.requests[2]!.body);
       expect(aLeft).toContain("a-config.txt"); // A really wrote into its core's config dir
+      expect(aLeft).toContain("A-NET: 1 1"); // and its sockets were listening
       expect(await readFile(join(specA.workspace, "a-secret.txt"), "utf8")).toBe("A was here");
       expect((await findProcesses("sleep 1234")).length).toBe(1);
+
+      // the replacement boots while A still lives: both cores run side by side
+      expect(await waitFor(() => pool.state().idle === 1, 120_000, 200)).toBe(true);
+      const aCore = await corePid(a.configDir!);
+      const cores = await findProcesses(`cline-core.js --config ${stateDir}`);
+      const nextCore = cores.find((p) => p.pid !== aCore)!;
+      expect(cores.length).toBe(2);
+      expect(nextCore).toBeDefined();
+      // the control: A's core holds A's task text, and the scan finds it
+      expect((await processMemoryHolds(aCore, SECRET)).found).toBe(true);
+      if (merge.on) {
+        expect((await ksmStat(aCore)).mergeAny).toBe(true);
+        expect((await ksmStat(nextCore.pid)).mergeAny).toBe(true);
+        // the kernel has merged pages of the next core (with A's or its own) before it is read
+        expect(await waitFor(async () => (await ksmStat(nextCore.pid)).merging > 0, 150_000, 1000)).toBe(
+          true,
+        );
+      }
+      const nextScan = await processMemoryHolds(nextCore.pid, SECRET);
+      expect(nextScan.scannedBytes).toBeGreaterThan(100 * 1024 * 1024);
+      expect(nextScan.found).toBe(false);
       await a.stop();
       expect(await waitFor(async () => (await findProcesses("sleep 1234")).length === 0, 10_000)).toBe(true);
 
       // the replacement, booted while A ran, serves B
-      expect(await waitFor(() => pool.state().idle === 1, 120_000, 200)).toBe(true);
       const specB = await spec("b");
       b = await pool.start(specB);
       expect(b.pooled).toBe(true);
@@ -149,7 +207,10 @@ describe.skipIf(skip !== "")("warm pool isolation (real Cline core in bubblewrap
         "a-rule",
         "a-tmp",
         "a-config",
+        "a-sock",
+        ":487B",
         "sleep 1234",
+        "sleep(1234)",
         SECRET,
       ]) {
         for (const s of seen) expect(s).not.toContain(trace);
@@ -159,6 +220,8 @@ describe.skipIf(skip !== "")("warm pool isolation (real Cline core in bubblewrap
       expect(tasks).toEqual([taskB]);
       const history = await readFile(join(b.configDir!, "data", "state", "taskHistory.json"), "utf8");
       expect(history).not.toContain(SECRET);
+      // nor does B's core process hold it, after B's own task
+      expect((await processMemoryHolds(await corePid(b.configDir!), SECRET)).found).toBe(false);
       // what B's editor and terminal wrote is in B's fork, and in its diff
       expect(await readFile(join(specB.workspace, "from-editor.txt"), "utf8")).toBe("B was here");
       expect(await readFile(join(specB.workspace, "from-terminal.txt"), "utf8")).toBe("b\n");
@@ -184,5 +247,5 @@ describe.skipIf(skip !== "")("warm pool isolation (real Cline core in bubblewrap
     expect(await readdir(stateDir)).toEqual([]);
     expect(await readFile(join(forks[1]!.tree, "workspace", "from-editor.txt"), "utf8")).toBe("B was here");
     for (const f of forks) await f.release();
-  }, 240_000);
+  }, 420_000);
 });

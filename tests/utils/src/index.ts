@@ -21,7 +21,14 @@ export {
 } from "./nomad-double.js";
 export { DOCUMENTED_CAPABILITIES, type DoubleAclGrant } from "./nomad-double-acl.js";
 export { freePort } from "./ports.js";
-export { findProcesses, type ProcInfo, processReaper, processTable, waitFor } from "./processes.js";
+export {
+  findProcesses,
+  type ProcInfo,
+  processMemoryHolds,
+  processReaper,
+  processTable,
+  waitFor,
+} from "./processes.js";
 export { REPO_ROOT } from "./repo-root.js";
 export { runCli } from "./run-cli.js";
 export { slowPlan } from "./scripted-plans.js";

@@ -1,4 +1,4 @@
-import { readdir, readFile } from "node:fs/promises";
+import { open, readdir, readFile } from "node:fs/promises";
 
 /** One row of the process table, read from /proc. */
 export interface ProcInfo {
@@ -63,4 +63,43 @@ export function processReaper() {
       pids.clear();
     },
   };
+}
+
+/**
+ * Whether a live process's memory holds `needle` (as UTF-8/Latin-1 bytes or as UTF-16LE, the two
+ * ways V8 stores a string), read from /proc/<pid>/mem region by region (needs root or ptrace
+ * rights). `scannedBytes` says how much was read, so a caller can tell a real "absent" from a scan
+ * that read nothing.
+ */
+export async function processMemoryHolds(
+  pid: number,
+  needle: string,
+): Promise<{ found: boolean; scannedBytes: number }> {
+  const patterns = [Buffer.from(needle, "utf8"), Buffer.from(needle, "utf16le")];
+  const overlap = Math.max(...patterns.map((p) => p.length)) - 1;
+  const regions = (await readFile(`/proc/${pid}/maps`, "utf8"))
+    .split("\n")
+    .map((l) => l.split(/\s+/))
+    .filter((f) => f[1]?.startsWith("r") && !f[5]?.startsWith("[v")) // readable; not [vvar]/[vsyscall]
+    .map((f) => f[0]!.split("-").map((h) => Number.parseInt(h, 16)) as [number, number]);
+  const mem = await open(`/proc/${pid}/mem`, "r");
+  let scannedBytes = 0;
+  const chunk = Buffer.alloc(8 * 1024 * 1024);
+  try {
+    for (const [start, end] of regions) {
+      let tail = Buffer.alloc(0);
+      for (let at = start; at < end; at += chunk.length) {
+        const want = Math.min(chunk.length, end - at);
+        const { bytesRead } = await mem.read(chunk, 0, want, at).catch(() => ({ bytesRead: 0 }));
+        if (bytesRead === 0) break;
+        scannedBytes += bytesRead;
+        const window = Buffer.concat([tail, chunk.subarray(0, bytesRead)]);
+        if (patterns.some((p) => window.includes(p))) return { found: true, scannedBytes };
+        tail = window.subarray(Math.max(0, window.length - overlap));
+      }
+    }
+  } finally {
+    await mem.close();
+  }
+  return { found: false, scannedBytes };
 }

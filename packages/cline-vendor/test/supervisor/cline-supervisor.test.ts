@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { connect as http2Connect } from "node:http2";
 import { createConnection, createServer, type Server } from "node:net";
@@ -14,6 +15,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SUPERVISOR_PATH } from "../../src/launcher.js";
+import { MERGE_MEMORY_EXEC_PATH, probeMemoryMerge, SYSTEM_PYTHON } from "../../src/memory-merge.js";
 import { findProcesses, freePort, makeTempDir, processReaper, type TempDir, waitFor } from "../helpers.js";
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
@@ -280,6 +282,32 @@ describe("cline-supervisor", () => {
     s.child.kill("SIGTERM");
     await s.exit;
   });
+
+  const noPython = existsSync(SYSTEM_PYTHON) ? "" : `${SYSTEM_PYTHON} is absent`;
+  if (noPython) console.warn(`--core-prefix test skipped: ${noPython}`);
+  it.skipIf(noPython !== "")(
+    "--core-prefix starts the core through the same-page merging helper, which keeps its pid",
+    async () => {
+      const merge = probeMemoryMerge(true);
+      if (!merge.on)
+        console.warn(
+          `--core-prefix test: merging unavailable here (${merge.reason}); checking the exec only`,
+        );
+      const s = start(["--core-prefix", SYSTEM_PYTHON, "--core-prefix", MERGE_MEMORY_EXEC_PATH]);
+      const started = await s.next("started");
+      await s.next("listening");
+      const corePid = Number(started["corePid"]);
+      // the helper exec'd Node: the pid the supervisor reports is the fake core's, now running node
+      expect(await readFile(`/proc/${corePid}/cmdline`, "utf8")).toContain("fake-core.mjs");
+      if (merge.on)
+        expect(await readFile(`/proc/${corePid}/ksm_stat`, "utf8")).toMatch(/^ksm_merge_any: yes$/m);
+      expect(await roundTrip({ port: Number(String(started["coreAddress"]).split(":")[1]) }, "p")).toBe(
+        "core:p",
+      );
+      s.child.kill("SIGTERM");
+      expect(await s.exit).toBe(0);
+    },
+  );
 
   it("SIGTERM stops host, core and the core's own children", async () => {
     const marker = `flakegym-grandchild-${process.pid}-${Date.now()}`;

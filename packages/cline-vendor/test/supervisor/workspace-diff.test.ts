@@ -1,8 +1,9 @@
 import { execFileSync } from "node:child_process";
-import { mkdir, readdir, rm, symlink, truncate, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, symlink, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
+  commitWorkspace,
   planEntry,
   preWalk,
   readContained,
@@ -231,5 +232,70 @@ describe("readHead and sealBase", () => {
     await writeFile(join(shallow, "a.txt"), "third\n");
     const d = await workspaceDiff({ workspace: shallow, baseCommit: base, baseObjects: objects });
     expect(d.patch.toString()).toContain("-second\n+third");
+  });
+});
+
+describe("commitWorkspace (a snapshot's built tree as the agent's base)", () => {
+  const identity = {
+    name: "flakegym catalog",
+    email: "catalog@flakegym.invalid",
+    date: "2026-01-01T00:00:00Z",
+  };
+
+  it("commits edits and new files on the base, points HEAD and the index at it, and never runs the repo's config", async () => {
+    await using tmp = await makeTempDir();
+    // the repository's own install may have written anything into .git/config
+    const { ws, base } = await scene(tmp.path);
+    const marker = join(tmp.path, "fsmonitor-ran");
+    git(ws, "config", "core.fsmonitor", `touch ${marker}; false`);
+    git(ws, "config", "core.hooksPath", join(tmp.path, "hooks"));
+    await writeFile(join(ws, "a.txt"), "pinned\n");
+    await writeFile(join(ws, "new.txt"), "made\n");
+    const r = await commitWorkspace({
+      workspace: ws,
+      baseCommit: base,
+      baseObjects: join(ws, ".git", "objects"),
+      identity,
+      message: "built tree",
+    });
+    expect(r.changed).toEqual(["a.txt", "new.txt"]);
+    expect(r.commit).not.toBe(base);
+    expect((await readFile(join(ws, ".git", "HEAD"), "utf8")).trim()).toBe(r.commit);
+    expect(readHead(ws)).toBe(r.commit);
+    expect(await readdir(tmp.path)).not.toContain("fsmonitor-ran");
+    const show = (...a: string[]) => git(ws, "-c", "core.fsmonitor=false", ...a);
+    expect(show("rev-parse", `${r.commit}^`)).toBe(base);
+    expect(show("log", "-1", "--format=%an <%ae> %aI", r.commit)).toBe(
+      "flakegym catalog <catalog@flakegym.invalid> 2026-01-01T00:00:00+00:00",
+    );
+    expect(show("status", "--porcelain")).toBe("");
+    // nothing left against the new base
+    const diff = await workspaceDiff({
+      workspace: ws,
+      baseCommit: r.commit,
+      baseObjects: join(ws, ".git", "objects"),
+    });
+    expect(diff.patch.toString()).toBe("");
+    // an unchanged tree keeps its base
+    const again = await commitWorkspace({
+      workspace: ws,
+      baseCommit: r.commit,
+      baseObjects: join(ws, ".git", "objects"),
+      identity,
+      message: "built tree",
+    });
+    expect(again).toMatchObject({ commit: r.commit, changed: [] });
+  });
+
+  it("refuses a workspace whose .git is a link (it would write elsewhere)", async () => {
+    await using tmp = await makeTempDir();
+    const { ws, base, baseObjects } = await scene(tmp.path);
+    await rm(join(ws, ".git"), { recursive: true });
+    await symlink(join(tmp.path, "snap", ".git"), join(ws, ".git"));
+    await writeFile(join(ws, "a.txt"), "changed\n");
+    await expect(
+      commitWorkspace({ workspace: ws, baseCommit: base, baseObjects, identity, message: "m" }),
+    ).rejects.toMatchObject({ code: "E_DIFF_UNSAFE" });
+    expect(readHead(join(tmp.path, "snap"))).toBe(base);
   });
 });

@@ -98,7 +98,9 @@ export const PolicySummary = z
     tokensOut: z.number().int(),
     modelCalls: z.number().int(),
     toolCalls: z.number().int(),
-    phasesMs: Phases.describe("summed over the policy's trials"),
+    phasesMs: Phases.describe(
+      "summed over the policy's trials, but snapshotMs: each item's snapshot is built once for all its trials and policies, so this is the policy's even share of it (see sharedMs)",
+    ),
     cost: z.number().optional().describe("with --prices: tokens × prices"),
   })
   .strict();
@@ -150,6 +152,13 @@ export const EvalReport = z
     policies: z.array(PolicySummary).describe("columns of the report"),
     cells: z.array(Cell),
     trials: z.array(TrialRow),
+    sharedMs: z
+      .object({
+        snapshotMs: z.number().describe("every item's snapshot time, each counted once"),
+      })
+      .strict()
+      .optional()
+      .describe("work done once and shared by every trial (absent in reports written before it)"),
     testFlakes: z.array(TestFlake).describe("per hidden test: flips across --test-repeat runs on one diff"),
     itemErrors: z
       .array(z.object({ item: z.string(), code: z.string(), message: z.string() }).strict())
@@ -182,12 +191,39 @@ export function cellOf(item: string, policy: string, trials: readonly TrialRow[]
   };
 }
 
-/** A policy's column summary. Pure. */
+/**
+ * Snapshot time counted once: an eval runs each item as one group, so every trial of the item, of
+ * every policy, records the same snapshot build (its `snapshotMs`). Each item counts once — the
+ * largest time any of its trials recorded — and is split evenly among the policies that ran it.
+ * Pure.
+ */
+export function sharedSnapshotMs(trials: readonly TrialRow[]): {
+  totalMs: number;
+  byPolicy: Record<string, number>;
+} {
+  const items = new Map<string, { ms: number; policies: Set<string> }>();
+  for (const t of trials) {
+    const it = items.get(t.item) ?? { ms: 0, policies: new Set<string>() };
+    it.ms = Math.max(it.ms, t.phases.snapshotMs);
+    it.policies.add(t.policy);
+    items.set(t.item, it);
+  }
+  const byPolicy: Record<string, number> = {};
+  let totalMs = 0;
+  for (const it of items.values()) {
+    totalMs += it.ms;
+    for (const p of it.policies) byPolicy[p] = (byPolicy[p] ?? 0) + it.ms / it.policies.size;
+  }
+  return { totalMs, byPolicy };
+}
+
+/** A policy's column summary; `snapshotShareMs` is its share of the snapshots ({@link sharedSnapshotMs}). Pure. */
 export function policySummaryOf(
   policy: string,
   label: string,
   cells: readonly Cell[],
   trials: readonly TrialRow[],
+  snapshotShareMs: number,
   price?: z.infer<typeof Price>,
 ): PolicySummary {
   const scored = trials.filter((t) => t.reward !== null);
@@ -204,7 +240,7 @@ export function policySummaryOf(
     modelCalls: sum(trials.map((t) => t.turns)),
     toolCalls: sum(trials.map((t) => t.toolCalls)),
     phasesMs: {
-      snapshotMs: phase("snapshotMs"),
+      snapshotMs: snapshotShareMs,
       forkMs: phase("forkMs"),
       bootMs: phase("bootMs"),
       agentMs: phase("agentMs"),
@@ -237,12 +273,14 @@ export function buildReport(i: ReportInput): EvalReport {
       cells.push(cellOf(item.id, p.spec, ts));
     }
   }
+  const snapshots = sharedSnapshotMs(i.trials);
   const policies = i.policies.map((p) =>
     policySummaryOf(
       p.spec,
       p.label,
       cells.filter((c) => c.policy === p.spec),
       i.trials.filter((t) => t.policy === p.spec),
+      snapshots.byPolicy[p.spec] ?? 0,
       i.prices?.[p.spec],
     ),
   );
@@ -262,6 +300,7 @@ export function buildReport(i: ReportInput): EvalReport {
     policies,
     cells,
     trials: [...i.trials],
+    sharedMs: { snapshotMs: snapshots.totalMs },
     testFlakes,
     itemErrors: i.itemErrors,
   };

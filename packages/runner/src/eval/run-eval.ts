@@ -10,7 +10,7 @@ import type { RolloutDeps } from "../rollout/deps.js";
 import { trialOf } from "../rollout/plan.js";
 import { runPaths } from "../rollout/run-dir.js";
 import { runRollout } from "../rollout/run-rollout.js";
-import { type RunConfig, TrajectoryResult } from "../rollout/schema.js";
+import { type RunConfig, type Timings, TrajectoryResult } from "../rollout/schema.js";
 import type { RunSummary } from "../rollout/summary.js";
 import type { WireOptions } from "../rollout/wire.js";
 import { FLAKEGYM_VERSION } from "../version.js";
@@ -19,6 +19,7 @@ import {
   buildReport,
   compareWithBaseline,
   type EvalReport,
+  type Phases,
   type Prices,
   policyLabels,
   type TrialRow,
@@ -209,7 +210,7 @@ export async function runEval(o: EvalRunOptions): Promise<EvalRunResult> {
       toolCalls: toolCallsOf(turns),
       tokensIn: r.counts.tokensIn,
       tokensOut: r.counts.tokensOut,
-      phases: r.timings,
+      phases: wallPhasesOf(r.timings),
       infraRetries: r.infraRetries.length,
       links: {
         log: paths.log,
@@ -262,4 +263,15 @@ export async function runEval(o: EvalRunOptions): Promise<EvalRunResult> {
   await writeFileAtomic(join(o.evalDir, "report.html"), renderReportHtml(report));
   if (o.linkLatest !== false) await linkLatest(o.evalDir);
   return { report, summary, summaryMd };
+}
+
+/** The wall-time phases of a trajectory's timings (the report's `phases`; its CPU fields stay in metrics.jsonl). Pure. */
+export function wallPhasesOf(t: Timings): Phases {
+  return {
+    snapshotMs: t.snapshotMs,
+    forkMs: t.forkMs,
+    bootMs: t.bootMs,
+    agentMs: t.agentMs,
+    scoreMs: t.scoreMs,
+  };
 }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ResponseAccumulator, type UpstreamEvent } from "../policy/chat.js";
+import type { IntArrayJson } from "../policy/prompt-ids-json.js";
 import { type ClientProtocol, UpstreamError } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
 import { AnthropicStreamEncoder, anthropicErrorBody, anthropicMessageBody } from "./anthropic-wire.js";
@@ -96,7 +97,11 @@ export async function serveCall(
     parsed ??= parseClientRequest(protocol, body);
     return parsed;
   };
-  const record = (status: TurnStatus, extra: Partial<TurnRecord>): Promise<void> => {
+  const record = (
+    status: TurnStatus,
+    extra: Partial<TurnRecord>,
+    promptIdsJson?: IntArrayJson,
+  ): Promise<void> => {
     if (!e.log) return Promise.resolve();
     const rec: TurnRecord = {
       v: 1,
@@ -111,7 +116,7 @@ export async function serveCall(
       latency: { firstByteMs: null, totalMs: round(performance.now() - t0) },
       ...extra,
     };
-    return e.log.append(rec, client().requestJson).catch((err: unknown) => {
+    return e.log.append(rec, client().requestJson, promptIdsJson).catch((err: unknown) => {
       // a turn that cannot be logged cannot be trained on: end the trajectory visibly
       // (the machine's fault, not the policy's: a full disk is retried once space is back)
       ctx.endTrajectory(e, "infra_error", `turn log ${e.log?.path} failed: ${(err as Error).message}`);
@@ -264,7 +269,11 @@ export async function serveCall(
     e.consecutiveFailures = 0;
     e.promptTokens += response.usage?.promptTokens ?? 0;
     e.completionTokens += response.usage?.completionTokens ?? 0;
-    await record("ok", { response, latency: { firstByteMs, totalMs: round(performance.now() - t0) } });
+    await record(
+      "ok",
+      { response, latency: { firstByteMs, totalMs: round(performance.now() - t0) } },
+      acc.promptIdsJson(),
+    );
   } catch (err) {
     // what the client was sent before the failure goes out before the error event
     flush();
@@ -282,7 +291,7 @@ export async function serveCall(
     }
     const end = f.ends?.(e.consecutiveFailures);
     if (end) ctx.endTrajectory(e, end.kind, end.message);
-    await record(f.turn, { error: f.message, response: partial, latency });
+    await record(f.turn, { error: f.message, response: partial, latency }, acc.promptIdsJson());
     failResponse(res, protocol, f.httpStatus, `flakegym gateway: ${f.message}`, f.type);
   } finally {
     ac.signal.removeEventListener("abort", onAbort);

@@ -16,6 +16,9 @@ import {
   type TrajectoryStatus,
 } from "./types.js";
 
+/** The gateway thread's young generation, MiB (V8's default on 64-bit: 3 × 16 MiB semi-spaces = 48). */
+export const GATEWAY_YOUNG_GENERATION_MB = 96;
+
 /** How long the thread may take to start (it compiles its sources when run from a checkout). */
 const READY_MS = 60_000;
 /** How long unregister/close wait for the thread's answer (unregister waits up to 5 s for calls). */
@@ -74,7 +77,13 @@ export async function startGatewayThread(opts: PolicyGatewayOptions): Promise<Th
     syncFlag,
     syncPort: sync.port2,
   };
-  const thread = new Worker(workerScript(), { workerData: init, transferList: [sync.port2] });
+  const thread = new Worker(workerScript(), {
+    workerData: init,
+    transferList: [sync.port2],
+    // every call allocates its request body, the parsed request and the turn line (≈ 100–200 KB,
+    // short-lived): a young generation of twice the default scavenges half as often (issue 32)
+    resourceLimits: { maxYoungGenerationSizeMb: GATEWAY_YOUNG_GENERATION_MB },
+  });
 
   interface Held {
     readonly upstream: PolicyUpstream;

@@ -6,6 +6,7 @@ import { appendWholeLine } from "../emit/whole-line.js";
 import { writeErrorOf } from "../emit/write-error.js";
 import { FlakegymError } from "../errors.js";
 import { ChatRequest, CompletedResponse } from "../policy/chat.js";
+import { type IntArrayJson, promptIdsMark } from "../policy/prompt-ids-json.js";
 import { runSecrets } from "../redact/redactor.js";
 
 /**
@@ -48,15 +49,44 @@ export type TurnRecord = z.infer<typeof TurnRecord>;
  * resends the whole conversation with every call. It is used only when it is valid UTF-8 and holds
  * no line break (pretty-printed JSON does; then the request is serialized as usual). It must parse
  * to `record.request` (up to the defaults ChatRequest fills in, which a reader's parse fills in
- * again).
+ * again). `promptIdsJson`, when given, is `response.tokens.promptIds` as the inference server
+ * wrote it (policy/prompt-ids-json.ts), written as is in that place.
  */
-export function encodeTurnLine(record: TurnRecord, requestJson?: Uint8Array): Buffer {
+export function encodeTurnLine(
+  record: TurnRecord,
+  requestJson?: Uint8Array,
+  promptIdsJson?: IntArrayJson,
+): Buffer {
+  const marked = promptIdsJson !== undefined ? withPromptIdsMark(record) : undefined;
+  const json = (r: object) => {
+    const text = JSON.stringify(r);
+    return marked ? spliceLast(text, JSON.stringify(promptIdsMark()), promptIdsJson!) : text;
+  };
+  const r = marked ?? record;
   if (requestJson && isUtf8(requestJson) && !requestJson.includes(LF) && !requestJson.includes(CR)) {
-    const { request: _logged, ...rest } = record;
-    const tail = JSON.stringify(rest); // `{"v":1,…}`: never empty
+    const { request: _logged, ...rest } = r;
+    const tail = json(rest); // `{"v":1,…}`: never empty
     return Buffer.concat([REQUEST_KEY, requestJson, Buffer.from(`,${tail.slice(1)}\n`, "utf8")]);
   }
-  return Buffer.from(`${JSON.stringify(record)}\n`, "utf8");
+  return Buffer.from(`${json(r)}\n`, "utf8");
+}
+
+/**
+ * The record with the random mark as `response.tokens.promptIds` (the last member written: the
+ * response is the record's last member, tokens its last, promptIds theirs), or undefined without a
+ * response. Pure.
+ */
+function withPromptIdsMark(record: TurnRecord): TurnRecord | undefined {
+  const response = record.response;
+  if (!response) return undefined;
+  const promptIds = promptIdsMark() as unknown as number[];
+  return { ...record, response: { ...response, tokens: { ...response.tokens, promptIds } } };
+}
+
+/** `text` with the last `mark` replaced by `by` (the mark is always there: it was just written). */
+function spliceLast(text: string, mark: string, by: string): string {
+  const at = text.lastIndexOf(mark);
+  return at < 0 ? text : `${text.slice(0, at)}${by}${text.slice(at + mark.length)}`;
 }
 const LF = 10;
 const CR = 13;
@@ -74,11 +104,11 @@ export class TurnLogWriter {
   constructor(readonly path: string) {}
 
   /** Appends one record as one line (serialized after earlier appends); see {@link encodeTurnLine}. */
-  append(record: TurnRecord, requestJson?: Uint8Array): Promise<void> {
+  append(record: TurnRecord, requestJson?: Uint8Array, promptIdsJson?: IntArrayJson): Promise<void> {
     const next = this.chain.then(async () => {
       await new Promise<void>((resolve) => setImmediate(resolve));
       // the run's secrets never reach the log, whichever field (request, answer, error) holds them
-      const line = runSecrets.bytes(encodeTurnLine(record, requestJson));
+      const line = runSecrets.bytes(encodeTurnLine(record, requestJson, promptIdsJson));
       this.handle ??= mkdir(dirname(this.path), { recursive: true }).then(() => open(this.path, "a"));
       const fh = await this.handle.catch((err: unknown) => {
         this.handle = undefined;

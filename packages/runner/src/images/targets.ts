@@ -1,6 +1,6 @@
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
+import { flakegymCacheRoot } from "../cache-root.mjs";
 import { UsageError } from "../errors.js";
 import type { FlakeFacts } from "../nix/flake-facts.js";
 
@@ -137,7 +137,5 @@ export function upsertImageRecord(records: ImageRecords, rec: ImageRecord): Imag
 
 /** `$FLAKEGYM_CACHE/images.json`, else `~/.cache/flakegym/images.json` (XDG_CACHE_HOME honoured). */
 export function defaultImageRecordFile(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.FLAKEGYM_CACHE) return join(env.FLAKEGYM_CACHE, "images.json");
-  const xdg = env.XDG_CACHE_HOME;
-  return join(xdg && xdg.length > 0 ? xdg : join(homedir(), ".cache"), "flakegym", "images.json");
+  return join(flakegymCacheRoot(env), "images.json");
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { IntArrayJson } from "./prompt-ids-json.js";
 
 /**
  * The gateway's canonical chat shapes. Requests are OpenAI chat-completions shaped (that is what
@@ -99,7 +100,11 @@ export type UpstreamEvent =
   /** Sampled token ids and/or their logprobs for the text just streamed (same length when both). */
   | { readonly type: "tokens"; readonly ids?: readonly number[]; readonly logprobs?: readonly number[] }
   /** The prompt as the inference server tokenized it (vLLM `return_token_ids`). */
-  | { readonly type: "prompt_tokens"; readonly ids: readonly number[] }
+  /**
+   * The prompt as the inference server tokenized it (vLLM `return_token_ids`); as the server's JSON
+   * text when the upstream lifted it out unparsed (policy/prompt-ids-json.ts).
+   */
+  | { readonly type: "prompt_tokens"; readonly ids: readonly number[] | IntArrayJson }
   | { readonly type: "usage"; readonly usage: Usage }
   | { readonly type: "finish"; readonly reason: FinishReason };
 
@@ -148,6 +153,7 @@ export class ResponseAccumulator {
   private ids: number[] | undefined;
   private logprobs: number[] | undefined;
   private promptIds: number[] | undefined;
+  private promptIdsText: IntArrayJson | undefined;
   /** False once a chunk of text arrived without token facts: then ids are partial and dropped. */
   private tokensComplete = true;
   private sawTokens = false;
@@ -187,8 +193,14 @@ export class ResponseAccumulator {
         }
         break;
       case "prompt_tokens":
-        // tens of thousands of ids: a flat copy, not the iterator protocol
-        this.promptIds = ev.ids.slice();
+        // tens of thousands of ids: kept as the server's text when lifted, else a flat copy
+        if (typeof ev.ids === "string") {
+          this.promptIdsText = ev.ids;
+          this.promptIds = undefined;
+        } else {
+          this.promptIds = ev.ids.slice();
+          this.promptIdsText = undefined;
+        }
         break;
       case "usage":
         this.usage = ev.usage;
@@ -197,6 +209,14 @@ export class ResponseAccumulator {
         this.finishReason = ev.reason;
         break;
     }
+  }
+
+  /**
+   * The prompt ids as JSON text, when the upstream lifted them out unparsed: then `result()` has no
+   * `tokens.promptIds` and the turn log splices this text in its place (gateway/turn-log.ts).
+   */
+  promptIdsJson(): IntArrayJson | undefined {
+    return this.promptIdsText;
   }
 
   result(): CompletedResponse {

@@ -3,6 +3,7 @@ import { parseSse } from "../gateway/sse.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
 import { httpPost, type PostResponse } from "./http-post.js";
 import { DEFAULT_MAX_RESPONSE_BYTES, limitResponse } from "./limit-response.js";
+import { type IntArrayJson, parseChunkLiftingPromptIds } from "./prompt-ids-json.js";
 import { openAiSamplingMembers } from "./sampling.js";
 import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
@@ -103,8 +104,11 @@ export class OpenAiUpstream implements PolicyUpstream {
       // read on to the end of the body (not break) so the keep-alive socket can be reused
       if (ev.data === "[DONE]") continue;
       let chunk: Record<string, unknown>;
+      let lifted: ReturnType<typeof parseChunkLiftingPromptIds>;
       try {
-        chunk = JSON.parse(ev.data) as Record<string, unknown>;
+        // the first chunk's prompt ids go to the turn log as the server wrote them (not parsed)
+        lifted = state.started ? undefined : parseChunkLiftingPromptIds(ev.data);
+        chunk = lifted?.chunk ?? (JSON.parse(ev.data) as Record<string, unknown>);
       } catch (err) {
         throw new UpstreamError(
           `${this.id} sent an SSE event that is not JSON: ${ev.data.slice(0, 200)}`,
@@ -117,7 +121,7 @@ export class OpenAiUpstream implements PolicyUpstream {
       if (chunk["error"] !== undefined) {
         throw new UpstreamError(`${this.id} streamed an error: ${JSON.stringify(chunk["error"])}`, 502);
       }
-      yield* openAiChunkToEvents(chunk, state);
+      yield* openAiChunkToEvents(chunk, state, lifted?.promptIds);
     }
   }
 
@@ -201,6 +205,7 @@ function logprobFacts(lp: unknown): { ids?: number[]; logprobs?: number[] } {
 export function* openAiChunkToEvents(
   chunk: Record<string, unknown>,
   state: ChunkState,
+  liftedPromptIds?: IntArrayJson,
 ): Generator<UpstreamEvent> {
   if (!state.started) {
     state.started = true;
@@ -209,7 +214,7 @@ export function* openAiChunkToEvents(
     if (typeof chunk["model"] === "string") start.model = chunk["model"];
     yield start;
   }
-  const promptIds = intArray(chunk["prompt_token_ids"]);
+  const promptIds = liftedPromptIds ?? intArray(chunk["prompt_token_ids"]);
   if (promptIds) yield { type: "prompt_tokens", ids: promptIds };
   const choices = Array.isArray(chunk["choices"]) ? chunk["choices"] : [];
   for (const c of choices) {

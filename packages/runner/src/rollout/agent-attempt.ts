@@ -9,10 +9,11 @@ import { trajectorySampling } from "../policy/sampling.js";
 import { type PolicySpec, parsePolicySpec, samplingOf } from "../policy/spec.js";
 import type { PolicyUpstream } from "../policy/upstream.js";
 import { redactTree } from "../redact/redact-tree.js";
-import type { Snapshot } from "../snapshots/build.js";
+import { baseCommitOf, type Snapshot } from "../snapshots/build.js";
 import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../workers/types.js";
 import { classifyOutcome, gatewayVerdictOf, workerExitGraceMs } from "./classify-outcome.js";
 import type { AgentAttempt, AgentInput } from "./deps.js";
+import { agentPhaseCpuOf } from "./phase-cpu.js";
 import type { Counts, Outcome, RunConfig } from "./schema.js";
 import { type forkIn, releaseFork } from "./wire-forks.js";
 
@@ -138,6 +139,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
     worker = await backend.start(ctx.workerSpec(f, route.baseUrlsFor("http://gateway").openai), input.signal);
     bootMs = Math.round(performance.now() - t0);
     bootOk = true;
+    const cpuAtAssign = await worker.cpuSeconds?.();
     if (!worker.agentAddress || !worker.policyBaseUrl) {
       throw new FlakegymError("E_WORKER", `worker ${worker.id} started without an agent address`);
     }
@@ -172,6 +174,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       },
     });
     client.close();
+    const phaseCpu = agentPhaseCpuOf(cpuAtAssign, await worker.cpuSeconds?.());
     input.signal.throwIfAborted();
     // the gateway's thread died: an infra fault (retried), not a verdict on the trajectory
     if (route.signal.aborted && route.signal.reason instanceof Error) throw route.signal.reason;
@@ -195,7 +198,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       await worker.collectArtifacts({
         taskId: run.taskId,
         dest: join(input.dir, "cline"),
-        baseCommit: snapshot.manifest.commit,
+        baseCommit: baseCommitOf(snapshot.manifest),
         baseObjects: join(snapshot.workspace, ".git", "objects"),
         extra: { "outcome.json": outcome, "timings.json": run.timings, "counts.json": run.counts },
         signal: input.signal,
@@ -216,6 +219,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       forkMs,
       bootMs,
       agentMs: Math.round(run.timings.totalMs),
+      ...phaseCpu,
       counts: attemptCountsOf(gateway.status(id), run.counts.modelRequests),
       diff,
     };

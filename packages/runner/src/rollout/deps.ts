@@ -43,6 +43,10 @@ export interface AgentAttempt {
   readonly forkMs: number;
   readonly bootMs: number;
   readonly agentMs: number;
+  /** CPU seconds of the worker until it was handed the trajectory (the core's boot), when measured. */
+  readonly bootCpuS?: number;
+  /** CPU seconds of the worker during the Cline task, when measured. */
+  readonly agentCpuS?: number;
   readonly counts: Counts;
   /** The agent's change to the workspace (`git diff` against the snapshot, new files included). */
   readonly diff: string;

@@ -8,6 +8,7 @@ import { ScoringSetupError } from "../scoring/scorer.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
 import { diskFullStop, isDiskFullEnd } from "./disk-full-end.js";
 import { createGroupSender } from "./group-sender.js";
+import { createRunnerCpuLedger } from "./phase-cpu.js";
 import { planRun, type TrajectorySlot } from "./plan.js";
 import { type AttemptEnd, isRetryable, shouldRetry } from "./retry.js";
 import {
@@ -120,6 +121,8 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
   };
 
   const sem = createSemaphore(cfg.concurrency);
+  // the runner's own CPU, split among the trajectories holding a slot (metrics runner_cpu_s)
+  const runnerCpu = createRunnerCpuLedger();
   const snapLimiter = createSemaphore(1);
   const groupsWritten = new Set(state.groupTasks);
 
@@ -177,6 +180,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       snapshotMs,
       retries,
       finishedAt: new Date().toISOString(),
+      runnerCpuS: runnerCpu.take(slot.trajectoryId),
     });
     if (score) await writeJsonAtomic(t.score, score);
     // result.json last: its presence is what makes the trajectory done
@@ -209,6 +213,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
       attempt = undefined;
       let end: AttemptEnd;
       await sem.acquire(signal);
+      runnerCpu.hold(slot.trajectoryId);
       try {
         attempt = await deps.runAgent({
           task,
@@ -236,6 +241,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
         end = { error: err };
         infraDetail = messageWithHint(err);
       } finally {
+        runnerCpu.release(slot.trajectoryId);
         sem.release();
       }
       // a full disk: no retry (it is still full) and no result (resume runs it again)
@@ -266,6 +272,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     for (let n = 0; n <= cfg.maxInfraRetries && !score; n++) {
       // finishing a trajectory goes ahead of starting another one's agent
       await sem.acquire(signal, { first: true });
+      runnerCpu.hold(slot.trajectoryId);
       try {
         score = await deps.score({ task, snapshot: snap, slot, diff: attempt.diff, signal });
       } catch (err) {
@@ -279,6 +286,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
           progress({ type: "retry", trajectoryId: slot.trajectoryId, attempt: retries.length, detail });
         }
       } finally {
+        runnerCpu.release(slot.trajectoryId);
         sem.release();
       }
     }

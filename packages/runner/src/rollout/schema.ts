@@ -19,6 +19,18 @@ export const Timings = z
     bootMs: z.number().describe("starting the worker and the Cline core"),
     agentMs: z.number().describe("the Cline task, first request to end"),
     scoreMs: z.number().describe("scoring in a fresh fork"),
+    bootCpuS: z
+      .number()
+      .optional()
+      .describe(
+        "CPU s of the agent worker until it got the trajectory (the core's boot); absent: not measured",
+      ),
+    agentCpuS: z.number().optional().describe("CPU s of the agent worker during the Cline task"),
+    scoreCpuS: z.number().optional().describe("CPU s of the scoring worker"),
+    runnerCpuS: z
+      .number()
+      .optional()
+      .describe("the trajectory's share of the runner process's own CPU (gateway thread included)"),
   })
   .strict();
 export type Timings = z.infer<typeof Timings>;
@@ -76,6 +88,18 @@ export const MetricsLine = z
     boot_ms: z.number(),
     agent_ms: z.number(),
     score_ms: z.number(),
+    boot_cpu_s: z
+      .number()
+      .optional()
+      .describe("CPU s of the agent worker's cgroup until it got the trajectory (the core's boot)"),
+    agent_cpu_s: z.number().optional().describe("CPU s of the agent worker's cgroup during the Cline task"),
+    score_cpu_s: z.number().optional().describe("CPU s of the scoring worker's cgroup"),
+    runner_cpu_s: z
+      .number()
+      .optional()
+      .describe(
+        "the trajectory's share of the runner process's CPU: at each moment split evenly among the trajectories holding a slot",
+      ),
     boot_ok: z.boolean(),
     pooled_worker: z.boolean().optional().describe("the agent ran on a pre-booted worker of the warm pool"),
     outcome: OutcomeKind,

@@ -6,6 +6,7 @@ import type { Snapshot } from "../snapshots/build.js";
 import { rowTermCommands } from "../tasks/row-reward.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
 import type { RolloutTask, ScoreInput } from "./deps.js";
+import { cpuBetween } from "./phase-cpu.js";
 import type { RunConfig, Score } from "./schema.js";
 import { type forkIn, releaseFork } from "./wire-forks.js";
 
@@ -104,7 +105,9 @@ export async function runScoringAttempt(ctx: ScoringAttemptContext, input: Score
         let worker: Worker | undefined;
         try {
           worker = await ctx.backend.start(ctx.workerSpec(f, hidden?.readOnly?.files), input.signal);
-          return await scoreDiff(worker, input.diff, input.task.hidden, options, input.signal);
+          const score = await scoreDiff(worker, input.diff, input.task.hidden, options, input.signal);
+          const cpuS = cpuBetween(0, await worker.cpuSeconds?.());
+          return cpuS === undefined ? score : { ...score, cpuS };
         } finally {
           await worker?.stop().catch(() => {});
           await releaseFork(f, ctx.onNote);

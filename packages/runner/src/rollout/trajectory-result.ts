@@ -15,6 +15,8 @@ export interface TrajectoryEnd {
   readonly snapshotMs: number;
   readonly retries: TrajectoryResult["infraRetries"];
   readonly finishedAt: string;
+  /** The trajectory's share of the runner process's CPU, s (rollout/phase-cpu.ts). */
+  readonly runnerCpuS?: number | undefined;
 }
 
 /** The trajectory's result.json. Pure. */
@@ -34,6 +36,10 @@ export function trajectoryResultOf(e: TrajectoryEnd): TrajectoryResult {
       bootMs: attempt?.bootMs ?? 0,
       agentMs: attempt?.agentMs ?? 0,
       scoreMs: score?.durationMs ?? 0,
+      ...(attempt?.bootCpuS !== undefined ? { bootCpuS: attempt.bootCpuS } : {}),
+      ...(attempt?.agentCpuS !== undefined ? { agentCpuS: attempt.agentCpuS } : {}),
+      ...(score?.cpuS !== undefined ? { scoreCpuS: score.cpuS } : {}),
+      ...(e.runnerCpuS !== undefined ? { runnerCpuS: e.runnerCpuS } : {}),
     },
     counts: attempt?.counts ?? { turns: 0, tokensIn: 0, tokensOut: 0 },
     bootOk: attempt?.bootOk ?? false,
@@ -55,6 +61,10 @@ export function metricsLineOf(r: TrajectoryResult): MetricsLine {
     boot_ms: r.timings.bootMs,
     agent_ms: r.timings.agentMs,
     score_ms: r.timings.scoreMs,
+    ...(r.timings.bootCpuS !== undefined ? { boot_cpu_s: r.timings.bootCpuS } : {}),
+    ...(r.timings.agentCpuS !== undefined ? { agent_cpu_s: r.timings.agentCpuS } : {}),
+    ...(r.timings.scoreCpuS !== undefined ? { score_cpu_s: r.timings.scoreCpuS } : {}),
+    ...(r.timings.runnerCpuS !== undefined ? { runner_cpu_s: r.timings.runnerCpuS } : {}),
     boot_ok: r.bootOk,
     ...(r.pooledWorker !== undefined ? { pooled_worker: r.pooledWorker } : {}),
     outcome: r.outcome.kind,

@@ -71,6 +71,10 @@ export const Score = z
       .optional()
       .describe("which hidden tests had decoys in this scoring run (scoring/decoys)"),
     durationMs: z.number().int(),
+    cpuS: z
+      .number()
+      .optional()
+      .describe("CPU seconds of the scoring worker (its cgroup), when the backend measures it"),
   })
   .strict();
 export type Score = z.infer<typeof Score>;

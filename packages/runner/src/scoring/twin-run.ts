@@ -57,6 +57,10 @@ export function withTwin(real: Score, twin: Score): Score {
       ...(twin.gate ? { gate: twin.gate.reason } : {}),
     },
     durationMs: real.durationMs + twin.durationMs,
+    // the twin's CPU is part of this scoring's cost; unknown when either run's is
+    ...(real.cpuS !== undefined && twin.cpuS !== undefined
+      ? { cpuS: real.cpuS + twin.cpuS }
+      : { cpuS: undefined }),
   };
 }
 

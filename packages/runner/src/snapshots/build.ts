@@ -1,21 +1,24 @@
 import { createHash, randomBytes } from "node:crypto";
 import { copyFile, lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { commitWorkspace } from "@flakegym/cline-vendor";
 import { loadProfiles, type ProfileId } from "@flakegym/profiles";
 import { z } from "zod";
 import { FlakegymError } from "../errors.js";
 import type { LoadedTask } from "../tasks/catalog.js";
 import { git, materializeSource } from "../tasks/materialize.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
+import { CATALOG_GIT_IDENTITY } from "../tasks/task-spec.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import { runSandboxed } from "../workers/local/sandbox.js";
-import { findBwrap, prepareShape, SANDBOX_PATHS } from "../workers/local/shape.js";
+import { findBwrap, prepareShape, SANDBOX_PATHS, VENV_DIR } from "../workers/local/shape.js";
 import {
   ENV_PINS_FILE,
   type EnvInstallPlan,
   EnvInstallRecord,
   installKeyOf,
   planEnvInstall,
+  pythonOfVenv,
   resolvedLines,
 } from "./env-install.js";
 import { type Fork, type ForkMethodChoice, forkTree } from "./fork.js";
@@ -38,6 +41,8 @@ export interface SnapshotSpec {
    * catalog directories, which are self-contained). Default "auto".
    */
   readonly envDefaults?: "auto" | "off";
+  /** The Python the task's source runs it under (recorded against the venv's; not part of the key). */
+  readonly pythonWanted?: string;
   readonly limits: { memoryMb: number; pids: number; cpuSeconds: number; diskMb: number };
   /** Puts the repository at `commit` into `dest`. */
   materialize(
@@ -65,7 +70,19 @@ export const SnapshotManifest = z
       .describe("content key (sha256 of the inputs)"),
     taskId: z.string().describe("task the snapshot was first built for"),
     repo: z.string().describe("repository identity used in the key"),
-    commit: z.string().describe("commit the workspace is at"),
+    commit: z.string().describe("the source commit the build started from (part of the key)"),
+    baseCommit: z
+      .string()
+      .optional()
+      .describe(
+        "the commit the agent starts from and its diff is taken against: `commit` itself, or a child of it holding the files the install and smoke steps changed or added (absent in snapshots built before it existed: `commit`)",
+      ),
+    baseChanges: z
+      .array(z.string())
+      .optional()
+      .describe(
+        "the paths `baseCommit` changes against `commit` (the install's edits, e.g. SWE-bench's pre_install `sed -i`)",
+      ),
     profile: z.string().describe("toolchain profile"),
     install: z.array(z.string()).describe("install commands that ran (the task's, or the profile's default)"),
     envInstall: EnvInstallRecord.optional().describe(
@@ -127,6 +144,7 @@ export function snapshotSpecOfTask(task: LoadedTask): SnapshotSpec {
     smoke: spec.smoke,
     network: spec.network,
     envDefaults: src.kind === "local" ? "off" : "auto",
+    ...(spec.metadata?.python_version ? { pythonWanted: spec.metadata.python_version } : {}),
     limits: {
       memoryMb: spec.limits.memoryMb,
       pids: spec.limits.pids,
@@ -380,14 +398,24 @@ async function buildInto(
     await prepared.dispose();
     prepared = undefined;
     prepared = await shape("none");
-    const envInstall = await lockOf(plan, workspace, deps);
+    const envInstall = await withPython(await lockOf(plan, workspace, deps), deps, spec.pythonWanted, say);
     for (const command of spec.smoke) await run("smoke", command);
+    await prepared.dispose();
+    prepared = undefined;
+    current = "base: commit the built tree";
+    const base = await commitBase(workspace, spec.commit, opts.signal);
+    if (base.changed.length > 0)
+      say(
+        `== base ${base.commit}: the build changed ${base.changed.length} path(s): ${base.changed.slice(0, 20).join(", ")}`,
+      );
     const manifest: SnapshotManifest = {
       format: SNAPSHOT_FORMAT,
       key,
       taskId: spec.taskId,
       repo: spec.repo,
       commit: spec.commit,
+      baseCommit: base.commit,
+      baseChanges: [...base.changed],
       profile: spec.profile,
       install: [...envInstall.commands],
       envInstall,
@@ -399,48 +427,109 @@ async function buildInto(
       createdAt: new Date().toISOString(),
       flakegymVersion: FLAKEGYM_VERSION,
     };
-    await rm(join(tmp, "state"), { recursive: true, force: true });
-    await writeFile(join(tmp, "build.log"), `${log.join("\n")}\n`);
-    await writeFile(join(tmp, "smoke.log"), `${smokeLog.join("\n")}\n`);
-    // The manifest is written last: a directory without one is never taken as a snapshot.
-    await writeFile(join(tmp, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
-    const final = join(cacheDir, key);
-    await rename(tmp, final);
-    await rm(join(cacheDir, "failed", key), { recursive: true, force: true });
-    if (envInstall.resolved) await writeAtomic(pins, `${envInstall.resolved.join("\n")}\n`);
-    return snapshotOf(final, manifest, false);
+    return await publish({ tmp, cacheDir, manifest, log, smokeLog, pins });
   } catch (err) {
     say(`== failed: ${(err as Error).message}`);
-    const failedDir = join(cacheDir, "failed", key);
-    await mkdir(failedDir, { recursive: true });
-    const logFile = join(failedDir, "build.log");
-    await writeFile(`${logFile}.tmp`, `${log.join("\n")}\n`);
-    await rename(`${logFile}.tmp`, logFile);
-    const tail = log.join("\n").split("\n").slice(-25).join("\n");
-    if (
-      err instanceof FlakegymError &&
-      (err.code === "E_NETWORK_REQUIRED" ||
-        err.code === "E_REPO_MISSING" ||
-        err.code === "E_CATALOG" ||
-        err.code === "E_TOOLCHAIN")
-    ) {
-      throw err;
-    }
-    throw new FlakegymError(
-      "E_SNAPSHOT_BUILD",
-      `snapshot of task '${spec.taskId}' failed in step '${current}': ${(err as Error).message}\n--- last lines of ${logFile} ---\n${tail}`,
-      {
-        cause: err,
-        hint:
-          installSource === "profile" && current.startsWith("install:")
-            ? `the ${spec.profile} profile's default install failed (full log: ${logFile}); give the task its own install commands (task.json \`install\`, or the row's install column) to replace it`
-            : `the full log is ${logFile}; the snapshot was not cached`,
-      },
-    );
+    throw await buildFailure(err, { spec, key, cacheDir, log, current, installSource });
   } finally {
     await prepared?.dispose();
     await rm(tmp, { recursive: true, force: true });
   }
+}
+
+/**
+ * Makes the built tree the agent's base: the files the install and smoke steps changed or added
+ * (SWE-bench's pre_install `sed -i` on setup.cfg, generated files) committed on top of the source
+ * commit with the catalog's fixed identity, so they are in neither the agent's diff nor its
+ * scoring. Runs after every step, when no sandbox is left; git never reads the workspace's own
+ * repository (cline-vendor commitWorkspace).
+ */
+async function commitBase(
+  workspace: string,
+  commit: string,
+  signal: AbortSignal | undefined,
+): Promise<{ commit: string; changed: readonly string[] }> {
+  const r = await commitWorkspace({
+    workspace,
+    baseCommit: commit,
+    baseObjects: join(workspace, ".git", "objects"),
+    identity: CATALOG_GIT_IDENTITY,
+    message: "flakegym snapshot base: the tree after the install step",
+    timeoutMs: 10 * 60_000,
+    ...(signal ? { signal } : {}),
+  });
+  return { commit: r.commit, changed: r.changed };
+}
+
+/** The commit a snapshot's agent starts from and its diff is taken against. Pure. */
+export function baseCommitOf(manifest: Pick<SnapshotManifest, "commit" | "baseCommit">): string {
+  return manifest.baseCommit ?? manifest.commit;
+}
+
+/** Writes a finished build's logs and manifest (last) and renames it into the cache. */
+async function publish(b: {
+  tmp: string;
+  cacheDir: string;
+  manifest: SnapshotManifest;
+  log: readonly string[];
+  smokeLog: readonly string[];
+  pins: string;
+}): Promise<Snapshot> {
+  const { tmp, manifest } = b;
+  await rm(join(tmp, "state"), { recursive: true, force: true });
+  await writeFile(join(tmp, "build.log"), `${b.log.join("\n")}\n`);
+  await writeFile(join(tmp, "smoke.log"), `${b.smokeLog.join("\n")}\n`);
+  // The manifest is written last: a directory without one is never taken as a snapshot.
+  await writeFile(join(tmp, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+  const final = join(b.cacheDir, manifest.key);
+  await rename(tmp, final);
+  await rm(join(b.cacheDir, "failed", manifest.key), { recursive: true, force: true });
+  const resolved = manifest.envInstall?.resolved;
+  if (resolved) await writeAtomic(b.pins, `${resolved.join("\n")}\n`);
+  return snapshotOf(final, manifest, false);
+}
+
+/**
+ * The error a failed build throws, after keeping its log at `failed/<key>/build.log`: the step that
+ * failed and the log's tail (errors that already say what to do pass through as they are).
+ */
+async function buildFailure(
+  err: unknown,
+  f: {
+    spec: SnapshotSpec;
+    key: string;
+    cacheDir: string;
+    log: readonly string[];
+    current: string;
+    installSource: EnvInstallRecord["source"] | undefined;
+  },
+): Promise<unknown> {
+  const failedDir = join(f.cacheDir, "failed", f.key);
+  await mkdir(failedDir, { recursive: true });
+  const logFile = join(failedDir, "build.log");
+  await writeFile(`${logFile}.tmp`, `${f.log.join("\n")}\n`);
+  await rename(`${logFile}.tmp`, logFile);
+  const tail = f.log.join("\n").split("\n").slice(-25).join("\n");
+  if (
+    err instanceof FlakegymError &&
+    (err.code === "E_NETWORK_REQUIRED" ||
+      err.code === "E_REPO_MISSING" ||
+      err.code === "E_CATALOG" ||
+      err.code === "E_TOOLCHAIN")
+  ) {
+    return err;
+  }
+  return new FlakegymError(
+    "E_SNAPSHOT_BUILD",
+    `snapshot of task '${f.spec.taskId}' failed in step '${f.current}': ${(err as Error).message}\n--- last lines of ${logFile} ---\n${tail}`,
+    {
+      cause: err,
+      hint:
+        f.installSource === "profile" && f.current.startsWith("install:")
+          ? `the ${f.spec.profile} profile's default install failed (full log: ${logFile}); give the task its own install commands (task.json \`install\`, or the row's install column) to replace it`
+          : `the full log is ${logFile}; the snapshot was not cached`,
+    },
+  );
 }
 
 /** Runs one build step in the sandbox; throws naming the step when it fails or times out. */
@@ -515,6 +604,27 @@ async function lockOf(plan: EnvInstallPlan, workspace: string, deps: string): Pr
   const st = await lstat(path).catch(() => undefined);
   if (!st?.isFile()) return record;
   return { ...record, lockSha256: sha256(await readFile(path)) };
+}
+
+/**
+ * The record with the venv's Python against the task's (pythonOfVenv), when the install made a venv
+ * in the deps dir; a mismatch is said in the build log. pyvenv.cfg is read as data, not followed.
+ */
+async function withPython(
+  record: EnvInstallRecord,
+  deps: string,
+  wanted: string | undefined,
+  say: (line: string) => void,
+): Promise<EnvInstallRecord> {
+  const cfg = join(deps, VENV_DIR, "pyvenv.cfg");
+  const st = await lstat(cfg).catch(() => undefined);
+  if (!st?.isFile() || st.size > 64 * 1024) return record;
+  const python = pythonOfVenv(await readFile(cfg, "utf8"), wanted);
+  if (!python) return record;
+  say(
+    `== python: venv ${python.used}${python.wanted ? `, task ${python.wanted}` : ""}${python.note ? ` — ${python.note}` : ""}`,
+  );
+  return { ...record, python };
 }
 
 /** A `pip freeze` of even a large environment is a few KiB; more is not a resolved set. */

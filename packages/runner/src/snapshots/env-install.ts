@@ -69,9 +69,50 @@ export const EnvInstallRecord = z
         "the exact resolved set (python: `pip freeze` lines), given back as constraints on a rebuild",
       ),
     pinned: z.boolean().optional().describe("true when a previous build's resolved set constrained this one"),
+    python: z
+      .object({
+        wanted: z
+          .string()
+          .optional()
+          .describe(
+            "the Python the task's source runs it under (SWE-bench's facts: `metadata.python_version`)",
+          ),
+        used: z.string().describe("the Python the snapshot's venv runs (its pyvenv.cfg)"),
+        matches: z.boolean().describe("false when `wanted` names another major.minor than `used`"),
+        note: z.string().optional().describe("what a mismatch means, for the build log and the reader"),
+      })
+      .strict()
+      .optional()
+      .describe("the interpreter of a snapshot with a venv, against the one the task asks for"),
   })
   .strict();
 export type EnvInstallRecord = z.infer<typeof EnvInstallRecord>;
+
+/**
+ * The venv's Python (the `version` / `version_info` line of its pyvenv.cfg) against the one the
+ * task wants: recorded always, with a note when their major.minor differ. Undefined when the text
+ * names no version. Pure.
+ */
+export function pythonOfVenv(
+  pyvenvCfg: string,
+  wanted: string | undefined,
+): EnvInstallRecord["python"] | undefined {
+  const m = /^\s*version(?:_info)?\s*=\s*(\d+\.\d+(?:\.\d+)?)\b/m.exec(pyvenvCfg);
+  if (!m) return undefined;
+  const used = m[1]!;
+  const minor = (v: string) => v.split(".").slice(0, 2).join(".");
+  const matches = wanted === undefined || minor(wanted) === minor(used);
+  return {
+    ...(wanted !== undefined ? { wanted } : {}),
+    used,
+    matches,
+    ...(matches
+      ? {}
+      : {
+          note: `the task's source runs it under Python ${wanted}; this snapshot's venv runs Python ${used} (no CPython ${minor(wanted!)} is installable from the registries flakegym reaches): a test that depends on the interpreter's version may pass or fail differently`,
+        }),
+  };
+}
 
 /** What the build should run; `record` is what the manifest keeps (the lock digest is added after). */
 export interface EnvInstallPlan {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import type { ProfileId } from "@flakegym/profiles";
+import { flakegymCacheRoot } from "../cache-root.mjs";
 
 /** Bumped when the snapshot layout or build procedure changes, so old entries are not reused. */
 export const SNAPSHOT_FORMAT = 1;
@@ -36,7 +36,5 @@ export function snapshotKey(input: SnapshotKeyInput): string {
 
 /** `--cache-dir`, else `$FLAKEGYM_CACHE/snapshots`, else `~/.cache/flakegym/snapshots`. */
 export function defaultSnapshotCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.FLAKEGYM_CACHE) return join(env.FLAKEGYM_CACHE, "snapshots");
-  const xdg = env.XDG_CACHE_HOME;
-  return join(xdg && xdg.length > 0 ? xdg : join(homedir(), ".cache"), "flakegym", "snapshots");
+  return join(flakegymCacheRoot(env), "snapshots");
 }

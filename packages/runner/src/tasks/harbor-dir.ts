@@ -369,6 +369,11 @@ export function exportTestScript(spec: TaskSpec, testsAsFiles: boolean): string 
     "mkdir -p /logs/verifier",
     "# a run cut short (timeout, crash) leaves reward 0, not no reward at all",
     "echo 0 > /logs/verifier/reward.txt",
+    "# the separate verifier starts from the task's pristine /app: the agent's tree arrives as an artifact",
+    `if [ -d ${AGENT_TREE} ]; then`,
+    "  find /app -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} + || exit 1",
+    `  cp -a ${AGENT_TREE}/. /app/ || exit 1`,
+    "fi",
     "cd /app || exit 1",
     "ok=1",
     "exit_install=0",
@@ -410,11 +415,25 @@ export function exportDockerfile(spec: TaskSpec): string {
   ].join("\n");
 }
 
-/** task.toml of an exported task. Pure. */
+/**
+ * The task-config schema our exports declare: Harbor's current marker (harbor 0.26.0,
+ * `TaskConfig.schema_version`; older readers take the legacy `version` key, newer ones both).
+ */
+export const HARBOR_TASK_SCHEMA = "1.4";
+
+/** Where a separate verifier finds the agent's /app (its `.git` left out): Harbor's artifacts dir. */
+export const AGENT_TREE = "/logs/artifacts/agent-app";
+
+/**
+ * task.toml of an exported task (single-step: flakegym tasks have one prompt and one verifier). The
+ * verifier runs in a separate, fresh container, as flakegym's scoring does: Harbor collects the
+ * agent's /app as an artifact and test.sh puts it over the pristine tree. Pure.
+ */
 export function exportTaskToml(spec: TaskSpec): string {
   const q = (s: string) => JSON.stringify(s);
   return [
-    'version = "1.0"',
+    `schema_version = ${q(HARBOR_TASK_SCHEMA)}`,
+    `artifacts = [{ source = "/app", destination = ${q(AGENT_TREE.replace("/logs/artifacts/", ""))}, exclude = [".git"] }]`,
     "",
     "[metadata]",
     'author_name = "flakegym catalog"',
@@ -424,6 +443,7 @@ export function exportTaskToml(spec: TaskSpec): string {
     "",
     "[verifier]",
     "timeout_sec = 900.0",
+    'environment_mode = "separate"',
     "",
     "[agent]",
     `timeout_sec = ${(spec.limits.wallClockMs / 1000).toFixed(1)}`,

@@ -19,7 +19,8 @@ import { type Difficulty, TaskSpec } from "./task-spec.js";
 /** The parts of task.toml flakegym reads; other keys are allowed (Harbor adds fields over time). */
 export const HarborTaskToml = z
   .object({
-    version: z.string().optional(),
+    version: z.string().optional().describe("the task-config schema (legacy key)"),
+    schema_version: z.string().optional().describe("the task-config schema (Harbor ≥ 0.25: 1.4)"),
     metadata: z
       .object({
         difficulty: z.string().optional().describe("easy | medium | hard"),

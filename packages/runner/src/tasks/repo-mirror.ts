@@ -6,11 +6,17 @@ export const REPO_MIRROR_ENV = "FLAKEGYM_REPO_MIRROR";
 
 /**
  * Where a mirror of `owner/repo` may be under `mirror`, in the order looked at: `DIR/owner/repo`,
- * `DIR/owner/repo.git` (a bare `git clone --mirror` is usually named so), `DIR/owner__repo`. Pure.
+ * `DIR/owner/repo.git` (a bare `git clone --mirror` is usually named so), `DIR/owner__repo`,
+ * `DIR/owner+repo/repo` (a directory of fetched repository snapshots, one `owner+repo/` each). Pure.
  */
 export function mirrorCandidates(mirror: string, repo: string): string[] {
   const base = join(mirror, repo);
-  return [base, `${base}.git`, join(mirror, repo.replace("/", "__"))];
+  return [
+    base,
+    `${base}.git`,
+    join(mirror, repo.replace("/", "__")),
+    join(mirror, repo.replace("/", "+"), "repo"),
+  ];
 }
 
 /** `owner/repo` of an http(s) or ssh clone URL (`https://host/owner/repo.git`), or undefined. Pure. */

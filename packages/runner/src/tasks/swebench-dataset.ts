@@ -127,9 +127,9 @@ async function missingLocalRepo(
 const isDir = async (p: string) => (await stat(p).catch(() => undefined))?.isDirectory() ?? false;
 
 /**
- * The task with its mirrored source at the first of `DIR/owner/repo`, `DIR/owner/repo.git` and
- * `DIR/owner__repo` that exists (a bare `git clone --mirror` is usually named `repo.git`); unchanged
- * when none does (missingLocalRepo then names the first) or the row was not mapped by the mirror.
+ * The task with its mirrored source at the first of mirrorCandidates that exists (`DIR/owner/repo`,
+ * `DIR/owner/repo.git`, `DIR/owner__repo`, `DIR/owner+repo/repo`); unchanged when none does
+ * (missingLocalRepo then names the first) or the row was not mapped by the mirror.
  */
 async function mirrorVariant(task: IntakeTask, mirror: string): Promise<IntakeTask> {
   const src = task.spec.source;

@@ -129,7 +129,7 @@ export function installOfEnvSpec(
   reqsPaths: Readonly<Record<string, readonly string[]>> = SWEBENCH_REQS_PATHS,
 ): { install: string[]; notes: string[] } {
   const notes: string[] = [
-    `install from ${repo}'s facts: Python ${spec.python} there; the profile's python3 here`,
+    `install from ${repo}'s facts; python: SWE-bench runs this row under Python ${spec.python}, flakegym under the python profile's python3 (3.11 on Debian 12; no CPython ${spec.python} is installable from the registries it reaches) — the snapshot manifest's envInstall.python records both`,
   ];
   const inVenv = (c: string) => `${ACTIVATE} && ${c}`;
   const install = [VENV_CREATE];

@@ -184,7 +184,7 @@ export function installOf(
   row: Pick<SwebenchRow, "repo" | "version" | "install">,
   runner: TestRunner,
 ):
-  | { install: string[]; notes: string[]; fetches: boolean; source?: string }
+  | { install: string[]; notes: string[]; fetches: boolean; source?: string; python?: string }
   | { field: string; reason: string } {
   if (row.install != null) {
     const l = Array.isArray(row.install) ? row.install : listOf(row.install);
@@ -196,7 +196,13 @@ export function installOf(
   // snapshot build (snapshots/env-install.ts: cargo fetch, go mod download, npm ci)
   if (profileOfRunner(runner) !== "python") return { install: [], notes: [], fetches: false };
   const found = envSpecOf(row.repo, row.version);
-  if (found.ok) return { ...installOfEnvSpec(row.repo, found.spec), fetches: true, source: found.source };
+  if (found.ok)
+    return {
+      ...installOfEnvSpec(row.repo, found.spec),
+      fetches: true,
+      source: found.source,
+      python: found.spec.python,
+    };
   if (found.field === "version") return { field: found.field, reason: found.reason };
   return {
     install: [],
@@ -385,7 +391,11 @@ export function parseSwebenchRow(
     install,
     tests: { patch: "tests.patch", run: run.run },
     solution: "solution.patch",
-    metadata: { ...rowMetadata(row, notes), ...(env.source ? { install_source: env.source } : {}) },
+    metadata: {
+      ...rowMetadata(row, notes),
+      ...(env.source ? { install_source: env.source } : {}),
+      ...(env.python ? { python_version: env.python } : {}),
+    },
   });
   if (!spec.success) {
     const issue = spec.error.issues[0]!;

@@ -225,7 +225,7 @@ export const TaskSpec = z
       .record(z.string(), z.string())
       .optional()
       .describe(
-        "provenance kept from an imported row (instance_id, repo, version, environment_setup_commit, created_at, hints_text, intake notes); never shown to the agent",
+        "provenance kept from an imported row (instance_id, repo, version, environment_setup_commit, created_at, hints_text, intake notes, install_source, python_version: the Python the row's facts run it under); never shown to the agent",
       ),
   })
   .strict();

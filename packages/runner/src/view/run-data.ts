@@ -3,10 +3,12 @@ import { GroupLine } from "../emit/group.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import { MetricsLine, RunManifest, Score, TrajectoryResult } from "../rollout/schema.js";
 import { RunSummary } from "../rollout/summary.js";
+import { type CompareKind, type CompareResponse, compareEvals, compareRuns, pageCompare } from "./compare.js";
 import { type ConvMessage, conversationOf } from "./conversation.js";
 import { EvalSummary, evalSummaryOf, ReportHead, trialDirsOf } from "./eval-data.js";
 import { type GroupRow, groupRows, queryRows, type RowQuery, type TrajectoryRow } from "./query.js";
 import { checkedSegments, type SafeRoot, SEGMENT, ViewPathError } from "./safe-read.js";
+import { type SearchResponse, searchTranscripts } from "./transcript-search.js";
 
 /**
  * The viewer's data: what each API route returns, read lazily from the run and eval dirs under a
@@ -25,6 +27,10 @@ export const CAPS = {
   groupLine: 256 * MB,
 } as const;
 
+/** A transcript search reads this much at a time and lists at most this many trajectories. */
+const SEARCH_CHUNK = 256 * 1024;
+const SEARCH_HITS = 100;
+
 /** How many runs' rows `warm` reads ahead. */
 const WARM_RUNS = 3;
 
@@ -41,6 +47,10 @@ export const RunListItem = z
     outcomes: z.record(z.string(), z.number().int()),
     durationMs: z.number().nullable(),
     complete: z.boolean(),
+    bytes: z
+      .number()
+      .int()
+      .describe("size of the run's data files (metrics.jsonl, groups.jsonl), not its trajectory dirs"),
     error: z.string().optional().describe("why the run could not be read"),
   })
   .strict();
@@ -232,6 +242,10 @@ export interface ViewStore {
   tokens(ref: string, id: string): Promise<TokensResponse>;
   evalHtml(ref: string): Promise<string>;
   evalFile(ref: string, name: EvalFileName): Promise<EvalFileResponse>;
+  /** Trajectories whose transcript holds `q` ({@link searchTranscripts}); stops when `signal` aborts. */
+  search(ref: string, q: string, signal: AbortSignal, expired: () => boolean): Promise<SearchResponse>;
+  /** Two runs or two evals side by side ({@link compareRuns}, {@link compareEvals}), one page. */
+  compare(kind: CompareKind, a: string, b: string, page: number, size: number): Promise<CompareResponse>;
   /**
    * Reads ahead what the first pages will ask for — the newest runs' rows, then their groups.jsonl
    * index when they are finished — while the browser starts; never throws.
@@ -247,6 +261,13 @@ export const EvalFileResponse = z
   .strict();
 export type EvalFileResponse = z.infer<typeof EvalFileResponse>;
 
+/** A run's rows as read from one version of its metrics.jsonl. */
+interface RowsEntry {
+  readonly key: string;
+  readonly rows: TrajectoryRow[];
+  readonly skipped: number;
+}
+
 export function createViewStore(
   root: SafeRoot,
   opts: {
@@ -254,7 +275,7 @@ export function createViewStore(
     signal?: AbortSignal;
   } = {},
 ): ViewStore {
-  const rowsCache = new Map<string, { key: string; rows: TrajectoryRow[]; skipped: number }>();
+  const rowsCache = new Map<string, RowsEntry>();
   const groupIndex = new Map<string, { key: string; lines: Promise<Map<string, [number, number]>> }>();
   const reports = new Map<string, { key: string; head: ReportHead | null; error?: string }>();
 
@@ -279,15 +300,33 @@ export function createViewStore(
     return parts.join(":");
   }
 
-  async function rowsOf(ref: string, policies: readonly string[]) {
+  /** In-flight reads of metrics.jsonl by ref and file version: a page and `warm` share one read. */
+  const rowsReading = new Map<string, { key: string; entry: Promise<RowsEntry> }>();
+
+  async function rowsOf(ref: string, policies: readonly string[]): Promise<RowsEntry> {
     const segs = [...runSegs(ref), "metrics.jsonl"];
     const st = await root.stat(segs);
     const key = st ? `${st.size}.${st.mtimeMs}` : "none";
     const hit = rowsCache.get(ref);
     if (hit && hit.key === key) return hit;
+    const reading = rowsReading.get(ref);
+    if (reading?.key === key) return reading.entry;
+    const entry = readRows(segs, st !== undefined, key, policies).then((e) => {
+      rowsCache.set(ref, e);
+      return e;
+    });
+    rowsReading.set(ref, { key, entry });
+    entry.then(
+      () => rowsReading.delete(ref),
+      () => rowsReading.delete(ref),
+    );
+    return entry;
+  }
+
+  async function readRows(segs: string[], exists: boolean, key: string, policies: readonly string[]) {
     let rows: TrajectoryRow[] = [];
     let skipped = 0;
-    if (st) {
+    if (exists) {
       const text = await root.readText(segs, CAPS.metrics);
       for (const line of text.split("\n")) {
         if (!line.trim()) continue;
@@ -305,14 +344,20 @@ export function createViewStore(
       // a resumed run may log a trajectory twice: the last line wins
       rows = [...new Map(rows.map((r) => [r.id, r])).values()];
     }
-    const entry = { key, rows, skipped };
-    rowsCache.set(ref, entry);
-    return entry;
+    return { key, rows, skipped };
+  }
+
+  async function dataBytes(ref: string): Promise<number> {
+    const sizes = await Promise.all(
+      ["metrics.jsonl", "groups.jsonl"].map(async (f) => (await root.stat([...runSegs(ref), f]))?.size ?? 0),
+    );
+    return sizes.reduce((a, b) => a + b, 0);
   }
 
   async function runListItem(ref: string): Promise<RunListItem> {
     try {
       const m = await manifestOf(ref);
+      const bytes = await dataBytes(ref);
       const s = await readJsonFile(root, [...runSegs(ref), "summary.json"], RunSummary);
       const expected = m.config.tasks.length * m.config.groupSize;
       if (s)
@@ -328,6 +373,7 @@ export function createViewStore(
           outcomes: s.trajectories.outcomes,
           durationMs: s.durationMs,
           complete: s.complete,
+          bytes,
         };
       const { rows } = await rowsOf(ref, m.config.policies);
       const scored = rows.filter((r) => r.reward !== null);
@@ -345,6 +391,7 @@ export function createViewStore(
         outcomes,
         durationMs: null,
         complete: false,
+        bytes,
       };
     } catch (e) {
       return {
@@ -359,6 +406,7 @@ export function createViewStore(
         outcomes: {},
         durationMs: null,
         complete: false,
+        bytes: 0,
         error: e instanceof Error ? e.message : String(e),
       };
     }
@@ -606,6 +654,29 @@ export function createViewStore(
       } catch {
         // reading ahead is best effort: the request that needs it reports the error
       }
+    },
+    async search(ref, q, signal, expired) {
+      const { rows } = await rowsOf(ref, (await manifestOf(ref)).config.policies);
+      const ids = [...rows.map((r) => r.id)].sort((x, y) => x.localeCompare(y, undefined, { numeric: true }));
+      const chunks = async function* (id: string) {
+        yield* root.chunks([...(await trajectoryDir(ref, id)), "turns.jsonl"], SEARCH_CHUNK);
+      };
+      return searchTranscripts({ ids, chunks }, q, { signal, maxHits: SEARCH_HITS, expired });
+    },
+    async compare(kind, a, b, page, size) {
+      const found = await (kind === "runs"
+        ? Promise.all(
+            [a, b].map(async (ref) => (await rowsOf(ref, (await manifestOf(ref)).config.policies)).rows),
+          ).then(([ra, rb]) => ({ rows: compareRuns(ra ?? [], rb ?? []), pairing: "same task" }))
+        : Promise.all(
+            [a, b].map(async (ref) => {
+              const r = await reportOf(checkedSegments(ref));
+              if (!r.head)
+                throw new ViewPathError(`${ref || "."}: ${r.error ?? "no readable report.json"}`, 404);
+              return r.head;
+            }),
+          ).then(([ra, rb]) => compareEvals(ra!, rb!)));
+      return { kind, a, b, pairing: found.pairing, ...pageCompare(found.rows, page, size) };
     },
     async evalFile(ref, name) {
       const segs = [...checkedSegments(ref), name];

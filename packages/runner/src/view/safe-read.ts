@@ -38,6 +38,8 @@ export interface SafeRoot {
   readText(segments: readonly string[], maxBytes: number): Promise<string>;
   /** Reads a file's bytes `[start, end)` (clamped to its size and to `maxBytes`). */
   readRange(segments: readonly string[], start: number, end: number, maxBytes: number): Promise<Buffer>;
+  /** A file's bytes in chunks of `chunkBytes`, read through one descriptor (closed when the loop ends). */
+  chunks(segments: readonly string[], chunkBytes: number): AsyncIterable<Buffer>;
   /** Size and mtime of a regular file, or undefined when it is absent (or not a plain file). */
   stat(segments: readonly string[]): Promise<{ size: number; mtimeMs: number } | undefined>;
   /** Names of the plain subdirectories of a dir (symlinks and odd names left out), sorted. */
@@ -112,6 +114,20 @@ export async function openSafeRoot(dir: string): Promise<SafeRoot> {
         const buf = Buffer.alloc(to - from);
         const { bytesRead } = await fh.read(buf, 0, to - from, from);
         return buf.subarray(0, bytesRead);
+      } finally {
+        await fh.close();
+      }
+    },
+    async *chunks(segments, chunkBytes) {
+      const fh = await openFile(segments);
+      try {
+        const buf = Buffer.alloc(chunkBytes);
+        for (let pos = 0; ; ) {
+          const { bytesRead } = await fh.read(buf, 0, chunkBytes, pos);
+          if (bytesRead === 0) return;
+          pos += bytesRead;
+          yield buf.subarray(0, bytesRead);
+        }
       } finally {
         await fh.close();
       }

@@ -1,9 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { createDeadline } from "@flakegym/nomad-jobs";
 import { z } from "zod";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import { pageHtml, webAssets } from "./bundle.js";
+import { CompareKind } from "./compare.js";
 import { guardRequest } from "./guard.js";
 import { RowQuery } from "./query-schema.js";
 import { createViewStore, EvalFileName, type ViewStore } from "./run-data.js";
@@ -39,6 +41,21 @@ const REPORT_CSP =
 
 const RefParam = z.string().max(1000).default("");
 const IdParam = z.string().min(1).max(200);
+/** The transcript search in flight (one at a time) and the viewer's own stop signal. */
+interface SearchState {
+  current?: AbortController;
+  readonly stop: AbortSignal | undefined;
+}
+const SearchText = z.string().min(2).max(200);
+/** A transcript search ends after this long with what it found ("stopped": "time limit"). */
+const SEARCH_MS = 15_000;
+const CompareQuery = z.object({
+  kind: CompareKind,
+  a: RefParam,
+  b: RefParam,
+  page: z.coerce.number().int().min(0).default(0),
+  size: z.coerce.number().int().min(1).max(500).default(100),
+});
 
 export async function startViewServer(opts: ViewServerOptions): Promise<ViewServer> {
   const root = await openSafeRoot(opts.dir);
@@ -50,8 +67,9 @@ export async function startViewServer(opts: ViewServerOptions): Promise<ViewServ
   await webAssets(); // bundle before the URL is printed, so the first page load does not wait for it
   const server = createServer();
   let port = 0;
+  const search: SearchState = { stop: opts.signal };
   server.on("request", (req, res) => {
-    handle(req, res, store, port, token).catch((e) => sendError(res, e));
+    handle(req, res, store, port, token, search).catch((e) => sendError(res, e));
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -65,6 +83,7 @@ export async function startViewServer(opts: ViewServerOptions): Promise<ViewServ
     token,
     close: () =>
       new Promise<void>((resolve) => {
+        search.current?.abort();
         server.close(() => resolve());
         server.closeAllConnections();
       }),
@@ -108,6 +127,7 @@ async function handle(
   store: ViewStore,
   port: number,
   token: string,
+  search: SearchState,
 ) {
   const verdict = guardRequest(
     {
@@ -146,6 +166,25 @@ async function handle(
       return sendJson(res, 200, await store.trajectory(ref(), id()));
     case "/api/tokens":
       return sendJson(res, 200, await store.tokens(ref(), id()));
+    case "/api/search": {
+      const text = SearchText.parse(q.get("q") ?? undefined);
+      // one search at a time: a newer query (typing on) cancels the one before; so does a closed request
+      search.current?.abort();
+      const mine = new AbortController();
+      search.current = mine;
+      req.once("close", () => mine.abort());
+      using deadline = createDeadline({
+        signals: [mine.signal, search.stop],
+        timeout: { limit: "transcript search time", ms: SEARCH_MS },
+      });
+      const found = await store.search(ref(), text, deadline.signal, () => deadline.expired);
+      if (search.current === mine) search.current = undefined;
+      return sendJson(res, 200, found);
+    }
+    case "/api/compare": {
+      const c = CompareQuery.parse(Object.fromEntries(q));
+      return sendJson(res, 200, await store.compare(c.kind, c.a, c.b, c.page, c.size));
+    }
     case "/api/eval-file":
       return sendJson(res, 200, await store.evalFile(ref(), EvalFileName.parse(q.get("name"))));
     case "/eval":

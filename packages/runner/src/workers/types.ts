@@ -135,6 +135,12 @@ export interface Worker {
    * through the allocation filesystem API. Call it before `stop()`.
    */
   collectArtifacts?(input: CollectArtifactsInput): Promise<void>;
+  /**
+   * CPU seconds every process of the worker has used since it started (its cgroup's counter: the
+   * core's boot included, a pooled worker's idle time too); undefined when the backend cannot tell
+   * (no cgroup here, or a backend that does not measure). Read it before `stop()`.
+   */
+  cpuSeconds?(): Promise<number | undefined>;
   /** Stops everything the worker started; idempotent. */
   stop(): Promise<void>;
   /** Resolves when the worker has ended, stopped by the runner or by a limit (local, podman). */

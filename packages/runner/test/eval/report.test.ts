@@ -7,6 +7,7 @@ import {
   compareWithBaseline,
   EvalReport,
   policyLabels,
+  sharedSnapshotMs,
   type TrialRow,
 } from "../../src/eval/report.js";
 import {
@@ -19,6 +20,7 @@ import {
 } from "../../src/eval/report-html.js";
 import { renderSummaryMd } from "../../src/eval/summary-md.js";
 import { failuresOf, itemDirName, trialPaths } from "../../src/eval/trial-files.js";
+import { testProvenance } from "../helpers/eval-provenance.js";
 
 const trial = (
   item: string,
@@ -53,18 +55,7 @@ function report(rows: TrialRow[], policies = ["gold", "scripted:plans/mixed.json
     createdAt: "2026-01-01T00:00:00.000Z",
     durationMs: 1000,
     complete: true,
-    provenance: {
-      flakegymVersion: "0.1.0",
-      cline: { version: "1.0.10" },
-      node: "v20",
-      runId: "e",
-      seed: 0,
-      trials: 3,
-      testRepeat: 1,
-      concurrency: 2,
-      backend: "local",
-      snapshotKeys: {},
-    },
+    provenance: testProvenance(),
     items: [
       { id: "a", kind: "scenario", source: "a" },
       { id: "b<x>", kind: "task", source: "b" },
@@ -120,6 +111,32 @@ describe("buildReport", () => {
       flaky: 1,
       rate: 0.2,
     });
+  });
+});
+
+describe("sharedSnapshotMs: a snapshot built once is counted once", () => {
+  const snap = (item: string, policy: string, n: number, ms: number) =>
+    trial(item, policy, n, 1, { phases: { snapshotMs: ms, forkMs: 1, bootMs: 1, agentMs: 1, scoreMs: 1 } });
+  it("each item once (its largest record), split evenly among the policies that ran it", () => {
+    const ts = [
+      ...[0, 1, 2].map((n) => snap("a", "gold", n, 900)),
+      ...[0, 1, 2].map((n) => snap("a", MIXED, n, 900)),
+      snap("b", "gold", 0, 300),
+      snap("b", "gold", 1, 0), // an infra retry that found the snapshot built
+    ];
+    expect(sharedSnapshotMs(ts)).toEqual({ totalMs: 1200, byPolicy: { gold: 450 + 300, [MIXED]: 450 } });
+    expect(sharedSnapshotMs([])).toEqual({ totalMs: 0, byPolicy: {} });
+  });
+  it("in the report: the policies' snapshot shares add up to sharedMs, not to trials × policies × build", () => {
+    const ts = [
+      ...[0, 1, 2].map((n) => snap("a", "gold", n, 900)),
+      ...[0, 1, 2].map((n) => snap("a", MIXED, n, 900)),
+    ];
+    const r = report(ts);
+    expect(r.sharedMs).toEqual({ snapshotMs: 900 });
+    expect(r.policies.map((p) => p.phasesMs.snapshotMs)).toEqual([450, 450]);
+    expect(r.policies[0]!.phasesMs.forkMs).toBe(3); // the per-trial phases still sum
+    expect(EvalReport.parse(r)).toEqual(r);
   });
 });
 

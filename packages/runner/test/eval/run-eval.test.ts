@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { evalExitCode } from "../../src/eval/exit-code.js";
 import { EvalReport } from "../../src/eval/report.js";
-import { runEval } from "../../src/eval/run-eval.js";
+import { runEval, wallPhasesOf } from "../../src/eval/run-eval.js";
 import { loadScenario, type Scenario, suiteScenarioDirs } from "../../src/eval/scenario.js";
 import { createDummyDeps } from "../../src/rollout/dummy-deps.js";
 import { trialOf } from "../../src/rollout/plan.js";
@@ -121,5 +121,14 @@ describe("runEval (dummy deps)", () => {
         makeDeps: async () => createDummyDeps(),
       }),
     ).rejects.toThrow(/the eval directory .*full is not empty/);
+  });
+});
+
+describe("wallPhasesOf", () => {
+  it("keeps a trajectory's wall-time phases and leaves its CPU fields to metrics.jsonl", () => {
+    const wall = { snapshotMs: 1, forkMs: 2, bootMs: 3, agentMs: 4, scoreMs: 5 };
+    expect(wallPhasesOf({ ...wall, bootCpuS: 2.5, agentCpuS: 1, scoreCpuS: 0.5, runnerCpuS: 0.2 })).toEqual(
+      wall,
+    );
   });
 });

@@ -10,6 +10,7 @@ import {
   type TurnRecord,
 } from "../../src/gateway/turn-log.js";
 import { ChatRequest } from "../../src/policy/chat.js";
+import { asIntArrayJson } from "../../src/policy/prompt-ids-json.js";
 
 let dir: string;
 beforeAll(async () => {
@@ -96,5 +97,24 @@ describe("turn log", () => {
       expect(line.includes(b)).toBe(false);
       expect(line.equals(encodeTurnLine(rec))).toBe(true);
     }
+  });
+
+  it("writes lifted prompt ids (the server's text) where the parsed ones went: a reader sees the same record", () => {
+    const ids = Array.from({ length: 500 }, (_, i) => (i * 31) % 9000);
+    const idsJson = asIntArrayJson(JSON.stringify(ids))!;
+    const response = { text: "ok", toolCalls: [], finishReason: "stop" as const, tokens: { ids: [5, 6] } };
+    const body = { model: "m", messages: [{ role: "user", content: "hi" }], stream: true };
+    const rec: TurnRecord = { ...record("t", 1, 2), request: ChatRequest.parse(body), response };
+    const parsedIds = { ...rec, response: { ...response, tokens: { ids: [5, 6], promptIds: ids } } };
+    for (const requestJson of [Buffer.from(JSON.stringify(body)), undefined]) {
+      const line = encodeTurnLine(rec, requestJson, idsJson).toString();
+      expect(line).toContain(idsJson);
+      expect(line).not.toContain("prompt-ids-");
+      expect(parseTurnLog(line)[0]).toEqual(parsedIds);
+      expect(line).toBe(encodeTurnLine(parsedIds, requestJson).toString());
+    }
+    // without a response there is nowhere to put them
+    const { response: _none, ...bare } = rec;
+    expect(encodeTurnLine(bare, undefined, idsJson).toString()).not.toContain(idsJson);
   });
 });

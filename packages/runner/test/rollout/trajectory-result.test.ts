@@ -107,6 +107,29 @@ describe("metricsLineOf", () => {
     expect(plain).not.toHaveProperty("limit");
     expect(plain).not.toHaveProperty("tampered");
     expect(plain).not.toHaveProperty("pooled_worker");
+    expect(plain).not.toHaveProperty("boot_cpu_s");
+    expect(plain).not.toHaveProperty("runner_cpu_s");
+  });
+
+  it("carries each phase's CPU from the attempt, the score and the runner's share", () => {
+    const r = trajectoryResultOf({
+      slot,
+      task,
+      attempt: { ...attempt, bootCpuS: 4.2, agentCpuS: 1.1 },
+      outcome: done,
+      score: { ...score, cpuS: 0.7 },
+      snapshotMs: 1,
+      retries: [],
+      finishedAt: "2026-11-21T00:00:00.000Z",
+      runnerCpuS: 0.3,
+    });
+    expect(r.timings).toMatchObject({ bootCpuS: 4.2, agentCpuS: 1.1, scoreCpuS: 0.7, runnerCpuS: 0.3 });
+    expect(metricsLineOf(r)).toMatchObject({
+      boot_cpu_s: 4.2,
+      agent_cpu_s: 1.1,
+      score_cpu_s: 0.7,
+      runner_cpu_s: 0.3,
+    });
   });
 });
 

@@ -46,6 +46,9 @@ describe("twinGate / withTwin", () => {
     expect(honest.gate).toBeUndefined();
     expect(honest.twin?.passed).toBe(false);
     expect(honest.durationMs).toBe(200);
+    // the scoring's CPU is both runs', known only when both are
+    expect(withTwin(score(1, { cpuS: 0.3 }), score(0, { cpuS: 0.4 })).cpuS).toBeCloseTo(0.7);
+    expect(withTwin(score(1, { cpuS: 0.3 }), score(0)).cpuS).toBeUndefined();
   });
 
   it("a twin steered in its own run gates a pass; a failed run stays a plain failure", () => {

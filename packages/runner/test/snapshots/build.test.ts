@@ -2,8 +2,10 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { readHead, workspaceDiff } from "@flakegym/cline-vendor";
+import { execa } from "execa";
 import { describe, expect, it } from "vitest";
-import { buildSnapshot, type SnapshotSpec } from "../../src/snapshots/build.js";
+import { baseCommitOf, buildSnapshot, forkSnapshot, type SnapshotSpec } from "../../src/snapshots/build.js";
 import { commitTree } from "../../src/tasks/materialize.js";
 import { skipWithoutSandbox } from "../helpers/sandbox.js";
 
@@ -57,6 +59,48 @@ describe.skipIf(noSandbox)("buildSnapshot (real sandbox)", () => {
     const again = await buildSnapshot(spec, { cacheDir });
     expect(again.cached).toBe(true);
     expect(spec.calls).toBe(1);
+  });
+
+  it("the install's edits to tracked files (and the files it adds) are the agent's base, never its diff", async () => {
+    const cacheDir = await mkdtemp(join(tmpdir(), "fg-cache-"));
+    // SWE-bench's pre_install steps pin files with `sed -i`; installs leave files behind
+    const spec = await makeSpec(["sed -i s/hello/pinned/ hello.txt", "echo made > generated.txt"], []);
+    const snap = await buildSnapshot(spec, { cacheDir });
+    const base = baseCommitOf(snap.manifest);
+    expect(base).not.toBe(snap.manifest.commit);
+    expect(snap.manifest.baseChanges).toEqual(["generated.txt", "hello.txt"]);
+    const objects = join(snap.workspace, ".git", "objects");
+    // the snapshot as built has no changes against its base, and its own HEAD names it
+    const clean = await workspaceDiff({ workspace: snap.workspace, baseCommit: base, baseObjects: objects });
+    expect(clean.patch.toString()).toBe("");
+    expect(readHead(snap.workspace)).toBe(base);
+    const status = await execa("git", ["-C", snap.workspace, "status", "--porcelain"]);
+    expect(status.stdout).toBe("");
+    // an agent's change in a fork: its diff holds that change only
+    const fork = await forkSnapshot(snap, { dest: join(cacheDir, "fork") });
+    try {
+      await writeFile(join(fork.workspace, "agent.txt"), "agent\n");
+      const diff = (
+        await workspaceDiff({ workspace: fork.workspace, baseCommit: base, baseObjects: objects })
+      ).patch.toString();
+      expect(diff).toContain("agent.txt");
+      expect(diff).not.toContain("hello.txt");
+      expect(diff).not.toContain("generated.txt");
+    } finally {
+      await fork.release();
+    }
+    // the base commit is a child of the source commit, made with a fixed identity: rebuilt, same id
+    const parent = await execa("git", ["-C", snap.workspace, "rev-parse", `${base}^`]);
+    expect(parent.stdout).toBe(snap.manifest.commit);
+    const again = await buildSnapshot(spec, { cacheDir: await mkdtemp(join(tmpdir(), "fg-cache-")) });
+    expect(baseCommitOf(again.manifest)).toBe(base);
+  });
+
+  it("an install that changes no file keeps the source commit as the base", async () => {
+    const cacheDir = await mkdtemp(join(tmpdir(), "fg-cache-"));
+    const snap = await buildSnapshot(await makeSpec(["true"], []), { cacheDir });
+    expect(baseCommitOf(snap.manifest)).toBe(snap.manifest.commit);
+    expect(snap.manifest.baseChanges).toEqual([]);
   });
 
   it("a failing step is recorded with its log, named in the error, and never cached", async () => {

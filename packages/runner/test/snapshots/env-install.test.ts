@@ -4,6 +4,7 @@ import {
   type EnvInstallInput,
   installKeyOf,
   planEnvInstall,
+  pythonOfVenv,
   resolvedLines,
 } from "../../src/snapshots/env-install.js";
 import { snapshotKey } from "../../src/snapshots/key.js";
@@ -149,5 +150,26 @@ describe("the environment later sandboxes get", () => {
       "six==1.17.0",
       "pytest==8.3.4",
     ]);
+  });
+});
+
+describe("pythonOfVenv (the venv's Python against the task's)", () => {
+  const cfg = "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.11.2\n";
+  it("records the venv's version; the same major.minor matches whatever the patch level", () => {
+    expect(pythonOfVenv(cfg, undefined)).toEqual({ used: "3.11.2", matches: true });
+    expect(pythonOfVenv(cfg, "3.11")).toEqual({ wanted: "3.11", used: "3.11.2", matches: true });
+    expect(pythonOfVenv("version_info = 3.12.1.final.0\n", "3.12")).toMatchObject({
+      used: "3.12.1",
+      matches: true,
+    });
+  });
+  it("says what a mismatch means, naming both versions", () => {
+    const p = pythonOfVenv(cfg, "3.9");
+    expect(p).toMatchObject({ wanted: "3.9", used: "3.11.2", matches: false });
+    expect(p?.note).toContain("runs it under Python 3.9; this snapshot's venv runs Python 3.11.2");
+    expect(p?.note).toContain("no CPython 3.9 is installable");
+  });
+  it("a pyvenv.cfg naming no version records nothing", () => {
+    expect(pythonOfVenv("home = /usr/bin\n", "3.9")).toBeUndefined();
   });
 });

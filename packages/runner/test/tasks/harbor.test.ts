@@ -10,11 +10,13 @@ import {
   dockerInstructions,
   environmentOf,
   offlineUvVerifier,
+  parseTaskToml,
   patchOfSolveScript,
   profileOfImage,
   rewriteTestScript,
 } from "../../src/tasks/harbor.js";
 import {
+  AGENT_TREE,
   exportHarborDir,
   exportSolveScript,
   loadHarbor,
@@ -351,6 +353,14 @@ describe("exportHarborDir", () => {
       test.indexOf("cp -R /tests/files"),
     );
     expect(test).toContain("grep -qP '^PASSED tests/test_parser\\.py::test_typed_getters$'");
+    // the current task schema, and a separate verifier that gets the agent's /app as an artifact
+    const toml = await readFile(join(dir, "task.toml"), "utf8");
+    expect(parseTaskToml(toml)).toMatchObject({
+      schema_version: "1.4",
+      artifacts: [{ source: "/app", destination: "agent-app", exclude: [".git"] }],
+      verifier: { environment_mode: "separate" },
+    });
+    expect(test.indexOf(`cp -a ${AGENT_TREE}/. /app/`)).toBeLessThan(test.indexOf("cp -R /tests/files"));
     expect(await readFile(join(dir, "environment/Dockerfile"), "utf8")).toBe(
       "FROM python:3.11-slim-bookworm\nWORKDIR /app\nCOPY repo/ /app/\n",
     );

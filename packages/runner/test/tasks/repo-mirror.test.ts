@@ -14,7 +14,7 @@ describe("repo mirrors", () => {
   });
 
   it("looks at DIR/owner/repo, DIR/owner/repo.git, DIR/owner__repo in that order", async () => {
-    expect(mirrorCandidates("/m", "o/r")).toEqual(["/m/o/r", "/m/o/r.git", "/m/o__r"]);
+    expect(mirrorCandidates("/m", "o/r")).toEqual(["/m/o/r", "/m/o/r.git", "/m/o__r", "/m/o+r/repo"]);
     await using tmp = await tempDir("fg-mirror-");
     const url = "https://example.org/o/r";
     expect(await findMirror(tmp.path, url)).toBeUndefined();

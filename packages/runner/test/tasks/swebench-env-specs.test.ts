@@ -88,7 +88,9 @@ describe("installOfEnvSpec", () => {
       `${act}python -m pip install -e .`,
       `${act}{ python -c 'import pytest' 2>/dev/null || python -m pip install pytest; }`,
     ]);
-    expect(notes).toEqual(["install from sympy/sympy's facts: Python 3.9 there; the profile's python3 here"]);
+    expect(notes).toEqual([
+      "install from sympy/sympy's facts; python: SWE-bench runs this row under Python 3.9, flakegym under the python profile's python3 (3.11 on Debian 12; no CPython 3.9 is installable from the registries it reaches) — the snapshot manifest's envInstall.python records both",
+    ]);
   });
 
   it("installs the repository's requirement files that exist, and says what it cannot reproduce", () => {
@@ -113,7 +115,7 @@ describe("installOfEnvSpec", () => {
       `${act}{ python -c 'import pytest' 2>/dev/null || python -m pip install pytest; }`,
     ]);
     expect(conda.notes).toEqual([
-      "install from pydata/xarray's facts: Python 3.10 there; the profile's python3 here",
+      expect.stringContaining("python: SWE-bench runs this row under Python 3.10, flakegym under"),
       "not run (system setup, not reproduced in the sandbox): apt-get update && apt-get install -y graphviz",
       "its conda environment (environment.yml) is not built: only the repository's own install runs",
     ]);

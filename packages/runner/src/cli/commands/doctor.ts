@@ -101,6 +101,13 @@ export const clineProbe: DoctorProbe = {
         status: "info",
         value: `core RSS ${mb(mem.coreRssBytes)}, host RSS ${mb(mem.hostRssBytes)}`,
       });
+      rows.push({
+        check: "same-page merging",
+        status: "info",
+        value: core.memoryMerge.on
+          ? "on (idle cores share identical pages)"
+          : `off: ${core.memoryMerge.reason}`,
+      });
     } catch (err) {
       rows.push({
         check: "cline core",

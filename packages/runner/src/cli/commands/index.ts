@@ -2,6 +2,7 @@ import type { Command } from "../command.js";
 import { doctorCommand } from "./doctor.js";
 import { envEvaluationCommand, envRolloutCommand, envSetupCommand, envTeardownCommand } from "./env.js";
 import { evalCommand } from "./eval.js";
+import { evalCompareCommand } from "./eval-compare.js";
 import { exportCommand } from "./export.js";
 import { gcCommand } from "./gc.js";
 import { imagesBuildCommand, imagesListCommand, imagesLoadCommand } from "./images.js";
@@ -36,6 +37,7 @@ export const commands: readonly Command[] = [
   rolloutCommand as unknown as Command,
   validateCommand as unknown as Command,
   evalCommand as unknown as Command,
+  evalCompareCommand as unknown as Command,
   serveCommand as unknown as Command,
   exportCommand as unknown as Command,
   gcCommand as unknown as Command,

@@ -331,6 +331,10 @@ export function createLocalBackend(options: LocalBackendOptions = {}): PoolableB
           });
           return { ...r, timedOut, ...(limit ? { limit } : {}) };
         },
+        async cpuSeconds(): Promise<number | undefined> {
+          const usage = await prepared.cgroup.usage();
+          return usage === undefined ? undefined : usage.cpuUsec / 1e6;
+        },
         stop: () => end({ reason: "stopped" }),
       };
       return worker;

@@ -612,6 +612,9 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
       ...(spec.env ? { env: spec.env } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
       startTimeoutMs: options.agentStartTimeoutMs ?? 120_000,
+      // same-page merging's helper runs /usr/bin/python3, which an image need not have (the
+      // launcher probes the host, not the image): podman cores start without it
+      memoryMerge: false,
       listen: { kind: "unix", path: unixSocketPath(socketDir, "core.sock") },
       supervisorArgs: ["--forward", `127.0.0.1:${SANDBOX_GATEWAY_PORT}=unix:${SANDBOX_GATEWAY_SOCKET}`],
       wrap: (cmd) => {

@@ -1,0 +1,219 @@
+// `flakegym view` from a JavaScript bundle of its TypeScript sources, built once with esbuild and kept
+// in the user's cache, keyed by the content of every file it was built from. Plain JavaScript: it runs
+// before (and instead of) tsx's loader, whose per-start transpile and module walk were most of the
+// viewer's start-up. Never stale: each start hashes the files the cached bundle was built from and uses
+// it only when they all still hash the same; otherwise it rebuilds (from exactly the bytes it hashed).
+import { createHash } from "node:crypto";
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { createRequire, isBuiltin } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { flakegymCacheRoot } from "../src/cache-root.mjs";
+
+/** Bumped when the build below changes in a way the inputs' hashes cannot see. */
+const FORMAT = "view-bundle-1";
+const SELF = fileURLToPath(import.meta.url);
+const ENTRY = fileURLToPath(new URL("../src/cli/view-main.ts", import.meta.url));
+const POINTER = "current.json";
+const SKIP = Symbol("resolving");
+/** Other bundles are removed once this old (a process started from one may still load a lazy chunk). */
+const PRUNE_AFTER_MS = 24 * 3600_000;
+
+/**
+ * Where the bundles live: `view/` under the cache root the snapshot and image caches use.
+ * @param {Record<string, string | undefined>} env
+ */
+export const viewCacheDir = (env) => join(flakegymCacheRoot(env), "view");
+
+/**
+ * Why code in this dir must not be run (someone else could have written it), or undefined. Pure.
+ * @param {{ uid: number, mode: number, isDirectory(): boolean }} st
+ * @param {number} uid
+ */
+export function unsafeCacheDir(st, uid) {
+  if (!st.isDirectory()) return "it is not a directory";
+  if (st.uid !== uid) return `it belongs to uid ${st.uid}, not to you (uid ${uid})`;
+  if ((st.mode & 0o022) !== 0) return "others can write to it (mode " + (st.mode & 0o777).toString(8) + ")";
+  return undefined;
+}
+
+/**
+ * The bundle's key: the build format and every input's path and content hash, in a fixed order. Pure.
+ * @param {readonly { path: string, sha256: string }[]} inputs
+ */
+export function bundleKey(inputs) {
+  const h = createHash("sha256").update(FORMAT);
+  for (const i of [...inputs].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
+    h.update(`\0${i.path}\0${i.sha256}`);
+  }
+  return h.digest("hex").slice(0, 32);
+}
+
+const sha256 = (/** @type {string | Buffer} */ b) => createHash("sha256").update(b).digest("hex");
+
+/**
+ * Files that steer the build without being modules of it: this file, esbuild's version, and the
+ * package.json/tsconfig files above each module (module resolution, transpile settings).
+ * @param {readonly string[]} modules
+ */
+async function settingsFiles(modules) {
+  const esbuildPkg = join(dirname(createRequire(import.meta.url).resolve("esbuild")), "..", "package.json");
+  const files = new Set([SELF, esbuildPkg]);
+  const dirs = new Set(modules.map((m) => dirname(m)));
+  for (let dir of dirs) {
+    for (;;) {
+      for (const f of ["package.json", "tsconfig.json", "tsconfig.base.json"]) files.add(join(dir, f));
+      const up = dirname(dir);
+      if (up === dir || dirs.has(up)) break;
+      dir = up;
+    }
+  }
+  const out = [];
+  for (const path of files) {
+    const bytes = await readFile(path).catch(() => undefined);
+    if (bytes) out.push({ path, sha256: sha256(bytes) });
+  }
+  return out;
+}
+
+/** @param {string} cache @returns {Promise<string | undefined>} the bundle's entry if still current */
+async function currentBundle(cache) {
+  const pointer = await readFile(join(cache, POINTER), "utf8").catch(() => undefined);
+  if (!pointer) return undefined;
+  /** @type {{ key: string, inputs: { path: string, sha256: string }[] }} */
+  const p = JSON.parse(pointer);
+  if (typeof p?.key !== "string" || !/^[0-9a-f]{32}$/.test(p.key) || !Array.isArray(p.inputs))
+    return undefined;
+  const now = await Promise.all(
+    p.inputs.map(async (i) => {
+      const bytes = await readFile(String(i.path)).catch(() => undefined);
+      return bytes ? { path: String(i.path), sha256: sha256(bytes) } : undefined;
+    }),
+  );
+  if (now.some((i, n) => !i || i.sha256 !== p.inputs[n]?.sha256)) return undefined;
+  if (bundleKey(/** @type {{ path: string, sha256: string }[]} */ (now)) !== p.key) return undefined;
+  const entry = join(cache, `view-${p.key}`, "view-main.js");
+  return (await stat(entry).catch(() => undefined))?.isFile() ? entry : undefined;
+}
+
+/**
+ * Bundles view-main.ts (our TypeScript and the workspace packages' inlined; npm packages stay imports)
+ * into a new dir, renamed into place whole, then points current.json at it (written to a temporary
+ * file and renamed). Each module's `import.meta.url` becomes its own source file's URL, so paths it
+ * derives (the web frontend, package.json) are the same as when run from source.
+ * @param {string} cache
+ */
+async function build(cache) {
+  const esbuild = await import("esbuild");
+  /** @type {Map<string, string>} */
+  const read = new Map();
+  const tmp = join(cache, `tmp-${process.pid}-${Date.now()}`);
+  try {
+    await esbuild.build({
+      entryPoints: [ENTRY],
+      bundle: true,
+      splitting: true,
+      format: "esm",
+      platform: "node",
+      target: "node20",
+      outdir: tmp,
+      entryNames: "[name]",
+      logLevel: "silent",
+      plugins: [
+        {
+          name: "flakegym-view",
+          setup(b) {
+            // npm packages stay imports, of the file they resolve to here (the bundle lives elsewhere);
+            // workspace packages (TypeScript) are bundled like our own sources
+            b.onResolve({ filter: /^[^./]/ }, async (a) => {
+              if (a.pluginData === SKIP || a.path.startsWith("@flakegym/")) return undefined;
+              if (isBuiltin(a.path)) return { external: true };
+              const r = await resolveAsUsual(b, a);
+              if (r.errors.length > 0) return { errors: r.errors };
+              read.set(r.path, sha256(await readFile(r.path))); // a changed install rebuilds
+              return { path: pathToFileURL(r.path).href, external: true };
+            });
+            // our modules have no import-time effects (a house rule), so one imported only for
+            // a name the view never uses is left out, with what it imports (the gRPC client)
+            b.onResolve({ filter: /^(\.|@flakegym\/)/ }, async (a) => {
+              if (a.pluginData === SKIP) return undefined;
+              const r = await resolveAsUsual(b, a);
+              if (r.errors.length > 0) return { errors: r.errors };
+              return { path: r.path, sideEffects: false };
+            });
+            b.onLoad({ filter: /\.[cm]?[jt]s$/ }, async (a) => {
+              const bytes = await readFile(a.path);
+              read.set(a.path, sha256(bytes));
+              const url = JSON.stringify(pathToFileURL(a.path).href);
+              const loader = /\.[cm]?ts$/.test(a.path) ? "ts" : "js";
+              return { contents: bytes.toString("utf8").replaceAll("import.meta.url", url), loader };
+            });
+          },
+        },
+      ],
+    });
+    const modules = [...read.keys()];
+    const inputs = [
+      ...modules.map((path) => ({ path, sha256: /** @type {string} */ (read.get(path)) })),
+      ...(await settingsFiles(modules)),
+    ];
+    const key = bundleKey(inputs);
+    const dir = join(cache, `view-${key}`);
+    await rename(tmp, dir).catch(async (e) => {
+      if (e?.code !== "ENOTEMPTY" && e?.code !== "EEXIST") throw e; // another start built the same
+      await rm(tmp, { recursive: true, force: true });
+    });
+    const pointerTmp = join(cache, `${POINTER}.tmp-${process.pid}`);
+    await writeFile(pointerTmp, JSON.stringify({ key, inputs }));
+    await rename(pointerTmp, join(cache, POINTER));
+    await prune(cache, `view-${key}`);
+    return join(dir, "view-main.js");
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * esbuild's own resolution of an import (marked so the plugin's hooks let it through).
+ * @param {import("esbuild").PluginBuild} b
+ * @param {import("esbuild").OnResolveArgs} a
+ */
+const resolveAsUsual = (b, a) =>
+  b.resolve(a.path, { kind: a.kind, resolveDir: a.resolveDir, importer: a.importer, pluginData: SKIP });
+
+/** @param {string} cache @param {string} keep */
+async function prune(cache, keep) {
+  const now = Date.now();
+  for (const name of await readdir(cache)) {
+    if (name === keep || name === POINTER || !/^(view-|tmp-)/.test(name)) continue;
+    const st = await stat(join(cache, name)).catch(() => undefined);
+    if (st && now - st.mtimeMs > PRUNE_AFTER_MS)
+      await rm(join(cache, name), { recursive: true, force: true });
+  }
+}
+
+/**
+ * The view command's `main` from the cached bundle (built first if missing or stale), or undefined
+ * when the cache cannot be used (then the caller runs the sources through tsx; a build error there
+ * is reported by tsx as for any other command).
+ * @param {Record<string, string | undefined>} env
+ * @returns {Promise<((argv: readonly string[]) => Promise<number>) | undefined>}
+ */
+export async function compiledViewMain(env) {
+  if (env.FLAKEGYM_VIEW_FROM_SOURCE === "1") return undefined;
+  const cache = viewCacheDir(env);
+  try {
+    await mkdir(cache, { recursive: true, mode: 0o700 });
+    const why = unsafeCacheDir(await stat(cache), process.getuid?.() ?? -1);
+    if (why) {
+      process.stderr.write(`flakegym view: not using the compiled viewer in ${cache}: ${why}\n`);
+      return undefined;
+    }
+    const entry = (await currentBundle(cache)) ?? (await build(cache));
+    const mod = await import(pathToFileURL(entry).href);
+    return mod.main;
+  } catch (e) {
+    if (env.FLAKEGYM_DEBUG) console.error(e);
+    return undefined;
+  }
+}
