@@ -133,7 +133,10 @@ async function agentSpec(root: string, id: string, gatewayPath: string): Promise
 /** A bare core (no sandbox, no worker): spawn → first gRPC answer, as the product did before. */
 async function bareCore(root: string, id: string) {
   // as the product did before: no same-page merging either (the default launch now merges)
-  const core = await launchBareCore(join(root, `bare-${id}`), { startTimeoutMs: 300_000, memoryMerge: false });
+  const core = await launchBareCore(join(root, `bare-${id}`), {
+    startTimeoutMs: 300_000,
+    memoryMerge: false,
+  });
   const pids = [...new Set([core.pid, ...Object.values(core.childPids)])];
   return { core, configDir: core.configDir, cpuS: procCpuSeconds(pids), bootMs: core.timings.bootMs };
 }
