@@ -5,6 +5,7 @@ import type { ScoreOptions } from "../../src/scoring/scorer.js";
 import {
   createDummyScoringRun,
   scoreGuarded,
+  TWIN_REPEAT,
   twinGate,
   twinOptions,
   withTwin,
@@ -51,6 +52,12 @@ describe("twinGate / withTwin", () => {
     expect(withTwin(score(1, { cpuS: 0.3 }), score(0)).cpuS).toBeUndefined();
   });
 
+  it("a twin that passed in only some of its runs (a race won now and then) gates a pass", () => {
+    const some = score(0, { flaky: ["eval_cmd"] });
+    expect(twinGate(score(1), some)?.detail).toMatch(/passed too \(in some of its runs\)/);
+    expect(withTwin(score(1), some)).toMatchObject({ reward: 0, twin: { passed: true } });
+  });
+
   it("a twin steered in its own run gates a pass; a failed run stays a plain failure", () => {
     const steered = score(0, { gate: { reason: "tests_tampered", detail: "hidden test files changed" } });
     expect(twinGate(score(1), steered)?.detail).toMatch(/was steered: hidden test files changed/);
@@ -69,6 +76,9 @@ describe("scoreGuarded", () => {
     expect(run.calls[0]!.options.judge).toBeDefined();
     expect(run.calls[1]!.options.judge).toBeUndefined();
     expect(run.calls[1]!.options.weights.judge).toBe(0);
+    expect(run.calls[0]!.options.repeat).toBe(1);
+    expect(run.calls[1]!.options.repeat).toBe(TWIN_REPEAT);
+    expect(twinOptions({ ...options, repeat: 5 }).repeat).toBe(5);
     expect(run.calls[1]!.options.bound).toBe(run.calls[1]!.hidden!.bound);
   });
 
