@@ -6,7 +6,8 @@
  * against scoring it once, side by side: the Harbor fixture hello-greeting, imported, its
  * reference solution scored alternately both ways in fresh sandboxed forks of one snapshot. CPU
  * seconds come from a cgroup of the bench's own (every sandboxed scorer is charged there); wall
- * time and the load average beside it. Expected: about 2× (the eval command runs twice).
+ * time and the load average beside it. Expected: 3–4× (the eval command runs once, and TWIN_REPEAT
+ * = 3 times in the twin's sandbox).
  */
 import { readFile } from "node:fs/promises";
 import { loadavg } from "node:os";
