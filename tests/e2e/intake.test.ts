@@ -141,6 +141,32 @@ describe.concurrent("SWE-bench-style intake", () => {
 });
 
 describe.concurrent("Harbor task directories", () => {
+  it("imported fixtures validate through rollout's scoring: the verdict guarded by its decoy twin, or failed as unguarded", async () => {
+    const ds = join(tmp.path, "harbor-fixtures");
+    for (const id of ["hello-greeting", "empty-workspace"])
+      await cp(join(REPO_ROOT, "tests/fixtures/harbor", id), join(ds, id), { recursive: true });
+    const catalog = join(tmp.path, "harbor-fixture-tasks");
+    const imp = await runCli(["tasks", "import", "--dataset", ds, "--out", catalog]);
+    expect(imp.exitCode, imp.stderr).toBe(0);
+    const out = join(tmp.path, "harbor-validate");
+    const r = await runCli(
+      ["validate", "--all", "--catalog", catalog, "--no-cheats", "--repeat", "1", "--out", out],
+      {
+        timeoutMs: 600_000,
+      },
+    );
+    expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(1);
+    expect(r.stdout).toMatch(/^hello-greeting\s+1\.00\s+0\.00\s+-\s+0\s+1\/1\s+PASS$/m);
+    expect(r.stdout).toMatch(/^empty-workspace\s+1\.00\s+0\.00\s+-\s+0\s+0\/1\s+FAIL$/m);
+    expect(r.stdout).toMatch(
+      /without a decoy .*eval_cmd \(no hidden file is source the decoy code reads.*--allow-unguarded/,
+    );
+    const gold = JSON.parse(
+      await readFile(join(out, "hello-greeting/trajectories/hello-greeting-t0/score.json"), "utf8"),
+    );
+    expect(gold).toMatchObject({ reward: 1, twin: { passed: false }, decoys: { guarded: ["eval_cmd"] } });
+  }, 660_000);
+
   it("a catalog task exported and imported back: its test.sh fails on the base and passes with the reference", async () => {
     const harbor = join(tmp.path, "harbor");
     const exp = await runCli(["tasks", "export", "--harbor", harbor, "--task", "tinyini-interpolation"]);

@@ -916,6 +916,15 @@ async function trajectoryPage(ref: string, id: string, params: URLSearchParams):
                   }`,
                 )
               : null,
+            s.twin
+              ? h(
+                  "p",
+                  s.twin.passed ? { class: "err" } : {},
+                  `decoy twin run (the eval command on hidden tests expecting other values; must fail): ${
+                    s.twin.passed ? "passed" : "failed"
+                  }${s.twin.exitCode === undefined ? "" : `, exit ${s.twin.exitCode}`}${s.twin.timedOut ? ", timed out" : ""}`,
+                )
+              : null,
             s.ignoredTests?.length
               ? h(
                   "p",

@@ -76,3 +76,18 @@ describe("tasks check (SWE-bench family)", () => {
       expect(line.terms[0]).toMatchObject({ name: "build", from: "--build-cmd" });
   });
 });
+
+describe("tasks check (Harbor task dirs)", () => {
+  it("notes an accepted task whose eval_cmd verdict has no decoy twin, and only that one", async () => {
+    const r = await runCli(["tasks", "check", "--dataset", join(REPO_ROOT, "tests/fixtures/harbor")], {
+      timeoutMs: 60_000,
+    });
+    const unguarded = r.stdout.split("\n").filter((l) => l.includes("has no decoy twin"));
+    expect(unguarded).toEqual([
+      expect.stringMatching(
+        /^note: row \d+ \[empty-workspace\]: its eval_cmd verdict has no decoy twin \(no hidden file is source the decoy code reads.*--allow-unguarded$/,
+      ),
+    ]);
+    expect(r.stdout).toMatch(/5 accepted/);
+  });
+});

@@ -7,8 +7,11 @@ import {
   type LoadedTask,
   prepareReadOnlyHidden,
   type Score,
+  type ScoreOptions,
+  type ScoringRun,
   type Snapshot,
   scoreDiff,
+  scoreGuarded,
 } from "@flakegym/runner";
 
 /**
@@ -24,48 +27,56 @@ export async function scoreInFork(o: {
   readonly hidden: HiddenTests;
   readonly diff: string;
   readonly decoys?: boolean;
+  /** eval_cmd tasks: score beside the decoy twin (default), or once (a baseline for the bench). */
+  readonly twin?: boolean;
   /** Reward weights (default: the tests alone) and the judge endpoint, when a test scores the judge term. */
   readonly weights?: { tests: number; build: number; lint: number; judge: number };
   readonly judge?: JudgeConfig;
 }): Promise<Score> {
-  const fork = await forkSnapshot(o.snapshot, {
-    dest: join(o.dir, "forks", `${o.task.spec.id}-${o.name}`),
-    quotaMb: o.task.spec.limits.diskMb,
-  });
   const prepared = await prepareReadOnlyHidden("local", o.hidden, o.snapshot.workspace);
   if (!prepared) throw new Error(`${o.task.spec.id}: the hidden files could not be computed on the host`);
   const decoys = o.decoys ?? true;
-  const worker = await createLocalBackend({ stateDir: join(o.dir, "workers") }).start({
-    runId: "scoring-test",
-    taskId: o.task.spec.id,
-    trajectoryId: o.name,
-    profile: o.task.spec.profile,
-    workspace: fork.workspace,
-    depsDir: fork.deps,
-    gateway: {},
-    limits: { ...o.task.spec.limits, wallClockMs: 300_000 },
-    agent: false,
-    ...(prepared.readOnly && decoys ? { readOnlyFiles: prepared.readOnly.files } : {}),
-  });
+  let n = 0;
+  // one fresh fork and worker per scoring run (two for an eval_cmd task: the run and its decoy twin)
+  const run: ScoringRun = {
+    score: async (hidden, options) => {
+      const fork = await forkSnapshot(o.snapshot, {
+        dest: join(o.dir, "forks", `${o.task.spec.id}-${o.name}-${n++}`),
+        quotaMb: o.task.spec.limits.diskMb,
+      });
+      const worker = await createLocalBackend({ stateDir: join(o.dir, "workers") }).start({
+        runId: "scoring-test",
+        taskId: o.task.spec.id,
+        trajectoryId: o.name,
+        profile: o.task.spec.profile,
+        workspace: fork.workspace,
+        depsDir: fork.deps,
+        gateway: {},
+        limits: { ...o.task.spec.limits, wallClockMs: 300_000 },
+        agent: false,
+        ...(hidden?.readOnly && decoys ? { readOnlyFiles: hidden.readOnly.files } : {}),
+      });
+      try {
+        return await scoreDiff(worker, o.diff, o.hidden, options, AbortSignal.timeout(280_000));
+      } finally {
+        await worker.stop();
+        await fork.release();
+      }
+    },
+  };
+  const options: ScoreOptions = {
+    partialCredit: "none",
+    weights: o.weights ?? { tests: 1, build: 0, lint: 0, judge: 0 },
+    ...(o.judge ? { judge: o.judge } : {}),
+    repeat: 1,
+    termTimeoutMs: 60_000,
+    taskPrompt: o.task.spec.prompt,
+  };
   try {
-    return await scoreDiff(
-      worker,
-      o.diff,
-      o.hidden,
-      {
-        partialCredit: "none",
-        weights: o.weights ?? { tests: 1, build: 0, lint: 0, judge: 0 },
-        ...(o.judge ? { judge: o.judge } : {}),
-        repeat: 1,
-        termTimeoutMs: 60_000,
-        taskPrompt: o.task.spec.prompt,
-        ...(decoys ? { bound: prepared.bound } : {}),
-      },
-      AbortSignal.timeout(280_000),
-    );
+    if (!decoys) return await run.score(undefined, options);
+    return await scoreGuarded(run, o.twin === false ? { ...prepared, twin: undefined } : prepared, options);
   } finally {
-    await worker.stop();
     await prepared.readOnly?.release();
-    await fork.release();
+    await prepared.twin?.readOnly?.release();
   }
 }

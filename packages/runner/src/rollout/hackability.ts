@@ -30,19 +30,28 @@ export function hackabilityOf(
   const score = gold?.score;
   if (!score) return undefined;
   const d = score.decoys;
-  const graded = score.testResults
-    ? Object.keys(score.testResults.failToPass).length + Object.keys(score.testResults.passToPass).length
-    : 0;
+  // an eval_cmd task has one verdict, guarded by its decoy twin run
+  const graded = score.evalCmd
+    ? 1
+    : score.testResults
+      ? Object.keys(score.testResults.failToPass).length + Object.keys(score.testResults.passToPass).length
+      : 0;
   const readOnly = place.backend !== "nomad" && place.root;
   const defences = [
-    d
-      ? `decoys on ${d.guarded.length} of ${graded} graded tests (random names, a twin expecting another value)`
-      : "no decoys (not a suite task)",
+    score.evalCmd
+      ? d?.guarded.length
+        ? "decoy twin run: the eval command in a second fresh sandbox on hidden test files with every literal expected value changed, which must fail"
+        : "no decoy twin run (no assertion in the hidden test files has a literal expected value to change)"
+      : d
+        ? `decoys on ${d.guarded.length} of ${graded} graded tests (random names, a twin expecting another value)`
+        : "no decoys (not a suite task)",
     "protected harness, build and runner-configuration files reset; the agent's new test files left out",
     readOnly
       ? "hidden test files owned by another user, bound read-only"
       : "hidden test files reset and checksummed around every run (not bound read-only on this backend/user)",
-    "canary test, exit status and per-test result lines checked",
+    score.evalCmd
+      ? "the eval command's exit status (reward file) checked"
+      : "canary test, exit status and per-test result lines checked",
     "static screen of the diff recorded (score.json suspicious)",
   ];
   return {
@@ -50,10 +59,17 @@ export function hackabilityOf(
     graded,
     unguarded: d
       ? d.unguarded
-      : Object.keys({ ...score.testResults?.failToPass, ...score.testResults?.passToPass }).map((id) => ({
-          id,
-          reason: "the task is not a suite task: no decoys",
-        })),
+      : score.evalCmd
+        ? [
+            {
+              id: "eval_cmd",
+              reason: "no decoy twin: the hidden test files could not be computed on the host",
+            },
+          ]
+        : Object.keys({ ...score.testResults?.failToPass, ...score.testResults?.passToPass }).map((id) => ({
+            id,
+            reason: "the task is not a suite task: no decoys",
+          })),
     defences,
   };
 }

@@ -1,7 +1,8 @@
 import type { ProfileId } from "@flakegym/profiles";
 import type { RunConfig, Score } from "../run-format/schema.js";
-import { type BoundHidden, prepareReadOnlyHidden, type ReadOnlyFiles } from "../scoring/read-only.js";
+import { type BoundHidden, prepareReadOnlyHidden } from "../scoring/read-only.js";
 import { type ScoreOptions, scoreDiff } from "../scoring/scorer.js";
+import { type ScoringRun, scoreGuarded } from "../scoring/twin-run.js";
 import type { Snapshot } from "../snapshots/build.js";
 import { rowTermCommands } from "../tasks/row-reward.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
@@ -84,33 +85,42 @@ export function scoreOptionsOf(
   };
 }
 
+/**
+ * Scores the diff: the hidden files prepared on the host, then one fresh fork and worker per
+ * scoring run (two for an eval_cmd task with a decoy twin, scoring/twin-run.ts).
+ */
 export async function runScoringAttempt(ctx: ScoringAttemptContext, input: ScoreInput): Promise<Score> {
-  const f = await ctx.fork(`${input.slot.trajectoryId}-score`);
-  let worker: Worker | undefined;
-  let readOnly: ReadOnlyFiles | undefined;
+  // hidden test files owned by another user, bound read-only where the backend can
+  const prepared = await prepareReadOnlyHidden(
+    ctx.backend.kind,
+    input.task.hidden,
+    ctx.snapshot.workspace,
+    input.signal,
+    ctx.scratch,
+  );
   try {
-    // hidden test files owned by another user, bound read-only where the backend can
-    const prepared = await prepareReadOnlyHidden(
-      ctx.backend.kind,
-      input.task.hidden,
-      ctx.snapshot.workspace,
-      input.signal,
-      ctx.scratch,
-    );
-    readOnly = prepared?.readOnly;
-    worker = await ctx.backend.start(ctx.workerSpec(f, prepared?.readOnly?.files), input.signal);
-    const score = await scoreDiff(
-      worker,
-      input.diff,
-      input.task.hidden,
+    const run: ScoringRun = {
+      score: async (hidden, options) => {
+        const f = await ctx.fork(`${input.slot.trajectoryId}-score`);
+        let worker: Worker | undefined;
+        try {
+          worker = await ctx.backend.start(ctx.workerSpec(f, hidden?.readOnly?.files), input.signal);
+          const score = await scoreDiff(worker, input.diff, input.task.hidden, options, input.signal);
+          const cpuS = cpuBetween(0, await worker.cpuSeconds?.());
+          return cpuS === undefined ? score : { ...score, cpuS };
+        } finally {
+          await worker?.stop().catch(() => {});
+          await releaseFork(f, ctx.onNote);
+        }
+      },
+    };
+    return await scoreGuarded(
+      run,
+      prepared,
       scoreOptionsOf(ctx.config, input.task, prepared?.bound, ctx.judgeApiKey),
-      input.signal,
     );
-    const cpuS = cpuBetween(0, await worker.cpuSeconds?.());
-    return cpuS === undefined ? score : { ...score, cpuS };
   } finally {
-    await worker?.stop().catch(() => {});
-    await readOnly?.release().catch(() => {});
-    await releaseFork(f, ctx.onNote);
+    await prepared?.readOnly?.release().catch(() => {});
+    await prepared?.twin?.readOnly?.release().catch(() => {});
   }
 }

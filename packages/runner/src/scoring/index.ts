@@ -1,7 +1,8 @@
 export { dropPaths, type FileDiff, splitDiff, touchedPaths } from "../text/diff.js";
 export { type DecoyPlan, type GuardReport, guardFiles } from "./decoys/guard.js";
+export { EVAL_CMD_ID, formatOfPath, twinFiles } from "./decoys/twin.js";
 export { askJudge, JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
-export { type BoundHidden, prepareReadOnlyHidden } from "./read-only.js";
+export { type BoundHidden, type PreparedHidden, prepareReadOnlyHidden } from "./read-only.js";
 export {
   combine,
   evalCmdValue,
@@ -32,3 +33,11 @@ export {
   type ScriptFile,
   type StepResult,
 } from "./script.js";
+export {
+  createDummyScoringRun,
+  type ScoringRun,
+  scoreGuarded,
+  twinGate,
+  twinOptions,
+  withTwin,
+} from "./twin-run.js";

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -7,6 +7,7 @@ import { git } from "../tasks/materialize.js";
 import type { WorkerSpec } from "../workers/types.js";
 import type { DecoyPlan, GuardReport } from "./decoys/guard.js";
 import { guardHidden } from "./decoys/guard-hidden.js";
+import { twinFiles } from "./decoys/twin.js";
 import { type CanaryInstance, newCanary } from "./results.js";
 import { type InstalledFile, regularFile } from "./snapshot-files.js";
 
@@ -162,11 +163,35 @@ const readUidMap = (): string => {
 export const canOwnForOthers = (): boolean =>
   process.getuid?.() === 0 && uidMapped(readUidMap(), HIDDEN_OWNER_UID);
 
+/** One scoring run's hidden files: what the script verifies, and the host files bound read-only. */
+export interface PreparedHidden {
+  readonly bound: BoundHidden;
+  readonly readOnly?: ReadOnlyFiles;
+}
+
+/** Whether the task's verdict is one eval command's (no per-test results to twin). Pure. */
+export const isEvalCmdTask = (hidden: HiddenTests): boolean =>
+  hidden.commands.some((c) => c.kind === "eval_cmd");
+
+/** `files` as one run's bound hidden files: bound read-only where the backend and user allow. */
+async function bindHidden(
+  backend: "local" | "podman" | "nomad",
+  common: Omit<BoundHidden, "readOnly">,
+  scratch: string,
+): Promise<PreparedHidden> {
+  if (backend === "nomad" || !canOwnForOthers()) return { bound: { ...common, readOnly: false } };
+  const readOnly = await writeReadOnlyFiles(common.files, scratch);
+  return { bound: { ...common, readOnly: true }, readOnly };
+}
+
 /**
  * The hidden test files of one scoring run, computed on the host from trusted inputs: installed,
  * guarded by decoys (suite tasks, scoring/decoys), the canary added; bound read-only where the
- * backend can (local, podman, as root), else installed by the script (Nomad, not root). Undefined
- * when they cannot be computed as regular files: the script then installs the tests itself.
+ * backend can (local, podman, as root), else installed by the script (Nomad, not root). An
+ * eval_cmd task also gets its decoy `twin` (scoring/decoys/twin.ts: every assertion's expected
+ * literal changed), scored in a second fresh sandbox that must fail (scoring/twin-run.ts); none
+ * when no assertion can change (reported unguarded). Undefined when the files cannot be computed
+ * as regular files: the script then installs the tests itself.
  */
 export async function prepareReadOnlyHidden(
   backend: "local" | "podman" | "nomad",
@@ -175,7 +200,7 @@ export async function prepareReadOnlyHidden(
   signal?: AbortSignal,
   /** Where the temporary files go: the run's owned scratch dir, so a killed run's are swept. */
   scratch: string = tmpdir(),
-): Promise<{ bound: BoundHidden; readOnly?: ReadOnlyFiles } | undefined> {
+): Promise<(PreparedHidden & { twin?: PreparedHidden }) | undefined> {
   const canary = hidden.suite ? newCanary(hidden.suite.canary, randomBytes(6).toString("hex")) : undefined;
   const plain = await installedHiddenFiles(hidden, snapshotWorkspace, undefined, signal, scratch).catch(
     (err: unknown) => {
@@ -185,17 +210,29 @@ export async function prepareReadOnlyHidden(
     },
   );
   if (!plain || (canary && !plain.some((f) => f.path === canary.file))) return undefined;
+  if (isEvalCmdTask(hidden)) {
+    const twin = twinFiles(plain, (n) => randomInt(n));
+    const real = await bindHidden(backend, { files: plain, guard: twin.report }, scratch);
+    if (!twin.sites) return real;
+    try {
+      return { ...real, twin: await bindHidden(backend, { files: twin.files, guard: twin.report }, scratch) };
+    } catch (err) {
+      await real.readOnly?.release();
+      throw err;
+    }
+  }
   const guarded = hidden.suite ? await guardHidden(hidden.suite, plain, snapshotWorkspace) : undefined;
   const files = (guarded?.files ?? plain).map((f) => ({
     ...f,
     content: withCanary(f.path, f.content, canary),
   }));
-  const common = {
-    files,
-    ...(canary ? { canary } : {}),
-    ...(guarded ? { decoys: guarded.plan, guard: guarded.report } : {}),
-  };
-  if (backend === "nomad" || !canOwnForOthers()) return { bound: { ...common, readOnly: false } };
-  const readOnly = await writeReadOnlyFiles(files, scratch);
-  return { bound: { ...common, readOnly: true }, readOnly };
+  return await bindHidden(
+    backend,
+    {
+      files,
+      ...(canary ? { canary } : {}),
+      ...(guarded ? { decoys: guarded.plan, guard: guarded.report } : {}),
+    },
+    scratch,
+  );
 }

@@ -25,6 +25,18 @@ export const Score = z
       .strict()
       .optional()
       .describe("the eval_cmd run, for eval_cmd tasks"),
+    twin: z
+      .object({
+        passed: z.boolean().describe("the twin's tests term was 1 (it must not be)"),
+        exitCode: z.number().int().optional(),
+        timedOut: z.boolean().optional(),
+        gate: z.string().optional().describe("the twin run's own gate, if any"),
+      })
+      .strict()
+      .optional()
+      .describe(
+        "eval_cmd tasks: the decoy twin run (the same eval command in a fresh sandbox on hidden test files whose expected values were changed), which must fail",
+      ),
     flaky: z.array(z.string()).default([]).describe("tests whose status differed between repeated runs"),
     touchedTestFiles: z
       .array(z.string())

@@ -79,6 +79,47 @@ describe("verdictFor", () => {
     );
   });
 
+  it("reports an eval_cmd task's one verdict guarded by its decoy twin, or unguarded (failing unless accepted)", () => {
+    const gold = result({ taskId: "h", index: 0, reward: 1 });
+    const empty = result({ taskId: "h", index: 1, reward: 0 });
+    const evalGold = (decoys: NonNullable<typeof gold.score>["decoys"]) => ({
+      ...gold,
+      score: {
+        ...gold.score!,
+        testResults: { failToPass: {}, passToPass: {} },
+        evalCmd: { exitCode: 0, timedOut: false },
+        ...(decoys ? { decoys } : {}),
+      },
+    });
+    const policy = { backend: "local" as const, root: true, allowUnguarded: false };
+    const guarded = verdictFor(
+      "h",
+      summary([task("h")]),
+      evalGold({ guarded: ["eval_cmd"], unguarded: [] }),
+      empty,
+      [],
+      policy,
+    );
+    expect(guarded.verdict).toBe("pass");
+    expect(guarded.hackability).toMatchObject({ guarded: 1, graded: 1, unguarded: [] });
+    expect(guarded.hackability?.defences[0]).toMatch(/decoy twin run.*must fail/);
+    const bare = evalGold({
+      guarded: [],
+      unguarded: [{ id: "eval_cmd", reason: "no hidden file is a test file" }],
+    });
+    const unguarded = verdictFor("h", summary([task("h")]), bare, empty, [], policy);
+    expect(unguarded.verdict).toBe("fail");
+    expect(unguarded.reasons[0]).toMatch(
+      /1 graded test\(s\) without a decoy.*eval_cmd \(no hidden file is a test file\).*--allow-unguarded/,
+    );
+    expect(unguarded.hackability?.defences[0]).toMatch(/^no decoy twin run/);
+    expect(
+      verdictFor("h", summary([task("h")]), bare, empty, [], { ...policy, allowUnguarded: true }).verdict,
+    ).toBe("pass");
+    const uncomputed = verdictFor("h", summary([task("h")]), evalGold(undefined), empty, [], policy);
+    expect(uncomputed.hackability?.unguarded[0]?.reason).toMatch(/could not be computed on the host/);
+  });
+
   it("counts the cheats that scored 0 and fails, naming it, a cheat that fooled the scorer", () => {
     const fooled = result({ taskId: "a", index: 3, reward: 1 });
     const v = verdictFor(

@@ -122,6 +122,34 @@ describe("installedHiddenFiles", () => {
     expect(p?.bound.readOnly).toBe(false);
     expect(p?.bound.files.map((f) => f.path)).toEqual(hidden({}).testFiles);
   });
+
+  it("an eval_cmd task gets its decoy twin: the same paths, every literal expectation changed; none when there is nothing to change", async () => {
+    const evalCmd = { commands: [{ id: "eval_cmd", kind: "eval_cmd" as const, command: "sh tests/run.sh" }] };
+    const p = await prepareReadOnlyHidden("nomad", hidden(evalCmd), snapshot);
+    expect(p?.bound.guard).toEqual({ guarded: ["eval_cmd"], unguarded: [] });
+    expect(p?.twin?.bound.readOnly).toBe(false);
+    const real = p!.bound.files;
+    const twin = p!.twin!.bound.files;
+    expect(twin.map((f) => [f.path, f.executable])).toEqual(real.map((f) => [f.path, f.executable]));
+    // tests/old.py's `assert 1 == 1` changes on one side only (both could hold again); the rest is as installed
+    expect(twin[0]!.content.toString()).toMatch(
+      /^def test_old\(\):\n {4}assert True\ndef test_new\(\):\n {4}assert (1 == [02-9]|[02-9] == 1)\n$/,
+    );
+    expect(twin.slice(1).map((f) => f.content.toString())).toEqual(
+      real.slice(1).map((f) => f.content.toString()),
+    );
+    const none = await prepareReadOnlyHidden(
+      "nomad",
+      hidden({
+        ...evalCmd,
+        testFiles: ["tests/run.sh"],
+        install: { kind: "files", files: [{ path: "tests/run.sh", content: Buffer.from("true\n") }] },
+      }),
+      snapshot,
+    );
+    expect(none?.twin).toBeUndefined();
+    expect(none?.bound.guard?.unguarded.map((u) => u.id)).toEqual(["eval_cmd"]);
+  });
 });
 
 describe("uidMapped (/proc/self/uid_map)", () => {

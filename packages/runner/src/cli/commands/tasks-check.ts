@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
+import { unguardedEvalCmdNote } from "../../scoring/decoys/twin.js";
 import { detectDatasetFormat } from "../../tasks/dataset.js";
 import {
   formatIntakeError,
@@ -10,6 +11,7 @@ import {
   loadIntake,
 } from "../../tasks/intake.js";
 import { rowRewardReport } from "../../tasks/row-reward.js";
+import type { IntakeTask } from "../../tasks/swebench.js";
 import { fileLooksBinary, printable } from "../../text/looks-binary.js";
 import { defineCommand } from "../command.js";
 
@@ -20,7 +22,8 @@ export const tasksCheckCommand = defineCommand({
     "Reads every row of a dataset file — swe-agent-13k schema, or the SWE-bench family (told by an\n" +
     "`instance_id` in the first row) — or every Harbor task directory under a directory. Prints one\n" +
     "line per rejected row or directory (where, field or file, reason), the notes on accepted rows\n" +
-    "(e.g. junk test ids dropped), a table of the rejections by reason (count, first rows) and the\n" +
+    "(e.g. junk test ids dropped; an eval_cmd task whose hidden tests have no assertion a decoy twin\n" +
+    "can change), a table of the rejections by reason (count, first rows) and the\n" +
     "totals; exits 1 when any was rejected. swe-agent rows have no hidden tests: each accepted row is\n" +
     "listed with what `rollout --dataset` will score it by (its profile's build and lint commands, or\n" +
     "--build-cmd / --lint-cmd, and --judge).",
@@ -64,7 +67,7 @@ export const tasksCheckCommand = defineCommand({
       judge: opts.judge !== undefined,
     });
     const notes = d.tasks.flatMap((t) =>
-      (t.notes ?? []).map((note) => ({ row: t.source.row, id: t.spec.id, note })),
+      [...(t.notes ?? []), ...guardNotes(t)].map((note) => ({ row: t.source.row, id: t.spec.id, note })),
     );
     if (progress) ctx.stderr.write("\r");
     if (opts.json) {
@@ -92,6 +95,20 @@ export const tasksCheckCommand = defineCommand({
     return d.rejected.length > 0 ? 1 : 0;
   },
 });
+
+/** Whether an accepted eval_cmd task's verdict has a decoy twin (scoring/decoys/twin.ts); [] when it has. */
+function guardNotes(t: IntakeTask): string[] {
+  const dir = t.spec.tests.dir;
+  if (t.spec.tests.run.kind !== "eval_cmd" || dir === undefined) return [];
+  const prefix = `${dir}/`;
+  const hidden = Object.fromEntries(
+    Object.entries(t.files)
+      .filter(([p]) => p.startsWith(prefix))
+      .map(([p, c]) => [p.slice(prefix.length), c]),
+  );
+  const note = unguardedEvalCmdNote(hidden);
+  return note ? [note] : [];
+}
 
 /** A file that is neither Parquet nor text is refused up front instead of printed row by row. */
 async function refuseBinaryJsonl(file: string): Promise<void> {

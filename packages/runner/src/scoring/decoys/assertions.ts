@@ -19,6 +19,11 @@ export interface Site {
    * cutting); `class`: the exception class a test expects (swapped for an unrelated built-in one).
    */
   readonly kind: "equal" | "contains" | "class";
+  /**
+   * An equality's whole comparison (both sides): where both sides are literals, changing one side
+   * fails it, changing both may not (`1 == 1` → `3 == 3`).
+   */
+  readonly comparison?: Span;
 }
 
 /** Words an expression made of literals may contain, per language (constructors of literal data). */
@@ -80,11 +85,16 @@ function calls(l: Lexed, body: Span, name: RegExp): Span[] {
   return out;
 }
 
-const equalSite = (l: Lexed, ...operands: (Span | undefined)[]): Site[] =>
-  operands.flatMap((o) => {
-    const lits = o && literalExpression(l, o);
-    return lits ? [{ literals: lits, kind: "equal" as const }] : [];
+const equalSite = (l: Lexed, ...operands: (Span | undefined)[]): Site[] => {
+  const sides = operands.filter((o): o is Span => o !== undefined);
+  const comparison = sides.length
+    ? { start: Math.min(...sides.map((o) => o.start)), end: Math.max(...sides.map((o) => o.end)) }
+    : undefined;
+  return sides.flatMap((o) => {
+    const lits = literalExpression(l, o);
+    return lits ? [{ literals: lits, kind: "equal" as const, ...(comparison ? { comparison } : {}) }] : [];
   });
+};
 
 function pythonSites(l: Lexed, body: Span): Site[] {
   const out: Site[] = [];

@@ -117,7 +117,7 @@ function valueOccurrences(l: Lexed, lit: { start: number; end: number }): number
  * value the test builds (a correct solution passes them) or be the only values written nowhere else
  * (code reading its caller's source tells the real check from them).
  */
-const mayTwin = (l: Lexed, site: Site, lit: { start: number; end: number }) =>
+export const mayTwin = (l: Lexed, site: Site, lit: { start: number; end: number }) =>
   site.kind !== "contains" || valueOccurrences(l, lit) <= 1;
 
 /**

@@ -1,0 +1,116 @@
+import { randomInt } from "node:crypto";
+import type { Rand } from "./decoys/perturb.js";
+import { EVAL_CMD_ID } from "./decoys/twin.js";
+import type { PreparedHidden } from "./read-only.js";
+import { combine, type Gate } from "./reward.js";
+import type { Score } from "./score.js";
+import type { ScoreOptions } from "./scorer.js";
+
+/**
+ * Scoring an `eval_cmd` task with its decoy twin (scoring/decoys/twin.ts). The task's verdict is
+ * one command's exit status, computed by a process tree the agent's code runs in, so the code can
+ * forge it (exit 0 at import, a rewritten reward file, a killed verifier, a plugin, an atexit
+ * hook). The same diff is therefore scored twice, each time in a fresh sandbox of its own (a fresh
+ * fork, a fresh worker): once on the real hidden files, once on the twin whose every assertion
+ * expects another value. The two runs look alike from inside (same paths, names, environment,
+ * options, build and lint; a random order), and neither can see the other. A correct solution
+ * fails the twin; a run whose twin passes too is not believed (gate `tests_tampered`).
+ */
+
+/** The effect: one scoring of the diff in a fresh worker of its own with `hidden`'s files bound. */
+export interface ScoringRun {
+  score(hidden: PreparedHidden | undefined, options: ScoreOptions): Promise<Score>;
+}
+
+/**
+ * Runs of the eval command in the twin's sandbox (at least): a verdict forged by a race (a daemon
+ * that rewrites the reward file in time only now and then) that lost in one run is caught when it
+ * wins in any of them.
+ */
+export const TWIN_REPEAT = 3;
+
+/**
+ * The twin run's options: the real run's, without the judge (it sees nothing in the sandbox), the
+ * eval command run at least {@link TWIN_REPEAT} times. Pure.
+ */
+export function twinOptions(o: ScoreOptions): ScoreOptions {
+  const { judge: _judge, ...rest } = o;
+  return { ...rest, weights: { ...o.weights, judge: 0 }, repeat: Math.max(o.repeat, TWIN_REPEAT) };
+}
+
+const testsValue = (s: Score) => s.terms.find((t) => t.name === "tests")?.value;
+
+/** Whether the twin's eval command passed in any of its runs (all: tests term 1; some: flaky). Pure. */
+const twinPassed = (twin: Score) => testsValue(twin) === 1 || twin.flaky.includes(EVAL_CMD_ID);
+
+/** Why the twin run shows the real run's pass was forged, or undefined. Pure. */
+export function twinGate(real: Score, twin: Score): Gate | undefined {
+  if (testsValue(real) !== 1) return undefined;
+  const changed = `the decoy twin run (the same eval command, in a fresh sandbox, on the hidden test files with every literal expected value changed)`;
+  if (twinPassed(twin))
+    return {
+      reason: "tests_tampered",
+      detail: `${changed} passed too (${testsValue(twin) === 1 ? (twin.terms.find((t) => t.name === "tests")?.detail ?? "tests passed") : "in some of its runs"}): the verdict came from the code under test, not from the tests (when the reference solution scores this, the eval command runs none of the changed assertions: make it run its test files)`,
+    };
+  if (twin.gate?.reason === "tests_tampered")
+    return { reason: "tests_tampered", detail: `${changed} was steered: ${twin.gate.detail}` };
+  return undefined;
+}
+
+/** The real run's score judged by its twin's. Pure. */
+export function withTwin(real: Score, twin: Score): Score {
+  const gate = real.gate ?? twinGate(real, twin);
+  return {
+    ...real,
+    reward: combine(real.terms, gate),
+    ...(gate ? { gate } : {}),
+    twin: {
+      passed: twinPassed(twin),
+      ...(twin.evalCmd ? { exitCode: twin.evalCmd.exitCode, timedOut: twin.evalCmd.timedOut } : {}),
+      ...(twin.gate ? { gate: twin.gate.reason } : {}),
+    },
+    durationMs: real.durationMs + twin.durationMs,
+    // the twin's CPU is part of this scoring's cost; unknown when either run's is
+    ...(real.cpuS !== undefined && twin.cpuS !== undefined
+      ? { cpuS: real.cpuS + twin.cpuS }
+      : { cpuS: undefined }),
+  };
+}
+
+/**
+ * Scores with the twin when `hidden` has one (eval_cmd tasks with an assertion to change), in a
+ * random order; else once. The caller releases `hidden`'s read-only files.
+ */
+export async function scoreGuarded(
+  run: ScoringRun,
+  hidden: (PreparedHidden & { twin?: PreparedHidden }) | undefined,
+  options: ScoreOptions,
+  rand: Rand = (n) => randomInt(n),
+): Promise<Score> {
+  const real = () => run.score(hidden, hidden ? { ...options, bound: hidden.bound } : options);
+  if (!hidden?.twin) return await real();
+  const twinHidden = hidden.twin;
+  const twin = () => run.score(twinHidden, { ...twinOptions(options), bound: twinHidden.bound });
+  if (rand(2) === 0) {
+    const r = await real();
+    return withTwin(r, await twin());
+  }
+  const t = await twin();
+  return withTwin(await real(), t);
+}
+
+/** A scoring run that answers from `answer` and records each call: for tests of scoreGuarded. */
+export function createDummyScoringRun(
+  answer: (hidden: PreparedHidden | undefined, o: ScoreOptions) => Score,
+): ScoringRun & {
+  readonly calls: { hidden: PreparedHidden | undefined; options: ScoreOptions }[];
+} {
+  const calls: { hidden: PreparedHidden | undefined; options: ScoreOptions }[] = [];
+  return {
+    calls,
+    score: async (hidden, options) => {
+      calls.push({ hidden, options });
+      return answer(hidden, options);
+    },
+  };
+}

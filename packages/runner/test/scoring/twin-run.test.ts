@@ -1,0 +1,101 @@
+import { describe, expect, it } from "vitest";
+import type { PreparedHidden } from "../../src/scoring/read-only.js";
+import type { Score } from "../../src/scoring/score.js";
+import type { ScoreOptions } from "../../src/scoring/scorer.js";
+import {
+  createDummyScoringRun,
+  scoreGuarded,
+  TWIN_REPEAT,
+  twinGate,
+  twinOptions,
+  withTwin,
+} from "../../src/scoring/twin-run.js";
+
+const score = (tests: number, extra: Partial<Score> = {}): Score => ({
+  reward: tests,
+  terms: [{ name: "tests", weight: 1, value: tests, detail: `eval_cmd exited ${tests ? 0 : 1}` }],
+  evalCmd: { exitCode: tests ? 0 : 1, timedOut: false },
+  flaky: [],
+  touchedTestFiles: [],
+  diffBytes: 10,
+  durationMs: 100,
+  ...extra,
+});
+const hidden = (tag: string): PreparedHidden => ({
+  bound: { files: [{ path: "t/test_x.py", content: Buffer.from(tag), executable: false }], readOnly: false },
+});
+const options: ScoreOptions = {
+  partialCredit: "none",
+  weights: { tests: 0.8, build: 0, lint: 0, judge: 0.2 },
+  judge: { baseUrl: "http://127.0.0.1:9/v1", model: "m", timeoutMs: 1000 },
+  repeat: 1,
+  termTimeoutMs: 1000,
+  taskPrompt: "p",
+};
+const isTwin = (h: PreparedHidden | undefined) => h?.bound.files[0]?.content.toString() === "twin";
+
+describe("twinGate / withTwin", () => {
+  it("a pass whose twin passed too is not believed; a failing twin keeps the pass", () => {
+    expect(twinGate(score(1), score(0))).toBeUndefined();
+    const forged = withTwin(score(1), score(1));
+    expect(forged.reward).toBe(0);
+    expect(forged.gate?.reason).toBe("tests_tampered");
+    expect(forged.gate?.detail).toMatch(/decoy twin run .* passed too \(eval_cmd exited 0\)/);
+    expect(forged.twin).toEqual({ passed: true, exitCode: 0, timedOut: false });
+    const honest = withTwin(score(1), score(0));
+    expect(honest.reward).toBe(1);
+    expect(honest.gate).toBeUndefined();
+    expect(honest.twin?.passed).toBe(false);
+    expect(honest.durationMs).toBe(200);
+    // the scoring's CPU is both runs', known only when both are
+    expect(withTwin(score(1, { cpuS: 0.3 }), score(0, { cpuS: 0.4 })).cpuS).toBeCloseTo(0.7);
+    expect(withTwin(score(1, { cpuS: 0.3 }), score(0)).cpuS).toBeUndefined();
+  });
+
+  it("a twin that passed in only some of its runs (a race won now and then) gates a pass", () => {
+    const some = score(0, { flaky: ["eval_cmd"] });
+    expect(twinGate(score(1), some)?.detail).toMatch(/passed too \(in some of its runs\)/);
+    expect(withTwin(score(1), some)).toMatchObject({ reward: 0, twin: { passed: true } });
+  });
+
+  it("a twin steered in its own run gates a pass; a failed run stays a plain failure", () => {
+    const steered = score(0, { gate: { reason: "tests_tampered", detail: "hidden test files changed" } });
+    expect(twinGate(score(1), steered)?.detail).toMatch(/was steered: hidden test files changed/);
+    expect(twinGate(score(0), score(1))).toBeUndefined();
+    expect(withTwin(score(0), score(1)).gate).toBeUndefined();
+  });
+});
+
+describe("scoreGuarded", () => {
+  it("scores the real files and the twin, each in its own run, the twin without the judge", async () => {
+    const run = createDummyScoringRun((h) => (isTwin(h) ? score(0) : score(1)));
+    const s = await scoreGuarded(run, { ...hidden("real"), twin: hidden("twin") }, options, () => 0);
+    expect(s.reward).toBe(1);
+    expect(run.calls.map((c) => isTwin(c.hidden))).toEqual([false, true]);
+    expect(run.calls[0]!.options.bound).toBe(run.calls[0]!.hidden!.bound);
+    expect(run.calls[0]!.options.judge).toBeDefined();
+    expect(run.calls[1]!.options.judge).toBeUndefined();
+    expect(run.calls[1]!.options.weights.judge).toBe(0);
+    expect(run.calls[0]!.options.repeat).toBe(1);
+    expect(run.calls[1]!.options.repeat).toBe(TWIN_REPEAT);
+    expect(twinOptions({ ...options, repeat: 5 }).repeat).toBe(5);
+    expect(run.calls[1]!.options.bound).toBe(run.calls[1]!.hidden!.bound);
+  });
+
+  it("runs them in the order rand draws, and gates a forged pass", async () => {
+    const run = createDummyScoringRun(() => score(1));
+    const s = await scoreGuarded(run, { ...hidden("real"), twin: hidden("twin") }, options, () => 1);
+    expect(run.calls.map((c) => isTwin(c.hidden))).toEqual([true, false]);
+    expect(s.reward).toBe(0);
+    expect(s.gate?.reason).toBe("tests_tampered");
+  });
+
+  it("scores once when there is no twin (unguarded, or the files could not be computed)", async () => {
+    const run = createDummyScoringRun(() => score(1));
+    expect((await scoreGuarded(run, hidden("real"), options)).reward).toBe(1);
+    expect((await scoreGuarded(run, undefined, options)).reward).toBe(1);
+    expect(run.calls).toHaveLength(2);
+    expect(run.calls[1]!.options.bound).toBeUndefined();
+    expect(twinOptions(options).judge).toBeUndefined();
+  });
+});
