@@ -84,7 +84,7 @@ describe("interrupted runs", () => {
     const r = await child;
     expect(r.exitCode, String(r.stderr)).toBe(130);
     expect(String(r.stderr)).toMatch(/SIGINT received, stopping cleanly/);
-    expect(String(r.stdout)).toMatch(/INTERRUPTED \(finish with --resume\)/);
+    expect(String(r.stdout), String(r.stderr)).toMatch(/INTERRUPTED \(finish with --resume\)/);
     const run = await readRun(out);
     const kept = [...run.results.keys()];
     expect(kept, JSON.stringify([...run.results.values()].map((x) => x.infraRetries))).toHaveLength(1);
