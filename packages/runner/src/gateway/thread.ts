@@ -292,15 +292,21 @@ export async function startGatewayThread(opts: PolicyGatewayOptions): Promise<Th
     return h.last;
   };
 
-  const close = async () => {
-    if (closing) return;
-    try {
-      if (!dead) await ask((reply) => ({ op: "close", reply }), "close");
-    } finally {
-      closing = true;
-      held.clear();
-      await thread.terminate();
-    }
+  // one close, however many ask for it: the run's abort and the runner's own close both do, and a
+  // second close asked while the first waited went to a thread the first then terminated
+  let closed: Promise<void> | undefined;
+  const close = () => {
+    closed ??= (async () => {
+      if (closing) return;
+      try {
+        if (!dead) await ask((reply) => ({ op: "close", reply }), "close");
+      } finally {
+        closing = true;
+        held.clear();
+        await thread.terminate();
+      }
+    })();
+    return closed;
   };
   opts.signal?.addEventListener("abort", () => void close().catch(() => undefined), { once: true });
 

@@ -137,4 +137,16 @@ describe("policy gateway thread: crash", () => {
     await expect(call(route)).rejects.toThrow();
     await own.close();
   }, 90_000);
+
+  it("closes once however many ask: the run's abort and the runner's close at the same time both resolve", async () => {
+    const ac = new AbortController();
+    const own = await startGatewayThread({ listen: { host: "127.0.0.1", port: 0 }, signal: ac.signal });
+    let exits = 0;
+    own.thread.on("exit", () => exits++);
+    ac.abort(new Error("interrupted"));
+    const [a, b] = await Promise.allSettled([own.close(), own.close()]);
+    expect([a.status, b.status]).toEqual(["fulfilled", "fulfilled"]);
+    await expect(own.close()).resolves.toBeUndefined();
+    expect(exits).toBe(1);
+  }, 90_000);
 });

@@ -176,7 +176,12 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
     });
   } finally {
     reporter.close();
-    await deps.close();
+    // a fault while closing (the gateway, the pool) is said, never costs the run's summary
+    await deps.close().catch((err: unknown) => {
+      ctx.stderr.write(
+        `flakegym: closing the run's workers and gateway: ${(err as Error)?.message ?? String(err)}\n`,
+      );
+    });
   }
   const { summary, lines } = result;
   const printed = opts.json ? JSON.stringify(summary, null, 2) : `${lines.join("\n")}\n${summary.out}`;
