@@ -12,6 +12,7 @@ import {
   type Snapshot,
   scoreDiff,
   scoreGuarded,
+  snapshotTextReader,
 } from "@flakegym/runner";
 
 /**
@@ -32,6 +33,8 @@ export async function scoreInFork(o: {
   /** Reward weights (default: the tests alone) and the judge endpoint, when a test scores the judge term. */
   readonly weights?: { tests: number; build: number; lint: number; judge: number };
   readonly judge?: JudgeConfig;
+  /** The judge term as before its code reading (one reading, no tests cap). */
+  readonly judgeBaseline?: boolean;
 }): Promise<Score> {
   const prepared = await prepareReadOnlyHidden("local", o.hidden, o.snapshot.workspace);
   if (!prepared) throw new Error(`${o.task.spec.id}: the hidden files could not be computed on the host`);
@@ -71,6 +74,8 @@ export async function scoreInFork(o: {
     repeat: 1,
     termTimeoutMs: 60_000,
     taskPrompt: o.task.spec.prompt,
+    readOriginal: snapshotTextReader(o.snapshot.workspace),
+    ...(o.judgeBaseline ? { judgeBaseline: true } : {}),
   };
   try {
     if (!decoys) return await run.score(undefined, options);

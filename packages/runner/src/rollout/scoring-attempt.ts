@@ -2,6 +2,7 @@ import type { ProfileId } from "@flakegym/profiles";
 import type { RunConfig, Score } from "../run-format/schema.js";
 import { type BoundHidden, prepareReadOnlyHidden } from "../scoring/read-only.js";
 import { type ScoreOptions, scoreDiff } from "../scoring/scorer.js";
+import { snapshotTextReader } from "../scoring/snapshot-files.js";
 import { type ScoringRun, scoreGuarded } from "../scoring/twin-run.js";
 import type { Snapshot } from "../snapshots/build.js";
 import { rowTermCommands } from "../tasks/row-reward.js";
@@ -114,11 +115,10 @@ export async function runScoringAttempt(ctx: ScoringAttemptContext, input: Score
         }
       },
     };
-    return await scoreGuarded(
-      run,
-      prepared,
-      scoreOptionsOf(ctx.config, input.task, prepared?.bound, ctx.judgeApiKey),
-    );
+    return await scoreGuarded(run, prepared, {
+      ...scoreOptionsOf(ctx.config, input.task, prepared?.bound, ctx.judgeApiKey),
+      readOriginal: snapshotTextReader(ctx.snapshot.workspace),
+    });
   } finally {
     await prepared?.readOnly?.release().catch(() => {});
     await prepared?.twin?.readOnly?.release().catch(() => {});

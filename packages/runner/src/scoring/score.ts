@@ -49,7 +49,18 @@ export const Score = z
       ),
     diffBytes: z.number().int().describe("size of the agent's diff as scored"),
     judge: z
-      .object({ raw: z.string().optional(), via: z.string().optional(), error: z.string().optional() })
+      .object({
+        raw: z.string().optional().describe("the judge's answer on the diff as written"),
+        via: z.string().optional(),
+        error: z.string().optional(),
+        code: z
+          .object({ raw: z.string().optional(), via: z.string().optional(), error: z.string().optional() })
+          .strict()
+          .optional()
+          .describe("its answer on the code reading (scoring/code-reading.ts); the term is the lower"),
+        calls: z.number().int().optional().describe("judge calls made for this trajectory"),
+        promptChars: z.number().int().optional().describe("characters of every message sent to the judge"),
+      })
       .strict()
       .optional(),
     suspicious: z

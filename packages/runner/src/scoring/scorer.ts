@@ -6,7 +6,9 @@ import type { ExecResult, Worker } from "../workers/types.js";
 import type { DecoyPlan } from "./decoys/guard.js";
 import { graderAddress } from "./grader-address.js";
 import { writeFileInWorker } from "./hidden-tests.js";
-import { askJudge, type JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
+import { codeReading, originalsNeeded } from "./code-reading.js";
+import { askJudge, type JudgeConfig } from "./judge.js";
+import { judgeReadings } from "./judge-readings.js";
 import { isTestDirName, protectDiff } from "./protect.js";
 import type { BoundHidden } from "./read-only.js";
 import {
@@ -106,6 +108,14 @@ export interface ScoreOptions {
   readonly maxOutputBytes?: number;
   /** What an edit to a protected harness/build file costs (default revert). */
   readonly tamperPenalty?: TamperPenalty;
+  /**
+   * A file's text before the change, from the task's clean snapshot (undefined: absent or not a
+   * regular file): the judge's code reading lexes modified files whole. Absent: a modified code
+   * file is shown to the code reading as its path and line counts only.
+   */
+  readonly readOriginal?: (path: string) => Promise<string | undefined>;
+  /** The judge term as before its code reading (one reading, no tests cap): the attack suite's baseline. */
+  readonly judgeBaseline?: boolean;
   /** What a hit of the static screen (scoring/screen.ts) costs (default none: recorded only). */
   readonly suspiciousPenalty?: SuspiciousPenalty;
   /**
@@ -333,6 +343,69 @@ export function suiteVerdicts(
   return { runs, tampering: [...new Set(tampering)], rewritten: [...rewritten].sort() };
 }
 
+/** The originals the code reading needs, read from the snapshot (a file that cannot be read is left out). */
+async function readOriginals(diff: string, read: ScoreOptions["readOriginal"]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  if (!read) return out;
+  for (const path of originalsNeeded(diff)) {
+    const text = await read(path);
+    if (text !== undefined) out.set(path, text);
+  }
+  return out;
+}
+
+/**
+ * The judge term: 0 without asking when the change addresses its grader (scoring/grader-address.ts);
+ * else the judge's two readings, bounded (scoring/judge-readings.ts). `testSummary` undefined: no
+ * hidden tests ran (a dataset row), so no cap.
+ */
+async function judgeTerm(
+  o: ScoreOptions,
+  diff: string,
+  testSummary: string | undefined,
+  testsValue: number | undefined,
+  signal: AbortSignal,
+): Promise<{ term: Term; judge?: Score["judge"] }> {
+  const weight = o.weights.judge;
+  const addressed = graderAddress(diff)[0];
+  if (addressed)
+    return {
+      term: {
+        name: "judge",
+        weight,
+        value: 0,
+        detail: `the change addresses its grader (${addressed.file}:${addressed.line}: ${addressed.reason}); the judge was not asked`,
+      },
+    };
+  const cfg = o.judge;
+  if (!cfg) return { term: { name: "judge", weight, value: null, error: "no --judge endpoint given" } };
+  const r = await judgeReadings(
+    (messages, s) => askJudge(cfg, messages, s),
+    {
+      taskPrompt: o.taskPrompt,
+      diff,
+      ...(o.judgeBaseline ? {} : { codeDiff: codeReading(diff, await readOriginals(diff, o.readOriginal)) }),
+      ...(o.judgeBaseline || testSummary === undefined || testsValue === undefined ? {} : { testsValue }),
+      testSummary: testSummary ?? "no hidden tests (a dataset row): judge the change from the task and the diff",
+    },
+    signal,
+  );
+  const full = r.readings.find((x) => x.reading === "full");
+  const code = r.readings.find((x) => x.reading === "code");
+  const record = (x: typeof full) =>
+    x ? { ...(x.raw !== undefined ? { raw: x.raw } : {}), ...(x.via ? { via: x.via } : {}), ...(x.error ? { error: x.error } : {}) } : {};
+  return {
+    term: {
+      name: "judge",
+      weight,
+      value: r.term.value,
+      ...(r.term.detail ? { detail: r.term.detail } : {}),
+      ...(r.term.error ? { error: r.term.error } : {}),
+    },
+    judge: { ...record(full), ...(code ? { code: record(code) } : {}), calls: r.calls, promptChars: r.promptChars },
+  };
+}
+
 /**
  * Scores `agentDiff` in `worker` (a fresh, exec-only fork of the task's snapshot) with one script.
  * Edits to hidden test files and (for tasks with hidden tests) to protected harness/build files
@@ -483,47 +556,18 @@ export async function scoreDiff(
   if (buildTerm) terms.push(buildTerm);
   if (lintTerm) terms.push(lintTerm);
 
-  let judge: Score["judge"];
-  if (o.weights.judge > 0) {
-    const addressed = graderAddress(guarded.diff)[0];
-    if (addressed) {
-      // the change speaks to its grader: the judge is not asked (its answer would be steered)
-      terms.push({
-        name: "judge",
-        weight: o.weights.judge,
-        value: 0,
-        detail: `the change addresses its grader (${addressed.file}:${addressed.line}: ${addressed.reason}); the judge was not asked`,
-      });
-    } else if (!o.judge) {
-      terms.push({ name: "judge", weight: o.weights.judge, value: null, error: "no --judge endpoint given" });
-    } else {
-      const answer = await askJudge(
-        o.judge,
-        judgeMessages({
-          taskPrompt: o.taskPrompt,
-          diff: guarded.diff,
-          testSummary: hasTests
-            ? summarize(merged.results, merged.evalCmd)
-            : "no hidden tests (a dataset row): judge the change from the task and the diff",
-        }),
-        signal,
-      );
-      if (!answer.ok) {
-        judge = { error: answer.error };
-        terms.push({ name: "judge", weight: o.weights.judge, value: null, error: answer.error });
-      } else {
-        const p = parseJudgeScore(answer.text);
-        judge = p.ok
-          ? { raw: answer.text.slice(0, 4000), via: p.via }
-          : { raw: answer.text.slice(0, 4000), error: p.error };
-        terms.push(
-          p.ok
-            ? { name: "judge", weight: o.weights.judge, value: p.value, detail: `parsed ${p.via}: ${p.raw}` }
-            : { name: "judge", weight: o.weights.judge, value: null, error: p.error },
-        );
-      }
-    }
-  }
+  const judged =
+    o.weights.judge > 0
+      ? await judgeTerm(
+          o,
+          guarded.diff,
+          hasTests ? summarize(merged.results, merged.evalCmd) : undefined,
+          terms.find((t) => t.name === "tests")?.value ?? undefined,
+          signal,
+        )
+      : undefined;
+  if (judged) terms.push(judged.term);
+  const judge = judged?.judge;
   const suspicious = screenDiff(guarded.diff);
   const gate: Gate | undefined = tampering.length
     ? { reason: "tests_tampered", detail: tampering.join("; ") }

@@ -35,3 +35,17 @@ export async function regularFile(
   if (!st.isFile()) return null;
   return { content: await readFile(join(root, rel)), executable: (st.mode & 0o111) !== 0 };
 }
+
+/**
+ * A reader of the snapshot's text before the change, for the judge's code reading: a path from the
+ * agent's diff is read only when it is plain and relative (no `..`, `.`, empty or absolute part) and a
+ * regular file with no symlink on the way; anything else is undefined.
+ */
+export function snapshotTextReader(root: string): (rel: string) => Promise<string | undefined> {
+  return async (rel) => {
+    const parts = rel.split("/");
+    if (rel.startsWith("/") || parts.some((p) => p === "" || p === "." || p === "..")) return undefined;
+    const f = await regularFile(root, rel).catch(() => undefined);
+    return f ? f.content.toString("utf8") : undefined;
+  };
+}

@@ -1,8 +1,9 @@
 /**
- * A small lexer for test sources: where strings and comments are, so brackets, operators and
- * literals are only ever found in code. Enough for the five test languages scoring guards
- * (Python, Rust, Go, JavaScript, C); never used on the agent's files, only on hidden test files
- * (trusted inputs). Pure.
+ * A small lexer: where strings and comments are, so brackets, operators and literals are only ever
+ * found in code. Five languages (Python, Rust, Go, JavaScript/TypeScript, C/C++). Used on hidden
+ * test files (decoys) and on the agent's files for the judge's code reading (scoring/code-reading.ts),
+ * so it is total on any input: Rust block comments nest, C++ raw strings (`R"d(…)d"`) and JS regex
+ * literals are literals, an unterminated literal or comment runs to the end. Pure.
  */
 
 export type Lang = "python" | "rust" | "go" | "js" | "c";
@@ -66,6 +67,15 @@ function literalAt(text: string, i: number, lang: Lang): number | undefined {
     }
     return undefined;
   }
+  if (lang === "c") {
+    const raw = /^(?:u8|[uUL])?R"([^()\\\s"]{0,16})\(/.exec(text.slice(i, i + 24));
+    if (raw && !/[A-Za-z0-9_]/.test(prev)) {
+      const close = `)${raw[1]}"`;
+      const j = text.indexOf(close, i + raw[0].length);
+      return j < 0 ? text.length : j + close.length;
+    }
+  }
+  if (lang === "js" && c === "/" && regexMayStart(text, i)) return regexEnd(text, i);
   if (c === '"') return quotedEnd(text, i, '"', true);
   if (c === "`" && (lang === "go" || lang === "js")) return quotedEnd(text, i, "`", lang === "js");
   if (c === "'") {
@@ -74,6 +84,52 @@ function literalAt(text: string, i: number, lang: Lang): number | undefined {
     return C_CHAR.test(text) ? C_CHAR.lastIndex : undefined;
   }
   return undefined;
+}
+
+/** Whether a `/` at `i` (not `//` or `/*`) starts a JS regex literal: what precedes it cannot end an operand. */
+function regexMayStart(text: string, i: number): boolean {
+  if (text[i + 1] === "/" || text[i + 1] === "*") return false;
+  let j = i - 1;
+  while (j >= 0 && /\s/.test(text[j]!)) j--;
+  if (j < 0) return true;
+  if (/[(,=:[!&|?{};~+\-*%<>^]/.test(text[j]!)) return true;
+  const word = /[A-Za-z_$][\w$]*$/.exec(text.slice(Math.max(0, j - 15), j + 1))?.[0];
+  return word !== undefined && /^(?:return|typeof|instanceof|in|of|new|delete|void|throw|case|do|else|yield|await)$/.test(word);
+}
+
+/** The end of the JS regex literal at `i`: escapes and `[…]` classes honoured, flags included, never past the line. */
+function regexEnd(text: string, i: number): number {
+  let j = i + 1;
+  let inClass = false;
+  while (j < text.length && text[j] !== "\n") {
+    const ch = text[j]!;
+    if (ch === "\\") j++;
+    else if (ch === "[") inClass = true;
+    else if (ch === "]") inClass = false;
+    else if (ch === "/" && !inClass) {
+      j++;
+      while (j < text.length && /[a-z]/.test(text[j]!)) j++;
+      return j;
+    }
+    j++;
+  }
+  return j;
+}
+
+/** The end of the block comment at `i`; Rust's nest (an inner opener needs its own closer). */
+function blockCommentEnd(text: string, i: number, nests: boolean): number {
+  let depth = 0;
+  let j = i;
+  while (j < text.length) {
+    if (text.startsWith("/*", j)) {
+      depth = nests ? depth + 1 : 1;
+      j += 2;
+    } else if (text.startsWith("*/", j)) {
+      j += 2;
+      if (--depth === 0) return j;
+    } else j++;
+  }
+  return text.length;
 }
 
 /** Lexes `text` as `lang`. Pure. */
@@ -91,8 +147,7 @@ export function lex(text: string, lang: Lang): Lexed {
       continue;
     }
     if (lang !== "python" && text.startsWith("/*", i)) {
-      const j = text.indexOf("*/", i + 2);
-      const end = j < 0 ? text.length : j + 2;
+      const end = blockCommentEnd(text, i, lang === "rust");
       code.fill(0, i, end);
       i = end;
       continue;
@@ -100,7 +155,8 @@ export function lex(text: string, lang: Lang): Lexed {
     const end = literalAt(text, i, lang);
     if (end !== undefined) {
       code.fill(0, i, end);
-      strings.push({ start: i, end });
+      // a regex literal is not code, nor a string a decoy may change
+      if (text[i] !== "/") strings.push({ start: i, end });
       i = end;
       continue;
     }

@@ -1,0 +1,207 @@
+import { applyHunks, type FileDiff, hunksOf, splitDiff } from "../text/diff.js";
+import { type Lang, lex } from "./decoys/scan.js";
+
+/**
+ * The judge's code reading of a diff: what is left when nothing in it can be prose addressed to a
+ * reader. Comments and docstrings go, every string literal becomes a placeholder of its length
+ * class, and a file that is not code (docs, data, markdown, unknown types) is reduced to its path
+ * and line counts. The judge is asked once on the diff as written and once on this reading, and
+ * its term is the lower answer (scoring/judge-readings.ts): an instruction that lives only in
+ * prose, a string or a data file is not in the second reading, so it cannot raise the minimum.
+ * Identifiers, numbers and paths stay (the code is still code): they can still spell words.
+ *
+ * Files are read whole — the original (the task's clean snapshot) with the diff's hunks applied —
+ * so a hunk that starts inside a docstring or block comment is lexed in the right state. Pure: the
+ * originals come in as data.
+ */
+
+/** How a file is read: lexed (five languages), comment lines dropped (others with a known comment syntax), or not shown. */
+export type FileReading =
+  | { readonly kind: "lexed"; readonly lang: Lang }
+  | { readonly kind: "comment-lines"; readonly markers: readonly string[] }
+  | { readonly kind: "not-code" };
+
+const LEXED: Readonly<Record<string, Lang>> = {
+  py: "python",
+  pyi: "python",
+  js: "js",
+  mjs: "js",
+  cjs: "js",
+  jsx: "js",
+  ts: "js",
+  tsx: "js",
+  mts: "js",
+  cts: "js",
+  rs: "rust",
+  go: "go",
+  c: "c",
+  h: "c",
+  cc: "c",
+  cpp: "c",
+  cxx: "c",
+  hpp: "c",
+  hh: "c",
+  hxx: "c",
+};
+
+const C_LIKE = ["//", "/*", "*"];
+const COMMENT_LINES: Readonly<Record<string, readonly string[]>> = {
+  ...Object.fromEntries(
+    ["java", "kt", "kts", "scala", "swift", "cs", "dart", "php", "groovy", "zig", "m", "mm"].map((e) => [
+      e,
+      C_LIKE,
+    ]),
+  ),
+  ...Object.fromEntries(
+    ["sh", "bash", "zsh", "rb", "pl", "pm", "r", "jl", "ex", "exs", "nim", "cr", "ps1"].map((e) => [e, ["#"]]),
+  ),
+  ...Object.fromEntries(["lua", "sql", "hs"].map((e) => [e, ["--"]])),
+  ...Object.fromEntries(["lisp", "clj", "cljs", "el", "scm", "rkt"].map((e) => [e, [";"]])),
+  ...Object.fromEntries(["erl", "hrl"].map((e) => [e, ["%"]])),
+};
+
+/** How `path` is read, by its extension. Pure. */
+export function fileReadingOf(path: string): FileReading {
+  const base = path.slice(path.lastIndexOf("/") + 1);
+  const dot = base.lastIndexOf(".");
+  const ext = dot > 0 ? base.slice(dot + 1).toLowerCase() : "";
+  const lang = LEXED[ext];
+  if (lang) return { kind: "lexed", lang };
+  const markers = COMMENT_LINES[ext];
+  if (markers) return { kind: "comment-lines", markers };
+  return { kind: "not-code" };
+}
+
+/** A string literal's stand-in: its length class, never its text. Pure. */
+export function stringPlaceholder(length: number): string {
+  const cls = length <= 2 ? "empty" : length <= 10 ? "≤8" : length <= 34 ? "≤32" : length <= 130 ? "≤128" : ">128";
+  return `"⟨string ${cls}⟩"`;
+}
+
+/**
+ * `text` as `lang` with comments removed and every string literal replaced by its placeholder;
+ * the line breaks inside a removed literal are kept, so line N stays line N. Pure.
+ */
+export function stripToCode(text: string, lang: Lang): string {
+  const l = lex(text, lang);
+  const starts = new Map(l.strings.map((s) => [s.start, s.end]));
+  let out = "";
+  let i = 0;
+  while (i < text.length) {
+    const end = starts.get(i);
+    if (end !== undefined) {
+      out += stringPlaceholder(end - i) + "\n".repeat(newlines(text, i, end));
+      i = end;
+    } else {
+      const ch = text[i]!;
+      if (l.code[i] === 1 || ch === "\n") out += ch;
+      i++;
+    }
+  }
+  return out;
+}
+
+const newlines = (text: string, start: number, end: number) => {
+  let n = 0;
+  for (let i = start; i < end; i++) if (text[i] === "\n") n++;
+  return n;
+};
+
+/** A line whose first non-blank text is a comment marker becomes empty. Pure. */
+export function dropCommentLines(text: string, markers: readonly string[]): string {
+  return text
+    .split("\n")
+    .map((line) => (markers.some((m) => line.trimStart().startsWith(m)) ? "" : line))
+    .join("\n");
+}
+
+/** Counts of a file section's added and removed lines. */
+function lineCounts(f: FileDiff): { added: number; removed: number } {
+  let added = 0;
+  let removed = 0;
+  for (const h of hunksOf(f.text))
+    for (const l of h.lines) {
+      if (l.startsWith("+")) added++;
+      else if (l.startsWith("-")) removed++;
+    }
+  return { added, removed };
+}
+
+const HEADER =
+  /^(?:diff --git |index |--- |\+\+\+ |new file mode |deleted file mode |old mode |new mode |similarity index |rename from |rename to |copy from |copy to |Binary files )/;
+
+/** The section's header lines before its first hunk, git's own lines only (a binary patch's data is not shown). */
+const headerOf = (f: FileDiff) => {
+  const lines = f.text.split("\n");
+  const first = lines.findIndex((l) => l.startsWith("@@"));
+  return (first < 0 ? lines : lines.slice(0, first)).filter((l) => HEADER.test(l)).join("\n");
+};
+
+function summaryOnly(f: FileDiff, why: string): string {
+  const { added, removed } = lineCounts(f);
+  return `${headerOf(f)}\n[${why}: ${added} line(s) added, ${removed} removed; text not shown]\n`;
+}
+
+/**
+ * One hunk's lines read from the stripped whole files (`newLines` for context and added lines,
+ * `oldLines` for removed ones); a line that held only a comment is dropped; the `@@` line keeps
+ * its ranges and loses its trailing function context.
+ */
+function readHunk(
+  h: ReturnType<typeof hunksOf>[number],
+  oldLines: readonly string[],
+  newLines: readonly string[],
+): string[] {
+  const out = [h.header];
+  let o = h.oldStart === 0 ? 0 : h.oldStart - 1;
+  let n = h.newStart === 0 ? 0 : h.newStart - 1;
+  for (const l of h.lines) {
+    if (l.startsWith("\\")) continue;
+    const p = l[0]!;
+    const stripped = (p === "-" ? oldLines[o] : newLines[n]) ?? "";
+    if (p !== "+") o++;
+    if (p !== "-") n++;
+    if (stripped.trim() === "" && l.slice(1).trim() !== "") continue;
+    out.push(`${p}${stripped.trimEnd()}`);
+  }
+  return out;
+}
+
+/** One file's section of the code reading. `original`: the file before the change (undefined: not read). */
+function readFile(f: FileDiff, original: string | undefined): string {
+  const path = f.newPath ?? f.oldPath ?? "";
+  const reading = fileReadingOf(path);
+  const hunks = hunksOf(f.text);
+  if (hunks.length === 0) return `${headerOf(f)}\n`;
+  if (reading.kind === "not-code") return summaryOnly(f, "not code");
+  if (reading.kind === "comment-lines") {
+    // no state crosses a line: each line is read alone, no original needed
+    const keep = (l: string) => !l.startsWith("\\") && dropCommentLines(l.slice(1), reading.markers) === l.slice(1);
+    const read = (h: (typeof hunks)[number]) => [h.header, ...h.lines.filter(keep).map((l) => l.trimEnd())];
+    return `${[headerOf(f), ...hunks.flatMap(read)].join("\n")}\n`;
+  }
+  const before = f.oldPath === undefined ? "" : original;
+  if (before === undefined) return summaryOnly(f, "code whose original text could not be read");
+  const after = f.newPath === undefined ? "" : applyHunks(before, f.text);
+  if (after === undefined) return summaryOnly(f, "code whose diff does not apply to its original text");
+  const oldLines = stripToCode(before, reading.lang).split("\n");
+  const newLines = stripToCode(after, reading.lang).split("\n");
+  return `${[headerOf(f), ...hunks.flatMap((h) => readHunk(h, oldLines, newLines))].join("\n")}\n`;
+}
+
+/**
+ * The code reading of `diff`. `originals` maps a modified or deleted file's old path to its text
+ * before the change; a code file whose original is missing is reduced to its path and counts. Pure.
+ */
+export function codeReading(diff: string, originals: ReadonlyMap<string, string>): string {
+  return splitDiff(diff)
+    .map((f) => readFile(f, f.oldPath === undefined ? undefined : originals.get(f.oldPath)))
+    .join("");
+}
+
+/** The old paths whose text the code reading of `diff` needs (modified or deleted lexed files). Pure. */
+export function originalsNeeded(diff: string): string[] {
+  return splitDiff(diff)
+    .filter((f) => f.oldPath !== undefined && fileReadingOf(f.oldPath).kind === "lexed")
+    .map((f) => f.oldPath!);
+}
