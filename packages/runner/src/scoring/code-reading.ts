@@ -53,7 +53,10 @@ const COMMENT_LINES: Readonly<Record<string, readonly string[]>> = {
     ]),
   ),
   ...Object.fromEntries(
-    ["sh", "bash", "zsh", "rb", "pl", "pm", "r", "jl", "ex", "exs", "nim", "cr", "ps1"].map((e) => [e, ["#"]]),
+    ["sh", "bash", "zsh", "rb", "pl", "pm", "r", "jl", "ex", "exs", "nim", "cr", "ps1"].map((e) => [
+      e,
+      ["#"],
+    ]),
   ),
   ...Object.fromEntries(["lua", "sql", "hs"].map((e) => [e, ["--"]])),
   ...Object.fromEntries(["lisp", "clj", "cljs", "el", "scm", "rkt"].map((e) => [e, [";"]])),
@@ -74,7 +77,8 @@ export function fileReadingOf(path: string): FileReading {
 
 /** A string literal's stand-in: its length class, never its text. Pure. */
 export function stringPlaceholder(length: number): string {
-  const cls = length <= 2 ? "empty" : length <= 10 ? "≤8" : length <= 34 ? "≤32" : length <= 130 ? "≤128" : ">128";
+  const cls =
+    length <= 2 ? "empty" : length <= 10 ? "≤8" : length <= 34 ? "≤32" : length <= 130 ? "≤128" : ">128";
   return `"⟨string ${cls}⟩"`;
 }
 
@@ -176,7 +180,8 @@ function readFile(f: FileDiff, original: string | undefined): string {
   if (reading.kind === "not-code") return summaryOnly(f, "not code");
   if (reading.kind === "comment-lines") {
     // no state crosses a line: each line is read alone, no original needed
-    const keep = (l: string) => !l.startsWith("\\") && dropCommentLines(l.slice(1), reading.markers) === l.slice(1);
+    const keep = (l: string) =>
+      !l.startsWith("\\") && dropCommentLines(l.slice(1), reading.markers) === l.slice(1);
     const read = (h: (typeof hunks)[number]) => [h.header, ...h.lines.filter(keep).map((l) => l.trimEnd())];
     return `${[headerOf(f), ...hunks.flatMap(read)].join("\n")}\n`;
   }

@@ -1,11 +1,10 @@
 export { dropPaths, type FileDiff, splitDiff, touchedPaths } from "../text/diff.js";
+export { codeReading, fileReadingOf, stripToCode } from "./code-reading.js";
 export { type DecoyPlan, type GuardReport, guardFiles } from "./decoys/guard.js";
 export { EVAL_CMD_ID, formatOfPath, twinFiles } from "./decoys/twin.js";
-export { codeReading, fileReadingOf, stripToCode } from "./code-reading.js";
 export { askJudge, JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
 export { createDummyJudge } from "./judge-dummy.js";
 export { type AskJudge, boundJudge, judgeReadings } from "./judge-readings.js";
-export { snapshotTextReader } from "./snapshot-files.js";
 export { type BoundHidden, type PreparedHidden, prepareReadOnlyHidden } from "./read-only.js";
 export {
   combine,
@@ -37,6 +36,7 @@ export {
   type ScriptFile,
   type StepResult,
 } from "./script.js";
+export { snapshotTextReader } from "./snapshot-files.js";
 export {
   createDummyScoringRun,
   type ScoringRun,

@@ -55,13 +55,20 @@ export interface BoundJudge {
 export function boundJudge(readings: readonly ReadingAnswer[], testsValue: number | undefined): BoundJudge {
   const failed = readings.find((r) => r.value === undefined);
   if (failed || readings.length === 0)
-    return { value: null, error: `the judge's ${failed?.reading ?? "no"} reading has no score: ${failed?.error ?? "not asked"}` };
+    return {
+      value: null,
+      error: `the judge's ${failed?.reading ?? "no"} reading has no score: ${failed?.error ?? "not asked"}`,
+    };
   const values = readings.map((r) => r.value!);
   const lowest = Math.min(...values);
   const value = testsValue === undefined ? lowest : Math.min(lowest, testsValue);
-  const read = readings.map((r) => `${r.reading} reading ${r.value} (${r.via}: ${r.raw?.slice(0, 80)})`).join(", ");
+  const read = readings
+    .map((r) => `${r.reading} reading ${r.value} (${r.via}: ${r.raw?.slice(0, 80)})`)
+    .join(", ");
   const cap =
-    testsValue === undefined ? "" : `; capped by the tests term ${testsValue}${value < lowest ? " (the cap applied)" : ""}`;
+    testsValue === undefined
+      ? ""
+      : `; capped by the tests term ${testsValue}${value < lowest ? " (the cap applied)" : ""}`;
   return { value, detail: `lowest of ${read}${cap} = ${value}` };
 }
 
@@ -84,12 +91,21 @@ export interface JudgeRecord {
 }
 
 /** Asks the judge on each reading (at once) and bounds the term. Never throws except on abort. */
-export async function judgeReadings(ask: AskJudge, input: ReadingsInput, signal: AbortSignal): Promise<JudgeRecord> {
+export async function judgeReadings(
+  ask: AskJudge,
+  input: ReadingsInput,
+  signal: AbortSignal,
+): Promise<JudgeRecord> {
   const asked: { reading: ReadingName; messages: JudgeMessages }[] = [
     { reading: "full", messages: judgeMessages({ ...input, reading: "full" }) },
     ...(input.codeDiff === undefined
       ? []
-      : [{ reading: "code" as const, messages: judgeMessages({ ...input, diff: input.codeDiff, reading: "code" }) }]),
+      : [
+          {
+            reading: "code" as const,
+            messages: judgeMessages({ ...input, diff: input.codeDiff, reading: "code" }),
+          },
+        ]),
   ];
   const readings = await Promise.all(
     asked.map(async (a) => readingAnswer(a.reading, await ask(a.messages, signal))),

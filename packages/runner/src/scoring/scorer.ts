@@ -3,10 +3,10 @@ import { FlakegymError } from "../errors.js";
 import { type Canary, type ResultFormat, type TestCommand, testPassed } from "../tasks/task-spec.js";
 import { dropPaths } from "../text/diff.js";
 import type { ExecResult, Worker } from "../workers/types.js";
+import { codeReading, originalsNeeded } from "./code-reading.js";
 import type { DecoyPlan } from "./decoys/guard.js";
 import { graderAddress } from "./grader-address.js";
 import { writeFileInWorker } from "./hidden-tests.js";
-import { codeReading, originalsNeeded } from "./code-reading.js";
 import { askJudge, type JudgeConfig } from "./judge.js";
 import { judgeReadings } from "./judge-readings.js";
 import { isTestDirName, protectDiff } from "./protect.js";
@@ -386,14 +386,21 @@ async function judgeTerm(
       diff,
       ...(o.judgeBaseline ? {} : { codeDiff: codeReading(diff, await readOriginals(diff, o.readOriginal)) }),
       ...(o.judgeBaseline || testSummary === undefined || testsValue === undefined ? {} : { testsValue }),
-      testSummary: testSummary ?? "no hidden tests (a dataset row): judge the change from the task and the diff",
+      testSummary:
+        testSummary ?? "no hidden tests (a dataset row): judge the change from the task and the diff",
     },
     signal,
   );
   const full = r.readings.find((x) => x.reading === "full");
   const code = r.readings.find((x) => x.reading === "code");
   const record = (x: typeof full) =>
-    x ? { ...(x.raw !== undefined ? { raw: x.raw } : {}), ...(x.via ? { via: x.via } : {}), ...(x.error ? { error: x.error } : {}) } : {};
+    x
+      ? {
+          ...(x.raw !== undefined ? { raw: x.raw } : {}),
+          ...(x.via ? { via: x.via } : {}),
+          ...(x.error ? { error: x.error } : {}),
+        }
+      : {};
   return {
     term: {
       name: "judge",
@@ -402,7 +409,12 @@ async function judgeTerm(
       ...(r.term.detail ? { detail: r.term.detail } : {}),
       ...(r.term.error ? { error: r.term.error } : {}),
     },
-    judge: { ...record(full), ...(code ? { code: record(code) } : {}), calls: r.calls, promptChars: r.promptChars },
+    judge: {
+      ...record(full),
+      ...(code ? { code: record(code) } : {}),
+      calls: r.calls,
+      promptChars: r.promptChars,
+    },
   };
 }
 

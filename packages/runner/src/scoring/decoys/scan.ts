@@ -48,8 +48,8 @@ function literalAt(text: string, i: number, lang: Lang): number | undefined {
   if (lang === "python") {
     const m = /^([rRbBuUfF]{0,2})('''|"""|'|")/.exec(text.slice(i, i + 5));
     if (!m || /[A-Za-z0-9_]/.test(prev)) return undefined;
-    const raw = /r/i.test(m[1]!);
-    return quotedEnd(text, i + m[1]!.length, m[2]!, !raw);
+    // a backslash keeps the next character in the literal, raw strings included (r'\'' is one literal)
+    return quotedEnd(text, i + m[1]!.length, m[2]!, true);
   }
   if (lang === "rust") {
     const raw = /^b?r(#*)"/.exec(text.slice(i, i + 12));
