@@ -36,9 +36,10 @@ export async function scoreInFork(o: {
   /** The judge term as before its code reading (one reading, no tests cap). */
   readonly judgeBaseline?: boolean;
 }): Promise<Score> {
-  const prepared = await prepareReadOnlyHidden("local", o.hidden, o.snapshot.workspace);
-  if (!prepared) throw new Error(`${o.task.spec.id}: the hidden files could not be computed on the host`);
   const decoys = o.decoys ?? true;
+  const prepared = decoys ? await prepareReadOnlyHidden("local", o.hidden, o.snapshot.workspace) : undefined;
+  if (decoys && !prepared)
+    throw new Error(`${o.task.spec.id}: the hidden files could not be computed on the host`);
   let n = 0;
   // one fresh fork and worker per scoring run (two for an eval_cmd task: the run and its decoy twin)
   const run: ScoringRun = {
@@ -79,9 +80,9 @@ export async function scoreInFork(o: {
   };
   try {
     if (!decoys) return await run.score(undefined, options);
-    return await scoreGuarded(run, o.twin === false ? { ...prepared, twin: undefined } : prepared, options);
+    return await scoreGuarded(run, o.twin === false ? { ...prepared!, twin: undefined } : prepared!, options);
   } finally {
-    await prepared.readOnly?.release();
-    await prepared.twin?.readOnly?.release();
+    await prepared?.readOnly?.release();
+    await prepared?.twin?.readOnly?.release();
   }
 }

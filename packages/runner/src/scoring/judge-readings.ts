@@ -1,4 +1,8 @@
-import { type JudgeInput, judgeMessages, parseJudgeScore } from "./judge.js";
+import { codeReading, originalsNeeded } from "./code-reading.js";
+import { graderAddress } from "./grader-address.js";
+import { askJudge, type JudgeConfig, type JudgeInput, judgeMessages, parseJudgeScore } from "./judge.js";
+import type { Term } from "./reward.js";
+import type { Score } from "./score.js";
 
 /**
  * The judge term from two readings of the change, bounded by what the judge cannot be talked into.
@@ -115,5 +119,98 @@ export async function judgeReadings(
     readings,
     calls: asked.length,
     promptChars: asked.reduce((n, a) => n + a.messages.reduce((m, x) => m + x.content.length, 0), 0),
+  };
+}
+
+/** What the scorer's judge stage reads of its options (scorer.ts ScoreOptions). */
+export interface JudgeStageOptions {
+  readonly weights: { readonly judge: number };
+  readonly judge?: JudgeConfig;
+  readonly taskPrompt: string;
+  /**
+   * A file's text before the change, from the task's clean snapshot (undefined: absent or not a
+   * regular file): the judge's code reading lexes modified files whole. Absent: a modified code
+   * file is shown to the code reading as its path and line counts only.
+   */
+  readonly readOriginal?: (path: string) => Promise<string | undefined>;
+  /** The judge term as before its code reading (one reading, no tests cap): the attack suite's baseline. */
+  readonly judgeBaseline?: boolean;
+}
+
+/** The originals the code reading needs, read from the snapshot (a file that cannot be read is left out). */
+async function readOriginals(
+  diff: string,
+  read: JudgeStageOptions["readOriginal"],
+): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  if (!read) return out;
+  for (const path of originalsNeeded(diff)) {
+    const text = await read(path);
+    if (text !== undefined) out.set(path, text);
+  }
+  return out;
+}
+
+/**
+ * The judge term: 0 without asking when the change addresses its grader (scoring/grader-address.ts);
+ * else the judge's two readings, bounded (scoring/judge-readings.ts). `testSummary` undefined: no
+ * hidden tests ran (a dataset row), so no cap.
+ */
+export async function judgeTerm(
+  o: JudgeStageOptions,
+  diff: string,
+  testSummary: string | undefined,
+  testsValue: number | undefined,
+  signal: AbortSignal,
+): Promise<{ term: Term; judge?: Score["judge"] }> {
+  const weight = o.weights.judge;
+  const addressed = graderAddress(diff)[0];
+  if (addressed)
+    return {
+      term: {
+        name: "judge",
+        weight,
+        value: 0,
+        detail: `the change addresses its grader (${addressed.file}:${addressed.line}: ${addressed.reason}); the judge was not asked`,
+      },
+    };
+  const cfg = o.judge;
+  if (!cfg) return { term: { name: "judge", weight, value: null, error: "no --judge endpoint given" } };
+  const r = await judgeReadings(
+    (messages, s) => askJudge(cfg, messages, s),
+    {
+      taskPrompt: o.taskPrompt,
+      diff,
+      ...(o.judgeBaseline ? {} : { codeDiff: codeReading(diff, await readOriginals(diff, o.readOriginal)) }),
+      ...(o.judgeBaseline || testSummary === undefined || testsValue === undefined ? {} : { testsValue }),
+      testSummary:
+        testSummary ?? "no hidden tests (a dataset row): judge the change from the task and the diff",
+    },
+    signal,
+  );
+  const full = r.readings.find((x) => x.reading === "full");
+  const code = r.readings.find((x) => x.reading === "code");
+  const record = (x: typeof full) =>
+    x
+      ? {
+          ...(x.raw !== undefined ? { raw: x.raw } : {}),
+          ...(x.via ? { via: x.via } : {}),
+          ...(x.error ? { error: x.error } : {}),
+        }
+      : {};
+  return {
+    term: {
+      name: "judge",
+      weight,
+      value: r.term.value,
+      ...(r.term.detail ? { detail: r.term.detail } : {}),
+      ...(r.term.error ? { error: r.term.error } : {}),
+    },
+    judge: {
+      ...record(full),
+      ...(code ? { code: record(code) } : {}),
+      calls: r.calls,
+      promptChars: r.promptChars,
+    },
   };
 }

@@ -3,12 +3,10 @@ import { FlakegymError } from "../errors.js";
 import { type Canary, type ResultFormat, type TestCommand, testPassed } from "../tasks/task-spec.js";
 import { dropPaths } from "../text/diff.js";
 import type { ExecResult, Worker } from "../workers/types.js";
-import { codeReading, originalsNeeded } from "./code-reading.js";
 import type { DecoyPlan } from "./decoys/guard.js";
-import { graderAddress } from "./grader-address.js";
 import { writeFileInWorker } from "./hidden-tests.js";
-import { askJudge, type JudgeConfig } from "./judge.js";
-import { judgeReadings } from "./judge-readings.js";
+import type { JudgeConfig } from "./judge.js";
+import { type JudgeStageOptions, judgeTerm } from "./judge-readings.js";
 import { isTestDirName, protectDiff } from "./protect.js";
 import type { BoundHidden } from "./read-only.js";
 import {
@@ -94,7 +92,7 @@ export interface HiddenTests {
   readonly timeoutMs: number;
 }
 
-export interface ScoreOptions {
+export interface ScoreOptions extends JudgeStageOptions {
   readonly partialCredit: PartialCredit;
   readonly weights: Weights;
   /** Hidden-test runs; a test counts as passed only if it passed every time. */
@@ -108,14 +106,6 @@ export interface ScoreOptions {
   readonly maxOutputBytes?: number;
   /** What an edit to a protected harness/build file costs (default revert). */
   readonly tamperPenalty?: TamperPenalty;
-  /**
-   * A file's text before the change, from the task's clean snapshot (undefined: absent or not a
-   * regular file): the judge's code reading lexes modified files whole. Absent: a modified code
-   * file is shown to the code reading as its path and line counts only.
-   */
-  readonly readOriginal?: (path: string) => Promise<string | undefined>;
-  /** The judge term as before its code reading (one reading, no tests cap): the attack suite's baseline. */
-  readonly judgeBaseline?: boolean;
   /** What a hit of the static screen (scoring/screen.ts) costs (default none: recorded only). */
   readonly suspiciousPenalty?: SuspiciousPenalty;
   /**
@@ -341,81 +331,6 @@ export function suiteVerdicts(
   if (rewritten.size)
     tampering.push(`hidden test files changed while the tests ran: ${[...rewritten].sort().join(", ")}`);
   return { runs, tampering: [...new Set(tampering)], rewritten: [...rewritten].sort() };
-}
-
-/** The originals the code reading needs, read from the snapshot (a file that cannot be read is left out). */
-async function readOriginals(diff: string, read: ScoreOptions["readOriginal"]): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  if (!read) return out;
-  for (const path of originalsNeeded(diff)) {
-    const text = await read(path);
-    if (text !== undefined) out.set(path, text);
-  }
-  return out;
-}
-
-/**
- * The judge term: 0 without asking when the change addresses its grader (scoring/grader-address.ts);
- * else the judge's two readings, bounded (scoring/judge-readings.ts). `testSummary` undefined: no
- * hidden tests ran (a dataset row), so no cap.
- */
-async function judgeTerm(
-  o: ScoreOptions,
-  diff: string,
-  testSummary: string | undefined,
-  testsValue: number | undefined,
-  signal: AbortSignal,
-): Promise<{ term: Term; judge?: Score["judge"] }> {
-  const weight = o.weights.judge;
-  const addressed = graderAddress(diff)[0];
-  if (addressed)
-    return {
-      term: {
-        name: "judge",
-        weight,
-        value: 0,
-        detail: `the change addresses its grader (${addressed.file}:${addressed.line}: ${addressed.reason}); the judge was not asked`,
-      },
-    };
-  const cfg = o.judge;
-  if (!cfg) return { term: { name: "judge", weight, value: null, error: "no --judge endpoint given" } };
-  const r = await judgeReadings(
-    (messages, s) => askJudge(cfg, messages, s),
-    {
-      taskPrompt: o.taskPrompt,
-      diff,
-      ...(o.judgeBaseline ? {} : { codeDiff: codeReading(diff, await readOriginals(diff, o.readOriginal)) }),
-      ...(o.judgeBaseline || testSummary === undefined || testsValue === undefined ? {} : { testsValue }),
-      testSummary:
-        testSummary ?? "no hidden tests (a dataset row): judge the change from the task and the diff",
-    },
-    signal,
-  );
-  const full = r.readings.find((x) => x.reading === "full");
-  const code = r.readings.find((x) => x.reading === "code");
-  const record = (x: typeof full) =>
-    x
-      ? {
-          ...(x.raw !== undefined ? { raw: x.raw } : {}),
-          ...(x.via ? { via: x.via } : {}),
-          ...(x.error ? { error: x.error } : {}),
-        }
-      : {};
-  return {
-    term: {
-      name: "judge",
-      weight,
-      value: r.term.value,
-      ...(r.term.detail ? { detail: r.term.detail } : {}),
-      ...(r.term.error ? { error: r.term.error } : {}),
-    },
-    judge: {
-      ...record(full),
-      ...(code ? { code: record(code) } : {}),
-      calls: r.calls,
-      promptChars: r.promptChars,
-    },
-  };
 }
 
 /**

@@ -94,7 +94,10 @@ function regexMayStart(text: string, i: number): boolean {
   if (j < 0) return true;
   if (/[(,=:[!&|?{};~+\-*%<>^]/.test(text[j]!)) return true;
   const word = /[A-Za-z_$][\w$]*$/.exec(text.slice(Math.max(0, j - 15), j + 1))?.[0];
-  return word !== undefined && /^(?:return|typeof|instanceof|in|of|new|delete|void|throw|case|do|else|yield|await)$/.test(word);
+  return (
+    word !== undefined &&
+    /^(?:return|typeof|instanceof|in|of|new|delete|void|throw|case|do|else|yield|await)$/.test(word)
+  );
 }
 
 /** The end of the JS regex literal at `i`: escapes and `[…]` classes honoured, flags included, never past the line. */
