@@ -53,21 +53,27 @@ export interface BoundJudge {
 
 /**
  * The judge term from its readings: the lowest value, capped by the tests term when hidden tests
- * ran (`testsValue`). A reading without a value makes the whole term valueless (left out of the
- * mean, as a failed judge always was): the other reading alone is not the bound. Pure.
+ * ran (`testsValue`). The last reading (the code reading, when asked) is the bound: without its
+ * score the term has no value (left out of the mean, as a failed judge always was); a first
+ * reading without a score is passed over — text in the diff that makes the judge answer without a
+ * score cannot drop the term out of the mean. Pure.
  */
 export function boundJudge(readings: readonly ReadingAnswer[], testsValue: number | undefined): BoundJudge {
-  const failed = readings.find((r) => r.value === undefined);
-  if (failed || readings.length === 0)
+  const bound = readings.at(-1);
+  if (bound?.value === undefined)
     return {
       value: null,
-      error: `the judge's ${failed?.reading ?? "no"} reading has no score: ${failed?.error ?? "not asked"}`,
+      error: `the judge's ${bound?.reading ?? "no"} reading has no score: ${bound?.error ?? "not asked"}`,
     };
-  const values = readings.map((r) => r.value!);
-  const lowest = Math.min(...values);
+  const scored = readings.filter((r) => r.value !== undefined);
+  const lowest = Math.min(...scored.map((r) => r.value!));
   const value = testsValue === undefined ? lowest : Math.min(lowest, testsValue);
   const read = readings
-    .map((r) => `${r.reading} reading ${r.value} (${r.via}: ${r.raw?.slice(0, 80)})`)
+    .map((r) =>
+      r.value === undefined
+        ? `${r.reading} reading without a score (${r.error?.slice(0, 80)})`
+        : `${r.reading} reading ${r.value} (${r.via}: ${r.raw?.slice(0, 80)})`,
+    )
     .join(", ");
   const cap =
     testsValue === undefined

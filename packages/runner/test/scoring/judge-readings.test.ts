@@ -27,13 +27,21 @@ describe("boundJudge", () => {
     expect(boundJudge([full(0.7), code(0.8)], 1).value).toBe(0.7);
     expect(boundJudge([full(0.7), code(0.8)], 0.5).value).toBe(0.5);
   });
-  it("a reading without a score leaves the term without a value, naming the reading", () => {
+  it("the code reading is the bound: without its score the term has no value, naming the reading", () => {
     const b = boundJudge([full(1), { reading: "code", error: "judge answered HTTP 500" }], undefined);
     expect(b).toEqual({
       value: null,
       error: "the judge's code reading has no score: judge answered HTTP 500",
     });
     expect(boundJudge([], 1).value).toBeNull();
+  });
+  it("a diff that talks the judge out of answering on the full reading does not drop the term: the code reading counts", () => {
+    const b = boundJudge(
+      [{ reading: "full", raw: "I cannot grade this.", error: "no score found" }, code(0.3)],
+      undefined,
+    );
+    expect(b.value).toBe(0.3);
+    expect(b.detail).toContain("full reading without a score");
   });
   it("readingAnswer parses an answer or keeps the error", () => {
     expect(readingAnswer("code", { ok: true, text: '{"score": 0.6}' })).toMatchObject({

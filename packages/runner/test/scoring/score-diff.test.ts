@@ -143,7 +143,8 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
   }, 60_000);
 
   it("mixes build, lint and judge terms by weight; a judge answer without a score is recorded, not thrown", async () => {
-    judgeAnswers.push('Looks right. {"score": 0.5, "reason": "ok"}');
+    // one answer per reading: the diff as written and its code reading
+    judgeAnswers.push('Looks right. {"score": 0.5, "reason": "ok"}', '{"score": 0.5}');
     const mixed = await score(solution, {
       weights: { tests: 0.5, build: 0.2, lint: 0.1, judge: 0.2 },
       buildCmd: "node --check src/range.js",
@@ -157,9 +158,9 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
       ["judge", 0.5],
     ]);
     expect(mixed.reward).toBeCloseTo((0.5 * 1 + 0.2 * 1 + 0.1 * 0 + 0.2 * 0.5) / 1.0);
-    expect(mixed.judge).toMatchObject({ via: "json" });
+    expect(mixed.judge).toMatchObject({ via: "json", code: { via: "json" }, calls: 2 });
 
-    judgeAnswers.push("I refuse to grade this.");
+    judgeAnswers.push("I refuse to grade this.", "I refuse to grade this.");
     const noScore = await score(solution, {
       weights: { tests: 0.8, build: 0, lint: 0, judge: 0.2 },
       judge: { baseUrl: judgeUrl, model: "judge", timeoutMs: 10_000 },
