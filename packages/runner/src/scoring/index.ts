@@ -4,7 +4,13 @@ export { type DecoyPlan, type GuardReport, guardFiles } from "./decoys/guard.js"
 export { EVAL_CMD_ID, formatOfPath, twinFiles } from "./decoys/twin.js";
 export { askJudge, JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
 export { createDummyJudge } from "./judge-dummy.js";
-export { type AskJudge, boundJudge, type JudgeStageOptions, judgeReadings, judgeTerm } from "./judge-readings.js";
+export {
+  type AskJudge,
+  boundJudge,
+  type JudgeStageOptions,
+  judgeReadings,
+  judgeTerm,
+} from "./judge-readings.js";
 export { type BoundHidden, type PreparedHidden, prepareReadOnlyHidden } from "./read-only.js";
 export {
   combine,

@@ -39,7 +39,7 @@ describe("stripToCode: comments go, strings become placeholders, lines stay wher
     [
       "js template literal with an expression",
       "js",
-      "const s = `a ${b} " + INJECT + "`;\nf();\n",
+      `const s = \`a \${b} ${INJECT}\`;\nf();\n`,
       `const s = "⟨string ≤128⟩";\nf();\n`,
     ],
     ["js string holding //", "js", `const u = "http://x"; // ${INJECT}\n`, `const u = "⟨string ≤8⟩"; \n`],
