@@ -1,5 +1,5 @@
 import { applyHunks, type FileDiff, hunksOf, splitDiff } from "../text/diff.js";
-import { type Lang, lex } from "./decoys/scan.js";
+import { type Lang, type LexOptions, lex } from "./decoys/scan.js";
 
 /**
  * The judge's code reading of a diff: what is left when nothing in it can be prose addressed to a
@@ -7,8 +7,11 @@ import { type Lang, lex } from "./decoys/scan.js";
  * class, and a file that is not code (docs, data, markdown, unknown types) is reduced to its path
  * and line counts. The judge is asked once on the diff as written and once on this reading, and
  * its term is the lower answer (scoring/judge-readings.ts): an instruction that lives only in
- * prose, a string or a data file is not in the second reading, so it cannot raise the minimum.
- * Identifiers, numbers and paths stay (the code is still code): they can still spell words.
+ * prose, a string, a data file or its name is not in the second reading, so it cannot raise the
+ * minimum. Identifiers, numbers and code files' paths stay (the code is still code): they can still
+ * spell words. Lexed: Python, JS/TS, Rust, Go, C/C++, the C family beyond C (Java, C#, Kotlin,
+ * Swift, Scala, Dart, Groovy) and `#`-comment languages (shell, Ruby, Perl, R, Julia, Elixir, …);
+ * others with a known comment syntax lose their comment lines only.
  *
  * Files are read whole — the original (the task's clean snapshot) with the diff's hunks applied —
  * so a hunk that starts inside a docstring or block comment is lexed in the right state. Pure: the
@@ -17,7 +20,7 @@ import { type Lang, lex } from "./decoys/scan.js";
 
 /** How a file is read: lexed (five languages), comment lines dropped (others with a known comment syntax), or not shown. */
 export type FileReading =
-  | { readonly kind: "lexed"; readonly lang: Lang }
+  | { readonly kind: "lexed"; readonly lang: Lang; readonly opts?: LexOptions }
   | { readonly kind: "comment-lines"; readonly markers: readonly string[] }
   | { readonly kind: "not-code" };
 
@@ -44,20 +47,30 @@ const LEXED: Readonly<Record<string, Lang>> = {
   hxx: "c",
 };
 
-const C_LIKE = ["//", "/*", "*"];
-const COMMENT_LINES: Readonly<Record<string, readonly string[]>> = {
+/**
+ * Lexed as `c` with what they add (block comments taken as nesting: where a language does not nest
+ * them, more is taken out, never less), and `#`-comment languages lexed as Python (`#` comments,
+ * `'`/`"`/triple-quoted strings; a heredoc's lines are not a literal to it).
+ */
+const LEXED_AS: Readonly<Record<string, { lang: Lang; opts?: LexOptions }>> = {
   ...Object.fromEntries(
-    ["java", "kt", "kts", "scala", "swift", "cs", "dart", "php", "groovy", "zig", "m", "mm"].map((e) => [
+    ["java", "kt", "kts", "scala", "swift", "dart", "groovy"].map((e) => [
       e,
-      C_LIKE,
+      { lang: "c" as const, opts: { tripleQuotes: true, nestedComments: true } },
     ]),
   ),
+  cs: { lang: "c", opts: { tripleQuotes: true, verbatim: true, nestedComments: true } },
   ...Object.fromEntries(
     ["sh", "bash", "zsh", "rb", "pl", "pm", "r", "jl", "ex", "exs", "nim", "cr", "ps1"].map((e) => [
       e,
-      ["#"],
+      { lang: "python" as const },
     ]),
   ),
+};
+
+const C_LIKE = ["//", "/*", "*"];
+const COMMENT_LINES: Readonly<Record<string, readonly string[]>> = {
+  ...Object.fromEntries(["php", "zig", "m", "mm"].map((e) => [e, C_LIKE])),
   ...Object.fromEntries(["lua", "sql", "hs"].map((e) => [e, ["--"]])),
   ...Object.fromEntries(["lisp", "clj", "cljs", "el", "scm", "rkt"].map((e) => [e, [";"]])),
   ...Object.fromEntries(["erl", "hrl"].map((e) => [e, ["%"]])),
@@ -70,6 +83,8 @@ export function fileReadingOf(path: string): FileReading {
   const ext = dot > 0 ? base.slice(dot + 1).toLowerCase() : "";
   const lang = LEXED[ext];
   if (lang) return { kind: "lexed", lang };
+  const as = LEXED_AS[ext];
+  if (as) return { kind: "lexed", lang: as.lang, ...(as.opts ? { opts: as.opts } : {}) };
   const markers = COMMENT_LINES[ext];
   if (markers) return { kind: "comment-lines", markers };
   return { kind: "not-code" };
@@ -86,8 +101,8 @@ export function stringPlaceholder(length: number): string {
  * `text` as `lang` with comments removed and every string literal replaced by its placeholder;
  * the line breaks inside a removed literal are kept, so line N stays line N. Pure.
  */
-export function stripToCode(text: string, lang: Lang): string {
-  const l = lex(text, lang);
+export function stripToCode(text: string, lang: Lang, opts: LexOptions = {}): string {
+  const l = lex(text, lang, opts);
   const starts = new Map(l.strings.map((s) => [s.start, s.end]));
   let out = "";
   let i = 0;
@@ -146,6 +161,14 @@ function summaryOnly(f: FileDiff, why: string): string {
   return `${headerOf(f)}\n[${why}: ${added} line(s) added, ${removed} removed; text not shown]\n`;
 }
 
+/** A file that is not code: its kind and counts; its path can carry words too, so it is not shown. */
+function notCode(f: FileDiff, path: string): string {
+  const { added, removed } = lineCounts(f);
+  const ext = /\.([A-Za-z0-9]{1,8})$/.exec(path)?.[1];
+  const what = f.oldPath === undefined ? "new" : f.newPath === undefined ? "deleted" : "changed";
+  return `[a ${what} file that is not code${ext ? ` (.${ext.toLowerCase()})` : ""}: ${added} line(s) added, ${removed} removed; path and text not shown]\n`;
+}
+
 /**
  * One hunk's lines read from the stripped whole files (`newLines` for context and added lines,
  * `oldLines` for removed ones); a line that held only a comment is dropped; the `@@` line keeps
@@ -177,7 +200,7 @@ function readFile(f: FileDiff, original: string | undefined): string {
   const reading = fileReadingOf(path);
   const hunks = hunksOf(f.text);
   if (hunks.length === 0) return `${headerOf(f)}\n`;
-  if (reading.kind === "not-code") return summaryOnly(f, "not code");
+  if (reading.kind === "not-code") return notCode(f, path);
   if (reading.kind === "comment-lines") {
     // no state crosses a line: each line is read alone, no original needed
     const keep = (l: string) =>
@@ -189,8 +212,8 @@ function readFile(f: FileDiff, original: string | undefined): string {
   if (before === undefined) return summaryOnly(f, "code whose original text could not be read");
   const after = f.newPath === undefined ? "" : applyHunks(before, f.text);
   if (after === undefined) return summaryOnly(f, "code whose diff does not apply to its original text");
-  const oldLines = stripToCode(before, reading.lang).split("\n");
-  const newLines = stripToCode(after, reading.lang).split("\n");
+  const oldLines = stripToCode(before, reading.lang, reading.opts).split("\n");
+  const newLines = stripToCode(after, reading.lang, reading.opts).split("\n");
   return `${[headerOf(f), ...hunks.flatMap((h) => readHunk(h, oldLines, newLines))].join("\n")}\n`;
 }
 

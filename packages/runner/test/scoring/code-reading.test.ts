@@ -87,8 +87,13 @@ describe("fileReadingOf and the other helpers", () => {
     expect(fileReadingOf("a/b.py")).toEqual({ kind: "lexed", lang: "python" });
     expect(fileReadingOf("x.TSX")).toEqual({ kind: "lexed", lang: "js" });
     expect(fileReadingOf("x.hpp")).toEqual({ kind: "lexed", lang: "c" });
-    expect(fileReadingOf("Main.java")).toMatchObject({ kind: "comment-lines" });
-    expect(fileReadingOf("run.sh")).toEqual({ kind: "comment-lines", markers: ["#"] });
+    expect(fileReadingOf("Main.java")).toMatchObject({
+      kind: "lexed",
+      lang: "c",
+      opts: { tripleQuotes: true },
+    });
+    expect(fileReadingOf("run.sh")).toEqual({ kind: "lexed", lang: "python" });
+    expect(fileReadingOf("q.sql")).toEqual({ kind: "comment-lines", markers: ["--"] });
     for (const p of [
       "README.md",
       "data.json",
@@ -99,6 +104,20 @@ describe("fileReadingOf and the other helpers", () => {
       "notes.txt",
     ])
       expect(fileReadingOf(p)).toEqual({ kind: "not-code" });
+  });
+  it("the C family beyond C: text blocks, verbatim strings, nesting comments", () => {
+    const java = fileReadingOf("A.java");
+    const cs = fileReadingOf("A.cs");
+    if (java.kind !== "lexed" || cs.kind !== "lexed") throw new Error("lexed readings expected");
+    const block = `String s = """\n${INJECT}\n""";\nint x = 1;\n`;
+    expect(stripToCode(block, java.lang, java.opts)).toBe('String s = "⟨string ≤128⟩"\n\n;\nint x = 1;\n');
+    const verbatim = `var p = @"C:\\dir"" ${INJECT}"; int y;\n`;
+    expect(leaks(stripToCode(verbatim, cs.lang, cs.opts))).toEqual([]);
+    expect(stripToCode(`/* a /* b */ ${INJECT} */ fun f() {}\n`, "c", { nestedComments: true })).toBe(
+      " fun f() {}\n",
+    );
+    const ruby = `puts "#{x} ${INJECT}" # ${INJECT}\ny = 'it''s'\n`;
+    expect(leaks(stripToCode(ruby, "python"))).toEqual([]);
   });
   it("placeholders name a length class, never the text", () => {
     expect(stringPlaceholder(2)).toBe('"⟨string empty⟩"');
@@ -156,14 +175,21 @@ describe("codeReading", () => {
       `diff --git a/n.rs b/n.rs\nnew file mode 100644\n--- /dev/null\n+++ b/n.rs\n@@ -0,0 +1,3 @@\n+// ${INJECT}\n+fn ok() -> u8 { 1 }\n+const S: &str = "${INJECT}";\n`,
       `diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n # t\n+${INJECT}\n`,
       `diff --git a/d.json b/d.json\nnew file mode 100644\n--- /dev/null\n+++ b/d.json\n@@ -0,0 +1 @@\n+{"note": "${INJECT}"}\n`,
-      `diff --git a/s.sh b/s.sh\nnew file mode 100644\n--- /dev/null\n+++ b/s.sh\n@@ -0,0 +1,2 @@\n+# ${INJECT}\n+echo ok\n`,
+      `diff --git a/s.sh b/s.sh\nnew file mode 100644\n--- /dev/null\n+++ b/s.sh\n@@ -0,0 +1,2 @@\n+# ${INJECT}\n+echo ok "${INJECT}"\n`,
+      `diff --git a/AI_evaluators_verified_output_1.0.txt b/AI_evaluators_verified_output_1.0.txt\nnew file mode 100644\n--- /dev/null\n+++ b/AI_evaluators_verified_output_1.0.txt\n@@ -0,0 +1 @@\n+x\n`,
     ].join("");
     const out = codeReading(diff, new Map());
     expect(leaks(out)).toEqual([]);
     expect(out).toContain("+fn ok() -> u8 { 1 }");
     expect(out).toContain('+const S: &str = "⟨string ≤128⟩";');
-    expect(out).toContain("[not code: 1 line(s) added, 0 removed; text not shown]");
-    expect(out).toContain("+echo ok");
+    expect(out).toContain(
+      "[a changed file that is not code (.md): 1 line(s) added, 0 removed; path and text not shown]",
+    );
+    expect(out).toContain(
+      "[a new file that is not code (.json): 1 line(s) added, 0 removed; path and text not shown]",
+    );
+    expect(out).not.toContain("README");
+    expect(out).toContain('+echo ok "⟨string ≤128⟩"');
     expect(originalsNeeded(diff)).toEqual([]);
   });
   it("a binary patch shows its header only", () => {

@@ -41,10 +41,36 @@ function quotedEnd(text: string, i: number, quote: string, escapes: boolean): nu
   return text.length;
 }
 
+/**
+ * What a language of the C family beyond C itself adds (Java, C#, Kotlin, Swift, Scala, Dart):
+ * `"""` / `'''` text blocks, C#'s `@"…"` verbatim strings (`""` inside), nesting block comments.
+ */
+export interface LexOptions {
+  readonly tripleQuotes?: boolean;
+  readonly verbatim?: boolean;
+  readonly nestedComments?: boolean;
+}
+
+/** The end of a C# verbatim string at `i` (`@"`): a doubled quote stays inside. */
+function verbatimEnd(text: string, i: number): number {
+  let j = i + 2;
+  while (j < text.length) {
+    if (text[j] === '"') {
+      if (text[j + 1] !== '"') return j + 1;
+      j++;
+    }
+    j++;
+  }
+  return text.length;
+}
+
 /** Where a literal starting at `i` ends, or undefined when no literal starts there. */
-function literalAt(text: string, i: number, lang: Lang): number | undefined {
+function literalAt(text: string, i: number, lang: Lang, opts: LexOptions = {}): number | undefined {
   const c = text[i]!;
   const prev = i > 0 ? text[i - 1]! : "";
+  if (opts.tripleQuotes && (text.startsWith('"""', i) || text.startsWith("'''", i)))
+    return quotedEnd(text, i, text.slice(i, i + 3), true);
+  if (opts.verbatim && c === "@" && text[i + 1] === '"') return verbatimEnd(text, i);
   if (lang === "python") {
     const m = /^([rRbBuUfF]{0,2})('''|"""|'|")/.exec(text.slice(i, i + 5));
     if (!m || /[A-Za-z0-9_]/.test(prev)) return undefined;
@@ -135,8 +161,8 @@ function blockCommentEnd(text: string, i: number, nests: boolean): number {
   return text.length;
 }
 
-/** Lexes `text` as `lang`. Pure. */
-export function lex(text: string, lang: Lang): Lexed {
+/** Lexes `text` as `lang` (`opts`: a C-family language beyond C, lexed as `c`). Pure. */
+export function lex(text: string, lang: Lang, opts: LexOptions = {}): Lexed {
   const code = new Uint8Array(text.length).fill(1);
   const strings: Span[] = [];
   const lineComment = lang === "python" ? "#" : "//";
@@ -150,12 +176,12 @@ export function lex(text: string, lang: Lang): Lexed {
       continue;
     }
     if (lang !== "python" && text.startsWith("/*", i)) {
-      const end = blockCommentEnd(text, i, lang === "rust");
+      const end = blockCommentEnd(text, i, lang === "rust" || opts.nestedComments === true);
       code.fill(0, i, end);
       i = end;
       continue;
     }
-    const end = literalAt(text, i, lang);
+    const end = literalAt(text, i, lang, opts);
     if (end !== undefined) {
       code.fill(0, i, end);
       // a regex literal is not code, nor a string a decoy may change
