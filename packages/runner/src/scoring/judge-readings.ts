@@ -159,7 +159,7 @@ async function readOriginals(
 
 /**
  * The judge term: 0 without asking when the change addresses its grader (scoring/grader-address.ts);
- * else the judge's two readings, bounded (scoring/judge-readings.ts). `testSummary` undefined: no
+ * else the judge's two readings, bounded (judgeReadings above). `testSummary` undefined: no
  * hidden tests ran (a dataset row), so no cap.
  */
 export async function judgeTerm(
