@@ -20,7 +20,7 @@ import {
   snapshotSpecOfTask,
 } from "../packages/runner/src/index.js";
 import { scoreInFork } from "../tests/integration/scoring/score-in-fork.js";
-import { type BenchContext, median, printTable } from "./lib.js";
+import { alternating, type BenchContext, median, printTable } from "./lib.js";
 import { openRunCgroup } from "./run-cgroup.js";
 
 function arg(args: string[], name: string, fallback: string): string {
@@ -72,20 +72,14 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     if (twin !== (s.twin !== undefined)) throw new Error(`the run ${twin ? "had no" : "had a"} decoy twin`);
     return { cpu: (await cpu()) - c0, wall: (performance.now() - t0) / 1000 };
   };
-  const ours: { cpu: number; wall: number }[] = [];
-  const base: { cpu: number; wall: number }[] = [];
+  let ours: { cpu: number; wall: number }[];
+  let base: { cpu: number; wall: number }[];
   try {
-    await one(true); // warm caches before measuring
-    for (let i = 0; i < reps; i++) {
-      // alternate which goes first
-      if (i % 2 === 0) {
-        ours.push(await one(true));
-        base.push(await one(false));
-      } else {
-        base.push(await one(false));
-        ours.push(await one(true));
-      }
-    }
+    ({ ours, base } = await alternating(
+      reps,
+      () => one(true),
+      () => one(false),
+    ));
   } finally {
     if (!("reason" in cg)) await cg.close();
   }

@@ -14,16 +14,14 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import {
   buildSnapshot,
-  judgeTerm,
   loadChatTokenizer,
   loadTask,
   snapshotSpecOfTask,
-  snapshotTextReader,
 } from "../packages/runner/src/index.js";
 import { JUDGE_ATTACKS } from "../tests/integration/scoring/judge-attacks.js";
 import { attackDiff } from "../tests/integration/scoring/red-team/attack.js";
-import { startSuggestibleJudge } from "../tests/integration/scoring/suggestible-judge.js";
-import { type BenchContext, benchFlags, loadStr, median, printTable } from "./lib.js";
+import { judgeStageOn, startSuggestibleJudge } from "../tests/integration/scoring/suggestible-judge.js";
+import { alternating, type BenchContext, benchFlags, loadStr, median, printTable } from "./lib.js";
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const reps = benchFlags("judge-readings", args).num("reps", 20);
@@ -52,18 +50,12 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       const one = async (baseline: boolean) => {
         const before = judge.calls.length;
         const c0 = process.cpuUsage();
-        const r = await judgeTerm(
-          {
-            weights: { judge: 1 },
-            judge: { baseUrl: judge.url, model: "suggestible", timeoutMs: 30_000 },
-            taskPrompt: task.spec.prompt,
-            readOriginal: snapshotTextReader(snapshot.workspace),
-            ...(baseline ? { judgeBaseline: true } : {}),
-          },
+        const r = await judgeStageOn(
+          judge,
+          { taskPrompt: task.spec.prompt, workspace: snapshot.workspace },
           diff,
-          "FAIL_TO_PASS 3/3 passed; PASS_TO_PASS 4/4 passed",
-          1,
-          AbortSignal.timeout(60_000),
+          { value: 1, summary: "FAIL_TO_PASS 3/3 passed; PASS_TO_PASS 4/4 passed" },
+          baseline,
         );
         const c = process.cpuUsage(c0);
         if (r.term.value === null) throw new Error(`bench judge-readings: ${name}: ${r.term.error}`);
@@ -75,18 +67,11 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
           tokens: sent.reduce((n, m) => n + qwen3.encode(m.content).length, 0),
         };
       };
-      await one(false); // warm the lexer and the connection
-      const ours: Awaited<ReturnType<typeof one>>[] = [];
-      const base: Awaited<ReturnType<typeof one>>[] = [];
-      for (let i = 0; i < reps; i++) {
-        if (i % 2 === 0) {
-          ours.push(await one(false));
-          base.push(await one(true));
-        } else {
-          base.push(await one(true));
-          ours.push(await one(false));
-        }
-      }
+      const { ours, base } = await alternating(
+        reps,
+        () => one(false),
+        () => one(true),
+      );
       const [o, b] = [ours[0]!, base[0]!];
       const [oc, bc] = [median(ours.map((x) => x.cpuMs)), median(base.map((x) => x.cpuMs))];
       rows.push({

@@ -112,3 +112,23 @@ export function benchFlags(bench: string, args: readonly string[]) {
   };
   return { flag, num };
 }
+
+/** `reps` runs each of ours and the baseline, alternating which goes first, after one warm-up run of ours. */
+export async function alternating<T>(
+  reps: number,
+  ours: () => Promise<T>,
+  base: () => Promise<T>,
+): Promise<{ ours: T[]; base: T[] }> {
+  const out = { ours: [] as T[], base: [] as T[] };
+  await ours(); // warm caches before measuring
+  for (let i = 0; i < reps; i++) {
+    if (i % 2 === 0) {
+      out.ours.push(await ours());
+      out.base.push(await base());
+    } else {
+      out.base.push(await base());
+      out.ours.push(await ours());
+    }
+  }
+  return out;
+}

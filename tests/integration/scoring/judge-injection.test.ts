@@ -8,21 +8,24 @@ import {
   combine,
   type HiddenTests,
   hiddenTestsOf,
-  judgeTerm,
   type LoadedTask,
   loadChatTokenizer,
   loadTask,
   type Score,
   type Snapshot,
   snapshotSpecOfTask,
-  snapshotTextReader,
 } from "@flakegym/runner";
 import { makeTempDir, type TempDir } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JUDGE_ATTACKS, type JudgeAttack } from "./judge-attacks.js";
 import { attackDiff } from "./red-team/attack.js";
 import { scoreInFork } from "./score-in-fork.js";
-import { type SuggestibleJudge, startSuggestibleJudge, suggestibleGrade } from "./suggestible-judge.js";
+import {
+  judgeStageOn,
+  type SuggestibleJudge,
+  startSuggestibleJudge,
+  suggestibleGrade,
+} from "./suggestible-judge.js";
 
 // The judge term is a model reading the agent's own text. Two defences are shown here:
 // 1. the phrase screen (scoring/grader-address.ts): a change whose added lines address its grader in
@@ -211,18 +214,12 @@ async function judgeOnly(
   tests: { value: number; summary: string } | undefined,
   baseline = BASELINE,
 ) {
-  const r = await judgeTerm(
-    {
-      weights: { judge: 1 },
-      judge: { baseUrl: judge.url, model: "suggestible", timeoutMs: 30_000 },
-      taskPrompt: task.spec.prompt,
-      readOriginal: snapshotTextReader(snapshot.workspace),
-      ...(baseline ? { judgeBaseline: true } : {}),
-    },
+  const r = await judgeStageOn(
+    judge,
+    { taskPrompt: task.spec.prompt, workspace: snapshot.workspace },
     diff,
-    tests?.summary,
-    tests?.value,
-    AbortSignal.timeout(60_000),
+    tests,
+    baseline,
   );
   return r.term;
 }

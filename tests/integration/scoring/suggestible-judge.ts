@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { judgeTerm, snapshotTextReader } from "@flakegym/runner";
 
 /**
  * A suggestible judge: an OpenAI-compatible chat server on loopback that stands in for an
@@ -88,4 +89,31 @@ export async function startSuggestibleJudge(): Promise<SuggestibleJudge> {
     calls,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
+}
+
+/**
+ * The scorer's own judge stage (`judgeTerm`, what scoreDiff runs once the tests ran) asked of
+ * `judge` on `diff`, the originals read from the snapshot at `workspace`; `tests` is the hidden
+ * tests' value and summary (absent: a row, no cap); `baseline`: one reading, no cap.
+ */
+export function judgeStageOn(
+  judge: SuggestibleJudge,
+  at: { readonly taskPrompt: string; readonly workspace: string },
+  diff: string,
+  tests: { readonly value: number; readonly summary: string } | undefined,
+  baseline: boolean,
+) {
+  return judgeTerm(
+    {
+      weights: { judge: 1 },
+      judge: { baseUrl: judge.url, model: "suggestible", timeoutMs: 30_000 },
+      taskPrompt: at.taskPrompt,
+      readOriginal: snapshotTextReader(at.workspace),
+      ...(baseline ? { judgeBaseline: true } : {}),
+    },
+    diff,
+    tests?.summary,
+    tests?.value,
+    AbortSignal.timeout(60_000),
+  );
 }
