@@ -12,6 +12,7 @@ import {
   loadChatTokenizer,
   loadTask,
   type Score,
+  Score as ScoreSchema,
   type Snapshot,
   snapshotSpecOfTask,
 } from "@flakegym/runner";
@@ -312,6 +313,9 @@ describe("the reference fix keeps its judge term; the cost", () => {
       expect(s.judge?.calls).toBe(calls.length);
       expect(s.judge?.promptChars).toBe(chars);
       for (const c of calls) expect(suggestibleGrade(c.find((m) => m.role === "user")!.content)).toBe(0.6);
+      expect(() => ScoreSchema.parse(s), "score.json's schema holds the judge's record").not.toThrow();
+      if (!baseline)
+        console.log(`the reference fix's code reading, as the judge saw it:\n${calls[1]!.at(-1)!.content}`);
       if (!baseline) expect(s.judge?.code?.via).toBe("json");
       cost.push(
         `${baseline ? "one reading" : "two readings"}: ${calls.length} call(s), ${chars} chars, ${tokens} Qwen3 tokens`,
