@@ -32,10 +32,18 @@ export async function scoreInFork(o: {
   /** Reward weights (default: the tests alone) and the judge endpoint, when a test scores the judge term. */
   readonly weights?: { tests: number; build: number; lint: number; judge: number };
   readonly judge?: JudgeConfig;
+  /** Build and lint commands (a dataset row's terms; give their weights too). */
+  readonly buildCmd?: string;
+  readonly lintCmd?: string;
 }): Promise<Score> {
-  const prepared = await prepareReadOnlyHidden("local", o.hidden, o.snapshot.workspace);
-  if (!prepared) throw new Error(`${o.task.spec.id}: the hidden files could not be computed on the host`);
-  const decoys = o.decoys ?? true;
+  const hasTests = o.hidden.install !== undefined;
+  const prepared = hasTests
+    ? await prepareReadOnlyHidden("local", o.hidden, o.snapshot.workspace)
+    : undefined;
+  if (hasTests && !prepared)
+    throw new Error(`${o.task.spec.id}: the hidden files could not be computed on the host`);
+  // a dataset row (no hidden tests) is scored once, as rollout --dataset scores it: no decoys to add
+  const decoys = hasTests && (o.decoys ?? true);
   let n = 0;
   // one fresh fork and worker per scoring run (two for an eval_cmd task: the run and its decoy twin)
   const run: ScoringRun = {
@@ -71,12 +79,14 @@ export async function scoreInFork(o: {
     repeat: 1,
     termTimeoutMs: 60_000,
     taskPrompt: o.task.spec.prompt,
+    ...(o.buildCmd ? { buildCmd: o.buildCmd } : {}),
+    ...(o.lintCmd ? { lintCmd: o.lintCmd } : {}),
   };
   try {
-    if (!decoys) return await run.score(undefined, options);
+    if (!decoys || !prepared) return await run.score(undefined, options);
     return await scoreGuarded(run, o.twin === false ? { ...prepared, twin: undefined } : prepared, options);
   } finally {
-    await prepared.readOnly?.release();
-    await prepared.twin?.readOnly?.release();
+    await prepared?.readOnly?.release();
+    await prepared?.twin?.readOnly?.release();
   }
 }
