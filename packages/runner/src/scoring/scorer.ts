@@ -335,9 +335,10 @@ export function suiteVerdicts(
 
 /**
  * Scores `agentDiff` in `worker` (a fresh, exec-only fork of the task's snapshot) with one script.
- * Edits to hidden test files and (for tasks with hidden tests) to protected harness/build files
- * are dropped first and recorded. A task without hidden tests (`hidden.install` absent, a dataset
- * row) gets no tests term: combine() renormalizes the reward over the build / lint / judge terms.
+ * Edits to hidden test files and to protected harness/build files are dropped first and recorded.
+ * A task without hidden tests (`hidden.install` absent, a dataset row) gets no tests term:
+ * combine() renormalizes the reward over the build / lint / judge terms, which run under the
+ * snapshot's build files all the same (the agent's new test files stay in: the build judges them).
  */
 export async function scoreDiff(
   worker: Worker,
@@ -351,13 +352,14 @@ export async function scoreDiff(
   const testFiles = [...new Set([...hidden.testFiles, ...(o.bound?.files.map((f) => f.path) ?? [])])].sort();
   const filtered = dropPaths(agentDiff, testFiles);
   const hasTests = hidden.install !== undefined;
-  const guarded = hasTests
-    ? protectDiff(filtered.diff, {
-        protected: hidden.protected ?? [],
-        allowEdits: hidden.allowEdits ?? [],
-        testDirs: testDirsOf(testFiles),
-      })
-    : { diff: filtered.diff, tampered: [] as string[], ignored: [] as string[] };
+  // a row's build and lint terms are judged under the snapshot's build files too: a Makefile,
+  // Cargo.toml or go.mod the agent wrote would otherwise decide whether its change "builds"
+  const guarded = protectDiff(filtered.diff, {
+    protected: hidden.protected ?? [],
+    allowEdits: hidden.allowEdits ?? [],
+    testDirs: testDirsOf(testFiles),
+    keepNewTests: !hasTests,
+  });
   const build =
     o.weights.build > 0 && o.buildCmd ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs } : undefined;
   const lint =
