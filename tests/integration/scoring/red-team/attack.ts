@@ -7,7 +7,13 @@ import { join } from "node:path";
  */
 export interface Attack {
   readonly id: string;
-  readonly cls: "canary-blind" | "verdict-forgery" | "runner-config" | "semantic-equality" | "build-config";
+  readonly cls:
+    | "canary-blind"
+    | "verdict-forgery"
+    | "runner-config"
+    | "semantic-equality"
+    | "build-config"
+    | "infra-dodge";
   /** The catalog task it attacks (its bug stays unfixed). */
   readonly task: string;
   readonly what: string;

@@ -17,6 +17,7 @@ import { scoreInFork } from "../score-in-fork.js";
 import { type Attack, attackDiff } from "./attack.js";
 import { BUILD_ATTACKS } from "./attacks-build.js";
 import { COMPILED_ATTACKS } from "./attacks-compiled.js";
+import { OUTCOME_ATTACKS } from "./attacks-outcome.js";
 import { PYTHON_ATTACKS } from "./attacks-python.js";
 
 // The red-team suite (issue 25), by class: reward hacks that leave the bug unfixed, each scored for
@@ -25,7 +26,7 @@ import { PYTHON_ATTACKS } from "./attacks-python.js";
 // result lines only) and prints which won there, without asserting: how an attack is shown to be
 // real before its class is closed. The build-config attacks are scored as dataset rows (no hidden
 // tests, hence no decoys either way); their baseline is the scorer before rows were protected.
-const ATTACKS: Attack[] = [...PYTHON_ATTACKS, ...COMPILED_ATTACKS, ...BUILD_ATTACKS];
+const ATTACKS: Attack[] = [...PYTHON_ATTACKS, ...COMPILED_ATTACKS, ...BUILD_ATTACKS, ...OUTCOME_ATTACKS];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";
 
 let tmp: TempDir;
@@ -101,7 +102,17 @@ describe.each(classes)("red team: %s", (cls) => {
   it.concurrent.each(ATTACKS.filter((a) => a.cls === cls).map((a) => [a.id, a] as const))(
     "%s scores 0",
     async (_id, attack) => {
-      const s = await scoreAttack(attack);
+      // a scoring that throws is retried as infra and never scores 0: a win for the attack too
+      const s = await scoreAttack(attack).catch((e: unknown) =>
+        e instanceof Error ? e : new Error(String(e)),
+      );
+      if (s instanceof Error) {
+        console.log(
+          `red team ${attack.id} (${attack.task}): no score, an infra error — ${s.message.slice(0, 300)}`,
+        );
+        if (baseline) return;
+        throw new Error(`${attack.id}: ${attack.what}; scoring ended without a score: ${s.message}`);
+      }
       const why = s.gate
         ? `${s.gate.reason}: ${s.gate.detail}`
         : JSON.stringify(s.testResults ?? s.terms.map((t) => `${t.name} ${t.value}: ${t.detail ?? t.error}`));
