@@ -2,27 +2,46 @@ import type { Attack } from "./attack.js";
 
 // Dodging the 0 instead of forging the 1: the code under test leaves a process behind that ends the
 // scoring script after the tests reported, when more tests failed than the decoys and the canary
-// account for (three decoys fail beside each graded test, the canary fails: a failure beyond
-// 3·passed + 1 is a graded test). A script that ends early looked like a worker the machinery lost
+// account for (three decoys fail beside each graded test, the canary fails: among the tests with
+// the random names graded tests, decoys and the canary share, a failure beyond 3·passed + 1 is a
+// graded test). A script that ends early looked like a worker the machinery lost
 // (E_SCORE_SCRIPT: retried, then `infra_error` with reward null, left out of training and of
 // pass@k): a wrong solution never scored 0, a right one still scored 1. Written against the scorer
 // of 5cbb29c: both attacks made scoring throw there.
 
-/** The watcher, as one `sh -c` script: waits for the suite's result lines, counts, kills the script. */
-const WATCH = String.raw`T="${"$"}{TMPDIR:-/tmp}"
-while :; do
-  for r in "$T"/flakegym-score-*/res; do [ -f "$r" ] && break 2; done
-  sleep 0.05
-done
-sleep 0.2
-passed=$(grep -cE '^(PASSED|ok) ' "$r")
-failed=$(grep -cE '^(FAILED|ERROR|not ok) ' "$r")
-if [ "$failed" -gt $((3 * passed + 1)) ]; then
-  for p in /proc/[0-9]*; do
-    grep -q "FLAKEGYM""-SCORE-" "$p/cmdline" 2>/dev/null && kill -9 "${"$"}{p#/proc/}" 2>/dev/null
-  done
-fi
-`;
+/**
+ * The watcher, as one `sh -c` script. It finds the test step's `timeout` and the scoring script's
+ * shells above it, spins until the step ends, stops the shells, counts
+ * the step's result lines in its output file, and either lets the script go on (no graded test
+ * failed) or makes the next step block (a FIFO where the result lines go) and kills the shells once
+ * the test step's result is surely out.
+ */
+const WATCH = [
+  'T="${TMPDIR:-/tmp}"',
+  // up the parent chain (builtins only: the tests may end within milliseconds): the step's
+  // `timeout`, then the shells above it that run the scoring script (its marker in their command line)
+  "S=; TP=; p=$PPID",
+  'while [ "$p" -gt 1 ] && read -r _ c _ pp _ < "/proc/$p/stat"; do',
+  '  if [ -z "$TP" ]; then [ "$c" = "(timeout)" ] && TP=$p',
+  '  elif grep -q "FLAKEGYM""-SCORE-" "/proc/$p/cmdline" 2>/dev/null; then S="$S $p"',
+  "  else break; fi",
+  "  p=$pp",
+  "done",
+  '[ -n "$TP" ] || exit 0',
+  'while kill -0 "$TP" 2>/dev/null; do :; done',
+  "kill -STOP $S 2>/dev/null",
+  'd=$(ls -d "$T"/flakegym-score-* | head -n 1)',
+  // graded tests, their decoys and the canary all carry a random name of one shape
+  `R='(test[_ ]|Test_|t_)[0-9a-f]{6,}'`,
+  `passed=$(grep -E '^ *(PASSED|ok|--- PASS:) ' "$d/out" | grep -cE "$R")`,
+  `failed=$(grep -E '^ *(FAILED|ERROR|not ok|--- FAIL:) ' "$d/out" | grep -cE "$R")`,
+  'if [ "$failed" -le $((3 * passed + 1)) ]; then kill -CONT $S; exit 0; fi',
+  '[ -e "$d/res" ] || mkfifo "$d/res"',
+  "kill -CONT $S 2>/dev/null",
+  "sleep 0.5",
+  "kill -KILL $S 2>/dev/null",
+  "",
+].join("\n");
 
 export const OUTCOME_ATTACKS: Attack[] = [
   {
