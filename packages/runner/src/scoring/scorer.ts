@@ -33,6 +33,7 @@ import {
 import type { Score } from "./score.js";
 import { type SuspiciousPenalty, screenDiff } from "./screen.js";
 import {
+  agentEndedScript,
   composeScoringScript,
   hiddenStep,
   MAX_INLINE_SCRIPT_BYTES,
@@ -425,9 +426,10 @@ export async function scoreDiff(
       `the task's hidden tests could not be installed: ${parsed.steps.get("install")?.output.trim() ?? ""}`,
     );
   }
-  // a step that started and never reported: the code it ran killed the script (not the machinery)
-  const killedIn = parsed.unfinished.find((s) => s === "build" || s === "lint" || s.startsWith("test."));
-  if (!parsed.done && !exec.timedOut && (killedIn === undefined || exec.sandboxKilled))
+  // a script that ended early once the agent's code had run: that code ended it (not the machinery),
+  // whether it killed the script while its step ran or left a process behind that did so later
+  const killed = exec.timedOut ? undefined : agentEndedScript(parsed);
+  if (!parsed.done && !exec.timedOut && (killed === undefined || exec.sandboxKilled || signal.aborted))
     throw incomplete(
       exec.sandboxKilled ? "was killed from outside its sandbox" : "ended before its last step",
     );
@@ -450,11 +452,15 @@ export async function scoreDiff(
       ? suiteVerdicts(parsed, hidden.suite, canary.id, plan.repeat, hidden.timeoutMs, o.bound?.decoys)
       : commandVerdicts(parsed, hidden.commands, plan.repeat, hidden.timeoutMs);
   const tampering = [
-    ...(killedIn !== undefined
-      ? [
-          `the scoring script was killed while step '${killedIn}' ran (exit ${exec.exitCode}): the code under test ended it`,
-        ]
-      : []),
+    ...(killed === undefined
+      ? []
+      : killed.during
+        ? [
+            `the scoring script was killed while step '${killed.step}' ran (exit ${exec.exitCode}): the code under test ended it`,
+          ]
+        : [
+            `the scoring script was killed after step '${killed.step}' ran (exit ${exec.exitCode}): a process the code under test left behind ended it`,
+          ]),
     ...verdicts.tampering,
   ];
   const merged = mergeRuns(verdicts.runs);

@@ -316,6 +316,27 @@ export function parseScoringOutput(stdout: string, nonce: string): ParsedScoring
   return { steps, done, unfinished, ...(stoppedAt !== undefined ? { stoppedAt } : {}) };
 }
 
+/** Steps that run the agent's code (its build, its lint, the tests that call it). */
+const runsAgentCode = (step: string) => step === "build" || step === "lint" || step.startsWith("test.");
+
+/**
+ * The step whose code ended the scoring script early, or undefined when the script finished, stopped
+ * at a setup step, or ended before any of the agent's code ran (then nothing here could have ended
+ * it: the machinery lost it). A step killed while it ran is named; a script ended after such a step
+ * reported is the agent's doing too — a process its code left behind (a daemon, a detached watcher)
+ * outlives the step and can end the script between two steps, to turn a failing run into a lost
+ * one. Pure.
+ */
+export function agentEndedScript(
+  p: ParsedScoring,
+): { readonly step: string; readonly during: boolean } | undefined {
+  if (p.done || p.stoppedAt !== undefined) return undefined;
+  const during = p.unfinished.find(runsAgentCode);
+  if (during !== undefined) return { step: during, during: true };
+  const after = [...p.steps.keys()].filter(runsAgentCode).at(-1);
+  return after === undefined ? undefined : { step: after, during: false };
+}
+
 /** Whether a step's exit status means its own deadline (coreutils `timeout`) killed it. */
 export function timedOutStep(r: StepResult, timeoutMs: number): boolean {
   return (r.exitCode === 124 || r.exitCode === 137) && r.seconds >= secs(timeoutMs) - 1;

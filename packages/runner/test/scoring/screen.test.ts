@@ -18,6 +18,14 @@ describe("screenDiff", () => {
         ),
         added("src/lib.rs", "impl<T> PartialEq<T> for Stat {", "    fn eq(&self, _: &T) -> bool { true }"),
         added("pkg/size.py", "frame = inspect.currentframe().f_back"),
+        added(
+          "pkg/w.py",
+          'subprocess.Popen(["sh", "-c", WATCH], start_new_session=True)',
+          'spawn("sh", ["-c", w], { detached: true, stdio: "ignore" }).unref();',
+          "os.kill(pid, signal.SIGKILL)",
+          'for p in /proc/[0-9]*; do kill -STOP "$p"; done',
+          "cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}",
+        ),
       ].join(""),
     );
     expect(hits.map((h) => [h.file, h.line, h.class])).toEqual([
@@ -32,6 +40,11 @@ describe("screenDiff", () => {
       ["src/lib.rs", 2, "equality"],
       ["src/lib.rs", 3, "equality"],
       ["pkg/size.py", 2, "reads-tests"],
+      ["pkg/w.py", 2, "process-control"],
+      ["pkg/w.py", 3, "process-control"],
+      ["pkg/w.py", 4, "process-control"],
+      ["pkg/w.py", 5, "process-control"],
+      ["pkg/w.py", 6, "process-control"],
     ]);
   });
 
@@ -41,6 +54,8 @@ describe("screenDiff", () => {
         "src/range.js",
         "export const satisfies = (v, r) => parse(r).test(v);",
         "if (a === b) return true;",
+        "const child = spawn(cmd, args, { stdio: 'inherit' });",
+        "const stat = await readFile('/proc/meminfo');",
       ),
       added("README.md", "Run `python -m pytest` after `atexit` …"),
       "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,1 @@\n-import _pytest\n keep\n",
