@@ -97,6 +97,24 @@ describe("red team: build-config controls", () => {
   );
 });
 
+// the infra-dodge attacks' control: beside the task's reference solution the watcher lets the
+// script finish — the dodge costs a right answer nothing, which is what made it pay
+describe("red team: infra-dodge controls", () => {
+  it.concurrent.each(OUTCOME_ATTACKS.map((a) => [a.id, a] as const))(
+    "%s beside the solution scores 1",
+    async (_id, attack) => {
+      const task = await loadTask(attack.task);
+      const snapshot = await snapshotOf(task);
+      const diff =
+        (await readFile(task.paths.solution, "utf8")) + (await attackDiff(attack, snapshot.workspace));
+      const hidden = await hiddenTestsOf(task, 120_000);
+      const s = await scoreInFork({ dir: tmp.path, name: `gold-${attack.id}`, task, snapshot, hidden, diff });
+      expect(s.reward, JSON.stringify(s.gate ?? s.testResults)).toBe(1);
+    },
+    600_000,
+  );
+});
+
 const classes = [...new Set(ATTACKS.map((a) => a.cls))];
 describe.each(classes)("red team: %s", (cls) => {
   it.concurrent.each(ATTACKS.filter((a) => a.cls === cls).map((a) => [a.id, a] as const))(
