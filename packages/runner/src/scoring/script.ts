@@ -100,6 +100,8 @@ export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): Comp
     throw new TypeError(`staged dir '${o.stagedDir}' must be one plain workspace-relative name`);
   const M = markerOf(o.nonce);
   const EOF = `FLAKEGYM_EOF_${o.nonce}`;
+  // the suffix of temp names beside workspace files: per run, so no diff can have taken it
+  const scratch = `flakegym-${o.nonce}`;
   const staged: ScriptFile[] = [];
   const max = Math.max(2, plan.maxOutputBytes);
   const half = Math.floor(max / 2);
@@ -173,7 +175,7 @@ export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): Comp
       // (WorkerSpec.readOnlyFiles); only code that can chown could have put it there
       lines.push(
         `if [ -f ${dest} ] && [ ! -O ${dest} ] && [ "$(sha256sum < ${src})" = "$(sha256sum < ${dest})" ]; then printf 'read-only, owned by another user: %s\n' ${dest} >> "$tmp/out";${k < 0 ? "" : ` B${k}=1;`}`,
-        `else { mkdir -p "$(dirname ${dest})" && cp ${src} ${q(`${f.path}.flakegym-tmp`)} && mv ${q(`${f.path}.flakegym-tmp`)} ${dest}; } >> "$tmp/out" 2>&1 || stop install $?; fi`,
+        `else { mkdir -p "$(dirname ${dest})" && cp ${src} ${q(`${f.path}.${scratch}`)} && mv ${q(`${f.path}.${scratch}`)} ${dest}; } >> "$tmp/out" 2>&1 || stop install $?; fi`,
       );
     });
     lines.push(`emit install 0 "$tmp/out" 0`);
@@ -182,7 +184,7 @@ export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): Comp
     const c = plan.canary;
     const pre = payload("canary-pre", Buffer.from(c.prepend));
     const post = payload("canary-post", Buffer.from(c.append));
-    const tmpFile = q(`${c.file}.flakegym-tmp`);
+    const tmpFile = q(`${c.file}.${scratch}`);
     lines.push(
       `{ cat ${pre} ${q(c.file)} ${post} > ${tmpFile} && mv ${tmpFile} ${q(c.file)}; } > "$tmp/out" 2>&1 || stop install $?`,
     );

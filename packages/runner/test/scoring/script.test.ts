@@ -366,6 +366,28 @@ describe("hidden tests under attack (a real sh)", () => {
     expect(agentEndedScript(p)).toEqual({ step: "test.0.0", during: true });
   });
 
+  it("no name the script writes beside a hidden file can be taken by the agent's diff beforehand", () => {
+    const dir = repo();
+    // a directory where a fixed temp name would go: cp would copy into it, mv would move it over
+    // the hidden file, and the canary's write would fail — an install stopped by the agent's diff
+    const agentDiff = diffOf((d) => {
+      mkdirSync(join(d, "tests/t.txt.flakegym-tmp"), { recursive: true });
+      writeFileSync(join(d, "tests/t.txt.flakegym-tmp/x"), "taken\n");
+    });
+    const c = composeScoringScript(
+      plan({
+        agentDiff,
+        install: { kind: "files", files: [{ path: "tests/t.txt", content: Buffer.from("body\n") }] },
+        canary: { file: "tests/t.txt", prepend: "pre\n", append: "post\n" },
+        tests: [{ id: "t", kind: "fail_to_pass", command: "cat tests/t.txt" }],
+      }),
+      { nonce: NONCE },
+    );
+    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    expect(p.stoppedAt, p.steps.get("install")?.output).toBeUndefined();
+    expect(p.steps.get("test.0.0")!.output).toBe("pre\nbody\npost\n");
+  });
+
   it("a process a test left behind that ends the script after the test reported is named too", () => {
     const dir = repo();
     // the test's step reports; then the script blocks on a FIFO where the result lines go, and the

@@ -91,6 +91,21 @@ describe("dropPaths", () => {
     expect(splitDiff(r.diff)).toHaveLength(3);
   });
 
+  it("drops a file that takes a hidden file's place: under its path, where its directory must go, or its temp name", () => {
+    const nf = (path: string) =>
+      `diff --git a/${path} b/${path}\nnew file mode 100644\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+x\n`;
+    const diff = [
+      nf("tests/test_a.py/x"),
+      nf("tests/unit"),
+      nf("tests/unit_helpers.py"),
+      nf("tests/test_a.pyc"),
+      nf("tests/test_a.py.tmp/x"),
+    ].join("");
+    const r = dropPaths(diff, ["tests/test_a.py", "tests/unit/test_b.py"]);
+    expect(r.droppedPaths).toEqual(["tests/test_a.py.tmp/x", "tests/test_a.py/x", "tests/unit"]);
+    expect(r.keptPaths).toEqual(["tests/test_a.pyc", "tests/unit_helpers.py"]);
+  });
+
   it("leaves a diff untouched when no protected path is hit", () => {
     const r = dropPaths(DIFF, ["nope"]);
     expect(r.diff).toBe(DIFF);

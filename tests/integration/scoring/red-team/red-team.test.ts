@@ -100,7 +100,10 @@ describe("red team: build-config controls", () => {
 // the infra-dodge attacks' control: beside the task's reference solution the watcher lets the
 // script finish — the dodge costs a right answer nothing, which is what made it pay
 describe("red team: infra-dodge controls", () => {
-  it.concurrent.each(OUTCOME_ATTACKS.map((a) => [a.id, a] as const))(
+  // the watchers (the install attacks are not selective: they stop every run)
+  it.concurrent.each(
+    OUTCOME_ATTACKS.filter((a) => a.id.includes("late-kill")).map((a) => [a.id, a] as const),
+  )(
     "%s beside the solution scores 1",
     async (_id, attack) => {
       const task = await loadTask(attack.task);
@@ -138,6 +141,7 @@ describe.each(classes)("red team: %s", (cls) => {
         ...(s.suspicious ?? []).map((h) => `${h.file}:${h.line} ${h.class}`),
         ...(s.ignoredTests ?? []).map((f) => `${f} ignored`),
         ...(s.tampered ?? []).map((f) => `${f} tampered`),
+        ...(s.touchedTestFiles ?? []).map((f) => `${f} dropped (a hidden test's place)`),
       ];
       console.log(
         `red team ${attack.id} (${attack.task}): reward ${s.reward} — ${why.slice(0, 300)}; screen: ${seen.slice(0, 3).join(", ") || "nothing"}`,
