@@ -208,12 +208,16 @@ export function isNewTestFile(path: string): boolean {
   return /(^|\/)tests\/[^/]+\.rs$/.test(path);
 }
 
+/** Whether either side of a section is a symbolic link (added, removed, mode-changed, or retargeted). */
 const isSymlink = (f: FileDiff) =>
-  /^(new file mode|new mode|old mode|deleted file mode) 120000$/m.test(f.text);
+  /^((new file mode|new mode|old mode|deleted file mode) 120000|index [0-9a-f]+\.\.[0-9a-f]+ 120000)$/m.test(
+    f.text.slice(0, Math.max(0, f.text.indexOf("\n@@")) || f.text.length),
+  );
 
 /**
  * Drops every section of `diff` that edits a protected path (either side of a rename counts) or
- * adds a symbolic link (which could point a later write at a hidden or harness file). Pure.
+ * adds or retargets a symbolic link (which could point a later write at a hidden or harness file).
+ * Pure.
  */
 export function protectDiff(diff: string, rules: ProtectRules): ProtectedDiff {
   const kept: FileDiff[] = [];

@@ -144,6 +144,26 @@ describe("protectDiff", () => {
     expect(p).toMatchObject({ tampered: ["Makefile"], ignored: [] });
   });
 
+  it("a retargeted symbolic link is dropped like a new one; a file whose text mentions the mode is not", () => {
+    const retarget = [
+      "diff --git a/src/current b/src/current",
+      "index 1111111..2222222 120000",
+      "--- a/src/current",
+      "+++ b/src/current",
+      "@@ -1 +1 @@",
+      "-v1",
+      "\\ No newline at end of file",
+      "+../tests/test_a.py",
+      "\\ No newline at end of file",
+      "",
+    ].join("\n");
+    const text = section("src/notes.txt").replace("+x", "+index 1111111..2222222 120000");
+    const p = protectDiff(retarget + text, rules);
+    expect(p.tampered).toEqual(["src/current"]);
+    expect(p.why["src/current"]).toBe("symbolic link");
+    expect(p.diff).toBe(text);
+  });
+
   it("a rename out of a protected path counts as an edit of it", () => {
     const diff = [
       "diff --git a/Makefile b/src/old.mk.txt",
