@@ -25,7 +25,9 @@ import { PYTHON_ATTACKS } from "./attacks-python.js";
 // score 0. FLAKEGYM_REDTEAM_BASELINE=1 scores them as the scorer did before decoys (canary and
 // result lines only) and prints which won there, without asserting: how an attack is shown to be
 // real before its class is closed. The build-config attacks are scored as dataset rows (no hidden
-// tests, hence no decoys either way); their baseline is the scorer before rows were protected.
+// tests, hence no decoys either way); their baseline allows every edit, as rows were scored before
+// their diffs were protected. The infra-dodge watchers have no switch: they win against the scorer
+// of 5cbb29c (scoring throws: no score), the install ones in the baseline (the script installs).
 const ATTACKS: Attack[] = [...PYTHON_ATTACKS, ...COMPILED_ATTACKS, ...BUILD_ATTACKS, ...OUTCOME_ATTACKS];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";
 
@@ -55,7 +57,13 @@ async function scoreAsRow(
 ): Promise<Score> {
   const command = ROW_TERM_DEFAULTS[task.spec.profile][term];
   if (!command) throw new Error(`${name}: profile ${task.spec.profile} has no default ${term} command`);
-  const hidden: HiddenTests = { testFiles: [], commands: [], timeoutMs: 120_000 };
+  // the baseline: every edit allowed, as rows were scored before their diffs were protected
+  const hidden: HiddenTests = {
+    testFiles: [],
+    commands: [],
+    timeoutMs: 120_000,
+    ...(baseline ? { allowEdits: ["*"] } : {}),
+  };
   return scoreInFork({
     dir: tmp.path,
     name,
