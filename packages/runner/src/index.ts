@@ -37,6 +37,7 @@ export * from "./serve/index.js";
 export {
   type BuildOptions,
   buildSnapshot,
+  baseCommitOf,
   forkSnapshot,
   type Snapshot,
   SnapshotManifest,
