@@ -26,6 +26,13 @@ describe("screenDiff", () => {
           'for p in /proc/[0-9]*; do kill -STOP "$p"; done',
           "cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}",
         ),
+        added(
+          "width/width.go",
+          "//go:build ignore",
+          "#![allow(clippy::all)]",
+          "// @ts-nocheck",
+          "# ruff: noqa",
+        ),
       ].join(""),
     );
     expect(hits.map((h) => [h.file, h.line, h.class])).toEqual([
@@ -45,6 +52,10 @@ describe("screenDiff", () => {
       ["pkg/w.py", 4, "process-control"],
       ["pkg/w.py", 5, "process-control"],
       ["pkg/w.py", 6, "process-control"],
+      ["width/width.go", 2, "build-exclusion"],
+      ["width/width.go", 3, "build-exclusion"],
+      ["width/width.go", 4, "build-exclusion"],
+      ["width/width.go", 5, "build-exclusion"],
     ]);
   });
 
@@ -56,6 +67,8 @@ describe("screenDiff", () => {
         "if (a === b) return true;",
         "const child = spawn(cmd, args, { stdio: 'inherit' });",
         "const stat = await readFile('/proc/meminfo');",
+        "//go:build linux",
+        "x = f()  # noqa: E501",
       ),
       added("README.md", "Run `python -m pytest` after `atexit` …"),
       "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,1 @@\n-import _pytest\n keep\n",
