@@ -36,8 +36,8 @@ export * from "./scoring/index.js";
 export * from "./serve/index.js";
 export {
   type BuildOptions,
-  buildSnapshot,
   baseCommitOf,
+  buildSnapshot,
   forkSnapshot,
   type Snapshot,
   SnapshotManifest,
