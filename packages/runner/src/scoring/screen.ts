@@ -58,6 +58,16 @@ const RULES: readonly Rule[] = [
   },
   {
     class: "test-framework",
+    re: /\bpytest\.(skip|xfail|importorskip|exit)\s*\(|\bunittest\.SkipTest\b|\bt\.Skip(Now|f)?\s*\(/,
+    reason: "skips or ends the tests from the code",
+  },
+  {
+    class: "test-framework",
+    re: /PYTEST_CURRENT_TEST|NODE_TEST_CONTEXT|\btesting\.Testing\s*\(|flag\.Lookup\(\s*"test\.|["']_?pytest["']\s+in\s+sys\.modules/,
+    reason: "detects that it runs under a test",
+  },
+  {
+    class: "test-framework",
     re: /\bfunc\s+TestMain\s*\(|\btesting\.M\b/,
     reason: "takes over Go's test main",
   },
