@@ -12,7 +12,46 @@ import {
   type Snapshot,
   scoreDiff,
   scoreGuarded,
+  type Worker,
+  type WorkerSpec,
 } from "@flakegym/runner";
+
+/**
+ * A fresh fork of `snapshot` under `dir` and an exec-only sandboxed worker on it (no Cline core);
+ * `release` stops the worker and removes the fork.
+ */
+export async function forkWithWorker(o: {
+  readonly dir: string;
+  readonly name: string;
+  readonly task: LoadedTask;
+  readonly snapshot: Snapshot;
+  readonly readOnlyFiles?: WorkerSpec["readOnlyFiles"];
+}): Promise<{ worker: Worker; workspace: string; release(): Promise<void> }> {
+  const fork = await forkSnapshot(o.snapshot, {
+    dest: join(o.dir, "forks", `${o.task.spec.id}-${o.name}`),
+    quotaMb: o.task.spec.limits.diskMb,
+  });
+  const worker = await createLocalBackend({ stateDir: join(o.dir, "workers") }).start({
+    runId: "scoring-test",
+    taskId: o.task.spec.id,
+    trajectoryId: o.name,
+    profile: o.task.spec.profile,
+    workspace: fork.workspace,
+    depsDir: fork.deps,
+    gateway: {},
+    limits: { ...o.task.spec.limits, wallClockMs: 300_000 },
+    agent: false,
+    ...(o.readOnlyFiles ? { readOnlyFiles: o.readOnlyFiles } : {}),
+  });
+  return {
+    worker,
+    workspace: fork.workspace,
+    release: async () => {
+      await worker.stop();
+      await fork.release();
+    },
+  };
+}
 
 /**
  * Scores `diff` as rollout does: a fresh fork of `snapshot`, the hidden tests prepared on the host
@@ -48,27 +87,15 @@ export async function scoreInFork(o: {
   // one fresh fork and worker per scoring run (two for an eval_cmd task: the run and its decoy twin)
   const run: ScoringRun = {
     score: async (hidden, options) => {
-      const fork = await forkSnapshot(o.snapshot, {
-        dest: join(o.dir, "forks", `${o.task.spec.id}-${o.name}-${n++}`),
-        quotaMb: o.task.spec.limits.diskMb,
-      });
-      const worker = await createLocalBackend({ stateDir: join(o.dir, "workers") }).start({
-        runId: "scoring-test",
-        taskId: o.task.spec.id,
-        trajectoryId: o.name,
-        profile: o.task.spec.profile,
-        workspace: fork.workspace,
-        depsDir: fork.deps,
-        gateway: {},
-        limits: { ...o.task.spec.limits, wallClockMs: 300_000 },
-        agent: false,
+      const { worker, release } = await forkWithWorker({
+        ...o,
+        name: `${o.name}-${n++}`,
         ...(hidden?.readOnly && decoys ? { readOnlyFiles: hidden.readOnly.files } : {}),
       });
       try {
         return await scoreDiff(worker, o.diff, o.hidden, options, AbortSignal.timeout(280_000));
       } finally {
-        await worker.stop();
-        await fork.release();
+        await release();
       }
     },
   };

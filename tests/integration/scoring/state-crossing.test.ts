@@ -4,8 +4,6 @@ import { workspaceDiff } from "@flakegym/cline-vendor";
 import {
   baseCommitOf,
   buildSnapshot,
-  createLocalBackend,
-  forkSnapshot,
   type HiddenTests,
   loadTask,
   snapshotSpecOfTask,
@@ -13,7 +11,7 @@ import {
 } from "@flakegym/runner";
 import { makeTempDir, type TempDir } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { scoreInFork } from "./score-in-fork.js";
+import { forkWithWorker, scoreInFork } from "./score-in-fork.js";
 
 // "No state but the diff crosses from rollout to scoring", walked rather than argued: a sandbox on
 // a fork of a task's snapshot (the rollout's side) writes a marker file into every directory it
@@ -37,18 +35,9 @@ describe("state outside the diff", () => {
     const task = await loadTask("truncate-runes");
     const snapshot = await buildSnapshot(snapshotSpecOfTask(task), { cacheDir: join(tmp.path, "cache") });
     const mark = `flakegym-crossing-${randomBytes(6).toString("hex")}`;
-    const fork = await forkSnapshot(snapshot, { dest: join(tmp.path, "rollout-fork") });
-    const worker = await createLocalBackend({ stateDir: join(tmp.path, "workers") }).start({
-      runId: "crossing",
-      taskId: task.spec.id,
-      trajectoryId: "rollout",
-      profile: task.spec.profile,
-      workspace: fork.workspace,
-      depsDir: fork.deps,
-      gateway: {},
-      limits: { ...task.spec.limits, wallClockMs: 300_000 },
-      agent: false,
-    });
+    // the rollout's side: a sandbox on a fork of its own, up until scoring is done
+    const rollout = await forkWithWorker({ dir: tmp.path, name: "rollout", task, snapshot });
+    const { worker } = rollout;
     try {
       const planted = await worker.exec(
         `n=0; for d in $(find / ${PRUNE} -type d -writable -print 2>/dev/null); do ` +
@@ -68,7 +57,7 @@ describe("state outside the diff", () => {
       const objects = join(snapshot.workspace, ".git", "objects");
       const diff = (
         await workspaceDiff({
-          workspace: fork.workspace,
+          workspace: rollout.workspace,
           baseCommit: baseCommitOf(snapshot.manifest),
           baseObjects: objects,
         })
@@ -105,8 +94,7 @@ describe("state outside the diff", () => {
         `state crossing: ${count} directories planted in the rollout's sandbox, ${carried.length} carried by the diff, none other seen by scoring`,
       );
     } finally {
-      await worker.stop();
-      await fork.release();
+      await rollout.release();
     }
   }, 600_000);
 });
