@@ -6,11 +6,13 @@ import {
   hiddenTestsOf,
   type LoadedTask,
   loadTaskDir,
+  prepareReadOnlyHidden,
   type Snapshot,
   snapshotSpecOfTask,
 } from "@flakegym/runner";
 import { makeTempDir, type TempDir } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testRunOf } from "../../../packages/runner/src/tasks/test-runners.js";
 import { IDS_ATTACKS } from "./ids-attacks.js";
 import { fileDiff } from "./red-team/attack.js";
 import { scoreInFork } from "./score-in-fork.js";
@@ -90,6 +92,31 @@ describe.skipIf(!ENABLED)("per-id (jest) verdict forgeries", () => {
     },
     900_000,
   );
+});
+
+describe("the per-id fixture, offline (the fast form)", () => {
+  it("is what intake builds for a jest row, and its twin guards every graded id", async () => {
+    const t = await loadTaskDir(FIXTURE);
+    const run = t.spec.tests.run;
+    if (run.kind !== "ids") throw new Error(`${FIXTURE}: tests.run.kind is ${run.kind}, not ids`);
+    const built = testRunOf({
+      runner: "jest",
+      failToPass: ["slugify keeps a trailing number", "slugify keeps numbers between words"],
+      passToPass: ["slugify lowercases and joins words", "slugify takes another separator"],
+      testFiles: ["test/slugify.test.js"],
+    });
+    expect("run" in built && built.run).toEqual(run);
+    // the repository's files stand in for the snapshot's: the tests patch applies to them
+    const h = await hiddenTestsOf(t, 120_000);
+    const p = await prepareReadOnlyHidden("nomad", h, t.paths.sourceDir!);
+    expect(p?.bound.guard).toEqual({ guarded: [...run.failToPass, ...run.passToPass], unguarded: [] });
+    const real = p!.bound.files[0]!.content.toString().split("\n");
+    const twin = p!.twin!.bound.files[0]!.content.toString().split("\n");
+    // every assertion line expects another value; nothing else changed
+    const changed = twin.flatMap((l, i) => (l === real[i] ? [] : [real[i]!]));
+    expect(changed.length).toBe(real.filter((l) => /\bexpect\(/.test(l)).length);
+    expect(twin).toHaveLength(real.length);
+  });
 });
 
 it.skipIf(ENABLED)("says why the per-id forgery suite skipped", () => {
