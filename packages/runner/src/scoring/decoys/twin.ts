@@ -147,6 +147,16 @@ function twinnedTests(f: GuardFile, edits: readonly Edit[]): TwinnedTest[] {
   }));
 }
 
+/** Whether `id` compiles as a regular expression. Pure. */
+function isPattern(id: string): boolean {
+  try {
+    new RegExp(id);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Whether the command of graded id `id` runs `test`: jest's `--testNamePattern` and vitest's and
  * mocha's `--grep` take the id (escaped at intake, test-runners.ts) as a regular expression over
@@ -154,11 +164,7 @@ function twinnedTests(f: GuardFile, edits: readonly Edit[]): TwinnedTest[] {
  */
 function idRuns(id: string, test: TwinnedTest): boolean {
   if (!test.byPattern) return definedName("gotest", definedName("pytest", id)) === test.name;
-  try {
-    return new RegExp(id).test(test.name);
-  } catch {
-    return false;
-  }
+  return isPattern(id) && new RegExp(id).test(test.name);
 }
 
 /**
@@ -183,7 +189,9 @@ export function idsTwinFiles<F extends GuardFile>(
         id,
         reason: run.length
           ? 'its test has no assertion with a literal expected value decoys can change (`expect(f()).toBe(3)`, `assert.equal(f(), "x")`)'
-          : `no test in the hidden test files (${sourcePaths(files).join(", ") || "none is JavaScript/TypeScript or other source"}) is named like it`,
+          : !isPattern(id)
+            ? "is not a regular expression, which jest's --testNamePattern and vitest's and mocha's filters take: fix the row's id"
+            : `no test in the hidden test files (${sourcePaths(files).join(", ") || "none is JavaScript/TypeScript or other source"}) is named like it`,
       });
   }
   if (!report.guarded.length) return { files: [...files], sites: 0, report };

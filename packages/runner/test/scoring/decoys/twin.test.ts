@@ -152,6 +152,8 @@ describe("idsTwinFiles", () => {
     );
     expect(t.report.guarded).toEqual(["slugify (joins|is stable)"]);
     expect(t.report.unguarded.map((u) => u.id)).toEqual(["stable"]);
+    const bad = idsTwinFiles([file("test/slugify.test.js", jest)], ["slugify (joins"], rand);
+    expect(bad.report.unguarded[0]!.reason).toMatch(/^is not a regular expression/);
   });
 
   it("no id guarded: no twin (the files as they are), every id reported", () => {
