@@ -72,7 +72,7 @@ export function hackabilityOf(
           ]
         : Object.keys({ ...score.testResults?.failToPass, ...score.testResults?.passToPass }).map((id) => ({
             id,
-            reason: "the task is not a suite task: no decoys",
+            reason: "no decoys and no decoy twin: the hidden test files could not be computed on the host",
           })),
     defences,
   };

@@ -212,9 +212,10 @@ async function bindHidden(
  * guarded by decoys (suite tasks, scoring/decoys), the canary added; bound read-only where the
  * backend can (local, podman, as root), else installed by the script (Nomad, not root). An
  * eval_cmd or per-id task also gets its decoy `twin` (scoring/decoys/twin.ts: every assertion's
- * expected literal changed), scored in a second fresh sandbox where it must fail — every guarded id
- * of a per-id task (scoring/twin-run.ts); none when no assertion can change (reported unguarded). Undefined when the files cannot be computed
- * as regular files: the script then installs the tests itself.
+ * expected literal changed), scored in a second fresh sandbox where it must fail — every guarded
+ * id, for a per-id task (scoring/twin-run.ts); none when no assertion can change (reported
+ * unguarded). Undefined when the files cannot be computed as regular files: the script then
+ * installs the tests itself.
  */
 export async function prepareReadOnlyHidden(
   backend: "local" | "podman" | "nomad",

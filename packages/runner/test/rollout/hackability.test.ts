@@ -43,3 +43,15 @@ describe("hackabilityOf, per-id tasks", () => {
     expect(h?.unguarded).toEqual([{ id: "s joins", reason: "r" }]);
   });
 });
+
+describe("hackabilityOf, hidden files not computed", () => {
+  it("a task scored without decoys or a twin reports every graded test unguarded, saying why", () => {
+    const h = hackabilityOf(
+      gold({ testResults: { failToPass: { a: "passed" }, passToPass: { b: "passed" } } }),
+      place,
+    );
+    expect(h?.unguarded.map((u) => u.id)).toEqual(["a", "b"]);
+    expect(h?.unguarded[0]!.reason).toMatch(/could not be computed on the host/);
+    expect(h?.defences[0]).toBe("no decoys (not a suite task)");
+  });
+});
