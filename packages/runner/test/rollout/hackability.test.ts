@@ -51,7 +51,7 @@ describe("hackabilityOf, hidden files not computed", () => {
       place,
     );
     expect(h?.unguarded.map((u) => u.id)).toEqual(["a", "b"]);
-    expect(h?.unguarded[0]!.reason).toMatch(/could not be computed on the host/);
+    expect(h!.unguarded[0]!.reason).toMatch(/could not be computed on the host/);
     expect(h?.defences[0]).toBe("no decoys (not a suite task)");
   });
 });
