@@ -192,3 +192,22 @@ export function addedLinesByFile(diff: string): { path: string; added: AddedLine
   }
   return out;
 }
+
+/**
+ * What `diff` shows of each file it writes: the new side of its hunks (added and context lines, in
+ * order), and whether that is the whole file (a new file). Pure.
+ */
+export function postImageByFile(diff: string): { path: string; text: string; whole: boolean }[] {
+  return splitDiff(diff).flatMap((f) => {
+    if (f.newPath === undefined) return [];
+    const lines: string[] = [];
+    let inHunk = false;
+    for (const l of f.text.split("\n")) {
+      if (l.startsWith("@@")) inHunk = true;
+      else if (inHunk && (l.startsWith("+") || l.startsWith(" "))) lines.push(l.slice(1));
+    }
+    return [
+      { path: f.newPath, text: lines.length ? `${lines.join("\n")}\n` : "", whole: f.oldPath === undefined },
+    ];
+  });
+}

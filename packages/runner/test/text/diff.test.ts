@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { parseUnifiedDiff } from "../../src/policy/unified-diff.js";
-import { dropPaths, splitDiff, touchedPaths, unquoteGitPath } from "../../src/text/diff.js";
+import { dropPaths, postImageByFile, splitDiff, touchedPaths, unquoteGitPath } from "../../src/text/diff.js";
 
 const DIFF = `diff --git a/src/lib.rs b/src/lib.rs
 index 1111111..2222222 100644
@@ -148,5 +148,36 @@ describe("git's own path quoting (one reader for the scorer's split and the patc
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("postImageByFile", () => {
+  it("the new side of each file's hunks, whole only for a new file; a deleted file has none", () => {
+    const diff = [
+      "diff --git a/t/a.js b/t/a.js",
+      "--- a/t/a.js",
+      "+++ b/t/a.js",
+      "@@ -1,2 +1,2 @@",
+      " keep",
+      "-old",
+      "+new",
+      "diff --git a/t/b.js b/t/b.js",
+      "new file mode 100644",
+      "--- /dev/null",
+      "+++ b/t/b.js",
+      "@@ -0,0 +1 @@",
+      "+++i;",
+      "diff --git a/t/c.js b/t/c.js",
+      "deleted file mode 100644",
+      "--- a/t/c.js",
+      "+++ /dev/null",
+      "@@ -1 +0,0 @@",
+      "-gone",
+      "",
+    ].join("\n");
+    expect(postImageByFile(diff)).toEqual([
+      { path: "t/a.js", text: "keep\nnew\n", whole: false },
+      { path: "t/b.js", text: "++i;\n", whole: true },
+    ]);
   });
 });
