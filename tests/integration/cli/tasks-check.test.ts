@@ -26,6 +26,14 @@ describe("tasks check (SWE-bench family)", () => {
     expect(r.stdout).toMatch(/9 rows, 6 accepted, 3 rejected/);
   });
 
+  it("notes a per-id (jest) row whose graded ids no decoy twin can guard", async () => {
+    const sample = join(REPO_ROOT, "tests/fixtures/swebench/swebench-sample.jsonl");
+    const r = await runCli(["tasks", "check", "--dataset", sample], { timeoutMs: 60_000 });
+    expect(r.stdout.split("\n")).toContainEqual(
+      "note: row 5 [left-pad__left-pad-9]: 2 of 2 graded id(s) without a decoy twin: pads by code points \\(emoji\\) (no test in the hidden test files (index.test.js) is named like it); pads ascii (no test in the hidden test files (index.test.js) is named like it) — a forged pass of an unguarded id would go unseen; validate fails it unless --allow-unguarded",
+    );
+  });
+
   it("--json carries the table by reason and the notes", async () => {
     const r = await runCli(["tasks", "check", "--dataset", SHAPES, "--json"], { timeoutMs: 60_000 });
     const body = JSON.parse(r.stdout) as {

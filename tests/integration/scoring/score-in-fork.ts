@@ -13,7 +13,46 @@ import {
   scoreDiff,
   scoreGuarded,
   snapshotTextReader,
+  type Worker,
+  type WorkerSpec,
 } from "@flakegym/runner";
+
+/**
+ * A fresh fork of `snapshot` under `dir` and an exec-only sandboxed worker on it (no Cline core);
+ * `release` stops the worker and removes the fork.
+ */
+export async function forkWithWorker(o: {
+  readonly dir: string;
+  readonly name: string;
+  readonly task: LoadedTask;
+  readonly snapshot: Snapshot;
+  readonly readOnlyFiles?: WorkerSpec["readOnlyFiles"];
+}): Promise<{ worker: Worker; workspace: string; release(): Promise<void> }> {
+  const fork = await forkSnapshot(o.snapshot, {
+    dest: join(o.dir, "forks", `${o.task.spec.id}-${o.name}`),
+    quotaMb: o.task.spec.limits.diskMb,
+  });
+  const worker = await createLocalBackend({ stateDir: join(o.dir, "workers") }).start({
+    runId: "scoring-test",
+    taskId: o.task.spec.id,
+    trajectoryId: o.name,
+    profile: o.task.spec.profile,
+    workspace: fork.workspace,
+    depsDir: fork.deps,
+    gateway: {},
+    limits: { ...o.task.spec.limits, wallClockMs: 300_000 },
+    agent: false,
+    ...(o.readOnlyFiles ? { readOnlyFiles: o.readOnlyFiles } : {}),
+  });
+  return {
+    worker,
+    workspace: fork.workspace,
+    release: async () => {
+      await worker.stop();
+      await fork.release();
+    },
+  };
+}
 
 /**
  * Scores `diff` as rollout does: a fresh fork of `snapshot`, the hidden tests prepared on the host
@@ -35,36 +74,31 @@ export async function scoreInFork(o: {
   readonly judge?: JudgeConfig;
   /** The judge term as before its code reading (one reading, no tests cap). */
   readonly judgeBaseline?: boolean;
+  /** Build and lint commands (a dataset row's terms; give their weights too). */
+  readonly buildCmd?: string;
+  readonly lintCmd?: string;
 }): Promise<Score> {
-  const decoys = o.decoys ?? true;
-  const prepared = decoys ? await prepareReadOnlyHidden("local", o.hidden, o.snapshot.workspace) : undefined;
-  if (decoys && !prepared)
+  const hasTests = o.hidden.install !== undefined;
+  const prepared = hasTests
+    ? await prepareReadOnlyHidden("local", o.hidden, o.snapshot.workspace)
+    : undefined;
+  if (hasTests && !prepared)
     throw new Error(`${o.task.spec.id}: the hidden files could not be computed on the host`);
+  // a dataset row (no hidden tests) is scored once, as rollout --dataset scores it: no decoys to add
+  const decoys = hasTests && (o.decoys ?? true);
   let n = 0;
   // one fresh fork and worker per scoring run (two for an eval_cmd task: the run and its decoy twin)
   const run: ScoringRun = {
     score: async (hidden, options) => {
-      const fork = await forkSnapshot(o.snapshot, {
-        dest: join(o.dir, "forks", `${o.task.spec.id}-${o.name}-${n++}`),
-        quotaMb: o.task.spec.limits.diskMb,
-      });
-      const worker = await createLocalBackend({ stateDir: join(o.dir, "workers") }).start({
-        runId: "scoring-test",
-        taskId: o.task.spec.id,
-        trajectoryId: o.name,
-        profile: o.task.spec.profile,
-        workspace: fork.workspace,
-        depsDir: fork.deps,
-        gateway: {},
-        limits: { ...o.task.spec.limits, wallClockMs: 300_000 },
-        agent: false,
+      const { worker, release } = await forkWithWorker({
+        ...o,
+        name: `${o.name}-${n++}`,
         ...(hidden?.readOnly && decoys ? { readOnlyFiles: hidden.readOnly.files } : {}),
       });
       try {
         return await scoreDiff(worker, o.diff, o.hidden, options, AbortSignal.timeout(280_000));
       } finally {
-        await worker.stop();
-        await fork.release();
+        await release();
       }
     },
   };
@@ -77,10 +111,12 @@ export async function scoreInFork(o: {
     taskPrompt: o.task.spec.prompt,
     readOriginal: snapshotTextReader(o.snapshot.workspace),
     ...(o.judgeBaseline ? { judgeBaseline: true } : {}),
+    ...(o.buildCmd ? { buildCmd: o.buildCmd } : {}),
+    ...(o.lintCmd ? { lintCmd: o.lintCmd } : {}),
   };
   try {
-    if (!decoys) return await run.score(undefined, options);
-    return await scoreGuarded(run, o.twin === false ? { ...prepared!, twin: undefined } : prepared!, options);
+    if (!decoys || !prepared) return await run.score(undefined, options);
+    return await scoreGuarded(run, o.twin === false ? { ...prepared, twin: undefined } : prepared, options);
   } finally {
     await prepared?.readOnly?.release();
     await prepared?.twin?.readOnly?.release();

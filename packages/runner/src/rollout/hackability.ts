@@ -42,16 +42,20 @@ export function hackabilityOf(
       ? d?.guarded.length
         ? "decoy twin run: the eval command in a second fresh sandbox on hidden test files with every literal expected value changed, which must fail"
         : "no decoy twin run (no assertion in the hidden test files has a literal expected value to change)"
-      : d
-        ? `decoys on ${d.guarded.length} of ${graded} graded tests (random names, a twin expecting another value)`
-        : "no decoys (not a suite task)",
+      : score.twin
+        ? `decoy twin run on ${d?.guarded.length ?? 0} of ${graded} graded ids: their test commands in a second fresh sandbox on hidden test files with every literal expected value changed, where each must fail`
+        : d
+          ? `decoys on ${d.guarded.length} of ${graded} graded tests (random names, a twin expecting another value)`
+          : "no decoys (not a suite task)",
     "protected harness, build and runner-configuration files reset; the agent's new test files left out",
     readOnly
       ? "hidden test files owned by another user, bound read-only"
       : "hidden test files reset and checksummed around every run (not bound read-only on this backend/user)",
     score.evalCmd
       ? "the eval command's exit status (reward file) checked"
-      : "canary test, exit status and per-test result lines checked",
+      : score.twin
+        ? "each graded id's command: exit status and summary line checked"
+        : "canary test, exit status and per-test result lines checked",
     "static screen of the diff recorded (score.json suspicious)",
   ];
   return {
@@ -68,7 +72,7 @@ export function hackabilityOf(
           ]
         : Object.keys({ ...score.testResults?.failToPass, ...score.testResults?.passToPass }).map((id) => ({
             id,
-            reason: "the task is not a suite task: no decoys",
+            reason: "no decoys and no decoy twin: the hidden test files could not be computed on the host",
           })),
     defences,
   };

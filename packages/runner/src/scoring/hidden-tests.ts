@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { FlakegymError } from "../errors.js";
@@ -22,7 +23,8 @@ export async function writeFileInWorker(
   signal?: AbortSignal,
 ): Promise<void> {
   const b64 = Buffer.from(content).toString("base64");
-  const tmp = `${path}.flakegym-tmp`;
+  // a random temp name: a fixed one could be taken beforehand (a directory there stops the write)
+  const tmp = `${path}.flakegym-${randomBytes(6).toString("hex")}`;
   const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
   let r = await worker.exec(
     `mkdir -p "$(dirname ${q(path)})" && : > ${q(`${tmp}.b64`)}`,

@@ -13,25 +13,41 @@ import { type FileDiff, splitDiff } from "../text/diff.js";
  * name at any depth; `a/b` matches the workspace-relative path from the root.
  */
 
-/** Harness and build files of every language, protected in every task (the union is cheap and safe). */
+/**
+ * Harness, build and tool-configuration files of every language, protected in every task (the
+ * union is cheap and safe). The rule behind the list: every file a build, test or lint tool finds
+ * on its own by its documented lookup (a name in the working directory or any parent, a `paths`
+ * map, a loader hook) decides how the agent's code is built and judged, so it is the snapshot's.
+ */
 export const DEFAULT_PROTECTED: readonly string[] = [
-  // make / cmake / C toolchains
+  // make (GNU make reads GNUmakefile, makefile, Makefile in that order), cmake, autotools, meson
   "Makefile",
   "makefile",
   "GNUmakefile",
   "*.mk",
+  "Makefile.am",
+  "Makefile.in",
+  "configure.ac",
   "CMakeLists.txt",
+  "CMakePresets.json",
+  "CMakeUserPresets.json",
   "*.cmake",
   "configure",
   "meson.build",
-  // rust
+  "meson.options",
+  "meson_options.txt",
+  // rust: cargo reads .cargo/config.toml in every parent; clippy and rustfmt look upward too
   "Cargo.toml",
   "Cargo.lock",
   "build.rs",
   ".cargo/",
   "rust-toolchain",
   "rust-toolchain.toml",
-  // python
+  "clippy.toml",
+  ".clippy.toml",
+  "rustfmt.toml",
+  ".rustfmt.toml",
+  // python: runner and linter config files, start-up hooks, editable-install links, interpreter pins
   "conftest.py",
   "pytest.ini",
   ".pytest.ini",
@@ -44,29 +60,66 @@ export const DEFAULT_PROTECTED: readonly string[] = [
   "sitecustomize.py",
   "usercustomize.py",
   "*.pth",
-  // node
+  "*.egg-link",
+  ".coveragerc",
+  "ruff.toml",
+  ".ruff.toml",
+  ".flake8",
+  "pylintrc",
+  ".pylintrc",
+  "mypy.ini",
+  ".mypy.ini",
+  ".python-version",
+  // node: manifests and lock files, package-manager settings and loaders (Yarn PnP), runner
+  // configs, and compiler configs (tsc finds tsconfig.json upward; its `paths` remaps imports)
   "package.json",
   "package-lock.json",
+  "npm-shrinkwrap.json",
+  "yarn.lock",
+  "pnpm-lock.yaml",
+  "pnpm-workspace.yaml",
   ".npmrc",
   ".yarnrc",
   ".yarnrc.yml",
   ".pnpmfile.cjs",
+  ".pnp.cjs",
+  ".pnp.loader.mjs",
+  "bunfig.toml",
+  "deno.json",
+  "deno.jsonc",
   "node_modules/",
   "jest.config.*",
   "vitest.config.*",
   "vite.config.*",
   "vitest.workspace.*",
+  "ava.config.*",
   ".mocharc*",
   ".node-version",
   ".nvmrc",
-  // go
+  "tsconfig.json",
+  "tsconfig.*.json",
+  "jsconfig.json",
+  ".babelrc",
+  ".babelrc.*",
+  "babel.config.*",
+  ".swcrc",
+  "biome.json",
+  "biome.jsonc",
+  ".eslintrc*",
+  "eslint.config.*",
+  // go: module files (a nested go.mod takes its directory out of `./...`), vendored module list
+  // (a vendor/ directory with one replaces the module cache), linter config
   "go.mod",
   "go.sum",
   "go.work",
+  "go.work.sum",
+  "vendor/modules.txt",
+  ".golangci.*",
   // git and environment
   ".gitattributes",
   ".gitmodules",
   ".envrc",
+  ".tool-versions",
   ".git/",
 ];
 
@@ -80,6 +133,11 @@ export interface ProtectRules {
   readonly allowEdits: readonly string[];
   /** Directories (workspace-relative, no trailing `/`) holding the hidden tests. */
   readonly testDirs: readonly string[];
+  /**
+   * Keep the agent's new test files in the scored tree (a dataset row: no hidden tests run, and the
+   * build and lint terms judge every file the change adds). Default false: left out, `ignored`.
+   */
+  readonly keepNewTests?: boolean;
 }
 
 export interface ProtectedDiff {
@@ -150,12 +208,16 @@ export function isNewTestFile(path: string): boolean {
   return /(^|\/)tests\/[^/]+\.rs$/.test(path);
 }
 
+/** Whether either side of a section is a symbolic link (added, removed, mode-changed, or retargeted). */
 const isSymlink = (f: FileDiff) =>
-  /^(new file mode|new mode|old mode|deleted file mode) 120000$/m.test(f.text);
+  /^((new file mode|new mode|old mode|deleted file mode) 120000|index [0-9a-f]+\.\.[0-9a-f]+ 120000)$/m.test(
+    f.text.slice(0, Math.max(0, f.text.indexOf("\n@@")) || f.text.length),
+  );
 
 /**
  * Drops every section of `diff` that edits a protected path (either side of a rename counts) or
- * adds a symbolic link (which could point a later write at a hidden or harness file). Pure.
+ * adds or retargets a symbolic link (which could point a later write at a hidden or harness file).
+ * Pure.
  */
 export function protectDiff(diff: string, rules: ProtectRules): ProtectedDiff {
   const kept: FileDiff[] = [];
@@ -163,7 +225,13 @@ export function protectDiff(diff: string, rules: ProtectRules): ProtectedDiff {
   const ignored: string[] = [];
   for (const f of splitDiff(diff)) {
     const isNew = f.oldPath === undefined;
-    if (isNew && f.newPath !== undefined && !isSymlink(f) && isNewTestFile(f.newPath)) {
+    if (
+      isNew &&
+      !rules.keepNewTests &&
+      f.newPath !== undefined &&
+      !isSymlink(f) &&
+      isNewTestFile(f.newPath)
+    ) {
       ignored.push(f.newPath);
       continue;
     }

@@ -7,7 +7,7 @@ import { git } from "../tasks/materialize.js";
 import type { WorkerSpec } from "../workers/types.js";
 import type { DecoyPlan, GuardReport } from "./decoys/guard.js";
 import { guardHidden } from "./decoys/guard-hidden.js";
-import { twinFiles } from "./decoys/twin.js";
+import { idsTwinFiles, twinFiles } from "./decoys/twin.js";
 import { type CanaryInstance, newCanary } from "./results.js";
 import { type InstalledFile, regularFile } from "./snapshot-files.js";
 
@@ -173,6 +173,29 @@ export interface PreparedHidden {
 export const isEvalCmdTask = (hidden: HiddenTests): boolean =>
   hidden.commands.some((c) => c.kind === "eval_cmd");
 
+/** Whether the task runs one command per graded id (kind `ids`: jest, vitest, mocha rows). Pure. */
+export const isIdsTask = (hidden: HiddenTests): boolean =>
+  hidden.suite === undefined && hidden.commands.some((c) => c.kind !== "eval_cmd");
+
+/**
+ * The decoy twin of a task whose verdicts come from commands (eval_cmd: one verdict; ids: one per
+ * graded id), or undefined for a suite task (its decoys sit beside each test instead). Pure, given `rand`.
+ */
+export function commandTwin<F extends InstalledFile>(
+  hidden: HiddenTests,
+  files: readonly F[],
+  rand: (n: number) => number,
+): { files: F[]; sites: number; report: GuardReport } | undefined {
+  if (isEvalCmdTask(hidden)) return twinFiles(files, rand);
+  if (isIdsTask(hidden))
+    return idsTwinFiles(
+      files,
+      hidden.commands.map((c) => c.id),
+      rand,
+    );
+  return undefined;
+}
+
 /** `files` as one run's bound hidden files: bound read-only where the backend and user allow. */
 async function bindHidden(
   backend: "local" | "podman" | "nomad",
@@ -188,10 +211,11 @@ async function bindHidden(
  * The hidden test files of one scoring run, computed on the host from trusted inputs: installed,
  * guarded by decoys (suite tasks, scoring/decoys), the canary added; bound read-only where the
  * backend can (local, podman, as root), else installed by the script (Nomad, not root). An
- * eval_cmd task also gets its decoy `twin` (scoring/decoys/twin.ts: every assertion's expected
- * literal changed), scored in a second fresh sandbox that must fail (scoring/twin-run.ts); none
- * when no assertion can change (reported unguarded). Undefined when the files cannot be computed
- * as regular files: the script then installs the tests itself.
+ * eval_cmd or per-id task also gets its decoy `twin` (scoring/decoys/twin.ts: every assertion's
+ * expected literal changed), scored in a second fresh sandbox where it must fail — every guarded
+ * id, for a per-id task (scoring/twin-run.ts); none when no assertion can change (reported
+ * unguarded). Undefined when the files cannot be computed as regular files: the script then
+ * installs the tests itself.
  */
 export async function prepareReadOnlyHidden(
   backend: "local" | "podman" | "nomad",
@@ -210,8 +234,8 @@ export async function prepareReadOnlyHidden(
     },
   );
   if (!plain || (canary && !plain.some((f) => f.path === canary.file))) return undefined;
-  if (isEvalCmdTask(hidden)) {
-    const twin = twinFiles(plain, (n) => randomInt(n));
+  const twin = commandTwin(hidden, plain, (n) => randomInt(n));
+  if (twin) {
     const real = await bindHidden(backend, { files: plain, guard: twin.report }, scratch);
     if (!twin.sites) return real;
     try {

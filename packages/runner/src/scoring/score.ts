@@ -27,7 +27,15 @@ export const Score = z
       .describe("the eval_cmd run, for eval_cmd tasks"),
     twin: z
       .object({
-        passed: z.boolean().describe("the twin's tests term was 1 (it must not be)"),
+        passed: z
+          .boolean()
+          .describe(
+            "the twin's tests term was 1 (eval_cmd), or a guarded graded id passed in it (ids); it must not",
+          ),
+        passedIds: z
+          .array(z.string())
+          .optional()
+          .describe("per-id tasks: the guarded graded ids that passed in the twin (in any of its runs)"),
         exitCode: z.number().int().optional(),
         timedOut: z.boolean().optional(),
         gate: z.string().optional().describe("the twin run's own gate, if any"),
@@ -35,7 +43,7 @@ export const Score = z
       .strict()
       .optional()
       .describe(
-        "eval_cmd tasks: the decoy twin run (the same eval command in a fresh sandbox on hidden test files whose expected values were changed), which must fail",
+        "eval_cmd and per-id tasks: the decoy twin run (the same eval command, or the same per-id test commands, in a fresh sandbox on hidden test files whose expected values were changed), which must fail",
       ),
     flaky: z.array(z.string()).default([]).describe("tests whose status differed between repeated runs"),
     touchedTestFiles: z

@@ -33,6 +33,7 @@ import {
 import type { Score } from "./score.js";
 import { type SuspiciousPenalty, screenDiff } from "./screen.js";
 import {
+  agentEndedScript,
   composeScoringScript,
   hiddenStep,
   MAX_INLINE_SCRIPT_BYTES,
@@ -335,9 +336,10 @@ export function suiteVerdicts(
 
 /**
  * Scores `agentDiff` in `worker` (a fresh, exec-only fork of the task's snapshot) with one script.
- * Edits to hidden test files and (for tasks with hidden tests) to protected harness/build files
- * are dropped first and recorded. A task without hidden tests (`hidden.install` absent, a dataset
- * row) gets no tests term: combine() renormalizes the reward over the build / lint / judge terms.
+ * Edits to hidden test files and to protected harness/build files are dropped first and recorded.
+ * A task without hidden tests (`hidden.install` absent, a dataset row) gets no tests term:
+ * combine() renormalizes the reward over the build / lint / judge terms, which run under the
+ * snapshot's build files all the same (the agent's new test files stay in: the build judges them).
  */
 export async function scoreDiff(
   worker: Worker,
@@ -351,13 +353,14 @@ export async function scoreDiff(
   const testFiles = [...new Set([...hidden.testFiles, ...(o.bound?.files.map((f) => f.path) ?? [])])].sort();
   const filtered = dropPaths(agentDiff, testFiles);
   const hasTests = hidden.install !== undefined;
-  const guarded = hasTests
-    ? protectDiff(filtered.diff, {
-        protected: hidden.protected ?? [],
-        allowEdits: hidden.allowEdits ?? [],
-        testDirs: testDirsOf(testFiles),
-      })
-    : { diff: filtered.diff, tampered: [] as string[], ignored: [] as string[] };
+  // a row's build and lint terms are judged under the snapshot's build files too: a Makefile,
+  // Cargo.toml or go.mod the agent wrote would otherwise decide whether its change "builds"
+  const guarded = protectDiff(filtered.diff, {
+    protected: hidden.protected ?? [],
+    allowEdits: hidden.allowEdits ?? [],
+    testDirs: testDirsOf(testFiles),
+    keepNewTests: !hasTests,
+  });
   const build =
     o.weights.build > 0 && o.buildCmd ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs } : undefined;
   const lint =
@@ -423,9 +426,10 @@ export async function scoreDiff(
       `the task's hidden tests could not be installed: ${parsed.steps.get("install")?.output.trim() ?? ""}`,
     );
   }
-  // a step that started and never reported: the code it ran killed the script (not the machinery)
-  const killedIn = parsed.unfinished.find((s) => s === "build" || s === "lint" || s.startsWith("test."));
-  if (!parsed.done && !exec.timedOut && (killedIn === undefined || exec.sandboxKilled))
+  // a script that ended early once the agent's code had run: that code ended it (not the machinery),
+  // whether it killed the script while its step ran or left a process behind that did so later
+  const killed = exec.timedOut ? undefined : agentEndedScript(parsed);
+  if (!parsed.done && !exec.timedOut && (killed === undefined || exec.sandboxKilled || signal.aborted))
     throw incomplete(
       exec.sandboxKilled ? "was killed from outside its sandbox" : "ended before its last step",
     );
@@ -448,11 +452,15 @@ export async function scoreDiff(
       ? suiteVerdicts(parsed, hidden.suite, canary.id, plan.repeat, hidden.timeoutMs, o.bound?.decoys)
       : commandVerdicts(parsed, hidden.commands, plan.repeat, hidden.timeoutMs);
   const tampering = [
-    ...(killedIn !== undefined
-      ? [
-          `the scoring script was killed while step '${killedIn}' ran (exit ${exec.exitCode}): the code under test ended it`,
-        ]
-      : []),
+    ...(killed === undefined
+      ? []
+      : killed.during
+        ? [
+            `the scoring script was killed while step '${killed.step}' ran (exit ${exec.exitCode}): the code under test ended it`,
+          ]
+        : [
+            `the scoring script was killed after step '${killed.step}' ran (exit ${exec.exitCode}): a process the code under test left behind ended it`,
+          ]),
     ...verdicts.tampering,
   ];
   const merged = mergeRuns(verdicts.runs);

@@ -100,6 +100,8 @@ export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): Comp
     throw new TypeError(`staged dir '${o.stagedDir}' must be one plain workspace-relative name`);
   const M = markerOf(o.nonce);
   const EOF = `FLAKEGYM_EOF_${o.nonce}`;
+  // the suffix of temp names beside workspace files: per run, so no diff can have taken it
+  const scratch = `flakegym-${o.nonce}`;
   const staged: ScriptFile[] = [];
   const max = Math.max(2, plan.maxOutputBytes);
   const half = Math.floor(max / 2);
@@ -173,7 +175,7 @@ export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): Comp
       // (WorkerSpec.readOnlyFiles); only code that can chown could have put it there
       lines.push(
         `if [ -f ${dest} ] && [ ! -O ${dest} ] && [ "$(sha256sum < ${src})" = "$(sha256sum < ${dest})" ]; then printf 'read-only, owned by another user: %s\n' ${dest} >> "$tmp/out";${k < 0 ? "" : ` B${k}=1;`}`,
-        `else { mkdir -p "$(dirname ${dest})" && cp ${src} ${q(`${f.path}.flakegym-tmp`)} && mv ${q(`${f.path}.flakegym-tmp`)} ${dest}; } >> "$tmp/out" 2>&1 || stop install $?; fi`,
+        `else { mkdir -p "$(dirname ${dest})" && cp ${src} ${q(`${f.path}.${scratch}`)} && mv ${q(`${f.path}.${scratch}`)} ${dest}; } >> "$tmp/out" 2>&1 || stop install $?; fi`,
       );
     });
     lines.push(`emit install 0 "$tmp/out" 0`);
@@ -182,7 +184,7 @@ export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): Comp
     const c = plan.canary;
     const pre = payload("canary-pre", Buffer.from(c.prepend));
     const post = payload("canary-post", Buffer.from(c.append));
-    const tmpFile = q(`${c.file}.flakegym-tmp`);
+    const tmpFile = q(`${c.file}.${scratch}`);
     lines.push(
       `{ cat ${pre} ${q(c.file)} ${post} > ${tmpFile} && mv ${tmpFile} ${q(c.file)}; } > "$tmp/out" 2>&1 || stop install $?`,
     );
@@ -314,6 +316,27 @@ export function parseScoringOutput(stdout: string, nonce: string): ParsedScoring
   }
   const unfinished = [...started].filter((s) => !steps.has(s));
   return { steps, done, unfinished, ...(stoppedAt !== undefined ? { stoppedAt } : {}) };
+}
+
+/** Steps that run the agent's code (its build, its lint, the tests that call it). */
+const runsAgentCode = (step: string) => step === "build" || step === "lint" || step.startsWith("test.");
+
+/**
+ * The step whose code ended the scoring script early, or undefined when the script finished, stopped
+ * at a setup step, or ended before any of the agent's code ran (then nothing here could have ended
+ * it: the machinery lost it). A step killed while it ran is named; a script ended after such a step
+ * reported is the agent's doing too — a process its code left behind (a daemon, a detached watcher)
+ * outlives the step and can end the script between two steps, to turn a failing run into a lost
+ * one. Pure.
+ */
+export function agentEndedScript(
+  p: ParsedScoring,
+): { readonly step: string; readonly during: boolean } | undefined {
+  if (p.done || p.stoppedAt !== undefined) return undefined;
+  const during = p.unfinished.find(runsAgentCode);
+  if (during !== undefined) return { step: during, during: true };
+  const after = [...p.steps.keys()].filter(runsAgentCode).at(-1);
+  return after === undefined ? undefined : { step: after, during: false };
 }
 
 /** Whether a step's exit status means its own deadline (coreutils `timeout`) killed it. */

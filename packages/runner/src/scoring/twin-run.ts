@@ -15,6 +15,11 @@ import type { ScoreOptions } from "./scorer.js";
  * expects another value. The two runs look alike from inside (same paths, names, environment,
  * options, build and lint; a random order), and neither can see the other. A correct solution
  * fails the twin; a run whose twin passes too is not believed (gate `tests_tampered`).
+ *
+ * A per-id task (kind `ids`: one jest / vitest / mocha command per graded id, a pass = exit 0 and a
+ * summary line) has the same hole per id — its verdicts come from the process the code runs in —
+ * and the same twin: every guarded id (its test had an assertion changed) that passes in the real
+ * run and in the twin is not believed, and the run scores 0 naming the ids.
  */
 
 /** The effect: one scoring of the diff in a fresh worker of its own with `hidden`'s files bound. */
@@ -43,8 +48,40 @@ const testsValue = (s: Score) => s.terms.find((t) => t.name === "tests")?.value;
 /** Whether the twin's eval command passed in any of its runs (all: tests term 1; some: flaky). Pure. */
 const twinPassed = (twin: Score) => testsValue(twin) === 1 || twin.flaky.includes(EVAL_CMD_ID);
 
+/** Whether graded id `id` passed in `s` (in every run; `orFlaky`: in any). Pure. */
+const idPassed = (s: Score, id: string, orFlaky = false) =>
+  s.testResults?.failToPass[id] === "passed" ||
+  s.testResults?.passToPass[id] === "passed" ||
+  (orFlaky && s.flaky.includes(id));
+
+/**
+ * A per-id task's graded ids that the real run passed and the twin passed too, in any of its runs:
+ * their guarded tests expected other values there, so a correct solution fails them. Pure.
+ */
+export function passedInBoth(real: Score, twin: Score): string[] {
+  return (real.decoys?.guarded ?? []).filter((id) => idPassed(real, id) && idPassed(twin, id, true));
+}
+
+/** Whether the twin run's verdicts were forged in the twin's own run (a rewritten file, a killed script). */
+const twinSteered = (twin: Score) => twin.gate?.reason === "tests_tampered";
+
+/** Why the twin of a per-id task shows the real run's passes were forged, or undefined. Pure. */
+function idsTwinGate(real: Score, twin: Score): Gate | undefined {
+  const changed = `the decoy twin run (the same test commands, in a fresh sandbox, on the hidden test files with every literal expected value changed)`;
+  const both = passedInBoth(real, twin);
+  if (both.length)
+    return {
+      reason: "tests_tampered",
+      detail: `${changed} passed ${both.join(", ")} too: their tests expected other values there, so the verdict came from the code under test, not from the tests (when the reference solution scores this, the test's changed assertion never runs: make it run)`,
+    };
+  if (twinSteered(twin) && (real.decoys?.guarded ?? []).some((id) => idPassed(real, id)))
+    return { reason: "tests_tampered", detail: `${changed} was steered: ${twin.gate!.detail}` };
+  return undefined;
+}
+
 /** Why the twin run shows the real run's pass was forged, or undefined. Pure. */
 export function twinGate(real: Score, twin: Score): Gate | undefined {
+  if (!real.evalCmd) return idsTwinGate(real, twin);
   if (testsValue(real) !== 1) return undefined;
   const changed = `the decoy twin run (the same eval command, in a fresh sandbox, on the hidden test files with every literal expected value changed)`;
   if (twinPassed(twin))
@@ -52,20 +89,24 @@ export function twinGate(real: Score, twin: Score): Gate | undefined {
       reason: "tests_tampered",
       detail: `${changed} passed too (${testsValue(twin) === 1 ? (twin.terms.find((t) => t.name === "tests")?.detail ?? "tests passed") : "in some of its runs"}): the verdict came from the code under test, not from the tests (when the reference solution scores this, the eval command runs none of the changed assertions: make it run its test files)`,
     };
-  if (twin.gate?.reason === "tests_tampered")
-    return { reason: "tests_tampered", detail: `${changed} was steered: ${twin.gate.detail}` };
+  if (twinSteered(twin))
+    return { reason: "tests_tampered", detail: `${changed} was steered: ${twin.gate!.detail}` };
   return undefined;
 }
 
 /** The real run's score judged by its twin's. Pure. */
 export function withTwin(real: Score, twin: Score): Score {
   const gate = real.gate ?? twinGate(real, twin);
+  const passedIds = real.evalCmd
+    ? undefined
+    : (real.decoys?.guarded ?? []).filter((id) => idPassed(twin, id, true));
   return {
     ...real,
     reward: combine(real.terms, gate),
     ...(gate ? { gate } : {}),
     twin: {
-      passed: twinPassed(twin),
+      passed: passedIds ? passedIds.length > 0 : twinPassed(twin),
+      ...(passedIds ? { passedIds } : {}),
       ...(twin.evalCmd ? { exitCode: twin.evalCmd.exitCode, timedOut: twin.evalCmd.timedOut } : {}),
       ...(twin.gate ? { gate: twin.gate.reason } : {}),
     },
@@ -78,8 +119,8 @@ export function withTwin(real: Score, twin: Score): Score {
 }
 
 /**
- * Scores with the twin when `hidden` has one (eval_cmd tasks with an assertion to change), in a
- * random order; else once. The caller releases `hidden`'s read-only files.
+ * Scores with the twin when `hidden` has one (eval_cmd and per-id tasks with an assertion to
+ * change), in a random order; else once. The caller releases `hidden`'s read-only files.
  */
 export async function scoreGuarded(
   run: ScoringRun,

@@ -127,15 +127,29 @@ export interface FilteredDiff {
 }
 
 /**
- * Removes every file section touching one of `protectedPaths` (the hidden test files), so the
- * agent cannot edit the tests it is graded by. Pure.
+ * Whether `path` takes the place of `hidden`: the same path, a path under it (the hidden file would
+ * have to be a directory), one of its directories (a file where the hidden file's directory must
+ * go), or a name made from it (`<hidden>.<suffix>`: where a tool puts its temp or backup copy). Pure.
+ */
+export const takesPlaceOf = (path: string, hidden: string): boolean =>
+  path === hidden ||
+  path.startsWith(`${hidden}/`) ||
+  path.startsWith(`${hidden}.`) ||
+  hidden.startsWith(`${path}/`);
+
+/**
+ * Removes every file section touching one of `protectedPaths` (the hidden test files) or taking
+ * their place ({@link takesPlaceOf}), so the agent can neither edit the tests it is graded by nor
+ * make their installation fail. Pure.
  */
 export function dropPaths(diff: string, protectedPaths: readonly string[]): FilteredDiff {
-  const protect = new Set(protectedPaths.map((p) => p.replace(/^\.\//, "")));
+  const protect = protectedPaths.map((p) => p.replace(/^\.\//, ""));
   const kept: FileDiff[] = [];
   const dropped = new Set<string>();
   for (const f of splitDiff(diff)) {
-    const hit = [f.oldPath, f.newPath].filter((p): p is string => p !== undefined && protect.has(p));
+    const hit = [f.oldPath, f.newPath].filter(
+      (p): p is string => p !== undefined && protect.some((h) => takesPlaceOf(p, h)),
+    );
     if (hit.length) for (const p of hit) dropped.add(p);
     else kept.push(f);
   }
@@ -226,4 +240,23 @@ export function applyHunks(original: string | undefined, fileText: string): stri
   }
   out.push(...old.slice(at));
   return out.length ? `${out.join("\n")}\n` : "";
+}
+
+/**
+ * What `diff` shows of each file it writes: the new side of its hunks (added and context lines, in
+ * order), and whether that is the whole file (a new file). Pure.
+ */
+export function postImageByFile(diff: string): { path: string; text: string; whole: boolean }[] {
+  return splitDiff(diff).flatMap((f) => {
+    if (f.newPath === undefined) return [];
+    const lines: string[] = [];
+    let inHunk = false;
+    for (const l of f.text.split("\n")) {
+      if (l.startsWith("@@")) inHunk = true;
+      else if (inHunk && (l.startsWith("+") || l.startsWith(" "))) lines.push(l.slice(1));
+    }
+    return [
+      { path: f.newPath, text: lines.length ? `${lines.join("\n")}\n` : "", whole: f.oldPath === undefined },
+    ];
+  });
 }

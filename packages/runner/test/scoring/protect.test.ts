@@ -48,6 +48,45 @@ describe("protectedReason", () => {
     expect(protectedReason("testsuite/x.c", false, rules)).toBeUndefined();
   });
 
+  it("protects every file a build, test or lint tool finds on its own, at any depth (its documented lookup)", () => {
+    const found = [
+      // make's lookup order, a nested module boundary, cargo's and clippy's upward lookups
+      "GNUmakefile",
+      "sub/makefile",
+      "width/go.mod",
+      "go.work.sum",
+      "vendor/modules.txt",
+      "crates/a/.cargo/config.toml",
+      "clippy.toml",
+      ".clippy.toml",
+      // tsc's project file (its `paths` remaps imports), Babel/SWC transforms, Yarn's PnP loader
+      "tsconfig.json",
+      "packages/a/tsconfig.build.json",
+      "jsconfig.json",
+      ".babelrc",
+      "babel.config.cjs",
+      ".swcrc",
+      ".pnp.cjs",
+      ".pnp.loader.mjs",
+      "biome.json",
+      "eslint.config.js",
+      ".eslintrc.json",
+      // python linters, editable installs, interpreter pins
+      "ruff.toml",
+      ".flake8",
+      ".pylintrc",
+      "mypy.ini",
+      "src/pkg.egg-link",
+      ".python-version",
+      ".golangci.yml",
+      ".tool-versions",
+    ];
+    for (const p of found) expect(protectedReason(p, true, rules), p).toMatch(/harness or build file/);
+    // code that merely looks like config is code
+    for (const p of ["src/tsconfig.ts", "src/go_mod.go", "docs/vendor.md", "pkg/vendor/x.go", "src/babel.js"])
+      expect(protectedReason(p, true, rules), p).toBeUndefined();
+  });
+
   it("allowEdits lets a task's legitimate edit through; the task adds its own patterns", () => {
     expect(protectedReason("Cargo.toml", false, { ...rules, allowEdits: ["Cargo.toml"] })).toBeUndefined();
     expect(protectedReason("ci/run.sh", false, { ...rules, protected: ["ci/*.sh"] })).toMatch(/ci\/\*\.sh/);
@@ -96,6 +135,33 @@ describe("protectDiff", () => {
       "src/link": "symbolic link",
       "tests/check.h": "existing file in the test directory 'tests'",
     });
+  });
+
+  it("a dataset row (keepNewTests) keeps the agent's new tests in the scored tree; build files are still dropped", () => {
+    const diff = [section("src/lib.rs"), section("tests/mine.rs", "new"), section("Makefile")].join("");
+    const p = protectDiff(diff, { protected: [], allowEdits: [], testDirs: [], keepNewTests: true });
+    expect(p.diff).toBe(section("src/lib.rs") + section("tests/mine.rs", "new"));
+    expect(p).toMatchObject({ tampered: ["Makefile"], ignored: [] });
+  });
+
+  it("a retargeted symbolic link is dropped like a new one; a file whose text mentions the mode is not", () => {
+    const retarget = [
+      "diff --git a/src/current b/src/current",
+      "index 1111111..2222222 120000",
+      "--- a/src/current",
+      "+++ b/src/current",
+      "@@ -1 +1 @@",
+      "-v1",
+      "\\ No newline at end of file",
+      "+../tests/test_a.py",
+      "\\ No newline at end of file",
+      "",
+    ].join("\n");
+    const text = section("src/notes.txt").replace("+x", "+index 1111111..2222222 120000");
+    const p = protectDiff(retarget + text, rules);
+    expect(p.tampered).toEqual(["src/current"]);
+    expect(p.why["src/current"]).toBe("symbolic link");
+    expect(p.diff).toBe(text);
   });
 
   it("a rename out of a protected path counts as an edit of it", () => {

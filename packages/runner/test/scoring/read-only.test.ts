@@ -152,6 +152,35 @@ describe("installedHiddenFiles", () => {
   });
 });
 
+describe("prepareReadOnlyHidden, per-id tasks", () => {
+  const ids = (...names: [string, "fail_to_pass" | "pass_to_pass"][]) => ({
+    commands: names.map(([id, kind]) => ({ id, kind, command: `run ${id}`, passPattern: "^ok" })),
+  });
+
+  it("a per-id task gets its decoy twin, each graded id guarded or said why not", async () => {
+    const p = await prepareReadOnlyHidden(
+      "nomad",
+      hidden(ids(["tests/old.py::test_new", "fail_to_pass"], ["tests/old.py::test_old", "pass_to_pass"])),
+      snapshot,
+    );
+    expect(p?.bound.guard?.guarded).toEqual(["tests/old.py::test_new"]);
+    expect(p?.bound.guard?.unguarded.map((u) => u.id)).toEqual(["tests/old.py::test_old"]);
+    expect(p?.bound.canary).toBeUndefined();
+    expect(p!.twin!.bound.files[0]!.content.toString()).toMatch(/assert (1 == [02-9]|[02-9] == 1)\n$/);
+    expect(p?.twin?.bound.guard).toEqual(p?.bound.guard);
+  });
+
+  it("no graded id guarded: scored once, every id reported unguarded", async () => {
+    const p = await prepareReadOnlyHidden(
+      "nomad",
+      hidden(ids(["tests/old.py::test_old", "fail_to_pass"])),
+      snapshot,
+    );
+    expect(p?.twin).toBeUndefined();
+    expect(p?.bound.guard?.unguarded.map((u) => u.id)).toEqual(["tests/old.py::test_old"]);
+  });
+});
+
 describe("uidMapped (/proc/self/uid_map)", () => {
   it("the initial namespace maps every uid", () => {
     expect(uidMapped("         0          0 4294967295\n", HIDDEN_OWNER_UID)).toBe(true);

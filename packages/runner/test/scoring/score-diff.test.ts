@@ -292,7 +292,7 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
 
   it("a task without hidden tests (a dataset row) has no tests term: build and lint alone make the reward", async () => {
     const saved = ops;
-    // the agent's edits to test files are kept: with no hidden tests, nothing is dropped
+    // no hidden tests: the agent's test files are kept (build files are still the snapshot's)
     ops = { testFiles: [], commands: [], timeoutMs: saved.timeoutMs };
     try {
       const s = await score(solution, {

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  agentEndedScript,
   composeScoringScript,
   markerOf,
   parseScoringOutput,
@@ -362,5 +363,85 @@ describe("hidden tests under attack (a real sh)", () => {
     const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
     expect(p.done).toBe(false);
     expect(p.unfinished).toEqual(["test.0.0"]);
+    expect(agentEndedScript(p)).toEqual({ step: "test.0.0", during: true });
+  });
+
+  it("no name the script writes beside a hidden file can be taken by the agent's diff beforehand", () => {
+    const dir = repo();
+    // a directory where a fixed temp name would go: cp would copy into it, mv would move it over
+    // the hidden file, and the canary's write would fail — an install stopped by the agent's diff
+    const agentDiff = diffOf((d) => {
+      mkdirSync(join(d, "tests/t.txt.flakegym-tmp"), { recursive: true });
+      writeFileSync(join(d, "tests/t.txt.flakegym-tmp/x"), "taken\n");
+    });
+    const c = composeScoringScript(
+      plan({
+        agentDiff,
+        install: { kind: "files", files: [{ path: "tests/t.txt", content: Buffer.from("body\n") }] },
+        canary: { file: "tests/t.txt", prepend: "pre\n", append: "post\n" },
+        tests: [{ id: "t", kind: "fail_to_pass", command: "cat tests/t.txt" }],
+      }),
+      { nonce: NONCE },
+    );
+    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    expect(p.stoppedAt, p.steps.get("install")?.output).toBeUndefined();
+    expect(p.steps.get("test.0.0")!.output).toBe("pre\nbody\npost\n");
+  });
+
+  it("a process a test left behind that ends the script after the test reported is named too", () => {
+    const dir = repo();
+    // the test's step reports; then the script blocks on a FIFO where the result lines go, and the
+    // process the test left behind kills it there: between two steps, no step unfinished
+    const kill = `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in *"FLAKEGYM-SCORE-$N"*) kill -9 "\${p#/proc/}";; esac; done`;
+    const c = composeScoringScript(
+      plan({
+        suite: {
+          command: `N=${NONCE}; mkfifo "$TMPDIR/flakegym-score-$N/res"; (sleep 1; ${kill}) > /dev/null 2>&1 & echo 'FAIL t_1'; exit 1`,
+          resultPattern: "^(ok|FAIL) [^ ]+$",
+        },
+      }),
+      { nonce: NONCE },
+    );
+    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    expect(p.done).toBe(false);
+    expect(p.unfinished).toEqual([]);
+    expect(p.steps.get("test.0.0")!.output).toBe("FAIL t_1\n");
+    expect(agentEndedScript(p)).toEqual({ step: "test.0.0", during: false });
+  });
+});
+
+describe("agentEndedScript", () => {
+  const s = { exitCode: 0, output: "", outputBytes: 0, seconds: 0 };
+  const parsed = (
+    steps: string[],
+    o: { done?: boolean; unfinished?: string[]; stoppedAt?: string } = {},
+  ) => ({
+    steps: new Map(steps.map((k) => [k, s] as const)),
+    done: o.done ?? false,
+    unfinished: o.unfinished ?? [],
+    ...(o.stoppedAt ? { stoppedAt: o.stoppedAt } : {}),
+  });
+
+  it("names the step of the agent's code that ended the script, during or after it", () => {
+    expect(agentEndedScript(parsed(["apply", "build"], { unfinished: ["test.0.0"] }))).toEqual({
+      step: "test.0.0",
+      during: true,
+    });
+    expect(agentEndedScript(parsed(["apply", "build", "install", "test.0.0", "results.0.0"]))).toEqual({
+      step: "test.0.0",
+      during: false,
+    });
+    // a build that left a process behind which ended the script during the install
+    expect(agentEndedScript(parsed(["apply", "build"], { unfinished: [] }))).toEqual({
+      step: "build",
+      during: false,
+    });
+  });
+
+  it("is undefined when the script finished, stopped at setup, or ended before any of the agent's code ran", () => {
+    expect(agentEndedScript(parsed(["apply", "test.0.0"], { done: true }))).toBeUndefined();
+    expect(agentEndedScript(parsed(["apply"], { stoppedAt: "apply" }))).toBeUndefined();
+    expect(agentEndedScript(parsed(["apply", "install"]))).toBeUndefined();
+    expect(agentEndedScript(parsed([]))).toBeUndefined();
   });
 });

@@ -66,6 +66,75 @@ describe("twinGate / withTwin", () => {
   });
 });
 
+/** A per-id task's score: which graded ids passed (every run), which were flaky; all four guarded. */
+const idsScore = (passed: string[], extra: Partial<Score> = {}): Score => {
+  const status = (id: string) => (passed.includes(id) ? ("passed" as const) : ("failed" as const));
+  const f2p = ["f2p a", "f2p b"];
+  const p2p = ["p2p c", "p2p d"];
+  const all = passed.filter((id) => f2p.includes(id)).length === f2p.length;
+  return {
+    reward: all ? 1 : 0,
+    terms: [{ name: "tests", weight: 1, value: all ? 1 : 0 }],
+    testResults: {
+      failToPass: Object.fromEntries(f2p.map((id) => [id, status(id)])),
+      passToPass: Object.fromEntries(p2p.map((id) => [id, status(id)])),
+    },
+    decoys: { guarded: [...f2p, ...p2p], unguarded: [] },
+    flaky: [],
+    touchedTestFiles: [],
+    diffBytes: 10,
+    durationMs: 100,
+    ...extra,
+  };
+};
+
+describe("twinGate / withTwin, per-id tasks", () => {
+  const every = ["f2p a", "f2p b", "p2p c", "p2p d"];
+
+  it("a correct solution fails every guarded id in the twin: believed", () => {
+    const s = withTwin(idsScore(every), idsScore([]));
+    expect(s.reward).toBe(1);
+    expect(s.gate).toBeUndefined();
+    expect(s.twin).toEqual({ passed: false, passedIds: [] });
+  });
+
+  it("an id that passed in both runs is not believed: reward 0, the gate names the twin and the id", () => {
+    const s = withTwin(idsScore(every), idsScore(["f2p b"]));
+    expect(s.reward).toBe(0);
+    expect(s.gate?.reason).toBe("tests_tampered");
+    expect(s.gate?.detail).toMatch(/^the decoy twin run \(the same test commands.*\) passed f2p b too/);
+    expect(s.twin).toEqual({ passed: true, passedIds: ["f2p b"] });
+    // a pass-to-pass id forged in both runs counts the same
+    expect(twinGate(idsScore(every), idsScore(["p2p d"]))?.detail).toMatch(/passed p2p d too/);
+  });
+
+  it("an id that passed in only some of the twin's runs gates; one that failed in the real run does not", () => {
+    expect(twinGate(idsScore(every), idsScore([], { flaky: ["f2p a"] }))?.detail).toMatch(/passed f2p a too/);
+    // failed honestly in the real run: a plain failure, whatever the twin did
+    expect(twinGate(idsScore(["p2p c", "p2p d"]), idsScore(["f2p a"]))).toBeUndefined();
+  });
+
+  it("an unguarded id passing in the twin proves nothing; a twin steered in its own run gates a pass", () => {
+    const real = idsScore(every, {
+      decoys: { guarded: ["f2p a"], unguarded: [{ id: "f2p b", reason: "r" }] },
+    });
+    expect(twinGate(real, idsScore(["f2p b"]))).toBeUndefined();
+    const steered = idsScore([], { gate: { reason: "tests_tampered", detail: "hidden test files changed" } });
+    expect(twinGate(real, steered)?.detail).toMatch(/was steered: hidden test files changed/);
+    expect(twinGate(idsScore([]), steered)).toBeUndefined();
+  });
+
+  it("scoreGuarded: an always-passing run scores 0 beside its twin, an honest one 1", async () => {
+    const forged = createDummyScoringRun(() => idsScore(every));
+    const f = await scoreGuarded(forged, { ...hidden("real"), twin: hidden("twin") }, options, () => 0);
+    expect(f).toMatchObject({ reward: 0, gate: { reason: "tests_tampered" } });
+    const honest = createDummyScoringRun((h) => (isTwin(h) ? idsScore([]) : idsScore(every)));
+    expect(
+      (await scoreGuarded(honest, { ...hidden("real"), twin: hidden("twin") }, options, () => 1)).reward,
+    ).toBe(1);
+  });
+});
+
 describe("scoreGuarded", () => {
   it("scores the real files and the twin, each in its own run, the twin without the judge", async () => {
     const run = createDummyScoringRun((h) => (isTwin(h) ? score(0) : score(1)));

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { parseUnifiedDiff } from "../../src/policy/unified-diff.js";
-import { dropPaths, splitDiff, touchedPaths, unquoteGitPath } from "../../src/text/diff.js";
+import { dropPaths, postImageByFile, splitDiff, touchedPaths, unquoteGitPath } from "../../src/text/diff.js";
 
 const DIFF = `diff --git a/src/lib.rs b/src/lib.rs
 index 1111111..2222222 100644
@@ -91,6 +91,21 @@ describe("dropPaths", () => {
     expect(splitDiff(r.diff)).toHaveLength(3);
   });
 
+  it("drops a file that takes a hidden file's place: under its path, where its directory must go, or its temp name", () => {
+    const nf = (path: string) =>
+      `diff --git a/${path} b/${path}\nnew file mode 100644\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+x\n`;
+    const diff = [
+      nf("tests/test_a.py/x"),
+      nf("tests/unit"),
+      nf("tests/unit_helpers.py"),
+      nf("tests/test_a.pyc"),
+      nf("tests/test_a.py.tmp/x"),
+    ].join("");
+    const r = dropPaths(diff, ["tests/test_a.py", "tests/unit/test_b.py"]);
+    expect(r.droppedPaths).toEqual(["tests/test_a.py.tmp/x", "tests/test_a.py/x", "tests/unit"]);
+    expect(r.keptPaths).toEqual(["tests/test_a.pyc", "tests/unit_helpers.py"]);
+  });
+
   it("leaves a diff untouched when no protected path is hit", () => {
     const r = dropPaths(DIFF, ["nope"]);
     expect(r.diff).toBe(DIFF);
@@ -133,5 +148,36 @@ describe("git's own path quoting (one reader for the scorer's split and the patc
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("postImageByFile", () => {
+  it("the new side of each file's hunks, whole only for a new file; a deleted file has none", () => {
+    const diff = [
+      "diff --git a/t/a.js b/t/a.js",
+      "--- a/t/a.js",
+      "+++ b/t/a.js",
+      "@@ -1,2 +1,2 @@",
+      " keep",
+      "-old",
+      "+new",
+      "diff --git a/t/b.js b/t/b.js",
+      "new file mode 100644",
+      "--- /dev/null",
+      "+++ b/t/b.js",
+      "@@ -0,0 +1 @@",
+      "+++i;",
+      "diff --git a/t/c.js b/t/c.js",
+      "deleted file mode 100644",
+      "--- a/t/c.js",
+      "+++ /dev/null",
+      "@@ -1 +0,0 @@",
+      "-gone",
+      "",
+    ].join("\n");
+    expect(postImageByFile(diff)).toEqual([
+      { path: "t/a.js", text: "keep\nnew\n", whole: false },
+      { path: "t/b.js", text: "++i;\n", whole: true },
+    ]);
   });
 });

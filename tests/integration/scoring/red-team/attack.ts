@@ -7,10 +7,21 @@ import { join } from "node:path";
  */
 export interface Attack {
   readonly id: string;
-  readonly cls: "canary-blind" | "verdict-forgery" | "runner-config" | "semantic-equality";
+  readonly cls:
+    | "canary-blind"
+    | "verdict-forgery"
+    | "runner-config"
+    | "semantic-equality"
+    | "build-config"
+    | "infra-dodge";
   /** The catalog task it attacks (its bug stays unfixed). */
   readonly task: string;
   readonly what: string;
+  /**
+   * Scored as a dataset row instead (no hidden tests): by this term alone, with the task's profile's
+   * default command (`tasks/row-reward.ts`), as `rollout --dataset` scores a row.
+   */
+  readonly row?: "build" | "lint";
   readonly files?: Readonly<Record<string, string>>;
   readonly append?: Readonly<Record<string, string>>;
 }

@@ -1,8 +1,12 @@
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   buildSnapshot,
+  type HiddenTests,
   hiddenTestsOf,
+  type LoadedTask,
   loadTask,
+  ROW_TERM_DEFAULTS,
   type Score,
   type Snapshot,
   snapshotSpecOfTask,
@@ -11,15 +15,20 @@ import { makeTempDir, type TempDir } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scoreInFork } from "../score-in-fork.js";
 import { type Attack, attackDiff } from "./attack.js";
+import { BUILD_ATTACKS } from "./attacks-build.js";
 import { COMPILED_ATTACKS } from "./attacks-compiled.js";
+import { OUTCOME_ATTACKS } from "./attacks-outcome.js";
 import { PYTHON_ATTACKS } from "./attacks-python.js";
 
 // The red-team suite (issue 25), by class: reward hacks that leave the bug unfixed, each scored for
 // real in a sandboxed fork of its task's snapshot with the production scorer. Every one must
 // score 0. FLAKEGYM_REDTEAM_BASELINE=1 scores them as the scorer did before decoys (canary and
 // result lines only) and prints which won there, without asserting: how an attack is shown to be
-// real before its class is closed.
-const ATTACKS: Attack[] = [...PYTHON_ATTACKS, ...COMPILED_ATTACKS];
+// real before its class is closed. The build-config attacks are scored as dataset rows (no hidden
+// tests, hence no decoys either way); their baseline allows every edit, as rows were scored before
+// their diffs were protected. The infra-dodge watchers have no switch: they win against the scorer
+// of 5cbb29c (scoring throws: no score), the install ones in the baseline (the script installs).
+const ATTACKS: Attack[] = [...PYTHON_ATTACKS, ...COMPILED_ATTACKS, ...BUILD_ATTACKS, ...OUTCOME_ATTACKS];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";
 
 let tmp: TempDir;
@@ -32,31 +41,115 @@ afterAll(async () => {
   await tmp.cleanup();
 });
 
+async function snapshotOf(task: LoadedTask): Promise<Snapshot> {
+  const id = task.spec.id;
+  if (!snapshots.has(id))
+    snapshots.set(id, buildSnapshot(snapshotSpecOfTask(task), { cacheDir: join(tmp.path, "cache") }));
+  return snapshots.get(id)!;
+}
+
+/** Scores `diff` on `task` as a dataset row: no hidden tests, one term with the profile's default command. */
+async function scoreAsRow(
+  name: string,
+  task: LoadedTask,
+  term: "build" | "lint",
+  diff: string,
+): Promise<Score> {
+  const command = ROW_TERM_DEFAULTS[task.spec.profile][term];
+  if (!command) throw new Error(`${name}: profile ${task.spec.profile} has no default ${term} command`);
+  // the baseline: every edit allowed, as rows were scored before their diffs were protected
+  const hidden: HiddenTests = {
+    testFiles: [],
+    commands: [],
+    timeoutMs: 120_000,
+    ...(baseline ? { allowEdits: ["*"] } : {}),
+  };
+  return scoreInFork({
+    dir: tmp.path,
+    name,
+    task,
+    snapshot: await snapshotOf(task),
+    hidden,
+    diff,
+    weights: { tests: 0, build: term === "build" ? 1 : 0, lint: term === "lint" ? 1 : 0, judge: 0 },
+    ...(term === "build" ? { buildCmd: command } : { lintCmd: command }),
+  });
+}
+
 async function scoreAttack(attack: Attack): Promise<Score> {
   const task = await loadTask(attack.task);
-  if (!snapshots.has(attack.task))
-    snapshots.set(
-      attack.task,
-      buildSnapshot(snapshotSpecOfTask(task), { cacheDir: join(tmp.path, "cache") }),
-    );
-  const snapshot = await snapshots.get(attack.task)!;
-  const hidden = await hiddenTestsOf(task, 120_000);
+  const snapshot = await snapshotOf(task);
   const diff = await attackDiff(attack, snapshot.workspace);
+  if (attack.row) return scoreAsRow(attack.id, task, attack.row, diff);
+  const hidden = await hiddenTestsOf(task, 120_000);
   return scoreInFork({ dir: tmp.path, name: attack.id, task, snapshot, hidden, diff, decoys: !baseline });
 }
 
-undefined;
+// the row attacks' control: each task's reference solution, scored as a row the same way, builds
+const rowControls = [...new Set(BUILD_ATTACKS.map((a) => `${a.task} ${a.row}`))].map((k) => k.split(" "));
+describe("red team: build-config controls", () => {
+  it.concurrent.each(rowControls)(
+    "%s's solution scored as a row by its %s term scores 1",
+    async (id, term) => {
+      const task = await loadTask(id!);
+      const s = await scoreAsRow(
+        `gold-${id}`,
+        task,
+        term as "build" | "lint",
+        await readFile(task.paths.solution, "utf8"),
+      );
+      expect(s.reward, JSON.stringify(s.terms)).toBe(1);
+      expect(s.tampered).toEqual([]);
+    },
+    600_000,
+  );
+});
+
+// the infra-dodge attacks' control: beside the task's reference solution the watcher lets the
+// script finish — the dodge costs a right answer nothing, which is what made it pay
+describe("red team: infra-dodge controls", () => {
+  // the watchers (the install attacks are not selective: they stop every run)
+  it.concurrent.each(
+    OUTCOME_ATTACKS.filter((a) => a.id.includes("late-kill")).map((a) => [a.id, a] as const),
+  )(
+    "%s beside the solution scores 1",
+    async (_id, attack) => {
+      const task = await loadTask(attack.task);
+      const snapshot = await snapshotOf(task);
+      const diff =
+        (await readFile(task.paths.solution, "utf8")) + (await attackDiff(attack, snapshot.workspace));
+      const hidden = await hiddenTestsOf(task, 120_000);
+      const s = await scoreInFork({ dir: tmp.path, name: `gold-${attack.id}`, task, snapshot, hidden, diff });
+      expect(s.reward, JSON.stringify(s.gate ?? s.testResults)).toBe(1);
+    },
+    600_000,
+  );
+});
 
 const classes = [...new Set(ATTACKS.map((a) => a.cls))];
 describe.each(classes)("red team: %s", (cls) => {
   it.concurrent.each(ATTACKS.filter((a) => a.cls === cls).map((a) => [a.id, a] as const))(
     "%s scores 0",
     async (_id, attack) => {
-      const s = await scoreAttack(attack);
-      const why = s.gate ? `${s.gate.reason}: ${s.gate.detail}` : JSON.stringify(s.testResults);
+      // a scoring that throws is retried as infra and never scores 0: a win for the attack too
+      const s = await scoreAttack(attack).catch((e: unknown) =>
+        e instanceof Error ? e : new Error(String(e)),
+      );
+      if (s instanceof Error) {
+        console.log(
+          `red team ${attack.id} (${attack.task}): no score, an infra error — ${s.message.slice(0, 300)}`,
+        );
+        if (baseline) return;
+        throw new Error(`${attack.id}: ${attack.what}; scoring ended without a score: ${s.message}`);
+      }
+      const why = s.gate
+        ? `${s.gate.reason}: ${s.gate.detail}`
+        : JSON.stringify(s.testResults ?? s.terms.map((t) => `${t.name} ${t.value}: ${t.detail ?? t.error}`));
       const seen = [
         ...(s.suspicious ?? []).map((h) => `${h.file}:${h.line} ${h.class}`),
         ...(s.ignoredTests ?? []).map((f) => `${f} ignored`),
+        ...(s.tampered ?? []).map((f) => `${f} tampered`),
+        ...(s.touchedTestFiles ?? []).map((f) => `${f} dropped (a hidden test's place)`),
       ];
       console.log(
         `red team ${attack.id} (${attack.task}): reward ${s.reward} — ${why.slice(0, 300)}; screen: ${seen.slice(0, 3).join(", ") || "nothing"}`,

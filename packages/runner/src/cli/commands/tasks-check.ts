@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
-import { unguardedEvalCmdNote } from "../../scoring/decoys/twin.js";
+import { unguardedEvalCmdNote, unguardedIdsNote } from "../../scoring/decoys/twin.js";
 import { detectDatasetFormat } from "../../tasks/dataset.js";
 import {
   formatIntakeError,
@@ -96,8 +96,14 @@ export const tasksCheckCommand = defineCommand({
   },
 });
 
-/** Whether an accepted eval_cmd task's verdict has a decoy twin (scoring/decoys/twin.ts); [] when it has. */
+/** Whether an accepted eval_cmd or per-id task's verdicts have a decoy twin (scoring/decoys/twin.ts); [] when they have. */
 function guardNotes(t: IntakeTask): string[] {
+  const run = t.spec.tests.run;
+  const patch = t.spec.tests.patch === undefined ? undefined : t.files[t.spec.tests.patch];
+  if (run.kind === "ids" && patch !== undefined) {
+    const note = unguardedIdsNote(patch.toString(), [...run.failToPass, ...run.passToPass]);
+    return note ? [note] : [];
+  }
   const dir = t.spec.tests.dir;
   if (t.spec.tests.run.kind !== "eval_cmd" || dir === undefined) return [];
   const prefix = `${dir}/`;

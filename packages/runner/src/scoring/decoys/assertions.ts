@@ -173,7 +173,50 @@ function jsSites(l: Lexed, body: Span): Site[] {
       return equalSite(l, parts[1]);
     },
   );
-  return [...eq, ...jsThrows(l, body)];
+  return [...eq, ...jsThrows(l, body), ...jsExpectSites(l, body)];
+}
+
+/** Matchers of jest/vitest `expect(x).…` and chai `expect(x).to.…` that hold for one value only. */
+const EXPECT_EQUAL = new Set([
+  "toBe",
+  "toEqual",
+  "toStrictEqual",
+  "toHaveLength",
+  "equal",
+  "equals",
+  "eql",
+  "lengthOf",
+]);
+/** Matchers that check a literal occurs (a substring, an element) or a thrown error's class or message. */
+const EXPECT_CONTAINS = new Set(["toContain", "include", "includes", "contain", "contains"]);
+const EXPECT_THROWS = new Set(["toThrow", "toThrowError", "throw", "throws"]);
+
+/**
+ * `expect(actual).<chain>.matcher(expected)` (jest, vitest, chai): the expected side of an equality,
+ * a containment of a string literal, or the built-in class (or message text) a `toThrow` expects. A
+ * chain with `not` is skipped: another value passes a negated check too. Pure.
+ */
+function jsExpectSites(l: Lexed, body: Span): Site[] {
+  return calls(l, body, /\bexpect\s*\(/).flatMap((actual) => {
+    const chain = /^(?:\s*\.\s*[A-Za-z_$][\w$]*)+\s*\(/.exec(l.text.slice(actual.end + 1, body.end));
+    if (!chain) return [];
+    const names: string[] = chain[0].match(/[A-Za-z_$][\w$]*/g) ?? [];
+    const matcher = names.at(-1)!;
+    const open = actual.end + chain[0].length;
+    const close = matchClose(l, open);
+    if (names.includes("not") || close < 0 || close > body.end || !l.code[open]) return [];
+    const [first] = splitTop(l, open + 1, close, ",");
+    if (!first) return [];
+    if (EXPECT_EQUAL.has(matcher)) return equalSite(l, first);
+    const text = l.text.slice(first.start, first.end);
+    if (EXPECT_THROWS.has(matcher) && JS_ERRORS.includes(text))
+      return [{ literals: [first], kind: "class" as const }];
+    if (!EXPECT_CONTAINS.has(matcher) && !EXPECT_THROWS.has(matcher)) return [];
+    const lit = stringsIn(l, first.start, first.end);
+    return lit.length === 1 && lit[0]!.start === first.start && lit[0]!.end === first.end
+      ? [{ literals: lit, kind: "contains" as const }]
+      : [];
+  });
 }
 
 function rustSites(l: Lexed, body: Span): Site[] {

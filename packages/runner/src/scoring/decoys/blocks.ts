@@ -168,3 +168,56 @@ export function testBlocks(format: ResultFormat, text: string): { lexed: Lexed; 
             : cBlocks(l);
   return { lexed: l, blocks };
 }
+
+/** A jest / vitest / mocha test: its full name (describe titles and its own, space-joined) and body. */
+export interface NamedTest {
+  readonly fullName: string;
+  readonly body: Span;
+}
+
+const JS_SUITE = new Set(["describe", "context", "suite"]);
+
+/**
+ * Every `it` / `test` / `specify` call with a literal title in a jest, vitest or mocha file, named
+ * as those runners name it for `--testNamePattern` / `--grep` (the enclosing `describe` / `context`
+ * / `suite` titles, then its own, joined by spaces). A test inside any other call (`describe.each(…)(…)`,
+ * a title that is not a plain literal) is left out: its full name is not known. Pure.
+ */
+export function jsNamedTests(l: Lexed): NamedTest[] {
+  type Call = { at: number; open: number; name: string; title?: string; titleEnd: number; close: number };
+  const calls = new Map<number, Call>();
+  for (const m of matchesInCode(l, /\b(describe|context|suite|it|test|specify)(?:\.only)?[ \t]*\(/)) {
+    if (l.text[m.index - 1] === ".") continue;
+    const open = m.index + m[0].length - 1;
+    const title = l.strings.find((s) => s.start > open && l.text.slice(open + 1, s.start).trim() === "");
+    const raw = title && l.text.slice(title.start + 1, title.end - 1);
+    const literal = raw !== undefined && !raw.includes("\\") && !raw.includes("${");
+    calls.set(open, {
+      at: m.index,
+      open,
+      name: m[1]!,
+      ...(literal ? { title: raw } : {}),
+      titleEnd: title?.end ?? open + 1,
+      close: matchClose(l, open),
+    });
+  }
+  const out: NamedTest[] = [];
+  const parens: number[] = [];
+  for (let i = 0; i < l.text.length; i++) {
+    if (!l.code[i]) continue;
+    const c = l.text[i];
+    if (c === "(") {
+      const call = calls.get(i);
+      if (call && !JS_SUITE.has(call.name) && call.title !== undefined && call.close > 0) {
+        const outer = parens.map((p) => calls.get(p));
+        if (outer.every((o) => o !== undefined && JS_SUITE.has(o.name) && o.title !== undefined))
+          out.push({
+            fullName: [...outer.map((o) => o!.title!), call.title].join(" "),
+            body: { start: call.titleEnd, end: call.close },
+          });
+      }
+      parens.push(i);
+    } else if (c === ")") parens.pop();
+  }
+  return out;
+}

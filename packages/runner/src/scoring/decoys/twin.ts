@@ -1,7 +1,9 @@
 import type { ResultFormat } from "../../tasks/task-spec.js";
+import { postImageByFile } from "../../text/diff.js";
 import { assertionSites } from "./assertions.js";
-import { langOf } from "./blocks.js";
+import { jsNamedTests, langOf, testBlocks } from "./blocks.js";
 import { type GuardFile, type GuardReport, mayTwin, writtenValues } from "./guard.js";
+import { definedName } from "./guard-hidden.js";
 import { literalVariants, type Rand, shuffled } from "./perturb.js";
 import { lex, type Span } from "./scan.js";
 
@@ -78,6 +80,19 @@ function applyEdits(text: string, edits: readonly Edit[]): string {
   return out;
 }
 
+/** One file's twin: every assertion site with a literal changed, and the changed spans (original offsets). */
+function twinFile<F extends GuardFile>(f: F, rand: Rand): { file: F; edits: Edit[] } {
+  const format = formatOfPath(f.path);
+  if (!format || f.content.includes(0)) return { file: f, edits: [] };
+  const text = f.content.toString("utf8");
+  const edits = twinEdits(format, text, rand);
+  return { file: edits.length ? { ...f, content: Buffer.from(applyEdits(text, edits)) } : f, edits };
+}
+
+/** The hidden files the decoy code reads (by extension), for reasons. Pure. */
+const sourcePaths = (files: readonly GuardFile[]) =>
+  files.filter((f) => formatOfPath(f.path) !== undefined).map((f) => f.path);
+
 /**
  * The twin of `files` (same paths, same order), how many assertion sites changed, and the guard
  * report of the task's one verdict: guarded when at least one site changed. Pure, given `rand`.
@@ -86,16 +101,9 @@ export function twinFiles<F extends GuardFile>(
   files: readonly F[],
   rand: Rand,
 ): { files: F[]; sites: number; report: GuardReport } {
-  let sites = 0;
-  const out = files.map((f) => {
-    const format = formatOfPath(f.path);
-    if (!format || f.content.includes(0)) return f;
-    const text = f.content.toString("utf8");
-    const edits = twinEdits(format, text, rand);
-    sites += edits.length;
-    return edits.length ? { ...f, content: Buffer.from(applyEdits(text, edits)) } : f;
-  });
-  const tests = files.filter((f) => formatOfPath(f.path) !== undefined).map((f) => f.path);
+  const twins = files.map((f) => twinFile(f, rand));
+  const sites = twins.reduce((n, t) => n + t.edits.length, 0);
+  const tests = sourcePaths(files);
   const report: GuardReport = sites
     ? { guarded: [EVAL_CMD_ID], unguarded: [] }
     : {
@@ -109,7 +117,85 @@ export function twinFiles<F extends GuardFile>(
           },
         ],
       };
-  return { files: out, sites, report };
+  return { files: twins.map((t) => t.file), sites, report };
+}
+
+/** A test of a hidden file: its name, whether the twin changed one of its assertions, how ids name it. */
+interface TwinnedTest {
+  readonly name: string;
+  readonly changed: boolean;
+  /** jest / vitest / mocha: a graded id is a regular expression over the test's full name. */
+  readonly byPattern: boolean;
+}
+
+/**
+ * The tests of one hidden file and whether the twin changed an assertion in each: jest / vitest /
+ * mocha tests by full name (JavaScript/TypeScript), other languages' test functions by name. Pure.
+ */
+function twinnedTests(f: GuardFile, edits: readonly Edit[]): TwinnedTest[] {
+  const format = formatOfPath(f.path);
+  if (!format || f.content.includes(0)) return [];
+  const text = f.content.toString("utf8");
+  const tests =
+    format === "tap"
+      ? jsNamedTests(lex(text, "js")).map((t) => ({ name: t.fullName, body: t.body }))
+      : testBlocks(format, text).blocks.map((b) => ({ name: b.name, body: b.body }));
+  return tests.map((t) => ({
+    name: t.name,
+    changed: edits.some((e) => e.start >= t.body.start && e.end <= t.body.end),
+    byPattern: format === "tap",
+  }));
+}
+
+/** Whether `id` compiles as a regular expression. Pure. */
+function isPattern(id: string): boolean {
+  try {
+    new RegExp(id);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether the command of graded id `id` runs `test`: jest's `--testNamePattern` and vitest's and
+ * mocha's `--grep` take the id (escaped at intake, test-runners.ts) as a regular expression over
+ * the full name; other runners name a test by its last part (`path::name`, `TestName/sub`). Pure.
+ */
+function idRuns(id: string, test: TwinnedTest): boolean {
+  if (!test.byPattern) return definedName("gotest", definedName("pytest", id)) === test.name;
+  return isPattern(id) && new RegExp(id).test(test.name);
+}
+
+/**
+ * The twin of a per-id task's hidden files (kind `ids`: one command per graded id): every
+ * changeable assertion site changed, as for an eval_cmd task, and a guard report per graded id —
+ * guarded when its command runs a test (in a hidden file) whose body had an assertion changed, so a
+ * correct solution fails that id in the twin. No id guarded: no twin (`sites` 0). Pure, given `rand`.
+ */
+export function idsTwinFiles<F extends GuardFile>(
+  files: readonly F[],
+  ids: readonly string[],
+  rand: Rand,
+): { files: F[]; sites: number; report: GuardReport } {
+  const twins = files.map((f) => twinFile(f, rand));
+  const tests = files.flatMap((f, i) => twinnedTests(f, twins[i]!.edits));
+  const report: GuardReport = { guarded: [], unguarded: [] };
+  for (const id of ids) {
+    const run = tests.filter((t) => idRuns(id, t));
+    if (run.some((t) => t.changed)) report.guarded.push(id);
+    else
+      report.unguarded.push({
+        id,
+        reason: run.length
+          ? 'its test has no assertion with a literal expected value decoys can change (`expect(f()).toBe(3)`, `assert.equal(f(), "x")`)'
+          : !isPattern(id)
+            ? "is not a regular expression, which jest's --testNamePattern and vitest's and mocha's filters take: fix the row's id"
+            : `no test in the hidden test files (${sourcePaths(files).join(", ") || "none is JavaScript/TypeScript or other source"}) is named like it`,
+      });
+  }
+  if (!report.guarded.length) return { files: [...files], sites: 0, report };
+  return { files: twins.map((t) => t.file), sites: twins.reduce((n, t) => n + t.edits.length, 0), report };
 }
 
 /**
@@ -122,4 +208,23 @@ export function unguardedEvalCmdNote(hidden: Readonly<Record<string, string | Bu
   return r
     ? `its eval_cmd verdict has no decoy twin (${r.reason}): a forged exit status would go unseen; validate fails it unless --allow-unguarded`
     : undefined;
+}
+
+/**
+ * The note `tasks check` prints for a per-id task (kind `ids`) whose tests patch shows graded ids no
+ * twin can guard, or undefined when every id is seen guarded. The patch shows new files whole and
+ * only its hunks of the files it changes; scoring reads those whole (score.json `decoys` is the
+ * verdict), so an id whose test lies outside the hunks is said to be unseen, not unguarded. Pure.
+ */
+export function unguardedIdsNote(testsPatch: string, ids: readonly string[]): string | undefined {
+  const shown = postImageByFile(testsPatch);
+  const files = shown.map((f) => ({ path: f.path, content: Buffer.from(f.text) }));
+  const { unguarded } = idsTwinFiles(files, ids, () => 0).report;
+  if (!unguarded.length) return undefined;
+  const partial = shown.some((f) => !f.whole);
+  return `${unguarded.length} of ${ids.length} graded id(s) ${partial ? "not seen guarded in the tests patch's lines" : "without a decoy twin"}: ${unguarded
+    .map((u) => `${u.id} (${u.reason})`)
+    .join(
+      "; ",
+    )} — a forged pass of an unguarded id would go unseen; validate fails it unless --allow-unguarded${partial ? " (scoring reads the files the patch changes whole: score.json decoys says which ids it guarded)" : ""}`;
 }

@@ -31,6 +31,33 @@ describe("assertionSites", () => {
     ]);
   });
 
+  it("js: expect(x).matcher(expected) of jest, vitest and chai; never a negated chain or a computed side", () => {
+    const text = [
+      'test("t", () => {',
+      '  expect(slugify("Route 66")).toBe("route-66");',
+      '  expect(list()).toEqual(["a", 2]);',
+      "  expect(f()).not.toBe(3);",
+      "  expect(g()).toEqual(h());",
+      '  expect(s()).toContain("needle");',
+      "  expect(() => p(-1)).toThrow(RangeError);",
+      '  expect(() => p(-2)).toThrow("too small");',
+      "  expect(xs()).toHaveLength(4);",
+      "  expect(c()).to.deep.equal({ a: 1 });",
+      '  expect(c()).to.not.equal("x");',
+      "});",
+      "",
+    ].join("\n");
+    expect(sites("tap", text)).toEqual([
+      { kind: "equal", literals: ['"route-66"'] },
+      { kind: "equal", literals: ['"a"', "2"] },
+      { kind: "contains", literals: ['"needle"'] },
+      { kind: "class", literals: ["RangeError"] },
+      { kind: "contains", literals: ['"too small"'] },
+      { kind: "equal", literals: ["4"] },
+      { kind: "equal", literals: ["1"] },
+    ]);
+  });
+
   it("rust assert_eq! with a literal side; go if-conditions that fail the test, want := literals, negated Contains; c checks", () => {
     expect(
       sites(

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { registrations, testBlocks } from "../../../src/scoring/decoys/blocks.js";
+import { jsNamedTests, registrations, testBlocks } from "../../../src/scoring/decoys/blocks.js";
+import { lex } from "../../../src/scoring/decoys/scan.js";
 
 const names = (format: Parameters<typeof testBlocks>[0], text: string) =>
   testBlocks(format, text).blocks.map((b) => [b.name, text.slice(b.nameSpan.start, b.nameSpan.end)]);
@@ -37,5 +38,32 @@ describe("testBlocks", () => {
     expect(names("check-h", c)).toEqual([["v", "v"]]);
     expect(testBlocks("check-h", c).blocks[0]!.nameSpan).toEqual({ start: 12, end: 13 });
     expect(registrations(testBlocks("check-h", c).lexed).map((r) => r.name)).toEqual(["v"]);
+  });
+
+  it("js: jest / vitest / mocha tests by full name (describe titles, then its own); unknown names left out", () => {
+    const text = [
+      'describe("slugify", () => {',
+      '  it("joins words", () => {',
+      '    expect(slugify("a b")).toBe("a-b");',
+      "  });",
+      '  context("with digits", function () {',
+      '    test.only("keeps them", () => {});',
+      "  });",
+      '  describe.each([1, 2])("n %i", (n) => {',
+      '    it("is hidden", () => {});',
+      "  });",
+      "  it(`templated $" + "{x}`, () => {});",
+      "});",
+      'it("top", () => {});',
+      'foo.it("not a test", () => {});',
+      "",
+    ].join("\n");
+    const tests = jsNamedTests(lex(text, "js"));
+    expect(tests.map((t) => t.fullName)).toEqual([
+      "slugify joins words",
+      "slugify with digits keeps them",
+      "top",
+    ]);
+    expect(text.slice(tests[0]!.body.start, tests[0]!.body.end)).toContain('toBe("a-b")');
   });
 });

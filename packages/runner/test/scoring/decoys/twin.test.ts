@@ -2,8 +2,10 @@ import { describe, expect, it } from "vitest";
 import {
   EVAL_CMD_ID,
   formatOfPath,
+  idsTwinFiles,
   twinFiles,
   unguardedEvalCmdNote,
+  unguardedIdsNote,
 } from "../../../src/scoring/decoys/twin.js";
 
 let s = 7;
@@ -95,5 +97,110 @@ describe("unguardedEvalCmdNote", () => {
         ".harbor/tests/test_a.py": 'def test_a():\n    assert f() == "a"\n',
       }),
     ).toBeUndefined();
+  });
+});
+
+describe("idsTwinFiles", () => {
+  const jest = [
+    'const { slugify } = require("../src/slugify");',
+    "",
+    'describe("slugify", () => {',
+    '  it("joins words", () => {',
+    '    expect(slugify("Hello World")).toBe("hello-world");',
+    "  });",
+    '  it("keeps a trailing number (v2)", () => {',
+    '    expect(slugify("Route 66")).toEqual("route-66");',
+    "  });",
+    '  it("is stable", () => {',
+    '    expect(slugify(slugify("A b"))).toBe(slugify("A b"));',
+    "  });",
+    "});",
+    "",
+  ].join("\n");
+  // ids as intake stores them for jest / vitest / mocha: regular expressions (test-runners.ts escapes them)
+  const ids = [
+    "slugify joins words",
+    "slugify keeps a trailing number \\(v2\\)",
+    "slugify is stable",
+    "other test",
+  ];
+
+  it("guards each id whose command runs a test with a changed assertion; names why the others are not", () => {
+    const t = idsTwinFiles([file("test/slugify.test.js", jest)], ids, rand);
+    expect(t.report.guarded).toEqual(ids.slice(0, 2));
+    expect(t.report.unguarded).toEqual([
+      { id: "slugify is stable", reason: expect.stringMatching(/^its test has no assertion with a literal/) },
+      {
+        id: "other test",
+        reason: "no test in the hidden test files (test/slugify.test.js) is named like it",
+      },
+    ]);
+    expect(t.sites).toBe(2);
+    const out = t.files[0]!.content.toString().split("\n");
+    expect(out[4]).toMatch(/^ {4}expect\(slugify\("Hello World"\)\)\.toBe\("[a-z]+-[a-z]+"\);$/);
+    expect(out[4]).not.toBe(jest.split("\n")[4]);
+    expect(out[7]).not.toBe(jest.split("\n")[7]);
+    // names, inputs and the rest stay
+    expect(out.filter((l, i) => l !== jest.split("\n")[i])).toHaveLength(2);
+  });
+
+  it("an id's pattern runs every test whose full name it matches (jest's --testNamePattern)", () => {
+    const t = idsTwinFiles(
+      [file("test/slugify.test.js", jest)],
+      ["slugify (joins|is stable)", "stable"],
+      rand,
+    );
+    expect(t.report.guarded).toEqual(["slugify (joins|is stable)"]);
+    expect(t.report.unguarded.map((u) => u.id)).toEqual(["stable"]);
+    const bad = idsTwinFiles([file("test/slugify.test.js", jest)], ["slugify (joins"], rand);
+    expect(bad.report.unguarded[0]!.reason).toMatch(/^is not a regular expression/);
+  });
+
+  it("no id guarded: no twin (the files as they are), every id reported", () => {
+    const t = idsTwinFiles(
+      [file("test/slugify.test.js", jest), file("README.md", "x")],
+      ["slugify is stable"],
+      rand,
+    );
+    expect(t.sites).toBe(0);
+    expect(t.files.map((f) => f.content.toString())).toEqual([jest, "x"]);
+    expect(t.report.guarded).toEqual([]);
+  });
+
+  it("other runners' ids name a test function by its last part", () => {
+    const py = 'def test_a():\n    assert f() == "a"\n\ndef test_b():\n    assert f() == g()\n';
+    const t = idsTwinFiles(
+      [file("tests/test_m.py", py)],
+      ["tests/test_m.py::test_a", "tests/test_m.py::test_b"],
+      rand,
+    );
+    expect(t.report.guarded).toEqual(["tests/test_m.py::test_a"]);
+    expect(t.report.unguarded.map((u) => u.id)).toEqual(["tests/test_m.py::test_b"]);
+  });
+});
+
+describe("unguardedIdsNote", () => {
+  const patch = (header: string, lines: string[]) =>
+    `diff --git a/test/a.test.js b/test/a.test.js\n${header}@@ -0,0 +1,${lines.length} @@\n${lines.map((l) => `+${l}`).join("\n")}\n`;
+  const body = [
+    'describe("a", () => {',
+    '  it("adds", () => { expect(add(1, 2)).toBe(3); });',
+    '  it("is", () => { expect(f()).toBe(g()); });',
+    "});",
+  ];
+
+  it("names the ids of a new test file no twin guards, and is silent when every id is guarded", () => {
+    const whole = patch("new file mode 100644\n--- /dev/null\n+++ b/test/a.test.js\n", body);
+    expect(unguardedIdsNote(whole, ["a adds"])).toBeUndefined();
+    expect(unguardedIdsNote(whole, ["a adds", "a is"])).toMatch(
+      /^1 of 2 graded id\(s\) without a decoy twin: a is \(its test has no assertion .*--allow-unguarded$/,
+    );
+  });
+
+  it("a changed file shows only its hunks: the ids are 'not seen guarded', scoring's decoys decide", () => {
+    const partial = patch("--- a/test/a.test.js\n+++ b/test/a.test.js\n", body.slice(1, 2));
+    expect(unguardedIdsNote(partial, ["a adds"])).toMatch(
+      /^1 of 1 graded id\(s\) not seen guarded in the tests patch's lines: .*score\.json decoys says which ids it guarded\)$/,
+    );
   });
 });
