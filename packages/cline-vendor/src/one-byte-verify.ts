@@ -73,6 +73,12 @@ export function compareTrees(a: Node, b: Node, limit = 20): MeaningReport {
     for (const key of Object.keys(x)) {
       if (POSITION_KEYS.has(key) || key === "regex") continue;
       if (key === "value" && (x.type === "Literal" || x.type === "TemplateElement")) continue;
+      // a directive's raw text: only "use strict" (ASCII, never rewritten) changes what code means
+      if (key === "directive") {
+        if ((x[key] === "use strict") !== (y[key] === "use strict"))
+          differ(x, "a 'use strict' directive changed");
+        continue;
+      }
       const u = x[key];
       const v = y[key];
       const underTag =
