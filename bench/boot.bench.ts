@@ -22,7 +22,7 @@
  *   --pages-to-scan N (the kernel's ksm pages_to_scan for this run, restored after; default: as set).
  * Quick: `npm run bench -- boot --reps 1 --workers 2 --settle-ms 5000 --variants bare,merge`.
  */
-import { readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { readdir, readFile, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -42,6 +42,7 @@ import {
   prepareNode24Runtime,
   probeStartupSnapshot,
 } from "./boot/node24-runtime.js";
+import { ksmSettings, withPagesToScan } from "./concurrency/ksm.js";
 import { treeMemory } from "./concurrency/memory.js";
 import { type BenchContext, benchFlags, median, printTable } from "./lib.js";
 
@@ -86,12 +87,6 @@ async function ksmdPid(): Promise<number | undefined> {
   }
   return undefined;
 }
-
-const ksmFile = (f: string) =>
-  readFile(`/sys/kernel/mm/ksm/${f}`, "utf8").then(
-    (t) => t.trim(),
-    () => "?",
-  );
 
 interface Sample {
   bootCpuS: number[];
@@ -204,14 +199,8 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const { flag, num } = benchFlags("boot", args);
   const root = join(tmpdir(), `flakegym-bench-boot-${process.pid}`);
   const pkg = resolveClinePackage();
-  const scanBefore = await ksmFile("pages_to_scan");
-  const scan = flag("pages-to-scan", "");
-  if (scan !== "") await writeFile("/sys/kernel/mm/ksm/pages_to_scan", String(num("pages-to-scan", 100)));
-  try {
-    await measure(ctx, args, pkg, root);
-  } finally {
-    if (scan !== "") await writeFile("/sys/kernel/mm/ksm/pages_to_scan", scanBefore);
-  }
+  const scan = flag("pages-to-scan", "") === "" ? undefined : num("pages-to-scan", 100);
+  await withPagesToScan(scan, () => measure(ctx, args, pkg, root));
 }
 
 async function measure(ctx: BenchContext, args: string[], pkg: ClinePackage, root: string): Promise<void> {
@@ -220,7 +209,7 @@ async function measure(ctx: BenchContext, args: string[], pkg: ClinePackage, roo
   const workers = Math.max(1, num("workers", 4));
   const settleMs = num("settle-ms", 60_000);
   const variants = variantsOf(flag("variants", VARIANTS.join(",")));
-  const ksm = `run ${await ksmFile("run")}, pages_to_scan ${await ksmFile("pages_to_scan")}, sleep_millisecs ${await ksmFile("sleep_millisecs")}`;
+  const ksm = await ksmSettings();
   console.log(`== boot and memory levers: ${reps} reps × ${workers} workers at once, settle ${settleMs} ms`);
   console.log(`   kernel same-page merging: ${ksm}; load ${load()}`);
   let rt: Node24Runtime | undefined;

@@ -124,5 +124,5 @@ describe.skipIf(!FULL)("one-byte bundle, full form (build from the package, roll
       "original gold": [1, 1],
       "original empty": [0, 0],
     });
-  });
+  }, 1_800_000);
 });
