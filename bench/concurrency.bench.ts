@@ -23,6 +23,7 @@
  * The machine is shared: the load average is printed with every part; numbers are pessimistic.
  */
 import { type ChildProcess, fork } from "node:child_process";
+import { setMaxListeners } from "node:events";
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { loadavg, tmpdir } from "node:os";
@@ -219,6 +220,7 @@ async function probeReady(workers: readonly Idle[], readyMs: number) {
  */
 function watchMemory(marginMb: number): { signal: AbortSignal; stop(): number } {
   const ac = new AbortController();
+  setMaxListeners(Number.POSITIVE_INFINITY, ac.signal); // every start of a step listens on it
   let lowest = Number.POSITIVE_INFINITY;
   const timer = setInterval(() => {
     void machineMemory().then((m) => {
