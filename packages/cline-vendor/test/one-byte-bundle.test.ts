@@ -47,6 +47,7 @@ describe("escapeWideCharacters", () => {
   });
 
   it("escapes the cooked text of untagged templates, expressions untouched", () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: JavaScript source text under test
     const r = roundTrip("const n = 2; `it’s ${n + 1} 👋 ${'→'}`");
     expect(r.counts.template).toBe(3);
     expect(r.counts.string).toBe(1);

@@ -64,6 +64,7 @@ describe("buildOneByteCore (a package of our own, its own pins)", () => {
   }
 
   it("writes the rewrite beside symlinks to the package, keeps the original, and is done once", async () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: JavaScript source text under test
     const source = "// it’s\nmodule.exports = `→ ${__dirname}`;\n";
     const { pkg, cache } = await fixture(source);
     const pins = { input: sha(source), output: sha(escapeWideCharacters(source).text) };
@@ -74,6 +75,7 @@ describe("buildOneByteCore (a package of our own, its own pins)", () => {
       counts: { comment: 1, template: 1 },
     });
     expect(b.stringLiteralsCompared).toBe(0);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: JavaScript source text under test
     expect(await readFile(b.coreJs, "utf8")).toBe("// itu+2019s\nmodule.exports = `\\u2192 ${__dirname}`;\n");
     expect(await readFile(pkg.coreJs, "utf8")).toBe(source);
     expect(await readlink(join(b.dir, "proto"))).toBe(join(pkg.root, "proto"));
