@@ -10,19 +10,30 @@
  * - PSS per worker: /proc/<pid>/smaps_rollup of the same processes once settled (idle-ready).
  * - ksmd CPU per worker: the merging daemon's CPU seconds during the variant's window, split over
  *   its workers: the price of the memory it saves.
- * Variants: bare (Node 20, no merging: the core as it ran before issue 32), merge (the default
- * launch: same-page merging on), node24-cache (the core on a pinned Node 24 reading a compile cache
+ * - heap per worker: the core's own process.memoryUsage().heapUsed once settled (a preload,
+ *   bench/boot/heap-probe.cjs, writes it to a file every second).
+ * Variants: bare (Node 20, no merging: the core as it ran before issue 32), merge (same-page
+ * merging on), one-byte (the bundle rewritten as a one-byte string, built into the cache by
+ * `npm run core:one-byte`; docs/cline.md), one-byte+merge (the default launch), node24-cache (the core on a pinned Node 24 reading a compile cache
  * filled by a trusted warm-up; not the default), node24-cache+merge.
  *
- * Flags: --reps 2  --workers 4  --settle-ms 60000  --variants bare,merge,node24-cache,node24-cache+merge
+ * Flags: --reps 2  --workers 4  --settle-ms 60000  --variants bare,merge,one-byte,one-byte+merge,node24-cache,node24-cache+merge
  *   --runtime-dir <dir> (Node 24 runtime, default <tmpdir>/flakegym-bench-node24-<version>)
  *   --pages-to-scan N (the kernel's ksm pages_to_scan for this run, restored after; default: as set).
  * Quick: `npm run bench -- boot --reps 1 --workers 2 --settle-ms 5000 --variants bare,merge`.
  */
-import { readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { readdir, readFile, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ClineCore, type ClinePackage, resolveClinePackage } from "@flakegym/cline-vendor";
+import { fileURLToPath } from "node:url";
+import {
+  type ClineCore,
+  type ClinePackage,
+  type OneByteDecision,
+  probeOneByteCore,
+  resolveClinePackage,
+} from "@flakegym/cline-vendor";
+import { flakegymCacheRoot } from "../packages/runner/src/cache-root.mjs";
 import {
   CORE_NODE,
   cacheFingerprint,
@@ -31,10 +42,18 @@ import {
   prepareNode24Runtime,
   probeStartupSnapshot,
 } from "./boot/node24-runtime.js";
+import { ksmSettings, withPagesToScan } from "./concurrency/ksm.js";
 import { treeMemory } from "./concurrency/memory.js";
 import { type BenchContext, benchFlags, median, printTable } from "./lib.js";
 
-const VARIANTS = ["bare", "merge", "node24-cache", "node24-cache+merge"] as const;
+const VARIANTS = [
+  "bare",
+  "merge",
+  "one-byte",
+  "one-byte+merge",
+  "node24-cache",
+  "node24-cache+merge",
+] as const;
 type Variant = (typeof VARIANTS)[number];
 
 function variantsOf(text: string): Variant[] {
@@ -69,31 +88,57 @@ async function ksmdPid(): Promise<number | undefined> {
   return undefined;
 }
 
-const ksmFile = (f: string) =>
-  readFile(`/sys/kernel/mm/ksm/${f}`, "utf8").then(
-    (t) => t.trim(),
-    () => "?",
-  );
-
 interface Sample {
   bootCpuS: number[];
   bootMs: number[];
   pssMb: number[];
   corePssMb: number[];
+  heapMb: number[];
   ksmdCpuPerWorkerS: number[];
   merge: string;
 }
 
-function launchFor(v: Variant, rt: Node24Runtime | undefined) {
+const HEAP_PROBE = fileURLToPath(new URL("./boot/heap-probe.cjs", import.meta.url));
+
+function launchFor(
+  v: Variant,
+  dir: string,
+  rt: Node24Runtime | undefined,
+  oneByte: OneByteDecision | undefined,
+) {
   const node24 = v.startsWith("node24");
   if (node24 && !rt) throw new Error("bench boot: the Node 24 runtime is missing");
+  if (v.startsWith("one-byte") && !oneByte?.on)
+    throw new Error(
+      `bench boot: the one-byte bundle is not usable: ${oneByte && !oneByte.on ? oneByte.reason : "not probed"}`,
+    );
   return {
     memoryMerge: v.endsWith("merge"),
+    env: { NODE_OPTIONS: `--require ${HEAP_PROBE}`, FLAKEGYM_BENCH_HEAP_FILE: join(dir, "heap.json") },
+    ...(v.startsWith("one-byte") ? { oneByte: oneByte! } : {}),
     ...(node24 ? { clinePackage: rt!.clinePackage, supervisorArgs: ["--node", rt!.nodeWithCache] } : {}),
   };
 }
 
-async function oneVariant(root: string, v: Variant, workers: number, settleMs: number, rt?: Node24Runtime) {
+/** The core's heapUsed in MiB, as its preload last wrote it (0 when it wrote nothing). */
+async function heapMb(dir: string): Promise<number> {
+  try {
+    return (
+      (JSON.parse(await readFile(join(dir, "heap.json"), "utf8")) as { heapUsed: number }).heapUsed / 2 ** 20
+    );
+  } catch {
+    return 0;
+  }
+}
+
+async function oneVariant(
+  root: string,
+  v: Variant,
+  workers: number,
+  settleMs: number,
+  rt?: Node24Runtime,
+  oneByte?: OneByteDecision,
+) {
   const ksmd = await ksmdPid();
   const ksmd0 = ksmd ? await cpuSeconds(ksmd) : 0;
   const dirs = Array.from({ length: workers }, (_, i) => join(root, `${v}-${i}`));
@@ -101,7 +146,7 @@ async function oneVariant(root: string, v: Variant, workers: number, settleMs: n
   try {
     const booted = await Promise.all(
       dirs.map(async (d) => {
-        const core = await launchCoreIn(d, launchFor(v, rt));
+        const core = await launchCoreIn(d, launchFor(v, d, rt, oneByte));
         cores.push(core);
         const p = core.childPids;
         const cpu = (await Promise.all([p.supervisor, p.host, p.core].map(cpuSeconds))).reduce(
@@ -110,7 +155,8 @@ async function oneVariant(root: string, v: Variant, workers: number, settleMs: n
         return { core, cpu };
       }),
     );
-    await sleep(settleMs);
+    await sleep(Math.max(settleMs, 1500));
+    const heap = await Promise.all(dirs.map(heapMb));
     const mem = await Promise.all(
       booted.map(({ core: c }) => treeMemory([c.childPids.supervisor, c.childPids.host, c.childPids.core])),
     );
@@ -121,6 +167,7 @@ async function oneVariant(root: string, v: Variant, workers: number, settleMs: n
       bootMs: booted.map((b) => b.core.timings.bootMs),
       pssMb: mem.map((x) => x.pssMb),
       corePssMb: mem.map((x) => x.pssByKindMb["cline-core"] ?? 0),
+      heapMb: heap,
       ksmdCpuPerWorkerS: ksmdCpu / workers,
       merge: m.on ? "on" : `off (${m.reason})`,
     };
@@ -142,6 +189,8 @@ function rows(samples: Map<Variant, Sample>) {
     "PSS MiB/worker": median(s.pssMb),
     "PSS × bare": median(s.pssMb) / barePss,
     "core PSS MiB": median(s.corePssMb),
+    "core heap MiB": median(s.heapMb),
+    "heap × bare": median(s.heapMb) / median(bare.heapMb),
     "ksmd CPU s/worker": median(s.ksmdCpuPerWorkerS),
   }));
 }
@@ -150,14 +199,8 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const { flag, num } = benchFlags("boot", args);
   const root = join(tmpdir(), `flakegym-bench-boot-${process.pid}`);
   const pkg = resolveClinePackage();
-  const scanBefore = await ksmFile("pages_to_scan");
-  const scan = flag("pages-to-scan", "");
-  if (scan !== "") await writeFile("/sys/kernel/mm/ksm/pages_to_scan", String(num("pages-to-scan", 100)));
-  try {
-    await measure(ctx, args, pkg, root);
-  } finally {
-    if (scan !== "") await writeFile("/sys/kernel/mm/ksm/pages_to_scan", scanBefore);
-  }
+  const scan = flag("pages-to-scan", "") === "" ? undefined : num("pages-to-scan", 100);
+  await withPagesToScan(scan, () => measure(ctx, args, pkg, root));
 }
 
 async function measure(ctx: BenchContext, args: string[], pkg: ClinePackage, root: string): Promise<void> {
@@ -166,7 +209,7 @@ async function measure(ctx: BenchContext, args: string[], pkg: ClinePackage, roo
   const workers = Math.max(1, num("workers", 4));
   const settleMs = num("settle-ms", 60_000);
   const variants = variantsOf(flag("variants", VARIANTS.join(",")));
-  const ksm = `run ${await ksmFile("run")}, pages_to_scan ${await ksmFile("pages_to_scan")}, sleep_millisecs ${await ksmFile("sleep_millisecs")}`;
+  const ksm = await ksmSettings();
   console.log(`== boot and memory levers: ${reps} reps × ${workers} workers at once, settle ${settleMs} ms`);
   console.log(`   kernel same-page merging: ${ksm}; load ${load()}`);
   let rt: Node24Runtime | undefined;
@@ -176,6 +219,11 @@ async function measure(ctx: BenchContext, args: string[], pkg: ClinePackage, roo
     rt = await prepareNode24Runtime(dir, pkg);
     fingerprint = await cacheFingerprint(rt.cacheDir);
   }
+  const oneByte = variants.some((v) => v.startsWith("one-byte"))
+    ? probeOneByteCore(pkg, flakegymCacheRoot(process.env), true)
+    : undefined;
+  if (oneByte)
+    console.log(`   one-byte bundle: ${oneByte.on ? oneByte.coreJs : `NOT USABLE: ${oneByte.reason}`}`);
   const samples = new Map<Variant, Sample>();
   try {
     for (let r = 0; r < reps; r++) {
@@ -183,12 +231,13 @@ async function measure(ctx: BenchContext, args: string[], pkg: ClinePackage, roo
       const order = r % 2 === 0 ? variants : [...variants].reverse();
       for (const v of order) {
         const before = load();
-        const s = await oneVariant(root, v, workers, settleMs, rt);
+        const s = await oneVariant(root, v, workers, settleMs, rt, oneByte);
         const acc = samples.get(v) ?? {
           bootCpuS: [],
           bootMs: [],
           pssMb: [],
           corePssMb: [],
+          heapMb: [],
           ksmdCpuPerWorkerS: [],
           merge: s.merge,
         };
@@ -196,10 +245,11 @@ async function measure(ctx: BenchContext, args: string[], pkg: ClinePackage, roo
         acc.bootMs.push(...s.bootMs);
         acc.pssMb.push(median(s.pssMb));
         acc.corePssMb.push(median(s.corePssMb));
+        acc.heapMb.push(median(s.heapMb));
         acc.ksmdCpuPerWorkerS.push(s.ksmdCpuPerWorkerS);
         samples.set(v, acc);
         console.log(
-          `  rep ${r + 1}/${reps} ${v}: boot CPU ${median(s.bootCpuS).toFixed(2)} s/worker, PSS ${Math.round(median(s.pssMb))} MiB/worker, ksmd ${s.ksmdCpuPerWorkerS.toFixed(2)} s/worker, merging ${s.merge}; load ${before} → ${load()}`,
+          `  rep ${r + 1}/${reps} ${v}: boot CPU ${median(s.bootCpuS).toFixed(2)} s/worker, PSS ${Math.round(median(s.pssMb))} MiB/worker, core heap ${Math.round(median(s.heapMb))} MiB, ksmd ${s.ksmdCpuPerWorkerS.toFixed(2)} s/worker, merging ${s.merge}; load ${before} → ${load()}`,
         );
       }
     }
@@ -218,11 +268,13 @@ async function measure(ctx: BenchContext, args: string[], pkg: ClinePackage, roo
     console.log(`  V8 startup snapshot of the core's bundle (--build-snapshot): ${snapshot}`);
     await rm(root, { recursive: true, force: true });
   }
-  const merge = table.find((t) => t.variant === "merge");
-  if (merge)
-    console.log(
-      `boot: default (merge) boot-cpu ${merge["× bare"].toFixed(2)}x pss ${Math.round(merge["PSS MiB/worker"])} MiB (${merge["PSS × bare"].toFixed(2)}x bare); load ${load()}`,
-    );
+  for (const name of ["merge", "one-byte", "one-byte+merge"]) {
+    const t = table.find((x) => x.variant === name);
+    if (t)
+      console.log(
+        `boot: ${name} boot-cpu ${t["× bare"].toFixed(2)}x pss ${Math.round(t["PSS MiB/worker"])} MiB (${t["PSS × bare"].toFixed(2)}x bare) core heap ${Math.round(t["core heap MiB"])} MiB (${t["heap × bare"].toFixed(2)}x bare); load ${load()}`,
+      );
+  }
   ctx.writeResult("boot", {
     reps,
     workers,

@@ -16,19 +16,28 @@
  *    Goal: every trajectory ends with an outcome (none lost), gateway p99 added ≤ 10 ms.
  *
  * Flags: --parts boot,idle,live  --boot-reps 3  --steps 8,16,32,48,64  --ready-ms 5000
- *   --settle-ms 5000  --margin-mb 2048  --start-timeout-ms 900000  --live 48 (capped at the largest
+ *   --settle-ms 5000  --margin-mb 3072 (watched while a step starts too: under it the step stops)
+ *   --pages-to-scan N (ksm's pages_to_scan for the idle part, restored after)  --start-timeout-ms 900000  --live 48 (capped at the largest
  *   ready N when idle ran)  --think-ms 3000  --interval-ms 20  --task semver-lite-caret-zero.
  * Quick: `npm run bench -- concurrency --boot-reps 1 --steps 2,4 --live 2 --think-ms 500`.
  * The machine is shared: the load average is printed with every part; numbers are pessimistic.
  */
 import { type ChildProcess, fork } from "node:child_process";
+import { setMaxListeners } from "node:events";
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { createClineClient, launchClineCore } from "@flakegym/cline-vendor";
+import {
+  createClineClient,
+  launchClineCore,
+  probeMemoryMerge,
+  probeOneByteCore,
+  resolveClinePackage,
+} from "@flakegym/cline-vendor";
+import { flakegymCacheRoot } from "../packages/runner/src/cache-root.mjs";
 import { createReporter } from "../packages/runner/src/progress/reporter.js";
 import { runRollout } from "../packages/runner/src/rollout/run-rollout.js";
 import { createRolloutDeps } from "../packages/runner/src/rollout/wire.js";
@@ -38,6 +47,7 @@ import { loadTask } from "../packages/runner/src/tasks/catalog.js";
 import { clineAgentLauncher } from "../packages/runner/src/workers/local/cline-agent.js";
 import { createLocalBackend } from "../packages/runner/src/workers/local/local-backend.js";
 import type { Worker } from "../packages/runner/src/workers/types.js";
+import { ksmSettings, withPagesToScan } from "./concurrency/ksm.js";
 import { machineMemory, processTrees, treeMemory } from "./concurrency/memory.js";
 import { type BenchContext, launchBareCore, median, percentile, printTable } from "./lib.js";
 
@@ -204,13 +214,42 @@ async function probeReady(workers: readonly Idle[], readyMs: number) {
   return { times, failures };
 }
 
+/**
+ * Polls MemAvailable every 250 ms; aborts its signal when it falls under `marginMb`. `stop()` ends
+ * the polling and returns the lowest value seen (MiB).
+ */
+function watchMemory(marginMb: number): { signal: AbortSignal; stop(): number } {
+  const ac = new AbortController();
+  setMaxListeners(Number.POSITIVE_INFINITY, ac.signal); // every start of a step listens on it
+  let lowest = Number.POSITIVE_INFINITY;
+  const timer = setInterval(() => {
+    void machineMemory().then((m) => {
+      lowest = Math.min(lowest, m.availableMb);
+      if (m.availableMb < marginMb && !ac.signal.aborted)
+        ac.abort(new Error(`MemAvailable ${Math.round(m.availableMb)} MiB < margin ${marginMb} MiB`));
+    });
+  }, 250);
+  return {
+    signal: ac.signal,
+    stop() {
+      clearInterval(timer);
+      return lowest;
+    },
+  };
+}
+
 async function idleReady(root: string, args: string[]) {
   const steps = flag(args, "steps", "8,16,32,48,64").split(",").map(Number);
   const readyMs = num(args, "ready-ms", 5000);
   const settleMs = num(args, "settle-ms", 5000);
-  const marginMb = num(args, "margin-mb", 2048);
+  const marginMb = num(args, "margin-mb", 3072);
   const startTimeoutMs = num(args, "start-timeout-ms", 900_000);
   console.log(`\n== idle-ready workers, steps ${steps.join(",")} (load ${load()})`);
+  const oneByte = probeOneByteCore(resolveClinePackage(), flakegymCacheRoot(process.env));
+  const merge = probeMemoryMerge();
+  console.log(
+    `   the default launch: same-page merging ${merge.on ? "on" : `off (${merge.reason})`} (${await ksmSettings()}); one-byte bundle ${oneByte.on ? "on" : `off (${oneByte.reason})`}; keeps ≥ ${marginMb} MiB available (--margin-mb), watched while a step starts`,
+  );
   await mkdir(root, { recursive: true });
   const socketPath = join(root, "gateway.sock");
   const gw = createServer((s) => s.end());
@@ -236,6 +275,8 @@ async function idleReady(root: string, args: string[]) {
         break;
       }
       const t0 = performance.now();
+      // the machine is shared: a step whose starts take MemAvailable under the margin is stopped
+      const watch = watchMemory(marginMb);
       const started = await Promise.allSettled(
         Array.from({ length: n - workers.length }, async (_, k) => {
           const i = workers.length + k;
@@ -243,20 +284,24 @@ async function idleReady(root: string, args: string[]) {
           await mkdir(ws, { recursive: true });
           await writeFile(join(ws, "README.md"), "idle worker\n");
           const ts = performance.now();
-          const worker = await backend.start({
-            runId: "bench-conc",
-            taskId: "idle",
-            trajectoryId: String(i),
-            profile: "node",
-            workspace: ws,
-            gateway: { socketPath },
-            limits: { memoryMb: 2048, pids: 512, cpuSeconds: 3600, diskMb: 256, wallClockMs: 3_600_000 },
-            agent: true,
-          });
+          const worker = await backend.start(
+            {
+              runId: "bench-conc",
+              taskId: "idle",
+              trajectoryId: String(i),
+              profile: "node",
+              workspace: ws,
+              gateway: { socketPath },
+              limits: { memoryMb: 2048, pids: 512, cpuSeconds: 3600, diskMb: 256, wallClockMs: 3_600_000 },
+              agent: true,
+            },
+            watch.signal,
+          );
           return { worker, startMs: performance.now() - ts };
         }),
       );
       const stepMs = performance.now() - t0;
+      const lowest = watch.stop();
       const failedStarts = started.filter((s) => s.status === "rejected") as PromiseRejectedResult[];
       for (const s of started) if (s.status === "fulfilled") workers.push(s.value);
       await sleep(settleMs);
@@ -264,7 +309,11 @@ async function idleReady(root: string, args: string[]) {
       const after = await machineMemory();
       const trees = await processTrees(workers.map((w) => w.worker.configDir!));
       const mems = await Promise.all([...trees.values()].map(treeMemory));
-      const ready = failedStarts.length === 0 && probe.failures.length === 0 && workers.length === n;
+      const ready =
+        !watch.signal.aborted &&
+        failedStarts.length === 0 &&
+        probe.failures.length === 0 &&
+        workers.length === n;
       const row = {
         N: n,
         ready: ready ? "yes" : "NO",
@@ -278,6 +327,7 @@ async function idleReady(root: string, args: string[]) {
         "cgroup/worker MiB": median(mems.map((m) => m.cgroupMb ?? Number.NaN)),
         "ΔAvail/worker MiB": (baseline.availableMb - after.availableMb) / workers.length,
         "avail MiB": after.availableMb,
+        "min avail MiB": lowest,
         load: load(),
       };
       rows.push(row);
@@ -292,6 +342,10 @@ async function idleReady(root: string, args: string[]) {
         N: n,
         ...Object.fromEntries(kinds.map((k) => [k, median(mems.map((m) => m.pssByKindMb[k] ?? 0))])),
       });
+      if (watch.signal.aborted) {
+        stopReason = `N=${n} stopped while starting: MemAvailable fell to ${Math.round(lowest)} MiB (margin ${marginMb} MiB); ${workers.length} workers were up`;
+        break;
+      }
       if (!ready) {
         stopReason = `N=${n} not ready: ${[
           ...failedStarts.map((f) => String((f.reason as Error)?.message ?? f.reason).split("\n")[0]),
@@ -504,7 +558,10 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     if (parts.has("boot")) result.boot = await bootCuts(join(root, "boot"), num(args, "boot-reps", 3));
     let liveN = num(args, "live", 48);
     if (parts.has("idle")) {
-      const idle = await idleReady(join(root, "idle"), args);
+      const scan = flag(args, "pages-to-scan", "");
+      const idle = await withPagesToScan(scan === "" ? undefined : num(args, "pages-to-scan", 100), () =>
+        idleReady(join(root, "idle"), args),
+      );
       result.idle = idle;
       liveN = Math.min(liveN, Math.max(1, idle.largestReady));
     }

@@ -8,6 +8,7 @@ import { type ClineClient, createClineClient } from "./client.js";
 import { buildCoreEnv } from "./env.js";
 import { ClineVendorError, ErrorCode } from "./errors.js";
 import { type MemoryMergeDecision, probeMemoryMerge } from "./memory-merge.js";
+import type { OneByteDecision } from "./one-byte-core.js";
 import { type ClinePackage, resolveClinePackage } from "./paths.js";
 import { processRssBytes } from "./proc.js";
 
@@ -57,6 +58,11 @@ export interface LaunchOptions {
    * FLAKEGYM_CORE_MEMORY_MERGE=0. `false` starts the core as before.
    */
   readonly memoryMerge?: boolean;
+  /**
+   * The core's bundle as a one-byte string (one-byte-core.ts: `probeOneByteCore`); when `on`, the
+   * core runs `coreJs` from that directory (a sandbox must bind it). Default: the package's own bundle.
+   */
+  readonly oneByte?: OneByteDecision;
 }
 
 /** A running core (host + core under one supervisor, in one process group). */
@@ -76,6 +82,8 @@ export interface ClineCore {
   readonly timings: { readonly bootMs: number };
   /** Whether the core runs with same-page merging, or why not. */
   readonly memoryMerge: MemoryMergeDecision;
+  /** Whether the core runs the one-byte bundle, or why not. */
+  readonly oneByte: OneByteDecision;
   /**
    * Resident memory of the core and host processes (Linux; undefined when wrapped, since pids
    * inside a sandbox's pid namespace are not the host's).
@@ -135,12 +143,13 @@ export async function launchClineCore(options: LaunchOptions): Promise<ClineCore
   const listen = options.listen ?? { kind: "tcp" };
   const env = buildCoreEnv(process.env, home, options.env);
   const memoryMerge = probeMemoryMerge(options.memoryMerge);
+  const oneByte: OneByteDecision = options.oneByte ?? { on: false, reason: "not asked for by the caller" };
   const args = [
     SUPERVISOR_PATH,
     "--host-bin",
     pkg.hostBinary,
     "--core-js",
-    pkg.coreJs,
+    oneByte.on ? oneByte.coreJs : pkg.coreJs,
     "--node-path",
     `${pkg.nodeModules}:${pkg.fakeNodeModules}`,
     "--workspace",
@@ -337,6 +346,7 @@ export async function launchClineCore(options: LaunchOptions): Promise<ClineCore
       client,
       timings: { bootMs },
       memoryMerge,
+      oneByte,
       exited,
       async memory() {
         if (options.wrap) return {};

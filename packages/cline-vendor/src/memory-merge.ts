@@ -40,15 +40,20 @@ export interface MemoryMergeFacts {
 }
 
 /** "on"/"1"/"true" → true, "off"/"0"/"false" → false; throws naming the variable otherwise. */
-export function parseMemoryMergeEnv(value: string): boolean {
+export function parseSwitch(name: string, value: string): boolean {
   const v = value.trim().toLowerCase();
   if (["1", "on", "true", "yes"].includes(v)) return true;
   if (["0", "off", "false", "no"].includes(v)) return false;
   throw new ClineVendorError(
     ErrorCode.InvalidArgument,
-    `${MEMORY_MERGE_ENV}='${value}' is not a switch (expected 1/on/true or 0/off/false)`,
-    { hint: `unset ${MEMORY_MERGE_ENV} for the default (on where the kernel supports it), or set it to 0` },
+    `${name}='${value}' is not a switch (expected 1/on/true or 0/off/false)`,
+    { hint: `unset ${name} for the default, or set it to 0 to turn it off` },
   );
+}
+
+/** {@link parseSwitch} for FLAKEGYM_CORE_MEMORY_MERGE. */
+export function parseMemoryMergeEnv(value: string): boolean {
+  return parseSwitch(MEMORY_MERGE_ENV, value);
 }
 
 /** Kernel release "6.18.44-x" → [6, 18]; [0, 0] when it cannot be read. */

@@ -117,6 +117,9 @@ export interface RolloutDeps {
    */
   exportTrajectory(input: ExportInput): Promise<TrajectoryExportResult>;
   /** Facts for run.json (cline version and integrity, image digest, …). */
-  provenance(): Promise<{ cline: { version: string; integrity?: string }; imageDigest?: string }>;
+  provenance(): Promise<{
+    cline: { version: string; integrity?: string; bundle?: string };
+    imageDigest?: string;
+  }>;
   close(): Promise<void>;
 }

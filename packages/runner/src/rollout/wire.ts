@@ -2,7 +2,13 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { resolveClinePackage } from "@flakegym/cline-vendor";
+import {
+  type ClinePackage,
+  ONE_BYTE_PINS,
+  probeOneByteCore,
+  resolveClinePackage,
+} from "@flakegym/cline-vendor";
+import { flakegymCacheRoot } from "../cache-root.mjs";
 import { FlakegymError } from "../errors.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../export/tokenizer.js";
 import { startGatewayThread } from "../gateway/thread.js";
@@ -202,7 +208,7 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       const pkg = resolveClinePackage();
       const described = await backend.describe().catch(() => ({}) as Record<string, string>);
       return {
-        cline: { version: pkg.version, integrity: pkg.integrity },
+        cline: { version: pkg.version, integrity: pkg.integrity, bundle: bundleProvenance(pkg, config, o) },
         ...(described.imageDigest ? { imageDigest: described.imageDigest } : {}),
       };
     },
@@ -215,4 +221,13 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     },
   };
   return deps;
+}
+
+/** What run.json says of the core's bundle: local workers run the one-byte one where it is built. */
+function bundleProvenance(pkg: ClinePackage, config: RunConfig, o: WireOptions): string {
+  if ((o.backend?.kind ?? config.backend) !== "local") return "cline-core.js (the package's own)";
+  const d = probeOneByteCore(pkg, flakegymCacheRoot(process.env));
+  return d.on
+    ? `one-byte (sha256 ${ONE_BYTE_PINS.output})`
+    : `cline-core.js (the package's own): ${d.reason}`;
 }

@@ -267,7 +267,18 @@ export const RunManifest = z
     provenance: z
       .object({
         flakegymVersion: z.string(),
-        cline: z.object({ version: z.string(), integrity: z.string().optional() }).strict(),
+        cline: z
+          .object({
+            version: z.string(),
+            integrity: z.string().optional(),
+            bundle: z
+              .string()
+              .optional()
+              .describe(
+                "the core's bundle the local workers run: one-byte (its sha256) or the package's own, and why",
+              ),
+          })
+          .strict(),
         node: z.string(),
         nixStorePath: z.string().optional().describe("when run from a flake build (FLAKEGYM_NIX_STORE_PATH)"),
         imageDigest: z.string().optional().describe("worker image digest for container backends"),

@@ -5,6 +5,7 @@ import {
   CLINE_CORE_REPORTED_VERSION,
   type ClineCore,
   launchClineCore,
+  probeOneByteCore,
   resolveClinePackage,
   runClineTask,
   startScriptedOpenAiServer,
@@ -12,6 +13,7 @@ import {
 } from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { z } from "zod";
+import { flakegymCacheRoot } from "../../cache-root.mjs";
 import type { DoctorContext, DoctorProbe, DoctorRow } from "../../doctor/probe.js";
 import { describeError } from "../../errors.js";
 import { nixRolloutRow } from "../../images/nix-app.js";
@@ -60,6 +62,7 @@ export const clineProbe: DoctorProbe = {
         home: join(dir, "home"),
         signal: ctx.signal,
         startTimeoutMs: ctx.timeoutMs,
+        oneByte: probeOneByteCore(pkg, flakegymCacheRoot(process.env)),
       });
       const info = await core.client.state.getProcessInfo({ signal: ctx.signal });
       rows.push({
@@ -107,6 +110,13 @@ export const clineProbe: DoctorProbe = {
         value: core.memoryMerge.on
           ? "on (idle cores share identical pages)"
           : `off: ${core.memoryMerge.reason}`,
+      });
+      rows.push({
+        check: "one-byte bundle",
+        status: core.oneByte.on ? "info" : "warn",
+        value: core.oneByte.on
+          ? `on (${core.oneByte.coreJs}: the core's source held one byte a character)`
+          : `off: ${core.oneByte.reason}`,
       });
     } catch (err) {
       rows.push({

@@ -3,9 +3,11 @@ import { dirname, join } from "node:path";
 import {
   type LaunchCommand,
   launchClineCore,
+  probeOneByteCore,
   resolveClinePackage,
   SUPERVISOR_PATH,
 } from "@flakegym/cline-vendor";
+import { flakegymCacheRoot } from "../../cache-root.mjs";
 import { FlakegymError } from "../../errors.js";
 import { unixSocketPath } from "../socket-path.js";
 import type { AgentLauncher, RunningAgent } from "./agent.js";
@@ -15,6 +17,8 @@ import { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./s
 export interface ClineAgentOptions {
   /** Bound on spawn → core answering gRPC. Default 90 s (4 cores starting at once on 2 CPUs take ~5 s each). */
   readonly startTimeoutMs?: number;
+  /** The core's bundle as a one-byte string (docs/cline.md). Default: on when built, unless FLAKEGYM_CORE_ONE_BYTE=0. */
+  readonly oneByte?: boolean;
 }
 
 async function freeLoopbackPort(): Promise<number> {
@@ -35,7 +39,8 @@ async function freeLoopbackPort(): Promise<number> {
  * bound writable at their host paths (the runner reads artifacts and connects there). The
  * workspace is `/workspace` and HOME `/sandbox-home` inside, so prompts do not depend on host paths.
  * The policy is reached through the gateway's unix socket, bound in and forwarded by the
- * supervisor to 127.0.0.1:18080 inside the sandbox's own network namespace.
+ * supervisor to 127.0.0.1:18080 inside the sandbox's own network namespace. The core runs the
+ * one-byte bundle from flakegym's cache where it is built (its directory bound read-only too).
  */
 export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLauncher {
   return {
@@ -52,6 +57,7 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
         );
       }
       const pkg = resolveClinePackage();
+      const oneByte = probeOneByteCore(pkg, flakegymCacheRoot(process.env), options.oneByte);
       const bwrap = prepared.shape.bwrap;
       const home = prepared.homeDir ?? join(ctx.configDir, "..", "home");
       const coreSocket = unixSocketPath(ctx.socketDir, "core.sock");
@@ -67,6 +73,7 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
               ...bwrap.binds,
               { src: dirname(SUPERVISOR_PATH), dest: dirname(SUPERVISOR_PATH) },
               { src: pkg.root, dest: pkg.root },
+              ...(oneByte.on ? [{ src: oneByte.dir, dest: oneByte.dir }] : []),
             ],
           },
         };
@@ -90,6 +97,7 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
         startTimeoutMs: options.startTimeoutMs ?? 90_000,
         listen: { kind: "unix", path: coreSocket },
         supervisorArgs: ["--forward", forward],
+        oneByte,
         ...(wrap ? { wrap } : {}),
       });
       const policyBaseUrl = bwrap
