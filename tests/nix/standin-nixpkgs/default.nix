@@ -3,9 +3,9 @@
 # (same as tests/nix/stub-nixpkgs, which only evaluates), implemented on this machine's own tools.
 #   - packages are copied from the host with the shared libraries they load, their loader and
 #     RUNPATH patched to the copy (copy-host.sh): a real closure that runs in a sandbox or an image;
-#     toolchains too large to copy (gcc/clang, cmake, rust, go) are links to the host's files
-#     and run only where those are (`standin.kind = "link"`); the node profile's npm tools come
-#     from npm (npm-tools.nix);
+#     whole toolchains (gcc with a glibc sysroot, clang on it, rust's sysroot, GOROOT) too; only
+#     stdenv's own compiler is a link to the host's (`standin.kind = "link"`); the node profile's
+#     npm tools come from npm (npm-tools.nix);
 #   - stdenv is setup.sh (phases, hooks, makeWrapper, patchShebangs) on the host's bash and
 #     coreutils, which the build sandbox sees read-only (`sandbox-paths` holds /usr: see docs/nix.md);
 #   - buildEnv, writeShellApplication, runCommand, dockerTools.streamLayeredImage and
@@ -492,9 +492,8 @@ in
     '';
   };
 
-  # Toolchains linked to the host's Debian paths (their trees are too large to copy here); where the
-  # machine has no such file (rust and go live elsewhere on this machine kind) the build fails
-  # naming it.
+  # The rust and go toolchains: their binaries linked from the one copy of each (rustToolchain,
+  # goroot); where the machine has no such toolchain the build fails naming it.
   rustc = rustBins "rustc" [ "rustc" "rustdoc" ];
   cargo = rustBins "cargo" [ "cargo" ];
   clippy = rustBins "clippy" [ "cargo-clippy" "clippy-driver" ];
