@@ -328,6 +328,6 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
   );
   if (!FULL)
     console.warn(
-      "skipping the full stand-in e2e (builds of the rollout app, a snapshot and two images; the app on a task; the images in podman): run `npm run nix:e2e`",
+      "skipping the full stand-in e2e (builds of the rollout app, a snapshot and every profile's image; the app on a task; the images in podman; a rollout on the node image): run `npm run nix:e2e`",
     );
 });
