@@ -81,6 +81,7 @@ else
           commit --quiet --no-gpg-sign --allow-empty -m "${spec.repo} @ ${spec.commit}"
 
         ${util.concatLines (map (cmd: "echo + ${util.escapeShellArg cmd}\n${cmd}") spec.install)}
+        ${deps.afterInstall or ""}
 
         # The index git add wrote holds each file's ctime, mtime, device and inode: rewritten from
         # HEAD it holds none (git refreshes it on first use), so two builds give the same bytes.

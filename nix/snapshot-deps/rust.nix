@@ -31,6 +31,12 @@ else
     mkdir -p "$CARGO_HOME"
     cp "$cargoConfigPath" "$CARGO_HOME/config.toml"
   '';
+  # cargo's cache of rustc's answers (target/.rustc_info.json) is a hash map written in random
+  # order, so two builds differ there: dropped. cargo asks rustc again on the next build (a few ms;
+  # no fingerprint depends on the file), so target/ stays fresh.
+  afterInstall = ''
+    find . -name .rustc_info.json -type f -delete
+  '';
   gitExclude = [ "/target" ];
   install = ''
     install -Dm644 "$cargoConfigPath" $out/cargo-home/config.toml

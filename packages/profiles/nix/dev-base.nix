@@ -28,6 +28,10 @@ pkgs: {
     "rg --version"
     "jq --version"
     "patch --version"
+    # the runner's scoring script (packages/runner/src/scoring/script.ts) runs these in every worker
+    "base64 --version"
+    "sha256sum --version"
+    "timeout --version"
   ];
   env = { };
 }

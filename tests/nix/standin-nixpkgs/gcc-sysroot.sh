@@ -5,9 +5,8 @@
 #     shared libraries a link names), and the loader, as Debian lays them out;
 #   - $out/real/<driver>: the copied drivers; gcc finds cc1, collect2 and libgcc relative to its
 #     own path ($out/real/../lib/gcc), as (and ld) in that tree;
-#   - $out/bin/<driver>: runs the real one with --sysroot, and, when it links, the sysroot's loader
-#     and libraries as the program's interpreter and RPATH (what nixpkgs' cc-wrapper does), so what
-#     it builds runs in an image without /lib64 (DT_RPATH, which also serves libstdc++'s own libm).
+#   - $out/bin/<driver>: runs the real one with --sysroot (cc-wrapper.sh: when it links, the
+#     sysroot's loader and libraries become the program's interpreter and RPATH).
 set -eu
 machine=$(/usr/bin/gcc -dumpmachine)
 version=$(/usr/bin/gcc -dumpversion)
@@ -27,21 +26,15 @@ for s in "$out/lib/gcc/$machine/$version"/*.so; do
   if grep -q 'GNU ld script' "$s" 2>/dev/null; then sed -i "s|/lib/$machine/|$sys/usr/lib/$machine/|g" "$s"; fi
 done
 for tool in as ld; do mv "$out/bin/$tool" "$out/lib/gcc/$machine/$version/$tool"; done
+. "$ccWrapperScript"
 for d in gcc g++ cpp; do
   mv "$out/bin/$d" "$out/real/$d"
-  cat >"$out/bin/$d" <<EOF
-#!$standinShellPath
-link=1
-for a in "\$@"; do
-  case "\$a" in -c|-S|-E|-M|-MM|-fsyntax-only|--version|-dumpversion|-dumpmachine|-print-*) link=0 ;; esac
 done
-if [ \$link = 1 ] && [ $d != cpp ]; then
-  exec $out/real/$d --sysroot=$sys -Wl,--dynamic-linker=$sys/lib64/ld-linux-x86-64.so.2 -Wl,--disable-new-dtags,-rpath,$sys/usr/lib/$machine "\$@"
-fi
-exec $out/real/$d --sysroot=$sys "\$@"
-EOF
-  chmod +x "$out/bin/$d"
-done
+write_cc_wrapper "$out/bin/gcc" "$out/real/gcc" "--sysroot=$sys"
+write_cc_wrapper "$out/bin/g++" "$out/real/g++" "--sysroot=$sys"
+# cpp never links
+printf '#!%s\nexec %s --sysroot=%s "$@"\n' "$standinShellPath" "$out/real/cpp" "$sys" >"$out/bin/cpp"
+chmod +x "$out/bin/cpp"
 ln -s gcc "$out/bin/cc"
 ln -s g++ "$out/bin/c++"
 mkdir -p "$out/nix-support"
