@@ -1,7 +1,15 @@
 import { z } from "zod";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import { RunSummary } from "../rollout/summary.js";
-import { GroupLine, MetricsLine, RunManifest, Score, TrajectoryResult } from "../run-format/schema.js";
+import {
+  GroupLine,
+  InfraRetryCount,
+  MetricsLine,
+  RunManifest,
+  Score,
+  TrajectoryResult,
+} from "../run-format/schema.js";
+import { viewRowOf } from "../run-format/trajectory-record.js";
 import { type CompareKind, type CompareResponse, compareEvals, compareRuns, pageCompare } from "./compare.js";
 import { type ConvMessage, conversationOf } from "./conversation.js";
 import { EvalSummary, evalSummaryOf, ReportHead, trialDirsOf } from "./eval-data.js";
@@ -87,7 +95,7 @@ export const RunFacts = z
     policies: z.array(z.string()),
     meanReward: z.number().nullable(),
     durationMs: z.number().nullable(),
-    infraRetries: z.number().int().nullable().describe("null: no summary yet (the page sums its rows)"),
+    infraRetries: InfraRetryCount.nullable().describe("null: no summary yet (the page sums its rows)"),
     atropos: z.string(),
     backend: z.string(),
     images: z.string().describe("the distinct images the run's workers ran on"),
@@ -201,38 +209,6 @@ async function readJsonFile<T>(root: SafeRoot, segs: string[], schema: z.ZodType
   return parsed.success ? parsed.data : null;
 }
 
-/** `…-t3` → 3. */
-const indexOfId = (id: string): number | null => {
-  const m = /-t(\d+)$/.exec(id);
-  return m ? Number(m[1]) : null;
-};
-
-function toRow(m: MetricsLine, policies: readonly string[]): TrajectoryRow {
-  const index = indexOfId(m.trajectory_id);
-  return {
-    id: m.trajectory_id,
-    task: m.task_id,
-    index,
-    policy: index === null || policies.length === 0 ? null : policies[index % policies.length]!,
-    outcome: m.outcome,
-    ...(m.limit ? { limit: m.limit } : {}),
-    detail: m.outcome_detail,
-    reward: m.reward,
-    turns: m.turns,
-    tokensIn: m.tokens_in,
-    tokensOut: m.tokens_out,
-    timings: {
-      snapshot: m.snapshot_ms,
-      fork: m.fork_ms,
-      boot: m.boot_ms,
-      agent: m.agent_ms,
-      score: m.score_ms,
-    },
-    infraRetries: m.infra_retries,
-    tampered: m.tampered?.length ?? 0,
-  };
-}
-
 export interface ViewStore {
   index(): Promise<IndexResponse>;
   run(ref: string, q: RowQuery): Promise<RunResponse>;
@@ -337,7 +313,7 @@ export function createViewStore(
           continue;
         }
         const p = MetricsLine.safeParse(v);
-        if (p.success) rows.push(toRow(p.data, policies));
+        if (p.success) rows.push(viewRowOf(p.data, policies));
         else skipped++;
       }
       // a resumed run may log a trajectory twice: the last line wins
