@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
 import { InfraRetryCount, Outcome, type RunManifest, TrajectoryResult } from "../run-format/schema.js";
-import { servedResultOf } from "../run-format/trajectory-record.js";
+import { PhaseMs, servedResultOf } from "../run-format/trajectory-record.js";
 import { type ExportSegment, exportTrajectory } from "./export-trajectory.js";
 import { MASKED } from "./tokenize-for-trainer.js";
 import type { ChatTokenizer } from "./tokenizer.js";
@@ -90,16 +90,9 @@ export const ServedTrajectory = z
       })
       .strict()
       .nullable(),
-    timings_ms: z
-      .object({
-        snapshot: z.number(),
-        fork: z.number(),
-        boot: z.number(),
-        agent: z.number(),
-        score: z.number(),
-        model: z.number().optional().describe("of agent: time spent waiting for model calls"),
-      })
-      .strict(),
+    timings_ms: PhaseMs.extend({
+      model: z.number().optional().describe("of agent: time spent waiting for model calls"),
+    }).strict(),
     turns: z.number().int(),
     infra_retries: InfraRetryCount,
     segments: z.array(ServedSegment).describe("token sequences; several when the context was rewritten"),

@@ -42,6 +42,18 @@ export function metricsLineOf(r: TrajectoryResult): MetricsLine {
   };
 }
 
+/** Each phase's wall time of a trajectory, ms, as the viewer's rows and the served record show it. */
+export const PhaseMs = z
+  .object({
+    snapshot: z.number(),
+    fork: z.number(),
+    boot: z.number(),
+    agent: z.number(),
+    score: z.number(),
+  })
+  .strict();
+export type PhaseMs = z.infer<typeof PhaseMs>;
+
 /** One row of the viewer's run table (from the run's metrics line). */
 export const TrajectoryRow = z
   .object({
@@ -56,15 +68,7 @@ export const TrajectoryRow = z
     turns: z.number().int(),
     tokensIn: z.number().int(),
     tokensOut: z.number().int(),
-    timings: z
-      .object({
-        snapshot: z.number(),
-        fork: z.number(),
-        boot: z.number(),
-        agent: z.number(),
-        score: z.number(),
-      })
-      .strict(),
+    timings: PhaseMs,
     infraRetries: InfraRetryCount,
     tampered: z.number().int(),
   })

@@ -374,15 +374,17 @@ async function runListItem(st: ViewStoreState, ref: string): Promise<RunListItem
     const m = await manifestOf(st, ref);
     const bytes = await dataBytes(st, ref);
     const s = await readJsonFile(st.root, [...checkedSegments(ref), "summary.json"], RunSummary);
-    const expected = m.config.tasks.length * m.config.groupSize;
+    const head = {
+      ref,
+      runId: m.runId,
+      createdAt: m.createdAt,
+      tasks: m.config.tasks.length,
+      policies: m.config.policies,
+      expected: m.config.tasks.length * m.config.groupSize,
+    };
     if (s)
       return {
-        ref,
-        runId: m.runId,
-        createdAt: m.createdAt,
-        tasks: m.config.tasks.length,
-        policies: m.config.policies,
-        expected,
+        ...head,
         finished: s.trajectories.finished,
         meanReward: s.meanReward,
         outcomes: s.trajectories.outcomes,
@@ -395,12 +397,7 @@ async function runListItem(st: ViewStoreState, ref: string): Promise<RunListItem
     const outcomes: Record<string, number> = {};
     for (const r of rows) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
     return {
-      ref,
-      runId: m.runId,
-      createdAt: m.createdAt,
-      tasks: m.config.tasks.length,
-      policies: m.config.policies,
-      expected,
+      ...head,
       finished: rows.length,
       meanReward: scored.length ? scored.reduce((a, r) => a + (r.reward ?? 0), 0) / scored.length : null,
       outcomes,
