@@ -25,10 +25,10 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 export const RUNNER_LAYERS: readonly (readonly string[])[] = [
   ["errors", "version", "cache-root"],
   ["text", "redact", "doctor", "gc", "nix", "safe-read"],
+  ["run-format"],
   ["tasks", "policy", "progress"],
   ["workers", "contract"],
   ["snapshots", "scoring"],
-  ["run-format"],
   ["images", "gateway", "emit"],
   ["export"],
   ["rollout"],

@@ -145,6 +145,38 @@ describe("runner layer rules (pure)", () => {
     ]);
   });
 
+  it("run-format is the ground floor: it lies below every folder but the pure helpers, and its import up fails", async () => {
+    const level = (f: string) => RUNNER_LAYERS.findIndex((l) => l.includes(f));
+    const below = RUNNER_LAYERS.slice(0, level("run-format")).flat();
+    expect(below.sort()).toEqual([
+      "cache-root",
+      "doctor",
+      "errors",
+      "gc",
+      "nix",
+      "redact",
+      "safe-read",
+      "text",
+      "version",
+    ]);
+    await using tmp = await makeTempDir();
+    await copyManifests(tmp.path);
+    for (const dir of ["run-format", "scoring"]) await mkdir(join(tmp.path, "packages/runner/src", dir));
+    await writeFile(join(tmp.path, "packages/runner/src/scoring/score.ts"), "export const Score = 1;\n");
+    await writeFile(
+      join(tmp.path, "packages/runner/src/run-format/schema.ts"),
+      'import { Score } from "../scoring/score.js";\nexport { Score };\n',
+    );
+    expect(findViolations(tmp.path, [])).toEqual([
+      {
+        from: "runner/run-format",
+        to: "runner/scoring",
+        where:
+          "packages/runner/src/run-format/schema.ts:1 imports '../scoring/score.js': an import up the layer order",
+      },
+    ]);
+  });
+
   it("lists every folder of the runner's src exactly once", () => {
     const names = RUNNER_LAYERS.flat();
     expect(new Set(names).size).toBe(names.length);

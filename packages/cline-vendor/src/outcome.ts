@@ -63,7 +63,9 @@ export const Outcome = z.discriminatedUnion("kind", [
     .object({
       kind: z
         .literal("agent_error")
-        .describe("Cline gave up (mistake limit, interrupted task, unhandled ask)"),
+        .describe(
+          "Cline gave up (mistake limit, interrupted task, unhandled ask); for an environment-API stage, its script exited non-zero",
+        ),
       detail,
       ask: z.string().optional().describe("the ask that ended the task"),
     })

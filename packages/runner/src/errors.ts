@@ -1,11 +1,134 @@
 /**
+ * Every stable `code` a flakegym error carries, in one place: `FlakegymError` (and `HttpError`,
+ * `UsageError`, `NomadWorkerError`) take an {@link ErrorCode}, so an unknown or misspelt code is a
+ * type error where the error is made and where a caller compares `err.code`. A new code is added
+ * here, under the part of the runner that raises it (a code raised in several parts sits under
+ * usage and input). docs/ARCHITECTURE.md says how to choose one.
+ */
+export const ERROR_CODES = [
+  // usage and input: a flag, file or value given to flakegym was wrong (exit status 2 for E_USAGE)
+  "E_USAGE",
+  "E_CATALOG",
+  "E_TASK_NOT_FOUND",
+  "E_DATASET",
+  "E_NO_REFERENCE",
+  "E_OUT_EXISTS",
+  "E_PATCH",
+  "E_TOO_LARGE",
+  "E_INTERRUPTED",
+  "E_DISK_FULL",
+  "E_ARTIFACT_MISSING",
+  "E_NETWORK_REQUIRED",
+  "E_NIX_TIMEOUT",
+  "E_UPSTREAM",
+  "E_WORKER",
+  // the run directory (run-format/)
+  "E_JSONL",
+  "E_RESUME",
+  "E_WRITE",
+  // tasks and their sources (tasks/)
+  "E_GIT",
+  "E_REPO_MISSING",
+  // Nix flake facts (nix/)
+  "E_ABORTED",
+  "E_NIX_EVAL",
+  "E_NIX_FACTS",
+  // workers and their backends (workers/); the Nomad ones are NomadWorkerErrorCode
+  "E_DUMMY_BOOT",
+  "E_IMAGE_CLINE",
+  "E_NO_SANDBOX",
+  "E_PODMAN",
+  "E_POOL_ADOPT",
+  "E_POOL_MOUNT",
+  "E_POOL_UNAVAILABLE",
+  "E_WORKER_SPEC",
+  "E_WORKER_STOPPED",
+  "E_NOMAD_GATEWAY",
+  "E_NOMAD_CONFIG",
+  "E_NOMAD_PLACEMENT",
+  "E_NOMAD_ALLOC_FAILED",
+  "E_NOMAD_ALLOC_LOST",
+  "E_NOMAD_START_TIMEOUT",
+  "E_NOMAD_NOT_READY",
+  "E_NOMAD_EXEC",
+  "E_NOMAD_ARTIFACTS",
+  "E_NOMAD_CLOSED",
+  // the flakegym.yml contract (contract/)
+  "E_ARTIFACT",
+  "E_CONTRACT",
+  // snapshots and forks (snapshots/)
+  "E_FORK",
+  "E_FORK_METHOD",
+  "E_FORK_RELEASE",
+  "E_LOCK_TIMEOUT",
+  "E_SNAPSHOT",
+  "E_SNAPSHOT_BUILD",
+  "E_SNAPSHOT_STEP",
+  "E_TOOLCHAIN",
+  // scoring (scoring/)
+  "E_SCORE_SCRIPT",
+  "E_SCORE_TOO_LARGE",
+  "E_WORKER_WRITE",
+  // Nix images (images/)
+  "E_IMAGE_RECORDS",
+  "E_NIX_BUILD",
+  "E_PODMAN_INSPECT",
+  "E_PODMAN_LOAD",
+  "E_PODMAN_PUSH",
+  // the policy gateway (gateway/)
+  "E_GATEWAY",
+  "E_GATEWAY_REQUEST",
+  "E_TURN_LOG",
+  // the Atropos emitter (emit/)
+  "E_ATROPOS",
+  // tokenizer and token export (export/)
+  "E_TEMPLATE",
+  "E_TEMPLATE_DRIFT",
+  "E_TOKENIZER",
+  // the rollout pipeline (rollout/)
+  "E_DATASET_CHANGED",
+  "E_DATASET_REPO",
+  "E_IMAGE_MISSING",
+  "E_INPUT_CHANGED",
+  "E_RUN_LOCKED",
+  "E_WORKER_EXIT",
+  // the environment API (api/)
+  "E_DEPLOY",
+  "E_NO_CONTRACT",
+  "E_SCAFFOLD",
+  "E_SESSION_INVALID",
+  "E_SESSION_TORN_DOWN",
+  "E_SESSION_UNKNOWN",
+  "E_STAGE_MISSING",
+  "E_TARGET_CLONE",
+  // the environment server's answers (serve/)
+  "E_AUTH",
+  "E_BUSY",
+  "E_CONFLICT",
+  "E_INTERNAL",
+  "E_JSON",
+  "E_NOT_FOUND",
+  "E_REQUEST",
+  "E_REQUEST_ID",
+  "E_ROUTE",
+  "E_SERVE_TOKEN",
+  "E_TASK",
+  "E_ROWS",
+  "E_SCENARIO",
+  // the viewer (view/)
+  "E_VIEW_BUNDLE",
+  "E_VIEW_PATH",
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/**
  * Infrastructure and usage faults. Every error has a stable `code` and, where we know it,
  * a `hint` telling the user what to do. A trajectory's end is never an error: it is an Outcome.
  */
 export class FlakegymError extends Error {
   override readonly name: string = "FlakegymError";
   constructor(
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly options: { hint?: string; cause?: unknown } = {},
   ) {
@@ -28,7 +151,7 @@ export class HttpError extends FlakegymError {
   readonly extra: Readonly<Record<string, unknown>>;
   constructor(
     readonly status: number,
-    code: string,
+    code: ErrorCode,
     message: string,
     answer: { type?: string; headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
   ) {
@@ -45,7 +168,7 @@ export class HttpError extends FlakegymError {
  */
 export class UsageError extends FlakegymError {
   override readonly name: string = "UsageError";
-  constructor(message: string, hint?: string, code = "E_USAGE") {
+  constructor(message: string, hint?: string, code: ErrorCode = "E_USAGE") {
     super(code, message, hint === undefined ? {} : { hint });
   }
 }

@@ -27,7 +27,7 @@ export function callContext(opts: CallOptions): { sessionsDir: string; signal: A
 }
 
 export type StageStep = Pick<StageRunInput, "stage"> &
-  Partial<Pick<StageRunInput, "command" | "label" | "env" | "gatewaySocket" | "gateway" | "modelFailures">>;
+  Partial<Pick<StageRunInput, "command" | "label" | "env" | "gatewaySocket" | "gateway">>;
 
 export function ensureReady(session: EnvSession): void {
   if (session.state !== "ready") {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { HintsUsed, Metrics } from "../contract/artifacts.js";
 import { meanReward, scoreOfSummary, type TestSummary } from "../contract/test-summary.js";
-import type { StageOutcome } from "./outcome.js";
+import type { Outcome } from "../run-format/schema.js";
 
 /**
  * Whether an evaluation produced a real signal, and its score (pure). An evaluation counts only when
@@ -16,7 +16,7 @@ export const ScoreSource = z.enum(["metrics", "test-summary", "mean-reward", "no
 export type ScoreSource = z.infer<typeof ScoreSource>;
 
 export interface VerdictInput {
-  readonly outcome: StageOutcome;
+  readonly outcome: Outcome;
   readonly metrics?: Metrics;
   readonly summary?: TestSummary;
   readonly hintsUsed: HintsUsed;
@@ -38,8 +38,8 @@ export const NOT_RUN_EXIT = new Set([126, 127]);
 
 export function evaluationVerdict(i: VerdictInput): Verdict {
   // a stage that hit a limit, timed out or lost its sandbox measured nothing, whatever it printed
-  const fault = i.outcome.kind !== "completed" && i.outcome.kind !== "stage_error";
-  const faultReason = `the evaluation stage ended ${i.outcome.kind}${"reason" in i.outcome ? `: ${i.outcome.reason}` : ""}`;
+  const fault = i.outcome.kind !== "completed" && i.outcome.kind !== "agent_error";
+  const faultReason = `the evaluation stage ended ${i.outcome.kind}: ${i.outcome.detail}`;
   if (i.metrics && i.metrics.score !== null) {
     const ok = !fault && i.metrics.ok;
     return {

@@ -3,9 +3,9 @@ import { HintsUsed, Metrics, parseSamples, readArtifact } from "../contract/arti
 import { effectiveLimits, type LimitOverrides } from "../contract/contract.js";
 import type { Hint } from "../contract/hints.js";
 import { meanReward, parseTestSummary, scoreOfSummary, type TestSummary } from "../contract/test-summary.js";
+import type { Outcome } from "../run-format/schema.js";
 import { type CallOptions, callContext, withCall } from "./call.js";
 import { evaluationVerdict, NOT_RUN_EXIT, type ScoreSource } from "./evaluation-verdict.js";
-import type { StageOutcome } from "./outcome.js";
 import { type EnvSession, loadSession, type SessionRef } from "./session.js";
 import { keepArtifact } from "./stage.js";
 
@@ -18,7 +18,7 @@ export { ScoreSource } from "./evaluation-verdict.js";
 
 export interface EnvEvaluationResult {
   readonly session: EnvSession;
-  readonly outcome: StageOutcome;
+  readonly outcome: Outcome;
   /** The evaluation measured something: a score from metrics.json, a parsed test summary, or (no test command) the mean reward. */
   readonly ok: boolean;
   /** 0..1, or null when nothing gave one. */
@@ -77,13 +77,14 @@ export async function evaluation(opts: EnvEvaluationOptions): Promise<EnvEvaluat
     if (
       (hintsUsed === undefined || hintsUsed.commands.length === 0) &&
       fallback &&
-      r.outcome.kind !== "limits_exceeded"
+      r.outcome.kind !== "limits_exceeded" &&
+      r.outcome.kind !== "timeout"
     ) {
       const h = await run({ stage: "evaluation", command: fallback.command, label: "hint" });
       output = h.output;
       // "not found" / "not executable" (126, 127) is a command that never ran, whatever the stage says
       const ran =
-        (h.outcome.kind === "completed" || h.outcome.kind === "stage_error") && !NOT_RUN_EXIT.has(h.exitCode);
+        (h.outcome.kind === "completed" || h.outcome.kind === "agent_error") && !NOT_RUN_EXIT.has(h.exitCode);
       hintsUsed = {
         ok: ran,
         used_anchors: [fallback.anchor],

@@ -1,5 +1,5 @@
 import type { StageName } from "../contract/contract.js";
-import type { StageOutcome } from "./outcome.js";
+import type { Outcome } from "../run-format/schema.js";
 
 /** Progress of an API call, as it happens (`onEvent`). */
 export type ApiEvent =
@@ -13,7 +13,7 @@ export type ApiEvent =
       readonly kind: "stage-end";
       readonly stage: StageName;
       readonly label: string;
-      readonly outcome: StageOutcome;
+      readonly outcome: Outcome;
       readonly durationMs: number;
     };
 

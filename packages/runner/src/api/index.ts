@@ -1,6 +1,7 @@
 import { type EnvEvaluationOptions, type EnvEvaluationResult, evaluation } from "./evaluation.js";
 import { type EnvRolloutOptions, type EnvRolloutResult, rollout } from "./rollout.js";
 
+export { Outcome } from "../run-format/schema.js";
 export type { CallOptions } from "./call.js";
 export {
   type EnvEvaluationOptions,
@@ -13,7 +14,7 @@ export {
 export { evaluationVerdict, type Verdict, type VerdictInput } from "./evaluation-verdict.js";
 export type { ApiEvent, ApiEventSink } from "./events.js";
 export { LlmRef, llmEnv, parseLlm } from "./llm.js";
-export { classifyStage, StageOutcome } from "./outcome.js";
+export { type StageEvidence, stageDriverOutcome, stageOutcomeEvidence } from "./outcome.js";
 export { type EnvRolloutOptions, type EnvRolloutResult, rollout } from "./rollout.js";
 export { defaultSessionsDir, EnvSession, loadSession, type SessionRef } from "./session.js";
 export { type SetupOptions, setup } from "./setup.js";

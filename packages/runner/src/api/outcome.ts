@@ -1,70 +1,65 @@
-import { z } from "zod";
+import type { GatewayVerdict, OutcomeEvidence } from "../rollout/classify-outcome.js";
+import type { Outcome } from "../run-format/schema.js";
+import type { WorkerLimit } from "../workers/types.js";
 
 /**
- * How one stage call ended (pure classification). A limit is `limits_exceeded` naming it, the model
- * server's fault `policy_error`, the stage script's own failure `stage_error`, and only the
- * machinery's failures `infra_error`.
+ * A stage call ends as the rollout pipeline's one `Outcome`, decided by its one classifier
+ * (`classifyOutcome`, rollout/classify-outcome.ts). This module only turns what a stage's run was
+ * seen doing into that classifier's three witnesses (pure): the stage script is the driver, the
+ * sandbox's exit the worker, and the call's gateway route the gateway.
  */
-export const StageOutcome = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("completed") }).strict(),
-  z
-    .object({
-      kind: z.literal("limits_exceeded"),
-      limit: z
-        .string()
-        .describe("the limit's name (max_cmd_seconds, max_total_seconds, memory, model_requests…)"),
-      reason: z.string(),
-    })
-    .strict(),
-  z.object({ kind: z.literal("policy_error"), reason: z.string() }).strict(),
-  z.object({ kind: z.literal("stage_error"), reason: z.string() }).strict(),
-  z.object({ kind: z.literal("infra_error"), reason: z.string() }).strict(),
-]);
-export type StageOutcome = z.infer<typeof StageOutcome>;
-
 export interface StageEvidence {
   readonly exitCode: number;
   readonly timedOut: boolean;
   /** A limit the worker enforced (memory, pids, cpu_time, …). */
-  readonly limit?: string;
+  readonly limit?: WorkerLimit;
   readonly sandboxKilled?: boolean;
+  /** The sandbox could not run the stage (its start or exec failed): what went wrong. */
+  readonly infra?: string;
   /** The call's max_total_seconds deadline fired. */
   readonly totalExpired: boolean;
   readonly maxCmdSeconds: number;
-  /** Model calls of this stage the model server failed (a failing stage that saw one: policy_error). */
-  readonly modelFailures?: number;
-  /** The gateway ended the call's route (model server fault or a model budget). */
-  readonly gateway?: {
-    readonly kind: "limits_exceeded" | "timeout" | "policy_error" | "infra_error";
-    readonly limit?: string;
-    readonly message: string;
-  };
+  /** The gateway's verdict on the call's route (rollout calls with a policy). */
+  readonly gateway?: GatewayVerdict;
 }
 
-export function classifyStage(e: StageEvidence): StageOutcome {
-  if (e.gateway?.kind === "policy_error") return { kind: "policy_error", reason: e.gateway.message };
-  if (e.gateway?.kind === "infra_error") return { kind: "infra_error", reason: e.gateway.message };
-  if (e.gateway) {
-    return { kind: "limits_exceeded", limit: e.gateway.limit ?? "model_silence", reason: e.gateway.message };
+/**
+ * What the stage's own run says (the driver's outcome): the contract's time limits are `timeout`s —
+ * `max_cmd_seconds` the stage's wall clock, `max_total_seconds` the call's deadline — a sandbox
+ * that could not run it `infra_error`, a non-zero exit the stage program's failure (`agent_error`).
+ */
+export function stageDriverOutcome(e: StageEvidence): Outcome {
+  if (e.totalExpired) {
+    return {
+      kind: "timeout",
+      limit: "caller_deadline",
+      detail: "the call ran longer than its max_total_seconds",
+    };
   }
-  if (e.totalExpired)
-    return { kind: "limits_exceeded", limit: "max_total_seconds", reason: "the call ran out of time" };
+  if (e.infra !== undefined) return { kind: "infra_error", detail: `the sandbox failed: ${e.infra}` };
   if (e.timedOut) {
     return {
-      kind: "limits_exceeded",
-      limit: "max_cmd_seconds",
-      reason: `the stage script ran longer than ${e.maxCmdSeconds} s`,
+      kind: "timeout",
+      limit: "wall_clock",
+      detail: `the stage script ran longer than its max_cmd_seconds (${e.maxCmdSeconds} s)`,
     };
   }
-  if (e.limit)
-    return { kind: "limits_exceeded", limit: e.limit, reason: `the sandbox's ${e.limit} limit was hit` };
-  if (e.sandboxKilled) return { kind: "infra_error", reason: "the sandbox was killed from outside" };
-  if (e.exitCode !== 0 && (e.modelFailures ?? 0) > 0) {
-    return {
-      kind: "policy_error",
-      reason: `the model server failed ${e.modelFailures} call(s); the stage exited with ${e.exitCode}`,
-    };
-  }
-  if (e.exitCode !== 0) return { kind: "stage_error", reason: `the stage script exited with ${e.exitCode}` };
-  return { kind: "completed" };
+  if (e.exitCode !== 0) return { kind: "agent_error", detail: `the stage script exited with ${e.exitCode}` };
+  return { kind: "completed", detail: "the stage script exited with 0" };
+}
+
+/** The classifier's witnesses of one stage run (pure). */
+export function stageOutcomeEvidence(e: StageEvidence): OutcomeEvidence {
+  // exec reports its own timeout as the wall_clock limit: that is the stage's max_cmd_seconds
+  const sandboxLimit = e.limit === "wall_clock" && e.timedOut ? undefined : e.limit;
+  const workerExit = sandboxLimit
+    ? { reason: sandboxLimit, detail: `the sandbox's ${sandboxLimit} limit was hit` }
+    : e.sandboxKilled
+      ? { reason: "crashed" as const, detail: "the sandbox was killed from outside" }
+      : undefined;
+  return {
+    driver: stageDriverOutcome(e),
+    ...(workerExit ? { workerExit } : {}),
+    ...(e.gateway ? { gateway: e.gateway } : {}),
+  };
 }

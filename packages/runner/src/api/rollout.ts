@@ -13,14 +13,15 @@ import { readTargetFile } from "../contract/safe-read.js";
 import { checkSamples, type SampleChecks } from "../contract/validate-samples.js";
 import { FlakegymError } from "../errors.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../export/tokenizer.js";
-import { createPolicyGateway } from "../gateway/server.js";
+import { startGatewayThread } from "../gateway/thread.js";
 import { readTurnLog } from "../gateway/turn-log.js";
 import type { GatewayTerminal, PolicyGateway, TrajectoryRoute } from "../gateway/types.js";
 import { createUpstream } from "../policy/create-upstream.js";
+import { type GatewayVerdict, gatewayVerdictOf } from "../rollout/classify-outcome.js";
+import type { Outcome } from "../run-format/schema.js";
 import { SANDBOX_GATEWAY_SOCKET } from "../workers/local/shape.js";
 import { type CallOptions, callContext, withCall } from "./call.js";
 import { type LlmRef, llmEnv, parseLlm } from "./llm.js";
-import type { StageOutcome } from "./outcome.js";
 import { sampleTokensOf, type TokenizedSample } from "./sample-tokens.js";
 import { type EnvSession, loadSession, type SessionRef, saveSession } from "./session.js";
 import { keepArtifact } from "./stage.js";
@@ -45,7 +46,7 @@ export interface EnvRolloutOptions extends CallOptions {
 export interface EnvRolloutResult {
   readonly session: EnvSession;
   readonly llm: LlmRef;
-  readonly outcome: StageOutcome;
+  readonly outcome: Outcome;
   /** Completed, artifacts valid and every opt-in check passed. */
   readonly ok: boolean;
   /** The stage's samples; with `tokenizer`, each with the ids of the call that produced it. */
@@ -78,7 +79,8 @@ export async function rollout(llm: string, opts: EnvRolloutOptions): Promise<Env
   const t0 = performance.now();
   try {
     if (sockDir)
-      gateway = await createPolicyGateway({
+      // the rollout pipeline's arrangement: the gateway in a thread of its own (docs/gateway.md)
+      gateway = await startGatewayThread({
         listen: { socketPath: join(sockDir, "gw.sock") },
         signal: ctx.signal,
       });
@@ -110,7 +112,7 @@ export async function rollout(llm: string, opts: EnvRolloutOptions): Promise<Env
         stage: "rollout",
         env,
         ...(gateway?.socketPath ? { gatewaySocket: gateway.socketPath } : {}),
-        ...(route ? { gateway: () => terminalOf(route), modelFailures: () => route.status().failed } : {}),
+        ...(route ? { gateway: () => verdictOf(route, join(callDir, "turns.jsonl")) } : {}),
       });
       let samples: Sample[] = [];
       let samplesPath: string | undefined;
@@ -160,10 +162,17 @@ export async function rollout(llm: string, opts: EnvRolloutOptions): Promise<Env
   }
 }
 
-function terminalOf(route: TrajectoryRoute) {
-  if (!route.signal.aborted) return undefined;
-  const t = route.signal.reason as GatewayTerminal;
-  return { kind: t.kind, ...(t.limit ? { limit: t.limit } : {}), message: t.message };
+/** The gateway's verdict on the call's route, from its status and the call's turn log. */
+async function verdictOf(route: TrajectoryRoute, turnLog: string): Promise<GatewayVerdict> {
+  const turns = await readTurnLog(turnLog).catch(() => []);
+  if (!route.signal.aborted) return gatewayVerdictOf(undefined, turns);
+  const reason: unknown = route.signal.reason;
+  // the gateway's thread died (an Error, not a verdict): the machinery failed the call
+  const terminal: GatewayTerminal =
+    reason instanceof Error
+      ? { kind: "infra_error", message: reason.message, at: new Date().toISOString() }
+      : (reason as GatewayTerminal);
+  return gatewayVerdictOf(terminal, turns);
 }
 
 function missing(file: string, log: string): FlakegymError {

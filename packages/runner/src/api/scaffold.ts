@@ -13,7 +13,7 @@ import {
 } from "../contract/contract.js";
 import type { Hint } from "../contract/hints.js";
 import { FlakegymError } from "../errors.js";
-import { createPolicyGateway } from "../gateway/server.js";
+import { startGatewayThread } from "../gateway/thread.js";
 import { createUpstream } from "../policy/create-upstream.js";
 import type { PolicySpec } from "../policy/spec.js";
 import { clineAgentLauncher } from "../workers/local/cline-agent.js";
@@ -72,7 +72,8 @@ export async function scaffoldContract(o: {
   readonly timeoutMs?: number;
 }): Promise<{ contract: Contract; rounds: number }> {
   const sockDir = await mkdtemp(join(tmpdir(), "fg-scaffold-"));
-  const gateway = await createPolicyGateway({
+  // the rollout pipeline's arrangement: the gateway in a thread of its own (docs/gateway.md)
+  const gateway = await startGatewayThread({
     listen: { socketPath: join(sockDir, "gw.sock") },
     signal: o.signal,
   });

@@ -2,9 +2,11 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { StageName } from "../contract/contract.js";
 import { FlakegymError } from "../errors.js";
+import { classifyOutcome, type GatewayVerdict } from "../rollout/classify-outcome.js";
+import type { Outcome } from "../run-format/schema.js";
 import { SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "../workers/local/shape.js";
 import type { ExecResult, WorkerBackend } from "../workers/types.js";
-import { classifyStage, type StageEvidence, type StageOutcome } from "./outcome.js";
+import { stageOutcomeEvidence } from "./outcome.js";
 import type { EnvSession } from "./session.js";
 
 /** flakegym's files in the workspace, recreated before every stage (the stage may have changed it). */
@@ -26,16 +28,15 @@ export interface StageRunInput {
   readonly maxCmdSeconds: number;
   /** The gateway's host socket, bound at {@link SANDBOX_GATEWAY_SOCKET} (rollout calls). */
   readonly gatewaySocket?: string;
-  readonly gateway?: () => StageEvidence["gateway"];
-  /** Model calls the model server failed so far (rollout calls). */
-  readonly modelFailures?: () => number;
+  /** The gateway's verdict on the call's route once the stage has ended (rollout calls with a policy). */
+  readonly gateway?: () => Promise<GatewayVerdict>;
   readonly signal: AbortSignal;
   readonly totalExpired: () => boolean;
 }
 
 export interface StageRun {
   readonly stage: StageName;
-  readonly outcome: StageOutcome;
+  readonly outcome: Outcome;
   readonly exitCode: number;
   readonly durationMs: number;
   /** Host dir the stage wrote its artifacts to (`$FLAKEGYM_OUT`), read only with safe reads. */
@@ -115,19 +116,18 @@ export async function runStage(input: StageRunInput): Promise<StageRun> {
     logFile,
     result ? `${result.stdout}\n--- stderr ---\n${result.stderr}\n` : `${infra ?? ""}\n`,
   );
-  const outcome: StageOutcome =
-    infra !== undefined && !input.totalExpired()
-      ? { kind: "infra_error", reason: `the sandbox failed: ${infra}` }
-      : classifyStage({
-          exitCode: result?.exitCode ?? -1,
-          timedOut: result?.timedOut ?? false,
-          ...(result?.limit ? { limit: result.limit } : {}),
-          ...(result?.sandboxKilled ? { sandboxKilled: true } : {}),
-          totalExpired: input.totalExpired(),
-          maxCmdSeconds: input.maxCmdSeconds,
-          ...(input.gateway?.() ? { gateway: input.gateway() } : {}),
-          ...(input.modelFailures ? { modelFailures: input.modelFailures() } : {}),
-        });
+  const outcome = classifyOutcome(
+    stageOutcomeEvidence({
+      exitCode: result?.exitCode ?? -1,
+      timedOut: result?.timedOut ?? false,
+      ...(result?.limit ? { limit: result.limit } : {}),
+      ...(result?.sandboxKilled ? { sandboxKilled: true } : {}),
+      ...(infra !== undefined ? { infra } : {}),
+      totalExpired: input.totalExpired(),
+      maxCmdSeconds: input.maxCmdSeconds,
+      ...(input.gateway ? { gateway: await input.gateway() } : {}),
+    }),
+  );
   return {
     stage,
     outcome,

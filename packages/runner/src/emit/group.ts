@@ -2,6 +2,7 @@ import { type SamplingParams, trajectorySampling } from "../policy/sampling.js";
 import { samplingOf } from "../policy/spec.js";
 import { type AtroposMessage, ScoredDataGroup } from "../run-format/atropos-schema.js";
 import { GroupLine, type TrajectoryResult } from "../run-format/schema.js";
+import { atroposOverrideOf } from "../run-format/trajectory-record.js";
 
 /**
  * One token sequence of a trajectory from the trainer export. A trajectory is one sequence unless
@@ -129,26 +130,7 @@ export function buildGroup(ctx: GroupContext, members: readonly GroupMember[]): 
   const logprobs: (readonly number[] | null)[] = [];
   for (const m of kept) {
     const r = m.result;
-    const s = r.score;
-    const base = {
-      trajectory_id: r.trajectoryId,
-      index: r.index,
-      policy: r.policy,
-      outcome: r.outcome.kind,
-      outcome_detail: r.outcome.detail,
-      reward: r.reward,
-      score: s
-        ? {
-            terms: s.terms,
-            ...(s.gate ? { gate: s.gate } : {}),
-            ...(s.tests ? { tests: s.tests } : {}),
-            touched_test_files: s.touchedTestFiles,
-          }
-        : null,
-      infra_retries: r.infraRetries.length,
-      ...(r.clineTaskId ? { cline_task_id: r.clineTaskId } : {}),
-      ...(samplingOfResult(r) ? { generation_params: samplingOfResult(r) } : {}),
-    };
+    const base = atroposOverrideOf(r, samplingOfResult(r));
     // without a tokenizer: one entry per trajectory; with one: one entry per exported sequence
     const seqs: (TokenSequence | undefined)[] = ctx.withTokens
       ? m.sequences && m.sequences.length > 0

@@ -1,5 +1,5 @@
-import { LimitName, OutcomeKind } from "@flakegym/cline-vendor";
 import { z } from "zod";
+import { InfraRetryCount, LimitName, OutcomeKind } from "../run-format/schema.js";
 import {
   PassStats,
   PooledStats,
@@ -54,7 +54,7 @@ export const TrialRow = z
     tokensIn: z.number().int(),
     tokensOut: z.number().int(),
     phases: Phases,
-    infraRetries: z.number().int(),
+    infraRetries: InfraRetryCount,
     links: z
       .object({
         log: z.string().describe("trial-<n>.log"),

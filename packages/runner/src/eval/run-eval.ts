@@ -13,6 +13,7 @@ import type { WireOptions } from "../rollout/wire.js";
 import { writeFileAtomic } from "../run-format/jsonl.js";
 import { runPaths } from "../run-format/run-dir.js";
 import { type RunConfig, type Timings, TrajectoryResult } from "../run-format/schema.js";
+import { infraRetryCount } from "../run-format/trajectory-record.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import { compileScenario } from "./compile-scenario.js";
 import {
@@ -211,7 +212,7 @@ export async function runEval(o: EvalRunOptions): Promise<EvalRunResult> {
       tokensIn: r.counts.tokensIn,
       tokensOut: r.counts.tokensOut,
       phases: wallPhasesOf(r.timings),
-      infraRetries: r.infraRetries.length,
+      infraRetries: infraRetryCount(r),
       links: {
         log: paths.log,
         dir: paths.dir,

@@ -2,7 +2,8 @@ import { access, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
-import { Outcome, type RunManifest, TrajectoryResult } from "../run-format/schema.js";
+import { InfraRetryCount, Outcome, type RunManifest, TrajectoryResult } from "../run-format/schema.js";
+import { PhaseMs, servedResultOf } from "../run-format/trajectory-record.js";
 import { type ExportSegment, exportTrajectory } from "./export-trajectory.js";
 import { MASKED } from "./tokenize-for-trainer.js";
 import type { ChatTokenizer } from "./tokenizer.js";
@@ -89,18 +90,11 @@ export const ServedTrajectory = z
       })
       .strict()
       .nullable(),
-    timings_ms: z
-      .object({
-        snapshot: z.number(),
-        fork: z.number(),
-        boot: z.number(),
-        agent: z.number(),
-        score: z.number(),
-        model: z.number().optional().describe("of agent: time spent waiting for model calls"),
-      })
-      .strict(),
+    timings_ms: PhaseMs.extend({
+      model: z.number().optional().describe("of agent: time spent waiting for model calls"),
+    }).strict(),
     turns: z.number().int(),
-    infra_retries: z.number().int(),
+    infra_retries: InfraRetryCount,
     segments: z.array(ServedSegment).describe("token sequences; several when the context was rewritten"),
     skipped_calls: z
       .array(z.object({ seq: z.number().int(), reason: z.string() }).strict())
@@ -132,33 +126,12 @@ export function servedTrajectory(
 ): ServedTrajectory {
   const ex = exportTrajectory(turns, tok, r.reward === null ? {} : { reward: r.reward });
   const bySeq = new Map(turns.map((t) => [t.seq, t]));
-  const s = r.score;
+  const { prompt, ...fromResult } = servedResultOf(r);
   return {
     type: "trajectory",
     run_id: m.runId,
-    trajectory_id: r.trajectoryId,
-    task_id: r.taskId,
-    index: r.index,
-    policy: r.policy,
-    outcome: r.outcome,
-    reward: r.reward,
-    reward_breakdown: s
-      ? {
-          terms: s.terms.map((t) => ({ name: t.name, weight: t.weight, value: t.value })),
-          ...(s.tests ? { tests: s.tests } : {}),
-          ...(s.tampered?.length ? { tampered: s.tampered } : {}),
-        }
-      : null,
-    timings_ms: {
-      snapshot: r.timings.snapshotMs,
-      fork: r.timings.forkMs,
-      boot: r.timings.bootMs,
-      agent: r.timings.agentMs,
-      score: r.timings.scoreMs,
-      model: turns.reduce((n, t) => n + t.latency.totalMs, 0),
-    },
-    turns: r.counts.turns,
-    infra_retries: r.infraRetries.length,
+    ...fromResult,
+    timings_ms: { ...fromResult.timings_ms, model: turns.reduce((n, t) => n + t.latency.totalMs, 0) },
     segments: ex.segments.map((g) => ({
       index: g.index,
       tokens: g.tokens,
@@ -175,7 +148,7 @@ export function servedTrajectory(
     })),
     skipped_calls: ex.skipped,
     provenance: provenanceOf(m, r.taskId),
-    prompt: r.prompt,
+    prompt,
   };
 }
 

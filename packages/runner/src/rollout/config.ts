@@ -355,12 +355,17 @@ export function newRunId(now = new Date(), rand = Math.random): string {
     .padStart(6, "0")}`;
 }
 
-export function resolveRolloutOptions(
-  o: RolloutOptions,
-  env: NodeJS.ProcessEnv,
-  cwd: string,
-  runId: string,
-): Resolved {
+/** What a run rolls out: catalog tasks, a dataset file's rows, or a stored run to finish. */
+export type RunSource =
+  | { readonly kind: "task"; readonly tasks: readonly string[] }
+  | { readonly kind: "dataset"; readonly file: string; readonly limit?: number }
+  | { readonly kind: "resume"; readonly dir: string };
+
+/**
+ * The run's source from `--task`, `--dataset [--limit]` and `--resume` (pure): exactly one, and a
+ * resumed run changes none of the flags that define it ({@link IDENTITY}).
+ */
+export function runSourceOf(o: RolloutOptions, cwd: string): RunSource {
   if (o.resume) {
     const given = IDENTITY.filter((k) => o[k] !== undefined);
     if (given.length) {
@@ -369,92 +374,178 @@ export function resolveRolloutOptions(
         "drop those flags (only --concurrency, --max-infra-retries and --atropos may differ when resuming)",
       );
     }
-  } else if (o.task?.length && o.dataset !== undefined) {
+    return { kind: "resume", dir: o.resume };
+  }
+  if (o.task?.length && o.dataset !== undefined) {
     throw new UsageError(
       "--task and --dataset cannot be combined",
       "roll out catalog tasks with --task <id>, or the rows of a dataset file with --dataset <file> [--limit N]",
     );
-  } else if (!o.task?.length && o.dataset === undefined) {
+  }
+  if (o.dataset !== undefined) {
+    const file = resolve(cwd, o.dataset);
+    return { kind: "dataset", file, ...(o.limit !== undefined ? { limit: o.limit } : {}) };
+  }
+  if (!o.task?.length) {
     throw new UsageError(
       "missing required flag --task (or --dataset)",
       "name a catalog task (see flakegym tasks list), a dataset file with --dataset <file>, or --resume <dir>",
     );
   }
-  if (o.images === "nix" && (o.backend ?? "local") === "local") {
+  if (o.limit !== undefined) {
+    throw new UsageError("--limit only applies to --dataset", "drop --limit, or give --dataset <file>");
+  }
+  return { kind: "task", tasks: o.task };
+}
+
+/** Where the run's workers run, and on what: the local backend always on this machine's /usr. */
+export type BackendChoice =
+  | { readonly kind: "local" }
+  | { readonly kind: "podman" | "nomad"; readonly images: "host" | "nix" };
+
+/** The backend from `--backend` and `--images` (pure): nix images need a container backend. */
+export function backendChoiceOf(o: Pick<RolloutOptions, "backend" | "images">): BackendChoice {
+  const kind = o.backend ?? "local";
+  if (kind !== "local") return { kind, images: o.images === "nix" ? "nix" : "host" };
+  if (o.images === "nix") {
     throw new UsageError(
       "--images nix needs a container backend: the local backend runs on this machine's /usr",
       "add --backend podman (or --backend nomad with docker/podman drivers), or drop --images nix",
     );
   }
-  if (o.limit !== undefined && o.dataset === undefined && !o.resume) {
-    throw new UsageError("--limit only applies to --dataset", "drop --limit, or give --dataset <file>");
-  }
-  if (o.atropos && !o.tokenizer && !o.resume) {
+  return { kind };
+}
+
+/**
+ * How trajectories are scored: catalog tasks by their hidden tests (plus build, lint and judge
+ * terms when given), dataset rows — which carry no hidden tests — by build, lint and judge.
+ */
+export type RewardPlan = {
+  readonly kind: "hidden-tests" | "row-terms";
+  readonly weights: RunConfig["weights"];
+  readonly judge?: NonNullable<RunConfig["judge"]>;
+};
+
+/** `--judge <base-url>#<model>` parsed (pure). */
+export function judgeOf(spec: string): NonNullable<RunConfig["judge"]> {
+  const hash = spec.lastIndexOf("#");
+  if (hash <= 0 || hash === spec.length - 1) {
     throw new UsageError(
-      "--atropos needs --tokenizer <dir>",
-      "the run-api takes token ids; give the policy model's tokenizer directory",
+      `--judge '${spec}' must be <base-url>#<model>`,
+      "e.g. --judge http://127.0.0.1:8000/v1#qwen3-32b",
     );
   }
-  const dataset = o.dataset !== undefined;
-  const weights = resolveWeights(o, dataset);
+  const judge = { baseUrl: spec.slice(0, hash), model: spec.slice(hash + 1) };
+  if (!/^https?:\/\//.test(judge.baseUrl))
+    throw new UsageError(`--judge base URL '${judge.baseUrl}' must start with http:// or https://`);
+  return judge;
+}
+
+/** The reward from the weight, command and judge flags for `source` (pure); every term it weighs can be computed. */
+export function rewardPlanOf(o: RolloutOptions, source: RunSource): RewardPlan {
+  const kind = source.kind === "dataset" ? "row-terms" : "hidden-tests";
+  const weights = resolveWeights(o, kind === "row-terms");
   // dataset rows fall back to their profile's build and lint commands; catalog tasks have none
-  if (!dataset && weights.build > 0 && !o.buildCmd)
+  if (kind === "hidden-tests" && weights.build > 0 && !o.buildCmd)
     throw new UsageError("--weight-build needs --build-cmd <command>");
-  if (!dataset && weights.lint > 0 && !o.lintCmd)
+  if (kind === "hidden-tests" && weights.lint > 0 && !o.lintCmd)
     throw new UsageError("--weight-lint needs --lint-cmd <command>");
   if (weights.judge > 0 && !o.judge) throw new UsageError("--weight-judge needs --judge <base-url>#<model>");
-  if (dataset && weights.build + weights.lint + weights.judge <= 0) {
+  if (kind === "row-terms" && weights.build + weights.lint + weights.judge <= 0) {
     throw new UsageError(
       "--dataset rows carry no hidden tests, so the reward must come from the build, lint or judge term, and none is configured (their weights are all 0)",
       "drop --weight-build 0 / --weight-lint 0 (each row then gets its profile's build and lint commands, or --build-cmd '<command>' / --lint-cmd '<command>'), or add --judge <base-url>#<model>; `flakegym tasks check --dataset <file>` lists what each row is scored by",
     );
   }
-  if (!o.resume && weights.tests + weights.build + weights.lint + weights.judge <= 0) {
+  if (source.kind !== "resume" && weights.tests + weights.build + weights.lint + weights.judge <= 0) {
     throw new UsageError(
       "every reward weight is 0",
       "give at least one of --weight-tests/--weight-build/--weight-lint/--weight-judge > 0",
     );
   }
-  let judge: RunConfig["judge"];
-  if (o.judge) {
-    const hash = o.judge.lastIndexOf("#");
-    if (hash <= 0 || hash === o.judge.length - 1) {
-      throw new UsageError(
-        `--judge '${o.judge}' must be <base-url>#<model>`,
-        "e.g. --judge http://127.0.0.1:8000/v1#qwen3-32b",
-      );
-    }
-    judge = { baseUrl: o.judge.slice(0, hash), model: o.judge.slice(hash + 1) };
-    if (!/^https?:\/\//.test(judge.baseUrl))
-      throw new UsageError(`--judge base URL '${judge.baseUrl}' must start with http:// or https://`);
+  return { kind, weights, ...(o.judge ? { judge: judgeOf(o.judge) } : {}) };
+}
+
+/** The run's policies (sampling flags folded in) and the banner a default policy earns (pure). */
+export function policiesOf(
+  o: RolloutOptions,
+  env: NodeJS.ProcessEnv,
+  source: RunSource,
+): { policies: string[]; banner?: string } {
+  if (o.policy?.length) {
+    return { policies: source.kind === "resume" ? o.policy : withSampling(o.policy, o) };
   }
-  let banner: string | undefined;
-  let policies = o.policy;
-  if (!policies?.length && o.resume) {
-    policies = ["(stored)"]; // the stored run's policies apply; no banner
-  } else if (!policies?.length) {
-    const fromEnv = env.FLAKEGYM_POLICY?.trim();
-    if (fromEnv) {
-      policies = [fromEnv];
-    } else if (dataset) {
-      throw new UsageError(
-        "--dataset needs a policy: dataset rows have no reference solution for the default `gold` policy to replay",
-        "pass --policy <spec> (e.g. openai:http://127.0.0.1:8000/v1#qwen3-8b or scripted:<plan.json>) or set FLAKEGYM_POLICY",
-      );
-    } else {
-      policies = ["gold"];
-      banner =
-        "No policy configured (--policy or FLAKEGYM_POLICY): validating the environment with the `gold` policy, " +
-        "which replays each task's reference solution through Cline. Every reward should be 1.";
-    }
+  if (source.kind === "resume") return { policies: ["(stored)"] }; // the stored run's apply; no banner
+  const fromEnv = env.FLAKEGYM_POLICY?.trim();
+  if (fromEnv) return { policies: withSampling([fromEnv], o) };
+  if (source.kind === "dataset") {
+    throw new UsageError(
+      "--dataset needs a policy: dataset rows have no reference solution for the default `gold` policy to replay",
+      "pass --policy <spec> (e.g. openai:http://127.0.0.1:8000/v1#qwen3-8b or scripted:<plan.json>) or set FLAKEGYM_POLICY",
+    );
   }
-  if (!o.resume) {
-    const defaults = samplingFlags(o);
-    policies = policies.map((p) => withSamplingDefaults(p, defaults));
+  return {
+    policies: withSampling(["gold"], o),
+    banner:
+      "No policy configured (--policy or FLAKEGYM_POLICY): validating the environment with the `gold` policy, " +
+      "which replays each task's reference solution through Cline. Every reward should be 1.",
+  };
+}
+
+const withSampling = (policies: readonly string[], o: RolloutOptions): string[] => {
+  const defaults = samplingFlags(o);
+  return policies.map((p) => withSamplingDefaults(p, defaults));
+};
+
+/** `--atropos` and its settings as the run config's (pure); it needs token ids, so `--tokenizer`. */
+export function atroposOf(o: RolloutOptions, source: RunSource): RunConfig["atropos"] {
+  if (!o.atropos) return undefined;
+  if (!o.tokenizer && source.kind !== "resume") {
+    throw new UsageError(
+      "--atropos needs --tokenizer <dir>",
+      "the run-api takes token ids; give the policy model's tokenizer directory",
+    );
   }
-  const out = o.resume ?? o.out ?? join(cwd, "runs", runId);
+  return {
+    url: o.atropos,
+    maxTokenLength: o.maxTokenLength ?? DEFAULTS.maxTokenLength,
+    dropEqualScores: !o.keepEqualScores,
+    maxBatchesOffpolicy: o.maxBatchesOffpolicy ?? DEFAULTS.maxBatchesOffpolicy,
+    waitMs: (o.atroposWait ?? DEFAULTS.atroposWaitS) * 1000,
+    name: o.atroposName ?? DEFAULTS.atroposName,
+  };
+}
+
+/** The trajectory limits from the flags, in the config's units (pure). */
+export function limitsOf(o: RolloutOptions): RunConfig["limits"] {
+  return {
+    maxTurns: o.maxTurns ?? DEFAULTS.maxTurns,
+    timeoutMs: (o.timeout ?? DEFAULTS.timeoutS) * 1000,
+    idleMs: (o.idleTimeout ?? DEFAULTS.idleTimeoutS) * 1000,
+    modelSilenceMs: (o.modelSilenceTimeout ?? DEFAULTS.modelSilenceTimeoutS) * 1000,
+    maxResponseBytes: (o.maxResponseMb ?? DEFAULTS.maxResponseMb) * 1024 * 1024,
+    testTimeoutMs: (o.testTimeout ?? DEFAULTS.testTimeoutS) * 1000,
+  };
+}
+
+/**
+ * The `rollout` flags resolved into a run config (pure): the flags grouped into the run's source
+ * ({@link runSourceOf}), backend ({@link backendChoiceOf}) and reward ({@link rewardPlanOf}), each
+ * checked on its own, then the config assembled from them.
+ */
+export function resolveRolloutOptions(
+  o: RolloutOptions,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  runId: string,
+): Resolved {
+  const source = runSourceOf(o, cwd);
+  const backend = backendChoiceOf(o);
+  const atropos = atroposOf(o, source);
+  const reward = rewardPlanOf(o, source);
+  const { policies, banner } = policiesOf(o, env, source);
   const config: RunConfig = {
-    tasks: o.task ?? ["(stored)"],
+    tasks: source.kind === "task" ? [...source.tasks] : ["(stored)"],
     ...(o.catalog ? { catalog: o.catalog } : {}),
     groupSize: o.groupSize ?? DEFAULTS.groupSize,
     policies,
@@ -462,45 +553,27 @@ export function resolveRolloutOptions(
     maxInfraRetries: o.maxInfraRetries ?? DEFAULTS.maxInfraRetries,
     seed: o.seed ?? DEFAULTS.seed,
     partialCredit: o.partialCredit ?? "none",
-    weights,
+    weights: reward.weights,
     ...(o.buildCmd !== undefined ? { buildCmd: o.buildCmd } : {}),
     ...(o.lintCmd !== undefined ? { lintCmd: o.lintCmd } : {}),
-    ...(judge ? { judge } : {}),
+    ...(reward.judge ? { judge: reward.judge } : {}),
     testRepeat: o.testRepeat ?? DEFAULTS.testRepeat,
     ...(o.tamperPenalty ? { tamperPenalty: o.tamperPenalty } : {}),
     ...(o.suspiciousPenalty ? { suspiciousPenalty: o.suspiciousPenalty } : {}),
     ...(o.tokenizer ? { tokenizer: o.tokenizer } : {}),
     segments: o.segments ?? "last",
-    backend: o.backend ?? "local",
-    ...(o.images === "nix" ? { images: "nix" as const } : {}),
-    limits: {
-      maxTurns: o.maxTurns ?? DEFAULTS.maxTurns,
-      timeoutMs: (o.timeout ?? DEFAULTS.timeoutS) * 1000,
-      idleMs: (o.idleTimeout ?? DEFAULTS.idleTimeoutS) * 1000,
-      modelSilenceMs: (o.modelSilenceTimeout ?? DEFAULTS.modelSilenceTimeoutS) * 1000,
-      maxResponseBytes: (o.maxResponseMb ?? DEFAULTS.maxResponseMb) * 1024 * 1024,
-      testTimeoutMs: (o.testTimeout ?? DEFAULTS.testTimeoutS) * 1000,
-    },
-    ...(o.atropos
-      ? {
-          atropos: {
-            url: o.atropos,
-            maxTokenLength: o.maxTokenLength ?? DEFAULTS.maxTokenLength,
-            dropEqualScores: !o.keepEqualScores,
-            maxBatchesOffpolicy: o.maxBatchesOffpolicy ?? DEFAULTS.maxBatchesOffpolicy,
-            waitMs: (o.atroposWait ?? DEFAULTS.atroposWaitS) * 1000,
-            name: o.atroposName ?? DEFAULTS.atroposName,
-          },
-        }
-      : {}),
+    backend: backend.kind,
+    ...(backend.kind !== "local" && backend.images === "nix" ? { images: "nix" as const } : {}),
+    limits: limitsOf(o),
+    ...(atropos ? { atropos } : {}),
   };
   const judgeApiKey = env.FLAKEGYM_JUDGE_API_KEY ?? env.OPENAI_API_KEY;
   return {
     config,
-    out,
-    resume: o.resume !== undefined,
-    ...(o.dataset !== undefined
-      ? { dataset: { file: resolve(cwd, o.dataset), ...(o.limit !== undefined ? { limit: o.limit } : {}) } }
+    out: source.kind === "resume" ? source.dir : (o.out ?? join(cwd, "runs", runId)),
+    resume: source.kind === "resume",
+    ...(source.kind === "dataset"
+      ? { dataset: { file: source.file, ...(source.limit !== undefined ? { limit: source.limit } : {}) } }
       : {}),
     ...(banner ? { banner } : {}),
     ...(judgeApiKey ? { judgeApiKey } : {}),

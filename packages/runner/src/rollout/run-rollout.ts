@@ -21,6 +21,7 @@ import type {
   Score,
   TrajectoryResult,
 } from "../run-format/schema.js";
+import { metricsLineOf } from "../run-format/trajectory-record.js";
 import { ScoringSetupError } from "../scoring/scorer.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
 import { diskFullStop, isDiskFullEnd } from "./disk-full-end.js";
@@ -39,7 +40,6 @@ import {
 } from "./summary.js";
 import {
   infraOutcomeOf,
-  metricsLineOf,
   notCompletedDetailOf,
   scoredOutcomeOf,
   trajectoryResultOf,

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { LimitName, OutcomeKind, type TrajectoryResult } from "../run-format/schema.js";
+import { InfraRetryCount, LimitName, OutcomeKind, type TrajectoryResult } from "../run-format/schema.js";
+import { infraRetryCount } from "../run-format/trajectory-record.js";
 import { reasonOf } from "./classify-outcome.js";
 
 /** `summary.json` and the table printed at the end of a run. Pure. */
@@ -73,7 +74,7 @@ export const RunSummary = z
       .object({
         expected: z.number().int(),
         finished: z.number().int(),
-        infraRetries: z.number().int(),
+        infraRetries: InfraRetryCount.describe("infra retries of all its trajectories"),
         outcomes: z.record(OutcomeKind, z.number().int()),
         limits: z
           .partialRecord(LimitName, z.number().int())
@@ -203,7 +204,7 @@ export function runSummaryOf(o: RunSummaryInput): RunSummary {
     trajectories: {
       expected: o.expected,
       finished: o.results.length,
-      infraRetries: o.results.reduce((n, r) => n + r.infraRetries.length, 0),
+      infraRetries: o.results.reduce((n, r) => n + infraRetryCount(r), 0),
       outcomes,
       limits,
     },

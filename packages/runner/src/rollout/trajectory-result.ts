@@ -1,8 +1,8 @@
-import type { MetricsLine, Outcome, Score, TrajectoryResult } from "../run-format/schema.js";
+import type { Outcome, Score, TrajectoryResult } from "../run-format/schema.js";
 import type { AgentAttempt, RolloutTask } from "./deps.js";
 import type { TrajectorySlot } from "./plan.js";
 
-/** A finished trajectory as the run directory records it: result.json and its metrics line (pure). */
+/** A finished trajectory as the run directory records it: result.json (pure; its metrics line is run-format/trajectory-record.ts). */
 
 /** How a finished trajectory came to be: the slot, its task, its last attempt, outcome and score. */
 export interface TrajectoryEnd {
@@ -48,34 +48,6 @@ export function trajectoryResultOf(e: TrajectoryEnd): TrajectoryResult {
     ...(attempt?.clineTaskId ? { clineTaskId: attempt.clineTaskId } : {}),
     prompt: e.task.prompt,
     finishedAt: e.finishedAt,
-  };
-}
-
-/** The trajectory's line of metrics.jsonl. Pure. */
-export function metricsLineOf(r: TrajectoryResult): MetricsLine {
-  return {
-    task_id: r.taskId,
-    trajectory_id: r.trajectoryId,
-    snapshot_ms: r.timings.snapshotMs,
-    fork_ms: r.timings.forkMs,
-    boot_ms: r.timings.bootMs,
-    agent_ms: r.timings.agentMs,
-    score_ms: r.timings.scoreMs,
-    ...(r.timings.bootCpuS !== undefined ? { boot_cpu_s: r.timings.bootCpuS } : {}),
-    ...(r.timings.agentCpuS !== undefined ? { agent_cpu_s: r.timings.agentCpuS } : {}),
-    ...(r.timings.scoreCpuS !== undefined ? { score_cpu_s: r.timings.scoreCpuS } : {}),
-    ...(r.timings.runnerCpuS !== undefined ? { runner_cpu_s: r.timings.runnerCpuS } : {}),
-    boot_ok: r.bootOk,
-    ...(r.pooledWorker !== undefined ? { pooled_worker: r.pooledWorker } : {}),
-    outcome: r.outcome.kind,
-    ...("limit" in r.outcome ? { limit: r.outcome.limit } : {}),
-    outcome_detail: r.outcome.detail,
-    reward: r.reward,
-    turns: r.counts.turns,
-    tokens_in: r.counts.tokensIn,
-    tokens_out: r.counts.tokensOut,
-    infra_retries: r.infraRetries.length,
-    ...(r.score?.tampered?.length ? { tampered: r.score.tampered } : {}),
   };
 }
 

@@ -1,16 +1,14 @@
 import { LimitName, Outcome, OutcomeKind } from "@flakegym/cline-vendor";
 import { z } from "zod";
-import { PartialCredit, TamperPenalty, Weights } from "../scoring/reward.js";
-import { Score } from "../scoring/score.js";
-import { SuspiciousPenalty } from "../scoring/screen.js";
 import { ScoredDataGroup } from "./atropos-schema.js";
+import { PartialCredit, Score, SuspiciousPenalty, TamperPenalty, Weights } from "./score.js";
 
 /**
  * Every way a trajectory ends: cline-vendor's `Outcome` (`{kind, limit?, detail}`), the one type
  * the driver, the classification (`classifyOutcome`) and the run's files share.
  */
 export { LimitName, Outcome, OutcomeKind } from "@flakegym/cline-vendor";
-export { Score } from "../scoring/score.js";
+export { Score } from "./score.js";
 
 /** What run.json and each group record say a task's workers ran on. */
 export const WorkerImageProvenance = z.union([
@@ -106,6 +104,19 @@ export const TrajectoryResult = z
   .strict();
 export type TrajectoryResult = z.infer<typeof TrajectoryResult>;
 
+/**
+ * How many infra failures were retried before a trajectory's result: every shape derived from a
+ * result (metrics line, summary, served record, Atropos override, viewer row, eval report) carries
+ * this count, computed by `infraRetryCount` (run-format/trajectory-record.ts) from result.json's
+ * `infraRetries`, the one list of the retried attempts themselves.
+ */
+export const InfraRetryCount = z
+  .number()
+  .int()
+  .min(0)
+  .describe("infra failures retried before the result (result.json `infraRetries` lists each)");
+export type InfraRetryCount = z.infer<typeof InfraRetryCount>;
+
 /** One line of `metrics.jsonl`. */
 export const MetricsLine = z
   .object({
@@ -137,7 +148,7 @@ export const MetricsLine = z
     turns: z.number().int(),
     tokens_in: z.number().int(),
     tokens_out: z.number().int(),
-    infra_retries: z.number().int(),
+    infra_retries: InfraRetryCount,
     tampered: z
       .array(z.string())
       .optional()

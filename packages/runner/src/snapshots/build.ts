@@ -327,6 +327,30 @@ async function buildLocked(
   }
 }
 
+/** One build's working state: its scratch tree, logs and steps, and where it is (for a failure's report). */
+interface BuildState {
+  readonly spec: SnapshotSpec;
+  readonly key: string;
+  readonly cacheDir: string;
+  readonly opts: BuildOptions;
+  readonly tmp: string;
+  readonly workspace: string;
+  readonly deps: string;
+  readonly log: string[];
+  readonly smokeLog: string[];
+  readonly steps: z.infer<typeof SnapshotStep>[];
+  /** The sandbox shape of the step running now (disposed between the install and the smoke steps). */
+  prepared: Awaited<ReturnType<typeof prepareShape>> | undefined;
+  /** The step running now, named in a failure. */
+  current: string;
+  installSource: EnvInstallRecord["source"] | undefined;
+}
+
+const say = (st: BuildState, line: string) => {
+  st.log.push(line);
+};
+
+/** Builds the snapshot in a scratch tree under `cacheDir/tmp` and publishes it as `cacheDir/<key>`. */
 async function buildInto(
   spec: SnapshotSpec,
   key: string,
@@ -336,105 +360,160 @@ async function buildInto(
 ): Promise<Snapshot> {
   const started = performance.now();
   const tmp = join(cacheDir, "tmp", `${key.slice(0, 16)}-${process.pid}-${randomBytes(4).toString("hex")}`);
-  const workspace = join(tmp, "tree", "workspace");
-  const deps = join(tmp, "tree", "deps");
-  await mkdir(deps, { recursive: true });
-  const log: string[] = [];
-  const smokeLog: string[] = [];
-  const steps: z.infer<typeof SnapshotStep>[] = [];
-  const say = (line: string) => {
-    log.push(line);
+  const st: BuildState = {
+    spec,
+    key,
+    cacheDir,
+    opts,
+    tmp,
+    workspace: join(tmp, "tree", "workspace"),
+    deps: join(tmp, "tree", "deps"),
+    log: [],
+    smokeLog: [],
+    steps: [],
+    prepared: undefined,
+    current: "source",
+    installSource: undefined,
   };
-  let prepared: Awaited<ReturnType<typeof prepareShape>> | undefined;
-  let current = "source";
-  let installSource: EnvInstallRecord["source"] | undefined;
+  await mkdir(st.deps, { recursive: true });
   try {
-    opts.onProgress?.({ kind: "step", step: "source", status: "start" });
-    const t0 = performance.now();
-    say(`== source: ${spec.repo} @ ${spec.commit}`);
-    const { commit } = await spec.materialize(workspace, {
-      ...(opts.signal ? { signal: opts.signal } : {}),
-      log: say,
-    });
-    if (commit !== spec.commit) {
-      throw new FlakegymError("E_SNAPSHOT", `source materialized to ${commit}, expected ${spec.commit}`);
-    }
-    steps.push({ name: "source", exitCode: 0, durationMs: performance.now() - t0 });
-    opts.onProgress?.({ kind: "step", step: "source", status: "ok", durationMs: performance.now() - t0 });
-
+    await sourceStep(st);
     const pins = join(cacheDir, "pins", `${key}.txt`);
-    const plan = planEnvInstall({
-      profile: spec.profile,
-      taskInstall: spec.install,
-      taskNetwork: spec.network,
-      defaults: spec.envDefaults ?? "auto",
-      rootEntries: await readdir(workspace),
-      // the deps dir as the install's commands see it (the host path when nothing is sandboxed)
-      depsDir: findBwrap() ? SANDBOX_PATHS.deps : deps,
-      hasPins: await copyPins(pins, join(deps, ENV_PINS_FILE)),
-    });
-    installSource = plan.record.source;
-    say(`== install (${plan.record.source}, network ${plan.record.network}): ${plan.record.reason}`);
-    const shape = (network: "none" | "host") =>
-      prepareShape({
-        id: `snap-${key.slice(0, 16)}-${randomBytes(3).toString("hex")}`,
-        profile: spec.profile,
-        workspace,
-        deps,
-        stateDir: join(tmp, "state"),
-        limits: spec.limits,
-        network,
-        ...(opts.unsafeNoSandbox ? { unsafeNoSandbox: true } : {}),
-      });
-    const run = async (name: string, command: string) => {
-      current = `${name}: ${command}`;
-      const r = await runStep(prepared!, current, command, workspace, opts, say);
-      if (name === "smoke") smokeLog.push(`$ ${command}`, r.text, `(exit ${r.exitCode}, ${r.durationMs} ms)`);
-      steps.push({ name, command, exitCode: r.exitCode, durationMs: r.durationMs });
-    };
-    // Only the install step may reach the network; smoke runs offline, as every later sandbox does.
-    prepared = await shape(plan.record.network);
-    for (const command of plan.record.commands) await run("install", command);
-    await prepared.dispose();
-    prepared = undefined;
-    prepared = await shape("none");
-    const envInstall = await withPython(await lockOf(plan, workspace, deps), deps, spec.pythonWanted, say);
-    for (const command of spec.smoke) await run("smoke", command);
-    await prepared.dispose();
-    prepared = undefined;
-    current = "base: commit the built tree";
-    const base = await commitBase(workspace, spec.commit, opts.signal);
+    const envInstall = await installAndSmoke(st, await installPlanOf(st, pins));
+    st.current = "base: commit the built tree";
+    const base = await commitBase(st.workspace, spec.commit, opts.signal);
     if (base.changed.length > 0)
       say(
+        st,
         `== base ${base.commit}: the build changed ${base.changed.length} path(s): ${base.changed.slice(0, 20).join(", ")}`,
       );
-    const manifest: SnapshotManifest = {
-      format: SNAPSHOT_FORMAT,
-      key,
-      taskId: spec.taskId,
-      repo: spec.repo,
-      commit: spec.commit,
-      baseCommit: base.commit,
-      baseChanges: [...base.changed],
-      profile: spec.profile,
-      install: [...envInstall.commands],
-      envInstall,
-      smoke: [...spec.smoke],
-      toolchain,
-      network: spec.network === "required" || envInstall.network === "host" ? "required" : "none",
-      steps,
-      buildMs: Math.round(performance.now() - started),
-      createdAt: new Date().toISOString(),
-      flakegymVersion: FLAKEGYM_VERSION,
-    };
-    return await publish({ tmp, cacheDir, manifest, log, smokeLog, pins });
+    const manifest = manifestOf(st, { toolchain, envInstall, base, buildMs: performance.now() - started });
+    return await publish({ tmp, cacheDir, manifest, log: st.log, smokeLog: st.smokeLog, pins });
   } catch (err) {
-    say(`== failed: ${(err as Error).message}`);
-    throw await buildFailure(err, { spec, key, cacheDir, log, current, installSource });
+    say(st, `== failed: ${(err as Error).message}`);
+    throw await buildFailure(err, {
+      spec,
+      key,
+      cacheDir,
+      log: st.log,
+      current: st.current,
+      installSource: st.installSource,
+    });
   } finally {
-    await prepared?.dispose();
+    await st.prepared?.dispose();
     await rm(tmp, { recursive: true, force: true });
   }
+}
+
+/** The source step: the repository materialized at its commit (checked) into the workspace. */
+async function sourceStep(st: BuildState): Promise<void> {
+  const { spec, opts } = st;
+  opts.onProgress?.({ kind: "step", step: "source", status: "start" });
+  const t0 = performance.now();
+  say(st, `== source: ${spec.repo} @ ${spec.commit}`);
+  const { commit } = await spec.materialize(st.workspace, {
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    log: (line) => say(st, line),
+  });
+  if (commit !== spec.commit) {
+    throw new FlakegymError("E_SNAPSHOT", `source materialized to ${commit}, expected ${spec.commit}`);
+  }
+  st.steps.push({ name: "source", exitCode: 0, durationMs: performance.now() - t0 });
+  opts.onProgress?.({ kind: "step", step: "source", status: "ok", durationMs: performance.now() - t0 });
+}
+
+/** What the install step runs (env-install.ts's pure plan over the checked-out tree and its pins). */
+async function installPlanOf(st: BuildState, pins: string): Promise<EnvInstallPlan> {
+  const { spec } = st;
+  const plan = planEnvInstall({
+    profile: spec.profile,
+    taskInstall: spec.install,
+    taskNetwork: spec.network,
+    defaults: spec.envDefaults ?? "auto",
+    rootEntries: await readdir(st.workspace),
+    // the deps dir as the install's commands see it (the host path when nothing is sandboxed)
+    depsDir: findBwrap() ? SANDBOX_PATHS.deps : st.deps,
+    hasPins: await copyPins(pins, join(st.deps, ENV_PINS_FILE)),
+  });
+  st.installSource = plan.record.source;
+  say(st, `== install (${plan.record.source}, network ${plan.record.network}): ${plan.record.reason}`);
+  return plan;
+}
+
+/** A sandbox shape over the build's tree, with `network`. */
+function buildShape(st: BuildState, network: "none" | "host") {
+  return prepareShape({
+    id: `snap-${st.key.slice(0, 16)}-${randomBytes(3).toString("hex")}`,
+    profile: st.spec.profile,
+    workspace: st.workspace,
+    deps: st.deps,
+    stateDir: join(st.tmp, "state"),
+    limits: st.spec.limits,
+    network,
+    ...(st.opts.unsafeNoSandbox ? { unsafeNoSandbox: true } : {}),
+  });
+}
+
+/** Runs one install or smoke command in the current shape and records it. */
+async function commandStep(st: BuildState, name: "install" | "smoke", command: string): Promise<void> {
+  st.current = `${name}: ${command}`;
+  const r = await runStep(st.prepared!, st.current, command, st.workspace, st.opts, (line) => say(st, line));
+  if (name === "smoke") st.smokeLog.push(`$ ${command}`, r.text, `(exit ${r.exitCode}, ${r.durationMs} ms)`);
+  st.steps.push({ name, command, exitCode: r.exitCode, durationMs: r.durationMs });
+}
+
+/**
+ * The install commands (the only step that may reach the network), the environment's lock, then the
+ * smoke commands offline, as every later sandbox runs.
+ */
+async function installAndSmoke(st: BuildState, plan: EnvInstallPlan): Promise<EnvInstallRecord> {
+  st.prepared = await buildShape(st, plan.record.network);
+  for (const command of plan.record.commands) await commandStep(st, "install", command);
+  await st.prepared.dispose();
+  st.prepared = undefined;
+  st.prepared = await buildShape(st, "none");
+  const envInstall = await withPython(
+    await lockOf(plan, st.workspace, st.deps),
+    st.deps,
+    st.spec.pythonWanted,
+    (line) => say(st, line),
+  );
+  for (const command of st.spec.smoke) await commandStep(st, "smoke", command);
+  await st.prepared.dispose();
+  st.prepared = undefined;
+  return envInstall;
+}
+
+/** The snapshot's manifest once every step passed (pure but for the clock). */
+function manifestOf(
+  st: BuildState,
+  b: {
+    toolchain: string[];
+    envInstall: EnvInstallRecord;
+    base: { commit: string; changed: readonly string[] };
+    buildMs: number;
+  },
+): SnapshotManifest {
+  const { spec } = st;
+  return {
+    format: SNAPSHOT_FORMAT,
+    key: st.key,
+    taskId: spec.taskId,
+    repo: spec.repo,
+    commit: spec.commit,
+    baseCommit: b.base.commit,
+    baseChanges: [...b.base.changed],
+    profile: spec.profile,
+    install: [...b.envInstall.commands],
+    envInstall: b.envInstall,
+    smoke: [...spec.smoke],
+    toolchain: b.toolchain,
+    network: spec.network === "required" || b.envInstall.network === "host" ? "required" : "none",
+    steps: st.steps,
+    buildMs: Math.round(b.buildMs),
+    createdAt: new Date().toISOString(),
+    flakegymVersion: FLAKEGYM_VERSION,
+  };
 }
 
 /**

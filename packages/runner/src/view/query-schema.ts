@@ -1,37 +1,14 @@
 import { z } from "zod";
+import { InfraRetryCount } from "../run-format/schema.js";
+import { TrajectoryRow } from "../run-format/trajectory-record.js";
 import { ROW_QUERY_DEFAULTS } from "./query.js";
 
 /**
- * The schemas of the run table (rows, groups, the query from the URL). The pure functions over
+ * The schemas of the run table (groups, the query from the URL; a row is the run format's
+ * `TrajectoryRow`). The pure functions over
  * them are in query.ts, which imports only these types, so the browser bundle carries no zod.
  */
-export const TrajectoryRow = z
-  .object({
-    id: z.string(),
-    task: z.string(),
-    index: z.number().int().nullable(),
-    policy: z.string().nullable(),
-    outcome: z.string(),
-    limit: z.string().optional(),
-    detail: z.string(),
-    reward: z.number().nullable(),
-    turns: z.number().int(),
-    tokensIn: z.number().int(),
-    tokensOut: z.number().int(),
-    timings: z
-      .object({
-        snapshot: z.number(),
-        fork: z.number(),
-        boot: z.number(),
-        agent: z.number(),
-        score: z.number(),
-      })
-      .strict(),
-    infraRetries: z.number().int(),
-    tampered: z.number().int(),
-  })
-  .strict();
-export type TrajectoryRow = z.infer<typeof TrajectoryRow>;
+export { TrajectoryRow };
 
 export const SortKey = z.enum([
   "id",
@@ -75,7 +52,7 @@ export const GroupRow = z
     turns: z.number(),
     tokens: z.number(),
     timings: TrajectoryRow.shape.timings.describe("mean per-phase ms"),
-    infraRetries: z.number().int(),
+    infraRetries: InfraRetryCount,
     atropos: z.string().describe("sent, dropped, pending, off, or unknown"),
     group: z.string().describe("written, missing or unknown"),
   })

@@ -1,7 +1,15 @@
 import { z } from "zod";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import { RunSummary } from "../rollout/summary.js";
-import { GroupLine, MetricsLine, RunManifest, Score, TrajectoryResult } from "../run-format/schema.js";
+import {
+  GroupLine,
+  InfraRetryCount,
+  MetricsLine,
+  RunManifest,
+  Score,
+  TrajectoryResult,
+} from "../run-format/schema.js";
+import { viewRowOf } from "../run-format/trajectory-record.js";
 import { type CompareKind, type CompareResponse, compareEvals, compareRuns, pageCompare } from "./compare.js";
 import { type ConvMessage, conversationOf } from "./conversation.js";
 import { EvalSummary, evalSummaryOf, ReportHead, trialDirsOf } from "./eval-data.js";
@@ -87,7 +95,7 @@ export const RunFacts = z
     policies: z.array(z.string()),
     meanReward: z.number().nullable(),
     durationMs: z.number().nullable(),
-    infraRetries: z.number().int().nullable().describe("null: no summary yet (the page sums its rows)"),
+    infraRetries: InfraRetryCount.nullable().describe("null: no summary yet (the page sums its rows)"),
     atropos: z.string(),
     backend: z.string(),
     images: z.string().describe("the distinct images the run's workers ran on"),
@@ -201,38 +209,6 @@ async function readJsonFile<T>(root: SafeRoot, segs: string[], schema: z.ZodType
   return parsed.success ? parsed.data : null;
 }
 
-/** `…-t3` → 3. */
-const indexOfId = (id: string): number | null => {
-  const m = /-t(\d+)$/.exec(id);
-  return m ? Number(m[1]) : null;
-};
-
-function toRow(m: MetricsLine, policies: readonly string[]): TrajectoryRow {
-  const index = indexOfId(m.trajectory_id);
-  return {
-    id: m.trajectory_id,
-    task: m.task_id,
-    index,
-    policy: index === null || policies.length === 0 ? null : policies[index % policies.length]!,
-    outcome: m.outcome,
-    ...(m.limit ? { limit: m.limit } : {}),
-    detail: m.outcome_detail,
-    reward: m.reward,
-    turns: m.turns,
-    tokensIn: m.tokens_in,
-    tokensOut: m.tokens_out,
-    timings: {
-      snapshot: m.snapshot_ms,
-      fork: m.fork_ms,
-      boot: m.boot_ms,
-      agent: m.agent_ms,
-      score: m.score_ms,
-    },
-    infraRetries: m.infra_retries,
-    tampered: m.tampered?.length ?? 0,
-  };
-}
-
 export interface ViewStore {
   index(): Promise<IndexResponse>;
   run(ref: string, q: RowQuery): Promise<RunResponse>;
@@ -267,424 +243,493 @@ interface RowsEntry {
   readonly skipped: number;
 }
 
-export function createViewStore(
-  root: SafeRoot,
-  opts: {
-    tokenizer?: ChatTokenizer /** Ends background reads (the viewer is stopping). */;
-    signal?: AbortSignal;
-  } = {},
-): ViewStore {
-  const rowsCache = new Map<string, RowsEntry>();
-  const groupIndex = new Map<string, { key: string; lines: Promise<Map<string, [number, number]>> }>();
-  const reports = new Map<string, { key: string; head: ReportHead | null; error?: string }>();
-
-  const runSegs = (ref: string) => checkedSegments(ref);
-  const isRun = async (segs: string[]) => (await root.stat([...segs, "run.json"])) !== undefined;
-
-  async function manifestOf(ref: string): Promise<RunManifest> {
-    const segs = runSegs(ref);
-    const m = await readJsonFile(root, [...segs, "run.json"], RunManifest);
-    if (!m) throw new ViewPathError(`${ref || "."}: no readable run.json`, 404);
-    return m;
-  }
-
-  async function stamp(ref: string): Promise<string> {
-    const segs = runSegs(ref);
-    const parts = await Promise.all(
-      ["metrics.jsonl", "summary.json", "groups.jsonl", "atropos-sent.jsonl"].map(async (f) => {
-        const s = await root.stat([...segs, f]);
-        return s ? `${s.size}.${Math.floor(s.mtimeMs)}` : "-";
-      }),
-    );
-    return parts.join(":");
-  }
-
+/** What one view store holds: the root it reads and its caches, by file version. */
+interface ViewStoreState {
+  readonly root: SafeRoot;
+  readonly opts: ViewStoreOptions;
+  /** A run's rows by ref, with the metrics.jsonl version they were read from. */
+  readonly rowsCache: Map<string, RowsEntry>;
   /** In-flight reads of metrics.jsonl by ref and file version: a page and `warm` share one read. */
-  const rowsReading = new Map<string, { key: string; entry: Promise<RowsEntry> }>();
+  readonly rowsReading: Map<string, { key: string; entry: Promise<RowsEntry> }>;
+  readonly groupIndex: Map<string, { key: string; lines: Promise<Map<string, [number, number]>> }>;
+  readonly reports: Map<string, { key: string; head: ReportHead | null; error?: string }>;
+  /** The last group line read (a group's trajectories are opened one after another: the export). */
+  lastGroup: { ref: string; span: [number, number]; line: GroupLine | null } | undefined;
+}
 
-  async function rowsOf(ref: string, policies: readonly string[]): Promise<RowsEntry> {
-    const segs = [...runSegs(ref), "metrics.jsonl"];
-    const st = await root.stat(segs);
-    const key = st ? `${st.size}.${st.mtimeMs}` : "none";
-    const hit = rowsCache.get(ref);
-    if (hit && hit.key === key) return hit;
-    const reading = rowsReading.get(ref);
-    if (reading?.key === key) return reading.entry;
-    const entry = readRows(segs, st !== undefined, key, policies).then((e) => {
-      rowsCache.set(ref, e);
-      return e;
-    });
-    rowsReading.set(ref, { key, entry });
-    entry.then(
-      () => rowsReading.delete(ref),
-      () => rowsReading.delete(ref),
-    );
-    return entry;
-  }
+export interface ViewStoreOptions {
+  tokenizer?: ChatTokenizer;
+  /** Ends background reads (the viewer is stopping). */
+  signal?: AbortSignal;
+}
 
-  async function readRows(segs: string[], exists: boolean, key: string, policies: readonly string[]) {
-    let rows: TrajectoryRow[] = [];
-    let skipped = 0;
-    if (exists) {
-      const text = await root.readText(segs, CAPS.metrics);
-      for (const line of text.split("\n")) {
-        if (!line.trim()) continue;
-        let v: unknown;
-        try {
-          v = JSON.parse(line);
-        } catch {
-          skipped++; // a torn last line of a run in progress
-          continue;
-        }
-        const p = MetricsLine.safeParse(v);
-        if (p.success) rows.push(toRow(p.data, policies));
-        else skipped++;
+/** The viewer's reads of a root of runs and evals: module functions over one {@link ViewStoreState}. */
+export function createViewStore(root: SafeRoot, opts: ViewStoreOptions = {}): ViewStore {
+  const st: ViewStoreState = {
+    root,
+    opts,
+    rowsCache: new Map(),
+    rowsReading: new Map(),
+    groupIndex: new Map(),
+    reports: new Map(),
+    lastGroup: undefined,
+  };
+  return {
+    index: () => indexPage(st),
+    stamp: (ref) => stamp(st, ref),
+    run: (ref, q) => runPage(st, ref, q),
+    trajectory: (ref, id) => trajectoryPage(st, ref, id),
+    tokens: (ref, id) => tokensPage(st, ref, id),
+    evalHtml: (ref) => evalHtml(st, ref),
+    warm: () => warmUp(st),
+    search: (ref, q, signal, expired) => searchRun(st, ref, q, signal, expired),
+    compare: (kind, a, b, page, size) => comparePage(st, kind, a, b, page, size),
+    evalFile: (ref, name) => evalFile(st, ref, name),
+  };
+}
+
+async function isRun(st: ViewStoreState, segs: string[]) {
+  return (await st.root.stat([...segs, "run.json"])) !== undefined;
+}
+
+async function manifestOf(st: ViewStoreState, ref: string): Promise<RunManifest> {
+  const segs = checkedSegments(ref);
+  const m = await readJsonFile(st.root, [...segs, "run.json"], RunManifest);
+  if (!m) throw new ViewPathError(`${ref || "."}: no readable run.json`, 404);
+  return m;
+}
+
+async function stamp(st: ViewStoreState, ref: string): Promise<string> {
+  const segs = checkedSegments(ref);
+  const parts = await Promise.all(
+    ["metrics.jsonl", "summary.json", "groups.jsonl", "atropos-sent.jsonl"].map(async (f) => {
+      const s = await st.root.stat([...segs, f]);
+      return s ? `${s.size}.${Math.floor(s.mtimeMs)}` : "-";
+    }),
+  );
+  return parts.join(":");
+}
+
+async function rowsOf(st: ViewStoreState, ref: string, policies: readonly string[]): Promise<RowsEntry> {
+  const segs = [...checkedSegments(ref), "metrics.jsonl"];
+  const fst = await st.root.stat(segs);
+  const key = fst ? `${fst.size}.${fst.mtimeMs}` : "none";
+  const hit = st.rowsCache.get(ref);
+  if (hit && hit.key === key) return hit;
+  const reading = st.rowsReading.get(ref);
+  if (reading?.key === key) return reading.entry;
+  const entry = readRows(st, segs, fst !== undefined, key, policies).then((e) => {
+    st.rowsCache.set(ref, e);
+    return e;
+  });
+  st.rowsReading.set(ref, { key, entry });
+  entry.then(
+    () => st.rowsReading.delete(ref),
+    () => st.rowsReading.delete(ref),
+  );
+  return entry;
+}
+
+async function readRows(
+  st: ViewStoreState,
+  segs: string[],
+  exists: boolean,
+  key: string,
+  policies: readonly string[],
+) {
+  let rows: TrajectoryRow[] = [];
+  let skipped = 0;
+  if (exists) {
+    const text = await st.root.readText(segs, CAPS.metrics);
+    for (const line of text.split("\n")) {
+      if (!line.trim()) continue;
+      let v: unknown;
+      try {
+        v = JSON.parse(line);
+      } catch {
+        skipped++; // a torn last line of a run in progress
+        continue;
       }
-      // a resumed run may log a trajectory twice: the last line wins
-      rows = [...new Map(rows.map((r) => [r.id, r])).values()];
+      const p = MetricsLine.safeParse(v);
+      if (p.success) rows.push(viewRowOf(p.data, policies));
+      else skipped++;
     }
-    return { key, rows, skipped };
+    // a resumed run may log a trajectory twice: the last line wins
+    rows = [...new Map(rows.map((r) => [r.id, r])).values()];
   }
+  return { key, rows, skipped };
+}
 
-  async function dataBytes(ref: string): Promise<number> {
-    const sizes = await Promise.all(
-      ["metrics.jsonl", "groups.jsonl"].map(async (f) => (await root.stat([...runSegs(ref), f]))?.size ?? 0),
-    );
-    return sizes.reduce((a, b) => a + b, 0);
-  }
+async function dataBytes(st: ViewStoreState, ref: string): Promise<number> {
+  const sizes = await Promise.all(
+    ["metrics.jsonl", "groups.jsonl"].map(
+      async (f) => (await st.root.stat([...checkedSegments(ref), f]))?.size ?? 0,
+    ),
+  );
+  return sizes.reduce((a, b) => a + b, 0);
+}
 
-  async function runListItem(ref: string): Promise<RunListItem> {
-    try {
-      const m = await manifestOf(ref);
-      const bytes = await dataBytes(ref);
-      const s = await readJsonFile(root, [...runSegs(ref), "summary.json"], RunSummary);
-      const expected = m.config.tasks.length * m.config.groupSize;
-      if (s)
-        return {
-          ref,
-          runId: m.runId,
-          createdAt: m.createdAt,
-          tasks: m.config.tasks.length,
-          policies: m.config.policies,
-          expected,
-          finished: s.trajectories.finished,
-          meanReward: s.meanReward,
-          outcomes: s.trajectories.outcomes,
-          durationMs: s.durationMs,
-          complete: s.complete,
-          bytes,
-        };
-      const { rows } = await rowsOf(ref, m.config.policies);
-      const scored = rows.filter((r) => r.reward !== null);
-      const outcomes: Record<string, number> = {};
-      for (const r of rows) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+async function runListItem(st: ViewStoreState, ref: string): Promise<RunListItem> {
+  try {
+    const m = await manifestOf(st, ref);
+    const bytes = await dataBytes(st, ref);
+    const s = await readJsonFile(st.root, [...checkedSegments(ref), "summary.json"], RunSummary);
+    const head = {
+      ref,
+      runId: m.runId,
+      createdAt: m.createdAt,
+      tasks: m.config.tasks.length,
+      policies: m.config.policies,
+      expected: m.config.tasks.length * m.config.groupSize,
+    };
+    if (s)
       return {
-        ref,
-        runId: m.runId,
-        createdAt: m.createdAt,
-        tasks: m.config.tasks.length,
-        policies: m.config.policies,
-        expected,
-        finished: rows.length,
-        meanReward: scored.length ? scored.reduce((a, r) => a + (r.reward ?? 0), 0) / scored.length : null,
-        outcomes,
-        durationMs: null,
-        complete: false,
+        ...head,
+        finished: s.trajectories.finished,
+        meanReward: s.meanReward,
+        outcomes: s.trajectories.outcomes,
+        durationMs: s.durationMs,
+        complete: s.complete,
         bytes,
       };
-    } catch (e) {
-      return {
-        ref,
-        runId: ref,
-        createdAt: "",
-        tasks: 0,
-        policies: [],
-        expected: 0,
-        finished: 0,
-        meanReward: null,
-        outcomes: {},
-        durationMs: null,
-        complete: false,
-        bytes: 0,
-        error: e instanceof Error ? e.message : String(e),
-      };
-    }
-  }
-
-  /** Run dirs: the root itself, or its children and `runs/*` children that hold run.json. */
-  async function runRefs(): Promise<string[]> {
-    if (await isRun([])) return [""];
-    const refs: string[] = [];
-    for (const d of await root.listDirs([])) if (await isRun([d])) refs.push(d);
-    for (const d of await root.listDirs(["runs"]).catch(() => []))
-      if (await isRun(["runs", d])) refs.push(`runs/${d}`);
-    return refs;
-  }
-
-  async function evalRefs(): Promise<EvalListItem[]> {
-    const has = async (segs: string[], f: string) => (await root.stat([...segs, f])) !== undefined;
-    const out: EvalListItem[] = [];
-    const consider = async (segs: string[]) => {
-      if (!(await has(segs, "report.json"))) return;
-      const report = await reportOf(segs);
-      out.push({
-        ref: segs.join("/"),
-        name: segs.at(-1) ?? root.dir.split("/").at(-1) ?? "eval",
-        hasHtml: await has(segs, "report.html"),
-        runRef: (await isRun([...segs, "run"])) ? [...segs, "run"].join("/") : null,
-        summary: report.head ? evalSummaryOf(report.head) : {},
-        bytes: report.bytes,
-        ...(report.error ? { error: report.error } : {}),
-      });
+    const { rows } = await rowsOf(st, ref, m.config.policies);
+    const scored = rows.filter((r) => r.reward !== null);
+    const outcomes: Record<string, number> = {};
+    for (const r of rows) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+    return {
+      ...head,
+      finished: rows.length,
+      meanReward: scored.length ? scored.reduce((a, r) => a + (r.reward ?? 0), 0) / scored.length : null,
+      outcomes,
+      durationMs: null,
+      complete: false,
+      bytes,
     };
-    if (await has([], "report.json")) await consider([]);
-    else {
-      for (const d of await root.listDirs(["evals"]).catch(() => [])) await consider(["evals", d]);
-      if (!(await isRun([])))
-        for (const d of await root.listDirs([])) if (d !== "evals" && d !== "runs") await consider([d]);
-    }
-    return out;
+  } catch (e) {
+    return {
+      ref,
+      runId: ref,
+      createdAt: "",
+      tasks: 0,
+      policies: [],
+      expected: 0,
+      finished: 0,
+      meanReward: null,
+      outcomes: {},
+      durationMs: null,
+      complete: false,
+      bytes: 0,
+      error: e instanceof Error ? e.message : String(e),
+    };
   }
+}
 
-  /** An eval dir's report.json (lenient, cached by size and mtime); null head: unreadable. */
-  async function reportOf(segs: string[]) {
-    const file = [...segs, "report.json"];
-    const st = await root.stat(file);
-    if (!st) return { key: "none", head: null, bytes: 0, error: "no report.json" };
-    const key = `${st.size}.${st.mtimeMs}`;
-    const ref = segs.join("/");
-    const hit = reports.get(ref);
-    if (hit?.key === key) return { ...hit, bytes: st.size };
-    let entry: { key: string; head: ReportHead | null; error?: string };
-    try {
-      const p = ReportHead.safeParse(parseJson(await root.readText(file, CAPS.report), file.join("/")));
-      entry = p.success
-        ? { key, head: p.data }
-        : { key, head: null, error: `report.json: ${p.error.issues[0]?.message ?? "not an eval report"}` };
-    } catch (e) {
-      entry = { key, head: null, error: e instanceof Error ? e.message : String(e) };
-    }
-    reports.set(ref, entry);
-    return { ...entry, bytes: st.size };
-  }
+/** Run dirs: the st.root itself, or its children and `runs/*` children that hold run.json. */
+async function runRefs(st: ViewStoreState): Promise<string[]> {
+  if (await isRun(st, [])) return [""];
+  const refs: string[] = [];
+  for (const d of await st.root.listDirs([])) if (await isRun(st, [d])) refs.push(d);
+  for (const d of await st.root.listDirs(["runs"]).catch(() => []))
+    if (await isRun(st, ["runs", d])) refs.push(`runs/${d}`);
+  return refs;
+}
 
-  /**
-   * A trajectory's dir: `<run>/trajectories/<id>/`, or, for the run inside an eval dir (`<eval>/run`),
-   * the trial dir report.json names for it (eval moves the files there).
-   */
-  async function trajectoryDir(ref: string, id: string): Promise<string[]> {
-    const segs = runSegs(ref);
-    const plain = [...segs, "trajectories", id];
-    if (segs.at(-1) !== "run") return plain;
-    for (const f of ["result.json", "turns.jsonl", "score.json"])
-      if (await root.stat([...plain, f])) return plain;
-    const evalSegs = segs.slice(0, -1);
-    const dir = (await reportOf(evalSegs)).head;
-    const rel = dir ? trialDirsOf(dir).get(id) : undefined;
-    return rel ? [...evalSegs, ...rel] : plain;
-  }
-
-  /**
-   * groups.jsonl's index (task → byte span of its line), built once per file version; callers at
-   * the same time share one pass. A run's page starts it, so a token view opened from there
-   * finds it built.
-   */
-  async function groupIndexOf(segs: string[]) {
-    const st = await root.stat(segs);
-    if (!st) return null;
-    const key = `${st.size}.${st.mtimeMs}`;
-    const ref = segs.join("/");
-    let idx = groupIndex.get(ref);
-    if (!idx || idx.key !== key) {
-      idx = { key, lines: indexGroupLines(root, segs, st.size, undefined, opts.signal) };
-      groupIndex.set(ref, idx);
-      idx.lines.catch(() => groupIndex.delete(ref)); // a failed pass is retried by the next caller
-    }
-    return idx.lines;
-  }
-
-  /** The last group line read (a group's trajectories are opened one after another: the export). */
-  let lastGroup: { ref: string; span: [number, number]; line: GroupLine | null } | undefined;
-
-  async function groupLineOf(ref: string, task: string): Promise<GroupLine | null> {
-    const segs = [...runSegs(ref), "groups.jsonl"];
-    const lines = await groupIndexOf(segs);
-    if (!lines) return null;
-    const span = lines.get(task);
-    if (!span) return null;
-    if (lastGroup?.ref === ref && lastGroup.span === span) return lastGroup.line;
-    lastGroup = { ref, span, line: await readGroupLine(segs, task, span) };
-    return lastGroup.line;
-  }
-
-  async function readGroupLine(segs: string[], task: string, span: [number, number]) {
-    if (span[1] - span[0] > CAPS.groupLine)
-      throw new ViewPathError(`the group line of ${task} is over the ${CAPS.groupLine}-byte cap`, 413);
-    const text = (await root.readRange(segs, span[0], span[1], CAPS.groupLine)).toString("utf8");
-    const p = GroupLine.safeParse(parseJson(text, segs.join("/")));
-    return p.success && p.data.group_overrides?.task_id === task ? p.data : null;
-  }
-
-  return {
-    async index() {
-      const runs = await Promise.all((await runRefs()).map(runListItem));
-      runs.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-      return { root: root.dir.split("/").at(-1) ?? "", runs, evals: await evalRefs() };
-    },
-    stamp,
-    async run(ref, q) {
-      const manifest = await manifestOf(ref);
-      const summary = await readJsonFile(root, [...runSegs(ref), "summary.json"], RunSummary);
-      const { rows, skipped } = await rowsOf(ref, manifest.config.policies);
-      const known = new Map<string, { expected?: number; atropos?: string; group?: string }>();
-      for (const t of manifest.config.tasks) known.set(t, { expected: manifest.config.groupSize });
-      for (const t of summary?.tasks ?? [])
-        known.set(t.taskId, { expected: t.expected, atropos: t.atropos, group: t.group });
-      const page = queryRows(rows, q);
-      const all = groupRows(rows, known);
-      const onPage = new Set(page.rows.map((r) => r.task));
-      // index a finished run's groups.jsonl in the background: its token views will need it (a live
-      // run's file changes all the time; its index is built when a token view asks)
-      if (summary?.complete) void groupIndexOf([...runSegs(ref), "groups.jsonl"]).catch(() => {});
-      return {
-        ref,
-        facts: runFactsOf(manifest, summary),
-        stamp: await stamp(ref),
-        groups: all.length <= q.size ? all : all.filter((g) => onPage.has(g.task)),
-        groupsTotal: all.length,
-        total: page.total,
-        all: rows.length,
-        rows: page.rows,
-        skippedLines: skipped,
-      };
-    },
-    async trajectory(ref, id) {
-      if (!SEGMENT.test(id)) throw new ViewPathError("bad trajectory id", 400);
-      const manifest = await manifestOf(ref);
-      const t = await trajectoryDir(ref, id);
-      const result = await readJsonFile(root, [...t, "result.json"], TrajectoryResult);
-      const score = await readJsonFile(root, [...t, "score.json"], Score);
-      const diffSt = await root.stat([...t, "diff.patch"]);
-      const diff = diffSt
-        ? (await root.readRange([...t, "diff.patch"], 0, CAPS.diff, CAPS.diff)).toString("utf8")
-        : null;
-      const last = await lastTurn(root, [...t, "turns.jsonl"]);
-      const task = result?.taskId ?? rowsCache.get(ref)?.rows.find((r) => r.id === id)?.task;
-      const siblings = task
-        ? (await rowsOf(ref, manifest.config.policies)).rows.filter((r) => r.task === task).map((r) => r.id)
-        : [];
-      const prov: Record<string, unknown> = {
-        runId: manifest.runId,
-        ...manifest.provenance,
-        ...(task ? (manifest.tasks[task] ?? {}) : {}),
-        seed: manifest.config.seed,
-        backend: manifest.config.backend,
-        ...(result ? { policy: result.policy, clineTaskId: result.clineTaskId } : {}),
-      };
-      return {
-        ref,
-        id,
-        result,
-        score,
-        diff,
-        diffTruncated: (diffSt?.size ?? 0) > CAPS.diff,
-        conversation: last.conversation,
-        ...(last.note ? { conversationNote: last.note } : {}),
-        lastTurn: last.meta,
-        provenance: prov,
-        siblings: siblings.sort((a, b) => a.localeCompare(b, undefined, { numeric: true })),
-      };
-    },
-    async tokens(ref, id) {
-      if (!SEGMENT.test(id)) throw new ViewPathError("bad trajectory id", 400);
-      const manifest = await manifestOf(ref);
-      const { rows } = await rowsOf(ref, manifest.config.policies);
-      const task = rows.find((r) => r.id === id)?.task;
-      if (!task) return { ref, id, sequences: [], note: "this trajectory has no metrics line yet" };
-      const line = await groupLineOf(ref, task);
-      if (!line) return { ref, id, sequences: [], note: "its group is not written yet (groups.jsonl)" };
-      if (!line.tokens || !line.masks)
-        return { ref, id, sequences: [], note: "the run has no token export (run it with --tokenizer)" };
-      const sequences = (line.overrides ?? []).flatMap((o, i) => {
-        if (!o || o.trajectory_id !== id) return [];
-        const lp =
-          line.inference_logprobs?.[i] ?? (Array.isArray(o.inference_logprobs) ? o.inference_logprobs : null);
-        const tokens = line.tokens?.[i] ?? [];
-        return [
-          {
-            segment: typeof o.segment === "number" ? o.segment : null,
-            segments: typeof o.segments === "number" ? o.segments : null,
-            split: typeof o.split === "string" ? o.split : null,
-            score: line.scores[i] ?? null,
-            tokens,
-            masks: line.masks?.[i] ?? [],
-            logprobs: Array.isArray(lp) && lp.every((x) => typeof x === "number") ? (lp as number[]) : null,
-            text: opts.tokenizer ? tokens.map((t) => opts.tokenizer!.decode([t])) : null,
-          },
-        ];
-      });
-      return {
-        ref,
-        id,
-        sequences,
-        ...(sequences.length === 0
-          ? {
-              note: "no exported sequence (an infra failure, or a token export that failed: see the group's excluded list)",
-            }
-          : {}),
-        ...(opts.tokenizer
-          ? {}
-          : { note: "token ids only: start `flakegym view --tokenizer <dir>` to decode them" }),
-      };
-    },
-    async evalHtml(ref) {
-      return root.readText([...checkedSegments(ref), "report.html"], 64 * MB);
-    },
-    async warm() {
-      try {
-        // run ids start with their creation time: the last names are the newest runs
-        const runs = (await runRefs()).slice(-WARM_RUNS);
-        for (const ref of runs) await rowsOf(ref, (await manifestOf(ref)).config.policies);
-        // then the finished ones' groups.jsonl index, which their token views need
-        for (const ref of runs) {
-          const summary = await readJsonFile(root, [...runSegs(ref), "summary.json"], RunSummary);
-          if (summary?.complete) await groupIndexOf([...runSegs(ref), "groups.jsonl"]);
-        }
-      } catch {
-        // reading ahead is best effort: the request that needs it reports the error
-      }
-    },
-    async search(ref, q, signal, expired) {
-      const { rows } = await rowsOf(ref, (await manifestOf(ref)).config.policies);
-      const ids = [...rows.map((r) => r.id)].sort((x, y) => x.localeCompare(y, undefined, { numeric: true }));
-      const chunks = async function* (id: string) {
-        yield* root.chunks([...(await trajectoryDir(ref, id)), "turns.jsonl"], SEARCH_CHUNK);
-      };
-      return searchTranscripts({ ids, chunks }, q, { signal, maxHits: SEARCH_HITS, expired });
-    },
-    async compare(kind, a, b, page, size) {
-      const found = await (kind === "runs"
-        ? Promise.all(
-            [a, b].map(async (ref) => (await rowsOf(ref, (await manifestOf(ref)).config.policies)).rows),
-          ).then(([ra, rb]) => ({ rows: compareRuns(ra ?? [], rb ?? []), pairing: "same task" }))
-        : Promise.all(
-            [a, b].map(async (ref) => {
-              const r = await reportOf(checkedSegments(ref));
-              if (!r.head)
-                throw new ViewPathError(`${ref || "."}: ${r.error ?? "no readable report.json"}`, 404);
-              return r.head;
-            }),
-          ).then(([ra, rb]) => compareEvals(ra!, rb!)));
-      return { kind, a, b, pairing: found.pairing, ...pageCompare(found.rows, page, size) };
-    },
-    async evalFile(ref, name) {
-      const segs = [...checkedSegments(ref), name];
-      const st = await root.stat(segs);
-      if (!st) throw new ViewPathError(`${[...segs].join("/")}: not found`, 404);
-      const text = (await root.readRange(segs, 0, CAPS.json, CAPS.json)).toString("utf8");
-      return { name, text, truncated: st.size > CAPS.json };
-    },
+async function evalRefs(st: ViewStoreState): Promise<EvalListItem[]> {
+  const has = async (segs: string[], f: string) => (await st.root.stat([...segs, f])) !== undefined;
+  const out: EvalListItem[] = [];
+  const consider = async (segs: string[]) => {
+    if (!(await has(segs, "report.json"))) return;
+    const report = await reportOf(st, segs);
+    out.push({
+      ref: segs.join("/"),
+      name: segs.at(-1) ?? st.root.dir.split("/").at(-1) ?? "eval",
+      hasHtml: await has(segs, "report.html"),
+      runRef: (await isRun(st, [...segs, "run"])) ? [...segs, "run"].join("/") : null,
+      summary: report.head ? evalSummaryOf(report.head) : {},
+      bytes: report.bytes,
+      ...(report.error ? { error: report.error } : {}),
+    });
   };
+  if (await has([], "report.json")) await consider([]);
+  else {
+    for (const d of await st.root.listDirs(["evals"]).catch(() => [])) await consider(["evals", d]);
+    if (!(await isRun(st, [])))
+      for (const d of await st.root.listDirs([])) if (d !== "evals" && d !== "runs") await consider([d]);
+  }
+  return out;
+}
+
+/** An eval dir's report.json (lenient, cached by size and mtime); null head: unreadable. */
+async function reportOf(st: ViewStoreState, segs: string[]) {
+  const file = [...segs, "report.json"];
+  const fst = await st.root.stat(file);
+  if (!fst) return { key: "none", head: null, bytes: 0, error: "no report.json" };
+  const key = `${fst.size}.${fst.mtimeMs}`;
+  const ref = segs.join("/");
+  const hit = st.reports.get(ref);
+  if (hit?.key === key) return { ...hit, bytes: fst.size };
+  let entry: { key: string; head: ReportHead | null; error?: string };
+  try {
+    const p = ReportHead.safeParse(parseJson(await st.root.readText(file, CAPS.report), file.join("/")));
+    entry = p.success
+      ? { key, head: p.data }
+      : { key, head: null, error: `report.json: ${p.error.issues[0]?.message ?? "not an eval report"}` };
+  } catch (e) {
+    entry = { key, head: null, error: e instanceof Error ? e.message : String(e) };
+  }
+  st.reports.set(ref, entry);
+  return { ...entry, bytes: fst.size };
+}
+
+/**
+ * A trajectory's dir: `<run>/trajectories/<id>/`, or, for the run inside an eval dir (`<eval>/run`),
+ * the trial dir report.json names for it (eval moves the files there).
+ */
+async function trajectoryDir(st: ViewStoreState, ref: string, id: string): Promise<string[]> {
+  const segs = checkedSegments(ref);
+  const plain = [...segs, "trajectories", id];
+  if (segs.at(-1) !== "run") return plain;
+  for (const f of ["result.json", "turns.jsonl", "score.json"])
+    if (await st.root.stat([...plain, f])) return plain;
+  const evalSegs = segs.slice(0, -1);
+  const dir = (await reportOf(st, evalSegs)).head;
+  const rel = dir ? trialDirsOf(dir).get(id) : undefined;
+  return rel ? [...evalSegs, ...rel] : plain;
+}
+
+/**
+ * groups.jsonl's index (task → byte span of its line), built once per file version; callers at
+ * the same time share one pass. A run's page starts it, so a token view opened from there
+ * finds it built.
+ */
+async function groupIndexOf(st: ViewStoreState, segs: string[]) {
+  const fst = await st.root.stat(segs);
+  if (!fst) return null;
+  const key = `${fst.size}.${fst.mtimeMs}`;
+  const ref = segs.join("/");
+  let idx = st.groupIndex.get(ref);
+  if (!idx || idx.key !== key) {
+    idx = { key, lines: indexGroupLines(st.root, segs, fst.size, undefined, st.opts.signal) };
+    st.groupIndex.set(ref, idx);
+    idx.lines.catch(() => st.groupIndex.delete(ref)); // a failed pass is retried by the next caller
+  }
+  return idx.lines;
+}
+
+async function groupLineOf(st: ViewStoreState, ref: string, task: string): Promise<GroupLine | null> {
+  const segs = [...checkedSegments(ref), "groups.jsonl"];
+  const lines = await groupIndexOf(st, segs);
+  if (!lines) return null;
+  const span = lines.get(task);
+  if (!span) return null;
+  if (st.lastGroup?.ref === ref && st.lastGroup.span === span) return st.lastGroup.line;
+  st.lastGroup = { ref, span, line: await readGroupLine(st, segs, task, span) };
+  return st.lastGroup.line;
+}
+
+async function readGroupLine(st: ViewStoreState, segs: string[], task: string, span: [number, number]) {
+  if (span[1] - span[0] > CAPS.groupLine)
+    throw new ViewPathError(`the group line of ${task} is over the ${CAPS.groupLine}-byte cap`, 413);
+  const text = (await st.root.readRange(segs, span[0], span[1], CAPS.groupLine)).toString("utf8");
+  const p = GroupLine.safeParse(parseJson(text, segs.join("/")));
+  return p.success && p.data.group_overrides?.task_id === task ? p.data : null;
+}
+
+async function indexPage(st: ViewStoreState): ReturnType<ViewStore["index"]> {
+  const runs = await Promise.all((await runRefs(st)).map((ref) => runListItem(st, ref)));
+  runs.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+  return { root: st.root.dir.split("/").at(-1) ?? "", runs, evals: await evalRefs(st) };
+}
+
+async function runPage(
+  st: ViewStoreState,
+  ref: Parameters<ViewStore["run"]>[0],
+  q: Parameters<ViewStore["run"]>[1],
+): ReturnType<ViewStore["run"]> {
+  const manifest = await manifestOf(st, ref);
+  const summary = await readJsonFile(st.root, [...checkedSegments(ref), "summary.json"], RunSummary);
+  const { rows, skipped } = await rowsOf(st, ref, manifest.config.policies);
+  const known = new Map<string, { expected?: number; atropos?: string; group?: string }>();
+  for (const t of manifest.config.tasks) known.set(t, { expected: manifest.config.groupSize });
+  for (const t of summary?.tasks ?? [])
+    known.set(t.taskId, { expected: t.expected, atropos: t.atropos, group: t.group });
+  const page = queryRows(rows, q);
+  const all = groupRows(rows, known);
+  const onPage = new Set(page.rows.map((r) => r.task));
+  // index a finished run's groups.jsonl in the background: its token views will need it (a live
+  // run's file changes all the time; its index is built when a token view asks)
+  if (summary?.complete) void groupIndexOf(st, [...checkedSegments(ref), "groups.jsonl"]).catch(() => {});
+  return {
+    ref,
+    facts: runFactsOf(manifest, summary),
+    stamp: await stamp(st, ref),
+    groups: all.length <= q.size ? all : all.filter((g) => onPage.has(g.task)),
+    groupsTotal: all.length,
+    total: page.total,
+    all: rows.length,
+    rows: page.rows,
+    skippedLines: skipped,
+  };
+}
+
+async function trajectoryPage(
+  st: ViewStoreState,
+  ref: Parameters<ViewStore["trajectory"]>[0],
+  id: Parameters<ViewStore["trajectory"]>[1],
+): ReturnType<ViewStore["trajectory"]> {
+  if (!SEGMENT.test(id)) throw new ViewPathError("bad trajectory id", 400);
+  const manifest = await manifestOf(st, ref);
+  const t = await trajectoryDir(st, ref, id);
+  const result = await readJsonFile(st.root, [...t, "result.json"], TrajectoryResult);
+  const score = await readJsonFile(st.root, [...t, "score.json"], Score);
+  const diffSt = await st.root.stat([...t, "diff.patch"]);
+  const diff = diffSt
+    ? (await st.root.readRange([...t, "diff.patch"], 0, CAPS.diff, CAPS.diff)).toString("utf8")
+    : null;
+  const last = await lastTurn(st.root, [...t, "turns.jsonl"]);
+  const task = result?.taskId ?? st.rowsCache.get(ref)?.rows.find((r) => r.id === id)?.task;
+  const siblings = task
+    ? (await rowsOf(st, ref, manifest.config.policies)).rows.filter((r) => r.task === task).map((r) => r.id)
+    : [];
+  const prov: Record<string, unknown> = {
+    runId: manifest.runId,
+    ...manifest.provenance,
+    ...(task ? (manifest.tasks[task] ?? {}) : {}),
+    seed: manifest.config.seed,
+    backend: manifest.config.backend,
+    ...(result ? { policy: result.policy, clineTaskId: result.clineTaskId } : {}),
+  };
+  return {
+    ref,
+    id,
+    result,
+    score,
+    diff,
+    diffTruncated: (diffSt?.size ?? 0) > CAPS.diff,
+    conversation: last.conversation,
+    ...(last.note ? { conversationNote: last.note } : {}),
+    lastTurn: last.meta,
+    provenance: prov,
+    siblings: siblings.sort((a, b) => a.localeCompare(b, undefined, { numeric: true })),
+  };
+}
+
+async function tokensPage(
+  st: ViewStoreState,
+  ref: Parameters<ViewStore["tokens"]>[0],
+  id: Parameters<ViewStore["tokens"]>[1],
+): ReturnType<ViewStore["tokens"]> {
+  if (!SEGMENT.test(id)) throw new ViewPathError("bad trajectory id", 400);
+  const manifest = await manifestOf(st, ref);
+  const { rows } = await rowsOf(st, ref, manifest.config.policies);
+  const task = rows.find((r) => r.id === id)?.task;
+  if (!task) return { ref, id, sequences: [], note: "this trajectory has no metrics line yet" };
+  const line = await groupLineOf(st, ref, task);
+  if (!line) return { ref, id, sequences: [], note: "its group is not written yet (groups.jsonl)" };
+  if (!line.tokens || !line.masks)
+    return { ref, id, sequences: [], note: "the run has no token export (run it with --tokenizer)" };
+  const sequences = (line.overrides ?? []).flatMap((o, i) => {
+    if (!o || o.trajectory_id !== id) return [];
+    const lp =
+      line.inference_logprobs?.[i] ?? (Array.isArray(o.inference_logprobs) ? o.inference_logprobs : null);
+    const tokens = line.tokens?.[i] ?? [];
+    return [
+      {
+        segment: typeof o.segment === "number" ? o.segment : null,
+        segments: typeof o.segments === "number" ? o.segments : null,
+        split: typeof o.split === "string" ? o.split : null,
+        score: line.scores[i] ?? null,
+        tokens,
+        masks: line.masks?.[i] ?? [],
+        logprobs: Array.isArray(lp) && lp.every((x) => typeof x === "number") ? (lp as number[]) : null,
+        text: st.opts.tokenizer ? tokens.map((t) => st.opts.tokenizer!.decode([t])) : null,
+      },
+    ];
+  });
+  return {
+    ref,
+    id,
+    sequences,
+    ...(sequences.length === 0
+      ? {
+          note: "no exported sequence (an infra failure, or a token export that failed: see the group's excluded list)",
+        }
+      : {}),
+    ...(st.opts.tokenizer
+      ? {}
+      : { note: "token ids only: start `flakegym view --tokenizer <dir>` to decode them" }),
+  };
+}
+
+async function evalHtml(
+  st: ViewStoreState,
+  ref: Parameters<ViewStore["evalHtml"]>[0],
+): ReturnType<ViewStore["evalHtml"]> {
+  return st.root.readText([...checkedSegments(ref), "report.html"], 64 * MB);
+}
+
+async function warmUp(st: ViewStoreState): ReturnType<ViewStore["warm"]> {
+  try {
+    // run ids start with their creation time: the last names are the newest runs
+    const runs = (await runRefs(st)).slice(-WARM_RUNS);
+    for (const ref of runs) await rowsOf(st, ref, (await manifestOf(st, ref)).config.policies);
+    // then the finished ones' groups.jsonl index, which their token views need
+    for (const ref of runs) {
+      const summary = await readJsonFile(st.root, [...checkedSegments(ref), "summary.json"], RunSummary);
+      if (summary?.complete) await groupIndexOf(st, [...checkedSegments(ref), "groups.jsonl"]);
+    }
+  } catch {
+    // reading ahead is best effort: the request that needs it st.reports the error
+  }
+}
+
+async function searchRun(
+  st: ViewStoreState,
+  ref: Parameters<ViewStore["search"]>[0],
+  q: Parameters<ViewStore["search"]>[1],
+  signal: Parameters<ViewStore["search"]>[2],
+  expired: Parameters<ViewStore["search"]>[3],
+): ReturnType<ViewStore["search"]> {
+  const { rows } = await rowsOf(st, ref, (await manifestOf(st, ref)).config.policies);
+  const ids = [...rows.map((r) => r.id)].sort((x, y) => x.localeCompare(y, undefined, { numeric: true }));
+  const chunks = async function* (id: string) {
+    yield* st.root.chunks([...(await trajectoryDir(st, ref, id)), "turns.jsonl"], SEARCH_CHUNK);
+  };
+  return searchTranscripts({ ids, chunks }, q, { signal, maxHits: SEARCH_HITS, expired });
+}
+
+async function comparePage(
+  st: ViewStoreState,
+  kind: Parameters<ViewStore["compare"]>[0],
+  a: Parameters<ViewStore["compare"]>[1],
+  b: Parameters<ViewStore["compare"]>[2],
+  page: Parameters<ViewStore["compare"]>[3],
+  size: Parameters<ViewStore["compare"]>[4],
+): ReturnType<ViewStore["compare"]> {
+  const found = await (kind === "runs"
+    ? Promise.all(
+        [a, b].map(async (ref) => (await rowsOf(st, ref, (await manifestOf(st, ref)).config.policies)).rows),
+      ).then(([ra, rb]) => ({ rows: compareRuns(ra ?? [], rb ?? []), pairing: "same task" }))
+    : Promise.all(
+        [a, b].map(async (ref) => {
+          const r = await reportOf(st, checkedSegments(ref));
+          if (!r.head) throw new ViewPathError(`${ref || "."}: ${r.error ?? "no readable report.json"}`, 404);
+          return r.head;
+        }),
+      ).then(([ra, rb]) => compareEvals(ra!, rb!)));
+  return { kind, a, b, pairing: found.pairing, ...pageCompare(found.rows, page, size) };
+}
+
+async function evalFile(
+  st: ViewStoreState,
+  ref: Parameters<ViewStore["evalFile"]>[0],
+  name: Parameters<ViewStore["evalFile"]>[1],
+): ReturnType<ViewStore["evalFile"]> {
+  const segs = [...checkedSegments(ref), name];
+  const fst = await st.root.stat(segs);
+  if (!fst) throw new ViewPathError(`${[...segs].join("/")}: not found`, 404);
+  const text = (await st.root.readRange(segs, 0, CAPS.json, CAPS.json)).toString("utf8");
+  return { name, text, truncated: fst.size > CAPS.json };
 }
 
 /** The last line of turns.jsonl (the whole conversation, since Cline resends it) as conversation. */

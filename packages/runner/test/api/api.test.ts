@@ -82,7 +82,7 @@ describe.skipIf(skip)("the environment API over real sandboxes", () => {
     expect((await loadSession(session.id, sessionsDir)).calls).toBe(1);
 
     const r = await rollout(`scripted:${plan}`, { session: session.id, sessionsDir });
-    expect(r.outcome).toEqual({ kind: "completed" });
+    expect(r.outcome).toEqual({ kind: "completed", detail: "the stage script exited with 0" });
     expect(r.samples).toHaveLength(1);
     expect(r.samples[0]?.prompt).toContain("# demo");
     expect(r.samples[0]?.completion).toBe("The answer is 4.");
@@ -90,7 +90,7 @@ describe.skipIf(skip)("the environment API over real sandboxes", () => {
     expect(turns).toHaveLength(1); // the call went through the gateway and was logged
 
     const e = await evaluation({ session: session.id, sessionsDir });
-    expect(e.outcome).toEqual({ kind: "completed" });
+    expect(e.outcome).toEqual({ kind: "completed", detail: "the stage script exited with 0" });
     expect(e.summary).toMatchObject({ tool: "node-test", passed: 2, failed: 1 });
     expect(e.score).toBeCloseTo(2 / 3);
     expect(e.scoreSource).toBe("test-summary");

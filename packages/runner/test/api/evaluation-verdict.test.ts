@@ -9,7 +9,12 @@ const ran = {
 };
 const notRun = { ...ran, ok: false, reason: "first test command (exit 127: it did not run)" };
 const none = { ok: false, used_anchors: [], commands: [], reason: "no hints found in the target" };
-const base: VerdictInput = { outcome: { kind: "completed" }, hintsUsed: ran, hasHints: true, rewards: [] };
+const base: VerdictInput = {
+  outcome: { kind: "completed", detail: "the stage script exited with 0" },
+  hintsUsed: ran,
+  hasHints: true,
+  rewards: [],
+};
 const summary = { tool: "unittest", passed: 3, failed: 1, errors: 0, skipped: 0 } as const;
 
 describe("evaluationVerdict", () => {
@@ -46,10 +51,18 @@ describe("evaluationVerdict", () => {
     });
     const limited = evaluationVerdict({
       ...base,
-      outcome: { kind: "limits_exceeded", limit: "max_cmd_seconds", reason: "600 s" },
+      outcome: { kind: "timeout", limit: "wall_clock", detail: "max_cmd_seconds (600 s)" },
       summary,
     });
     expect(limited).toMatchObject({ ok: false, score: null, source: "none" });
+    expect(limited.reason).toMatch(/^the evaluation stage ended timeout: max_cmd_seconds \(600 s\)/);
+    // a failing test command is the stage program's failure, not a fault: its summary counts
+    const failing = evaluationVerdict({
+      ...base,
+      outcome: { kind: "agent_error", detail: "the stage script exited with 1" },
+      summary,
+    });
+    expect(failing).toMatchObject({ ok: true, score: 0.75, source: "test-summary" });
   });
 
   it("no test command at all (a dataset file): the mean reward, or nothing to score", () => {

@@ -40,13 +40,15 @@ describe.skipIf(skip)("stage limits, aborts, hostile artifacts and model faults"
   });
   afterAll(async () => rm(root, { recursive: true, force: true }));
 
-  it("max_cmd_seconds and max_total_seconds (run-time overrides) end a stage as limits_exceeded naming them", async () => {
+  it("max_cmd_seconds and max_total_seconds (run-time overrides) end a stage as a timeout naming them", async () => {
     const s = await setup(await repoWith(root, "slow", "sleep 60\n"), { sessionsDir });
     const cmd = await rollout("empty", { session: s, sessionsDir, limits: { max_cmd_seconds: 2 } });
-    expect(cmd.outcome).toMatchObject({ kind: "limits_exceeded", limit: "max_cmd_seconds" });
+    expect(cmd.outcome).toMatchObject({ kind: "timeout", limit: "wall_clock" });
+    expect(cmd.outcome.detail).toMatch(/max_cmd_seconds \(2 s\)/);
     expect(cmd.durationMs).toBeLessThan(30_000);
     const total = await rollout("empty", { session: s, sessionsDir, limits: { max_total_seconds: 2 } });
-    expect(total.outcome).toMatchObject({ kind: "limits_exceeded", limit: "max_total_seconds" });
+    expect(total.outcome).toMatchObject({ kind: "timeout", limit: "caller_deadline" });
+    expect(total.outcome.detail).toMatch(/max_total_seconds/);
     await teardown({ session: s, sessionsDir });
   }, 120_000);
 

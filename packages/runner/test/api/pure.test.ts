@@ -4,13 +4,14 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fallbackHint, pickScore } from "../../src/api/evaluation.js";
 import { absoluteLlm, llmEnv, parseLlm } from "../../src/api/llm.js";
-import { classifyStage } from "../../src/api/outcome.js";
+import { type StageEvidence, stageOutcomeEvidence } from "../../src/api/outcome.js";
 import { type EnvSession, loadSession, saveSession } from "../../src/api/session.js";
 import { classifyTarget } from "../../src/api/target.js";
 import { guessProfile } from "../../src/api/workspace.js";
 import { renderVerify } from "../../src/cli/commands/verify.js";
 import { genericContract } from "../../src/contract/generic.js";
 import { checkSamples } from "../../src/contract/validate-samples.js";
+import { classifyOutcome } from "../../src/rollout/classify-outcome.js";
 
 describe("classifyTarget", () => {
   const none = { pathKind: undefined, absolute: "/x", isTask: false } as const;
@@ -81,34 +82,79 @@ describe("llm", () => {
   });
 });
 
-describe("classifyStage", () => {
-  const base = { exitCode: 0, timedOut: false, totalExpired: false, maxCmdSeconds: 5 };
-  it("limits are named, the model server's faults are policy_error, the machinery's infra_error", () => {
-    expect(classifyStage(base)).toEqual({ kind: "completed" });
-    expect(classifyStage({ ...base, exitCode: 3 })).toMatchObject({ kind: "stage_error" });
-    expect(classifyStage({ ...base, timedOut: true, exitCode: -1 })).toMatchObject({
+describe("a stage's outcome: the rollout pipeline's classifier over the stage's witnesses", () => {
+  const base: StageEvidence = { exitCode: 0, timedOut: false, totalExpired: false, maxCmdSeconds: 5 };
+  const classifyStage = (e: StageEvidence) => classifyOutcome(stageOutcomeEvidence(e));
+  it("exit 0 completes; a non-zero exit is the stage program's failure (agent_error)", () => {
+    expect(classifyStage(base)).toEqual({ kind: "completed", detail: "the stage script exited with 0" });
+    expect(classifyStage({ ...base, exitCode: 3 })).toEqual({
+      kind: "agent_error",
+      detail: "the stage script exited with 3",
+    });
+  });
+  it("the contract's time limits are timeouts naming the clock; the sandbox's limits are limits_exceeded", () => {
+    const cmd = classifyStage({ ...base, timedOut: true, exitCode: -1 });
+    // exec names its own timeout the wall_clock limit: still the stage's max_cmd_seconds
+    expect(classifyStage({ ...base, timedOut: true, limit: "wall_clock", exitCode: -1 })).toEqual(cmd);
+    expect(cmd).toMatchObject({ kind: "timeout", limit: "wall_clock" });
+    expect(cmd.detail).toMatch(/max_cmd_seconds \(5 s\)/);
+    const total = classifyStage({ ...base, totalExpired: true, timedOut: true });
+    expect(total).toMatchObject({ kind: "timeout", limit: "caller_deadline" });
+    expect(total.detail).toMatch(/max_total_seconds/);
+    expect(classifyStage({ ...base, limit: "memory", exitCode: 137 })).toMatchObject({
       kind: "limits_exceeded",
-      limit: "max_cmd_seconds",
+      limit: "memory",
     });
-    expect(classifyStage({ ...base, totalExpired: true, timedOut: true })).toMatchObject({
-      limit: "max_total_seconds",
+    expect(classifyStage({ ...base, limit: "wall_clock", exitCode: 137 })).toMatchObject({
+      kind: "timeout",
+      limit: "wall_clock",
     });
-    expect(classifyStage({ ...base, limit: "memory", exitCode: 137 })).toMatchObject({ limit: "memory" });
+  });
+  it("the machinery's failures are infra_error", () => {
     expect(classifyStage({ ...base, sandboxKilled: true, exitCode: 137 })).toMatchObject({
       kind: "infra_error",
     });
-    expect(
-      classifyStage({ ...base, exitCode: 1, gateway: { kind: "policy_error", message: "502" } }),
-    ).toEqual({
-      kind: "policy_error",
-      reason: "502",
+    expect(classifyStage({ ...base, exitCode: -1, infra: "bwrap: no such file" })).toEqual({
+      kind: "infra_error",
+      detail: "the sandbox failed: bwrap: no such file",
     });
-    expect(
-      classifyStage({
-        ...base,
-        gateway: { kind: "limits_exceeded", limit: "model_requests", message: "budget" },
-      }),
-    ).toMatchObject({ kind: "limits_exceeded", limit: "model_requests" });
+    // the call's own deadline explains a sandbox torn down by it
+    expect(classifyStage({ ...base, exitCode: -1, infra: "aborted", totalExpired: true })).toMatchObject({
+      kind: "timeout",
+      limit: "caller_deadline",
+    });
+  });
+  it("the gateway: its budgets are limits, its watchdog (timeout) and a failing model server policy_error", () => {
+    const gw = (kind: "limits_exceeded" | "timeout" | "policy_error" | "infra_error") => ({
+      exitCode: 1,
+      gateway: {
+        terminal: {
+          kind,
+          message: `${kind} seen`,
+          ...(kind === "limits_exceeded" ? { limit: "model_requests" as const } : {}),
+        },
+      },
+    });
+    expect(classifyStage({ ...base, ...gw("limits_exceeded") })).toMatchObject({
+      kind: "limits_exceeded",
+      limit: "model_requests",
+    });
+    // the one disagreement issue 29 names: a gateway timeout (the model server went silent) is the
+    // policy's fault in rollout.md and api.md alike ("the gateway ended the route")
+    expect(classifyStage({ ...base, ...gw("timeout") })).toEqual({
+      kind: "policy_error",
+      detail: "policy gateway: timeout seen",
+    });
+    expect(classifyStage({ ...base, ...gw("policy_error") })).toMatchObject({ kind: "policy_error" });
+    expect(classifyStage({ ...base, ...gw("infra_error") })).toMatchObject({ kind: "infra_error" });
+    // the model server failed on the last call and the stage then failed: the policy's fault
+    expect(classifyStage({ ...base, exitCode: 1, gateway: { lastCallFailure: "HTTP 502" } })).toMatchObject({
+      kind: "policy_error",
+    });
+    // a completion stands, as in a rollout
+    expect(classifyStage({ ...base, gateway: { lastCallFailure: "HTTP 502" } })).toMatchObject({
+      kind: "completed",
+    });
   });
 });
 

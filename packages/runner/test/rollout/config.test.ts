@@ -1,11 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { parseArgs } from "../../src/cli/parse-args.js";
 import {
+  atroposOf,
+  backendChoiceOf,
+  judgeOf,
   newRunId,
+  policiesOf,
   RolloutOptions,
   resolveRolloutOptions,
   resumeAtropos,
   resumeConfig,
+  rewardPlanOf,
+  runSourceOf,
 } from "../../src/rollout/config.js";
 
 const parse = (argv: string[]) => parseArgs(RolloutOptions, argv);
@@ -269,5 +275,76 @@ describe("--images", () => {
       /--images nix needs a container backend/,
     );
     expect(() => resolve(["--resume", "runs/x", "--images", "nix"])).toThrow(/images/);
+  });
+});
+
+describe("the flags grouped: source, backend, reward", () => {
+  it("the source is exactly one of task | dataset | resume", () => {
+    expect(runSourceOf(parse(["--task", "a", "--task", "b"]), "/w")).toEqual({
+      kind: "task",
+      tasks: ["a", "b"],
+    });
+    expect(runSourceOf(parse(["--dataset", "d.jsonl", "--limit", "3"]), "/w")).toEqual({
+      kind: "dataset",
+      file: "/w/d.jsonl",
+      limit: 3,
+    });
+    expect(runSourceOf(parse(["--resume", "runs/x"]), "/w")).toEqual({ kind: "resume", dir: "runs/x" });
+    expect(() => runSourceOf(parse([]), "/w")).toThrow(/missing required flag --task/);
+    expect(() => runSourceOf(parse(["--task", "a", "--dataset", "d"]), "/w")).toThrow(/cannot be combined/);
+    expect(() => runSourceOf(parse(["--task", "a", "--limit", "2"]), "/w")).toThrow(/--limit only applies/);
+    expect(() => runSourceOf(parse(["--resume", "r", "--seed", "3"]), "/w")).toThrow(
+      /--seed cannot be changed/,
+    );
+  });
+
+  it("the backend: local runs on /usr; podman and nomad carry their images", () => {
+    expect(backendChoiceOf({})).toEqual({ kind: "local" });
+    expect(backendChoiceOf({ backend: "podman" })).toEqual({ kind: "podman", images: "host" });
+    expect(backendChoiceOf({ backend: "nomad", images: "nix" })).toEqual({ kind: "nomad", images: "nix" });
+    expect(() => backendChoiceOf({ images: "nix" })).toThrow(/needs a container backend/);
+  });
+
+  it("the reward: hidden tests for catalog tasks, row terms for a dataset, every weighed term computable", () => {
+    const task = { kind: "task", tasks: ["a"] } as const;
+    const rows = { kind: "dataset", file: "/w/d.jsonl" } as const;
+    expect(rewardPlanOf(parse(["--task", "a"]), task)).toEqual({
+      kind: "hidden-tests",
+      weights: { tests: 1, build: 0, lint: 0, judge: 0 },
+    });
+    expect(rewardPlanOf(parse(["--dataset", "d", "--judge", "http://j/v1#m"]), rows)).toEqual({
+      kind: "row-terms",
+      weights: { tests: 1, build: 1, lint: 1, judge: 1 },
+      judge: { baseUrl: "http://j/v1", model: "m" },
+    });
+    expect(() => rewardPlanOf(parse(["--task", "a", "--weight-lint", "1"]), task)).toThrow(
+      /needs --lint-cmd/,
+    );
+    expect(() =>
+      rewardPlanOf(parse(["--dataset", "d", "--weight-build", "0", "--weight-lint", "0"]), rows),
+    ).toThrow(/carry no hidden tests/);
+    expect(() => rewardPlanOf(parse(["--task", "a", "--weight-tests", "0"]), task)).toThrow(
+      /every reward weight is 0/,
+    );
+    expect(() => judgeOf("http://j/v1")).toThrow(/must be <base-url>#<model>/);
+    expect(() => judgeOf("ftp://j#m")).toThrow(/must start with http/);
+  });
+
+  it("policies and Atropos by source: a resumed run keeps its stored ones", () => {
+    const resume = { kind: "resume", dir: "r" } as const;
+    expect(policiesOf(parse(["--resume", "r"]), { FLAKEGYM_POLICY: "empty" }, resume)).toEqual({
+      policies: ["(stored)"],
+    });
+    expect(
+      policiesOf(parse(["--task", "a"]), { FLAKEGYM_POLICY: "empty" }, { kind: "task", tasks: ["a"] }),
+    ).toEqual({
+      policies: ["empty"],
+    });
+    expect(atroposOf(parse(["--resume", "r", "--atropos", "http://a"]), resume)).toMatchObject({
+      url: "http://a",
+    });
+    expect(() =>
+      atroposOf(parse(["--task", "a", "--atropos", "http://a"]), { kind: "task", tasks: ["a"] }),
+    ).toThrow(/--atropos needs --tokenizer/);
   });
 });

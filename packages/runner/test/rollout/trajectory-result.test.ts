@@ -2,12 +2,12 @@ import { describe, expect, it } from "vitest";
 import type { AgentAttempt, RolloutTask } from "../../src/rollout/deps.js";
 import {
   infraOutcomeOf,
-  metricsLineOf,
   notCompletedDetailOf,
   scoredOutcomeOf,
   trajectoryResultOf,
 } from "../../src/rollout/trajectory-result.js";
 import type { Outcome } from "../../src/run-format/schema.js";
+import { metricsLineOf } from "../../src/run-format/trajectory-record.js";
 import { result } from "./fixtures.js";
 
 const slot = { taskId: "a", index: 1, trajectoryId: "a-t1", policy: "gold" };
