@@ -97,6 +97,16 @@ export const SnapshotManifest = z
     buildMs: z.number().describe("total build time, ms"),
     createdAt: z.string().describe("ISO time the build finished"),
     flakegymVersion: z.string().describe("runner version that built it"),
+    fromImage: z
+      .object({
+        ref: z.string().min(1).describe("the podman reference the tree was copied from"),
+        digest: z.string().min(1).describe("podman's image id (sha256 of its config)"),
+      })
+      .strict()
+      .optional()
+      .describe(
+        "set when the tree is a snapshot image's /workspace (from-image.ts): nothing was installed or built host-side, its dependencies are the image's own (no deps dir)",
+      ),
   })
   .strict();
 export type SnapshotManifest = z.infer<typeof SnapshotManifest>;
@@ -244,7 +254,7 @@ export function toolchainIdentity(profile: ProfileId, scratch: string, unsafe?: 
   return p;
 }
 
-async function readManifest(dir: string): Promise<SnapshotManifest | undefined> {
+export async function readManifest(dir: string): Promise<SnapshotManifest | undefined> {
   try {
     return SnapshotManifest.parse(JSON.parse(await readFile(join(dir, "manifest.json"), "utf8")));
   } catch {
@@ -252,7 +262,7 @@ async function readManifest(dir: string): Promise<SnapshotManifest | undefined> 
   }
 }
 
-function snapshotOf(dir: string, manifest: SnapshotManifest, cached: boolean): Snapshot {
+export function snapshotOf(dir: string, manifest: SnapshotManifest, cached: boolean): Snapshot {
   return {
     key: manifest.key,
     dir,
