@@ -464,7 +464,7 @@ describe.skipIf(MISSING.length > 0)("flakegym rollout --backend podman --images 
         .split("\n")
         .map((l) => JSON.parse(l).reward as number)
         .sort();
-      expect(rewards).toEqual([0, 1]);
+      expect(rewards, await readFile(join(out, "metrics.jsonl"), "utf8")).toEqual([0, 1]);
       const run = JSON.parse(await readFile(join(out, "run.json"), "utf8"));
       expect(run.tasks[TASK].image).toMatchObject({ kind: "snapshot", digest, ref });
       // the only snapshot is the image's copy: no host build ran its install or smoke commands

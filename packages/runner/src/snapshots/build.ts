@@ -533,7 +533,7 @@ function manifestOf(
  * scoring. Runs after every step, when no sandbox is left; git never reads the workspace's own
  * repository (cline-vendor commitWorkspace).
  */
-async function commitBase(
+export async function commitBase(
   workspace: string,
   commit: string,
   signal: AbortSignal | undefined,

@@ -7,6 +7,7 @@ import type { WorkerImageProvenance } from "../run-format/schema.js";
 import { git } from "../tasks/materialize.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import {
+  commitBase,
   readManifest,
   type Snapshot,
   type SnapshotManifest,
@@ -186,8 +187,10 @@ async function copyInto(
     const workspace = join(tmp, "tree", "workspace");
     await reader.copyWorkspace(choice.ref, workspace, o.signal);
     const copyMs = performance.now() - started;
-    const baseCommit = await imageCommit(workspace, choice.ref, o.signal);
-    const manifest = imageManifestOf(spec, choice, { key: o.key, baseCommit, copyMs });
+    // what the image's build made (target/, node_modules/) is committed on top of the image's
+    // commit, as a host build's outputs are (commitBase): the agent's diff includes ignored files
+    const base = await commitBase(workspace, await imageCommit(workspace, choice.ref, o.signal), o.signal);
+    const manifest = imageManifestOf(spec, choice, { key: o.key, base, copyMs });
     return await publishCopy(tmp, o.cacheDir, manifest, choice);
   } finally {
     await rm(tmp, { recursive: true, force: true });
@@ -219,7 +222,7 @@ async function imageCommit(workspace: string, ref: string, signal: AbortSignal |
 export function imageManifestOf(
   spec: SnapshotSpec,
   choice: { readonly ref: string; readonly digest: string },
-  b: { key: string; baseCommit: string; copyMs: number; now?: Date },
+  b: { key: string; base: { commit: string; changed: readonly string[] }; copyMs: number; now?: Date },
 ): SnapshotManifest {
   return {
     format: SNAPSHOT_FORMAT,
@@ -227,7 +230,8 @@ export function imageManifestOf(
     taskId: spec.taskId,
     repo: spec.repo,
     commit: spec.commit,
-    baseCommit: b.baseCommit,
+    baseCommit: b.base.commit,
+    baseChanges: [...b.base.changed],
     profile: spec.profile,
     install: [],
     smoke: [],

@@ -30,7 +30,7 @@ const spec = (commit: string): SnapshotSpec => ({
   repo: "catalog:t",
   commit,
   profile: "rust",
-  install: undefined,
+  install: [],
   smoke: [],
   network: "none",
   limits: { memoryMb: 512, pids: 64, cpuSeconds: 60, diskMb: 64 },
@@ -76,12 +76,18 @@ describe("imageManifestOf / imageSnapshotKey", () => {
   it("is a valid manifest saying the image, with no install or smoke host-side; keys differ per digest", () => {
     const m = imageManifestOf(spec("c1"), image("snapshot"), {
       key: imageSnapshotKey("d".repeat(64)),
-      baseCommit: "b".repeat(40),
+      base: { commit: "b".repeat(40), changed: ["target/x"] },
       copyMs: 12.4,
       now: new Date(0),
     });
     expect(SnapshotManifest.parse(m)).toEqual(m);
-    expect(m).toMatchObject({ install: [], smoke: [], baseCommit: "b".repeat(40), buildMs: 12 });
+    expect(m).toMatchObject({
+      install: [],
+      smoke: [],
+      baseCommit: "b".repeat(40),
+      baseChanges: ["target/x"],
+      buildMs: 12,
+    });
     expect(m.fromImage).toEqual({ ref: image("snapshot").ref, digest: "d".repeat(64) });
     expect(imageSnapshotKey("a")).not.toBe(imageSnapshotKey("b"));
     expect(imageSnapshotKey("a")).toMatch(/^[0-9a-f]{64}$/);
@@ -124,7 +130,17 @@ describe("snapshotFromImage (dummy reader)", () => {
     expect(reader.copies).toBe(1);
     expect(a.key).toBe(imageSnapshotKey("d".repeat(64)));
     expect([a.cached, b.cached].sort()).toEqual([false, true]);
-    expect(a.manifest.baseCommit).toBe(head);
+    // the image's build outputs are in the base commit (a child of the image's), not in any diff
+    expect(a.manifest.baseCommit).not.toBe(head);
+    expect(a.manifest.baseChanges).toEqual(["target/built"]);
+    const parent = execFileSync(
+      "git",
+      ["--git-dir", join(a.workspace, ".git"), "rev-parse", `${a.manifest.baseCommit}^`],
+      {
+        encoding: "utf8",
+      },
+    );
+    expect(parent.trim()).toBe(head);
     expect(await readFile(join(a.workspace, "target", "built"), "utf8")).toBe("prebuilt\n");
     expect(await readFile(join(a.dir, "build.log"), "utf8")).toContain("no install command ran host-side");
     const again = await snapshotFromImage(spec("c1"), image("snapshot"), reader, { cacheDir });
