@@ -28,6 +28,7 @@ import {
 import { podmanImageTreeReader, snapshotFromImage } from "../packages/runner/src/snapshots/from-image.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../packages/runner/src/tasks/catalog.js";
 import { type BenchContext, benchFlags, loadStr, median, printTable, procCpuSeconds } from "./lib.js";
+import { openRunCgroup } from "./run-cgroup.js";
 
 interface Sample {
   ms: number;
@@ -45,12 +46,12 @@ function whyNot(): string {
   return "";
 }
 
-/** Wall ms and CPU s of `f` (this process and its reaped children). */
-async function measure(f: () => Promise<void>): Promise<Sample> {
-  const cpu0 = procCpuSeconds(["self"]);
+/** Wall ms and CPU s (`cpuNow`) of `f`. */
+async function measure(cpuNow: () => Promise<number>, f: () => Promise<void>): Promise<Sample> {
+  const cpu0 = await cpuNow();
   const t0 = performance.now();
   await f();
-  return { ms: performance.now() - t0, cpuS: procCpuSeconds(["self"]) - cpu0 };
+  return { ms: performance.now() - t0, cpuS: (await cpuNow()) - cpu0 };
 }
 
 /** The first trajectory's fork of `snapshot`, released at once. */
@@ -86,13 +87,21 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const reps = Math.max(1, num("reps", 3));
   const spec = snapshotSpecOfTask(await loadTask(taskId, BUILTIN_CATALOG_DIR));
   const scratch = await mkdtemp(join(tmpdir(), "flakegym-bench-snapimg-"));
+  // the host build's commands run in sandboxes with cgroups of their own: only a cgroup of this
+  // run's own sees their CPU (bench/run-cgroup.ts)
+  const cg = await openRunCgroup(`flakegym-bench-snapimg-${process.pid}`);
+  const counted =
+    "reason" in cg
+      ? `CPU: this process and its reaped children only; sandboxed build steps NOT counted (${cg.reason})`
+      : "CPU: this process and everything it started (its own cpuacct cgroup: sandboxed build steps, podman)";
+  const cpuNow = async () => ("reason" in cg ? procCpuSeconds(["self"]) : await cg.cpuSeconds());
   const made = `localhost/flakegym-bench/snapshot-${taskId}:bench`;
   let ref = flag("image", "");
   try {
     const host = async (i: string) => {
       const dir = join(scratch, `host-${i}`);
       let s: Snapshot | undefined;
-      const m = await measure(async () => {
+      const m = await measure(cpuNow, async () => {
         s = await buildSnapshot(spec, { cacheDir: join(dir, "cache") });
         await forkOnce(s, dir);
       });
@@ -110,7 +119,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     const reader = podmanImageTreeReader();
     const fromImage = async (i: string) => {
       const dir = join(scratch, `img-${i}`);
-      return await measure(async () => {
+      return await measure(cpuNow, async () => {
         const s = await snapshotFromImage(spec, { ref, digest }, reader, { cacheDir: join(dir, "cache") });
         await forkOnce(s, dir);
       });
@@ -133,6 +142,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       "CPU s (median)": median(xs.map((x) => x.cpuS)).toFixed(2),
       n: xs.length,
     });
+    console.log(counted);
     console.log(
       `task ${taskId} (${spec.profile}), install: ${JSON.stringify(spec.install)}; load ${loadStr()}`,
     );
@@ -154,6 +164,10 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     ctx.writeResult("snapshot-image", result);
   } finally {
     if (ref === made) await execa("podman", ["image", "rm", "-f", made], { reject: false, timeout: 60_000 });
+    if (!("reason" in cg)) {
+      const left = await cg.close();
+      if (left) console.log(`cgroup: ${left}`);
+    }
     await rm(scratch, { recursive: true, force: true });
   }
 }
