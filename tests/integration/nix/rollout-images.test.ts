@@ -140,6 +140,13 @@ async function flakeLikeImage(
   await rm(root, { recursive: true, force: true });
 }
 
+/** `flakegym rollout --task TASK --backend podman --images nix <policies> --out <out>` on `cache`'s records. */
+const podmanNixRollout = (policies: readonly string[], out: string, cache: string) =>
+  runCli(["rollout", "--task", TASK, "--backend", "podman", "--images", "nix", ...policies, "--out", out], {
+    env: { FLAKEGYM_CACHE: cache },
+    timeoutMs: 600_000,
+  });
+
 async function containersConf(dir: string): Promise<string> {
   const f = join(dir, "containers.conf");
   await writeFile(f, CONTAINERS_CONF);
@@ -358,24 +365,7 @@ describe.skipIf(MISSING.length > 0)("flakegym rollout --backend podman --images 
 
   it("gold: the agent runs the image's node and Cline core, the score runs in the image; provenance names it", async () => {
     const out = join(tmp.path, "run-full");
-    const r = await runCli(
-      [
-        "rollout",
-        "--task",
-        TASK,
-        "--backend",
-        "podman",
-        "--images",
-        "nix",
-        "--policy",
-        "gold",
-        "--group-size",
-        "1",
-        "--out",
-        out,
-      ],
-      { env: { FLAKEGYM_CACHE: cache }, timeoutMs: 400_000 },
-    );
+    const r = await podmanNixRollout(["--policy", "gold", "--group-size", "1"], out, cache);
     expect(r.exitCode, r.stderr).toBe(0);
     const run = JSON.parse(await readFile(join(out, "run.json"), "utf8"));
     const image = {
@@ -438,25 +428,10 @@ describe.skipIf(MISSING.length > 0)("flakegym rollout --backend podman --images 
         recordedAt: new Date().toISOString(),
       });
       const out = join(tmp.path, "run-snapimg");
-      const r = await runCli(
-        [
-          "rollout",
-          "--task",
-          TASK,
-          "--backend",
-          "podman",
-          "--images",
-          "nix",
-          "--policy",
-          "gold",
-          "--policy",
-          "empty",
-          "--group-size",
-          "2",
-          "--out",
-          out,
-        ],
-        { env: { FLAKEGYM_CACHE: snapCache }, timeoutMs: 600_000 },
+      const r = await podmanNixRollout(
+        ["--policy", "gold", "--policy", "empty", "--group-size", "2"],
+        out,
+        snapCache,
       );
       expect(r.exitCode, r.stderr).toBe(0);
       const rewards = (await readFile(join(out, "metrics.jsonl"), "utf8"))

@@ -506,14 +506,7 @@ function manifestOf(
 ): SnapshotManifest {
   const { spec } = st;
   return {
-    format: SNAPSHOT_FORMAT,
-    key: st.key,
-    taskId: spec.taskId,
-    repo: spec.repo,
-    commit: spec.commit,
-    baseCommit: b.base.commit,
-    baseChanges: [...b.base.changed],
-    profile: spec.profile,
+    ...manifestHead(spec, st.key, b.base),
     install: [...b.envInstall.commands],
     envInstall: b.envInstall,
     smoke: [...spec.smoke],
@@ -523,6 +516,27 @@ function manifestOf(
     buildMs: Math.round(b.buildMs),
     createdAt: new Date().toISOString(),
     flakegymVersion: FLAKEGYM_VERSION,
+  };
+}
+
+/** What every snapshot manifest starts with: its key, the task's source and the diff base. Pure. */
+export function manifestHead(
+  spec: Pick<SnapshotSpec, "taskId" | "repo" | "commit" | "profile">,
+  key: string,
+  base: { commit: string; changed: readonly string[] },
+): Pick<
+  SnapshotManifest,
+  "format" | "key" | "taskId" | "repo" | "commit" | "baseCommit" | "baseChanges" | "profile"
+> {
+  return {
+    format: SNAPSHOT_FORMAT,
+    key,
+    taskId: spec.taskId,
+    repo: spec.repo,
+    commit: spec.commit,
+    baseCommit: base.commit,
+    baseChanges: [...base.changed],
+    profile: spec.profile,
   };
 }
 

@@ -8,13 +8,14 @@ import { git } from "../tasks/materialize.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import {
   commitBase,
+  manifestHead,
   readManifest,
   type Snapshot,
   type SnapshotManifest,
   type SnapshotSpec,
   snapshotOf,
 } from "./build.js";
-import { defaultSnapshotCacheDir, SNAPSHOT_FORMAT } from "./key.js";
+import { defaultSnapshotCacheDir } from "./key.js";
 import { acquireLock } from "./lock.js";
 
 /**
@@ -225,14 +226,7 @@ export function imageManifestOf(
   b: { key: string; base: { commit: string; changed: readonly string[] }; copyMs: number; now?: Date },
 ): SnapshotManifest {
   return {
-    format: SNAPSHOT_FORMAT,
-    key: b.key,
-    taskId: spec.taskId,
-    repo: spec.repo,
-    commit: spec.commit,
-    baseCommit: b.base.commit,
-    baseChanges: [...b.base.changed],
-    profile: spec.profile,
+    ...manifestHead(spec, b.key, b.base),
     install: [],
     smoke: [],
     toolchain: [`image ${choice.digest}`],
