@@ -80,6 +80,11 @@ const rewardsOf = (out: string): number[] =>
     .split("\n")
     .map((l) => (JSON.parse(l) as { reward: number }).reward)
     .sort();
+/** Each trajectory's score.json (gate and terms), for a failure's message. */
+const scoresOf = (out: string): string =>
+  readdirSync(join(out, "trajectories"))
+    .map((t) => `${t}: ${readFileSync(join(out, "trajectories", t, "score.json"), "utf8").slice(0, 3000)}`)
+    .join("\n");
 if (whyNot) console.warn(`skipping the stand-in nixpkgs e2e: ${whyNot}`);
 
 describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nixpkgs", () => {
@@ -375,7 +380,7 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
           { reject: false, timeout: 1_800_000, stdin: "ignore", env, all: true },
         );
         expect(r.exitCode, r.all?.slice(-4000)).toBe(0);
-        expect(rewardsOf(out)).toEqual([0, 1]);
+        expect(rewardsOf(out), scoresOf(out)).toEqual([0, 1]);
         // the only snapshot in the cache is the image's copy: no install or smoke ran host-side
         const snaps = join(env.FLAKEGYM_CACHE, "snapshots");
         const keys = readdirSync(snaps).filter((k) => /^[0-9a-f]{64}$/.test(k));
