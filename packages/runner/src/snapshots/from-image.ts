@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { cp, mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { FlakegymError } from "../errors.js";
@@ -130,7 +130,8 @@ export function dummyImageTreeReader(o: {
     labels: async () => ({ ...o.labels }),
     async copyWorkspace(_ref: string, dest: string) {
       reader.copies++;
-      await cp(o.workspace, dest, { recursive: true, verbatimSymlinks: true });
+      // `cp -a` keeps owners and modes, as `podman cp` keeps the layer's
+      await execa("cp", ["-a", o.workspace, dest], { stdin: "ignore", timeout: 10 * 60_000 });
     },
   };
   return reader;
@@ -187,6 +188,7 @@ async function copyInto(
     await mkdir(join(tmp, "tree", "deps"), { recursive: true }); // empty: the image keeps its own
     const workspace = join(tmp, "tree", "workspace");
     await reader.copyWorkspace(choice.ref, workspace, o.signal);
+    await ownTree(workspace, o.signal);
     const copyMs = performance.now() - started;
     // what the image's build made (target/, node_modules/) is committed on top of the image's
     // commit, as a host build's outputs are (commitBase): the agent's diff includes ignored files
@@ -195,6 +197,36 @@ async function copyInto(
     return await publishCopy(tmp, o.cacheDir, manifest, choice);
   } finally {
     await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Makes the copied tree the runner's own, as a host build's tree is: the image's layer may carry
+ * its builder's uids (and a worker runs as the workspace's owner, with no capability to write
+ * another user's files, nor a read-only one). `chown -R -P` and `chmod -R` follow no symlink.
+ */
+async function ownTree(dir: string, signal: AbortSignal | undefined): Promise<void> {
+  const owner = `${process.getuid?.() ?? 0}:${process.getgid?.() ?? 0}`;
+  // and writable by that owner: a store-built tree's files are read-only (0444, 0555)
+  for (const argv of [
+    ["chown", "-R", "-P", owner, dir],
+    ["chmod", "-R", "u+w", dir],
+  ]) {
+    const r = await execa(argv[0]!, argv.slice(1), {
+      reject: false,
+      stdin: "ignore",
+      timeout: 10 * 60_000,
+      ...(signal ? { cancelSignal: signal } : {}),
+    });
+    if (r.exitCode !== 0) {
+      throw new FlakegymError(
+        "E_SNAPSHOT_IMAGE",
+        `${argv.join(" ")} of the copied image tree failed: ${r.stderr.trim()}`,
+        {
+          hint: "the runner must own the snapshot it forks: run it as the user that owns the snapshot cache",
+        },
+      );
+    }
   }
 }
 

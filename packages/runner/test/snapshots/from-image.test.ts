@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdir, mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -121,6 +121,11 @@ describe("snapshotFromImage (dummy reader)", () => {
   it("copies the image's tree once per digest, bases the diff on its commit, forks without a deps dir", async () => {
     const root = await mkdtemp(join(tmpdir(), "fg-snapimg-"));
     const head = await imageWorkspace(join(root, "img"));
+    // an image layer carries its builder's uid (root here can make such a file)
+    const foreign = process.getuid?.() === 0;
+    if (foreign) await chown(join(root, "img", "target", "built"), 30001, 30001);
+    else console.log("from-image: the foreign-owner case needs root (chown to another uid): not checked");
+    await chmod(join(root, "img", "target", "built"), 0o444);
     const reader = dummyImageTreeReader({ labels, workspace: join(root, "img") });
     const cacheDir = join(root, "cache");
     const [a, b] = await Promise.all([
@@ -142,6 +147,9 @@ describe("snapshotFromImage (dummy reader)", () => {
     );
     expect(parent.trim()).toBe(head);
     expect(await readFile(join(a.workspace, "target", "built"), "utf8")).toBe("prebuilt\n");
+    const built = await stat(join(a.workspace, "target", "built"));
+    expect(built.uid).toBe(process.getuid?.());
+    expect(built.mode & 0o200).toBe(0o200);
     expect(await readFile(join(a.dir, "build.log"), "utf8")).toContain("no install command ran host-side");
     const again = await snapshotFromImage(spec("c1"), image("snapshot"), reader, { cacheDir });
     expect(again.cached).toBe(true);
