@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { chmod, copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, relative } from "node:path";
 import { resolveClinePackage } from "@flakegym/cline-vendor";
 import { forkTree } from "@flakegym/runner";
@@ -14,6 +14,9 @@ import {
 } from "../../../packages/runner/src/images/nix-images.js";
 import { defaultImageRecordFile, nixBuildCapability } from "../../../packages/runner/src/images/targets.js";
 import { resolveWorkerImages } from "../../../packages/runner/src/images/worker-images.js";
+import { snapshotSpecOfTask } from "../../../packages/runner/src/snapshots/build.js";
+import { imageSnapshotKey } from "../../../packages/runner/src/snapshots/from-image.js";
+import { BUILTIN_CATALOG_DIR, loadTask } from "../../../packages/runner/src/tasks/catalog.js";
 import {
   CONTAINERS_CONF,
   createPodmanBackend,
@@ -136,6 +139,13 @@ async function flakeLikeImage(
   await Promise.all([tar, imported]);
   await rm(root, { recursive: true, force: true });
 }
+
+/** `flakegym rollout --task TASK --backend podman --images nix <policies> --out <out>` on `cache`'s records. */
+const podmanNixRollout = (policies: readonly string[], out: string, cache: string) =>
+  runCli(["rollout", "--task", TASK, "--backend", "podman", "--images", "nix", ...policies, "--out", out], {
+    env: { FLAKEGYM_CACHE: cache },
+    timeoutMs: 600_000,
+  });
 
 async function containersConf(dir: string): Promise<string> {
   const f = join(dir, "containers.conf");
@@ -355,24 +365,7 @@ describe.skipIf(MISSING.length > 0)("flakegym rollout --backend podman --images 
 
   it("gold: the agent runs the image's node and Cline core, the score runs in the image; provenance names it", async () => {
     const out = join(tmp.path, "run-full");
-    const r = await runCli(
-      [
-        "rollout",
-        "--task",
-        TASK,
-        "--backend",
-        "podman",
-        "--images",
-        "nix",
-        "--policy",
-        "gold",
-        "--group-size",
-        "1",
-        "--out",
-        out,
-      ],
-      { env: { FLAKEGYM_CACHE: cache }, timeoutMs: 400_000 },
-    );
+    const r = await podmanNixRollout(["--policy", "gold", "--group-size", "1"], out, cache);
     expect(r.exitCode, r.stderr).toBe(0);
     const run = JSON.parse(await readFile(join(out, "run.json"), "utf8"));
     const image = {
@@ -393,4 +386,76 @@ describe.skipIf(MISSING.length > 0)("flakegym rollout --backend podman --images 
     const group = JSON.parse((await readFile(join(out, "groups.jsonl"), "utf8")).trim().split("\n")[0]!);
     expect(JSON.stringify(group)).toContain(JSON.stringify(image.digest));
   }, 420_000);
+
+  it("a task's snapshot image is its snapshot: /workspace copied from the image (no install host-side), gold 1, empty 0", async () => {
+    // the snapshot image as nix/snapshot-image.nix makes it: the profile image plus the task's work
+    // tree (a git commit) at /workspace, a build output git ignores, and the snapshot labels
+    const t = await loadTask(TASK, BUILTIN_CATALOG_DIR);
+    const spec = snapshotSpecOfTask(t);
+    const ws = join(tmp.path, "snapimg-ws");
+    await spec.materialize(ws, { log: () => {} });
+    await writeFile(join(ws, ".git", "info", "exclude"), "built-in-image/\n");
+    await mkdir(join(ws, "built-in-image"));
+    await writeFile(join(ws, "built-in-image", "out.txt"), "made by the image's build\n");
+    const ref = `localhost/flakegym-test/snapshot-${TASK}:${FULL_TAG}`;
+    const ctr = `flakegym-test-snapimg-${FULL_TAG.slice(0, 8)}`;
+    await execa("podman", ["create", "--name", ctr, FULL_REF, "true"], { timeout: 120_000 });
+    try {
+      await execa("podman", ["cp", `${ws}/.`, `${ctr}:/workspace`], { timeout: 300_000 });
+      const labels = {
+        "org.flakegym.task": TASK,
+        "org.flakegym.snapshot.commit": spec.commit,
+        "org.flakegym.snapshot.profile": "node",
+      };
+      const changes = Object.entries(labels).flatMap(([k, v]) => ["--change", `LABEL ${k}=${v}`]);
+      await execa("podman", ["commit", "--quiet", ...changes, ctr, ref], { timeout: 300_000 });
+    } finally {
+      await execa("podman", ["rm", "-f", ctr], { reject: false, timeout: 60_000 });
+    }
+    try {
+      const digest = await podmanImageId(ref, 60_000);
+      const snapCache = join(tmp.path, "snapimg-cache");
+      await recordImage(defaultImageRecordFile({ FLAKEGYM_CACHE: snapCache }), {
+        kind: "snapshot",
+        id: TASK,
+        package: `snapshot-${TASK}`,
+        name: `localhost/flakegym-test/snapshot-${TASK}`,
+        tag: FULL_TAG,
+        storePath: `/nix/store/${FULL_TAG}-snapshot-${TASK}.tar.gz`,
+        imageId: digest,
+        loadedAs: ref,
+        flakeRef: "git+file:///src/flakegym",
+        recordedAt: new Date().toISOString(),
+      });
+      const out = join(tmp.path, "run-snapimg");
+      const r = await podmanNixRollout(
+        ["--policy", "gold", "--policy", "empty", "--group-size", "2"],
+        out,
+        snapCache,
+      );
+      expect(r.exitCode, r.stderr).toBe(0);
+      const rewards = (await readFile(join(out, "metrics.jsonl"), "utf8"))
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).reward as number)
+        .sort();
+      expect(rewards, await readFile(join(out, "metrics.jsonl"), "utf8")).toEqual([0, 1]);
+      const run = JSON.parse(await readFile(join(out, "run.json"), "utf8"));
+      expect(run.tasks[TASK].image).toMatchObject({ kind: "snapshot", digest, ref });
+      // the only snapshot is the image's copy: no host build ran its install or smoke commands
+      const snaps = join(snapCache, "snapshots");
+      const keys = (await readdir(snaps)).filter((k) => /^[0-9a-f]{64}$/.test(k));
+      expect(keys).toEqual([imageSnapshotKey(digest)]);
+      const manifest = JSON.parse(await readFile(join(snaps, keys[0]!, "manifest.json"), "utf8"));
+      expect(manifest).toMatchObject({ fromImage: { ref, digest }, install: [], smoke: [], taskId: TASK });
+      expect(
+        await readFile(join(snaps, keys[0]!, "tree", "workspace", "built-in-image", "out.txt"), "utf8"),
+      ).toBe("made by the image's build\n");
+      expect(await readFile(join(snaps, keys[0]!, "build.log"), "utf8")).toContain(
+        "no install command ran host-side",
+      );
+    } finally {
+      await execa("podman", ["image", "rm", "-f", ref], { reject: false, timeout: 60_000 });
+    }
+  }, 700_000);
 });

@@ -9,6 +9,7 @@ import {
   readImageRecords,
 } from "../../../packages/runner/src/images/nix-images.js";
 import { defaultImageRecordFile } from "../../../packages/runner/src/images/targets.js";
+import { imageSnapshotKey } from "../../../packages/runner/src/snapshots/from-image.js";
 import { CONTAINERS_CONF } from "../../../packages/runner/src/workers/podman/podman-backend.js";
 import { gitIndexStatProblems, incrementalArtefacts } from "./snapshot-repro.js";
 import {
@@ -52,6 +53,8 @@ const SNAPSHOT_TASKS = [
  * Every profile's image (the stand-in copies each tool; its rust and go come from the toolchains'
  * own dirs, STANDIN_HOST_TOOLCHAINS).
  */
+/** A rust task whose install step builds (`cargo build --tests`): its snapshot image holds target/. */
+const SNAPSHOT_IMAGE_TASK = "stats-empty-mean";
 const IMAGE_PROFILES = ["dev-base", "node", "rust", "go", "python", "c"] as const;
 const modern = modernNix();
 const MISSING_TOOLS = ["patchelf", "rg", "bwrap"].filter(
@@ -77,6 +80,11 @@ const rewardsOf = (out: string): number[] =>
     .split("\n")
     .map((l) => (JSON.parse(l) as { reward: number }).reward)
     .sort();
+/** Each trajectory's score.json (gate and terms), for a failure's message. */
+const scoresOf = (out: string): string =>
+  readdirSync(join(out, "trajectories"))
+    .map((t) => `${t}: ${readFileSync(join(out, "trajectories", t, "score.json"), "utf8").slice(0, 3000)}`)
+    .join("\n");
 if (whyNot) console.warn(`skipping the stand-in nixpkgs e2e: ${whyNot}`);
 
 describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nixpkgs", () => {
@@ -273,48 +281,53 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
       3_600_000,
     );
   }
+  /**
+   * `flakegym images load <select>` as a user runs it here: `nix` from PATH on the flake as given
+   * (the copy's lock points nixpkgs at the stand-in, PATH's nix is the modern one, NIX_CONFIG
+   * carries the stand-in build options), where the private store is /nix/store (the stream script
+   * podman load runs is there). Returns the environment later commands share and the CLI.
+   */
+  const imagesLoad = async (select: readonly string[], cacheName: string) => {
+    const lock = await flake.nix([
+      "flake",
+      "lock",
+      ...flake.overrideArgs.filter((a) => a !== "--no-write-lock-file"),
+      flake.ref,
+    ]);
+    expect(lock.exitCode, lock.stderr).toBe(0);
+    const bin = join(flake.dir, "nix-bin");
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, "nix"), `#!/bin/sh\nexec '${flake.nixImpl.bin}' "$@"\n`, { mode: 0o755 });
+    const env = {
+      ...process.env,
+      PATH: `${bin}:${process.env.PATH ?? ""}`,
+      NIX_CONFIG: standinNixConfig(),
+      FLAKEGYM_CACHE: join(flake.dir, cacheName),
+    };
+    const cli = join(REPO_ROOT, "packages/runner/bin/flakegym.js");
+    const load = inStore(flake.nixImpl, [
+      process.execPath,
+      cli,
+      "images",
+      "load",
+      ...select,
+      "--flake",
+      flake.ref,
+    ]);
+    const loaded = await execa(load.file, load.args, {
+      reject: false,
+      timeout: 2_400_000,
+      stdin: "ignore",
+      env,
+      all: true,
+    });
+    expect(loaded.exitCode, loaded.all?.slice(-4000)).toBe(0);
+    return { env, cli };
+  };
   it.skipIf(!FULL)(
     `flakegym images load --profile node, then rollout --backend podman --images nix on ${TASK}: the agent and scorer in the Nix-built image, gold 1, empty 0, run.json names the image`,
     async () => {
-      // `images load` runs `nix` from PATH on the flake as given: the copy's lock points nixpkgs at
-      // the stand-in, PATH's nix is the modern one, NIX_CONFIG carries the stand-in build options;
-      // it runs where the private store is /nix/store (the stream script podman load runs is there)
-      const lock = await flake.nix([
-        "flake",
-        "lock",
-        ...flake.overrideArgs.filter((a) => a !== "--no-write-lock-file"),
-        flake.ref,
-      ]);
-      expect(lock.exitCode, lock.stderr).toBe(0);
-      const bin = join(flake.dir, "nix-bin");
-      mkdirSync(bin, { recursive: true });
-      writeFileSync(join(bin, "nix"), `#!/bin/sh\nexec '${flake.nixImpl.bin}' "$@"\n`, { mode: 0o755 });
-      const cache = join(flake.dir, "flakegym-cache");
-      const env = {
-        ...process.env,
-        PATH: `${bin}:${process.env.PATH ?? ""}`,
-        NIX_CONFIG: standinNixConfig(),
-        FLAKEGYM_CACHE: cache,
-      };
-      const cli = join(REPO_ROOT, "packages/runner/bin/flakegym.js");
-      const load = inStore(flake.nixImpl, [
-        process.execPath,
-        cli,
-        "images",
-        "load",
-        "--profile",
-        "node",
-        "--flake",
-        flake.ref,
-      ]);
-      const loaded = await execa(load.file, load.args, {
-        reject: false,
-        timeout: 2_400_000,
-        stdin: "ignore",
-        env,
-        all: true,
-      });
-      expect(loaded.exitCode, loaded.all?.slice(-4000)).toBe(0);
+      const { env, cli } = await imagesLoad(["--profile", "node"], "flakegym-cache");
       const records = readImageRecords(defaultImageRecordFile(env));
       const record = records.images.find((r) => r.name === "flakegym/node-env");
       expect(record?.storePath).toMatch(/^\/nix\/store\/[0-9a-z]{32}-stream-node-env$/);
@@ -336,6 +349,62 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
           digest: record?.imageId,
           storePath: record?.storePath,
         });
+      } finally {
+        if (record)
+          await execa("podman", ["rmi", "--force", record.imageId], { reject: false, timeout: 60_000 });
+      }
+    },
+    3_600_000,
+  );
+  it.skipIf(!FULL)(
+    `flakegym images load --task ${SNAPSHOT_IMAGE_TASK}, then rollout --backend podman --images nix: the snapshot is the image's /workspace (no install host-side), gold 1, empty 0; the bench's ratio printed`,
+    async () => {
+      const { env, cli } = await imagesLoad(["--task", SNAPSHOT_IMAGE_TASK], "flakegym-cache-snapimg");
+      const record = readImageRecords(defaultImageRecordFile(env)).images.find(
+        (r) => r.kind === "snapshot" && r.id === SNAPSHOT_IMAGE_TASK,
+      );
+      expect(record, "images load recorded no snapshot image").toBeDefined();
+      const out = join(flake.dir, "run-snapimg");
+      try {
+        const r = await execa(
+          process.execPath,
+          [
+            cli,
+            "rollout",
+            "--backend",
+            "podman",
+            "--images",
+            "nix",
+            ...goldAndEmpty(out).map((a) => (a === TASK ? SNAPSHOT_IMAGE_TASK : a)),
+          ],
+          { reject: false, timeout: 1_800_000, stdin: "ignore", env, all: true },
+        );
+        expect(r.exitCode, r.all?.slice(-4000)).toBe(0);
+        expect(rewardsOf(out), scoresOf(out)).toEqual([0, 1]);
+        // the only snapshot in the cache is the image's copy: no install or smoke ran host-side
+        const snaps = join(env.FLAKEGYM_CACHE, "snapshots");
+        const keys = readdirSync(snaps).filter((k) => /^[0-9a-f]{64}$/.test(k));
+        expect(keys).toEqual([imageSnapshotKey(record!.imageId)]);
+        const manifest = JSON.parse(readFileSync(join(snaps, keys[0]!, "manifest.json"), "utf8"));
+        expect(manifest).toMatchObject({ fromImage: { digest: record!.imageId }, install: [] });
+        expect(readdirSync(join(snaps, keys[0]!, "tree", "workspace", "target"))).toContain("debug");
+        // the measurement, on this Nix-built image
+        const bench = await execa(
+          "npm",
+          [
+            "run",
+            "bench",
+            "--",
+            "snapshot-image",
+            "--task",
+            SNAPSHOT_IMAGE_TASK,
+            "--image",
+            record!.loadedAs,
+          ],
+          { cwd: REPO_ROOT, reject: false, timeout: 1_200_000, stdin: "ignore", all: true },
+        );
+        console.log(bench.all);
+        expect(bench.exitCode, bench.all?.slice(-3000)).toBe(0);
       } finally {
         if (record)
           await execa("podman", ["rmi", "--force", record.imageId], { reject: false, timeout: 60_000 });

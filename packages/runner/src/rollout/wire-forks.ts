@@ -18,6 +18,14 @@ export async function forkIn(
 }
 
 /**
+ * The deps dir of a fork of `snapshot` at `tree`: none for a snapshot copied from its image (the
+ * workers keep the image's own dependency environment, e.g. CARGO_HOME=/cargo-home). Pure.
+ */
+export function depsOfSnapshot(snapshot: Pick<Snapshot, "manifest">, tree: string): string | undefined {
+  return snapshot.manifest.fromImage ? undefined : join(tree, "deps");
+}
+
+/**
  * Releases a fork, saying when a mount stayed busy (detached lazily) or could not be removed
  * (left, with the fork, to `flakegym gc`).
  */

@@ -1,4 +1,5 @@
 import type { RecordedImage } from "../run-format/schema.js";
+import type { ImageTreeReader } from "../snapshots/from-image.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
 import type { PoolState } from "../workers/pool/pool.js";
 import type { WorkerBackend } from "../workers/types.js";
@@ -13,6 +14,8 @@ export interface WireOptions {
   readonly judgeApiKey?: string;
   /** Snapshot cache directory (default: the snapshots module's default). */
   readonly snapshotCacheDir?: string;
+  /** How a snapshot image's /workspace is read (default: podman); tests pass dummyImageTreeReader. */
+  readonly imageTreeReader?: ImageTreeReader;
   /** Where forks and gateway sockets go (default: the OS temp dir). */
   readonly scratchDir?: string;
   /** A backend to use instead of the one `config.backend` names (tests). */

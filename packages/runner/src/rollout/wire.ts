@@ -25,6 +25,7 @@ import {
   snapshotSpecOfProfile,
   snapshotSpecOfTask,
 } from "../snapshots/build.js";
+import { chooseImageSnapshot, podmanImageTreeReader, snapshotFromImage } from "../snapshots/from-image.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
 import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
@@ -35,7 +36,7 @@ import { trialOf } from "./plan.js";
 import { runScoringAttempt } from "./scoring-attempt.js";
 import { trajectoryExportOf } from "./trajectory-export.js";
 import { advertiseListenOf, checkGatewayAdvertise, chooseBackend, poolFor } from "./wire-backend.js";
-import { forkIn } from "./wire-forks.js";
+import { depsOfSnapshot, forkIn } from "./wire-forks.js";
 import type { WireOptions } from "./wire-options.js";
 import { imageOf, noReference, rowRuntimeOf, rowTaskOf, type TaskRuntime } from "./wire-tasks.js";
 import { createUpstreams } from "./wire-upstreams.js";
@@ -98,8 +99,10 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
     f: WorkerSpecBase["fork"],
     url?: string,
   ) => agentWorkerSpec(specBase(t, task, f), id, config.limits, { socketPath: gateway.socketPath!, url });
-  const fork = (snapshot: Snapshot, t: TaskRuntime) => (name: string) =>
-    forkIn(scratch, snapshot, name, t.limits.diskMb, o.signal);
+  const fork = (snapshot: Snapshot, t: TaskRuntime) => async (name: string) => {
+    const f = await forkIn(scratch, snapshot, name, t.limits.diskMb, o.signal);
+    return Object.assign(f, { deps: depsOfSnapshot(snapshot, f.tree) });
+  };
 
   async function loadRow(row: TaskProfile): Promise<RolloutTask> {
     const rt = rowRuntimeOf(row);
@@ -139,18 +142,26 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
       } else {
         spec = snapshotSpecOfTask(t.catalog!);
       }
-      const s = await buildSnapshot(spec, {
-        signal,
-        ...(o.snapshotCacheDir ? { cacheDir: o.snapshotCacheDir } : {}),
-        onProgress: (ev) => {
-          if (ev.kind === "step") progress(`${ev.step} ${ev.status}`);
-          else if (ev.kind === "wait") progress("waiting for another build of the same snapshot");
-        },
-      });
+      const fromImage = chooseImageSnapshot(imageFor(task.id), o.backend?.kind ?? config.backend);
+      const cacheDir = o.snapshotCacheDir ? { cacheDir: o.snapshotCacheDir } : {};
+      if (fromImage.use) progress(`copying /workspace of snapshot image ${fromImage.ref}`);
+      const s = fromImage.use
+        ? await snapshotFromImage(spec, fromImage, o.imageTreeReader ?? podmanImageTreeReader(), {
+            signal,
+            ...cacheDir,
+          })
+        : await buildSnapshot(spec, {
+            signal,
+            ...cacheDir,
+            onProgress: (ev) => {
+              if (ev.kind === "step") progress(`${ev.step} ${ev.status}`);
+              else if (ev.kind === "wait") progress("waiting for another build of the same snapshot");
+            },
+          });
       snapshots.set(s.key, s);
       // the pool boots workers shaped for this task while the first trajectories fork, no more
       // than the task's trajectories still to start (retries beyond them start cold)
-      const shape = agentSpec(t, task, "warm", { workspace: s.workspace, deps: join(s.tree, "deps") });
+      const shape = agentSpec(t, task, "warm", { workspace: s.workspace, deps: depsOfSnapshot(s, s.tree) });
       await pool?.warm(shape, trajectories);
       return { key: s.key, cached: s.cached };
     },

@@ -12,7 +12,7 @@ export interface WorkerSpecBase {
   readonly task: TaskRuntime;
   readonly image: WorkerImageProvenance;
   /** The fork the worker runs in. */
-  readonly fork: { readonly workspace: string; readonly deps: string };
+  readonly fork: { readonly workspace: string; readonly deps: string | undefined };
 }
 
 /** The `image` field of a spec: none for this machine's /usr. Pure. */
@@ -47,7 +47,7 @@ export function agentWorkerSpec(
     trajectoryId,
     profile: base.task.profile,
     workspace: base.fork.workspace,
-    depsDir: base.fork.deps,
+    ...(base.fork.deps ? { depsDir: base.fork.deps } : {}),
     gateway: { socketPath: gateway.socketPath, ...(gateway.url ? { url: gateway.url } : {}) },
     limits: workerLimitsOf(base.task, agentWorkerWallClockMs(limits.timeoutMs)),
     agent: true,
@@ -68,7 +68,7 @@ export function scoringWorkerSpec(
     trajectoryId: `${trajectoryId}-score`,
     profile: base.task.profile,
     workspace: base.fork.workspace,
-    depsDir: base.fork.deps,
+    ...(base.fork.deps ? { depsDir: base.fork.deps } : {}),
     gateway: {},
     limits: workerLimitsOf(
       base.task,

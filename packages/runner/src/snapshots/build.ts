@@ -97,6 +97,16 @@ export const SnapshotManifest = z
     buildMs: z.number().describe("total build time, ms"),
     createdAt: z.string().describe("ISO time the build finished"),
     flakegymVersion: z.string().describe("runner version that built it"),
+    fromImage: z
+      .object({
+        ref: z.string().min(1).describe("the podman reference the tree was copied from"),
+        digest: z.string().min(1).describe("podman's image id (sha256 of its config)"),
+      })
+      .strict()
+      .optional()
+      .describe(
+        "set when the tree is a snapshot image's /workspace (from-image.ts): nothing was installed or built host-side, its dependencies are the image's own (no deps dir)",
+      ),
   })
   .strict();
 export type SnapshotManifest = z.infer<typeof SnapshotManifest>;
@@ -244,7 +254,7 @@ export function toolchainIdentity(profile: ProfileId, scratch: string, unsafe?: 
   return p;
 }
 
-async function readManifest(dir: string): Promise<SnapshotManifest | undefined> {
+export async function readManifest(dir: string): Promise<SnapshotManifest | undefined> {
   try {
     return SnapshotManifest.parse(JSON.parse(await readFile(join(dir, "manifest.json"), "utf8")));
   } catch {
@@ -252,7 +262,7 @@ async function readManifest(dir: string): Promise<SnapshotManifest | undefined> 
   }
 }
 
-function snapshotOf(dir: string, manifest: SnapshotManifest, cached: boolean): Snapshot {
+export function snapshotOf(dir: string, manifest: SnapshotManifest, cached: boolean): Snapshot {
   return {
     key: manifest.key,
     dir,
@@ -496,14 +506,7 @@ function manifestOf(
 ): SnapshotManifest {
   const { spec } = st;
   return {
-    format: SNAPSHOT_FORMAT,
-    key: st.key,
-    taskId: spec.taskId,
-    repo: spec.repo,
-    commit: spec.commit,
-    baseCommit: b.base.commit,
-    baseChanges: [...b.base.changed],
-    profile: spec.profile,
+    ...manifestHead(spec, st.key, b.base),
     install: [...b.envInstall.commands],
     envInstall: b.envInstall,
     smoke: [...spec.smoke],
@@ -516,6 +519,27 @@ function manifestOf(
   };
 }
 
+/** What every snapshot manifest starts with: its key, the task's source and the diff base. Pure. */
+export function manifestHead(
+  spec: Pick<SnapshotSpec, "taskId" | "repo" | "commit" | "profile">,
+  key: string,
+  base: { commit: string; changed: readonly string[] },
+): Pick<
+  SnapshotManifest,
+  "format" | "key" | "taskId" | "repo" | "commit" | "baseCommit" | "baseChanges" | "profile"
+> {
+  return {
+    format: SNAPSHOT_FORMAT,
+    key,
+    taskId: spec.taskId,
+    repo: spec.repo,
+    commit: spec.commit,
+    baseCommit: base.commit,
+    baseChanges: [...base.changed],
+    profile: spec.profile,
+  };
+}
+
 /**
  * Makes the built tree the agent's base: the files the install and smoke steps changed or added
  * (SWE-bench's pre_install `sed -i` on setup.cfg, generated files) committed on top of the source
@@ -523,7 +547,7 @@ function manifestOf(
  * scoring. Runs after every step, when no sandbox is left; git never reads the workspace's own
  * repository (cline-vendor commitWorkspace).
  */
-async function commitBase(
+export async function commitBase(
   workspace: string,
   commit: string,
   signal: AbortSignal | undefined,
