@@ -403,6 +403,40 @@ function hiddenVerdicts(
 }
 
 /**
+ * The agent's diff without its edits to the hidden test files, then without those to protected
+ * files. A row's build and lint terms are judged under the snapshot's build files too: a Makefile,
+ * Cargo.toml or go.mod the agent wrote would otherwise decide whether its change "builds".
+ */
+function guardDiff(agentDiff: string, hidden: HiddenTests, testFiles: readonly string[]) {
+  const filtered = dropPaths(agentDiff, testFiles);
+  const guarded = protectDiff(filtered.diff, {
+    protected: hidden.protected ?? [],
+    allowEdits: hidden.allowEdits ?? [],
+    testDirs: testDirsOf(testFiles),
+    keepNewTests: hidden.install === undefined,
+  });
+  return { filtered, guarded };
+}
+
+/** The judge's term, told the tests' summary and value when the task has tests. */
+function judgeOf(
+  o: ScoreOptions,
+  diff: string,
+  hasTests: boolean,
+  merged: ReturnType<typeof mergeRuns>,
+  terms: readonly Term[],
+  signal: AbortSignal,
+) {
+  return judgeTerm(
+    o,
+    diff,
+    hasTests ? summarize(merged.results, merged.evalCmd) : undefined,
+    terms.find((t) => t.name === "tests")?.value ?? undefined,
+    signal,
+  );
+}
+
+/**
  * Scores `agentDiff` in `worker` (a fresh, exec-only fork of the task's snapshot) with one script.
  * Edits to hidden test files and to protected harness/build files are dropped first and recorded.
  * A task without hidden tests (`hidden.install` absent, a dataset row) gets no tests term:
@@ -418,16 +452,8 @@ export async function scoreDiff(
 ): Promise<Score> {
   const started = Date.now();
   const testFiles = scoredTestFiles(hidden, o);
-  const filtered = dropPaths(agentDiff, testFiles);
   const hasTests = hidden.install !== undefined;
-  // a row's build and lint terms are judged under the snapshot's build files too: a Makefile,
-  // Cargo.toml or go.mod the agent wrote would otherwise decide whether its change "builds"
-  const guarded = protectDiff(filtered.diff, {
-    protected: hidden.protected ?? [],
-    allowEdits: hidden.allowEdits ?? [],
-    testDirs: testDirsOf(testFiles),
-    keepNewTests: !hasTests,
-  });
+  const { filtered, guarded } = guardDiff(agentDiff, hidden, testFiles);
   const canary: CanaryInstance | undefined = o.bound
     ? o.bound.canary
     : hidden.suite
@@ -486,15 +512,7 @@ export async function scoreDiff(
   ];
 
   const judged =
-    o.weights.judge > 0
-      ? await judgeTerm(
-          o,
-          guarded.diff,
-          hasTests ? summarize(merged.results, merged.evalCmd) : undefined,
-          terms.find((t) => t.name === "tests")?.value ?? undefined,
-          signal,
-        )
-      : undefined;
+    o.weights.judge > 0 ? await judgeOf(o, guarded.diff, hasTests, merged, terms, signal) : undefined;
   if (judged) terms.push(judged.term);
   const judge = judged?.judge;
   const suspicious = screenDiff(guarded.diff);
