@@ -114,6 +114,42 @@ export async function exitWithin(worker: Worker, ms: number): Promise<WorkerExit
   }
 }
 
+/**
+ * Copies the Cline session and the diff out of the worker into `<dir>/cline` (redacted); the
+ * outcome, or what it becomes when the artifacts could not be collected.
+ */
+async function collectArtifacts(
+  worker: Worker,
+  run: Awaited<ReturnType<typeof runClineTask>>,
+  outcome: Outcome,
+  input: AgentInput,
+  snapshot: AgentAttemptContext["snapshot"],
+): Promise<Outcome> {
+  if (!worker.collectArtifacts) {
+    throw new FlakegymError(
+      "E_WORKER",
+      `worker ${worker.id} (${worker.backend}) cannot hand back its artifacts (no collectArtifacts)`,
+    );
+  }
+  try {
+    await worker.collectArtifacts({
+      taskId: run.taskId,
+      dest: join(input.dir, "cline"),
+      baseCommit: baseCommitOf(snapshot.manifest),
+      baseObjects: join(snapshot.workspace, ".git", "objects"),
+      extra: { "outcome.json": outcome, "timings.json": run.timings, "counts.json": run.counts },
+      signal: input.signal,
+    });
+    // the copied files cross the secrets boundary too (the Cline session saw the agent's side)
+    await redactTree(join(input.dir, "cline"));
+    return outcome;
+  } catch (err) {
+    const kept = uncollectedOutcome(outcome, (err as Error).message, input.signal.aborted);
+    if (!kept) throw err;
+    return kept;
+  }
+}
+
 export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInput): Promise<AgentAttempt> {
   const { config, gateway, backend, snapshot } = ctx;
   const id = input.slot.trajectoryId;
@@ -188,28 +224,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       gateway: gatewayVerdictOf(terminal, turnLog),
     });
     input.onPhase?.("collecting");
-    if (!worker.collectArtifacts) {
-      throw new FlakegymError(
-        "E_WORKER",
-        `worker ${worker.id} (${worker.backend}) cannot hand back its artifacts (no collectArtifacts)`,
-      );
-    }
-    try {
-      await worker.collectArtifacts({
-        taskId: run.taskId,
-        dest: join(input.dir, "cline"),
-        baseCommit: baseCommitOf(snapshot.manifest),
-        baseObjects: join(snapshot.workspace, ".git", "objects"),
-        extra: { "outcome.json": outcome, "timings.json": run.timings, "counts.json": run.counts },
-        signal: input.signal,
-      });
-      // the copied files cross the secrets boundary too (the Cline session saw the agent's side)
-      await redactTree(join(input.dir, "cline"));
-    } catch (err) {
-      const kept = uncollectedOutcome(outcome, (err as Error).message, input.signal.aborted);
-      if (!kept) throw err;
-      outcome = kept;
-    }
+    outcome = await collectArtifacts(worker, run, outcome, input, snapshot);
     const diff = await readFile(join(input.dir, "cline", "diff.patch"), "utf8").catch(() => "");
     return {
       outcome,

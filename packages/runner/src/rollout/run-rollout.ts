@@ -1,36 +1,25 @@
 import { setMaxListeners } from "node:events";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { buildGroup, groupId } from "../emit/group.js";
-import { messageWithHint } from "../errors.js";
 import type { ProgressSink } from "../progress/events.js";
-import { appendJsonLine, writeFileAtomic, writeJsonAtomic } from "../run-format/jsonl.js";
+import { appendJsonLine, writeJsonAtomic } from "../run-format/jsonl.js";
 import {
   cleanTrajectory,
-  moveToAttempt,
   priorDurationMs,
   readGroups,
   readRunState,
   runPaths,
   writeManifest,
 } from "../run-format/run-dir.js";
-import type {
-  GroupLine,
-  Outcome,
-  RunConfig,
-  SampleLine,
-  Score,
-  TrajectoryResult,
-} from "../run-format/schema.js";
+import type { GroupLine, RunConfig, RunManifest } from "../run-format/schema.js";
 import { metricsLineOf } from "../run-format/trajectory-record.js";
-import { ScoringSetupError } from "../scoring/scorer.js";
-import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
-import { diskFullStop, isDiskFullEnd } from "./disk-full-end.js";
-import { createGroupSender } from "./group-sender.js";
+import type { RolloutDeps } from "./deps.js";
+import { createGroupSender, type GroupSender } from "./group-sender.js";
 import { createRunnerCpuLedger } from "./phase-cpu.js";
 import { planRun, type TrajectorySlot } from "./plan.js";
-import { type AttemptEnd, isRetryable, shouldRetry } from "./retry.js";
 import { groupProvenanceOf, openManifest } from "./run-manifest.js";
-import { createSemaphore } from "./semaphore.js";
+import { isAbort, runSlot, type SlotRun, sampleLine } from "./run-slot.js";
+import { createSemaphore, type Semaphore } from "./semaphore.js";
 import {
   type RunDatasetSummary,
   type RunSummary,
@@ -38,12 +27,6 @@ import {
   runDurationMs,
   runSummaryOf,
 } from "./summary.js";
-import {
-  infraOutcomeOf,
-  notCompletedDetailOf,
-  scoredOutcomeOf,
-  trajectoryResultOf,
-} from "./trajectory-result.js";
 
 export interface RolloutOptions {
   /** The run directory. */
@@ -69,8 +52,129 @@ export interface RolloutResult {
   readonly lines: string[];
 }
 
-const isAbort = (signal: AbortSignal, err: unknown) =>
-  signal.aborted || (err as Error)?.name === "AbortError";
+/** A rollout's state beyond its trajectories': the manifest, the groups and the Atropos sender. */
+interface RolloutRun extends SlotRun {
+  readonly manifest: RunManifest;
+  /** Writes the manifest after every earlier write of it. */
+  readonly saveManifest: () => Promise<void>;
+  /** One snapshot build at a time. */
+  readonly snapLimiter: Semaphore;
+  /** The tasks whose group line is written. */
+  readonly groupsWritten: Set<string>;
+  readonly sender: GroupSender;
+  /** Hands a group line to the sender (counts as work done when it sends). */
+  readonly send: (line: GroupLine) => void;
+}
+
+/** Writes a task's group line once all its trajectories finished (else nothing: interrupted). */
+async function writeGroup(run: RolloutRun, taskId: string): Promise<void> {
+  const { cfg, p } = run;
+  const members = [];
+  for (let i = 0; i < cfg.groupSize; i++) {
+    const r = [...run.results.values()].find((x) => x.taskId === taskId && x.index === i);
+    if (!r) return; // not finished (interrupted)
+    const dir = p.trajectory(r.trajectoryId).dir;
+    const ex: Awaited<ReturnType<RolloutDeps["exportTrajectory"]>> =
+      r.reward === null ? { messages: [] } : await run.deps.exportTrajectory({ dir, result: r });
+    // a trajectory whose token export failed is left out with its reason; the group is still written
+    if (ex.exportError !== undefined)
+      run.progress({
+        type: "note",
+        message: `${r.trajectoryId}: token export failed, left out of its group: ${ex.exportError}`,
+      });
+    members.push({
+      result: r,
+      messages: ex.messages,
+      ...(ex.sequences ? { sequences: ex.sequences } : {}),
+      ...(ex.exportError !== undefined ? { exportError: ex.exportError } : {}),
+    });
+  }
+  const line = buildGroup(
+    {
+      runId: run.manifest.runId,
+      taskId,
+      provenance: groupProvenanceOf(run.manifest, taskId),
+      withTokens: cfg.tokenizer !== undefined,
+    },
+    members,
+  );
+  await appendJsonLine(p.groups, line);
+  run.groupsWritten.add(taskId);
+  run.send(line);
+}
+
+/** One task: its snapshot (recorded in the manifest), its slots, then its group. */
+async function runTask(run: RolloutRun, taskId: string, slots: readonly TrajectorySlot[]): Promise<void> {
+  const { deps, signal, progress, manifest } = run;
+  progress({ type: "task", taskId, phase: "snapshot" });
+  const task = await deps.loadTask(taskId, signal);
+  const t0 = Date.now();
+  const snap = await run.snapLimiter.with(signal, () =>
+    deps.snapshot(
+      task,
+      signal,
+      (detail) => progress({ type: "task", taskId, phase: "snapshot", detail }),
+      slots.length,
+    ),
+  );
+  const snapshotMs = Date.now() - t0;
+  manifest.tasks[taskId] = {
+    ...manifest.tasks[taskId],
+    rowId: task.rowId,
+    ...(task.datasetRow !== undefined ? { datasetRow: task.datasetRow } : {}),
+    snapshotKey: snap.key,
+    profile: task.profile,
+    ...(task.image ? { image: task.image } : {}),
+  };
+  await run.saveManifest();
+  await run.sender.waitForCapacity(signal);
+  progress({
+    type: "task",
+    taskId,
+    phase: "running",
+    detail: `snapshot ${snap.key.slice(0, 12)}${snap.cached ? " (cached)" : ""}`,
+  });
+  // every slot settles before the task ends (a failed one must not leave others writing later)
+  const ran = await Promise.allSettled(slots.map((s) => runSlot(run, s, task, snap, snapshotMs)));
+  const failed = ran.find((x) => x.status === "rejected");
+  if (failed) throw failed.reason;
+  progress({ type: "task", taskId, phase: "group" });
+  await writeGroup(run, taskId);
+  progress({ type: "task", taskId, phase: "done" });
+}
+
+/** Runs every task of `toRun` (each settles); whether the run was interrupted and which tasks failed. */
+async function runTasks(
+  run: RolloutRun,
+  toRun: readonly TrajectorySlot[],
+): Promise<{ interrupted: boolean; taskErrors: Map<string, { code: string; message: string }> }> {
+  let interrupted = false;
+  const taskErrors = new Map<string, { code: string; message: string }>();
+  const byTask = new Map<string, TrajectorySlot[]>();
+  for (const s of toRun) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
+  const tasksRun = [...byTask];
+  const settled = await Promise.allSettled(tasksRun.map(([taskId, slots]) => runTask(run, taskId, slots)));
+  settled.forEach((r, i) => {
+    if (r.status === "fulfilled") return;
+    if (isAbort(run.signal, r.reason)) {
+      interrupted = true;
+      return;
+    }
+    const err = r.reason as { code?: unknown; message?: unknown };
+    const taskId = tasksRun[i]![0];
+    taskErrors.set(taskId, {
+      code: typeof err?.code === "string" ? err.code : "E_TASK",
+      message: typeof err?.message === "string" ? err.message : String(r.reason),
+    });
+    run.progress({
+      type: "task",
+      taskId,
+      phase: "done",
+      detail: `failed: ${taskErrors.get(taskId)!.message}`,
+    });
+  });
+  return { interrupted, taskErrors };
+}
 
 /**
  * Runs (or resumes) a rollout: for each task, the snapshot, `groupSize` trajectories under a global
@@ -104,16 +208,9 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     plan.metricsMissing.length + plan.samplesMissing.length > 0;
   for (const id of plan.clean) await cleanTrajectory(p, id);
   const results = new Map(state.results);
-
-  const sampleLine = async (r: TrajectoryResult): Promise<SampleLine> => ({
-    prompt: r.prompt,
-    completion: await readFile(p.trajectory(r.trajectoryId).diff, "utf8").catch(() => ""),
-    reward: r.reward as number,
-    task_id: r.taskId,
-    trajectory_id: r.trajectoryId,
-  });
   for (const id of plan.metricsMissing) await appendJsonLine(p.metrics, metricsLineOf(results.get(id)!));
-  for (const id of plan.samplesMissing) await appendJsonLine(p.samples, await sampleLine(results.get(id)!));
+  for (const id of plan.samplesMissing)
+    await appendJsonLine(p.samples, await sampleLine(p, results.get(id)!));
 
   const sender = await createGroupSender({
     config: cfg,
@@ -123,259 +220,31 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     note: (message) => progress({ type: "note", message }),
     isAbort: (err) => isAbort(signal, err),
   });
-  const send = (line: GroupLine) => {
-    if (sender.send(line)) didWork = true;
+  const run: RolloutRun = {
+    p,
+    cfg,
+    deps,
+    signal,
+    progress,
+    sem: createSemaphore(cfg.concurrency),
+    runnerCpu: createRunnerCpuLedger(),
+    results,
+    manifest,
+    saveManifest,
+    snapLimiter: createSemaphore(1),
+    groupsWritten: new Set(state.groupTasks),
+    sender,
+    send: (line) => {
+      if (sender.send(line)) didWork = true;
+    },
   };
 
-  const sem = createSemaphore(cfg.concurrency);
-  // the runner's own CPU, split among the trajectories holding a slot (metrics runner_cpu_s)
-  const runnerCpu = createRunnerCpuLedger();
-  const snapLimiter = createSemaphore(1);
-  const groupsWritten = new Set(state.groupTasks);
-
-  async function writeGroup(taskId: string): Promise<void> {
-    const members = [];
-    for (let i = 0; i < cfg.groupSize; i++) {
-      const r = [...results.values()].find((x) => x.taskId === taskId && x.index === i);
-      if (!r) return; // not finished (interrupted)
-      const dir = p.trajectory(r.trajectoryId).dir;
-      const ex: Awaited<ReturnType<RolloutDeps["exportTrajectory"]>> =
-        r.reward === null ? { messages: [] } : await deps.exportTrajectory({ dir, result: r });
-      // a trajectory whose token export failed is left out with its reason; the group is still written
-      if (ex.exportError !== undefined)
-        progress({
-          type: "note",
-          message: `${r.trajectoryId}: token export failed, left out of its group: ${ex.exportError}`,
-        });
-      members.push({
-        result: r,
-        messages: ex.messages,
-        ...(ex.sequences ? { sequences: ex.sequences } : {}),
-        ...(ex.exportError !== undefined ? { exportError: ex.exportError } : {}),
-      });
-    }
-    const line = buildGroup(
-      {
-        runId: manifest.runId,
-        taskId,
-        provenance: groupProvenanceOf(manifest, taskId),
-        withTokens: cfg.tokenizer !== undefined,
-      },
-      members,
-    );
-    await appendJsonLine(p.groups, line);
-    groupsWritten.add(taskId);
-    send(line);
-  }
-
-  async function finishTrajectory(
-    slot: TrajectorySlot,
-    task: RolloutTask,
-    attempt: AgentAttempt | undefined,
-    outcome: Outcome,
-    score: Score | null,
-    snapshotMs: number,
-    retries: TrajectoryResult["infraRetries"],
-  ): Promise<TrajectoryResult> {
-    const t = p.trajectory(slot.trajectoryId);
-    const result = trajectoryResultOf({
-      slot,
-      task,
-      attempt,
-      outcome,
-      score,
-      snapshotMs,
-      retries,
-      finishedAt: new Date().toISOString(),
-      runnerCpuS: runnerCpu.take(slot.trajectoryId),
-    });
-    if (score) await writeJsonAtomic(t.score, score);
-    // result.json last: its presence is what makes the trajectory done
-    await writeJsonAtomic(t.result, result);
-    results.set(slot.trajectoryId, result);
-    await appendJsonLine(p.metrics, metricsLineOf(result));
-    if (result.reward !== null) await appendJsonLine(p.samples, await sampleLine(result));
-    return result;
-  }
-
-  async function runSlot(slot: TrajectorySlot, task: RolloutTask, snap: SnapshotRef, snapshotMs: number) {
-    const t = p.trajectory(slot.trajectoryId);
-    const ev = (
-      phase: "queued" | "forking" | "booting" | "agent" | "collecting" | "scoring",
-      detail?: string,
-    ) =>
-      progress({
-        type: "trajectory",
-        trajectoryId: slot.trajectoryId,
-        taskId: slot.taskId,
-        phase,
-        ...(detail ? { detail } : {}),
-      });
-    await mkdir(t.dir, { recursive: true });
-    const retries: TrajectoryResult["infraRetries"] = [];
-    let attempt: AgentAttempt | undefined;
-    let infraDetail = "";
-    ev("queued");
-    for (let n = 0; ; n++) {
-      attempt = undefined;
-      let end: AttemptEnd;
-      await sem.acquire(signal);
-      runnerCpu.hold(slot.trajectoryId);
-      try {
-        attempt = await deps.runAgent({
-          task,
-          snapshot: snap,
-          slot,
-          dir: t.dir,
-          signal,
-          onPhase: (ph, detail) => ev(ph, detail),
-          onTurn: (turns) =>
-            progress({
-              type: "trajectory",
-              trajectoryId: slot.trajectoryId,
-              taskId: slot.taskId,
-              phase: "agent",
-              turns,
-            }),
-        });
-        end = { outcome: attempt.outcome };
-        infraDetail = attempt.outcome.detail;
-      } catch (err) {
-        if (isAbort(signal, err)) throw err;
-        // bad input (a policy or task this run cannot use) fails the same way every time: a task error
-        if (isDiskFullEnd({ error: err })) throw diskFullStop(t.dir, { error: err });
-        if (!isRetryable({ error: err })) throw err;
-        end = { error: err };
-        infraDetail = messageWithHint(err);
-      } finally {
-        runnerCpu.release(slot.trajectoryId);
-        sem.release();
-      }
-      // a full disk: no retry (it is still full) and no result (resume runs it again)
-      if (isDiskFullEnd(end)) throw diskFullStop(t.dir, end);
-      if (!shouldRetry(end, n, cfg.maxInfraRetries)) break;
-      retries.push({ attempt: n + 1, detail: infraDetail, at: new Date().toISOString() });
-      progress({ type: "retry", trajectoryId: slot.trajectoryId, attempt: n + 1, detail: infraDetail });
-      await moveToAttempt(p, slot.trajectoryId, n + 1);
-    }
-    if (!attempt || attempt.outcome.kind === "infra_error") {
-      const outcome = infraOutcomeOf(infraDetail, retries.length);
-      const r = await finishTrajectory(slot, task, attempt, outcome, null, snapshotMs, retries);
-      progress({
-        type: "trajectory",
-        trajectoryId: slot.trajectoryId,
-        taskId: slot.taskId,
-        phase: "done",
-        outcome: "infra_error",
-        reward: null,
-        detail: infraDetail,
-      });
-      return r;
-    }
-    await writeFileAtomic(t.diff, attempt.diff);
-    ev("scoring");
-    let score: Score | null = null;
-    let scoreError = "";
-    for (let n = 0; n <= cfg.maxInfraRetries && !score; n++) {
-      // finishing a trajectory goes ahead of starting another one's agent
-      await sem.acquire(signal, { first: true });
-      runnerCpu.hold(slot.trajectoryId);
-      try {
-        score = await deps.score({ task, snapshot: snap, slot, diff: attempt.diff, signal });
-      } catch (err) {
-        if (isAbort(signal, err)) throw err;
-        scoreError = (err as Error).message;
-        if (err instanceof ScoringSetupError) break; // the task is broken; retrying will not help
-        // a scoring run the machinery lost is an infra failure too: retried, and recorded
-        if (n < cfg.maxInfraRetries) {
-          const detail = `scoring: ${scoreError}`;
-          retries.push({ attempt: retries.length + 1, detail, at: new Date().toISOString() });
-          progress({ type: "retry", trajectoryId: slot.trajectoryId, attempt: retries.length, detail });
-        }
-      } finally {
-        runnerCpu.release(slot.trajectoryId);
-        sem.release();
-      }
-    }
-    const outcome = scoredOutcomeOf(attempt.outcome, score, scoreError);
-    const r = await finishTrajectory(slot, task, attempt, outcome, score, snapshotMs, retries);
-    const detail = notCompletedDetailOf(r.outcome);
-    progress({
-      type: "trajectory",
-      trajectoryId: slot.trajectoryId,
-      taskId: slot.taskId,
-      phase: "done",
-      outcome: r.outcome.kind,
-      reward: r.reward,
-      turns: r.counts.turns,
-      // why it did not complete (the limit named), on the trajectory's line
-      ...(detail !== undefined ? { detail } : {}),
-    });
-    return r;
-  }
-
-  async function runTask(taskId: string, slots: readonly TrajectorySlot[]) {
-    progress({ type: "task", taskId, phase: "snapshot" });
-    const task = await deps.loadTask(taskId, signal);
-    const t0 = Date.now();
-    const snap = await snapLimiter.with(signal, () =>
-      deps.snapshot(
-        task,
-        signal,
-        (detail) => progress({ type: "task", taskId, phase: "snapshot", detail }),
-        slots.length,
-      ),
-    );
-    const snapshotMs = Date.now() - t0;
-    manifest.tasks[taskId] = {
-      ...manifest.tasks[taskId],
-      rowId: task.rowId,
-      ...(task.datasetRow !== undefined ? { datasetRow: task.datasetRow } : {}),
-      snapshotKey: snap.key,
-      profile: task.profile,
-      ...(task.image ? { image: task.image } : {}),
-    };
-    await saveManifest();
-    await sender.waitForCapacity(signal);
-    progress({
-      type: "task",
-      taskId,
-      phase: "running",
-      detail: `snapshot ${snap.key.slice(0, 12)}${snap.cached ? " (cached)" : ""}`,
-    });
-    // every slot settles before the task ends (a failed one must not leave others writing later)
-    const ran = await Promise.allSettled(slots.map((s) => runSlot(s, task, snap, snapshotMs)));
-    const failed = ran.find((x) => x.status === "rejected");
-    if (failed) throw failed.reason;
-    progress({ type: "task", taskId, phase: "group" });
-    await writeGroup(taskId);
-    progress({ type: "task", taskId, phase: "done" });
-  }
-
-  let interrupted = false;
-  const taskErrors = new Map<string, { code: string; message: string }>();
+  let ended: Awaited<ReturnType<typeof runTasks>>;
   try {
     // groups whose trajectories all finished before a kill, then pending Atropos sends
-    for (const taskId of plan.groupsMissing) await writeGroup(taskId);
-    if (sender.enabled) for (const line of await readGroups(p)) send(line);
-    const byTask = new Map<string, TrajectorySlot[]>();
-    for (const s of plan.toRun) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
-    const tasksRun = [...byTask];
-    const settled = await Promise.allSettled(tasksRun.map(([taskId, slots]) => runTask(taskId, slots)));
-    settled.forEach((r, i) => {
-      if (r.status === "fulfilled") return;
-      if (isAbort(signal, r.reason)) {
-        interrupted = true;
-        return;
-      }
-      const err = r.reason as { code?: unknown; message?: unknown };
-      const taskId = tasksRun[i]![0];
-      taskErrors.set(taskId, {
-        code: typeof err?.code === "string" ? err.code : "E_TASK",
-        message: typeof err?.message === "string" ? err.message : String(r.reason),
-      });
-      progress({ type: "task", taskId, phase: "done", detail: `failed: ${taskErrors.get(taskId)!.message}` });
-    });
+    for (const taskId of plan.groupsMissing) await writeGroup(run, taskId);
+    if (sender.enabled) for (const line of await readGroups(p)) run.send(line);
+    ended = await runTasks(run, plan.toRun);
     await sender.drain();
   } finally {
     await sender.disconnect(AbortSignal.timeout(5_000));
@@ -390,11 +259,11 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     groupSize: cfg.groupSize,
     results: [...results.values()],
     expected: plan.all.length,
-    groupsWritten,
+    groupsWritten: run.groupsWritten,
     atroposOf: (taskId) => sender.statusOf(groupId(manifest.runId, taskId)),
     sendsToAtropos: cfg.atropos !== undefined,
-    taskErrors,
-    interrupted: interrupted || signal.aborted,
+    taskErrors: ended.taskErrors,
+    interrupted: ended.interrupted || signal.aborted,
     durationMs: runDurationMs(prior, Date.now() - started, didWork),
     dataset: o.dataset,
   });

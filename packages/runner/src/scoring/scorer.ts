@@ -9,14 +9,7 @@ import type { JudgeConfig } from "./judge.js";
 import { type JudgeStageOptions, judgeTerm } from "./judge-readings.js";
 import { isTestDirName, protectDiff } from "./protect.js";
 import type { BoundHidden } from "./read-only.js";
-import {
-  type CanaryInstance,
-  canaryVerdict,
-  decoyVerdict,
-  newCanary,
-  parseTestResults,
-  resultLinePattern,
-} from "./results.js";
+import { type CanaryInstance, canaryVerdict, decoyVerdict, newCanary, parseTestResults } from "./results.js";
 import {
   combine,
   evalCmdValue,
@@ -26,11 +19,11 @@ import {
   type Term,
   type TestResults,
   type TestStatus,
-  tamperGate,
   testsTerm,
   type Weights,
 } from "./reward.js";
 import type { Score } from "./score.js";
+import { killedTampering, scoredTestFiles, scoreGate, scoringPlanOf } from "./score-parts.js";
 import { type SuspiciousPenalty, screenDiff } from "./screen.js";
 import {
   agentEndedScript,
@@ -334,6 +327,115 @@ export function suiteVerdicts(
   return { runs, tampering: [...new Set(tampering)], rewritten: [...rewritten].sort() };
 }
 
+/** The score when the agent's diff did not apply: a gate and a 0 tests term (if the task has tests). */
+function applyFailedScore(
+  workerId: string,
+  output: string,
+  hasTests: boolean,
+  testsWeight: number,
+  base: Pick<Score, "touchedTestFiles" | "tampered" | "diffBytes">,
+  started: number,
+): Score {
+  const gate: Gate = {
+    reason: "diff_apply_failed",
+    detail: `applying agent diff in worker ${workerId} failed: ${output.trim()}`,
+  };
+  const terms: Term[] = hasTests
+    ? [{ name: "tests", weight: testsWeight, value: 0, detail: "not run: the diff did not apply" }]
+    : [];
+  return { reward: combine(terms, gate), gate, terms, flaky: [], ...base, durationMs: Date.now() - started };
+}
+
+/** The script ended early and not by the agent's code: an infra failure, retried. */
+function incompleteScript(workerId: string, exec: ExecResult, what: string): FlakegymError {
+  return new FlakegymError(
+    "E_SCORE_SCRIPT",
+    `the scoring script in worker ${workerId} ${what} (exit ${exec.exitCode}${exec.timedOut ? ", timed out" : ""}): ${clip((exec.stderr || exec.stdout).trim())}`,
+    { hint: "the worker died or was killed mid-scoring; the trajectory is retried as an infra failure" },
+  );
+}
+
+/** The tests term of merged runs (the eval command's exit, or the per-test results). */
+function testsTermOf(
+  merged: ReturnType<typeof mergeRuns>,
+  o: ScoreOptions,
+): { term: Term; tests?: Score["tests"] } {
+  if (merged.evalCmd)
+    return {
+      term: {
+        name: "tests",
+        weight: o.weights.tests,
+        value: evalCmdValue(merged.evalCmd.exitCode, merged.evalCmd.timedOut),
+        detail: summarize(merged.results, merged.evalCmd),
+      },
+    };
+  const tests = testsTerm(merged.results, o.partialCredit);
+  return {
+    term: { name: "tests", weight: o.weights.tests, value: tests.value, detail: summarize(merged.results) },
+    tests,
+  };
+}
+
+/** The hidden tests' verdicts and outputs of a finished script (none for a task without tests). */
+function hiddenVerdicts(
+  parsed: ParsedScoring,
+  hidden: HiddenTests,
+  o: ScoreOptions,
+  canary: CanaryInstance | undefined,
+  repeat: number,
+): { verdicts: RunVerdicts; testOutput: Score["testOutput"] } {
+  if (hidden.install === undefined)
+    return { verdicts: { runs: [], tampering: [], rewritten: [] }, testOutput: {} };
+  // a test without a result ran into the exec's own deadline (no `timeout` in the image) or was killed
+  if (hidden.suite && canary) {
+    const verdicts = suiteVerdicts(
+      parsed,
+      hidden.suite,
+      canary.id,
+      repeat,
+      hidden.timeoutMs,
+      o.bound?.decoys,
+    );
+    return { verdicts, testOutput: suiteTestOutputs(parsed, verdicts.runs, o.bound?.decoys) };
+  }
+  const verdicts = commandVerdicts(parsed, hidden.commands, repeat, hidden.timeoutMs);
+  return { verdicts, testOutput: commandTestOutputs(parsed, verdicts.runs) };
+}
+
+/**
+ * The agent's diff without its edits to the hidden test files, then without those to protected
+ * files. A row's build and lint terms are judged under the snapshot's build files too: a Makefile,
+ * Cargo.toml or go.mod the agent wrote would otherwise decide whether its change "builds".
+ */
+function guardDiff(agentDiff: string, hidden: HiddenTests, testFiles: readonly string[]) {
+  const filtered = dropPaths(agentDiff, testFiles);
+  const guarded = protectDiff(filtered.diff, {
+    protected: hidden.protected ?? [],
+    allowEdits: hidden.allowEdits ?? [],
+    testDirs: testDirsOf(testFiles),
+    keepNewTests: hidden.install === undefined,
+  });
+  return { filtered, guarded };
+}
+
+/** The judge's term, told the tests' summary and value when the task has tests. */
+function judgeOf(
+  o: ScoreOptions,
+  diff: string,
+  hasTests: boolean,
+  merged: ReturnType<typeof mergeRuns>,
+  terms: readonly Term[],
+  signal: AbortSignal,
+) {
+  return judgeTerm(
+    o,
+    diff,
+    hasTests ? summarize(merged.results, merged.evalCmd) : undefined,
+    terms.find((t) => t.name === "tests")?.value ?? undefined,
+    signal,
+  );
+}
+
 /**
  * Scores `agentDiff` in `worker` (a fresh, exec-only fork of the task's snapshot) with one script.
  * Edits to hidden test files and to protected harness/build files are dropped first and recorded.
@@ -349,78 +451,30 @@ export async function scoreDiff(
   signal: AbortSignal,
 ): Promise<Score> {
   const started = Date.now();
-  // the hidden test files, and the repository test files the decoys rewrote (bound or installed alike)
-  const testFiles = [...new Set([...hidden.testFiles, ...(o.bound?.files.map((f) => f.path) ?? [])])].sort();
-  const filtered = dropPaths(agentDiff, testFiles);
+  const testFiles = scoredTestFiles(hidden, o);
   const hasTests = hidden.install !== undefined;
-  // a row's build and lint terms are judged under the snapshot's build files too: a Makefile,
-  // Cargo.toml or go.mod the agent wrote would otherwise decide whether its change "builds"
-  const guarded = protectDiff(filtered.diff, {
-    protected: hidden.protected ?? [],
-    allowEdits: hidden.allowEdits ?? [],
-    testDirs: testDirsOf(testFiles),
-    keepNewTests: !hasTests,
-  });
-  const build =
-    o.weights.build > 0 && o.buildCmd ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs } : undefined;
-  const lint =
-    o.weights.lint > 0 && o.lintCmd ? { command: o.lintCmd, timeoutMs: o.termTimeoutMs } : undefined;
+  const { filtered, guarded } = guardDiff(agentDiff, hidden, testFiles);
   const canary: CanaryInstance | undefined = o.bound
     ? o.bound.canary
     : hidden.suite
       ? newCanary(hidden.suite.canary, randomBytes(6).toString("hex"))
       : undefined;
-  const install: ScoringPlan["install"] =
-    hidden.install && o.bound
-      ? { kind: "files", files: o.bound.files.map((f) => ({ path: f.path, content: f.content })) }
-      : hidden.install;
-  const plan: ScoringPlan = {
-    agentDiff: guarded.diff,
-    ...(install ? { install } : {}),
-    ...(build ? { build } : {}),
-    ...(lint ? { lint } : {}),
-    tests: hasTests ? hidden.commands : [],
-    ...(hasTests && hidden.suite
-      ? { suite: { command: hidden.suite.command, resultPattern: resultLinePattern(hidden.suite.results) } }
-      : {}),
-    ...(hasTests && canary && !o.bound
-      ? { canary: { file: canary.file, prepend: canary.prepend, append: canary.append } }
-      : {}),
-    ...(hasTests ? { hiddenFiles: testFiles } : {}),
-    testTimeoutMs: hidden.timeoutMs,
-    repeat: Math.max(1, o.repeat),
-    maxOutputBytes: o.maxOutputBytes ?? 64 * 1024,
-  };
+  const plan = scoringPlanOf(hidden, o, guarded.diff, testFiles, canary);
   const { parsed, exec } = await runScript(worker, plan, signal);
   const base = {
     touchedTestFiles: filtered.droppedPaths,
     tampered: guarded.tampered,
     diffBytes: Buffer.byteLength(guarded.diff),
   };
-  const incomplete = (what: string) =>
-    new FlakegymError(
-      "E_SCORE_SCRIPT",
-      `the scoring script in worker ${worker.id} ${what} (exit ${exec.exitCode}${exec.timedOut ? ", timed out" : ""}): ${clip((exec.stderr || exec.stdout).trim())}`,
-      { hint: "the worker died or was killed mid-scoring; the trajectory is retried as an infra failure" },
+  if (parsed.stoppedAt === "apply")
+    return applyFailedScore(
+      worker.id,
+      parsed.steps.get("apply")!.output,
+      hasTests,
+      o.weights.tests,
+      base,
+      started,
     );
-  if (parsed.stoppedAt === "apply") {
-    const r = parsed.steps.get("apply")!;
-    const gate: Gate = {
-      reason: "diff_apply_failed",
-      detail: `applying agent diff in worker ${worker.id} failed: ${r.output.trim()}`,
-    };
-    const terms: Term[] = hasTests
-      ? [{ name: "tests", weight: o.weights.tests, value: 0, detail: "not run: the diff did not apply" }]
-      : [];
-    return {
-      reward: combine(terms, gate),
-      gate,
-      terms,
-      flaky: [],
-      ...base,
-      durationMs: Date.now() - started,
-    };
-  }
   if (parsed.stoppedAt === "install") {
     throw new ScoringSetupError(
       `the task's hidden tests could not be installed: ${parsed.steps.get("install")?.output.trim() ?? ""}`,
@@ -430,12 +484,13 @@ export async function scoreDiff(
   // whether it killed the script while its step ran or left a process behind that did so later
   const killed = exec.timedOut ? undefined : agentEndedScript(parsed);
   if (!parsed.done && !exec.timedOut && (killed === undefined || exec.sandboxKilled || signal.aborted))
-    throw incomplete(
+    throw incompleteScript(
+      worker.id,
+      exec,
       exec.sandboxKilled ? "was killed from outside its sandbox" : "ended before its last step",
     );
 
   // build and lint judge the agent's change alone, before the hidden tests are added
-  const terms: Term[] = [];
   const buildTerm = commandTerm(
     "build",
     o.buildCmd,
@@ -444,75 +499,24 @@ export async function scoreDiff(
     parsed.steps.get("build"),
   );
   const lintTerm = commandTerm("lint", o.lintCmd, o.weights.lint, o.termTimeoutMs, parsed.steps.get("lint"));
-
-  // a test without a result ran into the exec's own deadline (no `timeout` in the image) or was killed
-  const verdicts: RunVerdicts = !hasTests
-    ? { runs: [], tampering: [], rewritten: [] }
-    : hidden.suite && canary
-      ? suiteVerdicts(parsed, hidden.suite, canary.id, plan.repeat, hidden.timeoutMs, o.bound?.decoys)
-      : commandVerdicts(parsed, hidden.commands, plan.repeat, hidden.timeoutMs);
-  const tampering = [
-    ...(killed === undefined
-      ? []
-      : killed.during
-        ? [
-            `the scoring script was killed while step '${killed.step}' ran (exit ${exec.exitCode}): the code under test ended it`,
-          ]
-        : [
-            `the scoring script was killed after step '${killed.step}' ran (exit ${exec.exitCode}): a process the code under test left behind ended it`,
-          ]),
-    ...verdicts.tampering,
-  ];
+  const { verdicts, testOutput = {} } = hiddenVerdicts(parsed, hidden, o, canary, plan.repeat);
+  const tampering = [...killedTampering(killed, exec.exitCode), ...verdicts.tampering];
   const merged = mergeRuns(verdicts.runs);
-  const testOutput = !hasTests
-    ? {}
-    : hidden.suite && canary
-      ? suiteTestOutputs(parsed, verdicts.runs, o.bound?.decoys)
-      : commandTestOutputs(parsed, verdicts.runs);
-  let tests: Score["tests"];
-  if (!hasTests) {
-    // no hidden tests (a dataset row): no tests term at all
-  } else if (merged.evalCmd) {
-    terms.push({
-      name: "tests",
-      weight: o.weights.tests,
-      value: evalCmdValue(merged.evalCmd.exitCode, merged.evalCmd.timedOut),
-      detail: summarize(merged.results, merged.evalCmd),
-    });
-  } else {
-    tests = testsTerm(merged.results, o.partialCredit);
-    terms.push({
-      name: "tests",
-      weight: o.weights.tests,
-      value: tests.value,
-      detail: summarize(merged.results),
-    });
-  }
-  if (buildTerm) terms.push(buildTerm);
-  if (lintTerm) terms.push(lintTerm);
+  // no hidden tests (a dataset row): no tests term at all
+  const testsPart = hasTests ? testsTermOf(merged, o) : undefined;
+  const tests = testsPart?.tests;
+  const terms: Term[] = [
+    ...(testsPart ? [testsPart.term] : []),
+    ...(buildTerm ? [buildTerm] : []),
+    ...(lintTerm ? [lintTerm] : []),
+  ];
 
   const judged =
-    o.weights.judge > 0
-      ? await judgeTerm(
-          o,
-          guarded.diff,
-          hasTests ? summarize(merged.results, merged.evalCmd) : undefined,
-          terms.find((t) => t.name === "tests")?.value ?? undefined,
-          signal,
-        )
-      : undefined;
+    o.weights.judge > 0 ? await judgeOf(o, guarded.diff, hasTests, merged, terms, signal) : undefined;
   if (judged) terms.push(judged.term);
   const judge = judged?.judge;
   const suspicious = screenDiff(guarded.diff);
-  const gate: Gate | undefined = tampering.length
-    ? { reason: "tests_tampered", detail: tampering.join("; ") }
-    : (tamperGate(guarded.tampered, o.tamperPenalty ?? "revert") ??
-      (suspicious.length && o.suspiciousPenalty === "zero"
-        ? {
-            reason: "suspicious",
-            detail: `the static screen flagged ${suspicious.length} line(s), first ${suspicious[0]!.file}:${suspicious[0]!.line} (${suspicious[0]!.reason}); --suspicious-penalty zero`,
-          }
-        : undefined));
+  const gate = scoreGate(tampering, guarded.tampered, suspicious, o);
   return {
     reward: combine(terms, gate),
     ...(gate ? { gate } : {}),

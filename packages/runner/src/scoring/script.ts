@@ -93,27 +93,27 @@ const secs = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
 export const markerOf = (nonce: string) => `FLAKEGYM-SCORE-${nonce}`;
 
-/** Composes the scoring script for `plan`. Pure. */
-export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): ComposedScript {
-  if (!/^[0-9a-f]{8,64}$/.test(o.nonce)) throw new TypeError("scoring nonce must be 8-64 hex digits");
-  if (o.stagedDir !== undefined && !/^[A-Za-z0-9._-]+$/.test(o.stagedDir))
-    throw new TypeError(`staged dir '${o.stagedDir}' must be one plain workspace-relative name`);
-  const M = markerOf(o.nonce);
-  const EOF = `FLAKEGYM_EOF_${o.nonce}`;
-  // the suffix of temp names beside workspace files: per run, so no diff can have taken it
-  const scratch = `flakegym-${o.nonce}`;
-  const staged: ScriptFile[] = [];
-  const max = Math.max(2, plan.maxOutputBytes);
+/**
+ * The script's fixed head: its marker, its temp dir and the shell helpers every step goes through
+ * (`emit`, `run`, `trun`, `stop`). Pure.
+ */
+function scriptPrelude(
+  M: string,
+  nonce: string,
+  stagedDir: string | undefined,
+  maxOutputBytes: number,
+): string[] {
+  const max = Math.max(2, maxOutputBytes);
   const half = Math.floor(max / 2);
-  const lines: string[] = [
+  return [
     "# flakegym scoring script (composed by packages/runner/src/scoring/script.ts)",
     "set -u",
     `M=${M}`,
-    `tmp="\${TMPDIR:-/tmp}/flakegym-score-${o.nonce}"`,
-    `mkdir -p "$tmp" 2>/dev/null || { tmp="$PWD/.flakegym-score-${o.nonce}"; mkdir -p "$tmp"; }`,
-    `trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"${o.stagedDir === undefined ? "" : ` ${o.stagedDir}`}' EXIT`,
+    `tmp="\${TMPDIR:-/tmp}/flakegym-score-${nonce}"`,
+    `mkdir -p "$tmp" 2>/dev/null || { tmp="$PWD/.flakegym-score-${nonce}"; mkdir -p "$tmp"; }`,
+    `trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"${stagedDir === undefined ? "" : ` ${stagedDir}`}' EXIT`,
     // staged payloads move out of the workspace before anything runs
-    ...(o.stagedDir === undefined ? [] : [`cp -R ${o.stagedDir}/. "$tmp"/ && rm -rf ${o.stagedDir}`]),
+    ...(stagedDir === undefined ? [] : [`cp -R ${stagedDir}/. "$tmp"/ && rm -rf ${stagedDir}`]),
     "TO=; if command -v timeout >/dev/null 2>&1; then TO=1; fi",
     "now() { date +%s 2>/dev/null || echo 0; }",
     // emit <step> <exit code> <output file> <seconds>: the step's result, its output base64'd
@@ -138,112 +138,157 @@ export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): Comp
     // fail <step> <exit code> <message file>: a setup step failed; stop here
     'stop() { emit "$1" "$2" "$tmp/out" 0; printf "%s stopped %s\\n" "$M" "$1"; exit 0; }',
   ];
-  /** A payload as a path the script can read: embedded into $tmp, or staged beforehand. */
-  const payload = (name: string, content: Buffer): string => {
-    if (o.stagedDir !== undefined) staged.push({ path: `${o.stagedDir}/${name}`, content });
-    else lines.push(`base64 -d > "$tmp/${name}" << '${EOF}'`, b64Lines(content), EOF);
-    return `"$tmp/${name}"`;
-  };
-  const gitApply = (step: StepName, name: string, patch: string) => {
-    const file = payload(name, Buffer.from(patch));
-    lines.push(
-      `git apply --whitespace=nowarn ${file} > "$tmp/out" 2>&1 < /dev/null || stop ${step} $?`,
-      `emit ${step} 0 "$tmp/out" 0`,
+}
+
+/** The script being composed: its lines, the payloads staged beside it, and how payloads get in. */
+interface ScriptDraft {
+  readonly lines: string[];
+  readonly staged: ScriptFile[];
+  readonly stagedDir: string | undefined;
+  /** The heredoc terminator of embedded payloads (per run, so no payload can contain it). */
+  readonly eof: string;
+  /** The suffix of temp names beside workspace files: per run, so no diff can have taken it. */
+  readonly scratch: string;
+  /** The hidden test files the script snapshots, resets and checks (none without an install). */
+  readonly hidden: readonly string[];
+}
+
+const b64 = (s: string) => Buffer.from(s).toString("base64");
+
+/** A payload as a path the script can read: embedded into $tmp, or staged beforehand. */
+function payload(d: ScriptDraft, name: string, content: Buffer): string {
+  if (d.stagedDir !== undefined) d.staged.push({ path: `${d.stagedDir}/${name}`, content });
+  else d.lines.push(`base64 -d > "$tmp/${name}" << '${d.eof}'`, b64Lines(content), d.eof);
+  return `"$tmp/${name}"`;
+}
+
+function gitApply(d: ScriptDraft, step: StepName, name: string, patch: string): void {
+  const file = payload(d, name, Buffer.from(patch));
+  d.lines.push(
+    `git apply --whitespace=nowarn ${file} > "$tmp/out" 2>&1 < /dev/null || stop ${step} $?`,
+    `emit ${step} 0 "$tmp/out" 0`,
+  );
+}
+
+/** Installs the hidden test files one by one, leaving those the backend bound read-only as they are. */
+function installFiles(d: ScriptDraft, files: readonly { path: string; content: Buffer }[]): void {
+  d.lines.push(': > "$tmp/out"');
+  files.forEach((f, i) => {
+    const src = payload(d, `file-${i}`, f.content);
+    const dest = q(f.path);
+    const k = d.hidden.indexOf(f.path);
+    // already there, owned by another user and as installed: bound read-only by the backend
+    // (WorkerSpec.readOnlyFiles); only code that can chown could have put it there
+    d.lines.push(
+      `if [ -f ${dest} ] && [ ! -O ${dest} ] && [ "$(sha256sum < ${src})" = "$(sha256sum < ${dest})" ]; then printf 'read-only, owned by another user: %s\n' ${dest} >> "$tmp/out";${k < 0 ? "" : ` B${k}=1;`}`,
+      `else { mkdir -p "$(dirname ${dest})" && cp ${src} ${q(`${f.path}.${d.scratch}`)} && mv ${q(`${f.path}.${d.scratch}`)} ${dest}; } >> "$tmp/out" 2>&1 || stop install $?; fi`,
     );
-  };
-  if (plan.agentDiff.trim() !== "") gitApply("apply", "agent.patch", plan.agentDiff);
-  const b64 = (s: string) => Buffer.from(s).toString("base64");
-  const term = (step: "build" | "lint", c: { command: string; timeoutMs: number } | undefined) => {
-    if (c) lines.push(`run ${step} ${secs(c.timeoutMs)} ${b64(c.command)}`);
-  };
-  term("build", plan.build);
-  term("lint", plan.lint);
-  const hidden = plan.install === undefined ? [] : (plan.hiddenFiles ?? []);
+  });
+  d.lines.push(`emit install 0 "$tmp/out" 0`);
+}
+
+/** Adds the hidden tests (patch or files) and the canary, then keeps a read-only copy of each file. */
+function installHidden(d: ScriptDraft, plan: ScoringPlan): void {
   // B<i>: hidden file i is bound read-only by the backend (set at install; nothing inherited)
-  if (hidden.length) lines.push(hidden.map((_, i) => `B${i}=`).join("; "));
-  if (plan.install === undefined) {
-    // no hidden tests to add
-  } else if (plan.install.kind === "patch") {
-    if (plan.install.patch.trim() !== "") gitApply("install", "tests.patch", plan.install.patch);
-  } else {
-    lines.push(': > "$tmp/out"');
-    plan.install.files.forEach((f, i) => {
-      const src = payload(`file-${i}`, f.content);
-      const dest = q(f.path);
-      const k = hidden.indexOf(f.path);
-      // already there, owned by another user and as installed: bound read-only by the backend
-      // (WorkerSpec.readOnlyFiles); only code that can chown could have put it there
-      lines.push(
-        `if [ -f ${dest} ] && [ ! -O ${dest} ] && [ "$(sha256sum < ${src})" = "$(sha256sum < ${dest})" ]; then printf 'read-only, owned by another user: %s\n' ${dest} >> "$tmp/out";${k < 0 ? "" : ` B${k}=1;`}`,
-        `else { mkdir -p "$(dirname ${dest})" && cp ${src} ${q(`${f.path}.${scratch}`)} && mv ${q(`${f.path}.${scratch}`)} ${dest}; } >> "$tmp/out" 2>&1 || stop install $?; fi`,
-      );
-    });
-    lines.push(`emit install 0 "$tmp/out" 0`);
-  }
-  if (plan.install !== undefined && plan.canary) {
+  if (d.hidden.length) d.lines.push(d.hidden.map((_, i) => `B${i}=`).join("; "));
+  if (plan.install === undefined) return; // no hidden tests to add
+  if (plan.install.kind === "patch") {
+    if (plan.install.patch.trim() !== "") gitApply(d, "install", "tests.patch", plan.install.patch);
+  } else installFiles(d, plan.install.files);
+  if (plan.canary) {
     const c = plan.canary;
-    const pre = payload("canary-pre", Buffer.from(c.prepend));
-    const post = payload("canary-post", Buffer.from(c.append));
-    const tmpFile = q(`${c.file}.${scratch}`);
-    lines.push(
+    const pre = payload(d, "canary-pre", Buffer.from(c.prepend));
+    const post = payload(d, "canary-post", Buffer.from(c.append));
+    const tmpFile = q(`${c.file}.${d.scratch}`);
+    d.lines.push(
       `{ cat ${pre} ${q(c.file)} ${post} > ${tmpFile} && mv ${tmpFile} ${q(c.file)}; } > "$tmp/out" 2>&1 || stop install $?`,
     );
   }
-  if (hidden.length) {
-    lines.push('mkdir -p "$tmp/hidden"');
-    hidden.forEach((f, i) => {
-      lines.push(`if [ -f ${q(f)} ]; then cp ${q(f)} "$tmp/hidden/${i}"; fi`);
+  if (d.hidden.length) {
+    d.lines.push('mkdir -p "$tmp/hidden"');
+    d.hidden.forEach((f, i) => {
+      d.lines.push(`if [ -f ${q(f)} ]; then cp ${q(f)} "$tmp/hidden/${i}"; fi`);
     });
-    lines.push('chmod -R a-w "$tmp/hidden"');
+    d.lines.push('chmod -R a-w "$tmp/hidden"');
   }
-  /**
-   * Puts the hidden test files back as installed (whatever a previous run did to them), read-only;
-   * a file the backend bound read-only (`B<i>` set at install) cannot have changed and stays.
-   */
-  const resetHidden = () => {
-    hidden.forEach((f, i) => {
-      lines.push(
-        `if [ -z "\${B${i}:-}" ]; then rm -rf ${q(f)}; if [ -f "$tmp/hidden/${i}" ]; then mkdir -p "$(dirname ${q(f)})" && cp "$tmp/hidden/${i}" ${q(f)} && chmod a-w ${q(f)}; fi; fi`,
-      );
-    });
-  };
-  /** Lists the hidden test files a test command changed (sha256sum: coreutils, like base64 and timeout). */
-  const checkHidden = (r: number, i: number) => {
-    if (!hidden.length) return;
-    lines.push(': > "$tmp/out"');
-    hidden.forEach((f, k) => {
-      lines.push(
-        `[ "$(sha256sum < "$tmp/hidden/${k}")" = "$(sha256sum < ${q(f)} 2>/dev/null)" ] || printf '%s\\n' ${q(f)} >> "$tmp/out"`,
-      );
-    });
-    lines.push(`emit ${hiddenStep(r, i)} 0 "$tmp/out" 0`);
-  };
-  const repeat = Math.max(1, plan.repeat);
+}
+
+/**
+ * Puts the hidden test files back as installed (whatever a previous run did to them), read-only;
+ * a file the backend bound read-only (`B<i>` set at install) cannot have changed and stays.
+ */
+function resetHidden(d: ScriptDraft): void {
+  d.hidden.forEach((f, i) => {
+    d.lines.push(
+      `if [ -z "\${B${i}:-}" ]; then rm -rf ${q(f)}; if [ -f "$tmp/hidden/${i}" ]; then mkdir -p "$(dirname ${q(f)})" && cp "$tmp/hidden/${i}" ${q(f)} && chmod a-w ${q(f)}; fi; fi`,
+    );
+  });
+}
+
+/** Lists the hidden test files a test command changed (sha256sum: coreutils, like base64 and timeout). */
+function checkHidden(d: ScriptDraft, r: number, i: number): void {
+  if (!d.hidden.length) return;
+  d.lines.push(': > "$tmp/out"');
+  d.hidden.forEach((f, k) => {
+    d.lines.push(
+      `[ "$(sha256sum < "$tmp/hidden/${k}")" = "$(sha256sum < ${q(f)} 2>/dev/null)" ] || printf '%s\\n' ${q(f)} >> "$tmp/out"`,
+    );
+  });
+  d.lines.push(`emit ${hiddenStep(r, i)} 0 "$tmp/out" 0`);
+}
+
+/** The hidden-test runs: the suite once per repeat, or each command once per repeat. */
+function testRuns(d: ScriptDraft, plan: ScoringPlan, repeat: number): void {
   for (let r = 0; r < repeat; r++) {
     if (plan.suite) {
-      resetHidden();
-      lines.push(`trun ${testStep(r, 0)} ${secs(plan.testTimeoutMs)} ${b64(plan.suite.command)}`);
-      lines.push(
+      resetHidden(d);
+      d.lines.push(`trun ${testStep(r, 0)} ${secs(plan.testTimeoutMs)} ${b64(plan.suite.command)}`);
+      d.lines.push(
         `grep -E ${q(plan.suite.resultPattern)} "$tmp/out" > "$tmp/res" 2>/dev/null; emit ${resultsStep(r, 0)} 0 "$tmp/res" 0`,
       );
-      checkHidden(r, 0);
+      checkHidden(d, r, 0);
       continue;
     }
     plan.tests.forEach((t, i) => {
-      resetHidden();
-      lines.push(`trun ${testStep(r, i)} ${secs(plan.testTimeoutMs)} ${b64(t.command)}`);
-      checkHidden(r, i);
+      resetHidden(d);
+      d.lines.push(`trun ${testStep(r, i)} ${secs(plan.testTimeoutMs)} ${b64(t.command)}`);
+      checkHidden(d, r, i);
     });
   }
-  lines.push('printf "%s done\\n" "$M"', "");
+}
+
+/** The whole script's deadline: every step's own deadline plus 5 s each, plus a minute of slack. Pure. */
+export function scriptTimeoutMs(plan: ScoringPlan): number {
   const slack = 60_000;
   const commands = plan.suite ? 1 : plan.tests.length;
-  const timeoutMs =
+  return (
     (plan.build ? plan.build.timeoutMs + 5_000 : 0) +
     (plan.lint ? plan.lint.timeoutMs + 5_000 : 0) +
-    repeat * commands * (plan.testTimeoutMs + 5_000) +
-    slack;
-  return { script: lines.join("\n"), staged, timeoutMs };
+    Math.max(1, plan.repeat) * commands * (plan.testTimeoutMs + 5_000) +
+    slack
+  );
+}
+
+/** Composes the scoring script for `plan`. Pure. */
+export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): ComposedScript {
+  if (!/^[0-9a-f]{8,64}$/.test(o.nonce)) throw new TypeError("scoring nonce must be 8-64 hex digits");
+  if (o.stagedDir !== undefined && !/^[A-Za-z0-9._-]+$/.test(o.stagedDir))
+    throw new TypeError(`staged dir '${o.stagedDir}' must be one plain workspace-relative name`);
+  const d: ScriptDraft = {
+    lines: scriptPrelude(markerOf(o.nonce), o.nonce, o.stagedDir, plan.maxOutputBytes),
+    staged: [],
+    stagedDir: o.stagedDir,
+    eof: `FLAKEGYM_EOF_${o.nonce}`,
+    scratch: `flakegym-${o.nonce}`,
+    hidden: plan.install === undefined ? [] : (plan.hiddenFiles ?? []),
+  };
+  if (plan.agentDiff.trim() !== "") gitApply(d, "apply", "agent.patch", plan.agentDiff);
+  if (plan.build) d.lines.push(`run build ${secs(plan.build.timeoutMs)} ${b64(plan.build.command)}`);
+  if (plan.lint) d.lines.push(`run lint ${secs(plan.lint.timeoutMs)} ${b64(plan.lint.command)}`);
+  installHidden(d, plan);
+  testRuns(d, plan, Math.max(1, plan.repeat));
+  d.lines.push('printf "%s done\\n" "$M"', "");
+  return { script: d.lines.join("\n"), staged: d.staged, timeoutMs: scriptTimeoutMs(plan) };
 }
 
 /** One step's result as the script printed it. */

@@ -127,6 +127,222 @@ function parseRequest(body: unknown): GroupRequest {
   );
 }
 
+/** A serve instance's state: its options and the groups it runs or is setting up. */
+interface ServeState {
+  readonly o: ServeOptions;
+  /** Running groups (a finished one is answered from disk). */
+  readonly groups: Map<string, GroupRun>;
+  /** Requests being set up (validated, stored, deps created): a second one waits for the first. */
+  readonly starting: Map<string, Promise<GroupRun | undefined>>;
+}
+
+const runningCount = (s: ServeState) => [...s.groups.values()].filter((g) => g.status === "running").length;
+
+const conflict = (id: string) =>
+  new HttpError(409, "E_CONFLICT", `request_id ${id} names another request; pick a new request_id`);
+
+/** Streams a group: what finished so far, then each new trajectory, then the end. */
+function stream(res: ServerResponse, g: GroupRun, heartbeatMs: number): void {
+  res.writeHead(200, { "content-type": "application/x-ndjson", "cache-control": "no-store" });
+  const write = (line: StreamLine) => res.write(`${JSON.stringify(line)}\n`);
+  write({
+    type: "accepted",
+    request_id: g.request.request_id,
+    run_id: g.runId,
+    status: g.status,
+    replayed: g.records.length + g.errors.length,
+  });
+  for (const r of g.records) write(r);
+  for (const e of g.errors) write(e);
+  if (g.status !== "running") {
+    write(doneLineOf(g));
+    res.end();
+    return;
+  }
+  const beat = setInterval(() => write({ type: "heartbeat", at: new Date().toISOString() }), heartbeatMs);
+  const listener = (line: StreamLine) => {
+    write(line);
+    if (line.type === "done") stop();
+  };
+  const stop = () => {
+    clearInterval(beat);
+    g.listeners.delete(listener);
+    if (!res.writableEnded) res.end();
+  };
+  g.listeners.add(listener);
+  // a trainer that disconnects leaves the group running; it resubmits or GETs to read it again
+  res.on("close", stop);
+}
+
+type StoredGroup = NonNullable<Awaited<ReturnType<typeof readStored>>>;
+
+/**
+ * The group answered from disk: a finished one, unless it failed and is resubmitted (then it runs
+ * again). Undefined: the group must run. Pure.
+ */
+export function finishedGroupOf(
+  request: GroupRequest,
+  stored: StoredGroup | undefined,
+  resubmitted: boolean,
+): GroupRun | undefined {
+  if (!stored?.done || (resubmitted && stored.done.status === "failed")) return undefined;
+  return {
+    request,
+    runId: stored.runId ?? "",
+    status: stored.done.status,
+    ...(stored.done.detail ? { detail: stored.done.detail } : {}),
+    records: stored.records,
+    errors: stored.errors,
+    expected: stored.done.expected ?? stored.records.length,
+    listeners: new Set(),
+    abort: new AbortController(),
+    finished: Promise.resolve(),
+  } satisfies GroupRun;
+}
+
+/** The 429 a new group gets while `running` groups already fill the server (else undefined). Pure. */
+export function busyError(running: number, maxGroups: number, retryAfterS = 5): HttpError | undefined {
+  if (running < maxGroups) return undefined;
+  const after = String(retryAfterS);
+  return new HttpError(
+    429,
+    "E_BUSY",
+    `${running} group(s) running, the most this server runs at once (--max-groups ${maxGroups}); retry after ${after} s`,
+    { headers: { "retry-after": after } },
+  );
+}
+
+/** A new request's tasks checked: a bad one is a 400 naming its field (and its rows). */
+async function checkNewRequest(request: GroupRequest, o: ServeOptions): Promise<void> {
+  await checkGroupTasks(request, o).catch((err: unknown) => {
+    if (!(err instanceof GroupTaskError)) throw err;
+    const code = err.rows ? "E_ROWS" : err.field === "task" ? "E_TASK" : "E_SCENARIO";
+    throw new HttpError(
+      400,
+      code,
+      `field '${err.field}': ${err.message}`,
+      err.rows ? { extra: { rows: err.rows } } : {},
+    );
+  });
+}
+
+/** Sets up the group of `id`: answered from disk when finished, else checked and started. */
+async function setupGroup(
+  s: ServeState,
+  id: string,
+  fresh: GroupRequest | undefined,
+): Promise<GroupRun | undefined> {
+  const { o } = s;
+  const stored = await readStored(o.stateDir, id);
+  if (stored && fresh && !sameRequest(fresh, stored.request)) throw conflict(id);
+  const request = stored?.request ?? fresh;
+  if (!request) return undefined;
+  const finished = finishedGroupOf(request, stored, fresh !== undefined);
+  if (finished) return finished;
+  // before anything runs, a stored request too: the operator's list may have changed since
+  const problem = request.inference && upstreamProblem(request.inference.base_url, o.allowUpstreams ?? []);
+  if (problem) throw new HttpError(400, "E_UPSTREAM", `field 'inference.base_url': ${problem}`);
+  if (!stored) await checkNewRequest(request, o);
+  const busy = busyError(runningCount(s), o.maxGroups, o.retryAfterS);
+  if (busy) throw busy;
+  const g = await startGroup(o, request, stored).catch((err: unknown) => {
+    // another server on this state dir runs the group: the same answer as a busy one here
+    if (err instanceof RunDirLockedError) throw new HttpError(409, err.code, err.message);
+    throw err;
+  });
+  s.groups.set(id, g);
+  // a finished group (failed ones too) is answered from disk from now on: memory holds running groups only
+  void g.finished.then(() => {
+    if (g.status !== "running" && s.groups.get(id) === g) s.groups.delete(id);
+  });
+  return g;
+}
+
+/** The group of a request id: running, finished on disk, or started now (once). */
+async function groupFor(
+  s: ServeState,
+  id: string,
+  fresh: GroupRequest | undefined,
+): Promise<GroupRun | undefined> {
+  const live = s.groups.get(id);
+  if (live && (live.status !== "failed" || !fresh)) {
+    if (fresh && !sameRequest(fresh, live.request)) throw conflict(id);
+    return live;
+  }
+  const pending = s.starting.get(id);
+  if (pending) {
+    const g = await pending;
+    if (g && fresh && !sameRequest(fresh, g.request)) throw conflict(id);
+    return g;
+  }
+  const setup = setupGroup(s, id, fresh);
+  s.starting.set(id, setup);
+  try {
+    return await setup;
+  } finally {
+    s.starting.delete(id);
+  }
+}
+
+/** GET or DELETE /v1/groups/<id>: stream the group, or cancel it. */
+async function handleGroup(s: ServeState, method: string, rawId: string, res: ServerResponse): Promise<void> {
+  const id = decodeURIComponent(rawId);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id))
+    throw new HttpError(400, "E_REQUEST_ID", `'${id}' is not a request id`);
+  if (method === "DELETE") {
+    const g = s.groups.get(id) ?? (await s.starting.get(id));
+    if (!g) throw new HttpError(404, "E_NOT_FOUND", `no running group ${id}`);
+    if (g.status === "running") g.abort.abort(CANCELLED);
+    return sendJson(res, 202, {
+      request_id: id,
+      status: g.status === "running" ? "cancelling" : g.status,
+    });
+  }
+  const g = await groupFor(s, id, undefined);
+  if (!g) throw new HttpError(404, "E_NOT_FOUND", `no group ${id}; POST /v1/groups to start it`);
+  return stream(res, g, s.o.heartbeatMs ?? 15_000);
+}
+
+async function handle(s: ServeState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { o } = s;
+  if (!authorized(req.headers.authorization, o.token))
+    throw new HttpError(401, "E_AUTH", "missing or wrong bearer token (Authorization: Bearer <token>)");
+  const url = new URL(req.url ?? "/", "http://serve");
+  const m = /^\/v1\/groups\/([^/]+)$/.exec(url.pathname);
+  if (req.method === "GET" && url.pathname === "/healthz")
+    return sendJson(res, 200, { ok: true, running: runningCount(s), capacity: o.maxGroups });
+  if (req.method === "GET" && url.pathname === "/v1/schema") return sendJson(res, 200, apiSchema());
+  if (req.method === "POST" && url.pathname === "/v1/groups") {
+    const request = parseRequest(await readBody(req));
+    const g = await groupFor(s, request.request_id, request);
+    return stream(res, g!, o.heartbeatMs ?? 15_000);
+  }
+  if (m && (req.method === "GET" || req.method === "DELETE")) return handleGroup(s, req.method, m[1]!, res);
+  throw new HttpError(404, "E_ROUTE", `no route ${req.method} ${url.pathname} (see GET /v1/schema)`);
+}
+
+/** Answers a failed request with its error as JSON (a stream already started just ends). */
+function sendError(res: ServerResponse, err: unknown): void {
+  const e =
+    err instanceof HttpError ? err : new HttpError(500, "E_INTERNAL", (err as Error)?.message ?? String(err));
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  sendJson(res, e.status, { error: { code: e.code, message: e.message, ...e.extra } }, e.headers);
+}
+
+/** Stops the running groups (they have no done.json: a resubmission resumes them), then the server. */
+async function closeServe(s: ServeState, server: Server): Promise<void> {
+  for (const g of s.groups.values()) if (g.status === "running") g.abort.abort("server closing");
+  const all = Promise.all([...s.groups.values()].map((g) => g.finished));
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([all, new Promise((r) => (timer = setTimeout(r, s.o.closeWaitMs ?? 30_000)))]);
+  clearTimeout(timer);
+  server.closeAllConnections();
+  await new Promise<void>((r) => server.close(() => r()));
+}
+
 export async function startServe(o: ServeOptions): Promise<ServeHandle> {
   if (!isLoopback(o.host) && !o.token) {
     throw new FlakegymError(
@@ -137,171 +353,9 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
       },
     );
   }
-  const groups = new Map<string, GroupRun>();
-  /** Requests being set up (validated, stored, deps created): a second one waits for the first. */
-  const starting = new Map<string, Promise<GroupRun | undefined>>();
-  const running = () => [...groups.values()].filter((g) => g.status === "running").length;
-  const heartbeatMs = o.heartbeatMs ?? 15_000;
-
-  /** Streams a group: what finished so far, then each new trajectory, then the end. */
-  function stream(res: ServerResponse, g: GroupRun) {
-    res.writeHead(200, { "content-type": "application/x-ndjson", "cache-control": "no-store" });
-    const write = (line: StreamLine) => res.write(`${JSON.stringify(line)}\n`);
-    write({
-      type: "accepted",
-      request_id: g.request.request_id,
-      run_id: g.runId,
-      status: g.status,
-      replayed: g.records.length + g.errors.length,
-    });
-    for (const r of g.records) write(r);
-    for (const e of g.errors) write(e);
-    if (g.status !== "running") {
-      write(doneLineOf(g));
-      res.end();
-      return;
-    }
-    const beat = setInterval(() => write({ type: "heartbeat", at: new Date().toISOString() }), heartbeatMs);
-    const listener = (line: StreamLine) => {
-      write(line);
-      if (line.type === "done") stop();
-    };
-    const stop = () => {
-      clearInterval(beat);
-      g.listeners.delete(listener);
-      if (!res.writableEnded) res.end();
-    };
-    g.listeners.add(listener);
-    // a trainer that disconnects leaves the group running; it resubmits or GETs to read it again
-    res.on("close", stop);
-  }
-
-  /** The group of a request id: running, finished on disk, or started now (once). */
-  async function groupFor(id: string, fresh: GroupRequest | undefined): Promise<GroupRun | undefined> {
-    const live = groups.get(id);
-    if (live && (live.status !== "failed" || !fresh)) {
-      if (fresh && !sameRequest(fresh, live.request)) throw conflict(id);
-      return live;
-    }
-    const pending = starting.get(id);
-    if (pending) {
-      const g = await pending;
-      if (g && fresh && !sameRequest(fresh, g.request)) throw conflict(id);
-      return g;
-    }
-    const setup = (async () => {
-      const stored = await readStored(o.stateDir, id);
-      if (stored && fresh && !sameRequest(fresh, stored.request)) throw conflict(id);
-      const request = stored?.request ?? fresh;
-      if (!request) return undefined;
-      // a finished group is answered from disk; a failed one runs again when resubmitted
-      if (stored?.done && !(fresh && stored.done.status === "failed")) {
-        return {
-          request,
-          runId: stored.runId ?? "",
-          status: stored.done.status,
-          ...(stored.done.detail ? { detail: stored.done.detail } : {}),
-          records: stored.records,
-          errors: stored.errors,
-          expected: stored.done.expected ?? stored.records.length,
-          listeners: new Set(),
-          abort: new AbortController(),
-          finished: Promise.resolve(),
-        } satisfies GroupRun;
-      }
-      // before anything runs, a stored request too: the operator's list may have changed since
-      const problem =
-        request.inference && upstreamProblem(request.inference.base_url, o.allowUpstreams ?? []);
-      if (problem) throw new HttpError(400, "E_UPSTREAM", `field 'inference.base_url': ${problem}`);
-      if (!stored) {
-        await checkGroupTasks(request, o).catch((err: unknown) => {
-          if (!(err instanceof GroupTaskError)) throw err;
-          const code = err.rows ? "E_ROWS" : err.field === "task" ? "E_TASK" : "E_SCENARIO";
-          throw new HttpError(
-            400,
-            code,
-            `field '${err.field}': ${err.message}`,
-            err.rows ? { extra: { rows: err.rows } } : {},
-          );
-        });
-      }
-      if (running() >= o.maxGroups) {
-        const after = String(o.retryAfterS ?? 5);
-        throw new HttpError(
-          429,
-          "E_BUSY",
-          `${running()} group(s) running, the most this server runs at once (--max-groups ${o.maxGroups}); retry after ${after} s`,
-          { headers: { "retry-after": after } },
-        );
-      }
-      const g = await startGroup(o, request, stored).catch((err: unknown) => {
-        // another server on this state dir runs the group: the same answer as a busy one here
-        if (err instanceof RunDirLockedError) throw new HttpError(409, err.code, err.message);
-        throw err;
-      });
-      groups.set(id, g);
-      // a finished group (failed ones too) is answered from disk from now on: memory holds running groups only
-      void g.finished.then(() => {
-        if (g.status !== "running" && groups.get(id) === g) groups.delete(id);
-      });
-      return g;
-    })();
-    starting.set(id, setup);
-    try {
-      return await setup;
-    } finally {
-      starting.delete(id);
-    }
-  }
-
-  const conflict = (id: string) =>
-    new HttpError(409, "E_CONFLICT", `request_id ${id} names another request; pick a new request_id`);
-
-  async function handle(req: IncomingMessage, res: ServerResponse) {
-    if (!authorized(req.headers.authorization, o.token))
-      throw new HttpError(401, "E_AUTH", "missing or wrong bearer token (Authorization: Bearer <token>)");
-    const url = new URL(req.url ?? "/", "http://serve");
-    const m = /^\/v1\/groups\/([^/]+)$/.exec(url.pathname);
-    if (req.method === "GET" && url.pathname === "/healthz")
-      return sendJson(res, 200, { ok: true, running: running(), capacity: o.maxGroups });
-    if (req.method === "GET" && url.pathname === "/v1/schema") return sendJson(res, 200, apiSchema());
-    if (req.method === "POST" && url.pathname === "/v1/groups") {
-      const request = parseRequest(await readBody(req));
-      const g = await groupFor(request.request_id, request);
-      return stream(res, g!);
-    }
-    if (m && (req.method === "GET" || req.method === "DELETE")) {
-      const id = decodeURIComponent(m[1]!);
-      if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id))
-        throw new HttpError(400, "E_REQUEST_ID", `'${id}' is not a request id`);
-      if (req.method === "DELETE") {
-        const g = groups.get(id) ?? (await starting.get(id));
-        if (!g) throw new HttpError(404, "E_NOT_FOUND", `no running group ${id}`);
-        if (g.status === "running") g.abort.abort(CANCELLED);
-        return sendJson(res, 202, {
-          request_id: id,
-          status: g.status === "running" ? "cancelling" : g.status,
-        });
-      }
-      const g = await groupFor(id, undefined);
-      if (!g) throw new HttpError(404, "E_NOT_FOUND", `no group ${id}; POST /v1/groups to start it`);
-      return stream(res, g);
-    }
-    throw new HttpError(404, "E_ROUTE", `no route ${req.method} ${url.pathname} (see GET /v1/schema)`);
-  }
-
+  const s: ServeState = { o, groups: new Map(), starting: new Map() };
   const server: Server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      const e =
-        err instanceof HttpError
-          ? err
-          : new HttpError(500, "E_INTERNAL", (err as Error)?.message ?? String(err));
-      if (res.headersSent) {
-        res.end();
-        return;
-      }
-      sendJson(res, e.status, { error: { code: e.code, message: e.message, ...e.extra } }, e.headers);
-    });
+    handle(s, req, res).catch((err: unknown) => sendError(res, err));
   });
   server.requestTimeout = 30_000;
   server.headersTimeout = 20_000;
@@ -311,16 +365,7 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
   const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${host}:${addr.port}`,
-    running,
-    async close() {
-      // stopped groups have no done.json: a resubmission resumes them
-      for (const g of groups.values()) if (g.status === "running") g.abort.abort("server closing");
-      const all = Promise.all([...groups.values()].map((g) => g.finished));
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([all, new Promise((r) => (timer = setTimeout(r, o.closeWaitMs ?? 30_000)))]);
-      clearTimeout(timer);
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
+    running: () => runningCount(s),
+    close: () => closeServe(s, server),
   };
 }

@@ -18,6 +18,7 @@ import {
   markerOf,
   parseScoringOutput,
   type ScoringPlan,
+  scriptTimeoutMs,
   timedOutStep,
 } from "../../src/scoring/script.js";
 
@@ -443,5 +444,32 @@ describe("agentEndedScript", () => {
     expect(agentEndedScript(parsed(["apply"], { stoppedAt: "apply" }))).toBeUndefined();
     expect(agentEndedScript(parsed(["apply", "install"]))).toBeUndefined();
     expect(agentEndedScript(parsed([]))).toBeUndefined();
+  });
+});
+
+describe("scriptTimeoutMs", () => {
+  it("is each step's deadline plus 5 s, the tests once per repeat (at least once), plus a minute", () => {
+    expect(scriptTimeoutMs(plan({ repeat: 0 }))).toBe(60_000);
+    const cmds = [
+      { id: "a", kind: "fail_to_pass" as const, command: "true" },
+      { id: "b", kind: "pass_to_pass" as const, command: "true" },
+    ];
+    expect(
+      scriptTimeoutMs(
+        plan({
+          tests: cmds,
+          repeat: 2,
+          testTimeoutMs: 10_000,
+          build: { command: "make", timeoutMs: 1_000 },
+          lint: { command: "lint", timeoutMs: 2_000 },
+        }),
+      ),
+    ).toBe(6_000 + 7_000 + 2 * 2 * 15_000 + 60_000);
+    // a suite is one command however many tests it runs
+    expect(
+      scriptTimeoutMs(
+        plan({ tests: cmds, suite: { command: "t", resultPattern: "x" }, testTimeoutMs: 10_000 }),
+      ),
+    ).toBe(15_000 + 60_000);
   });
 });

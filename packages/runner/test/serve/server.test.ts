@@ -9,7 +9,14 @@ import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenize
 import { createDummyDeps, type DummyDeps } from "../../src/rollout/dummy-deps.js";
 import { inlineScenarioId, parseRows } from "../../src/serve/group-tasks.js";
 import { apiSchema, type StreamLine } from "../../src/serve/schema.js";
-import { authorized, isLoopback, type ServeHandle, startServe } from "../../src/serve/server.js";
+import {
+  authorized,
+  busyError,
+  finishedGroupOf,
+  isLoopback,
+  type ServeHandle,
+  startServe,
+} from "../../src/serve/server.js";
 import { loadTask } from "../../src/tasks/catalog.js";
 import { TOKENIZERS } from "../export/fixtures.js";
 import { truncationReplay } from "../helpers/truncation-replay.js";
@@ -136,6 +143,45 @@ describe("serve: pure decisions", () => {
       expect.arrayContaining(["task", "rows", "scenario", "inference", "sampling", "policy"]),
     );
     expect(JSON.stringify(s.schemas.StreamLine)).toContain("loss_mask");
+  });
+
+  it("a finished group is answered from disk, except a failed one resubmitted (it runs again)", () => {
+    const request = { request_id: "r1", group_size: 2 } as never;
+    type Stored = NonNullable<Parameters<typeof finishedGroupOf>[1]>;
+    const stored = (status: "complete" | "failed" | "cancelled", expected?: number): Stored => ({
+      request,
+      records: [],
+      errors: [],
+      runId: "run-1",
+      done: {
+        type: "done" as const,
+        request_id: "r1",
+        status,
+        trajectories: 0,
+        ...(expected !== undefined ? { expected } : {}),
+        detail: "why",
+      },
+    });
+    expect(finishedGroupOf(request, undefined, true)).toBeUndefined();
+    expect(finishedGroupOf(request, { ...stored("complete"), done: undefined }, false)).toBeUndefined();
+    expect(finishedGroupOf(request, stored("failed"), true)).toBeUndefined();
+    const failed = finishedGroupOf(request, stored("failed", 4), false)!;
+    expect([failed.status, failed.runId, failed.expected, failed.detail]).toEqual([
+      "failed",
+      "run-1",
+      4,
+      "why",
+    ]);
+    const done = finishedGroupOf(request, stored("complete"), true)!;
+    expect([done.status, done.expected]).toEqual(["complete", 0]);
+  });
+
+  it("a new group past --max-groups is a 429 with Retry-After", () => {
+    expect(busyError(1, 2)).toBeUndefined();
+    const e = busyError(2, 2, 7)!;
+    expect([e.status, e.code, e.headers]).toEqual([429, "E_BUSY", { "retry-after": "7" }]);
+    expect(e.message).toMatch(/2 group\(s\) running.*--max-groups 2\); retry after 7 s/);
+    expect(busyError(3, 2)!.headers).toEqual({ "retry-after": "5" });
   });
 });
 

@@ -28,6 +28,45 @@ export { type DoctorContext, type DoctorProbe, DoctorRow } from "../../doctor/pr
 const mb = (bytes: number | undefined) =>
   bytes === undefined ? "n/a" : `${Math.round(bytes / 1024 / 1024)} MB`;
 
+/** The core's reported version against the one this cline package ships. Pure. */
+export function coreVersionRow(reported: string, pkgVersion: string): DoctorRow {
+  const ok = reported === CLINE_CORE_REPORTED_VERSION;
+  return {
+    check: "cline core",
+    status: ok ? "ok" : "warn",
+    value: `reports itself as Cline ${reported}`,
+    ...(ok ? {} : { detail: `expected ${CLINE_CORE_REPORTED_VERSION} for cline@${pkgVersion}` }),
+  };
+}
+
+/** A running core's memory, page merging and one-byte bundle as rows. Pure. */
+export function coreResourceRows(
+  core: Pick<ClineCore, "memoryMerge" | "oneByte">,
+  mem: { coreRssBytes?: number | undefined; hostRssBytes?: number | undefined },
+): DoctorRow[] {
+  return [
+    {
+      check: "core memory",
+      status: "info",
+      value: `core RSS ${mb(mem.coreRssBytes)}, host RSS ${mb(mem.hostRssBytes)}`,
+    },
+    {
+      check: "same-page merging",
+      status: "info",
+      value: core.memoryMerge.on
+        ? "on (idle cores share identical pages)"
+        : `off: ${core.memoryMerge.reason}`,
+    },
+    {
+      check: "one-byte bundle",
+      status: core.oneByte.on ? "info" : "warn",
+      value: core.oneByte.on
+        ? `on (${core.oneByte.coreJs}: the core's source held one byte a character)`
+        : `off: ${core.oneByte.reason}`,
+    },
+  ];
+}
+
 /** The Cline core end to end: package, boot, a scripted two-turn task (write a file, complete). */
 export const clineProbe: DoctorProbe = {
   name: "cline",
@@ -65,14 +104,7 @@ export const clineProbe: DoctorProbe = {
         oneByte: probeOneByteCore(pkg, flakegymCacheRoot(process.env)),
       });
       const info = await core.client.state.getProcessInfo({ signal: ctx.signal });
-      rows.push({
-        check: "cline core",
-        status: info.version === CLINE_CORE_REPORTED_VERSION ? "ok" : "warn",
-        value: `reports itself as Cline ${info.version}`,
-        ...(info.version === CLINE_CORE_REPORTED_VERSION
-          ? {}
-          : { detail: `expected ${CLINE_CORE_REPORTED_VERSION} for cline@${pkg.version}` }),
-      });
+      rows.push(coreVersionRow(info.version, pkg.version));
       rows.push({
         check: "core boot",
         status: "info",
@@ -98,26 +130,7 @@ export const clineProbe: DoctorProbe = {
               detail: `${run.outcome.detail}${written === "flakegym doctor" ? "" : "; doctor.txt was not written"}; see ${core.logFile}`,
             }),
       });
-      const mem = await core.memory();
-      rows.push({
-        check: "core memory",
-        status: "info",
-        value: `core RSS ${mb(mem.coreRssBytes)}, host RSS ${mb(mem.hostRssBytes)}`,
-      });
-      rows.push({
-        check: "same-page merging",
-        status: "info",
-        value: core.memoryMerge.on
-          ? "on (idle cores share identical pages)"
-          : `off: ${core.memoryMerge.reason}`,
-      });
-      rows.push({
-        check: "one-byte bundle",
-        status: core.oneByte.on ? "info" : "warn",
-        value: core.oneByte.on
-          ? `on (${core.oneByte.coreJs}: the core's source held one byte a character)`
-          : `off: ${core.oneByte.reason}`,
-      });
+      rows.push(...coreResourceRows(core, await core.memory()));
     } catch (err) {
       rows.push({
         check: "cline core",

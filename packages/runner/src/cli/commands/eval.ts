@@ -137,6 +137,39 @@ async function checkTasks(ids: readonly string[], catalog: string): Promise<void
   }
 }
 
+/** What is wrong with an eval's choice of items: none, or a dataset mixed with others. Pure. */
+export function evalSelectionProblem(
+  scenarios: number,
+  tasks: number,
+  dataset: boolean,
+): UsageError | undefined {
+  if (dataset && (scenarios || tasks))
+    return new UsageError(
+      "--dataset cannot be combined with --scenario, --suite or --task",
+      "run dataset rows in an eval of their own",
+    );
+  if (!scenarios && !tasks && !dataset)
+    return new UsageError(
+      "nothing to evaluate",
+      "give --suite smoke, --scenario <id|dir>, --task <id> or --dataset <file> (repeat --scenario/--task for several)",
+    );
+  return undefined;
+}
+
+/** Policy gold replays reference solutions: the scenarios without one, as an error. Pure. */
+export function goldWithoutSolution(
+  policies: readonly string[],
+  scenarios: readonly { id: string; spec: { solution?: unknown } }[],
+): UsageError | undefined {
+  if (!policies.some((p) => parsePolicySpec(p).kind === "gold")) return undefined;
+  const missing = scenarios.filter((s) => !s.spec.solution).map((s) => s.id);
+  if (!missing.length) return undefined;
+  return new UsageError(
+    `policy gold replays a reference solution, and scenario(s) ${missing.join(", ")} have none`,
+    "add a solution patch to scenario.json ('solution'), or evaluate them with other policies",
+  );
+}
+
 export const evalCommand = defineCommand({
   path: ["eval"],
   summary: "run scenarios/tasks × policies × trials and report pass@k, pass^k and flakiness",
@@ -159,18 +192,8 @@ export const evalCommand = defineCommand({
     const evalId = newRunId();
     const scenarios = await scenariosOf(opts, ctx.cwd);
     const tasks = opts.task ?? [];
-    if (opts.dataset !== undefined && (scenarios.length || tasks.length)) {
-      throw new UsageError(
-        "--dataset cannot be combined with --scenario, --suite or --task",
-        "run dataset rows in an eval of their own",
-      );
-    }
-    if (!scenarios.length && !tasks.length && opts.dataset === undefined) {
-      throw new UsageError(
-        "nothing to evaluate",
-        "give --suite smoke, --scenario <id|dir>, --task <id> or --dataset <file> (repeat --scenario/--task for several)",
-      );
-    }
+    const selection = evalSelectionProblem(scenarios.length, tasks.length, opts.dataset !== undefined);
+    if (selection) throw selection;
     const r = resolveRolloutOptions(
       {
         ...opts,
@@ -187,15 +210,8 @@ export const evalCommand = defineCommand({
     const catalog = opts.catalog ? resolve(ctx.cwd, opts.catalog) : BUILTIN_CATALOG_DIR;
     await validatePolicySpecs(r.config.policies, ctx.signal);
     await checkTasks(tasks, catalog);
-    if (r.config.policies.some((p) => parsePolicySpec(p).kind === "gold")) {
-      const missing = scenarios.filter((s) => !s.spec.solution).map((s) => s.id);
-      if (missing.length) {
-        throw new UsageError(
-          `policy gold replays a reference solution, and scenario(s) ${missing.join(", ")} have none`,
-          "add a solution patch to scenario.json ('solution'), or evaluate them with other policies",
-        );
-      }
-    }
+    const gold = goldWithoutSolution(r.config.policies, scenarios);
+    if (gold) throw gold;
     const baseline = opts.baseline
       ? {
           file: resolve(ctx.cwd, opts.baseline),

@@ -26,8 +26,10 @@ import { checkNewRunDir, checkOutDir } from "../../rollout/out-path.js";
 import { checkResumeInputs, hashInputs, runInputFiles } from "../../rollout/run-inputs.js";
 import { acquireRunLock } from "../../rollout/run-lock.js";
 import { runRollout } from "../../rollout/run-rollout.js";
+import type { RunSummary } from "../../rollout/summary.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { readManifest, runPaths } from "../../run-format/run-dir.js";
+import type { RunConfig } from "../../run-format/schema.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
 import { datasetPathError, formatRowError } from "../../tasks/dataset.js";
 import { datasetAsCatalog } from "../../tasks/dataset-catalog.js";
@@ -85,6 +87,29 @@ export const rolloutCommand = defineCommand({
   },
 });
 
+/** The dataset rows a run takes: `--dataset` now, or a resumed run's stored selection (progress on a TTY). */
+async function datasetSelectionOf(
+  dataset: { readonly file: string; readonly limit?: number | undefined } | undefined,
+  stored: RunConfig | undefined,
+  ctx: CliContext,
+): Promise<DatasetSelection | undefined> {
+  const datasetProgress = ctx.stderr.isTTY
+    ? { onProgress: (n: number) => ctx.stderr.write(`\rread ${n} rows…`) }
+    : {};
+  let selection: DatasetSelection | undefined;
+  if (dataset) {
+    selection = await selectDataset(dataset.file, dataset.limit, { signal: ctx.signal, ...datasetProgress });
+  } else if (stored?.dataset) {
+    selection = await reselectDataset(stored.dataset, stored.tasks, {
+      signal: ctx.signal,
+      ...datasetProgress,
+    });
+  }
+  if (selection && ctx.stderr.isTTY) ctx.stderr.write("\r");
+  if (selection) reportRejected(selection, ctx.stderr);
+  return selection;
+}
+
 /** The rollout, once its run directory is checked and this process holds it. */
 async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: string): Promise<number> {
   const opts = await nixAppOptions(await withImportedTasks(given, ctx, runId), ctx);
@@ -97,24 +122,9 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
         ...(opts.atropos ? { atropos: resumeAtropos(stored.config, opts.atropos, r.config.atropos) } : {}),
       }
     : r.config;
-  let selection: DatasetSelection | undefined;
-  const datasetProgress = ctx.stderr.isTTY
-    ? { onProgress: (n: number) => ctx.stderr.write(`\rread ${n} rows…`) }
-    : {};
-  if (r.dataset) {
-    selection = await selectDataset(r.dataset.file, r.dataset.limit, {
-      signal: ctx.signal,
-      ...datasetProgress,
-    });
+  const selection = await datasetSelectionOf(r.dataset, stored?.config, ctx);
+  if (selection && r.dataset)
     config = { ...config, tasks: selection.tasks.map((t) => t.id), dataset: selection.config };
-  } else if (stored?.config.dataset) {
-    selection = await reselectDataset(stored.config.dataset, stored.config.tasks, {
-      signal: ctx.signal,
-      ...datasetProgress,
-    });
-  }
-  if (selection && ctx.stderr.isTTY) ctx.stderr.write("\r");
-  if (selection) reportRejected(selection, ctx.stderr);
   // bad input is a usage error now, before any run directory, worker or retry
   await validatePolicySpecs(config.policies, ctx.signal);
   if (!selection) await checkCatalogTasks(config.tasks, config.catalog);
@@ -186,19 +196,28 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
   const { summary, lines } = result;
   const printed = opts.json ? JSON.stringify(summary, null, 2) : `${lines.join("\n")}\n${summary.out}`;
   ctx.stdout.write(runSecrets.text(`${printed}\n`));
+  const exit = rolloutExitCode(summary, r.banner !== undefined);
+  for (const line of rolloutEndNotes(summary, exit)) ctx.stderr.write(`${line}\n`);
+  return exit.code;
+}
+
+/** What stderr says after a rollout: a stop and its hint, how to finish, why the exit code is 1. Pure. */
+export function rolloutEndNotes(
+  summary: RunSummary,
+  exit: { readonly code: number; readonly why?: string | undefined },
+): string[] {
+  const notes: string[] = [];
   if (summary.stopped)
-    ctx.stderr.write(
-      `run stopped [${summary.stopped.code}]: ${summary.stopped.message}\n  hint: free space on that filesystem first (nothing half-written was kept)\n`,
+    notes.push(
+      `run stopped [${summary.stopped.code}]: ${summary.stopped.message}\n  hint: free space on that filesystem first (nothing half-written was kept)`,
     );
   const pending = summary.atropos?.pending ?? 0;
-  if (!summary.complete || pending > 0) {
-    ctx.stderr.write(
-      `${summary.complete ? `${pending} group(s) not sent to Atropos yet; ` : ""}finish with: flakegym rollout --resume ${summary.out}\n`,
+  if (!summary.complete || pending > 0)
+    notes.push(
+      `${summary.complete ? `${pending} group(s) not sent to Atropos yet; ` : ""}finish with: flakegym rollout --resume ${summary.out}`,
     );
-  }
-  const exit = rolloutExitCode(summary, r.banner !== undefined);
-  if (exit.code === 1 && exit.why) ctx.stderr.write(`${exit.why}\n`);
-  return exit.code;
+  if (exit.code === 1 && exit.why) notes.push(exit.why);
+  return notes;
 }
 
 /**

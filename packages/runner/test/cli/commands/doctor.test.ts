@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import {
+  coreResourceRows,
+  coreVersionRow,
   DoctorRow,
   doctorProbes,
   nixImagesRow,
@@ -101,5 +103,31 @@ describe("the nix images row", () => {
     expect(old.detail).toContain("./result | podman load");
     expect(nixImagesRow(undefined).detail).toContain("`nix` is not installed");
     expect(DoctorRow.parse(old)).toEqual(old);
+  });
+});
+
+describe("the cline core rows", () => {
+  it("a core reporting another version than its package ships is a warning naming both", () => {
+    const r = coreVersionRow("0.0.1-other", "1.0.10");
+    expect([r.status, r.value]).toEqual(["warn", "reports itself as Cline 0.0.1-other"]);
+    expect(r.detail).toMatch(/^expected .+ for cline@1\.0\.10$/);
+  });
+
+  it("memory, page merging and the one-byte bundle (off is a warning, with its reason)", () => {
+    const rows = coreResourceRows(
+      {
+        memoryMerge: { on: false, reason: "no prctl" },
+        oneByte: { on: false, reason: "not built" },
+      } as never,
+      { coreRssBytes: 3 * 1024 * 1024, hostRssBytes: 1024 * 1024 },
+    );
+    expect(rows.map((r) => [r.check, r.status])).toEqual([
+      ["core memory", "info"],
+      ["same-page merging", "info"],
+      ["one-byte bundle", "warn"],
+    ]);
+    expect(rows[1]!.value).toBe("off: no prctl");
+    expect(rows[2]!.value).toBe("off: not built");
+    expect(rows.every((r) => DoctorRow.safeParse(r).success)).toBe(true);
   });
 });
