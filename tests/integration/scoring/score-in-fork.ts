@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { createDeadline } from "@flakegym/nomad-jobs";
 import {
   createLocalBackend,
   forkSnapshot,
@@ -96,7 +97,8 @@ export async function scoreInFork(o: {
         ...(hidden?.readOnly && decoys ? { readOnlyFiles: hidden.readOnly.files } : {}),
       });
       try {
-        return await scoreDiff(worker, o.diff, o.hidden, options, AbortSignal.timeout(280_000));
+        using deadline = createDeadline({ timeout: { limit: "one scoring run in a fork", ms: 280_000 } });
+        return await scoreDiff(worker, o.diff, o.hidden, options, deadline.signal);
       } finally {
         await release();
       }

@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { createDeadline } from "@flakegym/nomad-jobs";
 import { judgeTerm, snapshotTextReader } from "@flakegym/runner";
 
 /**
@@ -96,14 +97,15 @@ export async function startSuggestibleJudge(): Promise<SuggestibleJudge> {
  * `judge` on `diff`, the originals read from the snapshot at `workspace`; `tests` is the hidden
  * tests' value and summary (absent: a row, no cap); `baseline`: one reading, no cap.
  */
-export function judgeStageOn(
+export async function judgeStageOn(
   judge: SuggestibleJudge,
   at: { readonly taskPrompt: string; readonly workspace: string },
   diff: string,
   tests: { readonly value: number; readonly summary: string } | undefined,
   baseline: boolean,
 ) {
-  return judgeTerm(
+  using deadline = createDeadline({ timeout: { limit: "the judge stage", ms: 60_000 } });
+  return await judgeTerm(
     {
       weights: { judge: 1 },
       judge: { baseUrl: judge.url, model: "suggestible", timeoutMs: 30_000 },
@@ -114,6 +116,6 @@ export function judgeStageOn(
     diff,
     tests?.summary,
     tests?.value,
-    AbortSignal.timeout(60_000),
+    deadline.signal,
   );
 }

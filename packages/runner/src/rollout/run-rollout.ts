@@ -1,5 +1,6 @@
 import { setMaxListeners } from "node:events";
 import { mkdir } from "node:fs/promises";
+import { createDeadline } from "@flakegym/nomad-jobs";
 import { buildGroup, groupId } from "../emit/group.js";
 import type { ProgressSink } from "../progress/events.js";
 import { appendJsonLine, writeJsonAtomic } from "../run-format/jsonl.js";
@@ -247,7 +248,8 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     ended = await runTasks(run, plan.toRun);
     await sender.drain();
   } finally {
-    await sender.disconnect(AbortSignal.timeout(5_000));
+    using closing = createDeadline({ timeout: { limit: "the Atropos sender's disconnect", ms: 5_000 } });
+    await sender.disconnect(closing.signal);
     await manifestChain.catch(() => {});
   }
 
