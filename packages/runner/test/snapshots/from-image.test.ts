@@ -105,6 +105,8 @@ async function imageWorkspace(dir: string): Promise<string> {
       encoding: "utf8",
     });
   g("init", "-q", "-b", "main");
+  // git makes .git/info only from its templates, which a bare machine (the Nix check) may lack
+  await mkdir(join(dir, ".git", "info"), { recursive: true });
   await writeFile(join(dir, ".git", "info", "exclude"), "target/\n");
   g("add", "-A");
   g("commit", "-q", "-m", "snapshot");
