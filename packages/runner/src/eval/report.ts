@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { InfraRetryCount, LimitName, OutcomeKind } from "../run-format/schema.js";
+import { ClineProvenance, InfraRetryCount, LimitName, OutcomeKind } from "../run-format/schema.js";
 import {
   PassStats,
   PooledStats,
@@ -127,7 +127,7 @@ export const EvalReport = z
     provenance: z
       .object({
         flakegymVersion: z.string(),
-        cline: z.object({ version: z.string(), integrity: z.string().optional() }).strict(),
+        cline: ClineProvenance,
         node: z.string(),
         runId: z.string().describe("the rollout run under run/"),
         seed: z.number().int(),

@@ -268,6 +268,21 @@ export const TaskProvenance = z
   })
   .strict();
 
+/** The Cline core a run used: `run.json`'s and the eval report's `provenance.cline`. */
+export const ClineProvenance = z
+  .object({
+    version: z.string(),
+    integrity: z.string().optional(),
+    bundle: z
+      .string()
+      .optional()
+      .describe(
+        "the core's bundle the local workers run: one-byte (its sha256) or the package's own, and why",
+      ),
+  })
+  .strict();
+export type ClineProvenance = z.infer<typeof ClineProvenance>;
+
 /** `run.json`. */
 export const RunManifest = z
   .object({
@@ -278,18 +293,7 @@ export const RunManifest = z
     provenance: z
       .object({
         flakegymVersion: z.string(),
-        cline: z
-          .object({
-            version: z.string(),
-            integrity: z.string().optional(),
-            bundle: z
-              .string()
-              .optional()
-              .describe(
-                "the core's bundle the local workers run: one-byte (its sha256) or the package's own, and why",
-              ),
-          })
-          .strict(),
+        cline: ClineProvenance,
         node: z.string(),
         nixStorePath: z.string().optional().describe("when run from a flake build (FLAKEGYM_NIX_STORE_PATH)"),
         imageDigest: z.string().optional().describe("worker image digest for container backends"),
