@@ -25,6 +25,18 @@ function hash8(value: unknown): string {
   return createHash("sha256").update(JSON.stringify(value)).digest("hex").slice(0, 8);
 }
 
+/** What the docker and podman drivers' blocks share: the image and the container's options. */
+function containerFields(c: Extract<BackendDriver, { driver: "docker" | "podman" }>, image: string) {
+  return {
+    image,
+    allowMutableTag: c.allowMutableTag,
+    args: c.args,
+    ...(c.command ? { command: c.command } : {}),
+    ...(c.networkMode ? { networkMode: c.networkMode } : {}),
+    ...(c.containerPort ? { containerPort: c.containerPort } : {}),
+  };
+}
+
 /** The driver block of a job for this spec: the backend's driver with the spec's image. */
 export function workerDriver(
   d: BackendDriver,
@@ -45,23 +57,10 @@ export function workerDriver(
   return match(d)
     .with({ driver: "docker" }, (c) => ({
       driver: "docker" as const,
-      image: needImage(),
-      allowMutableTag: c.allowMutableTag,
-      args: c.args,
-      ...(c.command ? { command: c.command } : {}),
-      ...(c.networkMode ? { networkMode: c.networkMode } : {}),
-      ...(c.containerPort ? { containerPort: c.containerPort } : {}),
+      ...containerFields(c, needImage()),
       ...(c.runtime ? { runtime: c.runtime } : {}),
     }))
-    .with({ driver: "podman" }, (c) => ({
-      driver: "podman" as const,
-      image: needImage(),
-      allowMutableTag: c.allowMutableTag,
-      args: c.args,
-      ...(c.command ? { command: c.command } : {}),
-      ...(c.networkMode ? { networkMode: c.networkMode } : {}),
-      ...(c.containerPort ? { containerPort: c.containerPort } : {}),
-    }))
+    .with({ driver: "podman" }, (c) => ({ driver: "podman" as const, ...containerFields(c, needImage()) }))
     .with({ driver: "nix" }, (c) => {
       const flake = spec.image?.includes("#") ? spec.image : c.flake?.replaceAll("{profile}", spec.profile);
       if (!flake) {
