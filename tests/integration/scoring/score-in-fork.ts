@@ -78,6 +78,8 @@ export async function scoreInFork(o: {
   /** Build and lint commands (a dataset row's terms; give their weights too). */
   readonly buildCmd?: string;
   readonly lintCmd?: string;
+  /** The profile whose default build `buildCmd` is (the build then lists what it compiled). */
+  readonly reach?: ScoreOptions["reach"];
 }): Promise<Score> {
   const hasTests = o.hidden.install !== undefined;
   const prepared = hasTests
@@ -115,6 +117,7 @@ export async function scoreInFork(o: {
     ...(o.judgeBaseline ? { judgeBaseline: true } : {}),
     ...(o.buildCmd ? { buildCmd: o.buildCmd } : {}),
     ...(o.lintCmd ? { lintCmd: o.lintCmd } : {}),
+    ...(o.reach ? { reach: o.reach } : {}),
   };
   try {
     if (!decoys || !prepared) return await run.score(undefined, options);

@@ -1,0 +1,187 @@
+import type { ProfileId } from "@flakegym/profiles";
+import { NODE_CHECKED_FIND, PYTHON_BUILD_EXCLUDE } from "../tasks/row-reward.js";
+import { changedLinesByFile } from "../text/diff.js";
+import type { Term } from "./reward.js";
+import type { StepResult } from "./script.js";
+import { type ReachHit, switchedOffLines } from "./switched-off.js";
+
+/**
+ * The file half of "a build/lint term vouches only for code the build/lint actually read" (the
+ * in-file half is scoring/switched-off.ts). Inside the scoring sandbox, right after the build, the
+ * toolchain itself says which files the build compiled (`go list`, rustc's dep-info, the C
+ * compiler's dependency output, `tsc --listFilesOnly`, the `find` the node check walks); every
+ * source file the diff adds or changes that is not among them — a Rust file no `mod` declares, a C
+ * file the Makefile does not list, a `_windows.go` file, an `.mjs` file — costs the build and lint
+ * terms. No host tool reads a workspace file: the host only compares path lists. Pure.
+ */
+
+/** What the scoring script does around a build to learn which files it compiled. */
+export interface ReachProbe {
+  /** Variables set for the build step, each to a file in the probe's dir (its `$FLAKEGYM_REACH`). */
+  readonly buildEnv?: Readonly<Record<string, string>>;
+  /**
+   * Shell run after the build with `$FLAKEGYM_REACH` (a dir holding `mark`, touched just before the
+   * build): prints the workspace root, then the paths the build compiled (whitespace-separated;
+   * make-style dependency lines allowed).
+   */
+  readonly list: string;
+}
+
+const ROOT = `printf '%s\\n' "$PWD"; `;
+const GO_FILES = ["GoFiles", "CgoFiles", "TestGoFiles", "XTestGoFiles"]
+  .map((f) => `{{range .${f}}}{{$d}}/{{.}}{{"\\n"}}{{end}}`)
+  .join("");
+
+/** Each profile's probe (python needs none: compileall compiles every `.py` it does not exclude). */
+const PROBES: Partial<Record<ProfileId, ReachProbe>> = {
+  go: { list: `${ROOT}go list -e -f '{{$d := .Dir}}${GO_FILES}' ./...` },
+  rust: {
+    list: `${ROOT}find "\${CARGO_TARGET_DIR:-target}" -path '*/deps/*.d' -type f -newer "$FLAKEGYM_REACH/mark" -exec cat {} +`,
+  },
+  c: { buildEnv: { DEPENDENCIES_OUTPUT: "deps" }, list: `${ROOT}cat "$FLAKEGYM_REACH/deps"` },
+  node: {
+    list: `${ROOT}if [ -f tsconfig.json ]; then npx --no-install tsc --listFilesOnly; else ${NODE_CHECKED_FIND} -print; fi`,
+  },
+};
+
+/** The probe of `profile`'s default build, if it needs one. Pure. */
+export const reachProbeOf = (profile: ProfileId): ReachProbe | undefined => PROBES[profile];
+
+/** What counts as a source file of each profile (everything else — docs, data, configs — is not judged here). */
+const SOURCES: Partial<Record<ProfileId, RegExp>> = {
+  go: /\.go$/,
+  rust: /\.rs$/,
+  c: /\.(c|cc|cpp|cxx|c\+\+|h|hh|hpp|hxx)$/,
+  node: /\.(js|mjs|cjs|jsx|ts|tsx|mts|cts)$/,
+  python: /\.py$/,
+};
+
+/** Directories whose files are tests, fixtures or documentation: no build vouches for them. */
+const EXEMPT_DIR = /^(tests?|__tests__|specs?|testdata|testing|fixtures?|__fixtures__|__mocks__|docs?)$/;
+const TEST_FILE = /^test_.*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$|^conftest\.py$/;
+
+/** Whether `path` is a source file of `profile` the build must have compiled. Pure. */
+export function isBuiltSource(profile: ProfileId, path: string): boolean {
+  const re = SOURCES[profile];
+  if (!re?.test(path)) return false;
+  const parts = path.split("/");
+  const base = parts.pop()!;
+  return !TEST_FILE.test(base) && !parts.some((d) => EXEMPT_DIR.test(d));
+}
+
+/** A Go file named for another platform (`x_windows.go`, `x_darwin_arm64.go`). */
+const OTHER_PLATFORM_GO =
+  /_(aix|android|darwin|dragonfly|freebsd|hurd|illumos|ios|js|netbsd|openbsd|plan9|solaris|wasip1|windows|zos|386|arm|arm64|loong64|mips\w*|ppc64\w*|riscv64|s390x|wasm)(_\w+)?\.go$/;
+
+/** Normalises a probe's path (`./a/../b` → `b`; the root stripped). */
+function normalise(p: string, root: string): string {
+  const rel = root && p.startsWith(`${root}/`) ? p.slice(root.length + 1) : p;
+  const out: string[] = [];
+  for (const seg of rel.split("/")) {
+    if (seg === "." || seg === "") continue;
+    if (seg === ".." && out.length && out.at(-1) !== "..") out.pop();
+    else out.push(seg);
+  }
+  return (rel.startsWith("/") ? "/" : "") + out.join("/");
+}
+
+/** The paths a probe printed: its first line the root, then paths (make-style `target:` words dropped). Pure. */
+export function parseReach(output: string): Set<string> {
+  const [root = "", ...rest] = output.split("\n");
+  const words = rest
+    .join("\n")
+    .replace(/\\\n/g, " ")
+    .split(/\s+/)
+    .filter((w) => w !== "" && !w.endsWith(":"));
+  return new Set(words.map((w) => normalise(w, root.trim())));
+}
+
+/** Whether the build compiled `path`: listed as is, or (a sub-make's relative entry) as its tail. */
+function compiledBy(path: string, compiled: ReadonlySet<string>): boolean {
+  if (compiled.has(path)) return true;
+  for (const c of compiled)
+    if (!c.startsWith("/") && !c.startsWith("..") && path.endsWith(`/${c}`)) return true;
+  return false;
+}
+
+/** What one changed source file's place in the build is, or undefined when the build compiled it. */
+function unreadReason(
+  profile: ProfileId,
+  f: { path: string; isNew: boolean },
+  compiled: ReadonlySet<string> | undefined,
+): string | undefined {
+  if (profile === "python")
+    return new RegExp(PYTHON_BUILD_EXCLUDE).test(`./${f.path}`)
+      ? "not compiled by the build: compileall excludes its directory"
+      : undefined;
+  // an edit to a file only another platform builds: this build cannot vouch for it, nor is it hidden by the change
+  if (profile === "go" && !f.isNew && OTHER_PLATFORM_GO.test(f.path)) return undefined;
+  if (compiled === undefined) return "the build's own list of compiled files is missing";
+  return compiledBy(f.path, compiled)
+    ? undefined
+    : `not compiled by the build: no ${profile} build target of the repository includes it`;
+}
+
+/**
+ * The changed source files of `diff` the build did not compile, given what the probe printed
+ * (`probe` undefined: the probe did not report; for python none is needed). Pure.
+ */
+export function unreadFiles(profile: ProfileId, diff: string, probe: StepResult | undefined): ReachHit[] {
+  const compiled = probe && probe.exitCode === 0 ? parseReach(probe.output) : undefined;
+  const hits: ReachHit[] = [];
+  for (const f of changedLinesByFile(diff)) {
+    // a name with a control character could forge a line of the probe's list
+    const odd = [...f.path].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
+    if (!odd && !isBuiltSource(profile, f.path)) continue;
+    const why = odd ? "its name holds a control character" : unreadReason(profile, f, compiled);
+    if (why) hits.push({ term: "build", file: f.path, line: 0, why, text: "" });
+  }
+  return hits;
+}
+
+/** Every reason `diff` gives for a build or lint that did not read all of it (file- and line-level). Pure. */
+export function reachHits(
+  diff: string,
+  profile: ProfileId | undefined,
+  probe: StepResult | undefined,
+): ReachHit[] {
+  const files = profile === undefined ? [] : unreadFiles(profile, diff, probe);
+  return [...files, ...switchedOffLines(diff)];
+}
+
+/** One hit as the term's detail tells it. */
+const hitText = (h: ReachHit) => `${h.file}${h.line ? `:${h.line}` : ""} (${h.why})`;
+
+/** The hits that cost `term` a pass: build hits cost both terms, lint hits the lint term. */
+const against = (term: Term | undefined, hits: readonly ReachHit[]) =>
+  term?.value === 1 ? hits.filter((h) => h.term === "build" || term.name === "lint") : [];
+
+/** A term that passed, set to 0 with the hits named, when there are any. */
+function zeroed(term: Term | undefined, hits: readonly ReachHit[]): Term | undefined {
+  if (!term || !hits.length) return term;
+  const list = hits.slice(0, 8).map(hitText).join("; ");
+  const more = hits.length > 8 ? `; and ${hits.length - 8} more` : "";
+  return {
+    ...term,
+    value: 0,
+    detail: `${term.detail ?? ""}; not counted — the change keeps code from the ${term.name}: ${list}${more}`,
+  };
+}
+
+/**
+ * The build and lint terms once a change that kept some of its own code from them is taken into
+ * account: a term that passed is 0 when a hit stands against it. `counted`: the hits that cost a
+ * term (recorded in score.json as `build-exclusion`). Pure.
+ */
+export function applyReach(
+  terms: { readonly build: Term | undefined; readonly lint: Term | undefined },
+  hits: readonly ReachHit[],
+): { build: Term | undefined; lint: Term | undefined; counted: ReachHit[] } {
+  const b = against(terms.build, hits);
+  const l = against(terms.lint, hits);
+  return {
+    build: zeroed(terms.build, b),
+    lint: zeroed(terms.lint, l),
+    counted: hits.filter((h) => b.includes(h) || l.includes(h)),
+  };
+}
