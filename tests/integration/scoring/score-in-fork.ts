@@ -80,6 +80,8 @@ export async function scoreInFork(o: {
   readonly lintCmd?: string;
   /** The profile whose default build `buildCmd` is (the build then lists what it compiled). */
   readonly reach?: ScoreOptions["reach"];
+  /** Build and lint terms as before they checked what they read. */
+  readonly reachBaseline?: boolean;
 }): Promise<Score> {
   const hasTests = o.hidden.install !== undefined;
   const prepared = hasTests
@@ -118,6 +120,7 @@ export async function scoreInFork(o: {
     ...(o.buildCmd ? { buildCmd: o.buildCmd } : {}),
     ...(o.lintCmd ? { lintCmd: o.lintCmd } : {}),
     ...(o.reach ? { reach: o.reach } : {}),
+    ...(o.reachBaseline ? { reachBaseline: true } : {}),
   };
   try {
     if (!decoys || !prepared) return await run.score(undefined, options);

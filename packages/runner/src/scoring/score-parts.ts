@@ -33,7 +33,7 @@ export function scoringPlanOf(
   const hasTests = hidden.install !== undefined;
   const build =
     o.weights.build > 0 && o.buildCmd
-      ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs, ...reachOf(o.reach) }
+      ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs, ...(o.reachBaseline ? {} : reachOf(o.reach)) }
       : undefined;
   const lint =
     o.weights.lint > 0 && o.lintCmd ? { command: o.lintCmd, timeoutMs: o.termTimeoutMs } : undefined;

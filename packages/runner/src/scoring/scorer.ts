@@ -102,6 +102,8 @@ export interface ScoreOptions extends JudgeStageOptions {
    * (scoring/build-reach.ts). Code the diff switches off in-file costs them whatever the build.
    */
   readonly reach?: ProfileId;
+  /** Build and lint terms as before they checked what they read (a baseline for the red team and the bench). */
+  readonly reachBaseline?: boolean;
   readonly termTimeoutMs: number;
   readonly judge?: JudgeConfig;
   readonly taskPrompt: string;
@@ -510,7 +512,9 @@ export async function scoreDiff(
 
   // build and lint judge the agent's change alone, before the hidden tests are added
   // ... and vouch only for the code they read (scoring/build-reach.ts)
-  const reach = reachHits(guarded.diff, plan.build?.reach ? o.reach : undefined, parsed.steps.get("reach"));
+  const reach = o.reachBaseline
+    ? []
+    : reachHits(guarded.diff, plan.build ? o.reach : undefined, parsed.steps.get("reach"));
   const {
     build: buildTerm,
     lint: lintTerm,
