@@ -5,6 +5,7 @@ import {
   type HiddenTests,
   hiddenTestsOf,
   type LoadedTask,
+  listCatalog,
   loadTask,
   ROW_TERM_DEFAULTS,
   rowReachProfile,
@@ -94,8 +95,17 @@ async function scoreAttack(attack: Attack): Promise<Score> {
   return scoreInFork({ dir: tmp.path, name: attack.id, task, snapshot, hidden, diff, decoys: !baseline });
 }
 
-// the row attacks' control: each task's reference solution, scored as a row the same way, builds
-const rowControls = [...new Set(BUILD_ATTACKS.map((a) => `${a.task} ${a.row}`))].map((k) => k.split(" "));
+// the row attacks' control: each reference solution, scored as a row by each of its profile's
+// default terms the same way, builds (and lints) — no false zero. By default the attacked tasks';
+// FLAKEGYM_ROW_CONTROLS=all (`npm run test:row-controls`) takes every offline catalog task
+const attacked = new Set(BUILD_ATTACKS.map((a) => a.task));
+const rowControls = (await listCatalog())
+  .filter((t) => t.network === "none" && (process.env.FLAKEGYM_ROW_CONTROLS === "all" || attacked.has(t.id)))
+  .flatMap((t) =>
+    (["build", "lint"] as const)
+      .filter((term) => ROW_TERM_DEFAULTS[t.profile][term])
+      .map((term) => [t.id, term]),
+  );
 describe("red team: build-config controls", () => {
   it.concurrent.each(rowControls)(
     "%s's solution scored as a row by its %s term scores 1",
