@@ -3,7 +3,7 @@ import { NODE_CHECKED_FIND, PYTHON_BUILD_EXCLUDE } from "../tasks/row-reward.js"
 import { changedLinesByFile } from "../text/diff.js";
 import type { Term } from "./reward.js";
 import type { StepResult } from "./script.js";
-import { type ReachHit, switchedOffLines } from "./switched-off.js";
+import { type ReachHit, type SwitchContext, switchedOffLines } from "./switched-off.js";
 
 /**
  * The file half of "a build/lint term vouches only for code the build/lint actually read" (the
@@ -28,6 +28,8 @@ export interface ReachProbe {
 }
 
 const ROOT = `printf '%s\\n' "$PWD"; `;
+/** The line after which the rust probe prints `cargo metadata` (the crates' declared features). */
+const CARGO_METADATA = "#flakegym-cargo-metadata";
 const GO_FILES = ["GoFiles", "CgoFiles", "TestGoFiles", "XTestGoFiles"]
   .map((f) => `{{range .${f}}}{{$d}}/{{.}}{{"\\n"}}{{end}}`)
   .join("");
@@ -36,7 +38,7 @@ const GO_FILES = ["GoFiles", "CgoFiles", "TestGoFiles", "XTestGoFiles"]
 const PROBES: Partial<Record<ProfileId, ReachProbe>> = {
   go: { list: `${ROOT}go list -e -f '{{$d := .Dir}}${GO_FILES}' ./...` },
   rust: {
-    list: `${ROOT}find "\${CARGO_TARGET_DIR:-target}" -path '*/deps/*.d' -type f -newer "$FLAKEGYM_REACH/mark" -exec cat {} +`,
+    list: `${ROOT}find "\${CARGO_TARGET_DIR:-target}" -path '*/deps/*.d' -type f -newer "$FLAKEGYM_REACH/mark" -exec cat {} + && printf '\\n%s\\n' '${CARGO_METADATA}' && { cargo metadata --no-deps --offline --format-version 1 2>/dev/null || true; }`,
   },
   c: { buildEnv: { DEPENDENCIES_OUTPUT: "deps" }, list: `${ROOT}cat "$FLAKEGYM_REACH/deps"` },
   node: {
@@ -85,15 +87,39 @@ function normalise(p: string, root: string): string {
   return (rel.startsWith("/") ? "/" : "") + out.join("/");
 }
 
-/** The paths a probe printed: its first line the root, then paths (make-style `target:` words dropped). Pure. */
-export function parseReach(output: string): Set<string> {
-  const [root = "", ...rest] = output.split("\n");
+/** What a probe printed: the paths the build read, and (rust) the features its crates declare. */
+export interface Reach {
+  readonly files: ReadonlySet<string>;
+  readonly rustFeatures?: ReadonlySet<string>;
+}
+
+/** The features `cargo metadata` JSON declares, or undefined when it is not that JSON. */
+function cargoFeatures(json: string): Set<string> | undefined {
+  try {
+    const m = JSON.parse(json) as { packages?: { features?: Record<string, unknown> }[] };
+    if (!Array.isArray(m.packages)) return undefined;
+    return new Set(m.packages.flatMap((p) => Object.keys(p.features ?? {})));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A probe's output: its first line the root, then paths (make-style `target:` words dropped), then
+ * for rust `cargo metadata` after its marker line. Pure.
+ */
+export function parseReach(output: string): Reach {
+  const cut = output.indexOf(`\n${CARGO_METADATA}\n`);
+  const paths = cut < 0 ? output : output.slice(0, cut);
+  const rustFeatures = cut < 0 ? undefined : cargoFeatures(output.slice(cut + CARGO_METADATA.length + 2));
+  const [root = "", ...rest] = paths.split("\n");
   const words = rest
     .join("\n")
     .replace(/\\\n/g, " ")
     .split(/\s+/)
     .filter((w) => w !== "" && !w.endsWith(":"));
-  return new Set(words.map((w) => normalise(w, root.trim())));
+  const files = new Set(words.map((w) => normalise(w, root.trim())));
+  return rustFeatures ? { files, rustFeatures } : { files };
 }
 
 /** Whether the build compiled `path`: listed as is, or (a sub-make's relative entry) as its tail. */
@@ -127,7 +153,7 @@ function unreadReason(
  * (`probe` undefined: the probe did not report; for python none is needed). Pure.
  */
 export function unreadFiles(profile: ProfileId, diff: string, probe: StepResult | undefined): ReachHit[] {
-  const compiled = probe && probe.exitCode === 0 ? parseReach(probe.output) : undefined;
+  const compiled = probe && probe.exitCode === 0 ? parseReach(probe.output).files : undefined;
   const hits: ReachHit[] = [];
   for (const f of changedLinesByFile(diff)) {
     // a name with a control character could forge a line of the probe's list
@@ -146,7 +172,9 @@ export function reachHits(
   probe: StepResult | undefined,
 ): ReachHit[] {
   const files = profile === undefined ? [] : unreadFiles(profile, diff, probe);
-  return [...files, ...switchedOffLines(diff)];
+  const features = probe && probe.exitCode === 0 ? parseReach(probe.output).rustFeatures : undefined;
+  const ctx: SwitchContext = features ? { rustFeatures: features } : {};
+  return [...files, ...switchedOffLines(diff, ctx)];
 }
 
 /** One hit as the term's detail tells it. */

@@ -169,7 +169,7 @@ const plusBuildToExpr = (rest: string): string =>
     .map((opt) => `(${opt.split(",").join(" && ")})`)
     .join(" || ");
 
-function goLineOff(text: string): string | undefined {
+function goLineOff(text: string, _ctx: SwitchContext): string | undefined {
   const m = /^\s*\/\/go:build\s+(.*)$/.exec(text) ?? /^\s*\/\/\s*\+build\s+(.*)$/.exec(text);
   if (!m) return undefined;
   const src = text.includes("+build") ? plusBuildToExpr(m[1]!) : m[1]!;
@@ -247,33 +247,44 @@ function topLevel(list: string): string[] {
   return out.map((p) => p.trim());
 }
 
-/** Evaluates a `cfg(…)` predicate: a name rustc and cargo never set (`FALSE`) never holds. Pure. */
-export function rustCfg(pred: string): Tri {
+/** What the build said about itself that the in-file rules use (none: they judge the diff alone). */
+export interface SwitchContext {
+  /** The features the crates declare (`cargo metadata`): `feature = "x"` for any other never holds. */
+  readonly rustFeatures?: ReadonlySet<string>;
+}
+
+/**
+ * Evaluates a `cfg(…)` predicate: a name rustc and cargo never set (`FALSE`), or a feature no
+ * crate declares (when `features` are known), never holds. Pure.
+ */
+export function rustCfg(pred: string, features?: ReadonlySet<string>): Tri {
   const p = pred.trim();
   const call = /^(any|all|not)\s*\(/.exec(p);
   if (call) {
     const inner = balanced(p, call[0].length - 1);
-    const args = inner === undefined ? [] : topLevel(inner).map(rustCfg);
+    const args = inner === undefined ? [] : topLevel(inner).map((a) => rustCfg(a, features));
     if (call[1] === "not") return args[0] === "true" ? "false" : args[0] === "false" ? "true" : "maybe";
     const [win, lose] = call[1] === "any" ? (["true", "false"] as const) : (["false", "true"] as const);
     if (args.includes(win)) return win;
     return args.every((a) => a === lose) ? lose : "maybe";
   }
+  const feature = /^feature\s*=\s*"([^"]*)"$/.exec(p)?.[1];
+  if (feature !== undefined && features !== undefined) return features.has(feature) ? "maybe" : "false";
   const name = /^([A-Za-z_][A-Za-z0-9_]*)/.exec(p)?.[1];
   return name !== undefined && RUST_CFG.has(name) ? "maybe" : "false";
 }
 
-function rustLineOff(text: string): string | undefined {
+function rustLineOff(text: string, ctx: SwitchContext): string | undefined {
   const m = /#!?\[\s*cfg\s*\(/.exec(text);
   if (!m) return undefined;
   const pred = balanced(text, m.index + m[0].length - 1);
-  if (pred === undefined || rustCfg(pred) !== "false") return undefined;
-  return `\`cfg(${pred.trim()})\` holds in no build (rustc and cargo never set it): the code under it is not compiled`;
+  if (pred === undefined || rustCfg(pred, ctx.rustFeatures) !== "false") return undefined;
+  return `\`cfg(${pred.trim()})\` holds in no build (rustc and cargo never set it, or no crate declares the feature): the code under it is not compiled`;
 }
 
 // --- the C preprocessor ---------------------------------------------------------------------
 
-function cLineOff(text: string): string | undefined {
+function cLineOff(text: string, _ctx: SwitchContext): string | undefined {
   const m = /^\s*#\s*(if|elif)\b(.*)$/.exec(text);
   if (!m) return undefined;
   const cond = m[2]!
@@ -293,7 +304,7 @@ function cLineOff(text: string): string | undefined {
 interface Family {
   readonly ext: RegExp;
   /** An added line that switches code off from the build (and the lint with it). */
-  readonly off?: (text: string) => string | undefined;
+  readonly off?: (text: string, ctx: SwitchContext) => string | undefined;
   /** Added lint suppressions, each with the term it costs. */
   readonly suppressions: readonly { readonly re: RegExp; readonly term: ReachTerm; readonly what: string }[];
 }
@@ -384,15 +395,15 @@ function newSuppressions(
 }
 
 /** Every line of `diff` that switches its own code off from the build or silences the lint. Pure. */
-export function switchedOffLines(diff: string): ReachHit[] {
+export function switchedOffLines(diff: string, ctx: SwitchContext = {}): ReachHit[] {
   const hits: ReachHit[] = [];
   for (const f of changedLinesByFile(diff)) {
     const fam = FAMILIES.find((x) => x.ext.test(f.path));
     if (!fam) continue;
     // a switch the diff only carries over (an edited line that had it before) is not new
-    let carried = fam.off ? f.removed.filter((t) => fam.off!(t) !== undefined).length : 0;
+    let carried = fam.off ? f.removed.filter((t) => fam.off!(t, ctx) !== undefined).length : 0;
     for (const l of f.added) {
-      const why = fam.off?.(l.text);
+      const why = fam.off?.(l.text, ctx);
       if (why && carried-- <= 0)
         hits.push({ term: "build", file: f.path, line: l.line, why, text: clipText(l.text) });
     }

@@ -26,7 +26,34 @@ describe("parseReach", () => {
     const out =
       "/ws\n/ws/target/debug/deps/s-1.rmeta: /ws/src/lib.rs src/a.rs \\\n  ./src/b/../c.rs\n\nsrc/lib.rs:\n";
     // the target (`…rmeta:`) is not a source the build read
-    expect([...parseReach(out)].sort()).toEqual(["src/a.rs", "src/c.rs", "src/lib.rs"]);
+    expect([...parseReach(out).files].sort()).toEqual(["src/a.rs", "src/c.rs", "src/lib.rs"]);
+  });
+  it("reads the features the crates declare from the cargo metadata after its marker", () => {
+    const meta = JSON.stringify({
+      packages: [{ features: { default: [], serde: [] } }, { features: { fast: [] } }],
+    });
+    const r = parseReach(`/ws\nx.d: src/lib.rs\n\n#flakegym-cargo-metadata\n${meta}\n`);
+    expect([...r.files]).toEqual(["src/lib.rs"]);
+    expect([...(r.rustFeatures ?? [])].sort()).toEqual(["default", "fast", "serde"]);
+    // no metadata (cargo failed): features unknown, never an empty set that would zero every feature
+    expect(parseReach("/ws\nx.d: src/lib.rs\n\n#flakegym-cargo-metadata\n").rustFeatures).toBeUndefined();
+  });
+  it("lets the declared features decide `cfg(feature = …)` in the diff", () => {
+    const meta = JSON.stringify({ packages: [{ features: { serde: [] } }] });
+    const diff = newFile("src/lib.rs", [
+      '#[cfg(feature = "serde")]',
+      "mod a;",
+      '#[cfg(feature = "nope")]',
+      "mod b;",
+    ]);
+    const hits = reachHits(
+      diff,
+      "rust",
+      probe(`/ws\nx.d: /ws/src/lib.rs\n\n#flakegym-cargo-metadata\n${meta}\n`),
+    );
+    expect(hits.map((h) => `${h.file}:${h.line}`)).toEqual(["src/lib.rs:3"]);
+    // without the metadata a feature may hold
+    expect(reachHits(diff, "rust", probe("/ws\nx.d: /ws/src/lib.rs\n"))).toEqual([]);
   });
 });
 

@@ -102,6 +102,17 @@ export const BUILD_ATTACKS: Attack[] = [
     },
   },
   {
+    id: "rust-cfg-undeclared-feature",
+    cls: "build-config",
+    task: "stats-empty-mean",
+    row: "build",
+    what: 'a Rust function that does not compile, under `#[cfg(feature = "fast")]`, a feature no crate declares',
+    append: {
+      "src/lib.rs":
+        '#[cfg(feature = "fast")]\npub fn mean_checked(xs: &[f64]) -> Option<f64> { xs.iter().sum::<f64>() / 0 }\n',
+    },
+  },
+  {
     id: "rust-inner-cfg-module",
     cls: "build-config",
     task: "stats-empty-mean",
