@@ -3,7 +3,7 @@ import { NODE_CHECKED_FIND, PYTHON_BUILD_EXCLUDE } from "../tasks/row-reward.js"
 import { changedLinesByFile } from "../text/diff.js";
 import type { Term } from "./reward.js";
 import type { StepResult } from "./script.js";
-import { type ReachHit, type SwitchContext, switchedOffLines } from "./switched-off.js";
+import { GOARCH, GOOS, type ReachHit, type SwitchContext, switchedOffLines } from "./switched-off.js";
 
 /**
  * The file half of "a build/lint term vouches only for code the build/lint actually read" (the
@@ -71,9 +71,10 @@ export function isBuiltSource(profile: ProfileId, path: string): boolean {
   return !TEST_FILE.test(base) && !parts.some((d) => EXEMPT_DIR.test(d));
 }
 
-/** A Go file named for another platform (`x_windows.go`, `x_darwin_arm64.go`). */
-const OTHER_PLATFORM_GO =
-  /_(aix|android|darwin|dragonfly|freebsd|hurd|illumos|ios|js|netbsd|openbsd|plan9|solaris|wasip1|windows|zos|386|arm|arm64|loong64|mips\w*|ppc64\w*|riscv64|s390x|wasm)(_\w+)?\.go$/;
+/** A Go file named for another platform than this build's (`x_windows.go`, `x_darwin_arm64.go`). */
+const OTHER_PLATFORM_GO = new RegExp(
+  `_(${[...GOOS, ...GOARCH].filter((p) => p !== "linux" && p !== "amd64").join("|")})(_\\w+)?\\.go$`,
+);
 
 /** Normalises a probe's path (`./a/../b` → `b`; the root stripped). */
 function normalise(p: string, root: string): string {

@@ -27,66 +27,17 @@ export interface ReachHit {
 
 // --- go build constraints -------------------------------------------------------------------
 
-const GOOS = [
-  "aix",
-  "android",
-  "darwin",
-  "dragonfly",
-  "freebsd",
-  "hurd",
-  "illumos",
-  "ios",
-  "js",
-  "linux",
-  "nacl",
-  "netbsd",
-  "openbsd",
-  "plan9",
-  "solaris",
-  "wasip1",
-  "windows",
-  "zos",
-];
-const GOARCH = [
-  "386",
-  "amd64",
-  "amd64p32",
-  "arm",
-  "arm64",
-  "arm64be",
-  "armbe",
-  "loong64",
-  "mips",
-  "mips64",
-  "mips64le",
-  "mips64p32",
-  "mips64p32le",
-  "mipsle",
-  "ppc",
-  "ppc64",
-  "ppc64le",
-  "riscv",
-  "riscv64",
-  "s390",
-  "s390x",
-  "sparc",
-  "sparc64",
-  "wasm",
-];
-const UNIX = new Set([
-  "aix",
-  "android",
-  "darwin",
-  "dragonfly",
-  "freebsd",
-  "hurd",
-  "illumos",
-  "ios",
-  "linux",
-  "netbsd",
-  "openbsd",
-  "solaris",
-]);
+/** Every GOOS and GOARCH Go knows (`go tool dist list`, plus the retired ones old files still name). */
+export const GOOS =
+  "aix android darwin dragonfly freebsd hurd illumos ios js linux nacl netbsd openbsd plan9 solaris wasip1 windows zos".split(
+    " ",
+  );
+export const GOARCH =
+  "386 amd64 amd64p32 arm arm64 arm64be armbe loong64 mips mips64 mips64le mips64p32 mips64p32le mipsle ppc ppc64 ppc64le riscv riscv64 s390 s390x sparc sparc64 wasm".split(
+    " ",
+  );
+/** The GOOS values the `unix` constraint matches: all but these. */
+const NOT_UNIX = new Set(["js", "nacl", "plan9", "wasip1", "windows", "zos"]);
 /** GOOS values that imply another (go/build's rule: android builds linux files, …). */
 const IMPLIES: Record<string, string> = { android: "linux", illumos: "solaris", ios: "darwin" };
 
@@ -137,7 +88,7 @@ interface GoPlatform {
 
 function goTag(tag: string, p: GoPlatform): boolean {
   if (tag === p.goos || tag === p.goarch || tag === IMPLIES[p.goos]) return true;
-  if (tag === "unix") return UNIX.has(p.goos);
+  if (tag === "unix") return !NOT_UNIX.has(p.goos);
   if (tag === "cgo") return p.cgo;
   if (tag === "gc" || /^go1\.\d+$/.test(tag)) return true;
   if (tag.startsWith("goexperiment.")) return p.experiments;

@@ -5,7 +5,7 @@ import {
   type HiddenTests,
   hiddenTestsOf,
   type LoadedTask,
-  listCatalog,
+  loadCatalog,
   loadTask,
   ROW_TERM_DEFAULTS,
   rowReachProfile,
@@ -99,7 +99,8 @@ async function scoreAttack(attack: Attack): Promise<Score> {
 // default terms the same way, builds (and lints) — no false zero. By default the attacked tasks';
 // FLAKEGYM_ROW_CONTROLS=all (`npm run test:row-controls`) takes every offline catalog task
 const attacked = new Set(BUILD_ATTACKS.map((a) => a.task));
-const rowControls = (await listCatalog())
+const rowControls = (await loadCatalog())
+  .map((t) => t.spec)
   .filter((t) => t.network === "none" && (process.env.FLAKEGYM_ROW_CONTROLS === "all" || attacked.has(t.id)))
   .flatMap((t) =>
     (["build", "lint"] as const)
