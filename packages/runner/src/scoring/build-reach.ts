@@ -40,7 +40,13 @@ const PROBES: Partial<Record<ProfileId, ReachProbe>> = {
   rust: {
     list: `${ROOT}find "\${CARGO_TARGET_DIR:-target}" -path '*/deps/*.d' -type f -newer "$FLAKEGYM_REACH/mark" -exec cat {} + && printf '\\n%s\\n' '${CARGO_METADATA}' && { cargo metadata --no-deps --offline --format-version 1 2>/dev/null || true; }`,
   },
-  c: { buildEnv: { DEPENDENCIES_OUTPUT: "deps" }, list: `${ROOT}cat "$FLAKEGYM_REACH/deps"` },
+  // gcc appends each compile's dependencies to DEPENDENCIES_OUTPUT, unless the build passes -MD/-MMD
+  // itself (CMake, autotools) or uses clang: then the compiler's own dependency files, written by
+  // this build (newer than the mark: none the diff brought), say it
+  c: {
+    buildEnv: { DEPENDENCIES_OUTPUT: "deps" },
+    list: `${ROOT}cat "$FLAKEGYM_REACH/deps" 2>/dev/null; find . -type f \\( -name '*.d' -o -name '*.Po' -o -name '*.Plo' \\) -newer "$FLAKEGYM_REACH/mark" -exec cat {} + 2>/dev/null; true`,
+  },
   node: {
     list: `${ROOT}if [ -f tsconfig.json ]; then npx --no-install tsc --listFilesOnly; else ${NODE_CHECKED_FIND} -print; fi`,
   },
