@@ -3,7 +3,14 @@ import { NODE_CHECKED_FIND, PYTHON_BUILD_EXCLUDE } from "../tasks/row-reward.js"
 import { changedLinesByFile } from "../text/diff.js";
 import type { Term } from "./reward.js";
 import type { StepResult } from "./script.js";
-import { GOARCH, GOOS, type ReachHit, type SwitchContext, switchedOffLines } from "./switched-off.js";
+import {
+  GOARCH,
+  GOOS,
+  isTestOrDocPath,
+  type ReachHit,
+  type SwitchContext,
+  switchedOffLines,
+} from "./switched-off.js";
 
 /**
  * The file half of "a build/lint term vouches only for code the build/lint actually read" (the
@@ -64,17 +71,11 @@ const SOURCES: Partial<Record<ProfileId, RegExp>> = {
   python: /\.py$/,
 };
 
-/** Directories whose files are tests, fixtures or documentation: no build vouches for them. */
-const EXEMPT_DIR = /^(tests?|__tests__|specs?|testdata|testing|fixtures?|__fixtures__|__mocks__|docs?)$/;
-const TEST_FILE = /^test_.*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$|^conftest\.py$/;
-
 /** Whether `path` is a source file of `profile` the build must have compiled. Pure. */
 export function isBuiltSource(profile: ProfileId, path: string): boolean {
   const re = SOURCES[profile];
   if (!re?.test(path)) return false;
-  const parts = path.split("/");
-  const base = parts.pop()!;
-  return !TEST_FILE.test(base) && !parts.some((d) => EXEMPT_DIR.test(d));
+  return !isTestOrDocPath(path);
 }
 
 /** A Go file named for another platform than this build's (`x_windows.go`, `x_darwin_arm64.go`). */

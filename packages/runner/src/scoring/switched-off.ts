@@ -264,6 +264,17 @@ interface Family {
 const RUST_DENY_BY_DEFAULT =
   /\b(arithmetic_overflow|unconditional_panic|overflowing_literals|invalid_value|mutable_transmutes|no_mangle_const_items|invalid_atomic_ordering|invalid_reference_casting|let_underscore_lock|long_running_const_eval|named_asm_labels|enum_intrinsics_non_enums|undropped_manually_drops|useless_deprecated|invalid_from_utf8_unchecked|unknown_crate_types|warnings)\b/;
 
+const TS_CHECK = (term: ReachTerm): Family["suppressions"][number] => ({
+  re: /(\/\/|\/\*+|^\s*\*)\s*@ts-(nocheck|ignore|expect-error)\b/,
+  term,
+  what: "a TypeScript check suppression",
+});
+const JS_LINT: Family["suppressions"][number] = {
+  re: /(\/\/|\/\*+)\s*(eslint-disable|biome-ignore|jshint\s+ignore|oxlint-disable)/,
+  term: "lint",
+  what: "a linter suppression",
+};
+
 const FAMILIES: readonly Family[] = [
   {
     ext: /\.go$/,
@@ -299,21 +310,10 @@ const FAMILIES: readonly Family[] = [
       },
     ],
   },
-  {
-    ext: /\.(js|mjs|cjs|jsx|ts|tsx|mts|cts)$/,
-    suppressions: [
-      {
-        re: /(\/\/|\/\*+|^\s*\*)\s*@ts-(nocheck|ignore|expect-error)\b/,
-        term: "build",
-        what: "a TypeScript check suppression (tsc is the build)",
-      },
-      {
-        re: /(\/\/|\/\*+)\s*(eslint-disable|biome-ignore|jshint\s+ignore|oxlint-disable)/,
-        term: "lint",
-        what: "a linter suppression",
-      },
-    ],
-  },
+  // TypeScript: tsc is the build, so its suppressions cost the build term
+  { ext: /\.(ts|tsx|mts|cts)$/, suppressions: [TS_CHECK("build"), JS_LINT] },
+  // JavaScript: tsc reads it only with checkJs (then as a linter); `node --check` ignores it
+  { ext: /\.(js|mjs|cjs|jsx)$/, suppressions: [TS_CHECK("lint"), JS_LINT] },
   {
     ext: /\.(py|pyi|pyw)$/,
     suppressions: [
@@ -345,12 +345,27 @@ function newSuppressions(
   return hits;
 }
 
+/** Directories whose files are tests, fixtures or documentation: no build vouches for them. */
+const EXEMPT_DIR = /^(tests?|__tests__|specs?|testdata|testing|fixtures?|__fixtures__|__mocks__|docs?)$/;
+const TEST_FILE = /^test_.*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$|^conftest\.py$/;
+
+/**
+ * Whether `path` is a test, fixture or documentation file, which no build term judges (a
+ * `//go:build integration` test file is honest); a lint still reads it, so its suppressions count. Pure.
+ */
+export function isTestOrDocPath(path: string): boolean {
+  const parts = path.split("/");
+  const base = parts.pop()!;
+  return TEST_FILE.test(base) || parts.some((d) => EXEMPT_DIR.test(d));
+}
+
 /** Every line of `diff` that switches its own code off from the build or silences the lint. Pure. */
 export function switchedOffLines(diff: string, ctx: SwitchContext = {}): ReachHit[] {
   const hits: ReachHit[] = [];
   for (const f of changedLinesByFile(diff)) {
-    const fam = FAMILIES.find((x) => x.ext.test(f.path));
-    if (!fam) continue;
+    const found = FAMILIES.find((x) => x.ext.test(f.path));
+    if (!found) continue;
+    const fam: Family = isTestOrDocPath(f.path) ? { ...found, off: undefined } : found;
     // a switch the diff only carries over (an edited line that had it before) is not new
     let carried = fam.off ? f.removed.filter((t) => fam.off!(t, ctx) !== undefined).length : 0;
     for (const l of f.added) {

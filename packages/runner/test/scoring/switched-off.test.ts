@@ -148,6 +148,17 @@ describe("switchedOffLines", () => {
       "lint pkg/a.py:3",
     ]);
   });
+  it("counts a @ts suppression against the build only in TypeScript (node --check ignores it in JavaScript)", () => {
+    expect(terms(change("src/a.js", ["// @ts-ignore"]))).toEqual(["lint src/a.js:2"]);
+    expect(terms(change("src/a.mts", ["// @ts-ignore"]))).toEqual(["build src/a.mts:2"]);
+  });
+  it("leaves test and fixture files' build switches alone (no build judges them), not their suppressions", () => {
+    expect(terms(newFile("store_integration_test.go", ["//go:build integration", "package store"]))).toEqual(
+      [],
+    );
+    expect(terms(newFile("tests/it.rs", ['#![cfg(feature = "slow")]', "#![cfg(FALSE)]"]))).toEqual([]);
+    expect(terms(newFile("tests/test_a.py", ["import x  # noqa"]))).toEqual(["lint tests/test_a.py:1"]);
+  });
   it("ignores the words in strings of other languages and in files it does not know", () => {
     expect(terms(change("README.md", ["`#[cfg(any())]` and `# noqa`"]))).toEqual([]);
     expect(terms(change("src/a.ts", ['const s = "eslint-disable";']))).toEqual([]);
