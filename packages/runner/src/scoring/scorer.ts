@@ -197,6 +197,23 @@ const reachSuspicion = (h: ReachHit): Suspicion => ({
   text: h.text,
 });
 
+/**
+ * The build and lint terms of a finished script: each command's exit, then only for the code it
+ * read (scoring/build-reach.ts; `counted`: the hits that cost a term). Pure.
+ */
+function commandTerms(o: ScoreOptions, parsed: ParsedScoring, plan: ScoringPlan, diff: string) {
+  const reach = o.reachBaseline
+    ? []
+    : reachHits(diff, plan.build ? o.reach : undefined, parsed.steps.get("reach"));
+  return applyReach(
+    {
+      build: commandTerm("build", o.buildCmd, o.weights.build, o.termTimeoutMs, parsed.steps.get("build")),
+      lint: commandTerm("lint", o.lintCmd, o.weights.lint, o.termTimeoutMs, parsed.steps.get("lint")),
+    },
+    reach,
+  );
+}
+
 /** Keeps the start and end of a long text. */
 const clip = (s: string, max = 2_000) =>
   s.length <= max ? s : `${s.slice(0, max / 2)}\n[…]\n${s.slice(-max / 2)}`;
@@ -511,21 +528,7 @@ export async function scoreDiff(
     );
 
   // build and lint judge the agent's change alone, before the hidden tests are added
-  // ... and vouch only for the code they read (scoring/build-reach.ts)
-  const reach = o.reachBaseline
-    ? []
-    : reachHits(guarded.diff, plan.build ? o.reach : undefined, parsed.steps.get("reach"));
-  const {
-    build: buildTerm,
-    lint: lintTerm,
-    counted,
-  } = applyReach(
-    {
-      build: commandTerm("build", o.buildCmd, o.weights.build, o.termTimeoutMs, parsed.steps.get("build")),
-      lint: commandTerm("lint", o.lintCmd, o.weights.lint, o.termTimeoutMs, parsed.steps.get("lint")),
-    },
-    reach,
-  );
+  const { build: buildTerm, lint: lintTerm, counted } = commandTerms(o, parsed, plan, guarded.diff);
   const { verdicts, testOutput = {} } = hiddenVerdicts(parsed, hidden, o, canary, plan.repeat);
   const tampering = [...killedTampering(killed, exec.exitCode), ...verdicts.tampering];
   const merged = mergeRuns(verdicts.runs);
