@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { ProfileId } from "@flakegym/profiles";
@@ -44,8 +44,10 @@ function reach(
   name: string,
   base: Record<string, string>,
   change: Record<string, string>,
+  prepare?: (dir: string) => void,
 ) {
   const { dir, diff } = repoWith(name, base, change);
+  prepare?.(dir);
   const probe = reachProbeOf(profile);
   const build = {
     command: ROW_TERM_DEFAULTS[profile].build!,
@@ -136,6 +138,24 @@ describe.skipIf(!has("cargo"))("rust: rustc's dep-info and cargo metadata", () =
     });
     expect(r).toEqual({ built: 0, hits: ["build src/orphan.rs", "build src/a.rs:4"] });
   }, 120_000);
+});
+
+/** This repository's own node_modules (its TypeScript), linked into a test repository. */
+const OUR_MODULES = join(import.meta.dirname, "../../../../node_modules");
+
+describe.skipIf(!existsSync(join(OUR_MODULES, ".bin", "tsc")))("typescript: tsc --listFilesOnly", () => {
+  it("a file the tsconfig includes is checked; one outside its include is not", () => {
+    const base = {
+      "tsconfig.json": '{"compilerOptions":{"strict":true,"noEmit":true,"types":[]},"include":["src"]}\n',
+      "src/a.ts": "export const a: number = 1;\n",
+    };
+    const change = {
+      "src/a.ts": "export const a: number = 2;\n",
+      "scripts/b.ts": "export const b: number = 'not a number';\n",
+    };
+    const link = (dir: string) => symlinkSync(OUR_MODULES, join(dir, "node_modules"));
+    expect(reach("node", "ts", base, change, link)).toEqual({ built: 0, hits: ["build scripts/b.ts"] });
+  }, 60_000);
 });
 
 describe("node: the files the check walks", () => {
