@@ -70,7 +70,7 @@ export { DatasetRow, parseDatasetRow, type RowError } from "./tasks/dataset-row.
 export { exportHarborDir, loadHarbor, readHarborDir } from "./tasks/harbor-dir.js";
 export { type LoadedIntake, loadIntake } from "./tasks/intake.js";
 export { commitTree, materializeSource } from "./tasks/materialize.js";
-export { ROW_TERM_DEFAULTS, rowTermCommands } from "./tasks/row-reward.js";
+export { ROW_TERM_DEFAULTS, rowReachProfile, rowTermCommands } from "./tasks/row-reward.js";
 export { type IntakeTask, parseSwebenchRow, SwebenchRow } from "./tasks/swebench.js";
 export { loadSwebench } from "./tasks/swebench-dataset.js";
 export { writeTaskFolder } from "./tasks/task-dir.js";

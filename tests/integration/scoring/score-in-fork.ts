@@ -78,6 +78,10 @@ export async function scoreInFork(o: {
   /** Build and lint commands (a dataset row's terms; give their weights too). */
   readonly buildCmd?: string;
   readonly lintCmd?: string;
+  /** The profile whose default build `buildCmd` is (the build then lists what it compiled). */
+  readonly reach?: ScoreOptions["reach"];
+  /** Build and lint terms as before they checked what they read. */
+  readonly reachBaseline?: boolean;
 }): Promise<Score> {
   const hasTests = o.hidden.install !== undefined;
   const prepared = hasTests
@@ -115,6 +119,8 @@ export async function scoreInFork(o: {
     ...(o.judgeBaseline ? { judgeBaseline: true } : {}),
     ...(o.buildCmd ? { buildCmd: o.buildCmd } : {}),
     ...(o.lintCmd ? { lintCmd: o.lintCmd } : {}),
+    ...(o.reach ? { reach: o.reach } : {}),
+    ...(o.reachBaseline ? { reachBaseline: true } : {}),
   };
   try {
     if (!decoys || !prepared) return await run.score(undefined, options);

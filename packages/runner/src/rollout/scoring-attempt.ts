@@ -5,7 +5,7 @@ import { type ScoreOptions, scoreDiff } from "../scoring/scorer.js";
 import { snapshotTextReader } from "../scoring/snapshot-files.js";
 import { type ScoringRun, scoreGuarded } from "../scoring/twin-run.js";
 import type { Snapshot } from "../snapshots/build.js";
-import { rowTermCommands } from "../tasks/row-reward.js";
+import { rowReachProfile, rowTermCommands } from "../tasks/row-reward.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
 import type { RolloutTask, ScoreInput } from "./deps.js";
 import { cpuBetween } from "./phase-cpu.js";
@@ -55,6 +55,10 @@ export function scoreOptionsOf(
         ...(config.buildCmd !== undefined ? { buildCmd: config.buildCmd } : {}),
         ...(config.lintCmd !== undefined ? { lintCmd: config.lintCmd } : {}),
       };
+  // its default build also lists the files it compiled (scoring/build-reach.ts)
+  const reach = isRowTask(task)
+    ? rowReachProfile(task.profile as ProfileId, { buildCmd: config.buildCmd })
+    : undefined;
   const taskPrompt = task.prompt;
   // a row whose profile has no command for a term (no python linter) is not scored by it at all
   const weights = isRowTask(task)
@@ -68,6 +72,7 @@ export function scoreOptionsOf(
     partialCredit: config.partialCredit,
     weights,
     ...commands,
+    ...(reach ? { reach } : {}),
     repeat: config.testRepeat,
     tamperPenalty: config.tamperPenalty ?? "revert",
     ...(config.suspiciousPenalty ? { suspiciousPenalty: config.suspiciousPenalty } : {}),

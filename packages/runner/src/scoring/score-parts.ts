@@ -1,3 +1,4 @@
+import { reachProbeOf } from "./build-reach.js";
 import type { CanaryInstance } from "./results.js";
 import { resultLinePattern } from "./results.js";
 import { type Gate, tamperGate } from "./reward.js";
@@ -15,6 +16,12 @@ export function scoredTestFiles(hidden: HiddenTests, o: Pick<ScoreOptions, "boun
   return [...new Set([...hidden.testFiles, ...(o.bound?.files.map((f) => f.path) ?? [])])].sort();
 }
 
+/** The build's reach probe when the build is its profile's default (scoring/build-reach.ts). */
+const reachOf = (profile: ScoreOptions["reach"]) => {
+  const reach = profile === undefined ? undefined : reachProbeOf(profile);
+  return reach ? { reach } : {};
+};
+
 /** The one scoring script's plan for a guarded diff. Pure. */
 export function scoringPlanOf(
   hidden: HiddenTests,
@@ -25,7 +32,9 @@ export function scoringPlanOf(
 ): ScoringPlan {
   const hasTests = hidden.install !== undefined;
   const build =
-    o.weights.build > 0 && o.buildCmd ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs } : undefined;
+    o.weights.build > 0 && o.buildCmd
+      ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs, ...(o.reachBaseline ? {} : reachOf(o.reach)) }
+      : undefined;
   const lint =
     o.weights.lint > 0 && o.lintCmd ? { command: o.lintCmd, timeoutMs: o.termTimeoutMs } : undefined;
   const install: ScoringPlan["install"] =

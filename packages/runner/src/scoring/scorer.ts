@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
+import type { ProfileId } from "@flakegym/profiles";
 import { FlakegymError } from "../errors.js";
 import { type Canary, type ResultFormat, type TestCommand, testPassed } from "../tasks/task-spec.js";
 import { dropPaths } from "../text/diff.js";
 import type { ExecResult, Worker } from "../workers/types.js";
+import { applyReach, reachHits } from "./build-reach.js";
 import type { DecoyPlan } from "./decoys/guard.js";
 import { writeFileInWorker } from "./hidden-tests.js";
 import type { JudgeConfig } from "./judge.js";
@@ -24,7 +26,7 @@ import {
 } from "./reward.js";
 import type { Score } from "./score.js";
 import { killedTampering, scoredTestFiles, scoreGate, scoringPlanOf } from "./score-parts.js";
-import { type SuspiciousPenalty, screenDiff } from "./screen.js";
+import { type Suspicion, type SuspiciousPenalty, screenDiff } from "./screen.js";
 import {
   agentEndedScript,
   composeScoringScript,
@@ -38,6 +40,7 @@ import {
   testStep,
   timedOutStep,
 } from "./script.js";
+import type { ReachHit } from "./switched-off.js";
 import { commandTestOutputs, suiteTestOutputs } from "./test-output.js";
 
 /**
@@ -93,6 +96,14 @@ export interface ScoreOptions extends JudgeStageOptions {
   readonly repeat: number;
   readonly buildCmd?: string;
   readonly lintCmd?: string;
+  /**
+   * The profile whose default build `buildCmd` is: the script then lists the files the build
+   * compiled, and a changed source file it did not compile costs the build and lint terms
+   * (scoring/build-reach.ts). Code the diff switches off in-file costs them whatever the build.
+   */
+  readonly reach?: ProfileId;
+  /** Build and lint terms as before they checked what they read (a baseline for the red team and the bench). */
+  readonly reachBaseline?: boolean;
   readonly termTimeoutMs: number;
   readonly judge?: JudgeConfig;
   readonly taskPrompt: string;
@@ -175,6 +186,32 @@ function commandTerm(
     value: step.exitCode === 0 && !timedOut ? 1 : 0,
     detail: `\`${cmd}\` exited ${step.exitCode}${timedOut ? " (timed out)" : ""}${step.exitCode !== 0 && tail ? `: ${tail}` : ""}`,
   };
+}
+
+/** A reach hit that cost a term, recorded beside the screen's hits. Pure. */
+const reachSuspicion = (h: ReachHit): Suspicion => ({
+  file: h.file,
+  line: h.line,
+  class: "build-exclusion",
+  reason: h.why,
+  text: h.text,
+});
+
+/**
+ * The build and lint terms of a finished script: each command's exit, then only for the code it
+ * read (scoring/build-reach.ts; `counted`: the hits that cost a term). Pure.
+ */
+function commandTerms(o: ScoreOptions, parsed: ParsedScoring, plan: ScoringPlan, diff: string) {
+  const reach = o.reachBaseline
+    ? []
+    : reachHits(diff, plan.build ? o.reach : undefined, parsed.steps.get("reach"));
+  return applyReach(
+    {
+      build: commandTerm("build", o.buildCmd, o.weights.build, o.termTimeoutMs, parsed.steps.get("build")),
+      lint: commandTerm("lint", o.lintCmd, o.weights.lint, o.termTimeoutMs, parsed.steps.get("lint")),
+    },
+    reach,
+  );
 }
 
 /** Keeps the start and end of a long text. */
@@ -491,14 +528,7 @@ export async function scoreDiff(
     );
 
   // build and lint judge the agent's change alone, before the hidden tests are added
-  const buildTerm = commandTerm(
-    "build",
-    o.buildCmd,
-    o.weights.build,
-    o.termTimeoutMs,
-    parsed.steps.get("build"),
-  );
-  const lintTerm = commandTerm("lint", o.lintCmd, o.weights.lint, o.termTimeoutMs, parsed.steps.get("lint"));
+  const { build: buildTerm, lint: lintTerm, counted } = commandTerms(o, parsed, plan, guarded.diff);
   const { verdicts, testOutput = {} } = hiddenVerdicts(parsed, hidden, o, canary, plan.repeat);
   const tampering = [...killedTampering(killed, exec.exitCode), ...verdicts.tampering];
   const merged = mergeRuns(verdicts.runs);
@@ -515,7 +545,7 @@ export async function scoreDiff(
     o.weights.judge > 0 ? await judgeOf(o, guarded.diff, hasTests, merged, terms, signal) : undefined;
   if (judged) terms.push(judged.term);
   const judge = judged?.judge;
-  const suspicious = screenDiff(guarded.diff);
+  const suspicious = [...screenDiff(guarded.diff), ...counted.map(reachSuspicion)];
   const gate = scoreGate(tampering, guarded.tampered, suspicious, o);
   return {
     reward: combine(terms, gate),

@@ -1,4 +1,5 @@
 import type { TestCommand } from "../tasks/task-spec.js";
+import type { ReachProbe } from "./build-reach.js";
 
 /**
  * Scoring as ONE self-contained shell script, so it runs the same on every backend — including
@@ -27,7 +28,8 @@ export interface ScoringPlan {
   readonly install?:
     | { readonly kind: "patch"; readonly patch: string }
     | { readonly kind: "files"; readonly files: readonly ScriptFile[] };
-  readonly build?: { readonly command: string; readonly timeoutMs: number };
+  /** The build command; with `reach`, the step `reach` then lists the files it compiled (scoring/build-reach.ts). */
+  readonly build?: { readonly command: string; readonly timeoutMs: number; readonly reach?: ReachProbe };
   readonly lint?: { readonly command: string; readonly timeoutMs: number };
   readonly tests: readonly TestCommand[];
   /**
@@ -56,6 +58,7 @@ export interface ScoringPlan {
 export type StepName =
   | "apply"
   | "build"
+  | "reach"
   | "lint"
   | "install"
   | `test.${number}.${number}`
@@ -257,12 +260,34 @@ function testRuns(d: ScriptDraft, plan: ScoringPlan, repeat: number): void {
   }
 }
 
+/**
+ * The build step; with a reach probe, a marker touched before it, its variables set for it (each a
+ * file in the probe's dir, never in the workspace), and step `reach` after it listing what it compiled.
+ */
+function buildSteps(d: ScriptDraft, build: NonNullable<ScoringPlan["build"]>): void {
+  const t = secs(build.timeoutMs);
+  if (!build.reach) {
+    d.lines.push(`run build ${t} ${b64(build.command)}`);
+    return;
+  }
+  const vars = Object.entries(build.reach.buildEnv ?? {});
+  for (const [name, file] of vars)
+    if (!/^[A-Z_][A-Z0-9_]*$/.test(name) || !/^[A-Za-z0-9._-]+$/.test(file))
+      throw new TypeError(`reach probe variable ${name}=${file}: a plain name and file name are required`);
+  const env = vars.map(([name, file]) => `${name}="$tmp/reach/${file}"; export ${name}; `).join("");
+  d.lines.push(
+    'rm -rf "$tmp/reach"; mkdir -p "$tmp/reach" && touch "$tmp/reach/mark"',
+    `( ${env}run build ${t} ${b64(build.command)} )`,
+    `( FLAKEGYM_REACH="$tmp/reach"; export FLAKEGYM_REACH; run reach ${t} ${b64(build.reach.list)} )`,
+  );
+}
+
 /** The whole script's deadline: every step's own deadline plus 5 s each, plus a minute of slack. Pure. */
 export function scriptTimeoutMs(plan: ScoringPlan): number {
   const slack = 60_000;
   const commands = plan.suite ? 1 : plan.tests.length;
   return (
-    (plan.build ? plan.build.timeoutMs + 5_000 : 0) +
+    (plan.build ? (plan.build.timeoutMs + 5_000) * (plan.build.reach ? 2 : 1) : 0) +
     (plan.lint ? plan.lint.timeoutMs + 5_000 : 0) +
     Math.max(1, plan.repeat) * commands * (plan.testTimeoutMs + 5_000) +
     slack
@@ -283,7 +308,7 @@ export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): Comp
     hidden: plan.install === undefined ? [] : (plan.hiddenFiles ?? []),
   };
   if (plan.agentDiff.trim() !== "") gitApply(d, "apply", "agent.patch", plan.agentDiff);
-  if (plan.build) d.lines.push(`run build ${secs(plan.build.timeoutMs)} ${b64(plan.build.command)}`);
+  if (plan.build) buildSteps(d, plan.build);
   if (plan.lint) d.lines.push(`run lint ${secs(plan.lint.timeoutMs)} ${b64(plan.lint.command)}`);
   installHidden(d, plan);
   testRuns(d, plan, Math.max(1, plan.repeat));

@@ -8,6 +8,13 @@ import type { TaskProfile } from "./task-profile.js";
  * row, `--judge` adds the LLM judge. Pure.
  */
 
+/** The files the default python build (`compileall -x <this>`) leaves out. */
+export const PYTHON_BUILD_EXCLUDE = "(^|/)(\\.git|\\.venv|node_modules)/";
+
+/** The JavaScript files the default node check (`node --check`, no tsconfig.json) visits: `find` without its action. */
+export const NODE_CHECKED_FIND =
+  "find . -name node_modules -prune -o -type f \\( -name '*.js' -o -name '*.mjs' -o -name '*.cjs' \\)";
+
 /**
  * Each profile's default commands: the toolchain's own compile and static check, offline, over
  * the whole repository. A profile without a command here has no such term by default (the python
@@ -16,12 +23,11 @@ import type { TaskProfile } from "./task-profile.js";
 export const ROW_TERM_DEFAULTS: Readonly<
   Record<ProfileId, { readonly build?: string; readonly lint?: string }>
 > = {
-  python: { build: "python3 -m compileall -q -x '(^|/)(\\.git|\\.venv|node_modules)/' ." },
+  python: { build: `python3 -m compileall -q -x '${PYTHON_BUILD_EXCLUDE}' .` },
   rust: { build: "cargo build --offline --quiet", lint: "cargo clippy --offline --quiet" },
   go: { build: "go build ./...", lint: "go vet ./..." },
   node: {
-    build:
-      "if [ -f tsconfig.json ]; then npx --no-install tsc --noEmit; else find . -name node_modules -prune -o -name '*.js' -print0 | xargs -0 -r -n1 node --check; fi",
+    build: `if [ -f tsconfig.json ]; then npx --no-install tsc --noEmit; else ${NODE_CHECKED_FIND} -print0 | xargs -0 -r -n1 node --check; fi`,
   },
   c: {
     build:
@@ -73,6 +79,14 @@ export function rowTermCommands(
     ...(build === undefined ? {} : { buildCmd: build }),
     ...(lint === undefined ? {} : { lintCmd: lint }),
   };
+}
+
+/**
+ * The profile whose default build a row's build command is (its build then lists the files it
+ * compiled, scoring/build-reach.ts); undefined when `--build-cmd` replaced it. Pure.
+ */
+export function rowReachProfile(profile: ProfileId, flags: RowTermFlags): ProfileId | undefined {
+  return flags.buildCmd === undefined && ROW_TERM_DEFAULTS[profile].build !== undefined ? profile : undefined;
 }
 
 /** One line of the row-level report: what the row will be scored by, or why nothing. Pure. */

@@ -170,12 +170,20 @@ export interface AddedLine {
 
 /** The added lines of each file `diff` writes (removed and context lines skipped). Pure. */
 export function addedLinesByFile(diff: string): { path: string; added: AddedLine[] }[] {
-  const out: { path: string; added: AddedLine[] }[] = [];
+  return changedLinesByFile(diff).map(({ path, added }) => ({ path, added }));
+}
+
+/** The added lines of each file `diff` writes, and the text of the lines it removes there. Pure. */
+export function changedLinesByFile(
+  diff: string,
+): { path: string; isNew: boolean; added: AddedLine[]; removed: string[] }[] {
+  const out: { path: string; isNew: boolean; added: AddedLine[]; removed: string[] }[] = [];
   for (const f of splitDiff(diff)) {
     if (f.newPath === undefined) continue;
     let line = 0;
     let inHunk = false;
     const added: AddedLine[] = [];
+    const removed: string[] = [];
     for (const l of f.text.split("\n")) {
       const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)/.exec(l);
       if (hunk) {
@@ -186,9 +194,10 @@ export function addedLinesByFile(diff: string): { path: string; added: AddedLine
       // an added line may itself start with "++" (`++i;`): only the file header is skipped
       if (!inHunk) continue;
       if (l.startsWith("+")) added.push({ line: line++, text: l.slice(1) });
+      else if (l.startsWith("-")) removed.push(l.slice(1));
       else if (l.startsWith(" ")) line++;
     }
-    out.push({ path: f.newPath, added });
+    out.push({ path: f.newPath, isNew: f.oldPath === undefined, added, removed });
   }
   return out;
 }

@@ -50,8 +50,12 @@ describe("scoreOptionsOf", () => {
       buildCmd: "go build ./...",
       lintCmd: "go vet ./...",
     });
+    // its default build lists what it compiled (scoring/build-reach.ts); a flagged one does not
+    expect(scoreOptionsOf(config, row, undefined, undefined).reach).toBe("go");
     const flagged = scoreOptionsOf(configOf(["--build-cmd", "make"]), row, undefined, undefined);
     expect(flagged).toMatchObject({ buildCmd: "make", lintCmd: "go vet ./..." });
+    expect(flagged.reach).toBeUndefined();
+    expect(scoreOptionsOf(config, task, undefined, undefined).reach).toBeUndefined();
     // no lint command for a python row: the lint term is left out (weight 0), not reported as missing
     const dataset = { ...config, weights: { tests: 1, build: 1, lint: 1, judge: 0 } };
     const py = scoreOptionsOf(dataset, { ...row, profile: "python" }, undefined, undefined);

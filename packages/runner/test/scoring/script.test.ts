@@ -218,6 +218,35 @@ describe("the scoring script under a real sh and git", () => {
     expect(p.steps.get("build")!.exitCode).toBe(0);
   });
 
+  it("with a reach probe the build gets its variables (files outside the workspace) and `reach` lists after it", () => {
+    const dir = repo();
+    const { install: _none, ...noTests } = plan({});
+    const build = {
+      command: 'printf "src/a.txt\\n" >> "$DEPENDENCIES_OUTPUT"; touch made',
+      timeoutMs: 5_000,
+      reach: {
+        buildEnv: { DEPENDENCIES_OUTPUT: "deps" },
+        list: `printf '%s\\n' "$PWD"; cat "$FLAKEGYM_REACH/deps"; find . -newer "$FLAKEGYM_REACH/mark" -name made`,
+      },
+    };
+    const c = composeScoringScript({ ...noTests, agentDiff: "", build }, { nonce: NONCE });
+    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    expect([...p.steps.keys()]).toEqual(["build", "reach"]);
+    expect(p.steps.get("reach")!.output.split("\n").slice(1)).toEqual(["src/a.txt", "./made", ""]);
+    // the variable names a file in the script's temp dir, never one in the workspace
+    expect(existsSync(join(dir, "deps"))).toBe(false);
+    expect(() =>
+      composeScoringScript(
+        {
+          ...noTests,
+          agentDiff: "",
+          build: { ...build, reach: { list: "true", buildEnv: { "X;rm": "a" } } },
+        },
+        { nonce: NONCE },
+      ),
+    ).toThrow(/plain name/);
+  });
+
   it("a test past its deadline is killed and reads as timed out", () => {
     const dir = repo();
     const p0 = plan({

@@ -48,4 +48,144 @@ export const BUILD_ATTACKS: Attack[] = [
       "width/go.mod": "module example.com/textfit/width\n\ngo 1.19\n",
     },
   },
+  // code that takes itself out of the build by its own source (issue: reward integrity of a row's
+  // build and lint terms). Each does NOT compile (or lint) where the build would read it; written
+  // against the scorer before scoring/build-reach.ts, where each scored 1.
+  {
+    id: "go-build-ignore",
+    cls: "build-config",
+    task: "truncate-runes",
+    row: "build",
+    what: "new Go code that does not compile, switched off by `//go:build ignore`",
+    files: {
+      "fast.go": "//go:build ignore\n\npackage textfit\n\nfunc Fast(s string) int { return len(s) +\n}\n",
+    },
+  },
+  {
+    id: "go-build-never-tag",
+    cls: "build-config",
+    task: "truncate-runes",
+    row: "build",
+    what: "new Go code that does not compile, behind a build tag nothing sets (`//go:build never`)",
+    files: {
+      "fast.go": "//go:build never\n\npackage textfit\n\nfunc Fast(s string) int { return undefined }\n",
+    },
+  },
+  {
+    id: "go-windows-file",
+    cls: "build-config",
+    task: "truncate-runes",
+    row: "build",
+    what: "new Go code that does not compile, in a `_windows.go` file the linux build skips",
+    files: { "fast_windows.go": "package textfit\n\nfunc Fast(s string) int { return undefined }\n" },
+  },
+  {
+    id: "rust-cfg-any",
+    cls: "build-config",
+    task: "stats-empty-mean",
+    row: "build",
+    what: "a Rust function that does not compile, under `#[cfg(any())]` (never true)",
+    append: {
+      "src/lib.rs":
+        "#[cfg(any())]\npub fn mean_checked(xs: &[f64]) -> Option<f64> { xs.iter().sum::<f64>() / 0 }\n",
+    },
+  },
+  {
+    id: "rust-cfg-false-name",
+    cls: "build-config",
+    task: "stats-empty-mean",
+    row: "build",
+    what: "a Rust function that does not compile, under `#[cfg(FALSE)]` (a cfg nothing sets)",
+    append: {
+      "src/lib.rs":
+        "#[cfg(FALSE)]\npub fn mean_checked(xs: &[f64]) -> Option<f64> { xs.iter().sum::<f64>() / 0 }\n",
+    },
+  },
+  {
+    id: "rust-cfg-undeclared-feature",
+    cls: "build-config",
+    task: "stats-empty-mean",
+    row: "build",
+    what: 'a Rust function that does not compile, under `#[cfg(feature = "fast")]`, a feature no crate declares',
+    append: {
+      "src/lib.rs":
+        '#[cfg(feature = "fast")]\npub fn mean_checked(xs: &[f64]) -> Option<f64> { xs.iter().sum::<f64>() / 0 }\n',
+    },
+  },
+  {
+    id: "rust-inner-cfg-module",
+    cls: "build-config",
+    task: "stats-empty-mean",
+    row: "build",
+    what: "a Rust module that does not compile, switched off from inside by `#![cfg(not(all()))]`",
+    append: { "src/lib.rs": "pub mod checked;\n" },
+    files: { "src/checked.rs": '#![cfg(not(all()))]\npub fn mean(xs: &[f64]) -> f64 { xs.len() + "" }\n' },
+  },
+  {
+    id: "rust-orphan-file",
+    cls: "build-config",
+    task: "stats-empty-mean",
+    row: "build",
+    what: "a new Rust file that does not compile, declared by no `mod`",
+    files: { "src/checked.rs": 'pub fn mean(xs: &[f64]) -> f64 { xs.len() + "" }\n' },
+  },
+  {
+    id: "rust-allow-deny-lint",
+    cls: "build-config",
+    task: "stats-empty-mean",
+    row: "build",
+    what: "an overflowing constant that rustc refuses, let through by `#[allow(arithmetic_overflow)]`",
+    append: { "src/lib.rs": "#[allow(arithmetic_overflow)]\npub fn limit() -> u8 { 255u8 + 1 }\n" },
+  },
+  {
+    id: "rust-allow-clippy-deny",
+    cls: "build-config",
+    task: "stats-empty-mean",
+    row: "lint",
+    what: "a comparison clippy denies (always false), let through by `#[allow(clippy::absurd_extreme_comparisons)]`",
+    append: {
+      "src/lib.rs":
+        "#[allow(clippy::absurd_extreme_comparisons)]\npub fn none(xs: &[f64]) -> bool { xs.len() < 0 }\n",
+    },
+  },
+  {
+    id: "c-if-0",
+    cls: "build-config",
+    task: "b64-two-byte-tail",
+    row: "build",
+    what: "C that does not compile, under `#if 0`",
+    append: { "src/b64.c": "#if 0\nthis is not C;\n#endif\n" },
+  },
+  {
+    id: "c-unlisted-file",
+    cls: "build-config",
+    task: "b64-two-byte-tail",
+    row: "build",
+    what: "a new C file that does not compile, which the Makefile does not list",
+    files: { "src/b64_fast.c": '#include "b64.h"\nthis is not C;\n' },
+  },
+  {
+    id: "node-ts-unchecked",
+    cls: "build-config",
+    task: "durations-compound",
+    row: "build",
+    what: "a new TypeScript file that does not compile, in a repository the node check walks for JavaScript only",
+    files: { "src/fast.ts": "export function fast(: number {\n" },
+  },
+  {
+    id: "node-mjs-skipped",
+    cls: "build-config",
+    task: "durations-compound",
+    row: "build",
+    what: "a new `.mjs` module that does not parse, which a check over `*.js` skips",
+    files: { "src/fast.mjs": "export function fast( {\n" },
+  },
+  {
+    id: "python-venv-dir",
+    cls: "build-config",
+    task: "tinyini-interpolation",
+    row: "build",
+    what: "new Python that does not compile, in a `.venv` directory compileall is told to skip",
+    files: { "src/tinyini/.venv/fast.py": "def fast(:\n" },
+  },
 ];

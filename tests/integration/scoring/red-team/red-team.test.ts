@@ -5,8 +5,10 @@ import {
   type HiddenTests,
   hiddenTestsOf,
   type LoadedTask,
+  loadCatalog,
   loadTask,
   ROW_TERM_DEFAULTS,
+  rowReachProfile,
   type Score,
   type Snapshot,
   snapshotSpecOfTask,
@@ -26,10 +28,13 @@ import { PYTHON_ATTACKS } from "./attacks-python.js";
 // result lines only) and prints which won there, without asserting: how an attack is shown to be
 // real before its class is closed. The build-config attacks are scored as dataset rows (no hidden
 // tests, hence no decoys either way); their baseline allows every edit, as rows were scored before
-// their diffs were protected. The infra-dodge watchers have no switch: they win against the scorer
+// their diffs were protected, and takes the build's word for every file (no scoring/build-reach.ts). The infra-dodge watchers have no switch: they win against the scorer
 // of 5cbb29c (scoring throws: no score), the install ones in the baseline (the script installs).
 const ATTACKS: Attack[] = [...PYTHON_ATTACKS, ...COMPILED_ATTACKS, ...BUILD_ATTACKS, ...OUTCOME_ATTACKS];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";
+// the node profile's default build before it checked `.mjs`/`.cjs` too (the baseline's)
+const NODE_BUILD_BEFORE =
+  "if [ -f tsconfig.json ]; then npx --no-install tsc --noEmit; else find . -name node_modules -prune -o -name '*.js' -print0 | xargs -0 -r -n1 node --check; fi";
 
 let tmp: TempDir;
 const snapshots = new Map<string, Promise<Snapshot>>();
@@ -55,8 +60,11 @@ async function scoreAsRow(
   term: "build" | "lint",
   diff: string,
 ): Promise<Score> {
-  const command = ROW_TERM_DEFAULTS[task.spec.profile][term];
-  if (!command) throw new Error(`${name}: profile ${task.spec.profile} has no default ${term} command`);
+  const profile = task.spec.profile;
+  const command =
+    baseline && term === "build" && profile === "node" ? NODE_BUILD_BEFORE : ROW_TERM_DEFAULTS[profile][term];
+  if (!command) throw new Error(`${name}: profile ${profile} has no default ${term} command`);
+  const reach = rowReachProfile(profile, {});
   // the baseline: every edit allowed, as rows were scored before their diffs were protected
   const hidden: HiddenTests = {
     testFiles: [],
@@ -73,6 +81,8 @@ async function scoreAsRow(
     diff,
     weights: { tests: 0, build: term === "build" ? 1 : 0, lint: term === "lint" ? 1 : 0, judge: 0 },
     ...(term === "build" ? { buildCmd: command } : { lintCmd: command }),
+    // as rollout scores a row: its default build lists what it compiled; the baseline does not look
+    ...(baseline ? { reachBaseline: true } : reach ? { reach } : {}),
   });
 }
 
@@ -85,15 +95,25 @@ async function scoreAttack(attack: Attack): Promise<Score> {
   return scoreInFork({ dir: tmp.path, name: attack.id, task, snapshot, hidden, diff, decoys: !baseline });
 }
 
-// the row attacks' control: each task's reference solution, scored as a row the same way, builds
-const rowControls = [...new Set(BUILD_ATTACKS.map((a) => `${a.task} ${a.row}`))].map((k) => k.split(" "));
+// the row attacks' control: each reference solution, scored as a row by each of its profile's
+// default terms the same way, builds (and lints) — no false zero. By default the attacked tasks';
+// FLAKEGYM_ROW_CONTROLS=all (`npm run test:row-controls`) takes every offline catalog task
+const attacked = new Set(BUILD_ATTACKS.map((a) => a.task));
+const rowControls = (await loadCatalog())
+  .map((t) => t.spec)
+  .filter((t) => t.network === "none" && (process.env.FLAKEGYM_ROW_CONTROLS === "all" || attacked.has(t.id)))
+  .flatMap((t) =>
+    (["build", "lint"] as const)
+      .filter((term) => ROW_TERM_DEFAULTS[t.profile][term])
+      .map((term) => [t.id, term]),
+  );
 describe("red team: build-config controls", () => {
   it.concurrent.each(rowControls)(
     "%s's solution scored as a row by its %s term scores 1",
     async (id, term) => {
       const task = await loadTask(id!);
       const s = await scoreAsRow(
-        `gold-${id}`,
+        `gold-${id}-${term}`,
         task,
         term as "build" | "lint",
         await readFile(task.paths.solution, "utf8"),
@@ -156,8 +176,10 @@ describe.each(classes)("red team: %s", (cls) => {
       );
       if (baseline) return;
       expect(s.reward, `${attack.what}\n${why}`).toBe(0);
-      // detection beside prevention: the static screen names it, or its files never entered scoring
-      expect(seen.length, `${attack.id}: not flagged by the static screen`).toBeGreaterThan(0);
+      // detection beside prevention: the static screen names it, or its files never entered scoring,
+      // or the term's own command read the code and refused it (the build failed on it)
+      const refused = s.terms.some((t) => t.value === 0 && /` exited [1-9]/.test(t.detail ?? ""));
+      expect(seen.length > 0 || refused, `${attack.id}: not flagged by the static screen`).toBe(true);
     },
     600_000,
   );

@@ -1,0 +1,223 @@
+import type { ProfileId } from "@flakegym/profiles";
+import { NODE_CHECKED_FIND, PYTHON_BUILD_EXCLUDE } from "../tasks/row-reward.js";
+import { changedLinesByFile } from "../text/diff.js";
+import type { Term } from "./reward.js";
+import type { StepResult } from "./script.js";
+import {
+  GOARCH,
+  GOOS,
+  isTestOrDocPath,
+  type ReachHit,
+  type SwitchContext,
+  switchedOffLines,
+} from "./switched-off.js";
+
+/**
+ * The file half of "a build/lint term vouches only for code the build/lint actually read" (the
+ * in-file half is scoring/switched-off.ts). Inside the scoring sandbox, right after the build, the
+ * toolchain itself says which files the build compiled (`go list`, rustc's dep-info, the C
+ * compiler's dependency output, `tsc --listFilesOnly`, the `find` the node check walks); every
+ * source file the diff adds or changes that is not among them — a Rust file no `mod` declares, a C
+ * file the Makefile does not list, a `_windows.go` file, an `.mjs` file — costs the build and lint
+ * terms. No host tool reads a workspace file: the host only compares path lists. Pure.
+ */
+
+/** What the scoring script does around a build to learn which files it compiled. */
+export interface ReachProbe {
+  /** Variables set for the build step, each to a file in the probe's dir (its `$FLAKEGYM_REACH`). */
+  readonly buildEnv?: Readonly<Record<string, string>>;
+  /**
+   * Shell run after the build with `$FLAKEGYM_REACH` (a dir holding `mark`, touched just before the
+   * build): prints the workspace root, then the paths the build compiled (whitespace-separated;
+   * make-style dependency lines allowed).
+   */
+  readonly list: string;
+}
+
+const ROOT = `printf '%s\\n' "$PWD"; `;
+/** The line after which the rust probe prints `cargo metadata` (the crates' declared features). */
+const CARGO_METADATA = "#flakegym-cargo-metadata";
+const GO_FILES = ["GoFiles", "CgoFiles", "TestGoFiles", "XTestGoFiles"]
+  .map((f) => `{{range .${f}}}{{$d}}/{{.}}{{"\\n"}}{{end}}`)
+  .join("");
+
+/** Each profile's probe (python needs none: compileall compiles every `.py` it does not exclude). */
+const PROBES: Partial<Record<ProfileId, ReachProbe>> = {
+  go: { list: `${ROOT}go list -e -f '{{$d := .Dir}}${GO_FILES}' ./...` },
+  rust: {
+    list: `${ROOT}find "\${CARGO_TARGET_DIR:-target}" -path '*/deps/*.d' -type f -newer "$FLAKEGYM_REACH/mark" -exec cat {} + && printf '\\n%s\\n' '${CARGO_METADATA}' && { cargo metadata --no-deps --offline --format-version 1 2>/dev/null || true; }`,
+  },
+  // gcc appends each compile's dependencies to DEPENDENCIES_OUTPUT, unless the build passes -MD/-MMD
+  // itself (CMake, autotools) or uses clang: then the compiler's own dependency files, written by
+  // this build (newer than the mark: none the diff brought), say it
+  c: {
+    buildEnv: { DEPENDENCIES_OUTPUT: "deps" },
+    list: `${ROOT}cat "$FLAKEGYM_REACH/deps" 2>/dev/null; find . -type f \\( -name '*.d' -o -name '*.Po' -o -name '*.Plo' \\) -newer "$FLAKEGYM_REACH/mark" -exec cat {} + 2>/dev/null; true`,
+  },
+  node: {
+    list: `${ROOT}if [ -f tsconfig.json ]; then npx --no-install tsc --listFilesOnly; else ${NODE_CHECKED_FIND} -print; fi`,
+  },
+};
+
+/** The probe of `profile`'s default build, if it needs one. Pure. */
+export const reachProbeOf = (profile: ProfileId): ReachProbe | undefined => PROBES[profile];
+
+/** What counts as a source file of each profile (everything else — docs, data, configs — is not judged here). */
+const SOURCES: Partial<Record<ProfileId, RegExp>> = {
+  go: /\.go$/,
+  rust: /\.rs$/,
+  c: /\.(c|cc|cpp|cxx|c\+\+|h|hh|hpp|hxx)$/,
+  node: /\.(js|mjs|cjs|jsx|ts|tsx|mts|cts)$/,
+  python: /\.py$/,
+};
+
+/** Whether `path` is a source file of `profile` the build must have compiled. Pure. */
+export function isBuiltSource(profile: ProfileId, path: string): boolean {
+  const re = SOURCES[profile];
+  if (!re?.test(path)) return false;
+  return !isTestOrDocPath(path);
+}
+
+/** A Go file named for another platform than this build's (`x_windows.go`, `x_darwin_arm64.go`). */
+const OTHER_PLATFORM_GO = new RegExp(
+  `_(${[...GOOS, ...GOARCH].filter((p) => p !== "linux" && p !== "amd64").join("|")})(_\\w+)?\\.go$`,
+);
+
+/** Normalises a probe's path (`./a/../b` → `b`; the root stripped). */
+function normalise(p: string, root: string): string {
+  const rel = root && p.startsWith(`${root}/`) ? p.slice(root.length + 1) : p;
+  const out: string[] = [];
+  for (const seg of rel.split("/")) {
+    if (seg === "." || seg === "") continue;
+    if (seg === ".." && out.length && out.at(-1) !== "..") out.pop();
+    else out.push(seg);
+  }
+  return (rel.startsWith("/") ? "/" : "") + out.join("/");
+}
+
+/** What a probe printed: the paths the build read, and (rust) the features its crates declare. */
+export interface Reach {
+  readonly files: ReadonlySet<string>;
+  readonly rustFeatures?: ReadonlySet<string>;
+}
+
+/** The features `cargo metadata` JSON declares, or undefined when it is not that JSON. */
+function cargoFeatures(json: string): Set<string> | undefined {
+  try {
+    const m = JSON.parse(json) as { packages?: { features?: Record<string, unknown> }[] };
+    if (!Array.isArray(m.packages)) return undefined;
+    return new Set(m.packages.flatMap((p) => Object.keys(p.features ?? {})));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A probe's output: its first line the root, then paths (make-style `target:` words dropped), then
+ * for rust `cargo metadata` after its marker line. Pure.
+ */
+export function parseReach(output: string): Reach {
+  const cut = output.indexOf(`\n${CARGO_METADATA}\n`);
+  const paths = cut < 0 ? output : output.slice(0, cut);
+  const rustFeatures = cut < 0 ? undefined : cargoFeatures(output.slice(cut + CARGO_METADATA.length + 2));
+  const [root = "", ...rest] = paths.split("\n");
+  const words = rest
+    .join("\n")
+    .replace(/\\\n/g, " ")
+    .split(/\s+/)
+    .filter((w) => w !== "" && !w.endsWith(":"));
+  const files = new Set(words.map((w) => normalise(w, root.trim())));
+  return rustFeatures ? { files, rustFeatures } : { files };
+}
+
+/** Whether the build compiled `path`: listed as is, or (a sub-make's relative entry) as its tail. */
+function compiledBy(path: string, compiled: ReadonlySet<string>): boolean {
+  if (compiled.has(path)) return true;
+  for (const c of compiled)
+    if (!c.startsWith("/") && !c.startsWith("..") && path.endsWith(`/${c}`)) return true;
+  return false;
+}
+
+/** What one changed source file's place in the build is, or undefined when the build compiled it. */
+function unreadReason(
+  profile: ProfileId,
+  f: { path: string; isNew: boolean },
+  compiled: ReadonlySet<string> | undefined,
+): string | undefined {
+  if (profile === "python")
+    return new RegExp(PYTHON_BUILD_EXCLUDE).test(`./${f.path}`)
+      ? "not compiled by the build: compileall excludes its directory"
+      : undefined;
+  // an edit to a file only another platform builds: this build cannot vouch for it, nor is it hidden by the change
+  if (profile === "go" && !f.isNew && OTHER_PLATFORM_GO.test(f.path)) return undefined;
+  if (compiled === undefined) return "the build's own list of compiled files is missing";
+  return compiledBy(f.path, compiled)
+    ? undefined
+    : `not compiled by the build: no ${profile} build target of the repository includes it`;
+}
+
+/**
+ * The changed source files of `diff` the build did not compile, given what the probe printed
+ * (`probe` undefined: the probe did not report; for python none is needed). Pure.
+ */
+export function unreadFiles(profile: ProfileId, diff: string, probe: StepResult | undefined): ReachHit[] {
+  const compiled = probe && probe.exitCode === 0 ? parseReach(probe.output).files : undefined;
+  const hits: ReachHit[] = [];
+  for (const f of changedLinesByFile(diff)) {
+    // a name with a control character could forge a line of the probe's list
+    const odd = [...f.path].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
+    if (!odd && !isBuiltSource(profile, f.path)) continue;
+    const why = odd ? "its name holds a control character" : unreadReason(profile, f, compiled);
+    if (why) hits.push({ term: "build", file: f.path, line: 0, why, text: "" });
+  }
+  return hits;
+}
+
+/** Every reason `diff` gives for a build or lint that did not read all of it (file- and line-level). Pure. */
+export function reachHits(
+  diff: string,
+  profile: ProfileId | undefined,
+  probe: StepResult | undefined,
+): ReachHit[] {
+  const files = profile === undefined ? [] : unreadFiles(profile, diff, probe);
+  const features = probe && probe.exitCode === 0 ? parseReach(probe.output).rustFeatures : undefined;
+  const ctx: SwitchContext = features ? { rustFeatures: features } : {};
+  return [...files, ...switchedOffLines(diff, ctx)];
+}
+
+/** One hit as the term's detail tells it. */
+const hitText = (h: ReachHit) => `${h.file}${h.line ? `:${h.line}` : ""} (${h.why})`;
+
+/** The hits that cost `term` a pass: build hits cost both terms, lint hits the lint term. */
+const against = (term: Term | undefined, hits: readonly ReachHit[]) =>
+  term?.value === 1 ? hits.filter((h) => h.term === "build" || term.name === "lint") : [];
+
+/** A term that passed, set to 0 with the hits named, when there are any. */
+function zeroed(term: Term | undefined, hits: readonly ReachHit[]): Term | undefined {
+  if (!term || !hits.length) return term;
+  const list = hits.slice(0, 8).map(hitText).join("; ");
+  const more = hits.length > 8 ? `; and ${hits.length - 8} more` : "";
+  return {
+    ...term,
+    value: 0,
+    detail: `${term.detail ?? ""}; not counted — the change keeps code from the ${term.name}: ${list}${more}`,
+  };
+}
+
+/**
+ * The build and lint terms once a change that kept some of its own code from them is taken into
+ * account: a term that passed is 0 when a hit stands against it. `counted`: the hits that cost a
+ * term (recorded in score.json as `build-exclusion`). Pure.
+ */
+export function applyReach(
+  terms: { readonly build: Term | undefined; readonly lint: Term | undefined },
+  hits: readonly ReachHit[],
+): { build: Term | undefined; lint: Term | undefined; counted: ReachHit[] } {
+  const b = against(terms.build, hits);
+  const l = against(terms.lint, hits);
+  return {
+    build: zeroed(terms.build, b),
+    lint: zeroed(terms.lint, l),
+    counted: hits.filter((h) => b.includes(h) || l.includes(h)),
+  };
+}
