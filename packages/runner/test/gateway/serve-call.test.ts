@@ -1,7 +1,8 @@
 import { IncomingMessage, ServerResponse } from "node:http";
 import { Socket } from "node:net";
 import { describe, expect, it } from "vitest";
-import { callFailure, stopReason, WatchdogTimeout, watchCall } from "../../src/gateway/serve-call.js";
+import { callFailure, WatchdogTimeout } from "../../src/gateway/call-decisions.js";
+import { stopReason, watchCall } from "../../src/gateway/serve-call.js";
 import { UpstreamError } from "../../src/policy/upstream.js";
 
 const e = {

@@ -1,0 +1,120 @@
+import { describe, expect, it } from "vitest";
+import {
+  failureCounts,
+  refusalOf,
+  responseIdOf,
+  roundMs,
+  turnRecordOf,
+} from "../../src/gateway/call-decisions.js";
+import { parseClientRequest } from "../../src/gateway/client-request.js";
+import type { TrajectoryLimits } from "../../src/gateway/types.js";
+
+const limits: TrajectoryLimits = {
+  silenceTimeoutMs: 1,
+  totalTimeoutMs: 1,
+  maxResponseBytes: 1,
+  maxConsecutiveFailures: 3,
+};
+
+describe("refusalOf: whether a model call is refused before it is forwarded", () => {
+  it("forwards a call within its budgets, and any call when no budget is set", () => {
+    expect(
+      refusalOf({ id: "t", limits, terminal: undefined, completionTokens: 10_000 }, 500),
+    ).toBeUndefined();
+    const budgets = { ...limits, maxRequests: 3, maxCompletionTokens: 100 };
+    expect(
+      refusalOf({ id: "t", limits: budgets, terminal: undefined, completionTokens: 99 }, 3),
+    ).toBeUndefined();
+  });
+
+  it("refuses the call after maxRequests, naming the budget it spent", () => {
+    const r = refusalOf(
+      { id: "t", limits: { ...limits, maxRequests: 3 }, terminal: undefined, completionTokens: 0 },
+      4,
+    );
+    expect(r).toEqual({
+      message: "trajectory 't' exceeded maxRequests=3 (call 4 refused)",
+      limit: "model_requests",
+    });
+  });
+
+  it("refuses once the sampled tokens reach maxCompletionTokens", () => {
+    const r = refusalOf(
+      {
+        id: "t",
+        limits: { ...limits, maxCompletionTokens: 100 },
+        terminal: undefined,
+        completionTokens: 100,
+      },
+      2,
+    );
+    expect(r).toEqual({
+      message: "trajectory 't' spent its maxCompletionTokens=100 (100 sampled; call 2 refused)",
+      limit: "completion_tokens",
+    });
+  });
+
+  it("refuses every call of an ended trajectory without naming a budget (it is not ended again), before any budget", () => {
+    const terminal = { kind: "timeout" as const, message: "upstream silent", at: "2026-01-01T00:00:00.000Z" };
+    const r = refusalOf({ id: "t", limits: { ...limits, maxRequests: 1 }, terminal, completionTokens: 0 }, 9);
+    expect(r).toEqual({
+      message: "trajectory 't' was ended by the gateway (timeout: upstream silent)",
+      limit: undefined,
+    });
+  });
+});
+
+describe("failureCounts: a trajectory's failure counters after one failed call", () => {
+  it("an abort counts nothing, a watchdog counts as failed only, an upstream failure also in a row", () => {
+    const before = { failed: 2, consecutiveFailures: 1 };
+    expect(failureCounts(false, before)).toEqual({ failed: 2, consecutiveFailures: 1 });
+    expect(failureCounts("failed", before)).toEqual({ failed: 3, consecutiveFailures: 1 });
+    expect(failureCounts("in_a_row", before)).toEqual({ failed: 3, consecutiveFailures: 2 });
+  });
+});
+
+describe("turnRecordOf and responseIdOf: what a turn line and an answer's id say", () => {
+  const body = Buffer.from(
+    JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "hi" }] }),
+  );
+  const client = parseClientRequest("openai", body);
+  const call = {
+    trajectoryId: "t-7",
+    seq: 3,
+    startedAt: new Date("2026-01-02T03:04:05.678Z"),
+    protocol: "openai" as const,
+    upstream: "openai:http://h/v1#m",
+    client,
+    totalMs: 12.5,
+  };
+
+  it("records the call, the stream flag the client asked for, and no first byte unless given", () => {
+    expect(turnRecordOf(call, "refused", { error: "no" })).toEqual({
+      v: 1,
+      trajectoryId: "t-7",
+      seq: 3,
+      startedAt: "2026-01-02T03:04:05.678Z",
+      protocol: "openai",
+      stream: true,
+      upstream: "openai:http://h/v1#m",
+      status: "refused",
+      request: client.request,
+      latency: { firstByteMs: null, totalMs: 12.5 },
+      error: "no",
+    });
+    const ok = turnRecordOf(call, "ok", { latency: { firstByteMs: 1.25, totalMs: 20 } });
+    expect(ok.latency).toEqual({ firstByteMs: 1.25, totalMs: 20 });
+    const plain = parseClientRequest(
+      "openai",
+      Buffer.from(JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] })),
+    );
+    expect(turnRecordOf({ ...call, client: plain }, "ok", {}).stream).toBe(false);
+  });
+
+  it("names answers as each protocol does, and rounds latencies to two decimals", () => {
+    expect(responseIdOf("openai", "t-7", 3)).toBe("chatcmpl-t-7-3");
+    expect(responseIdOf("anthropic", "t-7", 3)).toBe("msg-t-7-3");
+    expect(roundMs(1.23456)).toBe(1.23);
+    expect(roundMs(0.005)).toBe(0.01);
+  });
+});
