@@ -4,7 +4,7 @@ import { type CompletedResponse, ResponseAccumulator, type UpstreamEvent } from 
 import type { IntArrayJson } from "../policy/prompt-ids-json.js";
 import type { ClientProtocol } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
-import { AnthropicStreamEncoder, anthropicErrorBody, anthropicMessageBody } from "./anthropic-wire.js";
+import { AnthropicStreamEncoder, anthropicMessageBody } from "./anthropic-wire.js";
 import {
   type CallRefusal,
   callFailure,
@@ -13,15 +13,17 @@ import {
   responseIdOf,
   roundMs,
   turnRecordOf,
-  WatchdogTimeout,
 } from "./call-decisions.js";
+import { type CallWatch, stopReason, watchCall } from "./call-watch.js";
 import {
   type ClientRequest,
   parseClientRequest,
   parsesAfterForwarding,
+  readBody,
   upstreamCall,
 } from "./client-request.js";
-import { OpenAiStreamEncoder, openAiCompletionBody, openAiErrorBody } from "./openai-wire.js";
+import { errorBodyOf } from "./error-body.js";
+import { OpenAiStreamEncoder, openAiCompletionBody } from "./openai-wire.js";
 import type { TurnRecord, TurnStatus } from "./turn-log.js";
 import type { Entry, GatewayTerminal } from "./types.js";
 
@@ -36,36 +38,6 @@ export interface CallContext {
     message: string,
     limit?: GatewayTerminal["limit"],
   ): void;
-}
-
-/**
- * The request body, whole. Plain listeners, not an async iterator: a body over the limit is refused
- * (413) while the rest of it flows on unread, so the answer reaches the client; an iterator's early
- * exit destroyed the request, and the answer with it.
- */
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const settle = (err: Error | undefined) => {
-      req.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
-      if (err) reject(err);
-      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= max) chunks.push(chunk);
-      else
-        settle(
-          new HttpError(413, "E_TOO_LARGE", `request body larger than ${max} bytes`, {
-            type: "invalid_request_error",
-          }),
-        );
-    };
-    const onEnd = () => settle(undefined);
-    const onClose = () => settle(new Error("the client closed the connection before its request body ended"));
-    req.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
-  });
 }
 
 type SendError = (status: number, message: string, type: string) => void;
@@ -409,7 +381,7 @@ function failResponse(
 ): void {
   if (res.destroyed || res.writableEnded) return;
   const msg = runSecrets.text(message);
-  const body = protocol === "anthropic" ? anthropicErrorBody(msg, type) : openAiErrorBody(msg, type);
+  const body = errorBodyOf(protocol, msg, type);
   if (!res.headersSent) {
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify(body));
@@ -441,61 +413,6 @@ function checkParsed(st: CallState, ac: AbortController): void {
   } catch (err) {
     ac.abort(err);
   }
-}
-
-/** Why a call must stop before it starts, if it must: its trajectory ended, or the gateway is closing. */
-export function stopReason(ctx: Pick<CallContext, "signal">, e: Pick<Entry, "ended">): unknown {
-  if (e.ended.signal.aborted) return e.ended.signal.reason;
-  if (ctx.signal?.aborted) return new Error("gateway closing");
-  return undefined;
-}
-
-/** What ends a call from outside while it runs; `touch` on every upstream event. */
-export interface CallWatch {
-  touch(): void;
-  disarm(): void;
-}
-
-/**
- * Arms what ends a call from outside: the client leaving, its trajectory ending, the gateway
- * closing, and the silence and total watchdogs. What happened before it was armed counts too.
- */
-export function watchCall(ctx: CallContext, e: Entry, res: ServerResponse, ac: AbortController): CallWatch {
-  const onClose = () => {
-    if (!res.writableFinished) ac.abort(new Error("client closed the connection"));
-  };
-  const onStop = () => {
-    const reason = stopReason(ctx, e);
-    if (reason) ac.abort(reason);
-  };
-  res.on("close", onClose);
-  e.ended.signal.addEventListener("abort", onStop, { once: true });
-  ctx.signal?.addEventListener("abort", onStop, { once: true });
-  if (res.destroyed) onClose();
-  onStop();
-  // a stream that stops mid-way is as dead as one that never starts. One lazy timer: an event only
-  // stamps the time; the timer, when it fires, sleeps again for what is left of the window.
-  const { silenceTimeoutMs, totalTimeoutMs } = e.limits;
-  let lastEventAt = performance.now();
-  const checkSilence = () => {
-    const left = silenceTimeoutMs - (performance.now() - lastEventAt);
-    if (left <= 0) ac.abort(new WatchdogTimeout("silence", silenceTimeoutMs));
-    else silenceTimer = setTimeout(checkSilence, left);
-  };
-  let silenceTimer = setTimeout(checkSilence, silenceTimeoutMs);
-  const totalTimer = setTimeout(() => ac.abort(new WatchdogTimeout("total", totalTimeoutMs)), totalTimeoutMs);
-  return {
-    touch: () => {
-      lastEventAt = performance.now();
-    },
-    disarm: () => {
-      clearTimeout(silenceTimer);
-      clearTimeout(totalTimer);
-      res.off("close", onClose);
-      e.ended.signal.removeEventListener("abort", onStop);
-      ctx.signal?.removeEventListener("abort", onStop);
-    },
-  };
 }
 
 function streamEncoder(

@@ -6,7 +6,7 @@ import { FlakegymError, UsageError } from "../errors.js";
 import type { ClientProtocol } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
 import { admitCall, DEFAULT_MAX_CALLS_PER_TRAJECTORY } from "./admission.js";
-import { anthropicErrorBody } from "./anthropic-wire.js";
+import { errorBodyOf } from "./error-body.js";
 import { openAiErrorBody } from "./openai-wire.js";
 import { requestRefusal, routeOf, tokenOf } from "./request-route.js";
 import { type CallContext, serveCall } from "./serve-call.js";
@@ -149,7 +149,7 @@ async function unregister(st: GatewayState, trajectoryId: string): Promise<Traje
 function errorSender(res: ServerResponse, protocol: ClientProtocol) {
   return (status: number, message: string, type: string) => {
     const msg = runSecrets.text(message);
-    const body = protocol === "anthropic" ? anthropicErrorBody(msg, type) : openAiErrorBody(msg, type);
+    const body = errorBodyOf(protocol, msg, type);
     if (!res.headersSent) res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify(body));
   };
