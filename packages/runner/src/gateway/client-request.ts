@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import { HttpError } from "../errors.js";
 import { anthropicToChatRequest } from "../policy/anthropic-convert.js";
 import { ChatRequest } from "../policy/chat.js";
@@ -65,4 +66,34 @@ export function upstreamCall(
       return parsed().raw;
     },
   };
+}
+
+/**
+ * The request body, whole. Plain listeners, not an async iterator: a body over the limit is refused
+ * (413) while the rest of it flows on unread, so the answer reaches the client; an iterator's early
+ * exit destroyed the request, and the answer with it.
+ */
+export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (err: Error | undefined) => {
+      req.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
+      if (err) reject(err);
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= max) chunks.push(chunk);
+      else
+        settle(
+          new HttpError(413, "E_TOO_LARGE", `request body larger than ${max} bytes`, {
+            type: "invalid_request_error",
+          }),
+        );
+    };
+    const onEnd = () => settle(undefined);
+    const onClose = () => settle(new Error("the client closed the connection before its request body ended"));
+    req.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
+  });
 }

@@ -1,17 +1,29 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { HttpError } from "../errors.js";
-import { ResponseAccumulator, type UpstreamEvent } from "../policy/chat.js";
+import { type CompletedResponse, ResponseAccumulator, type UpstreamEvent } from "../policy/chat.js";
 import type { IntArrayJson } from "../policy/prompt-ids-json.js";
-import { type ClientProtocol, UpstreamError } from "../policy/upstream.js";
+import type { ClientProtocol } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
-import { AnthropicStreamEncoder, anthropicErrorBody, anthropicMessageBody } from "./anthropic-wire.js";
+import { AnthropicStreamEncoder, anthropicMessageBody } from "./anthropic-wire.js";
+import {
+  type CallRefusal,
+  callFailure,
+  failureCounts,
+  refusalOf,
+  responseIdOf,
+  roundMs,
+  turnRecordOf,
+} from "./call-decisions.js";
+import { type CallWatch, stopReason, watchCall } from "./call-watch.js";
 import {
   type ClientRequest,
   parseClientRequest,
   parsesAfterForwarding,
+  readBody,
   upstreamCall,
 } from "./client-request.js";
-import { OpenAiStreamEncoder, openAiCompletionBody, openAiErrorBody } from "./openai-wire.js";
+import { errorBodyOf } from "./error-body.js";
+import { OpenAiStreamEncoder, openAiCompletionBody } from "./openai-wire.js";
 import type { TurnRecord, TurnStatus } from "./turn-log.js";
 import type { Entry, GatewayTerminal } from "./types.js";
 
@@ -28,47 +40,43 @@ export interface CallContext {
   ): void;
 }
 
-export class WatchdogTimeout extends Error {
-  constructor(
-    readonly which: "silence" | "total",
-    ms: number,
-  ) {
-    super(
-      which === "silence"
-        ? `upstream sent no event for ${ms} ms (silenceTimeoutMs; bytes that never complete an event do not count)`
-        : `upstream call took longer than ${ms} ms (totalTimeoutMs)`,
-    );
-  }
+type SendError = (status: number, message: string, type: string) => void;
+
+/** One model call as it is served: what the client asked, read and (maybe) parsed. */
+interface CallState {
+  readonly ctx: CallContext;
+  readonly e: Entry;
+  readonly protocol: ClientProtocol;
+  readonly res: ServerResponse;
+  readonly sendError: SendError;
+  readonly seq: number;
+  readonly startedAt: Date;
+  /** performance.now() when the call arrived: the origin of its latencies. */
+  readonly t0: number;
+  /** The body is parsed only after it was forwarded (the upstream takes the client's JSON as is). */
+  readonly deferParse: boolean;
+  readonly body: Buffer;
+  /** The parsed request, once parsed ({@link clientOf}). */
+  parsed: ClientRequest | undefined;
 }
 
-/**
- * The request body, whole. Plain listeners, not an async iterator: a body over the limit is refused
- * (413) while the rest of it flows on unread, so the answer reaches the client; an iterator's early
- * exit destroyed the request, and the answer with it.
- */
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const settle = (err: Error | undefined) => {
-      req.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
-      if (err) reject(err);
-      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= max) chunks.push(chunk);
-      else
-        settle(
-          new HttpError(413, "E_TOO_LARGE", `request body larger than ${max} bytes`, {
-            type: "invalid_request_error",
-          }),
-        );
-    };
-    const onEnd = () => settle(undefined);
-    const onClose = () => settle(new Error("the client closed the connection before its request body ended"));
-    req.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
-  });
+/** A call on its way to the upstream and back: its abort, its answer so far, the client's stream. */
+interface Relay {
+  readonly st: CallState;
+  readonly ac: AbortController;
+  readonly acc: ResponseAccumulator;
+  readonly responseId: string;
+  /** Rejects the pending upstream read with the abort's reason (an upstream that ignores its signal cannot hold the call). */
+  readonly onAbort: () => void;
+  firstByteMs: number | null;
+  /** Made at the first streamed event, when the request has been parsed. */
+  encoder: AnthropicStreamEncoder | OpenAiStreamEncoder | undefined;
+  /** The client's stream text gathered this tick; it leaves in one write at the end of the tick. */
+  pending: string;
+  flushQueued: boolean;
+  rejectWaiting: ((reason: unknown) => void) | undefined;
+  iterator: AsyncIterator<UpstreamEvent> | undefined;
+  watch: CallWatch | undefined;
 }
 
 /**
@@ -82,14 +90,14 @@ export async function serveCall(
   protocol: ClientProtocol,
   req: IncomingMessage,
   res: ServerResponse,
-  sendError: (status: number, message: string, type: string) => void,
+  sendError: SendError,
 ): Promise<void> {
   const startedAt = new Date();
   const t0 = performance.now();
   const seq = ++e.seq;
+  const deferParse = parsesAfterForwarding(protocol, e.upstream.forwardsClientJson);
   let body: Buffer;
   let parsed: ClientRequest | undefined;
-  const deferParse = parsesAfterForwarding(protocol, e.upstream.forwardsClientJson);
   try {
     body = await readBody(req, ctx.maxBody);
     if (!deferParse) parsed = parseClientRequest(protocol, body);
@@ -97,283 +105,270 @@ export async function serveCall(
     refuseBadRequest(e, err, sendError);
     return;
   }
-  /** The parsed request; only read once parsing succeeded (every path below parses first). */
-  const client = () => {
-    parsed ??= parseClientRequest(protocol, body);
-    return parsed;
+  const st: CallState = { ctx, e, protocol, res, sendError, seq, startedAt, t0, deferParse, body, parsed };
+  const refusal = refusalOf(e, seq);
+  if (refusal) await refuseCall(st, refusal);
+  else await relayCall(st);
+}
+
+/** The parsed request; only read once parsing succeeded (every path parses before it reads). */
+function clientOf(st: CallState): ClientRequest {
+  st.parsed ??= parseClientRequest(st.protocol, st.body);
+  return st.parsed;
+}
+
+/** Appends the call's turn line; a line that cannot be written ends the trajectory as infra_error. */
+function recordTurn(
+  st: CallState,
+  status: TurnStatus,
+  extra: Partial<TurnRecord>,
+  promptIdsJson?: IntArrayJson,
+): Promise<void> {
+  const { e } = st;
+  if (!e.log) return Promise.resolve();
+  const client = clientOf(st);
+  const call = {
+    trajectoryId: e.id,
+    seq: st.seq,
+    startedAt: st.startedAt,
+    protocol: st.protocol,
+    upstream: e.upstream.id,
+    client,
+    totalMs: roundMs(performance.now() - st.t0),
   };
-  const record = (
-    status: TurnStatus,
-    extra: Partial<TurnRecord>,
-    promptIdsJson?: IntArrayJson,
-  ): Promise<void> => {
-    if (!e.log) return Promise.resolve();
-    const rec: TurnRecord = {
-      v: 1,
-      trajectoryId: e.id,
-      seq,
-      startedAt: startedAt.toISOString(),
-      protocol,
-      stream: client().raw["stream"] === true,
-      upstream: e.upstream.id,
-      status,
-      request: client().request,
-      latency: { firstByteMs: null, totalMs: round(performance.now() - t0) },
-      ...extra,
-    };
-    return e.log.append(rec, client().requestJson, promptIdsJson).catch((err: unknown) => {
+  return e.log
+    .append(turnRecordOf(call, status, extra), client.requestJson, promptIdsJson)
+    .catch((err: unknown) => {
       // a turn that cannot be logged cannot be trained on: end the trajectory visibly
       // (the machine's fault, not the policy's: a full disk is retried once space is back)
-      ctx.endTrajectory(e, "infra_error", `turn log ${e.log?.path} failed: ${(err as Error).message}`);
+      st.ctx.endTrajectory(e, "infra_error", `turn log ${e.log?.path} failed: ${(err as Error).message}`);
     });
-  };
+}
 
-  // refusals: an ended trajectory, or a spent budget
-  const overRequests = e.limits.maxRequests !== undefined && seq > e.limits.maxRequests;
-  const refusal = e.terminal
-    ? `trajectory '${e.id}' was ended by the gateway (${e.terminal.kind}: ${e.terminal.message})`
-    : overRequests
-      ? `trajectory '${e.id}' exceeded maxRequests=${e.limits.maxRequests} (call ${seq} refused)`
-      : e.limits.maxCompletionTokens !== undefined && e.completionTokens >= e.limits.maxCompletionTokens
-        ? `trajectory '${e.id}' spent its maxCompletionTokens=${e.limits.maxCompletionTokens} (${e.completionTokens} sampled; call ${seq} refused)`
-        : undefined;
-  if (refusal) {
-    try {
-      client();
-    } catch (err) {
-      refuseBadRequest(e, err, sendError);
-      return;
-    }
-    e.refused++;
-    if (!e.terminal)
-      ctx.endTrajectory(e, "limits_exceeded", refusal, overRequests ? "model_requests" : "completion_tokens");
-    await record("refused", { error: refusal });
-    sendError(400, `flakegym gateway: ${refusal}`, "flakegym_limit_exceeded");
+/** Refuses a call of an ended trajectory or a spent budget (ending the trajectory on the budget). */
+async function refuseCall(st: CallState, refusal: CallRefusal): Promise<void> {
+  try {
+    clientOf(st);
+  } catch (err) {
+    refuseBadRequest(st.e, err, st.sendError);
     return;
   }
+  st.e.refused++;
+  if (refusal.limit) st.ctx.endTrajectory(st.e, "limits_exceeded", refusal.message, refusal.limit);
+  await recordTurn(st, "refused", { error: refusal.message });
+  st.sendError(400, `flakegym gateway: ${refusal.message}`, "flakegym_limit_exceeded");
+}
 
-  const ac = new AbortController();
-  e.calls.add(ac);
-  // a call of a trajectory that has ended, or of a closing gateway, never leaves
-  const stoppedBefore = stopReason(ctx, e);
-  if (stoppedBefore) ac.abort(stoppedBefore);
-  let watch: CallWatch | undefined;
-  const acc = new ResponseAccumulator();
-  let firstByteMs: number | null = null;
-  const responseId = `${protocol === "anthropic" ? "msg" : "chatcmpl"}-${e.id}-${seq}`;
-  // made at the first event, when the request has been parsed
-  let encoder: AnthropicStreamEncoder | OpenAiStreamEncoder | undefined;
-  const encoderOf = () => {
-    encoder ??= streamEncoder(protocol, responseId, client().raw, client().request.model);
-    return encoder;
-  };
-  // The client's stream: the events of one upstream read arrive within one tick; they are
-  // gathered and leave in one write at the end of that tick (process.nextTick), never later.
-  let pending = "";
-  let flushQueued = false;
-  const flush = () => {
-    flushQueued = false;
-    if (pending.length === 0 || res.writableEnded || res.destroyed) return;
-    const text = pending;
-    pending = "";
-    res.write(text);
-  };
-  const send = (text: string) => {
-    if (text.length === 0 || res.destroyed) return;
-    if (!res.headersSent) {
-      res.writeHead(200, {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-cache",
-        connection: "keep-alive",
-        "x-accel-buffering": "no",
-      });
-    }
-    pending += runSecrets.text(text);
-    if (!flushQueued) {
-      flushQueued = true;
-      process.nextTick(flush);
-    }
-  };
-  const drained = () =>
-    new Promise<void>((resolve) => {
-      const done = () => {
-        res.off("drain", done);
-        res.off("close", done);
-        ac.signal.removeEventListener("abort", done);
-        resolve();
-      };
-      res.on("drain", done);
-      res.on("close", done);
-      ac.signal.addEventListener("abort", done, { once: true });
-    });
-  // the next upstream event, or the abort reason as soon as the call is aborted (an upstream
-  // that ignores its signal cannot hold the call)
-  let rejectWaiting: ((reason: unknown) => void) | undefined;
-  const onAbort = () => rejectWaiting?.(ac.signal.reason);
-  ac.signal.addEventListener("abort", onAbort, { once: true });
-  const next = (it: AsyncIterator<UpstreamEvent>) =>
-    new Promise<IteratorResult<UpstreamEvent>>((resolve, reject) => {
-      if (ac.signal.aborted) reject(ac.signal.reason);
-      else {
-        rejectWaiting = reject;
-        it.next().then(resolve, reject);
-      }
-    });
-  let iterator: AsyncIterator<UpstreamEvent> | undefined;
+/** Forwards the call and relays its answer; a failure is counted, logged and answered. */
+async function relayCall(st: CallState): Promise<void> {
+  const r = openRelay(st);
   try {
-    const call = upstreamCall(
-      {
-        trajectoryId: e.id,
-        seq,
-        protocol,
-        ...(deferParse || parsed?.requestJson ? { rawJson: body } : {}),
-        ...(e.sampling ? { sampling: e.sampling } : {}),
-        maxResponseBytes: e.limits.maxResponseBytes,
-      },
-      client,
-    );
-    iterator = e.upstream.complete(call, ac.signal)[Symbol.asyncIterator]();
-    // The upstream request leaves first (its bytes are written at the end of this round of I/O);
-    // the watchdogs are armed, and a forwarded body parsed and checked, while it travels.
-    let first: Promise<IteratorResult<UpstreamEvent>> | undefined = next(iterator);
-    first.catch(() => undefined); // awaited below; a failure meanwhile is not unhandled
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    watch = watchCall(ctx, e, res, ac);
-    if (deferParse) checkParsed(client, ac);
-    const stream = client().raw["stream"] === true;
-    for (;;) {
-      const step = await (first ?? next(iterator));
-      first = undefined;
-      if (step.done) break;
-      const ev = step.value;
-      if (firstByteMs === null) firstByteMs = round(performance.now() - t0);
-      watch.touch();
-      acc.add(ev);
-      if (stream) {
-        send(encoderOf().encode(ev));
-        // a client that does not read holds up the upstream (TCP backpressure), not our memory
-        if (res.writableNeedDrain) await drained();
-      }
-    }
-    if (ac.signal.aborted) throw ac.signal.reason;
-    const response = acc.result();
-    if (stream) {
-      send(encoderOf().end());
-      const text = pending;
-      pending = "";
-      res.end(text);
-    } else {
-      const body =
-        protocol === "anthropic"
-          ? anthropicMessageBody(responseId, client().request.model, response)
-          : openAiCompletionBody(responseId, client().request.model, response);
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(runSecrets.text(JSON.stringify(body)));
-    }
-    e.ok++;
-    e.consecutiveFailures = 0;
-    e.promptTokens += response.usage?.promptTokens ?? 0;
-    e.completionTokens += response.usage?.completionTokens ?? 0;
-    await record(
-      "ok",
-      { response, latency: { firstByteMs, totalMs: round(performance.now() - t0) } },
-      acc.promptIdsJson(),
-    );
+    await forward(r);
   } catch (err) {
-    // what the client was sent before the failure goes out before the error event
-    flush();
-    const reason = ac.signal.aborted ? ac.signal.reason : err;
-    const partial = acc.result();
-    const latency = { firstByteMs, totalMs: round(performance.now() - t0) };
-    if (reason instanceof HttpError) {
-      refuseBadRequest(e, reason, sendError);
-      return;
-    }
-    const f = callFailure(reason, ac.signal.aborted, e, seq);
-    if (f.counts) {
-      e.failed++;
-      if (f.counts === "in_a_row") e.consecutiveFailures++;
-    }
-    const end = f.ends?.(e.consecutiveFailures);
-    if (end) ctx.endTrajectory(e, end.kind, end.message);
-    await record(f.turn, { error: f.message, response: partial, latency }, acc.promptIdsJson());
-    failResponse(res, protocol, f.httpStatus, `flakegym gateway: ${f.message}`, f.type);
+    await failCall(r, err);
   } finally {
-    ac.signal.removeEventListener("abort", onAbort);
-    iterator?.return?.().catch(() => undefined);
-    watch?.disarm();
-    e.calls.delete(ac);
+    closeRelay(r);
   }
 }
 
-const round = (ms: number) => Math.round(ms * 100) / 100;
-
-/** How a call that failed is counted, logged and answered, and whether it ends its trajectory. */
-export interface CallFailure {
-  readonly turn: Exclude<TurnStatus, "ok" | "refused">;
-  readonly httpStatus: number;
-  readonly type: "timeout_error" | "upstream_error" | "aborted";
-  readonly message: string;
-  /** Counted as failed; `in_a_row` also towards maxConsecutiveFailures. */
-  readonly counts: false | "failed" | "in_a_row";
-  /** The trajectory's end, given its failures in a row once this one is counted. */
-  readonly ends?: (inARow: number) => { kind: "timeout" | "policy_error"; message: string } | undefined;
+/** A call's relay, registered with its trajectory; a call of an ended trajectory or closing gateway never leaves. */
+function openRelay(st: CallState): Relay {
+  const ac = new AbortController();
+  st.e.calls.add(ac);
+  const stoppedBefore = stopReason(st.ctx, st.e);
+  if (stoppedBefore) ac.abort(stoppedBefore);
+  const r: Relay = {
+    st,
+    ac,
+    acc: new ResponseAccumulator(),
+    responseId: responseIdOf(st.protocol, st.e.id, st.seq),
+    onAbort: () => r.rejectWaiting?.(ac.signal.reason),
+    firstByteMs: null,
+    encoder: undefined,
+    pending: "",
+    flushQueued: false,
+    rejectWaiting: undefined,
+    iterator: undefined,
+    watch: undefined,
+  };
+  ac.signal.addEventListener("abort", r.onAbort, { once: true });
+  return r;
 }
+
+function closeRelay(r: Relay): void {
+  r.ac.signal.removeEventListener("abort", r.onAbort);
+  r.iterator?.return?.().catch(() => undefined);
+  r.watch?.disarm();
+  r.st.e.calls.delete(r.ac);
+}
+
+/** Sends the call upstream, relays its events, answers the client and counts the call ok. */
+async function forward(r: Relay): Promise<void> {
+  const { st, ac } = r;
+  const call = upstreamCall(
+    {
+      trajectoryId: st.e.id,
+      seq: st.seq,
+      protocol: st.protocol,
+      ...(st.deferParse || st.parsed?.requestJson ? { rawJson: st.body } : {}),
+      ...(st.e.sampling ? { sampling: st.e.sampling } : {}),
+      maxResponseBytes: st.e.limits.maxResponseBytes,
+    },
+    () => clientOf(st),
+  );
+  const iterator = st.e.upstream.complete(call, ac.signal)[Symbol.asyncIterator]();
+  r.iterator = iterator;
+  // The upstream request leaves first (its bytes are written at the end of this round of I/O);
+  // the watchdogs are armed, and a forwarded body parsed and checked, while it travels.
+  const first = nextEvent(r, iterator);
+  first.catch(() => undefined); // awaited below; a failure meanwhile is not unhandled
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  const watch = watchCall(st.ctx, st.e, st.res, ac);
+  r.watch = watch;
+  if (st.deferParse) checkParsed(st, ac);
+  const stream = clientOf(st).raw["stream"] === true;
+  await relayEvents(r, iterator, watch, first, stream);
+  if (ac.signal.aborted) throw ac.signal.reason;
+  const response = r.acc.result();
+  answerClient(r, response, stream);
+  const e = st.e;
+  e.ok++;
+  e.consecutiveFailures = 0;
+  e.promptTokens += response.usage?.promptTokens ?? 0;
+  e.completionTokens += response.usage?.completionTokens ?? 0;
+  const latency = { firstByteMs: r.firstByteMs, totalMs: roundMs(performance.now() - st.t0) };
+  await recordTurn(st, "ok", { response, latency }, r.acc.promptIdsJson());
+}
+
+/** Reads the upstream's events into the answer, streaming each to the client when it asked for a stream. */
+async function relayEvents(
+  r: Relay,
+  iterator: AsyncIterator<UpstreamEvent>,
+  watch: CallWatch,
+  first: Promise<IteratorResult<UpstreamEvent>>,
+  stream: boolean,
+): Promise<void> {
+  let step = await first;
+  while (!step.done) {
+    const ev = step.value;
+    if (r.firstByteMs === null) r.firstByteMs = roundMs(performance.now() - r.st.t0);
+    watch.touch();
+    r.acc.add(ev);
+    if (stream) {
+      sendText(r, encoderOf(r).encode(ev));
+      // a client that does not read holds up the upstream (TCP backpressure), not our memory
+      if (r.st.res.writableNeedDrain) await drained(r);
+    }
+    step = await nextEvent(r, iterator);
+  }
+}
+
+/** The upstream's next event, or the abort's reason as soon as the call is aborted. */
+function nextEvent(r: Relay, it: AsyncIterator<UpstreamEvent>): Promise<IteratorResult<UpstreamEvent>> {
+  return new Promise<IteratorResult<UpstreamEvent>>((resolve, reject) => {
+    if (r.ac.signal.aborted) reject(r.ac.signal.reason);
+    else {
+      r.rejectWaiting = reject;
+      it.next().then(resolve, reject);
+    }
+  });
+}
+
+/** Ends the client's stream, or sends the whole answer as one JSON body. */
+function answerClient(r: Relay, response: CompletedResponse, stream: boolean): void {
+  const { st } = r;
+  if (stream) {
+    sendText(r, encoderOf(r).end());
+    const text = r.pending;
+    r.pending = "";
+    st.res.end(text);
+    return;
+  }
+  const model = clientOf(st).request.model;
+  const body =
+    st.protocol === "anthropic"
+      ? anthropicMessageBody(r.responseId, model, response)
+      : openAiCompletionBody(r.responseId, model, response);
+  st.res.writeHead(200, { "content-type": "application/json" });
+  st.res.end(runSecrets.text(JSON.stringify(body)));
+}
+
+/** Counts, logs and answers a call that failed; a bad forwarded body is refused as a bad request. */
+async function failCall(r: Relay, err: unknown): Promise<void> {
+  // what the client was sent before the failure goes out before the error event
+  flushPending(r);
+  const { st, ac } = r;
+  const reason = ac.signal.aborted ? ac.signal.reason : err;
+  const partial = r.acc.result();
+  const latency = { firstByteMs: r.firstByteMs, totalMs: roundMs(performance.now() - st.t0) };
+  if (reason instanceof HttpError) {
+    refuseBadRequest(st.e, reason, st.sendError);
+    return;
+  }
+  const f = callFailure(reason, ac.signal.aborted, st.e, st.seq);
+  const counted = failureCounts(f.counts, st.e);
+  st.e.failed = counted.failed;
+  st.e.consecutiveFailures = counted.consecutiveFailures;
+  const end = f.ends?.(st.e.consecutiveFailures);
+  if (end) st.ctx.endTrajectory(st.e, end.kind, end.message);
+  await recordTurn(st, f.turn, { error: f.message, response: partial, latency }, r.acc.promptIdsJson());
+  failResponse(st.res, st.protocol, f.httpStatus, `flakegym gateway: ${f.message}`, f.type);
+}
+
+const STREAM_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  connection: "keep-alive",
+  "x-accel-buffering": "no",
+};
 
 /**
- * Classifies a call's failure (pure): a watchdog ends the trajectory as timeout; an upstream error
- * (or a fault of the gateway's own) is the policy's, and ends it when terminal or after
- * maxConsecutiveFailures in a row; an abort (client gone, trajectory ended or unregistered, gateway
- * closing) is not counted.
+ * Queues text for the client's stream: the events of one upstream read arrive within one tick;
+ * they are gathered and leave in one write at the end of that tick (process.nextTick), never later.
  */
-export function callFailure(
-  reason: unknown,
-  aborted: boolean,
-  e: Pick<Entry, "id" | "limits">,
-  seq: number,
-): CallFailure {
-  const max = e.limits.maxConsecutiveFailures;
-  const at = `trajectory '${e.id}' call ${seq}`;
-  if (reason instanceof WatchdogTimeout) {
-    const message = `${at}: ${reason.message}`;
-    const ends = () => ({ kind: "timeout" as const, message });
-    return { turn: "timeout", httpStatus: 504, type: "timeout_error", message, counts: "failed", ends };
+function sendText(r: Relay, text: string): void {
+  const res = r.st.res;
+  if (text.length === 0 || res.destroyed) return;
+  if (!res.headersSent) res.writeHead(200, STREAM_HEADERS);
+  r.pending += runSecrets.text(text);
+  if (!r.flushQueued) {
+    r.flushQueued = true;
+    process.nextTick(flushPending, r);
   }
-  if (reason instanceof UpstreamError) {
-    const message = `${at}: ${reason.message}`;
-    const httpStatus = reason.status >= 400 && reason.status < 600 ? reason.status : 502;
-    const ends = (inARow: number) =>
-      reason.terminal
-        ? { kind: "policy_error" as const, message }
-        : inARow >= max
-          ? {
-              kind: "policy_error" as const,
-              message: `${inARow} upstream failures in a row; last: ${message}`,
-            }
-          : undefined;
-    return { turn: "upstream_error", httpStatus, type: "upstream_error", message, counts: "in_a_row", ends };
+}
+
+function flushPending(r: Relay): void {
+  r.flushQueued = false;
+  const res = r.st.res;
+  if (r.pending.length === 0 || res.writableEnded || res.destroyed) return;
+  const text = r.pending;
+  r.pending = "";
+  res.write(text);
+}
+
+function encoderOf(r: Relay): AnthropicStreamEncoder | OpenAiStreamEncoder {
+  if (!r.encoder) {
+    const client = clientOf(r.st);
+    r.encoder = streamEncoder(r.st.protocol, r.responseId, client.raw, client.request.model);
   }
-  if (aborted) {
-    const why =
-      reason instanceof Error ? reason.message : String((reason as GatewayTerminal)?.message ?? reason);
-    return {
-      turn: "aborted",
-      httpStatus: 503,
-      type: "aborted",
-      message: `call ${seq} aborted: ${why}`,
-      counts: false,
+  return r.encoder;
+}
+
+/** Resolves when the client's socket drains, closes, or the call is aborted. */
+function drained(r: Relay): Promise<void> {
+  const { res } = r.st;
+  const signal = r.ac.signal;
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      signal.removeEventListener("abort", done);
+      resolve();
     };
-  }
-  const message = `${at}: gateway fault: ${(reason as Error)?.message ?? String(reason)}`;
-  const ends = (inARow: number) => (inARow >= max ? { kind: "policy_error" as const, message } : undefined);
-  return {
-    turn: "upstream_error",
-    httpStatus: 502,
-    type: "upstream_error",
-    message,
-    counts: "in_a_row",
-    ends,
-  };
+    res.on("drain", done);
+    res.on("close", done);
+    signal.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** Answers a failed call: a JSON error, or an error event when the stream had begun. */
@@ -386,7 +381,7 @@ function failResponse(
 ): void {
   if (res.destroyed || res.writableEnded) return;
   const msg = runSecrets.text(message);
-  const body = protocol === "anthropic" ? anthropicErrorBody(msg, type) : openAiErrorBody(msg, type);
+  const body = errorBodyOf(protocol, msg, type);
   if (!res.headersSent) {
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify(body));
@@ -412,67 +407,12 @@ function refuseBadRequest(
 }
 
 /** Parses and checks a forwarded call's body; a bad body aborts the call with its {@link HttpError}. */
-function checkParsed(client: () => ClientRequest, ac: AbortController): void {
+function checkParsed(st: CallState, ac: AbortController): void {
   try {
-    client();
+    clientOf(st);
   } catch (err) {
     ac.abort(err);
   }
-}
-
-/** Why a call must stop before it starts, if it must: its trajectory ended, or the gateway is closing. */
-export function stopReason(ctx: Pick<CallContext, "signal">, e: Pick<Entry, "ended">): unknown {
-  if (e.ended.signal.aborted) return e.ended.signal.reason;
-  if (ctx.signal?.aborted) return new Error("gateway closing");
-  return undefined;
-}
-
-/** What ends a call from outside while it runs; `touch` on every upstream event. */
-export interface CallWatch {
-  touch(): void;
-  disarm(): void;
-}
-
-/**
- * Arms what ends a call from outside: the client leaving, its trajectory ending, the gateway
- * closing, and the silence and total watchdogs. What happened before it was armed counts too.
- */
-export function watchCall(ctx: CallContext, e: Entry, res: ServerResponse, ac: AbortController): CallWatch {
-  const onClose = () => {
-    if (!res.writableFinished) ac.abort(new Error("client closed the connection"));
-  };
-  const onStop = () => {
-    const reason = stopReason(ctx, e);
-    if (reason) ac.abort(reason);
-  };
-  res.on("close", onClose);
-  e.ended.signal.addEventListener("abort", onStop, { once: true });
-  ctx.signal?.addEventListener("abort", onStop, { once: true });
-  if (res.destroyed) onClose();
-  onStop();
-  // a stream that stops mid-way is as dead as one that never starts. One lazy timer: an event only
-  // stamps the time; the timer, when it fires, sleeps again for what is left of the window.
-  const { silenceTimeoutMs, totalTimeoutMs } = e.limits;
-  let lastEventAt = performance.now();
-  const checkSilence = () => {
-    const left = silenceTimeoutMs - (performance.now() - lastEventAt);
-    if (left <= 0) ac.abort(new WatchdogTimeout("silence", silenceTimeoutMs));
-    else silenceTimer = setTimeout(checkSilence, left);
-  };
-  let silenceTimer = setTimeout(checkSilence, silenceTimeoutMs);
-  const totalTimer = setTimeout(() => ac.abort(new WatchdogTimeout("total", totalTimeoutMs)), totalTimeoutMs);
-  return {
-    touch: () => {
-      lastEventAt = performance.now();
-    },
-    disarm: () => {
-      clearTimeout(silenceTimer);
-      clearTimeout(totalTimer);
-      res.off("close", onClose);
-      e.ended.signal.removeEventListener("abort", onStop);
-      ctx.signal?.removeEventListener("abort", onStop);
-    },
-  };
 }
 
 function streamEncoder(

@@ -1,9 +1,16 @@
-import { MessageChannel, receiveMessageOnPort, Worker } from "node:worker_threads";
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { FlakegymError, UsageError } from "../errors.js";
 import { type PolicyUpstream, UpstreamError } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
-import type { FromGateway, SyncAnswer, ThreadError, ThreadInit, ToGateway } from "./thread-protocol.js";
+import type {
+  FromGateway,
+  SyncAnswer,
+  ThreadError,
+  ThreadInit,
+  ThreadUpstream,
+  ToGateway,
+} from "./thread-protocol.js";
 import {
   checkRegistration,
   type ListenSpec,
@@ -32,6 +39,37 @@ export interface ThreadedPolicyGateway extends PolicyGateway {
   readonly thread: Worker;
 }
 
+/** A trajectory as the runner's thread holds it. */
+interface Held {
+  readonly upstream: PolicyUpstream;
+  readonly ended: AbortController;
+  /** The last status the thread gave (before any: nothing happened yet). */
+  last: TrajectoryStatus;
+}
+
+type ReadyMessage = FromGateway & { op: "ready" };
+
+/** What the runner's side of one gateway thread holds, shared by its functions. */
+interface ThreadState {
+  readonly thread: Worker;
+  /** The runner's end of the channel `status` answers cross synchronously. */
+  readonly syncPort: MessagePort;
+  /** `[0]` is set by the thread when a synchronous answer is on `syncPort`. */
+  readonly flag: Int32Array;
+  readonly held: Map<string, Held>;
+  /** The control calls waiting for the thread's reply, by reply number. */
+  readonly replies: Map<number, { resolve(s: TrajectoryStatus | undefined): void; reject(e: Error): void }>;
+  /** The calls of upstreams held in this thread, running for the gateway's thread, by call id. */
+  readonly calls: Map<number, AbortController>;
+  nextReply: number;
+  /** Set once the thread failed or exited unasked: every route aborted, every control call fails with it. */
+  dead: FlakegymError | undefined;
+  closing: boolean;
+  ready: ((m: ReadyMessage) => void) | undefined;
+  /** The one close, however many ask for it. */
+  closed: Promise<void> | undefined;
+}
+
 /** The worker source: TypeScript from a checkout (through tsx's loader), JavaScript when built. */
 function workerScript(): URL {
   const entry = new URL(`./thread-worker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
@@ -41,12 +79,55 @@ function workerScript(): URL {
   return new URL(`data:text/javascript,${encodeURIComponent(code)}`);
 }
 
-/** An error that crosses to the gateway thread. */
-function threadErrorOf(err: unknown): ThreadError {
+/** An error that crosses to the gateway thread (pure). */
+export function threadErrorOf(err: unknown): ThreadError {
   const message = err instanceof Error ? err.message : String(err);
   return err instanceof UpstreamError
     ? { message, upstream: { status: err.status, terminal: err.terminal } }
     : { message };
+}
+
+/** Where a trajectory's calls go (pure): rebuilt in the gateway's thread when portable, else back here. */
+export function threadUpstreamOf(u: PolicyUpstream): ThreadUpstream {
+  return u.portable ? { portable: u.portable } : { proxy: { id: u.id, kind: u.kind, secrets: u.secrets } };
+}
+
+/** A registered trajectory's status before the thread has said anything of it (pure). */
+export function initialStatus(trajectoryId: string, upstream: string): TrajectoryStatus {
+  return {
+    trajectoryId,
+    upstream,
+    requests: 0,
+    ok: 0,
+    failed: 0,
+    refused: 0,
+    inFlight: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    terminal: undefined,
+  };
+}
+
+/** The error every trajectory and control call fails with once the thread is gone (pure): an infra fault. */
+export function threadDeathError(why: string): FlakegymError {
+  return new FlakegymError(
+    "E_GATEWAY",
+    `policy gateway thread ${why}; its trajectories' model calls were cut`,
+    {
+      hint: "an infrastructure fault, not the policy's: the trajectories are retried",
+    },
+  );
+}
+
+/** The status a synchronous answer brings (pure): only the answer to this request counts. */
+export function statusFromAnswers(
+  answers: readonly SyncAnswer[],
+  reply: number,
+  last: TrajectoryStatus,
+): TrajectoryStatus {
+  let status = last;
+  for (const a of answers) if (a.reply === reply) status = a.status ?? status;
+  return status;
 }
 
 /**
@@ -65,10 +146,32 @@ export async function startGatewayThread(opts: PolicyGatewayOptions): Promise<Th
     throw new UsageError(
       "startGatewayThread: resolveRoute needs the in-thread gateway (createPolicyGateway)",
     );
+  const st = spawnThread(opts);
+  st.thread.on("error", (err) => die(st, `failed: ${err.message}`));
+  st.thread.on("exit", (code) => die(st, `exited (code ${code})`));
+  st.thread.on("message", (m: FromGateway) => onMessage(st, m));
+  const { origin, socketPath } = await awaitReady(st, opts.signal);
+  const close = () => closeThread(st);
+  opts.signal?.addEventListener("abort", () => void close().catch(() => undefined), { once: true });
+  return {
+    thread: st.thread,
+    origin,
+    socketPath,
+    register: (id, r) => register(st, origin, id, r),
+    unregister: (id) => unregister(st, id),
+    status: (id) => {
+      const h = st.held.get(id);
+      return h ? statusNow(st, id, h) : undefined;
+    },
+    close,
+  };
+}
+
+/** Starts the thread with its listen addresses, limits, secrets and the synchronous channel. */
+function spawnThread(opts: PolicyGatewayOptions): ThreadState {
   const listen = (Array.isArray(opts.listen) ? opts.listen : [opts.listen]) as ListenSpec[];
   const sync = new MessageChannel();
   const syncFlag = new SharedArrayBuffer(4);
-  const flag = new Int32Array(syncFlag);
   const init: ThreadInit & { syncPort: MessageChannel["port2"] } = {
     listen,
     maxBodyBytes: opts.maxBodyBytes,
@@ -84,242 +187,218 @@ export async function startGatewayThread(opts: PolicyGatewayOptions): Promise<Th
     // short-lived): a young generation of twice the default scavenges half as often (issue 32)
     resourceLimits: { maxYoungGenerationSizeMb: GATEWAY_YOUNG_GENERATION_MB },
   });
+  return {
+    thread,
+    syncPort: sync.port1,
+    flag: new Int32Array(syncFlag),
+    held: new Map(),
+    replies: new Map(),
+    calls: new Map(),
+    nextReply: 0,
+    dead: undefined,
+    closing: false,
+    ready: undefined,
+    closed: undefined,
+  };
+}
 
-  interface Held {
-    readonly upstream: PolicyUpstream;
-    readonly ended: AbortController;
-    /** The last status the thread gave (before any: nothing happened yet). */
-    last: TrajectoryStatus;
+const send = (st: ThreadState, m: ToGateway) => st.thread.postMessage(m);
+
+/** The thread failed or exited unasked: every route aborts, every waiting control call and held call fails. */
+function die(st: ThreadState, why: string): void {
+  if (st.dead || st.closing) return;
+  const dead = threadDeathError(why);
+  st.dead = dead;
+  for (const h of st.held.values()) h.ended.abort(dead);
+  for (const r of st.replies.values()) r.reject(dead);
+  st.replies.clear();
+  for (const c of st.calls.values()) c.abort(dead);
+}
+
+function onMessage(st: ThreadState, m: FromGateway): void {
+  switch (m.op) {
+    case "ready":
+      st.ready?.(m);
+      return;
+    case "terminal":
+      st.held.get(m.trajectoryId)?.ended.abort(m.terminal);
+      return;
+    case "reply": {
+      const r = st.replies.get(m.reply);
+      st.replies.delete(m.reply);
+      r?.resolve(m.status);
+      return;
+    }
+    case "call":
+      void runCall(st, m.callId, m.call);
+      return;
+    case "abort":
+      st.calls.get(m.callId)?.abort(new Error("the gateway ended the call"));
+      return;
   }
-  const held = new Map<string, Held>();
-  const replies = new Map<
-    number,
-    { resolve(s: TrajectoryStatus | undefined): void; reject(e: Error): void }
-  >();
-  const calls = new Map<number, AbortController>();
-  let nextReply = 0;
-  let dead: FlakegymError | undefined;
-  let closing = false;
-  let ready: ((m: FromGateway & { op: "ready" }) => void) | undefined;
-  const send = (m: ToGateway) => thread.postMessage(m);
+}
 
-  const die = (why: string) => {
-    if (dead || closing) return;
-    dead = new FlakegymError(
-      "E_GATEWAY",
-      `policy gateway thread ${why}; its trajectories' model calls were cut`,
-      {
-        hint: "an infrastructure fault, not the policy's: the trajectories are retried",
+/** Runs a call of an upstream that lives in this thread, streaming its events back. */
+async function runCall(
+  st: ThreadState,
+  callId: number,
+  call: Parameters<PolicyUpstream["complete"]>[0],
+): Promise<void> {
+  const h = st.held.get(call.trajectoryId);
+  const ac = new AbortController();
+  st.calls.set(callId, ac);
+  try {
+    if (!h) throw new Error(`trajectory '${call.trajectoryId}' is not registered in the runner's thread`);
+    for await (const event of h.upstream.complete(call, ac.signal)) {
+      if (ac.signal.aborted) return;
+      send(st, { op: "event", callId, event });
+    }
+    if (!ac.signal.aborted) send(st, { op: "end", callId });
+  } catch (err) {
+    if (!ac.signal.aborted) send(st, { op: "fail", callId, error: threadErrorOf(err) });
+  } finally {
+    st.calls.delete(callId);
+  }
+}
+
+/** Sends a request and waits (bounded) for the thread's reply. */
+async function ask(
+  st: ThreadState,
+  m: (reply: number) => ToGateway,
+  what: string,
+): Promise<TrajectoryStatus | undefined> {
+  if (st.dead) throw st.dead;
+  const reply = ++st.nextReply;
+  using deadline = createDeadline({ timeout: { limit: `gateway thread ${what}`, ms: REPLY_MS } });
+  return await new Promise<TrajectoryStatus | undefined>((resolve, reject) => {
+    const onTimeout = () => {
+      st.replies.delete(reply);
+      reject(
+        new FlakegymError("E_GATEWAY", `policy gateway thread did not answer ${what} within ${REPLY_MS} ms`),
+      );
+    };
+    deadline.signal.addEventListener("abort", onTimeout, { once: true });
+    st.replies.set(reply, {
+      resolve: (s) => {
+        deadline.signal.removeEventListener("abort", onTimeout);
+        resolve(s);
       },
-    );
-    for (const h of held.values()) h.ended.abort(dead);
-    for (const r of replies.values()) r.reject(dead);
-    replies.clear();
-    for (const c of calls.values()) c.abort(dead);
-  };
-  thread.on("error", (err) => die(`failed: ${err.message}`));
-  thread.on("exit", (code) => die(`exited (code ${code})`));
-
-  /** Runs a call of an upstream that lives in this thread, streaming its events back. */
-  const runCall = async (callId: number, call: Parameters<PolicyUpstream["complete"]>[0]) => {
-    const h = held.get(call.trajectoryId);
-    const ac = new AbortController();
-    calls.set(callId, ac);
-    try {
-      if (!h) throw new Error(`trajectory '${call.trajectoryId}' is not registered in the runner's thread`);
-      for await (const event of h.upstream.complete(call, ac.signal)) {
-        if (ac.signal.aborted) return;
-        send({ op: "event", callId, event });
-      }
-      if (!ac.signal.aborted) send({ op: "end", callId });
-    } catch (err) {
-      if (!ac.signal.aborted) send({ op: "fail", callId, error: threadErrorOf(err) });
-    } finally {
-      calls.delete(callId);
-    }
-  };
-
-  thread.on("message", (m: FromGateway) => {
-    switch (m.op) {
-      case "ready":
-        ready?.(m);
-        return;
-      case "terminal":
-        held.get(m.trajectoryId)?.ended.abort(m.terminal);
-        return;
-      case "reply": {
-        const r = replies.get(m.reply);
-        replies.delete(m.reply);
-        r?.resolve(m.status);
-        return;
-      }
-      case "call":
-        void runCall(m.callId, m.call);
-        return;
-      case "abort":
-        calls.get(m.callId)?.abort(new Error("the gateway ended the call"));
-        return;
-    }
-  });
-
-  /** Sends a request and waits (bounded) for the thread's reply. */
-  const ask = async (
-    m: (reply: number) => ToGateway,
-    what: string,
-  ): Promise<TrajectoryStatus | undefined> => {
-    if (dead) throw dead;
-    const reply = ++nextReply;
-    using deadline = createDeadline({ timeout: { limit: `gateway thread ${what}`, ms: REPLY_MS } });
-    return await new Promise<TrajectoryStatus | undefined>((resolve, reject) => {
-      const onTimeout = () => {
-        replies.delete(reply);
-        reject(
-          new FlakegymError(
-            "E_GATEWAY",
-            `policy gateway thread did not answer ${what} within ${REPLY_MS} ms`,
-          ),
-        );
-      };
-      deadline.signal.addEventListener("abort", onTimeout, { once: true });
-      replies.set(reply, {
-        resolve: (s) => {
-          deadline.signal.removeEventListener("abort", onTimeout);
-          resolve(s);
-        },
-        reject: (e) => {
-          deadline.signal.removeEventListener("abort", onTimeout);
-          reject(e);
-        },
-      });
-      send(m(reply));
+      reject: (e) => {
+        deadline.signal.removeEventListener("abort", onTimeout);
+        reject(e);
+      },
     });
-  };
+    send(st, m(reply));
+  });
+}
 
-  /** The thread's current status of a trajectory; the last one known if it does not answer in time. */
-  const statusNow = (trajectoryId: string, h: Held): TrajectoryStatus => {
-    if (dead || !held.has(trajectoryId)) return h.last;
-    const reply = ++nextReply;
-    Atomics.store(flag, 0, 0);
-    send({ op: "status", trajectoryId, reply });
-    Atomics.wait(flag, 0, 0, SYNC_MS);
-    for (let m = receiveMessageOnPort(sync.port1); m; m = receiveMessageOnPort(sync.port1)) {
-      const answer = m.message as SyncAnswer;
-      if (answer.reply === reply) h.last = answer.status ?? h.last;
-    }
-    return h.last;
-  };
+/** The thread's current status of a trajectory; the last one known if it does not answer in time. */
+function statusNow(st: ThreadState, trajectoryId: string, h: Held): TrajectoryStatus {
+  if (st.dead || !st.held.has(trajectoryId)) return h.last;
+  const reply = ++st.nextReply;
+  Atomics.store(st.flag, 0, 0);
+  send(st, { op: "status", trajectoryId, reply });
+  Atomics.wait(st.flag, 0, 0, SYNC_MS);
+  const answers: SyncAnswer[] = [];
+  for (let m = receiveMessageOnPort(st.syncPort); m; m = receiveMessageOnPort(st.syncPort))
+    answers.push(m.message as SyncAnswer);
+  h.last = statusFromAnswers(answers, reply, h.last);
+  return h.last;
+}
 
+/** Waits (bounded, and cut by the run's signal) for the thread to listen; a thread that cannot is terminated. */
+async function awaitReady(st: ThreadState, signal: AbortSignal | undefined): Promise<ReadyMessage> {
   using starting = createDeadline({
-    signals: [opts.signal],
+    signals: [signal],
     timeout: { limit: "gateway thread start", ms: READY_MS },
   });
-  let started: FromGateway & { op: "ready" };
   try {
-    started = await new Promise((resolve, reject) => {
-      ready = resolve;
+    return await new Promise<ReadyMessage>((resolve, reject) => {
+      st.ready = resolve;
       const onExit = (code: number) => reject(new Error(`exited (code ${code}) before it listened`));
-      thread.once("exit", onExit);
-      thread.once("error", reject);
+      st.thread.once("exit", onExit);
+      st.thread.once("error", reject);
       starting.signal.addEventListener("abort", () => reject(starting.signal.reason), { once: true });
     });
   } catch (err) {
-    closing = true;
-    await thread.terminate();
+    st.closing = true;
+    await st.thread.terminate();
     throw new FlakegymError("E_GATEWAY", `policy gateway thread could not start: ${(err as Error).message}`, {
       cause: err,
     });
   }
-  const { origin, socketPath } = started;
+}
 
-  const register = (trajectoryId: string, r: RegisterOptions): TrajectoryRoute => {
-    if (dead) throw dead;
-    checkRegistration(trajectoryId, held.has(trajectoryId), r.limits);
-    const token = r.token ?? newTrajectoryToken();
-    runSecrets.add(token);
-    for (const secret of r.upstream.secrets) runSecrets.add(secret);
-    const h: Held = {
-      upstream: r.upstream,
-      ended: new AbortController(),
-      last: {
-        trajectoryId,
-        upstream: r.upstream.id,
-        requests: 0,
-        ok: 0,
-        failed: 0,
-        refused: 0,
-        inFlight: 0,
-        promptTokens: 0,
-        completionTokens: 0,
-        terminal: undefined,
-      },
-    };
-    held.set(trajectoryId, h);
-    send({
-      op: "register",
-      trajectoryId,
-      token,
-      upstream: r.upstream.portable
-        ? { portable: r.upstream.portable }
-        : { proxy: { id: r.upstream.id, kind: r.upstream.kind, secrets: r.upstream.secrets } },
-      limits: r.limits,
-      turnLogPath: r.turnLogPath,
-      sampling: r.sampling,
-      secrets: runSecrets.values(),
-    });
-    const { path, baseUrlsFor } = routePaths(trajectoryId);
-    return {
-      trajectoryId,
-      token,
-      path,
-      openaiBaseUrl: origin ? baseUrlsFor(origin).openai : undefined,
-      anthropicBaseUrl: origin ? baseUrlsFor(origin).anthropic : undefined,
-      baseUrlsFor,
-      signal: h.ended.signal,
-      status: () => statusNow(trajectoryId, h),
-    };
+function register(
+  st: ThreadState,
+  origin: string | undefined,
+  trajectoryId: string,
+  r: RegisterOptions,
+): TrajectoryRoute {
+  if (st.dead) throw st.dead;
+  checkRegistration(trajectoryId, st.held.has(trajectoryId), r.limits);
+  const token = r.token ?? newTrajectoryToken();
+  runSecrets.add(token);
+  for (const secret of r.upstream.secrets) runSecrets.add(secret);
+  const h: Held = {
+    upstream: r.upstream,
+    ended: new AbortController(),
+    last: initialStatus(trajectoryId, r.upstream.id),
   };
-
-  const unregister = async (trajectoryId: string): Promise<TrajectoryStatus | undefined> => {
-    const h = held.get(trajectoryId);
-    if (!h) return undefined;
-    try {
-      h.last =
-        (await ask((reply) => ({ op: "unregister", trajectoryId, reply }), `unregister '${trajectoryId}'`)) ??
-        h.last;
-    } finally {
-      held.delete(trajectoryId);
-    }
-    return h.last;
-  };
-
-  // one close, however many ask for it: the run's abort and the runner's own close both do, and a
-  // second close asked while the first waited went to a thread the first then terminated
-  let closed: Promise<void> | undefined;
-  const close = () => {
-    closed ??= (async () => {
-      if (closing) return;
-      try {
-        if (!dead) await ask((reply) => ({ op: "close", reply }), "close");
-      } finally {
-        closing = true;
-        held.clear();
-        await thread.terminate();
-      }
-    })();
-    return closed;
-  };
-  opts.signal?.addEventListener("abort", () => void close().catch(() => undefined), { once: true });
-
+  st.held.set(trajectoryId, h);
+  send(st, {
+    op: "register",
+    trajectoryId,
+    token,
+    upstream: threadUpstreamOf(r.upstream),
+    limits: r.limits,
+    turnLogPath: r.turnLogPath,
+    sampling: r.sampling,
+    secrets: runSecrets.values(),
+  });
+  const { path, baseUrlsFor } = routePaths(trajectoryId);
   return {
-    thread,
-    origin,
-    socketPath,
-    register,
-    unregister,
-    status: (id) => {
-      const h = held.get(id);
-      return h ? statusNow(id, h) : undefined;
-    },
-    close,
+    trajectoryId,
+    token,
+    path,
+    openaiBaseUrl: origin ? baseUrlsFor(origin).openai : undefined,
+    anthropicBaseUrl: origin ? baseUrlsFor(origin).anthropic : undefined,
+    baseUrlsFor,
+    signal: h.ended.signal,
+    status: () => statusNow(st, trajectoryId, h),
   };
+}
+
+async function unregister(st: ThreadState, trajectoryId: string): Promise<TrajectoryStatus | undefined> {
+  const h = st.held.get(trajectoryId);
+  if (!h) return undefined;
+  try {
+    h.last =
+      (await ask(
+        st,
+        (reply) => ({ op: "unregister", trajectoryId, reply }),
+        `unregister '${trajectoryId}'`,
+      )) ?? h.last;
+  } finally {
+    st.held.delete(trajectoryId);
+  }
+  return h.last;
+}
+
+/**
+ * Closes once, however many ask for it: the run's abort and the runner's own close both do, and a
+ * second close asked while the first waited went to a thread the first then terminated.
+ */
+function closeThread(st: ThreadState): Promise<void> {
+  st.closed ??= (async () => {
+    if (st.closing) return;
+    try {
+      if (!st.dead) await ask(st, (reply) => ({ op: "close", reply }), "close");
+    } finally {
+      st.closing = true;
+      st.held.clear();
+      await st.thread.terminate();
+    }
+  })();
+  return st.closed;
 }
