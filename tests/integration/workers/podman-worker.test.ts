@@ -142,6 +142,46 @@ describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => 
     }
   });
 
+  it("code inside cannot end an exec-only container's PID 1: its kills end its own commands at most", async () => {
+    const { worker, fork } = await start("init");
+    try {
+      const init = await worker.exec("grep -E '^Sig(Ign|Cgt)' /proc/1/status");
+      // every signal that ends a process ignored (SigIgn), only SIGCHLD caught (the shell's reaping)
+      expect(init.stdout).toMatch(/SigCgt:\t0000000000010000/);
+      for (const attack of [
+        "kill 1; kill -TERM 1; kill -INT 1; kill -HUP 1; kill -9 1; kill -STOP 1",
+        "for s in $(seq 1 31); do kill -$s 1; done 2>/dev/null; true",
+        "kill -9 -1",
+        "kill -- -1",
+        "for q in /proc/[0-9]*; do kill -KILL ${q#/proc/}; done",
+      ]) {
+        const r = await worker.exec(attack);
+        expect(r.sandboxKilled, `${attack}: exit ${r.exitCode}`).toBeUndefined();
+        const alive = await worker.exec("echo alive");
+        expect(alive.stdout, `after ${attack}: ${alive.stderr}`).toBe("alive\n");
+      }
+    } finally {
+      await worker.stop();
+      await fork.release();
+    }
+  });
+
+  it("a kill from outside mid-exec is sandboxKilled (retried), and ends the worker", async () => {
+    const { worker, fork } = await start("outside");
+    try {
+      const exec = worker.exec("sleep 30", { timeoutMs: 20_000 });
+      await new Promise((r) => setTimeout(r, 1500));
+      await execa("podman", ["kill", "-s", "KILL", worker.id], { env: { CONTAINERS_CONF: conf() } });
+      const r = await exec;
+      expect(r).toMatchObject({ sandboxKilled: true, timedOut: false });
+      expect(await worker.exited).toMatchObject({ reason: "crashed", detail: expect.stringContaining("137") });
+      expect(await worker.exec("true")).toMatchObject({ exitCode: 125, sandboxKilled: true });
+    } finally {
+      await worker.stop();
+      await fork.release();
+    }
+  });
+
   it("stop() removes the container; the wall clock ends the worker as data", async () => {
     const { worker, fork } = await start("wall", { wallClockMs: 2000 });
     expect(await worker.exited).toMatchObject({ reason: "wall_clock" });

@@ -22,6 +22,8 @@ import {
 } from "../bounded-dirs.js";
 import { execTimeoutMs, stoppedExecResult } from "../exec-budget.js";
 import { collectHostArtifacts } from "../host-artifacts.js";
+import { EXEC_ONLY_INIT } from "../exec-only-init.js";
+import { exitWithin } from "../exit-within.js";
 import { execLimitOf } from "../limit-verdict.js";
 import type { Bind } from "../local/bwrap-args.js";
 import { type CgroupDirs, cgroupDirsAt, readLimitEvents, readUsage } from "../local/cgroup.js";
@@ -46,7 +48,7 @@ import type {
   WorkerExit,
   WorkerSpec,
 } from "../types.js";
-import { conmonOomMarkerIn, containerExitOf, parseExitState } from "./container-exit.js";
+import { conmonOomMarkerIn, containerExitOf, killedFromOutside, parseExitState } from "./container-exit.js";
 import { clinePackageInImage, ImageConfig, imageClineOf } from "./image-cline.js";
 
 /**
@@ -167,7 +169,10 @@ export function podmanRunArgs(
     env: Record<string, string>;
     /** uid:gid to run as: the workspace's owner, so it can write its workspace without chown. */
     user: string;
-    /** PID 1's command; default: a loop that only waits (commands arrive with `podman exec`). */
+    /**
+     * PID 1's command; default {@link EXEC_ONLY_INIT}: a loop that only waits (commands arrive with
+     * `podman exec`) and that nothing inside can end.
+     */
     command?: readonly string[];
     /** Run in the foreground with stdin attached (the agent's supervisor) instead of `--detach`. */
     foreground?: boolean;
@@ -229,10 +234,7 @@ export function podmanRunArgs(
   // fork's quota.
   for (const b of o.binds) a.push("--volume", `${b.src}:${b.dest}:${b.rw ? "rw" : "ro"}`);
   for (const [k, v] of Object.entries(o.env)) a.push("--env", `${k}=${v}`);
-  a.push(
-    o.image,
-    ...(o.command ?? ["/bin/sh", "-c", 'trap "exit 0" TERM INT; while :; do sleep 86400 & wait $!; done']),
-  );
+  a.push(o.image, ...(o.command ?? EXEC_ONLY_INIT));
   return a;
 }
 
@@ -488,20 +490,34 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
     // The container ending on its own (OOM of PID 1, killed from outside) ends the worker, for the
     // reason its own exit facts give: podman's OOMKilled, the cgroup's OOM kill count or conmon's
     // OOM marker (runc may remove the cgroup, or podman miss the kill, before this reads them).
+    // An exec-only container's init ends only by a kill from outside (exec-only-init.ts): an exec
+    // cut short by it is the machinery's loss (retried), not the code under test's doing.
+    let outsideKill = false;
     const endedOnItsOwn = async () => {
       if (exit) return;
       const state = parseExitState(
         (await pm(["inspect", "--format", "{{.State.OOMKilled}} {{.State.ExitCode}}", name])).stdout,
       );
       const events = cgroup ? await readLimitEvents(cgroup).catch(() => undefined) : undefined;
-      void end(
-        containerExitOf({
-          ...state,
-          oomKills: events ? events.oomKills - initialOom : undefined,
-          conmonOomMarker: await conmonOomMarkerIn(host.dir),
-          memoryMb: spec.limits.memoryMb,
-        }),
-      );
+      const facts = {
+        ...state,
+        oomKills: events ? events.oomKills - initialOom : undefined,
+        conmonOomMarker: await conmonOomMarkerIn(host.dir),
+        memoryMb: spec.limits.memoryMb,
+      };
+      if (exit) return;
+      outsideKill = !agent && killedFromOutside(facts);
+      void end(containerExitOf(facts));
+    };
+    /** After an exec ended abnormally: whether its container was killed from outside meanwhile (bounded wait). */
+    const lostFromOutside = async (): Promise<boolean> => {
+      if (agent) return false;
+      if (!exit) {
+        const running = await pm(["inspect", "--format", "{{.State.Running}}", name]);
+        if (running.exitCode === 0 && running.stdout.trim() === "true") return false;
+      }
+      await exitWithin({ exited }, 30_000, "the podman worker's end after its container stopped");
+      return outsideKill;
     };
     void pm(["wait", name], { timeoutMs: spec.limits.wallClockMs + 60_000 }).then(endedOnItsOwn);
     if (agent) void agent.exited.then(endedOnItsOwn);
@@ -525,7 +541,8 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
         : {}),
       exited,
       async exec(command: string, o: ExecOptions = {}): Promise<ExecResult> {
-        if (exit) return stoppedExecResult(name, exit.reason);
+        if (exit)
+          return { ...stoppedExecResult(name, exit.reason), ...(outsideKill ? { sandboxKilled: true } : {}) };
         const none = { oomKills: 0, pidsRejected: 0 };
         const before = cgroup ? await readLimitEvents(cgroup) : none;
         const timeoutMs = execTimeoutMs(spec, startedAt, o.timeoutMs);
@@ -558,6 +575,7 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
           pidsRejected: after.pidsRejected - before.pidsRejected,
           diskFull: code !== 0 && (await full()),
         });
+        const sandboxKilled = code !== 0 && !timedOut && !o.signal?.aborted && (await lostFromOutside());
         return {
           exitCode: code,
           stdout: r.stdout,
@@ -565,6 +583,7 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
           timedOut,
           durationMs,
           ...(limit ? { limit } : {}),
+          ...(sandboxKilled ? { sandboxKilled: true } : {}),
         };
       },
       stop: () => end({ reason: "stopped" }),
