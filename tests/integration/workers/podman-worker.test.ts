@@ -153,6 +153,7 @@ describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => 
         "for s in $(seq 1 31); do kill -$s 1; done 2>/dev/null; true",
         "kill -9 -1",
         "kill -- -1",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
         "for q in /proc/[0-9]*; do kill -KILL ${q#/proc/}; done",
       ]) {
         const r = await worker.exec(attack);
@@ -174,7 +175,10 @@ describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => 
       await execa("podman", ["kill", "-s", "KILL", worker.id], { env: { CONTAINERS_CONF: conf() } });
       const r = await exec;
       expect(r).toMatchObject({ sandboxKilled: true, timedOut: false });
-      expect(await worker.exited).toMatchObject({ reason: "crashed", detail: expect.stringContaining("137") });
+      expect(await worker.exited).toMatchObject({
+        reason: "crashed",
+        detail: expect.stringContaining("137"),
+      });
       expect(await worker.exec("true")).toMatchObject({ exitCode: 125, sandboxKilled: true });
     } finally {
       await worker.stop();

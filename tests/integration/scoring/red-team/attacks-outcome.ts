@@ -65,6 +65,7 @@ const WATCH_INIT = watcher([KILL_INIT, "sleep 0.5", "kill -CONT $S 2>/dev/null"]
 const WATCH_ALL = watcher([
   KILL_INIT,
   "kill -KILL -1",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
   "for q in /proc/[0-9]*; do [ ${q#/proc/} = $$ ] || kill -KILL ${q#/proc/}; done 2>/dev/null",
   "kill -KILL $$",
 ]);

@@ -26,8 +26,12 @@ import { OUTCOME_ATTACKS, PAUSE_AFTER_TESTS, PAUSED_MARKER } from "./attacks-out
 // the backend reads a gone container as one), and the outside kill scored 0.
 const missing = ["/usr/bin/podman", "/usr/sbin/runc"].filter((p) => !existsSync(p));
 const notRoot = process.getuid?.() !== 0;
-if (missing.length) console.warn(`podman kill suite skipped: missing ${missing.join(", ")} — apt-get install podman runc`);
-else if (notRoot) console.warn("podman kill suite skipped: the scoring forks' bounded dirs and read-only hidden files need root");
+if (missing.length)
+  console.warn(`podman kill suite skipped: missing ${missing.join(", ")} — apt-get install podman runc`);
+else if (notRoot)
+  console.warn(
+    "podman kill suite skipped: the scoring forks' bounded dirs and read-only hidden files need root",
+  );
 
 const TASK = "chunked-partial-tail";
 const KILLS = OUTCOME_ATTACKS.filter((a) => a.id.startsWith("py-kill-"));
@@ -96,7 +100,9 @@ describe.skipIf(missing.length > 0 || notRoot)("podman scoring: who killed the c
 
 /** Once the scoring script pauses after its test step, SIGKILLs the container from outside (bounded). */
 async function killWhenPaused(worker: Worker, workspace: string, dir: string, killed: string[]) {
-  using deadline = createDeadline({ timeout: { limit: "the scoring script's pause after its tests", ms: 120_000 } });
+  using deadline = createDeadline({
+    timeout: { limit: "the scoring script's pause after its tests", ms: 120_000 },
+  });
   while (!existsSync(join(workspace, PAUSED_MARKER))) {
     if (deadline.signal.aborted) return;
     await new Promise((r) => setTimeout(r, 100));

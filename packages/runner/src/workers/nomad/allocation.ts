@@ -66,10 +66,14 @@ export function exitCodeOf(alloc: Pick<Allocation, "TaskStates">, task: string):
  * loss. An exec's PID 1 is its command's shell, so this, not the container's init, tells the two
  * apart on Nomad (exec-only-init.ts). Pure.
  */
-export function killedByNomad(alloc: Pick<Allocation, "ClientStatus" | "ClientDescription" | "TaskStates">, task: string): boolean {
+export function killedByNomad(
+  alloc: Pick<Allocation, "ClientStatus" | "ClientDescription" | "TaskStates">,
+  task: string,
+): boolean {
   if (alloc.ClientStatus === "lost") return true;
   const events = alloc.TaskStates[task]?.Events ?? [];
-  const deadline = (e: TaskEventOf) => /max_run_duration/.test(`${e.KillReason ?? ""} ${e.DisplayMessage ?? ""}`);
+  const deadline = (e: TaskEventOf) =>
+    /max_run_duration/.test(`${e.KillReason ?? ""} ${e.DisplayMessage ?? ""}`);
   if (/max_run_duration/.test(alloc.ClientDescription ?? "") || events.some(deadline)) return false;
   return events.some((e) => e.Type === "Killing" || e.Type === "Killed");
 }

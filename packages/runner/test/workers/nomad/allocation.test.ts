@@ -164,9 +164,9 @@ describe("killedByNomad", () => {
   const terminated = ev("Terminated", { ExitCode: 137 });
 
   it("a task Nomad killed (a stop or purge from outside) or a lost allocation was killed from outside", () => {
-    expect(killedByNomad(exec([ev("Killing", { KillReason: "job stopped" }), terminated, ev("Killed")]), "exec")).toBe(
-      true,
-    );
+    expect(
+      killedByNomad(exec([ev("Killing", { KillReason: "job stopped" }), terminated, ev("Killed")]), "exec"),
+    ).toBe(true);
     expect(killedByNomad(exec([terminated], { ClientStatus: "lost" }), "exec")).toBe(true);
   });
 
@@ -176,10 +176,12 @@ describe("killedByNomad", () => {
 
   it("the allocation's own max_run_duration is its deadline, not a loss", () => {
     const why = "allocation exceeded max_run_duration";
-    expect(killedByNomad(exec([ev("Killing", { KillReason: why }), terminated, ev("Killed")]), "exec")).toBe(false);
-    expect(killedByNomad(exec([ev("Killed")], { ClientDescription: why, ClientStatus: "complete" }), "exec")).toBe(
+    expect(killedByNomad(exec([ev("Killing", { KillReason: why }), terminated, ev("Killed")]), "exec")).toBe(
       false,
     );
+    expect(
+      killedByNomad(exec([ev("Killed")], { ClientDescription: why, ClientStatus: "complete" }), "exec"),
+    ).toBe(false);
   });
 
   it("reads only the named task's events", () => {

@@ -76,7 +76,8 @@ describe("killedFromOutside", () => {
   });
 
   it("any other status is the container's own end: the old init's `exit 0` on TERM, a failed fork (2)", () => {
-    for (const exitCode of [0, 1, 2, 130, 139, 143]) expect(killedFromOutside({ ...base, exitCode })).toBe(false);
+    for (const exitCode of [0, 1, 2, 130, 139, 143])
+      expect(killedFromOutside({ ...base, exitCode })).toBe(false);
   });
 
   it("a memory kill is the task's limit, never an outside kill, whichever fact tells it", () => {
