@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
-import { chown, mkdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { chown, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createClineClient, runClineTask } from "@flakegym/cline-vendor";
-import { createPodmanBackend, forkTree, type WorkerSpec } from "@flakegym/runner";
+import { createPodmanBackend, forkTree, type WorkerSpec, writeBaseRootfs } from "@flakegym/runner";
 import { makeTempDir, say, startScriptedPolicy, type TempDir, xmlTool } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,20 +22,11 @@ describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => 
 
   beforeAll(async () => {
     tmp = await makeTempDir("flakegym-podman-");
-    const root = join(tmp.path, "rootfs");
-    for (const d of ["etc", "tmp", "workspace", "deps", "sandbox-home", "proc", "dev", "sys", "run", "usr"]) {
-      await mkdir(join(root, d), { recursive: true });
-    }
-    for (const l of ["bin", "lib", "lib64", "sbin"]) await symlink(`usr/${l}`, join(root, l));
-    await writeFile(
-      join(root, "etc", "passwd"),
-      "root:x:0:0::/root:/bin/sh\nagent:x:1000:1000::/sandbox-home:/bin/sh\n",
-    );
-    await writeFile(join(root, "etc", "group"), "root:x:0:\nagent:x:1000:\n");
-    await execa("tar", ["-C", root, "-cf", join(tmp.path, "rootfs.tar"), "."]);
+    // the backend's own minimal rootfs (merged-/usr links, passwd, mount points), under the test's name
+    const tar = await writeBaseRootfs(tmp.path);
     await mkdir(join(tmp.path, "podman"), { recursive: true });
     await writeFile(conf(), "[containers]\ndefault_ulimits = []\n");
-    await execa("podman", ["import", join(tmp.path, "rootfs.tar"), IMAGE], {
+    await execa("podman", ["import", tar, IMAGE], {
       env: { CONTAINERS_CONF: conf() },
     });
   });
