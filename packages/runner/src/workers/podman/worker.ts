@@ -133,7 +133,7 @@ async function endedOnItsOwn(w: PodmanWorkerState): Promise<void> {
     conmonOomMarker: await conmonOomMarkerIn(w.host.dir),
     memoryMb: w.spec.limits.memoryMb,
   };
-  if (w.exit) return;
+  if (w.exit) return; // ended by us (stop, a limit) while the facts were read
   w.outsideKill = !w.agent && killedFromOutside(facts);
   void endWorker(w, containerExitOf(facts));
 }
