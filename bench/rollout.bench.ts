@@ -35,7 +35,7 @@ import { createRolloutDeps } from "../packages/runner/src/rollout/wire.js";
 import type { RunConfig } from "../packages/runner/src/run-format/schema.js";
 import { buildSnapshot, type Snapshot, snapshotSpecOfTask } from "../packages/runner/src/snapshots/build.js";
 import { loadTask } from "../packages/runner/src/tasks/catalog.js";
-import type { PoolState } from "../packages/runner/src/workers/pool/pool.js";
+import type { PoolState } from "../packages/runner/src/workers/pool/types.js";
 import { type BenchContext, loadStr, median, printTable, procCpuSeconds } from "./lib.js";
 import { openRunCgroup } from "./run-cgroup.js";
 

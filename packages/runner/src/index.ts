@@ -101,13 +101,14 @@ export {
   unpoolableReason,
 } from "./workers/pool/decisions.js";
 export { createDummyPoolable, type DummyPoolable } from "./workers/pool/dummy-backend.js";
-export {
-  createWorkerPool,
-  type PooledBackend,
-  type PoolState,
-  type WorkerPoolOptions,
-} from "./workers/pool/pool.js";
-export type { IdleWorker, PoolableBackend } from "./workers/pool/types.js";
+export { createWorkerPool } from "./workers/pool/pool.js";
+export type {
+  IdleWorker,
+  PoolableBackend,
+  PooledBackend,
+  PoolState,
+  WorkerPoolOptions,
+} from "./workers/pool/types.js";
 export type {
   ExecOptions,
   ExecResult,

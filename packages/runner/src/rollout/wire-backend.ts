@@ -13,8 +13,8 @@ import {
   flakeImagePodmanOptions,
   hostToolchainPodmanOptions,
 } from "../workers/podman/podman-backend.js";
-import { createWorkerPool, type PooledBackend } from "../workers/pool/pool.js";
-import { isPoolable } from "../workers/pool/types.js";
+import { createWorkerPool } from "../workers/pool/pool.js";
+import { isPoolable, type PooledBackend } from "../workers/pool/types.js";
 import type { WorkerBackend } from "../workers/types.js";
 import { nomadRolloutDriver } from "./nomad-driver.js";
 import type { WireOptions } from "./wire-options.js";

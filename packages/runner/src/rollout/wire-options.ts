@@ -1,7 +1,7 @@
 import type { RecordedImage } from "../run-format/schema.js";
 import type { ImageTreeReader } from "../snapshots/from-image.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
-import type { PoolState } from "../workers/pool/pool.js";
+import type { PoolState } from "../workers/pool/types.js";
 import type { WorkerBackend } from "../workers/types.js";
 import type { TrajectorySlot } from "./plan.js";
 

@@ -1,6 +1,6 @@
 import type { ProgressEvent } from "../../progress/events.js";
 import type { WorkerSpec } from "../types.js";
-import type { PoolState } from "./pool.js";
+import type { PoolState } from "./types.js";
 
 /**
  * The pool's decisions as pure functions of data: which specs a pre-booted worker can serve, which
@@ -121,6 +121,70 @@ export function evictionFor(
     if (t < v.idleSince[oldest]!) oldest = i;
   });
   return { key: v.key, index: oldest };
+}
+
+/** Idle workers to stop and keys to boot for, as one reconcile pass of the pool carries them out. */
+export interface ReconcilePlan {
+  /** Idle workers to stop: indexes into their key's `idleSince` as given (expired first, then an eviction). */
+  readonly retire: readonly { readonly key: string; readonly index: number }[];
+  /** One boot per entry, in order. */
+  readonly boot: readonly string[];
+}
+
+/**
+ * One reconcile pass: the idle workers past the idle limit (or of unwanted keys) go; then, when the
+ * most recently asked key is still wanted and has no room, one idle worker of another key is evicted
+ * for it; then the boots that fit. Each step sees the pool as the steps before left it. Pure.
+ */
+export function planReconcile(keys: readonly KeyState[], now: number, limits: PoolLimits): ReconcilePlan {
+  const retire: { key: string; index: number }[] = [];
+  // the original index of every idle worker still there, per key
+  const left = new Map(keys.map((k) => [k.key, k.idleSince.map((_, i) => i)]));
+  const view = () => keys.map((k) => ({ ...k, idleSince: left.get(k.key)!.map((i) => k.idleSince[i]!) }));
+  const drop = (key: string, position: number) => {
+    const rest = left.get(key)!;
+    retire.push({ key, index: rest[position]! });
+    rest.splice(position, 1);
+  };
+  for (const k of keys) {
+    const gone = expiredIdle(k, now, limits.idleMs);
+    for (const i of gone) retire.push({ key: k.key, index: i });
+    left.set(
+      k.key,
+      left.get(k.key)!.filter((i) => !gone.includes(i)),
+    );
+  }
+  const newest = [...keys].sort((a, b) => b.lastDemand - a.lastDemand)[0];
+  if (newest && isWanted(newest, now, limits.idleMs)) {
+    const victim = evictionFor(view(), newest.key, limits.size);
+    if (victim) drop(victim.key, victim.index);
+  }
+  return { retire, boot: bootsToStart(view(), now, limits) };
+}
+
+/** How often the pool reconciles on its own (idle limits expire without any event): a quarter of the idle limit, within 0.25–5 s. Pure. */
+export function reconcileIntervalMs(idleMs: number): number {
+  return Math.max(250, Math.min(5000, Math.floor(idleMs / 4)));
+}
+
+/** Consecutive failed boots after which the pool gives up (every worker then starts cold). */
+export const MAX_BOOT_FAILURES = 3;
+
+/**
+ * What a failed boot means: the note printed, and, at the `MAX_BOOT_FAILURES`th failure in a row,
+ * why the pool is unavailable from now on. `failures` counts this one. Pure.
+ */
+export function bootFailureOf(
+  failures: number,
+  message: string,
+): { readonly note: string; readonly unavailable?: string } {
+  const first = message.split("\n")[0];
+  return {
+    note: `pooled worker boot failed (${failures}/${MAX_BOOT_FAILURES}): ${first}`,
+    ...(failures >= MAX_BOOT_FAILURES
+      ? { unavailable: `${MAX_BOOT_FAILURES} pooled boots failed in a row (last: ${first})` }
+      : {}),
+  };
 }
 
 /** Whether a run uses the pool unless told: long runs (many trajectories), evals and serve. Pure. */

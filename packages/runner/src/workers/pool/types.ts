@@ -1,5 +1,45 @@
 import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../types.js";
 
+export interface WorkerPoolOptions {
+  /** Pre-booted workers kept at most (idle + booting, over all keys). */
+  readonly size: number;
+  /** An idle worker is stopped after this long; a key not asked for this long is not refilled. */
+  readonly idleMs: number;
+  /** Boots in flight at most. Default 2. */
+  readonly maxBooting?: number;
+  /** Called whenever the pool's state changes (progress). */
+  readonly onState?: (s: PoolState) => void;
+  /** Why a pooled worker was replaced, a boot failed, or the pool is unavailable. */
+  readonly onNote?: (message: string) => void;
+}
+
+/** What the pool is doing, for progress lines and summaries. */
+export interface PoolState {
+  /** Undefined while the pool works; else why every worker starts cold. */
+  readonly unavailable?: string;
+  readonly idle: number;
+  readonly booting: number;
+  /** Trajectories served by a pre-booted worker. */
+  readonly pooled: number;
+  /** Trajectories whose agent worker booted on the critical path (exec-only scoring workers are not counted). */
+  readonly cold: number;
+  /** Pre-booted workers that ended while idle (died or idle limit) and were never handed out. */
+  readonly retired: number;
+}
+
+export interface PooledBackend extends WorkerBackend {
+  /**
+   * Starts filling the pool for workers like `spec` (counts as demand for its key). `trajectories`:
+   * that many more trajectories of this shape are to come; the pool then boots no more workers for
+   * the key than trajectories still to start (each `start` takes one off). Without it the key is
+   * filled to the pool's size.
+   */
+  warm(spec: WorkerSpec, trajectories?: number): Promise<void>;
+  state(): PoolState;
+  /** Stops every idle worker and waits for boots in flight; started workers are their owners'. */
+  close(): Promise<void>;
+}
+
 /**
  * A pre-booted worker that has no trajectory yet: sandbox made, Cline core up, an empty workspace.
  * It serves exactly one trajectory (`adopt`, once) and is then destroyed like any worker.

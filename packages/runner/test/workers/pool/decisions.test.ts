@@ -1,12 +1,15 @@
 import { describe, expect, it } from "vitest";
 import {
+  bootFailureOf,
   bootsToStart,
   evictionFor,
   expiredIdle,
   type KeyState,
+  planReconcile,
   poolByDefault,
   poolEvent,
   poolKeyOf,
+  reconcileIntervalMs,
   resolvePool,
   unpoolableReason,
 } from "../../../src/workers/pool/decisions.js";
@@ -121,6 +124,58 @@ describe("evictionFor", () => {
   it("evicts nothing while there is room or the key already has workers", () => {
     expect(evictionFor([key("old", [1], 0, 1), key("new", [], 0, 2)], "new", 2)).toBeUndefined();
     expect(evictionFor([key("old", [1], 0, 1), key("new", [2], 0, 2)], "new", 2)).toBeUndefined();
+  });
+});
+
+describe("planReconcile", () => {
+  const limits = { size: 3, idleMs: 1000, maxBooting: 2 };
+  it("retires expired workers (original indexes), then evicts from what is left, then boots into the room", () => {
+    // old: [expired, fresh], asked long ago but still wanted; new: nothing, asked last
+    const keys = [key("old", [0, 1500, 1600], 0, 1100), key("new", [], 0, 1900)];
+    const plan = planReconcile(keys, 2000, limits);
+    // 0 expired; then the pool (2 left) has room, so no eviction; one boot for new fills it
+    expect(plan).toEqual({ retire: [{ key: "old", index: 0 }], boot: ["new"] });
+  });
+  it("maps an eviction chosen after expiry back to the worker's index as given", () => {
+    // old: [expired at 0, 1700, 1500] — after expiry the oldest left is 1500, originally index 2
+    const keys = [key("old", [0, 1700, 1500], 0, 1100), key("mid", [1800], 0, 1200), key("new", [], 0, 1900)];
+    const plan = planReconcile(keys, 2000, limits);
+    expect(plan.retire).toEqual([
+      { key: "old", index: 0 },
+      { key: "old", index: 2 },
+    ]);
+    expect(plan.boot).toEqual(["new"]);
+  });
+  it("evicts nothing for a most recent key that is no longer wanted, and boots nothing for it", () => {
+    const keys = [key("a", [1500], 0, 0), key("b", [1500], 0, 10)];
+    expect(planReconcile(keys, 2000, { ...limits, size: 2 })).toEqual({
+      retire: [
+        { key: "a", index: 0 },
+        { key: "b", index: 0 },
+      ],
+      boot: [],
+    });
+  });
+  it("plans nothing for an empty pool", () => {
+    expect(planReconcile([], 5, limits)).toEqual({ retire: [], boot: [] });
+  });
+});
+
+describe("reconcileIntervalMs", () => {
+  it("is a quarter of the idle limit within 0.25–5 s", () => {
+    expect(reconcileIntervalMs(100)).toBe(250);
+    expect(reconcileIntervalMs(8000)).toBe(2000);
+    expect(reconcileIntervalMs(120_000)).toBe(5000);
+  });
+});
+
+describe("bootFailureOf", () => {
+  it("notes each failure by its first line and makes the pool unavailable at the third in a row", () => {
+    expect(bootFailureOf(1, "no core\nstack")).toEqual({ note: "pooled worker boot failed (1/3): no core" });
+    expect(bootFailureOf(3, "no core\nstack")).toEqual({
+      note: "pooled worker boot failed (3/3): no core",
+      unavailable: "3 pooled boots failed in a row (last: no core)",
+    });
   });
 });
 

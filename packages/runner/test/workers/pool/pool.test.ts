@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createDummyPoolable } from "../../../src/workers/pool/dummy-backend.js";
-import { createWorkerPool, type PoolState } from "../../../src/workers/pool/pool.js";
+import { createWorkerPool } from "../../../src/workers/pool/pool.js";
+import type { PoolState } from "../../../src/workers/pool/types.js";
 import type { WorkerSpec } from "../../../src/workers/types.js";
 
 const spec = (id: string, over: Partial<WorkerSpec> = {}): WorkerSpec => ({

@@ -1,0 +1,122 @@
+import type { ResourceLimits, WorkerExit, WorkerSpec } from "../types.js";
+import type { RunningAgent } from "./agent.js";
+import type { Bind } from "./bwrap-args.js";
+import type { CgroupUsage } from "./cgroup.js";
+import { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./shape.js";
+
+/**
+ * The local backend's decisions as pure functions of data: a worker's id and binds, a pooled
+ * worker's boot budget, what its watchdog and its agent's exit mean, an exec's command line. The
+ * orchestrators (open-worker.ts, watchdog.ts, exec.ts) only carry them out.
+ */
+
+/** CPU seconds a pooled worker may spend booting and idling on top of the trajectory's budget (per-process backstop only). */
+export const POOL_BOOT_CPU_SECONDS = 120;
+
+function sanitize(s: string): string {
+  return s.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 40);
+}
+
+/** A worker's id (its state dir and cgroup name): the run and trajectory, or the pool key's run and profile; `suffix` makes it unique. Pure. */
+export function workerIdOf(spec: WorkerSpec, pooled: boolean, suffix: string): string {
+  return `${sanitize(pooled ? `pool-${spec.runId}-${spec.profile}` : `${spec.runId}-${spec.trajectoryId}`)}-${suffix}`;
+}
+
+/**
+ * What the sandbox binds besides its workspace: an agent's config and socket dirs (same path
+ * inside), and the gateway's socket when the spec has one (agents reach the policy through it;
+ * exec-only workers are given it too, for contract stage scripts). Pure.
+ */
+export function workerBindsOf(spec: WorkerSpec, dirs: { config: string; sock: string }): Bind[] {
+  const binds: Bind[] = [];
+  if (spec.agent) {
+    binds.push(
+      { src: dirs.config, dest: dirs.config, rw: true },
+      { src: dirs.sock, dest: dirs.sock, rw: true },
+    );
+  }
+  if (spec.gateway.socketPath) binds.push({ src: spec.gateway.socketPath, dest: SANDBOX_GATEWAY_SOCKET });
+  return binds;
+}
+
+/** The limits a sandbox starts with: a pooled worker's CPU backstop leaves room for its boot and idle time. Pure. */
+export function bootLimitsOf(limits: ResourceLimits, pooled: boolean): ResourceLimits {
+  return pooled && limits.cpuSeconds !== undefined
+    ? { ...limits, cpuSeconds: limits.cpuSeconds + POOL_BOOT_CPU_SECONDS }
+    : limits;
+}
+
+/** The read-only files of `spec`, bound over their workspace paths inside the sandbox. Pure. */
+export function readOnlyBindsOf(spec: WorkerSpec, relative: (path: string) => string): Bind[] {
+  return (spec.readOnlyFiles ?? []).map((f) => ({
+    src: f.hostPath,
+    dest: `${SANDBOX_PATHS.workspace}/${relative(f.path)}`,
+  }));
+}
+
+/** What one watchdog tick saw. */
+export interface WatchdogReading {
+  /** The worker serves its trajectory (an idle pooled worker's limits do not count yet). */
+  readonly assigned: boolean;
+  readonly usage: CgroupUsage | undefined;
+  /** The worker's CPU counter when the trajectory was assigned, µs. */
+  readonly cpuBaseUsec: number;
+  readonly limits: ResourceLimits;
+}
+
+/** The CPU limit's end for a reading, when the trajectory's CPU budget is spent. Pure. */
+export function cpuOverOf(r: WatchdogReading): WorkerExit | undefined {
+  const budget = r.limits.cpuSeconds;
+  if (!r.usage || budget === undefined || !r.assigned) return undefined;
+  const used = r.usage.cpuUsec - r.cpuBaseUsec;
+  if (used < budget * 1e6) return undefined;
+  return { reason: "cpu_time", detail: `used ${(used / 1e6).toFixed(1)} s of CPU (limit ${budget} s)` };
+}
+
+/** The memory limit's end. Pure. */
+export function memoryExitOf(limits: ResourceLimits, agentKilled = false): WorkerExit {
+  return {
+    reason: "memory",
+    detail: `memory limit ${limits.memoryMb} MiB reached${agentKilled ? " (the agent was killed)" : ""}`,
+  };
+}
+
+/** Whether a watchdog tick checks the disk: an assigned worker, at most every 5 intervals. Pure. */
+export function diskCheckDue(assigned: boolean, now: number, lastCheck: number, intervalMs: number): boolean {
+  return assigned && now - lastCheck > 5 * intervalMs;
+}
+
+/** Why a worker ended when its agent exited by itself: the OOM killer's pick is the memory limit, else a crash. Pure. */
+export function agentExitOf(
+  r: Awaited<RunningAgent["exited"]>,
+  oom: boolean,
+  limits: ResourceLimits,
+): WorkerExit {
+  if (oom) return memoryExitOf(limits, true);
+  return { reason: "crashed", detail: `agent exited (code ${r.code})${r.detail ? `: ${r.detail}` : ""}` };
+}
+
+/** The argv of an exec: `command` by /bin/sh in `cwd`, with `env` added to the sandbox's. Pure. */
+export function execArgvOf(
+  command: string,
+  cwd: string,
+  env: Readonly<Record<string, string>> = {},
+): string[] {
+  const envArgs = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+  return ["/usr/bin/env", ...envArgs, "/bin/sh", "-c", `cd "$0" && ${command}`, cwd];
+}
+
+/** The policy's base URL inside the sandbox: the supervisor's forwarder plus the trajectory's gateway route. Pure. */
+export function policyBaseUrlOf(spec: WorkerSpec): string {
+  return `http://127.0.0.1:${SANDBOX_GATEWAY_PORT}${gatewayPath(spec)}`;
+}
+
+function gatewayPath(spec: WorkerSpec): string {
+  if (!spec.gateway.url) return "/v1";
+  try {
+    const p = new URL(spec.gateway.url).pathname.replace(/\/$/, "");
+    return p || "";
+  } catch {
+    return "/v1";
+  }
+}

@@ -1,0 +1,83 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { createDeadline } from "@flakegym/nomad-jobs";
+import { type BoundedDirs, filesystemFull } from "../bounded-dirs.js";
+import { execTimeoutMs, stoppedExecResult } from "../exec-budget.js";
+import { execLimitOf } from "../limit-verdict.js";
+import type { ExecOptions, ExecResult, WorkerExit, WorkerSpec } from "../types.js";
+import { execArgvOf } from "./decisions.js";
+import { runSandboxed, type SandboxShape } from "./sandbox.js";
+import { SANDBOX_PATHS } from "./shape.js";
+import type { LocalWorkerState } from "./worker-state.js";
+
+/**
+ * A new dir in the worker's state tmpfs bound at /tmp for one exec (bwrap's own /tmp tmpfs is used
+ * when the state is not a tmpfs), so nothing one exec leaves in /tmp is seen by the next.
+ */
+async function freshExecTmp(
+  dirs: BoundedDirs,
+  shape: SandboxShape,
+): Promise<{ shape: SandboxShape; remove(): Promise<void> } | undefined> {
+  if (!dirs.bounded || !shape.bwrap) return undefined;
+  const tmp = await mkdtemp(join(dirs.root, "exec-tmp-"));
+  return {
+    shape: { ...shape, bwrap: { ...shape.bwrap, tmp } },
+    remove: () => rm(tmp, { recursive: true, force: true }),
+  };
+}
+
+/** Whether a failed command may have failed for a full disk: the workspace's quota, or the worker's bounded state. */
+async function diskFullAfter(ws: LocalWorkerState, s: WorkerSpec): Promise<boolean> {
+  return (
+    (ws.quotaByFs && (await filesystemFull(s.workspace))) ||
+    (ws.dirs.bounded && (await filesystemFull(ws.dirs.root)))
+  );
+}
+
+/** Runs `command` in the worker's sandbox for trajectory `s`, and says which limit (if any) ended it. */
+export async function execInWorker(
+  ws: LocalWorkerState,
+  s: WorkerSpec,
+  command: string,
+  o: ExecOptions = {},
+): Promise<ExecResult> {
+  if (ws.exit) return stoppedExecResult(ws.id, ws.exit.reason);
+  const before = await ws.prepared.cgroup.events();
+  const timeoutMs = execTimeoutMs(s, ws.startedAt, o.timeoutMs);
+  const argv = execArgvOf(command, o.cwd ?? (ws.unsafe ? s.workspace : SANDBOX_PATHS.workspace), o.env);
+  using linked = createDeadline({ signals: [ws.life.signal, o.signal] });
+  // each exec gets a fresh private /tmp, inside the worker's bounded state
+  const execTmp = await freshExecTmp(ws.dirs, ws.prepared.shape);
+  let r: ExecResult;
+  let diskFull: boolean;
+  try {
+    r = await runSandboxed(
+      execTmp?.shape ?? ws.prepared.shape,
+      argv,
+      { timeoutMs, signal: linked.signal, hostCwd: s.workspace },
+      ws.prepared.env,
+    );
+    diskFull = r.exitCode !== 0 && (await diskFullAfter(ws, s)); // before the exec's /tmp goes
+  } finally {
+    await execTmp?.remove();
+  }
+  // Ended by the worker's wall clock (its timer and this exec's race): that is a timeout.
+  const ended = (ws.exit as WorkerExit | undefined)?.reason;
+  const timedOut = r.timedOut || ended === "wall_clock";
+  const after = await ws.prepared.cgroup.events();
+  const limit = execLimitOf({
+    exitCode: r.exitCode,
+    timedOut,
+    ...(ended ? { workerExit: ended } : {}),
+    oomKills: after.oomKills - before.oomKills,
+    pidsRejected: after.pidsRejected - before.pidsRejected,
+    diskFull,
+  });
+  return { ...r, timedOut, ...(limit ? { limit } : {}) };
+}
+
+/** CPU seconds every process of the worker has used (undefined without a cgroup). */
+export async function cpuSecondsOf(ws: LocalWorkerState): Promise<number | undefined> {
+  const usage = await ws.prepared.cgroup.usage();
+  return usage === undefined ? undefined : usage.cpuUsec / 1e6;
+}

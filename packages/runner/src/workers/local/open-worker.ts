@@ -1,0 +1,201 @@
+import { randomBytes } from "node:crypto";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { FlakegymError } from "../../errors.js";
+import { writeOwnerRecord } from "../../gc/owner.js";
+import { type BoundedDirs, fsEnforcesQuota, makeBoundedDirs, removeWorkerDir } from "../bounded-dirs.js";
+import { collectHostArtifacts } from "../host-artifacts.js";
+import { workspaceRelative } from "../read-only-files.js";
+import type { Worker, WorkerExit, WorkerSpec } from "../types.js";
+import { bootLimitsOf, policyBaseUrlOf, readOnlyBindsOf, workerBindsOf, workerIdOf } from "./decisions.js";
+import { cpuSecondsOf, execInWorker } from "./exec.js";
+import { adoptFork, makeSlot, releaseSlot, type Slot } from "./pool-slot.js";
+import { bwrapMissingError, findBwrap, type PreparedShape, prepareShape } from "./shape.js";
+import { startWatchdog, watchAgent } from "./watchdog.js";
+import {
+  armWallClock,
+  endedError,
+  endWorker,
+  type LocalBackendState,
+  type LocalWorkerParts,
+  type LocalWorkerState,
+} from "./worker-state.js";
+
+/** A started sandbox (and core) waiting for its trajectory: `assign` starts its limits and returns the worker. */
+export interface OpenWorker {
+  readonly id: string;
+  readonly exited: Promise<WorkerExit>;
+  assign(spec: WorkerSpec): Promise<Worker>;
+  stop(): Promise<void>;
+}
+
+/** The worker's own dirs: its state dir (owned, for `flakegym gc`), a pooled worker's slot, the bounded state. */
+async function makeWorkerDirs(
+  bs: LocalBackendState,
+  workerDir: string,
+  pooled: boolean,
+): Promise<{ slot: Slot | undefined; dirs: BoundedDirs }> {
+  await mkdir(workerDir, { recursive: true });
+  await writeOwnerRecord(workerDir, "worker");
+  const slot = pooled
+    ? await makeSlot(workerDir).catch(async (err) => {
+        await removeWorkerDir(workerDir, undefined);
+        throw err;
+      })
+    : undefined;
+  const dirs = await makeBoundedDirs(workerDir, bs.options.stateSizeMb ?? 512).catch(async (err) => {
+    await releaseSlot(slot, workerDir);
+    throw err;
+  });
+  return { slot, dirs };
+}
+
+/** The worker's sandbox shape (and cgroup); on failure everything made so far goes. */
+function prepareWorkerShape(
+  bs: LocalBackendState,
+  c: { id: string; spec: WorkerSpec; workerDir: string; slot: Slot | undefined; dirs: BoundedDirs },
+): Promise<PreparedShape> {
+  const { spec, slot, dirs } = c;
+  return prepareShape({
+    id: c.id,
+    profile: spec.profile,
+    workspace: slot?.workspace ?? spec.workspace,
+    ...(spec.depsDir ? { deps: slot?.deps ?? spec.depsDir } : {}),
+    stateDir: join(dirs.root, "sandbox"),
+    limits: bootLimitsOf(spec.limits, slot !== undefined),
+    network: "none",
+    binds: workerBindsOf(spec, dirs),
+    workspaceBinds: readOnlyBindsOf(spec, workspaceRelative),
+    ...(spec.env ? { env: spec.env } : {}),
+    persistentHome: true,
+    ...(dirs.bounded ? { tmpDir: dirs.tmp } : {}),
+    ...(bs.options.unsafeNoSandbox ? { unsafeNoSandbox: true } : {}),
+  }).catch(async (err) => {
+    await releaseSlot(slot, c.workerDir, dirs);
+    throw err;
+  });
+}
+
+/** A worker's state before anything runs in it: no exit, no trajectory, limits of its spec. */
+function newWorkerState(parts: LocalWorkerParts): LocalWorkerState {
+  let resolveExit!: (e: WorkerExit) => void;
+  const exited = new Promise<WorkerExit>((r) => {
+    resolveExit = r;
+  });
+  return {
+    ...parts,
+    unsafe: parts.prepared.shape.bwrap === undefined,
+    life: new AbortController(),
+    exited,
+    resolveExit,
+    exit: undefined,
+    stopping: undefined,
+    agent: undefined,
+    wallClock: undefined,
+    watchdog: undefined,
+    active: undefined,
+    assigned: false,
+    startedAt: Date.now(),
+    cpuBaseUsec: 0,
+    quotaByFs: false,
+    lastDiskCheck: 0,
+    checking: false,
+  };
+}
+
+/** Starts the Cline core in the sandbox (agent workers); a failed start ends the worker. */
+async function launchAgent(
+  bs: LocalBackendState,
+  ws: LocalWorkerState,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const { spec, slot, dirs } = ws;
+  try {
+    ws.agent = await bs.agentLauncher.launch({
+      spec: slot ? { ...spec, workspace: slot.workspace } : spec,
+      prepared: ws.prepared,
+      configDir: dirs.config,
+      socketDir: dirs.sock,
+      policyBaseUrl: policyBaseUrlOf(spec),
+      ...(signal ? { signal } : {}),
+    });
+    watchAgent(ws);
+  } catch (err) {
+    await endWorker(ws, { reason: "crashed", detail: (err as Error).message });
+    throw err;
+  }
+}
+
+/** Makes the worker's dirs, sandbox shape and (agents) its core; limits count from `assign`. */
+export async function openWorker(
+  bs: LocalBackendState,
+  spec: WorkerSpec,
+  signal: AbortSignal | undefined,
+  pooled: boolean,
+): Promise<OpenWorker> {
+  signal?.throwIfAborted();
+  if (!findBwrap() && !bs.options.unsafeNoSandbox) throw bwrapMissingError();
+  const id = workerIdOf(spec, pooled, randomBytes(3).toString("hex"));
+  const workerDir = join(bs.root, id);
+  const { slot, dirs } = await makeWorkerDirs(bs, workerDir, pooled);
+  const prepared = await prepareWorkerShape(bs, { id, spec, workerDir, slot, dirs });
+  const ws = newWorkerState({ id, spec, workerDir, slot, dirs, prepared });
+  armWallClock(ws);
+  startWatchdog(ws, bs.options.watchdogIntervalMs ?? 1000);
+  if (spec.agent) await launchAgent(bs, ws, signal);
+  return {
+    id,
+    exited: ws.exited,
+    assign: (s) => assignWorker(ws, s),
+    stop: () => endWorker(ws, { reason: "stopped" }),
+  };
+}
+
+/** Gives the worker its trajectory (once): a pooled worker mounts the fork; the trajectory's limits count from here. */
+async function assignWorker(ws: LocalWorkerState, s: WorkerSpec): Promise<Worker> {
+  if (ws.exit) throw endedError(ws, ws.exit);
+  if (ws.assigned) throw new FlakegymError("E_POOL_ADOPT", `worker ${ws.id} already served a trajectory`);
+  ws.assigned = true;
+  if (ws.slot) {
+    try {
+      await adoptFork(ws.slot, s);
+    } catch (err) {
+      await endWorker(ws, { reason: "crashed", detail: (err as Error).message });
+      throw err;
+    }
+    ws.cpuBaseUsec = (await ws.prepared.cgroup.usage())?.cpuUsec ?? 0;
+  }
+  ws.quotaByFs = s.limits.diskMb !== undefined && (await fsEnforcesQuota(s.workspace, s.limits.diskMb));
+  const ended = ws.exit as WorkerExit | undefined;
+  if (ended) throw endedError(ws, ended);
+  // the trajectory's limits count from here (a cold worker: from its start, boot included)
+  ws.active = { ...s };
+  if (ws.slot) {
+    ws.startedAt = Date.now();
+    armWallClock(ws);
+  }
+  return workerOf(ws, s);
+}
+
+/** The worker a trajectory `s` is handed. */
+function workerOf(ws: LocalWorkerState, s: WorkerSpec): Worker {
+  const { id, agent, dirs } = ws;
+  return {
+    id,
+    backend: "local",
+    ...(agent ? { agentAddress: agent.address } : {}),
+    ...(agent ? { policyBaseUrl: ws.unsafe ? agent.policyBaseUrl : policyBaseUrlOf(s) } : {}),
+    configDir: dirs.config,
+    pooled: ws.slot !== undefined,
+    exited: ws.exited,
+    ...(agent
+      ? {
+          collectArtifacts: (c) =>
+            collectHostArtifacts({ id, configDir: dirs.config, workspace: s.workspace }, c),
+        }
+      : {}),
+    exec: (command, o) => execInWorker(ws, s, command, o),
+    cpuSeconds: () => cpuSecondsOf(ws),
+    stop: () => endWorker(ws, { reason: "stopped" }),
+  };
+}

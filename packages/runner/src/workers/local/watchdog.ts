@@ -1,0 +1,47 @@
+import { unboundedDiskOver } from "../bounded-dirs.js";
+import { agentExitOf, cpuOverOf, diskCheckDue, memoryExitOf } from "./decisions.js";
+import { endWorker, type LocalWorkerState, limitsOf } from "./worker-state.js";
+
+/** One check of CPU time, memory and (now and then) disk use against the limits in force. */
+async function tick(ws: LocalWorkerState, intervalMs: number): Promise<void> {
+  const usage = await ws.prepared.cgroup.usage();
+  const limits = limitsOf(ws);
+  const assigned = ws.active !== undefined;
+  const cpu = cpuOverOf({ assigned, usage, cpuBaseUsec: ws.cpuBaseUsec, limits });
+  if (cpu) {
+    await endWorker(ws, cpu);
+    return;
+  }
+  if (await ws.prepared.cgroup.memoryLimitHit()) {
+    await endWorker(ws, memoryExitOf(limits));
+    return;
+  }
+  if (ws.active && diskCheckDue(assigned, Date.now(), ws.lastDiskCheck, intervalMs)) {
+    ws.lastDiskCheck = Date.now();
+    const over = await unboundedDiskOver(ws.active, ws.quotaByFs, ws.dirs);
+    if (over) await endWorker(ws, { reason: "disk", detail: over });
+  }
+}
+
+/** Checks the worker every `intervalMs` until it ends (one tick at a time). */
+export function startWatchdog(ws: LocalWorkerState, intervalMs: number): void {
+  ws.watchdog = setInterval(async () => {
+    if (ws.checking || ws.exit) return;
+    ws.checking = true;
+    try {
+      await tick(ws, intervalMs);
+    } finally {
+      ws.checking = false;
+    }
+  }, intervalMs);
+}
+
+/** Ends the worker when its agent exits by itself (the OOM killer's pick is the memory limit, not a crash). */
+export function watchAgent(ws: LocalWorkerState): void {
+  void ws.agent?.exited.then(async (r) => {
+    if (ws.exit) return;
+    const oom = await ws.prepared.cgroup.memoryLimitHit().catch(() => false);
+    if (ws.exit) return;
+    void endWorker(ws, agentExitOf(r, oom, limitsOf(ws)));
+  });
+}
