@@ -1,17 +1,14 @@
 import { PODMAN_OWNER_LABEL } from "../../gc/inventory.js";
 import { EXEC_ONLY_INIT } from "../exec-only-init.js";
 import type { Bind } from "../local/bwrap-args.js";
+import { workerIdOf } from "../local/decisions.js";
 import { depsPath, OFFLINE_ENV, SANDBOX_PATHS } from "../local/shape.js";
 import { workspaceRelative } from "../read-only-files.js";
 import type { ExecOptions, WorkerSpec } from "../types.js";
 
-function sanitize(s: string): string {
-  return s.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 40);
-}
-
-/** A worker's container name: its run and trajectory, sanitized, and a random suffix. Pure. */
-export function containerName(spec: Pick<WorkerSpec, "runId" | "trajectoryId">, suffix: string): string {
-  return `flakegym-${sanitize(`${spec.runId}-${spec.trajectoryId}`)}-${suffix}`;
+/** A worker's container name: the local backend's worker id (run and trajectory, sanitized; a random suffix) under `flakegym-`. Pure. */
+export function containerName(spec: WorkerSpec, suffix: string): string {
+  return `flakegym-${workerIdOf(spec, false, suffix)}`;
 }
 
 /**

@@ -2,6 +2,7 @@ import { dirname } from "node:path";
 import { type ClinePackage, launchClineCore, SUPERVISOR_PATH } from "@flakegym/cline-vendor";
 import { removeWorkerDir } from "../bounded-dirs.js";
 import type { Bind } from "../local/bwrap-args.js";
+import { policyBaseUrlOf, workerBindsOf } from "../local/decisions.js";
 import { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "../local/shape.js";
 import { unixSocketPath } from "../socket-path.js";
 import type { Worker, WorkerSpec } from "../types.js";
@@ -27,23 +28,15 @@ export interface AgentLaunch {
  */
 export function agentBinds(
   st: Pick<PodmanState, "options">,
-  spec: Pick<WorkerSpec, "gateway">,
+  spec: WorkerSpec,
   o: Pick<AgentLaunch, "host" | "pkg">,
 ): Bind[] {
   return [
     ...(st.options.binds ?? []),
     { src: dirname(SUPERVISOR_PATH), dest: dirname(SUPERVISOR_PATH) },
     ...(st.options.clineFromImage ? [] : [{ src: o.pkg.root, dest: o.pkg.root }]),
-    { src: o.host.dirs.config, dest: o.host.dirs.config, rw: true },
-    { src: o.host.dirs.sock, dest: o.host.dirs.sock, rw: true },
-    { src: spec.gateway.socketPath!, dest: SANDBOX_GATEWAY_SOCKET },
+    ...workerBindsOf(spec, o.host.dirs),
   ];
-}
-
-/** The policy's base URL as the agent inside sees it: the forwarded gateway port, the gateway URL's path. Pure. */
-export function insidePolicyBaseUrl(gatewayUrl: string | undefined): string {
-  const path = gatewayUrl ? new URL(gatewayUrl).pathname.replace(/\/$/, "") : "/v1";
-  return `http://127.0.0.1:${SANDBOX_GATEWAY_PORT}${path}`;
 }
 
 /**
@@ -106,7 +99,7 @@ export async function startAgent(st: PodmanState, spec: WorkerSpec, o: AgentLaun
   });
   return await makeWorker(st, spec, o.name, o.host, {
     address: core.address,
-    policyBaseUrl: insidePolicyBaseUrl(spec.gateway.url),
+    policyBaseUrl: policyBaseUrlOf(spec),
     configDir,
     stop: () => core.stop(),
     exited: core.exited,

@@ -4,6 +4,7 @@ import { exitWithin } from "../exit-within.js";
 import { collectHostArtifacts } from "../host-artifacts.js";
 import { execLimitOf } from "../limit-verdict.js";
 import { type CgroupDirs, cgroupDirsAt, readLimitEvents, readUsage } from "../local/cgroup.js";
+import { cpuOverOf, diskCheckDue, memoryExitOf } from "../local/decisions.js";
 import type {
   CollectArtifactsInput,
   ExecOptions,
@@ -53,27 +54,6 @@ interface PodmanWorkerState {
   lastDiskCheck: number;
 }
 
-/** What the watchdog reads each tick. */
-export interface WatchdogReading {
-  /** The container's CPU time so far, µs (undefined: no cgroup to read). */
-  readonly cpuUsec: number | undefined;
-  /** OOM kills the cgroup counted since the worker started (undefined: no cgroup). */
-  readonly newOomKills: number | undefined;
-}
-
-/** Which limit a watchdog reading crossed: CPU time first, then memory. Pure. */
-export function watchdogVerdict(
-  r: WatchdogReading,
-  limits: Pick<WorkerSpec["limits"], "cpuSeconds" | "memoryMb">,
-): WorkerExit | undefined {
-  const cpu = limits.cpuSeconds;
-  if (r.cpuUsec !== undefined && cpu !== undefined && r.cpuUsec >= cpu * 1e6)
-    return { reason: "cpu_time", detail: `used ${(r.cpuUsec / 1e6).toFixed(1)} s of CPU (limit ${cpu} s)` };
-  if ((r.newOomKills ?? 0) > 0)
-    return { reason: "memory", detail: `memory limit ${limits.memoryMb} MiB reached` };
-  return undefined;
-}
-
 /** Ends the worker once: timers, the core, the container, then its host dir (config, sockets, HOME, /tmp). */
 function endWorker(w: PodmanWorkerState, e: WorkerExit): Promise<void> {
   if (w.stopping) return w.stopping;
@@ -95,16 +75,16 @@ async function watchdogTick(w: PodmanWorkerState, interval: number): Promise<voi
   w.checking = true;
   try {
     const usage = w.cgroup ? await readUsage(w.cgroup) : undefined;
-    const events = w.cgroup ? await readLimitEvents(w.cgroup) : undefined;
-    const verdict = watchdogVerdict(
-      { cpuUsec: usage?.cpuUsec, newOomKills: events ? events.oomKills - w.initialOom : undefined },
-      w.spec.limits,
-    );
-    if (verdict) {
-      await endWorker(w, verdict);
+    const cpu = cpuOverOf({ assigned: true, usage, cpuBaseUsec: 0, limits: w.spec.limits });
+    if (cpu) {
+      await endWorker(w, cpu);
       return;
     }
-    if (Date.now() - w.lastDiskCheck > 5 * interval) {
+    if (w.cgroup && (await readLimitEvents(w.cgroup)).oomKills > w.initialOom) {
+      await endWorker(w, memoryExitOf(w.spec.limits));
+      return;
+    }
+    if (diskCheckDue(true, Date.now(), w.lastDiskCheck, interval)) {
       w.lastDiskCheck = Date.now();
       const over = await unboundedDiskOver(w.spec, w.quotaByFs, w.host.dirs);
       if (over) await endWorker(w, { reason: "disk", detail: over });

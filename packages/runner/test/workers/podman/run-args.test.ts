@@ -21,10 +21,10 @@ const spec = {
 
 describe("containerName", () => {
   it("keeps podman's name alphabet and bounds the run and trajectory part", () => {
-    expect(containerName({ runId: "run 1/a", trajectoryId: "t:0" }, "abc123")).toBe(
+    expect(containerName({ ...spec, runId: "run 1/a", trajectoryId: "t:0" }, "abc123")).toBe(
       "flakegym-run_1_a-t_0-abc123",
     );
-    expect(containerName({ runId: "r".repeat(60), trajectoryId: "t" }, "x")).toBe(
+    expect(containerName({ ...spec, runId: "r".repeat(60), trajectoryId: "t" }, "x")).toBe(
       `flakegym-${"r".repeat(40)}-x`,
     );
   });
