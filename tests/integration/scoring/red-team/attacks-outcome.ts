@@ -19,6 +19,7 @@ import type { Attack } from "./attack.js";
  */
 function watcher(onFail: readonly string[], onStopped: readonly string[] = []): string {
   return [
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
     'T="${TMPDIR:-/tmp}"',
     // up the parent chain (builtins only: the tests may end within milliseconds): the step's
     // `timeout`, then the shells above it that run the scoring script (its marker in their command line)
