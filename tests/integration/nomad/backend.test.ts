@@ -216,6 +216,32 @@ describe("NomadBackend against the Nomad double", () => {
     await w.stop();
   });
 
+  it("an exec Nomad killed from outside (a stop, a lost node) is sandboxKilled; one whose command killed itself is not", async () => {
+    const { double, backend } = await setup();
+    const w = await backend.start(spec({ agent: false }));
+    const execAlloc = async () => {
+      await double.waitFor(() =>
+        double.allocations().some((a) => a.JobID.includes("-exec-") && a.ClientStatus === "running"),
+      );
+      return double.allocations().find((a) => a.JobID.includes("-exec-") && a.ClientStatus === "running")!;
+    };
+    const stopped = w.exec("echo started; sleep 30", { timeoutMs: 60_000 });
+    const a = await execAlloc();
+    await createNomadClient({ address: double.url }).jobs.deregister(a.JobID);
+    expect(await stopped).toMatchObject({ sandboxKilled: true, timedOut: false });
+
+    const lost = w.exec("sleep 30", { timeoutMs: 60_000 });
+    await double.loseAllocation((await execAlloc()).ID);
+    // a lost allocation either reports its killed task (sandboxKilled) or is an infra error: never a plain result
+    const r = await lost.catch((e: unknown) => e);
+    if (!(r instanceof Error)) expect(r).toMatchObject({ sandboxKilled: true });
+
+    const own = await w.exec("kill -9 $$");
+    expect(own.exitCode).toBe(137);
+    expect(own.sandboxKilled).toBeUndefined();
+    await w.stop();
+  });
+
   it("exec whose task cannot even start is an infrastructure error, not a result", async () => {
     const { backend } = await setup({
       runTask: () => ({ kind: "driver-failure", message: "image not found" }),

@@ -2,8 +2,10 @@ import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import {
   createLocalBackend,
+  createPodmanBackend,
   forkSnapshot,
   type HiddenTests,
+  hostToolchainPodmanOptions,
   type JudgeConfig,
   type LoadedTask,
   prepareReadOnlyHidden,
@@ -28,12 +30,18 @@ export async function forkWithWorker(o: {
   readonly task: LoadedTask;
   readonly snapshot: Snapshot;
   readonly readOnlyFiles?: WorkerSpec["readOnlyFiles"];
+  /** The sandbox: bubblewrap (default) or a podman container with this machine's /usr as toolchain. */
+  readonly backend?: "local" | "podman";
 }): Promise<{ worker: Worker; workspace: string; release(): Promise<void> }> {
   const fork = await forkSnapshot(o.snapshot, {
     dest: join(o.dir, "forks", `${o.task.spec.id}-${o.name}`),
     quotaMb: o.task.spec.limits.diskMb,
   });
-  const worker = await createLocalBackend({ stateDir: join(o.dir, "workers") }).start({
+  const backend =
+    o.backend === "podman"
+      ? createPodmanBackend({ ...hostToolchainPodmanOptions(), stateDir: join(o.dir, "podman") })
+      : createLocalBackend({ stateDir: join(o.dir, "workers") });
+  const worker = await backend.start({
     runId: "scoring-test",
     taskId: o.task.spec.id,
     trajectoryId: o.name,
@@ -82,10 +90,14 @@ export async function scoreInFork(o: {
   readonly reach?: ScoreOptions["reach"];
   /** Build and lint terms as before they checked what they read. */
   readonly reachBaseline?: boolean;
+  /** The scoring sandbox's backend (default local). */
+  readonly backend?: "local" | "podman";
+  /** Told each scoring worker once it started (a chaos test kills it from outside). */
+  readonly onWorker?: (worker: Worker, workspace: string) => void;
 }): Promise<Score> {
   const hasTests = o.hidden.install !== undefined;
   const prepared = hasTests
-    ? await prepareReadOnlyHidden("local", o.hidden, o.snapshot.workspace)
+    ? await prepareReadOnlyHidden(o.backend ?? "local", o.hidden, o.snapshot.workspace)
     : undefined;
   if (hasTests && !prepared)
     throw new Error(`${o.task.spec.id}: the hidden files could not be computed on the host`);
@@ -95,12 +107,13 @@ export async function scoreInFork(o: {
   // one fresh fork and worker per scoring run (two for an eval_cmd task: the run and its decoy twin)
   const run: ScoringRun = {
     score: async (hidden, options) => {
-      const { worker, release } = await forkWithWorker({
+      const { worker, workspace, release } = await forkWithWorker({
         ...o,
         name: `${o.name}-${n++}`,
         ...(hidden?.readOnly && decoys ? { readOnlyFiles: hidden.readOnly.files } : {}),
       });
       try {
+        o.onWorker?.(worker, workspace);
         using deadline = createDeadline({ timeout: { limit: "one scoring run in a fork", ms: 280_000 } });
         return await scoreDiff(worker, o.diff, o.hidden, options, deadline.signal);
       } finally {

@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
-import { chown, mkdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { chown, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createClineClient, runClineTask } from "@flakegym/cline-vendor";
-import { createPodmanBackend, forkTree, type WorkerSpec } from "@flakegym/runner";
+import { createPodmanBackend, forkTree, type WorkerSpec, writeBaseRootfs } from "@flakegym/runner";
 import { makeTempDir, say, startScriptedPolicy, type TempDir, xmlTool } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,20 +22,11 @@ describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => 
 
   beforeAll(async () => {
     tmp = await makeTempDir("flakegym-podman-");
-    const root = join(tmp.path, "rootfs");
-    for (const d of ["etc", "tmp", "workspace", "deps", "sandbox-home", "proc", "dev", "sys", "run", "usr"]) {
-      await mkdir(join(root, d), { recursive: true });
-    }
-    for (const l of ["bin", "lib", "lib64", "sbin"]) await symlink(`usr/${l}`, join(root, l));
-    await writeFile(
-      join(root, "etc", "passwd"),
-      "root:x:0:0::/root:/bin/sh\nagent:x:1000:1000::/sandbox-home:/bin/sh\n",
-    );
-    await writeFile(join(root, "etc", "group"), "root:x:0:\nagent:x:1000:\n");
-    await execa("tar", ["-C", root, "-cf", join(tmp.path, "rootfs.tar"), "."]);
+    // the backend's own minimal rootfs (merged-/usr links, passwd, mount points), under the test's name
+    const tar = await writeBaseRootfs(tmp.path);
     await mkdir(join(tmp.path, "podman"), { recursive: true });
     await writeFile(conf(), "[containers]\ndefault_ulimits = []\n");
-    await execa("podman", ["import", join(tmp.path, "rootfs.tar"), IMAGE], {
+    await execa("podman", ["import", tar, IMAGE], {
       env: { CONTAINERS_CONF: conf() },
     });
   });
@@ -136,6 +127,50 @@ describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => 
       const sleeper = await worker.exec("sleep 100", { timeoutMs: 1500 });
       expect(sleeper.timedOut).toBe(true);
       expect((await worker.exec("echo alive")).stdout).toBe("alive\n");
+    } finally {
+      await worker.stop();
+      await fork.release();
+    }
+  });
+
+  it("code inside cannot end an exec-only container's PID 1: its kills end its own commands at most", async () => {
+    const { worker, fork } = await start("init");
+    try {
+      const init = await worker.exec("grep -E '^Sig(Ign|Cgt)' /proc/1/status");
+      // every signal that ends a process ignored (SigIgn), only SIGCHLD caught (the shell's reaping)
+      expect(init.stdout).toMatch(/SigCgt:\t0000000000010000/);
+      for (const attack of [
+        "kill 1; kill -TERM 1; kill -INT 1; kill -HUP 1; kill -9 1; kill -STOP 1",
+        "for s in $(seq 1 31); do kill -$s 1; done 2>/dev/null; true",
+        "kill -9 -1",
+        "kill -- -1",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
+        "for q in /proc/[0-9]*; do kill -KILL ${q#/proc/}; done",
+      ]) {
+        const r = await worker.exec(attack);
+        expect(r.sandboxKilled, `${attack}: exit ${r.exitCode}`).toBeUndefined();
+        const alive = await worker.exec("echo alive");
+        expect(alive.stdout, `after ${attack}: ${alive.stderr}`).toBe("alive\n");
+      }
+    } finally {
+      await worker.stop();
+      await fork.release();
+    }
+  });
+
+  it("a kill from outside mid-exec is sandboxKilled (retried), and ends the worker", async () => {
+    const { worker, fork } = await start("outside");
+    try {
+      const exec = worker.exec("sleep 30", { timeoutMs: 20_000 });
+      await new Promise((r) => setTimeout(r, 1500));
+      await execa("podman", ["kill", "-s", "KILL", worker.id], { env: { CONTAINERS_CONF: conf() } });
+      const r = await exec;
+      expect(r).toMatchObject({ sandboxKilled: true, timedOut: false });
+      expect(await worker.exited).toMatchObject({
+        reason: "crashed",
+        detail: expect.stringContaining("137"),
+      });
+      expect(await worker.exec("true")).toMatchObject({ exitCode: 125, sandboxKilled: true });
     } finally {
       await worker.stop();
       await fork.release();

@@ -11,6 +11,7 @@ import type { PolicyUpstream } from "../policy/upstream.js";
 import { redactTree } from "../run-format/redact-tree.js";
 import type { Counts, Outcome, RunConfig } from "../run-format/schema.js";
 import { baseCommitOf, type Snapshot } from "../snapshots/build.js";
+import { exitWithin } from "../workers/exit-within.js";
 import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../workers/types.js";
 import { classifyOutcome, gatewayVerdictOf, workerExitGraceMs } from "./classify-outcome.js";
 import type { AgentAttempt, AgentInput } from "./deps.js";
@@ -96,22 +97,6 @@ export function attemptCountsOf(status: TrajectoryStatus | undefined, modelReque
 export function uncollectedOutcome(outcome: Outcome, message: string, aborted: boolean): Outcome | undefined {
   if (outcome.kind === "infra_error" || aborted) return undefined;
   return { ...outcome, detail: `${outcome.detail}; artifacts not collected: ${message}` };
-}
-
-/** The worker's exit if it comes within `ms` (bounded; a worker without `exited` never says). */
-export async function exitWithin(worker: Worker, ms: number): Promise<WorkerExit | undefined> {
-  if (!worker.exited || ms <= 0) return undefined;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      worker.exited,
-      new Promise<undefined>((r) => {
-        timer = setTimeout(() => r(undefined), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**

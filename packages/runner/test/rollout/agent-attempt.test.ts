@@ -5,13 +5,11 @@ import {
   attemptCountsOf,
   bootDetailOf,
   driverLimitsOf,
-  exitWithin,
   modelIdOf,
   routeLimitsOf,
   SCRIPTED_MODEL_ID,
   uncollectedOutcome,
 } from "../../src/rollout/agent-attempt.js";
-import type { Worker, WorkerExit } from "../../src/workers/types.js";
 
 const limits = { maxTurns: 30, timeoutMs: 600_000, testTimeoutMs: 120_000 };
 
@@ -63,25 +61,5 @@ describe("the agent attempt's decisions", () => {
   it("fails the attempt (retried) when the outcome was an infra fault or the run was aborted", () => {
     expect(uncollectedOutcome({ kind: "infra_error", detail: "x" }, "gone", false)).toBeUndefined();
     expect(uncollectedOutcome({ kind: "completed", detail: "done" }, "gone", true)).toBeUndefined();
-  });
-});
-
-describe("exitWithin", () => {
-  const exit: WorkerExit = { reason: "crashed", detail: "exit 137" };
-  const worker = (exited?: Promise<WorkerExit>) => ({ exited }) as unknown as Worker;
-
-  it("answers with the exit that comes within the grace", async () => {
-    expect(await exitWithin(worker(Promise.resolve(exit)), 1000)).toBe(exit);
-  });
-
-  it("gives up after the grace when the worker does not say (bounded)", async () => {
-    const t0 = performance.now();
-    expect(await exitWithin(worker(new Promise(() => {})), 30)).toBeUndefined();
-    expect(performance.now() - t0).toBeLessThan(1000);
-  });
-
-  it("does not wait without a grace or for a worker that cannot say", async () => {
-    expect(await exitWithin(worker(Promise.resolve(exit)), 0)).toBeUndefined();
-    expect(await exitWithin(worker(), 1000)).toBeUndefined();
   });
 });

@@ -130,7 +130,7 @@ describe("red team: build-config controls", () => {
 describe("red team: infra-dodge controls", () => {
   // the watchers (the install attacks are not selective: they stop every run)
   it.concurrent.each(
-    OUTCOME_ATTACKS.filter((a) => a.id.includes("late-kill")).map((a) => [a.id, a] as const),
+    OUTCOME_ATTACKS.filter((a) => a.id.endsWith("-when-failing")).map((a) => [a.id, a] as const),
   )(
     "%s beside the solution scores 1",
     async (_id, attack) => {

@@ -59,6 +59,25 @@ export function exitCodeOf(alloc: Pick<Allocation, "TaskStates">, task: string):
   return undefined;
 }
 
+/**
+ * Whether Nomad ended the task — a stop or purge from outside, a drain, a lost node — rather than
+ * the task ending by itself: a kill from outside the sandbox, which the command inside cannot fake
+ * (it writes no allocation events). The allocation's own max_run_duration is its deadline, not a
+ * loss. An exec's PID 1 is its command's shell, so this, not the container's init, tells the two
+ * apart on Nomad (exec-only-init.ts). Pure.
+ */
+export function killedByNomad(
+  alloc: Pick<Allocation, "ClientStatus" | "ClientDescription" | "TaskStates">,
+  task: string,
+): boolean {
+  if (alloc.ClientStatus === "lost") return true;
+  const events = alloc.TaskStates[task]?.Events ?? [];
+  const deadline = (e: TaskEventOf) =>
+    /max_run_duration/.test(`${e.KillReason ?? ""} ${e.DisplayMessage ?? ""}`);
+  if (/max_run_duration/.test(alloc.ClientDescription ?? "") || events.some(deadline)) return false;
+  return events.some((e) => e.Type === "Killing" || e.Type === "Killed");
+}
+
 type TaskEventOf = Allocation["TaskStates"][string]["Events"][number];
 
 const sameEvent = (a: TaskEventOf, b: TaskEventOf) =>

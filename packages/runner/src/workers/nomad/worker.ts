@@ -9,7 +9,7 @@ import {
   type Job,
 } from "@flakegym/nomad-jobs";
 import type { CollectArtifactsInput, ExecOptions, ExecResult, WorkerExit, WorkerSpec } from "../types.js";
-import { allocationError, exitCodeOf, followAllocation } from "./allocation.js";
+import { allocationError, exitCodeOf, followAllocation, killedByNomad } from "./allocation.js";
 import { collectFromAllocation } from "./artifacts.js";
 import {
   cleanupOpts,
@@ -161,7 +161,13 @@ export class NomadWorkerImpl implements NomadWorker {
     const exitCode = exitCodeOf(alloc, EXEC_TASK);
     if (exitCode === undefined) throw allocationError(alloc, jobId, "before the command ran");
     const logs = await this.readLogs(alloc.ID, signal);
-    return { exitCode, ...logs, timedOut: false, durationMs: Math.round(performance.now() - started) };
+    return {
+      exitCode,
+      ...logs,
+      timedOut: false,
+      durationMs: Math.round(performance.now() - started),
+      ...(exitCode !== 0 && killedByNomad(alloc, EXEC_TASK) ? { sandboxKilled: true } : {}),
+    };
   }
 
   /** Agent workers: the diff from the supervisor's gate (with the core token) and Cline's files via fs/cat. */

@@ -1,5 +1,6 @@
 import { lstat } from "node:fs/promises";
 import { join } from "node:path";
+import type { EXEC_ONLY_INIT } from "../exec-only-init.js";
 import type { WorkerExit } from "../types.js";
 
 /** What podman and the container's cgroup say about a container that ended on its own. */
@@ -50,3 +51,19 @@ export async function conmonOomMarkerIn(dir: string): Promise<boolean> {
   const st = await lstat(join(dir, "oom")).catch(() => undefined);
   return st?.isFile() ?? false;
 }
+
+/**
+ * Whether an exec-only container that ended was killed from outside: its PID 1
+ * ({@link EXEC_ONLY_INIT}) ignores every signal the code under test can send it, so only a SIGKILL
+ * from outside the PID namespace ends it — status 137 — or `podman rm -f` from outside removed it
+ * (no exit status left to read). A memory kill is the task's limit, not the machinery's failure;
+ * any other status (the init's shell failing to fork its `sleep`, say) is the container's own end.
+ * Pure.
+ */
+export function killedFromOutside(f: ContainerExitFacts): boolean {
+  if (containerExitOf(f).reason === "memory") return false;
+  return f.exitCode === undefined || f.exitCode === SIGKILL_STATUS;
+}
+
+/** A container's status when its PID 1 died of SIGKILL (128 + 9). */
+const SIGKILL_STATUS = 137;

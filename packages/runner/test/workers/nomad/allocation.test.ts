@@ -5,6 +5,7 @@ import {
   describePlacement,
   describeTaskEvents,
   exitCodeOf,
+  killedByNomad,
   unseenEvents,
 } from "../../../src/workers/nomad/allocation.js";
 
@@ -154,5 +155,36 @@ describe("unseenEvents (Nomad keeps a task's last 10 events)", () => {
     expect(unseenEvents(range(2, 12), range(2, 12))).toEqual([]);
     // more than 10 new between two reads: everything visible is new
     expect(unseenEvents(range(0, 10), range(20, 30))).toEqual(range(20, 30));
+  });
+});
+
+describe("killedByNomad", () => {
+  const exec = (events: ReturnType<typeof ev>[], over: Partial<Allocation> = {}) =>
+    alloc({ TaskStates: { exec: { State: "dead", Events: events } } as Allocation["TaskStates"], ...over });
+  const terminated = ev("Terminated", { ExitCode: 137 });
+
+  it("a task Nomad killed (a stop or purge from outside) or a lost allocation was killed from outside", () => {
+    expect(
+      killedByNomad(exec([ev("Killing", { KillReason: "job stopped" }), terminated, ev("Killed")]), "exec"),
+    ).toBe(true);
+    expect(killedByNomad(exec([terminated], { ClientStatus: "lost" }), "exec")).toBe(true);
+  });
+
+  it("a task that ended by itself (its command killed what ran) was not: the code under test's doing", () => {
+    expect(killedByNomad(exec([ev("Started"), terminated, ev("Not Restarting")]), "exec")).toBe(false);
+  });
+
+  it("the allocation's own max_run_duration is its deadline, not a loss", () => {
+    const why = "allocation exceeded max_run_duration";
+    expect(killedByNomad(exec([ev("Killing", { KillReason: why }), terminated, ev("Killed")]), "exec")).toBe(
+      false,
+    );
+    expect(
+      killedByNomad(exec([ev("Killed")], { ClientDescription: why, ClientStatus: "complete" }), "exec"),
+    ).toBe(false);
+  });
+
+  it("reads only the named task's events", () => {
+    expect(killedByNomad(exec([ev("Killed")]), "other")).toBe(false);
   });
 });

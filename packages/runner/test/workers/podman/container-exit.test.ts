@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import {
   conmonOomMarkerIn,
   containerExitOf,
+  killedFromOutside,
   parseExitState,
 } from "../../../src/workers/podman/container-exit.js";
 
@@ -60,5 +61,28 @@ describe("containerExitOf", () => {
     expect(parseExitState("true 137\n")).toEqual({ oomKilled: true, exitCode: 137 });
     expect(parseExitState("false 0")).toEqual({ oomKilled: false, exitCode: 0 });
     expect(parseExitState("")).toEqual({ oomKilled: false, exitCode: undefined });
+  });
+});
+
+describe("killedFromOutside", () => {
+  const base = { oomKilled: false, exitCode: 137, oomKills: 0, conmonOomMarker: false, memoryMb: 512 };
+
+  it("an exec-only container's init ends by SIGKILL only from outside: status 137 is an outside kill", () => {
+    expect(killedFromOutside(base)).toBe(true);
+  });
+
+  it("a container removed from outside (no exit status left) was killed from outside", () => {
+    expect(killedFromOutside({ ...base, exitCode: undefined })).toBe(true);
+  });
+
+  it("any other status is the container's own end: the old init's `exit 0` on TERM, a failed fork (2)", () => {
+    for (const exitCode of [0, 1, 2, 130, 139, 143])
+      expect(killedFromOutside({ ...base, exitCode })).toBe(false);
+  });
+
+  it("a memory kill is the task's limit, never an outside kill, whichever fact tells it", () => {
+    expect(killedFromOutside({ ...base, oomKilled: true })).toBe(false);
+    expect(killedFromOutside({ ...base, oomKills: 1 })).toBe(false);
+    expect(killedFromOutside({ ...base, conmonOomMarker: true, exitCode: undefined })).toBe(false);
   });
 });
