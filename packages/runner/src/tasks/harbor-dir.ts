@@ -6,9 +6,11 @@ import { touchedPaths } from "../text/diff.js";
 import type { LoadedTask } from "./catalog.js";
 import type { RowError } from "./dataset-row.js";
 import {
+  type Environment,
   environmentOf,
   HARBOR_DIR,
   type HarborProblem,
+  type HarborTaskToml,
   harborTaskSpec,
   offlineUvVerifier,
   PROFILE_IMAGES,
@@ -77,6 +79,22 @@ export async function harborDirs(path: string): Promise<string[]> {
 const NETWORK_IN_TESTS =
   /\b(curl|wget|apt-get|apk\s+add|pip3?\s+install|uvx?\b|npm\s+(install|ci)|npx(?![^\n]*--no-install))/;
 
+/** A Harbor directory's task.toml, instruction and environment, read and checked. */
+interface HarborHead {
+  /** Every regular file of the directory (relative, sorted). */
+  readonly all: readonly string[];
+  readonly toml: HarborTaskToml;
+  readonly instruction: string;
+  readonly env: Environment;
+}
+
+/** The hidden tests as flakegym stores them (`hidden/.harbor/tests/…`), and what intake changed. */
+interface HarborTests {
+  readonly testFiles: string[];
+  readonly hidden: Record<string, Buffer | string>;
+  readonly notes: string[];
+}
+
 /**
  * Reads one Harbor task directory into a task (number `index` in a listing, for the report), or
  * says which file is wrong and why.
@@ -87,119 +105,31 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
     ok: false,
     error: { file: dir, row: index, field: p.field, reason: p.reason, id },
   });
-  const all = await regularFiles(dir, ".");
-  if (isProblem(all)) return fail(all);
-  const tomlText = await readRegular(join(dir, "task.toml"), "task.toml");
-  if (tomlText === undefined) return fail({ field: "task.toml", reason: "missing" });
-  if (typeof tomlText !== "string") return fail(tomlText);
-  const toml = parseTaskToml(tomlText);
-  if (isProblem(toml)) return fail(toml);
-  const layout = layoutProblem(toml, all);
-  if (layout) return fail(layout);
-  const instruction = await readRegular(join(dir, "instruction.md"), "instruction.md");
-  if (typeof instruction !== "string" || instruction.trim() === "")
-    return fail(
-      typeof instruction === "object" ? instruction : { field: "instruction.md", reason: "missing or empty" },
-    );
-  const dockerfile = await readRegular(join(dir, "environment/Dockerfile"), "environment/Dockerfile");
-  if (dockerfile === undefined) {
-    const image = toml.environment.docker_image;
-    return fail({
-      field: "environment/Dockerfile",
-      reason: image
-        ? `missing: the task names the prebuilt image '${image}', which flakegym cannot turn into a workspace`
-        : "missing",
-    });
-  }
-  if (typeof dockerfile !== "string") return fail(dockerfile);
-  const env = environmentOf(dockerfile);
-  if (isProblem(env)) return fail(env);
-
-  // the workspace: what the COPY lines put under WORKDIR
-  const repo: Record<string, Buffer> = {};
-  for (const c of env.copies) {
-    const src = join(dir, "environment", c.from);
-    const st = await lstat(src).catch(() => undefined);
-    if (st === undefined)
-      return fail({ field: `environment/${c.from}`, reason: "is copied by the Dockerfile but missing" });
-    if (st.isDirectory()) {
-      const files = await regularFiles(src, `environment/${c.from}`);
-      if (isProblem(files)) return fail(files);
-      for (const f of files) repo[posix.join(c.to, f)] = await readFile(join(src, f));
-    } else if (st.isFile()) {
-      repo[c.intoDir ? posix.join(c.to, basename(c.from)) : c.to] = await readFile(src);
-    } else return fail({ field: `environment/${c.from}`, reason: "is not a regular file or directory" });
-  }
-
-  // the hidden tests: tests/ copied to .harbor/tests/, test.sh pointed at the workspace
-  const testsDir = join(dir, "tests");
-  if (!(await lstat(testsDir).catch(() => undefined))?.isDirectory())
-    return fail({ field: "tests", reason: "missing: a Harbor task needs tests/test.sh" });
-  const testFiles = await regularFiles(testsDir, "tests");
-  if (isProblem(testFiles)) return fail(testFiles);
-  if (!testFiles.includes("test.sh")) return fail({ field: "tests/test.sh", reason: "missing" });
-  const rewardProblem = await rewardFileProblem(testsDir, testFiles);
-  if (rewardProblem) return fail(rewardProblem);
-  const hidden: Record<string, Buffer | string> = {};
-  const notes: string[] = [];
-  for (const f of testFiles) {
-    const content = await readFile(join(testsDir, f));
-    const target = `hidden/${HARBOR_DIR}/tests/${f}`;
-    if (f === "test.sh") {
-      const offline = offlineUvVerifier(content.toString("utf8"));
-      if (isProblem(offline)) return fail(offline);
-      notes.push(...offline.notes);
-      const text = offline.script;
-      // comments (`# Install uv`) run nothing
-      const net = NETWORK_IN_TESTS.exec(
-        text
-          .split("\n")
-          .filter((l) => !/^\s*#/.test(l))
-          .join("\n"),
-      );
-      if (net)
-        return fail({
-          field: "tests/test.sh",
-          reason: `runs '${net[0].trim()}', which fetches over the network (the sandbox is offline): the tests must run with the profile's tools`,
-        });
-      hidden[target] = rewriteTestScript(text, env.workdir);
-      continue;
-    }
-    const problem = content.includes(0)
-      ? undefined
-      : testFileProblem(f, content.toString("utf8"), env.workdir);
-    if (problem) return fail({ field: `tests/${f}`, reason: problem });
-    hidden[target] = content;
-  }
-
-  // the reference solution: a patch in solve.sh, or solution/*.patch
-  const solve = await readRegular(join(dir, "solution/solve.sh"), "solution/solve.sh");
-  if (typeof solve === "object") return fail(solve);
-  let solution = solve === undefined ? undefined : patchOfSolveScript(solve);
-  if (solution === undefined) {
-    const patchFile = all.find((f) => /^solution\/[^/]+\.(patch|diff)$/.test(f));
-    if (patchFile) solution = await readFile(join(dir, patchFile), "utf8");
-  }
-  if (solution === undefined)
-    return fail({
-      field: solve === undefined ? "solution" : "solution/solve.sh",
-      reason:
-        "holds no patch: flakegym's gold policy replays the reference solution as a patch (a `git apply` heredoc in solve.sh, or solution/*.patch); running solve.sh itself is not supported",
-    });
-
-  // a Dockerfile that copies nothing starts the agent in an empty WORKDIR: the workspace is then
-  // one empty placeholder file, so that repo/ exists and materializes to a fixed commit
-  if (Object.keys(repo).length === 0) {
-    repo[EMPTY_WORKSPACE_FILE] = Buffer.alloc(0);
-    notes.push(
-      `environment/Dockerfile copies no files into WORKDIR ${env.workdir}: the workspace starts empty (holding only ${EMPTY_WORKSPACE_FILE})`,
-    );
-  }
-  const files: Record<string, Buffer | string> = { "solution.patch": solution, ...hidden };
+  const head = await readHarborHead(dir);
+  if (isProblem(head)) return fail(head);
+  const { env } = head;
+  const copied = await readWorkspace(dir, env);
+  if (isProblem(copied)) return fail(copied);
+  const tests = await readHarborTests(dir, env.workdir);
+  if (isProblem(tests)) return fail(tests);
+  const solution = await readSolution(dir, head.all);
+  if (isProblem(solution)) return fail(solution);
+  const { repo, note } = withEmptyWorkspace(copied, env.workdir);
+  const notes = [...tests.notes, ...(note === undefined ? [] : [note])];
+  const files: Record<string, Buffer | string> = { "solution.patch": solution.patch, ...tests.hidden };
   for (const [p, c] of Object.entries(repo)) files[`repo/${p}`] = c;
   const commit = await commitOf(repo);
   try {
-    const spec = harborTaskSpec({ id, toml, instruction, env, testFiles, solution, commit });
+    const { toml, instruction } = head;
+    const spec = harborTaskSpec({
+      id,
+      toml,
+      instruction,
+      env,
+      testFiles: tests.testFiles,
+      solution: solution.patch,
+      commit,
+    });
     const task: IntakeTask = {
       spec,
       files,
@@ -210,6 +140,146 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
   } catch (err) {
     return fail({ field: "task.toml", reason: (err as Error).message });
   }
+}
+
+/** task.toml, the layout, instruction.md and environment/Dockerfile, in the order they are checked. */
+async function readHarborHead(dir: string): Promise<HarborHead | HarborProblem> {
+  const all = await regularFiles(dir, ".");
+  if (isProblem(all)) return all;
+  const tomlText = await readRegular(join(dir, "task.toml"), "task.toml");
+  if (tomlText === undefined) return { field: "task.toml", reason: "missing" };
+  if (typeof tomlText !== "string") return tomlText;
+  const toml = parseTaskToml(tomlText);
+  if (isProblem(toml)) return toml;
+  const layout = layoutProblem(toml, all);
+  if (layout) return layout;
+  const instruction = await readRegular(join(dir, "instruction.md"), "instruction.md");
+  if (typeof instruction !== "string" || instruction.trim() === "")
+    return typeof instruction === "object"
+      ? instruction
+      : { field: "instruction.md", reason: "missing or empty" };
+  const dockerfile = await readRegular(join(dir, "environment/Dockerfile"), "environment/Dockerfile");
+  if (dockerfile === undefined) return missingDockerfile(toml.environment.docker_image);
+  if (typeof dockerfile !== "string") return dockerfile;
+  const env = environmentOf(dockerfile);
+  if (isProblem(env)) return env;
+  return { all, toml, instruction, env };
+}
+
+/** The problem of a task without environment/Dockerfile, naming the prebuilt image it names instead. Pure. */
+export function missingDockerfile(image: string | undefined): HarborProblem {
+  return {
+    field: "environment/Dockerfile",
+    reason: image
+      ? `missing: the task names the prebuilt image '${image}', which flakegym cannot turn into a workspace`
+      : "missing",
+  };
+}
+
+/** The workspace: what the Dockerfile's COPY lines put under WORKDIR (path → content). */
+async function readWorkspace(dir: string, env: Environment): Promise<Record<string, Buffer> | HarborProblem> {
+  const repo: Record<string, Buffer> = {};
+  for (const c of env.copies) {
+    const field = `environment/${c.from}`;
+    const src = join(dir, "environment", c.from);
+    const st = await lstat(src).catch(() => undefined);
+    if (st === undefined) return { field, reason: "is copied by the Dockerfile but missing" };
+    if (st.isDirectory()) {
+      const files = await regularFiles(src, field);
+      if (isProblem(files)) return files;
+      for (const f of files) repo[posix.join(c.to, f)] = await readFile(join(src, f));
+    } else if (st.isFile()) {
+      repo[c.intoDir ? posix.join(c.to, basename(c.from)) : c.to] = await readFile(src);
+    } else return { field, reason: "is not a regular file or directory" };
+  }
+  return repo;
+}
+
+/** The hidden tests: tests/ copied to .harbor/tests/, test.sh made offline and pointed at the workspace. */
+async function readHarborTests(dir: string, workdir: string): Promise<HarborTests | HarborProblem> {
+  const testsDir = join(dir, "tests");
+  if (!(await lstat(testsDir).catch(() => undefined))?.isDirectory())
+    return { field: "tests", reason: "missing: a Harbor task needs tests/test.sh" };
+  const testFiles = await regularFiles(testsDir, "tests");
+  if (isProblem(testFiles)) return testFiles;
+  if (!testFiles.includes("test.sh")) return { field: "tests/test.sh", reason: "missing" };
+  const rewardProblem = await rewardFileProblem(testsDir, testFiles);
+  if (rewardProblem) return rewardProblem;
+  const hidden: Record<string, Buffer | string> = {};
+  const notes: string[] = [];
+  for (const f of testFiles) {
+    const content = await readFile(join(testsDir, f));
+    const target = `hidden/${HARBOR_DIR}/tests/${f}`;
+    if (f === "test.sh") {
+      const script = verifierScript(content.toString("utf8"), workdir);
+      if (isProblem(script)) return script;
+      notes.push(...script.notes);
+      hidden[target] = script.script;
+      continue;
+    }
+    const problem = content.includes(0) ? undefined : testFileProblem(f, content.toString("utf8"), workdir);
+    if (problem) return { field: `tests/${f}`, reason: problem };
+    hidden[target] = content;
+  }
+  return { testFiles, hidden, notes };
+}
+
+/**
+ * tests/test.sh as flakegym runs it: uv's installs made offline (with notes), refused when a line
+ * that is not a comment still fetches over the network, paths rewritten to the workspace. Pure.
+ */
+export function verifierScript(
+  text: string,
+  workdir: string,
+): { script: string; notes: string[] } | HarborProblem {
+  const offline = offlineUvVerifier(text);
+  if (isProblem(offline)) return offline;
+  // comments (`# Install uv`) run nothing
+  const net = NETWORK_IN_TESTS.exec(
+    offline.script
+      .split("\n")
+      .filter((l) => !/^\s*#/.test(l))
+      .join("\n"),
+  );
+  if (net)
+    return {
+      field: "tests/test.sh",
+      reason: `runs '${net[0].trim()}', which fetches over the network (the sandbox is offline): the tests must run with the profile's tools`,
+    };
+  return { script: rewriteTestScript(offline.script, workdir), notes: offline.notes };
+}
+
+/** The reference solution: a patch in solve.sh, or solution/*.patch. */
+async function readSolution(dir: string, all: readonly string[]): Promise<{ patch: string } | HarborProblem> {
+  const solve = await readRegular(join(dir, "solution/solve.sh"), "solution/solve.sh");
+  if (typeof solve === "object") return solve;
+  let solution = solve === undefined ? undefined : patchOfSolveScript(solve);
+  if (solution === undefined) {
+    const patchFile = all.find((f) => /^solution\/[^/]+\.(patch|diff)$/.test(f));
+    if (patchFile) solution = await readFile(join(dir, patchFile), "utf8");
+  }
+  if (solution === undefined)
+    return {
+      field: solve === undefined ? "solution" : "solution/solve.sh",
+      reason:
+        "holds no patch: flakegym's gold policy replays the reference solution as a patch (a `git apply` heredoc in solve.sh, or solution/*.patch); running solve.sh itself is not supported",
+    };
+  return { patch: solution };
+}
+
+/**
+ * A Dockerfile that copies nothing starts the agent in an empty WORKDIR: the workspace is then one
+ * empty placeholder file, so that repo/ exists and materializes to a fixed commit (with a note). Pure.
+ */
+export function withEmptyWorkspace(
+  repo: Readonly<Record<string, Buffer>>,
+  workdir: string,
+): { repo: Record<string, Buffer>; note?: string } {
+  if (Object.keys(repo).length > 0) return { repo: { ...repo } };
+  return {
+    repo: { [EMPTY_WORKSPACE_FILE]: Buffer.alloc(0) },
+    note: `environment/Dockerfile copies no files into WORKDIR ${workdir}: the workspace starts empty (holding only ${EMPTY_WORKSPACE_FILE})`,
+  };
 }
 
 /** The one file of a workspace the Dockerfile copies nothing into. */
