@@ -16,17 +16,19 @@ import {
   rewriteTestScript,
 } from "../../src/tasks/harbor.js";
 import {
-  AGENT_TREE,
   EMPTY_WORKSPACE_FILE,
-  exportHarborDir,
-  exportSolveScript,
   loadHarbor,
   missingDockerfile,
-  passLineRegex,
   readHarborDir,
   verifierScript,
   withEmptyWorkspace,
 } from "../../src/tasks/harbor-dir.js";
+import {
+  AGENT_TREE,
+  exportHarborDir,
+  exportSolveScript,
+  passLineRegex,
+} from "../../src/tasks/harbor-export.js";
 import { materializeSource } from "../../src/tasks/materialize.js";
 import { writeTaskFolder } from "../../src/tasks/task-dir.js";
 
