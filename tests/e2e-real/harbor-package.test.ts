@@ -9,7 +9,7 @@ import {
   AGENT_TREE,
   exportHarborDir,
   HARBOR_TASK_SCHEMA,
-} from "../../packages/runner/src/tasks/harbor-dir.js";
+} from "../../packages/runner/src/tasks/harbor-export.js";
 import { findBwrap } from "../../packages/runner/src/workers/local/shape.js";
 import { ensureVenv } from "../conformance/venv.js";
 

@@ -67,7 +67,8 @@ export {
 } from "./tasks/catalog.js";
 export { type DatasetSummary, formatRowError, type LoadedDataset, loadDataset } from "./tasks/dataset.js";
 export { DatasetRow, parseDatasetRow, type RowError } from "./tasks/dataset-row.js";
-export { exportHarborDir, loadHarbor, readHarborDir } from "./tasks/harbor-dir.js";
+export { loadHarbor, readHarborDir } from "./tasks/harbor-dir.js";
+export { exportHarborDir } from "./tasks/harbor-export.js";
 export { type LoadedIntake, loadIntake } from "./tasks/intake.js";
 export { commitTree, materializeSource } from "./tasks/materialize.js";
 export { ROW_TERM_DEFAULTS, rowReachProfile, rowTermCommands } from "./tasks/row-reward.js";

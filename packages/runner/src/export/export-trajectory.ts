@@ -143,7 +143,8 @@ export function nearText(tok: ChatTokenizer, ids: readonly number[], position: n
   }
 }
 
-interface Draft {
+/** A segment being built: its tokens so far and the call that last extended it. */
+export interface SegmentDraft {
   seqs: number[];
   tokens: number[];
   masks: number[];
@@ -158,151 +159,230 @@ interface Draft {
   lastPrompt: readonly number[];
 }
 
+/** One model call's tokens: its prompt and the completion trained on, with where each came from. */
+export interface CallTokens {
+  readonly prompt: readonly number[];
+  readonly promptSource: "server" | "template";
+  readonly completion: readonly number[];
+  readonly logprobs: readonly (number | null)[];
+  readonly completionSource: "sampled" | "template";
+}
+
+/** Template rendering options shared by every call of one export. */
+type RenderKw = { templateKwargs?: Readonly<Record<string, unknown>> };
+
 /** Pure: turn records (+ tokenizer) → segments of tokens, masks and logprobs. */
 export function exportTrajectory(
   turns: readonly TurnRecord[],
   tok: ChatTokenizer,
   opts: ExportOptions = {},
 ): TrajectoryExport {
-  const mode = opts.mode ?? "all_assistant_turns";
-  const kw = opts.templateKwargs ? { templateKwargs: opts.templateKwargs } : {};
+  const kw: RenderKw = opts.templateKwargs ? { templateKwargs: opts.templateKwargs } : {};
   const skipped: { seq: number; reason: string }[] = [];
-  const drafts: Draft[] = [];
-  let cur: Draft | undefined;
+  const drafts: SegmentDraft[] = [];
   const trajectoryId = turns[0]?.trajectoryId ?? "";
-
   for (const t of turns) {
     if (t.status !== "ok" || !t.response) {
       skipped.push({ seq: t.seq, reason: `status ${t.status}${t.error ? `: ${t.error}` : ""}` });
       continue;
     }
-    const render = { tools: t.request.tools, ...kw };
-    const serverPrompt = opts.usePromptTokenIds !== false ? t.response.tokens?.promptIds : undefined;
-    const prompt = serverPrompt ?? tok.apply(t.request.messages, { ...render, addGenerationPrompt: true });
-    let completion: number[];
-    let logprobs: (number | null)[];
-    let source: "sampled" | "template";
-    const sampled = t.response.tokens?.ids;
-    if (sampled && sampled.length > 0) {
-      completion = [...sampled];
-      const lp = t.response.tokens?.logprobs;
-      logprobs = lp && lp.length === sampled.length ? [...lp] : sampled.map(() => null);
-      source = "sampled";
-    } else {
-      const full = tok.apply([...t.request.messages, assistantMessageOf(t.response)], {
-        ...render,
-        addGenerationPrompt: false,
-      });
-      const templatePrompt = serverPrompt
-        ? tok.apply(t.request.messages, { ...render, addGenerationPrompt: true })
-        : prompt;
-      if (firstDifference(templatePrompt, full) < templatePrompt.length) {
-        skipped.push({
-          seq: t.seq,
-          reason: `the chat template does not render the answer after its generation prompt (differs at token ${firstDifference(templatePrompt, full)})`,
-        });
-        continue;
-      }
-      completion = full.slice(templatePrompt.length);
-      logprobs = completion.map(() => null);
-      source = "template";
+    const call = callTokens(t, tok, kw, opts.usePromptTokenIds !== false);
+    if ("reason" in call) {
+      skipped.push({ seq: t.seq, reason: call.reason });
+      continue;
     }
-
-    const extendsCur = cur !== undefined && firstDifference(cur.tokens, prompt) === cur.tokens.length;
-    if (!cur || !extendsCur) {
-      let split: SplitReason | null = null;
-      if (cur) {
-        const position = firstDifference(cur.tokens, prompt);
-        const prev = cur.last;
-        let kind: SplitReason["kind"];
-        let detail: string;
-        const boundary = promptBoundary(cur.tokens, cur.lastPrompt, prompt);
-        if (boundary === "repeated") {
-          kind = "prompt_repeated";
-          detail = `call ${t.seq} sent call ${prev.seq}'s prompt again (the client retried after truncating its history)`;
-        } else if (boundary === "shrunk") {
-          kind = "prompt_shrunk";
-          detail = `call ${t.seq}'s prompt is a prefix of the sequence so far (the client dropped the end of its history)`;
-        } else if (!historyExtends(prev, t)) {
-          kind = "history_rewritten";
-          detail = `call ${t.seq} does not repeat the messages of call ${prev.seq} and its answer (the client condensed or truncated the conversation)`;
-        } else {
-          const rerendered = tok.apply([...prev.request.messages, assistantMessageOf(prev.response!)], {
-            tools: prev.request.tools,
-            ...kw,
-            addGenerationPrompt: false,
-          });
-          const consistent = firstDifference(rerendered, prompt) === rerendered.length;
-          kind = consistent && cur.completion.has("sampled") ? "answer_rerendered" : "template_rewrite";
-          detail =
-            kind === "template_rewrite"
-              ? `the chat template renders call ${prev.seq}'s answer differently inside call ${t.seq}'s prompt than it did live`
-              : `the sampled ids of call ${prev.seq} differ from the tokenization of the same text in call ${t.seq}'s prompt`;
-        }
-        const near = (ids: readonly number[]) => nearText(tok, ids, position);
-        split = {
-          kind,
-          atSeq: t.seq,
-          position,
-          detail: `${detail}; at token ${position}: had ${near(cur.tokens)}, prompt has ${near(prompt)}`,
-        };
-      }
-      cur = {
-        seqs: [],
-        tokens: [],
-        masks: [],
-        logprobs: [],
-        spans: [],
-        split,
-        completion: new Set(),
-        prompt: new Set(),
-        last: t,
-        lastPrompt: prompt,
-      };
-      drafts.push(cur);
-    }
-    const ext = prompt.slice(cur.tokens.length);
-    cur.tokens.push(...ext);
-    cur.masks.push(...ext.map(() => MASKED));
-    cur.logprobs.push(...ext.map(() => 1.0));
-    const start = cur.tokens.length;
-    cur.tokens.push(...completion);
-    cur.masks.push(...completion);
-    cur.logprobs.push(...logprobs);
-    cur.spans.push([start, cur.tokens.length]);
-    cur.seqs.push(t.seq);
-    cur.completion.add(source);
-    cur.prompt.add(serverPrompt ? "server" : "template");
-    cur.last = t;
-    cur.lastPrompt = prompt;
+    const cur = drafts[drafts.length - 1];
+    if (cur !== undefined && firstDifference(cur.tokens, call.prompt) === cur.tokens.length)
+      appendCall(cur, t, call);
+    else
+      drafts.push(
+        startSegment(cur === undefined ? null : splitReason(cur, t, call.prompt, tok, kw), t, call),
+      );
   }
-
-  const segments = drafts.map((d, index): ExportSegment => {
-    const masks = [...d.masks];
-    const logprobs = [...d.logprobs];
-    if (mode === "last_assistant_turn") {
-      for (const [s, e] of d.spans.slice(0, -1)) {
-        for (let p = s; p < e; p++) {
-          masks[p] = MASKED;
-          logprobs[p] = 1.0;
-        }
-      }
-    }
-    const complete = logprobs.every((l) => l !== null);
-    const pick = <T extends string>(s: Set<T>, mixed: T): T => (s.size === 1 ? [...s][0]! : mixed);
-    return {
+  const segments = drafts.map((d, index) =>
+    segmentOf(d, {
       trajectoryId,
       index,
-      seqs: d.seqs,
-      tokens: d.tokens,
-      masks,
-      inference_logprobs: complete ? (logprobs as number[]) : null,
-      reward: opts.reward === undefined ? null : opts.reward / drafts.length,
-      split: d.split,
-      completionSource: pick(d.completion as Set<"sampled" | "template" | "mixed">, "mixed"),
-      promptSource: pick(d.prompt as Set<"server" | "template" | "mixed">, "mixed"),
-      spans: d.spans,
-    };
-  });
+      mode: opts.mode ?? "all_assistant_turns",
+      reward: opts.reward,
+      count: drafts.length,
+    }),
+  );
   return { trajectoryId, segments, skipped };
+}
+
+/**
+ * A call's prompt (the server's ids when allowed and present, else the template's) and completion
+ * (the sampled ids, else the template's rendering of the answer after its generation prompt), or
+ * why the call cannot be trained on. Pure.
+ */
+export function callTokens(
+  t: TurnRecord,
+  tok: ChatTokenizer,
+  kw: RenderKw,
+  usePromptTokenIds: boolean,
+): CallTokens | { reason: string } {
+  const response = t.response!;
+  const render = { tools: t.request.tools, ...kw };
+  const serverPrompt = usePromptTokenIds ? response.tokens?.promptIds : undefined;
+  const prompt = serverPrompt ?? tok.apply(t.request.messages, { ...render, addGenerationPrompt: true });
+  const promptSource = serverPrompt ? "server" : "template";
+  const sampled = response.tokens?.ids;
+  if (sampled && sampled.length > 0) {
+    const lp = response.tokens?.logprobs;
+    const logprobs = lp && lp.length === sampled.length ? [...lp] : sampled.map(() => null);
+    return { prompt, promptSource, completion: [...sampled], logprobs, completionSource: "sampled" };
+  }
+  const full = tok.apply([...t.request.messages, assistantMessageOf(response)], {
+    ...render,
+    addGenerationPrompt: false,
+  });
+  const templatePrompt = serverPrompt
+    ? tok.apply(t.request.messages, { ...render, addGenerationPrompt: true })
+    : prompt;
+  if (firstDifference(templatePrompt, full) < templatePrompt.length) {
+    return {
+      reason: `the chat template does not render the answer after its generation prompt (differs at token ${firstDifference(templatePrompt, full)})`,
+    };
+  }
+  const completion = full.slice(templatePrompt.length);
+  return {
+    prompt,
+    promptSource,
+    completion,
+    logprobs: completion.map(() => null),
+    completionSource: "template",
+  };
+}
+
+/** Why call `t`'s prompt does not extend the segment so far, with the tokens around where it leaves. Pure. */
+export function splitReason(
+  cur: SegmentDraft,
+  t: TurnRecord,
+  prompt: readonly number[],
+  tok: ChatTokenizer,
+  kw: RenderKw,
+): SplitReason {
+  const position = firstDifference(cur.tokens, prompt);
+  const { kind, detail } = splitKind(cur, t, prompt, tok, kw);
+  const near = (ids: readonly number[]) => nearText(tok, ids, position);
+  return {
+    kind,
+    atSeq: t.seq,
+    position,
+    detail: `${detail}; at token ${position}: had ${near(cur.tokens)}, prompt has ${near(prompt)}`,
+  };
+}
+
+/** The kind of a segment boundary and what it means, checked from the plainest cause on. Pure. */
+function splitKind(
+  cur: SegmentDraft,
+  t: TurnRecord,
+  prompt: readonly number[],
+  tok: ChatTokenizer,
+  kw: RenderKw,
+): { kind: SplitReason["kind"]; detail: string } {
+  const prev = cur.last;
+  const boundary = promptBoundary(cur.tokens, cur.lastPrompt, prompt);
+  if (boundary === "repeated")
+    return {
+      kind: "prompt_repeated",
+      detail: `call ${t.seq} sent call ${prev.seq}'s prompt again (the client retried after truncating its history)`,
+    };
+  if (boundary === "shrunk")
+    return {
+      kind: "prompt_shrunk",
+      detail: `call ${t.seq}'s prompt is a prefix of the sequence so far (the client dropped the end of its history)`,
+    };
+  if (!historyExtends(prev, t))
+    return {
+      kind: "history_rewritten",
+      detail: `call ${t.seq} does not repeat the messages of call ${prev.seq} and its answer (the client condensed or truncated the conversation)`,
+    };
+  const rerendered = tok.apply([...prev.request.messages, assistantMessageOf(prev.response!)], {
+    tools: prev.request.tools,
+    ...kw,
+    addGenerationPrompt: false,
+  });
+  const consistent = firstDifference(rerendered, prompt) === rerendered.length;
+  return consistent && cur.completion.has("sampled")
+    ? {
+        kind: "answer_rerendered",
+        detail: `the sampled ids of call ${prev.seq} differ from the tokenization of the same text in call ${t.seq}'s prompt`,
+      }
+    : {
+        kind: "template_rewrite",
+        detail: `the chat template renders call ${prev.seq}'s answer differently inside call ${t.seq}'s prompt than it did live`,
+      };
+}
+
+/** A new segment, started by call `t` for `split` (null for the first). Pure. */
+function startSegment(split: SplitReason | null, t: TurnRecord, call: CallTokens): SegmentDraft {
+  const d: SegmentDraft = {
+    seqs: [],
+    tokens: [],
+    masks: [],
+    logprobs: [],
+    spans: [],
+    split,
+    completion: new Set(),
+    prompt: new Set(),
+    last: t,
+    lastPrompt: call.prompt,
+  };
+  appendCall(d, t, call);
+  return d;
+}
+
+/** Adds a call to its segment: the prompt's new tokens untrained, then the completion trained. */
+function appendCall(d: SegmentDraft, t: TurnRecord, call: CallTokens): void {
+  const ext = call.prompt.slice(d.tokens.length);
+  d.tokens.push(...ext);
+  d.masks.push(...ext.map(() => MASKED));
+  d.logprobs.push(...ext.map(() => 1.0));
+  const start = d.tokens.length;
+  d.tokens.push(...call.completion);
+  d.masks.push(...call.completion);
+  d.logprobs.push(...call.logprobs);
+  d.spans.push([start, d.tokens.length]);
+  d.seqs.push(t.seq);
+  d.completion.add(call.completionSource);
+  d.prompt.add(call.promptSource);
+  d.last = t;
+  d.lastPrompt = call.prompt;
+}
+
+/**
+ * A finished segment: in last-turn mode every completion but the last is masked; logprobs only
+ * when every trained token has one; its share of the reward. Pure.
+ */
+export function segmentOf(
+  d: SegmentDraft,
+  at: { trajectoryId: string; index: number; mode: ExportMode; reward: number | undefined; count: number },
+): ExportSegment {
+  const masks = [...d.masks];
+  const logprobs = [...d.logprobs];
+  if (at.mode === "last_assistant_turn") {
+    for (const [s, e] of d.spans.slice(0, -1)) {
+      for (let p = s; p < e; p++) {
+        masks[p] = MASKED;
+        logprobs[p] = 1.0;
+      }
+    }
+  }
+  const complete = logprobs.every((l) => l !== null);
+  const pick = <T extends string>(s: Set<T>, mixed: T): T => (s.size === 1 ? [...s][0]! : mixed);
+  return {
+    trajectoryId: at.trajectoryId,
+    index: at.index,
+    seqs: d.seqs,
+    tokens: d.tokens,
+    masks,
+    inference_logprobs: complete ? (logprobs as number[]) : null,
+    reward: at.reward === undefined ? null : at.reward / at.count,
+    split: d.split,
+    completionSource: pick(d.completion as Set<"sampled" | "template" | "mixed">, "mixed"),
+    promptSource: pick(d.prompt as Set<"server" | "template" | "mixed">, "mixed"),
+    spans: d.spans,
+  };
 }

@@ -40,144 +40,188 @@ export class PatchParseError extends FlakegymError {
   }
 }
 
+/** A file's headers as read so far, before its kind is decided. */
+export interface FileDraft {
+  oldPath: string | null | undefined;
+  newPath: string | null | undefined;
+  added: boolean;
+  deleted: boolean;
+  renamed: boolean;
+  binary: boolean;
+  hunks: Hunk[];
+}
+
+const freshDraft = (): FileDraft => ({
+  oldPath: undefined,
+  newPath: undefined,
+  added: false,
+  deleted: false,
+  renamed: false,
+  binary: false,
+  hunks: [],
+});
+
+/** The diff's lines, where the reader is, the files read and the one being read. */
+interface DiffReader {
+  readonly lines: readonly string[];
+  i: number;
+  readonly files: FilePatch[];
+  cur: FileDraft | undefined;
+}
+
 /** Parses a unified diff. Throws {@link PatchParseError} naming the line on malformed input. */
 export function parseUnifiedDiff(patch: string): FilePatch[] {
   const lines = patch.split("\n");
   if (lines[lines.length - 1] === "") lines.pop();
-  const files: FilePatch[] = [];
-  let i = 0;
-  type Draft = {
-    oldPath: string | null | undefined;
-    newPath: string | null | undefined;
-    added: boolean;
-    deleted: boolean;
-    renamed: boolean;
-    binary: boolean;
-    hunks: Hunk[];
-  };
-  let cur: Draft | undefined;
-  const flush = () => {
-    if (!cur) return;
-    const oldPath = cur.oldPath ?? null;
-    const newPath = cur.newPath ?? null;
-    const kind =
-      cur.added || oldPath === null
-        ? "add"
-        : cur.deleted || newPath === null
-          ? "delete"
-          : cur.renamed || oldPath !== newPath
-            ? "rename"
-            : "modify";
-    files.push({
-      kind,
-      oldPath: kind === "add" ? null : oldPath,
-      newPath: kind === "delete" ? null : newPath,
-      hunks: cur.hunks,
-      binary: cur.binary,
-    });
-    cur = undefined;
-  };
-  const fresh = (): Draft => ({
-    oldPath: undefined,
-    newPath: undefined,
-    added: false,
-    deleted: false,
-    renamed: false,
-    binary: false,
-    hunks: [],
-  });
-  while (i < lines.length) {
-    const line = lines[i]!;
-    if (line.startsWith("diff --git ")) {
-      flush();
-      cur = fresh();
-      const { a, b } = headerPaths(line);
-      if (a !== undefined) cur.oldPath = a;
-      if (b !== undefined) cur.newPath = b;
-      i++;
-    } else if (line.startsWith("--- ") && lines[i + 1]?.startsWith("+++ ")) {
-      if (!cur || cur.hunks.length > 0) {
-        flush();
-        cur = fresh();
-      }
-      cur.oldPath = diffSidePath(line.slice(4));
-      cur.newPath = diffSidePath(lines[i + 1]!.slice(4));
-      if (cur.oldPath === null) cur.added = true;
-      if (cur.newPath === null) cur.deleted = true;
-      i += 2;
-    } else if (line.startsWith("@@")) {
-      const m = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(line);
-      if (!m || !cur) throw new PatchParseError(`bad hunk header '${line}'`, i + 1);
-      const oldLines = m[2] === undefined ? 1 : Number(m[2]);
-      const newLines = m[4] === undefined ? 1 : Number(m[4]);
-      const hunkLines: HunkLine[] = [];
-      let oldSeen = 0;
-      let newSeen = 0;
-      let oldNoNewline = false;
-      let newNoNewline = false;
-      i++;
-      while (i < lines.length && (oldSeen < oldLines || newSeen < newLines || lines[i]!.startsWith("\\"))) {
-        const l = lines[i]!;
-        if (l.startsWith("\\")) {
-          const last = hunkLines[hunkLines.length - 1];
-          if (last?.op === "-") oldNoNewline = true;
-          else if (last?.op === "+") newNoNewline = true;
-          else {
-            oldNoNewline = true;
-            newNoNewline = true;
-          }
-          i++;
-          continue;
-        }
-        const op = l[0] ?? " ";
-        if (op !== " " && op !== "+" && op !== "-") {
-          // `git diff` writes an empty context line as "" in some pipelines
-          if (l === "") {
-            hunkLines.push({ op: " ", text: "" });
-            oldSeen++;
-            newSeen++;
-            i++;
-            continue;
-          }
-          throw new PatchParseError(`unexpected line in hunk: '${l.slice(0, 80)}'`, i + 1);
-        }
-        hunkLines.push({ op, text: l.slice(1) });
-        if (op !== "+") oldSeen++;
-        if (op !== "-") newSeen++;
-        i++;
-      }
-      if (oldSeen !== oldLines || newSeen !== newLines) {
-        throw new PatchParseError(
-          `hunk '${line}' is truncated (old ${oldSeen}/${oldLines}, new ${newSeen}/${newLines} lines)`,
-          i,
-        );
-      }
-      cur.hunks.push({
-        oldStart: Number(m[1]),
-        oldLines,
-        newStart: Number(m[3]),
-        newLines,
-        lines: hunkLines,
-        oldNoNewline,
-        newNoNewline,
-      });
-    } else if (cur) {
-      if (line.startsWith("new file mode")) cur.added = true;
-      else if (line.startsWith("deleted file mode")) cur.deleted = true;
-      else if (line.startsWith("rename from ")) {
-        cur.renamed = true;
-        cur.oldPath = unquoteGitPath(line.slice("rename from ".length));
-      } else if (line.startsWith("rename to ")) {
-        cur.renamed = true;
-        cur.newPath = unquoteGitPath(line.slice("rename to ".length));
-      } else if (line.startsWith("Binary files ") || line === "GIT binary patch") cur.binary = true;
-      i++;
-    } else {
-      i++; // preamble (commit message, stat lines)
+  const r: DiffReader = { lines, i: 0, files: [], cur: undefined };
+  while (r.i < lines.length) readLine(r);
+  finishFile(r);
+  return r.files;
+}
+
+/** Reads the line at `r.i` by its kind, moving past it (and past a hunk's body). */
+function readLine(r: DiffReader): void {
+  const line = r.lines[r.i]!;
+  if (line.startsWith("diff --git ")) {
+    finishFile(r);
+    const { a, b } = headerPaths(line);
+    r.cur = {
+      ...freshDraft(),
+      ...(a === undefined ? {} : { oldPath: a }),
+      ...(b === undefined ? {} : { newPath: b }),
+    };
+    r.i++;
+  } else if (line.startsWith("--- ") && r.lines[r.i + 1]?.startsWith("+++ ")) {
+    if (!r.cur || r.cur.hunks.length > 0) {
+      finishFile(r);
+      r.cur = freshDraft();
     }
+    Object.assign(r.cur, sidePaths(line, r.lines[r.i + 1]!));
+    r.i += 2;
+  } else if (line.startsWith("@@")) {
+    const header = hunkHeader(line);
+    if (!header || !r.cur) throw new PatchParseError(`bad hunk header '${line}'`, r.i + 1);
+    const { hunk, next } = readHunk(r.lines, r.i + 1, line, header);
+    r.cur.hunks.push(hunk);
+    r.i = next;
+  } else {
+    // before any file: preamble (commit message, stat lines)
+    if (r.cur) Object.assign(r.cur, extendedHeader(line));
+    r.i++;
   }
-  flush();
-  return files;
+}
+
+/** Ends the file being read, if any, adding it to the files read. */
+function finishFile(r: DiffReader): void {
+  if (r.cur) r.files.push(filePatchOf(r.cur));
+  r.cur = undefined;
+}
+
+/** A file's paths from its `--- ` / `+++ ` lines; `/dev/null` on a side adds or deletes it. Pure. */
+export function sidePaths(minus: string, plus: string): Partial<FileDraft> {
+  const oldPath = diffSidePath(minus.slice(4));
+  const newPath = diffSidePath(plus.slice(4));
+  return {
+    oldPath,
+    newPath,
+    ...(oldPath === null ? { added: true } : {}),
+    ...(newPath === null ? { deleted: true } : {}),
+  };
+}
+
+/** What one git extended header line (mode, rename, binary) says about its file; others say nothing. Pure. */
+export function extendedHeader(line: string): Partial<FileDraft> {
+  if (line.startsWith("new file mode")) return { added: true };
+  if (line.startsWith("deleted file mode")) return { deleted: true };
+  if (line.startsWith("rename from "))
+    return { renamed: true, oldPath: unquoteGitPath(line.slice("rename from ".length)) };
+  if (line.startsWith("rename to "))
+    return { renamed: true, newPath: unquoteGitPath(line.slice("rename to ".length)) };
+  if (line.startsWith("Binary files ") || line === "GIT binary patch") return { binary: true };
+  return {};
+}
+
+/** A file's headers → its kind and paths (an added file has no old path, a deleted one no new path). Pure. */
+export function filePatchOf(d: FileDraft): FilePatch {
+  const oldPath = d.oldPath ?? null;
+  const newPath = d.newPath ?? null;
+  const kind =
+    d.added || oldPath === null
+      ? "add"
+      : d.deleted || newPath === null
+        ? "delete"
+        : d.renamed || oldPath !== newPath
+          ? "rename"
+          : "modify";
+  return {
+    kind,
+    oldPath: kind === "add" ? null : oldPath,
+    newPath: kind === "delete" ? null : newPath,
+    hunks: d.hunks,
+    binary: d.binary,
+  };
+}
+
+/** The ranges of an `@@ -a,b +c,d @@` line (a missing count is 1), or undefined. Pure. */
+export function hunkHeader(
+  line: string,
+): { oldStart: number; oldLines: number; newStart: number; newLines: number } | undefined {
+  const m = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(line);
+  if (!m) return undefined;
+  return {
+    oldStart: Number(m[1]),
+    oldLines: m[2] === undefined ? 1 : Number(m[2]),
+    newStart: Number(m[3]),
+    newLines: m[4] === undefined ? 1 : Number(m[4]),
+  };
+}
+
+/**
+ * A hunk's body from `lines[start]` until both sides have their counts (and past any trailing
+ * `\ No newline` marker), and the index after it. Throws {@link PatchParseError} on a line that is
+ * not context, added or removed, and on a hunk the diff ends inside. Pure.
+ */
+export function readHunk(
+  lines: readonly string[],
+  start: number,
+  headerLine: string,
+  h: { oldStart: number; oldLines: number; newStart: number; newLines: number },
+): { hunk: Hunk; next: number } {
+  const body: HunkLine[] = [];
+  let oldSeen = 0;
+  let newSeen = 0;
+  let oldNoNewline = false;
+  let newNoNewline = false;
+  let i = start;
+  while (i < lines.length && (oldSeen < h.oldLines || newSeen < h.newLines || lines[i]!.startsWith("\\"))) {
+    const l = lines[i]!;
+    i++;
+    if (l.startsWith("\\")) {
+      const last = body[body.length - 1]?.op;
+      if (last !== "+") oldNoNewline = true;
+      if (last !== "-") newNoNewline = true;
+      continue;
+    }
+    const entry = hunkLine(l, i);
+    body.push(entry);
+    if (entry.op !== "+") oldSeen++;
+    if (entry.op !== "-") newSeen++;
+  }
+  if (oldSeen !== h.oldLines || newSeen !== h.newLines) {
+    throw new PatchParseError(
+      `hunk '${headerLine}' is truncated (old ${oldSeen}/${h.oldLines}, new ${newSeen}/${h.newLines} lines)`,
+      i,
+    );
+  }
+  return { hunk: { ...h, lines: body, oldNoNewline, newNoNewline }, next: i };
+}
+
+/** One line of a hunk's body (1-based `lineNo` for the error). Pure. */
+function hunkLine(l: string, lineNo: number): HunkLine {
+  // `git diff` writes an empty context line as "" in some pipelines
+  const op = l[0] ?? " ";
+  if (op === " " || op === "+" || op === "-") return { op, text: l.slice(1) };
+  throw new PatchParseError(`unexpected line in hunk: '${l.slice(0, 80)}'`, lineNo);
 }
 
 /** Applies a file's hunks to its old content (strict: context must match). */

@@ -1,38 +1,34 @@
-import { cp, lstat, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join, posix, relative } from "node:path";
-import { match } from "ts-pattern";
-import { touchedPaths } from "../text/diff.js";
-import type { LoadedTask } from "./catalog.js";
 import type { RowError } from "./dataset-row.js";
 import {
+  type Environment,
   environmentOf,
   HARBOR_DIR,
   type HarborProblem,
+  type HarborTaskToml,
   harborTaskSpec,
   offlineUvVerifier,
-  PROFILE_IMAGES,
   parseTaskToml,
   patchOfSolveScript,
   rewriteTestScript,
   testFileProblem,
 } from "./harbor.js";
-import { commitTree, git } from "./materialize.js";
+import { commitTree } from "./materialize.js";
 import type { IntakeResult, IntakeTask } from "./swebench.js";
 import { taskIdOf } from "./swebench.js";
-import { writeFiles, writeTaskFolder } from "./task-dir.js";
-import { type ResultFormat, shellQuote, type TaskSpec } from "./task-spec.js";
+import { writeFiles } from "./task-dir.js";
 
 /**
- * Reading Harbor task directories into flakegym tasks, and writing catalog tasks out as Harbor
- * task directories (`flakegym tasks export --harbor`). Only regular files are read: a symbolic
- * link anywhere in a task directory rejects it (never followed).
+ * Reading Harbor task directories into flakegym tasks (writing them out: harbor-export.ts). Only
+ * regular files are read: a symbolic link anywhere in a task directory rejects it (never followed).
  */
 
-const isProblem = (x: object): x is HarborProblem => "reason" in x && "field" in x;
+export const isProblem = (x: object): x is HarborProblem => "reason" in x && "field" in x;
 
 /** Every regular file under `dir` (relative paths, sorted); a link or special file is a problem. */
-async function regularFiles(dir: string, field: string): Promise<string[] | HarborProblem> {
+export async function regularFiles(dir: string, field: string): Promise<string[] | HarborProblem> {
   const out: string[] = [];
   for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
     const rel = relative(dir, join(e.parentPath, e.name));
@@ -77,6 +73,22 @@ export async function harborDirs(path: string): Promise<string[]> {
 const NETWORK_IN_TESTS =
   /\b(curl|wget|apt-get|apk\s+add|pip3?\s+install|uvx?\b|npm\s+(install|ci)|npx(?![^\n]*--no-install))/;
 
+/** A Harbor directory's task.toml, instruction and environment, read and checked. */
+interface HarborHead {
+  /** Every regular file of the directory (relative, sorted). */
+  readonly all: readonly string[];
+  readonly toml: HarborTaskToml;
+  readonly instruction: string;
+  readonly env: Environment;
+}
+
+/** The hidden tests as flakegym stores them (`hidden/.harbor/tests/…`), and what intake changed. */
+interface HarborTests {
+  readonly testFiles: string[];
+  readonly hidden: Record<string, Buffer | string>;
+  readonly notes: string[];
+}
+
 /**
  * Reads one Harbor task directory into a task (number `index` in a listing, for the report), or
  * says which file is wrong and why.
@@ -87,119 +99,31 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
     ok: false,
     error: { file: dir, row: index, field: p.field, reason: p.reason, id },
   });
-  const all = await regularFiles(dir, ".");
-  if (isProblem(all)) return fail(all);
-  const tomlText = await readRegular(join(dir, "task.toml"), "task.toml");
-  if (tomlText === undefined) return fail({ field: "task.toml", reason: "missing" });
-  if (typeof tomlText !== "string") return fail(tomlText);
-  const toml = parseTaskToml(tomlText);
-  if (isProblem(toml)) return fail(toml);
-  const layout = layoutProblem(toml, all);
-  if (layout) return fail(layout);
-  const instruction = await readRegular(join(dir, "instruction.md"), "instruction.md");
-  if (typeof instruction !== "string" || instruction.trim() === "")
-    return fail(
-      typeof instruction === "object" ? instruction : { field: "instruction.md", reason: "missing or empty" },
-    );
-  const dockerfile = await readRegular(join(dir, "environment/Dockerfile"), "environment/Dockerfile");
-  if (dockerfile === undefined) {
-    const image = toml.environment.docker_image;
-    return fail({
-      field: "environment/Dockerfile",
-      reason: image
-        ? `missing: the task names the prebuilt image '${image}', which flakegym cannot turn into a workspace`
-        : "missing",
-    });
-  }
-  if (typeof dockerfile !== "string") return fail(dockerfile);
-  const env = environmentOf(dockerfile);
-  if (isProblem(env)) return fail(env);
-
-  // the workspace: what the COPY lines put under WORKDIR
-  const repo: Record<string, Buffer> = {};
-  for (const c of env.copies) {
-    const src = join(dir, "environment", c.from);
-    const st = await lstat(src).catch(() => undefined);
-    if (st === undefined)
-      return fail({ field: `environment/${c.from}`, reason: "is copied by the Dockerfile but missing" });
-    if (st.isDirectory()) {
-      const files = await regularFiles(src, `environment/${c.from}`);
-      if (isProblem(files)) return fail(files);
-      for (const f of files) repo[posix.join(c.to, f)] = await readFile(join(src, f));
-    } else if (st.isFile()) {
-      repo[c.intoDir ? posix.join(c.to, basename(c.from)) : c.to] = await readFile(src);
-    } else return fail({ field: `environment/${c.from}`, reason: "is not a regular file or directory" });
-  }
-
-  // the hidden tests: tests/ copied to .harbor/tests/, test.sh pointed at the workspace
-  const testsDir = join(dir, "tests");
-  if (!(await lstat(testsDir).catch(() => undefined))?.isDirectory())
-    return fail({ field: "tests", reason: "missing: a Harbor task needs tests/test.sh" });
-  const testFiles = await regularFiles(testsDir, "tests");
-  if (isProblem(testFiles)) return fail(testFiles);
-  if (!testFiles.includes("test.sh")) return fail({ field: "tests/test.sh", reason: "missing" });
-  const rewardProblem = await rewardFileProblem(testsDir, testFiles);
-  if (rewardProblem) return fail(rewardProblem);
-  const hidden: Record<string, Buffer | string> = {};
-  const notes: string[] = [];
-  for (const f of testFiles) {
-    const content = await readFile(join(testsDir, f));
-    const target = `hidden/${HARBOR_DIR}/tests/${f}`;
-    if (f === "test.sh") {
-      const offline = offlineUvVerifier(content.toString("utf8"));
-      if (isProblem(offline)) return fail(offline);
-      notes.push(...offline.notes);
-      const text = offline.script;
-      // comments (`# Install uv`) run nothing
-      const net = NETWORK_IN_TESTS.exec(
-        text
-          .split("\n")
-          .filter((l) => !/^\s*#/.test(l))
-          .join("\n"),
-      );
-      if (net)
-        return fail({
-          field: "tests/test.sh",
-          reason: `runs '${net[0].trim()}', which fetches over the network (the sandbox is offline): the tests must run with the profile's tools`,
-        });
-      hidden[target] = rewriteTestScript(text, env.workdir);
-      continue;
-    }
-    const problem = content.includes(0)
-      ? undefined
-      : testFileProblem(f, content.toString("utf8"), env.workdir);
-    if (problem) return fail({ field: `tests/${f}`, reason: problem });
-    hidden[target] = content;
-  }
-
-  // the reference solution: a patch in solve.sh, or solution/*.patch
-  const solve = await readRegular(join(dir, "solution/solve.sh"), "solution/solve.sh");
-  if (typeof solve === "object") return fail(solve);
-  let solution = solve === undefined ? undefined : patchOfSolveScript(solve);
-  if (solution === undefined) {
-    const patchFile = all.find((f) => /^solution\/[^/]+\.(patch|diff)$/.test(f));
-    if (patchFile) solution = await readFile(join(dir, patchFile), "utf8");
-  }
-  if (solution === undefined)
-    return fail({
-      field: solve === undefined ? "solution" : "solution/solve.sh",
-      reason:
-        "holds no patch: flakegym's gold policy replays the reference solution as a patch (a `git apply` heredoc in solve.sh, or solution/*.patch); running solve.sh itself is not supported",
-    });
-
-  // a Dockerfile that copies nothing starts the agent in an empty WORKDIR: the workspace is then
-  // one empty placeholder file, so that repo/ exists and materializes to a fixed commit
-  if (Object.keys(repo).length === 0) {
-    repo[EMPTY_WORKSPACE_FILE] = Buffer.alloc(0);
-    notes.push(
-      `environment/Dockerfile copies no files into WORKDIR ${env.workdir}: the workspace starts empty (holding only ${EMPTY_WORKSPACE_FILE})`,
-    );
-  }
-  const files: Record<string, Buffer | string> = { "solution.patch": solution, ...hidden };
+  const head = await readHarborHead(dir);
+  if (isProblem(head)) return fail(head);
+  const { env } = head;
+  const copied = await readWorkspace(dir, env);
+  if (isProblem(copied)) return fail(copied);
+  const tests = await readHarborTests(dir, env.workdir);
+  if (isProblem(tests)) return fail(tests);
+  const solution = await readSolution(dir, head.all);
+  if (isProblem(solution)) return fail(solution);
+  const { repo, note } = withEmptyWorkspace(copied, env.workdir);
+  const notes = [...tests.notes, ...(note === undefined ? [] : [note])];
+  const files: Record<string, Buffer | string> = { "solution.patch": solution.patch, ...tests.hidden };
   for (const [p, c] of Object.entries(repo)) files[`repo/${p}`] = c;
   const commit = await commitOf(repo);
   try {
-    const spec = harborTaskSpec({ id, toml, instruction, env, testFiles, solution, commit });
+    const { toml, instruction } = head;
+    const spec = harborTaskSpec({
+      id,
+      toml,
+      instruction,
+      env,
+      testFiles: tests.testFiles,
+      solution: solution.patch,
+      commit,
+    });
     const task: IntakeTask = {
       spec,
       files,
@@ -210,6 +134,146 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
   } catch (err) {
     return fail({ field: "task.toml", reason: (err as Error).message });
   }
+}
+
+/** task.toml, the layout, instruction.md and environment/Dockerfile, in the order they are checked. */
+async function readHarborHead(dir: string): Promise<HarborHead | HarborProblem> {
+  const all = await regularFiles(dir, ".");
+  if (isProblem(all)) return all;
+  const tomlText = await readRegular(join(dir, "task.toml"), "task.toml");
+  if (tomlText === undefined) return { field: "task.toml", reason: "missing" };
+  if (typeof tomlText !== "string") return tomlText;
+  const toml = parseTaskToml(tomlText);
+  if (isProblem(toml)) return toml;
+  const layout = layoutProblem(toml, all);
+  if (layout) return layout;
+  const instruction = await readRegular(join(dir, "instruction.md"), "instruction.md");
+  if (typeof instruction !== "string" || instruction.trim() === "")
+    return typeof instruction === "object"
+      ? instruction
+      : { field: "instruction.md", reason: "missing or empty" };
+  const dockerfile = await readRegular(join(dir, "environment/Dockerfile"), "environment/Dockerfile");
+  if (dockerfile === undefined) return missingDockerfile(toml.environment.docker_image);
+  if (typeof dockerfile !== "string") return dockerfile;
+  const env = environmentOf(dockerfile);
+  if (isProblem(env)) return env;
+  return { all, toml, instruction, env };
+}
+
+/** The problem of a task without environment/Dockerfile, naming the prebuilt image it names instead. Pure. */
+export function missingDockerfile(image: string | undefined): HarborProblem {
+  return {
+    field: "environment/Dockerfile",
+    reason: image
+      ? `missing: the task names the prebuilt image '${image}', which flakegym cannot turn into a workspace`
+      : "missing",
+  };
+}
+
+/** The workspace: what the Dockerfile's COPY lines put under WORKDIR (path → content). */
+async function readWorkspace(dir: string, env: Environment): Promise<Record<string, Buffer> | HarborProblem> {
+  const repo: Record<string, Buffer> = {};
+  for (const c of env.copies) {
+    const field = `environment/${c.from}`;
+    const src = join(dir, "environment", c.from);
+    const st = await lstat(src).catch(() => undefined);
+    if (st === undefined) return { field, reason: "is copied by the Dockerfile but missing" };
+    if (st.isDirectory()) {
+      const files = await regularFiles(src, field);
+      if (isProblem(files)) return files;
+      for (const f of files) repo[posix.join(c.to, f)] = await readFile(join(src, f));
+    } else if (st.isFile()) {
+      repo[c.intoDir ? posix.join(c.to, basename(c.from)) : c.to] = await readFile(src);
+    } else return { field, reason: "is not a regular file or directory" };
+  }
+  return repo;
+}
+
+/** The hidden tests: tests/ copied to .harbor/tests/, test.sh made offline and pointed at the workspace. */
+async function readHarborTests(dir: string, workdir: string): Promise<HarborTests | HarborProblem> {
+  const testsDir = join(dir, "tests");
+  if (!(await lstat(testsDir).catch(() => undefined))?.isDirectory())
+    return { field: "tests", reason: "missing: a Harbor task needs tests/test.sh" };
+  const testFiles = await regularFiles(testsDir, "tests");
+  if (isProblem(testFiles)) return testFiles;
+  if (!testFiles.includes("test.sh")) return { field: "tests/test.sh", reason: "missing" };
+  const rewardProblem = await rewardFileProblem(testsDir, testFiles);
+  if (rewardProblem) return rewardProblem;
+  const hidden: Record<string, Buffer | string> = {};
+  const notes: string[] = [];
+  for (const f of testFiles) {
+    const content = await readFile(join(testsDir, f));
+    const target = `hidden/${HARBOR_DIR}/tests/${f}`;
+    if (f === "test.sh") {
+      const script = verifierScript(content.toString("utf8"), workdir);
+      if (isProblem(script)) return script;
+      notes.push(...script.notes);
+      hidden[target] = script.script;
+      continue;
+    }
+    const problem = content.includes(0) ? undefined : testFileProblem(f, content.toString("utf8"), workdir);
+    if (problem) return { field: `tests/${f}`, reason: problem };
+    hidden[target] = content;
+  }
+  return { testFiles, hidden, notes };
+}
+
+/**
+ * tests/test.sh as flakegym runs it: uv's installs made offline (with notes), refused when a line
+ * that is not a comment still fetches over the network, paths rewritten to the workspace. Pure.
+ */
+export function verifierScript(
+  text: string,
+  workdir: string,
+): { script: string; notes: string[] } | HarborProblem {
+  const offline = offlineUvVerifier(text);
+  if (isProblem(offline)) return offline;
+  // comments (`# Install uv`) run nothing
+  const net = NETWORK_IN_TESTS.exec(
+    offline.script
+      .split("\n")
+      .filter((l) => !/^\s*#/.test(l))
+      .join("\n"),
+  );
+  if (net)
+    return {
+      field: "tests/test.sh",
+      reason: `runs '${net[0].trim()}', which fetches over the network (the sandbox is offline): the tests must run with the profile's tools`,
+    };
+  return { script: rewriteTestScript(offline.script, workdir), notes: offline.notes };
+}
+
+/** The reference solution: a patch in solve.sh, or solution/*.patch. */
+async function readSolution(dir: string, all: readonly string[]): Promise<{ patch: string } | HarborProblem> {
+  const solve = await readRegular(join(dir, "solution/solve.sh"), "solution/solve.sh");
+  if (typeof solve === "object") return solve;
+  let solution = solve === undefined ? undefined : patchOfSolveScript(solve);
+  if (solution === undefined) {
+    const patchFile = all.find((f) => /^solution\/[^/]+\.(patch|diff)$/.test(f));
+    if (patchFile) solution = await readFile(join(dir, patchFile), "utf8");
+  }
+  if (solution === undefined)
+    return {
+      field: solve === undefined ? "solution" : "solution/solve.sh",
+      reason:
+        "holds no patch: flakegym's gold policy replays the reference solution as a patch (a `git apply` heredoc in solve.sh, or solution/*.patch); running solve.sh itself is not supported",
+    };
+  return { patch: solution };
+}
+
+/**
+ * A Dockerfile that copies nothing starts the agent in an empty WORKDIR: the workspace is then one
+ * empty placeholder file, so that repo/ exists and materializes to a fixed commit (with a note). Pure.
+ */
+export function withEmptyWorkspace(
+  repo: Readonly<Record<string, Buffer>>,
+  workdir: string,
+): { repo: Record<string, Buffer>; note?: string } {
+  if (Object.keys(repo).length > 0) return { repo: { ...repo } };
+  return {
+    repo: { [EMPTY_WORKSPACE_FILE]: Buffer.alloc(0) },
+    note: `environment/Dockerfile copies no files into WORKDIR ${workdir}: the workspace starts empty (holding only ${EMPTY_WORKSPACE_FILE})`,
+  };
 }
 
 /** The one file of a workspace the Dockerfile copies nothing into. */
@@ -306,208 +370,4 @@ export async function loadHarbor(
     tasks.push(r.task);
   }
   return { tasks, rejected, dirs: dirs.length };
-}
-
-// ——— export ———
-
-const PCRE_SPECIAL = /[.*+?^${}()|[\]\\]/g;
-const pcre = (s: string) => s.replace(PCRE_SPECIAL, "\\$&");
-
-/** A PCRE matching the line that reports `id` passed, per result format. Pure. */
-export function passLineRegex(format: ResultFormat, id: string): string {
-  const e = pcre(id);
-  return match(format)
-    .with("pytest", () => `^PASSED ${e}$`)
-    .with("libtest", () => `^test ${e} \\.\\.\\. ok$`)
-    .with("tap", () => `^ *ok [0-9]+ - ${e}$`)
-    .with("check-h", () => `^ok ${e}$`)
-    .with("gotest", () => `^ *--- PASS: ${e} \\(`)
-    .with("django", () => {
-      // Python ≥ 3.11 prints `test_x (mod.Class.test_x)` for the id stored as `test_x (mod.Class)`
-      const m = /^(\w+) \(([\w.]+)\)$/.exec(id);
-      const either = m ? `${m[1]} \\(${pcre(m[2]!)}(\\.${m[1]})?\\)` : e;
-      return `^ *${either} \\.\\.\\. +(ok|OK)$`;
-    })
-    .with("sympy", () => `^ *${e} +ok( +\\[OK\\])?$`)
-    .exhaustive();
-}
-
-/**
- * tests/test.sh of an exported task: add the hidden tests, run them, write the reward. The hidden
- * test files travel whole (tests/files/, copied over the agent's versions, as flakegym drops the
- * agent's edits to them); a task whose tests come as a patch over a remote repository applies it
- * (idempotently: the verifier may run test.sh again). Pure.
- */
-export function exportTestScript(spec: TaskSpec, testsAsFiles: boolean): string {
-  const install = testsAsFiles
-    ? "cp -R /tests/files/. /app/ || exit_install=1"
-    : "git apply -R --check /tests/tests.patch 2>/dev/null || git apply --whitespace=nowarn /tests/tests.patch || exit_install=1";
-  const run = spec.tests.run;
-  const checks = match(run)
-    .with({ kind: "suite" }, (r) => [
-      `(${r.command}) > /tmp/flakegym-tests.log 2>&1`,
-      ...[...r.failToPass, ...r.passToPass].map(
-        (id) => `grep -qP ${shellQuote(passLineRegex(r.results, id))} /tmp/flakegym-tests.log || ok=0`,
-      ),
-    ])
-    .with({ kind: "eval_cmd" }, (r) => [`(${r.command}) || ok=0`])
-    .with({ kind: "ids" }, (r) =>
-      [...r.failToPass, ...r.passToPass].flatMap((id) => {
-        const cmd = r.command.replaceAll("{test}", shellQuote(id));
-        return r.passPattern === undefined
-          ? [`(${cmd}) || ok=0`]
-          : [
-              `(${cmd}) > /tmp/flakegym-test.log 2>&1 && grep -qP ${shellQuote(r.passPattern)} /tmp/flakegym-test.log || ok=0`,
-            ];
-      }),
-    )
-    .exhaustive();
-  return [
-    "#!/bin/bash",
-    `# Generated by \`flakegym tasks export --harbor\` from catalog task ${spec.id}: adds the hidden`,
-    "# tests, runs them, and writes reward 1 only when every listed test passed.",
-    "mkdir -p /logs/verifier",
-    "# a run cut short (timeout, crash) leaves reward 0, not no reward at all",
-    "echo 0 > /logs/verifier/reward.txt",
-    "# the separate verifier starts from the task's pristine /app: the agent's tree arrives as an artifact",
-    `if [ -d ${AGENT_TREE} ]; then`,
-    "  find /app -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} + || exit 1",
-    `  cp -a ${AGENT_TREE}/. /app/ || exit 1`,
-    "fi",
-    "cd /app || exit 1",
-    "ok=1",
-    "exit_install=0",
-    install,
-    '[ "$exit_install" = 0 ] || ok=0',
-    ...checks,
-    'echo "$ok" > /logs/verifier/reward.txt',
-    "",
-  ].join("\n");
-}
-
-/** solution/solve.sh of an exported task: the reference patch as a heredoc. Pure. */
-export function exportSolveScript(patch: string): string {
-  let tag = "FLAKEGYM_PATCH";
-  while (patch.includes(tag)) tag += "_";
-  return [
-    "#!/bin/bash",
-    "# The reference solution (generated by `flakegym tasks export --harbor`).",
-    "cd /app || exit 1",
-    `cat > /tmp/solution.patch <<'${tag}'`,
-    patch.replace(/\n$/, ""),
-    tag,
-    "git apply --whitespace=nowarn /tmp/solution.patch 2>/dev/null || patch -p1 -s < /tmp/solution.patch",
-    "",
-  ].join("\n");
-}
-
-/** environment/Dockerfile of an exported task. Pure. */
-export function exportDockerfile(spec: TaskSpec): string {
-  const src = spec.source;
-  return [
-    `FROM ${PROFILE_IMAGES[spec.profile]}`,
-    "WORKDIR /app",
-    ...(src.kind === "local"
-      ? ["COPY repo/ /app/"]
-      : [`RUN git clone ${shellQuote(src.url)} /app && git -C /app checkout -q ${src.rev}`]),
-    ...spec.install.map((c) => `RUN ${c}`),
-    "",
-  ].join("\n");
-}
-
-/**
- * The task-config schema our exports declare: Harbor's current marker (harbor 0.26.0,
- * `TaskConfig.schema_version`; older readers take the legacy `version` key, newer ones both).
- */
-export const HARBOR_TASK_SCHEMA = "1.4";
-
-/** Where a separate verifier finds the agent's /app (its `.git` left out): Harbor's artifacts dir. */
-export const AGENT_TREE = "/logs/artifacts/agent-app";
-
-/**
- * task.toml of an exported task (single-step: flakegym tasks have one prompt and one verifier). The
- * verifier runs in a separate, fresh container, as flakegym's scoring does: Harbor collects the
- * agent's /app as an artifact and test.sh puts it over the pristine tree. Pure.
- */
-export function exportTaskToml(spec: TaskSpec): string {
-  const q = (s: string) => JSON.stringify(s);
-  return [
-    `schema_version = ${q(HARBOR_TASK_SCHEMA)}`,
-    `artifacts = [{ source = "/app", destination = ${q(AGENT_TREE.replace("/logs/artifacts/", ""))}, exclude = [".git"] }]`,
-    "",
-    "[metadata]",
-    'author_name = "flakegym catalog"',
-    ...(spec.difficulty ? [`difficulty = ${q(spec.difficulty)}`] : []),
-    'category = "software-engineering"',
-    `tags = [${["flakegym", spec.profile, ...(spec.language ? [spec.language] : [])].map(q).join(", ")}]`,
-    "",
-    "[verifier]",
-    "timeout_sec = 900.0",
-    'environment_mode = "separate"',
-    "",
-    "[agent]",
-    `timeout_sec = ${(spec.limits.wallClockMs / 1000).toFixed(1)}`,
-    "",
-    "[environment]",
-    "build_timeout_sec = 1800.0",
-    "cpus = 1",
-    `memory_mb = ${spec.limits.memoryMb}`,
-    `storage_mb = ${spec.limits.diskMb}`,
-    "",
-  ].join("\n");
-}
-
-/**
- * The hidden test files of a catalog task, whole (path → content): its tests dir, or its tests
- * patch applied to a scratch copy of its local repository. Undefined for a patch over a remote
- * repository (exported as the patch).
- */
-async function hiddenTestFiles(task: LoadedTask): Promise<Record<string, Buffer> | undefined> {
-  const out: Record<string, Buffer> = {};
-  if (task.paths.testsDir) {
-    const t = await regularFiles(task.paths.testsDir, "tests");
-    if (isProblem(t)) throw new Error(`task '${task.spec.id}': ${t.field} ${t.reason}`);
-    for (const f of t) out[f] = await readFile(join(task.paths.testsDir, f));
-    return out;
-  }
-  if (!task.paths.sourceDir) return undefined;
-  const patch = await readFile(task.paths.testsPatch!, "utf8");
-  const tmp = await mkdtemp(join(tmpdir(), "flakegym-export-"));
-  try {
-    await cp(task.paths.sourceDir, tmp, { recursive: true });
-    await writeFile(join(tmp, ".flakegym-tests.patch"), patch);
-    await git(["apply", "--whitespace=nowarn", ".flakegym-tests.patch"], { cwd: tmp, timeoutMs: 60_000 });
-    for (const p of touchedPaths(patch)) {
-      const content = await readFile(join(tmp, p)).catch(() => undefined);
-      if (content !== undefined) out[p] = content;
-    }
-    return out;
-  } finally {
-    await rm(tmp, { recursive: true, force: true });
-  }
-}
-
-/** Writes a catalog task as the Harbor task directory `<out>/<id>/` (whole, or not at all). */
-export async function exportHarborDir(
-  task: LoadedTask,
-  out: string,
-  o: { replace?: boolean } = {},
-): Promise<string> {
-  const { spec } = task;
-  const files: Record<string, string | Buffer> = {
-    "instruction.md": `${spec.prompt.trim()}\n`,
-    "task.toml": exportTaskToml(spec),
-    "environment/Dockerfile": exportDockerfile(spec),
-    "solution/solve.sh": exportSolveScript(await readFile(task.paths.solution, "utf8")),
-  };
-  const hidden = await hiddenTestFiles(task);
-  files["tests/test.sh"] = exportTestScript(spec, hidden !== undefined);
-  for (const [p, c] of Object.entries(hidden ?? {})) files[`tests/files/${p}`] = c;
-  if (task.paths.sourceDir) {
-    const srcFiles = await regularFiles(task.paths.sourceDir, "repo");
-    if (isProblem(srcFiles)) throw new Error(`task '${spec.id}': ${srcFiles.field} ${srcFiles.reason}`);
-    for (const f of srcFiles) files[`environment/repo/${f}`] = await readFile(join(task.paths.sourceDir, f));
-  }
-  if (hidden === undefined) files["tests/tests.patch"] = await readFile(task.paths.testsPatch!);
-  return await writeTaskFolder(out, { spec, files }, { ...o, taskJson: false });
 }

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { touchedPaths } from "../text/diff.js";
 import { classifyRepo, type RowError } from "./dataset-row.js";
 import { envSpecOf, inRowVenv, installOfEnvSpec } from "./swebench-env-specs.js";
-import { TaskSpec } from "./task-spec.js";
+import { TaskSpec, type TestRun } from "./task-spec.js";
 import {
   djangoId,
   isJunkTestId,
@@ -215,6 +215,31 @@ export function installOf(
 
 const supportedNames = () => Object.keys(SUPPORTED_LANGUAGES).join(", ");
 
+/** What is wrong with a row: the field and why (the caller adds file, row and id). */
+type RowProblem = { readonly field: string; readonly reason: string };
+
+const isRowProblem = (x: object): x is RowProblem => "field" in x && "reason" in x;
+
+/** A row's hidden-test ids once junk is dropped, and what intake changed on the way. */
+interface TestLists {
+  readonly f2p: string[];
+  readonly p2p: string[];
+  readonly notes: string[];
+}
+
+/** A row checked field group by field group: everything its task spec is built from. */
+interface RowDraft {
+  readonly row: SwebenchRow;
+  readonly taskId: string;
+  readonly language: string;
+  readonly runner: TestRunner;
+  readonly lists: TestLists;
+  readonly repo: { url: string; network: "none" | "required" };
+  readonly testFiles: string[];
+  readonly run: TestRun;
+  readonly env: Exclude<ReturnType<typeof installOf>, RowProblem>;
+}
+
 /**
  * Validates one raw SWE-bench-family row and turns it into a task, or names the field that is
  * wrong and why. `at.file` is the dataset file: relative local repo paths are resolved against
@@ -225,39 +250,109 @@ export function parseSwebenchRow(
   at: { file: string; row: number },
   opts: SwebenchIntakeOptions = {},
 ): IntakeResult {
-  const fail = (field: string, reason: string, id?: string): IntakeResult => ({
+  const fail = (p: RowProblem, id: string | undefined): IntakeResult => ({
     ok: false,
-    error: { file: at.file, row: at.row, field, reason, ...(id === undefined ? {} : { id }) },
+    error: {
+      file: at.file,
+      row: at.row,
+      field: p.field,
+      reason: p.reason,
+      ...(id === undefined ? {} : { id }),
+    },
   });
+  const read = readSwebenchRow(raw);
+  if ("reason" in read) return fail(read, read.id);
+  const draft = draftOfRow(read.row, at.file, opts);
+  if (isRowProblem(draft)) return fail(draft, read.row.instance_id);
+  const spec = swebenchSpec(draft, at);
+  if (isRowProblem(spec)) return fail(spec, read.row.instance_id);
+  const { row, lists } = draft;
+  return {
+    ok: true,
+    task: {
+      spec,
+      files: { "solution.patch": ensureNewline(row.patch), "tests.patch": ensureNewline(row.test_patch) },
+      source: at,
+      ...(lists.notes.length > 0 ? { notes: lists.notes } : {}),
+    },
+  };
+}
+
+/**
+ * A raw value → a schema-valid row (aliased columns renamed), or the first schema problem with the
+ * row's instance id when it has one. Pure.
+ */
+export function readSwebenchRow(raw: unknown): { row: SwebenchRow } | (RowProblem & { id?: string }) {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    return fail("(row)", `expected an object, got ${Array.isArray(raw) ? "an array" : typeof raw}`);
+    return {
+      field: "(row)",
+      reason: `expected an object, got ${Array.isArray(raw) ? "an array" : typeof raw}`,
+    };
   }
   const cols = canonicalColumns(raw as Record<string, unknown>);
-  const idHint = typeof cols.instance_id === "string" ? cols.instance_id : undefined;
   const parsed = SwebenchRow.safeParse(cols);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field = issue.path.length > 0 ? issue.path.join(".") : "(row)";
-    const top = issue.path[0];
-    const absent = typeof top === "string" && cols[top] == null && issue.path.length === 1;
-    const hint =
-      field === "test_patch" && absent
-        ? ": flakegym needs the hidden tests as a patch (SWE-smith and R2E-Gym rows keep them in their images; export them with a test_patch first)"
-        : "";
-    return fail(field, `${absent ? "missing" : issue.message}${hint}`, idHint);
-  }
-  const row = parsed.data;
+  if (parsed.success) return { row: parsed.data };
+  const issue = parsed.error.issues[0]!;
+  const field = issue.path.length > 0 ? issue.path.join(".") : "(row)";
+  const top = issue.path[0];
+  const absent = typeof top === "string" && cols[top] == null && issue.path.length === 1;
+  const hint =
+    field === "test_patch" && absent
+      ? ": flakegym needs the hidden tests as a patch (SWE-smith and R2E-Gym rows keep them in their images; export them with a test_patch first)"
+      : "";
+  const reason = `${absent ? "missing" : issue.message}${hint}`;
+  return typeof cols.instance_id === "string" ? { field, reason, id: cols.instance_id } : { field, reason };
+}
+
+/** The row's checks in the order their problems are reported, each over one field group. Pure. */
+function draftOfRow(
+  row: SwebenchRow,
+  datasetFile: string,
+  opts: SwebenchIntakeOptions,
+): RowDraft | RowProblem {
+  const textProblem = rowTextProblem(row);
+  if (textProblem) return textProblem;
+  const lists = testListsOf(row);
+  if (isRowProblem(lists)) return lists;
+  const repo = repoOf(row, datasetFile, opts.repoMirror);
+  if (isRowProblem(repo)) return repo;
+  const testFiles = rowPatchFiles(row);
+  if (isRowProblem(testFiles)) return testFiles;
+  const chosen = rowRunner(row, testFiles);
+  if (isRowProblem(chosen)) return chosen;
+  const { runner } = chosen;
+  const ids = runnerTestIds(runner, lists);
+  if (isRowProblem(ids)) return ids;
+  const run = testRunOf({ runner, failToPass: ids.f2p, passToPass: ids.p2p, testFiles });
+  if (isRowProblem(run)) return run;
+  const env = installOf(row, runner);
+  if (isRowProblem(env)) return env;
+  return {
+    row,
+    taskId: taskIdOf(row.instance_id),
+    ...chosen,
+    lists: { ...ids, notes: [...ids.notes, ...env.notes] },
+    repo,
+    testFiles,
+    run: suiteRun(run.run, runner, repo.network),
+    env,
+  };
+}
+
+/** The instance id, base commit, prompt and both patches: usable and not empty. Pure. */
+export function rowTextProblem(row: SwebenchRow): RowProblem | undefined {
   const id = row.instance_id;
-  const taskId = taskIdOf(id);
-  if (!/^[a-z0-9][a-z0-9._-]*$/.test(taskId)) {
-    return fail("instance_id", `'${id}' leaves no usable task id (letters, digits, '.', '_', '-')`, id);
+  if (!/^[a-z0-9][a-z0-9._-]*$/.test(taskIdOf(id))) {
+    return {
+      field: "instance_id",
+      reason: `'${id}' leaves no usable task id (letters, digits, '.', '_', '-')`,
+    };
   }
   if (!/^[0-9a-f]{40}$/i.test(row.base_commit)) {
-    return fail(
-      "base_commit",
-      `'${row.base_commit}' is not a full commit id (40 hex digits): give the whole id (git rev-parse ${row.base_commit || "<rev>"} in a clone prints it)`,
-      id,
-    );
+    return {
+      field: "base_commit",
+      reason: `'${row.base_commit}' is not a full commit id (40 hex digits): give the whole id (git rev-parse ${row.base_commit || "<rev>"} in a clone prints it)`,
+    };
   }
   for (const [field, v] of [
     ["problem_statement", row.problem_statement],
@@ -265,19 +360,24 @@ export function parseSwebenchRow(
     ["test_patch", row.test_patch],
   ] as const) {
     if (v.trim() === "")
-      return fail(
+      return {
         field,
-        field === "problem_statement"
-          ? "is empty: the agent's prompt comes from it"
-          : `is empty: give the ${field === "patch" ? "reference solution" : "hidden tests"} as a unified diff`,
-        id,
-      );
+        reason:
+          field === "problem_statement"
+            ? "is empty: the agent's prompt comes from it"
+            : `is empty: give the ${field === "patch" ? "reference solution" : "hidden tests"} as a unified diff`,
+      };
   }
+  return undefined;
+}
+
+/** FAIL_TO_PASS and PASS_TO_PASS as lists, junk ids dropped (with a note); FAIL_TO_PASS not empty. Pure. */
+export function testListsOf(row: Pick<SwebenchRow, "FAIL_TO_PASS" | "PASS_TO_PASS">): TestLists | RowProblem {
   const notes: string[] = [];
   const lists: Record<"FAIL_TO_PASS" | "PASS_TO_PASS", string[]> = { FAIL_TO_PASS: [], PASS_TO_PASS: [] };
   for (const field of ["FAIL_TO_PASS", "PASS_TO_PASS"] as const) {
     const l = listOf(row[field]);
-    if (typeof l === "string") return fail(field, l, id);
+    if (typeof l === "string") return { field, reason: l };
     const junk = l.filter(isJunkTestId);
     if (junk.length > 0) {
       notes.push(
@@ -286,130 +386,129 @@ export function parseSwebenchRow(
     }
     lists[field] = l.filter((t) => !isJunkTestId(t));
   }
-  let f2p = lists.FAIL_TO_PASS;
-  let p2p = lists.PASS_TO_PASS;
-  if (f2p.length === 0)
-    return fail(
-      "FAIL_TO_PASS",
-      `is empty${notes.length > 0 ? " once junk ids are dropped" : ""}: a task needs a test that the fix makes pass`,
-      id,
-    );
+  if (lists.FAIL_TO_PASS.length === 0)
+    return {
+      field: "FAIL_TO_PASS",
+      reason: `is empty${notes.length > 0 ? " once junk ids are dropped" : ""}: a task needs a test that the fix makes pass`,
+    };
+  return { f2p: lists.FAIL_TO_PASS, p2p: lists.PASS_TO_PASS, notes };
+}
 
-  const repo = repoOf(row, at.file, opts.repoMirror);
-  if ("field" in repo) return fail(repo.field, repo.reason, id);
-
+/** The files the hidden tests touch; both patches must be unified diffs. Pure. */
+export function rowPatchFiles(row: Pick<SwebenchRow, "patch" | "test_patch">): string[] | RowProblem {
   const testFiles = touchedPaths(row.test_patch);
   if (testFiles.length === 0)
-    return fail(
-      "test_patch",
-      "is not a unified diff (no `diff --git` file header): give the hidden tests as `git diff` prints them",
-      id,
-    );
+    return {
+      field: "test_patch",
+      reason:
+        "is not a unified diff (no `diff --git` file header): give the hidden tests as `git diff` prints them",
+    };
   if (touchedPaths(row.patch).length === 0) {
-    return fail(
-      "patch",
-      "is not a unified diff (no `diff --git` file header): give the reference solution as `git diff` prints it",
-      id,
-    );
+    return {
+      field: "patch",
+      reason:
+        "is not a unified diff (no `diff --git` file header): give the reference solution as `git diff` prints it",
+    };
   }
+  return testFiles;
+}
+
+/**
+ * The row's language and test runner: the language's default, the repository's own runner when it
+ * runs the same profile, or the row's `test_runner` column when that runs the language. Pure.
+ */
+export function rowRunner(
+  row: Pick<SwebenchRow, "language" | "repo" | "test_runner">,
+  testFiles: readonly string[],
+): { language: string; runner: TestRunner } | RowProblem {
   const language = rowLanguage(row.language, testFiles);
   const langField = row.language ? "language" : "test_patch";
   if (language === undefined) {
-    return fail(
-      langField,
-      `no language: name it in a 'language' column (supported: ${supportedNames()})`,
-      id,
-    );
+    return {
+      field: langField,
+      reason: `no language: name it in a 'language' column (supported: ${supportedNames()})`,
+    };
   }
   const defaultRunner = SUPPORTED_LANGUAGES[language.toLowerCase()];
   if (defaultRunner === undefined) {
-    return fail(
-      langField,
-      `${language} is not supported: flakegym runs the tests of ${supportedNames()} (pytest, cargo test, go test, node:test/jest/vitest/mocha)`,
-      id,
-    );
+    return {
+      field: langField,
+      reason: `${language} is not supported: flakegym runs the tests of ${supportedNames()} (pytest, cargo test, go test, node:test/jest/vitest/mocha)`,
+    };
   }
-  const repoName = row.repo.replace(/\.git$/, "").toLowerCase();
-  const repoRunner = REPO_RUNNERS[repoName];
-  let runner: TestRunner =
+  const repoRunner = REPO_RUNNERS[row.repo.replace(/\.git$/, "").toLowerCase()];
+  const runner: TestRunner =
     repoRunner !== undefined && profileOfRunner(repoRunner) === profileOfRunner(defaultRunner)
       ? repoRunner
       : defaultRunner;
-  if (row.test_runner) {
-    const r = TestRunner.safeParse(row.test_runner);
-    if (!r.success)
-      return fail(
-        "test_runner",
-        `'${row.test_runner}' is not one of ${TestRunner.options.join(", ")}: set one of them, or drop the column to use the ${language} default (${runner})`,
-        id,
-      );
-    if (profileOfRunner(r.data) !== profileOfRunner(defaultRunner)) {
-      return fail("test_runner", `${r.data} does not run ${language} tests`, id);
-    }
-    runner = r.data;
+  if (!row.test_runner) return { language, runner };
+  const r = TestRunner.safeParse(row.test_runner);
+  if (!r.success)
+    return {
+      field: "test_runner",
+      reason: `'${row.test_runner}' is not one of ${TestRunner.options.join(", ")}: set one of them, or drop the column to use the ${language} default (${runner})`,
+    };
+  if (profileOfRunner(r.data) !== profileOfRunner(defaultRunner)) {
+    return { field: "test_runner", reason: `${r.data} does not run ${language} tests` };
   }
-  if (runner === "django") {
-    f2p = f2p.map(djangoId);
-    p2p = p2p.map(djangoId);
-  }
+  return { language, runner: r.data };
+}
+
+/** The test ids in the runner's spelling (Django's labels), each one the runner can select. Pure. */
+export function runnerTestIds(runner: TestRunner, lists: TestLists): TestLists | RowProblem {
+  const spell = (ids: string[]) => (runner === "django" ? ids.map(djangoId) : ids);
+  const out = { ...lists, f2p: spell(lists.f2p), p2p: spell(lists.p2p) };
   for (const [field, list] of [
-    ["FAIL_TO_PASS", f2p],
-    ["PASS_TO_PASS", p2p],
+    ["FAIL_TO_PASS", out.f2p],
+    ["PASS_TO_PASS", out.p2p],
   ] as const) {
     for (const [i, t] of list.entries()) {
       const problem = testIdProblem(runner, t);
-      if (problem) return fail(`${field}.${i}`, `'${t}' ${problem}`, id);
+      if (problem) return { field: `${field}.${i}`, reason: `'${t}' ${problem}` };
     }
   }
-  const run = testRunOf({ runner, failToPass: f2p, passToPass: p2p, testFiles });
-  if ("field" in run) return fail(run.field, run.reason, id);
-  if (runner === "go" && repo.network === "required" && run.run.kind === "suite") {
-    // the sandbox's GOFLAGS=-mod=vendor suits vendored and dependency-free modules; a fetched
-    // repository's modules were downloaded into the module cache by the install step
-    run.run = { ...run.run, command: `GOFLAGS=-mod=mod ${run.run.command}` };
-  }
+  return out;
+}
 
-  const env = installOf(row, runner);
-  if ("field" in env) return fail(env.field, env.reason, id);
-  notes.push(...env.notes);
-  const { install } = env;
-  const network = env.fetches ? "required" : repo.network;
-  if (profileOfRunner(runner) === "python" && run.run.kind === "suite") {
-    run.run = { ...run.run, command: inRowVenv(run.run.command) };
-  }
+/**
+ * A suite run's command as the sandbox runs it: a fetched Go repository reads modules from the
+ * cache the install filled (the sandbox's GOFLAGS=-mod=vendor suits vendored and dependency-free
+ * modules only); a Python suite runs in the row's venv. Pure.
+ */
+export function suiteRun(run: TestRun, runner: TestRunner, repoNetwork: "none" | "required"): TestRun {
+  if (run.kind !== "suite") return run;
+  if (runner === "go" && repoNetwork === "required")
+    return { ...run, command: `GOFLAGS=-mod=mod ${run.command}` };
+  if (profileOfRunner(runner) === "python") return { ...run, command: inRowVenv(run.command) };
+  return run;
+}
 
+/** The task spec of a checked row, or the spec's own first problem. Pure. */
+function swebenchSpec(d: RowDraft, at: { file: string; row: number }): TaskSpec | RowProblem {
+  const { row, env } = d;
+  const id = row.instance_id;
   const firstLine = row.problem_statement.trim().split("\n")[0]!.slice(0, 100);
   const spec = TaskSpec.safeParse({
     $comment: `SWE-bench-style row ${at.row} of ${at.file.split("/").pop()}: instance_id ${id}, repo ${row.repo}`,
-    id: taskId,
+    id: d.taskId,
     summary: `${row.repo}: ${firstLine}`,
     prompt: row.problem_statement.trim(),
-    profile: profileOfRunner(runner),
-    language,
-    network,
-    source: { kind: "git", url: repo.url, rev: row.base_commit.toLowerCase() },
-    install,
-    tests: { patch: "tests.patch", run: run.run },
+    profile: profileOfRunner(d.runner),
+    language: d.language,
+    network: env.fetches ? "required" : d.repo.network,
+    source: { kind: "git", url: d.repo.url, rev: row.base_commit.toLowerCase() },
+    install: env.install,
+    tests: { patch: "tests.patch", run: d.run },
     solution: "solution.patch",
     metadata: {
-      ...rowMetadata(row, notes),
+      ...rowMetadata(row, d.lists.notes),
       ...(env.source ? { install_source: env.source } : {}),
       ...(env.python ? { python_version: env.python } : {}),
     },
   });
-  if (!spec.success) {
-    const issue = spec.error.issues[0]!;
-    return fail(issue.path.join(".") || "(row)", issue.message, id);
-  }
-  return {
-    ok: true,
-    task: {
-      spec: spec.data,
-      files: { "solution.patch": ensureNewline(row.patch), "tests.patch": ensureNewline(row.test_patch) },
-      source: at,
-      ...(notes.length > 0 ? { notes } : {}),
-    },
-  };
+  if (spec.success) return spec.data;
+  const issue = spec.error.issues[0]!;
+  return { field: issue.path.join(".") || "(row)", reason: issue.message };
 }
 
 /** The row's provenance columns, as text, for the task's `metadata`. Pure. */

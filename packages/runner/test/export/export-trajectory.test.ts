@@ -1,5 +1,13 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { exportTrajectory, nearText, promptBoundary } from "../../src/export/export-trajectory.js";
+import {
+  callTokens,
+  exportTrajectory,
+  nearText,
+  promptBoundary,
+  type SegmentDraft,
+  segmentOf,
+  splitReason,
+} from "../../src/export/export-trajectory.js";
 import { doubleLogprob } from "../../src/export/inference-server-double.js";
 import { MASKED } from "../../src/export/tokenize-for-trainer.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../../src/export/tokenizer.js";
@@ -196,5 +204,117 @@ describe("exportTrajectory", () => {
     const out = exportTrajectory([turns[0]!, failed, turns[1]!, turns[2]!], tok);
     expect(out.skipped).toEqual([{ seq: 99, reason: "status upstream_error: HTTP 500" }]);
     expect(out.segments).toHaveLength(1);
+  });
+});
+
+describe("exportTrajectory's steps", () => {
+  it("callTokens: server prompt and sampled ids when present, the template's otherwise", () => {
+    const tok = toks.llama3;
+    const messages = xmlChat(1).slice(0, -1);
+    const templatePrompt = tok.apply(messages, { addGenerationPrompt: true });
+    const ids = [...tok.encode(ANSWERS[0]!), tok.eosTokenId!];
+    const sampled = turn(1, messages, {
+      text: ANSWERS[0]!,
+      tokens: { promptIds: [7, 8], ids, logprobs: [-1] },
+    });
+    expect(callTokens(sampled, tok, {}, true)).toEqual({
+      prompt: [7, 8],
+      promptSource: "server",
+      completion: ids,
+      // logprobs not aligned with the ids are dropped rather than misaligned
+      logprobs: ids.map(() => null),
+      completionSource: "sampled",
+    });
+    expect(callTokens(sampled, tok, {}, false)).toMatchObject({
+      prompt: templatePrompt,
+      promptSource: "template",
+    });
+    const plain = callTokens(turn(1, messages, { text: ANSWERS[0]! }), tok, {}, true);
+    const full = tok.apply([...messages, { role: "assistant", content: ANSWERS[0]! }], {
+      addGenerationPrompt: false,
+    });
+    expect(plain).toEqual({
+      prompt: templatePrompt,
+      promptSource: "template",
+      completion: full.slice(templatePrompt.length),
+      logprobs: full.slice(templatePrompt.length).map(() => null),
+      completionSource: "template",
+    });
+  });
+
+  it("callTokens: a template that does not render the answer after its generation prompt is a reason, not a segment", () => {
+    const tok = toks.qwen3;
+    const messages = xmlChat(1).slice(0, -1);
+    const wrongPrompt = [...tok.apply(messages, { addGenerationPrompt: true }), 1];
+    const r = callTokens(turn(1, messages, { text: "x", tokens: { promptIds: wrongPrompt } }), tok, {}, true);
+    // the server prompt is not the template's, but the completion is cut at the template's own prompt
+    expect(r).toMatchObject({ promptSource: "server", completionSource: "template" });
+    // Qwen3 without thinking prompts with an empty <think> block; an answer with its own reasoning
+    // renders another one in its place
+    const noThinking = { templateKwargs: { enable_thinking: false } };
+    expect(callTokens(turn(1, messages, { text: "<think>a</think>x" }), tok, noThinking, true)).toEqual({
+      reason: expect.stringMatching(
+        /^the chat template does not render the answer after its generation prompt \(differs at token \d+\)$/,
+      ),
+    });
+  });
+
+  const draftOf = (over: Partial<SegmentDraft>): SegmentDraft => ({
+    seqs: [1],
+    tokens: [1, 2, 3, 4],
+    masks: [MASKED, MASKED, 3, 4],
+    logprobs: [1, 1, -0.5, null],
+    spans: [[2, 4]],
+    split: null,
+    completion: new Set(["sampled"]),
+    prompt: new Set(["server"]),
+    last: turn(1, [{ role: "user", content: "hi" }], { text: "a" }),
+    lastPrompt: [1, 2],
+    ...over,
+  });
+
+  it("splitReason: repeated and shrunk prompts, a rewritten history, each with where it left", () => {
+    const tok = toks.llama3;
+    const cur = draftOf({});
+    const next = turn(2, [{ role: "user", content: "other" }], { text: "b" });
+    expect(splitReason(cur, next, [1, 2], tok, {})).toMatchObject({
+      kind: "prompt_repeated",
+      atSeq: 2,
+      position: 2,
+      detail: expect.stringMatching(
+        /^call 2 sent call 1's prompt again .*; at token 2: had .*, prompt has \(end\)$/,
+      ),
+    });
+    expect(splitReason(cur, next, [1, 2, 3], tok, {})).toMatchObject({ kind: "prompt_shrunk", position: 3 });
+    expect(splitReason(cur, next, [1, 5], tok, {})).toMatchObject({ kind: "history_rewritten", position: 1 });
+  });
+
+  it("segmentOf: last-turn mode masks earlier completions; logprobs only when every trained one is known", () => {
+    const d = draftOf({
+      tokens: [1, 2, 3, 4, 5],
+      masks: [MASKED, 2, MASKED, 4, 5],
+      logprobs: [1, -0.1, 1, -0.2, -0.3],
+      spans: [
+        [1, 2],
+        [3, 5],
+      ],
+      seqs: [1, 2],
+      prompt: new Set(["server", "template"]),
+    });
+    const at = { trajectoryId: "t", index: 1, mode: "all_assistant_turns" as const, reward: 1, count: 2 };
+    expect(segmentOf(d, at)).toMatchObject({
+      index: 1,
+      masks: [MASKED, 2, MASKED, 4, 5],
+      inference_logprobs: [1, -0.1, 1, -0.2, -0.3],
+      reward: 0.5,
+      completionSource: "sampled",
+      promptSource: "mixed",
+    });
+    expect(segmentOf(d, { ...at, mode: "last_assistant_turn", reward: undefined })).toMatchObject({
+      masks: [MASKED, MASKED, MASKED, 4, 5],
+      inference_logprobs: [1, 1, 1, -0.2, -0.3],
+      reward: null,
+    });
+    expect(segmentOf(draftOf({}), at).inference_logprobs).toBeNull();
   });
 });

@@ -16,13 +16,19 @@ import {
   rewriteTestScript,
 } from "../../src/tasks/harbor.js";
 import {
+  EMPTY_WORKSPACE_FILE,
+  loadHarbor,
+  missingDockerfile,
+  readHarborDir,
+  verifierScript,
+  withEmptyWorkspace,
+} from "../../src/tasks/harbor-dir.js";
+import {
   AGENT_TREE,
   exportHarborDir,
   exportSolveScript,
-  loadHarbor,
   passLineRegex,
-  readHarborDir,
-} from "../../src/tasks/harbor-dir.js";
+} from "../../src/tasks/harbor-export.js";
 import { materializeSource } from "../../src/tasks/materialize.js";
 import { writeTaskFolder } from "../../src/tasks/task-dir.js";
 
@@ -373,5 +379,43 @@ describe("exportHarborDir", () => {
     });
     expect(back.task.spec.source).toEqual(task.spec.source);
     expect(String(back.task.files["solution.patch"])).toBe(await readFile(task.paths.solution, "utf8"));
+  });
+});
+
+describe("readHarborDir's pure steps", () => {
+  it("missingDockerfile names the prebuilt image a task points at instead", () => {
+    expect(missingDockerfile(undefined)).toEqual({ field: "environment/Dockerfile", reason: "missing" });
+    expect(missingDockerfile("ghcr.io/x/y:1").reason).toBe(
+      "missing: the task names the prebuilt image 'ghcr.io/x/y:1', which flakegym cannot turn into a workspace",
+    );
+  });
+
+  it("verifierScript: paths rewritten, uv made offline with notes, a fetch outside comments refused", async () => {
+    const plain =
+      "#!/bin/bash\n# curl is only named here\ncd /app && pytest /tests/t.py > /logs/verifier/out\n";
+    expect(verifierScript(plain, "/app")).toEqual({ script: rewriteTestScript(plain, "/app"), notes: [] });
+    const uv = await readFile(join(FIXTURES, "uv-tests/tests/test.sh"), "utf8");
+    const offline = offlineUvVerifier(uv);
+    if ("reason" in offline) throw new Error(`fixture uv-tests no longer reads: ${offline.reason}`);
+    expect(offline.notes.length).toBeGreaterThan(0);
+    expect(verifierScript(uv, "/app")).toEqual({
+      script: rewriteTestScript(offline.script, "/app"),
+      notes: offline.notes,
+    });
+    expect(verifierScript("cd /app\n  wget http://x/y\n", "/app")).toEqual({
+      field: "tests/test.sh",
+      reason:
+        "runs 'wget', which fetches over the network (the sandbox is offline): the tests must run with the profile's tools",
+    });
+  });
+
+  it("withEmptyWorkspace: an empty workspace holds one placeholder and says so; a copied one is kept", () => {
+    const empty = withEmptyWorkspace({}, "/srv");
+    expect(Object.keys(empty.repo)).toEqual([EMPTY_WORKSPACE_FILE]);
+    expect(empty.note).toBe(
+      `environment/Dockerfile copies no files into WORKDIR /srv: the workspace starts empty (holding only ${EMPTY_WORKSPACE_FILE})`,
+    );
+    const kept = withEmptyWorkspace({ "a.py": Buffer.from("x") }, "/app");
+    expect(kept).toEqual({ repo: { "a.py": Buffer.from("x") } });
   });
 });

@@ -7,7 +7,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog, loadTaskDir } from "../../src/tasks/catalog.js";
 import { formatRowError } from "../../src/tasks/dataset.js";
 import { datasetAsCatalog } from "../../src/tasks/dataset-catalog.js";
-import { canonicalColumns, parseSwebenchRow, rowLanguage, taskIdOf } from "../../src/tasks/swebench.js";
+import {
+  canonicalColumns,
+  parseSwebenchRow,
+  readSwebenchRow,
+  rowLanguage,
+  rowPatchFiles,
+  rowRunner,
+  rowTextProblem,
+  runnerTestIds,
+  type SwebenchRow,
+  suiteRun,
+  taskIdOf,
+  testListsOf,
+} from "../../src/tasks/swebench.js";
 import { detectDatasetSchema, loadSwebench } from "../../src/tasks/swebench-dataset.js";
 import { inRowVenv, SWEBENCH_SPECS_ORIGIN, VENV_CREATE } from "../../src/tasks/swebench-env-specs.js";
 import { writeTaskFolder } from "../../src/tasks/task-dir.js";
@@ -366,5 +379,146 @@ describe("datasetAsCatalog", () => {
     ]);
     expect(notes.filter((n) => n.startsWith("rejected (skipped): "))).toHaveLength(6);
     expect(await datasetAsCatalog(SWE_AGENT, join(tmp, "none"), {})).toBeUndefined();
+  });
+});
+
+/** The first fixture row (minicalc, pytest), read as the parser reads it. */
+async function fixtureRow(): Promise<SwebenchRow> {
+  const first = JSON.parse((await readFile(FIXTURE, "utf8")).split("\n")[0]!) as unknown;
+  const read = readSwebenchRow(first);
+  if (!("row" in read)) throw new Error(`fixture row 1 no longer reads: ${read.field}: ${read.reason}`);
+  return read.row;
+}
+
+describe("parseSwebenchRow's steps, one field group each", () => {
+  it("readSwebenchRow: a non-object, a schema problem with the row's id, a missing test_patch with its hint", async () => {
+    expect(readSwebenchRow([1])).toEqual({ field: "(row)", reason: "expected an object, got an array" });
+    const row = await fixtureRow();
+    expect(readSwebenchRow({ ...row, base_commit: 7 })).toMatchObject({
+      field: "base_commit",
+      id: "minicalc__minicalc-1",
+    });
+    const { test_patch: _, ...noTests } = row;
+    const missing = readSwebenchRow(noTests);
+    expect(missing).toMatchObject({ field: "test_patch", id: "minicalc__minicalc-1" });
+    expect("reason" in missing && missing.reason).toMatch(
+      /^missing: flakegym needs the hidden tests as a patch/,
+    );
+    expect(readSwebenchRow({ repo: "a/b" })).not.toHaveProperty("id");
+  });
+
+  it("rowTextProblem: task id, full commit id, non-empty prompt and patches", async () => {
+    const row = await fixtureRow();
+    expect(rowTextProblem(row)).toBeUndefined();
+    expect(rowTextProblem({ ...row, instance_id: "!!!" })).toEqual({
+      field: "instance_id",
+      reason: "'!!!' leaves no usable task id (letters, digits, '.', '_', '-')",
+    });
+    expect(rowTextProblem({ ...row, base_commit: "" })?.reason).toMatch(/git rev-parse <rev> in a clone/);
+    expect(rowTextProblem({ ...row, problem_statement: " " })).toEqual({
+      field: "problem_statement",
+      reason: "is empty: the agent's prompt comes from it",
+    });
+    expect(rowTextProblem({ ...row, patch: "\n" })?.reason).toBe(
+      "is empty: give the reference solution as a unified diff",
+    );
+    expect(rowTextProblem({ ...row, test_patch: "" })?.reason).toBe(
+      "is empty: give the hidden tests as a unified diff",
+    );
+  });
+
+  it("testListsOf: JSON-encoded lists decode, junk ids are dropped with a note, FAIL_TO_PASS must keep one", () => {
+    expect(testListsOf({ FAIL_TO_PASS: '["t.py::a"]', PASS_TO_PASS: null })).toEqual({
+      f2p: ["t.py::a"],
+      p2p: [],
+      notes: [],
+    });
+    const junk = testListsOf({ FAIL_TO_PASS: ["t.py::a", "[100%]"], PASS_TO_PASS: ["[ 50%]"] });
+    expect(junk).toMatchObject({ f2p: ["t.py::a"], p2p: [] });
+    expect("notes" in junk && junk.notes).toEqual([
+      "FAIL_TO_PASS: dropped '[100%]' — pytest progress output, not a test id",
+      "PASS_TO_PASS: dropped '[ 50%]' — pytest progress output, not a test id",
+    ]);
+    expect(testListsOf({ FAIL_TO_PASS: ["[100%]"], PASS_TO_PASS: [] })).toEqual({
+      field: "FAIL_TO_PASS",
+      reason: "is empty once junk ids are dropped: a task needs a test that the fix makes pass",
+    });
+    expect(testListsOf({ FAIL_TO_PASS: [], PASS_TO_PASS: "{" })).toMatchObject({
+      field: "PASS_TO_PASS",
+      reason: expect.stringMatching(/^is a string but not a JSON list/),
+    });
+  });
+
+  it("rowPatchFiles: the test patch's files; either patch without a file header is named", async () => {
+    const row = await fixtureRow();
+    expect(rowPatchFiles(row)).toEqual(["tests/test_clamp.py"]);
+    expect(rowPatchFiles({ ...row, test_patch: "just text" })).toMatchObject({ field: "test_patch" });
+    expect(rowPatchFiles({ ...row, patch: "just text" })).toMatchObject({
+      field: "patch",
+      reason: expect.stringMatching(/give the reference solution as `git diff` prints it$/),
+    });
+  });
+
+  it("rowRunner: the language default, the repository's runner, the row's test_runner when it fits", () => {
+    const rust = { language: "Rust", repo: "a/b", test_runner: null };
+    expect(rowRunner(rust, [])).toEqual({ language: "Rust", runner: "cargo" });
+    expect(rowRunner({ ...rust, language: null }, ["t/test_x.py"])).toEqual({
+      language: "Python",
+      runner: "pytest",
+    });
+    expect(
+      rowRunner({ language: null, repo: "django/django", test_runner: null }, ["tests/x/tests.py"]),
+    ).toMatchObject({
+      runner: "django",
+    });
+    expect(rowRunner({ ...rust, language: "COBOL" }, [])).toMatchObject({
+      field: "language",
+      reason: expect.stringMatching(/^COBOL is not supported: flakegym runs the tests of /),
+    });
+    expect(rowRunner({ ...rust, language: null }, ["README"])).toMatchObject({
+      field: "test_patch",
+      reason: expect.stringMatching(/^no language: name it in a 'language' column/),
+    });
+    expect(rowRunner({ ...rust, test_runner: "pytest" }, [])).toEqual({
+      field: "test_runner",
+      reason: "pytest does not run Rust tests",
+    });
+    expect(rowRunner({ ...rust, test_runner: "nope" }, [])).toMatchObject({
+      field: "test_runner",
+      reason: expect.stringMatching(
+        /^'nope' is not one of .*drop the column to use the Rust default \(cargo\)$/,
+      ),
+    });
+  });
+
+  it("runnerTestIds: Django ids become labels; an id the runner cannot select is named by index", () => {
+    const lists = { f2p: ["test_a (app.tests.T.test_a)"], p2p: [], notes: ["kept"] };
+    expect(runnerTestIds("django", lists)).toEqual({
+      f2p: ["test_a (app.tests.T)"],
+      p2p: [],
+      notes: ["kept"],
+    });
+    expect(runnerTestIds("pytest", { ...lists, p2p: ["t.py::ok", "bad id"] })).toMatchObject({
+      field: "FAIL_TO_PASS.0",
+      reason: expect.stringMatching(/^'test_a \(app.tests.T.test_a\)' is a django-style id/),
+    });
+    expect(runnerTestIds("cargo", { f2p: ["m::t"], p2p: ["m::ok", "no good"], notes: [] })).toMatchObject({
+      field: "PASS_TO_PASS.1",
+    });
+  });
+
+  it("suiteRun: a fetched Go repository reads the module cache, a Python suite runs in the row's venv", () => {
+    const suite = {
+      kind: "suite" as const,
+      command: "run-tests",
+      results: "pytest" as const,
+      failToPass: ["t"],
+      passToPass: [],
+      canary: { file: "t.py", prepend: "", append: "", id: "c" },
+    };
+    expect(suiteRun(suite, "go", "required")).toMatchObject({ command: "GOFLAGS=-mod=mod run-tests" });
+    expect(suiteRun(suite, "go", "none")).toBe(suite);
+    expect(suiteRun(suite, "pytest", "none")).toMatchObject({ command: inRowVenv("run-tests") });
+    expect(suiteRun(suite, "cargo", "required")).toBe(suite);
   });
 });

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { BUILTIN_CATALOG_DIR, listCatalog, loadTask } from "../../tasks/catalog.js";
-import { exportHarborDir } from "../../tasks/harbor-dir.js";
+import { exportHarborDir } from "../../tasks/harbor-export.js";
 import { defineCommand } from "../command.js";
 
 export const tasksExportCommand = defineCommand({
