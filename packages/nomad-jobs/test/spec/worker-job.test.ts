@@ -6,21 +6,11 @@ import { describe, expect, it } from "vitest";
 import { minutes } from "../../src/duration.js";
 import { canonicalizeJob } from "../../src/spec/canonicalize.js";
 import { parseJob } from "../../src/spec/job.js";
-import {
-  buildWorkerJob,
-  CLEAR_ENV,
-  CLINE_CORE_MEMORY_MB,
-  GRPC_PORT_LABEL,
-  HOST_PORT_LABEL,
-  META,
-  nomadVar,
-  RAW_EXEC_MISSING_ISOLATION,
-  renderJobJson,
-  sizeWorkerMemory,
-  WORKER_ENV,
-  WORKSPACE_PREP,
-  type WorkerJobInput,
-} from "../../src/spec/worker-job.js";
+import { RAW_EXEC_MISSING_ISOLATION } from "../../src/spec/worker-driver.js";
+import { CLEAR_ENV, nomadVar, WORKER_ENV, WORKSPACE_PREP } from "../../src/spec/worker-env.js";
+import { buildWorkerJob, renderJobJson, type WorkerJobInput } from "../../src/spec/worker-job.js";
+import { GRPC_PORT_LABEL, HOST_PORT_LABEL, META } from "../../src/spec/worker-names.js";
+import { CLINE_CORE_MEMORY_MB, sizeWorkerMemory } from "../../src/spec/worker-resources.js";
 import { expectGolden } from "../helpers/golden.js";
 import { BASE_WORKER, DIGEST } from "../helpers/worker-input.js";
 
