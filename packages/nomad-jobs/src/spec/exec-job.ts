@@ -3,18 +3,11 @@ import { z } from "zod";
 import { milliseconds, seconds } from "../duration.js";
 import { assertNoSecrets } from "./guards.js";
 import { Constraint, type Job, type Task } from "./job.js";
-import {
-  checkWorkerDriver,
-  defaultWorkspace,
-  driverConfig,
-  META,
-  nomadVar,
-  taskResources,
-  WORKER_ENV,
-  WorkerDriver,
-  WorkerResources,
-  WorkerSandbox,
-} from "./worker-job.js";
+import { checkWorkerDriver, WorkerDriver } from "./worker-driver.js";
+import { driverConfig } from "./worker-driver-config.js";
+import { defaultWorkspace, nomadVar, WORKER_ENV } from "./worker-env.js";
+import { META } from "./worker-names.js";
+import { taskResources, WorkerResources, WorkerSandbox } from "./worker-resources.js";
 
 /**
  * A one-shot command in a fresh allocation of a worker's image: a plain batch job (Count 1) whose

@@ -1,7 +1,9 @@
 import { assertNoSecrets } from "./guards.js";
 import type { Job, Task, TaskGroup } from "./job.js";
 import { networkModeProblem } from "./network-mode.js";
-import { CLEAR_ENV, CLINE_CORE_MEMORY_MB, META, MIN_AGENT_HEADROOM_MB } from "./worker-job.js";
+import { CLEAR_ENV } from "./worker-env.js";
+import { META } from "./worker-names.js";
+import { CLINE_CORE_MEMORY_MB, MIN_AGENT_HEADROOM_MB } from "./worker-resources.js";
 
 /**
  * Checks a rendered job (ours or anyone's) against what Nomad does with it on a shared cluster:

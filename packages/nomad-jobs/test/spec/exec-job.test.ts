@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildExecJob, EXEC_PRELUDE, type ExecJobInput } from "../../src/spec/exec-job.js";
-import { nomadVar } from "../../src/spec/worker-job.js";
+import { nomadVar } from "../../src/spec/worker-env.js";
 import { expectGolden } from "../helpers/golden.js";
 
 const base: ExecJobInput = {

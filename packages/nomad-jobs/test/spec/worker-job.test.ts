@@ -1,26 +1,16 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { minutes } from "../../src/duration.js";
 import { canonicalizeJob } from "../../src/spec/canonicalize.js";
 import { parseJob } from "../../src/spec/job.js";
-import {
-  buildWorkerJob,
-  CLEAR_ENV,
-  CLINE_CORE_MEMORY_MB,
-  GRPC_PORT_LABEL,
-  HOST_PORT_LABEL,
-  META,
-  nomadVar,
-  RAW_EXEC_MISSING_ISOLATION,
-  renderJobJson,
-  sizeWorkerMemory,
-  WORKER_ENV,
-  WORKSPACE_PREP,
-  type WorkerJobInput,
-} from "../../src/spec/worker-job.js";
+import { RAW_EXEC_MISSING_ISOLATION } from "../../src/spec/worker-driver.js";
+import { CLEAR_ENV, nomadVar, WORKER_ENV, WORKSPACE_PREP } from "../../src/spec/worker-env.js";
+import { buildWorkerJob, renderJobJson, type WorkerJobInput } from "../../src/spec/worker-job.js";
+import { GRPC_PORT_LABEL, HOST_PORT_LABEL, META } from "../../src/spec/worker-names.js";
+import { CLINE_CORE_MEMORY_MB } from "../../src/spec/worker-resources.js";
 import { expectGolden } from "../helpers/golden.js";
 import { BASE_WORKER, DIGEST } from "../helpers/worker-input.js";
 
@@ -243,36 +233,6 @@ describe("buildWorkerJob", () => {
     }
   });
 
-  it("the preparation step creates the worker's dirs and fills an empty workspace from the snapshot (real sh)", () => {
-    const root = mkdtempSync(join(tmpdir(), "flakegym-prep-"));
-    try {
-      const snap = join(root, "snap");
-      mkdirSync(snap);
-      writeFileSync(join(snap, "a.txt"), "A");
-      const env = {
-        PATH: process.env.PATH,
-        FLAKEGYM_WORKSPACE: join(root, "ws"),
-        FLAKEGYM_CONFIG_DIR: join(root, "cfg"),
-        FLAKEGYM_HOME: join(root, "home"),
-        FLAKEGYM_SNAPSHOT_DIR: snap,
-      };
-      const check =
-        'ls "$FLAKEGYM_WORKSPACE"; test -d "$FLAKEGYM_CONFIG_DIR" && test -d "$FLAKEGYM_HOME" && echo dirs-ok';
-      const run = () =>
-        execFileSync("/bin/sh", ["-c", WORKSPACE_PREP, "prep", "/bin/sh", "-c", check], {
-          env,
-          encoding: "utf8",
-        });
-      expect(run()).toBe("a.txt\ndirs-ok\n");
-      // A workspace that has content is left alone.
-      writeFileSync(join(snap, "b.txt"), "B");
-      expect(run()).toBe("a.txt\ndirs-ok\n");
-      expect(existsSync(join(root, "ws", "b.txt"))).toBe(false);
-    } finally {
-      rmSync(root, { recursive: true, force: true });
-    }
-  });
-
   it("maps sizing to Nomad resources: reservation ≤ hard limit", () => {
     const t = (r: WorkerJobInput["resources"]) =>
       buildWorkerJob({ ...base, resources: r }).TaskGroups[0]!.Tasks[0]!.Resources;
@@ -293,19 +253,6 @@ describe("buildWorkerJob", () => {
     expect(() => build(512)).toThrow(/512 MB is below 544 MB .*OOM-kill.*unless memory oversubscription/);
     expect(() => build(512, 2048)).not.toThrow();
     expect(() => buildWorkerJob({ ...base, agent: false, resources: { memoryMb: 256 } })).not.toThrow();
-  });
-
-  it("sizeWorkerMemory: the task's limit plus the core; a smaller reservation moves the need to MemoryMaxMB", () => {
-    expect(sizeWorkerMemory({ agent: true, limitMb: 4096 })).toEqual({ memoryMb: 4512, memoryMaxMb: 0 });
-    expect(sizeWorkerMemory({ agent: false, limitMb: 4096 })).toEqual({ memoryMb: 4096, memoryMaxMb: 0 });
-    expect(sizeWorkerMemory({ agent: true, limitMb: 1024, reserveMb: 800 })).toEqual({
-      memoryMb: 800,
-      memoryMaxMb: 1440,
-    });
-    expect(sizeWorkerMemory({ agent: true, limitMb: 1024, reserveMb: 9000 })).toEqual({
-      memoryMb: 1440,
-      memoryMaxMb: 0,
-    });
   });
 
   it("replace off on disconnect: a lost worker is never replaced behind the runner's back", () => {
