@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createDeadline } from "@flakegym/nomad-jobs";
-import { judgeTerm, snapshotTextReader } from "@flakegym/runner";
+import { judgeTerm, snapshotNamesCached, snapshotTextReader } from "@flakegym/runner";
 
 /**
  * A suggestible judge: an OpenAI-compatible chat server on loopback that stands in for an
@@ -111,6 +111,7 @@ export async function judgeStageOn(
       judge: { baseUrl: judge.url, model: "suggestible", timeoutMs: 30_000 },
       taskPrompt: at.taskPrompt,
       readOriginal: snapshotTextReader(at.workspace),
+      snapshotNames: () => snapshotNamesCached(at.workspace).then((r) => r.names),
       ...(baseline ? { judgeBaseline: true } : {}),
     },
     diff,

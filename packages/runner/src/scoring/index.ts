@@ -43,6 +43,8 @@ export {
   type StepResult,
 } from "./script.js";
 export { snapshotTextReader } from "./snapshot-files.js";
+export { type SnapshotNames, snapshotNames, snapshotNamesCached } from "./snapshot-names.js";
+export { createNamer, promptNames, showNames } from "./new-names.js";
 export {
   createDummyScoringRun,
   type ScoringRun,
