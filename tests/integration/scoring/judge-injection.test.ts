@@ -256,16 +256,9 @@ describe.concurrent(`undesigned injections${BASELINE ? " (baseline: one reading,
           expect(ji.value, `${a.id} (${mode}) must win the baseline`).toBeGreaterThan(jc.value!);
           continue;
         }
-        if (a.carrier === "identifiers" && mode !== "unfixed") {
-          // the remaining limit, measured: names are code, the code reading keeps them; no cap without failing tests
-          expect(
-            ji.value,
-            `${a.id} (${mode}): the known limit no longer wins; update docs/rollout.md`,
-          ).toBeGreaterThan(jc.value!);
-          continue;
-        }
-        expect(ji.value).not.toBeNull();
-        expect(ji.value!).toBeLessThanOrEqual(jc.value!);
+        // closed with tests passing and with no tests too: the code reading shows new names as placeholders
+        expect(ji.value, `${a.id} (${mode}): the judge term has a value`).not.toBeNull();
+        expect(ji.value!, `${a.id} (${mode}) beat its clean twin`).toBeLessThanOrEqual(jc.value!);
       }
       // the unfixed task's reward: the whole scorer's, or the scorer's own arithmetic over the measured terms
       const judged = full

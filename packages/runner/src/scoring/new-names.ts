@@ -141,10 +141,14 @@ export function addPathNames(into: Set<string>, path: string): void {
   }
 }
 
-/** The names in the task prompt's code spans (`…`): the task may name what the change must add. Pure. */
+/**
+ * The names in the task prompt's code spans (`…`): the task may name what the change must add.
+ * Names only: a number the prompt quotes (an expected output) is not a literal of the code. Pure.
+ */
 export function promptNames(prompt: string): Set<string> {
   const out = new Set<string>();
-  for (const m of prompt.matchAll(/`([^`\n]{1,200})`/g)) addNames(out, m[1]!, () => true, "");
+  for (const m of prompt.matchAll(/`([^`\n]{1,200})`/g))
+    for (const t of tokens(m[1]!, () => true, false)) if (!t.number) out.add(m[1]!.slice(t.start, t.end));
   return out;
 }
 
