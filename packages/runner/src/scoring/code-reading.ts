@@ -1,6 +1,15 @@
 import { applyHunks, type FileDiff, hunksOf, splitDiff } from "../text/diff.js";
 import { type Lang, type LexOptions, lex } from "./decoys/scan.js";
-import { addNames, createNamer, extOf, type Namer, showNames, showPath, tokens } from "./new-names.js";
+import {
+  addNames,
+  addPathNames,
+  createNamer,
+  extOf,
+  type Namer,
+  showNames,
+  showPath,
+  tokens,
+} from "./new-names.js";
 
 /**
  * The judge's code reading of a diff: what is left when nothing in it can be prose addressed to a
@@ -179,13 +188,18 @@ function headerOf(f: FileDiff, r: ReadingNames): string {
     ...head.filter((l) => MODE.test(l)),
     ...(a !== undefined && b !== undefined && a !== b ? [`rename from ${a}`, `rename to ${b}`] : []),
     ...(head.some((l) => l.startsWith("Binary files ")) ? ["Binary files differ"] : []),
-    ...(first < 0 ? [] : [`--- ${a === undefined ? "/dev/null" : `a/${a}`}`, `+++ ${b === undefined ? "/dev/null" : `b/${b}`}`]),
+    ...(first < 0
+      ? []
+      : [
+          `--- ${a === undefined ? "/dev/null" : `a/${a}`}`,
+          `+++ ${b === undefined ? "/dev/null" : `b/${b}`}`,
+        ]),
   ].join("\n");
 }
 
-function summaryOnly(f: FileDiff, why: string, r: ReadingNames): string {
+function summaryOnly(f: FileDiff, header: string, why: string): string {
   const { added, removed } = lineCounts(f);
-  return `${headerOf(f, r)}\n[${why}: ${added} line(s) added, ${removed} removed; text not shown]\n`;
+  return `${header}\n[${why}: ${added} line(s) added, ${removed} removed; text not shown]\n`;
 }
 
 /** Extensions a file that is not code is named by; any other is not shown (an extension can spell a word). */
@@ -239,8 +253,10 @@ function readFile(f: FileDiff, original: string | undefined, r: ReadingNames): s
   const path = f.newPath ?? f.oldPath ?? "";
   const reading = fileReadingOf(path);
   const hunks = hunksOf(f.text);
-  if (reading.kind === "not-code") return hunks.length === 0 ? `${headerOf(f, r)}\n` : notCode(f, path);
-  if (hunks.length === 0) return `${headerOf(f, r)}\n`;
+  if (reading.kind === "not-code" && hunks.length > 0) return notCode(f, path);
+  // the header first: placeholders are numbered in reading order
+  const header = headerOf(f, r);
+  if (hunks.length === 0 || reading.kind === "not-code") return `${header}\n`;
   const ext = extOf(path);
   if (reading.kind === "comment-lines") {
     // no state crosses a line: each line is read alone, no original needed; its strings are not
@@ -249,23 +265,24 @@ function readFile(f: FileDiff, original: string | undefined, r: ReadingNames): s
       !l.startsWith("\\") && dropCommentLines(l.slice(1), reading.markers) === l.slice(1);
     const show = (l: string) => l[0] + showNames(l.slice(1).trimEnd(), () => true, r.namer, ext);
     const read = (h: (typeof hunks)[number]) => [h.header, ...h.lines.filter(keep).map(show)];
-    return `${[headerOf(f, r), ...hunks.flatMap(read)].join("\n")}\n`;
+    return `${[header, ...hunks.flatMap(read)].join("\n")}\n`;
   }
   const before = f.oldPath === undefined ? "" : original;
-  if (before === undefined) return summaryOnly(f, "code whose original text could not be read", r);
+  if (before === undefined) return summaryOnly(f, header, "code whose original text could not be read");
   const after = f.newPath === undefined ? "" : applyHunks(before, f.text);
-  if (after === undefined) return summaryOnly(f, "code whose diff does not apply to its original text", r);
+  if (after === undefined)
+    return summaryOnly(f, header, "code whose diff does not apply to its original text");
   const names = { namer: r.namer, ext };
   const oldLines = stripToCode(before, reading.lang, reading.opts, names).split("\n");
   const newLines = stripToCode(after, reading.lang, reading.opts, names).split("\n");
-  return `${[headerOf(f, r), ...hunks.flatMap((h) => readHunk(h, oldLines, newLines))].join("\n")}\n`;
+  return `${[header, ...hunks.flatMap((h) => readHunk(h, oldLines, newLines))].join("\n")}\n`;
 }
 
 /**
  * The code reading of `diff`. `originals` maps a modified or deleted file's old path to its text
  * before the change; a code file whose original is missing is reduced to its path and counts.
- * `known`: the names shown as written (the snapshot's and the prompt's, codeReadingNames); the
- * originals' own names are added. Pure.
+ * `known`: the names shown as written (the snapshot's and the prompt's); the originals' own names
+ * and paths are added. Pure.
  */
 export function codeReading(
   diff: string,
@@ -273,7 +290,10 @@ export function codeReading(
   known: ReadonlySet<string>,
 ): string {
   const all = new Set(known);
-  for (const [path, text] of originals) addFileNames(all, path, text);
+  for (const [path, text] of originals) {
+    addPathNames(all, path);
+    addFileNames(all, path, text);
+  }
   const r = { known: all, namer: createNamer(all) };
   return splitDiff(diff)
     .map((f) => readFile(f, f.oldPath === undefined ? undefined : originals.get(f.oldPath), r))

@@ -11,6 +11,7 @@ export {
   judgeReadings,
   judgeTerm,
 } from "./judge-readings.js";
+export { createNamer, promptNames, showNames } from "./new-names.js";
 export { type BoundHidden, type PreparedHidden, prepareReadOnlyHidden } from "./read-only.js";
 export {
   combine,
@@ -44,7 +45,6 @@ export {
 } from "./script.js";
 export { snapshotTextReader } from "./snapshot-files.js";
 export { type SnapshotNames, snapshotNames, snapshotNamesCached } from "./snapshot-names.js";
-export { createNamer, promptNames, showNames } from "./new-names.js";
 export {
   createDummyScoringRun,
   type ScoringRun,

@@ -13,7 +13,11 @@ import { languageWords } from "./language-words.js";
  */
 
 /** A name or number token starting at `i` of `text`: its end, or undefined. `dollar`: `$` is a name character (JS). */
-export function tokenAt(text: string, i: number, dollar: boolean): { end: number; number: boolean } | undefined {
+export function tokenAt(
+  text: string,
+  i: number,
+  dollar: boolean,
+): { end: number; number: boolean } | undefined {
   const re = startsNumber(text, i) ? NUMBER : dollar ? NAME_JS : NAME;
   re.lastIndex = i;
   if (!re.test(text)) return undefined;
@@ -97,12 +101,7 @@ export function createNamer(known: ReadonlySet<string>): Namer {
 }
 
 /** `text` with every token at a code position shown through `namer`. Linear. Pure but for the namer's table. */
-export function showNames(
-  text: string,
-  isCode: (i: number) => boolean,
-  namer: Namer,
-  ext: string,
-): string {
+export function showNames(text: string, isCode: (i: number) => boolean, namer: Namer, ext: string): string {
   let out = "";
   let last = 0;
   for (const t of tokens(text, isCode, isDollarLang(ext))) {
@@ -123,12 +122,7 @@ export function extOf(path: string): string {
 }
 
 /** Adds the name and number tokens of `text` at code positions to `into`. Linear. */
-export function addNames(
-  into: Set<string>,
-  text: string,
-  isCode: (i: number) => boolean,
-  ext: string,
-): void {
+export function addNames(into: Set<string>, text: string, isCode: (i: number) => boolean, ext: string): void {
   for (const t of tokens(text, isCode, isDollarLang(ext))) into.add(text.slice(t.start, t.end));
 }
 

@@ -171,7 +171,9 @@ describe("codeReading", () => {
   });
   it("a diff that does not apply to the original is only its path and counts", () => {
     const diff = modified(`@@ -11 +11,2 @@\n-    return 2\n+    x = "${INJECT}"\n`);
-    expect(codeReading(diff, new Map([["m.py", ORIGINAL]]), NONE)).toContain("does not apply to its original text");
+    expect(codeReading(diff, new Map([["m.py", ORIGINAL]]), NONE)).toContain(
+      "does not apply to its original text",
+    );
   });
   it("new code files are read from the diff; docs and data files become their path and counts", () => {
     const diff = [
@@ -183,8 +185,8 @@ describe("codeReading", () => {
     ].join("");
     const out = codeReading(diff, new Map(), NONE);
     expect(leaks(out)).toEqual([]);
-    expect(out).toContain("+fn n1() -> u8 { k1 }");
-    expect(out).toContain('+const n2: &str = "⟨string ≤128⟩";');
+    expect(out).toContain("+fn n2() -> u8 { k1 }");
+    expect(out).toContain('+const n3: &str = "⟨string ≤128⟩";');
     expect(out).toContain(
       "[a changed file that is not code (.md): 1 line(s) added, 0 removed; path and text not shown]",
     );
@@ -192,7 +194,7 @@ describe("codeReading", () => {
       "[a new file that is not code (.json): 1 line(s) added, 0 removed; path and text not shown]",
     );
     expect(out).not.toContain("README");
-    expect(out).toContain('+echo n1 "⟨string ≤128⟩"');
+    expect(out).toContain('+echo n2 "⟨string ≤128⟩"');
     expect(originalsNeeded(diff)).toEqual([]);
   });
   it("a binary patch shows its header only", () => {
@@ -202,7 +204,9 @@ describe("codeReading", () => {
   });
   it("removed lines are read from the original, stripped the same way", () => {
     const diff = modified(`@@ -11 +11 @@\n-    return n\n+    return n + 1  # ${INJECT}\n`);
-    expect(codeReading(diff, new Map([["m.py", ORIGINAL]]), NONE)).toContain("-    return n\n+    return n + k1\n");
+    expect(codeReading(diff, new Map([["m.py", ORIGINAL]]), NONE)).toContain(
+      "-    return n\n+    return n + k1\n",
+    );
     expect(originalsNeeded(diff)).toEqual(["m.py"]);
   });
 });
