@@ -21,6 +21,10 @@ NotImplemented Ellipsis __init__ __name__ __main__ __all__ __repr__ __str__ __eq
 __iter__ __next__ __enter__ __exit__ __call__ __file__ __class__ __dict__ __lt__ __le__ __gt__ __ge__
 append extend insert pop remove clear copy keys values items get update setdefault split rsplit join
 strip lstrip rstrip startswith endswith lower upper replace find index count encode decode
+os sys re json math typing dataclasses dataclass field path Path Optional Union List Dict Tuple Any
+Callable Iterable Iterator functools itertools collections defaultdict namedtuple deque Counter
+partial wraps lru_cache match fullmatch search sub compile group groups loads dumps isdigit isalpha
+isspace splitlines partition rpartition zfill ljust rjust center sort islower isupper title
 `);
 
 const JS = words(`
@@ -33,7 +37,10 @@ BigInt Map Set WeakMap WeakSet Promise Error TypeError RangeError SyntaxError JS
 console require exports process globalThis Buffer Infinity NaN isNaN parseInt parseFloat Record
 Partial Readonly ReadonlyArray Pick Omit length push pop shift unshift slice splice map filter reduce
 forEach find findIndex includes indexOf join split trim toString keys values entries has add delete
-then log
+then log some every flat flatMap concat sort reverse at fill from isArray assign freeze startsWith
+endsWith padStart padEnd repeat replace replaceAll slice substring toLowerCase toUpperCase charAt
+charCodeAt codePointAt fromCharCode trimStart trimEnd match matchAll test exec stringify parse
+floor ceil round abs max min size clear resolve reject all race catch finally error warn
 `);
 
 const GO = words(`
@@ -42,7 +49,11 @@ map package range return select struct switch type var true false nil iota appen
 copy delete imag len make new panic print println real recover any bool byte comparable complex64
 complex128 error float32 float64 int int8 int16 int32 int64 rune string uint uint8 uint16 uint32
 uint64 uintptr min max clear Error String fmt errors strings strconv sort os io Sprintf Errorf
-Println Printf
+Println Printf New Is As Unwrap Contains ContainsRune HasPrefix HasSuffix Index IndexByte IndexRune
+LastIndex Split SplitN Fields Join Repeat Replace ReplaceAll ToLower ToUpper Trim TrimSpace
+TrimPrefix TrimSuffix TrimLeft TrimRight Cut Builder WriteString WriteByte WriteRune Len Atoi Itoa
+ParseInt ParseFloat ParseUint FormatInt Quote Unquote Slice Ints Strings bytes bufio unicode utf8
+Reader Writer EOF Scanner NewScanner Scan Text Err context Context time Duration
 `);
 
 const RUST = words(`
@@ -54,6 +65,11 @@ IntoIterator From Into AsRef Drop Fn FnMut FnOnce Send Sync Sized ToString std c
 u16 u32 u64 u128 usize i8 i16 i32 i64 i128 isize f32 f64 bool char str println print format vec
 assert assert_eq assert_ne panic unreachable todo unimplemented write writeln derive cfg test
 len push pop iter map collect unwrap expect clone into as_str to_string new default is_empty
+unwrap_or unwrap_or_else unwrap_or_default ok_or ok_or_else and_then map_err filter_map
+chars bytes split split_once trim trim_start trim_end starts_with ends_with strip_prefix
+strip_suffix parse find position any all rev zip skip take chain get get_mut insert remove contains
+extend sort sort_by sort_unstable cmp partial_cmp eq ne lt le gt ge Ordering Less Equal Greater
+as_ref as_mut iter_mut into_iter first last is_some is_none is_ok is_err max min sum count fold
 `);
 
 const C_FAMILY = words(`

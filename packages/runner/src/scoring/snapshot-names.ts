@@ -16,8 +16,9 @@ import { addPathNames } from "./new-names.js";
 
 export interface SnapshotNames {
   readonly names: ReadonlySet<string>;
-  /** Code files lexed, and whether a bound stopped the walk before the end. */
+  /** Code files lexed, their characters, and whether a bound stopped the walk before the end. */
   readonly files: number;
+  readonly chars: number;
   readonly truncated: boolean;
 }
 
@@ -60,7 +61,7 @@ export async function snapshotNames(
   let truncated = false;
   const dirs = [""];
   while (dirs.length > 0) {
-    if (signal.aborted) return { names, files, truncated: true };
+    if (signal.aborted) return { names, files, chars: bytes, truncated: true };
     const rel = dirs.shift()!;
     const entries: Dirent[] = await readdir(join(root, rel), { withFileTypes: true }).catch(() => []);
     for (const e of entries) {
@@ -80,7 +81,7 @@ export async function snapshotNames(
       addFileNames(names, path, text);
     }
   }
-  return { names, files, truncated };
+  return { names, files, chars: bytes, truncated };
 }
 
 const cache = new Map<string, Promise<SnapshotNames>>();
