@@ -1,5 +1,5 @@
 export { dropPaths, type FileDiff, splitDiff, touchedPaths } from "../text/diff.js";
-export { codeReading, fileReadingOf, stripToCode } from "./code-reading.js";
+export { codeReading, fileReadingOf, originalsNeeded, stripToCode } from "./code-reading.js";
 export { type DecoyPlan, type GuardReport, guardFiles } from "./decoys/guard.js";
 export { EVAL_CMD_ID, formatOfPath, twinFiles } from "./decoys/twin.js";
 export { askJudge, JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
