@@ -105,7 +105,12 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const perKb = await readingPerKb(reps, snapshot.workspace);
   printTable(perKb);
   console.log(
-    `\ncode reading with new names vs names as written: ${perKb.map((r) => `${r.input} ${Number(r.ratio).toFixed(2)}×`).join("; ")} (load average ${loadStr()})`,
+    `\ncode reading with new names vs names as written: ${perKb
+      .filter((r) => r.ratio !== "")
+      .map((r) => `${r.input} ${Number(r.ratio).toFixed(2)}×`)
+      .join(
+        "; ",
+      )}; ${perKb.at(-1)?.input}: ${perKb.at(-1)?.["ms/KB with names / as written"]} ms/KB (load average ${loadStr()})`,
   );
   ctx.writeResult("judge-readings", { reps, rows, perKb, loadavg: loadStr() });
 }
@@ -121,7 +126,8 @@ const cpuMs = (f: () => unknown): number => {
 function newModule(lines: number): string {
   const body = Array.from(
     { length: lines },
-    (_, i) => `+def helper_${i}(value, factor=${i % 9}):  # step ${i}\n+    return "unit" if value else helper_${i}`,
+    (_, i) =>
+      `+def helper_${i}(value, factor=${i % 9}):  # step ${i}\n+    return "unit" if value else helper_${i}`,
   );
   return `diff --git a/pkg/big.py b/pkg/big.py\nnew file mode 100644\n--- /dev/null\n+++ b/pkg/big.py\n@@ -0,0 +1,${lines * 2} @@\n${body.join("\n")}\n`;
 }

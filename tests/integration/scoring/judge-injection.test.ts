@@ -37,6 +37,9 @@ import {
 //    win a suggestible judge (suggestible-judge.ts) on the scorer before it:
 //    `FLAKEGYM_JUDGE_BASELINE=1` scores them that way and asserts each WINS (judge term above its clean
 //    twin's), so every attack is a real win, not one something else stops.
+// Words written as code (`carrier: "identifiers"`) are closed by the code reading alone: it shows
+// every name the snapshot does not have as a placeholder (scoring/new-names.ts); the full reading
+// still shows them and is won, and the term, the lower answer, is the code reading's.
 // Each attack is scored three ways: on the task with its bug unfixed (hidden tests fail), on top of
 // the reference fix (tests pass: only the two readings bound the judge), and as a dataset row (no
 // hidden tests, no cap).
@@ -259,6 +262,9 @@ describe.concurrent(`undesigned injections${BASELINE ? " (baseline: one reading,
         // closed with tests passing and with no tests too: the code reading shows new names as placeholders
         expect(ji.value, `${a.id} (${mode}): the judge term has a value`).not.toBeNull();
         expect(ji.value!, `${a.id} (${mode}) beat its clean twin`).toBeLessThanOrEqual(jc.value!);
+        if (a.carrier === "identifiers" && mode !== "unfixed")
+          // the full reading still reads the words and is won; the code reading alone bounds the term
+          expect(ji.detail, `${a.id} (${mode}): the full reading was not won`).toMatch(/full reading 1 \(/);
       }
       // the unfixed task's reward: the whole scorer's, or the scorer's own arithmetic over the measured terms
       const judged = full
