@@ -5,6 +5,8 @@ import {
   addPathNames,
   createNamer,
   extOf,
+  type KnownNames,
+  knownIn,
   type Namer,
   showNames,
   showPath,
@@ -244,7 +246,7 @@ function readHunk(
 
 /** The names a reading shows as written (`known`) and its placeholders for the rest. */
 interface ReadingNames {
-  readonly known: ReadonlySet<string>;
+  readonly known: KnownNames;
   readonly namer: Namer;
 }
 
@@ -284,16 +286,13 @@ function readFile(f: FileDiff, original: string | undefined, r: ReadingNames): s
  * `known`: the names shown as written (the snapshot's and the prompt's); the originals' own names
  * and paths are added. Pure.
  */
-export function codeReading(
-  diff: string,
-  originals: ReadonlyMap<string, string>,
-  known: ReadonlySet<string>,
-): string {
-  const all = new Set(known);
+export function codeReading(diff: string, originals: ReadonlyMap<string, string>, known: KnownNames): string {
+  const own = new Set<string>();
   for (const [path, text] of originals) {
-    addPathNames(all, path);
-    addFileNames(all, path, text);
+    addPathNames(own, path);
+    addFileNames(own, path, text);
   }
+  const all = knownIn(known, own);
   const r = { known: all, namer: createNamer(all) };
   return splitDiff(diff)
     .map((f) => readFile(f, f.oldPath === undefined ? undefined : originals.get(f.oldPath), r))

@@ -1,7 +1,7 @@
 import { codeReading, originalsNeeded } from "./code-reading.js";
 import { graderAddress } from "./grader-address.js";
 import { askJudge, type JudgeConfig, type JudgeInput, judgeMessages, parseJudgeScore } from "./judge.js";
-import { promptNames } from "./new-names.js";
+import { knownIn, promptNames } from "./new-names.js";
 import type { Term } from "./reward.js";
 import type { Score } from "./score.js";
 
@@ -167,8 +167,7 @@ async function readOriginals(
 
 /** The code reading of `diff` with the snapshot's originals and names (and the prompt's code spans). */
 async function codeReadingOf(o: JudgeStageOptions, diff: string): Promise<string> {
-  const known = new Set(promptNames(o.taskPrompt));
-  for (const n of (await o.snapshotNames?.()) ?? []) known.add(n);
+  const known = knownIn(promptNames(o.taskPrompt), (await o.snapshotNames?.()) ?? new Set());
   return codeReading(diff, await readOriginals(diff, o.readOriginal), known);
 }
 

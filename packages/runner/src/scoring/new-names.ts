@@ -63,37 +63,38 @@ export function* tokens(
   }
 }
 
+/** The names a reading shows as written: the snapshot's, the prompt's (a Set is one). */
+export interface KnownNames {
+  has(name: string): boolean;
+}
+
+/** Names known to any of `sets`, without copying them. Pure. */
+export const knownIn = (...sets: readonly KnownNames[]): KnownNames => ({
+  has: (name) => sets.some((s) => s.has(name)),
+});
+
 /** The placeholders of one reading: the same name, the same placeholder, across all its files. */
 export interface Namer {
   /** `token` as shown: itself when known (the snapshot, the prompt, the language `ext`), else its placeholder. */
   show(token: string, number: boolean, ext: string): string;
 }
 
-/** A namer over `known` (the snapshot's names and numbers, the prompt's). Pure but for its own table. */
-export function createNamer(known: ReadonlySet<string>): Namer {
-  const names = new Map<string, string>();
-  const numbers = new Map<string, string>();
-  // a placeholder never looks like a name the snapshot has
-  const prefix = (p: string) => {
-    let q = p;
-    for (;;) {
-      const taken = new RegExp(`^${q}\\d+$`);
-      if (![...known].some((k) => taken.test(k))) return q;
-      q = `${q}${p}`;
-    }
-  };
-  let namePrefix: string | undefined;
-  let numberPrefix: string | undefined;
+/**
+ * A namer over `known` (the snapshot's names and numbers, the prompt's). A placeholder is never a
+ * known name (`n3` taken: the next free number). Pure but for its own table.
+ */
+export function createNamer(known: KnownNames): Namer {
+  const tables = { n: new Map<string, string>(), k: new Map<string, string>() };
+  const next = { n: 1, k: 1 };
   return {
     show(token, number, ext) {
       if (known.has(token) || (!number && languageWords(ext).has(token))) return token;
-      const table = number ? numbers : names;
-      let p = table.get(token);
+      const kind = number ? "k" : "n";
+      let p = tables[kind].get(token);
       if (p === undefined) {
-        namePrefix ??= prefix("n");
-        numberPrefix ??= prefix("k");
-        p = `${number ? numberPrefix : namePrefix}${table.size + 1}`;
-        table.set(token, p);
+        do p = `${kind}${next[kind]++}`;
+        while (known.has(p));
+        tables[kind].set(token, p);
       }
       return p;
     },
@@ -151,7 +152,7 @@ export function promptNames(prompt: string): Set<string> {
  * names through `namer` (a new `helpers.py` is `n3.py`, and `import helpers` reads `import n3`),
  * the extension of a code file kept. Pure but for the namer's table.
  */
-export function showPath(path: string, known: ReadonlySet<string>, namer: Namer): string {
+export function showPath(path: string, known: KnownNames, namer: Namer): string {
   const ext = extOf(path);
   return path
     .split("/")
