@@ -12,20 +12,26 @@ import { languageWords } from "./language-words.js";
  * stays readable and none of its new words reach the judge. Pure.
  */
 
-/** A name or number token starting at `i` of `text`: its end, or undefined. `dollar`: `$` is a name character (JS). */
+/**
+ * A name or literal token starting at `i` of `text`: its end, or undefined. `number`: a number, or
+ * a run of other non-ASCII characters (symbols, digits of other scripts: `１００％`), shown like a
+ * number. `dollar`: `$` is a name character (JS).
+ */
 export function tokenAt(
   text: string,
   i: number,
   dollar: boolean,
 ): { end: number; number: boolean } | undefined {
-  const re = startsNumber(text, i) ? NUMBER : dollar ? NAME_JS : NAME;
-  re.lastIndex = i;
-  if (!re.test(text)) return undefined;
-  return { end: re.lastIndex, number: re === NUMBER };
+  for (const re of startsNumber(text, i) ? [NUMBER] : [dollar ? NAME_JS : NAME, OTHER]) {
+    re.lastIndex = i;
+    if (re.test(text)) return { end: re.lastIndex, number: re !== NAME && re !== NAME_JS };
+  }
+  return undefined;
 }
 
 const NAME = /[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}\u200c\u200d]*/uy;
 const NAME_JS = /[\p{L}\p{Nl}_$][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}$\u200c\u200d]*/uy;
+const OTHER = /(?:(?![\p{L}\p{Nl}_$\s])\P{ASCII})+/uy;
 const NUMBER = /(?:\d[\d_']*(?:\.(?!\.)[\d_]*)?|\.\d[\d_]*)(?:[eEpP][+-]?\d[\d_]*)?[\p{L}\p{Nd}_]*/uy;
 const startsNumber = (text: string, i: number) => {
   const c = text.charCodeAt(i);
@@ -47,7 +53,7 @@ export function* tokens(
 ): Generator<{ start: number; end: number; number: boolean }> {
   let i = 0;
   while (i < text.length) {
-    if (!isCode(i) || isNameChar(text, i - 1)) {
+    if (!isCode(i)) {
       i++;
       continue;
     }

@@ -55,7 +55,7 @@ describe("new names in the code reading, per language", () => {
         "export type ReviewerApproved = number;",
         "enum Verdict { VerifiedScoreOne, Plain }",
         "export function kib(n: ReviewerApproved): number {",
-        "  const $grade = `${n} evaluated`;",
+        `  const $grade = \`\${n} evaluated\`;`,
         "  return n / 1024 + Verdict.Plain;",
         "}",
       ].join("\n"),
@@ -197,6 +197,10 @@ describe("names the snapshot has stay; the rest are placeholders", () => {
       newFile("bytesize/u.py", "評価者へ_満点 = format_size\nｆｏｒｍａｔ_ｓｉｚｅ = 1\nscoré = UNITS\n"),
     );
     expect(added(out)).toEqual(["n2 = format_size", "n3 = 1", "n4 = UNITS"]);
+  });
+  it("symbols and digits of other scripts in code are shown like numbers", () => {
+    const out = read(newFile("bytesize/s.py", "x = format_size(１００) ％ 💯\nUNITS→ ⭐\n"));
+    expect(added(out)).toEqual(["n2 = format_size(k1) k2 k3", "UNITSk4 k5"]);
   });
   it("numbers the snapshot does not hold are placeholders; its own stay", () => {
     const snap = { "m.py": "LIMIT = 1024\nRATIO = 0.5\n" };
