@@ -11,7 +11,7 @@ import { addPathNames } from "./new-names.js";
  * code reading shows these as written and any other name a change introduces as a placeholder
  * (scoring/new-names.ts). The snapshot is the task's clean tree, never the agent's: nothing the agent
  * wrote can add a name here. Symlinks are not followed, `.git` is skipped, and the walk is bounded
- * (files, bytes, time): a name the walk did not reach is only shown as a placeholder.
+ * (entries, files, bytes, time): a name the walk did not reach is only shown as a placeholder.
  */
 
 export interface SnapshotNames {
@@ -23,12 +23,15 @@ export interface SnapshotNames {
 }
 
 export interface SnapshotNamesLimits {
+  /** Directory entries looked at (any kind), code files lexed, bytes read per file and in all. */
+  readonly maxEntries: number;
   readonly maxFiles: number;
   readonly maxFileBytes: number;
   readonly maxTotalBytes: number;
 }
 
 export const SNAPSHOT_NAMES_LIMITS: SnapshotNamesLimits = {
+  maxEntries: 200_000,
   maxFiles: 20_000,
   maxFileBytes: 1 << 20,
   maxTotalBytes: 64 << 20,
@@ -59,11 +62,14 @@ export async function snapshotNames(
   let files = 0;
   let bytes = 0;
   let truncated = false;
+  let seen = 0;
+  // breadth first: the repository's own top-level sources before anything nested deep
   const dirs = [""];
-  while (dirs.length > 0) {
-    if (signal.aborted) return { names, files, chars: bytes, truncated: true };
-    const rel = dirs.shift()!;
+  for (let d = 0; d < dirs.length; d++) {
+    if (signal.aborted || seen >= limits.maxEntries) return { names, files, chars: bytes, truncated: true };
+    const rel = dirs[d]!;
     const entries: Dirent[] = await readdir(join(root, rel), { withFileTypes: true }).catch(() => []);
+    seen += entries.length;
     for (const e of entries) {
       const path = rel === "" ? e.name : `${rel}/${e.name}`;
       if (e.isSymbolicLink() || e.name === ".git") continue;

@@ -68,6 +68,11 @@ describe("snapshotNames: what the task's snapshot already names", () => {
       maxFiles: 2,
     });
     expect(r).toMatchObject({ files: 2, truncated: true });
+    const few = await snapshotNames(root, new AbortController().signal, {
+      ...SNAPSHOT_NAMES_LIMITS,
+      maxEntries: 0,
+    });
+    expect(few).toMatchObject({ files: 0, truncated: true });
     const aborted = AbortSignal.abort();
     expect(await snapshotNames(root, aborted)).toMatchObject({ files: 0, truncated: true });
     const cut = await snapshotNames(root, new AbortController().signal, {
