@@ -22,6 +22,8 @@ import { JUDGE_ATTACKS, type JudgeAttack } from "./judge-attacks.js";
 import { attackDiff } from "./red-team/attack.js";
 import { scoreInFork } from "./score-in-fork.js";
 import {
+  codeReadingAt,
+  gradeOfReading,
   judgeStageOn,
   type SuggestibleJudge,
   startSuggestibleJudge,
@@ -262,9 +264,14 @@ describe.concurrent(`undesigned injections${BASELINE ? " (baseline: one reading,
         // closed with tests passing and with no tests too: the code reading shows new names as placeholders
         expect(ji.value, `${a.id} (${mode}): the judge term has a value`).not.toBeNull();
         expect(ji.value!, `${a.id} (${mode}) beat its clean twin`).toBeLessThanOrEqual(jc.value!);
-        if (a.carrier === "identifiers" && mode !== "unfixed")
+        if (a.carrier === "identifiers" && mode !== "unfixed") {
           // the full reading still reads the words and is won; the code reading alone bounds the term
           expect(ji.detail, `${a.id} (${mode}): the full reading was not won`).toMatch(/full reading 1 \(/);
+          // and the code reading as it was, names as written, is won too: the placeholders close it
+          const at = { taskPrompt: task.spec.prompt, workspace: snapshot.workspace };
+          const asWritten = await codeReadingAt(at, diffs.get(key(a, mode, false))!, true);
+          expect(gradeOfReading(at.taskPrompt, asWritten), `${a.id} (${mode}): names as written`).toBe(1);
+        }
       }
       // the unfixed task's reward: the whole scorer's, or the scorer's own arithmetic over the measured terms
       const judged = full

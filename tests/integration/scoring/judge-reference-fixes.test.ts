@@ -3,23 +3,18 @@ import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import {
   type ChatTokenizer,
-  codeReading,
   judgeMessages,
   type LoadedTask,
   loadCatalog,
   loadChatTokenizer,
-  originalsNeeded,
-  promptNames,
-  showNames,
-  snapshotNames,
-  snapshotTextReader,
 } from "@flakegym/runner";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  codeReadingAt,
+  gradeOfReading,
   judgeStageOn,
   type SuggestibleJudge,
   startSuggestibleJudge,
-  suggestibleGrade,
 } from "./suggestible-judge.js";
 
 // Honest changes keep their judge term: every local catalog task's reference fix is read by the
@@ -45,30 +40,6 @@ afterAll(async () => {
   await judge?.close();
 });
 
-/** The code reading as the judge stage builds it; `asWritten`: every name shown as written (the reading before placeholders). */
-async function readingOf(task: LoadedTask, diff: string, asWritten: boolean): Promise<string> {
-  const root = task.paths.sourceDir!;
-  const read = snapshotTextReader(root);
-  const originals = new Map<string, string>();
-  for (const p of originalsNeeded(diff)) {
-    const t = await read(p);
-    if (t !== undefined) originals.set(p, t);
-  }
-  const known = new Set(promptNames(task.spec.prompt));
-  for (const n of (await snapshotNames(root, new AbortController().signal)).names) known.add(n);
-  if (asWritten) {
-    // every token of the diff itself known: nothing becomes a placeholder
-    const all = new Set<string>();
-    const keep = (t: string) => {
-      all.add(t);
-      return t;
-    };
-    showNames(diff, () => true, { show: keep }, "");
-    for (const n of all) known.add(n);
-  }
-  return codeReading(diff, originals, known);
-}
-
 describe("the catalog's reference fixes keep their judge term", () => {
   it("every local task: the term two readings gave with names as written; the code reading's change, printed", async () => {
     expect(tasks.length).toBeGreaterThan(10);
@@ -83,12 +54,11 @@ describe("the catalog's reference fixes keep their judge term", () => {
       const user = (d: string) =>
         judgeMessages({ taskPrompt: task.spec.prompt, diff: d, testSummary: "", reading: "code" })[1]!
           .content;
-      const [w, p] = [await readingOf(task, diff, true), await readingOf(task, diff, false)];
-      expect(suggestibleGrade(user(p)), task.spec.id).toBe(suggestibleGrade(user(w)));
+      const [w, p] = [await codeReadingAt(at, diff, true), await codeReadingAt(at, diff, false)];
+      const asWritten = gradeOfReading(task.spec.prompt, w);
+      expect(gradeOfReading(task.spec.prompt, p), task.spec.id).toBe(asWritten);
       // the term two readings gave with names as written: the lower of the one-reading answer and that reading's
-      expect(two.term.value, `${task.spec.id}: both readings`).toBe(
-        Math.min(one.term.value!, suggestibleGrade(user(w))),
-      );
+      expect(two.term.value, `${task.spec.id}: both readings`).toBe(Math.min(one.term.value!, asWritten));
       expect(two.term.value, task.spec.id).toBe(0.6);
       const [tw, tp] = [qwen3.encode(user(w)).length, qwen3.encode(user(p)).length];
       before += tw;
