@@ -22,7 +22,14 @@ export function tokenAt(
   i: number,
   dollar: boolean,
 ): { end: number; number: boolean } | undefined {
-  for (const re of startsNumber(text, i) ? [NUMBER] : [dollar ? NAME_JS : NAME, OTHER]) {
+  const c = text.charCodeAt(i);
+  // fast path: an ASCII character that starts no token
+  if (c < 128 && !startsNumber(text, i) && !ASCII_NAME_START.test(text[i]!)) return undefined;
+  for (const re of startsNumber(text, i)
+    ? [NUMBER]
+    : c < 128
+      ? [dollar ? NAME_JS : NAME]
+      : [dollar ? NAME_JS : NAME, OTHER]) {
     re.lastIndex = i;
     if (re.test(text)) return { end: re.lastIndex, number: re !== NAME && re !== NAME_JS };
   }
@@ -31,6 +38,7 @@ export function tokenAt(
 
 const NAME = /[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}\u200c\u200d]*/uy;
 const NAME_JS = /[\p{L}\p{Nl}_$][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}$\u200c\u200d]*/uy;
+const ASCII_NAME_START = /[A-Za-z_$]/;
 const OTHER = /(?:(?![\p{L}\p{Nl}_$\s])\P{ASCII})+/uy;
 const NUMBER = /(?:\d[\d_']*(?:\.(?!\.)[\d_]*)?|\.\d[\d_]*)(?:[eEpP][+-]?\d[\d_]*)?[\p{L}\p{Nd}_]*/uy;
 const startsNumber = (text: string, i: number) => {
