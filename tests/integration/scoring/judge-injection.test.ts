@@ -22,6 +22,8 @@ import { JUDGE_ATTACKS, type JudgeAttack } from "./judge-attacks.js";
 import { attackDiff } from "./red-team/attack.js";
 import { scoreInFork } from "./score-in-fork.js";
 import {
+  codeReadingAt,
+  gradeOfReading,
   judgeStageOn,
   type SuggestibleJudge,
   startSuggestibleJudge,
@@ -37,6 +39,9 @@ import {
 //    win a suggestible judge (suggestible-judge.ts) on the scorer before it:
 //    `FLAKEGYM_JUDGE_BASELINE=1` scores them that way and asserts each WINS (judge term above its clean
 //    twin's), so every attack is a real win, not one something else stops.
+// Words written as code (`carrier: "identifiers"`) are closed by the code reading alone: it shows
+// every name the snapshot does not have as a placeholder (scoring/new-names.ts); the full reading
+// still shows them and is won, and the term, the lower answer, is the code reading's.
 // Each attack is scored three ways: on the task with its bug unfixed (hidden tests fail), on top of
 // the reference fix (tests pass: only the two readings bound the judge), and as a dataset row (no
 // hidden tests, no cap).
@@ -256,16 +261,17 @@ describe.concurrent(`undesigned injections${BASELINE ? " (baseline: one reading,
           expect(ji.value, `${a.id} (${mode}) must win the baseline`).toBeGreaterThan(jc.value!);
           continue;
         }
+        // closed with tests passing and with no tests too: the code reading shows new names as placeholders
+        expect(ji.value, `${a.id} (${mode}): the judge term has a value`).not.toBeNull();
+        expect(ji.value!, `${a.id} (${mode}) beat its clean twin`).toBeLessThanOrEqual(jc.value!);
         if (a.carrier === "identifiers" && mode !== "unfixed") {
-          // the remaining limit, measured: names are code, the code reading keeps them; no cap without failing tests
-          expect(
-            ji.value,
-            `${a.id} (${mode}): the known limit no longer wins; update docs/rollout.md`,
-          ).toBeGreaterThan(jc.value!);
-          continue;
+          // the full reading still reads the words and is won; the code reading alone bounds the term
+          expect(ji.detail, `${a.id} (${mode}): the full reading was not won`).toMatch(/full reading 1 \(/);
+          // and the code reading as it was, names as written, is won too: the placeholders close it
+          const at = { taskPrompt: task.spec.prompt, workspace: snapshot.workspace };
+          const asWritten = await codeReadingAt(at, diffs.get(key(a, mode, false))!, true);
+          expect(gradeOfReading(at.taskPrompt, asWritten), `${a.id} (${mode}): names as written`).toBe(1);
         }
-        expect(ji.value).not.toBeNull();
-        expect(ji.value!).toBeLessThanOrEqual(jc.value!);
       }
       // the unfixed task's reward: the whole scorer's, or the scorer's own arithmetic over the measured terms
       const judged = full

@@ -1,7 +1,16 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createDeadline } from "@flakegym/nomad-jobs";
-import { judgeTerm, snapshotTextReader } from "@flakegym/runner";
+import {
+  codeReading,
+  judgeMessages,
+  judgeTerm,
+  originalsNeeded,
+  promptNames,
+  showNames,
+  snapshotNamesCached,
+  snapshotTextReader,
+} from "@flakegym/runner";
 
 /**
  * A suggestible judge: an OpenAI-compatible chat server on loopback that stands in for an
@@ -111,6 +120,7 @@ export async function judgeStageOn(
       judge: { baseUrl: judge.url, model: "suggestible", timeoutMs: 30_000 },
       taskPrompt: at.taskPrompt,
       readOriginal: snapshotTextReader(at.workspace),
+      snapshotNames: () => snapshotNamesCached(at.workspace).then((r) => r.names),
       ...(baseline ? { judgeBaseline: true } : {}),
     },
     diff,
@@ -119,3 +129,40 @@ export async function judgeStageOn(
     deadline.signal,
   );
 }
+
+/**
+ * The code reading the judge stage builds of `diff` over the snapshot at `workspace`; `asWritten`:
+ * every name of the diff shown as written, the code reading as it was before it showed new names as
+ * placeholders (so an attack can be shown to win that reading).
+ */
+export async function codeReadingAt(
+  at: { readonly taskPrompt: string; readonly workspace: string },
+  diff: string,
+  asWritten: boolean,
+): Promise<string> {
+  const read = snapshotTextReader(at.workspace);
+  const originals = new Map<string, string>();
+  for (const p of originalsNeeded(diff)) {
+    const t = await read(p);
+    if (t !== undefined) originals.set(p, t);
+  }
+  const known = new Set(promptNames(at.taskPrompt));
+  for (const n of (await snapshotNamesCached(at.workspace)).names) known.add(n);
+  if (asWritten) {
+    // every token of the diff itself known: nothing becomes a placeholder
+    const keep = (t: string) => {
+      known.add(t);
+      return t;
+    };
+    showNames(diff, () => true, { show: keep }, "");
+  }
+  return codeReading(diff, originals, known);
+}
+
+/** What the suggestible judge answers to `reading` sent as a code reading. */
+export const gradeOfReading = (taskPrompt: string, reading: string): number =>
+  suggestibleGrade(
+    judgeMessages({ taskPrompt, diff: reading, testSummary: "", reading: "code" }).find(
+      (m) => m.role === "user",
+    )!.content,
+  );

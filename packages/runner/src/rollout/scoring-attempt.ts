@@ -3,6 +3,7 @@ import type { RunConfig, Score } from "../run-format/schema.js";
 import { type BoundHidden, prepareReadOnlyHidden } from "../scoring/read-only.js";
 import { type ScoreOptions, scoreDiff } from "../scoring/scorer.js";
 import { snapshotTextReader } from "../scoring/snapshot-files.js";
+import { snapshotNamesCached } from "../scoring/snapshot-names.js";
 import { type ScoringRun, scoreGuarded } from "../scoring/twin-run.js";
 import type { Snapshot } from "../snapshots/build.js";
 import { rowReachProfile, rowTermCommands } from "../tasks/row-reward.js";
@@ -123,6 +124,7 @@ export async function runScoringAttempt(ctx: ScoringAttemptContext, input: Score
     return await scoreGuarded(run, prepared, {
       ...scoreOptionsOf(ctx.config, input.task, prepared?.bound, ctx.judgeApiKey),
       readOriginal: snapshotTextReader(ctx.snapshot.workspace),
+      snapshotNames: () => snapshotNamesCached(ctx.snapshot.workspace).then((r) => r.names),
     });
   } finally {
     await prepared?.readOnly?.release().catch(() => {});

@@ -1,5 +1,17 @@
 import { applyHunks, type FileDiff, hunksOf, splitDiff } from "../text/diff.js";
 import { type Lang, type LexOptions, lex } from "./decoys/scan.js";
+import {
+  addNames,
+  addPathNames,
+  createNamer,
+  extOf,
+  type KnownNames,
+  knownIn,
+  type Namer,
+  showNames,
+  showPath,
+  tokens,
+} from "./new-names.js";
 
 /**
  * The judge's code reading of a diff: what is left when nothing in it can be prose addressed to a
@@ -8,8 +20,9 @@ import { type Lang, type LexOptions, lex } from "./decoys/scan.js";
  * and line counts. The judge is asked once on the diff as written and once on this reading, and
  * its term is the lower answer (scoring/judge-readings.ts): an instruction that lives only in
  * prose, a string, a data file or its name is not in the second reading, so it cannot raise the
- * minimum. Identifiers, numbers and code files' paths stay (the code is still code): they can still
- * spell words. Lexed: Python, JS/TS, Rust, Go, C/C++, the C family beyond C (Java, C#, Kotlin,
+ * minimum. Names are code and can spell words too: every name, number and path part the change
+ * introduces that the task's snapshot does not have is shown as a placeholder (`n1`, `k1`,
+ * scoring/new-names.ts); the snapshot's own names stay, so the judge still sees what changes. Lexed: Python, JS/TS, Rust, Go, C/C++, the C family beyond C (Java, C#, Kotlin,
  * Swift, Scala, Dart, Groovy) and `#`-comment languages (shell, Ruby, Perl, R, Julia, Elixir, …);
  * others with a known comment syntax lose their comment lines only.
  *
@@ -78,9 +91,7 @@ const COMMENT_LINES: Readonly<Record<string, readonly string[]>> = {
 
 /** How `path` is read, by its extension. Pure. */
 export function fileReadingOf(path: string): FileReading {
-  const base = path.slice(path.lastIndexOf("/") + 1);
-  const dot = base.lastIndexOf(".");
-  const ext = dot > 0 ? base.slice(dot + 1).toLowerCase() : "";
+  const ext = extOf(path);
   const lang = LEXED[ext];
   if (lang) return { kind: "lexed", lang };
   const as = LEXED_AS[ext];
@@ -97,16 +108,31 @@ export function stringPlaceholder(length: number): string {
   return `"⟨string ${cls}⟩"`;
 }
 
+/** How names are shown: through `namer`, as the language of `ext` reads them. */
+export interface NameShowing {
+  readonly namer: Namer;
+  readonly ext: string;
+}
+
 /**
  * `text` as `lang` with comments removed and every string literal replaced by its placeholder;
- * the line breaks inside a removed literal are kept, so line N stays line N. Pure.
+ * the line breaks inside a removed literal are kept, so line N stays line N. `names`: every name
+ * and number shown through its namer (absent: as written). Pure but for the namer's table.
  */
-export function stripToCode(text: string, lang: Lang, opts: LexOptions = {}): string {
+export function stripToCode(text: string, lang: Lang, opts: LexOptions = {}, names?: NameShowing): string {
   const l = lex(text, lang, opts);
   const starts = new Map(l.strings.map((s) => [s.start, s.end]));
+  const toks = names ? tokens(text, (i) => l.code[i] === 1, lang === "js") : undefined;
+  let tok = toks?.next();
   let out = "";
   let i = 0;
   while (i < text.length) {
+    if (names && tok && !tok.done && tok.value.start === i) {
+      out += names.namer.show(text.slice(i, tok.value.end), tok.value.number, names.ext);
+      i = tok.value.end;
+      tok = toks!.next();
+      continue;
+    }
     const end = starts.get(i);
     if (end !== undefined) {
       out += stringPlaceholder(end - i) + "\n".repeat(newlines(text, i, end));
@@ -146,27 +172,51 @@ function lineCounts(f: FileDiff): { added: number; removed: number } {
   return { added, removed };
 }
 
-const HEADER =
-  /^(?:diff --git |index |--- |\+\+\+ |new file mode |deleted file mode |old mode |new mode |similarity index |rename from |rename to |copy from |copy to |Binary files )/;
+const MODE = /^(?:new file mode|deleted file mode|old mode|new mode) [0-7]{6}$/;
 
-/** The section's header lines before its first hunk, git's own lines only (a binary patch's data is not shown). */
-const headerOf = (f: FileDiff) => {
+/**
+ * The section's header as the code reading shows it: git's lines rebuilt with the paths shown
+ * through the reading's names (a new file or directory name is a placeholder), its mode lines
+ * kept; index hashes, similarity percentages and a binary patch's data are not shown.
+ */
+function headerOf(f: FileDiff, r: ReadingNames): string {
+  const shown = (p: string | undefined) => (p === undefined ? undefined : showPath(p, r.known, r.namer));
+  const [a, b] = [shown(f.oldPath), shown(f.newPath)];
   const lines = f.text.split("\n");
   const first = lines.findIndex((l) => l.startsWith("@@"));
-  return (first < 0 ? lines : lines.slice(0, first)).filter((l) => HEADER.test(l)).join("\n");
-};
-
-function summaryOnly(f: FileDiff, why: string): string {
-  const { added, removed } = lineCounts(f);
-  return `${headerOf(f)}\n[${why}: ${added} line(s) added, ${removed} removed; text not shown]\n`;
+  const head = first < 0 ? lines : lines.slice(0, first);
+  return [
+    `diff --git a/${a ?? b} b/${b ?? a}`,
+    ...head.filter((l) => MODE.test(l)),
+    ...(a !== undefined && b !== undefined && a !== b ? [`rename from ${a}`, `rename to ${b}`] : []),
+    ...(head.some((l) => l.startsWith("Binary files ")) ? ["Binary files differ"] : []),
+    ...(first < 0
+      ? []
+      : [
+          `--- ${a === undefined ? "/dev/null" : `a/${a}`}`,
+          `+++ ${b === undefined ? "/dev/null" : `b/${b}`}`,
+        ]),
+  ].join("\n");
 }
+
+function summaryOnly(f: FileDiff, header: string, why: string): string {
+  const { added, removed } = lineCounts(f);
+  return `${header}\n[${why}: ${added} line(s) added, ${removed} removed; text not shown]\n`;
+}
+
+/** Extensions a file that is not code is named by; any other is not shown (an extension can spell a word). */
+const NOT_CODE_KINDS = new Set(
+  "md markdown rst txt adoc json jsonl yaml yml toml ini cfg conf xml html htm css csv tsv lock svg png jpg jpeg gif ico pdf".split(
+    " ",
+  ),
+);
 
 /** A file that is not code: its kind and counts; its path can carry words too, so it is not shown. */
 function notCode(f: FileDiff, path: string): string {
   const { added, removed } = lineCounts(f);
-  const ext = /\.([A-Za-z0-9]{1,8})$/.exec(path)?.[1];
+  const ext = extOf(path);
   const what = f.oldPath === undefined ? "new" : f.newPath === undefined ? "deleted" : "changed";
-  return `[a ${what} file that is not code${ext ? ` (.${ext.toLowerCase()})` : ""}: ${added} line(s) added, ${removed} removed; path and text not shown]\n`;
+  return `[a ${what} file that is not code${NOT_CODE_KINDS.has(ext) ? ` (.${ext})` : ""}: ${added} line(s) added, ${removed} removed; path and text not shown]\n`;
 }
 
 /**
@@ -194,37 +244,75 @@ function readHunk(
   return out;
 }
 
+/** The names a reading shows as written (`known`) and its placeholders for the rest. */
+interface ReadingNames {
+  readonly known: KnownNames;
+  readonly namer: Namer;
+}
+
 /** One file's section of the code reading. `original`: the file before the change (undefined: not read). */
-function readFile(f: FileDiff, original: string | undefined): string {
+function readFile(f: FileDiff, original: string | undefined, r: ReadingNames): string {
   const path = f.newPath ?? f.oldPath ?? "";
   const reading = fileReadingOf(path);
   const hunks = hunksOf(f.text);
-  if (hunks.length === 0) return `${headerOf(f)}\n`;
-  if (reading.kind === "not-code") return notCode(f, path);
+  if (reading.kind === "not-code" && hunks.length > 0) return notCode(f, path);
+  // the header first: placeholders are numbered in reading order
+  const header = headerOf(f, r);
+  if (hunks.length === 0 || reading.kind === "not-code") return `${header}\n`;
+  const ext = extOf(path);
   if (reading.kind === "comment-lines") {
-    // no state crosses a line: each line is read alone, no original needed
+    // no state crosses a line: each line is read alone, no original needed; its strings are not
+    // lexed, so every word in it is a name to the reading
     const keep = (l: string) =>
       !l.startsWith("\\") && dropCommentLines(l.slice(1), reading.markers) === l.slice(1);
-    const read = (h: (typeof hunks)[number]) => [h.header, ...h.lines.filter(keep).map((l) => l.trimEnd())];
-    return `${[headerOf(f), ...hunks.flatMap(read)].join("\n")}\n`;
+    const show = (l: string) => l[0] + showNames(l.slice(1).trimEnd(), () => true, r.namer, ext);
+    const read = (h: (typeof hunks)[number]) => [h.header, ...h.lines.filter(keep).map(show)];
+    return `${[header, ...hunks.flatMap(read)].join("\n")}\n`;
   }
   const before = f.oldPath === undefined ? "" : original;
-  if (before === undefined) return summaryOnly(f, "code whose original text could not be read");
+  if (before === undefined) return summaryOnly(f, header, "code whose original text could not be read");
   const after = f.newPath === undefined ? "" : applyHunks(before, f.text);
-  if (after === undefined) return summaryOnly(f, "code whose diff does not apply to its original text");
-  const oldLines = stripToCode(before, reading.lang, reading.opts).split("\n");
-  const newLines = stripToCode(after, reading.lang, reading.opts).split("\n");
-  return `${[headerOf(f), ...hunks.flatMap((h) => readHunk(h, oldLines, newLines))].join("\n")}\n`;
+  if (after === undefined)
+    return summaryOnly(f, header, "code whose diff does not apply to its original text");
+  const names = { namer: r.namer, ext };
+  const oldLines = stripToCode(before, reading.lang, reading.opts, names).split("\n");
+  const newLines = stripToCode(after, reading.lang, reading.opts, names).split("\n");
+  return `${[header, ...hunks.flatMap((h) => readHunk(h, oldLines, newLines))].join("\n")}\n`;
 }
 
 /**
  * The code reading of `diff`. `originals` maps a modified or deleted file's old path to its text
- * before the change; a code file whose original is missing is reduced to its path and counts. Pure.
+ * before the change; a code file whose original is missing is reduced to its path and counts.
+ * `known`: the names shown as written (the snapshot's and the prompt's); the originals' own names
+ * and paths are added. Pure.
  */
-export function codeReading(diff: string, originals: ReadonlyMap<string, string>): string {
+export function codeReading(diff: string, originals: ReadonlyMap<string, string>, known: KnownNames): string {
+  const own = new Set<string>();
+  for (const [path, text] of originals) {
+    addPathNames(own, path);
+    addFileNames(own, path, text);
+  }
+  const all = knownIn(known, own);
+  const r = { known: all, namer: createNamer(all) };
   return splitDiff(diff)
-    .map((f) => readFile(f, f.oldPath === undefined ? undefined : originals.get(f.oldPath)))
+    .map((f) => readFile(f, f.oldPath === undefined ? undefined : originals.get(f.oldPath), r))
     .join("");
+}
+
+/**
+ * Adds the names and numbers of a snapshot file's code (not its comments or strings) to `into`,
+ * as the code reading lexes it; a file that is not code adds nothing. Linear.
+ */
+export function addFileNames(into: Set<string>, path: string, text: string): void {
+  const reading = fileReadingOf(path);
+  const ext = extOf(path);
+  if (reading.kind === "not-code") return;
+  if (reading.kind === "comment-lines") {
+    addNames(into, dropCommentLines(text, reading.markers), () => true, ext);
+    return;
+  }
+  const l = lex(text, reading.lang, reading.opts);
+  addNames(into, text, (i) => l.code[i] === 1, ext);
 }
 
 /** The old paths whose text the code reading of `diff` needs (modified or deleted lexed files). Pure. */

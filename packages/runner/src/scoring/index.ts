@@ -1,5 +1,5 @@
 export { dropPaths, type FileDiff, splitDiff, touchedPaths } from "../text/diff.js";
-export { codeReading, fileReadingOf, stripToCode } from "./code-reading.js";
+export { codeReading, fileReadingOf, originalsNeeded, stripToCode } from "./code-reading.js";
 export { type DecoyPlan, type GuardReport, guardFiles } from "./decoys/guard.js";
 export { EVAL_CMD_ID, formatOfPath, twinFiles } from "./decoys/twin.js";
 export { askJudge, JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
@@ -11,6 +11,7 @@ export {
   judgeReadings,
   judgeTerm,
 } from "./judge-readings.js";
+export { createNamer, promptNames, showNames } from "./new-names.js";
 export { type BoundHidden, type PreparedHidden, prepareReadOnlyHidden } from "./read-only.js";
 export {
   combine,
@@ -43,6 +44,7 @@ export {
   type StepResult,
 } from "./script.js";
 export { snapshotTextReader } from "./snapshot-files.js";
+export { type SnapshotNames, snapshotNames, snapshotNamesCached } from "./snapshot-names.js";
 export {
   createDummyScoringRun,
   type ScoringRun,

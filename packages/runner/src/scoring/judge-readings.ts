@@ -1,6 +1,7 @@
 import { codeReading, originalsNeeded } from "./code-reading.js";
 import { graderAddress } from "./grader-address.js";
 import { askJudge, type JudgeConfig, type JudgeInput, judgeMessages, parseJudgeScore } from "./judge.js";
+import { knownIn, promptNames } from "./new-names.js";
 import type { Term } from "./reward.js";
 import type { Score } from "./score.js";
 
@@ -10,8 +11,9 @@ import type { Score } from "./score.js";
  * scoring/code-reading.ts: no comments, docstrings, string contents or non-code text); the term is
  * the lower answer, so an instruction that lives only in prose, a string or a data file cannot
  * raise it. Where hidden tests ran, the term is also capped by the tests term: the judge grades how
- * a change that passes was made and never makes up for tests it failed (identifiers and paths can
- * still carry words into the code reading; the cap bounds them wherever tests exist).
+ * a change that passes was made and never makes up for tests it failed. Words written as code — names
+ * and paths the change introduces — are placeholders in the code reading (scoring/new-names.ts), so
+ * with tests passing or no tests at all the code reading alone bounds them.
  */
 
 export type JudgeMessages = ReturnType<typeof judgeMessages>;
@@ -139,6 +141,12 @@ export interface JudgeStageOptions {
    * file is shown to the code reading as its path and line counts only.
    */
   readonly readOriginal?: (path: string) => Promise<string | undefined>;
+  /**
+   * The names the task's snapshot has (scoring/snapshot-names.ts): the code reading shows these as
+   * written and any other name the change introduces as a placeholder. Absent: only the originals'
+   * names, the prompt's and the language's are shown as written.
+   */
+  readonly snapshotNames?: () => Promise<ReadonlySet<string>>;
   /** The judge term as before its code reading (one reading, no tests cap): the attack suite's baseline. */
   readonly judgeBaseline?: boolean;
 }
@@ -155,6 +163,12 @@ async function readOriginals(
     if (text !== undefined) out.set(path, text);
   }
   return out;
+}
+
+/** The code reading of `diff` with the snapshot's originals and names (and the prompt's code spans). */
+async function codeReadingOf(o: JudgeStageOptions, diff: string): Promise<string> {
+  const known = knownIn(promptNames(o.taskPrompt), (await o.snapshotNames?.()) ?? new Set());
+  return codeReading(diff, await readOriginals(diff, o.readOriginal), known);
 }
 
 /**
@@ -187,7 +201,7 @@ export async function judgeTerm(
     {
       taskPrompt: o.taskPrompt,
       diff,
-      ...(o.judgeBaseline ? {} : { codeDiff: codeReading(diff, await readOriginals(diff, o.readOriginal)) }),
+      ...(o.judgeBaseline ? {} : { codeDiff: await codeReadingOf(o, diff) }),
       ...(o.judgeBaseline || testSummary === undefined || testsValue === undefined ? {} : { testsValue }),
       testSummary:
         testSummary ?? "no hidden tests (a dataset row): judge the change from the task and the diff",

@@ -107,9 +107,11 @@ export interface JudgeInput {
 
 const CODE_READING_NOTE =
   "\n\nThis diff is a code-only reading of the change: comments and docstrings were removed, every " +
-  "string literal was replaced by a placeholder of its length class, and files that are not code " +
-  "(docs, data, markdown) are reduced to their path and line counts. Judge the code; do not mark it " +
-  "down for what this reading took out.";
+  "string literal was replaced by a placeholder of its length class, files that are not code " +
+  "(docs, data, markdown) are reduced to their kind and line counts, and every name, number or path " +
+  "part the change introduces that the repository did not have is shown as a placeholder (n1, n2, … " +
+  "for names, k1, k2, … for numbers; the same name is always the same placeholder); the repository's " +
+  "own names are shown as written. Judge the code; do not mark it down for what this reading took out.";
 
 /** A backtick fence longer than any backtick run in `text`, so nothing in it can close the fence. Pure. */
 export function fenceFor(text: string): string {

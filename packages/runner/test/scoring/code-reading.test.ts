@@ -148,6 +148,9 @@ const ORIGINAL = [
 const modified = (hunk: string) =>
   `diff --git a/m.py b/m.py\nindex 1..2 100644\n--- a/m.py\n+++ b/m.py\n${hunk}`;
 
+/** No snapshot names beyond the originals' own: every new name is a placeholder. */
+const NONE: ReadonlySet<string> = new Set();
+
 describe("codeReading", () => {
   it("a hunk starting inside a docstring is read with the whole file: the prose added there is gone", () => {
     // the hunk's first line is inside the docstring opened four lines above it
@@ -155,20 +158,22 @@ describe("codeReading", () => {
       `@@ -6,4 +6,5 @@ def f(n):\n     line three\n     line four\n+    ${INJECT}\n     line five\n     end."\n`,
     );
     expect(applyHunks(ORIGINAL, diff)).toContain(INJECT);
-    const out = codeReading(diff, new Map([["m.py", ORIGINAL]]));
+    const out = codeReading(diff, new Map([["m.py", ORIGINAL]]), NONE);
     expect(leaks(out)).toEqual([]);
     expect(out).toContain("@@ -6,4 +6,5 @@");
     expect(out).not.toContain("def f(n)"); // the hunk header's function context is dropped
   });
   it("a code file whose original cannot be read is only its path and counts", () => {
     const diff = modified(`@@ -11 +11,2 @@\n     return n\n+    x = "${INJECT}"\n`);
-    const out = codeReading(diff, new Map());
+    const out = codeReading(diff, new Map(), NONE);
     expect(out).toContain("code whose original text could not be read: 1 line(s) added, 0 removed");
     expect(leaks(out)).toEqual([]);
   });
   it("a diff that does not apply to the original is only its path and counts", () => {
     const diff = modified(`@@ -11 +11,2 @@\n-    return 2\n+    x = "${INJECT}"\n`);
-    expect(codeReading(diff, new Map([["m.py", ORIGINAL]]))).toContain("does not apply to its original text");
+    expect(codeReading(diff, new Map([["m.py", ORIGINAL]]), NONE)).toContain(
+      "does not apply to its original text",
+    );
   });
   it("new code files are read from the diff; docs and data files become their path and counts", () => {
     const diff = [
@@ -178,10 +183,10 @@ describe("codeReading", () => {
       `diff --git a/s.sh b/s.sh\nnew file mode 100644\n--- /dev/null\n+++ b/s.sh\n@@ -0,0 +1,2 @@\n+# ${INJECT}\n+echo ok "${INJECT}"\n`,
       `diff --git a/AI_evaluators_verified_output_1.0.txt b/AI_evaluators_verified_output_1.0.txt\nnew file mode 100644\n--- /dev/null\n+++ b/AI_evaluators_verified_output_1.0.txt\n@@ -0,0 +1 @@\n+x\n`,
     ].join("");
-    const out = codeReading(diff, new Map());
+    const out = codeReading(diff, new Map(), NONE);
     expect(leaks(out)).toEqual([]);
-    expect(out).toContain("+fn ok() -> u8 { 1 }");
-    expect(out).toContain('+const S: &str = "⟨string ≤128⟩";');
+    expect(out).toContain("+fn n2() -> u8 { k1 }");
+    expect(out).toContain('+const n3: &str = "⟨string ≤128⟩";');
     expect(out).toContain(
       "[a changed file that is not code (.md): 1 line(s) added, 0 removed; path and text not shown]",
     );
@@ -189,17 +194,19 @@ describe("codeReading", () => {
       "[a new file that is not code (.json): 1 line(s) added, 0 removed; path and text not shown]",
     );
     expect(out).not.toContain("README");
-    expect(out).toContain('+echo ok "⟨string ≤128⟩"');
+    expect(out).toContain('+echo n2 "⟨string ≤128⟩"');
     expect(originalsNeeded(diff)).toEqual([]);
   });
   it("a binary patch shows its header only", () => {
     const diff =
       "diff --git a/b.bin b/b.bin\nnew file mode 100644\nGIT binary patch\nliteral 5\nMcmZ?wbaXa\n\nliteral 0\nHcmV?d00001\n";
-    expect(codeReading(diff, new Map())).toBe("diff --git a/b.bin b/b.bin\nnew file mode 100644\n");
+    expect(codeReading(diff, new Map(), NONE)).toBe("diff --git a/n1.bin b/n1.bin\nnew file mode 100644\n");
   });
   it("removed lines are read from the original, stripped the same way", () => {
     const diff = modified(`@@ -11 +11 @@\n-    return n\n+    return n + 1  # ${INJECT}\n`);
-    expect(codeReading(diff, new Map([["m.py", ORIGINAL]]))).toContain("-    return n\n+    return n + 1\n");
+    expect(codeReading(diff, new Map([["m.py", ORIGINAL]]), NONE)).toContain(
+      "-    return n\n+    return n + k1\n",
+    );
     expect(originalsNeeded(diff)).toEqual(["m.py"]);
   });
 });
