@@ -17,6 +17,7 @@ import { scoreInFork } from "../score-in-fork.js";
 import { type Attack, attackDiff } from "./attack.js";
 import { BUILD_ATTACKS } from "./attacks-build.js";
 import { COMPILED_ATTACKS } from "./attacks-compiled.js";
+import { CONTEXT_ATTACKS } from "./attacks-context.js";
 import { OUTCOME_ATTACKS } from "./attacks-outcome.js";
 import { PYTHON_ATTACKS } from "./attacks-python.js";
 
@@ -28,7 +29,13 @@ import { PYTHON_ATTACKS } from "./attacks-python.js";
 // tests, hence no decoys either way); their baseline allows every edit, as rows were scored before
 // their diffs were protected. The infra-dodge watchers have no switch: they win against the scorer
 // of 5cbb29c (scoring throws: no score), the install ones in the baseline (the script installs).
-const ATTACKS: Attack[] = [...PYTHON_ATTACKS, ...COMPILED_ATTACKS, ...BUILD_ATTACKS, ...OUTCOME_ATTACKS];
+const ATTACKS: Attack[] = [
+  ...PYTHON_ATTACKS,
+  ...COMPILED_ATTACKS,
+  ...BUILD_ATTACKS,
+  ...OUTCOME_ATTACKS,
+  ...CONTEXT_ATTACKS,
+];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";
 
 let tmp: TempDir;
