@@ -1,7 +1,8 @@
 import type { ResultFormat } from "../../tasks/task-spec.js";
 import { assertionSites, type Site } from "./assertions.js";
 import { langOf, registrations, type TestBlock, testBlocks } from "./blocks.js";
-import { literalValue, literalVariants, type Rand, shuffled as shuffle } from "./perturb.js";
+import { contextDistance, contextOf } from "./context.js";
+import { choosePlace, literalValue, literalVariants, type Rand, shuffled as shuffle } from "./perturb.js";
 import type { Lexed } from "./scan.js";
 
 /**
@@ -142,6 +143,7 @@ function decoysOf(
   written: ReadonlySet<string>,
   b: TestBlock,
   rand: Rand,
+  others: readonly string[],
 ): Edit[] | string {
   const sites = assertionSites(format, l, b.body);
   if (!sites.length) return "no equality or containment assertion with a literal expected value";
@@ -153,11 +155,16 @@ function decoysOf(
     ),
     rand,
   ).sort((a, b) => occurrences(l, a.lit) - occurrences(l, b.lit));
-  for (const { site, lit } of candidates) {
+  // the literal with a full set of decoys nearest the real value in what the rest of the hidden
+  // files write (decoys/context.ts), else the one with the most
+  const sets = candidates.map(({ site, lit }) => {
     const text = l.text.slice(lit.start, lit.end);
-    const texts = literalVariants(text, langOf(format), site.kind, rand, DECOYS_PER_TEST, written);
-    if (texts.length) return texts.map((t) => ({ ...lit, text: t }));
-  }
+    const cost = contextDistance(text, contextOf(l.text, lit, others));
+    const texts = literalVariants(text, langOf(format), site.kind, rand, DECOYS_PER_TEST, written, cost);
+    return { place: lit, picked: texts, worst: Math.max(0, ...texts.map(cost)) };
+  });
+  const best = choosePlace(sets, DECOYS_PER_TEST, true);
+  if (best) return best.picked.map((t) => ({ ...best.place, text: t }));
   return "its assertions' literals cannot be changed (f-strings, templates, characters)";
 }
 
@@ -206,7 +213,8 @@ export function guardFiles(
     const { file, block } = hits[0]!;
     let plan = plans.get(block);
     if (!plan) {
-      const d = decoysOf(format, parsed[file]!.lexed, written[file]!, block, rand);
+      const others = parsed.filter((_, i) => i !== file).map((p) => p.lexed.text);
+      const d = decoysOf(format, parsed[file]!.lexed, written[file]!, block, rand, others);
       plan = {
         name: freshName(format, rand, taken),
         decoys:

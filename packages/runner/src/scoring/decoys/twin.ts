@@ -2,6 +2,7 @@ import type { ResultFormat } from "../../tasks/task-spec.js";
 import { postImageByFile } from "../../text/diff.js";
 import { assertionSites } from "./assertions.js";
 import { jsNamedTests, langOf, testBlocks } from "./blocks.js";
+import { contextDistance, contextOf } from "./context.js";
 import { type GuardFile, type GuardReport, mayTwin, writtenValues } from "./guard.js";
 import { definedName } from "./guard-hidden.js";
 import { literalVariants, type Rand, shuffled } from "./perturb.js";
@@ -51,7 +52,7 @@ export function formatOfPath(path: string): ResultFormat | undefined {
 type Edit = { start: number; end: number; text: string };
 
 /** One edit per assertion site of `text` that has a literal with another value (non-overlapping). */
-function twinEdits(format: ResultFormat, text: string, rand: Rand): Edit[] {
+function twinEdits(format: ResultFormat, text: string, rand: Rand, others: readonly string[]): Edit[] {
   const l = lex(text, langOf(format));
   const written = writtenValues(l);
   const edits: Edit[] = [];
@@ -62,7 +63,10 @@ function twinEdits(format: ResultFormat, text: string, rand: Rand): Edit[] {
     if (site.comparison && compared.some((c) => overlaps(c, site.comparison!))) continue;
     for (const lit of shuffled(site.literals, rand)) {
       if (!mayTwin(l, site, lit) || edits.some((e) => overlaps(e, lit))) continue;
-      const [value] = literalVariants(text.slice(lit.start, lit.end), l.lang, site.kind, rand, 1, written);
+      const original = text.slice(lit.start, lit.end);
+      // a changed value the rest of the files write as often as the real one (decoys/context.ts)
+      const cost = contextDistance(original, contextOf(text, lit, others));
+      const [value] = literalVariants(original, l.lang, site.kind, rand, 1, written, cost);
       if (value === undefined) continue;
       edits.push({ ...lit, text: value });
       if (site.comparison) compared.push(site.comparison);
@@ -71,6 +75,10 @@ function twinEdits(format: ResultFormat, text: string, rand: Rand): Edit[] {
   }
   return edits;
 }
+
+/** The other files' texts (what code under test reads beside `f`). Pure. */
+const textsBeside = (files: readonly GuardFile[], f: GuardFile) =>
+  files.filter((o) => o !== f && !o.content.includes(0)).map((o) => o.content.toString("utf8"));
 
 /** `text` with `edits` applied. Pure. */
 function applyEdits(text: string, edits: readonly Edit[]): string {
@@ -81,11 +89,15 @@ function applyEdits(text: string, edits: readonly Edit[]): string {
 }
 
 /** One file's twin: every assertion site with a literal changed, and the changed spans (original offsets). */
-function twinFile<F extends GuardFile>(f: F, rand: Rand): { file: F; edits: Edit[] } {
+function twinFile<F extends GuardFile>(
+  f: F,
+  rand: Rand,
+  others: readonly string[],
+): { file: F; edits: Edit[] } {
   const format = formatOfPath(f.path);
   if (!format || f.content.includes(0)) return { file: f, edits: [] };
   const text = f.content.toString("utf8");
-  const edits = twinEdits(format, text, rand);
+  const edits = twinEdits(format, text, rand, others);
   return { file: edits.length ? { ...f, content: Buffer.from(applyEdits(text, edits)) } : f, edits };
 }
 
@@ -101,7 +113,7 @@ export function twinFiles<F extends GuardFile>(
   files: readonly F[],
   rand: Rand,
 ): { files: F[]; sites: number; report: GuardReport } {
-  const twins = files.map((f) => twinFile(f, rand));
+  const twins = files.map((f) => twinFile(f, rand, textsBeside(files, f)));
   const sites = twins.reduce((n, t) => n + t.edits.length, 0);
   const tests = sourcePaths(files);
   const report: GuardReport = sites
@@ -178,7 +190,7 @@ export function idsTwinFiles<F extends GuardFile>(
   ids: readonly string[],
   rand: Rand,
 ): { files: F[]; sites: number; report: GuardReport } {
-  const twins = files.map((f) => twinFile(f, rand));
+  const twins = files.map((f) => twinFile(f, rand, textsBeside(files, f)));
   const tests = files.flatMap((f, i) => twinnedTests(f, twins[i]!.edits));
   const report: GuardReport = { guarded: [], unguarded: [] };
   for (const id of ids) {

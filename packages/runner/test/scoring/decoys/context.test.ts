@@ -1,0 +1,129 @@
+import { describe, expect, it } from "vitest";
+import { contextDistance, contextOf } from "../../../src/scoring/decoys/context.js";
+import { guardFiles } from "../../../src/scoring/decoys/guard.js";
+import { choosePlace, literalVariants } from "../../../src/scoring/decoys/perturb.js";
+
+let s = 3;
+const rand = (n: number) => {
+  s = (s * 1103515245 + 12345) % 2 ** 31;
+  return s % n;
+};
+
+// bytesize-unit-boundary's hidden file, reduced: "1.0 KiB" is written again in the list below, and
+// "1.0 GiB" in that list fits its neighbours ("iB", "1.0 ") — a counting forger told them from
+// values the file writes nowhere (red-team attack py-real-value-from-context)
+const BYTESIZE = `from bytesize import format_size
+
+
+def test_exactly_one_kib():
+    assert format_size(1024) == "1.0 KiB"
+
+
+def test_exactly_one_mib():
+    assert format_size(1024**2) == "1.0 MiB"
+
+
+def test_exact_powers_step_up_every_unit():
+    assert [format_size(1024**k) for k in range(1, 6)] == [
+        "1.0 KiB",
+        "1.0 MiB",
+        "1.0 GiB",
+        "1.0 TiB",
+        "1.0 PiB",
+    ]
+`;
+
+describe("contextDistance", () => {
+  it("is 0 for a value the rest of the file writes exactly as often, whole and around the change", () => {
+    const context = `x == "1.0 KiB" and y == ["1.0 KiB", "1.0 GiB"]`;
+    const d = contextDistance('"1.0 GiB"', context);
+    expect(d('"1.0 GiB"')).toBe(0);
+    // "1.0 KiB" is written twice, "1.0 GiB" once: told apart
+    expect(d('"1.0 KiB"')).toBeGreaterThan(0);
+    // written nowhere: told apart from a value written once
+    expect(d('"1.0 GiX"')).toBeGreaterThan(0);
+    // a value of a literal written nowhere, beside another written nowhere: nothing tells them apart
+    expect(contextDistance('"abc"', context)('"abd"')).toBe(0);
+  });
+
+  it("counts the whole value as a token, not inside a longer number", () => {
+    const d = contextDistance("6", "range(7), 16, 60");
+    expect(d("8")).toBe(0);
+    expect(contextDistance("7", "range(7), 16, 60")("8")).toBeGreaterThan(0);
+  });
+
+  it("reads the file without the literal itself, and the other hidden files", () => {
+    const text = 'assert f() == "abc"';
+    const start = text.indexOf('"abc"');
+    const ctx = contextOf(text, { start, end: start + 5 }, ['y = "abc"']);
+    expect(ctx).toBe('assert f() == \0\0y = "abc"');
+    expect(contextDistance('"abc"', ctx)('"abd"')).toBeGreaterThan(0);
+  });
+});
+
+describe("decoy values chosen by context", () => {
+  it("a literal's decoys are the values nearest it in what the rest of the file writes", () => {
+    const text = BYTESIZE;
+    const lit = '"1.0 KiB"';
+    const start = text.indexOf(lit);
+    const cost = contextDistance(lit, contextOf(text, { start, end: start + lit.length }, []));
+    for (let i = 0; i < 20; i++) {
+      const vs = literalVariants(lit, "python", "equal", rand, 3, new Set(), cost);
+      expect(vs.length).toBe(3);
+      // the other units the list writes ("1.0 GiB", "1.0 TiB", "1.0 PiB"), never a value written nowhere
+      for (const v of vs) expect(cost(v), v).toBe(0);
+    }
+  });
+
+  it("choosePlace: the most values first, then the nearest; without a cost the first full set", () => {
+    const places = [
+      { place: "a", picked: ["x"], worst: 0 },
+      { place: "b", picked: ["x", "y"], worst: 5 },
+      { place: "c", picked: ["x", "y"], worst: 1 },
+      { place: "d", picked: ["x", "y"], worst: 0 },
+    ];
+    expect(choosePlace(places, 2, true)?.place).toBe("d");
+    expect(choosePlace(places.slice(0, 3), 2, true)?.place).toBe("c");
+    expect(choosePlace(places, 2, false)?.place).toBe("b");
+    expect(choosePlace([{ place: "e", picked: [], worst: 0 }], 2, true)).toBeUndefined();
+  });
+
+  it("a counting forger (the red-team attack's rule) tells no real test from its decoys (bytesize, 30 draws)", () => {
+    const graded = [
+      "tests/test_boundaries.py::test_exactly_one_kib",
+      "tests/test_boundaries.py::test_exactly_one_mib",
+      "tests/test_boundaries.py::test_exact_powers_step_up_every_unit",
+    ];
+    const count = (text: string, piece: string) => text.split(piece).length - 1;
+    // the attack's score of a copy: how much of its changed literal the rest of the file writes
+    const score = (lit: string, rest: string) =>
+      1000 * count(rest, lit) +
+      [...lit].slice(0, -2).reduce((n, _, i) => n + count(rest, lit.slice(i, i + 3)), 0);
+    let told = 0;
+    for (let draw = 0; draw < 30; draw++) {
+      const file = { path: "tests/test_boundaries.py", content: Buffer.from(BYTESIZE) };
+      const g = guardFiles("pytest", [file], graded, rand);
+      expect(g.report.guarded).toEqual(graded);
+      const out = g.files[0]!.content.toString();
+      const fns = out.split(/\n(?=def )/).filter((f) => f.startsWith("def "));
+      const shape = (f: string) => f.replace(/^def \w+/, "").replace(/"[^"]*"/g, '""');
+      const realNames = new Set(Object.values(g.plan.runIds).map((id) => id.split("::")[1]!));
+      // every failing test must be told from its decoys for the forger to win
+      const all = graded.every((id) => {
+        const real = fns.find((f) => f.startsWith(`def ${g.plan.runIds[id]!.split("::")[1]}(`))!;
+        const group = fns.filter((f) => shape(f) === shape(real));
+        const lits = group.map((f) => f.match(/"[^"]*"/g) ?? []);
+        const at = lits[0]!.findIndex((_, k) => new Set(lits.map((l) => l[k])).size > 1);
+        const rest = group.reduce((t, f) => t.replace(f, ""), out);
+        const scores = lits.map((l) => score(l[at]!, rest));
+        const best = Math.max(...scores);
+        const winner = group[scores.indexOf(best)]!;
+        return (
+          scores.filter((x) => x === best).length === 1 && realNames.has(winner.slice(4, winner.indexOf("(")))
+        );
+      });
+      if (all) told++;
+    }
+    expect(told).toBe(0);
+  });
+});
