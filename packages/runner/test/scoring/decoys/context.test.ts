@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { contextDistance, contextOf } from "../../../src/scoring/decoys/context.js";
 import { guardFiles } from "../../../src/scoring/decoys/guard.js";
 import { choosePlace, literalVariants } from "../../../src/scoring/decoys/perturb.js";
+import { forgerTellsReal } from "../../helpers/counting-forger.js";
 
 let s = 3;
 const rand = (n: number) => {
@@ -94,35 +95,13 @@ describe("decoy values chosen by context", () => {
       "tests/test_boundaries.py::test_exactly_one_mib",
       "tests/test_boundaries.py::test_exact_powers_step_up_every_unit",
     ];
-    const count = (text: string, piece: string) => text.split(piece).length - 1;
-    // the attack's score of a copy: how much of its changed literal the rest of the file writes
-    const score = (lit: string, rest: string) =>
-      1000 * count(rest, lit) +
-      [...lit].slice(0, -2).reduce((n, _, i) => n + count(rest, lit.slice(i, i + 3)), 0);
+    const file = { path: "tests/test_boundaries.py", content: Buffer.from(BYTESIZE) };
     let told = 0;
     for (let draw = 0; draw < 30; draw++) {
-      const file = { path: "tests/test_boundaries.py", content: Buffer.from(BYTESIZE) };
       const g = guardFiles("pytest", [file], graded, rand);
       expect(g.report.guarded).toEqual(graded);
-      const out = g.files[0]!.content.toString();
-      const fns = out.split(/\n(?=def )/).filter((f) => f.startsWith("def "));
-      const shape = (f: string) => f.replace(/^def \w+/, "").replace(/"[^"]*"/g, '""');
-      const realNames = new Set(Object.values(g.plan.runIds).map((id) => id.split("::")[1]!));
       // every failing test must be told from its decoys for the forger to win
-      const all = graded.every((id) => {
-        const real = fns.find((f) => f.startsWith(`def ${g.plan.runIds[id]!.split("::")[1]}(`))!;
-        const group = fns.filter((f) => shape(f) === shape(real));
-        const lits = group.map((f) => f.match(/"[^"]*"/g) ?? []);
-        const at = lits[0]!.findIndex((_, k) => new Set(lits.map((l) => l[k])).size > 1);
-        const rest = group.reduce((t, f) => t.replace(f, ""), out);
-        const scores = lits.map((l) => score(l[at]!, rest));
-        const best = Math.max(...scores);
-        const winner = group[scores.indexOf(best)]!;
-        return (
-          scores.filter((x) => x === best).length === 1 && realNames.has(winner.slice(4, winner.indexOf("(")))
-        );
-      });
-      if (all) told++;
+      if (graded.every((id) => forgerTellsReal("pytest", g.files, g.plan, id))) told++;
     }
     expect(told).toBe(0);
   });
