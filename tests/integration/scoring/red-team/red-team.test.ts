@@ -29,6 +29,8 @@ import { PYTHON_ATTACKS } from "./attacks-python.js";
 // tests, hence no decoys either way); their baseline allows every edit, as rows were scored before
 // their diffs were protected. The infra-dodge watchers have no switch: they win against the scorer
 // of 5cbb29c (scoring throws: no score), the install ones in the baseline (the script installs).
+// The context attack (attacks-context.ts) has no switch either: it tells the real test from its
+// decoys, so it needs decoys to win; it scored 1 against the decoys of 61b2e62.
 const ATTACKS: Attack[] = [
   ...PYTHON_ATTACKS,
   ...COMPILED_ATTACKS,
