@@ -9,22 +9,65 @@
  */
 
 /** Longest piece around the change that is compared (longer ones are compared whole, as tokens). */
-const MAX_PIECE = 16;
+const MAX_PIECE = 8;
 
-const count = (text: string, piece: string) => {
-  let n = 0;
-  for (let i = text.indexOf(piece); i >= 0; i = text.indexOf(piece, i + 1)) n++;
-  return n;
-};
+type Span = { readonly start: number; readonly end: number };
 
-const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+/**
+ * The hidden files' text, indexed once for counting pieces: every 1- and 2-character piece's
+ * positions, so a count costs the occurrences of its rarest pair, not a scan of the files (a
+ * SWE-bench test file runs to hundreds of KiB and every literal asks for thousands of counts).
+ */
+export interface ContextIndex {
+  /** The files joined by NUL; `offsets[i]` is where file i starts. */
+  readonly text: string;
+  readonly offsets: readonly number[];
+  /** Where `piece` is written, leaving out occurrences that overlap `own` (the literal itself). */
+  occurrences(piece: string, own: Span): number[];
+  /** How often: `occurrences(piece, own).length`. */
+  count(piece: string, own: Span): number;
+}
 
-/** How often `context` writes `literal` as a whole token (not inside a longer word or number). */
-const tokenCount = (context: string, literal: string) =>
-  [...context.matchAll(new RegExp(`(?<![\\w.])${escapeRe(literal)}(?![\\w.])`, "g"))].length;
+/** Indexes `texts` (the hidden files, in order) for ContextIndex.count. Pure. */
+export function contextIndex(texts: readonly string[]): ContextIndex {
+  const text = texts.join("\0");
+  const offsets: number[] = [];
+  let at = 0;
+  for (const t of texts) {
+    offsets.push(at);
+    at += t.length + 1;
+  }
+  const where = new Map<string, number[]>();
+  const add = (key: string, i: number) => {
+    const list = where.get(key);
+    if (list) list.push(i);
+    else where.set(key, [i]);
+  };
+  for (let i = 0; i < text.length; i++) {
+    add(text[i]!, i);
+    if (i + 1 < text.length) add(text.slice(i, i + 2), i);
+  }
+  const occurrences = (piece: string, own: Span) => {
+    if (piece === "") return [];
+    // anchor on the piece's rarest 1- or 2-character part
+    let anchor = 0;
+    let list = where.get(piece.slice(0, 2)) ?? [];
+    for (let k = 1; k + 2 <= piece.length && list.length; k++) {
+      const l = where.get(piece.slice(k, k + 2)) ?? [];
+      if (l.length < list.length) [anchor, list] = [k, l];
+    }
+    const out: number[] = [];
+    for (const p of list) {
+      const q = p - anchor;
+      if (q >= 0 && !(q < own.end && q + piece.length > own.start) && text.startsWith(piece, q)) out.push(q);
+    }
+    return out;
+  };
+  return { text, offsets, occurrences, count: (piece, own) => occurrences(piece, own).length };
+}
 
 /** The span of `a` that differs from `b` (common prefix and suffix taken off). */
-function changedSpan(a: string, b: string): { start: number; end: number } {
+function changedSpan(a: string, b: string): Span {
   let start = 0;
   while (start < a.length && start < b.length && a[start] === b[start]) start++;
   let tail = 0;
@@ -32,59 +75,47 @@ function changedSpan(a: string, b: string): { start: number; end: number } {
   return { start, end: a.length - tail };
 }
 
-/**
- * The counts, in `context`, of every piece of `literal` (2 to MAX_PIECE characters) that covers its
- * changed span, sorted, after the whole literal's token count. `count` may be memoised. Pure.
- */
-function signature(
-  literal: string,
-  span: { start: number; end: number },
-  counted: (piece: string) => number,
-  token: number,
-): number[] {
+/** The counts of every piece of `literal` (2 to MAX_PIECE characters) covering `span`, sorted. Pure. */
+function pieceCounts(literal: string, span: Span, counted: (piece: string) => number): number[] {
   const pieces: number[] = [];
   const width = Math.max(1, span.end - span.start);
   for (let len = Math.max(2, width); len <= Math.min(MAX_PIECE, literal.length); len++)
     for (let s = Math.max(0, span.end - len); s <= Math.min(span.start, literal.length - len); s++)
       pieces.push(counted(literal.slice(s, s + len)));
-  return [token, ...pieces.sort((x, y) => x - y)];
+  return pieces.sort((x, y) => x - y);
 }
 
 /**
- * How far a changed value of `original` is from it in what the rest of the hidden files
- * (`context`) write: the summed differences of the counts of the whole value (as a token) and of
- * every piece around the change. 0: no count of the files' text tells the two apart. The returned
- * function memoises counts (one literal, many candidate values). Pure.
+ * How far a changed value of `original` (the literal at `own`, in the index's joined text) is from
+ * it in what the rest of the hidden files write: the summed differences of the counts of the whole
+ * value (as a token: not inside a longer word or number) and of every piece around the change. 0:
+ * no count of the files' text tells the two apart. Memoises counts (one literal, many values). Pure.
  */
-export function contextDistance(original: string, context: string): (variant: string) => number {
+export function contextDistance(
+  original: string,
+  index: ContextIndex,
+  own: Span,
+): (variant: string) => number {
   const memo = new Map<string, number>();
   const counted = (piece: string) => {
     const known = memo.get(piece);
     if (known !== undefined) return known;
-    const n = count(context, piece);
+    const n = index.count(piece, own);
     memo.set(piece, n);
     return n;
   };
-  const originalToken = tokenCount(context, original);
+  const word = (c: string | undefined) => c !== undefined && /[\w.]/.test(c);
+  const tokens = (literal: string) =>
+    index
+      .occurrences(literal, own)
+      .filter((q) => !word(index.text[q - 1]) && !word(index.text[q + literal.length])).length;
+  const originalTokens = tokens(original);
   return (variant) => {
     if (variant === original) return 0;
-    const a = signature(original, changedSpan(original, variant), counted, originalToken);
-    const b = signature(variant, changedSpan(variant, original), counted, tokenCount(context, variant));
-    const n = Math.max(a.length, b.length);
+    const a = [originalTokens, ...pieceCounts(original, changedSpan(original, variant), counted)];
+    const b = [tokens(variant), ...pieceCounts(variant, changedSpan(variant, original), counted)];
     let d = 0;
-    for (let i = 0; i < n; i++) d += Math.abs((a[i] ?? 0) - (b[i] ?? 0));
+    for (let i = 0; i < Math.max(a.length, b.length); i++) d += Math.abs((a[i] ?? 0) - (b[i] ?? 0));
     return d;
   };
-}
-
-/**
- * The text code under test reads beside the literal at `span` of `text`: the file without that
- * literal (a NUL where it was, so nothing joins across it) and the other hidden files. Pure.
- */
-export function contextOf(
-  text: string,
-  span: { start: number; end: number },
-  others: readonly string[],
-): string {
-  return [`${text.slice(0, span.start)}\0${text.slice(span.end)}`, ...others].join("\0");
 }

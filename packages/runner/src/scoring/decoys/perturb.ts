@@ -100,8 +100,9 @@ function unitVariants(
     rand,
   ).filter((i) => !greedy(units[i - 1]));
   const at = (i: number, c: string) => units.map((x, k) => (k === i ? c : x));
+  // with a cost, a bounded number of places is weighed (each weighs every stand-in)
   const places = function* () {
-    for (const i of order) {
+    for (const i of cost === undefined ? order : order.slice(0, COSTED_PLACES)) {
       const cands = shuffled(
         standIns(units[i]!, units).filter((c) => c !== units[i] && !greedy(c)),
         rand,
@@ -187,6 +188,9 @@ function otherClasses(text: string, lang: Lang, rand: Rand, max: number): string
     .slice(0, max)
     .map((pick) => (quoted ? `${quoted[1]}${pick}${quoted[1]}` : pick));
 }
+
+/** Places of one literal weighed against the hidden files' text when a cost is given. */
+const COSTED_PLACES = 12;
 
 /** Stand-ins asked for per wanted variant, so that those naming a written value can be dropped. */
 const SPARE = 4;

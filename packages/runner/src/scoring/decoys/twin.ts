@@ -2,7 +2,7 @@ import type { ResultFormat } from "../../tasks/task-spec.js";
 import { postImageByFile } from "../../text/diff.js";
 import { assertionSites } from "./assertions.js";
 import { jsNamedTests, langOf, testBlocks } from "./blocks.js";
-import { contextDistance, contextOf } from "./context.js";
+import { type ContextIndex, contextDistance, contextIndex } from "./context.js";
 import { type GuardFile, type GuardReport, mayTwin, writtenValues } from "./guard.js";
 import { definedName } from "./guard-hidden.js";
 import { literalVariants, type Rand, shuffled } from "./perturb.js";
@@ -52,7 +52,12 @@ export function formatOfPath(path: string): ResultFormat | undefined {
 type Edit = { start: number; end: number; text: string };
 
 /** One edit per assertion site of `text` that has a literal with another value (non-overlapping). */
-function twinEdits(format: ResultFormat, text: string, rand: Rand, others: readonly string[]): Edit[] {
+function twinEdits(
+  format: ResultFormat,
+  text: string,
+  rand: Rand,
+  context: { readonly index: ContextIndex; readonly offset: number },
+): Edit[] {
   const l = lex(text, langOf(format));
   const written = writtenValues(l);
   const edits: Edit[] = [];
@@ -65,7 +70,8 @@ function twinEdits(format: ResultFormat, text: string, rand: Rand, others: reado
       if (!mayTwin(l, site, lit) || edits.some((e) => overlaps(e, lit))) continue;
       const original = text.slice(lit.start, lit.end);
       // a changed value the rest of the files write as often as the real one (decoys/context.ts)
-      const cost = contextDistance(original, contextOf(text, lit, others));
+      const own = { start: context.offset + lit.start, end: context.offset + lit.end };
+      const cost = contextDistance(original, context.index, own);
       const [value] = literalVariants(original, l.lang, site.kind, rand, 1, written, cost);
       if (value === undefined) continue;
       edits.push({ ...lit, text: value });
@@ -76,9 +82,11 @@ function twinEdits(format: ResultFormat, text: string, rand: Rand, others: reado
   return edits;
 }
 
-/** The other files' texts (what code under test reads beside `f`). Pure. */
-const textsBeside = (files: readonly GuardFile[], f: GuardFile) =>
-  files.filter((o) => o !== f && !o.content.includes(0)).map((o) => o.content.toString("utf8"));
+/** Every file's twin, its values chosen against what all the hidden files write (decoys/context.ts). */
+function twinAll<F extends GuardFile>(files: readonly F[], rand: Rand): { file: F; edits: Edit[] }[] {
+  const index = contextIndex(files.map((f) => (f.content.includes(0) ? "" : f.content.toString("utf8"))));
+  return files.map((f, i) => twinFile(f, rand, { index, offset: index.offsets[i]! }));
+}
 
 /** `text` with `edits` applied. Pure. */
 function applyEdits(text: string, edits: readonly Edit[]): string {
@@ -92,12 +100,12 @@ function applyEdits(text: string, edits: readonly Edit[]): string {
 function twinFile<F extends GuardFile>(
   f: F,
   rand: Rand,
-  others: readonly string[],
+  context: { readonly index: ContextIndex; readonly offset: number },
 ): { file: F; edits: Edit[] } {
   const format = formatOfPath(f.path);
   if (!format || f.content.includes(0)) return { file: f, edits: [] };
   const text = f.content.toString("utf8");
-  const edits = twinEdits(format, text, rand, others);
+  const edits = twinEdits(format, text, rand, context);
   return { file: edits.length ? { ...f, content: Buffer.from(applyEdits(text, edits)) } : f, edits };
 }
 
@@ -113,7 +121,7 @@ export function twinFiles<F extends GuardFile>(
   files: readonly F[],
   rand: Rand,
 ): { files: F[]; sites: number; report: GuardReport } {
-  const twins = files.map((f) => twinFile(f, rand, textsBeside(files, f)));
+  const twins = twinAll(files, rand);
   const sites = twins.reduce((n, t) => n + t.edits.length, 0);
   const tests = sourcePaths(files);
   const report: GuardReport = sites
@@ -190,7 +198,7 @@ export function idsTwinFiles<F extends GuardFile>(
   ids: readonly string[],
   rand: Rand,
 ): { files: F[]; sites: number; report: GuardReport } {
-  const twins = files.map((f) => twinFile(f, rand, textsBeside(files, f)));
+  const twins = twinAll(files, rand);
   const tests = files.flatMap((f, i) => twinnedTests(f, twins[i]!.edits));
   const report: GuardReport = { guarded: [], unguarded: [] };
   for (const id of ids) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { contextDistance, contextOf } from "../../../src/scoring/decoys/context.js";
+import { contextDistance, contextIndex } from "../../../src/scoring/decoys/context.js";
 import { guardFiles } from "../../../src/scoring/decoys/guard.js";
 import { choosePlace, literalVariants } from "../../../src/scoring/decoys/perturb.js";
 import { forgerTellsReal } from "../../helpers/counting-forger.js";
@@ -34,40 +34,50 @@ def test_exact_powers_step_up_every_unit():
     ]
 `;
 
+/** The distance function of the literal `lit` as written (first occurrence) in `texts[0]`. */
+const distanceIn = (texts: string[], lit: string) => {
+  const start = texts[0]!.indexOf(lit);
+  return contextDistance(lit, contextIndex(texts), { start, end: start + lit.length });
+};
+
 describe("contextDistance", () => {
-  it("is 0 for a value the rest of the file writes exactly as often, whole and around the change", () => {
-    const context = `x == "1.0 KiB" and y == ["1.0 KiB", "1.0 GiB"]`;
-    const d = contextDistance('"1.0 GiB"', context);
-    expect(d('"1.0 GiB"')).toBe(0);
-    // "1.0 KiB" is written twice, "1.0 GiB" once: told apart
+  it("is 0 for a value the rest of the files write exactly as often, whole and around the change", () => {
+    const d = distanceIn([`z == "1.0 GiB" and x == "1.0 KiB" and y == ["1.0 KiB", "1.0 GiB"]`], '"1.0 GiB"');
+    // beside it "1.0 GiB" is written once more, "1.0 KiB" twice: told apart
     expect(d('"1.0 KiB"')).toBeGreaterThan(0);
     // written nowhere: told apart from a value written once
     expect(d('"1.0 GiX"')).toBeGreaterThan(0);
+    expect(distanceIn([`z == "1.0 GiB" and y == ["1.0 KiB", "1.0 GiB"]`], '"1.0 GiB"')('"1.0 KiB"')).toBe(0);
     // a value of a literal written nowhere, beside another written nowhere: nothing tells them apart
-    expect(contextDistance('"abc"', context)('"abd"')).toBe(0);
+    expect(distanceIn(['f() == "abc" and "xyz"'], '"abc"')('"abd"')).toBe(0);
   });
 
   it("counts the whole value as a token, not inside a longer number", () => {
-    const d = contextDistance("6", "range(7), 16, 60");
-    expect(d("8")).toBe(0);
-    expect(contextDistance("7", "range(7), 16, 60")("8")).toBeGreaterThan(0);
+    expect(distanceIn(["x == 6, range(7), 16, 60"], "6")("8")).toBe(0);
+    expect(distanceIn(["x == 7, range(7), 16, 60"], "7")("8")).toBeGreaterThan(0);
   });
 
-  it("reads the file without the literal itself, and the other hidden files", () => {
-    const text = 'assert f() == "abc"';
-    const start = text.indexOf('"abc"');
-    const ctx = contextOf(text, { start, end: start + 5 }, ['y = "abc"']);
-    expect(ctx).toBe('assert f() == \0\0y = "abc"');
-    expect(contextDistance('"abc"', ctx)('"abd"')).toBeGreaterThan(0);
+  it("leaves the literal itself out and reads the other hidden files", () => {
+    expect(distanceIn(['assert f() == "abc"'], '"abc"')('"abd"')).toBe(0);
+    expect(distanceIn(['assert f() == "abc"', 'y = "abc"'], '"abc"')('"abd"')).toBeGreaterThan(0);
+  });
+
+  it("counts through the index exactly as a scan of the text would", () => {
+    const text = "aaaa abab ab ba aab";
+    const index = contextIndex([text, "ab"]);
+    for (const piece of ["aa", "ab", "aab", "ba", "b a", "abab", "zz"]) {
+      const scan = (t: string) => [...t.matchAll(new RegExp(`(?=${piece})`, "g"))].length;
+      expect(index.count(piece, { start: 0, end: 0 }), piece).toBe(scan(`${text}\0ab`));
+    }
+    // an occurrence overlapping the literal itself does not count
+    expect(index.count("abab", { start: 5, end: 9 })).toBe(0);
   });
 });
 
 describe("decoy values chosen by context", () => {
   it("a literal's decoys are the values nearest it in what the rest of the file writes", () => {
-    const text = BYTESIZE;
     const lit = '"1.0 KiB"';
-    const start = text.indexOf(lit);
-    const cost = contextDistance(lit, contextOf(text, { start, end: start + lit.length }, []));
+    const cost = distanceIn([BYTESIZE], lit);
     for (let i = 0; i < 20; i++) {
       const vs = literalVariants(lit, "python", "equal", rand, 3, new Set(), cost);
       expect(vs.length).toBe(3);
