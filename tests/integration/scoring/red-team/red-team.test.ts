@@ -19,6 +19,7 @@ import { scoreInFork } from "../score-in-fork.js";
 import { type Attack, attackDiff } from "./attack.js";
 import { BUILD_ATTACKS } from "./attacks-build.js";
 import { COMPILED_ATTACKS } from "./attacks-compiled.js";
+import { CONTEXT_ATTACKS } from "./attacks-context.js";
 import { OUTCOME_ATTACKS } from "./attacks-outcome.js";
 import { PYTHON_ATTACKS } from "./attacks-python.js";
 
@@ -30,7 +31,15 @@ import { PYTHON_ATTACKS } from "./attacks-python.js";
 // tests, hence no decoys either way); their baseline allows every edit, as rows were scored before
 // their diffs were protected, and takes the build's word for every file (no scoring/build-reach.ts). The infra-dodge watchers have no switch: they win against the scorer
 // of 5cbb29c (scoring throws: no score), the install ones in the baseline (the script installs).
-const ATTACKS: Attack[] = [...PYTHON_ATTACKS, ...COMPILED_ATTACKS, ...BUILD_ATTACKS, ...OUTCOME_ATTACKS];
+// The context attack (attacks-context.ts) has no switch either: it tells the real test from its
+// decoys, so it needs decoys to win; it scored 1 against the decoys of 61b2e62.
+const ATTACKS: Attack[] = [
+  ...PYTHON_ATTACKS,
+  ...COMPILED_ATTACKS,
+  ...BUILD_ATTACKS,
+  ...OUTCOME_ATTACKS,
+  ...CONTEXT_ATTACKS,
+];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";
 // the node profile's default build before it checked `.mjs`/`.cjs` too (the baseline's)
 const NODE_BUILD_BEFORE =

@@ -1,7 +1,8 @@
 import type { ResultFormat } from "../../tasks/task-spec.js";
 import { assertionSites, type Site } from "./assertions.js";
 import { langOf, registrations, type TestBlock, testBlocks } from "./blocks.js";
-import { literalValue, literalVariants, type Rand, shuffled as shuffle } from "./perturb.js";
+import { type ContextIndex, contextDistance, contextIndex } from "./context.js";
+import { choosePlace, literalValue, literalVariants, type Rand, shuffled as shuffle } from "./perturb.js";
 import type { Lexed } from "./scan.js";
 
 /**
@@ -130,6 +131,9 @@ export function writtenValues(l: Lexed): Set<string> {
   return out;
 }
 
+/** Literals of one test weighed against the hidden files' text (the least written first). */
+const COSTED_LITERALS = 4;
+
 /** Decoys per graded test: a forger passes only by picking the real one of 1 + this, per test. */
 export const DECOYS_PER_TEST = 3;
 
@@ -142,6 +146,7 @@ function decoysOf(
   written: ReadonlySet<string>,
   b: TestBlock,
   rand: Rand,
+  context: { readonly index: ContextIndex; readonly offset: number },
 ): Edit[] | string {
   const sites = assertionSites(format, l, b.body);
   if (!sites.length) return "no equality or containment assertion with a literal expected value";
@@ -153,11 +158,17 @@ function decoysOf(
     ),
     rand,
   ).sort((a, b) => occurrences(l, a.lit) - occurrences(l, b.lit));
-  for (const { site, lit } of candidates) {
+  // the literal with a full set of decoys nearest the real value in what the rest of the hidden
+  // files write (decoys/context.ts), else the one with the most
+  const sets = candidates.slice(0, COSTED_LITERALS).map(({ site, lit }) => {
     const text = l.text.slice(lit.start, lit.end);
-    const texts = literalVariants(text, langOf(format), site.kind, rand, DECOYS_PER_TEST, written);
-    if (texts.length) return texts.map((t) => ({ ...lit, text: t }));
-  }
+    const own = { start: context.offset + lit.start, end: context.offset + lit.end };
+    const cost = contextDistance(text, context.index, own);
+    const texts = literalVariants(text, langOf(format), site.kind, rand, DECOYS_PER_TEST, written, cost);
+    return { place: lit, picked: texts, worst: Math.max(0, ...texts.map(cost)) };
+  });
+  const best = choosePlace(sets, DECOYS_PER_TEST, true);
+  if (best) return best.picked.map((t) => ({ ...best.place, text: t }));
   return "its assertions' literals cannot be changed (f-strings, templates, characters)";
 }
 
@@ -173,6 +184,8 @@ export function guardFiles(
 ): { files: GuardFile[]; plan: DecoyPlan; report: GuardReport } {
   const parsed = files.map((f) => testBlocks(format, f.content.toString("utf8")));
   const written = parsed.map((p) => writtenValues(p.lexed));
+  // what code under test reads beside each literal: all the hidden files (decoys/context.ts)
+  const index = contextIndex(parsed.map((p) => p.lexed.text));
   const taken = new Set(parsed.flatMap((p) => p.blocks.map((b) => b.name)));
   const byName = new Map<string, Located[]>();
   parsed.forEach((p, file) => {
@@ -206,7 +219,8 @@ export function guardFiles(
     const { file, block } = hits[0]!;
     let plan = plans.get(block);
     if (!plan) {
-      const d = decoysOf(format, parsed[file]!.lexed, written[file]!, block, rand);
+      const context = { index, offset: index.offsets[file]! };
+      const d = decoysOf(format, parsed[file]!.lexed, written[file]!, block, rand, context);
       plan = {
         name: freshName(format, rand, taken),
         decoys:

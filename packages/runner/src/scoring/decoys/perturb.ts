@@ -12,6 +12,47 @@ import type { Lang } from "./scan.js";
 
 export type Rand = (n: number) => number;
 
+/**
+ * How far a changed literal (its whole text) is from the original in what the rest of the hidden
+ * files write (decoys/context.ts): decoys take the nearest values, 0 where any value of the kind is.
+ */
+export type Cost = (variant: string) => number;
+
+/** One place's candidate values, nearest first (ties in the given, random, order), `max` kept. */
+function nearest<T>(
+  cands: readonly T[],
+  max: number,
+  cost: ((c: T) => number) | undefined,
+): { picked: T[]; worst: number } {
+  if (cost === undefined) return { picked: cands.slice(0, max), worst: 0 };
+  const scored = cands.map((c) => ({ c, d: cost(c) })).sort((a, b) => a.d - b.d);
+  const picked = scored.slice(0, max);
+  return { picked: picked.map((p) => p.c), worst: picked.at(-1)?.d ?? 0 };
+}
+
+/**
+ * Of the places' candidate sets (in random order), the one to use: without a cost the first with
+ * `max` values, else the one with the most; with a cost the nearest among those with the most
+ * values (the first of equals). Pure.
+ */
+export function choosePlace<P>(
+  places: readonly { place: P; picked: readonly string[]; worst: number }[],
+  max: number,
+  costed: boolean,
+): { place: P; picked: readonly string[] } | undefined {
+  let best: (typeof places)[number] | undefined;
+  for (const p of places) {
+    if (!p.picked.length) continue;
+    const more = p.picked.length > (best?.picked.length ?? 0);
+    const nearer =
+      costed && best !== undefined && p.picked.length === best.picked.length && p.worst < best.worst;
+    if (!more && !nearer) continue;
+    best = p;
+    if (p.picked.length >= max && (!costed || p.worst === 0)) break;
+  }
+  return best;
+}
+
 const QUOTES: Record<Lang, RegExp> = {
   python: /^([rRbBuU]{0,2})('''|"""|'|")([\s\S]*)\2$/,
   rust: /^(b?r#*|b?)(")([\s\S]*)"#*$/,
@@ -39,8 +80,17 @@ function standIns(u: string, own: readonly string[]): string[] {
   return [...new Set(own.filter((o) => !/^[0-9a-zA-Z]$/.test(o)))];
 }
 
-/** Up to `max` symmetric variants of `units`: one position, different stand-ins. */
-function unitVariants(units: string[], rand: Rand, max: number, greedyEscapes: boolean): string[][] {
+/**
+ * Up to `max` symmetric variants of `units`: one position, different stand-ins; with `cost`, the
+ * position and stand-ins nearest the original (see choosePlace).
+ */
+function unitVariants(
+  units: string[],
+  rand: Rand,
+  max: number,
+  greedyEscapes: boolean,
+  cost?: (next: string[]) => number,
+): string[][] {
   if (!units.length) return [[" "]];
   // C reads every hex digit after \x and up to three octal digits after \: no character goes right
   // after such an escape, and none is swapped in
@@ -49,17 +99,20 @@ function unitVariants(units: string[], rand: Rand, max: number, greedyEscapes: b
     units.map((_, i) => i),
     rand,
   ).filter((i) => !greedy(units[i - 1]));
-  // the first place (in random order) with `max` stand-ins, else the place with the most
-  let best: { i: number; cands: string[] } | undefined;
-  for (const i of order) {
-    const cands = shuffled(
-      standIns(units[i]!, units).filter((c) => c !== units[i] && !greedy(c)),
-      rand,
-    ).slice(0, max);
-    if (cands.length > (best?.cands.length ?? 0)) best = { i, cands };
-    if (cands.length >= max) break;
-  }
-  if (best) return best.cands.map((c) => units.map((x, k) => (k === best.i ? c : x)));
+  const at = (i: number, c: string) => units.map((x, k) => (k === i ? c : x));
+  // with a cost, a bounded number of places is weighed (each weighs every stand-in)
+  const places = function* () {
+    for (const i of cost === undefined ? order : order.slice(0, COSTED_PLACES)) {
+      const cands = shuffled(
+        standIns(units[i]!, units).filter((c) => c !== units[i] && !greedy(c)),
+        rand,
+      );
+      const { picked, worst } = nearest(cands, max, cost && ((c: string) => cost(at(i, c))));
+      yield { place: i, picked, worst };
+    }
+  };
+  const best = choosePlace([...places()], max, cost !== undefined);
+  if (best) return best.picked.map((c) => at(best.place, c));
   // one kind of character only, nothing of its kind to swap in: double one
   if (!order.length) return [];
   const i = order[rand(order.length)]!;
@@ -76,7 +129,7 @@ export function shuffled<T>(xs: readonly T[], rand: Rand): T[] {
   return out;
 }
 
-function stringVariants(text: string, lang: Lang, rand: Rand, max: number): string[] {
+function stringVariants(text: string, lang: Lang, rand: Rand, max: number, cost?: Cost): string[] {
   const m = QUOTES[lang].exec(text);
   if (!m) return [];
   const [, prefix = "", quote = '"', body = ""] = m;
@@ -84,38 +137,38 @@ function stringVariants(text: string, lang: Lang, rand: Rand, max: number): stri
   // a raw literal must not gain its own closing quote
   if (isRaw(lang, prefix, quote) && units.some((u) => u.includes(quote[0]!))) return [];
   const closing = text.slice(prefix.length + quote.length + body.length);
-  return unitVariants(units, rand, max, lang === "c").map(
-    (next) => `${prefix}${quote}${next.join("")}${closing}`,
-  );
+  const whole = (next: string[]) => `${prefix}${quote}${next.join("")}${closing}`;
+  return unitVariants(units, rand, max, lang === "c", cost && ((next) => cost(whole(next)))).map(whole);
 }
 
 /** The smallest integer range (i8, u8, i16, u16, i32, u32, …) that holds `n`: a changed value stays in it. */
 const boundOf = (n: number) =>
   [127, 255, 32_767, 65_535, 2_147_483_647, 4_294_967_295].find((b) => n <= b) ?? Number.MAX_SAFE_INTEGER;
 
-function numberVariants(text: string, rand: Rand, max: number): string[] {
+function numberVariants(text: string, rand: Rand, max: number, cost?: Cost): string[] {
   const m = /^(\d[\d_]*)((?:\.\d[\d_]*)?(?:[eE][+-]?\d+)?)([a-z][a-z0-9]*)?$/.exec(text);
   if (!m) return [];
   const [, int = "", frac = "", suffix = ""] = m;
   const digits = int.replaceAll("_", "");
   if (digits.length > 15) return [];
   const bound = boundOf(Number(digits));
-  for (const i of shuffled(
+  const places = shuffled(
     [...digits].map((_, k) => k),
     rand,
-  )) {
+  ).map((i) => {
     const options = shuffled([...DIGITS], rand)
       .filter((d) => d !== digits[i] && !(i === 0 && d === "0" && digits.length > 1))
       .map((d) => digits.slice(0, i) + d + digits.slice(i + 1))
       .filter((next) => Number(next) <= bound)
-      .slice(0, max);
-    if (options.length)
-      return options.map((next) => {
+      .map((next) => {
         const grouped = int.includes("_") ? next.replace(/\B(?=(\d{3})+$)/g, "_") : next;
         return `${grouped}${frac}${suffix}`;
       });
-  }
-  return [];
+    return { place: i, ...nearest(options, max, cost) };
+  });
+  // without a cost: the first place (in random order) with a value, as many as it has up to `max`
+  if (cost === undefined) return places.find((p) => p.picked.length)?.picked ?? [];
+  return [...(choosePlace(places, max, true)?.picked ?? [])];
 }
 
 /**
@@ -136,6 +189,9 @@ function otherClasses(text: string, lang: Lang, rand: Rand, max: number): string
     .map((pick) => (quoted ? `${quoted[1]}${pick}${quoted[1]}` : pick));
 }
 
+/** Places of one literal weighed against the hidden files' text when a cost is given. */
+const COSTED_PLACES = 12;
+
 /** Stand-ins asked for per wanted variant, so that those naming a written value can be dropped. */
 const SPARE = 4;
 
@@ -148,7 +204,9 @@ export function literalValue(text: string, lang: Lang): string {
  * Up to `max` other values for `text` (one literal), distinct and symmetric; [] when none. A
  * containment check never gets a value in `written` (the values and words the test file itself
  * spells: another key, field or expected value): `"bla" in result` changed to `"bli"` holds when
- * `bli` is a key the test made too, and a correct solution would pass that decoy. Pure given `rand`.
+ * `bli` is a key the test made too, and a correct solution would pass that decoy. With `cost`
+ * (decoys/context.ts), the values the rest of the hidden files tell least apart from the original.
+ * Pure given `rand`.
  */
 export function literalVariants(
   text: string,
@@ -157,16 +215,18 @@ export function literalVariants(
   rand: Rand,
   max: number,
   written: ReadonlySet<string> = new Set(),
+  cost?: Cost,
 ): string[] {
   if (kind === "class") return otherClasses(text, lang, rand, max);
+  const one = (v: string) => (kind === "equal" ? [v] : []);
   const empty: Record<string, string> = { "[]": "[0]", "()": "(0,)", "{}": "{0}" };
-  if (lang === "python" && empty[text]) return kind === "equal" ? [empty[text]] : [];
+  if (lang === "python" && empty[text]) return one(empty[text]);
   const flip: Record<string, string> = { true: "false", false: "true", True: "False", False: "True" };
-  if (flip[text]) return kind === "equal" ? [flip[text]] : [];
-  if (/^\d/.test(text)) return kind === "equal" ? numberVariants(text, rand, max) : [];
+  if (flip[text]) return one(flip[text]);
+  if (/^\d/.test(text)) return kind === "equal" ? numberVariants(text, rand, max, cost) : [];
   // an equality holds for one value only: a written value is no risk there
-  if (kind === "equal") return stringVariants(text, lang, rand, max);
-  const all = stringVariants(text, lang, rand, max * SPARE);
+  if (kind === "equal") return stringVariants(text, lang, rand, max, cost);
+  const all = stringVariants(text, lang, rand, max * SPARE, cost);
   return all.filter((v) => !written.has(literalValue(v, lang))).slice(0, max);
 }
 

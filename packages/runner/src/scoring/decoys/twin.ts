@@ -2,6 +2,7 @@ import type { ResultFormat } from "../../tasks/task-spec.js";
 import { postImageByFile } from "../../text/diff.js";
 import { assertionSites } from "./assertions.js";
 import { jsNamedTests, langOf, testBlocks } from "./blocks.js";
+import { type ContextIndex, contextDistance, contextIndex } from "./context.js";
 import { type GuardFile, type GuardReport, mayTwin, writtenValues } from "./guard.js";
 import { definedName } from "./guard-hidden.js";
 import { literalVariants, type Rand, shuffled } from "./perturb.js";
@@ -51,7 +52,12 @@ export function formatOfPath(path: string): ResultFormat | undefined {
 type Edit = { start: number; end: number; text: string };
 
 /** One edit per assertion site of `text` that has a literal with another value (non-overlapping). */
-function twinEdits(format: ResultFormat, text: string, rand: Rand): Edit[] {
+function twinEdits(
+  format: ResultFormat,
+  text: string,
+  rand: Rand,
+  context: { readonly index: ContextIndex; readonly offset: number },
+): Edit[] {
   const l = lex(text, langOf(format));
   const written = writtenValues(l);
   const edits: Edit[] = [];
@@ -62,7 +68,11 @@ function twinEdits(format: ResultFormat, text: string, rand: Rand): Edit[] {
     if (site.comparison && compared.some((c) => overlaps(c, site.comparison!))) continue;
     for (const lit of shuffled(site.literals, rand)) {
       if (!mayTwin(l, site, lit) || edits.some((e) => overlaps(e, lit))) continue;
-      const [value] = literalVariants(text.slice(lit.start, lit.end), l.lang, site.kind, rand, 1, written);
+      const original = text.slice(lit.start, lit.end);
+      // a changed value the rest of the files write as often as the real one (decoys/context.ts)
+      const own = { start: context.offset + lit.start, end: context.offset + lit.end };
+      const cost = contextDistance(original, context.index, own);
+      const [value] = literalVariants(original, l.lang, site.kind, rand, 1, written, cost);
       if (value === undefined) continue;
       edits.push({ ...lit, text: value });
       if (site.comparison) compared.push(site.comparison);
@@ -70,6 +80,12 @@ function twinEdits(format: ResultFormat, text: string, rand: Rand): Edit[] {
     }
   }
   return edits;
+}
+
+/** Every file's twin, its values chosen against what all the hidden files write (decoys/context.ts). */
+function twinAll<F extends GuardFile>(files: readonly F[], rand: Rand): { file: F; edits: Edit[] }[] {
+  const index = contextIndex(files.map((f) => (f.content.includes(0) ? "" : f.content.toString("utf8"))));
+  return files.map((f, i) => twinFile(f, rand, { index, offset: index.offsets[i]! }));
 }
 
 /** `text` with `edits` applied. Pure. */
@@ -81,11 +97,15 @@ function applyEdits(text: string, edits: readonly Edit[]): string {
 }
 
 /** One file's twin: every assertion site with a literal changed, and the changed spans (original offsets). */
-function twinFile<F extends GuardFile>(f: F, rand: Rand): { file: F; edits: Edit[] } {
+function twinFile<F extends GuardFile>(
+  f: F,
+  rand: Rand,
+  context: { readonly index: ContextIndex; readonly offset: number },
+): { file: F; edits: Edit[] } {
   const format = formatOfPath(f.path);
   if (!format || f.content.includes(0)) return { file: f, edits: [] };
   const text = f.content.toString("utf8");
-  const edits = twinEdits(format, text, rand);
+  const edits = twinEdits(format, text, rand, context);
   return { file: edits.length ? { ...f, content: Buffer.from(applyEdits(text, edits)) } : f, edits };
 }
 
@@ -101,7 +121,7 @@ export function twinFiles<F extends GuardFile>(
   files: readonly F[],
   rand: Rand,
 ): { files: F[]; sites: number; report: GuardReport } {
-  const twins = files.map((f) => twinFile(f, rand));
+  const twins = twinAll(files, rand);
   const sites = twins.reduce((n, t) => n + t.edits.length, 0);
   const tests = sourcePaths(files);
   const report: GuardReport = sites
@@ -178,7 +198,7 @@ export function idsTwinFiles<F extends GuardFile>(
   ids: readonly string[],
   rand: Rand,
 ): { files: F[]; sites: number; report: GuardReport } {
-  const twins = files.map((f) => twinFile(f, rand));
+  const twins = twinAll(files, rand);
   const tests = files.flatMap((f, i) => twinnedTests(f, twins[i]!.edits));
   const report: GuardReport = { guarded: [], unguarded: [] };
   for (const id of ids) {
