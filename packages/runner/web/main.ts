@@ -3,7 +3,12 @@ import { outcomeLook } from "../src/eval/outcome-look.js";
 import type { CompareKind, CompareResponse, CompareRow, CompareSide } from "../src/view/compare.js";
 import type { ConvBlock, ConvMessage } from "../src/view/conversation.js";
 import type { GroupRow, TrajectoryRow } from "../src/view/query.js";
-import type { IndexResponse, RunResponse, TokensResponse, TrajectoryResponse } from "../src/view/run-data.js";
+import type {
+  IndexResponse,
+  RunResponse,
+  TokensResponse,
+  TrajectoryResponse,
+} from "../src/view/responses.js";
 import { SEGMENT } from "../src/view/segment.js";
 import { tokenSpans } from "../src/view/token-spans.js";
 import type { SearchResponse } from "../src/view/transcript-search.js";
