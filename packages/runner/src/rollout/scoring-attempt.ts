@@ -4,7 +4,7 @@ import { type BoundHidden, prepareReadOnlyHidden } from "../scoring/read-only.js
 import { type ScoreOptions, scoreDiff } from "../scoring/scorer.js";
 import { snapshotTextReader } from "../scoring/snapshot-files.js";
 import { type ScoringRun, scoreGuarded } from "../scoring/twin-run.js";
-import type { Snapshot } from "../snapshots/build.js";
+import type { Snapshot } from "../snapshots/manifest.js";
 import { rowTermCommands } from "../tasks/row-reward.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
 import type { RolloutTask, ScoreInput } from "./deps.js";

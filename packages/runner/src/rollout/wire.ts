@@ -20,15 +20,10 @@ import { runSecrets } from "../redact/redactor.js";
 import type { RunConfig } from "../run-format/schema.js";
 import type { Score } from "../run-format/score.js";
 import { hiddenTestsOf } from "../scoring/hidden-tests.js";
-import {
-  buildSnapshot,
-  type Snapshot,
-  type SnapshotProgress,
-  type SnapshotSpec,
-  snapshotSpecOfProfile,
-  snapshotSpecOfTask,
-} from "../snapshots/build.js";
+import { buildSnapshot, type SnapshotProgress } from "../snapshots/build.js";
 import { chooseImageSnapshot, podmanImageTreeReader, snapshotFromImage } from "../snapshots/from-image.js";
+import type { Snapshot } from "../snapshots/manifest.js";
+import { type SnapshotSpec, snapshotSpecOfProfile, snapshotSpecOfTask } from "../snapshots/spec.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
 import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
