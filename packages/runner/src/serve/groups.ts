@@ -7,8 +7,9 @@ import {
   type ServedTrajectory,
 } from "../export/served-record.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
-import { newRunId, type RolloutOptions, resolveRolloutOptions } from "../rollout/config.js";
+import { newRunId, resolveRolloutOptions } from "../rollout/config.js";
 import type { RolloutDeps } from "../rollout/deps.js";
+import type { RolloutOptions } from "../rollout/options.js";
 import { acquireRunLock, type RunLock } from "../rollout/run-lock.js";
 import { runRollout } from "../rollout/run-rollout.js";
 import { writeJsonAtomic } from "../run-format/jsonl.js";
