@@ -124,98 +124,211 @@ const SORTS: [string, string][] = [
   ["retries", "infra retries"],
 ];
 
+/** What a run page is drawn from: the run's answer and the page's query (sort, direction, page). */
+interface RunView {
+  readonly ref: string;
+  readonly params: URLSearchParams;
+  readonly run: RunResponse;
+  readonly sort: string;
+  readonly dir: string;
+  readonly page: number;
+  readonly size: number;
+}
+
+/** Goes to the same run with query parameter `k` set to `value` (removed when empty; back to page 0). */
+function setParam(v: RunView, k: string, value: string): void {
+  const p = new URLSearchParams(v.params);
+  if (value) p.set(k, value);
+  else p.delete(k);
+  if (k !== "page") p.delete("page");
+  location.hash = `${runHref(v.ref)}?${p}`;
+}
+
 export async function runPage(ref: string, params: URLSearchParams, seq: number): Promise<void> {
   const q = Object.fromEntries(params);
   const run = await api<RunResponse>("/api/run", { run: ref, ...q });
   if (seq !== view.renderSeq) return;
-  const setParam = (k: string, v: string) => {
-    const p = new URLSearchParams(params);
-    if (v) p.set(k, v);
-    else p.delete(k);
-    if (k !== "page") p.delete("page");
-    location.hash = `${runHref(ref)}?${p}`;
+  const v: RunView = {
+    ref,
+    params,
+    run,
+    sort: params.get("sort") ?? "id",
+    dir: params.get("dir") ?? "asc",
+    page: Number(params.get("page") ?? 0),
+    size: Number(params.get("size") ?? 100),
   };
-  const sort = params.get("sort") ?? "id";
-  const dir = params.get("dir") ?? "asc";
-  const page = Number(params.get("page") ?? 0);
-  const size = Number(params.get("size") ?? 100);
   const f = run.facts;
+  layout(
+    `Run ${f.runId}`,
+    [["#/", "Runs"], ...evalCrumb(ref), [runHref(ref), f.runId]],
+    runFacts(run),
+    run.skippedLines
+      ? h("p", { class: "err" }, `${run.skippedLines} metrics line(s) did not parse and are left out`)
+      : null,
+    searchSection(ref, params),
+    groupsSection(v),
+    trajectoriesSection(v),
+  );
+  for (const th of app.querySelectorAll("table.trajectories thead th")) {
+    const b = th.querySelector("button");
+    const key = SORTS.find(([, l]) => b?.textContent?.startsWith(l))?.[0];
+    th.setAttribute("aria-sort", key === v.sort ? (v.dir === "asc" ? "ascending" : "descending") : "none");
+  }
+  if (f.state !== "complete" && boot.mode === "server") watch(ref, run.stamp, seq);
+}
 
-  const groupRow = (g: GroupRow) =>
+/** The run's facts (run.json and summary.json). */
+function runFacts(run: RunResponse): HTMLElement {
+  const f = run.facts;
+  return h(
+    "dl",
+    { class: "facts" },
+    fact("created", f.createdAt),
+    fact("state", f.state === "in progress" ? "in progress (live)" : f.state),
+    fact("tasks", String(f.tasks)),
+    fact("group size", String(f.groupSize)),
+    fact("policies", f.policies.join(", ")),
+    fact("mean reward", fmtReward(f.meanReward)),
+    fact("duration", fmtMs(f.durationMs)),
+    fact("infra retries", String(f.infraRetries ?? run.rows.reduce((a, r) => a + r.infraRetries, 0))),
+    fact("Atropos", f.atropos),
+    fact("backend", f.backend),
+    fact("images", f.images),
+  );
+}
+
+/** Per task: the group's rewards, outcomes, mean turns, tokens and timings. */
+function groupsSection(v: RunView): HTMLElement {
+  const { run } = v;
+  return h(
+    "section",
+    { "aria-labelledby": "groups-h" },
+    h("h2", { id: "groups-h" }, "Groups"),
+    table(
+      run.groups.length < run.groupsTotal
+        ? `Groups of the tasks on this page (${run.groups.length} of ${run.groupsTotal}): rewards, outcomes, mean turns, tokens, per-phase timings`
+        : "Per task: the group's rewards, outcomes, mean turns, tokens and per-phase timings",
+      [
+        "task",
+        "trajectories",
+        "mean reward",
+        "rewards",
+        "outcomes",
+        "turns",
+        "tokens",
+        "timings",
+        "Atropos",
+        "infra retries",
+      ],
+      run.groups.map((g) => groupRow(v.ref, g)),
+    ),
+    legend(),
+  );
+}
+
+/** The trajectories on this page: filters, a sortable table and the pager. */
+function trajectoriesSection(v: RunView): HTMLElement {
+  const { run } = v;
+  return h(
+    "section",
+    { "aria-labelledby": "traj-h" },
+    h("h2", { id: "traj-h" }, "Trajectories"),
+    runFilters(v),
+    table(
+      "Trajectories (click a column to sort)",
+      SORTS.map(([k, l]) => sortHead(v, k, l)),
+      run.rows.map((r) => trajRow(v.ref, r)),
+      "trajectories",
+    ),
+    pager(v),
+  );
+}
+
+/** One task's group as a table row. */
+function groupRow(ref: string, g: GroupRow): HTMLTableRowElement {
+  return h(
+    "tr",
+    { "data-href": `${runHref(ref)}?task=${enc(g.task)}` },
+    h("th", { scope: "row" }, link(`${runHref(ref)}?task=${enc(g.task)}`, g.task)),
+    h("td", {}, `${g.trajectories}/${g.expected ?? "?"}`),
+    h("td", {}, fmtReward(g.meanReward)),
     h(
-      "tr",
-      { "data-href": `${runHref(ref)}?task=${enc(g.task)}` },
-      h("th", { scope: "row" }, link(`${runHref(ref)}?task=${enc(g.task)}`, g.task)),
-      h("td", {}, `${g.trajectories}/${g.expected ?? "?"}`),
-      h("td", {}, fmtReward(g.meanReward)),
-      h(
-        "td",
-        { class: "rewards" },
-        g.rewards.map((r) =>
-          h(
-            "span",
-            { class: `rw ${r === null ? "rn" : r >= 1 ? "r1" : r > 0 ? "rp" : "r0"}`, title: fmtReward(r) },
-            fmtReward(r),
-          ),
+      "td",
+      { class: "rewards" },
+      g.rewards.map((r) =>
+        h(
+          "span",
+          { class: `rw ${r === null ? "rn" : r >= 1 ? "r1" : r > 0 ? "rp" : "r0"}`, title: fmtReward(r) },
+          fmtReward(r),
         ),
       ),
-      h(
-        "td",
-        {},
-        Object.entries(g.outcomes)
-          .filter(([, n]) => n > 0)
-          .map(([o, n]) => [outcomeBadge(o), ` ${n} `]),
-      ),
-      h("td", {}, g.turns.toFixed(1)),
-      h("td", {}, fmtInt(g.tokens)),
-      h("td", { class: "barcell" }, timingBar(g.timings)),
-      h("td", {}, g.atropos),
-      h("td", {}, g.infraRetries),
-    );
-
-  const sortHead = (key: string, label: string) => {
-    const active = sort === key;
-    const th = h(
-      "button",
-      {
-        class: "sort",
-        type: "button",
-        onclick: () => {
-          const p = new URLSearchParams(params);
-          p.set("sort", key);
-          p.set("dir", active && dir === "asc" ? "desc" : "asc");
-          location.hash = `${runHref(ref)}?${p}`;
-        },
-      },
-      label,
-      active ? (dir === "asc" ? " ▲" : " ▼") : "",
-    );
-    th.setAttribute("aria-label", `sort by ${label}`);
-    return th;
-  };
-
-  const trajRow = (r: TrajectoryRow) =>
+    ),
     h(
-      "tr",
-      { "data-href": trajHref(ref, r.id) },
-      h("th", { scope: "row" }, link(trajHref(ref, r.id), r.id)),
-      h("td", {}, r.task),
-      h("td", {}, r.policy ?? "–"),
-      h("td", { title: r.detail }, outcomeChip(r.outcome, r.reward, r.limit)),
-      h("td", { class: "num" }, fmtReward(r.reward)),
-      h("td", { class: "num" }, r.turns),
-      h("td", { class: "num" }, `${fmtInt(r.tokensIn)} / ${fmtInt(r.tokensOut)}`),
-      h("td", { class: "barcell" }, timingBar(r.timings)),
-      h(
-        "td",
-        { class: "num" },
-        r.infraRetries,
-        r.tampered ? h("span", { class: "err" }, ` tampered ${r.tampered}`) : null,
-      ),
-    );
+      "td",
+      {},
+      Object.entries(g.outcomes)
+        .filter(([, n]) => n > 0)
+        .map(([o, n]) => [outcomeBadge(o), ` ${n} `]),
+    ),
+    h("td", {}, g.turns.toFixed(1)),
+    h("td", {}, fmtInt(g.tokens)),
+    h("td", { class: "barcell" }, timingBar(g.timings)),
+    h("td", {}, g.atropos),
+    h("td", {}, g.infraRetries),
+  );
+}
 
+/** A column head that sorts the trajectories by `key` (again: the other way). */
+function sortHead(v: RunView, key: string, label: string): HTMLElement {
+  const { params, ref, sort, dir } = v;
+  const active = sort === key;
+  const th = h(
+    "button",
+    {
+      class: "sort",
+      type: "button",
+      onclick: () => {
+        const p = new URLSearchParams(params);
+        p.set("sort", key);
+        p.set("dir", active && dir === "asc" ? "desc" : "asc");
+        location.hash = `${runHref(ref)}?${p}`;
+      },
+    },
+    label,
+    active ? (dir === "asc" ? " ▲" : " ▼") : "",
+  );
+  th.setAttribute("aria-label", `sort by ${label}`);
+  return th;
+}
+
+/** One trajectory as a table row. */
+function trajRow(ref: string, r: TrajectoryRow): HTMLTableRowElement {
+  return h(
+    "tr",
+    { "data-href": trajHref(ref, r.id) },
+    h("th", { scope: "row" }, link(trajHref(ref, r.id), r.id)),
+    h("td", {}, r.task),
+    h("td", {}, r.policy ?? "–"),
+    h("td", { title: r.detail }, outcomeChip(r.outcome, r.reward, r.limit)),
+    h("td", { class: "num" }, fmtReward(r.reward)),
+    h("td", { class: "num" }, r.turns),
+    h("td", { class: "num" }, `${fmtInt(r.tokensIn)} / ${fmtInt(r.tokensOut)}`),
+    h("td", { class: "barcell" }, timingBar(r.timings)),
+    h(
+      "td",
+      { class: "num" },
+      r.infraRetries,
+      r.tampered ? h("span", { class: "err" }, ` tampered ${r.tampered}`) : null,
+    ),
+  );
+}
+
+/** The trajectory filters: outcome, task, policy and a reward range. */
+function runFilters(v: RunView): HTMLElement {
+  const { run, params } = v;
+  const f = run.facts;
   const outcomes = f.outcomes.length ? f.outcomes : [...new Set(run.rows.map((r) => r.outcome))];
-  const filters = h(
+  return h(
     "form",
     {
       class: "filters",
@@ -231,7 +344,7 @@ export async function runPage(ref: string, params: URLSearchParams, seq: number)
         "select",
         {
           id: "f-outcome",
-          onchange: (e: Event) => setParam("outcome", (e.target as HTMLSelectElement).value),
+          onchange: (e: Event) => setParam(v, "outcome", (e.target as HTMLSelectElement).value),
         },
         h("option", { value: "" }, "any"),
         ["completed", "limits_exceeded", "timeout", "policy_error", "infra_error", "refused", ...outcomes]
@@ -249,93 +362,32 @@ export async function runPage(ref: string, params: URLSearchParams, seq: number)
           type: k.endsWith("Reward") ? "number" : "search",
           step: "0.01",
           value: params.get(k) ?? "",
-          onchange: (e: Event) => setParam(k, (e.target as HTMLInputElement).value),
+          onchange: (e: Event) => setParam(v, k, (e.target as HTMLInputElement).value),
         }),
       ),
     ),
   );
+}
+
+/** Previous and next page of trajectories. */
+function pager(v: RunView): HTMLElement {
+  const { run, page, size } = v;
   const pages = Math.max(1, Math.ceil(run.total / size));
-  const pager = h(
+  return h(
     "nav",
     { class: "pager", "aria-label": "Pages" },
     h(
       "button",
-      { type: "button", disabled: page <= 0, onclick: () => setParam("page", String(page - 1)) },
+      { type: "button", disabled: page <= 0, onclick: () => setParam(v, "page", String(page - 1)) },
       "‹ previous",
     ),
     ` page ${page + 1} of ${pages} (${run.total} of ${run.all} trajectories) `,
     h(
       "button",
-      { type: "button", disabled: page + 1 >= pages, onclick: () => setParam("page", String(page + 1)) },
+      { type: "button", disabled: page + 1 >= pages, onclick: () => setParam(v, "page", String(page + 1)) },
       "next ›",
     ),
   );
-  layout(
-    `Run ${f.runId}`,
-    [["#/", "Runs"], ...evalCrumb(ref), [runHref(ref), f.runId]],
-    h(
-      "dl",
-      { class: "facts" },
-      fact("created", f.createdAt),
-      fact("state", f.state === "in progress" ? "in progress (live)" : f.state),
-      fact("tasks", String(f.tasks)),
-      fact("group size", String(f.groupSize)),
-      fact("policies", f.policies.join(", ")),
-      fact("mean reward", fmtReward(f.meanReward)),
-      fact("duration", fmtMs(f.durationMs)),
-      fact("infra retries", String(f.infraRetries ?? run.rows.reduce((a, r) => a + r.infraRetries, 0))),
-      fact("Atropos", f.atropos),
-      fact("backend", f.backend),
-      fact("images", f.images),
-    ),
-    run.skippedLines
-      ? h("p", { class: "err" }, `${run.skippedLines} metrics line(s) did not parse and are left out`)
-      : null,
-    searchSection(ref, params),
-    h(
-      "section",
-      { "aria-labelledby": "groups-h" },
-      h("h2", { id: "groups-h" }, "Groups"),
-      table(
-        run.groups.length < run.groupsTotal
-          ? `Groups of the tasks on this page (${run.groups.length} of ${run.groupsTotal}): rewards, outcomes, mean turns, tokens, per-phase timings`
-          : "Per task: the group's rewards, outcomes, mean turns, tokens and per-phase timings",
-        [
-          "task",
-          "trajectories",
-          "mean reward",
-          "rewards",
-          "outcomes",
-          "turns",
-          "tokens",
-          "timings",
-          "Atropos",
-          "infra retries",
-        ],
-        run.groups.map(groupRow),
-      ),
-      legend(),
-    ),
-    h(
-      "section",
-      { "aria-labelledby": "traj-h" },
-      h("h2", { id: "traj-h" }, "Trajectories"),
-      filters,
-      table(
-        "Trajectories (click a column to sort)",
-        SORTS.map(([k, l]) => sortHead(k, l)),
-        run.rows.map(trajRow),
-        "trajectories",
-      ),
-      pager,
-    ),
-  );
-  for (const th of app.querySelectorAll("table.trajectories thead th")) {
-    const b = th.querySelector("button");
-    const key = SORTS.find(([, l]) => b?.textContent?.startsWith(l))?.[0];
-    th.setAttribute("aria-sort", key === sort ? (dir === "asc" ? "ascending" : "descending") : "none");
-  }
-  if (f.state !== "complete" && boot.mode === "server") watch(ref, run.stamp, seq);
 }
 
 /** Live updates: re-render the run when its files change (cheap stat-based stamp, every 2 s). */
