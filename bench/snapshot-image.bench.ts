@@ -19,13 +19,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
-import {
-  buildSnapshot,
-  forkSnapshot,
-  type Snapshot,
-  snapshotSpecOfTask,
-} from "../packages/runner/src/snapshots/build.js";
+import { buildSnapshot, forkSnapshot } from "../packages/runner/src/snapshots/build.js";
 import { podmanImageTreeReader, snapshotFromImage } from "../packages/runner/src/snapshots/from-image.js";
+import type { Snapshot } from "../packages/runner/src/snapshots/manifest.js";
+import { snapshotSpecOfTask } from "../packages/runner/src/snapshots/spec.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../packages/runner/src/tasks/catalog.js";
 import { type BenchContext, benchFlags, loadStr, median, printTable, procCpuSeconds } from "./lib.js";
 import { openRunCgroup } from "./run-cgroup.js";

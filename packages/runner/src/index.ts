@@ -34,19 +34,7 @@ export {
 } from "./scoring/hidden-tests.js";
 export * from "./scoring/index.js";
 export * from "./serve/index.js";
-export {
-  type BuildOptions,
-  baseCommitOf,
-  buildSnapshot,
-  forkSnapshot,
-  type Snapshot,
-  SnapshotManifest,
-  type SnapshotProgress,
-  type SnapshotSpec,
-  snapshotSpecOfProfile,
-  snapshotSpecOfTask,
-  toolchainIdentity,
-} from "./snapshots/build.js";
+export { type BuildOptions, buildSnapshot, forkSnapshot, type SnapshotProgress } from "./snapshots/build.js";
 export {
   availableForkMethods,
   type Fork,
@@ -55,6 +43,9 @@ export {
   forkTree,
 } from "./snapshots/fork.js";
 export { defaultSnapshotCacheDir, snapshotKey } from "./snapshots/key.js";
+export { baseCommitOf, type Snapshot, SnapshotManifest } from "./snapshots/manifest.js";
+export { type SnapshotSpec, snapshotSpecOfProfile, snapshotSpecOfTask } from "./snapshots/spec.js";
+export { toolchainIdentity } from "./snapshots/toolchain-identity.js";
 export {
   BUILTIN_CATALOG_DIR,
   CatalogEntry,

@@ -1,5 +1,5 @@
 import { queryRows, ROW_QUERY_DEFAULTS, type RowQuery, type SortKey } from "../src/view/query.js";
-import type { RunResponse } from "../src/view/run-data.js";
+import type { RunResponse } from "../src/view/responses.js";
 
 /**
  * Where the app's data comes from: the server's JSON API (token from the page URL), or, in an

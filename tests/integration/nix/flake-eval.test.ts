@@ -3,8 +3,8 @@ import { join, relative } from "node:path";
 import { loadProfiles } from "@flakegym/profiles";
 import { REPO_ROOT } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { snapshotSpecOfTask } from "../../../packages/runner/src/snapshots/build.js";
 import { SNAPSHOT_FORMAT } from "../../../packages/runner/src/snapshots/key.js";
+import { snapshotSpecOfTask } from "../../../packages/runner/src/snapshots/spec.js";
 import { loadCatalog, loadTask } from "../../../packages/runner/src/tasks/catalog.js";
 import {
   evalSnapshotImage,

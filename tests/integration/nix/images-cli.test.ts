@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { podmanImageId, podmanLoadStream } from "../../../packages/runner/src/images/nix-images.js";
 import { snapshotImageExpr } from "../../../packages/runner/src/images/snapshot-expr.js";
 import { nixBuildCapability } from "../../../packages/runner/src/images/targets.js";
-import { snapshotSpecOfTask } from "../../../packages/runner/src/snapshots/build.js";
+import { snapshotSpecOfTask } from "../../../packages/runner/src/snapshots/spec.js";
 import { loadTask } from "../../../packages/runner/src/tasks/catalog.js";
 import { keyInputsOfSpec } from "./snapshot-sources.js";
 import { createStubFlake, NIX_BASE_ARGS } from "./stub-flake.js";

@@ -14,8 +14,8 @@ import {
 } from "../../../packages/runner/src/images/nix-images.js";
 import { defaultImageRecordFile, nixBuildCapability } from "../../../packages/runner/src/images/targets.js";
 import { resolveWorkerImages } from "../../../packages/runner/src/images/worker-images.js";
-import { snapshotSpecOfTask } from "../../../packages/runner/src/snapshots/build.js";
 import { imageSnapshotKey } from "../../../packages/runner/src/snapshots/from-image.js";
+import { snapshotSpecOfTask } from "../../../packages/runner/src/snapshots/spec.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../../packages/runner/src/tasks/catalog.js";
 import {
   CONTAINERS_CONF,

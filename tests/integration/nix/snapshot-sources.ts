@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { SnapshotSpec } from "../../../packages/runner/src/snapshots/build.js";
+import type { SnapshotSpec } from "../../../packages/runner/src/snapshots/spec.js";
 import type { StubFlake } from "./stub-flake.js";
 
 /**

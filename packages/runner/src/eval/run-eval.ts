@@ -2,6 +2,7 @@ import { cp, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink } fro
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { FlakegymError } from "../errors.js";
+import { readResults } from "../export/served-record.js";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
 import type { ProgressSink } from "../progress/events.js";
 import type { DatasetSelection } from "../rollout/dataset-tasks.js";
@@ -12,7 +13,7 @@ import type { RunSummary } from "../rollout/summary.js";
 import type { WireOptions } from "../rollout/wire.js";
 import { writeFileAtomic } from "../run-format/jsonl.js";
 import { runPaths } from "../run-format/run-dir.js";
-import { type RunConfig, type Timings, TrajectoryResult } from "../run-format/schema.js";
+import type { RunConfig, Timings, TrajectoryResult } from "../run-format/schema.js";
 import { infraRetryCount } from "../run-format/trajectory-record.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import { compileScenario } from "./compile-scenario.js";
@@ -109,16 +110,6 @@ async function buildCatalog(items: EvalItems, dir: string): Promise<void> {
   for (const id of items.tasks) await cp(join(items.catalog, id), join(dir, id), { recursive: true });
 }
 
-async function readResults(runDir: string): Promise<TrajectoryResult[]> {
-  const p = runPaths(runDir);
-  const out: TrajectoryResult[] = [];
-  for (const id of await readdir(p.trajectories).catch(() => [] as string[])) {
-    const text = await readFile(p.trajectory(id).result, "utf8").catch(() => undefined);
-    if (text !== undefined) out.push(TrajectoryResult.parse(JSON.parse(text)));
-  }
-  return out;
-}
-
 /** Points `<parent>/latest` at the eval dir (relative), replacing only an older link. */
 async function linkLatest(evalDir: string): Promise<void> {
   const link = join(dirname(evalDir), "latest");
@@ -130,25 +121,103 @@ async function linkLatest(evalDir: string): Promise<void> {
   await rename(tmp, link);
 }
 
-/** Runs an eval and writes its directory: run/, <item>/<policy>/trial-<n>{.log,/}, report.json, summary.md, report.html. */
-export async function runEval(o: EvalRunOptions): Promise<EvalRunResult> {
-  const started = Date.now();
-  await ensureEmptyDir(o.evalDir);
-  const items = evalItemsOf(o.items);
-  const policies = o.config.policies;
-  const labels = policyLabels(policies);
-  const staging = join(o.evalDir, ".workspaces");
-  const catalogDir = await mkdtemp(join(tmpdir(), "flakegym-eval-catalog-"));
-  let summary: RunSummary;
-  let runId: string;
-  const createdAt = new Date().toISOString();
-  let provenance: { cline: { version: string; integrity?: string } };
-  const config: RunConfig = {
-    ...o.config,
+/** The rollout config an eval runs: every item a task, trials × policies trajectories of each. Pure. */
+export function evalRunConfig(
+  base: RunConfig,
+  items: EvalReport["items"],
+  trials: number,
+  catalogDir: string | undefined,
+): RunConfig {
+  return {
+    ...base,
     tasks: items.map((i) => i.id),
-    groupSize: o.trials * policies.length,
-    ...(o.items.dataset ? {} : { catalog: catalogDir }),
+    groupSize: trials * base.policies.length,
+    ...(catalogDir !== undefined ? { catalog: catalogDir } : {}),
   };
+}
+
+/** Whether a trial's workspace is kept under `--keep-workspaces`. Pure. */
+export function keepsWorkspace(keep: KeepWorkspaces, passed: boolean): boolean {
+  return keep === "all" || (keep === "failed" && !passed);
+}
+
+/** Trials in report order: item, then policy, then trial number. Pure. */
+export function sortTrials(
+  trials: readonly TrialRow[],
+  items: EvalReport["items"],
+  policies: readonly string[],
+): TrialRow[] {
+  const itemAt = (id: string) => items.findIndex((i) => i.id === id);
+  return [...trials].sort(
+    (a, b) =>
+      itemAt(a.item) - itemAt(b.item) ||
+      policies.indexOf(a.policy) - policies.indexOf(b.policy) ||
+      a.trial - b.trial,
+  );
+}
+
+/** Each task's snapshot key as run.json records it (tasks without one left out). Pure. */
+export function snapshotKeysOf(manifest: {
+  tasks: Record<string, { snapshotKey?: string }>;
+}): Record<string, string> {
+  const keys: Record<string, string> = {};
+  for (const [id, t] of Object.entries(manifest.tasks)) if (t.snapshotKey) keys[id] = t.snapshotKey;
+  return keys;
+}
+
+/** A trial's report row from its result, its turns and where its files were laid out. Pure. */
+export function trialRowOf(
+  r: TrajectoryResult,
+  trial: number,
+  turns: readonly TurnRecord[],
+  paths: ReturnType<typeof trialPaths>,
+  hasWorkspace: boolean,
+): TrialRow {
+  return {
+    item: r.taskId,
+    policy: r.policy,
+    trial,
+    trajectoryId: r.trajectoryId,
+    outcome: r.outcome.kind,
+    ...("limit" in r.outcome && r.outcome.limit ? { limit: r.outcome.limit } : {}),
+    detail: r.outcome.detail,
+    reward: r.reward,
+    passed: r.reward === 1,
+    checks: checksOf(r.score),
+    failures: failuresOf(r.score),
+    flakyTests: r.score?.flaky ?? [],
+    turns: r.counts.turns,
+    toolCalls: toolCallsOf(turns),
+    tokensIn: r.counts.tokensIn,
+    tokensOut: r.counts.tokensOut,
+    phases: wallPhasesOf(r.timings),
+    infraRetries: infraRetryCount(r),
+    links: {
+      log: paths.log,
+      dir: paths.dir,
+      diff: paths.diff,
+      ...(hasWorkspace ? { workspace: paths.workspace } : {}),
+    },
+  };
+}
+
+/** What the eval's one rollout leaves for its report. */
+interface EvalRollout {
+  readonly summary: RunSummary;
+  readonly cline: EvalReport["provenance"]["cline"];
+}
+
+/** Runs the eval's one rollout over a generated catalog (removed after), keeping workspaces in `staging`. */
+async function runEvalRollout(
+  o: EvalRunOptions,
+  items: EvalReport["items"],
+  staging: string,
+): Promise<{
+  config: RunConfig;
+  rollout: EvalRollout;
+}> {
+  const catalogDir = await mkdtemp(join(tmpdir(), "flakegym-eval-catalog-"));
+  const config = evalRunConfig(o.config, items, o.trials, o.items.dataset ? undefined : catalogDir);
   try {
     await buildCatalog(o.items, catalogDir);
     const keep =
@@ -159,80 +228,77 @@ export async function runEval(o: EvalRunOptions): Promise<EvalRunResult> {
           };
     const deps = await o.makeDeps(config, keep);
     try {
-      provenance = await deps.provenance();
-      runId = o.evalId;
-      const r = await runRollout({
+      const { cline } = await deps.provenance();
+      const { summary } = await runRollout({
         out: join(o.evalDir, "run"),
         resume: false,
         config,
-        runId,
+        runId: o.evalId,
         deps,
         progress: o.progress,
         signal: o.signal,
       });
-      summary = r.summary;
+      return { config, rollout: { summary, cline } };
     } finally {
       await deps.close();
     }
   } finally {
     await rm(catalogDir, { recursive: true, force: true });
   }
+}
 
-  const trials: TrialRow[] = [];
+/** Moves one trajectory's files to `<item>/<policy>/trial-<n>` (its log, and its kept workspace) and returns its row. */
+async function layOutTrial(
+  o: EvalRunOptions,
+  r: TrajectoryResult,
+  labels: readonly string[],
+  staging: string,
+): Promise<TrialRow> {
+  const policies = o.config.policies;
   const p = runPaths(join(o.evalDir, "run"));
-  for (const r of await readResults(p.dir)) {
-    const policyIndex = policies.indexOf(r.policy);
-    const trial = trialOf(policies, r.index);
-    const paths = trialPaths(r.taskId, labels[policyIndex] ?? "policy", trial);
-    const from = p.trajectory(r.trajectoryId).dir;
-    const turns = await readTurnLog(join(from, "turns.jsonl")).catch(() => [] as TurnRecord[]);
-    await mkdir(dirname(join(o.evalDir, paths.dir)), { recursive: true });
-    await rename(from, join(o.evalDir, paths.dir));
-    await writeFileAtomic(join(o.evalDir, paths.log), trialLog(r, { item: r.taskId, trial }, turns));
-    const passed = r.reward === 1;
-    const kept = join(staging, r.trajectoryId);
-    const keepIt = o.keepWorkspaces === "all" || (o.keepWorkspaces === "failed" && !passed);
-    const hasWorkspace = keepIt && (await lstat(kept).catch(() => undefined))?.isDirectory() === true;
-    if (hasWorkspace) await rename(kept, join(o.evalDir, paths.workspace));
-    trials.push({
-      item: r.taskId,
-      policy: r.policy,
-      trial,
-      trajectoryId: r.trajectoryId,
-      outcome: r.outcome.kind,
-      ...("limit" in r.outcome && r.outcome.limit ? { limit: r.outcome.limit } : {}),
-      detail: r.outcome.detail,
-      reward: r.reward,
-      passed,
-      checks: checksOf(r.score),
-      failures: failuresOf(r.score),
-      flakyTests: r.score?.flaky ?? [],
-      turns: r.counts.turns,
-      toolCalls: toolCallsOf(turns),
-      tokensIn: r.counts.tokensIn,
-      tokensOut: r.counts.tokensOut,
-      phases: wallPhasesOf(r.timings),
-      infraRetries: infraRetryCount(r),
-      links: {
-        log: paths.log,
-        dir: paths.dir,
-        diff: paths.diff,
-        ...(hasWorkspace ? { workspace: paths.workspace } : {}),
-      },
-    });
-  }
+  const trial = trialOf(policies, r.index);
+  const paths = trialPaths(r.taskId, labels[policies.indexOf(r.policy)] ?? "policy", trial);
+  const from = p.trajectory(r.trajectoryId).dir;
+  const turns = await readTurnLog(join(from, "turns.jsonl")).catch(() => [] as TurnRecord[]);
+  await mkdir(dirname(join(o.evalDir, paths.dir)), { recursive: true });
+  await rename(from, join(o.evalDir, paths.dir));
+  await writeFileAtomic(join(o.evalDir, paths.log), trialLog(r, { item: r.taskId, trial }, turns));
+  const kept = join(staging, r.trajectoryId);
+  const hasWorkspace =
+    keepsWorkspace(o.keepWorkspaces, r.reward === 1) &&
+    (await lstat(kept).catch(() => undefined))?.isDirectory() === true;
+  if (hasWorkspace) await rename(kept, join(o.evalDir, paths.workspace));
+  return trialRowOf(r, trial, turns, paths, hasWorkspace);
+}
+
+/** Writes report.json, summary.md and report.html, and points `latest` here unless told not to. */
+async function writeEvalFiles(o: EvalRunOptions, report: EvalReport): Promise<string> {
+  const summaryMd = renderSummaryMd(report);
+  await writeFileAtomic(join(o.evalDir, "report.json"), `${JSON.stringify(report, null, 2)}\n`);
+  await writeFileAtomic(join(o.evalDir, "summary.md"), summaryMd);
+  await writeFileAtomic(join(o.evalDir, "report.html"), renderReportHtml(report));
+  if (o.linkLatest !== false) await linkLatest(o.evalDir);
+  return summaryMd;
+}
+
+/** Runs an eval and writes its directory: run/, <item>/<policy>/trial-<n>{.log,/}, report.json, summary.md, report.html. */
+export async function runEval(o: EvalRunOptions): Promise<EvalRunResult> {
+  const started = Date.now();
+  const createdAt = new Date().toISOString();
+  await ensureEmptyDir(o.evalDir);
+  const items = evalItemsOf(o.items);
+  const policies = o.config.policies;
+  const labels = policyLabels(policies);
+  const staging = join(o.evalDir, ".workspaces");
+  const { config, rollout } = await runEvalRollout(o, items, staging);
+  const { summary } = rollout;
+  const runDir = join(o.evalDir, "run");
+  const rows: TrialRow[] = [];
+  for (const r of await readResults(runDir)) rows.push(await layOutTrial(o, r, labels, staging));
   await rm(staging, { recursive: true, force: true });
-  trials.sort(
-    (a, b) =>
-      items.findIndex((i) => i.id === a.item) - items.findIndex((i) => i.id === b.item) ||
-      policies.indexOf(a.policy) - policies.indexOf(b.policy) ||
-      a.trial - b.trial,
-  );
-  const snapshotKeys: Record<string, string> = {};
-  const manifest = JSON.parse(await readFile(p.manifest, "utf8")) as {
-    tasks: Record<string, { snapshotKey?: string }>;
-  };
-  for (const [id, t] of Object.entries(manifest.tasks)) if (t.snapshotKey) snapshotKeys[id] = t.snapshotKey;
+  const manifest = JSON.parse(await readFile(runPaths(runDir).manifest, "utf8")) as Parameters<
+    typeof snapshotKeysOf
+  >[0];
   let report = buildReport({
     evalId: o.evalId,
     createdAt,
@@ -240,30 +306,25 @@ export async function runEval(o: EvalRunOptions): Promise<EvalRunResult> {
     complete: summary.complete && !summary.interrupted,
     provenance: {
       flakegymVersion: FLAKEGYM_VERSION,
-      cline: provenance.cline,
+      cline: rollout.cline,
       node: process.version,
-      runId,
+      runId: o.evalId,
       seed: config.seed,
       trials: o.trials,
       testRepeat: config.testRepeat,
       concurrency: config.concurrency,
       backend: config.backend,
-      snapshotKeys,
+      snapshotKeys: snapshotKeysOf(manifest),
     },
     items,
     policies: policies.map((spec, i) => ({ spec, label: labels[i]! })),
-    trials,
+    trials: sortTrials(rows, items, policies),
     ...(o.prices ? { prices: o.prices } : {}),
     itemErrors: summary.tasks.flatMap((t) => (t.error ? [{ item: t.taskId, ...t.error }] : [])),
   });
   if (o.baseline)
     report = { ...report, baseline: compareWithBaseline(report, o.baseline.report, o.baseline.file) };
-  const summaryMd = renderSummaryMd(report);
-  await writeFileAtomic(join(o.evalDir, "report.json"), `${JSON.stringify(report, null, 2)}\n`);
-  await writeFileAtomic(join(o.evalDir, "summary.md"), summaryMd);
-  await writeFileAtomic(join(o.evalDir, "report.html"), renderReportHtml(report));
-  if (o.linkLatest !== false) await linkLatest(o.evalDir);
-  return { report, summary, summaryMd };
+  return { report, summary, summaryMd: await writeEvalFiles(o, report) };
 }
 
 /** The wall-time phases of a trajectory's timings (the report's `phases`; its CPU fields stay in metrics.jsonl). Pure. */

@@ -1,5 +1,5 @@
 import { UsageError } from "../errors.js";
-import type { SnapshotSpec } from "../snapshots/build.js";
+import type { SnapshotSpec } from "../snapshots/spec.js";
 
 /**
  * The `nix build --impure --expr` expression that builds a task's snapshot image with the flake's

@@ -10,7 +10,7 @@ import { type PolicySpec, parsePolicySpec, samplingOf } from "../policy/spec.js"
 import type { PolicyUpstream } from "../policy/upstream.js";
 import { redactTree } from "../run-format/redact-tree.js";
 import type { Counts, Outcome, RunConfig } from "../run-format/schema.js";
-import { baseCommitOf, type Snapshot } from "../snapshots/build.js";
+import { baseCommitOf, type Snapshot } from "../snapshots/manifest.js";
 import { exitWithin } from "../workers/exit-within.js";
 import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../workers/types.js";
 import { classifyOutcome, gatewayVerdictOf, workerExitGraceMs } from "./classify-outcome.js";

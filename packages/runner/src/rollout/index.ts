@@ -20,7 +20,7 @@ export {
   reasonOf,
   workerExitGraceMs,
 } from "./classify-outcome.js";
-export { DEFAULTS, newRunId, RolloutOptions, resolveRolloutOptions } from "./config.js";
+export { newRunId, resolveRolloutOptions } from "./config.js";
 export {
   type DatasetSelection,
   datasetSummaryOf,
@@ -39,6 +39,7 @@ export type {
   ScoreInput,
   SnapshotRef,
 } from "./deps.js";
+export { DEFAULTS, RolloutOptions } from "./options.js";
 export { type Plan, planRun, policyFor, type TrajectorySlot, trajectoryId } from "./plan.js";
 export { nixStorePathOf } from "./provenance.js";
 export { isRetryable, shouldRetry } from "./retry.js";

@@ -5,7 +5,7 @@ import { type ScoreOptions, scoreDiff } from "../scoring/scorer.js";
 import { snapshotTextReader } from "../scoring/snapshot-files.js";
 import { snapshotNamesCached } from "../scoring/snapshot-names.js";
 import { type ScoringRun, scoreGuarded } from "../scoring/twin-run.js";
-import type { Snapshot } from "../snapshots/build.js";
+import type { Snapshot } from "../snapshots/manifest.js";
 import { rowReachProfile, rowTermCommands } from "../tasks/row-reward.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../workers/types.js";
 import type { RolloutTask, ScoreInput } from "./deps.js";

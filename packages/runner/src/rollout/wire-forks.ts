@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import type { UnmountRecord } from "../gc/unmount.js";
-import { forkSnapshot, type Snapshot } from "../snapshots/build.js";
+import { forkSnapshot } from "../snapshots/build.js";
+import type { Snapshot } from "../snapshots/manifest.js";
 
 /** A rollout's forks of its snapshots: one per attempt, under the run's scratch directory. */
 

@@ -1,3 +1,4 @@
+import { join, relative } from "node:path";
 import { FlakegymError } from "../errors.js";
 import type { RecordedImage, RunConfig, WorkerImageProvenance } from "../run-format/schema.js";
 import type { LoadedTask } from "../tasks/catalog.js";
@@ -65,6 +66,25 @@ export function rowTaskOf(
     prompt: row.prompt,
     network: row.repoKind === "local" ? "none" : "required",
     hidden: { testFiles: [], commands: [], timeoutMs: testTimeoutMs },
+    image,
+  };
+}
+
+/** A catalog task as a rollout task: its row id is its task.json under the catalog. Pure. */
+export function catalogTaskOf(
+  id: string,
+  t: LoadedTask,
+  catalog: string,
+  hidden: RolloutTask["hidden"],
+  image: WorkerImageProvenance,
+): RolloutTask {
+  return {
+    id,
+    rowId: relative(catalog, join(t.dir, "task.json")),
+    profile: t.spec.profile,
+    prompt: t.spec.prompt,
+    network: t.spec.network,
+    hidden,
     image,
   };
 }

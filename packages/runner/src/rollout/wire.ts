@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import {
   type ClinePackage,
   ONE_BYTE_PINS,
@@ -13,33 +13,55 @@ import { FlakegymError } from "../errors.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../export/tokenizer.js";
 import { startGatewayThread } from "../gateway/thread.js";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
-import type { PolicyGateway } from "../gateway/types.js";
+import type { ListenSpec, PolicyGateway } from "../gateway/types.js";
 import { writeOwnerRecord } from "../gc/owner.js";
 import { parsePolicySpec } from "../policy/spec.js";
 import { runSecrets } from "../redact/redactor.js";
 import type { RunConfig } from "../run-format/schema.js";
+import type { Score } from "../run-format/score.js";
 import { hiddenTestsOf } from "../scoring/hidden-tests.js";
-import {
-  buildSnapshot,
-  type Snapshot,
-  snapshotSpecOfProfile,
-  snapshotSpecOfTask,
-} from "../snapshots/build.js";
+import { buildSnapshot, type SnapshotProgress } from "../snapshots/build.js";
 import { chooseImageSnapshot, podmanImageTreeReader, snapshotFromImage } from "../snapshots/from-image.js";
+import type { Snapshot } from "../snapshots/manifest.js";
+import { type SnapshotSpec, snapshotSpecOfProfile, snapshotSpecOfTask } from "../snapshots/spec.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
 import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
+import type { PooledBackend } from "../workers/pool/types.js";
+import type { WorkerBackend } from "../workers/types.js";
 import { runAgentAttempt } from "./agent-attempt.js";
 import { resolveRowSource } from "./dataset-source.js";
-import type { RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
+import type {
+  AgentAttempt,
+  AgentInput,
+  ExportInput,
+  RolloutDeps,
+  RolloutTask,
+  ScoreInput,
+  SnapshotRef,
+  TrajectoryExportResult,
+} from "./deps.js";
 import { trialOf } from "./plan.js";
 import { runScoringAttempt } from "./scoring-attempt.js";
 import { trajectoryExportOf } from "./trajectory-export.js";
-import { advertiseListenOf, checkGatewayAdvertise, chooseBackend, poolFor } from "./wire-backend.js";
+import {
+  advertiseListenOf,
+  type ClosableBackend,
+  checkGatewayAdvertise,
+  chooseBackend,
+  poolFor,
+} from "./wire-backend.js";
 import { depsOfSnapshot, forkIn } from "./wire-forks.js";
 import type { WireOptions } from "./wire-options.js";
-import { imageOf, noReference, rowRuntimeOf, rowTaskOf, type TaskRuntime } from "./wire-tasks.js";
-import { createUpstreams } from "./wire-upstreams.js";
+import {
+  catalogTaskOf,
+  imageOf,
+  noReference,
+  rowRuntimeOf,
+  rowTaskOf,
+  type TaskRuntime,
+} from "./wire-tasks.js";
+import { createUpstreams, type UpstreamFor } from "./wire-upstreams.js";
 import { agentWorkerSpec, scoringWorkerSpec, type WorkerSpecBase } from "./worker-specs.js";
 
 export { chatOf } from "./trajectory-export.js";
@@ -53,7 +75,60 @@ export type { WireOptions } from "./wire-options.js";
  * in `runRollout` and in the pure functions of those modules.
  */
 
+/** One rollout's wiring: what the functions behind its {@link RolloutDeps} share. */
+interface Wire {
+  readonly config: RunConfig;
+  readonly o: WireOptions;
+  /** This run's scratch dir (forks, the gateway socket); removed on close. */
+  readonly scratch: string;
+  readonly chosen: ClosableBackend;
+  readonly pool: PooledBackend | undefined;
+  /** What workers start on: the pool when there is one, else the chosen backend. */
+  readonly backend: WorkerBackend;
+  readonly gateway: PolicyGateway;
+  readonly catalog: string;
+  /** Tasks loaded so far, catalog tasks and dataset rows alike. */
+  readonly loaded: Map<string, TaskRuntime>;
+  readonly rows: ReadonlyMap<string, TaskProfile>;
+  readonly snapshots: Map<string, Snapshot>;
+  /** Catalog tasks' reference patches (the gold policy replays them). */
+  readonly solutions: Map<string, string>;
+  readonly upstreamFor: UpstreamFor;
+  tokenizer?: Promise<ChatTokenizer>;
+}
+
 export async function createRolloutDeps(config: RunConfig, o: WireOptions): Promise<RolloutDeps> {
+  const w = await openWire(config, o);
+  return {
+    loadTask: (id) => loadWiredTask(w, id),
+    snapshot: (task, signal, progress, trajectories) =>
+      snapshotOfTask(w, task, signal, progress, trajectories),
+    runAgent: (input) => runWiredAgent(w, input),
+    score: (input) => scoreWired(w, input),
+    exportTrajectory: (input) => exportWired(w, input),
+    provenance: () => wiredProvenance(w),
+    close: () => closeWire(w),
+  };
+}
+
+/** Where the run's gateway listens: its unix socket in scratch, loopback, and the advertised address. Pure. */
+export function gatewayListenOf(scratch: string, advertised: string | undefined): ListenSpec[] {
+  return [
+    { socketPath: join(scratch, "gateway.sock") },
+    { host: "127.0.0.1", port: 0 },
+    ...(advertised ? [advertiseListenOf(advertised)] : []),
+  ];
+}
+
+/** The progress line a snapshot build's event earns, if any. Pure. */
+export function snapshotProgressLine(ev: SnapshotProgress): string | undefined {
+  if (ev.kind === "step") return `${ev.step} ${ev.status}`;
+  if (ev.kind === "wait") return "waiting for another build of the same snapshot";
+  return undefined;
+}
+
+/** Makes the run's scratch dir, backend (and pool) and gateway thread. */
+async function openWire(config: RunConfig, o: WireOptions): Promise<Wire> {
   runSecrets.add(o.judgeApiKey);
   // --gateway-advertise: validated (never loopback); the gateway also listens on it
   const advertised = o.gatewayAdvertise === undefined ? undefined : parseGatewayAdvertise(o.gatewayAdvertise);
@@ -63,175 +138,181 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
   await writeOwnerRecord(scratch, "rollout"); // `flakegym gc` removes it if this process dies
   const chosen = chooseBackend(config, o, advertised);
   const pool = poolFor(chosen, o);
-  const backend = pool ?? chosen;
   // in a thread of its own: the cores' model calls never wait behind this loop's work (their gRPC
   // streams, sandboxes, scoring); see docs/gateway.md
-  const gateway: PolicyGateway = await startGatewayThread({
-    listen: [
-      { socketPath: join(scratch, "gateway.sock") },
-      { host: "127.0.0.1", port: 0 },
-      ...(advertised ? [advertiseListenOf(advertised)] : []),
-    ],
+  const gateway = await startGatewayThread({
+    listen: gatewayListenOf(scratch, advertised),
     signal: o.signal,
   });
-  const catalog = config.catalog ?? BUILTIN_CATALOG_DIR;
-  const loaded = new Map<string, TaskRuntime>();
-  const rows = new Map((o.datasetTasks ?? []).map((t) => [t.id, t]));
-  const snapshots = new Map<string, Snapshot>();
-  const solutions = new Map<string, string>();
-  const upstreamFor = createUpstreams(o);
-  let tokenizer: Promise<ChatTokenizer> | undefined;
+  return {
+    config,
+    o,
+    scratch,
+    chosen,
+    pool,
+    backend: pool ?? chosen,
+    gateway,
+    catalog: config.catalog ?? BUILTIN_CATALOG_DIR,
+    loaded: new Map(),
+    rows: new Map((o.datasetTasks ?? []).map((t) => [t.id, t])),
+    snapshots: new Map(),
+    solutions: new Map(),
+    upstreamFor: createUpstreams(o),
+  };
+}
 
-  const taskOf = (t: RolloutTask) => loaded.get(t.id)!;
-  const imageFor = (taskId: string) => imageOf(config.images, o.workerImages, taskId);
-  /** What every worker of task `t` shares, on fork `f`. */
-  const specBase = (t: TaskRuntime, task: RolloutTask, f: WorkerSpecBase["fork"]): WorkerSpecBase => ({
-    runId: o.runId,
-    taskId: task.id,
-    task: t,
-    image: imageFor(task.id),
-    fork: f,
+const taskOf = (w: Wire, t: RolloutTask) => w.loaded.get(t.id)!;
+const imageFor = (w: Wire, taskId: string) => imageOf(w.config.images, w.o.workerImages, taskId);
+
+/** What every worker of task `t` shares, on fork `f`. */
+function specBase(w: Wire, t: TaskRuntime, task: RolloutTask, f: WorkerSpecBase["fork"]): WorkerSpecBase {
+  return { runId: w.o.runId, taskId: task.id, task: t, image: imageFor(w, task.id), fork: f };
+}
+
+function agentSpec(
+  w: Wire,
+  t: TaskRuntime,
+  task: RolloutTask,
+  id: string,
+  f: WorkerSpecBase["fork"],
+  url?: string,
+): ReturnType<typeof agentWorkerSpec> {
+  return agentWorkerSpec(specBase(w, t, task, f), id, w.config.limits, {
+    socketPath: w.gateway.socketPath!,
+    url,
   });
-  const agentSpec = (
-    t: TaskRuntime,
-    task: RolloutTask,
-    id: string,
-    f: WorkerSpecBase["fork"],
-    url?: string,
-  ) => agentWorkerSpec(specBase(t, task, f), id, config.limits, { socketPath: gateway.socketPath!, url });
-  const fork = (snapshot: Snapshot, t: TaskRuntime) => async (name: string) => {
-    const f = await forkIn(scratch, snapshot, name, t.limits.diskMb, o.signal);
+}
+
+/** Forks of `snapshot` for task `t`'s workers, each under the task's disk quota. */
+function forkOf(w: Wire, snapshot: Snapshot, t: TaskRuntime) {
+  return async (name: string) => {
+    const f = await forkIn(w.scratch, snapshot, name, t.limits.diskMb, w.o.signal);
     return Object.assign(f, { deps: depsOfSnapshot(snapshot, f.tree) });
   };
+}
 
-  async function loadRow(row: TaskProfile): Promise<RolloutTask> {
+async function loadWiredTask(w: Wire, id: string): Promise<RolloutTask> {
+  const row = w.rows.get(id);
+  if (row) {
     const rt = rowRuntimeOf(row);
-    if (config.policies.some((p) => parsePolicySpec(p).kind === "gold")) throw noReference(rt);
-    loaded.set(row.id, rt);
-    return rowTaskOf(row, config.limits.testTimeoutMs, imageFor(row.id));
+    if (w.config.policies.some((p) => parsePolicySpec(p).kind === "gold")) throw noReference(rt);
+    w.loaded.set(row.id, rt);
+    return rowTaskOf(row, w.config.limits.testTimeoutMs, imageFor(w, row.id));
   }
+  if (w.config.dataset) {
+    throw new FlakegymError("E_DATASET", `task '${id}' is not among the rows of ${w.config.dataset.file}`, {
+      hint: "name a task that is one of the dataset's row ids, or run catalog tasks without --dataset",
+    });
+  }
+  const t = await loadTask(id, w.catalog);
+  w.loaded.set(id, { id, profile: t.spec.profile, limits: t.spec.limits, catalog: t });
+  w.solutions.set(id, await readFile(t.paths.solution, "utf8"));
+  const hidden = await hiddenTestsOf(t, w.config.limits.testTimeoutMs);
+  return catalogTaskOf(id, t, w.catalog, hidden, imageFor(w, id));
+}
 
-  const deps: RolloutDeps = {
-    async loadTask(id) {
-      const row = rows.get(id);
-      if (row) return await loadRow(row);
-      if (config.dataset) {
-        throw new FlakegymError("E_DATASET", `task '${id}' is not among the rows of ${config.dataset.file}`);
-      }
-      const t = await loadTask(id, catalog);
-      loaded.set(id, { id, profile: t.spec.profile, limits: t.spec.limits, catalog: t });
-      solutions.set(id, await readFile(t.paths.solution, "utf8"));
-      const hidden = await hiddenTestsOf(t, config.limits.testTimeoutMs);
-      return {
-        id,
-        rowId: relative(catalog, join(t.dir, "task.json")),
-        profile: t.spec.profile,
-        prompt: t.spec.prompt,
-        network: t.spec.network,
-        hidden,
-        image: imageFor(id),
-      };
-    },
-
-    async snapshot(task, signal, progress, trajectories): Promise<SnapshotRef> {
-      const t = taskOf(task);
-      let spec: ReturnType<typeof snapshotSpecOfTask>;
-      if (t.row) {
-        progress(t.row.repoKind === "local" ? `reading ${t.row.repoUrl}` : `probing ${t.row.repoUrl}`);
-        spec = snapshotSpecOfProfile(await resolveRowSource(t.row, signal));
-      } else {
-        spec = snapshotSpecOfTask(t.catalog!);
-      }
-      const fromImage = chooseImageSnapshot(imageFor(task.id), o.backend?.kind ?? config.backend);
-      const cacheDir = o.snapshotCacheDir ? { cacheDir: o.snapshotCacheDir } : {};
-      if (fromImage.use) progress(`copying /workspace of snapshot image ${fromImage.ref}`);
-      const s = fromImage.use
-        ? await snapshotFromImage(spec, fromImage, o.imageTreeReader ?? podmanImageTreeReader(), {
-            signal,
-            ...cacheDir,
-          })
-        : await buildSnapshot(spec, {
-            signal,
-            ...cacheDir,
-            onProgress: (ev) => {
-              if (ev.kind === "step") progress(`${ev.step} ${ev.status}`);
-              else if (ev.kind === "wait") progress("waiting for another build of the same snapshot");
-            },
-          });
-      snapshots.set(s.key, s);
-      // the pool boots workers shaped for this task while the first trajectories fork, no more
-      // than the task's trajectories still to start (retries beyond them start cold)
-      const shape = agentSpec(t, task, "warm", { workspace: s.workspace, deps: depsOfSnapshot(s, s.tree) });
-      await pool?.warm(shape, trajectories);
-      return { key: s.key, cached: s.cached };
-    },
-
-    async runAgent(input) {
-      const t = taskOf(input.task);
-      const snapshot = snapshots.get(input.snapshot.key)!;
-      // the policy first: a policy this task cannot use fails before anything is made to clean up
-      const trial = trialOf(config.policies, input.slot.index);
-      const upstream = await upstreamFor(input.slot.policy, t, solutions.get(t.id), trial);
-      const keep = o.keepWorkspace;
-      return await runAgentAttempt(
-        {
-          config,
-          gateway,
-          backend,
-          snapshot,
-          upstream,
-          fork: fork(snapshot, t),
-          workerSpec: (f, url) => agentSpec(t, input.task, input.slot.trajectoryId, f, url),
-          keepWorkspace: keep && ((workspace) => keep(input.slot, workspace)),
-          onNote: o.onNote,
+async function snapshotOfTask(
+  w: Wire,
+  task: RolloutTask,
+  signal: AbortSignal,
+  progress: (detail: string) => void,
+  trajectories: number,
+): Promise<SnapshotRef> {
+  const t = taskOf(w, task);
+  let spec: SnapshotSpec;
+  if (t.row) {
+    progress(t.row.repoKind === "local" ? `reading ${t.row.repoUrl}` : `probing ${t.row.repoUrl}`);
+    spec = snapshotSpecOfProfile(await resolveRowSource(t.row, signal));
+  } else {
+    spec = snapshotSpecOfTask(t.catalog!);
+  }
+  const fromImage = chooseImageSnapshot(imageFor(w, task.id), w.o.backend?.kind ?? w.config.backend);
+  const cacheDir = w.o.snapshotCacheDir ? { cacheDir: w.o.snapshotCacheDir } : {};
+  if (fromImage.use) progress(`copying /workspace of snapshot image ${fromImage.ref}`);
+  const s = fromImage.use
+    ? await snapshotFromImage(spec, fromImage, w.o.imageTreeReader ?? podmanImageTreeReader(), {
+        signal,
+        ...cacheDir,
+      })
+    : await buildSnapshot(spec, {
+        signal,
+        ...cacheDir,
+        onProgress: (ev) => {
+          const line = snapshotProgressLine(ev);
+          if (line !== undefined) progress(line);
         },
-        input,
-      );
-    },
+      });
+  w.snapshots.set(s.key, s);
+  // the pool boots workers shaped for this task while the first trajectories fork, no more
+  // than the task's trajectories still to start (retries beyond them start cold)
+  const shape = agentSpec(w, t, task, "warm", { workspace: s.workspace, deps: depsOfSnapshot(s, s.tree) });
+  await w.pool?.warm(shape, trajectories);
+  return { key: s.key, cached: s.cached };
+}
 
-    async score(input) {
-      const t = taskOf(input.task);
-      const snapshot = snapshots.get(input.snapshot.key)!;
-      return await runScoringAttempt(
-        {
-          config,
-          backend,
-          snapshot,
-          scratch,
-          judgeApiKey: o.judgeApiKey,
-          fork: fork(snapshot, t),
-          workerSpec: (f, readOnlyFiles) =>
-            scoringWorkerSpec(specBase(t, input.task, f), input.slot.trajectoryId, config, readOnlyFiles),
-          onNote: o.onNote,
-        },
-        input,
-      );
+async function runWiredAgent(w: Wire, input: AgentInput): Promise<AgentAttempt> {
+  const t = taskOf(w, input.task);
+  const snapshot = w.snapshots.get(input.snapshot.key)!;
+  // the policy first: a policy this task cannot use fails before anything is made to clean up
+  const trial = trialOf(w.config.policies, input.slot.index);
+  const upstream = await w.upstreamFor(input.slot.policy, t, w.solutions.get(t.id), trial);
+  const keep = w.o.keepWorkspace;
+  return await runAgentAttempt(
+    {
+      config: w.config,
+      gateway: w.gateway,
+      backend: w.backend,
+      snapshot,
+      upstream,
+      fork: forkOf(w, snapshot, t),
+      workerSpec: (f, url) => agentSpec(w, t, input.task, input.slot.trajectoryId, f, url),
+      keepWorkspace: keep && ((workspace) => keep(input.slot, workspace)),
+      onNote: w.o.onNote,
     },
+    input,
+  );
+}
 
-    async exportTrajectory({ dir, result }) {
-      const turns = await readTurnLog(join(dir, "turns.jsonl")).catch(() => [] as TurnRecord[]);
-      if (!config.tokenizer) return trajectoryExportOf(turns, result, config.segments, undefined);
-      tokenizer ??= loadChatTokenizer(config.tokenizer, { signal: o.signal });
-      return trajectoryExportOf(turns, result, config.segments, await tokenizer);
+async function scoreWired(w: Wire, input: ScoreInput): Promise<Score> {
+  const t = taskOf(w, input.task);
+  const snapshot = w.snapshots.get(input.snapshot.key)!;
+  return await runScoringAttempt(
+    {
+      config: w.config,
+      backend: w.backend,
+      snapshot,
+      scratch: w.scratch,
+      judgeApiKey: w.o.judgeApiKey,
+      fork: forkOf(w, snapshot, t),
+      workerSpec: (f, readOnlyFiles) =>
+        scoringWorkerSpec(specBase(w, t, input.task, f), input.slot.trajectoryId, w.config, readOnlyFiles),
+      onNote: w.o.onNote,
     },
+    input,
+  );
+}
 
-    async provenance() {
-      const pkg = resolveClinePackage();
-      const described = await backend.describe().catch(() => ({}) as Record<string, string>);
-      return {
-        cline: { version: pkg.version, integrity: pkg.integrity, bundle: bundleProvenance(pkg, config, o) },
-        ...(described.imageDigest ? { imageDigest: described.imageDigest } : {}),
-      };
-    },
+async function exportWired(w: Wire, { dir, result }: ExportInput): Promise<TrajectoryExportResult> {
+  const turns = await readTurnLog(join(dir, "turns.jsonl")).catch(() => [] as TurnRecord[]);
+  if (!w.config.tokenizer) return trajectoryExportOf(turns, result, w.config.segments, undefined);
+  w.tokenizer ??= loadChatTokenizer(w.config.tokenizer, { signal: w.o.signal });
+  return trajectoryExportOf(turns, result, w.config.segments, await w.tokenizer);
+}
 
-    async close() {
-      await pool?.close().catch(() => {});
-      await chosen.close?.().catch(() => {});
-      await gateway.close();
-      await rm(scratch, { recursive: true, force: true });
-    },
+async function wiredProvenance(w: Wire): ReturnType<RolloutDeps["provenance"]> {
+  const pkg = resolveClinePackage();
+  const described = await w.backend.describe().catch(() => ({}) as Record<string, string>);
+  return {
+    cline: { version: pkg.version, integrity: pkg.integrity, bundle: bundleProvenance(pkg, w.config, w.o) },
+    ...(described.imageDigest ? { imageDigest: described.imageDigest } : {}),
   };
-  return deps;
+}
+
+async function closeWire(w: Wire): Promise<void> {
+  await w.pool?.close().catch(() => {});
+  await w.chosen.close?.().catch(() => {});
+  await w.gateway.close();
+  await rm(w.scratch, { recursive: true, force: true });
 }
 
 /** What run.json says of the core's bundle: local workers run the one-byte one where it is built. */

@@ -7,8 +7,9 @@ import {
   type ServedTrajectory,
 } from "../export/served-record.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
-import { newRunId, type RolloutOptions, resolveRolloutOptions } from "../rollout/config.js";
+import { newRunId, resolveRolloutOptions } from "../rollout/config.js";
 import type { RolloutDeps } from "../rollout/deps.js";
+import type { RolloutOptions } from "../rollout/options.js";
 import { acquireRunLock, type RunLock } from "../rollout/run-lock.js";
 import { runRollout } from "../rollout/run-rollout.js";
 import { writeJsonAtomic } from "../run-format/jsonl.js";
@@ -175,7 +176,7 @@ export async function readStored(stateDir: string, id: string) {
 export async function startGroup(
   o: GroupRunnerOptions,
   request: GroupRequest,
-  stored: Awaited<ReturnType<typeof readStored>>,
+  stored: StoredGroup,
 ): Promise<GroupRun> {
   const p = groupPaths(o.stateDir, request.request_id);
   // one runner per group, across servers sharing the state dir: held until the group ends
@@ -190,144 +191,216 @@ export async function startGroup(
   }
 }
 
+type StoredGroup = Awaited<ReturnType<typeof readStored>>;
+
+/** How a group starts from what is stored: resumed under its run id, or new under a fresh one. Pure. */
+export function groupStartOf(
+  stored: Pick<NonNullable<StoredGroup>, "runId" | "done"> | undefined,
+  newId: () => string,
+): { resume: boolean; runId: string; writeRequest: boolean; clearVerdict: boolean } {
+  return {
+    resume: stored?.runId !== undefined,
+    runId: stored?.runId ?? newId(),
+    writeRequest: !stored,
+    // a failed group runs again: its old verdict goes (written anew when it ends)
+    clearVerdict: stored?.done?.status === "failed",
+  };
+}
+
+/** The trajectory_error line of a finished trajectory whose record could not be built. Pure. */
+export function trajectoryErrorLineOf(
+  runId: string,
+  result: Pick<TrajectoryResult, "trajectoryId" | "taskId" | "index">,
+  err: unknown,
+): TrajectoryErrorLine {
+  return {
+    type: "trajectory_error",
+    run_id: runId,
+    trajectory_id: result.trajectoryId,
+    task_id: result.taskId,
+    index: result.index,
+    reason: err instanceof Error ? err.message : String(err),
+  };
+}
+
+/** Whether the group was cancelled by DELETE (not by the server closing). Pure. */
+export function cancelledByDelete(signal: AbortSignal): boolean {
+  return signal.aborted && signal.reason === CANCELLED;
+}
+
+/** One started group's working state: the run it shows and the chain that orders its writes. */
+interface GroupState {
+  readonly o: GroupRunnerOptions;
+  readonly p: ReturnType<typeof groupPaths>;
+  readonly run: GroupRun;
+  /** Trajectories whose record is published (never published twice). */
+  readonly seen: Set<string>;
+  chain: Promise<void>;
+}
+
 async function startLockedGroup(
   o: GroupRunnerOptions,
   request: GroupRequest,
-  stored: Awaited<ReturnType<typeof readStored>>,
+  stored: StoredGroup,
   lock: RunLock,
 ): Promise<GroupRun> {
   const p = groupPaths(o.stateDir, request.request_id);
-  const resume = stored?.runId !== undefined;
-  const runId = stored?.runId ?? newRunId();
+  const start = groupStartOf(stored, () => newRunId());
   await mkdir(p.records, { recursive: true });
-  if (!stored) await writeJsonAtomic(p.request, request);
-  // a failed group runs again: its old verdict goes (written anew when it ends)
-  if (stored?.done?.status === "failed") await rm(p.done, { force: true });
+  if (start.writeRequest) await writeJsonAtomic(p.request, request);
+  if (start.clearVerdict) await rm(p.done, { force: true });
   const tasks = await prepareGroupTasks(request, p.catalog, o);
-  const resolved = resolveRolloutOptions(rolloutOptionsOf(request, o, p.run, tasks), o.env, o.cwd, runId);
-  const abort = new AbortController();
+  const resolved = resolveRolloutOptions(
+    rolloutOptionsOf(request, o, p.run, tasks),
+    o.env,
+    o.cwd,
+    start.runId,
+  );
   const records = [...(stored?.records ?? [])];
-  const seen = new Set(records.map((r) => r.trajectory_id));
-  const listeners = new Set<(line: StreamLine) => void>();
-  const emit = (line: StreamLine) => {
-    for (const l of listeners) l(line);
+  const st: GroupState = {
+    o,
+    p,
+    seen: new Set(records.map((r) => r.trajectory_id)),
+    chain: Promise.resolve(),
+    run: {
+      request,
+      runId: start.runId,
+      status: "running",
+      records,
+      errors: [],
+      expected: tasks.tasks.length * request.group_size,
+      listeners: new Set(),
+      abort: new AbortController(),
+      finished: Promise.resolve(),
+    },
   };
-  const errors: TrajectoryErrorLine[] = [];
-  const expected = tasks.tasks.length * request.group_size;
-  let chain: Promise<void> = Promise.resolve();
-  /**
-   * Builds, persists, then streams a finished trajectory's record (once). A record that cannot be
-   * built is streamed as a trajectory_error line and kept under errors/; the group goes on.
-   */
-  const publish = (trajectoryId: string) => {
-    chain = chain.then(async () => {
-      if (seen.has(trajectoryId)) return;
-      const rp = runPaths(p.run);
-      const result = TrajectoryResult.parse(
-        JSON.parse(await readFile(rp.trajectory(trajectoryId).result, "utf8")),
-      );
-      let rec: ServedTrajectory;
-      try {
-        rec = await readServedTrajectory(p.run, await readManifest(rp), result, o.tokenizer);
-      } catch (err) {
-        const line: TrajectoryErrorLine = {
-          type: "trajectory_error",
-          run_id: runId,
-          trajectory_id: trajectoryId,
-          task_id: result.taskId,
-          index: result.index,
-          reason: err instanceof Error ? err.message : String(err),
-        };
-        await mkdir(p.errors, { recursive: true });
-        await writeJsonAtomic(p.error(trajectoryId), line);
-        const i = errors.findIndex((e) => e.trajectory_id === trajectoryId);
-        if (i >= 0) errors.splice(i, 1);
-        errors.push(line);
-        emit(line);
-        return;
-      }
-      await writeJsonAtomic(p.record(trajectoryId), rec);
-      await rm(p.error(trajectoryId), { force: true });
-      seen.add(trajectoryId);
-      records.push(rec);
-      emit(rec);
-    });
-    chain = chain.catch((err: unknown) =>
-      o.onNote?.(`serve: ${request.request_id}: ${(err as Error).message}`),
+  (st.run as { finished: Promise<void> }).finished = driveGroup(st, resolved.config, start.resume, lock);
+  if (start.resume)
+    o.onNote?.(`serve: ${request.request_id}: resuming run ${start.runId} (${records.length} finished)`);
+  return st.run;
+}
+
+function emitLine(run: GroupRun, line: StreamLine): void {
+  for (const l of run.listeners) l(line);
+}
+
+/** Queues a finished trajectory's record behind the group's earlier writes (a failure is a note, never a rejection). */
+function publish(st: GroupState, trajectoryId: string): Promise<void> {
+  st.chain = st.chain
+    .then(() => publishOnce(st, trajectoryId))
+    .catch((err: unknown) => st.o.onNote?.(`serve: ${st.run.request.request_id}: ${(err as Error).message}`));
+  return st.chain;
+}
+
+/**
+ * Builds, persists, then streams a finished trajectory's record (once). A record that cannot be
+ * built is streamed as a trajectory_error line and kept under errors/; the group goes on.
+ */
+async function publishOnce(st: GroupState, trajectoryId: string): Promise<void> {
+  if (st.seen.has(trajectoryId)) return;
+  const { p, run } = st;
+  const rp = runPaths(p.run);
+  const result = TrajectoryResult.parse(
+    JSON.parse(await readFile(rp.trajectory(trajectoryId).result, "utf8")),
+  );
+  let rec: ServedTrajectory;
+  try {
+    rec = await readServedTrajectory(p.run, await readManifest(rp), result, st.o.tokenizer);
+  } catch (err) {
+    await recordError(st, trajectoryErrorLineOf(run.runId, result, err));
+    return;
+  }
+  await writeJsonAtomic(p.record(trajectoryId), rec);
+  await rm(p.error(trajectoryId), { force: true });
+  st.seen.add(trajectoryId);
+  run.records.push(rec);
+  emitLine(run, rec);
+}
+
+/** Keeps a trajectory's error under errors/ (replacing an older one of it) and streams it. */
+async function recordError(st: GroupState, line: TrajectoryErrorLine): Promise<void> {
+  await mkdir(st.p.errors, { recursive: true });
+  await writeJsonAtomic(st.p.error(line.trajectory_id), line);
+  const errors = st.run.errors;
+  const i = errors.findIndex((e) => e.trajectory_id === line.trajectory_id);
+  if (i >= 0) errors.splice(i, 1);
+  errors.push(line);
+  emitLine(st.run, line);
+}
+
+/**
+ * Every end is on disk before anyone sees it, so the server keeps no finished group in memory;
+ * complete and cancelled are final, a failed group (or one the server stopped) runs again when resubmitted.
+ */
+async function finishGroup(st: GroupState, end: { status: GroupStatus; detail?: string }): Promise<void> {
+  const { run } = st;
+  const { status, detail } = end;
+  const done: DoneLine = doneLineOf({ ...run, status, ...(detail ? { detail } : {}) });
+  try {
+    await writeJsonAtomic(st.p.done, done);
+  } finally {
+    run.status = status;
+    if (detail) run.detail = detail;
+    emitLine(run, done);
+  }
+}
+
+/** Runs the group's rollout to its end and writes that end; settles when it has (never rejects). */
+async function driveGroup(st: GroupState, config: RunConfig, resume: boolean, lock: RunLock): Promise<void> {
+  const { run } = st;
+  const signal = run.abort.signal;
+  let deps: RolloutDeps | undefined;
+  try {
+    deps = await st.o.depsFor(config, run.runId, signal);
+    const summary = await runGroupRollout(st, config, resume, deps);
+    const taskError = summary.tasks.find((t) => t.error)?.error;
+    await finishGroup(
+      st,
+      groupEndOf({
+        cancelled: cancelledByDelete(signal),
+        ...(signal.aborted ? { aborted: String(signal.reason) } : {}),
+        ...(taskError ? { taskError } : {}),
+        rolloutComplete: summary.complete,
+        expected: run.expected,
+        records: run.records.length,
+        failures: run.errors,
+      }),
     );
-    return chain;
-  };
-  const run: GroupRun = {
-    request,
-    runId,
-    status: "running",
-    records,
-    errors,
-    expected,
-    listeners,
-    abort,
-    finished: Promise.resolve(),
-  };
-  const finish = async (end: { status: GroupStatus; detail?: string }) => {
-    const { status, detail } = end;
-    const done: DoneLine = doneLineOf({ ...run, status, ...(detail ? { detail } : {}) });
-    // every end is on disk before anyone sees it, so the server keeps no finished group in memory;
-    // complete and cancelled are final, a failed group (or one the server stopped) runs again when resubmitted
-    try {
-      await writeJsonAtomic(p.done, done);
-    } finally {
-      run.status = status;
-      if (detail) run.detail = detail;
-      emit(done);
-    }
-  };
-  (run as { finished: Promise<void> }).finished = (async () => {
-    let deps: RolloutDeps | undefined;
-    try {
-      deps = await o.depsFor(resolved.config, runId, abort.signal);
-      const { summary } = await runRollout({
-        out: p.run,
-        resume,
-        config: resolved.config,
-        runId,
-        deps,
-        signal: abort.signal,
-        progress: (ev) => {
-          if (ev.type === "trajectory" && ev.phase === "done") void publish(ev.trajectoryId);
-        },
-      });
-      // a trajectory that finished before a restart (or whose event was missed) is streamed too
-      for (const r of await readResults(p.run)) void publish(r.trajectoryId);
-      await chain;
-      const taskError = summary.tasks.find((t) => t.error)?.error;
-      await finish(
-        groupEndOf({
-          cancelled: abort.signal.aborted && abort.signal.reason === CANCELLED,
-          ...(abort.signal.aborted ? { aborted: String(abort.signal.reason) } : {}),
-          ...(taskError ? { taskError } : {}),
-          rolloutComplete: summary.complete,
-          expected,
-          records: records.length,
-          failures: errors,
-        }),
-      );
-    } catch (err) {
-      await chain;
-      await finish(
-        groupEndOf({
-          cancelled: abort.signal.aborted && abort.signal.reason === CANCELLED,
-          thrown: (err as Error).message,
-          rolloutComplete: false,
-          expected,
-          records: records.length,
-          failures: errors,
-        }),
-      ).catch(() => {});
-    } finally {
-      await deps?.close().catch(() => {});
-      await lock.release();
-    }
-  })();
-  if (resume) o.onNote?.(`serve: ${request.request_id}: resuming run ${runId} (${records.length} finished)`);
-  return run;
+  } catch (err) {
+    await st.chain;
+    await finishGroup(
+      st,
+      groupEndOf({
+        cancelled: cancelledByDelete(signal),
+        thrown: (err as Error).message,
+        rolloutComplete: false,
+        expected: run.expected,
+        records: run.records.length,
+        failures: run.errors,
+      }),
+    ).catch(() => {});
+  } finally {
+    await deps?.close().catch(() => {});
+    await lock.release();
+  }
+}
+
+/** The group's rollout, each finished trajectory published as it ends (and, after, any it missed). */
+async function runGroupRollout(st: GroupState, config: RunConfig, resume: boolean, deps: RolloutDeps) {
+  const { p, run } = st;
+  const { summary } = await runRollout({
+    out: p.run,
+    resume,
+    config,
+    runId: run.runId,
+    deps,
+    signal: run.abort.signal,
+    progress: (ev) => {
+      if (ev.type === "trajectory" && ev.phase === "done") void publish(st, ev.trajectoryId);
+    },
+  });
+  // a trajectory that finished before a restart (or whose event was missed) is streamed too
+  for (const r of await readResults(p.run)) void publish(st, r.trajectoryId);
+  await st.chain;
+  return summary;
 }

@@ -1,129 +1,34 @@
-import { createHash, randomBytes } from "node:crypto";
-import { copyFile, lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { mkdir, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { commitWorkspace } from "@flakegym/cline-vendor";
-import { loadProfiles, type ProfileId } from "@flakegym/profiles";
-import { z } from "zod";
+import type { z } from "zod";
 import { FlakegymError } from "../errors.js";
-import type { LoadedTask } from "../tasks/catalog.js";
-import { git, materializeSource } from "../tasks/materialize.js";
-import type { TaskProfile } from "../tasks/task-profile.js";
 import { CATALOG_GIT_IDENTITY } from "../tasks/task-spec.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import { runSandboxed } from "../workers/local/sandbox.js";
-import { findBwrap, prepareShape, SANDBOX_PATHS, VENV_DIR } from "../workers/local/shape.js";
+import { findBwrap, prepareShape, SANDBOX_PATHS } from "../workers/local/shape.js";
 import {
   ENV_PINS_FILE,
   type EnvInstallPlan,
-  EnvInstallRecord,
+  type EnvInstallRecord,
   installKeyOf,
   planEnvInstall,
-  pythonOfVenv,
-  resolvedLines,
 } from "./env-install.js";
 import { type Fork, type ForkMethodChoice, forkTree } from "./fork.js";
-import { defaultSnapshotCacheDir, SNAPSHOT_FORMAT, snapshotKey } from "./key.js";
+import { copyPins, lockOf, withPython } from "./install-lock.js";
+import { defaultSnapshotCacheDir, snapshotKey } from "./key.js";
 import { acquireLock } from "./lock.js";
-
-/** What to build a snapshot of: a repository at a commit, a profile, install and smoke commands. */
-export interface SnapshotSpec {
-  readonly taskId: string;
-  /** What identifies the repository in the key: a clone URL, or `catalog:<id>`. */
-  readonly repo: string;
-  /** The commit the source materializes to (part of the key, so it must be known up front). */
-  readonly commit: string;
-  readonly profile: ProfileId;
-  readonly install: readonly string[];
-  readonly smoke: readonly string[];
-  readonly network: "none" | "required";
-  /**
-   * Whether the profile's default environment install applies when `install` is empty ("off" for
-   * catalog directories, which are self-contained). Default "auto".
-   */
-  readonly envDefaults?: "auto" | "off";
-  /** The Python the task's source runs it under (recorded against the venv's; not part of the key). */
-  readonly pythonWanted?: string;
-  readonly limits: { memoryMb: number; pids: number; cpuSeconds: number; diskMb: number };
-  /** Puts the repository at `commit` into `dest`. */
-  materialize(
-    dest: string,
-    opts: { signal?: AbortSignal; log: (line: string) => void },
-  ): Promise<{ commit: string }>;
-}
-
-export const SnapshotStep = z
-  .object({
-    name: z.string().describe("step name: source, install, smoke"),
-    command: z.string().optional().describe("the shell command, for install and smoke steps"),
-    exitCode: z.number().int().describe("0 when the step succeeded"),
-    durationMs: z.number().describe("how long the step took"),
-  })
-  .strict();
-
-/** `manifest.json` of a built snapshot. */
-export const SnapshotManifest = z
-  .object({
-    format: z.literal(SNAPSHOT_FORMAT).describe("snapshot layout version"),
-    key: z
-      .string()
-      .regex(/^[0-9a-f]{64}$/)
-      .describe("content key (sha256 of the inputs)"),
-    taskId: z.string().describe("task the snapshot was first built for"),
-    repo: z.string().describe("repository identity used in the key"),
-    commit: z.string().describe("the source commit the build started from (part of the key)"),
-    baseCommit: z
-      .string()
-      .optional()
-      .describe(
-        "the commit the agent starts from and its diff is taken against: `commit` itself, or a child of it holding the files the install and smoke steps changed or added (absent in snapshots built before it existed: `commit`)",
-      ),
-    baseChanges: z
-      .array(z.string())
-      .optional()
-      .describe(
-        "the paths `baseCommit` changes against `commit` (the install's edits, e.g. SWE-bench's pre_install `sed -i`)",
-      ),
-    profile: z.string().describe("toolchain profile"),
-    install: z.array(z.string()).describe("install commands that ran (the task's, or the profile's default)"),
-    envInstall: EnvInstallRecord.optional().describe(
-      "which install ran (the task's, the profile's default, or none), its network and the lock it followed",
-    ),
-    smoke: z.array(z.string()).describe("smoke commands that passed"),
-    toolchain: z.array(z.string()).describe("toolchain identity (tool --version outputs)"),
-    network: z
-      .enum(["none", "required"])
-      .describe("whether the build used the network (the source fetch or the install step; never smoke)"),
-    steps: z.array(SnapshotStep).describe("every build step with its exit status and time"),
-    buildMs: z.number().describe("total build time, ms"),
-    createdAt: z.string().describe("ISO time the build finished"),
-    flakegymVersion: z.string().describe("runner version that built it"),
-    fromImage: z
-      .object({
-        ref: z.string().min(1).describe("the podman reference the tree was copied from"),
-        digest: z.string().min(1).describe("podman's image id (sha256 of its config)"),
-      })
-      .strict()
-      .optional()
-      .describe(
-        "set when the tree is a snapshot image's /workspace (from-image.ts): nothing was installed or built host-side, its dependencies are the image's own (no deps dir)",
-      ),
-  })
-  .strict();
-export type SnapshotManifest = z.infer<typeof SnapshotManifest>;
-
-/** A built snapshot in the cache. */
-export interface Snapshot {
-  readonly key: string;
-  /** `<cache>/<key>`. */
-  readonly dir: string;
-  /** `<dir>/tree`: `workspace/` (the repository) and `deps/` (package caches). */
-  readonly tree: string;
-  readonly workspace: string;
-  readonly manifest: SnapshotManifest;
-  /** true when it was already in the cache. */
-  readonly cached: boolean;
-  readonly smokeLog: string;
-}
+import {
+  manifestHead,
+  readManifest,
+  type Snapshot,
+  type SnapshotManifest,
+  type SnapshotStep,
+  snapshotOf,
+} from "./manifest.js";
+import type { SnapshotSpec } from "./spec.js";
+import { toolchainIdentity } from "./toolchain-identity.js";
 
 export type SnapshotProgress =
   | { kind: "key"; key: string }
@@ -139,139 +44,6 @@ export interface BuildOptions {
   /** Per-step timeout, ms (default 30 min). */
   readonly stepTimeoutMs?: number;
   readonly unsafeNoSandbox?: boolean;
-}
-
-/** The snapshot spec of a built-in catalog task. */
-export function snapshotSpecOfTask(task: LoadedTask): SnapshotSpec {
-  const { spec } = task;
-  const src = spec.source;
-  return {
-    taskId: spec.id,
-    repo: src.kind === "local" ? `catalog:${spec.id}` : src.url,
-    commit: src.kind === "local" ? src.commit : src.rev,
-    profile: spec.profile,
-    install: spec.install,
-    smoke: spec.smoke,
-    network: spec.network,
-    envDefaults: src.kind === "local" ? "off" : "auto",
-    ...(spec.metadata?.python_version ? { pythonWanted: spec.metadata.python_version } : {}),
-    limits: {
-      memoryMb: spec.limits.memoryMb,
-      pids: spec.limits.pids,
-      cpuSeconds: spec.limits.cpuSeconds,
-      diskMb: spec.limits.diskMb,
-    },
-    materialize: (dest, opts) => materializeSource(task, dest, opts),
-  };
-}
-
-/**
- * The snapshot spec of a dataset row: clone `repoUrl` at its commit (network), no install commands
- * (the profile's smoke commands check the toolchain). A row without a commit needs `resolvedCommit`.
- */
-export function snapshotSpecOfProfile(task: TaskProfile, resolvedCommit?: string): SnapshotSpec {
-  const commit = task.commit ?? resolvedCommit;
-  if (!commit) {
-    throw new FlakegymError(
-      "E_SNAPSHOT",
-      `task '${task.id}' (${task.source.file} row ${task.source.row}) has no commit`,
-      {
-        hint: "give the row a base_commit, or resolve the branch head first (git ls-remote) and pass it",
-      },
-    );
-  }
-  return {
-    taskId: task.id,
-    repo: task.repoUrl,
-    commit,
-    profile: task.profile,
-    install: [],
-    smoke: [],
-    network: task.repoKind === "local" ? "none" : "required",
-    envDefaults: "auto",
-    limits: { memoryMb: 4096, pids: 1024, cpuSeconds: 3600, diskMb: 8192 },
-    async materialize(dest, opts) {
-      await mkdir(dest, { recursive: true });
-      await git(["init", "-q"], { cwd: dest, ...opts });
-      await git(["fetch", "-q", "--depth", "1", task.repoUrl, commit], {
-        cwd: dest,
-        timeoutMs: 600_000,
-        ...opts,
-      });
-      await git(["checkout", "-q", "--detach", "FETCH_HEAD"], { cwd: dest, ...opts });
-      return { commit: await git(["rev-parse", "HEAD"], { cwd: dest, ...opts }) };
-    },
-  };
-}
-
-const identities = new Map<string, Promise<string[]>>();
-
-/** `--version` outputs of the profile's tools inside the sandbox (profiles.json `smoke`), once per process. */
-export function toolchainIdentity(profile: ProfileId, scratch: string, unsafe?: boolean): Promise<string[]> {
-  let p = identities.get(profile);
-  if (!p) {
-    p = (async () => {
-      const dir = join(scratch, `identity-${process.pid}-${randomBytes(4).toString("hex")}`);
-      await mkdir(join(dir, "ws"), { recursive: true });
-      const prepared = await prepareShape({
-        id: `identity-${process.pid}-${randomBytes(4).toString("hex")}`,
-        profile,
-        workspace: join(dir, "ws"),
-        stateDir: join(dir, "state"),
-        limits: { memoryMb: 1024, pids: 128, cpuSeconds: 60, diskMb: 64 },
-        network: "none",
-        ...(unsafe ? { unsafeNoSandbox: true } : {}),
-      });
-      try {
-        const out: string[] = [];
-        for (const cmd of loadProfiles().profiles[profile].smoke) {
-          const r = await runSandboxed(
-            prepared.shape,
-            ["/bin/sh", "-c", cmd],
-            { timeoutMs: 30_000, hostCwd: join(dir, "ws") },
-            prepared.env,
-          );
-          if (r.exitCode !== 0) {
-            throw new FlakegymError(
-              "E_TOOLCHAIN",
-              `profile '${profile}': \`${cmd}\` failed in the sandbox (exit ${r.exitCode}): ${(r.stderr || r.stdout).trim().slice(-500)}`,
-              {
-                hint: `install the ${profile} toolchain (sh scripts/ensure-system-deps), or run this task where its profile's tools exist`,
-              },
-            );
-          }
-          out.push(`${cmd}: ${r.stdout.trim().split("\n")[0]}`);
-        }
-        return out;
-      } finally {
-        await prepared.dispose();
-        await rm(dir, { recursive: true, force: true });
-      }
-    })();
-    p.catch(() => identities.delete(profile));
-    identities.set(profile, p);
-  }
-  return p;
-}
-
-export async function readManifest(dir: string): Promise<SnapshotManifest | undefined> {
-  try {
-    return SnapshotManifest.parse(JSON.parse(await readFile(join(dir, "manifest.json"), "utf8")));
-  } catch {
-    return undefined;
-  }
-}
-
-export function snapshotOf(dir: string, manifest: SnapshotManifest, cached: boolean): Snapshot {
-  return {
-    key: manifest.key,
-    dir,
-    tree: join(dir, "tree"),
-    workspace: join(dir, "tree", "workspace"),
-    manifest,
-    cached,
-    smokeLog: join(dir, "smoke.log"),
-  };
 }
 
 const inflight = new Map<string, Promise<Snapshot>>();
@@ -519,27 +291,6 @@ function manifestOf(
   };
 }
 
-/** What every snapshot manifest starts with: its key, the task's source and the diff base. Pure. */
-export function manifestHead(
-  spec: Pick<SnapshotSpec, "taskId" | "repo" | "commit" | "profile">,
-  key: string,
-  base: { commit: string; changed: readonly string[] },
-): Pick<
-  SnapshotManifest,
-  "format" | "key" | "taskId" | "repo" | "commit" | "baseCommit" | "baseChanges" | "profile"
-> {
-  return {
-    format: SNAPSHOT_FORMAT,
-    key,
-    taskId: spec.taskId,
-    repo: spec.repo,
-    commit: spec.commit,
-    baseCommit: base.commit,
-    baseChanges: [...base.changed],
-    profile: spec.profile,
-  };
-}
-
 /**
  * Makes the built tree the agent's base: the files the install and smoke steps changed or added
  * (SWE-bench's pre_install `sed -i` on setup.cfg, generated files) committed on top of the source
@@ -562,11 +313,6 @@ export async function commitBase(
     ...(signal ? { signal } : {}),
   });
   return { commit: r.commit, changed: r.changed };
-}
-
-/** The commit a snapshot's agent starts from and its diff is taken against. Pure. */
-export function baseCommitOf(manifest: Pick<SnapshotManifest, "commit" | "baseCommit">): string {
-  return manifest.baseCommit ?? manifest.commit;
 }
 
 /** Writes a finished build's logs and manifest (last) and renames it into the cache. */
@@ -669,71 +415,6 @@ async function runStep(
   opts.onProgress?.({ kind: "step", step, status: "ok", durationMs: r.durationMs });
   return { exitCode: r.exitCode, durationMs: r.durationMs, text };
 }
-
-/** Copies a previous build's resolved set into the deps dir; false when there is none. */
-async function copyPins(pins: string, dest: string): Promise<boolean> {
-  try {
-    await copyFile(pins, dest);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * The plan's record with the lock it followed or wrote: the resolved set the install wrote into
- * the deps dir (python), else the sha256 of the repository's lock file. A lock that is a symlink
- * or no regular file is not read (the repository is untrusted).
- */
-async function lockOf(plan: EnvInstallPlan, workspace: string, deps: string): Promise<EnvInstallRecord> {
-  const { record } = plan;
-  if (plan.resolvedFile) {
-    const file = join(deps, plan.resolvedFile);
-    const st = await lstat(file).catch(() => undefined);
-    if (!st?.isFile() || st.size > MAX_RESOLVED_BYTES) {
-      throw new FlakegymError(
-        "E_SNAPSHOT",
-        `the install step's resolved set ${plan.resolvedFile} (in the snapshot's deps dir) is ${st ? (st.isFile() ? `${st.size} bytes, over ${MAX_RESOLVED_BYTES}` : "not a regular file") : "missing"}`,
-        {
-          hint: `see the install step in the build log; the repository's own install code may have replaced /deps/${plan.resolvedFile}`,
-        },
-      );
-    }
-    const text = await readFile(file, "utf8");
-    return { ...record, lockSha256: sha256(text), resolved: resolvedLines(text) };
-  }
-  if (!record.lockFile) return record;
-  const path = join(workspace, record.lockFile);
-  const st = await lstat(path).catch(() => undefined);
-  if (!st?.isFile()) return record;
-  return { ...record, lockSha256: sha256(await readFile(path)) };
-}
-
-/**
- * The record with the venv's Python against the task's (pythonOfVenv), when the install made a venv
- * in the deps dir; a mismatch is said in the build log. pyvenv.cfg is read as data, not followed.
- */
-async function withPython(
-  record: EnvInstallRecord,
-  deps: string,
-  wanted: string | undefined,
-  say: (line: string) => void,
-): Promise<EnvInstallRecord> {
-  const cfg = join(deps, VENV_DIR, "pyvenv.cfg");
-  const st = await lstat(cfg).catch(() => undefined);
-  if (!st?.isFile() || st.size > 64 * 1024) return record;
-  const python = pythonOfVenv(await readFile(cfg, "utf8"), wanted);
-  if (!python) return record;
-  say(
-    `== python: venv ${python.used}${python.wanted ? `, task ${python.wanted}` : ""}${python.note ? ` — ${python.note}` : ""}`,
-  );
-  return { ...record, python };
-}
-
-/** A `pip freeze` of even a large environment is a few KiB; more is not a resolved set. */
-const MAX_RESOLVED_BYTES = 1 << 20;
-
-const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
 
 async function writeAtomic(path: string, text: string): Promise<void> {
   await mkdir(dirname(path), { recursive: true });

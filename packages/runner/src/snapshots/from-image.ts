@@ -6,17 +6,11 @@ import { FlakegymError } from "../errors.js";
 import type { WorkerImageProvenance } from "../run-format/schema.js";
 import { git } from "../tasks/materialize.js";
 import { FLAKEGYM_VERSION } from "../version.js";
-import {
-  commitBase,
-  manifestHead,
-  readManifest,
-  type Snapshot,
-  type SnapshotManifest,
-  type SnapshotSpec,
-  snapshotOf,
-} from "./build.js";
+import { commitBase } from "./build.js";
 import { defaultSnapshotCacheDir } from "./key.js";
 import { acquireLock } from "./lock.js";
+import { manifestHead, readManifest, type Snapshot, type SnapshotManifest, snapshotOf } from "./manifest.js";
+import type { SnapshotSpec } from "./spec.js";
 
 /**
  * A snapshot image used as what it is (podman, `--images nix`): the runner's snapshot of a task is

@@ -3,7 +3,8 @@ import type { ChatTokenizer } from "../export/tokenizer.js";
 import { writeStreamAtomic } from "../run-format/jsonl.js";
 import { jsonScript, pageFrame, webAssets } from "./bundle.js";
 import { RowQuery } from "./query-schema.js";
-import { createViewStore, EvalFileName, type ViewStore } from "./run-data.js";
+import { EvalFileName } from "./responses.js";
+import { createViewStore, type ViewStore } from "./run-data.js";
 import { openSafeRoot, ViewPathError } from "./safe-read.js";
 
 /**

@@ -1,24 +1,29 @@
-import { z } from "zod";
+import type { z } from "zod";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import { RunSummary } from "../rollout/summary.js";
-import {
-  GroupLine,
-  InfraRetryCount,
-  MetricsLine,
-  RunManifest,
-  Score,
-  TrajectoryResult,
-} from "../run-format/schema.js";
+import { GroupLine, MetricsLine, RunManifest, Score, TrajectoryResult } from "../run-format/schema.js";
 import { viewRowOf } from "../run-format/trajectory-record.js";
 import { type CompareKind, type CompareResponse, compareEvals, compareRuns, pageCompare } from "./compare.js";
 import { type ConvMessage, conversationOf } from "./conversation.js";
-import { EvalSummary, evalSummaryOf, ReportHead, trialDirsOf } from "./eval-data.js";
-import { type GroupRow, groupRows, queryRows, type RowQuery, type TrajectoryRow } from "./query.js";
+import { evalSummaryOf, ReportHead, trialDirsOf } from "./eval-data.js";
+import { indexGroupLines } from "./group-lines.js";
+import { groupRows, queryRows, type RowQuery, type TrajectoryRow } from "./query.js";
+import {
+  type EvalFileName,
+  type EvalFileResponse,
+  type EvalListItem,
+  type IndexResponse,
+  type RunListItem,
+  type RunResponse,
+  runFactsOf,
+  type TokensResponse,
+  type TrajectoryResponse,
+} from "./responses.js";
 import { checkedSegments, type SafeRoot, SEGMENT, ViewPathError } from "./safe-read.js";
 import { type SearchResponse, searchTranscripts } from "./transcript-search.js";
 
 /**
- * The viewer's data: what each API route returns, read lazily from the run and eval dirs under a
+ * The viewer's data: what each API route returns (responses.ts), read lazily from the run and eval dirs under a
  * {@link SafeRoot}. Listing a run reads run.json, summary.json and metrics.jsonl only (cached by
  * size and mtime); a trajectory's files are read when it is opened; groups.jsonl is indexed (one
  * pass, cached) only when a token view asks for it.
@@ -40,160 +45,6 @@ const SEARCH_HITS = 100;
 
 /** How many runs' rows `warm` reads ahead. */
 const WARM_RUNS = 3;
-
-export const RunListItem = z
-  .object({
-    ref: z.string().describe("the run dir, relative to the served root"),
-    runId: z.string(),
-    createdAt: z.string(),
-    tasks: z.number().int(),
-    policies: z.array(z.string()),
-    expected: z.number().int(),
-    finished: z.number().int(),
-    meanReward: z.number().nullable(),
-    outcomes: z.record(z.string(), z.number().int()),
-    durationMs: z.number().nullable(),
-    complete: z.boolean(),
-    bytes: z
-      .number()
-      .int()
-      .describe("size of the run's data files (metrics.jsonl, groups.jsonl), not its trajectory dirs"),
-    error: z.string().optional().describe("why the run could not be read"),
-  })
-  .strict();
-export type RunListItem = z.infer<typeof RunListItem>;
-
-export const EvalListItem = z
-  .object({
-    ref: z.string().describe("the eval dir, relative to the served root"),
-    name: z.string(),
-    hasHtml: z.boolean(),
-    runRef: z
-      .string()
-      .nullable()
-      .describe("its rollout run (`<ref>/run`), whose trajectories are the trials"),
-    summary: EvalSummary,
-    bytes: z.number().int().describe("size of report.json"),
-    error: z.string().optional().describe("why report.json could not be read"),
-  })
-  .strict();
-export type EvalListItem = z.infer<typeof EvalListItem>;
-
-export const IndexResponse = z
-  .object({ root: z.string(), runs: z.array(RunListItem), evals: z.array(EvalListItem) })
-  .strict();
-export type IndexResponse = z.infer<typeof IndexResponse>;
-
-/** The run facts a run's page shows (not all of run.json and summary.json: those grow with the run). */
-export const RunFacts = z
-  .object({
-    runId: z.string(),
-    createdAt: z.string(),
-    state: z.enum(["complete", "interrupted", "incomplete", "in progress"]),
-    tasks: z.number().int(),
-    groupSize: z.number().int(),
-    policies: z.array(z.string()),
-    meanReward: z.number().nullable(),
-    durationMs: z.number().nullable(),
-    infraRetries: InfraRetryCount.nullable().describe("null: no summary yet (the page sums its rows)"),
-    atropos: z.string(),
-    backend: z.string(),
-    images: z.string().describe("the distinct images the run's workers ran on"),
-    outcomes: z.array(z.string()).describe("outcome kinds seen"),
-  })
-  .strict();
-export type RunFacts = z.infer<typeof RunFacts>;
-
-/** The distinct images the run's workers ran on (run.json `tasks.*.image`). Pure. */
-function imagesOf(m: RunManifest): string {
-  const seen = new Set<string>();
-  for (const t of Object.values(m.tasks)) {
-    const i = t.image;
-    if (i)
-      seen.add(typeof i === "string" ? i : `${i.name}:${i.tag} (${i.digest.slice(0, 12)}, ${i.storePath})`);
-  }
-  return seen.size ? [...seen].join("; ") : "not recorded";
-}
-
-/** A run page's facts from run.json and summary.json. Pure. */
-export function runFactsOf(m: RunManifest, s: RunSummary | null): RunFacts {
-  return {
-    runId: m.runId,
-    createdAt: m.createdAt,
-    state: s ? (s.complete ? "complete" : s.interrupted ? "interrupted" : "incomplete") : "in progress",
-    tasks: m.config.tasks.length,
-    groupSize: m.config.groupSize,
-    policies: m.config.policies,
-    meanReward: s?.meanReward ?? null,
-    durationMs: s?.durationMs ?? null,
-    infraRetries: s?.trajectories.infraRetries ?? null,
-    atropos: s?.atropos
-      ? `sent ${s.atropos.sent}, dropped ${s.atropos.dropped}, pending ${s.atropos.pending}`
-      : m.config.atropos
-        ? "pending"
-        : "off",
-    backend: m.config.backend,
-    images: imagesOf(m),
-    outcomes: s ? Object.keys(s.trajectories.outcomes) : [],
-  };
-}
-
-export const RunResponse = z
-  .object({
-    ref: z.string(),
-    facts: RunFacts,
-    stamp: z.string().describe("changes when the run's files change (live updates)"),
-    groups: z.array(z.custom<GroupRow>()).describe("the groups of the tasks on this page of rows"),
-    groupsTotal: z.number().int().describe("groups in the run"),
-    total: z.number().int().describe("rows matching the filters"),
-    all: z.number().int().describe("rows in the run"),
-    rows: z.array(z.custom<TrajectoryRow>()),
-    skippedLines: z.number().int().describe("metrics lines that did not parse"),
-  })
-  .strict();
-export type RunResponse = z.infer<typeof RunResponse>;
-
-export const TrajectoryResponse = z
-  .object({
-    ref: z.string(),
-    id: z.string(),
-    result: TrajectoryResult.nullable(),
-    score: Score.nullable(),
-    diff: z.string().nullable(),
-    diffTruncated: z.boolean(),
-    conversation: z.array(z.custom<ConvMessage>()),
-    conversationNote: z.string().optional(),
-    lastTurn: z
-      .object({ seq: z.number(), startedAt: z.string(), upstream: z.string(), status: z.string() })
-      .partial()
-      .nullable(),
-    provenance: z.record(z.string(), z.unknown()),
-    siblings: z.array(z.string()).describe("other trajectories of its group"),
-  })
-  .strict();
-export type TrajectoryResponse = z.infer<typeof TrajectoryResponse>;
-
-export const TokenSequenceView = z
-  .object({
-    segment: z.number().int().nullable(),
-    segments: z.number().int().nullable(),
-    split: z.string().nullable().describe("why the export split here (recorded reason)"),
-    score: z.number().nullable(),
-    tokens: z.array(z.number().int()),
-    masks: z.array(z.number().int()),
-    logprobs: z.array(z.number()).nullable(),
-    text: z.array(z.string()).nullable().describe("each token decoded, when --tokenizer was given"),
-  })
-  .strict();
-export const TokensResponse = z
-  .object({
-    ref: z.string(),
-    id: z.string(),
-    sequences: z.array(TokenSequenceView),
-    note: z.string().optional(),
-  })
-  .strict();
-export type TokensResponse = z.infer<typeof TokensResponse>;
 
 const parseJson = (text: string, file: string): unknown => {
   try {
@@ -227,14 +78,6 @@ export interface ViewStore {
    */
   warm(): Promise<void>;
 }
-
-/** The eval files the viewer shows besides report.html (report.html links them). */
-export const EvalFileName = z.enum(["summary.md", "report.json"]);
-export type EvalFileName = z.infer<typeof EvalFileName>;
-export const EvalFileResponse = z
-  .object({ name: EvalFileName, text: z.string(), truncated: z.boolean() })
-  .strict();
-export type EvalFileResponse = z.infer<typeof EvalFileResponse>;
 
 /** A run's rows as read from one version of its metrics.jsonl. */
 interface RowsEntry {
@@ -757,60 +600,4 @@ async function lastTurn(
     if (typeof x === "string" || typeof x === "number") meta[k] = x;
   }
   return { conversation: conversationOf(v as Parameters<typeof conversationOf>[0]), meta };
-}
-
-const MARKER = Buffer.from('"group_overrides":{"group_id":"');
-const TASK_MARKER = Buffer.from('"task_id":"');
-
-/**
- * One pass over groups.jsonl: task id → byte span of its line. Only the group_overrides head of a
- * line is looked at (a raw `":{"` cannot occur inside a JSON string, so the marker is a key).
- */
-export async function indexGroupLines(
-  root: SafeRoot,
-  segs: string[],
-  size: number,
-  CHUNK = 8 * MB,
-  signal?: AbortSignal,
-): Promise<Map<string, [number, number]>> {
-  const lines = new Map<string, [number, number]>();
-  let lineStart = 0;
-  let pending: string | undefined; // the task of the line being read, once its head was seen
-  let tail = Buffer.alloc(0); // the line's last bytes before the chunk (a marker may straddle)
-  for (let pos = 0; pos < size; pos += CHUNK) {
-    signal?.throwIfAborted(); // a stopping viewer does not wait for the rest of a 1 GB file
-    const chunk = await root.readRange(segs, pos, Math.min(size, pos + CHUNK), CHUNK);
-    let buf = tail.length ? Buffer.concat([tail, chunk]) : chunk;
-    let base = pos - tail.length;
-    for (;;) {
-      const nl = buf.indexOf(10);
-      if (nl < 0) break;
-      pending ??= taskOfLineHead(buf, nl);
-      if (pending !== undefined) lines.set(pending, [lineStart, base + nl]);
-      pending = undefined;
-      lineStart = base + nl + 1;
-      buf = buf.subarray(nl + 1);
-      base += nl + 1;
-    }
-    pending ??= taskOfLineHead(buf, buf.length);
-    tail = Buffer.from(buf.subarray(Math.max(0, buf.length - 4096)));
-  }
-  if (pending !== undefined && lineStart < size) lines.set(pending, [lineStart, size]);
-  return lines;
-}
-
-function taskOfLineHead(buf: Buffer, to: number): string | undefined {
-  const m = buf.indexOf(MARKER);
-  if (m < 0 || m >= to) return undefined;
-  const t = buf.indexOf(TASK_MARKER, m);
-  if (t < 0 || t >= to) return undefined;
-  const start = t + TASK_MARKER.length;
-  let end = start;
-  while (end < to && !(buf[end] === 0x22 && buf[end - 1] !== 0x5c)) end++;
-  if (end >= to) return undefined; // cut: the next chunk has the rest
-  try {
-    return JSON.parse(`"${buf.subarray(start, end).toString("utf8")}"`) as string;
-  } catch {
-    return undefined;
-  }
 }

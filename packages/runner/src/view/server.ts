@@ -8,7 +8,8 @@ import { pageHtml, webAssets } from "./bundle.js";
 import { CompareKind } from "./compare.js";
 import { guardRequest } from "./guard.js";
 import { RowQuery } from "./query-schema.js";
-import { createViewStore, EvalFileName, type ViewStore } from "./run-data.js";
+import { EvalFileName } from "./responses.js";
+import { createViewStore, type ViewStore } from "./run-data.js";
 import { openSafeRoot, ViewPathError } from "./safe-read.js";
 
 /**

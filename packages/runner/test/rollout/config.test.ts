@@ -6,13 +6,13 @@ import {
   judgeOf,
   newRunId,
   policiesOf,
-  RolloutOptions,
   resolveRolloutOptions,
   resumeAtropos,
   resumeConfig,
   rewardPlanOf,
   runSourceOf,
 } from "../../src/rollout/config.js";
+import { RolloutOptions } from "../../src/rollout/options.js";
 
 const parse = (argv: string[]) => parseArgs(RolloutOptions, argv);
 const resolve = (argv: string[], env: NodeJS.ProcessEnv = {}) =>

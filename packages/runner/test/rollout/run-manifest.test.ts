@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseArgs } from "../../src/cli/parse-args.js";
-import { RolloutOptions, resolveRolloutOptions } from "../../src/rollout/config.js";
+import { resolveRolloutOptions } from "../../src/rollout/config.js";
+import { RolloutOptions } from "../../src/rollout/options.js";
 import { groupProvenanceOf, newManifest, resumedManifest } from "../../src/rollout/run-manifest.js";
 import { FLAKEGYM_VERSION } from "../../src/version.js";
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseArgs } from "../../src/cli/parse-args.js";
-import { RolloutOptions, resolveRolloutOptions } from "../../src/rollout/config.js";
+import { resolveRolloutOptions } from "../../src/rollout/config.js";
+import { RolloutOptions } from "../../src/rollout/options.js";
 import { scoreOptionsOf } from "../../src/rollout/scoring-attempt.js";
 
 const configOf = (argv: string[]) =>

@@ -1,7 +1,16 @@
 import { describe, expect, it } from "vitest";
 import type { FlakegymError } from "../../src/errors.js";
-import { imageOf, noReference, ROW_LIMITS, rowRuntimeOf, rowTaskOf } from "../../src/rollout/wire-tasks.js";
+import {
+  catalogTaskOf,
+  imageOf,
+  noReference,
+  ROW_LIMITS,
+  rowRuntimeOf,
+  rowTaskOf,
+} from "../../src/rollout/wire-tasks.js";
 import type { RecordedImage } from "../../src/run-format/schema.js";
+import { hiddenTestsOf } from "../../src/scoring/hidden-tests.js";
+import { BUILTIN_CATALOG_DIR, loadTask } from "../../src/tasks/catalog.js";
 import type { TaskProfile } from "../../src/tasks/task-profile.js";
 
 const row = (over: Partial<TaskProfile> = {}): TaskProfile => ({
@@ -80,5 +89,23 @@ describe("dataset rows", () => {
     );
     expect(err.hint).toMatch(/--policy openai:/);
     expect(noReference({ id: "cat" }).message).toMatch(/^task 'cat' has no reference/);
+  });
+});
+
+describe("catalogTaskOf", () => {
+  it("a catalog task as a rollout task: its row id is its task.json relative to the catalog", async () => {
+    const t = await loadTask("semver-lite-caret-zero");
+    const hidden = await hiddenTestsOf(t, 1000);
+    const task = catalogTaskOf("semver-lite-caret-zero", t, BUILTIN_CATALOG_DIR, hidden, "host /usr");
+    expect(task).toEqual({
+      id: "semver-lite-caret-zero",
+      rowId: "semver-lite-caret-zero/task.json",
+      profile: t.spec.profile,
+      prompt: t.spec.prompt,
+      network: t.spec.network,
+      hidden,
+      image: "host /usr",
+    });
+    expect(task.datasetRow).toBeUndefined();
   });
 });

@@ -5,7 +5,9 @@ import { join } from "node:path";
 import { readHead, workspaceDiff } from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
-import { baseCommitOf, buildSnapshot, forkSnapshot, type SnapshotSpec } from "../../src/snapshots/build.js";
+import { buildSnapshot, forkSnapshot } from "../../src/snapshots/build.js";
+import { baseCommitOf } from "../../src/snapshots/manifest.js";
+import type { SnapshotSpec } from "../../src/snapshots/spec.js";
 import { commitTree } from "../../src/tasks/materialize.js";
 import { skipWithoutSandbox } from "../helpers/sandbox.js";
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { depsOfSnapshot } from "../../src/rollout/wire-forks.js";
 import { agentWorkerSpec, scoringWorkerSpec } from "../../src/rollout/worker-specs.js";
 import type { RecordedImage } from "../../src/run-format/schema.js";
-import { forkSnapshot, SnapshotManifest, type SnapshotSpec } from "../../src/snapshots/build.js";
+import { forkSnapshot } from "../../src/snapshots/build.js";
 import {
   chooseImageSnapshot,
   dummyImageTreeReader,
@@ -15,6 +15,8 @@ import {
   imageSnapshotKey,
   snapshotFromImage,
 } from "../../src/snapshots/from-image.js";
+import { SnapshotManifest } from "../../src/snapshots/manifest.js";
+import type { SnapshotSpec } from "../../src/snapshots/spec.js";
 
 const image = (kind: RecordedImage["kind"]): RecordedImage => ({
   name: "localhost/flakegym/snapshot-t",

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { indexGroupLines } from "../../src/view/run-data.js";
+import { indexGroupLines } from "../../src/view/group-lines.js";
 import { openSafeRoot } from "../../src/view/safe-read.js";
 
 let dir: string;

@@ -21,7 +21,7 @@ import {
   tagOfStorePath,
 } from "../../images/targets.js";
 import { type FlakeFacts, readFlakeFacts } from "../../nix/flake-facts.js";
-import { snapshotSpecOfTask } from "../../snapshots/build.js";
+import { snapshotSpecOfTask } from "../../snapshots/spec.js";
 import { loadTask } from "../../tasks/catalog.js";
 import { type CliContext, defineCommand } from "../command.js";
 

@@ -8,13 +8,7 @@ import { validatePolicySpecs } from "../../policy/spec.js";
 import type { ProgressSink } from "../../progress/events.js";
 import { createReporter } from "../../progress/reporter.js";
 import { runSecrets } from "../../redact/redactor.js";
-import {
-  newRunId,
-  RolloutOptions,
-  resolveRolloutOptions,
-  resumeAtropos,
-  resumeConfig,
-} from "../../rollout/config.js";
+import { newRunId, resolveRolloutOptions, resumeAtropos, resumeConfig } from "../../rollout/config.js";
 import {
   type DatasetSelection,
   datasetSummaryOf,
@@ -22,6 +16,7 @@ import {
   selectDataset,
 } from "../../rollout/dataset-tasks.js";
 import { rolloutExitCode } from "../../rollout/exit-code.js";
+import { RolloutOptions } from "../../rollout/options.js";
 import { checkNewRunDir, checkOutDir } from "../../rollout/out-path.js";
 import { checkResumeInputs, hashInputs, runInputFiles } from "../../rollout/run-inputs.js";
 import { acquireRunLock } from "../../rollout/run-lock.js";

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { loadChatTokenizer } from "../../export/tokenizer.js";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
-import { RolloutOptions } from "../../rollout/config.js";
+import { RolloutOptions } from "../../rollout/options.js";
 import { checkOutDir } from "../../rollout/out-path.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { DEFAULT_MAX_GROUPS, serveMaxGroups, startServe } from "../../serve/server.js";

@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { buildSnapshot, snapshotSpecOfTask } from "../../snapshots/build.js";
+import { buildSnapshot } from "../../snapshots/build.js";
 import { defaultSnapshotCacheDir } from "../../snapshots/key.js";
+import { snapshotSpecOfTask } from "../../snapshots/spec.js";
 import { loadTask } from "../../tasks/catalog.js";
 import { defineCommand } from "../command.js";
 
