@@ -259,191 +259,250 @@ function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("aborted", "AbortError");
 }
 
+/** What one client holds, shared by its functions: its options, the methods it knows, the channel. */
+interface ClientState {
+  readonly options: ClineClientOptions;
+  readonly descriptorSet: string;
+  readonly methods: Methods;
+  readonly defaultDeadlineMs: number;
+  readonly address: string;
+  readonly client: grpc.Client;
+}
+
+function methodOf(st: ClientState, name: string): MethodDefinition<object, object> {
+  const m = st.methods.get(name);
+  if (!m)
+    throw new ClineVendorError(ErrorCode.InvalidArgument, `no gRPC method '${name}' in ${st.descriptorSet}`, {
+      hint: "use the full name, e.g. cline.StateService/getLatestState",
+    });
+  return m;
+}
+
+function unaryCall(st: ClientState, name: string, request: object, opts: CallOptions = {}): Promise<unknown> {
+  const m = methodOf(st, name);
+  const { signal } = opts;
+  if (signal?.aborted) return Promise.reject(abortReason(signal));
+  return new Promise((resolve, reject) => {
+    const deadline = new Date(Date.now() + (opts.deadlineMs ?? st.defaultDeadlineMs));
+    const callOpts: grpc.CallOptions = { deadline };
+    const metadata = new grpc.Metadata();
+    if (st.options.token) metadata.set("authorization", `Bearer ${st.options.token}`);
+    if (opts.waitForReady) metadata.setOptions({ waitForReady: true });
+    let onAbort: (() => void) | undefined;
+    const call = st.client.makeUnaryRequest(
+      m.path,
+      m.requestSerialize,
+      m.responseDeserialize,
+      toSnakeKeys(request) as object,
+      metadata,
+      callOpts,
+      (err, value) => {
+        if (onAbort) signal?.removeEventListener("abort", onAbort);
+        if (signal?.aborted) reject(abortReason(signal));
+        else if (err) reject(new ClineRpcError(name, err.code, err.details, st.address, err));
+        else resolve(toCamelKeys(value));
+      },
+    );
+    if (signal) {
+      onAbort = () => call.cancel();
+      signal.addEventListener("abort", onAbort, { once: true });
+    }
+  });
+}
+
+/** A stream's error ends the iteration quietly when it is our own cancel (the caller aborted, or it already finished). */
+export function isOwnCancel(code: grpc.status, aborted: boolean, done: boolean): boolean {
+  return code === grpc.status.CANCELLED && (aborted || done);
+}
+
+/** One server stream as its iterator sees it: the messages not yet taken, and how it ended. */
+interface StreamState {
+  readonly queue: unknown[];
+  done: boolean;
+  failure: unknown;
+  wake: (() => void) | undefined;
+}
+
+function nextOf(s: StreamState): Promise<IteratorResult<unknown>> {
+  return (async () => {
+    for (;;) {
+      if (s.queue.length > 0) return { value: s.queue.shift(), done: false };
+      if (s.failure !== undefined) {
+        const f = s.failure;
+        s.failure = undefined;
+        throw f;
+      }
+      if (s.done) return { value: undefined, done: true };
+      await new Promise<void>((r) => {
+        s.wake = r;
+      });
+    }
+  })();
+}
+
+/** Opens the server stream `name` and feeds its messages, its end and its error into a StreamState. */
+function openStream(
+  st: ClientState,
+  name: string,
+  request: object,
+  opts: StreamOptions,
+): AsyncIterator<unknown> {
+  const m = methodOf(st, name);
+  const { signal } = opts;
+  const metadata = new grpc.Metadata();
+  metadata.set("request-id", randomUUID());
+  if (st.options.token) metadata.set("authorization", `Bearer ${st.options.token}`);
+  const call = st.client.makeServerStreamRequest(
+    m.path,
+    m.requestSerialize,
+    m.responseDeserialize,
+    toSnakeKeys(request) as object,
+    metadata,
+    {},
+  );
+  const s: StreamState = { queue: [], done: false, failure: undefined, wake: undefined };
+  const notify = () => {
+    s.wake?.();
+    s.wake = undefined;
+  };
+  const finish = () => {
+    s.done = true;
+    signal?.removeEventListener("abort", onAbort);
+    notify();
+  };
+  const onAbort = () => {
+    call.cancel();
+    finish();
+  };
+  call.on("data", (v: unknown) => {
+    s.queue.push(toCamelKeys(v));
+    notify();
+  });
+  call.on("error", (err: grpc.ServiceError) => {
+    // Our own cancel ends the iteration quietly; anything else is the core's doing.
+    if (!isOwnCancel(err.code, signal?.aborted === true, s.done))
+      s.failure = new ClineRpcError(name, err.code, err.details, st.address, err);
+    finish();
+  });
+  call.on("end", finish);
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener("abort", onAbort, { once: true });
+  return {
+    next: () => nextOf(s),
+    async return(): Promise<IteratorResult<unknown>> {
+      call.cancel();
+      finish();
+      return { value: undefined, done: true };
+    },
+  };
+}
+
+function streamCall(
+  st: ClientState,
+  name: string,
+  request: object,
+  opts: StreamOptions = {},
+): AsyncIterable<unknown> {
+  methodOf(st, name);
+  return { [Symbol.asyncIterator]: () => openStream(st, name, request, opts) };
+}
+
+const mapStream = <T>(source: AsyncIterable<unknown>, fn: (v: unknown) => T): AsyncIterable<T> => ({
+  async *[Symbol.asyncIterator]() {
+    for await (const v of source) yield fn(v);
+  },
+});
+
+async function emptyCall(st: ClientState, name: string, req: object, opts?: CallOptions): Promise<void> {
+  await unaryCall(st, name, req, opts);
+}
+
+/** `getProcessInfo`'s answer with the core's unset fields filled, pure. */
+export function processInfoOf(r: {
+  processId?: number;
+  version?: string;
+  uptimeMs?: number | null;
+}): ProcessInfo {
+  return {
+    processId: r.processId ?? 0,
+    version: r.version ?? "",
+    ...(r.uptimeMs != null ? { uptimeMs: r.uptimeMs } : {}),
+  };
+}
+
+function taskApi(st: ClientState): ClineClient["task"] {
+  return {
+    async newTask(req, opts) {
+      const r = (await unaryCall(
+        st,
+        "cline.TaskService/newTask",
+        { images: [], files: [], ...req },
+        opts,
+      )) as {
+        value?: string;
+      };
+      return r.value ?? "";
+    },
+    cancelTask: (opts) => emptyCall(st, "cline.TaskService/cancelTask", {}, opts),
+    clearTask: (opts) => emptyCall(st, "cline.TaskService/clearTask", {}, opts),
+    askResponse: (req, opts) => emptyCall(st, "cline.TaskService/askResponse", req, opts),
+  };
+}
+
+function stateApi(st: ClientState): ClineClient["state"] {
+  return {
+    async getLatestState(opts) {
+      const r = (await unaryCall(st, "cline.StateService/getLatestState", {}, opts)) as {
+        stateJson?: string;
+      };
+      return parseStateJson(r.stateJson ?? "{}");
+    },
+    subscribeToState: (opts) =>
+      mapStream(streamCall(st, "cline.StateService/subscribeToState", {}, opts), (v) =>
+        parseStateJson((v as { stateJson?: string }).stateJson ?? "{}"),
+      ),
+    updateSettings: (req, opts) => emptyCall(st, "cline.StateService/updateSettings", req, opts),
+    updateAutoApprovalSettings: (req, opts) =>
+      emptyCall(st, "cline.StateService/updateAutoApprovalSettings", req, opts),
+    async togglePlanActMode(req, opts) {
+      const r = (await unaryCall(st, "cline.StateService/togglePlanActModeProto", req, opts)) as {
+        value?: boolean;
+      };
+      return r.value === true;
+    },
+    flushPendingState: (opts) => emptyCall(st, "cline.StateService/flushPendingState", {}, opts),
+    async getProcessInfo(opts) {
+      const r = await unaryCall(st, "cline.StateService/getProcessInfo", {}, opts);
+      return processInfoOf(r as Parameters<typeof processInfoOf>[0]);
+    },
+  };
+}
+
 /** Creates a client for the core at `address`. Nothing connects until the first call. */
 export function createClineClient(options: ClineClientOptions): ClineClient {
   const descriptorSet = options.descriptorSet ?? resolveClinePackage().descriptorSet;
-  const methods = loadMethods(descriptorSet);
-  const defaultDeadlineMs = options.defaultDeadlineMs ?? 30_000;
-  const address = options.address;
-  const client = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
-
-  const method = (name: string) => {
-    const m = methods.get(name);
-    if (!m)
-      throw new ClineVendorError(ErrorCode.InvalidArgument, `no gRPC method '${name}' in ${descriptorSet}`, {
-        hint: "use the full name, e.g. cline.StateService/getLatestState",
-      });
-    return m;
+  const st: ClientState = {
+    options,
+    descriptorSet,
+    methods: loadMethods(descriptorSet),
+    defaultDeadlineMs: options.defaultDeadlineMs ?? 30_000,
+    address: options.address,
+    client: new grpc.Client(options.address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS),
   };
-
-  const unary = (name: string, request: object, opts: CallOptions = {}): Promise<unknown> => {
-    const m = method(name);
-    const { signal } = opts;
-    if (signal?.aborted) return Promise.reject(abortReason(signal));
-    return new Promise((resolve, reject) => {
-      const deadline = new Date(Date.now() + (opts.deadlineMs ?? defaultDeadlineMs));
-      const callOpts: grpc.CallOptions = { deadline };
-      const metadata = new grpc.Metadata();
-      if (options.token) metadata.set("authorization", `Bearer ${options.token}`);
-      if (opts.waitForReady) metadata.setOptions({ waitForReady: true });
-      let onAbort: (() => void) | undefined;
-      const call = client.makeUnaryRequest(
-        m.path,
-        m.requestSerialize,
-        m.responseDeserialize,
-        toSnakeKeys(request) as object,
-        metadata,
-        callOpts,
-        (err, value) => {
-          if (onAbort) signal?.removeEventListener("abort", onAbort);
-          if (signal?.aborted) reject(abortReason(signal));
-          else if (err) reject(new ClineRpcError(name, err.code, err.details, address, err));
-          else resolve(toCamelKeys(value));
-        },
-      );
-      if (signal) {
-        onAbort = () => call.cancel();
-        signal.addEventListener("abort", onAbort, { once: true });
-      }
-    });
-  };
-
-  const stream = (name: string, request: object, opts: StreamOptions = {}): AsyncIterable<unknown> => {
-    const m = method(name);
-    return {
-      [Symbol.asyncIterator]() {
-        const { signal } = opts;
-        const metadata = new grpc.Metadata();
-        metadata.set("request-id", randomUUID());
-        if (options.token) metadata.set("authorization", `Bearer ${options.token}`);
-        const call = client.makeServerStreamRequest(
-          m.path,
-          m.requestSerialize,
-          m.responseDeserialize,
-          toSnakeKeys(request) as object,
-          metadata,
-          {},
-        );
-        const queue: unknown[] = [];
-        let done = false;
-        let failure: unknown;
-        let wake: (() => void) | undefined;
-        const notify = () => {
-          wake?.();
-          wake = undefined;
-        };
-        const finish = () => {
-          done = true;
-          signal?.removeEventListener("abort", onAbort);
-          notify();
-        };
-        const onAbort = () => {
-          call.cancel();
-          finish();
-        };
-        call.on("data", (v: unknown) => {
-          queue.push(toCamelKeys(v));
-          notify();
-        });
-        call.on("error", (err: grpc.ServiceError) => {
-          // Our own cancel ends the iteration quietly; anything else is the core's doing.
-          if (!(err.code === grpc.status.CANCELLED && (signal?.aborted || done)))
-            failure = new ClineRpcError(name, err.code, err.details, address, err);
-          finish();
-        });
-        call.on("end", finish);
-        if (signal?.aborted) onAbort();
-        else signal?.addEventListener("abort", onAbort, { once: true });
-        return {
-          async next(): Promise<IteratorResult<unknown>> {
-            for (;;) {
-              if (queue.length > 0) return { value: queue.shift(), done: false };
-              if (failure !== undefined) {
-                const f = failure;
-                failure = undefined;
-                throw f;
-              }
-              if (done) return { value: undefined, done: true };
-              await new Promise<void>((r) => {
-                wake = r;
-              });
-            }
-          },
-          async return(): Promise<IteratorResult<unknown>> {
-            call.cancel();
-            finish();
-            return { value: undefined, done: true };
-          },
-        };
-      },
-    };
-  };
-
-  const mapStream = <T>(source: AsyncIterable<unknown>, fn: (v: unknown) => T): AsyncIterable<T> => ({
-    async *[Symbol.asyncIterator]() {
-      for await (const v of source) yield fn(v);
-    },
-  });
-
-  const empty = async (name: string, req: object, opts?: CallOptions) => {
-    await unary(name, req, opts);
-  };
-
   return {
-    address,
-    task: {
-      async newTask(req, opts) {
-        const r = (await unary("cline.TaskService/newTask", { images: [], files: [], ...req }, opts)) as {
-          value?: string;
-        };
-        return r.value ?? "";
-      },
-      cancelTask: (opts) => empty("cline.TaskService/cancelTask", {}, opts),
-      clearTask: (opts) => empty("cline.TaskService/clearTask", {}, opts),
-      askResponse: (req, opts) => empty("cline.TaskService/askResponse", req, opts),
-    },
+    address: st.address,
+    task: taskApi(st),
     ui: {
       subscribeToPartialMessage: (opts) =>
-        mapStream(stream("cline.UiService/subscribeToPartialMessage", {}, opts), fromProtoMessage),
+        mapStream(streamCall(st, "cline.UiService/subscribeToPartialMessage", {}, opts), fromProtoMessage),
     },
-    state: {
-      async getLatestState(opts) {
-        const r = (await unary("cline.StateService/getLatestState", {}, opts)) as { stateJson?: string };
-        return parseStateJson(r.stateJson ?? "{}");
-      },
-      subscribeToState: (opts) =>
-        mapStream(stream("cline.StateService/subscribeToState", {}, opts), (v) =>
-          parseStateJson((v as { stateJson?: string }).stateJson ?? "{}"),
-        ),
-      updateSettings: (req, opts) => empty("cline.StateService/updateSettings", req, opts),
-      updateAutoApprovalSettings: (req, opts) =>
-        empty("cline.StateService/updateAutoApprovalSettings", req, opts),
-      async togglePlanActMode(req, opts) {
-        const r = (await unary("cline.StateService/togglePlanActModeProto", req, opts)) as {
-          value?: boolean;
-        };
-        return r.value === true;
-      },
-      flushPendingState: (opts) => empty("cline.StateService/flushPendingState", {}, opts),
-      async getProcessInfo(opts) {
-        const r = (await unary("cline.StateService/getProcessInfo", {}, opts)) as {
-          processId?: number;
-          version?: string;
-          uptimeMs?: number | null;
-        };
-        return {
-          processId: r.processId ?? 0,
-          version: r.version ?? "",
-          ...(r.uptimeMs != null ? { uptimeMs: r.uptimeMs } : {}),
-        };
-      },
-    },
+    state: stateApi(st),
     models: {
       updateApiConfigurationProto: (req, opts) =>
-        empty("cline.ModelsService/updateApiConfigurationProto", req, opts),
+        emptyCall(st, "cline.ModelsService/updateApiConfigurationProto", req, opts),
     },
-    unary,
-    stream,
-    close: () => client.close(),
+    unary: (name, request, opts) => unaryCall(st, name, request, opts),
+    stream: (name, request, opts) => streamCall(st, name, request, opts),
+    close: () => st.client.close(),
   };
 }

@@ -122,12 +122,64 @@ function killGroup(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
-/**
- * Starts cline-host and cline-core under the supervisor and waits until the core answers a real
- * gRPC call (`StateService.getProcessInfo`). Throws E_CLINE_START (with the tail of core.log) when
- * it does not within `startTimeoutMs`, or when the processes die while starting.
- */
-export async function launchClineCore(options: LaunchOptions): Promise<ClineCore> {
+/** What a launch resolved before spawning: absolute paths, the pinned package, the decisions. */
+interface LaunchPlan {
+  readonly options: LaunchOptions;
+  readonly t0: number;
+  readonly pkg: ClinePackage;
+  readonly workspace: string;
+  readonly configDir: string;
+  readonly home: string;
+  readonly logFile: string;
+  readonly startTimeoutMs: number;
+  readonly memoryMerge: MemoryMergeDecision;
+  readonly oneByte: OneByteDecision;
+  readonly cmd: LaunchCommand;
+}
+
+/** The supervisor's command line (after the node binary), pure. */
+export function supervisorArgv(a: {
+  readonly pkg: Pick<ClinePackage, "hostBinary" | "coreJs" | "nodeModules" | "fakeNodeModules">;
+  readonly workspace: string;
+  readonly configDir: string;
+  readonly logFile: string;
+  readonly listen: CoreListen;
+  readonly stopGraceMs: number;
+  readonly nice: number | undefined;
+  readonly memoryMerge: MemoryMergeDecision;
+  readonly oneByte: OneByteDecision;
+  readonly extra: readonly string[];
+  readonly node: string;
+}): string[] {
+  return [
+    SUPERVISOR_PATH,
+    "--host-bin",
+    a.pkg.hostBinary,
+    "--core-js",
+    a.oneByte.on ? a.oneByte.coreJs : a.pkg.coreJs,
+    "--node-path",
+    `${a.pkg.nodeModules}:${a.pkg.fakeNodeModules}`,
+    "--workspace",
+    a.workspace,
+    "--config",
+    a.configDir,
+    "--log",
+    a.logFile,
+    "--core-address",
+    a.listen.kind === "unix" ? `unix:${resolve(a.listen.path)}` : "127.0.0.1:0",
+    "--grace-ms",
+    String(Math.max(0, a.stopGraceMs - 500)),
+    "--node",
+    a.node,
+    "--watch-stdin",
+    ...(a.nice !== undefined ? ["--nice", String(a.nice)] : []),
+    ...(a.memoryMerge.on ? a.memoryMerge.prefix.flatMap((x) => ["--core-prefix", x]) : []),
+    ...a.extra,
+  ];
+}
+
+/** Checks the workspace, creates the config and home dirs, and builds the (wrapped) command. */
+async function planLaunch(options: LaunchOptions): Promise<LaunchPlan> {
   const t0 = performance.now();
   const pkg = options.clinePackage ?? resolveClinePackage();
   const workspace = resolve(options.workspace);
@@ -139,66 +191,58 @@ export async function launchClineCore(options: LaunchOptions): Promise<ClineCore
     });
   await Promise.all([mkdir(configDir, { recursive: true }), mkdir(home, { recursive: true })]);
   const logFile = join(configDir, "core.log");
-  const startTimeoutMs = options.startTimeoutMs ?? 60_000;
-  const listen = options.listen ?? { kind: "tcp" };
   const env = buildCoreEnv(process.env, home, options.env);
   const memoryMerge = probeMemoryMerge(options.memoryMerge);
   const oneByte: OneByteDecision = options.oneByte ?? { on: false, reason: "not asked for by the caller" };
-  const args = [
-    SUPERVISOR_PATH,
-    "--host-bin",
-    pkg.hostBinary,
-    "--core-js",
-    oneByte.on ? oneByte.coreJs : pkg.coreJs,
-    "--node-path",
-    `${pkg.nodeModules}:${pkg.fakeNodeModules}`,
-    "--workspace",
+  const args = supervisorArgv({
+    pkg,
     workspace,
-    "--config",
     configDir,
-    "--log",
     logFile,
-    "--core-address",
-    listen.kind === "unix" ? `unix:${resolve(listen.path)}` : "127.0.0.1:0",
-    "--grace-ms",
-    String(Math.max(0, (options.stopGraceMs ?? 3000) - 500)),
-    "--node",
-    process.execPath,
-    "--watch-stdin",
-    ...(options.nice !== undefined ? ["--nice", String(options.nice)] : []),
-    ...(memoryMerge.on ? memoryMerge.prefix.flatMap((a) => ["--core-prefix", a]) : []),
-    ...(options.supervisorArgs ?? []),
-  ];
+    listen: options.listen ?? { kind: "tcp" },
+    stopGraceMs: options.stopGraceMs ?? 3000,
+    nice: options.nice,
+    memoryMerge,
+    oneByte,
+    extra: options.supervisorArgs ?? [],
+    node: process.execPath,
+  });
   const cmd = (options.wrap ?? ((c) => c))({ command: process.execPath, args, env });
-  options.signal?.throwIfAborted();
+  const startTimeoutMs = options.startTimeoutMs ?? 60_000;
+  return { options, t0, pkg, workspace, configDir, home, logFile, startTimeoutMs, memoryMerge, oneByte, cmd };
+}
 
-  // Make sure the log exists so a failed start can always show its tail.
-  await (await open(logFile, "a")).close();
-  const child: ChildProcess = spawn(cmd.command, cmd.args, {
-    env: cmd.env,
-    detached: true,
-    // stdin stays an open pipe: when this process dies, the supervisor reads EOF and stops.
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  const pid = child.pid;
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => {
-    child.once("exit", (code, signal) => res({ code, signal }));
-  });
-  let spawnError: Error | undefined;
+/** A spawned supervisor as the launcher follows it: its events, its stderr, whether it exited, its client. */
+interface LaunchState {
+  readonly plan: LaunchPlan;
+  readonly child: ChildProcess;
+  readonly pid: number | undefined;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readonly events: SupervisorEvent[];
+  /** Wakes the current wait (a new event, or the exit). */
+  onEvent: (() => void) | undefined;
+  spawnError: Error | undefined;
+  stderrTail: string;
+  exitedNow: boolean;
+  client: ClineClient | undefined;
+  stopping: Promise<void> | undefined;
+  readonly onAbort: () => void;
+}
+
+/** Reads the supervisor's event lines and stderr, and lets the caller's event loop end without it. */
+function follow(st: LaunchState): void {
+  const { child } = st;
   child.once("error", (err) => {
-    spawnError = err;
+    st.spawnError = err;
   });
-  let stderrTail = "";
   child.stderr?.on("data", (c: Buffer) => {
-    stderrTail = (stderrTail + c.toString("utf8")).slice(-4000);
+    st.stderrTail = (st.stderrTail + c.toString("utf8")).slice(-4000);
   });
-  const events: SupervisorEvent[] = [];
-  let onEvent: (() => void) | undefined;
   if (child.stdout) {
     createInterface({ input: child.stdout }).on("line", (line) => {
       try {
-        events.push(JSON.parse(line) as SupervisorEvent);
-        onEvent?.();
+        st.events.push(JSON.parse(line) as SupervisorEvent);
+        st.onEvent?.();
       } catch {
         // not an event line
       }
@@ -209,160 +253,241 @@ export async function launchClineCore(options: LaunchOptions): Promise<ClineCore
   (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
   (child.stdout as unknown as { unref?: () => void } | null)?.unref?.();
   (child.stderr as unknown as { unref?: () => void } | null)?.unref?.();
-
-  let client: ClineClient | undefined;
-  let stopping: Promise<void> | undefined;
-  let exitedNow = false;
-  void exited.then(() => {
-    exitedNow = true;
-    onEvent?.();
+  void st.exited.then(() => {
+    st.exitedNow = true;
+    st.onEvent?.();
   });
-  const graceMs = options.stopGraceMs ?? 3000;
+}
 
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      options.signal?.removeEventListener("abort", onAbort);
-      if (client && !exitedNow) {
-        try {
-          await client.state.flushPendingState({ deadlineMs: 2000 });
-        } catch {
-          // best effort: the core may be busy or gone
-        }
-      }
-      client?.close();
-      if (pid !== undefined && !exitedNow) {
-        killGroup(pid, "SIGTERM");
-        const timer = setTimeout(() => killGroup(pid, "SIGKILL"), graceMs);
-        await exited;
-        clearTimeout(timer);
-        // The supervisor killed its children; make sure nothing of the group is left either.
-        killGroup(pid, "SIGKILL");
-      }
-      child.stdin?.destroy();
-    })();
-    return stopping;
+async function spawnSupervisor(plan: LaunchPlan): Promise<LaunchState> {
+  // Make sure the log exists so a failed start can always show its tail.
+  await (await open(plan.logFile, "a")).close();
+  const child: ChildProcess = spawn(plan.cmd.command, plan.cmd.args, {
+    env: plan.cmd.env,
+    detached: true,
+    // stdin stays an open pipe: when this process dies, the supervisor reads EOF and stops.
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => {
+    child.once("exit", (code, signal) => res({ code, signal }));
+  });
+  const st: LaunchState = {
+    plan,
+    child,
+    pid: child.pid,
+    exited,
+    events: [],
+    onEvent: undefined,
+    spawnError: undefined,
+    stderrTail: "",
+    exitedNow: false,
+    client: undefined,
+    stopping: undefined,
+    onAbort: () => void stopCore(st),
   };
-  const onAbort = () => void stop();
+  follow(st);
+  return st;
+}
 
-  const fail = async (message: string, cause?: unknown): Promise<never> => {
-    await stop();
-    const supervisorErr = stderrTail.trim() ? `\n--- supervisor stderr ---\n${stderrTail.trim()}` : "";
-    throw new ClineVendorError(
-      ErrorCode.StartFailed,
-      `${message}\n--- tail of ${logFile} ---\n${tailOf(logFile).trim()}${supervisorErr}`,
-      {
-        hint: "see the core log above; check that the cline package is installed (`npx flakegym doctor`)",
-        cause,
-      },
-    );
-  };
-
-  const deadline = Date.now() + startTimeoutMs;
-  const waitFor = async (pred: () => boolean, untilMs: number): Promise<boolean> => {
-    while (!pred()) {
-      if (exitedNow || spawnError || options.signal?.aborted) return false;
-      const left = untilMs - Date.now();
-      if (left <= 0) return false;
-      await new Promise<void>((r) => {
-        const t = setTimeout(r, Math.min(left, 1000));
-        onEvent = () => {
-          clearTimeout(t);
-          r();
-        };
-      });
-      onEvent = undefined;
-    }
-    return true;
-  };
-  if (options.signal) options.signal.addEventListener("abort", onAbort, { once: true });
-
-  try {
-    const started = () => events.find((e) => e.event === "started");
-    if (!(await waitFor(() => started() !== undefined, deadline))) {
-      if (options.signal?.aborted) {
-        await stop();
-        throw options.signal.reason;
-      }
-      return await fail(
-        spawnError
-          ? `could not spawn ${cmd.command}: ${spawnError.message}`
-          : exitedNow
-            ? "the supervisor exited before starting cline-host and cline-core"
-            : `the supervisor did not start the core within ${startTimeoutMs} ms`,
-        spawnError,
-      );
-    }
-    const info = started()!;
-    const address = String(info["coreAddress"]);
-    // The core prints a line once its gRPC server is bound; wait for it (bounded), then confirm
-    // with a real call. If the line never comes (log format changed), the gRPC poll still works.
-    await waitFor(() => events.some((e) => e.event === "listening"), Math.min(deadline, Date.now() + 15_000));
-    if (options.signal?.aborted) {
-      await stop();
-      throw options.signal.reason;
-    }
-    if (exitedNow) {
-      const why = events.find((e) => e.event === "stopping");
-      return await fail(
-        `cline-host/cline-core exited while starting (${String(why?.["reason"] ?? "unknown")})`,
-      );
-    }
-    client = createClineClient({ address, descriptorSet: pkg.descriptorSet });
-    let lastErr: unknown;
-    for (;;) {
-      const left = deadline - Date.now();
-      if (left <= 0)
-        return await fail(`the core at ${address} did not answer within ${startTimeoutMs} ms`, lastErr);
+/** Flushes pending state (best effort), then SIGTERM → SIGKILL the process group. Idempotent. */
+function stopCore(st: LaunchState): Promise<void> {
+  st.stopping ??= (async () => {
+    st.plan.options.signal?.removeEventListener("abort", st.onAbort);
+    if (st.client && !st.exitedNow) {
       try {
-        await client.state.getProcessInfo({
-          deadlineMs: Math.min(left, 2000),
-          waitForReady: true,
-          ...(options.signal ? { signal: options.signal } : {}),
-        });
-        break;
-      } catch (err) {
-        if (options.signal?.aborted) {
-          await stop();
-          throw options.signal.reason;
-        }
-        if (exitedNow) return await fail("cline-host/cline-core exited while starting", err);
-        lastErr = err;
-        await new Promise((r) => setTimeout(r, 50));
+        await st.client.state.flushPendingState({ deadlineMs: 2000 });
+      } catch {
+        // best effort: the core may be busy or gone
       }
     }
-    const bootMs = Math.round(performance.now() - t0);
-    return {
-      address,
-      configDir,
-      home,
-      workspace,
-      pid: pid!,
-      childPids: {
-        supervisor: Number(info["supervisorPid"]),
-        host: Number(info["hostPid"]),
-        core: Number(info["corePid"]),
-      },
-      logFile,
-      client,
-      timings: { bootMs },
-      memoryMerge,
-      oneByte,
-      exited,
-      async memory() {
-        if (options.wrap) return {};
-        const [core, host] = await Promise.all([
-          processRssBytes(Number(info["corePid"])),
-          processRssBytes(Number(info["hostPid"])),
-        ]);
-        return {
-          ...(core !== undefined ? { coreRssBytes: core } : {}),
-          ...(host !== undefined ? { hostRssBytes: host } : {}),
-        };
-      },
-      stop,
-    };
+    st.client?.close();
+    const pid = st.pid;
+    if (pid !== undefined && !st.exitedNow) {
+      killGroup(pid, "SIGTERM");
+      const timer = setTimeout(() => killGroup(pid, "SIGKILL"), st.plan.options.stopGraceMs ?? 3000);
+      await st.exited;
+      clearTimeout(timer);
+      // The supervisor killed its children; make sure nothing of the group is left either.
+      killGroup(pid, "SIGKILL");
+    }
+    st.child.stdin?.destroy();
+  })();
+  return st.stopping;
+}
+
+/** Stops the core and throws E_CLINE_START with the tail of core.log and the supervisor's stderr. */
+async function failStart(st: LaunchState, message: string, cause?: unknown): Promise<never> {
+  await stopCore(st);
+  const supervisorErr = st.stderrTail.trim() ? `\n--- supervisor stderr ---\n${st.stderrTail.trim()}` : "";
+  const { logFile } = st.plan;
+  throw new ClineVendorError(
+    ErrorCode.StartFailed,
+    `${message}\n--- tail of ${logFile} ---\n${tailOf(logFile).trim()}${supervisorErr}`,
+    {
+      hint: "see the core log above; check that the cline package is installed (`npx flakegym doctor`)",
+      cause,
+    },
+  );
+}
+
+/** When the caller aborted: stops the core and throws the caller's reason. */
+async function throwIfCallerAborted(st: LaunchState): Promise<void> {
+  const signal = st.plan.options.signal;
+  if (!signal?.aborted) return;
+  await stopCore(st);
+  throw signal.reason;
+}
+
+/** Waits until `pred` holds (true), or the supervisor exits, fails to spawn, the caller aborts or `untilMs` passes (false). */
+async function waitFor(st: LaunchState, pred: () => boolean, untilMs: number): Promise<boolean> {
+  while (!pred()) {
+    if (st.exitedNow || st.spawnError || st.plan.options.signal?.aborted) return false;
+    const left = untilMs - Date.now();
+    if (left <= 0) return false;
+    await new Promise<void>((r) => {
+      const t = setTimeout(r, Math.min(left, 1000));
+      st.onEvent = () => {
+        clearTimeout(t);
+        r();
+      };
+    });
+    st.onEvent = undefined;
+  }
+  return true;
+}
+
+/** Why the supervisor did not report `started`, pure. */
+export function notStartedMessage(a: {
+  readonly command: string;
+  readonly spawnError: Error | undefined;
+  readonly exited: boolean;
+  readonly startTimeoutMs: number;
+}): string {
+  if (a.spawnError) return `could not spawn ${a.command}: ${a.spawnError.message}`;
+  if (a.exited) return "the supervisor exited before starting cline-host and cline-core";
+  return `the supervisor did not start the core within ${a.startTimeoutMs} ms`;
+}
+
+/** Waits for the supervisor's `started` event (then, bounded, the core's `listening`); returns `started`. */
+async function waitStarted(st: LaunchState, deadline: number): Promise<SupervisorEvent> {
+  const started = () => st.events.find((e) => e.event === "started");
+  if (!(await waitFor(st, () => started() !== undefined, deadline))) {
+    await throwIfCallerAborted(st);
+    const { cmd, startTimeoutMs } = st.plan;
+    const message = notStartedMessage({
+      command: cmd.command,
+      spawnError: st.spawnError,
+      exited: st.exitedNow,
+      startTimeoutMs,
+    });
+    return await failStart(st, message, st.spawnError);
+  }
+  // The core prints a line once its gRPC server is bound; wait for it (bounded), then confirm
+  // with a real call. If the line never comes (log format changed), the gRPC poll still works.
+  await waitFor(
+    st,
+    () => st.events.some((e) => e.event === "listening"),
+    Math.min(deadline, Date.now() + 15_000),
+  );
+  await throwIfCallerAborted(st);
+  if (st.exitedNow) {
+    const why = st.events.find((e) => e.event === "stopping");
+    return await failStart(
+      st,
+      `cline-host/cline-core exited while starting (${String(why?.["reason"] ?? "unknown")})`,
+    );
+  }
+  return started()!;
+}
+
+/** Polls `getProcessInfo` until the core answers, within `deadline`. */
+async function waitAnswering(
+  st: LaunchState,
+  client: ClineClient,
+  address: string,
+  deadline: number,
+): Promise<void> {
+  const { options, startTimeoutMs } = st.plan;
+  let lastErr: unknown;
+  for (;;) {
+    const left = deadline - Date.now();
+    if (left <= 0)
+      return await failStart(
+        st,
+        `the core at ${address} did not answer within ${startTimeoutMs} ms`,
+        lastErr,
+      );
+    try {
+      await client.state.getProcessInfo({
+        deadlineMs: Math.min(left, 2000),
+        waitForReady: true,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      return;
+    } catch (err) {
+      await throwIfCallerAborted(st);
+      if (st.exitedNow) return await failStart(st, "cline-host/cline-core exited while starting", err);
+      lastErr = err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/** The running core's handle. */
+function coreOf(st: LaunchState, info: SupervisorEvent, address: string, client: ClineClient): ClineCore {
+  const { plan } = st;
+  return {
+    address,
+    configDir: plan.configDir,
+    home: plan.home,
+    workspace: plan.workspace,
+    pid: st.pid!,
+    childPids: {
+      supervisor: Number(info["supervisorPid"]),
+      host: Number(info["hostPid"]),
+      core: Number(info["corePid"]),
+    },
+    logFile: plan.logFile,
+    client,
+    timings: { bootMs: Math.round(performance.now() - plan.t0) },
+    memoryMerge: plan.memoryMerge,
+    oneByte: plan.oneByte,
+    exited: st.exited,
+    async memory() {
+      if (plan.options.wrap) return {};
+      const [core, host] = await Promise.all([
+        processRssBytes(Number(info["corePid"])),
+        processRssBytes(Number(info["hostPid"])),
+      ]);
+      return {
+        ...(core !== undefined ? { coreRssBytes: core } : {}),
+        ...(host !== undefined ? { hostRssBytes: host } : {}),
+      };
+    },
+    stop: () => stopCore(st),
+  };
+}
+
+/**
+ * Starts cline-host and cline-core under the supervisor and waits until the core answers a real
+ * gRPC call (`StateService.getProcessInfo`). Throws E_CLINE_START (with the tail of core.log) when
+ * it does not within `startTimeoutMs`, or when the processes die while starting.
+ */
+export async function launchClineCore(options: LaunchOptions): Promise<ClineCore> {
+  const plan = await planLaunch(options);
+  options.signal?.throwIfAborted();
+  const st = await spawnSupervisor(plan);
+  const deadline = Date.now() + plan.startTimeoutMs;
+  if (options.signal) options.signal.addEventListener("abort", st.onAbort, { once: true });
+  try {
+    const info = await waitStarted(st, deadline);
+    const address = String(info["coreAddress"]);
+    const client = createClineClient({ address, descriptorSet: plan.pkg.descriptorSet });
+    st.client = client;
+    await waitAnswering(st, client, address, deadline);
+    return coreOf(st, info, address, client);
   } catch (err) {
-    await stop();
+    await stopCore(st);
     throw err;
   }
 }

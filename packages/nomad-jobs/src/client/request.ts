@@ -3,9 +3,16 @@ import http, { type IncomingHttpHeaders, type IncomingMessage } from "node:http"
 import https from "node:https";
 import type { z } from "zod";
 import { createDeadline } from "../deadline.js";
-import { formatWait } from "../duration.js";
+import {
+  backoffMs,
+  type CallPlan,
+  connectHint,
+  planCall,
+  resendAfterConnectError,
+  resendAfterStatus,
+} from "./call-plan.js";
 import type { NomadClientConfig } from "./config.js";
-import { errnoOf, hintForStatus, NOT_SENT_CODES, NomadError } from "./errors.js";
+import { errnoOf, hintForStatus, NomadError } from "./errors.js";
 
 /**
  * The one request core every resource file goes through: address, token, namespace, region and
@@ -70,9 +77,6 @@ export interface RequestCore {
   close(): void;
 }
 
-/** Extra deadline over a blocking query's wait: the server adds up to wait/16 of jitter. */
-const BLOCKING_SLACK_MS = 10_000;
-
 function metaOf(headers: IncomingHttpHeaders): QueryMeta {
   const num = (h: string | string[] | undefined) => {
     const v = Array.isArray(h) ? h[0] : h;
@@ -99,280 +103,303 @@ const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener("abort", done, { once: true });
   });
 
-export function createRequestCore(config: NomadClientConfig): RequestCore {
-  const base = new URL(config.address);
-  const isHttps = base.protocol === "https:";
-  const tls = isHttps
-    ? {
-        ...(config.tls.caCert ? { ca: readFileSync(config.tls.caCert) } : {}),
-        ...(config.tls.clientCert ? { cert: readFileSync(config.tls.clientCert) } : {}),
-        ...(config.tls.clientKey ? { key: readFileSync(config.tls.clientKey) } : {}),
-        rejectUnauthorized: !config.tls.skipVerify,
-        ...(config.tls.serverName ? { servername: config.tls.serverName } : {}),
-      }
-    : {};
+/** What one request core holds, shared by its functions: its config, the connection pool and TLS options. */
+interface CoreState {
+  readonly config: NomadClientConfig;
+  readonly isHttps: boolean;
+  readonly tls: TlsOptions;
+  readonly agent: http.Agent;
+}
+
+/** The TLS options of every connection (empty for plain HTTP). */
+interface TlsOptions {
+  readonly ca?: Buffer;
+  readonly cert?: Buffer;
+  readonly key?: Buffer;
+  readonly rejectUnauthorized?: boolean;
+  readonly servername?: string;
+}
+
+function tlsOf(config: NomadClientConfig): TlsOptions {
+  return {
+    ...(config.tls.caCert ? { ca: readFileSync(config.tls.caCert) } : {}),
+    ...(config.tls.clientCert ? { cert: readFileSync(config.tls.clientCert) } : {}),
+    ...(config.tls.clientKey ? { key: readFileSync(config.tls.clientKey) } : {}),
+    rejectUnauthorized: !config.tls.skipVerify,
+    ...(config.tls.serverName ? { servername: config.tls.serverName } : {}),
+  };
+}
+
+function coreStateOf(config: NomadClientConfig): CoreState {
+  const isHttps = new URL(config.address).protocol === "https:";
+  const tls = isHttps ? tlsOf(config) : {};
   const agent = isHttps ? new https.Agent({ keepAlive: true, ...tls }) : new http.Agent({ keepAlive: true });
-  const basePath = base.pathname.replace(/\/$/, "");
+  return { config, isHttps, tls, agent };
+}
 
-  function urlFor(spec: RequestSpec, opts: QueryOptions): URL {
-    const u = new URL(base.origin);
-    u.pathname = basePath + spec.path;
-    const ns = opts.namespace ?? config.namespace;
-    const region = opts.region ?? config.region;
-    if (region) u.searchParams.set("region", region);
-    if (ns) u.searchParams.set("namespace", ns);
-    if (opts.index !== undefined) u.searchParams.set("index", String(opts.index));
-    if (opts.waitMs !== undefined) u.searchParams.set("wait", formatWait(opts.waitMs));
-    for (const [k, v] of Object.entries(spec.query ?? {})) {
-      if (v === undefined) continue;
-      if (Array.isArray(v)) for (const item of v) u.searchParams.append(k, item);
-      else u.searchParams.set(k, String(v));
+/**
+ * Sends once; resolves with the response once headers arrive. `signal` guards only this phase:
+ * after the headers, reading the body (or a stream) attaches its own abort handling.
+ */
+function send(
+  st: CoreState,
+  method: RequestSpec["method"],
+  u: URL,
+  body: string | undefined,
+  signal: AbortSignal,
+) {
+  return new Promise<IncomingMessage>((resolve, reject) => {
+    const headers: Record<string, string> = { Accept: "application/json" };
+    if (st.config.token) headers["X-Nomad-Token"] = st.config.token;
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      headers["Content-Length"] = String(Buffer.byteLength(body));
     }
-    return u;
-  }
-
-  function describePath(u: URL): string {
-    return u.pathname + (u.search ? u.search : "");
-  }
-
-  /**
-   * Sends once; resolves with the response once headers arrive. `signal` guards only this phase:
-   * after the headers, reading the body (or a stream) attaches its own abort handling.
-   */
-  function send(spec: RequestSpec, u: URL, body: string | undefined, signal: AbortSignal) {
-    return new Promise<IncomingMessage>((resolve, reject) => {
-      const headers: Record<string, string> = { Accept: "application/json" };
-      if (config.token) headers["X-Nomad-Token"] = config.token;
-      if (body !== undefined) {
-        headers["Content-Type"] = "application/json";
-        headers["Content-Length"] = String(Buffer.byteLength(body));
-      }
-      const onAbort = () => req.destroy(new Error("aborted"));
-      const req = (isHttps ? https : http).request(
-        u,
-        { method: spec.method, headers, agent, ...tls },
-        (res) => {
-          signal.removeEventListener("abort", onAbort);
-          resolve(res);
-        },
-      );
-      req.on("error", (e) => {
+    const onAbort = () => req.destroy(new Error("aborted"));
+    const req = (st.isHttps ? https : http).request(
+      u,
+      { method, headers, agent: st.agent, ...st.tls },
+      (res) => {
         signal.removeEventListener("abort", onAbort);
-        reject(e);
-      });
-      if (signal.aborted) onAbort();
-      else signal.addEventListener("abort", onAbort, { once: true });
-      req.end(body);
-    });
-  }
-
-  function readBody(res: IncomingMessage, signal: AbortSignal): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      const onAbort = () =>
-        res.destroy(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
-      signal.addEventListener("abort", onAbort, { once: true });
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(Buffer.concat(chunks).toString("utf8"));
-      });
-      res.on("error", (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      });
-    });
-  }
-
-  /** Runs the retry loop; `consume` turns a successful response into the result. */
-  async function call<T>(
-    spec: RequestSpec,
-    opts: QueryOptions,
-    consume: (res: IncomingMessage, signal: AbortSignal, path: string) => Promise<T>,
-    streaming = false,
-  ): Promise<T> {
-    const u = urlFor(spec, opts);
-    const path = describePath(u);
-    const expected = spec.expected ?? [200];
-    const idempotent = spec.idempotent ?? (spec.method === "GET" || spec.method === "DELETE");
-    const blockingMs = opts.index !== undefined ? (opts.waitMs ?? 300_000) : 0;
-    const timeoutMs = Math.ceil(
-      opts.timeoutMs ??
-        config.timeoutMs + (blockingMs ? blockingMs + blockingMs / 16 + BLOCKING_SLACK_MS : 0),
+        resolve(res);
+      },
     );
-    const limit =
-      opts.timeoutMs === undefined
-        ? "the Nomad client's timeoutMs"
-        : (opts.timeoutName ?? "the call's timeoutMs");
-    using deadline = createDeadline({ signals: [opts.signal], timeout: { ms: timeoutMs, limit } });
-    const signal = deadline.signal;
-    const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
-    const fail = (code: "E_NOMAD_ABORTED" | "E_NOMAD_TIMEOUT", attempts: number, cause?: unknown) =>
-      code === "E_NOMAD_ABORTED"
-        ? new NomadError(code, `Nomad ${spec.method} ${path}: aborted${abortDetail(opts.signal?.reason)}`, {
-            method: spec.method,
-            path,
-            expected,
-            attempts,
-            cause: opts.signal?.reason ?? cause,
-          })
-        : new NomadError(code, `Nomad ${spec.method} ${path}: no answer within ${timeoutMs} ms (${limit})`, {
-            method: spec.method,
-            path,
-            expected,
-            attempts,
-            hint: `is the Nomad agent at ${config.address} reachable and healthy?`,
-            cause,
-          });
-    const aborted = (attempts: number, cause?: unknown) =>
-      opts.signal?.aborted
-        ? fail("E_NOMAD_ABORTED", attempts, cause)
-        : fail("E_NOMAD_TIMEOUT", attempts, cause);
+    req.on("error", (e) => {
+      signal.removeEventListener("abort", onAbort);
+      reject(e);
+    });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    req.end(body);
+  });
+}
 
-    let lastError: NomadError | undefined;
-    for (let attempt = 1; attempt <= config.retry.attempts; attempt++) {
-      if (attempt > 1) {
-        const backoff = Math.min(config.retry.maxDelayMs, config.retry.baseDelayMs * 2 ** (attempt - 2));
-        await sleep(backoff * (0.5 + Math.random() / 2), signal);
-      }
-      if (signal.aborted) throw aborted(attempt - 1, lastError);
-      let res: IncomingMessage;
-      try {
-        res = await send(spec, u, body, signal);
-      } catch (err) {
-        if (signal.aborted) throw aborted(attempt, err);
-        const errno = errnoOf(err);
-        lastError = new NomadError(
-          "E_NOMAD_CONNECT",
-          `Nomad ${spec.method} ${path}: cannot reach ${config.address}: ${(err as Error).message}`,
-          {
-            method: spec.method,
-            path,
-            expected,
-            attempts: attempt,
-            cause: err,
-            hint: /CERT|SSL|TLS|self.signed/i.test(String(errno) + (err as Error).message)
-              ? "TLS failed: check NOMAD_CACERT, NOMAD_CLIENT_CERT/KEY and NOMAD_TLS_SERVER_NAME"
-              : `is a Nomad agent listening at ${config.address}? (set NOMAD_ADDR)`,
-          },
-        );
-        if (idempotent || (errno !== undefined && NOT_SENT_CODES.has(errno))) continue;
-        throw lastError;
-      }
-      const status = res.statusCode ?? 0;
-      if (expected.includes(status)) {
-        try {
-          return await consume(res, signal, path);
-        } catch (err) {
-          if (err instanceof NomadError) throw err;
-          if (signal.aborted) throw aborted(attempt, err);
-          if (streaming) throw err;
-          lastError = new NomadError(
-            "E_NOMAD_CONNECT",
-            `Nomad ${spec.method} ${path}: response cut off: ${(err as Error).message}`,
-            {
-              method: spec.method,
-              path,
-              expected,
-              attempts: attempt,
-              cause: err,
-            },
-          );
-          if (idempotent) continue;
-          throw lastError;
-        }
-      }
-      let text = "";
-      try {
-        text = await readBody(res, signal);
-      } catch (err) {
-        if (signal.aborted) throw aborted(attempt, err);
-      }
-      lastError = new NomadError(
-        "E_NOMAD_HTTP",
-        `Nomad ${spec.method} ${path}: unexpected response ${status} (expected ${expected.join(" or ")}): ${text.trim().slice(0, 2_000) || "(empty body)"}`,
-        {
-          method: spec.method,
-          path,
-          status,
-          body: text,
-          expected,
-          attempts: attempt,
-          ...withHint(hintForStatus(status, config.address, text)),
-        },
-      );
-      if (idempotent && (status === 429 || status >= 500)) continue;
-      throw lastError;
-    }
-    throw lastError!;
+function readBody(res: IncomingMessage, signal: AbortSignal): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const onAbort = () => res.destroy(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    res.on("data", (c: Buffer) => chunks.push(c));
+    res.on("end", () => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(Buffer.concat(chunks).toString("utf8"));
+    });
+    res.on("error", (e) => {
+      signal.removeEventListener("abort", onAbort);
+      reject(e);
+    });
+  });
+}
+
+/** One call in flight: what it asked, its plan, and the signal of its deadline. */
+interface Call {
+  readonly st: CoreState;
+  readonly spec: RequestSpec;
+  readonly opts: QueryOptions;
+  readonly plan: CallPlan;
+  readonly signal: AbortSignal;
+}
+
+type Consume<T> = (res: IncomingMessage, signal: AbortSignal, path: string) => Promise<T>;
+
+/** One try's end: the result, or the error to resend after (an error not to resend is thrown). */
+type Step<T> = { readonly value: T } | { readonly retry: NomadError };
+
+/** The error of a call its caller aborted or its deadline ended. */
+function stopped(c: Call, attempts: number, cause?: unknown): NomadError {
+  const { spec, opts, plan } = c;
+  const where = { method: spec.method, path: plan.path, expected: plan.expected, attempts };
+  if (opts.signal?.aborted) {
+    return new NomadError(
+      "E_NOMAD_ABORTED",
+      `Nomad ${spec.method} ${plan.path}: aborted${abortDetail(opts.signal.reason)}`,
+      { ...where, cause: opts.signal.reason ?? cause },
+    );
   }
+  return new NomadError(
+    "E_NOMAD_TIMEOUT",
+    `Nomad ${spec.method} ${plan.path}: no answer within ${plan.timeoutMs} ms (${plan.limit})`,
+    { ...where, hint: `is the Nomad agent at ${c.st.config.address} reachable and healthy?`, cause },
+  );
+}
 
+/** A try whose request failed to go out or come back. */
+function afterSendError<T>(c: Call, attempt: number, err: unknown): Step<T> {
+  if (c.signal.aborted) throw stopped(c, attempt, err);
+  const errno = errnoOf(err);
+  const message = (err as Error).message;
+  const { spec, plan } = c;
+  const error = new NomadError(
+    "E_NOMAD_CONNECT",
+    `Nomad ${spec.method} ${plan.path}: cannot reach ${c.st.config.address}: ${message}`,
+    {
+      method: spec.method,
+      path: plan.path,
+      expected: plan.expected,
+      attempts: attempt,
+      cause: err,
+      hint: connectHint(errno, message, c.st.config.address),
+    },
+  );
+  if (resendAfterConnectError(plan.idempotent, errno)) return { retry: error };
+  throw error;
+}
+
+/** A try whose expected response could not be consumed (a NomadError of the consumer is final). */
+function afterConsumeError<T>(c: Call, attempt: number, err: unknown, streaming: boolean): Step<T> {
+  if (err instanceof NomadError) throw err;
+  if (c.signal.aborted) throw stopped(c, attempt, err);
+  if (streaming) throw err;
+  const { spec, plan } = c;
+  const error = new NomadError(
+    "E_NOMAD_CONNECT",
+    `Nomad ${spec.method} ${plan.path}: response cut off: ${(err as Error).message}`,
+    { method: spec.method, path: plan.path, expected: plan.expected, attempts: attempt, cause: err },
+  );
+  if (plan.idempotent) return { retry: error };
+  throw error;
+}
+
+/** A try answered with a status the call did not expect. */
+async function afterUnexpectedStatus<T>(c: Call, attempt: number, res: IncomingMessage): Promise<Step<T>> {
+  const status = res.statusCode ?? 0;
+  let text = "";
+  try {
+    text = await readBody(res, c.signal);
+  } catch (err) {
+    if (c.signal.aborted) throw stopped(c, attempt, err);
+  }
+  const { spec, plan } = c;
+  const error = new NomadError(
+    "E_NOMAD_HTTP",
+    `Nomad ${spec.method} ${plan.path}: unexpected response ${status} (expected ${plan.expected.join(" or ")}): ${text.trim().slice(0, 2_000) || "(empty body)"}`,
+    {
+      method: spec.method,
+      path: plan.path,
+      status,
+      body: text,
+      expected: plan.expected,
+      attempts: attempt,
+      ...withHint(hintForStatus(status, c.st.config.address, text)),
+    },
+  );
+  if (resendAfterStatus(plan.idempotent, status)) return { retry: error };
+  throw error;
+}
+
+async function tryOnce<T>(
+  c: Call,
+  attempt: number,
+  consume: Consume<T>,
+  streaming: boolean,
+): Promise<Step<T>> {
+  let res: IncomingMessage;
+  try {
+    res = await send(c.st, c.spec.method, c.plan.url, c.plan.body, c.signal);
+  } catch (err) {
+    return afterSendError(c, attempt, err);
+  }
+  if (!c.plan.expected.includes(res.statusCode ?? 0)) return afterUnexpectedStatus(c, attempt, res);
+  try {
+    return { value: await consume(res, c.signal, c.plan.path) };
+  } catch (err) {
+    return afterConsumeError(c, attempt, err, streaming);
+  }
+}
+
+/** Runs the retry loop; `consume` turns a successful response into the result. */
+async function call<T>(
+  st: CoreState,
+  spec: RequestSpec,
+  opts: QueryOptions,
+  consume: Consume<T>,
+  streaming = false,
+): Promise<T> {
+  const plan = planCall(st.config, spec, opts);
+  using deadline = createDeadline({
+    signals: [opts.signal],
+    timeout: { ms: plan.timeoutMs, limit: plan.limit },
+  });
+  const c: Call = { st, spec, opts, plan, signal: deadline.signal };
+  let lastError: NomadError | undefined;
+  for (let attempt = 1; attempt <= st.config.retry.attempts; attempt++) {
+    if (attempt > 1) await sleep(backoffMs(st.config.retry, attempt, Math.random()), c.signal);
+    if (c.signal.aborted) throw stopped(c, attempt - 1, lastError);
+    const step = await tryOnce(c, attempt, consume, streaming);
+    if ("value" in step) return step.value;
+    lastError = step.retry;
+  }
+  throw lastError!;
+}
+
+/** A JSON answer checked against `schema`; a body that is not JSON or not that shape is E_NOMAD_RESPONSE. */
+function parseAnswer<S extends z.ZodType>(
+  c: { spec: RequestSpec; path: string; address: string },
+  res: IncomingMessage,
+  text: string,
+  schema: S,
+): z.infer<S> {
+  const where = { method: c.spec.method, path: c.path, status: res.statusCode };
+  let raw: unknown;
+  try {
+    raw = text === "" ? null : JSON.parse(text);
+  } catch (err) {
+    throw new NomadError(
+      "E_NOMAD_RESPONSE",
+      `Nomad ${c.spec.method} ${c.path}: answer is not JSON: ${text.slice(0, 200)}`,
+      { ...where, body: text, cause: err, hint: `is ${c.address} a Nomad agent?` },
+    );
+  }
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const i = parsed.error.issues[0]!;
+  throw new NomadError(
+    "E_NOMAD_RESPONSE",
+    `Nomad ${c.spec.method} ${c.path}: unexpected answer: field '${i.path.join(".") || "(root)"}': ${i.message}`,
+    {
+      ...where,
+      body: text.slice(0, 4_000),
+      hint: "the agent's API differs from what flakegym expects (Nomad ≥ 2.0.4 is supported)",
+    },
+  );
+}
+
+/** Ends a streaming response when the caller's signal aborts. */
+function endOnAbort(res: IncomingMessage, user: AbortSignal | undefined): void {
+  if (!user) return;
+  const onAbort = () => res.destroy();
+  if (user.aborted) onAbort();
+  else user.addEventListener("abort", onAbort, { once: true });
+  res.once("close", () => user.removeEventListener("abort", onAbort));
+}
+
+export function createRequestCore(config: NomadClientConfig): RequestCore {
+  const st = coreStateOf(config);
   return {
     config,
     json(spec, schema, opts = {}) {
-      return call(spec, opts, async (res, signal, path) => {
+      return call(st, spec, opts, async (res, signal, path) => {
         const text = await readBody(res, signal);
-        let raw: unknown;
-        try {
-          raw = text === "" ? null : JSON.parse(text);
-        } catch (err) {
-          throw new NomadError(
-            "E_NOMAD_RESPONSE",
-            `Nomad ${spec.method} ${path}: answer is not JSON: ${text.slice(0, 200)}`,
-            {
-              method: spec.method,
-              path,
-              status: res.statusCode,
-              body: text,
-              cause: err,
-              hint: `is ${config.address} a Nomad agent?`,
-            },
-          );
-        }
-        const parsed = schema.safeParse(raw);
-        if (!parsed.success) {
-          const i = parsed.error.issues[0]!;
-          throw new NomadError(
-            "E_NOMAD_RESPONSE",
-            `Nomad ${spec.method} ${path}: unexpected answer: field '${i.path.join(".") || "(root)"}': ${i.message}`,
-            {
-              method: spec.method,
-              path,
-              status: res.statusCode,
-              body: text.slice(0, 4_000),
-              hint: "the agent's API differs from what flakegym expects (Nomad ≥ 2.0.4 is supported)",
-            },
-          );
-        }
-        return { data: parsed.data, meta: metaOf(res.headers) };
+        const data = parseAnswer({ spec, path, address: config.address }, res, text, schema);
+        return { data, meta: metaOf(res.headers) };
       });
     },
     text(spec, opts = {}) {
-      return call(spec, opts, async (res, signal) => ({
+      return call(st, spec, opts, async (res, signal) => ({
         data: await readBody(res, signal),
         meta: metaOf(res.headers),
       }));
     },
     stream(spec, opts = {}) {
       // The deadline bounds getting the response; the stream itself lives until the caller aborts.
-      return call(
-        spec,
-        opts,
-        async (res) => {
-          const user = opts.signal;
-          if (user) {
-            const onAbort = () => res.destroy();
-            if (user.aborted) onAbort();
-            else user.addEventListener("abort", onAbort, { once: true });
-            res.once("close", () => user.removeEventListener("abort", onAbort));
-          }
-          return { response: res, meta: metaOf(res.headers) };
-        },
-        true,
-      );
+      const open = async (res: IncomingMessage) => {
+        endOnAbort(res, opts.signal);
+        return { response: res, meta: metaOf(res.headers) };
+      };
+      return call(st, spec, opts, open, true);
     },
     close() {
-      agent.destroy();
+      st.agent.destroy();
     },
   };
 }
