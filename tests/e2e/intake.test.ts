@@ -1,12 +1,10 @@
 import { cp, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
-  applySolution,
   buildSnapshot,
   commitTree,
   createLocalBackend,
   forkSnapshot,
-  installHiddenTests,
   type LoadedTask,
   loadTaskDir,
   runHiddenTests,
@@ -86,9 +84,7 @@ async function beforeAfter(task: LoadedTask, name: string) {
       agent: false,
     });
     try {
-      await installHiddenTests(worker, task);
-      if (withSolution) await applySolution(worker, task);
-      return await runHiddenTests(worker, task, { timeoutMs: 240_000 });
+      return await runHiddenTests(worker, task, { withSolution, timeoutMs: 240_000 });
     } finally {
       await worker.stop();
       await fork.release();

@@ -23,15 +23,13 @@ export {
 export * from "./rollout/index.js";
 export { redactTree } from "./run-format/redact-tree.js";
 export {
-  applyPatchInWorker,
-  applySolution,
+  type HiddenRunOptions,
   type HiddenTestReport,
-  hiddenTestsOf,
-  installHiddenTests,
+  hiddenReportOf,
   runHiddenTests,
   type TestResult,
-  writeFileInWorker,
-} from "./scoring/hidden-tests.js";
+} from "./scoring/hidden-run.js";
+export { hiddenTestsOf, writeFileInWorker } from "./scoring/hidden-tests.js";
 export * from "./scoring/index.js";
 export * from "./serve/index.js";
 export { type BuildOptions, buildSnapshot, forkSnapshot, type SnapshotProgress } from "./snapshots/build.js";

@@ -1,10 +1,8 @@
 import { join } from "node:path";
 import {
-  applySolution,
   buildSnapshot,
   createLocalBackend,
   forkSnapshot,
-  installHiddenTests,
   loadCatalog,
   runHiddenTests,
   snapshotSpecOfTask,
@@ -15,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 type HiddenRun = Awaited<ReturnType<typeof runHiddenTests>>;
 
 // Every offline catalog task must fail its hidden tests on the base commit and pass them with the
-// reference solution — run for real, inside the bubblewrap sandbox, from a real snapshot fork.
+// reference solution — run for real, inside the bubblewrap sandbox, from a real snapshot fork, by
+// the scorer's own script (runHiddenTests: the solution applied as an agent's diff would be).
 const offline = (await loadCatalog()).filter((t) => t.spec.network === "none");
 
 describe("offline catalog tasks: hidden tests fail before and pass after the reference patch", () => {
@@ -53,9 +52,7 @@ describe("offline catalog tasks: hidden tests fail before and pass after the ref
           agent: false,
         });
         try {
-          await installHiddenTests(worker, task);
-          if (withSolution) await applySolution(worker, task);
-          return await runHiddenTests(worker, task, { timeoutMs: 240_000 });
+          return await runHiddenTests(worker, task, { withSolution, timeoutMs: 240_000 });
         } finally {
           await worker.stop();
           await fork.release();
@@ -79,6 +76,12 @@ describe("offline catalog tasks: hidden tests fail before and pass after the ref
           tail: "",
         });
       expect(after.solved).toBe(true);
+      // the scorer would believe both runs: the canary failed, no hidden test file changed
+      expect({ before: before.tampering, after: after.tampering }).toEqual({ before: [], after: [] });
+      const passing = (rs: readonly { passed: boolean }[]) => rs.filter((r) => r.passed).length;
+      console.log(
+        `${task.spec.id}: before ${mustFail.length - passing(mustFail)}/${mustFail.length} fail_to_pass/eval_cmd failing; after ${passing(after.results)}/${after.results.length} passing`,
+      );
     });
   }
 });

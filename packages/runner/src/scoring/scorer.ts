@@ -223,7 +223,7 @@ const clip = (s: string, max = 2_000) =>
  * between execs). Too long for one command line: on backends whose execs share a workspace the
  * payloads are written first; on stateless ones (Nomad) that is an error naming the size.
  */
-async function runScript(
+export async function runScript(
   worker: Worker,
   plan: ScoringPlan,
   signal: AbortSignal,
@@ -392,6 +392,48 @@ function incompleteScript(workerId: string, exec: ExecResult, what: string): Fla
   );
 }
 
+/** How the scoring script ended, before its verdicts are read. */
+export type ScriptEnd =
+  | { readonly kind: "apply_failed"; readonly output: string }
+  | { readonly kind: "install_failed"; readonly output: string }
+  | { readonly kind: "incomplete"; readonly what: string }
+  | { readonly kind: "ran"; readonly killed?: { readonly step: string; readonly during: boolean } };
+
+/**
+ * How the script ended: stopped at the diff or at the hidden tests' install, lost by the machinery
+ * (ended early with none of the agent's code to blame, killed from outside, or aborted by us), or
+ * ran — to its end, into its deadline, or ended by the code under test (`killed`: that code ended
+ * it, whether it killed the script while its step ran or left a process behind that did so). Pure.
+ */
+export function scriptEnd(parsed: ParsedScoring, exec: ExecResult, aborted: boolean): ScriptEnd {
+  if (parsed.stoppedAt === "apply")
+    return { kind: "apply_failed", output: parsed.steps.get("apply")?.output ?? "" };
+  if (parsed.stoppedAt === "install")
+    return { kind: "install_failed", output: parsed.steps.get("install")?.output ?? "" };
+  const killed = exec.timedOut ? undefined : agentEndedScript(parsed);
+  if (!parsed.done && !exec.timedOut && (killed === undefined || exec.sandboxKilled || aborted))
+    return {
+      kind: "incomplete",
+      what: exec.sandboxKilled ? "was killed from outside its sandbox" : "ended before its last step",
+    };
+  return { kind: "ran", ...(killed ? { killed } : {}) };
+}
+
+/**
+ * The step whose code ended a script that ran; throws when it could not (the hidden tests did not
+ * install: a setup error; the script was lost: an infra failure, retried).
+ */
+export function endedBy(
+  workerId: string,
+  exec: ExecResult,
+  end: Exclude<ScriptEnd, { kind: "apply_failed" }>,
+) {
+  if (end.kind === "install_failed")
+    throw new ScoringSetupError(`the task's hidden tests could not be installed: ${end.output.trim()}`);
+  if (end.kind === "incomplete") throw incompleteScript(workerId, exec, end.what);
+  return end.killed;
+}
+
 /** The tests term of merged runs (the eval command's exit, or the per-test results). */
 function testsTermOf(
   merged: ReturnType<typeof mergeRuns>,
@@ -414,7 +456,7 @@ function testsTermOf(
 }
 
 /** The hidden tests' verdicts and outputs of a finished script (none for a task without tests). */
-function hiddenVerdicts(
+export function hiddenVerdicts(
   parsed: ParsedScoring,
   hidden: HiddenTests,
   o: ScoreOptions,
@@ -503,29 +545,10 @@ export async function scoreDiff(
     tampered: guarded.tampered,
     diffBytes: Buffer.byteLength(guarded.diff),
   };
-  if (parsed.stoppedAt === "apply")
-    return applyFailedScore(
-      worker.id,
-      parsed.steps.get("apply")!.output,
-      hasTests,
-      o.weights.tests,
-      base,
-      started,
-    );
-  if (parsed.stoppedAt === "install") {
-    throw new ScoringSetupError(
-      `the task's hidden tests could not be installed: ${parsed.steps.get("install")?.output.trim() ?? ""}`,
-    );
-  }
-  // a script that ended early once the agent's code had run: that code ended it (not the machinery),
-  // whether it killed the script while its step ran or left a process behind that did so later
-  const killed = exec.timedOut ? undefined : agentEndedScript(parsed);
-  if (!parsed.done && !exec.timedOut && (killed === undefined || exec.sandboxKilled || signal.aborted))
-    throw incompleteScript(
-      worker.id,
-      exec,
-      exec.sandboxKilled ? "was killed from outside its sandbox" : "ended before its last step",
-    );
+  const end = scriptEnd(parsed, exec, signal.aborted);
+  if (end.kind === "apply_failed")
+    return applyFailedScore(worker.id, end.output, hasTests, o.weights.tests, base, started);
+  const killed = endedBy(worker.id, exec, end);
 
   // build and lint judge the agent's change alone, before the hidden tests are added
   const { build: buildTerm, lint: lintTerm, counted } = commandTerms(o, parsed, plan, guarded.diff);
