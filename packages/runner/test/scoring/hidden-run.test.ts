@@ -169,7 +169,7 @@ async function taskWithSolution(name: string, patch: string | undefined): Promis
   return loadTaskDir(dir);
 }
 
-async function runIn(task: LoadedTask, name: string) {
+async function runIn(task: LoadedTask, name: string, withSolution = true) {
   const fork = await forkSnapshot(snapshot, {
     dest: join(root, "forks", name),
     quotaMb: task.spec.limits.diskMb,
@@ -186,7 +186,7 @@ async function runIn(task: LoadedTask, name: string) {
     agent: false,
   });
   try {
-    return await runHiddenTests(worker, task, { withSolution: true, timeoutMs: 60_000 });
+    return await runHiddenTests(worker, task, { withSolution, timeoutMs: 60_000 });
   } finally {
     await worker.stop();
     await fork.release();
@@ -216,6 +216,32 @@ describe.skipIf(noSandbox)("runHiddenTests in a sandboxed fork", () => {
     expect(r.tampering.join("\n")).toContain(
       "hidden test files changed while the tests ran: test/caret-zero.test.mjs",
     );
+  }, 180_000);
+
+  it("a task graded per id: one command per test, each read from its own step, before and after", async () => {
+    const task = await taskWithSolution("ids", undefined);
+    const specFile = join(task.dir, "task.json");
+    const spec = JSON.parse(await readFile(specFile, "utf8"));
+    spec.tests.run = {
+      kind: "ids",
+      command: "node --test --test-reporter=tap --test-name-pattern {test} test/caret-zero.test.mjs",
+      passPattern: "# pass 1\n",
+      failToPass: ["caret zero minor stays on the patch"],
+      passToPass: ["caret on one and above is unchanged"],
+    };
+    await writeFile(specFile, JSON.stringify(spec));
+    const ids = await loadTaskDir(task.dir);
+    const [before, after] = await Promise.all([runIn(ids, "ids-before", false), runIn(ids, "ids-after")]);
+    expect(before.results.map((r) => [r.id, r.kind, r.passed])).toEqual([
+      ["caret zero minor stays on the patch", "fail_to_pass", false],
+      ["caret on one and above is unchanged", "pass_to_pass", true],
+    ]);
+    // each test's tail is its own command's output
+    expect(before.results[0]!.tail).toContain("# fail 1");
+    expect(before.results[1]!.tail).toContain("# pass 1");
+    expect(before.solved).toBe(false);
+    expect(after).toMatchObject({ solved: true, tampering: [] });
+    expect(after.results.every((r) => r.passed && r.exitCode === 0 && !r.timedOut)).toBe(true);
   }, 180_000);
 
   it("a solution that does not apply: an E_PATCH naming the task, its solution file and git's words", async () => {
