@@ -14,7 +14,7 @@ type HiddenRun = Awaited<ReturnType<typeof runHiddenTests>>;
 
 // Every offline catalog task must fail its hidden tests on the base commit and pass them with the
 // reference solution — run for real, inside the bubblewrap sandbox, from a real snapshot fork, by
-// the scorer's own script (runHiddenTests: the solution applied as an agent's diff would be).
+// the scorer's own script (runHiddenTests: the solution is its diff, the script installs the tests).
 const offline = (await loadCatalog()).filter((t) => t.spec.network === "none");
 
 describe("offline catalog tasks: hidden tests fail before and pass after the reference patch", () => {

@@ -45,7 +45,10 @@ export interface HiddenTestReport {
 }
 
 export interface HiddenRunOptions {
-  /** Apply the task's reference solution first, as the scorer applies an agent's diff. */
+  /**
+   * Apply the task's reference solution first: the script's diff, applied as it is (the task's own,
+   * not guarded like an agent's edits to hidden test and protected files).
+   */
   readonly withSolution?: boolean;
   /** Deadline of one test command (default 10 minutes). */
   readonly timeoutMs?: number;
