@@ -38,7 +38,7 @@ export {
   samplingOf,
   withSamplingDefaults,
 } from "./spec.js";
-export { applyHunks, type FilePatch, type Hunk, parseUnifiedDiff } from "./unified-diff.js";
+export { applyHunks, type FilePatch, type Hunk, parseUnifiedDiff } from "../text/unified-diff.js";
 export {
   type ClientProtocol,
   type PolicyUpstream,

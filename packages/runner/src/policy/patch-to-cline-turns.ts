@@ -1,7 +1,7 @@
 import type { ScriptedToolCall, ScriptedTurn } from "@flakegym/cline-vendor";
 import { FlakegymError } from "../errors.js";
 import { shellQuote } from "./cline-tools.js";
-import { applyHunks, type FilePatch, type Hunk, parseUnifiedDiff } from "./unified-diff.js";
+import { applyHunks, type FilePatch, type Hunk, parseUnifiedDiff } from "../text/unified-diff.js";
 
 /**
  * Turns a reference patch into the assistant turns that make Cline apply it with its own tools,

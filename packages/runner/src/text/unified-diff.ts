@@ -1,5 +1,5 @@
 import { FlakegymError } from "../errors.js";
-import { diffSidePath, headerPaths, unquoteGitPath } from "../text/diff.js";
+import { diffSidePath, headerPaths, unquoteGitPath } from "./diff.js";
 
 /** A unified diff (git or plain), parsed into per-file changes. */
 

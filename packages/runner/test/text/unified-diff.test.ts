@@ -7,7 +7,7 @@ import {
   parseUnifiedDiff,
   readHunk,
   sidePaths,
-} from "../../src/policy/unified-diff.js";
+} from "../../src/text/unified-diff.js";
 
 const draft = (over: Partial<Parameters<typeof filePatchOf>[0]> = {}) => ({
   oldPath: "a.txt" as string | null | undefined,
