@@ -260,19 +260,18 @@ export function readHunk(
  * next `@@` line whatever its counts say, and a line that is not part of a hunk is skipped. Pure.
  */
 export function hunksOf(fileText: string): Hunk[] {
-  const out: Hunk[] = [];
-  let body: HunkBody | undefined;
+  const read: { ranges: HunkRanges; body: HunkBody }[] = [];
   for (const l of fileText.replace(/\n$/, "").split("\n")) {
-    const h = hunkHeader(l);
-    if (h) {
-      body = emptyBody();
-      out.push(Object.assign(body, h));
+    const ranges = hunkHeader(l);
+    if (ranges) {
+      read.push({ ranges, body: emptyBody() });
       continue;
     }
-    const entry = body ? bodyLine(l) : undefined;
-    if (entry !== undefined) addBodyLine(body!, entry);
+    const cur = read.at(-1);
+    const entry = cur ? bodyLine(l) : undefined;
+    if (cur && entry !== undefined) addBodyLine(cur.body, entry);
   }
-  return out;
+  return read.map(({ ranges, body }) => ({ ...ranges, ...body }));
 }
 
 /**
@@ -285,6 +284,7 @@ export function hunksOf(fileText: string): Hunk[] {
 export interface ApplyOptions {
   /** Names the file in errors. */
   readonly path?: string;
+  /** Read as the judge reads an agent's diff (see above); default false. */
   readonly lenient?: boolean;
 }
 
@@ -305,8 +305,13 @@ export function applyHunks(original: string, hunks: readonly Hunk[], opts: Apply
   let newNoNewline = !endsWithNewline && original.length > 0;
   for (const h of hunks) {
     const start = hunkStartIndex(h, lenient);
-    if (start < pos || (lenient && start > oldLines.length))
+    if (start < pos)
       throw new FlakegymError("E_PATCH", `${path}: hunks overlap or are out of order at -${h.oldStart}`);
+    if (lenient && start > oldLines.length)
+      throw new FlakegymError(
+        "E_PATCH",
+        `${path}: hunk -${h.oldStart} starts past the end of the file (${oldLines.length} lines)`,
+      );
     out.push(...oldLines.slice(pos, start));
     pos = start;
     for (const l of h.lines) {

@@ -194,7 +194,7 @@ describe("one hunk model, read strictly or leniently", () => {
     const far = hunksOf("@@ -9,0 +9,1 @@\n+z\n");
     expect(applyHunks("a\n", far)).toBe("a\nz\n");
     expect(() => applyHunks("a\n", far, { lenient: true, path: "x.py" })).toThrow(
-      /x\.py: hunks overlap or are out of order at -9/,
+      /x\.py: hunk -9 starts past the end of the file \(1 lines\)/,
     );
   });
 
