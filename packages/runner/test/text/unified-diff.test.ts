@@ -161,22 +161,13 @@ describe("one hunk model, read strictly or leniently", () => {
     // the header claims 5 old lines; the lenient reader takes what is there, skips "junk" and a bad "@@"
     const text =
       "--- a/x\n+++ b/x\n@@ -2,5 +2,5 @@ fn f\n a\njunk\n-b\n+c\n\\ No newline at end of file\n@@ bad @@\n";
-    expect(hunksOf(text)).toEqual([
-      {
-        header: "@@ -2,5 +2,5 @@",
-        oldStart: 2,
-        oldLines: 5,
-        newStart: 2,
-        newLines: 5,
-        lines: [
-          { op: " ", text: "a" },
-          { op: "-", text: "b" },
-          { op: "+", text: "c" },
-        ],
-        oldNoNewline: false,
-        newNoNewline: true,
-      },
+    const hunks = hunksOf(text);
+    expect(hunks.map((h) => [h.header, h.oldStart, h.oldLines, h.newStart, h.newLines])).toEqual([
+      ["@@ -2,5 +2,5 @@", 2, 5, 2, 5],
     ]);
+    expect(hunks[0]!.lines.map((l) => l.op + l.text)).toEqual([" a", "-b", "+c"]);
+    // the marker follows an added line: only the new side lacks its final newline
+    expect([hunks[0]!.oldNoNewline, hunks[0]!.newNoNewline]).toEqual([false, true]);
     expect(() => parseUnifiedDiff(text)).toThrow(PatchParseError);
   });
 
