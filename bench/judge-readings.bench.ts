@@ -28,7 +28,8 @@ import {
   snapshotSpecOfTask,
   stripToCode,
 } from "../packages/runner/src/index.js";
-import { applyHunks, splitDiff } from "../packages/runner/src/text/diff.js";
+import { splitDiff } from "../packages/runner/src/text/diff.js";
+import { applyFileDiff } from "../packages/runner/src/text/unified-diff.js";
 import { JUDGE_ATTACKS } from "../tests/integration/scoring/judge-attacks.js";
 import { attackDiff } from "../tests/integration/scoring/red-team/attack.js";
 import { judgeStageOn, startSuggestibleJudge } from "../tests/integration/scoring/suggestible-judge.js";
@@ -137,7 +138,7 @@ function stripOnly(diff: string): number {
   let n = 0;
   for (const f of splitDiff(diff)) {
     const r = fileReadingOf(f.newPath ?? "");
-    const after = applyHunks("", f.text);
+    const after = applyFileDiff("", f.text);
     if (r.kind === "lexed" && after !== undefined) n += stripToCode(after, r.lang, r.opts).length;
   }
   return n;

@@ -1,3 +1,4 @@
+export { applyHunks, type FilePatch, type Hunk, parseUnifiedDiff } from "../text/unified-diff.js";
 export { anthropicToChatRequest, chatRequestToAnthropic } from "./anthropic-convert.js";
 export { AnthropicUpstream } from "./anthropic-upstream.js";
 export {
@@ -38,7 +39,6 @@ export {
   samplingOf,
   withSamplingDefaults,
 } from "./spec.js";
-export { applyHunks, type FilePatch, type Hunk, parseUnifiedDiff } from "./unified-diff.js";
 export {
   type ClientProtocol,
   type PolicyUpstream,

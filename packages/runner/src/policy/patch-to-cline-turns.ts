@@ -1,7 +1,7 @@
 import type { ScriptedToolCall, ScriptedTurn } from "@flakegym/cline-vendor";
 import { FlakegymError } from "../errors.js";
+import { applyHunks, type FilePatch, type Hunk, parseUnifiedDiff } from "../text/unified-diff.js";
 import { shellQuote } from "./cline-tools.js";
-import { applyHunks, type FilePatch, type Hunk, parseUnifiedDiff } from "./unified-diff.js";
 
 /**
  * Turns a reference patch into the assistant turns that make Cline apply it with its own tools,
@@ -93,7 +93,7 @@ function fileTurns(f: FilePatch, originals: Readonly<Record<string, string>> | u
   switch (f.kind) {
     case "add": {
       const path = f.newPath!;
-      const content = applyHunks("", f.hunks, path);
+      const content = applyHunks("", f.hunks, { path });
       if (content.length === 0) {
         const dir = dirOf(path);
         const cmd = `${dir ? `mkdir -p ${shellQuote(dir)} && ` : ""}touch ${shellQuote(path)}`;
@@ -120,7 +120,7 @@ function fileTurns(f: FilePatch, originals: Readonly<Record<string, string>> | u
       if (f.hunks.length === 0) return turns;
       const original = originals?.[f.oldPath!];
       if (original !== undefined && !blocksLandCorrectly(original, f.hunks)) {
-        turns.push(call("write_to_file", { path, content: applyHunks(original, f.hunks, path) }));
+        turns.push(call("write_to_file", { path, content: applyHunks(original, f.hunks, { path }) }));
       } else if (original === undefined && f.hunks.some((h) => searchReplaceBlock(h).search.length === 0)) {
         throw new FlakegymError(
           "E_PATCH",

@@ -1,4 +1,5 @@
-import { applyHunks, type FileDiff, hunksOf, splitDiff } from "../text/diff.js";
+import { type FileDiff, splitDiff } from "../text/diff.js";
+import { applyFileDiff, type Hunk, type HunkLine, hunksOf } from "../text/unified-diff.js";
 import { type Lang, type LexOptions, lex } from "./decoys/scan.js";
 import {
   addNames,
@@ -166,8 +167,8 @@ function lineCounts(f: FileDiff): { added: number; removed: number } {
   let removed = 0;
   for (const h of hunksOf(f.text))
     for (const l of h.lines) {
-      if (l.startsWith("+")) added++;
-      else if (l.startsWith("-")) removed++;
+      if (l.op === "+") added++;
+      else if (l.op === "-") removed++;
     }
   return { added, removed };
 }
@@ -224,21 +225,15 @@ function notCode(f: FileDiff, path: string): string {
  * `oldLines` for removed ones); a line that held only a comment is dropped; the `@@` line keeps
  * its ranges and loses its trailing function context.
  */
-function readHunk(
-  h: ReturnType<typeof hunksOf>[number],
-  oldLines: readonly string[],
-  newLines: readonly string[],
-): string[] {
+function readHunk(h: Hunk, oldLines: readonly string[], newLines: readonly string[]): string[] {
   const out = [h.header];
   let o = h.oldStart === 0 ? 0 : h.oldStart - 1;
   let n = h.newStart === 0 ? 0 : h.newStart - 1;
-  for (const l of h.lines) {
-    if (l.startsWith("\\")) continue;
-    const p = l[0]!;
+  for (const { op: p, text } of h.lines) {
     const stripped = (p === "-" ? oldLines[o] : newLines[n]) ?? "";
     if (p !== "+") o++;
     if (p !== "-") n++;
-    if (stripped.trim() === "" && l.slice(1).trim() !== "") continue;
+    if (stripped.trim() === "" && text.trim() !== "") continue;
     out.push(`${p}${stripped.trimEnd()}`);
   }
   return out;
@@ -263,15 +258,14 @@ function readFile(f: FileDiff, original: string | undefined, r: ReadingNames): s
   if (reading.kind === "comment-lines") {
     // no state crosses a line: each line is read alone, no original needed; its strings are not
     // lexed, so every word in it is a name to the reading
-    const keep = (l: string) =>
-      !l.startsWith("\\") && dropCommentLines(l.slice(1), reading.markers) === l.slice(1);
-    const show = (l: string) => l[0] + showNames(l.slice(1).trimEnd(), () => true, r.namer, ext);
-    const read = (h: (typeof hunks)[number]) => [h.header, ...h.lines.filter(keep).map(show)];
+    const keep = (l: HunkLine) => dropCommentLines(l.text, reading.markers) === l.text;
+    const show = (l: HunkLine) => l.op + showNames(l.text.trimEnd(), () => true, r.namer, ext);
+    const read = (h: Hunk) => [h.header, ...h.lines.filter(keep).map(show)];
     return `${[header, ...hunks.flatMap(read)].join("\n")}\n`;
   }
   const before = f.oldPath === undefined ? "" : original;
   if (before === undefined) return summaryOnly(f, header, "code whose original text could not be read");
-  const after = f.newPath === undefined ? "" : applyHunks(before, f.text);
+  const after = f.newPath === undefined ? "" : applyFileDiff(before, f.text);
   if (after === undefined)
     return summaryOnly(f, header, "code whose diff does not apply to its original text");
   const names = { namer: r.namer, ext };

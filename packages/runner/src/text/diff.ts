@@ -202,55 +202,6 @@ export function changedLinesByFile(
   return out;
 }
 
-/** One hunk of a file's diff: where it starts on each side and its lines, prefix kept (` `, `+`, `-`, `\`). */
-export interface Hunk {
-  readonly oldStart: number;
-  readonly newStart: number;
-  /** The `@@ … @@` line. */
-  readonly header: string;
-  readonly lines: readonly string[];
-}
-
-/** The hunks of one file's section of a diff (`FileDiff.text`). Pure. */
-export function hunksOf(fileText: string): Hunk[] {
-  const out: { oldStart: number; newStart: number; header: string; lines: string[] }[] = [];
-  for (const l of fileText.replace(/\n$/, "").split("\n")) {
-    const h = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(l);
-    if (h) out.push({ oldStart: Number(h[1]), newStart: Number(h[2]), header: h[0], lines: [] });
-    else if (out.length && /^[ +\-\\]/.test(l)) out.at(-1)!.lines.push(l);
-    else if (out.length && l === "") out.at(-1)!.lines.push(" ");
-  }
-  return out;
-}
-
-/**
- * The file after `fileText`'s hunks are applied to `original` (undefined: a new file), or undefined
- * when a context or removed line does not match the original (the diff is not of this text). Pure.
- */
-export function applyHunks(original: string | undefined, fileText: string): string | undefined {
-  const old = original === undefined || original === "" ? [] : original.replace(/\n$/, "").split("\n");
-  const out: string[] = [];
-  let at = 0; // next original line (0-based) not yet copied
-  for (const h of hunksOf(fileText)) {
-    const start = h.oldStart === 0 ? 0 : h.oldStart - 1;
-    if (start < at || start > old.length) return undefined;
-    out.push(...old.slice(at, start));
-    at = start;
-    for (const l of h.lines) {
-      if (l.startsWith("\\")) continue;
-      if (l.startsWith("+")) {
-        out.push(l.slice(1));
-        continue;
-      }
-      if (old[at] !== l.slice(1)) return undefined;
-      if (l.startsWith(" ")) out.push(l.slice(1));
-      at++;
-    }
-  }
-  out.push(...old.slice(at));
-  return out.length ? `${out.join("\n")}\n` : "";
-}
-
 /**
  * What `diff` shows of each file it writes: the new side of its hunks (added and context lines, in
  * order), and whether that is the whole file (a new file). Pure.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { patchToClineTurns } from "../../src/policy/patch-to-cline-turns.js";
-import { applyHunks, parseUnifiedDiff } from "../../src/policy/unified-diff.js";
+import { applyHunks, parseUnifiedDiff } from "../../src/text/unified-diff.js";
 
 const ORIGINAL = [
   "import os",

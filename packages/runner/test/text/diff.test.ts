@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
-import { parseUnifiedDiff } from "../../src/policy/unified-diff.js";
 import { dropPaths, postImageByFile, splitDiff, touchedPaths, unquoteGitPath } from "../../src/text/diff.js";
+import { parseUnifiedDiff } from "../../src/text/unified-diff.js";
 
 const DIFF = `diff --git a/src/lib.rs b/src/lib.rs
 index 1111111..2222222 100644

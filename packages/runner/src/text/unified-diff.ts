@@ -1,7 +1,11 @@
 import { FlakegymError } from "../errors.js";
-import { diffSidePath, headerPaths, unquoteGitPath } from "../text/diff.js";
+import { diffSidePath, headerPaths, unquoteGitPath } from "./diff.js";
 
-/** A unified diff (git or plain), parsed into per-file changes. */
+/**
+ * The one reader of unified diffs (git or plain): per-file changes and their hunks, read strictly
+ * (the scripted policy's reference patch: counts must hold, a stray line is an error) or leniently
+ * (the judge's reading of an agent's diff section: {@link hunksOf}, {@link applyFileDiff}).
+ */
 
 export interface HunkLine {
   readonly op: " " | "+" | "-";
@@ -9,6 +13,8 @@ export interface HunkLine {
 }
 
 export interface Hunk {
+  /** The `@@ -a,b +c,d @@` ranges as written (without the trailing function context). */
+  readonly header: string;
   readonly oldStart: number;
   readonly oldLines: number;
   readonly newStart: number;
@@ -162,18 +168,57 @@ export function filePatchOf(d: FileDraft): FilePatch {
   };
 }
 
+/** A hunk's `@@` line read: its ranges as written and as numbers. */
+export interface HunkRanges {
+  readonly header: string;
+  readonly oldStart: number;
+  readonly oldLines: number;
+  readonly newStart: number;
+  readonly newLines: number;
+}
+
 /** The ranges of an `@@ -a,b +c,d @@` line (a missing count is 1), or undefined. Pure. */
-export function hunkHeader(
-  line: string,
-): { oldStart: number; oldLines: number; newStart: number; newLines: number } | undefined {
+export function hunkHeader(line: string): HunkRanges | undefined {
   const m = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(line);
   if (!m) return undefined;
   return {
+    header: m[0],
     oldStart: Number(m[1]),
     oldLines: m[2] === undefined ? 1 : Number(m[2]),
     newStart: Number(m[3]),
     newLines: m[4] === undefined ? 1 : Number(m[4]),
   };
+}
+
+/** A hunk's body as read so far. */
+interface HunkBody {
+  readonly lines: HunkLine[];
+  oldNoNewline: boolean;
+  newNoNewline: boolean;
+}
+
+const emptyBody = (): HunkBody => ({ lines: [], oldNoNewline: false, newNoNewline: false });
+
+/**
+ * What one line of a hunk's body is: a line of a side (`git diff` writes an empty context line as
+ * "" in some pipelines), the `\ No newline at end of file` marker, or neither (undefined). Pure.
+ */
+export function bodyLine(l: string): HunkLine | "no-newline" | undefined {
+  if (l.startsWith("\\")) return "no-newline";
+  const op = l[0] ?? " ";
+  if (op === " " || op === "+" || op === "-") return { op, text: l.slice(1) };
+  return undefined;
+}
+
+/** Adds a read body line to `b`; the marker ends the side(s) of the line before it. */
+function addBodyLine(b: HunkBody, l: HunkLine | "no-newline"): void {
+  if (l !== "no-newline") {
+    b.lines.push(l);
+    return;
+  }
+  const last = b.lines[b.lines.length - 1]?.op;
+  if (last !== "+") b.oldNoNewline = true;
+  if (last !== "-") b.newNoNewline = true;
 }
 
 /**
@@ -185,25 +230,19 @@ export function readHunk(
   lines: readonly string[],
   start: number,
   headerLine: string,
-  h: { oldStart: number; oldLines: number; newStart: number; newLines: number },
+  h: HunkRanges,
 ): { hunk: Hunk; next: number } {
-  const body: HunkLine[] = [];
+  const body = emptyBody();
   let oldSeen = 0;
   let newSeen = 0;
-  let oldNoNewline = false;
-  let newNoNewline = false;
   let i = start;
   while (i < lines.length && (oldSeen < h.oldLines || newSeen < h.newLines || lines[i]!.startsWith("\\"))) {
     const l = lines[i]!;
     i++;
-    if (l.startsWith("\\")) {
-      const last = body[body.length - 1]?.op;
-      if (last !== "+") oldNoNewline = true;
-      if (last !== "-") newNoNewline = true;
-      continue;
-    }
-    const entry = hunkLine(l, i);
-    body.push(entry);
+    const entry = bodyLine(l);
+    if (entry === undefined) throw new PatchParseError(`unexpected line in hunk: '${l.slice(0, 80)}'`, i);
+    addBodyLine(body, entry);
+    if (entry === "no-newline") continue;
     if (entry.op !== "+") oldSeen++;
     if (entry.op !== "-") newSeen++;
   }
@@ -213,19 +252,51 @@ export function readHunk(
       i,
     );
   }
-  return { hunk: { ...h, lines: body, oldNoNewline, newNoNewline }, next: i };
+  return { hunk: { ...h, ...body }, next: i };
 }
 
-/** One line of a hunk's body (1-based `lineNo` for the error). Pure. */
-function hunkLine(l: string, lineNo: number): HunkLine {
-  // `git diff` writes an empty context line as "" in some pipelines
-  const op = l[0] ?? " ";
-  if (op === " " || op === "+" || op === "-") return { op, text: l.slice(1) };
-  throw new PatchParseError(`unexpected line in hunk: '${l.slice(0, 80)}'`, lineNo);
+/**
+ * The hunks of one file's section of a diff (`FileDiff.text`), read leniently: a hunk runs to the
+ * next `@@` line whatever its counts say, and a line that is not part of a hunk is skipped. Pure.
+ */
+export function hunksOf(fileText: string): Hunk[] {
+  const read: { ranges: HunkRanges; body: HunkBody }[] = [];
+  for (const l of fileText.replace(/\n$/, "").split("\n")) {
+    const ranges = hunkHeader(l);
+    if (ranges) {
+      read.push({ ranges, body: emptyBody() });
+      continue;
+    }
+    const cur = read.at(-1);
+    const entry = cur ? bodyLine(l) : undefined;
+    if (cur && entry !== undefined) addBodyLine(cur.body, entry);
+  }
+  return read.map(({ ranges, body }) => ({ ...ranges, ...body }));
 }
 
-/** Applies a file's hunks to its old content (strict: context must match). */
-export function applyHunks(original: string, hunks: readonly Hunk[], path = "file"): string {
+/**
+ * How {@link applyHunks} reads its input. Strict (the default): a hunk with no old lines inserts
+ * after line `oldStart` (git's rule), a missing final newline follows the markers. Lenient (the
+ * judge's reading of an agent's diff, {@link applyFileDiff}): a hunk starts at line `oldStart`
+ * (0: the top) whatever its old count, a start past the end is a mismatch, and the result always
+ * ends in a newline.
+ */
+export interface ApplyOptions {
+  /** Names the file in errors. */
+  readonly path?: string;
+  /** Read as the judge reads an agent's diff (see above); default false. */
+  readonly lenient?: boolean;
+}
+
+/** The 0-based index of the first old line `h` covers, as `applyHunks` reads it. Pure. */
+export function hunkStartIndex(h: Pick<Hunk, "oldStart" | "oldLines">, lenient = false): number {
+  if (lenient) return h.oldStart === 0 ? 0 : h.oldStart - 1;
+  return h.oldLines === 0 ? h.oldStart : h.oldStart - 1;
+}
+
+/** Applies a file's hunks to its old content (context must match). Throws `E_PATCH` naming the hunk. */
+export function applyHunks(original: string, hunks: readonly Hunk[], opts: ApplyOptions = {}): string {
+  const { path = "file", lenient = false } = opts;
   const endsWithNewline = original.endsWith("\n");
   const oldLines =
     original.length === 0 ? [] : (endsWithNewline ? original.slice(0, -1) : original).split("\n");
@@ -233,9 +304,14 @@ export function applyHunks(original: string, hunks: readonly Hunk[], path = "fil
   let pos = 0; // 0-based index into oldLines
   let newNoNewline = !endsWithNewline && original.length > 0;
   for (const h of hunks) {
-    const start = h.oldLines === 0 ? h.oldStart : h.oldStart - 1;
+    const start = hunkStartIndex(h, lenient);
     if (start < pos)
       throw new FlakegymError("E_PATCH", `${path}: hunks overlap or are out of order at -${h.oldStart}`);
+    if (lenient && start > oldLines.length)
+      throw new FlakegymError(
+        "E_PATCH",
+        `${path}: hunk -${h.oldStart} starts past the end of the file (${oldLines.length} lines)`,
+      );
     out.push(...oldLines.slice(pos, start));
     pos = start;
     for (const l of h.lines) {
@@ -256,5 +332,19 @@ export function applyHunks(original: string, hunks: readonly Hunk[], path = "fil
   }
   out.push(...oldLines.slice(pos));
   if (out.length === 0) return "";
-  return out.join("\n") + (newNoNewline ? "" : "\n");
+  return out.join("\n") + (newNoNewline && !lenient ? "" : "\n");
+}
+
+/**
+ * The file after a diff section's hunks ({@link hunksOf}) are applied leniently to `original`
+ * (undefined: a new file), or undefined when a context or removed line does not match it (the diff
+ * is not of this text). Pure.
+ */
+export function applyFileDiff(original: string | undefined, fileText: string): string | undefined {
+  try {
+    return applyHunks(original ?? "", hunksOf(fileText), { lenient: true });
+  } catch (e) {
+    if (e instanceof FlakegymError && e.code === "E_PATCH") return undefined;
+    throw e;
+  }
 }

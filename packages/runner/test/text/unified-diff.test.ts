@@ -1,13 +1,18 @@
 import { describe, expect, it } from "vitest";
 import {
+  applyFileDiff,
+  applyHunks,
+  bodyLine,
   extendedHeader,
   filePatchOf,
   hunkHeader,
+  hunkStartIndex,
+  hunksOf,
   PatchParseError,
   parseUnifiedDiff,
   readHunk,
   sidePaths,
-} from "../../src/policy/unified-diff.js";
+} from "../../src/text/unified-diff.js";
 
 const draft = (over: Partial<Parameters<typeof filePatchOf>[0]> = {}) => ({
   oldPath: "a.txt" as string | null | undefined,
@@ -23,12 +28,19 @@ const draft = (over: Partial<Parameters<typeof filePatchOf>[0]> = {}) => ({
 describe("parseUnifiedDiff's line kinds", () => {
   it("hunkHeader reads both ranges, a missing count is 1, anything else is no header", () => {
     expect(hunkHeader("@@ -3,4 +5,6 @@ def f():")).toEqual({
+      header: "@@ -3,4 +5,6 @@",
       oldStart: 3,
       oldLines: 4,
       newStart: 5,
       newLines: 6,
     });
-    expect(hunkHeader("@@ -1 +1 @@")).toEqual({ oldStart: 1, oldLines: 1, newStart: 1, newLines: 1 });
+    expect(hunkHeader("@@ -1 +1 @@")).toEqual({
+      header: "@@ -1 +1 @@",
+      oldStart: 1,
+      oldLines: 1,
+      newStart: 1,
+      newLines: 1,
+    });
     expect(hunkHeader("@@ -0,0 +1,2 @@")).toMatchObject({ oldLines: 0, newLines: 2 });
     expect(hunkHeader("@@ x1 +1 @@")).toBeUndefined();
   });
@@ -38,6 +50,7 @@ describe("parseUnifiedDiff's line kinds", () => {
     const { hunk, next } = readHunk(lines, 0, "@@ -1 +1 @@", hunkHeader("@@ -1 +1 @@")!);
     expect(next).toBe(4);
     expect(hunk).toEqual({
+      header: "@@ -1 +1 @@",
       oldStart: 1,
       oldLines: 1,
       newStart: 1,
@@ -132,5 +145,53 @@ describe("parseUnifiedDiff's line kinds", () => {
       ["add", null, "q"],
     ]);
     expect(() => parseUnifiedDiff("@@ -1 +1 @@\n-x\n+y\n")).toThrow(/patch line 1: bad hunk header/);
+  });
+});
+
+describe("one hunk model, read strictly or leniently", () => {
+  it("bodyLine: a side's line (an empty line is empty context), the no-newline marker, or neither", () => {
+    expect(bodyLine("+x")).toEqual({ op: "+", text: "x" });
+    expect(bodyLine("-x")).toEqual({ op: "-", text: "x" });
+    expect(bodyLine("")).toEqual({ op: " ", text: "" });
+    expect(bodyLine("\\ No newline at end of file")).toBe("no-newline");
+    expect(bodyLine("index 12..34")).toBeUndefined();
+  });
+
+  it("hunksOf reads a section into the strict reader's model, ignoring counts and skipping stray lines", () => {
+    // the header claims 5 old lines; the lenient reader takes what is there, skips "junk" and a bad "@@"
+    const text =
+      "--- a/x\n+++ b/x\n@@ -2,5 +2,5 @@ fn f\n a\njunk\n-b\n+c\n\\ No newline at end of file\n@@ bad @@\n";
+    const hunks = hunksOf(text);
+    expect(hunks.map((h) => [h.header, h.oldStart, h.oldLines, h.newStart, h.newLines])).toEqual([
+      ["@@ -2,5 +2,5 @@", 2, 5, 2, 5],
+    ]);
+    expect(hunks[0]!.lines.map((l) => l.op + l.text)).toEqual([" a", "-b", "+c"]);
+    // the marker follows an added line: only the new side lacks its final newline
+    expect([hunks[0]!.oldNoNewline, hunks[0]!.newNoNewline]).toEqual([false, true]);
+    expect(() => parseUnifiedDiff(text)).toThrow(PatchParseError);
+  });
+
+  it("hunkStartIndex: git's rule for an insertion-only hunk when strict, the lenient reading's otherwise", () => {
+    expect(hunkStartIndex({ oldStart: 5, oldLines: 0 })).toBe(5);
+    expect(hunkStartIndex({ oldStart: 5, oldLines: 2 })).toBe(4);
+    expect(hunkStartIndex({ oldStart: 5, oldLines: 0 }, true)).toBe(4);
+    expect(hunkStartIndex({ oldStart: 0, oldLines: 2 }, true)).toBe(0);
+  });
+
+  it("applyHunks lenient: a start past the end fails, the result always ends in a newline", () => {
+    const [f] = parseUnifiedDiff("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n\\ No newline at end of file\n");
+    expect(applyHunks("a\n", f!.hunks)).toBe("b");
+    expect(applyHunks("a\n", f!.hunks, { lenient: true })).toBe("b\n");
+    const far = hunksOf("@@ -9,0 +9,1 @@\n+z\n");
+    expect(applyHunks("a\n", far)).toBe("a\nz\n");
+    expect(() => applyHunks("a\n", far, { lenient: true, path: "x.py" })).toThrow(
+      /x\.py: hunk -9 starts past the end of the file \(1 lines\)/,
+    );
+  });
+
+  it("applyFileDiff is the lenient applier over hunksOf: a mismatch is undefined, no original is an empty file", () => {
+    expect(applyFileDiff("a\nb\n", "@@ -2 +2 @@\n-b\n+B\n")).toBe("a\nB\n");
+    expect(applyFileDiff("a\n", "@@ -1 +1 @@\n-q\n+c\n")).toBeUndefined();
+    expect(applyFileDiff(undefined, "@@ -0,0 +1 @@\n+n\n")).toBe("n\n");
   });
 });
