@@ -162,6 +162,13 @@ export interface BackendCapabilities {
   readonly hostHasSnapshotTree: boolean;
   /** Workers run on other machines: the policy gateway needs a routable `--gateway-advertise` address. */
   readonly needsRoutableGateway: boolean;
+  /**
+   * Workers run the task's image from this host's podman store, so a snapshot can be that image's
+   * work tree (snapshots/from-image.ts).
+   */
+  readonly runsHostImages: boolean;
+  /** Agent workers run the one-byte Cline core where it is built (rollout's run.json provenance). */
+  readonly usesOneByteCore: boolean;
 }
 
 export type BackendKind = "local" | "podman" | "nomad";

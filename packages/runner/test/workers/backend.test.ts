@@ -40,18 +40,27 @@ describe("backend capabilities", () => {
     expect(capabilitiesOf("nomad")).toBe(NOMAD_CAPABILITIES);
   });
 
-  it("bind hidden files read-only and hold the snapshot tree on this host only for local and podman", () => {
-    for (const kind of ["local", "podman"] as const) {
-      expect(capabilitiesOf(kind)).toEqual({
-        bindsHiddenReadOnly: true,
-        hostHasSnapshotTree: true,
-        needsRoutableGateway: false,
-      });
-    }
+  it("say what each backend's name used to decide, unchanged", () => {
+    expect(capabilitiesOf("local")).toEqual({
+      bindsHiddenReadOnly: true,
+      hostHasSnapshotTree: true,
+      needsRoutableGateway: false,
+      runsHostImages: false,
+      usesOneByteCore: true,
+    });
+    expect(capabilitiesOf("podman")).toEqual({
+      bindsHiddenReadOnly: true,
+      hostHasSnapshotTree: true,
+      needsRoutableGateway: false,
+      runsHostImages: true,
+      usesOneByteCore: false,
+    });
     expect(capabilitiesOf("nomad")).toEqual({
       bindsHiddenReadOnly: false,
       hostHasSnapshotTree: false,
       needsRoutableGateway: true,
+      runsHostImages: false,
+      usesOneByteCore: false,
     });
   });
 });

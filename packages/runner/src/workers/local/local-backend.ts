@@ -65,6 +65,8 @@ export const LOCAL_CAPABILITIES: BackendCapabilities = {
   bindsHiddenReadOnly: true,
   hostHasSnapshotTree: true,
   needsRoutableGateway: false,
+  runsHostImages: false,
+  usesOneByteCore: true,
 };
 
 export function createLocalBackend(options: LocalBackendOptions = {}): PoolableBackend {

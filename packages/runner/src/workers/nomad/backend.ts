@@ -131,6 +131,8 @@ export const NOMAD_CAPABILITIES: BackendCapabilities = {
   bindsHiddenReadOnly: false,
   hostHasSnapshotTree: false,
   needsRoutableGateway: true,
+  runsHostImages: false,
+  usesOneByteCore: false,
 };
 
 export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadBackendDeps): NomadBackend {

@@ -40,6 +40,8 @@ export const PODMAN_CAPABILITIES: BackendCapabilities = {
   bindsHiddenReadOnly: true,
   hostHasSnapshotTree: true,
   needsRoutableGateway: false,
+  runsHostImages: true,
+  usesOneByteCore: false,
 };
 
 export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerBackend {
