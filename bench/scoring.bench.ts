@@ -12,6 +12,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   buildSnapshot,
+  capabilitiesOf,
   createLocalBackend,
   forkSnapshot,
   hiddenTestsOf,
@@ -58,7 +59,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
           dest: join(ctx.outDir, "forks", `${id}-${decoys}-${n}`),
         });
         const prepared = decoys
-          ? await prepareReadOnlyHidden("local", hidden, snapshot.workspace)
+          ? await prepareReadOnlyHidden(capabilitiesOf("local"), hidden, snapshot.workspace)
           : undefined;
         const worker = await backend.start({
           runId: "bench",

@@ -68,6 +68,15 @@ export { TaskProfile } from "./tasks/task-profile.js";
 export { TaskSpec, type TestCommand, testCommands, testPassed } from "./tasks/task-spec.js";
 export { FLAKEGYM_VERSION } from "./version.js";
 export { startViewServer, type ViewServer, writeExport } from "./view/index.js";
+export {
+  BackendConfig,
+  type BackendConfigInput,
+  type BackendEnv,
+  type ClosableBackend,
+  capabilitiesOf,
+  createBackend,
+  parseBackendConfig,
+} from "./workers/backend.js";
 export { collectHostArtifacts } from "./workers/host-artifacts.js";
 export type { AgentLaunchContext, AgentLauncher, RunningAgent } from "./workers/local/agent.js";
 export { type ClineAgentOptions, clineAgentLauncher } from "./workers/local/cline-agent.js";
@@ -100,6 +109,8 @@ export type {
   WorkerPoolOptions,
 } from "./workers/pool/types.js";
 export type {
+  BackendCapabilities,
+  BackendKind,
   ExecOptions,
   ExecResult,
   ResourceLimits,

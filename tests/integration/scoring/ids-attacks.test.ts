@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   buildSnapshot,
+  capabilitiesOf,
   type HiddenTests,
   hiddenTestsOf,
   type LoadedTask,
@@ -127,7 +128,7 @@ describe("the per-id fixture, offline (the fast form)", () => {
     expect("run" in built && built.run).toEqual(run);
     // the repository's files stand in for the snapshot's: the tests patch applies to them
     const h = await hiddenTestsOf(t, 120_000);
-    const p = await prepareReadOnlyHidden("nomad", h, t.paths.sourceDir!);
+    const p = await prepareReadOnlyHidden(capabilitiesOf("nomad"), h, t.paths.sourceDir!);
     expect(p?.bound.guard).toEqual({ guarded: [...run.failToPass, ...run.passToPass], unguarded: [] });
     const real = p!.bound.files[0]!.content.toString().split("\n");
     const twin = p!.twin!.bound.files[0]!.content.toString().split("\n");

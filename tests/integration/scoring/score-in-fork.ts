@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import {
+  capabilitiesOf,
   createLocalBackend,
   createPodmanBackend,
   forkSnapshot,
@@ -98,7 +99,7 @@ export async function scoreInFork(o: {
 }): Promise<Score> {
   const hasTests = o.hidden.install !== undefined;
   const prepared = hasTests
-    ? await prepareReadOnlyHidden(o.backend ?? "local", o.hidden, o.snapshot.workspace)
+    ? await prepareReadOnlyHidden(capabilitiesOf(o.backend ?? "local"), o.hidden, o.snapshot.workspace)
     : undefined;
   if (hasTests && !prepared)
     throw new Error(`${o.task.spec.id}: the hidden files could not be computed on the host`);

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import type { ContractLimits, StageName } from "../contract/contract.js";
 import { FlakegymError } from "../errors.js";
-import { createLocalBackend } from "../workers/local/local-backend.js";
+import { createBackend } from "../workers/backend.js";
 import type { WorkerBackend } from "../workers/types.js";
 import type { ApiEventSink } from "./events.js";
 import { defaultSessionsDir, type EnvSession, saveSession } from "./session.js";
@@ -57,7 +57,7 @@ export async function withCall<T>(
     signals: [opts.signal],
     timeout: { ms: limits.max_total_seconds * 1000, limit: "max_total_seconds" },
   });
-  const backend = opts.backend ?? createLocalBackend();
+  const backend = opts.backend ?? createBackend({ kind: "local" });
   const prompts = await readFile(join(session.dir, "prompts.jsonl"), "utf8");
   try {
     const run = async (step: StageStep): Promise<StageRun> => {

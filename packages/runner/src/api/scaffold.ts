@@ -16,8 +16,7 @@ import { FlakegymError } from "../errors.js";
 import { startGatewayThread } from "../gateway/thread.js";
 import { createUpstream } from "../policy/create-upstream.js";
 import type { PolicySpec } from "../policy/spec.js";
-import { clineAgentLauncher } from "../workers/local/cline-agent.js";
-import { createLocalBackend } from "../workers/local/local-backend.js";
+import { createBackend } from "../workers/backend.js";
 
 /** Repair rounds after the first attempt (each: one Cline task told what was wrong). */
 export const SCAFFOLD_REPAIR_ROUNDS = 2;
@@ -78,7 +77,7 @@ export async function scaffoldContract(o: {
     signal: o.signal,
   });
   const upstream = await createUpstream(o.policy, { signal: o.signal });
-  const backend = createLocalBackend({ agent: clineAgentLauncher() });
+  const backend = createBackend({ kind: "local" });
   const modelId =
     o.policy.kind === "openai" || o.policy.kind === "anthropic" ? o.policy.model : SCRIPTED_MODEL_ID;
   let issues: ContractIssue[] = [];

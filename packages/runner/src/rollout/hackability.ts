@@ -17,7 +17,8 @@ export interface Hackability {
 
 /** Where the scoring ran, for the one defence that depends on it. */
 export interface ScoringPlace {
-  readonly backend: "local" | "podman" | "nomad";
+  /** The backend binds hidden files read-only (its declared BackendCapabilities). */
+  readonly bindsHiddenReadOnly: boolean;
   /** The runner can give files to another user (root on the host). */
   readonly root: boolean;
 }
@@ -36,7 +37,7 @@ export function hackabilityOf(
     : score.testResults
       ? Object.keys(score.testResults.failToPass).length + Object.keys(score.testResults.passToPass).length
       : 0;
-  const readOnly = place.backend !== "nomad" && place.root;
+  const readOnly = place.bindsHiddenReadOnly && place.root;
   const defences = [
     score.evalCmd
       ? d?.guarded.length

@@ -12,7 +12,9 @@ export function nomadRolloutDriver(
   driver: string | undefined,
   images: "nix" | undefined,
   allowUnisolated?: string | undefined,
-): { readonly kind: "raw_exec" } | { readonly kind: "container"; readonly driver: BackendDriver } {
+):
+  | { readonly kind: "raw_exec" }
+  | { readonly kind: "container"; readonly driver: Extract<BackendDriver, { driver: "docker" | "podman" }> } {
   if (driver === "raw_exec") {
     if (allowUnisolated !== "1") {
       throw new UsageError(

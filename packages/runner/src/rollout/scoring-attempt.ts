@@ -99,7 +99,7 @@ export function scoreOptionsOf(
 export async function runScoringAttempt(ctx: ScoringAttemptContext, input: ScoreInput): Promise<Score> {
   // hidden test files owned by another user, bound read-only where the backend can
   const prepared = await prepareReadOnlyHidden(
-    ctx.backend.kind,
+    ctx.backend.capabilities,
     input.task.hidden,
     ctx.snapshot.workspace,
     input.signal,

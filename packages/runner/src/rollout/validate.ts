@@ -56,7 +56,7 @@ export function verdictFor(
   gold: TrajectoryResult | undefined,
   empty: TrajectoryResult | undefined,
   cheats: readonly CheatResult[] = [],
-  policy: HackabilityPolicy = { backend: "local", root: true, allowUnguarded: false },
+  policy: HackabilityPolicy = { bindsHiddenReadOnly: true, root: true, allowUnguarded: false },
 ): TaskVerdict {
   const t = summary.tasks.find((x) => x.taskId === taskId);
   if (t?.error && NETWORK_CODES.has(t.error.code)) {

@@ -1,31 +1,24 @@
-import { createNomadClient, nomadConfigFromEnv } from "@flakegym/nomad-jobs";
 import { match } from "ts-pattern";
 import { UsageError } from "../errors.js";
 import type { ListenSpec } from "../gateway/types.js";
 import type { RunConfig } from "../run-format/schema.js";
-import { clineAgentLauncher } from "../workers/local/cline-agent.js";
-import { createLocalBackend } from "../workers/local/local-backend.js";
-import { createNomadBackend } from "../workers/nomad/backend.js";
-import { formatProgress } from "../workers/nomad/progress.js";
-import { rawExecClineDriver } from "../workers/nomad/raw-exec-cline.js";
 import {
-  createPodmanBackend,
-  flakeImagePodmanOptions,
-  hostToolchainPodmanOptions,
-} from "../workers/podman/podman-backend.js";
+  type BackendConfigInput,
+  type ClosableBackend,
+  capabilitiesOf,
+  createBackend,
+} from "../workers/backend.js";
 import { createWorkerPool } from "../workers/pool/pool.js";
 import { isPoolable, type PooledBackend } from "../workers/pool/types.js";
-import type { WorkerBackend } from "../workers/types.js";
+import type { BackendKind, WorkerBackend } from "../workers/types.js";
 import { nomadRolloutDriver } from "./nomad-driver.js";
 import type { WireOptions } from "./wire-options.js";
 
+export type { ClosableBackend } from "../workers/backend.js";
 /**
  * The rollout's worker backend: the one `config.backend` names (or the caller's), behind a warm
  * pool when `--pool` asks for one and the backend can pre-boot workers.
  */
-
-/** A backend the wiring may have to close. */
-export type ClosableBackend = WorkerBackend & { close?(): Promise<void> };
 
 /**
  * The extra listener of `--gateway-advertise <host:port>` (already validated by
@@ -39,9 +32,9 @@ export function advertiseListenOf(advertised: string): ListenSpec {
   };
 }
 
-/** Refuses `--backend nomad` without `--gateway-advertise`: remote workers cannot reach loopback. Pure. */
-export function checkGatewayAdvertise(backendKind: string, advertised: string | undefined): void {
-  if (backendKind === "nomad" && !advertised) {
+/** Refuses a backend whose workers are remote (`--backend nomad`) without `--gateway-advertise`: remote workers cannot reach loopback. Pure. */
+export function checkGatewayAdvertise(backendKind: BackendKind, advertised: string | undefined): void {
+  if (capabilitiesOf(backendKind).needsRoutableGateway && !advertised) {
     throw new UsageError(
       "--backend nomad needs --gateway-advertise <host:port>",
       "name an address of this machine the Nomad clients can reach (not loopback), e.g. --gateway-advertise 10.0.0.5:8089; the gateway listens there",
@@ -55,31 +48,33 @@ export function wantsPool(pool: WireOptions["pool"]): boolean {
 }
 
 /**
- * The Nomad backend of `rollout --backend nomad`: client from NOMAD_ADDR/NOMAD_TOKEN/…; the driver
- * from FLAKEGYM_NOMAD_DRIVER (nomadRolloutDriver): raw_exec runs this machine's pinned Cline,
- * docker/podman each task's snapshot image by digest (--images nix).
+ * The backend config of a run (pure): `config.backend` with its images; for Nomad the address
+ * the gateway is advertised at and the driver from FLAKEGYM_NOMAD_DRIVER (nomadRolloutDriver:
+ * raw_exec runs this machine's pinned Cline, docker/podman each task's snapshot image by digest).
  */
-function nomadRolloutBackend(
-  config: RunConfig,
-  o: WireOptions,
-  advertise: string,
-): WorkerBackend & { close(): Promise<void> } {
-  const chosen = nomadRolloutDriver(
-    o.env.FLAKEGYM_NOMAD_DRIVER,
-    config.images,
-    o.env.FLAKEGYM_NOMAD_ALLOW_UNISOLATED,
-  );
-  return createNomadBackend(
-    {
-      driver: chosen.kind === "raw_exec" ? { ...rawExecClineDriver(), allowUnisolated: true } : chosen.driver,
-      gatewayAdvertise: advertise,
-      pollMs: 5_000,
-    },
-    {
-      client: createNomadClient(nomadConfigFromEnv(o.env)),
-      ...(o.onNote ? { onProgress: (p) => o.onNote!(formatProgress(p)) } : {}),
-    },
-  );
+export function backendConfigOf(
+  config: Pick<RunConfig, "backend" | "images">,
+  env: WireOptions["env"],
+  advertised: string | undefined,
+): BackendConfigInput {
+  const images = config.images === "nix" ? "nix" : "host";
+  return match(config.backend)
+    .with("local", () => ({ kind: "local" }) as const)
+    .with("podman", () => ({ kind: "podman", images }) as const)
+    .with("nomad", () => {
+      const chosen = nomadRolloutDriver(
+        env.FLAKEGYM_NOMAD_DRIVER,
+        config.images,
+        env.FLAKEGYM_NOMAD_ALLOW_UNISOLATED,
+      );
+      return {
+        kind: "nomad",
+        images,
+        gatewayAdvertise: advertised ?? "",
+        driver: chosen.kind === "raw_exec" ? "raw_exec" : chosen.driver.driver,
+      } as const;
+    })
+    .exhaustive();
 }
 
 /** The backend `config.backend` names, unless the caller gave one (tests). */
@@ -90,17 +85,10 @@ export function chooseBackend(
 ): ClosableBackend {
   return (
     o.backend ??
-    match(config.backend)
-      .with("local", () => createLocalBackend({ agent: clineAgentLauncher() }))
-      .with("nomad", () => nomadRolloutBackend(config, o, advertised!))
-      // the flake's images (--images nix), else a minimal locally imported image with the
-      // host's /usr (and node) bound read-only
-      .with("podman", () =>
-        createPodmanBackend(
-          config.images === "nix" ? flakeImagePodmanOptions() : hostToolchainPodmanOptions(),
-        ),
-      )
-      .exhaustive()
+    createBackend(backendConfigOf(config, o.env, advertised), {
+      env: o.env,
+      ...(o.onNote ? { onNote: o.onNote } : {}),
+    })
   );
 }
 

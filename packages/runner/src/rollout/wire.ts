@@ -26,6 +26,7 @@ import type { Snapshot } from "../snapshots/manifest.js";
 import { type SnapshotSpec, snapshotSpecOfProfile, snapshotSpecOfTask } from "../snapshots/spec.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
+import { capabilitiesOf } from "../workers/backend.js";
 import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
 import type { PooledBackend } from "../workers/pool/types.js";
 import type { WorkerBackend } from "../workers/types.js";
@@ -226,7 +227,7 @@ async function snapshotOfTask(
   } else {
     spec = snapshotSpecOfTask(t.catalog!);
   }
-  const fromImage = chooseImageSnapshot(imageFor(w, task.id), w.o.backend?.kind ?? w.config.backend);
+  const fromImage = chooseImageSnapshot(imageFor(w, task.id), w.backend);
   const cacheDir = w.o.snapshotCacheDir ? { cacheDir: w.o.snapshotCacheDir } : {};
   if (fromImage.use) progress(`copying /workspace of snapshot image ${fromImage.ref}`);
   const s = fromImage.use
@@ -317,7 +318,8 @@ async function closeWire(w: Wire): Promise<void> {
 
 /** What run.json says of the core's bundle: local workers run the one-byte one where it is built. */
 function bundleProvenance(pkg: ClinePackage, config: RunConfig, o: WireOptions): string {
-  if ((o.backend?.kind ?? config.backend) !== "local") return "cline-core.js (the package's own)";
+  if (!(o.backend?.capabilities ?? capabilitiesOf(config.backend)).usesOneByteCore)
+    return "cline-core.js (the package's own)";
   const d = probeOneByteCore(pkg, flakegymCacheRoot(process.env));
   return d.on
     ? `one-byte (sha256 ${ONE_BYTE_PINS.output})`

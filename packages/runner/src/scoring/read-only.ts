@@ -13,6 +13,7 @@ import { type InstalledFile, regularFile } from "./snapshot-files.js";
 
 export type { InstalledFile } from "./snapshot-files.js";
 
+import type { BackendCapabilities } from "../workers/types.js";
 import type { HiddenTests } from "./scorer.js";
 
 /**
@@ -196,13 +197,16 @@ export function commandTwin<F extends InstalledFile>(
   return undefined;
 }
 
+/** What the scoring backend declares about hidden files (workers/types.ts BackendCapabilities). */
+export type HiddenPlace = Pick<BackendCapabilities, "bindsHiddenReadOnly" | "hostHasSnapshotTree">;
+
 /** `files` as one run's bound hidden files: bound read-only where the backend and user allow. */
 async function bindHidden(
-  backend: "local" | "podman" | "nomad",
+  caps: HiddenPlace,
   common: Omit<BoundHidden, "readOnly">,
   scratch: string,
 ): Promise<PreparedHidden> {
-  if (backend === "nomad" || !canOwnForOthers()) return { bound: { ...common, readOnly: false } };
+  if (!caps.bindsHiddenReadOnly || !canOwnForOthers()) return { bound: { ...common, readOnly: false } };
   const readOnly = await writeReadOnlyFiles(common.files, scratch);
   return { bound: { ...common, readOnly: true }, readOnly };
 }
@@ -210,7 +214,8 @@ async function bindHidden(
 /**
  * The hidden test files of one scoring run, computed on the host from trusted inputs: installed,
  * guarded by decoys (suite tasks, scoring/decoys), the canary added; bound read-only where the
- * backend can (local, podman, as root), else installed by the script (Nomad, not root). An
+ * backend binds them (`bindsHiddenReadOnly`: local, podman) and we are root, else installed by the
+ * script (Nomad, not root). An
  * eval_cmd or per-id task also gets its decoy `twin` (scoring/decoys/twin.ts: every assertion's
  * expected literal changed), scored in a second fresh sandbox where it must fail — every guarded
  * id, for a per-id task (scoring/twin-run.ts); none when no assertion can change (reported
@@ -218,7 +223,7 @@ async function bindHidden(
  * installs the tests itself.
  */
 export async function prepareReadOnlyHidden(
-  backend: "local" | "podman" | "nomad",
+  caps: HiddenPlace,
   hidden: HiddenTests,
   snapshotWorkspace: string,
   signal?: AbortSignal,
@@ -228,18 +233,18 @@ export async function prepareReadOnlyHidden(
   const canary = hidden.suite ? newCanary(hidden.suite.canary, randomBytes(6).toString("hex")) : undefined;
   const plain = await installedHiddenFiles(hidden, snapshotWorkspace, undefined, signal, scratch).catch(
     (err: unknown) => {
-      // Nomad: the host may hold no snapshot work tree; the script installs the tests itself
-      if (backend === "nomad") return undefined;
+      // the host may hold no snapshot work tree (Nomad); the script installs the tests itself
+      if (!caps.hostHasSnapshotTree) return undefined;
       throw err;
     },
   );
   if (!plain || (canary && !plain.some((f) => f.path === canary.file))) return undefined;
   const twin = commandTwin(hidden, plain, (n) => randomInt(n));
   if (twin) {
-    const real = await bindHidden(backend, { files: plain, guard: twin.report }, scratch);
+    const real = await bindHidden(caps, { files: plain, guard: twin.report }, scratch);
     if (!twin.sites) return real;
     try {
-      return { ...real, twin: await bindHidden(backend, { files: twin.files, guard: twin.report }, scratch) };
+      return { ...real, twin: await bindHidden(caps, { files: twin.files, guard: twin.report }, scratch) };
     } catch (err) {
       await real.readOnly?.release();
       throw err;
@@ -251,7 +256,7 @@ export async function prepareReadOnlyHidden(
     content: withCanary(f.path, f.content, canary),
   }));
   return await bindHidden(
-    backend,
+    caps,
     {
       files,
       ...(canary ? { canary } : {}),

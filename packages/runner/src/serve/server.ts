@@ -4,6 +4,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { FlakegymError, HttpError, UsageError } from "../errors.js";
 import { RunDirLockedError } from "../rollout/run-lock.js";
+import { checkGatewayAdvertise } from "../rollout/wire-backend.js";
+import { capabilitiesOf } from "../workers/backend.js";
 import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
 import { checkGroupTasks, GroupTaskError } from "./group-tasks.js";
 import {
@@ -71,19 +73,14 @@ export function serveMaxGroups(o: {
   gatewayAdvertise?: string | undefined;
   maxGroups?: number | undefined;
 }): number {
-  if (o.backend !== "nomad") {
+  if (!capabilitiesOf(o.backend).needsRoutableGateway) {
     if (o.gatewayAdvertise !== undefined)
       throw new UsageError("--gateway-advertise applies to --backend nomad only", "drop --gateway-advertise");
     return o.maxGroups ?? DEFAULT_MAX_GROUPS;
   }
-  if (o.gatewayAdvertise === undefined) {
-    throw new UsageError(
-      "--backend nomad needs --gateway-advertise <host:port>",
-      "name an address of this machine the Nomad clients can reach (not loopback), e.g. --gateway-advertise 10.0.0.5:8089; the gateway listens there",
-    );
-  }
+  checkGatewayAdvertise(o.backend, o.gatewayAdvertise);
   try {
-    parseGatewayAdvertise(o.gatewayAdvertise);
+    parseGatewayAdvertise(o.gatewayAdvertise!);
   } catch (err) {
     throw new UsageError((err as Error).message, (err as FlakegymError).hint);
   }

@@ -6,6 +6,7 @@ import { FlakegymError } from "../errors.js";
 import type { WorkerImageProvenance } from "../run-format/schema.js";
 import { git } from "../tasks/materialize.js";
 import { FLAKEGYM_VERSION } from "../version.js";
+import type { BackendCapabilities } from "../workers/types.js";
 import { commitBase } from "./build.js";
 import { defaultSnapshotCacheDir } from "./key.js";
 import { acquireLock } from "./lock.js";
@@ -28,9 +29,12 @@ export type ImageSnapshotChoice =
   | { readonly use: false; readonly reason: string };
 
 /** The choice for a task on `backend` with worker image `image`. Pure. */
-export function chooseImageSnapshot(image: WorkerImageProvenance, backend: string): ImageSnapshotChoice {
-  if (backend !== "podman")
-    return { use: false, reason: `backend ${backend} (only podman forks an image's tree)` };
+export function chooseImageSnapshot(
+  image: WorkerImageProvenance,
+  backend: { readonly kind: string; readonly capabilities: Pick<BackendCapabilities, "runsHostImages"> },
+): ImageSnapshotChoice {
+  if (!backend.capabilities.runsHostImages)
+    return { use: false, reason: `backend ${backend.kind} (only podman forks an image's tree)` };
   if (image === "host /usr") return { use: false, reason: "no --images nix (workers run on host /usr)" };
   if (image.kind !== "snapshot") return { use: false, reason: `image ${image.ref} is a ${image.kind} image` };
   return { use: true, ref: image.ref, digest: image.digest };

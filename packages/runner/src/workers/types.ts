@@ -43,7 +43,8 @@ export interface WorkerSpec {
   /**
    * Host files (owned by another user than the sandbox's, mode 0444) bound read-only at
    * workspace-relative `path` (local bubblewrap, podman): the hidden tests of a scoring worker,
-   * which code under test can then neither chmod, write, unlink nor rename. Nomad ignores it.
+   * which code under test can then neither chmod, write, unlink nor rename. Honoured where the
+   * backend declares {@link BackendCapabilities.bindsHiddenReadOnly}; others ignore it.
    */
   readonly readOnlyFiles?: readonly { readonly hostPath: string; readonly path: string }[];
 }
@@ -147,8 +148,34 @@ export interface Worker {
   readonly exited?: Promise<WorkerExit>;
 }
 
+/**
+ * What a backend can do, declared by each backend itself, so callers decide on the capability
+ * rather than on the backend's name.
+ */
+export interface BackendCapabilities {
+  /** `WorkerSpec.readOnlyFiles` is honoured: hidden test files are bound read-only into the sandbox. */
+  readonly bindsHiddenReadOnly: boolean;
+  /**
+   * Workers start from the snapshot work tree on this host, so the host can always compute the
+   * hidden test files from it (false: the host may hold no work tree; the scoring script installs them).
+   */
+  readonly hostHasSnapshotTree: boolean;
+  /** Workers run on other machines: the policy gateway needs a routable `--gateway-advertise` address. */
+  readonly needsRoutableGateway: boolean;
+  /**
+   * Workers run the task's image from this host's podman store, so a snapshot can be that image's
+   * work tree (snapshots/from-image.ts).
+   */
+  readonly runsHostImages: boolean;
+  /** Agent workers run the one-byte Cline core where it is built (rollout's run.json provenance). */
+  readonly usesOneByteCore: boolean;
+}
+
+export type BackendKind = "local" | "podman" | "nomad";
+
 export interface WorkerBackend {
-  readonly kind: "local" | "podman" | "nomad";
+  readonly kind: BackendKind;
+  readonly capabilities: BackendCapabilities;
   start(spec: WorkerSpec, signal?: AbortSignal): Promise<Worker>;
   /** Facts for `doctor` (e.g. bubblewrap version, podman runtime, Nomad address). */
   describe(): Promise<Record<string, string>>;

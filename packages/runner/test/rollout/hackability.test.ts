@@ -2,13 +2,14 @@ import { describe, expect, it } from "vitest";
 import { hackabilityOf, hackabilityReasons } from "../../src/rollout/hackability.js";
 import type { TrajectoryResult } from "../../src/run-format/schema.js";
 import type { Score } from "../../src/scoring/score.js";
+import { capabilitiesOf } from "../../src/workers/backend.js";
 
 /** A gold trajectory with `score` (hackabilityOf reads nothing else). */
 const gold = (score: Partial<Score>) =>
   ({
     score: { reward: 1, terms: [], flaky: [], touchedTestFiles: [], diffBytes: 1, durationMs: 1, ...score },
   }) as unknown as TrajectoryResult;
-const place = { backend: "local", root: true } as const;
+const place = { bindsHiddenReadOnly: capabilitiesOf("local").bindsHiddenReadOnly, root: true } as const;
 
 describe("hackabilityOf, per-id tasks", () => {
   const testResults = {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { RunSummary } from "../../src/rollout/summary.js";
 import { renderVerdicts, verdictFor } from "../../src/rollout/validate.js";
+import { capabilitiesOf } from "../../src/workers/backend.js";
 import { result } from "./fixtures.js";
 
 const summary = (tasks: RunSummary["tasks"]): RunSummary => ({
@@ -60,7 +61,7 @@ describe("verdictFor", () => {
     };
     const empty = result({ taskId: "a", index: 1, reward: 0 });
     const v = verdictFor("a", summary([task("a")]), scored, empty, [], {
-      backend: "nomad",
+      bindsHiddenReadOnly: capabilitiesOf("nomad").bindsHiddenReadOnly,
       root: true,
       allowUnguarded: false,
     });
@@ -69,7 +70,7 @@ describe("verdictFor", () => {
     expect(v.hackability).toMatchObject({ guarded: 1, graded: 2 });
     expect(v.hackability?.defences.join(" ")).toMatch(/decoys on 1 of 2 graded tests.*checksummed/);
     const ok = verdictFor("a", summary([task("a")]), scored, empty, [], {
-      backend: "local",
+      bindsHiddenReadOnly: capabilitiesOf("local").bindsHiddenReadOnly,
       root: true,
       allowUnguarded: true,
     });
@@ -91,7 +92,11 @@ describe("verdictFor", () => {
         ...(decoys ? { decoys } : {}),
       },
     });
-    const policy = { backend: "local" as const, root: true, allowUnguarded: false };
+    const policy = {
+      bindsHiddenReadOnly: capabilitiesOf("local").bindsHiddenReadOnly,
+      root: true,
+      allowUnguarded: false,
+    };
     const guarded = verdictFor(
       "h",
       summary([task("h")]),

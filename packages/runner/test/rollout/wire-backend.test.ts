@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { UsageError } from "../../src/errors.js";
 import {
   advertiseListenOf,
+  backendConfigOf,
   checkGatewayAdvertise,
   poolFor,
   wantsPool,
@@ -40,6 +41,38 @@ describe("checkGatewayAdvertise", () => {
     expect(() => checkGatewayAdvertise("nomad", "10.0.0.5:8089")).not.toThrow();
     expect(() => checkGatewayAdvertise("local", undefined)).not.toThrow();
     expect(() => checkGatewayAdvertise("podman", undefined)).not.toThrow();
+  });
+});
+
+describe("backendConfigOf", () => {
+  it("gives local and podman their images, host unless --images nix", () => {
+    expect(backendConfigOf({ backend: "local" }, {}, undefined)).toEqual({ kind: "local" });
+    expect(backendConfigOf({ backend: "podman" }, {}, undefined)).toEqual({ kind: "podman", images: "host" });
+    expect(backendConfigOf({ backend: "podman", images: "nix" }, {}, undefined)).toEqual({
+      kind: "podman",
+      images: "nix",
+    });
+  });
+
+  it("gives nomad the advertised address and the driver FLAKEGYM_NOMAD_DRIVER names", () => {
+    expect(
+      backendConfigOf(
+        { backend: "nomad", images: "nix" },
+        { FLAKEGYM_NOMAD_DRIVER: "podman" },
+        "10.0.0.5:8089",
+      ),
+    ).toEqual({ kind: "nomad", images: "nix", gatewayAdvertise: "10.0.0.5:8089", driver: "podman" });
+    expect(
+      backendConfigOf(
+        { backend: "nomad" },
+        { FLAKEGYM_NOMAD_DRIVER: "raw_exec", FLAKEGYM_NOMAD_ALLOW_UNISOLATED: "1" },
+        "10.0.0.5:8089",
+      ),
+    ).toMatchObject({ kind: "nomad", images: "host", driver: "raw_exec" });
+  });
+
+  it("refuses nomad without a driver, naming the variable", () => {
+    expect(() => backendConfigOf({ backend: "nomad" }, {}, "10.0.0.5:8089")).toThrow(/FLAKEGYM_NOMAD_DRIVER/);
   });
 });
 

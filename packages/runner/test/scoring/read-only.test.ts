@@ -11,6 +11,7 @@ import {
   writeReadOnlyFiles,
 } from "../../src/scoring/read-only.js";
 import type { HiddenTests } from "../../src/scoring/scorer.js";
+import { capabilitiesOf } from "../../src/workers/backend.js";
 
 // The hidden test files as installed, computed on the host from trusted inputs (a real git apply
 // in a private temp repo), and written owned by nobody, read-only.
@@ -117,7 +118,7 @@ describe("installedHiddenFiles", () => {
   });
 
   it("a Nomad worker binds nothing: the script installs the files computed on the host", async () => {
-    const p = await prepareReadOnlyHidden("nomad", hidden({}), snapshot);
+    const p = await prepareReadOnlyHidden(capabilitiesOf("nomad"), hidden({}), snapshot);
     expect(p?.readOnly).toBeUndefined();
     expect(p?.bound.readOnly).toBe(false);
     expect(p?.bound.files.map((f) => f.path)).toEqual(hidden({}).testFiles);
@@ -125,7 +126,7 @@ describe("installedHiddenFiles", () => {
 
   it("an eval_cmd task gets its decoy twin: the same paths, every literal expectation changed; none when there is nothing to change", async () => {
     const evalCmd = { commands: [{ id: "eval_cmd", kind: "eval_cmd" as const, command: "sh tests/run.sh" }] };
-    const p = await prepareReadOnlyHidden("nomad", hidden(evalCmd), snapshot);
+    const p = await prepareReadOnlyHidden(capabilitiesOf("nomad"), hidden(evalCmd), snapshot);
     expect(p?.bound.guard).toEqual({ guarded: ["eval_cmd"], unguarded: [] });
     expect(p?.twin?.bound.readOnly).toBe(false);
     const real = p!.bound.files;
@@ -139,7 +140,7 @@ describe("installedHiddenFiles", () => {
       real.slice(1).map((f) => f.content.toString()),
     );
     const none = await prepareReadOnlyHidden(
-      "nomad",
+      capabilitiesOf("nomad"),
       hidden({
         ...evalCmd,
         testFiles: ["tests/run.sh"],
@@ -159,7 +160,7 @@ describe("prepareReadOnlyHidden, per-id tasks", () => {
 
   it("a per-id task gets its decoy twin, each graded id guarded or said why not", async () => {
     const p = await prepareReadOnlyHidden(
-      "nomad",
+      capabilitiesOf("nomad"),
       hidden(ids(["tests/old.py::test_new", "fail_to_pass"], ["tests/old.py::test_old", "pass_to_pass"])),
       snapshot,
     );
@@ -172,7 +173,7 @@ describe("prepareReadOnlyHidden, per-id tasks", () => {
 
   it("no graded id guarded: scored once, every id reported unguarded", async () => {
     const p = await prepareReadOnlyHidden(
-      "nomad",
+      capabilitiesOf("nomad"),
       hidden(ids(["tests/old.py::test_old", "fail_to_pass"])),
       snapshot,
     );

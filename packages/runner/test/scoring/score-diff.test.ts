@@ -11,6 +11,7 @@ import { buildSnapshot, forkSnapshot } from "../../src/snapshots/build.js";
 import type { Snapshot } from "../../src/snapshots/manifest.js";
 import { snapshotSpecOfTask } from "../../src/snapshots/spec.js";
 import { type LoadedTask, loadTask } from "../../src/tasks/catalog.js";
+import { capabilitiesOf } from "../../src/workers/backend.js";
 import { createLocalBackend } from "../../src/workers/local/local-backend.js";
 import type { WorkerSpec } from "../../src/workers/types.js";
 import { skipWithoutSandbox } from "../helpers/sandbox.js";
@@ -246,7 +247,7 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
         [solution, 1],
         [rewriteAtImport, 0],
       ] as const) {
-        const p = (await prepareReadOnlyHidden("local", ops, snapshot.workspace))!;
+        const p = (await prepareReadOnlyHidden(capabilitiesOf("local"), ops, snapshot.workspace))!;
         try {
           const [file] = p.readOnly!.files;
           expect(p.readOnly!.files.map((f) => f.path)).toEqual(["test/caret-zero.test.mjs"]);

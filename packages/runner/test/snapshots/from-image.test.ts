@@ -17,6 +17,8 @@ import {
 } from "../../src/snapshots/from-image.js";
 import { SnapshotManifest } from "../../src/snapshots/manifest.js";
 import type { SnapshotSpec } from "../../src/snapshots/spec.js";
+import { capabilitiesOf } from "../../src/workers/backend.js";
+import type { BackendKind } from "../../src/workers/types.js";
 
 const image = (kind: RecordedImage["kind"]): RecordedImage => ({
   name: "localhost/flakegym/snapshot-t",
@@ -41,20 +43,22 @@ const spec = (commit: string): SnapshotSpec => ({
   },
 });
 
+const on = (kind: BackendKind) => ({ kind, capabilities: capabilitiesOf(kind) });
+
 describe("chooseImageSnapshot", () => {
   it("uses a task's snapshot image on podman only", () => {
-    expect(chooseImageSnapshot(image("snapshot"), "podman")).toEqual({
+    expect(chooseImageSnapshot(image("snapshot"), on("podman"))).toEqual({
       use: true,
       ref: image("snapshot").ref,
       digest: "d".repeat(64),
     });
-    expect(chooseImageSnapshot(image("profile"), "podman")).toEqual({
+    expect(chooseImageSnapshot(image("profile"), on("podman"))).toEqual({
       use: false,
       reason: `image ${image("profile").ref} is a profile image`,
     });
-    expect(chooseImageSnapshot("host /usr", "podman")).toMatchObject({ use: false });
-    expect(chooseImageSnapshot(image("snapshot"), "local")).toMatchObject({ use: false });
-    expect(chooseImageSnapshot(image("snapshot"), "nomad")).toMatchObject({ use: false });
+    expect(chooseImageSnapshot("host /usr", on("podman"))).toMatchObject({ use: false });
+    expect(chooseImageSnapshot(image("snapshot"), on("local"))).toMatchObject({ use: false });
+    expect(chooseImageSnapshot(image("snapshot"), on("nomad"))).toMatchObject({ use: false });
   });
 });
 

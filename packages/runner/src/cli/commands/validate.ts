@@ -14,6 +14,7 @@ import type { RunConfig } from "../../run-format/schema.js";
 import { canOwnForOthers } from "../../scoring/read-only.js";
 import { TamperPenalty } from "../../scoring/reward.js";
 import { BUILTIN_CATALOG_DIR, listCatalog } from "../../tasks/catalog.js";
+import { capabilitiesOf } from "../../workers/backend.js";
 import { defineCommand } from "../command.js";
 
 export const validateCommand = defineCommand({
@@ -135,7 +136,7 @@ export const validateCommand = defineCommand({
       const cheatResults: CheatResult[] = cheats.map((c, i) => ({ name: c.name, result: byIndex(2 + i) }));
       verdicts.push(
         verdictFor(task, summary, byIndex(0), byIndex(1), cheatResults, {
-          backend: opts.backend,
+          bindsHiddenReadOnly: capabilitiesOf(opts.backend).bindsHiddenReadOnly,
           root: canOwnForOthers(),
           allowUnguarded: opts.allowUnguarded,
         }),

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
 import type { PoolableBackend } from "../pool/types.js";
+import type { BackendCapabilities } from "../types.js";
 import type { AgentLauncher } from "./agent.js";
 import { probeCgroups } from "./cgroup.js";
 import { clineAgentLauncher } from "./cline-agent.js";
@@ -59,6 +60,15 @@ function poolUnavailable(bs: LocalBackendState): Promise<string | undefined> {
  * worker, watchdog.ts and exec.ts run it, pool-slot.ts mounts a pooled worker's fork, and
  * decisions.ts holds the pure decisions.
  */
+/** The local bubblewrap backend's capabilities: sandboxes on this host, bound from its work trees. */
+export const LOCAL_CAPABILITIES: BackendCapabilities = {
+  bindsHiddenReadOnly: true,
+  hostHasSnapshotTree: true,
+  needsRoutableGateway: false,
+  runsHostImages: false,
+  usesOneByteCore: true,
+};
+
 export function createLocalBackend(options: LocalBackendOptions = {}): PoolableBackend {
   const bs: LocalBackendState = {
     options,
@@ -68,6 +78,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): PoolableB
   };
   return {
     kind: "local",
+    capabilities: LOCAL_CAPABILITIES,
     describe: () => describe(bs),
     async start(spec, signal) {
       const w = await openWorker(bs, spec, signal, false);

@@ -1,5 +1,5 @@
 import { agentVersion } from "@flakegym/nomad-jobs";
-import type { WorkerBackend } from "../types.js";
+import type { BackendCapabilities, WorkerBackend } from "../types.js";
 import { type NomadBackendState, sweepOnce, wrapAbort } from "./backend-state.js";
 import { NomadWorkerError } from "./errors.js";
 import { resolvePolicyBaseUrl } from "./gateway.js";
@@ -122,10 +122,24 @@ async function close(st: NomadBackendState): Promise<void> {
   await Promise.allSettled([...st.swept.values()]);
 }
 
+/**
+ * The Nomad backend's capabilities: allocations on other machines, which bind no host files (the
+ * scoring script installs the hidden tests), whose host may hold no snapshot work tree, and which
+ * reach the gateway over the network.
+ */
+export const NOMAD_CAPABILITIES: BackendCapabilities = {
+  bindsHiddenReadOnly: false,
+  hostHasSnapshotTree: false,
+  needsRoutableGateway: true,
+  runsHostImages: false,
+  usesOneByteCore: false,
+};
+
 export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadBackendDeps): NomadBackend {
   const st = newState(parseOptions(input), deps);
   return {
     kind: "nomad",
+    capabilities: NOMAD_CAPABILITIES,
     start: (spec, signal) => start(st, spec, signal),
     describe: () => describe(st),
     close: () => close(st),

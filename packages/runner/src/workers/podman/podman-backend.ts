@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { FlakegymError } from "../../errors.js";
 import { removeWorkerDir } from "../bounded-dirs.js";
 import { depsEnv, hasVenv, SANDBOX_PATHS } from "../local/shape.js";
-import type { Worker, WorkerBackend, WorkerSpec } from "../types.js";
+import type { BackendCapabilities, Worker, WorkerBackend, WorkerSpec } from "../types.js";
 import {
   agentClinePackage,
   createPodmanState,
@@ -35,10 +35,20 @@ export { podmanRunArgs } from "./run-args.js";
  * command workers, cline-vendor's supervisor for agent workers (start-agent.ts); worker.ts serves
  * `exec`, the limits and the end.
  */
+/** The podman backend's capabilities: containers on this host, bind-mounting its work trees. */
+export const PODMAN_CAPABILITIES: BackendCapabilities = {
+  bindsHiddenReadOnly: true,
+  hostHasSnapshotTree: true,
+  needsRoutableGateway: false,
+  runsHostImages: true,
+  usesOneByteCore: false,
+};
+
 export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerBackend {
   const st = createPodmanState(options);
   return {
     kind: "podman",
+    capabilities: PODMAN_CAPABILITIES,
     async describe() {
       const v = await pm(st, ["version", "--format", "{{.Client.Version}}"]).catch(() => undefined);
       return {

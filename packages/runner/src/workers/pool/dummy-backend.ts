@@ -1,4 +1,5 @@
 import { FlakegymError } from "../../errors.js";
+import { LOCAL_CAPABILITIES } from "../local/local-backend.js";
 import type { ExecResult, Worker, WorkerExit, WorkerSpec } from "../types.js";
 import type { IdleWorker, PoolableBackend } from "./types.js";
 
@@ -80,6 +81,7 @@ export function createDummyPoolable(o: DummyPoolableOptions = {}): DummyPoolable
 
   return {
     kind: "local",
+    capabilities: LOCAL_CAPABILITIES,
     booted,
     crashIdle(id) {
       idle.get(id)?.({ reason: "crashed", detail: "dummy crash" });

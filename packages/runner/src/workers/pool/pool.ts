@@ -40,6 +40,7 @@ export function createWorkerPool(inner: PoolableBackend, o: WorkerPoolOptions): 
   ticker.unref();
   return {
     kind: inner.kind,
+    capabilities: inner.capabilities,
     async describe() {
       const s = poolStateOf(p);
       return {

@@ -1,0 +1,84 @@
+import { describe, expect, it } from "vitest";
+import { UsageError } from "../../src/errors.js";
+import { capabilitiesOf, createBackend, parseBackendConfig } from "../../src/workers/backend.js";
+import { LOCAL_CAPABILITIES } from "../../src/workers/local/local-backend.js";
+import { NOMAD_CAPABILITIES } from "../../src/workers/nomad/backend.js";
+import { PODMAN_CAPABILITIES } from "../../src/workers/podman/podman-backend.js";
+
+const nomad = { kind: "nomad", images: "nix", gatewayAdvertise: "10.0.0.5:8089", driver: "docker" } as const;
+
+describe("parseBackendConfig", () => {
+  it("accepts each backend with its own fields, defaulting Nomad's poll interval", () => {
+    expect(parseBackendConfig({ kind: "local" })).toEqual({ kind: "local" });
+    expect(parseBackendConfig({ kind: "podman", images: "host" })).toEqual({
+      kind: "podman",
+      images: "host",
+    });
+    expect(parseBackendConfig(nomad)).toEqual({ ...nomad, pollMs: 5_000 });
+  });
+
+  it("names the missing field of a variant", () => {
+    expect(() => parseBackendConfig({ kind: "podman" })).toThrow(UsageError);
+    expect(() => parseBackendConfig({ kind: "podman" })).toThrow(/images/);
+    const { gatewayAdvertise: _, ...noAddress } = nomad;
+    expect(() => parseBackendConfig(noAddress)).toThrow(/gatewayAdvertise/);
+    expect(() => parseBackendConfig({ ...nomad, gatewayAdvertise: "" })).toThrow(/gatewayAdvertise/);
+  });
+
+  it("names a field that belongs to another backend, and an unknown kind", () => {
+    expect(() => parseBackendConfig({ kind: "local", images: "nix" })).toThrow(/images/);
+    expect(() => parseBackendConfig({ kind: "podman", images: "host", driver: "docker" })).toThrow(/driver/);
+    expect(() => parseBackendConfig({ kind: "docker" })).toThrow(/kind/);
+    expect(() => parseBackendConfig({ ...nomad, driver: "nix" })).toThrow(/driver/);
+  });
+});
+
+describe("backend capabilities", () => {
+  it("are each backend's own declaration, by name", () => {
+    expect(capabilitiesOf("local")).toBe(LOCAL_CAPABILITIES);
+    expect(capabilitiesOf("podman")).toBe(PODMAN_CAPABILITIES);
+    expect(capabilitiesOf("nomad")).toBe(NOMAD_CAPABILITIES);
+  });
+
+  it("say what each backend's name used to decide, unchanged", () => {
+    expect(capabilitiesOf("local")).toEqual({
+      bindsHiddenReadOnly: true,
+      hostHasSnapshotTree: true,
+      needsRoutableGateway: false,
+      runsHostImages: false,
+      usesOneByteCore: true,
+    });
+    expect(capabilitiesOf("podman")).toEqual({
+      bindsHiddenReadOnly: true,
+      hostHasSnapshotTree: true,
+      needsRoutableGateway: false,
+      runsHostImages: true,
+      usesOneByteCore: false,
+    });
+    expect(capabilitiesOf("nomad")).toEqual({
+      bindsHiddenReadOnly: false,
+      hostHasSnapshotTree: false,
+      needsRoutableGateway: true,
+      runsHostImages: false,
+      usesOneByteCore: false,
+    });
+  });
+});
+
+describe("createBackend", () => {
+  it("makes the backend the config names, declaring its capabilities (the real constructors; nothing starts)", async () => {
+    const local = createBackend({ kind: "local" });
+    expect([local.kind, local.capabilities]).toEqual(["local", LOCAL_CAPABILITIES]);
+    const podman = createBackend({ kind: "podman", images: "host" });
+    expect([podman.kind, podman.capabilities]).toEqual(["podman", PODMAN_CAPABILITIES]);
+    const n = createBackend(nomad, { env: { NOMAD_ADDR: "http://127.0.0.1:1" } });
+    expect([n.kind, n.capabilities]).toEqual(["nomad", NOMAD_CAPABILITIES]);
+    await n.close?.();
+  });
+
+  it("refuses an invalid config before making anything, naming the field", () => {
+    expect(() => createBackend({ kind: "nomad", images: "nix", driver: "docker" } as never)).toThrow(
+      /gatewayAdvertise/,
+    );
+  });
+});
