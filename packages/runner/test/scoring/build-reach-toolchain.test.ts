@@ -15,6 +15,12 @@ const root = mkdtempSync(join(tmpdir(), "flakegym-reach-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const NONCE = "0123456789abcdef";
 const has = (bin: string) => spawnSync("sh", ["-c", `command -v ${bin}`]).status === 0;
+/** `skipIf` for a suite that needs `bins` on PATH; prints what is missing. */
+function without(suite: string, ...bins: string[]): boolean {
+  const missing = bins.filter((b) => !has(b));
+  if (missing.length) console.log(`skipped ${suite}: ${missing.join(", ")} not on PATH`);
+  return missing.length > 0;
+}
 const git = (cwd: string, ...args: string[]) =>
   execFileSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...args], { cwd, encoding: "utf8" });
 
@@ -82,7 +88,7 @@ const orphanC = {
   "src/fast.c": "this is not C;\n",
 };
 
-describe.skipIf(!has("make") || !has("gcc"))("c: the compiler says what it compiled", () => {
+describe.skipIf(without("the c probe", "make", "gcc"))("c: the compiler says what it compiled", () => {
   it("a plain Makefile (DEPENDENCIES_OUTPUT): the edited file compiled, the unlisted one not", () => {
     const mk =
       "CFLAGS = -Iinclude\nall: build/x.o\nbuild/x.o: src/x.c\n\tmkdir -p build && $(CC) $(CFLAGS) -c $< -o $@\n";
@@ -99,17 +105,20 @@ describe.skipIf(!has("make") || !has("gcc"))("c: the compiler says what it compi
       hits: ["build src/fast.c"],
     });
   });
-  it.skipIf(!has("cmake"))("CMake: its object dependency files, with absolute paths", () => {
-    const cm =
-      "cmake_minimum_required(VERSION 3.10)\nproject(x C)\ninclude_directories(include)\nadd_library(x src/x.c)\n";
-    expect(reach("c", "c-cmake", { ...C_SRC, "CMakeLists.txt": cm }, orphanC)).toEqual({
-      built: 0,
-      hits: ["build src/fast.c"],
-    });
-  });
+  it.skipIf(without("the CMake probe", "cmake"))(
+    "CMake: its object dependency files, with absolute paths",
+    () => {
+      const cm =
+        "cmake_minimum_required(VERSION 3.10)\nproject(x C)\ninclude_directories(include)\nadd_library(x src/x.c)\n";
+      expect(reach("c", "c-cmake", { ...C_SRC, "CMakeLists.txt": cm }, orphanC)).toEqual({
+        built: 0,
+        hits: ["build src/fast.c"],
+      });
+    },
+  );
 });
 
-describe.skipIf(!has("go"))("go: go list", () => {
+describe.skipIf(without("the go probe", "go"))("go: go list", () => {
   it("a package file compiled; ignore-tagged and _windows files not", () => {
     const base = {
       "go.mod": "module example.com/m\n\ngo 1.19\n",
@@ -124,7 +133,7 @@ describe.skipIf(!has("go"))("go: go list", () => {
   });
 });
 
-describe.skipIf(!has("cargo"))("rust: rustc's dep-info and cargo metadata", () => {
+describe.skipIf(without("the rust probe", "cargo"))("rust: rustc's dep-info and cargo metadata", () => {
   it("a module compiled; a file no mod declares and an undeclared feature not", () => {
     const base = {
       "Cargo.toml": '[package]\nname = "m"\nversion = "0.1.0"\nedition = "2021"\n\n[features]\nfast = []\n',
@@ -143,7 +152,15 @@ describe.skipIf(!has("cargo"))("rust: rustc's dep-info and cargo metadata", () =
 /** This repository's own node_modules (its TypeScript), linked into a test repository. */
 const OUR_MODULES = join(import.meta.dirname, "../../../../node_modules");
 
-describe.skipIf(!existsSync(join(OUR_MODULES, ".bin", "tsc")))("typescript: tsc --listFilesOnly", () => {
+/** The node profile's default build runs `npx --no-install tsc`: both must be there. */
+function withoutTsc(): boolean {
+  if (without("the typescript probe", "npx")) return true;
+  const missing = !existsSync(join(OUR_MODULES, ".bin", "tsc"));
+  if (missing) console.log("skipped the typescript probe: this repository's node_modules has no tsc");
+  return missing;
+}
+
+describe.skipIf(withoutTsc())("typescript: tsc --listFilesOnly", () => {
   it("a file the tsconfig includes is checked; one outside its include is not", () => {
     const base = {
       "tsconfig.json": '{"compilerOptions":{"strict":true,"noEmit":true,"types":[]},"include":["src"]}\n',
