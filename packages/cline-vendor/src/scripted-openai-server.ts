@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { match } from "ts-pattern";
 import { z } from "zod";
+import { closeHttpServers } from "./http-close.js";
 import { ScriptedTurn } from "./scripted-turn.js";
 
 /**
@@ -403,15 +404,7 @@ function waitForRequests(st: ServerState, n: number, timeoutMs: number): Promise
 async function closeServer(st: ServerState): Promise<void> {
   for (const res of st.hung) res.destroy();
   st.hung.clear();
-  await Promise.all(
-    st.servers.map(
-      (s) =>
-        new Promise<void>((resolve) => {
-          s.close(() => resolve());
-          s.closeAllConnections();
-        }),
-    ),
-  );
+  await closeHttpServers(st.servers);
 }
 
 /** Starts the server. Close it with `close()` (also ends hung responses). */
