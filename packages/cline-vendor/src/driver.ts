@@ -149,6 +149,427 @@ function apiReqInfo(text: string): { tokensIn?: number; tokensOut?: number; cost
   }
 }
 
+/** What the driver tracks while a task runs; shared by the named steps of {@link runClineTask}. */
+interface TaskState {
+  readonly options: RunTaskOptions;
+  readonly client: ClineClient;
+  readonly limits: TaskLimits;
+  readonly policy: AskPolicy;
+  /** Deadline of each control call. */
+  readonly callMs: number;
+  readonly tConfigure: number;
+  taskId: string;
+  outcome: Outcome | undefined;
+  tStart: number;
+  firstTokenMs: number | undefined;
+  readonly turns: TurnTiming[];
+  readonly counts: { modelRequests: number; toolCalls: number; apiFailures: number };
+  /** ts → fingerprint of the last version seen. */
+  readonly seen: Map<number, string>;
+  readonly preexisting: Set<number>;
+  readonly apiReqTurn: Map<number, TurnTiming>;
+  readonly toolTs: Set<number>;
+  readonly answered: Set<number>;
+  completionText: string | undefined;
+  lastError: string | undefined;
+  /** The command the agent was approved to run, until the next model request starts. */
+  runningCommand: string | undefined;
+  lastProgress: number;
+  wake: (() => void) | undefined;
+  readonly pending: Promise<void>[];
+  readonly streams: AbortController;
+}
+
+function initialTaskState(options: RunTaskOptions): TaskState {
+  return {
+    options,
+    client: options.client,
+    limits: TaskLimits.parse(options.limits ?? {}),
+    policy: AskPolicy.parse(options.askPolicy ?? {}),
+    callMs: options.callDeadlineMs ?? 15_000,
+    tConfigure: performance.now(),
+    taskId: "",
+    outcome: undefined,
+    tStart: performance.now(),
+    firstTokenMs: undefined,
+    turns: [],
+    counts: { modelRequests: 0, toolCalls: 0, apiFailures: 0 },
+    seen: new Map(),
+    preexisting: new Set(),
+    apiReqTurn: new Map(),
+    toolTs: new Set(),
+    answered: new Set(),
+    completionText: undefined,
+    lastError: undefined,
+    runningCommand: undefined,
+    lastProgress: performance.now(),
+    wake: undefined,
+    pending: [],
+    streams: new AbortController(),
+  };
+}
+
+function emit(st: TaskState, e: DriverEvent): void {
+  try {
+    st.options.onEvent?.(e);
+  } catch {
+    // a failing observer must not break the task
+  }
+}
+
+/** Records the first end only and wakes the waiting loop. */
+function end(st: TaskState, o: Outcome): void {
+  if (st.outcome) return;
+  st.outcome = o;
+  st.wake?.();
+}
+
+function since(st: TaskState): number {
+  return Math.round(performance.now() - st.tStart);
+}
+
+/** Our approvals: everything by Cline itself in "yolo" mode, else nothing (we answer every ask). */
+export function autoApprovalSettingsFor(currentVersion: number | undefined, all: boolean) {
+  return {
+    // The core ignores settings whose version is not newer than its own.
+    version: (currentVersion ?? 0) + 1,
+    actions: {
+      readFiles: all,
+      readFilesExternally: all,
+      editFiles: all,
+      editFilesExternally: all,
+      executeSafeCommands: all,
+      executeAllCommands: all,
+      useBrowser: false,
+      useMcp: false,
+    },
+    enableNotifications: false,
+  };
+}
+
+/** Provider, settings and approvals before newTask; remembers the messages already there. Throws. */
+async function configureCore(st: TaskState, provider: ProviderConfig): Promise<void> {
+  const { client, callMs, options } = st;
+  options.signal?.throwIfAborted();
+  const state = await client.state.getLatestState({ deadlineMs: callMs });
+  if (state.currentTaskItem) await client.task.clearTask({ deadlineMs: callMs });
+  const token = provider.apiKey ?? trajectoryToken();
+  await client.models.updateApiConfigurationProto(
+    { apiConfiguration: apiConfigurationFor(provider, token, st.limits.requestTimeoutMs) },
+    { deadlineMs: callMs },
+  );
+  await client.state.updateSettings(
+    {
+      mode: "ACT",
+      telemetrySetting: "disabled",
+      enableCheckpointsSetting: false,
+      planActSeparateModelsSetting: false,
+      mcpMarketplaceEnabled: false,
+      yoloModeToggled: options.autoApproveAll === true,
+      maxConsecutiveMistakes: options.maxConsecutiveMistakes ?? 3,
+      ...(options.nativeToolCalls !== undefined ? { nativeToolCallEnabled: options.nativeToolCalls } : {}),
+    },
+    { deadlineMs: callMs },
+  );
+  const all = options.autoApproveAll === true;
+  await client.state.updateAutoApprovalSettings(
+    autoApprovalSettingsFor(state.autoApprovalSettings?.version, all),
+    { deadlineMs: callMs },
+  );
+  const fresh = await client.state.getLatestState({ deadlineMs: callMs });
+  for (const raw of fresh.clineMessages) {
+    try {
+      st.preexisting.add(fromStateMessage(raw).ts);
+    } catch {
+      // not a message we can read; it cannot be ours either
+    }
+  }
+}
+
+/** The run of a task whose configuration failed (the caller's abort wins over the error). */
+function configureFailed(st: TaskState, err: unknown): TaskRun {
+  const signal = st.options.signal;
+  const o = signal?.aborted
+    ? outcomeFromAbort(signal.reason)
+    : ({ kind: "infra_error", detail: `configuring the core failed: ${describe(err)}` } as const);
+  emit(st, { type: "ended", outcome: o });
+  return {
+    outcome: o,
+    taskId: st.taskId,
+    timings: { configureMs: Math.round(performance.now() - st.tConfigure), turns: st.turns, totalMs: 0 },
+    counts: st.counts,
+  };
+}
+
+function answerAsk(st: TaskState, ts: number, kind: string, decision: AskDecision): void {
+  emit(st, { type: "ask", ask: kind, decision: decision.action });
+  const send = (responseType: "yesButtonClicked" | "noButtonClicked" | "messageResponse", text?: string) => {
+    const p = st.client.task
+      .askResponse({ responseType, ...(text !== undefined ? { text } : {}) }, { deadlineMs: st.callMs })
+      .catch((err: unknown) => {
+        end(st, { kind: "infra_error", detail: `answering the '${kind}' ask failed: ${describe(err)}` });
+      });
+    st.pending.push(p);
+  };
+  match(decision)
+    .with({ action: "approve" }, { action: "retry" }, () => send("yesButtonClicked"))
+    .with({ action: "deny" }, () => send("noButtonClicked"))
+    .with({ action: "reply" }, (d) => send("messageResponse", d.text))
+    .with({ action: "ignore" }, () => {})
+    .with({ action: "end" }, (d) => {
+      if (d.answer === "deny") send("noButtonClicked");
+      end(st, d.outcome);
+    })
+    .exhaustive();
+  st.answered.add(ts);
+}
+
+/** What makes a message version new to us: partial flag, text and reasoning lengths, its kind (pure). */
+export function messageFingerprint(m: ClineMessage): string {
+  return `${m.partial ? 1 : 0}:${m.text.length}:${m.reasoning?.length ?? 0}:${m.ask ?? m.say}`;
+}
+
+/**
+ * Whether a message is the model's output (pure). The first `text` say is the user's prompt echoed;
+ * model output only follows a request, so nothing counts before the first turn.
+ */
+export function isModelOutput(m: ClineMessage, turnStarted: boolean): boolean {
+  return (
+    turnStarted &&
+    ((m.type === "say" && MODEL_OUTPUT_SAYS.has(m.say ?? "")) ||
+      (m.type === "ask" &&
+        m.ask !== undefined &&
+        (TOOL_ASKS.has(m.ask) || m.ask === "followup" || m.ask === "completion_result")))
+  );
+}
+
+/** The end when the agent started model request `n` and the limit is `max` (pure). */
+export function modelRequestsExceeded(n: number, max: number): Outcome | undefined {
+  if (n <= max) return undefined;
+  return {
+    kind: "limits_exceeded",
+    limit: "model_requests",
+    detail: `the agent started model request ${n}; the limit is ${max}`,
+  };
+}
+
+/** The end when the agent asked for tool call `n` and the limit is `max` (pure). */
+export function toolCallsExceeded(n: number, max: number): Outcome | undefined {
+  if (n <= max) return undefined;
+  return {
+    kind: "limits_exceeded",
+    limit: "tool_calls",
+    detail: `the agent asked for tool call ${n}; the limit is ${max}`,
+  };
+}
+
+/**
+ * A new or updated `api_req_started` say: starts a turn (once per ts) and fills its usage and end.
+ * Returns true when the new turn went over the model-request limit and ended the task.
+ */
+function onApiReqStarted(st: TaskState, m: ClineMessage, now: number): boolean {
+  let turn = st.apiReqTurn.get(m.ts);
+  if (!turn) {
+    st.runningCommand = undefined;
+    turn = { index: st.turns.length, startMs: now };
+    st.turns.push(turn);
+    st.apiReqTurn.set(m.ts, turn);
+    st.counts.modelRequests++;
+    emit(st, { type: "turn_started", index: turn.index, atMs: now });
+    const exceeded = modelRequestsExceeded(st.counts.modelRequests, st.limits.maxModelRequests);
+    if (exceeded) {
+      end(st, exceeded);
+      return true;
+    }
+  }
+  const info = apiReqInfo(m.text);
+  if (info.tokensIn !== undefined) turn.tokensIn = info.tokensIn;
+  if (info.tokensOut !== undefined) turn.tokensOut = info.tokensOut;
+  if (info.done && turn.endMs === undefined) turn.endMs = now;
+  return false;
+}
+
+function onSay(st: TaskState, m: ClineMessage, now: number, isNew: boolean): void {
+  if (m.say === "api_req_started") {
+    if (onApiReqStarted(st, m, now)) return;
+  } else if (m.say === "completion_result") {
+    st.completionText = m.text;
+  } else if (m.say === "error") {
+    st.lastError = m.text;
+  }
+  if (m.say !== undefined && TOOL_ASKS.has(m.say) && isNew && !st.toolTs.has(m.ts)) {
+    // auto-approved tool use (yolo), reported as a say
+    st.toolTs.add(m.ts);
+    st.counts.toolCalls++;
+  }
+}
+
+function onAsk(st: TaskState, m: ClineMessage): void {
+  if (m.partial || st.answered.has(m.ts) || m.ask === undefined) return;
+  if (TOOL_ASKS.has(m.ask) && !st.toolTs.has(m.ts)) {
+    st.toolTs.add(m.ts);
+    st.counts.toolCalls++;
+    const exceeded = toolCallsExceeded(st.counts.toolCalls, st.limits.maxToolCalls);
+    if (exceeded) {
+      st.answered.add(m.ts);
+      end(st, exceeded);
+      return;
+    }
+  }
+  if (m.ask === "api_req_failed") st.counts.apiFailures++;
+  const decision = decideAsk(m.ask, m.text, st.policy, {
+    apiFailures: st.counts.apiFailures,
+    ...(st.completionText !== undefined ? { completionText: st.completionText } : {}),
+  });
+  if (m.ask === "command" && decision.action === "approve") st.runningCommand = m.text;
+  answerAsk(st, m.ts, m.ask, decision);
+}
+
+/** Message handling for both streams: skips old and unchanged versions, then a say or an ask. */
+function onMessage(st: TaskState, m: ClineMessage): void {
+  if (st.outcome || st.preexisting.has(m.ts)) return;
+  const fingerprint = messageFingerprint(m);
+  if (st.seen.get(m.ts) === fingerprint) return;
+  const isNew = !st.seen.has(m.ts);
+  st.seen.set(m.ts, fingerprint);
+  st.lastProgress = performance.now();
+  emit(st, { type: "message", message: m });
+  const now = since(st);
+  const current = st.turns[st.turns.length - 1];
+  if (isModelOutput(m, current !== undefined)) {
+    st.firstTokenMs ??= now;
+    if (current && current.firstTokenMs === undefined) current.firstTokenMs = now;
+  }
+  if (m.type === "say") onSay(st, m, now, isNew);
+  else onAsk(st, m);
+}
+
+async function consume(st: TaskState, name: string, source: AsyncIterable<ClineMessage[]>): Promise<void> {
+  try {
+    for await (const batch of source) for (const m of batch) onMessage(st, m);
+    if (!st.outcome && !st.streams.signal.aborted)
+      end(st, { kind: "infra_error", detail: `the core closed its ${name} stream (did it exit?)` });
+  } catch (err) {
+    if (!st.outcome && !st.streams.signal.aborted)
+      end(st, { kind: "infra_error", detail: `the core's ${name} stream failed: ${describe(err)}` });
+  }
+}
+
+async function* single(src: AsyncIterable<ClineMessage>): AsyncIterable<ClineMessage[]> {
+  for await (const m of src) yield [m];
+}
+
+async function* fromState(
+  src: ReturnType<ClineClient["state"]["subscribeToState"]>,
+): AsyncIterable<ClineMessage[]> {
+  for await (const s of src) {
+    const out: ClineMessage[] = [];
+    for (const raw of s.clineMessages) {
+      try {
+        out.push(fromStateMessage(raw));
+      } catch {
+        // a message shape we do not read
+      }
+    }
+    yield out;
+  }
+}
+
+function subscribe(st: TaskState): Promise<void>[] {
+  const { client, streams } = st;
+  return [
+    consume(st, "partial-message", single(client.ui.subscribeToPartialMessage({ signal: streams.signal }))),
+    consume(st, "state", fromState(client.state.subscribeToState({ signal: streams.signal }))),
+  ];
+}
+
+async function startTask(st: TaskState): Promise<void> {
+  st.tStart = performance.now();
+  st.lastProgress = st.tStart;
+  if (st.outcome) return;
+  try {
+    st.taskId = await st.client.task.newTask({ text: st.options.prompt }, { deadlineMs: st.callMs });
+    emit(st, { type: "task_started", taskId: st.taskId });
+  } catch (err) {
+    end(st, { kind: "infra_error", detail: `newTask failed: ${describe(err)}` });
+  }
+}
+
+/** The watchdog's verdict at `now` (pure): wall clock first, then a stall (no progress for idleMs). */
+export function watchdogVerdict(a: {
+  readonly now: number;
+  readonly tStart: number;
+  readonly lastProgress: number;
+  readonly limits: Pick<TaskLimits, "wallClockMs" | "idleMs">;
+  readonly runningCommand: string | undefined;
+  readonly lastError: string | undefined;
+}): Outcome | undefined {
+  const { now, limits } = a;
+  if (now - a.tStart > limits.wallClockMs)
+    return {
+      kind: "timeout",
+      limit: "wall_clock",
+      detail: `the task ran longer than ${limits.wallClockMs} ms`,
+    };
+  if (now - a.lastProgress > limits.idleMs)
+    return {
+      kind: "timeout",
+      limit: "idle",
+      detail: idleDetail(limits.idleMs, a.runningCommand, a.lastError),
+    };
+  return undefined;
+}
+
+/** How often the watchdog looks: a tenth of the shorter limit, within 25–250 ms (pure). */
+export function watchdogPeriodMs(limits: Pick<TaskLimits, "wallClockMs" | "idleMs">): number {
+  return Math.min(250, Math.max(25, Math.floor(Math.min(limits.idleMs, limits.wallClockMs) / 10)));
+}
+
+/** Waits until something ends the task, with the watchdog running; returns that end. */
+async function waitForEnd(st: TaskState, onCallerAbort: () => void): Promise<Outcome> {
+  const watchdog = setInterval(() => {
+    const verdict = watchdogVerdict({
+      now: performance.now(),
+      tStart: st.tStart,
+      lastProgress: st.lastProgress,
+      limits: st.limits,
+      runningCommand: st.runningCommand,
+      lastError: st.lastError,
+    });
+    if (verdict) end(st, verdict);
+  }, watchdogPeriodMs(st.limits));
+  try {
+    while (!st.outcome) {
+      await new Promise<void>((r) => {
+        st.wake = r;
+      });
+    }
+  } finally {
+    clearInterval(watchdog);
+    st.options.signal?.removeEventListener("abort", onCallerAbort);
+  }
+  return st.outcome;
+}
+
+/** Leaves the core ready for the next task: cancel (unless completed), clear, flush, stop streams. */
+async function leaveCoreReady(
+  st: TaskState,
+  finalOutcome: Outcome,
+  consumers: Promise<void>[],
+): Promise<void> {
+  const { client, callMs } = st;
+  await Promise.allSettled(st.pending);
+  if (st.taskId) {
+    if (finalOutcome.kind !== "completed") {
+      await client.task.cancelTask({ deadlineMs: callMs }).catch(() => {});
+    }
+    await client.task.clearTask({ deadlineMs: callMs }).catch(() => {});
+    await client.state.flushPendingState({ deadlineMs: callMs }).catch(() => {});
+  }
+  st.streams.abort();
+  await Promise.allSettled(consumers);
+}
+
 /**
  * Runs one task on a started core and returns how it ended. Configures the provider (with a
  * per-trajectory token unless `provider.apiKey` is given), ACT mode, telemetry off, checkpoints
@@ -159,313 +580,35 @@ function apiReqInfo(text: string): { tokensIn?: number; tokensOut?: number; cost
  */
 export async function runClineTask(options: RunTaskOptions): Promise<TaskRun> {
   const provider = ProviderConfig.parse(options.provider);
-  const limits = TaskLimits.parse(options.limits ?? {});
-  const policy = AskPolicy.parse(options.askPolicy ?? {});
-  const { client } = options;
-  const callMs = options.callDeadlineMs ?? 15_000;
-  const emit = (e: DriverEvent) => {
-    try {
-      options.onEvent?.(e);
-    } catch {
-      // a failing observer must not break the task
-    }
-  };
-
-  const tConfigure = performance.now();
-  let taskId = "";
-  let outcome: Outcome | undefined;
-  let tStart = performance.now();
-  let firstTokenMs: number | undefined;
-  const turns: TurnTiming[] = [];
-  const counts = { modelRequests: 0, toolCalls: 0, apiFailures: 0 };
-  const seen = new Map<number, string>(); // ts → fingerprint of the last version seen
-  const preexisting = new Set<number>();
-  const apiReqTurn = new Map<number, TurnTiming>();
-  const toolTs = new Set<number>();
-  const answered = new Set<number>();
-  let completionText: string | undefined;
-  let lastError: string | undefined;
-  /** The command the agent was approved to run, until the next model request starts. */
-  let runningCommand: string | undefined;
-  let lastProgress = performance.now();
-  let wake: (() => void) | undefined;
-  const pending: Promise<void>[] = [];
-
-  const end = (o: Outcome) => {
-    if (outcome) return;
-    outcome = o;
-    wake?.();
-  };
-  const since = () => Math.round(performance.now() - tStart);
-
-  // ---- configure ----
-  const streams = new AbortController();
-  const onCallerAbort = () => end(outcomeFromAbort(options.signal?.reason));
+  const st = initialTaskState(options);
+  const onCallerAbort = () => end(st, outcomeFromAbort(options.signal?.reason));
   try {
-    options.signal?.throwIfAborted();
-    const state = await client.state.getLatestState({ deadlineMs: callMs });
-    if (state.currentTaskItem) await client.task.clearTask({ deadlineMs: callMs });
-    const token = provider.apiKey ?? trajectoryToken();
-    await client.models.updateApiConfigurationProto(
-      { apiConfiguration: apiConfigurationFor(provider, token, limits.requestTimeoutMs) },
-      { deadlineMs: callMs },
-    );
-    await client.state.updateSettings(
-      {
-        mode: "ACT",
-        telemetrySetting: "disabled",
-        enableCheckpointsSetting: false,
-        planActSeparateModelsSetting: false,
-        mcpMarketplaceEnabled: false,
-        yoloModeToggled: options.autoApproveAll === true,
-        maxConsecutiveMistakes: options.maxConsecutiveMistakes ?? 3,
-        ...(options.nativeToolCalls !== undefined ? { nativeToolCallEnabled: options.nativeToolCalls } : {}),
-      },
-      { deadlineMs: callMs },
-    );
-    const all = options.autoApproveAll === true;
-    await client.state.updateAutoApprovalSettings(
-      {
-        // The core ignores settings whose version is not newer than its own.
-        version: (state.autoApprovalSettings?.version ?? 0) + 1,
-        actions: {
-          readFiles: all,
-          readFilesExternally: all,
-          editFiles: all,
-          editFilesExternally: all,
-          executeSafeCommands: all,
-          executeAllCommands: all,
-          useBrowser: false,
-          useMcp: false,
-        },
-        enableNotifications: false,
-      },
-      { deadlineMs: callMs },
-    );
-    const fresh = await client.state.getLatestState({ deadlineMs: callMs });
-    for (const raw of fresh.clineMessages) {
-      try {
-        preexisting.add(fromStateMessage(raw).ts);
-      } catch {
-        // not a message we can read; it cannot be ours either
-      }
-    }
+    await configureCore(st, provider);
   } catch (err) {
-    const o = options.signal?.aborted
-      ? outcomeFromAbort(options.signal.reason)
-      : ({ kind: "infra_error", detail: `configuring the core failed: ${describe(err)}` } as const);
-    emit({ type: "ended", outcome: o });
-    return {
-      outcome: o,
-      taskId,
-      timings: { configureMs: Math.round(performance.now() - tConfigure), turns, totalMs: 0 },
-      counts,
-    };
+    return configureFailed(st, err);
   }
-  const configureMs = Math.round(performance.now() - tConfigure);
-  emit({ type: "configured", ms: configureMs });
-
-  // ---- answering asks ----
-  const answer = (ts: number, kind: string, decision: AskDecision) => {
-    emit({ type: "ask", ask: kind, decision: decision.action });
-    const send = (
-      responseType: "yesButtonClicked" | "noButtonClicked" | "messageResponse",
-      text?: string,
-    ) => {
-      const p = client.task
-        .askResponse({ responseType, ...(text !== undefined ? { text } : {}) }, { deadlineMs: callMs })
-        .catch((err: unknown) => {
-          end({ kind: "infra_error", detail: `answering the '${kind}' ask failed: ${describe(err)}` });
-        });
-      pending.push(p);
-    };
-    match(decision)
-      .with({ action: "approve" }, { action: "retry" }, () => send("yesButtonClicked"))
-      .with({ action: "deny" }, () => send("noButtonClicked"))
-      .with({ action: "reply" }, (d) => send("messageResponse", d.text))
-      .with({ action: "ignore" }, () => {})
-      .with({ action: "end" }, (d) => {
-        if (d.answer === "deny") send("noButtonClicked");
-        end(d.outcome);
-      })
-      .exhaustive();
-    answered.add(ts);
-  };
-
-  // ---- message handling (both streams) ----
-  const onMessage = (m: ClineMessage) => {
-    if (outcome || preexisting.has(m.ts)) return;
-    const fingerprint = `${m.partial ? 1 : 0}:${m.text.length}:${m.reasoning?.length ?? 0}:${m.ask ?? m.say}`;
-    if (seen.get(m.ts) === fingerprint) return;
-    const isNew = !seen.has(m.ts);
-    seen.set(m.ts, fingerprint);
-    lastProgress = performance.now();
-    emit({ type: "message", message: m });
-    const now = since();
-    const current = turns[turns.length - 1];
-    // The first `text` say is the user's prompt echoed; model output only follows a request.
-    const isModelOutput =
-      current !== undefined &&
-      ((m.type === "say" && MODEL_OUTPUT_SAYS.has(m.say ?? "")) ||
-        (m.type === "ask" &&
-          m.ask !== undefined &&
-          (TOOL_ASKS.has(m.ask) || m.ask === "followup" || m.ask === "completion_result")));
-    if (isModelOutput) {
-      firstTokenMs ??= now;
-      if (current && current.firstTokenMs === undefined) current.firstTokenMs = now;
-    }
-    if (m.type === "say") {
-      if (m.say === "api_req_started") {
-        let turn = apiReqTurn.get(m.ts);
-        if (!turn) {
-          runningCommand = undefined;
-          turn = { index: turns.length, startMs: now };
-          turns.push(turn);
-          apiReqTurn.set(m.ts, turn);
-          counts.modelRequests++;
-          emit({ type: "turn_started", index: turn.index, atMs: now });
-          if (counts.modelRequests > limits.maxModelRequests) {
-            end({
-              kind: "limits_exceeded",
-              limit: "model_requests",
-              detail: `the agent started model request ${counts.modelRequests}; the limit is ${limits.maxModelRequests}`,
-            });
-            return;
-          }
-        }
-        const info = apiReqInfo(m.text);
-        if (info.tokensIn !== undefined) turn.tokensIn = info.tokensIn;
-        if (info.tokensOut !== undefined) turn.tokensOut = info.tokensOut;
-        if (info.done && turn.endMs === undefined) turn.endMs = now;
-      } else if (m.say === "completion_result") {
-        completionText = m.text;
-      } else if (m.say === "error") {
-        lastError = m.text;
-      }
-      if (m.say !== undefined && TOOL_ASKS.has(m.say) && isNew && !toolTs.has(m.ts)) {
-        // auto-approved tool use (yolo), reported as a say
-        toolTs.add(m.ts);
-        counts.toolCalls++;
-      }
-      return;
-    }
-    // an ask
-    if (m.partial || answered.has(m.ts) || m.ask === undefined) return;
-    if (TOOL_ASKS.has(m.ask) && !toolTs.has(m.ts)) {
-      toolTs.add(m.ts);
-      counts.toolCalls++;
-      if (counts.toolCalls > limits.maxToolCalls) {
-        answered.add(m.ts);
-        end({
-          kind: "limits_exceeded",
-          limit: "tool_calls",
-          detail: `the agent asked for tool call ${counts.toolCalls}; the limit is ${limits.maxToolCalls}`,
-        });
-        return;
-      }
-    }
-    if (m.ask === "api_req_failed") counts.apiFailures++;
-    const decision = decideAsk(m.ask, m.text, policy, {
-      apiFailures: counts.apiFailures,
-      ...(completionText !== undefined ? { completionText } : {}),
-    });
-    if (m.ask === "command" && decision.action === "approve") runningCommand = m.text;
-    answer(m.ts, m.ask, decision);
-  };
-
-  const consume = async (name: string, source: AsyncIterable<ClineMessage[]>) => {
-    try {
-      for await (const batch of source) for (const m of batch) onMessage(m);
-      if (!outcome && !streams.signal.aborted)
-        end({ kind: "infra_error", detail: `the core closed its ${name} stream (did it exit?)` });
-    } catch (err) {
-      if (!outcome && !streams.signal.aborted)
-        end({ kind: "infra_error", detail: `the core's ${name} stream failed: ${describe(err)}` });
-    }
-  };
-  const single = async function* (src: AsyncIterable<ClineMessage>) {
-    for await (const m of src) yield [m];
-  };
-  const fromState = async function* (src: ReturnType<ClineClient["state"]["subscribeToState"]>) {
-    for await (const s of src) {
-      const out: ClineMessage[] = [];
-      for (const raw of s.clineMessages) {
-        try {
-          out.push(fromStateMessage(raw));
-        } catch {
-          // a message shape we do not read
-        }
-      }
-      yield out;
-    }
-  };
-  const consumers = [
-    consume("partial-message", single(client.ui.subscribeToPartialMessage({ signal: streams.signal }))),
-    consume("state", fromState(client.state.subscribeToState({ signal: streams.signal }))),
-  ];
-
-  // ---- start, then wait for an end ----
+  const configureMs = Math.round(performance.now() - st.tConfigure);
+  emit(st, { type: "configured", ms: configureMs });
+  const consumers = subscribe(st);
   if (options.signal) {
     if (options.signal.aborted) onCallerAbort();
     else options.signal.addEventListener("abort", onCallerAbort, { once: true });
   }
-  tStart = performance.now();
-  lastProgress = tStart;
-  if (!outcome) {
-    try {
-      taskId = await client.task.newTask({ text: options.prompt }, { deadlineMs: callMs });
-      emit({ type: "task_started", taskId });
-    } catch (err) {
-      end({ kind: "infra_error", detail: `newTask failed: ${describe(err)}` });
-    }
-  }
-  const watchdog = setInterval(
-    () => {
-      const now = performance.now();
-      if (now - tStart > limits.wallClockMs)
-        end({
-          kind: "timeout",
-          limit: "wall_clock",
-          detail: `the task ran longer than ${limits.wallClockMs} ms`,
-        });
-      else if (now - lastProgress > limits.idleMs)
-        end({
-          kind: "timeout",
-          limit: "idle",
-          detail: idleDetail(limits.idleMs, runningCommand, lastError),
-        });
-    },
-    Math.min(250, Math.max(25, Math.floor(Math.min(limits.idleMs, limits.wallClockMs) / 10))),
-  );
-  try {
-    while (!outcome) {
-      await new Promise<void>((r) => {
-        wake = r;
-      });
-    }
-  } finally {
-    clearInterval(watchdog);
-    options.signal?.removeEventListener("abort", onCallerAbort);
-  }
-  const finalOutcome: Outcome = outcome;
-
-  // ---- leave the core ready for the next task ----
-  await Promise.allSettled(pending);
-  if (taskId) {
-    if (finalOutcome.kind !== "completed") {
-      await client.task.cancelTask({ deadlineMs: callMs }).catch(() => {});
-    }
-    await client.task.clearTask({ deadlineMs: callMs }).catch(() => {});
-    await client.state.flushPendingState({ deadlineMs: callMs }).catch(() => {});
-  }
-  streams.abort();
-  await Promise.allSettled(consumers);
-  const totalMs = since();
-  emit({ type: "ended", outcome: finalOutcome });
+  await startTask(st);
+  const finalOutcome = await waitForEnd(st, onCallerAbort);
+  await leaveCoreReady(st, finalOutcome, consumers);
+  const totalMs = since(st);
+  emit(st, { type: "ended", outcome: finalOutcome });
+  const { firstTokenMs } = st;
   return {
     outcome: finalOutcome,
-    taskId,
-    timings: { configureMs, ...(firstTokenMs !== undefined ? { firstTokenMs } : {}), turns, totalMs },
-    counts,
+    taskId: st.taskId,
+    timings: {
+      configureMs,
+      ...(firstTokenMs !== undefined ? { firstTokenMs } : {}),
+      turns: st.turns,
+      totalMs,
+    },
+    counts: st.counts,
   };
 }

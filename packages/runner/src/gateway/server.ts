@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { closeHttpServers } from "@flakegym/cline-vendor";
 import { FlakegymError, UsageError } from "../errors.js";
 import type { ClientProtocol } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
@@ -270,14 +271,6 @@ async function closeGateway(st: GatewayState): Promise<void> {
   if (st.closed) return;
   st.closed = true;
   await Promise.all([...st.entries.keys()].map((id) => unregister(st, id)));
-  await Promise.all(
-    st.servers.map(
-      (s) =>
-        new Promise<void>((resolve) => {
-          s.close(() => resolve());
-          s.closeAllConnections();
-        }),
-    ),
-  );
+  await closeHttpServers(st.servers);
   if (st.socketPath) rmSync(st.socketPath, { force: true });
 }
