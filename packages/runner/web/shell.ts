@@ -1,6 +1,7 @@
 import { outcomeLook } from "../src/eval/outcome-look.js";
 import type { CompareKind } from "../src/view/compare.js";
 import type { TrajectoryRow } from "../src/view/query.js";
+import type { RunState } from "../src/view/run-state.js";
 import { boot } from "./data.js";
 import { bar, type Child, fmtMs, h } from "./dom.js";
 
@@ -90,6 +91,10 @@ function skipToMain(e: Event) {
   e.preventDefault();
   document.getElementById("main")?.focus();
 }
+
+/** A run's state as its row and page show it: `running` is the one that still changes. */
+export const stateLabel = (s: RunState) =>
+  s === "running" ? "running (live)" : s === "stopped" ? "stopped (--resume finishes it)" : s;
 
 /** An outcome count (no reward): neutral colours by kind. */
 export const outcomeBadge = (o: string, limit?: string) =>

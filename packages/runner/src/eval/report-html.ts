@@ -34,11 +34,29 @@ export function heatColor(p: number | null): string {
   return `hsl(${hue}, 65%, 55%)`;
 }
 
-/** A policy's colour, from a hash of its spec: the same policy has the same colour in every report. */
+/**
+ * Fixed colours of the built-in policies: the reference solution blue, the no-op grey. Neither is
+ * red or green, which mean fail and pass beside them.
+ */
+export const POLICY_COLORS: Readonly<Record<string, string>> = {
+  gold: "hsl(215, 60%, 45%)",
+  empty: "hsl(0, 0%, 55%)",
+};
+
+/** Hues a model's colour is drawn from: blues, purples, magentas and ambers, never red or green. */
+const MODEL_HUES = [195, 230, 255, 275, 295, 315, 40, 55] as const;
+
+/**
+ * A policy's colour: fixed for `gold` and `empty`; for a model or a scripted plan, a hue from
+ * MODEL_HUES chosen by a hash of its spec (the same policy has the same colour in every report). Pure.
+ */
 export function policyColor(spec: string): string {
+  const fixed = POLICY_COLORS[spec];
+  if (fixed) return fixed;
   let h = 0x811c9dc5; // FNV-1a
   for (let i = 0; i < spec.length; i++) h = Math.imul(h ^ spec.charCodeAt(i), 0x01000193) >>> 0;
-  return `hsl(${h % 360}, ${55 + ((h >>> 9) % 20)}%, ${38 + ((h >>> 17) % 12)}%)`;
+  const hue = MODEL_HUES[h % MODEL_HUES.length];
+  return `hsl(${hue}, ${55 + ((h >>> 9) % 15)}%, ${40 + ((h >>> 17) % 10)}%)`;
 }
 const color = (r: EvalReport, i: number) => policyColor(r.policies[i]?.policy ?? String(i));
 

@@ -4,6 +4,10 @@ import { InfraRetryCount, type RunManifest, Score, TrajectoryResult } from "../r
 import type { ConvMessage } from "./conversation.js";
 import { EvalSummary } from "./eval-data.js";
 import type { GroupRow, TrajectoryRow } from "./query.js";
+import { type LockState, runStateOf } from "./run-state.js";
+
+/** A run's state as the viewer shows it (see `runStateOf`). */
+export const RunStateName = z.enum(["complete", "stopped", "failed", "running"]);
 
 /**
  * What each of the viewer's API routes returns (the web app reads these types); `run-data.ts`
@@ -23,6 +27,9 @@ export const RunListItem = z
     outcomes: z.record(z.string(), z.number().int()),
     durationMs: z.number().nullable(),
     complete: z.boolean(),
+    state: RunStateName.describe(
+      "complete / stopped / failed / running, from what the run wrote and its lock",
+    ),
     bytes: z
       .number()
       .int()
@@ -58,7 +65,7 @@ export const RunFacts = z
   .object({
     runId: z.string(),
     createdAt: z.string(),
-    state: z.enum(["complete", "interrupted", "incomplete", "in progress"]),
+    state: RunStateName,
     tasks: z.number().int(),
     groupSize: z.number().int(),
     policies: z.array(z.string()),
@@ -85,11 +92,11 @@ function imagesOf(m: RunManifest): string {
 }
 
 /** A run page's facts from run.json and summary.json. Pure. */
-export function runFactsOf(m: RunManifest, s: RunSummary | null): RunFacts {
+export function runFactsOf(m: RunManifest, s: RunSummary | null, lock: LockState): RunFacts {
   return {
     runId: m.runId,
     createdAt: m.createdAt,
-    state: s ? (s.complete ? "complete" : s.interrupted ? "interrupted" : "incomplete") : "in progress",
+    state: runStateOf(s, lock),
     tasks: m.config.tasks.length,
     groupSize: m.config.groupSize,
     policies: m.config.policies,

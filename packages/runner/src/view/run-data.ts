@@ -6,6 +6,7 @@ import { viewRowOf } from "../run-format/trajectory-record.js";
 import { type CompareKind, type CompareResponse, compareEvals, compareRuns, pageCompare } from "./compare.js";
 import { type ConvMessage, conversationOf } from "./conversation.js";
 import { evalSummaryOf, ReportHead, trialDirsOf } from "./eval-data.js";
+import { type FoundRefs, findRefs } from "./find-refs.js";
 import { indexGroupLines } from "./group-lines.js";
 import { groupRows, queryRows, type RowQuery, type TrajectoryRow } from "./query.js";
 import {
@@ -19,6 +20,7 @@ import {
   type TokensResponse,
   type TrajectoryResponse,
 } from "./responses.js";
+import { lockStateOf, runStateOf } from "./run-state.js";
 import { checkedSegments, type SafeRoot, SEGMENT, ViewPathError } from "./safe-read.js";
 import { type SearchResponse, searchTranscripts } from "./transcript-search.js";
 
@@ -217,6 +219,7 @@ async function runListItem(st: ViewStoreState, ref: string): Promise<RunListItem
     const m = await manifestOf(st, ref);
     const bytes = await dataBytes(st, ref);
     const s = await readJsonFile(st.root, [...checkedSegments(ref), "summary.json"], RunSummary);
+    const state = runStateOf(s, await lockStateOf(st.root, checkedSegments(ref)));
     const head = {
       ref,
       runId: m.runId,
@@ -233,6 +236,7 @@ async function runListItem(st: ViewStoreState, ref: string): Promise<RunListItem
         outcomes: s.trajectories.outcomes,
         durationMs: s.durationMs,
         complete: s.complete,
+        state,
         bytes,
       };
     const { rows } = await rowsOf(st, ref, m.config.policies);
@@ -246,6 +250,7 @@ async function runListItem(st: ViewStoreState, ref: string): Promise<RunListItem
       outcomes,
       durationMs: null,
       complete: false,
+      state,
       bytes,
     };
   } catch (e) {
@@ -261,45 +266,37 @@ async function runListItem(st: ViewStoreState, ref: string): Promise<RunListItem
       outcomes: {},
       durationMs: null,
       complete: false,
+      state: "failed",
       bytes: 0,
       error: e instanceof Error ? e.message : String(e),
     };
   }
 }
 
-/** Run dirs: the st.root itself, or its children and `runs/*` children that hold run.json. */
-async function runRefs(st: ViewStoreState): Promise<string[]> {
-  if (await isRun(st, [])) return [""];
-  const refs: string[] = [];
-  for (const d of await st.root.listDirs([])) if (await isRun(st, [d])) refs.push(d);
-  for (const d of await st.root.listDirs(["runs"]).catch(() => []))
-    if (await isRun(st, ["runs", d])) refs.push(`runs/${d}`);
-  return refs;
+/** The runs and evals under the root, nested ones too (one bounded walk per index). */
+async function refsOf(st: ViewStoreState): Promise<FoundRefs> {
+  return findRefs({
+    listDirs: (segs) => st.root.listDirs([...segs]),
+    has: async (segs, f) => (await st.root.stat([...segs, f])) !== undefined,
+  });
 }
 
-async function evalRefs(st: ViewStoreState): Promise<EvalListItem[]> {
-  const has = async (segs: string[], f: string) => (await st.root.stat([...segs, f])) !== undefined;
-  const out: EvalListItem[] = [];
-  const consider = async (segs: string[]) => {
-    if (!(await has(segs, "report.json"))) return;
-    const report = await reportOf(st, segs);
-    out.push({
-      ref: segs.join("/"),
-      name: segs.at(-1) ?? st.root.dir.split("/").at(-1) ?? "eval",
-      hasHtml: await has(segs, "report.html"),
-      runRef: (await isRun(st, [...segs, "run"])) ? [...segs, "run"].join("/") : null,
-      summary: report.head ? evalSummaryOf(report.head) : {},
-      bytes: report.bytes,
-      ...(report.error ? { error: report.error } : {}),
-    });
+async function runRefs(st: ViewStoreState): Promise<string[]> {
+  return (await refsOf(st)).runs.map((segs) => segs.join("/"));
+}
+
+async function evalItem(st: ViewStoreState, segs: string[]): Promise<EvalListItem> {
+  const has = async (f: string) => (await st.root.stat([...segs, f])) !== undefined;
+  const report = await reportOf(st, segs);
+  return {
+    ref: segs.join("/"),
+    name: segs.at(-1) ?? st.root.dir.split("/").at(-1) ?? "eval",
+    hasHtml: await has("report.html"),
+    runRef: (await isRun(st, [...segs, "run"])) ? [...segs, "run"].join("/") : null,
+    summary: report.head ? evalSummaryOf(report.head) : {},
+    bytes: report.bytes,
+    ...(report.error ? { error: report.error } : {}),
   };
-  if (await has([], "report.json")) await consider([]);
-  else {
-    for (const d of await st.root.listDirs(["evals"]).catch(() => [])) await consider(["evals", d]);
-    if (!(await isRun(st, [])))
-      for (const d of await st.root.listDirs([])) if (d !== "evals" && d !== "runs") await consider([d]);
-  }
-  return out;
 }
 
 /** An eval dir's report.json (lenient, cached by size and mtime); null head: unreadable. */
@@ -379,9 +376,11 @@ async function readGroupLine(st: ViewStoreState, segs: string[], task: string, s
 }
 
 async function indexPage(st: ViewStoreState): ReturnType<ViewStore["index"]> {
-  const runs = await Promise.all((await runRefs(st)).map((ref) => runListItem(st, ref)));
+  const found = await refsOf(st);
+  const runs = await Promise.all(found.runs.map((segs) => runListItem(st, segs.join("/"))));
   runs.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-  return { root: st.root.dir.split("/").at(-1) ?? "", runs, evals: await evalRefs(st) };
+  const evals = await Promise.all(found.evals.map((segs) => evalItem(st, segs)));
+  return { root: st.root.dir.split("/").at(-1) ?? "", runs, evals };
 }
 
 async function runPage(
@@ -404,7 +403,7 @@ async function runPage(
   if (summary?.complete) void groupIndexOf(st, [...checkedSegments(ref), "groups.jsonl"]).catch(() => {});
   return {
     ref,
-    facts: runFactsOf(manifest, summary),
+    facts: runFactsOf(manifest, summary, await lockStateOf(st.root, checkedSegments(ref))),
     stamp: await stamp(st, ref),
     groups: all.length <= q.size ? all : all.filter((g) => onPage.has(g.task)),
     groupsTotal: all.length,

@@ -14,6 +14,7 @@ import {
   cellTarget,
   esc,
   heatColor,
+  POLICY_COLORS,
   policyColor,
   renderReportHtml,
   whyCell,
@@ -235,6 +236,21 @@ describe("drilling down: from a cell to the trial and why it failed", () => {
       label: "limits_exceeded (max_turns)",
     });
     expect(outcomeLook("infra_error", null).tone).toBe("infra");
+  });
+
+  it("gold and empty have fixed colours, and no policy is coloured like pass (green) or fail (red)", () => {
+    const hue = (c: string) => Number(/^hsl\((\d+),/.exec(c)?.[1]);
+    const sat = (c: string) => Number(/^hsl\(\d+, (\d+)%/.exec(c)?.[1]);
+    expect(policyColor("gold")).toBe(POLICY_COLORS.gold);
+    expect(policyColor("empty")).toBe(POLICY_COLORS.empty);
+    const specs = ["gold", "empty", "openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-8B", "scripted:cheat-a.json"];
+    for (let i = 0; i < 200; i++) specs.push(`model-${i}`);
+    for (const s of specs) {
+      const c = policyColor(s);
+      if (sat(c) === 0) continue; // grey
+      expect(hue(c) > 30 && hue(c) < 340, `${s}: ${c} is red`).toBe(true);
+      expect(hue(c) < 80 || hue(c) > 160, `${s}: ${c} is green`).toBe(true);
+    }
   });
 
   it("policy colours depend on the policy's name only", () => {

@@ -107,7 +107,7 @@ describe("an eval's trials in the viewer", () => {
       runId: "r1",
       tasks: 1,
       groupSize: 1,
-      state: "in progress",
+      state: "failed", // no summary.json and no live runner holding run.lock
       atropos: "off",
     });
     expect(Object.keys(run)).not.toContain("manifest");

@@ -2,7 +2,18 @@ import type { CompareKind } from "../../src/view/compare.js";
 import type { IndexResponse } from "../../src/view/responses.js";
 import { api, boot } from "../data.js";
 import { fmtMs, fmtReward, h } from "../dom.js";
-import { evalHref, fmtBytes, fmtPct, layout, link, outcomeBadge, runHref, table, vsHref } from "../shell.js";
+import {
+  evalHref,
+  fmtBytes,
+  fmtPct,
+  layout,
+  link,
+  outcomeBadge,
+  runHref,
+  stateLabel,
+  table,
+  vsHref,
+} from "../shell.js";
 
 /** `#/`: the runs and evals under the served root, and the pickers for comparing two. */
 
@@ -48,7 +59,7 @@ function runRow(r: RunEntry): HTMLTableRowElement {
     ),
     h("td", {}, fmtMs(r.durationMs)),
     h("td", { class: "num" }, fmtBytes(r.bytes)),
-    h("td", {}, r.error ? h("span", { class: "err" }, r.error) : r.complete ? "complete" : "in progress"),
+    h("td", {}, r.error ? h("span", { class: "err" }, r.error) : stateLabel(r.state)),
   );
 }
 
