@@ -16,6 +16,7 @@ import { classifyTarget, type PathKind, type TargetRef } from "./target.js";
 import {
   collectHints,
   DATASET_DIR,
+  extensionCounts,
   guessProfile,
   materializeTarget,
   rootNames,
@@ -140,7 +141,7 @@ async function contractOf(
     return { contract: await writeGenericContract(workspace, "dev-base"), source: "generic" };
   const own = await loadContract(workspace);
   if (own) return { contract: own, source: "repo" };
-  const profile = guessProfile(await rootNames(workspace));
+  const profile = guessProfile(await rootNames(workspace), await extensionCounts(workspace));
   if (o.noScaffold || ref.kind === "task") {
     return { contract: await writeGenericContract(workspace, profile), source: "generic" };
   }

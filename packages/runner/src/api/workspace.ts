@@ -106,18 +106,61 @@ export async function collectHints(workspace: string): Promise<Hint[]> {
   return rankHints(hints);
 }
 
-/** The profile a repository's files suggest (pure over the names at its root). */
-export function guessProfile(rootFiles: ReadonlySet<string>): ProfileId {
-  if (rootFiles.has("Cargo.toml")) return "rust";
-  if (rootFiles.has("go.mod")) return "go";
-  if (rootFiles.has("package.json")) return "node";
-  if (
-    ["pyproject.toml", "setup.py", "tox.ini", "noxfile.py", "requirements.txt"].some((f) => rootFiles.has(f))
-  ) {
-    return "python";
+/** Files at a repository's root that name its language, in the order they decide. */
+const PROFILE_MARKERS: readonly (readonly [ProfileId, (name: string) => boolean])[] = [
+  ["rust", (n) => n === "Cargo.toml"],
+  ["go", (n) => n === "go.mod"],
+  ["node", (n) => n === "package.json" || n === "deno.json"],
+  [
+    "python",
+    (n) =>
+      [
+        "pyproject.toml",
+        "setup.py",
+        "setup.cfg",
+        "tox.ini",
+        "noxfile.py",
+        "pytest.ini",
+        "Pipfile",
+        "poetry.lock",
+        "uv.lock",
+        "conftest.py",
+        "environment.yml",
+      ].includes(n) || /^requirements([-_.][\w.-]*)?\.(txt|in)$/.test(n),
+  ],
+  ["c", (n) => ["CMakeLists.txt", "meson.build", "configure.ac"].includes(n)],
+];
+
+/** Source file extensions and the profile each speaks for. */
+const EXT_PROFILE: Readonly<Record<string, ProfileId>> = {
+  py: "python",
+  rs: "rust",
+  go: "go",
+  js: "node",
+  mjs: "node",
+  cjs: "node",
+  ts: "node",
+  c: "c",
+  h: "c",
+};
+
+/**
+ * The profile a repository's own files suggest: a marker file at its root (Cargo.toml, go.mod,
+ * package.json, any of Python's project, test or requirements files, a C build file), else the
+ * language most of its source files are in (`extCounts`: extension → files), else dev-base. Pure.
+ */
+export function guessProfile(
+  rootFiles: ReadonlySet<string>,
+  extCounts: ReadonlyMap<string, number> = new Map(),
+): ProfileId {
+  for (const [profile, isMarker] of PROFILE_MARKERS) if ([...rootFiles].some(isMarker)) return profile;
+  const votes = new Map<ProfileId, number>();
+  for (const [ext, n] of extCounts) {
+    const p = EXT_PROFILE[ext];
+    if (p) votes.set(p, (votes.get(p) ?? 0) + n);
   }
-  if (rootFiles.has("CMakeLists.txt")) return "c";
-  return "dev-base";
+  const best = [...votes].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0];
+  return best ? best[0] : "dev-base";
 }
 
 /** Writes the generic contract and its stage scripts into the workspace (ours: a copy of the target). */
@@ -138,4 +181,39 @@ export async function rootNames(workspace: string): Promise<Set<string>> {
   return new Set(
     (await readdir(workspace, { withFileTypes: true })).filter((e) => !e.isSymbolicLink()).map((e) => e.name),
   );
+}
+
+const NOT_SOURCE_DIRS = new Set([
+  ".git",
+  "node_modules",
+  "target",
+  "vendor",
+  "dist",
+  "build",
+  ".venv",
+  "venv",
+]);
+
+/**
+ * How many files of each extension the workspace holds, three levels deep and 5 000 entries at
+ * most, symlinks never followed (for {@link guessProfile}).
+ */
+export async function extensionCounts(workspace: string, maxEntries = 5000): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  let seen = 0;
+  let level = [workspace];
+  for (let depth = 0; depth < 3 && level.length && seen < maxEntries; depth++) {
+    const next: string[] = [];
+    for (const dir of level) {
+      const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+      for (const e of entries) {
+        if (++seen > maxEntries) break;
+        if (e.isDirectory() && !NOT_SOURCE_DIRS.has(e.name)) next.push(join(dir, e.name));
+        const ext = e.isFile() ? /\.([a-z]+)$/.exec(e.name)?.[1] : undefined;
+        if (ext) counts.set(ext, (counts.get(ext) ?? 0) + 1);
+      }
+    }
+    level = next;
+  }
+  return counts;
 }

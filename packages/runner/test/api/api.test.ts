@@ -113,6 +113,8 @@ describe.skipIf(skip)("the environment API over real sandboxes", () => {
       return await setup(repo, { sessionsDir, noScaffold: true });
     };
     const good = await make("py-unittest", "python3 -m unittest discover -s tests");
+    // no pyproject, setup.py or flakegym.yml: the profile comes from its sources, not dev-base
+    expect(good.contract.profile).toBe("python");
     const e = await evaluation({ session: good, sessionsDir });
     expect(e.summary).toMatchObject({ tool: "unittest", passed: 1, failed: 1 });
     expect(e).toMatchObject({ ok: true, score: 0.5, scoreSource: "test-summary" });

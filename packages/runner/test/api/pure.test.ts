@@ -199,6 +199,31 @@ describe("scores and checks", () => {
     expect(guessProfile(new Set(["Cargo.toml", "package.json"]))).toBe("rust");
     expect(guessProfile(new Set(["pyproject.toml"]))).toBe("python");
     expect(guessProfile(new Set(["README.md"]))).toBe("dev-base");
+    // a Python repository without pyproject/setup.py: its test or requirements files, else its sources
+    expect(guessProfile(new Set(["setup.cfg", "README.md"]))).toBe("python");
+    expect(guessProfile(new Set(["requirements-dev.txt"]))).toBe("python");
+    expect(guessProfile(new Set(["pytest.ini", "Makefile"]))).toBe("python");
+    expect(
+      guessProfile(
+        new Set(["README.md", "src", "tests"]),
+        new Map([
+          ["py", 12],
+          ["md", 3],
+          ["sh", 1],
+        ]),
+      ),
+    ).toBe("python");
+    expect(
+      guessProfile(
+        new Set(["Makefile"]),
+        new Map([
+          ["c", 5],
+          ["h", 4],
+          ["py", 2],
+        ]),
+      ),
+    ).toBe("c");
+    expect(guessProfile(new Set(["README.md"]), new Map([["md", 9]]))).toBe("dev-base");
     expect(
       renderVerify([
         {
