@@ -12,6 +12,7 @@ export {
   SCREENSHOT_DIR,
   screenshot,
 } from "./browser.js";
+export { writeHubDataset } from "./hf-cache.js";
 export {
   type DoubleTaskInfo,
   type NomadDouble,

@@ -37,7 +37,7 @@ export const RolloutOptions = z.object({
     .min(1)
     .optional()
     .describe(
-      "dataset file (.jsonl or .parquet, swe-agent-13k schema) to roll out instead of --task; needs --policy; rows are scored by build and lint (each row's profile's commands unless --build-cmd/--lint-cmd) and --judge when given (flakegym tasks check lists each row's terms)",
+      "dataset file (.jsonl or .parquet, swe-agent-13k schema; or hf:<org>/<name>[@revision][:split] from the Hugging Face cache) to roll out instead of --task; needs --policy; rows are scored by build and lint (each row's profile's commands unless --build-cmd/--lint-cmd) and --judge when given (flakegym tasks check lists each row's terms)",
     ),
   limit: z
     .number()

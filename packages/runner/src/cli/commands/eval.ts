@@ -21,6 +21,7 @@ import { type DatasetSelection, selectDataset } from "../../rollout/dataset-task
 import { RolloutOptions } from "../../rollout/options.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
+import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import { poolEvent, poolHelp, resolvePool } from "../../workers/pool/decisions.js";
 import { defineCommand } from "../command.js";
 
@@ -65,7 +66,7 @@ export const EvalOptions = RolloutOptions.pick({
     .min(1)
     .optional()
     .describe(
-      "evaluate the rows of a dataset file (.jsonl or .parquet, swe-agent-13k schema) instead; needs --policy; rows are scored by build and lint (their profile's commands unless --build-cmd/--lint-cmd) and --judge",
+      "evaluate the rows of a dataset file (.jsonl or .parquet, swe-agent-13k schema; or hf:<org>/<name>[@revision][:split] from the Hugging Face cache) instead; needs --policy; rows are scored by build and lint (their profile's commands unless --build-cmd/--lint-cmd) and --judge",
     ),
   scenario: z
     .array(z.string().min(1))
@@ -189,7 +190,8 @@ export const evalCommand = defineCommand({
     "flakegym eval --suite smoke --policy openai:http://127.0.0.1:8000/v1#qwen3-8b --baseline evals/base/report.json",
     "flakegym eval --task semver-lite-caret-zero --policy gold --trials 2",
   ],
-  async run(opts, ctx) {
+  async run(opts0, ctx) {
+    const opts = await withDatasetPath(opts0, ctx);
     const evalId = newRunId();
     const scenarios = await scenariosOf(opts, ctx.cwd);
     const tasks = opts.task ?? [];

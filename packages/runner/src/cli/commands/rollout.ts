@@ -28,6 +28,7 @@ import type { RunConfig } from "../../run-format/schema.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
 import { datasetPathError, formatRowError } from "../../tasks/dataset.js";
 import { datasetAsCatalog } from "../../tasks/dataset-catalog.js";
+import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import { printable } from "../../text/looks-binary.js";
 import { poolEvent, resolvePool } from "../../workers/pool/decisions.js";
 import { type CliContext, defineCommand } from "../command.js";
@@ -55,7 +56,8 @@ export const rolloutCommand = defineCommand({
     "flakegym rollout --dataset rows.jsonl --limit 100 --policy openai:http://127.0.0.1:8000/v1#qwen3-8b --build-cmd 'npm test'",
     "flakegym rollout --resume runs/20261121T093000Z-1a2b3c",
   ],
-  async run(given, ctx) {
+  async run(given0, ctx) {
+    const given = given0.resume === undefined ? await withDatasetPath(given0, ctx) : given0;
     const runId = newRunId();
     // where the run writes is checked, and held, before anything starts (no banner, no gc)
     const resuming = given.resume !== undefined;

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { unguardedEvalCmdNote, unguardedIdsNote } from "../../scoring/decoys/twin.js";
 import { detectDatasetFormat } from "../../tasks/dataset.js";
+import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import {
   formatIntakeError,
   formatIntakeSummary,
@@ -28,7 +29,7 @@ export const tasksCheckCommand = defineCommand({
     "listed with what `rollout --dataset` will score it by (its profile's build and lint commands, or\n" +
     "--build-cmd / --lint-cmd, and --judge).",
   options: z.object({
-    dataset: z.string().describe("dataset file (.jsonl or .parquet) or directory of Harbor task dirs"),
+    dataset: z.string().describe("dataset file (.jsonl or .parquet), directory of Harbor task dirs or hf:<org>/<name>[@revision][:split] (a Hugging Face dataset from the hub's local cache, docs/tasks.md)"),
     json: z.boolean().default(false).describe("print the result as JSON"),
     repoMirror: z
       .string()
@@ -51,8 +52,10 @@ export const tasksCheckCommand = defineCommand({
     "flakegym tasks check --dataset rows.jsonl",
     "flakegym tasks check --dataset swe-bench-verified.parquet --json",
     "flakegym tasks check --dataset ./harbor-tasks",
+    "flakegym tasks check --dataset hf:princeton-nlp/SWE-bench_Verified",
   ],
-  async run(opts, ctx) {
+  async run(opts0, ctx) {
+    const opts = await withDatasetPath(opts0, ctx);
     await refuseBinaryJsonl(opts.dataset);
     const progress = !opts.json && ctx.stderr.isTTY;
     const d = await loadIntake(opts.dataset, {

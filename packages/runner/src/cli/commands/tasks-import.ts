@@ -2,6 +2,7 @@ import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
+import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import { formatIntakeError, formatIntakeSummary, loadIntake } from "../../tasks/intake.js";
 import { writeTaskFolder } from "../../tasks/task-dir.js";
 import { printable } from "../../text/looks-binary.js";
@@ -19,7 +20,7 @@ export const tasksImportCommand = defineCommand({
   options: z.object({
     dataset: z
       .string()
-      .describe("SWE-bench-style dataset file (.jsonl or .parquet) or directory of Harbor task dirs"),
+      .describe("SWE-bench-style dataset file (.jsonl or .parquet), directory of Harbor task dirs or hf:<org>/<name>[@revision][:split] (a Hugging Face dataset from the hub's local cache, docs/tasks.md)"),
     out: z.string().describe("catalog directory to write the task folders into (created)"),
     limit: z.number().int().min(1).optional().describe("import only the first N accepted tasks"),
     replace: z.boolean().default(false).describe("replace task folders that exist already"),
@@ -32,7 +33,8 @@ export const tasksImportCommand = defineCommand({
     "flakegym tasks import --dataset swe-bench-lite.parquet --out ./tasks --limit 20",
     "flakegym tasks import --dataset ./harbor-tasks --out ./tasks",
   ],
-  async run(opts, ctx) {
+  async run(opts0, ctx) {
+    const opts = await withDatasetPath(opts0, ctx);
     const path = resolve(ctx.cwd, opts.dataset);
     const d = await loadIntake(path, {
       signal: ctx.signal,
