@@ -1,17 +1,14 @@
 #!/usr/bin/env node
-// The flakegym CLI. Sources run through tsx's loader so a checkout works right after `npm ci`.
-// `flakegym view` (a viewer should open fast) runs from a bundle of its own sources, built once and
-// cached by their content (compiled-view.mjs); when that cache cannot be used, from source like the rest.
-if (process.argv[2] === "view") {
-  const { compiledViewMain } = await import("./compiled-view.mjs");
-  const main = await compiledViewMain(process.env);
-  if (main) {
-    process.exitCode = await main(process.argv.slice(2));
-  } else {
-    await fromSource("../src/cli/view-main.ts");
-  }
+// The flakegym CLI, from a bundle of its TypeScript sources (compiled-bundle.mjs: built by `npm ci` or
+// the first start, cached by their content, so never stale); `flakegym view` from a bundle of its own.
+// When a bundle cannot be used, from source through tsx's loader (FLAKEGYM_FROM_SOURCE=1 asks for it).
+const view = process.argv[2] === "view";
+const { compiledCliMain, compiledViewMain } = await import("./compiled-bundle.mjs");
+const main = await (view ? compiledViewMain : compiledCliMain)(process.env);
+if (main) {
+  process.exitCode = await main(process.argv.slice(2));
 } else {
-  await fromSource("../src/cli/main.ts");
+  await fromSource(view ? "../src/cli/view-main.ts" : "../src/cli/main.ts");
 }
 
 async function fromSource(entry) {

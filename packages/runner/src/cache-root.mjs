@@ -1,5 +1,5 @@
 // The one rule for where flakegym keeps caches. Plain JavaScript (with cache-root.d.mts for
-// TypeScript) because bin/compiled-view.mjs needs it before any TypeScript can run.
+// TypeScript) because bin/compiled-bundle.mjs needs it before any TypeScript can run.
 import { homedir } from "node:os";
 import { join } from "node:path";
 

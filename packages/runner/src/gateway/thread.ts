@@ -74,6 +74,8 @@ interface ThreadState {
 function workerScript(): URL {
   const entry = new URL(`./thread-worker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
   if (!entry.pathname.endsWith(".ts")) return entry;
+  // from a bundle (bin/compiled-bundle.mjs) this resolves from the bundle's dir, which lies inside
+  // the install's node_modules for that reason
   const tsx = import.meta.resolve("tsx/esm/api");
   const code = `const { register } = await import(${JSON.stringify(tsx)}); register(); await import(${JSON.stringify(entry.href)});`;
   return new URL(`data:text/javascript,${encodeURIComponent(code)}`);

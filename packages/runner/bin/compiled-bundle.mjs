@@ -1,7 +1,7 @@
-// `flakegym view` from a JavaScript bundle of its TypeScript sources, built once with esbuild and kept
-// in the user's cache, keyed by the content of every file it was built from. Plain JavaScript: it runs
-// before (and instead of) tsx's loader, whose per-start transpile and module walk were most of the
-// viewer's start-up. Never stale: each start hashes the files the cached bundle was built from and uses
+// The CLI (and `flakegym view`) from a JavaScript bundle of its TypeScript sources, built once with
+// esbuild (at `npm ci`, or by the first start) and kept in a cache, keyed by the content of every file
+// it was built from. Plain JavaScript: it runs before (and instead of) tsx's loader, whose per-start
+// transpile and module walk were most of a command's start-up. Never stale: each start hashes the files the cached bundle was built from and uses
 // it only when they all still hash the same; otherwise it rebuilds (from exactly the bytes it hashed).
 import { createHash } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
@@ -10,10 +10,25 @@ import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { flakegymCacheRoot } from "../src/cache-root.mjs";
 
-/** Bumped when the build below changes in a way the inputs' hashes cannot see. */
-const FORMAT = "view-bundle-1";
+/**
+ * One bundled entry point: its name (the bundle dirs' prefix), its TypeScript entry, and a format
+ * string bumped when the build below changes in a way the inputs' hashes cannot see.
+ * @typedef {{ name: string, entry: string, format: string }} BundleSpec
+ */
+
+/** @type {BundleSpec} */
+export const VIEW_BUNDLE = {
+  name: "view",
+  entry: fileURLToPath(new URL("../src/cli/view-main.ts", import.meta.url)),
+  format: "view-bundle-1",
+};
+/** @type {BundleSpec} */
+export const CLI_BUNDLE = {
+  name: "cli",
+  entry: fileURLToPath(new URL("../src/cli/main.ts", import.meta.url)),
+  format: "cli-bundle-1",
+};
 const SELF = fileURLToPath(import.meta.url);
-const ENTRY = fileURLToPath(new URL("../src/cli/view-main.ts", import.meta.url));
 const POINTER = "current.json";
 const SKIP = Symbol("resolving");
 /** Other bundles are removed once this old (a process started from one may still load a lazy chunk). */
@@ -24,6 +39,18 @@ const PRUNE_AFTER_MS = 24 * 3600_000;
  * @param {Record<string, string | undefined>} env
  */
 export const viewCacheDir = (env) => join(flakegymCacheRoot(env), "view");
+
+/**
+ * Where the CLI's bundle lives: inside the install (`node_modules/.cache/flakegym-cli`, built by
+ * `npm ci`), so a run with its own FLAKEGYM_CACHE (a test's, a fresh snapshot cache) still starts
+ * from the install's bundle, and a bare import the bundle resolves at run time (the gateway thread's
+ * `import.meta.resolve("tsx/esm/api")`) finds the install's packages from there.
+ */
+export function cliCacheDir() {
+  const esbuildMain = createRequire(import.meta.url).resolve("esbuild");
+  const nm = esbuildMain.slice(0, esbuildMain.lastIndexOf("/node_modules/") + "/node_modules".length);
+  return join(nm, ".cache", "flakegym-cli");
+}
 
 /**
  * Why code in this dir must not be run (someone else could have written it), or undefined. Pure.
@@ -41,8 +68,8 @@ export function unsafeCacheDir(st, uid) {
  * The bundle's key: the build format and every input's path and content hash, in a fixed order. Pure.
  * @param {readonly { path: string, sha256: string }[]} inputs
  */
-export function bundleKey(inputs) {
-  const h = createHash("sha256").update(FORMAT);
+export function bundleKey(inputs, format = VIEW_BUNDLE.format) {
+  const h = createHash("sha256").update(format);
   for (const i of [...inputs].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
     h.update(`\0${i.path}\0${i.sha256}`);
   }
@@ -76,8 +103,11 @@ async function settingsFiles(modules) {
   return out;
 }
 
-/** @param {string} cache @returns {Promise<string | undefined>} the bundle's entry if still current */
-async function currentBundle(cache) {
+/**
+ * @param {BundleSpec} spec @param {string} cache
+ * @returns {Promise<string | undefined>} the bundle's entry if still current
+ */
+async function currentBundle(spec, cache) {
   const pointer = await readFile(join(cache, POINTER), "utf8").catch(() => undefined);
   if (!pointer) return undefined;
   /** @type {{ key: string, inputs: { path: string, sha256: string }[] }} */
@@ -91,8 +121,9 @@ async function currentBundle(cache) {
     }),
   );
   if (now.some((i, n) => !i || i.sha256 !== p.inputs[n]?.sha256)) return undefined;
-  if (bundleKey(/** @type {{ path: string, sha256: string }[]} */ (now)) !== p.key) return undefined;
-  const entry = join(cache, `view-${p.key}`, "view-main.js");
+  if (bundleKey(/** @type {{ path: string, sha256: string }[]} */ (now), spec.format) !== p.key)
+    return undefined;
+  const entry = join(cache, `${spec.name}-${p.key}`, entryFile(spec));
   return (await stat(entry).catch(() => undefined))?.isFile() ? entry : undefined;
 }
 
@@ -101,16 +132,16 @@ async function currentBundle(cache) {
  * into a new dir, renamed into place whole, then points current.json at it (written to a temporary
  * file and renamed). Each module's `import.meta.url` becomes its own source file's URL, so paths it
  * derives (the web frontend, package.json) are the same as when run from source.
- * @param {string} cache
+ * @param {BundleSpec} spec @param {string} cache
  */
-async function build(cache) {
+async function build(spec, cache) {
   const esbuild = await import("esbuild");
   /** @type {Map<string, string>} */
   const read = new Map();
   const tmp = join(cache, `tmp-${process.pid}-${Date.now()}`);
   try {
     await esbuild.build({
-      entryPoints: [ENTRY],
+      entryPoints: [spec.entry],
       bundle: true,
       splitting: true,
       format: "esm",
@@ -121,7 +152,7 @@ async function build(cache) {
       logLevel: "silent",
       plugins: [
         {
-          name: "flakegym-view",
+          name: `flakegym-${spec.name}`,
           setup(b) {
             // npm packages stay imports, of the file they resolve to here (the bundle lives elsewhere);
             // workspace packages (TypeScript) are bundled like our own sources
@@ -157,8 +188,8 @@ async function build(cache) {
       ...modules.map((path) => ({ path, sha256: /** @type {string} */ (read.get(path)) })),
       ...(await settingsFiles(modules)),
     ];
-    const key = bundleKey(inputs);
-    const dir = join(cache, `view-${key}`);
+    const key = bundleKey(inputs, spec.format);
+    const dir = join(cache, `${spec.name}-${key}`);
     await rename(tmp, dir).catch(async (e) => {
       if (e?.code !== "ENOTEMPTY" && e?.code !== "EEXIST") throw e; // another start built the same
       await rm(tmp, { recursive: true, force: true });
@@ -166,8 +197,8 @@ async function build(cache) {
     const pointerTmp = join(cache, `${POINTER}.tmp-${process.pid}`);
     await writeFile(pointerTmp, JSON.stringify({ key, inputs }));
     await rename(pointerTmp, join(cache, POINTER));
-    await prune(cache, `view-${key}`);
-    return join(dir, "view-main.js");
+    await prune(cache, `${spec.name}-${key}`);
+    return join(dir, entryFile(spec));
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
@@ -185,35 +216,55 @@ const resolveAsUsual = (b, a) =>
 async function prune(cache, keep) {
   const now = Date.now();
   for (const name of await readdir(cache)) {
-    if (name === keep || name === POINTER || !/^(view-|tmp-)/.test(name)) continue;
+    if (name === keep || name === POINTER || !/^(view-|cli-|tmp-)/.test(name)) continue;
     const st = await stat(join(cache, name)).catch(() => undefined);
     if (st && now - st.mtimeMs > PRUNE_AFTER_MS)
       await rm(join(cache, name), { recursive: true, force: true });
   }
 }
 
+/** The bundle's entry file name (the TypeScript entry's, as JavaScript). @param {BundleSpec} spec */
+const entryFile = (spec) => `${spec.entry.split("/").at(-1)?.replace(/\.ts$/, "")}.js`;
+
 /**
- * The view command's `main` from the cached bundle (built first if missing or stale), or undefined
- * when the cache cannot be used (then the caller runs the sources through tsx; a build error there
- * is reported by tsx as for any other command).
- * @param {Record<string, string | undefined>} env
+ * An entry's `main` from its cached bundle in `cache` (built first if missing or stale), or
+ * undefined when the cache cannot be used (then the caller runs the sources through tsx).
+ * @param {BundleSpec} spec @param {string} cache @param {Record<string, string | undefined>} env
+ * @param {string} what how a refusal names the bundle
  * @returns {Promise<((argv: readonly string[]) => Promise<number>) | undefined>}
  */
-export async function compiledViewMain(env) {
-  if (env.FLAKEGYM_VIEW_FROM_SOURCE === "1") return undefined;
-  const cache = viewCacheDir(env);
+async function compiledMain(spec, cache, env, what) {
   try {
     await mkdir(cache, { recursive: true, mode: 0o700 });
     const why = unsafeCacheDir(await stat(cache), process.getuid?.() ?? -1);
     if (why) {
-      process.stderr.write(`flakegym view: not using the compiled viewer in ${cache}: ${why}\n`);
+      process.stderr.write(`flakegym: not using the compiled ${what} in ${cache}: ${why}\n`);
       return undefined;
     }
-    const entry = (await currentBundle(cache)) ?? (await build(cache));
+    const entry = (await currentBundle(spec, cache)) ?? (await build(spec, cache));
     const mod = await import(pathToFileURL(entry).href);
     return mod.main;
   } catch (e) {
     if (env.FLAKEGYM_DEBUG) console.error(e);
     return undefined;
   }
+}
+
+/**
+ * The view command's `main` from its bundle (in the cache root), or undefined: run from source.
+ * @param {Record<string, string | undefined>} env
+ */
+export async function compiledViewMain(env) {
+  if (env.FLAKEGYM_VIEW_FROM_SOURCE === "1") return undefined;
+  return compiledMain(VIEW_BUNDLE, viewCacheDir(env), env, "viewer");
+}
+
+/**
+ * Every other command's `main` from the CLI's bundle (inside the install), or undefined: run from
+ * source (`FLAKEGYM_FROM_SOURCE=1` asks for that). `FLAKEGYM_TEST_BUNDLE_DIR`: a test's own dir.
+ * @param {Record<string, string | undefined>} env
+ */
+export async function compiledCliMain(env) {
+  if (env.FLAKEGYM_FROM_SOURCE === "1") return undefined;
+  return compiledMain(CLI_BUNDLE, env.FLAKEGYM_TEST_BUNDLE_DIR ?? cliCacheDir(), env, "CLI");
 }

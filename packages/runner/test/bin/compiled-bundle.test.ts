@@ -1,7 +1,14 @@
 import { chmod, mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { bundleKey, compiledViewMain, unsafeCacheDir, viewCacheDir } from "../../bin/compiled-view.mjs";
+import {
+  bundleKey,
+  cliCacheDir,
+  compiledCliMain,
+  compiledViewMain,
+  unsafeCacheDir,
+  viewCacheDir,
+} from "../../bin/compiled-bundle.mjs";
 import { flakegymCacheRoot } from "../../src/cache-root.mjs";
 import { tempDir } from "../helpers/temp-dir.js";
 
@@ -108,5 +115,39 @@ describe("compiledViewMain (a real esbuild build into a private cache)", () => {
 
   it("is not used when FLAKEGYM_VIEW_FROM_SOURCE=1", async () => {
     expect(await compiledViewMain({ FLAKEGYM_VIEW_FROM_SOURCE: "1" })).toBeUndefined();
+  });
+});
+
+describe("compiledCliMain: every command from one bundle beside the install", () => {
+  it("lives inside the install's node_modules (whatever FLAKEGYM_CACHE says)", () => {
+    expect(cliCacheDir()).toMatch(/\/node_modules\/\.cache\/flakegym-cli$/);
+  });
+
+  it("builds once, then answers --version and a command's --help from the bundle", async () => {
+    await using tmp = await tempDir("flakegym-cli-bundle-");
+    const env = { FLAKEGYM_TEST_BUNDLE_DIR: tmp.path };
+    const main = await compiledCliMain(env);
+    expect(typeof main).toBe("function");
+    const pointer = JSON.parse(await readFile(join(tmp.path, "current.json"), "utf8"));
+    expect(await readdir(tmp.path)).toContain(`cli-${pointer.key}`);
+    // the whole CLI: every command's module is among the bundle's inputs
+    expect(pointer.inputs.some((i: { path: string }) => i.path.endsWith("cli/commands/rollout.ts"))).toBe(
+      true,
+    );
+    const out: string[] = [];
+    const write = process.stdout.write;
+    process.stdout.write = ((s: string) => out.push(String(s)) > 0) as typeof process.stdout.write;
+    try {
+      expect(await main!(["--version"])).toBe(0);
+      expect(await main!(["tasks", "check", "--help"])).toBe(0);
+    } finally {
+      process.stdout.write = write;
+    }
+    expect(out.join("")).toMatch(/^\d+\.\d+\.\d+\n/);
+    expect(out.join("")).toMatch(/--dataset/);
+  }, 120_000);
+
+  it("is not used when FLAKEGYM_FROM_SOURCE=1", async () => {
+    expect(await compiledCliMain({ FLAKEGYM_FROM_SOURCE: "1" })).toBeUndefined();
   });
 });
