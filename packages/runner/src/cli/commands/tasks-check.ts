@@ -29,7 +29,11 @@ export const tasksCheckCommand = defineCommand({
     "listed with what `rollout --dataset` will score it by (its profile's build and lint commands, or\n" +
     "--build-cmd / --lint-cmd, and --judge).",
   options: z.object({
-    dataset: z.string().describe("dataset file (.jsonl or .parquet), directory of Harbor task dirs or hf:<org>/<name>[@revision][:split] (a Hugging Face dataset from the hub's local cache, docs/tasks.md)"),
+    dataset: z
+      .string()
+      .describe(
+        "dataset file (.jsonl or .parquet), directory of Harbor task dirs or hf:<org>/<name>[@revision][:split] (a Hugging Face dataset from the hub's local cache, docs/tasks.md)",
+      ),
     json: z.boolean().default(false).describe("print the result as JSON"),
     repoMirror: z
       .string()

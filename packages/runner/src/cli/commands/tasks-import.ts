@@ -20,7 +20,9 @@ export const tasksImportCommand = defineCommand({
   options: z.object({
     dataset: z
       .string()
-      .describe("SWE-bench-style dataset file (.jsonl or .parquet), directory of Harbor task dirs or hf:<org>/<name>[@revision][:split] (a Hugging Face dataset from the hub's local cache, docs/tasks.md)"),
+      .describe(
+        "SWE-bench-style dataset file (.jsonl or .parquet), directory of Harbor task dirs or hf:<org>/<name>[@revision][:split] (a Hugging Face dataset from the hub's local cache, docs/tasks.md)",
+      ),
     out: z.string().describe("catalog directory to write the task folders into (created)"),
     limit: z.number().int().min(1).optional().describe("import only the first N accepted tasks"),
     replace: z.boolean().default(false).describe("replace task folders that exist already"),
