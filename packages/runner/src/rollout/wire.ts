@@ -23,6 +23,7 @@ import { hiddenTestsOf } from "../scoring/hidden-tests.js";
 import { buildSnapshot, type SnapshotProgress } from "../snapshots/build.js";
 import { chooseImageSnapshot, podmanImageTreeReader, snapshotFromImage } from "../snapshots/from-image.js";
 import type { Snapshot } from "../snapshots/manifest.js";
+import { interpreterBindsOf } from "../snapshots/python-shape.js";
 import { type SnapshotSpec, snapshotSpecOfProfile, snapshotSpecOfTask } from "../snapshots/spec.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
@@ -188,7 +189,10 @@ function agentSpec(
 function forkOf(w: Wire, snapshot: Snapshot, t: TaskRuntime) {
   return async (name: string) => {
     const f = await forkIn(w.scratch, snapshot, name, t.limits.diskMb, w.o.signal);
-    return Object.assign(f, { deps: depsOfSnapshot(snapshot, f.tree) });
+    return Object.assign(f, {
+      deps: depsOfSnapshot(snapshot, f.tree),
+      hostBinds: interpreterBindsOf(snapshot.manifest.envInstall),
+    });
   };
 }
 
@@ -246,7 +250,11 @@ async function snapshotOfTask(
   w.snapshots.set(s.key, s);
   // the pool boots workers shaped for this task while the first trajectories fork, no more
   // than the task's trajectories still to start (retries beyond them start cold)
-  const shape = agentSpec(w, t, task, "warm", { workspace: s.workspace, deps: depsOfSnapshot(s, s.tree) });
+  const shape = agentSpec(w, t, task, "warm", {
+    workspace: s.workspace,
+    deps: depsOfSnapshot(s, s.tree),
+    hostBinds: interpreterBindsOf(s.manifest.envInstall),
+  });
   await w.pool?.warm(shape, trajectories);
   return { key: s.key, cached: s.cached };
 }

@@ -8,6 +8,9 @@
  * verified (verifyCheckout). Pure.
  */
 
+/** Bumped when what a checkout holds changes (part of every git source's snapshot key). */
+export const CHECKOUT_POLICY_VERSION = 2;
+
 /** How much of the repository the checkout fetches. */
 export type CheckoutDepth = "base-only" | "ancestry-and-tags";
 
@@ -100,9 +103,7 @@ export function checkoutProblems(f: CheckoutFacts): string[] {
       `${f.beyondBase.length} commit(s) not in the base's history (${f.beyondBase.slice(0, 3).join(", ")})`,
     );
   if (f.unreachable.length > 0)
-    out.push(
-      `${f.unreachable.length} object(s) no ref reaches (${f.unreachable.slice(0, 3).join(", ")})`,
-    );
+    out.push(`${f.unreachable.length} object(s) no ref reaches (${f.unreachable.slice(0, 3).join(", ")})`);
   if (f.leftovers.length > 0) out.push(`leftover state: ${f.leftovers.join(", ")}`);
   return out;
 }

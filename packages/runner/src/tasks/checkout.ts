@@ -64,7 +64,9 @@ export async function checkoutBase(
     throw new FlakegymError(
       "E_CHECKOUT_LEAK",
       `the checkout of ${url} at ${rev} in ${dest} holds more than the base's history: ${problems.join("; ")}`,
-      { hint: "this is a flakegym bug: report it with the repository and commit; the snapshot was not built" },
+      {
+        hint: "this is a flakegym bug: report it with the repository and commit; the snapshot was not built",
+      },
     );
   return { commit, depth, reason, tags: tags.map((t) => t.split(":")[1]!) };
 }
@@ -116,7 +118,10 @@ async function fetchReachableTags(url: string, o: GitOptions): Promise<string[]>
     ...(o.signal ? { cancelSignal: o.signal } : {}),
   });
   if (f.exitCode !== 0)
-    throw new FlakegymError("E_GIT", `git fetch of ${specs.length} tags from ${url} failed: ${f.stderr.trim()}`);
+    throw new FlakegymError(
+      "E_GIT",
+      `git fetch of ${specs.length} tags from ${url} failed: ${f.stderr.trim()}`,
+    );
   return specs;
 }
 

@@ -22,15 +22,16 @@ afterAll(async () => {
 
 describe("checkoutDepthOf", () => {
   it("fetches history and tags only where the package versions from git", () => {
-    expect(checkoutDepthOf({ "pyproject.toml": '[build-system]\nrequires = ["setuptools-scm[toml]>=6.2.3"]' }))
-      .toMatchObject({ depth: "ancestry-and-tags", reason: expect.stringContaining("pyproject.toml") });
+    expect(
+      checkoutDepthOf({ "pyproject.toml": '[build-system]\nrequires = ["setuptools-scm[toml]>=6.2.3"]' }),
+    ).toMatchObject({ depth: "ancestry-and-tags", reason: expect.stringContaining("pyproject.toml") });
     expect(checkoutDepthOf({ "setup.py": "setup(use_scm_version={'write_to': 'x'})" }).depth).toBe(
       "ancestry-and-tags",
     );
     expect(checkoutDepthOf({ "setup.cfg": "[versioneer]\nVCS = git" }).depth).toBe("ancestry-and-tags");
-    expect(checkoutDepthOf({ "setup.py": "setup(name='requests', version=about['__version__'])" })).toMatchObject(
-      { depth: "base-only", reason: expect.stringContaining("base commit alone") },
-    );
+    expect(
+      checkoutDepthOf({ "setup.py": "setup(name='requests', version=about['__version__'])" }),
+    ).toMatchObject({ depth: "base-only", reason: expect.stringContaining("base commit alone") });
     expect(checkoutDepthOf({}).depth).toBe("base-only");
   });
 });
@@ -57,7 +58,14 @@ describe("tag selection", () => {
 });
 
 describe("checkoutProblems", () => {
-  const clean = { base: "x", head: "x", refs: ["refs/tags/1.0"], beyondBase: [], unreachable: [], leftovers: [] };
+  const clean = {
+    base: "x",
+    head: "x",
+    refs: ["refs/tags/1.0"],
+    beyondBase: [],
+    unreachable: [],
+    leftovers: [],
+  };
   it("is empty for a clean checkout and names every kind of leak", () => {
     expect(checkoutProblems(clean)).toEqual([]);
     const p = checkoutProblems({
