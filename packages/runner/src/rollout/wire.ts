@@ -23,6 +23,7 @@ import { hiddenTestsOf } from "../scoring/hidden-tests.js";
 import { buildSnapshot, type SnapshotProgress } from "../snapshots/build.js";
 import { chooseImageSnapshot, podmanImageTreeReader, snapshotFromImage } from "../snapshots/from-image.js";
 import type { Snapshot } from "../snapshots/manifest.js";
+import { pythonOptionsOf } from "../snapshots/python-providers.js";
 import { interpreterBindsOf } from "../snapshots/python-shape.js";
 import { type SnapshotSpec, snapshotSpecOfProfile, snapshotSpecOfTask } from "../snapshots/spec.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
@@ -242,6 +243,7 @@ async function snapshotOfTask(
     : await buildSnapshot(spec, {
         signal,
         ...cacheDir,
+        python: pythonOptionsOf(w.o.python, w.o.env),
         onProgress: (ev) => {
           const line = snapshotProgressLine(ev);
           if (line !== undefined) progress(line);

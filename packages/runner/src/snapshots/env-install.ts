@@ -1,8 +1,8 @@
 import type { ProfileId } from "@flakegym/profiles";
 import { match } from "ts-pattern";
 import { z } from "zod";
-import { VENV_DIR } from "../workers/local/shape.js";
 import { PYTHON_INTERPRETER_ENV } from "../tasks/swebench-env-specs.js";
+import { VENV_DIR } from "../workers/local/shape.js";
 import { PYTHON_PROVIDERS } from "./python-choice.js";
 
 /**

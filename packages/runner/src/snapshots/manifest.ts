@@ -49,7 +49,9 @@ export const SnapshotManifest = z
       })
       .strict()
       .optional()
-      .describe("how a git source was checked out: nothing from after the base, verified (tasks/checkout.ts)"),
+      .describe(
+        "how a git source was checked out: nothing from after the base, verified (tasks/checkout.ts)",
+      ),
     profile: z.string().describe("toolchain profile"),
     install: z.array(z.string()).describe("install commands that ran (the task's, or the profile's default)"),
     envInstall: EnvInstallRecord.optional().describe(

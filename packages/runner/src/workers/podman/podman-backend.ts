@@ -3,8 +3,8 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { FlakegymError } from "../../errors.js";
 import { removeWorkerDir } from "../bounded-dirs.js";
-import { depsEnv, hasVenv, SANDBOX_PATHS } from "../local/shape.js";
 import { hostBindsOf } from "../local/decisions.js";
+import { depsEnv, hasVenv, SANDBOX_PATHS } from "../local/shape.js";
 import type { BackendCapabilities, Worker, WorkerBackend, WorkerSpec } from "../types.js";
 import {
   agentClinePackage,
