@@ -31,7 +31,7 @@ import {
 } from "./manifest.js";
 import { type PythonChoice, pythonKeyOf } from "./python-choice.js";
 import { type PythonOptions, resolvePython } from "./python-providers.js";
-import { pythonShapeOf } from "./python-shape.js";
+import { pythonShapeOf, SYSTEM_CA_BUNDLES } from "./python-shape.js";
 import type { SnapshotSpec } from "./spec.js";
 import { toolchainIdentity } from "./toolchain-identity.js";
 
@@ -255,8 +255,14 @@ async function installPlanOf(st: BuildState, pins: string): Promise<EnvInstallPl
   return plan;
 }
 
+/** The first of SYSTEM_CA_BUNDLES this machine has (bound into every sandbox with /etc/ssl). */
+async function systemCaBundle(): Promise<string | undefined> {
+  for (const f of SYSTEM_CA_BUNDLES) if ((await stat(f).catch(() => undefined))?.isFile()) return f;
+  return undefined;
+}
+
 /** A sandbox shape over the build's tree, with `network`. */
-function buildShape(st: BuildState, network: "none" | "host") {
+async function buildShape(st: BuildState, network: "none" | "host") {
   return prepareShape({
     id: `snap-${st.key.slice(0, 16)}-${randomBytes(3).toString("hex")}`,
     profile: st.spec.profile,
@@ -265,7 +271,7 @@ function buildShape(st: BuildState, network: "none" | "host") {
     stateDir: join(st.tmp, "state"),
     limits: st.spec.limits,
     network,
-    ...pythonShapeOf(st.opts.choice),
+    ...pythonShapeOf(st.opts.choice, network === "host" ? await systemCaBundle() : undefined),
     ...(st.opts.unsafeNoSandbox ? { unsafeNoSandbox: true } : {}),
   });
 }
