@@ -127,6 +127,7 @@ export function gatewayListenOf(scratch: string, advertised: string | undefined)
 export function snapshotProgressLine(ev: SnapshotProgress): string | undefined {
   if (ev.kind === "step") return `${ev.step} ${ev.status}`;
   if (ev.kind === "wait") return "waiting for another build of the same snapshot";
+  if (ev.kind === "python") return ev.text;
   return undefined;
 }
 

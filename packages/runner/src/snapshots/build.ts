@@ -29,7 +29,7 @@ import {
   type SnapshotStep,
   snapshotOf,
 } from "./manifest.js";
-import { type PythonChoice, pythonKeyOf } from "./python-choice.js";
+import { type PythonChoice, pythonChoiceLine, pythonKeyOf } from "./python-choice.js";
 import { type PythonOptions, resolvePython } from "./python-providers.js";
 import { pythonShapeOf, SYSTEM_CA_BUNDLES } from "./python-shape.js";
 import type { SnapshotSpec } from "./spec.js";
@@ -40,7 +40,9 @@ export type SnapshotProgress =
   | { kind: "cached"; key: string }
   | { kind: "wait"; key: string; owner?: { pid: number; host: string } }
   | { kind: "step"; step: string; status: "start" | "ok" | "failed"; durationMs?: number }
-  | { kind: "output"; text: string };
+  | { kind: "output"; text: string }
+  /** The interpreter chosen for a python task (or the allowed mismatch), before the key. */
+  | { kind: "python"; text: string };
 
 export interface BuildOptions {
   readonly cacheDir?: string;
@@ -84,6 +86,7 @@ export async function buildSnapshot(spec: SnapshotSpec, opts: BuildOptions = {})
   await mkdir(join(cacheDir, "tmp"), { recursive: true });
   const toolchain = await toolchainIdentity(spec.profile, join(cacheDir, "tmp"), opts.unsafeNoSandbox);
   const python = await pythonChoiceOf(spec, opts.python);
+  if (python) opts.onProgress?.({ kind: "python", text: pythonChoiceLine(python) });
   const key = snapshotKey({
     repo: spec.repo,
     commit: spec.commit,

@@ -137,3 +137,12 @@ export function pythonKeyOf(choice: PythonChoice | undefined): string | undefine
   if (choice.kind === "mismatch-allowed") return `mismatch-allowed ${choice.wanted}`;
   return undefined;
 }
+
+/** One line saying which interpreter a task runs on, for progress output. Pure. */
+export function pythonChoiceLine(choice: PythonChoice): string {
+  if (choice.kind === "match")
+    return `python ${choice.candidate.version} for wanted ${choice.wanted} (${choice.candidate.provider}: ${choice.candidate.interpreter})`;
+  if (choice.kind === "mismatch-allowed")
+    return `python: wanted ${choice.wanted} not found; the sandbox's python3 runs it (--allow-python-mismatch)`;
+  return `python: ${choice.reason}`;
+}

@@ -66,6 +66,9 @@ export const snapshotBuildCommand = defineCommand({
           case "output":
             if (opts.verbose && !opts.json) ctx.stderr.write(ev.text);
             break;
+          case "python":
+            say(`  ${ev.text}`);
+            break;
         }
       },
     });
