@@ -35,6 +35,32 @@ interface Row {
   readonly fix_commit: string;
 }
 
+/**
+ * Rows whose gold fails for a reason outside checkout and interpreter, by test: the scorer renames
+ * every graded test to a random name (scoring/decoys/guard.ts), and a pytester test that asserts on
+ * its own module's name (`self.id()` of the file pytester names after the test) then fails — it
+ * passes under its own name on the same snapshot (checked by hand on 3.9.18). Everything else of
+ * such a row must pass: FAIL_TO_PASS all, PASS_TO_PASS all but these.
+ */
+const KNOWN_SCORER_FAILURES: Readonly<Record<string, readonly string[]>> = {
+  "pytest-dev__pytest-bd642fac": ["testing/test_unittest.py::test_pdb_teardown_called"],
+};
+
+/** The gold trajectory of a known row: FAIL_TO_PASS all passed, PASS_TO_PASS failing only where known. */
+async function expectOnlyKnownFailures(runDir: string, instanceId: string): Promise<void> {
+  const task = instanceId.toLowerCase();
+  const score = JSON.parse(
+    await readFile(join(runDir, task, "trajectories", `${task}-t0`, "score.json"), "utf8"),
+  ) as { testResults: Record<"failToPass" | "passToPass", Record<string, string>> };
+  const failing = (m: Record<string, string>) => Object.keys(m).filter((t) => m[t] !== "passed");
+  console.log(
+    `swebench-real: ${task} gold failing: ${JSON.stringify(failing(score.testResults.passToPass))}`,
+  );
+  expect(failing(score.testResults.failToPass), `${task}: FAIL_TO_PASS`).toEqual([]);
+  for (const t of failing(score.testResults.passToPass))
+    expect(KNOWN_SCORER_FAILURES[instanceId], `${task}: ${t} fails`).toContain(t);
+}
+
 /** The manifest of the snapshot a validate run of `task` used (its run.json names the key). */
 async function snapshotManifestOf(runDir: string, task: string): Promise<Record<string, unknown>> {
   const run = JSON.parse(await readFile(join(runDir, task, "run.json"), "utf8")) as {
@@ -179,12 +205,15 @@ describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from publi
         .filter((l) => /^(TASK|\S+\s+\d\.\d\d\s)/.test(l))
         .join("\n"),
     );
-    expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
-    for (const row of rows) {
+    const clean = rows.filter((x) => !KNOWN_SCORER_FAILURES[x.instance_id]);
+    const known = rows.filter((x) => KNOWN_SCORER_FAILURES[x.instance_id]);
+    expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(known.length === 0 ? 0 : 1);
+    for (const row of clean) {
       const id = row.instance_id.toLowerCase().replace(/[.]/g, "\\.");
       expect(r.stdout).toMatch(new RegExp(`^${id}\\s+1\\.00\\s+0\\.00\\s+-\\s+0\\s+\\d+/\\d+\\s+PASS$`, "m"));
     }
-    expect(r.stdout).toContain(`${rows.length} passed, 0 failed, 0 skipped`);
+    expect(r.stdout).toContain(`${clean.length} passed, ${known.length} failed, 0 skipped`);
+    for (const row of known) await expectOnlyKnownFailures(join(tmp.path, "run"), row.instance_id);
     for (const row of rows.filter((x) => x.language === "Python")) {
       const id = row.instance_id.toLowerCase();
       const m = await snapshotManifestOf(join(tmp.path, "run"), id);

@@ -48,10 +48,12 @@ export async function checkoutBase(
   opts.log?.(`checkout: ${reason}`);
   let tags: string[] = [];
   if (depth === "ancestry-and-tags") {
-    await git(["fetch", "-q", "--no-tags", "--unshallow", url, `+${rev}:${WORK_REF}`], {
-      ...o,
-      timeoutMs: 1_800_000,
-    });
+    // a base without parents is complete at depth 1 (git refuses --unshallow then)
+    if ((await git(["rev-parse", "--is-shallow-repository"], o)) === "true")
+      await git(["fetch", "-q", "--no-tags", "--unshallow", url, `+${rev}:${WORK_REF}`], {
+        ...o,
+        timeoutMs: 1_800_000,
+      });
     tags = await fetchReachableTags(url, o);
     opts.log?.(`checkout: ${tags.length} tag(s) reachable from ${rev}`);
   }

@@ -122,6 +122,22 @@ describe("checkoutBase (real git)", () => {
     await expect(g(["cat-file", "-e", m.fix])).rejects.toThrow();
   });
 
+  it("a git-versioned repository whose base is its root commit needs no unshallowing", async () => {
+    const dir = join(tmp, "upstream-root");
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "setup.py"), "setup(use_scm_version=True)\n");
+    const base = await (async () => {
+      const g = (args: string[]) => git(args, { cwd: dir });
+      await g(["init", "-q", "-b", "main"]);
+      await g(["add", "-A"]);
+      await g(["commit", "-q", "-m", "root"]);
+      await g(["tag", "v0.1"]);
+      return await g(["rev-parse", "HEAD"]);
+    })();
+    const r = await checkoutBase(join(tmp, "ws-root"), pathToFileURL(dir).href, base);
+    expect(r).toMatchObject({ commit: base, depth: "ancestry-and-tags", tags: ["refs/tags/v0.1"] });
+  });
+
   it("any other repository gets the base commit alone", async () => {
     const m = await mirrorWithFuture(false);
     const dest = join(tmp, "ws-plain");
