@@ -29,6 +29,9 @@ export const ERROR_CODES = [
   // tasks and their sources (tasks/)
   "E_GIT",
   "E_REPO_MISSING",
+  "E_CHECKOUT_LEAK",
+  "E_PYTHON_MISSING",
+  "E_PYTHON_MISMATCH",
   // Nix flake facts (nix/)
   "E_ABORTED",
   "E_NIX_EVAL",

@@ -1,5 +1,6 @@
 import type { RecordedImage } from "../run-format/schema.js";
 import type { ImageTreeReader } from "../snapshots/from-image.js";
+import type { PythonOptions } from "../snapshots/python-providers.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
 import type { PoolState } from "../workers/pool/types.js";
 import type { WorkerBackend } from "../workers/types.js";
@@ -14,6 +15,8 @@ export interface WireOptions {
   readonly judgeApiKey?: string;
   /** Snapshot cache directory (default: the snapshots module's default). */
   readonly snapshotCacheDir?: string;
+  /** Interpreters named for python tasks, and whether another version is allowed (else from env: FLAKEGYM_PYTHON…). */
+  readonly python?: PythonOptions;
   /** How a snapshot image's /workspace is read (default: podman); tests pass dummyImageTreeReader. */
   readonly imageTreeReader?: ImageTreeReader;
   /** Where forks and gateway sockets go (default: the OS temp dir). */

@@ -23,6 +23,8 @@ import { hiddenTestsOf } from "../scoring/hidden-tests.js";
 import { buildSnapshot, type SnapshotProgress } from "../snapshots/build.js";
 import { chooseImageSnapshot, podmanImageTreeReader, snapshotFromImage } from "../snapshots/from-image.js";
 import type { Snapshot } from "../snapshots/manifest.js";
+import { pythonOptionsOf } from "../snapshots/python-providers.js";
+import { interpreterBindsOf } from "../snapshots/python-shape.js";
 import { type SnapshotSpec, snapshotSpecOfProfile, snapshotSpecOfTask } from "../snapshots/spec.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
@@ -125,6 +127,7 @@ export function gatewayListenOf(scratch: string, advertised: string | undefined)
 export function snapshotProgressLine(ev: SnapshotProgress): string | undefined {
   if (ev.kind === "step") return `${ev.step} ${ev.status}`;
   if (ev.kind === "wait") return "waiting for another build of the same snapshot";
+  if (ev.kind === "python") return ev.text;
   return undefined;
 }
 
@@ -188,7 +191,10 @@ function agentSpec(
 function forkOf(w: Wire, snapshot: Snapshot, t: TaskRuntime) {
   return async (name: string) => {
     const f = await forkIn(w.scratch, snapshot, name, t.limits.diskMb, w.o.signal);
-    return Object.assign(f, { deps: depsOfSnapshot(snapshot, f.tree) });
+    return Object.assign(f, {
+      deps: depsOfSnapshot(snapshot, f.tree),
+      hostBinds: interpreterBindsOf(snapshot.manifest.envInstall),
+    });
   };
 }
 
@@ -238,6 +244,7 @@ async function snapshotOfTask(
     : await buildSnapshot(spec, {
         signal,
         ...cacheDir,
+        python: pythonOptionsOf(w.o.python, w.o.env),
         onProgress: (ev) => {
           const line = snapshotProgressLine(ev);
           if (line !== undefined) progress(line);
@@ -246,7 +253,11 @@ async function snapshotOfTask(
   w.snapshots.set(s.key, s);
   // the pool boots workers shaped for this task while the first trajectories fork, no more
   // than the task's trajectories still to start (retries beyond them start cold)
-  const shape = agentSpec(w, t, task, "warm", { workspace: s.workspace, deps: depsOfSnapshot(s, s.tree) });
+  const shape = agentSpec(w, t, task, "warm", {
+    workspace: s.workspace,
+    deps: depsOfSnapshot(s, s.tree),
+    hostBinds: interpreterBindsOf(s.manifest.envInstall),
+  });
   await w.pool?.warm(shape, trajectories);
   return { key: s.key, cached: s.cached };
 }

@@ -12,7 +12,12 @@ export interface WorkerSpecBase {
   readonly task: TaskRuntime;
   readonly image: WorkerImageProvenance;
   /** The fork the worker runs in. */
-  readonly fork: { readonly workspace: string; readonly deps: string | undefined };
+  readonly fork: {
+    readonly workspace: string;
+    readonly deps: string | undefined;
+    /** Host dirs its sandboxes bind read-only at their own path (the snapshot's interpreter). */
+    readonly hostBinds?: readonly string[] | undefined;
+  };
 }
 
 /** The `image` field of a spec: none for this machine's /usr. Pure. */
@@ -48,6 +53,7 @@ export function agentWorkerSpec(
     profile: base.task.profile,
     workspace: base.fork.workspace,
     ...(base.fork.deps ? { depsDir: base.fork.deps } : {}),
+    ...(base.fork.hostBinds?.length ? { hostBinds: base.fork.hostBinds } : {}),
     gateway: { socketPath: gateway.socketPath, ...(gateway.url ? { url: gateway.url } : {}) },
     limits: workerLimitsOf(base.task, agentWorkerWallClockMs(limits.timeoutMs)),
     agent: true,
@@ -69,6 +75,7 @@ export function scoringWorkerSpec(
     profile: base.task.profile,
     workspace: base.fork.workspace,
     ...(base.fork.deps ? { depsDir: base.fork.deps } : {}),
+    ...(base.fork.hostBinds?.length ? { hostBinds: base.fork.hostBinds } : {}),
     gateway: {},
     limits: workerLimitsOf(
       base.task,

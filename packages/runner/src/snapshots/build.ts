@@ -4,6 +4,8 @@ import { dirname, join } from "node:path";
 import { commitWorkspace } from "@flakegym/cline-vendor";
 import type { z } from "zod";
 import { FlakegymError } from "../errors.js";
+import { CHECKOUT_POLICY_VERSION } from "../tasks/checkout-policy.js";
+import type { CheckoutRecord } from "../tasks/materialize.js";
 import { CATALOG_GIT_IDENTITY } from "../tasks/task-spec.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import { runSandboxed } from "../workers/local/sandbox.js";
@@ -27,6 +29,9 @@ import {
   type SnapshotStep,
   snapshotOf,
 } from "./manifest.js";
+import { type PythonChoice, pythonChoiceLine, pythonKeyOf } from "./python-choice.js";
+import { type PythonOptions, resolvePython } from "./python-providers.js";
+import { pythonShapeOf, SYSTEM_CA_BUNDLES } from "./python-shape.js";
 import type { SnapshotSpec } from "./spec.js";
 import { toolchainIdentity } from "./toolchain-identity.js";
 
@@ -35,7 +40,9 @@ export type SnapshotProgress =
   | { kind: "cached"; key: string }
   | { kind: "wait"; key: string; owner?: { pid: number; host: string } }
   | { kind: "step"; step: string; status: "start" | "ok" | "failed"; durationMs?: number }
-  | { kind: "output"; text: string };
+  | { kind: "output"; text: string }
+  /** The interpreter chosen for a python task (or the allowed mismatch), before the key. */
+  | { kind: "python"; text: string };
 
 export interface BuildOptions {
   readonly cacheDir?: string;
@@ -44,9 +51,29 @@ export interface BuildOptions {
   /** Per-step timeout, ms (default 30 min). */
   readonly stepTimeoutMs?: number;
   readonly unsafeNoSandbox?: boolean;
+  /** Interpreters the user named and whether another version is allowed (see python-providers.ts). */
+  readonly python?: PythonOptions;
 }
 
 const inflight = new Map<string, Promise<Snapshot>>();
+
+/** The build's options with the interpreter chosen for the task (none: the sandbox's python3). */
+type ChosenOptions = BuildOptions & { readonly choice: PythonChoice | undefined };
+
+/**
+ * The interpreter a python task's venv is made with, when the task names the Python it wants;
+ * a task whose Python is not found is refused here, before anything is built (python-choice.ts).
+ */
+async function pythonChoiceOf(
+  spec: SnapshotSpec,
+  o: PythonOptions | undefined,
+): Promise<PythonChoice | undefined> {
+  if (spec.profile !== "python" || spec.pythonWanted === undefined) return undefined;
+  const choice = await resolvePython(spec.taskId, spec.pythonWanted, o);
+  if (choice.kind === "refused")
+    throw new FlakegymError("E_PYTHON_MISSING", choice.reason, { hint: choice.hint });
+  return choice;
+}
 
 /**
  * Builds (or finds in the cache) the snapshot of `spec`: the repository at its commit, with install
@@ -58,6 +85,8 @@ export async function buildSnapshot(spec: SnapshotSpec, opts: BuildOptions = {})
   const cacheDir = opts.cacheDir ?? defaultSnapshotCacheDir();
   await mkdir(join(cacheDir, "tmp"), { recursive: true });
   const toolchain = await toolchainIdentity(spec.profile, join(cacheDir, "tmp"), opts.unsafeNoSandbox);
+  const python = await pythonChoiceOf(spec, opts.python);
+  if (python) opts.onProgress?.({ kind: "python", text: pythonChoiceLine(python) });
   const key = snapshotKey({
     repo: spec.repo,
     commit: spec.commit,
@@ -70,11 +99,15 @@ export async function buildSnapshot(spec: SnapshotSpec, opts: BuildOptions = {})
     smoke: spec.smoke,
     toolchain,
     network: spec.network,
+    ...(spec.repo.startsWith("catalog:") ? {} : { checkout: CHECKOUT_POLICY_VERSION }),
+    ...(pythonKeyOf(python) ? { python: pythonKeyOf(python)! } : {}),
   });
   opts.onProgress?.({ kind: "key", key });
   let p = inflight.get(key);
   if (!p) {
-    p = buildLocked(spec, key, toolchain, cacheDir, opts).finally(() => inflight.delete(key));
+    p = buildLocked(spec, key, toolchain, cacheDir, { ...opts, choice: python }).finally(() =>
+      inflight.delete(key),
+    );
     inflight.set(key, p);
   }
   return await p;
@@ -85,7 +118,7 @@ async function buildLocked(
   key: string,
   toolchain: string[],
   cacheDir: string,
-  opts: BuildOptions,
+  opts: ChosenOptions,
 ): Promise<Snapshot> {
   const final = join(cacheDir, key);
   const found = await readManifest(final);
@@ -114,7 +147,7 @@ interface BuildState {
   readonly spec: SnapshotSpec;
   readonly key: string;
   readonly cacheDir: string;
-  readonly opts: BuildOptions;
+  readonly opts: ChosenOptions;
   readonly tmp: string;
   readonly workspace: string;
   readonly deps: string;
@@ -126,6 +159,8 @@ interface BuildState {
   /** The step running now, named in a failure. */
   current: string;
   installSource: EnvInstallRecord["source"] | undefined;
+  /** How the source step checked the repository out (git sources). */
+  checkout?: CheckoutRecord;
 }
 
 const say = (st: BuildState, line: string) => {
@@ -138,7 +173,7 @@ async function buildInto(
   key: string,
   toolchain: string[],
   cacheDir: string,
-  opts: BuildOptions,
+  opts: ChosenOptions,
 ): Promise<Snapshot> {
   const started = performance.now();
   const tmp = join(cacheDir, "tmp", `${key.slice(0, 16)}-${process.pid}-${randomBytes(4).toString("hex")}`);
@@ -193,13 +228,14 @@ async function sourceStep(st: BuildState): Promise<void> {
   opts.onProgress?.({ kind: "step", step: "source", status: "start" });
   const t0 = performance.now();
   say(st, `== source: ${spec.repo} @ ${spec.commit}`);
-  const { commit } = await spec.materialize(st.workspace, {
+  const { commit, checkout } = await spec.materialize(st.workspace, {
     ...(opts.signal ? { signal: opts.signal } : {}),
     log: (line) => say(st, line),
   });
   if (commit !== spec.commit) {
     throw new FlakegymError("E_SNAPSHOT", `source materialized to ${commit}, expected ${spec.commit}`);
   }
+  if (checkout) st.checkout = checkout;
   st.steps.push({ name: "source", exitCode: 0, durationMs: performance.now() - t0 });
   opts.onProgress?.({ kind: "step", step: "source", status: "ok", durationMs: performance.now() - t0 });
 }
@@ -222,8 +258,14 @@ async function installPlanOf(st: BuildState, pins: string): Promise<EnvInstallPl
   return plan;
 }
 
+/** The first of SYSTEM_CA_BUNDLES this machine has (bound into every sandbox with /etc/ssl). */
+async function systemCaBundle(): Promise<string | undefined> {
+  for (const f of SYSTEM_CA_BUNDLES) if ((await stat(f).catch(() => undefined))?.isFile()) return f;
+  return undefined;
+}
+
 /** A sandbox shape over the build's tree, with `network`. */
-function buildShape(st: BuildState, network: "none" | "host") {
+async function buildShape(st: BuildState, network: "none" | "host") {
   return prepareShape({
     id: `snap-${st.key.slice(0, 16)}-${randomBytes(3).toString("hex")}`,
     profile: st.spec.profile,
@@ -232,6 +274,7 @@ function buildShape(st: BuildState, network: "none" | "host") {
     stateDir: join(st.tmp, "state"),
     limits: st.spec.limits,
     network,
+    ...pythonShapeOf(st.opts.choice, network === "host" ? await systemCaBundle() : undefined),
     ...(st.opts.unsafeNoSandbox ? { unsafeNoSandbox: true } : {}),
   });
 }
@@ -257,7 +300,7 @@ async function installAndSmoke(st: BuildState, plan: EnvInstallPlan): Promise<En
   const envInstall = await withPython(
     await lockOf(plan, st.workspace, st.deps),
     st.deps,
-    st.spec.pythonWanted,
+    { wanted: st.spec.pythonWanted, choice: st.opts.choice, taskId: st.spec.taskId },
     (line) => say(st, line),
   );
   for (const command of st.spec.smoke) await commandStep(st, "smoke", command);
@@ -279,6 +322,7 @@ function manifestOf(
   const { spec } = st;
   return {
     ...manifestHead(spec, st.key, b.base),
+    ...(st.checkout ? { checkout: st.checkout } : {}),
     install: [...b.envInstall.commands],
     envInstall: b.envInstall,
     smoke: [...spec.smoke],
@@ -364,6 +408,7 @@ async function buildFailure(
     (err.code === "E_NETWORK_REQUIRED" ||
       err.code === "E_REPO_MISSING" ||
       err.code === "E_CATALOG" ||
+      err.code === "E_PYTHON_MISMATCH" ||
       err.code === "E_TOOLCHAIN")
   ) {
     return err;

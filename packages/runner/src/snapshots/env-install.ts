@@ -1,7 +1,9 @@
 import type { ProfileId } from "@flakegym/profiles";
 import { match } from "ts-pattern";
 import { z } from "zod";
+import { PYTHON_INTERPRETER_ENV } from "../tasks/swebench-env-specs.js";
 import { VENV_DIR } from "../workers/local/shape.js";
+import { PYTHON_PROVIDERS } from "./python-choice.js";
 
 /**
  * The environment install a snapshot build runs after the source step: a task's own `install` list
@@ -80,6 +82,21 @@ export const EnvInstallRecord = z
         used: z.string().describe("the Python the snapshot's venv runs (its pyvenv.cfg)"),
         matches: z.boolean().describe("false when `wanted` names another major.minor than `used`"),
         note: z.string().optional().describe("what a mismatch means, for the build log and the reader"),
+        provider: z
+          .enum([...PYTHON_PROVIDERS, "sandbox"])
+          .optional()
+          .describe(
+            "where the interpreter came from (python-choice.ts's chain: user, nix, uv, pyenv, path); sandbox: the sandbox's own python3, under --allow-python-mismatch",
+          ),
+        interpreter: z.string().optional().describe("the interpreter the venv was made with (host path)"),
+        bind: z
+          .string()
+          .optional()
+          .describe("its prefix, bound read-only at the same path into every sandbox of the snapshot"),
+        allowedMismatch: z
+          .boolean()
+          .optional()
+          .describe("true when the user allowed a run on another version (--allow-python-mismatch)"),
       })
       .strict()
       .optional()
@@ -109,7 +126,7 @@ export function pythonOfVenv(
     ...(matches
       ? {}
       : {
-          note: `the task's source runs it under Python ${wanted}; this snapshot's venv runs Python ${used} (no CPython ${minor(wanted!)} is installable from the registries flakegym reaches): a test that depends on the interpreter's version may pass or fail differently`,
+          note: `the task's source runs it under Python ${wanted}; this snapshot's venv runs Python ${used}: a test that depends on the interpreter's version may pass or fail differently`,
         }),
   };
 }
@@ -203,7 +220,8 @@ function profilePlan(
 }
 
 /**
- * A venv made with the sandbox's /usr/bin/python3 in the deps dir; the repository's requirements
+ * A venv made in the deps dir with the interpreter the build chose (PYTHON_INTERPRETER_ENV), else the
+ * sandbox's /usr/bin/python3; the repository's requirements
  * files and the project itself (editable) installed with pytest, constrained by a previous build's
  * resolved set when there is one; the resolved set written for the manifest.
  */
@@ -219,7 +237,7 @@ function pythonPlan(i: EnvInstallInput, manifests: string[]): EnvInstallPlan | u
   return profilePlan(
     `python: a venv with ${manifests.join(", ")} installed`,
     [
-      `/usr/bin/python3 -m venv ${venv}`,
+      `"\${${PYTHON_INTERPRETER_ENV}:-/usr/bin/python3}" -m venv ${venv}`,
       `${pip} install --disable-pip-version-check --no-input -q ${[...pins, ...reqs, ...project, "pytest"].join(" ")}`,
       `${pip} freeze --disable-pip-version-check --all --exclude-editable > ${i.depsDir}/${ENV_LOCK_FILE}`,
     ],

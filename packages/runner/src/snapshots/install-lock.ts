@@ -2,8 +2,10 @@ import { createHash } from "node:crypto";
 import { copyFile, lstat, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FlakegymError } from "../errors.js";
+import { PYTHON_INTERPRETER_ENV } from "../tasks/swebench-env-specs.js";
 import { VENV_DIR } from "../workers/local/shape.js";
 import { type EnvInstallPlan, type EnvInstallRecord, pythonOfVenv, resolvedLines } from "./env-install.js";
+import type { PythonChoice } from "./python-choice.js";
 
 /**
  * What an install step leaves on record: the lock it followed or wrote (a resolved set in the deps
@@ -55,24 +57,43 @@ export async function lockOf(
 }
 
 /**
- * The record with the venv's Python against the task's (pythonOfVenv), when the install made a venv
- * in the deps dir; a mismatch is said in the build log. pyvenv.cfg is read as data, not followed.
+ * The record with the venv's Python against the task's (pythonOfVenv) and the interpreter chosen for
+ * it (provider, path, the prefix later sandboxes bind), when the install made a venv in the deps dir.
+ * A venv on another version than the task wants fails the build, unless the user allowed it (then
+ * the build log and the manifest say so). pyvenv.cfg is read as data, not followed.
  */
 export async function withPython(
   record: EnvInstallRecord,
   deps: string,
-  wanted: string | undefined,
+  p: { wanted: string | undefined; choice: PythonChoice | undefined; taskId: string },
   say: (line: string) => void,
 ): Promise<EnvInstallRecord> {
   const cfg = join(deps, VENV_DIR, "pyvenv.cfg");
   const st = await lstat(cfg).catch(() => undefined);
   if (!st?.isFile() || st.size > 64 * 1024) return record;
-  const python = pythonOfVenv(await readFile(cfg, "utf8"), wanted);
-  if (!python) return record;
+  const found = pythonOfVenv(await readFile(cfg, "utf8"), p.wanted);
+  if (!found) return record;
+  const python = { ...found, ...choiceRecordOf(p.choice) };
+  if (!python.matches && !python.allowedMismatch)
+    throw new FlakegymError(
+      "E_PYTHON_MISMATCH",
+      `task '${p.taskId}' wants Python ${python.wanted}, but its install made the venv with Python ${python.used}${p.choice?.kind === "match" ? ` although ${p.choice.candidate.interpreter} (${p.choice.candidate.version}, ${p.choice.candidate.provider}) was chosen` : ""}`,
+      {
+        hint: `its install commands do not make the venv with "$${PYTHON_INTERPRETER_ENV}" (a task imported before flakegym chose interpreters): import the row again, or pass --allow-python-mismatch to run it on ${python.used}`,
+      },
+    );
   say(
-    `== python: venv ${python.used}${python.wanted ? `, task ${python.wanted}` : ""}${python.note ? ` — ${python.note}` : ""}`,
+    `== python: venv ${python.used}${python.wanted ? `, task ${python.wanted}` : ""}${python.provider ? ` (${python.provider}: ${python.interpreter ?? "the sandbox's python3"})` : ""}${python.note ? ` — ${python.note}` : ""}`,
   );
   return { ...record, python };
+}
+
+/** The manifest's fields for the chosen interpreter. Pure. */
+function choiceRecordOf(choice: PythonChoice | undefined): Partial<NonNullable<EnvInstallRecord["python"]>> {
+  if (!choice || choice.kind === "refused") return {};
+  if (choice.kind === "mismatch-allowed") return { provider: "sandbox", allowedMismatch: true };
+  const c = choice.candidate;
+  return { provider: c.provider, interpreter: c.interpreter, ...(c.bind ? { bind: c.bind } : {}) };
 }
 
 /** A `pip freeze` of even a large environment is a few KiB; more is not a resolved set. */

@@ -17,6 +17,10 @@ export interface SnapshotKeyInput {
   /** `--version`-style outputs of the profile's tools, as seen inside the sandbox. */
   readonly toolchain: readonly string[];
   readonly network: "none" | "required";
+  /** The checkout policy's version (git sources; absent in keys made before it existed). */
+  readonly checkout?: number;
+  /** The interpreter a python task's venv is made with: its version and path (absent: the sandbox's python3). */
+  readonly python?: string;
 }
 
 /** sha256 over a canonical JSON of the inputs (pure). */
@@ -30,6 +34,8 @@ export function snapshotKey(input: SnapshotKeyInput): string {
     smoke: input.smoke,
     toolchain: input.toolchain,
     network: input.network,
+    ...(input.checkout === undefined ? {} : { checkout: input.checkout }),
+    ...(input.python === undefined ? {} : { python: input.python }),
   });
   return createHash("sha256").update(canonical).digest("hex");
 }

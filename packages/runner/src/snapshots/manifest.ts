@@ -39,6 +39,19 @@ export const SnapshotManifest = z
       .describe(
         "the paths `baseCommit` changes against `commit` (the install's edits, e.g. SWE-bench's pre_install `sed -i`)",
       ),
+    checkout: z
+      .object({
+        depth: z
+          .enum(["base-only", "ancestry-and-tags"])
+          .describe("the base commit alone, or its history and the tags pointing into it"),
+        reason: z.string().describe("why (which file versions the package from git)"),
+        tags: z.number().int().describe("how many tags were kept"),
+      })
+      .strict()
+      .optional()
+      .describe(
+        "how a git source was checked out: nothing from after the base, verified (tasks/checkout.ts)",
+      ),
     profile: z.string().describe("toolchain profile"),
     install: z.array(z.string()).describe("install commands that ran (the task's, or the profile's default)"),
     envInstall: EnvInstallRecord.optional().describe(

@@ -2,7 +2,8 @@ import { mkdir } from "node:fs/promises";
 import type { ProfileId } from "@flakegym/profiles";
 import { FlakegymError } from "../errors.js";
 import type { LoadedTask } from "../tasks/catalog.js";
-import { git, materializeSource } from "../tasks/materialize.js";
+import { checkoutBase } from "../tasks/checkout.js";
+import { type CheckoutRecord, checkoutRecordOf, materializeSource } from "../tasks/materialize.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
 
 /** What a snapshot is built from (`SnapshotSpec`), and the spec of a catalog task or a dataset row. */
@@ -30,7 +31,7 @@ export interface SnapshotSpec {
   materialize(
     dest: string,
     opts: { signal?: AbortSignal; log: (line: string) => void },
-  ): Promise<{ commit: string }>;
+  ): Promise<{ commit: string; checkout?: CheckoutRecord }>;
 }
 
 /** The snapshot spec of a built-in catalog task. */
@@ -84,14 +85,8 @@ export function snapshotSpecOfProfile(task: TaskProfile, resolvedCommit?: string
     limits: { memoryMb: 4096, pids: 1024, cpuSeconds: 3600, diskMb: 8192 },
     async materialize(dest, opts) {
       await mkdir(dest, { recursive: true });
-      await git(["init", "-q"], { cwd: dest, ...opts });
-      await git(["fetch", "-q", "--depth", "1", task.repoUrl, commit], {
-        cwd: dest,
-        timeoutMs: 600_000,
-        ...opts,
-      });
-      await git(["checkout", "-q", "--detach", "FETCH_HEAD"], { cwd: dest, ...opts });
-      return { commit: await git(["rev-parse", "HEAD"], { cwd: dest, ...opts }) };
+      const r = await checkoutBase(dest, task.repoUrl, commit, opts);
+      return { commit: r.commit, checkout: checkoutRecordOf(r) };
     },
   };
 }

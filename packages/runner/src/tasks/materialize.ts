@@ -4,6 +4,7 @@ import { execa } from "execa";
 import { match } from "ts-pattern";
 import { FlakegymError } from "../errors.js";
 import type { LoadedTask } from "./catalog.js";
+import { type CheckoutResult, checkoutBase } from "./checkout.js";
 import { findMirror, REPO_MIRROR_ENV } from "./repo-mirror.js";
 import { CATALOG_GIT_IDENTITY } from "./task-spec.js";
 
@@ -101,7 +102,8 @@ export async function probeRemote(
  * Puts the task's repository at its fixed commit into `dest` (created): a catalog directory is
  * copied and committed with a fixed identity (its commit id is checked against the spec); a remote
  * source is fetched at `rev` from its local mirror when one exists (FLAKEGYM_REPO_MIRROR), else
- * probed and fetched over the network, and checked out.
+ * probed and fetched over the network, and checked out holding nothing from after `rev`
+ * (checkout.ts: the base alone, or its history and tags when the package versions from git).
  */
 export async function materializeSource(
   task: LoadedTask,
@@ -112,9 +114,10 @@ export async function materializeSource(
     /** A directory of local git mirrors (default: $FLAKEGYM_REPO_MIRROR); see findMirror. */
     repoMirror?: string;
   } = {},
-): Promise<{ commit: string }> {
+): Promise<{ commit: string; checkout?: CheckoutRecord }> {
   await mkdir(dest, { recursive: true });
   return await match(task.spec.source)
+    .returnType<Promise<{ commit: string; checkout?: CheckoutRecord }>>()
     .with({ kind: "local" }, async (src) => {
       await cp(task.paths.sourceDir!, dest, { recursive: true });
       const commit = await commitTree(dest, opts);
@@ -133,15 +136,8 @@ export async function materializeSource(
       const mirror = await findMirror(opts.repoMirror ?? process.env[REPO_MIRROR_ENV], src.url);
       if (mirror) opts.log?.(`${src.url} from the local mirror ${mirror}`);
       else await probeRemote(task.spec.id, src.url, src.probeTimeoutMs, opts.signal);
-      await git(["init", "-q"], { ...opts, cwd: dest });
-      await git(["fetch", "-q", "--depth", "1", mirror ? pathToFileURL(mirror).href : src.url, src.rev], {
-        ...opts,
-        cwd: dest,
-        timeoutMs: 600_000,
-      });
-      await git(["checkout", "-q", "--detach", "FETCH_HEAD"], { ...opts, cwd: dest });
-      const commit = await git(["rev-parse", "HEAD"], { ...opts, cwd: dest });
-      return { commit };
+      const r = await checkoutBase(dest, mirror ? pathToFileURL(mirror).href : src.url, src.rev, opts);
+      return { commit: r.commit, checkout: checkoutRecordOf(r) };
     })
     .exhaustive();
 }
@@ -150,4 +146,16 @@ export async function materializeSource(
 export function localRepoPath(url: string): string | undefined {
   if (url.startsWith("file://")) return fileURLToPath(url);
   return url.startsWith("/") ? url : undefined;
+}
+
+/** What a snapshot's manifest keeps of a checkout: how deep, why, and how many tags. */
+export interface CheckoutRecord {
+  readonly depth: CheckoutResult["depth"];
+  readonly reason: string;
+  readonly tags: number;
+}
+
+/** The manifest's record of a checkout. Pure. */
+export function checkoutRecordOf(r: CheckoutResult): CheckoutRecord {
+  return { depth: r.depth, reason: r.reason, tags: r.tags.length };
 }

@@ -52,8 +52,16 @@ export const SWEBENCH_SPECS_ORIGIN = `${SWEBENCH_SPECS_SOURCE.package} ${SWEBENC
 export const ROW_VENV = "$FLAKEGYM_DEPS/venv";
 const ACTIVATE = `. "${ROW_VENV}/bin/activate"`;
 
-/** Makes the venv; a sandbox without a deps dir (FLAKEGYM_DEPS unset) stops here saying so, rather than writing /venv. */
-export const VENV_CREATE = `[ -n "$FLAKEGYM_DEPS" ] || { echo 'no deps dir in this sandbox (FLAKEGYM_DEPS is unset)' >&2; exit 1; }; python3 -m venv "${ROW_VENV}"`;
+/**
+ * The variable naming, inside a snapshot build's sandbox, the interpreter a task's venv is made with
+ * (the build sets it from snapshots/python-choice.ts; unset, the sandbox's python3 is used).
+ */
+export const PYTHON_INTERPRETER_ENV = "FLAKEGYM_PYTHON_INTERPRETER";
+
+/**
+ * Makes the venv with the interpreter the snapshot build chose for the row's Python
+ * (PYTHON_INTERPRETER_ENV, see snapshots/python-choice.ts), else the sandbox's python3; a sandbox without a deps dir (FLAKEGYM_DEPS unset) stops here saying so, rather than writing /venv. */
+export const VENV_CREATE = `[ -n "$FLAKEGYM_DEPS" ] || { echo 'no deps dir in this sandbox (FLAKEGYM_DEPS is unset)' >&2; exit 1; }; "\${${PYTHON_INTERPRETER_ENV}:-python3}" -m venv "${ROW_VENV}"`;
 
 /** A test command run in the row's venv when the snapshot has one (else the profile's python3, as before). Pure. */
 export function inRowVenv(command: string): string {
@@ -129,7 +137,7 @@ export function installOfEnvSpec(
   reqsPaths: Readonly<Record<string, readonly string[]>> = SWEBENCH_REQS_PATHS,
 ): { install: string[]; notes: string[] } {
   const notes: string[] = [
-    `install from ${repo}'s facts; python: SWE-bench runs this row under Python ${spec.python}, flakegym under the python profile's python3 (3.11 on Debian 12; no CPython ${spec.python} is installable from the registries it reaches) — the snapshot manifest's envInstall.python records both`,
+    `install from ${repo}'s facts; python: SWE-bench runs this row under Python ${spec.python}, and so does flakegym: the snapshot build takes a CPython ${spec.python} from the first provider that has one (--python, a Nix profile, uv, pyenv, python${spec.python} on PATH) and refuses the row without one unless --allow-python-mismatch; the snapshot manifest's envInstall.python records wanted, used and the provider`,
   ];
   const inVenv = (c: string) => `${ACTIVATE} && ${c}`;
   const install = [VENV_CREATE];

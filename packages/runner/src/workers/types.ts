@@ -27,6 +27,11 @@ export interface WorkerSpec {
    * pip caches), mounted writable at /deps (local, podman). Optional.
    */
   readonly depsDir?: string;
+  /**
+   * Host directories bound read-only at their own path (local, podman): the prefix of the
+   * interpreter a snapshot's venv links to (a pyenv, uv or Nix CPython; see snapshots/python-shape.ts).
+   */
+  readonly hostBinds?: readonly string[];
   /** Image reference for container/cluster backends (a digest when built by the flake). */
   readonly image?: string;
   /**

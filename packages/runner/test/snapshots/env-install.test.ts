@@ -40,7 +40,10 @@ describe("planEnvInstall", () => {
     expect(r.record.source).toBe("profile");
     expect(r.record.network).toBe("host");
     expect(r.record.manifests).toEqual(["pyproject.toml", "requirements.txt"]);
-    expect(r.record.commands[0]).toBe("/usr/bin/python3 -m venv /deps/venv");
+    // the interpreter the build chose for the task's Python, else the sandbox's own
+    expect(r.record.commands[0]).toBe(
+      '"${FLAKEGYM_PYTHON_INTERPRETER:-/usr/bin/python3}" -m venv /deps/venv',
+    );
     expect(r.record.commands[1]).toMatch(
       /^\/deps\/venv\/bin\/python -m pip install .* -r requirements\.txt -e \. pytest$/,
     );
@@ -167,7 +170,8 @@ describe("pythonOfVenv (the venv's Python against the task's)", () => {
     const p = pythonOfVenv(cfg, "3.9");
     expect(p).toMatchObject({ wanted: "3.9", used: "3.11.2", matches: false });
     expect(p?.note).toContain("runs it under Python 3.9; this snapshot's venv runs Python 3.11.2");
-    expect(p?.note).toContain("no CPython 3.9 is installable");
+    // no claim that another CPython cannot be had: the build chooses one (python-choice.ts)
+    expect(p?.note).not.toContain("installable");
   });
   it("a pyvenv.cfg naming no version records nothing", () => {
     expect(pythonOfVenv("home = /usr/bin\n", "3.9")).toBeUndefined();

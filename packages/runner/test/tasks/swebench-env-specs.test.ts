@@ -89,7 +89,7 @@ describe("installOfEnvSpec", () => {
       `${act}{ python -c 'import pytest' 2>/dev/null || python -m pip install pytest; }`,
     ]);
     expect(notes).toEqual([
-      "install from sympy/sympy's facts; python: SWE-bench runs this row under Python 3.9, flakegym under the python profile's python3 (3.11 on Debian 12; no CPython 3.9 is installable from the registries it reaches) — the snapshot manifest's envInstall.python records both",
+      "install from sympy/sympy's facts; python: SWE-bench runs this row under Python 3.9, and so does flakegym: the snapshot build takes a CPython 3.9 from the first provider that has one (--python, a Nix profile, uv, pyenv, python3.9 on PATH) and refuses the row without one unless --allow-python-mismatch; the snapshot manifest's envInstall.python records wanted, used and the provider",
     ]);
   });
 
@@ -115,7 +115,7 @@ describe("installOfEnvSpec", () => {
       `${act}{ python -c 'import pytest' 2>/dev/null || python -m pip install pytest; }`,
     ]);
     expect(conda.notes).toEqual([
-      expect.stringContaining("python: SWE-bench runs this row under Python 3.10, flakegym under"),
+      expect.stringContaining("python: SWE-bench runs this row under Python 3.10, and so does flakegym"),
       "not run (system setup, not reproduced in the sandbox): apt-get update && apt-get install -y graphviz",
       "its conda environment (environment.yml) is not built: only the repository's own install runs",
     ]);

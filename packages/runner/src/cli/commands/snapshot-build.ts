@@ -1,9 +1,11 @@
 import { z } from "zod";
 import { buildSnapshot } from "../../snapshots/build.js";
 import { defaultSnapshotCacheDir } from "../../snapshots/key.js";
+import { pythonOptionsOf } from "../../snapshots/python-providers.js";
 import { snapshotSpecOfTask } from "../../snapshots/spec.js";
 import { loadTask } from "../../tasks/catalog.js";
 import { defineCommand } from "../command.js";
+import { PythonFlags, pythonOptionsOfFlags } from "../python-options.js";
 
 export const snapshotBuildCommand = defineCommand({
   path: ["snapshot", "build"],
@@ -20,6 +22,7 @@ export const snapshotBuildCommand = defineCommand({
     json: z.boolean().default(false).describe("print the snapshot's manifest as JSON"),
     verbose: z.boolean().default(false).describe("stream the install/smoke output"),
     unsafeNoSandbox: z.boolean().default(false).describe("allow building without bubblewrap (no isolation)"),
+    ...PythonFlags,
   }),
   examples: [
     "flakegym snapshot build --task tinygauge-vertical",
@@ -38,6 +41,7 @@ export const snapshotBuildCommand = defineCommand({
       cacheDir,
       signal: ctx.signal,
       ...(opts.unsafeNoSandbox ? { unsafeNoSandbox: true } : {}),
+      python: pythonOptionsOf(pythonOptionsOfFlags(opts), ctx.env),
       onProgress: (ev) => {
         switch (ev.kind) {
           case "key":
@@ -61,6 +65,9 @@ export const snapshotBuildCommand = defineCommand({
             break;
           case "output":
             if (opts.verbose && !opts.json) ctx.stderr.write(ev.text);
+            break;
+          case "python":
+            say(`  ${ev.text}`);
             break;
         }
       },

@@ -16,6 +16,7 @@ import { TamperPenalty } from "../../scoring/reward.js";
 import { BUILTIN_CATALOG_DIR, listCatalog } from "../../tasks/catalog.js";
 import { capabilitiesOf } from "../../workers/backend.js";
 import { defineCommand } from "../command.js";
+import { PythonFlags, pythonOptionsOfFlags } from "../python-options.js";
 
 export const validateCommand = defineCommand({
   path: ["validate"],
@@ -69,6 +70,7 @@ export const validateCommand = defineCommand({
         "exit 0 even when every task asked for was skipped (e.g. all need network this machine lacks)",
       ),
     json: z.boolean().default(false).describe("print the verdicts as JSON"),
+    ...PythonFlags,
   }),
   examples: [
     "flakegym validate --all",
@@ -113,7 +115,12 @@ export const validateCommand = defineCommand({
         limits: { maxTurns: 200, timeoutMs: 20 * 60_000, testTimeoutMs: 10 * 60_000 },
       };
       const dir = join(out, task);
-      const deps = await createRolloutDeps(config, { runId: taskRunId, signal: ctx.signal, env: ctx.env });
+      const deps = await createRolloutDeps(config, {
+        runId: taskRunId,
+        signal: ctx.signal,
+        env: ctx.env,
+        python: pythonOptionsOfFlags(opts),
+      });
       const reporter = createReporter(ctx.stderr);
       let summary: RunSummary;
       try {

@@ -36,7 +36,13 @@ export function workerBindsOf(spec: WorkerSpec, dirs: { config: string; sock: st
     );
   }
   if (spec.gateway.socketPath) binds.push({ src: spec.gateway.socketPath, dest: SANDBOX_GATEWAY_SOCKET });
+  binds.push(...hostBindsOf(spec));
   return binds;
+}
+
+/** The spec's host directories, read-only at their own path (the snapshot's interpreter). Pure. */
+export function hostBindsOf(spec: Pick<WorkerSpec, "hostBinds">): Bind[] {
+  return (spec.hostBinds ?? []).map((p) => ({ src: p, dest: p }));
 }
 
 /** The limits a sandbox starts with: a pooled worker's CPU backstop leaves room for its boot and idle time. Pure. */

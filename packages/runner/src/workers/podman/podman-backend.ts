@@ -3,6 +3,7 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { FlakegymError } from "../../errors.js";
 import { removeWorkerDir } from "../bounded-dirs.js";
+import { hostBindsOf } from "../local/decisions.js";
 import { depsEnv, hasVenv, SANDBOX_PATHS } from "../local/shape.js";
 import type { BackendCapabilities, Worker, WorkerBackend, WorkerSpec } from "../types.js";
 import {
@@ -104,7 +105,7 @@ async function startWorker(st: PodmanState, spec: WorkerSpec, signal?: AbortSign
       name,
       image,
       runtime: st.runtime,
-      binds: st.options.binds ?? [],
+      binds: [...(st.options.binds ?? []), ...hostBindsOf(spec)],
       tmpSizeMb: st.tmpSizeMb,
       env,
       user,

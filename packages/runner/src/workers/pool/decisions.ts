@@ -19,6 +19,7 @@ export function poolKeyOf(spec: WorkerSpec): string {
     spec.profile,
     spec.gateway.socketPath ?? null,
     spec.depsDir !== undefined,
+    spec.hostBinds ?? [],
     [memoryMb, pids, cpuSeconds ?? null, diskMb ?? null],
     env,
   ]);
