@@ -3,6 +3,7 @@ import { z } from "zod";
 import { touchedPaths } from "../text/diff.js";
 import { classifyRepo, type RowError } from "./dataset-row.js";
 import { envSpecOf, inRowVenv, installOfEnvSpec } from "./swebench-env-specs.js";
+import { type LogParser, logParserOf } from "./swebench-log-parsers.js";
 import { TaskSpec, type TestRun } from "./task-spec.js";
 import {
   djangoId,
@@ -321,7 +322,7 @@ function draftOfRow(
   const chosen = rowRunner(row, testFiles);
   if (isRowProblem(chosen)) return chosen;
   const { runner } = chosen;
-  const ids = runnerTestIds(runner, lists);
+  const ids = runnerTestIds(runner, lists, runner === "pytest" ? logParserOf(row.repo) : undefined);
   if (isRowProblem(ids)) return ids;
   const run = testRunOf({ runner, failToPass: ids.f2p, passToPass: ids.p2p, testFiles });
   if (isRowProblem(run)) return run;
@@ -334,7 +335,7 @@ function draftOfRow(
     lists: { ...ids, notes: [...ids.notes, ...env.notes] },
     repo,
     testFiles,
-    run: suiteRun(run.run, runner, repo.network),
+    run: withLogParser(suiteRun(run.run, runner, repo.network), row.repo),
     env,
   };
 }
@@ -454,8 +455,24 @@ export function rowRunner(
   return { language, runner: r.data };
 }
 
-/** The test ids in the runner's spelling (Django's labels), each one the runner can select. Pure. */
-export function runnerTestIds(runner: TestRunner, lists: TestLists): TestLists | RowProblem {
+/**
+ * A pytest suite read as SWE-bench's harness reads the row's repository (its ids were recorded
+ * through that reading: swebench-log-parsers.ts). Pure.
+ */
+export function withLogParser(run: TestRun, repo: string): TestRun {
+  if (run.kind !== "suite" || run.results !== "pytest") return run;
+  return { ...run, logParser: logParserOf(repo) };
+}
+
+/**
+ * The test ids in the runner's spelling (Django's labels), each one the runner can select; a
+ * repository whose log reading keeps spaces in ids (`pytest-spaced`) may have them. Pure.
+ */
+export function runnerTestIds(
+  runner: TestRunner,
+  lists: TestLists,
+  parser?: LogParser,
+): TestLists | RowProblem {
   const spell = (ids: string[]) => (runner === "django" ? ids.map(djangoId) : ids);
   const out = { ...lists, f2p: spell(lists.f2p), p2p: spell(lists.p2p) };
   for (const [field, list] of [
@@ -463,7 +480,8 @@ export function runnerTestIds(runner: TestRunner, lists: TestLists): TestLists |
     ["PASS_TO_PASS", out.p2p],
   ] as const) {
     for (const [i, t] of list.entries()) {
-      const problem = testIdProblem(runner, t);
+      const spaced = parser === "pytest-spaced" && /^[^\s:]+\.py::\S.*$/.test(t);
+      const problem = spaced ? undefined : testIdProblem(runner, t);
       if (problem) return { field: `${field}.${i}`, reason: `'${t}' ${problem}` };
     }
   }

@@ -84,8 +84,7 @@ export function parseSympyLine(raw: string): { id: string; outcome: "passed" | "
   return { id: m[1]!, outcome: m[2] === "ok" ? "passed" : "failed" };
 }
 
-/** The lines (grep -E) a django or sympy suite's output is filtered to before parsing. */
-export const DJANGO_LINES = "(\\.\\.\\. +(ok|OK|FAIL|ERROR)[[:space:]]*$|^[[:space:]]*(FAIL|ERROR): )";
+/** The lines (grep -E) a sympy suite's output is filtered to before parsing (django's: runner-logs.ts). */
 export const SYMPY_LINES =
   "(^[[:space:]]*test_[A-Za-z0-9_]+ +(ok|F|E)( +\\[(OK|FAIL)\\])?[[:space:]]*$|^_+ [^ ]+\\.py:test_[A-Za-z0-9_]+ _+$)";
 
