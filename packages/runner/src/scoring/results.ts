@@ -1,6 +1,5 @@
 import { randomInt } from "node:crypto";
 import { match } from "ts-pattern";
-import type { Canary, ResultFormat } from "../tasks/task-spec.js";
 import { DJANGO_LOG_LINES, djangoLogEvents } from "../tasks/runner-logs.js";
 import {
   gradedOutcomes,
@@ -8,6 +7,7 @@ import {
   logParserLines,
   pytestLogEvents,
 } from "../tasks/swebench-log-parsers.js";
+import type { Canary, ResultFormat } from "../tasks/task-spec.js";
 import { parseSympyLine, SYMPY_LINES } from "../tasks/test-runners.js";
 import type { DecoyPlan } from "./decoys/guard.js";
 
@@ -39,41 +39,46 @@ export function resultLinePattern(format: ResultFormat, parser?: LogParser): str
 
 /** One result line → test id and outcome, or undefined when the line is not a result. */
 function parseLine(format: ResultFormat, line: string): { id: string; outcome: TestOutcome } | undefined {
-  return match(format)
-    .with("libtest", () => {
-      const m = /^test (.+) \.\.\. (ok|FAILED|ignored)$/.exec(line);
-      return m
-        ? { id: m[1]!, outcome: m[2] === "ok" ? ("passed" as const) : ("failed" as const) }
-        : undefined;
-    })
-    .with("pytest", () => {
-      const m = /^(PASSED|FAILED|ERROR|XPASS|XFAIL) (\S+)/.exec(line);
-      return m
-        ? { id: m[2]!, outcome: m[1] === "PASSED" ? ("passed" as const) : ("failed" as const) }
-        : undefined;
-    })
-    .with("tap", () => {
-      const m = /^ *(not )?ok \d+ - (.*?)( # (SKIP|TODO)\b.*)?$/i.exec(line);
-      if (!m) return undefined;
-      const passed = m[1] === undefined && m[3] === undefined;
-      return { id: m[2]!.replace(/\\#/g, "#"), outcome: passed ? ("passed" as const) : ("failed" as const) };
-    })
-    .with("check-h", () => {
-      const m = /^(ok|FAIL) (\S+)$/.exec(line);
-      return m
-        ? { id: m[2]!, outcome: m[1] === "ok" ? ("passed" as const) : ("failed" as const) }
-        : undefined;
-    })
-    .with("gotest", () => {
-      const m = /^ *--- (PASS|FAIL|SKIP): (\S+) \(/.exec(line);
-      return m
-        ? { id: m[2]!, outcome: m[1] === "PASS" ? ("passed" as const) : ("failed" as const) }
-        : undefined;
-    })
-    // read whole-log by parseTestResults (a broken line's `ok` comes later)
-    .with("django", () => undefined)
-    .with("sympy", () => parseSympyLine(line))
-    .exhaustive();
+  return (
+    match(format)
+      .with("libtest", () => {
+        const m = /^test (.+) \.\.\. (ok|FAILED|ignored)$/.exec(line);
+        return m
+          ? { id: m[1]!, outcome: m[2] === "ok" ? ("passed" as const) : ("failed" as const) }
+          : undefined;
+      })
+      .with("pytest", () => {
+        const m = /^(PASSED|FAILED|ERROR|XPASS|XFAIL) (\S+)/.exec(line);
+        return m
+          ? { id: m[2]!, outcome: m[1] === "PASSED" ? ("passed" as const) : ("failed" as const) }
+          : undefined;
+      })
+      .with("tap", () => {
+        const m = /^ *(not )?ok \d+ - (.*?)( # (SKIP|TODO)\b.*)?$/i.exec(line);
+        if (!m) return undefined;
+        const passed = m[1] === undefined && m[3] === undefined;
+        return {
+          id: m[2]!.replace(/\\#/g, "#"),
+          outcome: passed ? ("passed" as const) : ("failed" as const),
+        };
+      })
+      .with("check-h", () => {
+        const m = /^(ok|FAIL) (\S+)$/.exec(line);
+        return m
+          ? { id: m[2]!, outcome: m[1] === "ok" ? ("passed" as const) : ("failed" as const) }
+          : undefined;
+      })
+      .with("gotest", () => {
+        const m = /^ *--- (PASS|FAIL|SKIP): (\S+) \(/.exec(line);
+        return m
+          ? { id: m[2]!, outcome: m[1] === "PASS" ? ("passed" as const) : ("failed" as const) }
+          : undefined;
+      })
+      // read whole-log by parseTestResults (a broken line's `ok` comes later)
+      .with("django", () => undefined)
+      .with("sympy", () => parseSympyLine(line))
+      .exhaustive()
+  );
 }
 
 /**

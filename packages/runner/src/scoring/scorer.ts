@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { ProfileId } from "@flakegym/profiles";
 import { FlakegymError } from "../errors.js";
+import type { LogParser } from "../tasks/swebench-log-parsers.js";
 import { type Canary, type ResultFormat, type TestCommand, testPassed } from "../tasks/task-spec.js";
 import { dropPaths } from "../text/diff.js";
-import type { LogParser } from "../tasks/swebench-log-parsers.js";
 import type { ExecResult, Worker } from "../workers/types.js";
 import { applyReach, reachHits } from "./build-reach.js";
 import type { DecoyPlan } from "./decoys/guard.js";

@@ -48,7 +48,9 @@ export function djangoLogEvents(log: string): LogEvent[] {
 export function sympyLogEvents(log: string): LogEvent[] {
   return log.split("\n").flatMap((raw) => {
     const r = parseSympyLine(raw.replace(/\r$/, ""));
-    return r ? [{ id: r.id, status: r.outcome === "passed" ? ("PASSED" as const) : ("FAILED" as const) }] : [];
+    return r
+      ? [{ id: r.id, status: r.outcome === "passed" ? ("PASSED" as const) : ("FAILED" as const) }]
+      : [];
   });
 }
 

@@ -157,7 +157,7 @@ export function installOfEnvSpec(
   } else if (packages !== "") {
     const listed = boundPackageList(packages);
     if (listed.bounded) notes.push(PYTEST_BOUND_REASON);
-    install.push(inVenv(`python -m pip install ${listed.reqs.map(shellQuote).join(" ")}`));
+    install.push(inVenv(`python -m pip install ${listed.packages}`));
   }
   if (spec.pip_packages && spec.pip_packages.length > 0) {
     const pinned = boundTestTools(spec.pip_packages);

@@ -123,7 +123,8 @@ function seabornEvent(line: string): LogEvent | undefined {
   const words = line.split(/\s+/).filter(Boolean);
   if (words.length < 2) return undefined;
   if (line.startsWith("FAILED")) return { id: words[1]!, status: "FAILED" };
-  if (line.includes(" PASSED ")) return words[1] === "PASSED" ? { id: words[0]!, status: "PASSED" } : undefined;
+  if (line.includes(" PASSED "))
+    return words[1] === "PASSED" ? { id: words[0]!, status: "PASSED" } : undefined;
   if (line.startsWith("PASSED")) return { id: words[1]!, status: "PASSED" };
   return undefined;
 }

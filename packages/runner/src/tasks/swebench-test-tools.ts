@@ -28,9 +28,21 @@ export function boundTestTools(reqs: readonly string[]): { reqs: string[]; bound
   return { reqs: out, bounded };
 }
 
-/** A space-separated package list (the facts' `packages`) as requirements, an unpinned pytest bounded. Pure. */
-export function boundPackageList(packages: string): { reqs: string[]; bounded: boolean } {
-  return boundTestTools(packages.split(/\s+/).filter(Boolean));
+/**
+ * A space-separated package list (the facts' `packages`, shell words as the harness runs them)
+ * with an unpinned pytest word replaced by the quoted bound; every other word is kept as written. Pure.
+ */
+export function boundPackageList(packages: string): { packages: string; bounded: boolean } {
+  let bounded = false;
+  const out = packages
+    .split(/(\s+)/)
+    .map((w) => {
+      if (!isUnpinnedPytest(w)) return w;
+      bounded = true;
+      return `'${PYTEST_BOUND}'`;
+    })
+    .join("");
+  return { packages: out, bounded };
 }
 
 /**
@@ -38,3 +50,15 @@ export function boundPackageList(packages: string): { reqs: string[]; bounded: b
  * runners do not need it, the other rows' suites do): bounded like an unpinned one.
  */
 export const ENSURE_PYTEST = `{ python -c 'import pytest' 2>/dev/null || python -m pip install '${PYTEST_BOUND}'; }`;
+
+/**
+ * The environment assignments a SWE-bench test command starts with (sympy's
+ * `PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test …`, which keeps warnings
+ * from breaking its result lines), as a prefix for our command; "" when it has none. Pure.
+ */
+export function testCommandEnv(testCmd: string | readonly string[] | undefined): string {
+  const first = Array.isArray(testCmd) ? testCmd[0] : testCmd;
+  if (typeof first !== "string") return "";
+  const m = /^(\s*[A-Za-z_][A-Za-z0-9_]*=('[^']*'|[^\s'"]*)\s+)+/.exec(first);
+  return m ? m[0].trim() : "";
+}

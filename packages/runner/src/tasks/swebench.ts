@@ -4,6 +4,7 @@ import { touchedPaths } from "../text/diff.js";
 import { classifyRepo, type RowError } from "./dataset-row.js";
 import { envSpecOf, inRowVenv, installOfEnvSpec } from "./swebench-env-specs.js";
 import { type LogParser, logParserOf } from "./swebench-log-parsers.js";
+import { testCommandEnv } from "./swebench-test-tools.js";
 import { TaskSpec, type TestRun } from "./task-spec.js";
 import {
   djangoId,
@@ -335,7 +336,7 @@ function draftOfRow(
     lists: { ...ids, notes: [...ids.notes, ...env.notes] },
     repo,
     testFiles,
-    run: withLogParser(suiteRun(run.run, runner, repo.network), row.repo),
+    run: withLogParser(suiteRun(withTestEnv(run.run, row), runner, repo.network), row.repo),
     env,
   };
 }
@@ -453,6 +454,17 @@ export function rowRunner(
     return { field: "test_runner", reason: `${r.data} does not run ${language} tests` };
   }
   return { language, runner: r.data };
+}
+
+/**
+ * A suite run with the environment assignments SWE-bench's test command for the row's
+ * repository and version starts with (swebench-test-tools.ts), when the facts know them. Pure.
+ */
+export function withTestEnv(run: TestRun, row: Pick<SwebenchRow, "repo" | "version" | "install">): TestRun {
+  if (run.kind !== "suite" || row.install != null) return run;
+  const found = envSpecOf(row.repo, row.version);
+  const env = found.ok ? testCommandEnv(found.spec.test_cmd) : "";
+  return env === "" ? run : { ...run, command: `${env} ${run.command}` };
 }
 
 /**

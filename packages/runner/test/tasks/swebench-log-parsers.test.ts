@@ -10,7 +10,13 @@ import {
   pytestLogEvents,
   shortenPathParameter,
 } from "../../src/tasks/swebench-log-parsers.js";
-import { boundTestTools, isUnpinnedPytest, PYTEST_BOUND } from "../../src/tasks/swebench-test-tools.js";
+import {
+  boundPackageList,
+  boundTestTools,
+  isUnpinnedPytest,
+  PYTEST_BOUND,
+  testCommandEnv,
+} from "../../src/tasks/swebench-test-tools.js";
 
 const ids = (events: readonly { id: string }[]) => events.map((e) => e.id);
 
@@ -47,9 +53,9 @@ describe("pytest reading", () => {
 
 describe("pytest-short-paths reading", () => {
   it("shortens an absolute-path parameter to its last segment", () => {
-    expect(ids(pytestLineEvents("pytest-short-paths", "PASSED t.py::test_p[/tmp/w/tests/data/a.txt]"))).toEqual([
-      "t.py::test_p[/a.txt]",
-    ]);
+    expect(
+      ids(pytestLineEvents("pytest-short-paths", "PASSED t.py::test_p[/tmp/w/tests/data/a.txt]")),
+    ).toEqual(["t.py::test_p[/a.txt]"]);
   });
   it("leaves `//` shares, globs, relative paths and unparametrized ids alone", () => {
     for (const id of ["t.py::p[//net/share]", "t.py::p[/a/*.py]", "t.py::p[rel/x.py]", "t.py::p"])
@@ -77,16 +83,18 @@ describe("pytest-spaced reading", () => {
 
 describe("seaborn and matplotlib readings", () => {
   it("seaborn reads FAILED, PASSED and verbose `<id> PASSED [..]` lines, not ERROR", () => {
-    expect(pytestLogEvents("seaborn", "t.py::a PASSED [ 50%]\nFAILED t.py::b - x\nERROR t.py::c\nPASSED t.py::d")).toEqual([
+    expect(
+      pytestLogEvents("seaborn", "t.py::a PASSED [ 50%]\nFAILED t.py::b - x\nERROR t.py::c\nPASSED t.py::d"),
+    ).toEqual([
       { id: "t.py::a", status: "PASSED" },
       { id: "t.py::b", status: "FAILED" },
       { id: "t.py::d", status: "PASSED" },
     ]);
   });
   it("matplotlib reads MouseButton.LEFT/RIGHT as 1/3", () => {
-    expect(ids(pytestLineEvents("matplotlib", "PASSED t.py::test_b[MouseButton.LEFT-MouseButton.RIGHT]"))).toEqual([
-      "t.py::test_b[1-3]",
-    ]);
+    expect(
+      ids(pytestLineEvents("matplotlib", "PASSED t.py::test_b[MouseButton.LEFT-MouseButton.RIGHT]")),
+    ).toEqual(["t.py::test_b[1-3]"]);
   });
 });
 
@@ -132,7 +140,8 @@ describe("django and sympy whole-log readings", () => {
 
 describe("the scorer's reading of a SWE-bench row's suite", () => {
   it("reads a requests log with short paths and grades XFAIL as SWE-bench does", () => {
-    const out = "PASSED tests/t.py::test_p[/w/x/a.pem]\nXFAIL tests/t.py::test_x - why\nFAILED tests/t.py::test_f";
+    const out =
+      "PASSED tests/t.py::test_p[/w/x/a.pem]\nXFAIL tests/t.py::test_x - why\nFAILED tests/t.py::test_f";
     expect(Object.fromEntries(parseTestResults("pytest", out, "pytest-short-paths"))).toEqual({
       "tests/t.py::test_p[/a.pem]": "passed",
       "tests/t.py::test_x": "passed",
@@ -142,7 +151,8 @@ describe("the scorer's reading of a SWE-bench row's suite", () => {
     expect(parseTestResults("pytest", out).get("tests/t.py::test_x")).toBe("failed");
   });
   it("keeps every line a reading reads in the scoring script's filter", () => {
-    const keep = (pattern: string, line: string) => new RegExp(pattern.replaceAll("[[:space:]]", "\\s")).test(line);
+    const keep = (pattern: string, line: string) =>
+      new RegExp(pattern.replaceAll("[[:space:]]", "\\s")).test(line);
     expect(keep(logParserLines("pytest-spaced"), "t.py::a PASSED")).toBe(true);
     expect(keep(logParserLines("seaborn"), "t.py::a PASSED [ 10%]")).toBe(true);
     expect(keep(resultLinePattern("django"), "ok")).toBe(true);
@@ -161,5 +171,20 @@ describe("test tools beyond the facts", () => {
       bounded: true,
     });
     expect(boundTestTools(["pytest-mock"]).bounded).toBe(false);
+  });
+  it("bounds a pytest word of a package list and keeps the other shell words as written", () => {
+    expect(boundPackageList("numpy 'scipy==1.5.2' pytest 'pandas<2.0.0'")).toEqual({
+      packages: `numpy 'scipy==1.5.2' '${PYTEST_BOUND}' 'pandas<2.0.0'`,
+      bounded: true,
+    });
+    expect(boundPackageList("mpmath flake8").bounded).toBe(false);
+  });
+  it("takes the environment assignments a test command starts with", () => {
+    expect(
+      testCommandEnv("PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose"),
+    ).toBe("PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning'");
+    expect(testCommandEnv("A=1 B='x y' pytest -rA")).toBe("A=1 B='x y'");
+    expect(testCommandEnv("pytest -rA")).toBe("");
+    expect(testCommandEnv(undefined)).toBe("");
   });
 });
