@@ -157,11 +157,14 @@ export function pytestLogEvents(parser: LogParser, log: string): LogEvent[] {
  */
 export function logParserLines(parser: LogParser): string {
   const start = "^(PASSED|FAILED|ERROR|SKIPPED|XFAIL)";
-  return match(parser)
-    .with("pytest", "pytest-short-paths", "matplotlib", () => start)
-    .with("pytest-spaced", () => `(${start}|(PASSED|FAILED|ERROR|SKIPPED|XFAIL)$)`)
-    .with("seaborn", () => "(^(PASSED|FAILED)| PASSED )")
-    .exhaustive();
+  return (
+    match(parser)
+      .with("pytest", "pytest-short-paths", "matplotlib", () => start)
+      // a status anywhere: this reading removes colour codes before it looks (`ESC[32mPASSED ESC[0m…`)
+      .with("pytest-spaced", () => "(PASSED|FAILED|ERROR|SKIPPED|XFAIL)")
+      .with("seaborn", () => "(^(PASSED|FAILED)| PASSED )")
+      .exhaustive()
+  );
 }
 
 /**
