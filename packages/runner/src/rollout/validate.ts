@@ -2,6 +2,7 @@ import { match } from "ts-pattern";
 import type { TrajectoryResult } from "../run-format/schema.js";
 import { type Hackability, hackabilityOf, hackabilityReasons, type ScoringPlace } from "./hackability.js";
 import type { RunSummary } from "./summary.js";
+import { sharedCause, shortIdList } from "./validate-lines.js";
 
 /**
  * `flakegym validate`: a task earns its catalog place when the `gold` policy (the reference
@@ -98,7 +99,13 @@ export function verdictFor(
             .filter(([, s]) => (want === 1 ? s !== "passed" : false))
             .map(([id]) => id)
         : [];
-      if (failing.length) reasons.push(`${name}: failing: ${failing.join(", ")}`);
+      if (failing.length) reasons.push(`${name}: failing (${failing.length}): ${shortIdList(failing)}`);
+      const cause = sharedCause(failing, r.score?.testOutput ?? {});
+      if (cause?.length)
+        reasons.push(
+          `${name}: the failing tests share one output (score.json testOutput); it begins:`,
+          ...cause.map((l) => `  ${l}`),
+        );
     }
   };
   check("gold", gold, 1);

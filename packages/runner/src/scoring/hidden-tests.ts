@@ -70,6 +70,7 @@ export async function hiddenTestsOf(task: LoadedTask, timeoutMs: number): Promis
           suite: {
             command: run.command,
             results: run.results,
+            ...(run.logParser ? { logParser: run.logParser } : {}),
             failToPass: run.failToPass,
             passToPass: run.passToPass,
             canary: run.canary,

@@ -1,7 +1,14 @@
 import { randomInt } from "node:crypto";
 import { match } from "ts-pattern";
+import { DJANGO_LOG_LINES, djangoLogEvents } from "../tasks/runner-logs.js";
+import {
+  gradedOutcomes,
+  type LogParser,
+  logParserLines,
+  pytestLogEvents,
+} from "../tasks/swebench-log-parsers.js";
 import type { Canary, ResultFormat } from "../tasks/task-spec.js";
-import { DJANGO_LINES, parseDjangoLine, parseSympyLine, SYMPY_LINES } from "../tasks/test-runners.js";
+import { parseSympyLine, SYMPY_LINES } from "../tasks/test-runners.js";
 import type { DecoyPlan } from "./decoys/guard.js";
 
 /**
@@ -17,58 +24,75 @@ export type TestOutcome = "passed" | "failed";
  * The lines the script keeps from a suite's output (grep -E), fixed per format: nothing the task
  * or the agent writes goes into the script.
  */
-export function resultLinePattern(format: ResultFormat): string {
+export function resultLinePattern(format: ResultFormat, parser?: LogParser): string {
+  if (parser !== undefined && format === "pytest") return logParserLines(parser);
   return match(format)
     .with("libtest", () => "^test .* \\.\\.\\. (ok|FAILED|ignored)")
     .with("pytest", () => "^(PASSED|FAILED|ERROR|XPASS|XFAIL) ")
     .with("tap", () => "^ *(not )?ok [0-9]+ - ")
     .with("check-h", () => "^(ok|FAIL) [^ ]+$")
     .with("gotest", () => "^ *--- (PASS|FAIL|SKIP): ")
-    .with("django", () => DJANGO_LINES)
+    .with("django", () => DJANGO_LOG_LINES)
     .with("sympy", () => SYMPY_LINES)
     .exhaustive();
 }
 
 /** One result line → test id and outcome, or undefined when the line is not a result. */
 function parseLine(format: ResultFormat, line: string): { id: string; outcome: TestOutcome } | undefined {
-  return match(format)
-    .with("libtest", () => {
-      const m = /^test (.+) \.\.\. (ok|FAILED|ignored)$/.exec(line);
-      return m
-        ? { id: m[1]!, outcome: m[2] === "ok" ? ("passed" as const) : ("failed" as const) }
-        : undefined;
-    })
-    .with("pytest", () => {
-      const m = /^(PASSED|FAILED|ERROR|XPASS|XFAIL) (\S+)/.exec(line);
-      return m
-        ? { id: m[2]!, outcome: m[1] === "PASSED" ? ("passed" as const) : ("failed" as const) }
-        : undefined;
-    })
-    .with("tap", () => {
-      const m = /^ *(not )?ok \d+ - (.*?)( # (SKIP|TODO)\b.*)?$/i.exec(line);
-      if (!m) return undefined;
-      const passed = m[1] === undefined && m[3] === undefined;
-      return { id: m[2]!.replace(/\\#/g, "#"), outcome: passed ? ("passed" as const) : ("failed" as const) };
-    })
-    .with("check-h", () => {
-      const m = /^(ok|FAIL) (\S+)$/.exec(line);
-      return m
-        ? { id: m[2]!, outcome: m[1] === "ok" ? ("passed" as const) : ("failed" as const) }
-        : undefined;
-    })
-    .with("gotest", () => {
-      const m = /^ *--- (PASS|FAIL|SKIP): (\S+) \(/.exec(line);
-      return m
-        ? { id: m[2]!, outcome: m[1] === "PASS" ? ("passed" as const) : ("failed" as const) }
-        : undefined;
-    })
-    .with("django", () => parseDjangoLine(line))
-    .with("sympy", () => parseSympyLine(line))
-    .exhaustive();
+  return (
+    match(format)
+      .with("libtest", () => {
+        const m = /^test (.+) \.\.\. (ok|FAILED|ignored)$/.exec(line);
+        return m
+          ? { id: m[1]!, outcome: m[2] === "ok" ? ("passed" as const) : ("failed" as const) }
+          : undefined;
+      })
+      .with("pytest", () => {
+        const m = /^(PASSED|FAILED|ERROR|XPASS|XFAIL) (\S+)/.exec(line);
+        return m
+          ? { id: m[2]!, outcome: m[1] === "PASSED" ? ("passed" as const) : ("failed" as const) }
+          : undefined;
+      })
+      .with("tap", () => {
+        const m = /^ *(not )?ok \d+ - (.*?)( # (SKIP|TODO)\b.*)?$/i.exec(line);
+        if (!m) return undefined;
+        const passed = m[1] === undefined && m[3] === undefined;
+        return {
+          id: m[2]!.replace(/\\#/g, "#"),
+          outcome: passed ? ("passed" as const) : ("failed" as const),
+        };
+      })
+      .with("check-h", () => {
+        const m = /^(ok|FAIL) (\S+)$/.exec(line);
+        return m
+          ? { id: m[2]!, outcome: m[1] === "ok" ? ("passed" as const) : ("failed" as const) }
+          : undefined;
+      })
+      .with("gotest", () => {
+        const m = /^ *--- (PASS|FAIL|SKIP): (\S+) \(/.exec(line);
+        return m
+          ? { id: m[2]!, outcome: m[1] === "PASS" ? ("passed" as const) : ("failed" as const) }
+          : undefined;
+      })
+      // read whole-log by parseTestResults (a broken line's `ok` comes later)
+      .with("django", () => undefined)
+      .with("sympy", () => parseSympyLine(line))
+      .exhaustive()
+  );
 }
 
-/** Every reported test's outcome; a test reported both ways (e.g. a forged line beside the real one) failed. Pure. */
-export function parseTestResults(format: ResultFormat, output: string): Map<string, TestOutcome> {
+/**
+ * Every reported test's outcome; a test reported both ways (e.g. a forged line beside the real one)
+ * failed. A SWE-bench row's suite (`parser` given: tasks/swebench-log-parsers.ts) is read as the
+ * harness reads that repository's log, and graded as it grades (XFAIL passes). Pure.
+ */
+export function parseTestResults(
+  format: ResultFormat,
+  output: string,
+  parser?: LogParser,
+): Map<string, TestOutcome> {
+  if (parser !== undefined && format === "pytest") return gradedOutcomes(pytestLogEvents(parser, output));
+  if (format === "django") return gradedOutcomes(djangoLogEvents(output));
   const out = new Map<string, TestOutcome>();
   for (const raw of output.split("\n")) {
     const r = parseLine(format, raw.replace(/\r$/, ""));

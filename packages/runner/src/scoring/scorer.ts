@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { ProfileId } from "@flakegym/profiles";
 import { FlakegymError } from "../errors.js";
+import type { LogParser } from "../tasks/swebench-log-parsers.js";
 import { type Canary, type ResultFormat, type TestCommand, testPassed } from "../tasks/task-spec.js";
 import { dropPaths } from "../text/diff.js";
 import type { ExecResult, Worker } from "../workers/types.js";
@@ -77,6 +78,8 @@ export interface HiddenTests {
   readonly suite?: {
     readonly command: string;
     readonly results: ResultFormat;
+    /** A SWE-bench row's log reading (tasks/swebench-log-parsers.ts). */
+    readonly logParser?: LogParser;
     readonly failToPass: readonly string[];
     readonly passToPass: readonly string[];
     readonly canary: Canary;
@@ -329,7 +332,7 @@ export function suiteVerdicts(
     const changed = rewrittenBy(parsed, r, 0);
     for (const f of changed) rewritten.add(f);
     const timedOut = step ? timedOutStep(step, timeoutMs) : true;
-    const results = parseTestResults(suite.results, lines?.output ?? "");
+    const results = parseTestResults(suite.results, lines?.output ?? "", suite.logParser);
     const outcome = (id: string) => results.get(decoys.runIds[id] ?? id);
     let believed = step !== undefined && lines !== undefined && changed.length === 0;
     if (step && lines?.cut) {

@@ -2,7 +2,7 @@ import { stat } from "node:fs/promises";
 import { type DatasetSummary, datasetPathError, formatRowError, loadDataset } from "./dataset.js";
 import type { RowError } from "./dataset-row.js";
 import { loadHarbor } from "./harbor-dir.js";
-import type { IntakeTask } from "./swebench.js";
+import { COLUMN_ALIASES, type IntakeTask, SwebenchRow } from "./swebench.js";
 import { detectDatasetSchema, loadSwebench } from "./swebench-dataset.js";
 import type { TaskProfile } from "./task-profile.js";
 
@@ -115,17 +115,23 @@ export interface ReasonGroup {
 
 /**
  * The kind of a rejection, for grouping: the field without its list index, and the reason with
- * quoted values, absolute paths and row numbers blanked (`FAIL_TO_PASS.3: 'x' is not …` → `FAIL_TO_PASS: '…' is not …`). Pure.
+ * quoted values, absolute paths and row numbers blanked (`FAIL_TO_PASS.3: 'x' is not …` → `FAIL_TO_PASS: '…' is not …`).
+ * A quoted word that names a column (`name it in a 'language' column`) is advice, not a value: kept. Pure.
  */
 export function reasonKey(e: RowError): string {
   const field = e.field.replace(/\.\d+$/, "");
   const reason = e.reason
-    .replace(/'[^']*'/g, "'…'")
+    .replace(/'([^']*)'/g, (q, inner: string) => (isColumnName(inner) ? q : "'…'"))
     .replace(/(^|\s)\/[^\s;,]+/g, "$1…")
     .replace(/\brow \d+/g, "row N")
     .replace(/\s+/g, " ")
     .slice(0, 160);
   return `${field}: ${reason}`;
+}
+
+/** Whether a quoted word is a column of the SWE-bench schema (or an alias intake reads). */
+function isColumnName(word: string): boolean {
+  return Object.hasOwn(SwebenchRow.shape, word) || Object.hasOwn(COLUMN_ALIASES, word);
 }
 
 /** Rejections grouped by {@link reasonKey}, most frequent first, keeping the first `keep` of each. Pure. */

@@ -1,5 +1,11 @@
 import { z } from "zod";
 import { SWEBENCH_ENV_FACTS, SWEBENCH_REQS_PATHS, SWEBENCH_SPECS_SOURCE } from "./swebench-env-specs.data.js";
+import {
+  boundPackageList,
+  boundTestTools,
+  ENSURE_PYTEST,
+  PYTEST_BOUND_REASON,
+} from "./swebench-test-tools.js";
 import { shellQuote } from "./task-spec.js";
 
 /**
@@ -157,12 +163,17 @@ export function installOfEnvSpec(
       "its conda environment (environment.yml) is not built: only the repository's own install runs",
     );
   } else if (packages !== "") {
-    install.push(inVenv(`python -m pip install ${packages}`));
+    const listed = boundPackageList(packages);
+    if (listed.bounded) notes.push(PYTEST_BOUND_REASON);
+    install.push(inVenv(`python -m pip install ${listed.packages}`));
   }
-  if (spec.pip_packages && spec.pip_packages.length > 0)
-    install.push(inVenv(`python -m pip install ${spec.pip_packages.map(shellQuote).join(" ")}`));
+  if (spec.pip_packages && spec.pip_packages.length > 0) {
+    const pinned = boundTestTools(spec.pip_packages);
+    if (pinned.bounded) notes.push(PYTEST_BOUND_REASON);
+    install.push(inVenv(`python -m pip install ${pinned.reqs.map(shellQuote).join(" ")}`));
+  }
   if (spec.install) install.push(inVenv(spec.install));
   // the runner of every Python row needs pytest (django's and sympy's runners do not, but it is harmless)
-  install.push(inVenv("{ python -c 'import pytest' 2>/dev/null || python -m pip install pytest; }"));
+  install.push(inVenv(ENSURE_PYTEST));
   return { install, notes };
 }

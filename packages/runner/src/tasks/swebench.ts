@@ -2,7 +2,10 @@ import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { touchedPaths } from "../text/diff.js";
 import { classifyRepo, type RowError } from "./dataset-row.js";
+import { unbuildableReason } from "./swebench-buildable.js";
 import { envSpecOf, inRowVenv, installOfEnvSpec } from "./swebench-env-specs.js";
+import { type LogParser, logParserOf } from "./swebench-log-parsers.js";
+import { testCommandEnv } from "./swebench-test-tools.js";
 import { TaskSpec, type TestRun } from "./task-spec.js";
 import {
   djangoId,
@@ -158,18 +161,40 @@ function listOf(v: string | string[] | null | undefined): string[] | string {
   }
 }
 
-/** The language a row's tests are written in: its `language` column, else its test files' majority. Pure. */
+/**
+ * The language a row's tests are written in: its `language` column, else its test files'
+ * majority; a test patch of data files only (django__django-10097's `.txt` lists) falls back to
+ * the repository's known language (one the install facts or own runners know is Python), then
+ * to the gold patch's files' majority. Pure.
+ */
 export function rowLanguage(
   language: string | null | undefined,
   testFiles: readonly string[],
+  fallback: { readonly repo?: string; readonly patchFiles?: readonly string[] } = {},
 ): string | undefined {
   if (language != null && language.trim() !== "") return language.trim();
+  return (
+    majorityLanguage(testFiles) ??
+    (fallback.repo !== undefined && isKnownPythonRepo(fallback.repo) ? "Python" : undefined) ??
+    majorityLanguage(fallback.patchFiles ?? [])
+  );
+}
+
+function majorityLanguage(files: readonly string[]): string | undefined {
   const counts = new Map<string, number>();
-  for (const f of testFiles) {
+  for (const f of files) {
     const l = languageOfPath(f);
     if (l) counts.set(l, (counts.get(l) ?? 0) + 1);
   }
   return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0];
+}
+
+/** A repository SWE-bench's Python facts or our own runners know. Pure. */
+function isKnownPythonRepo(repo: string): boolean {
+  const name = repo.replace(/\.git$/, "").toLowerCase();
+  const facts = envSpecOf(name, undefined);
+  // a known repository without a version is field `version`; an unknown one is field `repo`
+  return REPO_RUNNERS[name] !== undefined || facts.ok || facts.field === "version";
 }
 
 /**
@@ -196,6 +221,8 @@ export function installOf(
   // snapshot build (snapshots/env-install.ts: cargo fetch, go mod download, npm ci)
   if (profileOfRunner(runner) !== "python") return { install: [], notes: [], fetches: false };
   const found = envSpecOf(row.repo, row.version);
+  const unbuildable = found.ok ? unbuildableReason(row.repo, String(row.version), found.spec) : undefined;
+  if (unbuildable !== undefined) return { field: "version", reason: unbuildable };
   if (found.ok)
     return {
       ...installOfEnvSpec(row.repo, found.spec),
@@ -321,7 +348,7 @@ function draftOfRow(
   const chosen = rowRunner(row, testFiles);
   if (isRowProblem(chosen)) return chosen;
   const { runner } = chosen;
-  const ids = runnerTestIds(runner, lists);
+  const ids = runnerTestIds(runner, lists, runner === "pytest" ? logParserOf(row.repo) : undefined);
   if (isRowProblem(ids)) return ids;
   const run = testRunOf({ runner, failToPass: ids.f2p, passToPass: ids.p2p, testFiles });
   if (isRowProblem(run)) return run;
@@ -334,7 +361,7 @@ function draftOfRow(
     lists: { ...ids, notes: [...ids.notes, ...env.notes] },
     repo,
     testFiles,
-    run: suiteRun(run.run, runner, repo.network),
+    run: withLogParser(suiteRun(withTestEnv(run.run, row), runner, repo.network), row.repo),
     env,
   };
 }
@@ -418,10 +445,13 @@ export function rowPatchFiles(row: Pick<SwebenchRow, "patch" | "test_patch">): s
  * runs the same profile, or the row's `test_runner` column when that runs the language. Pure.
  */
 export function rowRunner(
-  row: Pick<SwebenchRow, "language" | "repo" | "test_runner">,
+  row: Pick<SwebenchRow, "language" | "repo" | "test_runner"> & { readonly patch?: string },
   testFiles: readonly string[],
 ): { language: string; runner: TestRunner } | RowProblem {
-  const language = rowLanguage(row.language, testFiles);
+  const language = rowLanguage(row.language, testFiles, {
+    repo: row.repo,
+    patchFiles: row.patch === undefined ? [] : touchedPaths(row.patch),
+  });
   const langField = row.language ? "language" : "test_patch";
   if (language === undefined) {
     return {
@@ -454,8 +484,35 @@ export function rowRunner(
   return { language, runner: r.data };
 }
 
-/** The test ids in the runner's spelling (Django's labels), each one the runner can select. Pure. */
-export function runnerTestIds(runner: TestRunner, lists: TestLists): TestLists | RowProblem {
+/**
+ * A suite run with the environment assignments SWE-bench's test command for the row's
+ * repository and version starts with (swebench-test-tools.ts), when the facts know them. Pure.
+ */
+export function withTestEnv(run: TestRun, row: Pick<SwebenchRow, "repo" | "version" | "install">): TestRun {
+  if (run.kind !== "suite" || row.install != null) return run;
+  const found = envSpecOf(row.repo, row.version);
+  const env = found.ok ? testCommandEnv(found.spec.test_cmd) : "";
+  return env === "" ? run : { ...run, command: `${env} ${run.command}` };
+}
+
+/**
+ * A pytest suite read as SWE-bench's harness reads the row's repository (its ids were recorded
+ * through that reading: swebench-log-parsers.ts). Pure.
+ */
+export function withLogParser(run: TestRun, repo: string): TestRun {
+  if (run.kind !== "suite" || run.results !== "pytest") return run;
+  return { ...run, logParser: logParserOf(repo) };
+}
+
+/**
+ * The test ids in the runner's spelling (Django's labels), each one the runner can select; a
+ * repository whose log reading keeps spaces in ids (`pytest-spaced`) may have them. Pure.
+ */
+export function runnerTestIds(
+  runner: TestRunner,
+  lists: TestLists,
+  parser?: LogParser,
+): TestLists | RowProblem {
   const spell = (ids: string[]) => (runner === "django" ? ids.map(djangoId) : ids);
   const out = { ...lists, f2p: spell(lists.f2p), p2p: spell(lists.p2p) };
   for (const [field, list] of [
@@ -463,7 +520,8 @@ export function runnerTestIds(runner: TestRunner, lists: TestLists): TestLists |
     ["PASS_TO_PASS", out.p2p],
   ] as const) {
     for (const [i, t] of list.entries()) {
-      const problem = testIdProblem(runner, t);
+      const spaced = parser === "pytest-spaced" && /^[^\s:]+\.py::\S.*$/.test(t);
+      const problem = spaced ? undefined : testIdProblem(runner, t);
       if (problem) return { field: `${field}.${i}`, reason: `'${t}' ${problem}` };
     }
   }
@@ -487,6 +545,14 @@ export function suiteRun(run: TestRun, runner: TestRunner, repoNetwork: "none" |
 function swebenchSpec(d: RowDraft, at: { file: string; row: number }): TaskSpec | RowProblem {
   const { row, env } = d;
   const id = row.instance_id;
+  const outside = untouchedCanaryFile(d.run, d.testFiles);
+  const notes =
+    outside === undefined
+      ? d.lists.notes
+      : [
+          ...d.lists.notes,
+          `test_patch: adds no test code; the graded tests and the canary live in ${outside}, which it leaves alone: protected (the agent's edits to it are dropped before scoring)`,
+        ];
   const firstLine = row.problem_statement.trim().split("\n")[0]!.slice(0, 100);
   const spec = TaskSpec.safeParse({
     $comment: `SWE-bench-style row ${at.row} of ${at.file.split("/").pop()}: instance_id ${id}, repo ${row.repo}`,
@@ -500,8 +566,9 @@ function swebenchSpec(d: RowDraft, at: { file: string; row: number }): TaskSpec 
     install: env.install,
     tests: { patch: "tests.patch", run: d.run },
     solution: "solution.patch",
+    ...(outside === undefined ? {} : { protected: [outside] }),
     metadata: {
-      ...rowMetadata(row, d.lists.notes),
+      ...rowMetadata(row, notes),
       ...(env.source ? { install_source: env.source } : {}),
       ...(env.python ? { python_version: env.python } : {}),
     },
@@ -509,6 +576,11 @@ function swebenchSpec(d: RowDraft, at: { file: string; row: number }): TaskSpec 
   if (spec.success) return spec.data;
   const issue = spec.error.issues[0]!;
   return { field: issue.path.join(".") || "(row)", reason: issue.message };
+}
+
+/** The canary's file when the test patch does not add it (a data-only test patch), else undefined. Pure. */
+export function untouchedCanaryFile(run: TestRun, testFiles: readonly string[]): string | undefined {
+  return run.kind === "suite" && !testFiles.includes(run.canary.file) ? run.canary.file : undefined;
 }
 
 /** The row's provenance columns, as text, for the task's `metadata`. Pure. */

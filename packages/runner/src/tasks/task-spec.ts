@@ -1,5 +1,6 @@
 import { ProfileId } from "@flakegym/profiles";
 import { z } from "zod";
+import { LogParser } from "./swebench-log-parsers.js";
 
 /** The fixed identity used to commit a catalog task's local repo, so its commit id is reproducible. */
 export const CATALOG_GIT_IDENTITY = {
@@ -123,6 +124,9 @@ export const SuiteTests = z
       .min(1)
       .describe("shell command that runs every test once, reporting each in `results` form"),
     results: ResultFormat,
+    logParser: LogParser.optional().describe(
+      "pytest results only: read the log as SWE-bench's harness reads this repository's (a SWE-bench row's ids were recorded so); graded as it grades (XFAIL passes)",
+    ),
     failToPass: z
       .array(z.string().min(1))
       .min(1)

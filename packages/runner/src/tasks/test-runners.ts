@@ -84,8 +84,7 @@ export function parseSympyLine(raw: string): { id: string; outcome: "passed" | "
   return { id: m[1]!, outcome: m[2] === "ok" ? "passed" : "failed" };
 }
 
-/** The lines (grep -E) a django or sympy suite's output is filtered to before parsing. */
-export const DJANGO_LINES = "(\\.\\.\\. +(ok|OK|FAIL|ERROR)[[:space:]]*$|^[[:space:]]*(FAIL|ERROR): )";
+/** The lines (grep -E) a sympy suite's output is filtered to before parsing (django's: runner-logs.ts). */
 export const SYMPY_LINES =
   "(^[[:space:]]*test_[A-Za-z0-9_]+ +(ok|F|E)( +\\[(OK|FAIL)\\])?[[:space:]]*$|^_+ [^ ]+\\.py:test_[A-Za-z0-9_]+ _+$)";
 
@@ -267,7 +266,10 @@ export function testRunOf(input: RunInput): { run: TestRun } | { field: string; 
       ? input.testFiles.find((f) => /^tests\/(.+\/)?tests?(_[^/]*)?\.py$/.test(f))
       : undefined) ??
     input.testFiles.find((f) => isCanaryFile(runner, f)) ??
-    (runner === "pytest" ? namedPytestFile(input.testFiles, [...failToPass, ...passToPass]) : undefined);
+    (runner === "pytest" ? namedPytestFile(input.testFiles, [...failToPass, ...passToPass]) : undefined) ??
+    (input.testFiles.some((f) => f.endsWith(".py"))
+      ? undefined
+      : idNamedFile(runner, [...failToPass, ...passToPass]));
   if (file === undefined) {
     return {
       field: "test_patch",
@@ -327,6 +329,21 @@ function pytestFiles(ids: readonly string[], canaryFile: string): string {
 function namedPytestFile(testFiles: readonly string[], ids: readonly string[]): string | undefined {
   const named = new Set(ids.map((id) => id.split("::")[0]!));
   return testFiles.find((f) => f.endsWith(".py") && named.has(f));
+}
+
+/**
+ * For a test patch that adds no Python at all (only data files, e.g. django__django-10097's `.txt`
+ * lists; the caller asks only then): the module file the first graded id names, which the repository already has — pytest's
+ * `path.py::…`, Django's `test_x (a.b.Class)` → `tests/a/b.py`. The caller protects it (the
+ * agent's edits to it are dropped), as it would a hidden file. Pure.
+ */
+export function idNamedFile(runner: TestRunner, ids: readonly string[]): string | undefined {
+  for (const id of ids) {
+    if (runner === "pytest" && /^[^\s:]+\.py::/.test(id)) return id.split("::")[0]!;
+    const m = runner === "django" ? /^\w+ \(([\w.]+)\.\w+\)$/.exec(id) : null;
+    if (m) return `tests/${m[1]!.replaceAll(".", "/")}.py`;
+  }
+  return undefined;
 }
 
 /** A Django test module's label for `runtests.py`: `tests/a/b.py` → `a.b`. Pure. */

@@ -18,6 +18,13 @@ describe("rejections by reason", () => {
     expect(reasonKey(e(4, "repo", "local repository /m/a/b does not exist; clone it"))).toBe(
       "repo: local repository … does not exist; clone it",
     );
+    // a quoted column name is advice, kept; a quoted value is blanked
+    expect(
+      reasonKey(e(5, "test_patch", "no language: name it in a 'language' column (supported: python)")),
+    ).toBe("test_patch: no language: name it in a 'language' column (supported: python)");
+    expect(reasonKey(e(6, "version", "'9.9' is not a version of a/b: set 'version' to one of them"))).toBe(
+      "version: '…' is not a version of a/b: set 'version' to one of them",
+    );
     expect(reasonKey(e(9, "instance_id", "duplicate task id 'x' (first seen in row 4)"))).toBe(
       "instance_id: duplicate task id '…' (first seen in row N)",
     );

@@ -86,7 +86,7 @@ describe("installOfEnvSpec", () => {
       `${act}python -m pip install mpmath flake8`,
       `${act}python -m pip install mpmath==1.3.0 flake8-comprehensions`,
       `${act}python -m pip install -e .`,
-      `${act}{ python -c 'import pytest' 2>/dev/null || python -m pip install pytest; }`,
+      `${act}{ python -c 'import pytest' 2>/dev/null || python -m pip install 'pytest<8.4'; }`,
     ]);
     expect(notes).toEqual([
       "install from sympy/sympy's facts; python: SWE-bench runs this row under Python 3.9, and so does flakegym: the snapshot build takes a CPython 3.9 from the first provider that has one (--python, a Nix profile, uv, pyenv, python3.9 on PATH) and refuses the row without one unless --allow-python-mismatch; the snapshot manifest's envInstall.python records wanted, used and the provider",
@@ -112,7 +112,7 @@ describe("installOfEnvSpec", () => {
       VENV_CREATE,
       `${act}sed -i 's/pytest/pytest -rA/' tox.ini`,
       `${act}python -m pip install -e .`,
-      `${act}{ python -c 'import pytest' 2>/dev/null || python -m pip install pytest; }`,
+      `${act}{ python -c 'import pytest' 2>/dev/null || python -m pip install 'pytest<8.4'; }`,
     ]);
     expect(conda.notes).toEqual([
       expect.stringContaining("python: SWE-bench runs this row under Python 3.10, and so does flakegym"),

@@ -226,7 +226,7 @@ describe("SWE-bench Verified shapes (verified-shapes.jsonl, our own rows)", () =
       VENV_CREATE,
       '. "$FLAKEGYM_DEPS/venv/bin/activate" && if [ -f tests/requirements/py3.txt ]; then python -m pip install -r tests/requirements/py3.txt; fi',
       '. "$FLAKEGYM_DEPS/venv/bin/activate" && python -m pip install -e .',
-      `. "$FLAKEGYM_DEPS/venv/bin/activate" && { python -c 'import pytest' 2>/dev/null || python -m pip install pytest; }`,
+      `. "$FLAKEGYM_DEPS/venv/bin/activate" && { python -c 'import pytest' 2>/dev/null || python -m pip install 'pytest<8.4'; }`,
     ]);
     expect(byId.get("sympy__sympy-20590")!.spec.tests.run).toMatchObject({ kind: "suite", results: "sympy" });
     const requests = byId.get("psf__requests-2317")!;

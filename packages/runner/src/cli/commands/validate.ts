@@ -8,6 +8,7 @@ import { newRunId } from "../../rollout/config.js";
 import { runRollout } from "../../rollout/run-rollout.js";
 import type { RunSummary } from "../../rollout/summary.js";
 import { type CheatResult, renderVerdicts, type TaskVerdict, verdictFor } from "../../rollout/validate.js";
+import { validateLabels, withPolicyLabel } from "../../rollout/validate-lines.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { readRunState, runPaths } from "../../run-format/run-dir.js";
 import type { RunConfig } from "../../run-format/schema.js";
@@ -122,6 +123,8 @@ export const validateCommand = defineCommand({
         python: pythonOptionsOfFlags(opts),
       });
       const reporter = createReporter(ctx.stderr);
+      // every progress line names its policy: gold, empty or the cheat
+      const labels = validateLabels(cheats.map((c) => c.name));
       let summary: RunSummary;
       try {
         ({ summary } = await runRollout({
@@ -130,7 +133,7 @@ export const validateCommand = defineCommand({
           config,
           runId: taskRunId,
           deps,
-          progress: reporter.sink,
+          progress: (e) => reporter.sink(withPolicyLabel(e, labels)),
           signal: ctx.signal,
         }));
       } finally {

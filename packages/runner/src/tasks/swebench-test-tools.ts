@@ -1,0 +1,64 @@
+/**
+ * The test tools a SWE-bench row's environment gets beyond its facts. The harness installs
+ * `pytest` unpinned for some repositories (requests' `packages: pytest`, seaborn's and
+ * matplotlib's `pip_packages`), so it ran whichever pytest was current when its images were
+ * built (the 8.x line, 2024); an unpinned install today takes a newer major, whose ids and plugin
+ * behaviour the recorded FAIL_TO_PASS / PASS_TO_PASS lists never saw. An unpinned pytest is
+ * pinned to that line's bound instead; pip then takes the newest release the row's Python
+ * supports (7.0 on 3.6, 7.4 on 3.7). Pure.
+ */
+
+/** The bound an unpinned pytest gets, with why, for the task's notes. */
+export const PYTEST_BOUND = "pytest<8.4";
+export const PYTEST_BOUND_REASON = `pytest is unpinned in SWE-bench's facts for this version: installed as '${PYTEST_BOUND}' (the line its harness images were built with), not today's newest`;
+
+/** A requirement that names pytest with no version: `pytest`, `pytest[extra]`. Pure. */
+export function isUnpinnedPytest(req: string): boolean {
+  return /^pytest(\[[^\]]*\])?$/i.test(req.trim());
+}
+
+/** Requirements with an unpinned pytest bounded; whether one was. Pure. */
+export function boundTestTools(reqs: readonly string[]): { reqs: string[]; bounded: boolean } {
+  let bounded = false;
+  const out = reqs.map((r) => {
+    if (!isUnpinnedPytest(r)) return r;
+    bounded = true;
+    return PYTEST_BOUND;
+  });
+  return { reqs: out, bounded };
+}
+
+/**
+ * A space-separated package list (the facts' `packages`, shell words as the harness runs them)
+ * with an unpinned pytest word replaced by the quoted bound; every other word is kept as written. Pure.
+ */
+export function boundPackageList(packages: string): { packages: string; bounded: boolean } {
+  let bounded = false;
+  const out = packages
+    .split(/(\s+)/)
+    .map((w) => {
+      if (!isUnpinnedPytest(w)) return w;
+      bounded = true;
+      return `'${PYTEST_BOUND}'`;
+    })
+    .join("");
+  return { packages: out, bounded };
+}
+
+/**
+ * The command that makes sure pytest is there when the facts install none (django's and sympy's
+ * runners do not need it, the other rows' suites do): bounded like an unpinned one.
+ */
+export const ENSURE_PYTEST = `{ python -c 'import pytest' 2>/dev/null || python -m pip install '${PYTEST_BOUND}'; }`;
+
+/**
+ * The environment assignments a SWE-bench test command starts with (sympy's
+ * `PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test …`, which keeps warnings
+ * from breaking its result lines), as a prefix for our command; "" when it has none. Pure.
+ */
+export function testCommandEnv(testCmd: string | readonly string[] | undefined): string {
+  const first = Array.isArray(testCmd) ? testCmd[0] : testCmd;
+  if (typeof first !== "string") return "";
+  const m = /^(\s*[A-Za-z_][A-Za-z0-9_]*=('[^']*'|[^\s'"]*)\s+)+/.exec(first);
+  return m ? m[0].trim() : "";
+}

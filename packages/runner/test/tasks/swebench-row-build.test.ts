@@ -1,0 +1,85 @@
+import { describe, expect, it } from "vitest";
+import { parseSwebenchRow, rowLanguage } from "../../src/tasks/swebench.js";
+import { unbuildableReason } from "../../src/tasks/swebench-buildable.js";
+import { idNamedFile } from "../../src/tasks/test-runners.js";
+
+const diff = (path: string) =>
+  `diff --git a/${path} b/${path}\n--- a/${path}\n+++ b/${path}\n@@ -1 +1 @@\n-a\n+b\n`;
+const at = { file: "rows.jsonl", row: 1 };
+
+/** A django__django-10097-shaped row: its test patch changes only `.txt` data the tests read. */
+const dataOnly = {
+  instance_id: "django__django-10097",
+  repo: "django/django",
+  base_commit: "b9cf764be62e77b4777b3a75ec256f6209a57671",
+  version: "2.2",
+  problem_statement: "Make URLValidator reject invalid characters in the username and password",
+  patch: diff("django/core/validators.py"),
+  test_patch: `${diff("tests/validators/invalid_urls.txt")}${diff("tests/validators/valid_urls.txt")}`,
+  FAIL_TO_PASS: ["test_validators (validators.tests.TestValidators)"],
+  PASS_TO_PASS: ["test_basic_equality (validators.tests.TestValidatorEquality)"],
+};
+
+describe("rows whose test patch holds only data files", () => {
+  it("take the repository's known language, then the gold patch's", () => {
+    expect(rowLanguage(null, ["tests/validators/invalid_urls.txt"], { repo: "django/django" })).toBe(
+      "Python",
+    );
+    expect(
+      rowLanguage(null, ["data.txt"], {
+        repo: "someone/else",
+        patchFiles: ["src/lib.rs", "src/a.rs", "x.py"],
+      }),
+    ).toBe("Rust");
+    expect(rowLanguage(null, ["data.txt"], { repo: "someone/else" })).toBeUndefined();
+  });
+
+  it("django__django-10097's shape is accepted: the module its ids name holds the canary and is protected", () => {
+    const r = parseSwebenchRow(dataOnly, at);
+    if (!r.ok) throw new Error(`rejected: ${r.error.field}: ${r.error.reason}`);
+    const run = r.task.spec.tests.run;
+    expect(run.kind === "suite" && run.canary.file).toBe("tests/validators/tests.py");
+    expect(run.kind === "suite" && run.command).toContain("validators.tests");
+    expect(r.task.spec.protected).toEqual(["tests/validators/tests.py"]);
+    expect(r.task.spec.metadata?.intake_notes).toMatch(/adds no test code.*protected/);
+  });
+
+  it("idNamedFile: the module file a pytest or Django id names", () => {
+    expect(idNamedFile("pytest", ["tests/test_a.py::test_x[1]"])).toBe("tests/test_a.py");
+    expect(idNamedFile("django", ["A docstring line.", "test_x (a.b.C)"])).toBe("tests/a/b.py");
+    expect(idNamedFile("sympy", ["test_x"])).toBeUndefined();
+  });
+});
+
+describe("rows whose environment cannot be built here", () => {
+  const xarray = {
+    ...dataOnly,
+    instance_id: "pydata__xarray-4094",
+    repo: "pydata/xarray",
+    version: "0.12",
+    patch: diff("xarray/core/dataarray.py"),
+    test_patch: diff("xarray/tests/test_dataset.py"),
+    FAIL_TO_PASS: ["xarray/tests/test_dataset.py::test_to_stacked_array_to_unstacked_dataset"],
+    PASS_TO_PASS: [],
+  };
+
+  it("a conda-only version is refused by name, saying what to give instead", () => {
+    const r = parseSwebenchRow(xarray, at);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error).toMatchObject({ field: "version", id: "pydata__xarray-4094" });
+    expect(r.error.reason).toMatch(
+      /^pydata\/xarray 0\.12 builds its environment with conda .*give the row an 'install' column/,
+    );
+  });
+
+  it("the same row with pip commands of its own is accepted", () => {
+    const r = parseSwebenchRow({ ...xarray, install: ["python -m pip install -e ."] }, at);
+    expect(r.ok).toBe(true);
+  });
+
+  it("unbuildableReason: only environment.yml facts", () => {
+    expect(unbuildableReason("r/x", "1", { python: "3.9", packages: "requirements.txt" })).toBeUndefined();
+    expect(unbuildableReason("r/x", "1", { python: "3.9", packages: "environment.yml" })).toMatch(/conda/);
+  });
+});
