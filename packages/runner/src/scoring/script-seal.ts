@@ -1,0 +1,36 @@
+/**
+ * The scoring script's shells out of reach of the code they run. Code under test runs as the same
+ * uid as the script, so it could read the marker nonce from the script's shells (`/proc/<pid>/mem`,
+ * `process_vm_readv`, `environ`) and copy their stdout, the scorer's channel (`/proc/<pid>/fd/1`,
+ * `pidfd_getfd`). The kernel refuses all of these when the target is not dumpable, and a process
+ * that execs a file its user cannot read is not dumpable (nor are the subshells it forks). So the
+ * script starts as a short bootstrap that copies the shell into a fresh temp dir, makes the copy
+ * execute-only, and execs the script body with it; the body draws its nonce only then. Where the
+ * copy stays readable (a user that overrides file modes, e.g. root with its capabilities) or does
+ * not run (a `noexec` temp dir), the body runs under the plain shell and greets `open` instead of
+ * `sealed`: the scorer records which. Pure.
+ */
+
+const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/** The head line of every composed script: how a process tells the scoring shells apart. */
+export const SCRIPT_HEAD = "# flakegym scoring script (composed by packages/runner/src/scoring/script.ts)";
+
+/**
+ * `body` (which reads `$1`: `sealed` or `open`, and `$2`: the dir holding the sealed shell, to
+ * remove at its end) wrapped in the bootstrap that runs it under an execute-only shell. Pure.
+ */
+export function sealedScript(body: string): string {
+  const b = q(body);
+  return [
+    SCRIPT_HEAD,
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
+    'X=$(mktemp -d "${TMPDIR:-/tmp}/flakegym-sh-XXXXXXXXXX" 2>/dev/null) && S=$(command -v sh) &&',
+    '  cp "$S" "$X/sh" 2>/dev/null && chmod 0111 "$X/sh" && [ ! -r "$X/sh" ] && "$X/sh" -c : 2>/dev/null &&',
+    `  exec "$X/sh" -c ${b} flakegym-score sealed "$X"`,
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
+    'if [ -n "${X:-}" ]; then rm -rf "$X"; fi',
+    `exec sh -c ${b} flakegym-score open ""`,
+    "",
+  ].join("\n");
+}
