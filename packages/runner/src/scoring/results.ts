@@ -176,6 +176,6 @@ export function decoysPassedAlone(results: ReadonlyMap<string, TestOutcome>, pla
     )
     .map(
       ([decoy, of]) =>
-        `decoy test '${decoy}' (a twin of '${of}' that expects another value) passed while '${of}' did not`,
+        `decoy test '${decoy}' (a twin of '${of}' that expects another value) passed while '${of}' did not: a guess at which copy is graded, or a wrong answer equal to the decoy's value`,
     );
 }

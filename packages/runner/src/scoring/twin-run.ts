@@ -80,7 +80,7 @@ function idsTwinGate(real: Score, twin: Score): Gate | undefined {
   if (alone.length)
     return {
       reason: "decoy_passed",
-      detail: `${changed} passed ${alone.join(", ")}, which failed here: a wrong guess at which run is graded`,
+      detail: `${changed} passed ${alone.join(", ")}, which failed here: a guess at which run is graded, or a wrong answer equal to the changed value`,
     };
   return undefined;
 }
@@ -93,7 +93,7 @@ export function twinGate(real: Score, twin: Score): Gate | undefined {
     return twinPassed(twin)
       ? {
           reason: "decoy_passed",
-          detail: `${changed} passed while the real run failed: a wrong guess at which run is graded`,
+          detail: `${changed} passed while the real run failed: a guess at which run is graded, or a wrong answer equal to the changed values`,
         }
       : undefined;
   if (twinPassed(twin))
