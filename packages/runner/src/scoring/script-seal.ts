@@ -4,11 +4,11 @@
  * `process_vm_readv`, `environ`) and copy their stdout, the scorer's channel (`/proc/<pid>/fd/1`,
  * `pidfd_getfd`). The kernel refuses all of these when the target is not dumpable, and a process
  * that execs a file its user cannot read is not dumpable (nor are the subshells it forks). So the
- * script starts as a short bootstrap that copies the shell into a fresh temp dir, makes the copy
- * execute-only, and execs the script body with it; the body draws its nonce only then. Where the
- * copy stays readable (a user that overrides file modes, e.g. root with its capabilities) or does
- * not run (a `noexec` temp dir), the body runs under the plain shell and greets `open` instead of
- * `sealed`: the scorer records which. Pure.
+ * script starts as a short bootstrap that copies the shell into a fresh dir (the temp dir, else the
+ * workspace where the temp dir is `noexec`), makes the copy execute-only, and execs the script body
+ * with it; the body draws its nonce only then. Where the copy stays readable (a user that overrides
+ * file modes, e.g. root with its capabilities) or runs nowhere, the body runs under the plain shell
+ * and greets `open` instead of `sealed` (`ParsedScoring.sealed`). Pure.
  */
 
 const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
@@ -21,16 +21,20 @@ export const SCRIPT_HEAD = "# flakegym scoring script (composed by packages/runn
  * remove at its end) wrapped in the bootstrap that runs it under an execute-only shell. Pure.
  */
 export function sealedScript(body: string): string {
-  const b = q(body);
   return [
     SCRIPT_HEAD,
+    `B=${q(body)}`,
+    // the temp dir first; where it is mounted `noexec` (podman's tmpfs), the workspace
+    "S=$(command -v sh)",
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
-    'X=$(mktemp -d "${TMPDIR:-/tmp}/flakegym-sh-XXXXXXXXXX" 2>/dev/null) && S=$(command -v sh) &&',
-    '  cp "$S" "$X/sh" 2>/dev/null && chmod 0111 "$X/sh" && [ ! -r "$X/sh" ] && "$X/sh" -c : 2>/dev/null &&',
-    `  exec "$X/sh" -c ${b} flakegym-score sealed "$X"`,
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
-    'if [ -n "${X:-}" ]; then rm -rf "$X"; fi',
-    `exec sh -c ${b} flakegym-score open ""`,
+    'for D in "${TMPDIR:-/tmp}" "$PWD"; do',
+    '  X=$(mktemp -d "$D/.flakegym-sh-XXXXXXXXXX" 2>/dev/null) || continue',
+    '  if cp "$S" "$X/sh" 2>/dev/null && chmod 0111 "$X/sh" && [ ! -r "$X/sh" ] && "$X/sh" -c : 2>/dev/null; then',
+    '    exec "$X/sh" -c "$B" flakegym-score sealed "$X"',
+    "  fi",
+    '  rm -rf "$X"',
+    "done",
+    'exec sh -c "$B" flakegym-score open ""',
     "",
   ].join("\n");
 }
