@@ -196,6 +196,12 @@ export const Score = z
       .strict()
       .optional()
       .describe("which hidden tests had decoys in this scoring run (scoring/decoys)"),
+    channel: z
+      .enum(["sealed", "open"])
+      .optional()
+      .describe(
+        "the scoring script's shells: sealed = not dumpable, so code under test of the same uid could neither read their nonce nor copy their stdout (scoring/script-seal.ts); open = a user whose capabilities read the execute-only shell, or no dir to run it from",
+      ),
     durationMs: z.number().int(),
     cpuS: z
       .number()

@@ -103,6 +103,8 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
   it("the reference solution scores 1; no change scores 0", async () => {
     const gold = await score(solution);
     expect(gold).toMatchObject({ reward: 1, tests: { resolved: true }, touchedTestFiles: [], flaky: [] });
+    // the sandbox user reads no execute-only file: the scoring shells were out of the code's reach
+    expect(gold.channel).toBe("sealed");
     const empty = await score("");
     expect(empty.reward).toBe(0);
     expect(empty.testResults!.passToPass).toEqual({ "caret on one and above is unchanged": "passed" });
