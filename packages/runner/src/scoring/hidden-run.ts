@@ -7,7 +7,7 @@ import type { TestCommand } from "../tasks/task-spec.js";
 import type { Worker } from "../workers/types.js";
 import { hiddenTestsOf } from "./hidden-tests.js";
 import { newCanary } from "./results.js";
-import { killedTampering, scoredTestFiles, scoringPlanOf } from "./score-parts.js";
+import { scoredTestFiles, scoringPlanOf } from "./score-parts.js";
 import {
   endedBy,
   type HiddenTestVerdict,
@@ -16,7 +16,7 @@ import {
   type ScoreOptions,
   scriptEnd,
 } from "./scorer.js";
-import { type ParsedScoring, scriptTimeoutMs, testStep } from "./script.js";
+import { expectedSteps, type ParsedScoring, scriptTimeoutMs, testStep } from "./script.js";
 
 /**
  * A catalog task's hidden tests run the scorer's way, without the reward: the same one script
@@ -117,17 +117,17 @@ export async function runHiddenTests(
     },
   });
   const { parsed, exec } = await runScript(worker, plan, deadline.signal);
-  const end = scriptEnd(parsed, exec, deadline.signal.aborted);
+  const end = scriptEnd(parsed, exec, deadline.signal.aborted, expectedSteps(plan));
   if (end.kind === "apply_failed")
     throw new FlakegymError(
       "E_PATCH",
       `the reference solution of task ${task.spec.id} (${task.paths.solution}) did not apply in worker ${worker.id}: ${end.output.trim()}`,
       { hint: "regenerate the task's solution.patch against its snapshot's base commit" },
     );
-  const killed = endedBy(worker.id, exec, end);
+  const ended = endedBy(worker.id, exec, end);
   const { verdicts } = hiddenVerdicts(parsed, hidden, o, canary, 1);
   return hiddenReportOf(parsed, verdicts.runs[0] ?? [], hidden.suite !== undefined, [
-    ...killedTampering(killed, exec.exitCode),
+    ...ended,
     ...verdicts.tampering,
   ]);
 }

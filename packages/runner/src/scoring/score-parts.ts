@@ -75,14 +75,19 @@ export function killedTampering(
       ];
 }
 
-/** The score's gate: tampering with the tests first, then protected edits, then the static screen. Pure. */
+/**
+ * The score's gate: tampering with the tests first, then a decoy that passed alone, then protected
+ * edits, then the static screen. Pure.
+ */
 export function scoreGate(
   tampering: readonly string[],
   tampered: readonly string[],
   suspicious: readonly Suspicion[],
   o: Pick<ScoreOptions, "tamperPenalty" | "suspiciousPenalty">,
+  decoyPassed: readonly string[] = [],
 ): Gate | undefined {
   if (tampering.length) return { reason: "tests_tampered", detail: tampering.join("; ") };
+  if (decoyPassed.length) return { reason: "decoy_passed", detail: decoyPassed.join("; ") };
   const first = suspicious[0];
   return (
     tamperGate(tampered, o.tamperPenalty ?? "revert") ??

@@ -12,7 +12,14 @@ import type { JudgeConfig } from "./judge.js";
 import { type JudgeStageOptions, judgeTerm } from "./judge-readings.js";
 import { isTestDirName, protectDiff } from "./protect.js";
 import type { BoundHidden } from "./read-only.js";
-import { type CanaryInstance, canaryVerdict, decoyVerdict, newCanary, parseTestResults } from "./results.js";
+import {
+  type CanaryInstance,
+  canaryVerdict,
+  decoysPassedAlone,
+  decoyVerdict,
+  newCanary,
+  parseTestResults,
+} from "./results.js";
 import {
   combine,
   evalCmdValue,
@@ -29,8 +36,8 @@ import type { Score } from "./score.js";
 import { killedTampering, scoredTestFiles, scoreGate, scoringPlanOf } from "./score-parts.js";
 import { type Suspicion, type SuspiciousPenalty, screenDiff } from "./screen.js";
 import {
-  agentEndedScript,
   composeScoringScript,
+  expectedSteps,
   hiddenStep,
   MAX_INLINE_SCRIPT_BYTES,
   type ParsedScoring,
@@ -41,6 +48,7 @@ import {
   testStep,
   timedOutStep,
 } from "./script.js";
+import { observeScript, type ScriptVerdict, scriptVerdict } from "./script-verdict.js";
 import type { ReachHit } from "./switched-off.js";
 import { commandTestOutputs, suiteTestOutputs } from "./test-output.js";
 
@@ -230,9 +238,9 @@ export async function runScript(
   worker: Worker,
   plan: ScoringPlan,
   signal: AbortSignal,
-): Promise<{ parsed: ParsedScoring; exec: ExecResult; nonce: string }> {
-  const nonce = randomBytes(12).toString("hex");
-  let composed = composeScoringScript(plan, { nonce });
+): Promise<{ parsed: ParsedScoring; exec: ExecResult }> {
+  const salt = randomBytes(12).toString("hex");
+  let composed = composeScoringScript(plan, { salt });
   if (Buffer.byteLength(composed.script) > MAX_INLINE_SCRIPT_BYTES) {
     if (worker.statelessExec) {
       throw new FlakegymError(
@@ -243,12 +251,12 @@ export async function runScript(
         },
       );
     }
-    composed = composeScoringScript(plan, { nonce, stagedDir: `.flakegym-score-${nonce}` });
+    composed = composeScoringScript(plan, { salt, stagedDir: `.flakegym-score-${salt}` });
     for (const f of composed.staged) await writeFileInWorker(worker, f.path, f.content, signal);
   }
   const exec = await worker.exec(composed.script, { timeoutMs: composed.timeoutMs, signal });
   signal.throwIfAborted();
-  return { parsed: parseScoringOutput(exec.stdout, nonce), exec, nonce };
+  return { parsed: parseScoringOutput(exec.stdout), exec };
 }
 
 /**
@@ -271,6 +279,8 @@ export interface RunVerdicts {
   readonly tampering: string[];
   /** Hidden test files the code under test changed while the tests ran. */
   readonly rewritten: string[];
+  /** Decoys that passed while their graded twin did not (a flagged 0: gate `decoy_passed`). */
+  readonly decoyPassed?: string[];
 }
 
 /** Hidden test files a test command changed, from its `hidden.<run>.<index>` step. Pure. */
@@ -321,6 +331,7 @@ export function suiteVerdicts(
 ): RunVerdicts {
   const tampering: string[] = [];
   const rewritten = new Set<string>();
+  const decoyPassed = new Set<string>();
   const runs: HiddenTestVerdict[][] = [];
   const ids = [
     ...suite.failToPass.map((id) => ({ id, kind: "fail_to_pass" as const })),
@@ -351,6 +362,7 @@ export function suiteVerdicts(
         believed = false;
         tampering.push(`run ${r + 1}: ${d.reason}`);
       }
+      for (const why of decoysPassedAlone(results, decoys)) decoyPassed.add(`run ${r + 1}: ${why}`);
     }
     runs.push(
       ids.map(({ id, kind }) => ({
@@ -364,7 +376,12 @@ export function suiteVerdicts(
   }
   if (rewritten.size)
     tampering.push(`hidden test files changed while the tests ran: ${[...rewritten].sort().join(", ")}`);
-  return { runs, tampering: [...new Set(tampering)], rewritten: [...rewritten].sort() };
+  return {
+    runs,
+    tampering: [...new Set(tampering)],
+    rewritten: [...rewritten].sort(),
+    ...(decoyPassed.size ? { decoyPassed: [...decoyPassed] } : {}),
+  };
 }
 
 /** The score when the agent's diff did not apply: a gate and a 0 tests term (if the task has tests). */
@@ -395,46 +412,39 @@ function incompleteScript(workerId: string, exec: ExecResult, what: string): Fla
   );
 }
 
-/** How the scoring script ended, before its verdicts are read. */
-export type ScriptEnd =
-  | { readonly kind: "apply_failed"; readonly output: string }
-  | { readonly kind: "install_failed"; readonly output: string }
-  | { readonly kind: "incomplete"; readonly what: string }
-  | { readonly kind: "ran"; readonly killed?: { readonly step: string; readonly during: boolean } };
+/** How the scoring script ended, before its verdicts are read (scoring/script-verdict.ts). */
+export type ScriptEnd = ScriptVerdict;
 
 /**
  * How the script ended: stopped at the diff or at the hidden tests' install, lost by the machinery
- * (ended early with none of the agent's code to blame, killed from outside, or aborted by us), or
- * ran — to its end, into its deadline, or ended by the code under test (`killed`: that code ended
- * it, whether it killed the script while its step ran or left a process behind that did so). Pure.
+ * (before any of the agent's code ran, killed from outside, or aborted by us), or ran — to its end,
+ * or ended, held up or garbled by the code under test (`killed`, `failClosed`: reward 0 with the
+ * reason). `expected`: the steps the script reports when it runs to its end. Pure.
  */
-export function scriptEnd(parsed: ParsedScoring, exec: ExecResult, aborted: boolean): ScriptEnd {
-  if (parsed.stoppedAt === "apply")
-    return { kind: "apply_failed", output: parsed.steps.get("apply")?.output ?? "" };
-  if (parsed.stoppedAt === "install")
-    return { kind: "install_failed", output: parsed.steps.get("install")?.output ?? "" };
-  const killed = exec.timedOut ? undefined : agentEndedScript(parsed);
-  if (!parsed.done && !exec.timedOut && (killed === undefined || exec.sandboxKilled || aborted))
-    return {
-      kind: "incomplete",
-      what: exec.sandboxKilled ? "was killed from outside its sandbox" : "ended before its last step",
-    };
-  return { kind: "ran", ...(killed ? { killed } : {}) };
+export function scriptEnd(
+  parsed: ParsedScoring,
+  exec: ExecResult,
+  aborted: boolean,
+  expected: readonly string[],
+): ScriptEnd {
+  const { phase, observation } = observeScript(parsed, exec, aborted, expected);
+  return scriptVerdict(phase, observation);
 }
 
 /**
- * The step whose code ended a script that ran; throws when it could not (the hidden tests did not
- * install: a setup error; the script was lost: an infra failure, retried).
+ * What a script that ran says about its own run (why it scores 0: the agent's code ended it or
+ * the channel cannot be believed); throws when it did not run (the hidden tests did not install
+ * before any agent code: a setup error; the script was lost: an infra failure, retried).
  */
 export function endedBy(
   workerId: string,
   exec: ExecResult,
   end: Exclude<ScriptEnd, { kind: "apply_failed" }>,
-) {
-  if (end.kind === "install_failed")
+): string[] {
+  if (end.kind === "setup_failed")
     throw new ScoringSetupError(`the task's hidden tests could not be installed: ${end.output.trim()}`);
-  if (end.kind === "incomplete") throw incompleteScript(workerId, exec, end.what);
-  return end.killed;
+  if (end.kind === "infra") throw incompleteScript(workerId, exec, end.what);
+  return [...killedTampering(end.killed, exec.exitCode), ...(end.failClosed ? [end.failClosed] : [])];
 }
 
 /** The tests term of merged runs (the eval command's exit, or the per-test results). */
@@ -548,15 +558,15 @@ export async function scoreDiff(
     tampered: guarded.tampered,
     diffBytes: Buffer.byteLength(guarded.diff),
   };
-  const end = scriptEnd(parsed, exec, signal.aborted);
+  const end = scriptEnd(parsed, exec, signal.aborted, expectedSteps(plan));
   if (end.kind === "apply_failed")
     return applyFailedScore(worker.id, end.output, hasTests, o.weights.tests, base, started);
-  const killed = endedBy(worker.id, exec, end);
+  const ended = endedBy(worker.id, exec, end);
 
   // build and lint judge the agent's change alone, before the hidden tests are added
   const { build: buildTerm, lint: lintTerm, counted } = commandTerms(o, parsed, plan, guarded.diff);
   const { verdicts, testOutput = {} } = hiddenVerdicts(parsed, hidden, o, canary, plan.repeat);
-  const tampering = [...killedTampering(killed, exec.exitCode), ...verdicts.tampering];
+  const tampering = [...ended, ...verdicts.tampering];
   const merged = mergeRuns(verdicts.runs);
   // no hidden tests (a dataset row): no tests term at all
   const testsPart = hasTests ? testsTermOf(merged, o) : undefined;
@@ -572,7 +582,7 @@ export async function scoreDiff(
   if (judged) terms.push(judged.term);
   const judge = judged?.judge;
   const suspicious = [...screenDiff(guarded.diff), ...counted.map(reachSuspicion)];
-  const gate = scoreGate(tampering, guarded.tampered, suspicious, o);
+  const gate = scoreGate(tampering, guarded.tampered, suspicious, o, verdicts.decoyPassed);
   return {
     reward: combine(terms, gate),
     ...(gate ? { gate } : {}),
@@ -590,6 +600,7 @@ export async function scoreDiff(
     ...(o.bound?.guard ? { decoys: o.bound.guard } : {}),
     ...(guarded.ignored.length ? { ignoredTests: guarded.ignored } : {}),
     ...(suspicious.length ? { suspicious } : {}),
+    channel: parsed.sealed ? "sealed" : "open",
     durationMs: Date.now() - started,
   };
 }

@@ -98,6 +98,11 @@ const RULES: readonly Rule[] = [
     re: /\bstart_new_session\s*=\s*True|\bdetached\s*:\s*true|\bsetsid\b|\bSetsid\s*:\s*true|\bos\.kill(pg)?\s*\(|\bprocess\.kill\s*\(|\bsyscall\.Kill\b|\bkill\s+-(9|KILL|STOP|CONT|SIG\w+)\b|\bSIGSTOP\b|\bmkfifo\b|\/proc\/(\[0-9\]|\$|\d|[A-Za-z_]*\$\{|"\s*\+|'\s*\+)/,
     reason: "starts a process that outlives it, or signals or inspects other processes",
   },
+  {
+    class: "process-control",
+    re: /\/proc\/(%d|\{)|\/proc\/[^"'\s]*\/(mem|maps|cmdline|environ|fd\/)|\bpidfd_(getfd|open)\b|\bprocess_vm_(readv|writev)\b|\bptrace\s*\(|\bPTRACE_\w+|\bsyscall\s*\(\s*(434|438|310|311)\b/,
+    reason: "reads another process's memory, command line or descriptors (the scorer's channel)",
+  },
   // code that takes itself out of the build or the linter (a row's build and lint terms)
   {
     class: "build-exclusion",

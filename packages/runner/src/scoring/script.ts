@@ -1,5 +1,7 @@
 import type { TestCommand } from "../tasks/task-spec.js";
 import type { ReachProbe } from "./build-reach.js";
+import { type ParsedScoring, runsAgentCode, type StepResult } from "./script-channel.js";
+import { SCRIPT_HEAD, sealedScript } from "./script-seal.js";
 
 /**
  * Scoring as ONE self-contained shell script, so it runs the same on every backend — including
@@ -73,8 +75,11 @@ export const hiddenStep = (run: number, index: number): StepName => `hidden.${ru
 export const MAX_INLINE_SCRIPT_BYTES = 90_000;
 
 export interface ComposeOptions {
-  /** Random per run (hex); part of every marker and heredoc delimiter. */
-  readonly nonce: string;
+  /**
+   * Random per run (hex): payload delimiters and temp names a diff cannot have guessed. Not the
+   * marker nonce: the script draws that itself, so it is in no command line (scoring/script-channel.ts).
+   */
+  readonly salt: string;
   /**
    * Directory (workspace-relative) holding payloads written there beforehand instead of being
    * embedded; only for backends whose execs share one workspace (local, podman).
@@ -94,37 +99,48 @@ const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 const b64Lines = (b: Buffer) => (b.toString("base64").match(/.{1,76}/g) ?? []).join("\n");
 const secs = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
+/** The prefix of every marker line of the run whose script drew `nonce`. */
 export const markerOf = (nonce: string) => `FLAKEGYM-SCORE-${nonce}`;
 
+/** The first line of every scoring script's stdout: this word, a space, the marker nonce the script drew. */
+export const GREETING = "FLAKEGYM-SCORE-HELLO";
+
 /**
- * The script's fixed head: its marker, its temp dir and the shell helpers every step goes through
- * (`emit`, `run`, `trun`, `stop`). Pure.
+ * The script's fixed head: it draws its own marker nonce (never in its command line, its
+ * environment or a file: only in its shells' memory) and prints it first, before anything of the
+ * agent's runs; then its temp dir and the shell helpers every step goes through (`emit`, `run`,
+ * `trun`, `stop`). `salt` (the composer's, per run) only keeps payload delimiters and temp names
+ * unguessable by a diff written beforehand. Pure.
  */
-function scriptPrelude(
-  M: string,
-  nonce: string,
-  stagedDir: string | undefined,
-  maxOutputBytes: number,
-): string[] {
+function scriptPrelude(salt: string, stagedDir: string | undefined, maxOutputBytes: number): string[] {
   const max = Math.max(2, maxOutputBytes);
   const half = Math.floor(max / 2);
   return [
-    "# flakegym scoring script (composed by packages/runner/src/scoring/script.ts)",
+    SCRIPT_HEAD,
     "set -u",
-    `M=${M}`,
-    `tmp="\${TMPDIR:-/tmp}/flakegym-score-${nonce}"`,
-    `mkdir -p "$tmp" 2>/dev/null || { tmp="$PWD/.flakegym-score-${nonce}"; mkdir -p "$tmp"; }`,
-    `trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"${stagedDir === undefined ? "" : ` ${stagedDir}`}' EXIT`,
+    // the bootstrap's word (scoring/script-seal.ts): `sealed` (no process of the agent's can read
+    // this shell) or `open`, and the dir holding the sealed shell
+    "SEAL=$1; SX=$2",
+    "N=$(od -An -N12 -tx1 /dev/urandom 2>/dev/null | tr -d ' \\n')",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
+    '[ "${#N}" -eq 24 ] || { echo "flakegym scoring: no nonce from /dev/urandom" >&2; exit 97; }',
+    'M="FLAKEGYM-SCORE-$N"',
+    `printf '${GREETING} %s %s\\n' "$N" "$SEAL"`,
+    `tmp=$(mktemp -d "\${TMPDIR:-/tmp}/flakegym-score-XXXXXXXXXX" 2>/dev/null) || { tmp="$PWD/.flakegym-score-${salt}"; mkdir -p "$tmp"; }`,
+    `trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"\${SX:+ "$SX"}${stagedDir === undefined ? "" : ` ${stagedDir}`}' EXIT`,
     // staged payloads move out of the workspace before anything runs
     ...(stagedDir === undefined ? [] : [`cp -R ${stagedDir}/. "$tmp"/ && rm -rf ${stagedDir}`]),
     "TO=; if command -v timeout >/dev/null 2>&1; then TO=1; fi",
     "now() { date +%s 2>/dev/null || echo 0; }",
-    // emit <step> <exit code> <output file> <seconds>: the step's result, its output base64'd
+    // emit <step> <exit code> <output file> <seconds>: the step's result, its output base64'd, then
+    // the checksum of exactly the lines between (a line written into the channel from outside breaks it)
     "emit() {",
     '  n=$(wc -c < "$3" | tr -d " ")',
+    `  if [ "$n" -le ${max} ]; then base64 < "$3"; else head -c ${half} "$3" | base64; printf "%s cut\\n" "$M"; tail -c ${half} "$3" | base64; fi > "$tmp/b64"`,
+    '  h=$(sha256sum < "$tmp/b64" | cut -c1-64)',
     '  printf "%s result %s %s %s %s\\n" "$M" "$1" "$2" "$n" "$4"',
-    `  if [ "$n" -le ${max} ]; then base64 < "$3"; else head -c ${half} "$3" | base64; printf "%s cut\\n" "$M"; tail -c ${half} "$3" | base64; fi`,
-    '  printf "%s end %s\\n" "$M" "$1"',
+    '  cat "$tmp/b64"',
+    '  printf "%s end %s %s\\n" "$M" "$1" "$h"',
     "}",
     // run <step> <seconds> <command, base64>: one command, its own deadline, output to a file;
     // "start" first, so a run killed from inside (by the code under test) is told from a dead worker
@@ -296,15 +312,15 @@ export function scriptTimeoutMs(plan: ScoringPlan): number {
 
 /** Composes the scoring script for `plan`. Pure. */
 export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): ComposedScript {
-  if (!/^[0-9a-f]{8,64}$/.test(o.nonce)) throw new TypeError("scoring nonce must be 8-64 hex digits");
+  if (!/^[0-9a-f]{8,64}$/.test(o.salt)) throw new TypeError("scoring salt must be 8-64 hex digits");
   if (o.stagedDir !== undefined && !/^[A-Za-z0-9._-]+$/.test(o.stagedDir))
     throw new TypeError(`staged dir '${o.stagedDir}' must be one plain workspace-relative name`);
   const d: ScriptDraft = {
-    lines: scriptPrelude(markerOf(o.nonce), o.nonce, o.stagedDir, plan.maxOutputBytes),
+    lines: scriptPrelude(o.salt, o.stagedDir, plan.maxOutputBytes),
     staged: [],
     stagedDir: o.stagedDir,
-    eof: `FLAKEGYM_EOF_${o.nonce}`,
-    scratch: `flakegym-${o.nonce}`,
+    eof: `FLAKEGYM_EOF_${o.salt}`,
+    scratch: `flakegym-${o.salt}`,
     hidden: plan.install === undefined ? [] : (plan.hiddenFiles ?? []),
   };
   if (plan.agentDiff.trim() !== "") gitApply(d, "apply", "agent.patch", plan.agentDiff);
@@ -313,83 +329,34 @@ export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): Comp
   installHidden(d, plan);
   testRuns(d, plan, Math.max(1, plan.repeat));
   d.lines.push('printf "%s done\\n" "$M"', "");
-  return { script: d.lines.join("\n"), staged: d.staged, timeoutMs: scriptTimeoutMs(plan) };
+  return { script: sealedScript(d.lines.join("\n")), staged: d.staged, timeoutMs: scriptTimeoutMs(plan) };
 }
 
-/** One step's result as the script printed it. */
-export interface StepResult {
-  readonly exitCode: number;
-  /** The step's combined stdout+stderr, cut in the middle when longer than the plan allowed. */
-  readonly output: string;
-  /** Bytes the step printed (before cutting). */
-  readonly outputBytes: number;
-  /** Set when the output was longer than the plan allowed and its middle was cut. */
-  readonly cut?: true;
-  readonly seconds: number;
-}
-
-export interface ParsedScoring {
-  readonly steps: ReadonlyMap<string, StepResult>;
-  /** The script reached its end. */
-  readonly done: boolean;
-  /** The setup step (apply/install) after which the script stopped, if any. */
-  readonly stoppedAt?: string;
-  /** Steps that started but printed no result (the script was killed while they ran). */
-  readonly unfinished: readonly string[];
-}
+export type { ParsedScoring, StepResult } from "./script-channel.js";
+export { parseScoringOutput } from "./script-channel.js";
 
 /**
- * Reads the script's stdout back into per-step results. Only lines starting with this run's
- * marker count; output is base64 between them, so no text a step printed can forge a result.
- * A block cut off by a kill is left out (that step did not finish). Pure.
+ * Every step a script composed for `plan` reports when it runs to its end, in order: a finished
+ * script without one of them lost an emission. Pure.
  */
-export function parseScoringOutput(stdout: string, nonce: string): ParsedScoring {
-  const M = `${markerOf(nonce)} `;
-  const steps = new Map<string, StepResult>();
-  let done = false;
-  let stoppedAt: string | undefined;
-  const started = new Set<string>();
-  let cur: { step: string; exitCode: number; bytes: number; seconds: number; parts: string[][] } | undefined;
-  for (const raw of stdout.split("\n")) {
-    const line = raw.replace(/\r$/, "");
-    if (!line.startsWith(M)) {
-      if (cur && /^[A-Za-z0-9+/=]+$/.test(line)) cur.parts.at(-1)!.push(line);
-      continue;
-    }
-    const [word, ...rest] = line.slice(M.length).split(" ");
-    if (word === "result" && rest.length === 4) {
-      const [step, code, bytes, seconds] = rest as [string, string, string, string];
-      cur = { step, exitCode: Number(code), bytes: Number(bytes), seconds: Number(seconds), parts: [[]] };
-    } else if (word === "cut" && cur) {
-      cur.parts.push([]);
-    } else if (word === "end" && cur && rest[0] === cur.step) {
-      const [head, tail] = cur.parts.map((p) => Buffer.from(p.join(""), "base64").toString("utf8"));
-      const output =
-        tail === undefined
-          ? head!
-          : `${head}\n[… flakegym: ${cur.bytes - Buffer.byteLength(head!) - Buffer.byteLength(tail)} bytes of output cut …]\n${tail}`;
-      steps.set(cur.step, {
-        exitCode: cur.exitCode,
-        output,
-        outputBytes: cur.bytes,
-        seconds: cur.seconds,
-        ...(tail === undefined ? {} : { cut: true as const }),
-      });
-      cur = undefined;
-    } else if (word === "start" && rest.length === 1) {
-      started.add(rest[0]!);
-    } else if (word === "stopped") {
-      stoppedAt = rest[0];
-    } else if (word === "done") {
-      done = true;
+export function expectedSteps(plan: ScoringPlan): StepName[] {
+  const steps: StepName[] = [];
+  if (plan.agentDiff.trim() !== "") steps.push("apply");
+  if (plan.build) steps.push("build", ...(plan.build.reach ? (["reach"] as const) : []));
+  if (plan.lint) steps.push("lint");
+  const hidden = plan.install === undefined ? [] : (plan.hiddenFiles ?? []);
+  if (plan.install && (plan.install.kind === "files" || plan.install.patch.trim() !== ""))
+    steps.push("install");
+  for (let r = 0; r < Math.max(1, plan.repeat); r++) {
+    const commands = plan.suite ? 1 : plan.tests.length;
+    for (let i = 0; i < commands; i++) {
+      steps.push(testStep(r, i));
+      if (plan.suite) steps.push(resultsStep(r, i));
+      if (hidden.length) steps.push(hiddenStep(r, i));
     }
   }
-  const unfinished = [...started].filter((s) => !steps.has(s));
-  return { steps, done, unfinished, ...(stoppedAt !== undefined ? { stoppedAt } : {}) };
+  return steps;
 }
-
-/** Steps that run the agent's code (its build, its lint, the tests that call it). */
-const runsAgentCode = (step: string) => step === "build" || step === "lint" || step.startsWith("test.");
 
 /**
  * The step whose code ended the scoring script early, or undefined when the script finished, stopped

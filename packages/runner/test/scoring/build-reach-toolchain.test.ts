@@ -69,12 +69,12 @@ function reach(
     maxOutputBytes: 1 << 20,
   };
   const tmp = mkdtempSync(join(root, "tmp-"));
-  const r = spawnSync("/bin/sh", ["-c", composeScoringScript(plan, { nonce: NONCE }).script], {
+  const r = spawnSync("/bin/sh", ["-c", composeScoringScript(plan, { salt: NONCE }).script], {
     cwd: dir,
     encoding: "utf8",
     env: { ...process.env, TMPDIR: tmp },
   });
-  const p = parseScoringOutput(r.stdout, NONCE);
+  const p = parseScoringOutput(r.stdout);
   const hits = reachHits(diff, profile, p.steps.get("reach"));
   return {
     built: p.steps.get("build")?.exitCode,

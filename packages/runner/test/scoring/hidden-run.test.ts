@@ -24,6 +24,10 @@ const parsedOf = (steps: Record<string, StepResult>, p: Partial<ParsedScoring> =
   steps: new Map(Object.entries(steps)),
   done: true,
   unfinished: [],
+  agentRan:
+    Object.keys(steps).some((s) => s === "build" || s.startsWith("test.")) || (p.unfinished ?? []).length > 0,
+  anomalies: [],
+  sealed: true,
   ...p,
 });
 const exec = (e: Partial<ExecResult> = {}): ExecResult => ({
@@ -35,10 +39,16 @@ const exec = (e: Partial<ExecResult> = {}): ExecResult => ({
   ...e,
 });
 
+// the whole table is in script-verdict.test.ts; these are scriptEnd's wiring and endedBy's throws
 describe("scriptEnd (how the one scoring script ended)", () => {
-  it("stopped at the diff or the install: the step's output, told apart", () => {
+  it("stopped at the diff or the install before any agent code ran: the step's output, told apart", () => {
     expect(
-      scriptEnd(parsedOf({ apply: step("patch does not apply", 1) }, { stoppedAt: "apply" }), exec(), false),
+      scriptEnd(
+        parsedOf({ apply: step("patch does not apply", 1) }, { stoppedAt: "apply" }),
+        exec(),
+        false,
+        [],
+      ),
     ).toEqual({
       kind: "apply_failed",
       output: "patch does not apply",
@@ -47,48 +57,63 @@ describe("scriptEnd (how the one scoring script ended)", () => {
       parsedOf({ install: step("corrupt patch", 1) }, { stoppedAt: "install" }),
       exec(),
       false,
+      [],
     );
-    expect(install).toEqual({ kind: "install_failed", output: "corrupt patch" });
+    expect(install).toEqual({ kind: "setup_failed", output: "corrupt patch" });
     expect(() => endedBy("w1", exec(), install as Exclude<typeof install, { kind: "apply_failed" }>)).toThrow(
       ScoringSetupError,
     );
   });
 
+  it("an install stopped after the agent's build ran scores 0 with the reason, never a setup error", () => {
+    const end = scriptEnd(
+      parsedOf({ build: step(""), install: step("not a directory", 1) }, { stoppedAt: "install" }),
+      exec(),
+      false,
+      [],
+    );
+    expect(end).toMatchObject({ kind: "ran", failClosed: expect.stringContaining("not a directory") });
+    expect(endedBy("w1", exec(), end as Exclude<typeof end, { kind: "apply_failed" }>)).toEqual([
+      expect.stringContaining("did not install after the agent's build"),
+    ]);
+  });
+
   it("ended before any of the agent's code ran, or killed from outside: the machinery lost it", () => {
     const early = parsedOf({ apply: step("") }, { done: false });
-    expect(scriptEnd(early, exec({ exitCode: 137 }), false)).toEqual({
-      kind: "incomplete",
-      what: "ended before its last step",
+    expect(scriptEnd(early, exec({ exitCode: 137 }), false, [])).toEqual({
+      kind: "infra",
+      what: "ended before any of the agent's code ran",
     });
     const during = parsedOf({}, { done: false, unfinished: ["test.0.0"] });
-    expect(scriptEnd(during, exec({ exitCode: 137, sandboxKilled: true }), false)).toEqual({
-      kind: "incomplete",
+    expect(scriptEnd(during, exec({ exitCode: 137, sandboxKilled: true }), false, [])).toEqual({
+      kind: "infra",
       what: "was killed from outside its sandbox",
     });
     // aborted by us: not the agent's doing either
-    expect(scriptEnd(during, exec({ exitCode: 137 }), true).kind).toBe("incomplete");
-    expect(() => endedBy("w1", exec({ exitCode: 137 }), { kind: "incomplete", what: "x" })).toThrow(
-      /worker w1 x/,
-    );
+    expect(scriptEnd(during, exec({ exitCode: 137 }), true, []).kind).toBe("infra");
+    expect(() => endedBy("w1", exec({ exitCode: 137 }), { kind: "infra", what: "x" })).toThrow(/worker w1 x/);
   });
 
   it("killed by the code under test, during or after its step: ran, naming the step", () => {
     const during = parsedOf({}, { done: false, unfinished: ["test.0.0"] });
-    expect(scriptEnd(during, exec({ exitCode: 137 }), false)).toEqual({
+    expect(scriptEnd(during, exec({ exitCode: 137 }), false, [])).toEqual({
       kind: "ran",
       killed: { step: "test.0.0", during: true },
     });
     const after = parsedOf({ "test.0.0": step("ok") }, { done: false });
-    expect(scriptEnd(after, exec({ exitCode: 143 }), false)).toEqual({
+    expect(scriptEnd(after, exec({ exitCode: 143 }), false, [])).toEqual({
       kind: "ran",
       killed: { step: "test.0.0", during: false },
     });
   });
 
-  it("finished, or ran into its own deadline: ran, nobody to blame", () => {
-    expect(scriptEnd(parsedOf({}), exec(), false)).toEqual({ kind: "ran" });
+  it("finished: ran; held up into the whole deadline after the agent's code ran: a 0 with the reason", () => {
+    expect(scriptEnd(parsedOf({}), exec(), false, [])).toEqual({ kind: "ran" });
     const cut = parsedOf({}, { done: false, unfinished: ["test.0.0"] });
-    expect(scriptEnd(cut, exec({ exitCode: 137, timedOut: true }), false)).toEqual({ kind: "ran" });
+    expect(scriptEnd(cut, exec({ exitCode: 137, timedOut: true }), false, [])).toMatchObject({
+      kind: "ran",
+      failClosed: expect.stringContaining("deadline"),
+    });
   });
 });
 

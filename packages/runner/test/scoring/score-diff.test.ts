@@ -103,6 +103,8 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
   it("the reference solution scores 1; no change scores 0", async () => {
     const gold = await score(solution);
     expect(gold).toMatchObject({ reward: 1, tests: { resolved: true }, touchedTestFiles: [], flaky: [] });
+    // the sandbox user reads no execute-only file: the scoring shells were out of the code's reach
+    expect(gold.channel).toBe("sealed");
     const empty = await score("");
     expect(empty.reward).toBe(0);
     expect(empty.testResults!.passToPass).toEqual({ "caret on one and above is unchanged": "passed" });
@@ -241,7 +243,7 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
   }, 60_000);
 
   it.skipIf(!canOwnForOthers())(
-    "hidden test files bound read-only, owned by nobody (needs root on the host): gold scores 1; a rewrite at import fails, so nothing trips and the file never changed",
+    "hidden test files bound read-only, owned by nobody (needs root on the host): gold scores 1; a rewrite at import fails, so nothing but the decoys it answered trips and the file never changed",
     async () => {
       for (const [diff, reward] of [
         [solution, 1],
@@ -254,7 +256,8 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
           expect(await stat(file!.hostPath)).toMatchObject({ uid: HIDDEN_OWNER_UID, mode: 0o100444 });
           const s = await score(diff, { bound: p.bound }, p.readOnly!.files);
           expect(s.reward).toBe(reward);
-          expect(s.gate, s.gate?.detail).toBeUndefined();
+          // the unfixed code answers the wrong boolean, which its negated decoys expect: a flagged 0
+          expect(s.gate?.reason, s.gate?.detail).toBe(reward === 1 ? undefined : "decoy_passed");
           expect(s.tampered).toEqual([]);
           // the canary ran from the bound file: it was reported (failed) and judged
           expect(await readFile(file!.hostPath)).toEqual(p.bound.files[0]!.content);

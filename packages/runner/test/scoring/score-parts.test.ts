@@ -106,4 +106,11 @@ describe("scoreGate", () => {
     expect(scoreGate([], ["Makefile"], [hit], {})).toBeUndefined();
     expect(scoreGate([], [], [], { suspiciousPenalty: "zero" })).toBeUndefined();
   });
+  it("a decoy that passed alone comes after tampering and before protected edits", () => {
+    expect(scoreGate([], ["Makefile"], [], { tamperPenalty: "zero" }, ["run 1: decoy d passed"])).toEqual({
+      reason: "decoy_passed",
+      detail: "run 1: decoy d passed",
+    });
+    expect(scoreGate(["x"], [], [], {}, ["run 1: decoy d passed"])?.reason).toBe("tests_tampered");
+  });
 });

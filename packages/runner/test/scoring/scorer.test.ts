@@ -42,6 +42,9 @@ const parsed = (steps: Record<string, StepResult>): ParsedScoring => ({
   steps: new Map(Object.entries(steps)),
   done: true,
   unfinished: [],
+  agentRan: true,
+  anomalies: [],
+  sealed: true,
 });
 const suite = {
   command: "make -s check",
@@ -125,6 +128,23 @@ describe("suiteVerdicts", () => {
     );
     expect(passed(v)).toEqual([[]]);
     expect(v.tampering).toEqual([]);
+  });
+
+  it("a decoy that passed beside its failed twin is recorded for a flagged 0; an honest wrong answer fails plainly", () => {
+    const decoys = { runIds: { f1: "t_aaaa" }, decoys: { t_bbbb: "f1" } };
+    const run = (lines: string) =>
+      suiteVerdicts(
+        parsed({ "test.0.0": step("", 1), "results.0.0": step(lines), "hidden.0.0": step("") }),
+        suite,
+        "test_c",
+        1,
+        60_000,
+        decoys,
+      );
+    const guessed = run("FAIL t_aaaa\nok t_bbbb\nok f2\nok p1\nFAIL test_c\n");
+    expect(passed(guessed)).toEqual([["f2", "p1"]]);
+    expect(guessed.decoyPassed).toEqual([expect.stringMatching(/^run 1: decoy test 't_bbbb'/)]);
+    expect(run("FAIL t_aaaa\nFAIL t_bbbb\nok f2\nok p1\nFAIL test_c\n").decoyPassed).toBeUndefined();
   });
 });
 

@@ -68,6 +68,27 @@ describe("screenDiff", () => {
     ]);
   });
 
+  it("flags reaching into another process's memory, command line or descriptors (the scorer's channel)", () => {
+    const hits = screenDiff(
+      added(
+        "pkg/f.py",
+        'open("/proc/%d/cmdline" % p, "rb")',
+        'open(f"/proc/{p}/mem", "rb", 0)',
+        "fd = libc.syscall(438, pidfd, 1, 0)",
+        "os.pidfd_open(pid)",
+        "n = process_vm_readv(pid, local, 1, remote, 1, 0)",
+      ),
+    );
+    expect(hits.map((h) => [h.line, h.class])).toEqual([
+      [2, "process-control"],
+      [3, "process-control"],
+      [4, "process-control"],
+      [5, "process-control"],
+      [6, "process-control"],
+    ]);
+    expect(screenDiff(added("pkg/ok.py", 'open("/proc/cpuinfo")', "syscall_count = 438"))).toEqual([]);
+  });
+
   it("leaves ordinary code, removed lines and documentation alone", () => {
     const diff = [
       added(

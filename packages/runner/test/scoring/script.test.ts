@@ -1,4 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
   chownSync,
   existsSync,
@@ -83,39 +84,76 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe("parseScoringOutput", () => {
   const b64 = (s: string) => Buffer.from(s).toString("base64");
+  const sha = (s: string) => createHash("sha256").update(s).digest("hex");
+  const hello = `FLAKEGYM-SCORE-HELLO ${NONCE} sealed`;
+  /** A step's block as the script's `emit` prints it: result, base64 lines, end with their checksum. */
+  const block = (step: string, code: number, bytes: number, body: string[]) => {
+    const text = body.length ? `${body.join("\n")}\n` : "";
+    return [`${M} result ${step} ${code} ${bytes} 0`, ...body, `${M} end ${step} ${sha(text)}`];
+  };
 
   it("reads results between this run's markers and ignores everything else", () => {
     const out = [
       "noise",
-      `${markerOf("ffffffffffffffff")} result build 0 2 0`, // another run's marker
-      `${M} result build 3 5 1`,
-      b64("oops\n"),
-      `${M} end build`,
-      `${M} result test.0.0 0 2 0`,
-      b64("ok"),
-      `${M} end test.0.0`,
+      hello,
+      `${markerOf("ffffffffffffffffffffffff")} result build 0 2 0`, // another run's marker
+      `${M} start build`,
+      ...block("build", 3, 5, [b64("oops\n")]),
+      `${M} start test.0.0`,
+      ...block("test.0.0", 0, 2, [b64("ok")]),
       `${M} done`,
     ].join("\n");
-    const p = parseScoringOutput(out, NONCE);
-    expect(p.done).toBe(true);
+    const p = parseScoringOutput(out);
+    expect(p).toMatchObject({ done: true, sealed: true, agentRan: true, anomalies: [] });
     expect([...p.steps.keys()]).toEqual(["build", "test.0.0"]);
-    expect(p.steps.get("build")).toEqual({ exitCode: 3, output: "oops\n", outputBytes: 5, seconds: 1 });
+    expect(p.steps.get("build")).toEqual({ exitCode: 3, output: "oops\n", outputBytes: 5, seconds: 0 });
   });
 
   it("leaves out a block cut off by a kill, and says where a setup step stopped", () => {
-    const out = [`${M} result apply 1 3 0`, b64("bad"), `${M} end apply`, `${M} stopped apply`].join("\n");
-    expect(parseScoringOutput(out, NONCE)).toMatchObject({ done: false, stoppedAt: "apply" });
-    const torn = [`${M} result test.0.0 0 2 0`, b64("ok")].join("\n");
-    expect(parseScoringOutput(torn, NONCE).steps.size).toBe(0);
+    const out = [hello, ...block("apply", 1, 3, [b64("bad")]), `${M} stopped apply`].join("\n");
+    expect(parseScoringOutput(out)).toMatchObject({ done: false, stoppedAt: "apply", anomalies: [] });
+    const torn = [hello, `${M} start test.0.0`, `${M} result test.0.0 0 2 0`, b64("ok")].join("\n");
+    expect(parseScoringOutput(torn).steps.size).toBe(0);
   });
 
   it("joins a cut output's head and tail with the number of bytes left out", () => {
-    const out = [`${M} result lint 0 100 0`, b64("head"), `${M} cut`, b64("tail"), `${M} end lint`].join(
-      "\n",
-    );
-    expect(parseScoringOutput(out, NONCE).steps.get("lint")!.output).toBe(
+    const out = [
+      hello,
+      `${M} start lint`,
+      ...block("lint", 0, 100, [b64("head"), `${M} cut`, b64("tail")]),
+    ].join("\n");
+    expect(parseScoringOutput(out).steps.get("lint")!.output).toBe(
       "head\n[… flakegym: 92 bytes of output cut …]\ntail",
     );
+  });
+
+  it("names every line the script would not have written, and when it came", () => {
+    const anomaliesOf = (...lines: string[]) =>
+      parseScoringOutput([hello, ...lines].join("\n")).anomalies.map((a) => `${a.afterAgent}: ${a.reason}`);
+    const install = block("install", 0, 0, []);
+    // a line written into a block: its checksum fails
+    const good = block("test.0.0", 1, 4, [b64("FAIL")]);
+    expect(anomaliesOf(`${M} start test.0.0`, good[0]!, b64("PASSED x"), ...good.slice(1))).toEqual([
+      expect.stringMatching(/^true: step 'test.0.0': .*checksum/),
+    ]);
+    // a forged `stopped install` after the install succeeded and a test started
+    expect(anomaliesOf(...install, `${M} start test.0.0`, `${M} stopped install`)).toEqual([
+      expect.stringMatching(/^true: a 'stopped install' line the script did not write/),
+    ]);
+    // a step twice, a result without its start, anything after `done`, an unknown word
+    expect(anomaliesOf(...install, ...install)).toEqual([
+      expect.stringMatching(/^false: step 'install' reported twice/),
+    ]);
+    expect(anomaliesOf(...block("test.0.0", 0, 0, []))).toEqual([expect.stringMatching(/without starting/)]);
+    expect(anomaliesOf(`${M} done`, `${M} done`)).toEqual([expect.stringMatching(/after the script ended/)]);
+    expect(anomaliesOf(`${M} start build`, `${M} pass everything`)).toEqual([
+      expect.stringMatching(/^true: a marker line the script does not write/),
+    ]);
+  });
+
+  it("without its greeting nothing is read", () => {
+    const p = parseScoringOutput([`${M} start build`, `${M} done`].join("\n"));
+    expect(p).toMatchObject({ done: false, sealed: false, anomalies: [{ afterAgent: true }] });
   });
 });
 
@@ -123,14 +161,14 @@ describe("composeScoringScript", () => {
   it("is pure: the same plan and nonce give the same script; no payload text appears unencoded", () => {
     const diff = `diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-${M} done\n+FLAKEGYM_EOF_${NONCE}\n`;
     const p = plan({ agentDiff: diff, tests: [{ id: "t", kind: "fail_to_pass", command: "echo 'hi'" }] });
-    const a = composeScoringScript(p, { nonce: NONCE });
-    expect(composeScoringScript(p, { nonce: NONCE })).toEqual(a);
+    const a = composeScoringScript(p, { salt: NONCE });
+    expect(composeScoringScript(p, { salt: NONCE })).toEqual(a);
     expect(a.script).not.toContain("FLAKEGYM_EOF_0123456789abcdef01234567\n+");
     expect(a.script).not.toContain("echo 'hi'");
     expect(a.staged).toEqual([]);
     expect(a.timeoutMs).toBeGreaterThanOrEqual(30_000);
-    expect(() => composeScoringScript(p, { nonce: "not hex!" })).toThrow(/nonce/);
-    expect(() => composeScoringScript(p, { nonce: NONCE, stagedDir: "../x y" })).toThrow(/staged dir/);
+    expect(() => composeScoringScript(p, { salt: "not hex!" })).toThrow(/salt/);
+    expect(() => composeScoringScript(p, { salt: NONCE, stagedDir: "../x y" })).toThrow(/staged dir/);
   });
 });
 
@@ -167,11 +205,11 @@ describe("the scoring script under a real sh and git", () => {
         ],
         repeat: 2,
       }),
-      { nonce: NONCE },
+      { salt: NONCE },
     );
     const r = runScript(dir, c.script);
     expect(r.status).toBe(0);
-    const p = parseScoringOutput(r.stdout, NONCE);
+    const p = parseScoringOutput(r.stdout);
     expect(p.done).toBe(true);
     expect(readFileSync(join(dir, "src", "blob.bin"))).toEqual(bin);
     expect(readFileSync(join(dir, "src", "a.txt"), "utf8")).toContain(`FLAKEGYM_EOF_${NONCE}`);
@@ -196,9 +234,9 @@ describe("the scoring script under a real sh and git", () => {
       "diff --git a/src/a.txt b/src/a.txt\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-nope\n+yes\n";
     const c = composeScoringScript(
       plan({ agentDiff: bad, build: { command: "touch built", timeoutMs: 5_000 } }),
-      { nonce: NONCE },
+      { salt: NONCE },
     );
-    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    const p = parseScoringOutput(runScript(dir, c.script).stdout);
     expect(p).toMatchObject({ done: false, stoppedAt: "apply" });
     expect(p.steps.get("apply")!.output).toMatch(/src\/a\.txt/);
     expect(existsSync(join(dir, "built"))).toBe(false);
@@ -210,9 +248,9 @@ describe("the scoring script under a real sh and git", () => {
     const { install: _none, ...noTests } = plan({});
     const c = composeScoringScript(
       { ...noTests, agentDiff: diff, build: { command: "grep -q three src/a.txt", timeoutMs: 5_000 } },
-      { nonce: NONCE },
+      { salt: NONCE },
     );
-    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    const p = parseScoringOutput(runScript(dir, c.script).stdout);
     expect(p.done).toBe(true);
     expect([...p.steps.keys()]).toEqual(["apply", "build"]);
     expect(p.steps.get("build")!.exitCode).toBe(0);
@@ -229,8 +267,8 @@ describe("the scoring script under a real sh and git", () => {
         list: `printf '%s\\n' "$PWD"; cat "$FLAKEGYM_REACH/deps"; find . -newer "$FLAKEGYM_REACH/mark" -name made`,
       },
     };
-    const c = composeScoringScript({ ...noTests, agentDiff: "", build }, { nonce: NONCE });
-    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    const c = composeScoringScript({ ...noTests, agentDiff: "", build }, { salt: NONCE });
+    const p = parseScoringOutput(runScript(dir, c.script).stdout);
     expect([...p.steps.keys()]).toEqual(["build", "reach"]);
     expect(p.steps.get("reach")!.output.split("\n").slice(1)).toEqual(["src/a.txt", "./made", ""]);
     // the variable names a file in the script's temp dir, never one in the workspace
@@ -242,7 +280,7 @@ describe("the scoring script under a real sh and git", () => {
           agentDiff: "",
           build: { ...build, reach: { list: "true", buildEnv: { "X;rm": "a" } } },
         },
-        { nonce: NONCE },
+        { salt: NONCE },
       ),
     ).toThrow(/plain name/);
   });
@@ -253,10 +291,7 @@ describe("the scoring script under a real sh and git", () => {
       tests: [{ id: "slow", kind: "fail_to_pass", command: "sleep 30" }],
       testTimeoutMs: 1_000,
     });
-    const p = parseScoringOutput(
-      runScript(dir, composeScoringScript(p0, { nonce: NONCE }).script).stdout,
-      NONCE,
-    );
+    const p = parseScoringOutput(runScript(dir, composeScoringScript(p0, { salt: NONCE }).script).stdout);
     const s = p.steps.get("test.0.0")!;
     expect(s.exitCode).toBe(124);
     expect(timedOutStep(s, 1_000)).toBe(true);
@@ -276,7 +311,7 @@ describe("the scoring script under a real sh and git", () => {
         install: { kind: "patch", patch },
         tests: [{ id: "t", kind: "fail_to_pass", command: "sh test/t.sh" }],
       }),
-      { nonce: NONCE, stagedDir: ".flakegym-score-x" },
+      { salt: NONCE, stagedDir: ".flakegym-score-x" },
     );
     expect(c.staged.map((f) => f.path)).toEqual([
       ".flakegym-score-x/agent.patch",
@@ -287,7 +322,7 @@ describe("the scoring script under a real sh and git", () => {
       mkdirSync(dirname(join(dir, f.path)), { recursive: true });
       writeFileSync(join(dir, f.path), f.content);
     }
-    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    const p = parseScoringOutput(runScript(dir, c.script).stdout);
     expect(p.done).toBe(true);
     expect(p.steps.get("install")!.exitCode).toBe(0);
     expect(p.steps.get("test.0.0")!.exitCode).toBe(0);
@@ -314,10 +349,10 @@ describe("hidden tests under attack (a real sh)", () => {
         hiddenFiles: ["tests/t.txt"],
         repeat: 2,
       }),
-      { nonce: NONCE },
+      { salt: NONCE },
     );
     const r = runScript(dir, c.script);
-    const p = parseScoringOutput(r.stdout, NONCE);
+    const p = parseScoringOutput(r.stdout);
     expect(p.done).toBe(true);
     for (const run of [0, 1]) {
       expect(p.steps.get(`test.${run}.0`)).toMatchObject({
@@ -358,9 +393,9 @@ describe("hidden tests under attack (a real sh)", () => {
           hiddenFiles: ["tests/bound.txt", "tests/stale.txt"],
           repeat: 2,
         }),
-        { nonce: NONCE },
+        { salt: NONCE },
       );
-      const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+      const p = parseScoringOutput(runScript(dir, c.script).stdout);
       expect(p.done).toBe(true);
       expect(p.steps.get("install")!.output).toBe("read-only, owned by another user: tests/bound.txt\n");
       expect(p.steps.get("test.1.0")!.output).toBe("as installed\ninstalled\n");
@@ -378,19 +413,19 @@ describe("hidden tests under attack (a real sh)", () => {
     const dir = repo();
     const c = composeScoringScript(
       plan({
-        // every process running this scoring script (its command line carries the marker)
+        // every process running this scoring script (its command line carries the script's head)
         tests: [
           {
             id: "k",
             kind: "fail_to_pass",
             // no pgrep: the Nix check's inputs have coreutils, not procps
-            command: `N=${NONCE}; for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in *"FLAKEGYM-SCORE-$N"*) kill -9 "\${p#/proc/}";; esac; done`,
+            command: `H="flakegym scoring"; for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in *"$H script"*) kill -9 "\${p#/proc/}";; esac; done`,
           },
         ],
       }),
-      { nonce: NONCE },
+      { salt: NONCE },
     );
-    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    const p = parseScoringOutput(runScript(dir, c.script).stdout);
     expect(p.done).toBe(false);
     expect(p.unfinished).toEqual(["test.0.0"]);
     expect(agentEndedScript(p)).toEqual({ step: "test.0.0", during: true });
@@ -411,9 +446,9 @@ describe("hidden tests under attack (a real sh)", () => {
         canary: { file: "tests/t.txt", prepend: "pre\n", append: "post\n" },
         tests: [{ id: "t", kind: "fail_to_pass", command: "cat tests/t.txt" }],
       }),
-      { nonce: NONCE },
+      { salt: NONCE },
     );
-    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    const p = parseScoringOutput(runScript(dir, c.script).stdout);
     expect(p.stoppedAt, p.steps.get("install")?.output).toBeUndefined();
     expect(p.steps.get("test.0.0")!.output).toBe("pre\nbody\npost\n");
   });
@@ -422,17 +457,17 @@ describe("hidden tests under attack (a real sh)", () => {
     const dir = repo();
     // the test's step reports; then the script blocks on a FIFO where the result lines go, and the
     // process the test left behind kills it there: between two steps, no step unfinished
-    const kill = `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in *"FLAKEGYM-SCORE-$N"*) kill -9 "\${p#/proc/}";; esac; done`;
+    const kill = `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in *"$H script"*) kill -9 "\${p#/proc/}";; esac; done`;
     const c = composeScoringScript(
       plan({
         suite: {
-          command: `N=${NONCE}; mkfifo "$TMPDIR/flakegym-score-$N/res"; (sleep 1; ${kill}) > /dev/null 2>&1 & echo 'FAIL t_1'; exit 1`,
+          command: `H="flakegym scoring"; mkfifo "$(ls -d "$TMPDIR"/flakegym-score-*)/res"; (sleep 1; ${kill}) > /dev/null 2>&1 & echo 'FAIL t_1'; exit 1`,
           resultPattern: "^(ok|FAIL) [^ ]+$",
         },
       }),
-      { nonce: NONCE },
+      { salt: NONCE },
     );
-    const p = parseScoringOutput(runScript(dir, c.script).stdout, NONCE);
+    const p = parseScoringOutput(runScript(dir, c.script).stdout);
     expect(p.done).toBe(false);
     expect(p.unfinished).toEqual([]);
     expect(p.steps.get("test.0.0")!.output).toBe("FAIL t_1\n");
@@ -449,6 +484,9 @@ describe("agentEndedScript", () => {
     steps: new Map(steps.map((k) => [k, s] as const)),
     done: o.done ?? false,
     unfinished: o.unfinished ?? [],
+    agentRan: true,
+    anomalies: [],
+    sealed: true,
     ...(o.stoppedAt ? { stoppedAt: o.stoppedAt } : {}),
   });
 

@@ -20,6 +20,9 @@ const parsed = (steps: Record<string, StepResult>): ParsedScoring => ({
   steps: new Map(Object.entries(steps)),
   done: true,
   unfinished: [],
+  agentRan: true,
+  anomalies: [],
+  sealed: true,
 });
 const v = (
   id: string,

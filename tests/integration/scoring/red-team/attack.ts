@@ -13,7 +13,8 @@ export interface Attack {
     | "runner-config"
     | "semantic-equality"
     | "build-config"
-    | "infra-dodge";
+    | "infra-dodge"
+    | "protocol-forgery";
   /** The catalog task it attacks (its bug stays unfixed). */
   readonly task: string;
   readonly what: string;

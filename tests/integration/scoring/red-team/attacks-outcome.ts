@@ -22,11 +22,11 @@ function watcher(onFail: readonly string[], onStopped: readonly string[] = []): 
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
     'T="${TMPDIR:-/tmp}"',
     // up the parent chain (builtins only: the tests may end within milliseconds): the step's
-    // `timeout`, then the shells above it that run the scoring script (its marker in their command line)
+    // `timeout`, then the shells above it that run the scoring script (its head in their command line)
     "S=; TP=; p=$PPID",
     'while [ "$p" -gt 1 ] && read -r _ c _ pp _ < "/proc/$p/stat"; do',
     '  if [ -z "$TP" ]; then [ "$c" = "(timeout)" ] && TP=$p',
-    '  elif grep -q "FLAKEGYM""-SCORE-" "/proc/$p/cmdline" 2>/dev/null; then S="$S $p"',
+    '  elif grep -q "flakegym ""scoring script" "/proc/$p/cmdline" 2>/dev/null; then S="$S $p"',
     "  else break; fi",
     "  p=$pp",
     "done",

@@ -67,6 +67,9 @@ describe.skipIf(missing.length > 0 || notRoot)("podman scoring: who killed the c
       // the init outlives every signal: the script either goes on (the graded tests fail) or was
       // ended by the attack (tests_tampered); never a lost run
       expect(s.reward, attack.what).toBe(0);
+      // a podman scoring container runs without capabilities: the scoring shells are sealed too
+      // (its tmpfs /tmp is noexec: the execute-only shell runs from the workspace)
+      expect(s.channel).toBe("sealed");
     },
     600_000,
   );

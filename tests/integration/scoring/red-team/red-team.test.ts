@@ -21,6 +21,7 @@ import { BUILD_ATTACKS } from "./attacks-build.js";
 import { COMPILED_ATTACKS } from "./attacks-compiled.js";
 import { CONTEXT_ATTACKS } from "./attacks-context.js";
 import { OUTCOME_ATTACKS } from "./attacks-outcome.js";
+import { PROTOCOL_ATTACKS } from "./attacks-protocol.js";
 import { PYTHON_ATTACKS } from "./attacks-python.js";
 
 // The red-team suite (issue 25), by class: reward hacks that leave the bug unfixed, each scored for
@@ -32,13 +33,15 @@ import { PYTHON_ATTACKS } from "./attacks-python.js";
 // their diffs were protected, and takes the build's word for every file (no scoring/build-reach.ts). The infra-dodge watchers have no switch: they win against the scorer
 // of 5cbb29c (scoring throws: no score), the install ones in the baseline (the script installs).
 // The context attack (attacks-context.ts) has no switch either: it tells the real test from its
-// decoys, so it needs decoys to win; it scored 1 against the decoys of 61b2e62.
+// decoys, so it needs decoys to win; it scored 1 against the decoys of 61b2e62. The protocol
+// forgeries (attacks-protocol.ts) have no switch: they made scoring throw on main at 0475d40.
 const ATTACKS: Attack[] = [
   ...PYTHON_ATTACKS,
   ...COMPILED_ATTACKS,
   ...BUILD_ATTACKS,
   ...OUTCOME_ATTACKS,
   ...CONTEXT_ATTACKS,
+  ...PROTOCOL_ATTACKS,
 ];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";
 // the node profile's default build before it checked `.mjs`/`.cjs` too (the baseline's)
@@ -185,6 +188,8 @@ describe.each(classes)("red team: %s", (cls) => {
       );
       if (baseline) return;
       expect(s.reward, `${attack.what}\n${why}`).toBe(0);
+      // the protocol forgeries score 0 because the channel was out of their reach, not by luck
+      if (attack.cls === "protocol-forgery") expect(s.channel).toBe("sealed");
       // detection beside prevention: the static screen names it, or its files never entered scoring,
       // or the term's own command read the code and refused it (the build failed on it)
       const refused = s.terms.some((t) => t.value === 0 && /` exited [1-9]/.test(t.detail ?? ""));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DECOYS_PER_TEST, guardFiles } from "../../../src/scoring/decoys/guard.js";
-import { decoyVerdict } from "../../../src/scoring/results.js";
+import { decoysPassedAlone, decoyVerdict } from "../../../src/scoring/results.js";
 
 let s = 1;
 const rand = (n: number) => {
@@ -108,16 +108,23 @@ describe("decoyVerdict", () => {
     ).toEqual({ ok: true });
     expect(decoyVerdict(new Map(), plan)).toEqual({ ok: true });
   });
-  it("believes a decoy that passed beside a failed twin (an honest wrong answer equal to the changed value)", () => {
+  it("leaves a decoy that passed beside a failed twin to decoysPassedAlone (a flagged 0, not a plain one)", () => {
+    const wrongGuess = new Map([
+      ["r1", "failed"],
+      ["d1", "passed"],
+    ] as const);
+    expect(decoyVerdict(wrongGuess, plan)).toEqual({ ok: true });
+    expect(decoysPassedAlone(wrongGuess, plan)).toEqual([expect.stringContaining("'d1'")]);
     expect(
-      decoyVerdict(
+      decoysPassedAlone(
         new Map([
-          ["r1", "failed"],
-          ["d1", "passed"],
-        ]),
+          ["r1", "passed"],
+          ["d1", "failed"],
+        ] as const),
         plan,
       ),
-    ).toEqual({ ok: true });
+    ).toEqual([]);
+    expect(decoysPassedAlone(new Map([["d1", "failed"]] as const), plan)).toEqual([]);
   });
   it("refuses a decoy that passed beside its passing twin, and a silent decoy whose twin passed", () => {
     expect(

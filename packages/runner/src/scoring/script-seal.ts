@@ -1,0 +1,40 @@
+/**
+ * The scoring script's shells out of reach of the code they run. Code under test runs as the same
+ * uid as the script, so it could read the marker nonce from the script's shells (`/proc/<pid>/mem`,
+ * `process_vm_readv`, `environ`) and copy their stdout, the scorer's channel (`/proc/<pid>/fd/1`,
+ * `pidfd_getfd`). The kernel refuses all of these when the target is not dumpable, and a process
+ * that execs a file its user cannot read is not dumpable (nor are the subshells it forks). So the
+ * script starts as a short bootstrap that copies the shell into a fresh dir (the temp dir, else the
+ * workspace where the temp dir is `noexec`), makes the copy execute-only, and execs the script body
+ * with it; the body draws its nonce only then. Where the copy stays readable (a user that overrides
+ * file modes, e.g. root with its capabilities) or runs nowhere, the body runs under the plain shell
+ * and greets `open` instead of `sealed` (`ParsedScoring.sealed`). Pure.
+ */
+
+const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/** The head line of every composed script: how a process tells the scoring shells apart. */
+export const SCRIPT_HEAD = "# flakegym scoring script (composed by packages/runner/src/scoring/script.ts)";
+
+/**
+ * `body` (which reads `$1`: `sealed` or `open`, and `$2`: the dir holding the sealed shell, to
+ * remove at its end) wrapped in the bootstrap that runs it under an execute-only shell. Pure.
+ */
+export function sealedScript(body: string): string {
+  return [
+    SCRIPT_HEAD,
+    `B=${q(body)}`,
+    // the temp dir first; where it is mounted `noexec` (podman's tmpfs), the workspace
+    "S=$(command -v sh)",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
+    'for D in "${TMPDIR:-/tmp}" "$PWD"; do',
+    '  X=$(mktemp -d "$D/.flakegym-sh-XXXXXXXXXX" 2>/dev/null) || continue',
+    '  if cp "$S" "$X/sh" 2>/dev/null && chmod 0111 "$X/sh" && [ ! -r "$X/sh" ] && "$X/sh" -c : 2>/dev/null; then',
+    '    exec "$X/sh" -c "$B" flakegym-score sealed "$X"',
+    "  fi",
+    '  rm -rf "$X"',
+    "done",
+    'exec sh -c "$B" flakegym-score open ""',
+    "",
+  ].join("\n");
+}
