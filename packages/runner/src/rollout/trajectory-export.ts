@@ -31,9 +31,9 @@ export function messagesOf(turns: readonly TurnRecord[], prompt: string): Atropo
 }
 
 /**
- * The group's sequences of an export: "last" its last segment carrying the whole reward, "all"
- * every segment with its share; a split export's sequences say which segment they are, and why it
- * split. Pure.
+ * The group's sequences of an export: "last" its last segment, "all" every segment, each carrying
+ * the trajectory's whole reward (an outcome reward; src/export/formats/credit.ts); a split export's
+ * sequences say which segment they are, and why it split. Pure.
  */
 export function sequencesOf(
   ex: TrajectoryExport,
@@ -52,8 +52,8 @@ export function sequencesOf(
     tokens: s.tokens,
     masks: s.masks,
     inferenceLogprobs: s.inference_logprobs,
-    // "last": the trajectory's one sequence carries its whole reward; "all": the export's share
-    reward: segments === "all" ? (s.reward ?? reward) : reward,
+    // every sequence carries the trajectory's whole reward, whatever the segmentation
+    reward,
     ...(last && all.length > 1 ? { messages: chatOf(last) } : {}),
     ...(all.length > 1
       ? {

@@ -2,6 +2,7 @@ export { ATIF_VERSION, atifTrajectory } from "./atif.js";
 export { defaultExportPath, ExportFormat, type ExportRunOptions, exportRun } from "./export-run.js";
 export {
   callsOf,
+  exportRecords,
   formatRecords,
   type Piece,
   piecesOf,
@@ -9,3 +10,5 @@ export {
   SegmentPolicy,
   slimeStatus,
 } from "./trainer-formats.js";
+export { type ExportNote, noteLine } from "./credit.js";
+export type { LengthCaps } from "./length-cap.js";
