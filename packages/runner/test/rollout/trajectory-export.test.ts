@@ -80,9 +80,9 @@ describe("sequencesOf", () => {
     });
   });
 
-  it('"all": every segment with its share of the reward; the first says no split', () => {
+  it('"all": every segment with the whole reward; the first says no split', () => {
     const seqs = sequencesOf(two, turns, "all", 1);
-    expect(seqs.map((s) => s.reward)).toEqual([0.5, 0.5]);
+    expect(seqs.map((s) => s.reward)).toEqual([1, 1]);
     expect(seqs[0]?.segment).toEqual({ index: 0, of: 2 });
     expect(seqs[0]?.messages).toEqual(chatOf(turn(2)));
   });
