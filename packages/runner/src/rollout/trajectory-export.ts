@@ -5,6 +5,7 @@ import {
   type TrajectoryExport,
 } from "../export/export-trajectory.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
+import { MASKED } from "../export/tokenize-for-trainer.js";
 import type { TurnRecord } from "../gateway/turn-log.js";
 import type { ChatMessage } from "../policy/chat.js";
 import type { AtroposMessage } from "../run-format/atropos-schema.js";
@@ -48,6 +49,10 @@ export function sequencesOf(
     return r ? `${r.kind} at call ${r.atSeq}: ${r.detail}` : undefined;
   };
   const chosen = segments === "all" ? all : all.slice(-1);
+  // "last" trains the final segment only: the earlier segments' sampled tokens are counted, never silent
+  const untrained = all
+    .slice(0, all.length - chosen.length)
+    .reduce((n, { s }) => n + s.masks.filter((m) => m !== MASKED).length, 0);
   return chosen.map(({ s, last }) => ({
     tokens: s.tokens,
     masks: s.masks,
@@ -61,6 +66,7 @@ export function sequencesOf(
             index: s.index,
             of: all.length,
             ...(split(s.index) ? { split: split(s.index)! } : {}),
+            ...(untrained > 0 ? { untrainedSampledTokens: untrained } : {}),
           },
         }
       : {}),

@@ -76,7 +76,8 @@ describe("sequencesOf", () => {
       tokens: [1, 1, 2],
       reward: 1,
       messages: chatOf(turn(3)),
-      segment: { index: 1, of: 2, split: "history_rewritten at call 3: condensed" },
+      // the first segment's 2 sampled tokens are not trained, and counted (never silent)
+      segment: { index: 1, of: 2, split: "history_rewritten at call 3: condensed", untrainedSampledTokens: 2 },
     });
   });
 
