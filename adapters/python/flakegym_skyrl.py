@@ -19,7 +19,7 @@ skyrl/train/utils/trainer_utils.py `validate_generator_output`; skyrl/train/trai
   - `segments="final"` (plain training, which asserts one response per prompt): each trajectory's
     last segment (earlier ones are logged as not trained); a member without a sample is a row that
     trains nothing (loss mask 0) whose reward is the mean of the sampled members, so the GRPO
-    baseline's mean is theirs (its std is x sqrt((m-1)/m) for m sampled members).
+    baseline's mean is theirs (its std is x sqrt((m-1)/(n-1)) for m sampled of n rows: a common scale).
   Everything not trained as it is goes to `notes` (when a list) and the `flakegym` logger."""
 
 from flakegym_client import log_notes, member_problem, piece_calls, pieces

@@ -7,7 +7,8 @@ import { type ExportNote, memberProblem, type Piece, type SegmentPolicy } from "
  * - plain training (`final`): `validate_generator_output` asserts one response per prompt, and the
  *   GRPO baseline groups rows by the input's uid. A member without a sample is a placeholder row
  *   (loss mask 0) whose reward is the mean of the group's sampled members: the baseline's mean is
- *   the sampled members' (a reward of 0 pulled it down); its std is ×sqrt((m−1)/m) for m sampled.
+ *   the sampled members' (a reward of 0 pulled it down); its std is ×sqrt((m−1)/(n−1)) for m sampled
+ *   of n rows, so the advantages are that much larger (a scale, the same for every row of the group).
  * - step-wise training (`split`): rows per trajectory vary, and the advantage is computed from each
  *   trajectory's last step only (broadcast to its earlier steps), so an unsampled member is simply
  *   left out: the baseline counts each sampled trajectory once. A group with no sampled member keeps
