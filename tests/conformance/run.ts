@@ -63,7 +63,10 @@ const attempt = (slot: TrajectorySlot) =>
     ? { throws: new Error("dummy worker lost (infra)") }
     : slot.index === MEMBERS.turn1
       ? {
-          outcome: { kind: "policy_error" as const, detail: "the model server answered 500 to the first call" },
+          outcome: {
+            kind: "policy_error" as const,
+            detail: "the model server answered 500 to the first call",
+          },
           reward: 0,
         }
       : {
@@ -171,7 +174,8 @@ async function main() {
       partialCredit: "none",
       weights: { tests: 1, build: 0, lint: 0, judge: 0 },
       testRepeat: 1,
-      segments: "all",
+      // one sequence per trajectory (what a group size counts); the earlier segments are counted in its override
+      segments: "last",
       backend: "local",
       tokenizer: QWEN3,
       limits: { maxTurns: 5, timeoutMs: 60_000, testTimeoutMs: 60_000 },
@@ -193,26 +197,42 @@ async function main() {
     });
     console.log(`conformance: exports in ${exportDir}: ${(await readdir(exportDir)).join(", ")}`);
 
+    const venvDir =
+      process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv");
+    const python = { atLeast: [3, 10], below: [3, 13] } as const; // verl 0.9.1: < 3.13; the rest run there too
+    const log = (line: string) => console.log(`conformance: ${line}`);
     const venv = ensureVenv({
-      venv: process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv"),
+      venv: venvDir,
       requirements: join(ROOT, "tests/conformance/requirements.txt"),
       pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
-      // verl 0.9.1 supports Python < 3.13 (the others run there too)
-      python: { atLeast: [3, 10], below: [3, 13] },
-      log: (line) => console.log(`conformance: ${line}`),
+      python,
+      log,
     });
+    // verl needs a transformers SkyRL's dependencies refuse: its own virtualenv, layered on the main one
+    const verlVenv = venv.python
+      ? ensureVenv({
+          venv: `${venvDir}-verl`,
+          requirements: join(ROOT, "tests/conformance/requirements-verl.txt"),
+          pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
+          python,
+          base: venvDir,
+          log,
+        })
+      : venv;
     const checks = (await readdir(join(ROOT, "tests/conformance/checks")))
       .filter((f) => /^check_\w+\.py$/.test(f) && selected(f, process.argv.slice(2)))
       .sort();
     const results: { framework: string; version?: string; status: string; detail?: string }[] = [];
     for (const check of checks) {
       const framework = check.replace(/^check_|\.py$/g, "");
-      if (!venv.python) {
-        results.push({ framework, status: "skip", detail: venv.reason! });
+      const env = check === "check_verl.py" ? verlVenv : venv;
+      if (!env.python) {
+        // no Python the frameworks support, or no virtualenv: nothing ran, so the suite fails
+        results.push({ framework, status: "fail", detail: env.reason! });
         continue;
       }
       // asynchronously: the server answering the checks lives in this process's event loop
-      const r = await runCheck(venv.python, [join(ROOT, "tests/conformance/checks", check)], {
+      const r = await runCheck(env.python, [join(ROOT, "tests/conformance/checks", check)], {
         // the real GRPO step runs the Cline agent and trains on CPU: 30 minutes on a loaded machine
         timeoutMs: check === "check_grpo_tiny.py" ? 1_800_000 : 900_000,
         env: {
@@ -227,7 +247,7 @@ async function main() {
           FLAKEGYM_CONFORMANCE_EXPORT: exportDir,
           FLAKEGYM_CONFORMANCE_TASKS: JSON.stringify({ ...TASKS, group_size: GROUP, members: MEMBERS }),
           FLAKEGYM_CONFORMANCE_TOKENIZER: QWEN3,
-          FLAKEGYM_CONFORMANCE_INSTALL_FAILED: JSON.stringify(venv.failed),
+          FLAKEGYM_CONFORMANCE_INSTALL_FAILED: JSON.stringify({ ...venv.failed, ...env.failed }),
           TRL_EXPERIMENTAL_SILENCE: "1",
           // examples/grpo-tiny starts its own `flakegym serve` (the real Cline core) with this node
           FLAKEGYM_NODE: process.execPath,

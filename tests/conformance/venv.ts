@@ -37,7 +37,10 @@ function pyenvRoot(): string {
  * A Python in `range` (default >= 3.12): `override` (an env var's choice), then PATH's versioned
  * names from the newest in range, `python3`, then pyenv's installed versions (newest first).
  */
-export function findPython(override: string | undefined, range: PythonRange = DEFAULT_RANGE): string | undefined {
+export function findPython(
+  override: string | undefined,
+  range: PythonRange = DEFAULT_RANGE,
+): string | undefined {
   const versions = join(pyenvRoot(), "versions");
   const installed = existsSync(versions)
     ? readdirSync(versions)
@@ -57,7 +60,8 @@ export function findPython(override: string | undefined, range: PythonRange = DE
       timeout: 60_000,
     });
     const [major, minor] = r.stdout?.trim().split(" ").map(Number) ?? [];
-    if (r.status === 0 && major !== undefined && minor !== undefined && inRange([major, minor], range)) return c;
+    if (r.status === 0 && major !== undefined && minor !== undefined && inRange([major, minor], range))
+      return c;
   }
   return undefined;
 }
@@ -75,6 +79,12 @@ export interface VenvRequest {
   readonly pythonEnv: string;
   /** The Python versions the packages support (default >= 3.12). */
   readonly python?: PythonRange;
+  /**
+   * A virtualenv (built first, same Python) whose packages this one sees after its own (a .pth file
+   * appends its site-packages): a framework that needs other versions of a few packages gets its own
+   * virtualenv without installing torch twice.
+   */
+  readonly base?: string;
   /** Bound on each pip install step, ms (default 30 min). */
   readonly stepTimeoutMs?: number;
   /** Progress lines (`<what>: pip install …`). */
@@ -95,9 +105,18 @@ export function ensureVenv(r: VenvRequest): {
       reason: `the virtualenv ${r.venv} has a Python outside ${rangeText(range)}: remove it (it is rebuilt) or point the venv variable elsewhere`,
     };
   if (!existsSync(python)) {
-    const base = findPython(process.env[r.pythonEnv], range);
+    const base =
+      r.base !== undefined ? join(r.base, "bin", "python") : findPython(process.env[r.pythonEnv], range);
     if (!base) return { failed: {}, reason: `no Python in ${rangeText(range)} (set ${r.pythonEnv})` };
     execFileSync(base, ["-m", "venv", r.venv], { stdio: "inherit", timeout: 300_000 });
+    if (r.base !== undefined) {
+      const site = (py: string) =>
+        execFileSync(py, ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], {
+          encoding: "utf8",
+          timeout: 60_000,
+        }).trim();
+      writeFileSync(join(site(python), "flakegym-base.pth"), `${site(join(r.base, "bin", "python"))}\n`);
+    }
   }
   const reqs = readFileSync(r.requirements, "utf8");
   const stamp = join(r.venv, ".flakegym-requirements");

@@ -4,8 +4,8 @@ import {
   exportTrajectory as exportTokens,
   type TrajectoryExport,
 } from "../export/export-trajectory.js";
-import type { ChatTokenizer } from "../export/tokenizer.js";
 import { MASKED } from "../export/tokenize-for-trainer.js";
+import type { ChatTokenizer } from "../export/tokenizer.js";
 import type { TurnRecord } from "../gateway/turn-log.js";
 import type { ChatMessage } from "../policy/chat.js";
 import type { AtroposMessage } from "../run-format/atropos-schema.js";

@@ -85,7 +85,12 @@ describe("buildGroup", () => {
   });
 
   it("with tokens: a member that sampled no token (a first-call error) is left out, never a 0-token sequence", () => {
-    const seq = (id: number) => ({ tokens: [1, id], masks: [-100, id], inferenceLogprobs: [1, -0.5], reward: 1 });
+    const seq = (id: number) => ({
+      tokens: [1, id],
+      masks: [-100, id],
+      inferenceLogprobs: [1, -0.5],
+      reward: 1,
+    });
     const turn1 = result({ taskId: "a", index: 1, reward: 0 });
     const members = [
       { result: result({ taskId: "a", index: 0, reward: 1 }), messages: chat("a"), sequences: [seq(5)] },
@@ -109,7 +114,11 @@ describe("buildGroup", () => {
       { trajectory_id: "a-t2", reason: "no_sample" },
     ]);
     // the sender holds the smaller group back, naming who was left out and why (not "no_tokens")
-    const verdict = checkGroup(toScoredDataGroup(line)!, { groupSize: 4, dropEqualScores: true, maxTokenLen: 0 });
+    const verdict = checkGroup(toScoredDataGroup(line)!, {
+      groupSize: 4,
+      dropEqualScores: true,
+      maxTokenLen: 0,
+    });
     expect(verdict).toMatchObject({ send: false, reason: "group_size" });
     expect(verdict.send === false && verdict.detail).toContain("a-t1 (no_sample");
   });

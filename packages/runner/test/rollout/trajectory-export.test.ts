@@ -77,7 +77,12 @@ describe("sequencesOf", () => {
       reward: 1,
       messages: chatOf(turn(3)),
       // the first segment's 2 sampled tokens are not trained, and counted (never silent)
-      segment: { index: 1, of: 2, split: "history_rewritten at call 3: condensed", untrainedSampledTokens: 2 },
+      segment: {
+        index: 1,
+        of: 2,
+        split: "history_rewritten at call 3: condensed",
+        untrainedSampledTokens: 2,
+      },
     });
   });
 

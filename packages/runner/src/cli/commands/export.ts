@@ -2,8 +2,8 @@ import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
-import { ExportFileFormat, ExportFormat, exportOutPath, exportRun } from "../../export/formats/export-run.js";
 import { noteLine } from "../../export/formats/credit.js";
+import { ExportFileFormat, ExportFormat, exportOutPath, exportRun } from "../../export/formats/export-run.js";
 import { SegmentPolicy } from "../../export/formats/trainer-formats.js";
 import { defineCommand } from "../command.js";
 

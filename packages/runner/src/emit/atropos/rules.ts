@@ -25,8 +25,9 @@ export type GroupVerdict =
 export function leftOutOf(group: Pick<ScoredDataGroup, "group_overrides">): string {
   const ex = group.group_overrides?.["excluded"];
   if (!Array.isArray(ex) || ex.length === 0) return "";
-  const parts = ex.map((x: { trajectory_id?: unknown; reason?: unknown; detail?: unknown }) =>
-    `${String(x.trajectory_id)} (${String(x.reason)}: ${String(x.detail)})`,
+  const parts = ex.map(
+    (x: { trajectory_id?: unknown; reason?: unknown; detail?: unknown }) =>
+      `${String(x.trajectory_id)} (${String(x.reason)}: ${String(x.detail)})`,
   );
   return `; left out: ${parts.join("; ")}`;
 }

@@ -122,15 +122,14 @@ export function creditOf(
         ),
       );
     }
-    chosen.forEach((segment, i) =>
+    for (const [i, segment] of chosen.entries())
       pieces.push({
         record,
         segment,
         reward: record.reward as number,
         promptLength: segment.loss_mask.indexOf(1),
         last: i === chosen.length - 1,
-      }),
-    );
+      });
   }
   return { pieces, notes };
 }

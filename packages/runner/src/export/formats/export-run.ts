@@ -10,9 +10,9 @@ import type { RunManifest, TrajectoryResult } from "../../run-format/schema.js";
 import { readGroupRecords, readResults, readServedTrajectory } from "../served-record.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../tokenizer.js";
 import { atifTrajectory, atifVerifierResult } from "./atif.js";
-import { parquetTable } from "./parquet-table.js";
 import type { ExportNote } from "./credit.js";
 import type { LengthCaps } from "./length-cap.js";
+import { parquetTable } from "./parquet-table.js";
 import { exportRecords, RecordFormat, type SegmentPolicy } from "./trainer-formats.js";
 
 /**
@@ -151,13 +151,21 @@ export function groupNotes(lines: readonly string[]): ExportNote[] {
   return lines.flatMap((l) => {
     try {
       const g = JSON.parse(l) as {
-        group_overrides?: { task_id?: string; excluded?: { trajectory_id: string; reason: string; detail: string }[] };
+        group_overrides?: {
+          task_id?: string;
+          excluded?: { trajectory_id: string; reason: string; detail: string }[];
+        };
       };
       return (g.group_overrides?.excluded ?? []).map(
         (x): ExportNote => ({
           trajectory_id: x.trajectory_id,
           task_id: g.group_overrides?.task_id ?? "?",
-          reason: x.reason === "infra_error" ? "no_reward" : x.reason === "export_failed" ? "export_failed" : "no_sample",
+          reason:
+            x.reason === "infra_error"
+              ? "no_reward"
+              : x.reason === "export_failed"
+                ? "export_failed"
+                : "no_sample",
           sampled_tokens: 0,
           handling: "left_out",
           detail: `${x.reason}: ${x.detail}`,

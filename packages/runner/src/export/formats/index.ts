@@ -1,5 +1,7 @@
 export { ATIF_VERSION, atifTrajectory } from "./atif.js";
+export { type ExportNote, noteLine } from "./credit.js";
 export { defaultExportPath, ExportFormat, type ExportRunOptions, exportRun } from "./export-run.js";
+export type { LengthCaps } from "./length-cap.js";
 export {
   callsOf,
   exportRecords,
@@ -10,5 +12,3 @@ export {
   SegmentPolicy,
   slimeStatus,
 } from "./trainer-formats.js";
-export { type ExportNote, noteLine } from "./credit.js";
-export type { LengthCaps } from "./length-cap.js";

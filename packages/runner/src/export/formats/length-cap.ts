@@ -58,7 +58,10 @@ export function capPiece(p: Piece, caps: LengthCaps): { piece: Piece; note?: Exp
 }
 
 /** Every piece within the caps, with the notes of what was cut. Pure. */
-export function capPieces(pieces: readonly Piece[], caps: LengthCaps): { pieces: Piece[]; notes: ExportNote[] } {
+export function capPieces(
+  pieces: readonly Piece[],
+  caps: LengthCaps,
+): { pieces: Piece[]; notes: ExportNote[] } {
   const out: Piece[] = [];
   const notes: ExportNote[] = [];
   for (const p of pieces) {

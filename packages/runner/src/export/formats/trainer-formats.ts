@@ -3,7 +3,14 @@ import { match } from "ts-pattern";
 import { z } from "zod";
 import { samplingOf } from "../../policy/spec.js";
 import type { ServedCall, ServedSegment, ServedTrajectory } from "../served-record.js";
-import { creditOf, type ExportNote, groupMeans, type Piece, type SegmentPolicy, sampledTokens } from "./credit.js";
+import {
+  creditOf,
+  type ExportNote,
+  groupMeans,
+  type Piece,
+  type SegmentPolicy,
+  sampledTokens,
+} from "./credit.js";
 import { capPieces, type LengthCaps } from "./length-cap.js";
 import { type SkyrlRow, skyrlRows } from "./skyrl-batch.js";
 
@@ -349,7 +356,10 @@ export function exportRecords(
       const s = skyrlExport(pieces, records, policy);
       // SkyRL represents (or leaves out) members without a sample itself: its notes replace credit's
       const members = new Set(s.notes.map((n) => n.trajectory_id));
-      const rest = base.filter((n) => !(members.has(n.trajectory_id) && n.reason !== "earlier_segments" && n.reason !== "length_cut"));
+      const rest = base.filter(
+        (n) =>
+          !(members.has(n.trajectory_id) && n.reason !== "earlier_segments" && n.reason !== "length_cut"),
+      );
       return { records: s.records, notes: [...rest, ...s.notes] };
     })
     .exhaustive();

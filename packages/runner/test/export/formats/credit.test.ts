@@ -20,7 +20,12 @@ const seg = (index: number, tokens: number[], mask: (0 | 1)[], reward: number | 
   completion_source: "sampled",
 });
 
-const rec = (id: string, index: number, reward: number | null, segments: ServedSegment[]): ServedTrajectory => ({
+const rec = (
+  id: string,
+  index: number,
+  reward: number | null,
+  segments: ServedSegment[],
+): ServedTrajectory => ({
   type: "trajectory",
   run_id: "run",
   trajectory_id: id,
@@ -59,7 +64,9 @@ const group = [a, b, c, infra, turn1];
 /** GRPO as verl and SkyRL compute it: per uid, (score − mean) / (unbiased std + 1e-6); a lone row: mean 0, std 1. */
 function grpo(scores: readonly number[], uids: readonly string[]): number[] {
   const by = new Map<string, number[]>();
-  scores.forEach((s, i) => by.set(uids[i]!, [...(by.get(uids[i]!) ?? []), s]));
+  scores.forEach((s, i) => {
+    by.set(uids[i]!, [...(by.get(uids[i]!) ?? []), s]);
+  });
   const stats = new Map(
     [...by].map(([u, xs]) => {
       if (xs.length === 1) return [u, { mean: 0, std: 1 }] as const;
@@ -143,10 +150,9 @@ describe("advantages per framework: equal rewards, equal advantages, whatever th
     expect(bt.trajectory_ids.map((t) => t.repetition_id)).toEqual([0, 1, 1, 2]);
     expect(bt.is_last_step).toEqual([true, false, true, true]);
     expect(close(skyrlStepWise(bt))).toEqual([ideal[0], ideal[1], ideal[1], ideal[2]]);
-    expect(notes.filter((n) => n.reason === "no_reward" || n.reason === "no_sample").map((n) => n.handling)).toEqual([
-      "left_out",
-      "left_out",
-    ]);
+    expect(
+      notes.filter((n) => n.reason === "no_reward" || n.reason === "no_sample").map((n) => n.handling),
+    ).toEqual(["left_out", "left_out"]);
   });
 
   it("SkyRL plain (final): one row per member; a placeholder's reward is the sampled members' mean", () => {
@@ -156,16 +162,25 @@ describe("advantages per framework: equal rewards, equal advantages, whatever th
     expect(bt.response_ids).toHaveLength(5);
     expect(bt.prompt_token_ids).toHaveLength(5);
     expect(bt.loss_masks.slice(3)).toEqual([[0], [0]]);
-    const adv = grpo(bt.rewards, bt.rewards.map(() => "task"));
+    const adv = grpo(
+      bt.rewards,
+      bt.rewards.map(() => "task"),
+    );
     // the baseline mean is the sampled members' (a 0.0 placeholder pulled it to 0.4): a and b equal and
     // positive, c negative, the placeholders at the mean (0)
     expect(close(bt.rewards)).toEqual(close([1, 1, 0, 2 / 3, 2 / 3]));
     expect(adv[0]).toBeCloseTo(adv[1]!, 9);
     expect(adv[0]! > 0 && adv[2]! < 0).toBe(true);
     expect(close([adv[3]!, adv[4]!])).toEqual([0, 0]);
-    expect(notes.filter((n) => n.handling === "placeholder").map((n) => n.trajectory_id)).toEqual(["infra", "turn1"]);
+    expect(notes.filter((n) => n.handling === "placeholder").map((n) => n.trajectory_id)).toEqual([
+      "infra",
+      "turn1",
+    ]);
     // final leaves b's first segment out, and says so
-    expect(notes.find((n) => n.reason === "earlier_segments")).toMatchObject({ trajectory_id: "b", sampled_tokens: 1 });
+    expect(notes.find((n) => n.reason === "earlier_segments")).toMatchObject({
+      trajectory_id: "b",
+      sampled_tokens: 1,
+    });
   });
 
   it("SkyRL step-wise keeps one placeholder when no member sampled anything (the prompt stays in the batch)", () => {
@@ -188,7 +203,10 @@ describe("advantages per framework: equal rewards, equal advantages, whatever th
   });
 
   it("prime-rl: every sampled token of every segment carries its trajectory's advantage", () => {
-    const rows = exportRecords("prime", group, "split").records as { advantages: number[]; mask: boolean[] }[];
+    const rows = exportRecords("prime", group, "split").records as {
+      advantages: number[];
+      mask: boolean[];
+    }[];
     const perRow = rows.map((r) => [...new Set(r.advantages.filter((_, i) => r.mask[i]))]);
     expect(close(perRow.flat())).toEqual(close([1 / 3, 1 / 3, 1 / 3, -2 / 3]));
   });

@@ -9,7 +9,8 @@ import { describe, expect, it } from "vitest";
 
 const adapters = fileURLToPath(new URL("../../../../../adapters/python", import.meta.url));
 const python = ["python3", "python"].find(
-  (p) => spawnSync(p, ["-c", "import sys; assert sys.version_info >= (3, 8)"], { timeout: 30_000 }).status === 0,
+  (p) =>
+    spawnSync(p, ["-c", "import sys; assert sys.version_info >= (3, 8)"], { timeout: 30_000 }).status === 0,
 );
 
 if (python === undefined) console.warn("python-adapters.test.ts skipped: no python3 >= 3.8 on PATH");
