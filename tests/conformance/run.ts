@@ -1,19 +1,22 @@
 /**
  * `npm run conformance`: flakegym's trainer records judged by the frameworks themselves. Not part of
- * `npm test` (it installs torch and the frameworks, several GB, into its own virtualenv outside the
+ * `npm test` (it installs torch and the frameworks, several GB, into virtualenvs outside the
  * repository). It
  * 1. runs `flakegym serve` (the real server, record builder and Qwen3 tokenizer) over the in-process
- *    dummy deps whose trajectories leave vLLM-style turn logs — one of them Cline's truncation replay
- *    (three segments), and one group with a trajectory whose record cannot be built;
- * 2. exports the groups in every format (`flakegym export`'s code) and a rollout's groups.jsonl with tokens;
- * 3. creates the virtualenv (`FLAKEGYM_CONFORMANCE_VENV`, default `$TMPDIR/flakegym-conformance/venv`,
- *    Python ≥ 3.12 from `FLAKEGYM_CONFORMANCE_PYTHON` or PATH) with tests/conformance/requirements.txt;
- * 4. runs tests/conformance/checks/check_*.py: each builds its framework's own record type from the
- *    export (and runs the doc examples in examples/trainers against the live server) and runs the
- *    framework's own validation/collation code; each prints its framework's version, and skips
- *    with its reason when the package cannot be installed or imported. check_grpo_tiny runs
- *    examples/grpo-tiny (a real GRPO step whose policy is the trained model, through its own
- *    `flakegym serve` with the real Cline core).
+ *    dummy deps whose trajectories leave vLLM-style turn logs; every group has five members (MEMBERS):
+ *    Cline's truncation replay (three segments, reward 1), a reward-0 and a reward-1 trajectory, an
+ *    infra error and a policy error on the first call; a second group has a trajectory whose record
+ *    cannot be built;
+ * 2. exports the group in every format (`flakegym export`'s code, with what each export reported)
+ *    and a rollout's groups.jsonl with tokens;
+ * 3. creates the virtualenvs (`FLAKEGYM_CONFORMANCE_VENV`, default `$TMPDIR/flakegym-conformance/venv`,
+ *    and verl's own `<that>-verl`, layered on it) with a Python every framework supports (3.10–3.12:
+ *    verl 0.9.1 needs < 3.13), discovered at run time;
+ * 4. runs tests/conformance/checks/check_*.py: each runs its framework's own post-processing and
+ *    advantage code on the records and asserts every sampled token trained once (or the untrained
+ *    ones reported) and equal rewards → equal advantages; a framework that is installed and fails,
+ *    or that is not installed without a pip error, fails the suite; only one whose pip install
+ *    failed (or that is not on PyPI) is a skip, printing why.
  */
 import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
