@@ -8,6 +8,7 @@ the rest reported), equal rewards get equal advantages, the unsampled members mo
 The exported batches validate too."""
 
 import asyncio
+import types
 
 from conformance_common import (INFERENCE, MEMBERS, SERVE_URL, TASKS, TOKENIZER, assert_credit, jsonl, notes,
                                 reported_untrained, run, sampled_total, served)
@@ -26,6 +27,7 @@ def trainer(step_wise, n, prompts):
     cfg.trainer.policy_mini_batch_size = prompts
     t = object.__new__(RayPPOTrainer)
     t.cfg, t.all_metrics = cfg, {}
+    t.dispatch = types.SimpleNamespace(get_lcm_dp_size=lambda: 1)  # one data-parallel rank: no padding rows
     t.tokenizer = AutoTokenizer.from_pretrained(TOKENIZER)
     return t
 
@@ -87,4 +89,5 @@ def check():
     return "; ".join(said) + "; exported batches validate"
 
 
-run("skyrl", "skyrl", check)
+if __name__ == "__main__":
+    run("skyrl", "skyrl", check)

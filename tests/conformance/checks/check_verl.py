@@ -22,10 +22,11 @@ def worker(prompt_length, response_length):
     w.tokenizer = AutoTokenizer.from_pretrained(TOKENIZER)
     w.processor = None
     w.rollout_config = types.SimpleNamespace(prompt_length=prompt_length, response_length=response_length)
-    w.reward_loop_worker_handles = None
-    for name, value in (("teacher_manager", None), ("distillation_enabled", False), ("config", None)):
-        if not hasattr(w, name):
-            setattr(w, name, value)
+    w.reward_loop_worker_handles = None  # the outputs carry their reward (reward_score)
+    w.mm_processor_kwargs = None
+    w.distillation_enabled = False
+    w.teacher_server_manager = None
+    w.teacher_key = None
     return w
 
 
@@ -93,4 +94,5 @@ def check():
         int(fb.batch["response_mask"].sum()), left, p_len, r_len, too_long, reported_untrained(cut_notes))
 
 
-run("verl", "verl", check)
+if __name__ == "__main__":
+    run("verl", "verl", check)
