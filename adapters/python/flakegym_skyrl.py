@@ -63,7 +63,7 @@ def _rows(members, ps, segments, pad_token_id, notes):
         keep = not step_wise or (not sampled and not any(r.get("placeholder") for r in rows))
         if keep:
             rows.append({"prompt": [pad_token_id], "ids": [pad_token_id], "mask": [0],
-                         "reward": 0.0, "logprobs": [0.0], "stop": "stop",
+                         "reward": 0.0 if step_wise else mean, "logprobs": [0.0], "stop": "stop",
                          "record": m, "last": True, "placeholder": True})
         how = ("no member of the group sampled anything: one row (loss mask 0, reward 0) keeps its prompt in "
                "the batch" if step_wise else "one response per prompt: loss mask 0, reward %s (the mean of %d "
