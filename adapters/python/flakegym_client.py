@@ -15,11 +15,13 @@ sends a heartbeat every 15 s while a group runs).
 """
 
 import json
+import logging
 import time
 import urllib.error
 import urllib.request
 
-SEGMENT_POLICIES = ("final", "split")
+SEGMENT_POLICIES = ("split", "final")
+LOG = logging.getLogger("flakegym")
 
 
 class FlakegymError(Exception):
@@ -97,30 +99,83 @@ def _refusal(err):
     return out
 
 
-def pieces(records, segments="final"):
-    """The trainable pieces of served records, as src/export/formats/trainer-formats.ts `piecesOf`:
-    final = each trajectory's last segment with the whole reward; split = every segment with its
-    share, linked by the trajectory id. Trajectories without a reward or tokens are left out."""
+def sampled_tokens(segment):
+    """How many tokens of a segment the policy sampled."""
+    return sum(1 for m in segment["loss_mask"] if m == 1)
+
+
+def has_sample(rec):
+    """Whether a record has a reward and at least one sampled token (a trainable member)."""
+    return rec["reward"] is not None and any(sampled_tokens(s) > 0 for s in rec["segments"])
+
+
+def member_problem(rec):
+    """(reason, detail) of a record that is no trainable member, else None (credit.ts `memberProblem`)."""
+    out = rec["outcome"]
+    if rec["reward"] is None:
+        return "no_reward", "%s: no reward after every retry (%s)" % (out["kind"], out.get("detail") or "no detail")
+    if not has_sample(rec):
+        return "no_sample", "%s before the policy sampled a token (%s)" % (out["kind"], out.get("detail") or "no detail")
+    return None
+
+
+def _note(rec, reason, handling, sampled, detail):
+    return {"trajectory_id": rec["trajectory_id"], "task_id": rec["task_id"], "reason": reason,
+            "sampled_tokens": sampled, "handling": handling, "detail": detail}
+
+
+def _cap(piece, caps):
+    """A piece within (max_prompt_tokens, max_response_tokens), cut as verl's agent loops cut
+    (the prompt's last tokens, the response's first): (piece, note or None). length-cap.ts."""
+    max_prompt, max_response = caps
+    n_prompt, n_resp = len(piece["prompt"]), len(piece["ids"])
+    keep_p = min(n_prompt, max_prompt or n_prompt)
+    keep_r = min(n_resp, max_response or n_resp)
+    if keep_p == n_prompt and keep_r == n_resp:
+        return piece, None
+    lost = sum(1 for m in piece["mask"][keep_r:] if m == 1)
+    cut = dict(piece)
+    cut["prompt"] = piece["prompt"][n_prompt - keep_p:]
+    cut["ids"], cut["mask"] = piece["ids"][:keep_r], piece["mask"][:keep_r]
+    cut["logprobs"] = None if piece["logprobs"] is None else piece["logprobs"][:keep_r]
+    parts = (["prompt %d -> its last %d tokens" % (n_prompt, keep_p)] if keep_p < n_prompt else []) + \
+            (["response %d -> its first %d tokens" % (n_resp, keep_r)] if keep_r < n_resp else [])
+    note = _note(piece["record"], "length_cut", "cut", lost, "segment %d: %s (the length policy, as verl's agent "
+                 "loops cut)" % (piece["segment"]["index"], ", ".join(parts)))
+    return cut, note
+
+
+def pieces(records, segments="split", notes=None, max_prompt_tokens=None, max_response_tokens=None):
+    """The trainable pieces of served records, as src/export/formats/credit.ts `creditOf`: every
+    segment with a sampled token carries the trajectory's whole reward (split, the default: every
+    sampled token trained once) or only the last one does (final: each earlier segment's sampled
+    tokens are a note). Members without a reward or a sampled token have no piece: a note says why.
+    `notes`, when a list, receives those notes (and the length cuts)."""
     if segments not in SEGMENT_POLICIES:
         raise ValueError("segments must be one of %s, not %r" % (SEGMENT_POLICIES, segments))
+    notes = [] if notes is None else notes
     out = []
     for rec in records:
-        if rec["reward"] is None or not rec["segments"]:
+        problem = member_problem(rec)
+        if problem:
+            notes.append(_note(rec, problem[0], "left_out", 0, problem[1]))
             continue
-        chosen = rec["segments"][-1:] if segments == "final" else rec["segments"]
-        for seg in chosen:
-            if 1 not in seg["loss_mask"]:
-                continue
+        sampled = [s for s in rec["segments"] if sampled_tokens(s) > 0]
+        chosen = sampled[-1:] if segments == "final" else sampled
+        dropped = sampled[:len(sampled) - len(chosen)]
+        if dropped:
+            n = sum(sampled_tokens(s) for s in dropped)
+            notes.append(_note(rec, "earlier_segments", "left_out", n,
+                               "segments=final trains its last segment only: %d earlier segment(s) with %d "
+                               "sampled token(s) not trained (segments=split trains them)" % (len(dropped), n)))
+        for i, seg in enumerate(chosen):
             p = seg["loss_mask"].index(1)
-            if segments == "final":
-                reward = rec["reward"]
-            else:
-                reward = seg["reward"] if seg["reward"] is not None else rec["reward"] / len(rec["segments"])
             lp = seg["logprobs"]
-            out.append({
+            piece = {
                 "record": rec,
                 "segment": seg,
-                "reward": reward,
+                "reward": rec["reward"],
+                "last": i == len(chosen) - 1,
                 "prompt": seg["tokens"][:p],
                 "ids": seg["tokens"][p:],
                 "mask": seg["loss_mask"][p:],
@@ -134,8 +189,33 @@ def pieces(records, segments="final"):
                     "segments": len(rec["segments"]),
                     "outcome": rec["outcome"]["kind"],
                 },
-            })
+            }
+            if max_prompt_tokens or max_response_tokens:
+                piece, note = _cap(piece, (max_prompt_tokens, max_response_tokens))
+                if note:
+                    notes.append(note)
+            out.append(piece)
     return out
+
+
+def no_logprobs_note(piece, fmt):
+    """The note of a piece a format needs logprobs for and has none."""
+    return _note(piece["record"], "no_logprobs", "left_out", sampled_tokens(piece["segment"]),
+                 "segment %d: the inference server gave no logprobs, and %s records need them"
+                 % (piece["segment"]["index"], fmt))
+
+
+def note_line(n):
+    """One line of what an adapter did with a member or tokens, and why (credit.ts `noteLine`)."""
+    what = {"left_out": "left out", "placeholder": "a placeholder row (trains nothing)", "cut": "cut"}[n["handling"]]
+    tokens = ", %d sampled token(s) not trained" % n["sampled_tokens"] if n["sampled_tokens"] else ""
+    return "%s (%s): %s [%s%s]: %s" % (n["trajectory_id"], n["task_id"], what, n["reason"], tokens, n["detail"])
+
+
+def log_notes(notes, where):
+    """Logs each note (a warning: something sampled, or a member, is not trained as it is)."""
+    for n in notes:
+        LOG.warning("%s: %s", where, note_line(n))
 
 
 def calls(segment):
@@ -161,10 +241,11 @@ def piece_calls(segment):
 
 
 def group_means(records):
-    """Each task's mean trajectory reward over its records with a reward (GRPO's baseline)."""
+    """Each task's mean reward over its members that sampled something (GRPO's baseline: each
+    trajectory once, whatever its segments; members without a sample left out)."""
     sums = {}
     for rec in records:
-        if rec["reward"] is None:
+        if not has_sample(rec):
             continue
         n, total = sums.get(rec["task_id"], (0, 0.0))
         sums[rec["task_id"]] = (n + 1, total + rec["reward"])

@@ -7,15 +7,17 @@ nemo_gym/openai_utils.py `NeMoGymResponse`, `TokenIDLogProbMixin`; validated by
 `npm run conformance`). Each call's prompt is the segment up to its first sampled token, so the ids
 are exactly those the inference server saw and sampled. A piece without logprobs is left out."""
 
-from flakegym_client import model_of, piece_calls, pieces
+from flakegym_client import model_of, no_logprobs_note, piece_calls, pieces
 
 
-def to_nemo(records, segments="final"):
+def to_nemo(records, segments="split", notes=None, **caps):
+    notes = [] if notes is None else notes
     out = []
-    for p in pieces(records, segments):
+    for p in pieces(records, segments, notes, **caps):
         seg, rec = p["segment"], p["record"]
         lp = seg["logprobs"]
         if lp is None:
+            notes.append(no_logprobs_note(p, "nemo"))
             continue
         tokens = seg["tokens"]
         output = []

@@ -12,7 +12,7 @@ a608ad9367b41f952a4151308c46b7d83da1f989, src/prime_rl/transports/rollouts/types
 import re
 import urllib.parse
 
-from flakegym_client import group_means, pieces
+from flakegym_client import group_means, no_logprobs_note, pieces
 
 ENV_NAME = "flakegym"
 
@@ -26,12 +26,14 @@ def temperature_of(record):
         return 1.0
 
 
-def to_prime(records, segments="final"):
+def to_prime(records, segments="split", notes=None, **caps):
+    notes = [] if notes is None else notes
     means = group_means(records)
     out = []
-    for p in pieces(records, segments):
+    for p in pieces(records, segments, notes, **caps):
         seg = p["segment"]
         if seg["logprobs"] is None:
+            notes.append(no_logprobs_note(p, "prime"))
             continue
         t = temperature_of(p["record"])
         adv = (p["record"]["reward"] or 0.0) - means.get(p["record"]["task_id"], 0.0)

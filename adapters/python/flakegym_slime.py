@@ -28,7 +28,7 @@ def rollout_id(record):
     return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:13], 16)
 
 
-def to_slime(records, segments="final"):
+def to_slime(records, segments="split", notes=None, **caps):
     return [{
         "tokens": p["segment"]["tokens"],
         "response_length": len(p["ids"]),
@@ -38,4 +38,4 @@ def to_slime(records, segments="final"):
         "status": slime_status(p["record"]["outcome"]["kind"]),
         "metadata": p["meta"],
         "rollout_id": rollout_id(p["record"]),
-    } for p in pieces(records, segments)]
+    } for p in pieces(records, segments, notes, **caps)]

@@ -12,9 +12,9 @@ shared (the trajectory id in `extra_fields`)."""
 from flakegym_client import piece_calls, pieces
 
 
-def to_verl(records, segments="final"):
+def to_verl(records, segments="split", notes=None, **caps):
     out = []
-    for p in pieces(records, segments):
+    for p in pieces(records, segments, notes, **caps):
         t = p["record"]["timings_ms"]
         model = t.get("model", t["agent"])
         out.append({

@@ -2,9 +2,11 @@
 
 SkyRL calls `generate(input_batch)` with its prompts already expanded per sample: one
 `TrajectoryID(instance_id, repetition_id)` per row. Each instance becomes one served group of as
-many trajectories as it has repetitions; the output has exactly one row per input row, in input
-order ("final"), or one per segment with `is_last_step` (step-wise training, "split"). The dataset's
-`env_extras` carry the flakegym task id."""
+many trajectories as it has repetitions. "split" (default; set SkyRL's
+`generator.step_wise_trajectories`): one row per segment with `is_last_step`, every sampled token
+trained once; "final" (plain training): exactly one row per input row (each trajectory's last
+segment, earlier ones logged as not trained). Members without a sample: see flakegym_skyrl. The
+dataset's `env_extras` carry the flakegym task id."""
 
 import asyncio
 
@@ -14,7 +16,7 @@ from skyrl.train.generators.base import GeneratorInterface
 
 
 class FlakegymGenerator(GeneratorInterface):
-    def __init__(self, url, inference, segments="final", pad_token_id=0):
+    def __init__(self, url, inference, segments="split", pad_token_id=0):
         self.client, self.inference = FlakegymClient(url), inference
         self.segments, self.pad_token_id = segments, pad_token_id
 

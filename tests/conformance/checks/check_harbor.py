@@ -14,16 +14,29 @@ def check():
     d = os.path.join(EXPORT, "atif")
     files = sorted(f for f in os.listdir(d) if f.endswith(".json") and not f.endswith(".verifier.json"))
     assert files
+    unsampled = 0
     for f in files:
         with open(os.path.join(d, f)) as fh:
-            t = Trajectory.model_validate(json.load(fh))
+            raw = json.load(fh)
+        t = Trajectory.model_validate(raw)
+        with open(os.path.join(d, f[:-5] + ".verifier.json")) as fh:
+            v = VerifierResult.model_validate(json.load(fh))
+        if not any(s.source == "agent" for s in t.steps):
+            # no model call answered (an infra error, a first-call policy error): the task prompt and
+            # the outcome, nothing sampled; an infra error has no reward
+            assert [s.source for s in t.steps] == ["user"], [s.source for s in t.steps]
+            kind = raw["extra"]["outcome"]["kind"]
+            assert kind in ("infra_error", "policy_error"), kind
+            assert (v.rewards is None) == (kind == "infra_error"), (kind, v.rewards)
+            unsampled += 1
+            continue
         assert [s.source for s in t.steps[:2]] == ["system", "user"]
         assert any(s.tool_calls for s in t.steps if s.source == "agent")
         assert any(s.observation for s in t.steps if s.source == "agent")
-        with open(os.path.join(d, f[:-5] + ".verifier.json")) as fh:
-            v = VerifierResult.model_validate(json.load(fh))
         assert v.rewards is not None and "reward" in v.rewards
-    return "%d ATIF trajectories and their verifier results validate" % len(files)
+    assert unsampled == 2, unsampled  # the infra and the first-call error members
+    return "%d ATIF trajectories and their verifier results validate (%d without a model answer)" % (
+        len(files), unsampled)
 
 
 run("harbor", "harbor", check)

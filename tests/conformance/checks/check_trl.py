@@ -1,10 +1,15 @@
-"""TRL 1.16.0: the example rollout_func under TRL's own RepeatSampler and GRPOTrainer: one real
-GRPO step on CPU of a tiny randomly initialised Qwen3 (built from a config, no download) with the
-real Qwen3 tokenizer, on served flakegym groups; its loss used the served ids (weights changed)."""
+"""TRL 1.16.0: the example rollout_func under TRL's own RepeatSampler and GRPOTrainer: its reward
+path (`_generate_and_score_completions`: rollout_func, reward functions, the group baseline and
+advantages) on the five-member groups, then one real GRPO step on CPU of a tiny randomly
+initialised Qwen3 (built from a config, no download) with the real Qwen3 tokenizer; its loss used
+the served ids (weights changed). Asserted: one completion per prompt; the truncated reward-1
+trajectory and the one-segment one get equal advantages; the infra and first-call-error members
+(reward None) get 0 and stay out of the baseline; TRL takes one completion per prompt, so what it
+trains is each trajectory's last segment, and the rest is exactly what the adapter reports."""
 
 import tempfile
 
-from conformance_common import INFERENCE, SERVE_URL, TASKS, TOKENIZER, run
+from conformance_common import INFERENCE, MEMBERS, SERVE_URL, TASKS, TOKENIZER, assert_credit, run, sampled_total, served
 
 
 def check():
@@ -40,12 +45,26 @@ def check():
                               rollout_func=rollout_func)
         direct = rollout_func(prompts, trainer)
         assert len(direct["completion_ids"]) == len(prompts), len(direct["completion_ids"])
+        scored = trainer._generate_and_score_completions([{"prompt": p} for p in prompts])
+        adv = [float(a) for a in scored["advantages"].reshape(len(prompts), -1)[:, 0]]
+        trained_rows = [sum(m) for m in direct["env_mask"][:n]]
+        records = served()
+        last = sum(sum([s for s in r["segments"] if 1 in s["loss_mask"]][-1]["loss_mask"])
+                   for r in records if r["reward"] is not None and any(1 in s["loss_mask"] for s in r["segments"]))
+        assert sum(trained_rows) == last, (trained_rows, last)
+        reported = sampled_total(records) - last
+        by = {i: [adv[i]] for i in range(n) if i not in (MEMBERS["infra"], MEMBERS["turn1"])}
+        one = assert_credit(by, records, "TRL GRPO")
+        assert adv[MEMBERS["infra"]] == 0 and adv[MEMBERS["turn1"]] == 0, adv[:n]
+        assert abs(sum(one.values())) < 1e-3, one  # the None rows are out of the baseline
         trainer.train()
     changed = [k for k, v in model.named_parameters() if not torch.equal(v.detach(), before[k])]
     assert changed, "one GRPO step on flakegym groups changed no weight"
     padded = sum(1 for m in direct["env_mask"] if not any(m))
-    return "rollout_func: %d completions for %d repeated prompts (%d untrained placeholder); one GRPO step changed %d tensors" % (
-        len(direct["completion_ids"]), len(prompts), padded, len(changed))
+    return ("rollout_func: %d completions for %d repeated prompts (%d untrained, reward None); advantages %s; "
+            "%d sampled tokens trained (last segments), %d of earlier segments reported; one GRPO step changed "
+            "%d tensors") % (len(direct["completion_ids"]), len(prompts), padded,
+                             {k: round(v, 3) for k, v in sorted(one.items())}, last, reported, len(changed))
 
 
 run("trl", "trl", check)

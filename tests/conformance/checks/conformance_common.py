@@ -1,8 +1,13 @@
 """Shared by the conformance checks (run by tests/conformance/run.ts, in the conformance virtualenv).
 
 Each check ends by printing one JSON line: {"framework", "version", "status": pass|skip|fail,
-"detail"}. A framework that cannot be installed or imported is a skip with the reason, never a
-pass."""
+"detail"}. A framework whose pip install failed is a skip that prints pip's error; one that is not
+installed without a pip error, or that is installed and does not import, fails the suite.
+
+The judged group (run.ts `MEMBERS`): a truncated reward-1 trajectory (several segments), a reward-0
+and a reward-1 one-segment trajectory, an infra error and a first-call policy error. Every check
+asserts, with its framework's own code, what was trained (every sampled token once, or what the
+framework cannot take reported) and that equal rewards get equal advantages."""
 
 import importlib.metadata
 import json
@@ -36,17 +41,58 @@ def finish(framework, dist, status, detail=""):
     sys.exit(0 if status != "fail" else 1)
 
 
+MEMBERS = TASKS.get("members", {})
+
+
+def served():
+    """The served records of the judged group (what the policy sampled)."""
+    return jsonl("records.jsonl")
+
+
+def sampled_total(records):
+    """Every token the policy sampled in the records."""
+    return sum(m for r in records for s in r["segments"] for m in s["loss_mask"])
+
+
+def notes(name):
+    """What `flakegym export` reported for an export (`<format>-<segments>`): left out, placeholder, cut."""
+    with open(os.path.join(EXPORT, name + ".notes.json")) as f:
+        return json.load(f)
+
+
+def reported_untrained(ns):
+    return sum(n["sampled_tokens"] for n in ns)
+
+
+def assert_credit(adv_by_index, records, what):
+    """Every row of a trajectory has one advantage, and trajectories with equal rewards have equal
+    advantages (the truncated reward-1 one and the one-segment reward-1 one)."""
+    one = {}
+    for index, advs in adv_by_index.items():
+        assert max(advs) - min(advs) < 1e-4, "%s: trajectory %s's rows disagree: %s" % (what, index, advs)
+        one[index] = advs[0]
+    t, o = MEMBERS["truncated"], MEMBERS["one"]
+    reward = {r["index"]: r["reward"] for r in records}
+    assert reward[t] == reward[o] == 1, reward
+    assert abs(one[t] - one[o]) < 1e-4, "%s: equal rewards, unequal advantages: truncated %s vs one %s" % (
+        what, one[t], one[o])
+    assert one[MEMBERS["zero"]] < 0 < one[o], one
+    return one
+
+
 def run(framework, dist, check):
-    """Runs `check()` (which returns a detail string): an ImportError is a skip, anything else that
-    raises is a failure."""
+    """Runs `check()` (which returns a detail string). Not installed: a skip printing pip's error when
+    its install failed, else a failure; an ImportError or anything else that raises: a failure."""
     if version(dist) is None:
         failed = "; ".join("%s: %s" % (k, v) for k, v in INSTALL_FAILED.items() if dist in k)
-        finish(framework, None, "skip", "%s is not installed%s" % (dist, (" (" + failed + ")") if failed else ""))
+        if failed:
+            finish(framework, None, "skip", "%s is not installable here: pip said: %s" % (dist, failed))
+        finish(framework, None, "fail", "%s is not installed, and no pip install of it failed" % dist)
     try:
         detail = check()
     except ImportError as err:
         traceback.print_exc()
-        finish(framework, dist, "skip", "%s does not import here: %s" % (dist, err))
+        finish(framework, dist, "fail", "%s is installed and does not import: %s" % (dist, err))
     except Exception as err:  # noqa: BLE001 - every other fault is the check failing
         traceback.print_exc()
         finish(framework, dist, "fail", "%s: %s" % (type(err).__name__, err))

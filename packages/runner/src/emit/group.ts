@@ -1,3 +1,4 @@
+import { MASKED } from "../export/tokenize-for-trainer.js";
 import { type SamplingParams, trajectorySampling } from "../policy/sampling.js";
 import { samplingOf } from "../policy/spec.js";
 import { type AtroposMessage, ScoredDataGroup } from "../run-format/atropos-schema.js";
@@ -7,19 +8,25 @@ import { atroposOverrideOf } from "../run-format/trajectory-record.js";
 /**
  * One token sequence of a trajectory from the trainer export. A trajectory is one sequence unless
  * its context was rewritten mid-way (condensed history, a template that rewrites past turns); then
- * it is several segments sharing its id, each with its share of the reward.
+ * it is several segments sharing its id, each carrying its whole reward.
  */
 export interface TokenSequence {
   readonly tokens: readonly number[];
   readonly masks: readonly number[];
   /** Null when the upstream gave no logprobs for some trained token. */
   readonly inferenceLogprobs: readonly number[] | null;
-  /** This sequence's score (the trajectory's reward, or its share for segments). */
+  /** This sequence's score: the trajectory's reward (every segment carries it whole). */
   readonly reward: number;
   /** The chat this sequence renders, when it differs from the trajectory's full chat. */
   readonly messages?: readonly AtroposMessage[];
   /** Which export segment this is, when the trajectory had several (why it split, what was left out). */
-  readonly segment?: { readonly index: number; readonly of: number; readonly split?: string };
+  readonly segment?: {
+    readonly index: number;
+    readonly of: number;
+    readonly split?: string;
+    /** Sampled tokens of the trajectory's earlier segments this group does not train (`--segments last`). */
+    readonly untrainedSampledTokens?: number;
+  };
 }
 
 export interface GroupMember {
@@ -37,14 +44,19 @@ export interface ExcludedMember {
   readonly trajectory_id: string;
   readonly outcome: string;
   readonly detail: string;
-  /** infra_error: no reward after every retry; export_failed: its token export could not be built. */
-  readonly reason: "infra_error" | "export_failed";
+  /**
+   * infra_error: no reward after every retry; export_failed: its token export could not be built;
+   * no_sample: the policy sampled no token (a model-server error on the first call).
+   */
+  readonly reason: "infra_error" | "export_failed" | "no_sample";
 }
 
 /**
  * Which members a group keeps, in index order. Pure. A trajectory without a reward (infra_error
- * after every retry) is left out; so is one whose token export failed when the group carries
- * tokens (Atropos needs tokens for every sequence), so one odd trajectory never costs the others.
+ * after every retry) is left out; so, when the group carries tokens, is one whose token export failed
+ * and one in which the policy sampled no token (a first-call error: a 0-token sequence would make
+ * the Atropos sender drop the group and the run-api park it forever). One odd trajectory never costs
+ * the others; the sender holds back a group left smaller than its size, naming these members.
  */
 export function partitionMembers(
   members: readonly GroupMember[],
@@ -69,10 +81,21 @@ export function partitionMembers(
         detail: `token export failed: ${m.exportError}`,
         reason: "export_failed",
       });
+    else if (withTokens && !sampledAny(m))
+      excluded.push({
+        trajectory_id: r.trajectoryId,
+        outcome: r.outcome.kind,
+        detail: `the policy sampled no token (${r.outcome.detail || r.outcome.kind}): no sequence to train`,
+        reason: "no_sample",
+      });
     else kept.push(m);
   }
   return { kept, excluded };
 }
+
+/** Whether a member's token sequences hold a sampled (trained) token. Pure. */
+const sampledAny = (m: GroupMember): boolean =>
+  (m.sequences ?? []).some((q) => q.masks.some((x) => x !== MASKED));
 
 export interface GroupContext {
   readonly runId: string;
@@ -147,6 +170,9 @@ export function buildGroup(ctx: GroupContext, members: readonly GroupMember[]): 
               segment: q.segment.index,
               segments: q.segment.of,
               ...(q.segment.split ? { split: q.segment.split } : {}),
+              ...(q.segment.untrainedSampledTokens
+                ? { untrained_sampled_tokens: q.segment.untrainedSampledTokens }
+                : {}),
             }
           : seqs.length > 1
             ? { ...base, segment: i, segments: seqs.length }

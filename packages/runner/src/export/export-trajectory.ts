@@ -12,8 +12,8 @@ import type { ChatTokenizer } from "./tokenizer.js";
  * otherwise the template's rendering of the answer, as Atropos does). Consecutive calls share one
  * token sequence while each prompt extends the sequence so far; when it does not — Cline condensed
  * or truncated its context, or the template rewrote history (Qwen3 drops earlier `<think>` blocks) —
- * a new segment starts and the reason is recorded. Segments of one trajectory share its id and split
- * its reward evenly (slime's rule).
+ * a new segment starts and the reason is recorded. Segments of one trajectory share its id and each
+ * carries its whole reward (an outcome reward is the trajectory's; src/export/formats/credit.ts).
  */
 
 export const ExportMode = z.enum(["all_assistant_turns", "last_assistant_turn"]);
@@ -50,7 +50,10 @@ export const ExportSegment = z
       .array(z.number())
       .nullable()
       .describe("aligned with tokens (1.0 on untrained positions); null when any trained token lacks one"),
-    reward: z.number().nullable().describe("trajectory reward / segment count, when a reward was given"),
+    reward: z
+      .number()
+      .nullable()
+      .describe("the trajectory's reward (every segment carries it whole), when a reward was given"),
     split: SplitReason.nullable().describe("why this segment started (null for the first)"),
     completionSource: z
       .enum(["sampled", "template", "mixed"])
@@ -73,7 +76,7 @@ export interface TrajectoryExport {
 
 export interface ExportOptions {
   readonly mode?: ExportMode;
-  /** The trajectory's reward; each segment gets reward / segments. */
+  /** The trajectory's reward; every segment carries it whole. */
   readonly reward?: number;
   readonly templateKwargs?: Readonly<Record<string, unknown>>;
   /** Use the server's prompt token ids when the turn log has them (default true). */
@@ -354,7 +357,7 @@ function appendCall(d: SegmentDraft, t: TurnRecord, call: CallTokens): void {
 
 /**
  * A finished segment: in last-turn mode every completion but the last is masked; logprobs only
- * when every trained token has one; its share of the reward. Pure.
+ * when every trained token has one; the trajectory's whole reward. Pure.
  */
 export function segmentOf(
   d: SegmentDraft,
@@ -379,7 +382,7 @@ export function segmentOf(
     tokens: d.tokens,
     masks,
     inference_logprobs: complete ? (logprobs as number[]) : null,
-    reward: at.reward === undefined ? null : at.reward / at.count,
+    reward: at.reward ?? null,
     split: d.split,
     completionSource: pick(d.completion as Set<"sampled" | "template" | "mixed">, "mixed"),
     promptSource: pick(d.prompt as Set<"server" | "template" | "mixed">, "mixed"),

@@ -44,7 +44,10 @@ export const ServedSegment = z
       .describe(
         "inference logprob of each token (0 on untrained positions); null when the upstream gave none",
       ),
-    reward: z.number().nullable().describe("the trajectory reward / segment count (slime's rule)"),
+    reward: z
+      .number()
+      .nullable()
+      .describe("the trajectory's reward: every segment carries it whole (an outcome reward)"),
     split: z
       .object({
         kind: z

@@ -4,6 +4,7 @@ import {
   exportTrajectory as exportTokens,
   type TrajectoryExport,
 } from "../export/export-trajectory.js";
+import { MASKED } from "../export/tokenize-for-trainer.js";
 import type { ChatTokenizer } from "../export/tokenizer.js";
 import type { TurnRecord } from "../gateway/turn-log.js";
 import type { ChatMessage } from "../policy/chat.js";
@@ -31,9 +32,9 @@ export function messagesOf(turns: readonly TurnRecord[], prompt: string): Atropo
 }
 
 /**
- * The group's sequences of an export: "last" its last segment carrying the whole reward, "all"
- * every segment with its share; a split export's sequences say which segment they are, and why it
- * split. Pure.
+ * The group's sequences of an export: "last" its last segment, "all" every segment, each carrying
+ * the trajectory's whole reward (an outcome reward; src/export/formats/credit.ts); a split export's
+ * sequences say which segment they are, and why it split. Pure.
  */
 export function sequencesOf(
   ex: TrajectoryExport,
@@ -48,12 +49,16 @@ export function sequencesOf(
     return r ? `${r.kind} at call ${r.atSeq}: ${r.detail}` : undefined;
   };
   const chosen = segments === "all" ? all : all.slice(-1);
+  // "last" trains the final segment only: the earlier segments' sampled tokens are counted, never silent
+  const untrained = all
+    .slice(0, all.length - chosen.length)
+    .reduce((n, { s }) => n + s.masks.filter((m) => m !== MASKED).length, 0);
   return chosen.map(({ s, last }) => ({
     tokens: s.tokens,
     masks: s.masks,
     inferenceLogprobs: s.inference_logprobs,
-    // "last": the trajectory's one sequence carries its whole reward; "all": the export's share
-    reward: segments === "all" ? (s.reward ?? reward) : reward,
+    // every sequence carries the trajectory's whole reward, whatever the segmentation
+    reward,
     ...(last && all.length > 1 ? { messages: chatOf(last) } : {}),
     ...(all.length > 1
       ? {
@@ -61,6 +66,7 @@ export function sequencesOf(
             index: s.index,
             of: all.length,
             ...(split(s.index) ? { split: split(s.index)! } : {}),
+            ...(untrained > 0 ? { untrainedSampledTokens: untrained } : {}),
           },
         }
       : {}),

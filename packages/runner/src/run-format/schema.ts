@@ -210,7 +210,7 @@ export const RunConfig = z
       .enum(["last", "all"])
       .default("last")
       .describe(
-        "a trajectory whose context was rewritten exports several token segments: last = one sequence per trajectory (its final segment, full reward); all = every segment (reward split evenly)",
+        "a trajectory whose context was rewritten exports several token segments: last = one sequence per trajectory (its final segment; the earlier segments' sampled tokens are counted in its override, untrained_sampled_tokens); all = every segment, each with the trajectory's whole reward",
       ),
     backend: z.enum(["local", "podman", "nomad"]),
     images: z

@@ -84,6 +84,45 @@ describe("buildGroup", () => {
     expect(partitionMembers(members, false).kept).toHaveLength(3);
   });
 
+  it("with tokens: a member that sampled no token (a first-call error) is left out, never a 0-token sequence", () => {
+    const seq = (id: number) => ({
+      tokens: [1, id],
+      masks: [-100, id],
+      inferenceLogprobs: [1, -0.5],
+      reward: 1,
+    });
+    const turn1 = result({ taskId: "a", index: 1, reward: 0 });
+    const members = [
+      { result: result({ taskId: "a", index: 0, reward: 1 }), messages: chat("a"), sequences: [seq(5)] },
+      // what a policy_error on the first call exports: nothing sampled (no sequence, or only a prompt)
+      { result: turn1, messages: [], sequences: [] },
+      {
+        result: result({ taskId: "a", index: 2, reward: 0 }),
+        messages: [],
+        sequences: [{ tokens: [1, 2], masks: [-100, -100], inferenceLogprobs: null, reward: 0 }],
+      },
+      { result: result({ taskId: "a", index: 3, reward: 0 }), messages: chat("d"), sequences: [seq(7)] },
+    ];
+    const line = buildGroup({ ...ctx, withTokens: true }, members);
+    expect(line.tokens).toEqual([
+      [1, 5],
+      [1, 7],
+    ]);
+    expect(line.tokens!.every((t) => t.length > 0)).toBe(true);
+    expect(line.group_overrides!.excluded).toMatchObject([
+      { trajectory_id: "a-t1", reason: "no_sample" },
+      { trajectory_id: "a-t2", reason: "no_sample" },
+    ]);
+    // the sender holds the smaller group back, naming who was left out and why (not "no_tokens")
+    const verdict = checkGroup(toScoredDataGroup(line)!, {
+      groupSize: 4,
+      dropEqualScores: true,
+      maxTokenLen: 0,
+    });
+    expect(verdict).toMatchObject({ send: false, reason: "group_size" });
+    expect(verdict.send === false && verdict.detail).toContain("a-t1 (no_sample");
+  });
+
   it("with a tokenizer: token fields per sequence, segments share the trajectory id", () => {
     const seq = (n: number, reward: number) => ({
       tokens: [1, 2, 3, n],

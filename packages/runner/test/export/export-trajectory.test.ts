@@ -82,7 +82,7 @@ describe("exportTrajectory", () => {
     },
   );
 
-  it("splits when Cline condenses the conversation, and shares the reward between segments", () => {
+  it("splits when Cline condenses the conversation; every segment carries the whole reward", () => {
     const tok = toks.llama3;
     const turns = sampledTurns(tok);
     // call 3 arrives with the first exchange dropped (context truncation keeps the task, drops a pair)
@@ -98,7 +98,7 @@ describe("exportTrajectory", () => {
     };
     const out = exportTrajectory(turns, tok, { reward: 1 });
     expect(out.segments.map((s) => s.seqs)).toEqual([[1, 2], [3]]);
-    expect(out.segments.map((s) => s.reward)).toEqual([0.5, 0.5]);
+    expect(out.segments.map((s) => s.reward)).toEqual([1, 1]);
     expect(out.segments[1]!.split).toMatchObject({ kind: "history_rewritten", atSeq: 3 });
     expect(out.segments[1]!.split!.detail).toMatch(/condensed or truncated/);
     expect(out.segments.every((s) => s.trajectoryId === "traj-1")).toBe(true);
@@ -116,7 +116,7 @@ describe("exportTrajectory", () => {
       const pos = trained(seg.masks);
       expect(pos.every((p) => seg.masks[p] === seg.tokens[p])).toBe(true);
       expect(tok.decode(pos.map((p) => seg.tokens[p]!))).toMatch(/^<think>\n\n<\/think>\n\n/);
-      expect(seg.reward).toBeCloseTo(0.3);
+      expect(seg.reward).toBeCloseTo(0.9);
     }
     await expectGolden(
       "qwen3",
@@ -167,7 +167,7 @@ describe("exportTrajectory", () => {
       // every sampled id is trained exactly once, in order
       const ids = out.segments.flatMap((s) => trained(s.masks).map((p) => s.tokens[p]));
       expect(ids).toEqual(all.flatMap((t) => t.response!.tokens!.ids!));
-      expect(out.segments.map((s) => s.reward)).toEqual([1 / 3, 1 / 3, 1 / 3]);
+      expect(out.segments.map((s) => s.reward)).toEqual([1, 1, 1]);
     },
   );
 
@@ -306,7 +306,8 @@ describe("exportTrajectory's steps", () => {
       index: 1,
       masks: [MASKED, 2, MASKED, 4, 5],
       inference_logprobs: [1, -0.1, 1, -0.2, -0.3],
-      reward: 0.5,
+      // the trajectory's whole reward, whatever the segment count
+      reward: 1,
       completionSource: "sampled",
       promptSource: "mixed",
     });

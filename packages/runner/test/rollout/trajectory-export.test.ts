@@ -76,13 +76,19 @@ describe("sequencesOf", () => {
       tokens: [1, 1, 2],
       reward: 1,
       messages: chatOf(turn(3)),
-      segment: { index: 1, of: 2, split: "history_rewritten at call 3: condensed" },
+      // the first segment's 2 sampled tokens are not trained, and counted (never silent)
+      segment: {
+        index: 1,
+        of: 2,
+        split: "history_rewritten at call 3: condensed",
+        untrainedSampledTokens: 2,
+      },
     });
   });
 
-  it('"all": every segment with its share of the reward; the first says no split', () => {
+  it('"all": every segment with the whole reward; the first says no split', () => {
     const seqs = sequencesOf(two, turns, "all", 1);
-    expect(seqs.map((s) => s.reward)).toEqual([0.5, 0.5]);
+    expect(seqs.map((s) => s.reward)).toEqual([1, 1]);
     expect(seqs[0]?.segment).toEqual({ index: 0, of: 2 });
     expect(seqs[0]?.messages).toEqual(chatOf(turn(2)));
   });

@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
+import { noteLine } from "../../export/formats/credit.js";
 import { ExportFileFormat, ExportFormat, exportOutPath, exportRun } from "../../export/formats/export-run.js";
 import { SegmentPolicy } from "../../export/formats/trainer-formats.js";
 import { defineCommand } from "../command.js";
@@ -26,7 +27,23 @@ export const exportCommand = defineCommand({
       .describe(
         "output file, or an existing directory to write <format>.<file-format> into (atif: directory) (default <run>/export/<format>.jsonl)",
       ),
-    segments: SegmentPolicy.default("final"),
+    segments: SegmentPolicy.default("split"),
+    maxPromptTokens: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "the trainer's prompt length (verl: rollout.prompt_length): a longer prompt keeps its last N tokens, as verl's agent loops cut (counted and reported)",
+      ),
+    maxResponseTokens: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "the trainer's response length (verl: rollout.response_length): a longer response keeps its first N tokens, as verl's agent loops cut (counted and reported)",
+      ),
     fileFormat: ExportFileFormat.default("jsonl"),
     tokenizer: z
       .string()
@@ -35,7 +52,8 @@ export const exportCommand = defineCommand({
   }),
   examples: [
     "flakegym export runs/20261121T093000Z-1a2b3c --format verl",
-    "flakegym export runs/20261121T093000Z-1a2b3c --format slime --segments split --out slime.jsonl",
+    "flakegym export runs/20261121T093000Z-1a2b3c --format slime --segments final --out slime.jsonl",
+    "flakegym export runs/20261121T093000Z-1a2b3c --format verl --max-prompt-tokens 8192 --max-response-tokens 2048",
     "flakegym export runs/20261121T093000Z-1a2b3c --format atif",
     "flakegym export runs/20261121T093000Z-1a2b3c --format verl --file-format parquet",
   ],
@@ -63,12 +81,21 @@ export const exportCommand = defineCommand({
       out,
       segments: opts.segments,
       fileFormat: opts.fileFormat,
+      caps: {
+        ...(opts.maxPromptTokens !== undefined ? { maxPromptTokens: opts.maxPromptTokens } : {}),
+        ...(opts.maxResponseTokens !== undefined ? { maxResponseTokens: opts.maxResponseTokens } : {}),
+      },
       ...(opts.tokenizer ? { tokenizer: resolve(ctx.cwd, opts.tokenizer) } : {}),
     });
     ctx.stdout.write(`${r.records} ${opts.format} record(s) → ${r.path}\n`);
     // a trajectory whose record could not be built is left out, the rest written: say which and why
     for (const x of r.excluded)
       ctx.stderr.write(`left out ${x.trajectory_id}: its record could not be built: ${x.reason}\n`);
+    // members and sampled tokens the records do not train as they are: say which, how and why
+    for (const n of r.notes) ctx.stderr.write(`${noteLine(n)}\n`);
+    const untrained = r.notes.reduce((k, n) => k + n.sampled_tokens, 0);
+    if (r.notes.length > 0)
+      ctx.stderr.write(`${r.notes.length} note(s); ${untrained} sampled token(s) not trained\n`);
     return 0;
   },
 });

@@ -21,6 +21,17 @@ export type GroupVerdict =
   | { readonly send: true }
   | { readonly send: false; readonly reason: DropReason; readonly detail: string };
 
+/** The members a group left out, as a clause of a drop's detail ("" when none). Pure. */
+export function leftOutOf(group: Pick<ScoredDataGroup, "group_overrides">): string {
+  const ex = group.group_overrides?.["excluded"];
+  if (!Array.isArray(ex) || ex.length === 0) return "";
+  const parts = ex.map(
+    (x: { trajectory_id?: unknown; reason?: unknown; detail?: unknown }) =>
+      `${String(x.trajectory_id)} (${String(x.reason)}: ${String(x.detail)})`,
+  );
+  return `; left out: ${parts.join("; ")}`;
+}
+
 /** Decides whether a group may be sent, applying Atropos's checks in Atropos's order. */
 export function checkGroup(group: ScoredDataGroup, rules: GroupRules): GroupVerdict {
   if (group.tokens.length === 0 || group.tokens.some((t) => t.length === 0)) {
@@ -34,7 +45,7 @@ export function checkGroup(group: ScoredDataGroup, rules: GroupRules): GroupVerd
     return {
       send: false,
       reason: "group_size",
-      detail: `the group has ${group.tokens.length} sequences, the run-api expects ${rules.groupSize}`,
+      detail: `the group has ${group.tokens.length} sequences, the run-api expects ${rules.groupSize} (it would buffer the group forever)${leftOutOf(group)}`,
     };
   }
   if (rules.dropEqualScores && new Set(group.scores).size === 1) {

@@ -10,8 +10,10 @@ import type { RunManifest, TrajectoryResult } from "../../run-format/schema.js";
 import { readGroupRecords, readResults, readServedTrajectory } from "../served-record.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../tokenizer.js";
 import { atifTrajectory, atifVerifierResult } from "./atif.js";
+import type { ExportNote } from "./credit.js";
+import type { LengthCaps } from "./length-cap.js";
 import { parquetTable } from "./parquet-table.js";
-import { formatRecords, RecordFormat, type SegmentPolicy } from "./trainer-formats.js";
+import { exportRecords, RecordFormat, type SegmentPolicy } from "./trainer-formats.js";
 
 /**
  * `flakegym export`: a finished run directory (rollout's, or a serve group's `run/`) as trainer
@@ -44,6 +46,17 @@ export interface ExportRunOptions {
   readonly tokenizer?: string;
   /** The tokenizer already loaded (callers exporting several formats load it once). */
   readonly loaded?: ChatTokenizer;
+  /** The trainer's length policy (record formats): prompt and response caps, cut as verl cuts. */
+  readonly caps?: LengthCaps;
+}
+
+/** What an export wrote, and everything it did not train as it is (left out, a placeholder, cut), with why. */
+export interface ExportResult {
+  readonly path: string;
+  readonly records: number;
+  /** Trajectories whose record could not be built. */
+  readonly excluded: ExcludedTrajectory[];
+  readonly notes: ExportNote[];
 }
 
 const exists = (f: string) =>
@@ -131,12 +144,44 @@ export async function collect<T>(
 }
 
 /**
+ * The members groups.jsonl lines left out of their group (`group_overrides.excluded`), as notes.
+ * A line that is not a group's is skipped. Pure.
+ */
+export function groupNotes(lines: readonly string[]): ExportNote[] {
+  return lines.flatMap((l) => {
+    try {
+      const g = JSON.parse(l) as {
+        group_overrides?: {
+          task_id?: string;
+          excluded?: { trajectory_id: string; reason: string; detail: string }[];
+        };
+      };
+      return (g.group_overrides?.excluded ?? []).map(
+        (x): ExportNote => ({
+          trajectory_id: x.trajectory_id,
+          task_id: g.group_overrides?.task_id ?? "?",
+          reason:
+            x.reason === "infra_error"
+              ? "no_reward"
+              : x.reason === "export_failed"
+                ? "export_failed"
+                : "no_sample",
+          sampled_tokens: 0,
+          handling: "left_out",
+          detail: `${x.reason}: ${x.detail}`,
+        }),
+      );
+    } catch {
+      return [];
+    }
+  });
+}
+
+/**
  * Writes the export; returns the file written, how many records it holds, and the trajectories left
  * out because their record could not be built (with why).
  */
-export async function exportRun(
-  o: ExportRunOptions,
-): Promise<{ path: string; records: number; excluded: ExcludedTrajectory[] }> {
+export async function exportRun(o: ExportRunOptions): Promise<ExportResult> {
   const p = runPaths(o.runDir);
   if (!(await exists(p.manifest))) {
     throw new UsageError(
@@ -157,7 +202,7 @@ export async function exportRun(
         ? parquetTable(lines.map((l) => JSON.parse(l) as Record<string, unknown>))
         : text;
     await writeFileAtomic(o.out, data);
-    return { path: o.out, records: lines.length, excluded: [] };
+    return { path: o.out, records: lines.length, excluded: [], notes: groupNotes(lines) };
   };
   return match(o.format)
     .with("atropos", () => copy(p.groups))
@@ -174,14 +219,14 @@ export async function exportRun(
         // ATIF has no reward: Harbor keeps it in the verifier's result, written beside it
         await writeJsonAtomic(join(o.out, `${x.id}.verifier.json`), x.verifier);
       }
-      return { path: o.out, records: items.length, excluded };
+      return { path: o.out, records: items.length, excluded, notes: [] };
     })
     .with("verl", "slime", "skyrl", "prime", "trl", "nemo", async (f) => {
       const { items, excluded } = await recordsOf(o, m);
-      const rows = formatRecords(f, items, o.segments);
+      const { records: rows, notes } = exportRecords(f, items, o.segments, { caps: o.caps ?? {} });
       await mkdir(dirname(o.out), { recursive: true });
       await writeFileAtomic(o.out, encode(rows as Record<string, unknown>[], o.fileFormat));
-      return { path: o.out, records: rows.length, excluded };
+      return { path: o.out, records: rows.length, excluded, notes };
     })
     .exhaustive();
 }

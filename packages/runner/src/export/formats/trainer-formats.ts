@@ -3,6 +3,16 @@ import { match } from "ts-pattern";
 import { z } from "zod";
 import { samplingOf } from "../../policy/spec.js";
 import type { ServedCall, ServedSegment, ServedTrajectory } from "../served-record.js";
+import {
+  creditOf,
+  type ExportNote,
+  groupMeans,
+  type Piece,
+  type SegmentPolicy,
+  sampledTokens,
+} from "./credit.js";
+import { capPieces, type LengthCaps } from "./length-cap.js";
+import { type SkyrlRow, skyrlRows } from "./skyrl-batch.js";
 
 /**
  * One mapping per trainer format, from served trajectory records to the records each framework
@@ -31,38 +41,7 @@ import type { ServedCall, ServedSegment, ServedTrajectory } from "../served-reco
 export const RecordFormat = z.enum(["verl", "slime", "skyrl", "prime", "trl", "nemo"]);
 export type RecordFormat = z.infer<typeof RecordFormat>;
 
-export const SegmentPolicy = z
-  .enum(["final", "split"])
-  .describe(
-    "a trajectory whose context was rewritten has several segments: final = train its last segment with the whole reward; split = one record per segment, reward shared, linked by the trajectory id",
-  );
-export type SegmentPolicy = z.infer<typeof SegmentPolicy>;
-
-/** One trainable piece: a segment with the reward it carries under the policy. */
-export interface Piece {
-  readonly record: ServedTrajectory;
-  readonly segment: ServedSegment;
-  readonly reward: number;
-  /** Where the first sampled token is: everything before it is the prompt. */
-  readonly promptLength: number;
-}
-
-/** The pieces of the records under a segment policy; trajectories without a reward or tokens are left out. Pure. */
-export function piecesOf(records: readonly ServedTrajectory[], policy: SegmentPolicy): Piece[] {
-  const out: Piece[] = [];
-  for (const record of records) {
-    if (record.reward === null || record.segments.length === 0) continue;
-    const chosen = policy === "final" ? record.segments.slice(-1) : record.segments;
-    for (const segment of chosen) {
-      const promptLength = segment.loss_mask.indexOf(1);
-      if (promptLength < 0) continue;
-      const reward =
-        policy === "final" ? record.reward : (segment.reward ?? record.reward / record.segments.length);
-      out.push({ record, segment, reward, promptLength });
-    }
-  }
-  return out;
-}
+export { type Piece, piecesOf, SegmentPolicy } from "./credit.js";
 
 const response = (p: Piece) => ({
   prompt: p.segment.tokens.slice(0, p.promptLength),
@@ -199,17 +178,6 @@ function prime(p: Piece, groupMean: number) {
   };
 }
 
-/** Each task's mean trajectory reward over its records with a reward (GRPO's baseline). Pure. */
-export function groupMeans(records: readonly ServedTrajectory[]): Map<string, number> {
-  const sums = new Map<string, { n: number; sum: number }>();
-  for (const r of records) {
-    if (r.reward === null) continue;
-    const g = sums.get(r.task_id) ?? { n: 0, sum: 0 };
-    sums.set(r.task_id, { n: g.n + 1, sum: g.sum + r.reward });
-  }
-  return new Map([...sums].map(([k, g]) => [k, g.sum / g.n]));
-}
-
 /** prime-rl's `env_name` of flakegym's samples. */
 export const PRIME_ENV_NAME = "flakegym";
 
@@ -282,56 +250,125 @@ export function skyrlStopReason(p: Pick<Piece, "segment">): "stop" | "length" {
   return pieceCalls(p).at(-1)?.finish_reason === "length" ? "length" : "stop";
 }
 
+/** A SkyRL row that trains nothing (loss mask 0), standing for a member without a sample. */
+const placeholderRow = () => ({
+  prompt: [SKYRL_PAD],
+  ids: [SKYRL_PAD],
+  mask: [0],
+  logprobs: [0],
+  stop: "stop" as const,
+});
+
+/** The pad id of a SkyRL placeholder row in an export (the Python adapter takes the tokenizer's). */
+export const SKYRL_PAD = 0;
+
 /**
- * SkyRL: one GeneratorOutput per group (task) of pieces. `trajectory_ids` are TrajectoryID fields
- * (a JSON file cannot hold the dataclass: `TrajectoryID(**d)`; the Python adapter builds them);
- * `rollout_metrics`, which SkyRL's trainer reads unconditionally, holds the group's own metrics.
+ * SkyRL: one GeneratorOutput per group (task): `final` one row per member (plain training), `split`
+ * every segment a row, the last with `is_last_step` (step-wise training); members without a sample
+ * as skyrl-batch.ts decides. `trajectory_ids` are TrajectoryID fields (a JSON file cannot hold the
+ * dataclass: `TrajectoryID(**d)`); `rollout_metrics`, which SkyRL's trainer reads unconditionally,
+ * holds the group's own metrics.
  */
-function skyrl(pieces: readonly Piece[], records: readonly ServedTrajectory[]) {
-  const rows = pieces.map(response);
-  const rewards = records.flatMap((r) => (r.reward === null ? [] : [r.reward]));
+function skyrl(rows: readonly SkyrlRow[], records: readonly ServedTrajectory[]) {
+  const r = rows.map((x) =>
+    "placeholder" in x ? placeholderRow() : { ...response(x), stop: skyrlStopReason(x) },
+  );
+  const rewards = records.flatMap((x) => (x.reward === null ? [] : [x.reward]));
   return {
-    prompt_token_ids: rows.map((r) => r.prompt),
-    response_ids: rows.map((r) => r.ids),
-    rewards: pieces.map((p) => p.reward),
-    loss_masks: rows.map((r) => r.mask),
-    rollout_logprobs: rows.every((r) => r.logprobs !== null) ? rows.map((r) => r.logprobs) : null,
-    stop_reasons: pieces.map(skyrlStopReason),
+    prompt_token_ids: r.map((x) => x.prompt),
+    response_ids: r.map((x) => x.ids),
+    rewards: rows.map((x) => x.reward),
+    loss_masks: r.map((x) => x.mask),
+    rollout_logprobs: r.every((x) => x.logprobs !== null) ? r.map((x) => x.logprobs) : null,
+    stop_reasons: r.map((x) => x.stop),
     rollout_metrics: {
       "flakegym/trajectories": records.length,
-      "flakegym/rows": pieces.length,
+      "flakegym/rows": rows.length,
       "flakegym/mean_reward": rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : 0,
     },
     // TrajectoryID: the segments of one trajectory share it; is_last_step marks its final one
-    trajectory_ids: pieces.map((p) => ({ instance_id: p.record.task_id, repetition_id: p.record.index })),
-    is_last_step: pieces.map((p) => p.segment.index === p.record.segments.length - 1),
+    trajectory_ids: rows.map((x) => ({ instance_id: x.record.task_id, repetition_id: x.record.index })),
+    is_last_step: rows.map((x) => ("placeholder" in x ? true : x.last)),
   };
 }
 
-/** The records of a format, in record order (SkyRL: one batch per task, in first-seen order). Pure. */
-export function formatRecords(
+/** SkyRL's batches, one per task in first-seen order, and what each did with its odd members. Pure. */
+function skyrlExport(pieces: readonly Piece[], records: readonly ServedTrajectory[], policy: SegmentPolicy) {
+  const tasks = [...new Set(records.map((r) => r.task_id))];
+  const notes: ExportNote[] = [];
+  const batches = tasks.map((task) => {
+    const members = records.filter((r) => r.task_id === task);
+    const planned = skyrlRows(
+      members,
+      pieces.filter((p) => p.record.task_id === task),
+      policy,
+    );
+    notes.push(...planned.notes);
+    return skyrl(planned.rows, members);
+  });
+  return { records: batches, notes };
+}
+
+/** The options of an export's records beyond the format. */
+export interface ExportRecordsOptions {
+  readonly caps?: LengthCaps;
+}
+
+/**
+ * The records of a format, in record order (SkyRL: one batch per task, in first-seen order), and
+ * a note for every member or sampled token they do not train as it is (left out, a placeholder,
+ * cut), with why. Pure.
+ */
+export function exportRecords(
   format: RecordFormat,
   records: readonly ServedTrajectory[],
   policy: SegmentPolicy,
-): unknown[] {
-  const pieces = piecesOf(records, policy);
+  o: ExportRecordsOptions = {},
+): { records: unknown[]; notes: ExportNote[] } {
+  const credit = creditOf(records, policy);
+  const capped = capPieces(credit.pieces, o.caps ?? {});
+  const pieces = capped.pieces;
+  const base = [...credit.notes, ...capped.notes];
   const withLogprobs = pieces.filter((p) => p.segment.logprobs !== null);
+  const noLogprobs = pieces
+    .filter((p) => p.segment.logprobs === null)
+    .map(
+      (p): ExportNote => ({
+        trajectory_id: p.record.trajectory_id,
+        task_id: p.record.task_id,
+        reason: "no_logprobs",
+        sampled_tokens: sampledTokens(p.segment),
+        handling: "left_out",
+        detail: `segment ${p.segment.index}: the inference server gave no logprobs, and ${format} records need them`,
+      }),
+    );
   const means = groupMeans(records);
   return match(format)
-    .with("verl", () => pieces.map(verl))
-    .with("slime", () => pieces.map(slime))
-    .with("prime", () => withLogprobs.map((p) => prime(p, means.get(p.record.task_id) ?? 0)))
-    .with("trl", () => pieces.map(trl))
-    .with("nemo", () => withLogprobs.map(nemo))
+    .with("verl", () => ({ records: pieces.map(verl), notes: base }))
+    .with("slime", () => ({ records: pieces.map(slime), notes: base }))
+    .with("prime", () => ({
+      records: withLogprobs.map((p) => prime(p, means.get(p.record.task_id) ?? 0)),
+      notes: [...base, ...noLogprobs],
+    }))
+    .with("trl", () => ({ records: pieces.map(trl), notes: base }))
+    .with("nemo", () => ({ records: withLogprobs.map(nemo), notes: [...base, ...noLogprobs] }))
     .with("skyrl", () => {
-      const byTask = new Map<string, Piece[]>();
-      for (const p of pieces) byTask.set(p.record.task_id, [...(byTask.get(p.record.task_id) ?? []), p]);
-      return [...byTask].map(([task, ps]) =>
-        skyrl(
-          ps,
-          records.filter((r) => r.task_id === task),
-        ),
+      const s = skyrlExport(pieces, records, policy);
+      // SkyRL represents (or leaves out) members without a sample itself: its notes replace credit's
+      const members = new Set(s.notes.map((n) => n.trajectory_id));
+      const rest = base.filter(
+        (n) =>
+          !(members.has(n.trajectory_id) && n.reason !== "earlier_segments" && n.reason !== "length_cut"),
       );
+      return { records: s.records, notes: [...rest, ...s.notes] };
     })
     .exhaustive();
 }
+
+/** The records of a format (see {@link exportRecords}). Pure. */
+export const formatRecords = (
+  format: RecordFormat,
+  records: readonly ServedTrajectory[],
+  policy: SegmentPolicy,
+  o: ExportRecordsOptions = {},
+): unknown[] => exportRecords(format, records, policy, o).records;

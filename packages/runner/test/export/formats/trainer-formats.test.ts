@@ -73,7 +73,7 @@ const two = rec("t1", 1, 0.5, [
 const infra = rec("t2", 2, null, []);
 
 describe("trainer formats", () => {
-  it("final keeps each trajectory's last segment with the whole reward; split keeps all with their share", () => {
+  it("final keeps each trajectory's last segment; split keeps all; each carries the whole reward", () => {
     expect(
       piecesOf([one, two, infra], "final").map((p) => [p.record.trajectory_id, p.segment.index, p.reward]),
     ).toEqual([
@@ -84,8 +84,8 @@ describe("trainer formats", () => {
       piecesOf([one, two, infra], "split").map((p) => [p.segment.index, p.reward, p.promptLength]),
     ).toEqual([
       [0, 1, 2],
-      [0, 0.25, 1],
-      [1, 0.25, 2],
+      [0, 0.5, 1],
+      [1, 0.5, 2],
     ]);
   });
 
@@ -140,7 +140,7 @@ describe("trainer formats", () => {
       { instance_id: "task", repetition_id: 1 },
     ]);
     expect(sky!["is_last_step"]).toEqual([true, false, true]);
-    expect(sky!["rewards"]).toEqual([1, 0.25, 0.25]);
+    expect(sky!["rewards"]).toEqual([1, 0.5, 0.5]);
     // finish reasons, not outcome kinds: t1's last call was cut by the length limit
     expect(sky!["stop_reasons"]).toEqual(["stop", "stop", "length"]);
     expect(sky!["rollout_metrics"]).toEqual({
