@@ -20,6 +20,12 @@ export function imageSpecOf(image: WorkerImageProvenance): Pick<WorkerSpec, "ima
   return image === "host /usr" ? {} : { image: image.ref };
 }
 
+/** The workspace alias of a task's workers: its workdir (a Harbor WORKDIR such as /app). Pure. */
+export function aliasSpecOf(t: TaskRuntime): Pick<WorkerSpec, "workspaceAlias"> {
+  const workdir = t.catalog?.spec.workdir;
+  return workdir ? { workspaceAlias: workdir } : {};
+}
+
 /** A task's limits with a worker's wall clock. Pure. */
 export function workerLimitsOf(t: TaskRuntime, wallClockMs: number): WorkerSpec["limits"] {
   return {
@@ -52,6 +58,7 @@ export function agentWorkerSpec(
     limits: workerLimitsOf(base.task, agentWorkerWallClockMs(limits.timeoutMs)),
     agent: true,
     ...imageSpecOf(base.image),
+    ...aliasSpecOf(base.task),
   };
 }
 
@@ -76,6 +83,7 @@ export function scoringWorkerSpec(
     ),
     agent: false,
     ...imageSpecOf(base.image),
+    ...aliasSpecOf(base.task),
     ...(readOnlyFiles ? { readOnlyFiles } : {}),
   };
 }

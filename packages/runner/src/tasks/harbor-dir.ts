@@ -15,6 +15,8 @@ import {
   rewriteTestScript,
   testFileProblem,
 } from "./harbor.js";
+import { ORACLE_DEFAULT_TIMEOUT_MS, oraclePatch } from "./harbor-oracle.js";
+import { servedEnvironment } from "./harbor-served.js";
 import { commitTree } from "./materialize.js";
 import type { IntakeResult, IntakeTask } from "./swebench.js";
 import { taskIdOf } from "./swebench.js";
@@ -106,10 +108,12 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
   if (isProblem(copied)) return fail(copied);
   const tests = await readHarborTests(dir, env.workdir);
   if (isProblem(tests)) return fail(tests);
-  const solution = await readSolution(dir, head.all);
-  if (isProblem(solution)) return fail(solution);
   const { repo, note } = withEmptyWorkspace(copied, env.workdir);
-  const notes = [...tests.notes, ...(note === undefined ? [] : [note])];
+  const served = await servedEnvironment(env);
+  if (isProblem(served)) return fail(served);
+  const solution = await readSolution(dir, head, repo);
+  if (isProblem(solution)) return fail(solution);
+  const notes = [...tests.notes, served.note, ...(note === undefined ? [] : [note]), ...solution.notes];
   const files: Record<string, Buffer | string> = { "solution.patch": solution.patch, ...tests.hidden };
   for (const [p, c] of Object.entries(repo)) files[`repo/${p}`] = c;
   const commit = await commitOf(repo);
@@ -123,6 +127,7 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
       testFiles: tests.testFiles,
       solution: solution.patch,
       commit,
+      metadata: { harbor_environment: served.note, harbor_solution: solution.source },
     });
     const task: IntakeTask = {
       spec,
@@ -197,8 +202,6 @@ async function readHarborTests(dir: string, workdir: string): Promise<HarborTest
   const testFiles = await regularFiles(testsDir, "tests");
   if (isProblem(testFiles)) return testFiles;
   if (!testFiles.includes("test.sh")) return { field: "tests/test.sh", reason: "missing" };
-  const rewardProblem = await rewardFileProblem(testsDir, testFiles);
-  if (rewardProblem) return rewardProblem;
   const hidden: Record<string, Buffer | string> = {};
   const notes: string[] = [];
   for (const f of testFiles) {
@@ -211,7 +214,7 @@ async function readHarborTests(dir: string, workdir: string): Promise<HarborTest
       hidden[target] = script.script;
       continue;
     }
-    const problem = content.includes(0) ? undefined : testFileProblem(f, content.toString("utf8"), workdir);
+    const problem = content.includes(0) ? undefined : testFileProblem(f, content.toString("utf8"));
     if (problem) return { field: `tests/${f}`, reason: problem };
     hidden[target] = content;
   }
@@ -243,22 +246,40 @@ export function verifierScript(
   return { script: rewriteTestScript(offline.script, workdir), notes: offline.notes };
 }
 
-/** The reference solution: a patch in solve.sh, or solution/*.patch. */
-async function readSolution(dir: string, all: readonly string[]): Promise<{ patch: string } | HarborProblem> {
+/** The reference solution and how it was had (a patch in solve.sh or solution/*.patch, else solve.sh run as Harbor's oracle). */
+interface Solution {
+  readonly patch: string;
+  readonly source: string;
+  readonly notes: readonly string[];
+}
+
+/** The reference solution: a patch in solve.sh, or solution/*.patch, else what solve.sh changes when run in the task's environment. */
+async function readSolution(
+  dir: string,
+  head: HarborHead,
+  repo: Readonly<Record<string, Buffer>>,
+): Promise<Solution | HarborProblem> {
   const solve = await readRegular(join(dir, "solution/solve.sh"), "solution/solve.sh");
   if (typeof solve === "object") return solve;
-  let solution = solve === undefined ? undefined : patchOfSolveScript(solve);
-  if (solution === undefined) {
-    const patchFile = all.find((f) => /^solution\/[^/]+\.(patch|diff)$/.test(f));
-    if (patchFile) solution = await readFile(join(dir, patchFile), "utf8");
-  }
-  if (solution === undefined)
+  const inScript = solve === undefined ? undefined : patchOfSolveScript(solve);
+  if (inScript !== undefined) return { patch: inScript, source: "the patch inside solution/solve.sh", notes: [] };
+  const patchFile = head.all.find((f) => /^solution\/[^/]+\.(patch|diff)$/.test(f));
+  if (patchFile)
+    return { patch: await readFile(join(dir, patchFile), "utf8"), source: patchFile, notes: [] };
+  if (solve === undefined) return { field: "solution", reason: "missing: give solution/solve.sh (or solution/*.patch)" };
+  if (head.env.workdir === "/")
     return {
-      field: solve === undefined ? "solution" : "solution/solve.sh",
-      reason:
-        "holds no patch: flakegym's gold policy replays the reference solution as a patch (a `git apply` heredoc in solve.sh, or solution/*.patch); running solve.sh itself is not supported",
+      field: "solution/solve.sh",
+      reason: "would run with WORKDIR /, where the workspace cannot be bound: give the Dockerfile a WORKDIR (e.g. /app)",
     };
-  return { patch: solution };
+  const solutionFiles: Record<string, Buffer> = {};
+  for (const f of head.all.filter((x) => x.startsWith("solution/")))
+    solutionFiles[f.slice("solution/".length)] = await readFile(join(dir, f));
+  const timeoutMs = Math.round((head.toml.agent.timeout_sec ?? ORACLE_DEFAULT_TIMEOUT_MS / 1000) * 1000);
+  const r = await oraclePatch({ repo, solution: solutionFiles, workdir: head.env.workdir, timeoutMs });
+  if (isProblem(r)) return r;
+  const source = `solution/solve.sh run as Harbor's oracle (bash, cwd ${head.env.workdir}, no network); its diff of the workspace`;
+  return { patch: r.patch, source, notes: [`reference solution: ${source}`] };
 }
 
 /**
@@ -304,30 +325,6 @@ export function layoutProblem(
     };
   }
   return undefined;
-}
-
-/**
- * Why the verifier's reward cannot be read, or undefined: flakegym reads `/logs/verifier/reward.txt`
- * (one number); a verifier that writes only `reward.json` (several named rewards) is refused.
- */
-async function rewardFileProblem(
-  testsDir: string,
-  testFiles: readonly string[],
-): Promise<HarborProblem | undefined> {
-  let txt = false;
-  let json = false;
-  for (const f of testFiles) {
-    const text = (await readFile(join(testsDir, f))).toString("utf8");
-    txt ||= text.includes("reward.txt");
-    json ||= text.includes("reward.json");
-  }
-  return json && !txt
-    ? {
-        field: "tests/test.sh",
-        reason:
-          "the verifier writes /logs/verifier/reward.json only; flakegym reads one reward from reward.txt (write the 0/1 reward there too)",
-      }
-    : undefined;
 }
 
 /** The commit id `files` materialize to (catalog identity), as materializeSource will check it. */

@@ -2,7 +2,7 @@ import type { ProfileId } from "@flakegym/profiles";
 import { parse as parseToml } from "smol-toml";
 import { match } from "ts-pattern";
 import { z } from "zod";
-import { type Difficulty, TaskSpec } from "./task-spec.js";
+import { type Difficulty, shellQuote, TaskSpec, workdirProblem } from "./task-spec.js";
 
 /**
  * Harbor (Terminal-Bench 2) task directories ↔ flakegym tasks. A Harbor task is `task.toml`,
@@ -102,6 +102,10 @@ export interface Environment {
   readonly copies: readonly { readonly from: string; readonly to: string; readonly intoDir: boolean }[];
   /** RUN commands, run offline in the snapshot as install commands. */
   readonly install: readonly string[];
+  /** The FROM image as written (recorded with what serves it here). */
+  readonly image: string;
+  /** Debian/Ubuntu packages the RUN lines `apt-get install`: served by the system the sandbox binds (checked at import). */
+  readonly aptPackages: readonly string[];
 }
 
 /** Dockerfile instructions, continuation lines joined and comments dropped. Pure. */
@@ -139,15 +143,18 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
   const field = "environment/Dockerfile";
   let profile: ProfileId | undefined;
   let workdir = "/";
+  let image = "";
   const copies: { from: string; to: string; intoDir: boolean }[] = [];
   const install: string[] = [];
+  const aptPackages: string[] = [];
   for (const { op, args } of dockerInstructions(dockerfile)) {
     const problem = match(op)
       .with("FROM", () => {
         if (profile !== undefined) return "has several FROM lines (multi-stage builds are not supported)";
         // options (`--platform=linux/amd64`) come before the image; `AS name` after it
-        const image = args.split(/\s+/).find((w) => !w.startsWith("--"));
-        if (image === undefined) return `FROM ${args}: names no image`;
+        const named = args.split(/\s+/).find((w) => !w.startsWith("--"));
+        if (named === undefined) return `FROM ${args}: names no image`;
+        image = named;
         profile = profileOfImage(image);
         return profile === undefined
           ? `base image '${image}' has no flakegym profile (python, node, rust, golang, gcc, debian/ubuntu images map to one)`
@@ -175,16 +182,25 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
         return undefined;
       })
       .with("RUN", () => {
-        if (NETWORK_COMMAND.test(args))
+        const shell = args.startsWith("[") ? execFormToShell(args) : args;
+        const apt = aptRunOf(shell);
+        if (typeof apt === "string") return apt;
+        aptPackages.push(...apt.packages);
+        if (apt.rest === undefined) return undefined;
+        if (NETWORK_COMMAND.test(apt.rest))
           return `RUN ${args}: fetches over the network (the sandbox is offline); put what it installs into the profile or the environment's files`;
-        install.push(args.startsWith("[") ? execFormToShell(args) : args);
+        install.push(apt.rest);
         return undefined;
       })
       .with("ADD", () => "ADD is not supported (it fetches URLs and unpacks archives): use COPY")
       .with("ENV", () => `ENV ${args}: flakegym tasks have no environment variables of their own`)
       .with(
-        "CMD",
         "ENTRYPOINT",
+        () =>
+          `ENTRYPOINT ${args}: runs at container start (services, /etc edits); flakegym starts no entrypoint, so the task's environment would be missing what it sets up`,
+      )
+      .with(
+        "CMD",
         "LABEL",
         "EXPOSE",
         "USER",
@@ -198,7 +214,46 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
     if (problem) return { field, reason: problem };
   }
   if (profile === undefined) return { field, reason: "has no FROM line" };
-  return { profile, workdir, copies, install };
+  const wdProblem = workdir === "/" ? undefined : workdirProblem(workdir);
+  if (wdProblem) return { field, reason: `WORKDIR ${wdProblem}` };
+  return { profile, workdir, copies, install, image, aptPackages: [...new Set(aptPackages)] };
+}
+
+/** A shell command list split on `&&` and `;` (no quoting inside the separators is assumed). */
+const segmentsOf = (cmd: string) =>
+  cmd
+    .split(/&&|;/)
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+
+/**
+ * A RUN line's apt part: `apt-get update`, `apt-get install [opts] <pkgs>` and the apt lists'
+ * `rm -rf /var/lib/apt/lists/*` are taken out (the packages are served by the sandbox's system, checked
+ * at import); what is left (`rest`) runs as an install command. A line mixing apt with `||`, pipes
+ * or other apt verbs is refused by name. Pure.
+ */
+export function aptRunOf(cmd: string): { packages: string[]; rest?: string } | string {
+  if (!/\bapt(-get)?\b/.test(cmd)) return { packages: [], rest: cmd };
+  if (/\|\||\|/.test(cmd)) return `RUN ${cmd}: apt-get combined with pipes or || is not read; split it into plain && steps`;
+  const packages: string[] = [];
+  const rest: string[] = [];
+  for (const seg of segmentsOf(cmd)) {
+    const words = seg.split(/\s+/).filter((w) => !/^[A-Z_]+=/.test(w));
+    if (words[0] === "rm" && words.slice(1).every((w) => w.startsWith("-") || w.startsWith("/var/lib/apt/lists")))
+      continue;
+    if (!/^apt(-get)?$/.test(words[0] ?? "")) {
+      rest.push(seg);
+      continue;
+    }
+    const verb = words.slice(1).find((w) => !w.startsWith("-"));
+    if (verb === "update" || verb === "clean") continue;
+    if (verb !== "install") return `RUN ${cmd}: 'apt-get ${verb ?? ""}' is not read (only update, install, clean)`;
+    const pkgs = words.slice(words.indexOf("install") + 1).filter((w) => !w.startsWith("-"));
+    const odd = pkgs.find((p) => !/^[a-z0-9][a-z0-9+.-]*$/.test(p));
+    if (odd) return `RUN ${cmd}: apt package '${odd}' is not a plain package name (versions, globs and files are not read)`;
+    packages.push(...pkgs);
+  }
+  return rest.length > 0 ? { packages, rest: rest.join(" && ") } : { packages };
 }
 
 function execFormToShell(args: string): string {
@@ -324,20 +379,38 @@ export function rewriteTestScript(script: string, workdir: string): string {
 
 /** Why a test file other than test.sh cannot run in the workspace (absolute container paths), or undefined. */
 export function testFileProblem(path: string, text: string, workdir: string): string | undefined {
-  const paths = ["/tests/", "/logs/", ...(normalize(workdir) === "/" ? [] : [`${normalize(workdir)}/`])];
+  // the WORKDIR is bound at its own path (TaskSpec.workdir) unless it is /, where the workspace cannot go
+  void workdir;
+  const paths = ["/tests/", "/logs/"];
   const hit = paths.find((p) => new RegExp(`(^|[\\s"'(=,\\[])${p.replaceAll("/", "\\/")}`, "m").test(text));
   return hit
     ? `tests/${path} names the container path '${hit}', which does not exist in flakegym's workspace (only test.sh is rewritten)`
     : undefined;
 }
 
-/** The eval command of an imported Harbor task: a fresh log dir, test.sh, reward.txt = 1. */
+/**
+ * Judges Harbor's reward files (run by python3 inside the sandbox, argv[1] the verifier's log dir):
+ * reward.txt must say 1; without it, reward.json's every key is printed (kept whole in the log)
+ * and each must be ≥ 1. Exit 0 only then.
+ */
+const REWARD_JUDGE = [
+  "import json,os,sys",
+  "d=sys.argv[1]",
+  "t=os.path.join(d,'reward.txt')",
+  "j=os.path.join(d,'reward.json')",
+  "r=json.load(open(j)) if not os.path.exists(t) and os.path.exists(j) else None",
+  "print('harbor reward.json:',json.dumps(r,sort_keys=True)) if r is not None else None",
+  "ok=open(t).read().strip()=='1' if os.path.exists(t) else isinstance(r,dict) and len(r)>0 and all(type(v) in (int,float) and v>=1 for v in r.values())",
+  "sys.exit(0 if ok else 1)",
+].join("\n");
+
+/** The eval command of an imported Harbor task: a fresh log dir, test.sh, then reward.txt = 1 or every reward.json key ≥ 1. */
 export function harborEvalCommand(): string {
   return [
     `export HARBOR_ROOT="$PWD/${HARBOR_DIR}" HARBOR_WORKSPACE="$PWD"`,
     `rm -rf "$HARBOR_ROOT/logs" && mkdir -p "$HARBOR_ROOT/logs/verifier"`,
     `bash "$HARBOR_ROOT/tests/test.sh" </dev/null`,
-    `[ "$(cat "$HARBOR_ROOT/logs/verifier/reward.txt" 2>/dev/null | tr -d '[:space:]')" = 1 ]`,
+    `python3 -c ${shellQuote(REWARD_JUDGE)} "$HARBOR_ROOT/logs/verifier"`,
   ].join("; ");
 }
 
@@ -357,6 +430,8 @@ export interface HarborParts {
   readonly testFiles: readonly string[];
   readonly solution: string;
   readonly commit: string;
+  /** Provenance: what served the environment here, how the reference solution was had. */
+  readonly metadata?: Readonly<Record<string, string>>;
 }
 
 /** The TaskSpec of an imported Harbor task (its files: repo/, hidden/.harbor/tests/, solution.patch). Pure. */
@@ -380,6 +455,8 @@ export function harborTaskSpec(p: HarborParts): TaskSpec {
     tests: { dir: "hidden", run: { kind: "eval_cmd", command: harborEvalCommand() } },
     solution: "solution.patch",
     protected: [`${HARBOR_DIR}/`],
+    ...(normalize(p.env.workdir) === "/" ? {} : { workdir: normalize(p.env.workdir) }),
+    ...(p.metadata && Object.keys(p.metadata).length > 0 ? { metadata: { ...p.metadata } } : {}),
     limits: {
       ...limits,
       ...(p.toml.environment.memory_mb ? { memoryMb: p.toml.environment.memory_mb } : {}),

@@ -175,6 +175,26 @@ export const TaskLimits = z
   .strict();
 export type TaskLimits = z.infer<typeof TaskLimits>;
 
+/** Sandbox paths a task's workdir may not take: the system's, and the sandbox's own. */
+export const RESERVED_WORKDIRS = [
+  "/", "/bin", "/boot", "/deps", "/dev", "/etc", "/lib", "/lib64", "/nix", "/proc", "/root", "/run",
+  "/sandbox-home", "/sbin", "/sys", "/tmp", "/usr", "/var", "/workspace",
+] as const;
+
+/** Why `p` cannot be a task's workdir, or undefined. Pure. */
+export function workdirProblem(p: string): string | undefined {
+  if (!/^\/[A-Za-z0-9._\/-]+$/.test(p) || p.split("/").some((s) => s === "." || s === ".."))
+    return `'${p}' must be an absolute path of plain segments (letters, digits, . _ -)`;
+  if (p.endsWith("/") || p.includes("//")) return `'${p}' must be normalized (no trailing or double /)`;
+  const hit = RESERVED_WORKDIRS.find((r) => p === r || (r !== "/" && p.startsWith(`${r}/`)));
+  return hit ? `'${p}' lies in the sandbox's own ${hit}: pick another path (e.g. /app)` : undefined;
+}
+
+export const ContainerWorkdir = z.string().superRefine((p, ctx) => {
+  const why = workdirProblem(p);
+  if (why) ctx.addIssue({ code: "custom", message: why });
+});
+
 export const Difficulty = z
   .enum(["easy", "medium", "hard"])
   .describe("easy: a one-line fix; medium: a fix across a function or two; hard: a multi-file feature");
@@ -221,6 +241,9 @@ export const TaskSpec = z
         "protected paths (patterns) the task legitimately asks the agent to edit, e.g. a dependency bump",
       ),
     limits: TaskLimits.default(TaskLimits.parse({})),
+    workdir: ContainerWorkdir.optional().describe(
+      "a container path where the agent and the verifier also see the workspace (a Harbor task's WORKDIR, e.g. /app); the workspace stays at /workspace too",
+    ),
     metadata: z
       .record(z.string(), z.string())
       .optional()

@@ -47,6 +47,11 @@ export interface WorkerSpec {
    * backend declares {@link BackendCapabilities.bindsHiddenReadOnly}; others ignore it.
    */
   readonly readOnlyFiles?: readonly { readonly hostPath: string; readonly path: string }[];
+  /**
+   * A second sandbox path the workspace is bound at, writable (a Harbor task's WORKDIR such as
+   * /app), with the read-only files bound there too; the workspace stays at /workspace.
+   */
+  readonly workspaceAlias?: string;
 }
 
 export interface ExecResult {

@@ -54,6 +54,19 @@ export function readOnlyBindsOf(spec: WorkerSpec, relative: (path: string) => st
   }));
 }
 
+/**
+ * The workspace bound again at the spec's alias (a task's workdir such as /app), writable, with the
+ * read-only files over it there too — else code under test could write them through the alias. Pure.
+ */
+export function aliasBindsOf(spec: WorkerSpec, workspace: string, relative: (path: string) => string): Bind[] {
+  const alias = spec.workspaceAlias;
+  if (alias === undefined) return [];
+  return [
+    { src: workspace, dest: alias, rw: true },
+    ...(spec.readOnlyFiles ?? []).map((f) => ({ src: f.hostPath, dest: `${alias}/${relative(f.path)}` })),
+  ];
+}
+
 /** What one watchdog tick saw. */
 export interface WatchdogReading {
   /** The worker serves its trajectory (an idle pooled worker's limits do not count yet). */
