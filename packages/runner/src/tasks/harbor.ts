@@ -144,7 +144,7 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
   let profile: ProfileId | undefined;
   let workdir = "/";
   let image = "";
-  const copies: { from: string; to: string; intoDir: boolean }[] = [];
+  const pending: { from: string; abs: string; intoDir: boolean; line: string }[] = [];
   const install: string[] = [];
   const aptPackages: string[] = [];
   for (const { op, args } of dockerInstructions(dockerfile)) {
@@ -171,13 +171,13 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
         if (parts.length < 2 || args.startsWith("["))
           return `COPY ${args}: give sources and a destination (not the JSON form)`;
         const dest = parts.at(-1)!;
-        const to = underWorkdir(dest, workdir);
-        const intoDir = dest.endsWith("/") || dest === "." || parts.length > 2 || to === ".";
-        if (to === undefined) return `COPY ${args}: the destination lies outside WORKDIR ${workdir}`;
+        // the container path, placed relative to the final WORKDIR (the workspace) once all lines are read
+        const abs = dest.startsWith("/") ? normalize(dest) : normalize(`${workdir}/${dest}`);
+        const intoDir = dest.endsWith("/") || dest === "." || parts.length > 2;
         for (const from of parts.slice(0, -1)) {
           if (from.startsWith("/") || from.split("/").includes("..") || /[*?[]/.test(from))
             return `COPY ${args}: source '${from}' must be a plain path inside environment/`;
-          copies.push({ from: normalize(from), to, intoDir });
+          pending.push({ from: normalize(from), abs, intoDir, line: `COPY ${args}` });
         }
         return undefined;
       })
@@ -216,6 +216,16 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
   if (profile === undefined) return { field, reason: "has no FROM line" };
   const wdProblem = workdir === "/" ? undefined : workdirProblem(workdir);
   if (wdProblem) return { field, reason: `WORKDIR ${wdProblem}` };
+  const copies: { from: string; to: string; intoDir: boolean }[] = [];
+  for (const c of pending) {
+    const to = underWorkdir(c.abs, workdir);
+    if (to === undefined)
+      return {
+        field,
+        reason: `${c.line}: the destination ${c.abs} lies outside the final WORKDIR ${workdir} (the workspace); flakegym places files only in the workspace`,
+      };
+    copies.push({ from: c.from, to, intoDir: c.intoDir || to === "." });
+  }
   return { profile, workdir, copies, install, image, aptPackages: [...new Set(aptPackages)] };
 }
 
@@ -378,9 +388,8 @@ export function rewriteTestScript(script: string, workdir: string): string {
 }
 
 /** Why a test file other than test.sh cannot run in the workspace (absolute container paths), or undefined. */
-export function testFileProblem(path: string, text: string, workdir: string): string | undefined {
-  // the WORKDIR is bound at its own path (TaskSpec.workdir) unless it is /, where the workspace cannot go
-  void workdir;
+export function testFileProblem(path: string, text: string): string | undefined {
+  // the WORKDIR is bound at its own path (TaskSpec.workdir), so only Harbor's own mounts are missing
   const paths = ["/tests/", "/logs/"];
   const hit = paths.find((p) => new RegExp(`(^|[\\s"'(=,\\[])${p.replaceAll("/", "\\/")}`, "m").test(text));
   return hit
