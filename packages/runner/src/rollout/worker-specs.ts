@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import type { RunConfig, WorkerImageProvenance } from "../run-format/schema.js";
 import type { WorkerSpec } from "../workers/types.js";
 import type { TaskRuntime } from "./wire-tasks.js";
@@ -20,10 +21,17 @@ export function imageSpecOf(image: WorkerImageProvenance): Pick<WorkerSpec, "ima
   return image === "host /usr" ? {} : { image: image.ref };
 }
 
-/** The workspace alias of a task's workers: its workdir (a Harbor WORKDIR such as /app). Pure. */
-export function aliasSpecOf(t: TaskRuntime): Pick<WorkerSpec, "workspaceAlias"> {
-  const workdir = t.catalog?.spec.workdir;
-  return workdir ? { workspaceAlias: workdir } : {};
+/**
+ * The container paths of a task's workers: the workspace alias (its workdir, a Harbor WORKDIR such
+ * as /app) and its read-only mounts (task-folder directories at container paths). Pure.
+ */
+export function aliasSpecOf(t: TaskRuntime): Pick<WorkerSpec, "workspaceAlias" | "containerMounts"> {
+  const spec = t.catalog?.spec;
+  const mounts = (spec?.mounts ?? []).map((m) => ({ hostPath: join(t.catalog!.dir, m.dir), path: m.at }));
+  return {
+    ...(spec?.workdir ? { workspaceAlias: spec.workdir } : {}),
+    ...(mounts.length > 0 ? { containerMounts: mounts } : {}),
+  };
 }
 
 /** A task's limits with a worker's wall clock. Pure. */

@@ -9,6 +9,7 @@ import {
   type HarborProblem,
   type HarborTaskToml,
   harborTaskSpec,
+  MOUNTS_DIR,
   offlineUvVerifier,
   parseTaskToml,
   patchOfSolveScript,
@@ -106,16 +107,23 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
   const { env } = head;
   const copied = await readWorkspace(dir, env);
   if (isProblem(copied)) return fail(copied);
+  const mounted = await readMounts(dir, env);
+  if (isProblem(mounted)) return fail(mounted);
   const tests = await readHarborTests(dir, env.workdir);
   if (isProblem(tests)) return fail(tests);
   const { repo, note } = withEmptyWorkspace(copied, env.workdir);
   const served = await servedEnvironment(env);
   if (isProblem(served)) return fail(served);
-  const solution = await readSolution(dir, head, repo);
+  const solution = await readSolution(dir, head, {
+    repo,
+    mounts: mounted.files,
+    mountAts: mounted.mounts.map((m) => m.at),
+  });
   if (isProblem(solution)) return fail(solution);
   const notes = [...tests.notes, served.note, ...(note === undefined ? [] : [note]), ...solution.notes];
   const files: Record<string, Buffer | string> = { "solution.patch": solution.patch, ...tests.hidden };
   for (const [p, c] of Object.entries(repo)) files[`repo/${p}`] = c;
+  Object.assign(files, mounted.files);
   const commit = await commitOf(repo);
   try {
     const { toml, instruction } = head;
@@ -127,6 +135,7 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
       testFiles: tests.testFiles,
       solution: solution.patch,
       commit,
+      mounts: mounted.mounts,
       metadata: { harbor_environment: served.note, harbor_solution: solution.source },
     });
     const task: IntakeTask = {
@@ -177,8 +186,35 @@ export function missingDockerfile(image: string | undefined): HarborProblem {
 
 /** The workspace: what the Dockerfile's COPY lines put under WORKDIR (path → content). */
 async function readWorkspace(dir: string, env: Environment): Promise<Record<string, Buffer> | HarborProblem> {
+  return await readCopies(dir, env.copies);
+}
+
+/** The task-folder directory a container path's files are kept in. Pure. */
+export const mountDirOf = (at: string) => `${MOUNTS_DIR}${at}`;
+
+/** What the Dockerfile copies outside WORKDIR: files under `container/<path>/` and the mounts showing them. */
+async function readMounts(
+  dir: string,
+  env: Environment,
+): Promise<{ files: Record<string, Buffer>; mounts: { dir: string; at: string }[] } | HarborProblem> {
+  const files: Record<string, Buffer> = {};
+  const mounts = new Map<string, { dir: string; at: string }>();
+  for (const m of env.mounts) {
+    const copied = await readCopies(dir, [{ from: m.from, to: ".", intoDir: true }]);
+    if (isProblem(copied)) return copied;
+    for (const [p, c] of Object.entries(copied)) files[posix.join(mountDirOf(m.at), p)] = c;
+    mounts.set(m.at, { dir: mountDirOf(m.at), at: m.at });
+  }
+  return { files, mounts: [...mounts.values()] };
+}
+
+/** The files `copies` take from environment/ (workspace-relative path → content). */
+async function readCopies(
+  dir: string,
+  copies: Environment["copies"],
+): Promise<Record<string, Buffer> | HarborProblem> {
   const repo: Record<string, Buffer> = {};
-  for (const c of env.copies) {
+  for (const c of copies) {
     const field = `environment/${c.from}`;
     const src = join(dir, "environment", c.from);
     const st = await lstat(src).catch(() => undefined);
@@ -257,26 +293,39 @@ interface Solution {
 async function readSolution(
   dir: string,
   head: HarborHead,
-  repo: Readonly<Record<string, Buffer>>,
+  env: {
+    repo: Readonly<Record<string, Buffer>>;
+    mounts: Readonly<Record<string, Buffer>>;
+    mountAts: readonly string[];
+  },
 ): Promise<Solution | HarborProblem> {
   const solve = await readRegular(join(dir, "solution/solve.sh"), "solution/solve.sh");
   if (typeof solve === "object") return solve;
   const inScript = solve === undefined ? undefined : patchOfSolveScript(solve);
-  if (inScript !== undefined) return { patch: inScript, source: "the patch inside solution/solve.sh", notes: [] };
+  if (inScript !== undefined)
+    return { patch: inScript, source: "the patch inside solution/solve.sh", notes: [] };
   const patchFile = head.all.find((f) => /^solution\/[^/]+\.(patch|diff)$/.test(f));
-  if (patchFile)
-    return { patch: await readFile(join(dir, patchFile), "utf8"), source: patchFile, notes: [] };
-  if (solve === undefined) return { field: "solution", reason: "missing: give solution/solve.sh (or solution/*.patch)" };
+  if (patchFile) return { patch: await readFile(join(dir, patchFile), "utf8"), source: patchFile, notes: [] };
+  if (solve === undefined)
+    return { field: "solution", reason: "missing: give solution/solve.sh (or solution/*.patch)" };
   if (head.env.workdir === "/")
     return {
       field: "solution/solve.sh",
-      reason: "would run with WORKDIR /, where the workspace cannot be bound: give the Dockerfile a WORKDIR (e.g. /app)",
+      reason:
+        "would run with WORKDIR /, where the workspace cannot be bound: give the Dockerfile a WORKDIR (e.g. /app)",
     };
   const solutionFiles: Record<string, Buffer> = {};
   for (const f of head.all.filter((x) => x.startsWith("solution/")))
     solutionFiles[f.slice("solution/".length)] = await readFile(join(dir, f));
   const timeoutMs = Math.round((head.toml.agent.timeout_sec ?? ORACLE_DEFAULT_TIMEOUT_MS / 1000) * 1000);
-  const r = await oraclePatch({ repo, solution: solutionFiles, workdir: head.env.workdir, timeoutMs });
+  const r = await oraclePatch({
+    repo: env.repo,
+    solution: solutionFiles,
+    mounts: env.mounts,
+    mountAts: env.mountAts,
+    workdir: head.env.workdir,
+    timeoutMs,
+  });
   if (isProblem(r)) return r;
   const source = `solution/solve.sh run as Harbor's oracle (bash, cwd ${head.env.workdir}, no network); its diff of the workspace`;
   return { patch: r.patch, source, notes: [`reference solution: ${source}`] };

@@ -1,10 +1,10 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { buildBwrapArgs } from "../workers/local/bwrap-args.js";
 import { findBwrap } from "../workers/local/shape.js";
-import type { HarborProblem } from "./harbor.js";
+import { type HarborProblem, MOUNTS_DIR } from "./harbor.js";
 import { git } from "./materialize.js";
 import { writeFiles } from "./task-dir.js";
 
@@ -26,6 +26,10 @@ export interface OracleInput {
   readonly repo: Readonly<Record<string, Buffer | string>>;
   /** solution/solve.sh and anything else in solution/ (relative path → content), mounted at /solution. */
   readonly solution: Readonly<Record<string, Buffer | string>>;
+  /** Files shown read-only outside the workspace (`container/<abs path>/…` → content), as the task's mounts show them. */
+  readonly mounts?: Readonly<Record<string, Buffer | string>>;
+  /** The container paths those files are shown at (`container/<at>` read-only at `<at>`). */
+  readonly mountAts?: readonly string[];
   /** The task's WORKDIR (where the workspace is and solve.sh runs). */
   readonly workdir: string;
   readonly timeoutMs: number;
@@ -47,20 +51,26 @@ export async function oraclePatch(input: OracleInput): Promise<{ patch: string }
     const gitDir = join(tmp, "git");
     await writeFiles(ws, input.repo);
     await writeFiles(join(tmp, "solution"), input.solution);
+    await writeFiles(tmp, input.mounts ?? {});
     await mkdir(join(tmp, "logs", "verifier"), { recursive: true });
     const g = (args: string[]) => git(["--git-dir", gitDir, "--work-tree", ws, ...args], { cwd: tmp });
     await g(["init", "-q", "-b", "main"]);
     await g(["add", "-A"]);
     await g(["commit", "-q", "--no-gpg-sign", "--allow-empty", "-m", "base"]);
-    const run = await execa(bwrap, [...oracleBwrapArgs(tmp, input.workdir), "--", "/bin/bash", "/solution/solve.sh"], {
+    const args = oracleBwrapArgs(tmp, input.workdir, input.mountAts ?? []);
+    const run = await execa(bwrap, [...args, "--", "/bin/bash", "/solution/solve.sh"], {
       reject: false,
       timeout: input.timeoutMs,
       stdin: "ignore",
       all: true,
     });
-    if (run.timedOut) return { field, reason: `did not finish within ${input.timeoutMs} ms in the task's environment` };
+    if (run.timedOut)
+      return { field, reason: `did not finish within ${input.timeoutMs} ms in the task's environment` };
     if (run.exitCode !== 0)
-      return { field, reason: `exited ${run.exitCode} in the task's environment (cwd ${input.workdir}): ${tail(run.all)}` };
+      return {
+        field,
+        reason: `exited ${run.exitCode} in the task's environment (cwd ${input.workdir}): ${tail(run.all)}`,
+      };
     await g(["add", "-A"]);
     const patch = await g(["diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "HEAD"]);
     return patchProblem(patch, input.workdir) ?? { patch: `${patch}\n` };
@@ -73,7 +83,10 @@ export async function oraclePatch(input: OracleInput): Promise<{ patch: string }
 export function patchProblem(patch: string, workdir: string): HarborProblem | undefined {
   const field = "solution/solve.sh";
   if (patch.trim() === "")
-    return { field, reason: `changed nothing under WORKDIR ${workdir}, so there is no reference work to replay` };
+    return {
+      field,
+      reason: `changed nothing under WORKDIR ${workdir}, so there is no reference work to replay`,
+    };
   if (/^(new file mode|new mode) 120000$/m.test(patch))
     return { field, reason: "left a symbolic link in the workspace, which the gold policy does not replay" };
   return undefined;
@@ -89,7 +102,7 @@ function tail(out: string | undefined): string {
  * bubblewrap's arguments for solve.sh: `<tmp>/ws` writable at `workdir` (the cwd), `<tmp>/solution`
  * read-only at /solution, `<tmp>/logs` writable at /logs, root inside, no network. Pure.
  */
-export function oracleBwrapArgs(tmp: string, workdir: string): string[] {
+export function oracleBwrapArgs(tmp: string, workdir: string, mounts: readonly string[] = []): string[] {
   return buildBwrapArgs({
     workspace: join(tmp, "ws"),
     workspaceDest: workdir,
@@ -98,8 +111,14 @@ export function oracleBwrapArgs(tmp: string, workdir: string): string[] {
     binds: [
       { src: join(tmp, "solution"), dest: "/solution" },
       { src: join(tmp, "logs"), dest: "/logs", rw: true },
+      ...mounts.map((at) => ({ src: join(tmp, MOUNTS_DIR, at), dest: at })),
     ],
-    env: { PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", HOME: "/root", LANG: "C.UTF-8", TERM: "dumb" },
+    env: {
+      PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+      HOME: "/root",
+      LANG: "C.UTF-8",
+      TERM: "dumb",
+    },
     cwd: workdir,
     uid: 0,
     gid: 0,

@@ -19,6 +19,7 @@ async function systemName(): Promise<string> {
 /** The packages of `names` that dpkg does not report installed on this machine. */
 export async function missingPackages(names: readonly string[]): Promise<string[]> {
   if (names.length === 0) return [];
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's format syntax
   const r = await execa("dpkg-query", ["-W", "-f", "${Package} ${db:Status-Status}\\n", ...names], {
     reject: false,
     timeout: 30_000,

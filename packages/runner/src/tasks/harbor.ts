@@ -100,6 +100,8 @@ export interface Environment {
   readonly workdir: string;
   /** Files or directories of environment/ and where they go, relative to the workspace. */
   readonly copies: readonly { readonly from: string; readonly to: string; readonly intoDir: boolean }[];
+  /** Files or directories of environment/ copied into a directory outside WORKDIR: shown read-only at `at`. */
+  readonly mounts: readonly { readonly from: string; readonly at: string }[];
   /** RUN commands, run offline in the snapshot as install commands. */
   readonly install: readonly string[];
   /** The FROM image as written (recorded with what serves it here). */
@@ -199,17 +201,7 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
         () =>
           `ENTRYPOINT ${args}: runs at container start (services, /etc edits); flakegym starts no entrypoint, so the task's environment would be missing what it sets up`,
       )
-      .with(
-        "CMD",
-        "LABEL",
-        "EXPOSE",
-        "USER",
-        "ARG",
-        "SHELL",
-        "STOPSIGNAL",
-        "HEALTHCHECK",
-        () => undefined,
-      )
+      .with("CMD", "LABEL", "EXPOSE", "USER", "ARG", "SHELL", "STOPSIGNAL", "HEALTHCHECK", () => undefined)
       .otherwise(() => `instruction ${op} is not supported`);
     if (problem) return { field, reason: problem };
   }
@@ -217,16 +209,30 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
   const wdProblem = workdir === "/" ? undefined : workdirProblem(workdir);
   if (wdProblem) return { field, reason: `WORKDIR ${wdProblem}` };
   const copies: { from: string; to: string; intoDir: boolean }[] = [];
+  const mounts: { from: string; at: string }[] = [];
   for (const c of pending) {
     const to = underWorkdir(c.abs, workdir);
-    if (to === undefined)
-      return {
-        field,
-        reason: `${c.line}: the destination ${c.abs} lies outside the final WORKDIR ${workdir} (the workspace); flakegym places files only in the workspace`,
-      };
-    copies.push({ from: c.from, to, intoDir: c.intoDir || to === "." });
+    if (to !== undefined) {
+      copies.push({ from: c.from, to, intoDir: c.intoDir || to === "." });
+      continue;
+    }
+    const outside = mountProblem(c.abs, c.intoDir);
+    if (outside) return { field, reason: `${c.line}: ${outside}` };
+    mounts.push({ from: c.from, at: c.abs });
   }
-  return { profile, workdir, copies, install, image, aptPackages: [...new Set(aptPackages)] };
+  return { profile, workdir, copies, mounts, install, image, aptPackages: [...new Set(aptPackages)] };
+}
+
+/**
+ * Why a COPY outside WORKDIR cannot be shown read-only at its container path, or undefined: only a
+ * directory destination outside the system's own paths can (a file would hide its whole parent). Pure.
+ */
+export function mountProblem(abs: string, intoDir: boolean): string | undefined {
+  const where = `the destination ${abs} lies outside WORKDIR`;
+  if (!intoDir)
+    return `${where} and is a file: flakegym shows files outside the workspace only as whole directories (end the destination with /)`;
+  const why = workdirProblem(abs);
+  return why ? `${where}, and ${why}: flakegym binds this machine's system there` : undefined;
 }
 
 /** A shell command list split on `&&` and `;` (no quoting inside the separators is assumed). */
@@ -244,12 +250,16 @@ const segmentsOf = (cmd: string) =>
  */
 export function aptRunOf(cmd: string): { packages: string[]; rest?: string } | string {
   if (!/\bapt(-get)?\b/.test(cmd)) return { packages: [], rest: cmd };
-  if (/\|\||\|/.test(cmd)) return `RUN ${cmd}: apt-get combined with pipes or || is not read; split it into plain && steps`;
+  if (/\|\||\|/.test(cmd))
+    return `RUN ${cmd}: apt-get combined with pipes or || is not read; split it into plain && steps`;
   const packages: string[] = [];
   const rest: string[] = [];
   for (const seg of segmentsOf(cmd)) {
     const words = seg.split(/\s+/).filter((w) => !/^[A-Z_]+=/.test(w));
-    if (words[0] === "rm" && words.slice(1).every((w) => w.startsWith("-") || w.startsWith("/var/lib/apt/lists")))
+    if (
+      words[0] === "rm" &&
+      words.slice(1).every((w) => w.startsWith("-") || w.startsWith("/var/lib/apt/lists"))
+    )
       continue;
     if (!/^apt(-get)?$/.test(words[0] ?? "")) {
       rest.push(seg);
@@ -257,10 +267,12 @@ export function aptRunOf(cmd: string): { packages: string[]; rest?: string } | s
     }
     const verb = words.slice(1).find((w) => !w.startsWith("-"));
     if (verb === "update" || verb === "clean") continue;
-    if (verb !== "install") return `RUN ${cmd}: 'apt-get ${verb ?? ""}' is not read (only update, install, clean)`;
+    if (verb !== "install")
+      return `RUN ${cmd}: 'apt-get ${verb ?? ""}' is not read (only update, install, clean)`;
     const pkgs = words.slice(words.indexOf("install") + 1).filter((w) => !w.startsWith("-"));
     const odd = pkgs.find((p) => !/^[a-z0-9][a-z0-9+.-]*$/.test(p));
-    if (odd) return `RUN ${cmd}: apt package '${odd}' is not a plain package name (versions, globs and files are not read)`;
+    if (odd)
+      return `RUN ${cmd}: apt package '${odd}' is not a plain package name (versions, globs and files are not read)`;
     packages.push(...pkgs);
   }
   return rest.length > 0 ? { packages, rest: rest.join(" && ") } : { packages };
@@ -370,6 +382,9 @@ export function offlineUvVerifier(script: string): { script: string; notes: stri
   return { script: out.join("\n"), notes };
 }
 
+/** Where a task folder keeps what a Dockerfile copies outside WORKDIR (`container/<path>`). */
+export const MOUNTS_DIR = "container";
+
 /** Container paths test.sh names, rewritten to the workspace's hidden `.harbor/` directory. */
 export const HARBOR_DIR = ".harbor";
 
@@ -439,6 +454,8 @@ export interface HarborParts {
   readonly testFiles: readonly string[];
   readonly solution: string;
   readonly commit: string;
+  /** Task-folder directories shown read-only at container paths. */
+  readonly mounts?: readonly { readonly dir: string; readonly at: string }[];
   /** Provenance: what served the environment here, how the reference solution was had. */
   readonly metadata?: Readonly<Record<string, string>>;
 }
@@ -465,6 +482,7 @@ export function harborTaskSpec(p: HarborParts): TaskSpec {
     solution: "solution.patch",
     protected: [`${HARBOR_DIR}/`],
     ...(normalize(p.env.workdir) === "/" ? {} : { workdir: normalize(p.env.workdir) }),
+    ...(p.mounts && p.mounts.length > 0 ? { mounts: p.mounts.map((m) => ({ ...m })) } : {}),
     ...(p.metadata && Object.keys(p.metadata).length > 0 ? { metadata: { ...p.metadata } } : {}),
     limits: {
       ...limits,

@@ -52,6 +52,8 @@ export interface WorkerSpec {
    * /app), with the read-only files bound there too; the workspace stays at /workspace.
    */
   readonly workspaceAlias?: string;
+  /** Host directories shown read-only at container paths (a task's `mounts`, e.g. Harbor's /skills). */
+  readonly containerMounts?: readonly { readonly hostPath: string; readonly path: string }[];
 }
 
 export interface ExecResult {

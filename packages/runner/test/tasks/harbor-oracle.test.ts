@@ -18,15 +18,19 @@ describe("aptRunOf", () => {
         "apt-get update && apt-get install -y --no-install-recommends curl python3 && rm -rf /var/lib/apt/lists/*",
       ),
     ).toEqual({ packages: ["curl", "python3"] });
-    expect(aptRunOf("DEBIAN_FRONTEND=noninteractive apt-get install -y git && chmod +x /app/run.sh")).toEqual({
-      packages: ["git"],
-      rest: "chmod +x /app/run.sh",
-    });
+    expect(aptRunOf("DEBIAN_FRONTEND=noninteractive apt-get install -y git && chmod +x /app/run.sh")).toEqual(
+      {
+        packages: ["git"],
+        rest: "chmod +x /app/run.sh",
+      },
+    );
     expect(aptRunOf("make -C /app")).toEqual({ packages: [], rest: "make -C /app" });
   });
 
   it("refuses what it cannot read, by name", () => {
-    expect(aptRunOf("apt-get install -y python3=3.12.3-0ubuntu1")).toMatch(/'python3=3\.12\.3-0ubuntu1' is not a plain package name/);
+    expect(aptRunOf("apt-get install -y python3=3.12.3-0ubuntu1")).toMatch(
+      /'python3=3\.12\.3-0ubuntu1' is not a plain package name/,
+    );
     expect(aptRunOf("apt-get dist-upgrade -y")).toMatch(/'apt-get dist-upgrade' is not read/);
     expect(aptRunOf("apt-get install -y curl || true")).toMatch(/pipes or \|\|/);
   });
@@ -37,11 +41,19 @@ describe("environmentOf (the cookbook's Dockerfiles)", () => {
     const env = environmentOf(
       "FROM ubuntu:24.04\n\nRUN apt-get update && apt-get install -y \\\n    curl \\\n    python3 \\\n    && rm -rf /var/lib/apt/lists/*\n\nWORKDIR /app\n",
     );
-    expect(env).toMatchObject({ profile: "dev-base", image: "ubuntu:24.04", workdir: "/app", aptPackages: ["curl", "python3"], install: [] });
-    expect(environmentOf("FROM ubuntu:24.04\nWORKDIR /app\nENTRYPOINT [\"/entrypoint.sh\"]")).toMatchObject({
+    expect(env).toMatchObject({
+      profile: "dev-base",
+      image: "ubuntu:24.04",
+      workdir: "/app",
+      aptPackages: ["curl", "python3"],
+      install: [],
+    });
+    expect(environmentOf('FROM ubuntu:24.04\nWORKDIR /app\nENTRYPOINT ["/entrypoint.sh"]')).toMatchObject({
       reason: /^ENTRYPOINT .*flakegym starts no entrypoint/,
     });
-    expect(environmentOf("FROM ubuntu:24.04\nWORKDIR /usr/src/app")).toMatchObject({ reason: /WORKDIR .*sandbox's own \/usr/ });
+    expect(environmentOf("FROM ubuntu:24.04\nWORKDIR /usr/src/app")).toMatchObject({
+      reason: /WORKDIR .*sandbox's own \/usr/,
+    });
   });
 });
 
@@ -51,7 +63,12 @@ describe("harbor-served", () => {
   });
 
   it("records the substitution", () => {
-    expect(substitutionNote({ image: "ubuntu:24.04", aptPackages: ["curl"] }, "this machine's Debian 12.11 system")).toBe(
+    expect(
+      substitutionNote(
+        { image: "ubuntu:24.04", aptPackages: ["curl"] },
+        "this machine's Debian 12.11 system",
+      ),
+    ).toBe(
       "FROM ubuntu:24.04 served by this machine's Debian 12.11 system (/usr bound read-only, no image registry); apt-get install curl served by the Debian packages installed there (Ubuntu's archive is unreachable)",
     );
   });
@@ -84,36 +101,65 @@ describe("oraclePatch (solve.sh run as Harbor's oracle)", () => {
     expect(r.patch).toMatch(/diff --git a\/run\.sh b\/run\.sh\nnew file mode 100755/);
   });
 
-  it.skipIf(noBwrap)("refuses a failing script, one that changes nothing, one that reaches the network, and a symlink", async () => {
-    const run = (script: string) =>
-      oraclePatch({ repo: { "a.txt": "a\n" }, solution: { "solve.sh": script }, workdir: "/app", timeoutMs: 60_000 });
-    expect(await run("echo broken >&2; exit 3")).toMatchObject({ reason: /exited 3 .*broken/ });
-    expect(await run("true")).toMatchObject({ reason: /changed nothing under WORKDIR \/app/ });
-    expect(await run("echo x > /etc/owned")).toMatchObject({ reason: /exited 1/ });
-    expect(await run("exec 3<>/dev/tcp/1.1.1.1/80 && echo reached > /app/net.txt")).toMatchObject({ reason: /exited/ });
-    expect(patchProblem("diff --git a/l b/l\nnew file mode 120000\n", "/app")).toMatchObject({ reason: /symbolic link/ });
-    const slow = await oraclePatch({ repo: { "a.txt": "a\n" }, solution: { "solve.sh": "sleep 30" }, workdir: "/app", timeoutMs: 1000 });
-    expect(slow).toMatchObject({ reason: /did not finish within 1000 ms/ });
-  }, 120_000);
+  it.skipIf(noBwrap)(
+    "refuses a failing script, one that changes nothing, one that reaches the network, and a symlink",
+    async () => {
+      const run = (script: string) =>
+        oraclePatch({
+          repo: { "a.txt": "a\n" },
+          solution: { "solve.sh": script },
+          workdir: "/app",
+          timeoutMs: 60_000,
+        });
+      expect(await run("echo broken >&2; exit 3")).toMatchObject({ reason: /exited 3 .*broken/ });
+      expect(await run("true")).toMatchObject({ reason: /changed nothing under WORKDIR \/app/ });
+      expect(await run("echo x > /etc/owned")).toMatchObject({ reason: /exited 1/ });
+      expect(await run("exec 3<>/dev/tcp/1.1.1.1/80 && echo reached > /app/net.txt")).toMatchObject({
+        reason: /exited/,
+      });
+      expect(patchProblem("diff --git a/l b/l\nnew file mode 120000\n", "/app")).toMatchObject({
+        reason: /symbolic link/,
+      });
+      const slow = await oraclePatch({
+        repo: { "a.txt": "a\n" },
+        solution: { "solve.sh": "sleep 30" },
+        workdir: "/app",
+        timeoutMs: 1000,
+      });
+      expect(slow).toMatchObject({ reason: /did not finish within 1000 ms/ });
+    },
+    120_000,
+  );
 });
 
 describe("readHarborDir with a script solve.sh", () => {
-  it.skipIf(noBwrap)("imports the cookbook-shaped fixture: ubuntu + apt served here, /app bound, the oracle's diff as the reference", async () => {
-    const r = await readHarborDir(`${FIXTURES}apt-oracle`, 1);
-    if (!r.ok) throw new Error(`${r.error.field}: ${r.error.reason}`);
-    const { spec, files, notes } = r.task;
-    expect(spec).toMatchObject({ profile: "dev-base", workdir: "/app", install: [] });
-    expect(spec.metadata?.harbor_environment).toMatch(/^FROM ubuntu:24\.04 served by .*apt-get install curl python3/);
-    expect(spec.metadata?.harbor_solution).toMatch(/solve\.sh run as Harbor's oracle/);
-    expect(String(files["solution.patch"])).toMatch(/new file mode 100644\n[\s\S]*\+def count_words\(text\):/);
-    expect(notes?.join("\n")).toMatch(/reference solution: solution\/solve\.sh run/);
-  });
+  it.skipIf(noBwrap)(
+    "imports the cookbook-shaped fixture: ubuntu + apt served here, /app bound, the oracle's diff as the reference",
+    async () => {
+      const r = await readHarborDir(`${FIXTURES}apt-oracle`, 1);
+      if (!r.ok) throw new Error(`${r.error.field}: ${r.error.reason}`);
+      const { spec, files, notes } = r.task;
+      expect(spec).toMatchObject({ profile: "dev-base", workdir: "/app", install: [] });
+      expect(spec.metadata?.harbor_environment).toMatch(
+        /^FROM ubuntu:24\.04 served by .*apt-get install curl python3/,
+      );
+      expect(spec.metadata?.harbor_solution).toMatch(/solve\.sh run as Harbor's oracle/);
+      expect(String(files["solution.patch"])).toMatch(
+        /new file mode 100644\n[\s\S]*\+def count_words\(text\):/,
+      );
+      expect(notes?.join("\n")).toMatch(/reference solution: solution\/solve\.sh run/);
+    },
+  );
 
   it("refuses the fixture whose Dockerfile installs a package this system lacks, and the ENTRYPOINT one", async () => {
     const missing = await readHarborDir(`${FIXTURES}apt-missing`, 1);
-    expect(!missing.ok && missing.error.reason).toMatch(/^RUN apt-get install flakegym-no-such-package: not installed in /);
+    expect(!missing.ok && missing.error.reason).toMatch(
+      /^RUN apt-get install flakegym-no-such-package: not installed in /,
+    );
     const entry = await readHarborDir(`${FIXTURES}entrypoint`, 1);
-    expect(!entry.ok && `${entry.error.field}: ${entry.error.reason}`).toMatch(/^environment\/Dockerfile: ENTRYPOINT /);
+    expect(!entry.ok && `${entry.error.field}: ${entry.error.reason}`).toMatch(
+      /^environment\/Dockerfile: ENTRYPOINT /,
+    );
   });
 });
 

@@ -36,6 +36,7 @@ export function workerBindsOf(spec: WorkerSpec, dirs: { config: string; sock: st
     );
   }
   if (spec.gateway.socketPath) binds.push({ src: spec.gateway.socketPath, dest: SANDBOX_GATEWAY_SOCKET });
+  for (const m of spec.containerMounts ?? []) binds.push({ src: m.hostPath, dest: m.path });
   return binds;
 }
 
@@ -58,7 +59,11 @@ export function readOnlyBindsOf(spec: WorkerSpec, relative: (path: string) => st
  * The workspace bound again at the spec's alias (a task's workdir such as /app), writable, with the
  * read-only files over it there too — else code under test could write them through the alias. Pure.
  */
-export function aliasBindsOf(spec: WorkerSpec, workspace: string, relative: (path: string) => string): Bind[] {
+export function aliasBindsOf(
+  spec: WorkerSpec,
+  workspace: string,
+  relative: (path: string) => string,
+): Bind[] {
   const alias = spec.workspaceAlias;
   if (alias === undefined) return [];
   return [

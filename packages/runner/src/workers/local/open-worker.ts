@@ -7,7 +7,14 @@ import { type BoundedDirs, fsEnforcesQuota, makeBoundedDirs, removeWorkerDir } f
 import { collectHostArtifacts } from "../host-artifacts.js";
 import { workspaceRelative } from "../read-only-files.js";
 import type { Worker, WorkerExit, WorkerSpec } from "../types.js";
-import { aliasBindsOf, bootLimitsOf, policyBaseUrlOf, readOnlyBindsOf, workerBindsOf, workerIdOf } from "./decisions.js";
+import {
+  aliasBindsOf,
+  bootLimitsOf,
+  policyBaseUrlOf,
+  readOnlyBindsOf,
+  workerBindsOf,
+  workerIdOf,
+} from "./decisions.js";
 import { cpuSecondsOf, execInWorker } from "./exec.js";
 import { adoptFork, makeSlot, releaseSlot, type Slot } from "./pool-slot.js";
 import { bwrapMissingError, findBwrap, type PreparedShape, prepareShape } from "./shape.js";
