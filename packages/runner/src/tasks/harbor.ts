@@ -413,18 +413,14 @@ export function testFileProblem(path: string, text: string): string | undefined 
 }
 
 /**
- * Judges Harbor's reward files (run by python3 inside the sandbox, argv[1] the verifier's log dir):
- * reward.txt must say 1; without it, reward.json's every key is printed (kept whole in the log)
- * and each must be ≥ 1. Exit 0 only then.
+ * Judges a verifier's reward.json (run by python3 inside the sandbox when there is no reward.txt;
+ * argv[1] the file): every key is printed (kept whole in the log) and each must be a number ≥ 1.
  */
-const REWARD_JUDGE = [
-  "import json,os,sys",
-  "d=sys.argv[1]",
-  "t=os.path.join(d,'reward.txt')",
-  "j=os.path.join(d,'reward.json')",
-  "r=json.load(open(j)) if not os.path.exists(t) and os.path.exists(j) else None",
-  "print('harbor reward.json:',json.dumps(r,sort_keys=True)) if r is not None else None",
-  "ok=open(t).read().strip()=='1' if os.path.exists(t) else isinstance(r,dict) and len(r)>0 and all(type(v) in (int,float) and v>=1 for v in r.values())",
+const REWARD_JSON_JUDGE = [
+  "import json,sys",
+  "r=json.load(open(sys.argv[1]))",
+  "print('harbor reward.json:',json.dumps(r,sort_keys=True))",
+  "ok=isinstance(r,dict) and len(r)>0 and all(type(v) in (int,float) and v>=1 for v in r.values())",
   "sys.exit(0 if ok else 1)",
 ].join("\n");
 
@@ -434,7 +430,8 @@ export function harborEvalCommand(): string {
     `export HARBOR_ROOT="$PWD/${HARBOR_DIR}" HARBOR_WORKSPACE="$PWD"`,
     `rm -rf "$HARBOR_ROOT/logs" && mkdir -p "$HARBOR_ROOT/logs/verifier"`,
     `bash "$HARBOR_ROOT/tests/test.sh" </dev/null`,
-    `python3 -c ${shellQuote(REWARD_JUDGE)} "$HARBOR_ROOT/logs/verifier"`,
+    `V="$HARBOR_ROOT/logs/verifier"`,
+    `if [ -f "$V/reward.txt" ]; then [ "$(tr -d '[:space:]' < "$V/reward.txt")" = 1 ]; else [ -f "$V/reward.json" ] && python3 -c ${shellQuote(REWARD_JSON_JUDGE)} "$V/reward.json"; fi`,
   ].join("; ");
 }
 
