@@ -16,6 +16,7 @@ import {
   rewriteTestScript,
   testFileProblem,
 } from "./harbor.js";
+import { composeProblem } from "./harbor-compose.js";
 import { ORACLE_DEFAULT_TIMEOUT_MS, oraclePatch } from "./harbor-oracle.js";
 import { servedEnvironment } from "./harbor-served.js";
 import { commitTree } from "./materialize.js";
@@ -160,6 +161,10 @@ async function readHarborHead(dir: string): Promise<HarborHead | HarborProblem> 
   const toml = parseTaskToml(tomlText);
   if (isProblem(toml)) return toml;
   const layout = layoutProblem(toml, all);
+  if (layout?.field.startsWith("environment/")) {
+    const text = await readRegular(join(dir, layout.field), layout.field);
+    return typeof text === "string" ? composeProblem(layout.field, text) : (text ?? layout);
+  }
   if (layout) return layout;
   const instruction = await readRegular(join(dir, "instruction.md"), "instruction.md");
   if (typeof instruction !== "string" || instruction.trim() === "")

@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { aptRunOf, environmentOf, harborEvalCommand } from "../../src/tasks/harbor.js";
+import { composeProblem } from "../../src/tasks/harbor-compose.js";
 import { readHarborDir } from "../../src/tasks/harbor-dir.js";
 import { oracleBwrapArgs, oraclePatch, patchProblem } from "../../src/tasks/harbor-oracle.js";
 import { missingPackages, substitutionNote } from "../../src/tasks/harbor-served.js";
@@ -160,6 +161,21 @@ describe("readHarborDir with a script solve.sh", () => {
     expect(!entry.ok && `${entry.error.field}: ${entry.error.reason}`).toMatch(
       /^environment\/Dockerfile: ENTRYPOINT /,
     );
+  });
+});
+
+describe("composeProblem", () => {
+  it("names each service beside main that could not be started, and what it is built from", () => {
+    const text =
+      "services:\n  main:\n    depends_on:\n      api-server:\n        condition: service_healthy\n  api-server:\n    build:\n      context: ./api-server\n  cache:\n    image: redis:7\n";
+    expect(composeProblem("environment/docker-compose.yaml", text).reason).toMatch(
+      /^service 'api-server' \(build \.\/api-server\), 'cache' \(image redis:7\) could not be started: /,
+    );
+    expect(composeProblem("c.yaml", "services:\n  main:\n    cpus: 2\n").reason).toMatch(
+      /overrides Harbor's main container/,
+    );
+    expect(composeProblem("c.yaml", "services: [").reason).toMatch(/not valid YAML/);
+    expect(composeProblem("c.yaml", "version: 3\n").reason).toMatch(/no `services` map/);
   });
 });
 
