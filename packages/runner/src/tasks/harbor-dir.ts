@@ -17,7 +17,7 @@ import {
   testFileProblem,
 } from "./harbor.js";
 import { composeProblem } from "./harbor-compose.js";
-import { ORACLE_DEFAULT_TIMEOUT_MS, oraclePatch } from "./harbor-oracle.js";
+import { executableFiles, ORACLE_DEFAULT_TIMEOUT_MS, oraclePatch } from "./harbor-oracle.js";
 import { servedEnvironment } from "./harbor-served.js";
 import { commitTree } from "./materialize.js";
 import type { IntakeResult, IntakeTask } from "./swebench.js";
@@ -333,7 +333,14 @@ async function readSolution(
   });
   if (isProblem(r)) return r;
   const source = `solution/solve.sh run as Harbor's oracle (bash, cwd ${head.env.workdir}, no network); its diff of the workspace`;
-  return { patch: r.patch, source, notes: [`reference solution: ${source}`] };
+  const modes = executableFiles(r.patch);
+  const modeNote =
+    modes.length > 0
+      ? [
+          `the reference makes ${modes.join(", ")} executable, which the gold policy's file edits (Cline's write_to_file) do not replay`,
+        ]
+      : [];
+  return { patch: r.patch, source, notes: [`reference solution: ${source}`, ...modeNote] };
 }
 
 /**

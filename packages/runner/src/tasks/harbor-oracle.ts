@@ -92,6 +92,18 @@ export function patchProblem(patch: string, workdir: string): HarborProblem | un
   return undefined;
 }
 
+/** The files a patch makes executable (git's `new file mode 100755` / `new mode 100755`). Pure. */
+export function executableFiles(patch: string): string[] {
+  const out: string[] = [];
+  let file: string | undefined;
+  for (const line of patch.split("\n")) {
+    const head = /^diff --git a\/.* b\/(.*)$/.exec(line);
+    if (head) file = head[1];
+    else if (/^(new file mode|new mode) 100755$/.test(line) && file) out.push(file);
+  }
+  return out;
+}
+
 /** The last lines of a failed run's output, for the error. Pure. */
 function tail(out: string | undefined): string {
   const lines = (out ?? "").trim().split("\n");

@@ -425,11 +425,13 @@ const REWARD_JSON_JUDGE = [
 ].join("\n");
 
 /** The eval command of an imported Harbor task: a fresh log dir, test.sh, then reward.txt = 1 or every reward.json key ≥ 1. */
-export function harborEvalCommand(): string {
+export function harborEvalCommand(verifierTimeoutSec?: number): string {
+  // task.toml's verifier.timeout_sec cuts test.sh short as Harbor does (then no reward: 0)
+  const limit = verifierTimeoutSec ? `timeout -k 10 ${Math.ceil(verifierTimeoutSec)} ` : "";
   return [
     `export HARBOR_ROOT="$PWD/${HARBOR_DIR}" HARBOR_WORKSPACE="$PWD"`,
     `rm -rf "$HARBOR_ROOT/logs" && mkdir -p "$HARBOR_ROOT/logs/verifier"`,
-    `bash "$HARBOR_ROOT/tests/test.sh" </dev/null`,
+    `${limit}bash "$HARBOR_ROOT/tests/test.sh" </dev/null`,
     `V="$HARBOR_ROOT/logs/verifier"`,
     `if [ -f "$V/reward.txt" ]; then [ "$(tr -d '[:space:]' < "$V/reward.txt")" = 1 ]; else [ -f "$V/reward.json" ] && python3 -c ${shellQuote(REWARD_JSON_JUDGE)} "$V/reward.json"; fi`,
   ].join("; ");
@@ -475,7 +477,10 @@ export function harborTaskSpec(p: HarborParts): TaskSpec {
     ...(difficulty ? { difficulty } : {}),
     source: { kind: "local", dir: "repo", commit: p.commit },
     install: [...p.env.install],
-    tests: { dir: "hidden", run: { kind: "eval_cmd", command: harborEvalCommand() } },
+    tests: {
+      dir: "hidden",
+      run: { kind: "eval_cmd", command: harborEvalCommand(p.toml.verifier.timeout_sec) },
+    },
     solution: "solution.patch",
     protected: [`${HARBOR_DIR}/`],
     ...(normalize(p.env.workdir) === "/" ? {} : { workdir: normalize(p.env.workdir) }),

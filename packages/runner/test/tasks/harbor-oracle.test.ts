@@ -3,7 +3,12 @@ import { describe, expect, it } from "vitest";
 import { aptRunOf, environmentOf, harborEvalCommand } from "../../src/tasks/harbor.js";
 import { composeProblem } from "../../src/tasks/harbor-compose.js";
 import { readHarborDir } from "../../src/tasks/harbor-dir.js";
-import { oracleBwrapArgs, oraclePatch, patchProblem } from "../../src/tasks/harbor-oracle.js";
+import {
+  executableFiles,
+  oracleBwrapArgs,
+  oraclePatch,
+  patchProblem,
+} from "../../src/tasks/harbor-oracle.js";
 import { missingPackages, substitutionNote } from "../../src/tasks/harbor-served.js";
 import { findBwrap } from "../../src/workers/local/shape.js";
 
@@ -100,6 +105,7 @@ describe("oraclePatch (solve.sh run as Harbor's oracle)", () => {
     expect(r.patch).toContain("+    return f'hi {n}'");
     expect(r.patch).toMatch(/diff --git a\/hello\.txt b\/hello\.txt\nnew file mode 100644/);
     expect(r.patch).toMatch(/diff --git a\/run\.sh b\/run\.sh\nnew file mode 100755/);
+    expect(executableFiles(r.patch)).toEqual(["run.sh"]);
   });
 
   it.skipIf(noBwrap)(
@@ -202,6 +208,11 @@ describe("harborEvalCommand", () => {
       expect((await verdict(`echo '{}' > ${L}/reward.json`)).code).toBe(1);
       expect((await verdict(`echo '{"a": "1"}' > ${L}/reward.json`)).code).toBe(1);
       expect((await verdict("true")).code).toBe(1);
+      // task.toml's verifier timeout cuts test.sh short: no reward written, so 0
+      const cmd = harborEvalCommand(1);
+      expect(cmd).toContain('timeout -k 10 1 bash "$HARBOR_ROOT/tests/test.sh"');
+      await writeFile(join(dir, ".harbor", "tests", "test.sh"), `sleep 5; echo 1 > ${L}/reward.txt`);
+      expect((await execa("sh", ["-c", cmd], { cwd: dir, reject: false })).exitCode).toBe(1);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
