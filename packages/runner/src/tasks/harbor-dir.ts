@@ -137,7 +137,12 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
       solution: solution.patch,
       commit,
       mounts: mounted.mounts,
-      metadata: { harbor_environment: served.note, harbor_solution: solution.source },
+      metadata: {
+        harbor_environment: served.note,
+        harbor_solution: solution.source,
+        harbor_image: env.image,
+        ...(env.aptPackages.length > 0 ? { harbor_apt: env.aptPackages.join(" ") } : {}),
+      },
     });
     const task: IntakeTask = {
       spec,

@@ -6,6 +6,7 @@ import { touchedPaths } from "../text/diff.js";
 import type { LoadedTask } from "./catalog.js";
 import { PROFILE_IMAGES } from "./harbor.js";
 import { isProblem, regularFiles } from "./harbor-dir.js";
+import { importedHarborTests, reexportFiles } from "./harbor-reexport.js";
 import { git } from "./materialize.js";
 import { writeTaskFolder } from "./task-dir.js";
 import { type ResultFormat, shellQuote, type TaskSpec } from "./task-spec.js";
@@ -215,14 +216,19 @@ export async function exportHarborDir(
     if (isProblem(mounted)) throw new Error(`task '${spec.id}': ${mounted.field} ${mounted.reason}`);
     for (const f of mounted) files[`environment/${m.dir}/${f}`] = await readFile(join(task.dir, m.dir, f));
   }
-  const hidden = await hiddenTestFiles(task);
-  files["tests/test.sh"] = exportTestScript(spec, hidden !== undefined);
-  for (const [p, c] of Object.entries(hidden ?? {})) files[`tests/files/${p}`] = c;
+  const harborTests = await importedHarborTests(task);
+  const hidden = harborTests ? undefined : await hiddenTestFiles(task);
+  if (harborTests) Object.assign(files, await reexportFiles(task, harborTests));
+  else {
+    files["tests/test.sh"] = exportTestScript(spec, hidden !== undefined);
+    for (const [p, c] of Object.entries(hidden ?? {})) files[`tests/files/${p}`] = c;
+  }
   if (task.paths.sourceDir) {
     const srcFiles = await regularFiles(task.paths.sourceDir, "repo");
     if (isProblem(srcFiles)) throw new Error(`task '${spec.id}': ${srcFiles.field} ${srcFiles.reason}`);
     for (const f of srcFiles) files[`environment/repo/${f}`] = await readFile(join(task.paths.sourceDir, f));
   }
-  if (hidden === undefined) files["tests/tests.patch"] = await readFile(task.paths.testsPatch!);
+  if (hidden === undefined && !harborTests)
+    files["tests/tests.patch"] = await readFile(task.paths.testsPatch!);
   return await writeTaskFolder(out, { spec, files }, { ...o, taskJson: false });
 }
