@@ -10,10 +10,13 @@ import { type Difficulty, shellQuote, TaskSpec, workdirProblem } from "./task-sp
  * reward to /logs/verifier/reward.txt) and `solution/solve.sh`. Pure: harbor-dir.ts reads and
  * writes the folders.
  *
- * Reading maps the environment to a flakegym profile: the base image names the toolchain, COPY
- * lines give the workspace files, RUN lines become offline install commands. A task is rejected,
- * with the reason, when it needs what the offline sandbox cannot give (network installs, other
- * images, ADD, ENV, absolute container paths inside test files) or its solution is not a patch.
+ * Reading maps the environment to a flakegym profile: the base image names the toolchain (served
+ * here by this machine's system: harbor-served.ts), `apt-get install` lines name packages that system
+ * must hold, COPY lines give the workspace files (under the final WORKDIR, which becomes the task's
+ * `workdir`) and read-only mounts (directories elsewhere), other RUN lines become offline install
+ * commands. solve.sh is the reference solution (harbor-oracle.ts runs a script one). A task is
+ * rejected, with the reason, when it needs what the offline sandbox cannot give (network installs,
+ * other images, ADD, ENV, ENTRYPOINT, /tests or /logs paths inside test files).
  */
 
 /** The parts of task.toml flakegym reads; other keys are allowed (Harbor adds fields over time). */
