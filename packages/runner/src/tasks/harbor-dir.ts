@@ -376,10 +376,12 @@ export function layoutProblem(
   files: readonly string[],
 ): HarborProblem | undefined {
   if (Array.isArray(toml.steps) || files.some((f) => f.startsWith("steps/"))) {
+    const names = Array.isArray(toml.steps)
+      ? toml.steps.map((st) => (st && typeof st === "object" && "name" in st ? String(st.name) : "?"))
+      : [];
     return {
       field: Array.isArray(toml.steps) ? "task.toml: steps" : "steps/",
-      reason:
-        "uses Harbor's multi-step layout (one instruction and verifier per step), which flakegym does not import: only single-step tasks (instruction.md, tests/test.sh) are supported",
+      reason: `uses Harbor's multi-step layout (one instruction and verifier per step${names.length > 0 ? `: ${names.join(", ")}` : ""}), which flakegym does not import: a trajectory here has one prompt and is scored once at its end, so the per-step prompts and verifiers would be lost; only single-step tasks (instruction.md, tests/test.sh) are supported`,
     };
   }
   const compose = files.find((f) => /^environment\/(docker-)?compose\.ya?ml$/.test(f));
