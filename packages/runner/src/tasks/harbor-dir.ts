@@ -15,6 +15,7 @@ import {
   patchOfSolveScript,
   rewriteTestScript,
   testFileProblem,
+  withoutCtrf,
 } from "./harbor.js";
 import { composeProblem } from "./harbor-compose.js";
 import { executableFiles, ORACLE_DEFAULT_TIMEOUT_MS, oraclePatch } from "./harbor-oracle.js";
@@ -289,7 +290,8 @@ export function verifierScript(
       field: "tests/test.sh",
       reason: `runs '${net[0].trim()}', which fetches over the network (the sandbox is offline): the tests must run with the profile's tools`,
     };
-  return { script: rewriteTestScript(offline.script, workdir), notes: offline.notes };
+  const plain = withoutCtrf(offline.script);
+  return { script: rewriteTestScript(plain.script, workdir), notes: [...offline.notes, ...plain.notes] };
 }
 
 /** The reference solution and how it was had (a patch in solve.sh or solution/*.patch, else solve.sh run as Harbor's oracle). */

@@ -89,7 +89,25 @@ export function patchProblem(patch: string, workdir: string): HarborProblem | un
     };
   if (/^(new file mode|new mode) 120000$/m.test(patch))
     return { field, reason: "left a symbolic link in the workspace, which the gold policy does not replay" };
+  const binary = binaryFiles(patch);
+  if (binary.length > 0)
+    return {
+      field,
+      reason: `left binary file ${binary.join(", ")} in the workspace, which the gold policy (Cline's file edits) cannot write: not imported`,
+    };
   return undefined;
+}
+
+/** The files a git diff --binary changes as binary (`GIT binary patch` / `Binary files … differ`). Pure. */
+export function binaryFiles(patch: string): string[] {
+  const out: string[] = [];
+  let file: string | undefined;
+  for (const line of patch.split("\n")) {
+    const head = /^diff --git a\/.* b\/(.*)$/.exec(line);
+    if (head) file = head[1];
+    else if ((line === "GIT binary patch" || /^Binary files .* differ$/.test(line)) && file) out.push(file);
+  }
+  return [...new Set(out)];
 }
 
 /** The files a patch makes executable (git's `new file mode 100755` / `new mode 100755`). Pure. */

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { execa } from "execa";
-import type { Environment, HarborProblem } from "./harbor.js";
+import { type Environment, type HarborProblem, PYTEST_DEBIAN_PACKAGE } from "./harbor.js";
 
 /**
  * What serves a Harbor task's environment here. The sandbox binds this machine's system (/usr,
@@ -37,7 +37,8 @@ export async function missingPackages(names: readonly string[]): Promise<string[
 
 /** The record of the substitution, or the packages the system lacks. */
 export async function servedEnvironment(env: Environment): Promise<{ note: string } | HarborProblem> {
-  const missing = await missingPackages(env.aptPackages);
+  const needed = [...env.aptPackages, ...(env.pipPytest.length > 0 ? [PYTEST_DEBIAN_PACKAGE] : [])];
+  const missing = await missingPackages([...new Set(needed)]);
   const system = await systemName();
   if (missing.length > 0)
     return {
@@ -48,10 +49,17 @@ export async function servedEnvironment(env: Environment): Promise<{ note: strin
 }
 
 /** The manifest line of the substitution. Pure. */
-export function substitutionNote(env: Pick<Environment, "image" | "aptPackages">, system: string): string {
+export function substitutionNote(
+  env: Pick<Environment, "image" | "aptPackages"> & Partial<Pick<Environment, "pipPytest" | "profile">>,
+  system: string,
+): string {
   const apt =
     env.aptPackages.length > 0
       ? `; apt-get install ${env.aptPackages.join(" ")} served by the Debian packages installed there (Ubuntu's archive is unreachable)`
       : "";
-  return `FROM ${env.image} served by ${system} (/usr bound read-only, no image registry)${apt}`;
+  const pip =
+    (env.pipPytest ?? []).length > 0
+      ? `; pip install ${env.pipPytest!.join(" ")} served by Debian's ${PYTEST_DEBIAN_PACKAGE} (its own version; no ctrf plugin)`
+      : "";
+  return `FROM ${env.image} served by ${system} (the ${env.profile ?? "dev-base"} profile: /usr bound read-only, no image registry)${apt}${pip}`;
 }

@@ -111,6 +111,8 @@ export interface Environment {
   readonly image: string;
   /** Debian/Ubuntu packages the RUN lines `apt-get install`: served by the system the sandbox binds (checked at import). */
   readonly aptPackages: readonly string[];
+  /** pytest (and its ctrf plugin) as RUN lines `pip install` them: served by Debian's python3-pytest. */
+  readonly pipPytest: readonly string[];
 }
 
 /** Dockerfile instructions, continuation lines joined and comments dropped. Pure. */
@@ -152,6 +154,7 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
   const pending: { from: string; abs: string; intoDir: boolean; line: string }[] = [];
   const install: string[] = [];
   const aptPackages: string[] = [];
+  const pipPytest: string[] = [];
   for (const { op, args } of dockerInstructions(dockerfile)) {
     const problem = match(op)
       .with("FROM", () => {
@@ -191,6 +194,7 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
         const apt = aptRunOf(shell);
         if (typeof apt === "string") return apt;
         aptPackages.push(...apt.packages);
+        pipPytest.push(...(apt.pip ?? []));
         if (apt.rest === undefined) return undefined;
         if (NETWORK_COMMAND.test(apt.rest))
           return `RUN ${args}: fetches over the network (the sandbox is offline); put what it installs into the profile or the environment's files`;
@@ -223,7 +227,22 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
     if (outside) return { field, reason: `${c.line}: ${outside}` };
     mounts.push({ from: c.from, at: c.abs });
   }
-  return { profile, workdir, copies, mounts, install, image, aptPackages: [...new Set(aptPackages)] };
+  return {
+    profile,
+    workdir,
+    copies,
+    mounts,
+    install: install.filter((c) => !madeByWorkdir(c, workdir)),
+    image,
+    aptPackages: [...new Set(aptPackages)],
+    pipPytest: [...new Set(pipPytest)],
+  };
+}
+
+/** `mkdir -p <WORKDIR>` (or a directory under it): the WORKDIR exists in the sandbox, so the line has nothing to do. Pure. */
+function madeByWorkdir(cmd: string, workdir: string): boolean {
+  const m = /^mkdir\s+-p\s+(\/[^\s;&|]*)$/.exec(cmd.trim());
+  return m !== null && workdir !== "/" && (normalize(m[1]!) === workdir || m[1]!.startsWith(`${workdir}/`));
 }
 
 /**
@@ -238,6 +257,24 @@ export function mountProblem(abs: string, intoDir: boolean): string | undefined 
   return why ? `${where}, and ${why}: flakegym binds this machine's system there` : undefined;
 }
 
+/**
+ * The Debian packages that serve a `pip install` of pytest alone (`pytest==8.4.1`,
+ * `pytest-json-ctrf`, the tasks' usual verifier tools): Debian's python3-pytest, whose version
+ * differs from the pin; undefined for any other command or package. Pure.
+ */
+export function pytestPipInstall(words: readonly string[]): string[] | undefined {
+  // returns the pins; the serving package is PYTEST_DEBIAN_PACKAGE
+  const i = words[0] === "python3" && words[1] === "-m" ? 2 : 0;
+  if (!/^pip3?$/.test(words[i] ?? "") || words[i + 1] !== "install") return undefined;
+  const pkgs = words.slice(i + 2).filter((w) => !w.startsWith("-"));
+  if (pkgs.length === 0 || !pkgs.every((p) => PYTEST_PACKAGES.test(p.replace(/^['"]|['"]$/g, ""))))
+    return undefined;
+  return pkgs.map((p) => p.replace(/^['"]|['"]$/g, ""));
+}
+
+/** The Debian package that serves a pip-installed pytest. */
+export const PYTEST_DEBIAN_PACKAGE = "python3-pytest";
+
 /** A shell command list split on `&&` and `;` (no quoting inside the separators is assumed). */
 const segmentsOf = (cmd: string) =>
   cmd
@@ -251,11 +288,12 @@ const segmentsOf = (cmd: string) =>
  * at import); what is left (`rest`) runs as an install command. A line mixing apt with `||`, pipes
  * or other apt verbs is refused by name. Pure.
  */
-export function aptRunOf(cmd: string): { packages: string[]; rest?: string } | string {
-  if (!/\bapt(-get)?\b/.test(cmd)) return { packages: [], rest: cmd };
+export function aptRunOf(cmd: string): { packages: string[]; pip?: string[]; rest?: string } | string {
+  if (!/\bapt(-get)?\b|\bpip3?\b/.test(cmd)) return { packages: [], rest: cmd };
   if (/\|\||\|/.test(cmd))
     return `RUN ${cmd}: apt-get combined with pipes or || is not read; split it into plain && steps`;
   const packages: string[] = [];
+  const pip: string[] = [];
   const rest: string[] = [];
   for (const seg of segmentsOf(cmd)) {
     const words = seg.split(/\s+/).filter((w) => !/^[A-Z_]+=/.test(w));
@@ -264,6 +302,11 @@ export function aptRunOf(cmd: string): { packages: string[]; rest?: string } | s
       words.slice(1).every((w) => w.startsWith("-") || w.startsWith("/var/lib/apt/lists"))
     )
       continue;
+    const pytestOnly = pytestPipInstall(words);
+    if (pytestOnly) {
+      pip.push(...pytestOnly);
+      continue;
+    }
     if (!/^apt(-get)?$/.test(words[0] ?? "")) {
       rest.push(seg);
       continue;
@@ -278,7 +321,11 @@ export function aptRunOf(cmd: string): { packages: string[]; rest?: string } | s
       return `RUN ${cmd}: apt package '${odd}' is not a plain package name (versions, globs and files are not read)`;
     packages.push(...pkgs);
   }
-  return rest.length > 0 ? { packages, rest: rest.join(" && ") } : { packages };
+  return {
+    packages,
+    ...(pip.length > 0 ? { pip } : {}),
+    ...(rest.length > 0 ? { rest: rest.join(" && ") } : {}),
+  };
 }
 
 function execFormToShell(args: string): string {
@@ -383,6 +430,25 @@ export function offlineUvVerifier(script: string): { script: string; notes: stri
     `tests/test.sh: the uv bootstrap is replaced by the profile's python3 -m pytest (offline)${pythonAsked ? `; uv asked for Python ${pythonAsked}, the profile's Python runs instead` : ""}`,
   ];
   return { script: out.join("\n"), notes };
+}
+
+/**
+ * `--ctrf <file>` / `--ctrf=<file>` (a report of the pytest-json-ctrf plugin, which the system's
+ * pytest lacks: pytest would refuse the option) dropped from the lines that run pytest. Pure.
+ */
+export function withoutCtrf(script: string): { script: string; notes: string[] } {
+  let changed = false;
+  const out = script.split("\n").map((line) => {
+    if (!/\bpytest\b/.test(line) || !/\s--ctrf(=|\s)/.test(line)) return line;
+    changed = true;
+    return line.replace(/\s--ctrf(=\S+|\s+\S+)/g, "");
+  });
+  return changed
+    ? {
+        script: out.join("\n"),
+        notes: ["tests/test.sh: pytest's --ctrf report option dropped (no pytest-json-ctrf plugin here)"],
+      }
+    : { script, notes: [] };
 }
 
 /** Where a task folder keeps what a Dockerfile copies outside WORKDIR (`container/<path>`). */

@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { aptRunOf, environmentOf, harborEvalCommand } from "../../src/tasks/harbor.js";
+import { aptRunOf, environmentOf, harborEvalCommand, withoutCtrf } from "../../src/tasks/harbor.js";
 import { composeProblem } from "../../src/tasks/harbor-compose.js";
 import { readHarborDir } from "../../src/tasks/harbor-dir.js";
 import {
@@ -75,7 +75,7 @@ describe("harbor-served", () => {
         "this machine's Debian 12.11 system",
       ),
     ).toBe(
-      "FROM ubuntu:24.04 served by this machine's Debian 12.11 system (/usr bound read-only, no image registry); apt-get install curl served by the Debian packages installed there (Ubuntu's archive is unreachable)",
+      "FROM ubuntu:24.04 served by this machine's Debian 12.11 system (the dev-base profile: /usr bound read-only, no image registry); apt-get install curl served by the Debian packages installed there (Ubuntu's archive is unreachable)",
     );
   });
 });
@@ -127,6 +127,12 @@ describe("oraclePatch (solve.sh run as Harbor's oracle)", () => {
       expect(patchProblem("diff --git a/l b/l\nnew file mode 120000\n", "/app")).toMatchObject({
         reason: /symbolic link/,
       });
+      expect(
+        patchProblem(
+          "diff --git a/bin/x b/bin/x\nnew file mode 100755\nindex 0..1\nGIT binary patch\nliteral 3\n",
+          "/app",
+        ),
+      ).toMatchObject({ reason: /binary file bin\/x .*cannot write/ });
       const slow = await oraclePatch({
         repo: { "a.txt": "a\n" },
         solution: { "solve.sh": "sleep 30" },
@@ -167,6 +173,17 @@ describe("readHarborDir with a script solve.sh", () => {
     expect(!entry.ok && `${entry.error.field}: ${entry.error.reason}`).toMatch(
       /^environment\/Dockerfile: ENTRYPOINT /,
     );
+  });
+});
+
+describe("withoutCtrf", () => {
+  it("drops pytest's ctrf report option, saying so, and leaves other lines alone", () => {
+    expect(withoutCtrf("pytest --ctrf /logs/verifier/ctrf.json /tests/t.py -rA\necho --ctrf x")).toEqual({
+      script: "pytest /tests/t.py -rA\necho --ctrf x",
+      notes: ["tests/test.sh: pytest's --ctrf report option dropped (no pytest-json-ctrf plugin here)"],
+    });
+    expect(withoutCtrf("pytest /tests/t.py --ctrf=/logs/c.json").script).toBe("pytest /tests/t.py");
+    expect(withoutCtrf("pytest -q").notes).toEqual([]);
   });
 });
 

@@ -239,6 +239,20 @@ describe("environmentOf", () => {
       install: ["go build ./..."],
       image: "golang:1.19",
       aptPackages: [],
+      pipPytest: [],
+    });
+    // the verifier's pytest pinned with pip is served by Debian's python3-pytest; `mkdir -p <WORKDIR>` has nothing to do
+    expect(
+      environmentOf(
+        "FROM python:3.13-slim\nRUN pip install --no-cache-dir pytest==8.4.1 pytest-json-ctrf==0.3.5\nRUN mkdir -p /app\nWORKDIR /app",
+      ),
+    ).toMatchObject({
+      pipPytest: ["pytest==8.4.1", "pytest-json-ctrf==0.3.5"],
+      install: [],
+      aptPackages: [],
+    });
+    expect(environmentOf("FROM python:3.13-slim\nRUN pip install pytest requests")).toMatchObject({
+      reason: /fetches over the network/,
     });
     // a COPY placed before the final WORKDIR is measured against it; a directory outside it is a mount
     expect(
