@@ -54,6 +54,8 @@ export async function forkWithWorker(o: {
     limits: { ...o.task.spec.limits, wallClockMs: 300_000 },
     agent: false,
     ...(o.readOnlyFiles ? { readOnlyFiles: o.readOnlyFiles } : {}),
+    // a task's workdir (an imported Harbor WORKDIR such as /app) is bound as rollout binds it
+    ...(o.task.spec.workdir ? { workspaceAlias: o.task.spec.workdir } : {}),
   });
   return {
     worker,

@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import type { RunConfig, WorkerImageProvenance } from "../run-format/schema.js";
 import type { WorkerSpec } from "../workers/types.js";
 import type { TaskRuntime } from "./wire-tasks.js";
@@ -23,6 +24,19 @@ export interface WorkerSpecBase {
 /** The `image` field of a spec: none for this machine's /usr. Pure. */
 export function imageSpecOf(image: WorkerImageProvenance): Pick<WorkerSpec, "image"> {
   return image === "host /usr" ? {} : { image: image.ref };
+}
+
+/**
+ * The container paths of a task's workers: the workspace alias (its workdir, a Harbor WORKDIR such
+ * as /app) and its read-only mounts (task-folder directories at container paths). Pure.
+ */
+export function aliasSpecOf(t: TaskRuntime): Pick<WorkerSpec, "workspaceAlias" | "containerMounts"> {
+  const spec = t.catalog?.spec;
+  const mounts = (spec?.mounts ?? []).map((m) => ({ hostPath: join(t.catalog!.dir, m.dir), path: m.at }));
+  return {
+    ...(spec?.workdir ? { workspaceAlias: spec.workdir } : {}),
+    ...(mounts.length > 0 ? { containerMounts: mounts } : {}),
+  };
 }
 
 /** A task's limits with a worker's wall clock. Pure. */
@@ -58,6 +72,7 @@ export function agentWorkerSpec(
     limits: workerLimitsOf(base.task, agentWorkerWallClockMs(limits.timeoutMs)),
     agent: true,
     ...imageSpecOf(base.image),
+    ...aliasSpecOf(base.task),
   };
 }
 
@@ -83,6 +98,7 @@ export function scoringWorkerSpec(
     ),
     agent: false,
     ...imageSpecOf(base.image),
+    ...aliasSpecOf(base.task),
     ...(readOnlyFiles ? { readOnlyFiles } : {}),
   };
 }

@@ -69,6 +69,7 @@ export async function loadTaskDir(dir: string): Promise<LoadedTask> {
     ["tests.patch", paths.testsPatch],
     ["tests.dir", paths.testsDir],
     ["source.dir", paths.sourceDir],
+    ...(spec.mounts ?? []).map((m, i): [string, string] => [`mounts[${i}].dir`, join(abs, m.dir)]),
   ];
   for (const [field, p] of named) {
     if (p === undefined) continue;

@@ -9,12 +9,17 @@ import {
   type HarborProblem,
   type HarborTaskToml,
   harborTaskSpec,
+  MOUNTS_DIR,
   offlineUvVerifier,
   parseTaskToml,
   patchOfSolveScript,
   rewriteTestScript,
   testFileProblem,
+  withoutCtrf,
 } from "./harbor.js";
+import { composeProblem } from "./harbor-compose.js";
+import { executableFiles, ORACLE_DEFAULT_TIMEOUT_MS, oraclePatch } from "./harbor-oracle.js";
+import { servedEnvironment } from "./harbor-served.js";
 import { commitTree } from "./materialize.js";
 import type { IntakeResult, IntakeTask } from "./swebench.js";
 import { taskIdOf } from "./swebench.js";
@@ -104,14 +109,23 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
   const { env } = head;
   const copied = await readWorkspace(dir, env);
   if (isProblem(copied)) return fail(copied);
+  const mounted = await readMounts(dir, env);
+  if (isProblem(mounted)) return fail(mounted);
   const tests = await readHarborTests(dir, env.workdir);
   if (isProblem(tests)) return fail(tests);
-  const solution = await readSolution(dir, head.all);
-  if (isProblem(solution)) return fail(solution);
   const { repo, note } = withEmptyWorkspace(copied, env.workdir);
-  const notes = [...tests.notes, ...(note === undefined ? [] : [note])];
+  const served = await servedEnvironment(env);
+  if (isProblem(served)) return fail(served);
+  const solution = await readSolution(dir, head, {
+    repo,
+    mounts: mounted.files,
+    mountAts: mounted.mounts.map((m) => m.at),
+  });
+  if (isProblem(solution)) return fail(solution);
+  const notes = [...tests.notes, served.note, ...(note === undefined ? [] : [note]), ...solution.notes];
   const files: Record<string, Buffer | string> = { "solution.patch": solution.patch, ...tests.hidden };
   for (const [p, c] of Object.entries(repo)) files[`repo/${p}`] = c;
+  Object.assign(files, mounted.files);
   const commit = await commitOf(repo);
   try {
     const { toml, instruction } = head;
@@ -123,6 +137,13 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
       testFiles: tests.testFiles,
       solution: solution.patch,
       commit,
+      mounts: mounted.mounts,
+      metadata: {
+        harbor_environment: served.note,
+        harbor_solution: solution.source,
+        harbor_image: env.image,
+        ...(env.aptPackages.length > 0 ? { harbor_apt: env.aptPackages.join(" ") } : {}),
+      },
     });
     const task: IntakeTask = {
       spec,
@@ -146,6 +167,10 @@ async function readHarborHead(dir: string): Promise<HarborHead | HarborProblem> 
   const toml = parseTaskToml(tomlText);
   if (isProblem(toml)) return toml;
   const layout = layoutProblem(toml, all);
+  if (layout?.field.startsWith("environment/")) {
+    const text = await readRegular(join(dir, layout.field), layout.field);
+    return typeof text === "string" ? composeProblem(layout.field, text) : (text ?? layout);
+  }
   if (layout) return layout;
   const instruction = await readRegular(join(dir, "instruction.md"), "instruction.md");
   if (typeof instruction !== "string" || instruction.trim() === "")
@@ -172,8 +197,35 @@ export function missingDockerfile(image: string | undefined): HarborProblem {
 
 /** The workspace: what the Dockerfile's COPY lines put under WORKDIR (path → content). */
 async function readWorkspace(dir: string, env: Environment): Promise<Record<string, Buffer> | HarborProblem> {
+  return await readCopies(dir, env.copies);
+}
+
+/** The task-folder directory a container path's files are kept in. Pure. */
+export const mountDirOf = (at: string) => `${MOUNTS_DIR}${at}`;
+
+/** What the Dockerfile copies outside WORKDIR: files under `container/<path>/` and the mounts showing them. */
+async function readMounts(
+  dir: string,
+  env: Environment,
+): Promise<{ files: Record<string, Buffer>; mounts: { dir: string; at: string }[] } | HarborProblem> {
+  const files: Record<string, Buffer> = {};
+  const mounts = new Map<string, { dir: string; at: string }>();
+  for (const m of env.mounts) {
+    const copied = await readCopies(dir, [{ from: m.from, to: ".", intoDir: true }]);
+    if (isProblem(copied)) return copied;
+    for (const [p, c] of Object.entries(copied)) files[posix.join(mountDirOf(m.at), p)] = c;
+    mounts.set(m.at, { dir: mountDirOf(m.at), at: m.at });
+  }
+  return { files, mounts: [...mounts.values()] };
+}
+
+/** The files `copies` take from environment/ (workspace-relative path → content). */
+async function readCopies(
+  dir: string,
+  copies: Environment["copies"],
+): Promise<Record<string, Buffer> | HarborProblem> {
   const repo: Record<string, Buffer> = {};
-  for (const c of env.copies) {
+  for (const c of copies) {
     const field = `environment/${c.from}`;
     const src = join(dir, "environment", c.from);
     const st = await lstat(src).catch(() => undefined);
@@ -197,8 +249,6 @@ async function readHarborTests(dir: string, workdir: string): Promise<HarborTest
   const testFiles = await regularFiles(testsDir, "tests");
   if (isProblem(testFiles)) return testFiles;
   if (!testFiles.includes("test.sh")) return { field: "tests/test.sh", reason: "missing" };
-  const rewardProblem = await rewardFileProblem(testsDir, testFiles);
-  if (rewardProblem) return rewardProblem;
   const hidden: Record<string, Buffer | string> = {};
   const notes: string[] = [];
   for (const f of testFiles) {
@@ -211,7 +261,7 @@ async function readHarborTests(dir: string, workdir: string): Promise<HarborTest
       hidden[target] = script.script;
       continue;
     }
-    const problem = content.includes(0) ? undefined : testFileProblem(f, content.toString("utf8"), workdir);
+    const problem = content.includes(0) ? undefined : testFileProblem(f, content.toString("utf8"));
     if (problem) return { field: `tests/${f}`, reason: problem };
     hidden[target] = content;
   }
@@ -240,25 +290,64 @@ export function verifierScript(
       field: "tests/test.sh",
       reason: `runs '${net[0].trim()}', which fetches over the network (the sandbox is offline): the tests must run with the profile's tools`,
     };
-  return { script: rewriteTestScript(offline.script, workdir), notes: offline.notes };
+  const plain = withoutCtrf(offline.script);
+  return { script: rewriteTestScript(plain.script, workdir), notes: [...offline.notes, ...plain.notes] };
 }
 
-/** The reference solution: a patch in solve.sh, or solution/*.patch. */
-async function readSolution(dir: string, all: readonly string[]): Promise<{ patch: string } | HarborProblem> {
+/** The reference solution and how it was had (a patch in solve.sh or solution/*.patch, else solve.sh run as Harbor's oracle). */
+interface Solution {
+  readonly patch: string;
+  readonly source: string;
+  readonly notes: readonly string[];
+}
+
+/** The reference solution: a patch in solve.sh, or solution/*.patch, else what solve.sh changes when run in the task's environment. */
+async function readSolution(
+  dir: string,
+  head: HarborHead,
+  env: {
+    repo: Readonly<Record<string, Buffer>>;
+    mounts: Readonly<Record<string, Buffer>>;
+    mountAts: readonly string[];
+  },
+): Promise<Solution | HarborProblem> {
   const solve = await readRegular(join(dir, "solution/solve.sh"), "solution/solve.sh");
   if (typeof solve === "object") return solve;
-  let solution = solve === undefined ? undefined : patchOfSolveScript(solve);
-  if (solution === undefined) {
-    const patchFile = all.find((f) => /^solution\/[^/]+\.(patch|diff)$/.test(f));
-    if (patchFile) solution = await readFile(join(dir, patchFile), "utf8");
-  }
-  if (solution === undefined)
+  const inScript = solve === undefined ? undefined : patchOfSolveScript(solve);
+  if (inScript !== undefined)
+    return { patch: inScript, source: "the patch inside solution/solve.sh", notes: [] };
+  const patchFile = head.all.find((f) => /^solution\/[^/]+\.(patch|diff)$/.test(f));
+  if (patchFile) return { patch: await readFile(join(dir, patchFile), "utf8"), source: patchFile, notes: [] };
+  if (solve === undefined)
+    return { field: "solution", reason: "missing: give solution/solve.sh (or solution/*.patch)" };
+  if (head.env.workdir === "/")
     return {
-      field: solve === undefined ? "solution" : "solution/solve.sh",
+      field: "solution/solve.sh",
       reason:
-        "holds no patch: flakegym's gold policy replays the reference solution as a patch (a `git apply` heredoc in solve.sh, or solution/*.patch); running solve.sh itself is not supported",
+        "would run with WORKDIR /, where the workspace cannot be bound: give the Dockerfile a WORKDIR (e.g. /app)",
     };
-  return { patch: solution };
+  const solutionFiles: Record<string, Buffer> = {};
+  for (const f of head.all.filter((x) => x.startsWith("solution/")))
+    solutionFiles[f.slice("solution/".length)] = await readFile(join(dir, f));
+  const timeoutMs = Math.round((head.toml.agent.timeout_sec ?? ORACLE_DEFAULT_TIMEOUT_MS / 1000) * 1000);
+  const r = await oraclePatch({
+    repo: env.repo,
+    solution: solutionFiles,
+    mounts: env.mounts,
+    mountAts: env.mountAts,
+    workdir: head.env.workdir,
+    timeoutMs,
+  });
+  if (isProblem(r)) return r;
+  const source = `solution/solve.sh run as Harbor's oracle (bash, cwd ${head.env.workdir}, no network); its diff of the workspace`;
+  const modes = executableFiles(r.patch);
+  const modeNote =
+    modes.length > 0
+      ? [
+          `the reference makes ${modes.join(", ")} executable, which the gold policy's file edits (Cline's write_to_file) do not replay`,
+        ]
+      : [];
+  return { patch: r.patch, source, notes: [`reference solution: ${source}`, ...modeNote] };
 }
 
 /**
@@ -289,10 +378,12 @@ export function layoutProblem(
   files: readonly string[],
 ): HarborProblem | undefined {
   if (Array.isArray(toml.steps) || files.some((f) => f.startsWith("steps/"))) {
+    const names = Array.isArray(toml.steps)
+      ? toml.steps.map((st) => (st && typeof st === "object" && "name" in st ? String(st.name) : "?"))
+      : [];
     return {
       field: Array.isArray(toml.steps) ? "task.toml: steps" : "steps/",
-      reason:
-        "uses Harbor's multi-step layout (one instruction and verifier per step), which flakegym does not import: only single-step tasks (instruction.md, tests/test.sh) are supported",
+      reason: `uses Harbor's multi-step layout (one instruction and verifier per step${names.length > 0 ? `: ${names.join(", ")}` : ""}), which flakegym does not import: a trajectory here has one prompt and is scored once at its end, so the per-step prompts and verifiers would be lost; only single-step tasks (instruction.md, tests/test.sh) are supported`,
     };
   }
   const compose = files.find((f) => /^environment\/(docker-)?compose\.ya?ml$/.test(f));
@@ -304,30 +395,6 @@ export function layoutProblem(
     };
   }
   return undefined;
-}
-
-/**
- * Why the verifier's reward cannot be read, or undefined: flakegym reads `/logs/verifier/reward.txt`
- * (one number); a verifier that writes only `reward.json` (several named rewards) is refused.
- */
-async function rewardFileProblem(
-  testsDir: string,
-  testFiles: readonly string[],
-): Promise<HarborProblem | undefined> {
-  let txt = false;
-  let json = false;
-  for (const f of testFiles) {
-    const text = (await readFile(join(testsDir, f))).toString("utf8");
-    txt ||= text.includes("reward.txt");
-    json ||= text.includes("reward.json");
-  }
-  return json && !txt
-    ? {
-        field: "tests/test.sh",
-        reason:
-          "the verifier writes /logs/verifier/reward.json only; flakegym reads one reward from reward.txt (write the 0/1 reward there too)",
-      }
-    : undefined;
 }
 
 /** The commit id `files` materialize to (catalog identity), as materializeSource will check it. */

@@ -2,7 +2,7 @@ import type { ProfileId } from "@flakegym/profiles";
 import { parse as parseToml } from "smol-toml";
 import { match } from "ts-pattern";
 import { z } from "zod";
-import { type Difficulty, TaskSpec } from "./task-spec.js";
+import { type Difficulty, shellQuote, TaskSpec, workdirProblem } from "./task-spec.js";
 
 /**
  * Harbor (Terminal-Bench 2) task directories ↔ flakegym tasks. A Harbor task is `task.toml`,
@@ -10,10 +10,13 @@ import { type Difficulty, TaskSpec } from "./task-spec.js";
  * reward to /logs/verifier/reward.txt) and `solution/solve.sh`. Pure: harbor-dir.ts reads and
  * writes the folders.
  *
- * Reading maps the environment to a flakegym profile: the base image names the toolchain, COPY
- * lines give the workspace files, RUN lines become offline install commands. A task is rejected,
- * with the reason, when it needs what the offline sandbox cannot give (network installs, other
- * images, ADD, ENV, absolute container paths inside test files) or its solution is not a patch.
+ * Reading maps the environment to a flakegym profile: the base image names the toolchain (served
+ * here by this machine's system: harbor-served.ts), `apt-get install` lines name packages that system
+ * must hold, COPY lines give the workspace files (under the final WORKDIR, which becomes the task's
+ * `workdir`) and read-only mounts (directories elsewhere), other RUN lines become offline install
+ * commands. solve.sh is the reference solution (harbor-oracle.ts runs a script one). A task is
+ * rejected, with the reason, when it needs what the offline sandbox cannot give (network installs,
+ * other images, ADD, ENV, ENTRYPOINT, /tests or /logs paths inside test files).
  */
 
 /** The parts of task.toml flakegym reads; other keys are allowed (Harbor adds fields over time). */
@@ -100,8 +103,16 @@ export interface Environment {
   readonly workdir: string;
   /** Files or directories of environment/ and where they go, relative to the workspace. */
   readonly copies: readonly { readonly from: string; readonly to: string; readonly intoDir: boolean }[];
+  /** Files or directories of environment/ copied into a directory outside WORKDIR: shown read-only at `at`. */
+  readonly mounts: readonly { readonly from: string; readonly at: string }[];
   /** RUN commands, run offline in the snapshot as install commands. */
   readonly install: readonly string[];
+  /** The FROM image as written (recorded with what serves it here). */
+  readonly image: string;
+  /** Debian/Ubuntu packages the RUN lines `apt-get install`: served by the system the sandbox binds (checked at import). */
+  readonly aptPackages: readonly string[];
+  /** pytest (and its ctrf plugin) as RUN lines `pip install` them: served by Debian's python3-pytest. */
+  readonly pipPytest: readonly string[];
 }
 
 /** Dockerfile instructions, continuation lines joined and comments dropped. Pure. */
@@ -139,15 +150,19 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
   const field = "environment/Dockerfile";
   let profile: ProfileId | undefined;
   let workdir = "/";
-  const copies: { from: string; to: string; intoDir: boolean }[] = [];
+  let image = "";
+  const pending: { from: string; abs: string; intoDir: boolean; line: string }[] = [];
   const install: string[] = [];
+  const aptPackages: string[] = [];
+  const pipPytest: string[] = [];
   for (const { op, args } of dockerInstructions(dockerfile)) {
     const problem = match(op)
       .with("FROM", () => {
         if (profile !== undefined) return "has several FROM lines (multi-stage builds are not supported)";
         // options (`--platform=linux/amd64`) come before the image; `AS name` after it
-        const image = args.split(/\s+/).find((w) => !w.startsWith("--"));
-        if (image === undefined) return `FROM ${args}: names no image`;
+        const named = args.split(/\s+/).find((w) => !w.startsWith("--"));
+        if (named === undefined) return `FROM ${args}: names no image`;
+        image = named;
         profile = profileOfImage(image);
         return profile === undefined
           ? `base image '${image}' has no flakegym profile (python, node, rust, golang, gcc, debian/ubuntu images map to one)`
@@ -164,41 +179,153 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
         if (parts.length < 2 || args.startsWith("["))
           return `COPY ${args}: give sources and a destination (not the JSON form)`;
         const dest = parts.at(-1)!;
-        const to = underWorkdir(dest, workdir);
-        const intoDir = dest.endsWith("/") || dest === "." || parts.length > 2 || to === ".";
-        if (to === undefined) return `COPY ${args}: the destination lies outside WORKDIR ${workdir}`;
+        // the container path, placed relative to the final WORKDIR (the workspace) once all lines are read
+        const abs = dest.startsWith("/") ? normalize(dest) : normalize(`${workdir}/${dest}`);
+        const intoDir = dest.endsWith("/") || dest === "." || parts.length > 2;
         for (const from of parts.slice(0, -1)) {
           if (from.startsWith("/") || from.split("/").includes("..") || /[*?[]/.test(from))
             return `COPY ${args}: source '${from}' must be a plain path inside environment/`;
-          copies.push({ from: normalize(from), to, intoDir });
+          pending.push({ from: normalize(from), abs, intoDir, line: `COPY ${args}` });
         }
         return undefined;
       })
       .with("RUN", () => {
-        if (NETWORK_COMMAND.test(args))
+        const shell = args.startsWith("[") ? execFormToShell(args) : args;
+        const apt = aptRunOf(shell);
+        if (typeof apt === "string") return apt;
+        aptPackages.push(...apt.packages);
+        pipPytest.push(...(apt.pip ?? []));
+        if (apt.rest === undefined) return undefined;
+        if (NETWORK_COMMAND.test(apt.rest))
           return `RUN ${args}: fetches over the network (the sandbox is offline); put what it installs into the profile or the environment's files`;
-        install.push(args.startsWith("[") ? execFormToShell(args) : args);
+        install.push(apt.rest);
         return undefined;
       })
       .with("ADD", () => "ADD is not supported (it fetches URLs and unpacks archives): use COPY")
       .with("ENV", () => `ENV ${args}: flakegym tasks have no environment variables of their own`)
       .with(
-        "CMD",
         "ENTRYPOINT",
-        "LABEL",
-        "EXPOSE",
-        "USER",
-        "ARG",
-        "SHELL",
-        "STOPSIGNAL",
-        "HEALTHCHECK",
-        () => undefined,
+        () =>
+          `ENTRYPOINT ${args}: runs at container start (services, /etc edits); flakegym starts no entrypoint, so the task's environment would be missing what it sets up`,
       )
+      .with("CMD", "LABEL", "EXPOSE", "USER", "ARG", "SHELL", "STOPSIGNAL", "HEALTHCHECK", () => undefined)
       .otherwise(() => `instruction ${op} is not supported`);
     if (problem) return { field, reason: problem };
   }
   if (profile === undefined) return { field, reason: "has no FROM line" };
-  return { profile, workdir, copies, install };
+  const wdProblem = workdir === "/" ? undefined : workdirProblem(workdir);
+  if (wdProblem) return { field, reason: `WORKDIR ${wdProblem}` };
+  const copies: { from: string; to: string; intoDir: boolean }[] = [];
+  const mounts: { from: string; at: string }[] = [];
+  for (const c of pending) {
+    const to = underWorkdir(c.abs, workdir);
+    if (to !== undefined) {
+      copies.push({ from: c.from, to, intoDir: c.intoDir || to === "." });
+      continue;
+    }
+    const outside = mountProblem(c.abs, c.intoDir);
+    if (outside) return { field, reason: `${c.line}: ${outside}` };
+    mounts.push({ from: c.from, at: c.abs });
+  }
+  return {
+    profile,
+    workdir,
+    copies,
+    mounts,
+    install: install.filter((c) => !madeByWorkdir(c, workdir)),
+    image,
+    aptPackages: [...new Set(aptPackages)],
+    pipPytest: [...new Set(pipPytest)],
+  };
+}
+
+/** `mkdir -p <WORKDIR>` (or a directory under it): the WORKDIR exists in the sandbox, so the line has nothing to do. Pure. */
+function madeByWorkdir(cmd: string, workdir: string): boolean {
+  const m = /^mkdir\s+-p\s+(\/[^\s;&|]*)$/.exec(cmd.trim());
+  return m !== null && workdir !== "/" && (normalize(m[1]!) === workdir || m[1]!.startsWith(`${workdir}/`));
+}
+
+/**
+ * Why a COPY outside WORKDIR cannot be shown read-only at its container path, or undefined: only a
+ * directory destination outside the system's own paths can (a file would hide its whole parent). Pure.
+ */
+export function mountProblem(abs: string, intoDir: boolean): string | undefined {
+  const where = `the destination ${abs} lies outside WORKDIR`;
+  if (!intoDir)
+    return `${where} and is a file: flakegym shows files outside the workspace only as whole directories (end the destination with /)`;
+  const why = workdirProblem(abs);
+  return why ? `${where}, and ${why}: flakegym binds this machine's system there` : undefined;
+}
+
+/**
+ * The Debian packages that serve a `pip install` of pytest alone (`pytest==8.4.1`,
+ * `pytest-json-ctrf`, the tasks' usual verifier tools): Debian's python3-pytest, whose version
+ * differs from the pin; undefined for any other command or package. Pure.
+ */
+export function pytestPipInstall(words: readonly string[]): string[] | undefined {
+  // returns the pins; the serving package is PYTEST_DEBIAN_PACKAGE
+  const i = words[0] === "python3" && words[1] === "-m" ? 2 : 0;
+  if (!/^pip3?$/.test(words[i] ?? "") || words[i + 1] !== "install") return undefined;
+  const pkgs = words.slice(i + 2).filter((w) => !w.startsWith("-"));
+  if (pkgs.length === 0 || !pkgs.every((p) => PYTEST_PACKAGES.test(p.replace(/^['"]|['"]$/g, ""))))
+    return undefined;
+  return pkgs.map((p) => p.replace(/^['"]|['"]$/g, ""));
+}
+
+/** The Debian package that serves a pip-installed pytest. */
+export const PYTEST_DEBIAN_PACKAGE = "python3-pytest";
+
+/** A shell command list split on `&&` and `;` (no quoting inside the separators is assumed). */
+const segmentsOf = (cmd: string) =>
+  cmd
+    .split(/&&|;/)
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+
+/**
+ * A RUN line's apt part: `apt-get update`, `apt-get install [opts] <pkgs>` and the apt lists'
+ * `rm -rf /var/lib/apt/lists/*` are taken out (the packages are served by the sandbox's system, checked
+ * at import); what is left (`rest`) runs as an install command. A line mixing apt with `||`, pipes
+ * or other apt verbs is refused by name. Pure.
+ */
+export function aptRunOf(cmd: string): { packages: string[]; pip?: string[]; rest?: string } | string {
+  if (!/\bapt(-get)?\b|\bpip3?\b/.test(cmd)) return { packages: [], rest: cmd };
+  if (/\|\||\|/.test(cmd))
+    return `RUN ${cmd}: apt-get combined with pipes or || is not read; split it into plain && steps`;
+  const packages: string[] = [];
+  const pip: string[] = [];
+  const rest: string[] = [];
+  for (const seg of segmentsOf(cmd)) {
+    const words = seg.split(/\s+/).filter((w) => !/^[A-Z_]+=/.test(w));
+    if (
+      words[0] === "rm" &&
+      words.slice(1).every((w) => w.startsWith("-") || w.startsWith("/var/lib/apt/lists"))
+    )
+      continue;
+    const pytestOnly = pytestPipInstall(words);
+    if (pytestOnly) {
+      pip.push(...pytestOnly);
+      continue;
+    }
+    if (!/^apt(-get)?$/.test(words[0] ?? "")) {
+      rest.push(seg);
+      continue;
+    }
+    const verb = words.slice(1).find((w) => !w.startsWith("-"));
+    if (verb === "update" || verb === "clean") continue;
+    if (verb !== "install")
+      return `RUN ${cmd}: 'apt-get ${verb ?? ""}' is not read (only update, install, clean)`;
+    const pkgs = words.slice(words.indexOf("install") + 1).filter((w) => !w.startsWith("-"));
+    const odd = pkgs.find((p) => !/^[a-z0-9][a-z0-9+.-]*$/.test(p));
+    if (odd)
+      return `RUN ${cmd}: apt package '${odd}' is not a plain package name (versions, globs and files are not read)`;
+    packages.push(...pkgs);
+  }
+  return {
+    packages,
+    ...(pip.length > 0 ? { pip } : {}),
+    ...(rest.length > 0 ? { rest: rest.join(" && ") } : {}),
+  };
 }
 
 function execFormToShell(args: string): string {
@@ -305,6 +432,28 @@ export function offlineUvVerifier(script: string): { script: string; notes: stri
   return { script: out.join("\n"), notes };
 }
 
+/**
+ * `--ctrf <file>` / `--ctrf=<file>` (a report of the pytest-json-ctrf plugin, which the system's
+ * pytest lacks: pytest would refuse the option) dropped from the lines that run pytest. Pure.
+ */
+export function withoutCtrf(script: string): { script: string; notes: string[] } {
+  let changed = false;
+  const out = script.split("\n").map((line) => {
+    if (!/\bpytest\b/.test(line) || !/\s--ctrf(=|\s)/.test(line)) return line;
+    changed = true;
+    return line.replace(/\s--ctrf(=\S+|\s+\S+)/g, "");
+  });
+  return changed
+    ? {
+        script: out.join("\n"),
+        notes: ["tests/test.sh: pytest's --ctrf report option dropped (no pytest-json-ctrf plugin here)"],
+      }
+    : { script, notes: [] };
+}
+
+/** Where a task folder keeps what a Dockerfile copies outside WORKDIR (`container/<path>`). */
+export const MOUNTS_DIR = "container";
+
 /** Container paths test.sh names, rewritten to the workspace's hidden `.harbor/` directory. */
 export const HARBOR_DIR = ".harbor";
 
@@ -323,21 +472,37 @@ export function rewriteTestScript(script: string, workdir: string): string {
 }
 
 /** Why a test file other than test.sh cannot run in the workspace (absolute container paths), or undefined. */
-export function testFileProblem(path: string, text: string, workdir: string): string | undefined {
-  const paths = ["/tests/", "/logs/", ...(normalize(workdir) === "/" ? [] : [`${normalize(workdir)}/`])];
+export function testFileProblem(path: string, text: string): string | undefined {
+  // the WORKDIR is bound at its own path (TaskSpec.workdir), so only Harbor's own mounts are missing
+  const paths = ["/tests/", "/logs/"];
   const hit = paths.find((p) => new RegExp(`(^|[\\s"'(=,\\[])${p.replaceAll("/", "\\/")}`, "m").test(text));
   return hit
     ? `tests/${path} names the container path '${hit}', which does not exist in flakegym's workspace (only test.sh is rewritten)`
     : undefined;
 }
 
-/** The eval command of an imported Harbor task: a fresh log dir, test.sh, reward.txt = 1. */
-export function harborEvalCommand(): string {
+/**
+ * Judges a verifier's reward.json (run by python3 inside the sandbox when there is no reward.txt;
+ * argv[1] the file): every key is printed (kept whole in the log) and each must be a number ≥ 1.
+ */
+const REWARD_JSON_JUDGE = [
+  "import json,sys",
+  "r=json.load(open(sys.argv[1]))",
+  "print('harbor reward.json:',json.dumps(r,sort_keys=True))",
+  "ok=isinstance(r,dict) and len(r)>0 and all(type(v) in (int,float) and v>=1 for v in r.values())",
+  "sys.exit(0 if ok else 1)",
+].join("\n");
+
+/** The eval command of an imported Harbor task: a fresh log dir, test.sh, then reward.txt = 1 or every reward.json key ≥ 1. */
+export function harborEvalCommand(verifierTimeoutSec?: number): string {
+  // task.toml's verifier.timeout_sec cuts test.sh short as Harbor does (then no reward: 0)
+  const limit = verifierTimeoutSec ? `timeout -k 10 ${Math.ceil(verifierTimeoutSec)} ` : "";
   return [
     `export HARBOR_ROOT="$PWD/${HARBOR_DIR}" HARBOR_WORKSPACE="$PWD"`,
     `rm -rf "$HARBOR_ROOT/logs" && mkdir -p "$HARBOR_ROOT/logs/verifier"`,
-    `bash "$HARBOR_ROOT/tests/test.sh" </dev/null`,
-    `[ "$(cat "$HARBOR_ROOT/logs/verifier/reward.txt" 2>/dev/null | tr -d '[:space:]')" = 1 ]`,
+    `${limit}bash "$HARBOR_ROOT/tests/test.sh" </dev/null`,
+    `V="$HARBOR_ROOT/logs/verifier"`,
+    `if [ -f "$V/reward.txt" ]; then [ "$(tr -d '[:space:]' < "$V/reward.txt")" = 1 ]; else [ -f "$V/reward.json" ] && python3 -c ${shellQuote(REWARD_JSON_JUDGE)} "$V/reward.json"; fi`,
   ].join("; ");
 }
 
@@ -357,6 +522,10 @@ export interface HarborParts {
   readonly testFiles: readonly string[];
   readonly solution: string;
   readonly commit: string;
+  /** Task-folder directories shown read-only at container paths. */
+  readonly mounts?: readonly { readonly dir: string; readonly at: string }[];
+  /** Provenance: what served the environment here, how the reference solution was had. */
+  readonly metadata?: Readonly<Record<string, string>>;
 }
 
 /** The TaskSpec of an imported Harbor task (its files: repo/, hidden/.harbor/tests/, solution.patch). Pure. */
@@ -377,9 +546,15 @@ export function harborTaskSpec(p: HarborParts): TaskSpec {
     ...(difficulty ? { difficulty } : {}),
     source: { kind: "local", dir: "repo", commit: p.commit },
     install: [...p.env.install],
-    tests: { dir: "hidden", run: { kind: "eval_cmd", command: harborEvalCommand() } },
+    tests: {
+      dir: "hidden",
+      run: { kind: "eval_cmd", command: harborEvalCommand(p.toml.verifier.timeout_sec) },
+    },
     solution: "solution.patch",
     protected: [`${HARBOR_DIR}/`],
+    ...(normalize(p.env.workdir) === "/" ? {} : { workdir: normalize(p.env.workdir) }),
+    ...(p.mounts && p.mounts.length > 0 ? { mounts: p.mounts.map((m) => ({ ...m })) } : {}),
+    ...(p.metadata && Object.keys(p.metadata).length > 0 ? { metadata: { ...p.metadata } } : {}),
     limits: {
       ...limits,
       ...(p.toml.environment.memory_mb ? { memoryMb: p.toml.environment.memory_mb } : {}),

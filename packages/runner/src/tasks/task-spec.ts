@@ -179,6 +179,55 @@ export const TaskLimits = z
   .strict();
 export type TaskLimits = z.infer<typeof TaskLimits>;
 
+/** Sandbox paths a task's workdir may not take: the system's, and the sandbox's own. */
+export const RESERVED_WORKDIRS = [
+  "/",
+  "/bin",
+  "/boot",
+  "/deps",
+  "/dev",
+  "/etc",
+  "/lib",
+  "/lib64",
+  "/nix",
+  "/proc",
+  "/root",
+  "/run",
+  "/sandbox-home",
+  "/sbin",
+  "/sys",
+  "/tmp",
+  "/usr",
+  "/var",
+  "/workspace",
+] as const;
+
+/** Why `p` cannot be a task's workdir, or undefined. Pure. */
+export function workdirProblem(p: string): string | undefined {
+  if (!/^\/[A-Za-z0-9._/-]+$/.test(p) || p.split("/").some((s) => s === "." || s === ".."))
+    return `'${p}' must be an absolute path of plain segments (letters, digits, . _ -)`;
+  if (p.endsWith("/") || p.includes("//")) return `'${p}' must be normalized (no trailing or double /)`;
+  const hit = RESERVED_WORKDIRS.find((r) => p === r || (r !== "/" && p.startsWith(`${r}/`)));
+  return hit ? `'${p}' lies in the sandbox's own ${hit}: pick another path (e.g. /app)` : undefined;
+}
+
+export const ContainerWorkdir = z.string().superRefine((p, ctx) => {
+  const why = workdirProblem(p);
+  if (why) ctx.addIssue({ code: "custom", message: why });
+});
+
+/** A directory of the task folder shown read-only at a container path. */
+export const ContainerMount = z
+  .object({
+    dir: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/)
+      .refine((d) => !d.split("/").includes(".."), "must stay inside the task folder")
+      .describe("directory inside the task folder"),
+    at: ContainerWorkdir.describe("the container path it is shown at, read-only"),
+  })
+  .strict();
+
 export const Difficulty = z
   .enum(["easy", "medium", "hard"])
   .describe("easy: a one-line fix; medium: a fix across a function or two; hard: a multi-file feature");
@@ -225,6 +274,15 @@ export const TaskSpec = z
         "protected paths (patterns) the task legitimately asks the agent to edit, e.g. a dependency bump",
       ),
     limits: TaskLimits.default(TaskLimits.parse({})),
+    mounts: z
+      .array(ContainerMount)
+      .optional()
+      .describe(
+        "directories of the task folder shown read-only at container paths (a Harbor Dockerfile's COPY outside WORKDIR, e.g. skills/ at /skills)",
+      ),
+    workdir: ContainerWorkdir.optional().describe(
+      "a container path where the agent and the verifier also see the workspace (a Harbor task's WORKDIR, e.g. /app); the workspace stays at /workspace too",
+    ),
     metadata: z
       .record(z.string(), z.string())
       .optional()

@@ -52,6 +52,13 @@ export interface WorkerSpec {
    * backend declares {@link BackendCapabilities.bindsHiddenReadOnly}; others ignore it.
    */
   readonly readOnlyFiles?: readonly { readonly hostPath: string; readonly path: string }[];
+  /**
+   * A second sandbox path the workspace is bound at, writable (a Harbor task's WORKDIR such as
+   * /app), with the read-only files bound there too; the workspace stays at /workspace.
+   */
+  readonly workspaceAlias?: string;
+  /** Host directories shown read-only at container paths (a task's `mounts`, e.g. Harbor's /skills). */
+  readonly containerMounts?: readonly { readonly hostPath: string; readonly path: string }[];
 }
 
 export interface ExecResult {

@@ -34,6 +34,33 @@ const base = (over: Partial<WorkerSpecBase> = {}): WorkerSpecBase => ({
 const limits = { maxTurns: 30, timeoutMs: 600_000, testTimeoutMs: 120_000 };
 
 describe("worker specs", () => {
+  it("carry a catalog task's workdir as the workspace alias and its mounts under the task folder", async () => {
+    const { TaskSpec } = await import("../../src/tasks/task-spec.js");
+    const spec = TaskSpec.parse({
+      id: "t",
+      summary: "s",
+      prompt: "p",
+      profile: "dev-base",
+      source: { kind: "local", dir: "repo", commit: "0".repeat(40) },
+      tests: { dir: "hidden", run: { kind: "eval_cmd", command: "true" } },
+      solution: "solution.patch",
+      workdir: "/app",
+      mounts: [{ dir: "container/skills", at: "/skills" }],
+    });
+    const t: TaskRuntime = {
+      ...task,
+      catalog: { spec, dir: "/cat/t", paths: { solution: "/cat/t/solution.patch" } },
+    };
+    const s = scoringWorkerSpec(base({ task: t }), "t-0", { limits, testRepeat: 1 }, undefined);
+    expect(s.workspaceAlias).toBe("/app");
+    expect(s.containerMounts).toEqual([{ hostPath: "/cat/t/container/skills", path: "/skills" }]);
+    expect(agentWorkerSpec(base({ task: t }), "t-0", limits, { socketPath: "g.sock" }).workspaceAlias).toBe(
+      "/app",
+    );
+    expect(() => TaskSpec.shape.workdir.parse("/usr/app")).toThrow(/sandbox's own \/usr/);
+    expect(() => TaskSpec.shape.workdir.parse("/app/../etc")).toThrow(/plain segments/);
+  });
+
   it("carry the task's limits with the worker's wall clock", () => {
     expect(workerLimitsOf(task, 5)).toEqual({ ...task.limits, wallClockMs: 5 });
   });

@@ -37,6 +37,7 @@ export function workerBindsOf(spec: WorkerSpec, dirs: { config: string; sock: st
   }
   if (spec.gateway.socketPath) binds.push({ src: spec.gateway.socketPath, dest: SANDBOX_GATEWAY_SOCKET });
   binds.push(...hostBindsOf(spec));
+  for (const m of spec.containerMounts ?? []) binds.push({ src: m.hostPath, dest: m.path });
   return binds;
 }
 
@@ -58,6 +59,23 @@ export function readOnlyBindsOf(spec: WorkerSpec, relative: (path: string) => st
     src: f.hostPath,
     dest: `${SANDBOX_PATHS.workspace}/${relative(f.path)}`,
   }));
+}
+
+/**
+ * The workspace bound again at the spec's alias (a task's workdir such as /app), writable, with the
+ * read-only files over it there too — else code under test could write them through the alias. Pure.
+ */
+export function aliasBindsOf(
+  spec: WorkerSpec,
+  workspace: string,
+  relative: (path: string) => string,
+): Bind[] {
+  const alias = spec.workspaceAlias;
+  if (alias === undefined) return [];
+  return [
+    { src: workspace, dest: alias, rw: true },
+    ...(spec.readOnlyFiles ?? []).map((f) => ({ src: f.hostPath, dest: `${alias}/${relative(f.path)}` })),
+  ];
 }
 
 /** What one watchdog tick saw. */

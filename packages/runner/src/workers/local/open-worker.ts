@@ -7,7 +7,14 @@ import { type BoundedDirs, fsEnforcesQuota, makeBoundedDirs, removeWorkerDir } f
 import { collectHostArtifacts } from "../host-artifacts.js";
 import { workspaceRelative } from "../read-only-files.js";
 import type { Worker, WorkerExit, WorkerSpec } from "../types.js";
-import { bootLimitsOf, policyBaseUrlOf, readOnlyBindsOf, workerBindsOf, workerIdOf } from "./decisions.js";
+import {
+  aliasBindsOf,
+  bootLimitsOf,
+  policyBaseUrlOf,
+  readOnlyBindsOf,
+  workerBindsOf,
+  workerIdOf,
+} from "./decisions.js";
 import { cpuSecondsOf, execInWorker } from "./exec.js";
 import { adoptFork, makeSlot, releaseSlot, type Slot } from "./pool-slot.js";
 import { bwrapMissingError, findBwrap, type PreparedShape, prepareShape } from "./shape.js";
@@ -65,7 +72,10 @@ function prepareWorkerShape(
     limits: bootLimitsOf(spec.limits, slot !== undefined),
     network: "none",
     binds: workerBindsOf(spec, dirs),
-    workspaceBinds: readOnlyBindsOf(spec, workspaceRelative),
+    workspaceBinds: [
+      ...readOnlyBindsOf(spec, workspaceRelative),
+      ...aliasBindsOf(spec, slot?.workspace ?? spec.workspace, workspaceRelative),
+    ],
     ...(spec.env ? { env: spec.env } : {}),
     persistentHome: true,
     ...(dirs.bounded ? { tmpDir: dirs.tmp } : {}),

@@ -128,6 +128,13 @@ export function podmanRunArgs(
   if (spec.depsDir) a.push("--volume", `${spec.depsDir}:${SANDBOX_PATHS.deps}:rw`);
   for (const f of spec.readOnlyFiles ?? [])
     a.push("--volume", `${f.hostPath}:${SANDBOX_PATHS.workspace}/${workspaceRelative(f.path)}:ro`);
+  for (const m of spec.containerMounts ?? []) a.push("--volume", `${m.hostPath}:${m.path}:ro`);
+  if (spec.workspaceAlias) {
+    // the task's workdir (e.g. /app) shows the same workspace, with the read-only files there too
+    a.push("--volume", `${spec.workspace}:${spec.workspaceAlias}:rw`);
+    for (const f of spec.readOnlyFiles ?? [])
+      a.push("--volume", `${f.hostPath}:${spec.workspaceAlias}/${workspaceRelative(f.path)}:ro`);
+  }
   // No --ulimit: with any --ulimit podman 4.3 also raises RLIMIT_NOFILE/NPROC, which fails here
   // (no CAP_SYS_RESOURCE). CPU time is lowered per exec with `ulimit -t`; disk is bounded by the
   // fork's quota.

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   agentExitOf,
+  aliasBindsOf,
   bootLimitsOf,
   cpuOverOf,
   diskCheckDue,
@@ -60,6 +61,27 @@ describe("readOnlyBindsOf", () => {
     const s = spec({ readOnlyFiles: [{ path: "tests/test_a.py", hostPath: "/h/a" }] });
     expect(readOnlyBindsOf(s, (p) => p)).toEqual([{ src: "/h/a", dest: "/workspace/tests/test_a.py" }]);
     expect(readOnlyBindsOf(spec(), (p) => p)).toEqual([]);
+  });
+});
+
+describe("aliasBindsOf", () => {
+  it("binds the workspace again at the task's workdir, with the read-only files over it there too", () => {
+    const s = spec({ workspaceAlias: "/app", readOnlyFiles: [{ path: "tests/t.py", hostPath: "/h/t" }] });
+    expect(aliasBindsOf(s, "/w/a", (p) => p)).toEqual([
+      { src: "/w/a", dest: "/app", rw: true },
+      { src: "/h/t", dest: "/app/tests/t.py" },
+    ]);
+    expect(aliasBindsOf(spec(), "/w/a", (p) => p)).toEqual([]);
+  });
+  it("shows a task's mounts read-only at their container paths", () => {
+    const s = spec({
+      agent: false,
+      gateway: {},
+      containerMounts: [{ hostPath: "/cat/t/container/skills", path: "/skills" }],
+    });
+    expect(workerBindsOf(s, { config: "/c", sock: "/s" })).toEqual([
+      { src: "/cat/t/container/skills", dest: "/skills" },
+    ]);
   });
 });
 

@@ -102,6 +102,22 @@ describe("podmanRunArgs' PID 1", () => {
 
 describe("podmanRunArgs", () => {
   const o = { name: "n", image: "i", runtime: "runc", binds: [], tmpSizeMb: 64, env: {}, user: "0:0" };
+  it("binds the workspace again at the task's workdir (hidden files read-only there too) and its mounts read-only", () => {
+    const a = podmanRunArgs(
+      {
+        ...spec,
+        workspaceAlias: "/app",
+        readOnlyFiles: [{ hostPath: "/host/hidden/0", path: "tests/t.py" }],
+        containerMounts: [{ hostPath: "/cat/t/container/skills", path: "/skills" }],
+      },
+      o,
+    );
+    expect(a).toContain("/host/fork/workspace:/app:rw");
+    expect(a.indexOf("/host/hidden/0:/app/tests/t.py:ro")).toBeGreaterThan(
+      a.indexOf("/host/fork/workspace:/app:rw"),
+    );
+    expect(a).toContain("/cat/t/container/skills:/skills:ro");
+  });
   it("binds a scoring worker's hidden test files read-only at their workspace paths; refuses a path leaving the workspace", () => {
     const a = podmanRunArgs(
       { ...spec, readOnlyFiles: [{ hostPath: "/host/hidden/0", path: "tests/t.py" }] },

@@ -1,0 +1,158 @@
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa } from "execa";
+import { buildBwrapArgs } from "../workers/local/bwrap-args.js";
+import { findBwrap } from "../workers/local/shape.js";
+import { type HarborProblem, MOUNTS_DIR } from "./harbor.js";
+import { git } from "./materialize.js";
+import { writeFiles } from "./task-dir.js";
+
+/**
+ * Harbor's oracle agent, for import: `solution/solve.sh` runs in the task's environment with the
+ * workspace at the task's WORKDIR (its cwd), and what it changed there — a git diff of the
+ * workspace — becomes the reference patch the gold policy replays. The script runs in bubblewrap
+ * (no network, the system read-only, root inside a user namespace as Harbor's oracle is root), never
+ * on the host; git runs on the host with its own git dir outside the workspace and no user or
+ * system config, so nothing the script wrote steers it.
+ */
+
+/** How long solve.sh may run when task.toml gives no agent timeout, ms. */
+export const ORACLE_DEFAULT_TIMEOUT_MS = 600_000;
+
+/** What solve.sh needs to run. */
+export interface OracleInput {
+  /** The workspace files before the agent (path → content). */
+  readonly repo: Readonly<Record<string, Buffer | string>>;
+  /** solution/solve.sh and anything else in solution/ (relative path → content), mounted at /solution. */
+  readonly solution: Readonly<Record<string, Buffer | string>>;
+  /** Files shown read-only outside the workspace (`container/<abs path>/…` → content), as the task's mounts show them. */
+  readonly mounts?: Readonly<Record<string, Buffer | string>>;
+  /** The container paths those files are shown at (`container/<at>` read-only at `<at>`). */
+  readonly mountAts?: readonly string[];
+  /** The task's WORKDIR (where the workspace is and solve.sh runs). */
+  readonly workdir: string;
+  readonly timeoutMs: number;
+}
+
+/** The diff solve.sh left, or why it cannot be the reference solution. */
+export async function oraclePatch(input: OracleInput): Promise<{ patch: string } | HarborProblem> {
+  const field = "solution/solve.sh";
+  const bwrap = findBwrap();
+  if (!bwrap)
+    return {
+      field,
+      reason:
+        "is a script, which runs only in a sandbox, and bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap) and import again",
+    };
+  const tmp = await mkdtemp(join(tmpdir(), "flakegym-oracle-"));
+  try {
+    const ws = join(tmp, "ws");
+    const gitDir = join(tmp, "git");
+    await writeFiles(ws, input.repo);
+    await writeFiles(join(tmp, "solution"), input.solution);
+    await writeFiles(tmp, input.mounts ?? {});
+    await mkdir(join(tmp, "logs", "verifier"), { recursive: true });
+    const g = (args: string[]) => git(["--git-dir", gitDir, "--work-tree", ws, ...args], { cwd: tmp });
+    await g(["init", "-q", "-b", "main"]);
+    await g(["add", "-A"]);
+    await g(["commit", "-q", "--no-gpg-sign", "--allow-empty", "-m", "base"]);
+    const args = oracleBwrapArgs(tmp, input.workdir, input.mountAts ?? []);
+    const run = await execa(bwrap, [...args, "--", "/bin/bash", "/solution/solve.sh"], {
+      reject: false,
+      timeout: input.timeoutMs,
+      stdin: "ignore",
+      all: true,
+    });
+    if (run.timedOut)
+      return { field, reason: `did not finish within ${input.timeoutMs} ms in the task's environment` };
+    if (run.exitCode !== 0)
+      return {
+        field,
+        reason: `exited ${run.exitCode} in the task's environment (cwd ${input.workdir}): ${tail(run.all)}`,
+      };
+    await g(["add", "-A"]);
+    const patch = await g(["diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "HEAD"]);
+    return patchProblem(patch, input.workdir) ?? { patch: `${patch}\n` };
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Why the diff solve.sh left cannot be a reference patch, or undefined. Pure. */
+export function patchProblem(patch: string, workdir: string): HarborProblem | undefined {
+  const field = "solution/solve.sh";
+  if (patch.trim() === "")
+    return {
+      field,
+      reason: `changed nothing under WORKDIR ${workdir}, so there is no reference work to replay`,
+    };
+  if (/^(new file mode|new mode) 120000$/m.test(patch))
+    return { field, reason: "left a symbolic link in the workspace, which the gold policy does not replay" };
+  const binary = binaryFiles(patch);
+  if (binary.length > 0)
+    return {
+      field,
+      reason: `left binary file ${binary.join(", ")} in the workspace, which the gold policy (Cline's file edits) cannot write: not imported`,
+    };
+  return undefined;
+}
+
+/** The files a git diff --binary changes as binary (`GIT binary patch` / `Binary files … differ`). Pure. */
+export function binaryFiles(patch: string): string[] {
+  const out: string[] = [];
+  let file: string | undefined;
+  for (const line of patch.split("\n")) {
+    const head = /^diff --git a\/.* b\/(.*)$/.exec(line);
+    if (head) file = head[1];
+    else if ((line === "GIT binary patch" || /^Binary files .* differ$/.test(line)) && file) out.push(file);
+  }
+  return [...new Set(out)];
+}
+
+/** The files a patch makes executable (git's `new file mode 100755` / `new mode 100755`). Pure. */
+export function executableFiles(patch: string): string[] {
+  const out: string[] = [];
+  let file: string | undefined;
+  for (const line of patch.split("\n")) {
+    const head = /^diff --git a\/.* b\/(.*)$/.exec(line);
+    if (head) file = head[1];
+    else if (/^(new file mode|new mode) 100755$/.test(line) && file) out.push(file);
+  }
+  return out;
+}
+
+/** The last lines of a failed run's output, for the error. Pure. */
+function tail(out: string | undefined): string {
+  const lines = (out ?? "").trim().split("\n");
+  return lines.slice(-5).join(" | ").slice(0, 600) || "(no output)";
+}
+
+/**
+ * bubblewrap's arguments for solve.sh: `<tmp>/ws` writable at `workdir` (the cwd), `<tmp>/solution`
+ * read-only at /solution, `<tmp>/logs` writable at /logs, root inside, no network. Pure.
+ */
+export function oracleBwrapArgs(tmp: string, workdir: string, mounts: readonly string[] = []): string[] {
+  return buildBwrapArgs({
+    workspace: join(tmp, "ws"),
+    workspaceDest: workdir,
+    homeDest: "/root",
+    tmpSizeMb: 256,
+    binds: [
+      { src: join(tmp, "solution"), dest: "/solution" },
+      { src: join(tmp, "logs"), dest: "/logs", rw: true },
+      ...mounts.map((at) => ({ src: join(tmp, MOUNTS_DIR, at), dest: at })),
+    ],
+    env: {
+      PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+      HOME: "/root",
+      LANG: "C.UTF-8",
+      TERM: "dumb",
+    },
+    cwd: workdir,
+    uid: 0,
+    gid: 0,
+    hostname: "oracle",
+    network: "none",
+  });
+}
