@@ -10,8 +10,13 @@ def check():
     from grpo_tiny import main
 
     r = main(["--tokenizer", TOKENIZER])
+    assert r["unsampled_runs"] == 0, r
+    r = dict(r, untrained_calls=r["model_calls"] - r["trained_runs"])
+    # TRL's rollout_func takes one completion per prompt: a trajectory's earlier segments (here split
+    # by Qwen3's template rewriting past turns) are not trained, and the adapter logs them
     return ("%(task)s: %(model_calls)d model calls sampled by the trained model, rewards %(served_rewards)s; "
-            "%(trained_runs)d trained runs = sampled calls (%(trained_ids)d ids), %(changed_tensors)d/%(tensors)d "
+            "%(trained_runs)d of them trained, each trained run exactly one sampled call (%(trained_ids)d ids); "
+            "%(untrained_calls)d in earlier segments TRL cannot take (logged); %(changed_tensors)d/%(tensors)d "
             "tensors changed, %(seconds)ss in the trainer" % r)
 
 
