@@ -216,8 +216,8 @@ describe.skipIf(noSandbox)("buildSnapshot: the Python a task wants (real sandbox
       const old = { ...spec, install: ['python3 -m venv --without-pip "$FLAKEGYM_DEPS/venv"'] };
       await expect(buildSnapshot(old, { cacheDir })).rejects.toMatchObject({
         code: "E_PYTHON_MISMATCH",
-        message: expect.stringContaining(
-          "task 'wants-3.9' wants Python 3.9, but its install made the venv with Python 3.11",
+        message: expect.stringMatching(
+          /task 'wants-3\.9' wants Python 3\.9, but its install made the venv with Python (?!3\.9\.)\d/,
         ),
         hint: expect.stringContaining("import the row again"),
       });
