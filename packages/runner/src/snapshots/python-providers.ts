@@ -63,7 +63,11 @@ async function probe(provider: PythonProvider, path: string): Promise<PythonCand
   if (!version || !prefix) return undefined;
   const interpreter = await realpath(path).catch(() => path);
   const real = await realpath(prefix).catch(() => prefix);
-  const bind = nixStorePathOf(interpreter) ? NIX_STORE_DIR : real === "/usr" || real.startsWith("/usr/") ? undefined : real;
+  const bind = nixStorePathOf(interpreter)
+    ? NIX_STORE_DIR
+    : real === "/usr" || real.startsWith("/usr/")
+      ? undefined
+      : real;
   return { provider, interpreter, version, ...(bind ? { bind } : {}) };
 }
 
