@@ -57,13 +57,17 @@ async function probe(provider: PythonProvider, path: string): Promise<PythonCand
     ["-I", "-S", "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3]); print(sys.base_prefix)"],
     { reject: false, timeout: 15_000, stdin: "ignore", env: { PATH: "/usr/bin:/bin" }, extendEnv: false },
   ).catch(() => undefined);
-  if (!r || r.exitCode !== 0) return undefined;
+  if (r?.exitCode !== 0) return undefined;
   const [v, prefix] = r.stdout.trim().split("\n");
   const version = fullVersionOf(v ?? "");
   if (!version || !prefix) return undefined;
   const interpreter = await realpath(path).catch(() => path);
   const real = await realpath(prefix).catch(() => prefix);
-  const bind = nixStorePathOf(interpreter) ? NIX_STORE_DIR : real.startsWith("/usr") ? undefined : real;
+  const bind = nixStorePathOf(interpreter)
+    ? NIX_STORE_DIR
+    : real === "/usr" || real.startsWith("/usr/")
+      ? undefined
+      : real;
   return { provider, interpreter, version, ...(bind ? { bind } : {}) };
 }
 

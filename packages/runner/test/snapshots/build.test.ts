@@ -7,6 +7,7 @@ import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { buildSnapshot, forkSnapshot } from "../../src/snapshots/build.js";
 import { baseCommitOf } from "../../src/snapshots/manifest.js";
+import { discoverPythons } from "../../src/snapshots/python-providers.js";
 import type { SnapshotSpec } from "../../src/snapshots/spec.js";
 import { commitTree } from "../../src/tasks/materialize.js";
 import { skipWithoutSandbox } from "../helpers/sandbox.js";
@@ -176,6 +177,67 @@ describe.skipIf(noSandbox)("buildSnapshot (real sandbox)", () => {
       code: "E_SNAPSHOT_BUILD",
       message: expect.stringContaining("failed in step 'install: cargo fetch'"),
       hint: expect.stringContaining("the rust profile's default install failed"),
+    });
+  });
+});
+
+/** A python task's spec over a one-file repository: a venv made with the chosen interpreter, no pip. */
+async function pythonSpec(wanted: string): Promise<SnapshotSpec> {
+  const spec = await makeSpec(
+    [`"\${FLAKEGYM_PYTHON_INTERPRETER:-python3}" -m venv --without-pip "$FLAKEGYM_DEPS/venv"`],
+    [`"$FLAKEGYM_DEPS/venv/bin/python" -c 'import sys; print(sys.version)'`],
+  );
+  return { ...spec, taskId: `wants-${wanted}`, profile: "python", pythonWanted: wanted };
+}
+
+const pyenv39 = await discoverPythons("3.9").then((f) => f.find((c) => c.bind !== undefined));
+
+describe.skipIf(noSandbox)("buildSnapshot: the Python a task wants (real sandbox)", () => {
+  it.skipIf(pyenv39 === undefined)(
+    "makes the venv with a 3.9 outside /usr, bound read-only into the build, and records it",
+    async () => {
+      const cacheDir = await mkdtemp(join(tmpdir(), "fg-cache-"));
+      const s = await buildSnapshot(await pythonSpec("3.9"), { cacheDir });
+      expect(s.manifest.envInstall?.python).toMatchObject({
+        wanted: "3.9",
+        matches: true,
+        provider: pyenv39!.provider,
+        interpreter: pyenv39!.interpreter,
+        bind: pyenv39!.bind,
+      });
+      expect(await readFile(s.smokeLog, "utf8")).toMatch(/^3\.9\.\d+/m);
+    },
+  );
+  it.skipIf(pyenv39 === undefined)(
+    "fails a build whose install made its venv with another Python than the chosen one (an old import)",
+    async () => {
+      const cacheDir = await mkdtemp(join(tmpdir(), "fg-cache-"));
+      const spec = await pythonSpec("3.9");
+      const old = { ...spec, install: ['python3 -m venv --without-pip "$FLAKEGYM_DEPS/venv"'] };
+      await expect(buildSnapshot(old, { cacheDir })).rejects.toMatchObject({
+        code: "E_PYTHON_MISMATCH",
+        message: expect.stringMatching(
+          /task 'wants-3\.9' wants Python 3\.9, but its install made the venv with Python (?!3\.9\.)\d/,
+        ),
+        hint: expect.stringContaining("import the row again"),
+      });
+    },
+  );
+  if (pyenv39 === undefined) console.warn("python 3.9 build skipped: no CPython 3.9 outside /usr here");
+
+  it("refuses a version nobody provides by name, and builds on python3 only when allowed", async () => {
+    const cacheDir = await mkdtemp(join(tmpdir(), "fg-cache-"));
+    await expect(buildSnapshot(await pythonSpec("2.5"), { cacheDir })).rejects.toMatchObject({
+      code: "E_PYTHON_MISSING",
+      message: expect.stringContaining("task 'wants-2.5' wants Python 2.5, and no CPython 2.5 was found"),
+      hint: expect.stringContaining("--python 2.5=/path/to/python2.5"),
+    });
+    const s = await buildSnapshot(await pythonSpec("2.5"), { cacheDir, python: { allowMismatch: true } });
+    expect(s.manifest.envInstall?.python).toMatchObject({
+      wanted: "2.5",
+      matches: false,
+      provider: "sandbox",
+      allowedMismatch: true,
     });
   });
 });

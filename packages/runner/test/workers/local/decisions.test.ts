@@ -54,6 +54,13 @@ describe("workerBindsOf", () => {
     ]);
     expect(workerBindsOf(spec({ agent: false, gateway: {} }), dirs)).toEqual([]);
   });
+  it("binds the snapshot's interpreter prefix read-only at its own path, for agent and scoring workers", () => {
+    const py = "/opt/pythons/3.9.18";
+    expect(workerBindsOf(spec({ hostBinds: [py] }), dirs)).toContainEqual({ src: py, dest: py });
+    expect(workerBindsOf(spec({ agent: false, gateway: {}, hostBinds: [py] }), dirs)).toEqual([
+      { src: py, dest: py },
+    ]);
+  });
 });
 
 describe("readOnlyBindsOf", () => {

@@ -29,6 +29,13 @@ const spec = (over: Partial<WorkerSpec> = {}): WorkerSpec => ({
 });
 
 describe("poolKeyOf", () => {
+  it("a worker booted without the snapshot's interpreter bound cannot serve one that needs it", () => {
+    expect(poolKeyOf(spec({ hostBinds: ["/opt/pythons/3.9.18"] }))).not.toBe(poolKeyOf(spec()));
+    expect(poolKeyOf(spec({ hostBinds: ["/opt/pythons/3.9.18"] }))).toBe(
+      poolKeyOf(spec({ hostBinds: ["/opt/pythons/3.9.18"] })),
+    );
+  });
+
   it("ignores what a trajectory brings at assignment (ids, workspace, wall clock, gateway route)", () => {
     const b = spec({
       trajectoryId: "b",
