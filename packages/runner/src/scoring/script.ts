@@ -181,12 +181,11 @@ function payload(d: ScriptDraft, name: string, content: Buffer): string {
   return `"$tmp/${name}"`;
 }
 
-function gitApply(d: ScriptDraft, step: StepName, name: string, patch: string): void {
+/** `git apply` of a payload; the step reported at once, or (`report: false`) by the caller later. */
+function gitApply(d: ScriptDraft, step: StepName, name: string, patch: string, report = true): void {
   const file = payload(d, name, Buffer.from(patch));
-  d.lines.push(
-    `git apply --whitespace=nowarn ${file} > "$tmp/out" 2>&1 < /dev/null || stop ${step} $?`,
-    `emit ${step} 0 "$tmp/out" 0`,
-  );
+  d.lines.push(`git apply --whitespace=nowarn ${file} > "$tmp/out" 2>&1 < /dev/null || stop ${step} $?`);
+  if (report) d.lines.push(`emit ${step} 0 "$tmp/out" 0`);
 }
 
 /** Installs the hidden test files one by one, leaving those the backend bound read-only as they are. */
@@ -203,7 +202,6 @@ function installFiles(d: ScriptDraft, files: readonly { path: string; content: B
       `else { mkdir -p "$(dirname ${dest})" && cp ${src} ${q(`${f.path}.${d.scratch}`)} && mv ${q(`${f.path}.${d.scratch}`)} ${dest}; } >> "$tmp/out" 2>&1 || stop install $?; fi`,
     );
   });
-  d.lines.push(`emit install 0 "$tmp/out" 0`);
 }
 
 /** Adds the hidden tests (patch or files) and the canary, then keeps a read-only copy of each file. */
@@ -212,7 +210,8 @@ function installHidden(d: ScriptDraft, plan: ScoringPlan): void {
   if (d.hidden.length) d.lines.push(d.hidden.map((_, i) => `B${i}=`).join("; "));
   if (plan.install === undefined) return; // no hidden tests to add
   if (plan.install.kind === "patch") {
-    if (plan.install.patch.trim() !== "") gitApply(d, "install", "tests.patch", plan.install.patch);
+    if (plan.install.patch.trim() !== "") gitApply(d, "install", "tests.patch", plan.install.patch, false);
+    else d.lines.push(': > "$tmp/out"');
   } else installFiles(d, plan.install.files);
   if (plan.canary) {
     const c = plan.canary;
@@ -220,9 +219,12 @@ function installHidden(d: ScriptDraft, plan: ScoringPlan): void {
     const post = payload(d, "canary-post", Buffer.from(c.append));
     const tmpFile = q(`${c.file}.${d.scratch}`);
     d.lines.push(
-      `{ cat ${pre} ${q(c.file)} ${post} > ${tmpFile} && mv ${tmpFile} ${q(c.file)}; } > "$tmp/out" 2>&1 || stop install $?`,
+      `{ cat ${pre} ${q(c.file)} ${post} > ${tmpFile} && mv ${tmpFile} ${q(c.file)}; } >> "$tmp/out" 2>&1 || stop install $?`,
     );
   }
+  // reported once, after the canary: a canary that cannot be added stops the install it belongs to
+  if (plan.install.kind === "files" || plan.install.patch.trim() !== "")
+    d.lines.push(`emit install 0 "$tmp/out" 0`);
   if (d.hidden.length) {
     d.lines.push('mkdir -p "$tmp/hidden"');
     d.hidden.forEach((f, i) => {

@@ -431,6 +431,22 @@ describe("hidden tests under attack (a real sh)", () => {
     expect(agentEndedScript(p)).toEqual({ step: "test.0.0", during: true });
   });
 
+  it("a canary that cannot be added stops the install it belongs to: one install report, no anomaly", () => {
+    const dir = repo();
+    const c = composeScoringScript(
+      plan({
+        install: { kind: "files", files: [{ path: "tests/t.txt", content: Buffer.from("body\n") }] },
+        // the canary goes into a file the install did not write: cat fails
+        canary: { file: "tests/missing.txt", prepend: "pre\n", append: "post\n" },
+        tests: [{ id: "t", kind: "fail_to_pass", command: "true" }],
+      }),
+      { salt: NONCE },
+    );
+    const p = parseScoringOutput(runScript(dir, c.script).stdout);
+    expect(p).toMatchObject({ stoppedAt: "install", anomalies: [], agentRan: false });
+    expect(p.steps.get("install")!.output).toMatch(/missing\.txt/);
+  });
+
   it("no name the script writes beside a hidden file can be taken by the agent's diff beforehand", () => {
     const dir = repo();
     // a directory where a fixed temp name would go: cp would copy into it, mv would move it over
