@@ -7,7 +7,14 @@ import { type BoundedDirs, fsEnforcesQuota, makeBoundedDirs, removeWorkerDir } f
 import { collectHostArtifacts } from "../host-artifacts.js";
 import { workspaceRelative } from "../read-only-files.js";
 import type { Worker, WorkerExit, WorkerSpec } from "../types.js";
-import { bootLimitsOf, policyBaseUrlOf, readOnlyBindsOf, workerBindsOf, workerIdOf } from "./decisions.js";
+import {
+  bootLimitsOf,
+  policyBaseUrlOf,
+  readOnlyBindsOf,
+  sandboxNetworkOf,
+  workerBindsOf,
+  workerIdOf,
+} from "./decisions.js";
 import { cpuSecondsOf, execInWorker } from "./exec.js";
 import { adoptFork, makeSlot, releaseSlot, type Slot } from "./pool-slot.js";
 import { bwrapMissingError, findBwrap, type PreparedShape, prepareShape } from "./shape.js";
@@ -63,7 +70,7 @@ function prepareWorkerShape(
     ...(spec.depsDir ? { deps: slot?.deps ?? spec.depsDir } : {}),
     stateDir: join(dirs.root, "sandbox"),
     limits: bootLimitsOf(spec.limits, slot !== undefined),
-    network: "none",
+    network: sandboxNetworkOf(spec, process.geteuid?.() === 0),
     binds: workerBindsOf(spec, dirs),
     workspaceBinds: readOnlyBindsOf(spec, workspaceRelative),
     ...(spec.env ? { env: spec.env } : {}),
