@@ -59,7 +59,7 @@ export const DROPPING_NET_PREFIX: readonly string[] = [
   "--",
   "/bin/sh",
   "-c",
-  'ip link set lo up && ip route add default dev lo && exec "$@"',
+  'PATH="$PATH:/usr/sbin:/sbin"; { ip link set lo up && ip route add default dev lo; } || { echo "flakegym: could not route the scoring sandbox\'s network namespace to loopback (ip route add default dev lo)" >&2; exit 125; }; exec "$@"',
   "flakegym-net",
 ];
 
