@@ -48,7 +48,12 @@ export function scoringPlanOf(
     ...(lint ? { lint } : {}),
     tests: hasTests ? hidden.commands : [],
     ...(hasTests && hidden.suite
-      ? { suite: { command: hidden.suite.command, resultPattern: resultLinePattern(hidden.suite.results, hidden.suite.logParser) } }
+      ? {
+          suite: {
+            command: hidden.suite.command,
+            resultPattern: resultLinePattern(hidden.suite.results, hidden.suite.logParser),
+          },
+        }
       : {}),
     ...(hasTests && canary && !o.bound
       ? { canary: { file: canary.file, prepend: canary.prepend, append: canary.append } }

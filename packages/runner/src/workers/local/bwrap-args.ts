@@ -37,9 +37,31 @@ export interface BwrapSpec {
   readonly uid: number;
   readonly gid: number;
   readonly hostname: string;
-  /** "none": a new network namespace with only loopback. "host": share the host's network. */
-  readonly network: "none" | "host";
+  /**
+   * "none": a new network namespace with only loopback. "dropping": the same, made by
+   * {@link DROPPING_NET_PREFIX} before bwrap, where a connect to a non-local address is silently
+   * dropped (it times out) rather than refused as unreachable. "host": share the host's network.
+   */
+  readonly network: "none" | "dropping" | "host";
 }
+
+/**
+ * The host command bwrap runs under for `network: "dropping"`: a new network namespace (root
+ * only) whose default route is the loopback device, so packets to other addresses go nowhere and
+ * a connect waits for its timeout — the shape tests written for a networked harness expect
+ * (requests' `TestTimeout` connects to 10.255.255.1 and wants a connect timeout; in a loopback-only
+ * namespace it gets ENETUNREACH at once). Loopback itself behaves as in "none". Runs outside the
+ * sandbox; nothing of the workspace reaches it.
+ */
+export const DROPPING_NET_PREFIX: readonly string[] = [
+  "unshare",
+  "--net",
+  "--",
+  "/bin/sh",
+  "-c",
+  'PATH="$PATH:/usr/sbin:/sbin"; { ip link set lo up && ip route add default dev lo; } || { echo "flakegym: could not route the scoring sandbox\'s network namespace to loopback (ip route add default dev lo)" >&2; exit 125; }; exec "$@"',
+  "flakegym-net",
+];
 
 /** Host paths of the base system, bound read-only. Debian's merged /usr: /bin etc. are symlinks. */
 export const SYSTEM_BINDS: readonly Bind[] = [
@@ -87,6 +109,7 @@ export function buildBwrapArgs(spec: BwrapSpec): string[] {
     "ALL",
     "--disable-userns",
   ];
+  // "dropping": the namespace is already new (DROPPING_NET_PREFIX), bwrap stays in it
   if (spec.network === "none") a.push("--unshare-net");
   for (const b of SYSTEM_BINDS) a.push(...bindArgs(b));
   for (const s of SYSTEM_SYMLINKS) a.push("--symlink", s.target, s.dest);

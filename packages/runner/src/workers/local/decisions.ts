@@ -144,3 +144,13 @@ function gatewayPath(spec: WorkerSpec): string {
     return "/v1";
   }
 }
+
+/**
+ * A worker's network: a scoring worker (no agent) gets the dropping namespace when the runner
+ * can make one (root: `unshare --net`), so tests that expect a connect timeout to a non-routable
+ * address get one; an agent worker keeps the loopback-only namespace, where an offline tool fails
+ * at once instead of waiting. Pure.
+ */
+export function sandboxNetworkOf(spec: Pick<WorkerSpec, "agent">, isRoot: boolean): "none" | "dropping" {
+  return !spec.agent && isRoot ? "dropping" : "none";
+}

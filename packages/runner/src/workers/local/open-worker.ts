@@ -12,6 +12,7 @@ import {
   bootLimitsOf,
   policyBaseUrlOf,
   readOnlyBindsOf,
+  sandboxNetworkOf,
   workerBindsOf,
   workerIdOf,
 } from "./decisions.js";
@@ -70,7 +71,7 @@ function prepareWorkerShape(
     ...(spec.depsDir ? { deps: slot?.deps ?? spec.depsDir } : {}),
     stateDir: join(dirs.root, "sandbox"),
     limits: bootLimitsOf(spec.limits, slot !== undefined),
-    network: "none",
+    network: sandboxNetworkOf(spec, process.geteuid?.() === 0),
     binds: workerBindsOf(spec, dirs),
     workspaceBinds: [
       ...readOnlyBindsOf(spec, workspaceRelative),

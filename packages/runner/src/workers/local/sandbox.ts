@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import type { ExecResult } from "../types.js";
-import { type BwrapSpec, buildBwrapArgs } from "./bwrap-args.js";
+import { type BwrapSpec, buildBwrapArgs, DROPPING_NET_PREFIX } from "./bwrap-args.js";
 import type { WorkerCgroup } from "./cgroup.js";
 
 /** Per-process rlimits applied with `prlimit` around bwrap (inherited by everything inside). */
@@ -53,7 +53,13 @@ export function wrapCommand(
   hostEnv: Readonly<Record<string, string>> = {},
 ): CommandLine {
   const inner = shape.bwrap
-    ? [shape.bwrapPath ?? "bwrap", ...buildBwrapArgs(shape.bwrap), "--", ...argv]
+    ? [
+        ...(shape.bwrap.network === "dropping" ? DROPPING_NET_PREFIX : []),
+        shape.bwrapPath ?? "bwrap",
+        ...buildBwrapArgs(shape.bwrap),
+        "--",
+        ...argv,
+      ]
     : ["env", "-i", ...Object.entries(hostEnv).map(([k, v]) => `${k}=${v}`), ...argv];
   const limited = [...prlimitArgs(shape.rlimits), ...inner];
   const procs = shape.cgroup?.procsFiles ?? [];

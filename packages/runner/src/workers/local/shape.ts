@@ -64,7 +64,7 @@ export interface ShapeOptions {
   /** Host dir for this sandbox's own files (passwd, home when persistent). */
   readonly stateDir: string;
   readonly limits: Pick<ResourceLimits, "memoryMb" | "pids" | "cpuSeconds" | "diskMb">;
-  readonly network: "none" | "host";
+  readonly network: "none" | "dropping" | "host";
   /** Extra read-only binds (node, the cline package, a gateway socket dir…). */
   readonly binds?: readonly Bind[];
   /** Read-only binds at sandbox paths inside the workspace (hidden test files of a scoring worker). */
@@ -121,7 +121,7 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
     TMPDIR: "/tmp",
     TERM: "dumb",
     ...(opts.deps ? depsEnv(inside(SANDBOX_PATHS.deps, opts.deps), { venv: await hasVenv(opts.deps) }) : {}),
-    ...(opts.network === "none" ? OFFLINE_ENV : {}),
+    ...(opts.network !== "host" ? OFFLINE_ENV : {}),
     ...opts.env,
   };
   if (opts.deps)
