@@ -22,6 +22,7 @@ import type { Score } from "../run-format/score.js";
 import { hiddenTestsOf } from "../scoring/hidden-tests.js";
 import { buildSnapshot, type SnapshotProgress } from "../snapshots/build.js";
 import { chooseImageSnapshot, podmanImageTreeReader, snapshotFromImage } from "../snapshots/from-image.js";
+import { defaultSnapshotCacheDir } from "../snapshots/key.js";
 import type { Snapshot } from "../snapshots/manifest.js";
 import { type SnapshotSpec, snapshotSpecOfProfile, snapshotSpecOfTask } from "../snapshots/spec.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
@@ -44,6 +45,7 @@ import type {
 } from "./deps.js";
 import { trialOf } from "./plan.js";
 import { runScoringAttempt } from "./scoring-attempt.js";
+import { snapshotErrorOf } from "./snapshot-error.js";
 import { trajectoryExportOf } from "./trajectory-export.js";
 import {
   advertiseListenOf,
@@ -230,19 +232,23 @@ async function snapshotOfTask(
   const fromImage = chooseImageSnapshot(imageFor(w, task.id), w.backend);
   const cacheDir = w.o.snapshotCacheDir ? { cacheDir: w.o.snapshotCacheDir } : {};
   if (fromImage.use) progress(`copying /workspace of snapshot image ${fromImage.ref}`);
-  const s = fromImage.use
-    ? await snapshotFromImage(spec, fromImage, w.o.imageTreeReader ?? podmanImageTreeReader(), {
+  const s = await (fromImage.use
+    ? snapshotFromImage(spec, fromImage, w.o.imageTreeReader ?? podmanImageTreeReader(), {
         signal,
         ...cacheDir,
       })
-    : await buildSnapshot(spec, {
+    : buildSnapshot(spec, {
         signal,
         ...cacheDir,
         onProgress: (ev) => {
           const line = snapshotProgressLine(ev);
           if (line !== undefined) progress(line);
         },
-      });
+      })
+  ).catch((err: unknown) => {
+    // a full cache disk names the cache, the task and what to do (not a bare `ENOSPC … write`)
+    throw snapshotErrorOf(err, w.o.snapshotCacheDir ?? defaultSnapshotCacheDir(w.o.env), task.id);
+  });
   w.snapshots.set(s.key, s);
   // the pool boots workers shaped for this task while the first trajectories fork, no more
   // than the task's trajectories still to start (retries beyond them start cold)

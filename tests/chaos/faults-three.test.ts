@@ -1,0 +1,155 @@
+import { mkdir, readdir, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { makeTempDir, REPO_ROOT, type TempDir, waitFor } from "@flakegym/test-utils";
+import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describeLeftovers, findLeftovers } from "./src/leftovers.js";
+import { BIN, createScenario, removeScenarioDirs, runIdOf, TASK } from "./src/scenario.js";
+
+/**
+ * Faults round three with the real CLI and real workers: a closed stdout/stderr under a rollout
+ * (`2>&1 | head -3`), and SIGINT during an eval — each must end with its record on disk and
+ * nothing left behind, and an interrupted eval must finish with `eval --resume`.
+ */
+
+let tmp: TempDir;
+let cache: string;
+beforeAll(async () => {
+  tmp = await makeTempDir("flakegym-chaos-three-");
+  cache = join(tmp.path, "cache");
+});
+afterAll(async () => {
+  await removeScenarioDirs();
+  await tmp?.cleanup();
+});
+
+const exists = (p: string) =>
+  stat(p).then(
+    () => true,
+    () => false,
+  );
+
+describe("chaos: faults round three", () => {
+  it("`rollout … 2>&1 | head -3`: the runner survives the closed pipe, writes its summary and leaves no lock, mount, cgroup or scratch", async () => {
+    const s = await createScenario(tmp.path, "epipe", cache);
+    const cmd = `set -o pipefail; "${process.execPath}" "${BIN}" rollout --task ${TASK} --policy gold --group-size 2 --concurrency 2 --out "${s.out}" 2>&1 | head -3`;
+    const r = await execa("bash", ["-c", cmd], {
+      cwd: REPO_ROOT,
+      env: s.env,
+      reject: false,
+      stdin: "ignore",
+      timeout: 600_000,
+    });
+    expect(String(r.stdout).split("\n").length).toBeLessThanOrEqual(3);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    const summary = JSON.parse(await readFile(join(s.out, "summary.json"), "utf8"));
+    expect(summary).toMatchObject({ complete: true, interrupted: false });
+    expect(await exists(join(s.out, "run.lock"))).toBe(false);
+    // no gc ran after it: what is left is what the runner itself left
+    const left = await findLeftovers([s.tmp, await runIdOf(s.out)], s.tmp);
+    expect(describeLeftovers(left)).toEqual([]);
+  }, 900_000);
+
+  it("SIGINT during an eval: exit 130 with report.json, report.html and summary.md written (partial); eval --resume finishes it, no trial twice", async () => {
+    const s = await createScenario(tmp.path, "eval-sigint", cache);
+    const out = join(s.root, "eval");
+    const args = [
+      "eval",
+      "--task",
+      TASK,
+      "--policy",
+      "gold",
+      "--trials",
+      "3",
+      "--concurrency",
+      "1",
+      "--out",
+      out,
+    ];
+    const child = s.cli(args);
+    // interrupt once the first trial finished (the rest are mid-way or not started)
+    const results = async () => {
+      const ids = await readdir(join(out, "run", "trajectories")).catch(() => [] as string[]);
+      const done = await Promise.all(
+        ids.map((id) => exists(join(out, "run", "trajectories", id, "result.json"))),
+      );
+      return done.filter(Boolean).length;
+    };
+    expect(await waitFor(async () => (await results()) >= 1, 600_000, 100)).toBe(true);
+    process.kill(child.pid!, "SIGINT");
+    const r = await child;
+    expect(r.exitCode, String(r.stderr).slice(-2000)).toBe(130);
+    for (const f of ["report.json", "report.html", "summary.md"])
+      expect(await exists(join(out, f)), f).toBe(true);
+    const partial = JSON.parse(await readFile(join(out, "report.json"), "utf8"));
+    expect(partial.complete).toBe(false);
+    expect(partial.trials.length).toBeGreaterThanOrEqual(1);
+    expect(String(r.stderr)).toContain(`eval --resume ${out}`);
+
+    const resumed = await s.cli(["eval", "--resume", out]);
+    expect(resumed.exitCode, String(resumed.stderr).slice(-2000)).toBe(0);
+    const report = JSON.parse(await readFile(join(out, "report.json"), "utf8"));
+    expect(report.complete).toBe(true);
+    const ids = report.trials.map((t: { trajectoryId: string }) => t.trajectoryId).sort();
+    expect(ids).toEqual([0, 1, 2].map((i) => `${TASK}-t${i}`));
+    // the trials finished before the SIGINT were not run again
+    for (const t of partial.trials)
+      expect(
+        report.trials.find((x: { trajectoryId: string }) => x.trajectoryId === t.trajectoryId),
+      ).toMatchObject({
+        outcome: t.outcome,
+        reward: t.reward,
+      });
+    expect(await exists(join(out, "run.lock"))).toBe(false);
+  }, 1_200_000);
+
+  it("SIGINT right at an eval's banner (before any worker): the partial report is still written", async () => {
+    const s = await createScenario(tmp.path, "eval-sigint-early", cache);
+    const out = join(s.root, "eval");
+    const child = s.cli(["eval", "--task", TASK, "--policy", "gold", "--trials", "1", "--out", out]);
+    let stderr = "";
+    child.stderr?.on("data", (b: Buffer) => {
+      stderr += b.toString();
+    });
+    expect(await waitFor(async () => /^eval /m.test(stderr), 120_000, 20)).toBe(true);
+    process.kill(child.pid!, "SIGINT");
+    const r = await child;
+    expect(r.exitCode, String(r.stderr).slice(-2000)).toBe(130);
+    for (const f of ["report.json", "report.html", "summary.md"])
+      expect(await exists(join(out, f)), f).toBe(true);
+    expect(JSON.parse(await readFile(join(out, "report.json"), "utf8")).complete).toBe(false);
+  }, 600_000);
+
+  it("a full snapshot cache: the error names the cache directory, the task and a next step (not a bare ENOSPC … write)", async () => {
+    const s = await createScenario(tmp.path, "cache-full", cache);
+    const mnt = join(s.root, "small-cache");
+    await mkdir(mnt, { recursive: true });
+    const mount = await execa("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt], { reject: false });
+    if (mount.exitCode !== 0) {
+      console.log(`chaos cache-full: skipped: cannot mount a tmpfs here (${String(mount.stderr).trim()})`);
+      return;
+    }
+    try {
+      const r = await execa(
+        process.execPath,
+        [BIN, "rollout", "--task", TASK, "--policy", "gold", "--group-size", "1", "--out", s.out],
+        {
+          cwd: REPO_ROOT,
+          env: { ...s.env, FLAKEGYM_CACHE: mnt },
+          reject: false,
+          stdin: "ignore",
+          timeout: 600_000,
+        },
+      );
+      expect(r.exitCode).not.toBe(0);
+      const text = `${String(r.stdout)}\n${String(r.stderr)}`;
+      expect(text).toContain("E_DISK_FULL");
+      expect(text).toContain(join(mnt, "snapshots"));
+      expect(text).toMatch(/free space on the filesystem of .*small-cache/);
+      const summary = JSON.parse(await readFile(join(s.out, "summary.json"), "utf8"));
+      expect(summary.stopped?.code).toBe("E_DISK_FULL");
+    } finally {
+      await execa("umount", ["-l", mnt], { reject: false });
+    }
+  }, 600_000);
+});
