@@ -1,6 +1,6 @@
-import { mkdir, readdir, readFile, stat } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { makeTempDir, REPO_ROOT, type TempDir, waitFor } from "@flakegym/test-utils";
+import { makeTempDir, processTable, REPO_ROOT, type TempDir, waitFor } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeLeftovers, findLeftovers } from "./src/leftovers.js";
@@ -145,11 +145,106 @@ describe("chaos: faults round three", () => {
       const text = `${String(r.stdout)}\n${String(r.stderr)}`;
       expect(text).toContain("E_DISK_FULL");
       expect(text).toContain(join(mnt, "snapshots"));
-      expect(text).toMatch(/free space on the filesystem of .*small-cache/);
+      // and a next step: free space, then --resume the run
+      expect(text).toMatch(/free (space|what it needs)[^\n]*then --resume/);
+      expect(text).not.toMatch(/^error\[ENOSPC\]/m);
       const summary = JSON.parse(await readFile(join(s.out, "summary.json"), "utf8"));
       expect(summary.stopped?.code).toBe("E_DISK_FULL");
     } finally {
       await execa("umount", ["-l", mnt], { reject: false });
     }
   }, 600_000);
+
+  it("a frozen core (SIGSTOP) while the agent's command prints: infra_error, retried, the trajectory ends by a bounded time", async () => {
+    const s = await createScenario(tmp.path, "sigstop-core", cache);
+    const plan = await commandPlan(s.root, "ticks", "for i in $(seq 1 24); do echo tick $i; sleep 0.5; done");
+    const victim = `${TASK}-t0`;
+    const idleS = 8;
+    const t0 = Date.now();
+    const child = s.cli([
+      ...["rollout", "--task", TASK, "--group-size", "1", "--policy", `scripted:${plan}`],
+      ...["--idle-timeout", String(idleS), "--max-infra-retries", "1", "--out", s.out],
+    ]);
+    let frozen: number | undefined;
+    const found = await waitFor(
+      async () => {
+        if (!(await commandRuns(victim, s.tmp, "tick"))) return false;
+        frozen = (await coreOf(victim, s.tmp))?.pid;
+        if (frozen === undefined) return false;
+        process.kill(frozen, "SIGSTOP");
+        return true;
+      },
+      300_000,
+      100,
+    );
+    expect(found, "never saw the agent's command run").toBe(true);
+    const r = await child;
+    const took = (Date.now() - t0) / 1000;
+    const res = JSON.parse(await readFile(join(s.out, "trajectories", victim, "result.json"), "utf8"));
+    expect(res.infraRetries.length, String(r.stderr).slice(-2000)).toBe(1);
+    expect(res.infraRetries[0].detail).toMatch(/the Cline core stopped answering/);
+    expect(res.outcome.kind).toBe("completed");
+    // bounded: the frozen attempt ends about idle + probe after the freeze, not 2× a limit later
+    expect(took).toBeLessThan(240);
+    expect(r.exitCode, String(r.stderr).slice(-2000)).toBe(0);
+  }, 600_000);
+
+  it("a fork bomb ends as the pids limit (limits_exceeded/pids from the cgroup's pids.events), never retried", async () => {
+    const s = await createScenario(tmp.path, "fork-bomb", cache);
+    const plan = await commandPlan(s.root, "bomb", "b(){ b | b & }; b");
+    const r = await s.cli([
+      ...["rollout", "--task", TASK, "--group-size", "1", "--policy", `scripted:${plan}`],
+      ...["--max-infra-retries", "2", "--idle-timeout", "60", "--out", s.out],
+    ]);
+    const res = JSON.parse(await readFile(join(s.out, "trajectories", `${TASK}-t0`, "result.json"), "utf8"));
+    expect(res.outcome, String(r.stderr).slice(-2000)).toMatchObject({
+      kind: "limits_exceeded",
+      limit: "pids",
+    });
+    expect(res.outcome.detail).toMatch(/pids\.events/);
+    expect(res.infraRetries).toEqual([]);
+    const left = await findLeftovers([s.tmp, await runIdOf(s.out)], s.tmp);
+    expect(describeLeftovers(left)).toEqual([]);
+  }, 600_000);
 });
+
+/** A scripted plan: run `command`, then write NOTES.md and complete. */
+async function commandPlan(dir: string, name: string, command: string): Promise<string> {
+  const file = join(dir, `${name}.json`);
+  const turns = [
+    { tool_calls: [{ name: "execute_command", arguments: { command, requires_approval: "false" } }] },
+    { tool_calls: [{ name: "write_to_file", arguments: { path: "NOTES.md", content: "x\n" } }] },
+    { tool_calls: [{ name: "attempt_completion", arguments: { result: "done" } }] },
+  ];
+  await writeFile(file, JSON.stringify({ version: 1, turns }));
+  return file;
+}
+
+/** The agent sandbox of trajectory `victim` of this scenario's run, and its descendants. */
+async function agentTree(victim: string, tmp: string) {
+  const table = await processTable();
+  const agent = table.find(
+    (p) =>
+      /^(\S*\/)?bwrap /.test(p.cmdline) &&
+      p.cmdline.includes(victim) &&
+      p.cmdline.includes(tmp) &&
+      !p.cmdline.includes(`${victim}-score`),
+  );
+  if (!agent) return [];
+  const kids = new Set([agent.pid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const p of table)
+      if (!kids.has(p.pid) && kids.has(p.ppid)) {
+        kids.add(p.pid);
+        grew = true;
+      }
+  }
+  return table.filter((p) => kids.has(p.pid));
+}
+
+const coreOf = async (victim: string, tmp: string) =>
+  (await agentTree(victim, tmp)).find((p) => p.cmdline.includes("cline-core.js"));
+
+const commandRuns = async (victim: string, tmp: string, needle: string) =>
+  (await agentTree(victim, tmp)).some((p) => p.cmdline.includes(needle) && !p.cmdline.includes("cline-core"));
