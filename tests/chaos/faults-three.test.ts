@@ -168,16 +168,23 @@ describe("chaos: faults round three", () => {
     let frozen: number | undefined;
     const found = await waitFor(
       async () => {
-        if (!(await commandRuns(victim, s.tmp, "tick"))) return false;
-        frozen = (await coreOf(victim, s.tmp))?.pid;
-        if (frozen === undefined) return false;
-        process.kill(frozen, "SIGSTOP");
+        // the core, once the command it runs (its child) prints
+        const tree = await agentTree(victim, s.tmp);
+        // the core itself (node running cline-core.js), not the sandbox or supervisor naming it
+        const core = tree.find((p) => /^\S*node \S*cline-core\.js/.test(p.cmdline));
+        if (!core || !tree.some((p) => p.ppid === core.pid && p.cmdline.includes("echo tick"))) return false;
+        process.kill(core.pid, "SIGSTOP");
+        frozen = core.pid;
         return true;
       },
       300_000,
       100,
     );
     expect(found, "never saw the agent's command run").toBe(true);
+    // the stop takes effect when the signal is delivered (a moment later)
+    const stopped = async () =>
+      /State:\s+T/.test(await readFile(`/proc/${frozen}/status`, "utf8").catch(() => ""));
+    expect(await waitFor(stopped, 5_000, 50)).toBe(true);
     const r = await child;
     const took = (Date.now() - t0) / 1000;
     const res = JSON.parse(await readFile(join(s.out, "trajectories", victim, "result.json"), "utf8"));
@@ -242,9 +249,3 @@ async function agentTree(victim: string, tmp: string) {
   }
   return table.filter((p) => kids.has(p.pid));
 }
-
-const coreOf = async (victim: string, tmp: string) =>
-  (await agentTree(victim, tmp)).find((p) => p.cmdline.includes("cline-core.js"));
-
-const commandRuns = async (victim: string, tmp: string, needle: string) =>
-  (await agentTree(victim, tmp)).some((p) => p.cmdline.includes(needle) && !p.cmdline.includes("cline-core"));
