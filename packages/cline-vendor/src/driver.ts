@@ -520,6 +520,37 @@ export function watchdogVerdict(a: {
   return undefined;
 }
 
+/** How long the core has to answer the liveness probe when the idle limit fires. */
+export const CORE_PROBE_MS = 5_000;
+
+/**
+ * The end when the idle limit fired and the core was probed (pure): a core that does not answer a
+ * control call is frozen or wedged — the machine's fault, `infra_error` (retried) — however quiet
+ * the agent's command looked; a core that answers leaves the idle verdict as it is.
+ */
+export function idleEndOf(verdict: Outcome, probeFailure: string | undefined): Outcome {
+  if (probeFailure === undefined) return verdict;
+  return {
+    kind: "infra_error",
+    detail: `the Cline core stopped answering (a control call got no answer: ${probeFailure}) after ${verdict.detail.split(";")[0]}`,
+  };
+}
+
+/** Whether the core was found not answering (its shutdown calls are then skipped: they would only wait). Pure. */
+export const coreUnresponsive = (o: Outcome) =>
+  o.kind === "infra_error" && o.detail.startsWith("the Cline core stopped answering");
+
+/** The idle verdict after asking the core whether it still answers (bounded by {@link CORE_PROBE_MS}). */
+async function probedIdleEnd(st: TaskState, verdict: Outcome): Promise<Outcome> {
+  const failure = await st.client.state
+    .getLatestState({ deadlineMs: Math.min(st.callMs, CORE_PROBE_MS) })
+    .then(
+      () => undefined,
+      (err: unknown) => describe(err),
+    );
+  return idleEndOf(verdict, failure);
+}
+
 /** How often the watchdog looks: a tenth of the shorter limit, within 25–250 ms (pure). */
 export function watchdogPeriodMs(limits: Pick<TaskLimits, "wallClockMs" | "idleMs">): number {
   return Math.min(250, Math.max(25, Math.floor(Math.min(limits.idleMs, limits.wallClockMs) / 10)));
@@ -527,7 +558,9 @@ export function watchdogPeriodMs(limits: Pick<TaskLimits, "wallClockMs" | "idleM
 
 /** Waits until something ends the task, with the watchdog running; returns that end. */
 async function waitForEnd(st: TaskState, onCallerAbort: () => void): Promise<Outcome> {
+  let probing = false;
   const watchdog = setInterval(() => {
+    if (probing) return;
     const verdict = watchdogVerdict({
       now: performance.now(),
       tStart: st.tStart,
@@ -536,7 +569,11 @@ async function waitForEnd(st: TaskState, onCallerAbort: () => void): Promise<Out
       runningCommand: st.runningCommand,
       lastError: st.lastError,
     });
-    if (verdict) end(st, verdict);
+    if (!verdict) return;
+    if (verdict.kind !== "timeout" || verdict.limit !== "idle") return end(st, verdict);
+    // quiet for the idle limit: is it the agent, or a core that no longer answers?
+    probing = true;
+    void probedIdleEnd(st, verdict).then((o) => end(st, o));
   }, watchdogPeriodMs(st.limits));
   try {
     while (!st.outcome) {
@@ -558,6 +595,11 @@ async function leaveCoreReady(
   consumers: Promise<void>[],
 ): Promise<void> {
   const { client, callMs } = st;
+  // a frozen core answers nothing: its calls would only wait out their deadlines
+  if (coreUnresponsive(finalOutcome)) {
+    st.streams.abort();
+    return;
+  }
   await Promise.allSettled(st.pending);
   if (st.taskId) {
     if (finalOutcome.kind !== "completed") {

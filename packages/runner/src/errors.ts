@@ -24,6 +24,7 @@ export const ERROR_CODES = [
   "E_WORKER",
   // the run directory (run-format/)
   "E_JSONL",
+  "E_NOT_JSON",
   "E_RESUME",
   "E_WRITE",
   // tasks and their sources (tasks/)
@@ -95,6 +96,7 @@ export const ERROR_CODES = [
   "E_IMAGE_MISSING",
   "E_INPUT_CHANGED",
   "E_RUN_LOCKED",
+  "E_RUN_SEALED",
   "E_WORKER_EXIT",
   // the environment API (api/)
   "E_DEPLOY",

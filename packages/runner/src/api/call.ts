@@ -3,10 +3,11 @@ import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import type { ContractLimits, StageName } from "../contract/contract.js";
 import { FlakegymError } from "../errors.js";
+import { acquireRunLock } from "../rollout/run-lock.js";
 import { createBackend } from "../workers/backend.js";
 import type { WorkerBackend } from "../workers/types.js";
 import type { ApiEventSink } from "./events.js";
-import { defaultSessionsDir, type EnvSession, saveSession } from "./session.js";
+import { defaultSessionsDir, type EnvSession, loadSession, saveSession } from "./session.js";
 import { runStage, type StageRun, type StageRunInput } from "./stage.js";
 
 /** What every API call takes. */
@@ -39,9 +40,33 @@ export function ensureReady(session: EnvSession): void {
 
 /**
  * One numbered call of a session (`calls/<n>-<name>/`): a `max_total_seconds` deadline over all
- * its stages, progress events, and the session saved with its call count.
+ * its stages, progress events, and the session saved with its call count. The call holds the
+ * session directory's lock (the one run-directory lock, rollout/run-lock.ts) from before it reads
+ * the call count until its last write: a second call at once is refused naming the holder, never
+ * a second writer of the same `calls/<n>-…/`. `finish` makes the session saved at the end.
  */
 export async function withCall<T>(
+  stale: EnvSession,
+  name: string,
+  opts: CallOptions,
+  limits: ContractLimits,
+  body: (run: (step: StageStep) => Promise<StageRun>, callDir: string) => Promise<T>,
+  finish: (session: EnvSession, value: T) => EnvSession = (x) => x,
+): Promise<{ session: EnvSession; value: T }> {
+  ensureReady(stale);
+  const lock = await acquireRunLock(stale.dir, "env");
+  try {
+    // the stored session is the latest (another call may have finished since it was loaded)
+    const done = await callLocked(await loadSession(stale.dir), name, opts, limits, body);
+    const session = finish(done.session, done.value);
+    await saveSession(session);
+    return { session, value: done.value };
+  } finally {
+    await lock.release();
+  }
+}
+
+async function callLocked<T>(
   session: EnvSession,
   name: string,
   opts: CallOptions,

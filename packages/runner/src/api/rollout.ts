@@ -1,6 +1,6 @@
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import {
   MAX_SAMPLES_BYTES,
   parseSamples,
@@ -23,7 +23,7 @@ import { SANDBOX_GATEWAY_SOCKET } from "../workers/local/shape.js";
 import { type CallOptions, callContext, withCall } from "./call.js";
 import { type LlmRef, llmEnv, parseLlm } from "./llm.js";
 import { sampleTokensOf, type TokenizedSample } from "./sample-tokens.js";
-import { type EnvSession, loadSession, type SessionRef, saveSession } from "./session.js";
+import { type EnvSession, loadSession, type SessionRef } from "./session.js";
 import { keepArtifact } from "./stage.js";
 
 export interface EnvRolloutOptions extends CallOptions {
@@ -84,52 +84,58 @@ export async function rollout(llm: string, opts: EnvRolloutOptions): Promise<Env
         listen: { socketPath: join(sockDir, "gw.sock") },
         signal: ctx.signal,
       });
-    const done = await withCall(session, "rollout", opts, limits, async (run, callDir) => {
-      let route: TrajectoryRoute | undefined;
-      if (gateway && upstream) {
-        route = gateway.register(`rollout-${session.calls + 1}`, {
-          upstream,
-          limits: { maxRequests: opts.maxModelCalls ?? 256 },
-          turnLogPath: join(callDir, "turns.jsonl"),
+    const done = await withCall(
+      session,
+      "rollout",
+      opts,
+      limits,
+      async (run, callDir) => {
+        let route: TrajectoryRoute | undefined;
+        if (gateway && upstream) {
+          route = gateway.register(`rollout-${Number.parseInt(basename(callDir), 10)}`, {
+            upstream,
+            limits: { maxRequests: opts.maxModelCalls ?? 256 },
+            turnLogPath: join(callDir, "turns.jsonl"),
+          });
+        }
+        const env = {
+          ...llmEnv(
+            ref,
+            policy,
+            route
+              ? {
+                  baseUrl: route.baseUrlsFor("http://gateway").openai,
+                  socket: SANDBOX_GATEWAY_SOCKET,
+                  token: route.token,
+                }
+              : undefined,
+          ),
+          FLAKEGYM_MAX_SAMPLES: String(opts.maxSamples ?? 8),
+          FLAKEGYM_PROMPTS: "/workspace/.flakegym-run/prompts.jsonl",
+        };
+        const r = await run({
+          stage: "rollout",
+          env,
+          ...(gateway?.socketPath ? { gatewaySocket: gateway.socketPath } : {}),
+          ...(route ? { gateway: () => verdictOf(route, join(callDir, "turns.jsonl")) } : {}),
         });
-      }
-      const env = {
-        ...llmEnv(
-          ref,
-          policy,
-          route
-            ? {
-                baseUrl: route.baseUrlsFor("http://gateway").openai,
-                socket: SANDBOX_GATEWAY_SOCKET,
-                token: route.token,
-              }
-            : undefined,
-        ),
-        FLAKEGYM_MAX_SAMPLES: String(opts.maxSamples ?? 8),
-        FLAKEGYM_PROMPTS: "/workspace/.flakegym-run/prompts.jsonl",
-      };
-      const r = await run({
-        stage: "rollout",
-        env,
-        ...(gateway?.socketPath ? { gatewaySocket: gateway.socketPath } : {}),
-        ...(route ? { gateway: () => verdictOf(route, join(callDir, "turns.jsonl")) } : {}),
-      });
-      let samples: Sample[] = [];
-      let samplesPath: string | undefined;
-      if (r.outcome.kind === "completed") {
-        const art = await readArtifact(r.outDir, "rollout.json", RolloutArtifact);
-        if (!art) throw missing("rollout.json", r.logFile);
-        const text = await readTargetFile(r.outDir, art.paths.samples_jsonl, MAX_SAMPLES_BYTES);
-        if (text === undefined) throw missing(art.paths.samples_jsonl, r.logFile);
-        samples = parseSamples(text, art.paths.samples_jsonl);
-        await keepArtifact(callDir, "rollout.json", JSON.stringify(art));
-        samplesPath = await keepArtifact(callDir, "samples.jsonl", text);
-      }
-      return { r, samples, samplesPath, callDir, turns: route ? join(callDir, "turns.jsonl") : undefined };
-    });
+        let samples: Sample[] = [];
+        let samplesPath: string | undefined;
+        if (r.outcome.kind === "completed") {
+          const art = await readArtifact(r.outDir, "rollout.json", RolloutArtifact);
+          if (!art) throw missing("rollout.json", r.logFile);
+          const text = await readTargetFile(r.outDir, art.paths.samples_jsonl, MAX_SAMPLES_BYTES);
+          if (text === undefined) throw missing(art.paths.samples_jsonl, r.logFile);
+          samples = parseSamples(text, art.paths.samples_jsonl);
+          await keepArtifact(callDir, "rollout.json", JSON.stringify(art));
+          samplesPath = await keepArtifact(callDir, "samples.jsonl", text);
+        }
+        return { r, samples, samplesPath, callDir, turns: route ? join(callDir, "turns.jsonl") : undefined };
+      },
+      (s, v) => (v.samplesPath ? { ...s, lastSamples: v.samplesPath } : s),
+    );
     const { r, samples, samplesPath, callDir, turns } = done.value;
-    const next: EnvSession = samplesPath ? { ...done.session, lastSamples: samplesPath } : done.session;
-    await saveSession(next);
+    const next: EnvSession = done.session;
     const problems = opts.checks ? checkSamples(samples, opts.checks) : [];
     const tokenized =
       opts.tokenizer !== undefined && turns

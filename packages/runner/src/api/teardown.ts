@@ -1,5 +1,6 @@
 import { rm, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { acquireRunLock } from "../rollout/run-lock.js";
 import { type CallOptions, callContext } from "./call.js";
 import { EnvSession, type SessionRef } from "./session.js";
 
@@ -21,6 +22,9 @@ export async function teardown(opts: TeardownOptions): Promise<{ removed: boolea
         : opts.session
       : EnvSession.parse(opts.session).dir;
   const exists = (await stat(dir).catch(() => undefined)) !== undefined;
+  if (!exists) return { removed: false };
+  // a call running in the session holds its lock: teardown waits for no one, it refuses
+  await acquireRunLock(dir, "env");
   await rm(dir, { recursive: true, force: true });
   return { removed: exists };
 }

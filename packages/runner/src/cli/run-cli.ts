@@ -1,5 +1,6 @@
 import { describeError, FlakegymError, UsageError } from "../errors.js";
 import { FLAKEGYM_VERSION } from "../version.js";
+import { surviveClosedOutput } from "./closed-output.js";
 import type { CliContext, Command } from "./command.js";
 import {
   commandGroups,
@@ -56,6 +57,10 @@ function defaultContext(): CliContext & { dispose(): void } {
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  // a closed stdout/stderr (`| head`) never ends the run: it goes on and writes its record to disk
+  // (for the process's life: a write still queued when the command returns may fail after it)
+  surviveClosedOutput(process.stdout);
+  surviveClosedOutput(process.stderr);
   return {
     stdout: process.stdout,
     stderr: process.stderr,

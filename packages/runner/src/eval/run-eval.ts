@@ -1,5 +1,4 @@
-import { cp, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { cp, lstat, mkdir, readdir, rename, rm, symlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { FlakegymError } from "../errors.js";
 import { readResults } from "../export/served-record.js";
@@ -7,16 +6,18 @@ import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
 import type { ProgressSink } from "../progress/events.js";
 import type { DatasetSelection } from "../rollout/dataset-tasks.js";
 import type { RolloutDeps } from "../rollout/deps.js";
-import { trialOf } from "../rollout/plan.js";
+import { trajectoryId, trialOf } from "../rollout/plan.js";
+import { isLockFile } from "../rollout/run-lock.js";
 import { runRollout } from "../rollout/run-rollout.js";
-import type { RunSummary } from "../rollout/summary.js";
+import { type RunSummary, runSummaryOf } from "../rollout/summary.js";
 import type { WireOptions } from "../rollout/wire.js";
 import { writeFileAtomic } from "../run-format/jsonl.js";
-import { runPaths } from "../run-format/run-dir.js";
+import { readManifest, runPaths } from "../run-format/run-dir.js";
 import type { RunConfig, Timings, TrajectoryResult } from "../run-format/schema.js";
 import { infraRetryCount } from "../run-format/trajectory-record.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import { compileScenario } from "./compile-scenario.js";
+import { EVAL_RECORD_FILE } from "./eval-record.js";
 import {
   buildReport,
   compareWithBaseline,
@@ -64,6 +65,8 @@ export interface EvalRunOptions {
   readonly makeDeps: (config: RunConfig, keep: WireOptions["keepWorkspace"]) => Promise<RolloutDeps>;
   /** Make `<parent of evalDir>/latest` point at this eval (default true). */
   readonly linkLatest?: boolean;
+  /** Continue the interrupted eval in `evalDir` (what finished is kept, the rest runs). */
+  readonly resume?: boolean;
 }
 
 export interface EvalRunResult {
@@ -95,11 +98,12 @@ export function evalItemsOf(items: EvalItems): EvalReport["items"] {
   return out;
 }
 
+/** A new eval's directory holds nothing but its lock and its eval.json. */
 async function ensureEmptyDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true });
-  if ((await readdir(dir)).length > 0) {
+  if ((await readdir(dir)).some((n) => !isLockFile(n) && n !== EVAL_RECORD_FILE)) {
     throw new FlakegymError("E_OUT_EXISTS", `the eval directory ${dir} is not empty`, {
-      hint: "pick another --out (the default, evals/<timestamp>, is always new)",
+      hint: `continue that eval with --resume ${dir}, or pick another --out (the default, evals/<timestamp>, is always new)`,
     });
   }
 }
@@ -216,7 +220,10 @@ async function runEvalRollout(
   config: RunConfig;
   rollout: EvalRollout;
 }> {
-  const catalogDir = await mkdtemp(join(tmpdir(), "flakegym-eval-catalog-"));
+  // inside the eval dir, at the same path every session (run.json's catalog is sealed), made anew
+  const catalogDir = join(o.evalDir, ".catalog");
+  await rm(catalogDir, { recursive: true, force: true });
+  await mkdir(catalogDir, { recursive: true });
   const config = evalRunConfig(o.config, items, o.trials, o.items.dataset ? undefined : catalogDir);
   try {
     await buildCatalog(o.items, catalogDir);
@@ -231,7 +238,10 @@ async function runEvalRollout(
       const { cline } = await deps.provenance();
       const { summary } = await runRollout({
         out: join(o.evalDir, "run"),
-        resume: false,
+        // an eval stopped before its run.json was written starts its rollout anew
+        resume:
+          o.resume === true &&
+          (await lstat(runPaths(join(o.evalDir, "run")).manifest).catch(() => undefined)) !== undefined,
         config,
         runId: o.evalId,
         deps,
@@ -264,10 +274,11 @@ async function layOutTrial(
   await rename(from, join(o.evalDir, paths.dir));
   await writeFileAtomic(join(o.evalDir, paths.log), trialLog(r, { item: r.taskId, trial }, turns));
   const kept = join(staging, r.trajectoryId);
-  const hasWorkspace =
-    keepsWorkspace(o.keepWorkspaces, r.reward === 1) &&
-    (await lstat(kept).catch(() => undefined))?.isDirectory() === true;
-  if (hasWorkspace) await rename(kept, join(o.evalDir, paths.workspace));
+  const isDir = async (d: string) => (await lstat(d).catch(() => undefined))?.isDirectory() === true;
+  const keeps = keepsWorkspace(o.keepWorkspaces, r.reward === 1);
+  // a resumed eval's trial laid out before already holds its workspace
+  const hasWorkspace = keeps && ((await isDir(kept)) || (await isDir(join(o.evalDir, paths.workspace))));
+  if (keeps && (await isDir(kept))) await rename(kept, join(o.evalDir, paths.workspace));
   return trialRowOf(r, trial, turns, paths, hasWorkspace);
 }
 
@@ -281,24 +292,76 @@ async function writeEvalFiles(o: EvalRunOptions, report: EvalReport): Promise<st
   return summaryMd;
 }
 
+/**
+ * The eval's rollout; interrupted (SIGINT) wherever it was — building snapshots, starting workers —
+ * it still ends with a summary of what finished, so the report is always written (partial).
+ */
+async function rolloutOrPartial(
+  o: EvalRunOptions,
+  items: EvalReport["items"],
+  staging: string,
+): Promise<{ config: RunConfig; rollout: EvalRollout }> {
+  try {
+    return await runEvalRollout(o, items, staging);
+  } catch (err) {
+    if (!o.signal.aborted) throw err;
+    const config = evalRunConfig(o.config, items, o.trials, undefined);
+    const results = await readResults(join(o.evalDir, "run")).catch(() => []);
+    const summary = runSummaryOf({
+      runId: o.evalId,
+      out: join(o.evalDir, "run"),
+      tasks: config.tasks,
+      groupSize: config.groupSize,
+      results,
+      expected: config.tasks.length * config.groupSize,
+      groupsWritten: new Set(),
+      atroposOf: () => "off",
+      sendsToAtropos: false,
+      taskErrors: new Map(),
+      interrupted: true,
+      durationMs: 0,
+    });
+    return {
+      config,
+      rollout: { summary, cline: { version: "unknown (interrupted before the workers started)" } },
+    };
+  }
+}
+
+/** A resumed eval: trials laid out by an earlier session go back into run/ (the rollout resumes from there). */
+async function gatherLaidOut(o: EvalRunOptions, items: EvalReport["items"], labels: readonly string[]) {
+  const p = runPaths(join(o.evalDir, "run"));
+  const policies = o.config.policies;
+  for (const item of items) {
+    for (let i = 0; i < o.trials * policies.length; i++) {
+      const paths = trialPaths(item.id, labels[i % policies.length]!, trialOf(policies, i));
+      const laid = join(o.evalDir, paths.dir);
+      const back = p.trajectory(trajectoryId(item.id, i)).dir;
+      if ((await lstat(laid).catch(() => undefined)) && !(await lstat(back).catch(() => undefined))) {
+        await mkdir(dirname(back), { recursive: true });
+        await rename(laid, back);
+      }
+    }
+  }
+}
+
 /** Runs an eval and writes its directory: run/, <item>/<policy>/trial-<n>{.log,/}, report.json, summary.md, report.html. */
 export async function runEval(o: EvalRunOptions): Promise<EvalRunResult> {
   const started = Date.now();
   const createdAt = new Date().toISOString();
-  await ensureEmptyDir(o.evalDir);
+  if (!o.resume) await ensureEmptyDir(o.evalDir);
   const items = evalItemsOf(o.items);
   const policies = o.config.policies;
   const labels = policyLabels(policies);
+  if (o.resume) await gatherLaidOut(o, items, labels);
   const staging = join(o.evalDir, ".workspaces");
-  const { config, rollout } = await runEvalRollout(o, items, staging);
+  const { config, rollout } = await rolloutOrPartial(o, items, staging);
   const { summary } = rollout;
   const runDir = join(o.evalDir, "run");
   const rows: TrialRow[] = [];
   for (const r of await readResults(runDir)) rows.push(await layOutTrial(o, r, labels, staging));
   await rm(staging, { recursive: true, force: true });
-  const manifest = JSON.parse(await readFile(runPaths(runDir).manifest, "utf8")) as Parameters<
-    typeof snapshotKeysOf
-  >[0];
+  const manifest = await readManifest(runPaths(runDir)).catch(() => ({ tasks: {} }));
   let report = buildReport({
     evalId: o.evalId,
     createdAt,

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { ClientProtocol } from "../policy/upstream.js";
+import { decodePercent } from "../text/percent-decode.js";
 import type { Refusal } from "./admission.js";
 
 /**
@@ -13,16 +14,21 @@ const ROUTE = /^\/t\/([^/]+)\/v1\/(chat\/completions|messages)$/;
 export type RequestRoute =
   | { readonly kind: "health" }
   | { readonly kind: "call"; readonly trajectoryId: string; readonly protocol: ClientProtocol }
-  | { readonly kind: "none"; readonly protocol: ClientProtocol };
+  | { readonly kind: "none"; readonly protocol: ClientProtocol }
+  /** A trajectory route whose id is not valid percent-encoding (a 400, never a fault). */
+  | { readonly kind: "malformed"; readonly protocol: ClientProtocol };
 
-/** The route of a request URL (its query ignored); throws URIError on a bad %-escape in the id. */
+/** The route of a request URL (its query ignored); a bad %-escape in the id is `malformed`. */
 export function routeOf(url: string): RequestRoute {
   const pathname = url.split("?")[0]!;
   if (pathname === "/healthz") return { kind: "health" };
   const m = ROUTE.exec(pathname);
   if (!m) return { kind: "none", protocol: "openai" };
   const protocol: ClientProtocol = m[2] === "messages" ? "anthropic" : "openai";
-  return { kind: "call", trajectoryId: decodeURIComponent(m[1]!), protocol };
+  const trajectoryId = decodePercent(m[1]!);
+  return trajectoryId === undefined
+    ? { kind: "malformed", protocol }
+    : { kind: "call", trajectoryId, protocol };
 }
 
 /** The API key a request presents: a Bearer authorization, else an x-api-key header. */
@@ -48,6 +54,12 @@ export function requestRefusal(r: {
   readonly registered: number;
 }): Refusal | undefined {
   const pathname = r.url.split("?")[0]!;
+  if (r.route.kind === "malformed")
+    return {
+      status: 400,
+      message: `flakegym gateway: ${pathname} is not valid percent-encoding; send the trajectory id as registered`,
+      type: "invalid_request_error",
+    };
   if (r.route.kind !== "call")
     return {
       status: 404,

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { HttpError } from "../errors.js";
 import { type CompletedResponse, ResponseAccumulator, type UpstreamEvent } from "../policy/chat.js";
+import { AnswerTooLargeError, answerBytesOf, answerCapOf } from "../policy/limit-response.js";
 import type { IntArrayJson } from "../policy/prompt-ids-json.js";
 import type { ClientProtocol } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
@@ -77,6 +78,8 @@ interface Relay {
   rejectWaiting: ((reason: unknown) => void) | undefined;
   iterator: AsyncIterator<UpstreamEvent> | undefined;
   watch: CallWatch | undefined;
+  /** Bytes of answer (text, reasoning, tool arguments) relayed so far, against answerCapOf. */
+  answerBytes: number;
 }
 
 /**
@@ -188,6 +191,7 @@ function openRelay(st: CallState): Relay {
     pending: "",
     flushQueued: false,
     rejectWaiting: undefined,
+    answerBytes: 0,
     iterator: undefined,
     watch: undefined,
   };
@@ -249,10 +253,14 @@ async function relayEvents(
   stream: boolean,
 ): Promise<void> {
   let step = await first;
+  const cap = answerCapOf(r.st.e.limits.maxResponseBytes);
   while (!step.done) {
     const ev = step.value;
     if (r.firstByteMs === null) r.firstByteMs = roundMs(performance.now() - r.st.t0);
     watch.touch();
+    // the whole answer is capped, not only the raw body: a piece past the cap is never relayed
+    r.answerBytes += answerBytesOf(ev);
+    if (r.answerBytes > cap) throw new AnswerTooLargeError(cap);
     r.acc.add(ev);
     if (stream) {
       sendText(r, encoderOf(r).encode(ev));

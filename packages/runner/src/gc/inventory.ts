@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import { execa } from "execa";
 import { CGROUP_PARENT, OWNER_FILE, type Owner, parseOwnerTag, readOwnerRecord, tagBootId } from "./owner.js";
 import type { Inventory, OwnedCgroup, OwnedContainer, OwnedDir } from "./plan.js";
+import { findOwnerlessDirs, findTempFiles } from "./stale-temps.js";
 import { currentMountPoints } from "./unmount.js";
 
 /** A directory whose children (and their children) may be flakegym-owned directories. */
@@ -152,6 +153,8 @@ export async function findOwnedContainers(
 
 export interface InventoryOptions {
   readonly roots?: readonly DirRoot[];
+  /** Where atomic-write temps are looked for (run and eval directories, exports); none by default. */
+  readonly tempRoots?: readonly string[];
   /** Look for podman containers (default true). */
   readonly podman?: boolean;
   readonly currentBootId: string;
@@ -161,10 +164,12 @@ export interface InventoryOptions {
 export async function takeInventory(o: InventoryOptions): Promise<Inventory> {
   const mounts = await currentMountPoints();
   const roots = o.roots ?? defaultDirRoots();
-  const [dirs, cgroups, containers] = await Promise.all([
+  const [dirs, cgroups, containers, temps, ownerless] = await Promise.all([
     findOwnedDirs(roots, mounts),
     findOwnedCgroups(o.currentBootId),
     o.podman === false ? Promise.resolve([]) : findOwnedContainers(o.currentBootId),
+    findTempFiles([...(o.tempRoots ?? []), ...roots.map((r) => r.path)]),
+    findOwnerlessDirs(roots),
   ]);
-  return { dirs, cgroups, containers, mounts };
+  return { dirs, cgroups, containers, mounts, temps, ownerless };
 }

@@ -1,4 +1,11 @@
 import type { Owner } from "./owner.js";
+import {
+  isStaleOwnerless,
+  isStaleTemp,
+  type OwnerlessDir,
+  STALE_AFTER_MS,
+  type TempFile,
+} from "./stale-temps.js";
 
 /**
  * The sweep's decision, as a pure function of what was found: which resources belong to owners
@@ -33,6 +40,17 @@ export interface Inventory {
   readonly containers: readonly OwnedContainer[];
   /** Every mount point of this mount namespace (from /proc/self/mountinfo). */
   readonly mounts: readonly string[];
+  /** Atomic-write temps (`.<name>.<pid>.<rand>.tmp`) found under the run roots. */
+  readonly temps?: readonly TempFile[];
+  /** Directories without owner.json under the flakegym roots. */
+  readonly ownerless?: readonly OwnerlessDir[];
+}
+
+/** What judges the owner-less leftovers: the live pids among the temps' and the time. */
+export interface StaleJudge {
+  readonly livePids: ReadonlySet<number>;
+  readonly nowMs: number;
+  readonly afterMs?: number;
 }
 
 export type SweepAction =
@@ -40,7 +58,11 @@ export type SweepAction =
   | { readonly kind: "container"; readonly name: string }
   | { readonly kind: "unmount"; readonly path: string }
   | { readonly kind: "cgroup"; readonly path: string }
-  | { readonly kind: "dir"; readonly path: string };
+  | { readonly kind: "dir"; readonly path: string }
+  /** A dead writer's atomic-write temp file. */
+  | { readonly kind: "temp"; readonly path: string }
+  /** An empty directory its maker died before owning (removed only while empty). */
+  | { readonly kind: "empty-dir"; readonly path: string };
 
 export interface SweepPlan {
   readonly actions: readonly SweepAction[];
@@ -65,7 +87,7 @@ const deepestFirst = (a: string, b: string) =>
  * A mount is removed only when it lies inside a dead owner's directory and inside no live one's.
  * Pure.
  */
-export function planSweep(inv: Inventory, alive: ReadonlySet<string>): SweepPlan {
+export function planSweep(inv: Inventory, alive: ReadonlySet<string>, judge?: StaleJudge): SweepPlan {
   const isDead = (o: Owner) => !alive.has(ownerKey(o));
   const deadDirs = inv.dirs.filter((d) => isDead(d.owner)).map((d) => d.path);
   const liveDirs = inv.dirs.filter((d) => !isDead(d.owner)).map((d) => d.path);
@@ -87,7 +109,23 @@ export function planSweep(inv: Inventory, alive: ReadonlySet<string>): SweepPlan
       ...mounts.sort(deepestFirst).map((path) => ({ kind: "unmount" as const, path })),
       ...[...deadCgroups].sort(deepestFirst).map((path) => ({ kind: "cgroup" as const, path })),
       ...[...new Set(dirs)].sort(deepestFirst).map((path) => ({ kind: "dir" as const, path })),
+      ...staleActions(inv, judge),
     ],
     live,
   };
+}
+
+/** The owner-less leftovers judged stale: temps of dead pids, old empty dirs (deepest first). Pure. */
+function staleActions(inv: Inventory, judge: StaleJudge | undefined): SweepAction[] {
+  if (!judge) return [];
+  const after = judge.afterMs ?? STALE_AFTER_MS;
+  const temps = (inv.temps ?? []).filter((t) => isStaleTemp(t, judge.livePids, judge.nowMs, after));
+  const empty = (inv.ownerless ?? []).filter((d) => isStaleOwnerless(d, judge.nowMs, after));
+  return [
+    ...temps.map((t) => ({ kind: "temp" as const, path: t.path })),
+    ...empty
+      .map((d) => d.path)
+      .sort(deepestFirst)
+      .map((path) => ({ kind: "empty-dir" as const, path })),
+  ];
 }

@@ -1,10 +1,11 @@
-import { readFile, rmdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { readdir, readFile, rmdir, unlink, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import { execa } from "execa";
 import { match } from "ts-pattern";
 import { type DirRoot, takeInventory } from "./inventory.js";
 import { bootId, ownerAlive } from "./owner.js";
 import { type Inventory, ownerKey, planSweep, type SweepAction, type SweepPlan } from "./plan.js";
+import { livePidsOf } from "./stale-temps.js";
 import { currentMountPoints, unmountRetry } from "./unmount.js";
 
 /** One executed (or, dry, planned) action and how it went. */
@@ -27,6 +28,10 @@ export interface SweepOptions {
   readonly dryRun?: boolean;
   /** Look for podman containers (default true). */
   readonly podman?: boolean;
+  /** Where atomic-write temps of dead writers are looked for (default: `runs/` and `evals/` under the cwd). */
+  readonly tempRoots?: readonly string[];
+  /** How old an owner-less leftover must be to go (default STALE_AFTER_MS). */
+  readonly staleAfterMs?: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -84,6 +89,16 @@ async function removeDir(path: string): Promise<string | undefined> {
   return undefined;
 }
 
+/** Removes a directory only while it holds nothing but a cut owner.json temp (never a file of a live maker). */
+async function removeEmptyDir(path: string): Promise<string | undefined> {
+  for (const n of await readdir(path).catch(() => [] as string[])) {
+    if (!n.startsWith(".owner.json.")) throw new Error(`no longer empty (${n})`);
+    await unlink(join(path, n)).catch(() => {});
+  }
+  await rmdir(path);
+  return undefined;
+}
+
 async function execute(a: SweepAction): Promise<SweepResult> {
   try {
     const detail = await match(a)
@@ -104,6 +119,11 @@ async function execute(a: SweepAction): Promise<SweepResult> {
       })
       .with({ kind: "cgroup" }, (x) => removeCgroup(x.path))
       .with({ kind: "dir" }, (x) => removeDir(x.path))
+      .with({ kind: "temp" }, async (x) => {
+        await unlink(x.path);
+        return undefined;
+      })
+      .with({ kind: "empty-dir" }, (x) => removeEmptyDir(x.path))
       .exhaustive();
     return { action: a, ok: true, ...(detail ? { detail } : {}) };
   } catch (err) {
@@ -133,8 +153,14 @@ export async function sweepLeftovers(o: SweepOptions = {}): Promise<SweepReport>
     currentBootId,
     ...(o.roots ? { roots: o.roots } : {}),
     ...(o.podman === undefined ? {} : { podman: o.podman }),
+    tempRoots: o.tempRoots ?? [resolve("runs"), resolve("evals")],
   });
-  const plan = planSweep(inv, await liveOwners(inv, currentBootId));
+  const judge = {
+    livePids: livePidsOf((inv.temps ?? []).map((t) => t.pid)),
+    nowMs: Date.now(),
+    ...(o.staleAfterMs !== undefined ? { afterMs: o.staleAfterMs } : {}),
+  };
+  const plan = planSweep(inv, await liveOwners(inv, currentBootId), judge);
   if (o.dryRun) return { dryRun: true, plan, results: plan.actions.map((action) => ({ action, ok: true })) };
   const results: SweepResult[] = [];
   for (const a of plan.actions) results.push(await execute(a));
@@ -149,6 +175,8 @@ export function formatSweepResult(r: SweepResult, dryRun: boolean): string {
     .with({ kind: "unmount" }, (x) => `unmount ${x.path}`)
     .with({ kind: "cgroup" }, (x) => `remove cgroup ${x.path}`)
     .with({ kind: "dir" }, (x) => `remove directory ${x.path}`)
+    .with({ kind: "temp" }, (x) => `remove a dead writer's temp file ${x.path}`)
+    .with({ kind: "empty-dir" }, (x) => `remove empty owner-less directory ${x.path}`)
     .exhaustive();
   const status = dryRun ? "would" : r.ok ? "done" : "FAILED";
   return `${status}: ${what}${r.detail ? ` (${r.detail})` : ""}`;

@@ -2,6 +2,7 @@ import { chatRequestToAnthropic } from "./anthropic-convert.js";
 import type { FinishReason, UpstreamEvent, Usage } from "./chat.js";
 import { httpPost, type PostResponse } from "./http-post.js";
 import { DEFAULT_MAX_RESPONSE_BYTES, limitResponse } from "./limit-response.js";
+import { postHonouringRetryAfter } from "./retry-after.js";
 import { anthropicSamplingMembers } from "./sampling.js";
 import { parseSse } from "./sse.js";
 import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
@@ -57,7 +58,8 @@ export class AnthropicUpstream implements PolicyUpstream {
     if (this.opts.apiKey) headers["x-api-key"] = this.opts.apiKey;
     let res: PostResponse;
     try {
-      res = await httpPost(this.url, headers, JSON.stringify(body), signal);
+      const payload = JSON.stringify(body);
+      res = await postHonouringRetryAfter(() => httpPost(this.url, headers, payload, signal), signal);
     } catch (err) {
       if (signal.aborted) throw err;
       throw new UpstreamError(`${this.id} could not be reached: ${(err as Error).message}`, 502, {

@@ -1,3 +1,4 @@
+import type { UpstreamEvent } from "./chat.js";
 import type { PostResponse } from "./http-post.js";
 import { UpstreamError } from "./upstream.js";
 
@@ -15,6 +16,36 @@ export class ResponseTooLargeError extends UpstreamError {
   constructor(who: string, max: number) {
     super(
       `${who} sent more than ${max} bytes for one call (the response size limit, --max-response-mb): the answer was cut off`,
+      502,
+      { terminal: true },
+    );
+  }
+}
+
+/**
+ * The answer itself — its text, reasoning and tool-call arguments — may be at most 1/16 of the
+ * response size limit (1 MiB of the default 16 MiB): a real stream spends far more bytes on its
+ * envelope (one JSON chunk per token, logprobs and ids) than on its content, so only an answer sent
+ * in huge pieces meets this cap, and it is cut at the piece that passes it rather than after the
+ * whole body has been relayed to the agent. Pure.
+ */
+export function answerCapOf(maxResponseBytes: number): number {
+  return Math.max(64 * 1024, Math.floor(maxResponseBytes / 16));
+}
+
+/** The answer bytes one upstream event adds (text, reasoning, tool name and arguments). Pure. */
+export function answerBytesOf(ev: UpstreamEvent): number {
+  if (ev.type === "text" || ev.type === "reasoning") return Buffer.byteLength(ev.text);
+  if (ev.type === "tool_call") return Buffer.byteLength(ev.arguments) + Buffer.byteLength(ev.name ?? "");
+  return 0;
+}
+
+/** The answer passed {@link answerCapOf}: the policy's fault, terminal, like a too-large response. */
+export class AnswerTooLargeError extends UpstreamError {
+  override readonly name = "AnswerTooLargeError";
+  constructor(max: number) {
+    super(
+      `the model's answer passed ${max} bytes of text and tool arguments for one call (1/16 of the response size limit, --max-response-mb): it was cut off`,
       502,
       { terminal: true },
     );

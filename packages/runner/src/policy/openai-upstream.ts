@@ -3,6 +3,7 @@ import { httpPost, type PostResponse } from "./http-post.js";
 import { patchJsonObject } from "./json-object-patch.js";
 import { DEFAULT_MAX_RESPONSE_BYTES, limitResponse } from "./limit-response.js";
 import { type IntArrayJson, parseChunkLiftingPromptIds } from "./prompt-ids-json.js";
+import { postHonouringRetryAfter } from "./retry-after.js";
 import { openAiSamplingMembers } from "./sampling.js";
 import { parseSse } from "./sse.js";
 import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
@@ -132,7 +133,7 @@ export class OpenAiUpstream implements PolicyUpstream {
     };
     if (this.opts.apiKey) headers["authorization"] = `Bearer ${this.opts.apiKey}`;
     try {
-      return await httpPost(this.url, headers, body, signal);
+      return await postHonouringRetryAfter(() => httpPost(this.url, headers, body, signal), signal);
     } catch (err) {
       if (signal.aborted) throw err;
       throw new UpstreamError(`${this.id} could not be reached: ${(err as Error).message}`, 502, {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { UsageError } from "../errors.js";
+import { decodePercent } from "../text/percent-decode.js";
 
 /**
  * Sampling parameters a policy sets for every model call of its trajectories, overriding what the
@@ -36,8 +37,13 @@ export function parseSamplingQuery(query: string, where: string): SamplingParams
   for (const part of query.split("&")) {
     if (part === "") continue;
     const eq = part.indexOf("=");
-    const key = decodeURIComponent(eq < 0 ? part : part.slice(0, eq));
-    const raw = eq < 0 ? "" : decodeURIComponent(part.slice(eq + 1));
+    const key = decodePercent(eq < 0 ? part : part.slice(0, eq));
+    const raw = eq < 0 ? "" : decodePercent(part.slice(eq + 1));
+    if (key === undefined || raw === undefined)
+      throw new UsageError(
+        `${where}: '${part}' is not valid percent-encoding`,
+        "write the value plainly, e.g. ?temperature=1",
+      );
     if (!(SAMPLING_KEYS as readonly string[]).includes(key)) {
       throw new UsageError(
         `${where}: unknown sampling parameter '${key}'`,

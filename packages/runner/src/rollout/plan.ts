@@ -33,6 +33,11 @@ export interface Plan {
   readonly groupsMissing: readonly string[];
   /** Tasks that are completely done (group written). */
   readonly tasksDone: readonly string[];
+  /**
+   * Members of a written group whose result is gone (their directory deleted after the group was
+   * written): a group line is final, so they are reported, never run again.
+   */
+  readonly lost: readonly string[];
 }
 
 export function planRun(
@@ -54,8 +59,10 @@ export function planRun(
       });
     }
   }
-  const known = new Set(all.map((s) => s.trajectoryId));
-  const toRun = all.filter((s) => !state.results.has(s.trajectoryId));
+  // a task whose group line is written is final: none of its members runs again
+  const open = all.filter((s) => !state.groupTasks.has(s.taskId));
+  const known = new Set(open.map((s) => s.trajectoryId));
+  const toRun = open.filter((s) => !state.results.has(s.trajectoryId));
   const done = all.filter((s) => state.results.has(s.trajectoryId));
   return {
     all,
@@ -73,5 +80,8 @@ export function planRun(
         all.filter((s) => s.taskId === t).every((s) => state.results.has(s.trajectoryId)),
     ),
     tasksDone: cfg.tasks.filter((t) => state.groupTasks.has(t)),
+    lost: all
+      .filter((s) => state.groupTasks.has(s.taskId) && !state.results.has(s.trajectoryId))
+      .map((s) => s.trajectoryId),
   };
 }

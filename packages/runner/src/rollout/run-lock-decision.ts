@@ -8,7 +8,9 @@ import { Owner } from "../gc/owner.js";
  */
 export const RunLockRecord = Owner.extend({
   host: z.string().describe("hostname of the machine the holder runs on"),
-  command: z.enum(["rollout", "serve"]).describe("the command holding the directory"),
+  command: z
+    .enum(["rollout", "serve", "eval", "env"])
+    .describe("the command holding the directory (a run, a served group, an eval, an env session)"),
   startedAt: z.string().describe("ISO time the holder took the lock"),
   nonce: z.string().min(1).describe("random; tells this record from any other"),
 }).strict();

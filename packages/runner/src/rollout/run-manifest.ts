@@ -6,6 +6,7 @@ import { FLAKEGYM_VERSION } from "../version.js";
 import type { RolloutDeps } from "./deps.js";
 import { runningStorePath } from "./provenance.js";
 import { isLockFile } from "./run-lock.js";
+import { checkSeal, sealOf } from "./run-seal.js";
 
 /** A run's run.json: what a new run records, what a resumed one keeps, and its groups' provenance. */
 
@@ -35,7 +36,7 @@ export function newManifest(o: {
   readonly nixStorePath: string | undefined;
   readonly inputs?: Record<string, string> | undefined;
 }): RunManifest {
-  return {
+  const m: RunManifest = {
     version: 1,
     runId: o.runId,
     createdAt: o.createdAt,
@@ -50,6 +51,7 @@ export function newManifest(o: {
     tasks: Object.fromEntries(o.config.tasks.map((t) => [t, {}])),
     ...(o.inputs ? { inputs: o.inputs } : {}),
   };
+  return { ...m, seal: sealOf(m) };
 }
 
 /** The provenance each group record of task `taskId` carries. Pure. */
@@ -98,7 +100,11 @@ export async function openManifest(
     readonly inputs?: Record<string, string> | undefined;
   },
 ): Promise<RunManifest> {
-  if (o.resume) return resumedManifest(await readManifest(p), o.config);
+  if (o.resume) {
+    const stored = await readManifest(p);
+    checkSeal(p.manifest, stored);
+    return resumedManifest(stored, o.config);
+  }
   await ensureOutDir(p.dir);
   const existing = (await readdir(p.dir)).filter((n) => !isLockFile(n));
   if (existing.length > 0) {

@@ -70,6 +70,8 @@ interface RolloutRun extends SlotRun {
 /** Writes a task's group line once all its trajectories finished (else nothing: interrupted). */
 async function writeGroup(run: RolloutRun, taskId: string): Promise<void> {
   const { cfg, p } = run;
+  // a group line is final: never a second one with the same group_id
+  if (run.groupsWritten.has(taskId)) return;
   const members = [];
   for (let i = 0; i < cfg.groupSize; i++) {
     const r = [...run.results.values()].find((x) => x.taskId === taskId && x.index === i);
@@ -203,6 +205,11 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
   if (state.tornBytes > 0)
     progress({ type: "note", message: `resume: dropped ${state.tornBytes} bytes of torn lines` });
   const plan = planRun(cfg, state);
+  for (const id of plan.lost)
+    progress({
+      type: "note",
+      message: `resume: ${id} is lost (its directory or result.json is gone) but its group is written, which is final: it is reported, not run again`,
+    });
   const prior = o.resume ? await priorDurationMs(p) : undefined;
   let didWork =
     plan.toRun.length + plan.clean.length + plan.groupsMissing.length > 0 ||
@@ -268,6 +275,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
     interrupted: ended.interrupted || signal.aborted,
     durationMs: runDurationMs(prior, Date.now() - started, didWork),
     dataset: o.dataset,
+    lost: plan.lost,
   });
   await writeJsonAtomic(p.summary, summary);
   return { summary, lines: renderSummary(summary) };

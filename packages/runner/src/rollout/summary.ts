@@ -84,6 +84,12 @@ export const RunSummary = z
     meanReward: z.number().nullable(),
     tasks: z.array(TaskSummary),
     dataset: RunDatasetSummary.optional().describe("set for --dataset runs"),
+    lost: z
+      .array(z.string())
+      .optional()
+      .describe(
+        "trajectories of a written group whose directory or result.json was deleted: a group line is final, so they are reported, not run again",
+      ),
     atropos: z
       .object({ sent: z.number().int(), dropped: z.number().int(), pending: z.number().int() })
       .strict()
@@ -169,6 +175,8 @@ export interface RunSummaryInput {
   readonly interrupted: boolean;
   readonly durationMs: number;
   readonly dataset?: RunDatasetSummary | undefined;
+  /** Members of written groups whose result is gone (Plan.lost). */
+  readonly lost?: readonly string[] | undefined;
 }
 
 /** Task failures that stop the run as a whole: the machine cannot write its files. */
@@ -211,6 +219,7 @@ export function runSummaryOf(o: RunSummaryInput): RunSummary {
     meanReward: mean(o.results.map((r) => r.reward).filter((x): x is number => x !== null)),
     tasks,
     ...(o.dataset ? { dataset: o.dataset } : {}),
+    ...(o.lost && o.lost.length > 0 ? { lost: [...o.lost] } : {}),
     ...(o.sendsToAtropos
       ? {
           atropos: {
@@ -252,6 +261,10 @@ export function renderSummary(s: RunSummary): string[] {
   );
   if (s.stopped)
     out.push(`STOPPED: ${s.stopped.code}: ${s.stopped.message} (free what it needs, then --resume ${s.out})`);
+  if (s.lost)
+    out.push(
+      `LOST: ${s.lost.length} trajectory dir(s) of written groups are gone (${s.lost.slice(0, 5).join(", ")}${s.lost.length > 5 ? ", …" : ""}); their groups stand, nothing was rerun`,
+    );
   const limits = Object.entries(t.limits);
   if (limits.length > 0) out.push(`ended by a limit: ${limits.map(([k, v]) => `${k}:${v}`).join(" ")}`);
   for (const t of s.tasks) {

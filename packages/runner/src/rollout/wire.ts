@@ -22,6 +22,7 @@ import type { Score } from "../run-format/score.js";
 import { hiddenTestsOf } from "../scoring/hidden-tests.js";
 import { buildSnapshot, type SnapshotProgress } from "../snapshots/build.js";
 import { chooseImageSnapshot, podmanImageTreeReader, snapshotFromImage } from "../snapshots/from-image.js";
+import { defaultSnapshotCacheDir } from "../snapshots/key.js";
 import type { Snapshot } from "../snapshots/manifest.js";
 import { pythonOptionsOf } from "../snapshots/python-providers.js";
 import { interpreterBindsOf } from "../snapshots/python-shape.js";
@@ -46,6 +47,7 @@ import type {
 } from "./deps.js";
 import { trialOf } from "./plan.js";
 import { runScoringAttempt } from "./scoring-attempt.js";
+import { snapshotErrorOf } from "./snapshot-error.js";
 import { trajectoryExportOf } from "./trajectory-export.js";
 import {
   advertiseListenOf,
@@ -236,12 +238,12 @@ async function snapshotOfTask(
   const fromImage = chooseImageSnapshot(imageFor(w, task.id), w.backend);
   const cacheDir = w.o.snapshotCacheDir ? { cacheDir: w.o.snapshotCacheDir } : {};
   if (fromImage.use) progress(`copying /workspace of snapshot image ${fromImage.ref}`);
-  const s = fromImage.use
-    ? await snapshotFromImage(spec, fromImage, w.o.imageTreeReader ?? podmanImageTreeReader(), {
+  const s = await (fromImage.use
+    ? snapshotFromImage(spec, fromImage, w.o.imageTreeReader ?? podmanImageTreeReader(), {
         signal,
         ...cacheDir,
       })
-    : await buildSnapshot(spec, {
+    : buildSnapshot(spec, {
         signal,
         ...cacheDir,
         python: pythonOptionsOf(w.o.python, w.o.env),
@@ -249,7 +251,11 @@ async function snapshotOfTask(
           const line = snapshotProgressLine(ev);
           if (line !== undefined) progress(line);
         },
-      });
+      })
+  ).catch((err: unknown) => {
+    // a full cache disk names the cache, the task and what to do (not a bare `ENOSPC … write`)
+    throw snapshotErrorOf(err, w.o.snapshotCacheDir ?? defaultSnapshotCacheDir(w.o.env), task.id);
+  });
   w.snapshots.set(s.key, s);
   // the pool boots workers shaped for this task while the first trajectories fork, no more
   // than the task's trajectories still to start (retries beyond them start cold)

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { z } from "zod";
 
 import { FlakegymError } from "../errors.js";
+import { parseJsonFile } from "./json-file.js";
 import { readJsonl, repairJsonl, writeJsonAtomic } from "./jsonl.js";
 import { GroupLine, MetricsLine, RunManifest, SampleLine, TrajectoryResult } from "./schema.js";
 
@@ -56,7 +57,9 @@ export async function readManifest(p: RunPaths): Promise<RunManifest> {
       hint: "--resume takes a run directory written by `flakegym rollout` (it holds run.json)",
     });
   }
-  const parsed = RunManifest.safeParse(JSON.parse(text));
+  const parsed = RunManifest.safeParse(
+    parseJsonFile(text, p.manifest, "restore it (from a backup), or start a new run with another --out"),
+  );
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new FlakegymError("E_RESUME", `${p.manifest}: field '${issue.path.join(".")}': ${issue.message}`, {
@@ -89,7 +92,13 @@ export async function readRunState(
       partial.push(d.name);
       continue;
     }
-    const parsed = TrajectoryResult.safeParse(JSON.parse(text));
+    const parsed = TrajectoryResult.safeParse(
+      parseJsonFile(
+        text,
+        file,
+        "delete that trajectory directory to run it again (before its group is written)",
+      ),
+    );
     if (!parsed.success) {
       throw new FlakegymError(
         "E_RESUME",

@@ -306,6 +306,12 @@ export const RunManifest = z
       .describe(
         "sha256 of each input file (catalog task files, scripted plans, tokenizer) when the run started; --resume refuses a changed one",
       ),
+    seal: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe(
+        "sha256 of each field fixed at creation (config but concurrency/maxInfraRetries/atropos, runId, createdAt, provenance, inputs); --resume refuses an edited one, naming it",
+      ),
   })
   .strict();
 export type RunManifest = z.infer<typeof RunManifest>;

@@ -12,6 +12,7 @@ import type { RolloutDeps } from "../rollout/deps.js";
 import type { RolloutOptions } from "../rollout/options.js";
 import { acquireRunLock, type RunLock } from "../rollout/run-lock.js";
 import { runRollout } from "../rollout/run-rollout.js";
+import { parseJsonFile } from "../run-format/json-file.js";
 import { writeJsonAtomic } from "../run-format/jsonl.js";
 import { readManifest, runPaths } from "../run-format/run-dir.js";
 import { type RunConfig, TrajectoryResult } from "../run-format/schema.js";
@@ -153,15 +154,20 @@ export async function readStored(stateDir: string, id: string) {
   const p = groupPaths(stateDir, id);
   const text = await readFile(p.request, "utf8").catch(() => undefined);
   if (text === undefined) return undefined;
-  const request = JSON.parse(text) as GroupRequest;
+  const next = `restore it or remove ${p.dir} (the request then runs anew when resubmitted)`;
+  const request = parseJsonFile(text, p.request, next) as GroupRequest;
   const records = await readGroupRecords(p.records);
   const errors: TrajectoryErrorLine[] = [];
   for (const f of (await readdir(p.errors).catch(() => [] as string[])).sort()) {
     if (f.endsWith(".json"))
-      errors.push(TrajectoryErrorLine.parse(JSON.parse(await readFile(join(p.errors, f), "utf8"))));
+      errors.push(
+        TrajectoryErrorLine.parse(
+          parseJsonFile(await readFile(join(p.errors, f), "utf8"), join(p.errors, f), next),
+        ),
+      );
   }
   const doneText = await readFile(p.done, "utf8").catch(() => undefined);
-  const done = doneText === undefined ? undefined : DoneLine.parse(JSON.parse(doneText));
+  const done = doneText === undefined ? undefined : DoneLine.parse(parseJsonFile(doneText, p.done, next));
   const runId = await readManifest(runPaths(p.run)).then(
     (m) => m.runId,
     () => undefined,

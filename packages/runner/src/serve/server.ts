@@ -5,8 +5,10 @@ import type { AddressInfo } from "node:net";
 import { FlakegymError, HttpError, UsageError } from "../errors.js";
 import { RunDirLockedError } from "../rollout/run-lock.js";
 import { checkGatewayAdvertise } from "../rollout/wire-backend.js";
+import { decodePercent } from "../text/percent-decode.js";
 import { capabilitiesOf } from "../workers/backend.js";
 import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
+import { type Admission, admit, newAdmission } from "./admission.js";
 import { checkGroupTasks, GroupTaskError } from "./group-tasks.js";
 import {
   CANCELLED,
@@ -131,9 +133,11 @@ interface ServeState {
   readonly groups: Map<string, GroupRun>;
   /** Requests being set up (validated, stored, deps created): a second one waits for the first. */
   readonly starting: Map<string, Promise<GroupRun | undefined>>;
+  /** Every group holding a place, from admission (before any await) to its end. */
+  readonly admission: Admission;
 }
 
-const runningCount = (s: ServeState) => [...s.groups.values()].filter((g) => g.status === "running").length;
+const runningCount = (s: ServeState) => s.admission.held.size;
 
 const conflict = (id: string) =>
   new HttpError(409, "E_CONFLICT", `request_id ${id} names another request; pick a new request_id`);
@@ -197,18 +201,6 @@ export function finishedGroupOf(
   } satisfies GroupRun;
 }
 
-/** The 429 a new group gets while `running` groups already fill the server (else undefined). Pure. */
-export function busyError(running: number, maxGroups: number, retryAfterS = 5): HttpError | undefined {
-  if (running < maxGroups) return undefined;
-  const after = String(retryAfterS);
-  return new HttpError(
-    429,
-    "E_BUSY",
-    `${running} group(s) running, the most this server runs at once (--max-groups ${maxGroups}); retry after ${after} s`,
-    { headers: { "retry-after": after } },
-  );
-}
-
 /** A new request's tasks checked: a bad one is a 400 naming its field (and its rows). */
 async function checkNewRequest(request: GroupRequest, o: ServeOptions): Promise<void> {
   await checkGroupTasks(request, o).catch((err: unknown) => {
@@ -240,9 +232,10 @@ async function setupGroup(
   const problem = request.inference && upstreamProblem(request.inference.base_url, o.allowUpstreams ?? []);
   if (problem) throw new HttpError(400, "E_UPSTREAM", `field 'inference.base_url': ${problem}`);
   if (!stored) await checkNewRequest(request, o);
-  const busy = busyError(runningCount(s), o.maxGroups, o.retryAfterS);
-  if (busy) throw busy;
+  // checked and registered at once (no await between): a burst never passes the limit together
+  const release = admit(s.admission, id);
   const g = await startGroup(o, request, stored).catch((err: unknown) => {
+    release();
     // another server on this state dir runs the group: the same answer as a busy one here
     if (err instanceof RunDirLockedError) throw new HttpError(409, err.code, err.message);
     throw err;
@@ -250,6 +243,7 @@ async function setupGroup(
   s.groups.set(id, g);
   // a finished group (failed ones too) is answered from disk from now on: memory holds running groups only
   void g.finished.then(() => {
+    release();
     if (g.status !== "running" && s.groups.get(id) === g) s.groups.delete(id);
   });
   return g;
@@ -283,7 +277,13 @@ async function groupFor(
 
 /** GET or DELETE /v1/groups/<id>: stream the group, or cancel it. */
 async function handleGroup(s: ServeState, method: string, rawId: string, res: ServerResponse): Promise<void> {
-  const id = decodeURIComponent(rawId);
+  const id = decodePercent(rawId);
+  if (id === undefined)
+    throw new HttpError(
+      400,
+      "E_REQUEST_ID",
+      `'${rawId}' is not valid percent-encoding; request ids are [A-Za-z0-9._-], sent as they are`,
+    );
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id))
     throw new HttpError(400, "E_REQUEST_ID", `'${id}' is not a request id`);
   if (method === "DELETE") {
@@ -340,6 +340,8 @@ async function closeServe(s: ServeState, server: Server): Promise<void> {
   await new Promise<void>((r) => server.close(() => r()));
 }
 
+export { busyError } from "./admission.js";
+
 export async function startServe(o: ServeOptions): Promise<ServeHandle> {
   if (!isLoopback(o.host) && !o.token) {
     throw new FlakegymError(
@@ -350,7 +352,12 @@ export async function startServe(o: ServeOptions): Promise<ServeHandle> {
       },
     );
   }
-  const s: ServeState = { o, groups: new Map(), starting: new Map() };
+  const s: ServeState = {
+    o,
+    groups: new Map(),
+    starting: new Map(),
+    admission: newAdmission(o.maxGroups, o.retryAfterS),
+  };
   const server: Server = createServer((req, res) => {
     handle(s, req, res).catch((err: unknown) => sendError(res, err));
   });

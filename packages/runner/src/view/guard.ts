@@ -1,4 +1,5 @@
 import { timingSafeEqual } from "node:crypto";
+import { decodePercent } from "../text/percent-decode.js";
 
 /**
  * The checks every request to `flakegym view` passes before anything is read. Pure.
@@ -50,11 +51,7 @@ export function guardRequest(req: GuardRequest, port: number, token: string): Gu
     return { ok: false, status: 400, reason: "path holds '..' or an encoded separator" };
   if (!tokenMatches(req.tokenHeader ?? query.get("t"), token))
     return { ok: false, status: 403, reason: "missing or wrong token: open the URL `flakegym view` printed" };
-  let path: string;
-  try {
-    path = decodeURIComponent(rawPath);
-  } catch {
-    return { ok: false, status: 400, reason: "path is not valid percent-encoding" };
-  }
+  const path = decodePercent(rawPath);
+  if (path === undefined) return { ok: false, status: 400, reason: "path is not valid percent-encoding" };
   return { ok: true, path, query };
 }

@@ -20,8 +20,19 @@ describe("routeOf: what a request's path names", () => {
     expect(routeOf("/t/a/b/v1/messages")).toEqual({ kind: "none", protocol: "openai" });
   });
 
-  it("a bad %-escape in the id throws (the gateway answers it as a fault, 500)", () => {
-    expect(() => routeOf("/t/%E0%A4%A/v1/messages")).toThrow(URIError);
+  it("a bad %-escape in the id is malformed: a 400 naming the path, never a fault", () => {
+    const route = routeOf("/t/%E0%A4%A/v1/messages");
+    expect(route).toEqual({ kind: "malformed", protocol: "anthropic" });
+    const r = requestRefusal({
+      method: "POST",
+      url: "/t/%E0%A4%A/v1/messages",
+      route,
+      expectedToken: undefined,
+      presentedToken: undefined,
+      registered: 0,
+    });
+    expect(r).toMatchObject({ status: 400, type: "invalid_request_error" });
+    expect(r!.message).toContain("/t/%E0%A4%A/v1/messages");
   });
 });
 

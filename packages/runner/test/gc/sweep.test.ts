@@ -1,5 +1,6 @@
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -37,6 +38,63 @@ describe("sweepLeftovers", () => {
       expect([dead, deadWorker].map(existsSync)).toEqual([false, false]);
       expect([live, unowned].map(existsSync)).toEqual([true, true]);
       expect(bootId()).toBe(selfOwner().bootId);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("sweepLeftovers: temporaries without an owner.json", () => {
+  it("a killed export's `.<fmt>.jsonl.<pid>.<rand>.tmp` of a dead pid and an old empty worker dir go; a live writer's, a fresh one and a non-empty one stay", async () => {
+    const root = await mkdtemp(join(tmpdir(), "flakegym-sweep-"));
+    try {
+      const old = new Date(Date.now() - 60 * 60_000);
+      // a pid that certainly ran and is gone
+      const child = spawnSync(process.execPath, ["-e", "0"]);
+      const deadPid = child.pid;
+      const runs = join(root, "runs", "r1", "exports");
+      await mkdir(runs, { recursive: true });
+      const deadTemp = join(runs, `.verl.jsonl.${deadPid}.k3j9x.tmp`);
+      const liveTemp = join(runs, `.slime.jsonl.${process.pid}.a1b2.tmp`);
+      const freshDead = join(runs, `.trl.jsonl.${deadPid}.zz9.tmp`);
+      for (const f of [deadTemp, liveTemp, freshDead]) await writeFile(f, "{}\n");
+      await utimes(deadTemp, old, old);
+      await utimes(liveTemp, old, old);
+      const fgRoot = join(root, "tmp");
+      const emptyWorker = join(fgRoot, "flakegym-workers", "w-killed-before-owner");
+      const busyWorker = join(fgRoot, "flakegym-workers", "w-with-files");
+      const freshWorker = join(fgRoot, "flakegym-workers", "w-just-made");
+      for (const d of [emptyWorker, busyWorker, freshWorker]) await mkdir(d, { recursive: true });
+      await writeFile(join(busyWorker, "x"), "");
+      await writeFile(join(emptyWorker, ".owner.json.ab12cd"), "{");
+      for (const d of [emptyWorker, busyWorker]) await utimes(d, old, old);
+      const o = {
+        roots: [{ path: fgRoot, prefix: "flakegym-" }],
+        tempRoots: [join(root, "runs")],
+        podman: false,
+      };
+
+      const dry = await sweepLeftovers({ ...o, dryRun: true });
+      const planned = dry.plan.actions.filter((a) => a.kind === "temp" || a.kind === "empty-dir");
+      expect(planned).toEqual([
+        { kind: "temp", path: deadTemp },
+        { kind: "empty-dir", path: emptyWorker },
+      ]);
+      const done = await sweepLeftovers(o);
+      expect(
+        done.results.filter((r) => r.action.kind === "temp" || r.action.kind === "empty-dir"),
+      ).toHaveLength(2);
+      expect(done.results.every((r) => r.ok)).toBe(true);
+      expect([deadTemp, emptyWorker].map(existsSync)).toEqual([false, false]);
+      expect([liveTemp, freshDead, busyWorker, freshWorker].map(existsSync)).toEqual([
+        true,
+        true,
+        true,
+        true,
+      ]);
+      expect(formatSweepResult(done.results.find((r) => r.action.kind === "temp")!, false)).toBe(
+        `done: remove a dead writer's temp file ${deadTemp}`,
+      );
     } finally {
       await rm(root, { recursive: true, force: true });
     }

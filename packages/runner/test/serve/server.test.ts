@@ -266,6 +266,33 @@ describe("flakegym serve", () => {
     expect((await fetch(`${h.url}/v1/groups/nothing-here`, { method: "DELETE" })).status).toBe(404);
   });
 
+  it("--max-groups 1 and 6 simultaneous POSTs: one runs, five get 429 (admission checked and registered at once)", async () => {
+    const deps = createDummyDeps({
+      attempt: () => ({ outcome: { kind: "completed", detail: "ok" }, ms: 1_500 }),
+    });
+    const { h } = await serve(deps, { maxGroups: 1 });
+    const health: unknown[] = [];
+    const all = Promise.all(
+      [1, 2, 3, 4, 5, 6].map((i) => post(h, group(`burst-${i}`, 1), (ls) => ls.length >= 1)),
+    );
+    await expect.poll(() => deps.agentCalls.length, { timeout: 10_000 }).toBeGreaterThan(0);
+    health.push(await (await fetch(`${h.url}/healthz`)).json());
+    const answers = await all;
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 429, 429, 429, 429, 429]);
+    expect(health[0]).toMatchObject({ running: 1, capacity: 1 });
+    expect(h.running()).toBeLessThanOrEqual(1);
+  });
+
+  it("GET /v1/groups/%E0%A4%A (a cut UTF-8 escape) is a 400 naming the id, not a 500", async () => {
+    const { h } = await serve(createDummyDeps({}));
+    const res = await fetch(`${h.url}/v1/groups/%E0%A4%A`);
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("E_REQUEST_ID");
+    expect(body.error.message).toContain("percent-encoding");
+    expect((await fetch(`${h.url}/v1/groups/%E0%A4%A`, { method: "DELETE" })).status).toBe(400);
+  });
+
   it("a restarted server resumes a stopped group without rerunning finished trajectories, and answers finished groups from disk", async () => {
     const slowLast = createDummyDeps({
       attempt: (slot) => ({

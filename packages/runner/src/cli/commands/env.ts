@@ -5,8 +5,10 @@ import { evaluation } from "../../api/evaluation.js";
 import type { ApiEvent } from "../../api/events.js";
 import { absoluteLlm } from "../../api/llm.js";
 import { rollout } from "../../api/rollout.js";
+import { defaultSessionsDir } from "../../api/session.js";
 import { setup } from "../../api/setup.js";
 import { teardown } from "../../api/teardown.js";
+import { checkOutDir } from "../../rollout/out-path.js";
 import type { CliContext } from "../command.js";
 import { defineCommand } from "../command.js";
 
@@ -65,6 +67,10 @@ export const envSetupCommand = defineCommand({
     "flakegym env setup owner/repo --no-scaffold",
   ],
   async run(opts, ctx) {
+    // where sessions are written is checked before anything starts (a /proc path never answers)
+    const flag =
+      opts.sessionsDir !== undefined ? "--sessions-dir" : "$FLAKEGYM_SESSIONS_DIR (or runs/sessions)";
+    await checkOutDir(flag, opts.sessionsDir ?? defaultSessionsDir(ctx.env, ctx.cwd), ctx.cwd);
     const s = await setup(opts.target, {
       noScaffold: !opts.scaffold,
       ...(opts.llm !== undefined ? { llm: absoluteLlm(opts.llm, ctx.cwd) } : {}),

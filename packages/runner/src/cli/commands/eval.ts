@@ -2,6 +2,7 @@ import { appendFile, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
+import { type EvalRecord, readEvalRecord, writeEvalRecord } from "../../eval/eval-record.js";
 import { evalExitCode } from "../../eval/exit-code.js";
 import { EvalReport, Prices } from "../../eval/report.js";
 import { type EvalItems, runEval } from "../../eval/run-eval.js";
@@ -13,17 +14,21 @@ import {
   suiteScenarioDirs,
 } from "../../eval/scenario.js";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
+import { probePolicyEndpoints } from "../../policy/probe.js";
 import { parsePolicySpec, validatePolicySpecs } from "../../policy/spec.js";
 import { createReporter } from "../../progress/reporter.js";
 import { runSecrets } from "../../redact/redactor.js";
 import { newRunId, resolveRolloutOptions } from "../../rollout/config.js";
 import { type DatasetSelection, selectDataset } from "../../rollout/dataset-tasks.js";
 import { RolloutOptions } from "../../rollout/options.js";
+import { checkNewRunDir, checkOutDir } from "../../rollout/out-path.js";
+import { acquireRunLock } from "../../rollout/run-lock.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
+import type { RunConfig } from "../../run-format/schema.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
 import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import { poolEvent, poolHelp, resolvePool } from "../../workers/pool/decisions.js";
-import { defineCommand } from "../command.js";
+import { type CliContext, defineCommand } from "../command.js";
 
 export const EvalOptions = RolloutOptions.pick({
   task: true,
@@ -99,6 +104,12 @@ export const EvalOptions = RolloutOptions.pick({
     .optional()
     .describe('JSON file of per-token prices: {"<policy spec>": {"inputPerMTok": n, "outputPerMTok": n}}'),
   json: z.boolean().default(false).describe("print report.json instead of the summary"),
+  resume: z
+    .string()
+    .optional()
+    .describe(
+      "continue the interrupted eval in this directory: finished trials are kept, the rest run (its eval.json holds the eval's settings; --concurrency may differ)",
+    ),
 });
 export type EvalOptions = z.infer<typeof EvalOptions>;
 
@@ -191,94 +202,208 @@ export const evalCommand = defineCommand({
     "flakegym eval --task semver-lite-caret-zero --policy gold --trials 2",
   ],
   async run(opts0, ctx) {
-    const opts = await withDatasetPath(opts0, ctx);
-    const evalId = newRunId();
-    const scenarios = await scenariosOf(opts, ctx.cwd);
-    const tasks = opts.task ?? [];
-    const selection = evalSelectionProblem(scenarios.length, tasks.length, opts.dataset !== undefined);
-    if (selection) throw selection;
-    const r = resolveRolloutOptions(
-      {
-        ...opts,
-        ...(opts.dataset === undefined ? { task: ["(eval)"] } : {}),
-        out: opts.out,
-        keepEqualScores: false,
-        json: opts.json,
-      } as RolloutOptions,
-      ctx.env,
+    const opts = opts0.resume === undefined ? await withDatasetPath(opts0, ctx) : opts0;
+    // where the eval writes is checked, and held, before anything starts (no banner, no gc): the
+    // same checks, lock and exit codes as rollout's --out
+    const resuming = opts.resume !== undefined;
+    const newId = newRunId();
+    const evalDir = await checkOutDir(
+      resuming ? "--resume" : "--out",
+      opts.resume ?? opts.out ?? join("evals", newId),
       ctx.cwd,
-      evalId,
     );
-    const evalDir = opts.out ? resolve(ctx.cwd, opts.out) : join(ctx.cwd, "evals", evalId);
-    const catalog = opts.catalog ? resolve(ctx.cwd, opts.catalog) : BUILTIN_CATALOG_DIR;
-    await validatePolicySpecs(r.config.policies, ctx.signal);
-    await checkTasks(tasks, catalog);
-    const gold = goldWithoutSolution(r.config.policies, scenarios);
-    if (gold) throw gold;
-    const baseline = opts.baseline
-      ? {
-          file: resolve(ctx.cwd, opts.baseline),
-          report: await readJsonFile("--baseline", resolve(ctx.cwd, opts.baseline), EvalReport),
-        }
-      : undefined;
-    const prices = opts.prices
-      ? await readJsonFile("--prices", resolve(ctx.cwd, opts.prices), Prices)
-      : undefined;
-    let dataset: DatasetSelection | undefined;
-    if (r.dataset) dataset = await selectDataset(r.dataset.file, r.dataset.limit, { signal: ctx.signal });
-    const items: EvalItems = { scenarios, tasks, catalog, ...(dataset ? { dataset } : {}) };
-    if (r.banner) ctx.stderr.write(`\n  ${r.banner}\n\n`);
-    const nItems = scenarios.length + tasks.length + (dataset?.tasks.length ?? 0);
-    ctx.stderr.write(
-      `eval ${evalId}: ${nItems} item(s) × ${r.config.policies.length} policy(ies) × ${opts.trials} trial(s) ` +
-        `(concurrency ${r.config.concurrency}) → ${evalDir}\n`,
-    );
-    const swept = await sweepLeftovers();
-    for (const x of swept.results) ctx.stderr.write(`gc: ${formatSweepResult(x, false)}\n`);
-    const reporter = createReporter(ctx.stderr);
-    const pool = resolvePool({
-      command: "eval",
-      trajectories: nItems * r.config.policies.length * opts.trials,
-      concurrency: r.config.concurrency,
-      ...(opts.pool !== undefined ? { size: opts.pool } : {}),
-      ...(opts.poolIdle !== undefined ? { idleS: opts.poolIdle } : {}),
-    });
-    let result: Awaited<ReturnType<typeof runEval>>;
+    const lock = await acquireRunLock(evalDir, "eval");
     try {
-      result = await runEval({
-        evalDir,
-        evalId,
-        items,
-        config: r.config,
-        trials: opts.trials,
-        keepWorkspaces: opts.keepWorkspaces,
-        ...(prices ? { prices } : {}),
-        ...(baseline ? { baseline } : {}),
-        progress: reporter.sink,
-        signal: ctx.signal,
-        makeDeps: (config, keepWorkspace) =>
-          createRolloutDeps(config, {
-            runId: evalId,
-            signal: ctx.signal,
-            env: ctx.env,
-            ...(r.judgeApiKey ? { judgeApiKey: r.judgeApiKey } : {}),
-            ...(r.gatewayAdvertise ? { gatewayAdvertise: r.gatewayAdvertise } : {}),
-            onNote: (m) => ctx.stderr.write(`${m}\n`),
-            ...(pool ? { pool, onPool: (s) => reporter.sink(poolEvent(s)) } : {}),
-            ...(keepWorkspace ? { keepWorkspace } : {}),
-            ...(dataset ? { datasetTasks: dataset.tasks } : {}),
-          }),
-      });
+      if (!resuming) await checkNewRunDir(evalDir);
+      const prepared = resuming
+        ? await prepareResumedEval(evalDir, opts, ctx)
+        : await prepareNewEval(newId, evalDir, opts, ctx);
+      return await runPrepared(prepared, opts, ctx);
     } finally {
-      reporter.close();
+      await lock.release();
     }
-    const { report, summaryMd } = result;
-    const printed = opts.json ? JSON.stringify(report, null, 2) : `${summaryMd}\n${evalDir}`;
-    ctx.stdout.write(runSecrets.text(`${printed}\n`));
-    const stepSummary = ctx.env.GITHUB_STEP_SUMMARY;
-    if (stepSummary) await appendFile(stepSummary, runSecrets.text(`${summaryMd}\n`));
-    const exit = evalExitCode(report, result.summary.interrupted);
-    if (exit.why) ctx.stderr.write(`${exit.why}\n`);
-    return exit.code;
   },
 });
+
+/** An eval ready to run: its items, config and files, checked. */
+interface PreparedEval {
+  readonly evalId: string;
+  readonly evalDir: string;
+  readonly items: EvalItems;
+  readonly config: RunConfig;
+  readonly trials: number;
+  readonly keepWorkspaces: EvalRecord["keepWorkspaces"];
+  readonly prices?: Prices | undefined;
+  readonly baseline?: { file: string; report: EvalReport } | undefined;
+  readonly banner?: string | undefined;
+  readonly judgeApiKey?: string | undefined;
+  readonly gatewayAdvertise?: string | undefined;
+  readonly resume: boolean;
+}
+
+/** The --prices and --baseline files, read (usage errors name the flag). */
+async function pricesAndBaseline(prices: string | undefined, baseline: string | undefined) {
+  return {
+    prices: prices ? await readJsonFile("--prices", prices, Prices) : undefined,
+    baseline: baseline
+      ? { file: baseline, report: await readJsonFile("--baseline", baseline, EvalReport) }
+      : undefined,
+  };
+}
+
+/** A new eval from its flags: every usage error before anything is written but eval.json. */
+async function prepareNewEval(
+  evalId: string,
+  evalDir: string,
+  opts: EvalOptions,
+  ctx: CliContext,
+): Promise<PreparedEval> {
+  const scenarios = await scenariosOf(opts, ctx.cwd);
+  const tasks = opts.task ?? [];
+  const selection = evalSelectionProblem(scenarios.length, tasks.length, opts.dataset !== undefined);
+  if (selection) throw selection;
+  const r = resolveRolloutOptions(
+    {
+      ...opts,
+      ...(opts.dataset === undefined ? { task: ["(eval)"] } : {}),
+      out: evalDir,
+      keepEqualScores: false,
+      json: opts.json,
+    } as RolloutOptions,
+    ctx.env,
+    ctx.cwd,
+    evalId,
+  );
+  const catalog = opts.catalog ? resolve(ctx.cwd, opts.catalog) : BUILTIN_CATALOG_DIR;
+  await validatePolicySpecs(r.config.policies, ctx.signal);
+  await checkTasks(tasks, catalog);
+  await probePolicyEndpoints(r.config.policies, ctx.signal);
+  const gold = goldWithoutSolution(r.config.policies, scenarios);
+  if (gold) throw gold;
+  const files = {
+    prices: opts.prices ? resolve(ctx.cwd, opts.prices) : undefined,
+    baseline: opts.baseline ? resolve(ctx.cwd, opts.baseline) : undefined,
+  };
+  const { prices, baseline } = await pricesAndBaseline(files.prices, files.baseline);
+  let dataset: DatasetSelection | undefined;
+  if (r.dataset) dataset = await selectDataset(r.dataset.file, r.dataset.limit, { signal: ctx.signal });
+  await writeEvalRecord(evalDir, {
+    version: 1,
+    evalId,
+    createdAt: new Date().toISOString(),
+    scenarioDirs: scenarios.map((s) => s.dir),
+    tasks,
+    catalog,
+    ...(r.dataset ? { dataset: r.dataset } : {}),
+    config: r.config,
+    trials: opts.trials,
+    keepWorkspaces: opts.keepWorkspaces,
+    ...(files.prices ? { prices: files.prices } : {}),
+    ...(files.baseline ? { baseline: files.baseline } : {}),
+  });
+  return {
+    evalId,
+    evalDir,
+    items: { scenarios, tasks, catalog, ...(dataset ? { dataset } : {}) },
+    config: r.config,
+    trials: opts.trials,
+    keepWorkspaces: opts.keepWorkspaces,
+    prices,
+    baseline,
+    banner: r.banner,
+    judgeApiKey: r.judgeApiKey,
+    gatewayAdvertise: r.gatewayAdvertise,
+    resume: false,
+  };
+}
+
+/** An interrupted eval from its eval.json (only --concurrency of the flags applies). */
+async function prepareResumedEval(
+  evalDir: string,
+  opts: EvalOptions,
+  ctx: CliContext,
+): Promise<PreparedEval> {
+  const rec = await readEvalRecord(evalDir);
+  const scenarios: Scenario[] = [];
+  for (const d of rec.scenarioDirs) scenarios.push(await loadScenario(d));
+  const dataset = rec.dataset
+    ? await selectDataset(rec.dataset.file, rec.dataset.limit, { signal: ctx.signal })
+    : undefined;
+  const { prices, baseline } = await pricesAndBaseline(rec.prices, rec.baseline);
+  await probePolicyEndpoints(rec.config.policies, ctx.signal);
+  const judgeApiKey = ctx.env.FLAKEGYM_JUDGE_API_KEY ?? ctx.env.OPENAI_API_KEY;
+  return {
+    evalId: rec.evalId,
+    evalDir,
+    items: { scenarios, tasks: rec.tasks, catalog: rec.catalog, ...(dataset ? { dataset } : {}) },
+    config: { ...rec.config, ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}) },
+    trials: rec.trials,
+    keepWorkspaces: rec.keepWorkspaces,
+    prices,
+    baseline,
+    judgeApiKey,
+    gatewayAdvertise: opts.gatewayAdvertise,
+    resume: true,
+  };
+}
+
+/** Runs a prepared eval, prints its summary, returns the exit status. */
+async function runPrepared(p: PreparedEval, opts: EvalOptions, ctx: CliContext): Promise<number> {
+  const { evalId, evalDir, items, config, trials } = p;
+  const { scenarios, tasks, dataset } = items;
+  if (p.banner) ctx.stderr.write(`\n  ${p.banner}\n\n`);
+  const nItems = scenarios.length + tasks.length + (dataset?.tasks.length ?? 0);
+  ctx.stderr.write(
+    `${p.resume ? "resuming eval" : "eval"} ${evalId}: ${nItems} item(s) × ${config.policies.length} policy(ies) × ${trials} trial(s) ` +
+      `(concurrency ${config.concurrency}) → ${evalDir}\n`,
+  );
+  const swept = await sweepLeftovers();
+  for (const x of swept.results) ctx.stderr.write(`gc: ${formatSweepResult(x, false)}\n`);
+  const reporter = createReporter(ctx.stderr);
+  const pool = resolvePool({
+    command: "eval",
+    trajectories: nItems * config.policies.length * trials,
+    concurrency: config.concurrency,
+    ...(opts.pool !== undefined ? { size: opts.pool } : {}),
+    ...(opts.poolIdle !== undefined ? { idleS: opts.poolIdle } : {}),
+  });
+  let result: Awaited<ReturnType<typeof runEval>>;
+  try {
+    result = await runEval({
+      evalDir,
+      evalId,
+      items,
+      config,
+      trials,
+      keepWorkspaces: p.keepWorkspaces,
+      resume: p.resume,
+      ...(p.prices ? { prices: p.prices } : {}),
+      ...(p.baseline ? { baseline: p.baseline } : {}),
+      progress: reporter.sink,
+      signal: ctx.signal,
+      makeDeps: (cfg, keepWorkspace) =>
+        createRolloutDeps(cfg, {
+          runId: evalId,
+          signal: ctx.signal,
+          env: ctx.env,
+          ...(p.judgeApiKey ? { judgeApiKey: p.judgeApiKey } : {}),
+          ...(p.gatewayAdvertise ? { gatewayAdvertise: p.gatewayAdvertise } : {}),
+          onNote: (m) => ctx.stderr.write(`${m}\n`),
+          ...(pool ? { pool, onPool: (s) => reporter.sink(poolEvent(s)) } : {}),
+          ...(keepWorkspace ? { keepWorkspace } : {}),
+          ...(dataset ? { datasetTasks: dataset.tasks } : {}),
+        }),
+    });
+  } finally {
+    reporter.close();
+  }
+  const { report, summaryMd } = result;
+  const printed = opts.json ? JSON.stringify(report, null, 2) : `${summaryMd}\n${evalDir}`;
+  ctx.stdout.write(runSecrets.text(`${printed}\n`));
+  const stepSummary = ctx.env.GITHUB_STEP_SUMMARY;
+  if (stepSummary) await appendFile(stepSummary, runSecrets.text(`${summaryMd}\n`));
+  const exit = evalExitCode(report, result.summary.interrupted);
+  if (exit.why) ctx.stderr.write(`${exit.why}\n`);
+  if (result.summary.interrupted) ctx.stderr.write(`finish with: flakegym eval --resume ${evalDir}\n`);
+  return exit.code;
+}

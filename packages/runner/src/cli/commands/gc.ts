@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { z } from "zod";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
 import { defineCommand } from "../command.js";
@@ -14,10 +15,19 @@ export const gcCommand = defineCommand({
   options: z.object({
     dryRun: z.boolean().default(false).describe("print what would be removed, remove nothing"),
     json: z.boolean().default(false).describe("print the report as JSON"),
+    dir: z
+      .array(z.string().min(1))
+      .optional()
+      .describe(
+        "where to look for dead writers' temp files (`.<name>.<pid>.<rand>.tmp`; repeat; default runs/ and evals/)",
+      ),
   }),
   examples: ["flakegym gc", "flakegym gc --dry-run", "flakegym gc --json"],
   async run(opts, ctx) {
-    const report = await sweepLeftovers({ dryRun: opts.dryRun });
+    const report = await sweepLeftovers({
+      dryRun: opts.dryRun,
+      ...(opts.dir ? { tempRoots: opts.dir.map((d) => resolve(ctx.cwd, d)) } : {}),
+    });
     if (opts.json) {
       ctx.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     } else {

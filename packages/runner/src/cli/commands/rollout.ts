@@ -4,6 +4,7 @@ import { match } from "ts-pattern";
 import { FlakegymError, UsageError } from "../../errors.js";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
 import { isNixApp, nixAppFallbackMessage, pinningFlag } from "../../images/nix-app.js";
+import { probePolicyEndpoints } from "../../policy/probe.js";
 import { validatePolicySpecs } from "../../policy/spec.js";
 import type { ProgressSink } from "../../progress/events.js";
 import { createReporter } from "../../progress/reporter.js";
@@ -125,6 +126,8 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
   // bad input is a usage error now, before any run directory, worker or retry
   await validatePolicySpecs(config.policies, ctx.signal);
   if (!selection) await checkCatalogTasks(config.tasks, config.catalog);
+  // a model server that cannot be reached is said once, now, naming its URL
+  await probePolicyEndpoints(config.policies, ctx.signal);
   // what the run depends on, by content: a resume refuses changed task files, plans or tokenizer
   const inputFiles = await runInputFiles(config, ctx.cwd);
   const inputs = await hashInputs(inputFiles);

@@ -97,6 +97,26 @@ export function cpuOverOf(r: WatchdogReading): WorkerExit | undefined {
   return { reason: "cpu_time", detail: `used ${(used / 1e6).toFixed(1)} s of CPU (limit ${budget} s)` };
 }
 
+/**
+ * The pids limit's end, from the cgroup's own counter (pids.events `max`: forks the limit refused):
+ * any refusal since the trajectory was assigned means its processes hit the limit (a fork bomb keeps
+ * it there), so the worker ends as `pids` — a limit, scored, never retried — not as a hang. Pure.
+ */
+export function pidsExitOf(r: {
+  readonly assigned: boolean;
+  readonly pidsRejected: number | undefined;
+  readonly pidsRejectedBase: number;
+  readonly limits: ResourceLimits;
+}): WorkerExit | undefined {
+  if (!r.assigned || r.pidsRejected === undefined) return undefined;
+  const refused = r.pidsRejected - r.pidsRejectedBase;
+  if (refused <= 0) return undefined;
+  return {
+    reason: "pids",
+    detail: `process limit ${r.limits.pids} reached: ${refused} fork(s) refused (the cgroup's pids.events)`,
+  };
+}
+
 /** The memory limit's end. Pure. */
 export function memoryExitOf(limits: ResourceLimits, agentKilled = false): WorkerExit {
   return {
@@ -110,13 +130,16 @@ export function diskCheckDue(assigned: boolean, now: number, lastCheck: number, 
   return assigned && now - lastCheck > 5 * intervalMs;
 }
 
-/** Why a worker ended when its agent exited by itself: the OOM killer's pick is the memory limit, else a crash. Pure. */
+/** Why a worker ended when its agent exited by itself: the OOM killer's pick is the memory limit, refused forks the pids limit, else a crash. Pure. */
 export function agentExitOf(
   r: Awaited<RunningAgent["exited"]>,
   oom: boolean,
   limits: ResourceLimits,
+  pidsExit?: WorkerExit,
 ): WorkerExit {
   if (oom) return memoryExitOf(limits, true);
+  // an agent that died because it could not fork hit the pids limit: a limit, not a crash
+  if (pidsExit) return pidsExit;
   return { reason: "crashed", detail: `agent exited (code ${r.code})${r.detail ? `: ${r.detail}` : ""}` };
 }
 

@@ -108,6 +108,7 @@ function newWorkerState(parts: LocalWorkerParts): LocalWorkerState {
     assigned: false,
     startedAt: Date.now(),
     cpuBaseUsec: 0,
+    pidsRejectedBase: 0,
     quotaByFs: false,
     lastDiskCheck: 0,
     checking: false,
@@ -175,6 +176,7 @@ async function assignWorker(ws: LocalWorkerState, s: WorkerSpec): Promise<Worker
       throw err;
     }
     ws.cpuBaseUsec = (await ws.prepared.cgroup.usage())?.cpuUsec ?? 0;
+    ws.pidsRejectedBase = (await ws.prepared.cgroup.events().catch(() => undefined))?.pidsRejected ?? 0;
   }
   ws.quotaByFs = s.limits.diskMb !== undefined && (await fsEnforcesQuota(s.workspace, s.limits.diskMb));
   const ended = ws.exit as WorkerExit | undefined;

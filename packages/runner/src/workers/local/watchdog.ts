@@ -1,5 +1,5 @@
 import { unboundedDiskOver } from "../bounded-dirs.js";
-import { agentExitOf, cpuOverOf, diskCheckDue, memoryExitOf } from "./decisions.js";
+import { agentExitOf, cpuOverOf, diskCheckDue, memoryExitOf, pidsExitOf } from "./decisions.js";
 import { endWorker, type LocalWorkerState, limitsOf } from "./worker-state.js";
 
 /** One check of CPU time, memory and (now and then) disk use against the limits in force. */
@@ -16,11 +16,27 @@ async function tick(ws: LocalWorkerState, intervalMs: number): Promise<void> {
     await endWorker(ws, memoryExitOf(limits));
     return;
   }
+  const pids = await pidsExitNow(ws);
+  if (pids) {
+    await endWorker(ws, pids);
+    return;
+  }
   if (ws.active && diskCheckDue(assigned, Date.now(), ws.lastDiskCheck, intervalMs)) {
     ws.lastDiskCheck = Date.now();
     const over = await unboundedDiskOver(ws.active, ws.quotaByFs, ws.dirs);
     if (over) await endWorker(ws, { reason: "disk", detail: over });
   }
+}
+
+/** The pids limit's end now, from the cgroup's counter against the one at assignment. */
+async function pidsExitNow(ws: LocalWorkerState) {
+  const events = await ws.prepared.cgroup.events().catch(() => undefined);
+  return pidsExitOf({
+    assigned: ws.active !== undefined,
+    pidsRejected: events?.pidsRejected,
+    pidsRejectedBase: ws.pidsRejectedBase,
+    limits: limitsOf(ws),
+  });
 }
 
 /** Checks the worker every `intervalMs` until it ends (one tick at a time). */
@@ -41,7 +57,8 @@ export function watchAgent(ws: LocalWorkerState): void {
   void ws.agent?.exited.then(async (r) => {
     if (ws.exit) return;
     const oom = await ws.prepared.cgroup.memoryLimitHit().catch(() => false);
+    const pids = await pidsExitNow(ws);
     if (ws.exit) return;
-    void endWorker(ws, agentExitOf(r, oom, limitsOf(ws)));
+    void endWorker(ws, agentExitOf(r, oom, limitsOf(ws), pids));
   });
 }

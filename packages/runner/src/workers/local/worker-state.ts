@@ -52,6 +52,8 @@ export interface LocalWorkerState extends LocalWorkerParts {
   startedAt: number;
   /** The cgroup's CPU counter at assignment, µs (a pooled worker's boot and idle time do not count). */
   cpuBaseUsec: number;
+  /** The cgroup's refused-fork counter (pids.events `max`) at assignment. */
+  pidsRejectedBase: number;
   /** The workspace's filesystem enforces the disk limit itself. */
   quotaByFs: boolean;
   lastDiskCheck: number;
