@@ -189,6 +189,12 @@ export const Score = z
     decoys: z
       .object({
         guarded: z.array(z.string()).describe("graded tests twinned by a decoy that must fail"),
+        externalized: z
+          .array(z.string())
+          .optional()
+          .describe(
+            "graded tests whose expected values never entered the sandbox: their assertions emitted what they computed and the scorer compared (scoring/externalize)",
+          ),
         unguarded: z
           .array(z.object({ id: z.string(), reason: z.string() }).strict())
           .describe("graded tests without a decoy, and why"),

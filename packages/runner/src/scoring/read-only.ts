@@ -7,6 +7,7 @@ import { git } from "../tasks/materialize.js";
 import type { WorkerSpec } from "../workers/types.js";
 import type { DecoyPlan, GuardReport } from "./decoys/guard.js";
 import { guardHidden } from "./decoys/guard-hidden.js";
+import type { ExternalSite } from "./externalize/canon.js";
 import { idsTwinFiles, twinFiles } from "./decoys/twin.js";
 import { type CanaryInstance, newCanary } from "./results.js";
 import { type InstalledFile, regularFile } from "./snapshot-files.js";
@@ -40,6 +41,8 @@ export interface BoundHidden {
   readonly decoys?: DecoyPlan;
   /** Which graded tests have decoys, and why the others have none. */
   readonly guard?: GuardReport;
+  /** The externalized assertions' expected values, kept on the host (scoring/externalize). */
+  readonly external?: readonly ExternalSite[];
   /** The files are bound read-only by the backend (else the script installs them). */
   readonly readOnly: boolean;
 }
@@ -250,7 +253,7 @@ export async function prepareReadOnlyHidden(
       throw err;
     }
   }
-  const guarded = hidden.suite ? await guardHidden(hidden.suite, plain, snapshotWorkspace) : undefined;
+  const guarded = hidden.suite ? await guardHidden(hidden.suite, plain, snapshotWorkspace, undefined, signal) : undefined;
   const files = (guarded?.files ?? plain).map((f) => ({
     ...f,
     content: withCanary(f.path, f.content, canary),
@@ -261,6 +264,7 @@ export async function prepareReadOnlyHidden(
       files,
       ...(canary ? { canary } : {}),
       ...(guarded ? { decoys: guarded.plan, guard: guarded.report } : {}),
+      ...(guarded?.external.length ? { external: guarded.external } : {}),
     },
     scratch,
   );

@@ -6,6 +6,8 @@ import { dropPaths } from "../text/diff.js";
 import type { ExecResult, Worker } from "../workers/types.js";
 import { applyReach, reachHits } from "./build-reach.js";
 import type { DecoyPlan } from "./decoys/guard.js";
+import type { ExternalSite } from "./externalize/canon.js";
+import { externalRunVerdict } from "./externalize/run.js";
 import { writeFileInWorker } from "./hidden-tests.js";
 import type { JudgeConfig } from "./judge.js";
 import { type JudgeStageOptions, judgeTerm } from "./judge-readings.js";
@@ -315,6 +317,7 @@ export function suiteVerdicts(
   repeat: number,
   timeoutMs: number,
   decoys: DecoyPlan = { runIds: {}, decoys: {} },
+  external: readonly ExternalSite[] = [],
 ): RunVerdicts {
   const tampering: string[] = [];
   const rewritten = new Set<string>();
@@ -349,11 +352,13 @@ export function suiteVerdicts(
         tampering.push(`run ${r + 1}: ${d.reason}`);
       }
     }
+    // externalized assertions: the runner's pass is evidence, the host's comparison the verdict
+    const outside = externalRunVerdict(parsed, r, ids.map((i) => i.id), external);
     runs.push(
       ids.map(({ id, kind }) => ({
         id,
         kind,
-        passed: believed && !timedOut && outcome(id) === "passed",
+        passed: believed && !timedOut && outcome(id) === "passed" && !outside.has(id),
         exitCode: step?.exitCode ?? 137,
         timedOut,
       })),
@@ -474,6 +479,7 @@ export function hiddenVerdicts(
       repeat,
       hidden.timeoutMs,
       o.bound?.decoys,
+      o.bound?.external,
     );
     return { verdicts, testOutput: suiteTestOutputs(parsed, verdicts.runs, o.bound?.decoys) };
   }

@@ -52,7 +52,16 @@ export interface ScoringPlan {
   readonly repeat: number;
   /** Most output bytes kept per step: the first and last half of it when longer. */
   readonly maxOutputBytes: number;
+  /**
+   * The suite's graded assertions are externalized (scoring/externalize): each run's test command
+   * gets `FLAKEGYM_EMIT`, the file its tests append what they computed to, read back whole (up to
+   * {@link MAX_EMISSION_BYTES}) as step `emitted.<run>.0`.
+   */
+  readonly emissions?: true;
 }
+
+/** Most bytes of emissions kept per run (more: the step is cut, and the scorer fails it closed). */
+export const MAX_EMISSION_BYTES = 8 * 1024 * 1024;
 
 /** Step names in the output: fixed words and test indices, never text from the task or the agent. */
 export type StepName =
@@ -63,11 +72,13 @@ export type StepName =
   | "install"
   | `test.${number}.${number}`
   | `results.${number}.${number}`
-  | `hidden.${number}.${number}`;
+  | `hidden.${number}.${number}`
+  | `emitted.${number}.${number}`;
 
 export const testStep = (run: number, index: number): StepName => `test.${run}.${index}`;
 export const resultsStep = (run: number, index: number): StepName => `results.${run}.${index}`;
 export const hiddenStep = (run: number, index: number): StepName => `hidden.${run}.${index}`;
+export const emittedStep = (run: number, index: number): StepName => `emitted.${run}.${index}`;
 
 /** Longest script passed inline (one command-line argument, base64'd again by Nomad: < 128 KiB). */
 export const MAX_INLINE_SCRIPT_BYTES = 90_000;
@@ -107,7 +118,6 @@ function scriptPrelude(
   maxOutputBytes: number,
 ): string[] {
   const max = Math.max(2, maxOutputBytes);
-  const half = Math.floor(max / 2);
   return [
     "# flakegym scoring script (composed by packages/runner/src/scoring/script.ts)",
     "set -u",
@@ -119,11 +129,11 @@ function scriptPrelude(
     ...(stagedDir === undefined ? [] : [`cp -R ${stagedDir}/. "$tmp"/ && rm -rf ${stagedDir}`]),
     "TO=; if command -v timeout >/dev/null 2>&1; then TO=1; fi",
     "now() { date +%s 2>/dev/null || echo 0; }",
-    // emit <step> <exit code> <output file> <seconds>: the step's result, its output base64'd
+    // emit <step> <exit code> <output file> <seconds> [most bytes]: the step's result, its output base64'd
     "emit() {",
-    '  n=$(wc -c < "$3" | tr -d " ")',
+    `  n=$(wc -c < "$3" | tr -d " "); x=\${5:-${max}}; h=$((x / 2))`,
     '  printf "%s result %s %s %s %s\\n" "$M" "$1" "$2" "$n" "$4"',
-    `  if [ "$n" -le ${max} ]; then base64 < "$3"; else head -c ${half} "$3" | base64; printf "%s cut\\n" "$M"; tail -c ${half} "$3" | base64; fi`,
+    `  if [ "$n" -le "$x" ]; then base64 < "$3"; else head -c "$h" "$3" | base64; printf "%s cut\\n" "$M"; tail -c "$h" "$3" | base64; fi`,
     '  printf "%s end %s\\n" "$M" "$1"',
     "}",
     // run <step> <seconds> <command, base64>: one command, its own deadline, output to a file;
@@ -245,7 +255,14 @@ function testRuns(d: ScriptDraft, plan: ScoringPlan, repeat: number): void {
   for (let r = 0; r < repeat; r++) {
     if (plan.suite) {
       resetHidden(d);
-      d.lines.push(`trun ${testStep(r, 0)} ${secs(plan.testTimeoutMs)} ${b64(plan.suite.command)}`);
+      const test = `trun ${testStep(r, 0)} ${secs(plan.testTimeoutMs)} ${b64(plan.suite.command)}`;
+      if (plan.emissions)
+        d.lines.push(
+          'rm -f "$tmp/emit"; : > "$tmp/emit"',
+          `( FLAKEGYM_EMIT="$tmp/emit"; export FLAKEGYM_EMIT; ${test} )`,
+          `emit ${emittedStep(r, 0)} 0 "$tmp/emit" 0 ${MAX_EMISSION_BYTES}`,
+        );
+      else d.lines.push(test);
       d.lines.push(
         `grep -E ${q(plan.suite.resultPattern)} "$tmp/out" > "$tmp/res" 2>/dev/null; emit ${resultsStep(r, 0)} 0 "$tmp/res" 0`,
       );

@@ -32,6 +32,8 @@ export interface DecoyPlan {
 /** Which graded tests have decoys, and why the others have none. */
 export interface GuardReport {
   readonly guarded: string[];
+  /** Graded tests whose expected values left the sandbox (scoring/externalize): no decoy needed. */
+  readonly externalized?: string[];
   readonly unguarded: { id: string; reason: string }[];
 }
 
