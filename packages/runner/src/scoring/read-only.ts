@@ -232,6 +232,8 @@ export async function prepareReadOnlyHidden(
   signal?: AbortSignal,
   /** Where the temporary files go: the run's owned scratch dir, so a killed run's are swept. */
   scratch: string = tmpdir(),
+  /** `externalize: false`: decoys only, as before issue 42 (a red-team and bench baseline). */
+  opts: { readonly externalize?: boolean } = {},
 ): Promise<(PreparedHidden & { twin?: PreparedHidden }) | undefined> {
   const canary = hidden.suite ? newCanary(hidden.suite.canary, randomBytes(6).toString("hex")) : undefined;
   const plain = await installedHiddenFiles(hidden, snapshotWorkspace, undefined, signal, scratch).catch(
@@ -253,7 +255,8 @@ export async function prepareReadOnlyHidden(
       throw err;
     }
   }
-  const guarded = hidden.suite ? await guardHidden(hidden.suite, plain, snapshotWorkspace, undefined, signal) : undefined;
+  const guarded = hidden.suite ? await guardHidden(hidden.suite, plain, snapshotWorkspace, undefined, signal, opts.externalize ?? true)
+    : undefined;
   const files = (guarded?.files ?? plain).map((f) => ({
     ...f,
     content: withCanary(f.path, f.content, canary),

@@ -5,7 +5,7 @@ import type { ResultFormat } from "../../tasks/task-spec.js";
 import { isTestDirName } from "../protect.js";
 import { type InstalledFile, regularFile } from "../snapshot-files.js";
 import type { ExternalSite } from "../externalize/canon.js";
-import { externalizeGraded } from "../externalize/guard.js";
+import { decoysOnly, externalizeGraded } from "../externalize/guard.js";
 import { type DecoyPlan, type GuardReport, guardFiles } from "./guard.js";
 
 /**
@@ -109,6 +109,8 @@ export async function guardHidden(
   snapshotWorkspace: string,
   rand: (n: number) => number = (n) => randomInt(n),
   signal?: AbortSignal,
+  /** Externalize what can be (default); false: decoys only, as before issue 42 (a red-team baseline). */
+  externalize = true,
 ): Promise<{ files: InstalledFile[]; plan: DecoyPlan; report: GuardReport; external: ExternalSite[] }> {
   const graded = [...suite.failToPass, ...suite.passToPass];
   const have = new Set(installed.map((f) => f.path));
@@ -121,7 +123,9 @@ export async function guardHidden(
   );
   const found = [...installed, ...extra];
   // expected values leave the files first (scoring/externalize); decoys guard only what stayed
-  const ext = await externalizeGraded(suite.results, found, graded, signal);
+  const ext = externalize
+    ? await externalizeGraded(suite.results, found, graded, signal)
+    : decoysOnly(found, graded, "externalization switched off for this scoring");
   const all = found.map((f, i) => ({ ...f, content: ext.files[i]!.content }));
   const g = guardFiles(suite.results, all, ext.decoyed, rand);
   // only files that changed are bound (a repository file no graded test lives in stays as it is)

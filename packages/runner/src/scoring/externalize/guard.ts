@@ -23,7 +23,11 @@ export interface ExternalizedGraded<F extends GuardFile> {
 }
 
 /** Everything left to decoys, for `why`. Pure. */
-const allDecoyed = <F extends GuardFile>(files: readonly F[], graded: readonly string[], why: string) => ({
+export const decoysOnly = <F extends GuardFile>(
+  files: readonly F[],
+  graded: readonly string[],
+  why: string,
+): ExternalizedGraded<F> => ({
   files: [...files],
   sites: [],
   externalized: [],
@@ -38,9 +42,9 @@ export async function externalizeGraded<F extends GuardFile>(
   signal?: AbortSignal,
 ): Promise<ExternalizedGraded<F>> {
   if (format !== "pytest")
-    return allDecoyed(files, graded, `${format} assertions are not externalized yet (decoys only)`);
+    return decoysOnly(files, graded, `${format} assertions are not externalized yet (decoys only)`);
   const ext = await externalizePython(files, graded, signal).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
-  if (ext instanceof Error) return allDecoyed(files, graded, ext.message);
+  if (ext instanceof Error) return decoysOnly(files, graded, ext.message);
   const withSites = new Set(ext.sites.map((s) => s.test));
   const externalized = graded.filter((id) => withSites.has(baseOf(id)));
   const decoyed = graded.filter((id) => !withSites.has(baseOf(id)));
