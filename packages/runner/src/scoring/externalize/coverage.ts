@@ -1,0 +1,20 @@
+import type { GuardReport } from "../decoys/guard.js";
+
+/** How a task's graded tests are guarded: externalized, by a decoy, or not at all. */
+export interface GuardCoverage {
+  readonly graded: number;
+  readonly externalized: number;
+  readonly decoyed: number;
+  readonly unguarded: number;
+  /** (externalized + decoyed) / graded; 1 with nothing graded. */
+  readonly share: number;
+}
+
+/** The coverage of one guard report (a scoring run's, or `tasks check`'s). Pure. */
+export function guardCoverage(r: GuardReport): GuardCoverage {
+  const externalized = r.externalized?.length ?? 0;
+  const decoyed = r.guarded.length;
+  const unguarded = r.unguarded.length;
+  const graded = externalized + decoyed + unguarded;
+  return { graded, externalized, decoyed, unguarded, share: graded ? (externalized + decoyed) / graded : 1 };
+}
