@@ -123,6 +123,11 @@ class NotConstant(Exception):
     pass
 
 
+# names of the test function being read bound once to literals (name -> value node), usable as
+# an expected side: "expected = [1, 2]" then "assert got == expected"
+LOCAL = {}
+
+
 def check_const(node):
     for n in ast.walk(node):
         if isinstance(n, (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Load, ast.keyword,
@@ -136,6 +141,8 @@ def check_const(node):
                 n.func.attr in STR_METHODS:
             continue
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Constant):
+            continue
+        if isinstance(n, ast.Name) and n.id in LOCAL:
             continue
         raise NotConstant(type(n).__name__)
     for n in ast.walk(node):
@@ -151,7 +158,9 @@ def const_value(node):
     expr = ast.Expression(body=node)
     ast.fix_missing_locations(expr)
     try:
-        v = eval(compile(expr, "<expected>", "eval"), {"__builtins__": {}}, {})
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        env = {k: eval(compile(ast.fix_missing_locations(ast.Expression(body=LOCAL[k])), "<expected>", "eval"), {"__builtins__": {}}, {}) for k in names}
+        v = eval(compile(expr, "<expected>", "eval"), {"__builtins__": {}}, env)
     except Exception as e:
         raise NotConstant("does not evaluate: " + type(e).__name__)
     c = canon(v)
@@ -211,8 +220,9 @@ def exc_names(node):
 
 
 class Site:
-    def __init__(self, kind, expected, computed, span, opts=None):
+    def __init__(self, kind, expected, computed, span, opts=None, exp=None):
         self.kind, self.expected, self.computed, self.span, self.opts = kind, expected, computed, span, opts or {}
+        self.exp = exp
 
 
 def compare_site(stmt, test):
@@ -223,13 +233,13 @@ def compare_site(stmt, test):
         for comp, exp in ((left, right), (right, left)):
             ap = approx_of(exp) if isinstance(op, ast.Eq) else None
             if ap:
-                return Site("approx", ap[0], comp, stmt, ap[1]), None
+                return Site("approx", ap[0], comp, stmt, ap[1], exp), None
             if is_const(exp) and not is_const(comp):
-                return Site("eq" if isinstance(op, ast.Eq) else "ne", const_value(exp), comp, stmt), None
+                return Site("eq" if isinstance(op, ast.Eq) else "ne", const_value(exp), comp, stmt, None, exp), None
         return None, "its expected side is computed (not made of literals)"
     if isinstance(op, (ast.In, ast.NotIn)):
         if is_const(left) and not is_const(right):
-            return Site("in" if isinstance(op, ast.In) else "notin", const_value(left), right, stmt), None
+            return Site("in" if isinstance(op, ast.In) else "notin", const_value(left), right, stmt, None, left), None
         return None, "containment of a computed value"
     if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value in (None, True, False):
         return Site("is" if isinstance(op, ast.Is) else "isnot", canon(right.value), left, stmt), None
@@ -247,7 +257,7 @@ def unittest_site(stmt, call):
         kind = {"assertNotEqual": "ne", "assertSequenceEqual": "seqeq", "assertCountEqual": "counteq"}.get(name, "eq")
         for comp, exp in ((args[0], args[1]), (args[1], args[0])):
             if is_const(exp) and not is_const(comp):
-                return Site(kind, const_value(exp), comp, stmt), None
+                return Site(kind, const_value(exp), comp, stmt, None, exp), None
         return None, "its expected side is computed (not made of literals)"
     if name == "assertAlmostEqual" and len(args) >= 2:
         opts = {"places": {"t": "int", "v": "7"}}
@@ -258,10 +268,10 @@ def unittest_site(stmt, call):
                 opts = {k.arg: const_value(k.value)}
         for comp, exp in ((args[0], args[1]), (args[1], args[0])):
             if is_const(exp) and not is_const(comp):
-                return Site("almost", const_value(exp), comp, stmt, opts), None
+                return Site("almost", const_value(exp), comp, stmt, opts, exp), None
         return None, "its expected side is computed (not made of literals)"
     if name in ("assertIn", "assertNotIn") and len(args) >= 2 and is_const(args[0]) and not is_const(args[1]):
-        return Site("in" if name == "assertIn" else "notin", const_value(args[0]), args[1], stmt), None
+        return Site("in" if name == "assertIn" else "notin", const_value(args[0]), args[1], stmt, None, args[0]), None
     if name in ("assertIsNone", "assertIsNotNone") and len(args) >= 1:
         return Site("is" if name == "assertIsNone" else "isnot", canon(None), args[0], stmt), None
     return None, None
@@ -276,20 +286,23 @@ def raises_site(item):
         if len(call.args) != 1:
             return None
         match = None
+        exp = None
         for k in call.keywords:
             if k.arg != "match":
                 return None
             match = const_value(k.value)
+            exp = k.value
     elif base == "self" and name in ("assertRaisesRegex", "assertRaisesRegexp"):
         if len(call.args) != 2 or call.keywords:
             return None
         match = const_value(call.args[1])
+        exp = call.args[1]
     else:
         return None
     names = exc_names(call.args[0])
     if not names:
         return None
-    return Site("raises", {"names": names, "match": match}, None, call)
+    return Site("raises", {"names": names, "match": match}, None, call, None, exp)
 
 
 def test_functions(tree, path):
@@ -356,6 +369,51 @@ def sites_of(fn):
     return sites, kept
 
 
+def const_locals(fn):
+    """Names bound once in fn, at its top level, to an expression of literals: name -> Assign."""
+    stores = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    args = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    out = {}
+    for st in fn.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            name = st.targets[0].id
+            if stores.get(name) == 1 and name not in args and is_const(st.value):
+                out[name] = st
+    return out
+
+
+def local_sites(fn):
+    """sites_of(fn) with literal-bound names as expected sides, where every use of such a name is
+    one (its assignment then loses the value: nothing in the file spells it)."""
+    LOCAL.clear()
+    cands = const_locals(fn)
+    loads = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in cands:
+            loads.setdefault(n.id, set()).add(id(n))
+    for _ in range(3):
+        LOCAL.clear()
+        LOCAL.update({k: a.value for k, a in cands.items()})
+        found, kept = sites_of(fn)
+        used = {}
+        for s in found:
+            for n in ast.walk(s.exp) if s.exp is not None else ():
+                if isinstance(n, ast.Name) and n.id in cands:
+                    used.setdefault(n.id, set()).add(id(n))
+        bad = [k for k in cands if k in used and used[k] != loads.get(k, set())]
+        if not bad:
+            LOCAL.clear()
+            return found, kept, [cands[k] for k in used]
+        for k in bad:
+            del cands[k]
+    LOCAL.clear()
+    found, kept = sites_of(fn)
+    return found, kept, []
+
+
 def line_offsets(data):
     offs = [0]
     for i, b in enumerate(data):
@@ -393,8 +451,11 @@ def rewrite_file(path, text, graded_bases):
     for base, fn in test_functions(tree, path):
         if base not in graded_bases:
             continue
-        found, kept = sites_of(fn)
+        found, kept, emptied = local_sites(fn)
         tests[base] = {"sites": len(found), "kept": kept}
+        for st in emptied:
+            a, b = span(offs, st.value)
+            edits.append((a, b, "None"))
         for s in found:
             sid = secrets.token_hex(8)
             a, b = span(offs, s.span)
