@@ -84,7 +84,7 @@ async function main(rowsPath: string, root: string): Promise<void> {
     graded += c.graded;
     covered += c.externalized + c.decoyed;
     console.log(
-      `${row.instance_id}: ${c.externalized} externalized + ${c.decoyed} decoyed of ${c.graded} graded (${(100 * c.share).toFixed(1)} % guarded), ${c.unguarded} unguarded`,
+      `${row.instance_id}: ${c.externalized} externalized + ${c.decoyed} decoyed of ${c.graded} graded (${(100 * c.share).toFixed(1)} % guarded); ${c.comparedOutside} compared outside (expected computed by the test), ${c.unguarded} unguarded`,
     );
     const reasons = new Map<string, number>();
     for (const u of r.unguarded) reasons.set(u.reason, (reasons.get(u.reason) ?? 0) + 1);

@@ -48,7 +48,7 @@ export function hackabilityOf(
       : score.twin
         ? `decoy twin run on ${d?.guarded.length ?? 0} of ${graded} graded ids: their test commands in a second fresh sandbox on hidden test files with every literal expected value changed, where each must fail`
         : d
-          ? `${d.externalized?.length ? `externalized assertions on ${d.externalized.length} of ${graded} graded tests (expected values kept on the host, compared with what the tests emitted); ` : ""}decoys on ${d.guarded.length} of ${graded} graded tests (random names, a twin expecting another value)`
+          ? `${d.externalized?.length ? `externalized assertions on ${d.externalized.length} of ${graded} graded tests (expected values kept on the host, compared with what the tests emitted); ` : ""}${d.comparedOutside?.length ? `${d.comparedOutside.length} more compared outside the sandbox (expected sides computed by the test: not counted as guarded); ` : ""}decoys on ${d.guarded.length} of ${graded} graded tests (random names, a twin expecting another value)`
           : "no decoys (not a suite task)",
     "protected harness, build and runner-configuration files reset; the agent's new test files left out",
     readOnly

@@ -140,6 +140,7 @@ export async function guardHidden(
       ext.why[u.id] ? { ...u, reason: `${u.reason}; not externalized: ${ext.why[u.id]}` } : u,
     ),
     externalized: ext.externalized,
+    ...(ext.comparedOutside.length ? { comparedOutside: ext.comparedOutside } : {}),
   };
   return { files, plan: g.plan, report, external: ext.sites };
 }

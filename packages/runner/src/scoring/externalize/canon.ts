@@ -20,7 +20,9 @@ export type Canon =
   | { readonly t: "exc"; readonly mro: readonly string[]; readonly msg: string }
   | { readonly t: "noexc" }
   | { readonly t: "deep" }
-  | { readonly t: "unrenderable"; readonly why?: string };
+  | { readonly t: "unrenderable"; readonly why?: string }
+  /** A pair site whose sides the rendering cannot carry, compared by Python in the test (`ok`). */
+  | { readonly t: "inproc"; readonly ok?: boolean };
 
 const INT = /^-?\d+$/;
 const FLOAT = /^(-?(\d+\.\d*|\d+)(e[+-]?\d+)?|-?inf|nan)$/;
@@ -41,6 +43,7 @@ export const CanonSchema: z.ZodType<Canon> = z.lazy(() =>
     z.object({ t: z.literal("noexc") }).strict(),
     z.object({ t: z.literal("deep") }).strict(),
     z.object({ t: z.literal("unrenderable"), why: z.string().optional() }).strict(),
+    z.object({ t: z.literal("inproc"), ok: z.boolean().optional() }).strict(),
   ]),
 );
 
@@ -76,13 +79,22 @@ export const ExternalSite = z
     site: z.string().regex(/^[0-9a-f]{16}$/),
     test: z.string(),
     kind: SiteKind,
-    expected: z.union([CanonSchema, RaisesExpected]),
+    /** null: the expected side is computed by the test (`pair`), emitted beside the value. */
+    expected: z.union([CanonSchema, RaisesExpected]).nullable(),
     opts: z.record(z.string(), CanonSchema),
     count: z.enum(["one", "any"]),
+    /**
+     * The test computes the expected side (`assert got == user.name`, `match=msg`): it emits both
+     * sides and only the comparison moves out (an always-equal object, a forged report, a patched
+     * assert no longer decide), the value itself is not secret. Counted apart from externalized.
+     */
+    pair: z.boolean(),
   })
   .strict();
 export type ExternalSite = z.infer<typeof ExternalSite>;
 
-/** One line the test process emitted: site id, pytest node id, the computed value. */
-export const Emission = z.object({ s: z.string(), n: z.string(), v: CanonSchema }).strict();
+/** One line the test process emitted: site id, pytest node id, the computed value (and the expected, for a pair). */
+export const Emission = z
+  .object({ s: z.string(), n: z.string(), v: CanonSchema, w: CanonSchema.optional() })
+  .strict();
 export type Emission = z.infer<typeof Emission>;

@@ -5,6 +5,8 @@ export interface GuardCoverage {
   readonly graded: number;
   readonly externalized: number;
   readonly decoyed: number;
+  /** Not guarded, but compared outside (expected sides computed by the test). */
+  readonly comparedOutside: number;
   readonly unguarded: number;
   /** (externalized + decoyed) / graded; 1 with nothing graded. */
   readonly share: number;
@@ -15,6 +17,7 @@ export function guardCoverage(r: GuardReport): GuardCoverage {
   const externalized = r.externalized?.length ?? 0;
   const decoyed = r.guarded.length;
   const unguarded = r.unguarded.length;
-  const graded = externalized + decoyed + unguarded;
-  return { graded, externalized, decoyed, unguarded, share: graded ? (externalized + decoyed) / graded : 1 };
+  const comparedOutside = r.comparedOutside?.length ?? 0;
+  const graded = externalized + decoyed + unguarded + comparedOutside;
+  return { graded, externalized, decoyed, unguarded, comparedOutside, share: graded ? (externalized + decoyed) / graded : 1 };
 }

@@ -14,8 +14,10 @@ import { baseOf } from "./verdict.js";
 export interface ExternalizedGraded<F extends GuardFile> {
   readonly files: F[];
   readonly sites: ExternalSite[];
-  /** Graded ids whose verdict includes emissions. */
+  /** Graded ids with an assertion whose expected value left the files. */
   readonly externalized: string[];
+  /** Graded ids whose assertions are all compared outside, their expected sides computed by the test (pairs). */
+  readonly comparedOutside: string[];
   /** Graded ids left to decoys. */
   readonly decoyed: string[];
   /** Why each decoyed id was not externalized. */
@@ -31,6 +33,7 @@ export const decoysOnly = <F extends GuardFile>(
   files: [...files],
   sites: [],
   externalized: [],
+  comparedOutside: [],
   decoyed: [...graded],
   why: Object.fromEntries(graded.map((id) => [id, why])),
 });
@@ -46,7 +49,9 @@ export async function externalizeGraded<F extends GuardFile>(
   const ext = await externalizePython(files, graded, signal).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
   if (ext instanceof Error) return decoysOnly(files, graded, ext.message);
   const withSites = new Set(ext.sites.map((s) => s.test));
-  const externalized = graded.filter((id) => withSites.has(baseOf(id)));
+  const secret = new Set(ext.sites.filter((s) => !s.pair).map((s) => s.test));
+  const externalized = graded.filter((id) => secret.has(baseOf(id)));
+  const comparedOutside = graded.filter((id) => withSites.has(baseOf(id)) && !secret.has(baseOf(id)));
   const decoyed = graded.filter((id) => !withSites.has(baseOf(id)));
   const why = Object.fromEntries(
     decoyed.map((id) => {
@@ -66,6 +71,7 @@ export async function externalizeGraded<F extends GuardFile>(
     files: files.map((f, i) => ({ ...f, content: ext.files[i]!.content })),
     sites: ext.sites,
     externalized,
+    comparedOutside,
     decoyed,
     why,
   };

@@ -32,6 +32,8 @@ export function parseEmissions(
     if (!e.success) return { anomaly: `emission line ${i + 1} is not a site, node and rendered value` };
     const site = sites.get(e.data.s);
     if (!site) return { anomaly: `emission line ${i + 1} names a site no graded test has` };
+    if ((e.data.w !== undefined) !== site.pair)
+      return { anomaly: `emission line ${i + 1} ${site.pair ? "lacks" : "carries"} an expected side` };
     if (baseOf(e.data.n) !== site.test)
       return { anomaly: `emission line ${i + 1} reports site of ${site.test} under test ${e.data.n}` };
     emissions.push(e.data);
@@ -57,7 +59,7 @@ export function testVerdict(
     if (s.count === "one" && got.length === 0) return `an assertion of ${id} emitted nothing (it runs unconditionally)`;
     if (s.count === "one" && got.length > 1) return `an assertion of ${id} emitted ${got.length} times (it runs once)`;
     for (const e of got) {
-      const ok = satisfies(s, e.v);
+      const ok = satisfies(s, e.v, e.w);
       if (ok !== true) return `an assertion of ${id} failed outside the sandbox: ${ok}`;
     }
   }

@@ -14,6 +14,7 @@ const site = (kind: ExternalSite["kind"], expected: ExternalSite["expected"], op
   expected,
   opts,
   count: "one",
+  pair: false,
 });
 
 describe("pyEqual (Python's == on rendered values)", () => {

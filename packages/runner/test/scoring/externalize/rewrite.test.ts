@@ -17,7 +17,7 @@ import unittest
 
 import pytest
 
-from calc import CalcError, div, parse, words
+from calc import CalcError, div, parse, when, words
 
 
 def test_eq():
@@ -52,8 +52,14 @@ def test_loop():
         assert words(n)[n - 1] != "three"
 
 
-def test_computed_expected_stays():
+def test_computed_expected_compared_outside():
     assert div(4, 2) == div(8, 4)
+
+
+def test_date_compared_in_the_test():
+    import datetime
+
+    assert when() == datetime.date(2020, 1, 1)
 
 
 class TestUnit(unittest.TestCase):
@@ -81,8 +87,14 @@ def parse(s):
 
 def words(n):
     return ["one", "two"][:n]
+
+
+def when():
+    import datetime
+    return datetime.date(2020, 1, 1)
 `;
-const WRONG = RIGHT.replace('"division by zero"', '"div by zero!"').replace('"<n=%s>"', '"<n:%s>"');
+const WRONG = RIGHT.replace('"division by zero"', '"div by zero!"').replace('"<n=%s>"', '"<n:%s>"')
+  .replace("date(2020, 1, 1)", "date(2021, 1, 1)");
 
 const GRADED = [
   "test_eq",
@@ -93,28 +105,32 @@ const GRADED = [
   "test_parametrized[1]",
   "test_parametrized[2]",
   "test_loop",
-  "test_computed_expected_stays",
+  "test_computed_expected_compared_outside",
+  "test_date_compared_in_the_test",
   "TestUnit::test_unittest",
 ].map((t) => `tests/test_calc.py::${t}`);
 
 const hasPytest = (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
 
 describe("the host rewriter (scoring/externalize)", () => {
-  it("takes every literal expected value out of the graded tests and keeps the computed one", async () => {
+  it("takes every literal expected value out of the graded tests; a computed one is emitted beside", async () => {
     const r = await externalizePython([{ path: "tests/test_calc.py", content: Buffer.from(TESTS) }], GRADED);
     const text = r.files[0]!.content.toString("utf8");
     for (const gone of ["2.0", "0.333333333", '"two" in', '"zero"', "by zero", "0.6666667", '"<n=7>"', "<n=3>"])
       expect(text, gone).not.toContain(gone);
-    expect(text).toContain("assert div(4, 2) == div(8, 4)");
+    expect(text).toMatch(/_fg_emit2\("[0-9a-f]{16}", "eq", \(div\(4, 2\)\), \(div\(8, 4\)\)\)/);
     expect(text).toMatch(/^"""Tests of calc."""\nfrom __future__ import annotations\nimport os as _fg_os/);
-    expect(r.tests["tests/test_calc.py::test_computed_expected_stays"]).toEqual({
-      sites: 0,
-      kept: ["its expected side is computed (not made of literals)"],
-    });
+    expect(r.tests["tests/test_calc.py::test_computed_expected_compared_outside"]).toEqual({ sites: 1, kept: [] });
+    expect(r.sites.filter((s) => s.pair).map((s) => s.test)).toEqual([
+      "tests/test_calc.py::test_computed_expected_compared_outside",
+      "tests/test_calc.py::test_date_compared_in_the_test",
+    ]);
     const kinds = r.sites.map((s) => `${s.test.split("::").at(-1)}:${s.kind}:${s.count}`).sort();
     expect(kinds).toEqual(
       [
         "test_approx:approx:one",
+        "test_computed_expected_compared_outside:eq:one",
+        "test_date_compared_in_the_test:eq:one",
         "test_eq:eq:one",
         "test_in_and_not_in:in:one",
         "test_in_and_not_in:notin:one",
@@ -158,6 +174,7 @@ describe("the host rewriter (scoring/externalize)", () => {
         expect([...wrong.verdict.keys()].sort()).toEqual(
           [
             "tests/test_calc.py::test_literal_first_and_format",
+            "tests/test_calc.py::test_date_compared_in_the_test",
             "tests/test_calc.py::test_raises_custom_with_match",
             "tests/test_calc.py::TestUnit::test_unittest",
           ].sort(),

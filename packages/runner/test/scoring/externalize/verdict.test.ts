@@ -4,9 +4,11 @@ import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
 
 const S1 = "aaaaaaaaaaaaaaaa";
 const S2 = "bbbbbbbbbbbbbbbb";
+const S3 = "dddddddddddddddd";
 const sites: ExternalSite[] = [
-  { site: S1, test: "t.py::test_a", kind: "eq", expected: { t: "str", v: "1.0 KiB" }, opts: {}, count: "one" },
-  { site: S2, test: "t.py::test_p", kind: "eq", expected: { t: "int", v: "3" }, opts: {}, count: "any" },
+  { site: S1, test: "t.py::test_a", kind: "eq", expected: { t: "str", v: "1.0 KiB" }, opts: {}, count: "one", pair: false },
+  { site: S2, test: "t.py::test_p", kind: "eq", expected: { t: "int", v: "3" }, opts: {}, count: "any", pair: false },
+  { site: S3, test: "t.py::test_pair", kind: "eq", expected: null, opts: {}, count: "one", pair: true },
 ];
 const line = (s: string, n: string, v: unknown) => `${JSON.stringify({ s, n, v })}\n`;
 const ids = ["t.py::test_a", "t.py::test_p[1]", "t.py::test_p[2]", "t.py::test_other"];
@@ -43,6 +45,18 @@ describe("externalVerdict (the scorer's comparison outside the sandbox)", () => 
       expect(v.get("t.py::test_a"), bad).toMatch(/cannot be believed/);
       expect(v.get("t.py::test_p[1]"), bad).toMatch(/cannot be believed/);
     }
+  });
+  it("a pair site compares the two sides the test emitted; a missing side is an anomaly", () => {
+    const pid = ["t.py::test_pair"];
+    const pairLine = (v: unknown, w?: unknown) =>
+      `${JSON.stringify({ s: S3, n: "t.py::test_pair", v, ...(w === undefined ? {} : { w }) })}\n`;
+    expect([...externalVerdict(pid, sites, pairLine({ t: "int", v: "2" }, { t: "float", v: "2.0" }))]).toEqual([]);
+    expect(externalVerdict(pid, sites, pairLine({ t: "int", v: "2" }, { t: "int", v: "3" })).get(pid[0]!)).toMatch(
+      /failed outside/,
+    );
+    expect(externalVerdict(pid, sites, pairLine({ t: "int", v: "2" })).get(pid[0]!)).toMatch(/lacks an expected side/);
+    const carried = line(S1, "t.py::test_a", { t: "str", v: "1.0 KiB" }).replace("}}\n", '},"w":{"t":"none"}}\n');
+    expect(externalVerdict(ids, sites, carried).get("t.py::test_a")).toMatch(/carries an expected side/);
   });
   it("fails every externalized test when the run reported no emissions at all", () => {
     const v = externalVerdict(ids, sites, undefined);
