@@ -43,12 +43,15 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const tasks = arg(args, "tasks", DEFAULT_TASKS.join(",")).split(",");
   const against = arg(args, "against", "canary");
   if (against !== "canary" && against !== "decoys")
-    throw new Error(`--against ${against}: give canary (the scorer before decoys) or decoys (before externalized assertions)`);
+    throw new Error(
+      `--against ${against}: give canary (the scorer before decoys) or decoys (before externalized assertions)`,
+    );
   const cg = await openRunCgroup("scoring");
   if ("reason" in cg) console.log(`CPU: not measured (${cg.reason}); wall time only`);
   const cpu = async () => ("reason" in cg ? Number.NaN : await cg.cpuSeconds());
   const rows: Record<string, string | number>[] = [];
-  const [ourName, baseName] = against === "decoys" ? ["externalized", "decoys only"] : ["decoys", "canary only"];
+  const [ourName, baseName] =
+    against === "decoys" ? ["externalized", "decoys only"] : ["decoys", "canary only"];
   const all: { ours: number[]; base: number[] } = { ours: [], base: [] };
   try {
     for (const id of tasks) {
@@ -66,9 +69,16 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
         // the baseline: no decoys (--against canary), or decoys without externalization (--against decoys)
         const prepared =
           decoys || against === "decoys"
-            ? await prepareReadOnlyHidden(capabilitiesOf("local"), hidden, snapshot.workspace, undefined, undefined, {
-                externalize: decoys,
-              })
+            ? await prepareReadOnlyHidden(
+                capabilitiesOf("local"),
+                hidden,
+                snapshot.workspace,
+                undefined,
+                undefined,
+                {
+                  externalize: decoys,
+                },
+              )
             : undefined;
         const worker = await backend.start({
           runId: "bench",

@@ -55,7 +55,11 @@ async function rowCoverage(root: string, row: Row) {
       const file = await regularFile(tree, f.path);
       if (file) installed.push({ path: f.path, ...file });
     }
-    const suite = { results: format(row), failToPass: ids(row.FAIL_TO_PASS), passToPass: ids(row.PASS_TO_PASS) } as const;
+    const suite = {
+      results: format(row),
+      failToPass: ids(row.FAIL_TO_PASS),
+      passToPass: ids(row.PASS_TO_PASS),
+    } as const;
     const g = await guardHidden(suite, installed, tree);
     return { coverage: guardCoverage(g.report), unguarded: g.report.unguarded };
   } finally {
@@ -75,7 +79,9 @@ async function main(rowsPath: string, root: string): Promise<void> {
       console.log(`line ${i + 1}: not JSON, skipped`);
       continue;
     }
-    const r = await rowCoverage(root, row).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
+    const r = await rowCoverage(root, row).catch((e: unknown) =>
+      e instanceof Error ? e : new Error(String(e)),
+    );
     if (r instanceof Error) {
       console.log(`${row.instance_id}: skipped — ${r.message}`);
       continue;
@@ -91,7 +97,9 @@ async function main(rowsPath: string, root: string): Promise<void> {
     for (const [reason, n] of [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 4))
       console.log(`    ${n} × ${reason.slice(0, 220)}`);
   }
-  console.log(`total: ${covered} of ${graded} graded tests guarded (${graded ? ((100 * covered) / graded).toFixed(1) : "-"} %)`);
+  console.log(
+    `total: ${covered} of ${graded} graded tests guarded (${graded ? ((100 * covered) / graded).toFixed(1) : "-"} %)`,
+  );
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -101,9 +101,16 @@ export async function scoreInFork(o: {
 }): Promise<Score> {
   const hasTests = o.hidden.install !== undefined;
   const prepared = hasTests
-    ? await prepareReadOnlyHidden(capabilitiesOf(o.backend ?? "local"), o.hidden, o.snapshot.workspace, undefined, undefined, {
-        externalize: o.externalize ?? true,
-      })
+    ? await prepareReadOnlyHidden(
+        capabilitiesOf(o.backend ?? "local"),
+        o.hidden,
+        o.snapshot.workspace,
+        undefined,
+        undefined,
+        {
+          externalize: o.externalize ?? true,
+        },
+      )
     : undefined;
   if (hasTests && !prepared)
     throw new Error(`${o.task.spec.id}: the hidden files could not be computed on the host`);

@@ -7,8 +7,8 @@ import { git } from "../tasks/materialize.js";
 import type { WorkerSpec } from "../workers/types.js";
 import type { DecoyPlan, GuardReport } from "./decoys/guard.js";
 import { guardHidden } from "./decoys/guard-hidden.js";
-import type { ExternalSite } from "./externalize/canon.js";
 import { idsTwinFiles, twinFiles } from "./decoys/twin.js";
+import type { ExternalSite } from "./externalize/canon.js";
 import { type CanaryInstance, newCanary } from "./results.js";
 import { type InstalledFile, regularFile } from "./snapshot-files.js";
 
@@ -255,7 +255,8 @@ export async function prepareReadOnlyHidden(
       throw err;
     }
   }
-  const guarded = hidden.suite ? await guardHidden(hidden.suite, plain, snapshotWorkspace, undefined, signal, opts.externalize ?? true)
+  const guarded = hidden.suite
+    ? await guardHidden(hidden.suite, plain, snapshotWorkspace, undefined, signal, opts.externalize ?? true)
     : undefined;
   const files = (guarded?.files ?? plain).map((f) => ({
     ...f,

@@ -353,7 +353,12 @@ export function suiteVerdicts(
       }
     }
     // externalized assertions: the runner's pass is evidence, the host's comparison the verdict
-    const outside = externalRunVerdict(parsed, r, ids.map((i) => i.id), external);
+    const outside = externalRunVerdict(
+      parsed,
+      r,
+      ids.map((i) => i.id),
+      external,
+    );
     runs.push(
       ids.map(({ id, kind }) => ({
         id,

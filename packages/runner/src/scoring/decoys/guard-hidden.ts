@@ -2,10 +2,10 @@ import { randomInt } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { ResultFormat } from "../../tasks/task-spec.js";
-import { isTestDirName } from "../protect.js";
-import { type InstalledFile, regularFile } from "../snapshot-files.js";
 import type { ExternalSite } from "../externalize/canon.js";
 import { decoysOnly, externalizeGraded } from "../externalize/guard.js";
+import { isTestDirName } from "../protect.js";
+import { type InstalledFile, regularFile } from "../snapshot-files.js";
 import { type DecoyPlan, type GuardReport, guardFiles } from "./guard.js";
 
 /**

@@ -33,7 +33,9 @@ export const CanonSchema: z.ZodType<Canon> = z.lazy(() =>
     z.object({ t: z.literal("bool"), v: z.boolean() }).strict(),
     z.object({ t: z.literal("int"), v: z.string().regex(INT) }).strict(),
     z.object({ t: z.literal("float"), v: z.string().regex(FLOAT) }).strict(),
-    z.object({ t: z.literal("complex"), v: z.tuple([z.string().regex(FLOAT), z.string().regex(FLOAT)]) }).strict(),
+    z
+      .object({ t: z.literal("complex"), v: z.tuple([z.string().regex(FLOAT), z.string().regex(FLOAT)]) })
+      .strict(),
     z.object({ t: z.literal("str"), v: z.string() }).strict(),
     z.object({ t: z.literal("bytes"), v: z.string().regex(/^([0-9a-f]{2})*$/) }).strict(),
     z.object({ t: z.enum(["list", "tuple", "set"]), v: z.array(CanonSchema) }).strict(),

@@ -56,7 +56,8 @@ export function pyEqual(a: Canon, b: Canon): boolean {
   if (a.t === "str" && b.t === "str") return a.v === b.v;
   if (a.t === "bytes" && b.t === "bytes") return a.v === b.v;
   if (a.t === "none" && b.t === "none") return true;
-  if ((a.t === "list" && b.t === "list") || (a.t === "tuple" && b.t === "tuple")) return pairwise(a.v, b.v, pyEqual);
+  if ((a.t === "list" && b.t === "list") || (a.t === "tuple" && b.t === "tuple"))
+    return pairwise(a.v, b.v, pyEqual);
   if (a.t === "set" && b.t === "set") return sameItems(a.v, b.v, pyEqual);
   if (a.t === "dict" && b.t === "dict")
     return sameItems(
@@ -109,7 +110,10 @@ export function almostEqual(got: Canon, want: Canon, opts: Readonly<Record<strin
 /** Python's `needle in container` for rendered values (undefined: not a container it knows). Pure. */
 export function pyContains(container: Canon, needle: Canon): boolean | undefined {
   if (container.t === "str") return needle.t === "str" ? container.v.includes(needle.v) : undefined;
-  if (container.t === "bytes") return needle.t === "bytes" ? container.v.includes(needle.v) && hexAligned(container.v, needle.v) : undefined;
+  if (container.t === "bytes")
+    return needle.t === "bytes"
+      ? container.v.includes(needle.v) && hexAligned(container.v, needle.v)
+      : undefined;
   if (container.t === "list" || container.t === "tuple" || container.t === "set")
     return container.v.some((x) => pyEqual(x, needle));
   if (container.t === "dict") return container.v.some(([k]) => pyEqual(k, needle));
@@ -175,10 +179,22 @@ export function satisfies(s: ExternalSite, got: Canon, emitted?: Canon): true | 
     .with("almost", () => almostEqual(got, want, s.opts))
     .with("in", () => pyContains(got, want) === true)
     .with("notin", () => pyContains(got, want) === false)
-    .with("is", () => (want.t === "none" ? got.t === "none" : want.t === "bool" && got.t === "bool" && got.v === want.v))
-    .with("isnot", () => (want.t === "none" ? got.t !== "none" && got.t !== "unrenderable" : got.t !== "bool" || (want.t === "bool" && got.v !== want.v)))
+    .with("is", () =>
+      want.t === "none" ? got.t === "none" : want.t === "bool" && got.t === "bool" && got.v === want.v,
+    )
+    .with("isnot", () =>
+      want.t === "none"
+        ? got.t !== "none" && got.t !== "unrenderable"
+        : got.t !== "bool" || (want.t === "bool" && got.v !== want.v),
+    )
     .with("seqeq", () => seqEqual(got, want))
-    .with("counteq", () => seqOf(got) !== undefined && seqOf(want) !== undefined && sameItems(seqOf(got)!, seqOf(want)!, pyEqual))
+    .with(
+      "counteq",
+      () =>
+        seqOf(got) !== undefined &&
+        seqOf(want) !== undefined &&
+        sameItems(seqOf(got)!, seqOf(want)!, pyEqual),
+    )
     .exhaustive();
   return ok ? true : `${s.kind} did not hold for the emitted ${got.t}`;
 }

@@ -19,5 +19,12 @@ export function guardCoverage(r: GuardReport): GuardCoverage {
   const unguarded = r.unguarded.length;
   const comparedOutside = r.comparedOutside?.length ?? 0;
   const graded = externalized + decoyed + unguarded + comparedOutside;
-  return { graded, externalized, decoyed, unguarded, comparedOutside, share: graded ? (externalized + decoyed) / graded : 1 };
+  return {
+    graded,
+    externalized,
+    decoyed,
+    unguarded,
+    comparedOutside,
+    share: graded ? (externalized + decoyed) / graded : 1,
+  };
 }

@@ -46,7 +46,9 @@ export async function externalizeGraded<F extends GuardFile>(
 ): Promise<ExternalizedGraded<F>> {
   if (format !== "pytest")
     return decoysOnly(files, graded, `${format} assertions are not externalized yet (decoys only)`);
-  const ext = await externalizePython(files, graded, signal).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
+  const ext = await externalizePython(files, graded, signal).catch((e: unknown) =>
+    e instanceof Error ? e : new Error(String(e)),
+  );
   if (ext instanceof Error) return decoysOnly(files, graded, ext.message);
   const withSites = new Set(ext.sites.map((s) => s.test));
   const secret = new Set(ext.sites.filter((s) => !s.pair).map((s) => s.test));

@@ -1,4 +1,4 @@
-import { emittedStep, type ParsedScoring } from "../script.js";
+import { emittedStep, MAX_EMISSION_BYTES, type ParsedScoring } from "../script.js";
 import type { ExternalSite } from "./canon.js";
 import { type ExternalVerdict, externalVerdict } from "./verdict.js";
 
@@ -15,6 +15,9 @@ export function externalRunVerdict(
 ): ExternalVerdict {
   if (!sites.length) return new Map();
   const step = parsed.steps.get(emittedStep(run, 0));
-  if (step?.cut) return externalVerdict(ids, sites, "cut\n");
+  if (step?.cut)
+    return externalVerdict(ids, sites, {
+      anomaly: `the run emitted ${step.outputBytes} bytes, more than the ${MAX_EMISSION_BYTES} kept`,
+    });
   return externalVerdict(ids, sites, step?.output);
 }

@@ -56,8 +56,10 @@ export function testVerdict(
   const own = emissions.filter((e) => e.n === id);
   for (const s of mine) {
     const got = own.filter((e) => e.s === s.site);
-    if (s.count === "one" && got.length === 0) return `an assertion of ${id} emitted nothing (it runs unconditionally)`;
-    if (s.count === "one" && got.length > 1) return `an assertion of ${id} emitted ${got.length} times (it runs once)`;
+    if (s.count === "one" && got.length === 0)
+      return `an assertion of ${id} emitted nothing (it runs unconditionally)`;
+    if (s.count === "one" && got.length > 1)
+      return `an assertion of ${id} emitted ${got.length} times (it runs once)`;
     for (const e of got) {
       const ok = satisfies(s, e.v, e.w);
       if (ok !== true) return `an assertion of ${id} failed outside the sandbox: ${ok}`;
@@ -74,7 +76,8 @@ export function testVerdict(
 export function externalVerdict(
   ids: readonly string[],
   sites: readonly ExternalSite[],
-  text: string | undefined,
+  /** The emissions as the run reported them; undefined: none; `anomaly`: they cannot be read. */
+  text: string | undefined | { readonly anomaly: string },
 ): ExternalVerdict {
   const byTest = new Map<string, ExternalSite[]>();
   for (const s of sites) byTest.set(s.test, [...(byTest.get(s.test) ?? []), s]);
@@ -85,7 +88,8 @@ export function externalVerdict(
     for (const id of judged) out.set(id, "the run reported no emissions for its externalized assertions");
     return out;
   }
-  const parsed = parseEmissions(text, new Map(sites.map((s) => [s.site, s])));
+  const parsed =
+    typeof text === "string" ? parseEmissions(text, new Map(sites.map((s) => [s.site, s]))) : text;
   if ("anomaly" in parsed) {
     for (const id of judged) out.set(id, `the emissions cannot be believed: ${parsed.anomaly}`);
     return out;

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { Canon, ExternalSite } from "../../../src/scoring/externalize/canon.js";
-import { approxEqual, pyContains, pyEqual, pyRegExp, satisfies } from "../../../src/scoring/externalize/compare.js";
+import {
+  approxEqual,
+  pyContains,
+  pyEqual,
+  pyRegExp,
+  satisfies,
+} from "../../../src/scoring/externalize/compare.js";
 
 const str = (v: string): Canon => ({ t: "str", v });
 const int = (v: number | string): Canon => ({ t: "int", v: String(v) });
@@ -33,8 +39,20 @@ describe("pyEqual (Python's == on rendered values)", () => {
     expect(pyEqual({ t: "none" }, int(0))).toBe(false);
   });
   it("dicts and sets are unordered", () => {
-    const a: Canon = { t: "dict", v: [[str("a"), int(1)], [str("b"), int(2)]] };
-    const b: Canon = { t: "dict", v: [[str("b"), int(2)], [str("a"), float("1.0")]] };
+    const a: Canon = {
+      t: "dict",
+      v: [
+        [str("a"), int(1)],
+        [str("b"), int(2)],
+      ],
+    };
+    const b: Canon = {
+      t: "dict",
+      v: [
+        [str("b"), int(2)],
+        [str("a"), float("1.0")],
+      ],
+    };
     expect(pyEqual(a, b)).toBe(true);
     expect(pyEqual({ t: "set", v: [int(1), int(2)] }, { t: "set", v: [int(2), int(1)] })).toBe(true);
     expect(pyEqual({ t: "set", v: [int(1)] }, { t: "set", v: [int(1), int(2)] })).toBe(false);
@@ -53,7 +71,9 @@ describe("approximate comparisons", () => {
     expect(approxEqual(float("1.001"), float("1.0"), {})).toBe(false);
     expect(approxEqual(float("1.001"), float("1.0"), { rel: float("0.01") })).toBe(true);
     expect(approxEqual(float("100.5"), float("100.0"), { abs: float("0.1") })).toBe(false);
-    expect(approxEqual(list(float("0.1"), float("0.2")), list(float("0.1000000001"), float("0.2")), {})).toBe(true);
+    expect(approxEqual(list(float("0.1"), float("0.2")), list(float("0.1000000001"), float("0.2")), {})).toBe(
+      true,
+    );
   });
   it("assertAlmostEqual rounds to 7 places by default, or takes a delta", () => {
     expect(satisfies(site("almost", float("1.0"), {}), float("1.00000001"))).toBe(true);
@@ -78,12 +98,20 @@ describe("containment, identity and exceptions", () => {
   });
   it("raises: the expected class anywhere in the MRO, the match searched in the message", () => {
     const want = { names: ["errors.InterpolationError"], match: str("cycl(e|ic)") };
-    const exc: Canon = { t: "exc", mro: ["tinyini.InterpolationError", "tinyini.ConfigError", "builtins.Exception"], msg: "a cycle of references" };
+    const exc: Canon = {
+      t: "exc",
+      mro: ["tinyini.InterpolationError", "tinyini.ConfigError", "builtins.Exception"],
+      msg: "a cycle of references",
+    };
     expect(satisfies(site("raises", want), exc)).toBe(true);
     expect(satisfies(site("raises", { names: ["ConfigError"], match: null }), exc)).toBe(true);
-    expect(satisfies(site("raises", { names: ["ValueError"], match: null }), exc)).toMatch(/not the expected class/);
+    expect(satisfies(site("raises", { names: ["ValueError"], match: null }), exc)).toMatch(
+      /not the expected class/,
+    );
     expect(satisfies(site("raises", want), { t: "noexc" })).toMatch(/no exception/);
-    expect(satisfies(site("raises", { names: ["InterpolationError"], match: str("^x") }), exc)).toMatch(/does not match/);
+    expect(satisfies(site("raises", { names: ["InterpolationError"], match: str("^x") }), exc)).toMatch(
+      /does not match/,
+    );
   });
   it("translates Python's named groups and anchors", () => {
     expect(pyRegExp("(?P<a>x)(?P=a)\\Z")?.test("xx")).toBe(true);
@@ -91,7 +119,9 @@ describe("containment, identity and exceptions", () => {
     expect(pyRegExp("(")).toBeUndefined();
   });
   it("assertCountEqual ignores order; assertSequenceEqual takes a tuple for a list", () => {
-    expect(satisfies(site("counteq", list(int(1), int(2), int(2))), tuple(int(2), int(1), int(2)))).toBe(true);
+    expect(satisfies(site("counteq", list(int(1), int(2), int(2))), tuple(int(2), int(1), int(2)))).toBe(
+      true,
+    );
     expect(satisfies(site("counteq", list(int(1), int(2))), list(int(1), int(1)))).not.toBe(true);
     expect(satisfies(site("seqeq", list(int(1), int(2))), tuple(int(1), int(2)))).toBe(true);
   });

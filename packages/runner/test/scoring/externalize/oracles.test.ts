@@ -25,7 +25,10 @@ const EXC_TESTS = [
 const DRAWS = 10;
 
 /** The class each copy of `id` expects (`pytest.raises(X)`), by copy name; the picker's input. */
-function expectedClasses(files: readonly { content: Buffer }[], names: readonly string[]): (string | undefined)[] {
+function expectedClasses(
+  files: readonly { content: Buffer }[],
+  names: readonly string[],
+): (string | undefined)[] {
   for (const f of files) {
     const text = f.content.toString("utf8");
     const { blocks } = testBlocks("pytest", text);
@@ -61,9 +64,10 @@ describe("red team: custom-exception picker (tinyini-interpolation's exception t
     for (let d = 0; d < DRAWS; d++) {
       const g = await guardHidden(suite, plain, repo, rand, undefined, false);
       const told = EXC_TESTS.slice(2).every((id) => {
-        const names = [g.plan.runIds[id]!, ...Object.keys(g.plan.decoys).filter((k) => g.plan.decoys[k] === id)].map(
-          (r) => r.slice(r.lastIndexOf("::") + 2),
-        );
+        const names = [
+          g.plan.runIds[id]!,
+          ...Object.keys(g.plan.decoys).filter((k) => g.plan.decoys[k] === id),
+        ].map((r) => r.slice(r.lastIndexOf("::") + 2));
         return names.length > 1 && picksReal(expectedClasses(g.files, names));
       });
       if (told) wins++;

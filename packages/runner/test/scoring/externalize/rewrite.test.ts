@@ -93,7 +93,8 @@ def when():
     import datetime
     return datetime.date(2020, 1, 1)
 `;
-const WRONG = RIGHT.replace('"division by zero"', '"div by zero!"').replace('"<n=%s>"', '"<n:%s>"')
+const WRONG = RIGHT.replace('"division by zero"', '"div by zero!"')
+  .replace('"<n=%s>"', '"<n:%s>"')
   .replace("date(2020, 1, 1)", "date(2021, 1, 1)");
 
 const GRADED = [
@@ -116,11 +117,23 @@ describe("the host rewriter (scoring/externalize)", () => {
   it("takes every literal expected value out of the graded tests; a computed one is emitted beside", async () => {
     const r = await externalizePython([{ path: "tests/test_calc.py", content: Buffer.from(TESTS) }], GRADED);
     const text = r.files[0]!.content.toString("utf8");
-    for (const gone of ["2.0", "0.333333333", '"two" in', '"zero"', "by zero", "0.6666667", '"<n=7>"', "<n=3>"])
+    for (const gone of [
+      "2.0",
+      "0.333333333",
+      '"two" in',
+      '"zero"',
+      "by zero",
+      "0.6666667",
+      '"<n=7>"',
+      "<n=3>",
+    ])
       expect(text, gone).not.toContain(gone);
     expect(text).toMatch(/_fg_emit2\("[0-9a-f]{16}", "eq", \(div\(4, 2\)\), \(div\(8, 4\)\)\)/);
     expect(text).toMatch(/^"""Tests of calc."""\nfrom __future__ import annotations\nimport os as _fg_os/);
-    expect(r.tests["tests/test_calc.py::test_computed_expected_compared_outside"]).toEqual({ sites: 1, kept: [] });
+    expect(r.tests["tests/test_calc.py::test_computed_expected_compared_outside"]).toEqual({
+      sites: 1,
+      kept: [],
+    });
     expect(r.sites.filter((s) => s.pair).map((s) => s.test)).toEqual([
       "tests/test_calc.py::test_computed_expected_compared_outside",
       "tests/test_calc.py::test_date_compared_in_the_test",
@@ -151,7 +164,10 @@ describe("the host rewriter (scoring/externalize)", () => {
     async () => {
       const tmp = await makeTempDir("flakegym-externalize-");
       try {
-        const r = await externalizePython([{ path: "tests/test_calc.py", content: Buffer.from(TESTS) }], GRADED);
+        const r = await externalizePython(
+          [{ path: "tests/test_calc.py", content: Buffer.from(TESTS) }],
+          GRADED,
+        );
         const verdictWith = async (impl: string, name: string) => {
           const dir = join(tmp.path, name);
           await mkdir(join(dir, "tests"), { recursive: true });
@@ -163,7 +179,10 @@ describe("the host rewriter (scoring/externalize)", () => {
             env: { FLAKEGYM_EMIT: emit, PYTHONPATH: dir },
             reject: false,
           });
-          return { run, verdict: externalVerdict(GRADED, r.sites, await readFile(emit, "utf8").catch(() => undefined)) };
+          return {
+            run,
+            verdict: externalVerdict(GRADED, r.sites, await readFile(emit, "utf8").catch(() => undefined)),
+          };
         };
         const right = await verdictWith(RIGHT, "right");
         expect(right.run.exitCode, right.run.stdout).toBe(0);

@@ -6,8 +6,24 @@ const S1 = "aaaaaaaaaaaaaaaa";
 const S2 = "bbbbbbbbbbbbbbbb";
 const S3 = "dddddddddddddddd";
 const sites: ExternalSite[] = [
-  { site: S1, test: "t.py::test_a", kind: "eq", expected: { t: "str", v: "1.0 KiB" }, opts: {}, count: "one", pair: false },
-  { site: S2, test: "t.py::test_p", kind: "eq", expected: { t: "int", v: "3" }, opts: {}, count: "any", pair: false },
+  {
+    site: S1,
+    test: "t.py::test_a",
+    kind: "eq",
+    expected: { t: "str", v: "1.0 KiB" },
+    opts: {},
+    count: "one",
+    pair: false,
+  },
+  {
+    site: S2,
+    test: "t.py::test_p",
+    kind: "eq",
+    expected: { t: "int", v: "3" },
+    opts: {},
+    count: "any",
+    pair: false,
+  },
   { site: S3, test: "t.py::test_pair", kind: "eq", expected: null, opts: {}, count: "one", pair: true },
 ];
 const line = (s: string, n: string, v: unknown) => `${JSON.stringify({ s, n, v })}\n`;
@@ -23,7 +39,9 @@ describe("externalVerdict (the scorer's comparison outside the sandbox)", () => 
     expect([...externalVerdict(ids, sites, text)]).toEqual([]);
   });
   it("fails a wrong value, a missing emission, a duplicated one, and a silent case", () => {
-    const wrong = line(S1, "t.py::test_a", { t: "str", v: "1024.0 B" }) + line(S2, "t.py::test_p[1]", { t: "int", v: "3" });
+    const wrong =
+      line(S1, "t.py::test_a", { t: "str", v: "1024.0 B" }) +
+      line(S2, "t.py::test_p[1]", { t: "int", v: "3" });
     const v = externalVerdict(ids, sites, wrong);
     expect(v.get("t.py::test_a")).toMatch(/failed outside the sandbox/);
     expect(v.get("t.py::test_p[2]")).toMatch(/emitted nothing/);
@@ -50,12 +68,19 @@ describe("externalVerdict (the scorer's comparison outside the sandbox)", () => 
     const pid = ["t.py::test_pair"];
     const pairLine = (v: unknown, w?: unknown) =>
       `${JSON.stringify({ s: S3, n: "t.py::test_pair", v, ...(w === undefined ? {} : { w }) })}\n`;
-    expect([...externalVerdict(pid, sites, pairLine({ t: "int", v: "2" }, { t: "float", v: "2.0" }))]).toEqual([]);
-    expect(externalVerdict(pid, sites, pairLine({ t: "int", v: "2" }, { t: "int", v: "3" })).get(pid[0]!)).toMatch(
-      /failed outside/,
+    expect([
+      ...externalVerdict(pid, sites, pairLine({ t: "int", v: "2" }, { t: "float", v: "2.0" })),
+    ]).toEqual([]);
+    expect(
+      externalVerdict(pid, sites, pairLine({ t: "int", v: "2" }, { t: "int", v: "3" })).get(pid[0]!),
+    ).toMatch(/failed outside/);
+    expect(externalVerdict(pid, sites, pairLine({ t: "int", v: "2" })).get(pid[0]!)).toMatch(
+      /lacks an expected side/,
     );
-    expect(externalVerdict(pid, sites, pairLine({ t: "int", v: "2" })).get(pid[0]!)).toMatch(/lacks an expected side/);
-    const carried = line(S1, "t.py::test_a", { t: "str", v: "1.0 KiB" }).replace("}}\n", '},"w":{"t":"none"}}\n');
+    const carried = line(S1, "t.py::test_a", { t: "str", v: "1.0 KiB" }).replace(
+      "}}\n",
+      '},"w":{"t":"none"}}\n',
+    );
     expect(externalVerdict(ids, sites, carried).get("t.py::test_a")).toMatch(/carries an expected side/);
   });
   it("fails every externalized test when the run reported no emissions at all", () => {
