@@ -18,11 +18,7 @@ const SITE: ExternalSite = {
   pair: false,
 };
 const parsed = (step?: { output: string; cut?: true }): ParsedScoring => ({
-  steps: new Map(
-    step
-      ? [[emittedStep(0, 0), { exitCode: 0, outputBytes: 9e6, seconds: 0, ...step }]]
-      : [],
-  ),
+  steps: new Map(step ? [[emittedStep(0, 0), { exitCode: 0, outputBytes: 9e6, seconds: 0, ...step }]] : []),
   done: true,
   unfinished: [],
 });
