@@ -1,12 +1,13 @@
 /**
- * `npm run bench -- scoring [--reps 3] [--tasks a,b]`
+ * `npm run bench -- scoring [--reps 3] [--tasks a,b] [--against canary|decoys]`
  *
  * The cost of scoring one trajectory with decoys (issue 25: every graded test renamed and twinned
  * by a test that must fail) against the scorer before them (the canary only), side by side: for
  * one offline task per profile, the reference solution is scored alternately both ways in fresh
  * sandboxed forks of one snapshot. CPU seconds come from a cgroup of the bench's own (every
  * sandboxed scorer and compiler is charged there); wall time beside it. Goal: ≤ 1.5× CPU per
- * trajectory.
+ * trajectory. `--against decoys` (issue 42): the scorer with externalized assertions against the
+ * one with decoys only (the scorer before them), same goal.
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -40,10 +41,17 @@ function arg(args: string[], name: string, fallback: string): string {
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const reps = Number(arg(args, "reps", "3"));
   const tasks = arg(args, "tasks", DEFAULT_TASKS.join(",")).split(",");
+  const against = arg(args, "against", "canary");
+  if (against !== "canary" && against !== "decoys")
+    throw new Error(
+      `--against ${against}: give canary (the scorer before decoys) or decoys (before externalized assertions)`,
+    );
   const cg = await openRunCgroup("scoring");
   if ("reason" in cg) console.log(`CPU: not measured (${cg.reason}); wall time only`);
   const cpu = async () => ("reason" in cg ? Number.NaN : await cg.cpuSeconds());
   const rows: Record<string, string | number>[] = [];
+  const [ourName, baseName] =
+    against === "decoys" ? ["externalized", "decoys only"] : ["decoys", "canary only"];
   const all: { ours: number[]; base: number[] } = { ours: [], base: [] };
   try {
     for (const id of tasks) {
@@ -58,9 +66,20 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
         const fork = await forkSnapshot(snapshot, {
           dest: join(ctx.outDir, "forks", `${id}-${decoys}-${n}`),
         });
-        const prepared = decoys
-          ? await prepareReadOnlyHidden(capabilitiesOf("local"), hidden, snapshot.workspace)
-          : undefined;
+        // the baseline: no decoys (--against canary), or decoys without externalization (--against decoys)
+        const prepared =
+          decoys || against === "decoys"
+            ? await prepareReadOnlyHidden(
+                capabilitiesOf("local"),
+                hidden,
+                snapshot.workspace,
+                undefined,
+                undefined,
+                {
+                  externalize: decoys,
+                },
+              )
+            : undefined;
         const worker = await backend.start({
           runId: "bench",
           taskId: id,
@@ -116,11 +135,11 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       rows.push({
         task: id,
         profile: task.spec.profile,
-        "cpu s (decoys)": oc,
-        "cpu s (canary only)": bc,
+        [`cpu s (${ourName})`]: oc,
+        [`cpu s (${baseName})`]: bc,
         "cpu ratio": oc / bc,
-        "wall s (decoys)": median(ours.map((x) => x.wall)),
-        "wall s (canary only)": median(base.map((x) => x.wall)),
+        [`wall s (${ourName})`]: median(ours.map((x) => x.wall)),
+        [`wall s (${baseName})`]: median(base.map((x) => x.wall)),
       });
     }
   } finally {
@@ -130,7 +149,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   const ratio = sum(all.ours) / sum(all.base);
   console.log(
-    `\nscoring CPU per trajectory, decoys vs canary only: ${ratio.toFixed(2)}× (goal ≤ 1.5×) — ${ratio <= 1.5 ? "met" : "NOT met"}`,
+    `\nscoring CPU per trajectory, ${ourName} vs ${baseName}: ${ratio.toFixed(2)}× (goal ≤ 1.5×) — ${ratio <= 1.5 ? "met" : "NOT met"}`,
   );
-  ctx.writeResult("scoring", { reps, rows, ratio });
+  ctx.writeResult("scoring", { reps, against, rows, ratio });
 }

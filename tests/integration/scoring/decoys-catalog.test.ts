@@ -7,7 +7,7 @@ import { scoreInFork } from "./score-in-fork.js";
 
 // Every offline catalog task, scored for real with its decoys (scoring/decoys): the reference
 // solution scores 1 with every decoy reported failed, no change scores 0, and every graded test
-// of every task is guarded by a decoy.
+// of every task is guarded by a decoy or externalized (scoring/externalize).
 const offline = (await loadCatalog()).filter((t) => t.spec.network === "none");
 
 describe("decoys on every offline catalog task", () => {
@@ -27,10 +27,12 @@ describe("decoys on every offline catalog task", () => {
       const score = (name: string, diff: string) =>
         scoreInFork({ dir: tmp.path, name, task, snapshot, hidden, diff });
       const [g, e] = await Promise.all([score("gold", gold), score("empty", "")]);
+      console.log(`${task.spec.id}: decoys ${JSON.stringify(g.decoys)}`);
       expect(g.gate, JSON.stringify(g.terms)).toBeUndefined();
       expect(g.reward).toBe(1);
       expect(g.decoys?.unguarded).toEqual([]);
-      expect(g.decoys?.guarded.length).toBe(
+      // guarded by a decoy, or externalized (its expected values never entered the sandbox)
+      expect((g.decoys?.guarded.length ?? 0) + (g.decoys?.externalized?.length ?? 0)).toBe(
         task.spec.tests.run.kind === "suite"
           ? task.spec.tests.run.failToPass.length + task.spec.tests.run.passToPass.length
           : -1,

@@ -80,6 +80,8 @@ export async function scoreInFork(o: {
   readonly hidden: HiddenTests;
   readonly diff: string;
   readonly decoys?: boolean;
+  /** Externalize graded assertions (default); false: decoys only, as before issue 42. */
+  readonly externalize?: boolean;
   /** eval_cmd tasks: score beside the decoy twin (default), or once (a baseline for the bench). */
   readonly twin?: boolean;
   /** Reward weights (default: the tests alone) and the judge endpoint, when a test scores the judge term. */
@@ -101,7 +103,16 @@ export async function scoreInFork(o: {
 }): Promise<Score> {
   const hasTests = o.hidden.install !== undefined;
   const prepared = hasTests
-    ? await prepareReadOnlyHidden(capabilitiesOf(o.backend ?? "local"), o.hidden, o.snapshot.workspace)
+    ? await prepareReadOnlyHidden(
+        capabilitiesOf(o.backend ?? "local"),
+        o.hidden,
+        o.snapshot.workspace,
+        undefined,
+        undefined,
+        {
+          externalize: o.externalize ?? true,
+        },
+      )
     : undefined;
   if (hasTests && !prepared)
     throw new Error(`${o.task.spec.id}: the hidden files could not be computed on the host`);

@@ -7,8 +7,10 @@ import type { TrajectoryResult } from "../run-format/schema.js";
  * (`--allow-unguarded`). Pure.
  */
 export interface Hackability {
-  /** Graded tests twinned by a decoy, of all graded tests (suite tasks). */
+  /** Graded tests guarded by externalized assertions or a decoy, of all graded tests (suite tasks). */
   readonly guarded: number;
+  /** Of `guarded`: graded tests whose expected values never entered the sandbox (scoring/externalize). */
+  readonly externalized: number;
   readonly graded: number;
   readonly unguarded: readonly { id: string; reason: string }[];
   /** The defences this scoring had, in words. */
@@ -46,7 +48,7 @@ export function hackabilityOf(
       : score.twin
         ? `decoy twin run on ${d?.guarded.length ?? 0} of ${graded} graded ids: their test commands in a second fresh sandbox on hidden test files with every literal expected value changed, where each must fail`
         : d
-          ? `decoys on ${d.guarded.length} of ${graded} graded tests (random names, a twin expecting another value)`
+          ? `${d.externalized?.length ? `externalized assertions on ${d.externalized.length} of ${graded} graded tests (expected values kept on the host, compared with what the tests emitted); ` : ""}${d.comparedOutside?.length ? `${d.comparedOutside.length} more compared outside the sandbox (expected sides computed by the test: not counted as guarded); ` : ""}decoys on ${d.guarded.length} of ${graded} graded tests (random names, a twin expecting another value)`
           : "no decoys (not a suite task)",
     "protected harness, build and runner-configuration files reset; the agent's new test files left out",
     readOnly
@@ -60,7 +62,8 @@ export function hackabilityOf(
     "static screen of the diff recorded (score.json suspicious)",
   ];
   return {
-    guarded: d?.guarded.length ?? 0,
+    guarded: (d?.guarded.length ?? 0) + (d?.externalized?.length ?? 0),
+    externalized: d?.externalized?.length ?? 0,
     graded,
     unguarded: d
       ? d.unguarded

@@ -138,7 +138,9 @@ export function renderVerdicts(vs: readonly TaskVerdict[]): string[] {
     empty: fmt(v.empty),
     cheats: v.cheatsHeld === null ? "-" : `${v.cheatsHeld}/${v.cheatsRun}`,
     flaky: String(v.flaky.length),
-    guarded: v.hackability ? `${v.hackability.guarded}/${v.hackability.graded}` : "-",
+    guarded: v.hackability
+      ? `${v.hackability.guarded}/${v.hackability.graded}${v.hackability.externalized ? ` (${v.hackability.externalized} externalized)` : ""}`
+      : "-",
     result: v.verdict.toUpperCase(),
   }));
   const cols = ["task", "gold", "empty", "cheats", "flaky", "guarded", "result"] as const;

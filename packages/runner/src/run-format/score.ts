@@ -189,6 +189,18 @@ export const Score = z
     decoys: z
       .object({
         guarded: z.array(z.string()).describe("graded tests twinned by a decoy that must fail"),
+        externalized: z
+          .array(z.string())
+          .optional()
+          .describe(
+            "graded tests whose expected values never entered the sandbox: their assertions emitted what they computed and the scorer compared (scoring/externalize)",
+          ),
+        comparedOutside: z
+          .array(z.string())
+          .optional()
+          .describe(
+            "graded tests whose assertions the scorer compared outside the sandbox, their expected sides computed by the test itself (not secret; not counted as guarded)",
+          ),
         unguarded: z
           .array(z.object({ id: z.string(), reason: z.string() }).strict())
           .describe("graded tests without a decoy, and why"),

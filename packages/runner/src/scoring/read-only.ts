@@ -8,6 +8,7 @@ import type { WorkerSpec } from "../workers/types.js";
 import type { DecoyPlan, GuardReport } from "./decoys/guard.js";
 import { guardHidden } from "./decoys/guard-hidden.js";
 import { idsTwinFiles, twinFiles } from "./decoys/twin.js";
+import type { ExternalSite } from "./externalize/canon.js";
 import { type CanaryInstance, newCanary } from "./results.js";
 import { type InstalledFile, regularFile } from "./snapshot-files.js";
 
@@ -40,6 +41,8 @@ export interface BoundHidden {
   readonly decoys?: DecoyPlan;
   /** Which graded tests have decoys, and why the others have none. */
   readonly guard?: GuardReport;
+  /** The externalized assertions' expected values, kept on the host (scoring/externalize). */
+  readonly external?: readonly ExternalSite[];
   /** The files are bound read-only by the backend (else the script installs them). */
   readonly readOnly: boolean;
 }
@@ -229,6 +232,8 @@ export async function prepareReadOnlyHidden(
   signal?: AbortSignal,
   /** Where the temporary files go: the run's owned scratch dir, so a killed run's are swept. */
   scratch: string = tmpdir(),
+  /** `externalize: false`: decoys only, as before issue 42 (a red-team and bench baseline). */
+  opts: { readonly externalize?: boolean } = {},
 ): Promise<(PreparedHidden & { twin?: PreparedHidden }) | undefined> {
   const canary = hidden.suite ? newCanary(hidden.suite.canary, randomBytes(6).toString("hex")) : undefined;
   const plain = await installedHiddenFiles(hidden, snapshotWorkspace, undefined, signal, scratch).catch(
@@ -250,7 +255,9 @@ export async function prepareReadOnlyHidden(
       throw err;
     }
   }
-  const guarded = hidden.suite ? await guardHidden(hidden.suite, plain, snapshotWorkspace) : undefined;
+  const guarded = hidden.suite
+    ? await guardHidden(hidden.suite, plain, snapshotWorkspace, undefined, signal, opts.externalize ?? true)
+    : undefined;
   const files = (guarded?.files ?? plain).map((f) => ({
     ...f,
     content: withCanary(f.path, f.content, canary),
@@ -261,6 +268,7 @@ export async function prepareReadOnlyHidden(
       files,
       ...(canary ? { canary } : {}),
       ...(guarded ? { decoys: guarded.plan, guard: guarded.report } : {}),
+      ...(guarded?.external.length ? { external: guarded.external } : {}),
     },
     scratch,
   );

@@ -62,6 +62,7 @@ export function scoringPlanOf(
     testTimeoutMs: hidden.timeoutMs,
     repeat: Math.max(1, o.repeat),
     maxOutputBytes: o.maxOutputBytes ?? 64 * 1024,
+    ...(hasTests && hidden.suite && o.bound?.external?.length ? { emissions: true as const } : {}),
   };
 }
 

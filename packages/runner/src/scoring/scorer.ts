@@ -7,6 +7,8 @@ import { dropPaths } from "../text/diff.js";
 import type { ExecResult, Worker } from "../workers/types.js";
 import { applyReach, reachHits } from "./build-reach.js";
 import type { DecoyPlan } from "./decoys/guard.js";
+import type { ExternalSite } from "./externalize/canon.js";
+import { externalRunVerdict } from "./externalize/run.js";
 import { writeFileInWorker } from "./hidden-tests.js";
 import type { JudgeConfig } from "./judge.js";
 import { type JudgeStageOptions, judgeTerm } from "./judge-readings.js";
@@ -328,6 +330,7 @@ export function suiteVerdicts(
   repeat: number,
   timeoutMs: number,
   decoys: DecoyPlan = { runIds: {}, decoys: {} },
+  external: readonly ExternalSite[] = [],
 ): RunVerdicts {
   const tampering: string[] = [];
   const rewritten = new Set<string>();
@@ -364,11 +367,18 @@ export function suiteVerdicts(
       }
       for (const why of decoysPassedAlone(results, decoys)) decoyPassed.add(`run ${r + 1}: ${why}`);
     }
+    // externalized assertions: the runner's pass is evidence, the host's comparison the verdict
+    const outside = externalRunVerdict(
+      parsed,
+      r,
+      ids.map((i) => i.id),
+      external,
+    );
     runs.push(
       ids.map(({ id, kind }) => ({
         id,
         kind,
-        passed: believed && !timedOut && outcome(id) === "passed",
+        passed: believed && !timedOut && outcome(id) === "passed" && !outside.has(id),
         exitCode: step?.exitCode ?? 137,
         timedOut,
       })),
@@ -487,6 +497,7 @@ export function hiddenVerdicts(
       repeat,
       hidden.timeoutMs,
       o.bound?.decoys,
+      o.bound?.external,
     );
     return { verdicts, testOutput: suiteTestOutputs(parsed, verdicts.runs, o.bound?.decoys) };
   }

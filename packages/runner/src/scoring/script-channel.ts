@@ -54,7 +54,7 @@ export const runsAgentCode = (step: string) =>
 
 /** Steps the script runs through `run` (a `start` line first). */
 const startsFirst = (step: string) => runsAgentCode(step) || step === "reach";
-const STEP = /^(apply|build|reach|lint|install|(test|results|hidden)\.\d+\.\d+)$/;
+const STEP = /^(apply|build|reach|lint|install|(test|emitted|results|hidden)\.\d+\.\d+)$/;
 const HEX64 = /^[0-9a-f]{64}$/;
 const INT = /^\d+$/;
 

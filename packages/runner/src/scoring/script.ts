@@ -54,7 +54,16 @@ export interface ScoringPlan {
   readonly repeat: number;
   /** Most output bytes kept per step: the first and last half of it when longer. */
   readonly maxOutputBytes: number;
+  /**
+   * The suite's graded assertions are externalized (scoring/externalize): each run's test command
+   * gets `FLAKEGYM_EMIT`, the file its tests append what they computed to, read back whole (up to
+   * {@link MAX_EMISSION_BYTES}) as step `emitted.<run>.0`.
+   */
+  readonly emissions?: true;
 }
+
+/** Most bytes of emissions kept per run (more: the step is cut, and the scorer fails it closed). */
+export const MAX_EMISSION_BYTES = 8 * 1024 * 1024;
 
 /** Step names in the output: fixed words and test indices, never text from the task or the agent. */
 export type StepName =
@@ -65,11 +74,13 @@ export type StepName =
   | "install"
   | `test.${number}.${number}`
   | `results.${number}.${number}`
-  | `hidden.${number}.${number}`;
+  | `hidden.${number}.${number}`
+  | `emitted.${number}.${number}`;
 
 export const testStep = (run: number, index: number): StepName => `test.${run}.${index}`;
 export const resultsStep = (run: number, index: number): StepName => `results.${run}.${index}`;
 export const hiddenStep = (run: number, index: number): StepName => `hidden.${run}.${index}`;
+export const emittedStep = (run: number, index: number): StepName => `emitted.${run}.${index}`;
 
 /** Longest script passed inline (one command-line argument, base64'd again by Nomad: < 128 KiB). */
 export const MAX_INLINE_SCRIPT_BYTES = 90_000;
@@ -114,7 +125,6 @@ export const GREETING = "FLAKEGYM-SCORE-HELLO";
  */
 function scriptPrelude(salt: string, stagedDir: string | undefined, maxOutputBytes: number): string[] {
   const max = Math.max(2, maxOutputBytes);
-  const half = Math.floor(max / 2);
   return [
     SCRIPT_HEAD,
     "set -u",
@@ -132,15 +142,16 @@ function scriptPrelude(salt: string, stagedDir: string | undefined, maxOutputByt
     ...(stagedDir === undefined ? [] : [`cp -R ${stagedDir}/. "$tmp"/ && rm -rf ${stagedDir}`]),
     "TO=; if command -v timeout >/dev/null 2>&1; then TO=1; fi",
     "now() { date +%s 2>/dev/null || echo 0; }",
-    // emit <step> <exit code> <output file> <seconds>: the step's result, its output base64'd, then
-    // the checksum of exactly the lines between (a line written into the channel from outside breaks it)
+    // emit <step> <exit code> <output file> <seconds> [most bytes]: the step's result, its output
+    // base64'd, then the checksum of exactly the lines between (a line written into the channel from
+    // outside breaks it)
     "emit() {",
-    '  n=$(wc -c < "$3" | tr -d " ")',
-    `  if [ "$n" -le ${max} ]; then base64 < "$3"; else head -c ${half} "$3" | base64; printf "%s cut\\n" "$M"; tail -c ${half} "$3" | base64; fi > "$tmp/b64"`,
-    '  h=$(sha256sum < "$tmp/b64" | cut -c1-64)',
-    '  printf "%s result %s %s %s %s\\n" "$M" "$1" "$2" "$n" "$4"',
+    `  n=$(wc -c < "$3" | tr -d " "); x=\${5:-${max}}; h=$((x / 2))`,
+    `  if [ "$n" -le "$x" ]; then base64 < "$3"; else head -c "$h" "$3" | base64; printf "%s cut\n" "$M"; tail -c "$h" "$3" | base64; fi > "$tmp/b64"`,
+    '  s=$(sha256sum < "$tmp/b64" | cut -c1-64)',
+    '  printf "%s result %s %s %s %s\n" "$M" "$1" "$2" "$n" "$4"',
     '  cat "$tmp/b64"',
-    '  printf "%s end %s %s\\n" "$M" "$1" "$h"',
+    '  printf "%s end %s %s\n" "$M" "$1" "$s"',
     "}",
     // run <step> <seconds> <command, base64>: one command, its own deadline, output to a file;
     // "start" first, so a run killed from inside (by the code under test) is told from a dead worker
@@ -263,7 +274,14 @@ function testRuns(d: ScriptDraft, plan: ScoringPlan, repeat: number): void {
   for (let r = 0; r < repeat; r++) {
     if (plan.suite) {
       resetHidden(d);
-      d.lines.push(`trun ${testStep(r, 0)} ${secs(plan.testTimeoutMs)} ${b64(plan.suite.command)}`);
+      const test = `trun ${testStep(r, 0)} ${secs(plan.testTimeoutMs)} ${b64(plan.suite.command)}`;
+      if (plan.emissions)
+        d.lines.push(
+          'rm -f "$tmp/emit"; : > "$tmp/emit"',
+          `( FLAKEGYM_EMIT="$tmp/emit"; export FLAKEGYM_EMIT; ${test} )`,
+          `emit ${emittedStep(r, 0)} 0 "$tmp/emit" 0 ${MAX_EMISSION_BYTES}`,
+        );
+      else d.lines.push(test);
       d.lines.push(
         `grep -E ${q(plan.suite.resultPattern)} "$tmp/out" > "$tmp/res" 2>/dev/null; emit ${resultsStep(r, 0)} 0 "$tmp/res" 0`,
       );
@@ -353,6 +371,7 @@ export function expectedSteps(plan: ScoringPlan): StepName[] {
     const commands = plan.suite ? 1 : plan.tests.length;
     for (let i = 0; i < commands; i++) {
       steps.push(testStep(r, i));
+      if (plan.suite && plan.emissions) steps.push(emittedStep(r, i));
       if (plan.suite) steps.push(resultsStep(r, i));
       if (hidden.length) steps.push(hiddenStep(r, i));
     }

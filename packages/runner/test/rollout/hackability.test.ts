@@ -56,3 +56,29 @@ describe("hackabilityOf, hidden files not computed", () => {
     expect(h?.defences[0]).toBe("no decoys (not a suite task)");
   });
 });
+
+describe("hackabilityOf, externalized assertions (issue 42)", () => {
+  it("counts externalized tests as guarded, pairs compared outside apart, and says so", () => {
+    const testResults = {
+      failToPass: { "t.py::test_a": "passed" as const, "t.py::test_b": "passed" as const },
+      passToPass: { "t.py::test_c": "passed" as const, "t.py::test_d": "passed" as const },
+    };
+    const h = hackabilityOf(
+      gold({
+        testResults,
+        decoys: {
+          guarded: ["t.py::test_b"],
+          externalized: ["t.py::test_a"],
+          comparedOutside: ["t.py::test_c"],
+          unguarded: [{ id: "t.py::test_d", reason: "bare assert" }],
+        },
+      }),
+      place,
+    );
+    expect(h).toMatchObject({ guarded: 2, externalized: 1, graded: 4 });
+    expect(h?.defences[0]).toMatch(
+      /^externalized assertions on 1 of 4 graded tests .*1 more compared outside the sandbox .*not counted as guarded.*decoys on 1 of 4/,
+    );
+    expect(hackabilityReasons(h, false)[0]).toMatch(/t\.py::test_d \(bare assert\)/);
+  });
+});

@@ -20,6 +20,7 @@ import { type Attack, attackDiff } from "./attack.js";
 import { BUILD_ATTACKS } from "./attacks-build.js";
 import { COMPILED_ATTACKS } from "./attacks-compiled.js";
 import { CONTEXT_ATTACKS } from "./attacks-context.js";
+import { ORACLE_ATTACKS } from "./attacks-oracle.js";
 import { OUTCOME_ATTACKS } from "./attacks-outcome.js";
 import { PROTOCOL_ATTACKS } from "./attacks-protocol.js";
 import { PYTHON_ATTACKS } from "./attacks-python.js";
@@ -42,8 +43,12 @@ const ATTACKS: Attack[] = [
   ...OUTCOME_ATTACKS,
   ...CONTEXT_ATTACKS,
   ...PROTOCOL_ATTACKS,
+  ...ORACLE_ATTACKS,
 ];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";
+// FLAKEGYM_REDTEAM_DECOYS_ONLY=1: scored with decoys but no externalized assertions (the scorer
+// before issue 42), printing without asserting — how the oracle attacks (attacks-oracle.ts) win there
+const decoysOnly = process.env.FLAKEGYM_REDTEAM_DECOYS_ONLY === "1";
 // the node profile's default build before it checked `.mjs`/`.cjs` too (the baseline's)
 const NODE_BUILD_BEFORE =
   "if [ -f tsconfig.json ]; then npx --no-install tsc --noEmit; else find . -name node_modules -prune -o -name '*.js' -print0 | xargs -0 -r -n1 node --check; fi";
@@ -104,7 +109,16 @@ async function scoreAttack(attack: Attack): Promise<Score> {
   const diff = await attackDiff(attack, snapshot.workspace);
   if (attack.row) return scoreAsRow(attack.id, task, attack.row, diff);
   const hidden = await hiddenTestsOf(task, 120_000);
-  return scoreInFork({ dir: tmp.path, name: attack.id, task, snapshot, hidden, diff, decoys: !baseline });
+  return scoreInFork({
+    dir: tmp.path,
+    name: attack.id,
+    task,
+    snapshot,
+    hidden,
+    diff,
+    decoys: !baseline,
+    externalize: !decoysOnly,
+  });
 }
 
 // the row attacks' control: each reference solution, scored as a row by each of its profile's
@@ -171,7 +185,7 @@ describe.each(classes)("red team: %s", (cls) => {
         console.log(
           `red team ${attack.id} (${attack.task}): no score, an infra error — ${s.message.slice(0, 300)}`,
         );
-        if (baseline) return;
+        if (baseline || decoysOnly) return;
         throw new Error(`${attack.id}: ${attack.what}; scoring ended without a score: ${s.message}`);
       }
       const why = s.gate
@@ -186,7 +200,7 @@ describe.each(classes)("red team: %s", (cls) => {
       console.log(
         `red team ${attack.id} (${attack.task}): reward ${s.reward} — ${why.slice(0, 300)}; screen: ${seen.slice(0, 3).join(", ") || "nothing"}`,
       );
-      if (baseline) return;
+      if (baseline || decoysOnly) return;
       expect(s.reward, `${attack.what}\n${why}`).toBe(0);
       // the protocol forgeries score 0 because the channel was out of their reach, not by luck
       if (attack.cls === "protocol-forgery") expect(s.channel).toBe("sealed");

@@ -2,6 +2,8 @@ import { randomInt } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { ResultFormat } from "../../tasks/task-spec.js";
+import type { ExternalSite } from "../externalize/canon.js";
+import { decoysOnly, externalizeGraded } from "../externalize/guard.js";
 import { isTestDirName } from "../protect.js";
 import { type InstalledFile, regularFile } from "../snapshot-files.js";
 import { type DecoyPlan, type GuardReport, guardFiles } from "./guard.js";
@@ -106,7 +108,10 @@ export async function guardHidden(
   installed: readonly InstalledFile[],
   snapshotWorkspace: string,
   rand: (n: number) => number = (n) => randomInt(n),
-): Promise<{ files: InstalledFile[]; plan: DecoyPlan; report: GuardReport }> {
+  signal?: AbortSignal,
+  /** Externalize what can be (default); false: decoys only, as before issue 42 (a red-team baseline). */
+  externalize = true,
+): Promise<{ files: InstalledFile[]; plan: DecoyPlan; report: GuardReport; external: ExternalSite[] }> {
   const graded = [...suite.failToPass, ...suite.passToPass];
   const have = new Set(installed.map((f) => f.path));
   const extra = await repoTestFiles(
@@ -116,13 +121,26 @@ export async function guardHidden(
     graded.map((id) => definedName(suite.results, id)),
     have,
   );
-  const all = [...installed, ...extra];
-  const g = guardFiles(suite.results, all, graded, rand);
+  const found = [...installed, ...extra];
+  // expected values leave the files first (scoring/externalize); decoys guard only what stayed
+  const ext = externalize
+    ? await externalizeGraded(suite.results, found, graded, signal)
+    : decoysOnly(found, graded, "externalization switched off for this scoring");
+  const all = found.map((f, i) => ({ ...f, content: ext.files[i]!.content }));
+  const g = guardFiles(suite.results, all, ext.decoyed, rand);
   // only files that changed are bound (a repository file no graded test lives in stays as it is)
   const files = all.flatMap((f, i) =>
-    have.has(f.path) || !g.files[i]!.content.equals(f.content)
+    have.has(f.path) || !g.files[i]!.content.equals(found[i]!.content)
       ? [{ ...f, content: g.files[i]!.content }]
       : [],
   );
-  return { files, plan: g.plan, report: g.report };
+  const report: GuardReport = {
+    guarded: g.report.guarded,
+    unguarded: g.report.unguarded.map((u) =>
+      ext.why[u.id] ? { ...u, reason: `${u.reason}; not externalized: ${ext.why[u.id]}` } : u,
+    ),
+    externalized: ext.externalized,
+    ...(ext.comparedOutside.length ? { comparedOutside: ext.comparedOutside } : {}),
+  };
+  return { files, plan: g.plan, report, external: ext.sites };
 }

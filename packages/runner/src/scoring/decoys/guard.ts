@@ -32,6 +32,13 @@ export interface DecoyPlan {
 /** Which graded tests have decoys, and why the others have none. */
 export interface GuardReport {
   readonly guarded: string[];
+  /** Graded tests whose expected values left the sandbox (scoring/externalize): no decoy needed. */
+  readonly externalized?: string[];
+  /**
+   * Graded tests whose assertions are all compared outside the sandbox but whose expected sides
+   * the test computes (visible to code under test): not counted as guarded.
+   */
+  readonly comparedOutside?: string[];
   readonly unguarded: { id: string; reason: string }[];
 }
 

@@ -1,0 +1,80 @@
+import type { ResultFormat } from "../../tasks/task-spec.js";
+import type { GuardFile } from "../decoys/guard.js";
+import type { ExternalSite } from "./canon.js";
+import { externalizePython } from "./rewrite.js";
+import { baseOf } from "./verdict.js";
+
+/**
+ * Which graded tests of a suite are externalized (their expected values kept on the host) and
+ * which are left to decoys, for every result format: pytest suites go through the host rewriter
+ * (externalize/rewrite.ts); other formats are not externalized yet and keep decoys, said so per
+ * test. A graded test is externalized when at least one of its assertions left the file: its
+ * verdict then needs that assertion's value, which only a correct solution computes.
+ */
+export interface ExternalizedGraded<F extends GuardFile> {
+  readonly files: F[];
+  readonly sites: ExternalSite[];
+  /** Graded ids with an assertion whose expected value left the files. */
+  readonly externalized: string[];
+  /** Graded ids whose assertions are all compared outside, their expected sides computed by the test (pairs). */
+  readonly comparedOutside: string[];
+  /** Graded ids left to decoys. */
+  readonly decoyed: string[];
+  /** Why each decoyed id was not externalized. */
+  readonly why: Readonly<Record<string, string>>;
+}
+
+/** Everything left to decoys, for `why`. Pure. */
+export const decoysOnly = <F extends GuardFile>(
+  files: readonly F[],
+  graded: readonly string[],
+  why: string,
+): ExternalizedGraded<F> => ({
+  files: [...files],
+  sites: [],
+  externalized: [],
+  comparedOutside: [],
+  decoyed: [...graded],
+  why: Object.fromEntries(graded.map((id) => [id, why])),
+});
+
+export async function externalizeGraded<F extends GuardFile>(
+  format: ResultFormat,
+  files: readonly F[],
+  graded: readonly string[],
+  signal?: AbortSignal,
+): Promise<ExternalizedGraded<F>> {
+  if (format !== "pytest")
+    return decoysOnly(files, graded, `${format} assertions are not externalized yet (decoys only)`);
+  const ext = await externalizePython(files, graded, signal).catch((e: unknown) =>
+    e instanceof Error ? e : new Error(String(e)),
+  );
+  if (ext instanceof Error) return decoysOnly(files, graded, ext.message);
+  const withSites = new Set(ext.sites.map((s) => s.test));
+  const secret = new Set(ext.sites.filter((s) => !s.pair).map((s) => s.test));
+  const externalized = graded.filter((id) => secret.has(baseOf(id)));
+  const comparedOutside = graded.filter((id) => withSites.has(baseOf(id)) && !secret.has(baseOf(id)));
+  const decoyed = graded.filter((id) => !withSites.has(baseOf(id)));
+  const why = Object.fromEntries(
+    decoyed.map((id) => {
+      const t = ext.tests[baseOf(id)];
+      const reasons = [...new Set(t?.kept ?? [])];
+      return [
+        id,
+        t
+          ? reasons.length
+            ? `no assertion with a literal expected value (${reasons.join("; ")})`
+            : "no assertion found in its body"
+          : "its test function was not found at the top level or in a class of its file",
+      ];
+    }),
+  );
+  return {
+    files: files.map((f, i) => ({ ...f, content: ext.files[i]!.content })),
+    sites: ext.sites,
+    externalized,
+    comparedOutside,
+    decoyed,
+    why,
+  };
+}

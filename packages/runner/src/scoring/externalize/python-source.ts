@@ -1,0 +1,544 @@
+/**
+ * The Python halves of externalized assertions (scoring/externalize), kept as text: the EMITTER
+ * goes into every rewritten hidden test file (it renders what the test computed, canonically and
+ * type-tagged, and appends it to the file `$FLAKEGYM_EMIT` names); the REWRITER runs on the host
+ * over the trusted hidden test files (never the workspace) with Python's own parser, and renders
+ * each expected value with the same EMITTER code, so both sides agree on the rendering.
+ */
+
+/** Renders values (`_fg_canon`), exceptions (`_fg_exc`) and writes emissions (`_fg_emit`, `_fg_raises`). */
+export const PYTHON_EMITTER = String.raw`
+def _fg_canon(v, _d=0):
+    if _d > 64:
+        return {"t": "deep"}
+    if v is None:
+        return {"t": "none"}
+    if isinstance(v, bool):
+        return {"t": "bool", "v": v is True}
+    if isinstance(v, int):
+        return {"t": "int", "v": int.__repr__(int.__int__(v))}
+    if isinstance(v, float):
+        return {"t": "float", "v": float.__repr__(float.__float__(v))}
+    if isinstance(v, complex):
+        c = complex.__complex__(v)
+        return {"t": "complex", "v": [float.__repr__(c.real), float.__repr__(c.imag)]}
+    if isinstance(v, str):
+        return {"t": "str", "v": str.__str__(v)}
+    if isinstance(v, (bytes, bytearray)):
+        return {"t": "bytes", "v": bytes(v).hex()}
+    if isinstance(v, list):
+        return {"t": "list", "v": [_fg_canon(x, _d + 1) for x in list.__iter__(v)]}
+    if isinstance(v, tuple):
+        return {"t": "tuple", "v": [_fg_canon(x, _d + 1) for x in tuple.__iter__(v)]}
+    if isinstance(v, dict):
+        return {"t": "dict", "v": [[_fg_canon(k, _d + 1), _fg_canon(x, _d + 1)] for k, x in dict.items(v)]}
+    if isinstance(v, (set, frozenset)):
+        return {"t": "set", "v": [_fg_canon(x, _d + 1) for x in (set.__iter__(v) if isinstance(v, set) else frozenset.__iter__(v))]}
+    t = type(v)
+    try:
+        r = repr(v)[:200]
+    except BaseException:
+        r = "?"
+    return {"t": "obj", "type": t.__module__ + "." + t.__qualname__, "repr": r}
+
+
+def _fg_exc(e):
+    if e is None:
+        return {"t": "noexc"}
+    try:
+        msg = str(e)
+    except BaseException:
+        msg = ""
+    mro = [c.__module__ + "." + c.__qualname__ for c in type(e).__mro__]
+    return {"t": "exc", "mro": mro, "msg": msg}
+
+
+def _fg_write(site, value, want=None):
+    rec = {"s": site, "n": _fg_node(), "v": value}
+    if want is not None:
+        rec["w"] = want
+    try:
+        line = _fg_json.dumps(rec, ensure_ascii=True, allow_nan=False) + "\n"
+    except BaseException:
+        line = _fg_json.dumps({"s": site, "n": _fg_node(), "v": {"t": "unrenderable"}}) + "\n"
+    fd = _fg_os.open(_fg_path, _fg_os.O_WRONLY | _fg_os.O_APPEND | _fg_os.O_CREAT, 0o600)
+    try:
+        _fg_os.write(fd, line.encode("ascii"))
+    finally:
+        _fg_os.close(fd)
+
+
+def _fg_node():
+    n = _fg_os.environ.get("PYTEST_CURRENT_TEST", "")
+    return n.rsplit(" (", 1)[0] if n.endswith(")") else n
+
+
+def _fg_emit(site, value):
+    try:
+        c = _fg_canon(value)
+    except BaseException as e:
+        c = {"t": "unrenderable", "why": type(e).__name__}
+    _fg_write(site, c)
+
+
+def _fg_opaque(c):
+    if c["t"] in ("obj", "deep", "unrenderable"):
+        return True
+    v = c.get("v")
+    if c["t"] == "dict":
+        return any(_fg_opaque(k) or _fg_opaque(x) for k, x in v)
+    return isinstance(v, list) and c["t"] != "complex" and any(_fg_opaque(x) for x in v)
+
+
+def _fg_emit2(site, op, value, want):
+    try:
+        c, w = _fg_canon(value), _fg_canon(want)
+    except BaseException as e:
+        c, w = {"t": "unrenderable", "why": type(e).__name__}, {"t": "unrenderable"}
+    if _fg_opaque(c) or _fg_opaque(w):
+        # a value the rendering cannot carry (a datetime, an object of the code under test): both
+        # sides are the test's own, so Python compares them here, as the assertion did
+        try:
+            ok = {"eq": lambda: value == want, "ne": lambda: value != want,
+                  "in": lambda: want in value, "notin": lambda: want not in value}[op]()
+            c, w = {"t": "inproc", "ok": bool(ok) is True}, {"t": "inproc"}
+        except BaseException as e:
+            c, w = {"t": "unrenderable", "why": type(e).__name__}, {"t": "unrenderable"}
+    _fg_write(site, c, w)
+
+
+class _fg_raises:
+    def __init__(self, site, *want):
+        self.want = want
+        self.site = site
+        self.value = None
+        self.type = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, t, e, tb):
+        if t is not None and issubclass(t, (KeyboardInterrupt, GeneratorExit)):
+            return False
+        if t is not None and e is None:
+            e = t()
+        self.value = e
+        self.type = t
+        _fg_write(self.site, _fg_exc(e), _fg_canon(self.want[0]) if self.want else None)
+        return True
+`;
+
+/** Reads {files, graded} on stdin, prints {files, sites, tests}; argv[1] is the EMITTER. */
+export const PYTHON_REWRITER = String.raw`
+import ast, json, secrets, sys
+
+EMITTER = sys.argv[1] if len(sys.argv) > 1 else ""
+ns = {}
+exec(EMITTER, ns)
+canon = ns["_fg_canon"]
+
+UNITTEST_EQ = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual", "assertDictEqual",
+               "assertSetEqual", "assertMultiLineEqual"}
+STR_METHODS = {"format", "join", "upper", "lower", "strip", "encode", "decode", "replace"}
+BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.ExceptHandler, ast.IfExp)
+if hasattr(ast, "Match"):
+    BRANCHES = BRANCHES + (ast.Match,)
+if hasattr(ast, "TryStar"):
+    BRANCHES = BRANCHES + (ast.TryStar,)
+MAX_EXPECTED = 64 * 1024
+
+
+class NotConstant(Exception):
+    pass
+
+
+# names of the test function being read bound once to literals (name -> value node), usable as
+# an expected side: "expected = [1, 2]" then "assert got == expected"
+LOCAL = {}
+
+
+def check_const(node):
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Load, ast.keyword,
+                          ast.UnaryOp, ast.USub, ast.UAdd, ast.BinOp, ast.Add, ast.Sub, ast.Mult,
+                          ast.Div, ast.FloorDiv, ast.Mod)):
+            continue
+        if isinstance(n, ast.Pow):
+            continue
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                isinstance(n.func.value, ast.Constant) and isinstance(n.func.value.value, (str, bytes)) and \
+                n.func.attr in STR_METHODS:
+            continue
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Constant):
+            continue
+        if isinstance(n, ast.Name) and n.id in LOCAL:
+            continue
+        raise NotConstant(type(n).__name__)
+    for n in ast.walk(node):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Pow, ast.Mult)):
+            r = n.right
+            if not (isinstance(r, ast.Constant) and isinstance(r.value, int) and abs(r.value) <= 4096):
+                raise NotConstant("large power or repetition")
+
+
+def const_value(node):
+    """The value of an expression made of literals only (NotConstant otherwise)."""
+    check_const(node)
+    expr = ast.Expression(body=node)
+    ast.fix_missing_locations(expr)
+    try:
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        env = {k: eval(compile(ast.fix_missing_locations(ast.Expression(body=LOCAL[k])), "<expected>", "eval"), {"__builtins__": {}}, {}) for k in names}
+        v = eval(compile(expr, "<expected>", "eval"), {"__builtins__": {}}, env)
+    except Exception as e:
+        raise NotConstant("does not evaluate: " + type(e).__name__)
+    c = canon(v)
+    if len(json.dumps(c)) > MAX_EXPECTED:
+        raise NotConstant("expected value too large")
+    return c
+
+
+def is_const(node):
+    try:
+        const_value(node)
+        return True
+    except NotConstant:
+        return False
+
+
+def call_name(node):
+    f = node.func
+    if isinstance(f, ast.Attribute):
+        base = f.value.id if isinstance(f.value, ast.Name) else None
+        return base, f.attr
+    if isinstance(f, ast.Name):
+        return None, f.id
+    return None, None
+
+
+def approx_of(node):
+    """(expected canon, opts) when node is pytest.approx(<literals>, rel=, abs=)."""
+    if not isinstance(node, ast.Call):
+        return None
+    base, name = call_name(node)
+    if name != "approx" or base not in (None, "pytest") or len(node.args) != 1:
+        return None
+    opts = {}
+    for k in node.keywords:
+        if k.arg not in ("rel", "abs"):
+            return None
+        v = const_value(k.value)
+        opts[k.arg] = v
+    return const_value(node.args[0]), opts
+
+
+def exc_names(node):
+    items = node.elts if isinstance(node, ast.Tuple) else [node]
+    out = []
+    for it in items:
+        parts = []
+        n = it
+        while isinstance(n, ast.Attribute):
+            parts.append(n.attr)
+            n = n.value
+        if not isinstance(n, ast.Name):
+            return None
+        parts.append(n.id)
+        out.append(".".join(reversed(parts)))
+    return out or None
+
+
+class Site:
+    def __init__(self, kind, expected, computed, span, opts=None, exp=None):
+        self.kind, self.expected, self.computed, self.span, self.opts = kind, expected, computed, span, opts or {}
+        self.exp = exp
+        self.pair = None
+
+
+def pair(site, want):
+    """A site whose expected side the test computes: both sides emitted, compared outside."""
+    site.pair = want
+    return site
+
+
+def compare_site(stmt, test):
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None, "not a single comparison with a literal expected value"
+    op, left, right = test.ops[0], test.left, test.comparators[0]
+    if isinstance(op, (ast.Eq, ast.NotEq)):
+        for comp, exp in ((left, right), (right, left)):
+            ap = approx_of(exp) if isinstance(op, ast.Eq) else None
+            if ap:
+                return Site("approx", ap[0], comp, stmt, ap[1], exp), None
+            if is_const(exp) and not is_const(comp):
+                return Site("eq" if isinstance(op, ast.Eq) else "ne", const_value(exp), comp, stmt, None, exp), None
+        return pair(Site("eq" if isinstance(op, ast.Eq) else "ne", None, left, stmt), right), None
+    if isinstance(op, (ast.In, ast.NotIn)):
+        if is_const(left) and not is_const(right):
+            return Site("in" if isinstance(op, ast.In) else "notin", const_value(left), right, stmt, None, left), None
+        return pair(Site("in" if isinstance(op, ast.In) else "notin", None, right, stmt), left), None
+    if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value in (None, True, False):
+        return Site("is" if isinstance(op, ast.Is) else "isnot", canon(right.value), left, stmt), None
+    return None, "a comparison decoys or externalization do not handle (" + type(op).__name__ + ")"
+
+
+def unittest_site(stmt, call):
+    base, name = call_name(call)
+    if base != "self" or call.keywords and name not in ("assertAlmostEqual",):
+        pass
+    args = call.args
+    if name in UNITTEST_EQ or name in ("assertNotEqual", "assertSequenceEqual", "assertCountEqual"):
+        if len(args) < 2:
+            return None, None
+        kind = {"assertNotEqual": "ne", "assertSequenceEqual": "seqeq", "assertCountEqual": "counteq"}.get(name, "eq")
+        for comp, exp in ((args[0], args[1]), (args[1], args[0])):
+            if is_const(exp) and not is_const(comp):
+                return Site(kind, const_value(exp), comp, stmt, None, exp), None
+        return pair(Site(kind, None, args[0], stmt), args[1]), None
+    if name == "assertAlmostEqual" and len(args) >= 2:
+        opts = {"places": {"t": "int", "v": "7"}}
+        if len(args) >= 3:
+            opts["places"] = const_value(args[2])
+        for k in call.keywords:
+            if k.arg in ("places", "delta"):
+                opts = {k.arg: const_value(k.value)}
+        for comp, exp in ((args[0], args[1]), (args[1], args[0])):
+            if is_const(exp) and not is_const(comp):
+                return Site("almost", const_value(exp), comp, stmt, opts, exp), None
+        return None, "its expected side is computed (not made of literals)"
+    if name in ("assertIn", "assertNotIn") and len(args) >= 2 and is_const(args[0]) and not is_const(args[1]):
+        return Site("in" if name == "assertIn" else "notin", const_value(args[0]), args[1], stmt, None, args[0]), None
+    if name in ("assertIn", "assertNotIn") and len(args) >= 2:
+        return pair(Site("in" if name == "assertIn" else "notin", None, args[1], stmt), args[0]), None
+    if name in ("assertIsNone", "assertIsNotNone") and len(args) >= 1:
+        return Site("is" if name == "assertIsNone" else "isnot", canon(None), args[0], stmt), None
+    return None, None
+
+
+def raises_site(item):
+    call = item.context_expr
+    if not isinstance(call, ast.Call):
+        return None
+    base, name = call_name(call)
+    if (name == "raises" and base in ("pytest", None)) or (base == "self" and name == "assertRaises"):
+        if len(call.args) != 1:
+            return None
+        match = None
+        exp = None
+        for k in call.keywords:
+            if k.arg != "match":
+                return None
+            exp = k.value
+            if not is_const(k.value):
+                s = Site("raises", {"names": exc_names(call.args[0]) or [], "match": None}, None, call)
+                return pair(s, k.value) if s.expected["names"] else None
+            match = const_value(k.value)
+    elif base == "self" and name in ("assertRaisesRegex", "assertRaisesRegexp"):
+        if len(call.args) != 2 or call.keywords:
+            return None
+        match = const_value(call.args[1])
+        exp = call.args[1]
+    else:
+        return None
+    names = exc_names(call.args[0])
+    if not names:
+        return None
+    return Site("raises", {"names": names, "match": match}, None, call, None, exp)
+
+
+def test_functions(tree, path):
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            out.append((path + "::" + node.name, node))
+        elif isinstance(node, ast.ClassDef):
+            for m in node.body:
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name.startswith("test"):
+                    out.append((path + "::" + node.name + "::" + m.name, m))
+    return out
+
+
+def walk_body(fn):
+    """Every node of fn's body with its parents (nested functions, lambdas and classes left out)."""
+    stack = [(s, ()) for s in reversed(fn.body)]
+    while stack:
+        node, parents = stack.pop()
+        yield node, parents
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        for child in reversed(list(ast.iter_child_nodes(node))):
+            stack.append((child, parents + (node,)))
+
+
+def conditional(parents, raises_withs):
+    return any(isinstance(p, BRANCHES) or id(p) in raises_withs for p in parents)
+
+
+def sites_of(fn):
+    sites, kept = [], []
+    raises_withs = set()
+    for node, parents in walk_body(fn):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                s = raises_site(item)
+                if s:
+                    s.count = "any" if conditional(parents, raises_withs) else "one"
+                    sites.append(s)
+                    raises_withs.add(id(node))
+        elif isinstance(node, ast.Assert):
+            s, why = compare_site(node, node.test)
+            if s:
+                s.count = "any" if conditional(parents, raises_withs) else "one"
+                sites.append(s)
+            else:
+                kept.append(why)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            base, name = call_name(node.value)
+            if base == "self" and name and name.startswith("assert"):
+                try:
+                    s, why = unittest_site(node, node.value)
+                except NotConstant as e:
+                    s, why = None, str(e)
+                if s:
+                    s.count = "any" if conditional(parents, raises_withs) else "one"
+                    sites.append(s)
+                else:
+                    kept.append(why or ("self." + name + " has no literal expected value"))
+    return sites, kept
+
+
+def const_locals(fn):
+    """Names bound once in fn, at its top level, to an expression of literals: name -> Assign."""
+    stores = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    args = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    out = {}
+    for st in fn.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            name = st.targets[0].id
+            if stores.get(name) == 1 and name not in args and is_const(st.value):
+                out[name] = st
+    return out
+
+
+def local_sites(fn):
+    """sites_of(fn) with literal-bound names as expected sides, where every use of such a name is
+    one (its assignment then loses the value: nothing in the file spells it)."""
+    LOCAL.clear()
+    cands = const_locals(fn)
+    loads = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in cands:
+            loads.setdefault(n.id, set()).add(id(n))
+    for _ in range(3):
+        LOCAL.clear()
+        LOCAL.update({k: a.value for k, a in cands.items()})
+        found, kept = sites_of(fn)
+        used = {}
+        for s in found:
+            for n in ast.walk(s.exp) if s.exp is not None else ():
+                if isinstance(n, ast.Name) and n.id in cands:
+                    used.setdefault(n.id, set()).add(id(n))
+        bad = [k for k in cands if k in used and used[k] != loads.get(k, set())]
+        if not bad:
+            LOCAL.clear()
+            return found, kept, [cands[k] for k in used]
+        for k in bad:
+            del cands[k]
+    LOCAL.clear()
+    found, kept = sites_of(fn)
+    return found, kept, []
+
+
+def line_offsets(data):
+    offs = [0]
+    for i, b in enumerate(data):
+        if b == 10:
+            offs.append(i + 1)
+    return offs
+
+
+def span(offs, node):
+    return offs[node.lineno - 1] + node.col_offset, offs[node.end_lineno - 1] + node.end_col_offset
+
+
+def prelude_at(tree, offs):
+    """Where the emitter goes: after the module docstring and __future__ imports."""
+    at = 0
+    for i, node in enumerate(tree.body):
+        doc = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        fut = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        if not (doc or fut):
+            break
+        at = offs[node.end_lineno] if node.end_lineno < len(offs) else None
+        if at is None:
+            return -1
+    return at
+
+
+def rewrite_file(path, text, graded_bases):
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as e:
+        return None, [], {b: {"sites": 0, "kept": ["the file does not parse on the host: " + str(e)]} for b in graded_bases}
+    data = text.encode("utf-8")
+    offs = line_offsets(data)
+    edits, sites, tests = [], [], {}
+    for base, fn in test_functions(tree, path):
+        if base not in graded_bases:
+            continue
+        found, kept, emptied = local_sites(fn)
+        tests[base] = {"sites": len(found), "kept": kept}
+        for st in emptied:
+            a, b = span(offs, st.value)
+            edits.append((a, b, "None"))
+        for s in found:
+            sid = secrets.token_hex(8)
+            a, b = span(offs, s.span)
+            want = ""
+            if s.pair is not None:
+                pa, pb = span(offs, s.pair)
+                want = ", (" + data[pa:pb].decode("utf-8") + ")"
+            if s.kind == "raises":
+                edits.append((a, b, '_fg_raises("' + sid + '"' + want + ")"))
+            else:
+                ca, cb = span(offs, s.computed)
+                head = '_fg_emit2("' + sid + '", "' + s.kind + '", (' if want else '_fg_emit("' + sid + '", ('
+                edits.append((a, b, head + data[ca:cb].decode("utf-8") + ")" + want + ")"))
+            sites.append({"site": sid, "test": base, "kind": s.kind, "expected": s.expected,
+                          "opts": s.opts, "count": s.count, "pair": s.pair is not None})
+    if not edits:
+        return None, sites, tests
+    at = prelude_at(tree, offs)
+    if at < 0:
+        return None, [], {b: {"sites": 0, "kept": ["no line after the module's header to put the emitter on"]} for b in tests}
+    edits.sort(key=lambda e: -e[0])
+    for a, b, t in edits:
+        data = data[:a] + t.encode("utf-8") + data[b:]
+    head = ("import os as _fg_os, json as _fg_json\n_fg_path = _fg_os.environ.get('FLAKEGYM_EMIT', '')\n" + EMITTER + "\n").encode("utf-8")
+    data = data[:at] + head + data[at:]
+    out = data.decode("utf-8")
+    try:
+        ast.parse(out)
+    except SyntaxError as e:
+        return None, [], {b: {"sites": 0, "kept": ["the rewritten file does not parse: " + str(e)]} for b in tests}
+    return out, sites, tests
+
+
+def main():
+    req = json.load(sys.stdin)
+    bases = {g.split("[", 1)[0] for g in req["graded"]}
+    out = {"files": [], "sites": [], "tests": {}}
+    for f in req["files"]:
+        mine = {b for b in bases if b.startswith(f["path"] + "::")}
+        text, sites, tests = rewrite_file(f["path"], f["text"], mine) if mine else (None, [], {})
+        out["files"].append({"path": f["path"], "text": text})
+        out["sites"].extend(sites)
+        out["tests"].update(tests)
+    json.dump(out, sys.stdout)
+
+
+main()
+`;

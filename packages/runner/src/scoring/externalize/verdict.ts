@@ -1,0 +1,102 @@
+import { type Emission, Emission as EmissionSchema, type ExternalSite } from "./canon.js";
+import { satisfies } from "./compare.js";
+
+/**
+ * The scorer's verdict on externalized assertions in one run: each graded test whose assertions
+ * were externalized passes only when every one of its sites was emitted as often as it must be
+ * (`one`: exactly once per test case; `any`: any number, and the test emitted something) and every
+ * emission satisfies its expected value (externalize/compare.ts). Fail closed: a malformed line,
+ * an emission for a site no test has, or one under another test's name fails every externalized
+ * test of the run; a missing or duplicated emission fails its test. Pure.
+ */
+
+/** Why each externalized graded id failed in this run (absent: its emissions hold). */
+export type ExternalVerdict = ReadonlyMap<string, string>;
+
+/** The parsed emission lines, or why the whole stream cannot be believed. Pure. */
+export function parseEmissions(
+  text: string,
+  sites: ReadonlyMap<string, ExternalSite>,
+): { emissions: Emission[] } | { anomaly: string } {
+  const emissions: Emission[] = [];
+  const lines = text.split("\n");
+  for (const [i, line] of lines.entries()) {
+    if (line === "" && i === lines.length - 1) continue;
+    let json: unknown;
+    try {
+      json = JSON.parse(line);
+    } catch {
+      return { anomaly: `emission line ${i + 1} is not JSON` };
+    }
+    const e = EmissionSchema.safeParse(json);
+    if (!e.success) return { anomaly: `emission line ${i + 1} is not a site, node and rendered value` };
+    const site = sites.get(e.data.s);
+    if (!site) return { anomaly: `emission line ${i + 1} names a site no graded test has` };
+    if ((e.data.w !== undefined) !== site.pair)
+      return { anomaly: `emission line ${i + 1} ${site.pair ? "lacks" : "carries"} an expected side` };
+    if (baseOf(e.data.n) !== site.test)
+      return { anomaly: `emission line ${i + 1} reports site of ${site.test} under test ${e.data.n}` };
+    emissions.push(e.data);
+  }
+  return { emissions };
+}
+
+/** A pytest node id without its parameters (`file::test[a-b]` → `file::test`). */
+export const baseOf = (id: string): string => {
+  const i = id.indexOf("[");
+  return i < 0 ? id : id.slice(0, i);
+};
+
+/** Why graded test `id` fails on `emissions` (its sites `mine`), or undefined when it holds. Pure. */
+export function testVerdict(
+  id: string,
+  mine: readonly ExternalSite[],
+  emissions: readonly Emission[],
+): string | undefined {
+  const own = emissions.filter((e) => e.n === id);
+  for (const s of mine) {
+    const got = own.filter((e) => e.s === s.site);
+    if (s.count === "one" && got.length === 0)
+      return `an assertion of ${id} emitted nothing (it runs unconditionally)`;
+    if (s.count === "one" && got.length > 1)
+      return `an assertion of ${id} emitted ${got.length} times (it runs once)`;
+    for (const e of got) {
+      const ok = satisfies(s, e.v, e.w);
+      if (ok !== true) return `an assertion of ${id} failed outside the sandbox: ${ok}`;
+    }
+  }
+  if (mine.length && own.length === 0) return `${id} emitted nothing for its externalized assertions`;
+  return undefined;
+}
+
+/**
+ * Per externalized graded id of `ids`, why it failed in this run (see the module note); ids with no
+ * externalized site are not judged here. Pure.
+ */
+export function externalVerdict(
+  ids: readonly string[],
+  sites: readonly ExternalSite[],
+  /** The emissions as the run reported them; undefined: none; `anomaly`: they cannot be read. */
+  text: string | undefined | { readonly anomaly: string },
+): ExternalVerdict {
+  const byTest = new Map<string, ExternalSite[]>();
+  for (const s of sites) byTest.set(s.test, [...(byTest.get(s.test) ?? []), s]);
+  const judged = ids.filter((id) => byTest.has(baseOf(id)));
+  const out = new Map<string, string>();
+  if (!judged.length) return out;
+  if (text === undefined) {
+    for (const id of judged) out.set(id, "the run reported no emissions for its externalized assertions");
+    return out;
+  }
+  const parsed =
+    typeof text === "string" ? parseEmissions(text, new Map(sites.map((s) => [s.site, s]))) : text;
+  if ("anomaly" in parsed) {
+    for (const id of judged) out.set(id, `the emissions cannot be believed: ${parsed.anomaly}`);
+    return out;
+  }
+  for (const id of judged) {
+    const why = testVerdict(id, byTest.get(baseOf(id))!, parsed.emissions);
+    if (why !== undefined) out.set(id, why);
+  }
+  return out;
+}

@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import type { ExternalSite } from "../../../src/scoring/externalize/canon.js";
+import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
+
+const S1 = "aaaaaaaaaaaaaaaa";
+const S2 = "bbbbbbbbbbbbbbbb";
+const S3 = "dddddddddddddddd";
+const sites: ExternalSite[] = [
+  {
+    site: S1,
+    test: "t.py::test_a",
+    kind: "eq",
+    expected: { t: "str", v: "1.0 KiB" },
+    opts: {},
+    count: "one",
+    pair: false,
+  },
+  {
+    site: S2,
+    test: "t.py::test_p",
+    kind: "eq",
+    expected: { t: "int", v: "3" },
+    opts: {},
+    count: "any",
+    pair: false,
+  },
+  { site: S3, test: "t.py::test_pair", kind: "eq", expected: null, opts: {}, count: "one", pair: true },
+];
+const line = (s: string, n: string, v: unknown) => `${JSON.stringify({ s, n, v })}\n`;
+const ids = ["t.py::test_a", "t.py::test_p[1]", "t.py::test_p[2]", "t.py::test_other"];
+
+describe("externalVerdict (the scorer's comparison outside the sandbox)", () => {
+  it("passes tests whose emissions hold, and does not judge tests without sites", () => {
+    const text =
+      line(S1, "t.py::test_a", { t: "str", v: "1.0 KiB" }) +
+      line(S2, "t.py::test_p[1]", { t: "int", v: "3" }) +
+      line(S2, "t.py::test_p[2]", { t: "float", v: "3.0" }) +
+      line(S2, "t.py::test_p[2]", { t: "int", v: "3" });
+    expect([...externalVerdict(ids, sites, text)]).toEqual([]);
+  });
+  it("fails a wrong value, a missing emission, a duplicated one, and a silent case", () => {
+    const wrong =
+      line(S1, "t.py::test_a", { t: "str", v: "1024.0 B" }) +
+      line(S2, "t.py::test_p[1]", { t: "int", v: "3" });
+    const v = externalVerdict(ids, sites, wrong);
+    expect(v.get("t.py::test_a")).toMatch(/failed outside the sandbox/);
+    expect(v.get("t.py::test_p[2]")).toMatch(/emitted nothing/);
+    expect(v.has("t.py::test_p[1]")).toBe(false);
+    const twice = line(S1, "t.py::test_a", { t: "str", v: "1.0 KiB" }).repeat(2);
+    expect(externalVerdict(ids, sites, twice).get("t.py::test_a")).toMatch(/emitted 2 times/);
+    expect(externalVerdict(ids, sites, "").get("t.py::test_a")).toMatch(/emitted nothing/);
+  });
+  it("fails every externalized test on a malformed, unknown or misplaced line (fail closed)", () => {
+    const ok = line(S1, "t.py::test_a", { t: "str", v: "1.0 KiB" });
+    for (const bad of [
+      "not json\n",
+      line(S1, "t.py::test_a", { t: "str" }),
+      line("cccccccccccccccc", "t.py::test_a", { t: "none" }),
+      line(S2, "t.py::test_a", { t: "int", v: "3" }),
+      `${JSON.stringify({ s: S1, n: "t.py::test_a", v: { t: "str", v: "x" }, extra: 1 })}\n`,
+    ]) {
+      const v = externalVerdict(ids, sites, ok + bad);
+      expect(v.get("t.py::test_a"), bad).toMatch(/cannot be believed/);
+      expect(v.get("t.py::test_p[1]"), bad).toMatch(/cannot be believed/);
+    }
+  });
+  it("a pair site compares the two sides the test emitted; a missing side is an anomaly", () => {
+    const pid = ["t.py::test_pair"];
+    const pairLine = (v: unknown, w?: unknown) =>
+      `${JSON.stringify({ s: S3, n: "t.py::test_pair", v, ...(w === undefined ? {} : { w }) })}\n`;
+    expect([
+      ...externalVerdict(pid, sites, pairLine({ t: "int", v: "2" }, { t: "float", v: "2.0" })),
+    ]).toEqual([]);
+    expect(
+      externalVerdict(pid, sites, pairLine({ t: "int", v: "2" }, { t: "int", v: "3" })).get(pid[0]!),
+    ).toMatch(/failed outside/);
+    expect(externalVerdict(pid, sites, pairLine({ t: "int", v: "2" })).get(pid[0]!)).toMatch(
+      /lacks an expected side/,
+    );
+    const carried = line(S1, "t.py::test_a", { t: "str", v: "1.0 KiB" }).replace(
+      "}}\n",
+      '},"w":{"t":"none"}}\n',
+    );
+    expect(externalVerdict(ids, sites, carried).get("t.py::test_a")).toMatch(/carries an expected side/);
+  });
+  it("fails every externalized test when the run reported no emissions at all", () => {
+    const v = externalVerdict(ids, sites, undefined);
+    expect(v.size).toBe(3);
+    expect(v.has("t.py::test_other")).toBe(false);
+  });
+});

@@ -1,0 +1,112 @@
+/**
+ * How the graded tests of real SWE-bench rows are guarded (issue 42): each row's hidden test files
+ * computed from its repository's mirror (base commit, test patch applied), run through the scorer's
+ * own guard (scoring/decoys/guard-hidden.ts: externalized assertions first, decoys for the rest),
+ * and counted per row. Usage: `npm run guard-coverage -- <rows.jsonl> <mirror root>` (mirrors laid
+ * out as `--repo-mirror` reads them). A row whose mirror or commit is absent is reported and skipped.
+ */
+import { realpathSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { execa } from "execa";
+import { guardHidden } from "../packages/runner/src/scoring/decoys/guard-hidden.js";
+import { guardCoverage } from "../packages/runner/src/scoring/externalize/coverage.js";
+import { regularFile } from "../packages/runner/src/scoring/snapshot-files.js";
+import { mirrorCandidates } from "../packages/runner/src/tasks/repo-mirror.js";
+import { postImageByFile } from "../packages/runner/src/text/diff.js";
+
+interface Row {
+  readonly instance_id: string;
+  readonly repo: string;
+  readonly base_commit: string;
+  readonly test_patch: string;
+  readonly FAIL_TO_PASS: string[] | string;
+  readonly PASS_TO_PASS: string[] | string;
+  readonly language?: string;
+}
+
+const ids = (v: string[] | string) => (Array.isArray(v) ? v : (JSON.parse(v) as string[]));
+const format = (row: Row) => (ids(row.FAIL_TO_PASS).some((i) => i.includes("::")) ? "pytest" : "gotest");
+
+async function checkout(root: string, row: Row, dir: string): Promise<string> {
+  const mirror = mirrorCandidates(root, row.repo).find((p) => {
+    try {
+      return realpathSync(p) !== "";
+    } catch {
+      return false;
+    }
+  });
+  if (!mirror) throw new Error(`no mirror of ${row.repo} under ${root}`);
+  const tree = join(dir, "tree");
+  await execa("git", ["clone", "-q", "--shared", "--no-checkout", mirror, tree]);
+  await execa("git", ["-C", tree, "checkout", "-q", row.base_commit]);
+  await execa("git", ["-C", tree, "apply", "--whitespace=nowarn", "-"], { input: row.test_patch });
+  return tree;
+}
+
+async function rowCoverage(root: string, row: Row) {
+  const dir = await mkdtemp(join(tmpdir(), "flakegym-coverage-"));
+  try {
+    const tree = await checkout(root, row, dir);
+    const installed = [];
+    for (const f of postImageByFile(row.test_patch)) {
+      const file = await regularFile(tree, f.path);
+      if (file) installed.push({ path: f.path, ...file });
+    }
+    const suite = {
+      results: format(row),
+      failToPass: ids(row.FAIL_TO_PASS),
+      passToPass: ids(row.PASS_TO_PASS),
+    } as const;
+    const g = await guardHidden(suite, installed, tree);
+    return { coverage: guardCoverage(g.report), unguarded: g.report.unguarded };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(rowsPath: string, root: string): Promise<void> {
+  const rows = (await readFile(rowsPath, "utf8")).split("\n").filter((l) => l.trim() !== "");
+  let graded = 0;
+  let covered = 0;
+  for (const [i, line] of rows.entries()) {
+    let row: Row;
+    try {
+      row = JSON.parse(line) as Row;
+    } catch {
+      console.log(`line ${i + 1}: not JSON, skipped`);
+      continue;
+    }
+    const r = await rowCoverage(root, row).catch((e: unknown) =>
+      e instanceof Error ? e : new Error(String(e)),
+    );
+    if (r instanceof Error) {
+      console.log(`${row.instance_id}: skipped — ${r.message}`);
+      continue;
+    }
+    const c = r.coverage;
+    graded += c.graded;
+    covered += c.externalized + c.decoyed;
+    console.log(
+      `${row.instance_id}: ${c.externalized} externalized + ${c.decoyed} decoyed of ${c.graded} graded (${(100 * c.share).toFixed(1)} % guarded); ${c.comparedOutside} compared outside (expected computed by the test), ${c.unguarded} unguarded`,
+    );
+    const reasons = new Map<string, number>();
+    for (const u of r.unguarded) reasons.set(u.reason, (reasons.get(u.reason) ?? 0) + 1);
+    for (const [reason, n] of [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 4))
+      console.log(`    ${n} × ${reason.slice(0, 220)}`);
+  }
+  console.log(
+    `total: ${covered} of ${graded} graded tests guarded (${graded ? ((100 * covered) / graded).toFixed(1) : "-"} %)`,
+  );
+}
+
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const [rows, root] = process.argv.slice(2);
+  if (!rows || !root) {
+    console.error("usage: npm run guard-coverage -- <rows.jsonl> <mirror root>");
+    process.exit(2);
+  }
+  await main(rows, root);
+}
