@@ -37,54 +37,49 @@ export function resultLinePattern(format: ResultFormat, parser?: LogParser): str
     .exhaustive();
 }
 
-/** One result line → test id and outcome, or undefined when the line is not a result. */
+/** One result line → test id and outcome, or undefined when the line is not a result (django: read whole-log). */
 function parseLine(format: ResultFormat, line: string): { id: string; outcome: TestOutcome } | undefined {
-  return (
-    match(format)
-      .with("libtest", () => {
-        const m = /^test (.+) \.\.\. (ok|FAILED|ignored)$/.exec(line);
-        return m
-          ? { id: m[1]!, outcome: m[2] === "ok" ? ("passed" as const) : ("failed" as const) }
-          : undefined;
-      })
-      .with("pytest", () => {
-        const m = /^(PASSED|FAILED|ERROR|XPASS|XFAIL) (\S+)/.exec(line);
-        return m
-          ? { id: m[2]!, outcome: m[1] === "PASSED" ? ("passed" as const) : ("failed" as const) }
-          : undefined;
-      })
-      .with("tap", () => {
-        const m = /^ *(not )?ok \d+ - (.*?)( # (SKIP|TODO)\b.*)?$/i.exec(line);
-        if (!m) return undefined;
-        const passed = m[1] === undefined && m[3] === undefined;
-        return {
-          id: m[2]!.replace(/\\#/g, "#"),
-          outcome: passed ? ("passed" as const) : ("failed" as const),
-        };
-      })
-      .with("check-h", () => {
-        const m = /^(ok|FAIL) (\S+)$/.exec(line);
-        return m
-          ? { id: m[2]!, outcome: m[1] === "ok" ? ("passed" as const) : ("failed" as const) }
-          : undefined;
-      })
-      .with("gotest", () => {
-        const m = /^ *--- (PASS|FAIL|SKIP): (\S+) \(/.exec(line);
-        return m
-          ? { id: m[2]!, outcome: m[1] === "PASS" ? ("passed" as const) : ("failed" as const) }
-          : undefined;
-      })
-      // read whole-log by parseTestResults (a broken line's `ok` comes later)
-      .with("django", () => undefined)
-      .with("sympy", () => parseSympyLine(line))
-      .exhaustive()
-  );
+  return match(format)
+    .with("libtest", () => {
+      const m = /^test (.+) \.\.\. (ok|FAILED|ignored)$/.exec(line);
+      return m
+        ? { id: m[1]!, outcome: m[2] === "ok" ? ("passed" as const) : ("failed" as const) }
+        : undefined;
+    })
+    .with("pytest", () => {
+      const m = /^(PASSED|FAILED|ERROR|XPASS|XFAIL) (\S+)/.exec(line);
+      return m
+        ? { id: m[2]!, outcome: m[1] === "PASSED" ? ("passed" as const) : ("failed" as const) }
+        : undefined;
+    })
+    .with("tap", () => {
+      const m = /^ *(not )?ok \d+ - (.*?)( # (SKIP|TODO)\b.*)?$/i.exec(line);
+      if (!m) return undefined;
+      const passed = m[1] === undefined && m[3] === undefined;
+      return { id: m[2]!.replace(/\\#/g, "#"), outcome: passed ? ("passed" as const) : ("failed" as const) };
+    })
+    .with("check-h", () => {
+      const m = /^(ok|FAIL) (\S+)$/.exec(line);
+      return m
+        ? { id: m[2]!, outcome: m[1] === "ok" ? ("passed" as const) : ("failed" as const) }
+        : undefined;
+    })
+    .with("gotest", () => {
+      const m = /^ *--- (PASS|FAIL|SKIP): (\S+) \(/.exec(line);
+      return m
+        ? { id: m[2]!, outcome: m[1] === "PASS" ? ("passed" as const) : ("failed" as const) }
+        : undefined;
+    })
+    .with("django", () => undefined)
+    .with("sympy", () => parseSympyLine(line))
+    .exhaustive();
 }
 
 /**
  * Every reported test's outcome; a test reported both ways (e.g. a forged line beside the real one)
  * failed. A SWE-bench row's suite (`parser` given: tasks/swebench-log-parsers.ts) is read as the
- * harness reads that repository's log, and graded as it grades (XFAIL passes). Pure.
+ * harness reads that repository's log, and graded as it grades (XFAIL passes); Django's log is read
+ * whole (a test whose output broke its line reports `ok` on a later line: tasks/runner-logs.ts). Pure.
  */
 export function parseTestResults(
   format: ResultFormat,

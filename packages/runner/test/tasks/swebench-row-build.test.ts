@@ -83,3 +83,49 @@ describe("rows whose environment cannot be built here", () => {
     expect(unbuildableReason("r/x", "1", { python: "3.9", packages: "environment.yml" })).toMatch(/conda/);
   });
 });
+
+describe("a row's suite follows its repository's harness facts", () => {
+  const base = {
+    base_commit: "b9cf764be62e77b4777b3a75ec256f6209a57671",
+    problem_statement: "x",
+    PASS_TO_PASS: [],
+  };
+  it("requests: read with short path parameters, pytest bounded where the facts leave it unpinned", () => {
+    const r = parseSwebenchRow(
+      {
+        ...base,
+        instance_id: "psf__requests-6028",
+        repo: "psf/requests",
+        version: "2.27",
+        patch: diff("requests/utils.py"),
+        test_patch: diff("tests/test_utils.py"),
+        FAIL_TO_PASS: ["tests/test_utils.py::test_x[/x.py]"],
+      },
+      at,
+    );
+    if (!r.ok) throw new Error(`rejected: ${r.error.reason}`);
+    const run = r.task.spec.tests.run;
+    expect(run.kind === "suite" && run.logParser).toBe("pytest-short-paths");
+    expect(r.task.spec.install.join("\n")).toContain("'pytest<8.4'");
+    expect(r.task.spec.metadata?.intake_notes).toMatch(/pytest is unpinned/);
+  });
+  it("sympy: the facts' PYTHONWARNINGS comes with the test command", () => {
+    const r = parseSwebenchRow(
+      {
+        ...base,
+        instance_id: "sympy__sympy-20590",
+        repo: "sympy/sympy",
+        version: "1.7",
+        patch: diff("sympy/core/basic.py"),
+        test_patch: diff("sympy/core/tests/test_basic.py"),
+        FAIL_TO_PASS: ["test_immutable"],
+      },
+      at,
+    );
+    if (!r.ok) throw new Error(`rejected: ${r.error.reason}`);
+    const run = r.task.spec.tests.run;
+    expect(run.kind === "suite" && run.command).toContain(
+      "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' python3 bin/test -C --verbose",
+    );
+  });
+});
