@@ -1,5 +1,5 @@
 import { appendFile, readFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { type EvalRecord, readEvalRecord, writeEvalRecord } from "../../eval/eval-record.js";
@@ -347,6 +347,14 @@ async function prepareResumedEval(
   };
 }
 
+/**
+ * Whether an eval updates `evals/latest`: only one in the default place (`<cwd>/evals/<id>`, new or
+ * resumed); an eval given `--out` writes nothing outside that dir. Pure.
+ */
+export function linksLatest(evalDir: string, cwd: string, outGiven: boolean): boolean {
+  return !outGiven && dirname(resolve(cwd, evalDir)) === resolve(cwd, "evals");
+}
+
 /** Runs a prepared eval, prints its summary, returns the exit status. */
 async function runPrepared(p: PreparedEval, opts: EvalOptions, ctx: CliContext): Promise<number> {
   const { evalId, evalDir, items, config, trials } = p;
@@ -377,6 +385,7 @@ async function runPrepared(p: PreparedEval, opts: EvalOptions, ctx: CliContext):
       trials,
       keepWorkspaces: p.keepWorkspaces,
       resume: p.resume,
+      linkLatest: linksLatest(evalDir, ctx.cwd, opts.out !== undefined),
       ...(p.prices ? { prices: p.prices } : {}),
       ...(p.baseline ? { baseline: p.baseline } : {}),
       progress: reporter.sink,

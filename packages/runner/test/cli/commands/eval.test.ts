@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { evalSelectionProblem, goldWithoutSolution } from "../../../src/cli/commands/eval.js";
+import { evalSelectionProblem, goldWithoutSolution, linksLatest } from "../../../src/cli/commands/eval.js";
 import { UsageError } from "../../../src/errors.js";
 
 describe("eval: what to evaluate", () => {
@@ -25,5 +25,15 @@ describe("eval: what to evaluate", () => {
     expect(goldWithoutSolution(["empty", "gold"], scenarios)!.message).toBe(
       "policy gold replays a reference solution, and scenario(s) b, c have none",
     );
+  });
+});
+
+describe("eval: evals/latest", () => {
+  it("is updated only by an eval in the default place, never by one given --out", () => {
+    expect(linksLatest("/w/evals/20261207T000000Z-abc", "/w", false)).toBe(true);
+    expect(linksLatest("evals/20261207T000000Z-abc", "/w", false)).toBe(true); // a resumed default eval
+    expect(linksLatest("/w/evals/mine", "/w", true)).toBe(false);
+    expect(linksLatest("/elsewhere/e1", "/w", true)).toBe(false);
+    expect(linksLatest("/elsewhere/e1", "/w", false)).toBe(false); // --resume of an --out eval
   });
 });
