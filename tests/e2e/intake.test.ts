@@ -123,10 +123,14 @@ describe.concurrent("SWE-bench-style intake", () => {
       { timeoutMs: 600_000 },
     );
     expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
-    // an imported row's hidden tests are guarded by decoys too (GUARDED n/n)
-    expect(r.stdout).toMatch(/^minicalc__minicalc-1\s+1\.00\s+0\.00\s+-\s+0\s+(\d+)\/\1\s+PASS$/m);
+    // an imported row's hidden tests are guarded too (GUARDED n/n: pytest rows by externalized assertions)
+    expect(r.stdout).toMatch(
+      /^minicalc__minicalc-1\s+1\.00\s+0\.00\s+-\s+0\s+(\d+)\/\1 \(\1 externalized\)\s+PASS$/m,
+    );
     // the install's edit is the agent's base: gold still scores 1 and no trajectory's diff holds it
-    expect(r.stdout).toMatch(/^minicalc__minicalc-2\s+1\.00\s+0\.00\s+-\s+0\s+(\d+)\/\1\s+PASS$/m);
+    expect(r.stdout).toMatch(
+      /^minicalc__minicalc-2\s+1\.00\s+0\.00\s+-\s+0\s+(\d+)\/\1 \(\1 externalized\)\s+PASS$/m,
+    );
     const diffs = await diffsUnder(join(tmp.path, "run"));
     expect([...diffs.keys()].some((k) => k.includes("minicalc__minicalc-2"))).toBe(true);
     for (const [name, diff] of diffs) {

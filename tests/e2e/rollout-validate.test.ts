@@ -104,10 +104,13 @@ describe("flakegym validate", () => {
     expect(r.exitCode, r.stderr).toBe(1);
     const lines = r.stdout.split("\n");
     expect(lines[0]).toMatch(/^TASK\s+GOLD\s+EMPTY\s+CHEATS\s+FLAKY\s+GUARDED\s+RESULT$/);
-    // every graded test of every catalog task is guarded by a decoy (GUARDED n/n)
+    // every graded test of every catalog task is guarded (GUARDED n/n; pytest tasks' by externalized assertions)
     for (const [task, n] of Object.entries(cheats))
       expect(r.stdout).toMatch(
-        new RegExp(`^${task}\\s+1\\.00\\s+0\\.00\\s+${n}/${n}\\s+0\\s+(\\d+)/\\1\\s+PASS$`, "m"),
+        new RegExp(
+          `^${task}\\s+1\\.00\\s+0\\.00\\s+${n}/${n}\\s+0\\s+(\\d+)/\\1( \\(\\1 externalized\\))?\\s+PASS$`,
+          "m",
+        ),
       );
     expect(r.stdout).toMatch(/^ {4}defences: decoys on \d+ of \d+ graded tests/m);
     expect(r.stdout).toMatch(/^bad-solution\s+0\.00\s+0\.00\s+-\s+0\s+\d+\/\d+\s+FAIL$/m);

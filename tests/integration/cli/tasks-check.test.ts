@@ -96,6 +96,8 @@ describe("tasks check (Harbor task dirs)", () => {
         /^note: row \d+ \[empty-workspace\]: its eval_cmd verdict has no decoy twin \(no hidden file is source the decoy code reads.*--allow-unguarded$/,
       ),
     ]);
-    expect(r.stdout).toMatch(/5 accepted/);
+    // eight accepted (apt-oracle, reward-json and script-solution among them; the two script
+    // solve.sh ones run as Harbor's oracle in bubblewrap), nine rejected for nine reasons
+    expect(r.stdout).toMatch(/17 task dirs, 8 accepted, 9 rejected/);
   });
 });

@@ -1,14 +1,40 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
-import { createLocalBackend, type Fork, forkTree, type Worker, type WorkerSpec } from "@flakegym/runner";
+import {
+  type AgentLauncher,
+  createLocalBackend,
+  type Fork,
+  forkTree,
+  type Worker,
+  type WorkerSpec,
+} from "@flakegym/runner";
 import { findProcesses, makeTempDir, REPO_ROOT, type TempDir } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // A hostile agent, played by shell commands through worker.exec (the same sandbox shape the Cline
 // core runs in). Every attempt must be contained, leave the host and the other worker alone, and
 // end as data (an ExecResult or a WorkerExit), never as a crash of the runner.
+
+/** A stand-in for the Cline core, so an agent-shaped sandbox (agent: true) starts without a core boot. */
+const idleAgent: AgentLauncher = {
+  async launch() {
+    const child: ChildProcess = spawn("sleep", ["600"], { detached: true, stdio: "ignore" });
+    const exited = new Promise<{ code: number | null }>((r) => child.once("exit", (code) => r({ code })));
+    return {
+      address: "unix:/nonexistent/core.sock",
+      policyBaseUrl: "http://127.0.0.1:18080/v1",
+      pid: child.pid!,
+      exited,
+      async stop() {
+        if (child.exitCode === null) process.kill(-child.pid!, "SIGKILL");
+        await exited;
+      },
+    };
+  },
+};
 
 const hasBwrap = existsSync("/usr/bin/bwrap");
 if (!hasBwrap)
@@ -33,6 +59,7 @@ describe.skipIf(!hasBwrap)("hostile commands in a local worker", () => {
     limits: Partial<WorkerSpec["limits"]> = {},
     quotaMb?: number,
     method?: "copy",
+    agent = false,
   ) {
     const fork = await forkTree(lower, {
       dest: join(tmp.path, "forks", name),
@@ -40,16 +67,20 @@ describe.skipIf(!hasBwrap)("hostile commands in a local worker", () => {
       ...(method ? { method } : {}),
     });
     forks.push(fork);
-    const worker = await createLocalBackend({ stateDir: backendDir(), watchdogIntervalMs: 200 }).start({
+    const worker = await createLocalBackend({
+      stateDir: backendDir(),
+      watchdogIntervalMs: 200,
+      ...(agent ? { agent: idleAgent } : {}),
+    }).start({
       runId: "security",
       taskId: "hostile",
       trajectoryId: name,
       profile: "c",
       workspace: join(fork.tree, "workspace"),
-      // exec-only, as the scorer's workers: no gateway (a socket path given is bound, so it must be served)
+      // no gateway (a socket path given is bound, so it must be served); agent workers run idleAgent
       gateway: {},
       limits: { memoryMb: 256, pids: 64, cpuSeconds: 60, diskMb: 64, wallClockMs: 120_000, ...limits },
-      agent: false,
+      agent,
     });
     workers.push(worker);
     return { worker, fork };
@@ -153,26 +184,41 @@ describe.skipIf(!hasBwrap)("hostile commands in a local worker", () => {
     expect(otherGatewayConnections).toBe(0);
   });
 
+  const CONNECT_OUT = `node -e 'const s=require("net").connect(80,"192.0.2.1");s.on("connect",()=>{console.log("CONNECTED");process.exit(0)});s.on("error",e=>{console.log(e.code);process.exit(1)});setTimeout(()=>{console.log("TIMEOUT");process.exit(2)},5000)'; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "`;
+
   it("cannot reach an outside address: fails at once, no network at all", async () => {
+    // The agent's sandbox (agent: true; sandboxNetworkOf never gives it the dropping namespace).
     // 192.0.2.1 is TEST-NET-1 (never routed). With only loopback there is no route, so connect()
     // fails before any packet could leave.
-    const r = await a.exec(
-      `node -e 'const s=require("net").connect(80,"192.0.2.1");s.on("connect",()=>{console.log("CONNECTED");process.exit(0)});s.on("error",e=>{console.log(e.code);process.exit(1)});setTimeout(()=>{console.log("TIMEOUT");process.exit(2)},5000)'; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "`,
-    );
+    const agentWorker = await startWorker("agent-net", {}, undefined, undefined, true);
+    const r = await agentWorker.worker.exec(CONNECT_OUT);
     expect(r.stdout).toMatch(/^ENETUNREACH/);
     expect(r.stdout).not.toContain("CONNECTED");
     expect(r.durationMs).toBeLessThan(5000);
     expect(r.stdout.trim().split("\n").slice(1)).toEqual(["lo"]); // the only interface is loopback
   });
 
+  it("a scoring worker cannot reach an outside address either (dropping namespace when root)", async () => {
+    // Scoring workers (agent: false) get the dropping namespace when the runner is root
+    // (swebench-specs: tests expecting a connect timeout get one); otherwise loopback-only.
+    const r = await a.exec(CONNECT_OUT);
+    expect(r.stdout).not.toContain("CONNECTED");
+    expect(r.stdout).toMatch(process.geteuid?.() === 0 ? /^TIMEOUT/ : /^ENETUNREACH/);
+    expect(r.stdout.trim().split("\n").slice(1)).toEqual(["lo"]); // still no interface but loopback
+    expect(hostConnections).toBe(0);
+  });
+
   it("a fork bomb is bounded by the pids limit and leaves nothing behind", async () => {
     const { worker } = await startWorker("bomb", { pids: 48 });
     const r = await worker.exec("bomb() { bomb | bomb & }; bomb; sleep 3", { timeoutMs: 8000 });
     expect(r.stderr).toMatch(/fork|Resource temporarily unavailable/i);
-    // Nothing of it survives the exec, and the host can still fork.
+    // Issue 46 (faults branch): a refused fork ends the worker as the pids limit, not retried.
+    expect(await worker.exited).toMatchObject({ reason: "pids" });
+    const after = await worker.exec("echo still-works");
+    expect(after.exitCode).toBe(125);
+    expect(after.stdout).toBe("");
+    // Nothing of it survives the worker, and the host and the other worker are unaffected.
     expect(await findProcesses("bomb")).toEqual([]);
-    const ok = await worker.exec("echo still-works");
-    expect(ok.stdout).toBe("still-works\n");
     await otherWorkerStillFine();
   });
 

@@ -1,7 +1,6 @@
-import { MASKED } from "../export/tokenize-for-trainer.js";
 import { type SamplingParams, trajectorySampling } from "../policy/sampling.js";
 import { samplingOf } from "../policy/spec.js";
-import { type AtroposMessage, ScoredDataGroup } from "../run-format/atropos-schema.js";
+import { type AtroposMessage, MASKED, ScoredDataGroup } from "../run-format/atropos-schema.js";
 import { GroupLine, type TrajectoryResult } from "../run-format/schema.js";
 import { atroposOverrideOf } from "../run-format/trajectory-record.js";
 

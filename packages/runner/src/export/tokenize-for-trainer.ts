@@ -1,12 +1,13 @@
 import { FlakegymError } from "../errors.js";
 import type { ChatMessage, ChatTool } from "../policy/chat.js";
+import { MASKED } from "../run-format/atropos-schema.js";
 import type { ChatTokenizer } from "./tokenizer.js";
 
 /** Roles whose turns are trained (Atropos `UNMASKED_ROLES`). */
 export const TRAINED_ROLES: readonly string[] = ["assistant", "agent"];
 
-/** `-100`: the mask value of a position that is not trained. */
-export const MASKED = -100;
+/** `-100`: the mask value of a position that is not trained (defined with Atropos's records). */
+export { MASKED };
 
 export interface TrainerTokens {
   readonly tokens: number[];

@@ -1,14 +1,15 @@
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { connect } from "node:net";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { UsageError } from "../errors.js";
 import { parsePolicySpec } from "./spec.js";
 
 /**
- * Each model server a run's policies name is probed once, before the first trajectory: any HTTP
- * answer (even 401 or 404) means it is reachable; a refused connection, an unknown host or no
- * answer within the bound is a usage error naming the URL, at once — not found trajectory by
- * trajectory after every worker has started. Nothing is sent but a GET of the base URL.
+ * Each model server a run's policies name is probed once, before the first trajectory: a TCP
+ * connection to its host and port that is accepted means it is reachable, whatever the server
+ * then does (an HTTP error, a reset, a slow or no answer are the trajectory's to classify); a
+ * refused connection, an unknown host, no route, or no connection within the bound is a usage
+ * error naming the URL, at once — not found trajectory by trajectory after every worker has
+ * started. Nothing is sent: the connection is closed as soon as it is open.
  */
 
 export const PROBE_TIMEOUT_MS = 10_000;
@@ -22,7 +23,10 @@ export function modelEndpointsOf(specs: readonly string[]): string[] {
   return [...new Set(urls)];
 }
 
-/** Why `url` cannot be reached (undefined: it answered). Never throws. */
+/** Socket errors that mean a server took the connection (and then dropped it): reachable. */
+const ANSWERED_CODES = new Set(["ECONNRESET", "ECONNABORTED", "EPIPE"]);
+
+/** Why `url` cannot be reached (undefined: its host accepted a connection). Never throws. */
 export function probeEndpoint(url: string, signal: AbortSignal): Promise<string | undefined> {
   return new Promise((resolve) => {
     let u: URL;
@@ -32,19 +36,29 @@ export function probeEndpoint(url: string, signal: AbortSignal): Promise<string 
       resolve((err as Error).message);
       return;
     }
-    const req = (u.protocol === "https:" ? httpsRequest : httpRequest)(
-      u,
-      { method: "GET", signal },
-      (res) => {
-        res.resume();
-        resolve(undefined);
-        req.destroy();
-      },
+    if (u.protocol !== "http:" && u.protocol !== "https:") {
+      resolve(`not an http(s) URL (${u.protocol})`);
+      return;
+    }
+    if (signal.aborted) {
+      resolve("no answer in time");
+      return;
+    }
+    const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
+    const host = u.hostname.replace(/^\[(.*)\]$/, "$1");
+    const socket = connect({ host, port });
+    const onAbort = () => socket.destroy();
+    const done = (why: string | undefined) => {
+      signal.removeEventListener("abort", onAbort);
+      socket.destroy();
+      resolve(why);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    socket.once("connect", () => done(undefined));
+    socket.once("error", (err: NodeJS.ErrnoException) =>
+      done(err.code && ANSWERED_CODES.has(err.code) ? undefined : (err.code ?? err.message)),
     );
-    req.on("error", (err: NodeJS.ErrnoException) =>
-      resolve(signal.aborted ? "no answer in time" : (err.code ?? err.message)),
-    );
-    req.end();
+    socket.once("close", () => done(signal.aborted ? "no answer in time" : "connection closed"));
   });
 }
 

@@ -1,5 +1,8 @@
 import { z } from "zod";
 
+/** `-100`: the mask value of a position that is not trained (Atropos, and every trainer export). */
+export const MASKED = -100;
+
 /**
  * The Atropos wire types (NousResearch/atropos `atroposlib/api/server.py` and
  * `atroposlib/envs/base.py`): what the run-api accepts and answers.

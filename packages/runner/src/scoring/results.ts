@@ -186,12 +186,18 @@ export function decoyVerdict(
  * Decoys that passed while their twin (the graded test) did not: a guess at which copy is graded
  * that went wrong, or an honest wrong answer equal to the changed value. The reward is 0 either
  * way; the score says so with its own gate (`decoy_passed`) instead of a plain 0, so a guess is
- * never free. Pure.
+ * never free. A complementary decoy (plan.complements: a boolean flipped) is not one of them: it
+ * passes exactly when its twin fails honestly at that assertion, so its pass tells nothing (a
+ * plain 0, or partial credit, as for any failed test). Pure.
  */
 export function decoysPassedAlone(results: ReadonlyMap<string, TestOutcome>, plan: DecoyPlan): string[] {
+  const complements = new Set(plan.complements ?? []);
   return Object.entries(plan.decoys)
     .filter(
-      ([decoy, of]) => results.get(decoy) === "passed" && results.get(plan.runIds[of] ?? of) !== "passed",
+      ([decoy, of]) =>
+        !complements.has(decoy) &&
+        results.get(decoy) === "passed" &&
+        results.get(plan.runIds[of] ?? of) !== "passed",
     )
     .map(
       ([decoy, of]) =>

@@ -243,7 +243,7 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
   }, 60_000);
 
   it.skipIf(!canOwnForOthers())(
-    "hidden test files bound read-only, owned by nobody (needs root on the host): gold scores 1; a rewrite at import fails, so nothing but the decoys it answered trips and the file never changed",
+    "hidden test files bound read-only, owned by nobody (needs root on the host): gold scores 1; a rewrite at import fails, so the unfixed code scores a plain 0 and the file never changed",
     async () => {
       for (const [diff, reward] of [
         [solution, 1],
@@ -256,8 +256,9 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
           expect(await stat(file!.hostPath)).toMatchObject({ uid: HIDDEN_OWNER_UID, mode: 0o100444 });
           const s = await score(diff, { bound: p.bound }, p.readOnly!.files);
           expect(s.reward).toBe(reward);
-          // the unfixed code answers the wrong boolean, which its negated decoys expect: a flagged 0
-          expect(s.gate?.reason, s.gate?.detail).toBe(reward === 1 ? undefined : "decoy_passed");
+          // the unfixed code answers the wrong boolean, which its negated decoys expect: they are
+          // complements of their twins (an honest wrong answer passes them), so a plain 0, no flag
+          expect(s.gate?.reason, s.gate?.detail).toBeUndefined();
           expect(s.tampered).toEqual([]);
           // the canary ran from the bound file: it was reported (failed) and judged
           expect(await readFile(file!.hostPath)).toEqual(p.bound.files[0]!.content);

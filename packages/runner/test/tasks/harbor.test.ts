@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,6 +31,7 @@ import {
 } from "../../src/tasks/harbor-export.js";
 import { materializeSource } from "../../src/tasks/materialize.js";
 import { writeTaskFolder } from "../../src/tasks/task-dir.js";
+import { findBwrap } from "../../src/workers/local/shape.js";
 
 const FIXTURES = fileURLToPath(new URL("../../../../tests/fixtures/harbor/", import.meta.url));
 
@@ -57,11 +58,25 @@ if (noPytest)
     "skipped the uv verifier's real run: python3 -m pytest or git is not available here (sh scripts/ensure-system-deps installs them)",
   );
 
+/** The fixtures whose solve.sh is a script, run as Harbor's oracle in bubblewrap (harbor-oracle.ts). */
+const ORACLE_RUNS = ["apt-oracle", "script-solution"];
+const noBwrap = findBwrap() === undefined;
+if (noBwrap)
+  console.log(
+    `skipped importing ${ORACLE_RUNS.join(" and ")} (their solve.sh runs in a sandbox): bubblewrap (bwrap) is not installed here, so they are refused saying so`,
+  );
+/** dpkg-query reads which apt packages this machine serves (the replay under the Nix check has none). */
+const noDpkg = spawnSync("dpkg-query", ["--version"], { stdio: "ignore" }).status !== 0;
+if (noDpkg)
+  console.log(
+    "skipped importing apt-oracle: dpkg-query is not installed here, so its apt packages (curl, python3) are refused as missing",
+  );
+
 describe("loadHarbor", () => {
   it("reads the fixture dirs: eight tasks, each other dir rejected naming the file and the reason", async () => {
     const h = await loadHarbor(FIXTURES);
     expect(h.dirs).toBe(17);
-    expect(h.tasks.map((t) => t.spec.id)).toEqual([
+    const tasks = [
       "apt-oracle",
       "empty-workspace",
       "hello-greeting",
@@ -70,11 +85,27 @@ describe("loadHarbor", () => {
       "script-solution",
       "uv-cookbook",
       "uv-tests",
-    ]);
+    ];
+    // without bwrap, a script solve.sh cannot run: refused naming the missing binary (harbor-oracle.ts)
+    // without dpkg-query apt-oracle's packages are missing, and its Dockerfile is refused first
+    const refused: Record<string, unknown> = {};
+    if (noBwrap)
+      for (const id of ORACLE_RUNS)
+        refused[id] = expect.stringMatching(
+          /^solution\/solve\.sh: is a script, .*bubblewrap \(bwrap\) is missing/,
+        );
+    if (noDpkg)
+      refused["apt-oracle"] = expect.stringMatching(
+        /^environment\/Dockerfile: RUN apt-get install curl python3: not installed in /,
+      );
+    expect(h.tasks.map((t) => t.spec.id)).toEqual(tasks.filter((t) => !(t in refused)));
     expect(Object.fromEntries(h.rejected.map((e) => [e.id, `${e.field}: ${e.reason}`]))).toEqual({
+      ...refused,
       "absolute-paths": expect.stringMatching(/^tests\/test_greet\.py: .*container path '\/tests\/'/),
       "apt-missing": expect.stringMatching(
-        /^environment\/Dockerfile: RUN apt-get install flakegym-no-such-package: not installed in /,
+        noDpkg
+          ? /^environment\/Dockerfile: RUN apt-get install curl python3 flakegym-no-such-package: not installed in /
+          : /^environment\/Dockerfile: RUN apt-get install flakegym-no-such-package: not installed in /,
       ),
       entrypoint: expect.stringMatching(
         /^environment\/Dockerfile: ENTRYPOINT \["\/app\/entrypoint\.sh"\]: runs at container start/,

@@ -2,7 +2,14 @@ import type { ResultFormat } from "../../tasks/task-spec.js";
 import { assertionSites, type Site } from "./assertions.js";
 import { langOf, registrations, type TestBlock, testBlocks } from "./blocks.js";
 import { type ContextIndex, contextDistance, contextIndex } from "./context.js";
-import { choosePlace, literalValue, literalVariants, type Rand, shuffled as shuffle } from "./perturb.js";
+import {
+  choosePlace,
+  isComplement,
+  literalValue,
+  literalVariants,
+  type Rand,
+  shuffled as shuffle,
+} from "./perturb.js";
 import type { Lexed } from "./scan.js";
 
 /**
@@ -27,6 +34,12 @@ export interface DecoyPlan {
   readonly runIds: Readonly<Record<string, string>>;
   /** Decoy id (as reported) → the graded id it is the twin of. */
   readonly decoys: Readonly<Record<string, string>>;
+  /**
+   * Decoys (as reported) whose value is the complement of the graded one (a boolean flipped,
+   * perturb.ts isComplement): an honest wrong answer at that assertion passes them, so their
+   * passing beside a failed twin is not a `decoy_passed` flag (results.ts decoysPassedAlone).
+   */
+  readonly complements?: readonly string[];
 }
 
 /** Which graded tests have decoys, and why the others have none. */
@@ -201,6 +214,7 @@ export function guardFiles(
   });
   const runIds: Record<string, string> = {};
   const decoys: Record<string, string> = {};
+  const complements: string[] = [];
   const unguarded: GuardReport["unguarded"] = [];
   const guarded: string[] = [];
   // per located block: its new name, its decoy's name and body edit
@@ -233,7 +247,12 @@ export function guardFiles(
         decoys:
           typeof d === "string" ? [] : d.map((edit) => ({ name: freshName(format, rand, taken), edit })),
       };
-      for (const decoy of plan.decoys) decoys[parts.run(decoy.name)] = id;
+      const text = parsed[file]!.lexed.text;
+      for (const decoy of plan.decoys) {
+        decoys[parts.run(decoy.name)] = id;
+        if (isComplement(text.slice(decoy.edit.start, decoy.edit.end), decoy.edit.text))
+          complements.push(parts.run(decoy.name));
+      }
       if (typeof d === "string") unguarded.push({ id, reason: d });
       plans.set(block, plan);
     } else if (!plan.decoys.length) {
@@ -273,5 +292,9 @@ export function guardFiles(
       text = text.slice(0, e.start) + e.text + text.slice(e.end);
     return { path: f.path, content: Buffer.from(text) };
   });
-  return { files: out, plan: { runIds, decoys }, report: { guarded, unguarded } };
+  return {
+    files: out,
+    plan: { runIds, decoys, ...(complements.length ? { complements } : {}) },
+    report: { guarded, unguarded },
+  };
 }

@@ -189,6 +189,23 @@ function otherClasses(text: string, lang: Lang, rand: Rand, max: number): string
     .map((pick) => (quoted ? `${quoted[1]}${pick}${quoted[1]}` : pick));
 }
 
+/** A boolean literal's one other value (every language's spelling decoys read). */
+const FLIP: Readonly<Record<string, string>> = { true: "false", false: "true", True: "False", False: "True" };
+
+/**
+ * Whether a decoy's value `changed` is the complement of the graded test's `original` in a
+ * two-valued domain: a boolean flipped (`true` ↔ `false`). Such a decoy passes exactly when its
+ * twin's assertion fails on an honest wrong answer (the only other value there is), so its pass
+ * beside a failed twin is no evidence of a forged run or a guess at the graded copy. No other
+ * decoy kind is a complement: numbers, strings and containment values are one of many other
+ * values, and an exception decoy names another class (never "no exception"), so a wrong answer
+ * that passes one of them chose that value. Pure.
+ */
+export function isComplement(original: string, changed: string): boolean {
+  const o = original.trim();
+  return Object.hasOwn(FLIP, o) && FLIP[o] === changed.trim();
+}
+
 /** Places of one literal weighed against the hidden files' text when a cost is given. */
 const COSTED_PLACES = 12;
 
@@ -221,8 +238,7 @@ export function literalVariants(
   const one = (v: string) => (kind === "equal" ? [v] : []);
   const empty: Record<string, string> = { "[]": "[0]", "()": "(0,)", "{}": "{0}" };
   if (lang === "python" && empty[text]) return one(empty[text]);
-  const flip: Record<string, string> = { true: "false", false: "true", True: "False", False: "True" };
-  if (flip[text]) return one(flip[text]);
+  if (FLIP[text]) return one(FLIP[text]);
   if (/^\d/.test(text)) return kind === "equal" ? numberVariants(text, rand, max, cost) : [];
   // an equality holds for one value only: a written value is no risk there
   if (kind === "equal") return stringVariants(text, lang, rand, max, cost);

@@ -4,6 +4,7 @@ import { guardHidden } from "../../../src/scoring/decoys/guard-hidden.js";
 import { hiddenTestsOf } from "../../../src/scoring/hidden-tests.js";
 import { installedHiddenFiles } from "../../../src/scoring/read-only.js";
 import { loadTask } from "../../../src/tasks/catalog.js";
+import { skipWithoutHostPython } from "../../helpers/host-python.js";
 
 // Red-team class "custom-exception picker" (issue 42), measured on the scorer's own guard: decoys
 // of an exception test expect one of six built-in classes, so code under test that reads the hidden
@@ -23,6 +24,8 @@ const EXC_TESTS = [
   "tests/test_interpolation.py::test_self_reference_is_a_cycle",
 ];
 const DRAWS = 10;
+
+const noHostPython = skipWithoutHostPython("the externalized guard's run");
 
 /** The class each copy of `id` expects (`pytest.raises(X)`), by copy name; the picker's input. */
 function expectedClasses(
@@ -76,17 +79,21 @@ describe("red team: custom-exception picker (tinyini-interpolation's exception t
     expect(wins).toBe(DRAWS);
   }, 60_000);
 
-  it("has nothing to pick once the assertions are externalized: no copies, no expected class in the file", async () => {
-    const g = await guardHidden(suite, plain, repo, rand);
-    expect(g.report.externalized).toEqual(expect.arrayContaining(EXC_TESTS));
-    expect(Object.keys(g.plan.decoys)).toEqual([]);
-    const file = g.files.find((f) => f.path === "tests/test_interpolation.py")!.content.toString("utf8");
-    for (const id of EXC_TESTS) {
-      const name = id.slice(id.lastIndexOf("::") + 2);
-      const [classes] = [expectedClasses([{ content: Buffer.from(file) }], [name])];
-      expect(classes, id).toEqual([undefined]);
-    }
-    expect(file).not.toMatch(/pytest\.raises\(\s*InterpolationError/);
-    expect(g.external.filter((s) => s.kind === "raises" && EXC_TESTS.includes(s.test))).toHaveLength(3);
-  }, 60_000);
+  it.skipIf(noHostPython)(
+    "has nothing to pick once the assertions are externalized: no copies, no expected class in the file",
+    async () => {
+      const g = await guardHidden(suite, plain, repo, rand);
+      expect(g.report.externalized).toEqual(expect.arrayContaining(EXC_TESTS));
+      expect(Object.keys(g.plan.decoys)).toEqual([]);
+      const file = g.files.find((f) => f.path === "tests/test_interpolation.py")!.content.toString("utf8");
+      for (const id of EXC_TESTS) {
+        const name = id.slice(id.lastIndexOf("::") + 2);
+        const [classes] = [expectedClasses([{ content: Buffer.from(file) }], [name])];
+        expect(classes, id).toEqual([undefined]);
+      }
+      expect(file).not.toMatch(/pytest\.raises\(\s*InterpolationError/);
+      expect(g.external.filter((s) => s.kind === "raises" && EXC_TESTS.includes(s.test))).toHaveLength(3);
+    },
+    60_000,
+  );
 });

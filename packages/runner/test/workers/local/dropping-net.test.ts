@@ -38,7 +38,7 @@ describe("sandboxNetworkOf", () => {
 const noSandbox = sandboxSkipReason();
 const notRoot = process.geteuid?.() !== 0 ? "the dropping namespace needs root (unshare --net)" : undefined;
 const skip = noSandbox ?? notRoot;
-if (skip) console.log(`dropping-net sandbox runs skipped: ${skip}`);
+if (skip) console.log(`skipped the dropping-net sandbox runs: ${skip}`);
 
 describe.skipIf(skip !== undefined)("a real connect in the sandbox", () => {
   let dir: string;
