@@ -4,7 +4,13 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { UsageError } from "../errors.js";
 import { selfOwner, startTimeOfStat } from "../gc/owner.js";
-import { decideLock, describeHolder, type LockHere, RunLockRecord } from "./run-lock-decision.js";
+import {
+  decideLock,
+  describeHolder,
+  type LockDecision,
+  type LockHere,
+  RunLockRecord,
+} from "./run-lock-decision.js";
 
 /** The lock file of a run directory; its presence with a live holder means "in use". */
 export const RUN_LOCK_FILE = "run.lock";
@@ -58,6 +64,21 @@ async function pidStartTime(pid: number): Promise<string | undefined> {
   return startTimeOfStat(await readFile(`/proc/${pid}/stat`, "utf8").catch(() => ""));
 }
 
+/** This process's place, from which a lock's holder is judged. */
+function lockHere(): LockHere {
+  const owner = selfOwner();
+  return { host: hostname(), bootId: owner.bootId, pidNs: owner.pidNs ?? "" };
+}
+
+/**
+ * Whether a lock's holder (undefined: an unreadable record) still holds it, judged from this
+ * process with the holder pid's start time read now ({@link decideLock}). The runner taking a lock
+ * and the viewer showing a run's state judge alike.
+ */
+export async function judgeHolder(holder: RunLockRecord | undefined): Promise<LockDecision> {
+  return decideLock(holder, lockHere(), holder ? await pidStartTime(holder.pid) : undefined);
+}
+
 /**
  * Moves a dead holder's lock aside, but only if it is still the record that was judged dead: a
  * lock a faster process took meanwhile is put back.
@@ -83,10 +104,9 @@ async function breakLock(file: string, judged: RunLockRecord): Promise<void> {
  */
 export async function acquireRunLock(dir: string, command: RunLockRecord["command"]): Promise<RunLock> {
   const made = (await mkdir(dir, { recursive: true })) !== undefined;
-  const owner = selfOwner();
-  const here: LockHere = { host: hostname(), bootId: owner.bootId, pidNs: owner.pidNs ?? "" };
+  const here = lockHere();
   const record: RunLockRecord = {
-    ...owner,
+    ...selfOwner(),
     pidNs: here.pidNs,
     host: here.host,
     command,
@@ -106,7 +126,7 @@ export async function acquireRunLock(dir: string, command: RunLockRecord["comman
       }
       const holder = await readRecord(file);
       if (holder === "absent") continue;
-      const d = decideLock(holder, here, holder ? await pidStartTime(holder.pid) : undefined);
+      const d = await judgeHolder(holder);
       if (d.kind === "held") throw new RunDirLockedError(dir, holder, d.why);
       await breakLock(file, holder!);
     }

@@ -1,7 +1,5 @@
-import { readFile } from "node:fs/promises";
-import { hostname } from "node:os";
-import { bootId, pidNamespace, startTimeOfStat } from "../gc/owner.js";
-import { decideLock, RunLockRecord } from "../rollout/run-lock-decision.js";
+import { judgeHolder } from "../rollout/run-lock.js";
+import { RunLockRecord } from "../rollout/run-lock-decision.js";
 import type { SafeRoot } from "./safe-read.js";
 
 /**
@@ -39,7 +37,5 @@ export async function lockStateOf(root: SafeRoot, runSegs: readonly string[]): P
   } catch {
     holder = undefined; // torn or unreadable: cannot be judged, so held
   }
-  const stat = holder ? await readFile(`/proc/${holder.pid}/stat`, "utf8").catch(() => "") : "";
-  const here = { host: hostname(), bootId: bootId(), pidNs: pidNamespace() };
-  return decideLock(holder, here, startTimeOfStat(stat)).kind === "held" ? "live" : "dead";
+  return (await judgeHolder(holder)).kind === "held" ? "live" : "dead";
 }
