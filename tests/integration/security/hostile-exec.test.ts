@@ -1,40 +1,15 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
-import {
-  type AgentLauncher,
-  createLocalBackend,
-  type Fork,
-  forkTree,
-  type Worker,
-  type WorkerSpec,
-} from "@flakegym/runner";
+import { createLocalBackend, type Fork, forkTree, type Worker, type WorkerSpec } from "@flakegym/runner";
 import { findProcesses, makeTempDir, REPO_ROOT, type TempDir } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { idleAgent } from "./idle-agent.js";
 
 // A hostile agent, played by shell commands through worker.exec (the same sandbox shape the Cline
 // core runs in). Every attempt must be contained, leave the host and the other worker alone, and
 // end as data (an ExecResult or a WorkerExit), never as a crash of the runner.
-
-/** A stand-in for the Cline core, so an agent-shaped sandbox (agent: true) starts without a core boot. */
-const idleAgent: AgentLauncher = {
-  async launch() {
-    const child: ChildProcess = spawn("sleep", ["600"], { detached: true, stdio: "ignore" });
-    const exited = new Promise<{ code: number | null }>((r) => child.once("exit", (code) => r({ code })));
-    return {
-      address: "unix:/nonexistent/core.sock",
-      policyBaseUrl: "http://127.0.0.1:18080/v1",
-      pid: child.pid!,
-      exited,
-      async stop() {
-        if (child.exitCode === null) process.kill(-child.pid!, "SIGKILL");
-        await exited;
-      },
-    };
-  },
-};
 
 const hasBwrap = existsSync("/usr/bin/bwrap");
 if (!hasBwrap)

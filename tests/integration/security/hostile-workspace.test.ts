@@ -1,11 +1,10 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, lstatSync } from "node:fs";
 import { mkdir, readdir, readFile, readlink, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SUPERVISOR_PATH } from "@flakegym/cline-vendor";
 import {
-  type AgentLauncher,
   collectFromAllocation,
   collectHostArtifacts,
   createLocalBackend,
@@ -18,6 +17,7 @@ import {
 import { freePort, makeTempDir, REPO_ROOT, startNomadDouble, type TempDir } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { idleAgent } from "./idle-agent.js";
 
 // A hostile agent's workspace against the real collection path of every backend here: the local
 // backend's own collectArtifacts (bubblewrap; a stand-in agent process instead of the Cline core),
@@ -173,24 +173,6 @@ async function expectSealedCollection(s: Scene, dest: string, label: string) {
   expect(git(check, "status", "--porcelain", "--untracked-files=no", "--", "a.txt")).toBe("M a.txt");
   expect(await readdir(s.markers), `${label}: host markers after the checks`).toEqual([]);
 }
-
-/** A stand-in for the Cline core: the local backend's collectArtifacts without a 2-second core boot. */
-const idleAgent: AgentLauncher = {
-  async launch() {
-    const child: ChildProcess = spawn("sleep", ["600"], { detached: true, stdio: "ignore" });
-    const exited = new Promise<{ code: number | null }>((r) => child.once("exit", (code) => r({ code })));
-    return {
-      address: "unix:/nonexistent/core.sock",
-      policyBaseUrl: "http://127.0.0.1:18080/v1",
-      pid: child.pid!,
-      exited,
-      async stop() {
-        if (child.exitCode === null) process.kill(-child.pid!, "SIGKILL");
-        await exited;
-      },
-    };
-  },
-};
 
 describe("a hostile workspace is collected without any host tool interpreting it", () => {
   let s: Scene;
