@@ -1,4 +1,4 @@
-import { cp, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { cp, readdir, readFile, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { networkInterfaces } from "node:os";
 import { dirname, join } from "node:path";
@@ -36,6 +36,7 @@ import {
   slowPlan,
   TASK,
 } from "./src/scenario.js";
+import { mountSmallTmpfs, unmountTmpfs } from "./src/tmpfs.js";
 
 /**
  * The chaos suite: real rollouts (the CLI, the real Cline core in bubblewrap sandboxes, scripted
@@ -317,13 +318,8 @@ describe("chaos", () => {
   it("the run directory's disk fills up: a clear error, nothing torn, --resume finishes once space is back", async () => {
     const s = await createScenario(tmp.path, "disk-full", cache);
     const mnt = join(s.root, "small-disk");
-    await mkdir(mnt, { recursive: true });
     // a 256 KiB tmpfs: a couple of turns (Cline's system prompt is ~50 KB a turn) fill it
-    const mount = await execa("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt], { reject: false });
-    if (mount.exitCode !== 0) {
-      console.log(`chaos disk-full: skipped: cannot mount a tmpfs here (${String(mount.stderr).trim()})`);
-      return;
-    }
+    if (!(await mountSmallTmpfs(mnt, "256k", "disk-full"))) return;
     try {
       const out = join(mnt, "run");
       const plan = await slowPlan(s.root, 1);
@@ -361,7 +357,7 @@ describe("chaos", () => {
         `resume exit ${resumed.exitCode}\n${String(resumed.stderr).slice(-2000)}`,
       ).toEqual([]);
     } finally {
-      await execa("umount", ["-l", mnt], { reject: false });
+      await unmountTmpfs(mnt);
     }
   }, 900_000);
 

@@ -1,10 +1,11 @@
-import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { makeTempDir, processTable, REPO_ROOT, type TempDir, waitFor } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeLeftovers, findLeftovers } from "./src/leftovers.js";
 import { BIN, createScenario, FULL, removeScenarioDirs, runIdOf, TASK } from "./src/scenario.js";
+import { mountSmallTmpfs, unmountTmpfs } from "./src/tmpfs.js";
 
 /**
  * Faults round three with the real CLI and real workers: a closed stdout/stderr under a rollout
@@ -133,12 +134,7 @@ describe("chaos: faults round three", () => {
   it("a full snapshot cache: the error names the cache directory, the task and a next step (not a bare ENOSPC … write)", async () => {
     const s = await createScenario(tmp.path, "cache-full", cache);
     const mnt = join(s.root, "small-cache");
-    await mkdir(mnt, { recursive: true });
-    const mount = await execa("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt], { reject: false });
-    if (mount.exitCode !== 0) {
-      console.log(`chaos cache-full: skipped: cannot mount a tmpfs here (${String(mount.stderr).trim()})`);
-      return;
-    }
+    if (!(await mountSmallTmpfs(mnt, "64k", "cache-full"))) return;
     try {
       const r = await execa(
         process.execPath,
@@ -161,7 +157,7 @@ describe("chaos: faults round three", () => {
       const summary = JSON.parse(await readFile(join(s.out, "summary.json"), "utf8"));
       expect(summary.stopped?.code).toBe("E_DISK_FULL");
     } finally {
-      await execa("umount", ["-l", mnt], { reject: false });
+      await unmountTmpfs(mnt);
     }
   }, 600_000);
 
