@@ -2,7 +2,7 @@ import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
-import { noteLine } from "../../export/formats/credit.js";
+import { type ExportNote, type NoteReason, noteLine } from "../../export/formats/credit.js";
 import { ExportFileFormat, ExportFormat, exportOutPath, exportRun } from "../../export/formats/export-run.js";
 import { SegmentPolicy } from "../../export/formats/trainer-formats.js";
 import { defineCommand } from "../command.js";
@@ -96,6 +96,44 @@ export const exportCommand = defineCommand({
     const untrained = r.notes.reduce((k, n) => k + n.sampled_tokens, 0);
     if (r.notes.length > 0)
       ctx.stderr.write(`${r.notes.length} note(s); ${untrained} sampled token(s) not trained\n`);
-    return 0;
+    const none = emptyExportLine(opts.format, r.records, r.excluded.length, r.notes);
+    if (none === undefined) return 0;
+    ctx.stderr.write(`${none}\n`);
+    return 1;
   },
 });
+
+/** Reasons a format cannot train a record without: what the user can do about each. */
+const REMEDY: Partial<Record<NoteReason, string>> = {
+  no_logprobs:
+    "this format needs the sampled tokens' logprobs: roll out against an endpoint that returns them (docs/trainers.md), or export --format verl|skyrl|trl|samples",
+  no_reward: "no member has a reward: look at the run's results (flakegym view) and rerun with --resume",
+  no_sample: "no member sampled a token: check the policy endpoint (flakegym doctor) and rerun",
+};
+
+/**
+ * The error line of an export that wrote no record (undefined when it wrote some): how many
+ * trajectories were left out, by reason, and what to do. An empty export exits 1. Pure.
+ */
+export function emptyExportLine(
+  format: string,
+  records: number,
+  failed: number,
+  notes: readonly Pick<ExportNote, "trajectory_id" | "reason" | "handling">[],
+): string | undefined {
+  if (records > 0) return undefined;
+  const byReason = new Map<NoteReason, Set<string>>();
+  for (const n of notes) {
+    if (n.handling !== "left_out") continue;
+    byReason.set(n.reason, (byReason.get(n.reason) ?? new Set()).add(n.trajectory_id));
+  }
+  const counted = [...byReason]
+    .map(([reason, ids]) => [reason, ids.size] as const)
+    .sort((a, b) => b[1] - a[1]);
+  const parts = counted.map(([reason, k]) => `${k} ${k === 1 ? "trajectory" : "trajectories"} ${reason}`);
+  if (failed > 0) parts.push(`${failed} whose record could not be built`);
+  const why = parts.length > 0 ? `left out: ${parts.join(", ")}` : "the run has no finished trajectory";
+  const top = counted[0]?.[0];
+  const next = (top && REMEDY[top]) ?? "see the lines above for each trajectory";
+  return `wrote no ${format} record (${why}); ${next}`;
+}
