@@ -89,7 +89,16 @@ async function killTarget(target: KillTarget, victim: string, tmp: string): Prom
           grew = true;
         }
     }
-    return table.find((p) => kids.has(p.pid) && p.cmdline.includes(needle));
+    // the process that runs `needle` itself: not a sandbox or shell whose arguments name it (the
+    // deepest match: none of its children matches too)
+    const hits = table.filter(
+      (p) =>
+        kids.has(p.pid) &&
+        p.pid !== root.pid &&
+        !/^(\S*\/)?bwrap /.test(p.cmdline) &&
+        p.cmdline.includes(needle),
+    );
+    return hits.find((p) => !hits.some((q) => q.ppid === p.pid));
   };
   switch (target) {
     case "cline core":

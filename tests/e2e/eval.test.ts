@@ -31,6 +31,23 @@ let out: string;
 let run: Awaited<ReturnType<typeof runCli>>;
 let report: EvalReport;
 let mixed: string;
+/** A second eval started on the same --out while the first runs. */
+let second: Awaited<ReturnType<typeof runCli>> | string;
+
+/**
+ * Once the running eval holds its directory (its run.lock is there, within 120 s), starts a second
+ * eval with the same --out; its result, or why it could not be started.
+ */
+async function secondEvalOnSameOut(dir: string): Promise<Awaited<ReturnType<typeof runCli>> | string> {
+  const until = Date.now() + 120_000;
+  while (!(await stat(join(dir, "run.lock")).catch(() => undefined))) {
+    if (Date.now() > until) return `no ${join(dir, "run.lock")} within 120 s of starting the first eval`;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return await runCli(["eval", "--scenario", "create-file", "--policy", "gold", "--out", dir], {
+    timeoutMs: 60_000,
+  });
+}
 
 /** A baseline report in which every policy passed every trial of create-file (input, not a result). */
 async function writeBaseline(file: string, policies: string[]): Promise<void> {
@@ -109,7 +126,7 @@ beforeAll(async () => {
   out = join(tmp.path, "evals", "e1");
   const stepSummary = join(tmp.path, "step-summary.md");
   await writeFile(stepSummary, "previous step\n");
-  run = await runCli(
+  const first = runCli(
     [
       "eval",
       "--scenario",
@@ -128,6 +145,8 @@ beforeAll(async () => {
     ],
     { timeoutMs: 500_000, env: { ...process.env, FLAKEGYM_POLICY: "", GITHUB_STEP_SUMMARY: stepSummary } },
   );
+  second = await secondEvalOnSameOut(out);
+  run = await first;
   const text = await readFile(join(out, "report.json"), "utf8").catch(() => "");
   if (!text) throw new Error(`no report.json (exit ${run.exitCode}): ${run.stderr.slice(-3000)}`);
   report = EvalReport.parse(JSON.parse(text));
@@ -154,6 +173,15 @@ describe("flakegym eval (real core, smoke scenario × gold / empty / mixed × 3 
     ]);
     expect(report.provenance.cline.version).toBe("1.0.10");
     expect(report.provenance.snapshotKeys["create-file"]).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("a second eval on the same --out while it runs is refused before it writes anything (E_RUN_LOCKED, exit 2)", () => {
+    if (typeof second === "string") throw new Error(second);
+    expect(second.exitCode, second.stderr).toBe(2);
+    expect(second.stderr).toMatch(/E_RUN_LOCKED/);
+    expect(second.stderr).toMatch(/pid \d+/);
+    // the first eval's report is whole: every trial of every policy (checked in detail below)
+    expect(report.trials).toHaveLength(9);
   });
 
   it("exits 1 on the baseline regression of `empty` and names it in summary.md and $GITHUB_STEP_SUMMARY", async () => {
