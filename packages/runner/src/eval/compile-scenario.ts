@@ -87,9 +87,13 @@ export async function compileScenario(s: Scenario, catalogDir: string): Promise<
   const dest = join(catalogDir, s.id);
   await mkdir(join(dest, "repo"), { recursive: true });
   await mkdir(join(dest, "hidden", CHECKS_DIR), { recursive: true });
-  if (s.spec.template) await cp(join(s.dir, s.spec.template), join(dest, "repo"), { recursive: true });
+  if (s.spec.template)
+    await cp(join(s.dir, s.spec.template), join(dest, "repo"), { recursive: true, verbatimSymlinks: true });
   if (s.spec.hidden) {
-    await cp(join(s.dir, s.spec.hidden), join(dest, "hidden", CHECKS_DIR), { recursive: true });
+    await cp(join(s.dir, s.spec.hidden), join(dest, "hidden", CHECKS_DIR), {
+      recursive: true,
+      verbatimSymlinks: true,
+    });
   }
   await writeFile(join(dest, "hidden", CHECKS_FILE), checksScript(s.spec.checks));
   if (s.spec.solution) await cp(join(s.dir, s.spec.solution), join(dest, "solution.patch"));
@@ -97,7 +101,7 @@ export async function compileScenario(s: Scenario, catalogDir: string): Promise<
   // the commit the repository materializes to (the snapshot build checks it)
   const probe = await mkdtemp(join(tmpdir(), "flakegym-scenario-"));
   try {
-    await cp(join(dest, "repo"), probe, { recursive: true });
+    await cp(join(dest, "repo"), probe, { recursive: true, verbatimSymlinks: true });
     const commit = await commitTree(probe);
     await writeFileAtomic(
       join(dest, "task.json"),

@@ -111,7 +111,8 @@ async function ensureEmptyDir(dir: string): Promise<void> {
 /** Compiles scenarios and copies catalog tasks into one generated catalog directory. */
 async function buildCatalog(items: EvalItems, dir: string): Promise<void> {
   for (const s of items.scenarios) await compileScenario(s, dir);
-  for (const id of items.tasks) await cp(join(items.catalog, id), join(dir, id), { recursive: true });
+  for (const id of items.tasks)
+    await cp(join(items.catalog, id), join(dir, id), { recursive: true, verbatimSymlinks: true });
 }
 
 /** Points `<parent>/latest` at the eval dir (relative), replacing only an older link. */

@@ -5,6 +5,7 @@ import { execa } from "execa";
 import { FlakegymError } from "../errors.js";
 import type { WorkerImageProvenance } from "../run-format/schema.js";
 import { git } from "../tasks/materialize.js";
+import { makeOwnerWritable } from "../tasks/owner-writable.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import type { BackendCapabilities } from "../workers/types.js";
 import { commitBase } from "./build.js";
@@ -205,27 +206,23 @@ async function copyInto(
  */
 async function ownTree(dir: string, signal: AbortSignal | undefined): Promise<void> {
   const owner = `${process.getuid?.() ?? 0}:${process.getgid?.() ?? 0}`;
-  // and writable by that owner: a store-built tree's files are read-only (0444, 0555)
-  for (const argv of [
-    ["chown", "-R", "-P", owner, dir],
-    ["chmod", "-R", "u+w", dir],
-  ]) {
-    const r = await execa(argv[0]!, argv.slice(1), {
-      reject: false,
-      stdin: "ignore",
-      timeout: 10 * 60_000,
-      ...(signal ? { cancelSignal: signal } : {}),
-    });
-    if (r.exitCode !== 0) {
-      throw new FlakegymError(
-        "E_SNAPSHOT_IMAGE",
-        `${argv.join(" ")} of the copied image tree failed: ${r.stderr.trim()}`,
-        {
-          hint: "the runner must own the snapshot it forks: run it as the user that owns the snapshot cache",
-        },
-      );
-    }
+  const r = await execa("chown", ["-R", "-P", owner, dir], {
+    reject: false,
+    stdin: "ignore",
+    timeout: 10 * 60_000,
+    ...(signal ? { cancelSignal: signal } : {}),
+  });
+  if (r.exitCode !== 0) {
+    throw new FlakegymError(
+      "E_SNAPSHOT_IMAGE",
+      `chown -R -P ${owner} of the copied image tree failed: ${r.stderr.trim()}`,
+      {
+        hint: "the runner must own the snapshot it forks: run it as the user that owns the snapshot cache",
+      },
+    );
   }
+  // and writable by that owner: a store-built tree's files are read-only (0444, 0555)
+  await makeOwnerWritable(dir, signal);
 }
 
 /** The commit the image's work tree is at (nix/snapshot-workspace.nix commits the built tree). */

@@ -185,7 +185,7 @@ async function hiddenTestFiles(task: LoadedTask): Promise<Record<string, Buffer>
   const patch = await readFile(task.paths.testsPatch!, "utf8");
   const tmp = await mkdtemp(join(tmpdir(), "flakegym-export-"));
   try {
-    await cp(task.paths.sourceDir, tmp, { recursive: true });
+    await cp(task.paths.sourceDir, tmp, { recursive: true, verbatimSymlinks: true });
     await writeFile(join(tmp, ".flakegym-tests.patch"), patch);
     await git(["apply", "--whitespace=nowarn", ".flakegym-tests.patch"], { cwd: tmp, timeoutMs: 60_000 });
     for (const p of touchedPaths(patch)) {

@@ -5,6 +5,7 @@ import { match } from "ts-pattern";
 import { FlakegymError } from "../errors.js";
 import type { LoadedTask } from "./catalog.js";
 import { type CheckoutResult, checkoutBase } from "./checkout.js";
+import { makeOwnerWritable } from "./owner-writable.js";
 import { findMirror, REPO_MIRROR_ENV } from "./repo-mirror.js";
 import { CATALOG_GIT_IDENTITY } from "./task-spec.js";
 
@@ -119,7 +120,9 @@ export async function materializeSource(
   return await match(task.spec.source)
     .returnType<Promise<{ commit: string; checkout?: CheckoutRecord }>>()
     .with({ kind: "local" }, async (src) => {
-      await cp(task.paths.sourceDir!, dest, { recursive: true });
+      await cp(task.paths.sourceDir!, dest, { recursive: true, verbatimSymlinks: true });
+      // a catalog read from the Nix store is read-only: the copy is ours, writable as a checkout is
+      await makeOwnerWritable(dest, opts.signal);
       const commit = await commitTree(dest, opts);
       if (commit !== src.commit) {
         throw new FlakegymError(

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdir, mkdtemp, readlink, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -65,3 +65,38 @@ describe("a git source with a local mirror", () => {
     });
   });
 });
+
+describe("a local (catalog) source read from the Nix store", () => {
+  it("is copied writable by its owner (dirs and files), links as written, with the same commit", async () => {
+    const src = join(tmp, "store-like");
+    await mkdir(join(src, "test"), { recursive: true });
+    await writeFile(join(src, "test", "a.test.mjs"), "ok\n");
+    await writeFile(join(src, "run.sh"), "#!/bin/sh\n", { mode: 0o755 });
+    await symlink("run.sh", join(src, "link"));
+    const writable = await commitTree(await copyOf(src, join(tmp, "writable-copy")));
+    // the store's modes: files 0444 / 0555, directories 0555
+    await chmod(join(src, "test", "a.test.mjs"), 0o444);
+    await chmod(join(src, "run.sh"), 0o555);
+    await chmod(join(src, "test"), 0o555);
+    const task = {
+      spec: { id: "store-demo", source: { kind: "local", dir: "repo", commit: writable } },
+      paths: { sourceDir: src },
+    } as unknown as LoadedTask;
+    const dest = join(tmp, "from-store");
+    expect((await materializeSource(task, dest)).commit).toBe(writable);
+    const mode = async (p: string) => (await stat(p)).mode & 0o777;
+    expect(await mode(join(dest, "test"))).toBe(0o755);
+    expect(await mode(join(dest, "test", "a.test.mjs"))).toBe(0o644);
+    expect(await mode(join(dest, "run.sh"))).toBe(0o755);
+    // a relative link stays as written (never resolved to a host path)
+    expect(await readlink(join(dest, "link"))).toBe("run.sh");
+    // the source (the store) is never changed
+    expect(await mode(join(src, "test"))).toBe(0o555);
+    await chmod(join(src, "test"), 0o755);
+  });
+});
+
+async function copyOf(src: string, dest: string): Promise<string> {
+  await cp(src, dest, { recursive: true, verbatimSymlinks: true });
+  return dest;
+}
