@@ -147,57 +147,20 @@ export const NIX_BASE_ARGS = [
   "",
 ] as const;
 
-/** `cmd args…`'s first line of output, or undefined when it fails. */
-function firstLine(cmd: string, args: readonly string[]): string | undefined {
-  try {
-    const out = execFileSync(cmd, args, {
-      encoding: "utf8",
-      timeout: 60_000,
-      stdio: ["ignore", "pipe", "ignore"],
-    });
-    return out.split("\n")[0]?.trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
- * The toolchains this machine keeps outside /usr, which the stand-in copies from fixed paths
- * (`/standin-host/<name>`, tests/nix/standin-nixpkgs/default.nix): rust's sysroot and GOROOT, as
- * their own tools report them. A missing one is left out (a build needing it fails naming it).
+ * What a build against the stand-in nixpkgs needs from the modern Nix's private store, as
+ * `scripts/nix-standin --print-options` gives them (one definition, the script's): no substituters,
+ * no build hook, the host's tools visible read-only in the build sandbox (`sandbox-paths`: /usr and
+ * friends, the toolchains above at their fixed paths), and `ssl-cert-file ""` (Nix would otherwise
+ * bind an empty file over the host's CA bundle through the /etc/ssl bind).
  */
-export const STANDIN_HOST_TOOLCHAINS: Readonly<Record<string, string | undefined>> = {
-  rust: firstLine("rustc", ["--print", "sysroot"]),
-  go: firstLine("go", ["env", "GOROOT"]),
-};
-
-/**
- * What a build against the stand-in nixpkgs needs from the modern Nix's private store: no build
- * hook (no remote builders here; one process less per build), and the host's tools visible
- * read-only in the build sandbox (a diverted store always builds in one), which the stand-in's
- * packages are made of: /usr and friends, and the toolchains kept elsewhere at their fixed paths.
- */
-export const STANDIN_BUILD_ARGS = [
-  "--option",
-  "build-hook",
-  "",
-  "--option",
-  "sandbox-paths",
-  [
-    "/bin /usr /lib /lib64 /etc/ssl /etc/alternatives",
-    ...Object.entries(STANDIN_HOST_TOOLCHAINS)
-      .filter(([, dir]) => dir !== undefined)
-      .map(([name, dir]) => `/standin-host/${name}=${dir}`),
-  ].join(" "),
-  // Nix binds its ssl-cert-file over /etc/ssl/certs/ca-certificates.crt in a fixed-output build,
-  // first writing an empty file there: through the /etc/ssl bind above that emptied this
-  // machine's own CA bundle. The fetches see the host's bundle through that bind instead.
-  "--option",
-  "ssl-cert-file",
-  "",
-  "--max-jobs",
-  "4",
-] as const;
+export const STANDIN_BUILD_ARGS: readonly string[] = execFileSync(
+  "sh",
+  [join(REPO_ROOT, "scripts/nix-standin"), "--print-options"],
+  { encoding: "utf8", timeout: 60_000 },
+)
+  .replace(/\n$/, "")
+  .split("\n");
 
 /** STANDIN_BUILD_ARGS' options as nix.conf lines (NIX_CONFIG), for a `nix` the test does not call itself. */
 export function standinNixConfig(): string {

@@ -4,7 +4,7 @@ import { type RunPaths, readManifest } from "../run-format/run-dir.js";
 import type { RunConfig, RunManifest } from "../run-format/schema.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import type { RolloutDeps } from "./deps.js";
-import { runningStorePath } from "./provenance.js";
+import { runningNixpkgs, runningStorePath } from "./provenance.js";
 import { isLockFile } from "./run-lock.js";
 import { checkSeal, sealOf } from "./run-seal.js";
 
@@ -34,6 +34,7 @@ export function newManifest(o: {
   readonly provenance: Awaited<ReturnType<RolloutDeps["provenance"]>>;
   readonly nodeVersion: string;
   readonly nixStorePath: string | undefined;
+  readonly nixpkgs?: "standin" | undefined;
   readonly inputs?: Record<string, string> | undefined;
 }): RunManifest {
   const m: RunManifest = {
@@ -46,6 +47,7 @@ export function newManifest(o: {
       cline: o.provenance.cline,
       node: o.nodeVersion,
       ...(o.nixStorePath ? { nixStorePath: o.nixStorePath } : {}),
+      ...(o.nixpkgs ? { nixpkgs: o.nixpkgs } : {}),
       ...(o.provenance.imageDigest ? { imageDigest: o.provenance.imageDigest } : {}),
     },
     tasks: Object.fromEntries(o.config.tasks.map((t) => [t, {}])),
@@ -113,13 +115,15 @@ export async function openManifest(
     });
   }
   const provenance = await o.deps.provenance();
+  const storePath = runningStorePath();
   return newManifest({
     runId: o.runId,
     createdAt: new Date().toISOString(),
     config: o.config,
     provenance,
     nodeVersion: process.version,
-    nixStorePath: runningStorePath(),
+    nixStorePath: storePath,
+    nixpkgs: runningNixpkgs(storePath),
     inputs: o.inputs,
   });
 }

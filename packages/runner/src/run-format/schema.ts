@@ -296,6 +296,12 @@ export const RunManifest = z
         cline: ClineProvenance,
         node: z.string(),
         nixStorePath: z.string().optional().describe("when run from a flake build (FLAKEGYM_NIX_STORE_PATH)"),
+        nixpkgs: z
+          .literal("standin")
+          .optional()
+          .describe(
+            "the flake build's nixpkgs when it is not public nixpkgs: the stand-in of tests/nix (scripts/nix-standin), copies of the build machine's tools",
+          ),
         imageDigest: z.string().optional().describe("worker image digest for container backends"),
       })
       .strict(),

@@ -1,0 +1,62 @@
+import { join } from "node:path";
+import { REPO_ROOT } from "@flakegym/test-utils";
+import { execa } from "execa";
+import { describe, expect, it } from "vitest";
+import { runningNixpkgs } from "../../../packages/runner/src/rollout/provenance.js";
+import { modernNix, STANDIN_BUILD_ARGS } from "./stub-flake.js";
+
+/**
+ * `scripts/nix-standin`, the one documented way to run the flake against the stand-in nixpkgs:
+ * the options it adds (the same the Nix tests build with), what it refuses, and a real evaluation
+ * of the flake through it with the modern Nix.
+ */
+const SCRIPT = join(REPO_ROOT, "scripts/nix-standin");
+const standin = (args: string[], timeout = 120_000) =>
+  execa("sh", [SCRIPT, ...args], { reject: false, timeout, stdin: "ignore", cwd: REPO_ROOT });
+
+describe("scripts/nix-standin", () => {
+  it("adds no cache, no build hook, the host's tools in the sandbox, and never empties the CA bundle", () => {
+    const opt = (name: string) => STANDIN_BUILD_ARGS[STANDIN_BUILD_ARGS.indexOf(name) + 1];
+    const option = (name: string) => {
+      const i = STANDIN_BUILD_ARGS.findIndex(
+        (a, j) => a === name && STANDIN_BUILD_ARGS[j - 1] === "--option",
+      );
+      return i < 0 ? undefined : STANDIN_BUILD_ARGS[i + 1];
+    };
+    expect(option("substituters")).toBe("");
+    expect(option("build-hook")).toBe("");
+    expect(option("ssl-cert-file")).toBe("");
+    expect(option("sandbox-paths")?.split(" ").slice(0, 4)).toEqual(["/bin", "/usr", "/lib", "/lib64"]);
+    expect(opt("--extra-experimental-features")).toBe("nix-command flakes");
+  });
+
+  it("refuses an unsupported nix command by name, before installing anything (exit 2)", async () => {
+    const r = await standin(["store", "gc"]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/nix-standin: unsupported nix command 'store'/);
+    expect((await standin([])).exitCode).toBe(2);
+    expect((await standin(["--help"])).stdout).toMatch(/scripts\/nix-standin run \.#rollout/);
+  });
+
+  it("a run records that its nixpkgs is the stand-in only when it runs from the store under the script", () => {
+    expect(runningNixpkgs("/nix/store/abc-flakegym-0.1.0", { FLAKEGYM_NIXPKGS: "standin" })).toBe("standin");
+    expect(runningNixpkgs(undefined, { FLAKEGYM_NIXPKGS: "standin" })).toBeUndefined();
+    expect(runningNixpkgs("/nix/store/abc-flakegym-0.1.0", {})).toBeUndefined();
+  });
+
+  const modern = modernNix();
+  it.skipIf(modern.impl === null)(
+    `evaluates the flake's packages against the stand-in (${modern.reason || "modern Nix"})`,
+    async () => {
+      const r = await standin(
+        ["eval", "--json", ".#packages.x86_64-linux", "--apply", "builtins.attrNames"],
+        300_000,
+      );
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stderr).toMatch(/nixpkgs is the stand-in/);
+      expect(JSON.parse(r.stdout)).toEqual(
+        expect.arrayContaining(["flakegym-rollout", "rust-env-container"]),
+      );
+    },
+  );
+});
