@@ -19,6 +19,17 @@ import type { BuildPlan, BuildStep } from "./dockerfile-plan.js";
 /** The Docker default PATH (and HOME for root). */
 export const DOCKER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+/** Where the machine's CA bundle is shown during the build, and the variables that point TLS clients at it. */
+export const HOST_CA = "/.flakegym-host-ca.crt";
+const CA_VARS = ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"];
+
+/** This machine's CA bundle: `$SSL_CERT_FILE`, `$PIP_CERT`, else Debian's. */
+export function hostCaBundle(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  for (const c of [env.SSL_CERT_FILE, env.PIP_CERT, "/etc/ssl/certs/ca-certificates.crt"])
+    if (c && existsSync(c)) return c;
+  return undefined;
+}
+
 /** What the build records beside the tree (`.flakegym-rootfs.json`). */
 export interface BuiltRootfs {
   readonly dir: string;
@@ -42,13 +53,22 @@ export function chrootArgs(o: {
   user: string;
   shell: string;
   context?: string;
+  /** This machine's CA bundle (its TLS to the registries may pass a proxy with its own CA), build time only. */
+  hostCa?: string;
 }): string[] {
   const a = ["--bind", o.rootfs, "/", "--proc", "/proc", "--dev", "/dev"];
   a.push("--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf");
   if (o.context) a.push("--ro-bind", o.context, "/.flakegym-context");
+  if (o.hostCa) a.push("--ro-bind", o.hostCa, HOST_CA);
   a.push("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session");
   a.push("--chdir", o.cwd, "--clearenv");
-  const env = { PATH: DOCKER_PATH, HOME: o.user === "root" || o.user === "0" ? "/root" : "/", ...o.env };
+  const ca = o.hostCa ? Object.fromEntries(CA_VARS.map((k) => [k, HOST_CA])) : {};
+  const env = {
+    PATH: DOCKER_PATH,
+    HOME: o.user === "root" || o.user === "0" ? "/root" : "/",
+    ...ca,
+    ...o.env,
+  };
   for (const [k, v] of Object.entries(env)) a.push("--setenv", k, v);
   a.push("--");
   if (o.user !== "root" && o.user !== "0") {
@@ -118,7 +138,14 @@ export function rootfsKey(baseKey: string, plan: BuildPlan, context: string): st
 /** Runs one step on the tree; returns the state for the next, or throws naming the line. */
 async function runStep(
   step: BuildStep,
-  st: { rootfs: string; context: string; cwd: string; user: string; env: Record<string, string> },
+  st: {
+    rootfs: string;
+    context: string;
+    cwd: string;
+    user: string;
+    env: Record<string, string>;
+    hostCa?: string;
+  },
   signal: AbortSignal,
 ): Promise<void> {
   const exec = async (shell: string, user: string, what: string) => {
@@ -204,7 +231,15 @@ export async function buildRootfs(
   try {
     await execa("cp", ["-a", b.dir, tmp], { cancelSignal: deadline.signal });
     await rm(join(tmp, DONE_MARK), { force: true });
-    const st = { rootfs: tmp, context: o.context, cwd: "/", user: "root", env: {} as Record<string, string> };
+    const ca = hostCaBundle();
+    const st = {
+      rootfs: tmp,
+      context: o.context,
+      cwd: "/",
+      user: "root",
+      env: {} as Record<string, string>,
+      ...(ca ? { hostCa: ca } : {}),
+    };
     for (const step of plan.steps) {
       if (step.kind === "run" || step.kind === "copy")
         o.log?.(`  line ${step.line}: ${step.kind.toUpperCase()}`);
@@ -222,6 +257,8 @@ export async function buildRootfs(
       ...(plan.cmd ? { cmd: plan.cmd } : {}),
       builtMs: Date.now() - started + (b.builtMs ?? 0),
     };
+    // the mount points the build's chroot left (empty) are not the image's
+    for (const p of [HOST_CA, "/.flakegym-context"]) await rm(join(tmp, p), { recursive: true, force: true });
     await writeFile(join(tmp, DONE_MARK), `${JSON.stringify(built)}\n`);
     await rename(tmp, dir).catch(async (err: NodeJS.ErrnoException) => {
       await rm(tmp, { recursive: true, force: true });

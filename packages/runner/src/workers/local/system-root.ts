@@ -16,7 +16,12 @@ export const ROOTFS_NODE = "/opt/flakegym-node/bin/node";
 /** The tree's top-level entries. */
 export async function readSystemRoot(dir: string): Promise<SystemRoot> {
   const entries: RootEntry[] = [];
-  for (const e of await readdir(dir, { withFileTypes: true })) {
+  const listed = await readdir(dir, { withFileTypes: true }).catch((err: Error) => {
+    throw new Error(
+      `the task's built environment ${dir} cannot be read (${err.message}): import the task again with \`flakegym tasks import --build-env\` on this machine (it builds into the flakegym cache)`,
+    );
+  });
+  for (const e of listed) {
     if (e.isSymbolicLink())
       entries.push({ name: e.name, kind: "symlink", target: await readlink(join(dir, e.name)) });
     else if (e.isDirectory()) entries.push({ name: e.name, kind: "dir" });

@@ -65,6 +65,14 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
 
 /** The worker's image: the spec's, else the backend's; an agent worker needs the gateway's socket. */
 function checkedImage(st: PodmanState, spec: WorkerSpec): string {
+  if (spec.systemRoot)
+    throw new FlakegymError(
+      "E_WORKER_SPEC",
+      `the task's environment is a root filesystem built from its Dockerfile (${spec.systemRoot}), which the podman backend does not run yet`,
+      {
+        hint: "run it with --backend local, or import the task without --build-env (its FROM then served by this machine's /usr)",
+      },
+    );
   const image = spec.image ?? st.options.image;
   if (!image) {
     throw new FlakegymError("E_PODMAN", "no image for the podman worker", {
