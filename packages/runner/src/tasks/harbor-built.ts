@@ -14,8 +14,12 @@ import type { Environment, HarborProblem, HarborTaskToml } from "./harbor.js";
  * base serves.
  */
 
-/** The packages added to every Harbor base: the verifier's pytest (Harbor's test.sh fetches it with uv at test time; the sandbox is offline then). */
-export const VERIFIER_PACKAGES = ["python3", "python3-pytest"] as const;
+/**
+ * The packages added to every Harbor base: the verifier's pytest (Harbor's test.sh fetches it with
+ * uv at test time; the sandbox is offline then) and git (the scorer applies the agent's diff with it
+ * inside the sandbox).
+ */
+export const VERIFIER_PACKAGES = ["git", "python3", "python3-pytest"] as const;
 
 /** The base for `image` with the verifier's packages. Pure. */
 export function harborBaseOf(image: string, suite: string): DebianBase | { readonly refused: string } {
@@ -24,7 +28,7 @@ export function harborBaseOf(image: string, suite: string): DebianBase | { reado
   return {
     ...b,
     packages: [...new Set([...b.packages, ...VERIFIER_PACKAGES])].sort(),
-    differences: `${b.differences}; python3-pytest added for the offline verifier`,
+    differences: `${b.differences}; python3-pytest added for the offline verifier, git for the scorer`,
   };
 }
 

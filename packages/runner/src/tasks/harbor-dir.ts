@@ -388,6 +388,14 @@ export function withEmptyWorkspace(
 export const EMPTY_WORKSPACE_FILE = ".gitkeep";
 
 /**
+ * What running Harbor's steps (harbor ≥ 0.26 `StepConfig`: name, agent/verifier timeouts and env,
+ * `min_reward`, `healthcheck`, artifacts; `steps/<name>/` with instruction.md, tests/, solution/,
+ * workdir/ + setup.sh) would need that flakegym has not got.
+ */
+export const MULTI_STEP_MISSING =
+  "a rollout sends one prompt and scores once at its end — several prompts in one trajectory, a verifier per step recorded in score.json, each step's workdir/ upload and setup.sh between prompts, its healthcheck and the min_reward early stop are not built, so the per-step prompts and verifiers would be lost";
+
+/**
  * Layouts flakegym does not read, refused by name before anything else is checked: the multi-step
  * layout (`[[steps]]` in task.toml, or a `steps/` directory, each step with its own instruction
  * and tests) and Docker Compose environments (sidecar services beside the agent's container). Pure.
@@ -402,7 +410,7 @@ export function layoutProblem(
       : [];
     return {
       field: Array.isArray(toml.steps) ? "task.toml: steps" : "steps/",
-      reason: `uses Harbor's multi-step layout (one instruction and verifier per step${names.length > 0 ? `: ${names.join(", ")}` : ""}), which flakegym does not import: a trajectory here has one prompt and is scored once at its end, so the per-step prompts and verifiers would be lost; only single-step tasks (instruction.md, tests/test.sh) are supported`,
+      reason: `uses Harbor's multi-step layout (one instruction and verifier per step${names.length > 0 ? `: ${names.join(", ")}` : ""}), which flakegym does not import yet: ${MULTI_STEP_MISSING}; only single-step tasks (instruction.md, tests/test.sh) are supported`,
     };
   }
   const compose = files.find((f) => /^environment\/(docker-)?compose\.ya?ml$/.test(f));

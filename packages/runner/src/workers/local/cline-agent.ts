@@ -83,8 +83,10 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
         wrap = (cmd) => {
           // The launcher speaks host paths; inside, the workspace is /workspace and HOME /sandbox-home
           // (and, over a built root filesystem, the runner's node is at ROOTFS_NODE).
-          const args = cmd.args.map((a) => (a === spec.workspace ? SANDBOX_PATHS.workspace : a));
-          const command = root && cmd.command === process.execPath ? ROOTFS_NODE : cmd.command;
+          const inside = (a: string) =>
+            a === spec.workspace ? SANDBOX_PATHS.workspace : root && a === process.execPath ? ROOTFS_NODE : a;
+          const args = cmd.args.map(inside);
+          const command = inside(cmd.command);
           const env = { ...cmd.env, ...prepared.env, HOME: SANDBOX_PATHS.home };
           const line = wrapCommand({ ...shape, bwrap: { ...shape.bwrap, env } }, [command, ...args]);
           return { command: line.command, args: [...line.args], env: { ...line.env } };
