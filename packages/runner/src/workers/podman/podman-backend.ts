@@ -16,6 +16,7 @@ import {
 import { ensureBaseImage } from "./base-image.js";
 import { makeHostDirs, stateArgs } from "./host-dirs.js";
 import { BASE_IMAGE, type PodmanBackendOptions } from "./options.js";
+import { onBuiltTree } from "./rootfs-image.js";
 import { containerEnv, containerName, podmanRunArgs } from "./run-args.js";
 import { startAgent } from "./start-agent.js";
 import { makeWorker } from "./worker.js";
@@ -65,14 +66,6 @@ export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerB
 
 /** The worker's image: the spec's, else the backend's; an agent worker needs the gateway's socket. */
 function checkedImage(st: PodmanState, spec: WorkerSpec): string {
-  if (spec.systemRoot)
-    throw new FlakegymError(
-      "E_WORKER_SPEC",
-      `the task's environment is a root filesystem built from its Dockerfile (${spec.systemRoot}), which the podman backend does not run yet`,
-      {
-        hint: "run it with --backend local, or import the task without --build-env (its FROM then served by this machine's /usr)",
-      },
-    );
   const image = spec.image ?? st.options.image;
   if (!image) {
     throw new FlakegymError("E_PODMAN", "no image for the podman worker", {
@@ -91,8 +84,10 @@ function checkedImage(st: PodmanState, spec: WorkerSpec): string {
   return image;
 }
 
-async function startWorker(st: PodmanState, spec: WorkerSpec, signal?: AbortSignal): Promise<Worker> {
+async function startWorker(st0: PodmanState, spec0: WorkerSpec, signal?: AbortSignal): Promise<Worker> {
   signal?.throwIfAborted();
+  // a task's built tree (Harbor --build-env) runs as its own imported image
+  const { st, spec } = spec0.systemRoot ? await onBuiltTree(st0, spec0) : { st: st0, spec: spec0 };
   const image = checkedImage(st, spec);
   if (st.options.importBaseImage && image === BASE_IMAGE) await ensureBaseImage(st);
   const name = containerName(spec, randomBytes(3).toString("hex"));
