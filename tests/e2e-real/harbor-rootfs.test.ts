@@ -128,4 +128,44 @@ describe("the Harbor cookbook's Dockerfiles built from Debian's packages", () =>
     },
     60 * 60_000,
   );
+
+  it.skipIf(why !== undefined)(
+    "a RUN line, root in the host's network namespace, cannot make a device node, mount, or change the network",
+    async () => {
+      const context = join(dir!, "simple-task", "environment");
+      const plan = planDockerfile(readFileSync(join(context, "Dockerfile"), "utf8")) as BuildPlan;
+      const base = debianBaseOf(plan.image, (await hostAptSources()).suite);
+      if ("refused" in base) throw new Error(base.refused);
+      const built = await buildRootfs(plan, base, {
+        context,
+        cacheRoot: flakegymCacheRoot(process.env),
+        timeoutMs: 20 * 60_000,
+      });
+      const attempt = async (shell: string) =>
+        (
+          await execa("bwrap", chrootArgs({ rootfs: built.dir, cwd: "/", env: {}, user: "root", shell }), {
+            reject: false,
+            stdin: "ignore",
+            all: true,
+            timeout: 60_000,
+          })
+        ).exitCode;
+      // each would succeed with root's full capability set (CAP_MKNOD, CAP_SYS_ADMIN, CAP_NET_ADMIN)
+      expect(await attempt("mknod /tmp/disk b 8 0")).not.toBe(0);
+      expect(await attempt("mount -t tmpfs none /mnt")).not.toBe(0);
+      expect(
+        await attempt(
+          // writes the value it read: harmless even where it would win
+          'v=$(cat /proc/sys/net/ipv4/ip_forward) && echo "$v" > /proc/sys/net/ipv4/ip_forward',
+        ),
+      ).not.toBe(0);
+      // what package installs need still works
+      expect(
+        await attempt(
+          "chown 1:1 /tmp && chown 0:0 /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups true",
+        ),
+      ).toBe(0);
+    },
+    30 * 60_000,
+  );
 });

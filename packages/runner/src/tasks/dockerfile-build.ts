@@ -45,6 +45,27 @@ export interface BuiltRootfs {
   readonly builtMs?: number;
 }
 
+/**
+ * The capabilities a RUN line keeps (it runs as root in the host's network namespace): what
+ * package installs need (file ownership and modes, switching users as apt and dpkg do) and nothing
+ * that reaches past the tree — no CAP_SYS_ADMIN (mounts), CAP_NET_ADMIN / CAP_NET_RAW /
+ * CAP_NET_BIND_SERVICE (the host's network), CAP_MKNOD (a device node of the host's disk),
+ * CAP_SYS_PTRACE, CAP_SYS_MODULE. Docker's default set, less its network and device ones.
+ */
+export const BUILD_CAPS: readonly string[] = [
+  "CAP_CHOWN",
+  "CAP_DAC_OVERRIDE",
+  "CAP_FSETID",
+  "CAP_FOWNER",
+  "CAP_SETGID",
+  "CAP_SETUID",
+  "CAP_SETFCAP",
+  "CAP_SETPCAP",
+  "CAP_SYS_CHROOT",
+  "CAP_KILL",
+  "CAP_AUDIT_WRITE",
+];
+
 /** The argv that runs `shell` as `user` in the chroot at `rootfs` (network shared, build time only). Pure. */
 export function chrootArgs(o: {
   rootfs: string;
@@ -61,6 +82,7 @@ export function chrootArgs(o: {
   if (o.context) a.push("--ro-bind", o.context, "/.flakegym-context");
   if (o.hostCa) a.push("--ro-bind", o.hostCa, HOST_CA);
   a.push("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session");
+  a.push("--cap-drop", "ALL", ...BUILD_CAPS.flatMap((c) => ["--cap-add", c]));
   a.push("--chdir", o.cwd, "--clearenv");
   const ca = o.hostCa ? Object.fromEntries(CA_VARS.map((k) => [k, HOST_CA])) : {};
   const env = {
@@ -151,7 +173,15 @@ async function runStep(
   const exec = async (shell: string, user: string, what: string) => {
     const r = await execa(
       "bwrap",
-      chrootArgs({ rootfs: st.rootfs, cwd: st.cwd, env: st.env, user, shell, context: st.context }),
+      chrootArgs({
+        rootfs: st.rootfs,
+        cwd: st.cwd,
+        env: st.env,
+        user,
+        shell,
+        context: st.context,
+        ...(st.hostCa ? { hostCa: st.hostCa } : {}),
+      }),
       {
         reject: false,
         cancelSignal: signal,
