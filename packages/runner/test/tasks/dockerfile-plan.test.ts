@@ -155,11 +155,20 @@ describe("the build's commands", () => {
   });
 
   it("shows this machine's CA bundle at build time only through its own path and variables, which the Dockerfile's ENV overrides", () => {
-    const a = chrootArgs({ rootfs: "/r", cwd: "/", env: { PIP_CERT: "/mine.pem" }, user: "root", shell: "true", hostCa: "/host/ca.crt" });
+    const a = chrootArgs({
+      rootfs: "/r",
+      cwd: "/",
+      env: { PIP_CERT: "/mine.pem" },
+      user: "root",
+      shell: "true",
+      hostCa: "/host/ca.crt",
+    });
     expect(a.join(" ")).toContain("--ro-bind /host/ca.crt /.flakegym-host-ca.crt");
     expect(a.join(" ")).toContain("--setenv SSL_CERT_FILE /.flakegym-host-ca.crt");
     expect(a.join(" ")).toContain("--setenv PIP_CERT /mine.pem");
-    expect(chrootArgs({ rootfs: "/r", cwd: "/", env: {}, user: "root", shell: "true" }).join(" ")).not.toContain("ca.crt");
+    expect(
+      chrootArgs({ rootfs: "/r", cwd: "/", env: {}, user: "root", shell: "true" }).join(" "),
+    ).not.toContain("ca.crt");
   });
 
   it("a COPY of a directory copies its contents; of files into a directory by name; root-owned unless --chown", () => {
