@@ -1,5 +1,7 @@
 import { join } from "node:path";
+import { flakegymCacheRoot } from "../cache-root.mjs";
 import type { RunConfig, WorkerImageProvenance } from "../run-format/schema.js";
+import { rootfsDirOf } from "../tasks/harbor-built.js";
 import type { WorkerSpec } from "../workers/types.js";
 import type { TaskRuntime } from "./wire-tasks.js";
 import { agentWorkerWallClockMs, scoringWorkerWallClockMs } from "./worker-deadlines.js";
@@ -28,14 +30,20 @@ export function imageSpecOf(image: WorkerImageProvenance): Pick<WorkerSpec, "ima
 
 /**
  * The container paths of a task's workers: the workspace alias (its workdir, a Harbor WORKDIR such
- * as /app) and its read-only mounts (task-folder directories at container paths). Pure.
+ * as /app), its read-only mounts (task-folder directories at container paths) and, for a Harbor
+ * task imported with `--build-env`, its built root filesystem under `cacheRoot`. Pure.
  */
-export function aliasSpecOf(t: TaskRuntime): Pick<WorkerSpec, "workspaceAlias" | "containerMounts"> {
+export function aliasSpecOf(
+  t: TaskRuntime,
+  cacheRoot: string = flakegymCacheRoot(process.env),
+): Pick<WorkerSpec, "workspaceAlias" | "containerMounts" | "systemRoot"> {
   const spec = t.catalog?.spec;
   const mounts = (spec?.mounts ?? []).map((m) => ({ hostPath: join(t.catalog!.dir, m.dir), path: m.at }));
+  const rootfs = spec?.metadata?.harbor_rootfs;
   return {
     ...(spec?.workdir ? { workspaceAlias: spec.workdir } : {}),
     ...(mounts.length > 0 ? { containerMounts: mounts } : {}),
+    ...(rootfs ? { systemRoot: rootfsDirOf(cacheRoot, rootfs) } : {}),
   };
 }
 

@@ -128,7 +128,16 @@ export const Score = z
         "why each failed hidden test failed: its output (≤ 4 KiB, redacted) from the first run it failed in; a suite's shared output is cut to the lines about the test, other tests' reported names hidden",
       ),
     evalCmd: z
-      .object({ exitCode: z.number().int(), timedOut: z.boolean() })
+      .object({
+        exitCode: z.number().int(),
+        timedOut: z.boolean(),
+        rewards: z
+          .record(z.string(), z.number())
+          .optional()
+          .describe(
+            "a Harbor verifier's reward.json, every key as written (multi-reward); the eval command passes when every key is ≥ 1 (reward.txt, when written, decides instead)",
+          ),
+      })
       .strict()
       .optional()
       .describe("the eval_cmd run, for eval_cmd tasks"),

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { ProfileId } from "@flakegym/profiles";
 import { FlakegymError } from "../errors.js";
+import { harborRewardsOf } from "../tasks/harbor-rewards.js";
 import type { LogParser } from "../tasks/swebench-log-parsers.js";
 import { type Canary, type ResultFormat, type TestCommand, testPassed } from "../tasks/task-spec.js";
 import { dropPaths } from "../text/diff.js";
@@ -68,6 +69,8 @@ export interface HiddenTestVerdict {
   readonly passed: boolean;
   readonly exitCode: number;
   readonly timedOut: boolean;
+  /** A Harbor verifier's reward.json, every key (eval_cmd only; the line its judge printed). */
+  readonly rewards?: Readonly<Record<string, number>>;
 }
 
 /**
@@ -138,16 +141,24 @@ export class ScoringSetupError extends Error {
   override readonly name = "ScoringSetupError";
 }
 
+/** The eval command's run kept in score.json: the failing one when any failed. */
+interface EvalCmdRun {
+  exitCode: number;
+  timedOut: boolean;
+  passed: boolean;
+  rewards?: Readonly<Record<string, number>>;
+}
+
 /** Merges repeated runs: passed only if passed every time; flaky if results differ. Pure. */
 export function mergeRuns(runs: readonly (readonly HiddenTestVerdict[])[]): {
   results: TestResults;
-  evalCmd?: { exitCode: number; timedOut: boolean; passed: boolean };
+  evalCmd?: EvalCmdRun;
   flaky: string[];
 } {
   const failToPass: Record<string, TestStatus> = {};
   const passToPass: Record<string, TestStatus> = {};
   const seen = new Map<string, Set<boolean>>();
-  let evalCmd: { exitCode: number; timedOut: boolean; passed: boolean } | undefined;
+  let evalCmd: EvalCmdRun | undefined;
   for (const run of runs) {
     for (const v of run) {
       const key = `${v.kind}:${v.id}`;
@@ -155,7 +166,12 @@ export function mergeRuns(runs: readonly (readonly HiddenTestVerdict[])[]): {
       seen.get(key)!.add(v.passed);
       if (v.kind === "eval_cmd") {
         if (!evalCmd || evalCmd.passed)
-          evalCmd = { exitCode: v.exitCode, timedOut: v.timedOut, passed: v.passed };
+          evalCmd = {
+            exitCode: v.exitCode,
+            timedOut: v.timedOut,
+            passed: v.passed,
+            ...(v.rewards ? { rewards: v.rewards } : {}),
+          };
         continue;
       }
       const bucket = v.kind === "fail_to_pass" ? failToPass : passToPass;
@@ -307,12 +323,14 @@ export function commandVerdicts(
         for (const f of changed) rewritten.add(f);
         if (!step) return { id: cmd.id, kind: cmd.kind, passed: false, exitCode: 137, timedOut: true };
         const timedOut = timedOutStep(step, timeoutMs);
+        const rewards = cmd.kind === "eval_cmd" ? harborRewardsOf(step.output) : undefined;
         return {
           id: cmd.id,
           kind: cmd.kind,
           passed: changed.length === 0 && !timedOut && testPassed(cmd, step.exitCode, step.output),
           exitCode: step.exitCode,
           timedOut,
+          ...(rewards ? { rewards } : {}),
         };
       }),
     );
@@ -602,7 +620,13 @@ export async function scoreDiff(
     ...(hasTests ? { testResults: merged.results } : {}),
     ...(Object.keys(testOutput).length ? { testOutput } : {}),
     ...(merged.evalCmd
-      ? { evalCmd: { exitCode: merged.evalCmd.exitCode, timedOut: merged.evalCmd.timedOut } }
+      ? {
+          evalCmd: {
+            exitCode: merged.evalCmd.exitCode,
+            timedOut: merged.evalCmd.timedOut,
+            ...(merged.evalCmd.rewards ? { rewards: { ...merged.evalCmd.rewards } } : {}),
+          },
+        }
       : {}),
     flaky: merged.flaky,
     ...base,

@@ -2,6 +2,7 @@ import { lstat, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join, posix, relative } from "node:path";
 import type { RowError } from "./dataset-row.js";
+import type { BuiltRootfs } from "./dockerfile-build.js";
 import {
   type Environment,
   environmentOf,
@@ -17,6 +18,7 @@ import {
   testFileProblem,
   withoutCtrf,
 } from "./harbor.js";
+import { builtEnvironment } from "./harbor-built.js";
 import { composeProblem } from "./harbor-compose.js";
 import { executableFiles, ORACLE_DEFAULT_TIMEOUT_MS, oraclePatch } from "./harbor-oracle.js";
 import { servedEnvironment } from "./harbor-served.js";
@@ -85,6 +87,13 @@ interface HarborHead {
   readonly toml: HarborTaskToml;
   readonly instruction: string;
   readonly env: Environment;
+  /** The environment built from the Dockerfile (`--build-env`), when it was. */
+  readonly built?: BuiltRootfs;
+}
+
+/** How Harbor directories are read: `buildEnv` builds each Dockerfile into a root filesystem (tasks/harbor-built.ts). */
+export interface HarborReadOptions {
+  readonly buildEnv?: { readonly cacheRoot: string; readonly log?: (line: string) => void };
 }
 
 /** The hidden tests as flakegym stores them (`hidden/.harbor/tests/…`), and what intake changed. */
@@ -98,13 +107,17 @@ interface HarborTests {
  * Reads one Harbor task directory into a task (number `index` in a listing, for the report), or
  * says which file is wrong and why.
  */
-export async function readHarborDir(dir: string, index: number): Promise<IntakeResult> {
+export async function readHarborDir(
+  dir: string,
+  index: number,
+  o: HarborReadOptions = {},
+): Promise<IntakeResult> {
   const id = taskIdOf(basename(dir));
   const fail = (p: HarborProblem): IntakeResult => ({
     ok: false,
     error: { file: dir, row: index, field: p.field, reason: p.reason, id },
   });
-  const head = await readHarborHead(dir);
+  const head = await readHarborHead(dir, o);
   if (isProblem(head)) return fail(head);
   const { env } = head;
   const copied = await readWorkspace(dir, env);
@@ -114,7 +127,7 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
   const tests = await readHarborTests(dir, env.workdir);
   if (isProblem(tests)) return fail(tests);
   const { repo, note } = withEmptyWorkspace(copied, env.workdir);
-  const served = await servedEnvironment(env);
+  const served = head.built ? { note: head.built.servedBy } : await servedEnvironment(env);
   if (isProblem(served)) return fail(served);
   const solution = await readSolution(dir, head, {
     repo,
@@ -142,6 +155,7 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
         harbor_environment: served.note,
         harbor_solution: solution.source,
         harbor_image: env.image,
+        ...(head.built ? { harbor_rootfs: head.built.key } : {}),
         ...(env.aptPackages.length > 0 ? { harbor_apt: env.aptPackages.join(" ") } : {}),
       },
     });
@@ -158,7 +172,7 @@ export async function readHarborDir(dir: string, index: number): Promise<IntakeR
 }
 
 /** task.toml, the layout, instruction.md and environment/Dockerfile, in the order they are checked. */
-async function readHarborHead(dir: string): Promise<HarborHead | HarborProblem> {
+async function readHarborHead(dir: string, o: HarborReadOptions): Promise<HarborHead | HarborProblem> {
   const all = await regularFiles(dir, ".");
   if (isProblem(all)) return all;
   const tomlText = await readRegular(join(dir, "task.toml"), "task.toml");
@@ -180,6 +194,10 @@ async function readHarborHead(dir: string): Promise<HarborHead | HarborProblem> 
   const dockerfile = await readRegular(join(dir, "environment/Dockerfile"), "environment/Dockerfile");
   if (dockerfile === undefined) return missingDockerfile(toml.environment.docker_image);
   if (typeof dockerfile !== "string") return dockerfile;
+  if (o.buildEnv) {
+    const b = await builtEnvironment(dir, dockerfile, toml, o.buildEnv);
+    return isProblem(b) ? b : { all, toml, instruction, env: b.env, built: b.built };
+  }
   const env = environmentOf(dockerfile);
   if (isProblem(env)) return env;
   return { all, toml, instruction, env };
@@ -337,6 +355,7 @@ async function readSolution(
     mountAts: env.mountAts,
     workdir: head.env.workdir,
     timeoutMs,
+    ...(head.built ? { systemRoot: head.built.dir } : {}),
   });
   if (isProblem(r)) return r;
   const source = `solution/solve.sh run as Harbor's oracle (bash, cwd ${head.env.workdir}, no network); its diff of the workspace`;
@@ -369,6 +388,14 @@ export function withEmptyWorkspace(
 export const EMPTY_WORKSPACE_FILE = ".gitkeep";
 
 /**
+ * What running Harbor's steps (harbor ≥ 0.26 `StepConfig`: name, agent/verifier timeouts and env,
+ * `min_reward`, `healthcheck`, artifacts; `steps/<name>/` with instruction.md, tests/, solution/,
+ * workdir/ + setup.sh) would need that flakegym has not got.
+ */
+export const MULTI_STEP_MISSING =
+  "a rollout sends one prompt and scores once at its end — several prompts in one trajectory, a verifier per step recorded in score.json, each step's workdir/ upload and setup.sh between prompts, its healthcheck and the min_reward early stop are not built, so the per-step prompts and verifiers would be lost";
+
+/**
  * Layouts flakegym does not read, refused by name before anything else is checked: the multi-step
  * layout (`[[steps]]` in task.toml, or a `steps/` directory, each step with its own instruction
  * and tests) and Docker Compose environments (sidecar services beside the agent's container). Pure.
@@ -383,7 +410,7 @@ export function layoutProblem(
       : [];
     return {
       field: Array.isArray(toml.steps) ? "task.toml: steps" : "steps/",
-      reason: `uses Harbor's multi-step layout (one instruction and verifier per step${names.length > 0 ? `: ${names.join(", ")}` : ""}), which flakegym does not import: a trajectory here has one prompt and is scored once at its end, so the per-step prompts and verifiers would be lost; only single-step tasks (instruction.md, tests/test.sh) are supported`,
+      reason: `uses Harbor's multi-step layout (one instruction and verifier per step${names.length > 0 ? `: ${names.join(", ")}` : ""}), which flakegym does not import yet: ${MULTI_STEP_MISSING}; only single-step tasks (instruction.md, tests/test.sh) are supported`,
     };
   }
   const compose = files.find((f) => /^environment\/(docker-)?compose\.ya?ml$/.test(f));
@@ -411,13 +438,14 @@ async function commitOf(files: Readonly<Record<string, Buffer | string>>): Promi
 /** Reads every Harbor task directory at `path`; rejected ones are reported, the rest proceed. */
 export async function loadHarbor(
   path: string,
+  o: HarborReadOptions = {},
 ): Promise<{ tasks: IntakeTask[]; rejected: RowError[]; dirs: number }> {
   const dirs = await harborDirs(path);
   const tasks: IntakeTask[] = [];
   const rejected: RowError[] = [];
   const seen = new Map<string, string>();
   for (const [i, d] of dirs.entries()) {
-    const r = await readHarborDir(d, i + 1);
+    const r = await readHarborDir(d, i + 1, o);
     if (!r.ok) {
       rejected.push(r.error);
       continue;

@@ -2,8 +2,9 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
-import { buildBwrapArgs } from "../workers/local/bwrap-args.js";
+import { type Bind, buildBwrapArgs, type SystemRoot } from "../workers/local/bwrap-args.js";
 import { findBwrap } from "../workers/local/shape.js";
+import { prepareMountPoints, readSystemRoot } from "../workers/local/system-root.js";
 import { type HarborProblem, MOUNTS_DIR } from "./harbor.js";
 import { git } from "./materialize.js";
 import { writeFiles } from "./task-dir.js";
@@ -33,6 +34,8 @@ export interface OracleInput {
   /** The task's WORKDIR (where the workspace is and solve.sh runs). */
   readonly workdir: string;
   readonly timeoutMs: number;
+  /** The task's built environment (tasks/harbor-built.ts): its root filesystem as the system. */
+  readonly systemRoot?: string;
 }
 
 /** The diff solve.sh left, or why it cannot be the reference solution. */
@@ -57,7 +60,9 @@ export async function oraclePatch(input: OracleInput): Promise<{ patch: string }
     await g(["init", "-q", "-b", "main"]);
     await g(["add", "-A"]);
     await g(["commit", "-q", "--no-gpg-sign", "--allow-empty", "-m", "base"]);
-    const args = oracleBwrapArgs(tmp, input.workdir, input.mountAts ?? []);
+    const root = input.systemRoot ? await readSystemRoot(input.systemRoot) : undefined;
+    const args = oracleBwrapArgs(tmp, input.workdir, input.mountAts ?? [], root);
+    if (root) await prepareMountPoints(root, oracleBinds(tmp, input.workdir, input.mountAts ?? []));
     const run = await execa(bwrap, [...args, "--", "/bin/bash", "/solution/solve.sh"], {
       reject: false,
       timeout: input.timeoutMs,
@@ -128,21 +133,33 @@ function tail(out: string | undefined): string {
   return lines.slice(-5).join(" | ").slice(0, 600) || "(no output)";
 }
 
+/** What solve.sh's sandbox binds: /solution, /logs, the mounts and the workspace at `workdir`. Pure. */
+export function oracleBinds(tmp: string, workdir: string, mounts: readonly string[]): Bind[] {
+  return [
+    { src: join(tmp, "solution"), dest: "/solution" },
+    { src: join(tmp, "logs"), dest: "/logs", rw: true },
+    ...mounts.map((at) => ({ src: join(tmp, MOUNTS_DIR, at), dest: at })),
+    { src: join(tmp, "ws"), dest: workdir, rw: true },
+  ];
+}
+
 /**
  * bubblewrap's arguments for solve.sh: `<tmp>/ws` writable at `workdir` (the cwd), `<tmp>/solution`
  * read-only at /solution, `<tmp>/logs` writable at /logs, root inside, no network. Pure.
  */
-export function oracleBwrapArgs(tmp: string, workdir: string, mounts: readonly string[] = []): string[] {
+export function oracleBwrapArgs(
+  tmp: string,
+  workdir: string,
+  mounts: readonly string[] = [],
+  systemRoot?: SystemRoot,
+): string[] {
   return buildBwrapArgs({
     workspace: join(tmp, "ws"),
     workspaceDest: workdir,
     homeDest: "/root",
     tmpSizeMb: 256,
-    binds: [
-      { src: join(tmp, "solution"), dest: "/solution" },
-      { src: join(tmp, "logs"), dest: "/logs", rw: true },
-      ...mounts.map((at) => ({ src: join(tmp, MOUNTS_DIR, at), dest: at })),
-    ],
+    binds: oracleBinds(tmp, workdir, mounts).filter((b) => b.dest !== workdir),
+    ...(systemRoot ? { systemRoot } : {}),
     env: {
       PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
       HOME: "/root",

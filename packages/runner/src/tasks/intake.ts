@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { type DatasetSummary, datasetPathError, formatRowError, loadDataset } from "./dataset.js";
 import type { RowError } from "./dataset-row.js";
-import { loadHarbor } from "./harbor-dir.js";
+import { type HarborReadOptions, loadHarbor } from "./harbor-dir.js";
 import { COLUMN_ALIASES, type IntakeTask, SwebenchRow } from "./swebench.js";
 import { detectDatasetSchema, loadSwebench } from "./swebench-dataset.js";
 import type { TaskProfile } from "./task-profile.js";
@@ -47,11 +47,16 @@ export async function intakeKind(path: string, signal?: AbortSignal): Promise<In
 /** Reads any intake input; bad rows/dirs are listed with the reason and the rest proceed. */
 export async function loadIntake(
   path: string,
-  o: { signal?: AbortSignal; onProgress?: (rows: number) => void; repoMirror?: string } = {},
+  o: {
+    signal?: AbortSignal;
+    onProgress?: (rows: number) => void;
+    repoMirror?: string;
+    buildEnv?: HarborReadOptions["buildEnv"];
+  } = {},
 ): Promise<LoadedIntake> {
   const kind = await intakeKind(path, o.signal);
   if (kind === "harbor") {
-    const h = await loadHarbor(path);
+    const h = await loadHarbor(path, o.buildEnv ? { buildEnv: o.buildEnv } : {});
     return {
       summary: { kind, file: path, rows: h.dirs, accepted: h.tasks.length, rejected: h.rejected.length },
       rejected: h.rejected,

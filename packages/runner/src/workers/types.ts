@@ -59,6 +59,11 @@ export interface WorkerSpec {
   readonly workspaceAlias?: string;
   /** Host directories shown read-only at container paths (a task's `mounts`, e.g. Harbor's /skills). */
   readonly containerMounts?: readonly { readonly hostPath: string; readonly path: string }[];
+  /**
+   * A built root filesystem (a Harbor task's environment from its Dockerfile, tasks/dockerfile-build.ts)
+   * shown as the sandbox's system instead of this machine's /usr (local bubblewrap).
+   */
+  readonly systemRoot?: string;
 }
 
 export interface ExecResult {

@@ -1,6 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { z } from "zod";
+import { flakegymCacheRoot } from "../../cache-root.mjs";
 import { UsageError } from "../../errors.js";
 import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import { formatIntakeError, formatIntakeSummary, loadIntake } from "../../tasks/intake.js";
@@ -30,10 +31,17 @@ export const tasksImportCommand = defineCommand({
       .string()
       .optional()
       .describe("directory of local git mirrors: a row's `owner/repo` is read from DIR/owner/repo"),
+    buildEnv: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Harbor dirs: build each task's environment/Dockerfile into a root filesystem (FROM served by a Debian base made with mmdebstrap, RUN/COPY/ENV/WORKDIR/USER run on it with network at build time; root, cached under the flakegym cache) and run the oracle, agent and verifier on it (local backend)",
+      ),
   }),
   examples: [
     "flakegym tasks import --dataset swe-bench-lite.parquet --out ./tasks --limit 20",
     "flakegym tasks import --dataset ./harbor-tasks --out ./tasks",
+    "flakegym tasks import --dataset ./harbor-tasks --out ./tasks --build-env",
   ],
   async run(opts0, ctx) {
     const opts = await withDatasetPath(opts0, ctx);
@@ -41,6 +49,14 @@ export const tasksImportCommand = defineCommand({
     const d = await loadIntake(path, {
       signal: ctx.signal,
       ...(opts.repoMirror === undefined ? {} : { repoMirror: resolve(ctx.cwd, opts.repoMirror) }),
+      ...(opts.buildEnv
+        ? {
+            buildEnv: {
+              cacheRoot: flakegymCacheRoot(process.env),
+              log: (l: string) => ctx.stderr.write(`${l}\n`),
+            },
+          }
+        : {}),
     });
     if (d.summary.kind === "swe-agent") {
       throw new UsageError(

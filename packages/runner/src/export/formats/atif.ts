@@ -152,12 +152,14 @@ export function atifTrajectory(m: RunManifest, r: TrajectoryResult, turns: reado
 
 /**
  * The trajectory's reward as Harbor records a trial's (`VerifierResult`: `rewards`, one entry per
- * reward name): `reward`, and each scored term; null rewards when the machinery failed. Pure.
+ * reward name): `reward`, each scored term, and — for an imported Harbor task whose verifier wrote
+ * reward.json — every key of it as written (multi-reward; `reward` and the term names stay ours
+ * when a key repeats them); null rewards when the machinery failed. Pure.
  */
 export function atifVerifierResult(r: TrajectoryResult) {
   if (r.reward === null) return { rewards: null };
   const terms = Object.fromEntries(
     (r.score?.terms ?? []).flatMap((t) => (t.value === null ? [] : [[t.name, t.value] as const])),
   );
-  return { rewards: { reward: r.reward, ...terms } };
+  return { rewards: { ...(r.score?.evalCmd?.rewards ?? {}), reward: r.reward, ...terms } };
 }

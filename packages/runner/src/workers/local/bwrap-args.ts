@@ -43,6 +43,51 @@ export interface BwrapSpec {
    * dropped (it times out) rather than refused as unreachable. "host": share the host's network.
    */
   readonly network: "none" | "dropping" | "host";
+  /**
+   * A root filesystem (a Harbor task's environment built from its Dockerfile) whose top-level
+   * entries replace this machine's system binds; absent: the host's /usr and /etc parts.
+   */
+  readonly systemRoot?: SystemRoot;
+}
+
+/** One top-level entry of a root filesystem. */
+export interface RootEntry {
+  readonly name: string;
+  readonly kind: "dir" | "file" | "symlink";
+  /** A symbolic link's target (kept as is: relative ones stay inside the tree). */
+  readonly target?: string;
+}
+
+/** A built root filesystem: its host directory and its top-level entries (read once at worker start). */
+export interface SystemRoot {
+  readonly dir: string;
+  readonly entries: readonly RootEntry[];
+}
+
+/** Top-level names bwrap makes itself (proc, dev, a private /tmp) or that no sandbox shows. */
+const ROOT_SKIP = new Set(["proc", "dev", "sys", "tmp", "run", "lost+found", ".flakegym-rootfs.json"]);
+
+/** The binds and symlinks that show a root filesystem's entries read-only at /. Pure. */
+export function systemRootArgs(root: SystemRoot): string[] {
+  const a: string[] = [];
+  for (const e of root.entries) {
+    if (ROOT_SKIP.has(e.name) || e.name.includes("/")) continue;
+    if (e.kind === "symlink") a.push("--symlink", e.target!, `/${e.name}`);
+    else a.push("--ro-bind", `${root.dir}/${e.name}`, `/${e.name}`);
+  }
+  return a;
+}
+
+/**
+ * The bind destinations that need a directory made inside a root filesystem's read-only entries
+ * before the sandbox starts (bwrap cannot make a mount point inside a read-only bind): each dest
+ * under an entry that is a directory there, as a path relative to the tree. Pure.
+ */
+export function mountPointsIn(root: SystemRoot, dests: readonly string[]): string[] {
+  const dirs = new Set(
+    root.entries.filter((e) => e.kind === "dir" && !ROOT_SKIP.has(e.name)).map((e) => e.name),
+  );
+  return [...new Set(dests.filter((d) => dirs.has(d.split("/")[1] ?? "")).map((d) => d.replace(/^\/+/, "")))];
 }
 
 /**
@@ -111,8 +156,11 @@ export function buildBwrapArgs(spec: BwrapSpec): string[] {
   ];
   // "dropping": the namespace is already new (DROPPING_NET_PREFIX), bwrap stays in it
   if (spec.network === "none") a.push("--unshare-net");
-  for (const b of SYSTEM_BINDS) a.push(...bindArgs(b));
-  for (const s of SYSTEM_SYMLINKS) a.push("--symlink", s.target, s.dest);
+  if (spec.systemRoot) a.push(...systemRootArgs(spec.systemRoot));
+  else {
+    for (const b of SYSTEM_BINDS) a.push(...bindArgs(b));
+    for (const s of SYSTEM_SYMLINKS) a.push("--symlink", s.target, s.dest);
+  }
   a.push("--proc", "/proc", "--dev", "/dev");
   const tmpBytes = String(spec.tmpSizeMb * 1024 * 1024);
   if (spec.tmp) a.push("--bind", spec.tmp, "/tmp");

@@ -13,6 +13,7 @@ import { unixSocketPath } from "../socket-path.js";
 import type { AgentLauncher, RunningAgent } from "./agent.js";
 import { wrapCommand } from "./sandbox.js";
 import { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./shape.js";
+import { prepareMountPoints, ROOTFS_NODE } from "./system-root.js";
 
 export interface ClineAgentOptions {
   /** Bound on spawn → core answering gRPC. Default 90 s (4 cores starting at once on 2 CPUs take ~5 s each). */
@@ -77,11 +78,17 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
             ],
           },
         };
+        const root = shape.bwrap.systemRoot;
+        if (root) await prepareMountPoints(root, shape.bwrap.binds);
         wrap = (cmd) => {
-          // The launcher speaks host paths; inside, the workspace is /workspace and HOME /sandbox-home.
-          const args = cmd.args.map((a) => (a === spec.workspace ? SANDBOX_PATHS.workspace : a));
+          // The launcher speaks host paths; inside, the workspace is /workspace and HOME /sandbox-home
+          // (and, over a built root filesystem, the runner's node is at ROOTFS_NODE).
+          const inside = (a: string) =>
+            a === spec.workspace ? SANDBOX_PATHS.workspace : root && a === process.execPath ? ROOTFS_NODE : a;
+          const args = cmd.args.map(inside);
+          const command = inside(cmd.command);
           const env = { ...cmd.env, ...prepared.env, HOME: SANDBOX_PATHS.home };
-          const line = wrapCommand({ ...shape, bwrap: { ...shape.bwrap, env } }, [cmd.command, ...args]);
+          const line = wrapCommand({ ...shape, bwrap: { ...shape.bwrap, env } }, [command, ...args]);
           return { command: line.command, args: [...line.args], env: { ...line.env } };
         };
       } else {

@@ -81,6 +81,7 @@ function prepareWorkerShape(
     persistentHome: true,
     ...(dirs.bounded ? { tmpDir: dirs.tmp } : {}),
     ...(bs.options.unsafeNoSandbox ? { unsafeNoSandbox: true } : {}),
+    ...(spec.systemRoot ? { systemRoot: spec.systemRoot } : {}),
   }).catch(async (err) => {
     await releaseSlot(slot, c.workerDir, dirs);
     throw err;

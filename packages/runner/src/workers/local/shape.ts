@@ -7,6 +7,7 @@ import type { ResourceLimits } from "../types.js";
 import { type Bind, identityFiles } from "./bwrap-args.js";
 import { createWorkerCgroup, type WorkerCgroup } from "./cgroup.js";
 import type { SandboxShape } from "./sandbox.js";
+import { prepareMountPoints, ROOTFS_NODE, readSystemRoot } from "./system-root.js";
 import { BASE_PATH, toolchainFor } from "./toolchain.js";
 
 /** Where things appear inside every local sandbox. */
@@ -78,6 +79,8 @@ export interface ShapeOptions {
   readonly tmpSizeMb?: number;
   /** Host dir bound at /tmp (the worker's bounded state) instead of a private tmpfs. */
   readonly tmpDir?: string;
+  /** A built root filesystem (a Harbor task's environment) shown as the system instead of this machine's. */
+  readonly systemRoot?: string;
 }
 
 export interface PreparedShape {
@@ -126,6 +129,10 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
   };
   if (opts.deps)
     env.PATH = [...depsPath(inside(SANDBOX_PATHS.deps, opts.deps), opts.profile), env.PATH].join(":");
+  const root = opts.systemRoot && !unsafe ? await readSystemRoot(opts.systemRoot) : undefined;
+  // the runner's node (the Cline core) under this machine's /usr is not in the tree: bound beside it
+  const rootNode: Bind[] =
+    root && process.execPath.startsWith("/usr/") ? [{ src: process.execPath, dest: ROOTFS_NODE }] : [];
   const cgroup = await createWorkerCgroup(opts.id, {
     memoryMb: opts.limits.memoryMb,
     pids: opts.limits.pids,
@@ -152,6 +159,7 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
                 ]
               : []),
             ...(opts.binds ?? []),
+            ...rootNode,
           ],
           ...(opts.workspaceBinds?.length ? { workspaceBinds: opts.workspaceBinds } : {}),
           env,
@@ -160,6 +168,7 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
           gid: SANDBOX_GID,
           hostname: "flakegym",
           network: opts.network,
+          ...(root ? { systemRoot: root } : {}),
         },
     cgroup,
     ...(bwrapPath ? { bwrapPath } : {}),
@@ -173,7 +182,18 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
       ...(cgroup.kind === "none" ? { nproc: opts.limits.pids, dataMb: opts.limits.memoryMb } : {}),
     },
   };
+  if (root && shape.bwrap) await prepareMountPoints(root, rootMounts(shape.bwrap));
   return { shape, cgroup, env, ...(home ? { homeDir: home } : {}), dispose: () => cgroup.remove() };
+}
+
+/** Every bind of a sandbox over a built root filesystem, for its mount points. Pure. */
+function rootMounts(b: NonNullable<SandboxShape["bwrap"]>): Bind[] {
+  return [
+    ...b.binds,
+    ...(b.workspaceBinds ?? []),
+    { src: b.workspace, dest: b.workspaceDest },
+    ...(b.home ? [{ src: b.home, dest: b.homeDest }] : []),
+  ];
 }
 
 /**

@@ -16,6 +16,7 @@ import {
 import { ensureBaseImage } from "./base-image.js";
 import { makeHostDirs, stateArgs } from "./host-dirs.js";
 import { BASE_IMAGE, type PodmanBackendOptions } from "./options.js";
+import { onBuiltTree } from "./rootfs-image.js";
 import { containerEnv, containerName, podmanRunArgs } from "./run-args.js";
 import { startAgent } from "./start-agent.js";
 import { makeWorker } from "./worker.js";
@@ -83,8 +84,10 @@ function checkedImage(st: PodmanState, spec: WorkerSpec): string {
   return image;
 }
 
-async function startWorker(st: PodmanState, spec: WorkerSpec, signal?: AbortSignal): Promise<Worker> {
+async function startWorker(st0: PodmanState, spec0: WorkerSpec, signal?: AbortSignal): Promise<Worker> {
   signal?.throwIfAborted();
+  // a task's built tree (Harbor --build-env) runs as its own imported image
+  const { st, spec } = spec0.systemRoot ? await onBuiltTree(st0, spec0) : { st: st0, spec: spec0 };
   const image = checkedImage(st, spec);
   if (st.options.importBaseImage && image === BASE_IMAGE) await ensureBaseImage(st);
   const name = containerName(spec, randomBytes(3).toString("hex"));

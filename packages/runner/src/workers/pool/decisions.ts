@@ -30,6 +30,7 @@ export function unpoolableReason(spec: WorkerSpec): string | undefined {
   if (!spec.agent) return "exec-only workers (scoring) boot no core: nothing to pre-boot";
   if (spec.readOnlyFiles?.length) return "read-only files are bound at sandbox start";
   if (spec.image !== undefined) return "image workers are not pooled";
+  if (spec.systemRoot !== undefined) return "a task's built root filesystem is bound at sandbox start";
   if (spec.workspaceAlias !== undefined || spec.containerMounts?.length)
     return "a task's container paths (workdir, mounts) are bound at sandbox start";
   if (!spec.gateway.socketPath) return "pooled local workers reach the gateway through its unix socket";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildBwrapArgs } from "../../../src/workers/local/bwrap-args.js";
+import { buildBwrapArgs, mountPointsIn } from "../../../src/workers/local/bwrap-args.js";
 import { wrapCommand } from "../../../src/workers/local/sandbox.js";
 
 const spec = {
@@ -92,5 +92,41 @@ describe("wrapCommand", () => {
   it("without bwrap (unsafe) runs the command with only the given environment", () => {
     const line = wrapCommand({ bwrap: undefined, rlimits: {} }, ["make"], { PATH: "/usr/bin" });
     expect([line.command, ...line.args]).toEqual(["env", "-i", "PATH=/usr/bin", "make"]);
+  });
+});
+
+describe("a built root filesystem as the system", () => {
+  const root = {
+    dir: "/cache/rootfs/k",
+    entries: [
+      { name: "bin", kind: "symlink" as const, target: "usr/bin" },
+      { name: "etc", kind: "dir" as const },
+      { name: "entrypoint.sh", kind: "file" as const },
+      { name: "opt", kind: "dir" as const },
+      { name: "proc", kind: "dir" as const },
+      { name: "tmp", kind: "dir" as const },
+      { name: "usr", kind: "dir" as const },
+    ],
+  };
+  const args = buildBwrapArgs({ ...spec, systemRoot: root });
+
+  it("binds the tree's entries read-only in place of this machine's /usr, keeps its symlinks, and makes /proc, /dev, /tmp itself", () => {
+    expect(pairs(args, "--ro-bind")).toEqual(
+      expect.arrayContaining([
+        ["/cache/rootfs/k/etc", "/etc"],
+        ["/cache/rootfs/k/entrypoint.sh", "/entrypoint.sh"],
+        ["/cache/rootfs/k/usr", "/usr"],
+      ]),
+    );
+    expect(pairs(args, "--ro-bind").some(([src]) => src === "/usr")).toBe(false);
+    expect(pairs(args, "--symlink")).toContainEqual(["usr/bin", "/bin"]);
+    expect(pairs(args, "--ro-bind").some(([, d]) => d === "/proc" || d === "/tmp")).toBe(false);
+    expect(args).toContain("--remount-ro");
+  });
+
+  it("names the mount points to make inside the tree: only binds under its directories", () => {
+    expect(
+      mountPointsIn(root, ["/opt/rust", "/run/flakegym/gateway.sock", "/workspace", "/etc/passwd", "/tmp/x"]),
+    ).toEqual(["opt/rust", "etc/passwd"]);
   });
 });

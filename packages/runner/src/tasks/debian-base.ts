@@ -1,0 +1,145 @@
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { createDeadline } from "@flakegym/nomad-jobs";
+import { execa } from "execa";
+
+/**
+ * The root filesystem that serves a Dockerfile's `FROM` where no image registry is reachable: a
+ * Debian system built from Debian's packages with mmdebstrap (minbase), with the packages that make
+ * it the nearest match to the image (python:3.x → Debian's python3 and pip, node → nodejs, …). Built
+ * once per content key (suite, package list, architecture, apt sources, hooks) under the flakegym
+ * cache; the substitution is recorded ("FROM ubuntu:24.04 served by debian bookworm mmdebstrap <key>").
+ */
+
+/** The Debian base chosen for an image. */
+export interface DebianBase {
+  readonly suite: string;
+  /** Packages added to minbase, sorted. */
+  readonly packages: readonly string[];
+  /** Shell lines run on the finished tree (`$1` is its path). */
+  readonly hooks: readonly string[];
+  /** What is not the image's (versions, layout), for the record. */
+  readonly differences: string;
+}
+
+/** The python image's pip installs into the system Python: Debian's marks it externally managed. */
+const PYTHON_HOOK = 'rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED';
+
+/** The nearest Debian base of a `FROM` image, or why there is none. Pure. */
+export function debianBaseOf(image: string, suite: string): DebianBase | { readonly refused: string } {
+  const name = image.split("@")[0]!.split(":")[0]!.split("/").pop()!.toLowerCase();
+  const base = (packages: string[], differences: string, hooks: string[] = []): DebianBase => ({
+    suite,
+    packages: [...packages].sort(),
+    hooks,
+    differences,
+  });
+  if (/^(ubuntu|debian|buildpack-deps)$/.test(name))
+    return base([], `Debian ${suite} minbase; RUN apt-get installs Debian's packages of the same names`);
+  if (/^python/.test(name))
+    return base(
+      ["ca-certificates", "python-is-python3", "python3", "python3-pip", "python3-venv"],
+      `Debian ${suite}'s python3 (not the image's version), pip installing into it as the image's does`,
+      [PYTHON_HOOK],
+    );
+  if (/^(node|nodejs)$/.test(name))
+    return base(["ca-certificates", "nodejs", "npm"], `Debian ${suite}'s nodejs (not the image's version)`);
+  if (/^(golang|go)$/.test(name))
+    return base(["ca-certificates", "git", "golang-go"], `Debian ${suite}'s Go (not the image's version)`);
+  if (/^(gcc|clang)$/.test(name))
+    return base(["g++", "gcc", "make"], `Debian ${suite}'s gcc (not the image's version)`);
+  if (/^rust/.test(name))
+    return base(["ca-certificates", "cargo", "rustc"], `Debian ${suite}'s Rust (not the image's version)`);
+  return {
+    refused: `no Debian base serves image '${image}' (ubuntu, debian, python, node, golang, gcc, rust images are served): build it on a machine with an image registry`,
+  };
+}
+
+/** The content key of a base: suite, packages, hooks, architecture and the apt sources it is built from. Pure. */
+export function debianBaseKey(base: DebianBase, arch: string, sources: string): string {
+  const h = createHash("sha256");
+  h.update(
+    JSON.stringify({ v: 1, suite: base.suite, packages: base.packages, hooks: base.hooks, arch, sources }),
+  );
+  return h.digest("hex").slice(0, 16);
+}
+
+/** The manifest line of the substitution. Pure. */
+export function servedByText(image: string, base: DebianBase, key: string): string {
+  const extra = base.packages.length > 0 ? ` + ${base.packages.join(" ")}` : "";
+  return `FROM ${image} served by debian ${base.suite} mmdebstrap ${key} (minbase${extra}; ${base.differences})`;
+}
+
+/** This machine's Debian apt sources (deb822), the first suite they name, and the architecture. */
+export async function hostAptSources(): Promise<{ file: string; text: string; suite: string; arch: string }> {
+  const file = "/etc/apt/sources.list.d/debian.sources";
+  const text = await readFile(file, "utf8").catch(() => {
+    throw new Error(`${file} is missing: a Debian base is built from this machine's Debian apt sources`);
+  });
+  const suite = /^Suites:\s*(\S+)/m.exec(text)?.[1];
+  if (!suite) throw new Error(`${file} names no Suites: line`);
+  const arch = (await execa("dpkg", ["--print-architecture"], { timeout: 10_000 })).stdout.trim();
+  return { file, text, suite, arch };
+}
+
+/** Where built bases live: `<cache>/harbor-rootfs/base-<key>`. */
+export const baseDir = (cacheRoot: string, key: string) => join(cacheRoot, "harbor-rootfs", `base-${key}`);
+
+/** The marker written last: a base directory without it is unfinished. */
+export const DONE_MARK = ".flakegym-rootfs.json";
+
+/**
+ * The base's root filesystem directory, built with mmdebstrap unless the cache holds it. Needs
+ * root (mmdebstrap --mode=root) and Debian's apt sources; bounded by `timeoutMs`.
+ */
+export async function ensureDebianBase(
+  base: DebianBase,
+  o: { cacheRoot: string; timeoutMs: number; signal?: AbortSignal; log?: (line: string) => void },
+): Promise<{ dir: string; key: string; builtMs?: number }> {
+  const src = await hostAptSources();
+  const key = debianBaseKey(base, src.arch, src.text);
+  const dir = baseDir(o.cacheRoot, key);
+  if (existsSync(join(dir, DONE_MARK))) return { dir, key };
+  const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
+  await mkdir(join(o.cacheRoot, "harbor-rootfs"), { recursive: true });
+  const args = [
+    "--variant=minbase",
+    "--mode=root",
+    "--format=directory",
+    ...(base.packages.length > 0 ? [`--include=${base.packages.join(",")}`] : []),
+    ...base.hooks.map((h) => `--customize-hook=${h}`),
+    base.suite,
+    tmp,
+    src.file,
+  ];
+  const started = Date.now();
+  o.log?.(
+    `building the Debian base ${key} (mmdebstrap ${base.suite}${base.packages.length ? ` + ${base.packages.join(" ")}` : ""})`,
+  );
+  using deadline = createDeadline({
+    signals: [o.signal],
+    timeout: { ms: o.timeoutMs, limit: "the Debian base build" },
+  });
+  const r = await execa("mmdebstrap", args, {
+    reject: false,
+    cancelSignal: deadline.signal,
+    stdin: "ignore",
+    all: true,
+  });
+  if (r.exitCode !== 0) {
+    await rm(tmp, { recursive: true, force: true });
+    const tail = (r.all ?? "").split("\n").slice(-8).join("\n");
+    throw new Error(
+      `mmdebstrap ${base.suite} failed (exit ${r.exitCode ?? "signal"}${deadline.expired ? ", timed out" : ""}): ${tail}\ninstall mmdebstrap (scripts/ensure-system-deps) and run as root`,
+    );
+  }
+  const builtMs = Date.now() - started;
+  await writeFile(join(tmp, DONE_MARK), `${JSON.stringify({ key, ...base, arch: src.arch, builtMs })}\n`);
+  await rename(tmp, dir).catch(async (err: NodeJS.ErrnoException) => {
+    await rm(tmp, { recursive: true, force: true }); // another build finished first: keep that one
+    if (!existsSync(join(dir, DONE_MARK))) throw err;
+  });
+  return { dir, key, builtMs };
+}

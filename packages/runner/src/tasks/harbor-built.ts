@@ -1,0 +1,108 @@
+import { join } from "node:path";
+import { type DebianBase, debianBaseOf, hostAptSources } from "./debian-base.js";
+import { type BuiltRootfs, buildRootfs } from "./dockerfile-build.js";
+import { type BuildPlan, containerPath, planDockerfile, refusalText } from "./dockerfile-plan.js";
+import type { Environment, HarborProblem, HarborTaskToml } from "./harbor.js";
+
+/**
+ * A Harbor task's environment built from its own Dockerfile (`tasks import --build-env`): the FROM
+ * served by a Debian base (debian-base.ts), every RUN/COPY/ENV/WORKDIR/USER line executed on it
+ * (dockerfile-build.ts), and the result — cached by content — is the system the oracle, the agent
+ * and the verifier see (`metadata.harbor_rootfs`). What lands under the final WORKDIR from the
+ * build context is still the workspace (the task's repository). Refused by name: a line the build
+ * cannot honour, an ENTRYPOINT (it would have to run at each sandbox's start), an image no Debian
+ * base serves.
+ */
+
+/**
+ * The packages added to every Harbor base: the verifier's pytest (Harbor's test.sh fetches it with
+ * uv at test time; the sandbox is offline then) and git (the scorer applies the agent's diff with it
+ * inside the sandbox).
+ */
+export const VERIFIER_PACKAGES = ["git", "python3", "python3-pytest"] as const;
+
+/** The base for `image` with the verifier's packages. Pure. */
+export function harborBaseOf(image: string, suite: string): DebianBase | { readonly refused: string } {
+  const b = debianBaseOf(image, suite);
+  if ("refused" in b) return b;
+  return {
+    ...b,
+    packages: [...new Set([...b.packages, ...VERIFIER_PACKAGES])].sort(),
+    differences: `${b.differences}; python3-pytest added for the offline verifier, git for the scorer`,
+  };
+}
+
+/** The workspace files of a plan: COPY sources whose destination lies under the final WORKDIR. Pure. */
+export function workspaceCopies(plan: BuildPlan): Environment["copies"] {
+  const wd = plan.workdir;
+  const prefix = wd === "/" ? "/" : `${wd}/`;
+  const out: { from: string; to: string; intoDir: boolean }[] = [];
+  for (const s of plan.steps) {
+    if (s.kind !== "copy") continue;
+    const dest = containerPath(s.dest, "/");
+    const to = dest === wd ? "." : dest.startsWith(prefix) ? dest.slice(prefix.length) : undefined;
+    if (to === undefined) continue;
+    for (const from of s.sources) out.push({ from, to, intoDir: s.intoDir || to === "." });
+  }
+  return out;
+}
+
+/** The plan of a Dockerfile as a built environment, or why not. Pure. */
+export function builtPlanOf(dockerfile: string): BuildPlan | HarborProblem {
+  const field = "environment/Dockerfile";
+  const plan = planDockerfile(dockerfile);
+  if ("refusals" in plan) return { field, reason: plan.refusals.map(refusalText).join("; ") };
+  if (plan.entrypoint)
+    return {
+      field,
+      reason: `ENTRYPOINT ${JSON.stringify(plan.entrypoint)}: runs at container start (services, /etc edits); the sandbox's system is read-only and starts no entrypoint, so what it sets up would be missing`,
+    };
+  if (plan.workdir === "/")
+    return {
+      field,
+      reason: "has no WORKDIR: the workspace needs a directory of its own (e.g. WORKDIR /app)",
+    };
+  return plan;
+}
+
+/** Builds (or finds cached) the environment of a task's Dockerfile. */
+export async function builtEnvironment(
+  dir: string,
+  dockerfile: string,
+  toml: HarborTaskToml,
+  o: { cacheRoot: string; signal?: AbortSignal; log?: (line: string) => void },
+): Promise<{ env: Environment; built: BuiltRootfs } | HarborProblem> {
+  const plan = builtPlanOf(dockerfile);
+  if ("field" in plan) return plan;
+  const { suite } = await hostAptSources();
+  const base = harborBaseOf(plan.image, suite);
+  if ("refused" in base)
+    return { field: "environment/Dockerfile", reason: `FROM ${plan.image}: ${base.refused}` };
+  const timeoutMs = Math.max(toml.environment.build_timeout_sec ?? 600, 600) * 1000;
+  const built = await buildRootfs(plan, base, {
+    context: join(dir, "environment"),
+    cacheRoot: o.cacheRoot,
+    timeoutMs,
+    ...(o.signal ? { signal: o.signal } : {}),
+    ...(o.log ? { log: o.log } : {}),
+  }).catch((err: Error) => ({
+    field: "environment/Dockerfile",
+    reason: `could not be built here: ${err.message}`,
+  }));
+  if ("field" in built) return built;
+  const env: Environment = {
+    // the toolchain is the built tree's, so no profile toolchain or default install is added
+    profile: "dev-base",
+    workdir: plan.workdir,
+    copies: workspaceCopies(plan),
+    mounts: [],
+    install: [],
+    image: plan.image,
+    aptPackages: [],
+    pipPytest: [],
+  };
+  return { env, built };
+}
+
+/** Where a task's built environment lives: `<cache>/harbor-rootfs/<key>`. */
+export const rootfsDirOf = (cacheRoot: string, key: string) => join(cacheRoot, "harbor-rootfs", key);
