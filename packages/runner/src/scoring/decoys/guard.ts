@@ -52,6 +52,12 @@ export interface GuardReport {
    * the test computes (visible to code under test): not counted as guarded.
    */
   readonly comparedOutside?: string[];
+  /**
+   * Twinned ids (scoring/decoys/twin.ts) whose every changed assertion is a flipped boolean: an
+   * honest wrong answer passes the twin there, so the twin passing beside a failed real run is
+   * no `decoy_passed` flag (twin-run.ts).
+   */
+  readonly complementOnly?: string[];
   readonly unguarded: { id: string; reason: string }[];
 }
 
