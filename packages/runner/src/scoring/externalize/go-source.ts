@@ -323,7 +323,7 @@ var reporting = map[string]bool{"Errorf": true, "Error": true, "Fatalf": true, "
 
 // onlyReported: every use of ${BT}v.field${BT} (and of v itself) in the range body is the compared one
 // or an argument of t.Errorf / t.Fatalf / t.Logf.
-func onlyReported(body *ast.BlockStmt, v string, field string, cmp ast.Node) bool {
+func onlyReported(body *ast.BlockStmt, v string, field string, skip map[ast.Node]bool) bool {
 	ok := true
 	var walk func(n ast.Node, inReport bool)
 	walk = func(n ast.Node, inReport bool) {
@@ -331,7 +331,7 @@ func onlyReported(body *ast.BlockStmt, v string, field string, cmp ast.Node) boo
 			if m == nil || !ok {
 				return false
 			}
-			if m == cmp {
+			if skip[m] {
 				return false
 			}
 			if c, is := m.(*ast.CallExpr); is && !inReport {
@@ -383,10 +383,83 @@ func (r *rewriter) table(ifs *ast.IfStmt, rng *ast.RangeStmt, once bool) bool {
 	if sel == nil {
 		return false
 	}
+	pick, ok := r.tableSites(rng, val, sel, map[ast.Node]bool{b: true}, once)
+	if !ok {
+		return false
+	}
+	r.edits = append(r.edits, edit{r.off(b.Pos()), r.off(b.End()), r.emit(pick, comp)})
+	return true
+}
+
+// errTable: a table test's ${BT}if tc.err && err == nil { … } else if !tc.err && err != nil { … }${BT}
+// over a constant bool field: an emission of ${BT}err != nil${BT} expecting the row's ${BT}err${BT}.
+func (r *rewriter) errTable(ifs *ast.IfStmt, rng *ast.RangeStmt, once bool) bool {
+	val, ok := rng.Value.(*ast.Ident)
+	if !ok || rng.Tok != token.DEFINE {
+		return false
+	}
+	first, ok := unparen(ifs.Cond).(*ast.BinaryExpr)
+	other, ok2 := ifs.Else.(*ast.IfStmt)
+	if !ok || !ok2 || first.Op != token.LAND || other.Else != nil || other.Init != nil {
+		return false
+	}
+	second, ok := unparen(other.Cond).(*ast.BinaryExpr)
+	if !ok || second.Op != token.LAND {
+		return false
+	}
+	sel, ok := unparen(first.X).(*ast.SelectorExpr)
+	not, ok2 := unparen(second.X).(*ast.UnaryExpr)
+	if !ok || !ok2 || not.Op != token.NOT {
+		return false
+	}
+	sel2, ok := unparen(not.X).(*ast.SelectorExpr)
+	if x, is := sel.X.(*ast.Ident); !ok || !is || x.Name != val.Name || r.text(sel) != r.text(sel2) {
+		return false
+	}
+	isNil := func(e ast.Expr, op token.Token) (string, bool) {
+		b, ok := unparen(e).(*ast.BinaryExpr)
+		if !ok || b.Op != op {
+			return "", false
+		}
+		n, ok := b.Y.(*ast.Ident)
+		id, ok2 := b.X.(*ast.Ident)
+		if !ok || !ok2 || n.Name != "nil" {
+			return "", false
+		}
+		return id.Name, true
+	}
+	e1, ok := isNil(first.Y, token.EQL)
+	e2, ok2 := isNil(second.Y, token.NEQ)
+	if !ok || !ok2 || e1 != e2 {
+		return false
+	}
+	if _, typ, ok := fieldOf(mustTable(r.tableOf(rng)), sel.Sel.Name); !ok || typ != "bool" {
+		return false
+	}
+	pick, ok := r.tableSites(rng, val, sel, map[ast.Node]bool{ifs.Cond: true, other.Cond: true}, once)
+	if !ok {
+		return false
+	}
+	r.edits = append(r.edits,
+		edit{r.off(ifs.Cond.Pos()), r.off(ifs.Cond.End()), r.emit(pick, second.Y)},
+		edit{r.off(other.Cond.Pos()), r.off(other.Cond.End()), "false"})
+	return true
+}
+
+func mustTable(lit *ast.CompositeLit, _ *ast.Ident) *ast.CompositeLit {
+	if lit == nil {
+		return &ast.CompositeLit{}
+	}
+	return lit
+}
+
+// tableSites: one site per row of the table rng ranges over, expecting the row's constant ${BT}sel${BT}
+// field (which leaves the row); the Go expression picking the row's site id, or ok false.
+func (r *rewriter) tableSites(rng *ast.RangeStmt, val *ast.Ident, sel *ast.SelectorExpr, skip map[ast.Node]bool, once bool) (string, bool) {
 	lit, tableName := r.tableOf(rng)
 	if lit == nil {
 		r.kept = append(r.kept, "a table comparison over a table not bound once to a literal in the test")
-		return false
+		return "", false
 	}
 	if tableName != nil {
 		uses := 0
@@ -398,13 +471,13 @@ func (r *rewriter) table(ifs *ast.IfStmt, rng *ast.RangeStmt, once bool) bool {
 		})
 		if uses != 2 {
 			r.kept = append(r.kept, "a table used elsewhere than its range")
-			return false
+			return "", false
 		}
 	}
 	pos, typ, ok := fieldOf(lit, sel.Sel.Name)
-	if !ok || !onlyReported(rng.Body, val.Name, sel.Sel.Name, b) {
+	if !ok || !onlyReported(rng.Body, val.Name, sel.Sel.Name, skip) {
 		r.kept = append(r.kept, "a table field that is not of a basic type or is read elsewhere")
-		return false
+		return "", false
 	}
 	var canons []map[string]any
 	var valueEdits []edit
@@ -412,7 +485,7 @@ func (r *rewriter) table(ifs *ast.IfStmt, rng *ast.RangeStmt, once bool) bool {
 		row, is := el.(*ast.CompositeLit)
 		if !is {
 			r.kept = append(r.kept, "a table row that is not a composite literal")
-			return false
+			return "", false
 		}
 		var v ast.Expr
 		for i, f := range row.Elts {
@@ -431,24 +504,24 @@ func (r *rewriter) table(ifs *ast.IfStmt, rng *ast.RangeStmt, once bool) bool {
 			c, is := constOf(v)
 			if !is {
 				r.kept = append(r.kept, "a table row whose expected field is not a constant")
-				return false
+				return "", false
 			}
 			if cn, is = canonOf(c); !is || (typ != "float64" && cn["t"] == "float") {
 				r.kept = append(r.kept, "a table row whose expected constant the emission cannot match exactly")
-				return false
+				return "", false
 			}
 			valueEdits = append(valueEdits, edit{r.off(v.Pos()), r.off(v.End()), "*new(" + typ + ")"})
 		}
 		canons = append(canons, cn)
 	}
 	if len(canons) == 0 {
-		return false
+		return "", false
 	}
 	idx := "_fgi" + r.suffix
 	if k, is := rng.Key.(*ast.Ident); is && k.Name != "_" {
 		idx = k.Name
 	} else if rng.Key == nil {
-		return false
+		return "", false
 	} else if !r.keyed[rng] {
 		r.keyed[rng] = true
 		r.edits = append(r.edits, edit{r.off(rng.Key.Pos()), r.off(rng.Key.End()), idx})
@@ -462,9 +535,7 @@ func (r *rewriter) table(ifs *ast.IfStmt, rng *ast.RangeStmt, once bool) bool {
 		ids = append(ids, strconv.Quote(r.addSite(cn, count)))
 	}
 	r.edits = append(r.edits, valueEdits...)
-	r.edits = append(r.edits, edit{r.off(b.Pos()), r.off(b.End()),
-		r.emit("[]string{"+strings.Join(ids, ", ")+"}["+idx+"]", comp)})
-	return true
+	return "[]string{" + strings.Join(ids, ", ") + "}[" + idx + "]", true
 }
 
 func zeroCanon(typ string) map[string]any {
@@ -501,8 +572,8 @@ func (r *rewriter) run() {
 		}
 		if rng, ok := parents[parents[ifs]].(*ast.RangeStmt); ok && parents[ifs] == rng.Body {
 			once := parents[rng] == r.fn.Body && straight(rng.Body, ifs)
-			if r.table(ifs, rng, once) {
-				return true
+			if r.table(ifs, rng, once) || r.errTable(ifs, rng, once) {
+				return false
 			}
 		}
 		r.direct(ifs, unconditional(r.fn, ifs, parents))

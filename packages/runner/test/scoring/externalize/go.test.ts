@@ -51,6 +51,24 @@ func TestComputed(t *testing.T) {
 	}
 }
 
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		in  string
+		err bool
+	}{
+		{"a", false},
+		{"", true},
+	}
+	for _, tc := range tests {
+		_, err := Parse(tc.in)
+		if tc.err && err == nil {
+			t.Fatalf("expected an error for %q", tc.in)
+		} else if !tc.err && err != nil {
+			t.Fatalf("error for %q: %v", tc.in, err)
+		}
+	}
+}
+
 func TestTableReadElsewhere(t *testing.T) {
 	for _, tc := range []struct{ in string; n int }{{"a", 1}} {
 		if Count(tc.in) != tc.n || tc.n < 0 {
@@ -62,14 +80,26 @@ func TestTableReadElsewhere(t *testing.T) {
 
 const RIGHT = `package calc
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 func Name(n int) string { return map[int]string{1: "one", 2: "two"}[n] }
 func Half(n int) float64 { return float64(n) / 2 }
 func Count(s string) int { return len(strings.Fields(s)) }
+func Parse(s string) (int, error) {
+	if s == "" {
+		return 0, errors.New("empty")
+	}
+	return len(s), nil
+}
 `;
 
-const WRONG = RIGHT.replace("return len(strings.Fields(s))", "return len(strings.Fields(s)) % 4");
+const WRONG = RIGHT.replace("return len(strings.Fields(s))", "return len(strings.Fields(s)) % 4").replace(
+  'if s == "" {',
+  'if s == "a" {',
+);
 
 function goSkipReason(): string | undefined {
   const go = process.env.FLAKEGYM_HOST_GO || "go";
@@ -81,7 +111,14 @@ function goSkipReason(): string | undefined {
 const noGo = goSkipReason();
 if (noGo) console.log(`skipped the Go rewriter's runs: ${noGo}`);
 
-const GRADED = ["TestDirect", "TestChain", "TestTable", "TestComputed", "TestTableReadElsewhere"];
+const GRADED = [
+  "TestDirect",
+  "TestChain",
+  "TestTable",
+  "TestErrors",
+  "TestComputed",
+  "TestTableReadElsewhere",
+];
 
 async function runWith(impl: string, rewritten: string): Promise<{ emitted: string; passed: Set<string> }> {
   await using tmp = await tempDir("flakegym-externalize-go-");
@@ -122,6 +159,13 @@ describe.skipIf(noGo !== undefined)("the host's Go rewriter (scoring/externalize
     expect(per("TestTable").map((s) => s.expected)).toEqual(
       ["0", "1", "4", "0"].map((v) => ({ t: "int", v })),
     );
+    // `tc.err && err == nil` / `!tc.err && err != nil`: an emission of err != nil per row
+    expect(per("TestErrors").map((s) => s.expected)).toEqual([
+      { t: "bool", v: false },
+      { t: "bool", v: true },
+    ]);
+    expect(text).toContain('{"", *new(bool)}');
+    expect(text).toMatch(/} else if false {/);
     expect(per("TestComputed")).toEqual([]);
     expect(per("TestTableReadElsewhere")).toEqual([]);
     expect(r.sites.every((s) => !s.pair && /^[0-9a-f]{16}$/.test(s.site))).toBe(true);
@@ -134,10 +178,10 @@ describe.skipIf(noGo !== undefined)("the host's Go rewriter (scoring/externalize
     expect(externalVerdict(GRADED, r.sites, right.emitted)).toEqual(new Map());
     expect([...right.passed].sort()).toEqual([...GRADED].sort());
     const wrong = await runWith(WRONG, rewritten);
-    // the table's comparison left the file: go test passes TestTable, the host does not
-    expect(wrong.passed.has("TestTable")).toBe(true);
+    // the tables' comparisons left the file: go test passes them, the host does not
+    expect(wrong.passed.has("TestTable") && wrong.passed.has("TestErrors")).toBe(true);
     const v = externalVerdict(GRADED, r.sites, wrong.emitted);
-    expect([...v.keys()]).toEqual(["TestTable"]);
+    expect([...v.keys()]).toEqual(["TestTable", "TestErrors"]);
     expect(v.get("TestTable")).toMatch(/failed outside the sandbox/);
   }, 180_000);
 
@@ -148,6 +192,6 @@ describe.skipIf(noGo !== undefined)("the host's Go rewriter (scoring/externalize
       r.sites,
       '{"s":"0000000000000000","n":"TestDirect","v":{"t":"str","v":"two"}}\n',
     );
-    expect([...v.keys()].sort()).toEqual(["TestChain", "TestDirect", "TestTable"]);
+    expect([...v.keys()].sort()).toEqual(["TestChain", "TestDirect", "TestErrors", "TestTable"]);
   });
 });
