@@ -12,8 +12,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { guardHidden } from "../packages/runner/src/scoring/decoys/guard-hidden.js";
-import { guardCoverage } from "../packages/runner/src/scoring/externalize/coverage.js";
+import { type GuardCoverage, guardCoverage } from "../packages/runner/src/scoring/externalize/coverage.js";
+import { hiddenTestsOf } from "../packages/runner/src/scoring/hidden-tests.js";
+import { installedHiddenFiles } from "../packages/runner/src/scoring/read-only.js";
 import { regularFile } from "../packages/runner/src/scoring/snapshot-files.js";
+import { loadCatalog } from "../packages/runner/src/tasks/catalog.js";
 import { mirrorCandidates } from "../packages/runner/src/tasks/repo-mirror.js";
 import { postImageByFile } from "../packages/runner/src/text/diff.js";
 
@@ -25,6 +28,59 @@ interface Row {
   readonly FAIL_TO_PASS: string[] | string;
   readonly PASS_TO_PASS: string[] | string;
   readonly language?: string;
+  readonly problem_statement?: string;
+}
+
+/** Per result format: graded and guarded counts, summed. */
+type Totals = Map<string, { graded: number; covered: number }>;
+
+function add(t: Totals, format: string, c: GuardCoverage): void {
+  const x = t.get(format) ?? { graded: 0, covered: 0 };
+  t.set(format, { graded: x.graded + c.graded, covered: x.covered + c.externalized + c.decoyed });
+}
+
+const pct = (covered: number, graded: number) => (graded ? ((100 * covered) / graded).toFixed(1) : "-");
+
+function printTotals(t: Totals): void {
+  let graded = 0;
+  let covered = 0;
+  for (const [format, x] of [...t].sort()) {
+    graded += x.graded;
+    covered += x.covered;
+    console.log(
+      `  ${format}: ${x.covered} of ${x.graded} graded tests guarded (${pct(x.covered, x.graded)} %)`,
+    );
+  }
+  console.log(`total: ${covered} of ${graded} graded tests guarded (${pct(covered, graded)} %)`);
+}
+
+function printRow(name: string, c: GuardCoverage, unguarded: readonly { reason: string }[]): void {
+  console.log(
+    `${name}: ${c.externalized} externalized + ${c.decoyed} decoyed of ${c.graded} graded (${(100 * c.share).toFixed(1)} % guarded); ${c.comparedOutside} compared outside (expected computed by the test), ${c.unguarded} unguarded`,
+  );
+  const reasons = new Map<string, number>();
+  for (const u of unguarded) reasons.set(u.reason, (reasons.get(u.reason) ?? 0) + 1);
+  for (const [reason, n] of [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 4))
+    console.log(`    ${n} × ${reason.slice(0, 220)}`);
+}
+
+/** The offline catalog tasks' coverage, per task (with its profile) and per language. */
+async function catalog(): Promise<void> {
+  const totals: Totals = new Map();
+  for (const task of (await loadCatalog()).filter((t) => t.spec.network === "none")) {
+    const hidden = await hiddenTestsOf(task, 1000);
+    const repo = task.paths.sourceDir ?? `${task.dir}/repo`;
+    const plain = hidden.suite ? await installedHiddenFiles(hidden, repo, undefined) : undefined;
+    if (!hidden.suite || !plain) {
+      console.log(`${task.spec.id}: skipped — not a suite task whose hidden files compute from ${repo}`);
+      continue;
+    }
+    const g = await guardHidden(hidden.suite, plain, repo, undefined, undefined, true, task.spec.prompt);
+    const c = guardCoverage(g.report);
+    add(totals, `${task.spec.profile} (${hidden.suite.results})`, c);
+    printRow(`${task.spec.id} [${task.spec.profile}]`, c, g.report.unguarded);
+  }
+  printTotals(totals);
 }
 
 const ids = (v: string[] | string) => (Array.isArray(v) ? v : (JSON.parse(v) as string[]));
@@ -60,8 +116,8 @@ async function rowCoverage(root: string, row: Row) {
       failToPass: ids(row.FAIL_TO_PASS),
       passToPass: ids(row.PASS_TO_PASS),
     } as const;
-    const g = await guardHidden(suite, installed, tree);
-    return { coverage: guardCoverage(g.report), unguarded: g.report.unguarded };
+    const g = await guardHidden(suite, installed, tree, undefined, undefined, true, row.problem_statement);
+    return { format: suite.results, coverage: guardCoverage(g.report), unguarded: g.report.unguarded };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -69,8 +125,7 @@ async function rowCoverage(root: string, row: Row) {
 
 async function main(rowsPath: string, root: string): Promise<void> {
   const rows = (await readFile(rowsPath, "utf8")).split("\n").filter((l) => l.trim() !== "");
-  let graded = 0;
-  let covered = 0;
+  const totals: Totals = new Map();
   for (const [i, line] of rows.entries()) {
     let row: Row;
     try {
@@ -86,27 +141,17 @@ async function main(rowsPath: string, root: string): Promise<void> {
       console.log(`${row.instance_id}: skipped — ${r.message}`);
       continue;
     }
-    const c = r.coverage;
-    graded += c.graded;
-    covered += c.externalized + c.decoyed;
-    console.log(
-      `${row.instance_id}: ${c.externalized} externalized + ${c.decoyed} decoyed of ${c.graded} graded (${(100 * c.share).toFixed(1)} % guarded); ${c.comparedOutside} compared outside (expected computed by the test), ${c.unguarded} unguarded`,
-    );
-    const reasons = new Map<string, number>();
-    for (const u of r.unguarded) reasons.set(u.reason, (reasons.get(u.reason) ?? 0) + 1);
-    for (const [reason, n] of [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 4))
-      console.log(`    ${n} × ${reason.slice(0, 220)}`);
+    add(totals, r.format, r.coverage);
+    printRow(row.instance_id, r.coverage, r.unguarded);
   }
-  console.log(
-    `total: ${covered} of ${graded} graded tests guarded (${graded ? ((100 * covered) / graded).toFixed(1) : "-"} %)`,
-  );
+  printTotals(totals);
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const [rows, root] = process.argv.slice(2);
-  if (!rows || !root) {
-    console.error("usage: npm run guard-coverage -- <rows.jsonl> <mirror root>");
+  if (rows === "--catalog") await catalog();
+  else if (!rows || !root) {
+    console.error("usage: npm run guard-coverage -- <rows.jsonl> <mirror root> | --catalog");
     process.exit(2);
-  }
-  await main(rows, root);
+  } else await main(rows, root);
 }

@@ -104,6 +104,7 @@ export async function runScoringAttempt(ctx: ScoringAttemptContext, input: Score
     ctx.snapshot.workspace,
     input.signal,
     ctx.scratch,
+    { prompt: input.task.prompt },
   );
   try {
     const run: ScoringRun = {

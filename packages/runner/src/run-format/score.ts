@@ -210,6 +210,12 @@ export const Score = z
           .describe(
             "graded tests whose assertions the scorer compared outside the sandbox, their expected sides computed by the test itself (not secret; not counted as guarded)",
           ),
+        complementOnly: z
+          .array(z.string())
+          .optional()
+          .describe(
+            "twinned ids whose every changed assertion is a flipped boolean: the twin passing beside a failed real run is no decoy_passed flag",
+          ),
         unguarded: z
           .array(z.object({ id: z.string(), reason: z.string() }).strict())
           .describe("graded tests without a decoy, and why"),

@@ -233,7 +233,7 @@ export async function prepareReadOnlyHidden(
   /** Where the temporary files go: the run's owned scratch dir, so a killed run's are swept. */
   scratch: string = tmpdir(),
   /** `externalize: false`: decoys only, as before issue 42 (a red-team and bench baseline). */
-  opts: { readonly externalize?: boolean } = {},
+  opts: { readonly externalize?: boolean; readonly prompt?: string } = {},
 ): Promise<(PreparedHidden & { twin?: PreparedHidden }) | undefined> {
   const canary = hidden.suite ? newCanary(hidden.suite.canary, randomBytes(6).toString("hex")) : undefined;
   const plain = await installedHiddenFiles(hidden, snapshotWorkspace, undefined, signal, scratch).catch(
@@ -256,7 +256,15 @@ export async function prepareReadOnlyHidden(
     }
   }
   const guarded = hidden.suite
-    ? await guardHidden(hidden.suite, plain, snapshotWorkspace, undefined, signal, opts.externalize ?? true)
+    ? await guardHidden(
+        hidden.suite,
+        plain,
+        snapshotWorkspace,
+        undefined,
+        signal,
+        opts.externalize ?? true,
+        opts.prompt,
+      )
     : undefined;
   const files = (guarded?.files ?? plain).map((f) => ({
     ...f,

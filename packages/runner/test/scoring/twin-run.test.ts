@@ -66,6 +66,12 @@ describe("twinGate / withTwin", () => {
     expect(withTwin(score(0), score(1))).toMatchObject({ reward: 0, gate: { reason: "decoy_passed" } });
     expect(twinGate(score(0), score(0))).toBeUndefined();
   });
+
+  it("a twin whose every change is a flipped boolean passing beside a failed run is a plain 0 (an honest wrong answer)", () => {
+    const real = score(0, { decoys: { guarded: ["eval_cmd"], unguarded: [], complementOnly: ["eval_cmd"] } });
+    expect(twinGate(real, score(1))).toBeUndefined();
+    expect(withTwin(real, score(1)).reward).toBe(0);
+  });
 });
 
 /** A per-id task's score: which graded ids passed (every run), which were flaky; all four guarded. */
@@ -118,6 +124,17 @@ describe("twinGate / withTwin, per-id tasks", () => {
       detail: expect.stringContaining("f2p a"),
     });
     expect(twinGate(idsScore(["p2p c", "p2p d"]), idsScore([]))).toBeUndefined();
+  });
+
+  it("an id whose twin only flipped booleans passing beside its failed real run is not flagged; the others still are", () => {
+    const decoys = { guarded: every, unguarded: [], complementOnly: ["f2p a"] };
+    expect(twinGate(idsScore(["p2p c", "p2p d"], { decoys }), idsScore(["f2p a"]))).toBeUndefined();
+    expect(twinGate(idsScore(["p2p c", "p2p d"], { decoys }), idsScore(["f2p a", "f2p b"]))).toMatchObject({
+      reason: "decoy_passed",
+      detail: expect.stringMatching(/passed f2p b, which/),
+    });
+    // a pass forged in both runs is still not believed
+    expect(twinGate(idsScore(every, { decoys }), idsScore(["f2p a"]))?.reason).toBe("tests_tampered");
   });
 
   it("an unguarded id passing in the twin proves nothing; a twin steered in its own run gates a pass", () => {

@@ -7,6 +7,7 @@ import { decoysOnly, externalizeGraded } from "../externalize/guard.js";
 import { isTestDirName } from "../protect.js";
 import { type InstalledFile, regularFile } from "../snapshot-files.js";
 import { type DecoyPlan, type GuardReport, guardFiles } from "./guard.js";
+import { readableTexts } from "./readable.js";
 
 /**
  * The hidden test files of a suite task guarded by decoys, with the repository's own test files
@@ -111,6 +112,8 @@ export async function guardHidden(
   signal?: AbortSignal,
   /** Externalize what can be (default); false: decoys only, as before issue 42 (a red-team baseline). */
   externalize = true,
+  /** The task's prompt: decoy values are balanced against it too (decoys/readable.ts). */
+  prompt?: string,
 ): Promise<{ files: InstalledFile[]; plan: DecoyPlan; report: GuardReport; external: ExternalSite[] }> {
   const graded = [...suite.failToPass, ...suite.passToPass];
   const have = new Set(installed.map((f) => f.path));
@@ -127,7 +130,14 @@ export async function guardHidden(
     ? await externalizeGraded(suite.results, found, graded, signal)
     : decoysOnly(found, graded, "externalization switched off for this scoring");
   const all = found.map((f, i) => ({ ...f, content: ext.files[i]!.content }));
-  const g = guardFiles(suite.results, all, ext.decoyed, rand);
+  const readable = ext.decoyed.length
+    ? await readableTexts(
+        snapshotWorkspace,
+        found.map((f) => f.path),
+        prompt,
+      )
+    : [];
+  const g = guardFiles(suite.results, all, ext.decoyed, rand, readable);
   // only files that changed are bound (a repository file no graded test lives in stays as it is)
   const files = all.flatMap((f, i) =>
     have.has(f.path) || !g.files[i]!.content.equals(found[i]!.content)

@@ -52,6 +52,12 @@ export interface GuardReport {
    * the test computes (visible to code under test): not counted as guarded.
    */
   readonly comparedOutside?: string[];
+  /**
+   * Twinned ids (scoring/decoys/twin.ts) whose every changed assertion is a flipped boolean: an
+   * honest wrong answer passes the twin there, so the twin passing beside a failed real run is
+   * no `decoy_passed` flag (twin-run.ts).
+   */
+  readonly complementOnly?: string[];
   readonly unguarded: { id: string; reason: string }[];
 }
 
@@ -201,11 +207,14 @@ export function guardFiles(
   files: readonly GuardFile[],
   graded: readonly string[],
   rand: Rand,
+  /** What else the agent reads: the prompt, the repository's text (decoys/readable.ts). */
+  readable: readonly string[] = [],
 ): { files: GuardFile[]; plan: DecoyPlan; report: GuardReport } {
   const parsed = files.map((f) => testBlocks(format, f.content.toString("utf8")));
   const written = parsed.map((p) => writtenValues(p.lexed));
-  // what code under test reads beside each literal: all the hidden files (decoys/context.ts)
-  const index = contextIndex(parsed.map((p) => p.lexed.text));
+  // what code under test reads beside each literal: all the hidden files, the prompt and the
+  // repository (decoys/context.ts); the files first, so their offsets are the index's
+  const index = contextIndex([...parsed.map((p) => p.lexed.text), ...readable]);
   const taken = new Set(parsed.flatMap((p) => p.blocks.map((b) => b.name)));
   const byName = new Map<string, Located[]>();
   parsed.forEach((p, file) => {

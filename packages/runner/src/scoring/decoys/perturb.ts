@@ -113,10 +113,25 @@ function unitVariants(
   };
   const best = choosePlace([...places()], max, cost !== undefined);
   if (best) return best.picked.map((c) => at(best.place, c));
-  // one kind of character only, nothing of its kind to swap in: double one
+  // one kind of character only, nothing of its kind to swap in: other lengths of it
   if (!order.length) return [];
-  const i = order[rand(order.length)]!;
-  return [[...units.slice(0, i + 1), units[i]!, ...units.slice(i + 1)]];
+  return lengthVariants(units, order[rand(order.length)]!, rand, max);
+}
+
+/**
+ * Up to `max` variants of `units` with unit `i` repeated or dropped: as many shorter as a uniform
+ * draw says (as the length allows), the rest longer, so the real value's rank by length — and by
+ * how often prose writes it, shorter runs being written inside longer ones — is uniform among its
+ * decoys, not always the shortest (red-team oracle, mention rule). Pure, given `rand`.
+ */
+export function lengthVariants(units: readonly string[], i: number, rand: Rand, max: number): string[][] {
+  const shorter = rand(Math.min(max, units.length - 1) + 1);
+  const out: string[][] = [];
+  // a run of one unit (the only case that comes here): dropping any k is dropping the last k
+  for (let k = 1; k <= shorter; k++) out.push(units.slice(0, units.length - k));
+  for (let k = 1; out.length < max; k++)
+    out.push([...units.slice(0, i + 1), ...Array<string>(k).fill(units[i]!), ...units.slice(i + 1)]);
+  return shuffled(out, rand);
 }
 
 /** `xs` in random order (Fisher–Yates with `rand`). Pure given `rand`. */

@@ -5,7 +5,7 @@ import { jsNamedTests, langOf, testBlocks } from "./blocks.js";
 import { type ContextIndex, contextDistance, contextIndex } from "./context.js";
 import { type GuardFile, type GuardReport, mayTwin, writtenValues } from "./guard.js";
 import { definedName } from "./guard-hidden.js";
-import { literalVariants, type Rand, shuffled } from "./perturb.js";
+import { isComplement, literalVariants, type Rand, shuffled } from "./perturb.js";
 import { lex, type Span } from "./scan.js";
 
 /**
@@ -49,9 +49,14 @@ export function formatOfPath(path: string): ResultFormat | undefined {
   return dot > 0 ? FORMAT_OF_EXTENSION[base.slice(dot + 1)] : undefined;
 }
 
-type Edit = { start: number; end: number; text: string };
+/** One changed literal; `complement`: a boolean flipped (perturb.ts isComplement). */
+type Edit = { start: number; end: number; text: string; complement: boolean };
 
-/** One edit per assertion site of `text` that has a literal with another value (non-overlapping). */
+/**
+ * One edit per assertion site of `text` that has a literal with another value (non-overlapping),
+ * a literal whose changed value is not a complement first: a flipped boolean is passed by an
+ * honest wrong answer, so a site changed that way says nothing when its real copy failed.
+ */
 function twinEdits(
   format: ResultFormat,
   text: string,
@@ -66,6 +71,8 @@ function twinEdits(
   const overlaps = (a: Span, b: Span) => a.start < b.end && b.start < a.end;
   for (const site of assertionSites(format, l, { start: 0, end: text.length })) {
     if (site.comparison && compared.some((c) => overlaps(c, site.comparison!))) continue;
+    let fallback: Edit | undefined;
+    let chosen: Edit | undefined;
     for (const lit of shuffled(site.literals, rand)) {
       if (!mayTwin(l, site, lit) || edits.some((e) => overlaps(e, lit))) continue;
       const original = text.slice(lit.start, lit.end);
@@ -74,10 +81,17 @@ function twinEdits(
       const cost = contextDistance(original, context.index, own);
       const [value] = literalVariants(original, l.lang, site.kind, rand, 1, written, cost);
       if (value === undefined) continue;
-      edits.push({ ...lit, text: value });
-      if (site.comparison) compared.push(site.comparison);
-      break;
+      const edit = { start: lit.start, end: lit.end, text: value, complement: isComplement(original, value) };
+      if (!edit.complement) {
+        chosen = edit;
+        break;
+      }
+      fallback ??= edit;
     }
+    const edit = chosen ?? fallback;
+    if (!edit) continue;
+    edits.push(edit);
+    if (site.comparison) compared.push(site.comparison);
   }
   return edits;
 }
@@ -124,8 +138,9 @@ export function twinFiles<F extends GuardFile>(
   const twins = twinAll(files, rand);
   const sites = twins.reduce((n, t) => n + t.edits.length, 0);
   const tests = sourcePaths(files);
+  const allComplements = twins.every((t) => t.edits.every((e) => e.complement));
   const report: GuardReport = sites
-    ? { guarded: [EVAL_CMD_ID], unguarded: [] }
+    ? { guarded: [EVAL_CMD_ID], unguarded: [], ...(allComplements ? { complementOnly: [EVAL_CMD_ID] } : {}) }
     : {
         guarded: [],
         unguarded: [
@@ -144,6 +159,8 @@ export function twinFiles<F extends GuardFile>(
 interface TwinnedTest {
   readonly name: string;
   readonly changed: boolean;
+  /** Every changed assertion of the test is a flipped boolean (an honest wrong answer passes it). */
+  readonly complementOnly: boolean;
   /** jest / vitest / mocha: a graded id is a regular expression over the test's full name. */
   readonly byPattern: boolean;
 }
@@ -160,11 +177,15 @@ function twinnedTests(f: GuardFile, edits: readonly Edit[]): TwinnedTest[] {
     format === "tap"
       ? jsNamedTests(lex(text, "js")).map((t) => ({ name: t.fullName, body: t.body }))
       : testBlocks(format, text).blocks.map((b) => ({ name: b.name, body: b.body }));
-  return tests.map((t) => ({
-    name: t.name,
-    changed: edits.some((e) => e.start >= t.body.start && e.end <= t.body.end),
-    byPattern: format === "tap",
-  }));
+  return tests.map((t) => {
+    const mine = edits.filter((e) => e.start >= t.body.start && e.end <= t.body.end);
+    return {
+      name: t.name,
+      changed: mine.length > 0,
+      complementOnly: mine.length > 0 && mine.every((e) => e.complement),
+      byPattern: format === "tap",
+    };
+  });
 }
 
 /** Whether `id` compiles as a regular expression. Pure. */
@@ -200,11 +221,17 @@ export function idsTwinFiles<F extends GuardFile>(
 ): { files: F[]; sites: number; report: GuardReport } {
   const twins = twinAll(files, rand);
   const tests = files.flatMap((f, i) => twinnedTests(f, twins[i]!.edits));
-  const report: GuardReport = { guarded: [], unguarded: [] };
+  const report: GuardReport & { complementOnly: string[] } = {
+    guarded: [],
+    unguarded: [],
+    complementOnly: [],
+  };
   for (const id of ids) {
     const run = tests.filter((t) => idRuns(id, t));
-    if (run.some((t) => t.changed)) report.guarded.push(id);
-    else
+    if (run.some((t) => t.changed)) {
+      report.guarded.push(id);
+      if (run.filter((t) => t.changed).every((t) => t.complementOnly)) report.complementOnly.push(id);
+    } else
       report.unguarded.push({
         id,
         reason: run.length
@@ -214,8 +241,14 @@ export function idsTwinFiles<F extends GuardFile>(
             : `no test in the hidden test files (${sourcePaths(files).join(", ") || "none is JavaScript/TypeScript or other source"}) is named like it`,
       });
   }
-  if (!report.guarded.length) return { files: [...files], sites: 0, report };
-  return { files: twins.map((t) => t.file), sites: twins.reduce((n, t) => n + t.edits.length, 0), report };
+  const { complementOnly, ...rest } = report;
+  if (!report.guarded.length) return { files: [...files], sites: 0, report: rest };
+  if (complementOnly.length) Object.assign(rest, { complementOnly });
+  return {
+    files: twins.map((t) => t.file),
+    sites: twins.reduce((n, t) => n + t.edits.length, 0),
+    report: rest,
+  };
 }
 
 /**

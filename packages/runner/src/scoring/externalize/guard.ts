@@ -1,14 +1,15 @@
 import type { ResultFormat } from "../../tasks/task-spec.js";
 import type { GuardFile } from "../decoys/guard.js";
 import type { ExternalSite } from "./canon.js";
-import { externalizePython } from "./rewrite.js";
+import { externalizeGo } from "./go.js";
+import { type Externalized, externalizePython } from "./rewrite.js";
 import { baseOf } from "./verdict.js";
 
 /**
  * Which graded tests of a suite are externalized (their expected values kept on the host) and
- * which are left to decoys, for every result format: pytest suites go through the host rewriter
- * (externalize/rewrite.ts); other formats are not externalized yet and keep decoys, said so per
- * test. A graded test is externalized when at least one of its assertions left the file: its
+ * which are left to decoys, for every result format: pytest suites go through the host's Python
+ * rewriter (externalize/rewrite.ts), go test suites through its Go one (externalize/go.ts); other
+ * formats are not externalized yet and keep decoys, said so per test. A graded test is externalized when at least one of its assertions left the file: its
  * verdict then needs that assertion's value, which only a correct solution computes.
  */
 export interface ExternalizedGraded<F extends GuardFile> {
@@ -38,15 +39,24 @@ export const decoysOnly = <F extends GuardFile>(
   why: Object.fromEntries(graded.map((id) => [id, why])),
 });
 
+/** The host rewriter of each result format that has one. */
+const REWRITERS: Partial<
+  Record<
+    ResultFormat,
+    (files: readonly GuardFile[], graded: readonly string[], signal?: AbortSignal) => Promise<Externalized>
+  >
+> = { pytest: externalizePython, gotest: externalizeGo };
+
 export async function externalizeGraded<F extends GuardFile>(
   format: ResultFormat,
   files: readonly F[],
   graded: readonly string[],
   signal?: AbortSignal,
 ): Promise<ExternalizedGraded<F>> {
-  if (format !== "pytest")
+  const rewriter = REWRITERS[format];
+  if (!rewriter)
     return decoysOnly(files, graded, `${format} assertions are not externalized yet (decoys only)`);
-  const ext = await externalizePython(files, graded, signal).catch((e: unknown) =>
+  const ext = await rewriter(files, graded, signal).catch((e: unknown) =>
     e instanceof Error ? e : new Error(String(e)),
   );
   if (ext instanceof Error) return decoysOnly(files, graded, ext.message);
@@ -65,7 +75,9 @@ export async function externalizeGraded<F extends GuardFile>(
           ? reasons.length
             ? `no assertion with a literal expected value (${reasons.join("; ")})`
             : "no assertion found in its body"
-          : "its test function was not found at the top level or in a class of its file",
+          : format === "gotest"
+            ? "its id names no top-level test function of a hidden file (a subtest, a fuzz seed)"
+            : "its test function was not found at the top level or in a class of its file",
       ];
     }),
   );

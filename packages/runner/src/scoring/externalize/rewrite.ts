@@ -20,7 +20,8 @@ import { PYTHON_EMITTER, PYTHON_REWRITER } from "./python-source.js";
 /** Per graded test (its id without parameters): sites externalized, and why the rest stayed. */
 export const TestCoverage = z.object({ sites: z.number().int(), kept: z.array(z.string()) }).strict();
 
-const RewriteOutput = z
+/** What a host rewriter prints (this one and go.ts's). */
+export const RewriteOutput = z
   .object({
     files: z.array(z.object({ path: z.string(), text: z.string().nullable() }).strict()),
     sites: z.array(ExternalSite),

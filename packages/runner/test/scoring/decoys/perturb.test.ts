@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { literalVariants, perturbLiteral, type Rand } from "../../../src/scoring/decoys/perturb.js";
+import {
+  lengthVariants,
+  literalVariants,
+  perturbLiteral,
+  type Rand,
+} from "../../../src/scoring/decoys/perturb.js";
 
 /** A deterministic rand cycling through `seq`. */
 const seq = (...xs: number[]): Rand => {
@@ -82,5 +87,33 @@ describe("perturbLiteral", () => {
     for (let i = 0; i < 30; i++)
       for (const v of literalVariants('"\\x1bc"', "c", "equal", rand, 3))
         expect(v).not.toMatch(/^"\\x1b[0-9a-fA-F]/);
+  });
+});
+
+describe("lengthVariants (a run of one character with nothing to swap in)", () => {
+  it("puts the real length at every rank among its decoys, about evenly, never repeating a length", () => {
+    const ranks = [0, 0, 0, 0];
+    let s = 5;
+    const rand = (n: number) => {
+      s = (s * 1103515245 + 12345) % 2 ** 31;
+      return Math.floor((s / 2 ** 31) * n); // the high bits: an LCG's low bits cycle
+    };
+    for (let d = 0; d < 400; d++) {
+      const v = lengthVariants(["█", "█", "█", "█"], 0, rand, 3);
+      const lengths = v.map((x) => x.length);
+      expect(new Set(lengths).size).toBe(3);
+      expect(lengths).not.toContain(4);
+      expect(Math.min(...lengths)).toBeGreaterThan(0);
+      ranks[lengths.filter((l) => l < 4).length]!++;
+    }
+    for (const r of ranks) expect(r).toBeGreaterThan(60);
+  });
+
+  it("a one-character run has only longer decoys (nothing shorter exists)", () => {
+    expect(
+      lengthVariants(["▄"], 0, () => 0, 3)
+        .map((v) => v.length)
+        .sort(),
+    ).toEqual([2, 3, 4]);
   });
 });

@@ -204,3 +204,46 @@ describe("unguardedIdsNote", () => {
     );
   });
 });
+
+describe("twin complements (a flipped boolean)", () => {
+  const js = [
+    'describe("flags", () => {',
+    '  it("only a boolean", () => {',
+    "    expect(isOn(1)).toBe(true);",
+    "  });",
+    '  it("a boolean and a number", () => {',
+    "    expect(pair(1)).toEqual([true, 42]);",
+    "  });",
+    "});",
+    "",
+  ].join("\n");
+
+  it("a site with another literal than a boolean changes that one; a boolean-only test is reported complementOnly", () => {
+    for (let seed = 0; seed < 20; seed++) {
+      let r = seed;
+      const draw = (n: number) => {
+        r = (r * 1103515245 + 12345) % 2 ** 31;
+        return r % n;
+      };
+      const t = idsTwinFiles(
+        [file("test/f.test.js", js)],
+        ["flags only a boolean", "flags a boolean and a number"],
+        draw,
+      );
+      const out = t.files[0]!.content.toString().split("\n");
+      expect(out[2]).toBe("    expect(isOn(1)).toBe(false);");
+      // the number changed, never the boolean beside it
+      expect(out[5]).toMatch(/\[true, (?!42\])\d+\]/);
+      expect(t.report.complementOnly).toEqual(["flags only a boolean"]);
+    }
+  });
+
+  it("an eval_cmd twin whose every change is a flipped boolean says so; one with any other change does not", () => {
+    const onlyBool = twinFiles(
+      [file("t.test.js", 'test("x", () => { expect(isOn(1)).toBe(true); });\n')],
+      rand,
+    );
+    expect(onlyBool.report).toMatchObject({ guarded: [EVAL_CMD_ID], complementOnly: [EVAL_CMD_ID] });
+    expect(twinFiles([file("test/f.test.js", js)], rand).report.complementOnly).toBeUndefined();
+  });
+});
