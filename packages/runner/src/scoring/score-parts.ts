@@ -1,4 +1,5 @@
 import { reachProbeOf } from "./build-reach.js";
+import { demotedCommand } from "./demote.js";
 import type { CanaryInstance } from "./results.js";
 import { resultLinePattern } from "./results.js";
 import { type Gate, tamperGate } from "./reward.js";
@@ -50,7 +51,14 @@ export function scoringPlanOf(
     ...(hasTests && hidden.suite
       ? {
           suite: {
-            command: hidden.suite.command,
+            command: o.workspaceFirst
+              ? hidden.suite.command
+              : demotedCommand({
+                  command: hidden.suite.command,
+                  ...(hidden.profile ? { profile: hidden.profile } : {}),
+                  testFiles,
+                  graded: [...hidden.suite.failToPass, ...hidden.suite.passToPass],
+                }),
             resultPattern: resultLinePattern(hidden.suite.results, hidden.suite.logParser),
           },
         }
