@@ -18,10 +18,11 @@ const has = async (tool: string) =>
   (await execa("sh", ["-c", `command -v ${tool}`], { reject: false })).exitCode === 0;
 const run = (cwd: string, command: string, env: Record<string, string> = {}) =>
   execa("sh", ["-c", command], { cwd, reject: false, all: true, env, timeout: 170_000 });
-const exists = (p: string) => stat(p).then(
-  () => true,
-  () => false,
-);
+const exists = (p: string) =>
+  stat(p).then(
+    () => true,
+    () => false,
+  );
 
 let tmp: TempDir;
 beforeAll(async () => {
@@ -35,7 +36,8 @@ afterAll(async () => {
 async function repoOf(id: string, name: string, tests = false): Promise<string> {
   const dir = join(tmp.path, name);
   await cp(join(CATALOG, id, "repo"), dir, { recursive: true });
-  const git = (...a: string[]) => execa("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...a], { cwd: dir });
+  const git = (...a: string[]) =>
+    execa("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...a], { cwd: dir });
   await git("init", "-q");
   await git("add", "-A");
   await git("commit", "-qm", "snapshot");
@@ -61,13 +63,35 @@ describe.skipIf(!pyOk)("python: no module pytest or the interpreter imports come
       .filter((n) => !["__main__", "bytesize", "tests", "conftest"].includes(n) && !n.startsWith("test_"));
     expect(names).toEqual(expect.arrayContaining(["pytest", "_pytest", "iniconfig", "pluggy", "os"]));
     const log = join(tmp.path, "py-shadows.log");
-    const shadow = (n: string) => `open(${JSON.stringify(log)}, "a").write(${JSON.stringify(n)} + " " + __file__ + "\\n")\n`;
+    // a transparent shadow: it leaves its mark, then puts the real module in its place (the session
+    // goes on, so every shadow the command would take is marked, not only the first)
+    const skip = JSON.stringify(["", ws, join(ws, "tests")]);
+    const shadow = (n: string) =>
+      [
+        `open(${JSON.stringify(log)}, "a").write(${JSON.stringify(n)} + " " + __file__ + "\\n")`,
+        "import sys as _s",
+        "import importlib.util as _u",
+        "from importlib.machinery import PathFinder as _F",
+        "_key = __name__",
+        "_me = _s.modules.pop(_key)",
+        // the real module, found past the workspace but run with the path as it is (its own
+        // imports still see the other shadows)
+        `_spec = _F.find_spec(${JSON.stringify(n)}, [p for p in _s.path if p not in ${skip}])`,
+        "_real = _u.module_from_spec(_spec)",
+        `_s.modules[${JSON.stringify(n)}] = _real`,
+        "_spec.loader.exec_module(_real)",
+        // `python -m pytest` runs the pytest shadow as __main__: it runs the real one's main
+        "if _key == '__main__':",
+        "    _s.modules['__main__'] = _me",
+        "    raise SystemExit(_real.console_main())",
+        "",
+      ].join("\n");
     for (const n of [...names, "sitecustomize", "usercustomize"])
       for (const d of ["", "tests"]) await writeFile(join(ws, d, `${n}.py`), shadow(n));
     const command = "python3 -m pytest -rA";
     await run(ws, command);
     const before = await readFile(log, "utf8").catch(() => "");
-    expect(before, "the plant works: the command as written takes shadows").toMatch(/\S/);
+    expect(before, "the plant works: the command as written takes shadows").toMatch(/^iniconfig /m);
     await writeFile(log, "");
     const after = await run(ws, demotedCommand({ command, profile: "python", testFiles: [], graded: [] }));
     expect(await readFile(log, "utf8"), after.all).toBe("");
@@ -132,13 +156,22 @@ describe("node: node --test runs the snapshot's test files and the hidden ones, 
     const ws = await repoOf("durations-compound", "node", true);
     const mark = join(tmp.path, "node-planted.log");
     const plant = `import { appendFileSync } from "node:fs";\nappendFileSync(${JSON.stringify(mark)}, import.meta.url + "\\n");\n`;
-    for (const f of ["test/zz-helper.mjs", "test/lib/setup.js", "planted.test.mjs", "src/x-test.cjs", "test.js"])
+    for (const f of [
+      "test/zz-helper.mjs",
+      "test/lib/setup.js",
+      "planted.test.mjs",
+      "src/x-test.cjs",
+      "test.js",
+    ])
       await mkdir(dirname(join(ws, f)), { recursive: true }).then(() => writeFile(join(ws, f), plant));
     const command = "node --test --test-reporter=tap";
     await run(ws, command);
     expect(await readFile(mark, "utf8").catch(() => ""), "the plant works").toMatch(/zz-helper/);
     await writeFile(mark, "");
-    const after = await run(ws, demotedCommand({ command, profile: "node", testFiles: nodeTestFiles, graded: [] }));
+    const after = await run(
+      ws,
+      demotedCommand({ command, profile: "node", testFiles: nodeTestFiles, graded: [] }),
+    );
     expect(await readFile(mark, "utf8"), after.all).toBe("");
     expect(after.all).toMatch(/^ *(not )?ok \d+ - /m);
   });
@@ -171,7 +204,7 @@ describe.skipIf(!goOk)("go: go test reads no go.work", () => {
     const ws = await repoOf("truncate-runes", "go", true);
     await writeFile(join(ws, "go.work"), "go 1.21\n\nuse ./planted-module-that-is-not-there\n");
     const command = "go test -v -count=1 ./...";
-    const env = { GOFLAGS: "-mod=mod", GOCACHE: join(tmp.path, "gocache"), GOPROXY: "off" };
+    const env = { GOPROXY: "off" };
     const before = await run(ws, command, env);
     expect(before.all, "the plant works: go reads the go.work").toMatch(/planted-module-that-is-not-there/);
     const after = await run(ws, demotedCommand({ command, profile: "go", testFiles: [], graded: [] }), env);

@@ -71,7 +71,8 @@ export const PYTEST_LAUNCHER = [
 ].join("\n");
 
 /** `python[3[.N]] -m pytest ARGS` or `pytest ARGS` (after leading env assignments). */
-const PYTEST = /^((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)(?:(python[0-9.]*)\s+-m\s+pytest|(pytest|py\.test))(?=\s|$)(.*)$/s;
+const PYTEST =
+  /^((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)(?:(python[0-9.]*)\s+-m\s+pytest|(pytest|py\.test))(?=\s|$)(.*)$/s;
 
 function demotePytest(command: string): string | undefined {
   const m = PYTEST.exec(command.trim());
@@ -124,6 +125,7 @@ function demoteGoTest(command: string): string | undefined {
 const CC_WRAPPER_BODY = [
   'n=$#; i=0; while [ "$i" -lt "$n" ]; do a=$1; shift; i=$((i + 1))',
   '  case $a in -I|-isystem) set -- "$@" -idirafter ;; -I-) ;;',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
   '  -I*) set -- "$@" -idirafter "${a#-I}" ;; -isystem*) set -- "$@" -idirafter "${a#-isystem}" ;;',
   '  *) set -- "$@" "$a" ;; esac; done',
   'exec "$r" "$@"',

@@ -42,9 +42,18 @@ describe("demotedCommand", () => {
 
   it("node's default test file patterns", () => {
     const re = new RegExp(NODE_TEST_FILE);
-    for (const yes of ["test/a.mjs", "test/sub/b.cjs", "a.test.js", "src/a-test.js", "a_test.mjs", "test-a.js", "test.js"])
+    for (const yes of [
+      "test/a.mjs",
+      "test/sub/b.cjs",
+      "a.test.js",
+      "src/a-test.js",
+      "a_test.mjs",
+      "test-a.js",
+      "test.js",
+    ])
       expect(re.test(yes), yes).toBe(true);
-    for (const no of ["src/index.js", "testing.js", "test/readme.md", "atest.js"]) expect(re.test(no), no).toBe(false);
+    for (const no of ["src/index.js", "testing.js", "test/readme.md", "atest.js"])
+      expect(re.test(no), no).toBe(false);
   });
 
   it("cargo test skips doctests unless the command selects targets or a doctest is graded", () => {
@@ -62,6 +71,7 @@ describe("demotedCommand", () => {
   it("a C profile's command runs with the compilers wrapped: -I dirs searched after the system's", () => {
     const d = of("make -s check", { profile: "c" });
     expect(d).toContain(`PATH="$d:$PATH" sh -c 'make -s check'`);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
     expect(d).toContain('-I*) set -- "$@" -idirafter "${a#-I}"');
     for (const cc of ["cc", "gcc", "clang"]) expect(d).toContain(`r=$(command -v ${cc})`);
   });
