@@ -18,8 +18,8 @@ export function scoredTestFiles(hidden: HiddenTests, o: Pick<ScoreOptions, "boun
 }
 
 /** The build's reach probe when the build is its profile's default (scoring/build-reach.ts). */
-const reachOf = (profile: ScoreOptions["reach"]) => {
-  const reach = profile === undefined ? undefined : reachProbeOf(profile);
+const reachOf = (profile: ScoreOptions["reach"], diff: string) => {
+  const reach = profile === undefined ? undefined : reachProbeOf(profile, diff);
   return reach ? { reach } : {};
 };
 
@@ -34,7 +34,11 @@ export function scoringPlanOf(
   const hasTests = hidden.install !== undefined;
   const build =
     o.weights.build > 0 && o.buildCmd
-      ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs, ...(o.reachBaseline ? {} : reachOf(o.reach)) }
+      ? {
+          command: o.buildCmd,
+          timeoutMs: o.termTimeoutMs,
+          ...(o.reachBaseline ? {} : reachOf(o.reach, diff)),
+        }
       : undefined;
   const lint =
     o.weights.lint > 0 && o.lintCmd ? { command: o.lintCmd, timeoutMs: o.termTimeoutMs } : undefined;
