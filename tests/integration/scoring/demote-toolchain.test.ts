@@ -45,7 +45,7 @@ async function repoOf(id: string, name: string, tests = false): Promise<string> 
   return dir;
 }
 
-const pyOk = await has("python3").then(async (ok) =>
+const pyOk: boolean = await has("python3").then(async (ok) =>
   ok ? (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0 : false,
 );
 describe.skipIf(!pyOk)("python: no module pytest or the interpreter imports comes from the workspace", () => {
