@@ -9,11 +9,12 @@ import type { ProfileId } from "@flakegym/profiles";
  * already (scoring/protect.ts); this closes what protection cannot list: a module, header or test
  * file the tool looks up by a name the agent picks.
  *
- * - python (`python -m pytest` / `pytest`): `-E -s -c` launcher — no workspace entry on `sys.path`
+ * - python (`python -m pytest` / `pytest`): a `-c` launcher — no workspace entry on `sys.path`
  *   while pytest and its plugins import, a finder that resolves every top-level module found
  *   outside the workspace there first (a workspace `iniconfig.py`, `pytest.py`, `_pytest/`,
- *   `difflib.py` never shadows the installed one), the workspace appended after; planted
- *   `__pycache__` removed first; `-p no:cacheprovider`.
+ *   `difflib.py` never shadows the installed one), the workspace entries (the working directory,
+ *   a `PYTHONPATH` into it) put back after, at the end; planted `__pycache__` removed first;
+ *   `-p no:cacheprovider`. The environment is the scorer's (an image's `PYTHONPATH` stays).
  * - node (`node --test`): the test files named explicitly — the snapshot's tracked files node would
  *   discover plus the hidden test files; a file the agent added under `test/` is never run.
  * - rust (`cargo test`): `--tests` unless the command selects targets or a graded id is a doctest:
@@ -40,9 +41,10 @@ export interface DemoteInput {
 const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
 /**
- * The pytest launcher (Python 2.7 and 3.x): drops the workspace from `sys.path`, puts a finder first
- * that takes any top-level module found outside the workspace from there, imports pytest, then
- * appends the workspace (the code under test) and runs pytest with the command's arguments.
+ * The pytest launcher (Python 2.7 and 3.x): drops the workspace's entries from `sys.path`, puts a
+ * finder first that takes any top-level module found outside the workspace from there, imports
+ * pytest, then appends the workspace's entries (the code under test) and runs pytest with the
+ * command's arguments.
  */
 export const PYTEST_LAUNCHER = [
   "import os, sys",
@@ -53,6 +55,7 @@ export const PYTEST_LAUNCHER = [
   "        a = os.path.realpath(os.path.abspath(p or '.'))",
   "        _seen[p] = a == w or a.startswith(w + os.sep)",
   "    return _seen[p]",
+  "_cut = [p for p in sys.path if _ws(p)]",
   "sys.path[:] = [p for p in sys.path if not _ws(p)]",
   "try:",
   "    from importlib.machinery import PathFinder",
@@ -69,7 +72,7 @@ export const PYTEST_LAUNCHER = [
   "except ImportError:",
   "    pass",
   "import pytest",
-  "sys.path.append(w)",
+  "sys.path.extend(_cut if ('' in _cut or w in _cut) else _cut + [w])",
   "raise SystemExit(pytest.main(sys.argv[1:]))",
 ].join("\n");
 
@@ -83,7 +86,7 @@ function demotePytest(command: string): string | undefined {
   const [, env = "", python, , rest = ""] = m;
   return (
     "find . -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null; " +
-    `${env}${python ?? "python3"} -E -s -c ${q(PYTEST_LAUNCHER)} -p no:cacheprovider${rest}`
+    `${env}${python ?? "python3"} -c ${q(PYTEST_LAUNCHER)} -p no:cacheprovider${rest}`
   );
 }
 

@@ -10,14 +10,14 @@ const of = (command: string, more: { profile?: "c" | "rust"; graded?: string[]; 
   });
 
 describe("demotedCommand", () => {
-  it("pytest runs through the launcher, isolated from PYTHON* variables and the user site", () => {
+  it("pytest runs through the launcher", () => {
     for (const cmd of ["python3 -m pytest -rA", "pytest -rA", "python3.9 -m pytest -rA"]) {
       const d = of(cmd);
-      expect(d).toContain(` -E -s -c '${PYTEST_LAUNCHER.replaceAll("'", `'\\''`)}' -p no:cacheprovider -rA`);
+      expect(d).toContain(` -c '${PYTEST_LAUNCHER.replaceAll("'", `'\\''`)}' -p no:cacheprovider -rA`);
       expect(d.startsWith("find . -name __pycache__")).toBe(true);
     }
-    expect(of("python3.9 -m pytest -rA")).toContain("python3.9 -E -s -c");
-    expect(of("PYTHONHASHSEED=0 pytest tests/x.py")).toContain("PYTHONHASHSEED=0 python3 -E -s -c");
+    expect(of("python3.9 -m pytest -rA")).toContain("python3.9 -c");
+    expect(of("PYTHONHASHSEED=0 pytest tests/x.py")).toContain("PYTHONHASHSEED=0 python3 -c");
     // not pytest: as written
     expect(of("python3 tests/runtests.py")).toBe("python3 tests/runtests.py");
     expect(of("pytestish")).toBe("pytestish");
@@ -27,7 +27,7 @@ describe("demotedCommand", () => {
     const lines = PYTEST_LAUNCHER.split("\n");
     const importAt = lines.indexOf("import pytest");
     expect(lines.findIndex((l) => l.startsWith("sys.path[:] ="))).toBeLessThan(importAt);
-    expect(lines.indexOf("sys.path.append(w)")).toBeGreaterThan(importAt);
+    expect(lines.findIndex((l) => l.startsWith("sys.path.extend(_cut"))).toBeGreaterThan(importAt);
     expect(PYTEST_LAUNCHER).toContain("sys.meta_path.insert(0, _Installed)");
   });
 
