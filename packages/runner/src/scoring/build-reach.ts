@@ -44,7 +44,7 @@ const CFG_END = "#flakegym-cfg-end";
  * Targets whose cfgs rustc prints beside the build's own (`rustc --print cfg --target …`, no std
  * needed): one per distinct OS identity (`unix`, `windows`, `target_family`, `target_os`) among
  * every target rustc 1.95 knows (`rustc --print target-list`, 320; the check:
- * tests/integration/scoring/rust-cfg-targets.test.ts). A predicate false on all of them
+ * tests/integration/scoring/rust-cfg-targets.test.ts, `npm run test:rust-cfg-targets`). A predicate false on all of them
  * (`all(unix, windows)`) holds on no platform.
  */
 export const CFG_TARGETS = [
