@@ -13,8 +13,9 @@ import type { ProfileId } from "@flakegym/profiles";
  *   while pytest and its plugins import, a finder that resolves every top-level module found
  *   outside the workspace there first (a workspace `iniconfig.py`, `pytest.py`, `_pytest/`,
  *   `difflib.py` never shadows the installed one), the workspace entries (the working directory,
- *   a `PYTHONPATH` into it) put back after, at the end; planted `__pycache__` removed first;
- *   `-p no:cacheprovider`. The environment is the scorer's (an image's `PYTHONPATH` stays).
+ *   a `PYTHONPATH` into it) put back after, at the end; planted `__pycache__` removed first. The
+ *   environment is the scorer's (an image's `PYTHONPATH` stays). The cache plugin stays: what it
+ *   reads from `.pytest_cache` steers only `--lf`/`--ff`/`--nf`/`--sw`, and tests use its fixture.
  * - node (`node --test`): the test files named explicitly — the snapshot's tracked files node would
  *   discover plus the hidden test files; a file the agent added under `test/` is never run.
  * - rust (`cargo test`): `--tests` unless the command selects targets or a graded id is a doctest:
@@ -86,7 +87,7 @@ function demotePytest(command: string): string | undefined {
   const [, env = "", python, , rest = ""] = m;
   return (
     "find . -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null; " +
-    `${env}${python ?? "python3"} -c ${q(PYTEST_LAUNCHER)} -p no:cacheprovider${rest}`
+    `${env}${python ?? "python3"} -c ${q(PYTEST_LAUNCHER)}${rest}`
   );
 }
 

@@ -13,7 +13,7 @@ describe("demotedCommand", () => {
   it("pytest runs through the launcher", () => {
     for (const cmd of ["python3 -m pytest -rA", "pytest -rA", "python3.9 -m pytest -rA"]) {
       const d = of(cmd);
-      expect(d).toContain(` -c '${PYTEST_LAUNCHER.replaceAll("'", `'\\''`)}' -p no:cacheprovider -rA`);
+      expect(d).toContain(` -c '${PYTEST_LAUNCHER.replaceAll("'", `'\\''`)}' -rA`);
       expect(d.startsWith("find . -name __pycache__")).toBe(true);
     }
     expect(of("python3.9 -m pytest -rA")).toContain("python3.9 -c");
