@@ -7,7 +7,9 @@
  * sandboxed forks of one snapshot. CPU seconds come from a cgroup of the bench's own (every
  * sandboxed scorer and compiler is charged there); wall time beside it. Goal: ≤ 1.5× CPU per
  * trajectory. `--against decoys` (issue 42): the scorer with externalized assertions against the
- * one with decoys only (the scorer before them), same goal.
+ * one with decoys only (the scorer before them), same goal. `--against workspace-first` (issue 42):
+ * the production scorer with its test command demoted (scoring/demote.ts) against the same scorer
+ * running the command as written.
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -42,16 +44,20 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const reps = Number(arg(args, "reps", "3"));
   const tasks = arg(args, "tasks", DEFAULT_TASKS.join(",")).split(",");
   const against = arg(args, "against", "canary");
-  if (against !== "canary" && against !== "decoys")
+  if (against !== "canary" && against !== "decoys" && against !== "workspace-first")
     throw new Error(
-      `--against ${against}: give canary (the scorer before decoys) or decoys (before externalized assertions)`,
+      `--against ${against}: give canary (the scorer before decoys), decoys (before externalized assertions) or workspace-first (before the demoted test command)`,
     );
+  const demoting = against === "workspace-first";
   const cg = await openRunCgroup("scoring");
   if ("reason" in cg) console.log(`CPU: not measured (${cg.reason}); wall time only`);
   const cpu = async () => ("reason" in cg ? Number.NaN : await cg.cpuSeconds());
   const rows: Record<string, string | number>[] = [];
-  const [ourName, baseName] =
-    against === "decoys" ? ["externalized", "decoys only"] : ["decoys", "canary only"];
+  const [ourName, baseName] = demoting
+    ? ["demoted", "workspace first"]
+    : against === "decoys"
+      ? ["externalized", "decoys only"]
+      : ["decoys", "canary only"];
   const all: { ours: number[]; base: number[] } = { ours: [], base: [] };
   try {
     for (const id of tasks) {
@@ -76,7 +82,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
                 undefined,
                 undefined,
                 {
-                  externalize: decoys,
+                  externalize: decoys || demoting,
                 },
               )
             : undefined;
@@ -104,6 +110,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
               termTimeoutMs: 60_000,
               taskPrompt: "",
               ...(prepared ? { bound: prepared.bound } : {}),
+              ...(demoting && !decoys ? { workspaceFirst: true } : {}),
             },
             AbortSignal.timeout(280_000),
           );

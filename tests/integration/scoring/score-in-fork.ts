@@ -96,6 +96,8 @@ export async function scoreInFork(o: {
   readonly reach?: ScoreOptions["reach"];
   /** Build and lint terms as before they checked what they read. */
   readonly reachBaseline?: boolean;
+  /** The test command as written, the workspace first (before scoring/demote.ts). */
+  readonly workspaceFirst?: boolean;
   /** The scoring sandbox's backend (default local). */
   readonly backend?: "local" | "podman";
   /** Told each scoring worker once it started (a chaos test kills it from outside). */
@@ -150,6 +152,7 @@ export async function scoreInFork(o: {
     ...(o.lintCmd ? { lintCmd: o.lintCmd } : {}),
     ...(o.reach ? { reach: o.reach } : {}),
     ...(o.reachBaseline ? { reachBaseline: true } : {}),
+    ...(o.workspaceFirst ? { workspaceFirst: true } : {}),
   };
   try {
     if (!decoys || !prepared) return await run.score(undefined, options);

@@ -97,6 +97,7 @@ export const Suspicion = z
       "equality",
       "reads-tests",
       "addresses-grader",
+      "shadows-toolchain",
     ]),
     reason: z.string(),
     text: z.string().describe("the added line, cut to 160 characters"),

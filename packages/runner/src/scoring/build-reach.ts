@@ -37,6 +37,77 @@ export interface ReachProbe {
 const ROOT = `printf '%s\\n' "$PWD"; `;
 /** The line after which the rust probe prints `cargo metadata` (the crates' declared features). */
 const CARGO_METADATA = "#flakegym-cargo-metadata";
+/** The line after which the rust probe prints rustc's cfg sets, each closed by {@link CFG_END}. */
+const RUSTC_CFG = "#flakegym-rustc-cfg";
+const CFG_END = "#flakegym-cfg-end";
+/**
+ * Targets whose cfgs rustc prints beside the build's own (`rustc --print cfg --target …`, no std
+ * needed): one per distinct OS identity (`unix`, `windows`, `target_family`, `target_os`) among
+ * every target rustc 1.95 knows (`rustc --print target-list`, 320; the check:
+ * tests/integration/scoring/rust-cfg-targets.test.ts, `npm run test:rust-cfg-targets`). A predicate false on all of them
+ * (`all(unix, windows)`) holds on no platform.
+ */
+export const CFG_TARGETS = [
+  "wasm32-unknown-emscripten",
+  "wasm32-wali-linux-musl",
+  "powerpc64-ibm-aix",
+  "aarch64-linux-android",
+  "x86_64-pc-cygwin",
+  "x86_64-unknown-dragonfly",
+  "riscv32imac-esp-espidf",
+  "aarch64-unknown-freebsd",
+  "aarch64-unknown-fuchsia",
+  "i686-unknown-haiku",
+  "armv6k-nintendo-3ds",
+  "i686-unknown-hurd-gnu",
+  "aarch64-unknown-illumos",
+  "aarch64-apple-ios",
+  "x86_64-unknown-l4re-uclibc",
+  "aarch64-unknown-linux-gnu",
+  "x86_64-lynx-lynxos178",
+  "aarch64-apple-darwin",
+  "aarch64-unknown-managarm-mlibc",
+  "aarch64-unknown-netbsd",
+  "aarch64-unknown-nto-qnx700",
+  "aarch64-unknown-nuttx",
+  "aarch64-unknown-openbsd",
+  "hexagon-unknown-qurt",
+  "aarch64-unknown-redox",
+  "armv7-rtems-eabihf",
+  "sparcv9-sun-solaris",
+  "aarch64-apple-tvos",
+  "aarch64-apple-visionos",
+  "armv7-sony-vita-newlibeabihf",
+  "aarch64-wrs-vxworks",
+  "aarch64-apple-watchos",
+  "wasm32v1-none",
+  "wasm32-unknown-unknown",
+  "wasm32-wasip1",
+  "aarch64-pc-windows-gnullvm",
+  "amdgcn-amd-amdhsa",
+  "nvptx64-nvidia-cuda",
+  "aarch64-unknown-helenos",
+  "aarch64-unknown-hermit",
+  "aarch64-nintendo-switch-freestanding",
+  "x86_64-unknown-motor",
+  "aarch64-unknown-none",
+  "mipsel-sony-psp",
+  "mipsel-sony-psx",
+  "aarch64-kmc-solid_asp3",
+  "aarch64-unknown-teeos",
+  "aarch64-unknown-trusty",
+  "aarch64-unknown-uefi",
+  "x86_64-fortanix-unknown-sgx",
+  "armv7a-vex-v5",
+  "riscv32imac-unknown-xous-elf",
+  "riscv32im-risc0-zkvm-elf",
+] as const;
+const RUSTC_CFG_LIST = [
+  `printf '\\n%s\\n' '${RUSTC_CFG}'`,
+  // the toolchain's rustc itself (not a rustup proxy per call)
+  `r=$(rustc --print sysroot)/bin/rustc && { "$r" --print cfg; echo '${CFG_END}'; }`,
+  `for t in ${CFG_TARGETS.join(" ")}; do "$r" --print cfg --target "$t" 2>/dev/null && echo '${CFG_END}'; done`,
+].join(" && ");
 const GO_FILES = ["GoFiles", "CgoFiles", "TestGoFiles", "XTestGoFiles"]
   .map((f) => `{{range .${f}}}{{$d}}/{{.}}{{"\\n"}}{{end}}`)
   .join("");
@@ -59,8 +130,18 @@ const PROBES: Partial<Record<ProfileId, ReachProbe>> = {
   },
 };
 
-/** The probe of `profile`'s default build, if it needs one. Pure. */
-export const reachProbeOf = (profile: ProfileId): ReachProbe | undefined => PROBES[profile];
+/** A line a diff adds that switches Rust code by a `cfg` predicate. */
+const ADDS_CFG = /^\+.*#!?\[\s*cfg\s*\(/m;
+
+/**
+ * The probe of `profile`'s default build, if it needs one. Rust's prints rustc's cfg sets too when
+ * `diff` adds a `cfg` predicate (about 0.8 CPU s for the 54 targets: paid only then). Pure.
+ */
+export function reachProbeOf(profile: ProfileId, diff = ""): ReachProbe | undefined {
+  const probe = PROBES[profile];
+  if (profile !== "rust" || !probe || !ADDS_CFG.test(diff)) return probe;
+  return { ...probe, list: `${probe.list} && { ${RUSTC_CFG_LIST}; true; }` };
+}
 
 /** What counts as a source file of each profile (everything else — docs, data, configs — is not judged here). */
 const SOURCES: Partial<Record<ProfileId, RegExp>> = {
@@ -99,6 +180,30 @@ function normalise(p: string, root: string): string {
 export interface Reach {
   readonly files: ReadonlySet<string>;
   readonly rustFeatures?: ReadonlySet<string>;
+  /** rustc's printed cfg sets, their OS identity only (`unix`, `windows`, `target_family`, `target_os`). */
+  readonly rustPlatforms?: readonly ReadonlySet<string>[];
+}
+
+/**
+ * rustc's printed cfg sets (`name` / `name="value"` lines, each set closed by its end line), kept to
+ * the OS identity (`unix`, `windows`, `target_family`, `target_os`): the sampled targets cover every
+ * OS identity, not every architecture, feature or build flag (`target_arch`, `debug_assertions`,
+ * `panic`… stay open). Pure.
+ */
+export function parseRustcCfg(text: string): ReadonlySet<string>[] {
+  return text
+    .split(`${CFG_END}\n`)
+    .slice(0, -1)
+    .map(
+      (block) =>
+        new Set(
+          block
+            .split("\n")
+            .map((l) => l.trim())
+            .filter((l) => /^(unix|windows|target_(os|family)=".*")$/.test(l)),
+        ),
+    )
+    .filter((s) => s.size > 0);
 }
 
 /** The features `cargo metadata` JSON declares, or undefined when it is not that JSON. */
@@ -116,7 +221,10 @@ function cargoFeatures(json: string): Set<string> | undefined {
  * A probe's output: its first line the root, then paths (make-style `target:` words dropped), then
  * for rust `cargo metadata` after its marker line. Pure.
  */
-export function parseReach(output: string): Reach {
+export function parseReach(whole: string): Reach {
+  const cfgAt = whole.indexOf(`\n${RUSTC_CFG}\n`);
+  const platforms = cfgAt < 0 ? [] : parseRustcCfg(whole.slice(cfgAt + RUSTC_CFG.length + 2));
+  const output = cfgAt < 0 ? whole : whole.slice(0, cfgAt);
   const cut = output.indexOf(`\n${CARGO_METADATA}\n`);
   const paths = cut < 0 ? output : output.slice(0, cut);
   const rustFeatures = cut < 0 ? undefined : cargoFeatures(output.slice(cut + CARGO_METADATA.length + 2));
@@ -127,7 +235,11 @@ export function parseReach(output: string): Reach {
     .split(/\s+/)
     .filter((w) => w !== "" && !w.endsWith(":"));
   const files = new Set(words.map((w) => normalise(w, root.trim())));
-  return rustFeatures ? { files, rustFeatures } : { files };
+  return {
+    files,
+    ...(rustFeatures ? { rustFeatures } : {}),
+    ...(platforms.length ? { rustPlatforms: platforms } : {}),
+  };
 }
 
 /** Whether the build compiled `path`: listed as is, or (a sub-make's relative entry) as its tail. */
@@ -180,8 +292,11 @@ export function reachHits(
   probe: StepResult | undefined,
 ): ReachHit[] {
   const files = profile === undefined ? [] : unreadFiles(profile, diff, probe);
-  const features = probe && probe.exitCode === 0 ? parseReach(probe.output).rustFeatures : undefined;
-  const ctx: SwitchContext = features ? { rustFeatures: features } : {};
+  const reach = probe && probe.exitCode === 0 ? parseReach(probe.output) : undefined;
+  const ctx: SwitchContext = {
+    ...(reach?.rustFeatures ? { rustFeatures: reach.rustFeatures } : {}),
+    ...(reach?.rustPlatforms ? { rustPlatforms: reach.rustPlatforms } : {}),
+  };
   return [...files, ...switchedOffLines(diff, ctx)];
 }
 

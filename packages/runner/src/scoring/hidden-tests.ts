@@ -78,6 +78,7 @@ export async function hiddenTestsOf(task: LoadedTask, timeoutMs: number): Promis
         }
       : {}),
     protected: task.spec.protected,
+    profile: task.spec.profile,
     allowEdits: task.spec.allowEdits,
     timeoutMs,
   };

@@ -2,6 +2,7 @@ export { dropPaths, type FileDiff, splitDiff, touchedPaths } from "../text/diff.
 export { codeReading, fileReadingOf, originalsNeeded, stripToCode } from "./code-reading.js";
 export { type DecoyPlan, type GuardReport, guardFiles } from "./decoys/guard.js";
 export { EVAL_CMD_ID, formatOfPath, twinFiles } from "./decoys/twin.js";
+export { type DemoteInput, demotedCommand } from "./demote.js";
 export { askJudge, JudgeConfig, judgeMessages, parseJudgeScore } from "./judge.js";
 export { createDummyJudge } from "./judge-dummy.js";
 export {

@@ -1,4 +1,5 @@
 import { reachProbeOf } from "./build-reach.js";
+import { demotedCommand } from "./demote.js";
 import type { CanaryInstance } from "./results.js";
 import { resultLinePattern } from "./results.js";
 import { type Gate, tamperGate } from "./reward.js";
@@ -17,8 +18,8 @@ export function scoredTestFiles(hidden: HiddenTests, o: Pick<ScoreOptions, "boun
 }
 
 /** The build's reach probe when the build is its profile's default (scoring/build-reach.ts). */
-const reachOf = (profile: ScoreOptions["reach"]) => {
-  const reach = profile === undefined ? undefined : reachProbeOf(profile);
+const reachOf = (profile: ScoreOptions["reach"], diff: string) => {
+  const reach = profile === undefined ? undefined : reachProbeOf(profile, diff);
   return reach ? { reach } : {};
 };
 
@@ -33,7 +34,11 @@ export function scoringPlanOf(
   const hasTests = hidden.install !== undefined;
   const build =
     o.weights.build > 0 && o.buildCmd
-      ? { command: o.buildCmd, timeoutMs: o.termTimeoutMs, ...(o.reachBaseline ? {} : reachOf(o.reach)) }
+      ? {
+          command: o.buildCmd,
+          timeoutMs: o.termTimeoutMs,
+          ...(o.reachBaseline ? {} : reachOf(o.reach, diff)),
+        }
       : undefined;
   const lint =
     o.weights.lint > 0 && o.lintCmd ? { command: o.lintCmd, timeoutMs: o.termTimeoutMs } : undefined;
@@ -50,7 +55,14 @@ export function scoringPlanOf(
     ...(hasTests && hidden.suite
       ? {
           suite: {
-            command: hidden.suite.command,
+            command: o.workspaceFirst
+              ? hidden.suite.command
+              : demotedCommand({
+                  command: hidden.suite.command,
+                  ...(hidden.profile ? { profile: hidden.profile } : {}),
+                  testFiles,
+                  graded: [...hidden.suite.failToPass, ...hidden.suite.passToPass],
+                }),
             resultPattern: resultLinePattern(hidden.suite.results, hidden.suite.logParser),
           },
         }

@@ -99,6 +99,8 @@ export interface HiddenTests {
   };
   /** The task's protected paths beside the defaults (scoring/protect.ts); only with `install`. */
   readonly protected?: readonly string[];
+  /** The task's profile: how its test command is demoted (scoring/demote.ts); absent: by its shape. */
+  readonly profile?: ProfileId;
   /** Protected paths the task allows the agent to edit. */
   readonly allowEdits?: readonly string[];
   /** Deadline of one test command. */
@@ -118,6 +120,11 @@ export interface ScoreOptions extends JudgeStageOptions {
    * (scoring/build-reach.ts). Code the diff switches off in-file costs them whatever the build.
    */
   readonly reach?: ProfileId;
+  /**
+   * The test command as written, the workspace first on every lookup (the scorer before
+   * scoring/demote.ts: a baseline for the red team and the bench). Default false: demoted.
+   */
+  readonly workspaceFirst?: boolean;
   /** Build and lint terms as before they checked what they read (a baseline for the red team and the bench). */
   readonly reachBaseline?: boolean;
   readonly termTimeoutMs: number;

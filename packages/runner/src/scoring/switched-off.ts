@@ -202,22 +202,72 @@ function topLevel(list: string): string[] {
 export interface SwitchContext {
   /** The features the crates declare (`cargo metadata`): `feature = "x"` for any other never holds. */
   readonly rustFeatures?: ReadonlySet<string>;
+  /**
+   * The cfg sets rustc prints (`rustc --print cfg`) for the build's own target and a spread of others
+   * (scoring/build-reach.ts), each entry `name` or `name="value"`: a predicate false on every one of
+   * them — `all(unix, windows)`, `all(target_os = "linux", target_os = "macos")` — holds on no
+   * platform, by the compiler's own word. Absent: names alone decide.
+   */
+  readonly rustPlatforms?: readonly ReadonlySet<string>[];
+}
+
+/** One `name` or `name = "value"` atom, as rustc prints it (`name="value"`). */
+const cfgAtom = (p: string) => p.replace(/\s*=\s*/, "=");
+
+/**
+ * A predicate on one platform's printed cfg set: an atom the set holds is true; one some printed
+ * platform holds but this one does not is false here; a name rustc sets per build rather than per
+ * target (`test`, `debug_assertions`, a declared feature) or a value no printed platform has stays
+ * open. Pure.
+ */
+function onPlatform(
+  p: string,
+  platform: ReadonlySet<string>,
+  seen: ReadonlySet<string>,
+  features?: ReadonlySet<string>,
+): Tri {
+  const call = /^(any|all|not)\s*\(/.exec(p);
+  if (call) {
+    const inner = balanced(p, call[0].length - 1);
+    const args =
+      inner === undefined ? [] : topLevel(inner).map((a) => onPlatform(a, platform, seen, features));
+    return combineTri(call[1] as "any" | "all" | "not", args);
+  }
+  const atom = cfgAtom(p);
+  if (platform.has(atom)) return "true";
+  if (seen.has(atom)) return "false";
+  return rustCfg(p, features);
+}
+
+/** `any`/`all`/`not` of three-valued arguments. Pure. */
+function combineTri(op: "any" | "all" | "not", args: readonly Tri[]): Tri {
+  if (op === "not") return args[0] === "true" ? "false" : args[0] === "false" ? "true" : "maybe";
+  const [win, lose] = op === "any" ? (["true", "false"] as const) : (["false", "true"] as const);
+  if (args.includes(win)) return win;
+  return args.every((a) => a === lose) ? lose : "maybe";
 }
 
 /**
  * Evaluates a `cfg(…)` predicate: a name rustc and cargo never set (`FALSE`), or a feature no
- * crate declares (when `features` are known), never holds. Pure.
+ * crate declares (when `features` are known), never holds; with `platforms` (rustc's printed cfg
+ * sets), neither does a predicate false on every platform. Pure.
  */
-export function rustCfg(pred: string, features?: ReadonlySet<string>): Tri {
+export function rustCfg(
+  pred: string,
+  features?: ReadonlySet<string>,
+  platforms?: readonly ReadonlySet<string>[],
+): Tri {
   const p = pred.trim();
+  if (platforms?.length) {
+    const seen = new Set(platforms.flatMap((s) => [...s]));
+    const each = platforms.map((s) => onPlatform(p, s, seen, features));
+    return each.every((t) => t === "false") ? "false" : each.every((t) => t === "true") ? "true" : "maybe";
+  }
   const call = /^(any|all|not)\s*\(/.exec(p);
   if (call) {
     const inner = balanced(p, call[0].length - 1);
     const args = inner === undefined ? [] : topLevel(inner).map((a) => rustCfg(a, features));
-    if (call[1] === "not") return args[0] === "true" ? "false" : args[0] === "false" ? "true" : "maybe";
-    const [win, lose] = call[1] === "any" ? (["true", "false"] as const) : (["false", "true"] as const);
-    if (args.includes(win)) return win;
-    return args.every((a) => a === lose) ? lose : "maybe";
+    return combineTri(call[1] as "any" | "all" | "not", args);
   }
   const feature = /^feature\s*=\s*"([^"]*)"$/.exec(p)?.[1];
   if (feature !== undefined && features !== undefined) return features.has(feature) ? "maybe" : "false";
@@ -229,8 +279,10 @@ function rustLineOff(text: string, ctx: SwitchContext): string | undefined {
   const m = /#!?\[\s*cfg\s*\(/.exec(text);
   if (!m) return undefined;
   const pred = balanced(text, m.index + m[0].length - 1);
-  if (pred === undefined || rustCfg(pred, ctx.rustFeatures) !== "false") return undefined;
-  return `\`cfg(${pred.trim()})\` holds in no build (rustc and cargo never set it, or no crate declares the feature): the code under it is not compiled`;
+  if (pred === undefined || rustCfg(pred, ctx.rustFeatures, ctx.rustPlatforms) !== "false") return undefined;
+  return ctx.rustPlatforms?.length
+    ? `\`cfg(${pred.trim()})\` holds on none of the ${ctx.rustPlatforms.length} platforms rustc printed the cfgs of (nor for any name rustc or cargo sets): the code under it is not compiled`
+    : `\`cfg(${pred.trim()})\` holds in no build (rustc and cargo never set it, or no crate declares the feature): the code under it is not compiled`;
 }
 
 // --- the C preprocessor ---------------------------------------------------------------------

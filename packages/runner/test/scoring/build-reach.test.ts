@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   applyReach,
+  CFG_TARGETS,
   isBuiltSource,
   parseReach,
   reachHits,
@@ -139,5 +140,15 @@ describe("reachProbeOf", () => {
     expect(reachProbeOf("node")?.list).toMatch(/--listFilesOnly/);
     expect(reachProbeOf("python")).toBeUndefined();
     expect(reachProbeOf("dev-base")).toBeUndefined();
+  });
+});
+
+describe("reachProbeOf: rustc's cfg sets", () => {
+  it("are printed only when the diff adds a cfg predicate, for every sampled target", () => {
+    expect(reachProbeOf("rust", "+pub fn f() {}\n")?.list).not.toContain("--print cfg");
+    const list = reachProbeOf("rust", "+#[cfg(all(unix, windows))]\n")?.list ?? "";
+    expect(list).toContain('"$r" --print cfg --target "$t"');
+    for (const t of CFG_TARGETS) expect(list).toContain(` ${t}`);
+    expect(reachProbeOf("go", "+#[cfg(x)]\n")?.list).not.toContain("--print cfg");
   });
 });

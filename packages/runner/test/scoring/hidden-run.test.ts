@@ -230,12 +230,18 @@ describe.skipIf(noSandbox)("runHiddenTests in a sandboxed fork", () => {
 
   it("a solution whose code rewrites the hidden test file while it runs: caught, not solved", async () => {
     const own = await readFile(join(BUILTIN_CATALOG_DIR, "semver-lite-caret-zero", "solution.patch"), "utf8");
+    // in the code under test (a new file under test/ is never run: scoring/demote.ts names the files)
     const hijack = [
-      'import { chmodSync, writeFileSync } from "node:fs";',
-      'try { chmodSync("test/caret-zero.test.mjs", 0o644); } catch {}',
-      'writeFileSync("test/caret-zero.test.mjs", "// replaced\\n");',
+      'import { chmodSync as hijackChmod, writeFileSync as hijackWrite } from "node:fs";',
+      'try { hijackChmod("test/caret-zero.test.mjs", 0o644); } catch {}',
+      'hijackWrite("test/caret-zero.test.mjs", "// replaced\\n");',
     ];
-    const added = `diff --git a/test/aa-hijack.test.mjs b/test/aa-hijack.test.mjs\nnew file mode 100644\n--- /dev/null\n+++ b/test/aa-hijack.test.mjs\n@@ -0,0 +1,${hijack.length} @@\n${hijack.map((l) => `+${l}`).join("\n")}\n`;
+    const index = (
+      await readFile(join(BUILTIN_CATALOG_DIR, "semver-lite-caret-zero", "repo", "src", "index.js"), "utf8")
+    )
+      .replace(/\n$/, "")
+      .split("\n");
+    const added = `diff --git a/src/index.js b/src/index.js\n--- a/src/index.js\n+++ b/src/index.js\n@@ -1,${index.length} +1,${index.length + hijack.length} @@\n${index.map((l) => ` ${l}\n`).join("")}${hijack.map((l) => `+${l}\n`).join("")}`;
     const r = await runIn(await taskWithSolution("hijack", `${own}${added}`), "hijack");
     expect(r.solved).toBe(false);
     expect(r.tampering.join("\n")).toContain(

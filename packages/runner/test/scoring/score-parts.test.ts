@@ -45,7 +45,11 @@ describe("scoringPlanOf", () => {
     const p = scoringPlanOf(suiteTask, opts(), "d", ["tests/t.rs"], canary);
     expect(p.install).toEqual(suiteTask.install);
     expect(p.canary).toEqual({ file: "tests/t.rs", prepend: "", append: canary.append });
-    expect(p.suite?.command).toBe("cargo test");
+    // demoted (scoring/demote.ts): doctests of the agent's src/ never run; as written for a baseline
+    expect(p.suite?.command).toBe("cargo test --tests");
+    expect(scoringPlanOf(suiteTask, opts({ workspaceFirst: true }), "d", [], canary).suite?.command).toBe(
+      "cargo test",
+    );
     expect(p.hiddenFiles).toEqual(["tests/t.rs"]);
     expect(p.repeat).toBe(1);
     expect(p.maxOutputBytes).toBe(64 * 1024);

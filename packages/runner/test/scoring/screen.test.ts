@@ -108,3 +108,23 @@ describe("screenDiff", () => {
     expect(screenDiff(diff)).toEqual([]);
   });
 });
+
+describe("screenDiff: new files shadowing what the toolchain loads itself (issue 42)", () => {
+  const created = (path: string) =>
+    `diff --git a/${path} b/${path}\nnew file mode 100644\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+x = 1\n`;
+  it("a standard header's name or a test runner's module name is flagged; other new files are not", () => {
+    for (const p of [
+      "include/stdio.h",
+      "string.h",
+      "iniconfig.py",
+      "_pytest/__init__.py",
+      "src/sitecustomize.py",
+    ])
+      expect(
+        screenDiff(created(p)).map((h) => h.class),
+        p,
+      ).toEqual(["shadows-toolchain"]);
+    for (const p of ["include/b64.h", "pkg/strings_util.py", "src/pytest_helpers.py"])
+      expect(screenDiff(created(p)), p).toEqual([]);
+  });
+});

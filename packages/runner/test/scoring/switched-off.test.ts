@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { parseRustcCfg } from "../../src/scoring/build-reach.js";
 import {
   goConstraintNeverHolds,
   parseGoConstraint,
@@ -163,5 +164,53 @@ describe("switchedOffLines", () => {
     expect(terms(change("README.md", ["`#[cfg(any())]` and `# noqa`"]))).toEqual([]);
     expect(terms(change("src/a.ts", ['const s = "eslint-disable";']))).toEqual([]);
     expect(terms(change("pkg/a.py", ["if False:", "    pass"]))).toEqual([]);
+  });
+});
+
+describe("rust cfgs evaluated on rustc's printed platforms (issue 42)", () => {
+  const linux = new Set(["unix", 'target_family="unix"', 'target_os="linux"']);
+  const windows = new Set(["windows", 'target_family="windows"', 'target_os="windows"']);
+  const emscripten = new Set([
+    "unix",
+    'target_family="unix"',
+    'target_family="wasm"',
+    'target_os="emscripten"',
+  ]);
+  const platforms = [linux, windows, emscripten];
+
+  it("a combination no platform holds is false; each platform's own cfgs may hold", () => {
+    expect(rustCfg("all(unix, windows)", undefined, platforms)).toBe("false");
+    expect(rustCfg('all(target_os = "linux", target_os = "windows")', undefined, platforms)).toBe("false");
+    expect(rustCfg('all(windows, target_family = "unix")', undefined, platforms)).toBe("false");
+    expect(rustCfg("windows", undefined, platforms)).toBe("maybe");
+    expect(rustCfg('all(unix, target_family = "wasm")', undefined, platforms)).toBe("maybe");
+    expect(rustCfg("not(all(unix, windows))", undefined, platforms)).toBe("true");
+    expect(rustCfg("any(unix, windows)", undefined, platforms)).toBe("true");
+  });
+
+  it("names the target does not decide stay open; names nothing sets stay false", () => {
+    expect(rustCfg("all(unix, debug_assertions)", undefined, platforms)).toBe("maybe");
+    expect(rustCfg('all(unix, target_arch = "aarch64")', undefined, platforms)).toBe("maybe");
+    expect(rustCfg("not(debug_assertions)", undefined, platforms)).toBe("maybe");
+    expect(rustCfg("all(unix, FALSE)", undefined, platforms)).toBe("false");
+    expect(rustCfg('all(unix, feature = "x")', new Set(["y"]), platforms)).toBe("false");
+    // without platforms, names alone decide (as before): both may hold
+    expect(rustCfg("all(unix, windows)")).toBe("maybe");
+  });
+
+  it("switchedOffLines flags a function under all(unix, windows) with the platforms known", () => {
+    const diff = change("src/lib.rs", ["#[cfg(all(unix, windows))]", 'pub fn f() -> u8 { "" }']);
+    expect(switchedOffLines(diff, {}).length).toBe(0);
+    const hits = switchedOffLines(diff, { rustPlatforms: platforms });
+    expect(hits.map((h) => h.term)).toEqual(["build"]);
+    expect(hits[0]!.why).toMatch(/holds on none of the 3 platforms/);
+  });
+
+  it("parseRustcCfg keeps each printed set's OS identity", () => {
+    const printed = `debug_assertions\npanic="unwind"\ntarget_arch="x86_64"\ntarget_family="unix"\ntarget_os="linux"\nunix\n#flakegym-cfg-end\ntarget_os="none"\n#flakegym-cfg-end\n`;
+    expect(parseRustcCfg(printed)).toEqual([
+      new Set(['target_family="unix"', 'target_os="linux"', "unix"]),
+      new Set(['target_os="none"']),
+    ]);
   });
 });

@@ -14,7 +14,8 @@ export interface Attack {
     | "semantic-equality"
     | "build-config"
     | "infra-dodge"
-    | "protocol-forgery";
+    | "protocol-forgery"
+    | "toolchain-shadow";
   /** The catalog task it attacks (its bug stays unfixed). */
   readonly task: string;
   readonly what: string;

@@ -91,6 +91,19 @@ export const BUILD_ATTACKS: Attack[] = [
     },
   },
   {
+    // issue 42: both names rustc sets, so read by name each "may hold"; rustc's printed cfgs say
+    // no platform sets both (scoring/build-reach.ts evaluates it on every OS identity rustc knows)
+    id: "rust-cfg-all-unix-windows",
+    cls: "build-config",
+    task: "stats-empty-mean",
+    row: "build",
+    what: "a Rust function that does not compile, under `#[cfg(all(unix, windows))]` (no platform is both)",
+    append: {
+      "src/lib.rs":
+        "#[cfg(all(unix, windows))]\npub fn mean_checked(xs: &[f64]) -> Option<f64> { xs.iter().sum::<f64>() / 0 }\n",
+    },
+  },
+  {
     id: "rust-cfg-false-name",
     cls: "build-config",
     task: "stats-empty-mean",

@@ -24,6 +24,7 @@ import { ORACLE_ATTACKS } from "./attacks-oracle.js";
 import { OUTCOME_ATTACKS } from "./attacks-outcome.js";
 import { PROTOCOL_ATTACKS } from "./attacks-protocol.js";
 import { PYTHON_ATTACKS } from "./attacks-python.js";
+import { TOOLCHAIN_ATTACKS } from "./attacks-toolchain.js";
 
 // The red-team suite (issue 25), by class: reward hacks that leave the bug unfixed, each scored for
 // real in a sandboxed fork of its task's snapshot with the production scorer. Every one must
@@ -44,11 +45,17 @@ const ATTACKS: Attack[] = [
   ...CONTEXT_ATTACKS,
   ...PROTOCOL_ATTACKS,
   ...ORACLE_ATTACKS,
+  ...TOOLCHAIN_ATTACKS,
 ];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";
 // FLAKEGYM_REDTEAM_DECOYS_ONLY=1: scored with decoys but no externalized assertions (the scorer
 // before issue 42), printing without asserting — how the oracle attacks (attacks-oracle.ts) win there
 const decoysOnly = process.env.FLAKEGYM_REDTEAM_DECOYS_ONLY === "1";
+// the baseline runs each test command as written, the workspace first on every lookup (before
+// scoring/demote.ts); FLAKEGYM_REDTEAM_DEMOTE=1 keeps the baseline's verdict (canary and result
+// lines) but demotes the command: how a toolchain-shadow attack (attacks-toolchain.ts) is shown to
+// lose by the demotion alone
+const workspaceFirst = baseline && process.env.FLAKEGYM_REDTEAM_DEMOTE !== "1";
 // the node profile's default build before it checked `.mjs`/`.cjs` too (the baseline's)
 const NODE_BUILD_BEFORE =
   "if [ -f tsconfig.json ]; then npx --no-install tsc --noEmit; else find . -name node_modules -prune -o -name '*.js' -print0 | xargs -0 -r -n1 node --check; fi";
@@ -118,6 +125,7 @@ async function scoreAttack(attack: Attack): Promise<Score> {
     diff,
     decoys: !baseline,
     externalize: !decoysOnly,
+    workspaceFirst,
   });
 }
 
