@@ -1,3 +1,4 @@
+import type { TaskPython } from "../run-format/schema.js";
 import type { TokenSequence } from "../emit/group.js";
 import type { AtroposMessage } from "../run-format/atropos-schema.js";
 import type {
@@ -36,6 +37,8 @@ export interface RolloutTask {
 export interface SnapshotRef {
   readonly key: string;
   readonly cached: boolean;
+  /** A python snapshot's interpreter: wanted, used and its provider (the manifest's envInstall.python). */
+  readonly python?: TaskPython;
 }
 
 /** What one agent attempt produced (already collected into the trajectory directory). */

@@ -1,3 +1,4 @@
+import { PythonFlags } from "../cli/python-options.js";
 import { z } from "zod";
 import { ImagesMode } from "../images/worker-images.js";
 import { PartialCredit, TamperPenalty } from "../scoring/reward.js";
@@ -259,5 +260,6 @@ export const RolloutOptions = z.object({
     "what a hit of the static screen for hack-shaped code costs: none = recorded in score.json `suspicious` only, zero = reward 0 (default none)",
   ),
   json: z.boolean().default(false).describe("print the summary as JSON instead of a table"),
+  ...PythonFlags,
 });
 export type RolloutOptions = z.infer<typeof RolloutOptions>;

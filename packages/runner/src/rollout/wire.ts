@@ -25,6 +25,7 @@ import { chooseImageSnapshot, podmanImageTreeReader, snapshotFromImage } from ".
 import { defaultSnapshotCacheDir } from "../snapshots/key.js";
 import type { Snapshot } from "../snapshots/manifest.js";
 import { pythonOptionsOf } from "../snapshots/python-providers.js";
+import { taskPythonOf } from "./task-python.js";
 import { interpreterBindsOf } from "../snapshots/python-shape.js";
 import { type SnapshotSpec, snapshotSpecOfProfile, snapshotSpecOfTask } from "../snapshots/spec.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
@@ -265,7 +266,8 @@ async function snapshotOfTask(
     hostBinds: interpreterBindsOf(s.manifest.envInstall),
   });
   await w.pool?.warm(shape, trajectories);
-  return { key: s.key, cached: s.cached };
+  const python = taskPythonOf(s.manifest.envInstall?.python);
+  return { key: s.key, cached: s.cached, ...(python ? { python } : {}) };
 }
 
 async function runWiredAgent(w: Wire, input: AgentInput): Promise<AgentAttempt> {

@@ -62,3 +62,22 @@ export function testCommandEnv(testCmd: string | readonly string[] | undefined):
   const m = /^(\s*[A-Za-z_][A-Za-z0-9_]*=('[^']*'|[^\s'"]*)\s+)+/.exec(first);
   return m ? m[0].trim() : "";
 }
+
+/** The command every pytest suite starts with (test-runners.ts), before the files it names. */
+const OUR_PYTEST = "python3 -m pytest -rA -p no:cacheprovider ";
+
+/**
+ * A pytest suite's command as SWE-bench's harness runs the repository's tests: where its test
+ * command is tox in the current environment (sphinx: `tox --current-env -epy39 -v --`), the same
+ * tox run, which reads the repository's `tox.ini` (a protected file) for the interpreter flags
+ * (`python -X dev`), the warnings filter and pytest options (`--color yes`; the facts' pre-install
+ * `sed` adds `-rA`) that its recorded results were made with; our files and `-p no:cacheprovider`
+ * are its arguments after `--`. Other commands are kept. Pure.
+ */
+export function harnessSuiteCommand(command: string, testCmd: string | readonly string[] | undefined): string {
+  const first = Array.isArray(testCmd) ? testCmd[0] : testCmd;
+  if (typeof first !== "string" || !command.startsWith(OUR_PYTEST)) return command;
+  const tox = /^tox --current-env( -e\s*[\w.-]+| -v)* --$/.exec(first.trim());
+  if (!tox) return command;
+  return `${tox[0]} -p no:cacheprovider ${command.slice(OUR_PYTEST.length)}`;
+}
