@@ -61,6 +61,32 @@ async function expectOnlyKnownFailures(runDir: string, instanceId: string): Prom
     expect(KNOWN_SCORER_FAILURES[instanceId], `${task}: ${t} fails`).toContain(t);
 }
 
+/** A validate run's record (run.json) of the interpreter `task` ran on. */
+async function runPythonOf(runDir: string, task: string): Promise<unknown> {
+  const run = JSON.parse(await readFile(join(runDir, task, "run.json"), "utf8")) as {
+    tasks: Record<string, { python?: unknown }>;
+  };
+  return run.tasks[task]?.python;
+}
+
+const TABLE_HEAD = "row | python wanted/used (provider) | gold | empty | seconds";
+
+/** One row of the per-row table: Python, gold and empty rewards, and the task's wall time (run.json → summary.json). */
+async function tableRow(runDir: string, task: string, python: unknown): Promise<string> {
+  const dir = join(runDir, task);
+  const run = JSON.parse(await readFile(join(dir, "run.json"), "utf8")) as { createdAt: string };
+  const end = (await stat(join(dir, "summary.json"))).mtimeMs;
+  const seconds = Math.round((end - Date.parse(run.createdAt)) / 1000);
+  const reward = async (t: number) =>
+    (
+      JSON.parse(await readFile(join(dir, "trajectories", `${task}-t${t}`, "score.json"), "utf8")) as {
+        reward: number;
+      }
+    ).reward;
+  const p = python as { wanted?: string; used?: string; provider?: string } | undefined;
+  return `${task} | ${p?.wanted}/${p?.used} (${p?.provider}) | ${await reward(0)} | ${await reward(1)} | ${seconds}`;
+}
+
 /** The manifest of the snapshot a validate run of `task` used (its run.json names the key). */
 async function snapshotManifestOf(runDir: string, task: string): Promise<Record<string, unknown>> {
   const run = JSON.parse(await readFile(join(runDir, task, "run.json"), "utf8")) as {
@@ -140,7 +166,7 @@ async function runnableRows(
 
 const skipReason = MIRRORS
   ? undefined
-  : "FLAKEGYM_REPO_MIRROR is not set: it names a directory of git mirrors (owner/repo or owner+repo/repo) of marshmallow-code/marshmallow, dustin/go-humanize and Masterminds/semver";
+  : "FLAKEGYM_REPO_MIRROR is not set: it names a directory of git mirrors (owner/repo or owner+repo/repo) of the rows' repositories (marshmallow-code/marshmallow, pytest-dev/pytest, sympy/sympy, sphinx-doc/sphinx, mwaskom/seaborn, dustin/go-humanize, Masterminds/semver)";
 if (skipReason) console.warn(`swebench-real: skipped — ${skipReason}`);
 
 describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from public repositories", () => {
@@ -214,6 +240,7 @@ describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from publi
     }
     expect(r.stdout).toContain(`${clean.length} passed, ${known.length} failed, 0 skipped`);
     for (const row of known) await expectOnlyKnownFailures(join(tmp.path, "run"), row.instance_id);
+    const table: string[] = [];
     for (const row of rows.filter((x) => x.language === "Python")) {
       const id = row.instance_id.toLowerCase();
       const m = await snapshotManifestOf(join(tmp.path, "run"), id);
@@ -221,17 +248,24 @@ describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from publi
       console.log(
         `swebench-real: ${id} on Python ${python?.used} (${python?.provider}); checkout ${JSON.stringify(m.checkout)}`,
       );
-      // each on the Python it wants, never silently on another
+      // each on the Python it wants, never silently on another; run.json says which and whose
+      // (every Python row here wants 3.9: SWE-bench's facts for their repositories and versions)
       expect(python, id).toMatchObject({ wanted: "3.9", matches: true });
       expect(String(python?.used)).toMatch(/^3\.9\./);
-      if (row.repo === "pytest-dev/pytest") {
-        expect(m.checkout, id).toMatchObject({ depth: "ancestry-and-tags" });
-        const ws = join(defaultSnapshotCacheDir(), String(m.key), "tree", "workspace");
-        const has = await execa("git", ["cat-file", "-e", row.fix_commit], { cwd: ws, reject: false });
-        expect(has.exitCode, `${id}: the fix ${row.fix_commit} must not be in the workspace's .git`).not.toBe(
-          0,
-        );
-      }
+      const recorded = await runPythonOf(join(tmp.path, "run"), id);
+      expect(recorded, `${id}: run.json's tasks.${id}.python`).toEqual({
+        wanted: python?.wanted,
+        used: python?.used,
+        matches: true,
+        provider: python?.provider,
+      });
+      if (row.repo === "pytest-dev/pytest") expect(m.checkout, id).toMatchObject({ depth: "ancestry-and-tags" });
+      // the fix is in the mirror's later history: the workspace's .git cannot reach it
+      const ws = join(defaultSnapshotCacheDir(), String(m.key), "tree", "workspace");
+      const has = await execa("git", ["cat-file", "-e", row.fix_commit], { cwd: ws, reject: false });
+      expect(has.exitCode, `${id}: the fix ${row.fix_commit} must not be in the workspace's .git`).not.toBe(0);
+      table.push(await tableRow(join(tmp.path, "run"), id, recorded));
     }
+    console.log(`swebench-real: per row\n${TABLE_HEAD}\n${table.join("\n")}`);
   }, 3_600_000);
 });

@@ -90,8 +90,8 @@ function toxEnvOfVenv(env: string): string {
 export function harnessSuiteCommand(command: string, testCmd: string | readonly string[] | undefined): string {
   const first = Array.isArray(testCmd) ? testCmd[0] : testCmd;
   if (typeof first !== "string" || !command.startsWith(OUR_PYTEST)) return command;
-  const tox = /^tox --current-env(?: -e\s*([\w.-]+)| -v)* --$/.exec(first.trim());
-  const env = tox?.[1];
+  const tox = /^tox --current-env(?: -e\s*[\w.-]+| -v)* --$/.exec(first.trim());
+  const env = tox ? / -e\s*([\w.-]+)/.exec(tox[0])?.[1] : undefined;
   if (!tox || env === undefined) return command;
   return `${toxEnvOfVenv(env)}${tox[0]} -p no:cacheprovider ${command.slice(OUR_PYTEST.length)}`;
 }

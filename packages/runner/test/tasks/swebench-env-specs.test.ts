@@ -199,13 +199,14 @@ describe("the suite command as the harness runs it (harnessSuiteCommand, withTes
     expect(harnessSuiteCommand("cargo test", "tox --current-env -epy39 -v --")).toBe("cargo test");
   });
   it("every sphinx version of the facts runs through tox, sympy keeps its environment prefix", () => {
-    const run = { kind: "suite", command: ours, results: "pytest", failToPass: [], passToPass: [] } as const;
+    const canary = { file: "tests/test_x.py", prepend: "", append: "", id: "tests/test_x.py::c" };
+    const run = { kind: "suite" as const, command: ours, results: "pytest" as const, failToPass: [], passToPass: [], canary };
     for (const version of Object.keys(SWEBENCH_ENV_FACTS["sphinx-doc/sphinx"]!.versions)) {
       const r = withTestEnv(run, { repo: "sphinx-doc/sphinx", version, install: null });
       expect(r.kind === "suite" && r.command, version).toMatch(/&& tox --current-env -epy39 -v -- -p no:cacheprovider tests\//);
     }
     const sympy = withTestEnv(
-      { ...run, command: "python3 bin/test -C --verbose a/tests/test_x.py", results: "sympy" },
+      { ...run, command: "python3 bin/test -C --verbose a/tests/test_x.py", results: "sympy" as const },
       { repo: "sympy/sympy", version: "1.12", install: null },
     );
     expect(sympy.kind === "suite" && sympy.command).toBe(
