@@ -259,11 +259,14 @@ describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from publi
         matches: true,
         provider: python?.provider,
       });
-      if (row.repo === "pytest-dev/pytest") expect(m.checkout, id).toMatchObject({ depth: "ancestry-and-tags" });
+      if (row.repo === "pytest-dev/pytest")
+        expect(m.checkout, id).toMatchObject({ depth: "ancestry-and-tags" });
       // the fix is in the mirror's later history: the workspace's .git cannot reach it
       const ws = join(defaultSnapshotCacheDir(), String(m.key), "tree", "workspace");
       const has = await execa("git", ["cat-file", "-e", row.fix_commit], { cwd: ws, reject: false });
-      expect(has.exitCode, `${id}: the fix ${row.fix_commit} must not be in the workspace's .git`).not.toBe(0);
+      expect(has.exitCode, `${id}: the fix ${row.fix_commit} must not be in the workspace's .git`).not.toBe(
+        0,
+      );
       table.push(await tableRow(join(tmp.path, "run"), id, recorded));
     }
     console.log(`swebench-real: per row\n${TABLE_HEAD}\n${table.join("\n")}`);

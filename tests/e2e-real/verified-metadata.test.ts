@@ -106,7 +106,8 @@ describe("SWE-bench Verified (real row metadata from PyPI)", () => {
       else {
         // buildable here only with the Python it wants (tasks check's rule: tasks/row-python.ts)
         const choice = await pythonFor(row.id, found.spec.python);
-        if (choice.kind === "refused") add(byReason, `refused: ${choice.reason.replace(/'[^']*'/g, "'…'")}`, row.id);
+        if (choice.kind === "refused")
+          add(byReason, `refused: ${choice.reason.replace(/'[^']*'/g, "'…'")}`, row.id);
         else add(byReason, "accepted: install facts found", row.id);
       }
       add(runners, REPO_RUNNERS[row.repo] ?? "pytest", row.id);
@@ -125,12 +126,17 @@ describe("SWE-bench Verified (real row metadata from PyPI)", () => {
     console.info(`verified-metadata: runners\n${table(runners)}`);
     console.info(`verified-metadata: the Python SWE-bench runs each row under\n${table(pythons)}`);
     const accepted = byReason.get("accepted: install facts found")?.length ?? 0;
-    const conda = [...byReason].filter(([k]) => k.startsWith("refused: ") && k.includes("conda")).flatMap(([, ids]) => ids);
-    const noPython = [...byReason].filter(([k]) => k.startsWith("refused: ") && k.includes("no CPython")).flatMap(([, ids]) => ids);
+    const conda = [...byReason]
+      .filter(([k]) => k.startsWith("refused: ") && k.includes("conda"))
+      .flatMap(([, ids]) => ids);
+    const noPython = [...byReason]
+      .filter(([k]) => k.startsWith("refused: ") && k.includes("no CPython"))
+      .flatMap(([, ids]) => ids);
     // accepted means buildable: every row is built from pip facts on the Python it wants, or refused by name
     expect(accepted + conda.length + noPython.length).toBe(rows!.length);
     for (const [k] of byReason)
-      if (k.includes("no CPython")) expect(k, "a missing Python's refusal says how to provide one").toContain("--python");
+      if (k.includes("no CPython"))
+        expect(k, "a missing Python's refusal says how to provide one").toContain("--python");
     expect(new Set(conda.map((id) => id.split("__")[0]))).toEqual(new Set(["matplotlib", "pydata"]));
     expect(runners.get("django")?.length).toBe(231);
     expect(runners.get("sympy")?.length).toBe(75);

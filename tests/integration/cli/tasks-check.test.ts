@@ -9,7 +9,9 @@ const SHAPES = join(REPO_ROOT, "tests/fixtures/swebench/verified-shapes.jsonl");
 
 describe("tasks check (SWE-bench family)", () => {
   it("lists each rejection, the notes on accepted rows and a table by reason, and exits 1", async () => {
-    const r = await runCli(["tasks", "check", "--dataset", SHAPES, "--allow-python-mismatch"], { timeoutMs: 60_000 });
+    const r = await runCli(["tasks", "check", "--dataset", SHAPES, "--allow-python-mismatch"], {
+      timeoutMs: 60_000,
+    });
     expect(r.exitCode, r.stderr).toBe(1);
     const lines = r.stdout.split("\n");
     expect(lines).toContainEqual(
@@ -152,7 +154,13 @@ describe("tasks check: the Python each row wants", () => {
     });
     const body = JSON.parse(r.stdout) as { pythons: Record<string, unknown>[] };
     expect(body.pythons).toContainEqual(
-      expect.objectContaining({ row: 2, wanted: "3.9", kind: "match", provider: "user", version: expect.stringMatching(/^3\.9\./) }),
+      expect.objectContaining({
+        row: 2,
+        wanted: "3.9",
+        kind: "match",
+        provider: "user",
+        version: expect.stringMatching(/^3\.9\./),
+      }),
     );
   });
 });

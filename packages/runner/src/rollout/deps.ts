@@ -1,10 +1,10 @@
-import type { TaskPython } from "../run-format/schema.js";
 import type { TokenSequence } from "../emit/group.js";
 import type { AtroposMessage } from "../run-format/atropos-schema.js";
 import type {
   Counts,
   Outcome,
   Score,
+  TaskPython,
   TrajectoryResult,
   WorkerImageProvenance,
 } from "../run-format/schema.js";

@@ -1,5 +1,5 @@
-import { PythonFlags } from "../cli/python-options.js";
 import { z } from "zod";
+import { PythonFlags } from "../cli/python-options.js";
 import { ImagesMode } from "../images/worker-images.js";
 import { PartialCredit, TamperPenalty } from "../scoring/reward.js";
 import { SuspiciousPenalty } from "../scoring/screen.js";

@@ -25,7 +25,6 @@ import { chooseImageSnapshot, podmanImageTreeReader, snapshotFromImage } from ".
 import { defaultSnapshotCacheDir } from "../snapshots/key.js";
 import type { Snapshot } from "../snapshots/manifest.js";
 import { pythonOptionsOf } from "../snapshots/python-providers.js";
-import { taskPythonOf } from "./task-python.js";
 import { interpreterBindsOf } from "../snapshots/python-shape.js";
 import { type SnapshotSpec, snapshotSpecOfProfile, snapshotSpecOfTask } from "../snapshots/spec.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
@@ -49,6 +48,7 @@ import type {
 import { trialOf } from "./plan.js";
 import { runScoringAttempt } from "./scoring-attempt.js";
 import { snapshotErrorOf } from "./snapshot-error.js";
+import { taskPythonOf } from "./task-python.js";
 import { trajectoryExportOf } from "./trajectory-export.js";
 import {
   advertiseListenOf,

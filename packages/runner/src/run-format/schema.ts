@@ -266,7 +266,9 @@ export const TaskPython = z
     provider: z
       .string()
       .optional()
-      .describe("where the interpreter came from: user, nix, uv, pyenv, path, or sandbox (a mismatch allowed)"),
+      .describe(
+        "where the interpreter came from: user, nix, uv, pyenv, path, or sandbox (a mismatch allowed)",
+      ),
   })
   .strict();
 export type TaskPython = z.infer<typeof TaskPython>;

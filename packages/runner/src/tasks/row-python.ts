@@ -1,5 +1,10 @@
 import { match } from "ts-pattern";
-import { choosePython, minorOf, type PythonCandidate, type PythonChoice } from "../snapshots/python-choice.js";
+import {
+  choosePython,
+  minorOf,
+  type PythonCandidate,
+  type PythonChoice,
+} from "../snapshots/python-choice.js";
 import { candidatesFor, type PythonOptions, pythonOptionsOf } from "../snapshots/python-providers.js";
 import type { RowError } from "./dataset-row.js";
 import type { IntakeTask } from "./swebench.js";
@@ -22,8 +27,15 @@ export interface RowPython {
 export function rowPythonLine(r: RowPython): string {
   const head = `python: row ${r.row} [${r.id}]: wants ${r.choice.wanted}`;
   return match(r.choice)
-    .with({ kind: "match" }, (c) => `${head}, served by ${c.candidate.provider}: ${c.candidate.version} (${c.candidate.interpreter})`)
-    .with({ kind: "mismatch-allowed" }, () => `${head}, none here: runs on the sandbox's python3 (--allow-python-mismatch)`)
+    .with(
+      { kind: "match" },
+      (c) =>
+        `${head}, served by ${c.candidate.provider}: ${c.candidate.version} (${c.candidate.interpreter})`,
+    )
+    .with(
+      { kind: "mismatch-allowed" },
+      () => `${head}, none here: runs on the sandbox's python3 (--allow-python-mismatch)`,
+    )
     .with({ kind: "refused" }, () => `${head}: none here (see the rejection)`)
     .exhaustive();
 }

@@ -87,7 +87,10 @@ function toxEnvOfVenv(env: string): string {
  * `sed` adds `-rA`) that its recorded results were made with; our files and `-p no:cacheprovider`
  * are its arguments after `--`. Other commands are kept. Pure.
  */
-export function harnessSuiteCommand(command: string, testCmd: string | readonly string[] | undefined): string {
+export function harnessSuiteCommand(
+  command: string,
+  testCmd: string | readonly string[] | undefined,
+): string {
   const first = Array.isArray(testCmd) ? testCmd[0] : testCmd;
   if (typeof first !== "string" || !command.startsWith(OUR_PYTEST)) return command;
   const tox = /^tox --current-env(?: -e\s*[\w.-]+| -v)* --$/.exec(first.trim());
@@ -102,7 +105,9 @@ export function harnessSuiteCommand(command: string, testCmd: string | readonly 
  * own install keeps them: docutils 0.22 (2025) removed `docutils.utils.roman`, which Sphinx's
  * LaTeX writer imports (every sphinx test building with it errors `No module named 'roman'`).
  */
-export const RELEASE_DRIFT_PINS: Readonly<Record<string, { readonly reqs: readonly string[]; readonly reason: string }>> = {
+export const RELEASE_DRIFT_PINS: Readonly<
+  Record<string, { readonly reqs: readonly string[]; readonly reason: string }>
+> = {
   "sphinx-doc/sphinx": {
     reqs: ["docutils<0.22"],
     reason:

@@ -13,16 +13,29 @@ const py311: PythonCandidate = { provider: "path", interpreter: "/usr/bin/python
 
 describe("tasks check: which Python a row wants and who serves it", () => {
   it("names the provider and interpreter that would serve a row, and does not reject it", () => {
-    const r = { row: 4, id: "sympy__sympy-24539", choice: choosePython("sympy__sympy-24539", "3.9", [py39], false) };
+    const r = {
+      row: 4,
+      id: "sympy__sympy-24539",
+      choice: choosePython("sympy__sympy-24539", "3.9", [py39], false),
+    };
     expect(rowPythonLine(r)).toBe(
       "python: row 4 [sympy__sympy-24539]: wants 3.9, served by pyenv: 3.9.18 (/opt/pyenv/versions/3.9.18/bin/python3.9)",
     );
     expect(rowPythonRejection("rows.jsonl", r)).toBeUndefined();
-    expect(pythonJsonOf(r)).toMatchObject({ wanted: "3.9", kind: "match", provider: "pyenv", version: "3.9.18" });
+    expect(pythonJsonOf(r)).toMatchObject({
+      wanted: "3.9",
+      kind: "match",
+      provider: "pyenv",
+      version: "3.9.18",
+    });
   });
 
   it("rejects a row whose Python is not here, by field `python`, saying how to provide one", () => {
-    const r = { row: 2, id: "sphinx-doc__sphinx-8721", choice: choosePython("sphinx-doc__sphinx-8721", "3.9", [py311], false) };
+    const r = {
+      row: 2,
+      id: "sphinx-doc__sphinx-8721",
+      choice: choosePython("sphinx-doc__sphinx-8721", "3.9", [py311], false),
+    };
     const e = rowPythonRejection("rows.jsonl", r);
     expect(e).toMatchObject({ file: "rows.jsonl", row: 2, id: "sphinx-doc__sphinx-8721", field: "python" });
     expect(e?.reason).toContain("wants Python 3.9, and no CPython 3.9 was found");

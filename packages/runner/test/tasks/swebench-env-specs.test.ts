@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { installOf, parseSwebenchRow, withTestEnv } from "../../src/tasks/swebench.js";
-import { harnessSuiteCommand } from "../../src/tasks/swebench-test-tools.js";
 import { SWEBENCH_ENV_FACTS } from "../../src/tasks/swebench-env-specs.data.js";
 import {
   envSpecOf,
@@ -11,6 +10,7 @@ import {
   SwebenchEnvSpec,
   VENV_CREATE,
 } from "../../src/tasks/swebench-env-specs.js";
+import { harnessSuiteCommand } from "../../src/tasks/swebench-test-tools.js";
 
 const act = '. "$FLAKEGYM_DEPS/venv/bin/activate" && ';
 
@@ -200,10 +200,19 @@ describe("the suite command as the harness runs it (harnessSuiteCommand, withTes
   });
   it("every sphinx version of the facts runs through tox, sympy keeps its environment prefix", () => {
     const canary = { file: "tests/test_x.py", prepend: "", append: "", id: "tests/test_x.py::c" };
-    const run = { kind: "suite" as const, command: ours, results: "pytest" as const, failToPass: [], passToPass: [], canary };
+    const run = {
+      kind: "suite" as const,
+      command: ours,
+      results: "pytest" as const,
+      failToPass: [],
+      passToPass: [],
+      canary,
+    };
     for (const version of Object.keys(SWEBENCH_ENV_FACTS["sphinx-doc/sphinx"]!.versions)) {
       const r = withTestEnv(run, { repo: "sphinx-doc/sphinx", version, install: null });
-      expect(r.kind === "suite" && r.command, version).toMatch(/&& tox --current-env -epy39 -v -- -p no:cacheprovider tests\//);
+      expect(r.kind === "suite" && r.command, version).toMatch(
+        /&& tox --current-env -epy39 -v -- -p no:cacheprovider tests\//,
+      );
     }
     const sympy = withTestEnv(
       { ...run, command: "python3 bin/test -C --verbose a/tests/test_x.py", results: "sympy" as const },

@@ -74,7 +74,11 @@ export const tasksCheckCommand = defineCommand({
     const pythons = await rowPythonsOf(d.tasks, pythonOptionsOfFlags(opts), ctx.env);
     const refused = pythons.flatMap((r) => rowPythonRejection(d.summary.file, r) ?? []);
     const rejected = [...d.rejected, ...refused].sort((a, b) => a.row - b.row);
-    const summary = { ...d.summary, accepted: d.summary.accepted - refused.length, rejected: rejected.length };
+    const summary = {
+      ...d.summary,
+      accepted: d.summary.accepted - refused.length,
+      rejected: rejected.length,
+    };
     const refusedRows = new Set(refused.map((e) => e.row));
     const groups = groupByReason(rejected);
     const scoring = rowRewardReport(d.rows ?? [], {
@@ -85,8 +89,8 @@ export const tasksCheckCommand = defineCommand({
     const notes = d.tasks
       .filter((t) => !refusedRows.has(t.source.row))
       .flatMap((t) =>
-      [...(t.notes ?? []), ...guardNotes(t)].map((note) => ({ row: t.source.row, id: t.spec.id, note })),
-    );
+        [...(t.notes ?? []), ...guardNotes(t)].map((note) => ({ row: t.source.row, id: t.spec.id, note })),
+      );
     if (progress) ctx.stderr.write("\r");
     if (opts.json) {
       const byReason = groups.map((g) => ({
