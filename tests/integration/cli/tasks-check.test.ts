@@ -131,7 +131,7 @@ describe("tasks check: the Python each row wants", () => {
     expect(r.exitCode, r.stderr).toBe(1);
     // sympy 1.7's facts run it under 3.9
     expect(r.stdout).toMatch(
-      /^row 2 \[sympy__sympy-20590\]: python: task 'sympy__sympy-20590' wants Python 3\.9, and no CPython 3\.9 was found \(looked in: user, nix, uv, pyenv, path; found: 3\.11\.\d+ \(path\)\): name one: --python 3\.9=\/path\/to\/python3\.9 .*uv python install 3\.9.*pyenv install 3\.9.*--allow-python-mismatch/m,
+      /verified-shapes\.jsonl:2: \[sympy__sympy-20590\] field 'python': task 'sympy__sympy-20590' wants Python 3\.9, and no CPython 3\.9 was found \(looked in: user, nix, uv, pyenv, path; found: 3\.11\.\d+ \(path\)\): name one: --python 3\.9=\/path\/to\/python3\.9 .*uv python install 3\.9.*pyenv install 3\.9.*--allow-python-mismatch/m,
     );
     expect(r.stdout).toMatch(/9 rows, 1 accepted, 8 rejected/);
     const allowed = await runCli(["tasks", "check", "--dataset", SHAPES, "--allow-python-mismatch"], {
