@@ -107,7 +107,7 @@ describe("SWE-bench Verified (real row metadata from PyPI)", () => {
         // buildable here only with the Python it wants (tasks check's rule: tasks/row-python.ts)
         const choice = await pythonFor(row.id, found.spec.python);
         if (choice.kind === "refused")
-          add(byReason, `refused: ${choice.reason.replace(/'[^']*'/g, "'…'")}`, row.id);
+          add(byReason, `refused: ${choice.reason.replace(/'[^']*'/g, "'…'")}: ${choice.hint}`, row.id);
         else add(byReason, "accepted: install facts found", row.id);
       }
       add(runners, REPO_RUNNERS[row.repo] ?? "pytest", row.id);

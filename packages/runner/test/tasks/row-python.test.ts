@@ -46,6 +46,13 @@ describe("tasks check: which Python a row wants and who serves it", () => {
     expect(e?.reason).toContain("--allow-python-mismatch");
   });
 
+  it("for a CPython older than nixpkgs ships (3.5: two django rows), names pyenv, not Nix or Debian", () => {
+    const c = choosePython("django__django-7530", "3.5", [py311], false);
+    expect(c.kind === "refused" && c.hint).toContain("`pyenv install 3.5` (built from source)");
+    expect(c.kind === "refused" && c.hint).not.toContain("Nix profile");
+    expect(c.kind === "refused" && c.hint).not.toContain("Debian");
+  });
+
   it("an allowed mismatch is accepted and said so", () => {
     const r = { row: 1, id: "x", choice: choosePython("x", "3.6", [py311], true) };
     expect(rowPythonRejection("rows.jsonl", r)).toBeUndefined();
