@@ -13,9 +13,15 @@ import { mirrorCandidates } from "../../packages/runner/src/tasks/repo-mirror.js
  * its pull request, as SWE-bench takes it), test_patch = its test-file changes, patch = the rest,
  * FAIL_TO_PASS = the tests that failed before the fix and passed after it, PASS_TO_PASS = those
  * that passed both times (each list checked by running the tests; pytest's on CPython 3.9: 1 and
- * 63). Each Python row must run on the Python its facts want (3.9; the snapshot manifest's
- * `envInstall.python`), and the pytest row (setuptools-scm) on a checkout with its history and tags
- * but without its fix (`checkout`; the fix is in the mirror's later history).
+ * 63). Real SWE-bench Verified rows under their instance ids (sympy 1.12 and 1.1, sphinx 3.5 and
+ * 5.0, seaborn 0.12): id, repo, version and base commit are the Verified row's; patch and test
+ * patch the pull request's diff from its merge base with the base commit; the lists found the same
+ * way, on CPython 3.9.18 with the row's install facts and SWE-bench's test command (sympy's
+ * bin/test, sphinx's tox, seaborn's pytest; seaborn graded on tests/_core/test_plot.py only).
+ * Each Python row must run on the Python its facts want (3.9; the snapshot manifest's
+ * `envInstall.python` and run.json's `tasks.<id>.python`), the pytest row (setuptools-scm) on a
+ * checkout with its history and tags, and no row's workspace may reach its fix (`checkout`; the
+ * fix is in the mirror's later history). A per-row table (Python, gold, empty, seconds) is printed.
  * `FLAKEGYM_E2E_REAL_ROWS=<regex>` keeps the rows whose instance id matches. The repositories are not
  * committed: `FLAKEGYM_REPO_MIRROR` names a directory of git mirrors, as `owner/repo` or as
  * `owner+repo/repo`. The rows are imported with `--repo-mirror` and `flakegym validate` must score
