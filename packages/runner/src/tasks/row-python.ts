@@ -85,3 +85,20 @@ export function pythonJsonOf(r: RowPython): Record<string, unknown> {
     .with({ kind: "refused" }, (c) => ({ ...base, reason: c.reason, hint: c.hint }))
     .exhaustive();
 }
+
+/**
+ * An intake's rejections and totals with the rows whose Python is refused moved from accepted to
+ * rejected (in row order), and which rows those are. Pure.
+ */
+export function withPythonRefusals<S extends { file: string; accepted: number; rejected: number }>(
+  d: { readonly summary: S; readonly rejected: readonly RowError[] },
+  pythons: readonly RowPython[],
+): { rejected: RowError[]; summary: S; refusedRows: Set<number> } {
+  const refused = pythons.flatMap((r) => rowPythonRejection(d.summary.file, r) ?? []);
+  const rejected = [...d.rejected, ...refused].sort((a, b) => a.row - b.row);
+  return {
+    rejected,
+    summary: { ...d.summary, accepted: d.summary.accepted - refused.length, rejected: rejected.length },
+    refusedRows: new Set(refused.map((e) => e.row)),
+  };
+}

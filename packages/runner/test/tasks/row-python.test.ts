@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { taskPythonOf } from "../../src/rollout/task-python.js";
 import { choosePython, type PythonCandidate } from "../../src/snapshots/python-choice.js";
-import { pythonJsonOf, rowPythonLine, rowPythonRejection } from "../../src/tasks/row-python.js";
+import {
+  pythonJsonOf,
+  rowPythonLine,
+  rowPythonRejection,
+  withPythonRefusals,
+} from "../../src/tasks/row-python.js";
 
 const py39: PythonCandidate = {
   provider: "pyenv",
@@ -74,5 +79,21 @@ describe("run.json's record of a task's interpreter", () => {
       }),
     ).toEqual({ wanted: "3.9", used: "3.9.18", matches: true, provider: "pyenv" });
     expect(taskPythonOf(undefined)).toBeUndefined();
+  });
+});
+
+describe("withPythonRefusals", () => {
+  it("moves refused rows from accepted to rejected, in row order", () => {
+    const other = { file: "f", row: 3, field: "repo", reason: "x" };
+    const r = withPythonRefusals({ summary: { file: "f", accepted: 2, rejected: 1 }, rejected: [other] }, [
+      { row: 1, id: "a", choice: choosePython("a", "3.9", [py311], false) },
+      { row: 2, id: "b", choice: choosePython("b", "3.9", [py39], false) },
+    ]);
+    expect(r.summary).toEqual({ file: "f", accepted: 1, rejected: 2 });
+    expect(r.rejected.map((e) => [e.row, e.field])).toEqual([
+      [1, "python"],
+      [3, "repo"],
+    ]);
+    expect([...r.refusedRows]).toEqual([1]);
   });
 });

@@ -11,7 +11,7 @@ import {
   groupByReason,
   loadIntake,
 } from "../../tasks/intake.js";
-import { pythonJsonOf, rowPythonLine, rowPythonRejection, rowPythonsOf } from "../../tasks/row-python.js";
+import { pythonJsonOf, rowPythonLine, rowPythonsOf, withPythonRefusals } from "../../tasks/row-python.js";
 import { rowRewardReport } from "../../tasks/row-reward.js";
 import type { IntakeTask } from "../../tasks/swebench.js";
 import { fileLooksBinary, printable } from "../../text/looks-binary.js";
@@ -72,14 +72,7 @@ export const tasksCheckCommand = defineCommand({
     });
     // a python row is buildable here only with the interpreter it wants (or an allowed mismatch)
     const pythons = await rowPythonsOf(d.tasks, pythonOptionsOfFlags(opts), ctx.env);
-    const refused = pythons.flatMap((r) => rowPythonRejection(d.summary.file, r) ?? []);
-    const rejected = [...d.rejected, ...refused].sort((a, b) => a.row - b.row);
-    const summary = {
-      ...d.summary,
-      accepted: d.summary.accepted - refused.length,
-      rejected: rejected.length,
-    };
-    const refusedRows = new Set(refused.map((e) => e.row));
+    const { rejected, summary, refusedRows } = withPythonRefusals(d, pythons);
     const groups = groupByReason(rejected);
     const scoring = rowRewardReport(d.rows ?? [], {
       buildCmd: opts.buildCmd,
