@@ -10,7 +10,8 @@ import { PYTHON_EMITTER } from "../../../src/scoring/externalize/python-source.j
 const probe = await execa("python3", ["-c", "import numpy"], { reject: false, timeout: 30_000 }).catch(
   () => undefined,
 );
-const skip = probe?.exitCode === 0 ? undefined : "python3 on PATH has no numpy (pip install numpy to run this)";
+const skip =
+  probe?.exitCode === 0 ? undefined : "python3 on PATH has no numpy (pip install numpy to run this)";
 if (skip) console.warn(`numpy-values: skipped — ${skip}`);
 
 describe.skipIf(skip !== undefined)("externalized values from numpy", () => {
