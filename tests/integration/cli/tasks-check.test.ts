@@ -1,13 +1,17 @@
+import { mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { REPO_ROOT, runCli } from "@flakegym/test-utils";
-import { describe, expect, it } from "vitest";
+import { makeTempDir, REPO_ROOT, runCli, type TempDir } from "@flakegym/test-utils";
+import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /** `tasks check` on our own SWE-bench Verified-shaped rows: the real CLI process. */
 const SHAPES = join(REPO_ROOT, "tests/fixtures/swebench/verified-shapes.jsonl");
 
 describe("tasks check (SWE-bench family)", () => {
   it("lists each rejection, the notes on accepted rows and a table by reason, and exits 1", async () => {
-    const r = await runCli(["tasks", "check", "--dataset", SHAPES], { timeoutMs: 60_000 });
+    const r = await runCli(["tasks", "check", "--dataset", SHAPES, "--allow-python-mismatch"], {
+      timeoutMs: 60_000,
+    });
     expect(r.exitCode, r.stderr).toBe(1);
     const lines = r.stdout.split("\n");
     expect(lines).toContainEqual(
@@ -35,7 +39,9 @@ describe("tasks check (SWE-bench family)", () => {
   });
 
   it("--json carries the table by reason and the notes", async () => {
-    const r = await runCli(["tasks", "check", "--dataset", SHAPES, "--json"], { timeoutMs: 60_000 });
+    const r = await runCli(["tasks", "check", "--dataset", SHAPES, "--json", "--allow-python-mismatch"], {
+      timeoutMs: 60_000,
+    });
     const body = JSON.parse(r.stdout) as {
       byReason: { reason: string; count: number; rows: number[] }[];
       notes: { row: number; id: string; note: string }[];
@@ -82,6 +88,80 @@ describe("tasks check (SWE-bench family)", () => {
     expect(body.scoring.length).toBeGreaterThan(0);
     for (const line of body.scoring)
       expect(line.terms[0]).toMatchObject({ name: "build", from: "--build-cmd" });
+  });
+});
+
+/** An environment in which no provider but /usr/bin's python3 (Debian's 3.11) is found. */
+async function bareEnv(dir: string): Promise<NodeJS.ProcessEnv> {
+  for (const d of ["pyenv", "uv", "nix"]) await mkdir(join(dir, d), { recursive: true });
+  return {
+    HOME: dir,
+    PYENV_ROOT: join(dir, "pyenv"),
+    UV_PYTHON_INSTALL_DIR: join(dir, "uv"),
+    XDG_DATA_HOME: dir,
+    NIX_PROFILES: join(dir, "nix"),
+    PATH: "/usr/bin:/bin",
+    FLAKEGYM_PYTHON: "",
+    FLAKEGYM_ALLOW_PYTHON_MISMATCH: "",
+  };
+}
+
+/** A CPython 3.9 of this machine (pyenv's), to name with --python, or why there is none. */
+async function python39(): Promise<{ path?: string; why?: string }> {
+  const root = await execa("pyenv", ["root"], { reject: false, timeout: 15_000 }).catch(() => undefined);
+  const dir = root?.exitCode === 0 ? join(root.stdout.trim(), "versions") : undefined;
+  const v = dir ? (await readdir(dir).catch(() => [])).find((d) => /^3\.9\.\d+$/.test(d)) : undefined;
+  return dir && v
+    ? { path: join(dir, v, "bin", "python3.9") }
+    : { why: "no pyenv-built CPython 3.9 on this machine (pyenv root/versions/3.9.*)" };
+}
+
+describe("tasks check: the Python each row wants", () => {
+  let tmp: TempDir;
+  beforeAll(async () => {
+    tmp = await makeTempDir("flakegym-check-python-");
+  });
+  afterAll(async () => {
+    await tmp.cleanup();
+  });
+
+  it("rejects a row whose Python is not here (field python), saying how to provide one", async () => {
+    const env = await bareEnv(tmp.path);
+    const r = await runCli(["tasks", "check", "--dataset", SHAPES], { timeoutMs: 60_000, env });
+    expect(r.exitCode, r.stderr).toBe(1);
+    // sympy 1.7's facts run it under 3.9
+    expect(r.stdout).toMatch(
+      /verified-shapes\.jsonl:2: \[sympy__sympy-20590\] field 'python': task 'sympy__sympy-20590' wants Python 3\.9, and no CPython 3\.9 was found \(looked in: user, nix, uv, pyenv, path; found: 3\.11\.\d+ \(path\)\): name one: --python 3\.9=\/path\/to\/python3\.9 .*uv python install 3\.9.*pyenv install 3\.9.*--allow-python-mismatch/m,
+    );
+    expect(r.stdout).toMatch(/9 rows, 1 accepted, 8 rejected/);
+    const allowed = await runCli(["tasks", "check", "--dataset", SHAPES, "--allow-python-mismatch"], {
+      timeoutMs: 60_000,
+      env,
+    });
+    expect(allowed.stdout).toContain(
+      "python: row 2 [sympy__sympy-20590]: wants 3.9, none here: runs on the sandbox's python3 (--allow-python-mismatch)",
+    );
+    expect(allowed.stdout).toMatch(/9 rows, 6 accepted, 3 rejected/);
+  });
+
+  it("names the provider that serves each row: --python (user) before the others", async (ctx) => {
+    const py = await python39();
+    if (!py.path) ctx.skip(py.why!);
+    const env = await bareEnv(tmp.path);
+    const r = await runCli(["tasks", "check", "--dataset", SHAPES, "--json", "--python", `3.9=${py.path}`], {
+      timeoutMs: 60_000,
+      env,
+    });
+    const body = JSON.parse(r.stdout) as { pythons: Record<string, unknown>[] };
+    expect(body.pythons).toContainEqual(
+      expect.objectContaining({
+        row: 2,
+        wanted: "3.9",
+        kind: "match",
+        provider: "user",
+        version: expect.stringMatching(/^3\.9\./),
+      }),
+    );
   });
 });
 

@@ -4,6 +4,7 @@ import type {
   Counts,
   Outcome,
   Score,
+  TaskPython,
   TrajectoryResult,
   WorkerImageProvenance,
 } from "../run-format/schema.js";
@@ -36,6 +37,8 @@ export interface RolloutTask {
 export interface SnapshotRef {
   readonly key: string;
   readonly cached: boolean;
+  /** A python snapshot's interpreter: wanted, used and its provider (the manifest's envInstall.python). */
+  readonly python?: TaskPython;
 }
 
 /** What one agent attempt produced (already collected into the trajectory directory). */

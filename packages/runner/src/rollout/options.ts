@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { PythonFlags } from "../cli/python-options.js";
 import { ImagesMode } from "../images/worker-images.js";
 import { PartialCredit, TamperPenalty } from "../scoring/reward.js";
 import { SuspiciousPenalty } from "../scoring/screen.js";
@@ -259,5 +260,6 @@ export const RolloutOptions = z.object({
     "what a hit of the static screen for hack-shaped code costs: none = recorded in score.json `suspicious` only, zero = reward 0 (default none)",
   ),
   json: z.boolean().default(false).describe("print the summary as JSON instead of a table"),
+  ...PythonFlags,
 });
 export type RolloutOptions = z.infer<typeof RolloutOptions>;

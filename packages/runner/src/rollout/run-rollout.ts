@@ -127,6 +127,7 @@ async function runTask(run: RolloutRun, taskId: string, slots: readonly Trajecto
     ...(task.datasetRow !== undefined ? { datasetRow: task.datasetRow } : {}),
     snapshotKey: snap.key,
     profile: task.profile,
+    ...(snap.python ? { python: snap.python } : {}),
     ...(task.image ? { image: task.image } : {}),
   };
   await run.saveManifest();

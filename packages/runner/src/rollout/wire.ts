@@ -48,6 +48,7 @@ import type {
 import { trialOf } from "./plan.js";
 import { runScoringAttempt } from "./scoring-attempt.js";
 import { snapshotErrorOf } from "./snapshot-error.js";
+import { taskPythonOf } from "./task-python.js";
 import { trajectoryExportOf } from "./trajectory-export.js";
 import {
   advertiseListenOf,
@@ -265,7 +266,8 @@ async function snapshotOfTask(
     hostBinds: interpreterBindsOf(s.manifest.envInstall),
   });
   await w.pool?.warm(shape, trajectories);
-  return { key: s.key, cached: s.cached };
+  const python = taskPythonOf(s.manifest.envInstall?.python);
+  return { key: s.key, cached: s.cached, ...(python ? { python } : {}) };
 }
 
 async function runWiredAgent(w: Wire, input: AgentInput): Promise<AgentAttempt> {

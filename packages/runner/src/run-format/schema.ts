@@ -257,6 +257,22 @@ export const RunConfig = z
   .strict();
 export type RunConfig = z.infer<typeof RunConfig>;
 
+/** The interpreter a python task's snapshot runs, against the one the task wants (its manifest's envInstall.python). */
+export const TaskPython = z
+  .object({
+    wanted: z.string().optional().describe("the Python the task asks for (`X.Y`)"),
+    used: z.string().describe("the Python its venv runs (`X.Y.Z`)"),
+    matches: z.boolean().describe("false when used is another major.minor than wanted"),
+    provider: z
+      .string()
+      .optional()
+      .describe(
+        "where the interpreter came from: user, nix, uv, pyenv, path, or sandbox (a mismatch allowed)",
+      ),
+  })
+  .strict();
+export type TaskPython = z.infer<typeof TaskPython>;
+
 /** Per-task facts learnt during the run (snapshot key, dataset row id), for provenance. */
 export const TaskProvenance = z
   .object({
@@ -264,6 +280,7 @@ export const TaskProvenance = z
     datasetRow: z.number().int().positive().optional().describe("1-based row of the dataset file"),
     snapshotKey: z.string().optional(),
     profile: z.string().optional(),
+    python: TaskPython.optional().describe("a python task's interpreter: wanted, used, provider"),
     image: WorkerImageProvenance.optional().describe("the image the task's workers ran on"),
   })
   .strict();

@@ -114,6 +114,8 @@ export function rolloutOptionsOf(
     out,
     keepEqualScores: false,
     json: false,
+    // serve's rollouts take interpreters from FLAKEGYM_PYTHON and FLAKEGYM_ALLOW_PYTHON_MISMATCH
+    allowPythonMismatch: false,
   };
 }
 

@@ -91,7 +91,10 @@ export type PythonChoice =
 export function howToProvide(minor: string): string {
   return [
     `name one: --python ${minor}=/path/to/python${minor} (or FLAKEGYM_PYTHON=${minor}=/path/to/python${minor})`,
-    `or install it where flakegym looks: \`uv python install ${minor}\`, \`pyenv install ${minor}\`, a Nix profile with python${minor.replace(".", "")}, or python${minor} on PATH (e.g. Debian's python${minor} package)`,
+    compareVersions(minor, "3.9") >= 0
+      ? `or install it where flakegym looks: \`uv python install ${minor}\`, \`pyenv install ${minor}\`, a Nix profile with python${minor.replace(".", "")}, or python${minor} on PATH (e.g. Debian's python${minor} package)`
+      : // nixpkgs ships python39 and later only; a current distribution has no such old CPython
+        `or install it where flakegym looks: \`pyenv install ${minor}\` (built from source), \`uv python install ${minor}\` where uv has a build of it, or python${minor} on PATH`,
     "or accept another version with --allow-python-mismatch (recorded in the manifest and the run)",
   ].join("; ");
 }

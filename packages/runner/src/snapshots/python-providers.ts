@@ -144,6 +144,19 @@ async function fallbackPythons(env: NodeJS.ProcessEnv): Promise<PythonCandidate[
   return out;
 }
 
+/**
+ * The candidates a choice for `minor` is made among: those of that version, else (to name in a
+ * refusal) the python3 interpreters found instead. `opts` already merged with the environment.
+ */
+export async function candidatesFor(
+  minor: string,
+  opts: PythonOptions,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<PythonCandidate[]> {
+  const found = await discoverPythons(minor, opts, env);
+  return found.length > 0 ? found : await fallbackPythons(env);
+}
+
 /** Discovers and chooses the interpreter for a task wanting `wanted` (see python-choice.ts). */
 export async function resolvePython(
   taskId: string,
@@ -153,7 +166,5 @@ export async function resolvePython(
 ): Promise<PythonChoice> {
   const minor = minorOf(wanted) ?? wanted;
   const opts = pythonOptionsOf(o, env);
-  const found = await discoverPythons(minor, opts, env);
-  if (found.length > 0) return choosePython(taskId, minor, found, opts.allowMismatch ?? false);
-  return choosePython(taskId, minor, await fallbackPythons(env), opts.allowMismatch ?? false);
+  return choosePython(taskId, minor, await candidatesFor(minor, opts, env), opts.allowMismatch ?? false);
 }

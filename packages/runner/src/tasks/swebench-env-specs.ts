@@ -5,6 +5,7 @@ import {
   boundTestTools,
   ENSURE_PYTEST,
   PYTEST_BOUND_REASON,
+  RELEASE_DRIFT_PINS,
 } from "./swebench-test-tools.js";
 import { shellQuote } from "./task-spec.js";
 
@@ -171,6 +172,11 @@ export function installOfEnvSpec(
     const pinned = boundTestTools(spec.pip_packages);
     if (pinned.bounded) notes.push(PYTEST_BOUND_REASON);
     install.push(inVenv(`python -m pip install ${pinned.reqs.map(shellQuote).join(" ")}`));
+  }
+  const drift = RELEASE_DRIFT_PINS[repo.toLowerCase()];
+  if (drift) {
+    install.push(inVenv(`python -m pip install ${drift.reqs.map(shellQuote).join(" ")}`));
+    notes.push(drift.reason);
   }
   if (spec.install) install.push(inVenv(spec.install));
   // the runner of every Python row needs pytest (django's and sympy's runners do not, but it is harmless)

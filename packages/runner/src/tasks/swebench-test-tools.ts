@@ -62,3 +62,55 @@ export function testCommandEnv(testCmd: string | readonly string[] | undefined):
   const m = /^(\s*[A-Za-z_][A-Za-z0-9_]*=('[^']*'|[^\s'"]*)\s+)+/.exec(first);
   return m ? m[0].trim() : "";
 }
+
+/** The command every pytest suite starts with (test-runners.ts), before the files it names. */
+const OUR_PYTEST = "python3 -m pytest -rA -p no:cacheprovider ";
+
+/**
+ * tox-current-env links `.tox/<env>/bin/python` to the running interpreter; in SWE-bench's image
+ * that is a conda environment's own binary, here a venv's `bin/python` — and an interpreter
+ * invoked through a second link looks for `pyvenv.cfg` beside that link only, so CPython (3.9
+ * checked) starts without the venv (`No module named pytest`). The env dir is therefore made
+ * first as a view of the venv (its pyvenv.cfg, its lib/): any link in its bin/ then runs the
+ * venv. A left-over `.tox` (the agent's) is removed first. Pure.
+ */
+function toxEnvOfVenv(env: string): string {
+  const dir = `.tox/${env}`;
+  return `rm -rf .tox && if [ -n "$VIRTUAL_ENV" ]; then mkdir -p ${dir} && cp "$VIRTUAL_ENV/pyvenv.cfg" ${dir}/ && ln -s "$VIRTUAL_ENV/lib" ${dir}/lib; fi && `;
+}
+
+/**
+ * A pytest suite's command as SWE-bench's harness runs the repository's tests: where its test
+ * command is tox in the current environment (sphinx: `tox --current-env -epy39 -v --`), the same
+ * tox run, which reads the repository's `tox.ini` (a protected file) for the interpreter flags
+ * (`python -X dev`), the warnings filter and pytest options (`--color yes`; the facts' pre-install
+ * `sed` adds `-rA`) that its recorded results were made with; our files and `-p no:cacheprovider`
+ * are its arguments after `--`. Other commands are kept. Pure.
+ */
+export function harnessSuiteCommand(
+  command: string,
+  testCmd: string | readonly string[] | undefined,
+): string {
+  const first = Array.isArray(testCmd) ? testCmd[0] : testCmd;
+  if (typeof first !== "string" || !command.startsWith(OUR_PYTEST)) return command;
+  const tox = /^tox --current-env(?: -e\s*[\w.-]+| -v)* --$/.exec(first.trim());
+  const env = tox ? / -e\s*([\w.-]+)/.exec(tox[0])?.[1] : undefined;
+  if (!tox || env === undefined) return command;
+  return `${toxEnvOfVenv(env)}${tox[0]} -p no:cacheprovider ${command.slice(OUR_PYTEST.length)}`;
+}
+
+/**
+ * Pins for packages released after SWE-bench's environment images were built (2024), that break
+ * a repository's tests where its facts leave them unpinned, installed before the repository so its
+ * own install keeps them: docutils 0.22 (2025) removed `docutils.utils.roman`, which Sphinx's
+ * LaTeX writer imports (every sphinx test building with it errors `No module named 'roman'`).
+ */
+export const RELEASE_DRIFT_PINS: Readonly<
+  Record<string, { readonly reqs: readonly string[]; readonly reason: string }>
+> = {
+  "sphinx-doc/sphinx": {
+    reqs: ["docutils<0.22"],
+    reason:
+      "docutils bounded below 0.22 (released after SWE-bench's images were built; it removed docutils.utils.roman, which Sphinx's LaTeX writer imports)",
+  },
+};

@@ -5,7 +5,7 @@ import { classifyRepo, type RowError } from "./dataset-row.js";
 import { unbuildableReason } from "./swebench-buildable.js";
 import { envSpecOf, inRowVenv, installOfEnvSpec } from "./swebench-env-specs.js";
 import { type LogParser, logParserOf } from "./swebench-log-parsers.js";
-import { testCommandEnv } from "./swebench-test-tools.js";
+import { harnessSuiteCommand, testCommandEnv } from "./swebench-test-tools.js";
 import { TaskSpec, type TestRun } from "./task-spec.js";
 import {
   djangoId,
@@ -486,13 +486,16 @@ export function rowRunner(
 
 /**
  * A suite run with the environment assignments SWE-bench's test command for the row's
- * repository and version starts with (swebench-test-tools.ts), when the facts know them. Pure.
+ * repository and version starts with, and run through tox where the harness runs it so
+ * (swebench-test-tools.ts), when the facts know them. Pure.
  */
 export function withTestEnv(run: TestRun, row: Pick<SwebenchRow, "repo" | "version" | "install">): TestRun {
   if (run.kind !== "suite" || row.install != null) return run;
   const found = envSpecOf(row.repo, row.version);
-  const env = found.ok ? testCommandEnv(found.spec.test_cmd) : "";
-  return env === "" ? run : { ...run, command: `${env} ${run.command}` };
+  if (!found.ok) return run;
+  const env = testCommandEnv(found.spec.test_cmd);
+  const command = harnessSuiteCommand(run.command, found.spec.test_cmd);
+  return { ...run, command: env === "" ? command : `${env} ${command}` };
 }
 
 /**

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { commands } from "../../src/cli/commands/index.js";
 import { commandGroups, groupHelpRequest, renderCommandHelp, renderOptions } from "../../src/cli/help.js";
+import { PythonFlags } from "../../src/cli/python-options.js";
 import { POOL_DEFAULT_MIN_TRAJECTORIES, poolHelp, resolvePool } from "../../src/workers/pool/decisions.js";
 import { runCliCaptured } from "../helpers/cli.js";
 
@@ -106,3 +107,18 @@ describe("command groups answer --help and a bare invocation with their subcomma
 });
 
 const m0Help = (path: readonly string[]) => `flakegym ${path.join(" ")} --help`;
+
+describe("--python and --allow-python-mismatch: one definition, on every command that builds python snapshots", () => {
+  it.each(["rollout", "eval", "validate", "snapshot build", "tasks check"] as const)(
+    "%s takes them",
+    (name) => {
+      const cmd = commands.find((c) => c.path.join(" ") === name);
+      if (!cmd) throw new Error(`no command ${name}`);
+      const shape = (cmd.options as z.ZodObject<z.ZodRawShape>).shape;
+      // the same schema objects (cli/python-options.ts), not copies
+      expect(shape.python).toBe(PythonFlags.python);
+      expect(shape.allowPythonMismatch).toBe(PythonFlags.allowPythonMismatch);
+      expect(renderCommandHelp(cmd)).toMatch(/--python <python>/);
+    },
+  );
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { installOf, parseSwebenchRow } from "../../src/tasks/swebench.js";
+import { installOf, parseSwebenchRow, withTestEnv } from "../../src/tasks/swebench.js";
 import { SWEBENCH_ENV_FACTS } from "../../src/tasks/swebench-env-specs.data.js";
 import {
   envSpecOf,
@@ -10,6 +10,7 @@ import {
   SwebenchEnvSpec,
   VENV_CREATE,
 } from "../../src/tasks/swebench-env-specs.js";
+import { harnessSuiteCommand } from "../../src/tasks/swebench-test-tools.js";
 
 const act = '. "$FLAKEGYM_DEPS/venv/bin/activate" && ';
 
@@ -182,5 +183,56 @@ describe("a row's install (installOf)", () => {
         reason: expect.stringMatching(/^'7\.7' is not a version/),
       },
     });
+  });
+});
+
+describe("the suite command as the harness runs it (harnessSuiteCommand, withTestEnv)", () => {
+  const ours = "python3 -m pytest -rA -p no:cacheprovider tests/test_ext_viewcode.py";
+  it("runs a repository SWE-bench tests through tox the same way, our files after `--`", () => {
+    expect(harnessSuiteCommand(ours, "tox --current-env -epy39 -v --")).toBe(
+      'rm -rf .tox && if [ -n "$VIRTUAL_ENV" ]; then mkdir -p .tox/py39 && cp "$VIRTUAL_ENV/pyvenv.cfg" .tox/py39/ && ln -s "$VIRTUAL_ENV/lib" .tox/py39/lib; fi && tox --current-env -epy39 -v -- -p no:cacheprovider tests/test_ext_viewcode.py',
+    );
+  });
+  it("keeps our command for a plain pytest command and for a tox command it does not know", () => {
+    expect(harnessSuiteCommand(ours, "pytest --no-header -rA")).toBe(ours);
+    expect(harnessSuiteCommand(ours, "tox -e lint; rm -rf /")).toBe(ours);
+    expect(harnessSuiteCommand("cargo test", "tox --current-env -epy39 -v --")).toBe("cargo test");
+  });
+  it("every sphinx version of the facts runs through tox, sympy keeps its environment prefix", () => {
+    const canary = { file: "tests/test_x.py", prepend: "", append: "", id: "tests/test_x.py::c" };
+    const run = {
+      kind: "suite" as const,
+      command: ours,
+      results: "pytest" as const,
+      failToPass: [],
+      passToPass: [],
+      canary,
+    };
+    for (const version of Object.keys(SWEBENCH_ENV_FACTS["sphinx-doc/sphinx"]!.versions)) {
+      const r = withTestEnv(run, { repo: "sphinx-doc/sphinx", version, install: null });
+      expect(r.kind === "suite" && r.command, version).toMatch(
+        /&& tox --current-env -epy39 -v -- -p no:cacheprovider tests\//,
+      );
+    }
+    const sympy = withTestEnv(
+      { ...run, command: "python3 bin/test -C --verbose a/tests/test_x.py", results: "sympy" as const },
+      { repo: "sympy/sympy", version: "1.12", install: null },
+    );
+    expect(sympy.kind === "suite" && sympy.command).toBe(
+      "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' python3 bin/test -C --verbose a/tests/test_x.py",
+    );
+  });
+});
+
+describe("pins for packages released after SWE-bench's images", () => {
+  it("installs sphinx's docutils bound before the repository, saying why", () => {
+    const found = envSpecOf("sphinx-doc/sphinx", "3.5");
+    if (!found.ok) throw new Error(found.reason);
+    const { install, notes } = installOfEnvSpec("sphinx-doc/sphinx", found.spec);
+    const pin = install.findIndex((c) => c.endsWith("python -m pip install 'docutils<0.22'"));
+    const repo = install.findIndex((c) => c.endsWith("python -m pip install -e .[test]"));
+    expect(pin).toBeGreaterThan(0);
+    expect(repo).toBeGreaterThan(pin);
+    expect(notes).toContainEqual(expect.stringContaining("docutils.utils.roman"));
   });
 });

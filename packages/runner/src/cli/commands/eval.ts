@@ -29,6 +29,7 @@ import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
 import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import { poolEvent, poolHelp, resolvePool } from "../../workers/pool/decisions.js";
 import { type CliContext, defineCommand } from "../command.js";
+import { pythonOptionsOfFlags } from "../python-options.js";
 
 export const EvalOptions = RolloutOptions.pick({
   task: true,
@@ -63,6 +64,8 @@ export const EvalOptions = RolloutOptions.pick({
   testTimeout: true,
   tamperPenalty: true,
   suspiciousPenalty: true,
+  python: true,
+  allowPythonMismatch: true,
 }).extend({
   pool: RolloutOptions.shape.pool.describe(poolHelp("eval")),
   task: z.array(z.string().min(1)).optional().describe("a catalog task id to evaluate (repeat for several)"),
@@ -395,6 +398,7 @@ async function runPrepared(p: PreparedEval, opts: EvalOptions, ctx: CliContext):
           runId: evalId,
           signal: ctx.signal,
           env: ctx.env,
+          python: pythonOptionsOfFlags(opts),
           ...(p.judgeApiKey ? { judgeApiKey: p.judgeApiKey } : {}),
           ...(p.gatewayAdvertise ? { gatewayAdvertise: p.gatewayAdvertise } : {}),
           onNote: (m) => ctx.stderr.write(`${m}\n`),

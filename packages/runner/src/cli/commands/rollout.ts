@@ -33,6 +33,7 @@ import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import { printable } from "../../text/looks-binary.js";
 import { poolEvent, resolvePool } from "../../workers/pool/decisions.js";
 import { type CliContext, defineCommand } from "../command.js";
+import { pythonOptionsOfFlags } from "../python-options.js";
 import { nixAppDefault, preflightWorkerImages } from "./rollout-images.js";
 
 export const rolloutCommand = defineCommand({
@@ -166,6 +167,7 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
     ...(r.gatewayAdvertise ? { gatewayAdvertise: r.gatewayAdvertise } : {}),
     onNote: (m) => ctx.stderr.write(`${m}\n`),
     env: ctx.env,
+    python: pythonOptionsOfFlags(opts),
     ...(selection ? { datasetTasks: selection.tasks } : {}),
     ...(workerImages ? { workerImages } : {}),
   });

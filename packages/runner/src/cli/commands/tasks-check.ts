@@ -11,10 +11,12 @@ import {
   groupByReason,
   loadIntake,
 } from "../../tasks/intake.js";
+import { pythonJsonOf, rowPythonLine, rowPythonsOf, withPythonRefusals } from "../../tasks/row-python.js";
 import { rowRewardReport } from "../../tasks/row-reward.js";
 import type { IntakeTask } from "../../tasks/swebench.js";
 import { fileLooksBinary, printable } from "../../text/looks-binary.js";
 import { defineCommand } from "../command.js";
+import { PythonFlags, pythonOptionsOfFlags } from "../python-options.js";
 
 export const tasksCheckCommand = defineCommand({
   path: ["tasks", "check"],
@@ -51,6 +53,7 @@ export const tasksCheckCommand = defineCommand({
       .string()
       .optional()
       .describe("swe-agent rows: the LLM judge rollout will be given (<base-url>#<model>)"),
+    ...PythonFlags,
   }),
   examples: [
     "flakegym tasks check --dataset rows.jsonl",
@@ -67,15 +70,20 @@ export const tasksCheckCommand = defineCommand({
       ...(progress ? { onProgress: (n: number) => ctx.stderr.write(`\rread ${n} rows…`) } : {}),
       ...(opts.repoMirror === undefined ? {} : { repoMirror: resolve(ctx.cwd, opts.repoMirror) }),
     });
-    const groups = groupByReason(d.rejected);
+    // a python row is buildable here only with the interpreter it wants (or an allowed mismatch)
+    const pythons = await rowPythonsOf(d.tasks, pythonOptionsOfFlags(opts), ctx.env);
+    const { rejected, summary, refusedRows } = withPythonRefusals(d, pythons);
+    const groups = groupByReason(rejected);
     const scoring = rowRewardReport(d.rows ?? [], {
       buildCmd: opts.buildCmd,
       lintCmd: opts.lintCmd,
       judge: opts.judge !== undefined,
     });
-    const notes = d.tasks.flatMap((t) =>
-      [...(t.notes ?? []), ...guardNotes(t)].map((note) => ({ row: t.source.row, id: t.spec.id, note })),
-    );
+    const notes = d.tasks
+      .filter((t) => !refusedRows.has(t.source.row))
+      .flatMap((t) =>
+        [...(t.notes ?? []), ...guardNotes(t)].map((note) => ({ row: t.source.row, id: t.spec.id, note })),
+      );
     if (progress) ctx.stderr.write("\r");
     if (opts.json) {
       const byReason = groups.map((g) => ({
@@ -84,10 +92,11 @@ export const tasksCheckCommand = defineCommand({
         rows: g.first.map((e) => e.row),
       }));
       ctx.stdout.write(
-        `${JSON.stringify({ summary: d.summary, rejected: d.rejected, byReason, notes, ...(d.rows ? { scoring } : {}) }, null, 2)}\n`,
+        `${JSON.stringify({ summary, rejected, byReason, notes, pythons: pythons.map(pythonJsonOf), ...(d.rows ? { scoring } : {}) }, null, 2)}\n`,
       );
     } else {
-      for (const e of d.rejected) ctx.stdout.write(`${printable(formatIntakeError(d.summary.kind, e))}\n`);
+      for (const e of rejected) ctx.stdout.write(`${printable(formatIntakeError(d.summary.kind, e))}\n`);
+      for (const r of pythons) ctx.stdout.write(`${printable(rowPythonLine(r))}\n`);
       for (const n of notes) ctx.stdout.write(`${printable(`note: row ${n.row} [${n.id}]: ${n.note}`)}\n`);
       for (const r of scoring)
         ctx.stdout.write(`${printable(`scored by: row ${r.row} [${r.id}] (${r.profile}): ${r.text}`)}\n`);
@@ -97,9 +106,9 @@ export const tasksCheckCommand = defineCommand({
         );
       }
       for (const line of formatReasonTable(groups)) ctx.stdout.write(`${printable(line)}\n`);
-      ctx.stdout.write(`${formatIntakeSummary(d.summary)}\n`);
+      ctx.stdout.write(`${formatIntakeSummary(summary)}\n`);
     }
-    return d.rejected.length > 0 ? 1 : 0;
+    return rejected.length > 0 ? 1 : 0;
   },
 });
 

@@ -34,6 +34,12 @@ def _fg_canon(v, _d=0):
         return {"t": "dict", "v": [[_fg_canon(k, _d + 1), _fg_canon(x, _d + 1)] for k, x in dict.items(v)]}
     if isinstance(v, (set, frozenset)):
         return {"t": "set", "v": [_fg_canon(x, _d + 1) for x in (set.__iter__(v) if isinstance(v, set) else frozenset.__iter__(v))]}
+    # a numpy scalar or one-element array (a plotting or numeric library's result) compares in an
+    # assertion as its one Python value does: an equality of a one-element array is truthy exactly
+    # when its element's is (this text goes into hidden test files: no literal values here)
+    _np = __import__("sys").modules.get("numpy")
+    if _np is not None and (isinstance(v, _np.generic) or (isinstance(v, _np.ndarray) and v.size == 1)):
+        return _fg_canon(v.item(), _d + 1)
     t = type(v)
     try:
         r = repr(v)[:200]
