@@ -104,7 +104,7 @@ describe("SWE-bench Verified (real row metadata from PyPI)", () => {
       else if (unbuildableReason(row.repo, row.version, found.spec))
         add(byReason, `refused: ${row.repo} builds a conda environment (environment.yml)`, row.id);
       else {
-        // buildable here only with the Python it wants (tasks check's rule: tasks/row-python.ts)
+        // buildable here only with the Python it wants (tasks check's rule: snapshots/row-python.ts)
         const choice = await pythonFor(row.id, found.spec.python);
         if (choice.kind === "refused")
           add(byReason, `refused: ${choice.reason.replace(/'[^']*'/g, "'…'")}: ${choice.hint}`, row.id);

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { PythonFlags } from "../cli/python-options.js";
 import { ImagesMode } from "../images/worker-images.js";
 import { PartialCredit, TamperPenalty } from "../scoring/reward.js";
 import { SuspiciousPenalty } from "../scoring/screen.js";
+import { PythonFlags } from "../snapshots/python-options.js";
 import { POOL_DEFAULT_IDLE_S, poolHelp } from "../workers/pool/decisions.js";
 
 /**

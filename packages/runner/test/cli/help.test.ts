@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { commands } from "../../src/cli/commands/index.js";
 import { commandGroups, groupHelpRequest, renderCommandHelp, renderOptions } from "../../src/cli/help.js";
-import { PythonFlags } from "../../src/cli/python-options.js";
+import { PythonFlags } from "../../src/snapshots/python-options.js";
 import { POOL_DEFAULT_MIN_TRAJECTORIES, poolHelp, resolvePool } from "../../src/workers/pool/decisions.js";
 import { runCliCaptured } from "../helpers/cli.js";
 
@@ -115,7 +115,7 @@ describe("--python and --allow-python-mismatch: one definition, on every command
       const cmd = commands.find((c) => c.path.join(" ") === name);
       if (!cmd) throw new Error(`no command ${name}`);
       const shape = (cmd.options as z.ZodObject<z.ZodRawShape>).shape;
-      // the same schema objects (cli/python-options.ts), not copies
+      // the same schema objects (snapshots/python-options.ts), not copies
       expect(shape.python).toBe(PythonFlags.python);
       expect(shape.allowPythonMismatch).toBe(PythonFlags.allowPythonMismatch);
       expect(renderCommandHelp(cmd)).toMatch(/--python <python>/);

@@ -25,11 +25,11 @@ import { checkNewRunDir, checkOutDir } from "../../rollout/out-path.js";
 import { acquireRunLock } from "../../rollout/run-lock.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import type { RunConfig } from "../../run-format/schema.js";
+import { pythonOptionsOfFlags } from "../../snapshots/python-options.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
 import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import { poolEvent, poolHelp, resolvePool } from "../../workers/pool/decisions.js";
 import { type CliContext, defineCommand } from "../command.js";
-import { pythonOptionsOfFlags } from "../python-options.js";
 
 export const EvalOptions = RolloutOptions.pick({
   task: true,

@@ -26,6 +26,7 @@ import type { RunSummary } from "../../rollout/summary.js";
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { readManifest, runPaths } from "../../run-format/run-dir.js";
 import type { RunConfig } from "../../run-format/schema.js";
+import { pythonOptionsOfFlags } from "../../snapshots/python-options.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
 import { datasetPathError, formatRowError } from "../../tasks/dataset.js";
 import { datasetAsCatalog } from "../../tasks/dataset-catalog.js";
@@ -33,7 +34,6 @@ import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import { printable } from "../../text/looks-binary.js";
 import { poolEvent, resolvePool } from "../../workers/pool/decisions.js";
 import { type CliContext, defineCommand } from "../command.js";
-import { pythonOptionsOfFlags } from "../python-options.js";
 import { nixAppDefault, preflightWorkerImages } from "./rollout-images.js";
 
 export const rolloutCommand = defineCommand({

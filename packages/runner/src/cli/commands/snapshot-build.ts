@@ -1,11 +1,11 @@
 import { z } from "zod";
 import { buildSnapshot } from "../../snapshots/build.js";
 import { defaultSnapshotCacheDir } from "../../snapshots/key.js";
+import { PythonFlags, pythonOptionsOfFlags } from "../../snapshots/python-options.js";
 import { pythonOptionsOf } from "../../snapshots/python-providers.js";
 import { snapshotSpecOfTask } from "../../snapshots/spec.js";
 import { loadTask } from "../../tasks/catalog.js";
 import { defineCommand } from "../command.js";
-import { PythonFlags, pythonOptionsOfFlags } from "../python-options.js";
 
 export const snapshotBuildCommand = defineCommand({
   path: ["snapshot", "build"],

@@ -2,6 +2,8 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { unguardedEvalCmdNote, unguardedIdsNote } from "../../scoring/decoys/twin.js";
+import { PythonFlags, pythonOptionsOfFlags } from "../../snapshots/python-options.js";
+import { pythonJsonOf, rowPythonLine, rowPythonsOf, withPythonRefusals } from "../../snapshots/row-python.js";
 import { detectDatasetFormat } from "../../tasks/dataset.js";
 import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import {
@@ -11,12 +13,10 @@ import {
   groupByReason,
   loadIntake,
 } from "../../tasks/intake.js";
-import { pythonJsonOf, rowPythonLine, rowPythonsOf, withPythonRefusals } from "../../tasks/row-python.js";
 import { rowRewardReport } from "../../tasks/row-reward.js";
 import type { IntakeTask } from "../../tasks/swebench.js";
 import { fileLooksBinary, printable } from "../../text/looks-binary.js";
 import { defineCommand } from "../command.js";
-import { PythonFlags, pythonOptionsOfFlags } from "../python-options.js";
 
 export const tasksCheckCommand = defineCommand({
   path: ["tasks", "check"],

@@ -14,10 +14,10 @@ import { readRunState, runPaths } from "../../run-format/run-dir.js";
 import type { RunConfig } from "../../run-format/schema.js";
 import { canOwnForOthers } from "../../scoring/read-only.js";
 import { TamperPenalty } from "../../scoring/reward.js";
+import { PythonFlags, pythonOptionsOfFlags } from "../../snapshots/python-options.js";
 import { BUILTIN_CATALOG_DIR, listCatalog } from "../../tasks/catalog.js";
 import { capabilitiesOf } from "../../workers/backend.js";
 import { defineCommand } from "../command.js";
-import { PythonFlags, pythonOptionsOfFlags } from "../python-options.js";
 
 export const validateCommand = defineCommand({
   path: ["validate"],

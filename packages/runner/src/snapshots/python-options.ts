@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { PythonOptions } from "../snapshots/python-providers.js";
+import type { PythonOptions } from "./python-providers.js";
 
 /** The `--python` / `--allow-python-mismatch` options of the commands that build snapshots. */
 export const PythonFlags = {

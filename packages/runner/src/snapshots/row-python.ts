@@ -1,13 +1,8 @@
 import { match } from "ts-pattern";
-import {
-  choosePython,
-  minorOf,
-  type PythonCandidate,
-  type PythonChoice,
-} from "../snapshots/python-choice.js";
-import { candidatesFor, type PythonOptions, pythonOptionsOf } from "../snapshots/python-providers.js";
-import type { RowError } from "./dataset-row.js";
-import type { IntakeTask } from "./swebench.js";
+import type { RowError } from "../tasks/dataset-row.js";
+import type { IntakeTask } from "../tasks/swebench.js";
+import { choosePython, minorOf, type PythonCandidate, type PythonChoice } from "./python-choice.js";
+import { candidatesFor, type PythonOptions, pythonOptionsOf } from "./python-providers.js";
 
 /**
  * Which Python each accepted python row wants (its facts' `python_version`) and which provider

@@ -6,7 +6,7 @@ import {
   rowPythonLine,
   rowPythonRejection,
   withPythonRefusals,
-} from "../../src/tasks/row-python.js";
+} from "../../src/snapshots/row-python.js";
 
 const py39: PythonCandidate = {
   provider: "pyenv",
