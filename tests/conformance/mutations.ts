@@ -41,7 +41,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     item: 1,
     fault: "`final` drops the earlier segments' sampled tokens silently",
-    checks: ["verl", "nemo-gym", "skyrl"],
+    checks: ["verl", "nemo-gym"],
     edits: [
       { file: CREDIT, from: "if (dropped.length > 0) {", to: "if (false) {" },
       { file: CLIENT, from: "        if dropped:\n", to: "        if False:\n" },
@@ -50,7 +50,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     item: 2,
     fault: "`split` gives each segment reward/segments",
-    checks: ["verl", "skyrl", "nemo-gym"],
+    checks: ["verl", "skyrl"],
     edits: [
       {
         file: CREDIT,
@@ -63,7 +63,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     item: 3,
     fault: "members without a sample vanish from the exports (no note, no SkyRL row)",
-    checks: ["verl", "skyrl", "nemo-gym"],
+    checks: ["verl", "skyrl"],
     edits: [
       {
         file: CREDIT,

@@ -22,9 +22,10 @@ def check():
         with open(os.path.join(d, f[:-5] + ".verifier.json")) as fh:
             v = VerifierResult.model_validate(json.load(fh))
         if not any(s.source == "agent" for s in t.steps):
-            # no model call answered (an infra error, a first-call policy error): the task prompt and
-            # the outcome, nothing sampled; an infra error has no reward
-            assert [s.source for s in t.steps] == ["user"], [s.source for s in t.steps]
+            # no model call answered (an infra error: the task prompt only; a first-call policy error:
+            # the system prompt of the refused call too) and the outcome, nothing sampled; an infra
+            # error has no reward
+            assert [s.source for s in t.steps] in (["user"], ["system", "user"]), [s.source for s in t.steps]
             kind = raw["extra"]["outcome"]["kind"]
             assert kind in ("infra_error", "policy_error"), kind
             assert (v.rewards is None) == (kind == "infra_error"), (kind, v.rewards)
