@@ -192,6 +192,112 @@ async function liveTurns(work: string, log: (l: string) => void): Promise<LiveTu
   }
 }
 
+type CheckResult = { framework: string; version?: string; status: string; detail?: string };
+
+/** Runs the selected checks, each in its framework's virtualenv, against the server and the exports. */
+async function runChecks(
+  envs: ReturnType<typeof venvs>,
+  serveUrl: string,
+  exportDir: string,
+): Promise<CheckResult[]> {
+  const { venv, verl: verlVenv } = envs;
+  const checks = (await readdir(join(ROOT, "tests/conformance/checks")))
+    .filter((f) => /^check_\w+\.py$/.test(f) && selected(f, process.argv.slice(2)))
+    .sort();
+  const results: CheckResult[] = [];
+  for (const check of checks) {
+    const framework = check.replace(/^check_|\.py$/g, "");
+    const env = check === "check_verl.py" ? verlVenv : venv;
+    if (!env.python) {
+      // no Python the frameworks support, or no virtualenv: nothing ran, so the suite fails
+      results.push({ framework, status: "fail", detail: env.reason! });
+      continue;
+    }
+    // asynchronously: the server answering the checks lives in this process's event loop
+    const r = await runCheck(env.python, [join(ROOT, "tests/conformance/checks", check)], {
+      // the real GRPO step runs the Cline agent and trains on CPU: 30 minutes on a loaded machine
+      timeoutMs: check === "check_grpo_tiny.py" ? 1_800_000 : 900_000,
+      env: {
+        ...process.env,
+        PYTHONPATH: [
+          join(ROOT, "adapters/python"),
+          join(ROOT, "examples/trainers"),
+          join(ROOT, "examples/grpo-tiny"),
+          join(ROOT, "tests/conformance/checks"),
+        ].join(":"),
+        FLAKEGYM_SERVE_URL: serveUrl,
+        FLAKEGYM_CONFORMANCE_EXPORT: exportDir,
+        FLAKEGYM_CONFORMANCE_TASKS: JSON.stringify({ ...TASKS, group_size: GROUP, members: MEMBERS }),
+        FLAKEGYM_CONFORMANCE_TOKENIZER: QWEN3,
+        FLAKEGYM_CONFORMANCE_INSTALL_FAILED: JSON.stringify({ ...venv.failed, ...env.failed }),
+        TRL_EXPERIMENTAL_SILENCE: "1",
+        // examples/grpo-tiny starts its own `flakegym serve` (the real Cline core) with this node
+        FLAKEGYM_NODE: process.execPath,
+      },
+    });
+    const last = r.stdout.trim().split("\n").at(-1) ?? "";
+    let result: (typeof results)[number];
+    try {
+      result = JSON.parse(last) as (typeof results)[number];
+    } catch {
+      result = {
+        framework,
+        status: "fail",
+        detail: `exit ${r.status}: ${(r.stderr ?? "").trim().split("\n").slice(-6).join(" | ")}`,
+      };
+    }
+    if (r.status !== 0 && result.status === "pass") result.status = "fail";
+    if (result.status === "fail") process.stderr.write(`${r.stdout}\n${r.stderr}\n`);
+    results.push(result);
+    console.log(
+      `conformance: ${result.framework} ${result.version ?? ""}: ${result.status}${result.detail ? ` (${result.detail})` : ""}`,
+    );
+  }
+  return results;
+}
+
+/** A rollout with a tokenizer over the live logs; its groups.jsonl (Atropos ScoredDataGroups) exported. */
+async function rolloutGroups(
+  work: string,
+  exportDir: string,
+  logs: Record<LiveMember, TurnRecord[]>,
+  tok: Awaited<ReturnType<typeof loadChatTokenizer>>,
+): Promise<void> {
+  // a rollout with a tokenizer: its groups.jsonl carries Atropos ScoredDataGroups with tokens
+  const rolloutDir = join(work, "rollout");
+  const config: RunConfig = {
+    tasks: [TASKS.whole],
+    groupSize: GROUP,
+    policies: ["openai:http://127.0.0.1:9/v1#Qwen/Qwen3-8B"],
+    concurrency: 2,
+    maxInfraRetries: 0,
+    seed: 0,
+    partialCredit: "none",
+    weights: { tests: 1, build: 0, lint: 0, judge: 0 },
+    testRepeat: 1,
+    // one sequence per trajectory (what a group size counts); the earlier segments are counted in its override
+    segments: "last",
+    backend: "local",
+    tokenizer: QWEN3,
+    limits: { maxTurns: 5, timeoutMs: 60_000, testTimeoutMs: 60_000 },
+  };
+  await runRollout({
+    out: rolloutDir,
+    resume: false,
+    config,
+    runId: "conformance",
+    deps: createDummyDeps({ turnLog: turnLogOf(logs), attempt, tokenizer: tok }),
+    progress: () => {},
+    signal: new AbortController().signal,
+  });
+  await exportRun({
+    runDir: rolloutDir,
+    format: "atropos",
+    segments: "final",
+    out: join(exportDir, "atropos.jsonl"),
+  });
+}
+
 async function main() {
   const log = (line: string) => console.log(`conformance: ${line}`);
   const work = await mkdtemp(join(tmpdir(), "flakegym-conformance-"));
@@ -254,94 +360,10 @@ async function main() {
       }
     await exportRun({ runDir, format: "atif", segments: "final", out: join(exportDir, "atif") });
 
-    // a rollout with a tokenizer: its groups.jsonl carries Atropos ScoredDataGroups with tokens
-    const rolloutDir = join(work, "rollout");
-    const config: RunConfig = {
-      tasks: [TASKS.whole],
-      groupSize: GROUP,
-      policies: ["openai:http://127.0.0.1:9/v1#Qwen/Qwen3-8B"],
-      concurrency: 2,
-      maxInfraRetries: 0,
-      seed: 0,
-      partialCredit: "none",
-      weights: { tests: 1, build: 0, lint: 0, judge: 0 },
-      testRepeat: 1,
-      // one sequence per trajectory (what a group size counts); the earlier segments are counted in its override
-      segments: "last",
-      backend: "local",
-      tokenizer: QWEN3,
-      limits: { maxTurns: 5, timeoutMs: 60_000, testTimeoutMs: 60_000 },
-    };
-    await runRollout({
-      out: rolloutDir,
-      resume: false,
-      config,
-      runId: "conformance",
-      deps: createDummyDeps({ turnLog: turnLogOf(live.logs), attempt, tokenizer: tok }),
-      progress: () => {},
-      signal: new AbortController().signal,
-    });
-    await exportRun({
-      runDir: rolloutDir,
-      format: "atropos",
-      segments: "final",
-      out: join(exportDir, "atropos.jsonl"),
-    });
+    await rolloutGroups(work, exportDir, live.logs, tok);
     console.log(`conformance: exports in ${exportDir}: ${(await readdir(exportDir)).join(", ")}`);
 
-    const { venv, verl: verlVenv } = envs;
-    const checks = (await readdir(join(ROOT, "tests/conformance/checks")))
-      .filter((f) => /^check_\w+\.py$/.test(f) && selected(f, process.argv.slice(2)))
-      .sort();
-    const results: { framework: string; version?: string; status: string; detail?: string }[] = [];
-    for (const check of checks) {
-      const framework = check.replace(/^check_|\.py$/g, "");
-      const env = check === "check_verl.py" ? verlVenv : venv;
-      if (!env.python) {
-        // no Python the frameworks support, or no virtualenv: nothing ran, so the suite fails
-        results.push({ framework, status: "fail", detail: env.reason! });
-        continue;
-      }
-      // asynchronously: the server answering the checks lives in this process's event loop
-      const r = await runCheck(env.python, [join(ROOT, "tests/conformance/checks", check)], {
-        // the real GRPO step runs the Cline agent and trains on CPU: 30 minutes on a loaded machine
-        timeoutMs: check === "check_grpo_tiny.py" ? 1_800_000 : 900_000,
-        env: {
-          ...process.env,
-          PYTHONPATH: [
-            join(ROOT, "adapters/python"),
-            join(ROOT, "examples/trainers"),
-            join(ROOT, "examples/grpo-tiny"),
-            join(ROOT, "tests/conformance/checks"),
-          ].join(":"),
-          FLAKEGYM_SERVE_URL: server.url,
-          FLAKEGYM_CONFORMANCE_EXPORT: exportDir,
-          FLAKEGYM_CONFORMANCE_TASKS: JSON.stringify({ ...TASKS, group_size: GROUP, members: MEMBERS }),
-          FLAKEGYM_CONFORMANCE_TOKENIZER: QWEN3,
-          FLAKEGYM_CONFORMANCE_INSTALL_FAILED: JSON.stringify({ ...venv.failed, ...env.failed }),
-          TRL_EXPERIMENTAL_SILENCE: "1",
-          // examples/grpo-tiny starts its own `flakegym serve` (the real Cline core) with this node
-          FLAKEGYM_NODE: process.execPath,
-        },
-      });
-      const last = r.stdout.trim().split("\n").at(-1) ?? "";
-      let result: (typeof results)[number];
-      try {
-        result = JSON.parse(last) as (typeof results)[number];
-      } catch {
-        result = {
-          framework,
-          status: "fail",
-          detail: `exit ${r.status}: ${(r.stderr ?? "").trim().split("\n").slice(-6).join(" | ")}`,
-        };
-      }
-      if (r.status !== 0 && result.status === "pass") result.status = "fail";
-      if (result.status === "fail") process.stderr.write(`${r.stdout}\n${r.stderr}\n`);
-      results.push(result);
-      console.log(
-        `conformance: ${result.framework} ${result.version ?? ""}: ${result.status}${result.detail ? ` (${result.detail})` : ""}`,
-      );
-    }
+    const results = await runChecks(envs, server.url, exportDir);
     console.log("\nframework | version | result");
     for (const r of results)
       console.log(`${r.framework} | ${r.version ?? "-"} | ${r.status}${r.detail ? `: ${r.detail}` : ""}`);
