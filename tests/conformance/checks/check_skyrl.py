@@ -10,7 +10,8 @@ The exported batches validate too."""
 import asyncio
 import types
 
-from conformance_common import (INFERENCE, MEMBERS, SERVE_URL, TASKS, TOKENIZER, assert_credit, jsonl, notes,
+from conformance_common import (INFERENCE, MEMBERS, SERVE_URL, TASKS, TOKENIZER, assert_credit, assert_members_reported,
+                                jsonl, notes,
                                 reported_untrained, run, sampled_total, served)
 
 
@@ -85,6 +86,8 @@ def check():
             b.pop("rollout_metrics")
             validate_generator_output(n if not step_wise else 1, b, step_wise=step_wise)
     assert reported_untrained(notes("skyrl-final")) + last_segment_tokens(records) == sampled_total(records)
+    for segments in ("final", "split"):
+        assert_members_reported(notes("skyrl-" + segments), records, "SkyRL " + segments)
     assert MEMBERS["infra"] in {r["index"] for r in records}
     return "; ".join(said) + "; exported batches validate"
 

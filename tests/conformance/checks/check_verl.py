@@ -9,7 +9,8 @@ length policy (as verl's own loops cut), and the example agent loop's output is 
 import asyncio
 import types
 
-from conformance_common import (INFERENCE, SERVE_URL, TASKS, TOKENIZER, assert_credit, jsonl, notes,
+from conformance_common import (INFERENCE, SERVE_URL, TASKS, TOKENIZER, assert_credit, assert_members_reported, jsonl,
+                                notes,
                                 reported_untrained, run, sampled_total, served)
 
 
@@ -67,6 +68,8 @@ def check():
     trained = int(batch.batch["response_mask"].sum())
     assert trained == sampled_total(records), (trained, sampled_total(records))
     one = assert_credit(advantages(batch, rows), records, "verl GRPO (split)")
+    assert_members_reported(notes("verl-split"), records, "verl split")
+    assert_members_reported(notes("verl-final"), records, "verl final")
 
     final = jsonl("verl-final.jsonl")
     fb = postprocess(worker(longest_p, longest_r), final)

@@ -64,6 +64,21 @@ def reported_untrained(ns):
     return sum(n["sampled_tokens"] for n in ns)
 
 
+def assert_members_reported(ns, records, what):
+    """Issue 44 item 3: every member without a sample (the infra error: no reward; the turn-1 error:
+    nothing sampled) is named in what the export reported, with its reason, never dropped silently."""
+    said = {n["trajectory_id"]: n["reason"] for n in ns if n["handling"] in ("left_out", "placeholder")}
+    for r in records:
+        if r["reward"] is None:
+            want = "no_reward"
+        elif sampled_total([r]) == 0:
+            want = "no_sample"
+        else:
+            continue
+        assert said.get(r["trajectory_id"]) == want, "%s: member %s (%s) left out without a note saying %s: %s" % (
+            what, r["index"], r["outcome"]["kind"], want, said)
+
+
 def assert_credit(adv_by_index, records, what):
     """Every row of a trajectory has one advantage, and trajectories with equal rewards have equal
     advantages (the truncated reward-1 one and the one-segment reward-1 one)."""
