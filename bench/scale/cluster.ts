@@ -34,7 +34,10 @@ const double = await startNomadDouble({
 function byRoute(): Record<string, number> {
   const out: Record<string, number> = {};
   for (const r of double.requests) {
-    const route = `${r.method} ${r.path.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, ":id").replace(/\/job\/[^/]+/, "/job/:job")}`;
+    const path = r.path
+      .replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, ":id")
+      .replace(/\/job\/.+?(\/(allocations|evaluations|dispatch))?$/, "/job/:job$1");
+    const route = `${r.method} ${path}`;
     out[route] = (out[route] ?? 0) + 1;
   }
   return out;
