@@ -24,19 +24,22 @@ import { buildSnapshot } from "../packages/runner/src/snapshots/build.js";
 import { snapshotSpecOfTask } from "../packages/runner/src/snapshots/spec.js";
 import { loadTask } from "../packages/runner/src/tasks/catalog.js";
 import { type BenchContext, benchFlags, loadStr, printTable } from "./lib.js";
-import { judge, type PointResult, perTrajectory, summaryLine } from "./scale/judge.js";
+import { judge, marginal, type PointResult, perTrajectory, summaryLine } from "./scale/judge.js";
 import { plotSeries, plotSvg } from "./scale/plot.js";
 import { runPoint } from "./scale/point.js";
 
-function row(p: PointResult) {
+function row(p: PointResult, prev?: PointResult) {
   const per = perTrajectory(p);
+  const slope = prev ? marginal(prev, p) : undefined;
   return {
     N: p.n,
     finished: `${p.finished}/${p.n}`,
     "wall s": p.wallS,
     "cpu ms/traj": per.cpuMs,
+    "marginal cpu ms": slope ? slope.cpuMs : "",
     "rss peak MiB": p.rssPeakMb,
     "rss MiB/traj": per.rssMb,
+    "marginal rss MiB": slope ? slope.rssMb : "",
     "gw add p50 ms": p.gatewayAddedP50Ms,
     "gw add p99 ms": p.gatewayAddedP99Ms,
     "loop p99 ms": p.loopP99Ms,
@@ -78,7 +81,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       const r = await runPoint({ n, root, ...opts });
       const { cluster, ...point } = r;
       results.push(point);
-      printTable([row(point)]);
+      printTable([row(point, results[results.length - 2])]);
       console.log(`  outcomes ${JSON.stringify(point.outcomes)}; cluster: ${JSON.stringify({ ...cluster, nomadByRoute: undefined })}`);
       console.log(`  nomad calls by route: ${JSON.stringify(cluster.nomadByRoute)}`);
       await rm(join(root, `run-${n}`), { recursive: true, force: true });
@@ -91,7 +94,11 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
 
 function report(ctx: BenchContext, results: PointResult[], opts: object): void {
   console.log("");
-  printTable(results.map(row));
+  printTable(results.map((p, i) => row(p, results[i - 1])));
+  console.log(
+    "  marginal = what each trajectory added since the previous point (the slope, free of fixed costs).\n" +
+      "  cpu = process.cpuUsage() of the runner (every thread: the gateway's too); rss above the idle runner.",
+  );
   const svg = join(ctx.outDir, "scale.svg");
   writeFileSync(svg, plotSvg(plotSeries(results)));
   console.log(`plot: ${svg}`);

@@ -37,6 +37,20 @@ export function perTrajectory(p: PointResult) {
   };
 }
 
+/**
+ * What each trajectory added between two points (CPU ms, RSS MiB): the slope from `prev` to `cur`,
+ * free of the run's fixed costs that the per-trajectory figures spread over N. Superlinear growth
+ * shows as a slope that rises with N. Pure.
+ */
+export function marginal(prev: PointResult, cur: PointResult): { cpuMs: number; rssMb: number } {
+  const dn = cur.n - prev.n;
+  if (dn <= 0) return { cpuMs: Number.NaN, rssMb: Number.NaN };
+  return {
+    cpuMs: (cur.runnerCpuMs - prev.runnerCpuMs) / dn,
+    rssMb: (cur.rssPeakMb - cur.rssBaseMb - (prev.rssPeakMb - prev.rssBaseMb)) / dn,
+  };
+}
+
 /** `value / base`, NaN when the base is 0 or missing. Pure. */
 export function ratio(value: number, base: number | undefined): number {
   return base === undefined || !(base > 0) ? Number.NaN : value / base;

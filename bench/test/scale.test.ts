@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { percentile } from "../lib.js";
 import { frameMessage, splitFrames } from "../scale/grpc-frames.js";
-import { judge, type PointResult, perTrajectory, ratio, summaryLine, TARGETS } from "../scale/judge.js";
+import { judge, marginal, type PointResult, perTrajectory, ratio, summaryLine, TARGETS } from "../scale/judge.js";
 import { logPosition, plotSeries, plotSvg } from "../scale/plot.js";
 import { chatRequest, SYSTEM_PROMPT_BYTES, sseDelta, stateJson, TOOL_RESULT_BYTES } from "../scale/sim-script.js";
 
@@ -44,6 +44,13 @@ describe("per-trajectory costs and ratios", () => {
     expect(perTrajectory(point())).toEqual({ cpuMs: 100, rssMb: 1, nomadCalls: 12, fds: 4 });
     // RSS that fell below the idle runner's (a GC in between) counts 0, not negative
     expect(perTrajectory(point({ rssPeakMb: 150 })).rssMb).toBe(0);
+  });
+
+  it("takes the marginal cost between two points (the slope, fixed costs cancelled)", () => {
+    const a = point({ n: 10, runnerCpuMs: 3000, rssPeakMb: 210 }); // 2 s fixed + 100 ms/traj
+    const b = point({ n: 100, runnerCpuMs: 12_000, rssPeakMb: 300 });
+    expect(marginal(a, b)).toEqual({ cpuMs: 100, rssMb: 1 });
+    expect(marginal(b, a).cpuMs).toBeNaN();
   });
 
   it("gives NaN, never Infinity, against a zero or missing base", () => {
