@@ -87,14 +87,17 @@ function runConfig(o: PointOptions, upstreamUrl: string): RunConfig {
   };
 }
 
-/** Samples the runner's RSS and open fds every 250 ms; `stop()` gives the peaks. */
+/**
+ * Samples the runner's RSS and open fds every second (cheap reads: they count in the runner's CPU
+ * too); `stop()` gives the peaks.
+ */
 function gauges() {
-  let rss = process.memoryUsage().rss;
+  let rss = process.memoryUsage.rss();
   let fds = openFds();
   const timer = setInterval(() => {
-    rss = Math.max(rss, process.memoryUsage().rss);
+    rss = Math.max(rss, process.memoryUsage.rss());
     fds = Math.max(fds, openFds());
-  }, 250);
+  }, 1000);
   return {
     stop: () => {
       clearInterval(timer);
@@ -145,7 +148,7 @@ async function measureRun(
 ) {
   const out = join(o.root, `run-${o.n}`);
   global.gc?.();
-  const rssBaseMb = process.memoryUsage().rss / 1048576;
+  const rssBaseMb = process.memoryUsage.rss() / 1048576;
   const fdsBase = openFds();
   const loop = monitorEventLoopDelay({ resolution: 10 });
   const g = gauges();
