@@ -33,7 +33,7 @@ function row(p: PointResult, prev?: PointResult) {
   const slope = prev ? marginal(prev, p) : undefined;
   return {
     N: p.n,
-    finished: `${p.finished}/${p.n}`,
+    completed: `${p.completed}/${p.n}`,
     "wall s": p.wallS,
     "cpu ms/traj": per.cpuMs,
     "marginal cpu ms": slope ? slope.cpuMs : "",
@@ -60,7 +60,10 @@ const SIMULATED =
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const { flag, num } = benchFlags("scale", args);
-  const points = flag("points", "10,100,300,1000").split(",").map(Number).sort((a, b) => a - b);
+  const points = flag("points", "10,100,300,1000")
+    .split(",")
+    .map(Number)
+    .sort((a, b) => a - b);
   if (points.some((n) => !Number.isInteger(n) || n < 1))
     throw new Error("bench scale: --points must be positive integers, e.g. 10,100,300,1000");
   const opts = {
@@ -70,9 +73,15 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     intervalMs: num("interval-ms", 20),
     toolMs: num("tool-ms", 300),
   };
-  console.log(`bench scale: ${new Date().toISOString()}, Node ${process.version}, load ${loadStr()}\n  ${SIMULATED}`);
-  console.log(`  ${opts.turns} model calls per trajectory, think ${opts.thinkMs} ms ±50 %, tool ${opts.toolMs} ms; task ${opts.taskId}`);
-  await buildSnapshot(snapshotSpecOfTask(await loadTask(opts.taskId)), { signal: new AbortController().signal });
+  console.log(
+    `bench scale: ${new Date().toISOString()}, Node ${process.version}, load ${loadStr()}\n  ${SIMULATED}`,
+  );
+  console.log(
+    `  ${opts.turns} model calls per trajectory, think ${opts.thinkMs} ms ±50 %, tool ${opts.toolMs} ms; task ${opts.taskId}`,
+  );
+  await buildSnapshot(snapshotSpecOfTask(await loadTask(opts.taskId)), {
+    signal: new AbortController().signal,
+  });
   const root = await mkdtemp(join(tmpdir(), "fg-scale-"));
   const results: PointResult[] = [];
   try {
@@ -82,8 +91,11 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       const { cluster, ...point } = r;
       results.push(point);
       printTable([row(point, results[results.length - 2])]);
-      console.log(`  outcomes ${JSON.stringify(point.outcomes)}; cluster: ${JSON.stringify({ ...cluster, nomadByRoute: undefined })}`);
+      console.log(
+        `  outcomes ${JSON.stringify(point.outcomes)}; cluster: ${JSON.stringify({ ...cluster, nomadByRoute: undefined })}`,
+      );
       console.log(`  nomad calls by route: ${JSON.stringify(cluster.nomadByRoute)}`);
+      for (const f of point.failures) console.log(`  not completed: ${f}`);
       await rm(join(root, `run-${n}`), { recursive: true, force: true });
     }
   } finally {
@@ -102,7 +114,13 @@ function report(ctx: BenchContext, results: PointResult[], opts: object): void {
   const svg = join(ctx.outDir, "scale.svg");
   writeFileSync(svg, plotSvg(plotSeries(results)));
   console.log(`plot: ${svg}`);
-  ctx.writeResult("scale", { date: new Date().toISOString(), node: process.version, load: loadStr(), opts, results });
+  ctx.writeResult("scale", {
+    date: new Date().toISOString(),
+    node: process.version,
+    load: loadStr(),
+    opts,
+    results,
+  });
   const [smallest, largest] = [results[0]!, results[results.length - 1]!];
   const fails = judge(largest, smallest);
   console.log(fails.length ? `targets NOT met: ${fails.join("; ")}` : "targets met");

@@ -19,7 +19,8 @@ export function splitFrames(buf: Buffer): { messages: Buffer[]; rest: Buffer } {
   const messages: Buffer[] = [];
   let at = 0;
   while (buf.length - at >= 5) {
-    if (buf[at] !== 0) throw new Error(`gRPC frame at byte ${at} is compressed (flag ${buf[at]}): not supported`);
+    if (buf[at] !== 0)
+      throw new Error(`gRPC frame at byte ${at} is compressed (flag ${buf[at]}): not supported`);
     const len = buf.readUInt32BE(at + 1);
     if (buf.length - at - 5 < len) break;
     messages.push(buf.subarray(at + 5, at + 5 + len));

@@ -7,7 +7,11 @@
 export interface PointResult {
   readonly n: number;
   readonly finished: number;
+  /** Trajectories whose agent completed (the simulated agents always do unless the machinery failed). */
+  readonly completed: number;
   readonly lost: number;
+  /** The most common reasons of the others (outcome kind: detail), with counts. */
+  readonly failures: readonly string[];
   readonly outcomes: Readonly<Record<string, number>>;
   readonly wallS: number;
   /** process.cpuUsage() of the runner over the run, ms (every thread: the gateway's too). */
@@ -18,6 +22,11 @@ export interface PointResult {
   readonly gatewayAddedP50Ms: number;
   readonly gatewayAddedP99Ms: number;
   readonly loopP99Ms: number;
+  /**
+   * The same measure in an idle process meanwhile: the machine's scheduling delay (an overloaded
+   * shared machine delays every timer), against which the runner's own is read.
+   */
+  readonly idleLoopP99Ms: number;
   readonly firstCallP50Ms: number;
   readonly firstCallP99Ms: number;
   readonly fdsBase: number;
@@ -68,8 +77,8 @@ export function judge(largest: PointResult, smallest: PointResult): string[] {
   const big = perTrajectory(largest);
   const small = perTrajectory(smallest);
   const fails: string[] = [];
-  if (largest.lost > 0 || largest.finished < largest.n)
-    fails.push(`${largest.n - largest.finished} of ${largest.n} trajectories did not finish`);
+  if (largest.lost > 0 || largest.completed < largest.n)
+    fails.push(`${largest.n - largest.completed} of ${largest.n} trajectories did not complete`);
   if (largest.rssPeakMb > TARGETS.rssTotalMb)
     fails.push(`runner RSS peaked at ${largest.rssPeakMb.toFixed(0)} MiB > ${TARGETS.rssTotalMb} MiB`);
   if (!(largest.gatewayAddedP99Ms <= TARGETS.gatewayP99Ms))
@@ -78,10 +87,14 @@ export function judge(largest: PointResult, smallest: PointResult): string[] {
     fails.push(`event-loop p99 ${largest.loopP99Ms.toFixed(1)} ms > ${TARGETS.loopP99Ms} ms`);
   const cpuRatio = ratio(big.cpuMs, small.cpuMs);
   if (!(cpuRatio <= TARGETS.perTrajectoryRatio))
-    fails.push(`runner CPU per trajectory ×${cpuRatio.toFixed(2)} of the ${smallest.n}-point (> ${TARGETS.perTrajectoryRatio})`);
+    fails.push(
+      `runner CPU per trajectory ×${cpuRatio.toFixed(2)} of the ${smallest.n}-point (> ${TARGETS.perTrajectoryRatio})`,
+    );
   const rssRatio = ratio(big.rssMb, small.rssMb);
   if (!(rssRatio <= TARGETS.perTrajectoryRatio))
-    fails.push(`RSS per trajectory ×${rssRatio.toFixed(2)} of the ${smallest.n}-point (> ${TARGETS.perTrajectoryRatio})`);
+    fails.push(
+      `RSS per trajectory ×${rssRatio.toFixed(2)} of the ${smallest.n}-point (> ${TARGETS.perTrajectoryRatio})`,
+    );
   return fails;
 }
 

@@ -15,8 +15,16 @@ export interface Series {
 export function plotSeries(points: readonly PointResult[]): Series[] {
   const sorted = [...points].sort((a, b) => a.n - b.n);
   return [
-    { title: "runner CPU per trajectory", unit: "ms", points: sorted.map((p) => ({ n: p.n, y: perTrajectory(p).cpuMs })) },
-    { title: "runner RSS per trajectory", unit: "MiB", points: sorted.map((p) => ({ n: p.n, y: perTrajectory(p).rssMb })) },
+    {
+      title: "runner CPU per trajectory",
+      unit: "ms",
+      points: sorted.map((p) => ({ n: p.n, y: perTrajectory(p).cpuMs })),
+    },
+    {
+      title: "runner RSS per trajectory",
+      unit: "MiB",
+      points: sorted.map((p) => ({ n: p.n, y: perTrajectory(p).rssMb })),
+    },
     { title: "runner RSS peak", unit: "MiB", points: sorted.map((p) => ({ n: p.n, y: p.rssPeakMb })) },
   ];
 }

@@ -4,12 +4,22 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createNomadClient } from "@flakegym/nomad-jobs";
 import { runRollout } from "../../packages/runner/src/rollout/run-rollout.js";
 import { createRolloutDeps } from "../../packages/runner/src/rollout/wire.js";
+import type { ScoreInput } from "../../packages/runner/src/rollout/deps.js";
 import type { RunConfig } from "../../packages/runner/src/run-format/schema.js";
 import type { Score } from "../../packages/runner/src/run-format/score.js";
 import { createNomadBackend } from "../../packages/runner/src/workers/nomad/backend.js";
 import { percentile } from "../lib.js";
 import type { PointResult } from "./judge.js";
-import { ask, type ClusterStats, freePortOn, openFds, routableAddress, startCluster, startUpstream } from "./processes.js";
+import {
+  ask,
+  type ClusterStats,
+  freePortOn,
+  openFds,
+  routableAddress,
+  startCluster,
+  startLoopProbe,
+  startUpstream,
+} from "./processes.js";
 
 /**
  * One concurrency point of `npm run bench -- scale`: N trajectories at once through the real
@@ -52,6 +62,18 @@ async function findFiles(dir: string, name: string): Promise<string[]> {
   return out;
 }
 
+/** The most common reasons trajectories did not complete ("kind: detail" × count), most first. */
+async function failureReasons(out: string): Promise<string[]> {
+  const counts = new Map<string, number>();
+  for (const file of await findFiles(out, "result.json")) {
+    const o = (JSON.parse(await readFile(file, "utf8")) as { outcome?: { kind: string; detail?: string } }).outcome;
+    if (!o || o.kind === "completed") continue;
+    const key = `${o.kind}: ${(o.detail ?? "").replace(/[0-9a-f]{8,}|\d+/g, "#").slice(0, 160)}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([k, v]) => `${v}× ${k}`);
+}
+
 /** Gateway added latency per call (turn log minus the upstream's own time) and time to first call. */
 async function turnStats(out: string, calls: Map<number, number>, t0Epoch: number) {
   const added: number[] = [];
@@ -59,7 +81,12 @@ async function turnStats(out: string, calls: Map<number, number>, t0Epoch: numbe
   for (const file of await findFiles(out, "turns.jsonl")) {
     let first = Number.POSITIVE_INFINITY;
     for (const line of (await readFile(file, "utf8")).split("\n").filter(Boolean)) {
-      const rec = JSON.parse(line) as { status: string; startedAt: string; response?: unknown; latency: { totalMs: number } };
+      const rec = JSON.parse(line) as {
+        status: string;
+        startedAt: string;
+        response?: unknown;
+        latency: { totalMs: number };
+      };
       first = Math.min(first, Date.parse(rec.startedAt) - t0Epoch);
       const id = /\(call c(\d+)\)/.exec(JSON.stringify(rec.response ?? ""))?.[1];
       const serveMs = id ? calls.get(Number(id)) : undefined;
@@ -109,6 +136,7 @@ function gauges() {
 export async function runPoint(o: PointOptions): Promise<PointResult & { cluster: ClusterStats }> {
   const cluster = await startCluster({ turns: o.turns, toolMs: o.toolMs });
   const upstream = await startUpstream(o.thinkMs, o.intervalMs);
+  const probe = await startLoopProbe();
   try {
     const host = routableAddress();
     const advertise = `${host}:${await freePortOn(host)}`;
@@ -131,8 +159,12 @@ export async function runPoint(o: PointOptions): Promise<PointResult & { cluster
       gatewayAdvertise: advertise,
       scratchDir: o.root,
     });
-    return await measureRun(o, { ...deps, score: (i) => simulatedScore(i.diff, i.signal) }, config, signal, cluster, upstream);
+    const simulated = { ...deps, score: (i: ScoreInput) => simulatedScore(i.diff, i.signal) };
+    await ask(probe.child, "reset");
+    const r = await measureRun(o, simulated, config, signal, cluster, upstream);
+    return { ...r, idleLoopP99Ms: await ask<number>(probe.child, "p99") };
   } finally {
+    probe.child.disconnect();
     cluster.child.disconnect();
     upstream.child.kill("SIGTERM");
   }
@@ -158,7 +190,17 @@ async function measureRun(
   loop.enable();
   let summary: Awaited<ReturnType<typeof runRollout>>["summary"];
   try {
-    summary = (await runRollout({ out, resume: false, config, runId: `bench-scale-${o.n}`, deps, progress: () => {}, signal })).summary;
+    summary = (
+      await runRollout({
+        out,
+        resume: false,
+        config,
+        runId: `bench-scale-${o.n}`,
+        deps,
+        progress: () => {},
+        signal,
+      })
+    ).summary;
   } finally {
     loop.disable();
     await deps.close();
@@ -167,12 +209,16 @@ async function measureRun(
   const wallS = (performance.now() - t0) / 1000;
   const peaks = g.stop();
   const stats = await ask<ClusterStats>(cluster.child, "stats");
-  const calls = new Map((await ask<{ n: number; serveMs: number }[]>(upstream.child, "calls")).map((c) => [c.n, c.serveMs]));
+  const calls = new Map(
+    (await ask<{ n: number; serveMs: number }[]>(upstream.child, "calls")).map((c) => [c.n, c.serveMs]),
+  );
   const { added, firstCall } = await turnStats(out, calls, t0Epoch);
   const t = summary.trajectories;
   return {
     n: o.n,
     finished: t.finished,
+    completed: t.outcomes.completed ?? 0,
+    failures: await failureReasons(out),
     lost: t.expected - t.finished,
     outcomes: Object.fromEntries(Object.entries(t.outcomes).filter(([, v]) => v > 0)),
     wallS,

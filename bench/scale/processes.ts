@@ -11,8 +11,15 @@ import type { SimCoreOptions, SimStats } from "./sim-core.js";
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** Forks a bench child under tsx and waits for its `{ ready }` message (bounded). */
-function forkReady<T>(file: string, argv: string[], what: string): Promise<{ child: ChildProcess; ready: T }> {
-  const child = fork(file, argv, { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+function forkReady<T>(
+  file: string,
+  argv: string[],
+  what: string,
+): Promise<{ child: ChildProcess; ready: T }> {
+  const child = fork(file, argv, {
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${what} did not start within 60 s`)), 60_000);
     child.once("exit", (code) => reject(new Error(`${what} exited (${code}) before it was ready`)));
@@ -49,7 +56,11 @@ export interface ClusterStats {
 }
 
 export const startCluster = (o: SimCoreOptions) =>
-  forkReady<{ nomadUrl: string }>(join(here, "cluster.ts"), [JSON.stringify(o)], "the cluster (Nomad double)");
+  forkReady<{ nomadUrl: string }>(
+    join(here, "cluster.ts"),
+    [JSON.stringify(o)],
+    "the cluster (Nomad double)",
+  );
 
 /** The OpenAI-compatible double with think time (the concurrency bench's slow upstream). */
 export const startUpstream = (thinkMs: number, intervalMs: number) =>
@@ -58,6 +69,9 @@ export const startUpstream = (thinkMs: number, intervalMs: number) =>
     [String(thinkMs), String(intervalMs)],
     "the upstream model double",
   );
+
+/** An idle process measuring the machine's own scheduling delay (loop-probe.ts). */
+export const startLoopProbe = () => forkReady<object>(join(here, "loop-probe.ts"), [], "the loop probe");
 
 /** This machine's first non-loopback IPv4 address: where simulated allocations reach the gateway. */
 export function routableAddress(): string {

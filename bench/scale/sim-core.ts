@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
-import { loadFileDescriptorSetFromBuffer, type MethodDefinition } from "@grpc/proto-loader";
 import { resolveClinePackage } from "@flakegym/cline-vendor";
+import { loadFileDescriptorSetFromBuffer, type MethodDefinition } from "@grpc/proto-loader";
 import { frameMessage, splitFrames } from "./grpc-frames.js";
 import { chatRequest, type StateMessage, sseDelta, stateJson } from "./sim-script.js";
 
@@ -53,11 +53,17 @@ function methods(): Map<string, Method> {
 
 const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const PATCH = "diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.md\n@@ -0,0 +1 @@\n+simulated\n";
+const PATCH =
+  "diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.md\n@@ -0,0 +1 @@\n+simulated\n";
 
 function trailersOnly(stream: ServerHttp2Stream, status: number, message: string): void {
   stream.respond(
-    { ":status": 200, "content-type": "application/grpc", "grpc-status": String(status), "grpc-message": message },
+    {
+      ":status": 200,
+      "content-type": "application/grpc",
+      "grpc-status": String(status),
+      "grpc-message": message,
+    },
     { endStream: true },
   );
 }
@@ -93,7 +99,8 @@ export class SimCore {
 
   onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
     stream.on("error", () => {});
-    if (headers.authorization !== `Bearer ${this.token}`) return trailersOnly(stream, 16, "core token refused");
+    if (headers.authorization !== `Bearer ${this.token}`)
+      return trailersOnly(stream, 16, "core token refused");
     const path = String(headers[":path"]);
     if (path === "/flakegym.Supervisor/Diff") return this.diff(stream, Number(headers["flakegym-seq"]));
     const m = methods().get(path);
@@ -102,7 +109,12 @@ export class SimCore {
     void readAll(stream)
       .then((body) => {
         const first = splitFrames(body).messages[0] ?? Buffer.alloc(0);
-        this.call(path.slice(path.lastIndexOf("/") + 1), m.requestDeserialize(first) as Record<string, unknown>, stream, m);
+        this.call(
+          path.slice(path.lastIndexOf("/") + 1),
+          m.requestDeserialize(first) as Record<string, unknown>,
+          stream,
+          m,
+        );
       })
       .catch(() => stream.close());
   }
@@ -179,7 +191,10 @@ export class SimCore {
 
   private say(kind: "say" | "ask", what: string, text: string): StateMessage {
     this.lastTs = Math.max(Date.now(), this.lastTs + 1);
-    const msg: StateMessage = kind === "say" ? { ts: this.lastTs, type: "say", say: what, text } : { ts: this.lastTs, type: "ask", ask: what, text };
+    const msg: StateMessage =
+      kind === "say"
+        ? { ts: this.lastTs, type: "say", say: what, text }
+        : { ts: this.lastTs, type: "ask", ask: what, text };
     this.messages.push(msg);
     this.post(this.stateSubs, { state_json: this.state() });
     return msg;
@@ -202,7 +217,12 @@ export class SimCore {
       const started = this.say("say", "api_req_started", JSON.stringify({ request: `turn ${turn}` }));
       const answer = await this.modelCallWithRetry(task, answers, signal);
       if (answer === undefined) return;
-      started.text = JSON.stringify({ request: `turn ${turn}`, tokensIn: answer.in, tokensOut: answer.out, cost: 0 });
+      started.text = JSON.stringify({
+        request: `turn ${turn}`,
+        tokensIn: answer.in,
+        tokensOut: answer.out,
+        cost: 0,
+      });
       if (turn === this.o.turns) {
         this.say("say", "completion_result", answer.text);
         this.say("ask", "completion_result", "");
@@ -288,7 +308,12 @@ export class SimCore {
   private diff(stream: ServerHttp2Stream, seq: number): void {
     this.stats.diffs++;
     const patch = Buffer.from(PATCH);
-    const head = { seq, baseCommit: "0".repeat(40), bytes: patch.length, sha256: createHash("sha256").update(patch).digest("hex") };
+    const head = {
+      seq,
+      baseCommit: "0".repeat(40),
+      bytes: patch.length,
+      sha256: createHash("sha256").update(patch).digest("hex"),
+    };
     stream.respond({ ":status": 200, "content-type": "application/octet-stream" });
     stream.end(Buffer.concat([Buffer.from(`${JSON.stringify(head)}\n`), patch]));
   }

@@ -23,7 +23,11 @@ export interface ChatMessage {
 }
 
 /** The request body of turn `answers.length + 1`: system, the task, then answer/tool-result pairs. */
-export function chatRequest(model: string, task: string, answers: readonly string[]): Record<string, unknown> {
+export function chatRequest(
+  model: string,
+  task: string,
+  answers: readonly string[],
+): Record<string, unknown> {
   const messages: ChatMessage[] = [
     { role: "system", content: SYSTEM },
     { role: "user", content: `<task>\n${task}\n</task>` },

@@ -1,15 +1,31 @@
 import { describe, expect, it } from "vitest";
 import { percentile } from "../lib.js";
 import { frameMessage, splitFrames } from "../scale/grpc-frames.js";
-import { judge, marginal, type PointResult, perTrajectory, ratio, summaryLine, TARGETS } from "../scale/judge.js";
+import {
+  judge,
+  marginal,
+  type PointResult,
+  perTrajectory,
+  ratio,
+  summaryLine,
+  TARGETS,
+} from "../scale/judge.js";
 import { logPosition, plotSeries, plotSvg } from "../scale/plot.js";
-import { chatRequest, SYSTEM_PROMPT_BYTES, sseDelta, stateJson, TOOL_RESULT_BYTES } from "../scale/sim-script.js";
+import {
+  chatRequest,
+  SYSTEM_PROMPT_BYTES,
+  sseDelta,
+  stateJson,
+  TOOL_RESULT_BYTES,
+} from "../scale/sim-script.js";
 
 function point(over: Partial<PointResult> = {}): PointResult {
   return {
     n: 10,
     finished: 10,
+    completed: 10,
     lost: 0,
+    failures: [],
     outcomes: { completed: 10 },
     wallS: 20,
     runnerCpuMs: 1000,
@@ -18,6 +34,7 @@ function point(over: Partial<PointResult> = {}): PointResult {
     gatewayAddedP50Ms: 1,
     gatewayAddedP99Ms: 4,
     loopP99Ms: 12,
+    idleLoopP99Ms: 2,
     firstCallP50Ms: 500,
     firstCallP99Ms: 900,
     fdsBase: 40,
@@ -63,7 +80,14 @@ describe("per-trajectory costs and ratios", () => {
 describe("judge (the issue's targets on the largest point)", () => {
   const small = point();
   it("passes a point that scales linearly", () => {
-    const big = point({ n: 1000, finished: 1000, runnerCpuMs: 120_000, rssPeakMb: 1400, nomadCalls: 12_000 });
+    const big = point({
+      n: 1000,
+      finished: 1000,
+      completed: 1000,
+      runnerCpuMs: 120_000,
+      rssPeakMb: 1400,
+      nomadCalls: 12_000,
+    });
     expect(judge(big, small)).toEqual([]);
   });
 
@@ -71,6 +95,7 @@ describe("judge (the issue's targets on the largest point)", () => {
     const big = point({
       n: 1000,
       finished: 990,
+      completed: 980,
       lost: 10,
       runnerCpuMs: 200_000, // 200 ms/traj: ×2 of 100
       rssPeakMb: TARGETS.rssTotalMb + 100,
@@ -78,7 +103,7 @@ describe("judge (the issue's targets on the largest point)", () => {
       loopP99Ms: 51,
     });
     const fails = judge(big, small).join("\n");
-    expect(fails).toMatch(/10 of 1000 trajectories did not finish/);
+    expect(fails).toMatch(/20 of 1000 trajectories did not complete/);
     expect(fails).toMatch(/RSS peaked at 2148 MiB > 2048/);
     expect(fails).toMatch(/gateway p99 added 11\.0 ms > 10/);
     expect(fails).toMatch(/event-loop p99 51\.0 ms > 50/);
@@ -91,7 +116,14 @@ describe("judge (the issue's targets on the largest point)", () => {
   });
 
   it("prints the issue's last line with ratios against the smallest point", () => {
-    const big = point({ n: 1000, finished: 1000, runnerCpuMs: 150_000, rssPeakMb: 1200, gatewayAddedP99Ms: 8, loopP99Ms: 24 });
+    const big = point({
+      n: 1000,
+      finished: 1000,
+      runnerCpuMs: 150_000,
+      rssPeakMb: 1200,
+      gatewayAddedP99Ms: 8,
+      loopP99Ms: 24,
+    });
     expect(summaryLine(big, small)).toBe(
       "scale: 1000 concurrent, runner-cpu 150.0 ms/traj (×1.50 vs 10), rss 1.00 MiB/traj (×1.00 vs 10), " +
         "gateway-p99 8.0 ms (×2.00 vs 10), loop-p99 24.0 ms (×2.00 vs 10)",
@@ -136,7 +168,13 @@ describe("the simulated worker's wire (gRPC framing, Cline-sized requests, SSE)"
 
   it("sends a Cline-sized request that grows by a tool result per turn", () => {
     const size = (n: number) =>
-      JSON.stringify(chatRequest("m", "fix it", Array.from({ length: n }, () => "ok"))).length;
+      JSON.stringify(
+        chatRequest(
+          "m",
+          "fix it",
+          Array.from({ length: n }, () => "ok"),
+        ),
+      ).length;
     expect(size(0)).toBeGreaterThan(SYSTEM_PROMPT_BYTES);
     expect(size(0)).toBeLessThan(SYSTEM_PROMPT_BYTES + 1024);
     expect(size(4) - size(0)).toBeGreaterThan(4 * TOOL_RESULT_BYTES);
@@ -144,7 +182,13 @@ describe("the simulated worker's wire (gRPC framing, Cline-sized requests, SSE)"
   });
 
   it("posts Cline's state shape and reads a chat stream's deltas", () => {
-    const s = JSON.parse(stateJson({ messages: [{ ts: 1, type: "say", say: "text", text: "x" }], taskId: "t1", approvalVersion: 2 }));
+    const s = JSON.parse(
+      stateJson({
+        messages: [{ ts: 1, type: "say", say: "text", text: "x" }],
+        taskId: "t1",
+        approvalVersion: 2,
+      }),
+    );
     expect(s.currentTaskItem.id).toBe("t1");
     expect(s.autoApprovalSettings.version).toBe(2);
     expect(s.clineMessages).toHaveLength(1);

@@ -8,7 +8,8 @@ import { execa } from "execa";
  * on the event loop. With a thousand trajectories at once every fork of a snapshot (two mounts,
  * two unmounts) made the runner's CPU per trajectory grow with the count and held its event loop
  * for tens of ms each (issue 49). The coprocess forks itself — a few hundred KB — and answers
- * over a pipe. Commands run one at a time, in order; each is bounded by `timeout`. When the
+ * over a pipe. Up to four such sh run side by side, each its commands in order; each command is
+ * bounded by `timeout`. When the
  * coprocess cannot run (or dies), commands fall back to a spawn each: slower, never lost.
  */
 
@@ -37,7 +38,10 @@ export function parseAnswer(buf: Buffer): { id: number; result: CommandResult; r
   const nl = buf.indexOf(10);
   if (nl < 0) return undefined;
   const m = /^(\d+) (\d+) (\d+)$/.exec(buf.subarray(0, nl).toString("latin1"));
-  if (!m) throw new Error(`command coprocess: unreadable answer head ${JSON.stringify(buf.subarray(0, nl).toString())}`);
+  if (!m)
+    throw new Error(
+      `command coprocess: unreadable answer head ${JSON.stringify(buf.subarray(0, nl).toString())}`,
+    );
   const len = Number(m[3]);
   if (buf.length < nl + 1 + len) return undefined;
   return {
@@ -53,42 +57,61 @@ interface Pending {
   readonly timeoutS: number;
 }
 
-let child: ChildProcess | undefined;
-let buf: Buffer = Buffer.alloc(0);
-let nextId = 0;
-const pending = new Map<number, Pending>();
+/** One sh and what it was asked. */
+interface Coprocess {
+  readonly child: ChildProcess;
+  buf: Buffer;
+  readonly pending: Map<number, Pending>;
+  dead: boolean;
+}
 
-/** Every command still waiting runs as its own spawn (the coprocess is gone). */
-function failOver(): void {
-  child = undefined;
-  buf = Buffer.alloc(0);
-  const waiting = [...pending.values()];
-  pending.clear();
+/**
+ * How many sh run commands side by side: a fork of a snapshot waits for its two mounts, so a
+ * single one made a thousand trajectories' starts queue behind each other.
+ */
+export const COPROCESSES = 4;
+const pool: Coprocess[] = [];
+let nextId = 0;
+
+/** Every command still waiting on a dead coprocess runs as its own spawn. */
+function failOver(c: Coprocess): void {
+  if (c.dead) return;
+  c.dead = true;
+  pool.splice(pool.indexOf(c), 1);
+  const waiting = [...c.pending.values()];
+  c.pending.clear();
   for (const p of waiting) void spawnOne(p.argv, p.timeoutS).then(p.resolve);
 }
 
-function coprocess(): ChildProcess {
-  if (child) return child;
+function startCoprocess(): Coprocess {
   // LC_ALL=C: ${#o} counts bytes, as parseAnswer reads them
-  const c = spawn("sh", ["-s"], { stdio: ["pipe", "pipe", "ignore"], env: { ...process.env, LC_ALL: "C" } });
-  c.unref();
-  for (const s of [c.stdin, c.stdout] as const) (s as unknown as { unref?: () => void }).unref?.();
-  c.stdin!.on("error", () => {});
-  c.stdout!.on("data", (d: Buffer) => {
-    buf = Buffer.concat([buf, d]);
-    for (let a = parseAnswer(buf); a; a = parseAnswer(buf)) {
-      buf = a.rest;
-      const p = pending.get(a.id);
-      pending.delete(a.id);
+  const child = spawn("sh", ["-s"], { stdio: ["pipe", "pipe", "ignore"], env: { ...process.env, LC_ALL: "C" } });
+  const c: Coprocess = { child, buf: Buffer.alloc(0), pending: new Map(), dead: false };
+  child.unref();
+  for (const s of [child.stdin, child.stdout] as const) (s as unknown as { unref?: () => void }).unref?.();
+  child.stdin!.on("error", () => {});
+  child.stdout!.on("data", (d: Buffer) => {
+    c.buf = Buffer.concat([c.buf, d]);
+    for (let a = parseAnswer(c.buf); a; a = parseAnswer(c.buf)) {
+      c.buf = a.rest;
+      const p = c.pending.get(a.id);
+      c.pending.delete(a.id);
+      if (c.pending.size === 0) child.unref();
       p?.resolve(a.result);
     }
   });
-  c.once("error", failOver);
-  c.once("exit", () => {
-    if (child === c) failOver();
-  });
-  child = c;
+  child.once("error", () => failOver(c));
+  child.once("exit", () => failOver(c));
+  pool.push(c);
   return c;
+}
+
+/** The least busy coprocess, a new one while there are fewer than {@link COPROCESSES}. */
+function pick(): Coprocess {
+  const idle = pool.find((c) => c.pending.size === 0);
+  if (idle) return idle;
+  if (pool.length < COPROCESSES) return startCoprocess();
+  return pool.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
 }
 
 async function spawnOne(argv: readonly string[], timeoutS: number): Promise<CommandResult> {
@@ -101,21 +124,14 @@ async function spawnOne(argv: readonly string[], timeoutS: number): Promise<Comm
   return { exitCode: r.exitCode ?? 1, output: r.all ?? "" };
 }
 
-/** Runs `argv` in the coprocess (or, without one, as a spawn of its own). Never rejects. */
+/** Runs `argv` in a coprocess (or, without one, as a spawn of its own). Never rejects. */
 export function runHostCommand(argv: readonly string[], timeoutS: number): Promise<CommandResult> {
   return new Promise((resolve) => {
     const id = ++nextId;
-    const c = coprocess();
+    const c = pick();
     // ref'd while a command is under way: the process waits for its answer
-    c.ref();
-    pending.set(id, {
-      argv,
-      timeoutS,
-      resolve: (r) => {
-        if (pending.size === 0) child?.unref();
-        resolve(r);
-      },
-    });
-    c.stdin!.write(jobLine(id, argv, timeoutS));
+    c.child.ref();
+    c.pending.set(id, { argv, timeoutS, resolve });
+    c.child.stdin!.write(jobLine(id, argv, timeoutS));
   });
 }

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { match } from "ts-pattern";
 import { FlakegymError } from "../errors.js";
-import { writeOwnerRecord } from "../gc/owner.js";
 import { runHostCommand } from "../gc/command-coprocess.js";
+import { writeOwnerRecord } from "../gc/owner.js";
 import { type UnmountRecord, unmountRetry } from "../gc/unmount.js";
 
 /**

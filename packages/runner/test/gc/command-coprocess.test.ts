@@ -34,6 +34,23 @@ describe("runHostCommand (a real sh)", () => {
     expect(bytes.output).toBe("héllo\nwörld");
   });
 
+  it("runs commands side by side in several sh: most do not wait behind a slow one", async () => {
+    let slowDone = false;
+    const slow = runHostCommand(["sleep", "1"], 10).then((r) => {
+      slowDone = true;
+      return r;
+    });
+    const quick = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        runHostCommand(["echo", String(i)], 10).then((r) => ({ out: r.output.trim(), beforeSlow: !slowDone })),
+      ),
+    );
+    expect(quick.map((r) => r.out)).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
+    // the slow one's own sh may hold a share of them; the other sh answer the rest at once
+    expect(quick.filter((r) => r.beforeSlow).length).toBeGreaterThanOrEqual(10);
+    expect((await slow).exitCode).toBe(0);
+  });
+
   it("bounds a command by its timeout (timeout's 124), and answers a missing one (127)", async () => {
     const slow = await runHostCommand(["sleep", "5"], 1);
     expect(slow.exitCode).toBe(124);

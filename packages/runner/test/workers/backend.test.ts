@@ -7,10 +7,10 @@ import {
   parseBackendConfig,
   resolveBackend,
 } from "../../src/workers/backend.js";
-import { createDummyPoolable } from "../../src/workers/pool/dummy-backend.js";
 import { LOCAL_CAPABILITIES } from "../../src/workers/local/local-backend.js";
 import { NOMAD_CAPABILITIES } from "../../src/workers/nomad/backend.js";
 import { PODMAN_CAPABILITIES } from "../../src/workers/podman/podman-backend.js";
+import { createDummyPoolable } from "../../src/workers/pool/dummy-backend.js";
 
 const nomad = { kind: "nomad", images: "nix", gatewayAdvertise: "10.0.0.5:8089", driver: "docker" } as const;
 
