@@ -43,6 +43,7 @@ function row(p: PointResult, prev?: PointResult) {
     "gw add p50 ms": p.gatewayAddedP50Ms,
     "gw add p99 ms": p.gatewayAddedP99Ms,
     "loop p99 ms": p.loopP99Ms,
+    "idle p99 ms": p.idleLoopP99Ms,
     "1st call p50 s": p.firstCallP50Ms / 1000,
     "1st call p99 s": p.firstCallP99Ms / 1000,
     "fds peak": p.fdsPeak,
@@ -109,7 +110,8 @@ function report(ctx: BenchContext, results: PointResult[], opts: object): void {
   printTable(results.map((p, i) => row(p, results[i - 1])));
   console.log(
     "  marginal = what each trajectory added since the previous point (the slope, free of fixed costs).\n" +
-      "  cpu = process.cpuUsage() of the runner (every thread: the gateway's too); rss above the idle runner.",
+      "  cpu = process.cpuUsage() of the runner (every thread: the gateway's too); rss above the idle runner.\n" +
+      "  idle p99 = the event-loop delay of an idle process meanwhile: the machine's own scheduling delay.",
   );
   const svg = join(ctx.outDir, "scale.svg");
   writeFileSync(svg, plotSvg(plotSeries(results)));

@@ -2,9 +2,9 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createNomadClient } from "@flakegym/nomad-jobs";
+import type { ScoreInput } from "../../packages/runner/src/rollout/deps.js";
 import { runRollout } from "../../packages/runner/src/rollout/run-rollout.js";
 import { createRolloutDeps } from "../../packages/runner/src/rollout/wire.js";
-import type { ScoreInput } from "../../packages/runner/src/rollout/deps.js";
 import type { RunConfig } from "../../packages/runner/src/run-format/schema.js";
 import type { Score } from "../../packages/runner/src/run-format/score.js";
 import { createNomadBackend } from "../../packages/runner/src/workers/nomad/backend.js";
@@ -66,12 +66,16 @@ async function findFiles(dir: string, name: string): Promise<string[]> {
 async function failureReasons(out: string): Promise<string[]> {
   const counts = new Map<string, number>();
   for (const file of await findFiles(out, "result.json")) {
-    const o = (JSON.parse(await readFile(file, "utf8")) as { outcome?: { kind: string; detail?: string } }).outcome;
+    const o = (JSON.parse(await readFile(file, "utf8")) as { outcome?: { kind: string; detail?: string } })
+      .outcome;
     if (!o || o.kind === "completed") continue;
     const key = `${o.kind}: ${(o.detail ?? "").replace(/[0-9a-f]{8,}|\d+/g, "#").slice(0, 160)}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
-  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([k, v]) => `${v}× ${k}`);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 5)
+    .map(([k, v]) => `${v}× ${k}`);
 }
 
 /** Gateway added latency per call (turn log minus the upstream's own time) and time to first call. */

@@ -56,7 +56,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PATCH =
   "diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.md\n@@ -0,0 +1 @@\n+simulated\n";
 
-function trailersOnly(stream: ServerHttp2Stream, status: number, message: string): void {
+function trailersOnly(stream: ServerHttp2Stream, status: number, message: string): undefined {
   stream.respond(
     {
       ":status": 200,
@@ -97,7 +97,7 @@ export class SimCore {
     private readonly stats: SimStats,
   ) {}
 
-  onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+  onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): undefined {
     stream.on("error", () => {});
     if (headers.authorization !== `Bearer ${this.token}`)
       return trailersOnly(stream, 16, "core token refused");
@@ -124,15 +124,19 @@ export class SimCore {
     for (const s of [...this.stateSubs, ...this.partialSubs]) s.close();
   }
 
-  private call(name: string, req: Record<string, unknown>, stream: ServerHttp2Stream, m: Method): void {
-    const reply = (v: object) => this.unary(stream, m, v);
+  private call(name: string, req: Record<string, unknown>, stream: ServerHttp2Stream, m: Method): undefined {
+    const reply = (v: object): undefined => {
+      this.unary(stream, m, v);
+    };
     switch (name) {
       case "getLatestState":
         return reply({ state_json: this.state() });
       case "subscribeToState":
-        return this.subscribe(stream, this.stateSubs, m, { state_json: this.state() });
+        this.subscribe(stream, this.stateSubs, m, { state_json: this.state() });
+        return;
       case "subscribeToPartialMessage":
-        return this.subscribe(stream, this.partialSubs, m, undefined);
+        this.subscribe(stream, this.partialSubs, m, undefined);
+        return;
       case "updateApiConfigurationProto":
         this.configure(req);
         return reply({});
@@ -170,7 +174,12 @@ export class SimCore {
     stream.end(frameMessage(m.responseSerialize(value)));
   }
 
-  private subscribe(stream: ServerHttp2Stream, set: Set<ServerHttp2Stream>, m: Method, first?: object): void {
+  private subscribe(
+    stream: ServerHttp2Stream,
+    set: Set<ServerHttp2Stream>,
+    m: Method,
+    first?: object,
+  ): undefined {
     stream.respond({ ":status": 200, "content-type": "application/grpc" });
     set.add(stream);
     (stream as ServerHttp2Stream & { method?: Method }).method = m;
@@ -305,7 +314,7 @@ export class SimCore {
     res.on("error", reject);
   }
 
-  private diff(stream: ServerHttp2Stream, seq: number): void {
+  private diff(stream: ServerHttp2Stream, seq: number): undefined {
     this.stats.diffs++;
     const patch = Buffer.from(PATCH);
     const head = {
