@@ -85,7 +85,10 @@ function failOver(c: Coprocess): void {
 
 function startCoprocess(): Coprocess {
   // LC_ALL=C: ${#o} counts bytes, as parseAnswer reads them
-  const child = spawn("sh", ["-s"], { stdio: ["pipe", "pipe", "ignore"], env: { ...process.env, LC_ALL: "C" } });
+  const child = spawn("sh", ["-s"], {
+    stdio: ["pipe", "pipe", "ignore"],
+    env: { ...process.env, LC_ALL: "C" },
+  });
   const c: Coprocess = { child, buf: Buffer.alloc(0), pending: new Map(), dead: false };
   child.unref();
   for (const s of [child.stdin, child.stdout] as const) (s as unknown as { unref?: () => void }).unref?.();

@@ -42,7 +42,10 @@ describe("runHostCommand (a real sh)", () => {
     });
     const quick = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        runHostCommand(["echo", String(i)], 10).then((r) => ({ out: r.output.trim(), beforeSlow: !slowDone })),
+        runHostCommand(["echo", String(i)], 10).then((r) => ({
+          out: r.output.trim(),
+          beforeSlow: !slowDone,
+        })),
       ),
     );
     expect(quick.map((r) => r.out)).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
