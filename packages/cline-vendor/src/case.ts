@@ -8,12 +8,30 @@
 
 /** `openAiBaseUrl` → `open_ai_base_url`, `isR1FormatRequired` → `is_r1_format_required`. */
 export function snakeCase(key: string): string {
-  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  return memo(snakeMemo, key, (k) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
 }
 
 /** `open_ai_base_url` → `openAiBaseUrl`, `is_r1_format_required` → `isR1FormatRequired`. */
 export function camelCase(key: string): string {
-  return key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+  return memo(camelMemo, key, (k) => k.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()));
+}
+
+/**
+ * Every message of every core's streams has its keys converted (issue 49: the largest cost of the
+ * runner's loop with a thousand cores); the keys are the proto's few hundred field names, so each
+ * conversion is remembered — up to a bound, for map fields whose keys are data.
+ */
+const MEMO_MAX = 4096;
+const snakeMemo = new Map<string, string>();
+const camelMemo = new Map<string, string>();
+
+function memo(cache: Map<string, string>, key: string, convert: (k: string) => string): string {
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
+  const out = convert(key);
+  if (cache.size >= MEMO_MAX) cache.clear();
+  cache.set(key, out);
+  return out;
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

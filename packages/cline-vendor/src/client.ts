@@ -478,9 +478,20 @@ function stateApi(st: ClientState): ClineClient["state"] {
   };
 }
 
+let pinnedDescriptorSet: string | undefined;
+
+/**
+ * The pinned package's descriptor set, resolved (and the install verified) once per process: a
+ * client per trajectory re-read and re-parsed npm's lockfile on the runner's loop each time.
+ */
+function defaultDescriptorSet(): string {
+  pinnedDescriptorSet ??= resolveClinePackage().descriptorSet;
+  return pinnedDescriptorSet;
+}
+
 /** Creates a client for the core at `address`. Nothing connects until the first call. */
 export function createClineClient(options: ClineClientOptions): ClineClient {
-  const descriptorSet = options.descriptorSet ?? resolveClinePackage().descriptorSet;
+  const descriptorSet = options.descriptorSet ?? defaultDescriptorSet();
   const st: ClientState = {
     options,
     descriptorSet,

@@ -69,6 +69,7 @@ export { TaskSpec, type TestCommand, testCommands, testPassed } from "./tasks/ta
 export { FLAKEGYM_VERSION } from "./version.js";
 export { startViewServer, type ViewServer, writeExport } from "./view/index.js";
 export {
+  type BackendChoice,
   BackendConfig,
   type BackendConfigInput,
   type BackendEnv,
@@ -76,6 +77,7 @@ export {
   capabilitiesOf,
   createBackend,
   parseBackendConfig,
+  resolveBackend,
 } from "./workers/backend.js";
 export { collectHostArtifacts } from "./workers/host-artifacts.js";
 export type { AgentLaunchContext, AgentLauncher, RunningAgent } from "./workers/local/agent.js";

@@ -1,6 +1,11 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer as createHttp2Server, type Http2Server } from "node:http2";
+import {
+  createServer as createHttp2Server,
+  type Http2Server,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from "node:http2";
 import type { Socket } from "node:net";
 import { join } from "node:path";
 
@@ -12,7 +17,16 @@ import { join } from "node:path";
  */
 export type TaskBehavior =
   | { readonly kind: "exec"; readonly argv: readonly string[] }
-  | { readonly kind: "listen" }
+  | {
+      readonly kind: "listen";
+      /**
+       * Serves each HTTP/2 stream of the task's ports (default: gRPC UNIMPLEMENTED): an in-process
+       * stand-in for what the image would run (e.g. the scale bench's simulated worker).
+       */
+      readonly onStream?: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void;
+      /** Called once as the task is killed. */
+      readonly onKill?: () => void;
+    }
   | {
       readonly kind: "exit";
       readonly exitCode: number;
@@ -135,7 +149,7 @@ export function startTask(ctx: TaskRunContext, behavior: TaskBehavior, cb: TaskC
     case "exec":
       return startProcess(ctx, behavior.argv, stdoutFile, stderrFile, cb);
     case "listen":
-      return startListeners(ctx, cb);
+      return startListeners(ctx, cb, behavior);
     case "exit": {
       let alive = true;
       setImmediate(() => {
@@ -270,7 +284,11 @@ export function treeRssMb(pid: number): number {
  * allocated port answering each call with gRPC status UNIMPLEMENTED — like a gRPC server (the
  * Cline core) with none of the services asked for.
  */
-function startListeners(ctx: TaskRunContext, cb: TaskCallbacks): TaskHandle {
+function startListeners(
+  ctx: TaskRunContext,
+  cb: TaskCallbacks,
+  serve: Extract<TaskBehavior, { kind: "listen" }>,
+): TaskHandle {
   const servers: Http2Server[] = [];
   const sockets = new Set<Socket>();
   let alive = true;
@@ -285,8 +303,9 @@ function startListeners(ctx: TaskRunContext, cb: TaskCallbacks): TaskHandle {
       sockets.add(sock);
       sock.on("close", () => sockets.delete(sock));
     });
-    s.on("stream", (stream) => {
+    s.on("stream", (stream, headers) => {
       stream.on("error", () => {});
+      if (serve.onStream) return serve.onStream(stream, headers);
       stream.respond(
         { ":status": 200, "content-type": "application/grpc", "grpc-status": "12" },
         { endStream: true },
@@ -306,6 +325,7 @@ function startListeners(ctx: TaskRunContext, cb: TaskCallbacks): TaskHandle {
     async kill(signal) {
       if (!alive) return;
       alive = false;
+      serve.onKill?.();
       for (const sock of sockets) sock.destroy();
       await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
       cb.exited(128 + (SIGNALS[signal] ?? 9), SIGNALS[signal] ?? 9);

@@ -4,8 +4,7 @@ import { createDeadline } from "@flakegym/nomad-jobs";
 import type { ContractLimits, StageName } from "../contract/contract.js";
 import { FlakegymError } from "../errors.js";
 import { acquireRunLock } from "../rollout/run-lock.js";
-import { createBackend } from "../workers/backend.js";
-import type { WorkerBackend } from "../workers/types.js";
+import { type BackendChoice, resolveBackend } from "../workers/backend.js";
 import type { ApiEventSink } from "./events.js";
 import { defaultSessionsDir, type EnvSession, loadSession, saveSession } from "./session.js";
 import { runStage, type StageRun, type StageRunInput } from "./stage.js";
@@ -16,8 +15,12 @@ export interface CallOptions {
   /** Where sessions live (default `$FLAKEGYM_SESSIONS_DIR`, else `runs/sessions`). */
   readonly sessionsDir?: string;
   readonly onEvent?: ApiEventSink;
-  /** Where stages run (default: the local bubblewrap backend). */
-  readonly backend?: WorkerBackend;
+  /**
+   * Where stages run: a backend the caller made (kept open), or a backend config as the CLI's
+   * `--backend` makes (`{ kind: "podman", images: "host" }`; made and closed by the call). Default:
+   * the local bubblewrap backend. See workers/backend.ts `resolveBackend`.
+   */
+  readonly backend?: BackendChoice;
 }
 
 export function callContext(opts: CallOptions): { sessionsDir: string; signal: AbortSignal } {
@@ -82,9 +85,9 @@ async function callLocked<T>(
     signals: [opts.signal],
     timeout: { ms: limits.max_total_seconds * 1000, limit: "max_total_seconds" },
   });
-  const backend = opts.backend ?? createBackend({ kind: "local" });
-  const prompts = await readFile(join(session.dir, "prompts.jsonl"), "utf8");
+  const { backend, owned } = resolveBackend(opts.backend, { env: process.env });
   try {
+    const prompts = await readFile(join(session.dir, "prompts.jsonl"), "utf8");
     const run = async (step: StageStep): Promise<StageRun> => {
       const label = step.label ?? step.stage;
       opts.onEvent?.({ kind: "stage-start", stage: step.stage, label });
@@ -112,6 +115,7 @@ async function callLocked<T>(
     return { session: next, value };
   } finally {
     deadline.dispose();
+    if (owned) await backend.close?.();
   }
 }
 

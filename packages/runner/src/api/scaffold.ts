@@ -16,7 +16,7 @@ import { FlakegymError } from "../errors.js";
 import { startGatewayThread } from "../gateway/thread.js";
 import { createUpstream } from "../policy/create-upstream.js";
 import type { PolicySpec } from "../policy/spec.js";
-import { createBackend } from "../workers/backend.js";
+import { type BackendChoice, resolveBackend } from "../workers/backend.js";
 
 /** Repair rounds after the first attempt (each: one Cline task told what was wrong). */
 export const SCAFFOLD_REPAIR_ROUNDS = 2;
@@ -69,6 +69,8 @@ export async function scaffoldContract(o: {
   readonly logDir: string;
   readonly signal: AbortSignal;
   readonly timeoutMs?: number;
+  /** Where Cline's worker runs (the call's backend; default local). See workers/backend.ts `resolveBackend`. */
+  readonly backend?: BackendChoice;
 }): Promise<{ contract: Contract; rounds: number }> {
   const sockDir = await mkdtemp(join(tmpdir(), "fg-scaffold-"));
   // the rollout pipeline's arrangement: the gateway in a thread of its own (docs/gateway.md)
@@ -77,7 +79,7 @@ export async function scaffoldContract(o: {
     signal: o.signal,
   });
   const upstream = await createUpstream(o.policy, { signal: o.signal });
-  const backend = createBackend({ kind: "local" });
+  const { backend, owned } = resolveBackend(o.backend, { env: process.env });
   const modelId =
     o.policy.kind === "openai" || o.policy.kind === "anthropic" ? o.policy.model : SCRIPTED_MODEL_ID;
   let issues: ContractIssue[] = [];
@@ -145,5 +147,6 @@ export async function scaffoldContract(o: {
   } finally {
     await gateway.close();
     await rm(sockDir, { recursive: true, force: true });
+    if (owned) await backend.close?.();
   }
 }

@@ -76,6 +76,7 @@ export async function setup(target: string, opts: SetupOptions = {}): Promise<En
       sessionId: id,
       logDir: join(dir, "scaffold"),
       signal: ctx.signal,
+      ...(opts.backend ? { backend: opts.backend } : {}),
     });
     opts.onEvent?.({
       kind: "phase",
@@ -135,7 +136,14 @@ async function contractOf(
   ref: TargetRef,
   workspace: string,
   hints: readonly Hint[],
-  o: { noScaffold: boolean; llm?: string; sessionId: string; logDir: string; signal: AbortSignal },
+  o: {
+    noScaffold: boolean;
+    llm?: string;
+    sessionId: string;
+    logDir: string;
+    signal: AbortSignal;
+    backend?: CallOptions["backend"];
+  },
 ): Promise<{ contract: Contract; source: EnvSession["contractSource"] }> {
   if (ref.kind === "dataset")
     return { contract: await writeGenericContract(workspace, "dev-base"), source: "generic" };
@@ -164,6 +172,7 @@ async function contractOf(
     hints,
     logDir: o.logDir,
     signal: o.signal,
+    ...(o.backend ? { backend: o.backend } : {}),
   });
   return { contract, source: "scaffolded" };
 }

@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { execa } from "execa";
+import { runHostCommand } from "./command-coprocess.js";
 
 /** How one unmount ended: cleanly, detached lazily because it stayed busy, not mounted, or failed. */
 export interface UnmountRecord {
@@ -28,8 +28,9 @@ const BUSY = /busy/i;
 const NOT_MOUNTED = /not mounted|no mount point|not found|no such file/i;
 
 async function umount(args: string[]): Promise<{ ok: boolean; stderr: string }> {
-  const r = await execa("umount", args, { reject: false, timeout: 30_000, stdin: "ignore" });
-  return { ok: r.exitCode === 0, stderr: r.stderr.trim() };
+  // one long-lived sh runs them: a spawn per umount forks the whole runner (command-coprocess.ts)
+  const r = await runHostCommand(["umount", ...args], 30);
+  return { ok: r.exitCode === 0, stderr: r.output.trim() };
 }
 
 /**

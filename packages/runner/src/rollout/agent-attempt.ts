@@ -208,6 +208,10 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       ...(workerExit ? { workerExit } : {}),
       gateway: gatewayVerdictOf(terminal, turnLog),
     });
+    // the route is done: its final counts come with its release, awaited (the gateway's synchronous
+    // status() holds the event loop until the gateway thread answers: with a thousand trajectories
+    // at once, for as long as the thread is busy)
+    const final = await gateway.unregister(id);
     input.onPhase?.("collecting");
     outcome = await collectArtifacts(worker, run, outcome, input, snapshot);
     const diff = await readFile(join(input.dir, "cline", "diff.patch"), "utf8").catch(() => "");
@@ -220,7 +224,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       bootMs,
       agentMs: Math.round(run.timings.totalMs),
       ...phaseCpu,
-      counts: attemptCountsOf(gateway.status(id), run.counts.modelRequests),
+      counts: attemptCountsOf(final, run.counts.modelRequests),
       diff,
     };
   } finally {

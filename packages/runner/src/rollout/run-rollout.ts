@@ -12,7 +12,7 @@ import {
   runPaths,
   writeManifest,
 } from "../run-format/run-dir.js";
-import type { GroupLine, RunConfig, RunManifest } from "../run-format/schema.js";
+import type { GroupLine, RunConfig, RunManifest, TrajectoryResult } from "../run-format/schema.js";
 import { metricsLineOf } from "../run-format/trajectory-record.js";
 import type { RolloutDeps } from "./deps.js";
 import { createGroupSender, type GroupSender } from "./group-sender.js";
@@ -73,8 +73,11 @@ async function writeGroup(run: RolloutRun, taskId: string): Promise<void> {
   // a group line is final: never a second one with the same group_id
   if (run.groupsWritten.has(taskId)) return;
   const members = [];
+  // by index once (a scan of every result per member was quadratic in the group's size)
+  const byIndex = new Map<number, TrajectoryResult>();
+  for (const x of run.results.values()) if (x.taskId === taskId) byIndex.set(x.index, x);
   for (let i = 0; i < cfg.groupSize; i++) {
-    const r = [...run.results.values()].find((x) => x.taskId === taskId && x.index === i);
+    const r = byIndex.get(i);
     if (!r) return; // not finished (interrupted)
     const dir = p.trajectory(r.trajectoryId).dir;
     const ex: Awaited<ReturnType<RolloutDeps["exportTrajectory"]>> =
@@ -155,7 +158,11 @@ async function runTasks(
   let interrupted = false;
   const taskErrors = new Map<string, { code: string; message: string }>();
   const byTask = new Map<string, TrajectorySlot[]>();
-  for (const s of toRun) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
+  for (const s of toRun) {
+    const slots = byTask.get(s.taskId);
+    if (slots) slots.push(s);
+    else byTask.set(s.taskId, [s]);
+  }
   const tasksRun = [...byTask];
   const settled = await Promise.allSettled(tasksRun.map(([taskId, slots]) => runTask(run, taskId, slots)));
   settled.forEach((r, i) => {

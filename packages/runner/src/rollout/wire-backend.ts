@@ -6,7 +6,7 @@ import {
   type BackendConfigInput,
   type ClosableBackend,
   capabilitiesOf,
-  createBackend,
+  resolveBackend,
 } from "../workers/backend.js";
 import { createWorkerPool } from "../workers/pool/pool.js";
 import { isPoolable, type PooledBackend } from "../workers/pool/types.js";
@@ -83,13 +83,10 @@ export function chooseBackend(
   o: WireOptions,
   advertised: string | undefined,
 ): ClosableBackend {
-  return (
-    o.backend ??
-    createBackend(backendConfigOf(config, o.env, advertised), {
-      env: o.env,
-      ...(o.onNote ? { onNote: o.onNote } : {}),
-    })
-  );
+  return resolveBackend(o.backend ?? backendConfigOf(config, o.env, advertised), {
+    env: o.env,
+    ...(o.onNote ? { onNote: o.onNote } : {}),
+  }).backend;
 }
 
 /** The warm pool in front of a backend that can pre-boot workers; others run without one (said once). */

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { match } from "ts-pattern";
 import { FlakegymError } from "../errors.js";
+import { runHostCommand } from "../gc/command-coprocess.js";
 import { writeOwnerRecord } from "../gc/owner.js";
 import { type UnmountRecord, unmountRetry } from "../gc/unmount.js";
 
@@ -58,6 +59,15 @@ async function run(
     ...(signal ? { cancelSignal: signal } : {}),
   });
   return { ok: r.exitCode === 0, stderr: r.stderr };
+}
+
+/**
+ * A mount by the runner's command coprocess (gc/command-coprocess.ts), not a spawn of the runner
+ * each: with a thousand trajectories at once those forks of the runner were most of its CPU.
+ */
+async function mount(args: string[]): Promise<{ ok: boolean; stderr: string }> {
+  const r = await runHostCommand(["mount", ...args], 600);
+  return { ok: r.exitCode === 0, stderr: r.output };
 }
 
 /** Which methods work for trees under `dir` on this machine (probed once per dir; best first). */
@@ -123,14 +133,7 @@ export async function forkTree(lower: string, opts: ForkOptions): Promise<Fork> 
       await mkdir(layer);
       let quota: Fork["quota"] = "none";
       if (opts.quotaMb !== undefined) {
-        const r = await run("mount", [
-          "-t",
-          "tmpfs",
-          "-o",
-          `size=${opts.quotaMb}m,mode=0755`,
-          "tmpfs",
-          layer,
-        ]);
+        const r = await mount(["-t", "tmpfs", "-o", `size=${opts.quotaMb}m,mode=0755`, "tmpfs", layer]);
         if (!r.ok) await fail("mount tmpfs", r.stderr);
         quota = "tmpfs";
       }
@@ -138,7 +141,7 @@ export async function forkTree(lower: string, opts: ForkOptions): Promise<Fork> 
       await mkdir(join(layer, "work"));
       await mkdir(tree);
       const o = `lowerdir=${lower},upperdir=${join(layer, "upper")},workdir=${join(layer, "work")}`;
-      const r = await run("mount", ["-t", "overlay", "overlay", "-o", o, tree], opts.signal);
+      const r = await mount(["-t", "overlay", "overlay", "-o", o, tree]);
       if (!r.ok) {
         if (quota === "tmpfs") await unmountRetry(layer);
         await fail("mount overlay", r.stderr);

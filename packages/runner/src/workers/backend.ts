@@ -84,6 +84,30 @@ export function createBackend(config: BackendConfigInput, surroundings?: Backend
     .exhaustive();
 }
 
+/**
+ * What a caller names a backend by: one it made already (a test's double, the scale bench's
+ * simulated cluster), or a {@link BackendConfig}. Every command and the API take this one shape.
+ */
+export type BackendChoice = WorkerBackend | BackendConfigInput;
+
+/** Whether `choice` is a backend already made (it can start workers), not a config. Pure. */
+export function isMadeBackend(choice: BackendChoice): choice is WorkerBackend {
+  return typeof (choice as { start?: unknown }).start === "function";
+}
+
+/**
+ * The one backend selection: the caller's own backend as it is (`owned` false: the caller closes
+ * it), else the backend `choice` configures, else the local one (`owned` true: whoever resolved
+ * it closes it when done — a Nomad backend purges its jobs then).
+ */
+export function resolveBackend(
+  choice: BackendChoice | undefined,
+  surroundings?: BackendEnv,
+): { backend: ClosableBackend; owned: boolean } {
+  if (choice !== undefined && isMadeBackend(choice)) return { backend: choice, owned: false };
+  return { backend: createBackend(choice ?? { kind: "local" }, surroundings), owned: true };
+}
+
 function createNomadFromConfig(
   n: Extract<BackendConfig, { kind: "nomad" }>,
   surroundings: BackendEnv | undefined,

@@ -1,9 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../../src/errors.js";
-import { capabilitiesOf, createBackend, parseBackendConfig } from "../../src/workers/backend.js";
+import {
+  capabilitiesOf,
+  createBackend,
+  isMadeBackend,
+  parseBackendConfig,
+  resolveBackend,
+} from "../../src/workers/backend.js";
 import { LOCAL_CAPABILITIES } from "../../src/workers/local/local-backend.js";
 import { NOMAD_CAPABILITIES } from "../../src/workers/nomad/backend.js";
 import { PODMAN_CAPABILITIES } from "../../src/workers/podman/podman-backend.js";
+import { createDummyPoolable } from "../../src/workers/pool/dummy-backend.js";
 
 const nomad = { kind: "nomad", images: "nix", gatewayAdvertise: "10.0.0.5:8089", driver: "docker" } as const;
 
@@ -80,5 +87,30 @@ describe("createBackend", () => {
     expect(() => createBackend({ kind: "nomad", images: "nix", driver: "docker" } as never)).toThrow(
       /gatewayAdvertise/,
     );
+  });
+});
+
+describe("resolveBackend (the one selection every command and the API use)", () => {
+  it("keeps a backend the caller made, not owned (the caller closes it)", () => {
+    const made = createDummyPoolable();
+    expect(isMadeBackend(made)).toBe(true);
+    const r = resolveBackend(made);
+    expect(r.backend).toBe(made);
+    expect(r.owned).toBe(false);
+  });
+
+  it("makes the backend a config names, owned; local when nothing is chosen", async () => {
+    expect(isMadeBackend({ kind: "local" })).toBe(false);
+    const none = resolveBackend(undefined);
+    expect([none.backend.kind, none.owned]).toEqual(["local", true]);
+    const podman = resolveBackend({ kind: "podman", images: "host" });
+    expect([podman.backend.kind, podman.owned]).toEqual(["podman", true]);
+    const n = resolveBackend(nomad, { env: { NOMAD_ADDR: "http://127.0.0.1:1" } });
+    expect([n.backend.kind, n.owned]).toEqual(["nomad", true]);
+    await n.backend.close?.();
+  });
+
+  it("refuses an invalid config, naming the field", () => {
+    expect(() => resolveBackend({ kind: "podman" } as never)).toThrow(/images/);
   });
 });

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { agentVersion } from "@flakegym/nomad-jobs";
 import type { BackendCapabilities, WorkerBackend } from "../types.js";
 import { type NomadBackendState, sweepOnce, wrapAbort } from "./backend-state.js";
@@ -47,6 +48,13 @@ function parseOptions(input: NomadBackendOptionsInput): NomadBackendOptions {
 }
 
 /** A new backend's state (backend-state.ts): nothing registered, nothing swept. */
+/** The backend's closing signal: every worker start listens on it while it runs (hundreds at once). */
+function closingController(): AbortController {
+  const c = new AbortController();
+  setMaxListeners(0, c.signal);
+  return c;
+}
+
 function newState(o: NomadBackendOptions, deps: NomadBackendDeps): NomadBackendState {
   return {
     o,
@@ -55,7 +63,7 @@ function newState(o: NomadBackendOptions, deps: NomadBackendDeps): NomadBackendS
     now: deps.now ?? Date.now,
     progress: deps.onProgress,
     ns: o.namespace ? { namespace: o.namespace } : {},
-    closing: new AbortController(),
+    closing: closingController(),
     parents: new ParentJobs(
       deps.client,
       {

@@ -1,0 +1,130 @@
+/**
+ * `npm run bench -- scale [flags]`: one runner, up to a thousand trajectories at once (issue 49).
+ *
+ * The REAL control plane — runRollout (orchestration, run directory writers), the policy gateway
+ * in its thread, the Nomad backend and client — against the project's Nomad double in a child
+ * process whose allocations are SIMULATED workers (bench/scale/sim-core.ts): each answers the Cline
+ * core's gRPC surface behind the supervisor's token gate, and its agent is a scripted loop of
+ * Cline-sized model calls (~40 KB system prompt + history) through the gateway to an upstream
+ * double that thinks, then streams. Scoring is simulated (a fixed score; no hidden tests run).
+ * Measured in the runner's process only: CPU, RSS, event-loop delay, fds; gateway added latency
+ * from the turn logs against the upstream's own times; Nomad API calls at the double.
+ *
+ * Flags: --points 10,100,300,1000  --turns 5  --think-ms 2000  --interval-ms 20  --tool-ms 300
+ *   --task semver-lite-caret-zero. Profile the largest point with
+ *   `node --cpu-prof --cpu-prof-dir <dir> --import tsx bench/run.ts scale --points 1000`.
+ * Last line: `scale: <N> concurrent, runner-cpu …/traj, rss …/traj, gateway-p99 …, loop-p99 …`
+ * with ratios against the smallest point.
+ */
+import { writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildSnapshot } from "../packages/runner/src/snapshots/build.js";
+import { snapshotSpecOfTask } from "../packages/runner/src/snapshots/spec.js";
+import { loadTask } from "../packages/runner/src/tasks/catalog.js";
+import { type BenchContext, benchFlags, loadStr, printTable } from "./lib.js";
+import { judge, marginal, type PointResult, perTrajectory, summaryLine } from "./scale/judge.js";
+import { plotSeries, plotSvg } from "./scale/plot.js";
+import { runPoint } from "./scale/point.js";
+
+function row(p: PointResult, prev?: PointResult) {
+  const per = perTrajectory(p);
+  const slope = prev ? marginal(prev, p) : undefined;
+  return {
+    N: p.n,
+    completed: `${p.completed}/${p.n}`,
+    "wall s": p.wallS,
+    "cpu ms/traj": per.cpuMs,
+    "marginal cpu ms": slope ? slope.cpuMs : "",
+    "rss peak MiB": p.rssPeakMb,
+    "rss MiB/traj": per.rssMb,
+    "marginal rss MiB": slope ? slope.rssMb : "",
+    "gw add p50 ms": p.gatewayAddedP50Ms,
+    "gw add p99 ms": p.gatewayAddedP99Ms,
+    "loop p99 ms": p.loopP99Ms,
+    "idle p99 ms": p.idleLoopP99Ms,
+    "1st call p50 s": p.firstCallP50Ms / 1000,
+    "1st call p99 s": p.firstCallP99Ms / 1000,
+    "fds peak": p.fdsPeak,
+    "nomad calls/traj": per.nomadCalls,
+    load: loadStr(),
+  };
+}
+
+const SIMULATED =
+  "workers are SIMULATED: each Nomad allocation (placed by the project's Nomad double, in a child process) serves the\n" +
+  "  Cline core's gRPC surface and the supervisor's diff gate in-process; its agent is a scripted loop of Cline-sized\n" +
+  "  model calls (40 KB system prompt + 6 KB per tool result) through the real gateway to an upstream double\n" +
+  "  (think time, streamed 4-char chunks); no tool runs, no sandbox, and scoring is a fixed score (no hidden tests).\n" +
+  "  Real: runRollout, createRolloutDeps (snapshot forks, run directory), the gateway thread, the Nomad backend and client.";
+
+export async function main(ctx: BenchContext, args: string[]): Promise<void> {
+  const { flag, num } = benchFlags("scale", args);
+  const points = flag("points", "10,100,300,1000")
+    .split(",")
+    .map(Number)
+    .sort((a, b) => a - b);
+  if (points.some((n) => !Number.isInteger(n) || n < 1))
+    throw new Error("bench scale: --points must be positive integers, e.g. 10,100,300,1000");
+  const opts = {
+    taskId: flag("task", "semver-lite-caret-zero"),
+    turns: num("turns", 5),
+    thinkMs: num("think-ms", 2000),
+    intervalMs: num("interval-ms", 20),
+    toolMs: num("tool-ms", 300),
+  };
+  console.log(
+    `bench scale: ${new Date().toISOString()}, Node ${process.version}, load ${loadStr()}\n  ${SIMULATED}`,
+  );
+  console.log(
+    `  ${opts.turns} model calls per trajectory, think ${opts.thinkMs} ms ±50 %, tool ${opts.toolMs} ms; task ${opts.taskId}`,
+  );
+  await buildSnapshot(snapshotSpecOfTask(await loadTask(opts.taskId)), {
+    signal: new AbortController().signal,
+  });
+  const root = await mkdtemp(join(tmpdir(), "fg-scale-"));
+  const results: PointResult[] = [];
+  try {
+    for (const n of points) {
+      console.log(`\n== ${n} concurrent (load ${loadStr()})`);
+      const r = await runPoint({ n, root, ...opts });
+      const { cluster, ...point } = r;
+      results.push(point);
+      printTable([row(point, results[results.length - 2])]);
+      console.log(
+        `  outcomes ${JSON.stringify(point.outcomes)}; cluster: ${JSON.stringify({ ...cluster, nomadByRoute: undefined })}`,
+      );
+      console.log(`  nomad calls by route: ${JSON.stringify(cluster.nomadByRoute)}`);
+      for (const f of point.failures) console.log(`  not completed: ${f}`);
+      await rm(join(root, `run-${n}`), { recursive: true, force: true });
+    }
+  } finally {
+    await rm(root, { recursive: true, force: true }).catch(() => {});
+  }
+  report(ctx, results, opts);
+}
+
+function report(ctx: BenchContext, results: PointResult[], opts: object): void {
+  console.log("");
+  printTable(results.map((p, i) => row(p, results[i - 1])));
+  console.log(
+    "  marginal = what each trajectory added since the previous point (the slope, free of fixed costs).\n" +
+      "  cpu = process.cpuUsage() of the runner (every thread: the gateway's too); rss above the idle runner.\n" +
+      "  idle p99 = the event-loop delay of an idle process meanwhile: the machine's own scheduling delay.",
+  );
+  const svg = join(ctx.outDir, "scale.svg");
+  writeFileSync(svg, plotSvg(plotSeries(results)));
+  console.log(`plot: ${svg}`);
+  ctx.writeResult("scale", {
+    date: new Date().toISOString(),
+    node: process.version,
+    load: loadStr(),
+    opts,
+    results,
+  });
+  const [smallest, largest] = [results[0]!, results[results.length - 1]!];
+  const fails = judge(largest, smallest);
+  console.log(fails.length ? `targets NOT met: ${fails.join("; ")}` : "targets met");
+  console.log(summaryLine(largest, smallest));
+}

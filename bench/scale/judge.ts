@@ -1,0 +1,115 @@
+/**
+ * The scale bench's decisions, pure: what one concurrency point measured, its cost per trajectory,
+ * the ratios against the smallest point, and whether the issue's targets hold.
+ */
+
+/** What one concurrency point measured (runner process only; the cluster is another process). */
+export interface PointResult {
+  readonly n: number;
+  readonly finished: number;
+  /** Trajectories whose agent completed (the simulated agents always do unless the machinery failed). */
+  readonly completed: number;
+  readonly lost: number;
+  /** The most common reasons of the others (outcome kind: detail), with counts. */
+  readonly failures: readonly string[];
+  readonly outcomes: Readonly<Record<string, number>>;
+  readonly wallS: number;
+  /** process.cpuUsage() of the runner over the run, ms (every thread: the gateway's too). */
+  readonly runnerCpuMs: number;
+  /** The runner's RSS before the run and at its peak, MiB. */
+  readonly rssBaseMb: number;
+  readonly rssPeakMb: number;
+  readonly gatewayAddedP50Ms: number;
+  readonly gatewayAddedP99Ms: number;
+  readonly loopP99Ms: number;
+  /**
+   * The same measure in an idle process meanwhile: the machine's scheduling delay (an overloaded
+   * shared machine delays every timer), against which the runner's own is read.
+   */
+  readonly idleLoopP99Ms: number;
+  readonly firstCallP50Ms: number;
+  readonly firstCallP99Ms: number;
+  readonly fdsBase: number;
+  readonly fdsPeak: number;
+  readonly nomadCalls: number;
+  readonly modelCalls: number;
+}
+
+/** The per-trajectory costs of a point: CPU, RSS above the idle runner, Nomad calls, fds. Pure. */
+export function perTrajectory(p: PointResult) {
+  const n = Math.max(1, p.n);
+  return {
+    cpuMs: p.runnerCpuMs / n,
+    rssMb: Math.max(0, p.rssPeakMb - p.rssBaseMb) / n,
+    nomadCalls: p.nomadCalls / n,
+    fds: Math.max(0, p.fdsPeak - p.fdsBase) / n,
+  };
+}
+
+/**
+ * What each trajectory added between two points (CPU ms, RSS MiB): the slope from `prev` to `cur`,
+ * free of the run's fixed costs that the per-trajectory figures spread over N. Superlinear growth
+ * shows as a slope that rises with N. Pure.
+ */
+export function marginal(prev: PointResult, cur: PointResult): { cpuMs: number; rssMb: number } {
+  const dn = cur.n - prev.n;
+  if (dn <= 0) return { cpuMs: Number.NaN, rssMb: Number.NaN };
+  return {
+    cpuMs: (cur.runnerCpuMs - prev.runnerCpuMs) / dn,
+    rssMb: (cur.rssPeakMb - cur.rssBaseMb - (prev.rssPeakMb - prev.rssBaseMb)) / dn,
+  };
+}
+
+/** `value / base`, NaN when the base is 0 or missing. Pure. */
+export function ratio(value: number, base: number | undefined): number {
+  return base === undefined || !(base > 0) ? Number.NaN : value / base;
+}
+
+export const TARGETS = {
+  rssTotalMb: 2048,
+  gatewayP99Ms: 10,
+  loopP99Ms: 50,
+  perTrajectoryRatio: 1.5,
+} as const;
+
+/** Each target of the issue checked on the largest point against the smallest: what fails, named. Pure. */
+export function judge(largest: PointResult, smallest: PointResult): string[] {
+  const big = perTrajectory(largest);
+  const small = perTrajectory(smallest);
+  const fails: string[] = [];
+  if (largest.lost > 0 || largest.completed < largest.n)
+    fails.push(`${largest.n - largest.completed} of ${largest.n} trajectories did not complete`);
+  if (largest.rssPeakMb > TARGETS.rssTotalMb)
+    fails.push(`runner RSS peaked at ${largest.rssPeakMb.toFixed(0)} MiB > ${TARGETS.rssTotalMb} MiB`);
+  if (!(largest.gatewayAddedP99Ms <= TARGETS.gatewayP99Ms))
+    fails.push(`gateway p99 added ${largest.gatewayAddedP99Ms.toFixed(1)} ms > ${TARGETS.gatewayP99Ms} ms`);
+  if (!(largest.loopP99Ms <= TARGETS.loopP99Ms))
+    fails.push(`event-loop p99 ${largest.loopP99Ms.toFixed(1)} ms > ${TARGETS.loopP99Ms} ms`);
+  const cpuRatio = ratio(big.cpuMs, small.cpuMs);
+  if (!(cpuRatio <= TARGETS.perTrajectoryRatio))
+    fails.push(
+      `runner CPU per trajectory ×${cpuRatio.toFixed(2)} of the ${smallest.n}-point (> ${TARGETS.perTrajectoryRatio})`,
+    );
+  const rssRatio = ratio(big.rssMb, small.rssMb);
+  if (!(rssRatio <= TARGETS.perTrajectoryRatio))
+    fails.push(
+      `RSS per trajectory ×${rssRatio.toFixed(2)} of the ${smallest.n}-point (> ${TARGETS.perTrajectoryRatio})`,
+    );
+  return fails;
+}
+
+const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "n/a");
+const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : "n/a");
+
+/** The line `npm run bench -- scale` prints last (the issue's format, ratios against the smallest point). Pure. */
+export function summaryLine(largest: PointResult, smallest: PointResult): string {
+  const big = perTrajectory(largest);
+  const small = perTrajectory(smallest);
+  const r = (a: number, b: number) => `×${f2(ratio(a, b))} vs ${smallest.n}`;
+  return (
+    `scale: ${largest.n} concurrent, runner-cpu ${f1(big.cpuMs)} ms/traj (${r(big.cpuMs, small.cpuMs)}), ` +
+    `rss ${f2(big.rssMb)} MiB/traj (${r(big.rssMb, small.rssMb)}), ` +
+    `gateway-p99 ${f1(largest.gatewayAddedP99Ms)} ms (${r(largest.gatewayAddedP99Ms, smallest.gatewayAddedP99Ms)}), ` +
+    `loop-p99 ${f1(largest.loopP99Ms)} ms (${r(largest.loopP99Ms, smallest.loopP99Ms)})`
+  );
+}

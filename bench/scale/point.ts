@@ -1,0 +1,242 @@
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { createNomadClient } from "@flakegym/nomad-jobs";
+import type { ScoreInput } from "../../packages/runner/src/rollout/deps.js";
+import { runRollout } from "../../packages/runner/src/rollout/run-rollout.js";
+import { createRolloutDeps } from "../../packages/runner/src/rollout/wire.js";
+import type { RunConfig } from "../../packages/runner/src/run-format/schema.js";
+import type { Score } from "../../packages/runner/src/run-format/score.js";
+import { createNomadBackend } from "../../packages/runner/src/workers/nomad/backend.js";
+import { percentile } from "../lib.js";
+import type { PointResult } from "./judge.js";
+import {
+  ask,
+  type ClusterStats,
+  freePortOn,
+  openFds,
+  routableAddress,
+  startCluster,
+  startLoopProbe,
+  startUpstream,
+} from "./processes.js";
+
+/**
+ * One concurrency point of `npm run bench -- scale`: N trajectories at once through the real
+ * runner (runRollout + createRolloutDeps: snapshot forks, the gateway thread, the run directory's
+ * writers) on the real Nomad backend and client against the Nomad double in a child process whose
+ * allocations are simulated workers (sim-core.ts). Scoring is simulated too (see simulatedScore).
+ */
+
+export interface PointOptions {
+  readonly n: number;
+  readonly root: string;
+  readonly taskId: string;
+  readonly turns: number;
+  readonly thinkMs: number;
+  readonly intervalMs: number;
+  readonly toolMs: number;
+}
+
+/** No hidden tests run: a fixed score after a scoring worker's typical control-plane time. */
+async function simulatedScore(diff: string, signal: AbortSignal): Promise<Score> {
+  await new Promise((r) => setTimeout(r, 50));
+  signal.throwIfAborted();
+  return {
+    reward: 1,
+    terms: [{ name: "tests", weight: 1, value: 1 }],
+    flaky: [],
+    touchedTestFiles: [],
+    diffBytes: diff.length,
+    durationMs: 50,
+  };
+}
+
+async function findFiles(dir: string, name: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await findFiles(p, name)));
+    else if (e.name === name) out.push(p);
+  }
+  return out;
+}
+
+/** The most common reasons trajectories did not complete ("kind: detail" × count), most first. */
+async function failureReasons(out: string): Promise<string[]> {
+  const counts = new Map<string, number>();
+  for (const file of await findFiles(out, "result.json")) {
+    const o = (JSON.parse(await readFile(file, "utf8")) as { outcome?: { kind: string; detail?: string } })
+      .outcome;
+    if (!o || o.kind === "completed") continue;
+    const key = `${o.kind}: ${(o.detail ?? "").replace(/[0-9a-f]{8,}|\d+/g, "#").slice(0, 160)}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 5)
+    .map(([k, v]) => `${v}× ${k}`);
+}
+
+/** Gateway added latency per call (turn log minus the upstream's own time) and time to first call. */
+async function turnStats(out: string, calls: Map<number, number>, t0Epoch: number) {
+  const added: number[] = [];
+  const firstCall: number[] = [];
+  for (const file of await findFiles(out, "turns.jsonl")) {
+    let first = Number.POSITIVE_INFINITY;
+    for (const line of (await readFile(file, "utf8")).split("\n").filter(Boolean)) {
+      const rec = JSON.parse(line) as {
+        status: string;
+        startedAt: string;
+        response?: unknown;
+        latency: { totalMs: number };
+      };
+      first = Math.min(first, Date.parse(rec.startedAt) - t0Epoch);
+      const id = /\(call c(\d+)\)/.exec(JSON.stringify(rec.response ?? ""))?.[1];
+      const serveMs = id ? calls.get(Number(id)) : undefined;
+      if (rec.status === "ok" && serveMs !== undefined) added.push(rec.latency.totalMs - serveMs);
+    }
+    if (Number.isFinite(first)) firstCall.push(first);
+  }
+  return { added, firstCall };
+}
+
+function runConfig(o: PointOptions, upstreamUrl: string): RunConfig {
+  return {
+    tasks: [o.taskId],
+    groupSize: o.n,
+    policies: [`openai:${upstreamUrl}#flakegym-slow`],
+    concurrency: o.n,
+    maxInfraRetries: 0,
+    seed: 0,
+    partialCredit: "none",
+    weights: { tests: 1, build: 0, lint: 0, judge: 0 },
+    testRepeat: 1,
+    segments: "last",
+    backend: "nomad",
+    limits: { maxTurns: o.turns + 2, timeoutMs: 1_800_000, testTimeoutMs: 600_000 },
+  };
+}
+
+/**
+ * Samples the runner's RSS and open fds every second (cheap reads: they count in the runner's CPU
+ * too); `stop()` gives the peaks.
+ */
+function gauges() {
+  let rss = process.memoryUsage.rss();
+  let fds = openFds();
+  const timer = setInterval(() => {
+    rss = Math.max(rss, process.memoryUsage.rss());
+    fds = Math.max(fds, openFds());
+  }, 1000);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return { rssPeakMb: rss / 1048576, fdsPeak: fds };
+    },
+  };
+}
+
+export async function runPoint(o: PointOptions): Promise<PointResult & { cluster: ClusterStats }> {
+  const cluster = await startCluster({ turns: o.turns, toolMs: o.toolMs });
+  const upstream = await startUpstream(o.thinkMs, o.intervalMs);
+  const probe = await startLoopProbe();
+  try {
+    const host = routableAddress();
+    const advertise = `${host}:${await freePortOn(host)}`;
+    const backend = createNomadBackend(
+      {
+        driver: { driver: "raw_exec", command: "flakegym-simulated-worker", allowUnisolated: true },
+        gatewayAdvertise: advertise,
+        startTimeoutMs: 600_000,
+        probeIntervalMs: 100,
+      },
+      { client: createNomadClient({ address: cluster.ready.nomadUrl }) },
+    );
+    const signal = new AbortController().signal;
+    const config = runConfig(o, upstream.ready.baseUrl);
+    const deps = await createRolloutDeps(config, {
+      runId: `bench-scale-${o.n}`,
+      signal,
+      env: process.env,
+      backend,
+      gatewayAdvertise: advertise,
+      scratchDir: o.root,
+    });
+    const simulated = { ...deps, score: (i: ScoreInput) => simulatedScore(i.diff, i.signal) };
+    await ask(probe.child, "reset");
+    const r = await measureRun(o, simulated, config, signal, cluster, upstream);
+    return { ...r, idleLoopP99Ms: await ask<number>(probe.child, "p99") };
+  } finally {
+    probe.child.disconnect();
+    cluster.child.disconnect();
+    upstream.child.kill("SIGTERM");
+  }
+}
+
+async function measureRun(
+  o: PointOptions,
+  deps: Awaited<ReturnType<typeof createRolloutDeps>>,
+  config: RunConfig,
+  signal: AbortSignal,
+  cluster: Awaited<ReturnType<typeof startCluster>>,
+  upstream: Awaited<ReturnType<typeof startUpstream>>,
+) {
+  const out = join(o.root, `run-${o.n}`);
+  global.gc?.();
+  const rssBaseMb = process.memoryUsage.rss() / 1048576;
+  const fdsBase = openFds();
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  const g = gauges();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const t0Epoch = Date.now();
+  loop.enable();
+  let summary: Awaited<ReturnType<typeof runRollout>>["summary"];
+  try {
+    summary = (
+      await runRollout({
+        out,
+        resume: false,
+        config,
+        runId: `bench-scale-${o.n}`,
+        deps,
+        progress: () => {},
+        signal,
+      })
+    ).summary;
+  } finally {
+    loop.disable();
+    await deps.close();
+  }
+  const cpu = process.cpuUsage(cpu0);
+  const wallS = (performance.now() - t0) / 1000;
+  const peaks = g.stop();
+  const stats = await ask<ClusterStats>(cluster.child, "stats");
+  const calls = new Map(
+    (await ask<{ n: number; serveMs: number }[]>(upstream.child, "calls")).map((c) => [c.n, c.serveMs]),
+  );
+  const { added, firstCall } = await turnStats(out, calls, t0Epoch);
+  const t = summary.trajectories;
+  return {
+    n: o.n,
+    finished: t.finished,
+    completed: t.outcomes.completed ?? 0,
+    failures: await failureReasons(out),
+    lost: t.expected - t.finished,
+    outcomes: Object.fromEntries(Object.entries(t.outcomes).filter(([, v]) => v > 0)),
+    wallS,
+    runnerCpuMs: (cpu.user + cpu.system) / 1000,
+    rssBaseMb,
+    ...peaks,
+    gatewayAddedP50Ms: percentile(added, 50),
+    gatewayAddedP99Ms: percentile(added, 99),
+    loopP99Ms: loop.percentile(99) / 1e6,
+    firstCallP50Ms: percentile(firstCall, 50),
+    firstCallP99Ms: percentile(firstCall, 99),
+    fdsBase,
+    nomadCalls: stats.nomadRequests,
+    modelCalls: added.length,
+    cluster: stats,
+  };
+}

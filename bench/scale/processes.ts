@@ -1,0 +1,100 @@
+import { type ChildProcess, fork } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { networkInterfaces } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { SimCoreOptions, SimStats } from "./sim-core.js";
+
+/** The scale bench's other processes (the cluster, the model) and the runner's own gauges. */
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** Forks a bench child under tsx and waits for its `{ ready }` message (bounded). */
+function forkReady<T>(
+  file: string,
+  argv: string[],
+  what: string,
+): Promise<{ child: ChildProcess; ready: T }> {
+  const child = fork(file, argv, {
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not start within 60 s`)), 60_000);
+    child.once("exit", (code) => reject(new Error(`${what} exited (${code}) before it was ready`)));
+    child.on("message", (m: { ready?: T }) => {
+      if (m.ready) {
+        clearTimeout(timer);
+        resolve({ child, ready: m.ready });
+      }
+    });
+  });
+}
+
+/** Asks a child for one answer keyed `key` (bounded). */
+export function ask<T>(child: ChildProcess, key: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no '${key}' answer within 20 s`)), 20_000);
+    const on = (m: Record<string, unknown>) => {
+      if (!(key in m)) return;
+      clearTimeout(timer);
+      child.off("message", on);
+      resolve(m[key] as T);
+    };
+    child.on("message", on);
+    child.send({ [key]: true });
+  });
+}
+
+export interface ClusterStats {
+  readonly sim: SimStats;
+  readonly nomadRequests: number;
+  readonly nomadByRoute: Record<string, number>;
+  readonly cpuMs: number;
+  readonly rssMb: number;
+}
+
+export const startCluster = (o: SimCoreOptions) =>
+  forkReady<{ nomadUrl: string }>(
+    join(here, "cluster.ts"),
+    [JSON.stringify(o)],
+    "the cluster (Nomad double)",
+  );
+
+/** The OpenAI-compatible double with think time (the concurrency bench's slow upstream). */
+export const startUpstream = (thinkMs: number, intervalMs: number) =>
+  forkReady<{ baseUrl: string }>(
+    join(here, "..", "concurrency", "slow-upstream.ts"),
+    [String(thinkMs), String(intervalMs)],
+    "the upstream model double",
+  );
+
+/** An idle process measuring the machine's own scheduling delay (loop-probe.ts). */
+export const startLoopProbe = () => forkReady<object>(join(here, "loop-probe.ts"), [], "the loop probe");
+
+/** This machine's first non-loopback IPv4 address: where simulated allocations reach the gateway. */
+export function routableAddress(): string {
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
+  throw new Error(
+    "bench scale: this machine has no non-loopback IPv4 address; the Nomad backend refuses a loopback gateway advertise address",
+  );
+}
+
+/** A port free on `host` right now (the gateway listens on it next). */
+export function freePortOn(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, host, () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Open file descriptors of this process. */
+export function openFds(): number {
+  return readdirSync("/proc/self/fd").length;
+}
