@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { MUTATIONS, patched } from "../../../../../tests/conformance/mutation-list.js";
+import { MUTATIONS, patched } from "../../conformance/mutation-list.js";
 
-const ROOT = fileURLToPath(new URL("../../../../../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const read = (f: string) => readFileSync(`${ROOT}${f}`, "utf8");
 
 /**
