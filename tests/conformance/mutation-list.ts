@@ -1,7 +1,7 @@
 /**
  * Issue 44's six faults as patches that put each back (the TypeScript export and the Python adapters
  * alike), and the checks of `npm run conformance` that judge each; run by mutations.ts. A unit test
- * (packages/runner/test/export/formats/conformance-mutations.test.ts) keeps every patch applicable.
+ * (tests/integration/export/conformance-mutations.test.ts) keeps every patch applicable.
  */
 export interface Edit {
   readonly file: string;
