@@ -5,6 +5,7 @@ import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultSnapshotCacheDir } from "../../packages/runner/src/snapshots/key.js";
 import { mirrorCandidates } from "../../packages/runner/src/tasks/repo-mirror.js";
+import { envSpecOf } from "../../packages/runner/src/tasks/swebench-env-specs.js";
 
 /**
  * Real SWE-bench-style tasks end to end (`npm run e2e:real`; not part of `npm test`). The rows of
@@ -30,21 +31,18 @@ const MIRRORS = process.env.FLAKEGYM_REPO_MIRROR;
 interface Row {
   readonly instance_id: string;
   readonly repo: string;
+  readonly version?: string;
   readonly base_commit: string;
   readonly language: string;
   readonly fix_commit: string;
 }
 
 /**
- * Rows whose gold fails for a reason outside checkout and interpreter, by test: the scorer renames
- * every graded test to a random name (scoring/decoys/guard.ts), and a pytester test that asserts on
- * its own module's name (`self.id()` of the file pytester names after the test) then fails — it
- * passes under its own name on the same snapshot (checked by hand on 3.9.18). Everything else of
- * such a row must pass: FAIL_TO_PASS all, PASS_TO_PASS all but these.
+ * Rows whose gold fails for a reason outside flakegym's control, by test (each with why). Empty:
+ * pytest's `test_pdb_teardown_called`, which asserts on its own name, passes since a renamed
+ * graded test's mentions of its own name follow the rename (scoring/decoys/guard.ts withOwnNameAs).
  */
-const KNOWN_SCORER_FAILURES: Readonly<Record<string, readonly string[]>> = {
-  "pytest-dev__pytest-bd642fac": ["testing/test_unittest.py::test_pdb_teardown_called"],
-};
+const KNOWN_SCORER_FAILURES: Readonly<Record<string, readonly string[]>> = {};
 
 /** The gold trajectory of a known row: FAIL_TO_PASS all passed, PASS_TO_PASS failing only where known. */
 async function expectOnlyKnownFailures(runDir: string, instanceId: string): Promise<void> {
@@ -214,24 +212,37 @@ describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from publi
     }
     expect(r.stdout).toContain(`${clean.length} passed, ${known.length} failed, 0 skipped`);
     for (const row of known) await expectOnlyKnownFailures(join(tmp.path, "run"), row.instance_id);
-    for (const row of rows.filter((x) => x.language === "Python")) {
+    const table: string[] = [];
+    for (const row of rows) {
       const id = row.instance_id.toLowerCase();
       const m = await snapshotManifestOf(join(tmp.path, "run"), id);
-      const python = (m.envInstall as { python?: Record<string, unknown> }).python;
+      const line = new RegExp(`^${id.replace(/[.]/g, "\\.")}\\s+(\\S+)\\s+(\\S+)\\s`, "m").exec(r.stdout);
+      const python = (m.envInstall as { python?: Record<string, unknown> } | undefined)?.python;
+      table.push(
+        `${id.padEnd(44)} ${String(python?.wanted ?? "-").padEnd(6)} ${String(python?.used ?? "-").padEnd(8)} ${line?.[1] ?? "?"}  ${line?.[2] ?? "?"}`,
+      );
+      // the fix is in the mirror's later history; the workspace must not reach it (checkout.ts)
+      const ws = join(defaultSnapshotCacheDir(), String(m.key), "tree", "workspace");
+      const has = await execa("git", ["cat-file", "-e", `${row.fix_commit}^{commit}`], {
+        cwd: ws,
+        reject: false,
+      });
+      expect(has.exitCode, `${id}: the fix ${row.fix_commit} must not be in the workspace's .git`).not.toBe(
+        0,
+      );
+      if (row.language !== "Python") continue;
       console.log(
         `swebench-real: ${id} on Python ${python?.used} (${python?.provider}); checkout ${JSON.stringify(m.checkout)}`,
       );
-      // each on the Python it wants, never silently on another
-      expect(python, id).toMatchObject({ wanted: "3.9", matches: true });
-      expect(String(python?.used)).toMatch(/^3\.9\./);
-      if (row.repo === "pytest-dev/pytest") {
+      // each on the Python it wants (its repository and version's facts), never silently on another
+      const facts = envSpecOf(row.repo, row.version);
+      const wanted = facts.ok ? facts.spec.python : "3.9";
+      expect(python, id).toMatchObject({ wanted, matches: true });
+      expect(String(python?.used)).toMatch(new RegExp(`^${wanted.replace(".", "\\.")}\\.`));
+      // setuptools-scm packages version from the base's history and tags
+      if (row.repo === "pytest-dev/pytest")
         expect(m.checkout, id).toMatchObject({ depth: "ancestry-and-tags" });
-        const ws = join(defaultSnapshotCacheDir(), String(m.key), "tree", "workspace");
-        const has = await execa("git", ["cat-file", "-e", row.fix_commit], { cwd: ws, reject: false });
-        expect(has.exitCode, `${id}: the fix ${row.fix_commit} must not be in the workspace's .git`).not.toBe(
-          0,
-        );
-      }
     }
+    console.log(`swebench-real: row, python wanted, used, gold, empty\n${table.join("\n")}`);
   }, 3_600_000);
 });

@@ -68,7 +68,14 @@ def _fg_write(site, value, want=None):
         _fg_os.close(fd)
 
 
+_fg_cur = [None]
+
+
 def _fg_node():
+    # the node pytest said it runs when the test's setup began (_fg_current_node): code under
+    # test may drop or rewrite PYTEST_CURRENT_TEST later (an in-process inner pytest run does)
+    if _fg_cur[0] is not None:
+        return _fg_cur[0]
     n = _fg_os.environ.get("PYTEST_CURRENT_TEST", "")
     return n.rsplit(" (", 1)[0] if n.endswith(")") else n
 
@@ -478,6 +485,21 @@ def prelude_at(tree, offs):
     return at
 
 
+# pytest's node id of the running test, taken when its setup begins (before the test's code runs)
+NODE_FIXTURE = """
+try:
+    import pytest as _fg_pytest
+
+    @_fg_pytest.fixture(autouse=True)
+    def _fg_current_node(request):
+        _fg_cur[0] = request.node.nodeid
+        yield
+        _fg_cur[0] = None
+except ImportError:
+    pass
+"""
+
+
 def rewrite_file(path, text, graded_bases):
     try:
         tree = ast.parse(text)
@@ -517,7 +539,7 @@ def rewrite_file(path, text, graded_bases):
     edits.sort(key=lambda e: -e[0])
     for a, b, t in edits:
         data = data[:a] + t.encode("utf-8") + data[b:]
-    head = ("import os as _fg_os, json as _fg_json\n_fg_path = _fg_os.environ.get('FLAKEGYM_EMIT', '')\n" + EMITTER + "\n").encode("utf-8")
+    head = ("import os as _fg_os, json as _fg_json\n_fg_path = _fg_os.environ.get('FLAKEGYM_EMIT', '')\n" + EMITTER + "\n" + NODE_FIXTURE).encode("utf-8")
     data = data[:at] + head + data[at:]
     out = data.decode("utf-8")
     try:

@@ -63,6 +63,14 @@ def test_date_compared_in_the_test():
     assert when() == datetime.date(2020, 1, 1)
 
 
+def test_env_dropped_by_code_under_test():
+    import os
+
+    # what an in-process inner pytest run (pytester.runpytest_inprocess) leaves behind
+    os.environ.pop("PYTEST_CURRENT_TEST", None)
+    assert div(6, 3) == 2.0
+
+
 class TestUnit(unittest.TestCase):
     def test_unittest(self):
         self.assertEqual(parse("7"), "<n=7>")
@@ -109,6 +117,7 @@ const GRADED = [
   "test_loop",
   "test_computed_expected_compared_outside",
   "test_date_compared_in_the_test",
+  "test_env_dropped_by_code_under_test",
   "TestUnit::test_unittest",
 ].map((t) => `tests/test_calc.py::${t}`);
 
@@ -155,6 +164,7 @@ describe("the host rewriter (scoring/externalize)", () => {
           "test_approx:approx:one",
           "test_computed_expected_compared_outside:eq:one",
           "test_date_compared_in_the_test:eq:one",
+          "test_env_dropped_by_code_under_test:eq:one",
           "test_eq:eq:one",
           "test_in_and_not_in:in:one",
           "test_in_and_not_in:notin:one",
