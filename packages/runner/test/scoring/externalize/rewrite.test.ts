@@ -53,6 +53,11 @@ def test_loop():
         assert words(n)[n - 1] != "three"
 
 
+def test_loop_over_many():
+    for _ in range(20000):
+        assert words(1)[0] != "three"
+
+
 def test_computed_expected_compared_outside():
     assert div(4, 2) == div(8, 4)
 
@@ -115,6 +120,7 @@ const GRADED = [
   "test_parametrized[1]",
   "test_parametrized[2]",
   "test_loop",
+  "test_loop_over_many",
   "test_computed_expected_compared_outside",
   "test_date_compared_in_the_test",
   "test_env_dropped_by_code_under_test",
@@ -170,6 +176,7 @@ describe("the host rewriter (scoring/externalize)", () => {
           "test_in_and_not_in:notin:one",
           "test_literal_first_and_format:eq:one",
           "test_loop:ne:any",
+          "test_loop_over_many:ne:any",
           "test_parametrized:eq:one",
           "test_raises_custom_with_match:raises:one",
           "test_unittest:almost:one",
@@ -201,14 +208,18 @@ describe("the host rewriter (scoring/externalize)", () => {
             env: { FLAKEGYM_EMIT: emit, PYTHONPATH: dir },
             reject: false,
           });
+          const text = await readFile(emit, "utf8").catch(() => undefined);
           return {
             run,
-            verdict: externalVerdict(GRADED, r.sites, await readFile(emit, "utf8").catch(() => undefined)),
+            lines: text?.split("\n").length ?? 0,
+            verdict: externalVerdict(GRADED, r.sites, text),
           };
         };
         const right = await verdictWith(RIGHT, "right");
         expect(right.run.exitCode, right.run.stdout).toBe(0);
         expect([...right.verdict]).toEqual([]);
+        // a loop's 20 000 equal emissions are one line (count "any": each distinct value is judged)
+        expect(right.lines).toBeLessThan(60);
         const wrong = await verdictWith(WRONG, "wrong");
         // the wrong one's tests "pass" in the sandbox (nothing compares there) and fail outside
         expect(wrong.run.exitCode, wrong.run.stdout).toBe(0);
