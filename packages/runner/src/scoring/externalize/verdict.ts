@@ -47,13 +47,42 @@ export const baseOf = (id: string): string => {
   return i < 0 ? id : id.slice(0, i);
 };
 
+/**
+ * The test cases graded id `id` stands for, with their emissions: the case of that node id; or,
+ * where none has it, every case whose node id's first word it is — SWE-bench's pytest parser keys
+ * a result by the line's first whitespace-separated word, so a parameter with a space
+ * (`test_x[foo, bar-e2]`) is graded as `test_x[foo,`, standing for each case that starts so. Pure.
+ */
+export function casesOf(id: string, emissions: readonly Emission[]): Map<string, Emission[]> {
+  const exact = emissions.filter((e) => e.n === id);
+  const cases = new Map<string, Emission[]>();
+  if (exact.length || /\s/.test(id)) return exact.length ? new Map([[id, exact]]) : cases;
+  for (const e of emissions)
+    if (e.n !== id && e.n.split(/\s/, 1)[0] === id) cases.set(e.n, [...(cases.get(e.n) ?? []), e]);
+  return cases;
+}
+
 /** Why graded test `id` fails on `emissions` (its sites `mine`), or undefined when it holds. Pure. */
 export function testVerdict(
   id: string,
   mine: readonly ExternalSite[],
   emissions: readonly Emission[],
 ): string | undefined {
-  const own = emissions.filter((e) => e.n === id);
+  const cases = casesOf(id, emissions);
+  if (mine.length && cases.size === 0) return `${id} emitted nothing for its externalized assertions`;
+  for (const [node, own] of cases) {
+    const why = caseVerdict(node, mine, own);
+    if (why !== undefined) return why;
+  }
+  return undefined;
+}
+
+/** Why one test case `id` fails on its own emissions `own`, or undefined when it holds. Pure. */
+function caseVerdict(
+  id: string,
+  mine: readonly ExternalSite[],
+  own: readonly Emission[],
+): string | undefined {
   for (const s of mine) {
     const got = own.filter((e) => e.s === s.site);
     if (s.count === "one" && got.length === 0)

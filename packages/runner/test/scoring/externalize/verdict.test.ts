@@ -38,6 +38,21 @@ describe("externalVerdict (the scorer's comparison outside the sandbox)", () => 
       line(S2, "t.py::test_p[2]", { t: "int", v: "3" });
     expect([...externalVerdict(ids, sites, text)]).toEqual([]);
   });
+  it("an id cut at a space in its parameters (SWE-bench's first word) stands for each case it starts (pylint's test_csv_regex_comma_in_quantifier[foo,)", () => {
+    const cut = "t.py::test_p[foo,";
+    const ok =
+      line(S2, "t.py::test_p[foo, bar-e2]", { t: "int", v: "3" }) +
+      line(S2, "t.py::test_p[foo, bar{1,3}-e3]", { t: "int", v: "3" }) +
+      line(S2, "t.py::test_p[foo-e0]", { t: "int", v: "9" });
+    expect([...externalVerdict([cut], sites, ok)]).toEqual([]);
+    const bad = ok + line(S2, "t.py::test_p[foo, bar{1,3}-e3]", { t: "int", v: "4" });
+    expect(externalVerdict([cut], sites, bad).get(cut)).toMatch(
+      /test_p\[foo, bar\{1,3\}-e3\] failed outside/,
+    );
+    expect(
+      externalVerdict([cut], sites, line(S2, "t.py::test_p[foo-e0]", { t: "int", v: "3" })).get(cut),
+    ).toMatch(/emitted nothing/);
+  });
   it("fails a wrong value, a missing emission, a duplicated one, and a silent case", () => {
     const wrong =
       line(S1, "t.py::test_a", { t: "str", v: "1024.0 B" }) +
