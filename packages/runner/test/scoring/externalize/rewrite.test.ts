@@ -53,6 +53,12 @@ def test_loop():
         assert words(n)[n - 1] != "three"
 
 
+def test_raises_an_alias_attribute():
+    # pytest.fail.Exception names _pytest.outcomes.Failed (a BaseException): left in the test
+    with pytest.raises(pytest.fail.Exception):
+        pytest.fail("boom")
+
+
 def test_loop_over_many():
     for _ in range(20000):
         assert words(1)[0] != "three"
@@ -121,6 +127,7 @@ const GRADED = [
   "test_parametrized[2]",
   "test_loop",
   "test_loop_over_many",
+  "test_raises_an_alias_attribute",
   "test_computed_expected_compared_outside",
   "test_date_compared_in_the_test",
   "test_env_dropped_by_code_under_test",
@@ -155,6 +162,8 @@ describe("the host rewriter (scoring/externalize)", () => {
       ])
         expect(text, gone).not.toContain(gone);
       expect(text).toMatch(/_fg_emit2\("[0-9a-f]{16}", "eq", \(div\(4, 2\)\), \(div\(8, 4\)\)\)/);
+      expect(text).toContain("with pytest.raises(pytest.fail.Exception):");
+      expect(r.tests["tests/test_calc.py::test_raises_an_alias_attribute"]?.sites ?? 0).toBe(0);
       expect(text).toMatch(/^"""Tests of calc."""\nfrom __future__ import annotations\nimport os as _fg_os/);
       expect(r.tests["tests/test_calc.py::test_computed_expected_compared_outside"]).toEqual({
         sites: 1,
