@@ -260,6 +260,10 @@ def exc_names(node):
         if not isinstance(n, ast.Name):
             return None
         parts.append(n.id)
+        if not parts[0][:1].isupper():
+            # a variable (a parametrized exception, an exc_cls), not a class's own name: the
+            # class is known only at run time, so the check stays
+            return None
         if len(parts) > 1 and parts[0] == "Exception" and parts[-1] != "builtins":
             # an alias attribute (pytest.fail.Exception is _pytest.outcomes.Failed, a
             # BaseException): the class it names is known only at run time, so it stays

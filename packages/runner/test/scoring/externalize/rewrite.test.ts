@@ -59,6 +59,13 @@ def test_raises_an_alias_attribute():
         pytest.fail("boom")
 
 
+@pytest.mark.parametrize("exception", [ZeroDivisionError])
+def test_raises_a_parameter(exception):
+    # the class is the parameter's value: left in the test
+    with pytest.raises(exception):
+        div(1, 0) if False else 1 / 0
+
+
 def test_loop_over_many():
     for _ in range(20000):
         assert words(1)[0] != "three"
@@ -128,6 +135,7 @@ const GRADED = [
   "test_loop",
   "test_loop_over_many",
   "test_raises_an_alias_attribute",
+  "test_raises_a_parameter[ZeroDivisionError]",
   "test_computed_expected_compared_outside",
   "test_date_compared_in_the_test",
   "test_env_dropped_by_code_under_test",
@@ -163,6 +171,7 @@ describe("the host rewriter (scoring/externalize)", () => {
         expect(text, gone).not.toContain(gone);
       expect(text).toMatch(/_fg_emit2\("[0-9a-f]{16}", "eq", \(div\(4, 2\)\), \(div\(8, 4\)\)\)/);
       expect(text).toContain("with pytest.raises(pytest.fail.Exception):");
+      expect(text).toContain("with pytest.raises(exception):");
       expect(r.tests["tests/test_calc.py::test_raises_an_alias_attribute"]?.sites ?? 0).toBe(0);
       expect(text).toMatch(/^"""Tests of calc."""\nfrom __future__ import annotations\nimport os as _fg_os/);
       expect(r.tests["tests/test_calc.py::test_computed_expected_compared_outside"]).toEqual({
