@@ -398,6 +398,21 @@ def conditional(parents, raises_withs):
     return any(isinstance(p, BRANCHES) or id(p) in raises_withs for p in parents)
 
 
+def info_only_value(fn, item):
+    """Whether the name a raises block binds (with ... as e) is read only as e.value / e.type: the
+    stand-in that replaces pytest.raises has those two, not ExceptionInfo's str, match, traceback."""
+    v = item.optional_vars
+    if v is None:
+        return True
+    if not isinstance(v, ast.Name):
+        return False
+    ok = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == v.id and n.attr in ("value", "type"):
+            ok.add(id(n.value))
+    return all(id(n) in ok or n is v for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == v.id)
+
+
 def sites_of(fn):
     sites, kept = [], []
     raises_withs = set()
@@ -405,6 +420,9 @@ def sites_of(fn):
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 s = raises_site(item)
+                if s and not info_only_value(fn, item):
+                    kept.append("its pytest.raises result is read beyond .value and .type")
+                    s = None
                 if s:
                     s.count = "any" if conditional(parents, raises_withs) else "one"
                     sites.append(s)

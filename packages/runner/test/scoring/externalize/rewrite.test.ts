@@ -66,6 +66,13 @@ def test_raises_a_parameter(exception):
         div(1, 0) if False else 1 / 0
 
 
+def test_raises_info_read_whole():
+    # str() of pytest's ExceptionInfo: the block stays pytest's own
+    with pytest.raises(CalcError) as excinfo:
+        div(1, 0)
+    assert "CalcError" in str(excinfo)
+
+
 def test_loop_over_many():
     for _ in range(20000):
         assert words(1)[0] != "three"
@@ -136,6 +143,7 @@ const GRADED = [
   "test_loop_over_many",
   "test_raises_an_alias_attribute",
   "test_raises_a_parameter[ZeroDivisionError]",
+  "test_raises_info_read_whole",
   "test_computed_expected_compared_outside",
   "test_date_compared_in_the_test",
   "test_env_dropped_by_code_under_test",
@@ -172,6 +180,7 @@ describe("the host rewriter (scoring/externalize)", () => {
       expect(text).toMatch(/_fg_emit2\("[0-9a-f]{16}", "eq", \(div\(4, 2\)\), \(div\(8, 4\)\)\)/);
       expect(text).toContain("with pytest.raises(pytest.fail.Exception):");
       expect(text).toContain("with pytest.raises(exception):");
+      expect(text).toContain("with pytest.raises(CalcError) as excinfo:");
       expect(r.tests["tests/test_calc.py::test_raises_an_alias_attribute"]?.sites ?? 0).toBe(0);
       expect(text).toMatch(/^"""Tests of calc."""\nfrom __future__ import annotations\nimport os as _fg_os/);
       expect(r.tests["tests/test_calc.py::test_computed_expected_compared_outside"]).toEqual({
@@ -197,6 +206,7 @@ describe("the host rewriter (scoring/externalize)", () => {
           "test_loop_over_many:ne:any",
           "test_parametrized:eq:one",
           "test_raises_custom_with_match:raises:one",
+          "test_raises_info_read_whole:in:one",
           "test_unittest:almost:one",
           "test_unittest:eq:one",
           "test_unittest:in:one",
