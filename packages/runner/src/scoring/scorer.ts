@@ -9,7 +9,7 @@ import type { ExecResult, Worker } from "../workers/types.js";
 import { applyReach, reachHits } from "./build-reach.js";
 import type { DecoyPlan } from "./decoys/guard.js";
 import type { ExternalSite } from "./externalize/canon.js";
-import { externalRunVerdict } from "./externalize/run.js";
+import { externalRunVerdict, nodeKeyOf } from "./externalize/run.js";
 import { writeFileInWorker } from "./hidden-tests.js";
 import type { JudgeConfig } from "./judge.js";
 import { type JudgeStageOptions, judgeTerm } from "./judge-readings.js";
@@ -398,6 +398,7 @@ export function suiteVerdicts(
       r,
       ids.map((i) => i.id),
       external,
+      nodeKeyOf(suite.logParser),
     );
     runs.push(
       ids.map(({ id, kind }) => ({

@@ -129,11 +129,24 @@ function pythonSites(l: Lexed, body: Span): Site[] {
   return out;
 }
 
+/**
+ * Whether `name` (a dotted name in `pytest.raises(name)`) names a class by its own name: its last
+ * part capitalised, and not an alias attribute like `pytest.skip.Exception` (it is
+ * `_pytest.outcomes.Skipped`, a BaseException: a decoy expecting a built-in class instead lets
+ * the skip through, and a skipped test's summary line names no test). Pure.
+ */
+export function isOwnClassName(name: string): boolean {
+  const parts = name.split(".");
+  const last = parts.at(-1)!;
+  return /^[A-Z]/.test(last) && !(parts.length > 1 && last === "Exception" && parts[0] !== "builtins");
+}
+
 /** The first argument of `pytest.raises(X, …)` when it is a plain (dotted) class name. */
 function pythonRaises(l: Lexed, body: Span): Site[] {
   return calls(l, body, /\bpytest\.raises\s*\(/).flatMap((args) => {
     const [first] = splitTop(l, args.start, args.end, ",");
-    return first && /^[A-Za-z_][\w.]*$/.test(l.text.slice(first.start, first.end))
+    const name = first ? l.text.slice(first.start, first.end) : "";
+    return first && /^[A-Za-z_][\w.]*$/.test(name) && isOwnClassName(name)
       ? [{ literals: [first], kind: "class" as const }]
       : [];
   });

@@ -117,6 +117,19 @@ function blockText(l: Lexed, b: TestBlock, edits: { start: number; end: number; 
   return out;
 }
 
+/**
+ * `text` (one renamed test block) with the test's other mentions of its own name `from` — as a
+ * whole word: in its strings and code — spelled `to`, its new name. A test that derives something
+ * from its own name (pytester names the file it writes after the running test, so pytest's
+ * `test_pdb_teardown_called` expects `self.id()` to read `test_pdb_teardown_called.MyTestCase…`)
+ * then agrees with the name it runs under, as it did under its own; a longer word that only starts
+ * with the name (`test_x_teardowns`) is left alone. Only identifier names (a title string is prose). Pure.
+ */
+export function withOwnNameAs(text: string, from: string, to: string): string {
+  if (!/^[A-Za-z_]\w*$/.test(from)) return text;
+  return text.replace(new RegExp(`(?<![\\w$])${from}(?![\\w$])`, "g"), to);
+}
+
 /** How often the literal at `lit` is written in the whole file. */
 const occurrences = (l: Lexed, lit: { start: number; end: number }) =>
   l.text.split(l.text.slice(lit.start, lit.end)).length - 1;
@@ -279,9 +292,13 @@ export function guardFiles(
       const plan = plans.get(b);
       if (!plan) continue;
       const rename = (name: string) => ({ ...b.nameSpan, text: name });
+      const own = (name: string, text: string) => withOwnNameAs(text, b.name, name);
       const versions = [
-        { name: plan.name, text: blockText(l, b, [rename(plan.name)]) },
-        ...plan.decoys.map((d) => ({ name: d.name, text: blockText(l, b, [rename(d.name), d.edit]) })),
+        { name: plan.name, text: own(plan.name, blockText(l, b, [rename(plan.name)])) },
+        ...plan.decoys.map((d) => ({
+          name: d.name,
+          text: own(d.name, blockText(l, b, [rename(d.name), d.edit])),
+        })),
       ];
       const shuffled = shuffle(versions, rand);
       order.set(

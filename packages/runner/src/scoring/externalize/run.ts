@@ -1,6 +1,16 @@
+import { type LogParser, shortenPathParameter } from "../../tasks/swebench-log-parsers.js";
 import { emittedStep, MAX_EMISSION_BYTES, type ParsedScoring } from "../script.js";
 import type { ExternalSite } from "./canon.js";
-import { type ExternalVerdict, externalVerdict } from "./verdict.js";
+import { type ExternalVerdict, externalVerdict, firstWord } from "./verdict.js";
+
+/**
+ * How the row's log parser keys an emitted node id, for graded ids that no node has exactly
+ * (externalize/verdict.ts casesOf): requests', pylint's and pydicom's shortens an absolute-path
+ * parameter (`[/tmp/x/tests/t.py]` → `[/t.py]`); the others take the first word. Pure.
+ */
+export function nodeKeyOf(parser: LogParser | undefined): ((node: string) => string) | undefined {
+  return parser === "pytest-short-paths" ? (n) => shortenPathParameter(firstWord(n)) : undefined;
+}
 
 /**
  * The externalized verdict of run `run` of a suite from the script's `emitted.<run>.0` step (see
@@ -12,6 +22,8 @@ export function externalRunVerdict(
   run: number,
   ids: readonly string[],
   sites: readonly ExternalSite[],
+  /** How the row's log parser keys a node id (externalize/verdict.ts casesOf). */
+  keyOf?: (node: string) => string,
 ): ExternalVerdict {
   if (!sites.length) return new Map();
   const step = parsed.steps.get(emittedStep(run, 0));
@@ -19,5 +31,5 @@ export function externalRunVerdict(
     return externalVerdict(ids, sites, {
       anomaly: `the run emitted ${step.outputBytes} bytes, more than the ${MAX_EMISSION_BYTES} kept`,
     });
-  return externalVerdict(ids, sites, step?.output);
+  return externalVerdict(ids, sites, step?.output, keyOf);
 }

@@ -47,13 +47,50 @@ export const baseOf = (id: string): string => {
   return i < 0 ? id : id.slice(0, i);
 };
 
+/** A node id's first whitespace-separated word: the key SWE-bench's pytest parser gives its line. */
+export const firstWord = (node: string): string => node.split(/\s/, 1)[0]!;
+
+/**
+ * The test cases graded id `id` stands for, with their emissions: the case of that node id; or,
+ * where none has it, every case whose node id the row's log parser keys as `id` (`keyOf`; by
+ * default its first word — SWE-bench's pytest parser keys a result by the line's first
+ * whitespace-separated word, so `test_x[foo, bar-e2]` is graded as `test_x[foo,`; requests' and
+ * pylint's parser also shortens an absolute-path parameter to its last segment). Pure.
+ */
+export function casesOf(
+  id: string,
+  emissions: readonly Emission[],
+  keyOf: (node: string) => string = firstWord,
+): Map<string, Emission[]> {
+  const exact = emissions.filter((e) => e.n === id);
+  if (exact.length) return new Map([[id, exact]]);
+  const cases = new Map<string, Emission[]>();
+  for (const e of emissions) if (keyOf(e.n) === id) cases.set(e.n, [...(cases.get(e.n) ?? []), e]);
+  return cases;
+}
+
 /** Why graded test `id` fails on `emissions` (its sites `mine`), or undefined when it holds. Pure. */
 export function testVerdict(
   id: string,
   mine: readonly ExternalSite[],
   emissions: readonly Emission[],
+  keyOf?: (node: string) => string,
 ): string | undefined {
-  const own = emissions.filter((e) => e.n === id);
+  const cases = casesOf(id, emissions, keyOf);
+  if (mine.length && cases.size === 0) return `${id} emitted nothing for its externalized assertions`;
+  for (const [node, own] of cases) {
+    const why = caseVerdict(node, mine, own);
+    if (why !== undefined) return why;
+  }
+  return undefined;
+}
+
+/** Why one test case `id` fails on its own emissions `own`, or undefined when it holds. Pure. */
+function caseVerdict(
+  id: string,
+  mine: readonly ExternalSite[],
+  own: readonly Emission[],
+): string | undefined {
   for (const s of mine) {
     const got = own.filter((e) => e.s === s.site);
     if (s.count === "one" && got.length === 0)
@@ -78,6 +115,8 @@ export function externalVerdict(
   sites: readonly ExternalSite[],
   /** The emissions as the run reported them; undefined: none; `anomaly`: they cannot be read. */
   text: string | undefined | { readonly anomaly: string },
+  /** How the row's log parser keys a node id (casesOf); default: its first word. */
+  keyOf?: (node: string) => string,
 ): ExternalVerdict {
   const byTest = new Map<string, ExternalSite[]>();
   for (const s of sites) byTest.set(s.test, [...(byTest.get(s.test) ?? []), s]);
@@ -95,7 +134,7 @@ export function externalVerdict(
     return out;
   }
   for (const id of judged) {
-    const why = testVerdict(id, byTest.get(baseOf(id))!, parsed.emissions);
+    const why = testVerdict(id, byTest.get(baseOf(id))!, parsed.emissions, keyOf);
     if (why !== undefined) out.set(id, why);
   }
   return out;

@@ -48,6 +48,8 @@ export interface BwrapSpec {
    * entries replace this machine's system binds; absent: the host's /usr and /etc parts.
    */
   readonly systemRoot?: SystemRoot;
+  /** "dropping" made inside a user namespace of the runner's own (a runner without root). */
+  readonly droppingViaUserNamespace?: boolean;
 }
 
 /** One top-level entry of a root filesystem. */
@@ -90,23 +92,36 @@ export function mountPointsIn(root: SystemRoot, dests: readonly string[]): strin
   return [...new Set(dests.filter((d) => dirs.has(d.split("/")[1] ?? "")).map((d) => d.replace(/^\/+/, "")))];
 }
 
+/** The shell step of the dropping namespace: loopback up and the default route on it, or exit 125. */
+const ROUTE_TO_LOOPBACK =
+  'PATH="$PATH:/usr/sbin:/sbin"; { ip link set lo up && ip route add default dev lo; } || { echo "flakegym: could not route the scoring sandbox\'s network namespace to loopback (ip route add default dev lo)" >&2; exit 125; }; exec "$@"';
+
 /**
- * The host command bwrap runs under for `network: "dropping"`: a new network namespace (root
- * only) whose default route is the loopback device, so packets to other addresses go nowhere and
- * a connect waits for its timeout — the shape tests written for a networked harness expect
- * (requests' `TestTimeout` connects to 10.255.255.1 and wants a connect timeout; in a loopback-only
- * namespace it gets ENETUNREACH at once). Loopback itself behaves as in "none". Runs outside the
- * sandbox; nothing of the workspace reaches it.
+ * The host command bwrap runs under for `network: "dropping"`: a new network namespace whose
+ * default route is the loopback device, so packets to other addresses go nowhere and a connect
+ * waits for its timeout — the shape tests written for a networked harness expect (requests'
+ * `TestTimeout` connects to 10.255.255.1 and wants a connect timeout; in a loopback-only
+ * namespace it gets ENETUNREACH at once). Loopback itself behaves as in "none". Root makes the
+ * namespace directly; a runner without root makes it inside a user namespace of its own
+ * (`--user --map-root-user`: it owns that network namespace, so it may route it), and bwrap then
+ * runs as that namespace's root, which is the runner's own uid outside. Runs outside the
+ * sandbox; nothing of the workspace reaches it. Pure.
  */
-export const DROPPING_NET_PREFIX: readonly string[] = [
-  "unshare",
-  "--net",
-  "--",
-  "/bin/sh",
-  "-c",
-  'PATH="$PATH:/usr/sbin:/sbin"; { ip link set lo up && ip route add default dev lo; } || { echo "flakegym: could not route the scoring sandbox\'s network namespace to loopback (ip route add default dev lo)" >&2; exit 125; }; exec "$@"',
-  "flakegym-net",
-];
+export function droppingNetPrefix(viaUserNamespace: boolean): readonly string[] {
+  return [
+    "unshare",
+    ...(viaUserNamespace ? ["--user", "--map-root-user"] : []),
+    "--net",
+    "--",
+    "/bin/sh",
+    "-c",
+    ROUTE_TO_LOOPBACK,
+    "flakegym-net",
+  ];
+}
+
+/** The dropping namespace as root makes it. */
+export const DROPPING_NET_PREFIX: readonly string[] = droppingNetPrefix(false);
 
 /** Host paths of the base system, bound read-only. Debian's merged /usr: /bin etc. are symlinks. */
 export const SYSTEM_BINDS: readonly Bind[] = [

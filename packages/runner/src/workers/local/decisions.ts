@@ -169,11 +169,18 @@ function gatewayPath(spec: WorkerSpec): string {
 }
 
 /**
- * A worker's network: a scoring worker (no agent) gets the dropping namespace when the runner
- * can make one (root: `unshare --net`), so tests that expect a connect timeout to a non-routable
- * address get one; an agent worker keeps the loopback-only namespace, where an offline tool fails
- * at once instead of waiting. Pure.
+ * A worker's network: a scoring worker (no agent) gets the dropping namespace when the runner can
+ * make one — as root (`unshare --net`) or, without root, inside a user namespace of its own
+ * (`userNetns`: the host lets it make one) — so tests that expect a connect timeout to a
+ * non-routable address get one; an agent worker keeps the loopback-only namespace, where an
+ * offline tool fails at once instead of waiting. A scoring worker that can have neither stays
+ * loopback-only (`"none"`; docs/sandbox.md). Pure.
  */
-export function sandboxNetworkOf(spec: Pick<WorkerSpec, "agent">, isRoot: boolean): "none" | "dropping" {
-  return !spec.agent && isRoot ? "dropping" : "none";
+export function sandboxNetworkOf(
+  spec: Pick<WorkerSpec, "agent">,
+  isRoot: boolean,
+  userNetns = false,
+): { network: "none" | "dropping"; droppingViaUserNamespace?: true } {
+  if (spec.agent || !(isRoot || userNetns)) return { network: "none" };
+  return isRoot ? { network: "dropping" } : { network: "dropping", droppingViaUserNamespace: true };
 }

@@ -19,6 +19,7 @@ import {
 import { cpuSecondsOf, execInWorker } from "./exec.js";
 import { adoptFork, makeSlot, releaseSlot, type Slot } from "./pool-slot.js";
 import { bwrapMissingError, findBwrap, type PreparedShape, prepareShape } from "./shape.js";
+import { userNetnsWorks } from "./user-netns.js";
 import { startWatchdog, watchAgent } from "./watchdog.js";
 import {
   armWallClock,
@@ -59,11 +60,13 @@ async function makeWorkerDirs(
 }
 
 /** The worker's sandbox shape (and cgroup); on failure everything made so far goes. */
-function prepareWorkerShape(
+async function prepareWorkerShape(
   bs: LocalBackendState,
   c: { id: string; spec: WorkerSpec; workerDir: string; slot: Slot | undefined; dirs: BoundedDirs },
 ): Promise<PreparedShape> {
   const { spec, slot, dirs } = c;
+  const isRoot = process.geteuid?.() === 0;
+  const net = sandboxNetworkOf(spec, isRoot, !spec.agent && !isRoot && (await userNetnsWorks()));
   return prepareShape({
     id: c.id,
     profile: spec.profile,
@@ -71,7 +74,7 @@ function prepareWorkerShape(
     ...(spec.depsDir ? { deps: slot?.deps ?? spec.depsDir } : {}),
     stateDir: join(dirs.root, "sandbox"),
     limits: bootLimitsOf(spec.limits, slot !== undefined),
-    network: sandboxNetworkOf(spec, process.geteuid?.() === 0),
+    ...net,
     binds: workerBindsOf(spec, dirs),
     workspaceBinds: [
       ...readOnlyBindsOf(spec, workspaceRelative),

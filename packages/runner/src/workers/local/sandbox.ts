@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import type { ExecResult } from "../types.js";
-import { type BwrapSpec, buildBwrapArgs, DROPPING_NET_PREFIX } from "./bwrap-args.js";
+import { type BwrapSpec, buildBwrapArgs, droppingNetPrefix } from "./bwrap-args.js";
 import type { WorkerCgroup } from "./cgroup.js";
 
 /** Per-process rlimits applied with `prlimit` around bwrap (inherited by everything inside). */
@@ -54,7 +54,9 @@ export function wrapCommand(
 ): CommandLine {
   const inner = shape.bwrap
     ? [
-        ...(shape.bwrap.network === "dropping" ? DROPPING_NET_PREFIX : []),
+        ...(shape.bwrap.network === "dropping"
+          ? droppingNetPrefix(shape.bwrap.droppingViaUserNamespace === true)
+          : []),
         shape.bwrapPath ?? "bwrap",
         ...buildBwrapArgs(shape.bwrap),
         "--",

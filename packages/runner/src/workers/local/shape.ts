@@ -66,6 +66,8 @@ export interface ShapeOptions {
   readonly stateDir: string;
   readonly limits: Pick<ResourceLimits, "memoryMb" | "pids" | "cpuSeconds" | "diskMb">;
   readonly network: "none" | "dropping" | "host";
+  /** "dropping" made inside a user namespace of the runner's own (bwrap-args.ts droppingNetPrefix). */
+  readonly droppingViaUserNamespace?: boolean;
   /** Extra read-only binds (node, the cline package, a gateway socket dir…). */
   readonly binds?: readonly Bind[];
   /** Read-only binds at sandbox paths inside the workspace (hidden test files of a scoring worker). */
@@ -169,6 +171,7 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
           hostname: "flakegym",
           network: opts.network,
           ...(root ? { systemRoot: root } : {}),
+          ...(opts.droppingViaUserNamespace ? { droppingViaUserNamespace: true } : {}),
         },
     cgroup,
     ...(bwrapPath ? { bwrapPath } : {}),

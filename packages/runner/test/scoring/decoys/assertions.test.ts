@@ -22,6 +22,11 @@ describe("assertionSites", () => {
     ]);
   });
 
+  it("python: pytest.raises of an alias attribute or a variable has no class site (pytest.skip.Exception, exception)", () => {
+    const text = `def test_x(exception):\n    with pytest.raises(pytest.skip.Exception, match="^x"):\n        f()\n    with pytest.raises(exception):\n        g()\n    with pytest.raises(errors.ParseError):\n        h()\n`;
+    expect(sites("pytest", text)).toEqual([{ kind: "class", literals: ["errors.ParseError"] }]);
+  });
+
   it("js: assert.*Equal's expected argument and assert.throws' built-in class", () => {
     const text = `test("t", () => {\n  assert.deepEqual(p(), { items: [6], hasNext: false });\n  assert.equal(a(), b());\n  assert.throws(() => p(0), RangeError);\n  assert.throws(() => p(1), { name: "SyntaxError", message: /x/ });\n});\n`;
     expect(sites("tap", text)).toEqual([

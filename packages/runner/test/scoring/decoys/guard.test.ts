@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DECOYS_PER_TEST, guardFiles } from "../../../src/scoring/decoys/guard.js";
+import { DECOYS_PER_TEST, guardFiles, withOwnNameAs } from "../../../src/scoring/decoys/guard.js";
 import { decoysPassedAlone, decoyVerdict } from "../../../src/scoring/results.js";
 
 let s = 1;
@@ -34,6 +34,49 @@ describe("guardFiles", () => {
     expect(g.plan.runIds["tests/test_m.py::test_b"]).toMatch(/::test_[0-9a-f]{10}$/);
     expect(g.report.guarded).toEqual(["tests/test_m.py::test_a"]);
     expect(g.report.unguarded.map((u) => u.id)).toEqual(["tests/test_m.py::test_b"]);
+  });
+
+  it("a test that names itself says its new name, in the graded copy and in each decoy (pytest's test_pdb_teardown_called)", () => {
+    // reduced from pytest 7.2's testing/test_unittest.py: pytester names the file it writes after
+    // the running test, so the expected ids start with the test's own name
+    const py = [
+      "def test_pdb_teardown_called(pytester):",
+      "    teardowns = []",
+      '    monkeypatch.setattr(pytest, "test_pdb_teardown_called_teardowns", teardowns)',
+      "    pytester.makepyfile(SRC)",
+      "    pytester.runpytest_inprocess()",
+      '    assert teardowns == ["test_pdb_teardown_called.MyTestCase.test_1"]',
+      "",
+    ].join("\n");
+    const id = "testing/test_unittest.py::test_pdb_teardown_called";
+    const g = guardFiles(
+      "pytest",
+      [{ path: "testing/test_unittest.py", content: Buffer.from(py) }],
+      [id],
+      rand,
+    );
+    const out = g.files[0]!.content.toString();
+    const run = g.plan.runIds[id]!.split("::")[1]!;
+    const decoys = Object.keys(g.plan.decoys).map((d) => d.split("::")[1]!);
+    expect(decoys.length).toBeGreaterThan(0);
+    // the old name is left only inside the longer attribute word
+    expect(out.replaceAll("test_pdb_teardown_called_teardowns", "")).not.toContain(
+      "test_pdb_teardown_called",
+    );
+    const block = (name: string) => out.split(`def ${name}(`)[1]!.split("\ndef ")[0]!;
+    expect(block(run)).toContain(`["${run}.MyTestCase.test_1"]`);
+    for (const d of decoys) {
+      expect(block(d)).toContain(`${d}`);
+      expect(block(d)).not.toContain(`["${d}.MyTestCase.test_1"]`); // its literal is the one changed
+      expect(block(d)).toContain('"test_pdb_teardown_called_teardowns"');
+    }
+  });
+
+  it("withOwnNameAs replaces whole words only, and never a title string's words", () => {
+    expect(withOwnNameAs('f("test_a.x", test_a, test_ab, xtest_a)', "test_a", "test_9")).toBe(
+      'f("test_9.x", test_9, test_ab, xtest_a)',
+    );
+    expect(withOwnNameAs("adds one; adds one", "adds one", "t")).toBe("adds one; adds one");
   });
 
   it("a containment check of a value the file writes elsewhere carries no decoy (a real marshmallow test a gold solution failed)", () => {

@@ -53,6 +53,31 @@ def test_loop():
         assert words(n)[n - 1] != "three"
 
 
+def test_raises_an_alias_attribute():
+    # pytest.fail.Exception names _pytest.outcomes.Failed (a BaseException): left in the test
+    with pytest.raises(pytest.fail.Exception):
+        pytest.fail("boom")
+
+
+@pytest.mark.parametrize("exception", [ZeroDivisionError])
+def test_raises_a_parameter(exception):
+    # the class is the parameter's value: left in the test
+    with pytest.raises(exception):
+        div(1, 0) if False else 1 / 0
+
+
+def test_raises_info_read_whole():
+    # str() of pytest's ExceptionInfo: the block stays pytest's own
+    with pytest.raises(CalcError) as excinfo:
+        div(1, 0)
+    assert "CalcError" in str(excinfo)
+
+
+def test_loop_over_many():
+    for _ in range(20000):
+        assert words(1)[0] != "three"
+
+
 def test_computed_expected_compared_outside():
     assert div(4, 2) == div(8, 4)
 
@@ -61,6 +86,14 @@ def test_date_compared_in_the_test():
     import datetime
 
     assert when() == datetime.date(2020, 1, 1)
+
+
+def test_env_dropped_by_code_under_test():
+    import os
+
+    # what an in-process inner pytest run (pytester.runpytest_inprocess) leaves behind
+    os.environ.pop("PYTEST_CURRENT_TEST", None)
+    assert div(6, 3) == 2.0
 
 
 class TestUnit(unittest.TestCase):
@@ -107,8 +140,13 @@ const GRADED = [
   "test_parametrized[1]",
   "test_parametrized[2]",
   "test_loop",
+  "test_loop_over_many",
+  "test_raises_an_alias_attribute",
+  "test_raises_a_parameter[ZeroDivisionError]",
+  "test_raises_info_read_whole",
   "test_computed_expected_compared_outside",
   "test_date_compared_in_the_test",
+  "test_env_dropped_by_code_under_test",
   "TestUnit::test_unittest",
 ].map((t) => `tests/test_calc.py::${t}`);
 
@@ -140,6 +178,10 @@ describe("the host rewriter (scoring/externalize)", () => {
       ])
         expect(text, gone).not.toContain(gone);
       expect(text).toMatch(/_fg_emit2\("[0-9a-f]{16}", "eq", \(div\(4, 2\)\), \(div\(8, 4\)\)\)/);
+      expect(text).toContain("with pytest.raises(pytest.fail.Exception):");
+      expect(text).toContain("with pytest.raises(exception):");
+      expect(text).toContain("with pytest.raises(CalcError) as excinfo:");
+      expect(r.tests["tests/test_calc.py::test_raises_an_alias_attribute"]?.sites ?? 0).toBe(0);
       expect(text).toMatch(/^"""Tests of calc."""\nfrom __future__ import annotations\nimport os as _fg_os/);
       expect(r.tests["tests/test_calc.py::test_computed_expected_compared_outside"]).toEqual({
         sites: 1,
@@ -155,13 +197,16 @@ describe("the host rewriter (scoring/externalize)", () => {
           "test_approx:approx:one",
           "test_computed_expected_compared_outside:eq:one",
           "test_date_compared_in_the_test:eq:one",
+          "test_env_dropped_by_code_under_test:eq:one",
           "test_eq:eq:one",
           "test_in_and_not_in:in:one",
           "test_in_and_not_in:notin:one",
           "test_literal_first_and_format:eq:one",
           "test_loop:ne:any",
+          "test_loop_over_many:ne:any",
           "test_parametrized:eq:one",
           "test_raises_custom_with_match:raises:one",
+          "test_raises_info_read_whole:in:one",
           "test_unittest:almost:one",
           "test_unittest:eq:one",
           "test_unittest:in:one",
@@ -191,14 +236,18 @@ describe("the host rewriter (scoring/externalize)", () => {
             env: { FLAKEGYM_EMIT: emit, PYTHONPATH: dir },
             reject: false,
           });
+          const text = await readFile(emit, "utf8").catch(() => undefined);
           return {
             run,
-            verdict: externalVerdict(GRADED, r.sites, await readFile(emit, "utf8").catch(() => undefined)),
+            lines: text?.split("\n").length ?? 0,
+            verdict: externalVerdict(GRADED, r.sites, text),
           };
         };
         const right = await verdictWith(RIGHT, "right");
         expect(right.run.exitCode, right.run.stdout).toBe(0);
         expect([...right.verdict]).toEqual([]);
+        // a loop's 20 000 equal emissions are one line (count "any": each distinct value is judged)
+        expect(right.lines).toBeLessThan(60);
         const wrong = await verdictWith(WRONG, "wrong");
         // the wrong one's tests "pass" in the sandbox (nothing compares there) and fail outside
         expect(wrong.run.exitCode, wrong.run.stdout).toBe(0);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ExternalSite } from "../../../src/scoring/externalize/canon.js";
+import { nodeKeyOf } from "../../../src/scoring/externalize/run.js";
 import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
 
 const S1 = "aaaaaaaaaaaaaaaa";
@@ -37,6 +38,28 @@ describe("externalVerdict (the scorer's comparison outside the sandbox)", () => 
       line(S2, "t.py::test_p[2]", { t: "float", v: "3.0" }) +
       line(S2, "t.py::test_p[2]", { t: "int", v: "3" });
     expect([...externalVerdict(ids, sites, text)]).toEqual([]);
+  });
+  it("an id cut at a space in its parameters (SWE-bench's first word) stands for each case it starts (pylint's test_csv_regex_comma_in_quantifier[foo,)", () => {
+    const cut = "t.py::test_p[foo,";
+    const ok =
+      line(S2, "t.py::test_p[foo, bar-e2]", { t: "int", v: "3" }) +
+      line(S2, "t.py::test_p[foo, bar{1,3}-e3]", { t: "int", v: "3" }) +
+      line(S2, "t.py::test_p[foo-e0]", { t: "int", v: "9" });
+    expect([...externalVerdict([cut], sites, ok)]).toEqual([]);
+    const bad = ok + line(S2, "t.py::test_p[foo, bar{1,3}-e3]", { t: "int", v: "4" });
+    expect(externalVerdict([cut], sites, bad).get(cut)).toMatch(
+      /test_p\[foo, bar\{1,3\}-e3\] failed outside/,
+    );
+    expect(
+      externalVerdict([cut], sites, line(S2, "t.py::test_p[foo-e0]", { t: "int", v: "3" })).get(cut),
+    ).toMatch(/emitted nothing/);
+  });
+  it("with the short-paths parser, an absolute-path parameter is graded by its last segment (requests' test_unzipped_paths_unchanged[/test_utils.py])", () => {
+    const id = "t.py::test_p[/test_utils.py]";
+    const text = line(S2, "t.py::test_p[/tmp/w/tree/tests/test_utils.py]", { t: "int", v: "3" });
+    expect(externalVerdict([id], sites, text).get(id)).toMatch(/emitted nothing/);
+    expect([...externalVerdict([id], sites, text, nodeKeyOf("pytest-short-paths"))]).toEqual([]);
+    expect(nodeKeyOf("pytest")).toBeUndefined();
   });
   it("fails a wrong value, a missing emission, a duplicated one, and a silent case", () => {
     const wrong =
