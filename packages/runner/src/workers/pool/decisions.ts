@@ -43,6 +43,8 @@ export interface KeyState {
   readonly idleSince: readonly number[];
   /** Boots in flight. */
   readonly booting: number;
+  /** Workers serving a trajectory that come back reset when it ends cleanly (`--reuse`): supply, like a boot. */
+  readonly serving?: number;
   /** Last time a trajectory (or `warm`) asked for this key, ms since the epoch. */
   readonly lastDemand: number;
   /**
@@ -59,6 +61,8 @@ export interface PoolLimits {
   readonly idleMs: number;
   /** Boots in flight at most (a core's boot is CPU-bound: a few at once only slow each other). */
   readonly maxBooting: number;
+  /** Trajectories a worker serves at most (`--reuse`; 1, the default: none reused). */
+  readonly reuse?: number;
 }
 
 /** A key is wanted while it was asked for within the idle limit. Pure. */
@@ -72,19 +76,24 @@ export function expiredIdle(k: KeyState, now: number, idleMs: number): number[] 
   return k.idleSince.flatMap((t, i) => (!wanted || now - t > idleMs ? [i] : []));
 }
 
+/** Workers a key has or will have for its next trajectories: idle, booting, and serving ones that come back. Pure. */
+export function supplyOf(k: KeyState): number {
+  return k.idleSince.length + k.booting + (k.serving ?? 0);
+}
+
 /**
  * The keys to boot one more worker for now, most recently asked first, within the pool's size and
  * the boot concurrency, and never past a key's remaining trajectories (a worker nobody will use is
  * a core boot's CPU taken from the trajectories still running). Pure.
  */
 export function bootsToStart(keys: readonly KeyState[], now: number, limits: PoolLimits): string[] {
-  let total = keys.reduce((n, k) => n + k.idleSince.length + k.booting, 0);
+  let total = keys.reduce((n, k) => n + supplyOf(k), 0);
   let booting = keys.reduce((n, k) => n + k.booting, 0);
   const out: string[] = [];
   const wanted = keys
     .filter((k) => isWanted(k, now, limits.idleMs))
     .sort((a, b) => b.lastDemand - a.lastDemand);
-  const have = new Map(wanted.map((k) => [k.key, k.idleSince.length + k.booting]));
+  const have = new Map(wanted.map((k) => [k.key, supplyOf(k)]));
   // round robin over wanted keys so one key cannot starve another
   for (let progress = true; progress; ) {
     progress = false;
@@ -111,9 +120,9 @@ export function evictionFor(
   forKey: string,
   size: number,
 ): { key: string; index: number } | undefined {
-  const total = keys.reduce((n, k) => n + k.idleSince.length + k.booting, 0);
+  const total = keys.reduce((n, k) => n + supplyOf(k), 0);
   const mine = keys.find((k) => k.key === forKey);
-  if (total < size || (mine && mine.idleSince.length + mine.booting > 0)) return undefined;
+  if (total < size || (mine && supplyOf(mine) > 0)) return undefined;
   const victims = keys
     .filter((k) => k.key !== forKey && k.idleSince.length > 0)
     .sort((a, b) => a.lastDemand - b.lastDemand);

@@ -222,7 +222,9 @@ describe("resolvePool", () => {
 
 describe("poolEvent", () => {
   it("carries the state a progress line shows", () => {
-    expect(poolEvent({ idle: 1, booting: 2, pooled: 3, cold: 4, retired: 5 })).toEqual({
+    expect(
+      poolEvent({ idle: 1, booting: 2, pooled: 3, cold: 4, retired: 5, reused: 0, resetRetired: 0 }),
+    ).toEqual({
       type: "pool",
       idle: 1,
       booting: 2,
