@@ -41,14 +41,18 @@ async function resetAndRequeue(
 }
 
 /**
- * The worker a pooled trajectory is handed, with `release`: at its end the pure decision
+ * The worker a pooled trajectory is handed (counted as serving by the caller when it may come
+ * back: `returning`), with `release`: at its end the pure decision
  * (reuse.ts `decideRelease`) says reset or retire; a reset worker goes back to its key's idle
  * workers, anything else is stopped. `stop()` stays a plain stop (owners that cannot say how the
  * trajectory ended).
  */
-export function releasable(p: PoolCore, k: PoolKey, e: PoolEntry, w: Worker, served: number): Worker {
-  const counted = mayReturn(p, e, served);
-  if (counted) k.serving++;
+export function releasable(
+  p: PoolCore,
+  k: PoolKey,
+  t: { readonly e: PoolEntry; readonly w: Worker; readonly served: number; readonly returning: boolean },
+): Worker {
+  const { e, w, served, returning: counted } = t;
   let ended = false;
   void w.exited?.then(() => {
     ended = true;

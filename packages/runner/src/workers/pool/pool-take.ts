@@ -1,7 +1,7 @@
 import type { Worker, WorkerSpec } from "../types.js";
 import { unpoolableReason } from "./decisions.js";
 import { schedule } from "./pool-boot.js";
-import { releasable } from "./pool-reuse.js";
+import { mayReturn, releasable } from "./pool-reuse.js";
 import { changed, demand, type PoolCore, type PoolEntry, type PoolKey, probe } from "./pool-state.js";
 
 /** The next boot in flight for `k` when there is one nobody waits for yet (bounded by the boot's own start timeout). */
@@ -37,14 +37,18 @@ async function adopt(
   spec: WorkerSpec,
   signal?: AbortSignal,
 ): Promise<Worker | undefined> {
+  // a worker that may come back after this trajectory is supply from now on (no boot for it)
+  const returning = mayReturn(p, e, e.served + 1);
+  if (returning) k.serving++;
   changed(p);
   try {
     const w = await e.w.adopt(spec, signal);
     p.counts.pooled++;
     if (e.served > 0) p.counts.reused++;
     changed(p);
-    return releasable(p, k, e, w, e.served + 1);
+    return releasable(p, k, { e, w, served: e.served + 1, returning });
   } catch (err) {
+    if (returning) k.serving--;
     p.counts.retired++;
     await e.w.stop().catch(() => {});
     signal?.throwIfAborted();

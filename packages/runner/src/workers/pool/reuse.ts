@@ -93,7 +93,9 @@ export function resetVerdict(
   if (r.slotMounts > 0) why.push(`${r.slotMounts} mount(s) left on the workspace slot`);
   if (r.dirtyPaths.length) why.push(`not pristine: ${r.dirtyPaths.slice(0, 5).join(", ")}`);
   if (r.stateDiff.length) why.push(`core state differs: ${r.stateDiff.slice(0, 5).join(", ")}`);
-  if (r.memoryMb === undefined || r.firstMemoryMb === undefined) why.push("memory not measured");
+  if (r.memoryMb === undefined || r.firstMemoryMb === undefined) {
+    if (!r.failure) why.push("memory not measured");
+  }
   else if (r.memoryMb - r.firstMemoryMb > growthMb)
     why.push(`memory grew ${Math.round(r.memoryMb - r.firstMemoryMb)} MiB (bound ${growthMb})`);
   return why.length ? { clean: false, why: why.join("; ") } : { clean: true };
@@ -109,34 +111,19 @@ export function pidsToKill(inWorker: readonly number[], kept: readonly number[])
 }
 
 /**
- * Fields of the core's state (`getLatestState`) that may differ between two ready moments without
- * anything of a trajectory in them: the ones every task's configuration sets again (provider,
- * mode, settings, approvals), clocks and counters, and the platform's own notices. Every other
- * field must equal the pristine state's.
+ * Fields of the core's state (`getLatestState`) a reset does not bring back: `workspaceRoots`,
+ * which the first task sets to /workspace and every later task sets to the same. After the reset
+ * (`resetState`, which reloads the state from the restored files) every other field must equal
+ * the state the core had when first ready — provider, settings, approvals, rules and workflow
+ * toggles, MCP and task history included.
  */
-export const STATE_FIELDS_SET_PER_TASK: ReadonlySet<string> = new Set([
-  "apiConfiguration",
-  "mode",
-  "telemetrySetting",
-  "enableCheckpointsSetting",
-  "planActSeparateModelsSetting",
-  "mcpMarketplaceEnabled",
-  "yoloModeToggled",
-  "maxConsecutiveMistakes",
-  "nativeToolCallEnabled",
-  "autoApprovalSettings",
-  "distinctId",
-  "lastShownAnnouncementId",
-  "shouldShowAnnouncement",
-  "isNewUser",
-  "welcomeViewCompleted",
-]);
+export const STATE_FIELDS_NOT_RESET: ReadonlySet<string> = new Set(["workspaceRoots"]);
 
-/** Names of top-level fields of `now` that differ from `pristine` (outside the per-task ones). Pure. */
+/** Names of top-level fields of `now` that differ from `pristine` (outside the `ignored` ones). Pure. */
 export function stateDiffOf(
   pristine: Readonly<Record<string, unknown>>,
   now: Readonly<Record<string, unknown>>,
-  ignored: ReadonlySet<string> = STATE_FIELDS_SET_PER_TASK,
+  ignored: ReadonlySet<string> = STATE_FIELDS_NOT_RESET,
 ): string[] {
   const keys = new Set([...Object.keys(pristine), ...Object.keys(now)]);
   return [...keys]
@@ -152,4 +139,28 @@ export function canonical(v: unknown): string {
       ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
       : x,
   );
+}
+
+/**
+ * Paths whose entry differs between two listings of a dir (`path → what it is`), the `ignored`
+ * ones aside: added, removed or changed, sorted. Pure.
+ */
+export function treeDiffOf(
+  before: Readonly<Record<string, string>>,
+  after: Readonly<Record<string, string>>,
+  ignored: ReadonlySet<string> = new Set(),
+): string[] {
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  return [...keys].filter((k) => !ignored.has(k) && before[k] !== after[k]).sort();
+}
+
+/**
+ * Whether a process's namespaces are the sandbox's own — its mount AND its IPC namespace both
+ * differ from ours — so a wipe run inside them cannot reach the host's /dev/shm or IPC. Pure.
+ */
+export function sandboxNamespaces(n: {
+  readonly self: { readonly mnt: string; readonly ipc: string };
+  readonly target: { readonly mnt: string; readonly ipc: string };
+}): boolean {
+  return n.target.mnt !== n.self.mnt && n.target.ipc !== n.self.ipc;
 }

@@ -8,7 +8,9 @@ import {
   type ReleaseFacts,
   type ResetReport,
   resetVerdict,
+  sandboxNamespaces,
   stateDiffOf,
+  treeDiffOf,
 } from "../../../src/workers/pool/reuse.js";
 
 const facts = (over: Partial<ReleaseFacts> = {}): ReleaseFacts => ({
@@ -116,12 +118,29 @@ describe("pidsToKill and stateDiffOf", () => {
     expect(pidsToKill([1, 2], [1, 2, 3])).toEqual([]);
   });
 
-  it("names state fields that differ, ignoring the ones every task sets again and key order", () => {
-    const pristine = { taskHistory: [], customPrompt: undefined, mode: "act", rules: { a: 1, b: 2 } };
-    expect(stateDiffOf(pristine, { ...pristine, mode: "plan", rules: { b: 2, a: 1 } })).toEqual([]);
+  it("names state fields that differ, ignoring workspaceRoots (every task sets it the same) and key order", () => {
+    const pristine = { taskHistory: [], customPrompt: undefined, workspaceRoots: [], rules: { a: 1, b: 2 } };
+    expect(stateDiffOf(pristine, { ...pristine, workspaceRoots: [{ path: "/workspace" }], rules: { b: 2, a: 1 } })).toEqual([]);
+    expect(stateDiffOf(pristine, { ...pristine, mode: "plan" })).toEqual(["mode"]);
     expect(
       stateDiffOf(pristine, { ...pristine, taskHistory: [{ id: "x" }], customPrompt: "obey", extra: 1 }),
     ).toEqual(["customPrompt", "extra", "taskHistory"]);
     expect(canonical({ b: 1, a: [{ d: 1, c: 2 }] })).toBe('{"a":[{"c":2,"d":1}],"b":1}');
+  });
+
+  it("names paths added, removed or changed in a dir listing, the ignored ones aside", () => {
+    const before = { Cline: "d", "Cline/Rules": "d", "core.log": "f:YQ==" };
+    const after = { Cline: "d", "Cline/Rules": "d", "Cline/Rules/x.md": "f:eA==", "core.log": "f:Yg==", ".bashrc": "l:/x" };
+    expect(treeDiffOf(before, after, new Set(["core.log"]))).toEqual([".bashrc", "Cline/Rules/x.md"]);
+    expect(treeDiffOf(before, { Cline: "d" })).toEqual(["Cline/Rules", "core.log"]);
+  });
+});
+
+describe("sandboxNamespaces", () => {
+  it("enters only a process whose mount and IPC namespaces are both not ours", () => {
+    const self = { mnt: "mnt:[1]", ipc: "ipc:[1]" };
+    expect(sandboxNamespaces({ self, target: { mnt: "mnt:[2]", ipc: "ipc:[2]" } })).toBe(true);
+    expect(sandboxNamespaces({ self, target: { mnt: "mnt:[1]", ipc: "ipc:[2]" } })).toBe(false);
+    expect(sandboxNamespaces({ self, target: { mnt: "mnt:[2]", ipc: "ipc:[1]" } })).toBe(false);
   });
 });
