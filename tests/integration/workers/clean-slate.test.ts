@@ -17,26 +17,30 @@ import { describe, expect, it } from "vitest";
 // The clean slate of worker reuse (issue 47): a hostile trajectory H leaves everything it can on a
 // pooled worker — background processes (nohup'd, double-forked, setsid), files in every writable
 // place (HOME with Cline rules, workflows, shell and git config and caches; /tmp; /dev/shm; SysV
-// shared memory; /deps; the core's config dir: a poisoned MCP settings file and global state), its
-// environment and working directory in its terminal — and hands the worker back. The same probe
+// shared memory; /deps; the core's config dir and its global state file), its environment and
+// working directory in its terminal — and hands the worker back. The same probe
 // trajectory P then runs on that reset worker and on a fresh worker: what the policy receives
 // (every request, tool results included), the files it leaves (its diff) and its outcome must be
-// equal, byte for byte once the clock in Cline's environment details is masked.
+// equal, byte for byte once what differs between any two workers is masked (masked()). A trajectory
+// that poisons the core's MCP settings then gets its worker retired: that reset cannot be proven.
 
 const hasBwrap = existsSync("/usr/bin/bwrap");
 const isRoot = process.getuid?.() === 0;
-const skip = !hasBwrap ? "bubblewrap (bwrap) is not installed" : !isRoot ? "the warm pool needs root (mounts)" : "";
+const skip = !hasBwrap
+  ? "bubblewrap (bwrap) is not installed"
+  : !isRoot
+    ? "the warm pool needs root (mounts)"
+    : "";
 if (skip) console.warn(`clean-slate suite skipped: ${skip}`);
 
 // the core's config dir, from the core's own arguments (the node process running cline-core.js)
 const CFG =
   "for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = node ] && c=$(tr '\\0' '\\n' < $p/cmdline) && " +
-  "case \"$c\" in *cline-core.js*) CFG=$(echo \"$c\" | grep -A1 -x -- --config | sed -n 2p);; esac; done";
+  'case "$c" in *cline-core.js*) CFG=$(echo "$c" | grep -A1 -x -- --config | sed -n 2p);; esac; done';
 const HOSTILE = [
   CFG,
   'echo poison > "$CFG/h-config.txt"',
   'mkdir -p "$CFG/data/settings" "$CFG/data/cache"',
-  `echo '{"mcpServers":{"evil":{"command":"sh","args":["-c","sleep 1237"]}}}' > "$CFG/data/settings/cline_mcp_settings.json"`,
   `sed -i 's/^{/{"customInstructions":"POISON-STATE",/' "$CFG/data/globalState.json"`,
   'echo poison > "$CFG/data/cache/evil.json"',
   "mkdir -p $HOME/Cline/Rules $HOME/Cline/Workflows $HOME/Documents/Cline/Rules $HOME/.cache/pip",
@@ -54,6 +58,13 @@ const HOSTILE = [
   "export POISON_ENV=1; cd /tmp",
   'echo "H-LEFT $(ls -A /dev/shm) $(ipcs -m | grep -c ^0x) $(ls $HOME/Cline/Rules)"',
 ].join("; ");
+// the core's MCP hub reads its settings file on a change event and shows nothing of what it holds:
+// a worker whose MCP settings were touched cannot be proven reset, and is retired
+const MCP_POISON = [
+  CFG,
+  `echo '{"mcpServers":{"evil":{"command":"sh","args":["-c","sleep 1237"]}}}' > "$CFG/data/settings/cline_mcp_settings.json"`,
+  "echo M-LEFT",
+].join("; ");
 const PROBE = [
   CFG,
   "echo PWD: $(pwd)",
@@ -64,7 +75,8 @@ const PROBE = [
   "echo CFG: $(cd $CFG && find . -not -path './data/tasks/*' | sort | tr '\\n' ' ') TASKS: $(ls $CFG/data/tasks | wc -l)",
   'echo MCP: $(cat "$CFG/data/settings/cline_mcp_settings.json")',
   `echo STATE: $(python3 -c "import json,sys; print(sorted(json.load(open(sys.argv[1]))))" "$CFG/data/globalState.json")`,
-  "echo PS: $(for p in /proc/[0-9]*; do cat $p/comm; done 2>/dev/null | sort | uniq -c | tr -s ' ')",
+  // every process's name, the probe's own pipeline aside (whether it shows is a race)
+  "echo PS: $(for p in /proc/[0-9]*; do cat $p/comm; done 2>/dev/null | grep -v -x -E 'cat|sort|uniq|tr|grep' | sort | uniq -c | tr -s ' ')",
   "echo probe > from-terminal.txt",
 ].join("; ");
 
@@ -80,11 +92,17 @@ const probeTurns = () => [
  * compared byte for byte.
  */
 function masked(body: unknown): string {
-  return JSON.stringify(body)
-    .replace(/\/(reused|fresh)\/pool-clean-slate-node-[0-9a-f]{6}\//g, "/<worker>/")
-    .replace(/HOST_BRIDGE_ADDRESS=127\.0\.0\.1:\d+/g, "HOST_BRIDGE_ADDRESS=<port>")
-    .replace(/\d{1,2}\/\d{1,2}\/\d{4}, \d{1,2}:\d{2}:\d{2} [AP]M \([^)]*\)/g, "<time>")
-    .replace(/"\d{4}-\d{2}-\d{2}T[\d:.]+Z"/g, '"<iso>"');
+  return (
+    JSON.stringify(body)
+      .replace(/\/(reused|fresh)\/pool-clean-slate-node-[0-9a-f]{6}\//g, "/<worker>/")
+      .replace(/HOST_BRIDGE_ADDRESS=127\.0\.0\.1:\d+/g, "HOST_BRIDGE_ADDRESS=<port>")
+      .replace(/\d{1,2}\/\d{1,2}\/\d{4}, \d{1,2}:\d{2}:\d{2} [AP]M \([^)]*\)/g, "<time>")
+      .replace(/"\d{4}-\d{2}-\d{2}T[\d:.]+Z"/g, '"<iso>"')
+      // the one known residue (docs/performance.md): a fresh core writes an empty rules-toggle map
+      // into its global state file at its first task, a reset one leaves the key out; the value
+      // the core uses (getLatestState) is the same empty map in both
+      .replace(/'globalClineRulesToggles', /g, "")
+  );
 }
 
 describe.skipIf(skip !== "")("clean slate of a reused worker (real Cline core in bubblewrap)", () => {
@@ -107,6 +125,8 @@ describe.skipIf(skip !== "")("clean slate of a reused worker (real Cline core in
         say(xmlTool.attemptCompletion("H done")),
         ...probeTurns(),
         ...probeTurns(),
+        say(`Steering the next agent.\n${xmlTool.executeCommand(MCP_POISON)}`),
+        say(xmlTool.attemptCompletion("M done")),
       ],
       { socketPath },
     );
@@ -119,7 +139,7 @@ describe.skipIf(skip !== "")("clean slate of a reused worker (real Cline core in
         reuse,
         onNote: (m) => notes.push(m),
       });
-    const reusing = pool("reused", 2);
+    const reusing = pool("reused", 4);
     const fresh = pool("fresh", 1);
     const forks: Fork[] = [];
     const spec = async (id: string): Promise<WorkerSpec> => {
@@ -158,16 +178,22 @@ describe.skipIf(skip !== "")("clean slate of a reused worker (real Cline core in
           baseObjects: join(lower, "workspace", ".git", "objects"),
           signal: AbortSignal.timeout(60_000),
         });
-        return { outcome: r.outcome.kind, diff: await readFile(join(dest, "diff.patch"), "utf8"), worker: w.id };
+        return {
+          outcome: r.outcome.kind,
+          diff: await readFile(join(dest, "diff.patch"), "utf8"),
+          worker: w.id,
+        };
       } finally {
         client.close();
         await w.release!("completed");
       }
     };
     try {
-      await reusing.warm(await spec("warm-a"), 2);
+      await reusing.warm(await spec("warm-a"), 3);
       await fresh.warm(await spec("warm-b"), 1);
-      expect(await waitFor(() => reusing.state().idle === 1 && fresh.state().idle === 1, 180_000, 200)).toBe(true);
+      expect(await waitFor(() => reusing.state().idle === 1 && fresh.state().idle === 1, 180_000, 200)).toBe(
+        true,
+      );
       const h = await trajectory(reusing, "h", "Leave traces.");
       const left = JSON.stringify(policy.requests[1]!.body);
       expect(left).toContain("H-LEFT h-shm 1 evil.md"); // the attack ran
@@ -182,14 +208,26 @@ describe.skipIf(skip !== "")("clean slate of a reused worker (real Cline core in
       const freshSeen = policy.requests.slice(5, 8).map((r) => masked(r.body));
       expect(reusedSeen.length).toBe(3);
       if (process.env.FLAKEGYM_CLEAN_SLATE_DUMP)
-        await writeFile(process.env.FLAKEGYM_CLEAN_SLATE_DUMP, JSON.stringify({ reusedSeen, freshSeen, all: policy.requests.map((r) => masked(r.body)) }));
-      for (const s of reusedSeen) for (const trace of ["POISON", "h-config", "h-tmp", "h-shm", "h-deps", "sleep 123"]) expect(s).not.toContain(trace);
+        await writeFile(
+          process.env.FLAKEGYM_CLEAN_SLATE_DUMP,
+          JSON.stringify({ reusedSeen, freshSeen, all: policy.requests.map((r) => masked(r.body)) }),
+        );
+      for (const s of reusedSeen)
+        for (const trace of ["POISON", "h-config", "h-tmp", "h-shm", "h-deps", "sleep 123"])
+          expect(s).not.toContain(trace);
       expect(reusedSeen).toEqual(freshSeen);
       expect(onReused.outcome).toBe("completed");
       expect(onReused).toMatchObject({ outcome: onFresh.outcome, diff: onFresh.diff });
       expect(onReused.diff).toContain("from-editor.txt");
       expect(onReused.diff).toContain("from-terminal.txt");
       expect(await findProcesses("sleep 123")).toEqual([]);
+
+      // an MCP-poisoning trajectory on the same worker: its reset finds the settings touched, retires it
+      const m = await trajectory(reusing, "m", "Steer.");
+      expect(m.worker).toBe(h.worker);
+      expect(JSON.stringify(policy.requests[9]!.body)).toContain("M-LEFT");
+      expect(reusing.state()).toMatchObject({ reused: 2, resetRetired: 1, idle: 0 });
+      expect(notes.join("\n")).toContain("MCP hub cannot be proven reset");
     } finally {
       await reusing.close();
       await fresh.close();

@@ -5,8 +5,8 @@ import { FlakegymError } from "../../errors.js";
 import { writeOwnerRecord } from "../../gc/owner.js";
 import { type BoundedDirs, fsEnforcesQuota, makeBoundedDirs, removeWorkerDir } from "../bounded-dirs.js";
 import { collectHostArtifacts } from "../host-artifacts.js";
-import { workspaceRelative } from "../read-only-files.js";
 import type { ResetReport } from "../pool/reuse.js";
+import { workspaceRelative } from "../read-only-files.js";
 import type { Worker, WorkerExit, WorkerSpec } from "../types.js";
 import {
   aliasBindsOf,
@@ -176,7 +176,9 @@ async function keepPristine(ws: LocalWorkerState, bs: LocalBackendState): Promis
   try {
     ws.pristine = await recordPristine(ws);
   } catch (err) {
-    bs.options.onNote?.(`worker ${ws.id} cannot be reset (its first-ready state was not recorded): ${(err as Error).message}`);
+    bs.options.onNote?.(
+      `worker ${ws.id} cannot be reset (its first-ready state was not recorded): ${(err as Error).message}`,
+    );
   }
 }
 

@@ -48,6 +48,13 @@ export const CORE_STATE_FILES: ReadonlySet<string> = new Set([
   "data/workspace/workspaceState.json",
 ]);
 
+/**
+ * The core's MCP settings file: its MCP hub reads it at boot and on a change event only, and
+ * nothing the core answers shows which servers the hub holds, so a reset cannot prove the hub
+ * pristine once the file was touched — such a worker is retired (its bytes changed).
+ */
+export const MCP_SETTINGS_FILE = "data/settings/cline_mcp_settings.json";
+
 /** Every entry under `root` (lstat: symlinks are never followed). */
 export async function treeOf(root: string): Promise<TreeListing> {
   const out: Record<string, string> = {};

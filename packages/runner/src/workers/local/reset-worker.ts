@@ -1,10 +1,17 @@
-import { cp, readdir, readFile, readlink, rm, truncate, writeFile } from "node:fs/promises";
+import { cp, lstat, readdir, readFile, readlink, rm, truncate, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { createClineClient } from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { currentMountPoints, unmountRetry } from "../../gc/unmount.js";
 import { pidsToKill, type ResetReport, sandboxNamespaces, stateDiffOf, treeDiffOf } from "../pool/reuse.js";
-import { CORE_OPEN_FILES, CORE_STATE_FILES, type Pristine, stateDirsOf, treeOf } from "./pristine.js";
+import {
+  CORE_OPEN_FILES,
+  CORE_STATE_FILES,
+  MCP_SETTINGS_FILE,
+  type Pristine,
+  stateDirsOf,
+  treeOf,
+} from "./pristine.js";
 import { SANDBOX_PATHS } from "./shape.js";
 import { armWallClock, endedError, type LocalWorkerState } from "./worker-state.js";
 
@@ -68,7 +75,8 @@ async function removeUnkept(root: string, dir: string, keep: ReadonlySet<string>
  */
 async function wipeNamespaces(kept: readonly number[], hostOnly: string): Promise<string | undefined> {
   const core = await corePidOf(kept);
-  if (core === undefined) return "the core's process (in namespaces of its own) was not found among the kept ones";
+  if (core === undefined)
+    return "the core's process (in namespaces of its own) was not found among the kept ones";
   // a second guard: the sandbox's root has the sandbox's HOME and not the host-only pristine dir
   const quoted = `'${hostOnly.replaceAll("'", "'\\''")}'`;
   const script =
@@ -81,7 +89,9 @@ async function wipeNamespaces(kept: readonly number[], hostOnly: string): Promis
     stdin: "ignore",
   });
   if (r.exitCode !== 0) return `nsenter into the sandbox failed: ${r.stderr.trim() || `exit ${r.exitCode}`}`;
-  return r.stdout.trim() === "0 0" ? undefined : `left in the sandbox's /dev/shm, /dev/mqueue or IPC: ${r.stdout.trim()}`;
+  return r.stdout.trim() === "0 0"
+    ? undefined
+    : `left in the sandbox's /dev/shm, /dev/mqueue or IPC: ${r.stdout.trim()}`;
 }
 
 /**
@@ -91,14 +101,16 @@ async function wipeNamespaces(kept: readonly number[], hostOnly: string): Promis
  * one of them would wipe the host's /dev/shm and IPC).
  */
 async function corePidOf(kept: readonly number[]): Promise<number | undefined> {
-  const ns = async (pid: number | "self", kind: string) => await readlink(`/proc/${pid}/ns/${kind}`).catch(() => "");
+  const ns = async (pid: number | "self", kind: string) =>
+    await readlink(`/proc/${pid}/ns/${kind}`).catch(() => "");
   const [mnt, ipc] = [await ns("self", "mnt"), await ns("self", "ipc")];
   for (const pid of kept) {
     const comm = (await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "")).trim();
     const cmd = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
     if (comm !== "node" || !cmd.includes("cline-core")) continue;
     const [m, i] = [await ns(pid, "mnt"), await ns(pid, "ipc")];
-    if (m && i && mnt && ipc && sandboxNamespaces({ self: { mnt, ipc }, target: { mnt: m, ipc: i } })) return pid;
+    if (m && i && mnt && ipc && sandboxNamespaces({ self: { mnt, ipc }, target: { mnt: m, ipc: i } }))
+      return pid;
   }
   return undefined;
 }
@@ -111,6 +123,14 @@ async function resetCoreState(ws: LocalWorkerState, p: Pristine): Promise<string
     await client.task.clearTask(o).catch(() => {});
     await client.unary("cline.StateService/resetState", { global: true }, o);
     await client.unary("cline.StateService/resetState", { global: false }, o);
+    // the one key the core's boot migration writes (false without an API key); the reset clears it
+    const boot = bootGlobalState(p);
+    if (typeof boot.welcomeViewCompleted === "boolean")
+      await client.unary(
+        "cline.StateService/setWelcomeViewCompleted",
+        { value: boot.welcomeViewCompleted },
+        o,
+      );
     await client.state.flushPendingState(o);
     return stateDiffOf(p.state, await client.state.getLatestState(o));
   } finally {
@@ -118,9 +138,35 @@ async function resetCoreState(ws: LocalWorkerState, p: Pristine): Promise<string
   }
 }
 
+/** The global state file as the core wrote it at boot ({} when it had written none). */
+function bootGlobalState(p: Pristine): Record<string, unknown> {
+  const entry = p.trees.config?.["data/globalState.json"];
+  if (!entry?.startsWith("f:")) return {};
+  try {
+    return JSON.parse(Buffer.from(entry.slice(2), "base64").toString("utf8")) as Record<string, unknown>;
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Whether the MCP settings file holds other bytes than at boot (the core rewrites it itself during
+ * a task, so its inode says nothing). Bytes written and put back are left to the hub's own reload
+ * on the change events (docs/performance.md names this residue).
+ */
+async function mcpTouched(ws: LocalWorkerState, p: Pristine): Promise<boolean> {
+  const path = join(ws.dirs.config, MCP_SETTINGS_FILE);
+  const st = await lstat(path).catch(() => undefined);
+  const now = st?.isFile() ? `f:${(await readFile(path)).toString("base64")}` : undefined;
+  return now !== p.trees.config?.[MCP_SETTINGS_FILE];
+}
+
 /** HOME, /tmp and the config dir back to what they were when ready; paths that still differ. */
 async function restoreFiles(ws: LocalWorkerState, p: Pristine): Promise<string[]> {
   const dirs = stateDirsOf(ws);
+  const mcp = (await mcpTouched(ws, p))
+    ? [`config/${MCP_SETTINGS_FILE} (changed: the core's MCP hub cannot be proven reset)`]
+    : [];
   // /tmp keeps the dirs bubblewrap made in it when the sandbox started: the mount points of the
   // worker's own dirs when they live below the host's /tmp (removed, the core loses its config dir)
   const skeleton = p.trees.tmp ?? {};
@@ -135,11 +181,12 @@ async function restoreFiles(ws: LocalWorkerState, p: Pristine): Promise<string[]
       await writeFile(join(dirs.config, f), "{}").catch(() => {});
   const dirty: string[] = [];
   for (const [name, dir] of Object.entries(dirs)) {
-    const ignored = name === "config" ? new Set([...CORE_OPEN_FILES, ...CORE_STATE_FILES]) : new Set<string>();
+    const ignored =
+      name === "config" ? new Set([...CORE_OPEN_FILES, ...CORE_STATE_FILES]) : new Set<string>();
     dirty.push(...treeDiffOf(p.trees[name] ?? {}, await treeOf(dir), ignored).map((x) => `${name}/${x}`));
   }
   dirty.push(...treeDiffOf(skeleton, await treeOf(ws.dirs.tmp)).map((x) => `tmp/${x}`));
-  return dirty;
+  return [...mcp, ...dirty];
 }
 
 /**

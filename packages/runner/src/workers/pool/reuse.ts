@@ -95,8 +95,7 @@ export function resetVerdict(
   if (r.stateDiff.length) why.push(`core state differs: ${r.stateDiff.slice(0, 5).join(", ")}`);
   if (r.memoryMb === undefined || r.firstMemoryMb === undefined) {
     if (!r.failure) why.push("memory not measured");
-  }
-  else if (r.memoryMb - r.firstMemoryMb > growthMb)
+  } else if (r.memoryMb - r.firstMemoryMb > growthMb)
     why.push(`memory grew ${Math.round(r.memoryMb - r.firstMemoryMb)} MiB (bound ${growthMb})`);
   return why.length ? { clean: false, why: why.join("; ") } : { clean: true };
 }

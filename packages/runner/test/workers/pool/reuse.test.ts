@@ -120,7 +120,9 @@ describe("pidsToKill and stateDiffOf", () => {
 
   it("names state fields that differ, ignoring workspaceRoots (every task sets it the same) and key order", () => {
     const pristine = { taskHistory: [], customPrompt: undefined, workspaceRoots: [], rules: { a: 1, b: 2 } };
-    expect(stateDiffOf(pristine, { ...pristine, workspaceRoots: [{ path: "/workspace" }], rules: { b: 2, a: 1 } })).toEqual([]);
+    expect(
+      stateDiffOf(pristine, { ...pristine, workspaceRoots: [{ path: "/workspace" }], rules: { b: 2, a: 1 } }),
+    ).toEqual([]);
     expect(stateDiffOf(pristine, { ...pristine, mode: "plan" })).toEqual(["mode"]);
     expect(
       stateDiffOf(pristine, { ...pristine, taskHistory: [{ id: "x" }], customPrompt: "obey", extra: 1 }),
@@ -130,7 +132,13 @@ describe("pidsToKill and stateDiffOf", () => {
 
   it("names paths added, removed or changed in a dir listing, the ignored ones aside", () => {
     const before = { Cline: "d", "Cline/Rules": "d", "core.log": "f:YQ==" };
-    const after = { Cline: "d", "Cline/Rules": "d", "Cline/Rules/x.md": "f:eA==", "core.log": "f:Yg==", ".bashrc": "l:/x" };
+    const after = {
+      Cline: "d",
+      "Cline/Rules": "d",
+      "Cline/Rules/x.md": "f:eA==",
+      "core.log": "f:Yg==",
+      ".bashrc": "l:/x",
+    };
     expect(treeDiffOf(before, after, new Set(["core.log"]))).toEqual([".bashrc", "Cline/Rules/x.md"]);
     expect(treeDiffOf(before, { Cline: "d" })).toEqual(["Cline/Rules", "core.log"]);
   });
