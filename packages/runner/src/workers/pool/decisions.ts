@@ -1,6 +1,10 @@
 import type { ProgressEvent } from "../../progress/events.js";
 import type { WorkerSpec } from "../types.js";
+import { REUSE_DEFAULT, REUSE_MAX } from "./reuse.js";
 import type { PoolState } from "./types.js";
+
+/** The `--reuse` help text (rollout, eval, validate, serve). */
+export const REUSE_HELP = `trajectories one pooled agent worker serves, reset in place between them (local backend; retired on any doubt: an unclean outcome, a reset not proven clean, memory growth; podman and Nomad: always 1). Default ${REUSE_DEFAULT}: one trajectory per worker (docs/performance.md says why); at most ${REUSE_MAX}`;
 
 /**
  * The pool's decisions as pure functions of data: which specs a pre-booted worker can serve, which
@@ -234,12 +238,14 @@ export function resolvePool(o: {
   readonly concurrency: number;
   readonly size?: number;
   readonly idleS?: number;
-}): { readonly size: number; readonly idleMs: number } | undefined {
+  /** `--reuse`: trajectories one worker serves (default {@link REUSE_DEFAULT}). */
+  readonly reuse?: number;
+}): { readonly size: number; readonly idleMs: number; readonly reuse: number } | undefined {
   const size =
     o.size ??
     (poolByDefault(o) ? Math.min(o.concurrency, o.command === "serve" ? o.concurrency : o.trajectories) : 0);
   if (size <= 0) return undefined;
-  return { size, idleMs: (o.idleS ?? POOL_DEFAULT_IDLE_S) * 1000 };
+  return { size, idleMs: (o.idleS ?? POOL_DEFAULT_IDLE_S) * 1000, reuse: o.reuse ?? REUSE_DEFAULT };
 }
 
 /** The progress event of a pool state. Pure. */
