@@ -72,9 +72,11 @@ const PROBE = [
   "echo HOME: $(cd $HOME && find . | sort | tr '\\n' ' ')",
   "echo RULES: $(cat $HOME/Cline/Rules/* $HOME/Documents/Cline/Rules/* 2>/dev/null)",
   "echo TMP: $(ls -A /tmp) SHM: $(ls -A /dev/shm) IPC: $(ipcs -m -q -s | grep -c ^0x) DEPS: $(ls -A /deps)",
-  "echo CFG: $(cd $CFG && find . -not -path './data/tasks/*' | sort | tr '\\n' ' ') TASKS: $(ls $CFG/data/tasks | wc -l)",
+  // the core's own state files are written by its debounced persistence (which keys, whether the
+  // file exists yet, depend on timing — between two fresh cores too): the reset compares that
+  // state field by field instead (resetVerdict); every other file of the config dir is listed
+  "echo CFG: $(cd $CFG && find . -not -path './data/tasks/*' -not -name globalState.json -not -name secrets.json -not -name workspaceState.json -not -name taskHistory.json | sort | tr '\\n' ' ') TASKS: $(ls $CFG/data/tasks | wc -l)",
   'echo MCP: $(cat "$CFG/data/settings/cline_mcp_settings.json")',
-  `echo STATE: $(python3 -c "import json,sys; print(sorted(json.load(open(sys.argv[1]))))" "$CFG/data/globalState.json")`,
   // every process's name, the probe's own pipeline aside (whether it shows is a race)
   "echo PS: $(for p in /proc/[0-9]*; do cat $p/comm; done 2>/dev/null | grep -v -x -E 'cat|sort|uniq|tr|grep' | sort | uniq -c | tr -s ' ')",
   "echo probe > from-terminal.txt",
@@ -88,7 +90,8 @@ const probeTurns = () => [
 
 /**
  * What differs between any two workers, fresh or not, masked: the wall clock in Cline's environment
- * details, the worker's id and state dir in its socket paths, cline-host's random port. The rest is
+ * details, the worker's id and state dir in its socket paths, cline-host's random port, and the
+ * token usage the scripted server counts from the request's length. The rest is
  * compared byte for byte.
  */
 function masked(body: unknown): string {
@@ -98,10 +101,8 @@ function masked(body: unknown): string {
       .replace(/HOST_BRIDGE_ADDRESS=127\.0\.0\.1:\d+/g, "HOST_BRIDGE_ADDRESS=<port>")
       .replace(/\d{1,2}\/\d{1,2}\/\d{4}, \d{1,2}:\d{2}:\d{2} [AP]M \([^)]*\)/g, "<time>")
       .replace(/"\d{4}-\d{2}-\d{2}T[\d:.]+Z"/g, '"<iso>"')
-      // the one known residue (docs/performance.md): a fresh core writes an empty rules-toggle map
-      // into its global state file at its first task, a reset one leaves the key out; the value
-      // the core uses (getLatestState) is the same empty map in both
-      .replace(/'globalClineRulesToggles', /g, "")
+      // the scripted server's token counts follow the request's length, which the masked parts change
+      .replace(/[\d,]+ \/ 128K tokens used \(\d+%\)/g, "<usage>")
   );
 }
 
