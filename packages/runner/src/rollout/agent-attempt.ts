@@ -146,6 +146,8 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
   const f = await ctx.fork(id);
   forkMs = Math.round(f.forkMs);
   let worker: Worker | undefined;
+  // how the trajectory ended, once known: a reusable worker is handed back with it (--reuse)
+  let ended: Outcome["kind"] | undefined;
   try {
     await gateway.unregister(id); // a previous attempt of this trajectory
     const sampling = samplingOf(input.slot.policy);
@@ -214,6 +216,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
     const final = await gateway.unregister(id);
     input.onPhase?.("collecting");
     outcome = await collectArtifacts(worker, run, outcome, input, snapshot);
+    ended = outcome.kind;
     const diff = await readFile(join(input.dir, "cline", "diff.patch"), "utf8").catch(() => "");
     return {
       outcome,
@@ -228,7 +231,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       diff,
     };
   } finally {
-    await worker?.stop().catch(() => {});
+    await (worker?.release ? worker.release(ended) : worker?.stop())?.catch(() => {});
     await gateway.unregister(id).catch(() => undefined);
     await ctx.keepWorkspace?.(f.workspace).catch((err) => ctx.onNote?.(`keep workspace: ${err}`));
     await releaseFork(f, ctx.onNote);

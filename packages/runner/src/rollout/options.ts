@@ -3,7 +3,7 @@ import { ImagesMode } from "../images/worker-images.js";
 import { PartialCredit, TamperPenalty } from "../scoring/reward.js";
 import { SuspiciousPenalty } from "../scoring/screen.js";
 import { PythonFlags } from "../snapshots/python-options.js";
-import { POOL_DEFAULT_IDLE_S, poolHelp } from "../workers/pool/decisions.js";
+import { POOL_DEFAULT_IDLE_S, poolHelp, REUSE_HELP } from "../workers/pool/decisions.js";
 
 /**
  * The `rollout` command's flags as one zod schema (the parser and `--help` are generated from it)
@@ -67,6 +67,7 @@ export const RolloutOptions = z.object({
     .optional()
     .describe("workers running at once across all tasks (default: the number of CPUs)"),
   pool: z.number().int().min(0).max(64).optional().describe(poolHelp("rollout")),
+  reuse: z.number().int().min(1).max(64).optional().describe(REUSE_HELP),
   poolIdle: z
     .number()
     .int()

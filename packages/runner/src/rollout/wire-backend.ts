@@ -99,6 +99,7 @@ export function poolFor(backend: WorkerBackend, o: WireOptions): PooledBackend |
   return createWorkerPool(backend, {
     size: o.pool!.size,
     idleMs: o.pool!.idleMs,
+    ...(o.pool!.reuse !== undefined ? { reuse: o.pool!.reuse } : {}),
     ...(o.onNote ? { onNote: o.onNote } : {}),
     ...(o.onPool ? { onState: o.onPool } : {}),
   });

@@ -46,7 +46,7 @@ export interface WireOptions {
    * `--pool`/`--pool-idle`: keep up to `size` pre-booted agent workers per task shape (local
    * backend), so the Cline core does not boot on a trajectory's critical path (workers/pool).
    */
-  readonly pool?: { readonly size: number; readonly idleMs: number };
+  readonly pool?: { readonly size: number; readonly idleMs: number; readonly reuse?: number };
   /** The warm pool's state as it changes (progress). */
   readonly onPool?: (state: PoolState) => void;
 }

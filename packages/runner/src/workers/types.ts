@@ -1,3 +1,4 @@
+import type { OutcomeKind } from "@flakegym/cline-vendor";
 import type { ProfileId } from "@flakegym/profiles";
 
 /**
@@ -161,6 +162,12 @@ export interface Worker {
   cpuSeconds?(): Promise<number | undefined>;
   /** Stops everything the worker started; idempotent. */
   stop(): Promise<void>;
+  /**
+   * Hands the worker back after its trajectory (instead of `stop`), saying how the trajectory
+   * ended: a pool that reuses workers (`--reuse`) resets it for the next trajectory when the
+   * outcome is clean and the reset is proven, else it is stopped. Pooled workers only.
+   */
+  release?(outcome: OutcomeKind | undefined): Promise<void>;
   /** Resolves when the worker has ended, stopped by the runner or by a limit (local, podman). */
   readonly exited?: Promise<WorkerExit>;
 }

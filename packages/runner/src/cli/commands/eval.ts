@@ -40,6 +40,7 @@ export const EvalOptions = RolloutOptions.pick({
   concurrency: true,
   pool: true,
   poolIdle: true,
+  reuse: true,
   maxInfraRetries: true,
   seed: true,
   temperature: true,
@@ -377,6 +378,7 @@ async function runPrepared(p: PreparedEval, opts: EvalOptions, ctx: CliContext):
     concurrency: config.concurrency,
     ...(opts.pool !== undefined ? { size: opts.pool } : {}),
     ...(opts.poolIdle !== undefined ? { idleS: opts.poolIdle } : {}),
+    ...(opts.reuse !== undefined ? { reuse: opts.reuse } : {}),
   });
   let result: Awaited<ReturnType<typeof runEval>>;
   try {

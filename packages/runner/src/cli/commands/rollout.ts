@@ -157,6 +157,7 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
     concurrency: config.concurrency,
     ...(opts.pool !== undefined ? { size: opts.pool } : {}),
     ...(opts.poolIdle !== undefined ? { idleS: opts.poolIdle } : {}),
+    ...(opts.reuse !== undefined ? { reuse: opts.reuse } : {}),
   });
   let sink: ProgressSink | undefined;
   const deps = await createRolloutDeps(config, {

@@ -68,6 +68,7 @@ export const serveCommand = defineCommand({
       ),
     pool: RolloutOptions.shape.pool.describe(poolHelp("serve")),
     poolIdle: RolloutOptions.shape.poolIdle,
+    reuse: RolloutOptions.shape.reuse,
     allowUpstream: z
       .array(z.string())
       .default([])
@@ -104,6 +105,7 @@ export const serveCommand = defineCommand({
       concurrency,
       ...(opts.pool !== undefined ? { size: opts.pool } : {}),
       ...(opts.poolIdle !== undefined ? { idleS: opts.poolIdle } : {}),
+      ...(opts.reuse !== undefined ? { reuse: opts.reuse } : {}),
     });
     const handle = await startServe({
       host: opts.host,

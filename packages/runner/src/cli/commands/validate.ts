@@ -5,6 +5,7 @@ import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { createReporter } from "../../progress/reporter.js";
 import { newRunId } from "../../rollout/config.js";
+import { RolloutOptions } from "../../rollout/options.js";
 import { runRollout } from "../../rollout/run-rollout.js";
 import type { RunSummary } from "../../rollout/summary.js";
 import { type CheatResult, renderVerdicts, type TaskVerdict, verdictFor } from "../../rollout/validate.js";
@@ -17,6 +18,7 @@ import { TamperPenalty } from "../../scoring/reward.js";
 import { PythonFlags, pythonOptionsOfFlags } from "../../snapshots/python-options.js";
 import { BUILTIN_CATALOG_DIR, listCatalog } from "../../tasks/catalog.js";
 import { capabilitiesOf } from "../../workers/backend.js";
+import { resolvePool } from "../../workers/pool/decisions.js";
 import { defineCommand } from "../command.js";
 
 export const validateCommand = defineCommand({
@@ -39,6 +41,7 @@ export const validateCommand = defineCommand({
     catalog: z.string().optional().describe("task catalog directory (default: the built-in catalog)"),
     repeat: z.number().int().min(1).max(20).default(3).describe("hidden-test runs per scoring"),
     concurrency: z.number().int().min(1).optional().describe("workers at once (default: the number of CPUs)"),
+    reuse: RolloutOptions.shape.reuse,
     out: z
       .string()
       .optional()
@@ -116,7 +119,18 @@ export const validateCommand = defineCommand({
         limits: { maxTurns: 200, timeoutMs: 20 * 60_000, testTimeoutMs: 10 * 60_000 },
       };
       const dir = join(out, task);
+      // --reuse above 1: a warm pool of the concurrency whose workers serve that many trajectories
+      const pool =
+        opts.reuse && opts.reuse > 1
+          ? resolvePool({
+              command: "eval",
+              trajectories: config.groupSize,
+              concurrency: config.concurrency,
+              reuse: opts.reuse,
+            })
+          : undefined;
       const deps = await createRolloutDeps(config, {
+        ...(pool ? { pool } : {}),
         runId: taskRunId,
         signal: ctx.signal,
         env: ctx.env,

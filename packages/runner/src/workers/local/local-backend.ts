@@ -24,6 +24,8 @@ export interface LocalBackendOptions {
   readonly watchdogIntervalMs?: number;
   /** Size of the worker's own state (HOME, /tmp, Cline config, sockets: one tmpfs), MiB. Default 512. */
   readonly stateSizeMb?: number;
+  /** Why a worker cannot be reset (printed by the caller; the worker then serves one trajectory). */
+  readonly onNote?: (message: string) => void;
 }
 
 /** The sandbox, cgroups and state dir, as `flakegym doctor` and run.json describe them. */
@@ -89,7 +91,7 @@ export function createLocalBackend(options: LocalBackendOptions = {}): PoolableB
       const reason = await poolUnavailable(bs);
       if (reason) throw new FlakegymError("E_POOL_UNAVAILABLE", `cannot pre-boot a worker: ${reason}`);
       const w = await openWorker(bs, template, signal, true);
-      return { id: w.id, exited: w.exited, adopt: (spec) => w.assign(spec), stop: w.stop };
+      return { id: w.id, exited: w.exited, adopt: (spec) => w.assign(spec), reset: w.reset, stop: w.stop };
     },
   };
 }

@@ -5,6 +5,7 @@ import { FlakegymError } from "../../errors.js";
 import { writeOwnerRecord } from "../../gc/owner.js";
 import { type BoundedDirs, fsEnforcesQuota, makeBoundedDirs, removeWorkerDir } from "../bounded-dirs.js";
 import { collectHostArtifacts } from "../host-artifacts.js";
+import type { ResetReport } from "../pool/reuse.js";
 import { workspaceRelative } from "../read-only-files.js";
 import type { Worker, WorkerExit, WorkerSpec } from "../types.js";
 import {
@@ -18,6 +19,8 @@ import {
 } from "./decisions.js";
 import { cpuSecondsOf, execInWorker } from "./exec.js";
 import { adoptFork, makeSlot, releaseSlot, type Slot } from "./pool-slot.js";
+import { recordPristine } from "./pristine.js";
+import { resetWorker } from "./reset-worker.js";
 import { bwrapMissingError, findBwrap, type PreparedShape, prepareShape } from "./shape.js";
 import { userNetnsWorks } from "./user-netns.js";
 import { startWatchdog, watchAgent } from "./watchdog.js";
@@ -35,6 +38,8 @@ export interface OpenWorker {
   readonly id: string;
   readonly exited: Promise<WorkerExit>;
   assign(spec: WorkerSpec): Promise<Worker>;
+  /** Pooled agent workers: back to their first-ready state after a trajectory (reset-worker.ts). */
+  reset(): Promise<ResetReport>;
   stop(): Promise<void>;
 }
 
@@ -116,6 +121,7 @@ function newWorkerState(parts: LocalWorkerParts): LocalWorkerState {
     quotaByFs: false,
     lastDiskCheck: 0,
     checking: false,
+    pristine: undefined,
   };
 }
 
@@ -159,12 +165,25 @@ export async function openWorker(
   armWallClock(ws);
   startWatchdog(ws, bs.options.watchdogIntervalMs ?? 1000);
   if (spec.agent) await launchAgent(bs, ws, signal);
+  if (spec.agent && pooled) await keepPristine(ws, bs);
   return {
     id,
     exited: ws.exited,
     assign: (s) => assignWorker(ws, s),
+    reset: () => resetWorker(ws),
     stop: () => endWorker(ws, { reason: "stopped" }),
   };
+}
+
+/** Records what a reset restores; a worker whose record fails is never reset (retired after one trajectory). */
+async function keepPristine(ws: LocalWorkerState, bs: LocalBackendState): Promise<void> {
+  try {
+    ws.pristine = await recordPristine(ws);
+  } catch (err) {
+    bs.options.onNote?.(
+      `worker ${ws.id} cannot be reset (its first-ready state was not recorded): ${(err as Error).message}`,
+    );
+  }
 }
 
 /** Gives the worker its trajectory (once): a pooled worker mounts the fork; the trajectory's limits count from here. */

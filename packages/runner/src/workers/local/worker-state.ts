@@ -4,6 +4,7 @@ import type { ResourceLimits, WorkerExit, WorkerSpec } from "../types.js";
 import type { AgentLauncher, RunningAgent } from "./agent.js";
 import type { LocalBackendOptions } from "./local-backend.js";
 import { releaseSlot, type Slot } from "./pool-slot.js";
+import type { Pristine } from "./pristine.js";
 import type { PreparedShape } from "./shape.js";
 
 /** What one local backend holds, shared by its functions (local-backend.ts, open-worker.ts). */
@@ -59,6 +60,8 @@ export interface LocalWorkerState extends LocalWorkerParts {
   lastDiskCheck: number;
   /** A watchdog tick is running. */
   checking: boolean;
+  /** A pooled agent worker's state when first ready, which a reset restores (undefined: it cannot be reset). */
+  pristine: Pristine | undefined;
 }
 
 /** The limits in force: the trajectory's once assigned, else the spec it was opened with. */

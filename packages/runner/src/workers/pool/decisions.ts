@@ -1,6 +1,10 @@
 import type { ProgressEvent } from "../../progress/events.js";
 import type { WorkerSpec } from "../types.js";
+import { REUSE_DEFAULT, REUSE_MAX } from "./reuse.js";
 import type { PoolState } from "./types.js";
+
+/** The `--reuse` help text (rollout, eval, validate, serve). */
+export const REUSE_HELP = `trajectories one pooled agent worker serves, reset in place between them (local backend; retired on any doubt: an unclean outcome, a reset not proven clean, memory growth; podman and Nomad: always 1). Default ${REUSE_DEFAULT}: one trajectory per worker (docs/performance.md says why); at most ${REUSE_MAX}`;
 
 /**
  * The pool's decisions as pure functions of data: which specs a pre-booted worker can serve, which
@@ -44,6 +48,8 @@ export interface KeyState {
   readonly idleSince: readonly number[];
   /** Boots in flight. */
   readonly booting: number;
+  /** Workers serving a trajectory that come back reset when it ends cleanly (`--reuse`): supply, like a boot. */
+  readonly serving?: number;
   /** Last time a trajectory (or `warm`) asked for this key, ms since the epoch. */
   readonly lastDemand: number;
   /**
@@ -60,6 +66,8 @@ export interface PoolLimits {
   readonly idleMs: number;
   /** Boots in flight at most (a core's boot is CPU-bound: a few at once only slow each other). */
   readonly maxBooting: number;
+  /** Trajectories a worker serves at most (`--reuse`; 1, the default: none reused). */
+  readonly reuse?: number;
 }
 
 /** A key is wanted while it was asked for within the idle limit. Pure. */
@@ -73,19 +81,24 @@ export function expiredIdle(k: KeyState, now: number, idleMs: number): number[] 
   return k.idleSince.flatMap((t, i) => (!wanted || now - t > idleMs ? [i] : []));
 }
 
+/** Workers a key has or will have for its next trajectories: idle, booting, and serving ones that come back. Pure. */
+export function supplyOf(k: KeyState): number {
+  return k.idleSince.length + k.booting + (k.serving ?? 0);
+}
+
 /**
  * The keys to boot one more worker for now, most recently asked first, within the pool's size and
  * the boot concurrency, and never past a key's remaining trajectories (a worker nobody will use is
  * a core boot's CPU taken from the trajectories still running). Pure.
  */
 export function bootsToStart(keys: readonly KeyState[], now: number, limits: PoolLimits): string[] {
-  let total = keys.reduce((n, k) => n + k.idleSince.length + k.booting, 0);
+  let total = keys.reduce((n, k) => n + supplyOf(k), 0);
   let booting = keys.reduce((n, k) => n + k.booting, 0);
   const out: string[] = [];
   const wanted = keys
     .filter((k) => isWanted(k, now, limits.idleMs))
     .sort((a, b) => b.lastDemand - a.lastDemand);
-  const have = new Map(wanted.map((k) => [k.key, k.idleSince.length + k.booting]));
+  const have = new Map(wanted.map((k) => [k.key, supplyOf(k)]));
   // round robin over wanted keys so one key cannot starve another
   for (let progress = true; progress; ) {
     progress = false;
@@ -112,9 +125,9 @@ export function evictionFor(
   forKey: string,
   size: number,
 ): { key: string; index: number } | undefined {
-  const total = keys.reduce((n, k) => n + k.idleSince.length + k.booting, 0);
+  const total = keys.reduce((n, k) => n + supplyOf(k), 0);
   const mine = keys.find((k) => k.key === forKey);
-  if (total < size || (mine && mine.idleSince.length + mine.booting > 0)) return undefined;
+  if (total < size || (mine && supplyOf(mine) > 0)) return undefined;
   const victims = keys
     .filter((k) => k.key !== forKey && k.idleSince.length > 0)
     .sort((a, b) => a.lastDemand - b.lastDemand);
@@ -226,12 +239,14 @@ export function resolvePool(o: {
   readonly concurrency: number;
   readonly size?: number;
   readonly idleS?: number;
-}): { readonly size: number; readonly idleMs: number } | undefined {
+  /** `--reuse`: trajectories one worker serves (default {@link REUSE_DEFAULT}). */
+  readonly reuse?: number;
+}): { readonly size: number; readonly idleMs: number; readonly reuse: number } | undefined {
   const size =
     o.size ??
     (poolByDefault(o) ? Math.min(o.concurrency, o.command === "serve" ? o.concurrency : o.trajectories) : 0);
   if (size <= 0) return undefined;
-  return { size, idleMs: (o.idleS ?? POOL_DEFAULT_IDLE_S) * 1000 };
+  return { size, idleMs: (o.idleS ?? POOL_DEFAULT_IDLE_S) * 1000, reuse: o.reuse ?? REUSE_DEFAULT };
 }
 
 /** The progress event of a pool state. Pure. */

@@ -1,6 +1,7 @@
 import { FlakegymError } from "../../errors.js";
 import { LOCAL_CAPABILITIES } from "../local/local-backend.js";
 import type { ExecResult, Worker, WorkerExit, WorkerSpec } from "../types.js";
+import type { ResetReport } from "./reuse.js";
 import type { IdleWorker, PoolableBackend } from "./types.js";
 
 export interface DummyPoolableOptions {
@@ -8,16 +9,26 @@ export interface DummyPoolableOptions {
   readonly bootMs?: number;
   /** What `poolUnavailable` answers (default: available). */
   readonly unavailable?: string;
+  /** Idle workers can be reset in place after a trajectory (`--reuse`). Default true. */
+  readonly resettable?: boolean;
 }
 
 /** What the dummy saw, for tests to assert on. */
 export interface DummyPoolable extends PoolableBackend {
   /** Every worker ever booted (idle or cold), in order. */
-  readonly booted: { readonly id: string; spec?: WorkerSpec; stopped: boolean }[];
+  readonly booted: {
+    readonly id: string;
+    spec?: WorkerSpec;
+    stopped: boolean;
+    specs: WorkerSpec[];
+    resets: number;
+  }[];
   /** Ends an idle worker as if its core had died. */
   crashIdle(id: string): void;
   /** Makes the next `n` boots fail. */
   failBoots(n: number): void;
+  /** Makes the next `n` resets report a process that survived them. */
+  dirtyResets(n: number): void;
 }
 
 /**
@@ -28,6 +39,7 @@ export function createDummyPoolable(o: DummyPoolableOptions = {}): DummyPoolable
   const booted: DummyPoolable["booted"] = [];
   const idle = new Map<string, (e: WorkerExit) => void>();
   let failing = 0;
+  let dirty = 0;
   let n = 0;
 
   const make = async (signal?: AbortSignal): Promise<IdleWorker> => {
@@ -37,7 +49,7 @@ export function createDummyPoolable(o: DummyPoolableOptions = {}): DummyPoolable
       failing--;
       throw new FlakegymError("E_DUMMY_BOOT", "dummy boot failed");
     }
-    const rec: DummyPoolable["booted"][number] = { id: `dummy-${++n}`, stopped: false };
+    const rec: DummyPoolable["booted"][number] = { id: `dummy-${++n}`, stopped: false, specs: [], resets: 0 };
     booted.push(rec);
     let resolveExit!: (e: WorkerExit) => void;
     const exited = new Promise<WorkerExit>((r) => {
@@ -53,9 +65,27 @@ export function createDummyPoolable(o: DummyPoolableOptions = {}): DummyPoolable
     };
     idle.set(rec.id, end);
     let adopted = false;
+    const reset = async (): Promise<ResetReport> => {
+      if (ended) throw new FlakegymError("E_WORKER_STOPPED", `dummy worker ${rec.id} has ended`);
+      rec.resets++;
+      adopted = false;
+      idle.set(rec.id, end);
+      const stray = dirty > 0 ? [4242] : [];
+      if (dirty > 0) dirty--;
+      return {
+        strayPids: stray,
+        keptGone: [],
+        dirtyPaths: [],
+        slotMounts: 0,
+        stateDiff: [],
+        memoryMb: 100,
+        firstMemoryMb: 100,
+      };
+    };
     return {
       id: rec.id,
       exited,
+      ...(o.resettable === false ? {} : { reset }),
       async adopt(spec) {
         if (ended) throw new FlakegymError("E_WORKER_STOPPED", `dummy worker ${rec.id} has ended`);
         if (adopted)
@@ -63,6 +93,7 @@ export function createDummyPoolable(o: DummyPoolableOptions = {}): DummyPoolable
         adopted = true;
         idle.delete(rec.id);
         rec.spec = spec;
+        rec.specs.push(spec);
         const worker: Worker = {
           id: rec.id,
           backend: "local",
@@ -88,6 +119,9 @@ export function createDummyPoolable(o: DummyPoolableOptions = {}): DummyPoolable
     },
     failBoots(k) {
       failing = k;
+    },
+    dirtyResets(k) {
+      dirty = k;
     },
     async describe() {
       return { sandbox: "dummy" };

@@ -1,11 +1,10 @@
 import type { WorkerExit } from "../types.js";
 import { bootFailureOf, planReconcile } from "./decisions.js";
 import { changed, type PoolCore, type PoolEntry, type PoolKey, retire, snapshot } from "./pool-state.js";
-import type { IdleWorker } from "./types.js";
 
-/** A booted worker goes to a trajectory waiting for it, else idles until handed out or retired. */
-function booted(p: PoolCore, k: PoolKey, w: IdleWorker): void {
-  const e: PoolEntry = { w, readyAt: Date.now() };
+/** A ready worker (booted, or reset after a trajectory) goes to a trajectory waiting for it, else idles until handed out or retired. */
+export function booted(p: PoolCore, k: PoolKey, e: PoolEntry): void {
+  const w = e.w;
   const waiter = k.waiters.shift();
   if (waiter) {
     waiter(e);
@@ -43,7 +42,7 @@ export function boot(p: PoolCore, k: PoolKey): void {
         await w.stop();
         return;
       }
-      booted(p, k, w);
+      booted(p, k, { w, readyAt: Date.now(), served: 0 });
     } catch (err) {
       bootFailed(p, k, err);
     } finally {

@@ -1,11 +1,14 @@
 import type { WorkerSpec } from "../types.js";
 import { type KeyState, type PoolLimits, poolKeyOf } from "./decisions.js";
+import { REUSE_DEFAULT } from "./reuse.js";
 import type { IdleWorker, PoolableBackend, PoolState, WorkerPoolOptions } from "./types.js";
 
 /** An idle, ready worker and when it became ready (ms since the epoch). */
 export interface PoolEntry {
   readonly w: IdleWorker;
   readonly readyAt: number;
+  /** Trajectories it served before (0: fresh from its boot; above: reset in place, `--reuse`). */
+  readonly served: number;
 }
 
 /** One pool key: the spec its workers are booted from, its idle workers, boots and demand. */
@@ -13,6 +16,8 @@ export interface PoolKey {
   readonly template: WorkerSpec;
   readonly idle: PoolEntry[];
   booting: number;
+  /** Workers out serving a trajectory that may come back reset (`--reuse`): supply, like a boot. */
+  serving: number;
   lastDemand: number;
   /** Trajectories still to start, when the run said (`warm`); undefined: unknown. */
   pending: number | undefined;
@@ -31,7 +36,7 @@ export interface PoolCore {
   readonly keys: Map<string, PoolKey>;
   /** Aborted by `close()`: boots in flight end. */
   readonly life: AbortController;
-  readonly counts: { pooled: number; cold: number; retired: number };
+  readonly counts: { pooled: number; cold: number; retired: number; reused: number; resetRetired: number };
   /** Why every worker starts cold (the backend cannot pool, or boots kept failing). */
   unavailable: string | undefined;
   probed: Promise<string | undefined> | undefined;
@@ -48,10 +53,15 @@ export function newPoolCore(inner: PoolableBackend, o: WorkerPoolOptions): PoolC
   return {
     inner,
     o,
-    limits: { size: o.size, idleMs: o.idleMs, maxBooting: o.maxBooting ?? 2 },
+    limits: {
+      size: o.size,
+      idleMs: o.idleMs,
+      maxBooting: o.maxBooting ?? 2,
+      reuse: o.reuse ?? REUSE_DEFAULT,
+    },
     keys: new Map(),
     life: new AbortController(),
-    counts: { pooled: 0, cold: 0, retired: 0 },
+    counts: { pooled: 0, cold: 0, retired: 0, reused: 0, resetRetired: 0 },
     unavailable: undefined,
     probed: undefined,
     failures: 0,
@@ -96,6 +106,7 @@ export function keyStateOf(key: string, k: PoolKey): KeyState {
     key,
     idleSince: k.idle.map((e) => e.readyAt),
     booting: k.booting,
+    ...(k.serving ? { serving: k.serving } : {}),
     lastDemand: k.lastDemand,
     ...(k.pending !== undefined ? { remaining: k.pending + k.waiters.length } : {}),
   };
@@ -121,7 +132,7 @@ export function demand(p: PoolCore, spec: WorkerSpec): PoolKey {
   const key = poolKeyOf(spec);
   let k = p.keys.get(key);
   if (!k) {
-    k = { template: spec, idle: [], booting: 0, lastDemand: 0, pending: undefined, waiters: [] };
+    k = { template: spec, idle: [], booting: 0, serving: 0, lastDemand: 0, pending: undefined, waiters: [] };
     p.keys.set(key, k);
   }
   k.lastDemand = Date.now();

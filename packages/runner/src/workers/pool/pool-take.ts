@@ -1,6 +1,7 @@
 import type { Worker, WorkerSpec } from "../types.js";
 import { unpoolableReason } from "./decisions.js";
 import { schedule } from "./pool-boot.js";
+import { mayReturn, releasable } from "./pool-reuse.js";
 import { changed, demand, type PoolCore, type PoolEntry, type PoolKey, probe } from "./pool-state.js";
 
 /** The next boot in flight for `k` when there is one nobody waits for yet (bounded by the boot's own start timeout). */
@@ -31,17 +32,23 @@ async function cold(p: PoolCore, spec: WorkerSpec, signal?: AbortSignal): Promis
 /** `e` adopts the trajectory; undefined (and `e` replaced) when it cannot. */
 async function adopt(
   p: PoolCore,
+  k: PoolKey,
   e: PoolEntry,
   spec: WorkerSpec,
   signal?: AbortSignal,
 ): Promise<Worker | undefined> {
+  // a worker that may come back after this trajectory is supply from now on (no boot for it)
+  const returning = mayReturn(p, e, e.served + 1);
+  if (returning) k.serving++;
   changed(p);
   try {
     const w = await e.w.adopt(spec, signal);
     p.counts.pooled++;
+    if (e.served > 0) p.counts.reused++;
     changed(p);
-    return w;
+    return releasable(p, k, { e, w, served: e.served + 1, returning });
   } catch (err) {
+    if (returning) k.serving--;
     p.counts.retired++;
     await e.w.stop().catch(() => {});
     signal?.throwIfAborted();
@@ -66,7 +73,7 @@ export async function startWorker(p: PoolCore, spec: WorkerSpec, signal?: AbortS
   if (k.pending !== undefined) k.pending = Math.max(0, k.pending - 1);
   schedule(p);
   for (let e = k.idle.shift() ?? (await waitForBoot(k, signal)); e; e = k.idle.shift()) {
-    const w = await adopt(p, e, spec, signal);
+    const w = await adopt(p, k, e, spec, signal);
     if (w) return w;
   }
   return await cold(p, spec, signal);

@@ -1,4 +1,5 @@
 import type { Worker, WorkerBackend, WorkerExit, WorkerSpec } from "../types.js";
+import type { ResetReport } from "./reuse.js";
 
 export interface WorkerPoolOptions {
   /** Pre-booted workers kept at most (idle + booting, over all keys). */
@@ -11,6 +12,12 @@ export interface WorkerPoolOptions {
   readonly onState?: (s: PoolState) => void;
   /** Why a pooled worker was replaced, a boot failed, or the pool is unavailable. */
   readonly onNote?: (message: string) => void;
+  /**
+   * Trajectories one worker serves at most (`--reuse`, default 1: a worker serves one trajectory
+   * and is destroyed). Above 1 a worker handed back with a clean outcome is reset in place and
+   * serves the next trajectory of its key (backends that can reset: local bubblewrap).
+   */
+  readonly reuse?: number;
 }
 
 /** What the pool is doing, for progress lines and summaries. */
@@ -25,6 +32,10 @@ export interface PoolState {
   readonly cold: number;
   /** Pre-booted workers that ended while idle (died or idle limit) and were never handed out. */
   readonly retired: number;
+  /** Trajectories served by a worker that had served another before (reset in place, `--reuse`). */
+  readonly reused: number;
+  /** Workers handed back and retired instead of reset: the reset was not proven clean, or not tried (a doubt). */
+  readonly resetRetired: number;
 }
 
 export interface PooledBackend extends WorkerBackend {
@@ -55,6 +66,13 @@ export interface IdleWorker {
   adopt(spec: WorkerSpec, signal?: AbortSignal): Promise<Worker>;
   /** Stops everything it started; idempotent. */
   stop(): Promise<void>;
+  /**
+   * Backends that can reset a worker in place (local bubblewrap): after its trajectory, brings the
+   * worker back to what it was when first ready — processes but its core's killed, the fork
+   * unmounted, /tmp and HOME wiped, the core's files and state restored — and reports what it
+   * found; the pool judges the report (reuse.ts `resetVerdict`). `adopt` may then be called again.
+   */
+  reset?(signal?: AbortSignal): Promise<ResetReport>;
 }
 
 /** A backend that can pre-boot workers for a pool (local bubblewrap). */

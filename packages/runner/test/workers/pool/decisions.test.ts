@@ -200,14 +200,17 @@ describe("resolvePool", () => {
     expect(resolvePool({ command: "rollout", trajectories: 16, concurrency: 4 })).toEqual({
       size: 4,
       idleMs: 120_000,
+      reuse: 1,
     });
     expect(resolvePool({ command: "eval", trajectories: 2, concurrency: 4 })).toEqual({
       size: 2,
       idleMs: 120_000,
+      reuse: 1,
     });
     expect(resolvePool({ command: "serve", trajectories: 0, concurrency: 3 })).toEqual({
       size: 3,
       idleMs: 120_000,
+      reuse: 1,
     });
   });
   it("is off for a one-shot rollout unless asked, and --pool 0 turns it off", () => {
@@ -215,14 +218,31 @@ describe("resolvePool", () => {
     expect(resolvePool({ command: "rollout", trajectories: 1, concurrency: 4, size: 2, idleS: 30 })).toEqual({
       size: 2,
       idleMs: 30_000,
+      reuse: 1,
     });
     expect(resolvePool({ command: "eval", trajectories: 50, concurrency: 4, size: 0 })).toBeUndefined();
+  });
+  it("carries --reuse (default 1: one trajectory per worker)", () => {
+    expect(resolvePool({ command: "eval", trajectories: 8, concurrency: 2, reuse: 8 })).toEqual({
+      size: 2,
+      idleMs: 120_000,
+      reuse: 8,
+    });
+  });
+  it("counts workers serving a trajectory that come back as supply: no boot for them", () => {
+    const limits = { size: 2, idleMs: 1000, maxBooting: 2 };
+    const k = { key: "a", idleSince: [], booting: 0, lastDemand: 100, remaining: 2 };
+    expect(bootsToStart([k], 200, limits)).toEqual(["a", "a"]);
+    expect(bootsToStart([{ ...k, serving: 1 }], 200, limits)).toEqual(["a"]);
+    expect(bootsToStart([{ ...k, serving: 2 }], 200, limits)).toEqual([]);
   });
 });
 
 describe("poolEvent", () => {
   it("carries the state a progress line shows", () => {
-    expect(poolEvent({ idle: 1, booting: 2, pooled: 3, cold: 4, retired: 5 })).toEqual({
+    expect(
+      poolEvent({ idle: 1, booting: 2, pooled: 3, cold: 4, retired: 5, reused: 0, resetRetired: 0 }),
+    ).toEqual({
       type: "pool",
       idle: 1,
       booting: 2,
