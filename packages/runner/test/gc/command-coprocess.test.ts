@@ -23,10 +23,11 @@ describe("the command coprocess's wire (pure)", () => {
 describe("runHostCommand (a real sh)", () => {
   it("runs commands in order with their exit codes and output, hostile arguments as plain data", async () => {
     const [ok, fail, hostile, bytes] = await Promise.all([
-      runHostCommand(["true"], 10),
+      // sh's builtins only: the Nix check's replay has sh and coreutils' timeout and sleep, not echo
+      runHostCommand(["sh", "-c", ":"], 10),
       runHostCommand(["sh", "-c", "echo oops >&2; exit 3"], 10),
-      runHostCommand(["printf", "%s", "$(id) `id` ';' \"q\" 'x'"], 10),
-      runHostCommand(["printf", "%s", "héllo\nwörld"], 10),
+      runHostCommand(["sh", "-c", 'printf "%s" "$1"', "sh", "$(id) `id` ';' \"q\" 'x'"], 10),
+      runHostCommand(["sh", "-c", 'printf "%s" "$1"', "sh", "héllo\nwörld"], 10),
     ]);
     expect(ok).toEqual({ exitCode: 0, output: "" });
     expect(fail).toEqual({ exitCode: 3, output: "oops" });
@@ -42,7 +43,7 @@ describe("runHostCommand (a real sh)", () => {
     });
     const quick = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        runHostCommand(["echo", String(i)], 10).then((r) => ({
+        runHostCommand(["sh", "-c", 'printf "%s\\n" "$1"', "sh", String(i)], 10).then((r) => ({
           out: r.output.trim(),
           beforeSlow: !slowDone,
         })),
