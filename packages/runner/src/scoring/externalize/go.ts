@@ -6,7 +6,7 @@ import { createDeadline } from "@flakegym/nomad-jobs";
 import { execa } from "execa";
 import type { GuardFile } from "../decoys/guard.js";
 import { GO_REWRITER } from "./go-source.js";
-import { type Externalized, RewriteOutput } from "./rewrite.js";
+import { type Externalized, externalizedOf } from "./rewrite.js";
 
 /**
  * Externalizes the graded assertions of a `go test` suite's hidden test files (issue 42): in a
@@ -128,14 +128,5 @@ export async function externalizeGo(
     throw new Error(
       `the host's Go assertion rewriter failed (exit ${r.exitCode ?? "none"}${r.isCanceled ? ", deadline" : ""}): ${r.stderr.trim().split("\n").slice(-3).join(" | ")}`,
     );
-  const out = RewriteOutput.parse(JSON.parse(r.stdout));
-  const texts = new Map(out.files.map((f) => [f.path, f.text]));
-  return {
-    files: files.map((f) => {
-      const t = texts.get(f.path);
-      return t == null ? f : { ...f, content: Buffer.from(t) };
-    }),
-    sites: out.sites,
-    tests: out.tests,
-  };
+  return externalizedOf(files, r.stdout);
 }

@@ -74,7 +74,12 @@ export async function externalizePython(
     throw new Error(
       `the host's ${hostPython()} could not rewrite the hidden tests (exit ${r.exitCode ?? "none"}${r.isCanceled ? ", deadline" : ""}): ${r.stderr.trim().split("\n").slice(-3).join(" | ")}; set FLAKEGYM_HOST_PYTHON to a Python 3.8+`,
     );
-  const out = RewriteOutput.parse(JSON.parse(r.stdout));
+  return externalizedOf(files, r.stdout);
+}
+
+/** A host rewriter's answer (RewriteOutput JSON) applied to the files it was given. */
+export function externalizedOf(files: readonly GuardFile[], stdout: string): Externalized {
+  const out = RewriteOutput.parse(JSON.parse(stdout));
   const texts = new Map(out.files.map((f) => [f.path, f.text]));
   return {
     files: files.map((f) => {
