@@ -135,6 +135,19 @@ async function collectArtifacts(
   }
 }
 
+/** A worker's exit once it came, and a signal that aborts then (naming why it ended). */
+function watchExit(worker: Worker): { signal: AbortSignal; exit: () => WorkerExit | undefined } {
+  const ac = new AbortController();
+  let exit: WorkerExit | undefined;
+  void worker.exited?.then((e) => {
+    exit = e;
+    ac.abort(
+      new FlakegymError("E_WORKER_EXIT", `worker ended: ${e.reason}${e.detail ? ` (${e.detail})` : ""}`),
+    );
+  });
+  return { signal: ac.signal, exit: () => exit };
+}
+
 export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInput): Promise<AgentAttempt> {
   const { config, gateway, backend, snapshot } = ctx;
   const id = input.slot.trajectoryId;
@@ -171,14 +184,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       address: worker.agentAddress,
       ...(worker.agentToken ? { token: worker.agentToken } : {}),
     });
-    const exitWatch = new AbortController();
-    let workerExit: WorkerExit | undefined;
-    void worker.exited?.then((e) => {
-      workerExit = e;
-      exitWatch.abort(
-        new FlakegymError("E_WORKER_EXIT", `worker ended: ${e.reason}${e.detail ? ` (${e.detail})` : ""}`),
-      );
-    });
+    const exitWatch = watchExit(worker);
     let turns = 0;
     using linked = createDeadline({ signals: [input.signal, route.signal, exitWatch.signal] });
     const run = await runClineTask({
@@ -203,7 +209,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
     if (route.signal.aborted && route.signal.reason instanceof Error) throw route.signal.reason;
     const terminal = route.signal.aborted ? (route.signal.reason as GatewayTerminal) : undefined;
     // a limit kill reaches the core first (a dead stream): give the worker a moment to say why
-    workerExit ??= await exitWithin(worker, workerExitGraceMs(run.outcome));
+    const workerExit = exitWatch.exit() ?? (await exitWithin(worker, workerExitGraceMs(run.outcome)));
     const turnLog = await readTurnLog(join(input.dir, "turns.jsonl")).catch(() => [] as TurnRecord[]);
     let outcome: Outcome = classifyOutcome({
       driver: run.outcome,

@@ -102,22 +102,7 @@ export const validateCommand = defineCommand({
     for (const task of tasks) {
       const cheats = opts.cheats ? await cheatPlans(join(catalog, task)) : [];
       const taskRunId = `${runId}-${task}`;
-      const config: RunConfig = {
-        tasks: [task],
-        ...(opts.catalog ? { catalog: opts.catalog } : {}),
-        groupSize: 2 + cheats.length,
-        policies: ["gold", "empty", ...cheats.map((c) => `scripted:${c.file}`)],
-        concurrency: opts.concurrency ?? Math.max(1, availableParallelism()),
-        maxInfraRetries: 1,
-        seed: 0,
-        partialCredit: "none",
-        weights: { tests: 1, build: 0, lint: 0, judge: 0 },
-        testRepeat: opts.repeat,
-        tamperPenalty: opts.tamperPenalty,
-        segments: "last",
-        backend: opts.backend,
-        limits: { maxTurns: 200, timeoutMs: 20 * 60_000, testTimeoutMs: 10 * 60_000 },
-      };
+      const config = validateConfig(task, cheats, opts);
       const dir = join(out, task);
       // --reuse above 1: a warm pool of the concurrency whose workers serve that many trajectories
       const pool =
@@ -200,4 +185,34 @@ async function cheatPlans(taskDir: string): Promise<{ name: string; file: string
 /** Whether validate checked nothing: there were tasks and every one was skipped. Pure. */
 export function allSkipped(verdicts: readonly TaskVerdict[]): boolean {
   return verdicts.length > 0 && verdicts.every((v) => v.verdict === "skip");
+}
+
+/** The run config of one task's validate run: gold, empty and its cheats in one group (concurrency: the machine's parallelism unless given). */
+export function validateConfig(
+  task: string,
+  cheats: readonly { file: string }[],
+  opts: {
+    catalog?: string | undefined;
+    concurrency?: number | undefined;
+    repeat: number;
+    tamperPenalty: RunConfig["tamperPenalty"];
+    backend: RunConfig["backend"];
+  },
+): RunConfig {
+  return {
+    tasks: [task],
+    ...(opts.catalog ? { catalog: opts.catalog } : {}),
+    groupSize: 2 + cheats.length,
+    policies: ["gold", "empty", ...cheats.map((c) => `scripted:${c.file}`)],
+    concurrency: opts.concurrency ?? Math.max(1, availableParallelism()),
+    maxInfraRetries: 1,
+    seed: 0,
+    partialCredit: "none",
+    weights: { tests: 1, build: 0, lint: 0, judge: 0 },
+    testRepeat: opts.repeat,
+    tamperPenalty: opts.tamperPenalty,
+    segments: "last",
+    backend: opts.backend,
+    limits: { maxTurns: 200, timeoutMs: 20 * 60_000, testTimeoutMs: 10 * 60_000 },
+  };
 }

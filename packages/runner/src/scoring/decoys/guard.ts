@@ -240,7 +240,7 @@ export function guardFiles(
   const unguarded: GuardReport["unguarded"] = [];
   const guarded: string[] = [];
   // per located block: its new name, its decoy's name and body edit
-  const plans = new Map<TestBlock, { name: string; decoys: { name: string; edit: Edit }[] }>();
+  const plans = new Map<TestBlock, BlockPlan>();
   for (const id of graded) {
     const parts = idParts(format, id);
     const hits = parts
@@ -284,43 +284,54 @@ export function guardFiles(
     runIds[id] = parts.run(plan.name);
     if (plan.decoys.length) guarded.push(id);
   }
-  const out = files.map((f, i) => {
-    const { lexed: l, blocks } = parsed[i]!;
-    const edits: { start: number; end: number; text: string }[] = [];
-    const order = new Map<string, string[]>();
-    for (const b of blocks) {
-      const plan = plans.get(b);
-      if (!plan) continue;
-      const rename = (name: string) => ({ ...b.nameSpan, text: name });
-      const own = (name: string, text: string) => withOwnNameAs(text, b.name, name);
-      const versions = [
-        { name: plan.name, text: own(plan.name, blockText(l, b, [rename(plan.name)])) },
-        ...plan.decoys.map((d) => ({
-          name: d.name,
-          text: own(d.name, blockText(l, b, [rename(d.name), d.edit])),
-        })),
-      ];
-      const shuffled = shuffle(versions, rand);
-      order.set(
-        b.name,
-        shuffled.map((v) => v.name),
-      );
-      const sep = format === "pytest" ? "\n\n" : "\n";
-      edits.push({ ...b.whole, text: shuffled.map((v) => v.text.replace(/\n*$/, "\n")).join(sep) });
-    }
-    if (format === "check-h")
-      for (const r of registrations(l)) {
-        const names = order.get(r.name);
-        if (names) edits.push({ ...r.span, text: names.map((n) => `T(${n})`).join(", ") });
-      }
-    let text = l.text;
-    for (const e of edits.sort((x, y) => y.start - x.start))
-      text = text.slice(0, e.start) + e.text + text.slice(e.end);
-    return { path: f.path, content: Buffer.from(text) };
-  });
+  const out = files.map((f, i) => guardedFile(format, f.path, parsed[i]!, plans, rand));
   return {
     files: out,
     plan: { runIds, decoys, ...(complements.length ? { complements } : {}) },
     report: { guarded, unguarded },
   };
+}
+
+/** A block's plan: its new name, and its decoys' names and body edits. */
+type BlockPlan = { name: string; decoys: { name: string; edit: Edit }[] };
+
+/** One hidden test file with its planned blocks renamed and twinned by their decoys, shuffled. Pure, given `rand`. */
+function guardedFile(
+  format: ResultFormat,
+  path: string,
+  { lexed: l, blocks }: ReturnType<typeof testBlocks>,
+  plans: ReadonlyMap<TestBlock, BlockPlan>,
+  rand: Rand,
+): GuardFile {
+  const edits: { start: number; end: number; text: string }[] = [];
+  const order = new Map<string, string[]>();
+  for (const b of blocks) {
+    const plan = plans.get(b);
+    if (!plan) continue;
+    const rename = (name: string) => ({ ...b.nameSpan, text: name });
+    const own = (name: string, text: string) => withOwnNameAs(text, b.name, name);
+    const versions = [
+      { name: plan.name, text: own(plan.name, blockText(l, b, [rename(plan.name)])) },
+      ...plan.decoys.map((d) => ({
+        name: d.name,
+        text: own(d.name, blockText(l, b, [rename(d.name), d.edit])),
+      })),
+    ];
+    const shuffled = shuffle(versions, rand);
+    order.set(
+      b.name,
+      shuffled.map((v) => v.name),
+    );
+    const sep = format === "pytest" ? "\n\n" : "\n";
+    edits.push({ ...b.whole, text: shuffled.map((v) => v.text.replace(/\n*$/, "\n")).join(sep) });
+  }
+  if (format === "check-h")
+    for (const r of registrations(l)) {
+      const names = order.get(r.name);
+      if (names) edits.push({ ...r.span, text: names.map((n) => `T(${n})`).join(", ") });
+    }
+  let text = l.text;
+  for (const e of edits.sort((x, y) => y.start - x.start))
+    text = text.slice(0, e.start) + e.text + text.slice(e.end);
+  return { path, content: Buffer.from(text) };
 }
