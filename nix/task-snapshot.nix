@@ -19,6 +19,9 @@
   commit,
   narHash ? null,
   src ? null,
+  # a path the source's files are read from at evaluation (a catalog task's directory in the flake),
+  # so evaluating needs no store copy of `src` (a fresh store, `flake check --no-build`)
+  readable ? null,
   profile ? "rust",
   install ? [ ],
   smoke ? [ ],
@@ -52,7 +55,8 @@ let
       network
       ;
     src = source;
-  };
+  }
+  // (if readable != null then { inherit readable; } else { });
 in
 if !(profiles ? ${profile}) then
   throw "lib.mkSnapshotImage ${task}: no profile '${profile}' (profiles.json has: ${builtins.concatStringsSep ", " (builtins.attrNames profiles)})"

@@ -26,6 +26,11 @@ rec {
     "NO_PROXY"
   ];
 
+  # A file of a snapshot spec's source, read at evaluation: from `spec.readable` (the flake's own
+  # copy of a catalog task's repository, a path: nothing is added to the store, so it reads the same
+  # on a fresh store and under `flake check --no-build`) when the spec has one, else from `src`.
+  srcFile = spec: name: if spec ? readable then spec.readable + "/${name}" else "${spec.src}/${name}";
+
   # Merges a list of attribute sets, later ones winning.
   mergeAttrsList = builtins.foldl' (acc: a: acc // a) { };
 

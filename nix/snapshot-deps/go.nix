@@ -14,14 +14,14 @@
   ...
 }:
 let
-  goMod = "${spec.src}/go.mod";
+  goMod = util.srcFile spec "go.mod";
   hasGoMod = builtins.pathExists goMod;
   requires =
     hasGoMod
     && builtins.any (l: builtins.match "[[:space:]]*require([[:space:](].*)?" l != null) (
       util.splitString "\n" (builtins.readFile goMod)
     );
-  ownVendor = builtins.pathExists "${spec.src}/vendor/modules.txt";
+  ownVendor = builtins.pathExists (util.srcFile spec "vendor/modules.txt");
   vendorHash = pins.vendorHash or null;
   goModules = pkgs.stdenv.mkDerivation {
     name = "flakegym-snapshot-${spec.task}-go-modules";

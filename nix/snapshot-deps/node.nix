@@ -3,15 +3,15 @@
 # integrity (nix/npm-lock-modules.nix: hash-free, works for locks without `resolved` URLs, which
 # importNpmLock needs). Install scripts are not run. A package.json with no dependencies needs no
 # lock. node_modules is linked into the work tree (excluded from git).
-{ nodeModulesFor, ... }:
+{ nodeModulesFor, util, ... }:
 {
   spec,
   system,
   ...
 }:
 let
-  lockFile = "${spec.src}/package-lock.json";
-  manifestFile = "${spec.src}/package.json";
+  lockFile = util.srcFile spec "package-lock.json";
+  manifestFile = util.srcFile spec "package.json";
   manifest =
     if builtins.pathExists manifestFile then
       builtins.fromJSON (builtins.readFile manifestFile)

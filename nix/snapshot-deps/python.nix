@@ -15,8 +15,8 @@
   ...
 }:
 let
-  pyproject = "${spec.src}/pyproject.toml";
-  requirements = "${spec.src}/requirements.txt";
+  pyproject = util.srcFile spec "pyproject.toml";
+  requirements = util.srcFile spec "requirements.txt";
   declared =
     if builtins.pathExists pyproject then
       (builtins.fromTOML (builtins.readFile pyproject)).project.dependencies or [ ]

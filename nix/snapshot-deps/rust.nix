@@ -2,10 +2,10 @@
 # (hashes from the lock's checksums, none written by hand); CARGO_HOME holds the source
 # replacement. Vendored crates stay at their store path, which the image carries unchanged, so the
 # fingerprints cargo writes in the build stay valid in the image (target/ is reused).
-{ pkgs, ... }:
+{ pkgs, util, ... }:
 { spec, ... }:
 let
-  cargoDeps = pkgs.rustPlatform.importCargoLock { lockFile = "${spec.src}/Cargo.lock"; };
+  cargoDeps = pkgs.rustPlatform.importCargoLock { lockFile = util.srcFile spec "Cargo.lock"; };
   cargoConfig = ''
     [source.crates-io]
     replace-with = "vendored-sources"
@@ -17,7 +17,7 @@ let
     offline = true
   '';
 in
-if !(builtins.pathExists "${spec.src}/Cargo.lock") then
+if !(builtins.pathExists (util.srcFile spec "Cargo.lock")) then
   throw "lib.mkSnapshotImage ${spec.task}: profile 'rust' but the source has no Cargo.lock at its root (run `cargo generate-lockfile` and commit it)"
 else
 {

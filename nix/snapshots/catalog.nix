@@ -26,6 +26,8 @@ let
         name = "flakegym-catalog-${id}";
         path = catalogDir + "/${id}/${t.source.dir}";
       };
+      # what evaluation reads (package.json, Cargo.lock, …): the same files, not their store copy
+      readable = catalogDir + "/${id}/${t.source.dir}";
     };
 in
 builtins.listToAttrs (

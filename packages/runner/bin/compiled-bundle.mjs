@@ -26,8 +26,13 @@ export const VIEW_BUNDLE = {
 export const CLI_BUNDLE = {
   name: "cli",
   entry: fileURLToPath(new URL("../src/cli/main.ts", import.meta.url)),
-  format: "cli-bundle-1",
+  format: "cli-bundle-2",
 };
+/**
+ * `flakegym --help`'s text, written into the CLI bundle's dir when it is built (by the bundle itself:
+ * its `mainHelpText`), so `--help` is answered without loading a command's module graph.
+ */
+const MAIN_HELP_FILE = "main-help.txt";
 const SELF = fileURLToPath(import.meta.url);
 const POINTER = "current.json";
 const SKIP = Symbol("resolving");
@@ -183,6 +188,7 @@ async function build(spec, cache) {
         },
       ],
     });
+    if (spec === CLI_BUNDLE) await writeMainHelp(join(tmp, entryFile(spec)), join(tmp, MAIN_HELP_FILE));
     const modules = [...read.keys()];
     const inputs = [
       ...modules.map((path) => ({ path, sha256: /** @type {string} */ (read.get(path)) })),
@@ -201,6 +207,41 @@ async function build(spec, cache) {
     return join(dir, entryFile(spec));
   } finally {
     await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Writes `flakegym --help`'s text, as the just-built bundle renders it (a child node: the build's
+ * process must not load the commands). Nothing is written when it fails: `--help` then loads them.
+ * @param {string} entry @param {string} file
+ */
+async function writeMainHelp(entry, file) {
+  const { execFile } = await import("node:child_process");
+  const code = `const m = await import(${JSON.stringify(pathToFileURL(entry).href)}); process.stdout.write(await m.mainHelpText());`;
+  const text = await new Promise((done) =>
+    execFile(process.execPath, ["--input-type=module", "-e", code], { timeout: 120_000 }, (err, out) =>
+      done(err ? undefined : out),
+    ),
+  );
+  if (text) await writeFile(file, text);
+}
+
+/**
+ * `flakegym --help`'s text from the current CLI bundle (built first if missing or stale), or
+ * undefined (then the bundle's main renders it). Pure of the commands: none of them is loaded.
+ * @param {Record<string, string | undefined>} env
+ * @returns {Promise<string | undefined>}
+ */
+export async function compiledCliMainHelp(env) {
+  if (env.FLAKEGYM_FROM_SOURCE === "1") return undefined;
+  const cache = env.FLAKEGYM_TEST_BUNDLE_DIR ?? cliCacheDir();
+  try {
+    const st = await stat(cache).catch(() => undefined);
+    if (!st || unsafeCacheDir(st, process.getuid?.() ?? -1)) return undefined;
+    const entry = await currentBundle(CLI_BUNDLE, cache);
+    return entry ? await readFile(join(dirname(entry), MAIN_HELP_FILE), "utf8") : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { REPO_ROOT } from "@flakegym/test-utils";
+import { makeTempDir, REPO_ROOT } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { runningNixpkgs } from "../../../packages/runner/src/rollout/provenance.js";
@@ -58,5 +58,25 @@ describe("scripts/nix-standin", () => {
         expect.arrayContaining(["flakegym-rollout", "rust-env-container"]),
       );
     },
+  );
+
+  it.skipIf(modern.impl === null)(
+    `flake check --no-build passes on a fresh, empty store: evaluation reads no store copy it did not make (${modern.reason || "modern Nix"})`,
+    async () => {
+      const tmp = await makeTempDir("flakegym-fresh-store-");
+      try {
+        const r = await standin(
+          ["flake", "check", "--no-build", "--all-systems", "--store", `local?root=${tmp.path}/store`],
+          600_000,
+        );
+        expect(r.exitCode, r.stderr.slice(-3000)).toBe(0);
+        expect(r.stderr).toMatch(
+          /checking derivation packages\.x86_64-linux\.snapshot-bytesize-unit-boundary/,
+        );
+      } finally {
+        await tmp.cleanup();
+      }
+    },
+    660_000,
   );
 });

@@ -1,5 +1,6 @@
 import { FLAKEGYM_VERSION } from "../version.js";
 import type { CliContext, Command } from "./command.js";
+import { renderMainHelp } from "./help.js";
 import { runCli } from "./run-cli.js";
 
 export { STOP_GRACE_MS } from "./run-cli.js";
@@ -15,4 +16,10 @@ export async function main(argv: readonly string[], ctx?: CliContext): Promise<n
   }
   const { commands } = await import("./commands/index.js");
   return runCli(commands as readonly Command[], argv, ctx);
+}
+
+/** `flakegym --help`'s text: the bundle build writes it beside the bundle, so `--help` loads no command. */
+export async function mainHelpText(): Promise<string> {
+  const { commands } = await import("./commands/index.js");
+  return renderMainHelp(commands as readonly Command[], FLAKEGYM_VERSION);
 }

@@ -5,6 +5,7 @@ import {
   bundleKey,
   cliCacheDir,
   compiledCliMain,
+  compiledCliMainHelp,
   compiledViewMain,
   unsafeCacheDir,
   viewCacheDir,
@@ -140,11 +141,18 @@ describe("compiledCliMain: every command from one bundle beside the install", ()
     try {
       expect(await main!(["--version"])).toBe(0);
       expect(await main!(["tasks", "check", "--help"])).toBe(0);
+      out.push("--main help--");
+      expect(await main!(["--help"])).toBe(0);
     } finally {
       process.stdout.write = write;
     }
     expect(out.join("")).toMatch(/^\d+\.\d+\.\d+\n/);
     expect(out.join("")).toMatch(/--dataset/);
+    // `--help` is answered from the text the build wrote beside the bundle: exactly what main renders
+    const rendered = out.slice(out.indexOf("--main help--") + 1).join("");
+    expect(rendered).toMatch(/^flakegym \d+\.\d+\.\d+ — /);
+    expect(await compiledCliMainHelp(env)).toBe(rendered);
+    expect(await compiledCliMainHelp({ ...env, FLAKEGYM_FROM_SOURCE: "1" })).toBeUndefined();
   }, 120_000);
 
   it("is not used when FLAKEGYM_FROM_SOURCE=1", async () => {
