@@ -19,4 +19,6 @@ export declare function bundleKey(
 type Main = (argv: readonly string[]) => Promise<number>;
 export declare function compiledViewMain(env: Record<string, string | undefined>): Promise<Main | undefined>;
 export declare function compiledCliMain(env: Record<string, string | undefined>): Promise<Main | undefined>;
-export declare function compiledCliMainHelp(env: Record<string, string | undefined>): Promise<string | undefined>;
+export declare function compiledCliMainHelp(
+  env: Record<string, string | undefined>,
+): Promise<string | undefined>;
