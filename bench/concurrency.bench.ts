@@ -50,7 +50,7 @@ import { createLocalBackend } from "../packages/runner/src/workers/local/local-b
 import type { Worker } from "../packages/runner/src/workers/types.js";
 import { ksmSettings, withPagesToScan } from "./concurrency/ksm.js";
 import { machineMemory, processTrees, treeMemory } from "./concurrency/memory.js";
-import { type BenchContext, launchBareCore, median, percentile, printTable } from "./lib.js";
+import { type BenchContext, findFiles, launchBareCore, median, percentile, printTable } from "./lib.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -415,16 +415,6 @@ function upstreamCalls(child: ChildProcess): Promise<UpstreamCall[]> {
     });
     child.send({ calls: true });
   });
-}
-
-async function findFiles(dir: string, name: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...(await findFiles(p, name)));
-    else if (e.name === name) out.push(p);
-  }
-  return out;
 }
 
 async function liveTrajectories(root: string, args: string[], n: number) {

@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readdir } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { type ClineCore, type LaunchOptions, launchClineCore } from "@flakegym/cline-vendor";
@@ -129,6 +129,17 @@ export async function alternating<T>(
       out.base.push(await base());
       out.ours.push(await ours());
     }
+  }
+  return out;
+}
+
+/** Every file named `name` below `dir` (a missing dir: none). */
+export async function findFiles(dir: string, name: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await findFiles(p, name)));
+    else if (e.name === name) out.push(p);
   }
   return out;
 }

@@ -8,7 +8,7 @@ import { createRolloutDeps } from "../../packages/runner/src/rollout/wire.js";
 import type { RunConfig } from "../../packages/runner/src/run-format/schema.js";
 import type { Score } from "../../packages/runner/src/run-format/score.js";
 import { createNomadBackend } from "../../packages/runner/src/workers/nomad/backend.js";
-import { percentile } from "../lib.js";
+import { findFiles, percentile } from "../lib.js";
 import type { PointResult } from "./judge.js";
 import {
   ask,
@@ -50,16 +50,6 @@ async function simulatedScore(diff: string, signal: AbortSignal): Promise<Score>
     diffBytes: diff.length,
     durationMs: 50,
   };
-}
-
-async function findFiles(dir: string, name: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...(await findFiles(p, name)));
-    else if (e.name === name) out.push(p);
-  }
-  return out;
 }
 
 /** The most common reasons trajectories did not complete ("kind: detail" × count), most first. */

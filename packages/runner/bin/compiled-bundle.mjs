@@ -233,8 +233,8 @@ async function writeMainHelp(entry, file) {
  * @returns {Promise<string | undefined>}
  */
 export async function compiledCliMainHelp(env) {
-  if (env.FLAKEGYM_FROM_SOURCE === "1") return undefined;
-  const cache = env.FLAKEGYM_TEST_BUNDLE_DIR ?? cliCacheDir();
+  const cache = cliBundleDir(env);
+  if (cache === undefined) return undefined;
   try {
     const st = await stat(cache).catch(() => undefined);
     if (!st || unsafeCacheDir(st, process.getuid?.() ?? -1)) return undefined;
@@ -306,6 +306,14 @@ export async function compiledViewMain(env) {
  * @param {Record<string, string | undefined>} env
  */
 export async function compiledCliMain(env) {
-  if (env.FLAKEGYM_FROM_SOURCE === "1") return undefined;
-  return compiledMain(CLI_BUNDLE, env.FLAKEGYM_TEST_BUNDLE_DIR ?? cliCacheDir(), env, "CLI");
+  const cache = cliBundleDir(env);
+  return cache === undefined ? undefined : compiledMain(CLI_BUNDLE, cache, env, "CLI");
 }
+
+/**
+ * The CLI bundle's dir (`FLAKEGYM_TEST_BUNDLE_DIR`: a test's own), or undefined when the CLI runs
+ * from source (`FLAKEGYM_FROM_SOURCE=1`).
+ * @param {Record<string, string | undefined>} env
+ */
+const cliBundleDir = (env) =>
+  env.FLAKEGYM_FROM_SOURCE === "1" ? undefined : (env.FLAKEGYM_TEST_BUNDLE_DIR ?? cliCacheDir());
