@@ -11,7 +11,7 @@
   };
 
   # Wiring only: helpers are one per file under nix/, profiles one per file under
-  # packages/profiles/nix/ (their set comes from packages/profiles/profiles.json). docs/nix.md.
+  # packages/profiles/nix/ (their set comes from packages/profiles/profiles.json). docs/reference/nix.md.
   outputs =
     {
       self,
@@ -102,7 +102,7 @@
           };
           rollout = pkgs.writeShellApplication {
             name = "flakegym-rollout";
-            # FLAKEGYM_NIX_APP: choose the flake's images by default (docs/nix.md); FLAKEGYM_FLAKE:
+            # FLAKEGYM_NIX_APP: choose the flake's images by default (docs/reference/nix.md); FLAKEGYM_FLAKE:
             # this flake, for `nix facts` and `images` (a user's own setting wins);
             # FLAKEGYM_STORE_CLOSURE: what the sandboxes bind of the store (the runner's closure).
             text = ''

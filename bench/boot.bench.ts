@@ -14,7 +14,7 @@
  *   bench/boot/heap-probe.cjs, writes it to a file every second).
  * Variants: bare (Node 20, no merging: the core as it ran before issue 32), merge (same-page
  * merging on), one-byte (the bundle rewritten as a one-byte string, built into the cache by
- * `npm run core:one-byte`; docs/cline.md), one-byte+merge (the default launch), node24-cache (the core on a pinned Node 24 reading a compile cache
+ * `npm run core:one-byte`; docs/design/cline.md), one-byte+merge (the default launch), node24-cache (the core on a pinned Node 24 reading a compile cache
  * filled by a trusted warm-up; not the default), node24-cache+merge.
  *
  * Flags: --reps 2  --workers 4  --settle-ms 60000  --variants bare,merge,one-byte,one-byte+merge,node24-cache,node24-cache+merge

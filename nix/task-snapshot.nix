@@ -4,7 +4,7 @@
 # offline by nix/snapshot-deps/<profile>.nix (Rust from Cargo.lock and Node from package-lock.json
 # need no hash; Go's `go mod vendor` needs `vendorHash` and a Python wheel set `wheelsHash` when
 # the source has dependencies); `install` runs offline in the Nix build; `smoke`, like `install`,
-# is a key input. The runner instantiates it with `nix build --impure --expr` (docs/nix.md),
+# is a key input. The runner instantiates it with `nix build --impure --expr` (docs/reference/nix.md),
 # passing the fields of its own snapshot spec, so the key computed in the build
 # (nix/snapshot-key.mjs) is the runner's.
 {

@@ -8,7 +8,7 @@
 # supervisor flags (e.g. `--forward 127.0.0.1:<port>=unix:<gateway socket>`) come from
 # FLAKEGYM_SUPERVISOR_ARGS. The supervisor also reads FLAKEGYM_CORE_TOKEN (set by the Nomad
 # backend per dispatch): it then gates FLAKEGYM_CORE_PORT with that token and keeps the core on the
-# container's loopback (docs/nomad.md, Isolation). Without it (a checkout predating the supervisor)
+# container's loopback (docs/reference/nomad.md, Isolation). Without it (a checkout predating the supervisor)
 # this script manages the two processes itself, with no gate: use the supervisor on clusters.
 {
   pkgs,

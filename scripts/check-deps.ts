@@ -20,7 +20,7 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
  * The runner's folder layers, from the ground up (`packages/runner/src/<folder>`, a top-level file
  * by its name without extension). A folder may import its own layer's files and any folder of a
  * LOWER layer; an import of a folder in its own layer or above is a violation, and so is a folder
- * that is not listed (add it where its imports put it). docs/ARCHITECTURE.md explains each layer.
+ * that is not listed (add it where its imports put it). docs/design/ARCHITECTURE.md explains each layer.
  */
 export const RUNNER_LAYERS: readonly (readonly string[])[] = [
   ["errors", "version", "cache-root"],
@@ -247,7 +247,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   }
   if (violations.length) {
     console.error(
-      "allowed: runner → {cline-vendor, nomad-jobs, profiles}; the leaves depend on no flakegym package; inside the runner, a folder imports only lower layers of RUNNER_LAYERS in scripts/check-deps.ts (docs/ARCHITECTURE.md)",
+      "allowed: runner → {cline-vendor, nomad-jobs, profiles}; the leaves depend on no flakegym package; inside the runner, a folder imports only lower layers of RUNNER_LAYERS in scripts/check-deps.ts (docs/design/ARCHITECTURE.md)",
     );
     process.exit(1);
   }

@@ -1,6 +1,6 @@
 /**
  * `npm run core:one-byte [-- --soft]`: builds the Cline core's bundle as a one-byte string into
- * flakegym's cache (packages/cline-vendor/src/one-byte-core.ts; docs/cline.md). `npm ci` runs it
+ * flakegym's cache (packages/cline-vendor/src/one-byte-core.ts; docs/design/cline.md). `npm ci` runs it
  * with `--soft` (a failure is printed with what to do and does not fail the install); without the
  * build every core runs the package's own bundle, as the doctor and `ClineCore.oneByte` say.
  */

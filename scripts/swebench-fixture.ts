@@ -1,5 +1,5 @@
 /**
- * The SWE-bench fixture as docs/tasks.md runs it: `tests/fixtures/swebench/minicalc/` copied to
+ * The SWE-bench fixture as docs/reference/tasks.md runs it: `tests/fixtures/swebench/minicalc/` copied to
  * `<dir>/minicalc` and committed as a git repository (the same commit as the rows' `base_commit`:
  * the commit is made with fixed author and dates), and `<dir>/rows.jsonl` holding the fixture's
  * first row pointed at it (`repo: file://…`). A fixture directory cannot carry its own `.git`,

@@ -1,4 +1,4 @@
-"""NeMo Gym: served trajectories as BaseVerifyResponse records (docs/trainers.md, NeMo Gym)."""
+"""NeMo Gym: served trajectories as BaseVerifyResponse records (docs/reference/trainers.md, NeMo Gym)."""
 
 from flakegym_client import FlakegymClient
 from flakegym_nemo import to_nemo

@@ -1,4 +1,4 @@
-"""prime-rl: TrainingSample-shaped dicts with GRPO advantages (docs/trainers.md, prime-rl).
+"""prime-rl: TrainingSample-shaped dicts with GRPO advantages (docs/reference/trainers.md, prime-rl).
 prime-rl is not on PyPI: build its `TrainingSample(**d)` where prime-rl is installed."""
 
 from flakegym_client import FlakegymClient

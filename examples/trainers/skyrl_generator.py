@@ -1,4 +1,4 @@
-"""SkyRL: a generator whose groups come from `flakegym serve` (docs/trainers.md, SkyRL).
+"""SkyRL: a generator whose groups come from `flakegym serve` (docs/reference/trainers.md, SkyRL).
 
 SkyRL calls `generate(input_batch)` with its prompts already expanded per sample: one
 `TrajectoryID(instance_id, repetition_id)` per row. Each instance becomes one served group of as

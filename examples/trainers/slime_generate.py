@@ -1,5 +1,5 @@
 """slime: a custom generate function (`--custom-generate-function-path`) filling slime's `Sample`
-from `flakegym serve` (docs/trainers.md, slime). slime is not on PyPI; `sample` is slime's own
+from `flakegym serve` (docs/reference/trainers.md, slime). slime is not on PyPI; `sample` is slime's own
 `Sample` (slime/utils/types.py), `sample.Status` its status enum."""
 
 import asyncio

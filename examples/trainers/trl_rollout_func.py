@@ -1,4 +1,4 @@
-"""TRL: a GRPOTrainer `rollout_func` over `flakegym serve` (docs/trainers.md, TRL).
+"""TRL: a GRPOTrainer `rollout_func` over `flakegym serve` (docs/reference/trainers.md, TRL).
 
 TRL's sampler has already repeated each prompt `num_generations` times, copies side by side, and
 `rollout_func` must return one completion per prompt it gets. The dataset's prompt column holds

@@ -1,4 +1,4 @@
-"""verl: an AgentLoopOutput per served trajectory (docs/trainers.md, verl).
+"""verl: an AgentLoopOutput per served trajectory (docs/reference/trainers.md, verl).
 
 `flakegym_output` is what an agent loop's `run` returns for one sample: it asks `flakegym serve`
 for a group of one and builds verl's own `AgentLoopOutput` and `AgentLoopMetrics` from it. Wire it

@@ -1,17 +1,22 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { copyFile, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { makeTempDir, REPO_ROOT, type TempDir } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Command } from "../../packages/runner/src/cli/command.js";
+import { commands } from "../../packages/runner/src/cli/commands/index.js";
+import { renderCliReference } from "../../packages/runner/src/cli/help.js";
 import {
   blockName,
   type DocBlock,
+  docsPathsNamed,
   extractBlocks,
   fillPlaceholders,
   namedPaths,
   ownFolders,
+  relativeLinks,
   shellCommands,
 } from "./docs/extract.js";
 import { type DocsFixture, FIXTURES, type FixtureContext, gitRepo } from "./docs/fixtures.js";
@@ -24,9 +29,19 @@ import { quickStart, readRun, TASK } from "./rollout-helpers.js";
  * `<!-- docs-test: skip <reason> -->`; the reasons are printed. See docs/extract.ts for the markers.
  */
 
-const DOC_FILES = ["README.md", ...readdirSync(join(REPO_ROOT, "docs")).map((f) => `docs/${f}`)].filter((f) =>
-  f.endsWith(".md"),
-);
+/** README.md and every Markdown file under docs/ (guides/, reference/, design/), in path order. */
+const DOC_FILES = [
+  "README.md",
+  ...readdirSync(join(REPO_ROOT, "docs"), { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`)
+    .sort(),
+];
+/** A guide runs as one journey: its blocks in order, each needing the ones before it. */
+const isGuide = (file: string) => file.startsWith("docs/guides/");
+/** `npm run docs:heavy`: blocks marked heavy run too, with the Python it prepared first on PATH. */
+const HEAVY = process.env["FLAKEGYM_DOCS_HEAVY"] === "1";
+const HEAVY_PYTHON_BIN = process.env["FLAKEGYM_DOCS_PYTHON_BIN"];
 const BLOCKS: DocBlock[] = DOC_FILES.flatMap((f) =>
   extractBlocks(f, readFileSync(join(REPO_ROOT, f), "utf8")),
 );
@@ -36,6 +51,12 @@ const FIXTURES_DIR = join(REPO_ROOT, "tests/fixtures");
 const FIXTURE_COMMAND = `npx flakegym rollout --task ${TASK}`;
 /** One block's time limit: the slowest runnable block is a short rollout on 2 busy cores. */
 const BLOCK_MS = 150_000;
+/** A heavy block's: one training step on CPU, on 2 busy cores. */
+const HEAVY_BLOCK_MS = 45 * 60_000;
+const blockMs = (b: DocBlock) => (b.marker.kind === "heavy" ? HEAVY_BLOCK_MS : BLOCK_MS);
+/** The environment a block runs in: in the heavy run, the prepared Python first on PATH. */
+const heavyEnv = (): Record<string, string> =>
+  HEAVY && HEAVY_PYTHON_BIN ? { PATH: `${HEAVY_PYTHON_BIN}:${process.env["PATH"] ?? ""}` } : {};
 
 /** `npx flakegym …` and `flakegym …` as a user of this checkout runs them (the workspace's bin). */
 const SHELL_PRELUDE = `flakegym() { node "$DOCS_TEST_BIN" "$@"; }
@@ -49,8 +70,9 @@ async function runBounded(
   args: readonly string[],
   cwd: string,
   env: Record<string, string>,
+  ms = BLOCK_MS,
 ) {
-  using deadline = createDeadline({ timeout: { ms: BLOCK_MS, limit: `${what} (docs test block limit)` } });
+  using deadline = createDeadline({ timeout: { ms, limit: `${what} (docs test block limit)` } });
   const r = await execa(file, args, {
     cwd,
     env,
@@ -79,7 +101,14 @@ async function runShellBlock(block: DocBlock, cwd: string, values: Record<string
   const status = join(cwd, `.docs-test-status-${block.file.replace(/\W/g, "_")}-${block.line}`);
   const script =
     SHELL_PRELUDE + commands.map((c, i) => `${runnable(c)}\necho "${i} $?" >> "${status}"`).join("\n") + "\n";
-  const r = await runBounded(blockName(block), "sh", ["-c", script], cwd, { DOCS_TEST_BIN: BIN });
+  const r = await runBounded(
+    blockName(block),
+    "sh",
+    ["-c", script],
+    cwd,
+    { DOCS_TEST_BIN: BIN, ...heavyEnv() },
+    blockMs(block),
+  );
   const codes = new Map(
     (await readFile(status, "utf8").catch(() => ""))
       .split("\n")
@@ -109,10 +138,11 @@ async function runTsBlock(block: DocBlock, fixture: DocsFixture, ctx: FixtureCon
   }
 }
 
-/** Runs a Python example with the adapters and trainer examples importable, as docs/trainers.md says. */
+/** Runs a Python example with the adapters and trainer examples importable, as docs/reference/trainers.md says. */
 async function runPythonBlock(block: DocBlock, cwd: string) {
   const PYTHONPATH = ["adapters/python", "examples/trainers"].map((d) => join(REPO_ROOT, d)).join(":");
-  return await runBounded(blockName(block), "python3", ["-c", block.code], cwd, { PYTHONPATH });
+  const env = { PYTHONPATH, ...heavyEnv() };
+  return await runBounded(blockName(block), "python3", ["-c", block.code], cwd, env, blockMs(block));
 }
 
 describe("docs that run (README.md, docs/*.md)", () => {
@@ -129,7 +159,7 @@ describe("docs that run (README.md, docs/*.md)", () => {
     for (const d of ["node_modules", "scripts", "tests"])
       await symlink(join(REPO_ROOT, d), join(tmp.path, d));
     await copyFile(join(FIXTURES_DIR, "swe-agent-13k-sample.jsonl"), join(tmp.path, "rows.jsonl"));
-    // its last row has no repository: `tasks check` rejects it and exits 1, as docs/tasks.md says
+    // its last row has no repository: `tasks check` rejects it and exits 1, as docs/reference/tasks.md says
     await copyFile(join(FIXTURES_DIR, "swe-agent-13k-sample.parquet"), join(tmp.path, "train.parquet"));
     const answers = Array.from({ length: 12 }, (_, i) => ({ text: `Answer ${i + 1}: run npm test.` }));
     await writeFile(join(tmp.path, "plan.json"), JSON.stringify({ version: 1, turns: answers }));
@@ -187,6 +217,46 @@ describe("docs that run (README.md, docs/*.md)", () => {
     expect(missing, "paths named by the docs that no tracked file has").toEqual([]);
   });
 
+  it("every relative link of the docs resolves, and every docs/… path the repository names exists", async () => {
+    const broken = DOC_FILES.flatMap((f) =>
+      relativeLinks(readFileSync(join(REPO_ROOT, f), "utf8"))
+        .filter((target) => !existsSync(join(REPO_ROOT, dirname(f), target)))
+        .map((target) => `${f}: (${target})`),
+    );
+    expect(broken, "Markdown links to files that are not there").toEqual([]);
+    const tracked = (await execa("git", ["ls-files"], { cwd: REPO_ROOT })).stdout.split("\n");
+    const named = tracked
+      .filter(
+        (t) => /\.(ts|mjs|js|py|sh|nix|md|json|txt)$|^scripts\//.test(t) && existsSync(join(REPO_ROOT, t)),
+      )
+      .filter((t) => !/(^|\/)test\/|\.test\.ts$/.test(t)) // tests name made-up workspaces' docs/ files
+      .flatMap((t) => docsPathsNamed(readFileSync(join(REPO_ROOT, t), "utf8")).map((p) => ({ t, p })));
+    const stale = named.filter(({ p }) => !existsSync(join(REPO_ROOT, p))).map(({ t, p }) => `${t}: ${p}`);
+    expect(stale, "docs/… paths named in the repository that do not exist (moved or renamed?)").toEqual([]);
+  });
+
+  it("docs/reference/cli.md is every command's help as the commands render it now (npm run docs:cli)", () => {
+    const page = readFileSync(join(REPO_ROOT, "docs/reference/cli.md"), "utf8");
+    expect(page === renderCliReference(commands as readonly Command[]), "stale: run npm run docs:cli").toBe(
+      true,
+    );
+  });
+
+  it("the README sends a newcomer to every guide, before any reference", () => {
+    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    const links = relativeLinks(readme);
+    const guides = DOC_FILES.filter(isGuide);
+    for (const g of guides) expect(links, `README.md links ${g}`).toContain(g);
+    const firstReference = links.findIndex(
+      (l) => l.startsWith("docs/reference/") || l.startsWith("docs/design/"),
+    );
+    const lastGuide = Math.max(...guides.map((g) => links.indexOf(g)));
+    expect(
+      firstReference === -1 || lastGuide < firstReference,
+      "guides are linked before the reference",
+    ).toBe(true);
+  });
+
   it.concurrent("a newcomer's first mistakes are usage errors (exit 2) saying what to do next", async () => {
     const empty = join(tmp.path, "empty");
     await mkdir(empty);
@@ -206,63 +276,77 @@ describe("docs that run (README.md, docs/*.md)", () => {
       expect(r.stderr, c.args.join(" ")).not.toMatch(/hint: pass --dataset/);
       expect(r.exitCode, c.args.join(" ")).toBe(2);
     }
-    // bad input leaves nothing behind: no run directory, not even an empty runs/ (docs/rollout.md)
+    // bad input leaves nothing behind: no run directory, not even an empty runs/ (docs/reference/rollout.md)
     expect(await readdir(empty)).toEqual([]);
   });
 
   it("every skipped block says why (printed here)", () => {
-    const skipped = BLOCKS.filter((b) => b.marker.kind === "skip");
-    for (const b of skipped) {
-      if (b.marker.kind !== "skip") continue;
-      console.info(`docs test: skipped ${blockName(b)} (${b.lang}): ${b.marker.reason}`);
+    const notRun = BLOCKS.filter((b) => b.marker.kind === "skip" || (b.marker.kind === "heavy" && !HEAVY));
+    for (const b of notRun) {
+      if (b.marker.kind !== "skip" && b.marker.kind !== "heavy") continue;
+      const why =
+        b.marker.kind === "heavy" ? `heavy, run by npm run docs:heavy: ${b.marker.reason}` : b.marker.reason;
+      console.info(`docs test: skipped ${blockName(b)} (${b.lang}): ${why}`);
       expect(b.marker.reason.length, blockName(b)).toBeGreaterThan(5);
     }
-    const ran = BLOCKS.length - skipped.length;
-    console.info(`docs test: ${BLOCKS.length} blocks, ${ran} run, ${skipped.length} skipped`);
+    const ran = BLOCKS.length - notRun.length;
+    console.info(`docs test: ${BLOCKS.length} blocks, ${ran} run, ${notRun.length} skipped`);
   });
 
-  // blocks over the fixture run (`runs/<id>`: resume takes its lock) run one after the other, last
-  const overFixture = (b: DocBlock) => b.code.includes("<id>");
-  for (const block of [...BLOCKS.filter((b) => !overFixture(b)), ...BLOCKS.filter(overFixture)]) {
+  /** Runs one block as written and checks it exited as its marker says; a skipped block does nothing. */
+  async function checkBlock(block: DocBlock): Promise<void> {
     const { marker } = block;
-    if (marker.kind === "skip") continue;
+    if (marker.kind === "skip" || (marker.kind === "heavy" && !HEAVY)) return;
     if (block.lang === "sh") {
-      if (marker.kind !== "run")
+      if (marker.kind === "fixture")
         throw new Error(`${blockName(block)}: a shell block takes no fixture marker`);
-      const exits = marker.exits ?? [marker.exit];
-      (overFixture(block) ? it : it.concurrent)(
-        `${blockName(block)} runs as written (exit ${exits.join(", ")})`,
-        async () => {
-          const r = await runShellBlock(block, ctx.cwd, values);
-          expect(r.cancelled, `${blockName(block)} ran over ${BLOCK_MS} ms\n${r.output}`).toBe(false);
-          if (marker.exits)
-            expect(marker.exits, `${blockName(block)}: one exit code per command`).toHaveLength(
-              r.results.length,
-            );
-          for (const [i, c] of r.results.entries()) {
-            const want = marker.exits?.[i] ?? marker.exit;
-            expect(c.exitCode, `${block.file}:${c.line} \`${c.command}\` exit code\n${r.output}`).toBe(want);
-          }
-        },
-      );
+      const r = await runShellBlock(block, ctx.cwd, values);
+      expect(r.cancelled, `${blockName(block)} ran over ${blockMs(block)} ms\n${r.output}`).toBe(false);
+      const exits = marker.kind === "run" ? marker.exits : undefined;
+      if (exits)
+        expect(exits, `${blockName(block)}: one exit code per command`).toHaveLength(r.results.length);
+      for (const [i, c] of r.results.entries()) {
+        const want = exits?.[i] ?? (marker.kind === "run" ? marker.exit : 0);
+        expect(c.exitCode, `${block.file}:${c.line} \`${c.command}\` exit code\n${r.output}`).toBe(want);
+      }
     } else if (block.lang === "ts") {
-      if (marker.kind !== "fixture") {
+      const fixture = marker.kind === "fixture" ? FIXTURES[marker.name] : undefined;
+      if (!fixture) {
         throw new Error(
           `${blockName(block)}: a TypeScript example needs <!-- docs-test: fixture <name> --> (one of ${Object.keys(FIXTURES).join(", ")}) or a skip reason`,
         );
       }
-      const fixture = FIXTURES[marker.name];
-      if (!fixture) throw new Error(`${blockName(block)}: no docs-test fixture named ${marker.name}`);
-      it.concurrent(`${blockName(block)} runs in fixture ${marker.name}: ${fixture.description}`, async () => {
-        const r = await runTsBlock(block, fixture, ctx);
-        expect(r.exitCode, `${blockName(block)}\n${r.stdout}\n${r.stderr}`).toBe(0);
-        await fixture.check(r.stdout, ctx);
-      });
+      const r = await runTsBlock(block, fixture, ctx);
+      expect(r.exitCode, `${blockName(block)}\n${r.stdout}\n${r.stderr}`).toBe(0);
+      await fixture.check(r.stdout, ctx);
     } else {
-      it.concurrent(`${blockName(block)} runs as written (python3, adapters on PYTHONPATH)`, async () => {
-        const r = await runPythonBlock(block, ctx.cwd);
-        expect(r.exitCode, `${blockName(block)}\n${r.stdout}\n${r.stderr}`).toBe(0);
-      });
+      const r = await runPythonBlock(block, ctx.cwd);
+      expect(r.exitCode, `${blockName(block)}\n${r.stdout}\n${r.stderr}`).toBe(0);
     }
+  }
+
+  // Each guide is one journey: its blocks in order (a later block reads what an earlier one wrote).
+  for (const file of DOC_FILES.filter(isGuide)) {
+    const blocks = BLOCKS.filter((b) => b.file === file);
+    const runs = blocks.filter((b) => b.marker.kind !== "skip" && (b.marker.kind !== "heavy" || HEAVY));
+    it.concurrent(
+      `guide ${file} runs end to end (${runs.length} of ${blocks.length} blocks, in order)`,
+      async () => {
+        for (const block of runs) await checkBlock(block);
+      },
+      runs.reduce((ms, b) => ms + blockMs(b), 60_000),
+    );
+  }
+
+  // Reference and design blocks stand alone; those over the fixture run (`runs/<id>`: resume takes
+  // its lock) run one after the other, last.
+  const overFixture = (b: DocBlock) => b.code.includes("<id>");
+  const single = BLOCKS.filter((b) => !isGuide(b.file));
+  for (const block of [...single.filter((b) => !overFixture(b)), ...single.filter(overFixture)]) {
+    if (block.marker.kind === "skip" || (block.marker.kind === "heavy" && !HEAVY)) continue;
+    const how = block.lang === "python" ? "python3, adapters on PYTHONPATH" : block.lang;
+    (overFixture(block) ? it : it.concurrent)(`${blockName(block)} runs as written (${how})`, () =>
+      checkBlock(block),
+    );
   }
 });

@@ -34,7 +34,7 @@ describe("rollout outcomes (real core, local worker)", () => {
             ],
           },
           // the worker's watchdog polls its cgroup: a limit hit in the last interval before the
-          // agent completes is not seen (docs/rollout.md), so the agent lingers a moment here
+          // agent completes is not seen (docs/reference/rollout.md), so the agent lingers a moment here
           {
             tool_calls: [
               { name: "execute_command", arguments: { command: "sleep 5", requires_approval: "false" } },

@@ -5,7 +5,7 @@ import { REPO_ROOT } from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
 
 /**
- * docs/trainers.md's Python examples are the files `npm run conformance` runs (issue #27): a block
+ * docs/reference/trainers.md's Python examples are the files `npm run conformance` runs (issue #27): a block
  * that defines a function or class appears line for line in an example file; a usage block calls
  * only functions those files (or the adapters) define. Comments are left out of the comparison.
  */
@@ -48,7 +48,7 @@ export function undefinedCalls(block: string, files: readonly string[]): string[
   return [...calls].filter((c) => !BUILTINS.has(c) && !files.some((f) => f.includes(`def ${c}(`)));
 }
 
-describe("docs/trainers.md examples are the runnable files", () => {
+describe("docs/reference/trainers.md examples are the runnable files", () => {
   it("pure helpers", () => {
     expect(codeLines("a = 1  # one\n# note\n\n  b(a)\n")).toEqual(["a = 1", "  b(a)"]);
     expect(containsLines(["x", "a", "b"], ["a", "b"])).toBe(true);
@@ -56,7 +56,7 @@ describe("docs/trainers.md examples are the runnable files", () => {
     expect(undefinedCalls("out = foo(bar(1), obj.baz(2))", ["def foo(x):"])).toEqual(["bar"]);
   });
 
-  const blocks = pythonBlocks(readFileSync(join(REPO_ROOT, "docs/trainers.md"), "utf8"));
+  const blocks = pythonBlocks(readFileSync(join(REPO_ROOT, "docs/reference/trainers.md"), "utf8"));
   it("has Python examples", () => expect(blocks.length).toBeGreaterThanOrEqual(6));
   for (const [i, block] of blocks.entries()) {
     it(`block ${i + 1}: ${codeLines(block)[0]}`, () => {

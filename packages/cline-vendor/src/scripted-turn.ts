@@ -2,7 +2,7 @@ import { z } from "zod";
 
 /**
  * One assistant turn of a scripted policy: the one shape shared by cline-vendor's scripted OpenAI
- * server and the runner's public scripted-policy plan format, version 1 (docs/scripted-policy.md).
+ * server and the runner's public scripted-policy plan format, version 1 (docs/reference/scripted-policy.md).
  * A turn is text (XML tool tags included, as Cline's XML protocol expects) and/or tool calls.
  */
 

@@ -11,7 +11,7 @@
  * try/finally) once the guarded wait is over.
  *
  * Lives in @flakegym/nomad-jobs, the lowest package that needs it (its request core), so the
- * runner imports it from there; see docs/ARCHITECTURE.md.
+ * runner imports it from there; see docs/design/ARCHITECTURE.md.
  */
 
 /** The reason a deadline aborts with: names the limit and its value. */

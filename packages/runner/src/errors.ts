@@ -3,7 +3,7 @@
  * `UsageError`, `NomadWorkerError`) take an {@link ErrorCode}, so an unknown or misspelt code is a
  * type error where the error is made and where a caller compares `err.code`. A new code is added
  * here, under the part of the runner that raises it (a code raised in several parts sits under
- * usage and input). docs/ARCHITECTURE.md says how to choose one.
+ * usage and input). docs/design/ARCHITECTURE.md says how to choose one.
  */
 export const ERROR_CODES = [
   // usage and input: a flag, file or value given to flakegym was wrong (exit status 2 for E_USAGE)

@@ -2,7 +2,7 @@
 repository is on GitHub, which this machine cannot reach), so its `TrainingSample` cannot be built
 here. The doc example (examples/trainers/prime_samples.py) still runs against the live server and
 must give samples with exactly the fields of prime-rl's `TrainingSample` at the pinned commit
-(docs/trainers.md); where prime-rl is installed in the virtualenv (by hand) the struct is built
+(docs/reference/trainers.md); where prime-rl is installed in the virtualenv (by hand) the struct is built
 from each. Without it the result is a skip that says the example ran, never a pass."""
 
 from conformance_common import INFERENCE, SERVE_URL, TASKS, finish, run, version

@@ -2,7 +2,7 @@
 THUDM/slime is on GitHub, which this machine cannot reach), so its `Sample` cannot be built here.
 The doc example (examples/trainers/slime_generate.py) still runs against the live server, filling
 a stand-in with slime's `Sample` fields and `Status` values at the pinned commit
-(docs/trainers.md); where slime is installed in the virtualenv (by hand) it fills slime's own
+(docs/reference/trainers.md); where slime is installed in the virtualenv (by hand) it fills slime's own
 `Sample`. Without slime the result is a skip that says the example ran, never a pass."""
 
 import asyncio

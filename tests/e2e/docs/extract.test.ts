@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
+  docsPathsNamed,
   extractBlocks,
   fillPlaceholders,
   namedPaths,
   ownFolders,
   parseMarker,
+  relativeLinks,
   shellCommands,
 } from "./extract.js";
 
@@ -50,8 +52,15 @@ describe("extractBlocks", () => {
   it("an exit marker takes one code per command", () => {
     expect(parseMarker("<!-- docs-test: exit 0 1 -->", "x")).toEqual({ kind: "run", exit: 0, exits: [0, 1] });
   });
+  it("a heavy marker keeps its reason (run by npm run docs:heavy only)", () => {
+    expect(parseMarker("<!-- docs-test: heavy needs TRL -->", "x")).toEqual({
+      kind: "heavy",
+      reason: "needs TRL",
+    });
+  });
   it("a malformed marker is an error naming the file and line", () => {
     expect(() => parseMarker("<!-- docs-test: skip -->", "x.md:3")).toThrow(/x\.md:3: bad docs-test marker/);
+    expect(() => parseMarker("<!-- docs-test: heavy -->", "x.md:4")).toThrow(/x\.md:4: bad docs-test marker/);
     expect(() => extractBlocks("y.md", "<!-- docs-test: exit two -->\n```sh\na\n```")).toThrow(/y\.md:2/);
   });
 });
@@ -89,5 +98,19 @@ describe("namedPaths and ownFolders: which named paths must exist here", () => {
     expect(namedPaths(md)).toEqual(["scoring/diff.ts", "atroposlib/envs/base.py"]);
     const own = ownFolders(["packages/runner/src/scoring/reward.ts", "scripts/run-tests", "tests/e2e/a.ts"]);
     expect([...own].sort()).toEqual(["packages", "scoring", "scripts"]);
+  });
+});
+
+describe("relativeLinks / docsPathsNamed", () => {
+  it("keeps relative targets without anchors, drops URLs, anchors and fenced code", () => {
+    const md =
+      "[a](guides/x.md#y) [b](https://e.org/z.md) [c](#top) [d](../design/p.md)\n```sh\n[e](f.md)\n```";
+    expect(relativeLinks(md)).toEqual(["guides/x.md", "../design/p.md"]);
+  });
+  it("finds docs/… paths named in code and prose, not another project's", () => {
+    expect(docsPathsNamed("see docs/reference/tasks.md#x; `docs/guides/a.md`; swebench/docs/q.md")).toEqual([
+      "docs/reference/tasks.md",
+      "docs/guides/a.md",
+    ]);
   });
 });

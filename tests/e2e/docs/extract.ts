@@ -8,6 +8,8 @@
  *   <!-- docs-test: exit <n> -->        every command of the block must exit with n (default 0)
  *   <!-- docs-test: exit <n1> <n2> … --> one exit code per command, in order
  *   <!-- docs-test: fixture <name> -->  a TypeScript example run inside the named fixture's prelude
+ *   <!-- docs-test: heavy <reason> -->  run only by `npm run docs:heavy` (a Python with the frameworks
+ *                                       the block names, minutes of work); `npm test` prints the reason
  * A block without a marker runs and must exit 0: a new example is tested unless its author says why not.
  */
 
@@ -25,6 +27,7 @@ export type RunnableLang = (typeof RUNNABLE_LANGS)[keyof typeof RUNNABLE_LANGS];
 export type DocsMarker =
   | { readonly kind: "run"; readonly exit: number; readonly exits?: readonly number[] }
   | { readonly kind: "skip"; readonly reason: string }
+  | { readonly kind: "heavy"; readonly reason: string }
   | { readonly kind: "fixture"; readonly name: string };
 
 export interface DocBlock {
@@ -38,7 +41,7 @@ export interface DocBlock {
   readonly marker: DocsMarker;
 }
 
-/** Where an example is, as a reader finds it: `docs/api.md:8`. */
+/** Where an example is, as a reader finds it: `docs/reference/api.md:8`. */
 export const blockName = (b: Pick<DocBlock, "file" | "line">): string => `${b.file}:${b.line}`;
 
 const FENCE = /^(\s*)(`{3,})\s*([\w-]*)\s*$/;
@@ -50,6 +53,7 @@ export function parseMarker(text: string, where: string): DocsMarker | undefined
   if (!m) return undefined;
   const [, kind, arg = ""] = m;
   if (kind === "skip" && arg !== "") return { kind: "skip", reason: arg };
+  if (kind === "heavy" && arg !== "") return { kind: "heavy", reason: arg };
   if (kind === "exit" && /^\d+$/.test(arg)) return { kind: "run", exit: Number(arg) };
   if (kind === "exit" && /^\d+( \d+)+$/.test(arg)) {
     const exits = arg.split(" ").map(Number);
@@ -57,7 +61,7 @@ export function parseMarker(text: string, where: string): DocsMarker | undefined
   }
   if (kind === "fixture" && /^[\w-]+$/.test(arg)) return { kind: "fixture", name: arg };
   throw new Error(
-    `${where}: bad docs-test marker ${JSON.stringify(text.trim())}: write <!-- docs-test: skip <reason> -->, <!-- docs-test: exit <n> [<n>…]  --> or <!-- docs-test: fixture <name> -->`,
+    `${where}: bad docs-test marker ${JSON.stringify(text.trim())}: write <!-- docs-test: skip <reason> -->, <!-- docs-test: heavy <reason> -->, <!-- docs-test: exit <n> [<n>…]  --> or <!-- docs-test: fixture <name> -->`,
   );
 }
 
@@ -167,4 +171,18 @@ export function ownFolders(tracked: readonly string[]): Set<string> {
     if (parts[0] === "packages" && src > 0 && parts.length > src + 2) out.add(parts[src + 1]!);
   }
   return out;
+}
+
+/** The relative link targets of a Markdown text (no scheme, no pure anchor), anchors dropped. Pure. */
+export function relativeLinks(markdown: string): string[] {
+  const prose = markdown.replace(/```[\s\S]*?```/g, "");
+  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)]
+    .map((m) => m[1]!)
+    .filter((t) => !/^([a-z][\w+.-]*:|#)/i.test(t))
+    .map((t) => t.split("#")[0]!);
+}
+
+/** Paths under this repository's docs/ that a text names (`docs/reference/tasks.md`, with anchors dropped). Pure. */
+export function docsPathsNamed(text: string): string[] {
+  return [...text.matchAll(/(?<![\w./-])docs\/[\w./-]+?\.md\b/g)].map((m) => m[0]);
 }

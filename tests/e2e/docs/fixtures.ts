@@ -68,7 +68,7 @@ export async function gitRepo(dir: string): Promise<void> {
   await git("commit", "-q", "-m", "my-repo");
 }
 
-/** docs/cline.md's example: a real Cline core over a git workspace, driven by a scripted OpenAI server. */
+/** docs/design/cline.md's example: a real Cline core over a git workspace, driven by a scripted OpenAI server. */
 const cline: DocsFixture = {
   description: "a git workspace, a scripted OpenAI-compatible server as the gateway, the real Cline core",
   prelude: `
@@ -99,7 +99,7 @@ const __server = await __policy({ turns: [
 ] });
 const gatewayUrl = __server.baseUrl;
 const prompt = "Create hello.txt containing hello.";
-const __limit = __deadline({ timeout: { ms: 120_000, limit: "docs/cline.md example" } });
+const __limit = __deadline({ timeout: { ms: 120_000, limit: "docs/design/cline.md example" } });
 const signal = __limit.signal;
 `,
   epilogue: `
@@ -115,7 +115,7 @@ console.log("${RESULT}" + JSON.stringify({ files: __ls(trajectoryDir), diff: __r
   },
 };
 
-/** docs/api.md's example: `./my-repo` (a plain git repository), the policy a scripted plan. */
+/** docs/reference/api.md's example: `./my-repo` (a plain git repository), the policy a scripted plan. */
 const api: DocsFixture = {
   description: "./my-repo is a plain git repository; the model server is replaced by a scripted plan",
   prelude: `

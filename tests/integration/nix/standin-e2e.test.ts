@@ -23,7 +23,7 @@ import {
 
 /**
  * The flake's real outputs built and run against the stand-in nixpkgs (tests/nix/standin-nixpkgs)
- * with the modern Nix and its private /nix/store (docs/nix.md "The stand-in nixpkgs").
+ * with the modern Nix and its private /nix/store (docs/reference/nix.md "The stand-in nixpkgs").
  *   - always (a reduced form, ~15 s): the stand-in's Node builds as a store closure; in a
  *     bubblewrap sandbox it runs with that closure bound read-only and fails without it;
  *   - `npm run nix:e2e` (FLAKEGYM_NIX_E2E=1; ~40 min with the stand-in's tools built, more the

@@ -28,7 +28,7 @@ describe("nomadDoctorRows", () => {
     }
   });
 
-  it("the token docs/nomad.md describes (no agent:read): Nomad reachable, token fine, version not checked (a warning)", async () => {
+  it("the token docs/reference/nomad.md describes (no agent:read): Nomad reachable, token fine, version not checked (a warning)", async () => {
     const double = await startNomadDouble({
       aclTokens: { documented: { namespaces: { default: DOCUMENTED_CAPABILITIES } } },
     });

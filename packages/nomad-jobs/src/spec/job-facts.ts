@@ -7,7 +7,7 @@ import { CLINE_CORE_MEMORY_MB, MIN_AGENT_HEADROOM_MB } from "./worker-resources.
 
 /**
  * Checks a rendered job (ours or anyone's) against what Nomad does with it on a shared cluster:
- * the facts issue 33 found, each from Nomad's source (docs/nomad.md). Independent of the builders,
+ * the facts issue 33 found, each from Nomad's source (docs/reference/nomad.md). Independent of the builders,
  * so a builder change that loses one fails here. Pure: a job in, its problems out (each naming
  * the field), `[]` when it holds.
  */

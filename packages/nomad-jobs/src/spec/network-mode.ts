@@ -3,7 +3,7 @@
  * `bridge` (or podman's slirp4netns/pasta) a worker reaches the internet, the node's Nomad API on
  * :4646 and cloud metadata; with `host` it shares the node's stack (its core port is the node's).
  * So a container worker must name a network the operator built to reach only the gateway
- * (docs/nomad.md, Network egress). Pure.
+ * (docs/reference/nomad.md, Network egress). Pure.
  */
 
 /** The network container workers join unless the backend names another. The operator creates it. */
@@ -41,7 +41,7 @@ export function checkNetworkMode(mode: string): void {
   if (problem) {
     throw new TypeError(
       `${problem}. Set the driver's networkMode (--network-mode) to a network whose egress reaches only the ` +
-        `policy gateway, e.g. '${DEFAULT_WORKER_NETWORK}' created by the operator (docs/nomad.md, Network egress)`,
+        `policy gateway, e.g. '${DEFAULT_WORKER_NETWORK}' created by the operator (docs/reference/nomad.md, Network egress)`,
     );
   }
 }

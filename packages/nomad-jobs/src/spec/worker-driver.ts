@@ -111,7 +111,7 @@ function checkImage(d: { image: string; allowMutableTag: boolean }): void {
   if (!d.allowMutableTag && !DIGEST_REF.test(d.image)) {
     throw new TypeError(
       `worker image '${d.image}' is not pinned by digest: reference it as name@sha256:<digest> ` +
-        "(see docs/nomad.md, Image publishing), or set allowMutableTag for a locally loaded image",
+        "(see docs/reference/nomad.md, Image publishing), or set allowMutableTag for a locally loaded image",
     );
   }
 }
@@ -127,7 +127,7 @@ export function checkWorkerDriver(d: WorkerDriver): void {
       "the raw_exec driver cannot hold an agent's workload: it has " +
         RAW_EXEC_MISSING_ISOLATION.join("; ") +
         ". Use docker (runtime runsc), podman or nix, or set allowUnisolated (FLAKEGYM_NOMAD_ALLOW_UNISOLATED=1) " +
-        "for trusted workloads on a dev agent (docs/nomad.md, Isolation)",
+        "for trusted workloads on a dev agent (docs/reference/nomad.md, Isolation)",
     );
   }
 }

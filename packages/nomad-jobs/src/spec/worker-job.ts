@@ -11,7 +11,7 @@ import { checkAgentMemory, taskResources, WorkerResources, WorkerSandbox } from 
 
 /**
  * The Cline worker as a Nomad job: one parameterized batch job per (run, task, image), one
- * dispatch per worker (see docs/nomad.md, "Job shape"). Pure: options in, job out.
+ * dispatch per worker (see docs/reference/nomad.md, "Job shape"). Pure: options in, job out.
  */
 
 export const WorkerJobOptions = z

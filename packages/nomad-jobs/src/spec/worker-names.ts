@@ -1,6 +1,6 @@
 /**
  * Names the worker job shares with its dispatches and the runner: meta keys, the job id prefix,
- * port labels, group and task names (see docs/nomad.md, "Job shape").
+ * port labels, group and task names (see docs/reference/nomad.md, "Job shape").
  */
 
 /** Meta keys flakegym sets on every job it creates (`NOMAD_META_<key>` inside the task). */

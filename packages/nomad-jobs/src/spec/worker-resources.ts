@@ -4,7 +4,7 @@ import type { Task } from "./job.js";
 /** What a worker may use: its resources (CPU, memory sized around the Cline core, disk) and sandbox limits. */
 
 /**
- * Memory of one Cline core and its host bridge, measured (FACTS §6, docs/cline.md): core RSS
+ * Memory of one Cline core and its host bridge, measured (FACTS §6, docs/design/cline.md): core RSS
  * ≈ 320 MB idle, ≈ 370–390 MB after tasks; cline-host ≈ 16 MB.
  */
 export const CLINE_CORE_MEMORY_MB = 416;

@@ -79,7 +79,7 @@ export async function rollout(llm: string, opts: EnvRolloutOptions): Promise<Env
   const t0 = performance.now();
   try {
     if (sockDir)
-      // the rollout pipeline's arrangement: the gateway in a thread of its own (docs/gateway.md)
+      // the rollout pipeline's arrangement: the gateway in a thread of its own (docs/reference/gateway.md)
       gateway = await startGatewayThread({
         listen: { socketPath: join(sockDir, "gw.sock") },
         signal: ctx.signal,

@@ -73,7 +73,7 @@ export async function scaffoldContract(o: {
   readonly backend?: BackendChoice;
 }): Promise<{ contract: Contract; rounds: number }> {
   const sockDir = await mkdtemp(join(tmpdir(), "fg-scaffold-"));
-  // the rollout pipeline's arrangement: the gateway in a thread of its own (docs/gateway.md)
+  // the rollout pipeline's arrangement: the gateway in a thread of its own (docs/reference/gateway.md)
   const gateway = await startGatewayThread({
     listen: { socketPath: join(sockDir, "gw.sock") },
     signal: o.signal,
@@ -142,7 +142,7 @@ export async function scaffoldContract(o: {
     throw new FlakegymError(
       "E_SCAFFOLD",
       `Cline did not write a valid flakegym.yml in ${1 + SCAFFOLD_REPAIR_ROUNDS} rounds; last problems:\n${issues.map((i) => `  ${i.message}`).join("\n")}`,
-      { hint: "write the contract yourself (docs/api.md), or pass noScaffold: true (--no-scaffold)" },
+      { hint: "write the contract yourself (docs/reference/api.md), or pass noScaffold: true (--no-scaffold)" },
     );
   } finally {
     await gateway.close();

@@ -158,7 +158,7 @@ async function contractOf(
       "E_NO_CONTRACT",
       "the target has no flakegym.yml and no llm was given to scaffold one",
       {
-        hint: "pass llm (--llm) so Cline writes it, write it yourself (docs/api.md), or pass noScaffold: true (--no-scaffold) for the generic contract",
+        hint: "pass llm (--llm) so Cline writes it, write it yourself (docs/reference/api.md), or pass noScaffold: true (--no-scaffold) for the generic contract",
       },
     );
   }

@@ -100,3 +100,35 @@ export function renderGroupHelp(group: string, members: readonly Command[]): str
   ];
   return `${lines.join("\n")}\n`;
 }
+
+/**
+ * The CLI reference page (docs/reference/cli.md): every command's help, as `--help` prints it, under
+ * a heading of its own, in the main help's order. `npm run docs:cli` writes it; the docs test checks
+ * the page is what this renders now. Pure.
+ */
+export function renderCliReference(commands: readonly Command[]): string {
+  const anchor = (c: Command) => `flakegym-${c.path.join("-")}`;
+  const sub = (c: Command) =>
+    commands.filter((s) => s.path.length > c.path.length && c.path.every((p, i) => s.path[i] === p));
+  const lines = [
+    "# Command reference",
+    "",
+    "<!-- written by `npm run docs:cli` from the commands' option schemas; the docs test fails when it is stale -->",
+    "",
+    "Every `flakegym` command, with the help `flakegym <command> --help` prints. Global flags:",
+    "`--help` / `-h` (also after a command) and `--version` / `-V`.",
+    "",
+    ...commands.map((c) => `- [\`flakegym ${c.path.join(" ")}\`](#${anchor(c)}): ${c.summary}`),
+  ];
+  for (const c of commands) {
+    lines.push(
+      "",
+      `## flakegym ${c.path.join(" ")}`,
+      "",
+      "```text",
+      renderCommandHelp(c, sub(c)).trimEnd(),
+      "```",
+    );
+  }
+  return `${lines.join("\n")}\n`;
+}

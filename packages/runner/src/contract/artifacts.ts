@@ -104,6 +104,6 @@ export async function readArtifact<T>(
 
 function artifactError(file: string, field: string, message: string): FlakegymError {
   return new FlakegymError("E_ARTIFACT", `${file}: ${field || "(top level)"}: ${message}`, {
-    hint: "the stage script must write it as described in docs/api.md ('Artifacts')",
+    hint: "the stage script must write it as described in docs/reference/api.md ('Artifacts')",
   });
 }

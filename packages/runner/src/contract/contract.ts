@@ -170,6 +170,6 @@ export function contractError(issues: readonly ContractIssue[]): FlakegymError {
   return new FlakegymError(
     "E_CONTRACT",
     `invalid contract:\n${issues.map((i) => `  ${formatContractIssue(i)}`).join("\n")}`,
-    { hint: "fix the fields named (see docs/api.md, 'The contract')" },
+    { hint: "fix the fields named (see docs/reference/api.md, 'The contract')" },
   );
 }

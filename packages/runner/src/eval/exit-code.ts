@@ -1,7 +1,7 @@
 import type { EvalReport } from "./report.js";
 
 /**
- * The exit status of a finished `flakegym eval` and why (pure; docs/eval.md lists them). Usage
+ * The exit status of a finished `flakegym eval` and why (pure; docs/reference/eval.md lists them). Usage
  * errors (bad flags, scenario.json, plans, baseline file) exit 2 before anything runs.
  *
  * - 130: interrupted (the report of what finished is still written, `complete: false`);

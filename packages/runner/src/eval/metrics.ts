@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * The numbers of an eval, as pure functions of trial results (docs/eval.md has the formulas).
+ * The numbers of an eval, as pure functions of trial results (docs/reference/eval.md has the formulas).
  * A trial *passed* when its reward is 1; a trial without a reward (infra_error after its retries)
  * is not a sample and counts in neither n nor c.
  */

@@ -162,7 +162,7 @@ export async function loadScenario(dir: string): Promise<Scenario> {
   const abs = resolve(dir);
   const file = join(abs, "scenario.json");
   const id = abs.split("/").pop() ?? "";
-  const hint = "a scenario is a directory holding scenario.json; see docs/eval.md";
+  const hint = "a scenario is a directory holding scenario.json; see docs/reference/eval.md";
   let raw: unknown;
   try {
     raw = JSON.parse(await readFile(file, "utf8"));

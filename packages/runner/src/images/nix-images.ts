@@ -167,7 +167,7 @@ export async function podmanPush(
     );
     if (r.exitCode !== 0) {
       throw new FlakegymError("E_PODMAN_PUSH", `podman push ${ref} to ${dest} failed: ${r.stderr.trim()}`, {
-        hint: "log in first (`podman login <registry>`), or push with skopeo (docs/nix.md)",
+        hint: "log in first (`podman login <registry>`), or push with skopeo (docs/reference/nix.md)",
       });
     }
     return `${dest}@${readFileSync(digestFile, "utf8").trim()}`;

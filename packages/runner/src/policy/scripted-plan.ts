@@ -6,7 +6,7 @@ import { looksBinary, printable, SNIFF_BYTES } from "../text/looks-binary.js";
 import { zodIssueLines } from "../text/zod-issues.js";
 
 /**
- * The public scripted-policy plan format, version 1 (docs/scripted-policy.md). A plan is the list
+ * The public scripted-policy plan format, version 1 (docs/reference/scripted-policy.md). A plan is the list
  * of assistant turns a `scripted:<file>` policy replays, one per model call, in order. A turn is
  * cline-vendor's `ScriptedTurn` (the one shape its scripted server shares): text (XML tool tags
  * included, as Cline's XML protocol expects) and/or tool calls; tool calls are
@@ -61,12 +61,12 @@ export function parseScriptedPlan(data: unknown, source = "plan"): ScriptedPlan 
   const lines = zodIssueLines(parsed.error);
   throw new UsageError(
     `scripted plan ${source} is invalid:\n  ${lines.join("\n  ")}`,
-    'a plan is {"version":1,"turns":[{"text":"…"} | {"tool_calls":[{"name":"…","arguments":{…}}]}]} (or "trials":[{"turns":[…]}, …]); see docs/scripted-policy.md',
+    'a plan is {"version":1,"turns":[{"text":"…"} | {"tool_calls":[{"name":"…","arguments":{…}}]}]} (or "trials":[{"turns":[…]}, …]); see docs/reference/scripted-policy.md',
   );
 }
 
 const PLAN_HINT =
-  "a scripted policy's plan is a JSON file (docs/scripted-policy.md): scripted:<path of plan.json>";
+  "a scripted policy's plan is a JSON file (docs/reference/scripted-policy.md): scripted:<path of plan.json>";
 
 /** Reads and validates a plan file; a missing, binary or non-JSON file is a usage error naming it. */
 export async function loadScriptedPlan(file: string, signal?: AbortSignal): Promise<ScriptedPlan> {

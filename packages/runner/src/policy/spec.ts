@@ -11,7 +11,7 @@ import { loadScriptedPlan } from "./scripted-plan.js";
  *   key from `OPENAI_API_KEY` when set. `?temperature=1&top_p=0.95&top_k=20&max_tokens=4096&seed=7`
  *   after the model sets sampling parameters (policy/sampling.ts), for anthropic too.
  * - `anthropic:<base-url>#<model>` — an Anthropic-compatible server; key from `ANTHROPIC_API_KEY`.
- * - `scripted:<file>` — replays assistant turns from a plan file (docs/scripted-policy.md).
+ * - `scripted:<file>` — replays assistant turns from a plan file (docs/reference/scripted-policy.md).
  * - `gold` — applies the task's reference patch through Cline's own edit tools.
  * - `empty` — completes at once without changing anything.
  */

@@ -5,7 +5,7 @@
  * process, {@link runSecrets}: every run-directory writer (`run-format/jsonl.ts`, the turn log, the
  * artifact scrub), the policy gateway's answers to the agent and the Atropos client pass their bytes
  * through it. Secrets are added where they are read (policy keys in `createUpstream`, the judge key
- * in the rollout wiring, tokens when the gateway registers a trajectory). See docs/gateway.md.
+ * in the rollout wiring, tokens when the gateway registers a trajectory). See docs/reference/gateway.md.
  */
 
 /** What a secret is replaced with. Plain ASCII with no JSON or URL meta characters. */

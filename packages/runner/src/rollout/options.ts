@@ -200,7 +200,7 @@ export const RolloutOptions = z.object({
     .enum(["local", "podman", "nomad"])
     .optional()
     .describe(
-      "where workers run (default local; nomad: Nomad allocations, needs --gateway-advertise and FLAKEGYM_NOMAD_DRIVER=raw_exec (or docker/podman with --images nix), see docs/nomad.md; podman: containers (runc, --network none) from a locally imported minimal image with this machine's /usr bound read-only, see docs/sandbox.md)",
+      "where workers run (default local; nomad: Nomad allocations, needs --gateway-advertise and FLAKEGYM_NOMAD_DRIVER=raw_exec (or docker/podman with --images nix), see docs/reference/nomad.md; podman: containers (runc, --network none) from a locally imported minimal image with this machine's /usr bound read-only, see docs/reference/sandbox.md)",
     ),
   images: ImagesMode.optional().describe(
     "what workers run on: host (default) = this machine's /usr; nix = the flake's images recorded by `flakegym images load` (a task's snapshot image, else its profile's), with --backend podman or nomad; a task without one stops the run before it starts (exit 3), naming the command that makes it",

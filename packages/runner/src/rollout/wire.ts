@@ -146,7 +146,7 @@ async function openWire(config: RunConfig, o: WireOptions): Promise<Wire> {
   const chosen = chooseBackend(config, o, advertised);
   const pool = poolFor(chosen, o);
   // in a thread of its own: the cores' model calls never wait behind this loop's work (their gRPC
-  // streams, sandboxes, scoring); see docs/gateway.md
+  // streams, sandboxes, scoring); see docs/reference/gateway.md
   const gateway = await startGatewayThread({
     listen: gatewayListenOf(scratch, advertised),
     signal: o.signal,

@@ -3,7 +3,7 @@ import { ScenarioSpec } from "../eval/scenario.js";
 import { ServedTrajectory } from "../export/served-record.js";
 
 /**
- * The `flakegym serve` HTTP API (docs/trainers.md). A trainer POSTs a GroupRequest to /v1/groups
+ * The `flakegym serve` HTTP API (docs/reference/trainers.md). A trainer POSTs a GroupRequest to /v1/groups
  * and reads NDJSON StreamLines back; GET /v1/schema returns these schemas as JSON Schema.
  */
 
@@ -20,7 +20,7 @@ export const MAX_ROWS = 64;
  * cannot name files on the server), so its workspace starts empty and it has no reference solution.
  */
 export const InlineScenario = ScenarioSpec.omit({ template: true, hidden: true, solution: true }).describe(
-  "an eval scenario (docs/eval.md) without template, hidden or solution: an empty workspace, checks run by the scorer",
+  "an eval scenario (docs/reference/eval.md) without template, hidden or solution: an empty workspace, checks run by the scorer",
 );
 
 export const GroupRequest = z

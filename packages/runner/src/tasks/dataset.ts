@@ -113,7 +113,7 @@ export function datasetPathError(path: string, cause: Error): UsageError {
     (cause as NodeJS.ErrnoException).code === "ENOENT" ? "no such file or directory" : cause.message;
   const err = new UsageError(
     `--dataset ${path}: ${what}`,
-    "check the path (a relative path starts at the current directory); a dataset is a .jsonl or .parquet file of rows, or a Harbor task directory (docs/tasks.md)",
+    "check the path (a relative path starts at the current directory); a dataset is a .jsonl or .parquet file of rows, or a Harbor task directory (docs/reference/tasks.md)",
     "E_DATASET",
   );
   err.cause = cause;

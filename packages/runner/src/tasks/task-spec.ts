@@ -265,7 +265,7 @@ export const TaskSpec = z
       .array(z.string().min(1))
       .default([])
       .describe(
-        "paths (patterns as in docs/tasks.md) reset to the snapshot's version before scoring, beside the language defaults",
+        "paths (patterns as in docs/reference/tasks.md) reset to the snapshot's version before scoring, beside the language defaults",
       ),
     allowEdits: z
       .array(z.string().min(1))

@@ -6,7 +6,7 @@ import type { CollectArtifactsInput } from "./types.js";
  * `collectArtifacts` of a worker whose workspace and Cline config dir are host directories (local,
  * podman): cline-vendor's collector reads the task files without following links and takes the
  * diff with a repository of ours against the pristine snapshot's objects — never the workspace's
- * own `.git` (docs/sandbox.md, Threat model).
+ * own `.git` (docs/reference/sandbox.md, Threat model).
  */
 export async function collectHostArtifacts(
   worker: { readonly id: string; readonly configDir: string; readonly workspace: string },

@@ -8,7 +8,7 @@ describe("zod issues named by their path", () => {
     expect(formatIssuePath([])).toBe("(root)");
   });
 
-  it("a bad tool call in a plan turn names turns[i].tool_calls[j].<field> (docs/scripted-policy.md), not 'Invalid input'", () => {
+  it("a bad tool call in a plan turn names turns[i].tool_calls[j].<field> (docs/reference/scripted-policy.md), not 'Invalid input'", () => {
     const plan = {
       version: 1,
       turns: [{ text: "a" }, { text: "b" }, { tool_calls: [{ nam: "write_to_file", arguments: {} }] }],

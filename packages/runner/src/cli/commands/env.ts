@@ -12,7 +12,7 @@ import { checkOutDir } from "../../rollout/out-path.js";
 import type { CliContext } from "../command.js";
 import { defineCommand } from "../command.js";
 
-/** `flakegym env setup|rollout|evaluation|teardown`: the programmatic API (docs/api.md) as commands. */
+/** `flakegym env setup|rollout|evaluation|teardown`: the programmatic API (docs/reference/api.md) as commands. */
 
 const sessionsDir = z
   .string()

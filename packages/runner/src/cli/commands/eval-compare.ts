@@ -66,7 +66,7 @@ export const evalCompareCommand = defineCommand({
     "Reads <a>/report.json and <to>/report.json and prints one row per (item, policy): each side's\n" +
     "passed/scored and pass@1, the change B − A, and unbiased pass@k at the largest k both sides have.\n" +
     "Rows match on the same item and policy; when each eval has exactly one policy and they differ\n" +
-    "(model A against model B), item by item. The viewer shows the same table (docs/view.md).",
+    "(model A against model B), item by item. The viewer shows the same table (docs/reference/view.md).",
   positional: "a",
   options: z.object({
     a: z.string().min(1).describe("eval dir A (the before)"),

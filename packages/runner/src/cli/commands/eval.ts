@@ -101,7 +101,7 @@ export const EvalOptions = RolloutOptions.pick({
     .string()
     .optional()
     .describe(
-      "report.json of an earlier eval: exit 1 on a statistically meaningful regression (docs/eval.md)",
+      "report.json of an earlier eval: exit 1 on a statistically meaningful regression (docs/reference/eval.md)",
     ),
   prices: z
     .string()
@@ -128,7 +128,7 @@ async function readJsonFile<T>(flag: string, file: string, schema: z.ZodType<T>)
   if (!parsed.success)
     throw new UsageError(
       describeIssues(file, parsed.error),
-      `${flag} takes a file as docs/eval.md describes`,
+      `${flag} takes a file as docs/reference/eval.md describes`,
     );
   return parsed.data;
 }
@@ -197,7 +197,7 @@ export const evalCommand = defineCommand({
     "Writes evals/<timestamp>/ (--out): report.json, summary.md (also appended to $GITHUB_STEP_SUMMARY),\n" +
     "report.html (self-contained), <item>/<policy>/trial-<n>.log and trial-<n>/, and run/ (the rollout files).\n" +
     "Exit: 0 the eval ran; 1 a regression vs --baseline, an item that could not run or infra errors;\n" +
-    "2 usage errors; 130 interrupted. See docs/eval.md.",
+    "2 usage errors; 130 interrupted. See docs/reference/eval.md.",
   options: EvalOptions,
   examples: [
     "flakegym eval --suite smoke --policy gold --policy empty --trials 3",

@@ -14,7 +14,7 @@ export const exportCommand = defineCommand({
   details:
     "Reads a run directory (of `flakegym rollout`, or a `flakegym serve` group's run/) and writes one JSONL\n" +
     "record per trajectory (SkyRL: one GeneratorOutput batch per task) in the framework's field names, the\n" +
-    "same records the Python adapters build from `flakegym serve` (docs/trainers.md). atropos and samples\n" +
+    "same records the Python adapters build from `flakegym serve` (docs/reference/trainers.md). atropos and samples\n" +
     "are the run's groups.jsonl and samples.jsonl; atif writes one Harbor ATIF trajectory per file.\n" +
     "--file-format parquet writes the same records as one Parquet table (lists as native list columns).",
   positional: "run",
@@ -106,7 +106,7 @@ export const exportCommand = defineCommand({
 /** Reasons a format cannot train a record without: what the user can do about each. */
 const REMEDY: Partial<Record<NoteReason, string>> = {
   no_logprobs:
-    "this format needs the sampled tokens' logprobs: roll out against an endpoint that returns them (docs/trainers.md), or export --format verl|skyrl|trl|samples",
+    "this format needs the sampled tokens' logprobs: roll out against an endpoint that returns them (docs/reference/trainers.md), or export --format verl|skyrl|trl|samples",
   no_reward: "no member has a reward: look at the run's results (flakegym view) and rerun with --resume",
   no_sample: "no member sampled a token: check the policy endpoint (flakegym doctor) and rerun",
 };

@@ -132,7 +132,7 @@ async function targetsFor(
     if (task.spec.source.kind !== "local" || task.paths.sourceDir === undefined) {
       throw new UsageError(
         `--task ${id}: its source is fetched from ${spec.repo}; the flake builds it only when pinned by narHash (a flake input and a nix/snapshots/${id}.nix spec, or lib.mkSnapshotImage with narHash)`,
-        "docs/nix.md, 'Any task: lib.mkSnapshotImage'",
+        "docs/reference/nix.md, 'Any task: lib.mkSnapshotImage'",
       );
     }
     targets.push({

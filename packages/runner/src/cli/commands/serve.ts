@@ -21,7 +21,7 @@ export const serveCommand = defineCommand({
     "trajectory (token ids, loss mask, logprobs, reward and breakdown, outcome, timings, segments,\n" +
     "provenance). GET /v1/schema: the API as JSON Schema. A request id never runs twice; finished groups are\n" +
     "answered from --state-dir after a restart. Off loopback, FLAKEGYM_SERVE_TOKEN is required and every\n" +
-    "request must send Authorization: Bearer <token>. Python adapters: adapters/python (docs/trainers.md).",
+    "request must send Authorization: Bearer <token>. Python adapters: adapters/python (docs/reference/trainers.md).",
   options: z.object({
     host: z
       .string()
@@ -51,7 +51,7 @@ export const serveCommand = defineCommand({
       .enum(["local", "podman", "nomad"])
       .default("local")
       .describe(
-        "where workers run, as rollout --backend (nomad: needs --gateway-advertise and FLAKEGYM_NOMAD_DRIVER=raw_exec, see docs/nomad.md)",
+        "where workers run, as rollout --backend (nomad: needs --gateway-advertise and FLAKEGYM_NOMAD_DRIVER=raw_exec, see docs/reference/nomad.md)",
       ),
     gatewayAdvertise: z
       .string()

@@ -34,7 +34,7 @@ export const tasksCheckCommand = defineCommand({
     dataset: z
       .string()
       .describe(
-        "dataset file (.jsonl or .parquet), directory of Harbor task dirs or hf:<org>/<name>[@revision][:split] (a Hugging Face dataset from the hub's local cache, docs/tasks.md)",
+        "dataset file (.jsonl or .parquet), directory of Harbor task dirs or hf:<org>/<name>[@revision][:split] (a Hugging Face dataset from the hub's local cache, docs/reference/tasks.md)",
       ),
     json: z.boolean().default(false).describe("print the result as JSON"),
     repoMirror: z

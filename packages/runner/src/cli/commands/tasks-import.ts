@@ -22,7 +22,7 @@ export const tasksImportCommand = defineCommand({
     dataset: z
       .string()
       .describe(
-        "SWE-bench-style dataset file (.jsonl or .parquet), directory of Harbor task dirs or hf:<org>/<name>[@revision][:split] (a Hugging Face dataset from the hub's local cache, docs/tasks.md)",
+        "SWE-bench-style dataset file (.jsonl or .parquet), directory of Harbor task dirs or hf:<org>/<name>[@revision][:split] (a Hugging Face dataset from the hub's local cache, docs/reference/tasks.md)",
       ),
     out: z.string().describe("catalog directory to write the task folders into (created)"),
     limit: z.number().int().min(1).optional().describe("import only the first N accepted tasks"),

@@ -14,7 +14,7 @@ export const viewCommand = defineCommand({
     "token; requests without it, or naming another host, are refused. Runs, groups, trajectories\n" +
     "(conversation, diff, hidden tests, reward, token view) and comparisons; a run in progress updates\n" +
     "live. Nothing in the dir is followed through a symlink or interpreted. --export writes one\n" +
-    "self-contained HTML file (data inlined, no network) instead of serving. See docs/view.md.",
+    "self-contained HTML file (data inlined, no network) instead of serving. See docs/reference/view.md.",
   positional: "dir",
   options: z.object({
     dir: z.string().min(1).default(".").describe("run dir, eval dir, or a dir with runs/ and evals/"),

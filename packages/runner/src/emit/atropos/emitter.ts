@@ -388,7 +388,7 @@ async function disconnect(s: EmitterState, signal: AbortSignal): Promise<void> {
  * answers) has forgotten this env: the emitter registers again before sending. A send whose answer
  * was lost is checked against the env's queue (`self_queue_size` grew: it arrived) before it is
  * sent again. Delivery is at least once: each group carries `group_overrides.group_id` for a
- * trainer to drop a repeat (docs/rollout.md).
+ * trainer to drop a repeat (docs/reference/rollout.md).
  */
 export function createAtroposEmitter(o: AtroposEmitterOptions) {
   const s: EmitterState = {

@@ -8,7 +8,7 @@ import type { ServedSegment, ServedTrajectory } from "../served-record.js";
  * token sequence (its own prompt). Every segment is a piece carrying the trajectory's whole reward:
  * an outcome reward belongs to the trajectory, and a segment of a reward-1 trajectory must get the
  * advantage a one-segment reward-1 trajectory gets. How the group baseline counts the trajectory
- * once is each framework's (trainer-formats.ts, docs/trainers.md). `split` (default) trains every
+ * once is each framework's (trainer-formats.ts, docs/reference/trainers.md). `split` (default) trains every
  * sampled token exactly once; `final` trains the last segment only and reports each earlier one.
  */
 

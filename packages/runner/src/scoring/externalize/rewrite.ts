@@ -14,7 +14,7 @@ import { PYTHON_EMITTER, PYTHON_REWRITER } from "./python-source.js";
  * ExternalSite. The rewriting is Python's own parser run on the host over trusted files (the
  * task's hidden tests and the pristine snapshot's), never the workspace. An assertion whose
  * expected side is computed (by code under test or anything but literals) stays as it is: decoys
- * guard it where they can (docs/scoring.md "Externalized assertions").
+ * guard it where they can (docs/reference/tasks.md "Externalized assertions").
  */
 
 /** Per graded test (its id without parameters): sites externalized, and why the rest stayed. */

@@ -18,7 +18,7 @@ import { prepareMountPoints, ROOTFS_NODE } from "./system-root.js";
 export interface ClineAgentOptions {
   /** Bound on spawn → core answering gRPC. Default 90 s (4 cores starting at once on 2 CPUs take ~5 s each). */
   readonly startTimeoutMs?: number;
-  /** The core's bundle as a one-byte string (docs/cline.md). Default: on when built, unless FLAKEGYM_CORE_ONE_BYTE=0. */
+  /** The core's bundle as a one-byte string (docs/design/cline.md). Default: on when built, unless FLAKEGYM_CORE_ONE_BYTE=0. */
   readonly oneByte?: boolean;
 }
 

@@ -174,7 +174,7 @@ function gatewayPath(spec: WorkerSpec): string {
  * (`userNetns`: the host lets it make one) — so tests that expect a connect timeout to a
  * non-routable address get one; an agent worker keeps the loopback-only namespace, where an
  * offline tool fails at once instead of waiting. A scoring worker that can have neither stays
- * loopback-only (`"none"`; docs/sandbox.md). Pure.
+ * loopback-only (`"none"`; docs/reference/sandbox.md). Pure.
  */
 export function sandboxNetworkOf(
   spec: Pick<WorkerSpec, "agent">,

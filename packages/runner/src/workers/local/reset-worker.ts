@@ -152,7 +152,7 @@ function bootGlobalState(p: Pristine): Record<string, unknown> {
 /**
  * Whether the MCP settings file holds other bytes than at boot (the core rewrites it itself during
  * a task, so its inode says nothing). Bytes written and put back are left to the hub's own reload
- * on the change events (docs/performance.md names this residue).
+ * on the change events (docs/design/performance.md names this residue).
  */
 async function mcpTouched(ws: LocalWorkerState, p: Pristine): Promise<boolean> {
   const path = join(ws.dirs.config, MCP_SETTINGS_FILE);

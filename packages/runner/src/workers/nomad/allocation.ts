@@ -144,7 +144,7 @@ export function allocationError(
           jobId,
           allocId: alloc.ID,
           hint: driverFailure
-            ? "the task driver could not start the worker: check the image or flake output and the client's driver configuration (docs/nomad.md, Client configuration)"
+            ? "the task driver could not start the worker: check the image or flake output and the client's driver configuration (docs/reference/nomad.md, Client configuration)"
             : `the worker process exited: read its logs with 'nomad alloc logs -stderr ${alloc.ID}'`,
         },
       );

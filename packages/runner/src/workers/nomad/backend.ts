@@ -23,7 +23,7 @@ export {
 
 /**
  * Workers as Nomad allocations. One parameterized batch job per (run, task, worker spec); each
- * worker is one dispatch of it (docs/nomad.md, "Job shape"). `start` dispatches, follows the
+ * worker is one dispatch of it (docs/reference/nomad.md, "Job shape"). `start` dispatches, follows the
  * allocation until it runs, then probes the core's dynamic port until it answers; `stop` purges.
  * `exec` runs a command in a fresh allocation of the same image (a one-shot batch job) and
  * returns its exit code and logs. Every job this backend creates is purged on stop, on abort, on

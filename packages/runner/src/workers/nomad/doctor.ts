@@ -107,7 +107,7 @@ async function tokenRow(client: NomadClient, call: { signal?: AbortSignal }): Pr
 }
 
 /**
- * The agent's version. `GET /v1/agent/self` needs `agent:read`, which the token docs/nomad.md
+ * The agent's version. `GET /v1/agent/self` needs `agent:read`, which the token docs/reference/nomad.md
  * describes does not have (workers need none): a refusal there is a warning, not an outage.
  */
 async function versionRow(client: NomadClient, call: { signal?: AbortSignal }): Promise<DoctorRow> {

@@ -48,7 +48,7 @@ export function workerDriver(
         "E_NOMAD_CONFIG",
         `the ${d.driver} driver needs an image, and the worker spec has none`,
         {
-          hint: "build the profile's or snapshot's image with the flake, push it, and pass it by digest (docs/nomad.md, Image publishing)",
+          hint: "build the profile's or snapshot's image with the flake, push it, and pass it by digest (docs/reference/nomad.md, Image publishing)",
         },
       );
     }

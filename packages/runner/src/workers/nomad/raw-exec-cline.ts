@@ -7,7 +7,7 @@ import type { BackendDriver } from "./options.js";
  * allocation's workspace and config dir: what the image entrypoint `flakegym-worker` does, without
  * an image. raw_exec has no isolation and uses host paths: only for Nomad clients that share this
  * machine's filesystem (`nomad agent -dev`, the test double). `--diff-dir` lets the runner collect
- * the workspace's diff (docs/nomad.md, Artifacts).
+ * the workspace's diff (docs/reference/nomad.md, Artifacts).
  */
 export function rawExecClineDriver(
   node: string = process.execPath,

@@ -30,7 +30,7 @@ export function dispatchRequestOf(
       [META.expires]: String(expires),
       // per trajectory: carried by the dispatch, so the parent is one per (image, profile, resources)
       [META.policyUrl]: policyBaseUrl,
-      // per worker: the supervisor's gate admits only calls carrying it (docs/nomad.md, Isolation)
+      // per worker: the supervisor's gate admits only calls carrying it (docs/reference/nomad.md, Isolation)
       [META.coreToken]: coreToken,
       ...(snapshotDir ? { [META.snapshotDir]: snapshotDir } : {}),
     },

@@ -32,7 +32,7 @@ export {
 export { podmanRunArgs } from "./run-args.js";
 
 /**
- * Workers as podman containers (docs/sandbox.md, "The podman backend"): `start` checks the spec,
+ * Workers as podman containers (docs/reference/sandbox.md, "The podman backend"): `start` checks the spec,
  * makes the worker's host dirs and runs its container — an exec-only init (exec-only-init.ts) for
  * command workers, cline-vendor's supervisor for agent workers (start-agent.ts); worker.ts serves
  * `exec`, the limits and the end.

@@ -8,7 +8,7 @@ import type { BackendKind } from "../types.js";
  * pool (pool-take.ts, pool-reuse.ts) only carries them out.
  */
 
-/** Tasks a worker serves by default before it is retired (`--reuse`; docs/performance.md says why). */
+/** Tasks a worker serves by default before it is retired (`--reuse`; docs/design/performance.md says why). */
 export const REUSE_DEFAULT = 1;
 /** Tasks one worker serves at most, whatever `--reuse` asks (its core's heap and logs grow with each). */
 export const REUSE_MAX = 64;

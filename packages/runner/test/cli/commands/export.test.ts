@@ -19,7 +19,7 @@ describe("emptyExportLine", () => {
       { trajectory_id: "a-t3", reason: "earlier_segments", handling: "cut" },
     ]);
     expect(line).toBe(
-      "wrote no prime record (left out: 2 trajectories no_logprobs, 1 trajectory no_sample); this format needs the sampled tokens' logprobs: roll out against an endpoint that returns them (docs/trainers.md), or export --format verl|skyrl|trl|samples",
+      "wrote no prime record (left out: 2 trajectories no_logprobs, 1 trajectory no_sample); this format needs the sampled tokens' logprobs: roll out against an endpoint that returns them (docs/reference/trainers.md), or export --format verl|skyrl|trl|samples",
     );
   });
 
