@@ -57,13 +57,22 @@ const BLOCK_MS = 360_000;
 /** A heavy block's: one training step on CPU, on 2 busy cores. */
 const HEAVY_BLOCK_MS = 45 * 60_000;
 const blockMs = (b: DocBlock) => (b.marker.kind === "heavy" ? HEAVY_BLOCK_MS : BLOCK_MS);
-/** The environment a block runs in: in the heavy run, the prepared Python first on PATH. */
-const heavyEnv = (): Record<string, string> =>
-  HEAVY && HEAVY_PYTHON_BIN ? { PATH: `${HEAVY_PYTHON_BIN}:${process.env["PATH"] ?? ""}` } : {};
+/**
+ * A block's PATH: a user's, without the node_modules/.bin dirs `npm test` adds (a bare `flakegym`
+ * is not on a user's PATH); in the heavy run, the prepared Python first.
+ */
+const userPath = (): string =>
+  [
+    ...(HEAVY && HEAVY_PYTHON_BIN ? [HEAVY_PYTHON_BIN] : []),
+    ...(process.env["PATH"] ?? "").split(":").filter((d) => d && !d.includes("node_modules")),
+  ].join(":");
+const blockEnv = (): Record<string, string> => ({ PATH: userPath() });
 
-/** `npx flakegym …` and `flakegym …` as a user of this checkout runs them (the workspace's bin). */
-const SHELL_PRELUDE = `flakegym() { node "$DOCS_TEST_BIN" "$@"; }
-npx() { if [ "$1" = flakegym ]; then shift; flakegym "$@"; else command npx "$@"; fi; }
+/**
+ * `npx flakegym …` as a user of this checkout runs it (the workspace's bin). A bare `flakegym` is not
+ * on a user's PATH after `npm ci`, so it is not here either: a block that writes one fails.
+ */
+const SHELL_PRELUDE = `npx() { if [ "$1" = flakegym ]; then shift; node "$DOCS_TEST_BIN" "$@"; else command npx "$@"; fi; }
 `;
 
 /** Runs a program under the block limit (a deadline, never an unbounded wait); the result, not a throw. */
@@ -109,7 +118,7 @@ async function runShellBlock(block: DocBlock, cwd: string, values: Record<string
     "sh",
     ["-c", script],
     cwd,
-    { DOCS_TEST_BIN: BIN, ...heavyEnv() },
+    { DOCS_TEST_BIN: BIN, ...blockEnv() },
     blockMs(block),
   );
   const codes = new Map(
@@ -144,7 +153,7 @@ async function runTsBlock(block: DocBlock, fixture: DocsFixture, ctx: FixtureCon
 /** Runs a Python example with the adapters and trainer examples importable, as docs/reference/trainers.md says. */
 async function runPythonBlock(block: DocBlock, cwd: string) {
   const PYTHONPATH = ["adapters/python", "examples/trainers"].map((d) => join(REPO_ROOT, d)).join(":");
-  const env = { PYTHONPATH, ...heavyEnv() };
+  const env = { PYTHONPATH, ...blockEnv() };
   return await runBounded(blockName(block), "python3", ["-c", block.code], cwd, env, blockMs(block));
 }
 
