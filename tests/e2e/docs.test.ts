@@ -167,8 +167,8 @@ describe("docs that run (README.md, docs/*.md)", () => {
     // The files the examples name, in a fresh directory: a plain repository, dataset rows in the
     // format rollout --dataset takes (JSONL and Parquet), a scripted plan.
     await gitRepo(join(tmp.path, "my-repo"));
-    // commands are written for a checkout's root: its scripts/, tests/ and installed node_modules/
-    for (const d of ["node_modules", "scripts", "tests"])
+    // commands are written for a checkout's root: its scripts/, tests/, examples/, adapters/, packages/ and node_modules/
+    for (const d of ["node_modules", "scripts", "tests", "examples", "adapters", "packages"])
       await symlink(join(REPO_ROOT, d), join(tmp.path, d));
     await copyFile(join(FIXTURES_DIR, "swe-agent-13k-sample.jsonl"), join(tmp.path, "rows.jsonl"));
     // its last row has no repository: `tasks check` rejects it and exits 1, as docs/reference/tasks.md says
