@@ -5,6 +5,7 @@ import { z } from "zod";
 import { Contract, LimitOverrides } from "../contract/contract.js";
 import { Hint } from "../contract/hints.js";
 import { FlakegymError } from "../errors.js";
+import { parseJsonFile } from "../run-format/json-file.js";
 import { TargetRef } from "./target.js";
 
 /**
@@ -81,16 +82,19 @@ export async function loadSession(ref: SessionRef, sessionsDir = defaultSessions
       },
     );
   }
-  const r = EnvSession.safeParse(JSON.parse(text));
+  const file = join(dir, SESSION_FILE);
+  const r = EnvSession.safeParse(
+    parseJsonFile(
+      text,
+      file,
+      "the session cannot be read: tear it down (rm its directory) and run setup again",
+    ),
+  );
   if (!r.success) {
     const i = r.error.issues[0]!;
-    throw new FlakegymError(
-      "E_SESSION_INVALID",
-      `${join(dir, SESSION_FILE)}: ${i.path.join(".")}: ${i.message}`,
-      {
-        hint: "the file was edited or written by another flakegym version; run setup again",
-      },
-    );
+    throw new FlakegymError("E_SESSION_INVALID", `${file}: ${i.path.join(".")}: ${i.message}`, {
+      hint: "the file was edited or written by another flakegym version; run setup again",
+    });
   }
   return r.data;
 }

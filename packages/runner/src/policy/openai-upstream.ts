@@ -97,7 +97,7 @@ export class OpenAiUpstream implements PolicyUpstream {
     }
     const type = String(res.headers["content-type"] ?? "");
     if (type.includes("application/json")) {
-      yield* openAiResponseToEvents(JSON.parse(await res.text()) as Record<string, unknown>);
+      yield* openAiResponseToEvents(jsonAnswerOf(this.id, await res.text()));
       return;
     }
     const state: ChunkState = { started: false };
@@ -261,6 +261,26 @@ export function* openAiChunkToEvents(
 }
 
 /** A non-streamed chat.completion as events (servers that ignore `stream`). */
+/**
+ * A non-streamed answer's body as JSON: one that is cut or not JSON (or not an object) is the
+ * policy server's fault, an UpstreamError naming it — never a "gateway fault". Pure.
+ */
+export function jsonAnswerOf(who: string, text: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    throw new UpstreamError(
+      `${who} sent an application/json answer that is not JSON (${(err as Error).message}): ${text.slice(0, 200)}`,
+      502,
+      { cause: err },
+    );
+  }
+  if (v === null || typeof v !== "object" || Array.isArray(v))
+    throw new UpstreamError(`${who} sent a JSON answer that is not an object: ${text.slice(0, 200)}`, 502);
+  return v as Record<string, unknown>;
+}
+
 export function* openAiResponseToEvents(body: Record<string, unknown>): Generator<UpstreamEvent> {
   yield* openAiChunkToEvents(body, { started: false });
 }

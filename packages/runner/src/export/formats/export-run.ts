@@ -1,13 +1,14 @@
 import { access, mkdir, readFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { match } from "ts-pattern";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { readTurnLog } from "../../gateway/turn-log.js";
 import { writeFileAtomic, writeJsonAtomic } from "../../run-format/jsonl.js";
+import { jsonlLinesOf } from "../../run-format/jsonl-lines.js";
 import { readManifest, runPaths } from "../../run-format/run-dir.js";
 import type { RunManifest, TrajectoryResult } from "../../run-format/schema.js";
-import { readGroupRecords, readResults, readServedTrajectory } from "../served-record.js";
+import { readGroupRecords, readResultsReport, readServedTrajectory } from "../served-record.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../tokenizer.js";
 import { atifTrajectory, atifVerifierResult } from "./atif.js";
 import type { ExportNote } from "./credit.js";
@@ -111,7 +112,7 @@ async function recordsOf(o: ExportRunOptions, m: RunManifest) {
     );
   }
   const tok = o.loaded ?? (await loadChatTokenizer(dir!));
-  return await collect(await readResults(o.runDir), (r) => readServedTrajectory(o.runDir, m, r, tok));
+  return await collectResults(o.runDir, (r) => readServedTrajectory(o.runDir, m, r, tok));
 }
 
 /** A trajectory left out of an export because its record could not be built, and why. */
@@ -177,6 +178,13 @@ export function groupNotes(lines: readonly string[]): ExportNote[] {
   });
 }
 
+/** `collect` over a run's results; a result.json that does not read is left out, named, with the rest built. */
+async function collectResults<T>(runDir: string, build: (r: TrajectoryResult) => Promise<T> | T) {
+  const { results, unreadable } = await readResultsReport(runDir);
+  const { items, excluded } = await collect(results, build);
+  return { items, excluded: [...unreadable, ...excluded] };
+}
+
 /**
  * Writes the export; returns the file written, how many records it holds, and the trajectories left
  * out because their record could not be built (with why).
@@ -193,23 +201,30 @@ export async function exportRun(o: ExportRunOptions): Promise<ExportResult> {
   const copy = async (file: string) => {
     if (!(await exists(file)))
       throw new UsageError(`${file} does not exist`, "export a finished run directory");
-    const text = await readFile(file, "utf8");
-    const lines = text.split("\n").filter((l) => l.trim());
+    // a torn last line (a killed run) or an edited one is skipped and named, never copied as it is
+    const { lines, skipped } = jsonlLinesOf(
+      await readFile(file, "utf8"),
+      file,
+      `run \`flakegym rollout --resume ${o.runDir}\` to write it whole, then export again`,
+    );
     await mkdir(dirname(o.out), { recursive: true });
-    // JSONL is copied as it is; only a Parquet table needs the records parsed
     const data =
       o.fileFormat === "parquet"
         ? parquetTable(lines.map((l) => JSON.parse(l) as Record<string, unknown>))
-        : text;
+        : lines.map((l) => `${l}\n`).join("");
     await writeFileAtomic(o.out, data);
-    return { path: o.out, records: lines.length, excluded: [], notes: groupNotes(lines) };
+    const excluded = skipped.map((x) => ({
+      trajectory_id: `${basename(file)} line ${x.line}`,
+      reason: x.why,
+    }));
+    return { path: o.out, records: lines.length, excluded, notes: groupNotes(lines) };
   };
   return match(o.format)
     .with("atropos", () => copy(p.groups))
     .with("samples", () => copy(p.samples))
     .with("atif", async () => {
       await mkdir(o.out, { recursive: true });
-      const { items, excluded } = await collect(await readResults(o.runDir), async (r) => {
+      const { items, excluded } = await collectResults(o.runDir, async (r) => {
         const file = join(p.trajectory(r.trajectoryId).dir, "turns.jsonl");
         const turns = (await exists(file)) ? await readTurnLog(file) : [];
         return { id: r.trajectoryId, atif: atifTrajectory(m, r, turns), verifier: atifVerifierResult(r) };
