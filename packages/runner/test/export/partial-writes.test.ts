@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { exportRun } from "../../src/export/formats/export-run.js";
+import { exportOutProblem, exportRun } from "../../src/export/formats/export-run.js";
 import { readResults } from "../../src/export/served-record.js";
 import { createDummyDeps } from "../../src/rollout/dummy-deps.js";
 import { runRollout } from "../../src/rollout/run-rollout.js";
@@ -141,5 +141,22 @@ describe("export of a run left with partial files", () => {
     await writeFile(cut, "{}\n");
     const r2 = await exportRun({ runDir: run, format: "atif", out: join(run, "atif2"), segments: "split" });
     expect(r2.excluded[0]!.reason).toMatch(new RegExp(`${cut}: field '`));
+  });
+});
+
+describe("export --out inside the run", () => {
+  it("the run's own files, its trajectories or the run dir itself are refused before anything is written; <run>/export/ is fine", async () => {
+    const run = await finishedRun();
+    const groups = await readFile(join(run, "groups.jsonl"), "utf8");
+    for (const out of [join(run, "groups.jsonl"), join(run, "trajectories", "a-t0", "x.jsonl"), run]) {
+      const err = await exportRun({ runDir: run, format: "samples", out, segments: "split" }).catch(
+        (e: unknown) => e as Error,
+      );
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).message).toMatch(/--out .* (is the run directory itself|is the run's own)/);
+    }
+    expect(await readFile(join(run, "groups.jsonl"), "utf8")).toBe(groups);
+    expect(exportOutProblem(run, join(run, "export", "verl.jsonl"))).toBeUndefined();
+    expect(exportOutProblem(run, join(run, "..", "elsewhere.jsonl"))).toBeUndefined();
   });
 });

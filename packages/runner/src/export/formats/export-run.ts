@@ -1,5 +1,5 @@
 import { access, mkdir, readFile } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { match } from "ts-pattern";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
@@ -75,6 +75,33 @@ const encode = (rows: readonly Record<string, unknown>[], f: ExportFileFormat = 
 /** The default output path: `<run>/export/<format>.<jsonl|parquet>` (atif: a directory). Pure. */
 export const defaultExportPath = (runDir: string, format: ExportFormat, file: ExportFileFormat = "jsonl") =>
   join(runDir, "export", format === "atif" ? "atif" : `${format}.${file}`);
+
+/** Entries of a run directory the run itself writes: an export must never write over one. */
+const RUN_OWNED = new Set([
+  "run.json",
+  "groups.jsonl",
+  "samples.jsonl",
+  "metrics.jsonl",
+  "summary.json",
+  "atropos-sent.jsonl",
+  "run.lock",
+  "trajectories",
+]);
+
+/**
+ * Why an export may not write to `out` (undefined: it may): the run directory itself, or one of the
+ * run's own files or trajectories (`--out <run>/groups.jsonl` would replace the run's groups with
+ * trainer records). Anything else under the run, such as the default `<run>/export/`, is fine. Pure.
+ */
+export function exportOutProblem(runDir: string, out: string): string | undefined {
+  const rel = relative(runDir, out);
+  if (rel === "") return `--out ${out} is the run directory itself`;
+  if (rel.startsWith("..") || isAbsolute(rel)) return undefined;
+  const top = rel.split(sep)[0]!;
+  if (RUN_OWNED.has(top))
+    return `--out ${out} is the run's own ${top}: the export would write over the run's data`;
+  return undefined;
+}
 
 /**
  * Where `flakegym export` writes: `--out` when given — the file itself, or, when it names an
@@ -197,6 +224,12 @@ export async function exportRun(o: ExportRunOptions): Promise<ExportResult> {
       "pass a directory written by `flakegym rollout`, or a serve group's requests/<id>/run",
     );
   }
+  const problem = exportOutProblem(resolve(o.runDir), resolve(o.out));
+  if (problem)
+    throw new UsageError(
+      problem,
+      `pick another --out (the default is ${defaultExportPath(o.runDir, o.format)})`,
+    );
   const m = await readManifest(p);
   const copy = async (file: string) => {
     if (!(await exists(file)))
