@@ -53,7 +53,8 @@ export function newSessionId(now = new Date()): string {
 /** Writes session.json atomically (temp + rename). */
 export async function saveSession(s: EnvSession): Promise<void> {
   await mkdir(s.dir, { recursive: true });
-  const tmp = join(s.dir, `.${SESSION_FILE}.${randomBytes(4).toString("hex")}`);
+  // the atomic-write temp name gc knows (`.<name>.<pid>.<rand>.tmp`): a kill before the rename leaves one it reclaims
+  const tmp = join(s.dir, `.${SESSION_FILE}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
   await writeFile(tmp, `${JSON.stringify(s, null, 2)}\n`);
   await rename(tmp, join(s.dir, SESSION_FILE));
 }

@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -136,6 +136,24 @@ describe("sweepLeftovers: a SIGKILLed snapshot build's scratch tree in the cache
       );
     } finally {
       await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("atomic temps gc knows", () => {
+  it("a session.json write cut before its rename leaves a temp whose name carries the pid gc reads", async () => {
+    const { atomicTempPid } = await import("../../src/gc/stale-temps.js");
+    const { saveSession } = await import("../../src/api/session.js");
+    const dir = await mkdtemp(join(tmpdir(), "fg-session-temp-"));
+    try {
+      // session.json is a directory: the rename fails, as a kill between write and rename would leave it
+      await mkdir(join(dir, "session.json"));
+      await expect(saveSession({ dir } as never)).rejects.toThrow();
+      const temps = (await readdir(dir)).filter((n) => n !== "session.json");
+      expect(temps).toHaveLength(1);
+      expect(atomicTempPid(temps[0]!)).toBe(process.pid);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
