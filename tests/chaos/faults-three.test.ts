@@ -211,6 +211,39 @@ describe("chaos: faults round three", () => {
     600_000,
   );
 
+  it.skipIf(!FULL)(
+    "the runner itself stopped (SIGSTOP) longer than the idle limit, then continued: the trajectory completes, nothing blamed on the agent",
+    async () => {
+      const s = await createScenario(tmp.path, "sigstop-runner", cache);
+      const plan = await commandPlan(
+        s.root,
+        "ticks-runner",
+        "for i in $(seq 1 30); do echo tick $i; sleep 0.5; done",
+      );
+      const victim = `${TASK}-t0`;
+      const child = s.cli([
+        ...["rollout", "--task", TASK, "--group-size", "1", "--policy", `scripted:${plan}`],
+        ...["--idle-timeout", "8", "--max-infra-retries", "0", "--out", s.out],
+      ]);
+      const running = await waitFor(
+        async () => (await agentTree(victim, s.tmp)).some((p) => p.cmdline.includes("echo tick")),
+        300_000,
+        100,
+      );
+      expect(running, "never saw the agent's command run").toBe(true);
+      // the whole runner (its driver watchdog and gateway thread) stops for 12 s > the 8 s idle limit
+      process.kill(child.pid!, "SIGSTOP");
+      await new Promise((r) => setTimeout(r, 12_000));
+      process.kill(child.pid!, "SIGCONT");
+      const r = await child;
+      const res = JSON.parse(await readFile(join(s.out, "trajectories", victim, "result.json"), "utf8"));
+      expect(res.outcome, String(r.stderr).slice(-2000)).toMatchObject({ kind: "completed" });
+      expect(res.infraRetries).toEqual([]);
+      expect(r.exitCode, String(r.stderr).slice(-2000)).toBe(0);
+    },
+    600_000,
+  );
+
   it("a fork bomb ends as the pids limit (limits_exceeded/pids from the cgroup's pids.events), never retried", async () => {
     const s = await createScenario(tmp.path, "fork-bomb", cache);
     const plan = await commandPlan(s.root, "bomb", "b(){ b | b & }; b");
