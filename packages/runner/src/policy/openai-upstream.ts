@@ -6,6 +6,7 @@ import { type IntArrayJson, parseChunkLiftingPromptIds } from "./prompt-ids-json
 import { postHonouringRetryAfter } from "./retry-after.js";
 import { openAiSamplingMembers } from "./sampling.js";
 import { parseSse } from "./sse.js";
+import { streamEndProblem } from "./stream-end.js";
 import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
 
@@ -101,9 +102,13 @@ export class OpenAiUpstream implements PolicyUpstream {
       return;
     }
     const state: ChunkState = { started: false };
+    let finished = false;
     for await (const ev of parseSse(res.body)) {
       // read on to the end of the body (not break) so the keep-alive socket can be reused
-      if (ev.data === "[DONE]") continue;
+      if (ev.data === "[DONE]") {
+        finished = true;
+        continue;
+      }
       let chunk: Record<string, unknown>;
       let lifted: ReturnType<typeof parseChunkLiftingPromptIds>;
       try {
@@ -122,8 +127,13 @@ export class OpenAiUpstream implements PolicyUpstream {
       if (chunk["error"] !== undefined) {
         throw new UpstreamError(`${this.id} streamed an error: ${JSON.stringify(chunk["error"])}`, 502);
       }
-      yield* openAiChunkToEvents(chunk, state, lifted?.promptIds);
+      for (const e of openAiChunkToEvents(chunk, state, lifted?.promptIds)) {
+        if (e.type === "finish") finished = true;
+        yield e;
+      }
     }
+    const problem = streamEndProblem(this.id, { started: state.started, finished });
+    if (problem) throw problem;
   }
 
   private async post(body: string | Buffer, signal: AbortSignal): Promise<PostResponse> {
