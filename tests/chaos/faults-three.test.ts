@@ -114,6 +114,41 @@ describe("chaos: faults round three", () => {
     1_200_000,
   );
 
+  it.skipIf(!FULL)(
+    "kill -9 of an eval after its first trial, then eval --resume (no gc run by hand): every trial once, nothing left behind",
+    async () => {
+      const s = await createScenario(tmp.path, "eval-kill9", cache);
+      const out = join(s.root, "eval");
+      const child = s.cli([
+        ...["eval", "--task", TASK, "--policy", "gold", "--trials", "3", "--concurrency", "1"],
+        ...["--out", out],
+      ]);
+      const finished = async () => {
+        const ids = await readdir(join(out, "run", "trajectories")).catch(() => [] as string[]);
+        const done = await Promise.all(
+          ids.map((id) => exists(join(out, "run", "trajectories", id, "result.json"))),
+        );
+        return done.filter(Boolean).length;
+      };
+      expect(await waitFor(async () => (await finished()) >= 1, 600_000, 100)).toBe(true);
+      const before = await finished();
+      process.kill(child.pid!, "SIGKILL");
+      await child.catch(() => undefined);
+      // `eval --resume` takes the dead eval's lock over and sweeps what it left (as rollout does)
+      const resumed = await s.cli(["eval", "--resume", out]);
+      expect(resumed.exitCode, String(resumed.stderr).slice(-2000)).toBe(0);
+      const report = JSON.parse(await readFile(join(out, "report.json"), "utf8"));
+      expect(report.complete).toBe(true);
+      const ids = report.trials.map((t: { trajectoryId: string }) => t.trajectoryId).sort();
+      expect(ids).toEqual([0, 1, 2].map((i) => `${TASK}-t${i}`));
+      expect(before).toBeGreaterThanOrEqual(1);
+      expect(await exists(join(out, "run.lock"))).toBe(false);
+      const left = await findLeftovers([s.tmp, await runIdOf(join(out, "run"))], s.tmp);
+      expect(describeLeftovers(left)).toEqual([]);
+    },
+    1_200_000,
+  );
+
   it("SIGINT right at an eval's banner (before any worker): the partial report is still written", async () => {
     const s = await createScenario(tmp.path, "eval-sigint-early", cache);
     const out = join(s.root, "eval");
