@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type FaultUpstream,
   MODEL_FAULTS,
+  MORE_MODEL_FAULTS,
   type ModelFault,
   startFaultUpstream,
 } from "./src/fault-upstream.js";
@@ -157,13 +158,18 @@ const EXPECTED_FOR: Record<ModelFault, readonly string[]> = {
   "echo-key-sse": ["policy_error"],
   // over --max-response-mb: the gateway cuts the answer off and the policy is at fault
   huge: ["policy_error"],
+  // the HTTP-date is waited for, then the answer comes: the trajectory completes
+  "retry-after-date": ["completed"],
+  "429-bare": ["policy_error"],
+  "json-cut": ["policy_error"],
+  "sse-no-data": ["policy_error"],
 };
 
 describe("chaos", () => {
   it("model server faults: each trajectory's fault classified as the policy's, the key nowhere", async () => {
     const s = await createScenario(tmp.path, "model-faults", cache);
     const kinds: ModelFault[] = FULL
-      ? ["ok", ...MODEL_FAULTS, ...rng.shuffle(MODEL_FAULTS).slice(0, 4), "ok"]
+      ? ["ok", ...MODEL_FAULTS, ...MORE_MODEL_FAULTS, ...rng.shuffle(MODEL_FAULTS).slice(0, 4), "ok"]
       : ["ok", ...MODEL_FAULTS];
     const upstreams: FaultUpstream[] = [];
     try {

@@ -114,6 +114,41 @@ describe("chaos: faults round three", () => {
     1_200_000,
   );
 
+  it.skipIf(!FULL)(
+    "kill -9 of an eval after its first trial, then eval --resume (no gc run by hand): every trial once, nothing left behind",
+    async () => {
+      const s = await createScenario(tmp.path, "eval-kill9", cache);
+      const out = join(s.root, "eval");
+      const child = s.cli([
+        ...["eval", "--task", TASK, "--policy", "gold", "--trials", "3", "--concurrency", "1"],
+        ...["--out", out],
+      ]);
+      const finished = async () => {
+        const ids = await readdir(join(out, "run", "trajectories")).catch(() => [] as string[]);
+        const done = await Promise.all(
+          ids.map((id) => exists(join(out, "run", "trajectories", id, "result.json"))),
+        );
+        return done.filter(Boolean).length;
+      };
+      expect(await waitFor(async () => (await finished()) >= 1, 600_000, 100)).toBe(true);
+      const before = await finished();
+      process.kill(child.pid!, "SIGKILL");
+      await child.catch(() => undefined);
+      // `eval --resume` takes the dead eval's lock over and sweeps what it left (as rollout does)
+      const resumed = await s.cli(["eval", "--resume", out]);
+      expect(resumed.exitCode, String(resumed.stderr).slice(-2000)).toBe(0);
+      const report = JSON.parse(await readFile(join(out, "report.json"), "utf8"));
+      expect(report.complete).toBe(true);
+      const ids = report.trials.map((t: { trajectoryId: string }) => t.trajectoryId).sort();
+      expect(ids).toEqual([0, 1, 2].map((i) => `${TASK}-t${i}`));
+      expect(before).toBeGreaterThanOrEqual(1);
+      expect(await exists(join(out, "run.lock"))).toBe(false);
+      const left = await findLeftovers([s.tmp, await runIdOf(join(out, "run"))], s.tmp);
+      expect(describeLeftovers(left)).toEqual([]);
+    },
+    1_200_000,
+  );
+
   it("SIGINT right at an eval's banner (before any worker): the partial report is still written", async () => {
     const s = await createScenario(tmp.path, "eval-sigint-early", cache);
     const out = join(s.root, "eval");
@@ -206,6 +241,39 @@ describe("chaos: faults round three", () => {
       expect(res.outcome.kind).toBe("completed");
       // bounded: the frozen attempt ends about idle + probe after the freeze, not 2× a limit later
       expect(took).toBeLessThan(240);
+      expect(r.exitCode, String(r.stderr).slice(-2000)).toBe(0);
+    },
+    600_000,
+  );
+
+  it.skipIf(!FULL)(
+    "the runner itself stopped (SIGSTOP) longer than the idle limit, then continued: the trajectory completes, nothing blamed on the agent",
+    async () => {
+      const s = await createScenario(tmp.path, "sigstop-runner", cache);
+      const plan = await commandPlan(
+        s.root,
+        "ticks-runner",
+        "for i in $(seq 1 30); do echo tick $i; sleep 0.5; done",
+      );
+      const victim = `${TASK}-t0`;
+      const child = s.cli([
+        ...["rollout", "--task", TASK, "--group-size", "1", "--policy", `scripted:${plan}`],
+        ...["--idle-timeout", "8", "--max-infra-retries", "0", "--out", s.out],
+      ]);
+      const running = await waitFor(
+        async () => (await agentTree(victim, s.tmp)).some((p) => p.cmdline.includes("echo tick")),
+        300_000,
+        100,
+      );
+      expect(running, "never saw the agent's command run").toBe(true);
+      // the whole runner (its driver watchdog and gateway thread) stops for 12 s > the 8 s idle limit
+      process.kill(child.pid!, "SIGSTOP");
+      await new Promise((r) => setTimeout(r, 12_000));
+      process.kill(child.pid!, "SIGCONT");
+      const r = await child;
+      const res = JSON.parse(await readFile(join(s.out, "trajectories", victim, "result.json"), "utf8"));
+      expect(res.outcome, String(r.stderr).slice(-2000)).toMatchObject({ kind: "completed" });
+      expect(res.infraRetries).toEqual([]);
       expect(r.exitCode, String(r.stderr).slice(-2000)).toBe(0);
     },
     600_000,

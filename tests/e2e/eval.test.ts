@@ -180,6 +180,8 @@ describe("flakegym eval (real core, smoke scenario × gold / empty / mixed × 3 
     expect(second.exitCode, second.stderr).toBe(2);
     expect(second.stderr).toMatch(/E_RUN_LOCKED/);
     expect(second.stderr).toMatch(/pid \d+/);
+    // the hint while the first runs: wait, or stop it and continue it as an eval (not "remove the lock")
+    expect(second.stderr).toContain(`flakegym eval --resume ${out}`);
     // the first eval's report is whole: every trial of every policy (checked in detail below)
     expect(report.trials).toHaveLength(9);
   });

@@ -556,15 +556,59 @@ export function watchdogPeriodMs(limits: Pick<TaskLimits, "wallClockMs" | "idleM
   return Math.min(250, Math.max(25, Math.floor(Math.min(limits.idleMs, limits.wallClockMs) / 10)));
 }
 
+/**
+ * How long the watchdog itself was held up between two ticks (this process stopped by SIGSTOP, a
+ * frozen VM, a starved CPU): the gap past a generous bound (8 periods, at least 1 s), else 0. That
+ * time is nobody's in the task — the agent and the core ran on, or were stopped too — so it never
+ * counts toward the idle limit. Pure.
+ */
+export function watchdogStallMs(prevTick: number, now: number, periodMs: number): number {
+  const gap = now - prevTick;
+  return gap > Math.max(1000, 8 * periodMs) ? gap - periodMs : 0;
+}
+
+/**
+ * The task's clocks after a stall of `stallMs` (see {@link watchdogStallMs}): the last progress moves
+ * on by it (never past now), so what the core sent while this process was stopped is read before
+ * any idle verdict; the wall clock is pushed back by it too, at most by the wall-clock limit in all. Pure.
+ */
+export function creditStall(
+  a: { readonly lastProgress: number; readonly stalledMs: number },
+  stallMs: number,
+  now: number,
+  wallClockMs: number,
+): { lastProgress: number; stalledMs: number } {
+  return {
+    lastProgress: Math.min(now, a.lastProgress + stallMs),
+    stalledMs: Math.min(wallClockMs, a.stalledMs + stallMs),
+  };
+}
+
 /** Waits until something ends the task, with the watchdog running; returns that end. */
 async function waitForEnd(st: TaskState, onCallerAbort: () => void): Promise<Outcome> {
   let probing = false;
+  const periodMs = watchdogPeriodMs(st.limits);
+  let lastTick = performance.now();
+  let stalledMs = 0;
   const watchdog = setInterval(() => {
+    const now = performance.now();
+    const stall = watchdogStallMs(lastTick, now, periodMs);
+    lastTick = now;
+    if (stall > 0) {
+      // this process was held up: credit the time and give no verdict on this tick
+      ({ lastProgress: st.lastProgress, stalledMs } = creditStall(
+        { lastProgress: st.lastProgress, stalledMs },
+        stall,
+        now,
+        st.limits.wallClockMs,
+      ));
+      return;
+    }
     if (probing) return;
     const verdict = watchdogVerdict({
-      now: performance.now(),
+      now: now - stalledMs,
       tStart: st.tStart,
-      lastProgress: st.lastProgress,
+      lastProgress: st.lastProgress - stalledMs,
       limits: st.limits,
       runningCommand: st.runningCommand,
       lastError: st.lastError,
@@ -574,7 +618,7 @@ async function waitForEnd(st: TaskState, onCallerAbort: () => void): Promise<Out
     // quiet for the idle limit: is it the agent, or a core that no longer answers?
     probing = true;
     void probedIdleEnd(st, verdict).then((o) => end(st, o));
-  }, watchdogPeriodMs(st.limits));
+  }, periodMs);
   try {
     while (!st.outcome) {
       await new Promise<void>((r) => {

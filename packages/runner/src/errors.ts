@@ -25,6 +25,7 @@ export const ERROR_CODES = [
   // the run directory (run-format/)
   "E_JSONL",
   "E_NOT_JSON",
+  "E_RESULT",
   "E_RESUME",
   "E_WRITE",
   // tasks and their sources (tasks/)
@@ -117,6 +118,7 @@ export const ERROR_CODES = [
   "E_REQUEST",
   "E_REQUEST_ID",
   "E_ROUTE",
+  "E_URL",
   "E_SERVE_TOKEN",
   "E_TASK",
   "E_ROWS",

@@ -17,7 +17,13 @@ export const MODEL_FAULTS = [
   "echo-key-sse",
   "huge",
 ] as const;
-export type ModelFault = (typeof MODEL_FAULTS)[number] | "ok";
+/**
+ * More instances of the same classes (`npm run chaos` only): a 503 whose Retry-After is an HTTP-date
+ * (then the answer: the wait is honoured and the trajectory completes), a 429 with no Retry-After, a
+ * 200 `application/json` answer cut mid-body, and an SSE stream of comments and events with no data.
+ */
+export const MORE_MODEL_FAULTS = ["retry-after-date", "429-bare", "json-cut", "sse-no-data"] as const;
+export type ModelFault = (typeof MODEL_FAULTS)[number] | (typeof MORE_MODEL_FAULTS)[number] | "ok";
 
 export interface FaultUpstream {
   readonly baseUrl: string;
@@ -119,6 +125,34 @@ export async function startFaultUpstream(fault: ModelFault): Promise<FaultUpstre
         res.end("data: [DONE]\n\n");
         return;
       }
+      case "retry-after-date": {
+        // every other request: 503 asking to come back in 2 s as an HTTP-date; the next one answers
+        if (requests % 2 === 1) {
+          const at = new Date(Date.now() + 2000).toUTCString();
+          res.writeHead(503, { "content-type": "application/json", "retry-after": at });
+          res.end(JSON.stringify({ error: { message: "chaos: overloaded", type: "server_error" } }));
+          return;
+        }
+        const text = OK_TURNS[Math.min(turn++, OK_TURNS.length - 1)]!;
+        sseHead(res);
+        res.write(chunk(text));
+        res.write(chunk("", "stop"));
+        res.end("data: [DONE]\n\n");
+        return;
+      }
+      case "429-bare":
+        res.writeHead(429, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: "chaos: rate limited", type: "rate_limit" } }));
+        return;
+      case "json-cut":
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end('{"id":"chatcmpl-chaos","choices":[{"index":0,"message":{"content":"hal');
+        return;
+      case "sse-no-data":
+        sseHead(res);
+        res.write(": keep-alive\n\nevent: ping\n\nretry: 10\n\n");
+        res.end();
+        return;
       case "echo-key-sse":
         sseHead(res);
         res.write(chunk(`your key is ${key}`));

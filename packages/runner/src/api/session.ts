@@ -5,6 +5,7 @@ import { z } from "zod";
 import { Contract, LimitOverrides } from "../contract/contract.js";
 import { Hint } from "../contract/hints.js";
 import { FlakegymError } from "../errors.js";
+import { parseJsonFile } from "../run-format/json-file.js";
 import { TargetRef } from "./target.js";
 
 /**
@@ -52,7 +53,8 @@ export function newSessionId(now = new Date()): string {
 /** Writes session.json atomically (temp + rename). */
 export async function saveSession(s: EnvSession): Promise<void> {
   await mkdir(s.dir, { recursive: true });
-  const tmp = join(s.dir, `.${SESSION_FILE}.${randomBytes(4).toString("hex")}`);
+  // the atomic-write temp name gc knows (`.<name>.<pid>.<rand>.tmp`): a kill before the rename leaves one it reclaims
+  const tmp = join(s.dir, `.${SESSION_FILE}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
   await writeFile(tmp, `${JSON.stringify(s, null, 2)}\n`);
   await rename(tmp, join(s.dir, SESSION_FILE));
 }
@@ -81,16 +83,19 @@ export async function loadSession(ref: SessionRef, sessionsDir = defaultSessions
       },
     );
   }
-  const r = EnvSession.safeParse(JSON.parse(text));
+  const file = join(dir, SESSION_FILE);
+  const r = EnvSession.safeParse(
+    parseJsonFile(
+      text,
+      file,
+      "the session cannot be read: tear it down (rm its directory) and run setup again",
+    ),
+  );
   if (!r.success) {
     const i = r.error.issues[0]!;
-    throw new FlakegymError(
-      "E_SESSION_INVALID",
-      `${join(dir, SESSION_FILE)}: ${i.path.join(".")}: ${i.message}`,
-      {
-        hint: "the file was edited or written by another flakegym version; run setup again",
-      },
-    );
+    throw new FlakegymError("E_SESSION_INVALID", `${file}: ${i.path.join(".")}: ${i.message}`, {
+      hint: "the file was edited or written by another flakegym version; run setup again",
+    });
   }
   return r.data;
 }

@@ -1,7 +1,7 @@
 import { cp, lstat, mkdir, readdir, rename, rm, symlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { FlakegymError } from "../errors.js";
-import { readResults } from "../export/served-record.js";
+import { readResultsReport } from "../export/served-record.js";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
 import type { ProgressSink } from "../progress/events.js";
 import type { DatasetSelection } from "../rollout/dataset-tasks.js";
@@ -293,6 +293,14 @@ async function writeEvalFiles(o: EvalRunOptions, report: EvalReport): Promise<st
   return summaryMd;
 }
 
+/** The eval run's finished trials; one whose result.json does not read is named in a note and skipped. */
+async function evalResults(o: EvalRunOptions, runDir: string) {
+  const { results, unreadable } = await readResultsReport(runDir);
+  for (const u of unreadable)
+    o.progress({ type: "note", message: `eval: trial ${u.trajectory_id} left out: ${u.reason}` });
+  return results;
+}
+
 /**
  * The eval's rollout; interrupted (SIGINT) wherever it was — building snapshots, starting workers —
  * it still ends with a summary of what finished, so the report is always written (partial).
@@ -307,7 +315,7 @@ async function rolloutOrPartial(
   } catch (err) {
     if (!o.signal.aborted) throw err;
     const config = evalRunConfig(o.config, items, o.trials, undefined);
-    const results = await readResults(join(o.evalDir, "run")).catch(() => []);
+    const results = await evalResults(o, join(o.evalDir, "run"));
     const summary = runSummaryOf({
       runId: o.evalId,
       out: join(o.evalDir, "run"),
@@ -360,7 +368,7 @@ export async function runEval(o: EvalRunOptions): Promise<EvalRunResult> {
   const { summary } = rollout;
   const runDir = join(o.evalDir, "run");
   const rows: TrialRow[] = [];
-  for (const r of await readResults(runDir)) rows.push(await layOutTrial(o, r, labels, staging));
+  for (const r of await evalResults(o, runDir)) rows.push(await layOutTrial(o, r, labels, staging));
   await rm(staging, { recursive: true, force: true });
   const manifest = await readManifest(runPaths(runDir)).catch(() => ({ tasks: {} }));
   let report = buildReport({

@@ -1,7 +1,9 @@
 import { access, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
+import { FlakegymError } from "../errors.js";
 import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
+import { notJsonError } from "../run-format/json-file.js";
 import { InfraRetryCount, Outcome, type RunManifest, TrajectoryResult } from "../run-format/schema.js";
 import { PhaseMs, servedResultOf } from "../run-format/trajectory-record.js";
 import { type ExportSegment, exportTrajectory } from "./export-trajectory.js";
@@ -192,17 +194,58 @@ export async function readServedTrajectory(
   return servedTrajectory(m, r, turns, tok);
 }
 
-/** Every finished trajectory of a run directory, in task then index order. */
-export async function readResults(runDir: string): Promise<TrajectoryResult[]> {
-  const out: TrajectoryResult[] = [];
+/** A trajectory whose result.json exists but cannot be read as one, and why (naming the file). */
+export interface UnreadableResult {
+  readonly trajectory_id: string;
+  readonly reason: string;
+}
+
+/** The reason a result.json's text is no TrajectoryResult, naming the file and a next step (else undefined). Pure. */
+function resultProblem(file: string, text: string): { result?: TrajectoryResult; reason?: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    const e = notJsonError(file, err, "");
+    return {
+      reason: `${e.message}: it is skipped; delete its trajectory dir and --resume the run to rerun it`,
+    };
+  }
+  const r = TrajectoryResult.safeParse(value);
+  if (r.success) return { result: r.data };
+  const i = r.error.issues[0]!;
+  return {
+    reason: `${file}: field '${i.path.join(".")}': ${i.message}: it is skipped; restore the file, or delete its trajectory dir and --resume the run`,
+  };
+}
+
+/**
+ * Every finished trajectory of a run directory, in task then index order, and those whose
+ * result.json does not read (cut or edited): one bad file is named and skipped, never costs the rest.
+ */
+export async function readResultsReport(
+  runDir: string,
+): Promise<{ results: TrajectoryResult[]; unreadable: UnreadableResult[] }> {
+  const results: TrajectoryResult[] = [];
+  const unreadable: UnreadableResult[] = [];
   const ids = await readdir(join(runDir, "trajectories")).catch(() => [] as string[]);
   for (const id of ids) {
-    const text = await readFile(join(runDir, "trajectories", id, "result.json"), "utf8").catch(
-      () => undefined,
-    );
-    if (text !== undefined) out.push(TrajectoryResult.parse(JSON.parse(text)));
+    const file = join(runDir, "trajectories", id, "result.json");
+    const text = await readFile(file, "utf8").catch(() => undefined);
+    if (text === undefined) continue;
+    const { result, reason } = resultProblem(file, text);
+    if (result) results.push(result);
+    else unreadable.push({ trajectory_id: id, reason: reason! });
   }
-  return out.sort((a, b) => a.taskId.localeCompare(b.taskId) || a.index - b.index);
+  results.sort((a, b) => a.taskId.localeCompare(b.taskId) || a.index - b.index);
+  return { results, unreadable };
+}
+
+/** Every finished trajectory of a run directory; a result.json that does not read throws naming it. */
+export async function readResults(runDir: string): Promise<TrajectoryResult[]> {
+  const { results, unreadable } = await readResultsReport(runDir);
+  if (unreadable.length > 0) throw new FlakegymError("E_RESULT", unreadable[0]!.reason);
+  return results;
 }
 
 /** The records a group streamed, in group order. */

@@ -14,6 +14,64 @@ export function stopReason(ctx: GatewaySignal, e: Pick<Entry, "ended">): unknown
   return undefined;
 }
 
+/**
+ * How far past its due time a timer fired, when that is past a generous bound (1 s): this process
+ * was held up (stopped, frozen, starved) and the time is nobody's — not the model server's silence,
+ * not the call's length. 0 when on time. Pure.
+ */
+export function timerStallMs(dueAt: number, now: number): number {
+  const late = now - dueAt;
+  return late > 1000 ? late : 0;
+}
+
+/**
+ * The silence and total watchdogs of one call. A stream that stops mid-way is as dead as one that
+ * never starts. One lazy timer each: an event only stamps the time; the timer, when it fires, sleeps
+ * again for what is left of the window. A timer that fires far past its time means this process was
+ * held up (SIGSTOP of the runner, a frozen VM): that time is nobody's, so the silence window starts
+ * anew and the total one moves on by it (at most by its own length in all).
+ */
+function armWatchdogs(
+  limits: Pick<Entry["limits"], "silenceTimeoutMs" | "totalTimeoutMs">,
+  ac: AbortController,
+): { touch(): void; clear(): void } {
+  const { silenceTimeoutMs, totalTimeoutMs } = limits;
+  let lastEventAt = performance.now();
+  let silenceDue = lastEventAt + silenceTimeoutMs;
+  const checkSilence = () => {
+    const now = performance.now();
+    // when the stop began is unknown (the timer only shows it ended late): the window starts anew
+    if (timerStallMs(silenceDue, now) > 0) lastEventAt = now;
+    const left = silenceTimeoutMs - (now - lastEventAt);
+    if (left <= 0) ac.abort(new WatchdogTimeout("silence", silenceTimeoutMs));
+    else {
+      silenceDue = now + left;
+      silenceTimer = setTimeout(checkSilence, left);
+    }
+  };
+  let silenceTimer = setTimeout(checkSilence, silenceTimeoutMs);
+  let totalDue = performance.now() + totalTimeoutMs;
+  let credited = 0;
+  const checkTotal = () => {
+    const now = performance.now();
+    const stall = Math.min(timerStallMs(totalDue, now), totalTimeoutMs - credited);
+    if (stall <= 0) return ac.abort(new WatchdogTimeout("total", totalTimeoutMs));
+    credited += stall;
+    totalDue = now + stall;
+    totalTimer = setTimeout(checkTotal, stall);
+  };
+  let totalTimer = setTimeout(checkTotal, totalTimeoutMs);
+  return {
+    touch: () => {
+      lastEventAt = performance.now();
+    },
+    clear: () => {
+      clearTimeout(silenceTimer);
+      clearTimeout(totalTimer);
+    },
+  };
+}
+
 /** What ends a call from outside while it runs; `touch` on every upstream event. */
 export interface CallWatch {
   touch(): void;
@@ -42,24 +100,11 @@ export function watchCall(
   ctx.signal?.addEventListener("abort", onStop, { once: true });
   if (res.destroyed) onClose();
   onStop();
-  // a stream that stops mid-way is as dead as one that never starts. One lazy timer: an event only
-  // stamps the time; the timer, when it fires, sleeps again for what is left of the window.
-  const { silenceTimeoutMs, totalTimeoutMs } = e.limits;
-  let lastEventAt = performance.now();
-  const checkSilence = () => {
-    const left = silenceTimeoutMs - (performance.now() - lastEventAt);
-    if (left <= 0) ac.abort(new WatchdogTimeout("silence", silenceTimeoutMs));
-    else silenceTimer = setTimeout(checkSilence, left);
-  };
-  let silenceTimer = setTimeout(checkSilence, silenceTimeoutMs);
-  const totalTimer = setTimeout(() => ac.abort(new WatchdogTimeout("total", totalTimeoutMs)), totalTimeoutMs);
+  const dogs = armWatchdogs(e.limits, ac);
   return {
-    touch: () => {
-      lastEventAt = performance.now();
-    },
+    touch: dogs.touch,
     disarm: () => {
-      clearTimeout(silenceTimer);
-      clearTimeout(totalTimer);
+      dogs.clear();
       res.off("close", onClose);
       e.ended.signal.removeEventListener("abort", onStop);
       ctx.signal?.removeEventListener("abort", onStop);

@@ -2,9 +2,10 @@ import { access, readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
+import { flakegymCacheRoot } from "../cache-root.mjs";
 import { CGROUP_PARENT, OWNER_FILE, type Owner, parseOwnerTag, readOwnerRecord, tagBootId } from "./owner.js";
 import type { Inventory, OwnedCgroup, OwnedContainer, OwnedDir } from "./plan.js";
-import { findOwnerlessDirs, findTempFiles } from "./stale-temps.js";
+import { findCacheTemps, findOwnerlessDirs, findTempFiles } from "./stale-temps.js";
 import { currentMountPoints } from "./unmount.js";
 
 /** A directory whose children (and their children) may be flakegym-owned directories. */
@@ -155,6 +156,8 @@ export interface InventoryOptions {
   readonly roots?: readonly DirRoot[];
   /** Where atomic-write temps are looked for (run and eval directories, exports); none by default. */
   readonly tempRoots?: readonly string[];
+  /** Snapshot caches whose `tmp/` holds build scratch trees (default: the snapshot cache). */
+  readonly cacheDirs?: readonly string[];
   /** Look for podman containers (default true). */
   readonly podman?: boolean;
   readonly currentBootId: string;
@@ -164,12 +167,15 @@ export interface InventoryOptions {
 export async function takeInventory(o: InventoryOptions): Promise<Inventory> {
   const mounts = await currentMountPoints();
   const roots = o.roots ?? defaultDirRoots();
-  const [dirs, cgroups, containers, temps, ownerless] = await Promise.all([
+  // the snapshot cache's place (snapshots/key.ts: defaultSnapshotCacheDir), from the one cache rule
+  const cacheDirs = o.cacheDirs ?? [join(flakegymCacheRoot(process.env), "snapshots")];
+  const [dirs, cgroups, containers, temps, ownerless, cacheTemps] = await Promise.all([
     findOwnedDirs(roots, mounts),
     findOwnedCgroups(o.currentBootId),
     o.podman === false ? Promise.resolve([]) : findOwnedContainers(o.currentBootId),
     findTempFiles([...(o.tempRoots ?? []), ...roots.map((r) => r.path)]),
     findOwnerlessDirs(roots),
+    findCacheTemps(cacheDirs.map((d) => join(d, "tmp"))),
   ]);
-  return { dirs, cgroups, containers, mounts, temps, ownerless };
+  return { dirs, cgroups, containers, mounts, temps, ownerless, cacheTemps };
 }

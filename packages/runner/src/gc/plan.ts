@@ -42,6 +42,8 @@ export interface Inventory {
   readonly mounts: readonly string[];
   /** Atomic-write temps (`.<name>.<pid>.<rand>.tmp`) found under the run roots. */
   readonly temps?: readonly TempFile[];
+  /** Snapshot builds' scratch dirs (`<cache>/tmp/<key16>-<pid>-<hex8>`). */
+  readonly cacheTemps?: readonly TempFile[];
   /** Directories without owner.json under the flakegym roots. */
   readonly ownerless?: readonly OwnerlessDir[];
 }
@@ -61,6 +63,8 @@ export type SweepAction =
   | { readonly kind: "dir"; readonly path: string }
   /** A dead writer's atomic-write temp file. */
   | { readonly kind: "temp"; readonly path: string }
+  /** A dead snapshot build's scratch tree in the cache. */
+  | { readonly kind: "cache-temp"; readonly path: string }
   /** An empty directory its maker died before owning (removed only while empty). */
   | { readonly kind: "empty-dir"; readonly path: string };
 
@@ -121,8 +125,10 @@ function staleActions(inv: Inventory, judge: StaleJudge | undefined): SweepActio
   const after = judge.afterMs ?? STALE_AFTER_MS;
   const temps = (inv.temps ?? []).filter((t) => isStaleTemp(t, judge.livePids, judge.nowMs, after));
   const empty = (inv.ownerless ?? []).filter((d) => isStaleOwnerless(d, judge.nowMs, after));
+  const cache = (inv.cacheTemps ?? []).filter((t) => isStaleTemp(t, judge.livePids, judge.nowMs, after));
   return [
     ...temps.map((t) => ({ kind: "temp" as const, path: t.path })),
+    ...cache.map((t) => ({ kind: "cache-temp" as const, path: t.path })),
     ...empty
       .map((d) => d.path)
       .sort(deepestFirst)

@@ -7,7 +7,10 @@ import { join } from "node:path";
  *   `export`, `rollout` and `eval` all write through it), removed once its pid is gone;
  * - a directory made just before its owner.json (a worker dir, a scratch dir) and left empty,
  *   removed once it is older than a bound (no owner can be judged, so age is the only sign).
- * Both are found here; what to remove is decided by the pure functions.
+ * - a snapshot build's scratch tree in the cache, `<cache>/tmp/<key16>-<pid>-<hex8>` (and the
+ *   toolchain probe's `identity-<pid>-<hex8>`), removed once its pid is gone: a SIGKILLed build
+ *   never reaches its own cleanup, and such a tree holds a whole repository and its deps.
+ * All are found here; what to remove is decided by the pure functions.
  */
 
 /** A found temp file: its path, the pid in its name and when it was last written. */
@@ -31,6 +34,26 @@ export const STALE_AFTER_MS = 10 * 60_000;
 export function atomicTempPid(name: string): number | undefined {
   const m = /^\..+\.(\d{1,10})\.[a-z0-9]{1,16}\.tmp$/.exec(name);
   return m ? Number(m[1]) : undefined;
+}
+
+/** The pid a snapshot cache scratch dir's name carries (`<name>-<pid>-<hex8>`), if it is one. Pure. */
+export function cacheTempPid(name: string): number | undefined {
+  const m = /^[A-Za-z0-9_.]+-(\d{1,10})-[0-9a-f]{8}$/.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** Scratch dirs of snapshot builds directly under each cache `tmp/` dir (no symlinks followed). */
+export async function findCacheTemps(cacheTmpDirs: readonly string[]): Promise<TempFile[]> {
+  const out: TempFile[] = [];
+  for (const dir of [...new Set(cacheTmpDirs)]) {
+    for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+      const pid = e.isDirectory() ? cacheTempPid(e.name) : undefined;
+      if (pid === undefined) continue;
+      const st = await stat(join(dir, e.name)).catch(() => undefined);
+      if (st) out.push({ path: join(dir, e.name), pid, mtimeMs: st.mtimeMs });
+    }
+  }
+  return out;
 }
 
 /** A temp is stale when its writer's pid is gone and it has not been written for a while. Pure. */

@@ -30,6 +30,8 @@ export interface SweepOptions {
   readonly podman?: boolean;
   /** Where atomic-write temps of dead writers are looked for (default: `runs/` and `evals/` under the cwd). */
   readonly tempRoots?: readonly string[];
+  /** Snapshot caches whose `tmp/` holds build scratch trees (default: the snapshot cache). */
+  readonly cacheDirs?: readonly string[];
   /** How old an owner-less leftover must be to go (default STALE_AFTER_MS). */
   readonly staleAfterMs?: number;
 }
@@ -118,7 +120,7 @@ async function execute(a: SweepAction): Promise<SweepResult> {
         return r.result === "unmounted" ? undefined : `${r.result}${r.detail ? `: ${r.detail}` : ""}`;
       })
       .with({ kind: "cgroup" }, (x) => removeCgroup(x.path))
-      .with({ kind: "dir" }, (x) => removeDir(x.path))
+      .with({ kind: "dir" }, { kind: "cache-temp" }, (x) => removeDir(x.path))
       .with({ kind: "temp" }, async (x) => {
         await unlink(x.path);
         return undefined;
@@ -153,10 +155,11 @@ export async function sweepLeftovers(o: SweepOptions = {}): Promise<SweepReport>
     currentBootId,
     ...(o.roots ? { roots: o.roots } : {}),
     ...(o.podman === undefined ? {} : { podman: o.podman }),
+    ...(o.cacheDirs ? { cacheDirs: o.cacheDirs } : {}),
     tempRoots: o.tempRoots ?? [resolve("runs"), resolve("evals")],
   });
   const judge = {
-    livePids: livePidsOf((inv.temps ?? []).map((t) => t.pid)),
+    livePids: livePidsOf([...(inv.temps ?? []), ...(inv.cacheTemps ?? [])].map((t) => t.pid)),
     nowMs: Date.now(),
     ...(o.staleAfterMs !== undefined ? { afterMs: o.staleAfterMs } : {}),
   };
@@ -176,6 +179,7 @@ export function formatSweepResult(r: SweepResult, dryRun: boolean): string {
     .with({ kind: "cgroup" }, (x) => `remove cgroup ${x.path}`)
     .with({ kind: "dir" }, (x) => `remove directory ${x.path}`)
     .with({ kind: "temp" }, (x) => `remove a dead writer's temp file ${x.path}`)
+    .with({ kind: "cache-temp" }, (x) => `remove a dead snapshot build's scratch tree ${x.path}`)
     .with({ kind: "empty-dir" }, (x) => `remove empty owner-less directory ${x.path}`)
     .exhaustive();
   const status = dryRun ? "would" : r.ok ? "done" : "FAILED";

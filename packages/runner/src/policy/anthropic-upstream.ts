@@ -5,6 +5,7 @@ import { DEFAULT_MAX_RESPONSE_BYTES, limitResponse } from "./limit-response.js";
 import { postHonouringRetryAfter } from "./retry-after.js";
 import { anthropicSamplingMembers } from "./sampling.js";
 import { parseSse } from "./sse.js";
+import { streamEndProblem } from "./stream-end.js";
 import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
 
@@ -89,6 +90,8 @@ export async function* anthropicStreamToEvents(
   const toolIndexOfBlock = new Map<number, number>();
   const usage: Usage = { promptTokens: 0, completionTokens: 0 };
   let sawUsage = false;
+  let started = false;
+  let finished = false;
   for await (const ev of events) {
     let data: Json;
     try {
@@ -103,10 +106,12 @@ export async function* anthropicStreamToEvents(
       );
     }
     const type = data["type"] ?? ev.event;
+    if (type === "message_stop") finished = true;
     if (type === "error") {
       throw new UpstreamError(`${upstreamId} streamed an error: ${JSON.stringify(data["error"])}`, 502);
     }
     if (type === "message_start") {
+      started = true;
       const msg = rec(data["message"]) ?? {};
       const u = rec(msg["usage"]) ?? {};
       usage.promptTokens = Number(u["input_tokens"] ?? 0) || 0;
@@ -158,8 +163,13 @@ export async function* anthropicStreamToEvents(
         usage.promptTokens = u["input_tokens"];
       sawUsage = true;
       const fr = anthropicStopReason(delta["stop_reason"]);
-      if (fr) yield { type: "finish", reason: fr };
+      if (fr) {
+        finished = true;
+        yield { type: "finish", reason: fr };
+      }
     }
   }
   if (sawUsage) yield { type: "usage", usage: { ...usage } };
+  const problem = streamEndProblem(upstreamId, { started, finished });
+  if (problem) throw problem;
 }

@@ -6,6 +6,7 @@ import { type IntArrayJson, parseChunkLiftingPromptIds } from "./prompt-ids-json
 import { postHonouringRetryAfter } from "./retry-after.js";
 import { openAiSamplingMembers } from "./sampling.js";
 import { parseSse } from "./sse.js";
+import { streamEndProblem } from "./stream-end.js";
 import type { PolicyUpstream, PortableUpstream, UpstreamCall } from "./upstream.js";
 import { UpstreamError } from "./upstream.js";
 
@@ -97,13 +98,17 @@ export class OpenAiUpstream implements PolicyUpstream {
     }
     const type = String(res.headers["content-type"] ?? "");
     if (type.includes("application/json")) {
-      yield* openAiResponseToEvents(JSON.parse(await res.text()) as Record<string, unknown>);
+      yield* openAiResponseToEvents(jsonAnswerOf(this.id, await res.text()));
       return;
     }
     const state: ChunkState = { started: false };
+    let finished = false;
     for await (const ev of parseSse(res.body)) {
       // read on to the end of the body (not break) so the keep-alive socket can be reused
-      if (ev.data === "[DONE]") continue;
+      if (ev.data === "[DONE]") {
+        finished = true;
+        continue;
+      }
       let chunk: Record<string, unknown>;
       let lifted: ReturnType<typeof parseChunkLiftingPromptIds>;
       try {
@@ -122,8 +127,13 @@ export class OpenAiUpstream implements PolicyUpstream {
       if (chunk["error"] !== undefined) {
         throw new UpstreamError(`${this.id} streamed an error: ${JSON.stringify(chunk["error"])}`, 502);
       }
-      yield* openAiChunkToEvents(chunk, state, lifted?.promptIds);
+      for (const e of openAiChunkToEvents(chunk, state, lifted?.promptIds)) {
+        if (e.type === "finish") finished = true;
+        yield e;
+      }
     }
+    const problem = streamEndProblem(this.id, { started: state.started, finished });
+    if (problem) throw problem;
   }
 
   private async post(body: string | Buffer, signal: AbortSignal): Promise<PostResponse> {
@@ -261,6 +271,26 @@ export function* openAiChunkToEvents(
 }
 
 /** A non-streamed chat.completion as events (servers that ignore `stream`). */
+/**
+ * A non-streamed answer's body as JSON: one that is cut or not JSON (or not an object) is the
+ * policy server's fault, an UpstreamError naming it — never a "gateway fault". Pure.
+ */
+export function jsonAnswerOf(who: string, text: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    throw new UpstreamError(
+      `${who} sent an application/json answer that is not JSON (${(err as Error).message}): ${text.slice(0, 200)}`,
+      502,
+      { cause: err },
+    );
+  }
+  if (v === null || typeof v !== "object" || Array.isArray(v))
+    throw new UpstreamError(`${who} sent a JSON answer that is not an object: ${text.slice(0, 200)}`, 502);
+  return v as Record<string, unknown>;
+}
+
 export function* openAiResponseToEvents(body: Record<string, unknown>): Generator<UpstreamEvent> {
   yield* openAiChunkToEvents(body, { started: false });
 }

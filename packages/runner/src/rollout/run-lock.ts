@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { link, mkdir, readFile, rename, rmdir, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { match } from "ts-pattern";
 import { UsageError } from "../errors.js";
 import { selfOwner, startTimeOfStat } from "../gc/owner.js";
 import {
@@ -18,6 +19,23 @@ export const RUN_LOCK_FILE = "run.lock";
 /** Files of the lock itself, which an otherwise empty run directory may hold. */
 export const isLockFile = (name: string) => name === RUN_LOCK_FILE || name.startsWith(`.${RUN_LOCK_FILE}.`);
 
+/**
+ * What to do about a held directory: while its holder runs, wait or stop it and then continue it
+ * the way its own command continues (never "remove the lock" — that would let two writers in);
+ * only when its holder cannot be judged, remove the lock once nothing uses the directory. Pure.
+ */
+export function lockedHint(dir: string, holder: RunLockRecord | undefined, why: string): string {
+  if (!holder || !why.endsWith("is running"))
+    return `if no flakegym process uses ${dir} any more, remove ${join(dir, RUN_LOCK_FILE)}`;
+  const then = match(holder.command)
+    .with("rollout", () => `then \`flakegym rollout --resume ${dir}\``)
+    .with("eval", () => `then \`flakegym eval --resume ${dir}\``)
+    .with("serve", () => "then POST the group again to the server that runs (it resumes it)")
+    .with("env", () => "then make the call again")
+    .exhaustive();
+  return `wait for it to finish, or stop it (kill ${holder.pid}), ${then}; a lock left by a dead holder is taken over by itself`;
+}
+
 /** The run directory is held by a live runner (or one that cannot be judged). Exit status 2. */
 export class RunDirLockedError extends UsageError {
   override readonly name = "RunDirLockedError";
@@ -28,9 +46,7 @@ export class RunDirLockedError extends UsageError {
   ) {
     super(
       `the run directory ${dir} is in use by ${describeHolder(holder)}: ${why}`,
-      holder && why.endsWith("is running")
-        ? `wait for it to finish, or stop it (kill ${holder.pid}) and then --resume ${dir}; a lock left by a dead runner is taken over by itself`
-        : `if no flakegym process uses ${dir} any more, remove ${join(dir, RUN_LOCK_FILE)}`,
+      lockedHint(dir, holder, why),
       "E_RUN_LOCKED",
     );
   }

@@ -2,7 +2,7 @@ import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import {
   readGroupRecords,
-  readResults,
+  readResultsReport,
   readServedTrajectory,
   type ServedTrajectory,
 } from "../export/served-record.js";
@@ -308,8 +308,13 @@ async function publishOnce(st: GroupState, trajectoryId: string): Promise<void> 
   if (st.seen.has(trajectoryId)) return;
   const { p, run } = st;
   const rp = runPaths(p.run);
+  const file = rp.trajectory(trajectoryId).result;
   const result = TrajectoryResult.parse(
-    JSON.parse(await readFile(rp.trajectory(trajectoryId).result, "utf8")),
+    parseJsonFile(
+      await readFile(file, "utf8"),
+      file,
+      "restore it, or delete its trajectory dir and resubmit the group",
+    ),
   );
   let rec: ServedTrajectory;
   try {
@@ -408,7 +413,9 @@ async function runGroupRollout(st: GroupState, config: RunConfig, resume: boolea
     },
   });
   // a trajectory that finished before a restart (or whose event was missed) is streamed too
-  for (const r of await readResults(p.run)) void publish(st, r.trajectoryId);
+  const { results, unreadable } = await readResultsReport(p.run);
+  for (const u of unreadable) st.o.onNote?.(`serve: ${st.run.request.request_id}: ${u.reason}`);
+  for (const r of results) void publish(st, r.trajectoryId);
   await st.chain;
   return summary;
 }

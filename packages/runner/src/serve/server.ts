@@ -19,6 +19,7 @@ import {
   sameRequest,
   startGroup,
 } from "./groups.js";
+import { requestPathOf } from "./request-path.js";
 import { apiSchema, GroupRequest, type StreamLine } from "./schema.js";
 import { upstreamProblem } from "./upstream-allow.js";
 
@@ -304,18 +305,24 @@ async function handle(s: ServeState, req: IncomingMessage, res: ServerResponse):
   const { o } = s;
   if (!authorized(req.headers.authorization, o.token))
     throw new HttpError(401, "E_AUTH", "missing or wrong bearer token (Authorization: Bearer <token>)");
-  const url = new URL(req.url ?? "/", "http://serve");
-  const m = /^\/v1\/groups\/([^/]+)$/.exec(url.pathname);
-  if (req.method === "GET" && url.pathname === "/healthz")
+  const pathname = requestPathOf(req.url ?? "/");
+  if (pathname === undefined)
+    throw new HttpError(
+      400,
+      "E_URL",
+      `the request target '${String(req.url).slice(0, 200)}' is not a path: send /v1/groups, /v1/groups/<request_id>, /v1/schema or /healthz`,
+    );
+  const m = /^\/v1\/groups\/([^/]+)$/.exec(pathname);
+  if (req.method === "GET" && pathname === "/healthz")
     return sendJson(res, 200, { ok: true, running: runningCount(s), capacity: o.maxGroups });
-  if (req.method === "GET" && url.pathname === "/v1/schema") return sendJson(res, 200, apiSchema());
-  if (req.method === "POST" && url.pathname === "/v1/groups") {
+  if (req.method === "GET" && pathname === "/v1/schema") return sendJson(res, 200, apiSchema());
+  if (req.method === "POST" && pathname === "/v1/groups") {
     const request = parseRequest(await readBody(req));
     const g = await groupFor(s, request.request_id, request);
     return stream(res, g!, o.heartbeatMs ?? 15_000);
   }
   if (m && (req.method === "GET" || req.method === "DELETE")) return handleGroup(s, req.method, m[1]!, res);
-  throw new HttpError(404, "E_ROUTE", `no route ${req.method} ${url.pathname} (see GET /v1/schema)`);
+  throw new HttpError(404, "E_ROUTE", `no route ${req.method} ${pathname} (see GET /v1/schema)`);
 }
 
 /** Answers a failed request with its error as JSON (a stream already started just ends). */

@@ -81,3 +81,15 @@ describe("env sessions: one writer at a time", () => {
     expect(await teardown({ session: s.dir })).toEqual({ removed: true });
   });
 });
+
+describe("env sessions: a cut session.json", () => {
+  it("names the file, where it was cut and what to do (not a bare parser message)", async () => {
+    const s = await newSession("cut");
+    const file = join(s.dir, "session.json");
+    await writeFile(file, '{"version": 1, "id": "cu');
+    const err = await loadSession(s.dir).catch((e: unknown) => e as Error & { hint?: string });
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toContain(`truncated or not JSON: ${file}`);
+    expect((err as { hint?: string }).hint).toMatch(/setup again/);
+  });
+});

@@ -2,7 +2,7 @@ import { IncomingMessage, ServerResponse } from "node:http";
 import { Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { WatchdogTimeout } from "../../src/gateway/call-decisions.js";
-import { stopReason, watchCall } from "../../src/gateway/call-watch.js";
+import { stopReason, timerStallMs, watchCall } from "../../src/gateway/call-watch.js";
 
 describe("watchCall: what ends a running call from outside, armed once its upstream request has left", () => {
   const entry = (silenceTimeoutMs = 60_000, totalTimeoutMs = 60_000) => {
@@ -66,6 +66,19 @@ describe("watchCall: what ends a running call from outside, armed once its upstr
     const t = arm(entry(60_000, 50));
     expect(await aborted(t.ac)).toEqual(new WatchdogTimeout("total", 50));
     t.watch.disarm();
+  });
+
+  it("this process held up (the event loop blocked 1.5 s, as a SIGSTOP of the runner would) is nobody's time: neither watchdog fires for it; after it, silence still ends the call", async () => {
+    expect(timerStallMs(100, 900)).toBe(0);
+    expect(timerStallMs(100, 1600)).toBe(1500);
+    const s = arm(entry(200, 400));
+    const silence = aborted(s.ac);
+    // block this thread well past both windows (no timer can run meanwhile)
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(s.ac.signal.aborted).toBe(false);
+    expect(await silence).toEqual(new WatchdogTimeout("silence", 200));
+    s.watch.disarm();
   });
 
   it("disarmed, nothing fires any more", async () => {

@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -71,6 +71,7 @@ describe("sweepLeftovers: temporaries without an owner.json", () => {
       const o = {
         roots: [{ path: fgRoot, prefix: "flakegym-" }],
         tempRoots: [join(root, "runs")],
+        cacheDirs: [],
         podman: false,
       };
 
@@ -97,6 +98,62 @@ describe("sweepLeftovers: temporaries without an owner.json", () => {
       );
     } finally {
       await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("sweepLeftovers: a SIGKILLed snapshot build's scratch tree in the cache", () => {
+  it("`<cache>/tmp/<key16>-<pid>-<hex8>` of a dead pid goes (tree and all); a live build's, a fresh one and other names stay", async () => {
+    const root = await mkdtemp(join(tmpdir(), "flakegym-sweep-cache-"));
+    try {
+      const old = new Date(Date.now() - 60 * 60_000);
+      const deadPid = spawnSync(process.execPath, ["-e", "0"]).pid;
+      const cache = join(root, "snapshots");
+      const tmp = join(cache, "tmp");
+      const dead = join(tmp, `0123456789abcdef-${deadPid}-a1b2c3d4`);
+      const deadProbe = join(tmp, `identity-${deadPid}-00ff00ff`);
+      const live = join(tmp, `0123456789abcdef-${process.pid}-a1b2c3d4`);
+      const fresh = join(tmp, `fedcba9876543210-${deadPid}-0badcafe`);
+      const other = join(tmp, "not-a-build");
+      for (const d of [dead, deadProbe, live, fresh, other])
+        await mkdir(join(d, "tree", "workspace"), { recursive: true });
+      await writeFile(join(dead, "tree", "workspace", "big.bin"), "x".repeat(1000));
+      for (const d of [dead, deadProbe, live, other]) await utimes(d, old, old);
+      const o = { roots: [], tempRoots: [], cacheDirs: [cache], podman: false };
+      const dry = await sweepLeftovers({ ...o, dryRun: true });
+      expect(
+        dry.plan.actions
+          .filter((a) => a.kind === "cache-temp")
+          .map((a) => (a as { path: string }).path)
+          .sort(),
+      ).toEqual([dead, deadProbe].sort());
+      const done = await sweepLeftovers(o);
+      expect(done.results.filter((r) => r.action.kind === "cache-temp").every((r) => r.ok)).toBe(true);
+      expect([dead, deadProbe].map(existsSync)).toEqual([false, false]);
+      expect([live, fresh, other].map(existsSync)).toEqual([true, true, true]);
+      expect(formatSweepResult(done.results.find((r) => r.action.kind === "cache-temp")!, false)).toMatch(
+        /^done: remove a dead snapshot build's scratch tree /,
+      );
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("atomic temps gc knows", () => {
+  it("a session.json write cut before its rename leaves a temp whose name carries the pid gc reads", async () => {
+    const { atomicTempPid } = await import("../../src/gc/stale-temps.js");
+    const { saveSession } = await import("../../src/api/session.js");
+    const dir = await mkdtemp(join(tmpdir(), "fg-session-temp-"));
+    try {
+      // session.json is a directory: the rename fails, as a kill between write and rename would leave it
+      await mkdir(join(dir, "session.json"));
+      await expect(saveSession({ dir } as never)).rejects.toThrow();
+      const temps = (await readdir(dir)).filter((n) => n !== "session.json");
+      expect(temps).toHaveLength(1);
+      expect(atomicTempPid(temps[0]!)).toBe(process.pid);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

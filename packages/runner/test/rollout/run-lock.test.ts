@@ -81,4 +81,21 @@ describe("acquireRunLock", () => {
     await lock.release(); // not ours any more: left alone
     expect(await readFile(join(dir, RUN_LOCK_FILE), "utf8")).toBe("garbage");
   });
+
+  it("a live holder's refusal says how its own command continues (eval --resume for an eval), never to remove the lock", async () => {
+    const dir = await tempRun();
+    for (const [cmd, next] of [
+      ["eval", `flakegym eval --resume ${dir}`],
+      ["rollout", `flakegym rollout --resume ${dir}`],
+      ["serve", "POST the group again"],
+      ["env", "make the call again"],
+    ] as const) {
+      const lock = await acquireRunLock(dir, cmd);
+      const err = await acquireRunLock(dir, "eval").catch((e: unknown) => e);
+      expect((err as RunDirLockedError).hint).toContain(next);
+      expect((err as RunDirLockedError).hint).toContain(`kill ${process.pid}`);
+      expect((err as RunDirLockedError).hint).not.toMatch(/remove/);
+      await lock.release();
+    }
+  });
 });

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -291,6 +292,47 @@ describe("flakegym serve", () => {
     expect(body.error.code).toBe("E_REQUEST_ID");
     expect(body.error.message).toContain("percent-encoding");
     expect((await fetch(`${h.url}/v1/groups/%E0%A4%A`, { method: "DELETE" })).status).toBe(400);
+  });
+
+  it("malformed request targets and bad %-escapes on every route are 400s (or the route's own answer), never a 500", async () => {
+    const { h } = await serve(createDummyDeps({}));
+    const { port } = new URL(h.url);
+    const raw = (method: string, target: string) =>
+      new Promise<{ status: number; body: string }>((res, rej) => {
+        const c = connect(Number(port), "127.0.0.1", () =>
+          c.write(
+            `${method} ${target} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+          ),
+        );
+        let d = "";
+        c.on("data", (b: Buffer) => {
+          d += b.toString();
+        });
+        c.on("error", rej);
+        c.on("close", () => res({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(d)?.[1] ?? 0), body: d }));
+      });
+    const targets = [
+      ["GET", "http://["],
+      ["GET", "http://x:99999/healthz"],
+      ["POST", "http://[::1/v1/groups"],
+      ["GET", "/v1/groups/%"],
+      ["DELETE", "/v1/groups/%E0%A4%A"],
+      ["GET", "/v1/groups/%2F..%2F"],
+      ["GET", "/v1/schema?x=%"],
+      ["GET", "/%ZZ"],
+      ["POST", "/v1/groups/%C0"],
+    ] as const;
+    const answers = [];
+    for (const [m, t] of targets) answers.push({ t, ...(await raw(m, t)) });
+    for (const a of answers) {
+      expect(a.status, `${a.t}: ${a.body}`).toBeGreaterThanOrEqual(200);
+      expect(a.status, `${a.t}: ${a.body}`).toBeLessThan(500);
+    }
+    expect(answers[0]!.status).toBe(400);
+    expect(answers[0]!.body).toContain("E_URL");
+    // an absolute-form target with a good URL is served by its path
+    expect((await raw("GET", `http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    expect((await raw("GET", "/v1/schema?x=%")).status).toBe(200);
   });
 
   it("a restarted server resumes a stopped group without rerunning finished trajectories, and answers finished groups from disk", async () => {

@@ -1,13 +1,14 @@
 import { access, mkdir, readFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { match } from "ts-pattern";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { readTurnLog } from "../../gateway/turn-log.js";
 import { writeFileAtomic, writeJsonAtomic } from "../../run-format/jsonl.js";
+import { jsonlLinesOf } from "../../run-format/jsonl-lines.js";
 import { readManifest, runPaths } from "../../run-format/run-dir.js";
 import type { RunManifest, TrajectoryResult } from "../../run-format/schema.js";
-import { readGroupRecords, readResults, readServedTrajectory } from "../served-record.js";
+import { readGroupRecords, readResultsReport, readServedTrajectory } from "../served-record.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../tokenizer.js";
 import { atifTrajectory, atifVerifierResult } from "./atif.js";
 import type { ExportNote } from "./credit.js";
@@ -75,6 +76,33 @@ const encode = (rows: readonly Record<string, unknown>[], f: ExportFileFormat = 
 export const defaultExportPath = (runDir: string, format: ExportFormat, file: ExportFileFormat = "jsonl") =>
   join(runDir, "export", format === "atif" ? "atif" : `${format}.${file}`);
 
+/** Entries of a run directory the run itself writes: an export must never write over one. */
+const RUN_OWNED = new Set([
+  "run.json",
+  "groups.jsonl",
+  "samples.jsonl",
+  "metrics.jsonl",
+  "summary.json",
+  "atropos-sent.jsonl",
+  "run.lock",
+  "trajectories",
+]);
+
+/**
+ * Why an export may not write to `out` (undefined: it may): the run directory itself, or one of the
+ * run's own files or trajectories (`--out <run>/groups.jsonl` would replace the run's groups with
+ * trainer records). Anything else under the run, such as the default `<run>/export/`, is fine. Pure.
+ */
+export function exportOutProblem(runDir: string, out: string): string | undefined {
+  const rel = relative(runDir, out);
+  if (rel === "") return `--out ${out} is the run directory itself`;
+  if (rel.startsWith("..") || isAbsolute(rel)) return undefined;
+  const top = rel.split(sep)[0]!;
+  if (RUN_OWNED.has(top))
+    return `--out ${out} is the run's own ${top}: the export would write over the run's data`;
+  return undefined;
+}
+
 /**
  * Where `flakegym export` writes: `--out` when given — the file itself, or, when it names an
  * existing directory (and the format writes one file), that directory's `<format>.<file-format>` —
@@ -111,7 +139,7 @@ async function recordsOf(o: ExportRunOptions, m: RunManifest) {
     );
   }
   const tok = o.loaded ?? (await loadChatTokenizer(dir!));
-  return await collect(await readResults(o.runDir), (r) => readServedTrajectory(o.runDir, m, r, tok));
+  return await collectResults(o.runDir, (r) => readServedTrajectory(o.runDir, m, r, tok));
 }
 
 /** A trajectory left out of an export because its record could not be built, and why. */
@@ -177,6 +205,13 @@ export function groupNotes(lines: readonly string[]): ExportNote[] {
   });
 }
 
+/** `collect` over a run's results; a result.json that does not read is left out, named, with the rest built. */
+async function collectResults<T>(runDir: string, build: (r: TrajectoryResult) => Promise<T> | T) {
+  const { results, unreadable } = await readResultsReport(runDir);
+  const { items, excluded } = await collect(results, build);
+  return { items, excluded: [...unreadable, ...excluded] };
+}
+
 /**
  * Writes the export; returns the file written, how many records it holds, and the trajectories left
  * out because their record could not be built (with why).
@@ -189,27 +224,40 @@ export async function exportRun(o: ExportRunOptions): Promise<ExportResult> {
       "pass a directory written by `flakegym rollout`, or a serve group's requests/<id>/run",
     );
   }
+  const problem = exportOutProblem(resolve(o.runDir), resolve(o.out));
+  if (problem)
+    throw new UsageError(
+      problem,
+      `pick another --out (the default is ${defaultExportPath(o.runDir, o.format)})`,
+    );
   const m = await readManifest(p);
   const copy = async (file: string) => {
     if (!(await exists(file)))
       throw new UsageError(`${file} does not exist`, "export a finished run directory");
-    const text = await readFile(file, "utf8");
-    const lines = text.split("\n").filter((l) => l.trim());
+    // a torn last line (a killed run) or an edited one is skipped and named, never copied as it is
+    const { lines, skipped } = jsonlLinesOf(
+      await readFile(file, "utf8"),
+      file,
+      `run \`flakegym rollout --resume ${o.runDir}\` to write it whole, then export again`,
+    );
     await mkdir(dirname(o.out), { recursive: true });
-    // JSONL is copied as it is; only a Parquet table needs the records parsed
     const data =
       o.fileFormat === "parquet"
         ? parquetTable(lines.map((l) => JSON.parse(l) as Record<string, unknown>))
-        : text;
+        : lines.map((l) => `${l}\n`).join("");
     await writeFileAtomic(o.out, data);
-    return { path: o.out, records: lines.length, excluded: [], notes: groupNotes(lines) };
+    const excluded = skipped.map((x) => ({
+      trajectory_id: `${basename(file)} line ${x.line}`,
+      reason: x.why,
+    }));
+    return { path: o.out, records: lines.length, excluded, notes: groupNotes(lines) };
   };
   return match(o.format)
     .with("atropos", () => copy(p.groups))
     .with("samples", () => copy(p.samples))
     .with("atif", async () => {
       await mkdir(o.out, { recursive: true });
-      const { items, excluded } = await collect(await readResults(o.runDir), async (r) => {
+      const { items, excluded } = await collectResults(o.runDir, async (r) => {
         const file = join(p.trajectory(r.trajectoryId).dir, "turns.jsonl");
         const turns = (await exists(file)) ? await readTurnLog(file) : [];
         return { id: r.trajectoryId, atif: atifTrajectory(m, r, turns), verifier: atifVerifierResult(r) };
