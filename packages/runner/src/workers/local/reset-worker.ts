@@ -12,6 +12,7 @@ import {
   stateDirsOf,
   treeOf,
 } from "./pristine.js";
+import { keptProcesses, unsealedOf } from "./sealed-binary.js";
 import { SANDBOX_PATHS } from "./shape.js";
 import { armWallClock, endedError, type LocalWorkerState } from "./worker-state.js";
 
@@ -205,6 +206,7 @@ export async function resetWorker(ws: LocalWorkerState): Promise<ResetReport> {
   const strayPids = await killStrays(ws, p.kept, 5000);
   const alive = await ws.prepared.cgroup.pids();
   const keptGone = p.kept.filter((k) => !alive.includes(k));
+  const unsealedPids = unsealedOf(await keptProcesses(p.kept.filter((k) => alive.includes(k))));
   const slotMounts = await unmountFork(ws);
   const nsLeft = await wipeNamespaces(p.kept, p.dir);
   const dirtyPaths = await restoreFiles(ws, p);
@@ -215,6 +217,7 @@ export async function resetWorker(ws: LocalWorkerState): Promise<ResetReport> {
   return {
     strayPids,
     keptGone,
+    unsealedPids,
     dirtyPaths,
     slotMounts,
     stateDiff,

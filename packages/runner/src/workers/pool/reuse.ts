@@ -67,6 +67,12 @@ export interface ResetReport {
   readonly strayPids: readonly number[];
   /** Kept processes no longer alive (the core or its supervisor died). */
   readonly keptGone: readonly number[];
+  /**
+   * Kept processes (bwrap's init aside) not running from a sealed, execute-only binary: their
+   * heaps, which hold the previous trajectory, are readable by the next agent (sealed-binary.ts).
+   * Absent: not checked (a backend without kept processes).
+   */
+  readonly unsealedPids?: readonly number[];
   /** Paths (relative to the worker's state) whose content is not the pristine one. */
   readonly dirtyPaths: readonly string[];
   /** Mounts left on the workspace/deps slot beyond its own bind. */
@@ -90,6 +96,8 @@ export function resetVerdict(
   if (r.strayPids.length)
     why.push(`${r.strayPids.length} process(es) survived the kill (${r.strayPids.join(",")})`);
   if (r.keptGone.length) why.push(`the core's processes ended (${r.keptGone.join(",")})`);
+  if (r.unsealedPids?.length)
+    why.push(`the agent could read the heap of kept process(es) ${r.unsealedPids.join(",")} (not sealed)`);
   if (r.slotMounts > 0) why.push(`${r.slotMounts} mount(s) left on the workspace slot`);
   if (r.dirtyPaths.length) why.push(`not pristine: ${r.dirtyPaths.slice(0, 5).join(", ")}`);
   if (r.stateDiff.length) why.push(`core state differs: ${r.stateDiff.slice(0, 5).join(", ")}`);

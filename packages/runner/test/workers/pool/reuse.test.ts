@@ -83,6 +83,7 @@ describe("resetVerdict", () => {
       report({
         strayPids: [7, 8],
         keptGone: [3],
+        unsealedPids: [42],
         dirtyPaths: ["home/Cline/Rules/x.md"],
         slotMounts: 1,
         stateDiff: ["customPrompt"],
@@ -94,6 +95,7 @@ describe("resetVerdict", () => {
     for (const s of [
       "7,8",
       "core's processes ended (3)",
+      "heap of kept process(es) 42",
       "home/Cline/Rules/x.md",
       "1 mount",
       "customPrompt",
