@@ -116,6 +116,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     taskId: flag(args, "task", "semver-lite-caret-zero"),
     poolSize: Number(flag(args, "pool", String(concurrency))),
     reps: Number(flag(args, "reps", "2")),
+    ...(args.includes("--reuse") ? { reuse: Number(flag(args, "reuse", "1")) } : {}),
   };
   const { all, counted } = await measureRolloutSides(o, ["no pool", "pool", "bare"]);
   report(ctx, all, { ...o, counted });
@@ -128,6 +129,8 @@ export interface RolloutBenchOptions {
   readonly taskId: string;
   readonly poolSize: number;
   readonly reps: number;
+  /** `--reuse`: trajectories one pooled worker serves (absent: the product's default). */
+  readonly reuse?: number;
 }
 
 /**
@@ -139,7 +142,7 @@ export async function measureRolloutSides(
   o: RolloutBenchOptions,
   sides: readonly Side[],
 ): Promise<{ all: Measure[]; counted: string }> {
-  const { n, concurrency, taskId, poolSize, reps } = o;
+  const { n, concurrency, taskId, poolSize, reps, reuse } = o;
   const scratch = await mkdtemp(join(tmpdir(), "flakegym-bench-rollout-"));
   const signal = new AbortController().signal;
   const cg = await openRunCgroup(`flakegym-bench-rollout-${process.pid}`);
@@ -188,7 +191,7 @@ export async function measureRolloutSides(
         onNote: (m) => console.log(`  ${m}`),
         ...(side === "pool"
           ? {
-              pool: { size: poolSize, idleMs: 600_000 },
+              pool: { size: poolSize, idleMs: 600_000, ...(reuse !== undefined ? { reuse } : {}) },
               onPool: (s: PoolState) => {
                 last = s;
                 for (const f of listeners) f(s);

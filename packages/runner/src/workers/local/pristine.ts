@@ -11,7 +11,7 @@ import type { LocalWorkerState } from "./worker-state.js";
 export interface Pristine {
   /** Host pids in the worker's cgroup when ready: the sandbox's bwrap, the supervisor, cline-host, cline-core. */
   readonly kept: readonly number[];
-  /** The worker's memory when ready, MiB (its cgroup's). */
+  /** The worker's memory when ready, MiB (its cgroup's own memory, page cache aside: `anonBytes`). */
   readonly memoryMb: number | undefined;
   /** `<workerDir>/pristine`: copies of HOME and the core's config dir (outside every sandbox). */
   readonly dir: string;
@@ -101,7 +101,7 @@ export async function recordPristine(ws: LocalWorkerState): Promise<Pristine> {
     const state = await client.state.getLatestState({ deadlineMs: 15_000 });
     return {
       kept: await ws.prepared.cgroup.pids(),
-      memoryMb: usage ? usage.memoryBytes / 2 ** 20 : undefined,
+      memoryMb: usage ? (usage.anonBytes ?? usage.memoryBytes) / 2 ** 20 : undefined,
       dir,
       state,
       trees,

@@ -221,7 +221,8 @@ export async function resetWorker(ws: LocalWorkerState): Promise<ResetReport> {
     dirtyPaths,
     slotMounts,
     stateDiff,
-    ...(usage ? { memoryMb: usage.memoryBytes / 2 ** 20 } : {}),
+    // the processes' own memory: page cache of a fork gone from the slot is the kernel's to reclaim
+    ...(usage ? { memoryMb: (usage.anonBytes ?? usage.memoryBytes) / 2 ** 20 } : {}),
     ...(p.memoryMb !== undefined ? { firstMemoryMb: p.memoryMb } : {}),
     ...(nsLeft ? { failure: nsLeft } : {}),
   };

@@ -8,8 +8,12 @@ import type { BackendKind } from "../types.js";
  * pool (pool-take.ts, pool-reuse.ts) only carries them out.
  */
 
-/** Tasks a worker serves by default before it is retired (`--reuse`; docs/performance.md says why). */
-export const REUSE_DEFAULT = 1;
+/**
+ * Tasks a worker serves by default before it is retired (`--reuse`; docs/performance.md says why):
+ * the reset is proven (reset-worker.ts, the clean-slate suite) and the agent cannot read the core's
+ * heap (sealed-binary.ts); the memory bound retires a worker earlier when its core grows.
+ */
+export const REUSE_DEFAULT = 8;
 /** Tasks one worker serves at most, whatever `--reuse` asks (its core's heap and logs grow with each). */
 export const REUSE_MAX = 64;
 /** A reused worker's memory (its cgroup's, idle after the reset) may exceed its first idle reading by this much. */
