@@ -30,6 +30,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { clineAgentLauncher } from "../packages/runner/src/workers/local/cline-agent.js";
 import { createLocalBackend } from "../packages/runner/src/workers/local/local-backend.js";
@@ -37,12 +38,11 @@ import {
   createPodmanBackend,
   hostToolchainPodmanOptions,
 } from "../packages/runner/src/workers/podman/podman-backend.js";
+import { REUSE_DEFAULT } from "../packages/runner/src/workers/pool/reuse.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../packages/runner/src/workers/types.js";
 import { processTrees, treeMemory } from "./concurrency/memory.js";
 import { type CostArgs, type CostSummary, costLine, parseCostArgs } from "./cost/summary.js";
 import { cpuRatios, main as gatewayMain, PASSTHROUGH } from "./gateway.bench.js";
-import { fileURLToPath } from "node:url";
-import { REUSE_DEFAULT } from "../packages/runner/src/workers/pool/reuse.js";
 import {
   alternating,
   type BenchContext,
@@ -358,7 +358,8 @@ async function rolloutPart(o: CostArgs): Promise<PartResult> {
   const reuse = o.reuse ?? REUSE_DEFAULT;
   printTable(
     all.map((m) => ({
-      side: m.side === "pool" ? `product (warm pool, --reuse ${reuse})` : "bare cores (a core per trajectory)",
+      side:
+        m.side === "pool" ? `product (warm pool, --reuse ${reuse})` : "bare cores (a core per trajectory)",
       rep: m.rep + 1,
       "cpu s (whole run)": m.cpuS,
       "cpu s (group)": m.groupCpuS,
@@ -386,10 +387,14 @@ async function rolloutPart(o: CostArgs): Promise<PartResult> {
 /** User + system CPU seconds of `node <args>` (bash's `time` over the child), with its stdout's length. */
 async function childCpuSeconds(args: readonly string[], env: Record<string, string>): Promise<number> {
   const quoted = args.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
-  const r = await execa("bash", ["-c", `TIMEFORMAT='%U %S'; { time ${JSON.stringify(process.execPath)} ${quoted} >/dev/null; } 2>&1`], {
-    env: { ...process.env, ...env },
-    timeout: 120_000,
-  });
+  const r = await execa(
+    "bash",
+    ["-c", `TIMEFORMAT='%U %S'; { time ${JSON.stringify(process.execPath)} ${quoted} >/dev/null; } 2>&1`],
+    {
+      env: { ...process.env, ...env },
+      timeout: 120_000,
+    },
+  );
   const [u, sy] = r.stdout.trim().split("\n").at(-1)!.split(" ").map(Number);
   if (!Number.isFinite(u) || !Number.isFinite(sy))
     throw new Error(`bench cost: could not read the CPU time of node ${args.join(" ")}: ${r.stdout}`);
@@ -405,7 +410,11 @@ async function cliPart(reps: number): Promise<PartResult> {
     () => childCpuSeconds([bin, "--help"], { FLAKEGYM_FROM_SOURCE: "1" }),
   );
   printTable([
-    { what: "flakegym --help (bundle, as installed)", "CPU s p50": median(ours), "CPU s max": Math.max(...ours) },
+    {
+      what: "flakegym --help (bundle, as installed)",
+      "CPU s p50": median(ours),
+      "CPU s max": Math.max(...ours),
+    },
     { what: "flakegym --help from sources (tsx)", "CPU s p50": median(base), "CPU s max": Math.max(...base) },
   ]);
   console.log(

@@ -29,9 +29,9 @@ describe("the cost bench's options", () => {
 
 describe("the cost bench's last line", () => {
   it("reads exactly as the issue asks", () => {
-    expect(
-      costLine({ trajCpuRatio: 0.456, trajPerCoreMinRatio: 2.5, pssMiB: 140.4, cliStartS: 0.128 }),
-    ).toBe("cost: traj-cpu 0.46x traj/core-min 2.50x pss 140 MiB cli-start 0.13 s");
+    expect(costLine({ trajCpuRatio: 0.456, trajPerCoreMinRatio: 2.5, pssMiB: 140.4, cliStartS: 0.128 })).toBe(
+      "cost: traj-cpu 0.46x traj/core-min 2.50x pss 140 MiB cli-start 0.13 s",
+    );
   });
 
   it("says n/a for a part not run or not measurable", () => {

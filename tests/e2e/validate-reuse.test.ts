@@ -37,8 +37,12 @@ describe("flakegym validate with worker reuse", () => {
     const validate = async (reuse: number) => {
       const out = join(tmp.path, `run-reuse-${reuse}`);
       const r = await runCli(
-        ["validate", "--task", TASK, "--catalog", catalog, "--repeat", "1", "--concurrency", "1"]
-          .concat(["--reuse", String(reuse), "--out", out]),
+        ["validate", "--task", TASK, "--catalog", catalog, "--repeat", "1", "--concurrency", "1"].concat([
+          "--reuse",
+          String(reuse),
+          "--out",
+          out,
+        ]),
         { timeoutMs: 900_000 },
       );
       expect(r.exitCode, r.stderr).toBe(0);

@@ -14,7 +14,11 @@ import { describe, expect, it } from "vitest";
 
 const hasBwrap = existsSync("/usr/bin/bwrap");
 const isRoot = process.getuid?.() === 0;
-const skip = !hasBwrap ? "bubblewrap (bwrap) is not installed" : !isRoot ? "the warm pool needs root (mounts)" : "";
+const skip = !hasBwrap
+  ? "bubblewrap (bwrap) is not installed"
+  : !isRoot
+    ? "the warm pool needs root (mounts)"
+    : "";
 if (skip) console.warn(`core-heap suite skipped: ${skip}`);
 
 const SECRET = `HEAPSECRET${Math.random().toString(36).slice(2, 12).toUpperCase()}`;

@@ -19,24 +19,7 @@ export interface CgroupUsage {
   /** CPU time used by everything in the group, µs. */
   readonly cpuUsec: number;
   readonly memoryBytes: number;
-  /**
-   * Of which the processes' own memory, anonymous and shared (tmpfs, SysV), page cache aside: what
-   * grows when a reused core's heap does (memory.stat `total_rss` + `total_shmem`, v2 `anon` +
-   * `shmem`); undefined when memory.stat cannot be read.
-   */
-  readonly anonBytes?: number;
   readonly pids: number;
-}
-
-/** `anon`-like bytes from a memory.stat text: the sum of the named counters (undefined: one is missing). Pure. */
-export function statBytes(stat: string, names: readonly string[]): number | undefined {
-  let sum = 0;
-  for (const n of names) {
-    const m = new RegExp(`^${n} (\\d+)$`, "m").exec(stat);
-    if (!m) return undefined;
-    sum += Number(m[1]);
-  }
-  return sum;
 }
 
 /** A worker's cgroup(s). Processes join by writing their pid to each of `procsFiles`. */
@@ -204,18 +187,14 @@ export async function readUsage(d: CgroupDirs): Promise<CgroupUsage | undefined>
     const mem = await readNumber(join(d.memory, "memory.usage_in_bytes"));
     const pids = await readNumber(join(d.pids, "pids.current"));
     if (cpuNs === undefined || mem === undefined || pids === undefined) return undefined;
-    const stat = await readFile(join(d.memory, "memory.stat"), "utf8").catch(() => "");
-    const anon = statBytes(stat, ["total_rss", "total_shmem"]);
-    return { cpuUsec: Math.round(cpuNs / 1000), memoryBytes: mem, ...(anon !== undefined ? { anonBytes: anon } : {}), pids };
+    return { cpuUsec: Math.round(cpuNs / 1000), memoryBytes: mem, pids };
   }
   const stat = await readFile(join(d.dir, "cpu.stat"), "utf8").catch(() => "");
   const cpu = /usage_usec (\d+)/.exec(stat);
   const mem = await readNumber(join(d.dir, "memory.current"));
   const pids = await readNumber(join(d.dir, "pids.current"));
   if (!cpu || mem === undefined || pids === undefined) return undefined;
-  const mstat = await readFile(join(d.dir, "memory.stat"), "utf8").catch(() => "");
-  const anon = statBytes(mstat, ["anon", "shmem"]);
-  return { cpuUsec: Number(cpu[1]), memoryBytes: mem, ...(anon !== undefined ? { anonBytes: anon } : {}), pids };
+  return { cpuUsec: Number(cpu[1]), memoryBytes: mem, pids };
 }
 
 /** The dirs of a group given by its path below each hierarchy (a container's `CgroupPath`). */

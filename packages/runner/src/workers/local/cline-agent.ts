@@ -12,8 +12,8 @@ import { FlakegymError } from "../../errors.js";
 import { unixSocketPath } from "../socket-path.js";
 import type { AgentLauncher, RunningAgent } from "./agent.js";
 import { wrapCommand } from "./sandbox.js";
-import { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./shape.js";
 import { sealedCopy } from "./sealed-binary.js";
+import { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./shape.js";
 import { prepareMountPoints } from "./system-root.js";
 
 export interface ClineAgentOptions {

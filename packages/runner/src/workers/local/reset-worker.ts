@@ -12,6 +12,7 @@ import {
   stateDirsOf,
   treeOf,
 } from "./pristine.js";
+import { keptAnonMb } from "./kept-memory.js";
 import { keptProcesses, unsealedOf } from "./sealed-binary.js";
 import { SANDBOX_PATHS } from "./shape.js";
 import { armWallClock, endedError, type LocalWorkerState } from "./worker-state.js";
@@ -211,7 +212,7 @@ export async function resetWorker(ws: LocalWorkerState): Promise<ResetReport> {
   const nsLeft = await wipeNamespaces(p.kept, p.dir);
   const dirtyPaths = await restoreFiles(ws, p);
   const stateDiff = await resetCoreState(ws, p);
-  const usage = await ws.prepared.cgroup.usage();
+  const memoryMb = await keptAnonMb(p.kept.filter((k) => alive.includes(k)));
   ws.assigned = false;
   armWallClock(ws);
   return {
@@ -221,8 +222,7 @@ export async function resetWorker(ws: LocalWorkerState): Promise<ResetReport> {
     dirtyPaths,
     slotMounts,
     stateDiff,
-    // the processes' own memory: page cache of a fork gone from the slot is the kernel's to reclaim
-    ...(usage ? { memoryMb: (usage.anonBytes ?? usage.memoryBytes) / 2 ** 20 } : {}),
+    ...(memoryMb !== undefined ? { memoryMb } : {}),
     ...(p.memoryMb !== undefined ? { firstMemoryMb: p.memoryMb } : {}),
     ...(nsLeft ? { failure: nsLeft } : {}),
   };

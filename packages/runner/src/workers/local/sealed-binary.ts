@@ -23,7 +23,10 @@ export function isSealedMode(mode: number): boolean {
 
 /** Where the sealed copy of `src` (of `size` bytes, modified at `mtimeMs`) lives under `cacheRoot`. Pure. */
 export function sealedPathOf(cacheRoot: string, src: string, size: number, mtimeMs: number): string {
-  const key = createHash("sha256").update(`${src}\0${size}\0${Math.trunc(mtimeMs)}`).digest("hex").slice(0, 16);
+  const key = createHash("sha256")
+    .update(`${src}\0${size}\0${Math.trunc(mtimeMs)}`)
+    .digest("hex")
+    .slice(0, 16);
   return join(cacheRoot, "sealed-bin", key, basename(src));
 }
 

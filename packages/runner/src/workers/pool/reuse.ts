@@ -16,7 +16,7 @@ import type { BackendKind } from "../types.js";
 export const REUSE_DEFAULT = 8;
 /** Tasks one worker serves at most, whatever `--reuse` asks (its core's heap and logs grow with each). */
 export const REUSE_MAX = 64;
-/** A reused worker's memory (its cgroup's, idle after the reset) may exceed its first idle reading by this much. */
+/** A reused worker's memory (its kept processes' RssAnon, after the reset) may exceed its first-ready reading by this much. */
 export const REUSE_MEMORY_GROWTH_MB = 96;
 
 /** What the pool knows when a trajectory hands its worker back. */
