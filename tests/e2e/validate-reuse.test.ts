@@ -51,6 +51,9 @@ describe("flakegym validate with worker reuse", () => {
     };
     const fresh = await validate(1);
     const reused = await validate(4);
+    // the reuse side did reuse: the pool's closing line counts trajectories on a reset worker
+    expect(reused.stderr).toMatch(/worker reuse: [1-9]\d* of \d+ pooled trajectories ran on a reset worker/);
+    expect(fresh.stderr).not.toMatch(/worker reuse:/);
     console.log(`validate-reuse: rewards fresh ${JSON.stringify(fresh.rewards)}`);
     expect(Object.keys(fresh.rewards).length).toBe(4); // gold, empty, two cheats
     expect(reused.rewards).toEqual(fresh.rewards);

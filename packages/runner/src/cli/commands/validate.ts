@@ -116,7 +116,7 @@ export const validateCommand = defineCommand({
             })
           : undefined;
       const deps = await createRolloutDeps(config, {
-        ...(pool ? { pool } : {}),
+        ...(pool ? { pool, onNote: (m: string) => ctx.stderr.write(`validate: ${m}\n`) } : {}),
         runId: taskRunId,
         signal: ctx.signal,
         env: ctx.env,

@@ -4,6 +4,7 @@ import { createClineClient } from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { currentMountPoints, unmountRetry } from "../../gc/unmount.js";
 import { pidsToKill, type ResetReport, sandboxNamespaces, stateDiffOf, treeDiffOf } from "../pool/reuse.js";
+import { keptAnonMb } from "./kept-memory.js";
 import {
   CORE_OPEN_FILES,
   CORE_STATE_FILES,
@@ -12,7 +13,6 @@ import {
   stateDirsOf,
   treeOf,
 } from "./pristine.js";
-import { keptAnonMb } from "./kept-memory.js";
 import { keptProcesses, unsealedOf } from "./sealed-binary.js";
 import { SANDBOX_PATHS } from "./shape.js";
 import { armWallClock, endedError, type LocalWorkerState } from "./worker-state.js";

@@ -175,3 +175,13 @@ export function sandboxNamespaces(n: {
 }): boolean {
   return n.target.mnt !== n.self.mnt && n.target.ipc !== n.self.ipc;
 }
+
+/** The pool's closing line on reuse (undefined when nothing was reset). Pure. */
+export function reuseSummary(c: {
+  readonly pooled: number;
+  readonly reused: number;
+  readonly resetRetired: number;
+}): string | undefined {
+  if (c.reused === 0 && c.resetRetired === 0) return undefined;
+  return `worker reuse: ${c.reused} of ${c.pooled} pooled trajectories ran on a reset worker; ${c.resetRetired} worker(s) retired after a reset`;
+}
