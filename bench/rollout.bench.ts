@@ -22,12 +22,16 @@ import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  createClineClient,
   launchClineCore,
+  probeOneByteCore,
+  resolveClinePackage,
   runClineTask,
   type ScriptedTurn,
   startScriptedOpenAiServer,
   xmlTool,
 } from "@flakegym/cline-vendor";
+import { flakegymCacheRoot } from "../packages/runner/src/cache-root.mjs";
 import type { RolloutDeps } from "../packages/runner/src/rollout/deps.js";
 import { runRollout } from "../packages/runner/src/rollout/run-rollout.js";
 import { createSemaphore } from "../packages/runner/src/rollout/semaphore.js";
@@ -176,6 +180,7 @@ export async function measureRolloutSides(
     };
 
     let runs = 0;
+    await warmProcess(config, signal);
     /** ours: the whole pipeline (the snapshot is cached now, as in any run after the first). */
     const runOurs = async (side: "no pool" | "pool", rep: number): Promise<Measure> => {
       const out = join(scratch, `run-${++runs}`);
@@ -183,7 +188,8 @@ export async function measureRolloutSides(
       let last: PoolState | undefined;
       const cpu0 = await cpuNow();
       const self0 = selfCpuS();
-      const sampler = "reason" in cg ? undefined : cg.sampleWorkers(200);
+      // each reading costs the bench process CPU that only this side is charged: once a second
+      const sampler = "reason" in cg ? undefined : cg.sampleWorkers(1000);
       const deps = await createRolloutDeps(config, {
         runId: `bench-${runs}`,
         signal,
@@ -326,6 +332,18 @@ export async function measureRolloutSides(
     }
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * What this process pays once, whichever side runs first, before any side is measured: the gRPC
+ * client's descriptor set, the core bundle's hash, the modules a run loads lazily (a rollout's deps
+ * made and closed). A long run pays them once too; a side measured first would carry them alone.
+ */
+async function warmProcess(config: RunConfig, signal: AbortSignal): Promise<void> {
+  createClineClient({ address: "unix:/nonexistent/flakegym-bench-warm.sock" }).close();
+  probeOneByteCore(resolveClinePackage(), flakegymCacheRoot(process.env));
+  const deps = await createRolloutDeps(config, { runId: "bench-warm", signal, env: process.env });
+  await deps.close();
 }
 
 /** A copy of the workspace, the core unsandboxed, a scripted server of its own. */
