@@ -18,13 +18,16 @@
  *   (bench/gateway/passthrough.ts) on the same calls, and the 1-stream p50 latency it adds: the
  *   gateway bench's machinery (`--gateway-calls` per target; burst = CPU per byte at its worst,
  *   paced = decode steps of `--interval-ms`). Goal ≤ 1.25× and ≤ 2 ms.
- * - rollout — trajectories per core-minute, the product's default (the warm pool) vs bare cores
- *   running the same turns: the rollout bench's machinery, the whole run's CPU from a cgroup of its
- *   own (runner, gateway, workers, scorers). `--n` trajectories, `--reps`. Goal ≥ 2×.
+ * - rollout — the product's default (the warm pool, `--reuse` the product's default unless given)
+ *   vs bare cores (each trajectory boots its own core) running the same turns: the rollout bench's
+ *   machinery, the whole run's CPU from a cgroup of its own (runner, gateway, workers, scorers).
+ *   CPU per trajectory while the group runs (goal ≤ 0.5×) and trajectories per core-minute over
+ *   the whole run (goal ≥ 2×). `--n` trajectories, `--reps`.
+ * - cli — `flakegym --help` CPU, the installed bin vs the same CLI from its sources. Goal ≤ 0.3 s.
  *
- * The last line: `cost: boot-cpu <ratio>x traj/core-min <ratio>x pss <MiB> MiB gateway-cpu <ratio>x`
- * (`n/a` for a part not run). Quick form (a few minutes):
- *   npm run bench -- cost --reps 1 --pss-workers 2 --sandbox-reps 5 --gateway-calls 20 --n 2
+ * Default parts: rollout, pss, cli. The last line (issue 47):
+ * `cost: traj-cpu <ratio>x traj/core-min <ratio>x pss <MiB> MiB cli-start <s> s` (`n/a` for a part
+ * not run). Quick form: npm run bench -- cost --reps 1 --pss-workers 2 --n 4 --cli-reps 3
  */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";

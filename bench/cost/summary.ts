@@ -30,7 +30,7 @@ const DEFAULTS: Omit<CostArgs, "parts"> = {
   sandboxReps: 30,
   gatewayCalls: 100,
   intervalMs: 5,
-  n: 12,
+  n: 16,
   concurrency: 2,
   cliReps: 5,
   task: "semver-lite-caret-zero",
