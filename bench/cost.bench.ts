@@ -18,18 +18,22 @@
  *   (bench/gateway/passthrough.ts) on the same calls, and the 1-stream p50 latency it adds: the
  *   gateway bench's machinery (`--gateway-calls` per target; burst = CPU per byte at its worst,
  *   paced = decode steps of `--interval-ms`). Goal ≤ 1.25× and ≤ 2 ms.
- * - rollout — trajectories per core-minute, the product's default (the warm pool) vs bare cores
- *   running the same turns: the rollout bench's machinery, the whole run's CPU from a cgroup of its
- *   own (runner, gateway, workers, scorers). `--n` trajectories, `--reps`. Goal ≥ 2×.
+ * - rollout — the product's default (the warm pool, `--reuse` the product's default unless given)
+ *   vs bare cores (each trajectory boots its own core) running the same turns: the rollout bench's
+ *   machinery, the whole run's CPU from a cgroup of its own (runner, gateway, workers, scorers).
+ *   CPU per trajectory while the group runs (goal ≤ 0.5×) and trajectories per core-minute over
+ *   the whole run (goal ≥ 2×). `--n` trajectories, `--reps`.
+ * - cli — `flakegym --help` CPU, the installed bin vs the same CLI from its sources. Goal ≤ 0.3 s.
  *
- * The last line: `cost: boot-cpu <ratio>x traj/core-min <ratio>x pss <MiB> MiB gateway-cpu <ratio>x`
- * (`n/a` for a part not run). Quick form (a few minutes):
- *   npm run bench -- cost --reps 1 --pss-workers 2 --sandbox-reps 5 --gateway-calls 20 --n 2
+ * Default parts: rollout, pss, cli. The last line (issue 47):
+ * `cost: traj-cpu <ratio>x traj/core-min <ratio>x pss <MiB> MiB cli-start <s> s` (`n/a` for a part
+ * not run). Quick form: npm run bench -- cost --reps 1 --pss-workers 2 --n 4 --cli-reps 3
  */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { clineAgentLauncher } from "../packages/runner/src/workers/local/cline-agent.js";
 import { createLocalBackend } from "../packages/runner/src/workers/local/local-backend.js";
@@ -37,11 +41,13 @@ import {
   createPodmanBackend,
   hostToolchainPodmanOptions,
 } from "../packages/runner/src/workers/podman/podman-backend.js";
+import { REUSE_DEFAULT } from "../packages/runner/src/workers/pool/reuse.js";
 import type { Worker, WorkerBackend, WorkerSpec } from "../packages/runner/src/workers/types.js";
 import { processTrees, treeMemory } from "./concurrency/memory.js";
 import { type CostArgs, type CostSummary, costLine, parseCostArgs } from "./cost/summary.js";
 import { cpuRatios, main as gatewayMain, PASSTHROUGH } from "./gateway.bench.js";
 import {
+  alternating,
   type BenchContext,
   launchBareCore,
   loadStr,
@@ -50,7 +56,7 @@ import {
   printTable,
   procCpuSeconds,
 } from "./lib.js";
-import { measureRolloutSides } from "./rollout.bench.js";
+import { type Measure, measureRolloutSides } from "./rollout.bench.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -98,6 +104,8 @@ function runPart(
       return gatewayPart(ctx, o);
     case "rollout":
       return rolloutPart(o);
+    case "cli":
+      return cliPart(o.cliReps);
   }
 }
 
@@ -334,24 +342,86 @@ async function gatewayPart(ctx: BenchContext, o: CostArgs): Promise<PartResult> 
 
 async function rolloutPart(o: CostArgs): Promise<PartResult> {
   const { all, counted } = await measureRolloutSides(
-    { n: o.n, concurrency: o.concurrency, taskId: o.task, poolSize: o.concurrency, reps: o.reps },
+    {
+      n: o.n,
+      concurrency: o.concurrency,
+      taskId: o.task,
+      poolSize: o.concurrency,
+      reps: o.reps,
+      ...(o.reuse !== undefined ? { reuse: o.reuse } : {}),
+    },
     ["pool", "bare"],
   );
-  const perCoreMin = (side: "pool" | "bare") =>
-    o.n / (median(all.filter((m) => m.side === side).map((m) => m.cpuS)) / 60);
-  const ours = perCoreMin("pool");
-  const bare = perCoreMin("bare");
+  const med = (side: "pool" | "bare", f: (m: Measure) => number) =>
+    median(all.filter((m) => m.side === side).map(f));
+  const perCoreMin = (side: "pool" | "bare") => o.n / (med(side, (m) => m.cpuS) / 60);
+  // steady state: the CPU while the group ran (the pool's warm-up boots and shutdown are outside it)
+  const trajCpu = (side: "pool" | "bare") => med(side, (m) => m.groupCpuS) / o.n;
+  const [ours, bare] = [perCoreMin("pool"), perCoreMin("bare")];
+  const reuse = o.reuse ?? REUSE_DEFAULT;
   printTable(
     all.map((m) => ({
-      side: m.side === "pool" ? "product (warm pool)" : "bare cores",
+      side:
+        m.side === "pool" ? `product (warm pool, --reuse ${reuse})` : "bare cores (a core per trajectory)",
       rep: m.rep + 1,
-      "cpu s": m.cpuS,
+      "cpu s (whole run)": m.cpuS,
+      "cpu s (group)": m.groupCpuS,
+      "of which runner s": m.selfCpuS,
+      "agents s": m.agentsCpuS ?? (m.side === "bare" ? m.cpuS - m.selfCpuS : Number.NaN),
+      "scorers s": m.scorersCpuS ?? 0,
       completed: `${m.completed}/${o.n}`,
+      "pooled workers unused": m.retired ?? 0,
       load: m.loadAfter,
     })),
   );
+  const trajCpuRatio = trajCpu("pool") / trajCpu("bare");
   console.log(
-    `trajectories per core-minute: ours ${ours.toFixed(2)} vs bare ${bare.toFixed(2)} = ${(ours / bare).toFixed(2)}× (goal ≥ 2×); CPU counted: ${counted}`,
+    `CPU per trajectory (group): ours ${trajCpu("pool").toFixed(2)} s vs bare ${trajCpu("bare").toFixed(2)} s = ${trajCpuRatio.toFixed(2)}× (goal ≤ 0.5×)`,
   );
-  return { detail: { all, counted, ours, bare }, summary: { trajPerCoreMinRatio: ours / bare } };
+  console.log(
+    `trajectories per core-minute (whole run): ours ${ours.toFixed(2)} vs bare ${bare.toFixed(2)} = ${(ours / bare).toFixed(2)}× (goal ≥ 2×); CPU counted: ${counted}`,
+  );
+  return {
+    detail: { all, counted, ours, bare, reuse, trajCpu: { ours: trajCpu("pool"), bare: trajCpu("bare") } },
+    summary: { trajCpuRatio, trajPerCoreMinRatio: ours / bare },
+  };
+}
+
+/** User + system CPU seconds of `node <args>` (bash's `time` over the child), with its stdout's length. */
+async function childCpuSeconds(args: readonly string[], env: Record<string, string>): Promise<number> {
+  const quoted = args.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
+  const r = await execa(
+    "bash",
+    ["-c", `TIMEFORMAT='%U %S'; { time ${JSON.stringify(process.execPath)} ${quoted} >/dev/null; } 2>&1`],
+    {
+      env: { ...process.env, ...env },
+      timeout: 120_000,
+    },
+  );
+  const [u, sy] = r.stdout.trim().split("\n").at(-1)!.split(" ").map(Number);
+  if (!Number.isFinite(u) || !Number.isFinite(sy))
+    throw new Error(`bench cost: could not read the CPU time of node ${args.join(" ")}: ${r.stdout}`);
+  return u! + sy!;
+}
+
+/** `flakegym --help` CPU: the installed bin (its bundle) vs the same CLI from its sources (tsx), alternating. */
+async function cliPart(reps: number): Promise<PartResult> {
+  const bin = fileURLToPath(new URL("../packages/runner/bin/flakegym.js", import.meta.url));
+  const { ours, base } = await alternating(
+    reps,
+    () => childCpuSeconds([bin, "--help"], {}),
+    () => childCpuSeconds([bin, "--help"], { FLAKEGYM_FROM_SOURCE: "1" }),
+  );
+  printTable([
+    {
+      what: "flakegym --help (bundle, as installed)",
+      "CPU s p50": median(ours),
+      "CPU s max": Math.max(...ours),
+    },
+    { what: "flakegym --help from sources (tsx)", "CPU s p50": median(base), "CPU s max": Math.max(...base) },
+  ]);
+  console.log(
+    `CLI start: ${median(ours).toFixed(2)} CPU-s, ${(median(ours) / median(base)).toFixed(2)}× from sources (goal ≤ 0.3 s; load ${loadStr()})`,
+  );
+  return { detail: { ours, base }, summary: { cliStartS: median(ours) } };
 }

@@ -22,12 +22,16 @@ import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  createClineClient,
   launchClineCore,
+  probeOneByteCore,
+  resolveClinePackage,
   runClineTask,
   type ScriptedTurn,
   startScriptedOpenAiServer,
   xmlTool,
 } from "@flakegym/cline-vendor";
+import { flakegymCacheRoot } from "../packages/runner/src/cache-root.mjs";
 import type { RolloutDeps } from "../packages/runner/src/rollout/deps.js";
 import { runRollout } from "../packages/runner/src/rollout/run-rollout.js";
 import { createSemaphore } from "../packages/runner/src/rollout/semaphore.js";
@@ -116,6 +120,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     taskId: flag(args, "task", "semver-lite-caret-zero"),
     poolSize: Number(flag(args, "pool", String(concurrency))),
     reps: Number(flag(args, "reps", "2")),
+    ...(args.includes("--reuse") ? { reuse: Number(flag(args, "reuse", "1")) } : {}),
   };
   const { all, counted } = await measureRolloutSides(o, ["no pool", "pool", "bare"]);
   report(ctx, all, { ...o, counted });
@@ -128,6 +133,8 @@ export interface RolloutBenchOptions {
   readonly taskId: string;
   readonly poolSize: number;
   readonly reps: number;
+  /** `--reuse`: trajectories one pooled worker serves (absent: the product's default). */
+  readonly reuse?: number;
 }
 
 /**
@@ -139,7 +146,7 @@ export async function measureRolloutSides(
   o: RolloutBenchOptions,
   sides: readonly Side[],
 ): Promise<{ all: Measure[]; counted: string }> {
-  const { n, concurrency, taskId, poolSize, reps } = o;
+  const { n, concurrency, taskId, poolSize, reps, reuse } = o;
   const scratch = await mkdtemp(join(tmpdir(), "flakegym-bench-rollout-"));
   const signal = new AbortController().signal;
   const cg = await openRunCgroup(`flakegym-bench-rollout-${process.pid}`);
@@ -173,6 +180,7 @@ export async function measureRolloutSides(
     };
 
     let runs = 0;
+    await warmProcess(config, signal);
     /** ours: the whole pipeline (the snapshot is cached now, as in any run after the first). */
     const runOurs = async (side: "no pool" | "pool", rep: number): Promise<Measure> => {
       const out = join(scratch, `run-${++runs}`);
@@ -180,7 +188,8 @@ export async function measureRolloutSides(
       let last: PoolState | undefined;
       const cpu0 = await cpuNow();
       const self0 = selfCpuS();
-      const sampler = "reason" in cg ? undefined : cg.sampleWorkers(200);
+      // each reading costs the bench process CPU that only this side is charged: once a second
+      const sampler = "reason" in cg ? undefined : cg.sampleWorkers(1000);
       const deps = await createRolloutDeps(config, {
         runId: `bench-${runs}`,
         signal,
@@ -188,7 +197,7 @@ export async function measureRolloutSides(
         onNote: (m) => console.log(`  ${m}`),
         ...(side === "pool"
           ? {
-              pool: { size: poolSize, idleMs: 600_000 },
+              pool: { size: poolSize, idleMs: 600_000, ...(reuse !== undefined ? { reuse } : {}) },
               onPool: (s: PoolState) => {
                 last = s;
                 for (const f of listeners) f(s);
@@ -323,6 +332,18 @@ export async function measureRolloutSides(
     }
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * What this process pays once, whichever side runs first, before any side is measured: the gRPC
+ * client's descriptor set, the core bundle's hash, the modules a run loads lazily (a rollout's deps
+ * made and closed). A long run pays them once too; a side measured first would carry them alone.
+ */
+async function warmProcess(config: RunConfig, signal: AbortSignal): Promise<void> {
+  createClineClient({ address: "unix:/nonexistent/flakegym-bench-warm.sock" }).close();
+  probeOneByteCore(resolveClinePackage(), flakegymCacheRoot(process.env));
+  const deps = await createRolloutDeps(config, { runId: "bench-warm", signal, env: process.env });
+  await deps.close();
 }
 
 /** A copy of the workspace, the core unsandboxed, a scripted server of its own. */

@@ -1,6 +1,8 @@
 /** The cost bench's options and its last line (pure). */
 
-export const COST_PARTS = ["boot", "pss", "sandbox", "gateway", "rollout"] as const;
+export const COST_PARTS = ["boot", "pss", "sandbox", "gateway", "rollout", "cli"] as const;
+/** The parts the last line's four numbers come from (the rest on `--parts`). */
+export const DEFAULT_PARTS: readonly CostPart[] = ["rollout", "pss", "cli"];
 export type CostPart = (typeof COST_PARTS)[number];
 
 export interface CostArgs {
@@ -16,6 +18,10 @@ export interface CostArgs {
   readonly n: number;
   readonly concurrency: number;
   readonly task: string;
+  /** `--reuse` for our side (absent: the product's default). */
+  readonly reuse?: number;
+  /** `flakegym --help` runs per side. */
+  readonly cliReps: number;
 }
 
 const DEFAULTS: Omit<CostArgs, "parts"> = {
@@ -24,8 +30,9 @@ const DEFAULTS: Omit<CostArgs, "parts"> = {
   sandboxReps: 30,
   gatewayCalls: 100,
   intervalMs: 5,
-  n: 4,
+  n: 16,
   concurrency: 2,
+  cliReps: 5,
   task: "semver-lite-caret-zero",
 };
 
@@ -37,11 +44,13 @@ const NUMERIC: Record<string, keyof Omit<CostArgs, "parts" | "task">> = {
   "--interval-ms": "intervalMs",
   "--n": "n",
   "--concurrency": "concurrency",
+  "--reuse": "reuse",
+  "--cli-reps": "cliReps",
 };
 
 /** `--flag value` pairs into options; an unknown flag, part or a bad number throws naming it. Pure. */
 export function parseCostArgs(args: readonly string[]): CostArgs {
-  const o: Record<string, unknown> = { ...DEFAULTS, parts: [...COST_PARTS] };
+  const o: Record<string, unknown> = { ...DEFAULTS, parts: [...DEFAULT_PARTS] };
   for (let i = 0; i < args.length; i += 2) {
     const name = args[i]!;
     const value = args[i + 1];
@@ -69,18 +78,23 @@ export function parseCostArgs(args: readonly string[]): CostArgs {
   return o as unknown as CostArgs;
 }
 
-/** The four headline numbers; a part not run leaves its number out. */
+/** The headline numbers; a part not run leaves its number out. */
 export interface CostSummary {
   bootCpuRatio?: number;
+  /** CPU per trajectory while the group runs (steady state), ours / bare. */
+  trajCpuRatio?: number;
+  /** Trajectories per core-minute over each side's whole run (warm-up and shutdown in), ours / bare. */
   trajPerCoreMinRatio?: number;
   pssMiB?: number;
   gatewayCpuRatio?: number;
+  /** `flakegym --help`: CPU seconds (user + system), median. */
+  cliStartS?: number;
 }
 
 const fmt = (v: number | undefined, digits: number) =>
   v === undefined || !Number.isFinite(v) ? "n/a" : v.toFixed(digits);
 
-/** `cost: boot-cpu <ratio>x traj/core-min <ratio>x pss <MiB> MiB gateway-cpu <ratio>x`. Pure. */
+/** `cost: traj-cpu <ratio>x traj/core-min <ratio>x pss <MiB> MiB cli-start <s> s`. Pure. */
 export function costLine(s: CostSummary): string {
-  return `cost: boot-cpu ${fmt(s.bootCpuRatio, 2)}x traj/core-min ${fmt(s.trajPerCoreMinRatio, 2)}x pss ${fmt(s.pssMiB, 0)} MiB gateway-cpu ${fmt(s.gatewayCpuRatio, 2)}x`;
+  return `cost: traj-cpu ${fmt(s.trajCpuRatio, 2)}x traj/core-min ${fmt(s.trajPerCoreMinRatio, 2)}x pss ${fmt(s.pssMiB, 0)} MiB cli-start ${fmt(s.cliStartS, 2)} s`;
 }

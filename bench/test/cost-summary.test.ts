@@ -1,11 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { COST_PARTS, costLine, parseCostArgs } from "../cost/summary.js";
+import { COST_PARTS, costLine, DEFAULT_PARTS, parseCostArgs } from "../cost/summary.js";
 
 describe("the cost bench's options", () => {
-  it("defaults to every part", () => {
+  it("defaults to the parts of the last line: rollout, pss, cli (the product's --reuse)", () => {
     const o = parseCostArgs([]);
-    expect(o.parts).toEqual([...COST_PARTS]);
+    expect(o.parts).toEqual(["rollout", "pss", "cli"]);
+    expect(DEFAULT_PARTS.every((p) => COST_PARTS.includes(p))).toBe(true);
     expect(o.reps).toBeGreaterThanOrEqual(1);
+    expect(o.reuse).toBeUndefined();
+  });
+
+  it("takes --reuse and --cli-reps", () => {
+    expect(parseCostArgs(["--reuse", "1", "--cli-reps", "3"])).toMatchObject({ reuse: 1, cliReps: 3 });
   });
 
   it("takes parts, counts and the task", () => {
@@ -23,14 +29,14 @@ describe("the cost bench's options", () => {
 
 describe("the cost bench's last line", () => {
   it("reads exactly as the issue asks", () => {
-    expect(
-      costLine({ bootCpuRatio: 0.234, trajPerCoreMinRatio: 2.5, pssMiB: 140.4, gatewayCpuRatio: 1.1 }),
-    ).toBe("cost: boot-cpu 0.23x traj/core-min 2.50x pss 140 MiB gateway-cpu 1.10x");
+    expect(costLine({ trajCpuRatio: 0.456, trajPerCoreMinRatio: 2.5, pssMiB: 140.4, cliStartS: 0.128 })).toBe(
+      "cost: traj-cpu 0.46x traj/core-min 2.50x pss 140 MiB cli-start 0.13 s",
+    );
   });
 
   it("says n/a for a part not run or not measurable", () => {
-    expect(costLine({ pssMiB: 200, gatewayCpuRatio: Number.NaN })).toBe(
-      "cost: boot-cpu n/ax traj/core-min n/ax pss 200 MiB gateway-cpu n/ax",
+    expect(costLine({ pssMiB: 200, trajCpuRatio: Number.NaN })).toBe(
+      "cost: traj-cpu n/ax traj/core-min n/ax pss 200 MiB cli-start n/a s",
     );
   });
 });

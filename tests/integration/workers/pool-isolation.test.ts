@@ -116,10 +116,13 @@ describe.skipIf(skip !== "")("warm pool isolation (real Cline core in bubblewrap
       ],
       { socketPath },
     );
+    // --reuse 1: a fresh worker per trajectory, its replacement booted while it serves (reuse's
+    // reset is proven in clean-slate.test.ts and core-heap.test.ts)
     const pool = createWorkerPool(createLocalBackend({ stateDir }), {
       size: 1,
       idleMs: 300_000,
       maxBooting: 1,
+      reuse: 1,
     });
     const forks: Fork[] = [];
     const spec = async (id: string): Promise<WorkerSpec> => {

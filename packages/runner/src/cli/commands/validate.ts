@@ -19,6 +19,7 @@ import { PythonFlags, pythonOptionsOfFlags } from "../../snapshots/python-option
 import { BUILTIN_CATALOG_DIR, listCatalog } from "../../tasks/catalog.js";
 import { capabilitiesOf } from "../../workers/backend.js";
 import { resolvePool } from "../../workers/pool/decisions.js";
+import { REUSE_DEFAULT } from "../../workers/pool/reuse.js";
 import { defineCommand } from "../command.js";
 
 export const validateCommand = defineCommand({
@@ -104,18 +105,18 @@ export const validateCommand = defineCommand({
       const taskRunId = `${runId}-${task}`;
       const config = validateConfig(task, cheats, opts);
       const dir = join(out, task);
-      // --reuse above 1: a warm pool of the concurrency whose workers serve that many trajectories
+      // --reuse above 1 (the default): a warm pool of the concurrency whose workers serve that many trajectories
       const pool =
-        opts.reuse && opts.reuse > 1
+        (opts.reuse ?? REUSE_DEFAULT) > 1
           ? resolvePool({
               command: "eval",
               trajectories: config.groupSize,
               concurrency: config.concurrency,
-              reuse: opts.reuse,
+              reuse: opts.reuse ?? REUSE_DEFAULT,
             })
           : undefined;
       const deps = await createRolloutDeps(config, {
-        ...(pool ? { pool } : {}),
+        ...(pool ? { pool, onNote: (m: string) => ctx.stderr.write(`validate: ${m}\n`) } : {}),
         runId: taskRunId,
         signal: ctx.signal,
         env: ctx.env,

@@ -12,8 +12,9 @@ import { FlakegymError } from "../../errors.js";
 import { unixSocketPath } from "../socket-path.js";
 import type { AgentLauncher, RunningAgent } from "./agent.js";
 import { wrapCommand } from "./sandbox.js";
+import { sealedCopy } from "./sealed-binary.js";
 import { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./shape.js";
-import { prepareMountPoints, ROOTFS_NODE } from "./system-root.js";
+import { prepareMountPoints } from "./system-root.js";
 
 export interface ClineAgentOptions {
   /** Bound on spawn → core answering gRPC. Default 90 s (4 cores starting at once on 2 CPUs take ~5 s each). */
@@ -65,6 +66,10 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
       let forward: string;
       let wrap: ((cmd: LaunchCommand) => LaunchCommand) | undefined;
       if (bwrap) {
+        // the kept processes run from execute-only copies: non-dumpable, their heaps closed to the agent
+        const cache = flakegymCacheRoot(process.env);
+        const sealedNode = await sealedCopy(cache, process.execPath);
+        const sealedHost = await sealedCopy(cache, pkg.hostBinary);
         forward = `127.0.0.1:${SANDBOX_GATEWAY_PORT}=unix:${SANDBOX_GATEWAY_SOCKET}`;
         const shape = {
           ...prepared.shape,
@@ -75,16 +80,21 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
               { src: dirname(SUPERVISOR_PATH), dest: dirname(SUPERVISOR_PATH) },
               { src: pkg.root, dest: pkg.root },
               ...(oneByte.on ? [{ src: oneByte.dir, dest: oneByte.dir }] : []),
+              ...[sealedNode, sealedHost].map((f) => ({ src: dirname(f), dest: dirname(f) })),
             ],
           },
         };
         const root = shape.bwrap.systemRoot;
         if (root) await prepareMountPoints(root, shape.bwrap.binds);
         wrap = (cmd) => {
-          // The launcher speaks host paths; inside, the workspace is /workspace and HOME /sandbox-home
-          // (and, over a built root filesystem, the runner's node is at ROOTFS_NODE).
-          const inside = (a: string) =>
-            a === spec.workspace ? SANDBOX_PATHS.workspace : root && a === process.execPath ? ROOTFS_NODE : a;
+          // The launcher speaks host paths; inside, the workspace is /workspace and HOME /sandbox-home,
+          // and node and cline-host are their sealed copies (bound at their host paths).
+          const sealed = new Map([
+            [spec.workspace, SANDBOX_PATHS.workspace],
+            [process.execPath, sealedNode],
+            [pkg.hostBinary, sealedHost],
+          ]);
+          const inside = (a: string) => sealed.get(a) ?? a;
           const args = cmd.args.map(inside);
           const command = inside(cmd.command);
           const env = { ...cmd.env, ...prepared.env, HOME: SANDBOX_PATHS.home };

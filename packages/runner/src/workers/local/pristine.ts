@@ -1,6 +1,7 @@
 import { cp, lstat, mkdir, readdir, readFile, readlink } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { createClineClient } from "@flakegym/cline-vendor";
+import { keptAnonMb } from "./kept-memory.js";
 import type { LocalWorkerState } from "./worker-state.js";
 
 /**
@@ -11,7 +12,7 @@ import type { LocalWorkerState } from "./worker-state.js";
 export interface Pristine {
   /** Host pids in the worker's cgroup when ready: the sandbox's bwrap, the supervisor, cline-host, cline-core. */
   readonly kept: readonly number[];
-  /** The worker's memory when ready, MiB (its cgroup's). */
+  /** The kept processes' anonymous memory when ready, MiB (kept-memory.ts). */
   readonly memoryMb: number | undefined;
   /** `<workerDir>/pristine`: copies of HOME and the core's config dir (outside every sandbox). */
   readonly dir: string;
@@ -95,13 +96,13 @@ export async function recordPristine(ws: LocalWorkerState): Promise<Pristine> {
   }
   // /tmp is wiped, not restored: only the mount points bubblewrap made in it stay
   trees.tmp = await treeOf(ws.dirs.tmp);
-  const usage = await ws.prepared.cgroup.usage();
+  const kept = await ws.prepared.cgroup.pids();
   const client = createClineClient({ address: ws.agent!.address });
   try {
     const state = await client.state.getLatestState({ deadlineMs: 15_000 });
     return {
-      kept: await ws.prepared.cgroup.pids(),
-      memoryMb: usage ? usage.memoryBytes / 2 ** 20 : undefined,
+      kept,
+      memoryMb: await keptAnonMb(kept),
       dir,
       state,
       trees,

@@ -4,6 +4,7 @@ import { createClineClient } from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { currentMountPoints, unmountRetry } from "../../gc/unmount.js";
 import { pidsToKill, type ResetReport, sandboxNamespaces, stateDiffOf, treeDiffOf } from "../pool/reuse.js";
+import { keptAnonMb } from "./kept-memory.js";
 import {
   CORE_OPEN_FILES,
   CORE_STATE_FILES,
@@ -12,6 +13,7 @@ import {
   stateDirsOf,
   treeOf,
 } from "./pristine.js";
+import { keptProcesses, unsealedOf } from "./sealed-binary.js";
 import { SANDBOX_PATHS } from "./shape.js";
 import { armWallClock, endedError, type LocalWorkerState } from "./worker-state.js";
 
@@ -205,20 +207,22 @@ export async function resetWorker(ws: LocalWorkerState): Promise<ResetReport> {
   const strayPids = await killStrays(ws, p.kept, 5000);
   const alive = await ws.prepared.cgroup.pids();
   const keptGone = p.kept.filter((k) => !alive.includes(k));
+  const unsealedPids = unsealedOf(await keptProcesses(p.kept.filter((k) => alive.includes(k))));
   const slotMounts = await unmountFork(ws);
   const nsLeft = await wipeNamespaces(p.kept, p.dir);
   const dirtyPaths = await restoreFiles(ws, p);
   const stateDiff = await resetCoreState(ws, p);
-  const usage = await ws.prepared.cgroup.usage();
+  const memoryMb = await keptAnonMb(p.kept.filter((k) => alive.includes(k)));
   ws.assigned = false;
   armWallClock(ws);
   return {
     strayPids,
     keptGone,
+    unsealedPids,
     dirtyPaths,
     slotMounts,
     stateDiff,
-    ...(usage ? { memoryMb: usage.memoryBytes / 2 ** 20 } : {}),
+    ...(memoryMb !== undefined ? { memoryMb } : {}),
     ...(p.memoryMb !== undefined ? { firstMemoryMb: p.memoryMb } : {}),
     ...(nsLeft ? { failure: nsLeft } : {}),
   };

@@ -4,7 +4,7 @@ import { REUSE_DEFAULT, REUSE_MAX } from "./reuse.js";
 import type { PoolState } from "./types.js";
 
 /** The `--reuse` help text (rollout, eval, validate, serve). */
-export const REUSE_HELP = `trajectories one pooled agent worker serves, reset in place between them (local backend; retired on any doubt: an unclean outcome, a reset not proven clean, memory growth; podman and Nomad: always 1). Default ${REUSE_DEFAULT}: one trajectory per worker (docs/design/performance.md says why); at most ${REUSE_MAX}`;
+export const REUSE_HELP = `trajectories one pooled agent worker serves, reset in place between them (local backend; retired on any doubt: an unclean outcome, a reset not proven clean, memory growth; podman and Nomad: always 1). Default ${REUSE_DEFAULT} (docs/design/performance.md says why; --reuse 1: a fresh worker per trajectory); at most ${REUSE_MAX}`;
 
 /**
  * The pool's decisions as pure functions of data: which specs a pre-booted worker can serve, which

@@ -3,6 +3,7 @@ import { reconcileIntervalMs, unpoolableReason } from "./decisions.js";
 import { reconcile, schedule } from "./pool-boot.js";
 import { changed, demand, newPoolCore, type PoolCore, poolStateOf, probe } from "./pool-state.js";
 import { startWorker } from "./pool-take.js";
+import { reuseSummary } from "./reuse.js";
 import type { PoolableBackend, PooledBackend, WorkerPoolOptions } from "./types.js";
 
 /** Announces demand for `spec`'s key (and, when given, that many more trajectories of it). */
@@ -23,6 +24,8 @@ async function close(p: PoolCore, ticker: NodeJS.Timeout): Promise<void> {
   await Promise.allSettled([...p.inflight]);
   const idle = [...p.keys.values()].flatMap((k) => k.idle.splice(0));
   await Promise.allSettled(idle.map((e) => e.w.stop()));
+  const said = reuseSummary(p.counts);
+  if (said) p.o.onNote?.(said);
   changed(p);
 }
 

@@ -8,11 +8,15 @@ import type { BackendKind } from "../types.js";
  * pool (pool-take.ts, pool-reuse.ts) only carries them out.
  */
 
-/** Tasks a worker serves by default before it is retired (`--reuse`; docs/design/performance.md says why). */
-export const REUSE_DEFAULT = 1;
+/**
+ * Tasks a worker serves by default before it is retired (`--reuse`; docs/design/performance.md says why):
+ * the reset is proven (reset-worker.ts, the clean-slate suite) and the agent cannot read the core's
+ * heap (sealed-binary.ts); the memory bound retires a worker earlier when its core grows.
+ */
+export const REUSE_DEFAULT = 8;
 /** Tasks one worker serves at most, whatever `--reuse` asks (its core's heap and logs grow with each). */
 export const REUSE_MAX = 64;
-/** A reused worker's memory (its cgroup's, idle after the reset) may exceed its first idle reading by this much. */
+/** A reused worker's memory (its kept processes' RssAnon, after the reset) may exceed its first-ready reading by this much. */
 export const REUSE_MEMORY_GROWTH_MB = 96;
 
 /** What the pool knows when a trajectory hands its worker back. */
@@ -67,6 +71,12 @@ export interface ResetReport {
   readonly strayPids: readonly number[];
   /** Kept processes no longer alive (the core or its supervisor died). */
   readonly keptGone: readonly number[];
+  /**
+   * Kept processes (bwrap's init aside) not running from a sealed, execute-only binary: their
+   * heaps, which hold the previous trajectory, are readable by the next agent (sealed-binary.ts).
+   * Absent: not checked (a backend without kept processes).
+   */
+  readonly unsealedPids?: readonly number[];
   /** Paths (relative to the worker's state) whose content is not the pristine one. */
   readonly dirtyPaths: readonly string[];
   /** Mounts left on the workspace/deps slot beyond its own bind. */
@@ -90,6 +100,8 @@ export function resetVerdict(
   if (r.strayPids.length)
     why.push(`${r.strayPids.length} process(es) survived the kill (${r.strayPids.join(",")})`);
   if (r.keptGone.length) why.push(`the core's processes ended (${r.keptGone.join(",")})`);
+  if (r.unsealedPids?.length)
+    why.push(`the agent could read the heap of kept process(es) ${r.unsealedPids.join(",")} (not sealed)`);
   if (r.slotMounts > 0) why.push(`${r.slotMounts} mount(s) left on the workspace slot`);
   if (r.dirtyPaths.length) why.push(`not pristine: ${r.dirtyPaths.slice(0, 5).join(", ")}`);
   if (r.stateDiff.length) why.push(`core state differs: ${r.stateDiff.slice(0, 5).join(", ")}`);
@@ -162,4 +174,14 @@ export function sandboxNamespaces(n: {
   readonly target: { readonly mnt: string; readonly ipc: string };
 }): boolean {
   return n.target.mnt !== n.self.mnt && n.target.ipc !== n.self.ipc;
+}
+
+/** The pool's closing line on reuse (undefined when nothing was reset). Pure. */
+export function reuseSummary(c: {
+  readonly pooled: number;
+  readonly reused: number;
+  readonly resetRetired: number;
+}): string | undefined {
+  if (c.reused === 0 && c.resetRetired === 0) return undefined;
+  return `worker reuse: ${c.reused} of ${c.pooled} pooled trajectories ran on a reset worker; ${c.resetRetired} worker(s) retired after a reset`;
 }

@@ -13,6 +13,7 @@ import {
   resolvePool,
   unpoolableReason,
 } from "../../../src/workers/pool/decisions.js";
+import { REUSE_DEFAULT } from "../../../src/workers/pool/reuse.js";
 import type { WorkerSpec } from "../../../src/workers/types.js";
 
 const spec = (over: Partial<WorkerSpec> = {}): WorkerSpec => ({
@@ -200,17 +201,17 @@ describe("resolvePool", () => {
     expect(resolvePool({ command: "rollout", trajectories: 16, concurrency: 4 })).toEqual({
       size: 4,
       idleMs: 120_000,
-      reuse: 1,
+      reuse: REUSE_DEFAULT,
     });
     expect(resolvePool({ command: "eval", trajectories: 2, concurrency: 4 })).toEqual({
       size: 2,
       idleMs: 120_000,
-      reuse: 1,
+      reuse: REUSE_DEFAULT,
     });
     expect(resolvePool({ command: "serve", trajectories: 0, concurrency: 3 })).toEqual({
       size: 3,
       idleMs: 120_000,
-      reuse: 1,
+      reuse: REUSE_DEFAULT,
     });
   });
   it("is off for a one-shot rollout unless asked, and --pool 0 turns it off", () => {
@@ -218,15 +219,16 @@ describe("resolvePool", () => {
     expect(resolvePool({ command: "rollout", trajectories: 1, concurrency: 4, size: 2, idleS: 30 })).toEqual({
       size: 2,
       idleMs: 30_000,
-      reuse: 1,
+      reuse: REUSE_DEFAULT,
     });
     expect(resolvePool({ command: "eval", trajectories: 50, concurrency: 4, size: 0 })).toBeUndefined();
   });
-  it("carries --reuse (default 1: one trajectory per worker)", () => {
-    expect(resolvePool({ command: "eval", trajectories: 8, concurrency: 2, reuse: 8 })).toEqual({
+  it("carries --reuse (default REUSE_DEFAULT, above 1: the reset is proven and the core's heap sealed)", () => {
+    expect(REUSE_DEFAULT).toBeGreaterThan(1);
+    expect(resolvePool({ command: "eval", trajectories: 8, concurrency: 2, reuse: 1 })).toEqual({
       size: 2,
       idleMs: 120_000,
-      reuse: 8,
+      reuse: 1,
     });
   });
   it("counts workers serving a trajectory that come back as supply: no boot for them", () => {

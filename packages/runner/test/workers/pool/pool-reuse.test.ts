@@ -60,9 +60,9 @@ describe("worker reuse (--reuse)", () => {
     }
   });
 
-  it("--reuse 1 (the default) is one trajectory per worker, as before", async () => {
+  it("--reuse 1 is one trajectory per worker, as before reuse", async () => {
     const inner = createDummyPoolable({ bootMs: 5 });
-    const pool = createWorkerPool(inner, { size: 1, idleMs: 10_000, maxBooting: 1 });
+    const pool = createWorkerPool(inner, { size: 1, idleMs: 10_000, maxBooting: 1, reuse: 1 });
     try {
       await pool.warm(spec("warm"), 3);
       const ids = await serial(pool, 3);

@@ -28,7 +28,8 @@ async function until(pred: () => boolean, ms = 3000): Promise<void> {
 describe("createWorkerPool", () => {
   it("hands out pre-booted workers that adopt the trajectory's workspace, and refills", async () => {
     const inner = createDummyPoolable({ bootMs: 10 });
-    const pool = createWorkerPool(inner, { size: 2, idleMs: 10_000 });
+    // one trajectory per worker: a worker out serving is not counted as supply, the pool refills
+    const pool = createWorkerPool(inner, { size: 2, idleMs: 10_000, reuse: 1 });
     try {
       await pool.warm(spec("warm"));
       await until(() => pool.state().idle === 2);

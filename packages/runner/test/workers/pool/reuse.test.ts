@@ -8,6 +8,7 @@ import {
   type ReleaseFacts,
   type ResetReport,
   resetVerdict,
+  reuseSummary,
   sandboxNamespaces,
   stateDiffOf,
   treeDiffOf,
@@ -83,6 +84,7 @@ describe("resetVerdict", () => {
       report({
         strayPids: [7, 8],
         keptGone: [3],
+        unsealedPids: [42],
         dirtyPaths: ["home/Cline/Rules/x.md"],
         slotMounts: 1,
         stateDiff: ["customPrompt"],
@@ -94,6 +96,7 @@ describe("resetVerdict", () => {
     for (const s of [
       "7,8",
       "core's processes ended (3)",
+      "heap of kept process(es) 42",
       "home/Cline/Rules/x.md",
       "1 mount",
       "customPrompt",
@@ -150,5 +153,14 @@ describe("sandboxNamespaces", () => {
     expect(sandboxNamespaces({ self, target: { mnt: "mnt:[2]", ipc: "ipc:[2]" } })).toBe(true);
     expect(sandboxNamespaces({ self, target: { mnt: "mnt:[1]", ipc: "ipc:[2]" } })).toBe(false);
     expect(sandboxNamespaces({ self, target: { mnt: "mnt:[2]", ipc: "ipc:[1]" } })).toBe(false);
+  });
+});
+
+describe("reuseSummary", () => {
+  it("says how many trajectories ran on a reset worker, and nothing when none did", () => {
+    expect(reuseSummary({ pooled: 4, reused: 0, resetRetired: 0 })).toBeUndefined();
+    expect(reuseSummary({ pooled: 4, reused: 3, resetRetired: 1 })).toBe(
+      "worker reuse: 3 of 4 pooled trajectories ran on a reset worker; 1 worker(s) retired after a reset",
+    );
   });
 });

@@ -1,0 +1,54 @@
+import { execFileSync } from "node:child_process";
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
+import { makeTempDir } from "@flakegym/test-utils";
+import { describe, expect, it } from "vitest";
+import {
+  isSealedMode,
+  keptProcesses,
+  SEALED_MODE,
+  sealedCopy,
+  sealedPathOf,
+  unsealedOf,
+} from "../../../src/workers/local/sealed-binary.js";
+
+describe("sealed binaries (execute-only copies of the kept processes' binaries)", () => {
+  it("calls a mode sealed only when nobody may read it and someone may exec it", () => {
+    expect(isSealedMode(0o100111)).toBe(true);
+    expect(isSealedMode(0o100100)).toBe(true);
+    expect(isSealedMode(0o100511)).toBe(false); // the owner (the sandbox's uid) could read it
+    expect(isSealedMode(0o100115)).toBe(false);
+    expect(isSealedMode(0o100000)).toBe(false); // nobody can run it
+  });
+
+  it("keys a copy by the source's path, size and mtime", () => {
+    const a = sealedPathOf("/c", "/usr/bin/node", 10, 1000.7);
+    expect(a).toMatch(/^\/c\/sealed-bin\/[0-9a-f]{16}\/node$/);
+    expect(sealedPathOf("/c", "/usr/bin/node", 10, 1000.2)).toBe(a);
+    expect(sealedPathOf("/c", "/usr/bin/node", 11, 1000)).not.toBe(a);
+    expect(sealedPathOf("/c", "/opt/node", 10, 1000)).not.toBe(a);
+  });
+
+  it("lists every kept process but bwrap's that runs a readable (or unknown) binary", () => {
+    expect(
+      unsealedOf([
+        { pid: 1, comm: "bwrap", exeMode: 0o100755 },
+        { pid: 2, comm: "node", exeMode: 0o100111 },
+        { pid: 3, comm: "cline-host-linu", exeMode: 0o100755 },
+        { pid: 4, comm: "node", exeMode: undefined },
+      ]),
+    ).toEqual([3, 4]);
+  });
+
+  it("makes one execute-only copy that runs, and reads a live process's binary mode", async () => {
+    await using tmp = await makeTempDir("flakegym-sealed-");
+    const dest = await sealedCopy(tmp.path, "/bin/true");
+    expect(dest.startsWith(join(tmp.path, "sealed-bin"))).toBe(true);
+    expect((await stat(dest)).mode & 0o777).toBe(SEALED_MODE);
+    expect(await sealedCopy(tmp.path, "/bin/true")).toBe(dest); // made once
+    expect(() => execFileSync(dest)).not.toThrow();
+    const [self] = await keptProcesses([process.pid]);
+    expect(self?.comm.length).toBeGreaterThan(0);
+    expect(isSealedMode(self!.exeMode!)).toBe(false); // this node is readable
+  });
+});
