@@ -11,9 +11,11 @@ import {
   type HarborTaskToml,
   harborTaskSpec,
   MOUNTS_DIR,
+  offlinePytestPip,
   offlineUvVerifier,
   parseTaskToml,
   patchOfSolveScript,
+  rewriteTestFile,
   rewriteTestScript,
   testFileProblem,
   withoutCtrf,
@@ -171,6 +173,17 @@ export async function readHarborDir(
   }
 }
 
+/** The directories of environment/ (build-context relative: `queries`, `app/src`), from the dir's files. Pure. */
+export function contextDirsOf(all: readonly string[]): Set<string> {
+  const dirs = new Set<string>(["."]);
+  for (const f of all) {
+    if (!f.startsWith("environment/")) continue;
+    const parts = f.slice("environment/".length).split("/");
+    for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join("/"));
+  }
+  return dirs;
+}
+
 /** task.toml, the layout, instruction.md and environment/Dockerfile, in the order they are checked. */
 async function readHarborHead(dir: string, o: HarborReadOptions): Promise<HarborHead | HarborProblem> {
   const all = await regularFiles(dir, ".");
@@ -198,7 +211,7 @@ async function readHarborHead(dir: string, o: HarborReadOptions): Promise<Harbor
     const b = await builtEnvironment(dir, dockerfile, toml, o.buildEnv);
     return isProblem(b) ? b : { all, toml, instruction, env: b.env, built: b.built };
   }
-  const env = environmentOf(dockerfile);
+  const env = environmentOf(dockerfile, contextDirsOf(all));
   if (isProblem(env)) return env;
   return { all, toml, instruction, env };
 }
@@ -279,9 +292,15 @@ async function readHarborTests(dir: string, workdir: string): Promise<HarborTest
       hidden[target] = script.script;
       continue;
     }
-    const problem = content.includes(0) ? undefined : testFileProblem(f, content.toString("utf8"));
-    if (problem) return { field: `tests/${f}`, reason: problem };
-    hidden[target] = content;
+    const text = content.includes(0) ? undefined : content.toString("utf8");
+    const problem = text === undefined ? undefined : testFileProblem(f, text);
+    const rewritten = problem === undefined ? undefined : rewriteTestFile(text!, workdir);
+    if (problem && rewritten === undefined) return { field: `tests/${f}`, reason: problem };
+    if (rewritten !== undefined)
+      notes.push(
+        `tests/${f}: /tests/ and /logs/ read at ${posix.join(workdir, HARBOR_DIR)}/ (the verifier's view of them)`,
+      );
+    hidden[target] = rewritten ?? content;
   }
   return { testFiles, hidden, notes };
 }
@@ -294,8 +313,10 @@ export function verifierScript(
   text: string,
   workdir: string,
 ): { script: string; notes: string[] } | HarborProblem {
-  const offline = offlineUvVerifier(text);
-  if (isProblem(offline)) return offline;
+  const uv = offlineUvVerifier(text);
+  if (isProblem(uv)) return uv;
+  const pip = offlinePytestPip(uv.script);
+  const offline = { script: pip.script, notes: [...uv.notes, ...pip.notes] };
   // comments (`# Install uv`) run nothing
   const net = NETWORK_IN_TESTS.exec(
     offline.script

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { LoadedTask } from "./catalog.js";
-import { HARBOR_DIR, PROFILE_IMAGES } from "./harbor.js";
+import { HARBOR_DIR, PROFILE_IMAGES, restoreTestFile } from "./harbor.js";
 import { isProblem, regularFiles } from "./harbor-dir.js";
 import type { TaskSpec } from "./task-spec.js";
 
@@ -93,6 +93,8 @@ export async function reexportFiles(
     "task.toml": reexportTaskToml(spec),
     "environment/Dockerfile": reexportDockerfile(spec, script),
   };
-  for (const [p, c] of Object.entries(tests)) files[`tests/${p}`] = p === "test.sh" ? script : c;
+  for (const [p, c] of Object.entries(tests))
+    files[`tests/${p}`] =
+      p === "test.sh" ? script : c.includes(0) ? c : restoreTestFile(c.toString("utf8"), workdir);
   return files;
 }
