@@ -12,6 +12,7 @@ import {
   harborTaskSpec,
   MOUNTS_DIR,
   offlinePytestPip,
+  offlineServedApt,
   offlineUvVerifier,
   parseTaskToml,
   patchOfSolveScript,
@@ -316,7 +317,8 @@ export function verifierScript(
   const uv = offlineUvVerifier(text);
   if (isProblem(uv)) return uv;
   const pip = offlinePytestPip(uv.script);
-  const offline = { script: pip.script, notes: [...uv.notes, ...pip.notes] };
+  const apt = offlineServedApt(pip.script);
+  const offline = { script: apt.script, notes: [...uv.notes, ...pip.notes, ...apt.notes] };
   // comments (`# Install uv`) run nothing
   const net = NETWORK_IN_TESTS.exec(
     offline.script
@@ -384,7 +386,7 @@ async function readSolution(
   const modeNote =
     modes.length > 0
       ? [
-          `the reference makes ${modes.join(", ")} executable, which the gold policy's file edits (Cline's write_to_file) do not replay`,
+          `the reference makes ${modes.join(", ")} executable: the gold policy replays it with chmod +x after its file edits (Cline's write_to_file does not set the bit)`,
         ]
       : [];
   return { patch: r.patch, source, notes: [`reference solution: ${source}`, ...modeNote] };

@@ -3,6 +3,7 @@ import {
   environmentOf,
   envNames,
   offlinePytestPip,
+  offlineServedApt,
   offlineUvVerifier,
   restoreTestFile,
   rewriteTestFile,
@@ -126,5 +127,23 @@ describe("ENV of output-only variables when the system is served", () => {
     ).toMatchObject({
       reason: /ENV .*APP_MODE=test: .*--build-env honours any ENV/,
     });
+  });
+});
+
+describe("a verifier's apt-get of what every Harbor environment here has", () => {
+  it("drops `apt-get update && apt-get install -y python3-pytest` (noted)", () => {
+    const r = offlineServedApt(
+      "apt-get update && apt-get install -y python3-pytest\npytest /tests/test_outputs.py -v",
+    );
+    expect(r).toEqual({
+      script: "pytest /tests/test_outputs.py -v",
+      notes: [expect.stringMatching(/apt-get install python3-pytest dropped/)],
+    });
+  });
+
+  it("leaves anything else for the network check, which refuses it by name", () => {
+    const s = "apt-get update && apt-get install -y python3-pytest jq\npytest /tests";
+    expect(offlineServedApt(s)).toEqual({ script: s, notes: [] });
+    expect(verifierScript(s, "/app")).toMatchObject({ reason: /runs 'apt-get'/ });
   });
 });
