@@ -142,6 +142,7 @@ export async function readHarborDir(
   const files: Record<string, Buffer | string> = { "solution.patch": solution.patch, ...tests.hidden };
   for (const [p, c] of Object.entries(repo)) files[`repo/${p}`] = c;
   Object.assign(files, mounted.files);
+  Object.assign(files, await keptEnvironment(dir, head.all));
   const commit = await commitOf(repo);
   try {
     const { toml, instruction } = head;
@@ -172,6 +173,18 @@ export async function readHarborDir(
   } catch (err) {
     return fail({ field: "task.toml", reason: (err as Error).message });
   }
+}
+
+/** Where a task folder keeps the Harbor dir's own environment/ (its Dockerfile and build context) for re-export. */
+export const KEPT_ENVIRONMENT_DIR = "harbor-environment";
+
+/** The dir's environment/ files, kept whole under KEPT_ENVIRONMENT_DIR (task-folder path → content). */
+async function keptEnvironment(dir: string, all: readonly string[]): Promise<Record<string, Buffer>> {
+  const out: Record<string, Buffer> = {};
+  for (const f of all)
+    if (f.startsWith("environment/"))
+      out[`${KEPT_ENVIRONMENT_DIR}/${f.slice("environment/".length)}`] = await readFile(join(dir, f));
+  return out;
 }
 
 /** The directories of environment/ (build-context relative: `queries`, `app/src`), from the dir's files. Pure. */

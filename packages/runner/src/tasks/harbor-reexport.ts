@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { LoadedTask } from "./catalog.js";
 import { HARBOR_DIR, PROFILE_IMAGES, restoreTestFile } from "./harbor.js";
-import { isProblem, regularFiles } from "./harbor-dir.js";
+import { isProblem, KEPT_ENVIRONMENT_DIR, regularFiles } from "./harbor-dir.js";
 import type { TaskSpec } from "./task-spec.js";
 
 /**
@@ -79,6 +79,20 @@ export function reexportTaskToml(spec: TaskSpec): string {
     `storage_mb = ${spec.limits.diskMb}`,
     "",
   ].join("\n");
+}
+
+/**
+ * The imported Harbor dir's own environment/ as it was (Dockerfile and build context, kept at
+ * import under KEPT_ENVIRONMENT_DIR), or undefined when the task folder has none (imported before it
+ * was kept, or not a Harbor task).
+ */
+export async function keptEnvironmentFiles(task: LoadedTask): Promise<Record<string, Buffer> | undefined> {
+  const root = join(task.dir, KEPT_ENVIRONMENT_DIR);
+  const files = await regularFiles(root, KEPT_ENVIRONMENT_DIR).catch(() => undefined);
+  if (files === undefined || isProblem(files) || !files.includes("Dockerfile")) return undefined;
+  const out: Record<string, Buffer> = {};
+  for (const f of files) out[`environment/${f}`] = await readFile(join(root, f));
+  return out;
 }
 
 /** The files of the Harbor directory an imported Harbor task goes back to (beside instruction, solution, repo). */

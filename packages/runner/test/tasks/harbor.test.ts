@@ -152,6 +152,8 @@ describe("loadHarbor", () => {
     });
     expect(spec.prompt).toMatch(/^# greet\(\) drops the name/);
     expect(Object.keys(files).sort()).toEqual([
+      "harbor-environment/Dockerfile",
+      "harbor-environment/app/greet.py",
       "hidden/.harbor/tests/test.sh",
       "hidden/.harbor/tests/test_greet.py",
       "repo/greet.py",
