@@ -123,7 +123,9 @@ export async function readHarborDir(
   const head = await readHarborHead(dir, o);
   if (isProblem(head)) return fail(head);
   const { env } = head;
-  const copied = await readWorkspace(dir, env);
+  const copied = head.built
+    ? await builtWorkspace(head.built.dir, env.workdir)
+    : await readWorkspace(dir, env);
   if (isProblem(copied)) return fail(copied);
   const mounted = await readMounts(dir, env);
   if (isProblem(mounted)) return fail(mounted);
@@ -243,6 +245,24 @@ export function missingDockerfile(image: string | undefined): HarborProblem {
 /** The workspace: what the Dockerfile's COPY lines put under WORKDIR (path → content). */
 async function readWorkspace(dir: string, env: Environment): Promise<Record<string, Buffer> | HarborProblem> {
   return await readCopies(dir, env.copies);
+}
+
+/**
+ * The workspace of a built environment: every file under WORKDIR in the built tree, what its COPY
+ * lines put there and what its RUN lines made there (seeded data, generated files), which the
+ * workspace bound at WORKDIR would otherwise hide.
+ */
+async function builtWorkspace(
+  tree: string,
+  workdir: string,
+): Promise<Record<string, Buffer> | HarborProblem> {
+  const root = join(tree, workdir);
+  if (!(await lstat(root).catch(() => undefined))?.isDirectory()) return {};
+  const files = await regularFiles(root, `environment/Dockerfile: WORKDIR ${workdir} as built`);
+  if (isProblem(files)) return files;
+  const out: Record<string, Buffer> = {};
+  for (const f of files) out[f] = await readFile(join(root, f));
+  return out;
 }
 
 /** The task-folder directory a container path's files are kept in. Pure. */
