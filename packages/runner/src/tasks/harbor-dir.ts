@@ -252,7 +252,7 @@ async function readWorkspace(dir: string, env: Environment): Promise<Record<stri
  * lines put there and what its RUN lines made there (seeded data, generated files), which the
  * workspace bound at WORKDIR would otherwise hide.
  */
-async function builtWorkspace(
+export async function builtWorkspace(
   tree: string,
   workdir: string,
 ): Promise<Record<string, Buffer> | HarborProblem> {

@@ -1,3 +1,6 @@
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   environmentOf,
@@ -8,7 +11,7 @@ import {
   restoreTestFile,
   rewriteTestFile,
 } from "../../src/tasks/harbor.js";
-import { contextDirsOf, verifierScript } from "../../src/tasks/harbor-dir.js";
+import { builtWorkspace, contextDirsOf, verifierScript } from "../../src/tasks/harbor-dir.js";
 import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
 import { substitutionNote } from "../../src/tasks/harbor-served.js";
 
@@ -145,5 +148,24 @@ describe("a verifier's apt-get of what every Harbor environment here has", () =>
     const s = "apt-get update && apt-get install -y python3-pytest jq\npytest /tests";
     expect(offlineServedApt(s)).toEqual({ script: s, notes: [] });
     expect(verifierScript(s, "/app")).toMatchObject({ reason: /runs 'apt-get'/ });
+  });
+});
+
+describe("the workspace of a built environment", () => {
+  it("is every file under WORKDIR in the built tree: copied and seeded by RUN lines alike", async () => {
+    const tree = await mkdtemp(join(tmpdir(), "flakegym-built-ws-"));
+    try {
+      await mkdir(join(tree, "app/out"), { recursive: true });
+      await writeFile(join(tree, "app/recon.py"), "print(1)\n");
+      await writeFile(join(tree, "app/out/seed.db"), Buffer.from([0, 1, 2]));
+      await writeFile(join(tree, "outside.txt"), "not the workspace\n");
+      const ws = await builtWorkspace(tree, "/app");
+      expect(Object.keys(ws).sort()).toEqual(["out/seed.db", "recon.py"]);
+      await symlink("/etc/passwd", join(tree, "app/link"));
+      expect(await builtWorkspace(tree, "/app")).toMatchObject({ reason: /symbolic link/ });
+      expect(await builtWorkspace(tree, "/srv")).toEqual({});
+    } finally {
+      await rm(tree, { recursive: true, force: true });
+    }
   });
 });
