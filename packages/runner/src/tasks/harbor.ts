@@ -130,6 +130,22 @@ const OUTPUT_ONLY_ENV = new Set([
   "PIP_ROOT_USER_ACTION",
 ]);
 
+/** Why an ENV line cannot be served (undefined: its output-only names are added to `dropped`). */
+function envLineProblem(args: string, dropped: string[]): string | undefined {
+  const names = envNames(args);
+  if (names.length === 0 || names.some((n) => !OUTPUT_ONLY_ENV.has(n)))
+    return `ENV ${args}: flakegym tasks have no environment variables of their own (only ${[...OUTPUT_ONLY_ENV].join(", ")} are dropped; --build-env honours any ENV)`;
+  dropped.push(...names);
+  return undefined;
+}
+
+/** Whether a COPY's destination is a directory: a trailing `/`, `.`, several sources, or a source that is a directory of the build context (Docker's rule). Pure. */
+function copiesIntoDir(parts: readonly string[], contextDirs: ReadonlySet<string>): boolean {
+  const dest = parts.at(-1)!;
+  const srcs = parts.slice(0, -1).map((f) => normalize(f).replace(/(.)\/$/, "$1"));
+  return dest.endsWith("/") || dest === "." || parts.length > 2 || srcs.some((f) => contextDirs.has(f));
+}
+
 /** The variable names an ENV line sets (`A=1 B=2` or the old `A value` form). Pure. */
 export function envNames(args: string): string[] {
   const first = args.trim().split(/\s+/)[0] ?? "";
@@ -207,10 +223,7 @@ export function environmentOf(
         const dest = parts.at(-1)!;
         // the container path, placed relative to the final WORKDIR (the workspace) once all lines are read
         const abs = dest.startsWith("/") ? normalize(dest) : normalize(`${workdir}/${dest}`);
-        // a directory source's contents go into the destination, a directory (Docker's rule)
-        const srcs = parts.slice(0, -1).map((f) => normalize(f).replace(/(.)\/$/, "$1"));
-        const intoDir =
-          dest.endsWith("/") || dest === "." || parts.length > 2 || srcs.some((f) => contextDirs.has(f));
+        const intoDir = copiesIntoDir(parts, contextDirs);
         for (const from of parts.slice(0, -1)) {
           if (from.startsWith("/") || from.split("/").includes("..") || /[*?[]/.test(from))
             return `COPY ${args}: source '${from}' must be a plain path inside environment/`;
@@ -231,13 +244,7 @@ export function environmentOf(
         return undefined;
       })
       .with("ADD", () => "ADD is not supported (it fetches URLs and unpacks archives): use COPY")
-      .with("ENV", () => {
-        const names = envNames(args);
-        if (names.length === 0 || names.some((n) => !OUTPUT_ONLY_ENV.has(n)))
-          return `ENV ${args}: flakegym tasks have no environment variables of their own (only ${[...OUTPUT_ONLY_ENV].join(", ")} are dropped; --build-env honours any ENV)`;
-        envDropped.push(...names);
-        return undefined;
-      })
+      .with("ENV", () => envLineProblem(args, envDropped))
       .with(
         "ENTRYPOINT",
         () =>
