@@ -135,6 +135,17 @@ function fileTurns(f: FilePatch, originals: Readonly<Record<string, string>> | u
   }
 }
 
+/** A file's turns, then `chmod +x` when the patch makes it executable (Cline's file edits do not set the bit). */
+function fileTurnsWithMode(
+  f: FilePatch,
+  originals: Readonly<Record<string, string>> | undefined,
+): ScriptedTurn[] {
+  const turns = fileTurns(f, originals);
+  if (!f.executable || f.newPath === null) return turns;
+  const chmod = `chmod +x -- ${shellQuote(f.newPath)}`;
+  return [...turns, call("execute_command", { command: chmod, requires_approval: "false" })];
+}
+
 /** Pure: reference patch → assistant turns ending in attempt_completion. */
 export function patchToClineTurns(patch: string, opts: PatchToTurnsOptions = {}): ScriptedTurn[] {
   const files = parseUnifiedDiff(patch);
@@ -143,7 +154,7 @@ export function patchToClineTurns(patch: string, opts: PatchToTurnsOptions = {})
       hint: "the reference patch must be a unified diff (diff --git … / --- … / +++ …)",
     });
   }
-  const turns = files.flatMap((f) => fileTurns(f, opts.originals));
+  const turns = files.flatMap((f) => fileTurnsWithMode(f, opts.originals));
   turns.push(
     call("attempt_completion", {
       result:

@@ -11,9 +11,12 @@ import {
   type HarborTaskToml,
   harborTaskSpec,
   MOUNTS_DIR,
+  offlinePytestPip,
+  offlineServedApt,
   offlineUvVerifier,
   parseTaskToml,
   patchOfSolveScript,
+  rewriteTestFile,
   rewriteTestScript,
   testFileProblem,
   withoutCtrf,
@@ -120,7 +123,9 @@ export async function readHarborDir(
   const head = await readHarborHead(dir, o);
   if (isProblem(head)) return fail(head);
   const { env } = head;
-  const copied = await readWorkspace(dir, env);
+  const copied = head.built
+    ? await builtWorkspace(head.built.dir, env.workdir)
+    : await readWorkspace(dir, env);
   if (isProblem(copied)) return fail(copied);
   const mounted = await readMounts(dir, env);
   if (isProblem(mounted)) return fail(mounted);
@@ -139,6 +144,7 @@ export async function readHarborDir(
   const files: Record<string, Buffer | string> = { "solution.patch": solution.patch, ...tests.hidden };
   for (const [p, c] of Object.entries(repo)) files[`repo/${p}`] = c;
   Object.assign(files, mounted.files);
+  Object.assign(files, await keptEnvironment(dir, head.all));
   const commit = await commitOf(repo);
   try {
     const { toml, instruction } = head;
@@ -171,6 +177,29 @@ export async function readHarborDir(
   }
 }
 
+/** Where a task folder keeps the Harbor dir's own environment/ (its Dockerfile and build context) for re-export. */
+export const KEPT_ENVIRONMENT_DIR = "harbor-environment";
+
+/** The dir's environment/ files, kept whole under KEPT_ENVIRONMENT_DIR (task-folder path → content). */
+async function keptEnvironment(dir: string, all: readonly string[]): Promise<Record<string, Buffer>> {
+  const out: Record<string, Buffer> = {};
+  for (const f of all)
+    if (f.startsWith("environment/"))
+      out[`${KEPT_ENVIRONMENT_DIR}/${f.slice("environment/".length)}`] = await readFile(join(dir, f));
+  return out;
+}
+
+/** The directories of environment/ (build-context relative: `queries`, `app/src`), from the dir's files. Pure. */
+export function contextDirsOf(all: readonly string[]): Set<string> {
+  const dirs = new Set<string>(["."]);
+  for (const f of all) {
+    if (!f.startsWith("environment/")) continue;
+    const parts = f.slice("environment/".length).split("/");
+    for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join("/"));
+  }
+  return dirs;
+}
+
 /** task.toml, the layout, instruction.md and environment/Dockerfile, in the order they are checked. */
 async function readHarborHead(dir: string, o: HarborReadOptions): Promise<HarborHead | HarborProblem> {
   const all = await regularFiles(dir, ".");
@@ -198,7 +227,7 @@ async function readHarborHead(dir: string, o: HarborReadOptions): Promise<Harbor
     const b = await builtEnvironment(dir, dockerfile, toml, o.buildEnv);
     return isProblem(b) ? b : { all, toml, instruction, env: b.env, built: b.built };
   }
-  const env = environmentOf(dockerfile);
+  const env = environmentOf(dockerfile, contextDirsOf(all));
   if (isProblem(env)) return env;
   return { all, toml, instruction, env };
 }
@@ -216,6 +245,24 @@ export function missingDockerfile(image: string | undefined): HarborProblem {
 /** The workspace: what the Dockerfile's COPY lines put under WORKDIR (path → content). */
 async function readWorkspace(dir: string, env: Environment): Promise<Record<string, Buffer> | HarborProblem> {
   return await readCopies(dir, env.copies);
+}
+
+/**
+ * The workspace of a built environment: every file under WORKDIR in the built tree, what its COPY
+ * lines put there and what its RUN lines made there (seeded data, generated files), which the
+ * workspace bound at WORKDIR would otherwise hide.
+ */
+export async function builtWorkspace(
+  tree: string,
+  workdir: string,
+): Promise<Record<string, Buffer> | HarborProblem> {
+  const root = join(tree, workdir);
+  if (!(await lstat(root).catch(() => undefined))?.isDirectory()) return {};
+  const files = await regularFiles(root, `environment/Dockerfile: WORKDIR ${workdir} as built`);
+  if (isProblem(files)) return files;
+  const out: Record<string, Buffer> = {};
+  for (const f of files) out[f] = await readFile(join(root, f));
+  return out;
 }
 
 /** The task-folder directory a container path's files are kept in. Pure. */
@@ -279,9 +326,15 @@ async function readHarborTests(dir: string, workdir: string): Promise<HarborTest
       hidden[target] = script.script;
       continue;
     }
-    const problem = content.includes(0) ? undefined : testFileProblem(f, content.toString("utf8"));
-    if (problem) return { field: `tests/${f}`, reason: problem };
-    hidden[target] = content;
+    const text = content.includes(0) ? undefined : content.toString("utf8");
+    const problem = text === undefined ? undefined : testFileProblem(f, text);
+    const rewritten = problem === undefined ? undefined : rewriteTestFile(text!, workdir);
+    if (problem && rewritten === undefined) return { field: `tests/${f}`, reason: problem };
+    if (rewritten !== undefined)
+      notes.push(
+        `tests/${f}: /tests/ and /logs/ read at ${posix.join(workdir, HARBOR_DIR)}/ (the verifier's view of them)`,
+      );
+    hidden[target] = rewritten ?? content;
   }
   return { testFiles, hidden, notes };
 }
@@ -294,8 +347,11 @@ export function verifierScript(
   text: string,
   workdir: string,
 ): { script: string; notes: string[] } | HarborProblem {
-  const offline = offlineUvVerifier(text);
-  if (isProblem(offline)) return offline;
+  const uv = offlineUvVerifier(text);
+  if (isProblem(uv)) return uv;
+  const pip = offlinePytestPip(uv.script);
+  const apt = offlineServedApt(pip.script);
+  const offline = { script: apt.script, notes: [...uv.notes, ...pip.notes, ...apt.notes] };
   // comments (`# Install uv`) run nothing
   const net = NETWORK_IN_TESTS.exec(
     offline.script
@@ -363,7 +419,7 @@ async function readSolution(
   const modeNote =
     modes.length > 0
       ? [
-          `the reference makes ${modes.join(", ")} executable, which the gold policy's file edits (Cline's write_to_file) do not replay`,
+          `the reference makes ${modes.join(", ")} executable: the gold policy replays it with chmod +x after its file edits (Cline's write_to_file does not set the bit)`,
         ]
       : [];
   return { patch: r.patch, source, notes: [`reference solution: ${source}`, ...modeNote] };

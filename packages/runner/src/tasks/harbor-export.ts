@@ -6,7 +6,7 @@ import { touchedPaths } from "../text/diff.js";
 import type { LoadedTask } from "./catalog.js";
 import { PROFILE_IMAGES } from "./harbor.js";
 import { isProblem, regularFiles } from "./harbor-dir.js";
-import { importedHarborTests, reexportFiles } from "./harbor-reexport.js";
+import { importedHarborTests, keptEnvironmentFiles, reexportFiles } from "./harbor-reexport.js";
 import { git } from "./materialize.js";
 import { writeTaskFolder } from "./task-dir.js";
 import { type ResultFormat, shellQuote, type TaskSpec } from "./task-spec.js";
@@ -230,5 +230,11 @@ export async function exportHarborDir(
   }
   if (hidden === undefined && !harborTests)
     files["tests/tests.patch"] = await readFile(task.paths.testsPatch!);
+  // an imported Harbor task's own Dockerfile and build context go back as they were
+  const kept = harborTests ? await keptEnvironmentFiles(task) : undefined;
+  if (kept) {
+    for (const f of Object.keys(files)) if (f.startsWith("environment/")) delete files[f];
+    Object.assign(files, kept);
+  }
   return await writeTaskFolder(out, { spec, files }, { ...o, taskJson: false });
 }

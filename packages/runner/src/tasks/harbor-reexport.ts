@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { LoadedTask } from "./catalog.js";
-import { HARBOR_DIR, PROFILE_IMAGES } from "./harbor.js";
-import { isProblem, regularFiles } from "./harbor-dir.js";
+import { HARBOR_DIR, PROFILE_IMAGES, restoreTestFile } from "./harbor.js";
+import { isProblem, KEPT_ENVIRONMENT_DIR, regularFiles } from "./harbor-dir.js";
 import type { TaskSpec } from "./task-spec.js";
 
 /**
@@ -81,6 +81,20 @@ export function reexportTaskToml(spec: TaskSpec): string {
   ].join("\n");
 }
 
+/**
+ * The imported Harbor dir's own environment/ as it was (Dockerfile and build context, kept at
+ * import under KEPT_ENVIRONMENT_DIR), or undefined when the task folder has none (imported before it
+ * was kept, or not a Harbor task).
+ */
+export async function keptEnvironmentFiles(task: LoadedTask): Promise<Record<string, Buffer> | undefined> {
+  const root = join(task.dir, KEPT_ENVIRONMENT_DIR);
+  const files = await regularFiles(root, KEPT_ENVIRONMENT_DIR).catch(() => undefined);
+  if (files === undefined || isProblem(files) || !files.includes("Dockerfile")) return undefined;
+  const out: Record<string, Buffer> = {};
+  for (const f of files) out[`environment/${f}`] = await readFile(join(root, f));
+  return out;
+}
+
 /** The files of the Harbor directory an imported Harbor task goes back to (beside instruction, solution, repo). */
 export async function reexportFiles(
   task: LoadedTask,
@@ -93,6 +107,8 @@ export async function reexportFiles(
     "task.toml": reexportTaskToml(spec),
     "environment/Dockerfile": reexportDockerfile(spec, script),
   };
-  for (const [p, c] of Object.entries(tests)) files[`tests/${p}`] = p === "test.sh" ? script : c;
+  for (const [p, c] of Object.entries(tests))
+    files[`tests/${p}`] =
+      p === "test.sh" ? script : c.includes(0) ? c : restoreTestFile(c.toString("utf8"), workdir);
   return files;
 }

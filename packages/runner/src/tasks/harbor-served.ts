@@ -50,7 +50,8 @@ export async function servedEnvironment(env: Environment): Promise<{ note: strin
 
 /** The manifest line of the substitution. Pure. */
 export function substitutionNote(
-  env: Pick<Environment, "image" | "aptPackages"> & Partial<Pick<Environment, "pipPytest" | "profile">>,
+  env: Pick<Environment, "image" | "aptPackages"> &
+    Partial<Pick<Environment, "pipPytest" | "profile" | "envDropped">>,
   system: string,
 ): string {
   const apt =
@@ -61,5 +62,9 @@ export function substitutionNote(
     (env.pipPytest ?? []).length > 0
       ? `; pip install ${env.pipPytest!.join(" ")} served by Debian's ${PYTEST_DEBIAN_PACKAGE} (its own version; no ctrf plugin)`
       : "";
-  return `FROM ${env.image} served by ${system} (the ${env.profile ?? "dev-base"} profile: /usr bound read-only, no image registry)${apt}${pip}`;
+  const envs =
+    (env.envDropped ?? []).length > 0
+      ? `; ENV ${env.envDropped!.join(" ")} dropped (installer prompts and output buffering only)`
+      : "";
+  return `FROM ${env.image} served by ${system} (the ${env.profile ?? "dev-base"} profile: /usr bound read-only, no image registry)${apt}${pip}${envs}`;
 }

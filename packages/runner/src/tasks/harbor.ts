@@ -113,6 +113,44 @@ export interface Environment {
   readonly aptPackages: readonly string[];
   /** pytest (and its ctrf plugin) as RUN lines `pip install` them: served by Debian's python3-pytest. */
   readonly pipPytest: readonly string[];
+  /** ENV lines of output-only variables (`DEBIAN_FRONTEND`, `PYTHONUNBUFFERED`, …), not carried: recorded. */
+  readonly envDropped?: readonly string[];
+}
+
+/**
+ * Variables that only steer installers' prompts, caches and output buffering, never what a
+ * program computes: an `ENV` of them alone is dropped (recorded) when the system is served, not built.
+ */
+const OUTPUT_ONLY_ENV = new Set([
+  "DEBIAN_FRONTEND",
+  "PYTHONDONTWRITEBYTECODE",
+  "PYTHONUNBUFFERED",
+  "PIP_NO_CACHE_DIR",
+  "PIP_DISABLE_PIP_VERSION_CHECK",
+  "PIP_ROOT_USER_ACTION",
+]);
+
+/** Why an ENV line cannot be served (undefined: its output-only names are added to `dropped`). */
+function envLineProblem(args: string, dropped: string[]): string | undefined {
+  const names = envNames(args);
+  if (names.length === 0 || names.some((n) => !OUTPUT_ONLY_ENV.has(n)))
+    return `ENV ${args}: flakegym tasks have no environment variables of their own (only ${[...OUTPUT_ONLY_ENV].join(", ")} are dropped; --build-env honours any ENV)`;
+  dropped.push(...names);
+  return undefined;
+}
+
+/** Whether a COPY's destination is a directory: a trailing `/`, `.`, several sources, or a source that is a directory of the build context (Docker's rule). Pure. */
+function copiesIntoDir(parts: readonly string[], contextDirs: ReadonlySet<string>): boolean {
+  const dest = parts.at(-1)!;
+  const srcs = parts.slice(0, -1).map((f) => normalize(f).replace(/(.)\/$/, "$1"));
+  return dest.endsWith("/") || dest === "." || parts.length > 2 || srcs.some((f) => contextDirs.has(f));
+}
+
+/** The variable names an ENV line sets (`A=1 B=2` or the old `A value` form). Pure. */
+export function envNames(args: string): string[] {
+  const first = args.trim().split(/\s+/)[0] ?? "";
+  if (!first.includes("=")) return first === "" ? [] : [first];
+  return [...args.matchAll(/(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=/g)].map((m) => m[1]!);
 }
 
 /** Dockerfile instructions, continuation lines joined and comments dropped. Pure. */
@@ -146,7 +184,10 @@ function underWorkdir(dest: string, workdir: string): string | undefined {
 }
 
 /** environment/Dockerfile → profile, workspace files and install commands, or why not. Pure. */
-export function environmentOf(dockerfile: string): Environment | HarborProblem {
+export function environmentOf(
+  dockerfile: string,
+  contextDirs: ReadonlySet<string> = new Set(),
+): Environment | HarborProblem {
   const field = "environment/Dockerfile";
   let profile: ProfileId | undefined;
   let workdir = "/";
@@ -155,6 +196,7 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
   const install: string[] = [];
   const aptPackages: string[] = [];
   const pipPytest: string[] = [];
+  const envDropped: string[] = [];
   for (const { op, args } of dockerInstructions(dockerfile)) {
     const problem = match(op)
       .with("FROM", () => {
@@ -181,7 +223,7 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
         const dest = parts.at(-1)!;
         // the container path, placed relative to the final WORKDIR (the workspace) once all lines are read
         const abs = dest.startsWith("/") ? normalize(dest) : normalize(`${workdir}/${dest}`);
-        const intoDir = dest.endsWith("/") || dest === "." || parts.length > 2;
+        const intoDir = copiesIntoDir(parts, contextDirs);
         for (const from of parts.slice(0, -1)) {
           if (from.startsWith("/") || from.split("/").includes("..") || /[*?[]/.test(from))
             return `COPY ${args}: source '${from}' must be a plain path inside environment/`;
@@ -202,7 +244,7 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
         return undefined;
       })
       .with("ADD", () => "ADD is not supported (it fetches URLs and unpacks archives): use COPY")
-      .with("ENV", () => `ENV ${args}: flakegym tasks have no environment variables of their own`)
+      .with("ENV", () => envLineProblem(args, envDropped))
       .with(
         "ENTRYPOINT",
         () =>
@@ -236,6 +278,7 @@ export function environmentOf(dockerfile: string): Environment | HarborProblem {
     image,
     aptPackages: [...new Set(aptPackages)],
     pipPytest: [...new Set(pipPytest)],
+    ...(envDropped.length > 0 ? { envDropped: [...new Set(envDropped)] } : {}),
   };
 }
 
@@ -365,7 +408,8 @@ export function offlineUvVerifier(script: string): { script: string; notes: stri
   const dropped: string[] = [];
   let pythonAsked: string | undefined;
   for (const line of script.replace(/\\\r?\n/g, " ").split("\n")) {
-    const t = line.trim();
+    // `DEBIAN_FRONTEND=noninteractive apt-get …`: the command after its variable assignments
+    const t = line.trim().replace(/^([A-Za-z_][A-Za-z0-9_]*=\S*\s+)+/, "");
     if (/^(curl|wget)\b.*astral\.sh\/uv.*\|\s*(ba)?sh\b/.test(t)) {
       dropped.push("the uv installer");
       continue;
@@ -433,6 +477,68 @@ export function offlineUvVerifier(script: string): { script: string; notes: stri
 }
 
 /**
+ * test.sh without its lines that pip-install pytest alone (`python3 -m pip install
+ * --break-system-packages -q pytest==9.0.3 2>/dev/null || true`): the sandbox is offline at test
+ * time and pytest is there already (the profile's, Debian's python3-pytest, whose version differs
+ * from the pin; noted). Any other pip line is left for the network check to refuse. Pure.
+ */
+export function offlinePytestPip(script: string): { script: string; notes: string[] } {
+  const pins: string[] = [];
+  const out = script.split("\n").filter((line) => {
+    const cmd = line
+      .trim()
+      .replace(/\s*\|\|\s*(true|:)\s*$/, "")
+      .replace(/\s+\d?>>?\s*\/dev\/null|\s+\d>&\d/g, "");
+    const got = pytestPipInstall(cmd.split(/\s+/).filter((w) => w !== ""));
+    if (got) pins.push(...got);
+    return got === undefined;
+  });
+  return pins.length === 0
+    ? { script, notes: [] }
+    : {
+        script: out.join("\n"),
+        notes: [
+          `tests/test.sh: pip install ${[...new Set(pins)].join(" ")} dropped (offline at test time): Debian's ${PYTEST_DEBIAN_PACKAGE} serves it, its own version`,
+        ],
+      };
+}
+
+/** What a verifier's apt-get may ask for that every Harbor environment here already has (the verifier's pytest). */
+const TEST_APT_SERVED = new Set(["python3", "python3-pytest"]);
+
+/**
+ * test.sh without its lines that only `apt-get update` and `apt-get install` what every Harbor
+ * environment here already has (`apt-get update && apt-get install -y python3-pytest`): the sandbox
+ * is offline at test time (noted). A line asking for anything else is left for the network check
+ * to refuse by name. Pure.
+ */
+export function offlineServedApt(script: string): { script: string; notes: string[] } {
+  const asked: string[] = [];
+  const out = script.split("\n").filter((line) => {
+    const segs = line.split("&&").map((x) => x.trim().replace(/^([A-Za-z_][A-Za-z0-9_]*=\S*\s+)+/, ""));
+    if (segs.length === 0 || !segs.every((x) => /^apt(-get)?\s/.test(x))) return true;
+    const pkgs: string[] = [];
+    for (const x of segs) {
+      const words = x.split(/\s+/).filter((w) => !w.startsWith("-"));
+      if (words[1] === "update" && words.length === 2) continue;
+      if (words[1] !== "install") return true;
+      pkgs.push(...words.slice(2));
+    }
+    if (pkgs.length === 0 || !pkgs.every((p) => TEST_APT_SERVED.has(p))) return true;
+    asked.push(...pkgs);
+    return false;
+  });
+  return asked.length === 0
+    ? { script, notes: [] }
+    : {
+        script: out.join("\n"),
+        notes: [
+          `tests/test.sh: apt-get install ${[...new Set(asked)].join(" ")} dropped (offline at test time; every Harbor environment here has it)`,
+        ],
+      };
+}
+
+/**
  * `--ctrf <file>` / `--ctrf=<file>` (a report of the pytest-json-ctrf plugin, which the system's
  * pytest lacks: pytest would refuse the option) dropped from the lines that run pytest. Pure.
  */
@@ -468,6 +574,31 @@ export function rewriteTestScript(script: string, workdir: string): string {
     .replace(at("/logs/verifier"), "$1$$HARBOR_ROOT/logs/verifier")
     .replace(at("/tests"), "$1$$HARBOR_ROOT/tests");
   if (normalize(workdir) !== "/") s = s.replace(at(normalize(workdir)), "$1$$HARBOR_WORKSPACE");
+  return s;
+}
+
+/** Harbor's own container paths a test file may name, and where the verifier sees them here. */
+const TEST_FILE_PATHS = ["/tests/", "/logs/"] as const;
+const TEST_PATH_BEFORE = `(^|[\\s"'(=,\\[])`;
+
+/**
+ * A test file other than test.sh with Harbor's `/tests/` and `/logs/` pointed at the workspace's
+ * hidden `.harbor/` as the verifier sees it at the task's WORKDIR (bound there), e.g.
+ * `Path("/tests/expected.json")` → `Path("/app/.harbor/tests/expected.json")`; undefined when
+ * WORKDIR is `/` (no such path). Pure.
+ */
+export function rewriteTestFile(text: string, workdir: string): string | undefined {
+  if (normalize(workdir) === "/") return undefined;
+  let s = text;
+  for (const p of TEST_FILE_PATHS)
+    s = s.replace(new RegExp(`${TEST_PATH_BEFORE}${p}`, "gm"), `$1${normalize(workdir)}/${HARBOR_DIR}${p}`);
+  return s;
+}
+
+/** A test file as Harbor runs it: what `rewriteTestFile` pointed at the workspace put back. Pure. */
+export function restoreTestFile(text: string, workdir: string): string {
+  let s = text;
+  for (const p of TEST_FILE_PATHS) s = s.replaceAll(`${normalize(workdir)}/${HARBOR_DIR}${p}`, p);
   return s;
 }
 

@@ -35,6 +35,8 @@ export interface FilePatch {
   readonly hunks: readonly Hunk[];
   /** A binary change (git "Binary files … differ" or "GIT binary patch"). */
   readonly binary: boolean;
+  /** git's `new file mode 100755` / `new mode 100755`: the new side is executable. */
+  readonly executable?: boolean;
 }
 
 export class PatchParseError extends FlakegymError {
@@ -54,6 +56,7 @@ export interface FileDraft {
   deleted: boolean;
   renamed: boolean;
   binary: boolean;
+  executable?: boolean;
   hunks: Hunk[];
 }
 
@@ -137,7 +140,9 @@ export function sidePaths(minus: string, plus: string): Partial<FileDraft> {
 
 /** What one git extended header line (mode, rename, binary) says about its file; others say nothing. Pure. */
 export function extendedHeader(line: string): Partial<FileDraft> {
-  if (line.startsWith("new file mode")) return { added: true };
+  if (line.startsWith("new file mode"))
+    return { added: true, ...(/ 100755$/.test(line) ? { executable: true } : {}) };
+  if (/^new mode 100755$/.test(line)) return { executable: true };
   if (line.startsWith("deleted file mode")) return { deleted: true };
   if (line.startsWith("rename from "))
     return { renamed: true, oldPath: unquoteGitPath(line.slice("rename from ".length)) };
@@ -165,6 +170,7 @@ export function filePatchOf(d: FileDraft): FilePatch {
     newPath: kind === "delete" ? null : newPath,
     hunks: d.hunks,
     binary: d.binary,
+    ...(d.executable && kind !== "delete" ? { executable: true } : {}),
   };
 }
 

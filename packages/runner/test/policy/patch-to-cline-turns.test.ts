@@ -152,3 +152,36 @@ describe("patchToClineTurns", () => {
     expect(() => patchToClineTurns("just text\n")).toThrow(/contains no file changes/);
   });
 });
+
+describe("a patch that makes a file executable", () => {
+  it("is replayed with chmod +x after the file's edit (new file mode 100755 / new mode 100755)", () => {
+    const patch = [
+      "diff --git a/run.sh b/run.sh",
+      "new file mode 100755",
+      "--- /dev/null",
+      "+++ b/run.sh",
+      "@@ -0,0 +1 @@",
+      "+echo hi",
+      "diff --git a/tool b/tool",
+      "old mode 100644",
+      "new mode 100755",
+      "diff --git a/plain.txt b/plain.txt",
+      "new file mode 100644",
+      "--- /dev/null",
+      "+++ b/plain.txt",
+      "@@ -0,0 +1 @@",
+      "+x",
+      "",
+    ].join("\n");
+    const calls = patchToClineTurns(patch).map((t) =>
+      "tool_calls" in t ? t.tool_calls[0]! : { name: "", arguments: {} },
+    );
+    expect(calls.map((c) => [c.name, c.arguments.command ?? c.arguments.path])).toEqual([
+      ["write_to_file", "run.sh"],
+      ["execute_command", "chmod +x -- run.sh"],
+      ["execute_command", "chmod +x -- tool"],
+      ["write_to_file", "plain.txt"],
+      ["attempt_completion", undefined],
+    ]);
+  });
+});

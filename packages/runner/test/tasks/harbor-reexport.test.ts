@@ -45,7 +45,17 @@ describe("an imported Harbor task exported back", () => {
         await loadTask("apt-oracle", join(tmp, "catalog")),
         join(tmp, "harbor"),
       );
-      const dockerfile = await readFile(join(dir, "environment/Dockerfile"), "utf8");
+      // the task's own Dockerfile goes back as it was (kept at import under harbor-environment/)
+      expect(await readFile(join(dir, "environment/Dockerfile"), "utf8")).toBe(
+        await readFile(join(FIXTURES, "apt-oracle/environment/Dockerfile"), "utf8"),
+      );
+      // a task folder imported before it was kept: a Dockerfile made from the task's metadata
+      await rm(join(tmp, "catalog/apt-oracle/harbor-environment"), { recursive: true });
+      const made = await exportHarborDir(
+        await loadTask("apt-oracle", join(tmp, "catalog")),
+        join(tmp, "harbor-made"),
+      );
+      const dockerfile = await readFile(join(made, "environment/Dockerfile"), "utf8");
       expect(dockerfile).toMatch(
         /^FROM ubuntu:24\.04\nRUN apt-get update && apt-get install -y curl python3 python3-pytest /,
       );

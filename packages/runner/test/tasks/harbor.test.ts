@@ -73,10 +73,11 @@ if (noDpkg)
   );
 
 describe("loadHarbor", () => {
-  it("reads the fixture dirs: eight tasks, each other dir rejected naming the file and the reason", async () => {
+  it("reads the fixture dirs: nine tasks, each other dir rejected naming the file and the reason", async () => {
     const h = await loadHarbor(FIXTURES);
     expect(h.dirs).toBe(17);
     const tasks = [
+      "absolute-paths",
       "apt-oracle",
       "empty-workspace",
       "hello-greeting",
@@ -101,7 +102,6 @@ describe("loadHarbor", () => {
     expect(h.tasks.map((t) => t.spec.id)).toEqual(tasks.filter((t) => !(t in refused)));
     expect(Object.fromEntries(h.rejected.map((e) => [e.id, `${e.field}: ${e.reason}`]))).toEqual({
       ...refused,
-      "absolute-paths": expect.stringMatching(/^tests\/test_greet\.py: .*container path '\/tests\/'/),
       "apt-missing": expect.stringMatching(
         noDpkg
           ? /^environment\/Dockerfile: RUN apt-get install curl python3 flakegym-no-such-package: not installed in /
@@ -125,6 +125,17 @@ describe("loadHarbor", () => {
     });
   });
 
+  it("points a test file's /tests/ at the workspace's .harbor/ as the verifier sees it at WORKDIR", async () => {
+    const r = await readHarborDir(join(FIXTURES, "absolute-paths"), 1);
+    if (!r.ok) throw new Error(r.error.reason);
+    expect(String(r.task.files["hidden/.harbor/tests/test_greet.py"])).toMatch(
+      /open\("\/app\/\.harbor\/tests\/expected\.txt"\)/,
+    );
+    expect(r.task.notes).toContainEqual(
+      expect.stringMatching(/tests\/test_greet\.py: \/tests\/ and \/logs\/ read at \/app\/\.harbor\//),
+    );
+  });
+
   it("maps a Harbor task: profile from the image, workspace from COPY, test.sh pointed at the workspace, patch from solve.sh", async () => {
     const r = await readHarborDir(join(FIXTURES, "hello-greeting"), 1);
     if (!r.ok) throw new Error(r.error.reason);
@@ -141,6 +152,8 @@ describe("loadHarbor", () => {
     });
     expect(spec.prompt).toMatch(/^# greet\(\) drops the name/);
     expect(Object.keys(files).sort()).toEqual([
+      "harbor-environment/Dockerfile",
+      "harbor-environment/app/greet.py",
       "hidden/.harbor/tests/test.sh",
       "hidden/.harbor/tests/test_greet.py",
       "repo/greet.py",

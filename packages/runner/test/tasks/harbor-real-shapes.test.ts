@@ -1,0 +1,171 @@
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  environmentOf,
+  envNames,
+  offlinePytestPip,
+  offlineServedApt,
+  offlineUvVerifier,
+  restoreTestFile,
+  rewriteTestFile,
+} from "../../src/tasks/harbor.js";
+import { builtWorkspace, contextDirsOf, verifierScript } from "../../src/tasks/harbor-dir.js";
+import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
+import { substitutionNote } from "../../src/tasks/harbor-served.js";
+
+/** Shapes met in public Harbor task directories that the cookbook does not have. */
+
+describe("a verifier's pip install of pytest alone (offline at test time)", () => {
+  const qc = [
+    "#!/bin/bash",
+    "set -uo pipefail",
+    "python3 -m pip install --break-system-packages -q pytest==9.0.3 2>/dev/null || true",
+    "cp /tests/test_outputs.py /app/test_outputs.py 2>/dev/null || true",
+    "python3 -m pytest /app/test_outputs.py -q",
+  ].join("\n");
+
+  it("drops the line and notes that Debian's pytest serves the pin", () => {
+    const r = offlinePytestPip(qc);
+    expect(r.script).not.toMatch(/pip install/);
+    expect(r.script).toMatch(/^cp \/tests\/test_outputs\.py/m);
+    expect(r.notes).toEqual([expect.stringMatching(/pip install pytest==9\.0\.3 dropped .*python3-pytest/)]);
+  });
+
+  it("leaves any other pip line for the network check, which refuses it by name", () => {
+    const s = "pip install pytest requests || true\npytest /tests/test_x.py";
+    expect(offlinePytestPip(s)).toEqual({ script: s, notes: [] });
+    expect(verifierScript(s, "/app")).toMatchObject({ field: "tests/test.sh", reason: /runs 'pip install'/ });
+  });
+
+  it("the whole verifier goes through with its paths pointed at the workspace", () => {
+    const r = verifierScript(qc, "/app");
+    expect(r).toMatchObject({ notes: [expect.stringMatching(/pytest==9\.0\.3 dropped/)] });
+    expect((r as { script: string }).script).toMatch(
+      /cp \$HARBOR_ROOT\/tests\/test_outputs\.py \$HARBOR_WORKSPACE\/test_outputs\.py/,
+    );
+  });
+});
+
+describe("the uv bootstrap with an environment prefix and continued lines", () => {
+  it("drops `DEBIAN_FRONTEND=noninteractive apt-get install … curl ca-certificates` and runs pytest offline", () => {
+    const s = [
+      "apt-get update",
+      "DEBIAN_FRONTEND=noninteractive apt-get install -y \\",
+      "  --no-install-recommends \\",
+      "  curl \\",
+      "  ca-certificates",
+      "curl -LsSf https://astral.sh/uv/0.9.7/install.sh | sh",
+      "source $HOME/.local/bin/env",
+      "uvx \\",
+      "  --with pytest==8.4.1 \\",
+      "  pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA",
+    ].join("\n");
+    const r = offlineUvVerifier(s);
+    expect(r).toMatchObject({ script: "python3 -m pytest /tests/test_outputs.py -rA" });
+  });
+
+  it("still refuses an apt-get of anything else behind a prefix", () => {
+    const s = "DEBIAN_FRONTEND=noninteractive apt-get install -y jq\nuvx pytest /tests";
+    expect(verifierScript(s, "/app")).toMatchObject({ reason: /runs 'apt-get'/ });
+  });
+});
+
+describe("test files naming /tests/ and /logs/", () => {
+  const py = 'EXPECTED = Path("/tests/expected.json")\nOUT = "/logs/verifier/x"\nAPP = "/app/tests/y"\n';
+
+  it("are pointed at the workspace's .harbor/ as the verifier sees it at WORKDIR, and put back on export", () => {
+    const r = rewriteTestFile(py, "/app")!;
+    expect(r).toBe(
+      'EXPECTED = Path("/app/.harbor/tests/expected.json")\nOUT = "/app/.harbor/logs/verifier/x"\nAPP = "/app/tests/y"\n',
+    );
+    expect(restoreTestFile(r, "/app")).toBe(py);
+  });
+
+  it("cannot be when WORKDIR is /", () => {
+    expect(rewriteTestFile(py, "/")).toBeUndefined();
+  });
+
+  it("test.sh keeps its own rewrite", () => {
+    expect(restoreTestScript("bash $HARBOR_ROOT/tests/run.sh $HARBOR_WORKSPACE", "/app")).toBe(
+      "bash /tests/run.sh /app",
+    );
+  });
+});
+
+describe("COPY of a directory without a trailing slash", () => {
+  const df = "FROM ubuntu:24.04\nWORKDIR /app\nCOPY queries /queries\n";
+
+  it("is a directory copy (Docker's rule) when the build context has that directory", () => {
+    const dirs = contextDirsOf(["environment/Dockerfile", "environment/queries/q1.sql", "tests/test.sh"]);
+    expect([...dirs].sort()).toEqual([".", "queries"]);
+    expect(environmentOf(df, dirs)).toMatchObject({ mounts: [{ from: "queries", at: "/queries" }] });
+  });
+
+  it("is a single file outside WORKDIR, refused, when the source is a file", () => {
+    expect(environmentOf(df, new Set(["."]))).toMatchObject({ reason: /is a file/ });
+  });
+});
+
+describe("ENV of output-only variables when the system is served", () => {
+  it("reads both ENV forms", () => {
+    expect(envNames("PYTHONDONTWRITEBYTECODE=1      PYTHONUNBUFFERED=1")).toEqual([
+      "PYTHONDONTWRITEBYTECODE",
+      "PYTHONUNBUFFERED",
+    ]);
+    expect(envNames("DEBIAN_FRONTEND noninteractive")).toEqual(["DEBIAN_FRONTEND"]);
+  });
+
+  it("drops them, recorded in the substitution note; any other variable is refused naming --build-env", () => {
+    const env = environmentOf(
+      "FROM python:3.12-slim\nENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1\nWORKDIR /app\n",
+    );
+    expect(env).toMatchObject({ envDropped: ["PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED"] });
+    expect(substitutionNote(env as never, "a system")).toMatch(
+      /ENV PYTHONDONTWRITEBYTECODE PYTHONUNBUFFERED dropped/,
+    );
+    expect(
+      environmentOf("FROM python:3.12-slim\nENV PYTHONDONTWRITEBYTECODE=1 APP_MODE=test\n"),
+    ).toMatchObject({
+      reason: /ENV .*APP_MODE=test: .*--build-env honours any ENV/,
+    });
+  });
+});
+
+describe("a verifier's apt-get of what every Harbor environment here has", () => {
+  it("drops `apt-get update && apt-get install -y python3-pytest` (noted)", () => {
+    const r = offlineServedApt(
+      "apt-get update && apt-get install -y python3-pytest\npytest /tests/test_outputs.py -v",
+    );
+    expect(r).toEqual({
+      script: "pytest /tests/test_outputs.py -v",
+      notes: [expect.stringMatching(/apt-get install python3-pytest dropped/)],
+    });
+  });
+
+  it("leaves anything else for the network check, which refuses it by name", () => {
+    const s = "apt-get update && apt-get install -y python3-pytest jq\npytest /tests";
+    expect(offlineServedApt(s)).toEqual({ script: s, notes: [] });
+    expect(verifierScript(s, "/app")).toMatchObject({ reason: /runs 'apt-get'/ });
+  });
+});
+
+describe("the workspace of a built environment", () => {
+  it("is every file under WORKDIR in the built tree: copied and seeded by RUN lines alike", async () => {
+    const tree = await mkdtemp(join(tmpdir(), "flakegym-built-ws-"));
+    try {
+      await mkdir(join(tree, "app/out"), { recursive: true });
+      await writeFile(join(tree, "app/recon.py"), "print(1)\n");
+      await writeFile(join(tree, "app/out/seed.db"), Buffer.from([0, 1, 2]));
+      await writeFile(join(tree, "outside.txt"), "not the workspace\n");
+      const ws = await builtWorkspace(tree, "/app");
+      expect(Object.keys(ws).sort()).toEqual(["out/seed.db", "recon.py"]);
+      await symlink("/etc/passwd", join(tree, "app/link"));
+      expect(await builtWorkspace(tree, "/app")).toMatchObject({ reason: /symbolic link/ });
+      expect(await builtWorkspace(tree, "/srv")).toEqual({});
+    } finally {
+      await rm(tree, { recursive: true, force: true });
+    }
+  });
+});
