@@ -142,7 +142,9 @@ export async function scaffoldContract(o: {
     throw new FlakegymError(
       "E_SCAFFOLD",
       `Cline did not write a valid flakegym.yml in ${1 + SCAFFOLD_REPAIR_ROUNDS} rounds; last problems:\n${issues.map((i) => `  ${i.message}`).join("\n")}`,
-      { hint: "write the contract yourself (docs/reference/api.md), or pass noScaffold: true (--no-scaffold)" },
+      {
+        hint: "write the contract yourself (docs/reference/api.md), or pass noScaffold: true (--no-scaffold)",
+      },
     );
   } finally {
     await gateway.close();
