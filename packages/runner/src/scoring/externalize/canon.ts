@@ -62,6 +62,8 @@ export const SiteKind = z.enum([
   "seqeq",
   "counteq",
   "raises",
+  /** pytester's fnmatch_lines / re_match_lines / no_*_line: emitted lines against the patterns. */
+  "lines",
 ]);
 export type SiteKind = z.infer<typeof SiteKind>;
 

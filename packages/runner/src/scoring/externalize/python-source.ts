@@ -132,6 +132,25 @@ def _fg_emit2(site, op, value, want, many=False):
     _fg_write(site, c, w, many)
 
 
+def _fg_lines(m):
+    # a pytester LineMatcher's lines (fnmatch_lines and its kin): the patterns stay on the host
+    return [str.__str__(str(x)) for x in m.lines]
+
+
+def _fg_outcomes(r, keys):
+    # a pytester RunResult's outcome counts under assert_outcomes' keys (pytest < 6 says error)
+    d = {}
+    for k, v in dict.items(r.parseoutcomes()):
+        k = {"error": "errors", "warning": "warnings"}.get(k, k)
+        d[k] = d.get(k, 0) + v
+    return {k: d.get(k, 0) for k in keys}
+
+
+def _fg_outcome3(rec):
+    # a HookRecorder's (passed, skipped, failed) counts, as assertoutcome compares them
+    return [len(x) for x in rec.listoutcomes()]
+
+
 class _fg_raises:
     def __init__(self, site, *want):
         self.want = want
@@ -206,18 +225,22 @@ def check_const(node):
                 raise NotConstant("large power or repetition")
 
 
-def const_value(node):
-    """The value of an expression made of literals only (NotConstant otherwise)."""
+def raw_value(node):
+    """The Python value of an expression made of literals only (NotConstant otherwise)."""
     check_const(node)
     expr = ast.Expression(body=node)
     ast.fix_missing_locations(expr)
     try:
         names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
         env = {k: eval(compile(ast.fix_missing_locations(ast.Expression(body=LOCAL[k])), "<expected>", "eval"), {"__builtins__": {}}, {}) for k in names}
-        v = eval(compile(expr, "<expected>", "eval"), {"__builtins__": {}}, env)
+        return eval(compile(expr, "<expected>", "eval"), {"__builtins__": {}}, env)
     except Exception as e:
         raise NotConstant("does not evaluate: " + type(e).__name__)
-    c = canon(v)
+
+
+def const_value(node):
+    """The rendering of an expression made of literals only (NotConstant otherwise)."""
+    c = canon(raw_value(node))
     if len(json.dumps(c)) > MAX_EXPECTED:
         raise NotConstant("expected value too large")
     return c
@@ -282,10 +305,12 @@ def exc_names(node):
 
 
 class Site:
-    def __init__(self, kind, expected, computed, span, opts=None, exp=None):
+    def __init__(self, kind, expected, computed, span, opts=None, exp=None, wrap=None):
         self.kind, self.expected, self.computed, self.span, self.opts = kind, expected, computed, span, opts or {}
         self.exp = exp
         self.pair = None
+        # (emitter function, extra arguments): what the computed side is emitted through
+        self.wrap = wrap
 
 
 def pair(site, want):
@@ -346,6 +371,85 @@ def unittest_site(stmt, call):
     if name in ("assertIsNone", "assertIsNotNone") and len(args) >= 1:
         return Site("is" if name == "assertIsNone" else "isnot", canon(None), args[0], stmt), None
     return None, None
+
+
+# pytester's checks of a run's output and outcome (LineMatcher, RunResult, HookRecorder): the
+# patterns and counts are literals, so they stay on the host and the test emits the lines or counts
+LINE_CHECKS = {"fnmatch_lines": ("fnmatch", False), "re_match_lines": ("re", False),
+               "no_fnmatch_line": ("fnmatch", True), "no_re_match_line": ("re", True)}
+OUTCOME_KEYS = ("passed", "skipped", "failed", "errors", "xpassed", "xfailed")
+OUTCOME_EXTRA = ("warnings", "deselected")
+PYTESTER = set(LINE_CHECKS) | {"assert_outcomes", "assertoutcome"}
+# Python re constructs a JavaScript RegExp reads the same way (the host searches with one)
+RE_GROUPS = ("(?:", "(?P<", "(?P=", "(?=", "(?!", "(?<=", "(?<!")
+
+
+def int_count(node):
+    v = raw_value(node)
+    if type(v) is not int:
+        raise NotConstant("an outcome count that is not an int literal")
+    return v
+
+
+def patterns_of(arg, how, absent):
+    v = raw_value(arg)
+    if isinstance(v, str) and ("\n" in v or v[:1].isspace()):
+        raise NotConstant("a multi-line or indented pattern string (pytest dedents it)")
+    pats = [v] if isinstance(v, str) else list(v) if isinstance(v, (list, tuple)) and not absent else None
+    if pats is None or not pats or not all(type(p) is str for p in pats):
+        raise NotConstant("line patterns that are not a str or a list of str literals")
+    for p in pats:
+        if how == "re" and any(p.startswith("(?", i) and not p.startswith(RE_GROUPS, i) for i in range(len(p))):
+            raise NotConstant("a regular expression group a JavaScript RegExp reads otherwise")
+    return pats
+
+
+def lines_site(stmt, call, attr):
+    how, absent = LINE_CHECKS[attr]
+    if len(call.args) != 1:
+        return None, attr + " with other than one argument"
+    opts = {"match": canon(how), "absent": canon(absent), "consecutive": canon(False)}
+    for k in call.keywords:
+        if k.arg == "consecutive" and not absent and isinstance(k.value, ast.Constant) and type(k.value.value) is bool:
+            opts["consecutive"] = canon(k.value.value)
+        else:
+            return None, "an " + attr + " keyword externalization does not handle"
+    pats = patterns_of(call.args[0], how, absent)
+    return Site("lines", canon(pats), call.func.value, stmt, opts, call.args[0], ("_fg_lines", "")), None
+
+
+def outcomes_site(stmt, call, attr):
+    if attr == "assertoutcome":
+        names = ["passed", "skipped", "failed"]
+        if len(call.args) > 3:
+            return None, "assertoutcome with more than three counts"
+        want = dict.fromkeys(names, 0)
+        for i, a in enumerate(call.args):
+            want[names[i]] = int_count(a)
+        for k in call.keywords:
+            if k.arg not in names:
+                return None, "an assertoutcome keyword externalization does not handle"
+            want[k.arg] = int_count(k.value)
+        return Site("eq", canon([want[n] for n in names]), call.func.value, stmt, None, call, ("_fg_outcome3", "")), None
+    if call.args:
+        return None, "assert_outcomes with positional counts"
+    want = {}
+    for k in call.keywords:
+        name = {"error": "errors", "warning": "warnings"}.get(k.arg, k.arg)
+        if name not in OUTCOME_KEYS + OUTCOME_EXTRA:
+            return None, "an assert_outcomes keyword externalization does not handle"
+        want[name] = int_count(k.value)
+    keys = list(OUTCOME_KEYS) + [k for k in OUTCOME_EXTRA if k in want]
+    extra = ", (" + ", ".join(repr(k) for k in keys) + ",)"
+    return Site("eq", canon({k: want.get(k, 0) for k in keys}), call.func.value, stmt, None, call, ("_fg_outcomes", extra)), None
+
+
+def pytester_site(stmt, call):
+    attr = call.func.attr
+    try:
+        return lines_site(stmt, call, attr) if attr in LINE_CHECKS else outcomes_site(stmt, call, attr)
+    except NotConstant as e:
+        return None, str(e)
 
 
 def raises_site(item):
@@ -461,7 +565,16 @@ def sites_of(fn):
                 kept.append(why)
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             base, name = call_name(node.value)
-            if base == "self" and name and name.startswith("assert"):
+            if isinstance(node.value.func, ast.Attribute) and name in PYTESTER:
+                s, why = pytester_site(node, node.value)
+                if s and one_sided(parents):
+                    s, why = None, ONE_SIDED_WHY
+                if s:
+                    s.count = "any" if conditional(parents, raises_withs) else "one"
+                    sites.append(s)
+                else:
+                    kept.append(why)
+            elif base == "self" and name and name.startswith("assert"):
                 try:
                     s, why = unittest_site(node, node.value)
                 except NotConstant as e:
@@ -591,7 +704,10 @@ def rewrite_file(path, text, graded_bases):
                 ca, cb = span(offs, s.computed)
                 head = '_fg_emit2("' + sid + '", "' + s.kind + '", (' if want else '_fg_emit("' + sid + '", ('
                 many = ", True" if s.count == "any" else ""
-                edits.append((a, b, head + data[ca:cb].decode("utf-8") + ")" + want + many + ")"))
+                got = data[ca:cb].decode("utf-8")
+                if s.wrap:
+                    got = s.wrap[0] + "((" + got + ")" + s.wrap[1] + ")"
+                edits.append((a, b, head + got + ")" + want + many + ")"))
             sites.append({"site": sid, "test": base, "kind": s.kind, "expected": s.expected,
                           "opts": s.opts, "count": s.count, "pair": s.pair is not None})
     if not edits:
