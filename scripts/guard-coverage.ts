@@ -34,11 +34,15 @@ interface Row {
 }
 
 /** Per result format: graded and guarded counts, summed. */
-type Totals = Map<string, { graded: number; covered: number }>;
+type Totals = Map<string, { graded: number; covered: number; externalized: number }>;
 
 function add(t: Totals, format: string, c: GuardCoverage): void {
-  const x = t.get(format) ?? { graded: 0, covered: 0 };
-  t.set(format, { graded: x.graded + c.graded, covered: x.covered + c.externalized + c.decoyed });
+  const x = t.get(format) ?? { graded: 0, covered: 0, externalized: 0 };
+  t.set(format, {
+    graded: x.graded + c.graded,
+    covered: x.covered + c.externalized + c.decoyed,
+    externalized: x.externalized + c.externalized,
+  });
 }
 
 const pct = (covered: number, graded: number) => (graded ? ((100 * covered) / graded).toFixed(1) : "-");
@@ -50,7 +54,7 @@ function printTotals(t: Totals): void {
     graded += x.graded;
     covered += x.covered;
     console.log(
-      `  ${format}: ${x.covered} of ${x.graded} graded tests guarded (${pct(x.covered, x.graded)} %)`,
+      `  ${format}: ${x.covered} of ${x.graded} graded tests guarded (${pct(x.covered, x.graded)} %), ${x.externalized} externalized (${pct(x.externalized, x.graded)} %)`,
     );
   }
   console.log(`total: ${covered} of ${graded} graded tests guarded (${pct(covered, graded)} %)`);

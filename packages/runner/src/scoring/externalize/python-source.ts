@@ -311,6 +311,8 @@ class Site:
         self.pair = None
         # (emitter function, extra arguments): what the computed side is emitted through
         self.wrap = wrap
+        # the case ids it runs in and those it does not (one side of an if on the parameters)
+        self.cases = None
 
 
 def pair(site, want):
@@ -508,14 +510,144 @@ def walk_body(fn):
 
 
 # An assertion on one side of a branch (if, match, except) runs in some cases of a test and not in
-# others (a parametrized test's if/else on its parameter): kept as written, since no emission in a
-# case that took the other side cannot be told from an emission the code under test suppressed.
+# others (a parametrized test's if/else on its parameter). Where every such branch is an if whose
+# test reads only the test's parameters (immutable literals of @pytest.mark.parametrize, never
+# rebound) and pytest's case ids are known, the host evaluates the side per case: the site must be
+# emitted in the cases that run it and must not be in the others (branch_cases). Otherwise it is
+# kept as written: no emission in a case that took the other side could not be told from an
+# emission the code under test suppressed.
 ONE_SIDED = (ast.If, ast.IfExp, ast.ExceptHandler) + ((ast.Match,) if hasattr(ast, "Match") else ())
-ONE_SIDED_WHY = "it runs on one side of an if, match or except only (kept as written)"
+ONE_SIDED_WHY = "it runs on one side of an if, match or except whose side per case the host cannot evaluate (kept as written)"
 
 
 def one_sided(parents):
     return any(isinstance(p, ONE_SIDED) for p in parents)
+
+
+# A parametrized test's cases, where pytest's ids for them are known on the host: [(id, {arg:
+# value})]. A value that is not made of literals is OPAQUE (its id is argname + index).
+OPAQUE = object()
+SAFE_ID = __import__("re").compile(r"[A-Za-z0-9_.+-]+")
+
+
+def value_id(v, argname, idx):
+    """pytest's id of one parameter value (_idval), or None where it is not surely known."""
+    if v is OPAQUE:
+        return None
+    if v is None or type(v) in (bool, int, float):
+        s = str(v)
+    elif type(v) is str:
+        s = v
+    elif type(v) in (tuple, list, dict, set):
+        return argname + str(idx)
+    else:
+        return None
+    return s if SAFE_ID.fullmatch(s) else None
+
+
+def literal_or_opaque(node):
+    try:
+        return raw_value(node)
+    except NotConstant:
+        return OPAQUE
+
+
+def parametrize_sets(deco):
+    """[(id, {arg: value})] of one @pytest.mark.parametrize, or None where its ids are not known."""
+    if not (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Attribute) and deco.func.attr == "parametrize"):
+        return None
+    if len(deco.args) != 2 or deco.keywords:
+        return None
+    names = literal_or_opaque(deco.args[0])
+    names = [n.strip() for n in names.split(",")] if isinstance(names, str) else names
+    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) and n for n in names):
+        return None
+    if not isinstance(deco.args[1], (ast.List, ast.Tuple)):
+        return None
+    out = []
+    for idx, el in enumerate(deco.args[1].elts):
+        pid = None
+        if isinstance(el, ast.Call) and call_name(el)[1] == "param":
+            for k in el.keywords:
+                if k.arg == "id":
+                    pid = literal_or_opaque(k.value)
+                    if not (type(pid) is str and SAFE_ID.fullmatch(pid)):
+                        return None
+                elif k.arg != "marks":
+                    return None
+            vals = list(el.args)
+        elif len(names) == 1:
+            vals = [el]
+        elif isinstance(el, (ast.List, ast.Tuple)):
+            vals = list(el.elts)
+        else:
+            return None
+        if len(vals) != len(names):
+            return None
+        env = {n: literal_or_opaque(v) for n, v in zip(names, vals)}
+        ids = [value_id(env[n], n, idx) for n in names]
+        if pid is None and None in ids:
+            return None
+        out.append((pid or "-".join(ids), env))
+    return out
+
+
+def param_cases(fn):
+    """Every case of fn as pytest ids it, nearest decorator first; None where not surely known."""
+    cases = [("", {})]
+    decos = [d for d in fn.decorator_list if isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "parametrize"]
+    if not decos:
+        return None
+    for deco in reversed(decos):
+        sets = parametrize_sets(deco)
+        if sets is None:
+            return None
+        cases = [((cid + "-" if cid else "") + sid, {**cenv, **senv}) for cid, cenv in cases for sid, senv in sets]
+    ids = [c[0] for c in cases]
+    return cases if len(set(ids)) == len(ids) else None
+
+
+IMMUTABLE = (type(None), bool, int, float, str)
+COND_NODES = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Not, ast.And, ast.Or, ast.Name, ast.Load, ast.Constant,
+              ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.In, ast.NotIn, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Tuple)
+
+
+def branch_cases(fn, parents, node, cases):
+    """For an assertion under if-statements whose tests read only the test's parameters (immutable
+    literals, never rebound): (the case ids it runs in, those it does not, the parents left), else None."""
+    if cases is None:
+        return None
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    conds, rest = [], []
+    chain = list(parents) + [node]
+    for i, p in enumerate(parents):
+        if not isinstance(p, ONE_SIDED):
+            rest.append(p)
+            continue
+        if not isinstance(p, ast.If) or not all(isinstance(n, COND_NODES) for n in ast.walk(p.test)):
+            return None
+        names = {n.id for n in ast.walk(p.test) if isinstance(n, ast.Name)}
+        if names & stored:
+            return None
+        child = chain[i + 1]
+        side = True if any(c is child for c in p.body) else False if any(c is child for c in p.orelse) else None
+        if side is None:
+            return None
+        conds.append((p.test, names, side))
+    run, skip = [], []
+    for cid, env in cases:
+        ok = True
+        for test, names, side in conds:
+            if not all(k in env and env[k] is not OPAQUE and isinstance(env[k], IMMUTABLE) for k in names):
+                return None
+            try:
+                v = eval(compile(ast.fix_missing_locations(ast.Expression(body=test)), "<branch>", "eval"),
+                         {"__builtins__": {}}, dict(env))
+            except Exception:
+                return None
+            ok = ok and bool(v) == side
+        (run if ok else skip).append(cid)
+    return run, skip, tuple(rest)
 
 
 def conditional(parents, raises_withs):
@@ -537,9 +669,23 @@ def info_only_value(fn, item):
     return all(id(n) in ok or n is v for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == v.id)
 
 
+def placed(s, fn, parents, node, raises_withs, cases):
+    """Site s with how often it must be emitted, or None where it runs on one side of a branch
+    whose side per case the host cannot evaluate (kept as written)."""
+    if one_sided(parents):
+        b = branch_cases(fn, parents, node, cases)
+        if b is None:
+            return None
+        s.cases = {"run": b[0], "skip": b[1]}
+        parents = b[2]
+    s.count = "any" if conditional(parents, raises_withs) else "one"
+    return s
+
+
 def sites_of(fn):
     sites, kept = [], []
     raises_withs = set()
+    cases = param_cases(fn)
     for node, parents in walk_body(fn):
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
@@ -547,19 +693,17 @@ def sites_of(fn):
                 if s and not info_only_value(fn, item):
                     kept.append("its pytest.raises result is read beyond .value and .type")
                     s = None
-                if s and one_sided(parents):
+                if s and not placed(s, fn, parents, node, raises_withs, cases):
                     kept.append(ONE_SIDED_WHY)
                     s = None
                 if s:
-                    s.count = "any" if conditional(parents, raises_withs) else "one"
                     sites.append(s)
                     raises_withs.add(id(node))
         elif isinstance(node, ast.Assert):
             s, why = compare_site(node, node.test)
-            if s and one_sided(parents):
+            if s and not placed(s, fn, parents, node, raises_withs, cases):
                 s, why = None, ONE_SIDED_WHY
             if s:
-                s.count = "any" if conditional(parents, raises_withs) else "one"
                 sites.append(s)
             else:
                 kept.append(why)
@@ -567,10 +711,9 @@ def sites_of(fn):
             base, name = call_name(node.value)
             if isinstance(node.value.func, ast.Attribute) and name in PYTESTER:
                 s, why = pytester_site(node, node.value)
-                if s and one_sided(parents):
+                if s and not placed(s, fn, parents, node, raises_withs, cases):
                     s, why = None, ONE_SIDED_WHY
                 if s:
-                    s.count = "any" if conditional(parents, raises_withs) else "one"
                     sites.append(s)
                 else:
                     kept.append(why)
@@ -579,10 +722,9 @@ def sites_of(fn):
                     s, why = unittest_site(node, node.value)
                 except NotConstant as e:
                     s, why = None, str(e)
-                if s and one_sided(parents):
+                if s and not placed(s, fn, parents, node, raises_withs, cases):
                     s, why = None, ONE_SIDED_WHY
                 if s:
-                    s.count = "any" if conditional(parents, raises_withs) else "one"
                     sites.append(s)
                 else:
                     kept.append(why or ("self." + name + " has no literal expected value"))
@@ -708,8 +850,11 @@ def rewrite_file(path, text, graded_bases):
                 if s.wrap:
                     got = s.wrap[0] + "((" + got + ")" + s.wrap[1] + ")"
                 edits.append((a, b, head + got + ")" + want + many + ")"))
-            sites.append({"site": sid, "test": base, "kind": s.kind, "expected": s.expected,
-                          "opts": s.opts, "count": s.count, "pair": s.pair is not None})
+            site = {"site": sid, "test": base, "kind": s.kind, "expected": s.expected,
+                    "opts": s.opts, "count": s.count, "pair": s.pair is not None}
+            if s.cases is not None:
+                site["cases"] = s.cases
+            sites.append(site)
     if not edits:
         return None, sites, tests
     at = prelude_at(tree, offs)
