@@ -98,7 +98,10 @@ export const ExternalSite = z
      * brackets) whose side runs it — there it is emitted as `count` says — and those whose side
      * does not, where it must not be emitted at all. A case in neither fails (fail closed).
      */
-    cases: z.object({ run: z.array(z.string()), skip: z.array(z.string()) }).strict().optional(),
+    cases: z
+      .object({ run: z.array(z.string()), skip: z.array(z.string()) })
+      .strict()
+      .optional(),
   })
   .strict();
 export type ExternalSite = z.infer<typeof ExternalSite>;

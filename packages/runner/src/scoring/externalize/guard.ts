@@ -79,9 +79,7 @@ export async function externalizeGraded<F extends GuardFile>(
   const running = (id: string) =>
     ext.sites.filter((s) => s.test === baseOf(id) && siteRunsIn(s, id) !== "skips");
   const externalized = graded.filter((id) => running(id).some((s) => !s.pair));
-  const comparedOutside = graded.filter(
-    (id) => running(id).length > 0 && running(id).every((s) => s.pair),
-  );
+  const comparedOutside = graded.filter((id) => running(id).length > 0 && running(id).every((s) => s.pair));
   const decoyed = graded.filter((id) => running(id).length === 0);
   const why = Object.fromEntries(decoyed.map((id) => [id, whyDecoyed(format, ext, id)]));
   return {

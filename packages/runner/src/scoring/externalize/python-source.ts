@@ -395,8 +395,15 @@ def int_count(node):
 
 def patterns_of(arg, how, absent):
     v = raw_value(arg)
-    if isinstance(v, str) and ("\n" in v or v[:1].isspace()):
-        raise NotConstant("a multi-line or indented pattern string (pytest dedents it)")
+    if isinstance(v, str) and not absent:
+        # pytest reads a str of patterns as Source(text).strip().lines: dedented, blank lines at
+        # either end dropped (an indented one-liner loses its indent too)
+        lines = __import__("textwrap").dedent(v).split("\n")
+        while lines and not lines[0].strip():
+            lines.pop(0)
+        while lines and not lines[-1].strip():
+            lines.pop()
+        v = lines
     pats = [v] if isinstance(v, str) else list(v) if isinstance(v, (list, tuple)) and not absent else None
     if pats is None or not pats or not all(type(p) is str for p in pats):
         raise NotConstant("line patterns that are not a str or a list of str literals")

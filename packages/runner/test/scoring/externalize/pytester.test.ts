@@ -42,13 +42,18 @@ def test_recorder(pytester):
     rec.assertoutcome(passed=1)
 
 
-def test_kept_multiline(pytester):
+def test_multiline(pytester):
     _inner(pytester).stdout.fnmatch_lines("""
-        *hello*
+        *::test_a hello*
+        PASSED
     """)
+
+
+def test_kept(pytester):
+    _inner(pytester).stdout.fnmatch_lines(["*" + "hello" + "*"], consecutive=len("x") > 0)
 `;
 
-const GRADED = ["test_lines", "test_outcomes", "test_recorder", "test_kept_multiline"].map(
+const GRADED = ["test_lines", "test_outcomes", "test_recorder", "test_multiline", "test_kept"].map(
   (t) => `tests/test_plugin.py::${t}`,
 );
 
@@ -80,11 +85,12 @@ describe("pytester's output and outcome checks, externalized", () => {
         "test_lines:lines",
         "test_lines:lines",
         "test_lines:lines",
+        "test_multiline:lines",
         "test_outcomes:eq",
         "test_recorder:eq",
       ]);
-      expect(r.tests["tests/test_plugin.py::test_kept_multiline"]?.kept).toEqual([
-        "a multi-line or indented pattern string (pytest dedents it)",
+      expect(r.tests["tests/test_plugin.py::test_kept"]?.kept).toEqual([
+        "an fnmatch_lines keyword externalization does not handle",
       ]);
     },
   );
@@ -122,7 +128,7 @@ describe("pytester's output and outcome checks, externalized", () => {
       // the inner run fails test_b and test_c; every outer test passes in the sandbox (nothing is
       // checked there any more), and fail on the host
       const wrong = await run(WRONG, "wrong");
-      expect(wrong.p.stdout).toMatch(/4 passed/);
+      expect(wrong.p.stdout).toMatch(/5 passed/);
       expect([...wrong.verdict.keys()].sort()).toEqual(GRADED.slice(0, 3).sort());
     },
     90_000,
