@@ -60,7 +60,11 @@ const REWRITERS: Partial<
     ResultFormat,
     (files: readonly GuardFile[], graded: readonly string[], signal?: AbortSignal) => Promise<Externalized>
   >
-> = { pytest: externalizePython, gotest: externalizeGo };
+> = {
+  pytest: externalizePython,
+  sympy: (files, graded, signal) => externalizePython(files, graded, signal, true),
+  gotest: externalizeGo,
+};
 
 export async function externalizeGraded<F extends GuardFile>(
   format: ResultFormat,
