@@ -79,14 +79,18 @@ describe("bare test names (SymPy's runner)", () => {
   it.skipIf(noHostPython)(
     "sites are named by their function; a name defined twice stays with decoys",
     async () => {
-      const g = await externalizeGraded("sympy", FILES, GRADED);
-      expect(g.externalized.sort()).toEqual(["test_half", "test_raise"]);
-      expect(g.decoyed).toEqual(["test_dup", "test_xfail"]);
-      expect(g.why.test_xfail).toMatch(/decorated test of a bare-name runner/);
-      expect(new Set(g.sites.map((s) => s.test))).toEqual(new Set(["test_half", "test_raise"]));
-      const text = g.files[0]!.content.toString();
+      const r = await externalizePython(FILES, GRADED, undefined, true);
+      expect(new Set(r.sites.map((s) => s.test))).toEqual(new Set(["test_half", "test_raise"]));
+      expect(r.tests.test_dup).toBeUndefined();
+      expect(r.tests.test_xfail?.kept).toEqual([
+        "a decorated test of a bare-name runner (XFAIL, slow) stays as written",
+      ]);
+      const text = r.files[0]!.content.toString();
       expect(text).not.toContain("half(4) == 2");
       expect(text).toContain("_fg_static.update(");
+      // not wired into scoring yet: a sympy suite keeps decoys (guard.ts says why)
+      const g = await externalizeGraded("sympy", FILES, GRADED);
+      expect(g.decoyed).toEqual(GRADED);
     },
   );
 
