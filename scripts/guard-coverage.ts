@@ -18,6 +18,8 @@ import { installedHiddenFiles } from "../packages/runner/src/scoring/read-only.j
 import { regularFile } from "../packages/runner/src/scoring/snapshot-files.js";
 import { loadCatalog } from "../packages/runner/src/tasks/catalog.js";
 import { mirrorCandidates } from "../packages/runner/src/tasks/repo-mirror.js";
+import type { ResultFormat } from "../packages/runner/src/tasks/task-spec.js";
+import { REPO_RUNNERS } from "../packages/runner/src/tasks/test-runners.js";
 import { postImageByFile } from "../packages/runner/src/text/diff.js";
 
 interface Row {
@@ -32,11 +34,15 @@ interface Row {
 }
 
 /** Per result format: graded and guarded counts, summed. */
-type Totals = Map<string, { graded: number; covered: number }>;
+type Totals = Map<string, { graded: number; covered: number; externalized: number }>;
 
 function add(t: Totals, format: string, c: GuardCoverage): void {
-  const x = t.get(format) ?? { graded: 0, covered: 0 };
-  t.set(format, { graded: x.graded + c.graded, covered: x.covered + c.externalized + c.decoyed });
+  const x = t.get(format) ?? { graded: 0, covered: 0, externalized: 0 };
+  t.set(format, {
+    graded: x.graded + c.graded,
+    covered: x.covered + c.externalized + c.decoyed,
+    externalized: x.externalized + c.externalized,
+  });
 }
 
 const pct = (covered: number, graded: number) => (graded ? ((100 * covered) / graded).toFixed(1) : "-");
@@ -48,13 +54,29 @@ function printTotals(t: Totals): void {
     graded += x.graded;
     covered += x.covered;
     console.log(
-      `  ${format}: ${x.covered} of ${x.graded} graded tests guarded (${pct(x.covered, x.graded)} %)`,
+      `  ${format}: ${x.covered} of ${x.graded} graded tests guarded (${pct(x.covered, x.graded)} %), ${x.externalized} externalized (${pct(x.externalized, x.graded)} %)`,
     );
   }
   console.log(`total: ${covered} of ${graded} graded tests guarded (${pct(covered, graded)} %)`);
 }
 
+/** Why graded tests stayed unguarded, over every row (the shapes left to handle), most first. */
+const SHAPES = new Map<string, number>();
+
+/** The part of an unguarded test's reason that names its assertions' shape. Pure. */
+export const shapeOf = (reason: string): string => {
+  const i = reason.indexOf("not externalized: ");
+  return i < 0 ? reason : reason.slice(i + "not externalized: ".length);
+};
+
+function printShapes(): void {
+  console.log("unguarded graded tests by shape (all rows):");
+  for (const [shape, n] of [...SHAPES].sort((a, b) => b[1] - a[1]).slice(0, 12))
+    console.log(`  ${n} × ${shape.slice(0, 200)}`);
+}
+
 function printRow(name: string, c: GuardCoverage, unguarded: readonly { reason: string }[]): void {
+  for (const u of unguarded) SHAPES.set(shapeOf(u.reason), (SHAPES.get(shapeOf(u.reason)) ?? 0) + 1);
   console.log(
     `${name}: ${c.externalized} externalized + ${c.decoyed} decoyed of ${c.graded} graded (${(100 * c.share).toFixed(1)} % guarded); ${c.comparedOutside} compared outside (expected computed by the test), ${c.unguarded} unguarded`,
   );
@@ -81,10 +103,21 @@ async function catalog(): Promise<void> {
     printRow(`${task.spec.id} [${task.spec.profile}]`, c, g.report.unguarded);
   }
   printTotals(totals);
+  printShapes();
 }
 
 const ids = (v: string[] | string) => (Array.isArray(v) ? v : (JSON.parse(v) as string[]));
-const format = (row: Row) => (ids(row.FAIL_TO_PASS).some((i) => i.includes("::")) ? "pytest" : "gotest");
+
+/**
+ * The result format the row's tests report in, as intake picks its runner: SymPy's and Django's
+ * own runners for their repositories (tasks/test-runners.ts REPO_RUNNERS), pytest for node ids,
+ * else go test. Pure.
+ */
+export function rowFormat(row: Pick<Row, "repo" | "FAIL_TO_PASS">): ResultFormat {
+  const own = REPO_RUNNERS[row.repo];
+  if (own === "sympy" || own === "django") return own;
+  return ids(row.FAIL_TO_PASS).some((i) => i.includes("::")) ? "pytest" : "gotest";
+}
 
 async function checkout(root: string, row: Row, dir: string): Promise<string> {
   const mirror = mirrorCandidates(root, row.repo).find((p) => {
@@ -112,7 +145,7 @@ async function rowCoverage(root: string, row: Row) {
       if (file) installed.push({ path: f.path, ...file });
     }
     const suite = {
-      results: format(row),
+      results: rowFormat(row),
       failToPass: ids(row.FAIL_TO_PASS),
       passToPass: ids(row.PASS_TO_PASS),
     } as const;
@@ -145,6 +178,7 @@ async function main(rowsPath: string, root: string): Promise<void> {
     printRow(row.instance_id, r.coverage, r.unguarded);
   }
   printTotals(totals);
+  printShapes();
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -62,6 +62,8 @@ export const SiteKind = z.enum([
   "seqeq",
   "counteq",
   "raises",
+  /** pytester's fnmatch_lines / re_match_lines / no_*_line: emitted lines against the patterns. */
+  "lines",
 ]);
 export type SiteKind = z.infer<typeof SiteKind>;
 
@@ -91,6 +93,15 @@ export const ExternalSite = z
      * assert no longer decide), the value itself is not secret. Counted apart from externalized.
      */
     pair: z.boolean(),
+    /**
+     * A site on one side of an `if` on the test's parameters: the case ids (pytest's, inside the
+     * brackets) whose side runs it — there it is emitted as `count` says — and those whose side
+     * does not, where it must not be emitted at all. A case in neither fails (fail closed).
+     */
+    cases: z
+      .object({ run: z.array(z.string()), skip: z.array(z.string()) })
+      .strict()
+      .optional(),
   })
   .strict();
 export type ExternalSite = z.infer<typeof ExternalSite>;

@@ -188,6 +188,7 @@ export function satisfies(s: ExternalSite, got: Canon, emitted?: Canon): true | 
         : got.t !== "bool" || (want.t === "bool" && got.v !== want.v),
     )
     .with("seqeq", () => seqEqual(got, want))
+    .with("lines", () => linesHold(got, want, s.opts) === true)
     .with(
       "counteq",
       () =>
@@ -197,6 +198,81 @@ export function satisfies(s: ExternalSite, got: Canon, emitted?: Canon): true | 
     )
     .exhaustive();
   return ok ? true : `${s.kind} did not hold for the emitted ${got.t}`;
+}
+
+/**
+ * Python's fnmatch pattern (`*`, `?`, `[seq]`, `[!seq]`; a `[` without its `]` is literal) as a
+ * JavaScript RegExp matching a whole string, as fnmatch.translate does. Pure.
+ */
+export function fnmatchRegExp(pattern: string): RegExp {
+  let out = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c === "*") out += "[\\s\\S]*";
+    else if (c === "?") out += "[\\s\\S]";
+    else if (c === "[") {
+      let j = i + 1;
+      if (pattern[j] === "!") j++;
+      if (pattern[j] === "]") j++;
+      while (j < pattern.length && pattern[j] !== "]") j++;
+      if (j >= pattern.length) out += "\\[";
+      else {
+        let body = pattern.slice(i + 1, j).replaceAll("\\", "\\\\");
+        if (body.startsWith("!")) body = `^${body.slice(1)}`;
+        else if (body.startsWith("^")) body = `\\${body}`;
+        out += `[${body.replaceAll("[", "\\[").replaceAll("]", "\\]")}]`;
+        i = j;
+      }
+    } else out += c.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  }
+  return new RegExp(`^${out}$`);
+}
+
+/**
+ * One line against one pattern as pytester's LineMatcher does: equal (its `*_lines` checks only),
+ * fnmatch, or re.match; undefined where the pattern does not compile.
+ */
+function lineMatches(line: string, pattern: string, how: string, equal = true): boolean | undefined {
+  if (equal && line === pattern) return true;
+  if (how === "fnmatch") return fnmatchRegExp(pattern).test(line);
+  const re = pyRegExp(pattern);
+  if (!re) return undefined;
+  return new RegExp(re.source, "y").test(line);
+}
+
+/**
+ * pytester's LineMatcher checks on the emitted lines: `fnmatch_lines` / `re_match_lines` (every
+ * pattern matches a line, in order, each after the previous one's; `consecutive`: on the very
+ * next line), `no_fnmatch_line` / `no_re_match_line` (no line matches the one pattern). Pure.
+ */
+export function linesHold(got: Canon, want: Canon, opts: Readonly<Record<string, Canon>>): true | string {
+  if (got.t !== "list" || !got.v.every((l) => l.t === "str"))
+    return `emitted ${got.t} where output lines were expected`;
+  if (want.t !== "list" || !want.v.every((l) => l.t === "str"))
+    return "the expected patterns are not strings";
+  const lines = got.v.map((l) => (l as { v: string }).v);
+  const pats = want.v.map((l) => (l as { v: string }).v);
+  const how = opts.match?.t === "str" ? opts.match.v : "fnmatch";
+  if (opts.absent?.t === "bool" && opts.absent.v)
+    return lines.some((l) => lineMatches(l, pats[0]!, how, false) !== false)
+      ? "a line matches the pattern that must not"
+      : true;
+  const consecutive = opts.consecutive?.t === "bool" && opts.consecutive.v;
+  let at = 0;
+  for (const [k, p] of pats.entries()) {
+    let found = false;
+    while (at < lines.length) {
+      const m = lineMatches(lines[at++]!, p, how);
+      if (m === undefined) return "a pattern does not compile as a JavaScript RegExp";
+      if (m) {
+        found = true;
+        break;
+      }
+      if (consecutive && k > 0) return "the lines do not match the patterns consecutively";
+    }
+    if (!found) return "a pattern matched no line after the previous one's";
+  }
+  return true;
 }
 
 /** Items of a sequence or set (lists, tuples, sets; a string's characters), else undefined. */

@@ -3,7 +3,7 @@ import type { GuardFile } from "../decoys/guard.js";
 import type { ExternalSite } from "./canon.js";
 import { externalizeGo } from "./go.js";
 import { type Externalized, externalizePython } from "./rewrite.js";
-import { baseOf } from "./verdict.js";
+import { baseOf, siteRunsIn } from "./verdict.js";
 
 /**
  * Which graded tests of a suite are externalized (their expected values kept on the host) and
@@ -39,13 +39,34 @@ export const decoysOnly = <F extends GuardFile>(
   why: Object.fromEntries(graded.map((id) => [id, why])),
 });
 
+/** Why graded `id` has no externalized site that runs in it, from the rewriter's answer. Pure. */
+function whyDecoyed(format: ResultFormat, ext: Externalized, id: string): string {
+  const t = ext.tests[baseOf(id)];
+  if (!t)
+    return format === "gotest"
+      ? "its id names no top-level test function of a hidden file (a subtest, a fuzz seed)"
+      : "its test function was not found at the top level or in a class of its file";
+  if (ext.sites.some((s) => s.test === baseOf(id)))
+    return "its assertions sit on the side of an if its parameters do not take";
+  const reasons = [...new Set(t.kept)];
+  return reasons.length
+    ? `no assertion with a literal expected value (${reasons.join("; ")})`
+    : "no assertion found in its body";
+}
+
 /** The host rewriter of each result format that has one. */
 const REWRITERS: Partial<
   Record<
     ResultFormat,
     (files: readonly GuardFile[], graded: readonly string[], signal?: AbortSignal) => Promise<Externalized>
   >
-> = { pytest: externalizePython, gotest: externalizeGo };
+> = {
+  pytest: externalizePython,
+  // sympy (bare names, `externalizePython(…, true)`) is not wired: on sympy-24539's gold, 15 of its
+  // 32 externalized tests failed on the host — sympy's values (an Integer, a PolyElement: a dict
+  // subclass with its own ==) have no rendering the host can compare (docs/tasks.md)
+  gotest: externalizeGo,
+};
 
 export async function externalizeGraded<F extends GuardFile>(
   format: ResultFormat,
@@ -60,27 +81,13 @@ export async function externalizeGraded<F extends GuardFile>(
     e instanceof Error ? e : new Error(String(e)),
   );
   if (ext instanceof Error) return decoysOnly(files, graded, ext.message);
-  const withSites = new Set(ext.sites.map((s) => s.test));
-  const secret = new Set(ext.sites.filter((s) => !s.pair).map((s) => s.test));
-  const externalized = graded.filter((id) => secret.has(baseOf(id)));
-  const comparedOutside = graded.filter((id) => withSites.has(baseOf(id)) && !secret.has(baseOf(id)));
-  const decoyed = graded.filter((id) => !withSites.has(baseOf(id)));
-  const why = Object.fromEntries(
-    decoyed.map((id) => {
-      const t = ext.tests[baseOf(id)];
-      const reasons = [...new Set(t?.kept ?? [])];
-      return [
-        id,
-        t
-          ? reasons.length
-            ? `no assertion with a literal expected value (${reasons.join("; ")})`
-            : "no assertion found in its body"
-          : format === "gotest"
-            ? "its id names no top-level test function of a hidden file (a subtest, a fuzz seed)"
-            : "its test function was not found at the top level or in a class of its file",
-      ];
-    }),
-  );
+  // a case is judged by the sites that run in it (not those on the side of an if it skips)
+  const running = (id: string) =>
+    ext.sites.filter((s) => s.test === baseOf(id) && siteRunsIn(s, id) !== "skips");
+  const externalized = graded.filter((id) => running(id).some((s) => !s.pair));
+  const comparedOutside = graded.filter((id) => running(id).length > 0 && running(id).every((s) => s.pair));
+  const decoyed = graded.filter((id) => running(id).length === 0);
+  const why = Object.fromEntries(decoyed.map((id) => [id, whyDecoyed(format, ext, id)]));
   return {
     files: files.map((f, i) => ({ ...f, content: ext.files[i]!.content })),
     sites: ext.sites,

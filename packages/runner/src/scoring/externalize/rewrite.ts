@@ -52,6 +52,11 @@ export async function externalizePython(
   files: readonly GuardFile[],
   graded: readonly string[],
   signal?: AbortSignal,
+  /**
+   * The ids are bare function names (SymPy's `bin/test`): each names the one top-level test
+   * function of that name in the files, and its sites emit under that name (no pytest node id).
+   */
+  bare = false,
 ): Promise<Externalized> {
   const py = files.filter((f) => f.path.endsWith(".py") && !f.content.includes(0));
   using deadline = createDeadline({
@@ -61,6 +66,7 @@ export async function externalizePython(
   const input = JSON.stringify({
     files: py.map((f) => ({ path: f.path, text: f.content.toString("utf8") })),
     graded,
+    bare,
   });
   const r = await execa(hostPython(), ["-I", "-c", PYTHON_REWRITER, PYTHON_EMITTER], {
     input,

@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import type { Canon, ExternalSite } from "../../../src/scoring/externalize/canon.js";
 import {
   approxEqual,
+  fnmatchRegExp,
+  linesHold,
   pyContains,
   pyEqual,
   pyRegExp,
@@ -124,5 +126,46 @@ describe("containment, identity and exceptions", () => {
     );
     expect(satisfies(site("counteq", list(int(1), int(2))), list(int(1), int(1)))).not.toBe(true);
     expect(satisfies(site("seqeq", list(int(1), int(2))), tuple(int(1), int(2)))).toBe(true);
+  });
+});
+
+describe("pytester's line checks on emitted lines (fnmatch, re.match)", () => {
+  const lines = list(
+    str("== test session starts =="),
+    str("t.py::test_a PASSED"),
+    str("t.py::test_b FAILED"),
+    str("1 failed, 1 passed"),
+  );
+  const opts = (match: string, absent = false, consecutive = false) => ({
+    match: str(match),
+    absent: { t: "bool", v: absent } as Canon,
+    consecutive: { t: "bool", v: consecutive } as Canon,
+  });
+  it("fnmatch translates *, ?, [seq], [!seq] and keeps a lone [ and regex characters literal", () => {
+    expect(fnmatchRegExp("*test_[ab] PASS?D").test("t.py::test_a PASSED")).toBe(true);
+    expect(fnmatchRegExp("*test_[!a]*").test("t.py::test_a PASSED")).toBe(false);
+    expect(fnmatchRegExp("[x").test("[x")).toBe(true);
+    expect(fnmatchRegExp("a.c (1)").test("abc (1)")).toBe(false);
+    expect(fnmatchRegExp("[]]").test("]")).toBe(true);
+    expect(fnmatchRegExp("*passed").test("1 passed\nmore")).toBe(false);
+  });
+  it("patterns match in order, each after the previous one's line; consecutive means the next line", () => {
+    expect(linesHold(lines, list(str("*test_a*"), str("*test_b FAILED")), opts("fnmatch"))).toBe(true);
+    expect(linesHold(lines, list(str("*test_b*"), str("*test_a*")), opts("fnmatch"))).not.toBe(true);
+    expect(linesHold(lines, list(str("*starts*"), str("*test_b*")), opts("fnmatch", false, true))).not.toBe(
+      true,
+    );
+    expect(linesHold(lines, list(str("*starts*"), str("*test_a*")), opts("fnmatch", false, true))).toBe(true);
+    expect(linesHold(lines, list(str(".*test_b F")), opts("re"))).toBe(true);
+    expect(linesHold(lines, list(str("test_b")), opts("re"))).not.toBe(true);
+  });
+  it("no_*_line: no line matches; anything but a list of str fails closed", () => {
+    expect(linesHold(lines, list(str("*error*")), opts("fnmatch", true))).toBe(true);
+    expect(linesHold(lines, list(str("*FAILED")), opts("fnmatch", true))).not.toBe(true);
+    expect(linesHold({ t: "obj", type: "x.Lines", repr: "*" }, list(str("*")), opts("fnmatch"))).not.toBe(
+      true,
+    );
+    expect(satisfies(site("lines", list(str("*1 passed*")), opts("fnmatch")), lines)).toBe(true);
+    expect(satisfies(site("lines", list(str("*2 passed*")), opts("fnmatch")), lines)).not.toBe(true);
   });
 });

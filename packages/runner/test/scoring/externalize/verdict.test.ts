@@ -112,3 +112,37 @@ describe("externalVerdict (the scorer's comparison outside the sandbox)", () => 
     expect(v.has("t.py::test_other")).toBe(false);
   });
 });
+
+describe("sites on one side of an if on the parameters (cases)", () => {
+  const SA = "eeeeeeeeeeeeeeee";
+  const SB = "ffffffffffffffff";
+  const branch = (site: string, run: string[], skip: string[], v: string): ExternalSite => ({
+    site,
+    test: "t.py::test_m",
+    kind: "eq",
+    expected: { t: "str", v },
+    opts: {},
+    count: "one",
+    pair: false,
+    cases: { run, skip },
+  });
+  const mine = [branch(SA, ["a"], ["b", "c"], "A"), branch(SB, ["b"], ["a", "c"], "B")];
+  const m = (c: string) => `t.py::test_m[${c}]`;
+
+  it("a case runs the sites of its side; one whose side has none emits nothing and is not judged", () => {
+    const text = line(SA, m("a"), { t: "str", v: "A" }) + line(SB, m("b"), { t: "str", v: "B" });
+    expect([...externalVerdict([m("a"), m("b"), m("c")], mine, text)]).toEqual([]);
+  });
+
+  it("fails a case steered to the other side (its site missing, or one emitted where it must not be)", () => {
+    const steered = line(SB, m("a"), { t: "str", v: "B" }) + line(SB, m("b"), { t: "str", v: "B" });
+    expect([...externalVerdict([m("a"), m("b")], mine, steered).keys()]).toEqual([m("a")]);
+    const silent = line(SB, m("b"), { t: "str", v: "B" });
+    expect(externalVerdict([m("a")], mine, silent).get(m("a"))).toMatch(/emitted nothing/);
+  });
+
+  it("fails a case the host did not evaluate (fail closed)", () => {
+    const text = line(SA, m("z"), { t: "str", v: "A" });
+    expect(externalVerdict([m("z")], mine, text).get(m("z"))).toMatch(/did not evaluate/);
+  });
+});

@@ -1,0 +1,19 @@
+import { describe, expect, it } from "vitest";
+import { rowFormat, shapeOf } from "../guard-coverage.js";
+
+describe("guard-coverage's reading of a row", () => {
+  it("takes the row's own runner: sympy and django by repository, pytest by node ids, else go", () => {
+    expect(rowFormat({ repo: "sympy/sympy", FAIL_TO_PASS: ["test_x"] })).toBe("sympy");
+    expect(rowFormat({ repo: "django/django", FAIL_TO_PASS: ["test_x (a.B)"] })).toBe("django");
+    expect(rowFormat({ repo: "psf/requests", FAIL_TO_PASS: '["tests/t.py::test_x"]' })).toBe("pytest");
+    expect(rowFormat({ repo: "dustin/go-humanize", FAIL_TO_PASS: ["TestX"] })).toBe("gotest");
+  });
+  it("names an unguarded test's shape by the rewriter's reason", () => {
+    expect(
+      shapeOf("its id has a shape decoys do not handle; not externalized: no assertion found in its body"),
+    ).toBe("no assertion found in its body");
+    expect(shapeOf("sympy assertions are not externalized yet (decoys only)")).toBe(
+      "sympy assertions are not externalized yet (decoys only)",
+    );
+  });
+});
