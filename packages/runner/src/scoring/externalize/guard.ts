@@ -64,7 +64,7 @@ const REWRITERS: Partial<
   pytest: externalizePython,
   // sympy (bare names, `externalizePython(…, true)`) is not wired: on sympy-24539's gold, 15 of its
   // 32 externalized tests failed on the host — sympy's values (an Integer, a PolyElement: a dict
-  // subclass with its own ==) have no rendering the host can compare (docs/tasks.md)
+  // subclass with its own ==) have no rendering the host can compare (docs/reference/tasks.md)
   gotest: externalizeGo,
 };
 
