@@ -1,6 +1,7 @@
 import type { ProfileId } from "@flakegym/profiles";
 import { NODE_CHECKED_FIND, PYTHON_BUILD_EXCLUDE } from "../tasks/row-reward.js";
 import { changedLinesByFile } from "../text/diff.js";
+import { C_KEPT_LIST, C_KEPT_MARK, C_SHIM_SETUP, droppedCLines, parseKeptLines } from "./c-kept-lines.js";
 import type { Term } from "./reward.js";
 import type { StepResult } from "./script.js";
 import {
@@ -26,6 +27,8 @@ import {
 export interface ReachProbe {
   /** Variables set for the build step, each to a file in the probe's dir (its `$FLAKEGYM_REACH`). */
   readonly buildEnv?: Readonly<Record<string, string>>;
+  /** Shell run in the build's subshell just before it, `$FLAKEGYM_REACH` set (C: the compiler shim). */
+  readonly setup?: string;
   /**
    * Shell run after the build with `$FLAKEGYM_REACH` (a dir holding `mark`, touched just before the
    * build): prints the workspace root, then the paths the build compiled (whitespace-separated;
@@ -121,9 +124,11 @@ const PROBES: Partial<Record<ProfileId, ReachProbe>> = {
   // gcc appends each compile's dependencies to DEPENDENCIES_OUTPUT, unless the build passes -MD/-MMD
   // itself (CMake, autotools) or uses clang: then the compiler's own dependency files, written by
   // this build (newer than the mark: none the diff brought), say it
+  // and the compiler's preprocessor says which lines of each file it kept (scoring/c-kept-lines.ts)
   c: {
     buildEnv: { DEPENDENCIES_OUTPUT: "deps" },
-    list: `${ROOT}cat "$FLAKEGYM_REACH/deps" 2>/dev/null; find . -type f \\( -name '*.d' -o -name '*.Po' -o -name '*.Plo' \\) -newer "$FLAKEGYM_REACH/mark" -exec cat {} + 2>/dev/null; true`,
+    setup: C_SHIM_SETUP,
+    list: `${ROOT}cat "$FLAKEGYM_REACH/deps" 2>/dev/null; find . -type f \\( -name '*.d' -o -name '*.Po' -o -name '*.Plo' \\) -newer "$FLAKEGYM_REACH/mark" -exec cat {} + 2>/dev/null; ${C_KEPT_LIST}`,
   },
   node: {
     list: `${ROOT}if [ -f tsconfig.json ]; then npx --no-install tsc --listFilesOnly; else ${NODE_CHECKED_FIND} -print; fi`,
@@ -182,6 +187,8 @@ export interface Reach {
   readonly rustFeatures?: ReadonlySet<string>;
   /** rustc's printed cfg sets, their OS identity only (`unix`, `windows`, `target_family`, `target_os`). */
   readonly rustPlatforms?: readonly ReadonlySet<string>[];
+  /** C: the lines of each workspace file the compiler's preprocessor kept (scoring/c-kept-lines.ts). */
+  readonly cKept?: ReadonlyMap<string, ReadonlySet<number>>;
 }
 
 /**
@@ -221,7 +228,9 @@ function cargoFeatures(json: string): Set<string> | undefined {
  * A probe's output: its first line the root, then paths (make-style `target:` words dropped), then
  * for rust `cargo metadata` after its marker line. Pure.
  */
-export function parseReach(whole: string): Reach {
+export function parseReach(probed: string): Reach {
+  const keptAt = probed.indexOf(`\n${C_KEPT_MARK}\n`);
+  const whole = keptAt < 0 ? probed : probed.slice(0, keptAt);
   const cfgAt = whole.indexOf(`\n${RUSTC_CFG}\n`);
   const platforms = cfgAt < 0 ? [] : parseRustcCfg(whole.slice(cfgAt + RUSTC_CFG.length + 2));
   const output = cfgAt < 0 ? whole : whole.slice(0, cfgAt);
@@ -235,8 +244,10 @@ export function parseReach(whole: string): Reach {
     .split(/\s+/)
     .filter((w) => w !== "" && !w.endsWith(":"));
   const files = new Set(words.map((w) => normalise(w, root.trim())));
+  const kept = keptAt < 0 ? undefined : parseKeptLines(probed.slice(keptAt + C_KEPT_MARK.length + 2), root.trim());
   return {
     files,
+    ...(kept ? { cKept: kept } : {}),
     ...(rustFeatures ? { rustFeatures } : {}),
     ...(platforms.length ? { rustPlatforms: platforms } : {}),
   };
@@ -297,7 +308,7 @@ export function reachHits(
     ...(reach?.rustFeatures ? { rustFeatures: reach.rustFeatures } : {}),
     ...(reach?.rustPlatforms ? { rustPlatforms: reach.rustPlatforms } : {}),
   };
-  return [...files, ...switchedOffLines(diff, ctx)];
+  return [...files, ...switchedOffLines(diff, ctx), ...droppedCLines(diff, reach?.cKept ?? new Map())];
 }
 
 /** One hit as the term's detail tells it. */
