@@ -2,6 +2,14 @@ import type { ProfileId } from "@flakegym/profiles";
 import { NODE_CHECKED_FIND, PYTHON_BUILD_EXCLUDE } from "../tasks/row-reward.js";
 import { changedLinesByFile } from "../text/diff.js";
 import { C_KEPT_LIST, C_KEPT_MARK, C_SHIM_SETUP, droppedCLines, parseKeptLines } from "./c-kept-lines.js";
+import {
+  changedGoSources,
+  GO_PLATFORMS_MARK,
+  type GoPlatformVerdict,
+  goPlatformHit,
+  goPlatformsShell,
+  parseGoPlatforms,
+} from "./go-platforms.js";
 import type { Term } from "./reward.js";
 import type { StepResult } from "./script.js";
 import {
@@ -117,7 +125,8 @@ const GO_FILES = ["GoFiles", "CgoFiles", "TestGoFiles", "XTestGoFiles"]
 
 /** Each profile's probe (python needs none: compileall compiles every `.py` it does not exclude). */
 const PROBES: Partial<Record<ProfileId, ReachProbe>> = {
-  go: { list: `${ROOT}go list -e -f '{{$d := .Dir}}${GO_FILES}' ./...` },
+  // the host's list in $L first: the platform check (go-platforms.ts) reads it
+  go: { list: `L=$(go list -e -f '{{$d := .Dir}}${GO_FILES}' ./...); ${ROOT}printf '%s\\n' "$L"` },
   rust: {
     list: `${ROOT}find "\${CARGO_TARGET_DIR:-target}" -path '*/deps/*.d' -type f -newer "$FLAKEGYM_REACH/mark" -exec cat {} + && printf '\\n%s\\n' '${CARGO_METADATA}' && { cargo metadata --no-deps --offline --format-version 1 2>/dev/null || true; }`,
   },
@@ -144,6 +153,9 @@ const ADDS_CFG = /^\+.*#!?\[\s*cfg\s*\(/m;
  */
 export function reachProbeOf(profile: ProfileId, diff = ""): ReachProbe | undefined {
   const probe = PROBES[profile];
+  const goFiles = profile === "go" && probe ? changedGoSources(diff) : [];
+  if (goFiles.length && probe)
+    return { ...probe, list: `${probe.list}; ${goPlatformsShell(goFiles, `{{$d := .Dir}}${GO_FILES}`)}` };
   if (profile !== "rust" || !probe || !ADDS_CFG.test(diff)) return probe;
   return { ...probe, list: `${probe.list} && { ${RUSTC_CFG_LIST}; true; }` };
 }
@@ -189,6 +201,8 @@ export interface Reach {
   readonly rustPlatforms?: readonly ReadonlySet<string>[];
   /** C: the lines of each workspace file the compiler's preprocessor kept (scoring/c-kept-lines.ts). */
   readonly cKept?: ReadonlyMap<string, ReadonlySet<number>>;
+  /** Go: for changed files the host's build left out, what the other platforms said (scoring/go-platforms.ts). */
+  readonly goPlatforms?: ReadonlyMap<string, GoPlatformVerdict>;
 }
 
 /**
@@ -228,7 +242,10 @@ function cargoFeatures(json: string): Set<string> | undefined {
  * A probe's output: its first line the root, then paths (make-style `target:` words dropped), then
  * for rust `cargo metadata` after its marker line. Pure.
  */
-export function parseReach(probed: string): Reach {
+export function parseReach(printed: string): Reach {
+  const goAt = printed.indexOf(`\n${GO_PLATFORMS_MARK}\n`);
+  const goPlatforms = goAt < 0 ? undefined : parseGoPlatforms(printed.slice(goAt + GO_PLATFORMS_MARK.length + 2));
+  const probed = goAt < 0 ? printed : printed.slice(0, goAt);
   const keptAt = probed.indexOf(`\n${C_KEPT_MARK}\n`);
   const whole = keptAt < 0 ? probed : probed.slice(0, keptAt);
   const cfgAt = whole.indexOf(`\n${RUSTC_CFG}\n`);
@@ -248,6 +265,7 @@ export function parseReach(probed: string): Reach {
   return {
     files,
     ...(kept ? { cKept: kept } : {}),
+    ...(goPlatforms ? { goPlatforms } : {}),
     ...(rustFeatures ? { rustFeatures } : {}),
     ...(platforms.length ? { rustPlatforms: platforms } : {}),
   };
@@ -284,12 +302,20 @@ function unreadReason(
  * (`probe` undefined: the probe did not report; for python none is needed). Pure.
  */
 export function unreadFiles(profile: ProfileId, diff: string, probe: StepResult | undefined): ReachHit[] {
-  const compiled = probe && probe.exitCode === 0 ? parseReach(probe.output).files : undefined;
+  const reach = probe && probe.exitCode === 0 ? parseReach(probe.output) : undefined;
+  const compiled = reach?.files;
   const hits: ReachHit[] = [];
   for (const f of changedLinesByFile(diff)) {
     // a name with a control character could forge a line of the probe's list
     const odd = [...f.path].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
     if (!odd && !isBuiltSource(profile, f.path)) continue;
+    // a Go file the host left out: what the platforms that build it said (go-platforms.ts)
+    const elsewhere = profile === "go" && !odd ? reach?.goPlatforms?.get(f.path) : undefined;
+    if (elsewhere) {
+      const hit = goPlatformHit(f.path, elsewhere, f.isNew);
+      if (hit) hits.push(hit);
+      continue;
+    }
     const why = odd ? "its name holds a control character" : unreadReason(profile, f, compiled);
     if (why) hits.push({ term: "build", file: f.path, line: 0, why, text: "" });
   }

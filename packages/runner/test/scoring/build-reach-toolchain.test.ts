@@ -54,7 +54,7 @@ function reach(
 ) {
   const { dir, diff } = repoWith(name, base, change);
   prepare?.(dir);
-  const probe = reachProbeOf(profile);
+  const probe = reachProbeOf(profile, diff);
   const build = {
     command: ROW_TERM_DEFAULTS[profile].build!,
     timeoutMs: 120_000,
@@ -170,6 +170,24 @@ describe.skipIf(without("the go probe", "go"))("go: go list", () => {
       "m_windows.go": "package m\n\nfunc C() int { return undefined }\n",
     });
     expect(r).toEqual({ built: 0, hits: ["build m_windows.go", "build off.go", "build off.go:1"] });
+  });
+  // the other platforms asked (scoring/go-platforms.ts): an edit to a file only windows builds is
+  // compiled for windows; before, an edit there was never judged (a broken one scored build 1)
+  const plat = {
+    "go.mod": "module example.com/m\n\ngo 1.19\n",
+    "m.go": "package m\n\nfunc A() int { return 1 }\n",
+    "w_windows.go": "package m\n\nfunc W() int { return 1 }\n",
+  };
+  it("an edit that breaks a file only another platform builds: compiled there, and it fails", () => {
+    const r = reach("go", "go-win-broken", plat, { "w_windows.go": 'package m\n\nfunc W() int { return "s" }\n' });
+    expect(r).toEqual({ built: 0, hits: ["build w_windows.go"] });
+  });
+  it("an honest edit there, and an honest new file for darwin: compiled there, nothing to say", () => {
+    const r = reach("go", "go-win-honest", plat, {
+      "w_windows.go": "package m\n\nfunc W() int { return 2 }\n",
+      "d_darwin.go": "package m\n\nfunc D() int { return A() }\n",
+    });
+    expect(r).toEqual({ built: 0, hits: [] });
   });
 });
 
