@@ -244,7 +244,8 @@ function cargoFeatures(json: string): Set<string> | undefined {
  */
 export function parseReach(printed: string): Reach {
   const goAt = printed.indexOf(`\n${GO_PLATFORMS_MARK}\n`);
-  const goPlatforms = goAt < 0 ? undefined : parseGoPlatforms(printed.slice(goAt + GO_PLATFORMS_MARK.length + 2));
+  const goPlatforms =
+    goAt < 0 ? undefined : parseGoPlatforms(printed.slice(goAt + GO_PLATFORMS_MARK.length + 2));
   const probed = goAt < 0 ? printed : printed.slice(0, goAt);
   const keptAt = probed.indexOf(`\n${C_KEPT_MARK}\n`);
   const whole = keptAt < 0 ? probed : probed.slice(0, keptAt);
@@ -261,7 +262,8 @@ export function parseReach(printed: string): Reach {
     .split(/\s+/)
     .filter((w) => w !== "" && !w.endsWith(":"));
   const files = new Set(words.map((w) => normalise(w, root.trim())));
-  const kept = keptAt < 0 ? undefined : parseKeptLines(probed.slice(keptAt + C_KEPT_MARK.length + 2), root.trim());
+  const kept =
+    keptAt < 0 ? undefined : parseKeptLines(probed.slice(keptAt + C_KEPT_MARK.length + 2), root.trim());
   return {
     files,
     ...(kept ? { cKept: kept } : {}),

@@ -42,6 +42,7 @@ export const C_SHIM = [
   'real=$(PATH=$P command -v "$me") || { echo "flakegym reach shim: no $me on PATH" >&2; exit 127; }',
   'PATH=$P "$real" "$@" || exit $?',
   "src=0; for a do case $a in *.c|*.cc|*.cpp|*.cxx|*.C) src=1 ;; esac; done",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
   '[ "$src" -eq 1 ] && [ -n "${FLAKEGYM_REACH:-}" ] || exit 0',
   "first=1; skip=0",
   "for a do",
@@ -112,7 +113,8 @@ function newLines(text: string): Map<number, { text: string; added: boolean }> {
   for (const l of text.split("\n")) {
     const h = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(l);
     if (h) n = Number(h[1]);
-    else if (n > 0 && l.startsWith("+") && !l.startsWith("+++")) out.set(n++, { text: l.slice(1), added: true });
+    else if (n > 0 && l.startsWith("+") && !l.startsWith("+++"))
+      out.set(n++, { text: l.slice(1), added: true });
     else if (n > 0 && l.startsWith(" ")) out.set(n++, { text: l.slice(1), added: false });
   }
   return out;

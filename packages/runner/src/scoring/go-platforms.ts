@@ -39,7 +39,7 @@ export function goPlatformsShell(files: readonly string[], goFilesTemplate: stri
     '  d=$(dirname "$f"); w=',
     "  for p in $P; do",
     // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansions
-    '    o=${p%/*}; a=${p#*/}',
+    "    o=${p%/*}; a=${p#*/}",
     `    GOOS=$o GOARCH=$a go list -e -f '${goFilesTemplate}' "./$d" 2>/dev/null | grep -qxF "$PWD/$f" || continue`,
     '    w=$p; printf "platform %s %s\\n" "$f" "$p"',
     '    if GOOS=$o GOARCH=$a CGO_ENABLED=0 go build -o /dev/null "./$d" > "$FLAKEGYM_REACH/cross" 2>&1; then printf "compiles %s\\n" "$f";',
@@ -90,7 +90,13 @@ export function parseGoPlatforms(section: string): Map<string, GoPlatformVerdict
 export function goPlatformHit(file: string, v: GoPlatformVerdict, isNew: boolean): ReachHit | undefined {
   if (v.kind === "compiles" || (v.kind === "unjudged" && !isNew)) return undefined;
   if (v.kind === "unjudged")
-    return { term: "build", file, line: 0, why: `not compiled here, and its package does not compile for ${v.platform} (errors in other files): no build vouches for it`, text: "" };
+    return {
+      term: "build",
+      file,
+      line: 0,
+      why: `not compiled here, and its package does not compile for ${v.platform} (errors in other files): no build vouches for it`,
+      text: "",
+    };
   const why =
     v.kind === "nowhere"
       ? "no platform Go knows builds it (`go list` under each of `go tool dist list`): it is never compiled"

@@ -311,7 +311,10 @@ function buildSteps(d: ScriptDraft, build: NonNullable<ScoringPlan["build"]>): v
     if (!/^[A-Z_][A-Z0-9_]*$/.test(name) || !/^[A-Za-z0-9._-]+$/.test(file))
       throw new TypeError(`reach probe variable ${name}=${file}: a plain name and file name are required`);
   const env = vars.map(([name, file]) => `${name}="$tmp/reach/${file}"; export ${name}; `).join("");
-  const setup = build.reach.setup === undefined ? "" : `FLAKEGYM_REACH="$tmp/reach"; export FLAKEGYM_REACH; ${build.reach.setup}; `;
+  const setup =
+    build.reach.setup === undefined
+      ? ""
+      : `FLAKEGYM_REACH="$tmp/reach"; export FLAKEGYM_REACH; ${build.reach.setup}; `;
   d.lines.push(
     'rm -rf "$tmp/reach"; mkdir -p "$tmp/reach" && touch "$tmp/reach/mark"',
     `( ${env}${setup}run build ${t} ${b64(build.command)} )`,

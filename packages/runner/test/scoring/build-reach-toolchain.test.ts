@@ -179,7 +179,9 @@ describe.skipIf(without("the go probe", "go"))("go: go list", () => {
     "w_windows.go": "package m\n\nfunc W() int { return 1 }\n",
   };
   it("an edit that breaks a file only another platform builds: compiled there, and it fails", () => {
-    const r = reach("go", "go-win-broken", plat, { "w_windows.go": 'package m\n\nfunc W() int { return "s" }\n' });
+    const r = reach("go", "go-win-broken", plat, {
+      "w_windows.go": 'package m\n\nfunc W() int { return "s" }\n',
+    });
     expect(r).toEqual({ built: 0, hits: ["build w_windows.go"] });
   });
   it("an honest edit there, and an honest new file for darwin: compiled there, nothing to say", () => {

@@ -11,7 +11,8 @@ const where = (diff: string, k: Map<string, Set<number>>) =>
 
 describe("parseKeptLines", () => {
   it("keeps the workspace's files (relative, normalised) and drops everything outside it", () => {
-    const section = "/ws/src/a.c\t3\n/ws/./inc/../inc/h.h\t2\n/usr/include/stdio.h\t40\n/wsx/b.c\t1\ngarbage\n";
+    const section =
+      "/ws/src/a.c\t3\n/ws/./inc/../inc/h.h\t2\n/usr/include/stdio.h\t40\n/wsx/b.c\t1\ngarbage\n";
     expect(parseKeptLines(section, "/ws")).toEqual(kept({ "src/a.c": [3], "inc/h.h": [2] }));
   });
   it("is read by parseReach after its marker, the paths before it untouched", () => {
