@@ -238,8 +238,12 @@ function installHidden(d: ScriptDraft, plan: ScoringPlan): void {
     d.lines.push(`emit install 0 "$tmp/out" 0`);
   if (d.hidden.length) {
     d.lines.push('mkdir -p "$tmp/hidden"');
+    // H<i>: the installed file's checksum, kept in the shell's memory: the copy in $tmp is
+    // writable by code of the same uid, so the check after each run compares with this
     d.hidden.forEach((f, i) => {
-      d.lines.push(`if [ -f ${q(f)} ]; then cp ${q(f)} "$tmp/hidden/${i}"; fi`);
+      d.lines.push(
+        `H${i}=; if [ -f ${q(f)} ]; then cp ${q(f)} "$tmp/hidden/${i}"; H${i}=$(sha256sum < "$tmp/hidden/${i}"); fi`,
+      );
     });
     d.lines.push('chmod -R a-w "$tmp/hidden"');
   }
@@ -263,7 +267,7 @@ function checkHidden(d: ScriptDraft, r: number, i: number): void {
   d.lines.push(': > "$tmp/out"');
   d.hidden.forEach((f, k) => {
     d.lines.push(
-      `[ "$(sha256sum < "$tmp/hidden/${k}")" = "$(sha256sum < ${q(f)} 2>/dev/null)" ] || printf '%s\\n' ${q(f)} >> "$tmp/out"`,
+      `[ "$H${k}" = "$(sha256sum < ${q(f)} 2>/dev/null)" ] || printf '%s\\n' ${q(f)} >> "$tmp/out"`,
     );
   });
   d.lines.push(`emit ${hiddenStep(r, i)} 0 "$tmp/out" 0`);

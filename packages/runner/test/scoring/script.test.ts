@@ -365,6 +365,28 @@ describe("hidden tests under attack (a real sh)", () => {
     expect(p.unfinished).toEqual([]);
   });
 
+  // the scorer's own copy of a hidden file sits in its temp dir, which code of the same uid can
+  // write: rewriting the copy with the file once hid the rewrite from the check after the run
+  it("a run that rewrites a hidden file and the script's copy of it is still listed (checked against the install's checksum)", () => {
+    const dir = repo();
+    const forge = [
+      'for c in "${TMPDIR:-/tmp}"/flakegym-score-*/hidden/0; do chmod u+w "$c" tests/t.txt; echo forged > "$c"; echo forged > tests/t.txt; done',
+      "echo 'ok a'",
+    ].join("; ");
+    const c = composeScoringScript(
+      plan({
+        install: { kind: "files", files: [{ path: "tests/t.txt", content: Buffer.from("body\n") }] },
+        suite: { command: forge, resultPattern: "^ok [^ ]+$" },
+        hiddenFiles: ["tests/t.txt"],
+        repeat: 2,
+      }),
+      { salt: NONCE },
+    );
+    const p = parseScoringOutput(runScript(dir, c.script).stdout);
+    expect(p.done).toBe(true);
+    for (const run of [0, 1]) expect(p.steps.get(`hidden.${run}.0`)!.output).toBe("tests/t.txt\n");
+  });
+
   const notRoot = process.getuid?.() !== 0;
   if (notRoot) console.log("skipped the bound hidden-file test: chown to another user needs root");
   it.skipIf(notRoot)(
