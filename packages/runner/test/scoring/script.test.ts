@@ -370,6 +370,7 @@ describe("hidden tests under attack (a real sh)", () => {
   it("a run that rewrites a hidden file and the script's copy of it is still listed (checked against the install's checksum)", () => {
     const dir = repo();
     const forge = [
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
       'for c in "${TMPDIR:-/tmp}"/flakegym-score-*/hidden/0; do chmod u+w "$c" tests/t.txt; echo forged > "$c"; echo forged > tests/t.txt; done',
       "echo 'ok a'",
     ].join("; ");
