@@ -22,6 +22,7 @@ import {
   scriptTimeoutMs,
   timedOutStep,
 } from "../../src/scoring/script.js";
+import { CUT_LINE } from "../../src/scoring/script-channel.js";
 
 // The pure halves (composition, parsing) and the script itself run by a real `sh` in a real git
 // repository: what every backend's single exec does.
@@ -120,7 +121,7 @@ describe("parseScoringOutput", () => {
     const out = [
       hello,
       `${M} start lint`,
-      ...block("lint", 0, 100, [b64("head"), `${M} cut`, b64("tail")]),
+      ...block("lint", 0, 100, [b64("head"), CUT_LINE, b64("tail")]),
     ].join("\n");
     expect(parseScoringOutput(out).steps.get("lint")!.output).toBe(
       "head\n[… flakegym: 92 bytes of output cut …]\ntail",
