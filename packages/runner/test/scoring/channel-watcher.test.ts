@@ -19,7 +19,7 @@ import { sandboxSkipReason } from "../helpers/sandbox.js";
 // shell stay takeable (logged), and what the shell prints of them is checked first (script.ts).
 
 const WATCHER = String.raw`
-import ctypes, os, stat, sys, time
+import ctypes, os, select, stat, sys, time
 log = sys.argv[1]
 if os.fork(): sys.exit(0)
 os.setsid()
@@ -52,7 +52,7 @@ while time.time() < end:
                 if kind == "socket":
                     try: os.write(fd, ("\nFLAKEGYM-WATCH %s %s\n" % (comm, n)).encode())
                     except OSError: pass
-                try: got = os.read(fd, 1 << 16) if kind == "socket" else b""
+                try: got = os.read(fd, 1 << 16) if kind == "socket" and select.select([fd], [], [], 0)[0] else b""
                 except OSError: got = b""
                 with open(log, "a") as f: f.write("%s %s %s%s\n" % (kind, comm, n, " NONCE" if b"FLAKEGYM-SCORE-" in got else ""))
             os.close(fd)
