@@ -149,8 +149,6 @@ function scriptPrelude(salt: string, stagedDir: string | undefined, maxOutputByt
     // what a helper hands the shell through a pipe, a process the agent's code left can write
     // into (a helper is dumpable): every such value printed into the channel is checked first
     'now() { t=$(date +%s 2>/dev/null); case $t in ""|*[!0-9]*) t=0 ;; esac; echo "$t"; }',
-    "NL='",
-    "'",
     // emit <step> <exit code> <output file> <seconds> [most bytes]: the step's result, its output
     // base64'd, then the checksum of exactly the lines between (a line written into the channel from
     // outside breaks it)
@@ -162,9 +160,10 @@ function scriptPrelude(salt: string, stagedDir: string | undefined, maxOutputByt
     '  s=$(sha256sum < "$tmp/b64" | cut -c1-64)',
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
     '  case $s in *[!0-9a-f]*) T=1 ;; esac; [ "${#s}" -eq 64 ] || T=1',
-    // read into the shell and printed by it (`cat` would hold the channel as its stdout), only
-    // when it is base64 lines and the cut line: nothing written into the pipe can be a marker line
-    '  b=$(cat "$tmp/b64"); case $b in *[!A-Za-z0-9+/=$NL-]*) b=; T=1 ;; esac',
+    // read into the shell and printed by it (`cat` would hold the channel as its stdout); what a
+    // watcher writes into cat's pipe breaks the checksum, and it cannot be a marker line: the nonce
+    // is in no file and no descriptor it can reach (scanning it here costs 0.17 s CPU per 8 MB)
+    '  b=$(cat "$tmp/b64")',
     // a checksum no block has: the block reads as written into (a 0 with the reason)
     `  [ -z "$T" ] || s=${"0".repeat(64)}`,
     '  printf "%s result %s %s %s %s\n" "$M" "$1" "$2" "$n" "$4"',
