@@ -1,6 +1,15 @@
 import type { ProfileId } from "@flakegym/profiles";
 import { NODE_CHECKED_FIND, PYTHON_BUILD_EXCLUDE } from "../tasks/row-reward.js";
 import { changedLinesByFile } from "../text/diff.js";
+import { C_KEPT_LIST, C_KEPT_MARK, C_SHIM_SETUP, droppedCLines, parseKeptLines } from "./c-kept-lines.js";
+import {
+  changedGoSources,
+  GO_PLATFORMS_MARK,
+  type GoPlatformVerdict,
+  goPlatformHit,
+  goPlatformsShell,
+  parseGoPlatforms,
+} from "./go-platforms.js";
 import type { Term } from "./reward.js";
 import type { StepResult } from "./script.js";
 import {
@@ -26,6 +35,8 @@ import {
 export interface ReachProbe {
   /** Variables set for the build step, each to a file in the probe's dir (its `$FLAKEGYM_REACH`). */
   readonly buildEnv?: Readonly<Record<string, string>>;
+  /** Shell run in the build's subshell just before it, `$FLAKEGYM_REACH` set (C: the compiler shim). */
+  readonly setup?: string;
   /**
    * Shell run after the build with `$FLAKEGYM_REACH` (a dir holding `mark`, touched just before the
    * build): prints the workspace root, then the paths the build compiled (whitespace-separated;
@@ -114,16 +125,19 @@ const GO_FILES = ["GoFiles", "CgoFiles", "TestGoFiles", "XTestGoFiles"]
 
 /** Each profile's probe (python needs none: compileall compiles every `.py` it does not exclude). */
 const PROBES: Partial<Record<ProfileId, ReachProbe>> = {
-  go: { list: `${ROOT}go list -e -f '{{$d := .Dir}}${GO_FILES}' ./...` },
+  // the host's list in $L first: the platform check (go-platforms.ts) reads it
+  go: { list: `L=$(go list -e -f '{{$d := .Dir}}${GO_FILES}' ./...); ${ROOT}printf '%s\\n' "$L"` },
   rust: {
     list: `${ROOT}find "\${CARGO_TARGET_DIR:-target}" -path '*/deps/*.d' -type f -newer "$FLAKEGYM_REACH/mark" -exec cat {} + && printf '\\n%s\\n' '${CARGO_METADATA}' && { cargo metadata --no-deps --offline --format-version 1 2>/dev/null || true; }`,
   },
   // gcc appends each compile's dependencies to DEPENDENCIES_OUTPUT, unless the build passes -MD/-MMD
   // itself (CMake, autotools) or uses clang: then the compiler's own dependency files, written by
   // this build (newer than the mark: none the diff brought), say it
+  // and the compiler's preprocessor says which lines of each file it kept (scoring/c-kept-lines.ts)
   c: {
     buildEnv: { DEPENDENCIES_OUTPUT: "deps" },
-    list: `${ROOT}cat "$FLAKEGYM_REACH/deps" 2>/dev/null; find . -type f \\( -name '*.d' -o -name '*.Po' -o -name '*.Plo' \\) -newer "$FLAKEGYM_REACH/mark" -exec cat {} + 2>/dev/null; true`,
+    setup: C_SHIM_SETUP,
+    list: `${ROOT}cat "$FLAKEGYM_REACH/deps" 2>/dev/null; find . -type f \\( -name '*.d' -o -name '*.Po' -o -name '*.Plo' \\) -newer "$FLAKEGYM_REACH/mark" -exec cat {} + 2>/dev/null; ${C_KEPT_LIST}`,
   },
   node: {
     list: `${ROOT}if [ -f tsconfig.json ]; then npx --no-install tsc --listFilesOnly; else ${NODE_CHECKED_FIND} -print; fi`,
@@ -139,6 +153,9 @@ const ADDS_CFG = /^\+.*#!?\[\s*cfg\s*\(/m;
  */
 export function reachProbeOf(profile: ProfileId, diff = ""): ReachProbe | undefined {
   const probe = PROBES[profile];
+  const goFiles = profile === "go" && probe ? changedGoSources(diff) : [];
+  if (goFiles.length && probe)
+    return { ...probe, list: `${probe.list}; ${goPlatformsShell(goFiles, `{{$d := .Dir}}${GO_FILES}`)}` };
   if (profile !== "rust" || !probe || !ADDS_CFG.test(diff)) return probe;
   return { ...probe, list: `${probe.list} && { ${RUSTC_CFG_LIST}; true; }` };
 }
@@ -182,6 +199,10 @@ export interface Reach {
   readonly rustFeatures?: ReadonlySet<string>;
   /** rustc's printed cfg sets, their OS identity only (`unix`, `windows`, `target_family`, `target_os`). */
   readonly rustPlatforms?: readonly ReadonlySet<string>[];
+  /** C: the lines of each workspace file the compiler's preprocessor kept (scoring/c-kept-lines.ts). */
+  readonly cKept?: ReadonlyMap<string, ReadonlySet<number>>;
+  /** Go: for changed files the host's build left out, what the other platforms said (scoring/go-platforms.ts). */
+  readonly goPlatforms?: ReadonlyMap<string, GoPlatformVerdict>;
 }
 
 /**
@@ -221,7 +242,13 @@ function cargoFeatures(json: string): Set<string> | undefined {
  * A probe's output: its first line the root, then paths (make-style `target:` words dropped), then
  * for rust `cargo metadata` after its marker line. Pure.
  */
-export function parseReach(whole: string): Reach {
+export function parseReach(printed: string): Reach {
+  const goAt = printed.indexOf(`\n${GO_PLATFORMS_MARK}\n`);
+  const goPlatforms =
+    goAt < 0 ? undefined : parseGoPlatforms(printed.slice(goAt + GO_PLATFORMS_MARK.length + 2));
+  const probed = goAt < 0 ? printed : printed.slice(0, goAt);
+  const keptAt = probed.indexOf(`\n${C_KEPT_MARK}\n`);
+  const whole = keptAt < 0 ? probed : probed.slice(0, keptAt);
   const cfgAt = whole.indexOf(`\n${RUSTC_CFG}\n`);
   const platforms = cfgAt < 0 ? [] : parseRustcCfg(whole.slice(cfgAt + RUSTC_CFG.length + 2));
   const output = cfgAt < 0 ? whole : whole.slice(0, cfgAt);
@@ -235,8 +262,12 @@ export function parseReach(whole: string): Reach {
     .split(/\s+/)
     .filter((w) => w !== "" && !w.endsWith(":"));
   const files = new Set(words.map((w) => normalise(w, root.trim())));
+  const kept =
+    keptAt < 0 ? undefined : parseKeptLines(probed.slice(keptAt + C_KEPT_MARK.length + 2), root.trim());
   return {
     files,
+    ...(kept ? { cKept: kept } : {}),
+    ...(goPlatforms ? { goPlatforms } : {}),
     ...(rustFeatures ? { rustFeatures } : {}),
     ...(platforms.length ? { rustPlatforms: platforms } : {}),
   };
@@ -273,12 +304,20 @@ function unreadReason(
  * (`probe` undefined: the probe did not report; for python none is needed). Pure.
  */
 export function unreadFiles(profile: ProfileId, diff: string, probe: StepResult | undefined): ReachHit[] {
-  const compiled = probe && probe.exitCode === 0 ? parseReach(probe.output).files : undefined;
+  const reach = probe && probe.exitCode === 0 ? parseReach(probe.output) : undefined;
+  const compiled = reach?.files;
   const hits: ReachHit[] = [];
   for (const f of changedLinesByFile(diff)) {
     // a name with a control character could forge a line of the probe's list
     const odd = [...f.path].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
     if (!odd && !isBuiltSource(profile, f.path)) continue;
+    // a Go file the host left out: what the platforms that build it said (go-platforms.ts)
+    const elsewhere = profile === "go" && !odd ? reach?.goPlatforms?.get(f.path) : undefined;
+    if (elsewhere) {
+      const hit = goPlatformHit(f.path, elsewhere, f.isNew);
+      if (hit) hits.push(hit);
+      continue;
+    }
     const why = odd ? "its name holds a control character" : unreadReason(profile, f, compiled);
     if (why) hits.push({ term: "build", file: f.path, line: 0, why, text: "" });
   }
@@ -297,7 +336,7 @@ export function reachHits(
     ...(reach?.rustFeatures ? { rustFeatures: reach.rustFeatures } : {}),
     ...(reach?.rustPlatforms ? { rustPlatforms: reach.rustPlatforms } : {}),
   };
-  return [...files, ...switchedOffLines(diff, ctx)];
+  return [...files, ...switchedOffLines(diff, ctx), ...droppedCLines(diff, reach?.cKept ?? new Map())];
 }
 
 /** One hit as the term's detail tells it. */

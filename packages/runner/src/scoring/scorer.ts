@@ -279,7 +279,8 @@ export async function runScript(
     composed = composeScoringScript(plan, { salt, stagedDir: `.flakegym-score-${salt}` });
     for (const f of composed.staged) await writeFileInWorker(worker, f.path, f.content, signal);
   }
-  const exec = await worker.exec(composed.script, { timeoutMs: composed.timeoutMs, signal });
+  // PID 1 of its sandbox where the backend can: no init holds the channel (scoring/script-seal.ts)
+  const exec = await worker.exec(composed.script, { timeoutMs: composed.timeoutMs, signal, asInit: true });
   signal.throwIfAborted();
   return { parsed: parseScoringOutput(exec.stdout), exec };
 }

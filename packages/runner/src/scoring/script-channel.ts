@@ -56,6 +56,9 @@ export const runsAgentCode = (step: string) =>
 const startsFirst = (step: string) => runsAgentCode(step) || step === "reach";
 const STEP = /^(apply|build|reach|lint|install|(test|emitted|results|hidden)\.\d+\.\d+)$/;
 const HEX64 = /^[0-9a-f]{64}$/;
+
+/** The line between the first and the last part of a step's output cut in the middle (no base64 line). */
+export const CUT_LINE = "-cut-";
 const INT = /^\d+$/;
 
 interface Block {
@@ -69,13 +72,13 @@ interface Block {
 }
 
 /** A closed block's result, or why it cannot be believed. Pure. */
-function closeBlock(b: Block, sha: string, M: string): StepResult | string {
+function closeBlock(b: Block, sha: string): StepResult | string {
   const text = b.lines.length ? `${b.lines.join("\n")}\n` : "";
   if (createHash("sha256").update(text).digest("hex") !== sha)
-    return `step '${b.step}': its output block does not match its checksum (lines were written into the scorer's channel)`;
+    return `step '${b.step}': its output block does not match its checksum (lines were written into the scorer's channel or its helpers)`;
   const parts: string[][] = [[]];
   for (const l of b.lines) {
-    if (l === `${M}cut`) parts.push([]);
+    if (l === CUT_LINE) parts.push([]);
     else parts.at(-1)!.push(l);
   }
   if (parts.length > 2) return `step '${b.step}': its output block was cut twice`;
@@ -184,7 +187,7 @@ export function parseScoringOutput(stdout: string): ParsedScoring {
         r.cur.lines.push(line);
         continue;
       }
-      const res = closeBlock(r.cur, sha, M);
+      const res = closeBlock(r.cur, sha);
       if (typeof res === "string") anomaly(r, res);
       else if (!r.cur.dropped) r.steps.set(r.cur.step, res);
       r.lastEnded = r.cur.step;

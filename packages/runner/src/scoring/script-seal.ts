@@ -29,10 +29,10 @@ export function sealedScript(body: string): string {
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
     'for D in "${TMPDIR:-/tmp}" "$PWD"; do',
     '  X=$(mktemp -d "$D/.flakegym-sh-XXXXXXXXXX" 2>/dev/null) || continue',
-    '  if cp "$S" "$X/sh" 2>/dev/null && chmod 0111 "$X/sh" && [ ! -r "$X/sh" ] && "$X/sh" -c : 2>/dev/null; then',
+    '  if cp "$S" "$X/sh" >/dev/null 2>&1 && chmod 0111 "$X/sh" >/dev/null && [ ! -r "$X/sh" ] && "$X/sh" -c : >/dev/null 2>&1; then',
     '    exec "$X/sh" -c "$B" flakegym-score sealed "$X"',
     "  fi",
-    '  rm -rf "$X"',
+    '  rm -rf "$X" >/dev/null',
     "done",
     'exec sh -c "$B" flakegym-score open ""',
     "",

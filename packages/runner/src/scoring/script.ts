@@ -1,6 +1,6 @@
 import type { TestCommand } from "../tasks/task-spec.js";
 import type { ReachProbe } from "./build-reach.js";
-import { type ParsedScoring, runsAgentCode, type StepResult } from "./script-channel.js";
+import { CUT_LINE, type ParsedScoring, runsAgentCode, type StepResult } from "./script-channel.js";
 import { SCRIPT_HEAD, sealedScript } from "./script-seal.js";
 
 /**
@@ -136,35 +136,52 @@ function scriptPrelude(salt: string, stagedDir: string | undefined, maxOutputByt
     '[ "${#N}" -eq 24 ] || { echo "flakegym scoring: no nonce from /dev/urandom" >&2; exit 97; }',
     'M="FLAKEGYM-SCORE-$N"',
     `printf '${GREETING} %s %s\\n' "$N" "$SEAL"`,
-    `tmp=$(mktemp -d "\${TMPDIR:-/tmp}/flakegym-score-XXXXXXXXXX" 2>/dev/null) || { tmp="$PWD/.flakegym-score-${salt}"; mkdir -p "$tmp"; }`,
-    `trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"\${SX:+ "$SX"}${stagedDir === undefined ? "" : ` ${stagedDir}`}' EXIT`,
+    // from here on no program but the script's shells (sealed) holds the channel: every other
+    // one writes to a file, a pipe into the shell or /dev/null (a process the agent's code leaves
+    // behind can open a helper's descriptors: scoring/script-seal.ts)
+    `tmp=$(mktemp -d "\${TMPDIR:-/tmp}/flakegym-score-XXXXXXXXXX" 2>/dev/null) || { tmp="$PWD/.flakegym-score-${salt}"; mkdir -p "$tmp" > /dev/null; }`,
+    `trap '{ chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"\${SX:+ "$SX"}${stagedDir === undefined ? "" : ` ${stagedDir}`}; } > /dev/null' EXIT`,
     // staged payloads move out of the workspace before anything runs
-    ...(stagedDir === undefined ? [] : [`cp -R ${stagedDir}/. "$tmp"/ && rm -rf ${stagedDir}`]),
+    ...(stagedDir === undefined
+      ? []
+      : [`{ cp -R ${stagedDir}/. "$tmp"/ && rm -rf ${stagedDir}; } > /dev/null`]),
     "TO=; if command -v timeout >/dev/null 2>&1; then TO=1; fi",
-    "now() { date +%s 2>/dev/null || echo 0; }",
+    // what a helper hands the shell through a pipe, a process the agent's code left can write
+    // into (a helper is dumpable): every such value printed into the channel is checked first
+    'now() { t=$(date +%s 2>/dev/null); case $t in ""|*[!0-9]*) t=0 ;; esac; echo "$t"; }',
     // emit <step> <exit code> <output file> <seconds> [most bytes]: the step's result, its output
     // base64'd, then the checksum of exactly the lines between (a line written into the channel from
     // outside breaks it)
     "emit() {",
-    `  n=$(wc -c < "$3" | tr -d " "); x=\${5:-${max}}; h=$((x / 2))`,
-    `  if [ "$n" -le "$x" ]; then base64 < "$3"; else head -c "$h" "$3" | base64; printf "%s cut\n" "$M"; tail -c "$h" "$3" | base64; fi > "$tmp/b64"`,
+    // (the cut line is no marker: nothing the nonce is in ever goes to a file)
+    `  n=$(wc -c < "$3" | tr -d " "); x=\${5:-${max}}; h=$((x / 2)); T=`,
+    '  case $n in ""|*[!0-9]*) n=0; T=1 ;; esac',
+    `  if [ "$n" -le "$x" ]; then base64 < "$3"; else head -c "$h" "$3" | base64; printf "%s\n" ${CUT_LINE}; tail -c "$h" "$3" | base64; fi > "$tmp/b64"`,
     '  s=$(sha256sum < "$tmp/b64" | cut -c1-64)',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
+    '  case $s in *[!0-9a-f]*) T=1 ;; esac; [ "${#s}" -eq 64 ] || T=1',
+    // read into the shell and printed by it (`cat` would hold the channel as its stdout); what a
+    // watcher writes into cat's pipe breaks the checksum, and it cannot be a marker line: the nonce
+    // is in no file and no descriptor it can reach (scanning it here costs 0.17 s CPU per 8 MB)
+    '  b=$(cat "$tmp/b64")',
+    // a checksum no block has: the block reads as written into (a 0 with the reason)
+    `  [ -z "$T" ] || s=${"0".repeat(64)}`,
     '  printf "%s result %s %s %s %s\n" "$M" "$1" "$2" "$n" "$4"',
-    '  cat "$tmp/b64"',
+    '  [ -z "$b" ] || printf "%s\\n" "$b"; b=',
     '  printf "%s end %s %s\n" "$M" "$1" "$s"',
     "}",
-    // run <step> <seconds> <command, base64>: one command, its own deadline, output to a file;
+    // run <step> <seconds> <command>: one command, its own deadline, output to a file;
     // "start" first, so a run killed from inside (by the code under test) is told from a dead worker
     "run() {",
     '  printf "%s start %s\\n" "$M" "$1"',
-    '  c=$(printf %s "$3" | base64 -d)',
+    "  c=$3",
     "  t0=$(now)",
     '  if [ -n "$TO" ]; then timeout -k 5 "$2" sh -c "$c" > "$tmp/out" 2>&1 < /dev/null',
     '  else sh -c "$c" > "$tmp/out" 2>&1 < /dev/null; fi',
     '  emit "$1" "$?" "$tmp/out" "$(( $(now) - t0 ))"',
     "}",
     // trun: a hidden-test command, with a fresh empty HOME (nothing a previous run left there) and no user site
-    'trun() { rm -rf "$tmp/home"; mkdir -p "$tmp/home"; ( HOME="$tmp/home"; PYTHONNOUSERSITE=1; export HOME PYTHONNOUSERSITE; run "$@" ); }',
+    'trun() { { rm -rf "$tmp/home"; mkdir -p "$tmp/home"; } > /dev/null; ( HOME="$tmp/home"; PYTHONNOUSERSITE=1; export HOME PYTHONNOUSERSITE; run "$@" ); }',
     // fail <step> <exit code> <message file>: a setup step failed; stop here
     'stop() { emit "$1" "$2" "$tmp/out" 0; printf "%s stopped %s\\n" "$M" "$1"; exit 0; }',
   ];
@@ -182,8 +199,6 @@ interface ScriptDraft {
   /** The hidden test files the script snapshots, resets and checks (none without an install). */
   readonly hidden: readonly string[];
 }
-
-const b64 = (s: string) => Buffer.from(s).toString("base64");
 
 /** A payload as a path the script can read: embedded into $tmp, or staged beforehand. */
 function payload(d: ScriptDraft, name: string, content: Buffer): string {
@@ -237,11 +252,15 @@ function installHidden(d: ScriptDraft, plan: ScoringPlan): void {
   if (plan.install.kind === "files" || plan.install.patch.trim() !== "")
     d.lines.push(`emit install 0 "$tmp/out" 0`);
   if (d.hidden.length) {
-    d.lines.push('mkdir -p "$tmp/hidden"');
+    d.lines.push('mkdir -p "$tmp/hidden" > /dev/null');
+    // H<i>: the installed file's checksum, kept in the shell's memory: the copy in $tmp is
+    // writable by code of the same uid, so the check after each run compares with this
     d.hidden.forEach((f, i) => {
-      d.lines.push(`if [ -f ${q(f)} ]; then cp ${q(f)} "$tmp/hidden/${i}"; fi`);
+      d.lines.push(
+        `H${i}=; if [ -f ${q(f)} ]; then cp ${q(f)} "$tmp/hidden/${i}" > /dev/null; H${i}=$(sha256sum < "$tmp/hidden/${i}"); fi`,
+      );
     });
-    d.lines.push('chmod -R a-w "$tmp/hidden"');
+    d.lines.push('chmod -R a-w "$tmp/hidden" > /dev/null');
   }
 }
 
@@ -252,7 +271,7 @@ function installHidden(d: ScriptDraft, plan: ScoringPlan): void {
 function resetHidden(d: ScriptDraft): void {
   d.hidden.forEach((f, i) => {
     d.lines.push(
-      `if [ -z "\${B${i}:-}" ]; then rm -rf ${q(f)}; if [ -f "$tmp/hidden/${i}" ]; then mkdir -p "$(dirname ${q(f)})" && cp "$tmp/hidden/${i}" ${q(f)} && chmod a-w ${q(f)}; fi; fi`,
+      `if [ -z "\${B${i}:-}" ]; then { rm -rf ${q(f)}; if [ -f "$tmp/hidden/${i}" ]; then mkdir -p "$(dirname ${q(f)})" && cp "$tmp/hidden/${i}" ${q(f)} && chmod a-w ${q(f)}; fi; } > /dev/null; fi`,
     );
   });
 }
@@ -263,7 +282,7 @@ function checkHidden(d: ScriptDraft, r: number, i: number): void {
   d.lines.push(': > "$tmp/out"');
   d.hidden.forEach((f, k) => {
     d.lines.push(
-      `[ "$(sha256sum < "$tmp/hidden/${k}")" = "$(sha256sum < ${q(f)} 2>/dev/null)" ] || printf '%s\\n' ${q(f)} >> "$tmp/out"`,
+      `[ "$H${k}" = "$(sha256sum < ${q(f)} 2>/dev/null)" ] || printf '%s\\n' ${q(f)} >> "$tmp/out"`,
     );
   });
   d.lines.push(`emit ${hiddenStep(r, i)} 0 "$tmp/out" 0`);
@@ -274,10 +293,10 @@ function testRuns(d: ScriptDraft, plan: ScoringPlan, repeat: number): void {
   for (let r = 0; r < repeat; r++) {
     if (plan.suite) {
       resetHidden(d);
-      const test = `trun ${testStep(r, 0)} ${secs(plan.testTimeoutMs)} ${b64(plan.suite.command)}`;
+      const test = `trun ${testStep(r, 0)} ${secs(plan.testTimeoutMs)} ${q(plan.suite.command)}`;
       if (plan.emissions)
         d.lines.push(
-          'rm -f "$tmp/emit"; : > "$tmp/emit"',
+          'rm -f "$tmp/emit" > /dev/null; : > "$tmp/emit"',
           `( FLAKEGYM_EMIT="$tmp/emit"; export FLAKEGYM_EMIT; ${test} )`,
           `emit ${emittedStep(r, 0)} 0 "$tmp/emit" 0 ${MAX_EMISSION_BYTES}`,
         );
@@ -290,7 +309,7 @@ function testRuns(d: ScriptDraft, plan: ScoringPlan, repeat: number): void {
     }
     plan.tests.forEach((t, i) => {
       resetHidden(d);
-      d.lines.push(`trun ${testStep(r, i)} ${secs(plan.testTimeoutMs)} ${b64(t.command)}`);
+      d.lines.push(`trun ${testStep(r, i)} ${secs(plan.testTimeoutMs)} ${q(t.command)}`);
       checkHidden(d, r, i);
     });
   }
@@ -303,7 +322,7 @@ function testRuns(d: ScriptDraft, plan: ScoringPlan, repeat: number): void {
 function buildSteps(d: ScriptDraft, build: NonNullable<ScoringPlan["build"]>): void {
   const t = secs(build.timeoutMs);
   if (!build.reach) {
-    d.lines.push(`run build ${t} ${b64(build.command)}`);
+    d.lines.push(`run build ${t} ${q(build.command)}`);
     return;
   }
   const vars = Object.entries(build.reach.buildEnv ?? {});
@@ -311,10 +330,14 @@ function buildSteps(d: ScriptDraft, build: NonNullable<ScoringPlan["build"]>): v
     if (!/^[A-Z_][A-Z0-9_]*$/.test(name) || !/^[A-Za-z0-9._-]+$/.test(file))
       throw new TypeError(`reach probe variable ${name}=${file}: a plain name and file name are required`);
   const env = vars.map(([name, file]) => `${name}="$tmp/reach/${file}"; export ${name}; `).join("");
+  const setup =
+    build.reach.setup === undefined
+      ? ""
+      : `FLAKEGYM_REACH="$tmp/reach"; export FLAKEGYM_REACH; { ${build.reach.setup}; } > /dev/null; `;
   d.lines.push(
-    'rm -rf "$tmp/reach"; mkdir -p "$tmp/reach" && touch "$tmp/reach/mark"',
-    `( ${env}run build ${t} ${b64(build.command)} )`,
-    `( FLAKEGYM_REACH="$tmp/reach"; export FLAKEGYM_REACH; run reach ${t} ${b64(build.reach.list)} )`,
+    '{ rm -rf "$tmp/reach"; mkdir -p "$tmp/reach" && touch "$tmp/reach/mark"; } > /dev/null',
+    `( ${env}${setup}run build ${t} ${q(build.command)} )`,
+    `( FLAKEGYM_REACH="$tmp/reach"; export FLAKEGYM_REACH; run reach ${t} ${q(build.reach.list)} )`,
   );
 }
 
@@ -345,7 +368,7 @@ export function composeScoringScript(plan: ScoringPlan, o: ComposeOptions): Comp
   };
   if (plan.agentDiff.trim() !== "") gitApply(d, "apply", "agent.patch", plan.agentDiff);
   if (plan.build) buildSteps(d, plan.build);
-  if (plan.lint) d.lines.push(`run lint ${secs(plan.lint.timeoutMs)} ${b64(plan.lint.command)}`);
+  if (plan.lint) d.lines.push(`run lint ${secs(plan.lint.timeoutMs)} ${q(plan.lint.command)}`);
   installHidden(d, plan);
   testRuns(d, plan, Math.max(1, plan.repeat));
   d.lines.push('printf "%s done\\n" "$M"', "");

@@ -87,6 +87,11 @@ export interface ExecOptions {
   readonly timeoutMs?: number;
   readonly env?: Readonly<Record<string, string>>;
   readonly signal?: AbortSignal;
+  /**
+   * The command holds something no other process in the sandbox may reach (the scoring channel):
+   * the local backend makes it the sandbox's PID 1, so no init of its own holds its stdout.
+   */
+  readonly asInit?: boolean;
 }
 
 /** What `collectArtifacts` gathers from an agent worker once its Cline task is over. */

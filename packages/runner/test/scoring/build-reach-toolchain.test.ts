@@ -54,7 +54,7 @@ function reach(
 ) {
   const { dir, diff } = repoWith(name, base, change);
   prepare?.(dir);
-  const probe = reachProbeOf(profile);
+  const probe = reachProbeOf(profile, diff);
   const build = {
     command: ROW_TERM_DEFAULTS[profile].build!,
     timeoutMs: 120_000,
@@ -105,6 +105,46 @@ describe.skipIf(without("the c probe", "make", "gcc"))("c: the compiler says wha
       hits: ["build src/fast.c"],
     });
   });
+  // the in-file half from the compiler's preprocessor (scoring/c-kept-lines.ts): the build's own
+  // flags decide, so code under a macro the Makefile defines counts, code under one it does not not
+  const FLAGGED =
+    "CFLAGS = -Iinclude -DFAST\nall: build/x.o\nbuild/x.o: src/x.c include/x.h\n\tmkdir -p build && $(CC) $(CFLAGS) -c $< -o $@\n";
+  const switched = {
+    "src/x.c": [
+      '#include "x.h"',
+      "int x(void) { return 2; }",
+      "#ifdef FAST",
+      "int fast(void) { return X_TWICE(1 +",
+      "  1); } /* a comment",
+      "  spanning lines */",
+      "#endif",
+      "#ifdef SLOW",
+      "this is not C;",
+      "#endif",
+      "#if defined(__linux__) && defined(_WIN32)",
+      "neither is this;",
+      "#endif",
+      "",
+    ].join("\n"),
+    "include/x.h": "int x(void);\n#define X_TWICE(a) \\\n  ((a) * 2)\n",
+  };
+  it("the lines the preprocessor skipped under the build's own flags, and only those", () => {
+    expect(reach("c", "c-kept", { ...C_SRC, Makefile: FLAGGED }, switched)).toEqual({
+      built: 0,
+      hits: ["build src/x.c:9", "build src/x.c:12"],
+    });
+  });
+  it.skipIf(without("the CMake probe", "cmake"))(
+    "CMake finds the shim as its compiler: skipped lines of a CMake build too",
+    () => {
+      const cm =
+        "cmake_minimum_required(VERSION 3.10)\nproject(x C)\ninclude_directories(include)\nadd_definitions(-DFAST)\nadd_library(x src/x.c)\n";
+      expect(reach("c", "c-kept-cmake", { ...C_SRC, "CMakeLists.txt": cm }, switched)).toEqual({
+        built: 0,
+        hits: ["build src/x.c:9", "build src/x.c:12"],
+      });
+    },
+  );
   it.skipIf(without("the CMake probe", "cmake"))(
     "CMake: its object dependency files, with absolute paths",
     () => {
@@ -130,6 +170,26 @@ describe.skipIf(without("the go probe", "go"))("go: go list", () => {
       "m_windows.go": "package m\n\nfunc C() int { return undefined }\n",
     });
     expect(r).toEqual({ built: 0, hits: ["build m_windows.go", "build off.go", "build off.go:1"] });
+  });
+  // the other platforms asked (scoring/go-platforms.ts): an edit to a file only windows builds is
+  // compiled for windows; before, an edit there was never judged (a broken one scored build 1)
+  const plat = {
+    "go.mod": "module example.com/m\n\ngo 1.19\n",
+    "m.go": "package m\n\nfunc A() int { return 1 }\n",
+    "w_windows.go": "package m\n\nfunc W() int { return 1 }\n",
+  };
+  it("an edit that breaks a file only another platform builds: compiled there, and it fails", () => {
+    const r = reach("go", "go-win-broken", plat, {
+      "w_windows.go": 'package m\n\nfunc W() int { return "s" }\n',
+    });
+    expect(r).toEqual({ built: 0, hits: ["build w_windows.go"] });
+  });
+  it("an honest edit there, and an honest new file for darwin: compiled there, nothing to say", () => {
+    const r = reach("go", "go-win-honest", plat, {
+      "w_windows.go": "package m\n\nfunc W() int { return 2 }\n",
+      "d_darwin.go": "package m\n\nfunc D() int { return A() }\n",
+    });
+    expect(r).toEqual({ built: 0, hits: [] });
   });
 });
 

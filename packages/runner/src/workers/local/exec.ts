@@ -26,6 +26,11 @@ async function freshExecTmp(
   };
 }
 
+/** The shape with the command as the sandbox's PID 1 (`ExecOptions.asInit`). Pure. */
+export function asInitShape(shape: SandboxShape, asInit: boolean): SandboxShape {
+  return asInit && shape.bwrap ? { ...shape, bwrap: { ...shape.bwrap, asPid1: true } } : shape;
+}
+
 /** Whether a failed command may have failed for a full disk: the workspace's quota, or the worker's bounded state. */
 async function diskFullAfter(ws: LocalWorkerState, s: WorkerSpec): Promise<boolean> {
   return (
@@ -47,12 +52,12 @@ export async function execInWorker(
   const argv = execArgvOf(command, o.cwd ?? (ws.unsafe ? s.workspace : SANDBOX_PATHS.workspace), o.env);
   using linked = createDeadline({ signals: [ws.life.signal, o.signal] });
   // each exec gets a fresh private /tmp, inside the worker's bounded state
-  const execTmp = await freshExecTmp(ws.dirs, ws.prepared.shape);
+  const execTmp = await freshExecTmp(ws.dirs, asInitShape(ws.prepared.shape, o.asInit === true));
   let r: ExecResult;
   let diskFull: boolean;
   try {
     r = await runSandboxed(
-      execTmp?.shape ?? ws.prepared.shape,
+      execTmp?.shape ?? asInitShape(ws.prepared.shape, o.asInit === true),
       argv,
       { timeoutMs, signal: linked.signal, hostCwd: s.workspace },
       ws.prepared.env,

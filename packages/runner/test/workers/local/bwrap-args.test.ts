@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildBwrapArgs, mountPointsIn } from "../../../src/workers/local/bwrap-args.js";
+import { asInitShape } from "../../../src/workers/local/exec.js";
 import { wrapCommand } from "../../../src/workers/local/sandbox.js";
 
 const spec = {
@@ -64,6 +65,13 @@ describe("buildBwrapArgs", () => {
     expect(a.lastIndexOf("/host/hidden/0")).toBeGreaterThan(a.indexOf("/host/fork/workspace"));
     expect(pairs(a, "--bind")).toEqual([["/host/fork/workspace", "/workspace"]]);
   });
+  it("makes the command PID 1 only when asked (a scoring exec: no init of bwrap's holds its stdout)", () => {
+    expect(buildBwrapArgs(spec)).not.toContain("--as-pid-1");
+    expect(buildBwrapArgs({ ...spec, asPid1: true })).toContain("--as-pid-1");
+    expect(asInitShape({ bwrap: spec, rlimits: {} }, true).bwrap?.asPid1).toBe(true);
+    expect(asInitShape({ bwrap: spec, rlimits: {} }, false).bwrap?.asPid1).toBeUndefined();
+  });
+
   it("shares the network only when asked", () => {
     expect(buildBwrapArgs({ ...spec, network: "host" })).not.toContain("--unshare-net");
   });
