@@ -11,7 +11,7 @@
  * from the turn logs against the upstream's own times; Nomad API calls at the double.
  *
  * Flags: --points 10,100,300,1000  --turns 5  --think-ms 2000  --interval-ms 20  --tool-ms 300
- *   --task semver-lite-caret-zero. Profile the largest point with
+ *   --task semver-lite-caret-zero  --max-starts <the Nomad backend's maxConcurrentStarts, default 32>. Profile the largest point with
  *   `node --cpu-prof --cpu-prof-dir <dir> --import tsx bench/run.ts scale --points 1000`.
  * Last line: `scale: <N> concurrent, runner-cpu …/traj, rss …/traj, gateway-p99 …, loop-p99 …`
  * with ratios against the smallest point.
@@ -42,6 +42,7 @@ function row(p: PointResult, prev?: PointResult) {
     "marginal rss MiB": slope ? slope.rssMb : "",
     "gw add p50 ms": p.gatewayAddedP50Ms,
     "gw add p99 ms": p.gatewayAddedP99Ms,
+    "gw e2e p99 ms": p.gatewayEndToEndP99Ms,
     "loop p99 ms": p.loopP99Ms,
     "idle p99 ms": p.idleLoopP99Ms,
     "1st call p50 s": p.firstCallP50Ms / 1000,
@@ -57,7 +58,8 @@ const SIMULATED =
   "  Cline core's gRPC surface and the supervisor's diff gate in-process; its agent is a scripted loop of Cline-sized\n" +
   "  model calls (40 KB system prompt + 6 KB per tool result) through the real gateway to an upstream double\n" +
   "  (think time, streamed 4-char chunks); no tool runs, no sandbox, and scoring is a fixed score (no hidden tests).\n" +
-  "  Real: runRollout, createRolloutDeps (snapshot forks, run directory), the gateway thread, the Nomad backend and client.";
+  "  Real: runRollout, createRolloutDeps (run directory), the gateway thread, the Nomad backend (its start queue) and client;\n" +
+  "  the backend's shared snapshotDir is the snapshot's tree, so no trajectory forks it on this host (hostForks false).";
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const { flag, num } = benchFlags("scale", args);
@@ -73,6 +75,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     thinkMs: num("think-ms", 2000),
     intervalMs: num("interval-ms", 20),
     toolMs: num("tool-ms", 300),
+    maxStarts: flag("max-starts", "") === "" ? undefined : num("max-starts", 32),
   };
   console.log(
     `bench scale: ${new Date().toISOString()}, Node ${process.version}, load ${loadStr()}\n  ${SIMULATED}`,
@@ -80,7 +83,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   console.log(
     `  ${opts.turns} model calls per trajectory, think ${opts.thinkMs} ms ±50 %, tool ${opts.toolMs} ms; task ${opts.taskId}`,
   );
-  await buildSnapshot(snapshotSpecOfTask(await loadTask(opts.taskId)), {
+  const snapshot = await buildSnapshot(snapshotSpecOfTask(await loadTask(opts.taskId)), {
     signal: new AbortController().signal,
   });
   const root = await mkdtemp(join(tmpdir(), "fg-scale-"));
@@ -88,7 +91,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   try {
     for (const n of points) {
       console.log(`\n== ${n} concurrent (load ${loadStr()})`);
-      const r = await runPoint({ n, root, ...opts });
+      const r = await runPoint({ n, root, ...opts, snapshotDir: snapshot.workspace });
       const { cluster, ...point } = r;
       results.push(point);
       printTable([row(point, results[results.length - 2])]);

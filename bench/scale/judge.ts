@@ -19,8 +19,11 @@ export interface PointResult {
   /** The runner's RSS before the run and at its peak, MiB. */
   readonly rssBaseMb: number;
   readonly rssPeakMb: number;
+  /** The gateway's own time per call (turn log `latency.gatewayMs`: timestamps inside the gateway). */
   readonly gatewayAddedP50Ms: number;
   readonly gatewayAddedP99Ms: number;
+  /** Turn total less the upstream's serving time: the gateway plus this machine's scheduling delays. */
+  readonly gatewayEndToEndP99Ms: number;
   readonly loopP99Ms: number;
   /**
    * The same measure in an idle process meanwhile: the machine's scheduling delay (an overloaded

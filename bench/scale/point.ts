@@ -36,6 +36,10 @@ export interface PointOptions {
   readonly thinkMs: number;
   readonly intervalMs: number;
   readonly toolMs: number;
+  /** The snapshot's work tree: the Nomad backend's shared snapshotDir (so no fork per trajectory). */
+  readonly snapshotDir: string;
+  /** The backend's maxConcurrentStarts (undefined: its default). */
+  readonly maxStarts: number | undefined;
 }
 
 /** No hidden tests run: a fixed score after a scoring worker's typical control-plane time. */
@@ -68,9 +72,15 @@ async function failureReasons(out: string): Promise<string[]> {
     .map(([k, v]) => `${v}× ${k}`);
 }
 
-/** Gateway added latency per call (turn log minus the upstream's own time) and time to first call. */
+/**
+ * Per call: the gateway's own time (its turn log's `latency.gatewayMs`: the call's time less its
+ * waits on the upstream, timestamped inside the gateway) and, end to end, the turn's total less the
+ * upstream's own serving time (which also counts this machine's scheduling delays); per trajectory
+ * the time to its first call.
+ */
 async function turnStats(out: string, calls: Map<number, number>, t0Epoch: number) {
-  const added: number[] = [];
+  const own: number[] = [];
+  const endToEnd: number[] = [];
   const firstCall: number[] = [];
   for (const file of await findFiles(out, "turns.jsonl")) {
     let first = Number.POSITIVE_INFINITY;
@@ -79,16 +89,18 @@ async function turnStats(out: string, calls: Map<number, number>, t0Epoch: numbe
         status: string;
         startedAt: string;
         response?: unknown;
-        latency: { totalMs: number };
+        latency: { totalMs: number; gatewayMs?: number };
       };
       first = Math.min(first, Date.parse(rec.startedAt) - t0Epoch);
+      if (rec.status !== "ok") continue;
+      if (rec.latency.gatewayMs !== undefined) own.push(rec.latency.gatewayMs);
       const id = /\(call c(\d+)\)/.exec(JSON.stringify(rec.response ?? ""))?.[1];
       const serveMs = id ? calls.get(Number(id)) : undefined;
-      if (rec.status === "ok" && serveMs !== undefined) added.push(rec.latency.totalMs - serveMs);
+      if (serveMs !== undefined) endToEnd.push(rec.latency.totalMs - serveMs);
     }
     if (Number.isFinite(first)) firstCall.push(first);
   }
-  return { added, firstCall };
+  return { own, endToEnd, firstCall };
 }
 
 function runConfig(o: PointOptions, upstreamUrl: string): RunConfig {
@@ -140,6 +152,8 @@ export async function runPoint(o: PointOptions): Promise<PointResult & { cluster
         gatewayAdvertise: advertise,
         startTimeoutMs: 600_000,
         probeIntervalMs: 100,
+        snapshotDir: o.snapshotDir,
+        ...(o.maxStarts !== undefined ? { maxConcurrentStarts: o.maxStarts } : {}),
       },
       { client: createNomadClient({ address: cluster.ready.nomadUrl }) },
     );
@@ -206,7 +220,7 @@ async function measureRun(
   const calls = new Map(
     (await ask<{ n: number; serveMs: number }[]>(upstream.child, "calls")).map((c) => [c.n, c.serveMs]),
   );
-  const { added, firstCall } = await turnStats(out, calls, t0Epoch);
+  const { own, endToEnd, firstCall } = await turnStats(out, calls, t0Epoch);
   const t = summary.trajectories;
   return {
     n: o.n,
@@ -219,14 +233,15 @@ async function measureRun(
     runnerCpuMs: (cpu.user + cpu.system) / 1000,
     rssBaseMb,
     ...peaks,
-    gatewayAddedP50Ms: percentile(added, 50),
-    gatewayAddedP99Ms: percentile(added, 99),
+    gatewayAddedP50Ms: percentile(own, 50),
+    gatewayAddedP99Ms: percentile(own, 99),
+    gatewayEndToEndP99Ms: percentile(endToEnd, 99),
     loopP99Ms: loop.percentile(99) / 1e6,
     firstCallP50Ms: percentile(firstCall, 50),
     firstCallP99Ms: percentile(firstCall, 99),
     fdsBase,
     nomadCalls: stats.nomadRequests,
-    modelCalls: added.length,
+    modelCalls: own.length,
     cluster: stats,
   };
 }

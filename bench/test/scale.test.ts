@@ -33,6 +33,7 @@ function point(over: Partial<PointResult> = {}): PointResult {
     rssPeakMb: 210,
     gatewayAddedP50Ms: 1,
     gatewayAddedP99Ms: 4,
+    gatewayEndToEndP99Ms: 9,
     loopP99Ms: 12,
     idleLoopP99Ms: 2,
     firstCallP50Ms: 500,

@@ -80,6 +80,13 @@ interface Relay {
   watch: CallWatch | undefined;
   /** Bytes of answer (text, reasoning, tool arguments) relayed so far, against answerCapOf. */
   answerBytes: number;
+  /** ms spent awaiting the upstream's events (the rest of the call's time is the gateway's own). */
+  upstreamWaitMs: number;
+  /**
+   * When the gateway began to wait on the first event: until then (parsing, arming the watchdogs)
+   * it works while the upstream does, and that overlap is not a wait on the upstream.
+   */
+  awaitingSince: number | undefined;
 }
 
 /**
@@ -192,6 +199,8 @@ function openRelay(st: CallState): Relay {
     flushQueued: false,
     rejectWaiting: undefined,
     answerBytes: 0,
+    upstreamWaitMs: 0,
+    awaitingSince: undefined,
     iterator: undefined,
     watch: undefined,
   };
@@ -240,8 +249,7 @@ async function forward(r: Relay): Promise<void> {
   e.consecutiveFailures = 0;
   e.promptTokens += response.usage?.promptTokens ?? 0;
   e.completionTokens += response.usage?.completionTokens ?? 0;
-  const latency = { firstByteMs: r.firstByteMs, totalMs: roundMs(performance.now() - st.t0) };
-  await recordTurn(st, "ok", { response, latency }, r.acc.promptIdsJson());
+  await recordTurn(st, "ok", { response, latency: latencyOf(r) }, r.acc.promptIdsJson());
 }
 
 /** Reads the upstream's events into the answer, streaming each to the client when it asked for a stream. */
@@ -252,6 +260,7 @@ async function relayEvents(
   first: Promise<IteratorResult<UpstreamEvent>>,
   stream: boolean,
 ): Promise<void> {
+  r.awaitingSince = performance.now();
   let step = await first;
   const cap = answerCapOf(r.st.e.limits.maxResponseBytes);
   while (!step.done) {
@@ -271,15 +280,33 @@ async function relayEvents(
   }
 }
 
-/** The upstream's next event, or the abort's reason as soon as the call is aborted. */
+/**
+ * A call's latencies: to the upstream's first event, to its end, and the gateway's own part (the
+ * call's time less the waits on the upstream: reading, parsing, relaying, logging).
+ */
+function latencyOf(r: Relay): TurnRecord["latency"] {
+  const totalMs = performance.now() - r.st.t0;
+  return {
+    firstByteMs: r.firstByteMs,
+    totalMs: roundMs(totalMs),
+    gatewayMs: roundMs(Math.max(0, totalMs - r.upstreamWaitMs)),
+  };
+}
+
+/** The upstream's next event, or the abort's reason as soon as the call is aborted; its wait is timed. */
 function nextEvent(r: Relay, it: AsyncIterator<UpstreamEvent>): Promise<IteratorResult<UpstreamEvent>> {
+  const t = performance.now();
+  const timed = () => {
+    const now = performance.now();
+    r.upstreamWaitMs += Math.max(0, now - Math.max(t, r.awaitingSince ?? now));
+  };
   return new Promise<IteratorResult<UpstreamEvent>>((resolve, reject) => {
     if (r.ac.signal.aborted) reject(r.ac.signal.reason);
     else {
       r.rejectWaiting = reject;
       it.next().then(resolve, reject);
     }
-  });
+  }).finally(timed);
 }
 
 /** Ends the client's stream, or sends the whole answer as one JSON body. */
@@ -308,7 +335,7 @@ async function failCall(r: Relay, err: unknown): Promise<void> {
   const { st, ac } = r;
   const reason = ac.signal.aborted ? ac.signal.reason : err;
   const partial = r.acc.result();
-  const latency = { firstByteMs: r.firstByteMs, totalMs: roundMs(performance.now() - st.t0) };
+  const latency = latencyOf(r);
   if (reason instanceof HttpError) {
     refuseBadRequest(st.e, reason, st.sendError);
     return;

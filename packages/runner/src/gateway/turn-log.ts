@@ -36,6 +36,10 @@ export const TurnRecord = z
       .object({
         firstByteMs: z.number().nullable().describe("ms until the upstream's first event"),
         totalMs: z.number().describe("ms until the call ended"),
+        gatewayMs: z
+          .number()
+          .optional()
+          .describe("the gateway's own part of totalMs: totalMs less the waits on the upstream's events"),
       })
       .strict(),
   })
