@@ -43,6 +43,7 @@ function row(p: PointResult, prev?: PointResult) {
     "gw add p50 ms": p.gatewayAddedP50Ms,
     "gw add p99 ms": p.gatewayAddedP99Ms,
     "gw e2e p99 ms": p.gatewayEndToEndP99Ms,
+    "loop own p99 ms": p.loopOwnP99Ms,
     "loop p99 ms": p.loopP99Ms,
     "idle p99 ms": p.idleLoopP99Ms,
     "1st call p50 s": p.firstCallP50Ms / 1000,
@@ -114,7 +115,11 @@ function report(ctx: BenchContext, results: PointResult[], opts: object): void {
   console.log(
     "  marginal = what each trajectory added since the previous point (the slope, free of fixed costs).\n" +
       "  cpu = process.cpuUsage() of the runner (every thread: the gateway's too); rss above the idle runner.\n" +
-      "  idle p99 = the event-loop delay of an idle process meanwhile: the machine's own scheduling delay.",
+      "  idle p99 = the event-loop delay of an idle process meanwhile: the machine's own scheduling delay.\n" +
+      "  loop own p99 = the runner's timer lateness, each sample capped by the CPU time its main thread ran meanwhile\n" +
+      "  (an upper bound of what its own work held the loop; the rest was waiting for a core).\n" +
+      "  gw add = the gateway's own time per call, timestamped inside it (body read → answer, less the upstream's waits);\n" +
+      "  gw e2e = a turn's total less the upstream's serving time (this machine's scheduling delays included).",
   );
   const svg = join(ctx.outDir, "scale.svg");
   writeFileSync(svg, plotSvg(plotSeries(results)));

@@ -1,4 +1,4 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createNomadClient } from "@flakegym/nomad-jobs";
@@ -10,6 +10,7 @@ import type { Score } from "../../packages/runner/src/run-format/score.js";
 import { createNomadBackend } from "../../packages/runner/src/workers/nomad/backend.js";
 import { findFiles, percentile } from "../lib.js";
 import type { PointResult } from "./judge.js";
+import { startOwnLoopMonitor } from "./own-loop.js";
 import {
   ask,
   type ClusterStats,
@@ -191,6 +192,7 @@ async function measureRun(
   const rssBaseMb = process.memoryUsage.rss() / 1048576;
   const fdsBase = openFds();
   const loop = monitorEventLoopDelay({ resolution: 10 });
+  const ownLoop = startOwnLoopMonitor(10);
   const g = gauges();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -213,6 +215,7 @@ async function measureRun(
     loop.disable();
     await deps.close();
   }
+  const own = ownLoop.stop();
   const cpu = process.cpuUsage(cpu0);
   const wallS = (performance.now() - t0) / 1000;
   const peaks = g.stop();
@@ -220,7 +223,7 @@ async function measureRun(
   const calls = new Map(
     (await ask<{ n: number; serveMs: number }[]>(upstream.child, "calls")).map((c) => [c.n, c.serveMs]),
   );
-  const { own, endToEnd, firstCall } = await turnStats(out, calls, t0Epoch);
+  const { own: gwOwn, endToEnd, firstCall } = await turnStats(out, calls, t0Epoch);
   const t = summary.trajectories;
   return {
     n: o.n,
@@ -233,15 +236,16 @@ async function measureRun(
     runnerCpuMs: (cpu.user + cpu.system) / 1000,
     rssBaseMb,
     ...peaks,
-    gatewayAddedP50Ms: percentile(own, 50),
-    gatewayAddedP99Ms: percentile(own, 99),
+    gatewayAddedP50Ms: percentile(gwOwn, 50),
+    gatewayAddedP99Ms: percentile(gwOwn, 99),
     gatewayEndToEndP99Ms: percentile(endToEnd, 99),
     loopP99Ms: loop.percentile(99) / 1e6,
+    loopOwnP99Ms: percentile(own.ownMs, 99),
     firstCallP50Ms: percentile(firstCall, 50),
     firstCallP99Ms: percentile(firstCall, 99),
     fdsBase,
     nomadCalls: stats.nomadRequests,
-    modelCalls: own.length,
+    modelCalls: gwOwn.length,
     cluster: stats,
   };
 }

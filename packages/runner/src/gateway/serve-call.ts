@@ -54,6 +54,8 @@ interface CallState {
   readonly startedAt: Date;
   /** performance.now() when the call arrived: the origin of its latencies. */
   readonly t0: number;
+  /** performance.now() once its body was read (before: the client's sending pace, not the gateway's time). */
+  readonly tBody: number;
   /** The body is parsed only after it was forwarded (the upstream takes the client's JSON as is). */
   readonly deferParse: boolean;
   readonly body: Buffer;
@@ -87,6 +89,8 @@ interface Relay {
    * it works while the upstream does, and that overlap is not a wait on the upstream.
    */
   awaitingSince: number | undefined;
+  /** When the client had its whole answer (the turn's logging after that delays nobody). */
+  answeredAt: number | undefined;
 }
 
 /**
@@ -115,7 +119,21 @@ export async function serveCall(
     refuseBadRequest(e, err, sendError);
     return;
   }
-  const st: CallState = { ctx, e, protocol, res, sendError, seq, startedAt, t0, deferParse, body, parsed };
+  const tBody = performance.now();
+  const st: CallState = {
+    ctx,
+    e,
+    protocol,
+    res,
+    sendError,
+    seq,
+    startedAt,
+    t0,
+    tBody,
+    deferParse,
+    body,
+    parsed,
+  };
   const refusal = refusalOf(e, seq);
   if (refusal) await refuseCall(st, refusal);
   else await relayCall(st);
@@ -201,6 +219,7 @@ function openRelay(st: CallState): Relay {
     answerBytes: 0,
     upstreamWaitMs: 0,
     awaitingSince: undefined,
+    answeredAt: undefined,
     iterator: undefined,
     watch: undefined,
   };
@@ -244,6 +263,7 @@ async function forward(r: Relay): Promise<void> {
   if (ac.signal.aborted) throw ac.signal.reason;
   const response = r.acc.result();
   answerClient(r, response, stream);
+  r.answeredAt = performance.now();
   const e = st.e;
   e.ok++;
   e.consecutiveFailures = 0;
@@ -281,15 +301,17 @@ async function relayEvents(
 }
 
 /**
- * A call's latencies: to the upstream's first event, to its end, and the gateway's own part (the
- * call's time less the waits on the upstream: reading, parsing, relaying, logging).
+ * A call's latencies: to the upstream's first event, to its end, and the gateway's own part: from
+ * the body read to the client's whole answer, less the waits on the upstream (parsing, forwarding,
+ * relaying each event, answering).
  */
 function latencyOf(r: Relay): TurnRecord["latency"] {
-  const totalMs = performance.now() - r.st.t0;
+  const now = performance.now();
+  const own = (r.answeredAt ?? now) - r.st.tBody - r.upstreamWaitMs;
   return {
     firstByteMs: r.firstByteMs,
-    totalMs: roundMs(totalMs),
-    gatewayMs: roundMs(Math.max(0, totalMs - r.upstreamWaitMs)),
+    totalMs: roundMs(now - r.st.t0),
+    gatewayMs: roundMs(Math.max(0, own)),
   };
 }
 

@@ -39,7 +39,9 @@ export const TurnRecord = z
         gatewayMs: z
           .number()
           .optional()
-          .describe("the gateway's own part of totalMs: totalMs less the waits on the upstream's events"),
+          .describe(
+            "the gateway's own part of the call: from its body read to the client's whole answer, less the waits on the upstream",
+          ),
       })
       .strict(),
   })

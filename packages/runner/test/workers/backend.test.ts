@@ -88,7 +88,7 @@ describe("createBackend", () => {
   });
 
   it("forks on this host for Nomad only where the dispatch names the fork (raw_exec without a shared snapshotDir)", () => {
-    const raw = { driver: "raw_exec", command: "/bin/sh", allowUnisolated: true } as const;
+    const raw = { driver: "raw_exec" as const, command: "/bin/sh", args: [], allowUnisolated: true };
     expect(nomadHostForks({ driver: raw, snapshotDir: undefined })).toBe(true);
     expect(nomadHostForks({ driver: raw, snapshotDir: "/shared/tree" })).toBe(false);
     expect(nomadHostForks({ driver: { driver: "docker" } as never, snapshotDir: undefined })).toBe(false);
