@@ -101,9 +101,14 @@ async function start(
   }
   // queued behind this runner's other starts; the start's own deadline begins once admitted
   using linked = createDeadline({ signals: [signal, st.closing.signal] });
+  let admitted = false;
   try {
-    return await st.starts.run(linked.signal, () => startAgent(st, spec, policyBaseUrl!, signal));
+    return await st.starts.run(linked.signal, () => {
+      admitted = true;
+      return startAgent(st, spec, policyBaseUrl!, signal);
+    });
   } catch (err) {
+    if (admitted) throw err; // startAgent's own error, already named
     throw wrapAbort(err, signal, `waiting to start a Nomad worker for trajectory ${spec.trajectoryId}`);
   }
 }
