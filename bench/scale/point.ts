@@ -64,7 +64,9 @@ async function failureReasons(out: string): Promise<string[]> {
     const o = (JSON.parse(await readFile(file, "utf8")) as { outcome?: { kind: string; detail?: string } })
       .outcome;
     if (!o || o.kind === "completed") continue;
-    const key = `${o.kind}: ${(o.detail ?? "").replace(/[0-9a-f]{8,}|\d+/g, "#").slice(0, 160)}`;
+    const d = (o.detail ?? "").replace(/[0-9a-f]{8,}|\d+/g, "#").replace(/\s+/g, " ");
+    // the head names what failed, the tail why (task events, stderr)
+    const key = `${o.kind}: ${d.length > 320 ? `${d.slice(0, 120)} … ${d.slice(-200)}` : d}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   return [...counts]

@@ -273,6 +273,38 @@ function parseGoDuration(s: string): number {
   return ms;
 }
 
+/** Whether `port` can be listened on at `host` right now. */
+function canListen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createTcpServer();
+    s.once("error", () => resolve(false));
+    s.listen(port, host, () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * Nomad's default dynamic port range (client `min_dynamic_port` 20000, `max_dynamic_port` 32000):
+ * below Linux's ephemeral range (32768–60999), so the outgoing connections of a busy machine never
+ * take a port between its choice and the task's listen (an OS-chosen free port could be).
+ */
+const DYNAMIC_PORTS = { min: 20_000, max: 32_000 } as const;
+
+/** Hands out dynamic ports like a Nomad client: each once, from its range, checked free. */
+function dynamicPorts(host: string) {
+  const span = DYNAMIC_PORTS.max - DYNAMIC_PORTS.min;
+  let next = Math.floor(Math.random() * span);
+  const given = new Set<number>();
+  return async (): Promise<number> => {
+    for (let tried = 0; tried < span; tried++) {
+      const port = DYNAMIC_PORTS.min + (next++ % span);
+      if (given.has(port) || !(await canListen(host, port))) continue;
+      given.add(port);
+      return port;
+    }
+    return await freeTcpPort(host); // the range is spent: any free port
+  };
+}
+
 async function freeTcpPort(host: string): Promise<number> {
   return await new Promise((resolve, reject) => {
     const s = createTcpServer();
@@ -406,6 +438,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
   const closers = new Set<() => void>();
   let closed = false;
 
+  const nextDynamicPort = dynamicPorts(hostIp);
   const key = (ns: string, id: string) => `${ns}\u0000${id}`;
   const later = (ms: number, f: () => void) => {
     const t = setTimeout(() => {
@@ -823,7 +856,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       for (const p of (n.DynamicPorts as Json[] | undefined) ?? []) {
         ports.push({
           Label: p.Label as string,
-          Value: await freeTcpPort(hostIp),
+          Value: await nextDynamicPort(),
           To: (p.To as number) ?? 0,
           HostIP: hostIp,
         });
