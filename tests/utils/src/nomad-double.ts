@@ -471,8 +471,8 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
   function allocWatch(id: string): { add(w: () => void): void; delete(w: () => void): void } {
     return {
       add(w) {
-        let set = allocWaiters.get(id);
-        if (!set) allocWaiters.set(id, (set = new Set()));
+        const set = allocWaiters.get(id) ?? new Set<() => void>();
+        allocWaiters.set(id, set);
         set.add(w);
       },
       delete(w) {
