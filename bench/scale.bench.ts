@@ -7,8 +7,9 @@
  * core's gRPC surface behind the supervisor's token gate, and its agent is a scripted loop of
  * Cline-sized model calls (~40 KB system prompt + history) through the gateway to an upstream
  * double that thinks, then streams. Scoring is simulated (a fixed score; no hidden tests run).
- * Measured in the runner's process only: CPU, RSS, event-loop delay, fds; gateway added latency
- * from the turn logs against the upstream's own times; Nomad API calls at the double.
+ * Measured in the runner's process only: CPU, RSS, event-loop delay (wall, and its own: own-loop.ts),
+ * fds; the gateway's own time per call (turn log `latency.gatewayMs`, timestamped inside it) and end
+ * to end (turn total less the upstream's own time); Nomad API calls at the double.
  *
  * Flags: --points 10,100,300,1000  --turns 5  --think-ms 2000  --interval-ms 20  --tool-ms 300
  *   --task semver-lite-caret-zero  --max-starts <the Nomad backend's maxConcurrentStarts, default 32>. Profile the largest point with
