@@ -7,11 +7,12 @@
  * core's gRPC surface behind the supervisor's token gate, and its agent is a scripted loop of
  * Cline-sized model calls (~40 KB system prompt + history) through the gateway to an upstream
  * double that thinks, then streams. Scoring is simulated (a fixed score; no hidden tests run).
- * Measured in the runner's process only: CPU, RSS, event-loop delay, fds; gateway added latency
- * from the turn logs against the upstream's own times; Nomad API calls at the double.
+ * Measured in the runner's process only: CPU, RSS, event-loop delay (wall, and its own: own-loop.ts),
+ * fds; the gateway's own time per call (turn log `latency.gatewayMs`, timestamped inside it) and end
+ * to end (turn total less the upstream's own time); Nomad API calls at the double.
  *
  * Flags: --points 10,100,300,1000  --turns 5  --think-ms 2000  --interval-ms 20  --tool-ms 300
- *   --task semver-lite-caret-zero. Profile the largest point with
+ *   --task semver-lite-caret-zero  --max-starts <the Nomad backend's maxConcurrentStarts, default 32>. Profile the largest point with
  *   `node --cpu-prof --cpu-prof-dir <dir> --import tsx bench/run.ts scale --points 1000`.
  * Last line: `scale: <N> concurrent, runner-cpu …/traj, rss …/traj, gateway-p99 …, loop-p99 …`
  * with ratios against the smallest point.
@@ -42,6 +43,8 @@ function row(p: PointResult, prev?: PointResult) {
     "marginal rss MiB": slope ? slope.rssMb : "",
     "gw add p50 ms": p.gatewayAddedP50Ms,
     "gw add p99 ms": p.gatewayAddedP99Ms,
+    "gw e2e p99 ms": p.gatewayEndToEndP99Ms,
+    "loop own p99 ms": p.loopOwnP99Ms,
     "loop p99 ms": p.loopP99Ms,
     "idle p99 ms": p.idleLoopP99Ms,
     "1st call p50 s": p.firstCallP50Ms / 1000,
@@ -57,7 +60,8 @@ const SIMULATED =
   "  Cline core's gRPC surface and the supervisor's diff gate in-process; its agent is a scripted loop of Cline-sized\n" +
   "  model calls (40 KB system prompt + 6 KB per tool result) through the real gateway to an upstream double\n" +
   "  (think time, streamed 4-char chunks); no tool runs, no sandbox, and scoring is a fixed score (no hidden tests).\n" +
-  "  Real: runRollout, createRolloutDeps (snapshot forks, run directory), the gateway thread, the Nomad backend and client.";
+  "  Real: runRollout, createRolloutDeps (run directory), the gateway thread, the Nomad backend (its start queue) and client;\n" +
+  "  the backend's shared snapshotDir is the snapshot's tree, so no trajectory forks it on this host (hostForks false).";
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const { flag, num } = benchFlags("scale", args);
@@ -73,6 +77,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     thinkMs: num("think-ms", 2000),
     intervalMs: num("interval-ms", 20),
     toolMs: num("tool-ms", 300),
+    maxStarts: flag("max-starts", "") === "" ? undefined : num("max-starts", 32),
   };
   console.log(
     `bench scale: ${new Date().toISOString()}, Node ${process.version}, load ${loadStr()}\n  ${SIMULATED}`,
@@ -80,7 +85,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   console.log(
     `  ${opts.turns} model calls per trajectory, think ${opts.thinkMs} ms ±50 %, tool ${opts.toolMs} ms; task ${opts.taskId}`,
   );
-  await buildSnapshot(snapshotSpecOfTask(await loadTask(opts.taskId)), {
+  const snapshot = await buildSnapshot(snapshotSpecOfTask(await loadTask(opts.taskId)), {
     signal: new AbortController().signal,
   });
   const root = await mkdtemp(join(tmpdir(), "fg-scale-"));
@@ -88,7 +93,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   try {
     for (const n of points) {
       console.log(`\n== ${n} concurrent (load ${loadStr()})`);
-      const r = await runPoint({ n, root, ...opts });
+      const r = await runPoint({ n, root, ...opts, snapshotDir: snapshot.workspace });
       const { cluster, ...point } = r;
       results.push(point);
       printTable([row(point, results[results.length - 2])]);
@@ -111,7 +116,11 @@ function report(ctx: BenchContext, results: PointResult[], opts: object): void {
   console.log(
     "  marginal = what each trajectory added since the previous point (the slope, free of fixed costs).\n" +
       "  cpu = process.cpuUsage() of the runner (every thread: the gateway's too); rss above the idle runner.\n" +
-      "  idle p99 = the event-loop delay of an idle process meanwhile: the machine's own scheduling delay.",
+      "  idle p99 = the event-loop delay of an idle process meanwhile: the machine's own scheduling delay.\n" +
+      "  loop own p99 = the runner's timer lateness, each sample capped by the CPU time its main thread ran meanwhile\n" +
+      "  (an upper bound of what its own work held the loop; the rest was waiting for a core).\n" +
+      "  gw add = the gateway's own time per call, timestamped inside it (body read → answer, less the upstream's waits);\n" +
+      "  gw e2e = a turn's total less the upstream's serving time (this machine's scheduling delays included).",
   );
   const svg = join(ctx.outDir, "scale.svg");
   writeFileSync(svg, plotSvg(plotSeries(results)));

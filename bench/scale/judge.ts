@@ -19,9 +19,15 @@ export interface PointResult {
   /** The runner's RSS before the run and at its peak, MiB. */
   readonly rssBaseMb: number;
   readonly rssPeakMb: number;
+  /** The gateway's own time per call (turn log `latency.gatewayMs`: timestamps inside the gateway). */
   readonly gatewayAddedP50Ms: number;
   readonly gatewayAddedP99Ms: number;
+  /** Turn total less the upstream's serving time: the gateway plus this machine's scheduling delays. */
+  readonly gatewayEndToEndP99Ms: number;
+  /** The runner's main-thread timer lateness, p99 (wall: this machine's scheduling delay included). */
   readonly loopP99Ms: number;
+  /** The same, each sample capped by the CPU time the thread itself ran meanwhile (own-loop.ts): the runner's own. */
+  readonly loopOwnP99Ms: number;
   /**
    * The same measure in an idle process meanwhile: the machine's scheduling delay (an overloaded
    * shared machine delays every timer), against which the runner's own is read.
@@ -83,8 +89,8 @@ export function judge(largest: PointResult, smallest: PointResult): string[] {
     fails.push(`runner RSS peaked at ${largest.rssPeakMb.toFixed(0)} MiB > ${TARGETS.rssTotalMb} MiB`);
   if (!(largest.gatewayAddedP99Ms <= TARGETS.gatewayP99Ms))
     fails.push(`gateway p99 added ${largest.gatewayAddedP99Ms.toFixed(1)} ms > ${TARGETS.gatewayP99Ms} ms`);
-  if (!(largest.loopP99Ms <= TARGETS.loopP99Ms))
-    fails.push(`event-loop p99 ${largest.loopP99Ms.toFixed(1)} ms > ${TARGETS.loopP99Ms} ms`);
+  if (!(largest.loopOwnP99Ms <= TARGETS.loopP99Ms))
+    fails.push(`event-loop p99 (own) ${largest.loopOwnP99Ms.toFixed(1)} ms > ${TARGETS.loopP99Ms} ms`);
   const cpuRatio = ratio(big.cpuMs, small.cpuMs);
   if (!(cpuRatio <= TARGETS.perTrajectoryRatio))
     fails.push(
@@ -110,6 +116,7 @@ export function summaryLine(largest: PointResult, smallest: PointResult): string
     `scale: ${largest.n} concurrent, runner-cpu ${f1(big.cpuMs)} ms/traj (${r(big.cpuMs, small.cpuMs)}), ` +
     `rss ${f2(big.rssMb)} MiB/traj (${r(big.rssMb, small.rssMb)}), ` +
     `gateway-p99 ${f1(largest.gatewayAddedP99Ms)} ms (${r(largest.gatewayAddedP99Ms, smallest.gatewayAddedP99Ms)}), ` +
-    `loop-p99 ${f1(largest.loopP99Ms)} ms (${r(largest.loopP99Ms, smallest.loopP99Ms)})`
+    `loop-p99 ${f1(largest.loopOwnP99Ms)} ms (${r(largest.loopOwnP99Ms, smallest.loopOwnP99Ms)}; ` +
+    `wall ${f1(largest.loopP99Ms)} ms, idle process ${f1(largest.idleLoopP99Ms)} ms)`
   );
 }

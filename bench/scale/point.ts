@@ -1,4 +1,4 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createNomadClient } from "@flakegym/nomad-jobs";
@@ -10,6 +10,7 @@ import type { Score } from "../../packages/runner/src/run-format/score.js";
 import { createNomadBackend } from "../../packages/runner/src/workers/nomad/backend.js";
 import { findFiles, percentile } from "../lib.js";
 import type { PointResult } from "./judge.js";
+import { startOwnLoopMonitor } from "./own-loop.js";
 import {
   ask,
   type ClusterStats,
@@ -36,6 +37,10 @@ export interface PointOptions {
   readonly thinkMs: number;
   readonly intervalMs: number;
   readonly toolMs: number;
+  /** The snapshot's work tree: the Nomad backend's shared snapshotDir (so no fork per trajectory). */
+  readonly snapshotDir: string;
+  /** The backend's maxConcurrentStarts (undefined: its default). */
+  readonly maxStarts: number | undefined;
 }
 
 /** No hidden tests run: a fixed score after a scoring worker's typical control-plane time. */
@@ -59,7 +64,9 @@ async function failureReasons(out: string): Promise<string[]> {
     const o = (JSON.parse(await readFile(file, "utf8")) as { outcome?: { kind: string; detail?: string } })
       .outcome;
     if (!o || o.kind === "completed") continue;
-    const key = `${o.kind}: ${(o.detail ?? "").replace(/[0-9a-f]{8,}|\d+/g, "#").slice(0, 160)}`;
+    const d = (o.detail ?? "").replace(/[0-9a-f]{8,}|\d+/g, "#").replace(/\s+/g, " ");
+    // the head names what failed, the tail why (task events, stderr)
+    const key = `${o.kind}: ${d.length > 320 ? `${d.slice(0, 120)} … ${d.slice(-200)}` : d}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   return [...counts]
@@ -68,9 +75,15 @@ async function failureReasons(out: string): Promise<string[]> {
     .map(([k, v]) => `${v}× ${k}`);
 }
 
-/** Gateway added latency per call (turn log minus the upstream's own time) and time to first call. */
+/**
+ * Per call: the gateway's own time (its turn log's `latency.gatewayMs`: the call's time less its
+ * waits on the upstream, timestamped inside the gateway) and, end to end, the turn's total less the
+ * upstream's own serving time (which also counts this machine's scheduling delays); per trajectory
+ * the time to its first call.
+ */
 async function turnStats(out: string, calls: Map<number, number>, t0Epoch: number) {
-  const added: number[] = [];
+  const own: number[] = [];
+  const endToEnd: number[] = [];
   const firstCall: number[] = [];
   for (const file of await findFiles(out, "turns.jsonl")) {
     let first = Number.POSITIVE_INFINITY;
@@ -79,16 +92,18 @@ async function turnStats(out: string, calls: Map<number, number>, t0Epoch: numbe
         status: string;
         startedAt: string;
         response?: unknown;
-        latency: { totalMs: number };
+        latency: { totalMs: number; gatewayMs?: number };
       };
       first = Math.min(first, Date.parse(rec.startedAt) - t0Epoch);
+      if (rec.status !== "ok") continue;
+      if (rec.latency.gatewayMs !== undefined) own.push(rec.latency.gatewayMs);
       const id = /\(call c(\d+)\)/.exec(JSON.stringify(rec.response ?? ""))?.[1];
       const serveMs = id ? calls.get(Number(id)) : undefined;
-      if (rec.status === "ok" && serveMs !== undefined) added.push(rec.latency.totalMs - serveMs);
+      if (serveMs !== undefined) endToEnd.push(rec.latency.totalMs - serveMs);
     }
     if (Number.isFinite(first)) firstCall.push(first);
   }
-  return { added, firstCall };
+  return { own, endToEnd, firstCall };
 }
 
 function runConfig(o: PointOptions, upstreamUrl: string): RunConfig {
@@ -140,6 +155,8 @@ export async function runPoint(o: PointOptions): Promise<PointResult & { cluster
         gatewayAdvertise: advertise,
         startTimeoutMs: 600_000,
         probeIntervalMs: 100,
+        snapshotDir: o.snapshotDir,
+        ...(o.maxStarts !== undefined ? { maxConcurrentStarts: o.maxStarts } : {}),
       },
       { client: createNomadClient({ address: cluster.ready.nomadUrl }) },
     );
@@ -177,6 +194,7 @@ async function measureRun(
   const rssBaseMb = process.memoryUsage.rss() / 1048576;
   const fdsBase = openFds();
   const loop = monitorEventLoopDelay({ resolution: 10 });
+  const ownLoop = startOwnLoopMonitor(10);
   const g = gauges();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -199,6 +217,7 @@ async function measureRun(
     loop.disable();
     await deps.close();
   }
+  const own = ownLoop.stop();
   const cpu = process.cpuUsage(cpu0);
   const wallS = (performance.now() - t0) / 1000;
   const peaks = g.stop();
@@ -206,7 +225,7 @@ async function measureRun(
   const calls = new Map(
     (await ask<{ n: number; serveMs: number }[]>(upstream.child, "calls")).map((c) => [c.n, c.serveMs]),
   );
-  const { added, firstCall } = await turnStats(out, calls, t0Epoch);
+  const { own: gwOwn, endToEnd, firstCall } = await turnStats(out, calls, t0Epoch);
   const t = summary.trajectories;
   return {
     n: o.n,
@@ -219,14 +238,16 @@ async function measureRun(
     runnerCpuMs: (cpu.user + cpu.system) / 1000,
     rssBaseMb,
     ...peaks,
-    gatewayAddedP50Ms: percentile(added, 50),
-    gatewayAddedP99Ms: percentile(added, 99),
+    gatewayAddedP50Ms: percentile(gwOwn, 50),
+    gatewayAddedP99Ms: percentile(gwOwn, 99),
+    gatewayEndToEndP99Ms: percentile(endToEnd, 99),
     loopP99Ms: loop.percentile(99) / 1e6,
+    loopOwnP99Ms: percentile(own.ownMs, 99),
     firstCallP50Ms: percentile(firstCall, 50),
     firstCallP99Ms: percentile(firstCall, 99),
     fdsBase,
     nomadCalls: stats.nomadRequests,
-    modelCalls: added.length,
+    modelCalls: gwOwn.length,
     cluster: stats,
   };
 }

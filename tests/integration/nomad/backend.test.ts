@@ -230,10 +230,11 @@ describe("NomadBackend against the Nomad double", () => {
     await createNomadClient({ address: double.url }).jobs.deregister(a.JobID);
     expect(await stopped).toMatchObject({ sandboxKilled: true, timedOut: false });
 
-    const lost = w.exec("sleep 30", { timeoutMs: 60_000 });
+    // caught at once: it may reject while the loss is still being reported
+    const lost = w.exec("sleep 30", { timeoutMs: 60_000 }).catch((e: unknown) => e);
     await double.loseAllocation((await execAlloc()).ID);
     // a lost allocation either reports its killed task (sandboxKilled) or is an infra error: never a plain result
-    const r = await lost.catch((e: unknown) => e);
+    const r = await lost;
     if (!(r instanceof Error)) expect(r).toMatchObject({ sandboxKilled: true });
 
     const own = await w.exec("kill -9 $$");

@@ -273,6 +273,38 @@ function parseGoDuration(s: string): number {
   return ms;
 }
 
+/** Whether `port` can be listened on at `host` right now. */
+function canListen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createTcpServer();
+    s.once("error", () => resolve(false));
+    s.listen(port, host, () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * Nomad's default dynamic port range (client `min_dynamic_port` 20000, `max_dynamic_port` 32000):
+ * below Linux's ephemeral range (32768–60999), so the outgoing connections of a busy machine never
+ * take a port between its choice and the task's listen (an OS-chosen free port could be).
+ */
+const DYNAMIC_PORTS = { min: 20_000, max: 32_000 } as const;
+
+/** Hands out dynamic ports like a Nomad client: each once, from its range, checked free. */
+function dynamicPorts(host: string) {
+  const span = DYNAMIC_PORTS.max - DYNAMIC_PORTS.min;
+  let next = Math.floor(Math.random() * span);
+  const given = new Set<number>();
+  return async (): Promise<number> => {
+    for (let tried = 0; tried < span; tried++) {
+      const port = DYNAMIC_PORTS.min + (next++ % span);
+      if (given.has(port) || !(await canListen(host, port))) continue;
+      given.add(port);
+      return port;
+    }
+    return await freeTcpPort(host); // the range is spent: any free port
+  };
+}
+
 async function freeTcpPort(host: string): Promise<number> {
   return await new Promise((resolve, reject) => {
     const s = createTcpServer();
@@ -372,6 +404,21 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
   const evals = new Map<string, EvalRec>();
   const requests: RecordedRequest[] = [];
   const waiters = new Set<() => void>();
+  /**
+   * Blocking queries on one allocation, woken only by that allocation's own changes (Nomad's
+   * memdb watch sets): a thousand watched allocations must not each wake on every change.
+   */
+  const allocWaiters = new Map<string, Set<() => void>>();
+  /** Each job's allocations and evaluations (by `key(ns, id)`), so per-job reads do not scan everything. */
+  const allocsByJob = new Map<string, AllocRec[]>();
+  const evalsByJob = new Map<string, EvalRec[]>();
+  const allocsOf = (ns: string, jobId: string) => allocsByJob.get(key(ns, jobId)) ?? [];
+  const evalsOf = (ns: string, jobId: string) => evalsByJob.get(key(ns, jobId)) ?? [];
+  function indexUnder<T>(m: Map<string, T[]>, k: string, v: T) {
+    const list = m.get(k);
+    if (list) list.push(v);
+    else m.set(k, [v]);
+  }
   const subscribers = new Set<{
     topics: Map<string, Set<string>>;
     namespace: string;
@@ -391,6 +438,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
   const closers = new Set<() => void>();
   let closed = false;
 
+  const nextDynamicPort = dynamicPorts(hostIp);
   const key = (ns: string, id: string) => `${ns}\u0000${id}`;
   const later = (ms: number, f: () => void) => {
     const t = setTimeout(() => {
@@ -412,7 +460,27 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       if (mine.length) s.send(mine, index);
     }
     for (const w of [...waiters]) w();
+    for (const e of stamped) {
+      const mine = e.Topic === "Allocation" ? allocWaiters.get(e.Key) : undefined;
+      if (mine) for (const w of [...mine]) w();
+    }
     return index;
+  }
+
+  /** The waiter set of allocation `id`'s blocking queries (dropped when its last waiter leaves). */
+  function allocWatch(id: string): { add(w: () => void): void; delete(w: () => void): void } {
+    return {
+      add(w) {
+        const set = allocWaiters.get(id) ?? new Set<() => void>();
+        allocWaiters.set(id, set);
+        set.add(w);
+      },
+      delete(w) {
+        const set = allocWaiters.get(id);
+        set?.delete(w);
+        if (set?.size === 0) allocWaiters.delete(id);
+      },
+    };
   }
 
   function subscriberWants(s: { topics: Map<string, Set<string>>; namespace: string }, e: StreamEventRec) {
@@ -454,9 +522,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     const s = j.spec;
     const summary: Record<string, Json> = {};
     for (const g of (s.TaskGroups as Json[]) ?? []) {
-      const mine = [...allocs.values()].filter(
-        (a) => a.JobID === j.ID && a.Namespace === j.Namespace && a.TaskGroup === g.Name,
-      );
+      const mine = allocsOf(j.Namespace, j.ID).filter((a) => a.TaskGroup === g.Name);
       summary[g.Name as string] = {
         Queued: 0,
         Complete: mine.filter((a) => a.ClientStatus === "complete").length,
@@ -504,11 +570,10 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
   function refreshJobStatus(j: JobRec): boolean {
     const before = j.Status;
     const isParent = Boolean(j.spec.ParameterizedJob) && !j.Dispatched;
-    const mine = [...allocs.values()].filter((a) => a.JobID === j.ID && a.Namespace === j.Namespace);
+    const mine = allocsOf(j.Namespace, j.ID);
     const live = mine.some((a) => a.ClientStatus === "pending" || a.ClientStatus === "running");
-    const pendingEval = [...evals.values()].some(
-      (e) =>
-        e.JobID === j.ID && e.Namespace === j.Namespace && (e.Status === "pending" || e.Status === "blocked"),
+    const pendingEval = evalsOf(j.Namespace, j.ID).some(
+      (e) => e.Status === "pending" || e.Status === "blocked",
     );
     if (isParent) j.Status = j.Stop ? "dead" : "running";
     else if (live) j.Status = "running";
@@ -627,6 +692,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       ModifyTime: nowNs(),
     };
     evals.set(e.ID, e);
+    indexUnder(evalsByJob, key(e.Namespace, e.JobID), e);
     const i = commit("evals", [
       {
         Topic: "Evaluation",
@@ -695,12 +761,8 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
         };
         continue;
       }
-      const existing = [...allocs.values()].filter(
-        (a) =>
-          a.JobID === j.ID &&
-          a.Namespace === j.Namespace &&
-          a.TaskGroup === g.Name &&
-          a.DesiredStatus === "run",
+      const existing = allocsOf(j.Namespace, j.ID).filter(
+        (a) => a.TaskGroup === g.Name && a.DesiredStatus === "run",
       );
       const count = (g.Count as number) ?? 1;
       for (let i = existing.length; i < count; i++) toPlace.push({ group: g, idx: i });
@@ -717,6 +779,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
         CreateTime: nowNs(),
       };
       evals.set(blocked.ID, blocked);
+      indexUnder(evalsByJob, key(blocked.Namespace, blocked.JobID), blocked);
       if (!nodeReady) blockedEvals.add(blocked.ID);
       e.FailedTGAllocs = failed;
       e.BlockedEval = blocked.ID;
@@ -793,7 +856,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       for (const p of (n.DynamicPorts as Json[] | undefined) ?? []) {
         ports.push({
           Label: p.Label as string,
-          Value: await freeTcpPort(hostIp),
+          Value: await nextDynamicPort(),
           To: (p.To as number) ?? 0,
           HostIP: hostIp,
         });
@@ -879,6 +942,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
       dir,
     };
     allocs.set(id, a);
+    indexUnder(allocsByJob, key(a.Namespace, a.JobID), a);
     mkdirSync(join(dir, "alloc", "logs"), { recursive: true });
     publishAlloc(a, "PlanResult");
     a.CreateIndex = a.ModifyIndex;
@@ -1125,8 +1189,8 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
   }
 
   function stopJobAllocs(j: JobRec, why: string) {
-    for (const a of allocs.values()) {
-      if (a.JobID !== j.ID || a.Namespace !== j.Namespace || a.DesiredStatus !== "run") continue;
+    for (const a of [...allocsOf(j.Namespace, j.ID)]) {
+      if (a.DesiredStatus !== "run") continue;
       a.DesiredStatus = "stop";
       a.DesiredDescription = why;
       if (a.ClientStatus === "pending" || a.ClientStatus === "running") void killAlloc(a, why);
@@ -1162,6 +1226,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
     q: URLSearchParams,
     compute: () => { index: number; body: unknown },
     res: ServerResponse,
+    watch: { add(w: () => void): void; delete(w: () => void): void } = waiters,
   ) {
     let out = compute();
     const min = q.get("index");
@@ -1173,12 +1238,12 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
         await new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(t);
-            waiters.delete(done);
+            watch.delete(done);
             res.off("close", done);
             resolve();
           };
           const t = setTimeout(done, Math.max(0, deadline - Date.now()));
-          waiters.add(done);
+          watch.add(done);
           // The response closes early only when the client went away.
           res.once("close", done);
         });
@@ -1652,6 +1717,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
           return { index: a.ModifyIndex, body: allocJson(a) };
         },
         res,
+        allocWatch(id),
       );
     }
     if (path.startsWith("/v1/evaluation/") && method === "GET") {
@@ -1704,10 +1770,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
           q,
           () => ({
             index: tableIndex.allocs,
-            body: [...allocs.values()]
-              .filter((a) => a.JobID === id && a.Namespace === ns)
-              .sort((x, y) => y.CreateIndex - x.CreateIndex)
-              .map(allocJson),
+            body: [...allocsOf(ns, id)].sort((x, y) => y.CreateIndex - x.CreateIndex).map(allocJson),
           }),
           res,
         );
@@ -1718,9 +1781,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
           q,
           () => ({
             index: tableIndex.evals,
-            body: [...evals.values()]
-              .filter((e) => e.JobID === id && e.Namespace === ns)
-              .sort((x, y) => y.CreateIndex - x.CreateIndex),
+            body: [...evalsOf(ns, id)].sort((x, y) => y.CreateIndex - x.CreateIndex),
           }),
           res,
         );
@@ -1864,6 +1925,7 @@ export async function startNomadDouble(options: NomadDoubleOptions = {}): Promis
         }),
       );
       for (const w of [...waiters]) w();
+      for (const set of [...allocWaiters.values()]) for (const w of [...set]) w();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       rmSync(root, { recursive: true, force: true });

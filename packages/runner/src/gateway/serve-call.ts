@@ -54,6 +54,8 @@ interface CallState {
   readonly startedAt: Date;
   /** performance.now() when the call arrived: the origin of its latencies. */
   readonly t0: number;
+  /** performance.now() once its body was read (before: the client's sending pace, not the gateway's time). */
+  readonly tBody: number;
   /** The body is parsed only after it was forwarded (the upstream takes the client's JSON as is). */
   readonly deferParse: boolean;
   readonly body: Buffer;
@@ -80,6 +82,15 @@ interface Relay {
   watch: CallWatch | undefined;
   /** Bytes of answer (text, reasoning, tool arguments) relayed so far, against answerCapOf. */
   answerBytes: number;
+  /** ms spent awaiting the upstream's events (the rest of the call's time is the gateway's own). */
+  upstreamWaitMs: number;
+  /**
+   * When the gateway began to wait on the first event: until then (parsing, arming the watchdogs)
+   * it works while the upstream does, and that overlap is not a wait on the upstream.
+   */
+  awaitingSince: number | undefined;
+  /** When the client had its whole answer (the turn's logging after that delays nobody). */
+  answeredAt: number | undefined;
 }
 
 /**
@@ -108,7 +119,21 @@ export async function serveCall(
     refuseBadRequest(e, err, sendError);
     return;
   }
-  const st: CallState = { ctx, e, protocol, res, sendError, seq, startedAt, t0, deferParse, body, parsed };
+  const tBody = performance.now();
+  const st: CallState = {
+    ctx,
+    e,
+    protocol,
+    res,
+    sendError,
+    seq,
+    startedAt,
+    t0,
+    tBody,
+    deferParse,
+    body,
+    parsed,
+  };
   const refusal = refusalOf(e, seq);
   if (refusal) await refuseCall(st, refusal);
   else await relayCall(st);
@@ -192,6 +217,9 @@ function openRelay(st: CallState): Relay {
     flushQueued: false,
     rejectWaiting: undefined,
     answerBytes: 0,
+    upstreamWaitMs: 0,
+    awaitingSince: undefined,
+    answeredAt: undefined,
     iterator: undefined,
     watch: undefined,
   };
@@ -235,13 +263,13 @@ async function forward(r: Relay): Promise<void> {
   if (ac.signal.aborted) throw ac.signal.reason;
   const response = r.acc.result();
   answerClient(r, response, stream);
+  r.answeredAt = performance.now();
   const e = st.e;
   e.ok++;
   e.consecutiveFailures = 0;
   e.promptTokens += response.usage?.promptTokens ?? 0;
   e.completionTokens += response.usage?.completionTokens ?? 0;
-  const latency = { firstByteMs: r.firstByteMs, totalMs: roundMs(performance.now() - st.t0) };
-  await recordTurn(st, "ok", { response, latency }, r.acc.promptIdsJson());
+  await recordTurn(st, "ok", { response, latency: latencyOf(r) }, r.acc.promptIdsJson());
 }
 
 /** Reads the upstream's events into the answer, streaming each to the client when it asked for a stream. */
@@ -252,6 +280,7 @@ async function relayEvents(
   first: Promise<IteratorResult<UpstreamEvent>>,
   stream: boolean,
 ): Promise<void> {
+  r.awaitingSince = performance.now();
   let step = await first;
   const cap = answerCapOf(r.st.e.limits.maxResponseBytes);
   while (!step.done) {
@@ -271,15 +300,35 @@ async function relayEvents(
   }
 }
 
-/** The upstream's next event, or the abort's reason as soon as the call is aborted. */
+/**
+ * A call's latencies: to the upstream's first event, to its end, and the gateway's own part: from
+ * the body read to the client's whole answer, less the waits on the upstream (parsing, forwarding,
+ * relaying each event, answering).
+ */
+function latencyOf(r: Relay): TurnRecord["latency"] {
+  const now = performance.now();
+  const own = (r.answeredAt ?? now) - r.st.tBody - r.upstreamWaitMs;
+  return {
+    firstByteMs: r.firstByteMs,
+    totalMs: roundMs(now - r.st.t0),
+    gatewayMs: roundMs(Math.max(0, own)),
+  };
+}
+
+/** The upstream's next event, or the abort's reason as soon as the call is aborted; its wait is timed. */
 function nextEvent(r: Relay, it: AsyncIterator<UpstreamEvent>): Promise<IteratorResult<UpstreamEvent>> {
+  const t = performance.now();
+  const timed = () => {
+    const now = performance.now();
+    r.upstreamWaitMs += Math.max(0, now - Math.max(t, r.awaitingSince ?? now));
+  };
   return new Promise<IteratorResult<UpstreamEvent>>((resolve, reject) => {
     if (r.ac.signal.aborted) reject(r.ac.signal.reason);
     else {
       r.rejectWaiting = reject;
       it.next().then(resolve, reject);
     }
-  });
+  }).finally(timed);
 }
 
 /** Ends the client's stream, or sends the whole answer as one JSON body. */
@@ -308,7 +357,7 @@ async function failCall(r: Relay, err: unknown): Promise<void> {
   const { st, ac } = r;
   const reason = ac.signal.aborted ? ac.signal.reason : err;
   const partial = r.acc.result();
-  const latency = { firstByteMs: r.firstByteMs, totalMs: roundMs(performance.now() - st.t0) };
+  const latency = latencyOf(r);
   if (reason instanceof HttpError) {
     refuseBadRequest(st.e, reason, st.sendError);
     return;

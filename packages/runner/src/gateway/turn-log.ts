@@ -36,6 +36,12 @@ export const TurnRecord = z
       .object({
         firstByteMs: z.number().nullable().describe("ms until the upstream's first event"),
         totalMs: z.number().describe("ms until the call ended"),
+        gatewayMs: z
+          .number()
+          .optional()
+          .describe(
+            "the gateway's own part of the call: from its body read to the client's whole answer, less the waits on the upstream",
+          ),
       })
       .strict(),
   })

@@ -239,7 +239,10 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
   } finally {
     await (worker?.release ? worker.release(ended) : worker?.stop())?.catch(() => {});
     await gateway.unregister(id).catch(() => undefined);
-    await ctx.keepWorkspace?.(f.workspace).catch((err) => ctx.onNote?.(`keep workspace: ${err}`));
+    // no fork on this host (a remote worker's own workspace): there is no workspace here to keep
+    if (f.method !== "none")
+      await ctx.keepWorkspace?.(f.workspace).catch((err) => ctx.onNote?.(`keep workspace: ${err}`));
+    else if (ctx.keepWorkspace) ctx.onNote?.(`keep workspace: ${id} ran on a remote worker; nothing kept`);
     await releaseFork(f, ctx.onNote);
   }
 }

@@ -193,7 +193,8 @@ function agentSpec(
 /** Forks of `snapshot` for task `t`'s workers, each under the task's disk quota. */
 function forkOf(w: Wire, snapshot: Snapshot, t: TaskRuntime) {
   return async (name: string) => {
-    const f = await forkIn(w.scratch, snapshot, name, t.limits.diskMb, w.o.signal);
+    const hostForks = w.backend.capabilities.hostForks;
+    const f = await forkIn(w.scratch, snapshot, name, t.limits.diskMb, w.o.signal, hostForks);
     return Object.assign(f, {
       deps: depsOfSnapshot(snapshot, f.tree),
       hostBinds: interpreterBindsOf(snapshot.manifest.envInstall),

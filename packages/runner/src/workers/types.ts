@@ -198,6 +198,12 @@ export interface BackendCapabilities {
   readonly runsHostImages: boolean;
   /** Agent workers run the one-byte Cline core where it is built (rollout's run.json provenance). */
   readonly usesOneByteCore: boolean;
+  /**
+   * Each worker starts from a fresh fork of the snapshot made on this host (`WorkerSpec.workspace`).
+   * False: the worker brings its own workspace (an image's, a Nomad client's snapshotDir), so the
+   * rollout makes no fork and the spec names the snapshot's own, read-only tree.
+   */
+  readonly hostForks: boolean;
 }
 
 export type BackendKind = "local" | "podman" | "nomad";

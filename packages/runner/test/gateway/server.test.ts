@@ -102,6 +102,9 @@ describe("policy gateway: OpenAI chat completions", () => {
     expect(turn!.request.messages[0]).toEqual({ role: "system", content: "You are Cline." });
     expect(turn!.response!.text).toBe(text);
     expect(turn!.latency.firstByteMs).not.toBeNull();
+    // the gateway's own part: measured, and never more than the whole call
+    expect(turn!.latency.gatewayMs).toBeGreaterThanOrEqual(0);
+    expect(turn!.latency.gatewayMs!).toBeLessThanOrEqual(turn!.latency.totalMs);
   });
 
   it("sends native tool calls when the request offers tools, streamed and not", async () => {

@@ -8,7 +8,7 @@ import {
   resolveBackend,
 } from "../../src/workers/backend.js";
 import { LOCAL_CAPABILITIES } from "../../src/workers/local/local-backend.js";
-import { NOMAD_CAPABILITIES } from "../../src/workers/nomad/backend.js";
+import { NOMAD_CAPABILITIES, nomadHostForks } from "../../src/workers/nomad/backend.js";
 import { PODMAN_CAPABILITIES } from "../../src/workers/podman/podman-backend.js";
 import { createDummyPoolable } from "../../src/workers/pool/dummy-backend.js";
 
@@ -54,6 +54,7 @@ describe("backend capabilities", () => {
       needsRoutableGateway: false,
       runsHostImages: false,
       usesOneByteCore: true,
+      hostForks: true,
     });
     expect(capabilitiesOf("podman")).toEqual({
       bindsHiddenReadOnly: true,
@@ -61,6 +62,7 @@ describe("backend capabilities", () => {
       needsRoutableGateway: false,
       runsHostImages: true,
       usesOneByteCore: false,
+      hostForks: true,
     });
     expect(capabilitiesOf("nomad")).toEqual({
       bindsHiddenReadOnly: false,
@@ -68,6 +70,7 @@ describe("backend capabilities", () => {
       needsRoutableGateway: true,
       runsHostImages: false,
       usesOneByteCore: false,
+      hostForks: true,
     });
   });
 });
@@ -79,8 +82,16 @@ describe("createBackend", () => {
     const podman = createBackend({ kind: "podman", images: "host" });
     expect([podman.kind, podman.capabilities]).toEqual(["podman", PODMAN_CAPABILITIES]);
     const n = createBackend(nomad, { env: { NOMAD_ADDR: "http://127.0.0.1:1" } });
-    expect([n.kind, n.capabilities]).toEqual(["nomad", NOMAD_CAPABILITIES]);
+    // a docker allocation brings its workspace in the image: no fork on this host
+    expect([n.kind, n.capabilities]).toEqual(["nomad", { ...NOMAD_CAPABILITIES, hostForks: false }]);
     await n.close?.();
+  });
+
+  it("forks on this host for Nomad only where the dispatch names the fork (raw_exec without a shared snapshotDir)", () => {
+    const raw = { driver: "raw_exec" as const, command: "/bin/sh", args: [], allowUnisolated: true };
+    expect(nomadHostForks({ driver: raw, snapshotDir: undefined })).toBe(true);
+    expect(nomadHostForks({ driver: raw, snapshotDir: "/shared/tree" })).toBe(false);
+    expect(nomadHostForks({ driver: { driver: "docker" } as never, snapshotDir: undefined })).toBe(false);
   });
 
   it("refuses an invalid config before making anything, naming the field", () => {

@@ -9,6 +9,7 @@ import { defaultSessionsDir } from "../../api/session.js";
 import { setup } from "../../api/setup.js";
 import { teardown } from "../../api/teardown.js";
 import { checkOutDir } from "../../rollout/out-path.js";
+import type { BackendConfigInput } from "../../workers/backend.js";
 import type { CliContext } from "../command.js";
 import { defineCommand } from "../command.js";
 
@@ -25,6 +26,28 @@ const maxTotalSeconds = z
   .min(1)
   .optional()
   .describe("override the contract's max_total_seconds");
+
+const backend = z
+  .enum(["local", "podman"])
+  .optional()
+  .describe(
+    "where the stages run (default local bubblewrap; podman: containers, see docs/sandbox.md). Nomad needs a routable gateway, which only rollout's --backend sets up",
+  );
+const images = z
+  .enum(["host", "nix"])
+  .default("host")
+  .describe("with --backend podman: host (this machine's /usr) or nix (the flake's snapshot images)");
+
+/** The API's `backend` option from `--backend` and `--images` (none: the API's default, local). Pure. */
+export function envBackendOf(o: {
+  backend?: "local" | "podman" | undefined;
+  images?: "host" | "nix" | undefined;
+}): { backend?: BackendConfigInput } {
+  if (o.backend === undefined) return {};
+  return {
+    backend: o.backend === "podman" ? { kind: "podman", images: o.images ?? "host" } : { kind: "local" },
+  };
+}
 
 function limitsOf(o: { maxCmdSeconds?: number | undefined; maxTotalSeconds?: number | undefined }) {
   return {
@@ -60,6 +83,8 @@ export const envSetupCommand = defineCommand({
     maxCmdSeconds,
     maxTotalSeconds,
     sessionsDir,
+    backend,
+    images,
   }),
   examples: [
     "flakegym env setup ./my-repo",
@@ -79,6 +104,7 @@ export const envSetupCommand = defineCommand({
       signal: ctx.signal,
       onEvent: eventPrinter(ctx),
       ...(opts.sessionsDir ? { sessionsDir: opts.sessionsDir } : {}),
+      ...envBackendOf(opts),
     });
     ctx.stdout.write(
       `${JSON.stringify({ id: s.id, dir: s.dir, contract: s.contractSource, hints: s.hints.length })}\n`,
@@ -119,6 +145,8 @@ export const envRolloutCommand = defineCommand({
     maxCmdSeconds,
     maxTotalSeconds,
     sessionsDir,
+    backend,
+    images,
   }),
   examples: ["flakegym env rollout --session <id> --llm openai:http://127.0.0.1:8000/v1#my-model"],
   async run(opts, ctx) {
@@ -135,6 +163,7 @@ export const envRolloutCommand = defineCommand({
       ...(opts.maxSamples !== undefined ? { maxSamples: opts.maxSamples } : {}),
       ...(opts.sessionsDir ? { sessionsDir: opts.sessionsDir } : {}),
       ...(opts.tokenizer ? { tokenizer: resolve(ctx.cwd, opts.tokenizer) } : {}),
+      ...envBackendOf(opts),
     });
     let tokens: { tokenized: number; samples_tokens: string } | undefined;
     if (opts.tokenizer) {
@@ -157,8 +186,13 @@ export const envEvaluationCommand = defineCommand({
     maxCmdSeconds,
     maxTotalSeconds,
     sessionsDir,
+    backend,
+    images,
   }),
-  examples: ["flakegym env evaluation --session <id>"],
+  examples: [
+    "flakegym env evaluation --session <id>",
+    "flakegym env evaluation --session <id> --backend podman",
+  ],
   async run(opts, ctx) {
     const e = await evaluation({
       session: opts.session,
@@ -166,6 +200,7 @@ export const envEvaluationCommand = defineCommand({
       signal: ctx.signal,
       onEvent: eventPrinter(ctx),
       ...(opts.sessionsDir ? { sessionsDir: opts.sessionsDir } : {}),
+      ...envBackendOf(opts),
     });
     ctx.stdout.write(
       `${JSON.stringify({ ok: e.ok, outcome: e.outcome, score: e.score, scoreSource: e.scoreSource, reason: e.reason, summary: e.summary, hintsUsed: e.hintsUsed })}\n`,

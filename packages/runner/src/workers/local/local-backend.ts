@@ -69,6 +69,7 @@ export const LOCAL_CAPABILITIES: BackendCapabilities = {
   needsRoutableGateway: false,
   runsHostImages: false,
   usesOneByteCore: true,
+  hostForks: true,
 };
 
 export function createLocalBackend(options: LocalBackendOptions = {}): PoolableBackend {

@@ -7,6 +7,7 @@ import { exitOf } from "./job-shape.js";
 import type { NomadBackendDeps, NomadBackendOptions } from "./options.js";
 import { abortable, type ParentJobs } from "./parents.js";
 import type { ReadinessProbe } from "./probe.js";
+import type { StartQueue } from "./start-queue.js";
 import { sweepOrphans } from "./sweep.js";
 
 export interface NomadWorker extends Worker {
@@ -31,6 +32,8 @@ export interface NomadBackendState {
   /** Aborted by `close()`: every wait of the backend ends. */
   readonly closing: AbortController;
   readonly parents: ParentJobs;
+  /** At most `maxConcurrentStarts` agent starts talk to Nomad at once (start-queue.ts). */
+  readonly starts: StartQueue;
   readonly workers: Set<NomadWorker & { stop(): Promise<void> }>;
   /** The sweep of each run id's orphans, once per run. */
   readonly swept: Map<string, Promise<void>>;

@@ -1,5 +1,5 @@
 import { setMaxListeners } from "node:events";
-import { agentVersion } from "@flakegym/nomad-jobs";
+import { agentVersion, createDeadline } from "@flakegym/nomad-jobs";
 import type { BackendCapabilities, WorkerBackend } from "../types.js";
 import { type NomadBackendState, sweepOnce, wrapAbort } from "./backend-state.js";
 import { NomadWorkerError } from "./errors.js";
@@ -9,6 +9,7 @@ import { type NomadBackendDeps, NomadBackendOptions, type NomadBackendOptionsInp
 import { ParentJobs } from "./parents.js";
 import { http2Probe } from "./probe.js";
 import { startAgent } from "./start-agent.js";
+import { createStartQueue, startBoundMs } from "./start-queue.js";
 import { NomadWorkerImpl } from "./worker.js";
 
 export type { NomadWorker } from "./backend-state.js";
@@ -73,6 +74,7 @@ function newState(o: NomadBackendOptions, deps: NomadBackendDeps): NomadBackendS
       },
       deps.onProgress,
     ),
+    starts: createStartQueue(o.maxConcurrentStarts, startBoundMs(o)),
     workers: new Set(),
     swept: new Map(),
   };
@@ -97,7 +99,18 @@ async function start(
     st.workers.add(w);
     return w;
   }
-  return await startAgent(st, spec, policyBaseUrl!, signal);
+  // queued behind this runner's other starts; the start's own deadline begins once admitted
+  using linked = createDeadline({ signals: [signal, st.closing.signal] });
+  let admitted = false;
+  try {
+    return await st.starts.run(linked.signal, () => {
+      admitted = true;
+      return startAgent(st, spec, policyBaseUrl!, signal);
+    });
+  } catch (err) {
+    if (admitted) throw err; // startAgent's own error, already named
+    throw wrapAbort(err, signal, `waiting to start a Nomad worker for trajectory ${spec.trajectoryId}`);
+  }
 }
 
 /** The backend as `flakegym doctor` and run.json describe it (Nomad's version and leader, bounded). */
@@ -133,7 +146,8 @@ async function close(st: NomadBackendState): Promise<void> {
 /**
  * The Nomad backend's capabilities: allocations on other machines, which bind no host files (the
  * scoring script installs the hidden tests), whose host may hold no snapshot work tree, and which
- * reach the gateway over the network.
+ * reach the gateway over the network. `hostForks` as named by the backend's name alone (raw_exec's
+ * default); an instance says it exactly (nomadHostForks).
  */
 export const NOMAD_CAPABILITIES: BackendCapabilities = {
   bindsHiddenReadOnly: false,
@@ -141,13 +155,23 @@ export const NOMAD_CAPABILITIES: BackendCapabilities = {
   needsRoutableGateway: true,
   runsHostImages: false,
   usesOneByteCore: false,
+  hostForks: true,
 };
+
+/**
+ * Whether a worker's dispatch names a fork made on the runner's host: only raw_exec without a
+ * shared `snapshotDir` copies the trajectory's own fork (dispatchSnapshotDir); containers bring
+ * their workspace in the image. Pure.
+ */
+export function nomadHostForks(o: Pick<NomadBackendOptions, "driver" | "snapshotDir">): boolean {
+  return o.driver.driver === "raw_exec" && o.snapshotDir === undefined;
+}
 
 export function createNomadBackend(input: NomadBackendOptionsInput, deps: NomadBackendDeps): NomadBackend {
   const st = newState(parseOptions(input), deps);
   return {
     kind: "nomad",
-    capabilities: NOMAD_CAPABILITIES,
+    capabilities: { ...NOMAD_CAPABILITIES, hostForks: nomadHostForks(st.o) },
     start: (spec, signal) => start(st, spec, signal),
     describe: () => describe(st),
     close: () => close(st),

@@ -11,6 +11,7 @@ export type NomadWorkerErrorCode =
   | "E_NOMAD_ALLOC_FAILED"
   | "E_NOMAD_ALLOC_LOST"
   | "E_NOMAD_START_TIMEOUT"
+  | "E_NOMAD_START_QUEUE"
   | "E_NOMAD_NOT_READY"
   | "E_NOMAD_EXEC"
   | "E_NOMAD_ARTIFACTS"

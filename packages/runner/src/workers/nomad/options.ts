@@ -105,6 +105,14 @@ export const NomadBackendOptions = z
       .positive()
       .default(300_000)
       .describe("placement + image pull + core boot, per worker"),
+    maxConcurrentStarts: z
+      .number()
+      .int()
+      .positive()
+      .default(32)
+      .describe(
+        "worker starts talking to Nomad at once (the others queue; startTimeoutMs runs from admission)",
+      ),
     execTimeoutMs: z.number().int().positive().default(1_800_000).describe("default deadline of one exec"),
     pollMs: z.number().int().positive().default(30_000).describe("longest single blocking query"),
     probeIntervalMs: z.number().int().positive().default(200),

@@ -44,6 +44,7 @@ export const PODMAN_CAPABILITIES: BackendCapabilities = {
   needsRoutableGateway: false,
   runsHostImages: true,
   usesOneByteCore: false,
+  hostForks: true,
 };
 
 export function createPodmanBackend(options: PodmanBackendOptions = {}): WorkerBackend {
