@@ -147,7 +147,10 @@ describe("tasks check: the Python each row wants", () => {
   it("tasks import refuses the same rows, naming row, wanted version and how to provide it; --python imports them", async (ctx) => {
     const env = await bareEnv(tmp.path);
     const out = join(tmp.path, "imported");
-    const r = await runCli(["tasks", "import", "--dataset", SHAPES, "--out", out], { timeoutMs: 60_000, env });
+    const r = await runCli(["tasks", "import", "--dataset", SHAPES, "--out", out], {
+      timeoutMs: 60_000,
+      env,
+    });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toMatch(
       /verified-shapes\.jsonl:2: \[sympy__sympy-20590\] field 'python': task 'sympy__sympy-20590' wants Python 3\.9, and no CPython 3\.9 was found .*name one: --python 3\.9=\/path\/to\/python3\.9 .*pyenv install 3\.9/m,
@@ -158,7 +161,16 @@ describe("tasks check: the Python each row wants", () => {
     const py = await python39();
     if (!py.path) ctx.skip(py.why!);
     const named = await runCli(
-      ["tasks", "import", "--dataset", SHAPES, "--out", join(tmp.path, "named"), "--python", `3.9=${py.path}`],
+      [
+        "tasks",
+        "import",
+        "--dataset",
+        SHAPES,
+        "--out",
+        join(tmp.path, "named"),
+        "--python",
+        `3.9=${py.path}`,
+      ],
       { timeoutMs: 60_000, env },
     );
     expect(named.stdout).toContain("imported sympy__sympy-20590 (python, network required)");
