@@ -195,7 +195,7 @@ async function runnableRows(
 
 const skipReason = MIRRORS
   ? undefined
-  : "FLAKEGYM_REPO_MIRROR is not set: it names a directory of git mirrors (owner/repo or owner+repo/repo) of the rows' repositories (marshmallow-code/marshmallow, pytest-dev/pytest, sympy/sympy, sphinx-doc/sphinx, mwaskom/seaborn, dustin/go-humanize, Masterminds/semver)";
+  : "FLAKEGYM_REPO_MIRROR is not set: it names a directory of git mirrors (owner/repo or owner+repo/repo) of the rows' repositories (marshmallow-code/marshmallow, pytest-dev/pytest, psf/requests, pylint-dev/pylint, sympy/sympy, sphinx-doc/sphinx, mwaskom/seaborn, dustin/go-humanize, Masterminds/semver)";
 if (skipReason) console.warn(`swebench-real: skipped — ${skipReason}`);
 
 describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from public repositories", () => {
