@@ -34,7 +34,7 @@ import { envSpecOf } from "../../packages/runner/src/tasks/swebench-env-specs.js
  * snapshot manifest's `envInstall.python`); every row's fix is in the mirror's later history and
  * must not be reachable from the snapshot's workspace, and pytest's (setuptools-scm) checkout
  * holds its history and tags.
- * Rows of other versions (pytest 6.0, sphinx 7.1, sympy 1.6, pylint 2.15) were made the same way
+ * Rows of other versions (pytest 6.0, sphinx 7.1, pylint 2.15) were made the same way
  * with their version's install facts and test command; ids keyed as SWE-bench's parser for the
  * repository keys them (pylint: absolute-path parameters shortened).
  * `FLAKEGYM_E2E_REAL_ROWS=<regex>` keeps the rows whose instance id matches. The repositories are not
