@@ -144,6 +144,39 @@ describe("tasks check: the Python each row wants", () => {
     expect(allowed.stdout).toMatch(/9 rows, 6 accepted, 3 rejected/);
   });
 
+  it("tasks import refuses the same rows, naming row, wanted version and how to provide it; --python imports them", async (ctx) => {
+    const env = await bareEnv(tmp.path);
+    const out = join(tmp.path, "imported");
+    const r = await runCli(["tasks", "import", "--dataset", SHAPES, "--out", out], {
+      timeoutMs: 60_000,
+      env,
+    });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(
+      /verified-shapes\.jsonl:2: \[sympy__sympy-20590\] field 'python': task 'sympy__sympy-20590' wants Python 3\.9, and no CPython 3\.9 was found .*name one: --python 3\.9=\/path\/to\/python3\.9 .*pyenv install 3\.9/m,
+    );
+    expect(r.stdout).toMatch(/9 rows, 1 accepted, 8 rejected/);
+    expect(r.stdout).not.toContain("imported sympy__sympy-20590");
+    expect(await readdir(out)).toEqual(["cli__cli-10139"]);
+    const py = await python39();
+    if (!py.path) ctx.skip(py.why!);
+    const named = await runCli(
+      [
+        "tasks",
+        "import",
+        "--dataset",
+        SHAPES,
+        "--out",
+        join(tmp.path, "named"),
+        "--python",
+        `3.9=${py.path}`,
+      ],
+      { timeoutMs: 60_000, env },
+    );
+    expect(named.stdout).toContain("imported sympy__sympy-20590 (python, network required)");
+    expect(named.stdout).toMatch(/9 rows, 6 accepted, 3 rejected/);
+  });
+
   it("names the provider that serves each row: --python (user) before the others", async (ctx) => {
     const py = await python39();
     if (!py.path) ctx.skip(py.why!);

@@ -151,8 +151,13 @@ export function installOfEnvSpec(
   const pre = spec.pre_install ?? [];
   const kept = pre.filter(isWorkspaceEdit);
   const dropped = pre.filter((c) => !isWorkspaceEdit(c));
-  if (dropped.length > 0)
-    notes.push(`not run (system setup, not reproduced in the sandbox): ${dropped.join("; ")}`);
+  if (dropped.length > 0) {
+    // the sandbox binds the host's /usr: graphviz (`dot`) is the host's, from scripts/ensure-system-deps
+    const host = dropped.some((c) => /\bgraphviz\b/.test(c))
+      ? "; graphviz's dot comes from the host's /usr (scripts/ensure-system-deps installs it)"
+      : "";
+    notes.push(`not run (system setup, not reproduced in the sandbox${host}): ${dropped.join("; ")}`);
+  }
   install.push(...kept.map(inVenv));
   const packages = spec.packages?.trim() ?? "";
   if (packages === "requirements.txt") {

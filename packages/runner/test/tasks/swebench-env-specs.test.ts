@@ -117,7 +117,7 @@ describe("installOfEnvSpec", () => {
     ]);
     expect(conda.notes).toEqual([
       expect.stringContaining("python: SWE-bench runs this row under Python 3.10, and so does flakegym"),
-      "not run (system setup, not reproduced in the sandbox): apt-get update && apt-get install -y graphviz",
+      "not run (system setup, not reproduced in the sandbox; graphviz's dot comes from the host's /usr (scripts/ensure-system-deps installs it)): apt-get update && apt-get install -y graphviz",
       "its conda environment (environment.yml) is not built: only the repository's own install runs",
     ]);
   });

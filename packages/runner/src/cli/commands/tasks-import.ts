@@ -3,6 +3,8 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { flakegymCacheRoot } from "../../cache-root.mjs";
 import { UsageError } from "../../errors.js";
+import { PythonFlags, pythonOptionsOfFlags } from "../../snapshots/python-options.js";
+import { rowPythonsOf, withPythonRefusals } from "../../snapshots/row-python.js";
 import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import { formatIntakeError, formatIntakeSummary, loadIntake } from "../../tasks/intake.js";
 import { writeTaskFolder } from "../../tasks/task-dir.js";
@@ -16,7 +18,8 @@ export const tasksImportCommand = defineCommand({
     "Reads a SWE-bench-family dataset file (JSONL or Parquet) or a directory of Harbor task\n" +
     "directories and writes one catalog task folder per accepted row or directory under --out\n" +
     "(task.json, the reference patch, the hidden tests). Rejected ones are listed with the reason and\n" +
-    "the rest proceed. Then: flakegym validate --catalog <out> --all, or rollout --catalog <out> --task <id>.\n" +
+    "the rest proceed; a python row whose wanted Python is not found here is refused as `tasks check`\n" +
+    "refuses it (field python: the version, where it was looked for, how to provide one). Then: flakegym validate --catalog <out> --all, or rollout --catalog <out> --task <id>.\n" +
     "Exits 1 when nothing was imported.",
   options: z.object({
     dataset: z
@@ -37,11 +40,13 @@ export const tasksImportCommand = defineCommand({
       .describe(
         "Harbor dirs: build each task's environment/Dockerfile into a root filesystem (FROM served by a Debian base made with mmdebstrap, RUN/COPY/ENV/WORKDIR/USER run on it with network at build time; root, cached under the flakegym cache) and run the oracle, agent and verifier on it (local backend)",
       ),
+    ...PythonFlags,
   }),
   examples: [
     "flakegym tasks import --dataset swe-bench-lite.parquet --out ./tasks --limit 20",
     "flakegym tasks import --dataset ./harbor-tasks --out ./tasks",
     "flakegym tasks import --dataset ./harbor-tasks --out ./tasks --build-env",
+    "flakegym tasks import --dataset verified.jsonl --repo-mirror ~/mirrors --out ./tasks --python 3.9=/opt/py39/bin/python3.9",
   ],
   async run(opts0, ctx) {
     const opts = await withDatasetPath(opts0, ctx);
@@ -64,11 +69,15 @@ export const tasksImportCommand = defineCommand({
         "roll those rows out directly with flakegym rollout --dataset; tasks import takes SWE-bench-style rows (instance_id, test_patch, FAIL_TO_PASS) and Harbor task dirs",
       );
     }
-    for (const e of d.rejected) ctx.stdout.write(`${printable(formatIntakeError(d.summary.kind, e))}\n`);
-    ctx.stdout.write(`${formatIntakeSummary(d.summary)}\n`);
+    // a python row is importable only when the interpreter it wants is here (as tasks check says)
+    const pythons = await rowPythonsOf(d.tasks, pythonOptionsOfFlags(opts), ctx.env);
+    const { rejected, summary, refusedRows } = withPythonRefusals(d, pythons);
+    for (const e of rejected) ctx.stdout.write(`${printable(formatIntakeError(d.summary.kind, e))}\n`);
+    ctx.stdout.write(`${formatIntakeSummary(summary)}\n`);
     const out = resolve(ctx.cwd, opts.out);
     await mkdir(out, { recursive: true });
-    const picked = d.tasks.slice(0, opts.limit ?? d.tasks.length);
+    const importable = d.tasks.filter((t) => !refusedRows.has(t.source.row));
+    const picked = importable.slice(0, opts.limit ?? importable.length);
     for (const t of picked) {
       ctx.signal.throwIfAborted();
       await writeTaskFolder(out, t, { replace: opts.replace });

@@ -22,6 +22,9 @@ import { resolvePool } from "../../workers/pool/decisions.js";
 import { REUSE_DEFAULT } from "../../workers/pool/reuse.js";
 import { defineCommand } from "../command.js";
 
+/** Seconds a validate run's hidden tests may take per run unless --test-timeout: SWE-bench's harness default (1800). */
+export const VALIDATE_TEST_TIMEOUT_S = 1800;
+
 export const validateCommand = defineCommand({
   path: ["validate"],
   summary:
@@ -73,6 +76,14 @@ export const validateCommand = defineCommand({
       .default(false)
       .describe(
         "exit 0 even when every task asked for was skipped (e.g. all need network this machine lacks)",
+      ),
+    testTimeout: z
+      .number()
+      .int()
+      .min(1)
+      .default(VALIDATE_TEST_TIMEOUT_S)
+      .describe(
+        `seconds the hidden tests may take per run (default ${VALIDATE_TEST_TIMEOUT_S}, SWE-bench's harness default: real rows' test files can take many minutes on a busy machine)`,
       ),
     json: z.boolean().default(false).describe("print the verdicts as JSON"),
     ...PythonFlags,
@@ -196,6 +207,7 @@ export function validateConfig(
     catalog?: string | undefined;
     concurrency?: number | undefined;
     repeat: number;
+    testTimeout?: number | undefined;
     tamperPenalty: RunConfig["tamperPenalty"];
     backend: RunConfig["backend"];
   },
@@ -214,6 +226,10 @@ export function validateConfig(
     tamperPenalty: opts.tamperPenalty,
     segments: "last",
     backend: opts.backend,
-    limits: { maxTurns: 200, timeoutMs: 20 * 60_000, testTimeoutMs: 10 * 60_000 },
+    limits: {
+      maxTurns: 200,
+      timeoutMs: 20 * 60_000,
+      testTimeoutMs: (opts.testTimeout ?? VALIDATE_TEST_TIMEOUT_S) * 1000,
+    },
   };
 }
