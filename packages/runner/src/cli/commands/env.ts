@@ -31,7 +31,7 @@ const backend = z
   .enum(["local", "podman"])
   .optional()
   .describe(
-    "where the stages run (default local bubblewrap; podman: containers, see docs/sandbox.md). Nomad needs a routable gateway, which only rollout's --backend sets up",
+    "where the stages run (default local bubblewrap; podman: containers, see docs/reference/sandbox.md). Nomad needs a routable gateway, which only rollout's --backend sets up",
   );
 const images = z
   .enum(["host", "nix"])
