@@ -34,7 +34,7 @@ import {
 import { flakegymCacheRoot } from "../packages/runner/src/cache-root.mjs";
 import type { RolloutDeps } from "../packages/runner/src/rollout/deps.js";
 import { runRollout } from "../packages/runner/src/rollout/run-rollout.js";
-import { createSemaphore } from "../packages/runner/src/rollout/semaphore.js";
+import { createSemaphore } from "../packages/runner/src/workers/semaphore.js";
 import { createRolloutDeps } from "../packages/runner/src/rollout/wire.js";
 import type { RunConfig } from "../packages/runner/src/run-format/schema.js";
 import { buildSnapshot } from "../packages/runner/src/snapshots/build.js";

@@ -1,7 +1,7 @@
 import { appendFile, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSemaphore } from "../../../packages/runner/src/rollout/semaphore.js";
+import { createSemaphore } from "../../../packages/runner/src/workers/semaphore.js";
 import {
   evalSnapshotImage,
   FAKE_HASH,

@@ -12,6 +12,7 @@ export {
   Timings,
   TrajectoryResult,
 } from "../run-format/schema.js";
+export { createSemaphore } from "../workers/semaphore.js";
 export {
   classifyOutcome,
   type GatewayVerdict,
@@ -44,7 +45,6 @@ export { type Plan, planRun, policyFor, type TrajectorySlot, trajectoryId } from
 export { nixStorePathOf } from "./provenance.js";
 export { isRetryable, shouldRetry } from "./retry.js";
 export { type RolloutResult, runRollout } from "./run-rollout.js";
-export { createSemaphore } from "./semaphore.js";
 export { RunDatasetSummary, RunSummary, renderSummary, TaskSummary } from "./summary.js";
 export { renderVerdicts, type TaskVerdict, verdictFor } from "./validate.js";
 export { chatOf, createRolloutDeps, type WireOptions } from "./wire.js";

@@ -14,13 +14,13 @@ import {
 } from "../run-format/run-dir.js";
 import type { GroupLine, RunConfig, RunManifest, TrajectoryResult } from "../run-format/schema.js";
 import { metricsLineOf } from "../run-format/trajectory-record.js";
+import { createSemaphore, type Semaphore } from "../workers/semaphore.js";
 import type { RolloutDeps } from "./deps.js";
 import { createGroupSender, type GroupSender } from "./group-sender.js";
 import { createRunnerCpuLedger } from "./phase-cpu.js";
 import { planRun, type TrajectorySlot } from "./plan.js";
 import { groupProvenanceOf, openManifest } from "./run-manifest.js";
 import { isAbort, runSlot, type SlotRun, sampleLine } from "./run-slot.js";
-import { createSemaphore, type Semaphore } from "./semaphore.js";
 import {
   type RunDatasetSummary,
   type RunSummary,

@@ -6,12 +6,12 @@ import { moveToAttempt, type RunPaths } from "../run-format/run-dir.js";
 import type { Outcome, RunConfig, SampleLine, Score, TrajectoryResult } from "../run-format/schema.js";
 import { metricsLineOf } from "../run-format/trajectory-record.js";
 import { ScoringSetupError } from "../scoring/scorer.js";
+import type { Semaphore } from "../workers/semaphore.js";
 import type { AgentAttempt, RolloutDeps, RolloutTask, SnapshotRef } from "./deps.js";
 import { diskFullStop, isDiskFullEnd } from "./disk-full-end.js";
 import type { RunnerCpuLedger } from "./phase-cpu.js";
 import type { TrajectorySlot } from "./plan.js";
 import { type AttemptEnd, isRetryable, shouldRetry } from "./retry.js";
-import type { Semaphore } from "./semaphore.js";
 import {
   infraOutcomeOf,
   notCompletedDetailOf,

@@ -1,5 +1,5 @@
 import { createDeadline } from "@flakegym/nomad-jobs";
-import { createSemaphore } from "../../rollout/semaphore.js";
+import { createSemaphore } from "../semaphore.js";
 import { NomadWorkerError } from "./errors.js";
 
 /**

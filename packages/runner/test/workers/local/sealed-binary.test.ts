@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
-import { stat } from "node:fs/promises";
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { makeTempDir } from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
 import {
   isSealedMode,
@@ -41,12 +41,17 @@ describe("sealed binaries (execute-only copies of the kept processes' binaries)"
   });
 
   it("makes one execute-only copy that runs, and reads a live process's binary mode", async () => {
-    await using tmp = await makeTempDir("flakegym-sealed-");
-    const dest = await sealedCopy(tmp.path, "/bin/true");
-    expect(dest.startsWith(join(tmp.path, "sealed-bin"))).toBe(true);
-    expect((await stat(dest)).mode & 0o777).toBe(SEALED_MODE);
-    expect(await sealedCopy(tmp.path, "/bin/true")).toBe(dest); // made once
-    expect(() => execFileSync(dest)).not.toThrow();
+    // this node as the binary: the unit layer's Nix replay has no coreutils
+    const dir = await mkdtemp(join(tmpdir(), "flakegym-sealed-"));
+    try {
+      const dest = await sealedCopy(dir, process.execPath);
+      expect(dest.startsWith(join(dir, "sealed-bin"))).toBe(true);
+      expect((await stat(dest)).mode & 0o777).toBe(SEALED_MODE);
+      expect(await sealedCopy(dir, process.execPath)).toBe(dest); // made once
+      expect(execFileSync(dest, ["-e", "process.stdout.write('ran')"]).toString()).toBe("ran");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
     const [self] = await keptProcesses([process.pid]);
     expect(self?.comm.length).toBeGreaterThan(0);
     expect(isSealedMode(self!.exeMode!)).toBe(false); // this node is readable

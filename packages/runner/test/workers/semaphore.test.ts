@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createSemaphore } from "../../src/rollout/semaphore.js";
+import { createSemaphore } from "../../src/workers/semaphore.js";
 
 describe("createSemaphore", () => {
   it("never runs more than its size at once, and serves waiters in order", async () => {
