@@ -11,8 +11,8 @@ import { createDeadline } from "@flakegym/nomad-jobs";
  */
 
 export const LIVE_MODEL = "tiny-qwen3";
-/** vLLM's context: long enough for the judged conversations, short enough to refuse the turn-1 member's prompt. */
-export const LIVE_MAX_MODEL_LEN = 2048;
+/** vLLM's context: Cline's first prompt (~12 k tokens), the truncated member's long call and what follows. */
+export const LIVE_MAX_MODEL_LEN = 24_576;
 
 export interface LiveServer {
   readonly baseUrl: string;

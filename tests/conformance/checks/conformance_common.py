@@ -79,6 +79,18 @@ def assert_members_reported(ns, records, what):
             what, r["index"], r["outcome"]["kind"], want, said)
 
 
+def assert_defaults_train_all(records, default_rows_tokens):
+    """Issue 44 item 1: the defaults train every sampled token exactly once — `flakegym export`'s
+    default (`default_rows_tokens`: the tokens trained by a `<format>-default` export) and the
+    adapters' `pieces(records)` — never `final`, which leaves the earlier segments' tokens out."""
+    from flakegym_client import pieces
+    want = sampled_total(records)
+    assert default_rows_tokens == want, (
+        "flakegym export's default segment policy trains %d of %d sampled tokens" % (default_rows_tokens, want))
+    got = sum(sum(p["mask"]) for p in pieces(records))
+    assert got == want, "the adapters' default pieces() train %d of %d sampled tokens" % (got, want)
+
+
 def assert_credit(adv_by_index, records, what):
     """Every row of a trajectory has one advantage, and trajectories with equal rewards have equal
     advantages (the truncated reward-1 one and the one-segment reward-1 one)."""
