@@ -12,7 +12,6 @@ import { runPaths } from "../../packages/runner/src/run-format/run-dir.js";
 import type { TrajectoryResult } from "../../packages/runner/src/run-format/schema.js";
 import { resolveBackend } from "../../packages/runner/src/workers/backend.js";
 import type { WorkerBackend } from "../../packages/runner/src/workers/types.js";
-import { LIVE_MODEL } from "./live-server.js";
 import {
   contextWindowFor,
   LIVE_MEMBERS,
@@ -20,6 +19,7 @@ import {
   type LiveMember,
   SHORT_CALL_TOKENS,
 } from "./live-script.js";
+import { LIVE_MODEL } from "./live-server.js";
 import { startShaper } from "./live-shaper.js";
 
 /**
@@ -41,10 +41,10 @@ const GROUP = Object.keys(LIVE_MEMBERS).length;
 
 /**
  * Tokens of Cline's first prompt for this task with the tiny model (the generic XML-tool system
- * prompt plus the task and environment details), measured on this machine kind; the context window
+ * prompt plus the task and environment details), measured on this machine kind (10 755); the context window
  * Cline is told is derived from it (contextWindowFor: a margin of ±800 tokens either way).
  */
-export const FIRST_PROMPT_TOKENS = 12_000;
+export const FIRST_PROMPT_TOKENS = 10_800;
 
 /** One member of the live group, as its run recorded it. */
 export interface LiveResult {

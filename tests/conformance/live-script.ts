@@ -17,25 +17,27 @@ export const LIVE_SEED = 4400;
 export const LIVE_MEMBERS = { truncated: 0, zero: 1, one: 2, infra: 3, turn1: 4 } as const;
 export type LiveMember = keyof typeof LIVE_MEMBERS;
 
-/**
- * Tokens the truncated member's first call must sample: enough that Cline's context use passes the
- * threshold of its `--context-window` (contextWindowFor) and it truncates its history before call 2.
- */
-export const LONG_CALL_TOKENS = 2500;
 /** Tokens an unconstrained call of the reward-0 member may sample (the policy's `max_tokens`). */
 export const SHORT_CALL_TOKENS = 32;
 /** Tokens a scripted call may take (the regex decides; a random model may spell it char by char). */
-const SCRIPTED_CALL_TOKENS = 1500;
+const SCRIPTED_CALL_TOKENS = 1000;
 
 /**
  * The context window Cline is told, for a first prompt of `promptTokens`: Cline truncates once a
  * call's prompt + completion reaches 80 % of it (its rule below 200 000), so the threshold is set
- * 1 200 tokens above the first prompt — above what the reward-0 and reward-1 members ever use
- * (≤ 3 short calls, one scripted edit), below the truncated member's long first call.
+ * 1 700 tokens above the first prompt — above what the reward-0 and reward-1 members ever use
+ * (measured: three short calls reach the first prompt + 1 116, the scripted edit + 181), below what
+ * the truncated member's three file reads bring into its context (READS).
  */
 export function contextWindowFor(promptTokens: number): number {
-  return Math.ceil((promptTokens + 1200) / 0.8);
+  return Math.ceil((promptTokens + 1700) / 0.8);
 }
+
+/**
+ * The truncated member's first calls: Cline reads these files (their text enters its context as
+ * tool results, not as sampled tokens; a random model samples slowly on a loaded CPU, ~7 tokens/s).
+ */
+export const READS = ["src/range.js", "src/version.js", "test/semver.test.mjs"] as const;
 
 /** The edit that fixes semver-lite-caret-zero (its solution.patch, as one Cline replace_in_file). */
 const EDIT = [
@@ -43,9 +45,11 @@ const EDIT = [
   "<path>src/range.js</path>",
   "<diff>",
   "------- SEARCH",
-  "    { op: \"<\", version: parse(`${v.major + 1}.0.0`) },",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the JavaScript source the edit is about
+  '    { op: "<", version: parse(`${v.major + 1}.0.0`) },',
   "=======",
-  "    { op: \"<\", version: parse(v.major > 0 ? `${v.major + 1}.0.0` : v.minor > 0 ? `0.${v.minor + 1}.0` : `0.0.${v.patch + 1}`) },",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the JavaScript source the edit is about
+  '    { op: "<", version: parse(v.major > 0 ? `${v.major + 1}.0.0` : v.minor > 0 ? `0.${v.minor + 1}.0` : `0.0.${v.patch + 1}`) },',
   "+++++++ REPLACE",
   "</diff>",
   "</replace_in_file>",
@@ -88,11 +92,11 @@ export function shapeOf(member: LiveMember | undefined, call: number): Shape {
       status: 400,
       message: "conformance server: a call without a seed of this run (run the rollout with --seed)",
     }))
-    .with("truncated", () =>
-      call === 1
-        ? { kind: "sample" as const, body: { min_tokens: LONG_CALL_TOKENS, max_tokens: LONG_CALL_TOKENS } }
-        : scripted(call === 2 ? EDIT : DONE),
-    )
+    .with("truncated", () => {
+      const read = READS[call - 1];
+      if (read) return scripted(`<read_file>\n<path>${read}</path>\n</read_file>`);
+      return scripted(call === READS.length + 1 ? EDIT : DONE);
+    })
     .with("one", () => scripted(call === 1 ? EDIT : DONE))
     .with("zero", () => ({ kind: "sample" as const, body: { max_tokens: SHORT_CALL_TOKENS } }))
     .with("turn1", "infra", () => ({

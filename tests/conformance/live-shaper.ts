@@ -50,18 +50,23 @@ export async function startShaper(vllmBaseUrl: string): Promise<Shaper> {
   const server = createServer((req, res) => {
     void (async () => {
       const raw = await readBody(req);
-      if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) return forward(target, req, res, raw);
+      if (req.method !== "POST" || !req.url?.endsWith("/chat/completions"))
+        return forward(target, req, res, raw);
       const body = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
       const member = memberOfSeed(body["seed"]);
-      const seen = member ? (calls[member] ??= []) : [];
-      const shape = shapeOf(member, seen.length + 1);
+      const seen: string[] = [];
+      if (member) calls[member] ??= seen;
+      const log = member ? calls[member]! : seen;
+      const shape = shapeOf(member, log.length + 1);
       if (shape.kind === "refuse") {
-        seen.push(String(shape.status));
+        log.push(String(shape.status));
         res.writeHead(shape.status, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: { message: shape.message, type: "BadRequestError", code: shape.status } }));
+        res.end(
+          JSON.stringify({ error: { message: shape.message, type: "BadRequestError", code: shape.status } }),
+        );
         return;
       }
-      seen.push("sample");
+      log.push("sample");
       forward(target, req, res, Buffer.from(JSON.stringify({ ...body, ...shape.body })));
     })().catch((err: unknown) => {
       if (!res.headersSent) res.writeHead(400, { "content-type": "application/json" });

@@ -41,7 +41,11 @@ export const MUTATIONS: readonly Mutation[] = [
         from: 'segments: SegmentPolicy.default("split"),',
         to: 'segments: SegmentPolicy.default("final"),',
       },
-      { file: CLIENT, from: 'def pieces(records, segments="split",', to: 'def pieces(records, segments="final",' },
+      {
+        file: CLIENT,
+        from: 'def pieces(records, segments="split",',
+        to: 'def pieces(records, segments="final",',
+      },
     ],
   },
   {

@@ -4,9 +4,9 @@ import {
   contextWindowFor,
   LIVE_MEMBERS,
   LIVE_SEED,
-  LONG_CALL_TOKENS,
   literalRegex,
   memberOfSeed,
+  READS,
   SHORT_CALL_TOKENS,
   shapeOf,
 } from "../../conformance/live-script.js";
@@ -28,28 +28,32 @@ describe("the live conformance group's script", () => {
     expect(shapeOf(undefined, 1)).toMatchObject({ kind: "refuse", message: /--seed/ });
   });
 
-  it("samples the truncated member's first call long, then scripts its edit and completion", () => {
-    expect(shapeOf("truncated", 1)).toEqual({
-      kind: "sample",
-      body: { min_tokens: LONG_CALL_TOKENS, max_tokens: LONG_CALL_TOKENS },
+  it("scripts the truncated member's file reads, then its edit and completion (the reward-1 member's)", () => {
+    READS.forEach((path, i) => {
+      expect(shapeOf("truncated", i + 1)).toMatchObject({
+        body: { structured_outputs: { regex: literalRegex(`<read_file>\n<path>${path}</path>\n</read_file>`) } },
+      });
     });
-    const edit = shapeOf("truncated", 2);
-    const done = shapeOf("truncated", 3);
+    const edit = shapeOf("truncated", READS.length + 1);
+    const done = shapeOf("truncated", READS.length + 2);
     expect(edit).toEqual(shapeOf("one", 1));
     expect(done).toEqual(shapeOf("one", 2));
+    expect(shapeOf("truncated", READS.length + 5)).toEqual(done);
     expect(JSON.stringify(edit)).toMatch(/<replace_in_file>/);
     expect(JSON.stringify(done)).toMatch(/<attempt_completion>/);
     expect(shapeOf("zero", 3)).toEqual({ kind: "sample", body: { max_tokens: SHORT_CALL_TOKENS } });
   });
 
-  it("puts Cline's truncation threshold (80 % of the window) between the short members' use and the long call's", () => {
-    const prompt = 12_000;
+  it("puts Cline's truncation threshold (80 % of the window) above the short members' use", () => {
+    const prompt = 10_800;
     const threshold = 0.8 * contextWindowFor(prompt);
-    expect(threshold).toBeGreaterThan(prompt + 3 * SHORT_CALL_TOKENS + 600);
-    expect(threshold).toBeLessThan(prompt + LONG_CALL_TOKENS);
+    // three short calls of the reward-0 member, measured: the first prompt + 1 116 tokens
+    expect(threshold).toBeGreaterThan(prompt + 1116 + 400);
+    expect(threshold).toBeLessThan(prompt + 2000);
   });
 
   it("spells a regex that matches exactly its text (checked by Python's re)", () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a regex metacharacter mix, not a template
     const text = 'a.b*c\n  { op: "<", v: `${x + 1}` } ^$|?()[]\\/-+';
     const ok = execFileSync(
       "python3",
