@@ -224,8 +224,9 @@ async function runChecks(
     }
     // asynchronously: the server answering the checks lives in this process's event loop
     const r = await runCheck(env.python, [join(ROOT, "tests/conformance/checks", check)], {
-      // the real GRPO step runs the Cline agent and trains on CPU: 30 minutes on a loaded machine
-      timeoutMs: check === "check_grpo_tiny.py" ? 1_800_000 : 900_000,
+      // the real GRPO steps train on CPU (grpo_tiny runs the Cline agent too; TRL's step takes the
+      // live group's ~13 k-token sequences): up to 30 minutes on a loaded machine
+      timeoutMs: check === "check_grpo_tiny.py" || check === "check_trl.py" ? 1_800_000 : 900_000,
       env: {
         ...process.env,
         PYTHONPATH: [
