@@ -14,7 +14,7 @@
  * 3. runs the real `flakegym serve` over in-process deps that replay each slot's member of the live
  *    group (its turn log, outcome and reward; a second group has a trajectory whose log is corrupt),
  *    exports that group in every format (`flakegym export`'s code, with what each export reported),
- *    and the live run's own groups.jsonl as Atropos records;
+ *    and replays it through `runRollout` with the tokenizer for groups.jsonl (Atropos records);
  * 4. runs tests/conformance/checks/check_*.py: each runs its framework's own post-processing and
  *    advantage code on the records and asserts every sampled token trained once (or the untrained
  *    ones reported), every member without a sample reported, and equal rewards → equal advantages;
@@ -37,6 +37,8 @@ import { loadChatTokenizer } from "../../packages/runner/src/export/tokenizer.js
 import type { TurnRecord } from "../../packages/runner/src/gateway/turn-log.js";
 import { createDummyDeps, type DummyAttempt } from "../../packages/runner/src/rollout/dummy-deps.js";
 import type { TrajectorySlot } from "../../packages/runner/src/rollout/plan.js";
+import { runRollout } from "../../packages/runner/src/rollout/run-rollout.js";
+import type { RunConfig } from "../../packages/runner/src/run-format/schema.js";
 import { startServe } from "../../packages/runner/src/serve/server.js";
 import { LIVE_TASK, type LiveResult, liveRollout } from "./live-rollout.js";
 import { LIVE_MEMBERS, type LiveMember } from "./live-script.js";
@@ -266,6 +268,51 @@ async function runChecks(
   return results;
 }
 
+/**
+ * groups.jsonl (Atropos ScoredDataGroups with tokens) written by this checkout's code: a rollout with
+ * the tokenizer over deps that replay the live group's members (the live run's own groups.jsonl was
+ * written when it ran, and is reused by the mutation runs), exported as `flakegym export` does.
+ */
+async function rolloutGroups(
+  work: string,
+  exportDir: string,
+  live: Live,
+  tok: Awaited<ReturnType<typeof loadChatTokenizer>>,
+): Promise<void> {
+  const rolloutDir = join(work, "rollout");
+  const config: RunConfig = {
+    tasks: [TASKS.whole],
+    groupSize: GROUP,
+    policies: ["openai:http://127.0.0.1:9/v1#Qwen/Qwen3-8B"],
+    concurrency: 2,
+    maxInfraRetries: 0,
+    seed: 0,
+    partialCredit: "none",
+    weights: { tests: 1, build: 0, lint: 0, judge: 0 },
+    testRepeat: 1,
+    // one sequence per trajectory (what a group size counts); the earlier segments are counted in its override
+    segments: "last",
+    backend: "local",
+    tokenizer: QWEN3,
+    limits: { maxTurns: 5, timeoutMs: 60_000, testTimeoutMs: 60_000 },
+  };
+  await runRollout({
+    out: rolloutDir,
+    resume: false,
+    config,
+    runId: "conformance",
+    deps: createDummyDeps({ turnLog: turnLogOf(live), attempt: attemptOf(live), tokenizer: tok }),
+    progress: () => {},
+    signal: new AbortController().signal,
+  });
+  await exportRun({
+    runDir: rolloutDir,
+    format: "atropos",
+    segments: "final",
+    out: join(exportDir, "atropos.jsonl"),
+  });
+}
+
 async function main() {
   const log = (line: string) => console.log(`conformance: ${line}`);
   const work = await mkdtemp(join(tmpdir(), "flakegym-conformance-"));
@@ -341,13 +388,7 @@ async function main() {
     log(`export's default segment policy: ${segments}`);
     await exportRun({ runDir, format: "atif", segments: "final", out: join(exportDir, "atif") });
 
-    // the live run's own groups.jsonl (its Atropos ScoredDataGroups, tokens by the run's tokenizer)
-    await exportRun({
-      runDir: live.runDir,
-      format: "atropos",
-      segments: "final",
-      out: join(exportDir, "atropos.jsonl"),
-    });
+    await rolloutGroups(work, exportDir, live.members, tok);
     console.log(`conformance: exports in ${exportDir}: ${(await readdir(exportDir)).join(", ")}`);
 
     const results = await runChecks(envs, server.url, exportDir);
