@@ -31,7 +31,9 @@ describe("the live conformance group's script", () => {
   it("scripts the truncated member's file reads, then its edit and completion (the reward-1 member's)", () => {
     READS.forEach((path, i) => {
       expect(shapeOf("truncated", i + 1)).toMatchObject({
-        body: { structured_outputs: { regex: literalRegex(`<read_file>\n<path>${path}</path>\n</read_file>`) } },
+        body: {
+          structured_outputs: { regex: literalRegex(`<read_file>\n<path>${path}</path>\n</read_file>`) },
+        },
       });
     });
     const edit = shapeOf("truncated", READS.length + 1);
