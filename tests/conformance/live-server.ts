@@ -11,8 +11,8 @@ import { createDeadline } from "@flakegym/nomad-jobs";
  */
 
 export const LIVE_MODEL = "tiny-qwen3";
-/** vLLM's context: long enough for the judged conversations, short enough to refuse the turn-1 member's prompt. */
-export const LIVE_MAX_MODEL_LEN = 2048;
+/** vLLM's context: Cline's first prompt (~11 k tokens), the truncated member's long call and what follows. */
+export const LIVE_MAX_MODEL_LEN = 20_480;
 
 export interface LiveServer {
   readonly baseUrl: string;
@@ -76,6 +76,9 @@ export async function startLiveServer(python: string, modelDir: string): Promise
   args.push("--served-model-name", LIVE_MODEL, "--host", "127.0.0.1", "--port", String(port));
   args.push("--dtype", "float32", "--max-model-len", String(LIVE_MAX_MODEL_LEN), "--enforce-eager");
   args.push("--max-num-seqs", "4", "--seed", "0");
+  // a whole prompt in one step: vLLM's CPU build fails a seeded request whose prefill is chunked
+  // (`CPU Generator does not use offset`, the engine dies); Cline's first prompt is ~11 k tokens
+  args.push("--max-num-batched-tokens", String(LIVE_MAX_MODEL_LEN));
   const child = spawn(python, args, {
     env: { ...process.env, VLLM_CPU_KVCACHE_SPACE: "1", VLLM_TARGET_DEVICE: "cpu", HF_HUB_OFFLINE: "1" },
     stdio: ["ignore", "pipe", "pipe"],

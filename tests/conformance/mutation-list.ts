@@ -32,6 +32,23 @@ export const MUTATIONS: readonly Mutation[] = [
     ],
   },
   {
+    item: 1,
+    fault: "the default segment policy is `final` again (the earlier segments' sampled tokens untrained)",
+    checks: ["nemo-gym"],
+    edits: [
+      {
+        file: "packages/runner/src/cli/commands/export.ts",
+        from: 'segments: SegmentPolicy.default("split"),',
+        to: 'segments: SegmentPolicy.default("final"),',
+      },
+      {
+        file: CLIENT,
+        from: 'def pieces(records, segments="split",',
+        to: 'def pieces(records, segments="final",',
+      },
+    ],
+  },
+  {
     item: 2,
     fault: "`split` gives each segment reward/segments",
     checks: ["verl", "skyrl"],

@@ -55,7 +55,7 @@ async function main() {
     ...process.env,
     FLAKEGYM_CONFORMANCE_LIVE_TURNS:
       process.env["FLAKEGYM_CONFORMANCE_LIVE_TURNS"] ??
-      join(tmpdir(), "flakegym-conformance", "live-turns.json"),
+      join(tmpdir(), "flakegym-conformance", "live-group.json"),
   };
   const results: string[] = [];
   let missed = false;

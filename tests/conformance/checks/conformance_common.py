@@ -5,7 +5,7 @@ Each check ends by printing one JSON line: {"framework", "version", "status": pa
 installed without a pip error, or that is installed and does not import, fails the suite.
 
 The judged group (run.ts `MEMBERS`): a truncated reward-1 trajectory (several segments), a reward-0
-and a reward-1 one-segment trajectory, an infra error and a first-call policy error. Every check
+and an untruncated reward-1 trajectory (fewer segments), an infra error and a first-call policy error. Every check
 asserts, with its framework's own code, what was trained (every sampled token once, or what the
 framework cannot take reported) and that equal rewards get equal advantages."""
 
@@ -79,9 +79,21 @@ def assert_members_reported(ns, records, what):
             what, r["index"], r["outcome"]["kind"], want, said)
 
 
+def assert_defaults_train_all(records, default_rows_tokens):
+    """Issue 44 item 1: the defaults train every sampled token exactly once — `flakegym export`'s
+    default (`default_rows_tokens`: the tokens trained by a `<format>-default` export) and the
+    adapters' `pieces(records)` — never `final`, which leaves the earlier segments' tokens out."""
+    from flakegym_client import pieces
+    want = sampled_total(records)
+    assert default_rows_tokens == want, (
+        "flakegym export's default segment policy trains %d of %d sampled tokens" % (default_rows_tokens, want))
+    got = sum(sum(p["mask"]) for p in pieces(records))
+    assert got == want, "the adapters' default pieces() train %d of %d sampled tokens" % (got, want)
+
+
 def assert_credit(adv_by_index, records, what):
     """Every row of a trajectory has one advantage, and trajectories with equal rewards have equal
-    advantages (the truncated reward-1 one and the one-segment reward-1 one)."""
+    advantages (the truncated reward-1 one and the untruncated reward-1 one, whatever their segments)."""
     one = {}
     for index, advs in adv_by_index.items():
         assert max(advs) - min(advs) < 1e-4, "%s: trajectory %s's rows disagree: %s" % (what, index, advs)

@@ -12,13 +12,13 @@ const read = (f: string) => readFileSync(`${ROOT}${f}`, "utf8");
  * reads files, runs nothing.
  */
 describe("conformance mutations", () => {
-  it("cover issue 44's items 1 to 6, each with checks to judge it", () => {
-    expect(MUTATIONS.map((m) => m.item)).toEqual([1, 2, 3, 4, 5, 6]);
+  it("cover issue 44's items 1 to 6 (item 1 twice: silent drops, and `final` as the default), each with checks to judge it", () => {
+    expect(MUTATIONS.map((m) => m.item)).toEqual([1, 1, 2, 3, 4, 5, 6]);
     for (const m of MUTATIONS) expect(m.checks.length).toBeGreaterThan(0);
   });
 
-  it.each(MUTATIONS.map((m) => [m.item, m] as const))(
-    "mutation %i applies once per edit and changes the source",
+  it.each(MUTATIONS.map((m) => [`${m.item} (${m.fault})`, m] as const))(
+    "mutation %s applies once per edit and changes the source",
     (_, m) => {
       const out = patched(m, read);
       for (const [file, text] of out) expect(text).not.toBe(read(file));

@@ -195,6 +195,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
         baseUrl: worker.policyBaseUrl,
         apiKey: route.token,
         modelId: modelIdOf(spec),
+        ...(config.contextWindow !== undefined ? { contextWindow: config.contextWindow } : {}),
       },
       limits: driverLimitsOf(config.limits),
       signal: linked.signal,

@@ -106,6 +106,14 @@ export const RolloutOptions = z.object({
     .positive()
     .optional()
     .describe("tokens one model call may sample, for model policies (?max_tokens=)"),
+  contextWindow: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe(
+      "context window (tokens) Cline is told the model has; Cline truncates its history against it (absent: Cline's default, 128 000)",
+    ),
   out: z.string().optional().describe("run directory (default runs/<timestamp>-<random>)"),
   resume: z.string().optional().describe("finish the run in this directory (its run.json holds the config)"),
   partialCredit: PartialCredit.optional().describe(

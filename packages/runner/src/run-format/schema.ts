@@ -206,6 +206,12 @@ export const RunConfig = z
     tamperPenalty: TamperPenalty.optional().describe("--tamper-penalty (absent: revert)"),
     suspiciousPenalty: SuspiciousPenalty.optional().describe("--suspicious-penalty (absent: none)"),
     tokenizer: z.string().optional().describe("HF tokenizer dir for token export"),
+    contextWindow: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe("--context-window: the context window (tokens) Cline is told; absent: Cline's default"),
     segments: z
       .enum(["last", "all"])
       .default("last")

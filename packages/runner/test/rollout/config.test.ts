@@ -106,6 +106,17 @@ describe("resolveRolloutOptions", () => {
   });
 });
 
+describe("--context-window", () => {
+  it("stores the window Cline is told (absent: not stored), and cannot change a resumed run", () => {
+    expect(resolve(["--task", "a", "--context-window", "8192"]).config.contextWindow).toBe(8192);
+    expect(resolve(["--task", "a"]).config).not.toHaveProperty("contextWindow");
+    expect(() => resolve(["--task", "a", "--context-window", "0"])).toThrow(/context-window/);
+    expect(() => resolve(["--resume", "runs/x", "--context-window", "8192"])).toThrow(
+      /--context-window cannot be changed/,
+    );
+  });
+});
+
 describe("newRunId", () => {
   it("is a sortable UTC stamp with a random suffix", () => {
     expect(newRunId(new Date("2026-11-21T09:30:05.123Z"), () => 0.5)).toBe("20261121T093005Z-7fffff");

@@ -47,6 +47,7 @@ export const EvalOptions = RolloutOptions.pick({
   topP: true,
   topK: true,
   maxTokens: true,
+  contextWindow: true,
   partialCredit: true,
   weightTests: true,
   weightBuild: true,
