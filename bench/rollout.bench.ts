@@ -34,7 +34,6 @@ import {
 import { flakegymCacheRoot } from "../packages/runner/src/cache-root.mjs";
 import type { RolloutDeps } from "../packages/runner/src/rollout/deps.js";
 import { runRollout } from "../packages/runner/src/rollout/run-rollout.js";
-import { createSemaphore } from "../packages/runner/src/workers/semaphore.js";
 import { createRolloutDeps } from "../packages/runner/src/rollout/wire.js";
 import type { RunConfig } from "../packages/runner/src/run-format/schema.js";
 import { buildSnapshot } from "../packages/runner/src/snapshots/build.js";
@@ -42,6 +41,7 @@ import type { Snapshot } from "../packages/runner/src/snapshots/manifest.js";
 import { snapshotSpecOfTask } from "../packages/runner/src/snapshots/spec.js";
 import { loadTask } from "../packages/runner/src/tasks/catalog.js";
 import type { PoolState } from "../packages/runner/src/workers/pool/types.js";
+import { createSemaphore } from "../packages/runner/src/workers/semaphore.js";
 import { type BenchContext, loadStr, median, printTable, procCpuSeconds } from "./lib.js";
 import { openRunCgroup } from "./run-cgroup.js";
 
