@@ -204,13 +204,18 @@ describe("tasks check (Harbor task dirs)", () => {
       timeoutMs: 60_000,
     });
     const unguarded = r.stdout.split("\n").filter((l) => l.includes("has no decoy twin"));
+    // absolute-paths compares with a file it reads at /tests/ (no literal a decoy can change) and
+    // empty-workspace has no source the decoy code reads: both noted, no other
     expect(unguarded).toEqual([
+      expect.stringMatching(
+        /^note: row \d+ \[absolute-paths\]: its eval_cmd verdict has no decoy twin \(no assertion in the hidden test files .* has a literal expected value decoys can change\).*--allow-unguarded$/,
+      ),
       expect.stringMatching(
         /^note: row \d+ \[empty-workspace\]: its eval_cmd verdict has no decoy twin \(no hidden file is source the decoy code reads.*--allow-unguarded$/,
       ),
     ]);
-    // eight accepted (apt-oracle, reward-json and script-solution among them; the two script
-    // solve.sh ones run as Harbor's oracle in bubblewrap), nine rejected for nine reasons
-    expect(r.stdout).toMatch(/17 task dirs, 8 accepted, 9 rejected/);
+    // nine accepted (absolute-paths, apt-oracle, reward-json and script-solution among them; the two
+    // script solve.sh ones run as Harbor's oracle in bubblewrap), eight rejected for eight reasons
+    expect(r.stdout).toMatch(/17 task dirs, 9 accepted, 8 rejected/);
   });
 });
