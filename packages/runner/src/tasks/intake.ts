@@ -126,7 +126,8 @@ export interface ReasonGroup {
 export function reasonKey(e: RowError): string {
   const field = e.field.replace(/\.\d+$/, "");
   const reason = e.reason
-    .replace(/'([^']*)'/g, (q, inner: string) => (isColumnName(inner) ? q : "'…'"))
+    // a quote opens and closes outside a word: the apostrophe of "Harbor's" quotes nothing
+    .replace(/(?<!\w)'([^']*)'(?!\w)/g, (q, inner: string) => (isColumnName(inner) ? q : "'…'"))
     .replace(/(^|\s)\/[^\s;,]+/g, "$1…")
     .replace(/\brow \d+/g, "row N")
     .replace(/\s+/g, " ")
@@ -153,13 +154,20 @@ export function groupByReason(rejected: readonly RowError[], keep = 3): ReasonGr
     .sort((a, b) => b.count - a.count || a.reason.localeCompare(b.reason));
 }
 
-/** The summary table of `tasks check`: one line per reason (count, reason), then its first rows. Pure. */
+/**
+ * The summary table of `tasks check`: one line per reason (count, reason), then its first rows. A
+ * reason only one row has is shown whole (its values are that row's); a shared one as its kind. Pure.
+ */
 export function formatReasonTable(groups: readonly ReasonGroup[]): string[] {
   if (groups.length === 0) return [];
   const width = Math.max(5, ...groups.map((g) => String(g.count).length));
   const out = [`${"count".padStart(width)}  reason (first rows)`];
   for (const g of groups) {
-    out.push(`${String(g.count).padStart(width)}  ${g.reason}`);
+    const only = g.count === 1 ? g.first[0] : undefined;
+    const reason = only
+      ? `${only.field.replace(/\.\d+$/, "")}: ${only.reason.replace(/\s+/g, " ")}`
+      : g.reason;
+    out.push(`${String(g.count).padStart(width)}  ${reason}`);
     const rows = g.first.map((e) => `row ${e.row}${e.id === undefined ? "" : ` [${e.id}]`}`);
     const more = g.count > g.first.length ? `, … ${g.count - g.first.length} more` : "";
     out.push(`${" ".repeat(width)}    ${rows.join(", ")}${more}`);

@@ -28,6 +28,22 @@ describe("rejections by reason", () => {
     expect(reasonKey(e(9, "instance_id", "duplicate task id 'x' (first seen in row 4)"))).toBe(
       "instance_id: duplicate task id '…' (first seen in row N)",
     );
+    // an apostrophe inside a word quotes nothing
+    expect(reasonKey(e(2, "task.toml", "uses Harbor's workdir/ upload, not Ubuntu's"))).toBe(
+      "task.toml: uses Harbor's workdir/ upload, not Ubuntu's",
+    );
+  });
+
+  it("shows a reason only one row has whole, a shared one as its kind", () => {
+    const table = formatReasonTable(
+      groupByReason([
+        e(7, "FAIL_TO_PASS.0", "'test_x' is not a SymPy test name", "s-7"),
+        e(1, "base_commit", "'abc' is not a full commit id"),
+        e(2, "base_commit", "'def' is not a full commit id"),
+      ]),
+    );
+    expect(table).toContain("    1  FAIL_TO_PASS: 'test_x' is not a SymPy test name");
+    expect(table).toContain("    2  base_commit: '…' is not a full commit id");
   });
 
   it("counts each reason, most frequent first, and keeps its first rows", () => {
@@ -47,7 +63,7 @@ describe("rejections by reason", () => {
       "count  reason (first rows)",
       "    4  base_commit: '…' is not a full commit id (40 hex digits)",
       "         row 1 [a-1], row 5 [c-5], … 2 more",
-      "    1  FAIL_TO_PASS: '…' is not a pytest node id",
+      "    1  FAIL_TO_PASS: 'x y' is not a pytest node id",
       "         row 2 [b-2]",
     ]);
     expect(formatReasonTable([])).toEqual([]);
