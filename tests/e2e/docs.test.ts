@@ -157,7 +157,7 @@ async function runPythonBlock(block: DocBlock, cwd: string) {
   return await runBounded(blockName(block), "python3", ["-c", block.code], cwd, env, blockMs(block));
 }
 
-describe("docs that run (README.md, docs/*.md)", () => {
+describe("docs that run (README.md, docs/**/*.md)", () => {
   let tmp: TempDir;
   let ctx: FixtureContext;
   const values: Record<string, string> = {};
