@@ -8,6 +8,7 @@ import { createDummyDeps } from "../../src/rollout/dummy-deps.js";
 import { runRollout } from "../../src/rollout/run-rollout.js";
 import { jsonlLinesOf } from "../../src/run-format/jsonl-lines.js";
 import type { RunConfig } from "../../src/run-format/schema.js";
+import { dummyRunConfig } from "../helpers/run-config.js";
 
 /**
  * `export` of a run a kill or an edit left with a partial file: a torn last line of groups.jsonl /
@@ -24,20 +25,7 @@ afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
-const config: RunConfig = {
-  tasks: ["a", "b"],
-  groupSize: 2,
-  policies: ["gold"],
-  concurrency: 2,
-  maxInfraRetries: 2,
-  seed: 0,
-  partialCredit: "none",
-  weights: { tests: 1, build: 0, lint: 0, judge: 0 },
-  testRepeat: 1,
-  segments: "last",
-  backend: "local",
-  limits: { maxTurns: 5, timeoutMs: 60_000, testTimeoutMs: 60_000 },
-};
+const config: RunConfig = dummyRunConfig();
 
 async function finishedRun(): Promise<string> {
   const out = join(tmp, `run-${++n}`);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDummyDeps } from "../../src/rollout/dummy-deps.js";
 import { runRollout } from "../../src/rollout/run-rollout.js";
 import type { RunConfig } from "../../src/run-format/schema.js";
+import { dummyRunConfig } from "../helpers/run-config.js";
 
 /**
  * `--resume` after partial writes other than a lost trajectory dir (resume-final.test.ts): a torn
@@ -21,20 +22,7 @@ afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
-const config: RunConfig = {
-  tasks: ["a", "b"],
-  groupSize: 2,
-  policies: ["gold"],
-  concurrency: 2,
-  maxInfraRetries: 2,
-  seed: 0,
-  partialCredit: "none",
-  weights: { tests: 1, build: 0, lint: 0, judge: 0 },
-  testRepeat: 1,
-  segments: "last",
-  backend: "local",
-  limits: { maxTurns: 5, timeoutMs: 60_000, testTimeoutMs: 60_000 },
-};
+const config: RunConfig = dummyRunConfig();
 
 async function run(out: string, resume: boolean) {
   const deps = createDummyDeps({});
