@@ -1,5 +1,4 @@
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createClineClient, runClineTask } from "@flakegym/cline-vendor";
@@ -11,7 +10,15 @@ import {
   type PooledBackend,
   type WorkerSpec,
 } from "@flakegym/runner";
-import { findProcesses, makeTempDir, say, startScriptedPolicy, waitFor, xmlTool } from "@flakegym/test-utils";
+import {
+  findProcesses,
+  makeTempDir,
+  say,
+  startScriptedPolicy,
+  waitFor,
+  warmPoolSkip,
+  xmlTool,
+} from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
 
 // The clean slate of worker reuse (issue 47): a hostile trajectory H leaves everything it can on a
@@ -24,14 +31,7 @@ import { describe, expect, it } from "vitest";
 // equal, byte for byte once what differs between any two workers is masked (masked()). A trajectory
 // that poisons the core's MCP settings then gets its worker retired: that reset cannot be proven.
 
-const hasBwrap = existsSync("/usr/bin/bwrap");
-const isRoot = process.getuid?.() === 0;
-const skip = !hasBwrap
-  ? "bubblewrap (bwrap) is not installed"
-  : !isRoot
-    ? "the warm pool needs root (mounts)"
-    : "";
-if (skip) console.warn(`clean-slate suite skipped: ${skip}`);
+const skip = warmPoolSkip("clean-slate suite");
 
 // the core's config dir, from the core's own arguments (the node process running cline-core.js)
 const CFG =

@@ -1,9 +1,8 @@
-import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createClineClient, runClineTask } from "@flakegym/cline-vendor";
 import { createLocalBackend, createWorkerPool, type WorkerSpec } from "@flakegym/runner";
-import { makeTempDir, say, startScriptedPolicy, waitFor, xmlTool } from "@flakegym/test-utils";
+import { makeTempDir, say, startScriptedPolicy, waitFor, warmPoolSkip, xmlTool } from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
 
 // The heap of a reused core (issue 47): trajectory A's prompt holds a secret; trajectory B, on the
@@ -12,14 +11,7 @@ import { describe, expect, it } from "vitest";
 // — and says what it found. The kept processes run from execute-only binaries (non-dumpable), so
 // every ptrace-mode access to them is refused and B finds nothing of A.
 
-const hasBwrap = existsSync("/usr/bin/bwrap");
-const isRoot = process.getuid?.() === 0;
-const skip = !hasBwrap
-  ? "bubblewrap (bwrap) is not installed"
-  : !isRoot
-    ? "the warm pool needs root (mounts)"
-    : "";
-if (skip) console.warn(`core-heap suite skipped: ${skip}`);
+const skip = warmPoolSkip("core-heap suite");
 
 const SECRET = `HEAPSECRET${Math.random().toString(36).slice(2, 12).toUpperCase()}`;
 

@@ -18,6 +18,7 @@ import {
   say,
   startScriptedPolicy,
   waitFor,
+  warmPoolSkip,
   xmlTool,
 } from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
@@ -31,14 +32,7 @@ import { describe, expect, it } from "vitest";
 // merging on, so identical pages of A's and B's cores are shared copy-on-write while both live; B's
 // core is read byte by byte then, and A's task text is not in it (it is in A's: the control).
 
-const hasBwrap = existsSync("/usr/bin/bwrap");
-const isRoot = process.getuid?.() === 0;
-const skip = !hasBwrap
-  ? "bubblewrap (bwrap) is not installed"
-  : !isRoot
-    ? "the warm pool needs root (mounts)"
-    : "";
-if (skip) console.warn(`warm pool isolation suite skipped: ${skip}`);
+const skip = warmPoolSkip("warm pool isolation suite");
 
 const SECRET = "PINEAPPLE-7";
 const merge = probeMemoryMerge();

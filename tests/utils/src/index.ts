@@ -45,3 +45,4 @@ export {
   xmlTool,
 } from "./scripted-policy.js";
 export { makeTempDir, type TempDir } from "./temp-dir.js";
+export { warmPoolSkip } from "./warm-pool.js";

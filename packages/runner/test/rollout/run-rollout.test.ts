@@ -10,6 +10,7 @@ import { runRollout } from "../../src/rollout/run-rollout.js";
 import type { GroupLine } from "../../src/run-format/schema.js";
 import { MetricsLine, type RunConfig, TrajectoryResult } from "../../src/run-format/schema.js";
 import { TOKENIZERS, turn } from "../export/fixtures.js";
+import { dummyRunConfig } from "../helpers/run-config.js";
 import { truncationReplay } from "../helpers/truncation-replay.js";
 
 let tmp: { path: string };
@@ -21,21 +22,8 @@ afterAll(async () => {
   await rm(tmp.path, { recursive: true, force: true });
 });
 
-const config = (over: Partial<RunConfig> = {}): RunConfig => ({
-  tasks: ["a"],
-  groupSize: 2,
-  policies: ["empty"],
-  concurrency: 2,
-  maxInfraRetries: 2,
-  seed: 0,
-  partialCredit: "none",
-  weights: { tests: 1, build: 0, lint: 0, judge: 0 },
-  testRepeat: 1,
-  segments: "last",
-  backend: "local",
-  limits: { maxTurns: 5, timeoutMs: 60_000, testTimeoutMs: 60_000 },
-  ...over,
-});
+const config = (over: Partial<RunConfig> = {}): RunConfig =>
+  dummyRunConfig({ tasks: ["a"], policies: ["empty"], ...over });
 
 async function run(
   cfg: RunConfig,
