@@ -1,4 +1,3 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
@@ -6,6 +5,7 @@ import { externalizePython } from "../../../src/scoring/externalize/rewrite.js";
 import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
 import { skipWithoutHostPython } from "../../helpers/host-python.js";
 import { tempDir } from "../../helpers/temp-dir.js";
+import { pytestEmitting } from "./pytest-emit.js";
 
 // Shapes a real row's tests have (marshmallow's test_schema.py): an assertion on one side of an if
 // on a parameter (the case taking the other side emits nothing, which must not read as a
@@ -128,18 +128,11 @@ describe("externalized assertions on one side of a branch, and dict views", () =
       await using tmp = await tempDir("flakegym-externalize-branches-");
       const r = await externalizePython([{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }], GRADED);
       const run = async (impl: string, name: string, tests = r.files[0]!.content) => {
-        const dir = join(tmp.path, name);
-        await mkdir(join(dir, "tests"), { recursive: true });
-        await writeFile(join(dir, "lib.py"), impl);
-        await writeFile(join(dir, "tests/test_lib.py"), tests);
-        const emit = join(dir, "emit");
-        const p = await execa("python3", ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], {
-          cwd: dir,
-          env: { FLAKEGYM_EMIT: emit, PYTHONPATH: dir },
-          reject: false,
+        const { p, emitted } = await pytestEmitting(join(tmp.path, name), {
+          "lib.py": impl,
+          "tests/test_lib.py": tests,
         });
-        const text = await readFile(emit, "utf8").catch(() => undefined);
-        return { p, verdict: externalVerdict(GRADED, r.sites, text) };
+        return { p, verdict: externalVerdict(GRADED, r.sites, emitted) };
       };
       const right = await run(RIGHT, "right");
       expect(right.p.exitCode, right.p.stdout).toBe(0);

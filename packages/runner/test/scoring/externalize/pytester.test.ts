@@ -1,4 +1,3 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
@@ -6,6 +5,7 @@ import { externalizePython } from "../../../src/scoring/externalize/rewrite.js";
 import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
 import { skipWithoutHostPython } from "../../helpers/host-python.js";
 import { tempDir } from "../../helpers/temp-dir.js";
+import { pytestEmitting } from "./pytest-emit.js";
 
 // pytester's checks (pytest's own suite and plugins test this way): fnmatch_lines, re_match_lines,
 // no_fnmatch_line, assert_outcomes and assertoutcome. The patterns and counts leave the file; the
@@ -104,18 +104,11 @@ describe("pytester's output and outcome checks, externalized", () => {
         GRADED,
       );
       const run = async (impl: string, name: string, tests = r.files[0]!.content) => {
-        const dir = join(tmp.path, name);
-        await mkdir(join(dir, "tests"), { recursive: true });
-        await writeFile(join(dir, "lib.py"), impl);
-        await writeFile(join(dir, "tests/test_plugin.py"), tests);
-        const emit = join(dir, "emit");
-        const p = await execa("python3", ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], {
-          cwd: dir,
-          env: { FLAKEGYM_EMIT: emit, PYTHONPATH: dir },
-          reject: false,
+        const { p, emitted } = await pytestEmitting(join(tmp.path, name), {
+          "lib.py": impl,
+          "tests/test_plugin.py": tests,
         });
-        const text = await readFile(emit, "utf8").catch(() => undefined);
-        return { p, verdict: externalVerdict(GRADED, r.sites, text) };
+        return { p, verdict: externalVerdict(GRADED, r.sites, emitted) };
       };
       const RIGHT = "def greet():\n    return 'hello world'\n";
       const WRONG = "def greet():\n    return 'hello there!'\n";
