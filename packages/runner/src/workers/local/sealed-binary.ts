@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { chmod, copyFile, mkdir, readFile, readlink, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 
@@ -37,7 +37,8 @@ export async function sealedCopy(cacheRoot: string, src: string): Promise<string
   const have = await stat(dest).catch(() => undefined);
   if (have && have.size === s.size && isSealedMode(have.mode)) return dest;
   await mkdir(join(dest, ".."), { recursive: true });
-  const tmp = `${dest}.${process.pid}.${Date.now()}.tmp`;
+  // unique per call: workers of one pool start at once, in the same process and millisecond
+  const tmp = `${dest}.${process.pid}.${randomUUID()}.tmp`;
   try {
     await copyFile(src, tmp);
     await chmod(tmp, SEALED_MODE);

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdtemp, rm, stat } from "node:fs/promises";
+import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -55,5 +55,19 @@ describe("sealed binaries (execute-only copies of the kept processes' binaries)"
     const [self] = await keptProcesses([process.pid]);
     expect(self?.comm.length).toBeGreaterThan(0);
     expect(isSealedMode(self!.exeMode!)).toBe(false); // this node is readable
+  });
+
+  it("makes the copy once when several workers ask at the same moment (a pool starting)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "flakegym-sealed-"));
+    try {
+      // a small binary: the copies run in lockstep, within one millisecond (the race seen)
+      const src = join(dir, "tool");
+      await writeFile(src, "#!/bin/sh\necho ok\n", { mode: 0o755 });
+      const made = await Promise.all(Array.from({ length: 8 }, () => sealedCopy(dir, src)));
+      expect(new Set(made).size).toBe(1);
+      expect((await stat(made[0]!)).mode & 0o777).toBe(SEALED_MODE);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
