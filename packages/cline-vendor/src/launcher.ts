@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { type ClineClient, createClineClient } from "./client.js";
+import { CORE_GC_NODE_ARGS } from "./core-gc.js";
 import { buildCoreEnv } from "./env.js";
 import { ClineVendorError, ErrorCode } from "./errors.js";
 import { type MemoryMergeDecision, probeMemoryMerge } from "./memory-merge.js";
@@ -63,6 +64,11 @@ export interface LaunchOptions {
    * core runs `coreJs` from that directory (a sandbox must bind it). Default: the package's own bundle.
    */
   readonly oneByte?: OneByteDecision;
+  /**
+   * Load core-gc.cjs into the core, so a full garbage collection can be asked for
+   * (core-gc.ts; a reused worker's reset does). Default false.
+   */
+  readonly gcOnSignal?: boolean;
 }
 
 /** A running core (host + core under one supervisor, in one process group). */
@@ -150,6 +156,7 @@ export function supervisorArgv(a: {
   readonly oneByte: OneByteDecision;
   readonly extra: readonly string[];
   readonly node: string;
+  readonly gcOnSignal?: boolean;
 }): string[] {
   return [
     SUPERVISOR_PATH,
@@ -174,6 +181,7 @@ export function supervisorArgv(a: {
     "--watch-stdin",
     ...(a.nice !== undefined ? ["--nice", String(a.nice)] : []),
     ...(a.memoryMerge.on ? a.memoryMerge.prefix.flatMap((x) => ["--core-prefix", x]) : []),
+    ...(a.gcOnSignal ? CORE_GC_NODE_ARGS.flatMap((x) => ["--core-node-arg", x]) : []),
     ...a.extra,
   ];
 }
@@ -206,6 +214,7 @@ async function planLaunch(options: LaunchOptions): Promise<LaunchPlan> {
     oneByte,
     extra: options.supervisorArgs ?? [],
     node: process.execPath,
+    gcOnSignal: options.gcOnSignal ?? false,
   });
   const cmd = (options.wrap ?? ((c) => c))({ command: process.execPath, args, env });
   const startTimeoutMs = options.startTimeoutMs ?? 60_000;

@@ -7,7 +7,7 @@
 //     --workspace <dir> --config <dir> [--core-address 127.0.0.1:<port>|unix:<path>] \
 //     [--host-port <port>] [--log <file>] [--forward 127.0.0.1:<port>=unix:<path>]... \
 //     [--expose unix:<path>=127.0.0.1:<port>]... [--watch-stdin] [--grace-ms <ms>] [--node <bin>] \
-//     [--diff-dir <dir> [--base-commit <sha>]] [--nice <0-19>] [--core-prefix <arg>]...
+//     [--diff-dir <dir> [--base-commit <sha>]] [--nice <0-19>] [--core-prefix <arg>]... [--core-node-arg <arg>]...
 //
 // Port 0 (the default for --host-port and a tcp --core-address) means: pick a free port here,
 // inside whatever network namespace the supervisor runs in.
@@ -39,6 +39,8 @@
 // - --core-prefix (repeatable): the core is started as `<prefix...> <node> <core.js> ...`, e.g. the
 //   same-page merging helper (`/usr/bin/python3 merge-memory-exec.py`, which sets a prctl and execs
 //   Node, so the core keeps its pid).
+// - --core-node-arg (repeatable): a Node flag for the core, between <node> and <core.js>, e.g.
+//   `--require <dir>/core-gc.cjs` (a worker's reset asks the core for a full garbage collection).
 // - FLAKEGYM_CORE_TOKEN (environment): the core then listens on a free loopback port and the
 //   supervisor serves --core-address itself as an HTTP/2 gate that forwards only calls carrying
 //   `authorization: Bearer <token>` and answers every other one with gRPC UNAUTHENTICATED (16).
@@ -74,7 +76,7 @@ const USAGE =
   "--config <dir> [--core-address 127.0.0.1:<port>|unix:<path>] [--host-port <port>] [--log <file>] " +
   "[--forward 127.0.0.1:<port>=unix:<path>]... [--expose unix:<path>=127.0.0.1:<port>]... " +
   "[--watch-stdin] [--grace-ms <ms>] [--node <bin>] [--diff-dir <dir> [--base-commit <sha>]] [--nice <0-19>] " +
-  "[--core-prefix <arg>]...";
+  "[--core-prefix <arg>]... [--core-node-arg <arg>]...";
 
 function fail(message) {
   process.stderr.write(`cline-supervisor: ${message}\n${USAGE}\n`);
@@ -94,6 +96,7 @@ function parseArgs(argv) {
     forward: [],
     expose: [],
     corePrefix: [],
+    coreNodeArgs: [],
     watchStdin: false,
     graceMs: 3000,
     node: process.execPath,
@@ -127,9 +130,9 @@ function parseArgs(argv) {
       process.exit(0);
     }
     const value = argv[i + 1];
-    if (flag === "--core-prefix") {
-      if (value === undefined || value === "") fail("--core-prefix needs a value");
-      opts.corePrefix.push(value);
+    if (flag === "--core-prefix" || flag === "--core-node-arg") {
+      if (value === undefined || value === "") fail(`${flag} needs a value`);
+      (flag === "--core-prefix" ? opts.corePrefix : opts.coreNodeArgs).push(value);
       i++;
       continue;
     }
@@ -630,7 +633,14 @@ async function main() {
     {},
     opts.workspace,
   );
-  const [coreCommand, ...coreArgs] = [...opts.corePrefix, opts.node, opts.coreJs, "--config", opts.config];
+  const [coreCommand, ...coreArgs] = [
+    ...opts.corePrefix,
+    opts.node,
+    ...opts.coreNodeArgs,
+    opts.coreJs,
+    "--config",
+    opts.config,
+  ];
   const coreChild = startChild(
     "cline-core",
     coreCommand,

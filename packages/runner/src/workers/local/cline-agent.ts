@@ -115,6 +115,8 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
         listen: { kind: "unix", path: coreSocket },
         supervisorArgs: ["--forward", forward],
         oneByte,
+        // a reused worker's reset asks the core for a full GC (reset-worker.ts)
+        gcOnSignal: true,
         ...(wrap ? { wrap } : {}),
       });
       const policyBaseUrl = bwrap

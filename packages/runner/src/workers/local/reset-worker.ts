@@ -4,6 +4,7 @@ import { createClineClient } from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { currentMountPoints, unmountRetry } from "../../gc/unmount.js";
 import { pidsToKill, type ResetReport, sandboxNamespaces, stateDiffOf, treeDiffOf } from "../pool/reuse.js";
+import { collectCoreGarbage, corePidAmong } from "./core-collect.js";
 import { keptAnonMb } from "./kept-memory.js";
 import {
   CORE_OPEN_FILES,
@@ -212,6 +213,7 @@ export async function resetWorker(ws: LocalWorkerState): Promise<ResetReport> {
   const nsLeft = await wipeNamespaces(p.kept, p.dir);
   const dirtyPaths = await restoreFiles(ws, p);
   const stateDiff = await resetCoreState(ws, p);
+  const coreGc = await collectGarbage(ws, p.kept);
   const memoryMb = await keptAnonMb(p.kept.filter((k) => alive.includes(k)));
   ws.assigned = false;
   armWallClock(ws);
@@ -225,5 +227,19 @@ export async function resetWorker(ws: LocalWorkerState): Promise<ResetReport> {
     ...(memoryMb !== undefined ? { memoryMb } : {}),
     ...(p.memoryMb !== undefined ? { firstMemoryMb: p.memoryMb } : {}),
     ...(nsLeft ? { failure: nsLeft } : {}),
+    ...(coreGc ? { coreGcMissed: coreGc } : {}),
   };
+}
+
+/**
+ * The core's full GC (core-collect.ts), then its log emptied of the marker; why it did not
+ * happen, else undefined. Before the memory reading: what it then measures is what the core keeps.
+ */
+async function collectGarbage(ws: LocalWorkerState, kept: readonly number[]): Promise<string | undefined> {
+  const pid = await corePidAmong(kept);
+  if (pid === undefined) return "the core's process was not found among the kept ones";
+  const log = join(stateDirsOf(ws).config, "core.log");
+  const r = await collectCoreGarbage(pid, log);
+  await truncate(log, 0).catch(() => {});
+  return r.done ? undefined : r.why;
 }

@@ -88,6 +88,11 @@ export interface ResetReport {
   readonly firstMemoryMb?: number;
   /** A step failed outright (its message). */
   readonly failure?: string;
+  /**
+   * Why the core's garbage collection before the memory reading did not happen (core-collect.ts);
+   * absent when it did. Not a doubt by itself: the memory rule reads what the core then holds.
+   */
+  readonly coreGcMissed?: string;
 }
 
 /** Whether a reset left the worker as it was when first ready; else every reason it is not. Pure. */
