@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { CORE_GC_PRELOAD_PATH } from "../src/core-gc.js";
 import { notStartedMessage, SUPERVISOR_PATH, supervisorArgv } from "../src/launcher.js";
 
 const base = {
@@ -55,6 +56,18 @@ describe("supervisorArgv", () => {
       "--merge",
       "--forward",
       "127.0.0.1:4000=unix:/gw.sock",
+    ]);
+  });
+
+  it("loads core-gc.cjs into the core (two --core-node-args) only when asked", () => {
+    expect(supervisorArgv(base)).not.toContain("--core-node-arg");
+    const argv = supervisorArgv({ ...base, gcOnSignal: true });
+    const i = argv.indexOf("--core-node-arg");
+    expect(argv.slice(i, i + 4)).toEqual([
+      "--core-node-arg",
+      "--require",
+      "--core-node-arg",
+      CORE_GC_PRELOAD_PATH,
     ]);
   });
 

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CORE_GC_NODE_ARGS, CORE_GC_SIGNAL, lastCoreGcMarker } from "../../src/core-gc.js";
 import { SUPERVISOR_PATH } from "../../src/launcher.js";
 import { MERGE_MEMORY_EXEC_PATH, probeMemoryMerge, SYSTEM_PYTHON } from "../../src/memory-merge.js";
 import { findProcesses, freePort, makeTempDir, processReaper, type TempDir, waitFor } from "../helpers.js";
@@ -308,6 +309,32 @@ describe("cline-supervisor", () => {
       expect(await s.exit).toBe(0);
     },
   );
+
+  it("--core-node-arg loads core-gc.cjs into the core: on its signal it collects and logs a marker", async () => {
+    const log = join(tmp.path, "core.log");
+    const s = start([...CORE_GC_NODE_ARGS.flatMap((a) => ["--core-node-arg", a]), "--log", log]);
+    const started = await s.next("started");
+    await s.next("listening");
+    const corePid = Number(started["corePid"]);
+    const argv = (await readFile(`/proc/${corePid}/cmdline`, "utf8")).split("\0");
+    // the flags sit between node and the core's script, so Node (not the core) reads them
+    expect(argv.indexOf(CORE_GC_NODE_ARGS[1]!)).toBe(argv.indexOf("--require") + 1);
+    expect(argv.indexOf("--require")).toBeLessThan(argv.findIndex((a) => a.endsWith("fake-core.mjs")));
+    expect(lastCoreGcMarker(await readFile(log, "utf8"))).toBeUndefined();
+    for (const seq of [1, 2]) {
+      process.kill(corePid, CORE_GC_SIGNAL);
+      expect(
+        await waitFor(async () => lastCoreGcMarker(await readFile(log, "utf8"))?.seq === seq, 10_000),
+      ).toBe(true);
+    }
+    const m = lastCoreGcMarker(await readFile(log, "utf8"))!;
+    expect(m.heapUsedMib).toBeGreaterThan(0);
+    expect(await roundTrip({ port: Number(String(started["coreAddress"]).split(":")[1]) }, "p")).toBe(
+      "core:p",
+    ); // the core lives on
+    s.child.kill("SIGTERM");
+    expect(await s.exit).toBe(0);
+  });
 
   it("SIGTERM stops host, core and the core's own children", async () => {
     const marker = `flakegym-grandchild-${process.pid}-${Date.now()}`;

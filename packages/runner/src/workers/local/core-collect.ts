@@ -59,7 +59,10 @@ export async function collectCoreGarbage(
     const marker = lastCoreGcMarker(await readFile(logFile, "utf8").catch(() => ""));
     if (marker) return { done: true, marker };
     if (deadline.signal.aborted)
-      return { done: false, why: `no collection marker in ${logFile} within ${ms} ms (core-gc.cjs not loaded?)` };
+      return {
+        done: false,
+        why: `no collection marker in ${logFile} within ${ms} ms (core-gc.cjs not loaded?)`,
+      };
     await new Promise((r) => setTimeout(r, 25));
   }
 }

@@ -31,7 +31,8 @@ async function resetAndRequeue(
 ): Promise<void> {
   const report = await e.w.reset!(p.life.signal).catch(failedReset);
   const v = resetVerdict(report);
-  if (report.coreGcMissed) p.o.onNote?.(`worker ${w.id}: the core did not collect its garbage: ${report.coreGcMissed}`);
+  if (report.coreGcMissed)
+    p.o.onNote?.(`worker ${w.id}: the core did not collect its garbage: ${report.coreGcMissed}`);
   if (!v.clean || p.closed) {
     p.counts.resetRetired++;
     if (!v.clean) p.o.onNote?.(`worker ${w.id} retired after its reset: ${v.why}`);
