@@ -21,6 +21,7 @@
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   createClineClient,
   launchClineCore,
@@ -31,6 +32,7 @@ import {
   startScriptedOpenAiServer,
   xmlTool,
 } from "@flakegym/cline-vendor";
+import { execa } from "execa";
 import { flakegymCacheRoot } from "../packages/runner/src/cache-root.mjs";
 import type { RolloutDeps } from "../packages/runner/src/rollout/deps.js";
 import { runRollout } from "../packages/runner/src/rollout/run-rollout.js";
@@ -61,7 +63,8 @@ function turns(): ScriptedTurn[] {
   ];
 }
 
-export type Side = "no pool" | "pool" | "bare";
+/** `cli`: the installed `flakegym rollout` (its bundle, a child process) with the warm pool, as users run it. */
+export type Side = "no pool" | "pool" | "bare" | "cli";
 
 /** One side's measurement. */
 export interface Measure {
@@ -316,7 +319,12 @@ export async function measureRolloutSides(
       const order = sides.map((_, i) => sides[(i + rep) % sides.length]!);
       for (const side of order) {
         console.log(`rep ${rep + 1}/${reps}: ${side} (load ${load()})`);
-        const m = side === "bare" ? await runBare(rep) : await runOurs(side, rep);
+        const m =
+          side === "bare"
+            ? await runBare(rep)
+            : side === "cli"
+              ? await runInstalledCli({ o, rep, plan, out: join(scratch, `cli-${rep}`), cpuNow, cg })
+              : await runOurs(side, rep);
         all.push(m);
         console.log(
           `  ${(m.ms / 1000).toFixed(1)} s, ${m.completed}/${n} completed, cpu ${m.cpuS.toFixed(1)} s (this process ${m.selfCpuS.toFixed(1)} s)` +
@@ -344,6 +352,67 @@ async function warmProcess(config: RunConfig, signal: AbortSignal): Promise<void
   probeOneByteCore(resolveClinePackage(), flakegymCacheRoot(process.env));
   const deps = await createRolloutDeps(config, { runId: "bench-warm", signal, env: process.env });
   await deps.close();
+}
+
+/**
+ * The `cli` side: `flakegym rollout` as installed (bin/flakegym.js: the CLI's bundle, not the sources
+ * through tsx) in a child process of this one, so in the run's cgroup with everything it starts.
+ * Same task, turns, group, concurrency, pool and `--reuse`; the pool boots as the run starts (the CLI
+ * has no warm-up before its group), so only its whole run's CPU is comparable.
+ */
+async function runInstalledCli(c: {
+  readonly o: RolloutBenchOptions;
+  readonly rep: number;
+  readonly plan: string;
+  readonly out: string;
+  readonly cpuNow: () => Promise<number>;
+  readonly cg: Awaited<ReturnType<typeof openRunCgroup>>;
+}): Promise<Measure> {
+  const { o } = c;
+  const bin = fileURLToPath(new URL("../packages/runner/bin/flakegym.js", import.meta.url));
+  const args = [
+    ...["rollout", "--task", o.taskId, "--group-size", String(o.n), "--policy", `scripted:${c.plan}`],
+    ...["--concurrency", String(o.concurrency), "--pool", String(o.poolSize), "--max-infra-retries", "0"],
+    ...["--seed", "0", "--out", c.out, ...(o.reuse !== undefined ? ["--reuse", String(o.reuse)] : [])],
+  ];
+  const sampler = "reason" in c.cg ? undefined : c.cg.sampleWorkers(1000);
+  const [cpu0, loadBefore, t0] = [await c.cpuNow(), load(), performance.now()];
+  const { FLAKEGYM_FROM_SOURCE: _, ...env } = process.env;
+  const r = await execa(process.execPath, [bin, ...args], {
+    env,
+    extendEnv: false,
+    reject: false,
+    timeout: 1_800_000,
+  });
+  const ms = performance.now() - t0;
+  const cpuS = (await c.cpuNow()) - cpu0;
+  const groups = [...(sampler?.stop() ?? new Map<string, number>())];
+  if (r.exitCode !== 0)
+    throw new Error(
+      `bench: flakegym ${args.join(" ")} exited ${r.exitCode}: ${(r.stderr || r.stdout).slice(-2000)}`,
+    );
+  const summary = JSON.parse(await readFile(join(c.out, "summary.json"), "utf8")) as {
+    trajectories: { outcomes: { completed: number } };
+  };
+  const metrics = (await readFile(join(c.out, "metrics.jsonl"), "utf8")).trim().split("\n");
+  const sum = (xs: [string, number][]) => xs.reduce((a, [, v]) => a + v, 0);
+  const scorers = groups.filter(([name]) => /-score-[0-9a-f]{6}$/.test(name));
+  return {
+    side: "cli",
+    rep: c.rep,
+    ms,
+    cpuS,
+    groupCpuS: cpuS,
+    // the CLI's own process (runner, gateway): what its workers' and scorers' groups did not use
+    selfCpuS: sampler ? cpuS - sum(groups) : Number.NaN,
+    ...(sampler ? { agentsCpuS: sum(groups) - sum(scorers), scorersCpuS: sum(scorers) } : {}),
+    completed: summary.trajectories.outcomes.completed,
+    pooled: metrics.filter((l) => (JSON.parse(l) as { pooled_worker?: boolean }).pooled_worker === true)
+      .length,
+    phases: [],
+    loadBefore,
+    loadAfter: load(),
+  };
 }
 
 /** A copy of the workspace, the core unsandboxed, a scripted server of its own. */
