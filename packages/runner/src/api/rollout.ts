@@ -98,38 +98,14 @@ export async function rollout(llm: string, opts: EnvRolloutOptions): Promise<Env
             turnLogPath: join(callDir, "turns.jsonl"),
           });
         }
-        const env = {
-          ...llmEnv(
-            ref,
-            policy,
-            route
-              ? {
-                  baseUrl: route.baseUrlsFor("http://gateway").openai,
-                  socket: SANDBOX_GATEWAY_SOCKET,
-                  token: route.token,
-                }
-              : undefined,
-          ),
-          FLAKEGYM_MAX_SAMPLES: String(opts.maxSamples ?? 8),
-          FLAKEGYM_PROMPTS: "/workspace/.flakegym-run/prompts.jsonl",
-        };
         const r = await run({
           stage: "rollout",
-          env,
+          env: rolloutEnv(ref, policy, route, opts.maxSamples),
           ...(gateway?.socketPath ? { gatewaySocket: gateway.socketPath } : {}),
           ...(route ? { gateway: () => verdictOf(route, join(callDir, "turns.jsonl")) } : {}),
         });
-        let samples: Sample[] = [];
-        let samplesPath: string | undefined;
-        if (r.outcome.kind === "completed") {
-          const art = await readArtifact(r.outDir, "rollout.json", RolloutArtifact);
-          if (!art) throw missing("rollout.json", r.logFile);
-          const text = await readTargetFile(r.outDir, art.paths.samples_jsonl, MAX_SAMPLES_BYTES);
-          if (text === undefined) throw missing(art.paths.samples_jsonl, r.logFile);
-          samples = parseSamples(text, art.paths.samples_jsonl);
-          await keepArtifact(callDir, "rollout.json", JSON.stringify(art));
-          samplesPath = await keepArtifact(callDir, "samples.jsonl", text);
-        }
+        const { samples, samplesPath } =
+          r.outcome.kind === "completed" ? await keepSamples(r, callDir) : { samples: [] };
         return { r, samples, samplesPath, callDir, turns: route ? join(callDir, "turns.jsonl") : undefined };
       },
       (s, v) => (v.samplesPath ? { ...s, lastSamples: v.samplesPath } : s),
@@ -166,6 +142,41 @@ export async function rollout(llm: string, opts: EnvRolloutOptions): Promise<Env
     await gateway?.close();
     if (sockDir) await rm(sockDir, { recursive: true, force: true });
   }
+}
+
+/** The rollout stage's environment: the policy's endpoint (through the route when there is one). */
+function rolloutEnv(
+  ref: LlmRef,
+  policy: Parameters<typeof llmEnv>[1],
+  route: TrajectoryRoute | undefined,
+  maxSamples: number | undefined,
+): Record<string, string> {
+  const endpoint = route
+    ? {
+        baseUrl: route.baseUrlsFor("http://gateway").openai,
+        socket: SANDBOX_GATEWAY_SOCKET,
+        token: route.token,
+      }
+    : undefined;
+  return {
+    ...llmEnv(ref, policy, endpoint),
+    FLAKEGYM_MAX_SAMPLES: String(maxSamples ?? 8),
+    FLAKEGYM_PROMPTS: "/workspace/.flakegym-run/prompts.jsonl",
+  };
+}
+
+/** A completed stage's samples, read from its rollout.json and kept in the call's directory. */
+async function keepSamples(
+  r: { readonly outDir: string; readonly logFile: string },
+  callDir: string,
+): Promise<{ samples: Sample[]; samplesPath?: string }> {
+  const art = await readArtifact(r.outDir, "rollout.json", RolloutArtifact);
+  if (!art) throw missing("rollout.json", r.logFile);
+  const text = await readTargetFile(r.outDir, art.paths.samples_jsonl, MAX_SAMPLES_BYTES);
+  if (text === undefined) throw missing(art.paths.samples_jsonl, r.logFile);
+  const samples = parseSamples(text, art.paths.samples_jsonl);
+  await keepArtifact(callDir, "rollout.json", JSON.stringify(art));
+  return { samples, samplesPath: await keepArtifact(callDir, "samples.jsonl", text) };
 }
 
 /** The gateway's verdict on the call's route, from its status and the call's turn log. */

@@ -72,15 +72,7 @@ export function createDummyPoolable(o: DummyPoolableOptions = {}): DummyPoolable
       idle.set(rec.id, end);
       const stray = dirty > 0 ? [4242] : [];
       if (dirty > 0) dirty--;
-      return {
-        strayPids: stray,
-        keptGone: [],
-        dirtyPaths: [],
-        slotMounts: 0,
-        stateDiff: [],
-        memoryMb: 100,
-        firstMemoryMb: 100,
-      };
+      return resetReport(stray);
     };
     return {
       id: rec.id,
@@ -94,17 +86,7 @@ export function createDummyPoolable(o: DummyPoolableOptions = {}): DummyPoolable
         idle.delete(rec.id);
         rec.spec = spec;
         rec.specs.push(spec);
-        const worker: Worker = {
-          id: rec.id,
-          backend: "local",
-          pooled: true,
-          exited,
-          async exec(): Promise<ExecResult> {
-            return { exitCode: 0, stdout: spec.workspace, stderr: "", timedOut: false, durationMs: 0 };
-          },
-          stop: async () => end({ reason: "stopped" }),
-        };
-        return worker;
+        return adoptedWorker(rec.id, spec.workspace, exited, end);
       },
       stop: async () => end({ reason: "stopped" }),
     };
@@ -135,5 +117,37 @@ export function createDummyPoolable(o: DummyPoolableOptions = {}): DummyPoolable
       const worker = await w.adopt(spec, signal);
       return { ...worker, pooled: false };
     },
+  };
+}
+
+/** A dummy reset's report: clean but for the given stray processes. */
+function resetReport(strayPids: number[]): ResetReport {
+  return {
+    strayPids,
+    keptGone: [],
+    dirtyPaths: [],
+    slotMounts: 0,
+    stateDiff: [],
+    memoryMb: 100,
+    firstMemoryMb: 100,
+  };
+}
+
+/** The worker a dummy hands out on adoption: `exec` answers with the adopted workspace. */
+function adoptedWorker(
+  id: string,
+  workspace: string,
+  exited: Promise<WorkerExit>,
+  end: (e: WorkerExit) => void,
+): Worker {
+  return {
+    id,
+    backend: "local",
+    pooled: true,
+    exited,
+    async exec(): Promise<ExecResult> {
+      return { exitCode: 0, stdout: workspace, stderr: "", timedOut: false, durationMs: 0 };
+    },
+    stop: async () => end({ reason: "stopped" }),
   };
 }
