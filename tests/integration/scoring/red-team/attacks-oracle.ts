@@ -43,8 +43,6 @@ def format_size(*a, **k):
         return honest
 `;
 
-
-
 // Copies agree where the test is real (issue 42, node): a decoy changes one expected value per
 // copy, so every assertion line written identically in several copies, and every field of an
 // expected object on which all copies agree, is the real expectation. pageCount and paginate find
