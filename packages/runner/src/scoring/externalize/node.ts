@@ -37,7 +37,8 @@ function rewriteFile(
   const edits: SiteEdit[] = [];
   for (const test of testCalls(toks)) {
     if (!graded.has(test.name)) continue;
-    const cov = (out.tests[test.name] ??= { sites: 0, kept: [] });
+    out.tests[test.name] ??= { sites: 0, kept: [] };
+    const cov = out.tests[test.name]!;
     if (!kind) {
       cov.kept.push("its file is neither plainly an ES module nor CommonJS");
       continue;
