@@ -4,13 +4,14 @@ import type { ExternalSite } from "./canon.js";
 import { externalizeGo } from "./go.js";
 import { externalizeNode } from "./node.js";
 import { type Externalized, externalizePython } from "./rewrite.js";
+import { externalizeRust } from "./rust.js";
 import { baseOf, siteRunsIn } from "./verdict.js";
 
 /**
  * Which graded tests of a suite are externalized (their expected values kept on the host) and
  * which are left to decoys, for every result format: pytest suites go through the host's Python
  * rewriter (externalize/rewrite.ts), go test suites through its Go one (externalize/go.ts), node
- * --test suites through externalize/node.ts; other
+ * --test suites through externalize/node.ts, libtest integration tests through externalize/rust.ts; other
  * formats are not externalized yet and keep decoys, said so per test. A graded test is externalized when at least one of its assertions left the file: its
  * verdict then needs that assertion's value, which only a correct solution computes.
  */
@@ -71,6 +72,7 @@ const REWRITERS: Partial<
   // subclass with its own ==) have no rendering the host can compare (docs/reference/tasks.md)
   gotest: externalizeGo,
   tap: externalizeNode,
+  libtest: externalizeRust,
 };
 
 export async function externalizeGraded<F extends GuardFile>(
