@@ -1,5 +1,6 @@
 import type { ResultFormat } from "../../tasks/task-spec.js";
 import type { GuardFile } from "../decoys/guard.js";
+import { externalizeC } from "./c.js";
 import type { ExternalSite } from "./canon.js";
 import { externalizeGo } from "./go.js";
 import { externalizeNode } from "./node.js";
@@ -11,7 +12,8 @@ import { baseOf, siteRunsIn } from "./verdict.js";
  * Which graded tests of a suite are externalized (their expected values kept on the host) and
  * which are left to decoys, for every result format: pytest suites go through the host's Python
  * rewriter (externalize/rewrite.ts), go test suites through its Go one (externalize/go.ts), node
- * --test suites through externalize/node.ts, libtest integration tests through externalize/rust.ts; other
+ * --test suites through externalize/node.ts, libtest integration tests through externalize/rust.ts,
+ * check-h suites through externalize/c.ts; other
  * formats are not externalized yet and keep decoys, said so per test. A graded test is externalized when at least one of its assertions left the file: its
  * verdict then needs that assertion's value, which only a correct solution computes.
  */
@@ -73,6 +75,7 @@ const REWRITERS: Partial<
   gotest: externalizeGo,
   tap: externalizeNode,
   libtest: externalizeRust,
+  "check-h": externalizeC,
 };
 
 export async function externalizeGraded<F extends GuardFile>(
