@@ -49,7 +49,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       `--against ${against}: give canary (the scorer before decoys), decoys (before externalized assertions) or workspace-first (before the demoted test command)`,
     );
   const demoting = against === "workspace-first";
-  const cg = await openRunCgroup("scoring");
+  const cg = await openRunCgroup(`scoring-${process.pid}`);
   if ("reason" in cg) console.log(`CPU: not measured (${cg.reason}); wall time only`);
   const cpu = async () => ("reason" in cg ? Number.NaN : await cg.cpuSeconds());
   const rows: Record<string, string | number>[] = [];

@@ -128,7 +128,7 @@ const RULES: readonly Rule[] = [
   // reading the tests
   {
     class: "reads-tests",
-    re: /(glob|readdir\w*|listdir|scandir|opendir|ReadDir|Glob|open|readFile\w*|fopen|ReadFile)\s*\(\s*[^)]*["'`]\.{0,2}\/?(tests?|spec|__tests__)\b/,
+    re: /(glob|readdir\w*|listdir|scandir|opendir|ReadDir|Glob|open|readFile\w*|fopen|ReadFile|read_to_string|read_dir|fs::read)\s*\(\s*[^)]*["'`]\.{0,2}\/?(tests?|spec|__tests__)\b/,
     reason: "the code reads the test files",
   },
   {
@@ -138,7 +138,7 @@ const RULES: readonly Rule[] = [
   },
   {
     class: "reads-tests",
-    re: /\bsys\._getframe\b|\binspect\.(currentframe|stack|getouterframes|getsourcelines|getsource)\b|\.f_back\b|\btraceback\.extract_stack\b|new Error\(\)\.stack|Error\.captureStackTrace|\bruntime\.Caller\b/,
+    re: /\bsys\._getframe\b|\binspect\.(currentframe|stack|getouterframes|getsourcelines|getsource)\b|\.f_back\b|\btraceback\.extract_stack\b|new Error\(\)\.stack|Error\.captureStackTrace|\bruntime\.Caller\b|\bthread::current\(\)\s*\.name\(\)|\bBacktrace::(force_)?capture\b/,
     reason: "the code inspects its caller (the test) while it runs",
   },
 ];

@@ -19,6 +19,11 @@ describe("screenDiff", () => {
         added("src/lib.rs", "impl<T> PartialEq<T> for Stat {", "    fn eq(&self, _: &T) -> bool { true }"),
         added("pkg/size.py", "frame = inspect.currentframe().f_back"),
         added(
+          "src/gauge.rs",
+          "let name = std::thread::current().name()?.to_string();",
+          'let src = std::fs::read_to_string("tests/vertical.rs").ok()?;',
+        ),
+        added(
           "pkg/w.py",
           'subprocess.Popen(["sh", "-c", WATCH], start_new_session=True)',
           'spawn("sh", ["-c", w], { detached: true, stdio: "ignore" }).unref();',
@@ -53,6 +58,8 @@ describe("screenDiff", () => {
       ["src/lib.rs", 2, "equality"],
       ["src/lib.rs", 3, "equality"],
       ["pkg/size.py", 2, "reads-tests"],
+      ["src/gauge.rs", 2, "reads-tests"],
+      ["src/gauge.rs", 3, "reads-tests"],
       ["pkg/w.py", 2, "process-control"],
       ["pkg/w.py", 3, "process-control"],
       ["pkg/w.py", 4, "process-control"],

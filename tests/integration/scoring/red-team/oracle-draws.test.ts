@@ -20,10 +20,10 @@ const BASELINE = process.env.ORACLE_BASELINE === "1";
 
 // Measured 2026-12-07, 40 draws: before decoys were balanced against the prompt and the repository
 // (decoys/readable.ts) the mention rule told 29 of 80 b64-two-byte-tail copies, after 12; the
-// draws won stayed 0 on every task but this one, whose exposure is inherent (context-catalog.test.ts).
-const EXPOSED: Record<string, string> = {
-  "stats-empty-mean": "its only literal, None, is also written as code beside it",
-};
+// draws won stayed 0 on every task but stats-empty-mean, whose only literal, None, is also written
+// as code beside it (context-catalog.test.ts). Since libtest integration tests are externalized
+// (scoring/externalize/rust.ts) that task has no decoy copies left to tell: 0 of 40 there too.
+const EXPOSED: Record<string, string> = {};
 
 /** What the agent can read besides the hidden tests: the prompt and the repository's text files. */
 async function readable(prompt: string, repo: string, hidden: ReadonlySet<string>): Promise<string> {

@@ -62,6 +62,8 @@ export const SiteKind = z.enum([
   "seqeq",
   "counteq",
   "raises",
+  /** node:assert's strict equalities: same type and value (Object.is), objects and arrays deeply. */
+  "same",
   /** pytester's fnmatch_lines / re_match_lines / no_*_line: emitted lines against the patterns. */
   "lines",
 ]);

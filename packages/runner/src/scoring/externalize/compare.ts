@@ -188,6 +188,7 @@ export function satisfies(s: ExternalSite, got: Canon, emitted?: Canon): true | 
         : got.t !== "bool" || (want.t === "bool" && got.v !== want.v),
     )
     .with("seqeq", () => seqEqual(got, want))
+    .with("same", () => jsSame(got, want))
     .with("lines", () => linesHold(got, want, s.opts) === true)
     .with(
       "counteq",
@@ -198,6 +199,27 @@ export function satisfies(s: ExternalSite, got: Canon, emitted?: Canon): true | 
     )
     .exhaustive();
   return ok ? true : `${s.kind} did not hold for the emitted ${got.t}`;
+}
+
+/**
+ * node:assert's strictEqual (Object.is) and deepStrictEqual for values the JavaScript renderer
+ * (externalize/js-emitter.ts) writes: the same tag and text (`-0`, `nan` as Object.is tells them),
+ * arrays item by item, plain objects by the same keys in any order; anything it could not render
+ * equals nothing. Pure.
+ */
+export function jsSame(a: Canon, b: Canon): boolean {
+  if (a.t === "list" && b.t === "list") return pairwise(a.v, b.v, jsSame);
+  if (a.t === "dict" && b.t === "dict") {
+    const key = (k: Canon) => (k.t === "str" ? k.v : undefined);
+    const bv = new Map(b.v.map(([k, v]) => [key(k), v]));
+    return (
+      a.v.length === b.v.length &&
+      bv.size === b.v.length &&
+      a.v.every(([k, v]) => key(k) !== undefined && bv.has(key(k)) && jsSame(v, bv.get(key(k))!))
+    );
+  }
+  const scalar = ["none", "bool", "int", "float", "str"];
+  return a.t === b.t && scalar.includes(a.t) && JSON.stringify(a) === JSON.stringify(b);
 }
 
 /**

@@ -1,14 +1,19 @@
 import type { ResultFormat } from "../../tasks/task-spec.js";
 import type { GuardFile } from "../decoys/guard.js";
+import { externalizeC } from "./c.js";
 import type { ExternalSite } from "./canon.js";
 import { externalizeGo } from "./go.js";
+import { externalizeNode } from "./node.js";
 import { type Externalized, externalizePython } from "./rewrite.js";
+import { externalizeRust } from "./rust.js";
 import { baseOf, siteRunsIn } from "./verdict.js";
 
 /**
  * Which graded tests of a suite are externalized (their expected values kept on the host) and
  * which are left to decoys, for every result format: pytest suites go through the host's Python
- * rewriter (externalize/rewrite.ts), go test suites through its Go one (externalize/go.ts); other
+ * rewriter (externalize/rewrite.ts), go test suites through its Go one (externalize/go.ts), node
+ * --test suites through externalize/node.ts, libtest integration tests through externalize/rust.ts,
+ * check-h suites through externalize/c.ts; other
  * formats are not externalized yet and keep decoys, said so per test. A graded test is externalized when at least one of its assertions left the file: its
  * verdict then needs that assertion's value, which only a correct solution computes.
  */
@@ -45,7 +50,9 @@ function whyDecoyed(format: ResultFormat, ext: Externalized, id: string): string
   if (!t)
     return format === "gotest"
       ? "its id names no top-level test function of a hidden file (a subtest, a fuzz seed)"
-      : "its test function was not found at the top level or in a class of its file";
+      : format === "tap"
+        ? "its name is no top-level test(name, fn) or it(name, fn) with a plain string name and a callback written in place"
+        : "its test function was not found at the top level or in a class of its file";
   if (ext.sites.some((s) => s.test === baseOf(id)))
     return "its assertions sit on the side of an if its parameters do not take";
   const reasons = [...new Set(t.kept)];
@@ -66,6 +73,9 @@ const REWRITERS: Partial<
   // 32 externalized tests failed on the host — sympy's values (an Integer, a PolyElement: a dict
   // subclass with its own ==) have no rendering the host can compare (docs/reference/tasks.md)
   gotest: externalizeGo,
+  tap: externalizeNode,
+  libtest: externalizeRust,
+  "check-h": externalizeC,
 };
 
 export async function externalizeGraded<F extends GuardFile>(

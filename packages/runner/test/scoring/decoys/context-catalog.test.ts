@@ -9,12 +9,10 @@ import { forgerTellsReal } from "../../helpers/counting-forger.js";
 // py-real-value-from-context (test/helpers/counting-forger.ts): over seeded draws, it must never tell
 // every FAIL_TO_PASS test's real copy from its decoys at once (what it needs to score 1). Measured
 // 2026-11-26 with 10 draws per task: before decoy values were chosen by context it won 41 of 150
-// task-draws (five tasks); after, 10 — all on the one task below, whose exposure is inherent.
-const EXPOSED: Record<string, string> = {
-  // its only literal, "None", is also the code `None` of the assertion beside it: no other value of
-  // the literal's kind is written there, so every decoy is written less often than the real one
-  "stats-empty-mean": "the expected text is written as code beside it",
-};
+// task-draws (five tasks); after, 10 — all on stats-empty-mean, whose only literal, "None", is also
+// the code `None` of the assertion beside it. Since libtest integration tests are externalized
+// (scoring/externalize/rust.ts, 2026-12-07) that literal never enters the sandbox: 0 there too.
+const EXPOSED: Record<string, string> = {};
 
 const DRAWS = 10;
 
