@@ -178,6 +178,7 @@ function spawnThread(opts: PolicyGatewayOptions): ThreadState {
     listen,
     maxBodyBytes: opts.maxBodyBytes,
     maxCallsPerTrajectory: opts.maxCallsPerTrajectory,
+    measureRunTime: opts.measureRunTime,
     secrets: runSecrets.values(),
     syncFlag,
     syncPort: sync.port2,

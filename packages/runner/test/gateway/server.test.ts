@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
@@ -105,7 +106,44 @@ describe("policy gateway: OpenAI chat completions", () => {
     // the gateway's own part: measured, and never more than the whole call
     expect(turn!.latency.gatewayMs).toBeGreaterThanOrEqual(0);
     expect(turn!.latency.gatewayMs!).toBeLessThanOrEqual(turn!.latency.totalMs);
+    // its run-capped part only when asked for (measureRunTime)
+    expect(turn!.latency.gatewayRunMs).toBeUndefined();
   });
+
+  it.skipIf(!existsSync("/proc/thread-self/schedstat"))(
+    "with measureRunTime, logs the gateway's own part on a core of its own: never more than its wall own part (needs Linux schedstat)",
+    async () => {
+      const timed = await createPolicyGateway({
+        listen: { host: "127.0.0.1", port: 0 },
+        measureRunTime: true,
+      });
+      try {
+        const log = join(dir, "timed", "turns.jsonl");
+        const route = timed.register("timed-1", {
+          upstream: plan("timed", [{ text: "a" }, { text: "b" }]),
+          turnLogPath: log,
+        });
+        for (const stream of [true, false]) {
+          const res = await post(
+            `${route.openaiBaseUrl}/chat/completions`,
+            route.token,
+            chatBody({ stream }),
+          );
+          expect(res.status).toBe(200);
+          await res.arrayBuffer();
+        }
+        await timed.unregister("timed-1");
+        const turns = parseTurnLog(await readFile(log, "utf8"));
+        expect(turns).toHaveLength(2);
+        for (const t of turns) {
+          expect(t.latency.gatewayRunMs).toBeGreaterThanOrEqual(0);
+          expect(t.latency.gatewayRunMs!).toBeLessThanOrEqual(t.latency.gatewayMs!);
+        }
+      } finally {
+        await timed.close();
+      }
+    },
+  );
 
   it("sends native tool calls when the request offers tools, streamed and not", async () => {
     const route = gw.register("native-1", {
