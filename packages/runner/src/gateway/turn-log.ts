@@ -46,7 +46,7 @@ export const TurnRecord = z
           .number()
           .optional()
           .describe(
-            "gatewayMs with each piece capped by the CPU time the gateway's thread ran meanwhile: its own part on a core of its own (written when the gateway measures run time)",
+            "gatewayMs with each piece capped by the CPU time the gateway's thread ran meanwhile: its own part on a core of its own (written on the calls the gateway samples when it measures run time)",
           ),
       })
       .strict(),

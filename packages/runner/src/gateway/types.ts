@@ -118,8 +118,9 @@ export interface PolicyGatewayOptions {
   /** Model calls one trajectory may have in flight; more are refused (429) before their body is read. Default 4. */
   readonly maxCallsPerTrajectory?: number;
   /**
-   * Also time each call's own part against the serving thread's CPU run time (Linux schedstat; a
-   * few µs per streamed event): turn log `latency.gatewayRunMs`. For benchmarks on a shared machine.
+   * Also time a sample of the calls (one in RUN_TIMED_EVERY) against the serving thread's CPU run
+   * time (Linux schedstat; two reads per streamed event): turn log `latency.gatewayRunMs`. For
+   * benchmarks on a shared machine.
    */
   readonly measureRunTime?: boolean;
 }
