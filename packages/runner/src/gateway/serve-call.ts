@@ -7,6 +7,7 @@ import type { ClientProtocol } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
 import { AnthropicStreamEncoder, anthropicMessageBody } from "./anthropic-wire.js";
 import {
+  answeredCallOf,
   type CallRefusal,
   callFailure,
   failureCounts,
@@ -179,6 +180,7 @@ function recordTurn(
   promptIdsJson?: IntArrayJson,
 ): Promise<void> {
   const { e } = st;
+  e.lastAnswered = answeredCallOf(status, extra.error, e.lastAnswered);
   if (!e.log) return Promise.resolve();
   const client = clientOf(st);
   const call = {

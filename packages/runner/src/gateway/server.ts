@@ -123,6 +123,7 @@ function register(st: GatewayState, trajectoryId: string, r: RegisterOptions): T
     promptTokens: 0,
     completionTokens: 0,
     terminal: undefined,
+    lastAnswered: undefined,
   };
   st.entries.set(trajectoryId, e);
   runSecrets.add(e.token);

@@ -107,6 +107,7 @@ export function initialStatus(trajectoryId: string, upstream: string): Trajector
     promptTokens: 0,
     completionTokens: 0,
     terminal: undefined,
+    lastAnswered: undefined,
   };
 }
 

@@ -74,6 +74,17 @@ export interface TrajectoryStatus {
   readonly completionTokens: number;
   /** Set once the gateway has ended the trajectory (limit, watchdog, upstream failure). */
   readonly terminal: GatewayTerminal | undefined;
+  /**
+   * The last call the model server answered (ok, upstream_error, timeout: what its turn-log line
+   * says, the error redacted), so that no caller reads the whole turn log back for it.
+   */
+  readonly lastAnswered: AnsweredCall | undefined;
+}
+
+/** A call the model server answered, as its turn-log line records it. */
+export interface AnsweredCall {
+  readonly status: "ok" | "upstream_error" | "timeout";
+  readonly error?: string;
 }
 
 export interface RegisterOptions {
@@ -205,6 +216,7 @@ export interface Entry {
   promptTokens: number;
   completionTokens: number;
   terminal: GatewayTerminal | undefined;
+  lastAnswered: AnsweredCall | undefined;
 }
 
 /** A trajectory's counters as callers see them. */
@@ -220,5 +232,6 @@ export function statusOf(e: Entry): TrajectoryStatus {
     promptTokens: e.promptTokens,
     completionTokens: e.completionTokens,
     terminal: e.terminal,
+    lastAnswered: e.lastAnswered,
   };
 }

@@ -93,6 +93,7 @@ describe("policy gateway: OpenAI chat completions", () => {
     });
     const status = await gw.unregister("xml-1");
     expect(status).toMatchObject({ requests: 1, ok: 1, failed: 0, terminal: undefined });
+    expect(status?.lastAnswered).toEqual({ status: "ok" });
     const [turn] = parseTurnLog(await readFile(log, "utf8"));
     expect(turn).toMatchObject({
       seq: 1,
@@ -117,6 +118,8 @@ describe("policy gateway: OpenAI chat completions", () => {
       const timed = await createPolicyGateway({
         listen: { host: "127.0.0.1", port: 0 },
         measureRunTime: true,
+        // back-to-back calls: one may still be logging (in flight) as the next arrives
+        maxCallsPerTrajectory: 64,
       });
       try {
         const log = join(dir, "timed", "turns.jsonl");
@@ -582,9 +585,11 @@ describe("policy gateway: upstream failures and the watchdog", () => {
       expect(res.status).toBe(504);
       expect(Date.now() - t0).toBeLessThan(5_000);
       expect(hang.status().terminal?.kind).toBe("timeout");
-      await gw.unregister("hang-1");
+      const hangFinal = await gw.unregister("hang-1");
       const [turn] = parseTurnLog(await readFile(log, "utf8"));
       expect(turn).toMatchObject({ status: "timeout", error: expect.stringContaining("silenceTimeoutMs") });
+      // the status carries the turn line's verdict: nobody needs to read the log back for it
+      expect(hangFinal?.lastAnswered).toEqual({ status: turn!.status, error: turn!.error });
 
       const fail = gw.register("fail-1", { upstream, limits: { maxConsecutiveFailures: 2 } });
       const r1 = await post(`${fail.openaiBaseUrl}/chat/completions`, fail.token, chatBody());
@@ -594,7 +599,11 @@ describe("policy gateway: upstream failures and the watchdog", () => {
       expect(r2.status).toBe(500);
       expect(fail.status().terminal).toMatchObject({ kind: "policy_error" });
       expect(fail.status().terminal!.message).toContain("boom");
-      await gw.unregister("fail-1");
+      // no turn log here: the status still says how the last answered call went
+      expect((await gw.unregister("fail-1"))?.lastAnswered).toMatchObject({
+        status: "upstream_error",
+        error: expect.stringContaining("boom"),
+      });
     } finally {
       await double.close();
     }
