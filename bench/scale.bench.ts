@@ -41,6 +41,8 @@ function row(p: PointResult, prev?: PointResult) {
     completed: `${p.completed}/${p.n}`,
     "wall s": p.wallS,
     "cpu ms/traj": per.cpuMs,
+    "main-thread cpu ms/traj": p.mainCpuMs / p.n,
+    "main-thread busy %": (100 * p.mainCpuMs) / (p.wallS * 1000),
     "marginal cpu ms": slope ? slope.cpuMs : "",
     "rss peak MiB": p.rssPeakMb,
     "rss MiB/traj": per.rssMb,
@@ -127,6 +129,7 @@ function report(ctx: BenchContext, results: PointResult[], opts: object): void {
   console.log(
     "  marginal = what each trajectory added since the previous point (the slope, free of fixed costs).\n" +
       "  cpu = process.cpuUsage() of the runner (every thread: the gateway's too); rss above the idle runner.\n" +
+      "  main-thread = the CPU time of the runner's event-loop thread alone (schedstat); busy % = of the run's wall time.\n" +
       "  idle p99 = the event-loop delay of an idle process meanwhile: the machine's own scheduling delay.\n" +
       "  loop own p99 = the runner's timer lateness, each sample capped by the CPU time its main thread ran meanwhile\n" +
       "  (an upper bound of what its own work held the loop; the rest was waiting for a core).\n" +

@@ -16,6 +16,8 @@ export interface PointResult {
   readonly wallS: number;
   /** process.cpuUsage() of the runner over the run, ms (every thread: the gateway's too). */
   readonly runnerCpuMs: number;
+  /** The CPU time of the runner's main thread alone (its event loop; schedstat), ms; NaN when unread. */
+  readonly mainCpuMs: number;
   /** The runner's RSS before the run and at its peak, MiB. */
   readonly rssBaseMb: number;
   readonly rssPeakMb: number;

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createNomadClient } from "@flakegym/nomad-jobs";
+import { threadRunClock } from "../../packages/runner/src/gateway/thread-run-clock.js";
 import type { ScoreInput } from "../../packages/runner/src/rollout/deps.js";
 import { runRollout } from "../../packages/runner/src/rollout/run-rollout.js";
 import { createRolloutDeps } from "../../packages/runner/src/rollout/wire.js";
@@ -199,6 +200,8 @@ async function measureRun(
   const loop = monitorEventLoopDelay({ resolution: 10 });
   const ownLoop = startOwnLoopMonitor(10);
   const g = gauges();
+  const mainClock = threadRunClock();
+  const main0 = mainClock?.now() ?? Number.NaN;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const t0Epoch = Date.now();
@@ -222,6 +225,8 @@ async function measureRun(
   }
   const own = ownLoop.stop();
   const cpu = process.cpuUsage(cpu0);
+  const mainCpuMs = (mainClock?.now() ?? Number.NaN) - main0;
+  mainClock?.close();
   const wallS = (performance.now() - t0) / 1000;
   const peaks = g.stop();
   const stats = await ask<ClusterStats>(cluster.child, "stats");
@@ -239,6 +244,7 @@ async function measureRun(
     outcomes: Object.fromEntries(Object.entries(t.outcomes).filter(([, v]) => v > 0)),
     wallS,
     runnerCpuMs: (cpu.user + cpu.system) / 1000,
+    mainCpuMs,
     rssBaseMb,
     ...peaks,
     gatewayAddedP50Ms: percentile(gwOwn, 50),

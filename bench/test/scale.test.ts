@@ -32,6 +32,7 @@ function point(over: Partial<PointResult> = {}): PointResult {
     outcomes: { completed: 10 },
     wallS: 20,
     runnerCpuMs: 1000,
+    mainCpuMs: 600,
     rssBaseMb: 200,
     rssPeakMb: 210,
     gatewayAddedP50Ms: 1,
