@@ -12,8 +12,11 @@
  * to end (turn total less the upstream's own time); Nomad API calls at the double.
  *
  * Flags: --points 10,100,300,1000  --turns 5  --think-ms 2000  --interval-ms 20  --tool-ms 300
- *   --task semver-lite-caret-zero  --max-starts <the Nomad backend's maxConcurrentStarts, default 32>. Profile the largest point with
- *   `node --cpu-prof --cpu-prof-dir <dir> --import tsx bench/run.ts scale --points 1000`.
+ *   --task semver-lite-caret-zero  --max-starts <the Nomad backend's maxConcurrentStarts, default 32>
+ *   --point-timeout-s 3600. Each point runs in a process of its own (point-child.ts: honest RSS per
+ *   trajectory). Profile the largest point with
+ *   `node --cpu-prof --cpu-prof-dir <dir> --import tsx bench/run.ts scale --points 1000`
+ *   (each point's process writes its own profiles).
  * Last line: `scale: <N> concurrent, runner-cpu …/traj, rss …/traj, gateway-p99 …, loop-p99 …`
  * with ratios against the smallest point.
  */
@@ -25,9 +28,10 @@ import { buildSnapshot } from "../packages/runner/src/snapshots/build.js";
 import { snapshotSpecOfTask } from "../packages/runner/src/snapshots/spec.js";
 import { loadTask } from "../packages/runner/src/tasks/catalog.js";
 import { type BenchContext, benchFlags, loadStr, printTable } from "./lib.js";
-import { judge, marginal, type PointResult, perTrajectory, summaryLine } from "./scale/judge.js";
+import { caveats, judge, marginal, type PointResult, perTrajectory, summaryLine } from "./scale/judge.js";
 import { plotSeries, plotSvg } from "./scale/plot.js";
-import { runPoint } from "./scale/point.js";
+import type { runPoint } from "./scale/point.js";
+import { runPointInChild } from "./scale/processes.js";
 
 function row(p: PointResult, prev?: PointResult) {
   const per = perTrajectory(p);
@@ -37,12 +41,16 @@ function row(p: PointResult, prev?: PointResult) {
     completed: `${p.completed}/${p.n}`,
     "wall s": p.wallS,
     "cpu ms/traj": per.cpuMs,
+    "main-thread cpu ms/traj": p.mainCpuMs / p.n,
+    "main-thread busy %": (100 * p.mainCpuMs) / (p.wallS * 1000),
     "marginal cpu ms": slope ? slope.cpuMs : "",
     "rss peak MiB": p.rssPeakMb,
     "rss MiB/traj": per.rssMb,
     "marginal rss MiB": slope ? slope.rssMb : "",
     "gw add p50 ms": p.gatewayAddedP50Ms,
     "gw add p99 ms": p.gatewayAddedP99Ms,
+    "gw own-core p50 ms": p.gatewayRunP50Ms,
+    "gw own-core p99 ms": p.gatewayRunP99Ms,
     "gw e2e p99 ms": p.gatewayEndToEndP99Ms,
     "loop own p99 ms": p.loopOwnP99Ms,
     "loop p99 ms": p.loopP99Ms,
@@ -79,6 +87,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     toolMs: num("tool-ms", 300),
     maxStarts: flag("max-starts", "") === "" ? undefined : num("max-starts", 32),
   };
+  const pointTimeoutS = num("point-timeout-s", 3600);
   console.log(
     `bench scale: ${new Date().toISOString()}, Node ${process.version}, load ${loadStr()}\n  ${SIMULATED}`,
   );
@@ -93,7 +102,11 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   try {
     for (const n of points) {
       console.log(`\n== ${n} concurrent (load ${loadStr()})`);
-      const r = await runPoint({ n, root, ...opts, snapshotDir: snapshot.workspace });
+      // each point in a process of its own: its RSS and heap owe nothing to the points before
+      const r = await runPointInChild<Awaited<ReturnType<typeof runPoint>>>(
+        { n, root, ...opts, snapshotDir: snapshot.workspace },
+        pointTimeoutS * 1000,
+      );
       const { cluster, ...point } = r;
       results.push(point);
       printTable([row(point, results[results.length - 2])]);
@@ -116,10 +129,13 @@ function report(ctx: BenchContext, results: PointResult[], opts: object): void {
   console.log(
     "  marginal = what each trajectory added since the previous point (the slope, free of fixed costs).\n" +
       "  cpu = process.cpuUsage() of the runner (every thread: the gateway's too); rss above the idle runner.\n" +
+      "  main-thread = the CPU time of the runner's event-loop thread alone (schedstat); busy % = of the run's wall time.\n" +
       "  idle p99 = the event-loop delay of an idle process meanwhile: the machine's own scheduling delay.\n" +
       "  loop own p99 = the runner's timer lateness, each sample capped by the CPU time its main thread ran meanwhile\n" +
       "  (an upper bound of what its own work held the loop; the rest was waiting for a core).\n" +
       "  gw add = the gateway's own time per call, timestamped inside it (body read → answer, less the upstream's waits);\n" +
+      "  gw own-core = the same, each piece capped by the CPU time the gateway's thread ran meanwhile (its schedstat):\n" +
+      "  its time on a core of its own (other calls' work in it included), this machine's waits for a core excluded;\n" +
       "  gw e2e = a turn's total less the upstream's serving time (this machine's scheduling delays included).",
   );
   const svg = join(ctx.outDir, "scale.svg");
@@ -135,5 +151,6 @@ function report(ctx: BenchContext, results: PointResult[], opts: object): void {
   const [smallest, largest] = [results[0]!, results[results.length - 1]!];
   const fails = judge(largest, smallest);
   console.log(fails.length ? `targets NOT met: ${fails.join("; ")}` : "targets met");
+  for (const c of caveats(largest)) console.log(`  caveat: ${c}`);
   console.log(summaryLine(largest, smallest));
 }

@@ -1,4 +1,7 @@
 import { closeSync, openSync, readSync } from "node:fs";
+import { schedRunMs } from "../../packages/runner/src/gateway/thread-run-clock.js";
+
+export { schedRunMs };
 
 /**
  * The runner's OWN event-loop delay, apart from this machine's: a 10 ms timer's lateness, each
@@ -12,12 +15,6 @@ import { closeSync, openSync, readSync } from "node:fs";
 /** A sample's own delay: its lateness, at most the CPU time the thread ran in the sample. Pure. */
 export function ownDelayMs(lateMs: number, ranMs: number): number {
   return Math.max(0, Math.min(lateMs, ranMs));
-}
-
-/** `run_ns wait_ns slices` of a schedstat line: run time in ms, or undefined when unreadable. Pure. */
-export function schedRunMs(line: string): number | undefined {
-  const run = Number(line.trim().split(/\s+/)[0]);
-  return Number.isFinite(run) && line.trim() !== "" ? run / 1e6 : undefined;
 }
 
 export interface OwnLoopMonitor {

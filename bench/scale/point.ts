@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createNomadClient } from "@flakegym/nomad-jobs";
+import { threadRunClock } from "../../packages/runner/src/gateway/thread-run-clock.js";
 import type { ScoreInput } from "../../packages/runner/src/rollout/deps.js";
 import { runRollout } from "../../packages/runner/src/rollout/run-rollout.js";
 import { createRolloutDeps } from "../../packages/runner/src/rollout/wire.js";
@@ -83,6 +84,7 @@ async function failureReasons(out: string): Promise<string[]> {
  */
 async function turnStats(out: string, calls: Map<number, number>, t0Epoch: number) {
   const own: number[] = [];
+  const ownRun: number[] = [];
   const endToEnd: number[] = [];
   const firstCall: number[] = [];
   for (const file of await findFiles(out, "turns.jsonl")) {
@@ -92,18 +94,19 @@ async function turnStats(out: string, calls: Map<number, number>, t0Epoch: numbe
         status: string;
         startedAt: string;
         response?: unknown;
-        latency: { totalMs: number; gatewayMs?: number };
+        latency: { totalMs: number; gatewayMs?: number; gatewayRunMs?: number };
       };
       first = Math.min(first, Date.parse(rec.startedAt) - t0Epoch);
       if (rec.status !== "ok") continue;
       if (rec.latency.gatewayMs !== undefined) own.push(rec.latency.gatewayMs);
+      if (rec.latency.gatewayRunMs !== undefined) ownRun.push(rec.latency.gatewayRunMs);
       const id = /\(call c(\d+)\)/.exec(JSON.stringify(rec.response ?? ""))?.[1];
       const serveMs = id ? calls.get(Number(id)) : undefined;
       if (serveMs !== undefined) endToEnd.push(rec.latency.totalMs - serveMs);
     }
     if (Number.isFinite(first)) firstCall.push(first);
   }
-  return { own, endToEnd, firstCall };
+  return { own, ownRun, endToEnd, firstCall };
 }
 
 function runConfig(o: PointOptions, upstreamUrl: string): RunConfig {
@@ -169,6 +172,7 @@ export async function runPoint(o: PointOptions): Promise<PointResult & { cluster
       backend,
       gatewayAdvertise: advertise,
       scratchDir: o.root,
+      gatewayMeasureRunTime: true,
     });
     const simulated = { ...deps, score: (i: ScoreInput) => simulatedScore(i.diff, i.signal) };
     await ask(probe.child, "reset");
@@ -196,6 +200,8 @@ async function measureRun(
   const loop = monitorEventLoopDelay({ resolution: 10 });
   const ownLoop = startOwnLoopMonitor(10);
   const g = gauges();
+  const mainClock = threadRunClock();
+  const main0 = mainClock?.now() ?? Number.NaN;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const t0Epoch = Date.now();
@@ -219,13 +225,15 @@ async function measureRun(
   }
   const own = ownLoop.stop();
   const cpu = process.cpuUsage(cpu0);
+  const mainCpuMs = (mainClock?.now() ?? Number.NaN) - main0;
+  mainClock?.close();
   const wallS = (performance.now() - t0) / 1000;
   const peaks = g.stop();
   const stats = await ask<ClusterStats>(cluster.child, "stats");
   const calls = new Map(
     (await ask<{ n: number; serveMs: number }[]>(upstream.child, "calls")).map((c) => [c.n, c.serveMs]),
   );
-  const { own: gwOwn, endToEnd, firstCall } = await turnStats(out, calls, t0Epoch);
+  const { own: gwOwn, ownRun: gwRun, endToEnd, firstCall } = await turnStats(out, calls, t0Epoch);
   const t = summary.trajectories;
   return {
     n: o.n,
@@ -236,10 +244,13 @@ async function measureRun(
     outcomes: Object.fromEntries(Object.entries(t.outcomes).filter(([, v]) => v > 0)),
     wallS,
     runnerCpuMs: (cpu.user + cpu.system) / 1000,
+    mainCpuMs,
     rssBaseMb,
     ...peaks,
     gatewayAddedP50Ms: percentile(gwOwn, 50),
     gatewayAddedP99Ms: percentile(gwOwn, 99),
+    gatewayRunP50Ms: percentile(gwRun, 50),
+    gatewayRunP99Ms: percentile(gwRun, 99),
     gatewayEndToEndP99Ms: percentile(endToEnd, 99),
     loopP99Ms: loop.percentile(99) / 1e6,
     loopOwnP99Ms: percentile(own.ownMs, 99),

@@ -4,6 +4,7 @@ import { createServer } from "node:net";
 import { networkInterfaces } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createDeadline } from "@flakegym/nomad-jobs";
 import type { SimCoreOptions, SimStats } from "./sim-core.js";
 
 /** The scale bench's other processes (the cluster, the model) and the runner's own gauges. */
@@ -97,4 +98,40 @@ export function freePortOn(host: string): Promise<number> {
 /** Open file descriptors of this process. */
 export function openFds(): number {
   return readdirSync("/proc/self/fd").length;
+}
+
+/**
+ * Runs one point in a process of its own (point-child.ts), with this process's Node flags (tsx,
+ * --cpu-prof when profiling) and --expose-gc (the point collects garbage before it measures its
+ * base). Bounded by `timeoutMs`: a point that does not answer in time is killed and reported.
+ */
+export function runPointInChild<T>(options: object, timeoutMs: number): Promise<T> {
+  const execArgv = [...new Set([...process.execArgv, "--expose-gc"])];
+  const child = fork(join(here, "point-child.ts"), [JSON.stringify(options)], {
+    execArgv,
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const deadline = createDeadline({
+    timeout: { ms: timeoutMs, limit: "the scale bench's point timeout (--point-timeout-s)" },
+  });
+  return new Promise<T>((resolve, reject) => {
+    const onTimeout = () => {
+      child.kill("SIGKILL");
+      reject(deadline.signal.reason);
+    };
+    deadline.signal.addEventListener("abort", onTimeout, { once: true });
+    const settle = () => {
+      deadline.signal.removeEventListener("abort", onTimeout);
+      deadline.dispose();
+    };
+    child.on("message", (m: { result?: T; error?: string }) => {
+      settle();
+      if (m.result !== undefined) resolve(m.result);
+      else reject(new Error(`bench scale: the point's process failed: ${m.error}`));
+    });
+    child.once("exit", (code, sig) => {
+      settle();
+      reject(new Error(`bench scale: the point's process exited (${code ?? sig}) without a result`));
+    });
+  });
 }

@@ -459,20 +459,44 @@ async function* single(src: AsyncIterable<ClineMessage>): AsyncIterable<ClineMes
   for await (const m of src) yield [m];
 }
 
+/**
+ * The messages of each state post. Cline posts its whole state after every message, so a task of
+ * n messages would have every message parsed and checked n times over: a message this stream
+ * already delivered unchanged ({@link rawStateFingerprint}) is skipped before it is parsed.
+ */
 async function* fromState(
   src: ReturnType<ClineClient["state"]["subscribeToState"]>,
 ): AsyncIterable<ClineMessage[]> {
+  const delivered = new Map<number, string>();
   for await (const s of src) {
     const out: ClineMessage[] = [];
     for (const raw of s.clineMessages) {
+      const fp = rawStateFingerprint(raw);
+      if (fp !== undefined && delivered.get(fp.ts) === fp.print) continue;
       try {
         out.push(fromStateMessage(raw));
+        if (fp !== undefined) delivered.set(fp.ts, fp.print);
       } catch {
         // a message shape we do not read
       }
     }
     yield out;
   }
+}
+
+/**
+ * What identifies a version of a raw `clineMessages` entry, read without parsing it: its ts, kind,
+ * partial flag and text and reasoning lengths (what {@link messageFingerprint} compares after the
+ * parse); undefined when the entry is not of the plain shape (then it is parsed as usual). Pure.
+ */
+export function rawStateFingerprint(raw: unknown): { ts: number; print: string } | undefined {
+  if (raw === null || typeof raw !== "object") return undefined;
+  const m = raw as Record<string, unknown>;
+  const len = (v: unknown) => (typeof v === "string" ? v.length : v == null ? 0 : undefined);
+  const [text, reasoning] = [len(m.text), len(m.reasoning)];
+  if (typeof m.ts !== "number" || text === undefined || reasoning === undefined) return undefined;
+  const kind = `${String(m.type)}:${String(m.ask)}:${String(m.say)}`;
+  return { ts: m.ts, print: `${m.partial === true ? 1 : 0}:${text}:${reasoning}:${kind}` };
 }
 
 function subscribe(st: TaskState): Promise<void>[] {

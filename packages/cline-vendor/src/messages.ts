@@ -159,8 +159,15 @@ export const CoreState = z.object({
 });
 export type CoreState = z.infer<typeof CoreState>;
 
+/**
+ * Built once: a zod schema compiles its checks on its first parses, and `.loose()` makes a new
+ * schema, so calling it per state post (each core posts its whole state after every message) cost
+ * the runner's loop a compilation each time (issue 49).
+ */
+const LooseCoreState = CoreState.loose();
+
 /** Parses a `state_json` string into the fields we use; other keys are kept untyped. */
 export function parseStateJson(stateJson: string): CoreState & Record<string, unknown> {
-  const parsed = CoreState.loose().parse(JSON.parse(stateJson));
+  const parsed = LooseCoreState.parse(JSON.parse(stateJson));
   return parsed as CoreState & Record<string, unknown>;
 }

@@ -5,6 +5,7 @@ import {
   isModelOutput,
   messageFingerprint,
   modelRequestsExceeded,
+  rawStateFingerprint,
   toolCallsExceeded,
   watchdogPeriodMs,
   watchdogVerdict,
@@ -50,6 +51,35 @@ describe("messageFingerprint", () => {
     expect(messageFingerprint(a)).not.toBe(messageFingerprint(say("text", "abc", true)));
     expect(messageFingerprint(a)).not.toBe(messageFingerprint({ ...a, reasoning: "r" }));
     expect(messageFingerprint(a)).not.toBe(messageFingerprint(ask("followup", "abc")));
+  });
+});
+
+describe("rawStateFingerprint (a state post's unchanged messages are not parsed again)", () => {
+  const raw = { ts: 5, type: "say", say: "text", text: "abc", partial: false };
+  it("tells versions apart exactly as messageFingerprint does after the parse", () => {
+    const fp = rawStateFingerprint(raw)!;
+    expect(fp.ts).toBe(5);
+    expect(rawStateFingerprint({ ...raw })!.print).toBe(fp.print);
+    for (const changed of [
+      { text: "abcd" },
+      { partial: true },
+      { reasoning: "r" },
+      { say: "completion_result" },
+      { type: "ask", ask: "followup" },
+    ])
+      expect(rawStateFingerprint({ ...raw, ...changed })!.print).not.toBe(fp.print);
+    // a missing text and an empty one parse alike (text ?? "")
+    expect(rawStateFingerprint({ ...raw, text: undefined })!.print).toBe(
+      rawStateFingerprint({ ...raw, text: "" })!.print,
+    );
+  });
+
+  it("leaves entries of another shape to the parser (never skips what it cannot identify)", () => {
+    expect(rawStateFingerprint(null)).toBeUndefined();
+    expect(rawStateFingerprint("x")).toBeUndefined();
+    expect(rawStateFingerprint({ ...raw, ts: "5" })).toBeUndefined();
+    expect(rawStateFingerprint({ ...raw, text: 7 })).toBeUndefined();
+    expect(rawStateFingerprint({ ...raw, reasoning: {} })).toBeUndefined();
   });
 });
 

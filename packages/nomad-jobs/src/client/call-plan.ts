@@ -86,6 +86,19 @@ export function resendAfterConnectError(idempotent: boolean, errno: string | und
   return idempotent || (errno !== undefined && NOT_SENT_CODES.has(errno));
 }
 
+/**
+ * A safe call reset on a keep-alive socket the pool had kept idle is resent on a fresh connection:
+ * the server closed the socket as the request went out (its idle timeout raced our reuse). Only
+ * for idempotent calls: a reset request may have reached the server.
+ */
+export function resendOnFreshSocket(
+  idempotent: boolean,
+  reusedSocket: boolean,
+  errno: string | undefined,
+): boolean {
+  return idempotent && reusedSocket && (errno === "ECONNRESET" || errno === "EPIPE");
+}
+
 /** An unexpected status is resent only for an idempotent call, and only on 429 or 5xx. */
 export function resendAfterStatus(idempotent: boolean, status: number): boolean {
   return idempotent && (status === 429 || status >= 500);

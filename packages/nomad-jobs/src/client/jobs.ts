@@ -82,6 +82,13 @@ const listOf = <S extends z.ZodType>(item: S) =>
     .array(item)
     .nullable()
     .transform((v) => v ?? []);
+/**
+ * Built once: a zod schema compiles its checks on its first parses, so a schema built per call
+ * costs its compilation every call (issue 49: the runner asks for allocations at every start).
+ */
+const AllocationList = listOf(AllocationListStub);
+const EvaluationList = listOf(Evaluation);
+const JobList = z.array(JobListStub);
 
 /**
  * `POST /v1/jobs`. With `enforceIndex: 0` it only creates: a second register of the same id
@@ -146,7 +153,7 @@ function list(
       path: "/v1/jobs",
       query: { prefix: req.prefix, filter: req.filter, meta: req.meta ? "true" : undefined },
     },
-    z.array(JobListStub),
+    JobList,
     opts,
   );
 }
@@ -171,13 +178,13 @@ export function createJobsApi(core: RequestCore) {
     ): Promise<Result<AllocationListStub[]>> {
       return core.json(
         { method: "GET", path: jobPath(jobId, "/allocations"), query: { all: req.all ? "true" : undefined } },
-        listOf(AllocationListStub),
+        AllocationList,
         opts,
       );
     },
     /** `GET /v1/job/:id/evaluations`: why allocations were (not) placed. */
     evaluations(jobId: string, opts: QueryOptions = {}): Promise<Result<Evaluation[]>> {
-      return core.json({ method: "GET", path: jobPath(jobId, "/evaluations") }, listOf(Evaluation), opts);
+      return core.json({ method: "GET", path: jobPath(jobId, "/evaluations") }, EvaluationList, opts);
     },
   };
 }

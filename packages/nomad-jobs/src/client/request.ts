@@ -10,6 +10,7 @@ import {
   planCall,
   resendAfterConnectError,
   resendAfterStatus,
+  resendOnFreshSocket,
 } from "./call-plan.js";
 import type { NomadClientConfig } from "./config.js";
 import { errnoOf, hintForStatus, NomadError } from "./errors.js";
@@ -147,6 +148,7 @@ function send(
   u: URL,
   body: string | undefined,
   signal: AbortSignal,
+  fresh = false,
 ) {
   return new Promise<IncomingMessage>((resolve, reject) => {
     const headers: Record<string, string> = { Accept: "application/json" };
@@ -158,7 +160,8 @@ function send(
     const onAbort = () => req.destroy(new Error("aborted"));
     const req = (st.isHttps ? https : http).request(
       u,
-      { method, headers, agent: st.agent, ...st.tls },
+      // fresh: a connection of its own (agent false), never one the pool kept idle
+      { method, headers, agent: fresh ? false : st.agent, ...st.tls },
       (res) => {
         signal.removeEventListener("abort", onAbort);
         resolve(res);
@@ -166,7 +169,7 @@ function send(
     );
     req.on("error", (e) => {
       signal.removeEventListener("abort", onAbort);
-      reject(e);
+      reject(Object.assign(e, { reusedSocket: req.reusedSocket }));
     });
     if (signal.aborted) onAbort();
     else signal.addEventListener("abort", onAbort, { once: true });
@@ -287,6 +290,22 @@ async function afterUnexpectedStatus<T>(c: Call, attempt: number, res: IncomingM
   throw error;
 }
 
+/**
+ * Sends the call; a safe call reset on a reused keep-alive socket (the server closed it while it
+ * sat idle in the pool: a race, not a failure of the server) is resent at once on a fresh
+ * connection, without spending one of the call's attempts or waiting a backoff.
+ */
+async function sendOnce(c: Call): Promise<IncomingMessage> {
+  const { st, spec, plan, signal } = c;
+  try {
+    return await send(st, spec.method, plan.url, plan.body, signal);
+  } catch (err) {
+    const reused = (err as { reusedSocket?: boolean }).reusedSocket === true;
+    if (signal.aborted || !resendOnFreshSocket(plan.idempotent, reused, errnoOf(err))) throw err;
+    return send(st, spec.method, plan.url, plan.body, signal, true);
+  }
+}
+
 async function tryOnce<T>(
   c: Call,
   attempt: number,
@@ -295,7 +314,7 @@ async function tryOnce<T>(
 ): Promise<Step<T>> {
   let res: IncomingMessage;
   try {
-    res = await send(c.st, c.spec.method, c.plan.url, c.plan.body, c.signal);
+    res = await sendOnce(c);
   } catch (err) {
     return afterSendError(c, attempt, err);
   }

@@ -6,6 +6,7 @@ import {
   planCall,
   resendAfterConnectError,
   resendAfterStatus,
+  resendOnFreshSocket,
   urlFor,
 } from "../../src/client/call-plan.js";
 
@@ -118,6 +119,17 @@ describe("resend rules", () => {
     expect(resendAfterConnectError(false, "ENOTFOUND")).toBe(true);
     expect(resendAfterConnectError(false, "ECONNRESET")).toBe(false);
     expect(resendAfterConnectError(false, undefined)).toBe(false);
+  });
+
+  it("resends on a fresh socket only a safe call reset on a reused one", () => {
+    expect(resendOnFreshSocket(true, true, "ECONNRESET")).toBe(true);
+    expect(resendOnFreshSocket(true, true, "EPIPE")).toBe(true);
+    // a fresh socket's reset is the server's doing: the call's own retries (with backoff) decide
+    expect(resendOnFreshSocket(true, false, "ECONNRESET")).toBe(false);
+    // a reset request may have reached the server: never resent unless idempotent
+    expect(resendOnFreshSocket(false, true, "ECONNRESET")).toBe(false);
+    expect(resendOnFreshSocket(true, true, "ETIMEDOUT")).toBe(false);
+    expect(resendOnFreshSocket(true, true, undefined)).toBe(false);
   });
 
   it("resends an unexpected status only for an idempotent call on 429 or 5xx", () => {

@@ -143,6 +143,42 @@ describe("request core", () => {
     expect(n).toBe(1);
   });
 
+  it("a safe call reset on a reused keep-alive socket is resent at once on a fresh one, beyond its attempts", async () => {
+    // A server that closes an idle keep-alive connection just as the client reuses it: every
+    // connection's second request is cut (what the Nomad double did to 4 of 1 000 trajectories).
+    const served = new WeakMap<object, number>();
+    let cut = 0;
+    const server = createServer((req, res) => {
+      const n = (served.get(req.socket) ?? 0) + 1;
+      served.set(req.socket, n);
+      if (n > 1) {
+        cut++;
+        req.socket.destroy();
+        return;
+      }
+      res.writeHead(200, { "Content-Type": "application/json", "X-Nomad-Index": "3" });
+      res.end(JSON.stringify({ EvalID: "e" }));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    cleanup.push(
+      () => new Promise((r) => server.close(r)),
+      () => server.closeAllConnections(),
+    );
+    const client = createNomadClient({
+      address: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      // no retries: only the reused socket's resend can save the call
+      retry: { attempts: 1, baseDelayMs: 5, maxDelayMs: 20 },
+    });
+    cleanup.push(() => client.close());
+    for (let i = 0; i < 3; i++) await client.jobs.deregister("j", { purge: true });
+    expect(cut).toBeGreaterThan(0);
+    // a POST without an idempotency token may have acted: its reset is reported, never resent
+    const before = cut;
+    const e = await rejection(client.jobs.dispatch("p", { meta: {} }));
+    expect(e.code).toBe("E_NOMAD_CONNECT");
+    expect(cut).toBeGreaterThan(before);
+  });
+
   it("a refused connection is resent even for non-idempotent calls (the request never left)", async () => {
     const client = createNomadClient({ address: `http://127.0.0.1:${await closedPort()}`, retry: fast });
     cleanup.push(() => client.close());

@@ -1,7 +1,8 @@
 import { UpstreamError } from "../policy/upstream.js";
+import { runSecrets } from "../redact/redactor.js";
 import type { ClientRequest } from "./client-request.js";
 import type { TurnRecord, TurnStatus } from "./turn-log.js";
-import type { Entry, GatewayTerminal } from "./types.js";
+import type { AnsweredCall, Entry, GatewayTerminal } from "./types.js";
 
 /**
  * The decisions of one model call (pure): whether it is refused, how its failure is counted and
@@ -167,3 +168,18 @@ export function responseIdOf(protocol: TurnRecord["protocol"], trajectoryId: str
 
 /** Milliseconds to two decimals, as the turn log's latencies are written. */
 export const roundMs = (ms: number) => Math.round(ms * 100) / 100;
+
+/**
+ * The trajectory's last call the model server answered, after a call ended with `status`: the
+ * call itself when the server answered it (ok, upstream_error, timeout; its error redacted as its
+ * turn line is), else the one before (refused and aborted calls never reached it, or were ours).
+ * Pure but for the run's secrets.
+ */
+export function answeredCallOf(
+  status: TurnStatus,
+  error: string | undefined,
+  before: AnsweredCall | undefined,
+): AnsweredCall | undefined {
+  if (status !== "ok" && status !== "upstream_error" && status !== "timeout") return before;
+  return { status, ...(error !== undefined ? { error: runSecrets.text(error) } : {}) };
+}

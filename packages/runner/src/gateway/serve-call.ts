@@ -7,6 +7,7 @@ import type { ClientProtocol } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
 import { AnthropicStreamEncoder, anthropicMessageBody } from "./anthropic-wire.js";
 import {
+  answeredCallOf,
   type CallRefusal,
   callFailure,
   failureCounts,
@@ -25,6 +26,7 @@ import {
 } from "./client-request.js";
 import { errorBodyOf } from "./error-body.js";
 import { OpenAiStreamEncoder, openAiCompletionBody } from "./openai-wire.js";
+import type { ThreadRunClock } from "./thread-run-clock.js";
 import type { TurnRecord, TurnStatus } from "./turn-log.js";
 import type { Entry, GatewayTerminal } from "./types.js";
 
@@ -33,6 +35,11 @@ export interface CallContext {
   readonly maxBody: number;
   /** Aborted when the gateway closes: every call is cut. */
   readonly signal: AbortSignal | undefined;
+  /**
+   * When set, every RUN_TIMED_EVERY-th call's own part is also timed against this thread's run
+   * time (latency.gatewayRunMs): a timing reads the clock twice per streamed event.
+   */
+  readonly runClock: ThreadRunClock | undefined;
   endTrajectory(
     e: Entry,
     kind: GatewayTerminal["kind"],
@@ -56,6 +63,10 @@ interface CallState {
   readonly t0: number;
   /** performance.now() once its body was read (before: the client's sending pace, not the gateway's time). */
   readonly tBody: number;
+  /** The thread's run clock, when this call is one of those timed against it. */
+  readonly clock: ThreadRunClock | undefined;
+  /** The thread's run time then (ms; NaN when not measured). */
+  readonly runAtBody: number;
   /** The body is parsed only after it was forwarded (the upstream takes the client's JSON as is). */
   readonly deferParse: boolean;
   readonly body: Buffer;
@@ -91,6 +102,10 @@ interface Relay {
   awaitingSince: number | undefined;
   /** When the client had its whole answer (the turn's logging after that delays nobody). */
   answeredAt: number | undefined;
+  /** The thread's run time (ms) spent while this call awaited the upstream (other calls' work), and then. */
+  upstreamWaitRunMs: number;
+  runAtAwait: number;
+  runAtAnswer: number;
 }
 
 /**
@@ -120,6 +135,8 @@ export async function serveCall(
     return;
   }
   const tBody = performance.now();
+  const clock = ctx.runClock && ++runTimedCalls % RUN_TIMED_EVERY === 0 ? ctx.runClock : undefined;
+  const runAtBody = clock?.now() ?? Number.NaN;
   const st: CallState = {
     ctx,
     e,
@@ -130,6 +147,8 @@ export async function serveCall(
     startedAt,
     t0,
     tBody,
+    clock,
+    runAtBody,
     deferParse,
     body,
     parsed,
@@ -138,6 +157,14 @@ export async function serveCall(
   if (refusal) await refuseCall(st, refusal);
   else await relayCall(st);
 }
+
+/**
+ * One call in this many is timed against the thread's run clock (each timing costs two schedstat
+ * reads per streamed event, tens of µs on a loaded machine: timing every call would add to the
+ * very time it measures); over thousands of calls the sample's percentiles are the gateway's.
+ */
+export const RUN_TIMED_EVERY = 8;
+let runTimedCalls = 0;
 
 /** The parsed request; only read once parsing succeeded (every path parses before it reads). */
 function clientOf(st: CallState): ClientRequest {
@@ -153,6 +180,7 @@ function recordTurn(
   promptIdsJson?: IntArrayJson,
 ): Promise<void> {
   const { e } = st;
+  e.lastAnswered = answeredCallOf(status, extra.error, e.lastAnswered);
   if (!e.log) return Promise.resolve();
   const client = clientOf(st);
   const call = {
@@ -220,6 +248,9 @@ function openRelay(st: CallState): Relay {
     upstreamWaitMs: 0,
     awaitingSince: undefined,
     answeredAt: undefined,
+    upstreamWaitRunMs: 0,
+    runAtAwait: Number.NaN,
+    runAtAnswer: Number.NaN,
     iterator: undefined,
     watch: undefined,
   };
@@ -264,6 +295,7 @@ async function forward(r: Relay): Promise<void> {
   const response = r.acc.result();
   answerClient(r, response, stream);
   r.answeredAt = performance.now();
+  r.runAtAnswer = st.clock?.now() ?? Number.NaN;
   const e = st.e;
   e.ok++;
   e.consecutiveFailures = 0;
@@ -281,6 +313,7 @@ async function relayEvents(
   stream: boolean,
 ): Promise<void> {
   r.awaitingSince = performance.now();
+  r.runAtAwait = r.st.clock?.now() ?? Number.NaN;
   let step = await first;
   const cap = answerCapOf(r.st.e.limits.maxResponseBytes);
   while (!step.done) {
@@ -303,24 +336,41 @@ async function relayEvents(
 /**
  * A call's latencies: to the upstream's first event, to its end, and the gateway's own part: from
  * the body read to the client's whole answer, less the waits on the upstream (parsing, forwarding,
- * relaying each event, answering).
+ * relaying each event, answering). With a run clock, that part once more, each piece capped by
+ * what the thread ran meanwhile (ownRunMs).
  */
 function latencyOf(r: Relay): TurnRecord["latency"] {
   const now = performance.now();
-  const own = (r.answeredAt ?? now) - r.st.tBody - r.upstreamWaitMs;
+  const own = Math.max(0, (r.answeredAt ?? now) - r.st.tBody - r.upstreamWaitMs);
+  const ran = r.runAtAnswer - r.st.runAtBody - r.upstreamWaitRunMs;
   return {
     firstByteMs: r.firstByteMs,
     totalMs: roundMs(now - r.st.t0),
-    gatewayMs: roundMs(Math.max(0, own)),
+    gatewayMs: roundMs(own),
+    ...(Number.isFinite(ran) ? { gatewayRunMs: roundMs(ownRunMs(own, ran)) } : {}),
   };
+}
+
+/**
+ * The gateway's own time of a call on a core of its own: its own wall time, at most what the
+ * thread ran during it (its own work and other calls': an upper bound). The rest the thread spent
+ * waiting for a core of this machine. Pure.
+ */
+export function ownRunMs(ownWallMs: number, ranMs: number): number {
+  return Math.max(0, Math.min(ownWallMs, ranMs));
 }
 
 /** The upstream's next event, or the abort's reason as soon as the call is aborted; its wait is timed. */
 function nextEvent(r: Relay, it: AsyncIterator<UpstreamEvent>): Promise<IteratorResult<UpstreamEvent>> {
   const t = performance.now();
+  const clock = r.st.clock;
+  // the first wait counts from awaitingSince (relayEvents reads the clock then)
+  const run0 = clock && r.awaitingSince !== undefined ? clock.now() : undefined;
   const timed = () => {
     const now = performance.now();
     r.upstreamWaitMs += Math.max(0, now - Math.max(t, r.awaitingSince ?? now));
+    const from = run0 ?? (r.awaitingSince !== undefined ? r.runAtAwait : undefined);
+    if (clock && from !== undefined) r.upstreamWaitRunMs += clock.now() - from;
   };
   return new Promise<IteratorResult<UpstreamEvent>>((resolve, reject) => {
     if (r.ac.signal.aborted) reject(r.ac.signal.reason);

@@ -11,6 +11,7 @@ import { errorBodyOf } from "./error-body.js";
 import { openAiErrorBody } from "./openai-wire.js";
 import { requestRefusal, routeOf, tokenOf } from "./request-route.js";
 import { type CallContext, serveCall } from "./serve-call.js";
+import { threadRunClock } from "./thread-run-clock.js";
 import { TurnLogWriter } from "./turn-log.js";
 import {
   checkRegistration,
@@ -59,7 +60,12 @@ export async function createPolicyGateway(opts: PolicyGatewayOptions): Promise<P
     maxBody,
     maxCalls: opts.maxCallsPerTrajectory ?? DEFAULT_MAX_CALLS_PER_TRAJECTORY,
     servers: [],
-    call: { maxBody, signal: opts.signal, endTrajectory },
+    call: {
+      maxBody,
+      signal: opts.signal,
+      endTrajectory,
+      runClock: opts.measureRunTime ? threadRunClock() : undefined,
+    },
     origin: undefined,
     socketPath: undefined,
     closed: false,
@@ -117,6 +123,7 @@ function register(st: GatewayState, trajectoryId: string, r: RegisterOptions): T
     promptTokens: 0,
     completionTokens: 0,
     terminal: undefined,
+    lastAnswered: undefined,
   };
   st.entries.set(trajectoryId, e);
   runSecrets.add(e.token);
@@ -272,5 +279,6 @@ async function closeGateway(st: GatewayState): Promise<void> {
   st.closed = true;
   await Promise.all([...st.entries.keys()].map((id) => unregister(st, id)));
   await closeHttpServers(st.servers);
+  st.call.runClock?.close();
   if (st.socketPath) rmSync(st.socketPath, { force: true });
 }

@@ -15,6 +15,7 @@ export interface ThreadInit {
   readonly listen: readonly ListenSpec[];
   readonly maxBodyBytes: number | undefined;
   readonly maxCallsPerTrajectory: number | undefined;
+  readonly measureRunTime: boolean | undefined;
   /** The runner's secrets when the thread starts (each register brings the ones added since). */
   readonly secrets: readonly string[];
   /** `[0]` is set to a request's number when its synchronous answer is on `syncPort`. */

@@ -98,6 +98,7 @@ const gateway = await createPolicyGateway({
   listen: [...init.listen],
   ...(init.maxBodyBytes !== undefined ? { maxBodyBytes: init.maxBodyBytes } : {}),
   ...(init.maxCallsPerTrajectory !== undefined ? { maxCallsPerTrajectory: init.maxCallsPerTrajectory } : {}),
+  ...(init.measureRunTime ? { measureRunTime: true } : {}),
 });
 const routes = new Map<string, TrajectoryRoute>();
 

@@ -107,6 +107,7 @@ export function initialStatus(trajectoryId: string, upstream: string): Trajector
     promptTokens: 0,
     completionTokens: 0,
     terminal: undefined,
+    lastAnswered: undefined,
   };
 }
 
@@ -178,6 +179,7 @@ function spawnThread(opts: PolicyGatewayOptions): ThreadState {
     listen,
     maxBodyBytes: opts.maxBodyBytes,
     maxCallsPerTrajectory: opts.maxCallsPerTrajectory,
+    measureRunTime: opts.measureRunTime,
     secrets: runSecrets.values(),
     syncFlag,
     syncPort: sync.port2,

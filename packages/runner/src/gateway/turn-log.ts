@@ -42,6 +42,12 @@ export const TurnRecord = z
           .describe(
             "the gateway's own part of the call: from its body read to the client's whole answer, less the waits on the upstream",
           ),
+        gatewayRunMs: z
+          .number()
+          .optional()
+          .describe(
+            "gatewayMs with each piece capped by the CPU time the gateway's thread ran meanwhile: its own part on a core of its own (written on the calls the gateway samples when it measures run time)",
+          ),
       })
       .strict(),
   })

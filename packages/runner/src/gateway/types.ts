@@ -74,6 +74,17 @@ export interface TrajectoryStatus {
   readonly completionTokens: number;
   /** Set once the gateway has ended the trajectory (limit, watchdog, upstream failure). */
   readonly terminal: GatewayTerminal | undefined;
+  /**
+   * The last call the model server answered (ok, upstream_error, timeout: what its turn-log line
+   * says, the error redacted), so that no caller reads the whole turn log back for it.
+   */
+  readonly lastAnswered: AnsweredCall | undefined;
+}
+
+/** A call the model server answered, as its turn-log line records it. */
+export interface AnsweredCall {
+  readonly status: "ok" | "upstream_error" | "timeout";
+  readonly error?: string;
 }
 
 export interface RegisterOptions {
@@ -117,6 +128,12 @@ export interface PolicyGatewayOptions {
   readonly maxBodyBytes?: number;
   /** Model calls one trajectory may have in flight; more are refused (429) before their body is read. Default 4. */
   readonly maxCallsPerTrajectory?: number;
+  /**
+   * Also time a sample of the calls (one in RUN_TIMED_EVERY) against the serving thread's CPU run
+   * time (Linux schedstat; two reads per streamed event): turn log `latency.gatewayRunMs`. For
+   * benchmarks on a shared machine.
+   */
+  readonly measureRunTime?: boolean;
 }
 
 export interface PolicyGateway {
@@ -199,6 +216,7 @@ export interface Entry {
   promptTokens: number;
   completionTokens: number;
   terminal: GatewayTerminal | undefined;
+  lastAnswered: AnsweredCall | undefined;
 }
 
 /** A trajectory's counters as callers see them. */
@@ -214,5 +232,6 @@ export function statusOf(e: Entry): TrajectoryStatus {
     promptTokens: e.promptTokens,
     completionTokens: e.completionTokens,
     terminal: e.terminal,
+    lastAnswered: e.lastAnswered,
   };
 }

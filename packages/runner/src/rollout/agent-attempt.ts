@@ -3,7 +3,6 @@ import { join } from "node:path";
 import { createClineClient, runClineTask } from "@flakegym/cline-vendor";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { FlakegymError } from "../errors.js";
-import { readTurnLog, type TurnRecord } from "../gateway/turn-log.js";
 import type { GatewayTerminal, PolicyGateway, TrajectoryStatus } from "../gateway/types.js";
 import { trajectorySampling } from "../policy/sampling.js";
 import { type PolicySpec, parsePolicySpec, samplingOf } from "../policy/spec.js";
@@ -211,16 +210,17 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
     const terminal = route.signal.aborted ? (route.signal.reason as GatewayTerminal) : undefined;
     // a limit kill reaches the core first (a dead stream): give the worker a moment to say why
     const workerExit = exitWatch.exit() ?? (await exitWithin(worker, workerExitGraceMs(run.outcome)));
-    const turnLog = await readTurnLog(join(input.dir, "turns.jsonl")).catch(() => [] as TurnRecord[]);
+    // the route is done: its final counts come with its release, awaited (the gateway's synchronous
+    // status() holds the event loop until the gateway thread answers: with a thousand trajectories
+    // at once, for as long as the thread is busy); its last answered call comes with them, so the
+    // turn log (the whole conversation, again each call) is not read back and parsed here
+    const final = await gateway.unregister(id);
+    const answered = final?.lastAnswered;
     let outcome: Outcome = classifyOutcome({
       driver: run.outcome,
       ...(workerExit ? { workerExit } : {}),
-      gateway: gatewayVerdictOf(terminal, turnLog),
+      gateway: gatewayVerdictOf(terminal, answered ? [answered] : []),
     });
-    // the route is done: its final counts come with its release, awaited (the gateway's synchronous
-    // status() holds the event loop until the gateway thread answers: with a thousand trajectories
-    // at once, for as long as the thread is busy)
-    const final = await gateway.unregister(id);
     input.onPhase?.("collecting");
     outcome = await collectArtifacts(worker, run, outcome, input, snapshot);
     ended = outcome.kind;

@@ -49,4 +49,6 @@ export interface WireOptions {
   readonly pool?: { readonly size: number; readonly idleMs: number; readonly reuse?: number };
   /** The warm pool's state as it changes (progress). */
   readonly onPool?: (state: PoolState) => void;
+  /** The gateway also times each call against its thread's run time (PolicyGatewayOptions.measureRunTime; benchmarks). */
+  readonly gatewayMeasureRunTime?: boolean;
 }

@@ -150,6 +150,7 @@ async function openWire(config: RunConfig, o: WireOptions): Promise<Wire> {
   const gateway = await startGatewayThread({
     listen: gatewayListenOf(scratch, advertised),
     signal: o.signal,
+    ...(o.gatewayMeasureRunTime ? { measureRunTime: true } : {}),
   });
   return {
     config,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  answeredCallOf,
   callFailure,
   failureCounts,
   refusalOf,
@@ -11,6 +12,7 @@ import {
 import { parseClientRequest } from "../../src/gateway/client-request.js";
 import type { TrajectoryLimits } from "../../src/gateway/types.js";
 import { UpstreamError } from "../../src/policy/upstream.js";
+import { runSecrets } from "../../src/redact/redactor.js";
 
 const limits: TrajectoryLimits = {
   silenceTimeoutMs: 1,
@@ -167,5 +169,24 @@ describe("callFailure: how a failed model call is counted, logged, answered and 
     expect(fault).toMatchObject({ turn: "upstream_error", httpStatus: 502, counts: "in_a_row" });
     expect(fault.message).toBe("trajectory 't-1' call 5: gateway fault: x is undefined");
     expect(fault.ends?.(3)?.kind).toBe("policy_error");
+  });
+});
+
+describe("answeredCallOf (the last call the model server answered, for the trajectory's status)", () => {
+  it("takes a call the server answered, and keeps the one before for a refused or aborted call", () => {
+    const ok = answeredCallOf("ok", undefined, undefined);
+    expect(ok).toEqual({ status: "ok" });
+    const failed = answeredCallOf("upstream_error", "HTTP 500: boom", ok);
+    expect(failed).toEqual({ status: "upstream_error", error: "HTTP 500: boom" });
+    expect(answeredCallOf("refused", "budget spent", failed)).toBe(failed);
+    expect(answeredCallOf("aborted", "cut", failed)).toBe(failed);
+    expect(answeredCallOf("timeout", "silence", failed)).toEqual({ status: "timeout", error: "silence" });
+  });
+
+  it("redacts the run's secrets from the error, as the turn line is", () => {
+    runSecrets.add("sk-answered-secret-123456");
+    expect(
+      answeredCallOf("upstream_error", "key sk-answered-secret-123456 refused", undefined)?.error,
+    ).not.toContain("sk-answered-secret-123456");
   });
 });

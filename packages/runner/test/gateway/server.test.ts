@@ -1,9 +1,11 @@
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startInferenceServerDouble } from "../../src/export/inference-server-double.js";
+import { RUN_TIMED_EVERY } from "../../src/gateway/serve-call.js";
 import { createPolicyGateway } from "../../src/gateway/server.js";
 import { parseTurnLog } from "../../src/gateway/turn-log.js";
 import type { PolicyGateway } from "../../src/gateway/types.js";
@@ -91,6 +93,7 @@ describe("policy gateway: OpenAI chat completions", () => {
     });
     const status = await gw.unregister("xml-1");
     expect(status).toMatchObject({ requests: 1, ok: 1, failed: 0, terminal: undefined });
+    expect(status?.lastAnswered).toEqual({ status: "ok" });
     const [turn] = parseTurnLog(await readFile(log, "utf8"));
     expect(turn).toMatchObject({
       seq: 1,
@@ -105,7 +108,49 @@ describe("policy gateway: OpenAI chat completions", () => {
     // the gateway's own part: measured, and never more than the whole call
     expect(turn!.latency.gatewayMs).toBeGreaterThanOrEqual(0);
     expect(turn!.latency.gatewayMs!).toBeLessThanOrEqual(turn!.latency.totalMs);
+    // its run-capped part only when asked for (measureRunTime)
+    expect(turn!.latency.gatewayRunMs).toBeUndefined();
   });
+
+  it.skipIf(!existsSync("/proc/thread-self/schedstat"))(
+    "with measureRunTime, logs the gateway's own part on a core of its own: never more than its wall own part (needs Linux schedstat)",
+    async () => {
+      const timed = await createPolicyGateway({
+        listen: { host: "127.0.0.1", port: 0 },
+        measureRunTime: true,
+        // back-to-back calls: one may still be logging (in flight) as the next arrives
+        maxCallsPerTrajectory: 64,
+      });
+      try {
+        const log = join(dir, "timed", "turns.jsonl");
+        const route = timed.register("timed-1", {
+          upstream: plan(
+            "timed",
+            Array.from({ length: 2 * RUN_TIMED_EVERY }, (_, i) => ({ text: `answer ${i}` })),
+          ),
+          turnLogPath: log,
+        });
+        for (let i = 0; i < 2 * RUN_TIMED_EVERY; i++) {
+          const body = chatBody({ stream: i % 2 === 0 });
+          const res = await post(`${route.openaiBaseUrl}/chat/completions`, route.token, body);
+          expect(res.status).toBe(200);
+          await res.arrayBuffer();
+        }
+        await timed.unregister("timed-1");
+        const turns = parseTurnLog(await readFile(log, "utf8"));
+        expect(turns).toHaveLength(2 * RUN_TIMED_EVERY);
+        // a sample of the calls is timed (each timing reads the clock twice per event)
+        const sampled = turns.filter((t) => t.latency.gatewayRunMs !== undefined);
+        expect(sampled).toHaveLength(2);
+        for (const t of sampled) {
+          expect(t.latency.gatewayRunMs).toBeGreaterThanOrEqual(0);
+          expect(t.latency.gatewayRunMs!).toBeLessThanOrEqual(t.latency.gatewayMs!);
+        }
+      } finally {
+        await timed.close();
+      }
+    },
+  );
 
   it("sends native tool calls when the request offers tools, streamed and not", async () => {
     const route = gw.register("native-1", {
@@ -540,9 +585,11 @@ describe("policy gateway: upstream failures and the watchdog", () => {
       expect(res.status).toBe(504);
       expect(Date.now() - t0).toBeLessThan(5_000);
       expect(hang.status().terminal?.kind).toBe("timeout");
-      await gw.unregister("hang-1");
+      const hangFinal = await gw.unregister("hang-1");
       const [turn] = parseTurnLog(await readFile(log, "utf8"));
       expect(turn).toMatchObject({ status: "timeout", error: expect.stringContaining("silenceTimeoutMs") });
+      // the status carries the turn line's verdict: nobody needs to read the log back for it
+      expect(hangFinal?.lastAnswered).toEqual({ status: turn!.status, error: turn!.error });
 
       const fail = gw.register("fail-1", { upstream, limits: { maxConsecutiveFailures: 2 } });
       const r1 = await post(`${fail.openaiBaseUrl}/chat/completions`, fail.token, chatBody());
@@ -552,7 +599,11 @@ describe("policy gateway: upstream failures and the watchdog", () => {
       expect(r2.status).toBe(500);
       expect(fail.status().terminal).toMatchObject({ kind: "policy_error" });
       expect(fail.status().terminal!.message).toContain("boom");
-      await gw.unregister("fail-1");
+      // no turn log here: the status still says how the last answered call went
+      expect((await gw.unregister("fail-1"))?.lastAnswered).toMatchObject({
+        status: "upstream_error",
+        error: expect.stringContaining("boom"),
+      });
     } finally {
       await double.close();
     }
