@@ -445,6 +445,8 @@ let
   };
 in
 {
+  # Says what this package set is: the flake labels what it builds from it (nix/store-outputs.nix).
+  flakegymStandin = true;
   stdenv = {
     mkDerivation = mkDrv;
     hostPlatform = platform;
