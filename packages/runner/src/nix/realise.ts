@@ -1,8 +1,8 @@
 import { execa } from "execa";
 import { FlakegymError } from "../errors.js";
 import { runningNixStoreBin } from "./running-nix.js";
-import { nixStorePathOf } from "./store-path.js";
 import type { StoreOutput } from "./store-outputs.js";
+import { nixStorePathOf } from "./store-path.js";
 
 /**
  * A store output made present (`nix-store --realise <drv>`, by the Nix the run is under) with its
@@ -38,18 +38,33 @@ async function realise(o: StoreOutput, opts: RealiseOptions): Promise<RealisedOu
   const bin = runningNixStoreBin(opts.env);
   opts.onProgress?.(`nix-store --realise ${o.drv}`);
   const built = await nixStore(bin, ["--realise", o.drv], opts.timeoutMs ?? 3_600_000, opts);
-  const path = built.split("\n").map((l) => l.trim()).find((l) => l === o.out);
+  const path = built
+    .split("\n")
+    .map((l) => l.trim())
+    .find((l) => l === o.out);
   if (!path) {
-    throw new FlakegymError("E_NIX_REALISE", `nix-store --realise ${o.drv} did not produce ${o.out} (printed: ${built.trim().slice(0, 400)})`, {
-      hint: "the flake's rollout app and the store disagree: rebuild the app (`nix run .#rollout` again)",
-    });
+    throw new FlakegymError(
+      "E_NIX_REALISE",
+      `nix-store --realise ${o.drv} did not produce ${o.out} (printed: ${built.trim().slice(0, 400)})`,
+      {
+        hint: "the flake's rollout app and the store disagree: rebuild the app (`nix run .#rollout` again)",
+      },
+    );
   }
   const listed = await nixStore(bin, ["--query", "--requisites", path], 120_000, opts);
-  const closure = listed.split("\n").map((l) => l.trim()).filter((l) => l !== "" && nixStorePathOf(l) === l);
+  const closure = listed
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "" && nixStorePathOf(l) === l);
   return { path, closure };
 }
 
-async function nixStore(bin: string, args: readonly string[], timeoutMs: number, opts: RealiseOptions): Promise<string> {
+async function nixStore(
+  bin: string,
+  args: readonly string[],
+  timeoutMs: number,
+  opts: RealiseOptions,
+): Promise<string> {
   const r = await execa(bin, args, {
     reject: false,
     stdin: "ignore",
@@ -59,7 +74,11 @@ async function nixStore(bin: string, args: readonly string[], timeoutMs: number,
   });
   if (r.exitCode === 0) return r.stdout;
   const why = r.timedOut ? `timed out after ${timeoutMs} ms` : `exit ${r.exitCode ?? r.signal}`;
-  throw new FlakegymError("E_NIX_REALISE", `${bin} ${args.join(" ")} failed (${why}): ${r.stderr.trim().slice(-2000)}`, {
-    hint: "a missing .drv means the app was copied without its derivations: run `nix run .#rollout` from the flake; set FLAKEGYM_NIX_BIN to the nix that runs it",
-  });
+  throw new FlakegymError(
+    "E_NIX_REALISE",
+    `${bin} ${args.join(" ")} failed (${why}): ${r.stderr.trim().slice(-2000)}`,
+    {
+      hint: "a missing .drv means the app was copied without its derivations: run `nix run .#rollout` from the flake; set FLAKEGYM_NIX_BIN to the nix that runs it",
+    },
+  );
 }

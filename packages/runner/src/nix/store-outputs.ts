@@ -20,12 +20,16 @@ export type StoreOutput = z.infer<typeof StoreOutput>;
 export const StoreOutputs = z
   .object({
     schemaVersion: z.literal(1),
-    nixpkgs: z.enum(["nixpkgs", "standin"]).describe("standin: toolchains are copies of the build machine's tools"),
+    nixpkgs: z
+      .enum(["nixpkgs", "standin"])
+      .describe("standin: toolchains are copies of the build machine's tools"),
     profiles: z.record(z.string(), StoreOutput),
     snapshots: z.record(
       z.string(),
       StoreOutput.extend({
-        imageDirs: z.array(z.string()).describe("dependency dirs beside the work tree (cargo-home, python-deps)"),
+        imageDirs: z
+          .array(z.string())
+          .describe("dependency dirs beside the work tree (cargo-home, python-deps)"),
       }).strict(),
     ),
   })

@@ -37,7 +37,8 @@ export function chooseImageSnapshot(
   if (!backend.capabilities.runsHostImages)
     return { use: false, reason: `backend ${backend.kind} (only podman forks an image's tree)` };
   if (image === "host /usr") return { use: false, reason: "no --images nix (workers run on host /usr)" };
-  if (image.kind === "nix-store") return { use: false, reason: "workers run on the flake's store paths, not an image" };
+  if (image.kind === "nix-store")
+    return { use: false, reason: "workers run on the flake's store paths, not an image" };
   if (image.kind !== "snapshot") return { use: false, reason: `image ${image.ref} is a ${image.kind} image` };
   return { use: true, ref: image.ref, digest: image.digest };
 }

@@ -29,9 +29,13 @@ export function storeTreeReader(timeoutMs = 10 * 60_000): ImageTreeReader {
       try {
         return storeSnapshotLabels(JSON.parse(await readFile(file, "utf8")));
       } catch (e) {
-        throw new FlakegymError("E_SNAPSHOT_IMAGE", `${file} cannot be read as JSON: ${(e as Error).message}`, {
-          hint: "the flake's snapshot output is incomplete: rebuild it (nix build .#snapshot-<task>)",
-        });
+        throw new FlakegymError(
+          "E_SNAPSHOT_IMAGE",
+          `${file} cannot be read as JSON: ${(e as Error).message}`,
+          {
+            hint: "the flake's snapshot output is incomplete: rebuild it (nix build .#snapshot-<task>)",
+          },
+        );
       }
     },
     async copyWorkspace(ref, dest, signal) {
@@ -44,9 +48,13 @@ export function storeTreeReader(timeoutMs = 10 * 60_000): ImageTreeReader {
       });
       if (r.exitCode !== 0) {
         const why = r.timedOut ? `timed out after ${timeoutMs} ms` : `exit ${r.exitCode}`;
-        throw new FlakegymError("E_SNAPSHOT_IMAGE", `cp -a ${ref}/workspace ${dest} failed (${why}): ${r.stderr.trim()}`, {
-          hint: "check free space in the snapshot cache (flakegym gc) and that the store path exists",
-        });
+        throw new FlakegymError(
+          "E_SNAPSHOT_IMAGE",
+          `cp -a ${ref}/workspace ${dest} failed (${why}): ${r.stderr.trim()}`,
+          {
+            hint: "check free space in the snapshot cache (flakegym gc) and that the store path exists",
+          },
+        );
       }
     },
     copyCommand: (ref) => `cp -a ${ref}/workspace`,

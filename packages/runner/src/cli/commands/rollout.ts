@@ -34,7 +34,8 @@ import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import { printable } from "../../text/looks-binary.js";
 import { poolEvent, resolvePool } from "../../workers/pool/decisions.js";
 import { type CliContext, defineCommand } from "../command.js";
-import { nixAppDefault, preflightWorkerImages } from "./rollout-images.js";
+import { catalogTaskProfiles, nixAppDefault, preflightWorkerImages } from "./rollout-images.js";
+import { preflightStoreWorkers } from "./rollout-store.js";
 
 export const rolloutCommand = defineCommand({
   path: ["rollout"],
@@ -140,6 +141,15 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
   const workerImages =
     config.images === "nix" ? await preflightWorkerImages(config, selection?.tasks, ctx) : undefined;
   if (typeof workerImages === "number") return workerImages;
+  // `nix run .#rollout` on the local backend: the flake's toolchains (and snapshots) from the store
+  const storeWorkers = await preflightStoreWorkers(
+    config,
+    async () =>
+      selection
+        ? selection.tasks.map((r) => ({ id: r.id, profile: r.profile, catalog: false }))
+        : (await catalogTaskProfiles(config.tasks, config.catalog)).map((t) => ({ ...t, catalog: true })),
+    ctx,
+  );
   if (r.banner) ctx.stderr.write(`\n  ${r.banner}\n\n`);
   const what = selection
     ? `${selection.tasks.length} row(s) of ${selection.config.file}`
@@ -171,6 +181,7 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
     python: pythonOptionsOfFlags(opts),
     ...(selection ? { datasetTasks: selection.tasks } : {}),
     ...(workerImages ? { workerImages } : {}),
+    ...(storeWorkers ? { storeWorkers } : {}),
   });
   const reporter = createReporter(ctx.stderr);
   sink = reporter.sink;
