@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { execa } from "execa";
 import { FlakegymError } from "../errors.js";
 import { runningNixStoreBin } from "./running-nix.js";
@@ -14,6 +15,27 @@ export interface RealisedOutput {
 }
 
 const realised = new Map<string, Promise<RealisedOutput>>();
+
+/**
+ * Inside the user namespace `nix run` makes for a store that is not at /nix/store (a private
+ * `--store local?root=…`, as scripts/nix-standin's), setgroups is denied, and a build there fails
+ * ("setgroups failed") unless Nix is told the supplementary groups cannot be dropped: the namespace
+ * maps no other group, so there are none to drop.
+ */
+export const DENIED_SETGROUPS_ARGS = ["--option", "require-drop-supplementary-groups", "false"] as const;
+
+/** Whether /proc/self/setgroups' text says setgroups is denied in this user namespace. Pure. */
+export function setgroupsDenied(text: string | undefined): boolean {
+  return text?.trim() === "deny";
+}
+
+function readSetgroups(): string | undefined {
+  try {
+    return readFileSync("/proc/self/setgroups", "utf8");
+  } catch {
+    return undefined;
+  }
+}
 
 export interface RealiseOptions {
   readonly env: Readonly<Record<string, string | undefined>>;
@@ -37,7 +59,8 @@ export function realiseStoreOutput(o: StoreOutput, opts: RealiseOptions): Promis
 async function realise(o: StoreOutput, opts: RealiseOptions): Promise<RealisedOutput> {
   const bin = runningNixStoreBin(opts.env);
   opts.onProgress?.(`nix-store --realise ${o.drv}`);
-  const built = await nixStore(bin, ["--realise", o.drv], opts.timeoutMs ?? 3_600_000, opts);
+  const extra = setgroupsDenied(readSetgroups()) ? DENIED_SETGROUPS_ARGS : [];
+  const built = await nixStore(bin, [...extra, "--realise", o.drv], opts.timeoutMs ?? 3_600_000, opts);
   const path = built
     .split("\n")
     .map((l) => l.trim())
