@@ -4,6 +4,7 @@ import { match } from "ts-pattern";
 import { FlakegymError, UsageError } from "../../errors.js";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
 import { isNixApp, nixAppFallbackMessage, pinningFlag } from "../../images/nix-app.js";
+import { storeOutputsOf } from "../../nix/store-outputs.js";
 import { probePolicyEndpoints } from "../../policy/probe.js";
 import { validatePolicySpecs } from "../../policy/spec.js";
 import type { ProgressSink } from "../../progress/events.js";
@@ -303,7 +304,7 @@ async function nixAppOptions(opts: RolloutOptions, ctx: CliContext): Promise<Rol
       return { ...opts, backend, images };
     })
     .with({ kind: "local" }, ({ reason }) => {
-      ctx.stderr.write(`${nixAppFallbackMessage(reason)}\n`);
+      ctx.stderr.write(`${nixAppFallbackMessage(reason, storeOutputsOf(ctx.env) !== undefined)}\n`);
       return opts;
     })
     .exhaustive();
