@@ -100,13 +100,20 @@
             name = "flakegym-runner";
             roots = [ runner ];
           };
+          storeOutputs = import ./nix/store-outputs.nix {
+            inherit profiles snapshots;
+            standin = pkgs ? flakegymStandin;
+          };
           rollout = pkgs.writeShellApplication {
             name = "flakegym-rollout";
             # FLAKEGYM_NIX_APP: choose the flake's images by default (docs/reference/nix.md); FLAKEGYM_FLAKE:
             # this flake, for `nix facts` and `images` (a user's own setting wins);
             # FLAKEGYM_STORE_CLOSURE: what the sandboxes bind of the store (the runner's closure).
+            # FLAKEGYM_NIX_OUTPUTS: the profiles' toolchains and the tasks' snapshots as store paths
+            # (nix/store-outputs.nix), realised by the runner for the tasks it runs.
             text = ''
               export FLAKEGYM_NIX_APP=1
+              export FLAKEGYM_NIX_OUTPUTS=${util.escapeShellArg storeOutputs}
               export FLAKEGYM_STORE_CLOSURE=${runtimeClosure}
               export FLAKEGYM_FLAKE="''${FLAKEGYM_FLAKE:-${flakeRef}}"
               exec ${runner}/bin/flakegym rollout "$@"

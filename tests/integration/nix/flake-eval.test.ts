@@ -3,6 +3,7 @@ import { join, relative } from "node:path";
 import { loadProfiles } from "@flakegym/profiles";
 import { REPO_ROOT } from "@flakegym/test-utils";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { storeOutputsOf } from "../../../packages/runner/src/nix/store-outputs.js";
 import { SNAPSHOT_FORMAT } from "../../../packages/runner/src/snapshots/key.js";
 import { snapshotSpecOfTask } from "../../../packages/runner/src/snapshots/spec.js";
 import { loadCatalog, loadTask } from "../../../packages/runner/src/tasks/catalog.js";
@@ -547,12 +548,22 @@ function describeWith(nixImpl: NixImpl) {
         });
         expect(apps["default"]).toMatchObject({ type: "app", program: `${pkgs.runner}/bin/flakegym` });
         // the app marks itself (rollout's default backend choice) and names its own flake
-        const [marker, closureLine, flakeLine, exec, ...rest] = pkgs.text.trim().split("\n");
+        const [marker, outputsLine, closureLine, flakeLine, exec, ...rest] = pkgs.text.trim().split("\n");
         expect([marker, exec, rest]).toEqual([
           "export FLAKEGYM_NIX_APP=1",
           `exec ${pkgs.runner}/bin/flakegym rollout "$@"`,
           [],
         ]);
+        // every profile's toolchain and the catalog tasks' snapshots as store paths the app does not
+        // build (nix/store-outputs.nix); the stub is not the stand-in
+        const outputsJson = /^export FLAKEGYM_NIX_OUTPUTS='(.*)'$/.exec(outputsLine ?? "")?.[1];
+        expect(outputsJson, outputsLine).toBeDefined();
+        const outputs = storeOutputsOf({ FLAKEGYM_NIX_OUTPUTS: outputsJson });
+        expect(outputs?.nixpkgs).toBe("nixpkgs");
+        expect(Object.keys(outputs?.profiles ?? {}).sort()).toEqual(Object.keys(profiles).sort());
+        expect(outputs?.snapshots["semver-lite-caret-zero"]?.out).toMatch(
+          /^\/nix\/store\/[0-9a-z]{32}-flakegym-snapshot-semver-lite-caret-zero-workspace$/,
+        );
         // what the sandboxes bind of the store: the runner's runtime closure (nix/runtime-closure.nix)
         expect(closureLine).toMatch(
           /^export FLAKEGYM_STORE_CLOSURE=\/nix\/store\/[0-9a-z]{32}-flakegym-runner-closure$/,
@@ -567,7 +578,7 @@ function describeWith(nixImpl: NixImpl) {
         );
       }
       check(
-        'apps.<linux>.rollout sets FLAKEGYM_NIX_APP=1, FLAKEGYM_FLAKE and FLAKEGYM_STORE_CLOSURE, then execs <runner>/bin/flakegym rollout "$@"',
+        'apps.<linux>.rollout sets FLAKEGYM_NIX_APP=1, FLAKEGYM_NIX_OUTPUTS, FLAKEGYM_FLAKE and FLAKEGYM_STORE_CLOSURE, then execs <runner>/bin/flakegym rollout "$@"',
       );
     });
 

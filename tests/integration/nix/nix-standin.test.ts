@@ -61,6 +61,24 @@ describe("scripts/nix-standin", () => {
   );
 
   it.skipIf(modern.impl === null)(
+    `what it runs gets the same Nix (FLAKEGYM_NIX_BIN) and its options (NIX_CONFIG), never an empty CA bundle (${modern.reason || "modern Nix"})`,
+    async () => {
+      const env = (name: string) =>
+        standin(["eval", "--raw", "--impure", "--expr", `builtins.getEnv "${name}"`], 120_000);
+      const bin = await env("FLAKEGYM_NIX_BIN");
+      expect(bin.exitCode, bin.stderr).toBe(0);
+      expect(bin.stdout).toBe(modern.impl!.bin);
+      const conf = (await env("NIX_CONFIG")).stdout;
+      const printed = (await standin(["--print-nix-config"])).stdout.trim();
+      expect(conf.trim()).toBe(printed);
+      expect(printed.split("\n")).toEqual(
+        expect.arrayContaining(["substituters = ", "build-hook = ", "ssl-cert-file = "]),
+      );
+      expect(printed).toMatch(/^sandbox-paths = \/bin \/usr \/lib \/lib64 /m);
+    },
+  );
+
+  it.skipIf(modern.impl === null)(
     `flake check --no-build passes on a fresh, empty store: evaluation reads no store copy it did not make (${modern.reason || "modern Nix"})`,
     async () => {
       const tmp = await makeTempDir("flakegym-fresh-store-");

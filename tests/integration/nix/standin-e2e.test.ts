@@ -145,30 +145,50 @@ describe.skipIf(whyNot !== "")("the flake built and run against the stand-in nix
   });
 
   it.skipIf(!FULL)(
-    `nix run .#rollout -- --task ${TASK}: gold 1, empty 0, run.json names its store path`,
+    `scripts/nix-standin run .#rollout -- --task ${TASK}, from an empty cache: gold 1, empty 0 on the flake's store toolchain and snapshot; run.json names them and its store path`,
     async () => {
       const app = await build(`${flake.ref}#flakegym-rollout`, 3_000_000);
       const out = join(flake.dir, "run");
-      // the real command: Nix re-execs itself to bind its private store at /nix/store, then the app
-      const r = await flake.nix(
+      // the documented command (Nix re-execs itself to bind its private store at /nix/store, then
+      // the app realises the task's toolchain and snapshot through the same Nix), on a cache
+      // nothing ran on before
+      const r = await execa(
+        "sh",
         [
+          join(flake.dir, "scripts/nix-standin"),
           "run",
-          ...flake.overrideArgs,
-          ...STANDIN_BUILD_ARGS,
+          "--max-jobs",
+          "1",
           `${flake.ref}#rollout`,
           "--",
           ...goldAndEmpty(out),
         ],
-        900_000,
+        {
+          reject: false,
+          timeout: 2_400_000,
+          stdin: "ignore",
+          all: true,
+          env: { FLAKEGYM_CACHE: join(flake.dir, "empty-cache") },
+        },
       );
       if (r.exitCode !== 0)
         throw new Error(
-          `nix run .#rollout failed (exit ${r.exitCode}):\n${(r.stdout + r.stderr).slice(-4000)}`,
+          `nix-standin run .#rollout failed (exit ${r.exitCode}):\n${(r.all ?? "").slice(-4000)}`,
         );
-      expect(rewardsOf(out)).toEqual([0, 1]);
+      expect(rewardsOf(out), scoresOf(out)).toEqual([0, 1]);
       const manifest = JSON.parse(readFileSync(join(out, "run.json"), "utf8")) as {
-        provenance: { nixStorePath?: string };
+        provenance: { nixStorePath?: string; nixpkgs?: string };
+        tasks: Record<string, { image?: unknown }>;
       };
+      expect(manifest.provenance.nixpkgs).toBe("standin");
+      expect(manifest.tasks[TASK]?.image).toEqual({
+        kind: "nix-store",
+        toolchain: expect.stringMatching(/^\/nix\/store\/[0-9a-z]{32}-flakegym-node-env-toolchain$/),
+        snapshot: expect.stringMatching(
+          new RegExp(`^/nix/store/[0-9a-z]{32}-flakegym-snapshot-${TASK}-workspace$`),
+        ),
+        nixpkgs: "standin",
+      });
       // the runner the app wraps (its store path is in the app's closure)
       const closure = (await flake.nix(["path-info", "--recursive", app])).stdout.split("\n");
       expect(manifest.provenance.nixStorePath).toMatch(/^\/nix\/store\/[0-9a-z]{32}-flakegym-0/);

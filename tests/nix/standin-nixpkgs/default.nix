@@ -218,9 +218,11 @@ let
   # rustc, cargo, clippy and rustfmt: each the sysroot's own binaries, linked from the one copy.
   rustBins = pname: linkBins pname rustToolchain;
 
+  # Named for what it is: this machine's node (whatever its version), under nixpkgs' attribute name
+  # `nodejs_24`, not a Node 24 (the runner reports the version it runs: run.json provenance.node).
   nodejs_24 = hostPkg {
     pname = "nodejs";
-    version = "24-standin-host";
+    version = "host";
     bins.node = "/usr/bin/node";
     trees = {
       "include/node" = "/usr/include/node";
@@ -445,6 +447,8 @@ let
   };
 in
 {
+  # Says what this package set is: the flake labels what it builds from it (nix/store-outputs.nix).
+  flakegymStandin = true;
   stdenv = {
     mkDerivation = mkDrv;
     hostPlatform = platform;

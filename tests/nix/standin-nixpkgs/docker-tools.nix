@@ -32,7 +32,13 @@ in
       tag = args.tag or null;
       fromImage = args.fromImage or null;
       contents = args.contents or [ ];
-      config = args.config or { };
+      # Every image the stand-in builds says so: its toolchains are copies of the build machine's
+      # tools under nixpkgs' names, not nixpkgs' builds (docs/reference/nix.md).
+      config =
+        let
+          given = args.config or { };
+        in
+        given // { Labels = (given.Labels or { }) // { "org.flakegym.nixpkgs" = "standin"; }; };
       created = args.created or "1970-01-01T00:00:01Z";
       maxLayers = args.maxLayers or 100;
       extraCommands = args.extraCommands or "";

@@ -64,8 +64,11 @@ export function chooseNixAppDefault(f: NixAppFacts): NixAppChoice {
 }
 
 /** The line the app prints when it falls back to the local backend. */
-export function nixAppFallbackMessage(reason: string): string {
-  return `nix run .#rollout: workers run on the local backend (this machine's /usr), not the flake's images: ${reason}. Pass --backend/--images to choose.`;
+export function nixAppFallbackMessage(reason: string, storeToolchains = false): string {
+  const on = storeToolchains
+    ? "the local backend with the flake's toolchains and snapshots from the Nix store"
+    : "the local backend (this machine's /usr)";
+  return `nix run .#rollout: workers run on ${on}, not the flake's images: ${reason}. Pass --backend/--images to choose.`;
 }
 
 /** What the doctor knows about `rollout --images nix` here. */

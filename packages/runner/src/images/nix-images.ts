@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
 import { FlakegymError } from "../errors.js";
+import { runningNixBin } from "../nix/running-nix.js";
 import { writeJsonAtomic } from "../run-format/jsonl.js";
 import {
   type ImageRecord,
@@ -43,7 +44,7 @@ export async function nixBuildImage(target: ImageTarget, o: NixImageOptions): Pr
       : `--expr (lib.mkSnapshotImage ${target.id})`;
   const buildArgs = target.expr === undefined ? [installable] : ["--impure", "--expr", target.expr];
   const r = await execa(
-    o.nixBin ?? "nix",
+    o.nixBin ?? runningNixBin(o.env ?? process.env),
     [
       "--extra-experimental-features",
       "nix-command flakes",

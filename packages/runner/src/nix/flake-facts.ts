@@ -5,6 +5,7 @@ import { ProfileId } from "@flakegym/profiles";
 import { execa } from "execa";
 import { z } from "zod";
 import { FlakegymError } from "../errors.js";
+import { runningNixBin } from "./running-nix.js";
 
 /**
  * Facts the runner reads from the flake when Nix is present: for each profile its devShell and
@@ -188,7 +189,7 @@ export async function readFlakeFacts(options: ReadFlakeFactsOptions = {}): Promi
   }
   const attribute = flakeFactsAttribute(system);
   const installable = `${flakeRef}#${attribute}`;
-  const nixBin = options.nixBin ?? "nix";
+  const nixBin = options.nixBin ?? runningNixBin(env);
   const timeoutMs = options.timeoutMs ?? 300_000;
 
   const r = await execa(

@@ -1,4 +1,4 @@
-import type { RecordedImage } from "../run-format/schema.js";
+import type { RecordedImage, StoreWorkerProvenance } from "../run-format/schema.js";
 import type { ImageTreeReader } from "../snapshots/from-image.js";
 import type { PythonOptions } from "../snapshots/python-providers.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
@@ -42,6 +42,11 @@ export interface WireOptions {
    * its `ref` is what the task's workers start from.
    */
   readonly workerImages?: ReadonlyMap<string, RecordedImage>;
+  /**
+   * `nix run .#rollout` on the local backend: the store paths each task's workers run on (its
+   * profile's toolchain, its snapshot when the flake built it), realised before the run.
+   */
+  readonly storeWorkers?: ReadonlyMap<string, StoreWorkerProvenance>;
   /**
    * `--pool`/`--pool-idle`: keep up to `size` pre-booted agent workers per task shape (local
    * backend), so the Cline core does not boot on a trajectory's critical path (workers/pool).

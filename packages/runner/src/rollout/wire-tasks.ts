@@ -1,6 +1,11 @@
 import { join, relative } from "node:path";
 import { FlakegymError } from "../errors.js";
-import type { RecordedImage, RunConfig, WorkerImageProvenance } from "../run-format/schema.js";
+import type {
+  RecordedImage,
+  RunConfig,
+  StoreWorkerProvenance,
+  WorkerImageProvenance,
+} from "../run-format/schema.js";
 import type { LoadedTask } from "../tasks/catalog.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
 import type { RolloutTask } from "./deps.js";
@@ -31,13 +36,17 @@ export function noReference(t: { id: string; row?: TaskProfile }): FlakegymError
   );
 }
 
-/** The task's image (--images nix; checked before the run), else this machine's /usr. Pure. */
+/**
+ * The task's image (--images nix; checked before the run), else the flake's store paths it runs on
+ * (`nix run .#rollout` on the local backend), else this machine's /usr. Pure.
+ */
 export function imageOf(
   images: RunConfig["images"],
   workerImages: ReadonlyMap<string, RecordedImage> | undefined,
   taskId: string,
+  storeWorkers?: ReadonlyMap<string, StoreWorkerProvenance>,
 ): WorkerImageProvenance {
-  if (images !== "nix") return "host /usr";
+  if (images !== "nix") return storeWorkers?.get(taskId) ?? "host /usr";
   const image = workerImages?.get(taskId);
   if (!image) {
     throw new FlakegymError("E_IMAGE_MISSING", `--images nix: no worker image chosen for task ${taskId}`, {

@@ -22,6 +22,7 @@ import type { Score } from "../run-format/score.js";
 import { hiddenTestsOf } from "../scoring/hidden-tests.js";
 import { buildSnapshot, type SnapshotProgress } from "../snapshots/build.js";
 import { chooseImageSnapshot, podmanImageTreeReader, snapshotFromImage } from "../snapshots/from-image.js";
+import { storeTreeReader } from "../snapshots/from-store.js";
 import { defaultSnapshotCacheDir } from "../snapshots/key.js";
 import type { Snapshot } from "../snapshots/manifest.js";
 import { pythonOptionsOf } from "../snapshots/python-providers.js";
@@ -170,7 +171,8 @@ async function openWire(config: RunConfig, o: WireOptions): Promise<Wire> {
 }
 
 const taskOf = (w: Wire, t: RolloutTask) => w.loaded.get(t.id)!;
-const imageFor = (w: Wire, taskId: string) => imageOf(w.config.images, w.o.workerImages, taskId);
+const imageFor = (w: Wire, taskId: string) =>
+  imageOf(w.config.images, w.o.workerImages, taskId, w.o.storeWorkers);
 
 /** What every worker of task `t` shares, on fork `f`. */
 function specBase(w: Wire, t: TaskRuntime, task: RolloutTask, f: WorkerSpecBase["fork"]): WorkerSpecBase {
@@ -238,23 +240,31 @@ async function snapshotOfTask(
   } else {
     spec = snapshotSpecOfTask(t.catalog!);
   }
-  const fromImage = chooseImageSnapshot(imageFor(w, task.id), w.backend);
+  const image = imageFor(w, task.id);
+  const fromStore = image !== "host /usr" && image.kind === "nix-store" ? image.snapshot : undefined;
+  const fromImage = chooseImageSnapshot(image, w.backend);
   const cacheDir = w.o.snapshotCacheDir ? { cacheDir: w.o.snapshotCacheDir } : {};
   if (fromImage.use) progress(`copying /workspace of snapshot image ${fromImage.ref}`);
-  const s = await (fromImage.use
-    ? snapshotFromImage(spec, fromImage, w.o.imageTreeReader ?? podmanImageTreeReader(), {
+  if (fromStore) progress(`copying the flake's snapshot ${fromStore}`);
+  const s = await (fromStore
+    ? snapshotFromImage(spec, { ref: fromStore, digest: fromStore }, storeTreeReader(), {
         signal,
         ...cacheDir,
       })
-    : buildSnapshot(spec, {
-        signal,
-        ...cacheDir,
-        python: pythonOptionsOf(w.o.python, w.o.env),
-        onProgress: (ev) => {
-          const line = snapshotProgressLine(ev);
-          if (line !== undefined) progress(line);
-        },
-      })
+    : fromImage.use
+      ? snapshotFromImage(spec, fromImage, w.o.imageTreeReader ?? podmanImageTreeReader(), {
+          signal,
+          ...cacheDir,
+        })
+      : buildSnapshot(spec, {
+          signal,
+          ...cacheDir,
+          python: pythonOptionsOf(w.o.python, w.o.env),
+          onProgress: (ev) => {
+            const line = snapshotProgressLine(ev);
+            if (line !== undefined) progress(line);
+          },
+        })
   ).catch((err: unknown) => {
     // a full cache disk names the cache, the task and what to do (not a bare `ENOSPC … write`)
     throw snapshotErrorOf(err, w.o.snapshotCacheDir ?? defaultSnapshotCacheDir(w.o.env), task.id);

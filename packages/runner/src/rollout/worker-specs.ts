@@ -25,7 +25,7 @@ export interface WorkerSpecBase {
 
 /** The `image` field of a spec: none for this machine's /usr. Pure. */
 export function imageSpecOf(image: WorkerImageProvenance): Pick<WorkerSpec, "image"> {
-  return image === "host /usr" ? {} : { image: image.ref };
+  return image === "host /usr" || image.kind === "nix-store" ? {} : { image: image.ref };
 }
 
 /**

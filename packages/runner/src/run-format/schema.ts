@@ -23,10 +23,25 @@ export const WorkerImageProvenance = z.union([
       ref: z.string().describe("the reference the worker was started with"),
     })
     .strict(),
+  z
+    .object({
+      kind: z.literal("nix-store").describe("the flake's store paths, bound into this machine's sandboxes"),
+      toolchain: z.string().describe("store path of the profile's toolchain (read-only, first on PATH)"),
+      snapshot: z
+        .string()
+        .optional()
+        .describe("store path of the task's snapshot work tree (absent: built by the runner)"),
+      nixpkgs: z
+        .enum(["nixpkgs", "standin"])
+        .describe("standin: the toolchain is a copy of the build machine's tools (scripts/nix-standin)"),
+    })
+    .strict(),
 ]);
 export type WorkerImageProvenance = z.infer<typeof WorkerImageProvenance>;
 /** A recorded image a worker ran on (not the host). */
-export type RecordedImage = Exclude<WorkerImageProvenance, string>;
+export type RecordedImage = Extract<WorkerImageProvenance, { kind: "profile" | "snapshot" }>;
+/** The flake's store paths a task's workers ran on (`nix run .#rollout`, local backend). */
+export type StoreWorkerProvenance = Extract<WorkerImageProvenance, { kind: "nix-store" }>;
 
 /**
  * One line of `groups.jsonl`: an Atropos ScoredDataGroup. Without a tokenizer the token fields

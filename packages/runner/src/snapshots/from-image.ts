@@ -37,6 +37,8 @@ export function chooseImageSnapshot(
   if (!backend.capabilities.runsHostImages)
     return { use: false, reason: `backend ${backend.kind} (only podman forks an image's tree)` };
   if (image === "host /usr") return { use: false, reason: "no --images nix (workers run on host /usr)" };
+  if (image.kind === "nix-store")
+    return { use: false, reason: "workers run on the flake's store paths, not an image" };
   if (image.kind !== "snapshot") return { use: false, reason: `image ${image.ref} is a ${image.kind} image` };
   return { use: true, ref: image.ref, digest: image.digest };
 }
@@ -77,6 +79,8 @@ export interface ImageTreeReader {
   labels(ref: string, signal?: AbortSignal): Promise<Record<string, string>>;
   /** Copies the image's `/workspace` to `dest` (which does not exist yet). */
   copyWorkspace(ref: string, dest: string, signal?: AbortSignal): Promise<void>;
+  /** The copy as the manifest's source step names it (default: `podman cp <ref>:/workspace`). */
+  copyCommand?(ref: string): string;
 }
 
 /** Runs podman with a bounded wait; throws naming the command and podman's error. */
@@ -192,7 +196,12 @@ async function copyInto(
     // what the image's build made (target/, node_modules/) is committed on top of the image's
     // commit, as a host build's outputs are (commitBase): the agent's diff includes ignored files
     const base = await commitBase(workspace, await imageCommit(workspace, choice.ref, o.signal), o.signal);
-    const manifest = imageManifestOf(spec, choice, { key: o.key, base, copyMs });
+    const manifest = imageManifestOf(spec, choice, {
+      key: o.key,
+      base,
+      copyMs,
+      ...(reader.copyCommand ? { copyCommand: reader.copyCommand(choice.ref) } : {}),
+    });
     return await publishCopy(tmp, o.cacheDir, manifest, choice);
   } finally {
     await rm(tmp, { recursive: true, force: true });
@@ -250,7 +259,13 @@ async function imageCommit(workspace: string, ref: string, signal: AbortSignal |
 export function imageManifestOf(
   spec: SnapshotSpec,
   choice: { readonly ref: string; readonly digest: string },
-  b: { key: string; base: { commit: string; changed: readonly string[] }; copyMs: number; now?: Date },
+  b: {
+    key: string;
+    base: { commit: string; changed: readonly string[] };
+    copyMs: number;
+    now?: Date;
+    copyCommand?: string;
+  },
 ): SnapshotManifest {
   return {
     ...manifestHead(spec, b.key, b.base),
@@ -261,7 +276,7 @@ export function imageManifestOf(
     steps: [
       {
         name: "source",
-        command: `podman cp ${choice.ref}:/workspace`,
+        command: b.copyCommand ?? `podman cp ${choice.ref}:/workspace`,
         exitCode: 0,
         durationMs: Math.round(b.copyMs),
       },

@@ -86,7 +86,13 @@ function imagesOf(m: RunManifest): string {
   for (const t of Object.values(m.tasks)) {
     const i = t.image;
     if (i)
-      seen.add(typeof i === "string" ? i : `${i.name}:${i.tag} (${i.digest.slice(0, 12)}, ${i.storePath})`);
+      seen.add(
+        typeof i === "string"
+          ? i
+          : i.kind === "nix-store"
+            ? `store ${i.toolchain}${i.snapshot ? ` + ${i.snapshot}` : ""}${i.nixpkgs === "standin" ? " (stand-in nixpkgs)" : ""}`
+            : `${i.name}:${i.tag} (${i.digest.slice(0, 12)}, ${i.storePath})`,
+      );
   }
   return seen.size ? [...seen].join("; ") : "not recorded";
 }

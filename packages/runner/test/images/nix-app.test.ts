@@ -62,7 +62,12 @@ describe("chooseNixAppDefault", () => {
       kind: "local",
       reason: expect.stringContaining("cannot build it: nix (Nix) 2.8.0 cannot evaluate nixpkgs"),
     });
-    expect(nixAppFallbackMessage("why")).toMatch(/local backend.*: why\. Pass --backend\/--images/);
+    expect(nixAppFallbackMessage("why")).toMatch(
+      /local backend \(this machine's \/usr\).*: why\. Pass --backend\/--images/,
+    );
+    expect(nixAppFallbackMessage("why", true)).toMatch(
+      /local backend with the flake's toolchains and snapshots from the Nix store, not the flake's images: why\./,
+    );
   });
 });
 

@@ -49,6 +49,18 @@ describe("imageOf", () => {
     expect(imageOf(undefined, new Map([["a", image]]), "a")).toBe("host /usr");
   });
 
+  it("is the flake's store paths a task runs on under nix run .#rollout, else the host's /usr", () => {
+    const store = {
+      kind: "nix-store" as const,
+      toolchain: "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-flakegym-node-env-toolchain",
+      nixpkgs: "standin" as const,
+    };
+    expect(imageOf(undefined, undefined, "a", new Map([["a", store]]))).toBe(store);
+    expect(imageOf(undefined, undefined, "b", new Map([["a", store]]))).toBe("host /usr");
+    // --images nix wins: the task's image, never the store toolchain
+    expect(imageOf("nix", new Map([["a", image]]), "a", new Map([["a", store]]))).toBe(image);
+  });
+
   it("is the task's chosen image with --images nix", () => {
     expect(imageOf("nix", new Map([["a", image]]), "a")).toBe(image);
   });

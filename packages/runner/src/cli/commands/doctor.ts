@@ -19,6 +19,7 @@ import { describeError } from "../../errors.js";
 import { nixRolloutRow } from "../../images/nix-app.js";
 import { nixVersionLine, readImageRecords } from "../../images/nix-images.js";
 import { defaultImageRecordFile, nixBuildCapability } from "../../images/targets.js";
+import { runningNixBin } from "../../nix/running-nix.js";
 import { nomadDoctorProbe } from "../../workers/nomad/doctor.js";
 import { defineCommand } from "../command.js";
 import { podmanVersionLine } from "./rollout-images.js";
@@ -243,7 +244,10 @@ export const nixRolloutProbe: DoctorProbe = {
   name: "rollout --images nix",
   async run() {
     const recordsFile = defaultImageRecordFile(process.env);
-    const [nix, podman] = await Promise.all([nixVersionLine("nix"), podmanVersionLine()]);
+    const [nix, podman] = await Promise.all([
+      nixVersionLine(runningNixBin(process.env)),
+      podmanVersionLine(),
+    ]);
     return [
       nixRolloutRow({
         nix: nixBuildCapability(nix),

@@ -21,6 +21,7 @@ import {
   tagOfStorePath,
 } from "../../images/targets.js";
 import { type FlakeFacts, readFlakeFacts } from "../../nix/flake-facts.js";
+import { runningNixBin } from "../../nix/running-nix.js";
 import { snapshotSpecOfTask } from "../../snapshots/spec.js";
 import { loadTask } from "../../tasks/catalog.js";
 import { type CliContext, defineCommand } from "../command.js";
@@ -71,7 +72,7 @@ async function facts(
 
 /** Checks the Nix here can build nixpkgs-based images; writes why not. */
 async function canBuild(ctx: CliContext): Promise<boolean> {
-  const cap = nixBuildCapability(await nixVersionLine("nix", ctx.env));
+  const cap = nixBuildCapability(await nixVersionLine(runningNixBin(ctx.env), ctx.env));
   return match(cap)
     .with({ kind: "ok" }, () => true)
     .with({ kind: "unavailable" }, ({ reason, whatToRun }) => {

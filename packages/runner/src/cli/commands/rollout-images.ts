@@ -8,6 +8,7 @@ import {
   missingImagesMessage,
   resolveWorkerImages,
 } from "../../images/worker-images.js";
+import { runningNixBin } from "../../nix/running-nix.js";
 import type { RecordedImage, RunConfig } from "../../run-format/schema.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../../tasks/catalog.js";
 import type { TaskProfile } from "../../tasks/task-profile.js";
@@ -31,12 +32,12 @@ export async function preflightWorkerImages(
   const file = defaultImageRecordFile(ctx.env);
   const found = await findWorkerImages(tasks, config.backend === "nomad" ? "nomad" : "podman", file);
   if (found.missing.length === 0) return found.images;
-  const nix = nixBuildCapability(await nixVersionLine("nix", ctx.env));
+  const nix = nixBuildCapability(await nixVersionLine(runningNixBin(ctx.env), ctx.env));
   ctx.stderr.write(`flakegym rollout: ${missingImagesMessage(found.missing, file, nix)}\n`);
   return nix.kind === "unavailable" ? EXIT_NEEDS_NIX : 1;
 }
 
-async function catalogTaskProfiles(
+export async function catalogTaskProfiles(
   ids: readonly string[],
   catalog: string | undefined,
 ): Promise<{ id: string; profile: string }[]> {
@@ -103,7 +104,7 @@ export async function nixAppDefault(
           "podman",
           defaultImageRecordFile(env),
         );
-  const nix = nixBuildCapability(await nixVersionLine("nix", env));
+  const nix = nixBuildCapability(await nixVersionLine(runningNixBin(env), env));
   return chooseNixAppDefault({ nix, podman, missing: found.missing });
 }
 

@@ -4,6 +4,7 @@ import { match } from "ts-pattern";
 import { FlakegymError, UsageError } from "../../errors.js";
 import { formatSweepResult, sweepLeftovers } from "../../gc/sweep.js";
 import { isNixApp, nixAppFallbackMessage, pinningFlag } from "../../images/nix-app.js";
+import { storeOutputsOf } from "../../nix/store-outputs.js";
 import { probePolicyEndpoints } from "../../policy/probe.js";
 import { validatePolicySpecs } from "../../policy/spec.js";
 import type { ProgressSink } from "../../progress/events.js";
@@ -34,7 +35,8 @@ import { withDatasetPath } from "../../tasks/hf-dataset.js";
 import { printable } from "../../text/looks-binary.js";
 import { poolEvent, resolvePool } from "../../workers/pool/decisions.js";
 import { type CliContext, defineCommand } from "../command.js";
-import { nixAppDefault, preflightWorkerImages } from "./rollout-images.js";
+import { catalogTaskProfiles, nixAppDefault, preflightWorkerImages } from "./rollout-images.js";
+import { preflightStoreWorkers } from "./rollout-store.js";
 
 export const rolloutCommand = defineCommand({
   path: ["rollout"],
@@ -140,6 +142,15 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
   const workerImages =
     config.images === "nix" ? await preflightWorkerImages(config, selection?.tasks, ctx) : undefined;
   if (typeof workerImages === "number") return workerImages;
+  // `nix run .#rollout` on the local backend: the flake's toolchains (and snapshots) from the store
+  const storeWorkers = await preflightStoreWorkers(
+    config,
+    async () =>
+      selection
+        ? selection.tasks.map((r) => ({ id: r.id, profile: r.profile, catalog: false }))
+        : (await catalogTaskProfiles(config.tasks, config.catalog)).map((t) => ({ ...t, catalog: true })),
+    ctx,
+  );
   if (r.banner) ctx.stderr.write(`\n  ${r.banner}\n\n`);
   const what = selection
     ? `${selection.tasks.length} row(s) of ${selection.config.file}`
@@ -171,6 +182,7 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
     python: pythonOptionsOfFlags(opts),
     ...(selection ? { datasetTasks: selection.tasks } : {}),
     ...(workerImages ? { workerImages } : {}),
+    ...(storeWorkers ? { storeWorkers } : {}),
   });
   const reporter = createReporter(ctx.stderr);
   sink = reporter.sink;
@@ -292,7 +304,7 @@ async function nixAppOptions(opts: RolloutOptions, ctx: CliContext): Promise<Rol
       return { ...opts, backend, images };
     })
     .with({ kind: "local" }, ({ reason }) => {
-      ctx.stderr.write(`${nixAppFallbackMessage(reason)}\n`);
+      ctx.stderr.write(`${nixAppFallbackMessage(reason, storeOutputsOf(ctx.env) !== undefined)}\n`);
       return opts;
     })
     .exhaustive();

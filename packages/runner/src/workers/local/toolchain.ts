@@ -85,11 +85,45 @@ export function nodeBinds(
   return { binds: [{ src: prefix, dest: SANDBOX_NODE_DIR }], path: [`${SANDBOX_NODE_DIR}/bin`] };
 }
 
+/**
+ * A profile's toolchain from the Nix store (`nix run .#rollout`): its tree (a buildEnv) and the
+ * closure it needs at run time, realised before the run (nix/realise.ts).
+ */
+export interface StoreToolchain {
+  readonly path: string;
+  readonly closure: readonly string[];
+}
+const storeToolchains = new Map<ProfileId, StoreToolchain>();
+
+/**
+ * Makes this process's sandboxes of `profile` run on `t` instead of this machine's toolchain: its
+ * closure bound read-only at its own paths, its bin/ first on PATH (before the runner's node and
+ * /usr), nothing of rustup bound.
+ */
+export function useStoreToolchain(profile: ProfileId, t: StoreToolchain): void {
+  storeToolchains.set(profile, t);
+  cache.delete(profile);
+}
+
+/** The binds and PATH of a store toolchain beside the node ones (no path bound twice). Pure. */
+export function storeToolchainLayout(
+  t: StoreToolchain,
+  node: { binds: readonly Bind[]; path: readonly string[] },
+): { binds: Bind[]; path: string[] } {
+  const have = new Set(node.binds.map((b) => b.dest));
+  const extra = t.closure.filter((p) => !have.has(p)).map((p) => ({ src: p, dest: p }));
+  return { binds: [...node.binds, ...extra], path: [`${t.path}/bin`, ...node.path] };
+}
+
 async function detect(profile: ProfileId): Promise<Toolchain> {
   const node = nodeBinds();
+  const store = storeToolchains.get(profile);
+  const env: Record<string, string> = {};
+  if (profile === "python") env.PYTHONDONTWRITEBYTECODE = "1";
+  if (profile === "go") Object.assign(env, GO_ENV);
+  if (store) return { ...storeToolchainLayout(store, node), env };
   const binds: Bind[] = [...node.binds];
   const path: string[] = [...node.path];
-  const env: Record<string, string> = {};
   if (profile === "rust") {
     const sysroot = await rustSysroot();
     if (sysroot && !sysroot.startsWith("/usr/")) {
@@ -97,8 +131,6 @@ async function detect(profile: ProfileId): Promise<Toolchain> {
       path.unshift(`${SANDBOX_RUST_DIR}/bin`);
     }
   }
-  if (profile === "python") env.PYTHONDONTWRITEBYTECODE = "1";
-  if (profile === "go") Object.assign(env, GO_ENV);
   return { binds, path, env };
 }
 

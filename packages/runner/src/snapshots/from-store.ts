@@ -1,0 +1,62 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { execa } from "execa";
+import { FlakegymError } from "../errors.js";
+import type { ImageTreeReader } from "./from-image.js";
+
+/**
+ * A snapshot work tree the flake built (`snapshot-<task>.snapshot.workspace`, nix/snapshot-workspace.nix:
+ * `<out>/workspace` and `<out>/snapshot.json`), used as a snapshot image's tree is
+ * (snapshotFromImage): copied once into the snapshot cache, owned and made writable there (never
+ * in the store), forked per trajectory; nothing is installed host-side. `ref` is the store path.
+ */
+
+/** snapshot.json's fields as the labels snapshotFromImage checks against the task's spec. Pure. */
+export function storeSnapshotLabels(json: unknown): Record<string, string> {
+  const j = (json ?? {}) as Record<string, unknown>;
+  const str = (k: string) => (typeof j[k] === "string" ? (j[k] as string) : "");
+  return {
+    "org.flakegym.task": str("task"),
+    "org.flakegym.snapshot.commit": str("commit"),
+    "org.flakegym.snapshot.profile": str("profile"),
+  };
+}
+
+export function storeTreeReader(timeoutMs = 10 * 60_000): ImageTreeReader {
+  return {
+    async labels(ref) {
+      const file = join(ref, "snapshot.json");
+      try {
+        return storeSnapshotLabels(JSON.parse(await readFile(file, "utf8")));
+      } catch (e) {
+        throw new FlakegymError(
+          "E_SNAPSHOT_IMAGE",
+          `${file} cannot be read as JSON: ${(e as Error).message}`,
+          {
+            hint: "the flake's snapshot output is incomplete: rebuild it (nix build .#snapshot-<task>)",
+          },
+        );
+      }
+    },
+    async copyWorkspace(ref, dest, signal) {
+      // -a keeps symlinks as they are and the store's modes; the caller owns and opens them up
+      const r = await execa("cp", ["-a", "--", join(ref, "workspace"), dest], {
+        reject: false,
+        stdin: "ignore",
+        timeout: timeoutMs,
+        ...(signal ? { cancelSignal: signal } : {}),
+      });
+      if (r.exitCode !== 0) {
+        const why = r.timedOut ? `timed out after ${timeoutMs} ms` : `exit ${r.exitCode}`;
+        throw new FlakegymError(
+          "E_SNAPSHOT_IMAGE",
+          `cp -a ${ref}/workspace ${dest} failed (${why}): ${r.stderr.trim()}`,
+          {
+            hint: "check free space in the snapshot cache (flakegym gc) and that the store path exists",
+          },
+        );
+      }
+    },
+    copyCommand: (ref) => `cp -a ${ref}/workspace`,
+  };
+}
