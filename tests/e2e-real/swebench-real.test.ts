@@ -37,6 +37,9 @@ import { envSpecOf } from "../../packages/runner/src/tasks/swebench-env-specs.js
  * Rows of other versions (pytest 6.0, sphinx 7.1, pylint 2.15) were made the same way
  * with their version's install facts and test command; ids keyed as SWE-bench's parser for the
  * repository keys them (pylint: absolute-path parameters shortened).
+ * pallets__flask-5014 (flask 2.3) wants Python 3.11 and psf__requests-2317 (2.4) 3.9, each made
+ * the same way on that Python; requests-2317's lists were found with httpbin served on loopback
+ * (`HTTPBIN_URL`), as its scoring serves it (swebench-httpbin.ts): its FAIL_TO_PASS requests it.
  * `FLAKEGYM_E2E_REAL_ROWS=<regex>` keeps the rows whose instance id matches. The repositories are not
  * committed: `FLAKEGYM_REPO_MIRROR` names a directory of git mirrors, as `owner/repo` or as
  * `owner+repo/repo`. The rows are imported with `--repo-mirror` and `flakegym validate` must score
@@ -203,7 +206,7 @@ async function runnableRows(
 
 const skipReason = MIRRORS
   ? undefined
-  : "FLAKEGYM_REPO_MIRROR is not set: it names a directory of git mirrors (owner/repo or owner+repo/repo) of the rows' repositories (marshmallow-code/marshmallow, pytest-dev/pytest, psf/requests, pylint-dev/pylint, sympy/sympy, sphinx-doc/sphinx, mwaskom/seaborn, dustin/go-humanize, Masterminds/semver)";
+  : "FLAKEGYM_REPO_MIRROR is not set: it names a directory of git mirrors (owner/repo or owner+repo/repo) of the rows' repositories (marshmallow-code/marshmallow, pytest-dev/pytest, psf/requests, pylint-dev/pylint, sympy/sympy, sphinx-doc/sphinx, mwaskom/seaborn, pallets/flask, astropy/astropy, dustin/go-humanize, Masterminds/semver)";
 if (skipReason) console.warn(`swebench-real: skipped — ${skipReason}`);
 
 describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from public repositories", () => {
