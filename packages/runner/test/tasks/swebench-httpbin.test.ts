@@ -34,7 +34,14 @@ describe("which rows get an httpbin on loopback", () => {
     expect(old.install.slice(-2)).toEqual(httpbinInstall());
     expect(old.notes).toContain(HTTPBIN_NOTE);
     expect(recent.install.join("\n")).not.toContain("httpbin");
-    const suite = { kind: "suite", command: "pytest -rA test_requests.py", results: "pytest" } as const;
+    const suite = {
+      kind: "suite" as const,
+      command: "pytest -rA test_requests.py",
+      results: "pytest" as const,
+      failToPass: ["test_requests.py::T::test_a"],
+      passToPass: [],
+      canary: { file: "test_requests.py", prepend: "", append: "", id: "test_requests.py::canary" },
+    };
     expect(withServices(suite, { repo: "psf/requests", version: "2.4" })).toMatchObject({
       command: withHttpbin(suite.command),
     });
