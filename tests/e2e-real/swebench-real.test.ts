@@ -112,6 +112,9 @@ async function expectOnlyKnownFailures(runDir: string, instanceId: string): Prom
     expect(KNOWN_SCORER_FAILURES[instanceId], `${task}: ${t} fails`).toContain(t);
 }
 
+/** Repositories whose package versions itself from git tags (setuptools-scm): their checkout holds history and tags. */
+const VERSIONED_FROM_TAGS = new Set(["pytest-dev/pytest", "astropy/astropy"]);
+
 /** A validate run's record (run.json) of the interpreter `task` ran on. */
 async function runPythonOf(runDir: string, task: string): Promise<unknown> {
   const run = JSON.parse(await readFile(join(runDir, task, "run.json"), "utf8")) as {
@@ -337,7 +340,7 @@ describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from publi
           provider: python?.provider,
         });
         // setuptools-scm packages version from the base's history and tags
-        if (row.repo === "pytest-dev/pytest")
+        if (VERSIONED_FROM_TAGS.has(row.repo))
           expect(m.checkout, id).toMatchObject({ depth: "ancestry-and-tags" });
         table.push(await tableRow(join(tmp.path, "run"), id, recorded));
       }
