@@ -37,8 +37,8 @@ import { envSpecOf } from "../../packages/runner/src/tasks/swebench-env-specs.js
  * Rows of other versions (pytest 6.0, sphinx 7.1, pylint 2.15) were made the same way
  * with their version's install facts and test command; ids keyed as SWE-bench's parser for the
  * repository keys them (pylint: absolute-path parameters shortened).
- * pallets__flask-5014 (flask 2.3) wants Python 3.11 and psf__requests-2317 (2.4) 3.9, each made
- * the same way on that Python; requests-2317's lists were found with httpbin served on loopback
+ * pallets__flask-5014 (flask 2.3) wants Python 3.11, astropy__astropy-12907 (4.3; setuptools-scm:
+ * history and tags) and psf__requests-2317 (2.4) 3.9, each made the same way on that Python; requests-2317's lists were found with httpbin served on loopback
  * (`HTTPBIN_URL`), as its scoring serves it (swebench-httpbin.ts): its FAIL_TO_PASS requests it.
  * `FLAKEGYM_E2E_REAL_ROWS=<regex>` keeps the rows whose instance id matches. The repositories are not
  * committed: `FLAKEGYM_REPO_MIRROR` names a directory of git mirrors, as `owner/repo` or as
