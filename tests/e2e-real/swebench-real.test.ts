@@ -37,6 +37,9 @@ import { envSpecOf } from "../../packages/runner/src/tasks/swebench-env-specs.js
  * Rows of other versions (pytest 6.0, sphinx 7.1, pylint 2.15) were made the same way
  * with their version's install facts and test command; ids keyed as SWE-bench's parser for the
  * repository keys them (pylint: absolute-path parameters shortened).
+ * pallets__flask-5014 (flask 2.3) wants Python 3.11, astropy__astropy-12907 (4.3; setuptools-scm:
+ * history and tags) and psf__requests-2317 (2.4) 3.9, each made the same way on that Python; requests-2317's lists were found with httpbin served on loopback
+ * (`HTTPBIN_URL`), as its scoring serves it (swebench-httpbin.ts): its FAIL_TO_PASS requests it.
  * `FLAKEGYM_E2E_REAL_ROWS=<regex>` keeps the rows whose instance id matches. The repositories are not
  * committed: `FLAKEGYM_REPO_MIRROR` names a directory of git mirrors, as `owner/repo` or as
  * `owner+repo/repo`. The rows are imported with `--repo-mirror` and `flakegym validate` must score
@@ -76,6 +79,22 @@ const KNOWN_SCORER_FAILURES: Readonly<Record<string, readonly string[]>> = {
     "tests/test_requests.py::TestCaseInsensitiveDict::test_init[cid2]",
     "tests/test_requests.py::TestRequests::test_cookie_parameters",
   ],
+  // the same class at 2.4 (a literal `in` / `not in` / `==` a CaseInsensitiveDict, its keys, a
+  // cookie jar); its FAIL_TO_PASS and the tests reaching httpbin on loopback pass
+  "psf__requests-2317": [
+    "test_requests.py::RequestsTestCase::test_cookie_parameters",
+    "test_requests.py::RequestsTestCase::test_cookie_removed_on_expire",
+    "test_requests.py::RequestsTestCase::test_header_keys_are_native",
+    "test_requests.py::RequestsTestCase::test_header_remove_is_case_insensitive",
+    "test_requests.py::RequestsTestCase::test_headers_on_session_with_None_are_not_sent",
+    "test_requests.py::RequestsTestCase::test_no_content_length",
+    "test_requests.py::TestCaseInsensitiveDict::test_contains",
+    "test_requests.py::TestCaseInsensitiveDict::test_delitem",
+    "test_requests.py::TestCaseInsensitiveDict::test_equality",
+    "test_requests.py::TestCaseInsensitiveDict::test_iterable_init",
+    "test_requests.py::TestCaseInsensitiveDict::test_kwargs_init",
+    "test_requests.py::TestCaseInsensitiveDict::test_mapping_init",
+  ],
 };
 
 /** The gold trajectory of a known row: FAIL_TO_PASS all passed, PASS_TO_PASS failing only where known. */
@@ -92,6 +111,9 @@ async function expectOnlyKnownFailures(runDir: string, instanceId: string): Prom
   for (const t of failing(score.testResults.passToPass))
     expect(KNOWN_SCORER_FAILURES[instanceId], `${task}: ${t} fails`).toContain(t);
 }
+
+/** Repositories whose package versions itself from git tags (setuptools-scm): their checkout holds history and tags. */
+const VERSIONED_FROM_TAGS = new Set(["pytest-dev/pytest", "astropy/astropy"]);
 
 /** A validate run's record (run.json) of the interpreter `task` ran on. */
 async function runPythonOf(runDir: string, task: string): Promise<unknown> {
@@ -203,7 +225,7 @@ async function runnableRows(
 
 const skipReason = MIRRORS
   ? undefined
-  : "FLAKEGYM_REPO_MIRROR is not set: it names a directory of git mirrors (owner/repo or owner+repo/repo) of the rows' repositories (marshmallow-code/marshmallow, pytest-dev/pytest, psf/requests, pylint-dev/pylint, sympy/sympy, sphinx-doc/sphinx, mwaskom/seaborn, dustin/go-humanize, Masterminds/semver)";
+  : "FLAKEGYM_REPO_MIRROR is not set: it names a directory of git mirrors (owner/repo or owner+repo/repo) of the rows' repositories (marshmallow-code/marshmallow, pytest-dev/pytest, psf/requests, pylint-dev/pylint, sympy/sympy, sphinx-doc/sphinx, mwaskom/seaborn, pallets/flask, astropy/astropy, dustin/go-humanize, Masterminds/semver)";
 if (skipReason) console.warn(`swebench-real: skipped — ${skipReason}`);
 
 describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from public repositories", () => {
@@ -318,7 +340,7 @@ describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from publi
           provider: python?.provider,
         });
         // setuptools-scm packages version from the base's history and tags
-        if (row.repo === "pytest-dev/pytest")
+        if (VERSIONED_FROM_TAGS.has(row.repo))
           expect(m.checkout, id).toMatchObject({ depth: "ancestry-and-tags" });
         table.push(await tableRow(join(tmp.path, "run"), id, recorded));
       }

@@ -4,6 +4,7 @@ import { touchedPaths } from "../text/diff.js";
 import { classifyRepo, type RowError } from "./dataset-row.js";
 import { unbuildableReason } from "./swebench-buildable.js";
 import { envSpecOf, inRowVenv, installOfEnvSpec } from "./swebench-env-specs.js";
+import { HTTPBIN_NOTE, httpbinInstall, wantsHttpbin, withHttpbin } from "./swebench-httpbin.js";
 import { type LogParser, logParserOf } from "./swebench-log-parsers.js";
 import { harnessSuiteCommand, testCommandEnv } from "./swebench-test-tools.js";
 import { TaskSpec, type TestRun } from "./task-spec.js";
@@ -223,13 +224,17 @@ export function installOf(
   const found = envSpecOf(row.repo, row.version);
   const unbuildable = found.ok ? unbuildableReason(row.repo, String(row.version), found.spec) : undefined;
   if (unbuildable !== undefined) return { field: "version", reason: unbuildable };
-  if (found.ok)
+  if (found.ok) {
+    const made = installOfEnvSpec(row.repo, found.spec);
+    const httpbin = wantsHttpbin(row.repo, row.version);
     return {
-      ...installOfEnvSpec(row.repo, found.spec),
+      install: httpbin ? [...made.install, ...httpbinInstall()] : made.install,
+      notes: httpbin ? [...made.notes, HTTPBIN_NOTE] : made.notes,
       fetches: true,
       source: found.source,
       python: found.spec.python,
     };
+  }
   if (found.field === "version") return { field: found.field, reason: found.reason };
   return {
     install: [],
@@ -361,7 +366,10 @@ function draftOfRow(
     lists: { ...ids, notes: [...ids.notes, ...env.notes] },
     repo,
     testFiles,
-    run: withLogParser(suiteRun(withTestEnv(run.run, row), runner, repo.network), row.repo),
+    run: withLogParser(
+      withServices(suiteRun(withTestEnv(run.run, row), runner, repo.network), row),
+      row.repo,
+    ),
     env,
   };
 }
@@ -496,6 +504,16 @@ export function withTestEnv(run: TestRun, row: Pick<SwebenchRow, "repo" | "versi
   const env = testCommandEnv(found.spec.test_cmd);
   const command = harnessSuiteCommand(run.command, found.spec.test_cmd);
   return { ...run, command: env === "" ? command : `${env} ${command}` };
+}
+
+/**
+ * A suite run with the services its row's tests reach under SWE-bench's harness (an httpbin on
+ * loopback for requests before 2.10: swebench-httpbin.ts); a row with its own install column gets
+ * none. Pure.
+ */
+export function withServices(run: TestRun, row: Pick<SwebenchRow, "repo" | "version" | "install">): TestRun {
+  if (run.kind !== "suite" || row.install != null || !wantsHttpbin(row.repo, row.version)) return run;
+  return { ...run, command: withHttpbin(run.command) };
 }
 
 /**
