@@ -132,7 +132,7 @@ function checkSite(
   const eq = topLevel(toks, open + 1, close, ["==", "!=", "&&", "||", "?", ","]);
   const want =
     eq.length === 1 && toks[eq[0]!]!.text === "==" && eq[0]! + 2 === close ? toks[eq[0]! + 1]! : undefined;
-  if (!want || want.kind !== "num" || !POSITIVE_INT.test(want.text))
+  if (want?.kind !== "num" || !POSITIVE_INT.test(want.text))
     return { why: "CHECK whose condition is not `got == <positive integer literal>`" };
   const v = BigInt(want.text.replace(/[uUlL]+$/, "")).toString();
   return { got: [open + 1, eq[0]!], want: { t: "int", v }, call: "flakegym_emit_num_" };
