@@ -212,6 +212,11 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
   const state = await readRunState(p, { repair: o.resume });
   if (state.tornBytes > 0)
     progress({ type: "note", message: `resume: dropped ${state.tornBytes} bytes of torn lines` });
+  for (const bad of state.badLines)
+    progress({
+      type: "note",
+      message: `resume: ${bad} (its trajectory's line, if any, is written again from its result.json)`,
+    });
   const plan = planRun(cfg, state);
   for (const id of plan.lost)
     progress({

@@ -109,6 +109,63 @@ export function parseJsonl<T = unknown>(text: string, source: string, schema?: z
   return { records, tornBytes };
 }
 
+/** `readJsonl` that skips bad lines instead of throwing: each is named (file, line, why) in `bad`. */
+export interface JsonlLenientRead<T> extends JsonlRead<T> {
+  /** One sentence per complete line that is not JSON or does not match the schema. */
+  readonly bad: string[];
+}
+
+/**
+ * Reads every complete line of a JSONL file like `readJsonl`, but a complete line that is not JSON
+ * or does not match `schema` is skipped and named in `bad` (one odd line never stops the reader).
+ * For files whose lines can be written again from elsewhere (metrics and samples, from result.json).
+ */
+export async function readJsonlLenient<T>(file: string, schema: z.ZodType<T>): Promise<JsonlLenientRead<T>> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { records: [], tornBytes: 0, bad: [] };
+    throw err;
+  }
+  return parseJsonlLenient(text, file, schema);
+}
+
+/** Pure part of `readJsonlLenient`. */
+export function parseJsonlLenient<T>(
+  text: string,
+  source: string,
+  schema: z.ZodType<T>,
+): JsonlLenientRead<T> {
+  const lastNewline = text.lastIndexOf("\n");
+  const tornBytes = Buffer.byteLength(text.slice(lastNewline + 1), "utf8");
+  const records: T[] = [];
+  const bad: string[] = [];
+  if (lastNewline === -1) return { records, tornBytes, bad };
+  text
+    .slice(0, lastNewline)
+    .split("\n")
+    .forEach((line, i) => {
+      if (line.trim() === "") return;
+      let value: unknown;
+      try {
+        value = JSON.parse(line);
+      } catch {
+        bad.push(`${source}: line ${i + 1} is not JSON (edited or corrupted); it is skipped`);
+        return;
+      }
+      const parsed = schema.safeParse(value);
+      if (parsed.success) records.push(parsed.data);
+      else {
+        const issue = parsed.error.issues[0]!;
+        bad.push(
+          `${source}: line ${i + 1}: field '${issue.path.join(".")}': ${issue.message}; it is skipped`,
+        );
+      }
+    });
+  return { records, tornBytes, bad };
+}
+
 /** Truncates a torn last line (a write cut short by a kill). Returns the bytes removed. */
 export async function repairJsonl(file: string): Promise<number> {
   let size: number;
