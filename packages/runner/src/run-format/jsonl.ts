@@ -1,9 +1,9 @@
 import { constants } from "node:fs";
 import { type FileHandle, open, readFile, rename, stat, truncate, unlink, writeFile } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
 import type { z } from "zod";
 import { FlakegymError } from "../errors.js";
 import { runSecrets } from "../redact/redactor.js";
+import { tempPathBeside } from "./temp-name.js";
 import { appendWholeLine } from "./whole-line.js";
 import { writeErrorOf } from "./write-error.js";
 
@@ -186,7 +186,7 @@ export async function repairJsonl(file: string): Promise<number> {
 
 /** Writes a whole file atomically: a temp file in the same directory, then rename over the target. */
 export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
-  const tmp = tmpNameOf(file);
+  const tmp = tempPathBeside(file);
   try {
     await writeFile(tmp, typeof data === "string" ? runSecrets.text(data) : runSecrets.bytes(data));
     await rename(tmp, file);
@@ -195,10 +195,6 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array): 
     throw writeErrorOf(file, err);
   }
 }
-
-/** A temporary name beside `file` for an atomic write. */
-const tmpNameOf = (file: string) =>
-  join(dirname(file), `.${basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
 
 /**
  * `writeFileAtomic` of text made piece by piece: each piece is redacted and written before the
@@ -210,7 +206,7 @@ export async function writeStreamAtomic(
   pieces: AsyncIterable<string>,
   signal?: AbortSignal,
 ): Promise<number> {
-  const tmp = tmpNameOf(file);
+  const tmp = tempPathBeside(file);
   let bytes = 0;
   try {
     const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
