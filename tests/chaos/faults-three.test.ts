@@ -54,7 +54,7 @@ describe("chaos: faults round three", () => {
   // the two longest cases (about 1.5 min each on 2 cores) run at full scale only (`npm run chaos`)
   if (!FULL)
     console.log(
-      "chaos faults-three: eval SIGINT + --resume and frozen core run with `npm run chaos` only (reduced run)",
+      "chaos faults-three: eval SIGINT + --resume, frozen core and workspace full run with `npm run chaos` only (reduced run)",
     );
 
   it.skipIf(!FULL)(
@@ -296,6 +296,30 @@ describe("chaos: faults round three", () => {
     const left = await findLeftovers([s.tmp, await runIdOf(s.out)], s.tmp);
     expect(describeLeftovers(left)).toEqual([]);
   }, 600_000);
+
+  it.skipIf(!FULL)(
+    "the agent fills its workspace (dd of zeros): limits_exceeded/disk from the cgroup's memory.stat shmem, not the memory limit; never retried",
+    async () => {
+      const s = await createScenario(tmp.path, "workspace-full", cache);
+      const plan = await commandPlan(s.root, "fill", "dd if=/dev/zero of=big bs=1M count=100000");
+      const r = await s.cli([
+        ...["rollout", "--task", TASK, "--group-size", "1", "--policy", `scripted:${plan}`],
+        ...["--max-infra-retries", "1", "--idle-timeout", "60", "--out", s.out],
+      ]);
+      const res = JSON.parse(
+        await readFile(join(s.out, "trajectories", `${TASK}-t0`, "result.json"), "utf8"),
+      );
+      expect(res.outcome, String(r.stderr).slice(-2000)).toMatchObject({
+        kind: "limits_exceeded",
+        limit: "disk",
+      });
+      expect(res.outcome.detail).toMatch(/memory\.stat shmem/);
+      expect(res.infraRetries).toEqual([]);
+      const left = await findLeftovers([s.tmp, await runIdOf(s.out)], s.tmp);
+      expect(describeLeftovers(left)).toEqual([]);
+    },
+    600_000,
+  );
 });
 
 /** A scripted plan: run `command`, then write NOTES.md and complete. */
