@@ -26,8 +26,8 @@ afterAll(async () => {
 
 const config: RunConfig = dummyRunConfig();
 
-async function run(out: string, resume: boolean) {
-  const deps = createDummyDeps({});
+async function run(out: string, resume: boolean, stamps: Record<string, string> = {}) {
+  const deps = createDummyDeps({ treeStamp: (id) => stamps[id] });
   const events: ProgressEvent[] = [];
   const r = await runRollout({
     out,
@@ -71,6 +71,66 @@ describe("--resume: a written group is final", () => {
     expect(r.lines.join("\n")).toMatch(/LOST: 2 trajectory dir/);
     const notes = r.events.flatMap((e) => (e.type === "note" ? [e.message] : []));
     expect(notes.filter((m) => m.includes("reported, not run again"))).toHaveLength(2);
+  });
+});
+
+describe("--resume: a bad metrics or samples line is reported and skipped", () => {
+  it("a complete non-JSON line and a line of the wrong shape do not stop --resume; the damaged trajectory's line is written again, nothing twice", async () => {
+    const out = join(tmp, `run-${++n}`);
+    await run(out, false);
+    const metricsFile = join(out, "metrics.jsonl");
+    const samplesFile = join(out, "samples.jsonl");
+    const metrics = (await readFile(metricsFile, "utf8")).split("\n").filter(Boolean);
+    const damaged = (JSON.parse(metrics[0]!) as { trajectory_id: string }).trajectory_id;
+    // the first trajectory's metrics line edited into garbage; a foreign line added to samples
+    metrics[0] = "garbage{not json";
+    await writeFile(metricsFile, `${metrics.join("\n")}\n`);
+    await writeFile(samplesFile, `${await readFile(samplesFile, "utf8")}{"trajectory_id":5}\n`);
+    const r = await run(out, true);
+    expect(r.deps.agentCalls).toEqual([]);
+    const notes = r.events.flatMap((e) => (e.type === "note" ? [e.message] : []));
+    expect(notes.some((m) => m.includes(`${metricsFile}: line 1 is not JSON`))).toBe(true);
+    expect(notes.some((m) => m.includes(`${samplesFile}: line `) && m.includes("skipped"))).toBe(true);
+    const good = async (file: string) =>
+      (await readFile(file, "utf8"))
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as { trajectory_id: unknown })
+        .filter((l) => typeof l.trajectory_id === "string")
+        .map((l) => l.trajectory_id as string);
+    const metricIds = await good(metricsFile);
+    expect(metricIds.sort()).toEqual([...new Set(metricIds)].sort());
+    expect(metricIds).toContain(damaged);
+    expect(metricIds).toHaveLength(metrics.length);
+    const sampleIds = await good(samplesFile);
+    expect(sampleIds).toHaveLength(new Set(sampleIds).size);
+    expect(r.summary.complete).toBe(true);
+  });
+});
+
+describe("--resume: the snapshot tree a task started from", () => {
+  it("a task whose cached tree changed (edited or rebuilt) is refused naming the task and run.json's treeStamp; nothing of it runs, the other task's are untouched", async () => {
+    const out = join(tmp, `run-${++n}`);
+    await run(out, false, { a: "stat-sha256:aaaa", b: "stat-sha256:bbbb" });
+    const stored = RunManifest.parse(JSON.parse(await readFile(join(out, "run.json"), "utf8")));
+    expect(stored.tasks.a?.treeStamp).toBe("stat-sha256:aaaa");
+    // a kill before task a's group and last trajectory were written
+    const groups = await lines(join(out, "groups.jsonl"));
+    const keep = groups.filter((g) => (g.group_overrides as { task_id: string }).task_id !== "a");
+    await writeFile(join(out, "groups.jsonl"), keep.map((g) => `${JSON.stringify(g)}\n`).join(""));
+    await rm(join(out, "trajectories", "a-t1"), { recursive: true });
+    const r = await run(out, true, { a: "stat-sha256:a-edited", b: "stat-sha256:bbbb" });
+    expect(r.deps.agentCalls).toEqual([]);
+    const errors = JSON.stringify(r.summary);
+    expect(errors).toContain("E_SNAPSHOT_CHANGED");
+    expect(errors).toContain("tasks.a.treeStamp");
+    expect(r.summary.complete).toBe(false);
+    // the stamp the run started from is kept (a later resume on the restored tree goes on)
+    const after = RunManifest.parse(JSON.parse(await readFile(join(out, "run.json"), "utf8")));
+    expect(after.tasks.a?.treeStamp).toBe("stat-sha256:aaaa");
+    const again = await run(out, true, { a: "stat-sha256:aaaa", b: "stat-sha256:bbbb" });
+    expect(again.deps.agentCalls).toEqual(["a-t1"]);
+    expect(again.summary.complete).toBe(true);
   });
 });
 
