@@ -227,7 +227,7 @@ async function readHarborHead(dir: string, o: HarborReadOptions): Promise<Harbor
     const b = await builtEnvironment(dir, dockerfile, toml, o.buildEnv);
     return isProblem(b) ? b : { all, toml, instruction, env: b.env, built: b.built };
   }
-  const env = environmentOf(dockerfile, contextDirsOf(all));
+  const env = environmentOf(dockerfile, contextDirsOf(all), toml.environment.workdir);
   if (isProblem(env)) return env;
   return { all, toml, instruction, env };
 }

@@ -1,3 +1,4 @@
+import { posix } from "node:path";
 import type { ProfileId } from "@flakegym/profiles";
 import { parse as parseToml } from "smol-toml";
 import { match } from "ts-pattern";
@@ -41,6 +42,7 @@ export const HarborTaskToml = z
         storage_mb: z.number().int().positive().optional(),
         cpus: z.number().positive().optional(),
         build_timeout_sec: z.number().positive().optional(),
+        workdir: z.string().optional().describe("the container's working directory, over the Dockerfile's WORKDIR"),
       })
       .passthrough()
       .default({}),
@@ -187,6 +189,7 @@ function underWorkdir(dest: string, workdir: string): string | undefined {
 export function environmentOf(
   dockerfile: string,
   contextDirs: ReadonlySet<string> = new Set(),
+  workdirOverride?: string,
 ): Environment | HarborProblem {
   const field = "environment/Dockerfile";
   let profile: ProfileId | undefined;
@@ -222,7 +225,7 @@ export function environmentOf(
           return `COPY ${args}: give sources and a destination (not the JSON form)`;
         const dest = parts.at(-1)!;
         // the container path, placed relative to the final WORKDIR (the workspace) once all lines are read
-        const abs = dest.startsWith("/") ? normalize(dest) : normalize(`${workdir}/${dest}`);
+        const abs = normalize(posix.normalize(dest.startsWith("/") ? dest : `${workdir}/${dest}`));
         const intoDir = copiesIntoDir(parts, contextDirs);
         for (const from of parts.slice(0, -1)) {
           if (from.startsWith("/") || from.split("/").includes("..") || /[*?[]/.test(from))
@@ -255,6 +258,7 @@ export function environmentOf(
     if (problem) return { field, reason: problem };
   }
   if (profile === undefined) return { field, reason: "has no FROM line" };
+  if (workdirOverride !== undefined) workdir = workdirOverride;
   const wdProblem = workdir === "/" ? undefined : workdirProblem(workdir);
   if (wdProblem) return { field, reason: `WORKDIR ${wdProblem}` };
   const copies: { from: string; to: string; intoDir: boolean }[] = [];

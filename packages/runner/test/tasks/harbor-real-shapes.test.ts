@@ -11,6 +11,7 @@ import {
   restoreTestFile,
   rewriteTestFile,
 } from "../../src/tasks/harbor.js";
+import { builtPlanOf } from "../../src/tasks/harbor-built.js";
 import { builtWorkspace, contextDirsOf, verifierScript } from "../../src/tasks/harbor-dir.js";
 import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
 import { substitutionNote } from "../../src/tasks/harbor-served.js";
@@ -167,5 +168,25 @@ describe("the workspace of a built environment", () => {
     } finally {
       await rm(tree, { recursive: true, force: true });
     }
+  });
+});
+
+describe("task.toml's environment.workdir (Harbor's own example hello-workdir)", () => {
+  const dockerfile = "FROM ubuntu:24.04\nRUN mkdir -p /custom-workdir\nCOPY data/ ./data/\n";
+
+  it("is the workspace over a Dockerfile without WORKDIR, served and built", () => {
+    expect(environmentOf(dockerfile)).toMatchObject({ workdir: "/" });
+    expect(environmentOf(dockerfile, new Set(["data"]), "/custom-workdir")).toMatchObject({
+      workdir: "/custom-workdir",
+      mounts: [{ from: "data", at: "/data" }],
+    });
+    expect(builtPlanOf(dockerfile)).toMatchObject({ reason: /has no WORKDIR/ });
+    expect(builtPlanOf(dockerfile, "/custom-workdir")).toMatchObject({ workdir: "/custom-workdir" });
+  });
+
+  it("places COPY destinations against it, and a bad one is refused by name", () => {
+    const env = environmentOf("FROM python:3.12\nWORKDIR /app\nCOPY a.txt /srv/a.txt\n", new Set(), "/srv");
+    expect(env).toMatchObject({ workdir: "/srv", copies: [{ from: "a.txt", to: "a.txt" }] });
+    expect(environmentOf(dockerfile, new Set(), "/etc/x")).toMatchObject({ reason: /WORKDIR '\/etc\/x'/ });
   });
 });
