@@ -215,6 +215,8 @@ async function readHarborHead(dir: string, o: HarborReadOptions): Promise<Harbor
     return typeof text === "string" ? composeProblem(layout.field, text) : (text ?? layout);
   }
   if (layout) return layout;
+  const user = agentUserProblem(toml);
+  if (user) return user;
   const instruction = await readRegular(join(dir, "instruction.md"), "instruction.md");
   if (typeof instruction !== "string" || instruction.trim() === "")
     return typeof instruction === "object"
@@ -478,6 +480,20 @@ export function layoutProblem(
     };
   }
   return undefined;
+}
+
+/**
+ * task.toml's `agent.user` (Harbor runs the agent and its oracle as that user, and a test may check
+ * `whoami`): flakegym's sandbox has one user, so the task is refused naming the field rather than
+ * run as someone else. Pure.
+ */
+export function agentUserProblem(toml: HarborTaskToml): HarborProblem | undefined {
+  const user = (toml.agent as Record<string, unknown>).user;
+  if (user === undefined || user === "root" || user === 0 || user === "0") return undefined;
+  return {
+    field: "task.toml: agent.user",
+    reason: `runs the agent and the oracle as user ${JSON.stringify(user)}, which is not honoured here (the sandbox runs them as its one user): the task's checks of who ran it would fail; drop the field or make the user root`,
+  };
 }
 
 /** The commit id `files` materialize to (catalog identity), as materializeSource will check it. */

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import {
   environmentOf,
   envNames,
+  parseTaskToml,
   offlinePytestPip,
   offlineServedApt,
   offlineUvVerifier,
@@ -12,7 +13,13 @@ import {
   rewriteTestFile,
 } from "../../src/tasks/harbor.js";
 import { builtPlanOf } from "../../src/tasks/harbor-built.js";
-import { builtWorkspace, contextDirsOf, verifierScript } from "../../src/tasks/harbor-dir.js";
+import {
+  agentUserProblem,
+  builtWorkspace,
+  contextDirsOf,
+  verifierScript,
+} from "../../src/tasks/harbor-dir.js";
+import type { HarborTaskToml } from "../../src/tasks/harbor.js";
 import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
 import { substitutionNote } from "../../src/tasks/harbor-served.js";
 
@@ -188,5 +195,21 @@ describe("task.toml's environment.workdir (Harbor's own example hello-workdir)",
     const env = environmentOf("FROM python:3.12\nWORKDIR /app\nCOPY a.txt /srv/a.txt\n", new Set(), "/srv");
     expect(env).toMatchObject({ workdir: "/srv", copies: [{ from: "a.txt", to: "a.txt" }] });
     expect(environmentOf(dockerfile, new Set(), "/etc/x")).toMatchObject({ reason: /WORKDIR '\/etc\/x'/ });
+  });
+});
+
+describe("task.toml's agent.user (Harbor's own example hello-user)", () => {
+  const toml = (agent: string) => parseTaskToml(`[agent]\ntimeout_sec = 120.0\n${agent}\n`) as HarborTaskToml;
+
+  it("is refused naming the field: the sandbox's one user would answer whoami", () => {
+    expect(agentUserProblem(toml('user = "agent"'))).toMatchObject({
+      field: "task.toml: agent.user",
+      reason: /user "agent", which is not honoured here/,
+    });
+  });
+
+  it("root, or no user, is what runs here", () => {
+    expect(agentUserProblem(toml('user = "root"'))).toBeUndefined();
+    expect(agentUserProblem(toml(""))).toBeUndefined();
   });
 });
