@@ -53,7 +53,9 @@ export function builtPlanOf(dockerfile: string, workdirOverride?: string): Build
   const planned = planDockerfile(dockerfile);
   // task.toml's environment.workdir is where Harbor runs the agent, the oracle and the verifier
   const plan =
-    "refusals" in planned || workdirOverride === undefined ? planned : { ...planned, workdir: workdirOverride };
+    "refusals" in planned || workdirOverride === undefined
+      ? planned
+      : { ...planned, workdir: workdirOverride };
   if ("refusals" in plan) return { field, reason: plan.refusals.map(refusalText).join("; ") };
   if (plan.entrypoint)
     return {

@@ -424,7 +424,13 @@ async function readSolution(
           `the reference makes ${modes.join(", ")} executable: the gold policy replays it with chmod +x after its file edits (Cline's write_to_file does not set the bit)`,
         ]
       : [];
-  return { patch: r.patch, source, notes: [`reference solution: ${source}`, ...modeNote] };
+  const byproducts =
+    r.byproducts.length > 0
+      ? [
+          `left out of the reference (byproducts no test grades, remade when the code runs): ${r.byproducts.join(", ")}`,
+        ]
+      : [];
+  return { patch: r.patch, source, notes: [`reference solution: ${source}`, ...modeNote, ...byproducts] };
 }
 
 /**

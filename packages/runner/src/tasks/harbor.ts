@@ -42,7 +42,10 @@ export const HarborTaskToml = z
         storage_mb: z.number().int().positive().optional(),
         cpus: z.number().positive().optional(),
         build_timeout_sec: z.number().positive().optional(),
-        workdir: z.string().optional().describe("the container's working directory, over the Dockerfile's WORKDIR"),
+        workdir: z
+          .string()
+          .optional()
+          .describe("the container's working directory, over the Dockerfile's WORKDIR"),
       })
       .passthrough()
       .default({}),

@@ -2,13 +2,14 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import type { HarborTaskToml } from "../../src/tasks/harbor.js";
 import {
   environmentOf,
   envNames,
-  parseTaskToml,
   offlinePytestPip,
   offlineServedApt,
   offlineUvVerifier,
+  parseTaskToml,
   restoreTestFile,
   rewriteTestFile,
 } from "../../src/tasks/harbor.js";
@@ -19,7 +20,6 @@ import {
   contextDirsOf,
   verifierScript,
 } from "../../src/tasks/harbor-dir.js";
-import type { HarborTaskToml } from "../../src/tasks/harbor.js";
 import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
 import { substitutionNote } from "../../src/tasks/harbor-served.js";
 
