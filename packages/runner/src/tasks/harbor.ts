@@ -3,7 +3,7 @@ import type { ProfileId } from "@flakegym/profiles";
 import { parse as parseToml } from "smol-toml";
 import { match } from "ts-pattern";
 import { z } from "zod";
-import { type Difficulty, shellQuote, TaskSpec, workdirProblem } from "./task-spec.js";
+import { type Difficulty, shellQuote, TaskSpec, taskWorkdirProblem, workdirProblem } from "./task-spec.js";
 
 /**
  * Harbor (Terminal-Bench 2) task directories ↔ flakegym tasks. A Harbor task is `task.toml`,
@@ -262,7 +262,7 @@ export function environmentOf(
   }
   if (profile === undefined) return { field, reason: "has no FROM line" };
   if (workdirOverride !== undefined) workdir = workdirOverride;
-  const wdProblem = workdir === "/" ? undefined : workdirProblem(workdir);
+  const wdProblem = workdir === "/" ? undefined : taskWorkdirProblem(workdir);
   if (wdProblem) return { field, reason: `WORKDIR ${wdProblem}` };
   const copies: { from: string; to: string; intoDir: boolean }[] = [];
   const mounts: { from: string; at: string }[] = [];

@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { aliasSpecOf } from "../../src/rollout/worker-specs.js";
 import type { HarborTaskToml } from "../../src/tasks/harbor.js";
 import {
   environmentOf,
@@ -22,6 +23,8 @@ import {
 } from "../../src/tasks/harbor-dir.js";
 import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
 import { substitutionNote } from "../../src/tasks/harbor-served.js";
+import { SANDBOX_WORKSPACE, taskWorkdirProblem, workdirProblem } from "../../src/tasks/task-spec.js";
+import { SANDBOX_PATHS } from "../../src/workers/local/shape.js";
 
 /** Shapes met in public Harbor task directories that the cookbook does not have. */
 
@@ -211,5 +214,20 @@ describe("task.toml's agent.user (Harbor's own example hello-user)", () => {
   it("root, or no user, is what runs here", () => {
     expect(agentUserProblem(toml('user = "root"'))).toBeUndefined();
     expect(agentUserProblem(toml(""))).toBeUndefined();
+  });
+});
+
+describe("WORKDIR /workspace (Harbor's describe-image; a public csv-cleaner task): the sandbox's own workspace", () => {
+  it("is accepted as the workdir, with nothing to alias; a mount there stays refused", () => {
+    expect(SANDBOX_WORKSPACE).toBe(SANDBOX_PATHS.workspace);
+    const env = environmentOf("FROM ubuntu:24.04\nWORKDIR /workspace\nCOPY image.png /workspace/image.png\n");
+    expect(env).toMatchObject({ workdir: "/workspace", copies: [{ from: "image.png", to: "image.png" }] });
+    expect(taskWorkdirProblem("/workspace")).toBeUndefined();
+    expect(taskWorkdirProblem("/workspace/sub")).toMatch(/sandbox's own \/workspace/);
+    expect(workdirProblem("/workspace")).toMatch(/sandbox's own \/workspace/);
+    const runtime = (workdir: string) =>
+      ({ catalog: { dir: "/t", spec: { workdir } } }) as unknown as Parameters<typeof aliasSpecOf>[0];
+    expect(aliasSpecOf(runtime("/workspace"), "/c")).toEqual({});
+    expect(aliasSpecOf(runtime("/app"), "/c")).toEqual({ workspaceAlias: "/app" });
   });
 });
