@@ -106,7 +106,15 @@ export async function builtEnvironment(
     aptPackages: [],
     pipPytest: [],
   };
-  return { env, built };
+  return { env, built: { ...built, servedBy: `${built.servedBy}${uvServedText(plan)}` } };
+}
+
+/** The record of uv's image served by its PyPI wheel, for the substitution note ("" when none). Pure. */
+export function uvServedText(plan: BuildPlan): string {
+  const uv = plan.steps.flatMap((s) => (s.kind === "copy" && s.uv !== undefined ? [`line ${s.line}`] : []));
+  return uv.length === 0
+    ? ""
+    : `; COPY --from=ghcr.io/astral-sh/uv (${uv.join(", ")}) served by PyPI's uv wheel (no image registry)`;
 }
 
 /** Where a task's built environment lives: `<cache>/harbor-rootfs/<key>`. */

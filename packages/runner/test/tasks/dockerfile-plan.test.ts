@@ -10,6 +10,7 @@ import {
   type Refusal,
   refusalText,
 } from "../../src/tasks/dockerfile-plan.js";
+import { uvServedText } from "../../src/tasks/harbor-built.js";
 import { uvImageRequirement } from "../../src/tasks/uv-image.js";
 
 const plan = (text: string) => planDockerfile(text) as BuildPlan;
@@ -227,6 +228,13 @@ describe("COPY --from uv's image (served by PyPI's uv wheel)", () => {
       intoDir: false,
       uv: "uv",
     });
+  });
+
+  it("is named in the substitution note", () => {
+    expect(
+      uvServedText(plan("FROM ubuntu:24.04\nCOPY --from=ghcr.io/astral-sh/uv:latest /uv /uvx /bin/\n")),
+    ).toBe("; COPY --from=ghcr.io/astral-sh/uv (line 2) served by PyPI's uv wheel (no image registry)");
+    expect(uvServedText(plan("FROM ubuntu:24.04\nCOPY a /b\n"))).toBe("");
   });
 
   it("refuses a file the image does not hold, by name", () => {
