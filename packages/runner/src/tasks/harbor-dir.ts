@@ -367,7 +367,7 @@ export function verifierScript(
       reason: `runs '${net[0].trim()}', which fetches over the network (the sandbox is offline): the tests must run with the profile's tools`,
     };
   const plain = withoutCtrf(offline.script);
-  return { script: rewriteTestScript(plain.script, workdir), notes: [...offline.notes, ...plain.notes] };
+  return { script: rewriteTestScript(plain.script), notes: [...offline.notes, ...plain.notes] };
 }
 
 /** The reference solution and how it was had (a patch in solve.sh or solution/*.patch, else solve.sh run as Harbor's oracle). */

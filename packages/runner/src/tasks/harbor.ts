@@ -571,17 +571,17 @@ export const MOUNTS_DIR = "container";
 export const HARBOR_DIR = ".harbor";
 
 /**
- * test.sh with the container's /tests, /logs/verifier and WORKDIR paths pointed at the
- * workspace (the eval command sets HARBOR_ROOT and HARBOR_WORKSPACE). Pure.
+ * test.sh with the container's /tests and /logs/verifier paths pointed at the workspace's hidden
+ * `.harbor/` (the eval command sets HARBOR_ROOT). Its WORKDIR paths stay as written: the verifier
+ * sees the workspace there (a value such as `grep -q /custom-workdir workdir.txt` is not a path to
+ * move). Pure.
  */
-export function rewriteTestScript(script: string, workdir: string): string {
+export function rewriteTestScript(script: string): string {
   const at = (p: string) =>
     new RegExp(`(^|[\\s"'=(:;|&<>])${p.replaceAll("/", "\\/")}(?=[/\\s"';|&)<>]|$)`, "gm");
-  let s = script
+  return script
     .replace(at("/logs/verifier"), "$1$$HARBOR_ROOT/logs/verifier")
     .replace(at("/tests"), "$1$$HARBOR_ROOT/tests");
-  if (normalize(workdir) !== "/") s = s.replace(at(normalize(workdir)), "$1$$HARBOR_WORKSPACE");
-  return s;
 }
 
 /** Harbor's own container paths a test file may name, and where the verifier sees them here. */

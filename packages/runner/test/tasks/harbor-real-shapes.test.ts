@@ -50,11 +50,11 @@ describe("a verifier's pip install of pytest alone (offline at test time)", () =
     expect(verifierScript(s, "/app")).toMatchObject({ field: "tests/test.sh", reason: /runs 'pip install'/ });
   });
 
-  it("the whole verifier goes through with its paths pointed at the workspace", () => {
+  it("the whole verifier goes through with /tests pointed at the workspace's .harbor (WORKDIR as written)", () => {
     const r = verifierScript(qc, "/app");
     expect(r).toMatchObject({ notes: [expect.stringMatching(/pytest==9\.0\.3 dropped/)] });
     expect((r as { script: string }).script).toMatch(
-      /cp \$HARBOR_ROOT\/tests\/test_outputs\.py \$HARBOR_WORKSPACE\/test_outputs\.py/,
+      /cp \$HARBOR_ROOT\/tests\/test_outputs\.py \/app\/test_outputs\.py/,
     );
   });
 });
