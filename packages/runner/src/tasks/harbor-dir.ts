@@ -322,7 +322,7 @@ async function readHarborTests(dir: string, workdir: string): Promise<HarborTest
     const content = await readFile(join(testsDir, f));
     const target = `hidden/${HARBOR_DIR}/tests/${f}`;
     if (f === "test.sh") {
-      const script = verifierScript(content.toString("utf8"), workdir);
+      const script = verifierScript(content.toString("utf8"));
       if (isProblem(script)) return script;
       notes.push(...script.notes);
       hidden[target] = script.script;
@@ -345,10 +345,7 @@ async function readHarborTests(dir: string, workdir: string): Promise<HarborTest
  * tests/test.sh as flakegym runs it: uv's installs made offline (with notes), refused when a line
  * that is not a comment still fetches over the network, paths rewritten to the workspace. Pure.
  */
-export function verifierScript(
-  text: string,
-  workdir: string,
-): { script: string; notes: string[] } | HarborProblem {
+export function verifierScript(text: string): { script: string; notes: string[] } | HarborProblem {
   const uv = offlineUvVerifier(text);
   if (isProblem(uv)) return uv;
   const pip = offlinePytestPip(uv.script);

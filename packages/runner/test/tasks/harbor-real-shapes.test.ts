@@ -47,11 +47,11 @@ describe("a verifier's pip install of pytest alone (offline at test time)", () =
   it("leaves any other pip line for the network check, which refuses it by name", () => {
     const s = "pip install pytest requests || true\npytest /tests/test_x.py";
     expect(offlinePytestPip(s)).toEqual({ script: s, notes: [] });
-    expect(verifierScript(s, "/app")).toMatchObject({ field: "tests/test.sh", reason: /runs 'pip install'/ });
+    expect(verifierScript(s)).toMatchObject({ field: "tests/test.sh", reason: /runs 'pip install'/ });
   });
 
   it("the whole verifier goes through with /tests pointed at the workspace's .harbor (WORKDIR as written)", () => {
-    const r = verifierScript(qc, "/app");
+    const r = verifierScript(qc);
     expect(r).toMatchObject({ notes: [expect.stringMatching(/pytest==9\.0\.3 dropped/)] });
     expect((r as { script: string }).script).toMatch(
       /cp \$HARBOR_ROOT\/tests\/test_outputs\.py \/app\/test_outputs\.py/,
@@ -79,7 +79,7 @@ describe("the uv bootstrap with an environment prefix and continued lines", () =
 
   it("still refuses an apt-get of anything else behind a prefix", () => {
     const s = "DEBIAN_FRONTEND=noninteractive apt-get install -y jq\nuvx pytest /tests";
-    expect(verifierScript(s, "/app")).toMatchObject({ reason: /runs 'apt-get'/ });
+    expect(verifierScript(s)).toMatchObject({ reason: /runs 'apt-get'/ });
   });
 });
 
@@ -158,7 +158,7 @@ describe("a verifier's apt-get of what every Harbor environment here has", () =>
   it("leaves anything else for the network check, which refuses it by name", () => {
     const s = "apt-get update && apt-get install -y python3-pytest jq\npytest /tests";
     expect(offlineServedApt(s)).toEqual({ script: s, notes: [] });
-    expect(verifierScript(s, "/app")).toMatchObject({ reason: /runs 'apt-get'/ });
+    expect(verifierScript(s)).toMatchObject({ reason: /runs 'apt-get'/ });
   });
 });
 

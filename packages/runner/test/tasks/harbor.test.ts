@@ -473,16 +473,16 @@ describe("readHarborDir's pure steps", () => {
   it("verifierScript: paths rewritten, uv made offline with notes, a fetch outside comments refused", async () => {
     const plain =
       "#!/bin/bash\n# curl is only named here\ncd /app && pytest /tests/t.py > /logs/verifier/out\n";
-    expect(verifierScript(plain, "/app")).toEqual({ script: rewriteTestScript(plain), notes: [] });
+    expect(verifierScript(plain)).toEqual({ script: rewriteTestScript(plain), notes: [] });
     const uv = await readFile(join(FIXTURES, "uv-tests/tests/test.sh"), "utf8");
     const offline = offlineUvVerifier(uv);
     if ("reason" in offline) throw new Error(`fixture uv-tests no longer reads: ${offline.reason}`);
     expect(offline.notes.length).toBeGreaterThan(0);
-    expect(verifierScript(uv, "/app")).toEqual({
+    expect(verifierScript(uv)).toEqual({
       script: rewriteTestScript(offline.script),
       notes: offline.notes,
     });
-    expect(verifierScript("cd /app\n  wget http://x/y\n", "/app")).toEqual({
+    expect(verifierScript("cd /app\n  wget http://x/y\n")).toEqual({
       field: "tests/test.sh",
       reason:
         "runs 'wget', which fetches over the network (the sandbox is offline): the tests must run with the profile's tools",
