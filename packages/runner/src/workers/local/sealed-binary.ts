@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { chmod, copyFile, mkdir, readFile, readlink, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 
@@ -30,14 +30,18 @@ export function sealedPathOf(cacheRoot: string, src: string, size: number, mtime
   return join(cacheRoot, "sealed-bin", key, basename(src));
 }
 
-/** The sealed copy of `src`, made once (by a rename, so a concurrent maker never sees half a file). */
+/**
+ * The sealed copy of `src`, made once (by a rename, so a concurrent maker never sees half a file;
+ * concurrent makers, in one process or several, each rename a whole copy of their own over it).
+ */
 export async function sealedCopy(cacheRoot: string, src: string): Promise<string> {
   const s = await stat(src);
   const dest = sealedPathOf(cacheRoot, src, s.size, s.mtimeMs);
   const have = await stat(dest).catch(() => undefined);
   if (have && have.size === s.size && isSealedMode(have.mode)) return dest;
   await mkdir(join(dest, ".."), { recursive: true });
-  const tmp = `${dest}.${process.pid}.${Date.now()}.tmp`;
+  // a name of its own per call: workers of one process start together (pid and clock alike)
+  const tmp = `${dest}.${randomUUID()}.tmp`;
   try {
     await copyFile(src, tmp);
     await chmod(tmp, SEALED_MODE);

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdtemp, rm, stat } from "node:fs/promises";
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -55,5 +55,24 @@ describe("sealed binaries (execute-only copies of the kept processes' binaries)"
     const [self] = await keptProcesses([process.pid]);
     expect(self?.comm.length).toBeGreaterThan(0);
     expect(isSealedMode(self!.exeMode!)).toBe(false); // this node is readable
+  });
+  it("gives every concurrent maker in one process the copy (first run, workers starting together)", async () => {
+    // a temporary name of pid and millisecond collided: the loser's rename found no file (infra_error)
+    const dir = await mkdtemp(join(tmpdir(), "flakegym-sealed-"));
+    try {
+      const made = await Promise.allSettled(
+        Array.from({ length: 8 }, () => sealedCopy(dir, process.execPath)),
+      );
+      const errors = made.flatMap((m) => (m.status === "rejected" ? [String(m.reason)] : []));
+      expect(errors).toEqual([]);
+      const dests = new Set(made.map((m) => (m.status === "fulfilled" ? m.value : "")));
+      expect(dests.size).toBe(1);
+      const [dest] = [...dests];
+      expect((await stat(dest!)).mode & 0o777).toBe(SEALED_MODE);
+      expect((await stat(dest!)).size).toBe((await stat(process.execPath)).size);
+      expect((await readdir(join(dest!, ".."))).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
