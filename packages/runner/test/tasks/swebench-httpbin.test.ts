@@ -1,7 +1,6 @@
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { makeTempDir, type TempDir } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { installOf, withServices } from "../../src/tasks/swebench.js";
@@ -12,6 +11,7 @@ import {
   wantsHttpbin,
   withHttpbin,
 } from "../../src/tasks/swebench-httpbin.js";
+import { tempDir } from "../helpers/temp-dir.js";
 
 describe("which rows get an httpbin on loopback", () => {
   it("requests before 2.10 (tests read HTTPBIN_URL), not from 2.10 (pytest-httpbin's fixture) nor other repositories", () => {
@@ -57,10 +57,10 @@ describe("which rows get an httpbin on loopback", () => {
  * python3's own http.server on the port (the real app is run by `npm run e2e:real`'s requests rows).
  */
 describe("withHttpbin, run by sh", () => {
-  let tmp: TempDir;
+  let tmp: Awaited<ReturnType<typeof tempDir>>;
   let deps: string;
   beforeAll(async () => {
-    tmp = await makeTempDir("flakegym-httpbin-");
+    tmp = await tempDir("flakegym-httpbin-");
     deps = join(tmp.path, "deps");
     await mkdir(join(deps, "httpbin/bin"), { recursive: true });
     const standIn = join(deps, "httpbin/bin/python");
