@@ -39,8 +39,6 @@ export interface SnapshotRef {
   readonly cached: boolean;
   /** A python snapshot's interpreter: wanted, used and its provider (the manifest's envInstall.python). */
   readonly python?: TaskPython;
-  /** The stamp of the snapshot's tree as it is now (snapshots/tree-stamp.ts); run.json keeps the first. */
-  readonly treeStamp?: string;
 }
 
 /** What one agent attempt produced (already collected into the trajectory directory). */

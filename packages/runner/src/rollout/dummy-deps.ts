@@ -35,8 +35,6 @@ export interface DummyDepsOptions {
   readonly turnLog?: (slot: TrajectorySlot, n: number) => readonly TurnRecord[] | string | undefined;
   /** With a tokenizer, the group export is the real one (trajectoryExportOf over the turn log). */
   readonly tokenizer?: ChatTokenizer;
-  /** The snapshot tree's stamp of a task (none by default: nothing to compare). */
-  readonly treeStamp?: (taskId: string) => string | undefined;
 }
 
 export interface DummyDeps extends RolloutDeps {
@@ -104,8 +102,7 @@ export function createDummyDeps(o: DummyDepsOptions = {}): DummyDeps {
     },
     async snapshot(task, _signal, _progress, trajectories) {
       snapshotCalls.push({ taskId: task.id, trajectories });
-      const stamp = o.treeStamp?.(task.id);
-      return { key: `${task.id}`.padEnd(64, "0"), cached: true, ...(stamp ? { treeStamp: stamp } : {}) };
+      return { key: `${task.id}`.padEnd(64, "0"), cached: true };
     },
     async runAgent(input): Promise<AgentAttempt> {
       const id = input.slot.trajectoryId;

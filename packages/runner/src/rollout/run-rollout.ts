@@ -2,7 +2,6 @@ import { setMaxListeners } from "node:events";
 import { mkdir } from "node:fs/promises";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { buildGroup, groupId } from "../emit/group.js";
-import { FlakegymError } from "../errors.js";
 import type { ProgressSink } from "../progress/events.js";
 import { appendJsonLine, writeJsonAtomic } from "../run-format/jsonl.js";
 import {
@@ -16,7 +15,7 @@ import {
 import type { GroupLine, RunConfig, RunManifest, TrajectoryResult } from "../run-format/schema.js";
 import { metricsLineOf } from "../run-format/trajectory-record.js";
 import { createSemaphore, type Semaphore } from "../workers/semaphore.js";
-import type { RolloutDeps, SnapshotRef } from "./deps.js";
+import type { RolloutDeps } from "./deps.js";
 import { createGroupSender, type GroupSender } from "./group-sender.js";
 import { createRunnerCpuLedger } from "./phase-cpu.js";
 import { planRun, type TrajectorySlot } from "./plan.js";
@@ -110,23 +109,6 @@ async function writeGroup(run: RolloutRun, taskId: string): Promise<void> {
   run.send(line);
 }
 
-/**
- * Why a resumed task may not use its snapshot: the cached tree differs from the one the run started
- * from (edited, or rebuilt), so its group would mix two starting points. Pure.
- */
-export function snapshotChange(
-  taskId: string,
-  stored: { readonly snapshotKey?: string; readonly treeStamp?: string } | undefined,
-  snap: SnapshotRef,
-): FlakegymError | undefined {
-  if (stored?.treeStamp === undefined || snap.treeStamp === undefined) return undefined;
-  if (stored.treeStamp === snap.treeStamp) return undefined;
-  return new FlakegymError(
-    "E_SNAPSHOT_CHANGED",
-    `task ${taskId}: the cached snapshot tree ${snap.key.slice(0, 12)}… changed since this run started (run.json tasks.${taskId}.treeStamp ${stored.treeStamp.slice(0, 24)}…, now ${snap.treeStamp.slice(0, 24)}…): it was edited or rebuilt, so this task's group would mix two starting points; restore that cache entry as it was, or run this task in a new run (another --out)`,
-  );
-}
-
 /** One task: its snapshot (recorded in the manifest), its slots, then its group. */
 async function runTask(run: RolloutRun, taskId: string, slots: readonly TrajectorySlot[]): Promise<void> {
   const { deps, signal, progress, manifest } = run;
@@ -142,13 +124,8 @@ async function runTask(run: RolloutRun, taskId: string, slots: readonly Trajecto
     ),
   );
   const snapshotMs = Date.now() - t0;
-  const stored = manifest.tasks[taskId];
-  const changed = snapshotChange(taskId, stored, snap);
-  if (changed) throw changed;
-  const stamp = stored?.treeStamp ?? snap.treeStamp;
   manifest.tasks[taskId] = {
-    ...stored,
-    ...(stamp ? { treeStamp: stamp } : {}),
+    ...manifest.tasks[taskId],
     rowId: task.rowId,
     ...(task.datasetRow !== undefined ? { datasetRow: task.datasetRow } : {}),
     snapshotKey: snap.key,

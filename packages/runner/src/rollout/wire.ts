@@ -28,7 +28,6 @@ import type { Snapshot } from "../snapshots/manifest.js";
 import { pythonOptionsOf } from "../snapshots/python-providers.js";
 import { interpreterBindsOf } from "../snapshots/python-shape.js";
 import { type SnapshotSpec, snapshotSpecOfProfile, snapshotSpecOfTask } from "../snapshots/spec.js";
-import { treeStamp } from "../snapshots/tree-stamp.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
 import { capabilitiesOf } from "../workers/backend.js";
@@ -280,8 +279,7 @@ async function snapshotOfTask(
   });
   await w.pool?.warm(shape, trajectories);
   const python = taskPythonOf(s.manifest.envInstall?.python);
-  const stamp = await treeStamp(s.tree, signal);
-  return { key: s.key, cached: s.cached, treeStamp: stamp, ...(python ? { python } : {}) };
+  return { key: s.key, cached: s.cached, ...(python ? { python } : {}) };
 }
 
 async function runWiredAgent(w: Wire, input: AgentInput): Promise<AgentAttempt> {

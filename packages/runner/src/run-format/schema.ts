@@ -300,10 +300,6 @@ export const TaskProvenance = z
     rowId: z.string().optional().describe("dataset row id, or the catalog task.json path"),
     datasetRow: z.number().int().positive().optional().describe("1-based row of the dataset file"),
     snapshotKey: z.string().optional(),
-    treeStamp: z
-      .string()
-      .optional()
-      .describe("the snapshot tree's stamp when the run first used it; --resume refuses another"),
     profile: z.string().optional(),
     python: TaskPython.optional().describe("a python task's interpreter: wanted, used, provider"),
     image: WorkerImageProvenance.optional().describe("the image the task's workers ran on"),

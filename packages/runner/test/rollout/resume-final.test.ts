@@ -26,8 +26,8 @@ afterAll(async () => {
 
 const config: RunConfig = dummyRunConfig();
 
-async function run(out: string, resume: boolean, stamps: Record<string, string> = {}) {
-  const deps = createDummyDeps({ treeStamp: (id) => stamps[id] });
+async function run(out: string, resume: boolean) {
+  const deps = createDummyDeps({});
   const events: ProgressEvent[] = [];
   const r = await runRollout({
     out,
@@ -105,32 +105,6 @@ describe("--resume: a bad metrics or samples line is reported and skipped", () =
     const sampleIds = await good(samplesFile);
     expect(sampleIds).toHaveLength(new Set(sampleIds).size);
     expect(r.summary.complete).toBe(true);
-  });
-});
-
-describe("--resume: the snapshot tree a task started from", () => {
-  it("a task whose cached tree changed (edited or rebuilt) is refused naming the task and run.json's treeStamp; nothing of it runs, the other task's are untouched", async () => {
-    const out = join(tmp, `run-${++n}`);
-    await run(out, false, { a: "stat-sha256:aaaa", b: "stat-sha256:bbbb" });
-    const stored = RunManifest.parse(JSON.parse(await readFile(join(out, "run.json"), "utf8")));
-    expect(stored.tasks.a?.treeStamp).toBe("stat-sha256:aaaa");
-    // a kill before task a's group and last trajectory were written
-    const groups = await lines(join(out, "groups.jsonl"));
-    const keep = groups.filter((g) => (g.group_overrides as { task_id: string }).task_id !== "a");
-    await writeFile(join(out, "groups.jsonl"), keep.map((g) => `${JSON.stringify(g)}\n`).join(""));
-    await rm(join(out, "trajectories", "a-t1"), { recursive: true });
-    const r = await run(out, true, { a: "stat-sha256:a-edited", b: "stat-sha256:bbbb" });
-    expect(r.deps.agentCalls).toEqual([]);
-    const errors = JSON.stringify(r.summary);
-    expect(errors).toContain("E_SNAPSHOT_CHANGED");
-    expect(errors).toContain("tasks.a.treeStamp");
-    expect(r.summary.complete).toBe(false);
-    // the stamp the run started from is kept (a later resume on the restored tree goes on)
-    const after = RunManifest.parse(JSON.parse(await readFile(join(out, "run.json"), "utf8")));
-    expect(after.tasks.a?.treeStamp).toBe("stat-sha256:aaaa");
-    const again = await run(out, true, { a: "stat-sha256:aaaa", b: "stat-sha256:bbbb" });
-    expect(again.deps.agentCalls).toEqual(["a-t1"]);
-    expect(again.summary.complete).toBe(true);
   });
 });
 
