@@ -2,7 +2,16 @@ import type { z } from "zod";
 import type { GuardFile } from "../decoys/guard.js";
 import { type CTok, cStringBytes, cTokens } from "./c-tokens.js";
 import type { Canon } from "./canon.js";
-import { eqEdit, rewriteGraded, type SiteEdit, siteId, textSources, unlessAllConditional } from "./edits.js";
+import {
+  closing,
+  eqEdit,
+  OPEN,
+  rewriteGraded,
+  type SiteEdit,
+  siteId,
+  textSources,
+  unlessAllConditional,
+} from "./edits.js";
 import { type Externalized, externalizedOf, type RewriteOutput } from "./rewrite.js";
 
 /**
@@ -49,22 +58,6 @@ __attribute__((unused)) static void flakegym_emit_num_(const char *site, const c
     flakegym_line_(site, test, v);
 }
 `;
-
-const OPEN: Record<string, string> = { "(": ")", "[": "]", "{": "}" };
-
-function closing(toks: readonly CTok[], i: number): number {
-  const stack: string[] = [];
-  for (let j = i; j < toks.length; j++) {
-    const t = toks[j]!;
-    if (t.kind !== "punct") continue;
-    if (OPEN[t.text]) stack.push(OPEN[t.text]!);
-    else if (t.text === ")" || t.text === "]" || t.text === "}") {
-      if (stack.pop() !== t.text) return -1;
-      if (!stack.length) return j;
-    }
-  }
-  return -1;
-}
 
 /** Top-level tokens of `[from, to)` that are `text` (outside any bracket). */
 function topLevel(toks: readonly CTok[], from: number, to: number, texts: readonly string[]): number[] {

@@ -90,3 +90,24 @@ export function eqEdit(
     site: { site: id, test, kind: "eq", expected, opts: {}, count: once ? "one" : "any", pair: false },
   };
 }
+
+/** Brackets that open, and what closes each. */
+export const OPEN: Readonly<Record<string, string>> = { "(": ")", "[": "]", "{": "}" };
+
+/** The index of the bracket closing the one at `i` (-1: unbalanced or never closed). Pure. */
+export function closing(
+  toks: readonly { readonly kind: string; readonly text: string }[],
+  i: number,
+): number {
+  const stack: string[] = [];
+  for (let j = i; j < toks.length; j++) {
+    const t = toks[j]!;
+    if (t.kind !== "punct") continue;
+    if (OPEN[t.text]) stack.push(OPEN[t.text]!);
+    else if (t.text === ")" || t.text === "]" || t.text === "}") {
+      if (stack.pop() !== t.text) return -1;
+      if (!stack.length) return j;
+    }
+  }
+  return -1;
+}

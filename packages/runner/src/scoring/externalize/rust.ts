@@ -1,6 +1,15 @@
 import type { z } from "zod";
 import type { GuardFile } from "../decoys/guard.js";
-import { eqEdit, rewriteGraded, type SiteEdit, siteId, textSources, unlessAllConditional } from "./edits.js";
+import {
+  closing,
+  eqEdit,
+  OPEN,
+  rewriteGraded,
+  type SiteEdit,
+  siteId,
+  textSources,
+  unlessAllConditional,
+} from "./edits.js";
 import { type Externalized, externalizedOf, type RewriteOutput } from "./rewrite.js";
 import { rustDebug } from "./rust-literal.js";
 import { type RustTok, rustTokens } from "./rust-tokens.js";
@@ -40,22 +49,6 @@ fn __fg_emit<T: ::std::fmt::Debug + ?Sized>(site: &str, test: &str, value: &T) {
     }
 }
 `;
-
-const OPEN: Record<string, string> = { "(": ")", "[": "]", "{": "}" };
-
-function closing(toks: readonly RustTok[], i: number): number {
-  const stack: string[] = [];
-  for (let j = i; j < toks.length; j++) {
-    const t = toks[j]!;
-    if (t.kind !== "punct") continue;
-    if (OPEN[t.text]) stack.push(OPEN[t.text]!);
-    else if (t.text === ")" || t.text === "]" || t.text === "}") {
-      if (stack.pop() !== t.text) return -1;
-      if (!stack.length) return j;
-    }
-  }
-  return -1;
-}
 
 function args(toks: readonly RustTok[], open: number, close: number): [number, number][] {
   const out: [number, number][] = [];
