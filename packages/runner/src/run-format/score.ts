@@ -225,10 +225,10 @@ export const Score = z
       .optional()
       .describe("which hidden tests had decoys in this scoring run (scoring/decoys)"),
     channel: z
-      .enum(["sealed", "open"])
+      .enum(["apart", "sealed", "open"])
       .optional()
       .describe(
-        "the scoring script's shells: sealed = not dumpable, so code under test of the same uid could neither read their nonce nor copy their stdout (scoring/script-seal.ts); open = a user whose capabilities read the execute-only shell, or no dir to run it from",
+        "the scoring script's shells: apart = the agent's code ran as another user, without capabilities, and nothing it left ran on while the script read its results (the local backend when the runner is root); sealed = not dumpable, so code under test of the same uid could neither read their nonce nor copy their stdout (scoring/script-seal.ts); open = a user whose capabilities read the execute-only shell, or no dir to run it from",
       ),
     durationMs: z.number().int(),
     cpuS: z

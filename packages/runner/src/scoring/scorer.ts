@@ -644,7 +644,7 @@ export async function scoreDiff(
     ...(o.bound?.guard ? { decoys: o.bound.guard } : {}),
     ...(guarded.ignored.length ? { ignoredTests: guarded.ignored } : {}),
     ...(suspicious.length ? { suspicious } : {}),
-    channel: parsed.sealed ? "sealed" : "open",
+    channel: parsed.channel,
     durationMs: Date.now() - started,
   };
 }

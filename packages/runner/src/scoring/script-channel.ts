@@ -46,7 +46,15 @@ export interface ParsedScoring {
    * read the nonce or copy the channel. False: they ran under the plain shell (or no greeting).
    */
   readonly sealed: boolean;
+  /**
+   * How the channel was out of reach, from the greeting: `apart` (the agent's code ran as another
+   * user, scoring/script-seal.ts; `sealed` is true too), `sealed`, or `open`.
+   */
+  readonly channel: ScoringChannel;
 }
+
+/** How the scoring script kept its channel from the code it ran (scoring/script-seal.ts). */
+export type ScoringChannel = "apart" | "sealed" | "open";
 
 /** Steps that run the agent's code (its build, its lint, the tests that call it). */
 export const runsAgentCode = (step: string) =>
@@ -97,10 +105,10 @@ function closeBlock(b: Block, sha: string): StepResult | string {
 }
 
 /** The nonce and seal of the script's greeting: the first line that is one. Pure. */
-function greeting(lines: readonly string[]): { nonce: string; sealed: boolean } | undefined {
+function greeting(lines: readonly string[]): { nonce: string; channel: ScoringChannel } | undefined {
   const g = lines.find((l) => l.startsWith("FLAKEGYM-SCORE-HELLO "));
-  const m = /^FLAKEGYM-SCORE-HELLO ([0-9a-f]{24}) (sealed|open)$/.exec(g ?? "");
-  return m ? { nonce: m[1]!, sealed: m[2] === "sealed" } : undefined;
+  const m = /^FLAKEGYM-SCORE-HELLO ([0-9a-f]{24}) (apart|sealed|open)$/.exec(g ?? "");
+  return m ? { nonce: m[1]!, channel: m[2] as ScoringChannel } : undefined;
 }
 
 /** The parser's state between lines. */
@@ -205,7 +213,8 @@ export function parseScoringOutput(stdout: string): ParsedScoring {
     unfinished,
     agentRan: r.agentRan,
     anomalies: r.anomalies,
-    sealed: hello?.sealed ?? false,
+    sealed: hello !== undefined && hello.channel !== "open",
+    channel: hello?.channel ?? "open",
     ...(r.stoppedAt !== undefined ? { stoppedAt: r.stoppedAt } : {}),
   };
 }

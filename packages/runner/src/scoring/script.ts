@@ -1,7 +1,7 @@
 import type { TestCommand } from "../tasks/task-spec.js";
 import type { ReachProbe } from "./build-reach.js";
 import { CUT_LINE, type ParsedScoring, runsAgentCode, type StepResult } from "./script-channel.js";
-import { SCRIPT_HEAD, sealedScript } from "./script-seal.js";
+import { codeUser, SCRIPT_HEAD, sealedScript } from "./script-seal.js";
 
 /**
  * Scoring as ONE self-contained shell script, so it runs the same on every backend — including
@@ -128,9 +128,17 @@ function scriptPrelude(salt: string, stagedDir: string | undefined, maxOutputByt
   return [
     SCRIPT_HEAD,
     "set -u",
-    // the bootstrap's word (scoring/script-seal.ts): `sealed` (no process of the agent's can read
-    // this shell) or `open`, and the dir holding the sealed shell
+    // the bootstrap's word (scoring/script-seal.ts): `apart` (the agent's code runs as another
+    // user), `sealed` (no process of the agent's can read this shell) or `open`; the dir holding
+    // the sealed shell; apart, the code's uid and gid
     "SEAL=$1; SX=$2",
+    // apart (scoring/script-seal.ts): AS runs a command as the code's user (W, G), CO names it for chown
+    'AS=; CO=; if [ "$SEAL" = apart ]; then W=$3; G=$4; CO="$3:$4"',
+    `  AS="${codeUser("$W", "$G")}"`,
+    // /tmp the script's (sticky: the code keeps its own entries, never renames the script's), HOME the code's
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
+    '  { chown 0:0 "${TMPDIR:-/tmp}" && chmod 1777 "${TMPDIR:-/tmp}"; chown "$CO" "${HOME:-}"; } > /dev/null 2>&1',
+    "fi",
     "N=$(od -An -N12 -tx1 /dev/urandom 2>/dev/null | tr -d ' \\n')",
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
     '[ "${#N}" -eq 24 ] || { echo "flakegym scoring: no nonce from /dev/urandom" >&2; exit 97; }',
@@ -139,8 +147,10 @@ function scriptPrelude(salt: string, stagedDir: string | undefined, maxOutputByt
     // from here on no program but the script's shells (sealed) holds the channel: every other
     // one writes to a file, a pipe into the shell or /dev/null (a process the agent's code leaves
     // behind can open a helper's descriptors: scoring/script-seal.ts)
-    `tmp=$(mktemp -d "\${TMPDIR:-/tmp}/flakegym-score-XXXXXXXXXX" 2>/dev/null) || { tmp="$PWD/.flakegym-score-${salt}"; mkdir -p "$tmp" > /dev/null; }`,
-    `trap '{ chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"\${SX:+ "$SX"}${stagedDir === undefined ? "" : ` ${stagedDir}`}; } > /dev/null' EXIT`,
+    `tmp=$(mktemp -d "\${TMPDIR:-/tmp}/flakegym-score-XXXXXXXXXX" 2>/dev/null) || { tmp="$PWD/.flakegym-score-${salt}"; [ -z "$CO" ] && mkdir -p "$tmp" > /dev/null; } || { echo "flakegym scoring: no private temp dir" >&2; exit 97; }`,
+    // C: what the code may write (its HOME, its emissions, the build's reach files): apart, a dir of its own
+    'C=$tmp; if [ -n "$CO" ]; then C=$(mktemp -d "$tmp.code-XXXXXXXXXX") && chown "$CO" "$C" || exit 97; fi',
+    `trap '{ chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp" "$C"\${SX:+ "$SX"}${stagedDir === undefined ? "" : ` ${stagedDir}`}; } > /dev/null' EXIT`,
     // staged payloads move out of the workspace before anything runs
     ...(stagedDir === undefined
       ? []
@@ -170,18 +180,23 @@ function scriptPrelude(salt: string, stagedDir: string | undefined, maxOutputByt
     '  [ -z "$b" ] || printf "%s\\n" "$b"; b=',
     '  printf "%s end %s %s\n" "$M" "$1" "$s"',
     "}",
+    // apart: ends every process of the code's user (kill -1 from it: all it may signal, none of the
+    // script's), again while any was left
+    "gone() { [ -z \"$CO\" ] || $AS /bin/sh -c 'i=0; while [ $i -lt 100 ] && kill -s KILL -- -1; do i=$((i + 1)); done' > /dev/null 2>&1; }",
     // run <step> <seconds> <command>: one command, its own deadline, output to a file;
     // "start" first, so a run killed from inside (by the code under test) is told from a dead worker
     "run() {",
     '  printf "%s start %s\\n" "$M" "$1"',
     "  c=$3",
     "  t0=$(now)",
-    '  if [ -n "$TO" ]; then timeout -k 5 "$2" sh -c "$c" > "$tmp/out" 2>&1 < /dev/null',
-    '  else sh -c "$c" > "$tmp/out" 2>&1 < /dev/null; fi',
-    '  emit "$1" "$?" "$tmp/out" "$(( $(now) - t0 ))"',
+    '  if [ -n "$TO" ]; then timeout -k 5 "$2" $AS sh -c "$c" > "$tmp/out" 2>&1 < /dev/null',
+    '  else $AS sh -c "$c" > "$tmp/out" 2>&1 < /dev/null; fi',
+    // nothing the command left runs on while the script reads what it wrote
+    '  rc=$?; gone',
+    '  emit "$1" "$rc" "$tmp/out" "$(( $(now) - t0 ))"',
     "}",
     // trun: a hidden-test command, with a fresh empty HOME (nothing a previous run left there) and no user site
-    'trun() { { rm -rf "$tmp/home"; mkdir -p "$tmp/home"; } > /dev/null; ( HOME="$tmp/home"; PYTHONNOUSERSITE=1; export HOME PYTHONNOUSERSITE; run "$@" ); }',
+    'trun() { { rm -rf "$C/home"; mkdir -p "$C/home"; [ -z "$CO" ] || chown "$CO" "$C/home"; } > /dev/null; ( HOME="$C/home"; PYTHONNOUSERSITE=1; export HOME PYTHONNOUSERSITE; run "$@" ); }',
     // fail <step> <exit code> <message file>: a setup step failed; stop here
     'stop() { emit "$1" "$2" "$tmp/out" 0; printf "%s stopped %s\\n" "$M" "$1"; exit 0; }',
   ];
@@ -210,7 +225,8 @@ function payload(d: ScriptDraft, name: string, content: Buffer): string {
 /** `git apply` of a payload; the step reported at once, or (`report: false`) by the caller later. */
 function gitApply(d: ScriptDraft, step: StepName, name: string, patch: string, report = true): void {
   const file = payload(d, name, Buffer.from(patch));
-  d.lines.push(`git apply --whitespace=nowarn ${file} > "$tmp/out" 2>&1 < /dev/null || stop ${step} $?`);
+  // as the code's user (apart): the files it makes are the code's, as the agent's own were
+  d.lines.push(`$AS git apply --whitespace=nowarn - < ${file} > "$tmp/out" 2>&1 || stop ${step} $?`);
   if (report) d.lines.push(`emit ${step} 0 "$tmp/out" 0`);
 }
 
@@ -224,8 +240,9 @@ function installFiles(d: ScriptDraft, files: readonly { path: string; content: B
     // already there, owned by another user and as installed: bound read-only by the backend
     // (WorkerSpec.readOnlyFiles); only code that can chown could have put it there
     d.lines.push(
-      `if [ -f ${dest} ] && [ ! -O ${dest} ] && [ "$(sha256sum < ${src})" = "$(sha256sum < ${dest})" ]; then printf 'read-only, owned by another user: %s\n' ${dest} >> "$tmp/out";${k < 0 ? "" : ` B${k}=1;`}`,
-      `else { mkdir -p "$(dirname ${dest})" && cp ${src} ${q(`${f.path}.${d.scratch}`)} && mv ${q(`${f.path}.${d.scratch}`)} ${dest}; } >> "$tmp/out" 2>&1 || stop install $?; fi`,
+      `if [ -f ${dest} ] && [ ! -O ${dest} ] && [ "$(stat -c %u ${dest})" != "\${W:--}" ] && [ "$(sha256sum < ${src})" = "$(sha256sum < ${dest})" ]; then printf 'read-only, owned by another user: %s\n' ${dest} >> "$tmp/out";${k < 0 ? "" : ` B${k}=1;`}`,
+      // dirs the code's (apart), the file the script's: the code reads it, cannot write it
+      `else { $AS mkdir -p "$(dirname ${dest})" && cp ${src} ${q(`${f.path}.${d.scratch}`)} && mv ${q(`${f.path}.${d.scratch}`)} ${dest}; } >> "$tmp/out" 2>&1 || stop install $?; fi`,
     );
   });
 }
@@ -296,9 +313,11 @@ function testRuns(d: ScriptDraft, plan: ScoringPlan, repeat: number): void {
       const test = `trun ${testStep(r, 0)} ${secs(plan.testTimeoutMs)} ${q(plan.suite.command)}`;
       if (plan.emissions)
         d.lines.push(
-          'rm -f "$tmp/emit" > /dev/null; : > "$tmp/emit"',
-          `( FLAKEGYM_EMIT="$tmp/emit"; export FLAKEGYM_EMIT; ${test} )`,
-          `emit ${emittedStep(r, 0)} 0 "$tmp/emit" 0 ${MAX_EMISSION_BYTES}`,
+          '{ rm -f "$C/emit"; : > "$C/emit"; [ -z "$CO" ] || chown "$CO" "$C/emit"; } > /dev/null',
+          `( FLAKEGYM_EMIT="$C/emit"; export FLAKEGYM_EMIT; ${test} )`,
+          // what the code left there must be a plain file (apart, the code's dir: never a link or a fifo)
+          'E="$C/emit"; if [ -L "$E" ] || [ ! -f "$E" ]; then E="$tmp/none"; : > "$E"; fi',
+          `emit ${emittedStep(r, 0)} 0 "$E" 0 ${MAX_EMISSION_BYTES}`,
         );
       else d.lines.push(test);
       d.lines.push(
@@ -329,15 +348,17 @@ function buildSteps(d: ScriptDraft, build: NonNullable<ScoringPlan["build"]>): v
   for (const [name, file] of vars)
     if (!/^[A-Z_][A-Z0-9_]*$/.test(name) || !/^[A-Za-z0-9._-]+$/.test(file))
       throw new TypeError(`reach probe variable ${name}=${file}: a plain name and file name are required`);
-  const env = vars.map(([name, file]) => `${name}="$tmp/reach/${file}"; export ${name}; `).join("");
+  const env = vars.map(([name, file]) => `${name}="$C/reach/${file}"; export ${name}; `).join("");
   const setup =
     build.reach.setup === undefined
       ? ""
-      : `FLAKEGYM_REACH="$tmp/reach"; export FLAKEGYM_REACH; { ${build.reach.setup}; } > /dev/null; `;
+      : `FLAKEGYM_REACH="$C/reach"; export FLAKEGYM_REACH; { ${build.reach.setup}; } > /dev/null; `;
+  // apart: the probe's dir the code's (its build writes there)
+  const own = '{ [ -z "$CO" ] || chown -R "$CO" "$C/reach"; } > /dev/null; ';
   d.lines.push(
-    '{ rm -rf "$tmp/reach"; mkdir -p "$tmp/reach" && touch "$tmp/reach/mark"; } > /dev/null',
-    `( ${env}${setup}run build ${t} ${q(build.command)} )`,
-    `( FLAKEGYM_REACH="$tmp/reach"; export FLAKEGYM_REACH; run reach ${t} ${q(build.reach.list)} )`,
+    '{ rm -rf "$C/reach"; mkdir -p "$C/reach" && touch "$C/reach/mark"; } > /dev/null',
+    `( ${env}${setup}${own}run build ${t} ${q(build.command)} )`,
+    `( FLAKEGYM_REACH="$C/reach"; export FLAKEGYM_REACH; run reach ${t} ${q(build.reach.list)} )`,
   );
 }
 

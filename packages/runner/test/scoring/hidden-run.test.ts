@@ -28,6 +28,7 @@ const parsedOf = (steps: Record<string, StepResult>, p: Partial<ParsedScoring> =
     Object.keys(steps).some((s) => s === "build" || s.startsWith("test.")) || (p.unfinished ?? []).length > 0,
   anomalies: [],
   sealed: true,
+  channel: "sealed",
   ...p,
 });
 const exec = (e: Partial<ExecResult> = {}): ExecResult => ({

@@ -45,6 +45,7 @@ const parsed = (steps: Record<string, StepResult>): ParsedScoring => ({
   agentRan: true,
   anomalies: [],
   sealed: true,
+  channel: "sealed",
 });
 const suite = {
   command: "make -s check",

@@ -527,6 +527,7 @@ describe("agentEndedScript", () => {
     agentRan: true,
     anomalies: [],
     sealed: true,
+    channel: "sealed" as const,
     ...(o.stoppedAt ? { stoppedAt: o.stoppedAt } : {}),
   });
 

@@ -23,6 +23,7 @@ const parsed = (steps: Record<string, StepResult>): ParsedScoring => ({
   agentRan: true,
   anomalies: [],
   sealed: true,
+  channel: "sealed",
 });
 const v = (
   id: string,

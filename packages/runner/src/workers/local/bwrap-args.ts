@@ -45,6 +45,13 @@ export interface BwrapSpec {
    */
   readonly asPid1?: boolean;
   /**
+   * The scorer and the code under test as two users (issue 42): the sandbox's user namespace is
+   * made beforehand by {@link apartPrefix} (root 0 for the scorer, `uid` for the code, each a
+   * different user outside), bwrap joins it instead of making its own, and the command keeps the
+   * capabilities {@link SCORER_CAPS} it needs to run the code as `uid` (scoring/script-seal.ts).
+   */
+  readonly apart?: { readonly runnerUid: number; readonly runnerGid: number };
+  /**
    * "none": a new network namespace with only loopback. "dropping": the same, made by
    * {@link DROPPING_NET_PREFIX} before bwrap, where a connect to a non-local address is silently
    * dropped (it times out) rather than refused as unreachable. "host": share the host's network.
@@ -159,11 +166,8 @@ function bindArgs(b: Bind): string[] {
 /** bwrap's arguments (without the command): everything after `bwrap` and before `--`. */
 export function buildBwrapArgs(spec: BwrapSpec): string[] {
   const a: string[] = [
-    "--unshare-user",
-    "--uid",
-    String(spec.uid),
-    "--gid",
-    String(spec.gid),
+    // apart: the user namespace is the prefix's (root inside: bwrap runs privileged in it)
+    ...(spec.apart ? [] : ["--unshare-user", "--uid", String(spec.uid), "--gid", String(spec.gid)]),
     "--unshare-pid",
     "--unshare-ipc",
     "--unshare-uts",
@@ -174,7 +178,9 @@ export function buildBwrapArgs(spec: BwrapSpec): string[] {
     "--new-session",
     "--cap-drop",
     "ALL",
-    "--disable-userns",
+    // bwrap can only forbid user namespaces in one it made; in an apart sandbox the code's
+    // namespaces are its own uid's, below the scorer's, and reach nothing of the scorer's
+    ...(spec.apart ? SCORER_CAPS.flatMap((c) => ["--cap-add", c]) : ["--disable-userns"]),
     ...(spec.asPid1 ? SCORING_INIT_ARGS : []),
   ];
   // "dropping": the namespace is already new (DROPPING_NET_PREFIX), bwrap stays in it
@@ -210,3 +216,54 @@ export function identityFiles(uid: number, gid: number, home: string): { passwd:
 
 /** bwrap's arguments that make the command PID 1 (`BwrapSpec.asPid1`), as scoring execs run. */
 export const SCORING_INIT_ARGS: readonly string[] = ["--as-pid-1"];
+
+/**
+ * What the scorer keeps in an apart sandbox: run the code as its user (SETUID, SETGID), end what
+ * it left (KILL), and read, install and reset files in the code's workspace and /tmp (CHOWN,
+ * DAC_OVERRIDE, FOWNER). The code runs with none (`setpriv --no-new-privs`, scoring/script-seal.ts).
+ */
+export const SCORER_CAPS = [
+  "CAP_CHOWN",
+  "CAP_DAC_OVERRIDE",
+  "CAP_FOWNER",
+  "CAP_KILL",
+  "CAP_SETGID",
+  "CAP_SETUID",
+] as const;
+
+/**
+ * The host user the scorer is outside an apart sandbox: one no file of the host's and no other
+ * sandbox user is (the bound hidden test files are nobody's, 65534: unmapped there too).
+ */
+export const SCORER_HOST_UID = 2_147_483_632;
+
+/** The user namespace's map of an apart sandbox: the scorer root, the code the runner's own id. Pure. */
+export function apartIdMap(sandboxId: number, runnerId: number): string {
+  return `0 ${SCORER_HOST_UID} 1\n${sandboxId} ${runnerId} 1\n`;
+}
+
+/**
+ * The host command an apart sandbox's bwrap runs under (root only: a map of two users is
+ * privileged): `unshare --user --keep-caps` makes the namespace, a child writes its uid and gid
+ * maps ({@link apartIdMap}: one write each) once it is there, and the command then becomes the
+ * namespace's root with `setpriv` before bwrap (which, root there, joins it and makes the rest).
+ * Runs outside the sandbox; nothing of the workspace reaches it. Exit 125: no namespace. Pure.
+ */
+export function apartPrefix(uid: number, gid: number, runnerUid: number, runnerGid: number): readonly string[] {
+  const maps = `printf '${apartIdMap(uid, runnerUid)}' > "$d/u" && printf '${apartIdMap(gid, runnerGid)}' > "$d/g"`;
+  return [
+    "/bin/sh",
+    "-c",
+    [
+      'd=$(mktemp -d) && mkfifo "$d/go" || exit 125',
+      maps,
+      "me=$$",
+      // the child waits (≤ 10 s) until the parent's exec below is in its new user namespace, then
+      // writes "ok" into the fifo after both maps (nothing: the parent ends with 125)
+      '( n=0; while [ "$(readlink /proc/$me/ns/user)" = "$(readlink /proc/self/ns/user)" ] && [ $n -lt 2000 ]; do n=$((n + 1)); sleep 0.005; done',
+      '  { cat "$d/u" > /proc/$me/uid_map && cat "$d/g" > /proc/$me/gid_map && echo ok; } > "$d/go" ) < /dev/null > /dev/null 2>&1 &',
+      `exec unshare --user --keep-caps -- /bin/sh -c 'read x < "$0/go"; rm -rf "$0"; [ "$x" = ok ] || { echo "flakegym: could not map the two users of the scoring sandbox (uid_map, gid_map)" >&2; exit 125; }; exec setpriv --reuid=0 --regid=0 --clear-groups -- "$@"' "$d" "$@"`,
+    ].join("\n"),
+    "flakegym-apart",
+  ];
+}

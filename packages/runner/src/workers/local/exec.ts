@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
@@ -5,6 +6,8 @@ import { type BoundedDirs, filesystemFull } from "../bounded-dirs.js";
 import { execTimeoutMs, stoppedExecResult } from "../exec-budget.js";
 import { execLimitOf } from "../limit-verdict.js";
 import type { ExecOptions, ExecResult, WorkerExit, WorkerSpec } from "../types.js";
+import { uidMapped } from "../../scoring/read-only.js";
+import { SCORER_HOST_UID } from "./bwrap-args.js";
 import { execArgvOf } from "./decisions.js";
 import { runSandboxed, type SandboxShape } from "./sandbox.js";
 import { SANDBOX_PATHS } from "./shape.js";
@@ -26,9 +29,46 @@ async function freshExecTmp(
   };
 }
 
-/** The shape with the command as the sandbox's PID 1 (`ExecOptions.asInit`). Pure. */
-export function asInitShape(shape: SandboxShape, asInit: boolean): SandboxShape {
-  return asInit && shape.bwrap ? { ...shape, bwrap: { ...shape.bwrap, asPid1: true } } : shape;
+/**
+ * The shape with the command as the sandbox's PID 1 (`ExecOptions.asInit`, a scoring exec) and,
+ * given `runner` (a runner that is root: only it can map two users), its scorer and the code it
+ * runs as two users (`BwrapSpec.apart`). Pure.
+ */
+export function asInitShape(
+  shape: SandboxShape,
+  asInit: boolean,
+  runner?: { readonly uid: number; readonly gid: number },
+): SandboxShape {
+  if (!asInit || !shape.bwrap) return shape;
+  const apart = runner ? { apart: { runnerUid: runner.uid, runnerGid: runner.gid } } : {};
+  return { ...shape, bwrap: { ...shape.bwrap, asPid1: true, ...apart } };
+}
+
+/**
+ * Who may map the scoring sandbox's two users: root (in a namespace where the scorer's host user
+ * exists), unless `FLAKEGYM_SCORING_USERS=one` asks for the one-user scoring (sealed shells only:
+ * scoring/script-seal.ts). Pure over its inputs.
+ */
+export function apartRunner(
+  uid: number | undefined,
+  gid: number | undefined,
+  uidMap: string,
+  env: Readonly<Record<string, string | undefined>>,
+): { uid: number; gid: number } | undefined {
+  if (env.FLAKEGYM_SCORING_USERS === "one" || uid !== 0 || gid === undefined) return undefined;
+  return uidMapped(uidMap, SCORER_HOST_UID) ? { uid, gid } : undefined;
+}
+
+let runnerIds: { uid: number; gid: number } | undefined | null = null;
+function scoringRunner(): { uid: number; gid: number } | undefined {
+  if (runnerIds === null) {
+    let map = "0 0 4294967295";
+    try {
+      map = readFileSync("/proc/self/uid_map", "utf8");
+    } catch {}
+    runnerIds = apartRunner(process.getuid?.(), process.getgid?.(), map, process.env);
+  }
+  return runnerIds;
 }
 
 /** Whether a failed command may have failed for a full disk: the workspace's quota, or the worker's bounded state. */
@@ -52,12 +92,12 @@ export async function execInWorker(
   const argv = execArgvOf(command, o.cwd ?? (ws.unsafe ? s.workspace : SANDBOX_PATHS.workspace), o.env);
   using linked = createDeadline({ signals: [ws.life.signal, o.signal] });
   // each exec gets a fresh private /tmp, inside the worker's bounded state
-  const execTmp = await freshExecTmp(ws.dirs, asInitShape(ws.prepared.shape, o.asInit === true));
+  const execTmp = await freshExecTmp(ws.dirs, asInitShape(ws.prepared.shape, o.asInit === true, scoringRunner()));
   let r: ExecResult;
   let diskFull: boolean;
   try {
     r = await runSandboxed(
-      execTmp?.shape ?? asInitShape(ws.prepared.shape, o.asInit === true),
+      execTmp?.shape ?? asInitShape(ws.prepared.shape, o.asInit === true, scoringRunner()),
       argv,
       { timeoutMs, signal: linked.signal, hostCwd: s.workspace },
       ws.prepared.env,

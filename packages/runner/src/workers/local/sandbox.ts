@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import type { ExecResult } from "../types.js";
-import { type BwrapSpec, buildBwrapArgs, droppingNetPrefix } from "./bwrap-args.js";
+import { apartPrefix, type BwrapSpec, buildBwrapArgs, droppingNetPrefix } from "./bwrap-args.js";
 import type { WorkerCgroup } from "./cgroup.js";
 
 /** Per-process rlimits applied with `prlimit` around bwrap (inherited by everything inside). */
@@ -57,6 +57,9 @@ export function wrapCommand(
     ? [
         ...(shape.bwrap.network === "dropping"
           ? droppingNetPrefix(shape.bwrap.droppingViaUserNamespace === true)
+          : []),
+        ...(shape.bwrap.apart
+          ? apartPrefix(shape.bwrap.uid, shape.bwrap.gid, shape.bwrap.apart.runnerUid, shape.bwrap.apart.runnerGid)
           : []),
         shape.bwrapPath ?? "bwrap",
         ...buildBwrapArgs(shape.bwrap),

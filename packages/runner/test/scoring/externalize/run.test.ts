@@ -24,6 +24,7 @@ const parsed = (step?: { output: string; cut?: true }): ParsedScoring => ({
   agentRan: true,
   anomalies: [],
   sealed: true,
+  channel: "sealed",
 });
 
 describe("a suite run's externalized verdict from the script's emitted step", () => {
