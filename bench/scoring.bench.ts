@@ -9,7 +9,9 @@
  * trajectory. `--against decoys` (issue 42): the scorer with externalized assertions against the
  * one with decoys only (the scorer before them), same goal. `--against workspace-first` (issue 42):
  * the production scorer with its test command demoted (scoring/demote.ts) against the same scorer
- * running the command as written.
+ * running the command as written. `--against one-user` (issue 42): the production scorer with the
+ * agent's code run as a user of its own (the local backend's two-user scoring sandbox, a root
+ * runner) against the same scorer with one user (`FLAKEGYM_SCORING_USERS=one`: sealed shells only).
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -44,16 +46,20 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const reps = Number(arg(args, "reps", "3"));
   const tasks = arg(args, "tasks", DEFAULT_TASKS.join(",")).split(",");
   const against = arg(args, "against", "canary");
-  if (against !== "canary" && against !== "decoys" && against !== "workspace-first")
+  if (!["canary", "decoys", "workspace-first", "one-user"].includes(against))
     throw new Error(
-      `--against ${against}: give canary (the scorer before decoys), decoys (before externalized assertions) or workspace-first (before the demoted test command)`,
+      `--against ${against}: give canary (the scorer before decoys), decoys (before externalized assertions), workspace-first (before the demoted test command) or one-user (before the code ran as a user of its own)`,
     );
   const demoting = against === "workspace-first";
+  // both sides the production scorer; only the users differ
+  const users = against === "one-user";
   const cg = await openRunCgroup(`scoring-${process.pid}`);
   if ("reason" in cg) console.log(`CPU: not measured (${cg.reason}); wall time only`);
   const cpu = async () => ("reason" in cg ? Number.NaN : await cg.cpuSeconds());
   const rows: Record<string, string | number>[] = [];
-  const [ourName, baseName] = demoting
+  const [ourName, baseName] = users
+    ? ["two users", "one user"]
+    : demoting
     ? ["demoted", "workspace first"]
     : against === "decoys"
       ? ["externalized", "decoys only"]
@@ -67,6 +73,8 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       const gold = await readFile(task.paths.solution, "utf8");
       const backend = createLocalBackend({ stateDir: join(ctx.outDir, "workers") });
       const one = async (decoys: boolean, n: number) => {
+        if (users && !decoys) process.env.FLAKEGYM_SCORING_USERS = "one";
+        else delete process.env.FLAKEGYM_SCORING_USERS;
         const c0 = await cpu();
         const t0 = performance.now();
         const fork = await forkSnapshot(snapshot, {
@@ -74,7 +82,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
         });
         // the baseline: no decoys (--against canary), or decoys without externalization (--against decoys)
         const prepared =
-          decoys || against === "decoys"
+          decoys || against === "decoys" || users
             ? await prepareReadOnlyHidden(
                 capabilitiesOf("local"),
                 hidden,
@@ -82,7 +90,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
                 undefined,
                 undefined,
                 {
-                  externalize: decoys || demoting,
+                  externalize: decoys || demoting || users,
                 },
               )
             : undefined;
@@ -114,7 +122,10 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
             },
             AbortSignal.timeout(280_000),
           );
-          if (s.reward !== 1) throw new Error(`${id}: gold scored ${s.reward} (${s.gate?.detail ?? ""})`);
+          if (s.reward !== 1)
+            throw new Error(`${id}: gold scored ${s.reward} (${s.gate?.detail ?? JSON.stringify([s.testResults ?? s.terms, s.testOutput]).slice(0, 3000)})`);
+          if (users && s.channel !== (decoys ? "apart" : "sealed"))
+            throw new Error(`${id}: scored with channel ${s.channel}, not ${decoys ? "apart" : "sealed"}`);
         } finally {
           await worker.stop();
           await prepared?.readOnly?.release();

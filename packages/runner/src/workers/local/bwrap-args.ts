@@ -185,6 +185,7 @@ export function buildBwrapArgs(spec: BwrapSpec): string[] {
   ];
   // "dropping": the namespace is already new (DROPPING_NET_PREFIX), bwrap stays in it
   if (spec.network === "none") a.push("--unshare-net");
+  if (spec.apart) a.push(...openParents(spec, "system"));
   if (spec.systemRoot) a.push(...systemRootArgs(spec.systemRoot));
   else {
     for (const b of SYSTEM_BINDS) a.push(...bindArgs(b));
@@ -198,6 +199,7 @@ export function buildBwrapArgs(spec: BwrapSpec): string[] {
   if (spec.home) a.push("--bind", spec.home, spec.homeDest);
   else a.push("--size", tmpBytes, "--tmpfs", spec.homeDest);
   a.push("--bind", spec.workspace, spec.workspaceDest);
+  if (spec.apart) a.push(...openParents(spec, "workspace"));
   for (const b of spec.workspaceBinds ?? []) a.push(...bindArgs(b));
   // Everything not bound writable above (the root tmpfs bwrap builds, /etc, /opt …) is read-only.
   a.push("--remount-ro", "/");
@@ -212,6 +214,35 @@ export function identityFiles(uid: number, gid: number, home: string): { passwd:
     passwd: `root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nagent:x:${uid}:${gid}:agent:${home}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
     group: `root:x:0:\nagent:x:${gid}:\nnogroup:x:65534:\n`,
   };
+}
+
+/**
+ * The dirs bwrap makes on the way to each mount point, made first and searchable by everyone
+ * (`--perms 0755 --dir`): as root of its namespace bwrap makes them 0700 and root's (in a sandbox
+ * of one user they are that user's), which the code under test of an apart sandbox, another user,
+ * could not enter (`/etc/gitconfig`, a toolchain under `/root/.pyenv`, the dir of a hidden test
+ * file bound into the workspace). `system`: every bind's but the workspace's own; `workspace`: the
+ * dirs below the workspace of the binds into it (an existing dir stays as it is). Pure.
+ */
+export function openParents(spec: BwrapSpec, where: "system" | "workspace"): string[] {
+  const dests =
+    where === "workspace"
+      ? (spec.workspaceBinds ?? []).map((b) => b.dest)
+      : [
+          ...(spec.systemRoot ? [] : SYSTEM_BINDS.map((b) => b.dest)),
+          ...spec.binds.map((b) => b.dest),
+          spec.homeDest,
+          spec.workspaceDest,
+        ];
+  // in the workspace (bound already): only the dirs below it
+  const floor = where === "workspace" ? spec.workspaceDest.split("/").filter(Boolean).length + 1 : 1;
+  const parents = new Set<string>();
+  for (const d of dests) {
+    const parts = d.split("/").filter(Boolean);
+    for (let i = floor; i < parts.length; i++) parents.add(`/${parts.slice(0, i).join("/")}`);
+  }
+  const byDepth = [...parents].sort((x, y) => x.split("/").length - y.split("/").length || x.localeCompare(y));
+  return byDepth.flatMap((p) => ["--perms", "0755", "--dir", p]);
 }
 
 /** bwrap's arguments that make the command PID 1 (`BwrapSpec.asPid1`), as scoring execs run. */

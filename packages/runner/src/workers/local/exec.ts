@@ -59,16 +59,17 @@ export function apartRunner(
   return uidMapped(uidMap, SCORER_HOST_UID) ? { uid, gid } : undefined;
 }
 
-let runnerIds: { uid: number; gid: number } | undefined | null = null;
+let uidMap: string | undefined;
+/** The runner that may map two users, read now (the environment may change between runs: the bench). */
 function scoringRunner(): { uid: number; gid: number } | undefined {
-  if (runnerIds === null) {
-    let map = "0 0 4294967295";
+  if (uidMap === undefined) {
     try {
-      map = readFileSync("/proc/self/uid_map", "utf8");
-    } catch {}
-    runnerIds = apartRunner(process.getuid?.(), process.getgid?.(), map, process.env);
+      uidMap = readFileSync("/proc/self/uid_map", "utf8");
+    } catch {
+      uidMap = "0 0 4294967295"; // no /proc: the initial namespace
+    }
   }
-  return runnerIds;
+  return apartRunner(process.getuid?.(), process.getgid?.(), uidMap, process.env);
 }
 
 /** Whether a failed command may have failed for a full disk: the workspace's quota, or the worker's bounded state. */
