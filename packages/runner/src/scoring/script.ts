@@ -148,8 +148,9 @@ function scriptPrelude(salt: string, stagedDir: string | undefined, maxOutputByt
     // one writes to a file, a pipe into the shell or /dev/null (a process the agent's code leaves
     // behind can open a helper's descriptors: scoring/script-seal.ts)
     `tmp=$(mktemp -d "\${TMPDIR:-/tmp}/flakegym-score-XXXXXXXXXX" 2>/dev/null) || { tmp="$PWD/.flakegym-score-${salt}"; [ -z "$CO" ] && mkdir -p "$tmp" > /dev/null; } || { echo "flakegym scoring: no private temp dir" >&2; exit 97; }`,
-    // C: what the code may write (its HOME, its emissions, the build's reach files): apart, a dir of its own
-    'C=$tmp; if [ -n "$CO" ]; then C=$(mktemp -d "$tmp.code-XXXXXXXXXX") && chown "$CO" "$C" || exit 97; fi',
+    // C: where the code's HOME, emissions and the build's reach files are: apart, a dir of the
+    // script's the code can enter but not change (each of them in it the code's)
+    'C=$tmp; if [ -n "$CO" ]; then C=$(mktemp -d "$tmp.code-XXXXXXXXXX") && chmod 0755 "$C" || exit 97; fi',
     `trap '{ chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp" "$C"\${SX:+ "$SX"}${stagedDir === undefined ? "" : ` ${stagedDir}`}; } > /dev/null' EXIT`,
     // staged payloads move out of the workspace before anything runs
     ...(stagedDir === undefined

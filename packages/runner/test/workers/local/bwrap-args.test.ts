@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { buildBwrapArgs, mountPointsIn } from "../../../src/workers/local/bwrap-args.js";
-import { asInitShape } from "../../../src/workers/local/exec.js";
+import {
+  apartIdMap,
+  apartPrefix,
+  buildBwrapArgs,
+  mountPointsIn,
+  openParents,
+  SCORER_CAPS,
+  SCORER_HOST_UID,
+} from "../../../src/workers/local/bwrap-args.js";
+import { apartRunner, asInitShape } from "../../../src/workers/local/exec.js";
 import { wrapCommand } from "../../../src/workers/local/sandbox.js";
 
 const spec = {
@@ -70,6 +78,45 @@ describe("buildBwrapArgs", () => {
     expect(buildBwrapArgs({ ...spec, asPid1: true })).toContain("--as-pid-1");
     expect(asInitShape({ bwrap: spec, rlimits: {} }, true).bwrap?.asPid1).toBe(true);
     expect(asInitShape({ bwrap: spec, rlimits: {} }, false).bwrap?.asPid1).toBeUndefined();
+  });
+
+  it("apart (a scoring exec of a root runner): two users, the scorer's capabilities, searchable mount points", () => {
+    const root = { uid: 0, gid: 0 };
+    const shape = asInitShape({ bwrap: spec, rlimits: {} }, true, root);
+    expect(shape.bwrap?.apart).toEqual({ runnerUid: 0, runnerGid: 0 });
+    // an agent's exec is never apart, nor a runner that is not root
+    expect(asInitShape({ bwrap: spec, rlimits: {} }, false, root).bwrap?.apart).toBeUndefined();
+    expect(asInitShape({ bwrap: spec, rlimits: {} }, true).bwrap?.apart).toBeUndefined();
+    const a = buildBwrapArgs({
+      ...shape.bwrap!,
+      workspaceBinds: [{ src: "/host/hidden/0", dest: "/workspace/tests/unit/t.py" }],
+    });
+    // the prefix's user namespace, not one of bwrap's: no --unshare-user, --uid or --disable-userns
+    for (const f of ["--unshare-user", "--uid", "--gid", "--disable-userns"]) expect(a).not.toContain(f);
+    expect(pairs(a, "--cap-add").map((p) => p[0])).toEqual([...SCORER_CAPS]);
+    const dirs = pairs(a, "--dir").map((p) => p[0]);
+    for (const d of ["/etc", "/opt", "/run", "/run/flakegym", "/workspace/tests", "/workspace/tests/unit"])
+      expect(dirs).toContain(d);
+    // made before the binds below them, the workspace's after the workspace is bound
+    expect(a.indexOf("/etc")).toBeLessThan(a.indexOf("/etc/alternatives"));
+    expect(a.indexOf("/workspace/tests")).toBeGreaterThan(a.indexOf("/host/fork/workspace"));
+    expect(a.indexOf("/workspace/tests")).toBeLessThan(a.indexOf("/host/hidden/0"));
+    expect(pairs(a, "--perms").every((p) => p[0] === "0755")).toBe(true);
+    // the host command: the prefix first, then bwrap
+    const line = wrapCommand({ ...shape, bwrapPath: "bwrap" }, ["sh"]);
+    expect(line.args.slice(0, 3)).toEqual(apartPrefix(1000, 1000, 0, 0).slice(1, 4));
+    expect(line.args).toContain("bwrap");
+  });
+  it("apart's map: the scorer root of the namespace as a host user of its own, the sandbox user the runner", () => {
+    expect(apartIdMap(1000, 0)).toBe(`0 ${SCORER_HOST_UID} 1\n1000 0 1\n`);
+    expect(apartPrefix(1000, 1000, 0, 0)[2]).toContain("unshare --user --keep-caps");
+    expect(openParents({ ...spec, workspaceBinds: [] }, "workspace")).toEqual([]);
+    // root runners only, where the scorer's host user exists, unless one user is asked for
+    const all = "         0          0 4294967295\n";
+    expect(apartRunner(0, 0, all, {})).toEqual({ uid: 0, gid: 0 });
+    expect(apartRunner(1000, 1000, all, {})).toBeUndefined();
+    expect(apartRunner(0, 0, all, { FLAKEGYM_SCORING_USERS: "one" })).toBeUndefined();
+    expect(apartRunner(0, 0, "0 1000 1\n", {})).toBeUndefined();
   });
 
   it("shares the network only when asked", () => {
