@@ -5,7 +5,7 @@ import { createDeadline } from "@flakegym/nomad-jobs";
 import { type BoundedDirs, filesystemFull } from "../bounded-dirs.js";
 import { execTimeoutMs, stoppedExecResult } from "../exec-budget.js";
 import { execLimitOf } from "../limit-verdict.js";
-import type { ExecOptions, ExecResult, WorkerExit, WorkerSpec } from "../types.js";
+import type { ExecOptions, ExecResult, WorkerExit, WorkerLimit, WorkerSpec } from "../types.js";
 import { uidMapped } from "../../scoring/read-only.js";
 import { SCORER_HOST_UID } from "./bwrap-args.js";
 import { execArgvOf } from "./decisions.js";
@@ -119,7 +119,24 @@ export async function execInWorker(
     pidsRejected: after.pidsRejected - before.pidsRejected,
     diskFull,
   });
-  return { ...r, timedOut, ...(limit ? { limit } : {}) };
+  const { sandboxKilled, ...rest } = r;
+  return {
+    ...rest,
+    timedOut,
+    ...(limit ? { limit } : {}),
+    ...(killedFromOutside(sandboxKilled === true, limit) ? { sandboxKilled: true } : {}),
+  };
+}
+
+/**
+ * Whether a sandbox process that died of a signal nobody here sent was killed from outside: not
+ * when one of the worker's limits explains it — the cgroup's OOM killer picks the largest process
+ * of the worker, bwrap included (code that keeps its memory in a tmpfs file keeps its own
+ * processes small), and the watchdog ends the whole cgroup at the CPU budget. Those are what the
+ * code in the sandbox did (a scoring exec's: a 0 after the agent's code ran, never "no score"). Pure.
+ */
+export function killedFromOutside(signalled: boolean, limit: WorkerLimit | undefined): boolean {
+  return signalled && limit === undefined;
 }
 
 /** CPU seconds every process of the worker has used (undefined without a cgroup). */

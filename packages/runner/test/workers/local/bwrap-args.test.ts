@@ -8,7 +8,7 @@ import {
   SCORER_CAPS,
   SCORER_HOST_UID,
 } from "../../../src/workers/local/bwrap-args.js";
-import { apartRunner, asInitShape } from "../../../src/workers/local/exec.js";
+import { apartRunner, asInitShape, killedFromOutside } from "../../../src/workers/local/exec.js";
 import { wrapCommand } from "../../../src/workers/local/sandbox.js";
 
 const spec = {
@@ -117,6 +117,13 @@ describe("buildBwrapArgs", () => {
     expect(apartRunner(1000, 1000, all, {})).toBeUndefined();
     expect(apartRunner(0, 0, all, { FLAKEGYM_SCORING_USERS: "one" })).toBeUndefined();
     expect(apartRunner(0, 0, "0 1000 1\n", {})).toBeUndefined();
+  });
+
+  it("a sandbox killed while a limit of the worker's fired was not killed from outside", () => {
+    expect(killedFromOutside(true, undefined)).toBe(true);
+    for (const l of ["memory", "cpu_time", "pids", "disk", "wall_clock"] as const)
+      expect(killedFromOutside(true, l)).toBe(false);
+    expect(killedFromOutside(false, undefined)).toBe(false);
   });
 
   it("shares the network only when asked", () => {
