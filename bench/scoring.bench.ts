@@ -60,10 +60,10 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const [ourName, baseName] = users
     ? ["two users", "one user"]
     : demoting
-    ? ["demoted", "workspace first"]
-    : against === "decoys"
-      ? ["externalized", "decoys only"]
-      : ["decoys", "canary only"];
+      ? ["demoted", "workspace first"]
+      : against === "decoys"
+        ? ["externalized", "decoys only"]
+        : ["decoys", "canary only"];
   const all: { ours: number[]; base: number[] } = { ours: [], base: [] };
   try {
     for (const id of tasks) {
@@ -123,7 +123,9 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
             AbortSignal.timeout(280_000),
           );
           if (s.reward !== 1)
-            throw new Error(`${id}: gold scored ${s.reward} (${s.gate?.detail ?? JSON.stringify([s.testResults ?? s.terms, s.testOutput]).slice(0, 3000)})`);
+            throw new Error(
+              `${id}: gold scored ${s.reward} (${s.gate?.detail ?? JSON.stringify([s.testResults ?? s.terms, s.testOutput]).slice(0, 3000)})`,
+            );
           if (users && s.channel !== (decoys ? "apart" : "sealed"))
             throw new Error(`${id}: scored with channel ${s.channel}, not ${decoys ? "apart" : "sealed"}`);
         } finally {

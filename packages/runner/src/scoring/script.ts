@@ -193,7 +193,7 @@ function scriptPrelude(salt: string, stagedDir: string | undefined, maxOutputByt
     '  if [ -n "$TO" ]; then timeout -k 5 "$2" $AS sh -c "$c" > "$tmp/out" 2>&1 < /dev/null',
     '  else $AS sh -c "$c" > "$tmp/out" 2>&1 < /dev/null; fi',
     // nothing the command left runs on while the script reads what it wrote
-    '  rc=$?; gone',
+    "  rc=$?; gone",
     '  emit "$1" "$rc" "$tmp/out" "$(( $(now) - t0 ))"',
     "}",
     // trun: a hidden-test command, with a fresh empty HOME (nothing a previous run left there) and no user site

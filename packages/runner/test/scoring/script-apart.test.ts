@@ -3,7 +3,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { composeScoringScript, expectedSteps, resultsStep, type ScoringPlan } from "../../src/scoring/script.js";
+import {
+  composeScoringScript,
+  expectedSteps,
+  resultsStep,
+  type ScoringPlan,
+} from "../../src/scoring/script.js";
 import { parseScoringOutput } from "../../src/scoring/script-channel.js";
 import { observeScript, scriptVerdict } from "../../src/scoring/script-verdict.js";
 import type { BwrapSpec } from "../../src/workers/local/bwrap-args.js";
@@ -105,9 +110,13 @@ async function score(apart: boolean) {
     ...(apart ? { apart: { runnerUid: 0, runnerGid: 0 } } : {}),
   };
   const script = composeScoringScript(plan, { salt: "00112233445566778899aabb" }).script;
-  const r = await runSandboxed({ bwrap: spec, rlimits: {}, bwrapPath: findBwrap()! }, ["/bin/sh", "-c", script], {
-    timeoutMs: 90_000,
-  });
+  const r = await runSandboxed(
+    { bwrap: spec, rlimits: {}, bwrapPath: findBwrap()! },
+    ["/bin/sh", "-c", script],
+    {
+      timeoutMs: 90_000,
+    },
+  );
   const parsed = parseScoringOutput(r.stdout);
   const { phase, observation } = observeScript(parsed, r, false, expectedSteps(plan));
   const results = [0, 1, 2, 3].map((run) => parsed.steps.get(resultsStep(run, 0))?.output ?? "");
@@ -115,12 +124,28 @@ async function score(apart: boolean) {
   try {
     reached = readFileSync(join(ws, "reached.log"), "utf8").trim().split("\n");
   } catch {}
-  const probe = parsed.steps.get("test.0.0")?.output.split("\n").find((l) => l.startsWith("{")) ?? "{}";
-  return { r, parsed, results, reached, probe: JSON.parse(probe), verdict: scriptVerdict(phase, observation) };
+  const probe =
+    parsed.steps
+      .get("test.0.0")
+      ?.output.split("\n")
+      .find((l) => l.startsWith("{")) ?? "{}";
+  return {
+    r,
+    parsed,
+    results,
+    reached,
+    probe: JSON.parse(probe),
+    verdict: scriptVerdict(phase, observation),
+  };
 }
 
 const python = spawnSync("python3", ["-c", "import ctypes"]).status === 0;
-const root = apartRunner(process.getuid?.(), process.getgid?.(), readFileSync("/proc/self/uid_map", "utf8"), {});
+const root = apartRunner(
+  process.getuid?.(),
+  process.getgid?.(),
+  readFileSync("/proc/self/uid_map", "utf8"),
+  {},
+);
 const why = !python
   ? "python3 is not on PATH"
   : (sandboxSkipReason() ?? (root ? undefined : "only root can map the scoring sandbox's two users"));
@@ -143,13 +168,17 @@ describe("the scorer and the code under test as two users", () => {
     120_000,
   );
 
-  it.skipIf(why !== undefined)("one user (sealed shells only): what the same attack reaches", async () => {
-    const { parsed, results, reached, probe } = await score(false);
-    expect(parsed.channel).toBe("sealed");
-    const forged = results.filter((x) => x.includes("PASSED")).length;
-    console.log(
-      `one user: the code could signal ${probe.signalable} processes of the script's, read ${probe.environ} environments, listed ${probe.fds} descriptors, opened ${probe.tmp} of the script's temp files; its daemon made ${reached.length - 1} rewrites; ${forged} of 4 results blocks read PASSED with ${parsed.anomalies.length} anomalies`,
-    );
-    expect(probe.tmp + reached.length - 1).toBeGreaterThan(0);
-  }, 120_000);
+  it.skipIf(why !== undefined)(
+    "one user (sealed shells only): what the same attack reaches",
+    async () => {
+      const { parsed, results, reached, probe } = await score(false);
+      expect(parsed.channel).toBe("sealed");
+      const forged = results.filter((x) => x.includes("PASSED")).length;
+      console.log(
+        `one user: the code could signal ${probe.signalable} processes of the script's, read ${probe.environ} environments, listed ${probe.fds} descriptors, opened ${probe.tmp} of the script's temp files; its daemon made ${reached.length - 1} rewrites; ${forged} of 4 results blocks read PASSED with ${parsed.anomalies.length} anomalies`,
+      );
+      expect(probe.tmp + reached.length - 1).toBeGreaterThan(0);
+    },
+    120_000,
+  );
 });

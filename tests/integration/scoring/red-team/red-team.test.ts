@@ -212,7 +212,8 @@ describe.each(classes)("red team: %s", (cls) => {
       expect(s.reward, `${attack.what}\n${why}`).toBe(0);
       // the protocol forgeries score 0 because the channel was out of their reach, not by luck
       // (apart where the runner is root: the code ran as a user of its own, scoring/script-seal.ts)
-      if (attack.cls === "protocol-forgery") expect(s.channel).toBe(process.getuid?.() === 0 ? "apart" : "sealed");
+      if (attack.cls === "protocol-forgery")
+        expect(s.channel).toBe(process.getuid?.() === 0 ? "apart" : "sealed");
       // detection beside prevention: the static screen names it, or its files never entered scoring,
       // or the term's own command read the code and refused it (the build failed on it)
       const refused = s.terms.some((t) => t.value === 0 && /` exited [1-9]/.test(t.detail ?? ""));

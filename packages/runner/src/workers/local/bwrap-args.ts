@@ -241,7 +241,9 @@ export function openParents(spec: BwrapSpec, where: "system" | "workspace"): str
     const parts = d.split("/").filter(Boolean);
     for (let i = floor; i < parts.length; i++) parents.add(`/${parts.slice(0, i).join("/")}`);
   }
-  const byDepth = [...parents].sort((x, y) => x.split("/").length - y.split("/").length || x.localeCompare(y));
+  const byDepth = [...parents].sort(
+    (x, y) => x.split("/").length - y.split("/").length || x.localeCompare(y),
+  );
   return byDepth.flatMap((p) => ["--perms", "0755", "--dir", p]);
 }
 
@@ -280,7 +282,12 @@ export function apartIdMap(sandboxId: number, runnerId: number): string {
  * namespace's root with `setpriv` before bwrap (which, root there, joins it and makes the rest).
  * Runs outside the sandbox; nothing of the workspace reaches it. Exit 125: no namespace. Pure.
  */
-export function apartPrefix(uid: number, gid: number, runnerUid: number, runnerGid: number): readonly string[] {
+export function apartPrefix(
+  uid: number,
+  gid: number,
+  runnerUid: number,
+  runnerGid: number,
+): readonly string[] {
   const maps = `printf '${apartIdMap(uid, runnerUid)}' > "$d/u" && printf '${apartIdMap(gid, runnerGid)}' > "$d/g"`;
   return [
     "/bin/sh",

@@ -2,11 +2,11 @@ import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
+import { uidMapped } from "../../scoring/read-only.js";
 import { type BoundedDirs, filesystemFull } from "../bounded-dirs.js";
 import { execTimeoutMs, stoppedExecResult } from "../exec-budget.js";
 import { execLimitOf } from "../limit-verdict.js";
 import type { ExecOptions, ExecResult, WorkerExit, WorkerLimit, WorkerSpec } from "../types.js";
-import { uidMapped } from "../../scoring/read-only.js";
 import { SCORER_HOST_UID } from "./bwrap-args.js";
 import { execArgvOf } from "./decisions.js";
 import { runSandboxed, type SandboxShape } from "./sandbox.js";
@@ -93,7 +93,10 @@ export async function execInWorker(
   const argv = execArgvOf(command, o.cwd ?? (ws.unsafe ? s.workspace : SANDBOX_PATHS.workspace), o.env);
   using linked = createDeadline({ signals: [ws.life.signal, o.signal] });
   // each exec gets a fresh private /tmp, inside the worker's bounded state
-  const execTmp = await freshExecTmp(ws.dirs, asInitShape(ws.prepared.shape, o.asInit === true, scoringRunner()));
+  const execTmp = await freshExecTmp(
+    ws.dirs,
+    asInitShape(ws.prepared.shape, o.asInit === true, scoringRunner()),
+  );
   let r: ExecResult;
   let diskFull: boolean;
   try {

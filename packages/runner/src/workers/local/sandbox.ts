@@ -59,7 +59,12 @@ export function wrapCommand(
           ? droppingNetPrefix(shape.bwrap.droppingViaUserNamespace === true)
           : []),
         ...(shape.bwrap.apart
-          ? apartPrefix(shape.bwrap.uid, shape.bwrap.gid, shape.bwrap.apart.runnerUid, shape.bwrap.apart.runnerGid)
+          ? apartPrefix(
+              shape.bwrap.uid,
+              shape.bwrap.gid,
+              shape.bwrap.apart.runnerUid,
+              shape.bwrap.apart.runnerGid,
+            )
           : []),
         shape.bwrapPath ?? "bwrap",
         ...buildBwrapArgs(shape.bwrap),
