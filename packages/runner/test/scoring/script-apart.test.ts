@@ -28,7 +28,7 @@ import { sandboxSkipReason } from "../helpers/sandbox.js";
 // says FAILED, and the daemon was ended before the script read what the test wrote.
 
 const ATTACK = String.raw`
-import base64, glob, json, os, signal, sys, time
+import base64, glob, json, os, sys, time
 log = os.path.join(os.getcwd(), "reached.log")
 def note(s):
     with open(log, "a") as f: f.write(s + "\n")
@@ -162,8 +162,8 @@ describe("the scorer and the code under test as two users", () => {
       expect(verdict).toEqual({ kind: "ran" });
       expect(probe).toEqual({ signalable: 0, environ: 0, fds: 0, tmp: 0 });
       for (const res of results) expect(res).toBe("case FAILED\n");
-      // the daemon started, and rewrote nothing of the script's
-      expect(reached).toEqual(["daemon"]);
+      // the daemon (if it got to start before it was ended) rewrote nothing of the script's
+      expect(reached.filter((l) => l !== "daemon")).toEqual([]);
     },
     120_000,
   );
