@@ -231,11 +231,13 @@ describe.skipIf(noSandbox)("runHiddenTests in a sandboxed fork", () => {
 
   it("a solution whose code rewrites the hidden test file while it runs: caught, not solved", async () => {
     const own = await readFile(join(BUILTIN_CATALOG_DIR, "semver-lite-caret-zero", "solution.patch"), "utf8");
-    // in the code under test (a new file under test/ is never run: scoring/demote.ts names the files)
+    // in the code under test (a new file under test/ is never run: scoring/demote.ts names the files);
+    // a copy renamed over it: where the code runs as another user (apart) the installed file is the
+    // script's and cannot be written in place, but its directory is the code's
     const hijack = [
-      'import { chmodSync as hijackChmod, writeFileSync as hijackWrite } from "node:fs";',
-      'try { hijackChmod("test/caret-zero.test.mjs", 0o644); } catch {}',
-      'hijackWrite("test/caret-zero.test.mjs", "// replaced\\n");',
+      'import { renameSync as hijackRename, writeFileSync as hijackWrite } from "node:fs";',
+      'hijackWrite("test/caret-zero.test.mjs.new", "// replaced\\n");',
+      'hijackRename("test/caret-zero.test.mjs.new", "test/caret-zero.test.mjs");',
     ];
     const index = (
       await readFile(join(BUILTIN_CATALOG_DIR, "semver-lite-caret-zero", "repo", "src", "index.js"), "utf8")

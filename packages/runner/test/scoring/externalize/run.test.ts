@@ -52,7 +52,7 @@ describe("a suite run's externalized verdict from the script's emitted step", ()
     const off = composeScoringScript(plan, { salt: "0123456789abcdef" }).script;
     const on = composeScoringScript({ ...plan, emissions: true }, { salt: "0123456789abcdef" }).script;
     expect(off).not.toContain("FLAKEGYM_EMIT");
-    expect(on).toContain('( FLAKEGYM_EMIT="$tmp/emit"; export FLAKEGYM_EMIT; trun test.0.0');
-    expect(on).toMatch(/emit emitted\.0\.0 0 "\$tmp\/emit" 0 8388608/);
+    expect(on).toContain('( FLAKEGYM_EMIT="$C/emit"; export FLAKEGYM_EMIT; trun test.0.0');
+    expect(on).toMatch(/emit emitted\.0\.0 0 "\$E" 0 8388608/);
   });
 });
