@@ -50,6 +50,8 @@ for f in glob.glob("/tmp/flakegym-score-*/*"):
     try:
         open(f, "a").close(); found["tmp"] += 1
     except OSError: pass
+# a user namespace of its own (to mount over what it may not write)
+found["userns"] = os.system("unshare --user true 2>/dev/null") == 0
 print(json.dumps(found), flush=True)
 if os.path.exists(log) or os.fork(): sys.exit(0)
 os.setsid()
@@ -160,7 +162,7 @@ describe("the scorer and the code under test as two users", () => {
       expect(parsed.done, r.stderr).toBe(true);
       expect(parsed.anomalies).toEqual([]);
       expect(verdict).toEqual({ kind: "ran" });
-      expect(probe).toEqual({ signalable: 0, environ: 0, fds: 0, tmp: 0 });
+      expect(probe).toEqual({ signalable: 0, environ: 0, fds: 0, tmp: 0, userns: false });
       for (const res of results) expect(res).toBe("case FAILED\n");
       // the daemon (if it got to start before it was ended) rewrote nothing of the script's
       expect(reached.filter((l) => l !== "daemon")).toEqual([]);

@@ -178,8 +178,7 @@ export function buildBwrapArgs(spec: BwrapSpec): string[] {
     "--new-session",
     "--cap-drop",
     "ALL",
-    // bwrap can only forbid user namespaces in one it made; in an apart sandbox the code's
-    // namespaces are its own uid's, below the scorer's, and reach nothing of the scorer's
+    // bwrap can only forbid user namespaces in one it made: apart, the prefix forbids them
     ...(spec.apart ? SCORER_CAPS.flatMap((c) => ["--cap-add", c]) : ["--disable-userns"]),
     ...(spec.asPid1 ? SCORING_INIT_ARGS : []),
   ];
@@ -280,6 +279,8 @@ export function apartIdMap(sandboxId: number, runnerId: number): string {
  * privileged): `unshare --user --keep-caps` makes the namespace, a child writes its uid and gid
  * maps ({@link apartIdMap}: one write each) once it is there, and the command then becomes the
  * namespace's root with `setpriv` before bwrap (which, root there, joins it and makes the rest).
+ * No user namespace can be made below it (`user.max_user_namespaces` 0 in it: what bwrap's
+ * `--disable-userns` does in one it made): the code cannot enter one to mount over a hidden file.
  * Runs outside the sandbox; nothing of the workspace reaches it. Exit 125: no namespace. Pure.
  */
 export function apartPrefix(
@@ -300,7 +301,7 @@ export function apartPrefix(
       // writes "ok" into the fifo after both maps (nothing: the parent ends with 125)
       '( n=0; while [ "$(readlink /proc/$me/ns/user)" = "$(readlink /proc/self/ns/user)" ] && [ $n -lt 2000 ]; do n=$((n + 1)); sleep 0.005; done',
       '  { cat "$d/u" > /proc/$me/uid_map && cat "$d/g" > /proc/$me/gid_map && echo ok; } > "$d/go" ) < /dev/null > /dev/null 2>&1 &',
-      `exec unshare --user --keep-caps -- /bin/sh -c 'read x < "$0/go"; rm -rf "$0"; [ "$x" = ok ] || { echo "flakegym: could not map the two users of the scoring sandbox (uid_map, gid_map)" >&2; exit 125; }; exec setpriv --reuid=0 --regid=0 --clear-groups -- "$@"' "$d" "$@"`,
+      `exec unshare --user --keep-caps -- /bin/sh -c 'read x < "$0/go"; rm -rf "$0"; [ "$x" = ok ] || { echo "flakegym: could not map the two users of the scoring sandbox (uid_map, gid_map)" >&2; exit 125; }; echo 0 > /proc/sys/user/max_user_namespaces || { echo "flakegym: could not forbid user namespaces in the scoring sandbox" >&2; exit 125; }; exec setpriv --reuid=0 --regid=0 --clear-groups -- "$@"' "$d" "$@"`,
     ].join("\n"),
     "flakegym-apart",
   ];
