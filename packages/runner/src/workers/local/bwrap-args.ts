@@ -221,7 +221,7 @@ export function identityFiles(uid: number, gid: number, home: string): { passwd:
  * of one user they are that user's), which the code under test of an apart sandbox, another user,
  * could not enter (`/etc/gitconfig`, a toolchain under `/root/.pyenv`, the dir of a hidden test
  * file bound into the workspace). `system`: every bind's but the workspace's own; `workspace`: the
- * dirs below the workspace of the binds into it (an existing dir stays as it is). Pure.
+ * dirs below the workspace of the binds into it, 0777 (an existing dir stays as it is). Pure.
  */
 export function openParents(spec: BwrapSpec, where: "system" | "workspace"): string[] {
   const dests =
@@ -243,7 +243,9 @@ export function openParents(spec: BwrapSpec, where: "system" | "workspace"): str
   const byDepth = [...parents].sort(
     (x, y) => x.split("/").length - y.split("/").length || x.localeCompare(y),
   );
-  return byDepth.flatMap((p) => ["--perms", "0755", "--dir", p]);
+  // in the workspace, writable by the code too, as a dir of the one-user sandbox's own would be
+  const perms = where === "workspace" ? "0777" : "0755";
+  return byDepth.flatMap((p) => ["--perms", perms, "--dir", p]);
 }
 
 /** bwrap's arguments that make the command PID 1 (`BwrapSpec.asPid1`), as scoring execs run. */
