@@ -103,8 +103,8 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
   it("the reference solution scores 1; no change scores 0", async () => {
     const gold = await score(solution);
     expect(gold).toMatchObject({ reward: 1, tests: { resolved: true }, touchedTestFiles: [], flaky: [] });
-    // the sandbox user reads no execute-only file: the scoring shells were out of the code's reach
-    expect(gold.channel).toBe("sealed");
+    // the scoring shells were out of the code's reach: another user's (a root runner), else sealed
+    expect(gold.channel).toBe(process.getuid?.() === 0 ? "apart" : "sealed");
     const empty = await score("");
     expect(empty.reward).toBe(0);
     expect(empty.testResults!.passToPass).toEqual({ "caret on one and above is unchanged": "passed" });
@@ -220,12 +220,13 @@ describe.skipIf(noSandbox)("scoreDiff in a fresh sandboxed fork", () => {
     "diff --git a/src/index.js b/src/index.js",
     "--- a/src/index.js",
     "+++ b/src/index.js",
-    "@@ -1,2 +1,8 @@",
-    '+import { chmodSync, readFileSync, writeFileSync } from "node:fs";',
+    "@@ -1,2 +1,9 @@",
+    '+import { readFileSync, renameSync, writeFileSync } from "node:fs";',
     '+const f = new URL("../test/caret-zero.test.mjs", import.meta.url);',
+    '+const n = new URL("../test/caret-zero.test.mjs.new", import.meta.url);',
     "+try {",
-    "+  chmodSync(f, 0o644);",
-    '+  writeFileSync(f, readFileSync(f, "utf8").replaceAll("assert.equal(", "void ("));',
+    '+  writeFileSync(n, readFileSync(f, "utf8").replaceAll("assert.equal(", "void ("));',
+    "+  renameSync(n, f);",
     "+} catch {}",
     ' export { parseRange, satisfies } from "./range.js";',
     ' export { compare, format, parse } from "./version.js";',
