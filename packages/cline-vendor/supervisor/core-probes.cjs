@@ -143,26 +143,38 @@ function answeredChild(file, args, answer) {
 
 function commandFailed(command) {
   const err = new Error(`Command failed: ${command}`);
-  Object.assign(err, { status: 1, signal: null, output: [null, null, null], pid: 0, stdout: null, stderr: null });
+  Object.assign(err, {
+    status: 1,
+    signal: null,
+    output: [null, null, null],
+    pid: 0,
+    stdout: null,
+    stderr: null,
+  });
   return err;
 }
 
 /** Patches child_process's execSync and spawn exports for the probes above; everything else unchanged. */
 function install(cp = require("node:child_process")) {
   const { execSync, spawn } = cp;
-  cp.execSync = function probedExecSync(command, options) {
+  cp.execSync = function probedExecSync(...call) {
+    const [command, options] = call;
     const plain = typeof command === "string" && options?.stdio === "ignore" && !options.env && !options.cwd;
     const a = plain ? whichToolAnswer(command, process.env, process.cwd(), realFs) : undefined;
-    if (a === undefined) return execSync.apply(this, arguments);
+    if (a === undefined) return execSync.apply(this, call);
     if (!a.found) throw commandFailed(command);
     return null;
   };
-  cp.spawn = function probedSpawn(file, args, options) {
+  cp.spawn = function probedSpawn(...call) {
+    const [file, args, options] = call;
     const env = options?.env ?? process.env;
     const cwd = typeof options?.cwd === "string" ? options.cwd : process.cwd();
-    const a =
-      typeof file === "string" && !options?.shell ? spawnProbeAnswer(file, args, env, cwd, realFs) : undefined;
-    if (a === undefined) return spawn.apply(this, arguments);
+    const plain =
+      typeof file === "string" &&
+      !options?.shell &&
+      (options?.cwd === undefined || typeof options.cwd === "string");
+    const a = plain ? spawnProbeAnswer(file, args, env, cwd, realFs) : undefined;
+    if (a === undefined) return spawn.apply(this, call);
     return answeredChild(file, args, a);
   };
 }

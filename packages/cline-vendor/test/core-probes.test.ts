@@ -1,6 +1,14 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,7 +20,12 @@ import { CORE_PROBES_NODE_ARGS, CORE_PROBES_PRELOAD_PATH } from "../src/core-pro
 // compared with what the real `which` and `xdg-user-dir` say on the same files and environment.
 
 interface Probes {
-  whichToolAnswer(command: string, env: Record<string, string>, cwd: string, fsx: unknown): { found: boolean } | undefined;
+  whichToolAnswer(
+    command: string,
+    env: Record<string, string>,
+    cwd: string,
+    fsx: unknown,
+  ): { found: boolean } | undefined;
   spawnProbeAnswer(
     file: string,
     args: string[],
@@ -58,63 +71,74 @@ function fixture(): { dirs: Record<string, string>; cwd: string } {
   return { dirs, cwd: dirs.cwd };
 }
 
-describe.skipIf(!hasWhich)("core-probes: which <tool> (skipped: /usr/bin/which is not the pinned debianutils script)", () => {
-  const { dirs, cwd } = fixture();
-  const paths = [
-    `${dirs.a}:${dirs.b}:${dirs.c}:/usr/bin:/bin`,
-    `${dirs.b}:${dirs.a}:/usr/bin:/bin`,
-    `:${dirs.c}:/usr/bin:/bin`,
-    `${dirs.c}::/usr/bin:/bin`,
-    `/usr/bin:/bin:`,
-    `${root}/nonexistent:/usr/bin:/bin`,
-  ];
-  const names = ["tool", "noexec", "isdir", "link", "dangling", "dotted", "sh", "no-such-tool", "ls"];
+describe.skipIf(!hasWhich)(
+  "core-probes: which <tool> (skipped: /usr/bin/which is not the pinned debianutils script)",
+  () => {
+    const { dirs, cwd } = fixture();
+    const paths = [
+      `${dirs.a}:${dirs.b}:${dirs.c}:/usr/bin:/bin`,
+      `${dirs.b}:${dirs.a}:/usr/bin:/bin`,
+      `:${dirs.c}:/usr/bin:/bin`,
+      `${dirs.c}::/usr/bin:/bin`,
+      `/usr/bin:/bin:`,
+      `${root}/nonexistent:/usr/bin:/bin`,
+    ];
+    const names = ["tool", "noexec", "isdir", "link", "dangling", "dotted", "sh", "no-such-tool", "ls"];
 
-  it("says found exactly when `sh -c 'which <tool>'` succeeds, for every PATH shape", () => {
-    for (const PATH of paths)
-      for (const name of names) {
-        const env = { PATH, HOME: root };
-        const ours = probes.whichToolAnswer(`which ${name}`, env, cwd, probes.realFs);
-        let real = true;
-        try {
-          execFileSync("/bin/sh", ["-c", `which ${name}`], { env, cwd, stdio: "ignore" });
-        } catch {
-          real = false;
+    it("says found exactly when `sh -c 'which <tool>'` succeeds, for every PATH shape", () => {
+      for (const PATH of paths)
+        for (const name of names) {
+          const env = { PATH, HOME: root };
+          const ours = probes.whichToolAnswer(`which ${name}`, env, cwd, probes.realFs);
+          let real = true;
+          try {
+            execFileSync("/bin/sh", ["-c", `which ${name}`], { env, cwd, stdio: "ignore" });
+          } catch {
+            real = false;
+          }
+          expect({ PATH, name, found: ours?.found }).toEqual({ PATH, name, found: real });
         }
-        expect({ PATH, name, found: ours?.found }).toEqual({ PATH, name, found: real });
-      }
-  });
+    });
 
-  it("runs the real program for anything else", () => {
-    const env = { PATH: `/usr/bin:/bin`, HOME: root };
-    for (const cmd of ["which -a ls", "which ls git", "which $(id)", "which ../x", "whichls", "which"])
-      expect(probes.whichToolAnswer(cmd, env, cwd, probes.realFs)).toBeUndefined();
-    // a `which` earlier on PATH that is not the pinned script: the real one must run
-    const planted = join(root, "planted");
-    mkdirSync(planted, { recursive: true });
-    writeFileSync(join(planted, "which"), "#!/bin/sh\nexit 0\n");
-    chmodSync(join(planted, "which"), 0o755);
-    expect(probes.whichToolAnswer("which ls", { PATH: `${planted}:/usr/bin:/bin` }, cwd, probes.realFs)).toBeUndefined();
-  });
+    it("runs the real program for anything else", () => {
+      const env = { PATH: `/usr/bin:/bin`, HOME: root };
+      for (const cmd of ["which -a ls", "which ls git", "which $(id)", "which ../x", "whichls", "which"])
+        expect(probes.whichToolAnswer(cmd, env, cwd, probes.realFs)).toBeUndefined();
+      // a `which` earlier on PATH that is not the pinned script: the real one must run
+      const planted = join(root, "planted");
+      mkdirSync(planted, { recursive: true });
+      writeFileSync(join(planted, "which"), "#!/bin/sh\nexit 0\n");
+      chmodSync(join(planted, "which"), 0o755);
+      expect(
+        probes.whichToolAnswer("which ls", { PATH: `${planted}:/usr/bin:/bin` }, cwd, probes.realFs),
+      ).toBeUndefined();
+    });
 
-  it("answers `which xdg-user-dir` as the real one prints it", () => {
-    for (const PATH of [`${dirs.a}:/usr/bin:/bin`, `${dirs.a}:${dirs.b}`, `:/usr/bin`]) {
-      const ours = probes.spawnProbeAnswer("which", ["xdg-user-dir"], { PATH }, cwd, probes.realFs);
-      if (!PATH.includes("/usr/bin")) {
-        // no `which` on PATH at all: not ours to answer
-        expect(ours).toBeUndefined();
-        continue;
+    it("answers `which xdg-user-dir` as the real one prints it", () => {
+      for (const PATH of [`${dirs.a}:/usr/bin:/bin`, `${dirs.a}:${dirs.b}`, `:/usr/bin`]) {
+        const ours = probes.spawnProbeAnswer("which", ["xdg-user-dir"], { PATH }, cwd, probes.realFs);
+        if (!PATH.includes("/usr/bin")) {
+          // no `which` on PATH at all: not ours to answer
+          expect(ours).toBeUndefined();
+          continue;
+        }
+        let real: { stdout: string; code: number };
+        try {
+          real = {
+            stdout: execFileSync("which", ["xdg-user-dir"], { env: { PATH }, cwd, encoding: "utf8" }),
+            code: 0,
+          };
+        } catch (e) {
+          real = {
+            stdout: String((e as { stdout?: string }).stdout ?? ""),
+            code: (e as { status: number }).status,
+          };
+        }
+        expect(ours).toEqual(real);
       }
-      let real: { stdout: string; code: number };
-      try {
-        real = { stdout: execFileSync("which", ["xdg-user-dir"], { env: { PATH }, cwd, encoding: "utf8" }), code: 0 };
-      } catch (e) {
-        real = { stdout: String((e as { stdout?: string }).stdout ?? ""), code: (e as { status: number }).status };
-      }
-      expect(ours).toEqual(real);
-    }
-  });
-});
+    });
+  },
+);
 
 describe.skipIf(!hasWhich || !hasXdg)(
   "core-probes: xdg-user-dir DOCUMENTS (skipped: /usr/bin/which or /usr/bin/xdg-user-dir is not the pinned script)",
@@ -133,10 +157,17 @@ describe.skipIf(!hasWhich || !hasXdg)(
     it("lets the script run whenever it would read something: a user-dirs file, XDG variables, an odd HOME", () => {
       const env = { PATH: "/usr/bin:/bin", HOME: home };
       writeFileSync(join(home, ".config", "user-dirs.dirs"), 'XDG_DOCUMENTS_DIR="$HOME/Docs"\n');
-      expect(probes.spawnProbeAnswer("xdg-user-dir", ["DOCUMENTS"], env, home, probes.realFs)).toBeUndefined();
+      expect(
+        probes.spawnProbeAnswer("xdg-user-dir", ["DOCUMENTS"], env, home, probes.realFs),
+      ).toBeUndefined();
       expect(real(env)).toBe(`${home}/Docs\n`); // what it would have missed
       execFileSync("rm", [join(home, ".config", "user-dirs.dirs")]);
-      for (const extra of [{ XDG_CONFIG_HOME: root }, { XDG_DOCUMENTS_DIR: "/x" }, { HOME: `${home} x` }, { HOME: "/a*" }])
+      for (const extra of [
+        { XDG_CONFIG_HOME: root },
+        { XDG_DOCUMENTS_DIR: "/x" },
+        { HOME: `${home} x` },
+        { HOME: "/a*" },
+      ])
         expect(
           probes.spawnProbeAnswer("xdg-user-dir", ["DOCUMENTS"], { ...env, ...extra }, home, probes.realFs),
         ).toBeUndefined();
@@ -165,14 +196,12 @@ describe.skipIf(!hasWhich || !hasXdg)(
         })().catch((e) => { console.error(e); process.exit(1); });`;
       const run = async (withProbes: boolean) =>
         JSON.parse(
-          (
-            await execa(process.execPath, ["-e", script], {
-              env: { PATH: "/usr/bin:/bin", HOME: home, WITH_PROBES: withProbes ? "1" : "0" },
-              extendEnv: false,
-              timeout: 60_000,
-              reject: false,
-            }).then((r) => r.stdout || r.stderr)
-          ),
+          await execa(process.execPath, ["-e", script], {
+            env: { PATH: "/usr/bin:/bin", HOME: home, WITH_PROBES: withProbes ? "1" : "0" },
+            extendEnv: false,
+            timeout: 60_000,
+            reject: false,
+          }).then((r) => r.stdout || r.stderr),
         ) as { out: unknown[]; tools: boolean[]; spawned: number };
       const [without, withP] = [await run(false), await run(true)];
       expect(withP.out).toEqual(without.out);

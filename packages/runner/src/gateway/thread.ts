@@ -1,3 +1,6 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { FlakegymError, UsageError } from "../errors.js";
@@ -70,8 +73,14 @@ interface ThreadState {
   closed: Promise<void> | undefined;
 }
 
-/** The worker source: TypeScript from a checkout (through tsx's loader), JavaScript when built. */
+/**
+ * The worker source: the CLI bundle's own `thread-worker.js` when this process runs from it
+ * (bin/compiled-bundle.mjs says where), TypeScript from a checkout (through tsx's loader) otherwise,
+ * JavaScript when built.
+ */
 function workerScript(): URL {
+  const bundled = bundledWorker((globalThis as Record<symbol, unknown>)[Symbol.for("flakegym.bundle-dir")]);
+  if (bundled) return bundled;
   const entry = new URL(`./thread-worker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
   if (!entry.pathname.endsWith(".ts")) return entry;
   // from a bundle (bin/compiled-bundle.mjs) this resolves from the bundle's dir, which lies inside
@@ -79,6 +88,13 @@ function workerScript(): URL {
   const tsx = import.meta.resolve("tsx/esm/api");
   const code = `const { register } = await import(${JSON.stringify(tsx)}); register(); await import(${JSON.stringify(entry.href)});`;
   return new URL(`data:text/javascript,${encodeURIComponent(code)}`);
+}
+
+/** `thread-worker.js` in the bundle dir `dir`, when there is one. */
+function bundledWorker(dir: unknown): URL | undefined {
+  if (typeof dir !== "string") return undefined;
+  const file = join(dir, "thread-worker.js");
+  return existsSync(file) ? pathToFileURL(file) : undefined;
 }
 
 /** An error that crosses to the gateway thread (pure). */
