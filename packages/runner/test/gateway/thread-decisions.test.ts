@@ -4,8 +4,8 @@ import {
   statusFromAnswers,
   threadDeathError,
   threadErrorOf,
-  workerSource,
   threadUpstreamOf,
+  workerSource,
 } from "../../src/gateway/thread.js";
 import { OpenAiUpstream } from "../../src/policy/openai-upstream.js";
 import { PlanUpstream } from "../../src/policy/scripted-upstream.js";
