@@ -4,6 +4,7 @@ export * from "./ask-policy.js";
 export * from "./case.js";
 export * from "./client.js";
 export * from "./core-gc.js";
+export * from "./core-probes.js";
 export * from "./driver.js";
 export * from "./env.js";
 export * from "./errors.js";

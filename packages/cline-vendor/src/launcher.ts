@@ -6,6 +6,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { type ClineClient, createClineClient } from "./client.js";
 import { CORE_GC_NODE_ARGS } from "./core-gc.js";
+import { CORE_PROBES_NODE_ARGS } from "./core-probes.js";
 import { buildCoreEnv } from "./env.js";
 import { ClineVendorError, ErrorCode } from "./errors.js";
 import { type MemoryMergeDecision, probeMemoryMerge } from "./memory-merge.js";
@@ -69,6 +70,11 @@ export interface LaunchOptions {
    * (core-gc.ts; a reused worker's reset does). Default false.
    */
   readonly gcOnSignal?: boolean;
+  /**
+   * Load core-probes-install.cjs into the core: its `which` and documents-dir probes are answered
+   * in its own process where the answer is provably the real one (core-probes.ts). Default false.
+   */
+  readonly answerProbes?: boolean;
 }
 
 /** A running core (host + core under one supervisor, in one process group). */
@@ -157,6 +163,7 @@ export function supervisorArgv(a: {
   readonly extra: readonly string[];
   readonly node: string;
   readonly gcOnSignal?: boolean;
+  readonly answerProbes?: boolean;
 }): string[] {
   return [
     SUPERVISOR_PATH,
@@ -182,6 +189,7 @@ export function supervisorArgv(a: {
     ...(a.nice !== undefined ? ["--nice", String(a.nice)] : []),
     ...(a.memoryMerge.on ? a.memoryMerge.prefix.flatMap((x) => ["--core-prefix", x]) : []),
     ...(a.gcOnSignal ? CORE_GC_NODE_ARGS.flatMap((x) => ["--core-node-arg", x]) : []),
+    ...(a.answerProbes ? CORE_PROBES_NODE_ARGS.flatMap((x) => ["--core-node-arg", x]) : []),
     ...a.extra,
   ];
 }
@@ -215,6 +223,7 @@ async function planLaunch(options: LaunchOptions): Promise<LaunchPlan> {
     extra: options.supervisorArgs ?? [],
     node: process.execPath,
     gcOnSignal: options.gcOnSignal ?? false,
+    answerProbes: options.answerProbes ?? false,
   });
   const cmd = (options.wrap ?? ((c) => c))({ command: process.execPath, args, env });
   const startTimeoutMs = options.startTimeoutMs ?? 60_000;

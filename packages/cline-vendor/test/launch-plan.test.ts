@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CORE_GC_PRELOAD_PATH } from "../src/core-gc.js";
+import { CORE_PROBES_PRELOAD_PATH } from "../src/core-probes.js";
 import { notStartedMessage, SUPERVISOR_PATH, supervisorArgv } from "../src/launcher.js";
 
 const base = {
@@ -69,6 +70,13 @@ describe("supervisorArgv", () => {
       "--core-node-arg",
       CORE_GC_PRELOAD_PATH,
     ]);
+  });
+
+  it("loads core-probes-install.cjs after core-gc.cjs only when asked", () => {
+    const argv = supervisorArgv({ ...base, gcOnSignal: true, answerProbes: true });
+    const args = argv.flatMap((a, i) => (argv[i - 1] === "--core-node-arg" ? [a] : []));
+    expect(args).toEqual(["--require", CORE_GC_PRELOAD_PATH, "--require", CORE_PROBES_PRELOAD_PATH]);
+    expect(supervisorArgv({ ...base, gcOnSignal: true })).not.toContain(CORE_PROBES_PRELOAD_PATH);
   });
 
   it("runs the one-byte bundle's core when that decision is on", () => {

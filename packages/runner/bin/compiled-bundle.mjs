@@ -12,8 +12,9 @@ import { flakegymCacheRoot } from "../src/cache-root.mjs";
 
 /**
  * One bundled entry point: its name (the bundle dirs' prefix), its TypeScript entry, and a format
- * string bumped when the build below changes in a way the inputs' hashes cannot see.
- * @typedef {{ name: string, entry: string, format: string }} BundleSpec
+ * string bumped when the build below changes in a way the inputs' hashes cannot see; `more`: further
+ * entries built beside it (their own `.js` in the same dir, chunks shared).
+ * @typedef {{ name: string, entry: string, format: string, more?: string[] }} BundleSpec
  */
 
 /** @type {BundleSpec} */
@@ -26,8 +27,12 @@ export const VIEW_BUNDLE = {
 export const CLI_BUNDLE = {
   name: "cli",
   entry: fileURLToPath(new URL("../src/cli/main.ts", import.meta.url)),
-  format: "cli-bundle-2",
+  format: "cli-bundle-3",
+  // the policy gateway's thread (gateway/thread.ts starts it from here: no tsx loader in a run)
+  more: [fileURLToPath(new URL("../src/gateway/thread-worker.ts", import.meta.url))],
 };
+/** Where a process running from a bundle finds its dir (set before the bundle is imported). */
+export const BUNDLE_DIR_KEY = Symbol.for("flakegym.bundle-dir");
 /**
  * `flakegym --help`'s text, written into the CLI bundle's dir when it is built (by the bundle itself:
  * its `mainHelpText`), so `--help` is answered without loading a command's module graph.
@@ -146,7 +151,7 @@ async function build(spec, cache) {
   const tmp = join(cache, `tmp-${process.pid}-${Date.now()}`);
   try {
     await esbuild.build({
-      entryPoints: [spec.entry],
+      entryPoints: [spec.entry, ...(spec.more ?? [])],
       bundle: true,
       splitting: true,
       format: "esm",
@@ -283,6 +288,7 @@ async function compiledMain(spec, cache, env, what) {
       return undefined;
     }
     const entry = (await currentBundle(spec, cache)) ?? (await build(spec, cache));
+    /** @type {Record<symbol, unknown>} */ (globalThis)[BUNDLE_DIR_KEY] = dirname(entry);
     const mod = await import(pathToFileURL(entry).href);
     return mod.main;
   } catch (e) {

@@ -50,6 +50,8 @@ const HOSTILE = [
   "echo 'export POISON_ENV=1' >> $HOME/.bashrc; echo 'export POISON_ENV=1' >> $HOME/.profile",
   "printf '[core]\\n\\thooksPath = /tmp/POISON\\n' > $HOME/.gitconfig",
   "echo poison > $HOME/.cache/pip/evil",
+  // where the core looks for its documents dir (rules, workflows): xdg-user-dir sources this file
+  "mkdir -p $HOME/.config; echo 'XDG_DOCUMENTS_DIR=/tmp/POISON-DOCS' > $HOME/.config/user-dirs.dirs",
   "echo poison > /tmp/h-tmp.txt; echo poison > /dev/shm/h-shm",
   "ipcmk -M 4096 >/dev/null 2>&1",
   "echo poison > /deps/h-deps.txt",

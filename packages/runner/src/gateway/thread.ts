@@ -1,3 +1,6 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { FlakegymError, UsageError } from "../errors.js";
@@ -70,15 +73,37 @@ interface ThreadState {
   closed: Promise<void> | undefined;
 }
 
-/** The worker source: TypeScript from a checkout (through tsx's loader), JavaScript when built. */
+/**
+ * The worker source: the CLI bundle's own `thread-worker.js` when this process runs from it
+ * (bin/compiled-bundle.mjs says where), TypeScript from a checkout (through tsx's loader) otherwise,
+ * JavaScript when built.
+ */
 function workerScript(): URL {
-  const entry = new URL(`./thread-worker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
-  if (!entry.pathname.endsWith(".ts")) return entry;
-  // from a bundle (bin/compiled-bundle.mjs) this resolves from the bundle's dir, which lies inside
-  // the install's node_modules for that reason
+  const dir = (globalThis as Record<symbol, unknown>)[Symbol.for("flakegym.bundle-dir")];
+  const bundled = typeof dir === "string" ? join(dir, "thread-worker.js") : undefined;
+  const choice = workerSource(
+    import.meta.url,
+    bundled !== undefined && existsSync(bundled) ? bundled : undefined,
+  );
+  if (choice.kind !== "tsx") return choice.url;
+  // from a bundle without its worker this resolves from the bundle's dir, which lies inside the
+  // install's node_modules for that reason
   const tsx = import.meta.resolve("tsx/esm/api");
-  const code = `const { register } = await import(${JSON.stringify(tsx)}); register(); await import(${JSON.stringify(entry.href)});`;
+  const code = `const { register } = await import(${JSON.stringify(tsx)}); register(); await import(${JSON.stringify(choice.url.href)});`;
   return new URL(`data:text/javascript,${encodeURIComponent(code)}`);
+}
+
+/**
+ * Where the gateway thread's code comes from (pure): the bundle's worker file when there is one,
+ * else the module beside `selfUrl` — JavaScript as is, TypeScript through tsx's loader.
+ */
+export function workerSource(
+  selfUrl: string,
+  bundledWorker: string | undefined,
+): { kind: "bundle" | "js" | "tsx"; url: URL } {
+  if (bundledWorker !== undefined) return { kind: "bundle", url: pathToFileURL(bundledWorker) };
+  const ts = selfUrl.endsWith(".ts");
+  return { kind: ts ? "tsx" : "js", url: new URL(`./thread-worker${ts ? ".ts" : ".js"}`, selfUrl) };
 }
 
 /** An error that crosses to the gateway thread (pure). */

@@ -131,6 +131,8 @@ describe("compiledCliMain: every command from one bundle beside the install", ()
     expect(typeof main).toBe("function");
     const pointer = JSON.parse(await readFile(join(tmp.path, "current.json"), "utf8"));
     expect(await readdir(tmp.path)).toContain(`cli-${pointer.key}`);
+    // the gateway's thread runs from the bundle too (gateway/thread.ts), not through tsx
+    expect(await readdir(join(tmp.path, `cli-${pointer.key}`))).toContain("thread-worker.js");
     // the whole CLI: every command's module is among the bundle's inputs
     expect(pointer.inputs.some((i: { path: string }) => i.path.endsWith("cli/commands/rollout.ts"))).toBe(
       true,

@@ -5,12 +5,31 @@ import {
   threadDeathError,
   threadErrorOf,
   threadUpstreamOf,
+  workerSource,
 } from "../../src/gateway/thread.js";
 import { OpenAiUpstream } from "../../src/policy/openai-upstream.js";
 import { PlanUpstream } from "../../src/policy/scripted-upstream.js";
 import { UpstreamError } from "../../src/policy/upstream.js";
 
 // The decisions of the runner's side of the gateway thread (pure); thread.test.ts runs the thread.
+
+describe("workerSource: where the gateway thread's code comes from", () => {
+  it("is the CLI bundle's worker when the process runs from a bundle that has one", () => {
+    const w = workerSource("file:///src/gateway/thread.ts", "/cache/cli-abc/thread-worker.js");
+    expect(w).toEqual({ kind: "bundle", url: new URL("file:///cache/cli-abc/thread-worker.js") });
+  });
+
+  it("is the sibling module otherwise: TypeScript through tsx, JavaScript as built", () => {
+    expect(workerSource("file:///src/gateway/thread.ts", undefined)).toEqual({
+      kind: "tsx",
+      url: new URL("file:///src/gateway/thread-worker.ts"),
+    });
+    expect(workerSource("file:///dist/gateway/thread.js", undefined)).toEqual({
+      kind: "js",
+      url: new URL("file:///dist/gateway/thread-worker.js"),
+    });
+  });
+});
 
 describe("threadErrorOf: an error as it crosses to the gateway thread", () => {
   it("an UpstreamError keeps its status and terminal mark; anything else only its message", () => {

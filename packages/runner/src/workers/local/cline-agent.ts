@@ -117,6 +117,8 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
         oneByte,
         // a reused worker's reset asks the core for a full GC (reset-worker.ts)
         gcOnSignal: true,
+        // the core's `which` and documents-dir probes answered without forking it (core-probes.ts)
+        answerProbes: true,
         ...(wrap ? { wrap } : {}),
       });
       const policyBaseUrl = bwrap

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
+import { runHostCommand } from "../../gc/command-coprocess.js";
 import { currentMountPoints, unmountRetry } from "../../gc/unmount.js";
 import { type BoundedDirs, removeWorkerDir } from "../bounded-dirs.js";
 import type { WorkerSpec } from "../types.js";
@@ -17,11 +17,12 @@ export interface Slot {
 }
 
 async function mountCmd(args: string[]): Promise<void> {
-  const r = await execa("mount", args, { reject: false, timeout: 30_000, stdin: "ignore" });
+  // through the command coprocess: a spawn from the runner forks the runner (gc/command-coprocess.ts)
+  const r = await runHostCommand(["mount", ...args], 30);
   if (r.exitCode !== 0)
     throw new FlakegymError(
       "E_POOL_MOUNT",
-      `mount ${args.join(" ")}: ${r.stderr.trim() || `exit ${r.exitCode}`}`,
+      `mount ${args.join(" ")}: ${r.output.trim() || `exit ${r.exitCode}`}`,
     );
 }
 
