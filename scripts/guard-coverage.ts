@@ -3,10 +3,11 @@
  * computed from its repository's mirror (base commit, test patch applied), run through the scorer's
  * own guard (scoring/decoys/guard-hidden.ts: externalized assertions first, decoys for the rest),
  * and counted per row. Usage: `npm run guard-coverage -- <rows.jsonl> <mirror root>` (mirrors laid
- * out as `--repo-mirror` reads them). A row whose mirror or commit is absent is reported and skipped.
+ * out as `--repo-mirror` reads them; `--list <file>` also writes every unguarded and
+ * compared-outside test of each row, with its reason, as JSON). A row whose mirror or commit is absent is reported and skipped.
  */
 import { realpathSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -150,13 +151,21 @@ async function rowCoverage(root: string, row: Row) {
       passToPass: ids(row.PASS_TO_PASS),
     } as const;
     const g = await guardHidden(suite, installed, tree, undefined, undefined, true, row.problem_statement);
-    return { format: suite.results, coverage: guardCoverage(g.report), unguarded: g.report.unguarded };
+    return {
+      format: suite.results,
+      coverage: guardCoverage(g.report),
+      unguarded: g.report.unguarded,
+      comparedOutside: g.report.comparedOutside ?? [],
+    };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-async function main(rowsPath: string, root: string): Promise<void> {
+/** Every unguarded and compared-outside graded test of the rows, per row (`--list <file>`). */
+const LISTED: { row: string; unguarded: { id: string; reason: string }[]; comparedOutside: string[] }[] = [];
+
+async function main(rowsPath: string, root: string, list?: string): Promise<void> {
   const rows = (await readFile(rowsPath, "utf8")).split("\n").filter((l) => l.trim() !== "");
   const totals: Totals = new Map();
   for (const [i, line] of rows.entries()) {
@@ -176,16 +185,18 @@ async function main(rowsPath: string, root: string): Promise<void> {
     }
     add(totals, r.format, r.coverage);
     printRow(row.instance_id, r.coverage, r.unguarded);
+    LISTED.push({ row: row.instance_id, unguarded: r.unguarded, comparedOutside: r.comparedOutside });
   }
   printTotals(totals);
   printShapes();
+  if (list) await writeFile(list, `${JSON.stringify(LISTED, null, 1)}\n`);
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const [rows, root] = process.argv.slice(2);
+  const [rows, root, flag, list] = process.argv.slice(2);
   if (rows === "--catalog") await catalog();
   else if (!rows || !root) {
-    console.error("usage: npm run guard-coverage -- <rows.jsonl> <mirror root> | --catalog");
+    console.error("usage: npm run guard-coverage -- <rows.jsonl> <mirror root> [--list <out.json>] | --catalog");
     process.exit(2);
-  } else await main(rows, root);
+  } else await main(rows, root, flag === "--list" ? list : undefined);
 }

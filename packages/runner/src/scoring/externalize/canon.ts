@@ -104,6 +104,12 @@ export const ExternalSite = z
       .object({ run: z.array(z.string()), skip: z.array(z.string()) })
       .strict()
       .optional(),
+    /**
+     * A parametrized test's expected side that is one of its parameters: per case id (in the
+     * rewritten file, whose cases have fresh ids) the value the host read from the decorator,
+     * compared as a pair's emitted expected side would be. A case not listed fails (fail closed).
+     */
+    byCase: z.record(z.string(), CanonSchema).optional(),
   })
   .strict();
 export type ExternalSite = z.infer<typeof ExternalSite>;
