@@ -546,13 +546,14 @@ OPAQUE = object()
 SAFE_ID = __import__("re").compile(r"[A-Za-z0-9_.+-]+")
 
 
-# printable ASCII without a backslash or a bracket: pytest's id of such a str is the str itself
-WIDE_ID = __import__("re").compile(r"[ !-Z^-~]+")
-
-
 def value_id(v, argname, idx, wide=False):
     """pytest's id of one parameter value (_idval), or None where it is not surely known. wide:
-    any printable ASCII str too (only where the graded ids confirm the ids computed, param_expected)."""
+    pytest's likely id of any value (a str escaped as pytest escapes it, an object of unknown type
+    by its argname and index): only where the graded ids confirm it (param_expected)."""
+    if wide and v is OPAQUE:
+        return argname + str(idx)
+    if wide and type(v) is str and v:
+        return v.encode("unicode_escape").decode("ascii")
     if v is OPAQUE:
         return None
     if v is None or type(v) in (bool, int, float):
@@ -563,7 +564,7 @@ def value_id(v, argname, idx, wide=False):
         return argname + str(idx)
     else:
         return None
-    return s if SAFE_ID.fullmatch(s) or (wide and WIDE_ID.fullmatch(s) and s.strip() == s) else None
+    return s if SAFE_ID.fullmatch(s) else None
 
 
 def literal_or_opaque(node):
@@ -844,7 +845,16 @@ def param_expected(fn, base, found, graded, offs):
     decos = param_decos(fn)
     wide = param_cases(fn, True)
     mine = [g for g in graded if g.split("[", 1)[0] == base]
-    if not decos or wide is None or not mine or any(g[len(base) + 1:-1] not in {c for c, _ in wide} for g in mine):
+    if not decos or wide is None or not mine:
+        return None
+    # a graded id is a case's node id, or (SWE-bench's log parser) its first word, one case's only
+    of = {}
+    for c, _ in wide:
+        node = base + "[" + c + "]"
+        of.setdefault(node, []).append(c)
+        if node.split(None, 1)[0] != node:
+            of.setdefault(node.split(None, 1)[0], []).append(c)
+    if any(len(of.get(g, ())) != 1 for g in mine):
         return None
     params = expected_params(fn, found, decos)
     if not params:
@@ -873,7 +883,7 @@ def param_expected(fn, base, found, graded, offs):
     for s in found:
         if s.cases is not None:
             s.cases = {k: [run[c] for c in v] for k, v in s.cases.items()}
-    return edits, {g: base + "[" + run[g[len(base) + 1:-1]] + "]" for g in mine}
+    return edits, {g: base + "[" + run[of[g][0]] + "]" for g in mine}
 
 
 def line_offsets(data):
