@@ -64,6 +64,8 @@ export const SiteKind = z.enum([
   "raises",
   /** node:assert's strict equalities: same type and value (Object.is), objects and arrays deeply. */
   "same",
+  /** `assert x` / `assert not x`: x's truth (a bool) against the polarity kept on the host. */
+  "truth",
   /** pytester's fnmatch_lines / re_match_lines / no_*_line: emitted lines against the patterns. */
   "lines",
 ]);

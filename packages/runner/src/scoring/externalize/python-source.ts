@@ -153,6 +153,12 @@ def _fg_outcomes(r, keys):
     return {k: d.get(k, 0) for k in keys}
 
 
+def _fg_truth(v):
+    # what an assert of a bare expression reads (its truth); whether True or False was asserted
+    # (assert x, assert not x) is known only to the host
+    return True if v else False
+
+
 def _fg_outcome3(rec):
     # a HookRecorder's (passed, skipped, failed) counts, as assertoutcome compares them
     return [len(x) for x in rec.listoutcomes()]
@@ -330,7 +336,19 @@ def pair(site, want):
     return site
 
 
+def truth_site(stmt, test, want=True):
+    """assert x / assert not x (x not a comparison): x's truth is emitted, the polarity stays on the host."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, want = test.operand, not want
+    if isinstance(test, ast.Compare) or is_const(test):
+        return None
+    return Site("truth", canon(want), test, stmt, None, None, ("_fg_truth", ""))
+
+
 def compare_site(stmt, test):
+    t = truth_site(stmt, test)
+    if t:
+        return t, None
     if not isinstance(test, ast.Compare) or len(test.ops) != 1:
         return None, "not a single comparison with a literal expected value"
     op, left, right = test.ops[0], test.left, test.comparators[0]
@@ -379,6 +397,9 @@ def unittest_site(stmt, call):
         return Site("in" if name == "assertIn" else "notin", const_value(args[0]), args[1], stmt, None, args[0]), None
     if name in ("assertIn", "assertNotIn") and len(args) >= 2:
         return pair(Site("in" if name == "assertIn" else "notin", None, args[1], stmt), args[0]), None
+    if name in ("assertTrue", "assertFalse") and len(args) >= 1:
+        t = truth_site(stmt, args[0], name == "assertTrue")
+        return (t, None) if t else (None, "self." + name + " of a comparison or a literal")
     if name in ("assertIsNone", "assertIsNotNone") and len(args) >= 1:
         return Site("is" if name == "assertIsNone" else "isnot", canon(None), args[0], stmt), None
     return None, None
