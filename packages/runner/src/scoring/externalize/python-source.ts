@@ -154,8 +154,8 @@ def _fg_outcomes(r, keys):
 
 
 def _fg_truth(v):
-    # what an assert of a bare expression reads (its truth); whether True or False was asserted
-    # (assert x, assert not x) is known only to the host
+    # what an assert of a bare expression reads (its truth); which truth was asserted is known
+    # only to the host
     return True if v else False
 
 
