@@ -13,8 +13,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { guardHidden } from "../packages/runner/src/scoring/decoys/guard-hidden.js";
-import { type GuardCoverage, guardCoverage } from "../packages/runner/src/scoring/externalize/coverage.js";
 import type { ExternalSite } from "../packages/runner/src/scoring/externalize/canon.js";
+import { type GuardCoverage, guardCoverage } from "../packages/runner/src/scoring/externalize/coverage.js";
 import { baseOf } from "../packages/runner/src/scoring/externalize/verdict.js";
 import { hiddenTestsOf } from "../packages/runner/src/scoring/hidden-tests.js";
 import { installedHiddenFiles } from "../packages/runner/src/scoring/read-only.js";
@@ -107,8 +107,9 @@ async function catalog(): Promise<void> {
     }
     const g = await guardHidden(hidden.suite, plain, repo, undefined, undefined, true, task.spec.prompt);
     const c = guardCoverage(g.report);
-    add(totals, `${task.spec.profile} (${hidden.suite.results})`, c);
-    printRow(`${task.spec.id} [${task.spec.profile}]`, c, g.report.unguarded);
+    const truth = truthOnly(g.report.externalized ?? [], g.external);
+    add(totals, `${task.spec.profile} (${hidden.suite.results})`, c, truth);
+    printRow(`${task.spec.id} [${task.spec.profile}]`, c, g.report.unguarded, truth);
   }
   printTotals(totals);
   printShapes();
@@ -215,7 +216,9 @@ if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.me
   const [rows, root, flag, list] = process.argv.slice(2);
   if (rows === "--catalog") await catalog();
   else if (!rows || !root) {
-    console.error("usage: npm run guard-coverage -- <rows.jsonl> <mirror root> [--list <out.json>] | --catalog");
+    console.error(
+      "usage: npm run guard-coverage -- <rows.jsonl> <mirror root> [--list <out.json>] | --catalog",
+    );
     process.exit(2);
   } else await main(rows, root, flag === "--list" ? list : undefined);
 }

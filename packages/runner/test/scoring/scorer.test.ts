@@ -182,7 +182,8 @@ describe("suiteVerdicts with cases a rewritten file ids afresh (a parametrized e
       [site],
     );
   it("the graded id is judged under its id in the run, against the case's value kept on the host", () => {
-    const line = (v: string) => `${JSON.stringify({ s: site.site, n: "t.py::test_n[p1]", v: { t: "str", v } })}\n`;
+    const line = (v: string) =>
+      `${JSON.stringify({ s: site.site, n: "t.py::test_n[p1]", v: { t: "str", v } })}\n`;
     expect(passed(run(line("A")))).toEqual([["t.py::test_n[a-A]"]]);
     expect(passed(run(line("B")))).toEqual([[]]);
     expect(passed(run(""))).toEqual([[]]);

@@ -99,14 +99,15 @@ describe("a parametrized expected side", () => {
         expect(text).not.toContain(gone);
       const runIds = r.runIds ?? {};
       expect(Object.keys(runIds).sort()).toEqual(GRADED.filter((g) => !g.includes("test_same")).sort());
-      for (const g of Object.values(runIds)) expect(g).toMatch(/^tests\/test_lib\.py::test_(norm|check)\[p[0-9a-f]{10}\]$/);
+      for (const g of Object.values(runIds))
+        expect(g).toMatch(/^tests\/test_lib\.py::test_(norm|check)\[p[0-9a-f]{10}\]$/);
       const norm = r.sites.find((s) => s.test.endsWith("test_norm"))!;
       expect(norm.pair).toBe(false);
-      expect(Object.values(norm.byCase ?? {}).map((c) => (c as { v: string }).v).sort()).toEqual([
-        "http://example.com",
-        "http://example.com/path",
-        "https://x.org",
-      ]);
+      expect(
+        Object.values(norm.byCase ?? {})
+          .map((c) => (c as { v: string }).v)
+          .sort(),
+      ).toEqual(["http://example.com", "http://example.com/path", "https://x.org"]);
       const run = runIds[GRADED[0]!]!;
       expect(expectedIn(norm, run)).toEqual({ t: "str", v: "http://example.com/path" });
       expect(expectedIn(norm, "tests/test_lib.py::test_norm[other]")).toBeNull();
@@ -116,14 +117,17 @@ describe("a parametrized expected side", () => {
     },
   );
 
-  it.skipIf(noHostPython)("is left as a pair where a graded id is not a case id the host computes", async () => {
-    const r = await externalizePython(
-      [{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }],
-      ["tests/test_lib.py::test_norm[example.com/path-http://example.com/pat]"],
-    );
-    expect(r.runIds).toBeUndefined();
-    expect(r.sites.find((s) => s.test.endsWith("test_norm"))!.pair).toBe(true);
-  });
+  it.skipIf(noHostPython)(
+    "is left as a pair where a graded id is not a case id the host computes",
+    async () => {
+      const r = await externalizePython(
+        [{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }],
+        ["tests/test_lib.py::test_norm[example.com/path-http://example.com/pat]"],
+      );
+      expect(r.runIds).toBeUndefined();
+      expect(r.sites.find((s) => s.test.endsWith("test_norm"))!.pair).toBe(true);
+    },
+  );
 
   it.skipIf(noHostPython || !hasPytest)(
     "run by pytest: the reference holds outside the sandbox; an oracle reading the node id fails",
@@ -146,7 +150,9 @@ describe("a parametrized expected side", () => {
       expect(asWritten.p.stdout).toMatch(/3 failed, 4 passed/);
       const oracle = await run(ORACLE, "oracle");
       // it still solves test_check[-1] and the identity case test_norm[https://x.org-https://x.org]
-      expect([...oracle.verdict.keys()].sort()).toEqual(ids.filter((i) => i !== ids[2] && i !== ids[3]).sort());
+      expect([...oracle.verdict.keys()].sort()).toEqual(
+        ids.filter((i) => i !== ids[2] && i !== ids[3]).sort(),
+      );
     },
     60_000,
   );

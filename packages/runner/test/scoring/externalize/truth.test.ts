@@ -82,20 +82,29 @@ describe("a bare assert's truth", () => {
     expect(satisfies(site, { t: "int", v: "0" })).not.toBe(true);
   });
 
-  it.skipIf(noHostPython)("leaves the file: no `not`, no assertTrue/assertFalse in the graded tests", async () => {
-    const r = await externalizePython([{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }], GRADED);
-    const text = r.files[0]!.content.toString();
-    // red team: the polarity is no longer written in the sandbox
-    for (const gone of ["assert not", "assertTrue", "assertFalse", "assert is_valid"])
-      expect(text).not.toContain(gone);
-    const truth = r.sites.filter((s) => s.kind === "truth").map((s) => JSON.stringify(s.expected));
-    expect(truth.sort()).toEqual(
-      ['{"t":"bool","v":false}', '{"t":"bool","v":false}', '{"t":"bool","v":true}', '{"t":"bool","v":true}', '{"t":"bool","v":true}'].sort(),
-    );
-    // an ordering against a literal is not a truth site (its 2 would stay in the file)
-    expect(r.tests["tests/test_lib.py::test_kept"]?.sites).toBe(0);
-    expect(text).toContain("parse(\"1\") < 2");
-  });
+  it.skipIf(noHostPython)(
+    "leaves the file: no `not`, no assertTrue/assertFalse in the graded tests",
+    async () => {
+      const r = await externalizePython([{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }], GRADED);
+      const text = r.files[0]!.content.toString();
+      // red team: the polarity is no longer written in the sandbox
+      for (const gone of ["assert not", "assertTrue", "assertFalse", "assert is_valid"])
+        expect(text).not.toContain(gone);
+      const truth = r.sites.filter((s) => s.kind === "truth").map((s) => JSON.stringify(s.expected));
+      expect(truth.sort()).toEqual(
+        [
+          '{"t":"bool","v":false}',
+          '{"t":"bool","v":false}',
+          '{"t":"bool","v":true}',
+          '{"t":"bool","v":true}',
+          '{"t":"bool","v":true}',
+        ].sort(),
+      );
+      // an ordering against a literal is not a truth site (its 2 would stay in the file)
+      expect(r.tests["tests/test_lib.py::test_kept"]?.sites).toBe(0);
+      expect(text).toContain('parse("1") < 2');
+    },
+  );
 
   it.skipIf(noHostPython || !hasPytest)(
     "run by pytest: the reference holds outside the sandbox; an oracle reading its caller's line wins as written, fails rewritten",
