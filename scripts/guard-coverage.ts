@@ -3,16 +3,19 @@
  * computed from its repository's mirror (base commit, test patch applied), run through the scorer's
  * own guard (scoring/decoys/guard-hidden.ts: externalized assertions first, decoys for the rest),
  * and counted per row. Usage: `npm run guard-coverage -- <rows.jsonl> <mirror root>` (mirrors laid
- * out as `--repo-mirror` reads them). A row whose mirror or commit is absent is reported and skipped.
+ * out as `--repo-mirror` reads them; `--list <file>` also writes every unguarded and
+ * compared-outside test of each row, with its reason, as JSON). A row whose mirror or commit is absent is reported and skipped.
  */
 import { realpathSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { guardHidden } from "../packages/runner/src/scoring/decoys/guard-hidden.js";
+import type { ExternalSite } from "../packages/runner/src/scoring/externalize/canon.js";
 import { type GuardCoverage, guardCoverage } from "../packages/runner/src/scoring/externalize/coverage.js";
+import { baseOf } from "../packages/runner/src/scoring/externalize/verdict.js";
 import { hiddenTestsOf } from "../packages/runner/src/scoring/hidden-tests.js";
 import { installedHiddenFiles } from "../packages/runner/src/scoring/read-only.js";
 import { regularFile } from "../packages/runner/src/scoring/snapshot-files.js";
@@ -34,14 +37,15 @@ interface Row {
 }
 
 /** Per result format: graded and guarded counts, summed. */
-type Totals = Map<string, { graded: number; covered: number; externalized: number }>;
+type Totals = Map<string, { graded: number; covered: number; externalized: number; truthOnly: number }>;
 
-function add(t: Totals, format: string, c: GuardCoverage): void {
-  const x = t.get(format) ?? { graded: 0, covered: 0, externalized: 0 };
+function add(t: Totals, format: string, c: GuardCoverage, truth = 0): void {
+  const x = t.get(format) ?? { graded: 0, covered: 0, externalized: 0, truthOnly: 0 };
   t.set(format, {
     graded: x.graded + c.graded,
     covered: x.covered + c.externalized + c.decoyed,
     externalized: x.externalized + c.externalized,
+    truthOnly: x.truthOnly + truth,
   });
 }
 
@@ -50,14 +54,18 @@ const pct = (covered: number, graded: number) => (graded ? ((100 * covered) / gr
 function printTotals(t: Totals): void {
   let graded = 0;
   let covered = 0;
+  let truth = 0;
   for (const [format, x] of [...t].sort()) {
     graded += x.graded;
     covered += x.covered;
+    truth += x.truthOnly;
     console.log(
-      `  ${format}: ${x.covered} of ${x.graded} graded tests guarded (${pct(x.covered, x.graded)} %), ${x.externalized} externalized (${pct(x.externalized, x.graded)} %)`,
+      `  ${format}: ${x.covered} of ${x.graded} graded tests guarded (${pct(x.covered, x.graded)} %), ${x.externalized} externalized (${pct(x.externalized, x.graded)} %; ${x.truthOnly} by truth bits only)`,
     );
   }
-  console.log(`total: ${covered} of ${graded} graded tests guarded (${pct(covered, graded)} %)`);
+  console.log(
+    `total: ${covered} of ${graded} graded tests guarded (${pct(covered, graded)} %); without the ${truth} guarded by truth bits only: ${pct(covered - truth, graded)} %`,
+  );
 }
 
 /** Why graded tests stayed unguarded, over every row (the shapes left to handle), most first. */
@@ -75,10 +83,10 @@ function printShapes(): void {
     console.log(`  ${n} × ${shape.slice(0, 200)}`);
 }
 
-function printRow(name: string, c: GuardCoverage, unguarded: readonly { reason: string }[]): void {
+function printRow(name: string, c: GuardCoverage, unguarded: readonly { reason: string }[], truth = 0): void {
   for (const u of unguarded) SHAPES.set(shapeOf(u.reason), (SHAPES.get(shapeOf(u.reason)) ?? 0) + 1);
   console.log(
-    `${name}: ${c.externalized} externalized + ${c.decoyed} decoyed of ${c.graded} graded (${(100 * c.share).toFixed(1)} % guarded); ${c.comparedOutside} compared outside (expected computed by the test), ${c.unguarded} unguarded`,
+    `${name}: ${c.externalized} externalized (${truth} by truth bits only) + ${c.decoyed} decoyed of ${c.graded} graded (${(100 * c.share).toFixed(1)} % guarded); ${c.comparedOutside} compared outside (expected computed by the test), ${c.unguarded} unguarded`,
   );
   const reasons = new Map<string, number>();
   for (const u of unguarded) reasons.set(u.reason, (reasons.get(u.reason) ?? 0) + 1);
@@ -99,8 +107,9 @@ async function catalog(): Promise<void> {
     }
     const g = await guardHidden(hidden.suite, plain, repo, undefined, undefined, true, task.spec.prompt);
     const c = guardCoverage(g.report);
-    add(totals, `${task.spec.profile} (${hidden.suite.results})`, c);
-    printRow(`${task.spec.id} [${task.spec.profile}]`, c, g.report.unguarded);
+    const truth = truthOnly(g.report.externalized ?? [], g.external);
+    add(totals, `${task.spec.profile} (${hidden.suite.results})`, c, truth);
+    printRow(`${task.spec.id} [${task.spec.profile}]`, c, g.report.unguarded, truth);
   }
   printTotals(totals);
   printShapes();
@@ -135,6 +144,17 @@ async function checkout(root: string, row: Row, dir: string): Promise<string> {
   return tree;
 }
 
+/**
+ * Externalized tests whose every secret site is a truth (`assert x` / `assert not x`): what left
+ * the file is one bit per assertion, not a value. Counted apart so the share says so. Pure.
+ */
+export function truthOnly(externalized: readonly string[], sites: readonly ExternalSite[]): number {
+  return externalized.filter((id) => {
+    const mine = sites.filter((s) => s.test === baseOf(id) && !s.pair);
+    return mine.length > 0 && mine.every((s) => s.kind === "truth");
+  }).length;
+}
+
 async function rowCoverage(root: string, row: Row) {
   const dir = await mkdtemp(join(tmpdir(), "flakegym-coverage-"));
   try {
@@ -150,13 +170,22 @@ async function rowCoverage(root: string, row: Row) {
       passToPass: ids(row.PASS_TO_PASS),
     } as const;
     const g = await guardHidden(suite, installed, tree, undefined, undefined, true, row.problem_statement);
-    return { format: suite.results, coverage: guardCoverage(g.report), unguarded: g.report.unguarded };
+    return {
+      format: suite.results,
+      coverage: guardCoverage(g.report),
+      truthOnly: truthOnly(g.report.externalized ?? [], g.external),
+      unguarded: g.report.unguarded,
+      comparedOutside: g.report.comparedOutside ?? [],
+    };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-async function main(rowsPath: string, root: string): Promise<void> {
+/** Every unguarded and compared-outside graded test of the rows, per row (`--list <file>`). */
+const LISTED: { row: string; unguarded: { id: string; reason: string }[]; comparedOutside: string[] }[] = [];
+
+async function main(rowsPath: string, root: string, list?: string): Promise<void> {
   const rows = (await readFile(rowsPath, "utf8")).split("\n").filter((l) => l.trim() !== "");
   const totals: Totals = new Map();
   for (const [i, line] of rows.entries()) {
@@ -174,18 +203,22 @@ async function main(rowsPath: string, root: string): Promise<void> {
       console.log(`${row.instance_id}: skipped — ${r.message}`);
       continue;
     }
-    add(totals, r.format, r.coverage);
-    printRow(row.instance_id, r.coverage, r.unguarded);
+    add(totals, r.format, r.coverage, r.truthOnly);
+    printRow(row.instance_id, r.coverage, r.unguarded, r.truthOnly);
+    LISTED.push({ row: row.instance_id, unguarded: r.unguarded, comparedOutside: r.comparedOutside });
   }
   printTotals(totals);
   printShapes();
+  if (list) await writeFile(list, `${JSON.stringify(LISTED, null, 1)}\n`);
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const [rows, root] = process.argv.slice(2);
+  const [rows, root, flag, list] = process.argv.slice(2);
   if (rows === "--catalog") await catalog();
   else if (!rows || !root) {
-    console.error("usage: npm run guard-coverage -- <rows.jsonl> <mirror root> | --catalog");
+    console.error(
+      "usage: npm run guard-coverage -- <rows.jsonl> <mirror root> [--list <out.json>] | --catalog",
+    );
     process.exit(2);
-  } else await main(rows, root);
+  } else await main(rows, root, flag === "--list" ? list : undefined);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { rowFormat, shapeOf } from "../guard-coverage.js";
+import { rowFormat, shapeOf, truthOnly } from "../guard-coverage.js";
 
 describe("guard-coverage's reading of a row", () => {
   it("takes the row's own runner: sympy and django by repository, pytest by node ids, else go", () => {
@@ -15,5 +15,24 @@ describe("guard-coverage's reading of a row", () => {
     expect(shapeOf("sympy assertions are not externalized yet (decoys only)")).toBe(
       "sympy assertions are not externalized yet (decoys only)",
     );
+  });
+  it("counts apart the externalized tests whose every secret site is a truth bit", () => {
+    const site = (test: string, kind: "truth" | "eq", pair = false) => ({
+      site: "0123456789abcdef",
+      test,
+      kind,
+      expected: { t: "bool" as const, v: true },
+      opts: {},
+      count: "one" as const,
+      pair,
+    });
+    const sites = [
+      site("f::a", "truth"),
+      site("f::b", "truth"),
+      site("f::b", "eq"),
+      site("f::c", "truth"),
+      site("f::c", "eq", true),
+    ];
+    expect(truthOnly(["f::a[x]", "f::b", "f::c"], sites)).toBe(2);
   });
 });

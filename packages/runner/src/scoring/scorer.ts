@@ -397,7 +397,7 @@ export function suiteVerdicts(
     const outside = externalRunVerdict(
       parsed,
       r,
-      ids.map((i) => i.id),
+      ids.map((i) => decoys.runIds[i.id] ?? i.id),
       external,
       nodeKeyOf(suite.logParser),
     );
@@ -405,7 +405,7 @@ export function suiteVerdicts(
       ids.map(({ id, kind }) => ({
         id,
         kind,
-        passed: believed && !timedOut && outcome(id) === "passed" && !outside.has(id),
+        passed: believed && !timedOut && outcome(id) === "passed" && !outside.has(decoys.runIds[id] ?? id),
         exitCode: step?.exitCode ?? 137,
         timedOut,
       })),

@@ -149,6 +149,48 @@ describe("suiteVerdicts", () => {
   });
 });
 
+describe("suiteVerdicts with cases a rewritten file ids afresh (a parametrized expected side)", () => {
+  const py = {
+    command: "python3 -m pytest",
+    results: "pytest" as const,
+    failToPass: ["t.py::test_n[a-A]"],
+    passToPass: [],
+    canary: { file: "t.py", prepend: "", append: "x", id: "{name}" },
+  };
+  const site = {
+    site: "0123456789abcdef",
+    test: "t.py::test_n",
+    kind: "eq" as const,
+    expected: null,
+    opts: {},
+    count: "one" as const,
+    pair: false,
+    byCase: { p1: { t: "str" as const, v: "A" } },
+  };
+  const run = (emitted: string) =>
+    suiteVerdicts(
+      parsed({
+        "test.0.0": step("", 1),
+        "results.0.0": step("PASSED t.py::test_n[p1]\nFAILED t.py::test_c\n"),
+        "hidden.0.0": step(""),
+        "emitted.0.0": step(emitted),
+      }),
+      py,
+      "t.py::test_c",
+      1,
+      60_000,
+      { runIds: { "t.py::test_n[a-A]": "t.py::test_n[p1]" }, decoys: {} },
+      [site],
+    );
+  it("the graded id is judged under its id in the run, against the case's value kept on the host", () => {
+    const line = (v: string) =>
+      `${JSON.stringify({ s: site.site, n: "t.py::test_n[p1]", v: { t: "str", v } })}\n`;
+    expect(passed(run(line("A")))).toEqual([["t.py::test_n[a-A]"]]);
+    expect(passed(run(line("B")))).toEqual([[]]);
+    expect(passed(run(""))).toEqual([[]]);
+  });
+});
+
 describe("commandVerdicts", () => {
   it("a per-id command that rewrote a hidden test file does not pass", () => {
     const cmds = [

@@ -152,5 +152,7 @@ export async function guardHidden(
     externalized: ext.externalized,
     ...(ext.comparedOutside.length ? { comparedOutside: ext.comparedOutside } : {}),
   };
-  return { files, plan: g.plan, report, external: ext.sites };
+  // cases a rewritten file ids afresh (a parametrized expected side) report under their new ids
+  const plan = ext.runIds ? { ...g.plan, runIds: { ...ext.runIds, ...g.plan.runIds } } : g.plan;
+  return { files, plan, report, external: ext.sites };
 }

@@ -64,6 +64,8 @@ export const SiteKind = z.enum([
   "raises",
   /** node:assert's strict equalities: same type and value (Object.is), objects and arrays deeply. */
   "same",
+  /** `assert x` / `assert not x`: x's truth (a bool) against the polarity kept on the host. */
+  "truth",
   /** pytester's fnmatch_lines / re_match_lines / no_*_line: emitted lines against the patterns. */
   "lines",
 ]);
@@ -104,6 +106,12 @@ export const ExternalSite = z
       .object({ run: z.array(z.string()), skip: z.array(z.string()) })
       .strict()
       .optional(),
+    /**
+     * A parametrized test's expected side that is one of its parameters: per case id (in the
+     * rewritten file, whose cases have fresh ids) the value the host read from the decorator,
+     * compared as a pair's emitted expected side would be. A case not listed fails (fail closed).
+     */
+    byCase: z.record(z.string(), CanonSchema).optional(),
   })
   .strict();
 export type ExternalSite = z.infer<typeof ExternalSite>;

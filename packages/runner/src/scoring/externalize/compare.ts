@@ -187,6 +187,7 @@ export function satisfies(s: ExternalSite, got: Canon, emitted?: Canon): true | 
         ? got.t !== "none" && got.t !== "unrenderable"
         : got.t !== "bool" || (want.t === "bool" && got.v !== want.v),
     )
+    .with("truth", () => want.t === "bool" && got.t === "bool" && got.v === want.v)
     .with("seqeq", () => seqEqual(got, want))
     .with("same", () => jsSame(got, want))
     .with("lines", () => linesHold(got, want, s.opts) === true)

@@ -28,6 +28,8 @@ export interface ExternalizedGraded<F extends GuardFile> {
   readonly decoyed: string[];
   /** Why each decoyed id was not externalized. */
   readonly why: Readonly<Record<string, string>>;
+  /** Graded id → its id in the run, where the rewritten files id its cases afresh. */
+  readonly runIds?: Readonly<Record<string, string>>;
 }
 
 /** Everything left to decoys, for `why`. Pure. */
@@ -93,7 +95,7 @@ export async function externalizeGraded<F extends GuardFile>(
   if (ext instanceof Error) return decoysOnly(files, graded, ext.message);
   // a case is judged by the sites that run in it (not those on the side of an if it skips)
   const running = (id: string) =>
-    ext.sites.filter((s) => s.test === baseOf(id) && siteRunsIn(s, id) !== "skips");
+    ext.sites.filter((s) => s.test === baseOf(id) && siteRunsIn(s, ext.runIds?.[id] ?? id) !== "skips");
   const externalized = graded.filter((id) => running(id).some((s) => !s.pair));
   const comparedOutside = graded.filter((id) => running(id).length > 0 && running(id).every((s) => s.pair));
   const decoyed = graded.filter((id) => running(id).length === 0);
@@ -105,5 +107,6 @@ export async function externalizeGraded<F extends GuardFile>(
     comparedOutside,
     decoyed,
     why,
+    ...(ext.runIds ? { runIds: ext.runIds } : {}),
   };
 }

@@ -153,6 +153,12 @@ def _fg_outcomes(r, keys):
     return {k: d.get(k, 0) for k in keys}
 
 
+def _fg_truth(v):
+    # what an assert of a bare expression reads (its truth); which truth was asserted is known
+    # only to the host
+    return True if v else False
+
+
 def _fg_outcome3(rec):
     # a HookRecorder's (passed, skipped, failed) counts, as assertoutcome compares them
     return [len(x) for x in rec.listoutcomes()]
@@ -320,6 +326,8 @@ class Site:
         self.wrap = wrap
         # the case ids it runs in and those it does not (one side of an if on the parameters)
         self.cases = None
+        # per case id (in the rewritten file): the expected value of a parametrized expected side
+        self.bycase = None
 
 
 def pair(site, want):
@@ -328,7 +336,19 @@ def pair(site, want):
     return site
 
 
+def truth_site(stmt, test, want=True):
+    """assert x / assert not x (x not a comparison): x's truth is emitted, the polarity stays on the host."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, want = test.operand, not want
+    if isinstance(test, ast.Compare) or is_const(test):
+        return None
+    return Site("truth", canon(want), test, stmt, None, None, ("_fg_truth", ""))
+
+
 def compare_site(stmt, test):
+    t = truth_site(stmt, test)
+    if t:
+        return t, None
     if not isinstance(test, ast.Compare) or len(test.ops) != 1:
         return None, "not a single comparison with a literal expected value"
     op, left, right = test.ops[0], test.left, test.comparators[0]
@@ -377,6 +397,9 @@ def unittest_site(stmt, call):
         return Site("in" if name == "assertIn" else "notin", const_value(args[0]), args[1], stmt, None, args[0]), None
     if name in ("assertIn", "assertNotIn") and len(args) >= 2:
         return pair(Site("in" if name == "assertIn" else "notin", None, args[1], stmt), args[0]), None
+    if name in ("assertTrue", "assertFalse") and len(args) >= 1:
+        t = truth_site(stmt, args[0], name == "assertTrue")
+        return (t, None) if t else (None, "self." + name + " of a comparison or a literal")
     if name in ("assertIsNone", "assertIsNotNone") and len(args) >= 1:
         return Site("is" if name == "assertIsNone" else "isnot", canon(None), args[0], stmt), None
     return None, None
@@ -544,8 +567,14 @@ OPAQUE = object()
 SAFE_ID = __import__("re").compile(r"[A-Za-z0-9_.+-]+")
 
 
-def value_id(v, argname, idx):
-    """pytest's id of one parameter value (_idval), or None where it is not surely known."""
+def value_id(v, argname, idx, wide=False):
+    """pytest's id of one parameter value (_idval), or None where it is not surely known. wide:
+    pytest's likely id of any value (a str escaped as pytest escapes it, an object of unknown type
+    by its argname and index): only where the graded ids confirm it (param_expected)."""
+    if wide and v is OPAQUE:
+        return argname + str(idx)
+    if wide and type(v) is str and v:
+        return v.encode("unicode_escape").decode("ascii")
     if v is OPAQUE:
         return None
     if v is None or type(v) in (bool, int, float):
@@ -566,7 +595,7 @@ def literal_or_opaque(node):
         return OPAQUE
 
 
-def parametrize_sets(deco):
+def parametrize_sets(deco, wide=False):
     """[(id, {arg: value})] of one @pytest.mark.parametrize, or None where its ids are not known."""
     if not (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Attribute) and deco.func.attr == "parametrize"):
         return None
@@ -599,26 +628,36 @@ def parametrize_sets(deco):
         if len(vals) != len(names):
             return None
         env = {n: literal_or_opaque(v) for n, v in zip(names, vals)}
-        ids = [value_id(env[n], n, idx) for n in names]
+        ids = [value_id(env[n], n, idx, wide) for n in names]
         if pid is None and None in ids:
             return None
         out.append((pid or "-".join(ids), env))
     return out
 
 
-def param_cases(fn):
-    """Every case of fn as pytest ids it, nearest decorator first; None where not surely known."""
-    cases = [("", {})]
-    decos = [d for d in fn.decorator_list if isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "parametrize"]
+def param_decos(fn):
+    return [d for d in fn.decorator_list if isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "parametrize"]
+
+
+def param_cases(fn, wide=False, renamed=None):
+    """Every case of fn as pytest ids it, nearest decorator first; None where not surely known.
+    renamed: {decorator index: [fresh set ids]}, its sets ided by those instead (a 4th item: the
+    case's id in the rewritten file)."""
+    cases = [("", {}, "")]
+    decos = param_decos(fn)
     if not decos:
         return None
-    for deco in reversed(decos):
-        sets = parametrize_sets(deco)
+    for i in reversed(range(len(decos))):
+        sets = parametrize_sets(decos[i], wide)
         if sets is None:
             return None
-        cases = [((cid + "-" if cid else "") + sid, {**cenv, **senv}) for cid, cenv in cases for sid, senv in sets]
+        fresh = (renamed or {}).get(i) or [sid for sid, _ in sets]
+        cases = [((cid + "-" if cid else "") + sid, {**cenv, **senv}, (rid + "-" if rid else "") + fresh[k])
+                 for cid, cenv, rid in cases for k, (sid, senv) in enumerate(sets)]
     ids = [c[0] for c in cases]
-    return cases if len(set(ids)) == len(ids) else None
+    if len(set(ids)) != len(ids):
+        return None
+    return cases if renamed is not None else [(c, e) for c, e, _ in cases]
 
 
 IMMUTABLE = (type(None), bool, int, float, str)
@@ -790,6 +829,84 @@ def local_sites(fn):
     return found, kept, []
 
 
+def param_names(deco):
+    names = literal_or_opaque(deco.args[0])
+    return [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+
+
+def entry_value(el, names, k):
+    """The node of parameter k in one parametrize entry, or None (an entry with its own id)."""
+    if isinstance(el, ast.Call) and call_name(el)[1] == "param":
+        return None if any(kw.arg == "id" for kw in el.keywords) else el.args[k]
+    return el if len(names) == 1 else el.elts[k]
+
+
+def expected_params(fn, found, decos):
+    """{parameter: decorator index} of the parameters read only as the expected side of pair sites."""
+    out = {}
+    body_names = [n for st in fn.body for n in ast.walk(st) if isinstance(n, ast.Name)]
+    for name in {s.pair.id for s in found if isinstance(s.pair, ast.Name)}:
+        uses = [n for n in body_names if n.id == name]
+        wants = {id(s.pair) for s in found if isinstance(s.pair, ast.Name) and s.pair.id == name}
+        if any(not isinstance(n.ctx, ast.Load) or id(n) not in wants for n in uses):
+            continue
+        holders = [i for i, d in enumerate(decos) if name in param_names(d)]
+        if len(holders) == 1:
+            out[name] = holders[0]
+    return out
+
+
+def param_expected(fn, base, found, graded, offs):
+    """A parametrized test whose pair sites expect a bare parameter read nowhere else: the values
+    of that parameter leave the file (None in their place), its decorator's sets get fresh random
+    ids (the old ones may spell the values), and each site expects, per case (its id in the
+    rewritten file), the value the host read from the decorator. Only where every graded id of the
+    test is a case id computed here (pytest's ids then agree with the host's). Returns (edits,
+    {graded id: id in the run}) or None."""
+    decos = param_decos(fn)
+    wide = param_cases(fn, True)
+    mine = [g for g in graded if g.split("[", 1)[0] == base]
+    if not decos or wide is None or not mine:
+        return None
+    # a graded id is a case's node id, or (SWE-bench's log parser) its first word, one case's only
+    of = {}
+    for c, _ in wide:
+        node = base + "[" + c + "]"
+        of.setdefault(node, []).append(c)
+        if node.split(None, 1)[0] != node:
+            of.setdefault(node.split(None, 1)[0], []).append(c)
+    if any(len(of.get(g, ())) != 1 for g in mine):
+        return None
+    params = expected_params(fn, found, decos)
+    if not params:
+        return None
+    edits, fresh = [], {}
+    for i in sorted(set(params.values())):
+        names, elts = param_names(decos[i]), decos[i].args[1].elts
+        for name in [n for n, at in params.items() if at == i]:
+            k = names.index(name)
+            for el in elts:
+                node = entry_value(el, names, k)
+                if node is None:
+                    return None
+                edits.append(span(offs, node) + ("None",))
+        fresh[i] = ["p" + secrets.token_hex(5) for _ in elts]
+        end = span(offs, decos[i].args[1])[1]
+        edits.append((end, end, ", ids=" + json.dumps(fresh[i])))
+    cases = param_cases(fn, True, fresh)
+    run = {c: r for c, _, r in cases}
+    for s in found:
+        if isinstance(s.pair, ast.Name) and s.pair.id in params:
+            by = {r: canon(env[s.pair.id]) for _, env, r in cases}
+            if any(env[s.pair.id] is OPAQUE for _, env, _ in cases) or len(json.dumps(by)) > MAX_EXPECTED:
+                return None
+            s.pair, s.bycase = None, by
+    for s in found:
+        if s.cases is not None:
+            s.cases = {k: [run[c] for c in v] for k, v in s.cases.items()}
+    return edits, {g: base + "[" + run[of[g][0]] + "]" for g in mine}
+
+
 def line_offsets(data):
     offs = [0]
     for i, b in enumerate(data):
@@ -831,7 +948,7 @@ except ImportError:
 """
 
 
-def rewrite_file(path, text, graded_bases, bare=False):
+def rewrite_file(path, text, graded_bases, bare=False, graded=(), run_ids=None):
     try:
         tree = ast.parse(text)
     except SyntaxError as e:
@@ -839,6 +956,7 @@ def rewrite_file(path, text, graded_bases, bare=False):
     data = text.encode("utf-8")
     offs = line_offsets(data)
     edits, sites, tests = [], [], {}
+    run_ids = {} if run_ids is None else run_ids
     for base, fn in test_functions(tree, path):
         if base not in graded_bases:
             continue
@@ -848,6 +966,10 @@ def rewrite_file(path, text, graded_bases, bare=False):
             continue
         found, kept, emptied = local_sites(fn)
         tests[base] = {"sites": len(found), "kept": kept}
+        by_case = None if bare else param_expected(fn, base, found, graded, offs)
+        if by_case:
+            edits.extend(by_case[0])
+            run_ids.update(by_case[1])
         for st in emptied:
             a, b = span(offs, st.value)
             edits.append((a, b, "None"))
@@ -872,6 +994,8 @@ def rewrite_file(path, text, graded_bases, bare=False):
                     "opts": s.opts, "count": s.count, "pair": s.pair is not None}
             if s.cases is not None:
                 site["cases"] = s.cases
+            if getattr(s, "bycase", None) is not None:
+                site["byCase"] = s.bycase
             sites.append(site)
     if bare:
         # a runner with bare test names: each site and test under its function's name
@@ -918,10 +1042,10 @@ def main():
     req = json.load(sys.stdin)
     bare = req.get("bare", False)
     bases = bare_bases(req["files"], req["graded"]) if bare else {g.split("[", 1)[0] for g in req["graded"]}
-    out = {"files": [], "sites": [], "tests": {}}
+    out = {"files": [], "sites": [], "tests": {}, "runIds": {}}
     for f in req["files"]:
         mine = {b for b in bases if b.startswith(f["path"] + "::")}
-        text, sites, tests = rewrite_file(f["path"], f["text"], mine, bare) if mine else (None, [], {})
+        text, sites, tests = rewrite_file(f["path"], f["text"], mine, bare, req["graded"], out["runIds"]) if mine else (None, [], {})
         out["files"].append({"path": f["path"], "text": text})
         out["sites"].extend(sites)
         out["tests"].update(tests)

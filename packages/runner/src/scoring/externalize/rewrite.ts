@@ -26,6 +26,8 @@ export const RewriteOutput = z
     files: z.array(z.object({ path: z.string(), text: z.string().nullable() }).strict()),
     sites: z.array(ExternalSite),
     tests: z.record(z.string(), TestCoverage),
+    /** Graded ids whose cases the rewritten file ids afresh (a parametrized expected side): their ids in the run. */
+    runIds: z.record(z.string(), z.string()).optional(),
   })
   .strict();
 
@@ -35,6 +37,8 @@ export interface Externalized {
   readonly sites: ExternalSite[];
   /** Per graded test base id: how many sites left the file, and why the others stayed. */
   readonly tests: Readonly<Record<string, z.infer<typeof TestCoverage>>>;
+  /** Graded id → its id in the run, where the rewritten file ids its cases afresh. */
+  readonly runIds?: Readonly<Record<string, string>>;
 }
 
 /** Deadline of the host rewriter (it parses a few files; a SWE-bench test file is < 1 MiB). */
@@ -94,5 +98,6 @@ export function externalizedOf(files: readonly GuardFile[], stdout: string): Ext
     }),
     sites: out.sites,
     tests: out.tests,
+    ...(out.runIds && Object.keys(out.runIds).length ? { runIds: out.runIds } : {}),
   };
 }

@@ -1,4 +1,4 @@
-import { type Emission, Emission as EmissionSchema, type ExternalSite } from "./canon.js";
+import { type Canon, type Emission, Emission as EmissionSchema, type ExternalSite } from "./canon.js";
 import { satisfies } from "./compare.js";
 
 /**
@@ -82,6 +82,16 @@ export function siteRunsIn(s: ExternalSite, node: string): "runs" | "skips" | "u
   return s.cases.run.includes(c) ? "runs" : s.cases.skip.includes(c) ? "skips" : "unknown";
 }
 
+/**
+ * A per-case expected value (site.byCase) for case `node`: undefined where the site has none,
+ * null where its case is not listed. Pure.
+ */
+export function expectedIn(s: ExternalSite, node: string): Canon | undefined | null {
+  if (!s.byCase) return undefined;
+  const c = caseIdOf(node);
+  return Object.hasOwn(s.byCase, c) ? s.byCase[c]! : null;
+}
+
 /** Why graded test `id` fails on `emissions` (its sites `mine`), or undefined when it holds. Pure. */
 export function testVerdict(
   id: string,
@@ -117,8 +127,10 @@ function caseVerdict(
       return `an assertion of ${id} emitted nothing (it runs unconditionally)`;
     if (s.count === "one" && got.length > 1)
       return `an assertion of ${id} emitted ${got.length} times (it runs once)`;
+    const want = expectedIn(s, id);
+    if (want === null) return `${id} is a case the host holds no expected value for`;
     for (const e of got) {
-      const ok = satisfies(s, e.v, e.w);
+      const ok = want === undefined ? satisfies(s, e.v, e.w) : satisfies({ ...s, pair: true }, e.v, want);
       if (ok !== true) return `an assertion of ${id} failed outside the sandbox: ${ok}`;
     }
   }
