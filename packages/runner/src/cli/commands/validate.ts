@@ -13,6 +13,7 @@ import { validateLabels, withPolicyLabel } from "../../rollout/validate-lines.js
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { readRunState, runPaths } from "../../run-format/run-dir.js";
 import type { RunConfig } from "../../run-format/schema.js";
+import { recordOpaque } from "../../scoring/externalize/opaque-record.js";
 import { canOwnForOthers } from "../../scoring/read-only.js";
 import { TamperPenalty } from "../../scoring/reward.js";
 import { PythonFlags, pythonOptionsOfFlags } from "../../snapshots/python-options.js";
@@ -84,6 +85,12 @@ export const validateCommand = defineCommand({
       .default(VALIDATE_TEST_TIMEOUT_S)
       .describe(
         `seconds the hidden tests may take per run (default ${VALIDATE_TEST_TIMEOUT_S}, SWE-bench's harness default: real rows' test files can take many minutes on a busy machine)`,
+      ),
+    recordOpaque: z
+      .boolean()
+      .default(false)
+      .describe(
+        "record in the task's task.json (tests.run.opaque) the graded tests where gold's value was an object the host cannot compare with the assertion's literal (a case-insensitive dict): later scorings leave them to decoys; validate again after",
       ),
     json: z.boolean().default(false).describe("print the verdicts as JSON"),
     ...PythonFlags,
@@ -162,6 +169,7 @@ export const validateCommand = defineCommand({
           allowUnguarded: opts.allowUnguarded,
         }),
       );
+      await noteOpaque(ctx.stderr, join(catalog, task), task, byIndex(0)?.score?.decoys?.opaque, opts.recordOpaque);
       if (summary.interrupted) {
         interrupted = true;
         break;
@@ -180,6 +188,27 @@ export const validateCommand = defineCommand({
     return 0;
   },
 });
+
+/** Gold's opaque tests (scoring/externalize/opaque.ts): recorded with --record-opaque, else named. */
+async function noteOpaque(
+  stderr: NodeJS.WritableStream,
+  taskDir: string,
+  task: string,
+  picked: Readonly<Record<string, string>> | undefined,
+  record: boolean,
+): Promise<void> {
+  const ids = Object.keys(picked ?? {});
+  if (!picked || !ids.length) return;
+  const what = `gold emitted a value the host cannot compare at a literal assertion of ${ids.length} test(s) (${ids.join(", ")})`;
+  if (!record) {
+    stderr.write(`validate: ${task}: ${what}; pass --record-opaque to leave them to decoys\n`);
+    return;
+  }
+  const added = await recordOpaque(taskDir, picked);
+  stderr.write(
+    `validate: ${task}: ${what}; ${added.length ? `recorded ${added.length} in task.json (tests.run.opaque): validate again` : "already recorded"}\n`,
+  );
+}
 
 /** A task's cheat plans: `cheats/*.json` in its folder, by name (none when the folder is absent). */
 async function cheatPlans(taskDir: string): Promise<{ name: string; file: string }[]> {
