@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ExternalSite } from "../../../src/scoring/externalize/canon.js";
 import { keptForOpaque, opaqueTestsOf, opaqueTypes } from "../../../src/scoring/externalize/opaque.js";
+import { withOpaque } from "../../../src/scoring/externalize/opaque-record.js";
 import { nodeKeyOf } from "../../../src/scoring/externalize/run.js";
 
 // Picking, from gold's emissions, the graded tests whose literal assertion got a value the host
@@ -72,5 +73,28 @@ describe("keptForOpaque (the record's consumer)", () => {
       "t.py::test_cid[b]",
     ]);
     expect(keptForOpaque(graded, undefined).size).toBe(0);
+  });
+});
+
+describe("withOpaque (validate --record-opaque)", () => {
+  const spec = {
+    id: "t",
+    tests: {
+      patch: "tests.patch",
+      run: { kind: "suite", failToPass: ["a"], passToPass: ["b"], opaque: { b: "old" } },
+    },
+  };
+  it("merges gold's picks into tests.run.opaque, reporting only the ids added", () => {
+    const r = withOpaque(spec, { a: "X", b: "old" });
+    expect(r).toEqual({
+      spec: { ...spec, tests: { ...spec.tests, run: { ...spec.tests.run, opaque: { b: "old", a: "X" } } } },
+      added: ["a"],
+    });
+  });
+  it("refuses an id the task does not grade, and a task whose tests are no suite", () => {
+    expect(withOpaque(spec, { c: "X" })).toEqual({ error: "c is no graded test of the task" });
+    expect(withOpaque({ tests: { run: { kind: "ids" } } }, { a: "X" })).toMatchObject({
+      error: expect.stringMatching(/not a suite/),
+    });
   });
 });
