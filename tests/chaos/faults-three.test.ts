@@ -54,7 +54,7 @@ describe("chaos: faults round three", () => {
   // the two longest cases (about 1.5 min each on 2 cores) run at full scale only (`npm run chaos`)
   if (!FULL)
     console.log(
-      "chaos faults-three: eval SIGINT + --resume and frozen core run with `npm run chaos` only (reduced run)",
+      "chaos faults-three: eval SIGINT + --resume, frozen core, frozen scorer and workspace full run with `npm run chaos` only (reduced run)",
     );
 
   it.skipIf(!FULL)(
@@ -296,6 +296,77 @@ describe("chaos: faults round three", () => {
     const left = await findLeftovers([s.tmp, await runIdOf(s.out)], s.tmp);
     expect(describeLeftovers(left)).toEqual([]);
   }, 600_000);
+
+  it.skipIf(!FULL)(
+    "the agent fills its workspace (dd of zeros): limits_exceeded/disk from the cgroup's memory.stat shmem, not the memory limit; never retried",
+    async () => {
+      const s = await createScenario(tmp.path, "workspace-full", cache);
+      const plan = await commandPlan(s.root, "fill", "dd if=/dev/zero of=big bs=1M count=100000");
+      const r = await s.cli([
+        ...["rollout", "--task", TASK, "--group-size", "1", "--policy", `scripted:${plan}`],
+        ...["--max-infra-retries", "1", "--idle-timeout", "60", "--out", s.out],
+      ]);
+      const res = JSON.parse(
+        await readFile(join(s.out, "trajectories", `${TASK}-t0`, "result.json"), "utf8"),
+      );
+      expect(res.outcome, String(r.stderr).slice(-2000)).toMatchObject({
+        kind: "limits_exceeded",
+        limit: "disk",
+      });
+      expect(res.outcome.detail).toMatch(/memory\.stat shmem/);
+      expect(res.infraRetries).toEqual([]);
+      const left = await findLeftovers([s.tmp, await runIdOf(s.out)], s.tmp);
+      expect(describeLeftovers(left)).toEqual([]);
+    },
+    600_000,
+  );
+
+  it.skipIf(!FULL)(
+    "a frozen scorer sandbox (SIGSTOP of its bwrap and children): infra_error retried, then the gold answer's reward 1 — not a 0 blamed on the agent",
+    async () => {
+      const s = await createScenario(tmp.path, "sigstop-scorer", cache);
+      const victim = `${TASK}-t0`;
+      const child = s.cli([
+        ...["rollout", "--task", TASK, "--group-size", "1", "--policy", "gold", "--test-timeout", "20"],
+        ...["--max-infra-retries", "1", "--out", s.out],
+      ]);
+      let stopped: number[] = [];
+      const found = await waitFor(
+        async () => {
+          const table = await processTable();
+          const scorer = table.find(
+            (p) =>
+              /^(\S*\/)?bwrap /.test(p.cmdline) &&
+              p.cmdline.includes(`${victim}-score`) &&
+              p.cmdline.includes(s.tmp),
+          );
+          if (!scorer) return false;
+          const tree = new Set([scorer.pid]);
+          for (const p of table) if (tree.has(p.ppid)) tree.add(p.pid);
+          stopped = [...tree];
+          for (const pid of stopped) process.kill(pid, "SIGSTOP");
+          return true;
+        },
+        300_000,
+        50,
+      );
+      expect(found, "never saw the scorer's sandbox").toBe(true);
+      const r = await child;
+      for (const pid of stopped) {
+        try {
+          process.kill(pid, "SIGCONT");
+        } catch {
+          // gone: killed at its deadline
+        }
+      }
+      const res = JSON.parse(await readFile(join(s.out, "trajectories", victim, "result.json"), "utf8"));
+      expect(res.infraRetries.length, String(r.stderr).slice(-2000)).toBe(1);
+      expect(res.infraRetries[0].detail).toMatch(/frozen from outside its sandbox/);
+      expect(res.reward).toBe(1);
+      expect(r.exitCode, String(r.stderr).slice(-2000)).toBe(0);
+    },
+    600_000,
+  );
 });
 
 /** A scripted plan: run `command`, then write NOTES.md and complete. */

@@ -25,7 +25,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     item: 1,
     fault: "`final` drops the earlier segments' sampled tokens silently",
-    checks: ["verl", "nemo-gym"],
+    checks: ["verl", "nemo-gym", "trl"],
     edits: [
       { file: CREDIT, from: "if (dropped.length > 0) {", to: "if (false) {" },
       { file: CLIENT, from: "        if dropped:\n", to: "        if False:\n" },
@@ -64,7 +64,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     item: 3,
     fault: "members without a sample vanish from the exports (no note, no SkyRL row)",
-    checks: ["verl", "skyrl"],
+    checks: ["verl", "skyrl", "trl"],
     edits: [
       {
         file: CREDIT,

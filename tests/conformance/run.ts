@@ -203,7 +203,7 @@ async function liveGroup(work: string, log: (l: string) => void): Promise<LiveGr
   }
 }
 
-type CheckResult = { framework: string; version?: string; status: string; detail?: string };
+type CheckResult = { framework: string; version?: string; status: string; detail?: string; seconds?: number };
 
 /** Runs the selected checks, each in its framework's virtualenv, against the server and the exports. */
 async function runChecks(
@@ -225,9 +225,10 @@ async function runChecks(
       continue;
     }
     // asynchronously: the server answering the checks lives in this process's event loop
+    const t0 = Date.now();
     const r = await runCheck(env.python, [join(ROOT, "tests/conformance/checks", check)], {
       // the real GRPO steps train on CPU (grpo_tiny runs the Cline agent too; TRL's step takes the
-      // live group's ~13 k-token sequences): up to 30 minutes on a loaded machine
+      // live group's ~14.5 k-token rows, measured 8 minutes at a load of 20): up to 30 minutes
       timeoutMs: check === "check_grpo_tiny.py" || check === "check_trl.py" ? 1_800_000 : 900_000,
       env: {
         ...process.env,
@@ -259,10 +260,11 @@ async function runChecks(
       };
     }
     if (r.status !== 0 && result.status === "pass") result.status = "fail";
+    result.seconds = Math.round((Date.now() - t0) / 1000);
     if (result.status === "fail") process.stderr.write(`${r.stdout}\n${r.stderr}\n`);
     results.push(result);
     console.log(
-      `conformance: ${result.framework} ${result.version ?? ""}: ${result.status}${result.detail ? ` (${result.detail})` : ""}`,
+      `conformance: ${result.framework} ${result.version ?? ""}: ${result.status} in ${result.seconds} s${result.detail ? ` (${result.detail})` : ""}`,
     );
   }
   return results;
@@ -392,9 +394,11 @@ async function main() {
     console.log(`conformance: exports in ${exportDir}: ${(await readdir(exportDir)).join(", ")}`);
 
     const results = await runChecks(envs, server.url, exportDir);
-    console.log("\nframework | version | result");
+    console.log("\nframework | version | seconds | result");
     for (const r of results)
-      console.log(`${r.framework} | ${r.version ?? "-"} | ${r.status}${r.detail ? `: ${r.detail}` : ""}`);
+      console.log(
+        `${r.framework} | ${r.version ?? "-"} | ${r.seconds ?? "-"} | ${r.status}${r.detail ? `: ${r.detail}` : ""}`,
+      );
     process.exitCode = results.some((r) => r.status === "fail") ? 1 : 0;
   } finally {
     await server.close();

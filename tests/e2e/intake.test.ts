@@ -79,6 +79,10 @@ async function beforeAfter(task: LoadedTask, name: string) {
       profile: task.spec.profile,
       workspace: fork.workspace,
       depsDir: fork.deps,
+      // as a rollout's workers have it (rollout/worker-specs.ts aliasSpecOf): the workspace at the task's workdir
+      ...(task.spec.workdir && task.spec.workdir !== "/workspace"
+        ? { workspaceAlias: task.spec.workdir }
+        : {}),
       gateway: {},
       limits: { ...task.spec.limits, wallClockMs: 300_000 },
       agent: false,

@@ -113,8 +113,10 @@ describe("flakegym validate", () => {
           "m",
         ),
       );
-    expect(r.stdout).toMatch(/^ {4}defences: decoys on \d+ of \d+ graded tests/m);
-    expect(r.stdout).toMatch(/^bad-solution\s+0\.00\s+0\.00\s+-\s+0\s+\d+\/\d+\s+FAIL$/m);
+    expect(r.stdout).toMatch(/^ {4}defences: .*decoys on \d+ of \d+ graded tests/m);
+    expect(r.stdout).toMatch(
+      /^bad-solution\s+0\.00\s+0\.00\s+-\s+0\s+\d+\/\d+( \(\d+ externalized\))?\s+FAIL$/m,
+    );
     expect(r.stdout).toMatch(
       /gold: reward 0, expected 1 — the reference solution does not pass the hidden tests/,
     );

@@ -14,6 +14,7 @@ import type { WireOptions } from "../rollout/wire.js";
 import { writeFileAtomic } from "../run-format/jsonl.js";
 import { readManifest, runPaths } from "../run-format/run-dir.js";
 import type { RunConfig, Timings, TrajectoryResult } from "../run-format/schema.js";
+import { tempPathBeside } from "../run-format/temp-name.js";
 import { infraRetryCount } from "../run-format/trajectory-record.js";
 import { FLAKEGYM_VERSION } from "../version.js";
 import { compileScenario } from "./compile-scenario.js";
@@ -120,8 +121,7 @@ async function linkLatest(evalDir: string): Promise<void> {
   const link = join(dirname(evalDir), "latest");
   const existing = await lstat(link).catch(() => undefined);
   if (existing && !existing.isSymbolicLink()) return; // not ours to replace
-  const tmp = `${link}.${process.pid}.tmp`;
-  await rm(tmp, { force: true });
+  const tmp = tempPathBeside(link);
   await symlink(basename(evalDir), tmp);
   await rename(tmp, link);
 }

@@ -5,7 +5,7 @@ import { execa } from "execa";
 import { flakegymCacheRoot } from "../cache-root.mjs";
 import { CGROUP_PARENT, OWNER_FILE, type Owner, parseOwnerTag, readOwnerRecord, tagBootId } from "./owner.js";
 import type { Inventory, OwnedCgroup, OwnedContainer, OwnedDir } from "./plan.js";
-import { findCacheTemps, findOwnerlessDirs, findTempFiles } from "./stale-temps.js";
+import { cacheTempDirs, findCacheTemps, findOwnerlessDirs, findTempFiles } from "./stale-temps.js";
 import { currentMountPoints } from "./unmount.js";
 
 /** A directory whose children (and their children) may be flakegym-owned directories. */
@@ -158,6 +158,8 @@ export interface InventoryOptions {
   readonly tempRoots?: readonly string[];
   /** Snapshot caches whose `tmp/` holds build scratch trees (default: the snapshot cache). */
   readonly cacheDirs?: readonly string[];
+  /** flakegym's cache root, whose writer dirs (sealed-bin) hold atomic temps (default: the cache rule's). */
+  readonly cacheRoot?: string;
   /** Look for podman containers (default true). */
   readonly podman?: boolean;
   readonly currentBootId: string;
@@ -168,14 +170,25 @@ export async function takeInventory(o: InventoryOptions): Promise<Inventory> {
   const mounts = await currentMountPoints();
   const roots = o.roots ?? defaultDirRoots();
   // the snapshot cache's place (snapshots/key.ts: defaultSnapshotCacheDir), from the one cache rule
-  const cacheDirs = o.cacheDirs ?? [join(flakegymCacheRoot(process.env), "snapshots")];
-  const [dirs, cgroups, containers, temps, ownerless, cacheTemps] = await Promise.all([
+  const cacheRoot = o.cacheRoot ?? flakegymCacheRoot(process.env);
+  const cacheDirs = o.cacheDirs ?? [join(cacheRoot, "snapshots")];
+  const inCache = cacheTempDirs(cacheRoot, cacheDirs);
+  const [dirs, cgroups, containers, temps, ownerless, cacheTemps, ...cacheFiles] = await Promise.all([
     findOwnedDirs(roots, mounts),
     findOwnedCgroups(o.currentBootId),
     o.podman === false ? Promise.resolve([]) : findOwnedContainers(o.currentBootId),
     findTempFiles([...(o.tempRoots ?? []), ...roots.map((r) => r.path)]),
     findOwnerlessDirs(roots),
     findCacheTemps(cacheDirs.map((d) => join(d, "tmp"))),
+    ...inCache.map((d) => findTempFiles([d.path], d.depth)),
   ]);
-  return { dirs, cgroups, containers, mounts, temps, ownerless, cacheTemps };
+  return {
+    dirs,
+    cgroups,
+    containers,
+    mounts,
+    temps: [...temps, ...cacheFiles.flat()],
+    ownerless,
+    cacheTemps,
+  };
 }

@@ -1,4 +1,4 @@
-import { readdir, stat } from "node:fs/promises";
+import { lstat, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 
 /**
@@ -10,6 +10,8 @@ import { join } from "node:path";
  * - a snapshot build's scratch tree in the cache, `<cache>/tmp/<key16>-<pid>-<hex8>` (and the
  *   toolchain probe's `identity-<pid>-<hex8>`), removed once its pid is gone: a SIGKILLed build
  *   never reaches its own cleanup, and such a tree holds a whole repository and its deps.
+ * - the same atomic-write temps in the cache's writer dirs (`cacheTempDirs`): the sealed binaries'
+ *   copies (a node binary's worth each), a snapshot's pins and a failed build's log.
  * All are found here; what to remove is decided by the pure functions.
  */
 
@@ -40,6 +42,26 @@ export function atomicTempPid(name: string): number | undefined {
 export function cacheTempPid(name: string): number | undefined {
   const m = /^[A-Za-z0-9_.]+-(\d{1,10})-[0-9a-f]{8}$/.exec(name);
   return m ? Number(m[1]) : undefined;
+}
+
+/** A dir whose atomic-write temps gc looks for, and how many levels down. */
+export interface TempDir {
+  readonly path: string;
+  readonly depth: number;
+}
+
+/**
+ * The cache's dirs where flakegym writes whole files through a temp (never a snapshot's tree, whose
+ * files are a repository's own). Pure.
+ */
+export function cacheTempDirs(cacheRoot: string, snapshotCaches: readonly string[]): TempDir[] {
+  return [
+    { path: join(cacheRoot, "sealed-bin"), depth: 1 },
+    ...snapshotCaches.flatMap((c) => [
+      { path: join(c, "pins"), depth: 0 },
+      { path: join(c, "failed"), depth: 1 },
+    ]),
+  ];
 }
 
 /** Scratch dirs of snapshot builds directly under each cache `tmp/` dir (no symlinks followed). */
@@ -82,9 +104,10 @@ export async function findTempFiles(roots: readonly string[], depth = 4): Promis
         if (left > 0) await walk(p, left - 1);
         continue;
       }
-      const pid = e.isFile() ? atomicTempPid(e.name) : undefined;
+      // a symlink too: `latest` of evals/ is replaced through one
+      const pid = e.isFile() || e.isSymbolicLink() ? atomicTempPid(e.name) : undefined;
       if (pid === undefined) continue;
-      const st = await stat(p).catch(() => undefined);
+      const st = await lstat(p).catch(() => undefined);
       if (st) out.push({ path: p, pid, mtimeMs: st.mtimeMs });
     }
   };

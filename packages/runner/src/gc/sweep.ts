@@ -32,6 +32,8 @@ export interface SweepOptions {
   readonly tempRoots?: readonly string[];
   /** Snapshot caches whose `tmp/` holds build scratch trees (default: the snapshot cache). */
   readonly cacheDirs?: readonly string[];
+  /** flakegym's cache root (its sealed-bin temps; default: the cache rule's). */
+  readonly cacheRoot?: string;
   /** How old an owner-less leftover must be to go (default STALE_AFTER_MS). */
   readonly staleAfterMs?: number;
 }
@@ -156,6 +158,7 @@ export async function sweepLeftovers(o: SweepOptions = {}): Promise<SweepReport>
     ...(o.roots ? { roots: o.roots } : {}),
     ...(o.podman === undefined ? {} : { podman: o.podman }),
     ...(o.cacheDirs ? { cacheDirs: o.cacheDirs } : {}),
+    ...(o.cacheRoot ? { cacheRoot: o.cacheRoot } : {}),
     tempRoots: o.tempRoots ?? [resolve("runs"), resolve("evals")],
   });
   const judge = {

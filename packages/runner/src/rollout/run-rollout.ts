@@ -187,6 +187,23 @@ async function runTasks(
   return { interrupted, taskErrors };
 }
 
+/** What resuming found and does about it: torn tails dropped, bad lines skipped, lost members. Pure. */
+export function resumeNotes(
+  state: { readonly tornBytes: number; readonly badLines: readonly string[] },
+  lost: readonly string[],
+): string[] {
+  return [
+    ...(state.tornBytes > 0 ? [`resume: dropped ${state.tornBytes} bytes of torn lines`] : []),
+    ...state.badLines.map(
+      (bad) => `resume: ${bad} (its trajectory's line, if any, is written again from its result.json)`,
+    ),
+    ...lost.map(
+      (id) =>
+        `resume: ${id} is lost (its directory or result.json is gone) but its group is written, which is final: it is reported, not run again`,
+    ),
+  ];
+}
+
 /**
  * Runs (or resumes) a rollout: for each task, the snapshot, `groupSize` trajectories under a global
  * concurrency cap, scoring in fresh forks, the group, and the outputs. Every finished trajectory is
@@ -210,14 +227,8 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutResult> {
 
   // what is already there (resume truncates torn JSONL tails first)
   const state = await readRunState(p, { repair: o.resume });
-  if (state.tornBytes > 0)
-    progress({ type: "note", message: `resume: dropped ${state.tornBytes} bytes of torn lines` });
   const plan = planRun(cfg, state);
-  for (const id of plan.lost)
-    progress({
-      type: "note",
-      message: `resume: ${id} is lost (its directory or result.json is gone) but its group is written, which is final: it is reported, not run again`,
-    });
+  for (const message of resumeNotes(state, plan.lost)) progress({ type: "note", message });
   const prior = o.resume ? await priorDurationMs(p) : undefined;
   let didWork =
     plan.toRun.length + plan.clean.length + plan.groupsMissing.length > 0 ||

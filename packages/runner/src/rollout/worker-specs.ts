@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { flakegymCacheRoot } from "../cache-root.mjs";
 import type { RunConfig, WorkerImageProvenance } from "../run-format/schema.js";
 import { rootfsDirOf } from "../tasks/harbor-built.js";
+import { SANDBOX_WORKSPACE } from "../tasks/task-spec.js";
 import type { WorkerSpec } from "../workers/types.js";
 import type { TaskRuntime } from "./wire-tasks.js";
 import { agentWorkerWallClockMs, scoringWorkerWallClockMs } from "./worker-deadlines.js";
@@ -41,7 +42,8 @@ export function aliasSpecOf(
   const mounts = (spec?.mounts ?? []).map((m) => ({ hostPath: join(t.catalog!.dir, m.dir), path: m.at }));
   const rootfs = spec?.metadata?.harbor_rootfs;
   return {
-    ...(spec?.workdir ? { workspaceAlias: spec.workdir } : {}),
+    // a WORKDIR of /workspace is the workspace itself: nothing to alias
+    ...(spec?.workdir && spec.workdir !== SANDBOX_WORKSPACE ? { workspaceAlias: spec.workdir } : {}),
     ...(mounts.length > 0 ? { containerMounts: mounts } : {}),
     ...(rootfs ? { systemRoot: rootfsDirOf(cacheRoot, rootfs) } : {}),
   };

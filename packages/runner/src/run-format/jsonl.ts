@@ -1,9 +1,9 @@
 import { constants } from "node:fs";
 import { type FileHandle, open, readFile, rename, stat, truncate, unlink, writeFile } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
 import type { z } from "zod";
 import { FlakegymError } from "../errors.js";
 import { runSecrets } from "../redact/redactor.js";
+import { tempPathBeside } from "./temp-name.js";
 import { appendWholeLine } from "./whole-line.js";
 import { writeErrorOf } from "./write-error.js";
 
@@ -109,6 +109,63 @@ export function parseJsonl<T = unknown>(text: string, source: string, schema?: z
   return { records, tornBytes };
 }
 
+/** `readJsonl` that skips bad lines instead of throwing: each is named (file, line, why) in `bad`. */
+export interface JsonlLenientRead<T> extends JsonlRead<T> {
+  /** One sentence per complete line that is not JSON or does not match the schema. */
+  readonly bad: string[];
+}
+
+/**
+ * Reads every complete line of a JSONL file like `readJsonl`, but a complete line that is not JSON
+ * or does not match `schema` is skipped and named in `bad` (one odd line never stops the reader).
+ * For files whose lines can be written again from elsewhere (metrics and samples, from result.json).
+ */
+export async function readJsonlLenient<T>(file: string, schema: z.ZodType<T>): Promise<JsonlLenientRead<T>> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { records: [], tornBytes: 0, bad: [] };
+    throw err;
+  }
+  return parseJsonlLenient(text, file, schema);
+}
+
+/** Pure part of `readJsonlLenient`. */
+export function parseJsonlLenient<T>(
+  text: string,
+  source: string,
+  schema: z.ZodType<T>,
+): JsonlLenientRead<T> {
+  const lastNewline = text.lastIndexOf("\n");
+  const tornBytes = Buffer.byteLength(text.slice(lastNewline + 1), "utf8");
+  const records: T[] = [];
+  const bad: string[] = [];
+  if (lastNewline === -1) return { records, tornBytes, bad };
+  text
+    .slice(0, lastNewline)
+    .split("\n")
+    .forEach((line, i) => {
+      if (line.trim() === "") return;
+      let value: unknown;
+      try {
+        value = JSON.parse(line);
+      } catch {
+        bad.push(`${source}: line ${i + 1} is not JSON (edited or corrupted); it is skipped`);
+        return;
+      }
+      const parsed = schema.safeParse(value);
+      if (parsed.success) records.push(parsed.data);
+      else {
+        const issue = parsed.error.issues[0]!;
+        bad.push(
+          `${source}: line ${i + 1}: field '${issue.path.join(".")}': ${issue.message}; it is skipped`,
+        );
+      }
+    });
+  return { records, tornBytes, bad };
+}
+
 /** Truncates a torn last line (a write cut short by a kill). Returns the bytes removed. */
 export async function repairJsonl(file: string): Promise<number> {
   let size: number;
@@ -129,7 +186,7 @@ export async function repairJsonl(file: string): Promise<number> {
 
 /** Writes a whole file atomically: a temp file in the same directory, then rename over the target. */
 export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
-  const tmp = tmpNameOf(file);
+  const tmp = tempPathBeside(file);
   try {
     await writeFile(tmp, typeof data === "string" ? runSecrets.text(data) : runSecrets.bytes(data));
     await rename(tmp, file);
@@ -138,10 +195,6 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array): 
     throw writeErrorOf(file, err);
   }
 }
-
-/** A temporary name beside `file` for an atomic write. */
-const tmpNameOf = (file: string) =>
-  join(dirname(file), `.${basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
 
 /**
  * `writeFileAtomic` of text made piece by piece: each piece is redacted and written before the
@@ -153,7 +206,7 @@ export async function writeStreamAtomic(
   pieces: AsyncIterable<string>,
   signal?: AbortSignal,
 ): Promise<number> {
-  const tmp = tmpNameOf(file);
+  const tmp = tempPathBeside(file);
   let bytes = 0;
   try {
     const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);

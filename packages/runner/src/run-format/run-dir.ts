@@ -4,7 +4,7 @@ import type { z } from "zod";
 
 import { FlakegymError } from "../errors.js";
 import { parseJsonFile } from "./json-file.js";
-import { readJsonl, repairJsonl, writeJsonAtomic } from "./jsonl.js";
+import { readJsonl, readJsonlLenient, repairJsonl, writeJsonAtomic } from "./jsonl.js";
 import { GroupLine, MetricsLine, RunManifest, SampleLine, TrajectoryResult } from "./schema.js";
 
 /** What the run directory already holds (read by `readRunState`). */
@@ -17,6 +17,13 @@ export interface RunState {
   readonly samplesIds: ReadonlySet<string>;
   /** Task ids that have a line in groups.jsonl. */
   readonly groupTasks: ReadonlySet<string>;
+  /**
+   * Complete lines of metrics.jsonl / samples.jsonl that are not JSON or not a line of that file,
+   * one sentence each (file, line, why): skipped, and the trajectory they stood for, if any, gets
+   * its line written again from its result.json. groups.jsonl has no such leniency: a group line
+   * is final, so a bad one stops the reader.
+   */
+  readonly badLines: readonly string[];
 }
 
 /** The layout of a run directory (`--out`). */
@@ -110,8 +117,12 @@ export async function readRunState(
     }
     results.set(parsed.data.trajectoryId, parsed.data);
   }
-  const ids = async <T extends { trajectory_id: string }>(file: string, schema: z.ZodType<T>) =>
-    new Set((await readJsonl(file, schema)).records.map((r) => r.trajectory_id));
+  const badLines: string[] = [];
+  const ids = async <T extends { trajectory_id: string }>(file: string, schema: z.ZodType<T>) => {
+    const read = await readJsonlLenient(file, schema);
+    badLines.push(...read.bad);
+    return new Set(read.records.map((r) => r.trajectory_id));
+  };
   const groups = (await readJsonl(p.groups, GroupLine)).records;
   return {
     results,
@@ -119,6 +130,7 @@ export async function readRunState(
     metricsIds: await ids(p.metrics, MetricsLine),
     samplesIds: await ids(p.samples, SampleLine),
     groupTasks: new Set(groups.map((g) => String(g.group_overrides?.task_id ?? ""))),
+    badLines,
     tornBytes,
   };
 }

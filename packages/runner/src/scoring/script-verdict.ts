@@ -19,6 +19,7 @@ export type Phase = "before_agent" | "after_agent";
 export type ScriptObservation =
   | { readonly kind: "aborted" }
   | { readonly kind: "killed_outside" }
+  | { readonly kind: "frozen_outside" }
   | { readonly kind: "anomaly"; readonly reason: string }
   | { readonly kind: "stopped"; readonly step: "apply" | "install"; readonly output: string }
   | { readonly kind: "done"; readonly exitCode: number; readonly missing: readonly string[] }
@@ -53,6 +54,13 @@ export function scriptVerdict(phase: Phase, o: ScriptObservation): ScriptVerdict
       (): ScriptVerdict => ({
         kind: "infra",
         what: "was killed from outside its sandbox",
+      }),
+    )
+    .with(
+      { kind: "frozen_outside" },
+      (): ScriptVerdict => ({
+        kind: "infra",
+        what: "was frozen from outside its sandbox (the sandbox process was stopped when its deadline came)",
       }),
     )
     .with(
@@ -105,13 +113,14 @@ export function scriptVerdict(phase: Phase, o: ScriptObservation): ScriptVerdict
 /** The observation and phase of a script's end, from its parsed channel and its exec. Pure. */
 export function observeScript(
   parsed: ParsedScoring,
-  exec: Pick<ExecResult, "exitCode" | "timedOut" | "sandboxKilled">,
+  exec: Pick<ExecResult, "exitCode" | "timedOut" | "sandboxKilled" | "sandboxStopped">,
   aborted: boolean,
   expected: readonly string[],
 ): { readonly phase: Phase; readonly observation: ScriptObservation } {
   const phase: Phase = parsed.agentRan ? "after_agent" : "before_agent";
   if (aborted) return { phase, observation: { kind: "aborted" } };
   if (exec.sandboxKilled) return { phase, observation: { kind: "killed_outside" } };
+  if (exec.sandboxStopped) return { phase, observation: { kind: "frozen_outside" } };
   const a = parsed.anomalies[0];
   if (a)
     return {

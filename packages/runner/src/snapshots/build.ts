@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import { commitWorkspace } from "@flakegym/cline-vendor";
 import type { z } from "zod";
 import { FlakegymError } from "../errors.js";
+import { tempPathBeside } from "../run-format/temp-name.js";
 import { CHECKOUT_POLICY_VERSION } from "../tasks/checkout-policy.js";
 import type { CheckoutRecord } from "../tasks/materialize.js";
 import { CATALOG_GIT_IDENTITY } from "../tasks/task-spec.js";
@@ -400,8 +401,7 @@ async function buildFailure(
   const failedDir = join(f.cacheDir, "failed", f.key);
   await mkdir(failedDir, { recursive: true });
   const logFile = join(failedDir, "build.log");
-  await writeFile(`${logFile}.tmp`, `${f.log.join("\n")}\n`);
-  await rename(`${logFile}.tmp`, logFile);
+  await writeAtomic(logFile, `${f.log.join("\n")}\n`);
   const tail = f.log.join("\n").split("\n").slice(-25).join("\n");
   if (
     err instanceof FlakegymError &&
@@ -463,8 +463,14 @@ async function runStep(
 
 async function writeAtomic(path: string, text: string): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
-  await writeFile(`${path}.tmp`, text);
-  await rename(`${path}.tmp`, path);
+  const tmp = tempPathBeside(path);
+  try {
+    await writeFile(tmp, text);
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
 }
 
 /** Forks a snapshot's tree for one trajectory (see forkTree). */

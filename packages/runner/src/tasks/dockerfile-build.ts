@@ -6,6 +6,7 @@ import { createDeadline } from "@flakegym/nomad-jobs";
 import { execa } from "execa";
 import { type DebianBase, DONE_MARK, ensureDebianBase, servedByText } from "./debian-base.js";
 import type { BuildPlan, BuildStep } from "./dockerfile-plan.js";
+import { uvFromPypi } from "./uv-image.js";
 
 /**
  * A Dockerfile's plan (dockerfile-plan.ts) run on a copy of its Debian base: each `RUN` in a
@@ -170,7 +171,7 @@ async function runStep(
   },
   signal: AbortSignal,
 ): Promise<void> {
-  const exec = async (shell: string, user: string, what: string) => {
+  const exec = async (shell: string, user: string, what: string, context = st.context) => {
     const r = await execa(
       "bwrap",
       chrootArgs({
@@ -179,7 +180,7 @@ async function runStep(
         env: st.env,
         user,
         shell,
-        context: st.context,
+        context,
         ...(st.hostCa ? { hostCa: st.hostCa } : {}),
       }),
       {
@@ -211,6 +212,7 @@ async function runStep(
       await exec(step.shell, st.user, `RUN ${step.shell.slice(0, 80)}`);
       return;
     case "copy": {
+      if (step.uv !== undefined) return await uvCopy(step, signal, exec);
       const isDir = await Promise.all(
         step.sources.map(async (s) => {
           const p = join(st.context, s);
@@ -224,6 +226,29 @@ async function runStep(
       await exec(copyShell(step, isDir), "root", `COPY ${step.sources.join(" ")} ${step.dest}`);
       return;
     }
+  }
+}
+
+/** A copy from uv's image: its two binaries from PyPI's wheel (uv-image.ts), copied inside the chroot like any COPY. */
+async function uvCopy(
+  step: Extract<BuildStep, { kind: "copy" }>,
+  signal: AbortSignal,
+  exec: (shell: string, user: string, what: string, context?: string) => Promise<void>,
+): Promise<void> {
+  const uv = await uvFromPypi(step.uv!, signal);
+  try {
+    const what = `COPY --from uv's image (served by PyPI's ${uv.wheel}) ${step.sources.join(" ")} ${step.dest}`;
+    await exec(
+      copyShell(
+        step,
+        step.sources.map(() => false),
+      ),
+      "root",
+      what,
+      uv.context,
+    );
+  } finally {
+    await rm(uv.dir, { recursive: true, force: true });
   }
 }
 

@@ -1,3 +1,5 @@
+import { uvImageRequirement, uvImageSource } from "./uv-image.js";
+
 /**
  * A Dockerfile read as a build plan for a root filesystem (dockerfile-build.ts runs it): its `FROM`,
  * then the steps `RUN`, `COPY`/`ADD` (local sources), `ENV`, `WORKDIR`, `USER`, `ARG` in order, with
@@ -24,6 +26,8 @@ export type BuildStep =
       readonly intoDir: boolean;
       readonly chown?: string;
       readonly chmod?: string;
+      /** Copied from uv's image (`--from=ghcr.io/astral-sh/uv:<tag>`): the pip requirement of the wheel that serves it (uv-image.ts). */
+      readonly uv?: string;
     }
   | { readonly kind: "env"; readonly line: number; readonly name: string; readonly value: string }
   | { readonly kind: "workdir"; readonly line: number; readonly path: string }
@@ -178,6 +182,8 @@ function sourceProblem(op: string, src: string): string | undefined {
 /** A COPY/ADD line → its step, or why not. Pure. */
 function copyStep(d: DockerLine, s: PlanState): BuildStep | string {
   const { opts, words } = copyParts(expandVars(d.args, s.vars));
+  if (opts.from !== undefined && uvImageRequirement(opts.from) !== undefined)
+    return uvCopyStep(d, opts, words, s);
   const unknown = Object.keys(opts).filter((k) => k !== "chown" && k !== "chmod");
   if (unknown.length > 0)
     return `option --${unknown[0]} is not honoured (${unknown[0] === "from" ? "another image or stage: only the FROM image is built here" : "only --chown and --chmod are"})`;
@@ -196,6 +202,33 @@ function copyStep(d: DockerLine, s: PlanState): BuildStep | string {
     intoDir: dest.endsWith("/") || dest === "." || sources.length > 1,
     ...(opts.chown !== undefined ? { chown: opts.chown } : {}),
     ...(opts.chmod !== undefined ? { chmod: opts.chmod } : {}),
+  };
+}
+
+/** `COPY --from=ghcr.io/astral-sh/uv:<tag> /uv /uvx <dest>` → a copy served by PyPI's uv wheel, or why not. Pure. */
+function uvCopyStep(
+  d: DockerLine,
+  opts: Record<string, string>,
+  words: readonly string[],
+  s: PlanState,
+): BuildStep | string {
+  const other = Object.keys(opts).find((k) => k !== "from" && k !== "chown" && k !== "chmod");
+  if (other) return `option --${other} is not honoured (only --chown and --chmod are)`;
+  if (words.length < 2) return "needs sources and a destination";
+  const dest = words.at(-1)!;
+  const sources = words.slice(0, -1).map((w) => uvImageSource(w) ?? w);
+  const bad = sources.find((x) => uvImageSource(x) === undefined);
+  if (bad)
+    return `source '${bad}' is not in uv's image (it holds /uv and /uvx, which PyPI's uv wheel serves here)`;
+  return {
+    kind: "copy",
+    line: d.line,
+    sources,
+    dest: containerPath(dest, s.workdir),
+    intoDir: dest.endsWith("/") || sources.length > 1,
+    ...(opts.chown !== undefined ? { chown: opts.chown } : {}),
+    ...(opts.chmod !== undefined ? { chmod: opts.chmod } : {}),
+    uv: uvImageRequirement(opts.from!)!,
   };
 }
 

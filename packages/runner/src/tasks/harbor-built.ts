@@ -48,9 +48,14 @@ export function workspaceCopies(plan: BuildPlan): Environment["copies"] {
 }
 
 /** The plan of a Dockerfile as a built environment, or why not. Pure. */
-export function builtPlanOf(dockerfile: string): BuildPlan | HarborProblem {
+export function builtPlanOf(dockerfile: string, workdirOverride?: string): BuildPlan | HarborProblem {
   const field = "environment/Dockerfile";
-  const plan = planDockerfile(dockerfile);
+  const planned = planDockerfile(dockerfile);
+  // task.toml's environment.workdir is where Harbor runs the agent, the oracle and the verifier
+  const plan =
+    "refusals" in planned || workdirOverride === undefined
+      ? planned
+      : { ...planned, workdir: workdirOverride };
   if ("refusals" in plan) return { field, reason: plan.refusals.map(refusalText).join("; ") };
   if (plan.entrypoint)
     return {
@@ -72,7 +77,7 @@ export async function builtEnvironment(
   toml: HarborTaskToml,
   o: { cacheRoot: string; signal?: AbortSignal; log?: (line: string) => void },
 ): Promise<{ env: Environment; built: BuiltRootfs } | HarborProblem> {
-  const plan = builtPlanOf(dockerfile);
+  const plan = builtPlanOf(dockerfile, toml.environment.workdir);
   if ("field" in plan) return plan;
   const { suite } = await hostAptSources();
   const base = harborBaseOf(plan.image, suite);
@@ -101,7 +106,15 @@ export async function builtEnvironment(
     aptPackages: [],
     pipPytest: [],
   };
-  return { env, built };
+  return { env, built: { ...built, servedBy: `${built.servedBy}${uvServedText(plan)}` } };
+}
+
+/** The record of uv's image served by its PyPI wheel, for the substitution note ("" when none). Pure. */
+export function uvServedText(plan: BuildPlan): string {
+  const uv = plan.steps.flatMap((s) => (s.kind === "copy" && s.uv !== undefined ? [`line ${s.line}`] : []));
+  return uv.length === 0
+    ? ""
+    : `; COPY --from=ghcr.io/astral-sh/uv (${uv.join(", ")}) served by PyPI's uv wheel (no image registry)`;
 }
 
 /** Where a task's built environment lives: `<cache>/harbor-rootfs/<key>`. */

@@ -215,6 +215,8 @@ async function readHarborHead(dir: string, o: HarborReadOptions): Promise<Harbor
     return typeof text === "string" ? composeProblem(layout.field, text) : (text ?? layout);
   }
   if (layout) return layout;
+  const user = agentUserProblem(toml);
+  if (user) return user;
   const instruction = await readRegular(join(dir, "instruction.md"), "instruction.md");
   if (typeof instruction !== "string" || instruction.trim() === "")
     return typeof instruction === "object"
@@ -227,7 +229,7 @@ async function readHarborHead(dir: string, o: HarborReadOptions): Promise<Harbor
     const b = await builtEnvironment(dir, dockerfile, toml, o.buildEnv);
     return isProblem(b) ? b : { all, toml, instruction, env: b.env, built: b.built };
   }
-  const env = environmentOf(dockerfile, contextDirsOf(all));
+  const env = environmentOf(dockerfile, contextDirsOf(all), toml.environment.workdir);
   if (isProblem(env)) return env;
   return { all, toml, instruction, env };
 }
@@ -320,7 +322,7 @@ async function readHarborTests(dir: string, workdir: string): Promise<HarborTest
     const content = await readFile(join(testsDir, f));
     const target = `hidden/${HARBOR_DIR}/tests/${f}`;
     if (f === "test.sh") {
-      const script = verifierScript(content.toString("utf8"), workdir);
+      const script = verifierScript(content.toString("utf8"));
       if (isProblem(script)) return script;
       notes.push(...script.notes);
       hidden[target] = script.script;
@@ -343,10 +345,7 @@ async function readHarborTests(dir: string, workdir: string): Promise<HarborTest
  * tests/test.sh as flakegym runs it: uv's installs made offline (with notes), refused when a line
  * that is not a comment still fetches over the network, paths rewritten to the workspace. Pure.
  */
-export function verifierScript(
-  text: string,
-  workdir: string,
-): { script: string; notes: string[] } | HarborProblem {
+export function verifierScript(text: string): { script: string; notes: string[] } | HarborProblem {
   const uv = offlineUvVerifier(text);
   if (isProblem(uv)) return uv;
   const pip = offlinePytestPip(uv.script);
@@ -365,7 +364,7 @@ export function verifierScript(
       reason: `runs '${net[0].trim()}', which fetches over the network (the sandbox is offline): the tests must run with the profile's tools`,
     };
   const plain = withoutCtrf(offline.script);
-  return { script: rewriteTestScript(plain.script, workdir), notes: [...offline.notes, ...plain.notes] };
+  return { script: rewriteTestScript(plain.script), notes: [...offline.notes, ...plain.notes] };
 }
 
 /** The reference solution and how it was had (a patch in solve.sh or solution/*.patch, else solve.sh run as Harbor's oracle). */
@@ -422,7 +421,13 @@ async function readSolution(
           `the reference makes ${modes.join(", ")} executable: the gold policy replays it with chmod +x after its file edits (Cline's write_to_file does not set the bit)`,
         ]
       : [];
-  return { patch: r.patch, source, notes: [`reference solution: ${source}`, ...modeNote] };
+  const byproducts =
+    r.byproducts.length > 0
+      ? [
+          `left out of the reference (byproducts no test grades, remade when the code runs): ${r.byproducts.join(", ")}`,
+        ]
+      : [];
+  return { patch: r.patch, source, notes: [`reference solution: ${source}`, ...modeNote, ...byproducts] };
 }
 
 /**
@@ -478,6 +483,20 @@ export function layoutProblem(
     };
   }
   return undefined;
+}
+
+/**
+ * task.toml's `agent.user` (Harbor runs the agent and its oracle as that user, and a test may check
+ * `whoami`): flakegym's sandbox has one user, so the task is refused naming the field rather than
+ * run as someone else. Pure.
+ */
+export function agentUserProblem(toml: HarborTaskToml): HarborProblem | undefined {
+  const user = (toml.agent as Record<string, unknown>).user;
+  if (user === undefined || user === "root" || user === 0 || user === "0") return undefined;
+  return {
+    field: "task.toml: agent.user",
+    reason: `runs the agent and the oracle as user ${JSON.stringify(user)}, which is not honoured here (the sandbox runs them as its one user): the task's checks of who ran it would fail; drop the field or make the user root`,
+  };
 }
 
 /** The commit id `files` materialize to (catalog identity), as materializeSource will check it. */

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -38,8 +38,17 @@ export interface OracleInput {
   readonly systemRoot?: string;
 }
 
-/** The diff solve.sh left, or why it cannot be the reference solution. */
-export async function oraclePatch(input: OracleInput): Promise<{ patch: string } | HarborProblem> {
+/**
+ * What running code leaves beside the work and no one grades: Python's bytecode caches (solve.sh
+ * running `python3 x.py` writes `__pycache__/*.pyc` unless PYTHONDONTWRITEBYTECODE is set). Not part
+ * of the reference patch (binary, and remade by whoever runs the code next); listed in a note.
+ */
+export const BYPRODUCTS = ["__pycache__/", "*.py[co]"] as const;
+
+/** The diff solve.sh left (and the byproducts left out of it), or why it cannot be the reference solution. */
+export async function oraclePatch(
+  input: OracleInput,
+): Promise<{ patch: string; byproducts: string[] } | HarborProblem> {
   const field = "solution/solve.sh";
   const bwrap = findBwrap();
   if (!bwrap)
@@ -58,6 +67,7 @@ export async function oraclePatch(input: OracleInput): Promise<{ patch: string }
     await mkdir(join(tmp, "logs", "verifier"), { recursive: true });
     const g = (args: string[]) => git(["--git-dir", gitDir, "--work-tree", ws, ...args], { cwd: tmp });
     await g(["init", "-q", "-b", "main"]);
+    await writeFile(join(gitDir, "info", "exclude"), `${BYPRODUCTS.join("\n")}\n`);
     await g(["add", "-A"]);
     await g(["commit", "-q", "--no-gpg-sign", "--allow-empty", "-m", "base"]);
     const root = input.systemRoot ? await readSystemRoot(input.systemRoot) : undefined;
@@ -78,7 +88,9 @@ export async function oraclePatch(input: OracleInput): Promise<{ patch: string }
       };
     await g(["add", "-A"]);
     const patch = await g(["diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "HEAD"]);
-    return patchProblem(patch, input.workdir) ?? { patch: `${patch}\n` };
+    const left = await g(["ls-files", "--others", "--ignored", "--exclude-standard", "--directory"]);
+    const byproducts = left.split("\n").filter((l) => l !== "");
+    return patchProblem(patch, input.workdir) ?? { patch: `${patch}\n`, byproducts };
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }

@@ -77,6 +77,8 @@ export function reexportTaskToml(spec: TaskSpec): string {
     "[environment]",
     `memory_mb = ${spec.limits.memoryMb}`,
     `storage_mb = ${spec.limits.diskMb}`,
+    // the task's container path, also when its kept Dockerfile has no WORKDIR (task.toml gave it)
+    ...(spec.workdir ? [`workdir = ${JSON.stringify(spec.workdir)}`] : []),
     "",
   ].join("\n");
 }

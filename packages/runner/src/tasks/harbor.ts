@@ -1,8 +1,10 @@
+import { posix } from "node:path";
 import type { ProfileId } from "@flakegym/profiles";
 import { parse as parseToml } from "smol-toml";
 import { match } from "ts-pattern";
 import { z } from "zod";
-import { type Difficulty, shellQuote, TaskSpec, workdirProblem } from "./task-spec.js";
+import { HARBOR_DIR } from "./harbor-test-paths.js";
+import { type Difficulty, shellQuote, TaskSpec, taskWorkdirProblem, workdirProblem } from "./task-spec.js";
 
 /**
  * Harbor (Terminal-Bench 2) task directories ↔ flakegym tasks. A Harbor task is `task.toml`,
@@ -41,6 +43,10 @@ export const HarborTaskToml = z
         storage_mb: z.number().int().positive().optional(),
         cpus: z.number().positive().optional(),
         build_timeout_sec: z.number().positive().optional(),
+        workdir: z
+          .string()
+          .optional()
+          .describe("the container's working directory, over the Dockerfile's WORKDIR"),
       })
       .passthrough()
       .default({}),
@@ -187,6 +193,7 @@ function underWorkdir(dest: string, workdir: string): string | undefined {
 export function environmentOf(
   dockerfile: string,
   contextDirs: ReadonlySet<string> = new Set(),
+  workdirOverride?: string,
 ): Environment | HarborProblem {
   const field = "environment/Dockerfile";
   let profile: ProfileId | undefined;
@@ -222,7 +229,7 @@ export function environmentOf(
           return `COPY ${args}: give sources and a destination (not the JSON form)`;
         const dest = parts.at(-1)!;
         // the container path, placed relative to the final WORKDIR (the workspace) once all lines are read
-        const abs = dest.startsWith("/") ? normalize(dest) : normalize(`${workdir}/${dest}`);
+        const abs = normalize(posix.normalize(dest.startsWith("/") ? dest : `${workdir}/${dest}`));
         const intoDir = copiesIntoDir(parts, contextDirs);
         for (const from of parts.slice(0, -1)) {
           if (from.startsWith("/") || from.split("/").includes("..") || /[*?[]/.test(from))
@@ -255,7 +262,8 @@ export function environmentOf(
     if (problem) return { field, reason: problem };
   }
   if (profile === undefined) return { field, reason: "has no FROM line" };
-  const wdProblem = workdir === "/" ? undefined : workdirProblem(workdir);
+  if (workdirOverride !== undefined) workdir = workdirOverride;
+  const wdProblem = workdir === "/" ? undefined : taskWorkdirProblem(workdir);
   if (wdProblem) return { field, reason: `WORKDIR ${wdProblem}` };
   const copies: { from: string; to: string; intoDir: boolean }[] = [];
   const mounts: { from: string; at: string }[] = [];
@@ -560,57 +568,13 @@ export function withoutCtrf(script: string): { script: string; notes: string[] }
 /** Where a task folder keeps what a Dockerfile copies outside WORKDIR (`container/<path>`). */
 export const MOUNTS_DIR = "container";
 
-/** Container paths test.sh names, rewritten to the workspace's hidden `.harbor/` directory. */
-export const HARBOR_DIR = ".harbor";
-
-/**
- * test.sh with the container's /tests, /logs/verifier and WORKDIR paths pointed at the
- * workspace (the eval command sets HARBOR_ROOT and HARBOR_WORKSPACE). Pure.
- */
-export function rewriteTestScript(script: string, workdir: string): string {
-  const at = (p: string) =>
-    new RegExp(`(^|[\\s"'=(:;|&<>])${p.replaceAll("/", "\\/")}(?=[/\\s"';|&)<>]|$)`, "gm");
-  let s = script
-    .replace(at("/logs/verifier"), "$1$$HARBOR_ROOT/logs/verifier")
-    .replace(at("/tests"), "$1$$HARBOR_ROOT/tests");
-  if (normalize(workdir) !== "/") s = s.replace(at(normalize(workdir)), "$1$$HARBOR_WORKSPACE");
-  return s;
-}
-
-/** Harbor's own container paths a test file may name, and where the verifier sees them here. */
-const TEST_FILE_PATHS = ["/tests/", "/logs/"] as const;
-const TEST_PATH_BEFORE = `(^|[\\s"'(=,\\[])`;
-
-/**
- * A test file other than test.sh with Harbor's `/tests/` and `/logs/` pointed at the workspace's
- * hidden `.harbor/` as the verifier sees it at the task's WORKDIR (bound there), e.g.
- * `Path("/tests/expected.json")` → `Path("/app/.harbor/tests/expected.json")`; undefined when
- * WORKDIR is `/` (no such path). Pure.
- */
-export function rewriteTestFile(text: string, workdir: string): string | undefined {
-  if (normalize(workdir) === "/") return undefined;
-  let s = text;
-  for (const p of TEST_FILE_PATHS)
-    s = s.replace(new RegExp(`${TEST_PATH_BEFORE}${p}`, "gm"), `$1${normalize(workdir)}/${HARBOR_DIR}${p}`);
-  return s;
-}
-
-/** A test file as Harbor runs it: what `rewriteTestFile` pointed at the workspace put back. Pure. */
-export function restoreTestFile(text: string, workdir: string): string {
-  let s = text;
-  for (const p of TEST_FILE_PATHS) s = s.replaceAll(`${normalize(workdir)}/${HARBOR_DIR}${p}`, p);
-  return s;
-}
-
-/** Why a test file other than test.sh cannot run in the workspace (absolute container paths), or undefined. */
-export function testFileProblem(path: string, text: string): string | undefined {
-  // the WORKDIR is bound at its own path (TaskSpec.workdir), so only Harbor's own mounts are missing
-  const paths = ["/tests/", "/logs/"];
-  const hit = paths.find((p) => new RegExp(`(^|[\\s"'(=,\\[])${p.replaceAll("/", "\\/")}`, "m").test(text));
-  return hit
-    ? `tests/${path} names the container path '${hit}', which does not exist in flakegym's workspace (only test.sh is rewritten)`
-    : undefined;
-}
+export {
+  HARBOR_DIR,
+  restoreTestFile,
+  rewriteTestFile,
+  rewriteTestScript,
+  testFileProblem,
+} from "./harbor-test-paths.js";
 
 /**
  * Judges a verifier's reward.json (run by python3 inside the sandbox when there is no reward.txt;

@@ -226,6 +226,19 @@ export function workdirProblem(p: string): string | undefined {
   return hit ? `'${p}' lies in the sandbox's own ${hit}: pick another path (e.g. /app)` : undefined;
 }
 
+/** The sandbox's workspace path: a task whose WORKDIR is it has its workspace there already (no alias). */
+export const SANDBOX_WORKSPACE = "/workspace";
+
+/** Why `p` cannot be a task's workdir — where the agent and verifier also see the workspace — or undefined. Pure. */
+export function taskWorkdirProblem(p: string): string | undefined {
+  return p === SANDBOX_WORKSPACE ? undefined : workdirProblem(p);
+}
+
+const TaskWorkdir = z.string().superRefine((p, ctx) => {
+  const why = taskWorkdirProblem(p);
+  if (why) ctx.addIssue({ code: "custom", message: why });
+});
+
 export const ContainerWorkdir = z.string().superRefine((p, ctx) => {
   const why = workdirProblem(p);
   if (why) ctx.addIssue({ code: "custom", message: why });
@@ -295,8 +308,8 @@ export const TaskSpec = z
       .describe(
         "directories of the task folder shown read-only at container paths (a Harbor Dockerfile's COPY outside WORKDIR, e.g. skills/ at /skills)",
       ),
-    workdir: ContainerWorkdir.optional().describe(
-      "a container path where the agent and the verifier also see the workspace (a Harbor task's WORKDIR, e.g. /app); the workspace stays at /workspace too",
+    workdir: TaskWorkdir.optional().describe(
+      "a container path where the agent and the verifier also see the workspace (a Harbor task's WORKDIR, e.g. /app); the workspace stays at /workspace too (a WORKDIR of /workspace is the workspace itself)",
     ),
     metadata: z
       .record(z.string(), z.string())

@@ -80,6 +80,11 @@ export interface ExecResult {
    * abort): the machinery failed. Code inside a sandbox can kill what runs in it, never the sandbox.
    */
   readonly sandboxKilled?: boolean;
+  /**
+   * The sandbox process itself was stopped (SIGSTOP: state T) when the command's deadline came: it
+   * was frozen from outside — code inside the sandbox cannot see that process, let alone stop it.
+   */
+  readonly sandboxStopped?: boolean;
 }
 
 export interface ExecOptions {

@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
+import { existsSync, lstatSync } from "node:fs";
+import { lutimes, mkdir, mkdtemp, readdir, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -134,6 +134,56 @@ describe("sweepLeftovers: a SIGKILLed snapshot build's scratch tree in the cache
       expect(formatSweepResult(done.results.find((r) => r.action.kind === "cache-temp")!, false)).toMatch(
         /^done: remove a dead snapshot build's scratch tree /,
       );
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Whether `p` exists as an entry (a dangling symlink counts). */
+const lexists = (p: string) => {
+  try {
+    lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("sweepLeftovers: the cache's writers' temps", () => {
+  it("a dead writer's temp in sealed-bin, pins and failed goes, and an eval's `latest` link temp; one in a snapshot's tree or of a live writer stays", async () => {
+    const root = await mkdtemp(join(tmpdir(), "flakegym-sweep-cache-temps-"));
+    try {
+      const old = new Date(Date.now() - 60 * 60_000);
+      const deadPid = spawnSync(process.execPath, ["-e", "0"]).pid;
+      const cacheRoot = join(root, "cache");
+      const snaps = join(cacheRoot, "snapshots");
+      const runs = join(root, "evals");
+      const name = (n: string, pid: number) => `.${n}.${pid}.0a1b2c3d4e5f.tmp`;
+      const dead = [
+        join(cacheRoot, "sealed-bin", "0123456789abcdef", name("node", deadPid)),
+        join(snaps, "pins", name("k.txt", deadPid)),
+        join(snaps, "failed", "k", name("build.log", deadPid)),
+      ];
+      const kept = [
+        join(cacheRoot, "sealed-bin", "0123456789abcdef", name("node", process.pid)),
+        join(snaps, "k", "tree", "workspace", name("repo-file", deadPid)),
+      ];
+      for (const f of [...dead, ...kept]) {
+        await mkdir(join(f, ".."), { recursive: true });
+        await writeFile(f, "x");
+        await utimes(f, old, old);
+      }
+      await mkdir(runs, { recursive: true });
+      const link = join(runs, name("latest", deadPid));
+      await symlink("nowhere", link);
+      await lutimes(link, old, old);
+      const o = { roots: [], tempRoots: [runs], cacheDirs: [snaps], cacheRoot, podman: false };
+      const done = await sweepLeftovers(o);
+      const removed = done.results.filter((r) => r.action.kind === "temp" && r.ok);
+      expect(removed.map((r) => (r.action as { path: string }).path).sort()).toEqual([...dead, link].sort());
+      expect([...dead, link].map((f) => existsSync(f) || lexists(f))).toEqual([false, false, false, false]);
+      expect(kept.map(existsSync)).toEqual([true, true]);
     } finally {
       await rm(root, { recursive: true, force: true });
     }

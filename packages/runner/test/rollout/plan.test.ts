@@ -9,6 +9,7 @@ const empty: RunState = {
   metricsIds: new Set(),
   samplesIds: new Set(),
   groupTasks: new Set(),
+  badLines: [],
 };
 const cfg = { tasks: ["a", "b"], groupSize: 3, policies: ["gold", "empty"] };
 
@@ -39,6 +40,7 @@ describe("planRun", () => {
       metricsIds: new Set(["a-t0", "a-t1"]),
       samplesIds: new Set(["a-t0"]),
       groupTasks: new Set(),
+      badLines: [],
     };
     const plan = planRun(cfg, state);
     expect(plan.toRun.map((s) => s.trajectoryId)).toEqual(["b-t0", "b-t1", "b-t2"]);
@@ -58,6 +60,7 @@ describe("planRun", () => {
       metricsIds: ids,
       samplesIds: ids,
       groupTasks: new Set(["a", "b"]),
+      badLines: [],
     });
     expect(plan.toRun).toEqual([]);
     expect(plan.metricsMissing).toEqual([]);

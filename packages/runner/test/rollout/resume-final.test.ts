@@ -74,6 +74,40 @@ describe("--resume: a written group is final", () => {
   });
 });
 
+describe("--resume: a bad metrics or samples line is reported and skipped", () => {
+  it("a complete non-JSON line and a line of the wrong shape do not stop --resume; the damaged trajectory's line is written again, nothing twice", async () => {
+    const out = join(tmp, `run-${++n}`);
+    await run(out, false);
+    const metricsFile = join(out, "metrics.jsonl");
+    const samplesFile = join(out, "samples.jsonl");
+    const metrics = (await readFile(metricsFile, "utf8")).split("\n").filter(Boolean);
+    const damaged = (JSON.parse(metrics[0]!) as { trajectory_id: string }).trajectory_id;
+    // the first trajectory's metrics line edited into garbage; a foreign line added to samples
+    metrics[0] = "garbage{not json";
+    await writeFile(metricsFile, `${metrics.join("\n")}\n`);
+    await writeFile(samplesFile, `${await readFile(samplesFile, "utf8")}{"trajectory_id":5}\n`);
+    const r = await run(out, true);
+    expect(r.deps.agentCalls).toEqual([]);
+    const notes = r.events.flatMap((e) => (e.type === "note" ? [e.message] : []));
+    expect(notes.some((m) => m.includes(`${metricsFile}: line 1 is not JSON`))).toBe(true);
+    expect(notes.some((m) => m.includes(`${samplesFile}: line `) && m.includes("skipped"))).toBe(true);
+    const good = async (file: string) =>
+      (await readFile(file, "utf8"))
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as { trajectory_id: unknown })
+        .filter((l) => typeof l.trajectory_id === "string")
+        .map((l) => l.trajectory_id as string);
+    const metricIds = await good(metricsFile);
+    expect(metricIds.sort()).toEqual([...new Set(metricIds)].sort());
+    expect(metricIds).toContain(damaged);
+    expect(metricIds).toHaveLength(metrics.length);
+    const sampleIds = await good(samplesFile);
+    expect(sampleIds).toHaveLength(new Set(sampleIds).size);
+    expect(r.summary.complete).toBe(true);
+  });
+});
+
 describe("--resume: run.json is sealed", () => {
   it("the seal covers the fields that decide trajectories, not the per-session ones", () => {
     const m = { version: 1, runId: "r", createdAt: "t", config, provenance: {}, tasks: {} } as never;

@@ -8,6 +8,7 @@ import {
   type ScriptVerdict,
   scriptVerdict,
 } from "../../src/scoring/script-verdict.js";
+import { isStoppedStat } from "../../src/workers/local/sandbox.js";
 
 // The fail-closed table: every phase × every observation, and what it must give. Nothing after the
 // agent's code ran is infra or a setup error (those give no score at all); only the runner's own
@@ -17,6 +18,7 @@ const killed = { step: "test.0.0", during: true };
 const OBSERVATIONS: Record<string, ScriptObservation> = {
   aborted: { kind: "aborted" },
   killed_outside: { kind: "killed_outside" },
+  frozen_outside: { kind: "frozen_outside" },
   anomaly: { kind: "anomaly", reason: "a forged line" },
   stopped_apply: { kind: "stopped", step: "apply", output: "patch failed" },
   stopped_install: { kind: "stopped", step: "install", output: "not a directory" },
@@ -33,6 +35,7 @@ const WANT: Record<Phase, Record<keyof typeof OBSERVATIONS, Want>> = {
   before_agent: {
     aborted: "infra",
     killed_outside: "infra",
+    frozen_outside: "infra",
     anomaly: "infra",
     stopped_apply: "apply_failed",
     stopped_install: "setup_failed",
@@ -46,6 +49,7 @@ const WANT: Record<Phase, Record<keyof typeof OBSERVATIONS, Want>> = {
   after_agent: {
     aborted: "infra",
     killed_outside: "infra",
+    frozen_outside: "infra",
     anomaly: "ran_closed",
     stopped_apply: "ran_closed",
     stopped_install: "ran_closed",
@@ -61,6 +65,24 @@ const WANT: Record<Phase, Record<keyof typeof OBSERVATIONS, Want>> = {
 const kindOf = (v: ScriptVerdict): Want =>
   v.kind !== "ran" ? v.kind : v.failClosed ? "ran_closed" : v.killed ? "ran_killed" : "ran";
 
+describe("a scoring sandbox frozen from outside", () => {
+  it("a timed-out exec whose sandbox process was stopped is frozen_outside (infra, retried), not the agent's held-up script", () => {
+    const parsed = parseScoringOutput("");
+    const exec = { exitCode: 137, timedOut: true };
+    expect(observeScript(parsed, exec, false, []).observation.kind).not.toBe("frozen_outside");
+    expect(observeScript(parsed, { ...exec, sandboxStopped: true }, false, []).observation).toEqual({
+      kind: "frozen_outside",
+    });
+  });
+  it("reads a stopped state from /proc/<pid>/stat, a name with spaces and parentheses included", () => {
+    expect(isStoppedStat("21737 (bwrap) T 21700 21737 1 0")).toBe(true);
+    expect(isStoppedStat("21737 (a) b) t 21700")).toBe(true);
+    expect(isStoppedStat("21737 (bwrap) S 21700 21737 1 0")).toBe(false);
+    expect(isStoppedStat("21737 (T) S 1")).toBe(false);
+    expect(isStoppedStat("")).toBe(false);
+  });
+});
+
 describe("scriptVerdict (phase × observation)", () => {
   const cases = (["before_agent", "after_agent"] as const).flatMap((phase) =>
     Object.keys(OBSERVATIONS).map((obs) => [phase, obs] as const),
@@ -75,7 +97,7 @@ describe("scriptVerdict (phase × observation)", () => {
   it("never leaves a trajectory without a score for anything seen after the agent's code ran", () => {
     for (const [name, o] of Object.entries(OBSERVATIONS)) {
       const v = scriptVerdict("after_agent", o);
-      const outside = name === "aborted" || name === "killed_outside";
+      const outside = name === "aborted" || name === "killed_outside" || name === "frozen_outside";
       expect(v.kind === "ran" || outside, name).toBe(true);
     }
   });

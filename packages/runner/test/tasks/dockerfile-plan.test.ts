@@ -10,6 +10,8 @@ import {
   type Refusal,
   refusalText,
 } from "../../src/tasks/dockerfile-plan.js";
+import { uvServedText } from "../../src/tasks/harbor-built.js";
+import { uvImageRequirement } from "../../src/tasks/uv-image.js";
 
 const plan = (text: string) => planDockerfile(text) as BuildPlan;
 const refusals = (text: string) => (planDockerfile(text) as { refusals: Refusal[] }).refusals;
@@ -65,7 +67,7 @@ describe("planDockerfile", () => {
 
   it("refuses what it cannot honour by line number, instruction and why — every such line, not just the first", () => {
     const r = refusals(
-      'FROM python:3.12-slim\nCOPY --from=ghcr.io/astral-sh/uv:latest /uv /uvx /bin/\nADD https://example.invalid/x.tgz /opt/\nSHELL ["/bin/bash", "-c"]\nFROM debian\n',
+      'FROM python:3.12-slim\nCOPY --from=ghcr.io/astral-sh/uv:python3.12-bookworm /usr/local/bin/uv /bin/\nADD https://example.invalid/x.tgz /opt/\nSHELL ["/bin/bash", "-c"]\nFROM debian\n',
     );
     expect(r.map((x) => x.line)).toEqual([2, 3, 4, 5]);
     expect(refusalText(r[0]!)).toMatch(
@@ -193,5 +195,51 @@ describe("the build's commands", () => {
     );
     expect(f).toContain("cp -a '/.flakegym-context/e.sh' '/entrypoint.sh'");
     expect(f).toMatch(/chown -R 'app' '\/entrypoint.sh' && chmod -R '755' '\/entrypoint.sh'$/);
+  });
+});
+
+describe("COPY --from uv's image (served by PyPI's uv wheel)", () => {
+  it("maps the image's tag to the wheel's version: latest, a minor series, an exact release", () => {
+    expect(uvImageRequirement("ghcr.io/astral-sh/uv:latest")).toBe("uv");
+    expect(uvImageRequirement("ghcr.io/astral-sh/uv")).toBe("uv");
+    expect(uvImageRequirement("ghcr.io/astral-sh/uv:0.8")).toBe("uv==0.8.*");
+    expect(uvImageRequirement("ghcr.io/astral-sh/uv:0.9.7")).toBe("uv==0.9.7");
+    // a variant tag is a whole system, and another image is not uv's
+    expect(uvImageRequirement("ghcr.io/astral-sh/uv:python3.12-bookworm")).toBeUndefined();
+    expect(uvImageRequirement("ghcr.io/evil/uv:latest")).toBeUndefined();
+  });
+
+  it("plans /uv /uvx as a copy from the wheel's binaries, keeping the destination's form", () => {
+    expect(
+      plan("FROM ubuntu:24.04\nCOPY --from=ghcr.io/astral-sh/uv:0.9.7 /uv /uvx /bin/\n").steps[0],
+    ).toEqual({
+      kind: "copy",
+      line: 2,
+      sources: ["uv", "uvx"],
+      dest: "/bin",
+      intoDir: true,
+      uv: "uv==0.9.7",
+    });
+    expect(
+      plan("FROM python:3.12\nCOPY --from=ghcr.io/astral-sh/uv:latest /uv /usr/local/bin/uv\n").steps[0],
+    ).toMatchObject({
+      sources: ["uv"],
+      dest: "/usr/local/bin/uv",
+      intoDir: false,
+      uv: "uv",
+    });
+  });
+
+  it("is named in the substitution note", () => {
+    expect(
+      uvServedText(plan("FROM ubuntu:24.04\nCOPY --from=ghcr.io/astral-sh/uv:latest /uv /uvx /bin/\n")),
+    ).toBe("; COPY --from=ghcr.io/astral-sh/uv (line 2) served by PyPI's uv wheel (no image registry)");
+    expect(uvServedText(plan("FROM ubuntu:24.04\nCOPY a /b\n"))).toBe("");
+  });
+
+  it("refuses a file the image does not hold, by name", () => {
+    expect(refusals("FROM ubuntu\nCOPY --from=ghcr.io/astral-sh/uv:latest /etc/passwd /x\n")[0]!.why).toMatch(
+      /source '\/etc\/passwd' is not in uv's image/,
+    );
   });
 });

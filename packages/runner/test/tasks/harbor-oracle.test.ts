@@ -121,6 +121,28 @@ describe("oraclePatch (solve.sh run as Harbor's oracle)", () => {
   });
 
   it.skipIf(noBwrap)(
+    "leaves out the bytecode caches running Python code writes (a real public task's solve.sh runs its resolver), naming them",
+    async () => {
+      const r = await oraclePatch({
+        repo: {
+          "runtime/resolver.py": "VALUE = 1\n",
+          "runtime/run.py": "import resolver\nprint(resolver.VALUE)\n",
+        },
+        solution: {
+          "solve.sh": "set -e\nsed -i 's/1/2/' runtime/resolver.py\ncd runtime && python3 run.py > out.txt\n",
+        },
+        workdir: "/app",
+        timeoutMs: 60_000,
+      });
+      if ("reason" in r) throw new Error(r.reason);
+      expect(r.patch).toContain("+VALUE = 2");
+      expect(r.patch).toMatch(/diff --git a\/runtime\/out\.txt/);
+      expect(r.patch).not.toMatch(/pycache|\.pyc|GIT binary patch/);
+      expect(r.byproducts).toEqual(["runtime/__pycache__/"]);
+    },
+  );
+
+  it.skipIf(noBwrap)(
     "refuses a failing script, one that changes nothing, one that reaches the network, and a symlink",
     async () => {
       const run = (script: string) =>

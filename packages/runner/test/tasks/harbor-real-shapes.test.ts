@@ -2,18 +2,29 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { aliasSpecOf } from "../../src/rollout/worker-specs.js";
+import type { HarborTaskToml } from "../../src/tasks/harbor.js";
 import {
   environmentOf,
   envNames,
   offlinePytestPip,
   offlineServedApt,
   offlineUvVerifier,
+  parseTaskToml,
   restoreTestFile,
   rewriteTestFile,
 } from "../../src/tasks/harbor.js";
-import { builtWorkspace, contextDirsOf, verifierScript } from "../../src/tasks/harbor-dir.js";
+import { builtPlanOf } from "../../src/tasks/harbor-built.js";
+import {
+  agentUserProblem,
+  builtWorkspace,
+  contextDirsOf,
+  verifierScript,
+} from "../../src/tasks/harbor-dir.js";
 import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
 import { substitutionNote } from "../../src/tasks/harbor-served.js";
+import { SANDBOX_WORKSPACE, taskWorkdirProblem, workdirProblem } from "../../src/tasks/task-spec.js";
+import { SANDBOX_PATHS } from "../../src/workers/local/shape.js";
 
 /** Shapes met in public Harbor task directories that the cookbook does not have. */
 
@@ -36,14 +47,14 @@ describe("a verifier's pip install of pytest alone (offline at test time)", () =
   it("leaves any other pip line for the network check, which refuses it by name", () => {
     const s = "pip install pytest requests || true\npytest /tests/test_x.py";
     expect(offlinePytestPip(s)).toEqual({ script: s, notes: [] });
-    expect(verifierScript(s, "/app")).toMatchObject({ field: "tests/test.sh", reason: /runs 'pip install'/ });
+    expect(verifierScript(s)).toMatchObject({ field: "tests/test.sh", reason: /runs 'pip install'/ });
   });
 
-  it("the whole verifier goes through with its paths pointed at the workspace", () => {
-    const r = verifierScript(qc, "/app");
+  it("the whole verifier goes through with /tests pointed at the workspace's .harbor (WORKDIR as written)", () => {
+    const r = verifierScript(qc);
     expect(r).toMatchObject({ notes: [expect.stringMatching(/pytest==9\.0\.3 dropped/)] });
     expect((r as { script: string }).script).toMatch(
-      /cp \$HARBOR_ROOT\/tests\/test_outputs\.py \$HARBOR_WORKSPACE\/test_outputs\.py/,
+      /cp \$HARBOR_ROOT\/tests\/test_outputs\.py \/app\/test_outputs\.py/,
     );
   });
 });
@@ -68,7 +79,7 @@ describe("the uv bootstrap with an environment prefix and continued lines", () =
 
   it("still refuses an apt-get of anything else behind a prefix", () => {
     const s = "DEBIAN_FRONTEND=noninteractive apt-get install -y jq\nuvx pytest /tests";
-    expect(verifierScript(s, "/app")).toMatchObject({ reason: /runs 'apt-get'/ });
+    expect(verifierScript(s)).toMatchObject({ reason: /runs 'apt-get'/ });
   });
 });
 
@@ -147,7 +158,7 @@ describe("a verifier's apt-get of what every Harbor environment here has", () =>
   it("leaves anything else for the network check, which refuses it by name", () => {
     const s = "apt-get update && apt-get install -y python3-pytest jq\npytest /tests";
     expect(offlineServedApt(s)).toEqual({ script: s, notes: [] });
-    expect(verifierScript(s, "/app")).toMatchObject({ reason: /runs 'apt-get'/ });
+    expect(verifierScript(s)).toMatchObject({ reason: /runs 'apt-get'/ });
   });
 });
 
@@ -167,5 +178,56 @@ describe("the workspace of a built environment", () => {
     } finally {
       await rm(tree, { recursive: true, force: true });
     }
+  });
+});
+
+describe("task.toml's environment.workdir (Harbor's own example hello-workdir)", () => {
+  const dockerfile = "FROM ubuntu:24.04\nRUN mkdir -p /custom-workdir\nCOPY data/ ./data/\n";
+
+  it("is the workspace over a Dockerfile without WORKDIR, served and built", () => {
+    expect(environmentOf(dockerfile)).toMatchObject({ workdir: "/" });
+    expect(environmentOf(dockerfile, new Set(["data"]), "/custom-workdir")).toMatchObject({
+      workdir: "/custom-workdir",
+      mounts: [{ from: "data", at: "/data" }],
+    });
+    expect(builtPlanOf(dockerfile)).toMatchObject({ reason: /has no WORKDIR/ });
+    expect(builtPlanOf(dockerfile, "/custom-workdir")).toMatchObject({ workdir: "/custom-workdir" });
+  });
+
+  it("places COPY destinations against it, and a bad one is refused by name", () => {
+    const env = environmentOf("FROM python:3.12\nWORKDIR /app\nCOPY a.txt /srv/a.txt\n", new Set(), "/srv");
+    expect(env).toMatchObject({ workdir: "/srv", copies: [{ from: "a.txt", to: "a.txt" }] });
+    expect(environmentOf(dockerfile, new Set(), "/etc/x")).toMatchObject({ reason: /WORKDIR '\/etc\/x'/ });
+  });
+});
+
+describe("task.toml's agent.user (Harbor's own example hello-user)", () => {
+  const toml = (agent: string) => parseTaskToml(`[agent]\ntimeout_sec = 120.0\n${agent}\n`) as HarborTaskToml;
+
+  it("is refused naming the field: the sandbox's one user would answer whoami", () => {
+    expect(agentUserProblem(toml('user = "agent"'))).toMatchObject({
+      field: "task.toml: agent.user",
+      reason: /user "agent", which is not honoured here/,
+    });
+  });
+
+  it("root, or no user, is what runs here", () => {
+    expect(agentUserProblem(toml('user = "root"'))).toBeUndefined();
+    expect(agentUserProblem(toml(""))).toBeUndefined();
+  });
+});
+
+describe("WORKDIR /workspace (Harbor's describe-image; a public csv-cleaner task): the sandbox's own workspace", () => {
+  it("is accepted as the workdir, with nothing to alias; a mount there stays refused", () => {
+    expect(SANDBOX_WORKSPACE).toBe(SANDBOX_PATHS.workspace);
+    const env = environmentOf("FROM ubuntu:24.04\nWORKDIR /workspace\nCOPY image.png /workspace/image.png\n");
+    expect(env).toMatchObject({ workdir: "/workspace", copies: [{ from: "image.png", to: "image.png" }] });
+    expect(taskWorkdirProblem("/workspace")).toBeUndefined();
+    expect(taskWorkdirProblem("/workspace/sub")).toMatch(/sandbox's own \/workspace/);
+    expect(workdirProblem("/workspace")).toMatch(/sandbox's own \/workspace/);
+    const runtime = (workdir: string) =>
+      ({ catalog: { dir: "/t", spec: { workdir } } }) as unknown as Parameters<typeof aliasSpecOf>[0];
+    expect(aliasSpecOf(runtime("/workspace"), "/c")).toEqual({});
+    expect(aliasSpecOf(runtime("/app"), "/c")).toEqual({ workspaceAlias: "/app" });
   });
 });

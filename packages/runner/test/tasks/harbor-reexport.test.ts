@@ -4,10 +4,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadTask } from "../../src/tasks/catalog.js";
+import { type HarborTaskToml, parseTaskToml } from "../../src/tasks/harbor.js";
 import { readHarborDir } from "../../src/tasks/harbor-dir.js";
 import { exportHarborDir } from "../../src/tasks/harbor-export.js";
-import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
+import { reexportTaskToml, restoreTestScript } from "../../src/tasks/harbor-reexport.js";
 import { writeTaskFolder } from "../../src/tasks/task-dir.js";
+import type { TaskSpec } from "../../src/tasks/task-spec.js";
 import { findBwrap } from "../../src/workers/local/shape.js";
 
 const FIXTURES = fileURLToPath(new URL("../../../../tests/fixtures/harbor/", import.meta.url));
@@ -33,6 +35,19 @@ describe("an imported Harbor task exported back", () => {
         "/app",
       ),
     ).toBe("cd /app && pytest /tests/t.py; echo 1 > /logs/verifier/reward.txt");
+  });
+
+  it("names the workdir in task.toml, which a kept Dockerfile without WORKDIR needs (Harbor's hello-workdir)", () => {
+    const spec = {
+      limits: { memoryMb: 2048, diskMb: 10240, wallClockMs: 120_000 },
+      tests: { dir: "hidden", run: { kind: "eval_cmd", command: "timeout -k 10 120 bash t.sh" } },
+      workdir: "/custom-workdir",
+    } as unknown as TaskSpec;
+    const toml = parseTaskToml(reexportTaskToml(spec)) as HarborTaskToml;
+    expect(toml.environment.workdir).toBe("/custom-workdir");
+    expect(toml.verifier.timeout_sec).toBe(120);
+    const { workdir: _, ...noWorkdir } = spec;
+    expect(reexportTaskToml(noWorkdir as TaskSpec)).not.toMatch(/workdir/);
   });
 
   it.skipIf(noBwrap)(

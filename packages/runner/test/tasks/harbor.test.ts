@@ -161,7 +161,7 @@ describe("loadHarbor", () => {
     ]);
     const sh = String(files["hidden/.harbor/tests/test.sh"]);
     expect(sh).toContain("mkdir -p $HARBOR_ROOT/logs/verifier");
-    expect(sh).toContain("cd $HARBOR_WORKSPACE\n");
+    expect(sh).toContain("cd /app\n"); // the verifier sees the workspace at WORKDIR
     expect(sh).toContain("$HARBOR_ROOT/tests/test_greet.py");
     expect(String(files["solution.patch"])).toMatch(
       /^diff --git a\/greet\.py b\/greet\.py\n[\s\S]*\+ {4}return f"Hello, /,
@@ -364,11 +364,15 @@ describe("offlineUvVerifier", () => {
 });
 
 describe("test.sh and solve.sh", () => {
-  it("rewrites only whole container paths", () => {
-    expect(
-      rewriteTestScript('cd /app && pytest /tests/t.py > /logs/verifier/x; ls /application "/app"', "/app"),
-    ).toBe(
-      'cd $HARBOR_WORKSPACE && pytest $HARBOR_ROOT/tests/t.py > $HARBOR_ROOT/logs/verifier/x; ls /application "$HARBOR_WORKSPACE"',
+  it("rewrites only whole container paths, and leaves WORKDIR as written (the verifier sees the workspace there)", () => {
+    expect(rewriteTestScript('cd /app && pytest /tests/t.py > /logs/verifier/x; ls /testsuite "/app"')).toBe(
+      'cd /app && pytest $HARBOR_ROOT/tests/t.py > $HARBOR_ROOT/logs/verifier/x; ls /testsuite "/app"',
+    );
+    // Harbor's hello-workdir: the WORKDIR is also the value its test greps for
+    const hello =
+      'grep -q "/custom-workdir" /custom-workdir/workdir.txt && echo 1 > /logs/verifier/reward.txt';
+    expect(rewriteTestScript(hello)).toBe(
+      'grep -q "/custom-workdir" /custom-workdir/workdir.txt && echo 1 > $HARBOR_ROOT/logs/verifier/reward.txt',
     );
   });
   it("a patch survives solve.sh both ways, even one that holds the heredoc tag", () => {
@@ -469,16 +473,16 @@ describe("readHarborDir's pure steps", () => {
   it("verifierScript: paths rewritten, uv made offline with notes, a fetch outside comments refused", async () => {
     const plain =
       "#!/bin/bash\n# curl is only named here\ncd /app && pytest /tests/t.py > /logs/verifier/out\n";
-    expect(verifierScript(plain, "/app")).toEqual({ script: rewriteTestScript(plain, "/app"), notes: [] });
+    expect(verifierScript(plain)).toEqual({ script: rewriteTestScript(plain), notes: [] });
     const uv = await readFile(join(FIXTURES, "uv-tests/tests/test.sh"), "utf8");
     const offline = offlineUvVerifier(uv);
     if ("reason" in offline) throw new Error(`fixture uv-tests no longer reads: ${offline.reason}`);
     expect(offline.notes.length).toBeGreaterThan(0);
-    expect(verifierScript(uv, "/app")).toEqual({
-      script: rewriteTestScript(offline.script, "/app"),
+    expect(verifierScript(uv)).toEqual({
+      script: rewriteTestScript(offline.script),
       notes: offline.notes,
     });
-    expect(verifierScript("cd /app\n  wget http://x/y\n", "/app")).toEqual({
+    expect(verifierScript("cd /app\n  wget http://x/y\n")).toEqual({
       field: "tests/test.sh",
       reason:
         "runs 'wget', which fetches over the network (the sandbox is offline): the tests must run with the profile's tools",

@@ -143,22 +143,9 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
     config.images === "nix" ? await preflightWorkerImages(config, selection?.tasks, ctx) : undefined;
   if (typeof workerImages === "number") return workerImages;
   // `nix run .#rollout` on the local backend: the flake's toolchains (and snapshots) from the store
-  const storeWorkers = await preflightStoreWorkers(
-    config,
-    async () =>
-      selection
-        ? selection.tasks.map((r) => ({ id: r.id, profile: r.profile, catalog: false }))
-        : (await catalogTaskProfiles(config.tasks, config.catalog)).map((t) => ({ ...t, catalog: true })),
-    ctx,
-  );
+  const storeWorkers = await preflightStoreWorkers(config, () => taskProfilesOf(config, selection), ctx);
   if (r.banner) ctx.stderr.write(`\n  ${r.banner}\n\n`);
-  const what = selection
-    ? `${selection.tasks.length} row(s) of ${selection.config.file}`
-    : config.tasks.join(", ");
-  ctx.stderr.write(
-    `${r.resume ? "resuming" : "rollout"} ${stored?.runId ?? runId}: ${what} × ${config.groupSize} ` +
-      `(policy ${config.policies.join(", ")}, concurrency ${config.concurrency}) → ${r.out}\n`,
-  );
+  ctx.stderr.write(`${rolloutHeadline(config, selection, r, stored?.runId ?? runId)}\n`);
   // what dead runs left (a killed earlier attempt of this run included); live runs are untouched
   const swept = await sweepLeftovers();
   for (const x of swept.results) ctx.stderr.write(`gc: ${formatSweepResult(x, false)}\n`);
@@ -214,6 +201,31 @@ async function runHoldingLock(given: RolloutOptions, ctx: CliContext, runId: str
   const exit = rolloutExitCode(summary, r.banner !== undefined);
   for (const line of rolloutEndNotes(summary, exit)) ctx.stderr.write(`${line}\n`);
   return exit.code;
+}
+
+/** Each task's profile (dataset rows or catalog tasks), for the store's toolchains. */
+async function taskProfilesOf(
+  config: RunConfig,
+  selection: Awaited<ReturnType<typeof datasetSelectionOf>>,
+): Promise<{ id: string; profile: string; catalog: boolean }[]> {
+  if (selection) return selection.tasks.map((r) => ({ id: r.id, profile: r.profile, catalog: false }));
+  return (await catalogTaskProfiles(config.tasks, config.catalog)).map((t) => ({ ...t, catalog: true }));
+}
+
+/** The line a rollout starts with: what runs, how many times, with which policy, where. Pure. */
+function rolloutHeadline(
+  config: RunConfig,
+  selection: Awaited<ReturnType<typeof datasetSelectionOf>>,
+  r: { readonly resume: boolean; readonly out: string },
+  runId: string,
+): string {
+  const what = selection
+    ? `${selection.tasks.length} row(s) of ${selection.config.file}`
+    : config.tasks.join(", ");
+  return (
+    `${r.resume ? "resuming" : "rollout"} ${runId}: ${what} × ${config.groupSize} ` +
+    `(policy ${config.policies.join(", ")}, concurrency ${config.concurrency}) → ${r.out}`
+  );
 }
 
 /** What stderr says after a rollout: a stop and its hint, how to finish, why the exit code is 1. Pure. */

@@ -1,8 +1,17 @@
-import { randomBytes } from "node:crypto";
 import type { z } from "zod";
 import type { GuardFile } from "../decoys/guard.js";
 import { type CTok, cStringBytes, cTokens } from "./c-tokens.js";
-import type { Canon, ExternalSite } from "./canon.js";
+import type { Canon } from "./canon.js";
+import {
+  closing,
+  eqEdit,
+  OPEN,
+  rewriteGraded,
+  type SiteEdit,
+  siteId,
+  textSources,
+  unlessAllConditional,
+} from "./edits.js";
 import { type Externalized, externalizedOf, type RewriteOutput } from "./rewrite.js";
 
 /**
@@ -49,23 +58,6 @@ __attribute__((unused)) static void flakegym_emit_num_(const char *site, const c
     flakegym_line_(site, test, v);
 }
 `;
-
-const siteId = () => randomBytes(8).toString("hex");
-const OPEN: Record<string, string> = { "(": ")", "[": "]", "{": "}" };
-
-function closing(toks: readonly CTok[], i: number): number {
-  const stack: string[] = [];
-  for (let j = i; j < toks.length; j++) {
-    const t = toks[j]!;
-    if (t.kind !== "punct") continue;
-    if (OPEN[t.text]) stack.push(OPEN[t.text]!);
-    else if (t.text === ")" || t.text === "]" || t.text === "}") {
-      if (stack.pop() !== t.text) return -1;
-      if (!stack.length) return j;
-    }
-  }
-  return -1;
-}
 
 /** Top-level tokens of `[from, to)` that are `text` (outside any bracket). */
 function topLevel(toks: readonly CTok[], from: number, to: number, texts: readonly string[]): number[] {
@@ -132,17 +124,10 @@ function checkSite(
   const eq = topLevel(toks, open + 1, close, ["==", "!=", "&&", "||", "?", ","]);
   const want =
     eq.length === 1 && toks[eq[0]!]!.text === "==" && eq[0]! + 2 === close ? toks[eq[0]! + 1]! : undefined;
-  if (!want || want.kind !== "num" || !POSITIVE_INT.test(want.text))
+  if (want?.kind !== "num" || !POSITIVE_INT.test(want.text))
     return { why: "CHECK whose condition is not `got == <positive integer literal>`" };
   const v = BigInt(want.text.replace(/[uUlL]+$/, "")).toString();
   return { got: [open + 1, eq[0]!], want: { t: "int", v }, call: "flakegym_emit_num_" };
-}
-
-interface Edit {
-  readonly start: number;
-  readonly end: number;
-  readonly text: string;
-  readonly site: ExternalSite;
 }
 
 /** The checks of one graded test that leave the file, and why the others stayed. */
@@ -151,8 +136,8 @@ function testSites(
   toks: readonly CTok[],
   test: CTest,
   newId: () => string,
-): { edits: Edit[]; kept: string[] } {
-  const edits: Edit[] = [];
+): { edits: SiteEdit[]; kept: string[] } {
+  const edits: SiteEdit[] = [];
   const kept: string[] = [];
   const returns = toks.slice(test.open, test.close).some((t) => t.text === "return" || t.text === "goto");
   let depth = 0;
@@ -173,25 +158,11 @@ function testSites(
     const got = src.slice(toks[s.got[0]]!.start, toks[s.got[1] - 1]!.end);
     const cast = s.call === "flakegym_emit_num_" ? "(long double)" : "";
     const once = !returns && depth === 1 && [";", "{", "}"].includes(toks[j - 1]?.text ?? "");
-    edits.push({
-      start: t.start,
-      end: toks[close]!.end,
-      text: `${s.call}(${JSON.stringify(id)}, ${JSON.stringify(test.name)}, ${cast}(${got}))`,
-      site: {
-        site: id,
-        test: test.name,
-        kind: "eq",
-        expected: s.want,
-        opts: {},
-        count: once ? "one" : "any",
-        pair: false,
-      },
-    });
+    const text = `${s.call}(${JSON.stringify(id)}, ${JSON.stringify(test.name)}, ${cast}(${got}))`;
+    edits.push(eqEdit({ start: t.start, end: toks[close]!.end, text }, id, test.name, s.want, once));
     j = close;
   }
-  if (edits.length && edits.every((e) => e.site.count === "any"))
-    return { edits: [], kept: [...kept, "none of its checks runs unconditionally"] };
-  return { edits, kept };
+  return unlessAllConditional(edits, kept, "none of its checks runs unconditionally");
 }
 
 function rewriteFile(
@@ -202,19 +173,8 @@ function rewriteFile(
 ): string | null {
   const toks = cTokens(text);
   if (!toks) return null;
-  const edits: Edit[] = [];
-  for (const test of cTests(toks)) {
-    if (!graded.has(test.name)) continue;
-    const s = testSites(text, toks, test, newId);
-    out.tests[test.name] = { sites: s.edits.length, kept: s.kept };
-    edits.push(...s.edits);
-  }
-  if (!edits.length) return null;
-  let body = text;
-  for (const e of [...edits].sort((x, y) => y.start - x.start))
-    body = body.slice(0, e.start) + e.text + body.slice(e.end);
-  out.sites.push(...edits.map((e) => e.site));
-  return `${C_EMITTER}${body}`;
+  const body = rewriteGraded(text, cTests(toks), graded, out, (test) => testSites(text, toks, test, newId));
+  return body === null ? null : `${C_EMITTER}${body}`;
 }
 
 /** The rewriter's answer for `files` (RewriteOutput's shape). Pure but for `newId`. */
@@ -238,14 +198,8 @@ export async function externalizeC(
   files: readonly GuardFile[],
   graded: readonly string[],
 ): Promise<Externalized> {
-  const c = files.filter(
-    (f) =>
-      f.path.endsWith(".c") &&
-      !f.content.includes(0) &&
-      Buffer.from(f.content.toString("utf8")).equals(f.content),
-  );
   const out = rewriteCTests(
-    c.map((f) => ({ path: f.path, text: f.content.toString("utf8") })),
+    textSources(files, (p) => p.endsWith(".c")),
     graded,
   );
   return externalizedOf(files, JSON.stringify(out));

@@ -1,3 +1,4 @@
+import { closing, OPEN } from "./edits.js";
 /**
  * A JavaScript tokenizer for the host's node test rewriter (externalize/node.ts): enough of the
  * language to find calls, their arguments and block bodies in trusted hidden test files — names,
@@ -150,22 +151,7 @@ export function jsTokens(src: string): Tok[] | undefined {
   return scan(src, 0, false)?.toks;
 }
 
-const OPEN: Record<string, string> = { "(": ")", "[": "]", "{": "}" };
-
-/** The index of the token closing the bracket opened at `toks[i]`, or -1. Pure. */
-export function closing(toks: readonly Tok[], i: number): number {
-  const stack: string[] = [];
-  for (let j = i; j < toks.length; j++) {
-    const t = toks[j]!.text;
-    if (toks[j]!.kind !== "punct") continue;
-    if (OPEN[t]) stack.push(OPEN[t]);
-    else if (t === ")" || t === "]" || t === "}") {
-      if (stack.pop() !== t) return -1;
-      if (!stack.length) return j;
-    }
-  }
-  return -1;
-}
+export { closing };
 
 /** The top-level comma-separated argument ranges `[from, to)` between `open` and its closing `close`. Pure. */
 export function argumentsOf(toks: readonly Tok[], open: number, close: number): [number, number][] {

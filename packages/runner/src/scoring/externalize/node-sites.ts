@@ -1,4 +1,5 @@
 import type { Canon, ExternalSite } from "./canon.js";
+import { type SiteEdit, unlessAllConditional } from "./edits.js";
 import { jsCanon } from "./js-emitter.js";
 import { literalValue } from "./js-literal.js";
 import { argumentsOf, closing, type Tok } from "./js-tokens.js";
@@ -13,14 +14,6 @@ import { type AssertMode, stringValue, type TestCall } from "./node-tests.js";
  * compare on the host); a computed one stays and both sides are emitted (a pair). A matcher is an
  * error class's name, a RegExp, or `{ name, message }` of literals. Pure.
  */
-
-export interface SiteEdit {
-  /** Source offsets of the assertion call, replaced by `text`. */
-  readonly start: number;
-  readonly end: number;
-  readonly text: string;
-  readonly site: ExternalSite;
-}
 
 const EQUALS = new Set(["equal", "strictEqual", "deepEqual", "deepStrictEqual"]);
 /** Assertions with an expected side that are not externalized (said so per test). */
@@ -203,7 +196,5 @@ export function nodeSites(
     j = close;
   }
   // a test may then emit nothing and still pass (its verdict would fail it): left to decoys
-  if (edits.length && edits.every((e) => e.site.count === "any"))
-    return { edits: [], kept: [...kept, "none of its assertions runs unconditionally"] };
-  return { edits, kept };
+  return unlessAllConditional(edits, kept, "none of its assertions runs unconditionally");
 }

@@ -1,9 +1,9 @@
-import { randomBytes } from "node:crypto";
 import type { z } from "zod";
 import type { GuardFile } from "../decoys/guard.js";
+import { applyEdits, type SiteEdit, siteId, textSources } from "./edits.js";
 import { jsPrelude } from "./js-emitter.js";
 import { jsTokens } from "./js-tokens.js";
-import { nodeSites, type SiteEdit } from "./node-sites.js";
+import { nodeSites } from "./node-sites.js";
 import { assertBindings, moduleKind, testCalls } from "./node-tests.js";
 import { type Externalized, externalizedOf, type RewriteOutput } from "./rewrite.js";
 
@@ -18,9 +18,6 @@ import { type Externalized, externalizedOf, type RewriteOutput } from "./rewrite
  */
 
 type Output = z.infer<typeof RewriteOutput>;
-
-/** A 16-hex-digit site id. */
-const siteId = () => randomBytes(8).toString("hex");
 
 /** One file rewritten (null: unchanged), its sites and per-test coverage added to `out`. */
 function rewriteFile(
@@ -53,11 +50,8 @@ function rewriteFile(
     edits.push(...s.edits);
   }
   if (!edits.length || !kind) return null;
-  let body = text;
-  for (const e of [...edits].sort((a, b) => b.start - a.start))
-    body = body.slice(0, e.start) + e.text + body.slice(e.end);
   out.sites.push(...edits.map((e) => e.site));
-  return `${jsPrelude(kind)}\n${body}`;
+  return `${jsPrelude(kind)}\n${applyEdits(text, edits)}`;
 }
 
 /** The rewriter's answer for `files` (RewriteOutput's shape, as the other rewriters print it). Pure but for `newId`. */
@@ -82,13 +76,8 @@ export async function externalizeNode(
   files: readonly GuardFile[],
   graded: readonly string[],
 ): Promise<Externalized> {
-  // a file that is not UTF-8 would reach the tokenizer changed: it stays as written
-  const js = files.filter(
-    (f) =>
-      JS.test(f.path) && !f.content.includes(0) && Buffer.from(f.content.toString("utf8")).equals(f.content),
-  );
   const out = rewriteNodeTests(
-    js.map((f) => ({ path: f.path, text: f.content.toString("utf8") })),
+    textSources(files, (p) => JS.test(p)),
     graded,
   );
   return externalizedOf(files, JSON.stringify(out));

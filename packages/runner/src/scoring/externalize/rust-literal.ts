@@ -100,7 +100,7 @@ function parse(toks: readonly RustTok[], i: number, end: number): Parsed {
   if (t.text === "(") {
     const inner = items(toks, i + 1, end, ")");
     // `(x)` is x; `(x,)` and `(x, y)` are tuples; `()` is not taken
-    if (!inner || !inner.texts.length) return undefined;
+    if (!inner?.texts.length) return undefined;
     const tuple = inner.texts.length > 1 || toks[inner.next - 2]?.text === ",";
     return {
       text: tuple ? `(${inner.texts.join(", ")}${inner.texts.length === 1 ? "," : ""})` : inner.texts[0]!,

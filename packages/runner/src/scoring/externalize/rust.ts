@@ -1,7 +1,15 @@
-import { randomBytes } from "node:crypto";
 import type { z } from "zod";
 import type { GuardFile } from "../decoys/guard.js";
-import type { ExternalSite } from "./canon.js";
+import {
+  closing,
+  eqEdit,
+  OPEN,
+  rewriteGraded,
+  type SiteEdit,
+  siteId,
+  textSources,
+  unlessAllConditional,
+} from "./edits.js";
 import { type Externalized, externalizedOf, type RewriteOutput } from "./rewrite.js";
 import { rustDebug } from "./rust-literal.js";
 import { type RustTok, rustTokens } from "./rust-tokens.js";
@@ -41,24 +49,6 @@ fn __fg_emit<T: ::std::fmt::Debug + ?Sized>(site: &str, test: &str, value: &T) {
     }
 }
 `;
-
-const siteId = () => randomBytes(8).toString("hex");
-
-const OPEN: Record<string, string> = { "(": ")", "[": "]", "{": "}" };
-
-function closing(toks: readonly RustTok[], i: number): number {
-  const stack: string[] = [];
-  for (let j = i; j < toks.length; j++) {
-    const t = toks[j]!;
-    if (t.kind !== "punct") continue;
-    if (OPEN[t.text]) stack.push(OPEN[t.text]!);
-    else if (t.text === ")" || t.text === "]" || t.text === "}") {
-      if (stack.pop() !== t.text) return -1;
-      if (!stack.length) return j;
-    }
-  }
-  return -1;
-}
 
 function args(toks: readonly RustTok[], open: number, close: number): [number, number][] {
   const out: [number, number][] = [];
@@ -117,21 +107,14 @@ function rustTests(toks: readonly RustTok[]): RustTest[] {
   return out;
 }
 
-interface Edit {
-  readonly start: number;
-  readonly end: number;
-  readonly text: string;
-  readonly site: ExternalSite;
-}
-
 /** The `assert_eq!(got, <literal>)` sites of one graded test, and why the others stayed. */
 function testSites(
   src: string,
   toks: readonly RustTok[],
   test: RustTest,
   newId: () => string,
-): { edits: Edit[]; kept: string[] } {
-  const edits: Edit[] = [];
+): { edits: SiteEdit[]; kept: string[] } {
+  const edits: SiteEdit[] = [];
   const kept: string[] = [];
   const returns = toks.slice(test.open, test.close).some((t) => t.text === "return" || t.text === "?");
   let depth = 0;
@@ -158,25 +141,13 @@ function testSites(
     const id = newId();
     const got = src.slice(toks[a[0]![0]]!.start, toks[a[0]![1] - 1]!.end);
     const once = !returns && depth === 1 && [";", "{", "}"].includes(toks[j - 1]?.text ?? "");
-    edits.push({
-      start: t.start,
-      end: toks[close]!.end,
-      text: `__fg_emit(${JSON.stringify(id)}, ${JSON.stringify(test.name)}, &(${got}))`,
-      site: {
-        site: id,
-        test: test.name,
-        kind: "eq",
-        expected: { t: "str", v: want },
-        opts: {},
-        count: once ? "one" : "any",
-        pair: false,
-      },
-    });
+    const text = `__fg_emit(${JSON.stringify(id)}, ${JSON.stringify(test.name)}, &(${got}))`;
+    edits.push(
+      eqEdit({ start: t.start, end: toks[close]!.end, text }, id, test.name, { t: "str", v: want }, once),
+    );
     j = close;
   }
-  if (edits.length && edits.every((e) => e.site.count === "any"))
-    return { edits: [], kept: [...kept, "none of its assertions runs unconditionally"] };
-  return { edits, kept };
+  return unlessAllConditional(edits, kept, "none of its assertions runs unconditionally");
 }
 
 /** One file rewritten (null: unchanged), its sites and per-test coverage added to `out`. */
@@ -188,19 +159,10 @@ function rewriteFile(
 ): string | null {
   const toks = rustTokens(text);
   if (!toks) return null;
-  const edits: Edit[] = [];
-  for (const test of rustTests(toks)) {
-    if (!graded.has(test.name)) continue;
-    const s = testSites(text, toks, test, newId);
-    out.tests[test.name] = { sites: s.edits.length, kept: s.kept };
-    edits.push(...s.edits);
-  }
-  if (!edits.length) return null;
-  let body = text;
-  for (const e of [...edits].sort((x, y) => y.start - x.start))
-    body = body.slice(0, e.start) + e.text + body.slice(e.end);
-  out.sites.push(...edits.map((e) => e.site));
-  return `${body}\n${RUST_EMITTER}`;
+  const body = rewriteGraded(text, rustTests(toks), graded, out, (test) =>
+    testSites(text, toks, test, newId),
+  );
+  return body === null ? null : `${body}\n${RUST_EMITTER}`;
 }
 
 /** An integration test file: `tests/<name>.rs` of a crate (its tests' ids are their function names). */
@@ -227,14 +189,8 @@ export async function externalizeRust(
   files: readonly GuardFile[],
   graded: readonly string[],
 ): Promise<Externalized> {
-  const rs = files.filter(
-    (f) =>
-      f.path.endsWith(".rs") &&
-      !f.content.includes(0) &&
-      Buffer.from(f.content.toString("utf8")).equals(f.content),
-  );
   const out = rewriteRustTests(
-    rs.map((f) => ({ path: f.path, text: f.content.toString("utf8") })),
+    textSources(files, (p) => p.endsWith(".rs")),
     graded,
   );
   return externalizedOf(files, JSON.stringify(out));

@@ -34,6 +34,11 @@ export interface WorkerCgroup {
   killAll(deadlineMs?: number): Promise<number[]>;
   /** Whether the memory limit was hit (OOM kill) since creation. */
   memoryLimitHit(): Promise<boolean>;
+  /**
+   * Bytes of tmpfs/shared pages charged to the group (memory.stat `shmem`): the files a worker wrote
+   * to a tmpfs (its workspace's upper layer) count against its memory limit. Undefined: unreadable.
+   */
+  shmemBytes(): Promise<number | undefined>;
   /** The kernel's counters of enforced limits (compare before/after an exec). */
   events(): Promise<LimitEvents>;
   remove(): Promise<void>;
@@ -168,6 +173,14 @@ async function counter(file: string, key: string): Promise<number> {
   return m ? Number(m[1]) : 0;
 }
 
+/** `shmem` of a memory.stat (v1's hierarchical `total_shmem` first), undefined when unreadable. */
+async function readShmem(file: string): Promise<number | undefined> {
+  const text = await readFile(file, "utf8").catch(() => undefined);
+  if (text === undefined) return undefined;
+  const m = /^total_shmem (\d+)/m.exec(text) ?? /^shmem (\d+)/m.exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
 /** The OOM kills and refused forks counted in a group so far. */
 export async function readLimitEvents(d: CgroupDirs): Promise<LimitEvents> {
   const [memory, pids] = d.kind === "v1" ? [d.memory, d.pids] : [d.dir, d.dir];
@@ -233,6 +246,7 @@ async function createV1(id: string, limits: CgroupLimits): Promise<WorkerCgroup>
     events: () => readLimitEvents({ kind: "v1", ...dirs }),
     pids: readAll,
     killAll: (deadlineMs = 5000) => killPids(readAll, deadlineMs),
+    shmemBytes: () => readShmem(join(dirs.memory, "memory.stat")),
     async memoryLimitHit() {
       const oom = await readFile(join(dirs.memory, "memory.oom_control"), "utf8").catch(() => "");
       const kills = /oom_kill (\d+)/.exec(oom);
@@ -282,6 +296,7 @@ async function createV2(id: string, limits: CgroupLimits): Promise<WorkerCgroup>
     events: () => readLimitEvents({ kind: "v2", dir }),
     pids: readAll,
     killAll,
+    shmemBytes: () => readShmem(join(dir, "memory.stat")),
     async memoryLimitHit() {
       const ev = await readFile(join(dir, "memory.events"), "utf8").catch(() => "");
       return /oom_kill [1-9]/.test(ev) || /max [1-9]/.test(ev);
@@ -309,6 +324,7 @@ export async function createWorkerCgroup(id: string, limits: CgroupLimits): Prom
     pids: async () => [],
     killAll: async () => [],
     memoryLimitHit: async () => false,
+    shmemBytes: async () => undefined,
     events: async () => ({ oomKills: 0, pidsRejected: 0 }),
     remove: async () => {},
   };

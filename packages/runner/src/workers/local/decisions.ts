@@ -117,11 +117,24 @@ export function pidsExitOf(r: {
   };
 }
 
-/** The memory limit's end. Pure. */
-export function memoryExitOf(limits: ResourceLimits, agentKilled = false): WorkerExit {
+/**
+ * The memory limit's end, named from the cgroup's own counters. A workspace whose writable layer is a
+ * tmpfs keeps its files in memory charged to the worker's group, so an agent filling its disk reaches
+ * the memory limit before a larger disk limit: when tmpfs pages (`shmemBytes`, memory.stat `shmem`)
+ * hold at least half the limit, the end is the disk's, said so, not the memory's. Pure.
+ */
+export function memoryExitOf(limits: ResourceLimits, agentKilled = false, shmemBytes?: number): WorkerExit {
+  const killed = agentKilled ? " (the agent was killed)" : "";
+  const mib = (b: number) => Math.round(b / (1024 * 1024));
+  if (shmemBytes !== undefined && shmemBytes * 2 >= limits.memoryMb * 1024 * 1024)
+    return {
+      reason: "disk",
+      detail: `the workspace's files filled the worker's memory: ${mib(shmemBytes)} MiB of its ${limits.memoryMb} MiB memory limit are files on its tmpfs (the cgroup's memory.stat shmem)${limits.diskMb !== undefined ? `, before its ${limits.diskMb} MiB disk limit` : ""}${killed}`,
+    };
+  const files = shmemBytes !== undefined ? `, ${mib(shmemBytes)} MiB of it files on tmpfs` : "";
   return {
     reason: "memory",
-    detail: `memory limit ${limits.memoryMb} MiB reached${agentKilled ? " (the agent was killed)" : ""}`,
+    detail: `memory limit ${limits.memoryMb} MiB reached (the cgroup's memory events${files})${killed}`,
   };
 }
 
@@ -136,8 +149,9 @@ export function agentExitOf(
   oom: boolean,
   limits: ResourceLimits,
   pidsExit?: WorkerExit,
+  shmemBytes?: number,
 ): WorkerExit {
-  if (oom) return memoryExitOf(limits, true);
+  if (oom) return memoryExitOf(limits, true, shmemBytes);
   // an agent that died because it could not fork hit the pids limit: a limit, not a crash
   if (pidsExit) return pidsExit;
   return { reason: "crashed", detail: `agent exited (code ${r.code})${r.detail ? `: ${r.detail}` : ""}` };

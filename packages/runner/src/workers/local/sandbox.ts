@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import type { ExecResult } from "../types.js";
 import { type BwrapSpec, buildBwrapArgs, droppingNetPrefix } from "./bwrap-args.js";
 import type { WorkerCgroup } from "./cgroup.js";
@@ -151,8 +152,11 @@ export async function runSandboxed(
   };
   child.stdout.on("data", onStdout);
   child.stderr.on("data", onStderr);
+  let stoppedAtDeadline = false;
   const timer = setTimeout(() => {
     timedOut = true;
+    // the sandbox process (bwrap, outside the sandbox's pid namespace) stopped: frozen from outside
+    stoppedAtDeadline = shape.bwrap !== undefined && child.pid !== undefined && processStopped(child.pid);
     killGroup(child.pid);
   }, opts.timeoutMs);
   const onAbort = () => {
@@ -190,10 +194,26 @@ export async function runSandboxed(
       durationMs: Math.round(performance.now() - started),
       // bwrap itself died of a signal nobody here sent: killed from outside the sandbox
       ...(shape.bwrap && signalled && !timedOut && !aborted ? { sandboxKilled: true } : {}),
+      ...(stoppedAtDeadline ? { sandboxStopped: true } : {}),
     };
   } finally {
     clearTimeout(timer);
     opts.signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+/** Whether a /proc/<pid>/stat line says the process is stopped (`T`) or traced-stopped (`t`). Pure. */
+export function isStoppedStat(stat: string): boolean {
+  // the state is the first field after the command name's closing parenthesis (a name may hold one)
+  const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+  return state === "T" || state === "t";
+}
+
+function processStopped(pid: number): boolean {
+  try {
+    return isStoppedStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
   }
 }
 

@@ -1,6 +1,7 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { chmod, copyFile, mkdir, readFile, readlink, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
+import { tempPathBeside } from "../../run-format/temp-name.js";
 
 /**
  * Execute-only copies of the binaries a worker keeps running across trajectories (issue 47): the
@@ -30,15 +31,17 @@ export function sealedPathOf(cacheRoot: string, src: string, size: number, mtime
   return join(cacheRoot, "sealed-bin", key, basename(src));
 }
 
-/** The sealed copy of `src`, made once (by a rename, so a concurrent maker never sees half a file). */
+/**
+ * The sealed copy of `src`, made once (by a rename of a temp of its own, so a concurrent maker — another
+ * worker of this process or another process — never sees half a file nor loses its temp to the other).
+ */
 export async function sealedCopy(cacheRoot: string, src: string): Promise<string> {
   const s = await stat(src);
   const dest = sealedPathOf(cacheRoot, src, s.size, s.mtimeMs);
   const have = await stat(dest).catch(() => undefined);
   if (have && have.size === s.size && isSealedMode(have.mode)) return dest;
   await mkdir(join(dest, ".."), { recursive: true });
-  // unique per call: workers of one pool start at once, in the same process and millisecond
-  const tmp = `${dest}.${process.pid}.${randomUUID()}.tmp`;
+  const tmp = tempPathBeside(dest);
   try {
     await copyFile(src, tmp);
     await chmod(tmp, SEALED_MODE);

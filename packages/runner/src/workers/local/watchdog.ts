@@ -13,7 +13,8 @@ async function tick(ws: LocalWorkerState, intervalMs: number): Promise<void> {
     return;
   }
   if (await ws.prepared.cgroup.memoryLimitHit()) {
-    await endWorker(ws, memoryExitOf(limits));
+    const shmem = await ws.prepared.cgroup.shmemBytes().catch(() => undefined);
+    await endWorker(ws, memoryExitOf(limits, false, shmem));
     return;
   }
   const pids = await pidsExitNow(ws);
@@ -58,7 +59,8 @@ export function watchAgent(ws: LocalWorkerState): void {
     if (ws.exit) return;
     const oom = await ws.prepared.cgroup.memoryLimitHit().catch(() => false);
     const pids = await pidsExitNow(ws);
+    const shmem = oom ? await ws.prepared.cgroup.shmemBytes().catch(() => undefined) : undefined;
     if (ws.exit) return;
-    void endWorker(ws, agentExitOf(r, oom, limitsOf(ws), pids));
+    void endWorker(ws, agentExitOf(r, oom, limitsOf(ws), pids, shmem));
   });
 }

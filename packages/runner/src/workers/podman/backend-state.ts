@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { type ClinePackage, resolveClinePackage } from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
+import { tempPathBeside } from "../../run-format/temp-name.js";
 import { clinePackageInImage, ImageConfig, imageClineOf } from "./image-cline.js";
 import { CONTAINERS_CONF, type PodmanBackendOptions } from "./options.js";
 
@@ -41,8 +42,9 @@ export function createPodmanState(options: PodmanBackendOptions): PodmanState {
 export function ensureConf(st: PodmanState): Promise<void> {
   st.confReady ??= (async () => {
     await mkdir(st.stateDir, { recursive: true });
-    await writeFile(`${st.confFile}.tmp`, CONTAINERS_CONF);
-    await rename(`${st.confFile}.tmp`, st.confFile);
+    const tmp = tempPathBeside(st.confFile);
+    await writeFile(tmp, CONTAINERS_CONF);
+    await rename(tmp, st.confFile);
   })();
   return st.confReady;
 }

@@ -3,6 +3,7 @@ import { mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
+import { tempPathBeside } from "../../run-format/temp-name.js";
 import { type PodmanState, pm } from "./backend-state.js";
 import { BASE_IMAGE } from "./options.js";
 
@@ -32,8 +33,9 @@ export async function writeBaseRootfs(dir: string): Promise<string> {
   );
   await writeFile(join(root, "etc", "group"), "root:x:0:\nagent:x:1000:\n");
   const tar = join(dir, "rootfs.tar");
-  await execa("tar", ["--numeric-owner", "-C", root, "-cf", `${tar}.tmp`, "."], { stdin: "ignore" });
-  await rename(`${tar}.tmp`, tar);
+  const tmp = tempPathBeside(tar);
+  await execa("tar", ["--numeric-owner", "-C", root, "-cf", tmp, "."], { stdin: "ignore" });
+  await rename(tmp, tar);
   await rm(root, { recursive: true, force: true });
   return tar;
 }

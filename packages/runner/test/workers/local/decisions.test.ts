@@ -133,9 +133,27 @@ describe("agentExitOf", () => {
   it("calls an agent the OOM killer picked the memory limit", () => {
     expect(agentExitOf({ code: 137 }, true, limits)).toEqual({
       reason: "memory",
-      detail: "memory limit 512 MiB reached (the agent was killed)",
+      detail: "memory limit 512 MiB reached (the cgroup's memory events) (the agent was killed)",
     });
-    expect(memoryExitOf(limits)).toEqual({ reason: "memory", detail: "memory limit 512 MiB reached" });
+    expect(memoryExitOf(limits)).toEqual({
+      reason: "memory",
+      detail: "memory limit 512 MiB reached (the cgroup's memory events)",
+    });
+  });
+  it("names the disk, not the memory, when the workspace's tmpfs files hold at least half the limit (memory.stat shmem)", () => {
+    const mib = 1024 * 1024;
+    const withDisk = { ...limits, diskMb: 2048 };
+    expect(memoryExitOf(withDisk, false, 400 * mib)).toEqual({
+      reason: "disk",
+      detail:
+        "the workspace's files filled the worker's memory: 400 MiB of its 512 MiB memory limit are files on its tmpfs (the cgroup's memory.stat shmem), before its 2048 MiB disk limit",
+    });
+    expect(agentExitOf({ code: 137 }, true, withDisk, undefined, 256 * mib).reason).toBe("disk");
+    // a process's own heap with a few files beside it stays the memory limit, the files named
+    expect(memoryExitOf(withDisk, false, 10 * mib)).toEqual({
+      reason: "memory",
+      detail: "memory limit 512 MiB reached (the cgroup's memory events, 10 MiB of it files on tmpfs)",
+    });
   });
   it("calls any other exit of the agent a crash, with its code and detail", () => {
     expect(agentExitOf({ code: 1, detail: "boom" }, false, limits)).toEqual({
