@@ -58,9 +58,17 @@ describe("opaqueTestsOf (the record's producer)", () => {
     });
   });
   it("finds opaque values inside containers, and none in plain ones", () => {
-    expect(opaqueTypes({ t: "dict", v: [[{ t: "str", v: "k" }, { t: "unrenderable", why: "recursion" }]] })).toEqual([
-      "an unrenderable value (recursion)",
-    ]);
+    expect(
+      opaqueTypes({
+        t: "dict",
+        v: [
+          [
+            { t: "str", v: "k" },
+            { t: "unrenderable", why: "recursion" },
+          ],
+        ],
+      }),
+    ).toEqual(["an unrenderable value (recursion)"]);
     expect(opaqueTypes({ t: "tuple", v: [{ t: "int", v: "1" }] })).toEqual([]);
   });
 });
