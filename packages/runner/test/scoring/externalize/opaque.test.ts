@@ -1,8 +1,13 @@
+import { cp, readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ExternalSite } from "../../../src/scoring/externalize/canon.js";
 import { keptForOpaque, opaqueTestsOf, opaqueTypes } from "../../../src/scoring/externalize/opaque.js";
-import { withOpaque } from "../../../src/scoring/externalize/opaque-record.js";
+import { recordOpaque, withOpaque } from "../../../src/scoring/externalize/opaque-record.js";
 import { nodeKeyOf } from "../../../src/scoring/externalize/run.js";
+import { hiddenTestsOf } from "../../../src/scoring/hidden-tests.js";
+import { BUILTIN_CATALOG_DIR, loadTaskDir } from "../../../src/tasks/catalog.js";
+import { tempDir } from "../../helpers/temp-dir.js";
 
 // Picking, from gold's emissions, the graded tests whose literal assertion got a value the host
 // cannot compare (issues 41/42: requests' `assert 'spam' in cid` on a CaseInsensitiveDict).
@@ -104,5 +109,20 @@ describe("withOpaque (validate --record-opaque)", () => {
     expect(withOpaque({ tests: { run: { kind: "ids" } } }, { a: "X" })).toMatchObject({
       error: expect.stringMatching(/not a suite/),
     });
+  });
+});
+
+describe("recordOpaque (validate's write of a task file)", () => {
+  it("writes a record the task schema loads and scoring is handed; a second write adds nothing; a stray id is refused by file", async () => {
+    await using tmp = await tempDir("flakegym-opaque-record-");
+    const dir = join(tmp.path, "b64-two-byte-tail");
+    await cp(join(BUILTIN_CATALOG_DIR, "b64-two-byte-tail"), dir, { recursive: true });
+    expect(await recordOpaque(dir, { encode_empty: "mod.Obj" })).toEqual(["encode_empty"]);
+    const task = await loadTaskDir(dir);
+    expect((await hiddenTestsOf(task, 1000)).suite?.opaque).toEqual({ encode_empty: "mod.Obj" });
+    const before = await readFile(join(dir, "task.json"), "utf8");
+    expect(await recordOpaque(dir, { encode_empty: "mod.Obj" })).toEqual([]);
+    await expect(recordOpaque(dir, { nope: "X" })).rejects.toThrow(/task\.json: nope is no graded test/);
+    expect(await readFile(join(dir, "task.json"), "utf8")).toBe(before);
   });
 });
