@@ -91,8 +91,11 @@ function idParts(
 const HEX = "0123456789abcdef";
 const hex = (rand: Rand, n: number) => Array.from({ length: n }, () => HEX[rand(16)]).join("");
 
-/** Draws of a fresh name before the random source is called broken (a true one repeats 1 in 2^40). */
-const MAX_NAME_DRAWS = 64;
+/**
+ * Draws of a fresh name before the random source is called broken: a uniform one repeats 1 in
+ * 2^40; a poor one (the tests' float LCG, mostly zeros) needed 116; a constant one never ends.
+ */
+const MAX_NAME_DRAWS = 10_000;
 
 /** A fresh test name of this format's one shape; throws, naming `rand`, when it keeps repeating. */
 export function freshName(format: ResultFormat, rand: Rand, taken: Set<string>): string {

@@ -192,7 +192,7 @@ describe("freshName", () => {
     const taken = new Set<string>();
     expect(freshName("pytest", stuck, taken)).toBe("test_ffffffffff");
     expect(() => freshName("pytest", stuck, taken)).toThrow(
-      /64 draws of a fresh pytest test name .* `rand` repeats itself/,
+      /10000 draws of a fresh pytest test name .* `rand` repeats itself/,
     );
     // a whole guard over a stuck source fails the same way (two graded tests need two names)
     const py = "def test_a():\n    assert f() == 1\n\n\ndef test_b():\n    assert f() == 2\n";

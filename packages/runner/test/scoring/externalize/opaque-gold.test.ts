@@ -64,8 +64,8 @@ const suite = { results: "pytest" as const, failToPass: [CID], passToPass: [SIZE
 // a seeded draw (decoy values and names vary per seed; every assertion below holds for any)
 let seed = 7;
 const rand = (n: number) => {
-  seed = (seed * 1103515245 + 12345) % 2 ** 31;
-  return seed % n;
+  seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+  return (seed >>> 16) % n;
 };
 
 const noPython = skipWithoutHostPython("the opaque-object pytest runs");
