@@ -407,7 +407,16 @@ export function suiteVerdicts(
       nodeKeyOf(suite.logParser),
     );
     if (believed)
-      Object.assign(opaque, opaqueRunTests(parsed, r, ids.map((i) => i.id), external, nodeKeyOf(suite.logParser)));
+      Object.assign(
+        opaque,
+        opaqueRunTests(
+          parsed,
+          r,
+          ids.map((i) => i.id),
+          external,
+          nodeKeyOf(suite.logParser),
+        ),
+      );
     runs.push(
       ids.map(({ id, kind }) => ({
         id,

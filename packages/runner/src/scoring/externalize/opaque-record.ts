@@ -30,9 +30,18 @@ const asIds = (v: unknown): string[] =>
   Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
 
 /** Merges `picked` into `<taskDir>/task.json` (written whole, then renamed); the ids added. */
-export async function recordOpaque(taskDir: string, picked: Readonly<Record<string, string>>): Promise<string[]> {
+export async function recordOpaque(
+  taskDir: string,
+  picked: Readonly<Record<string, string>>,
+): Promise<string[]> {
   const file = join(taskDir, "task.json");
-  const next = withOpaque(JSON.parse(await readFile(file, "utf8")), picked);
+  let spec: unknown;
+  try {
+    spec = JSON.parse(await readFile(file, "utf8"));
+  } catch (e) {
+    throw new Error(`cannot record gold's opaque tests in ${file}: ${(e as Error).message}`);
+  }
+  const next = withOpaque(spec, picked);
   if ("error" in next) throw new Error(`cannot record gold's opaque tests in ${file}: ${next.error}`);
   if (!next.added.length) return [];
   const tmp = `${file}.opaque-${process.pid}`;
