@@ -220,6 +220,12 @@ export const Score = z
         unguarded: z
           .array(z.object({ id: z.string(), reason: z.string() }).strict())
           .describe("graded tests without a decoy, and why"),
+        opaque: z
+          .record(z.string(), z.string())
+          .optional()
+          .describe(
+            "graded tests that emitted a value the sandbox renders only as an opaque object (what it was) at an assertion whose expected literal stayed on the host: they failed closed; on gold, `validate --record-opaque` records them in tests.run.opaque",
+          ),
       })
       .strict()
       .optional()

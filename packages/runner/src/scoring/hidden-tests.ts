@@ -74,6 +74,7 @@ export async function hiddenTestsOf(task: LoadedTask, timeoutMs: number): Promis
             failToPass: run.failToPass,
             passToPass: run.passToPass,
             canary: run.canary,
+            ...(run.opaque ? { opaque: run.opaque } : {}),
           },
         }
       : {}),

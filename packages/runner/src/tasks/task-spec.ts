@@ -115,6 +115,20 @@ export const Canary = z
   .strict();
 export type Canary = z.infer<typeof Canary>;
 
+/**
+ * Graded test ids whose assertions are left to decoys, never externalized, each with what gold
+ * emitted there: recorded from the gold patch's run when the task was validated (host-trusted,
+ * fixed before any trajectory runs), for tests where gold computed a value the sandbox can only
+ * render as an opaque object (a case-insensitive dict, a cookie jar) at an assertion whose expected
+ * value is a literal kept on the host, so the host cannot compare it (scoring/externalize/opaque.ts).
+ */
+export const OpaqueTests = z
+  .record(z.string().min(1), z.string().min(1))
+  .describe(
+    "graded test ids left to decoys (not externalized), each with the opaque value gold emitted at a literal assertion; written by `flakegym validate --record-opaque`",
+  );
+export type OpaqueTests = z.infer<typeof OpaqueTests>;
+
 /** Hidden tests run as one suite command per run, judged by per-test result lines and a canary. */
 export const SuiteTests = z
   .object({
@@ -133,6 +147,7 @@ export const SuiteTests = z
       .describe("test ids (as the results name them) that fail before the fix and must pass after"),
     passToPass: z.array(z.string().min(1)).default([]).describe("test ids that must keep passing"),
     canary: Canary,
+    opaque: OpaqueTests.optional(),
   })
   .strict();
 export type SuiteTests = z.infer<typeof SuiteTests>;

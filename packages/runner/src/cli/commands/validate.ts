@@ -1,4 +1,4 @@
-import { readdir } from "node:fs/promises";
+import { readdir, rename } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
@@ -13,6 +13,7 @@ import { validateLabels, withPolicyLabel } from "../../rollout/validate-lines.js
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { readRunState, runPaths } from "../../run-format/run-dir.js";
 import type { RunConfig } from "../../run-format/schema.js";
+import { recordOpaque } from "../../scoring/externalize/opaque-record.js";
 import { canOwnForOthers } from "../../scoring/read-only.js";
 import { TamperPenalty } from "../../scoring/reward.js";
 import { PythonFlags, pythonOptionsOfFlags } from "../../snapshots/python-options.js";
@@ -20,10 +21,65 @@ import { BUILTIN_CATALOG_DIR, listCatalog } from "../../tasks/catalog.js";
 import { capabilitiesOf } from "../../workers/backend.js";
 import { resolvePool } from "../../workers/pool/decisions.js";
 import { REUSE_DEFAULT } from "../../workers/pool/reuse.js";
-import { defineCommand } from "../command.js";
+import { type CliContext, defineCommand } from "../command.js";
 
 /** Seconds a validate run's hidden tests may take per run unless --test-timeout: SWE-bench's harness default (1800). */
 export const VALIDATE_TEST_TIMEOUT_S = 1800;
+
+const ValidateOptions = z.object({
+  task: z.array(z.string().min(1)).optional().describe("catalog task id"),
+  all: z.boolean().default(false).describe("validate every task in the catalog"),
+  catalog: z.string().optional().describe("task catalog directory (default: the built-in catalog)"),
+  repeat: z.number().int().min(1).max(20).default(3).describe("hidden-test runs per scoring"),
+  concurrency: z.number().int().min(1).optional().describe("workers at once (default: the number of CPUs)"),
+  reuse: RolloutOptions.shape.reuse,
+  out: z
+    .string()
+    .optional()
+    .describe("run directory kept for inspection (default runs/validate-<timestamp>)"),
+  backend: z
+    .enum(["local", "podman", "nomad"])
+    .default("local")
+    .describe(
+      "where workers run: local (bubblewrap) or podman (containers), each running the Cline agent and the scorer; nomad needs --gateway-advertise, which only rollout, eval and serve take",
+    ),
+  cheats: z
+    .boolean()
+    .default(true)
+    .describe(
+      "also run every cheat in the task's cheats/ folder; each must score 0 (--no-cheats: skip them)",
+    ),
+  tamperPenalty: TamperPenalty.default("revert").describe(
+    "what an edit to a protected harness/build file costs (revert: score the reverted tree; zero: reward 0)",
+  ),
+  allowUnguarded: z
+    .boolean()
+    .default(false)
+    .describe(
+      "accept graded tests without a decoy (imported tasks whose assertions have no literal to twin): report them, do not fail",
+    ),
+  allowSkipped: z
+    .boolean()
+    .default(false)
+    .describe("exit 0 even when every task asked for was skipped (e.g. all need network this machine lacks)"),
+  testTimeout: z
+    .number()
+    .int()
+    .min(1)
+    .default(VALIDATE_TEST_TIMEOUT_S)
+    .describe(
+      `seconds the hidden tests may take per run (default ${VALIDATE_TEST_TIMEOUT_S}, SWE-bench's harness default: real rows' test files can take many minutes on a busy machine)`,
+    ),
+  recordOpaque: z
+    .boolean()
+    .default(true)
+    .describe(
+      "when gold's value at a literal assertion is an object the host cannot compare (a case-insensitive dict, a cookie jar), record those graded tests in the task's task.json (tests.run.opaque: later scorings leave them to decoys) and validate the task once more (--no-record-opaque: only name them; they fail closed)",
+    ),
+  json: z.boolean().default(false).describe("print the verdicts as JSON"),
+  ...PythonFlags,
+});
+type ValidateOpts = z.infer<typeof ValidateOptions>;
 
 export const validateCommand = defineCommand({
   path: ["validate"],
@@ -39,55 +95,7 @@ export const validateCommand = defineCommand({
     "task with unguarded tests fails unless --allow-unguarded. Tasks that need network are\n" +
     "skipped with a message when the machine is offline. Exit 1 on any failure, and when every task\n" +
     "asked for was skipped (nothing was checked) unless --allow-skipped.",
-  options: z.object({
-    task: z.array(z.string().min(1)).optional().describe("catalog task id"),
-    all: z.boolean().default(false).describe("validate every task in the catalog"),
-    catalog: z.string().optional().describe("task catalog directory (default: the built-in catalog)"),
-    repeat: z.number().int().min(1).max(20).default(3).describe("hidden-test runs per scoring"),
-    concurrency: z.number().int().min(1).optional().describe("workers at once (default: the number of CPUs)"),
-    reuse: RolloutOptions.shape.reuse,
-    out: z
-      .string()
-      .optional()
-      .describe("run directory kept for inspection (default runs/validate-<timestamp>)"),
-    backend: z
-      .enum(["local", "podman", "nomad"])
-      .default("local")
-      .describe(
-        "where workers run: local (bubblewrap) or podman (containers), each running the Cline agent and the scorer; nomad needs --gateway-advertise, which only rollout, eval and serve take",
-      ),
-    cheats: z
-      .boolean()
-      .default(true)
-      .describe(
-        "also run every cheat in the task's cheats/ folder; each must score 0 (--no-cheats: skip them)",
-      ),
-    tamperPenalty: TamperPenalty.default("revert").describe(
-      "what an edit to a protected harness/build file costs (revert: score the reverted tree; zero: reward 0)",
-    ),
-    allowUnguarded: z
-      .boolean()
-      .default(false)
-      .describe(
-        "accept graded tests without a decoy (imported tasks whose assertions have no literal to twin): report them, do not fail",
-      ),
-    allowSkipped: z
-      .boolean()
-      .default(false)
-      .describe(
-        "exit 0 even when every task asked for was skipped (e.g. all need network this machine lacks)",
-      ),
-    testTimeout: z
-      .number()
-      .int()
-      .min(1)
-      .default(VALIDATE_TEST_TIMEOUT_S)
-      .describe(
-        `seconds the hidden tests may take per run (default ${VALIDATE_TEST_TIMEOUT_S}, SWE-bench's harness default: real rows' test files can take many minutes on a busy machine)`,
-      ),
-    json: z.boolean().default(false).describe("print the verdicts as JSON"),
-    ...PythonFlags,
-  }),
+  options: ValidateOptions,
   examples: [
     "flakegym validate --all",
     "flakegym validate --task tinygauge-vertical --repeat 5",
@@ -112,57 +120,9 @@ export const validateCommand = defineCommand({
     const verdicts: TaskVerdict[] = [];
     let interrupted = false;
     for (const task of tasks) {
-      const cheats = opts.cheats ? await cheatPlans(join(catalog, task)) : [];
-      const taskRunId = `${runId}-${task}`;
-      const config = validateConfig(task, cheats, opts);
-      const dir = join(out, task);
-      // --reuse above 1 (the default): a warm pool of the concurrency whose workers serve that many trajectories
-      const pool =
-        (opts.reuse ?? REUSE_DEFAULT) > 1
-          ? resolvePool({
-              command: "eval",
-              trajectories: config.groupSize,
-              concurrency: config.concurrency,
-              reuse: opts.reuse ?? REUSE_DEFAULT,
-            })
-          : undefined;
-      const deps = await createRolloutDeps(config, {
-        ...(pool ? { pool, onNote: (m: string) => ctx.stderr.write(`validate: ${m}\n`) } : {}),
-        runId: taskRunId,
-        signal: ctx.signal,
-        env: ctx.env,
-        python: pythonOptionsOfFlags(opts),
-      });
-      const reporter = createReporter(ctx.stderr);
-      // every progress line names its policy: gold, empty or the cheat
-      const labels = validateLabels(cheats.map((c) => c.name));
-      let summary: RunSummary;
-      try {
-        ({ summary } = await runRollout({
-          out: dir,
-          resume: false,
-          config,
-          runId: taskRunId,
-          deps,
-          progress: (e) => reporter.sink(withPolicyLabel(e, labels)),
-          signal: ctx.signal,
-        }));
-      } finally {
-        reporter.close();
-        await deps.close();
-      }
-      const state = await readRunState(runPaths(dir), { repair: false });
-      const byIndex = (index: number) =>
-        [...state.results.values()].find((r) => r.taskId === task && r.index === index);
-      const cheatResults: CheatResult[] = cheats.map((c, i) => ({ name: c.name, result: byIndex(2 + i) }));
-      verdicts.push(
-        verdictFor(task, summary, byIndex(0), byIndex(1), cheatResults, {
-          bindsHiddenReadOnly: capabilitiesOf(opts.backend).bindsHiddenReadOnly,
-          root: canOwnForOthers(),
-          allowUnguarded: opts.allowUnguarded,
-        }),
-      );
-      if (summary.interrupted) {
+      const one = await validateTaskRecorded(task, catalog, out, `${runId}-${task}`, opts, ctx);
+      verdicts.push(one.verdict);
+      if (one.summary.interrupted) {
         interrupted = true;
         break;
       }
@@ -180,6 +140,127 @@ export const validateCommand = defineCommand({
     return 0;
   },
 });
+
+interface TaskValidation {
+  readonly verdict: TaskVerdict;
+  readonly summary: RunSummary;
+  /** Gold's graded tests whose value the host could not compare (scoring/externalize/opaque.ts). */
+  readonly goldOpaque: Readonly<Record<string, string>> | undefined;
+}
+
+/**
+ * One task validated; when gold's score names opaque tests not yet in the task's record, they are
+ * recorded (unless --no-record-opaque) and the task is validated once more with the record: its
+ * verdict is then the second run's (in `<out>/<task>`), the first kept in `<out>/<task>.unrecorded`.
+ */
+async function validateTaskRecorded(
+  task: string,
+  catalog: string,
+  out: string,
+  taskRunId: string,
+  opts: ValidateOpts,
+  ctx: CliContext,
+): Promise<TaskValidation> {
+  const dir = join(out, task);
+  const first = await validateTask(task, dir, taskRunId, opts, ctx);
+  if (first.summary.interrupted) return first;
+  const added = await noteOpaque(ctx.stderr, join(catalog, task), task, first.goldOpaque, opts.recordOpaque);
+  if (!added) return first;
+  await rename(dir, `${dir}.unrecorded`);
+  ctx.stderr.write(
+    `validate: ${task}: validating again with the record (the run without it: ${dir}.unrecorded)\n`,
+  );
+  return validateTask(task, dir, `${taskRunId}-recorded`, opts, ctx);
+}
+
+/** One task's validate run (gold, empty, its cheats) into `dir`, and its verdict. */
+async function validateTask(
+  task: string,
+  dir: string,
+  taskRunId: string,
+  opts: ValidateOpts,
+  ctx: CliContext,
+): Promise<TaskValidation> {
+  const cheats = opts.cheats ? await cheatPlans(join(opts.catalog ?? BUILTIN_CATALOG_DIR, task)) : [];
+  const config = validateConfig(task, cheats, opts);
+  // --reuse above 1 (the default): a warm pool of the concurrency whose workers serve that many trajectories
+  const pool =
+    (opts.reuse ?? REUSE_DEFAULT) > 1
+      ? resolvePool({
+          command: "eval",
+          trajectories: config.groupSize,
+          concurrency: config.concurrency,
+          reuse: opts.reuse ?? REUSE_DEFAULT,
+        })
+      : undefined;
+  const deps = await createRolloutDeps(config, {
+    ...(pool ? { pool, onNote: (m: string) => ctx.stderr.write(`validate: ${m}\n`) } : {}),
+    runId: taskRunId,
+    signal: ctx.signal,
+    env: ctx.env,
+    python: pythonOptionsOfFlags(opts),
+  });
+  const reporter = createReporter(ctx.stderr);
+  // every progress line names its policy: gold, empty or the cheat
+  const labels = validateLabels(cheats.map((c) => c.name));
+  let summary: RunSummary;
+  try {
+    ({ summary } = await runRollout({
+      out: dir,
+      resume: false,
+      config,
+      runId: taskRunId,
+      deps,
+      progress: (e) => reporter.sink(withPolicyLabel(e, labels)),
+      signal: ctx.signal,
+    }));
+  } finally {
+    reporter.close();
+    await deps.close();
+  }
+  const state = await readRunState(runPaths(dir), { repair: false });
+  const byIndex = (index: number) =>
+    [...state.results.values()].find((r) => r.taskId === task && r.index === index);
+  const cheatResults: CheatResult[] = cheats.map((c, i) => ({ name: c.name, result: byIndex(2 + i) }));
+  const verdict = verdictFor(task, summary, byIndex(0), byIndex(1), cheatResults, {
+    bindsHiddenReadOnly: capabilitiesOf(opts.backend).bindsHiddenReadOnly,
+    root: canOwnForOthers(),
+    allowUnguarded: opts.allowUnguarded,
+  });
+  return { verdict, summary, goldOpaque: byIndex(0)?.score?.decoys?.opaque };
+}
+
+/**
+ * Gold's opaque tests (scoring/externalize/opaque.ts) named on stderr and, with `record`, merged
+ * into the task's task.json; how many were added (0: none new, not recorded, or the write failed,
+ * said why).
+ */
+async function noteOpaque(
+  stderr: NodeJS.WritableStream,
+  taskDir: string,
+  task: string,
+  picked: Readonly<Record<string, string>> | undefined,
+  record: boolean,
+): Promise<number> {
+  const ids = Object.keys(picked ?? {});
+  if (!picked || !ids.length) return 0;
+  const what = `gold emitted a value the host cannot compare at a literal assertion of ${ids.length} test(s) (${ids.join(", ")})`;
+  if (!record) {
+    stderr.write(`validate: ${task}: ${what}; they fail closed (--no-record-opaque: not recorded)\n`);
+    return 0;
+  }
+  const added = await recordOpaque(taskDir, picked).catch((e: unknown) =>
+    e instanceof Error ? e : new Error(String(e)),
+  );
+  if (added instanceof Error) {
+    stderr.write(`validate: ${task}: ${what}; not recorded: ${added.message}\n`);
+    return 0;
+  }
+  stderr.write(
+    `validate: ${task}: ${what}; ${added.length ? `recorded ${added.length} in ${join(taskDir, "task.json")} (tests.run.opaque): later scorings leave them to decoys` : "already recorded"}\n`,
+  );
+  return added.length;
+}
 
 /** A task's cheat plans: `cheats/*.json` in its folder, by name (none when the folder is absent). */
 async function cheatPlans(taskDir: string): Promise<{ name: string; file: string }[]> {

@@ -105,6 +105,8 @@ export async function guardHidden(
     readonly results: ResultFormat;
     readonly failToPass: readonly string[];
     readonly passToPass: readonly string[];
+    /** Graded ids left to decoys as recorded at validation (externalize/opaque.ts). */
+    readonly opaque?: Readonly<Record<string, string>>;
   },
   installed: readonly InstalledFile[],
   snapshotWorkspace: string,
@@ -127,7 +129,7 @@ export async function guardHidden(
   const found = [...installed, ...extra];
   // expected values leave the files first (scoring/externalize); decoys guard only what stayed
   const ext = externalize
-    ? await externalizeGraded(suite.results, found, graded, signal)
+    ? await externalizeGraded(suite.results, found, graded, signal, suite.opaque)
     : decoysOnly(found, graded, "externalization switched off for this scoring");
   const all = found.map((f, i) => ({ ...f, content: ext.files[i]!.content }));
   const readable = ext.decoyed.length

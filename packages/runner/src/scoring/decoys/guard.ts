@@ -91,9 +91,15 @@ function idParts(
 const HEX = "0123456789abcdef";
 const hex = (rand: Rand, n: number) => Array.from({ length: n }, () => HEX[rand(16)]).join("");
 
-/** A fresh test name of this format's one shape. */
-function freshName(format: ResultFormat, rand: Rand, taken: Set<string>): string {
-  for (;;) {
+/**
+ * Draws of a fresh name before the random source is called broken: a uniform one repeats 1 in
+ * 2^40; a poor one (the tests' float LCG, mostly zeros) needed 116; a constant one never ends.
+ */
+const MAX_NAME_DRAWS = 10_000;
+
+/** A fresh test name of this format's one shape; throws, naming `rand`, when it keeps repeating. */
+export function freshName(format: ResultFormat, rand: Rand, taken: Set<string>): string {
+  for (let draw = 0; draw < MAX_NAME_DRAWS; draw++) {
     const h = hex(rand, 10);
     const name =
       format === "pytest"
@@ -108,6 +114,9 @@ function freshName(format: ResultFormat, rand: Rand, taken: Set<string>): string
       return name;
     }
   }
+  throw new Error(
+    `decoys: ${MAX_NAME_DRAWS} draws of a fresh ${format} test name were all taken (${taken.size} names in use): the random source passed as \`rand\` repeats itself; pass one that draws uniformly (the default, node:crypto randomInt)`,
+  );
 }
 
 /** The block's text with `edits` (spans relative to the file) applied. */

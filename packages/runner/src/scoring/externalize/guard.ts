@@ -4,6 +4,7 @@ import { externalizeC } from "./c.js";
 import type { ExternalSite } from "./canon.js";
 import { externalizeGo } from "./go.js";
 import { externalizeNode } from "./node.js";
+import { keptForOpaque } from "./opaque.js";
 import { type Externalized, externalizePython } from "./rewrite.js";
 import { externalizeRust } from "./rust.js";
 import { baseOf, siteRunsIn } from "./verdict.js";
@@ -80,18 +81,27 @@ const REWRITERS: Partial<
   "check-h": externalizeC,
 };
 
+/** Why a test recorded in the task's `opaque` is left to decoys. */
+const whyOpaque = (what: string) =>
+  `when the task was validated, gold emitted ${what} at a literal assertion, which the host cannot compare (recorded in tests.run.opaque)`;
+
 export async function externalizeGraded<F extends GuardFile>(
   format: ResultFormat,
   files: readonly F[],
   graded: readonly string[],
   signal?: AbortSignal,
+  /** The task's recorded opaque tests (externalize/opaque.ts): their functions stay as written. */
+  opaque?: Readonly<Record<string, string>>,
 ): Promise<ExternalizedGraded<F>> {
   const rewriter = REWRITERS[format];
   if (!rewriter)
     return decoysOnly(files, graded, `${format} assertions are not externalized yet (decoys only)`);
-  const ext = await rewriter(files, graded, signal).catch((e: unknown) =>
-    e instanceof Error ? e : new Error(String(e)),
-  );
+  const kept = keptForOpaque(graded, opaque);
+  const ext = await rewriter(
+    files,
+    graded.filter((id) => !kept.has(id)),
+    signal,
+  ).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
   if (ext instanceof Error) return decoysOnly(files, graded, ext.message);
   // a case is judged by the sites that run in it (not those on the side of an if it skips)
   const running = (id: string) =>
@@ -99,7 +109,11 @@ export async function externalizeGraded<F extends GuardFile>(
   const externalized = graded.filter((id) => running(id).some((s) => !s.pair));
   const comparedOutside = graded.filter((id) => running(id).length > 0 && running(id).every((s) => s.pair));
   const decoyed = graded.filter((id) => running(id).length === 0);
-  const why = Object.fromEntries(decoyed.map((id) => [id, whyDecoyed(format, ext, id)]));
+  const recorded = (id: string) =>
+    opaque?.[id] ?? Object.entries(opaque ?? {}).find(([k]) => baseOf(k) === baseOf(id))![1];
+  const why = Object.fromEntries(
+    decoyed.map((id) => [id, kept.has(id) ? whyOpaque(recorded(id)) : whyDecoyed(format, ext, id)]),
+  );
   return {
     files: files.map((f, i) => ({ ...f, content: ext.files[i]!.content })),
     sites: ext.sites,

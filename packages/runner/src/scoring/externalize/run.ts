@@ -1,6 +1,7 @@
 import { type LogParser, shortenPathParameter } from "../../tasks/swebench-log-parsers.js";
 import { emittedStep, MAX_EMISSION_BYTES, type ParsedScoring } from "../script.js";
 import type { ExternalSite } from "./canon.js";
+import { opaqueTestsOf } from "./opaque.js";
 import { type ExternalVerdict, externalVerdict, firstWord } from "./verdict.js";
 
 /**
@@ -32,4 +33,19 @@ export function externalRunVerdict(
       anomaly: `the run emitted ${step.outputBytes} bytes, more than the ${MAX_EMISSION_BYTES} kept`,
     });
   return externalVerdict(ids, sites, step?.output, keyOf);
+}
+
+/**
+ * Graded ids of run `run` that emitted an opaque value at a literal assertion, with what it was
+ * (externalize/opaque.ts); none when the emissions were cut for length. Pure.
+ */
+export function opaqueRunTests(
+  parsed: ParsedScoring,
+  run: number,
+  ids: readonly string[],
+  sites: readonly ExternalSite[],
+  keyOf?: (node: string) => string,
+): Record<string, string> {
+  const step = parsed.steps.get(emittedStep(run, 0));
+  return step?.cut ? {} : opaqueTestsOf(ids, sites, step?.output, keyOf);
 }

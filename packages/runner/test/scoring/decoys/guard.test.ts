@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DECOYS_PER_TEST, guardFiles, withOwnNameAs } from "../../../src/scoring/decoys/guard.js";
+import { DECOYS_PER_TEST, freshName, guardFiles, withOwnNameAs } from "../../../src/scoring/decoys/guard.js";
 import { decoysPassedAlone, decoyVerdict } from "../../../src/scoring/results.js";
 
 let s = 1;
@@ -183,5 +183,26 @@ describe("decoyVerdict", () => {
       ok: false,
       reason: expect.stringContaining("did not report"),
     });
+  });
+});
+
+describe("freshName", () => {
+  it("throws, naming the random source, when every draw repeats a taken name, instead of spinning forever", () => {
+    const stuck = (n: number) => n - 1;
+    const taken = new Set<string>();
+    expect(freshName("pytest", stuck, taken)).toBe("test_ffffffffff");
+    expect(() => freshName("pytest", stuck, taken)).toThrow(
+      /10000 draws of a fresh pytest test name .* `rand` repeats itself/,
+    );
+    // a whole guard over a stuck source fails the same way (two graded tests need two names)
+    const py = "def test_a():\n    assert f() == 1\n\n\ndef test_b():\n    assert f() == 2\n";
+    expect(() =>
+      guardFiles(
+        "pytest",
+        [{ path: "t.py", content: Buffer.from(py) }],
+        ["t.py::test_a", "t.py::test_b"],
+        stuck,
+      ),
+    ).toThrow(/repeats itself/);
   });
 });

@@ -1,0 +1,139 @@
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { execa } from "execa";
+import { describe, expect, it } from "vitest";
+import { guardHidden } from "../../../src/scoring/decoys/guard-hidden.js";
+import { opaqueTestsOf } from "../../../src/scoring/externalize/opaque.js";
+import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
+import { skipWithoutHostPython } from "../../helpers/host-python.js";
+import { tempDir } from "../../helpers/temp-dir.js";
+
+// Issues 41/42 on a small real pytest file: requests' `assert "spam" in cid` on a case-insensitive
+// dict. The sandbox renders the dict as an opaque object, so the host cannot compare the literal:
+// gold fails closed. Recorded from gold's emissions, the test is left to decoys: gold passes, a
+// wrong implementation still fails, and the other test of the file stays externalized.
+
+const TESTS = `from cid import CIDict, make
+
+
+def test_contains_any_case():
+    d = make()
+    assert "spam" in d
+    assert d == {"SPAM": 1}
+
+
+def test_size():
+    assert len(make()) == 1
+`;
+const GOLD = `class CIDict:
+    def __init__(self, data):
+        self._d = {k.lower(): (k, v) for k, v in data.items()}
+
+    def __contains__(self, key):
+        return key.lower() in self._d
+
+    def __eq__(self, other):
+        return {k: v for k, (_, v) in self._d.items()} == {k.lower(): v for k, v in dict(other).items()}
+
+    def __len__(self):
+        return len(self._d)
+
+    def __iter__(self):
+        return (k for k, _ in self._d.values())
+
+    def __getitem__(self, key):
+        return self._d[key.lower()][1]
+
+    def __repr__(self):
+        return repr({k: v for k, v in self._d.values()})
+
+
+def make():
+    return CIDict({"Spam": 1})
+`;
+// case-sensitive: "spam" is not in it, and it does not equal {"SPAM": 1}
+const WRONG = GOLD.replace(
+  "return key.lower() in self._d",
+  "return key in {k for k, _ in self._d.values()}",
+).replace("k.lower(): v for k, v in dict(other)", "k: v for k, v in dict(other)");
+const FILE = "tests/test_cid.py";
+const CID = `${FILE}::test_contains_any_case`;
+const SIZE = `${FILE}::test_size`;
+const suite = { results: "pytest" as const, failToPass: [CID], passToPass: [SIZE] };
+
+// a seeded draw (decoy values and names vary per seed; every assertion below holds for any)
+let seed = 7;
+const rand = (n: number) => {
+  seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+  return (seed >>> 16) % n;
+};
+
+const noPython = skipWithoutHostPython("the opaque-object pytest runs");
+const hasPytest =
+  !noPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
+if (!noPython && !hasPytest)
+  console.log(
+    "skipped the opaque-object pytest runs: the host's python3 has no pytest (scripts/ensure-system-deps)",
+  );
+
+/** Runs the guarded files under pytest over `impl`: pytest's PASSED ids and the emissions. */
+async function run(dir: string, files: readonly { path: string; content: Buffer }[], impl: string) {
+  await mkdir(join(dir, "tests"), { recursive: true });
+  await writeFile(join(dir, "cid.py"), impl);
+  for (const f of files) await writeFile(join(dir, f.path), f.content);
+  const emit = join(dir, "emit");
+  const p = await execa("python3", ["-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests"], {
+    cwd: dir,
+    env: { FLAKEGYM_EMIT: emit, PYTHONPATH: dir },
+    reject: false,
+    timeout: 120_000,
+  });
+  const passed = new Set([...p.stdout.matchAll(/^PASSED (\S+)/gm)].map((m) => m[1]!));
+  return { passed, emitted: await readFile(emit, "utf8").catch(() => undefined) };
+}
+
+describe.skipIf(noPython || !hasPytest)("a test whose gold value is opaque (recorded at validation)", () => {
+  it("fails gold closed without the record; with it, gold passes under a decoy and a wrong implementation fails", async () => {
+    await using tmp = await tempDir("flakegym-opaque-");
+    const installed = [{ path: FILE, content: Buffer.from(TESTS), executable: false }];
+    const verdictOf = async (name: string, opaque: Record<string, string> | undefined, impl: string) => {
+      const g = await guardHidden({ ...suite, ...(opaque ? { opaque } : {}) }, installed, tmp.path, rand);
+      const r = await run(join(tmp.path, name), g.files, impl);
+      const outside = externalVerdict([CID, SIZE], g.external, r.emitted);
+      const pass = (id: string) => r.passed.has(g.plan.runIds[id] ?? id) && !outside.has(id);
+      return { g, r, outside, cid: pass(CID), size: pass(SIZE) };
+    };
+
+    // without the record: both tests externalized; gold's dict is opaque at the literal site
+    const bare = await verdictOf("bare", undefined, GOLD);
+    expect(bare.g.report.externalized).toEqual([CID, SIZE]);
+    expect(bare.outside.get(CID)).toMatch(/did not hold for the emitted obj/);
+    expect([bare.cid, bare.size]).toEqual([false, true]);
+    const picked = opaqueTestsOf([CID, SIZE], bare.g.external, bare.r.emitted);
+    expect(picked).toEqual({ [CID]: "cid.CIDict" });
+
+    // with the record picked from gold: that test stays as written, under a decoy
+    const gold = await verdictOf("gold", picked, GOLD);
+    expect(gold.g.report.externalized).toEqual([SIZE]);
+    expect(gold.g.report.guarded).toEqual([CID]);
+    expect(gold.g.files[0]!.content.toString()).toContain('"spam" in d');
+    expect(gold.g.files[0]!.content.toString()).not.toContain("== 1\n");
+    expect([gold.cid, gold.size]).toEqual([true, true]);
+    // its decoy failed, as a decoy must (the twin id is what pytest did not pass)
+    const decoys = Object.keys(gold.g.plan.decoys);
+    expect(decoys.length).toBeGreaterThan(0);
+    for (const d of decoys) expect(gold.r.passed.has(d)).toBe(false);
+
+    const wrong = await verdictOf("wrong", picked, WRONG);
+    expect([wrong.cid, wrong.size]).toEqual([false, true]);
+  }, 120_000);
+
+  it("a record for another test does not spare an opaque one: it still fails closed", async () => {
+    await using tmp = await tempDir("flakegym-opaque-");
+    const installed = [{ path: FILE, content: Buffer.from(TESTS), executable: false }];
+    const g = await guardHidden({ ...suite, opaque: { [SIZE]: "x" } }, installed, tmp.path, rand);
+    expect(g.report.externalized).toEqual([CID]);
+    const r = await run(tmp.path, g.files, GOLD);
+    expect(externalVerdict([CID, SIZE], g.external, r.emitted).get(CID)).toMatch(/emitted obj/);
+  }, 60_000);
+});
