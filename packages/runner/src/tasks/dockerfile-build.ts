@@ -6,6 +6,7 @@ import { createDeadline } from "@flakegym/nomad-jobs";
 import { execa } from "execa";
 import { type DebianBase, DONE_MARK, ensureDebianBase, servedByText } from "./debian-base.js";
 import type { BuildPlan, BuildStep } from "./dockerfile-plan.js";
+import { holdHarborTree } from "./harbor-tree-use.js";
 import { uvFromPypi } from "./uv-image.js";
 
 /**
@@ -279,7 +280,8 @@ export async function buildRootfs(
   });
   const key = rootfsKey(b.key, plan, await contextHash(o.context));
   const dir = join(o.cacheRoot, "harbor-rootfs", key);
-  if (existsSync(join(dir, DONE_MARK)))
+  // held (flakegym gc leaves it) for as long as this process runs the oracle on it
+  if (await holdHarborTree(dir, deadline.signal))
     return JSON.parse(await readFile(join(dir, DONE_MARK), "utf8")) as BuiltRootfs;
   const started = Date.now();
   const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
@@ -319,6 +321,7 @@ export async function buildRootfs(
       await rm(tmp, { recursive: true, force: true });
       if (!existsSync(join(dir, DONE_MARK))) throw err;
     });
+    await holdHarborTree(dir, deadline.signal);
     return built;
   } catch (err) {
     await rm(tmp, { recursive: true, force: true });
