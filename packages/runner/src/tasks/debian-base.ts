@@ -4,6 +4,7 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { execa } from "execa";
+import { goImageVersion } from "./go-toolchain.js";
 import { holdHarborTree, TREE_DONE_MARK } from "./harbor-tree-use.js";
 
 /**
@@ -47,6 +48,12 @@ export function debianBaseOf(image: string, suite: string): DebianBase | { reado
     );
   if (/^(node|nodejs)$/.test(name))
     return base(["ca-certificates", "nodejs", "npm"], `Debian ${suite}'s nodejs (not the image's version)`);
+  const go = goImageVersion(image);
+  if (go !== undefined)
+    return base(
+      ["ca-certificates", "curl", "g++", "gcc", "git", "libc6-dev", "make", "pkg-config", "procps"],
+      `Go ${go} from the Go module proxy's golang.org/toolchain (the image's own distribution) at /usr/local/go; Debian ${suite}'s gcc, make and git as the image's`,
+    );
   if (/^(golang|go)$/.test(name))
     return base(["ca-certificates", "git", "golang-go"], `Debian ${suite}'s Go (not the image's version)`);
   if (/^(gcc|clang)$/.test(name))

@@ -6,6 +6,7 @@ import { createDeadline } from "@flakegym/nomad-jobs";
 import { execa } from "execa";
 import { type DebianBase, DONE_MARK, ensureDebianBase, servedByText } from "./debian-base.js";
 import type { BuildPlan, BuildStep } from "./dockerfile-plan.js";
+import { goImageVersion, installGoToolchain } from "./go-toolchain.js";
 import { holdHarborTree } from "./harbor-tree-use.js";
 import { uvFromPypi } from "./uv-image.js";
 
@@ -253,6 +254,11 @@ async function uvCopy(
   }
 }
 
+/** This machine's Debian architecture (the base's, built from its apt sources). */
+async function dpkgArch(): Promise<string> {
+  return (await execa("dpkg", ["--print-architecture"], { timeout: 10_000 })).stdout.trim();
+}
+
 /**
  * The root filesystem of a Dockerfile's plan: its Debian base (built or cached), copied, the steps
  * run on the copy; cached by content under `<cache>/harbor-rootfs/<key>`. Needs root and bwrap.
@@ -288,6 +294,8 @@ export async function buildRootfs(
   try {
     await execa("cp", ["-a", b.dir, tmp], { cancelSignal: deadline.signal });
     await rm(join(tmp, DONE_MARK), { force: true });
+    const go = goImageVersion(plan.image);
+    const goFrom = go === undefined ? undefined : await installGoToolchain(tmp, go, await dpkgArch(), deadline.signal);
     const ca = hostCaBundle();
     const st = {
       rootfs: tmp,
@@ -306,7 +314,7 @@ export async function buildRootfs(
       dir,
       key,
       baseKey: b.key,
-      servedBy: servedByText(plan.image, base, b.key),
+      servedBy: `${servedByText(plan.image, base, b.key)}${goFrom ? `; ${goFrom} installed` : ""}`,
       workdir: plan.workdir,
       user: plan.user,
       env: plan.env,
