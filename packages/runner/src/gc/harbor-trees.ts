@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { acquireLock } from "../snapshots/lock.js";
 import { LOCKS_DIR, liveUsersOf, TREE_DONE_MARK, treeLockOf, USE_DIR } from "../tasks/harbor-tree-use.js";
-import { livePidsOf } from "./stale-temps.js";
+import { livePidsOf, STALE_AFTER_MS } from "./stale-temps.js";
 
 /**
  * The built Harbor trees in the flakegym cache (`<cache>/harbor-rootfs/`: Debian bases
@@ -25,7 +25,13 @@ export type HarborTree =
       /** pids of the live processes using it. */
       readonly liveUsers: readonly number[];
     }
-  | { readonly kind: "scratch"; readonly name: string; readonly path: string; readonly pid: number };
+  | {
+      readonly kind: "scratch";
+      readonly name: string;
+      readonly path: string;
+      readonly pid: number;
+      readonly mtimeMs: number;
+    };
 
 /** The pid in a build's scratch name (`<name>.tmp-<pid>-<ms>`) or a removal's (`.gc-<name>-<pid>`). Pure. */
 export function scratchPidOf(name: string): number | undefined {
@@ -52,21 +58,33 @@ export interface HarborTreePlan {
  */
 export function planHarborTrees(
   trees: readonly HarborTree[],
-  judge: { readonly livePids: ReadonlySet<number>; readonly nowMs: number; readonly unusedMs?: number },
+  judge: {
+    readonly livePids: ReadonlySet<number>;
+    readonly nowMs: number;
+    readonly unusedMs?: number;
+    /** How old a dead build's scratch copy must be (default STALE_AFTER_MS: a pid of another namespace may look dead). */
+    readonly staleAfterMs?: number;
+  },
 ): HarborTreePlan {
   const remove: HarborTreePlan["remove"][number][] = [];
   const kept: HarborTreePlan["kept"][number][] = [];
   for (const t of trees) {
     const { name, path } = t;
     if (t.kind === "scratch") {
-      if (judge.livePids.has(t.pid)) kept.push({ name, inUse: true, why: `its build (pid ${t.pid}) still runs` });
+      if (judge.livePids.has(t.pid))
+        kept.push({ name, inUse: true, why: `its build (pid ${t.pid}) still runs` });
+      else if (judge.nowMs - t.mtimeMs < (judge.staleAfterMs ?? STALE_AFTER_MS))
+        kept.push({ name, inUse: false, why: "a scratch copy younger than the stale bound" });
       else remove.push({ path, name, scratch: true, why: `a dead build's scratch copy (pid ${t.pid} gone)` });
       continue;
     }
     const days = ((judge.nowMs - t.lastUsedMs) / 86_400_000).toFixed(1);
-    if (t.liveUsers.length > 0) kept.push({ name, inUse: true, why: `in use by pid ${t.liveUsers.join(", ")}` });
-    else if (judge.unusedMs === undefined) kept.push({ name, inUse: false, why: "a cache (no --harbor-unused-days)" });
-    else if (judge.nowMs - t.lastUsedMs < judge.unusedMs) kept.push({ name, inUse: false, why: `last used ${days} d ago` });
+    if (t.liveUsers.length > 0)
+      kept.push({ name, inUse: true, why: `in use by pid ${t.liveUsers.join(", ")}` });
+    else if (judge.unusedMs === undefined)
+      kept.push({ name, inUse: false, why: "a cache (no --harbor-unused-days)" });
+    else if (judge.nowMs - t.lastUsedMs < judge.unusedMs)
+      kept.push({ name, inUse: false, why: `last used ${days} d ago` });
     else remove.push({ path, name, scratch: false, why: `unused for ${days} d` });
   }
   return { remove, kept };
@@ -89,8 +107,10 @@ export async function findHarborTrees(cacheRoot: string): Promise<HarborTree[]> 
     if (!e.isDirectory() || e.name === USE_DIR || e.name === LOCKS_DIR) continue;
     const path = join(trees, e.name);
     const pid = scratchPidOf(e.name);
-    if (pid !== undefined) out.push({ kind: "scratch", name: e.name, path, pid });
-    else if (!e.name.startsWith(".") && existsSync(join(path, TREE_DONE_MARK))) {
+    if (pid !== undefined) {
+      const mtimeMs = (await stat(path).catch(() => undefined))?.mtimeMs ?? Date.now();
+      out.push({ kind: "scratch", name: e.name, path, pid, mtimeMs });
+    } else if (!e.name.startsWith(".") && existsSync(join(path, TREE_DONE_MARK))) {
       const liveUsers = (await liveUsersOf(trees, e.name)).map((o) => o.pid);
       out.push({ kind: "tree", name: e.name, path, lastUsedMs: await lastUseOf(trees, e.name), liveUsers });
     }
@@ -120,7 +140,9 @@ async function rmTree(path: string): Promise<void> {
 export async function removeHarborTree(cacheRoot: string, name: string, lockMs = 5_000): Promise<string> {
   const trees = join(cacheRoot, "harbor-rootfs");
   const release = await acquireLock(treeLockOf(trees, name), { timeoutMs: lockMs }).catch(() => {
-    throw new Error(`tree ${name} is being taken into use (its lock is held): left alone, run gc again later`);
+    throw new Error(
+      `tree ${name} is being taken into use (its lock is held): left alone, run gc again later`,
+    );
   });
   const grave = join(trees, `.gc-${name}-${process.pid}`);
   try {

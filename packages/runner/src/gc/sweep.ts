@@ -3,7 +3,13 @@ import { join, resolve } from "node:path";
 import { execa } from "execa";
 import { match } from "ts-pattern";
 import { flakegymCacheRoot } from "../cache-root.mjs";
-import { findHarborTrees, planHarborTrees, removeHarborScratch, removeHarborTree, scratchLivePids } from "./harbor-trees.js";
+import {
+  findHarborTrees,
+  planHarborTrees,
+  removeHarborScratch,
+  removeHarborTree,
+  scratchLivePids,
+} from "./harbor-trees.js";
 import { type DirRoot, takeInventory } from "./inventory.js";
 import { bootId, ownerAlive } from "./owner.js";
 import { type Inventory, ownerKey, planSweep, type SweepAction, type SweepPlan } from "./plan.js";
@@ -145,17 +151,20 @@ async function execute(a: SweepAction, cacheRoot: string): Promise<SweepResult> 
 async function harborActions(
   cacheRoot: string,
   unusedMs: number | undefined,
+  staleAfterMs: number | undefined,
 ): Promise<{ actions: SweepAction[]; inUse: number }> {
   const trees = await findHarborTrees(cacheRoot);
   const p = planHarborTrees(trees, {
     livePids: scratchLivePids(trees),
     nowMs: Date.now(),
     ...(unusedMs !== undefined ? { unusedMs } : {}),
+    ...(staleAfterMs !== undefined ? { staleAfterMs } : {}),
   });
-  const actions = p.remove.map((r): SweepAction =>
-    r.scratch
-      ? { kind: "harbor-scratch", path: r.path }
-      : { kind: "harbor-tree", name: r.name, why: r.why },
+  const actions = p.remove.map(
+    (r): SweepAction =>
+      r.scratch
+        ? { kind: "harbor-scratch", path: r.path }
+        : { kind: "harbor-tree", name: r.name, why: r.why },
   );
   return { actions, inUse: p.kept.filter((k) => k.inUse).length };
 }
@@ -193,7 +202,7 @@ export async function sweepLeftovers(o: SweepOptions = {}): Promise<SweepReport>
   };
   const swept = planSweep(inv, await liveOwners(inv, currentBootId), judge);
   const cacheRoot = o.cacheRoot ?? flakegymCacheRoot(process.env);
-  const harbor = await harborActions(cacheRoot, o.harborUnusedMs);
+  const harbor = await harborActions(cacheRoot, o.harborUnusedMs, o.staleAfterMs);
   const plan = { actions: [...swept.actions, ...harbor.actions], live: swept.live + harbor.inUse };
   if (o.dryRun) return { dryRun: true, plan, results: plan.actions.map((action) => ({ action, ok: true })) };
   const results: SweepResult[] = [];
@@ -212,7 +221,10 @@ export function formatSweepResult(r: SweepResult, dryRun: boolean): string {
     .with({ kind: "temp" }, (x) => `remove a dead writer's temp file ${x.path}`)
     .with({ kind: "cache-temp" }, (x) => `remove a dead snapshot build's scratch tree ${x.path}`)
     .with({ kind: "empty-dir" }, (x) => `remove empty owner-less directory ${x.path}`)
-    .with({ kind: "harbor-scratch" }, (x) => `remove a dead Harbor environment build's scratch copy ${x.path}`)
+    .with(
+      { kind: "harbor-scratch" },
+      (x) => `remove a dead Harbor environment build's scratch copy ${x.path}`,
+    )
     .with({ kind: "harbor-tree" }, (x) => `remove the built Harbor tree ${x.name} (${x.why})`)
     .exhaustive();
   const status = dryRun ? "would" : r.ok ? "done" : "FAILED";

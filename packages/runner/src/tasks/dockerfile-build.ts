@@ -295,7 +295,8 @@ export async function buildRootfs(
     await execa("cp", ["-a", b.dir, tmp], { cancelSignal: deadline.signal });
     await rm(join(tmp, DONE_MARK), { force: true });
     const go = goImageVersion(plan.image);
-    const goFrom = go === undefined ? undefined : await installGoToolchain(tmp, go, await dpkgArch(), deadline.signal);
+    const goFrom =
+      go === undefined ? undefined : await installGoToolchain(tmp, go, await dpkgArch(), deadline.signal);
     const ca = hostCaBundle();
     const st = {
       rootfs: tmp,

@@ -24,7 +24,8 @@ export function goImageVersion(image: string): string | undefined {
 }
 
 /** Go's name of this architecture (`dpkg --print-architecture` names: amd64, arm64, …). Pure. */
-export const goArchOf = (dpkgArch: string) => (dpkgArch === "i386" ? "386" : dpkgArch.replace(/^armhf$/, "armv6l"));
+export const goArchOf = (dpkgArch: string) =>
+  dpkgArch === "i386" ? "386" : dpkgArch.replace(/^armhf$/, "armv6l");
 
 /** The newest `go<minor>.N` among the toolchain module's versions for `arch` (`1.22` → `1.22.12`). Pure. */
 export function newestPatch(minor: string, versions: readonly string[], arch: string): string | undefined {
@@ -84,7 +85,9 @@ export async function installGoToolchain(
       full = found;
     }
     const mod = `v0.0.1-go${full}.linux-${arch}`;
-    const out = JSON.parse(await goCmd(["mod", "download", "-json", `${MODULE}@${mod}`], scratch, signal)) as {
+    const out = JSON.parse(
+      await goCmd(["mod", "download", "-json", `${MODULE}@${mod}`], scratch, signal),
+    ) as {
       Dir?: string;
     };
     if (!out.Dir) throw new Error(`go mod download ${MODULE}@${mod} gave no directory`);

@@ -85,7 +85,9 @@ export async function builtEnvironment(
   const plan = builtPlanOf(dockerfile, toml.environment.workdir, implied);
   if ("field" in plan) return plan;
   const usedImplied =
-    toml.environment.workdir === undefined && implied !== undefined && !plan.steps.some((s) => s.kind === "workdir");
+    toml.environment.workdir === undefined &&
+    implied !== undefined &&
+    !plan.steps.some((s) => s.kind === "workdir");
   const { suite } = await hostAptSources();
   const base = harborBaseOf(plan.image, suite);
   if ("refused" in base)

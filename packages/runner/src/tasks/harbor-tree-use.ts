@@ -31,7 +31,9 @@ export const useFileOf = (o: Owner) => `${o.pid}.${o.startTime}.json`;
 /** Whether `dir` is a tree of the harbor-rootfs cache (its parent is named so, its name not hidden). Pure. */
 export function isHarborTree(dir: string): boolean {
   const name = basename(dir);
-  return basename(dirname(dir)) === TREES_DIR && name !== "" && !name.startsWith(".") && !name.includes(".tmp-");
+  return (
+    basename(dirname(dir)) === TREES_DIR && name !== "" && !name.startsWith(".") && !name.includes(".tmp-")
+  );
 }
 
 /** The live owners among a tree's user records (dead ones' files are removed). */

@@ -4,7 +4,12 @@ import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type HarborTree, planHarborTrees, removeHarborTree, scratchPidOf } from "../../src/gc/harbor-trees.js";
+import {
+  type HarborTree,
+  planHarborTrees,
+  removeHarborTree,
+  scratchPidOf,
+} from "../../src/gc/harbor-trees.js";
 import { selfOwner } from "../../src/gc/owner.js";
 import { formatSweepResult, sweepLeftovers } from "../../src/gc/sweep.js";
 import { acquireLock } from "../../src/snapshots/lock.js";
@@ -33,8 +38,21 @@ describe("planHarborTrees", () => {
     const p = planHarborTrees(
       [
         tree("abc", 0),
-        { kind: "scratch", name: "abc.tmp-41-1", path: "/c/harbor-rootfs/abc.tmp-41-1", pid: 41 },
-        { kind: "scratch", name: "base-x.tmp-42-1", path: "/c/harbor-rootfs/base-x.tmp-42-1", pid: 42 },
+        { kind: "scratch", name: "abc.tmp-41-1", path: "/c/harbor-rootfs/abc.tmp-41-1", pid: 41, mtimeMs: 0 },
+        {
+          kind: "scratch",
+          name: "base-x.tmp-42-1",
+          path: "/c/harbor-rootfs/base-x.tmp-42-1",
+          pid: 42,
+          mtimeMs: 0,
+        },
+        {
+          kind: "scratch",
+          name: "abc.tmp-43-1",
+          path: "/c/harbor-rootfs/abc.tmp-43-1",
+          pid: 43,
+          mtimeMs: now,
+        },
       ],
       { livePids: new Set([42]), nowMs: now },
     );
@@ -42,6 +60,7 @@ describe("planHarborTrees", () => {
     expect(p.kept).toEqual([
       { name: "abc", inUse: false, why: "a cache (no --harbor-unused-days)" },
       { name: "base-x.tmp-42-1", inUse: true, why: "its build (pid 42) still runs" },
+      { name: "abc.tmp-43-1", inUse: false, why: "a scratch copy younger than the stale bound" },
     ]);
   });
 
@@ -51,7 +70,9 @@ describe("planHarborTrees", () => {
       nowMs: now,
       unusedMs: 7 * DAY,
     });
-    expect(p.remove).toEqual([{ path: "/c/harbor-rootfs/old", name: "old", scratch: false, why: "unused for 9.0 d" }]);
+    expect(p.remove).toEqual([
+      { path: "/c/harbor-rootfs/old", name: "old", scratch: false, why: "unused for 9.0 d" },
+    ]);
     expect(p.kept.map((k) => [k.name, k.inUse, k.why])).toEqual([
       ["fresh", false, "last used 1.0 d ago"],
       ["held", true, "in use by pid 77"],
@@ -94,14 +115,28 @@ describe("flakegym gc on built Harbor trees (real directories, real locks)", () 
       const scratch = join(trees, `unused.tmp-${deadPid()}-1`);
       await mkdir(join(scratch, "etc"), { recursive: true });
       const old = new Date(Date.now() - 3 * DAY);
-      for (const n of ["held", "unused", "stale-user"]) await utimes(join(trees, n, TREE_DONE_MARK), old, old);
+      await utimes(scratch, old, old);
+      for (const n of ["held", "unused", "stale-user"])
+        await utimes(join(trees, n, TREE_DONE_MARK), old, old);
 
-      const kept = await sweepLeftovers({ cacheRoot: cache, roots: [], podman: false, tempRoots: [], dryRun: true });
+      const kept = await sweepLeftovers({
+        cacheRoot: cache,
+        roots: [],
+        podman: false,
+        tempRoots: [],
+        dryRun: true,
+      });
       expect(kept.plan.actions.filter((a) => a.kind.startsWith("harbor"))).toEqual([
         { kind: "harbor-scratch", path: scratch },
       ]);
 
-      const done = await sweepLeftovers({ cacheRoot: cache, roots: [], podman: false, tempRoots: [], harborUnusedMs: DAY });
+      const done = await sweepLeftovers({
+        cacheRoot: cache,
+        roots: [],
+        podman: false,
+        tempRoots: [],
+        harborUnusedMs: DAY,
+      });
       const harbor = done.results.filter((r) => r.action.kind.startsWith("harbor"));
       expect(harbor.every((r) => r.ok)).toBe(true);
       expect(harbor.map((r) => formatSweepResult(r, false))).toEqual([

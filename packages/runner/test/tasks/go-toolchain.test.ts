@@ -15,14 +15,18 @@ describe("FROM golang:<version> served by Go's own distribution (the toolchain m
     expect(goImageVersion("golang:latest")).toBeUndefined();
     expect(goImageVersion("golang")).toBeUndefined();
     expect(goImageVersion("python:3.12")).toBeUndefined();
-    expect(debianBaseOf("golang:latest", "bookworm")).toMatchObject({ packages: expect.arrayContaining(["golang-go"]) });
+    expect(debianBaseOf("golang:latest", "bookworm")).toMatchObject({
+      packages: expect.arrayContaining(["golang-go"]),
+    });
   });
 
   it("its base is Debian with the image's C toolchain, make and git, and no Debian Go", () => {
     const b = debianBaseOf("golang:1.22.12-bookworm", "bookworm");
     expect(b).toMatchObject({ packages: expect.arrayContaining(["gcc", "make", "git", "libc6-dev"]) });
     expect("packages" in b && b.packages.includes("golang-go")).toBe(false);
-    expect("differences" in b && b.differences).toMatch(/Go 1\.22\.12 from the Go module proxy's golang\.org\/toolchain/);
+    expect("differences" in b && b.differences).toMatch(
+      /Go 1\.22\.12 from the Go module proxy's golang\.org\/toolchain/,
+    );
   });
 
   it("resolves a minor to its newest patch for the architecture", () => {

@@ -15,7 +15,6 @@ import {
   rewriteTestFile,
 } from "../../src/tasks/harbor.js";
 import { builtPlanOf } from "../../src/tasks/harbor-built.js";
-import { impliedWorkdir, impliedWorkdirNote } from "../../src/tasks/harbor-workdir.js";
 import {
   agentUserProblem,
   builtWorkspace,
@@ -24,6 +23,7 @@ import {
 } from "../../src/tasks/harbor-dir.js";
 import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
 import { substitutionNote } from "../../src/tasks/harbor-served.js";
+import { impliedWorkdir, impliedWorkdirNote } from "../../src/tasks/harbor-workdir.js";
 import { SANDBOX_WORKSPACE, taskWorkdirProblem, workdirProblem } from "../../src/tasks/task-spec.js";
 import { SANDBOX_PATHS } from "../../src/workers/local/shape.js";
 
@@ -200,7 +200,9 @@ describe("a Dockerfile without WORKDIR whose scripts work in /app (a public sing
     expect(builtPlanOf(dockerfile)).toMatchObject({ reason: /has no WORKDIR/ });
     expect(builtPlanOf(`${dockerfile}WORKDIR /srv\n`, undefined, "/app")).toMatchObject({ workdir: "/srv" });
     expect(builtPlanOf(dockerfile, "/custom", "/app")).toMatchObject({ workdir: "/custom" });
-    expect(impliedWorkdirNote("/app")).toMatch(/no WORKDIR: the workspace is \/app.*Harbor would start them at \//);
+    expect(impliedWorkdirNote("/app")).toMatch(
+      /no WORKDIR: the workspace is \/app.*Harbor would start them at \//,
+    );
   });
 });
 

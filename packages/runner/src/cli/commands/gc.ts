@@ -31,7 +31,12 @@ export const gcCommand = defineCommand({
         "also remove built Harbor trees (and their podman images) no live process uses, last used at least this many days ago (0: every unused one)",
       ),
   }),
-  examples: ["flakegym gc", "flakegym gc --dry-run", "flakegym gc --json", "flakegym gc --harbor-unused-days 7"],
+  examples: [
+    "flakegym gc",
+    "flakegym gc --dry-run",
+    "flakegym gc --json",
+    "flakegym gc --harbor-unused-days 7",
+  ],
   async run(opts, ctx) {
     const report = await sweepLeftovers({
       dryRun: opts.dryRun,
