@@ -66,7 +66,11 @@ export type SweepAction =
   /** A dead snapshot build's scratch tree in the cache. */
   | { readonly kind: "cache-temp"; readonly path: string }
   /** An empty directory its maker died before owning (removed only while empty). */
-  | { readonly kind: "empty-dir"; readonly path: string };
+  | { readonly kind: "empty-dir"; readonly path: string }
+  /** A dead Harbor environment build's scratch copy in the cache (gc/harbor-trees.ts). */
+  | { readonly kind: "harbor-scratch"; readonly path: string }
+  /** A built Harbor tree nobody uses, unused for longer than asked (`--harbor-unused-days`). */
+  | { readonly kind: "harbor-tree"; readonly name: string; readonly why: string };
 
 export interface SweepPlan {
   readonly actions: readonly SweepAction[];

@@ -2,6 +2,14 @@ import { readdir, readFile, rmdir, unlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { execa } from "execa";
 import { match } from "ts-pattern";
+import { flakegymCacheRoot } from "../cache-root.mjs";
+import {
+  findHarborTrees,
+  planHarborTrees,
+  removeHarborScratch,
+  removeHarborTree,
+  scratchLivePids,
+} from "./harbor-trees.js";
 import { type DirRoot, takeInventory } from "./inventory.js";
 import { bootId, ownerAlive } from "./owner.js";
 import { type Inventory, ownerKey, planSweep, type SweepAction, type SweepPlan } from "./plan.js";
@@ -36,6 +44,8 @@ export interface SweepOptions {
   readonly cacheRoot?: string;
   /** How old an owner-less leftover must be to go (default STALE_AFTER_MS). */
   readonly staleAfterMs?: number;
+  /** Also remove built Harbor trees nobody uses, last used at least this long ago (default: kept). */
+  readonly harborUnusedMs?: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -103,7 +113,7 @@ async function removeEmptyDir(path: string): Promise<string | undefined> {
   return undefined;
 }
 
-async function execute(a: SweepAction): Promise<SweepResult> {
+async function execute(a: SweepAction, cacheRoot: string): Promise<SweepResult> {
   try {
     const detail = await match(a)
       .with({ kind: "kill" }, (x) => killCgroup(x.cgroup))
@@ -128,11 +138,35 @@ async function execute(a: SweepAction): Promise<SweepResult> {
         return undefined;
       })
       .with({ kind: "empty-dir" }, (x) => removeEmptyDir(x.path))
+      .with({ kind: "harbor-scratch" }, (x) => removeHarborScratch(x.path))
+      .with({ kind: "harbor-tree" }, (x) => removeHarborTree(cacheRoot, x.name))
       .exhaustive();
     return { action: a, ok: true, ...(detail ? { detail } : {}) };
   } catch (err) {
     return { action: a, ok: false, detail: (err as Error).message };
   }
+}
+
+/** The sweep's actions on the built Harbor trees, and how many are in use. */
+async function harborActions(
+  cacheRoot: string,
+  unusedMs: number | undefined,
+  staleAfterMs: number | undefined,
+): Promise<{ actions: SweepAction[]; inUse: number }> {
+  const trees = await findHarborTrees(cacheRoot);
+  const p = planHarborTrees(trees, {
+    livePids: scratchLivePids(trees),
+    nowMs: Date.now(),
+    ...(unusedMs !== undefined ? { unusedMs } : {}),
+    ...(staleAfterMs !== undefined ? { staleAfterMs } : {}),
+  });
+  const actions = p.remove.map(
+    (r): SweepAction =>
+      r.scratch
+        ? { kind: "harbor-scratch", path: r.path }
+        : { kind: "harbor-tree", name: r.name, why: r.why },
+  );
+  return { actions, inUse: p.kept.filter((k) => k.inUse).length };
 }
 
 /** The keys of the inventory's owners that still run. */
@@ -166,10 +200,13 @@ export async function sweepLeftovers(o: SweepOptions = {}): Promise<SweepReport>
     nowMs: Date.now(),
     ...(o.staleAfterMs !== undefined ? { afterMs: o.staleAfterMs } : {}),
   };
-  const plan = planSweep(inv, await liveOwners(inv, currentBootId), judge);
+  const swept = planSweep(inv, await liveOwners(inv, currentBootId), judge);
+  const cacheRoot = o.cacheRoot ?? flakegymCacheRoot(process.env);
+  const harbor = await harborActions(cacheRoot, o.harborUnusedMs, o.staleAfterMs);
+  const plan = { actions: [...swept.actions, ...harbor.actions], live: swept.live + harbor.inUse };
   if (o.dryRun) return { dryRun: true, plan, results: plan.actions.map((action) => ({ action, ok: true })) };
   const results: SweepResult[] = [];
-  for (const a of plan.actions) results.push(await execute(a));
+  for (const a of plan.actions) results.push(await execute(a, cacheRoot));
   return { dryRun: false, plan, results };
 }
 
@@ -184,6 +221,11 @@ export function formatSweepResult(r: SweepResult, dryRun: boolean): string {
     .with({ kind: "temp" }, (x) => `remove a dead writer's temp file ${x.path}`)
     .with({ kind: "cache-temp" }, (x) => `remove a dead snapshot build's scratch tree ${x.path}`)
     .with({ kind: "empty-dir" }, (x) => `remove empty owner-less directory ${x.path}`)
+    .with(
+      { kind: "harbor-scratch" },
+      (x) => `remove a dead Harbor environment build's scratch copy ${x.path}`,
+    )
+    .with({ kind: "harbor-tree" }, (x) => `remove the built Harbor tree ${x.name} (${x.why})`)
     .exhaustive();
   const status = dryRun ? "would" : r.ok ? "done" : "FAILED";
   return `${status}: ${what}${r.detail ? ` (${r.detail})` : ""}`;

@@ -4,6 +4,8 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { execa } from "execa";
+import { goImageVersion } from "./go-toolchain.js";
+import { holdHarborTree, TREE_DONE_MARK } from "./harbor-tree-use.js";
 
 /**
  * The root filesystem that serves a Dockerfile's `FROM` where no image registry is reachable: a
@@ -46,6 +48,12 @@ export function debianBaseOf(image: string, suite: string): DebianBase | { reado
     );
   if (/^(node|nodejs)$/.test(name))
     return base(["ca-certificates", "nodejs", "npm"], `Debian ${suite}'s nodejs (not the image's version)`);
+  const go = goImageVersion(image);
+  if (go !== undefined)
+    return base(
+      ["ca-certificates", "curl", "g++", "gcc", "git", "libc6-dev", "make", "pkg-config", "procps"],
+      `Go ${go} from the Go module proxy's golang.org/toolchain (the image's own distribution) at /usr/local/go; Debian ${suite}'s gcc, make and git as the image's`,
+    );
   if (/^(golang|go)$/.test(name))
     return base(["ca-certificates", "git", "golang-go"], `Debian ${suite}'s Go (not the image's version)`);
   if (/^(gcc|clang)$/.test(name))
@@ -88,7 +96,7 @@ export async function hostAptSources(): Promise<{ file: string; text: string; su
 export const baseDir = (cacheRoot: string, key: string) => join(cacheRoot, "harbor-rootfs", `base-${key}`);
 
 /** The marker written last: a base directory without it is unfinished. */
-export const DONE_MARK = ".flakegym-rootfs.json";
+export const DONE_MARK = TREE_DONE_MARK;
 
 /**
  * The base's root filesystem directory, built with mmdebstrap unless the cache holds it. Needs
@@ -101,7 +109,8 @@ export async function ensureDebianBase(
   const src = await hostAptSources();
   const key = debianBaseKey(base, src.arch, src.text);
   const dir = baseDir(o.cacheRoot, key);
-  if (existsSync(join(dir, DONE_MARK))) return { dir, key };
+  // held (flakegym gc leaves it) for as long as this process runs, which copies it for a build
+  if (await holdHarborTree(dir, o.signal)) return { dir, key };
   const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
   await mkdir(join(o.cacheRoot, "harbor-rootfs"), { recursive: true });
   const args = [
@@ -141,5 +150,6 @@ export async function ensureDebianBase(
     await rm(tmp, { recursive: true, force: true }); // another build finished first: keep that one
     if (!existsSync(join(dir, DONE_MARK))) throw err;
   });
+  await holdHarborTree(dir, o.signal);
   return { dir, key, builtMs };
 }

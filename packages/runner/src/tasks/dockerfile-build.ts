@@ -6,6 +6,8 @@ import { createDeadline } from "@flakegym/nomad-jobs";
 import { execa } from "execa";
 import { type DebianBase, DONE_MARK, ensureDebianBase, servedByText } from "./debian-base.js";
 import type { BuildPlan, BuildStep } from "./dockerfile-plan.js";
+import { goImageVersion, installGoToolchain } from "./go-toolchain.js";
+import { holdHarborTree } from "./harbor-tree-use.js";
 import { uvFromPypi } from "./uv-image.js";
 
 /**
@@ -252,6 +254,14 @@ async function uvCopy(
   }
 }
 
+/** The bound on a tree's stand-in for the image (the Debian base, Go's distribution), at least. */
+const IMAGE_PREP_MS = 30 * 60_000;
+
+/** This machine's Debian architecture (the base's, built from its apt sources). */
+async function dpkgArch(): Promise<string> {
+  return (await execa("dpkg", ["--print-architecture"], { timeout: 10_000 })).stdout.trim();
+}
+
 /**
  * The root filesystem of a Dockerfile's plan: its Debian base (built or cached), copied, the steps
  * run on the copy; cached by content under `<cache>/harbor-rootfs/<key>`. Needs root and bwrap.
@@ -267,25 +277,33 @@ export async function buildRootfs(
     log?: (line: string) => void;
   },
 ): Promise<BuiltRootfs> {
-  using deadline = createDeadline({
+  // the base (and Go's distribution) stand in for pulling the image, which Harbor's
+  // build_timeout_sec does not count: they have a bound of their own
+  const prepMs = Math.max(o.timeoutMs, IMAGE_PREP_MS);
+  using prep = createDeadline({
     signals: [o.signal],
-    timeout: { ms: o.timeoutMs, limit: "environment.build_timeout_sec" },
+    timeout: { ms: prepMs, limit: "the image's stand-in (Debian base, Go's distribution)" },
   });
   const b = await ensureDebianBase(base, {
     cacheRoot: o.cacheRoot,
-    timeoutMs: o.timeoutMs,
-    signal: deadline.signal,
+    timeoutMs: prepMs,
+    signal: prep.signal,
     log: o.log,
   });
   const key = rootfsKey(b.key, plan, await contextHash(o.context));
   const dir = join(o.cacheRoot, "harbor-rootfs", key);
-  if (existsSync(join(dir, DONE_MARK)))
+  // held (flakegym gc leaves it) for as long as this process runs the oracle on it
+  if (await holdHarborTree(dir, prep.signal))
     return JSON.parse(await readFile(join(dir, DONE_MARK), "utf8")) as BuiltRootfs;
   const started = Date.now();
   const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
+  let stepsExpired = false;
   try {
-    await execa("cp", ["-a", b.dir, tmp], { cancelSignal: deadline.signal });
+    await execa("cp", ["-a", b.dir, tmp], { cancelSignal: prep.signal });
     await rm(join(tmp, DONE_MARK), { force: true });
+    const go = goImageVersion(plan.image);
+    const goFrom =
+      go === undefined ? undefined : await installGoToolchain(tmp, go, await dpkgArch(), prep.signal);
     const ca = hostCaBundle();
     const st = {
       rootfs: tmp,
@@ -295,16 +313,26 @@ export async function buildRootfs(
       env: {} as Record<string, string>,
       ...(ca ? { hostCa: ca } : {}),
     };
-    for (const step of plan.steps) {
-      if (step.kind === "run" || step.kind === "copy")
-        o.log?.(`  line ${step.line}: ${step.kind.toUpperCase()}`);
-      await runStep(step, st, deadline.signal);
+    {
+      // the Dockerfile's own lines are bounded by environment.build_timeout_sec
+      using steps = createDeadline({
+        signals: [prep.signal],
+        timeout: { ms: o.timeoutMs, limit: "environment.build_timeout_sec" },
+      });
+      for (const step of plan.steps) {
+        if (step.kind === "run" || step.kind === "copy")
+          o.log?.(`  line ${step.line}: ${step.kind.toUpperCase()}`);
+        await runStep(step, st, steps.signal).catch((err: unknown) => {
+          stepsExpired = steps.expired;
+          throw err;
+        });
+      }
     }
     const built: BuiltRootfs = {
       dir,
       key,
       baseKey: b.key,
-      servedBy: servedByText(plan.image, base, b.key),
+      servedBy: `${servedByText(plan.image, base, b.key)}${goFrom ? `; ${goFrom} installed` : ""}`,
       workdir: plan.workdir,
       user: plan.user,
       env: plan.env,
@@ -319,10 +347,11 @@ export async function buildRootfs(
       await rm(tmp, { recursive: true, force: true });
       if (!existsSync(join(dir, DONE_MARK))) throw err;
     });
+    await holdHarborTree(dir, prep.signal);
     return built;
   } catch (err) {
     await rm(tmp, { recursive: true, force: true });
-    if (deadline.expired)
+    if (stepsExpired)
       throw new Error(
         `the environment build ran past ${o.timeoutMs} ms (environment.build_timeout_sec): ${(err as Error).message}`,
       );

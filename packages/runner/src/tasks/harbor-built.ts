@@ -3,6 +3,7 @@ import { type DebianBase, debianBaseOf, hostAptSources } from "./debian-base.js"
 import { type BuiltRootfs, buildRootfs } from "./dockerfile-build.js";
 import { type BuildPlan, containerPath, planDockerfile, refusalText } from "./dockerfile-plan.js";
 import type { Environment, HarborProblem, HarborTaskToml } from "./harbor.js";
+import { impliedWorkdir, impliedWorkdirNote, scriptTextsOf } from "./harbor-workdir.js";
 
 /**
  * A Harbor task's environment built from its own Dockerfile (`tasks import --build-env`): the FROM
@@ -48,14 +49,17 @@ export function workspaceCopies(plan: BuildPlan): Environment["copies"] {
 }
 
 /** The plan of a Dockerfile as a built environment, or why not. Pure. */
-export function builtPlanOf(dockerfile: string, workdirOverride?: string): BuildPlan | HarborProblem {
+export function builtPlanOf(
+  dockerfile: string,
+  workdirOverride?: string,
+  implied?: string,
+): BuildPlan | HarborProblem {
   const field = "environment/Dockerfile";
   const planned = planDockerfile(dockerfile);
   // task.toml's environment.workdir is where Harbor runs the agent, the oracle and the verifier
-  const plan =
-    "refusals" in planned || workdirOverride === undefined
-      ? planned
-      : { ...planned, workdir: workdirOverride };
+  // without WORKDIR (and no override), the workspace the task's scripts name (harbor-workdir.ts)
+  const wd = workdirOverride ?? ("refusals" in planned || planned.workdir !== "/" ? undefined : implied);
+  const plan = "refusals" in planned || wd === undefined ? planned : { ...planned, workdir: wd };
   if ("refusals" in plan) return { field, reason: plan.refusals.map(refusalText).join("; ") };
   if (plan.entrypoint)
     return {
@@ -77,8 +81,13 @@ export async function builtEnvironment(
   toml: HarborTaskToml,
   o: { cacheRoot: string; signal?: AbortSignal; log?: (line: string) => void },
 ): Promise<{ env: Environment; built: BuiltRootfs } | HarborProblem> {
-  const plan = builtPlanOf(dockerfile, toml.environment.workdir);
+  const implied = impliedWorkdir(await scriptTextsOf(dir));
+  const plan = builtPlanOf(dockerfile, toml.environment.workdir, implied);
   if ("field" in plan) return plan;
+  const usedImplied =
+    toml.environment.workdir === undefined &&
+    implied !== undefined &&
+    !plan.steps.some((s) => s.kind === "workdir");
   const { suite } = await hostAptSources();
   const base = harborBaseOf(plan.image, suite);
   if ("refused" in base)
@@ -106,7 +115,8 @@ export async function builtEnvironment(
     aptPackages: [],
     pipPytest: [],
   };
-  return { env, built: { ...built, servedBy: `${built.servedBy}${uvServedText(plan)}` } };
+  const wdNote = usedImplied ? impliedWorkdirNote(plan.workdir) : "";
+  return { env, built: { ...built, servedBy: `${built.servedBy}${uvServedText(plan)}${wdNote}` } };
 }
 
 /** The record of uv's image served by its PyPI wheel, for the substitution note ("" when none). Pure. */

@@ -23,6 +23,7 @@ import {
 } from "../../src/tasks/harbor-dir.js";
 import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
 import { substitutionNote } from "../../src/tasks/harbor-served.js";
+import { impliedWorkdir, impliedWorkdirNote } from "../../src/tasks/harbor-workdir.js";
 import { SANDBOX_WORKSPACE, taskWorkdirProblem, workdirProblem } from "../../src/tasks/task-spec.js";
 import { SANDBOX_PATHS } from "../../src/workers/local/shape.js";
 
@@ -178,6 +179,30 @@ describe("the workspace of a built environment", () => {
     } finally {
       await rm(tree, { recursive: true, force: true });
     }
+  });
+});
+
+describe("a Dockerfile without WORKDIR whose scripts work in /app (a public single-task repo's shape)", () => {
+  // Ayush-97techyboy/Project-Dynamo_HandshakeAI: `FROM python:3.13-slim-bookworm` + one pip RUN;
+  // solve.sh `mkdir -p /app && echo '{"status": "success"}' > /app/report.json`
+  const dockerfile = "FROM python:3.13-slim-bookworm\nRUN pip install pytest==8.3.4\n";
+  const solve = `mkdir -p /app\necho '{"status": "success"}' > /app/report.json`;
+
+  it("takes /app as the workspace only when solve.sh or the tests name it as a path", () => {
+    expect(impliedWorkdir([solve])).toBe("/app");
+    expect(impliedWorkdir(['REPORT = Path("/app/report.json")'])).toBe("/app");
+    expect(impliedWorkdir(["cd /app && make"])).toBe("/app");
+    expect(impliedWorkdir(["cp x /apps/y", "see https://x.org/app/z", "echo $HOME/app"])).toBeUndefined();
+  });
+
+  it("builds with it (RUN lines still at /), noted; a WORKDIR or task.toml's workdir wins", () => {
+    expect(builtPlanOf(dockerfile, undefined, "/app")).toMatchObject({ workdir: "/app" });
+    expect(builtPlanOf(dockerfile)).toMatchObject({ reason: /has no WORKDIR/ });
+    expect(builtPlanOf(`${dockerfile}WORKDIR /srv\n`, undefined, "/app")).toMatchObject({ workdir: "/srv" });
+    expect(builtPlanOf(dockerfile, "/custom", "/app")).toMatchObject({ workdir: "/custom" });
+    expect(impliedWorkdirNote("/app")).toMatch(
+      /no WORKDIR: the workspace is \/app.*Harbor would start them at \//,
+    );
   });
 });
 

@@ -1,5 +1,6 @@
 import { lstat, mkdir, readdir, readlink, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { holdHarborTree } from "../../tasks/harbor-tree-use.js";
 import { type Bind, mountPointsIn, type RootEntry, type SystemRoot } from "./bwrap-args.js";
 
 /**
@@ -15,6 +16,11 @@ export const ROOTFS_NODE = "/opt/flakegym-node/bin/node";
 
 /** The tree's top-level entries. */
 export async function readSystemRoot(dir: string): Promise<SystemRoot> {
+  // a built Harbor tree: this process becomes its user, so flakegym gc leaves it while we run
+  if (!(await holdHarborTree(dir)))
+    throw new Error(
+      `the task's built environment ${dir} is not in the flakegym cache (never built on this machine, or removed by \`flakegym gc --harbor-unused-days\`): import the task again with \`flakegym tasks import --build-env\``,
+    );
   const entries: RootEntry[] = [];
   const listed = await readdir(dir, { withFileTypes: true }).catch((err: Error) => {
     throw new Error(

@@ -3,6 +3,7 @@ import { mkdir, rm } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
+import { holdHarborTree } from "../../tasks/harbor-tree-use.js";
 import type { Bind } from "../local/bwrap-args.js";
 import { ROOTFS_NODE } from "../local/system-root.js";
 import type { WorkerSpec } from "../types.js";
@@ -62,6 +63,11 @@ export async function onBuiltTree(
   spec: WorkerSpec,
 ): Promise<{ st: PodmanState; spec: WorkerSpec }> {
   const root = spec.systemRoot!;
+  // this process becomes the tree's user, so flakegym gc leaves the tree and its image while we run
+  if (!(await holdHarborTree(root)))
+    throw new Error(
+      `the task's built environment ${root} is not in the flakegym cache (never built here, or removed by \`flakegym gc --harbor-unused-days\`): import the task again with \`flakegym tasks import --build-env\``,
+    );
   const image = rootfsImageOf(root);
   let p = importing.get(image);
   if (!p) {
