@@ -11,7 +11,7 @@ import { join } from "node:path";
  *   toolchain probe's `identity-<pid>-<hex8>`), removed once its pid is gone: a SIGKILLed build
  *   never reaches its own cleanup, and such a tree holds a whole repository and its deps.
  * - the same atomic-write temps in the cache's writer dirs (`cacheTempDirs`): the sealed binaries'
- *   copies (a node binary's worth each), a snapshot's pins and a failed build's log.
+ *   copies (a node binary's worth each), a snapshot's pins, its tree record and a failed build's log.
  * All are found here; what to remove is decided by the pure functions.
  */
 
@@ -58,7 +58,8 @@ export function cacheTempDirs(cacheRoot: string, snapshotCaches: readonly string
   return [
     { path: join(cacheRoot, "sealed-bin"), depth: 1 },
     ...snapshotCaches.flatMap((c) => [
-      { path: join(c, "pins"), depth: 0 },
+      // the cache's own files, pins/ and each snapshot's dir (its tree-record.json), not its tree
+      { path: c, depth: 1 },
       { path: join(c, "failed"), depth: 1 },
     ]),
   ];
