@@ -140,8 +140,10 @@ describe("chaos: the run directory", () => {
     await writeFile(file, `${original}\n// edited after the kill\n`);
     const refused = await s.cli(["rollout", "--resume", s.out]);
     expect(refused.exitCode, String(refused.stderr).slice(-2000)).not.toBe(0);
-    expect(String(refused.stderr)).toContain("E_SNAPSHOT_CHANGED");
-    expect(String(refused.stderr)).toContain("workspace/src/index.js");
+    const said = `${refused.stdout}\n${refused.stderr}`;
+    expect(said).toContain("E_SNAPSHOT_CHANGED");
+    expect(said).toContain("workspace/src/index.js");
+    expect(await readFile(join(s.out, "summary.json"), "utf8")).toContain("E_SNAPSHOT_CHANGED");
     const before = await observeRun(s.out);
     // restored as `cp -a` of a backup would: its content and times
     await writeFile(file, original);

@@ -101,12 +101,14 @@ export async function findTempFiles(roots: readonly string[], depth = 4): Promis
     const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
     for (const e of entries) {
       const p = join(dir, e.name);
-      if (e.isDirectory()) {
+      // a directory too: one written whole (run-format/dir-atomic.ts, atif's export) goes through one
+      const pid = atomicTempPid(e.name);
+      if (e.isDirectory() && pid === undefined) {
         if (left > 0) await walk(p, left - 1);
         continue;
       }
       // a symlink too: `latest` of evals/ is replaced through one
-      const pid = e.isFile() || e.isSymbolicLink() ? atomicTempPid(e.name) : undefined;
+      if (!e.isFile() && !e.isSymbolicLink() && !e.isDirectory()) continue;
       if (pid === undefined) continue;
       const st = await lstat(p).catch(() => undefined);
       if (st) out.push({ path: p, pid, mtimeMs: st.mtimeMs });
