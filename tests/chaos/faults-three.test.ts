@@ -247,25 +247,26 @@ describe("chaos: faults round three", () => {
   );
 
   it.skipIf(!FULL)(
-    "a frozen supervisor (SIGSTOP) while the agent's command runs: at the wall clock the core is asked, found silent: infra_error, retried — not a timeout scored 0",
+    "a frozen core (SIGSTOP) while the agent's command runs, the idle limit longer than the wall clock: at the wall clock the core is asked, found silent: infra_error, retried — not a timeout scored 0",
     async () => {
-      const s = await createScenario(tmp.path, "sigstop-supervisor", cache);
+      const s = await createScenario(tmp.path, "sigstop-core-wall", cache);
       const plan = await commandPlan(s.root, "sleeper", "sleep 20");
       const victim = `${TASK}-t0`;
       const t0 = Date.now();
       const child = s.cli([
         ...["rollout", "--task", TASK, "--group-size", "1", "--policy", `scripted:${plan}`],
-        ...["--timeout", "60", "--max-infra-retries", "1", "--out", s.out],
+        ...["--timeout", "40", "--idle-timeout", "300", "--max-infra-retries", "1", "--out", s.out],
       ]);
       let frozen: number | undefined;
       const found = await waitFor(
         async () => {
           const tree = await agentTree(victim, s.tmp);
-          // the supervisor itself (node running cline-supervisor.mjs), not the sandbox naming it
-          const sup = tree.find((p) => /^\S*node \S*cline-supervisor\.mjs/.test(p.cmdline));
-          if (!sup || !tree.some((p) => p.cmdline.includes("sleep 20"))) return false;
-          process.kill(sup.pid, "SIGSTOP");
-          frozen = sup.pid;
+          // the core itself (node running cline-core.js), not the sandbox or supervisor naming it
+          // (node flags such as `--require core-gc.cjs` may come before the script)
+          const core = tree.find((p) => /^\S*node (\S+ )*\S*cline-core\.js/.test(p.cmdline));
+          if (!core || !tree.some((p) => p.cmdline.includes("sleep 20"))) return false;
+          process.kill(core.pid, "SIGSTOP");
+          frozen = core.pid;
           return true;
         },
         300_000,
