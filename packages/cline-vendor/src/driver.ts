@@ -548,10 +548,9 @@ export function watchdogVerdict(a: {
 export const CORE_PROBE_MS = 5_000;
 
 /**
- * The end when a time limit (idle or wall clock) fired and the core was probed (pure): a core that
- * does not answer a control call is frozen or wedged, or its supervisor is — the machine's fault,
- * `infra_error` (retried) — however quiet or slow the agent looked; a core that answers leaves the
- * timeout as it is.
+ * The end when the idle limit fired and the core was probed (pure): a core that does not answer a
+ * control call is frozen or wedged — the machine's fault, `infra_error` (retried) — however quiet
+ * the agent's command looked; a core that answers leaves the idle verdict as it is.
  */
 export function idleEndOf(verdict: Outcome, probeFailure: string | undefined): Outcome {
   if (probeFailure === undefined) return verdict;
@@ -561,14 +560,11 @@ export function idleEndOf(verdict: Outcome, probeFailure: string | undefined): O
   };
 }
 
-/** Whether a verdict is a time limit, which asks the core whether it still answers before it stands. Pure. */
-export const asksCoreFirst = (o: Outcome): boolean => o.kind === "timeout";
-
 /** Whether the core was found not answering (its shutdown calls are then skipped: they would only wait). Pure. */
 export const coreUnresponsive = (o: Outcome) =>
   o.kind === "infra_error" && o.detail.startsWith("the Cline core stopped answering");
 
-/** A timeout verdict after asking the core whether it still answers (bounded by {@link CORE_PROBE_MS}). */
+/** The idle verdict after asking the core whether it still answers (bounded by {@link CORE_PROBE_MS}). */
 async function probedIdleEnd(st: TaskState, verdict: Outcome): Promise<Outcome> {
   const failure = await st.client.state
     .getLatestState({ deadlineMs: Math.min(st.callMs, CORE_PROBE_MS) })
@@ -642,9 +638,8 @@ async function waitForEnd(st: TaskState, onCallerAbort: () => void): Promise<Out
       lastError: st.lastError,
     });
     if (!verdict) return;
-    if (!asksCoreFirst(verdict)) return end(st, verdict);
-    // quiet for the idle limit, or out of wall clock: is it the agent, or a core that no longer
-    // answers (frozen, or its supervisor stopped, so nothing the agent did could come back)?
+    if (verdict.kind !== "timeout" || verdict.limit !== "idle") return end(st, verdict);
+    // quiet for the idle limit: is it the agent, or a core that no longer answers?
     probing = true;
     void probedIdleEnd(st, verdict).then((o) => end(st, o));
   }, periodMs);

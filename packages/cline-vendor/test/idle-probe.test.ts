@@ -1,12 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  asksCoreFirst,
-  coreUnresponsive,
-  creditStall,
-  idleEndOf,
-  watchdogStallMs,
-  watchdogVerdict,
-} from "../src/driver.js";
+import { coreUnresponsive, creditStall, idleEndOf, watchdogStallMs, watchdogVerdict } from "../src/driver.js";
 
 describe("the idle limit asks the core before it blames the agent", () => {
   const idle = {
@@ -74,19 +67,5 @@ describe("a stall of this process (SIGSTOP of the runner, a frozen VM) is nobody
         lastError: undefined,
       }),
     ).toBeUndefined();
-  });
-});
-
-describe("the wall clock asks the core too", () => {
-  const wall = { kind: "timeout", limit: "wall_clock", detail: "the task ran longer than 60000 ms" } as const;
-  it("a core that answers at the wall clock leaves the timeout; one that does not (its supervisor stopped) is infra_error", () => {
-    expect(asksCoreFirst(wall)).toBe(true);
-    expect(asksCoreFirst({ kind: "timeout", limit: "idle", detail: "x" })).toBe(true);
-    expect(asksCoreFirst({ kind: "completed", detail: "done" } as never)).toBe(false);
-    expect(idleEndOf(wall, undefined)).toBe(wall);
-    const o = idleEndOf(wall, "DEADLINE_EXCEEDED: no answer in 5000 ms");
-    expect(o).toMatchObject({ kind: "infra_error" });
-    expect(o.detail).toMatch(/^the Cline core stopped answering .* after the task ran longer than 60000 ms$/);
-    expect(coreUnresponsive(o)).toBe(true);
   });
 });
