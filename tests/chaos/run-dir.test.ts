@@ -1,4 +1,4 @@
-import { cp, mkdir, readFile, writeFile } from "node:fs/promises";
+import { cp, mkdir, readFile, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { makeTempDir, REPO_ROOT, type TempDir, waitFor } from "@flakegym/test-utils";
 import { execa } from "execa";
@@ -112,6 +112,51 @@ describe("chaos: the run directory", () => {
       runs: 1,
       faults: 2,
       expected: [{ trajectoryId: `${TASK}-t0`, kinds: ["completed"] }],
+      runId: await runIdOf(s.out),
+    });
+    expect(checked.problems).toEqual([]);
+  }, 900_000);
+
+  it("a runner killed with -9, a file of its cached snapshot tree edited: --resume refuses that task naming the file; restored, it finishes", async () => {
+    const s = await createScenario(tmp.path, "changed-tree", cache);
+    const plan = await slowPlan(s.root, 2);
+    const args = ["rollout", "--task", TASK, "--group-size", "3", "--concurrency", "2"];
+    const first = s.cli([...args, "--policy", `scripted:${plan}`, "--out", s.out]);
+    const oneDone = await waitFor(
+      async () => ((await observeRun(s.out).catch(() => undefined))?.results.size ?? 0) >= 1,
+      300_000,
+      100,
+    );
+    expect(oneDone).toBe(true);
+    process.kill(-first.pid!, "SIGKILL");
+    await first;
+    expect((await observeRun(s.out)).results.size, "the kill came after the run ended").toBeLessThan(3);
+    const manifest = JSON.parse(await readFile(join(s.out, "run.json"), "utf8"));
+    const key = manifest.tasks[TASK].snapshotKey as string;
+    expect(manifest.tasks[TASK].treeDigest).toMatch(/^sha256:/);
+    const file = join(cache, "flakegym", "snapshots", key, "tree", "workspace", "src", "index.js");
+    const original = await readFile(file);
+    const times = await stat(file);
+    await writeFile(file, `${original}\n// edited after the kill\n`);
+    const refused = await s.cli(["rollout", "--resume", s.out]);
+    expect(refused.exitCode, String(refused.stderr).slice(-2000)).not.toBe(0);
+    const said = `${refused.stdout}\n${refused.stderr}`;
+    expect(said).toContain("E_SNAPSHOT_CHANGED");
+    expect(said).toContain("workspace/src/index.js");
+    expect(await readFile(join(s.out, "summary.json"), "utf8")).toContain("E_SNAPSHOT_CHANGED");
+    const before = await observeRun(s.out);
+    // restored as `cp -a` of a backup would: its content and times
+    await writeFile(file, original);
+    await utimes(file, times.atime, times.mtime);
+    const resumed = await s.cli(["rollout", "--resume", s.out]);
+    expect(resumed.exitCode, String(resumed.stderr).slice(-2000)).toBe(0);
+    const after = await observeRun(s.out);
+    for (const [id, res] of before.results) expect(after.results.get(id)).toEqual(res);
+    const checked = await checkScenario(s, {
+      fault: "snapshot tree edited",
+      runs: 3,
+      faults: 2,
+      expected: [0, 1, 2].map((i) => ({ trajectoryId: `${TASK}-t${i}`, kinds: ["completed"] })),
       runId: await runIdOf(s.out),
     });
     expect(checked.problems).toEqual([]);

@@ -71,6 +71,7 @@ export const ERROR_CODES = [
   "E_SNAPSHOT_BUILD",
   "E_SNAPSHOT_STEP",
   "E_SNAPSHOT_IMAGE",
+  "E_SNAPSHOT_CHANGED",
   "E_TOOLCHAIN",
   // scoring (scoring/)
   "E_SCORE_SCRIPT",

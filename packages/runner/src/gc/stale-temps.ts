@@ -11,7 +11,7 @@ import { join } from "node:path";
  *   toolchain probe's `identity-<pid>-<hex8>`), removed once its pid is gone: a SIGKILLed build
  *   never reaches its own cleanup, and such a tree holds a whole repository and its deps.
  * - the same atomic-write temps in the cache's writer dirs (`cacheTempDirs`): the sealed binaries'
- *   copies (a node binary's worth each), a snapshot's pins and a failed build's log.
+ *   copies (a node binary's worth each), a snapshot's pins, its tree record and a failed build's log.
  * All are found here; what to remove is decided by the pure functions.
  */
 
@@ -58,7 +58,8 @@ export function cacheTempDirs(cacheRoot: string, snapshotCaches: readonly string
   return [
     { path: join(cacheRoot, "sealed-bin"), depth: 1 },
     ...snapshotCaches.flatMap((c) => [
-      { path: join(c, "pins"), depth: 0 },
+      // the cache's own files, pins/ and each snapshot's dir (its tree-record.json), not its tree
+      { path: c, depth: 1 },
       { path: join(c, "failed"), depth: 1 },
     ]),
   ];
@@ -100,12 +101,14 @@ export async function findTempFiles(roots: readonly string[], depth = 4): Promis
     const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
     for (const e of entries) {
       const p = join(dir, e.name);
-      if (e.isDirectory()) {
+      // a directory too: one written whole (run-format/dir-atomic.ts, atif's export) goes through one
+      const pid = atomicTempPid(e.name);
+      if (e.isDirectory() && pid === undefined) {
         if (left > 0) await walk(p, left - 1);
         continue;
       }
       // a symlink too: `latest` of evals/ is replaced through one
-      const pid = e.isFile() || e.isSymbolicLink() ? atomicTempPid(e.name) : undefined;
+      if (!e.isFile() && !e.isSymbolicLink() && !e.isDirectory()) continue;
       if (pid === undefined) continue;
       const st = await lstat(p).catch(() => undefined);
       if (st) out.push({ path: p, pid, mtimeMs: st.mtimeMs });

@@ -1,4 +1,4 @@
-import { readdir, readFile, rmdir, unlink, writeFile } from "node:fs/promises";
+import { readdir, readFile, rm, rmdir, unlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { execa } from "execa";
 import { match } from "ts-pattern";
@@ -134,7 +134,8 @@ async function execute(a: SweepAction, cacheRoot: string): Promise<SweepResult> 
       .with({ kind: "cgroup" }, (x) => removeCgroup(x.path))
       .with({ kind: "dir" }, { kind: "cache-temp" }, (x) => removeDir(x.path))
       .with({ kind: "temp" }, async (x) => {
-        await unlink(x.path);
+        // a temp directory (a directory written whole) holds only that writer's files
+        await rm(x.path, { recursive: true });
         return undefined;
       })
       .with({ kind: "empty-dir" }, (x) => removeEmptyDir(x.path))

@@ -39,6 +39,10 @@ export interface SnapshotRef {
   readonly cached: boolean;
   /** A python snapshot's interpreter: wanted, used and its provider (the manifest's envInstall.python). */
   readonly python?: TaskPython;
+  /** The content digest of the snapshot's tree as recorded in the cache (snapshots/tree-record.ts). */
+  readonly treeDigest?: string;
+  /** Asked for with `startedFrom`: the tree's paths that differ from its record now (edited). */
+  readonly treeChanged?: readonly string[];
 }
 
 /** What one agent attempt produced (already collected into the trajectory directory). */
@@ -98,13 +102,15 @@ export interface RolloutDeps {
   loadTask(id: string, signal: AbortSignal): Promise<RolloutTask>;
   /**
    * The task's snapshot. `trajectories`: how many of its trajectories this run starts (a resumed
-   * run: the ones left), so a warm pool boots no worker nobody will use.
+   * run: the ones left), so a warm pool boots no worker nobody will use. `startedFrom`: a resumed
+   * task's tree digest from run.json — the tree is then checked against its record (`treeChanged`).
    */
   snapshot(
     task: RolloutTask,
     signal: AbortSignal,
     progress: (detail: string) => void,
     trajectories: number,
+    startedFrom?: string,
   ): Promise<SnapshotRef>;
   /**
    * One attempt: fresh fork, worker with the Cline core, gateway route for the slot's policy, the

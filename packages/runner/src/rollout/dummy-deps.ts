@@ -35,6 +35,8 @@ export interface DummyDepsOptions {
   readonly turnLog?: (slot: TrajectorySlot, n: number) => readonly TurnRecord[] | string | undefined;
   /** With a tokenizer, the group export is the real one (trajectoryExportOf over the turn log). */
   readonly tokenizer?: ChatTokenizer;
+  /** A task's snapshot tree: its recorded digest and the paths that differ from it (none by default). */
+  readonly tree?: (taskId: string) => { digest: string; changed?: readonly string[] } | undefined;
 }
 
 export interface DummyDeps extends RolloutDeps {
@@ -100,9 +102,15 @@ export function createDummyDeps(o: DummyDepsOptions = {}): DummyDeps {
         hidden: { testFiles: [], commands: [], timeoutMs: 1000 },
       };
     },
-    async snapshot(task, _signal, _progress, trajectories) {
+    async snapshot(task, _signal, _progress, trajectories, startedFrom) {
       snapshotCalls.push({ taskId: task.id, trajectories });
-      return { key: `${task.id}`.padEnd(64, "0"), cached: true };
+      const tree = o.tree?.(task.id);
+      const changed = startedFrom !== undefined ? { treeChanged: tree?.changed ?? [] } : {};
+      return {
+        key: `${task.id}`.padEnd(64, "0"),
+        cached: true,
+        ...(tree ? { treeDigest: tree.digest, ...changed } : {}),
+      };
     },
     async runAgent(input): Promise<AgentAttempt> {
       const id = input.slot.trajectoryId;

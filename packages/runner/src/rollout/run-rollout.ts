@@ -21,6 +21,7 @@ import { createRunnerCpuLedger } from "./phase-cpu.js";
 import { planRun, type TrajectorySlot } from "./plan.js";
 import { groupProvenanceOf, openManifest } from "./run-manifest.js";
 import { isAbort, runSlot, type SlotRun, sampleLine } from "./run-slot.js";
+import { snapshotChange } from "./snapshot-change.js";
 import {
   type RunDatasetSummary,
   type RunSummary,
@@ -121,11 +122,17 @@ async function runTask(run: RolloutRun, taskId: string, slots: readonly Trajecto
       signal,
       (detail) => progress({ type: "task", taskId, phase: "snapshot", detail }),
       slots.length,
+      manifest.tasks[taskId]?.treeDigest,
     ),
   );
   const snapshotMs = Date.now() - t0;
+  const stored = manifest.tasks[taskId];
+  const changed = snapshotChange(taskId, stored, snap);
+  if (changed) throw changed;
+  const treeDigest = stored?.treeDigest ?? snap.treeDigest;
   manifest.tasks[taskId] = {
-    ...manifest.tasks[taskId],
+    ...stored,
+    ...(treeDigest ? { treeDigest } : {}),
     rowId: task.rowId,
     ...(task.datasetRow !== undefined ? { datasetRow: task.datasetRow } : {}),
     snapshotKey: snap.key,

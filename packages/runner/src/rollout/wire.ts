@@ -28,6 +28,7 @@ import type { Snapshot } from "../snapshots/manifest.js";
 import { pythonOptionsOf } from "../snapshots/python-providers.js";
 import { interpreterBindsOf } from "../snapshots/python-shape.js";
 import { type SnapshotSpec, snapshotSpecOfProfile, snapshotSpecOfTask } from "../snapshots/spec.js";
+import { checkTree, treeRecordOf } from "../snapshots/tree-record.js";
 import { BUILTIN_CATALOG_DIR, loadTask } from "../tasks/catalog.js";
 import type { TaskProfile } from "../tasks/task-profile.js";
 import { capabilitiesOf } from "../workers/backend.js";
@@ -108,8 +109,8 @@ export async function createRolloutDeps(config: RunConfig, o: WireOptions): Prom
   const w = await openWire(config, o);
   return {
     loadTask: (id) => loadWiredTask(w, id),
-    snapshot: (task, signal, progress, trajectories) =>
-      snapshotOfTask(w, task, signal, progress, trajectories),
+    snapshot: (task, signal, progress, trajectories, startedFrom) =>
+      snapshotOfTask(w, task, signal, progress, trajectories, startedFrom),
     runAgent: (input) => runWiredAgent(w, input),
     score: (input) => scoreWired(w, input),
     exportTrajectory: (input) => exportWired(w, input),
@@ -231,6 +232,7 @@ async function snapshotOfTask(
   signal: AbortSignal,
   progress: (detail: string) => void,
   trajectories: number,
+  startedFrom: string | undefined,
 ): Promise<SnapshotRef> {
   const t = taskOf(w, task);
   let spec: SnapshotSpec;
@@ -270,6 +272,7 @@ async function snapshotOfTask(
     throw snapshotErrorOf(err, w.o.snapshotCacheDir ?? defaultSnapshotCacheDir(w.o.env), task.id);
   });
   w.snapshots.set(s.key, s);
+  const tree = await treeOfSnapshot(s, startedFrom, signal, progress);
   // the pool boots workers shaped for this task while the first trajectories fork, no more
   // than the task's trajectories still to start (retries beyond them start cold)
   const shape = agentSpec(w, t, task, "warm", {
@@ -279,7 +282,24 @@ async function snapshotOfTask(
   });
   await w.pool?.warm(shape, trajectories);
   const python = taskPythonOf(s.manifest.envInstall?.python);
-  return { key: s.key, cached: s.cached, ...(python ? { python } : {}) };
+  return { key: s.key, cached: s.cached, ...tree, ...(python ? { python } : {}) };
+}
+
+/**
+ * The snapshot tree's recorded digest (snapshots/tree-record.ts); for a resumed task (`startedFrom`)
+ * also the paths that differ from the record now — a stat walk, hashing only files whose times moved.
+ */
+async function treeOfSnapshot(
+  s: Snapshot,
+  startedFrom: string | undefined,
+  signal: AbortSignal,
+  progress: (detail: string) => void,
+): Promise<Pick<SnapshotRef, "treeDigest" | "treeChanged">> {
+  const record = await treeRecordOf(s.dir, signal);
+  if (startedFrom === undefined) return { treeDigest: record.digest };
+  progress("checking the snapshot tree against its record");
+  const check = await checkTree(s.dir, record, signal);
+  return { treeDigest: record.digest, treeChanged: check.changed };
 }
 
 async function runWiredAgent(w: Wire, input: AgentInput): Promise<AgentAttempt> {

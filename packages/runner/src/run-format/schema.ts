@@ -300,6 +300,12 @@ export const TaskProvenance = z
     rowId: z.string().optional().describe("dataset row id, or the catalog task.json path"),
     datasetRow: z.number().int().positive().optional().describe("1-based row of the dataset file"),
     snapshotKey: z.string().optional(),
+    treeDigest: z
+      .string()
+      .optional()
+      .describe(
+        "the content digest of the snapshot tree the run started from (the cache's tree-record.json); --resume refuses a tree that differs",
+      ),
     profile: z.string().optional(),
     python: TaskPython.optional().describe("a python task's interpreter: wanted, used, provider"),
     image: WorkerImageProvenance.optional().describe("the image the task's workers ran on"),

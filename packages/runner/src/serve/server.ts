@@ -9,6 +9,7 @@ import { decodePercent } from "../text/percent-decode.js";
 import { capabilitiesOf } from "../workers/backend.js";
 import { parseGatewayAdvertise } from "../workers/nomad/gateway.js";
 import { type Admission, admit, newAdmission } from "./admission.js";
+import { capEchoesDeep } from "./echo-cap.js";
 import { checkGroupTasks, GroupTaskError } from "./group-tasks.js";
 import {
   CANCELLED,
@@ -333,7 +334,9 @@ function sendError(res: ServerResponse, err: unknown): void {
     res.end();
     return;
   }
-  sendJson(res, e.status, { error: { code: e.code, message: e.message, ...e.extra } }, e.headers);
+  // what the client sent is echoed cut to a bounded length, however long it was
+  const error = capEchoesDeep({ code: e.code, message: e.message, ...e.extra });
+  sendJson(res, e.status, { error }, e.headers);
 }
 
 /** Stops the running groups (they have no done.json: a resubmission resumes them), then the server. */

@@ -35,6 +35,7 @@ import { type PythonOptions, resolvePython } from "./python-providers.js";
 import { pythonShapeOf, SYSTEM_CA_BUNDLES } from "./python-shape.js";
 import type { SnapshotSpec } from "./spec.js";
 import { toolchainIdentity } from "./toolchain-identity.js";
+import { recordTree } from "./tree-record.js";
 
 export type SnapshotProgress =
   | { kind: "key"; key: string }
@@ -373,6 +374,8 @@ async function publish(b: {
   await rm(join(tmp, "state"), { recursive: true, force: true });
   await writeFile(join(tmp, "build.log"), `${b.log.join("\n")}\n`);
   await writeFile(join(tmp, "smoke.log"), `${b.smokeLog.join("\n")}\n`);
+  // the tree's content record, once (snapshots/tree-record.ts): --resume checks a tree against it
+  await recordTree(tmp);
   // The manifest is written last: a directory without one is never taken as a snapshot.
   await writeFile(join(tmp, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   const final = join(b.cacheDir, manifest.key);

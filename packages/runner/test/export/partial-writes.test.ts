@@ -148,3 +148,50 @@ describe("export --out inside the run", () => {
     expect(exportOutProblem(run, join(run, "..", "elsewhere.jsonl"))).toBeUndefined();
   });
 });
+
+describe("export --format atif: the directory is written whole", () => {
+  const runIdsIn = async (dir: string) => {
+    const ids = new Set<string>();
+    for (const f of await readdir(dir)) {
+      if (f.endsWith(".verifier.json")) continue;
+      const m = /run-\d+/.exec(await readFile(join(dir, f), "utf8"));
+      ids.add(m ? m[0] : `${f}: no run id`);
+    }
+    return [...ids];
+  };
+
+  it("two exports of two runs into one --out at once: the directory is one run's, never a mix", async () => {
+    const [a, b] = [await finishedRun(), await finishedRun()];
+    for (let i = 0; i < 5; i++) {
+      const out = join(tmp, `atif-both-${i}`);
+      const both = await Promise.all(
+        [a, b].map((runDir) => exportRun({ runDir, format: "atif", out, segments: "split" })),
+      );
+      expect(both.map((r) => r.records)).toEqual([both[0]!.records, both[0]!.records]);
+      expect(await runIdsIn(out), JSON.stringify(await runIdsIn(out))).toHaveLength(1);
+      expect((await readdir(out)).length).toBe(2 * both[0]!.records);
+    }
+  });
+
+  it("an export over an older atif export leaves none of the older files; a directory holding anything else is refused, untouched", async () => {
+    const run = await finishedRun();
+    const out = join(tmp, "atif-again");
+    await exportRun({ runDir: run, format: "atif", out, segments: "split" });
+    const older = join(out, "z-t9.json");
+    await writeFile(older, "{}\n");
+    await writeFile(join(out, "z-t9.verifier.json"), "{}\n");
+    const r = await exportRun({ runDir: run, format: "atif", out, segments: "split" });
+    expect((await readdir(out)).sort()).not.toContain("z-t9.json");
+    expect((await readdir(out)).length).toBe(2 * r.records);
+    const mine = join(out, "notes.txt");
+    await writeFile(mine, "my notes\n");
+    const before = (await readdir(out)).sort();
+    const err = await exportRun({ runDir: run, format: "atif", out, segments: "split" }).catch(
+      (e: Error) => e,
+    );
+    expect(String(err)).toContain(mine);
+    expect((await readdir(out)).sort()).toEqual(before);
+    // nothing of the refused export is left beside it
+    expect((await readdir(tmp)).filter((f) => f.startsWith(".atif-again"))).toEqual([]);
+  });
+});

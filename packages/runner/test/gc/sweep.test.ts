@@ -151,7 +151,7 @@ const lexists = (p: string) => {
 };
 
 describe("sweepLeftovers: the cache's writers' temps", () => {
-  it("a dead writer's temp in sealed-bin, pins and failed goes, and an eval's `latest` link temp; one in a snapshot's tree or of a live writer stays", async () => {
+  it("a dead writer's temp in sealed-bin, pins, a snapshot's tree record and failed goes, an eval's `latest` link temp and a directory written whole; one in a snapshot's tree or of a live writer stays", async () => {
     const root = await mkdtemp(join(tmpdir(), "flakegym-sweep-cache-temps-"));
     try {
       const old = new Date(Date.now() - 60 * 60_000);
@@ -164,6 +164,7 @@ describe("sweepLeftovers: the cache's writers' temps", () => {
         join(cacheRoot, "sealed-bin", "0123456789abcdef", name("node", deadPid)),
         join(snaps, "pins", name("k.txt", deadPid)),
         join(snaps, "failed", "k", name("build.log", deadPid)),
+        join(snaps, "k", name("tree-record.json", deadPid)),
       ];
       const kept = [
         join(cacheRoot, "sealed-bin", "0123456789abcdef", name("node", process.pid)),
@@ -178,11 +179,25 @@ describe("sweepLeftovers: the cache's writers' temps", () => {
       const link = join(runs, name("latest", deadPid));
       await symlink("nowhere", link);
       await lutimes(link, old, old);
+      // a directory written whole (atif's export) cut before its rename
+      const tempDir = join(runs, name("atif", deadPid));
+      await mkdir(tempDir);
+      await writeFile(join(tempDir, "a-t0.json"), "{}");
+      await utimes(tempDir, old, old);
       const o = { roots: [], tempRoots: [runs], cacheDirs: [snaps], cacheRoot, podman: false };
       const done = await sweepLeftovers(o);
       const removed = done.results.filter((r) => r.action.kind === "temp" && r.ok);
-      expect(removed.map((r) => (r.action as { path: string }).path).sort()).toEqual([...dead, link].sort());
-      expect([...dead, link].map((f) => existsSync(f) || lexists(f))).toEqual([false, false, false, false]);
+      expect(removed.map((r) => (r.action as { path: string }).path).sort()).toEqual(
+        [...dead, link, tempDir].sort(),
+      );
+      expect([...dead, link, tempDir].map((f) => existsSync(f) || lexists(f))).toEqual([
+        false,
+        false,
+        false,
+        false,
+        false,
+        false,
+      ]);
       expect(kept.map(existsSync)).toEqual([true, true]);
     } finally {
       await rm(root, { recursive: true, force: true });

@@ -26,8 +26,10 @@ afterAll(async () => {
 
 const config: RunConfig = dummyRunConfig();
 
-async function run(out: string, resume: boolean) {
-  const deps = createDummyDeps({});
+type Trees = Record<string, { digest: string; changed?: readonly string[] }>;
+
+async function run(out: string, resume: boolean, trees: Trees = {}) {
+  const deps = createDummyDeps({ tree: (id) => trees[id] });
   const events: ProgressEvent[] = [];
   const r = await runRollout({
     out,
@@ -104,6 +106,55 @@ describe("--resume: a bad metrics or samples line is reported and skipped", () =
     expect(metricIds).toHaveLength(metrics.length);
     const sampleIds = await good(samplesFile);
     expect(sampleIds).toHaveLength(new Set(sampleIds).size);
+    expect(r.summary.complete).toBe(true);
+  });
+});
+
+describe("--resume: the snapshot tree a task started from", () => {
+  const A = "sha256:aaaa";
+  const B = "sha256:bbbb";
+  /** A run killed before task a's group and its last trajectory were written. */
+  async function killedRun(): Promise<string> {
+    const out = join(tmp, `run-${++n}`);
+    await run(out, false, { a: { digest: A }, b: { digest: B } });
+    const stored = RunManifest.parse(JSON.parse(await readFile(join(out, "run.json"), "utf8")));
+    expect(stored.tasks.a?.treeDigest).toBe(A);
+    const groups = await lines(join(out, "groups.jsonl"));
+    const keep = groups.filter((g) => (g.group_overrides as { task_id: string }).task_id !== "a");
+    await writeFile(join(out, "groups.jsonl"), keep.map((g) => `${JSON.stringify(g)}\n`).join(""));
+    await rm(join(out, "trajectories", "a-t1"), { recursive: true });
+    return out;
+  }
+
+  it("an edited tree is refused naming the edited files; nothing of it runs; restored, the task finishes", async () => {
+    const out = await killedRun();
+    const edited = { digest: A, changed: ["workspace/src/semver.js", "deps/x"] };
+    const r = await run(out, true, { a: edited, b: { digest: B } });
+    expect(r.deps.agentCalls).toEqual([]);
+    const errors = JSON.stringify(r.summary);
+    expect(errors).toContain("E_SNAPSHOT_CHANGED");
+    expect(errors).toContain("workspace/src/semver.js, deps/x");
+    expect(r.summary.complete).toBe(false);
+    const after = RunManifest.parse(JSON.parse(await readFile(join(out, "run.json"), "utf8")));
+    expect(after.tasks.a?.treeDigest).toBe(A);
+    const again = await run(out, true, { a: { digest: A }, b: { digest: B } });
+    expect(again.deps.agentCalls).toEqual(["a-t1"]);
+    expect(again.summary.complete).toBe(true);
+  });
+
+  it("a tree rebuilt with other content (another recorded digest) is refused naming run.json's field", async () => {
+    const out = await killedRun();
+    const r = await run(out, true, { a: { digest: "sha256:a-rebuilt" }, b: { digest: B } });
+    expect(r.deps.agentCalls).toEqual([]);
+    const errors = JSON.stringify(r.summary);
+    expect(errors).toContain("E_SNAPSHOT_CHANGED");
+    expect(errors).toContain("tasks.a.treeDigest");
+  });
+
+  it("an unchanged tree resumes: only the lost trajectory runs", async () => {
+    const out = await killedRun();
+    const r = await run(out, true, { a: { digest: A, changed: [] }, b: { digest: B } });
+    expect(r.deps.agentCalls).toEqual(["a-t1"]);
     expect(r.summary.complete).toBe(true);
   });
 });

@@ -294,6 +294,37 @@ describe("flakegym serve", () => {
     expect((await fetch(`${h.url}/v1/groups/%E0%A4%A`, { method: "DELETE" })).status).toBe(400);
   });
 
+  it("a 5000-character value the client sent is never echoed whole in an error (id, bad escape, route, field)", async () => {
+    const { h } = await serve(createDummyDeps({}));
+    const long = "a".repeat(5000);
+    const answers = await Promise.all([
+      fetch(`${h.url}/v1/groups/${long}`),
+      fetch(`${h.url}/v1/groups/${long}%E0%A4%A`, { method: "DELETE" }),
+      fetch(`${h.url}/${long}`),
+      fetch(`${h.url}/v1/groups`, {
+        method: "POST",
+        body: JSON.stringify({ request_id: "r1", task: long, group_size: 1 }),
+      }),
+      fetch(`${h.url}/v1/groups`, {
+        method: "POST",
+        body: JSON.stringify({ request_id: "r2", task: "t", inference: { base_url: `http://${long}` } }),
+      }),
+    ]);
+    const texts: string[] = [];
+    for (const res of answers) {
+      const text = await res.text();
+      texts.push(text);
+      expect(res.status, text.slice(0, 300)).toBeGreaterThanOrEqual(400);
+      expect(res.status, text.slice(0, 300)).toBeLessThan(500);
+      expect(text.length, text.slice(0, 300)).toBeLessThan(1200);
+      expect(text).not.toContain("a".repeat(200));
+      // what it echoes is cut and says how long it was
+      if (text.includes("a".repeat(60))) expect(text).toMatch(/…\(5\d{3} chars\)/);
+    }
+    // the id, the bad escape and the route did echo (cut), so the cut was exercised
+    expect(texts.slice(0, 3).every((t) => /…\(5\d{3} chars\)/.test(t))).toBe(true);
+  });
+
   it("malformed request targets and bad %-escapes on every route are 400s (or the route's own answer), never a 500", async () => {
     const { h } = await serve(createDummyDeps({}));
     const { port } = new URL(h.url);

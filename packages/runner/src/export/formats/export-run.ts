@@ -4,7 +4,8 @@ import { match } from "ts-pattern";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { readTurnLog } from "../../gateway/turn-log.js";
-import { writeFileAtomic, writeJsonAtomic } from "../../run-format/jsonl.js";
+import { replaceDirAtomic } from "../../run-format/dir-atomic.js";
+import { writeFileAtomic } from "../../run-format/jsonl.js";
 import { jsonlLinesOf } from "../../run-format/jsonl-lines.js";
 import { readManifest, runPaths } from "../../run-format/run-dir.js";
 import type { RunManifest, TrajectoryResult } from "../../run-format/schema.js";
@@ -256,17 +257,17 @@ export async function exportRun(o: ExportRunOptions): Promise<ExportResult> {
     .with("atropos", () => copy(p.groups))
     .with("samples", () => copy(p.samples))
     .with("atif", async () => {
-      await mkdir(o.out, { recursive: true });
       const { items, excluded } = await collectResults(o.runDir, async (r) => {
         const file = join(p.trajectory(r.trajectoryId).dir, "turns.jsonl");
         const turns = (await exists(file)) ? await readTurnLog(file) : [];
         return { id: r.trajectoryId, atif: atifTrajectory(m, r, turns), verifier: atifVerifierResult(r) };
       });
-      for (const x of items) {
-        await writeJsonAtomic(join(o.out, `${x.id}.json`), x.atif);
-        // ATIF has no reward: Harbor keeps it in the verifier's result, written beside it
-        await writeJsonAtomic(join(o.out, `${x.id}.verifier.json`), x.verifier);
-      }
+      // ATIF has no reward: Harbor keeps it in the verifier's result, written beside it
+      const files = items.flatMap((x) => [
+        [`${x.id}.json`, x.atif] as const,
+        [`${x.id}.verifier.json`, x.verifier] as const,
+      ]);
+      await replaceDirAtomic(o.out, files, (n) => n.endsWith(".json"), "--out");
       return { path: o.out, records: items.length, excluded, notes: [] };
     })
     .with("verl", "slime", "skyrl", "prime", "trl", "nemo", async (f) => {
