@@ -217,8 +217,9 @@ describe("chaos: faults round three", () => {
         async () => {
           // the core, once the command it runs (its child) prints
           const tree = await agentTree(victim, s.tmp);
-          // the core itself (node running cline-core.js), not the sandbox or supervisor naming it
-          const core = tree.find((p) => /^\S*node \S*cline-core\.js/.test(p.cmdline));
+          // the core itself (node running cline-core.js, after any `--require` preloads), not the
+          // sandbox or supervisor naming it
+          const core = tree.find((p) => /^\S*node (?:-\S+ \S+ )*\S*cline-core\.js/.test(p.cmdline));
           if (!core || !tree.some((p) => p.ppid === core.pid && p.cmdline.includes("echo tick")))
             return false;
           process.kill(core.pid, "SIGSTOP");
