@@ -2,8 +2,8 @@ import { existsSync } from "node:fs";
 import { readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
-import { acquireLock } from "../snapshots/lock.js";
-import { LOCKS_DIR, liveUsersOf, TREE_DONE_MARK, treeLockOf, USE_DIR } from "../tasks/harbor-tree-use.js";
+import { LOCKS_DIR, liveUsersOf, TREE_DONE_MARK, treeLockOf, USE_DIR } from "./harbor-tree-use.js";
+import { acquireLock } from "./lock.js";
 import { livePidsOf, STALE_AFTER_MS } from "./stale-temps.js";
 
 /**

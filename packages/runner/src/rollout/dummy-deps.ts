@@ -68,6 +68,26 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** The one task shape the dummy serves, named `id`. */
+const dummyTask = (id: string): RolloutTask => ({
+  id,
+  rowId: `dummy/${id}`,
+  profile: "node",
+  prompt: `solve ${id}`,
+  network: "none",
+  hidden: { testFiles: [], commands: [], timeoutMs: 1000 },
+});
+
+/** A score of `reward` from one tests term. */
+const dummyScore = (reward: number, diffBytes: number): Score => ({
+  reward,
+  terms: [{ name: "tests", weight: 1, value: reward }],
+  flaky: [],
+  touchedTestFiles: [],
+  diffBytes,
+  durationMs: 2,
+});
+
 export function createDummyDeps(o: DummyDepsOptions = {}): DummyDeps {
   const agentCalls: string[] = [];
   const scoreCalls: string[] = [];
@@ -93,14 +113,7 @@ export function createDummyDeps(o: DummyDepsOptions = {}): DummyDeps {
     async loadTask(id): Promise<RolloutTask> {
       if (o.tasks && !o.tasks.includes(id))
         throw new FlakegymError("E_TASK_NOT_FOUND", `no task '${id}' among the dummy tasks`);
-      return {
-        id,
-        rowId: `dummy/${id}`,
-        profile: "node",
-        prompt: `solve ${id}`,
-        network: "none",
-        hidden: { testFiles: [], commands: [], timeoutMs: 1000 },
-      };
+      return dummyTask(id);
     },
     async snapshot(task, _signal, _progress, trajectories, startedFrom) {
       snapshotCalls.push({ taskId: task.id, trajectories });
@@ -149,14 +162,7 @@ export function createDummyDeps(o: DummyDepsOptions = {}): DummyDeps {
         const lost = o.scoreThrows?.(input.slot, n);
         if (lost) throw lost;
         const reward = rewards.get(input.slot.trajectoryId) ?? 0;
-        return {
-          reward,
-          terms: [{ name: "tests", weight: 1, value: reward }],
-          flaky: [],
-          touchedTestFiles: [],
-          diffBytes: input.diff.length,
-          durationMs: 2,
-        };
+        return dummyScore(reward, input.diff.length);
       });
     },
     async exportTrajectory({ dir, result }) {

@@ -1,5 +1,4 @@
 import { randomBytes, randomInt } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -14,6 +13,7 @@ import { type InstalledFile, regularFile } from "./snapshot-files.js";
 
 export type { InstalledFile } from "./snapshot-files.js";
 
+import { readUidMap, uidMapped } from "../workers/local/uid-map.js";
 import type { BackendCapabilities } from "../workers/types.js";
 import type { HiddenTests } from "./scorer.js";
 
@@ -135,30 +135,6 @@ export async function writeReadOnlyFiles(
     throw err;
   }
 }
-
-/**
- * Whether `uid` has an id in this user namespace, from /proc/self/uid_map's text (lines
- * `<inside> <outside> <count>`). A root whose namespace maps only itself (what `nix run` on a
- * private store runs its program in: Nix's chroot helper maps the caller's uid alone) cannot
- * chown to any other uid (EINVAL). Pure.
- */
-export function uidMapped(uidMap: string, uid: number): boolean {
-  return uidMap
-    .split("\n")
-    .map((l) => l.trim().split(/\s+/).map(Number))
-    .some(
-      ([inside, , count]) =>
-        inside !== undefined && count !== undefined && uid >= inside && uid < inside + count,
-    );
-}
-
-const readUidMap = (): string => {
-  try {
-    return readFileSync("/proc/self/uid_map", "utf8");
-  } catch {
-    return "0 0 4294967295"; // no /proc: the initial namespace, every uid mapped
-  }
-};
 
 /**
  * Whether this host can give hidden test files to another user: root (chown) in a user namespace

@@ -21,7 +21,7 @@ import {
 import { type Fork, type ForkMethodChoice, forkTree } from "./fork.js";
 import { copyPins, lockOf, withPython } from "./install-lock.js";
 import { defaultSnapshotCacheDir, snapshotKey } from "./key.js";
-import { acquireLock } from "./lock.js";
+import { acquireLock } from "../gc/lock.js";
 import {
   manifestHead,
   readManifest,

@@ -10,7 +10,7 @@ import { FLAKEGYM_VERSION } from "../version.js";
 import type { BackendCapabilities } from "../workers/types.js";
 import { commitBase } from "./build.js";
 import { defaultSnapshotCacheDir } from "./key.js";
-import { acquireLock } from "./lock.js";
+import { acquireLock } from "../gc/lock.js";
 import { manifestHead, readManifest, type Snapshot, type SnapshotManifest, snapshotOf } from "./manifest.js";
 import type { SnapshotSpec } from "./spec.js";
 

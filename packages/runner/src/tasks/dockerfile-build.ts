@@ -7,7 +7,7 @@ import { execa } from "execa";
 import { type DebianBase, DONE_MARK, ensureDebianBase, servedByText } from "./debian-base.js";
 import type { BuildPlan, BuildStep } from "./dockerfile-plan.js";
 import { goImageVersion, installGoToolchain } from "./go-toolchain.js";
-import { holdHarborTree } from "./harbor-tree-use.js";
+import { holdHarborTree } from "../gc/harbor-tree-use.js";
 import { uvFromPypi } from "./uv-image.js";
 
 /**

@@ -5,22 +5,22 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
-  type HarborTree,
-  planHarborTrees,
-  removeHarborTree,
-  scratchPidOf,
-} from "../../src/gc/harbor-trees.js";
-import { selfOwner } from "../../src/gc/owner.js";
-import { formatSweepResult, sweepLeftovers } from "../../src/gc/sweep.js";
-import { acquireLock } from "../../src/snapshots/lock.js";
-import {
   holdHarborTree,
   isHarborTree,
   TREE_DONE_MARK,
   treeLockOf,
   USE_DIR,
   useFileOf,
-} from "../../src/tasks/harbor-tree-use.js";
+} from "../../src/gc/harbor-tree-use.js";
+import {
+  type HarborTree,
+  planHarborTrees,
+  removeHarborTree,
+  scratchPidOf,
+} from "../../src/gc/harbor-trees.js";
+import { acquireLock } from "../../src/gc/lock.js";
+import { selfOwner } from "../../src/gc/owner.js";
+import { formatSweepResult, sweepLeftovers } from "../../src/gc/sweep.js";
 
 const DAY = 86_400_000;
 

@@ -7,11 +7,11 @@ import {
   HIDDEN_OWNER_UID,
   installedHiddenFiles,
   prepareReadOnlyHidden,
-  uidMapped,
   writeReadOnlyFiles,
 } from "../../src/scoring/read-only.js";
 import type { HiddenTests } from "../../src/scoring/scorer.js";
 import { capabilitiesOf } from "../../src/workers/backend.js";
+import { uidMapped } from "../../src/workers/local/uid-map.js";
 
 // The hidden test files as installed, computed on the host from trusted inputs (a real git apply
 // in a private temp repo), and written owned by nobody, read-only.

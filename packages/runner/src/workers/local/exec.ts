@@ -2,7 +2,6 @@ import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
-import { uidMapped } from "../../scoring/read-only.js";
 import { type BoundedDirs, filesystemFull } from "../bounded-dirs.js";
 import { execTimeoutMs, stoppedExecResult } from "../exec-budget.js";
 import { execLimitOf } from "../limit-verdict.js";
@@ -11,6 +10,7 @@ import { SCORER_HOST_UID } from "./bwrap-args.js";
 import { execArgvOf } from "./decisions.js";
 import { runSandboxed, type SandboxShape } from "./sandbox.js";
 import { SANDBOX_PATHS } from "./shape.js";
+import { uidMapped } from "./uid-map.js";
 import type { LocalWorkerState } from "./worker-state.js";
 
 /**

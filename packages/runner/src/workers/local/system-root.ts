@@ -1,6 +1,6 @@
 import { lstat, mkdir, readdir, readlink, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { holdHarborTree } from "../../tasks/harbor-tree-use.js";
+import { holdHarborTree } from "../../gc/harbor-tree-use.js";
 import { type Bind, mountPointsIn, type RootEntry, type SystemRoot } from "./bwrap-args.js";
 
 /**

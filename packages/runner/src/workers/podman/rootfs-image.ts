@@ -3,7 +3,7 @@ import { mkdir, rm } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { execa } from "execa";
 import { FlakegymError } from "../../errors.js";
-import { holdHarborTree } from "../../tasks/harbor-tree-use.js";
+import { holdHarborTree } from "../../gc/harbor-tree-use.js";
 import type { Bind } from "../local/bwrap-args.js";
 import { ROOTFS_NODE } from "../local/system-root.js";
 import type { WorkerSpec } from "../types.js";

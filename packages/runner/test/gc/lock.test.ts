@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { acquireLock } from "../../src/snapshots/lock.js";
+import { acquireLock } from "../../src/gc/lock.js";
 
 describe("acquireLock", () => {
   it("serializes holders of the same lock", async () => {

@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, unlink, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { Owner, ownerAlive, selfOwner } from "../gc/owner.js";
-import { acquireLock } from "../snapshots/lock.js";
+import { acquireLock } from "./lock.js";
+import { Owner, ownerAlive, selfOwner } from "./owner.js";
 
 /**
  * Who uses a built Harbor tree (`<cache>/harbor-rootfs/<key>` or `base-<key>`), so `flakegym gc`
@@ -17,7 +17,7 @@ import { acquireLock } from "../snapshots/lock.js";
 export const TREES_DIR = "harbor-rootfs";
 /** Users' records, by tree name. */
 export const USE_DIR = ".use";
-/** The per-tree locks (snapshots/lock.ts directories). */
+/** The per-tree locks (lock.ts directories). */
 export const LOCKS_DIR = ".locks";
 /** The marker a finished tree holds (debian-base.ts writes it last; a tree without it is unfinished). */
 export const TREE_DONE_MARK = ".flakegym-rootfs.json";
