@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultSnapshotCacheDir } from "../../packages/runner/src/snapshots/key.js";
 import { mirrorCandidates } from "../../packages/runner/src/tasks/repo-mirror.js";
 import { envSpecOf } from "../../packages/runner/src/tasks/swebench-env-specs.js";
+import { rowFilter } from "./row-selection.js";
 
 /**
  * Real SWE-bench-style tasks end to end (`npm run e2e:real`; not part of `npm test`). The rows of
@@ -40,7 +41,8 @@ import { envSpecOf } from "../../packages/runner/src/tasks/swebench-env-specs.js
  * pallets__flask-5014 (flask 2.3) wants Python 3.11, astropy__astropy-12907 (4.3; setuptools-scm:
  * history and tags) and psf__requests-2317 (2.4) 3.9, each made the same way on that Python; requests-2317's lists were found with httpbin served on loopback
  * (`HTTPBIN_URL`), as its scoring serves it (swebench-httpbin.ts): its FAIL_TO_PASS requests it.
- * `FLAKEGYM_E2E_REAL_ROWS=<regex>` keeps the rows whose instance id matches. The repositories are not
+ * `FLAKEGYM_E2E_REAL_ROWS=<regex>` keeps the rows whose instance id matches; `=families` one row per
+ * repository family (row-selection.ts). The repositories are not
  * committed: `FLAKEGYM_REPO_MIRROR` names a directory of git mirrors, as `owner/repo` or as
  * `owner+repo/repo`. The rows are imported with `--repo-mirror` and `flakegym validate` must score
  * gold 1 and empty 0 on each; Python rows install their environment from PyPI at snapshot build
@@ -182,13 +184,11 @@ async function runnableRows(
   dest: string,
 ): Promise<{ rows: Row[]; lines: string[]; left: string[] }> {
   const text = await readFile(ROWS, "utf8");
-  const only = process.env.FLAKEGYM_E2E_REAL_ROWS
-    ? new RegExp(process.env.FLAKEGYM_E2E_REAL_ROWS)
-    : undefined;
+  const only = rowFilter(process.env.FLAKEGYM_E2E_REAL_ROWS);
   const lines = text
     .split("\n")
     .filter((l) => l.trim() !== "")
-    .filter((l) => !only || only.test((JSON.parse(l) as Row).instance_id));
+    .filter((l) => !only || only((JSON.parse(l) as Row).instance_id));
   const noPypi = await pypiAnswers();
   const rows: Row[] = [];
   const kept: string[] = [];
