@@ -1,5 +1,5 @@
-import { mkdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { readFile, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { makeTempDir, REPO_ROOT, runCli, type TempDir } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -194,11 +194,8 @@ async function pypiAnswers(): Promise<string | undefined> {
     : `PyPI did not answer (pip index versions pytest: ${r.stderr.trim().split("\n").pop()})`;
 }
 
-/** The rows this machine can run, a mirror dir of `owner/repo` links for them, and why the others are left out. */
-async function runnableRows(
-  root: string,
-  dest: string,
-): Promise<{ rows: Row[]; lines: string[]; left: string[] }> {
+/** The rows this machine can run (their mirror under `root` holds the base commit), and why the others are left out. */
+async function runnableRows(root: string): Promise<{ rows: Row[]; lines: string[]; left: string[] }> {
   const text = await readFile(ROWS, "utf8");
   const only = rowFilter(process.env.FLAKEGYM_E2E_REAL_ROWS);
   const lines = text
@@ -228,11 +225,6 @@ async function runnableRows(
       left.push(`${row.instance_id}: ${noPypi}`);
       continue;
     }
-    const link = join(dest, row.repo);
-    if (!(await isDir(link))) {
-      await mkdir(dirname(link), { recursive: true });
-      await symlink(src, link);
-    }
     rows.push(row);
     kept.push(line);
   }
@@ -256,8 +248,11 @@ describe.skipIf(skipReason !== undefined)("real SWE-bench-style tasks from publi
   it(
     "imports the rows with --repo-mirror and validates each: gold 1, empty 0",
     async (ctx) => {
-      const mirror = join(tmp.path, "mirror");
-      const { rows, lines, left } = await runnableRows(MIRRORS!, mirror);
+      // the mirror directory as given (--repo-mirror reads its layouts): a task's source is then the
+      // same path a CLI run over it records, so its snapshot key — and the snapshot cache — is shared
+      // by every run, not rebuilt under a fresh temporary path each time
+      const mirror = MIRRORS!;
+      const { rows, lines, left } = await runnableRows(mirror);
       for (const why of left) console.warn(`swebench-real: row left out — ${why}`);
       if (rows.length === 0) ctx.skip(`no row can run here: ${left.join("; ")}`);
       const dataset = join(tmp.path, "rows.jsonl");
