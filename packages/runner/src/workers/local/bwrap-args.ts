@@ -219,7 +219,7 @@ export function identityFiles(uid: number, gid: number, home: string): { passwd:
  * The dirs bwrap makes on the way to each mount point, made first and searchable by everyone
  * (`--perms 0755 --dir`): as root of its namespace bwrap makes them 0700 and root's (in a sandbox
  * of one user they are that user's), which the code under test of an apart sandbox, another user,
- * could not enter (`/etc/gitconfig`, a toolchain under `/root/.pyenv`, the dir of a hidden test
+ * could not enter (`/etc/gitconfig`, a toolchain under root's pyenv, the dir of a hidden test
  * file bound into the workspace). `system`: every bind's but the workspace's own; `workspace`: the
  * dirs below the workspace of the binds into it, 0777 (an existing dir stays as it is). Pure.
  */
