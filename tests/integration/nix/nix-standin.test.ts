@@ -83,7 +83,14 @@ describe("scripts/nix-standin", () => {
   const freshStoreCheck = async (env: Record<string, string>) => {
     const tmp = await makeTempDir("flakegym-fresh-store-");
     try {
-      const args = ["flake", "check", "--no-build", "--all-systems", "--store", `local?root=${tmp.path}/store`];
+      const args = [
+        "flake",
+        "check",
+        "--no-build",
+        "--all-systems",
+        "--store",
+        `local?root=${tmp.path}/store`,
+      ];
       const r = await standin(args, 600_000, env);
       expect(r.exitCode, r.stderr.slice(-3000)).toBe(0);
       expect(r.stderr).toMatch(/checking derivation packages\.x86_64-linux\.snapshot-bytesize-unit-boundary/);
