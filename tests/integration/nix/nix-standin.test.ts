@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { makeTempDir, REPO_ROOT } from "@flakegym/test-utils";
 import { execa } from "execa";
@@ -76,6 +77,32 @@ describe("scripts/nix-standin", () => {
         expect.arrayContaining(["substituters = ", "build-hook = ", "ssl-cert-file = "]),
       );
       expect(printed).toMatch(/^sandbox-paths = \/bin \/usr \/lib \/lib64 /m);
+    },
+  );
+
+  it.skipIf(modern.impl === null)(
+    `a ratatui mirror without flake.lock's pinned commit is refused by Nix, naming the commit (${modern.reason || "modern Nix"})`,
+    async () => {
+      const tmp = await makeTempDir("flakegym-fake-mirror-");
+      try {
+        const repo = join(tmp.path, "ratatui+ratatui", "repo");
+        const git = (...a: string[]) =>
+          execa("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...a], { cwd: repo });
+        await execa("git", ["init", "-q", repo]);
+        await writeFile(join(repo, "Cargo.lock"), "# not ratatui\n");
+        await git("add", ".");
+        await git("commit", "-qm", "other tree");
+        const r = await standin(
+          ["eval", "--json", ".#packages.x86_64-linux", "--apply", "builtins.attrNames"],
+          300_000,
+          { FLAKEGYM_REPO_MIRROR: tmp.path },
+        );
+        expect(r.stderr).toMatch(/ratatui from the mirror .*ratatui\+ratatui\/repo \(rev=527e1df9/);
+        expect(r.exitCode).not.toBe(0);
+        expect(r.stderr).toMatch(/527e1df9296e4b6d56dc665788ce558558b480c6.*(not found|no match)/s);
+      } finally {
+        await tmp.cleanup();
+      }
     },
   );
 
