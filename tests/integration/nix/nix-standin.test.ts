@@ -1,9 +1,11 @@
+import { readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { makeTempDir, REPO_ROOT } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { runningNixpkgs } from "../../../packages/runner/src/rollout/provenance.js";
-import { modernNix, STANDIN_BUILD_ARGS } from "./stub-flake.js";
+import { CI_NIX, ciNix, modernNix, STANDIN_BUILD_ARGS } from "./stub-flake.js";
 
 /**
  * `scripts/nix-standin`, the one documented way to run the flake against the stand-in nixpkgs:
@@ -11,8 +13,8 @@ import { modernNix, STANDIN_BUILD_ARGS } from "./stub-flake.js";
  * of the flake through it with the modern Nix.
  */
 const SCRIPT = join(REPO_ROOT, "scripts/nix-standin");
-const standin = (args: string[], timeout = 120_000) =>
-  execa("sh", [SCRIPT, ...args], { reject: false, timeout, stdin: "ignore", cwd: REPO_ROOT });
+const standin = (args: string[], timeout = 120_000, env: Record<string, string> = {}) =>
+  execa("sh", [SCRIPT, ...args], { reject: false, timeout, stdin: "ignore", cwd: REPO_ROOT, env });
 
 describe("scripts/nix-standin", () => {
   it("adds no cache, no build hook, the host's tools in the sandbox, and never empties the CA bundle", () => {
@@ -79,22 +81,68 @@ describe("scripts/nix-standin", () => {
   );
 
   it.skipIf(modern.impl === null)(
-    `flake check --no-build passes on a fresh, empty store: evaluation reads no store copy it did not make (${modern.reason || "modern Nix"})`,
+    `a ratatui mirror without flake.lock's pinned commit is refused by Nix, naming the commit (${modern.reason || "modern Nix"})`,
     async () => {
-      const tmp = await makeTempDir("flakegym-fresh-store-");
+      const tmp = await makeTempDir("flakegym-fake-mirror-");
       try {
+        const repo = join(tmp.path, "ratatui+ratatui", "repo");
+        const git = (...a: string[]) =>
+          execa("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...a], { cwd: repo });
+        await execa("git", ["init", "-q", repo]);
+        await writeFile(join(repo, "Cargo.lock"), "# not ratatui\n");
+        await git("add", ".");
+        await git("commit", "-qm", "other tree");
         const r = await standin(
-          ["flake", "check", "--no-build", "--all-systems", "--store", `local?root=${tmp.path}/store`],
-          600_000,
+          ["eval", "--json", ".#packages.x86_64-linux", "--apply", "builtins.attrNames"],
+          300_000,
+          { FLAKEGYM_REPO_MIRROR: tmp.path },
         );
-        expect(r.exitCode, r.stderr.slice(-3000)).toBe(0);
-        expect(r.stderr).toMatch(
-          /checking derivation packages\.x86_64-linux\.snapshot-bytesize-unit-boundary/,
-        );
+        expect(r.stderr).toMatch(/ratatui from the mirror .*ratatui\+ratatui\/repo \(rev=527e1df9/);
+        expect(r.exitCode).not.toBe(0);
+        expect(r.stderr).toMatch(/527e1df9296e4b6d56dc665788ce558558b480c6.*(not found|no match)/s);
       } finally {
         await tmp.cleanup();
       }
     },
+  );
+
+  /** `flake check --no-build --all-systems` through the script on a fresh, empty store. */
+  const freshStoreCheck = async (env: Record<string, string>) => {
+    const tmp = await makeTempDir("flakegym-fresh-store-");
+    try {
+      const args = [
+        "flake",
+        "check",
+        "--no-build",
+        "--all-systems",
+        "--store",
+        `local?root=${tmp.path}/store`,
+      ];
+      const r = await standin(args, 600_000, env);
+      expect(r.exitCode, r.stderr.slice(-3000)).toBe(0);
+      expect(r.stderr).toMatch(/checking derivation packages\.x86_64-linux\.snapshot-bytesize-unit-boundary/);
+    } finally {
+      await tmp.cleanup();
+    }
+  };
+  it.skipIf(modern.impl === null)(
+    `flake check --no-build passes on a fresh, empty store: evaluation reads no store copy it did not make (${modern.reason || "modern Nix"})`,
+    () => freshStoreCheck({}),
+    660_000,
+  );
+
+  it("CI installs the Nix the offline checks also run (every install-nix-action pin is CI_NIX's)", () => {
+    const yml = readFileSync(join(REPO_ROOT, ".github/workflows/nix.yml"), "utf8");
+    const pins = [...yml.matchAll(/uses:\s*(cachix\/install-nix-action@\S+)/g)].map((m) => m[1]);
+    expect(pins.length).toBeGreaterThan(0);
+    expect(new Set(pins)).toEqual(new Set([CI_NIX.action]));
+    expect(yml).toContain(`grep -qx 'nix (Nix) ${CI_NIX.version}'`);
+  });
+
+  const ci = ciNix();
+  it.skipIf(ci.bin === null)(
+    `flake check --no-build passes on a fresh, empty store under CI's Nix ${CI_NIX.version} (${ci.reason || `Debian ${CI_NIX.suite}'s nix-bin`})`,
+    () => freshStoreCheck({ FLAKEGYM_NIX_SUITE: CI_NIX.suite }),
     660_000,
   );
 });

@@ -90,6 +90,44 @@ export function modernNix(): { impl: NixImpl | null; reason: string } {
 }
 
 /**
+ * The Nix CI installs: `.github/workflows/nix.yml` pins cachix/install-nix-action to the release
+ * that installs this version, the same Debian unstable's nix-bin has, so it is checked here too
+ * (scripts/ensure-modern-nix --suite sid). Move the three together.
+ */
+export const CI_NIX = {
+  version: "2.34.8",
+  action: "cachix/install-nix-action@a49548c11d9846ad46ecc0115273879b045f001c",
+  suite: "sid",
+} as const;
+
+let ci: { bin: string | null; reason: string } | undefined;
+/** CI's Nix from Debian (`bin`), or why there is none here (`reason`). Installed once, ~40 MB. */
+export function ciNix(): { bin: string | null; reason: string } {
+  if (ci) return ci;
+  try {
+    const bin = execFileSync(
+      "sh",
+      [join(REPO_ROOT, "scripts/ensure-modern-nix"), "--suite", CI_NIX.suite, "--print-path"],
+      { encoding: "utf8", timeout: 600_000, stdio: ["ignore", "pipe", "inherit"] },
+    ).trim();
+    const version = nixVersion(bin);
+    ci =
+      version === CI_NIX.version
+        ? { bin, reason: "" }
+        : {
+            bin: null,
+            reason: `Debian ${CI_NIX.suite}'s nix-bin is ${version ?? "not runnable"}, CI's is ${CI_NIX.version}: repin ${CI_NIX.action.split("@")[0]} in .github/workflows/nix.yml to the release that installs it and update CI_NIX`,
+          };
+  } catch (e) {
+    ci = {
+      bin: null,
+      reason: `scripts/ensure-modern-nix --suite ${CI_NIX.suite} failed: ${(e as Error).message.split("\n")[0]}`,
+    };
+  }
+  return ci;
+}
+
+/**
  * Every Nix the offline checks run with: the system's and the modern one. Prints why one is
  * missing (the tests for it are then absent, not silently passed).
  */

@@ -474,7 +474,12 @@ in
     withPackages = f: linkBins "python3-env" pythonEnv [ "python3" "python" "pip" "pip3" "pytest" "py.test" "virtualenv" ];
   };
   rustPlatform.importCargoLock = withFormals "rustPlatform.importCargoLock" (
-    import ./import-cargo-lock.nix { inherit mkDrv; }
+    import ./import-cargo-lock.nix {
+      inherit mkDrv;
+      cargo = rustBins "cargo" [ "cargo" ];
+      # cargo asks rustc for the host target before it fetches
+      rustc = rustBins "rustc" [ "rustc" ];
+    }
   );
 
   inherit coreutils cacert;

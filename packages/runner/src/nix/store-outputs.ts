@@ -61,9 +61,18 @@ function badOutputs(what: string): FlakegymError {
 }
 
 /**
+ * A store snapshot's dependency dirs the local backend can use, and where each goes in the
+ * snapshot's deps dir (what workers/local/shape.ts `depsEnv` points at): cargo-home holds only a
+ * config.toml whose source replacement names the vendored crates' store path (bound read-only with
+ * the snapshot's closure), so a copy of it is CARGO_HOME. python-deps is a package tree the image
+ * puts on PYTHONPATH: not here.
+ */
+export const STORE_DEPS_DIRS: Readonly<Record<string, string>> = { "cargo-home": "cargo" };
+
+/**
  * Whether a task's snapshot can come from the store as is, and if not why. A work tree with
- * dependency dirs beside it (cargo-home, python-deps) needs the image's environment, which only a
- * snapshot image on podman has. Pure.
+ * dependency dirs beside it the local backend cannot use (python-deps) needs the image's
+ * environment, which only a snapshot image on podman has. Pure.
  */
 export function storeSnapshotChoice(
   outputs: StoreOutputs,
@@ -71,10 +80,11 @@ export function storeSnapshotChoice(
 ): { use: true; output: StoreOutput } | { use: false; reason: string } {
   const s = outputs.snapshots[taskId];
   if (!s) return { use: false, reason: `the flake has no snapshot for task ${taskId}` };
-  if (s.imageDirs.length > 0)
+  const unusable = s.imageDirs.filter((d) => !Object.hasOwn(STORE_DEPS_DIRS, d));
+  if (unusable.length > 0)
     return {
       use: false,
-      reason: `its snapshot keeps dependencies in ${s.imageDirs.join(", ")}, which only its image provides (--backend podman --images nix)`,
+      reason: `its snapshot keeps dependencies in ${unusable.join(", ")}, which only its image provides (--backend podman --images nix)`,
     };
   return { use: true, output: { drv: s.drv, out: s.out } };
 }

@@ -47,10 +47,12 @@ export function unforked(snapshot: Pick<Snapshot, "tree">): AttemptFork {
 
 /**
  * The deps dir of a fork of `snapshot` at `tree`: none for a snapshot copied from its image (the
- * workers keep the image's own dependency environment, e.g. CARGO_HOME=/cargo-home). Pure.
+ * workers keep the image's own dependency environment, e.g. CARGO_HOME=/cargo-home), unless its
+ * dependency dirs were copied into it (a store snapshot's cargo-home). Pure.
  */
 export function depsOfSnapshot(snapshot: Pick<Snapshot, "manifest">, tree: string): string | undefined {
-  return snapshot.manifest.fromImage ? undefined : join(tree, "deps");
+  const from = snapshot.manifest.fromImage;
+  return from && !from.deps?.length ? undefined : join(tree, "deps");
 }
 
 /**

@@ -79,6 +79,11 @@ export interface ImageTreeReader {
   labels(ref: string, signal?: AbortSignal): Promise<Record<string, string>>;
   /** Copies the image's `/workspace` to `dest` (which does not exist yet). */
   copyWorkspace(ref: string, dest: string, signal?: AbortSignal): Promise<void>;
+  /**
+   * Copies the source's dependency dirs into the snapshot's deps dir (a store snapshot's
+   * cargo-home); returns the names of those copied. Absent: the image keeps its own.
+   */
+  copyDeps?(ref: string, deps: string, signal?: AbortSignal): Promise<string[]>;
   /** The copy as the manifest's source step names it (default: `podman cp <ref>:/workspace`). */
   copyCommand?(ref: string): string;
 }
@@ -188,10 +193,14 @@ async function copyInto(
     `${o.key.slice(0, 16)}-${process.pid}-${randomBytes(4).toString("hex")}`,
   );
   try {
-    await mkdir(join(tmp, "tree", "deps"), { recursive: true }); // empty: the image keeps its own
+    // empty unless the source has dependency dirs to copy: an image keeps its own
+    const depsDir = join(tmp, "tree", "deps");
+    await mkdir(depsDir, { recursive: true });
     const workspace = join(tmp, "tree", "workspace");
     await reader.copyWorkspace(choice.ref, workspace, o.signal);
     await ownTree(workspace, o.signal);
+    const deps = reader.copyDeps ? await reader.copyDeps(choice.ref, depsDir, o.signal) : [];
+    if (deps.length) await ownTree(depsDir, o.signal);
     const copyMs = performance.now() - started;
     // what the image's build made (target/, node_modules/) is committed on top of the image's
     // commit, as a host build's outputs are (commitBase): the agent's diff includes ignored files
@@ -200,6 +209,7 @@ async function copyInto(
       key: o.key,
       base,
       copyMs,
+      deps,
       ...(reader.copyCommand ? { copyCommand: reader.copyCommand(choice.ref) } : {}),
     });
     return await publishCopy(tmp, o.cacheDir, manifest, choice);
@@ -265,6 +275,8 @@ export function imageManifestOf(
     copyMs: number;
     now?: Date;
     copyCommand?: string;
+    /** dependency dirs copied into the deps dir (ImageTreeReader.copyDeps) */
+    deps?: readonly string[];
   },
 ): SnapshotManifest {
   return {
@@ -284,7 +296,11 @@ export function imageManifestOf(
     buildMs: Math.round(b.copyMs),
     createdAt: (b.now ?? new Date()).toISOString(),
     flakegymVersion: FLAKEGYM_VERSION,
-    fromImage: { ref: choice.ref, digest: choice.digest },
+    fromImage: {
+      ref: choice.ref,
+      digest: choice.digest,
+      ...(b.deps?.length ? { deps: [...b.deps] } : {}),
+    },
   };
 }
 

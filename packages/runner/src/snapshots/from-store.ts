@@ -1,7 +1,8 @@
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { FlakegymError } from "../errors.js";
+import { STORE_DEPS_DIRS } from "../nix/store-outputs.js";
 import type { ImageTreeReader } from "./from-image.js";
 
 /**
@@ -9,6 +10,8 @@ import type { ImageTreeReader } from "./from-image.js";
  * `<out>/workspace` and `<out>/snapshot.json`), used as a snapshot image's tree is
  * (snapshotFromImage): copied once into the snapshot cache, owned and made writable there (never
  * in the store), forked per trajectory; nothing is installed host-side. `ref` is the store path.
+ * Its dependency dirs the local backend can use (STORE_DEPS_DIRS: cargo-home) are copied into the
+ * snapshot's deps dir.
  */
 
 /** snapshot.json's fields as the labels snapshotFromImage checks against the task's spec. Pure. */
@@ -23,6 +26,25 @@ export function storeSnapshotLabels(json: unknown): Record<string, string> {
 }
 
 export function storeTreeReader(timeoutMs = 10 * 60_000): ImageTreeReader {
+  const copy = async (from: string, dest: string, signal?: AbortSignal) => {
+    // -a keeps symlinks as they are and the store's modes; the caller owns and opens them up
+    const r = await execa("cp", ["-a", "--", from, dest], {
+      reject: false,
+      stdin: "ignore",
+      timeout: timeoutMs,
+      ...(signal ? { cancelSignal: signal } : {}),
+    });
+    if (r.exitCode !== 0) {
+      const why = r.timedOut ? `timed out after ${timeoutMs} ms` : `exit ${r.exitCode}`;
+      throw new FlakegymError(
+        "E_SNAPSHOT_IMAGE",
+        `cp -a ${from} ${dest} failed (${why}): ${r.stderr.trim()}`,
+        {
+          hint: "check free space in the snapshot cache (flakegym gc) and that the store path exists",
+        },
+      );
+    }
+  };
   return {
     async labels(ref) {
       const file = join(ref, "snapshot.json");
@@ -38,24 +60,15 @@ export function storeTreeReader(timeoutMs = 10 * 60_000): ImageTreeReader {
         );
       }
     },
-    async copyWorkspace(ref, dest, signal) {
-      // -a keeps symlinks as they are and the store's modes; the caller owns and opens them up
-      const r = await execa("cp", ["-a", "--", join(ref, "workspace"), dest], {
-        reject: false,
-        stdin: "ignore",
-        timeout: timeoutMs,
-        ...(signal ? { cancelSignal: signal } : {}),
-      });
-      if (r.exitCode !== 0) {
-        const why = r.timedOut ? `timed out after ${timeoutMs} ms` : `exit ${r.exitCode}`;
-        throw new FlakegymError(
-          "E_SNAPSHOT_IMAGE",
-          `cp -a ${ref}/workspace ${dest} failed (${why}): ${r.stderr.trim()}`,
-          {
-            hint: "check free space in the snapshot cache (flakegym gc) and that the store path exists",
-          },
-        );
+    copyWorkspace: (ref, dest, signal) => copy(join(ref, "workspace"), dest, signal),
+    async copyDeps(ref, deps, signal) {
+      const copied: string[] = [];
+      for (const [dir, sub] of Object.entries(STORE_DEPS_DIRS)) {
+        if (!(await stat(join(ref, dir)).catch(() => undefined))?.isDirectory()) continue;
+        await copy(join(ref, dir), join(deps, sub), signal);
+        copied.push(dir);
       }
+      return copied;
     },
     copyCommand: (ref) => `cp -a ${ref}/workspace`,
   };

@@ -70,11 +70,17 @@ export const SnapshotManifest = z
       .object({
         ref: z.string().min(1).describe("the podman reference the tree was copied from"),
         digest: z.string().min(1).describe("podman's image id (sha256 of its config)"),
+        deps: z
+          .array(z.string())
+          .optional()
+          .describe(
+            "dependency dirs of the source copied into the deps dir (a store snapshot's cargo-home: deps/cargo); absent: the image keeps its own",
+          ),
       })
       .strict()
       .optional()
       .describe(
-        "set when the tree is a snapshot image's /workspace (from-image.ts): nothing was installed or built host-side, its dependencies are the image's own (no deps dir)",
+        "set when the tree is a snapshot image's /workspace or a store snapshot's work tree (from-image.ts): nothing was installed or built host-side; its dependencies are the image's own (no deps dir) unless `deps` names what was copied",
       ),
   })
   .strict();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { withSnapshotClosure } from "../../src/cli/commands/rollout-store.js";
 import { DENIED_SETGROUPS_ARGS, setgroupsDenied } from "../../src/nix/realise.js";
 import { runningNixBin, runningNixStoreBin } from "../../src/nix/running-nix.js";
 import { NIX_OUTPUTS_ENV, storeOutputsOf, storeSnapshotChoice } from "../../src/nix/store-outputs.js";
@@ -13,6 +14,7 @@ const outputs = {
   snapshots: {
     "semver-lite-caret-zero": { drv: p("snap-semver.drv"), out: p("snap-semver"), imageDirs: [] },
     "stats-empty-mean": { drv: p("snap-stats.drv"), out: p("snap-stats"), imageDirs: ["cargo-home"] },
+    "bytesize-unit-boundary": { drv: p("snap-py.drv"), out: p("snap-py"), imageDirs: ["python-deps"] },
   },
 };
 const env = (v: unknown) => ({ [NIX_OUTPUTS_ENV]: typeof v === "string" ? v : JSON.stringify(v) });
@@ -32,13 +34,22 @@ describe("the rollout app's store outputs (FLAKEGYM_NIX_OUTPUTS)", () => {
     expect(() => storeOutputsOf(env({ ...outputs, extra: 1 }))).toThrow(/FLAKEGYM_NIX_OUTPUTS/);
   });
 
-  it("give a task's snapshot only when the work tree stands alone, else say why", () => {
+  it("give a task's snapshot when the local backend can use what it keeps beside the work tree, else say why", () => {
     const o = storeOutputsOf(env(outputs))!;
     expect(storeSnapshotChoice(o, "semver-lite-caret-zero")).toEqual({
       use: true,
       output: { drv: p("snap-semver.drv"), out: p("snap-semver") },
     });
-    expect(storeSnapshotChoice(o, "stats-empty-mean")).toMatchObject({ use: false, reason: /cargo-home/ });
+    // cargo-home is a config naming the vendored crates' store path: copied as CARGO_HOME
+    expect(storeSnapshotChoice(o, "stats-empty-mean")).toEqual({
+      use: true,
+      output: { drv: p("snap-stats.drv"), out: p("snap-stats") },
+    });
+    expect(storeSnapshotChoice(o, "bytesize-unit-boundary")).toEqual({
+      use: false,
+      reason:
+        "its snapshot keeps dependencies in python-deps, which only its image provides (--backend podman --images nix)",
+    });
     expect(storeSnapshotChoice(o, "nope")).toEqual({
       use: false,
       reason: "the flake has no snapshot for task nope",
@@ -64,6 +75,16 @@ describe("the Nix the app runs under", () => {
 });
 
 describe("a store toolchain in the sandbox", () => {
+  it("also binds a store snapshot's closure, without the work tree itself and no path twice", () => {
+    const tc = { path: p("rust-env-toolchain"), closure: [p("rust-env-toolchain"), p("glibc")] };
+    const snap = { path: p("snap-ratatui"), closure: [p("snap-ratatui"), p("cargo-vendor-dir"), p("glibc")] };
+    expect(withSnapshotClosure(tc, snap)).toEqual({
+      path: p("rust-env-toolchain"),
+      closure: [p("rust-env-toolchain"), p("glibc"), p("cargo-vendor-dir")],
+    });
+    expect(withSnapshotClosure(tc, undefined)).toBe(tc);
+  });
+
   it("puts its bin first on PATH and binds its closure once, beside the node's", () => {
     const node = { binds: [{ src: p("node"), dest: p("node") }], path: [`${p("node")}/bin`] };
     const t = { path: p("node-env-toolchain"), closure: [p("node-env-toolchain"), p("node"), p("glibc")] };

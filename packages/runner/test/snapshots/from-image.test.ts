@@ -15,6 +15,7 @@ import {
   imageSnapshotKey,
   snapshotFromImage,
 } from "../../src/snapshots/from-image.js";
+import { storeTreeReader } from "../../src/snapshots/from-store.js";
 import { SnapshotManifest } from "../../src/snapshots/manifest.js";
 import type { SnapshotSpec } from "../../src/snapshots/spec.js";
 import { capabilitiesOf } from "../../src/workers/backend.js";
@@ -190,6 +191,35 @@ describe("snapshotFromImage (dummy reader)", () => {
     }
     // a host-built snapshot keeps its deps dir
     expect(depsOfSnapshot({ manifest: { ...a.manifest, fromImage: undefined } }, "/f")).toBe("/f/deps");
+  });
+
+  it("a store snapshot's cargo-home becomes the fork's deps dir (CARGO_HOME), owned and writable; the store copy untouched", async () => {
+    const root = await mkdtemp(join(tmpdir(), "fg-snapstore-"));
+    const out = join(root, "store-out"); // what nix/snapshot-workspace.nix writes: workspace, cargo-home, snapshot.json
+    const head = await imageWorkspace(join(out, "workspace"));
+    await mkdir(join(out, "cargo-home"));
+    const config = '[source.vendored-sources]\ndirectory = "/nix/store/x-cargo-vendor-dir"\n';
+    await writeFile(join(out, "cargo-home", "config.toml"), config);
+    await writeFile(join(out, "snapshot.json"), JSON.stringify({ task: "t", commit: "c1", profile: "rust" }));
+    await chmod(join(out, "cargo-home", "config.toml"), 0o444);
+    await chmod(join(out, "cargo-home"), 0o555);
+    const s = await snapshotFromImage(spec("c1"), { ref: out, digest: out }, storeTreeReader(), {
+      cacheDir: join(root, "cache"),
+    });
+    expect(s.manifest.fromImage).toEqual({ ref: out, digest: out, deps: ["cargo-home"] });
+    expect(s.manifest.baseCommit).not.toBe(head);
+    const fork = await forkSnapshot(s, { dest: join(root, "fork") });
+    try {
+      const deps = depsOfSnapshot(s, fork.tree);
+      expect(deps).toBe(join(fork.tree, "deps"));
+      const copied = join(deps!, "cargo", "config.toml");
+      expect(await readFile(copied, "utf8")).toBe(config);
+      expect((await stat(copied)).mode & 0o200).toBe(0o200);
+      expect((await stat(join(out, "cargo-home", "config.toml"))).mode & 0o777).toBe(0o444);
+    } finally {
+      await fork.release();
+      await chmod(join(out, "cargo-home"), 0o755);
+    }
   });
 
   it("refuses an image whose labels are another task's, naming the label and what to run; caches nothing", async () => {

@@ -1,9 +1,9 @@
 import type { ProfileId } from "@flakegym/profiles";
 import { isNixApp } from "../../images/nix-app.js";
-import { realiseStoreOutput } from "../../nix/realise.js";
+import { type RealisedOutput, realiseStoreOutput } from "../../nix/realise.js";
 import { storeOutputsOf, storeSnapshotChoice } from "../../nix/store-outputs.js";
 import type { RunConfig, StoreWorkerProvenance } from "../../run-format/schema.js";
-import { useStoreToolchain } from "../../workers/local/toolchain.js";
+import { type StoreToolchain, useStoreToolchain } from "../../workers/local/toolchain.js";
 import type { CliContext } from "../command.js";
 
 /**
@@ -27,6 +27,7 @@ export async function preflightStoreWorkers(
   const label = outputs.nixpkgs === "standin" ? " (stand-in nixpkgs: copies of this machine's tools)" : "";
   const opts = { env: ctx.env, signal: ctx.signal, onProgress: say };
   const out = new Map<string, StoreWorkerProvenance>();
+  const bound = new Map<string, StoreToolchain>();
   for (const t of await tasksOf()) {
     const toolchain = outputs.profiles[t.profile];
     if (!toolchain) {
@@ -36,11 +37,12 @@ export async function preflightStoreWorkers(
       continue;
     }
     const tc = await realiseStoreOutput(toolchain, opts);
-    useStoreToolchain(t.profile as ProfileId, tc);
     const snap = t.catalog
       ? storeSnapshotChoice(outputs, t.id)
       : { use: false as const, reason: "a dataset row" };
-    const snapshot = snap.use ? (await realiseStoreOutput(snap.output, opts)).path : undefined;
+    const realisedSnap = snap.use ? await realiseStoreOutput(snap.output, opts) : undefined;
+    const snapshot = realisedSnap?.path;
+    bound.set(t.profile, withSnapshotClosure(bound.get(t.profile) ?? tc, realisedSnap));
     say(
       `task ${t.id}: toolchain ${tc.path}${label}; snapshot ${snapshot ?? `built here (${snap.use ? "" : snap.reason})`}`,
     );
@@ -51,5 +53,17 @@ export async function preflightStoreWorkers(
       nixpkgs: outputs.nixpkgs,
     });
   }
+  for (const [profile, tc] of bound) useStoreToolchain(profile as ProfileId, tc);
   return out;
+}
+
+/**
+ * A store toolchain's binds plus what a store snapshot's work tree needs at run time (its closure
+ * without the work tree itself, which is copied: e.g. the vendored crates its cargo-home names), no
+ * path twice. Pure.
+ */
+export function withSnapshotClosure(tc: StoreToolchain, snap: RealisedOutput | undefined): StoreToolchain {
+  if (!snap) return tc;
+  const extra = snap.closure.filter((p) => p !== snap.path && !tc.closure.includes(p));
+  return { path: tc.path, closure: [...tc.closure, ...extra] };
 }
