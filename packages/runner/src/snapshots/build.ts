@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import { commitWorkspace } from "@flakegym/cline-vendor";
 import type { z } from "zod";
 import { FlakegymError } from "../errors.js";
+import { acquireLock } from "../gc/lock.js";
 import { tempPathBeside } from "../run-format/temp-name.js";
 import { CHECKOUT_POLICY_VERSION } from "../tasks/checkout-policy.js";
 import type { CheckoutRecord } from "../tasks/materialize.js";
@@ -21,7 +22,6 @@ import {
 import { type Fork, type ForkMethodChoice, forkTree } from "./fork.js";
 import { copyPins, lockOf, withPython } from "./install-lock.js";
 import { defaultSnapshotCacheDir, snapshotKey } from "./key.js";
-import { acquireLock } from "../gc/lock.js";
 import {
   manifestHead,
   readManifest,

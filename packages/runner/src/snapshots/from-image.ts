@@ -3,6 +3,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { FlakegymError } from "../errors.js";
+import { acquireLock } from "../gc/lock.js";
 import type { WorkerImageProvenance } from "../run-format/schema.js";
 import { git } from "../tasks/materialize.js";
 import { makeOwnerWritable } from "../tasks/owner-writable.js";
@@ -10,7 +11,6 @@ import { FLAKEGYM_VERSION } from "../version.js";
 import type { BackendCapabilities } from "../workers/types.js";
 import { commitBase } from "./build.js";
 import { defaultSnapshotCacheDir } from "./key.js";
-import { acquireLock } from "../gc/lock.js";
 import { manifestHead, readManifest, type Snapshot, type SnapshotManifest, snapshotOf } from "./manifest.js";
 import type { SnapshotSpec } from "./spec.js";
 

@@ -4,8 +4,8 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { execa } from "execa";
-import { goImageVersion } from "./go-toolchain.js";
 import { holdHarborTree, TREE_DONE_MARK } from "../gc/harbor-tree-use.js";
+import { goImageVersion } from "./go-toolchain.js";
 
 /**
  * The root filesystem that serves a Dockerfile's `FROM` where no image registry is reachable: a

@@ -4,10 +4,10 @@ import { lstat, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/p
 import { join } from "node:path";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import { execa } from "execa";
+import { holdHarborTree } from "../gc/harbor-tree-use.js";
 import { type DebianBase, DONE_MARK, ensureDebianBase, servedByText } from "./debian-base.js";
 import type { BuildPlan, BuildStep } from "./dockerfile-plan.js";
 import { goImageVersion, installGoToolchain } from "./go-toolchain.js";
-import { holdHarborTree } from "../gc/harbor-tree-use.js";
 import { uvFromPypi } from "./uv-image.js";
 
 /**
