@@ -82,6 +82,35 @@ describe("rows whose environment cannot be built here", () => {
     expect(unbuildableReason("r/x", "1", { python: "3.9", packages: "requirements.txt" })).toBeUndefined();
     expect(unbuildableReason("r/x", "1", { python: "3.9", packages: "environment.yml" })).toMatch(/conda/);
   });
+
+  it("unbuildableReason: a version whose setup.py downloads sources is refused; its neighbours are not", () => {
+    const pip = { python: "3.8", packages: "requirements.txt" };
+    const mpl = "matplotlib/matplotlib";
+    expect(unbuildableReason(mpl, "3.4", pip)).toMatch(
+      /^matplotlib\/matplotlib 3\.4's own build \(setup\.py\) downloads FreeType 2\.6\.1 and Qhull .*give the row an 'install' column .*system_freetype and system_qhull/,
+    );
+    expect(unbuildableReason(mpl, "3.3", pip)).toMatch(/downloads FreeType 2\.6\.1 from/);
+    expect(unbuildableReason(mpl, "3.1", pip)).toBeUndefined();
+    expect(unbuildableReason(mpl, "3.0", pip)).toBeUndefined();
+    expect(unbuildableReason("r/x", "3.4", pip)).toBeUndefined();
+  });
+
+  it("a matplotlib 3.4 row is refused at intake (field version), and accepted with its own install", () => {
+    const row = {
+      ...xarray,
+      instance_id: "matplotlib__matplotlib-20488",
+      repo: "matplotlib/matplotlib",
+      version: "3.4",
+      patch: diff("lib/matplotlib/image.py"),
+      test_patch: diff("lib/matplotlib/tests/test_image.py"),
+      FAIL_TO_PASS: ["lib/matplotlib/tests/test_image.py::test_huge_range_log[-1]"],
+    };
+    const r = parseSwebenchRow(row, at);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error).toMatchObject({ field: "version", id: "matplotlib__matplotlib-20488" });
+    expect(parseSwebenchRow({ ...row, install: ["python -m pip install -e ."] }, at).ok).toBe(true);
+  });
 });
 
 describe("a row's suite follows its repository's harness facts", () => {
