@@ -36,7 +36,8 @@ function filled(meta: { instance_id: string; repo: string }): Record<string, unk
 }
 
 const CONDA = /^\S+ \S+ builds its environment with conda .*: give the row an 'install' column/;
-const DOWNLOADS = /^matplotlib\/matplotlib 3\.4's own build \(setup\.py\) downloads FreeType .*give the row an 'install' column/;
+const DOWNLOADS =
+  /^matplotlib\/matplotlib 3\.4's own build \(setup\.py\) downloads FreeType .*give the row an 'install' column/;
 const REFUSED: Readonly<Record<string, RegExp>> = {
   "matplotlib__matplotlib-20488": DOWNLOADS,
   "matplotlib__matplotlib-22719": CONDA,
