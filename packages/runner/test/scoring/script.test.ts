@@ -62,6 +62,7 @@ function runScript(dir: string, script: string) {
     cwd: dir,
     encoding: "utf8",
     maxBuffer: 64 << 20,
+    timeout: 120_000, // bounded: a script that never ends fails the test, not the whole run
     env: { ...process.env, TMPDIR: tmp },
   });
   rmSync(tmp, { recursive: true, force: true });
@@ -497,9 +498,9 @@ describe("hidden tests under attack (a real sh)", () => {
     const dir = repo();
     // the test's step reports; then the script blocks on a FIFO where the result lines go, and the
     // process the test left behind kills it there: between two steps, no step unfinished
-    // only this run's own script (started with this run's own TMPDIR): scripts of tests
+    // only this run's own script (its sealed shell copy under this run's TMPDIR, or a plain sh started with that TMPDIR): scripts of tests
     // running beside it in the same PID namespace are not its to kill
-    const kill = `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in *"$H script"*) tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -qx "TMPDIR=$TMPDIR" && kill -9 "\${p#/proc/}";; esac; done`;
+    const kill = `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in "$TMPDIR"/*"$H script"*) kill -9 "\${p#/proc/}";; *"$H script"*) tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -qx "TMPDIR=$TMPDIR" && kill -9 "\${p#/proc/}";; esac; done`;
     const c = composeScoringScript(
       plan({
         suite: {
