@@ -88,26 +88,41 @@ export interface ImageTreeReader {
   copyCommand?(ref: string): string;
 }
 
-/** Runs podman with a bounded wait; throws naming the command and podman's error. */
-async function podman(args: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<string> {
-  const r = await execa("podman", args, {
+/**
+ * Runs `cmd` with a bounded wait; throws E_SNAPSHOT_IMAGE naming the command, why it failed and
+ * `hint`. The one exec of the image and store tree readers.
+ */
+export async function snapshotExec(
+  cmd: string,
+  args: readonly string[],
+  o: { readonly timeoutMs: number; readonly hint: string; readonly signal?: AbortSignal | undefined },
+): Promise<string> {
+  const r = await execa(cmd, args, {
     reject: false,
     stdin: "ignore",
-    timeout: timeoutMs,
-    ...(signal ? { cancelSignal: signal } : {}),
+    timeout: o.timeoutMs,
+    ...(o.signal ? { cancelSignal: o.signal } : {}),
   });
   if (r.exitCode !== 0) {
-    const why = r.timedOut ? `timed out after ${timeoutMs} ms` : `exit ${r.exitCode}`;
+    const why = r.timedOut ? `timed out after ${o.timeoutMs} ms` : `exit ${r.exitCode}`;
     throw new FlakegymError(
       "E_SNAPSHOT_IMAGE",
-      `podman ${args.join(" ")} failed (${why}): ${r.stderr.trim()}`,
+      `${cmd} ${args.join(" ")} failed (${why}): ${r.stderr.trim()}`,
       {
-        hint: "check the image with `podman image inspect`; `flakegym images load --task <id>` reloads it",
+        hint: o.hint,
       },
     );
   }
   return r.stdout;
 }
+
+/** Runs podman with a bounded wait; throws naming the command and podman's error. */
+const podman = (args: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<string> =>
+  snapshotExec("podman", args, {
+    timeoutMs,
+    signal,
+    hint: "check the image with `podman image inspect`; `flakegym images load --task <id>` reloads it",
+  });
 
 /** The real reader: `podman image inspect`, then `podman create` + `podman cp` of /workspace. */
 export function podmanImageTreeReader(timeoutMs = 10 * 60_000): ImageTreeReader {

@@ -1,9 +1,8 @@
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { execa } from "execa";
 import { FlakegymError } from "../errors.js";
 import { STORE_DEPS_DIRS } from "../nix/store-outputs.js";
-import type { ImageTreeReader } from "./from-image.js";
+import { type ImageTreeReader, snapshotExec } from "./from-image.js";
 
 /**
  * A snapshot work tree the flake built (`snapshot-<task>.snapshot.workspace`, nix/snapshot-workspace.nix:
@@ -28,22 +27,11 @@ export function storeSnapshotLabels(json: unknown): Record<string, string> {
 export function storeTreeReader(timeoutMs = 10 * 60_000): ImageTreeReader {
   const copy = async (from: string, dest: string, signal?: AbortSignal) => {
     // -a keeps symlinks as they are and the store's modes; the caller owns and opens them up
-    const r = await execa("cp", ["-a", "--", from, dest], {
-      reject: false,
-      stdin: "ignore",
-      timeout: timeoutMs,
-      ...(signal ? { cancelSignal: signal } : {}),
+    await snapshotExec("cp", ["-a", "--", from, dest], {
+      timeoutMs,
+      signal,
+      hint: "check free space in the snapshot cache (flakegym gc) and that the store path exists",
     });
-    if (r.exitCode !== 0) {
-      const why = r.timedOut ? `timed out after ${timeoutMs} ms` : `exit ${r.exitCode}`;
-      throw new FlakegymError(
-        "E_SNAPSHOT_IMAGE",
-        `cp -a ${from} ${dest} failed (${why}): ${r.stderr.trim()}`,
-        {
-          hint: "check free space in the snapshot cache (flakegym gc) and that the store path exists",
-        },
-      );
-    }
   };
   return {
     async labels(ref) {
