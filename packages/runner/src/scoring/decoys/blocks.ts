@@ -4,7 +4,7 @@ import { type Lang, type Lexed, lex, matchClose, type Span } from "./scan.js";
 /**
  * Where each test of a hidden test file is defined: the whole definition (to copy it), its name
  * (to rename it) and its body (where its assertions are). One recogniser per result format, for
- * the shapes tests are written in: top-level pytest functions, `#[test]` functions, Go
+ * the shapes tests are written in: top-level pytest functions and methods of top-level classes, `#[test]` functions, Go
  * `TestX(t *testing.T)`, top-level `test("…", …)` / `it("…", …)` calls, and check.h functions
  * registered with `T(name)`. Anything else is not found (and so reported unguarded). Pure.
  */
@@ -12,6 +12,8 @@ import { type Lang, type Lexed, lex, matchClose, type Span } from "./scan.js";
 export interface TestBlock {
   /** The test's name as its runner reports it (the function name, or the test's title). */
   readonly name: string;
+  /** pytest: the top-level class the test is a method of (ids `file::Class::name`); none for a function. */
+  readonly scope?: string;
   /** The whole definition, decorators/attributes included, up to the end of its last line. */
   readonly whole: Span;
   /** What to replace to rename it (the identifier, or the title string's content). */
@@ -52,33 +54,84 @@ function* matchesInCode(l: Lexed, re: RegExp): Generator<RegExpExecArray> {
   for (let m = g.exec(l.text); m; m = g.exec(l.text)) if (l.code[m.index]) yield m;
 }
 
-function pythonBlocks(l: Lexed): TestBlock[] {
-  const out: TestBlock[] = [];
-  for (const m of matchesInCode(l, /^(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(/m)) {
-    const nameStart = m.index + m[0].indexOf(m[1]!);
-    let end = lineEnd(l.text, m.index);
-    let last = end;
-    // the body: following lines that are blank, or indented, or inside a string
-    while (end < l.text.length) {
-      const next = lineEnd(l.text, end);
-      const line = l.text.slice(end, next);
-      if (line.trim() === "") {
-        end = next;
-        continue;
-      }
-      if (!/^[ \t]/.test(line) && l.code[end]) break;
+/**
+ * Where the indented suite whose first line starts at `from` ends: the following lines that are
+ * blank, indented deeper than `indent`, or inside a string. The end of its last such line.
+ */
+function suiteEnd(l: Lexed, from: number, indent: string): number {
+  let end = from;
+  let last = from;
+  while (end < l.text.length) {
+    const next = lineEnd(l.text, end);
+    const line = l.text.slice(end, next);
+    if (line.trim() === "") {
       end = next;
-      last = next;
+      continue;
     }
+    const deeper = line.startsWith(indent) && /^[ \t]/.test(line.slice(indent.length));
+    if (!deeper && l.code[end]) break;
+    end = next;
+    last = next;
+  }
+  return last;
+}
+
+/** `def test…(` functions at exactly `indent` within `within`, of class `scope` (none: top level). */
+function pythonDefs(l: Lexed, indent: string, within: Span, scope?: string): TestBlock[] {
+  const out: TestBlock[] = [];
+  const re = new RegExp(`^${indent}(?:async[ \\t]+)?def[ \\t]+(test\\w*)[ \\t]*\\(`, "m");
+  for (const m of matchesInCode(l, re)) {
+    if (m.index < within.start || m.index >= within.end) continue;
+    const nameStart = m.index + m[0].indexOf(m[1]!);
+    const last = suiteEnd(l, lineEnd(l.text, m.index), indent);
     const colon = l.text.indexOf(":", m.index + m[0].length);
     out.push({
       name: m[1]!,
-      whole: { start: withLeading(l.text, m.index, /^@/), end: last },
+      ...(scope === undefined ? {} : { scope }),
+      whole: { start: withLeading(l.text, m.index, new RegExp(`^${indent}@`)), end: last },
       nameSpan: { start: nameStart, end: nameStart + m[1]!.length },
       body: { start: colon + 1, end: last },
     });
   }
   return out;
+}
+
+/** The first `:` in code after `from` outside brackets (a class header's end), or -1. */
+function headerColon(l: Lexed, from: number): number {
+  let depth = 0;
+  for (let i = from; i < l.text.length; i++) {
+    if (!l.code[i]) continue;
+    const c = l.text[i]!;
+    if ("([{".includes(c)) depth++;
+    else if (")]}".includes(c)) depth--;
+    else if (c === ":" && depth === 0) return i;
+  }
+  return -1;
+}
+
+/**
+ * Test methods of top-level classes (`class TestX:`, `class T(unittest.TestCase):`): the `def
+ * test…(` lines at the indentation of the class body's first statement. Nested classes are not read.
+ */
+function pythonMethods(l: Lexed): TestBlock[] {
+  const out: TestBlock[] = [];
+  for (const m of matchesInCode(l, /^class[ \t]+([A-Za-z_]\w*)/m)) {
+    const colon = headerColon(l, m.index + m[0].length);
+    if (colon < 0) continue;
+    const bodyStart = lineEnd(l.text, colon);
+    const end = suiteEnd(l, bodyStart, "");
+    const first = /^([ \t]+)\S/m.exec(l.text.slice(bodyStart, end));
+    if (!first) continue;
+    out.push(...pythonDefs(l, first[1]!, { start: bodyStart, end }, m[1]!));
+  }
+  return out;
+}
+
+/** Top-level pytest test functions and test methods of top-level classes, in file order. */
+function pythonBlocks(l: Lexed): TestBlock[] {
+  return [...pythonDefs(l, "", { start: 0, end: l.text.length }), ...pythonMethods(l)].sort(
+    (a, b) => a.whole.start - b.whole.start,
+  );
 }
 
 /** Definitions of the form `<head matching re> … { body }` (brace-delimited bodies). */

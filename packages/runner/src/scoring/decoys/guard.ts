@@ -67,15 +67,46 @@ interface Located {
   readonly block: TestBlock;
 }
 
+/** Where a graded id's test is defined, and `run(newName)`: the id it has in this run. */
+interface IdParts {
+  readonly file?: string;
+  /** pytest: the top-level class the test is a method of. */
+  readonly scope?: string;
+  readonly name: string;
+  /** pytest: a parametrized case's `[…]`, kept on every copy. */
+  readonly params?: string;
+  readonly run: (n: string) => string;
+}
+
+const PY_NAME = /^[A-Za-z_]\w*$/;
+
+/**
+ * A pytest id `file::name`, `file::Class::name`, either with a case's `[params]`; undefined for
+ * any other shape (a nested class, a name that is not an identifier). Pure.
+ */
+export function pytestIdParts(id: string): IdParts | undefined {
+  const bracket = id.indexOf("[");
+  const base = bracket < 0 ? id : id.slice(0, bracket);
+  const params = bracket < 0 ? "" : id.slice(bracket);
+  if (params && !params.endsWith("]")) return undefined;
+  const parts = base.split("::");
+  if (parts.length < 2 || parts.length > 3 || !parts[0] || !parts.slice(1).every((p) => PY_NAME.test(p)))
+    return undefined;
+  const [file, ...rest] = parts as [string, ...string[]];
+  const scope = rest.length === 2 ? rest[0] : undefined;
+  const prefix = [file, ...(scope ? [scope] : [])].join("::");
+  return {
+    file,
+    ...(scope ? { scope } : {}),
+    name: rest[rest.length - 1]!,
+    ...(params ? { params } : {}),
+    run: (n) => `${prefix}::${n}${params}`,
+  };
+}
+
 /** The block name and the id's shape around it, per format: `run(newName)` is the id in this run. */
-function idParts(
-  format: ResultFormat,
-  id: string,
-): { file?: string; name: string; run: (n: string) => string } | undefined {
-  if (format === "pytest") {
-    const m = /^(.+?)::([A-Za-z_]\w*)$/.exec(id);
-    return m ? { file: m[1]!, name: m[2]!, run: (n) => `${m[1]}::${n}` } : undefined;
-  }
+function idParts(format: ResultFormat, id: string): IdParts | undefined {
+  if (format === "pytest") return pytestIdParts(id);
   if (format === "libtest") {
     const i = id.lastIndexOf("::");
     const name = id.slice(i < 0 ? 0 : i + 2);
@@ -266,14 +297,15 @@ export function guardFiles(
     const parts = idParts(format, id);
     const hits = parts
       ? (byName.get(parts.name) ?? []).filter(
-          (h) => parts.file === undefined || files[h.file]!.path === parts.file,
+          (h) =>
+            (parts.file === undefined || files[h.file]!.path === parts.file) && h.block.scope === parts.scope,
         )
       : [];
     if (!parts || hits.length !== 1) {
       unguarded.push({
         id,
         reason: !parts
-          ? "its id has a shape decoys do not handle (parameters, a class)"
+          ? "its id has a shape decoys do not handle (a nested class, a name that is not an identifier)"
           : hits.length
             ? "more than one hidden test has its name"
             : "not defined in a hidden test file in a shape decoys handle",
@@ -282,6 +314,7 @@ export function guardFiles(
     }
     const { file, block } = hits[0]!;
     let plan = plans.get(block);
+    const fresh = !plan;
     if (!plan) {
       const context = { index, offset: index.offsets[file]!, bases };
       const d = decoysOf(format, parsed[file]!.lexed, written[file]!, block, rand, context);
@@ -290,18 +323,21 @@ export function guardFiles(
         decoys:
           typeof d === "string" ? [] : d.map((edit) => ({ name: freshName(format, rand, taken), edit })),
       };
+      if (typeof d === "string") unguarded.push({ id, reason: d });
+      plans.set(block, plan);
+    } else if (!plan.decoys.length) {
+      unguarded.push({ id, reason: "no equality or containment assertion with a literal expected value" });
+    }
+    // each parametrized pytest case has its own case of every decoy; another second id of the
+    // same block (Go subtests) shares the first's decoys
+    if (fresh || parts.params) {
       const text = parsed[file]!.lexed.text;
       for (const decoy of plan.decoys) {
         decoys[parts.run(decoy.name)] = id;
         if (isComplement(text.slice(decoy.edit.start, decoy.edit.end), decoy.edit.text))
           complements.push(parts.run(decoy.name));
       }
-      if (typeof d === "string") unguarded.push({ id, reason: d });
-      plans.set(block, plan);
-    } else if (!plan.decoys.length) {
-      unguarded.push({ id, reason: "no equality or containment assertion with a literal expected value" });
     }
-    // a second id of the same block (Go subtests) shares its decoys
     runIds[id] = parts.run(plan.name);
     if (plan.decoys.length) guarded.push(id);
   }

@@ -158,6 +158,8 @@ export function twinFiles<F extends GuardFile>(
 /** A test of a hidden file: its name, whether the twin changed one of its assertions, how ids name it. */
 interface TwinnedTest {
   readonly name: string;
+  /** pytest: the class the test is a method of (its ids end `::Class::name`). */
+  readonly scope?: string;
   readonly changed: boolean;
   /** Every changed assertion of the test is a flipped boolean (an honest wrong answer passes it). */
   readonly complementOnly: boolean;
@@ -175,12 +177,13 @@ function twinnedTests(f: GuardFile, edits: readonly Edit[]): TwinnedTest[] {
   const text = f.content.toString("utf8");
   const tests =
     format === "tap"
-      ? jsNamedTests(lex(text, "js")).map((t) => ({ name: t.fullName, body: t.body }))
-      : testBlocks(format, text).blocks.map((b) => ({ name: b.name, body: b.body }));
+      ? jsNamedTests(lex(text, "js")).map((t) => ({ name: t.fullName, scope: undefined, body: t.body }))
+      : testBlocks(format, text).blocks.map((b) => ({ name: b.name, scope: b.scope, body: b.body }));
   return tests.map((t) => {
     const mine = edits.filter((e) => e.start >= t.body.start && e.end <= t.body.end);
     return {
       name: t.name,
+      ...(t.scope === undefined ? {} : { scope: t.scope }),
       changed: mine.length > 0,
       complementOnly: mine.length > 0 && mine.every((e) => e.complement),
       byPattern: format === "tap",
@@ -204,6 +207,7 @@ function isPattern(id: string): boolean {
  * the full name; other runners name a test by its last part (`path::name`, `TestName/sub`). Pure.
  */
 function idRuns(id: string, test: TwinnedTest): boolean {
+  if (test.scope !== undefined) return id.split("[")[0]!.endsWith(`::${test.scope}::${test.name}`);
   if (!test.byPattern) return definedName("gotest", definedName("pytest", id)) === test.name;
   return isPattern(id) && new RegExp(id).test(test.name);
 }
