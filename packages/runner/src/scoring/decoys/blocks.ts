@@ -76,6 +76,26 @@ function suiteEnd(l: Lexed, from: number, indent: string): number {
   return last;
 }
 
+/**
+ * Where the decorators above a `def` at `indent` start: `@` lines at that indentation, with the
+ * lines their arguments continue on (indented deeper, or closing a bracket) — a multi-line
+ * `@pytest.mark.parametrize(…)` included. Lines above the topmost `@` line are not.
+ */
+function decoratorsStart(text: string, def: number, indent: string): number {
+  let s = def;
+  let confirmed = def;
+  while (s > 0) {
+    const prev = lineStart(text, s - 1);
+    const line = text.slice(prev, s);
+    if (!line.startsWith(indent) || line.trim() === "") break;
+    const rest = line.slice(indent.length);
+    if (rest.startsWith("@")) confirmed = prev;
+    else if (!/^[ \t)\]}]/.test(rest)) break;
+    s = prev;
+  }
+  return confirmed;
+}
+
 /** `def test…(` functions at exactly `indent` within `within`, of class `scope` (none: top level). */
 function pythonDefs(l: Lexed, indent: string, within: Span, scope?: string): TestBlock[] {
   const out: TestBlock[] = [];
@@ -88,7 +108,7 @@ function pythonDefs(l: Lexed, indent: string, within: Span, scope?: string): Tes
     out.push({
       name: m[1]!,
       ...(scope === undefined ? {} : { scope }),
-      whole: { start: withLeading(l.text, m.index, new RegExp(`^${indent}@`)), end: last },
+      whole: { start: decoratorsStart(l.text, m.index, indent), end: last },
       nameSpan: { start: nameStart, end: nameStart + m[1]!.length },
       body: { start: colon + 1, end: last },
     });

@@ -23,7 +23,11 @@ from k import shout, whisper
 
 
 class TestX:
-    @pytest.mark.parametrize("n", [1, 2])
+    @pytest.mark.parametrize(
+        "n", (
+            1,
+            2,
+        ))
     def test_upper(self, tmp_path, n):
         (tmp_path / "f").write_text("x")
         assert shout("hey") == "HEY!"
@@ -116,10 +120,10 @@ describe("class methods: guardFiles", () => {
     // each parametrized case has its own case of every decoy
     expect(Object.values(g.plan.decoys).filter((of) => of === UPPER[1])).toHaveLength(DECOYS_PER_TEST);
     expect(Object.keys(g.plan.decoys).filter((d) => d.endsWith("[2]"))).toHaveLength(DECOYS_PER_TEST);
-    // same decorators and fixtures on every copy; the function at top level is untouched
-    expect(
-      out.match(/ {4}@pytest\.mark\.parametrize\("n", \[1, 2\]\)\n {4}def test_\w+\(self, tmp_path, n\):/g),
-    ).toHaveLength(1 + DECOYS_PER_TEST);
+    // same decorators (a multi-line one whole) and fixtures on every copy; the function at top level is untouched
+    const decorated =
+      / {4}@pytest\.mark\.parametrize\(\n {8}"n", \(\n {12}1,\n {12}2,\n {8}\)\)\n {4}def test_\w+\(self, tmp_path, n\):/g;
+    expect(out.match(decorated)).toHaveLength(1 + DECOYS_PER_TEST);
     expect(out.match(/ {4}def test_\w+\(self\):\n {8}assert self\.w\("HEY"\) == "\w*"/g)).toHaveLength(
       1 + DECOYS_PER_TEST,
     );
