@@ -330,14 +330,7 @@ export function guardFiles(
     }
     // each parametrized pytest case has its own case of every decoy; another second id of the
     // same block (Go subtests) shares the first's decoys
-    if (fresh || parts.params) {
-      const text = parsed[file]!.lexed.text;
-      for (const decoy of plan.decoys) {
-        decoys[parts.run(decoy.name)] = id;
-        if (isComplement(text.slice(decoy.edit.start, decoy.edit.end), decoy.edit.text))
-          complements.push(parts.run(decoy.name));
-      }
-    }
+    if (fresh || parts.params) addDecoys(id, parts, plan, parsed[file]!.lexed.text, { decoys, complements });
     runIds[id] = parts.run(plan.name);
     if (plan.decoys.length) guarded.push(id);
   }
@@ -351,6 +344,21 @@ export function guardFiles(
 
 /** A block's plan: its new name, and its decoys' names and body edits. */
 type BlockPlan = { name: string; decoys: { name: string; edit: Edit }[] };
+
+/** Records `plan`'s decoys, as graded id `id` runs them, in `into` (and which are complements). */
+function addDecoys(
+  id: string,
+  parts: IdParts,
+  plan: BlockPlan,
+  text: string,
+  into: { decoys: Record<string, string>; complements: string[] },
+): void {
+  for (const decoy of plan.decoys) {
+    into.decoys[parts.run(decoy.name)] = id;
+    if (isComplement(text.slice(decoy.edit.start, decoy.edit.end), decoy.edit.text))
+      into.complements.push(parts.run(decoy.name));
+  }
+}
 
 /** One hidden test file with its planned blocks renamed and twinned by their decoys, shuffled. Pure, given `rand`. */
 function guardedFile(
