@@ -305,7 +305,7 @@ export function guardFiles(
       unguarded.push({
         id,
         reason: !parts
-          ? "its id has a shape decoys do not handle (a nested class, a name that is not an identifier)"
+          ? "its id has a shape decoys do not handle (a nested class, a name that is not an identifier, a `[` case not closed by `]`)"
           : hits.length
             ? "more than one hidden test has its name"
             : "not defined in a hidden test file in a shape decoys handle",
