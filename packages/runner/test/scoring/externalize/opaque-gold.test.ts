@@ -128,6 +128,49 @@ describe.skipIf(noPython || !hasPytest)("a test whose gold value is opaque (reco
     expect([wrong.cid, wrong.size]).toEqual([false, true]);
   }, 120_000);
 
+  it("an opaque test that is a method of a unittest class is left to decoys too: sibling methods, gold passes, a wrong one fails", async () => {
+    await using tmp = await tempDir("flakegym-opaque-");
+    // the same tests as methods of a unittest.TestCase, as requests-2317's recorded ones are
+    const asClass = TESTS.replace(
+      "\n\ndef test_contains_any_case():",
+      "\nimport unittest\n\n\nclass TestCID(unittest.TestCase):\n    def test_contains_any_case(self):",
+    )
+      .replace(
+        '    d = make()\n    assert "spam" in d\n    assert d == {"SPAM": 1}',
+        '        d = make()\n        assert "spam" in d\n        assert d == {"SPAM": 1}',
+      )
+      .replace("\n\ndef test_size():\n    assert", "\n    def test_size(self):\n        assert");
+    const cid = `${FILE}::TestCID::test_contains_any_case`;
+    const size = `${FILE}::TestCID::test_size`;
+    const installed = [{ path: FILE, content: Buffer.from(asClass), executable: false }];
+    const classSuite = {
+      results: "pytest" as const,
+      failToPass: [cid],
+      passToPass: [size],
+      opaque: { [cid]: "cid.CIDict" },
+    };
+    const verdictOf = async (name: string, impl: string) => {
+      const g = await guardHidden(classSuite, installed, tmp.path, rand);
+      const r = await run(join(tmp.path, name), g.files, impl);
+      const outside = externalVerdict([cid, size], g.external, r.emitted);
+      const pass = (id: string) => r.passed.has(g.plan.runIds[id] ?? id) && !outside.has(id);
+      return { g, r, cid: pass(cid), size: pass(size) };
+    };
+    const gold = await verdictOf("gold", GOLD);
+    expect(gold.g.report.guarded).toEqual([cid]);
+    expect(gold.g.report.externalized).toEqual([size]);
+    expect(gold.g.plan.runIds[cid]).toMatch(/::TestCID::test_[0-9a-f]{10}$/);
+    const decoys = Object.keys(gold.g.plan.decoys);
+    expect(decoys.length).toBeGreaterThan(0);
+    for (const d of decoys) {
+      expect(d).toMatch(/::TestCID::test_[0-9a-f]{10}$/);
+      expect(gold.r.passed.has(d)).toBe(false);
+    }
+    expect([gold.cid, gold.size]).toEqual([true, true]);
+    const wrong = await verdictOf("wrong", WRONG);
+    expect([wrong.cid, wrong.size]).toEqual([false, true]);
+  }, 120_000);
+
   it("a record for another test does not spare an opaque one: it still fails closed", async () => {
     await using tmp = await tempDir("flakegym-opaque-");
     const installed = [{ path: FILE, content: Buffer.from(TESTS), executable: false }];
