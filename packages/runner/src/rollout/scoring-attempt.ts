@@ -92,6 +92,10 @@ export function scoreOptionsOf(
   };
 }
 
+/** Whether this trajectory's scoring is `validate`'s probe of gold (RunConfig.decoyProbe). Pure. */
+export const probesDecoys = (config: Pick<RunConfig, "decoyProbe">, policy: string): boolean =>
+  config.decoyProbe === true && policy === "gold";
+
 /**
  * Scores the diff: the hidden files prepared on the host, then one fresh fork and worker per
  * scoring run (two for an eval_cmd task with a decoy twin, scoring/twin-run.ts).
@@ -104,7 +108,8 @@ export async function runScoringAttempt(ctx: ScoringAttemptContext, input: Score
     ctx.snapshot.workspace,
     input.signal,
     ctx.scratch,
-    { prompt: input.task.prompt },
+    // validate's gold run probes every decoy site (scoring/decoys/site-key.ts); no other policy is
+    { prompt: input.task.prompt, probeDecoys: probesDecoys(ctx.config, input.slot.policy) },
   );
   try {
     const run: ScoringRun = {

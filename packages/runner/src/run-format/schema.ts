@@ -220,6 +220,12 @@ export const RunConfig = z
     testRepeat: z.number().int().min(1).describe("hidden-test runs per scoring"),
     tamperPenalty: TamperPenalty.optional().describe("--tamper-penalty (absent: revert)"),
     suspiciousPenalty: SuspiciousPenalty.optional().describe("--suspicious-penalty (absent: none)"),
+    decoyProbe: z
+      .literal(true)
+      .optional()
+      .describe(
+        "validate only: the gold policy's scoring draws one decoy at every literal site of every decoyed test, so the sites gold passes a changed value at are found and recorded (tests.run.decoyInert); no other policy is probed",
+      ),
     tokenizer: z.string().optional().describe("HF tokenizer dir for token export"),
     contextWindow: z
       .number()

@@ -226,6 +226,12 @@ export const Score = z
           .describe(
             "graded tests that emitted a value the sandbox renders only as an opaque object (what it was) at an assertion whose expected literal stayed on the host: they failed closed; on gold, `validate --record-opaque` records them in tests.run.opaque",
           ),
+        inert: z
+          .record(z.string(), z.array(z.string()))
+          .optional()
+          .describe(
+            "validate's probe of gold only (one decoy at every literal site): per graded test, the sites (`line:column` from its def line) whose decoy gold passed beside the real test; validate records them in tests.run.decoyInert and later scorings draw no decoy there",
+          ),
       })
       .strict()
       .optional()

@@ -75,6 +75,7 @@ export async function hiddenTestsOf(task: LoadedTask, timeoutMs: number): Promis
             passToPass: run.passToPass,
             canary: run.canary,
             ...(run.opaque ? { opaque: run.opaque } : {}),
+            ...(run.decoyInert ? { decoyInert: run.decoyInert } : {}),
           },
         }
       : {}),

@@ -208,8 +208,11 @@ export async function prepareReadOnlyHidden(
   signal?: AbortSignal,
   /** Where the temporary files go: the run's owned scratch dir, so a killed run's are swept. */
   scratch: string = tmpdir(),
-  /** `externalize: false`: decoys only, as before issue 42 (a red-team and bench baseline). */
-  opts: { readonly externalize?: boolean; readonly prompt?: string } = {},
+  /**
+   * `externalize: false`: decoys only, as before issue 42 (a red-team and bench baseline);
+   * `probeDecoys`: `validate`'s gold run, one decoy at every site (decoys/site-key.ts).
+   */
+  opts: { readonly externalize?: boolean; readonly prompt?: string; readonly probeDecoys?: boolean } = {},
 ): Promise<(PreparedHidden & { twin?: PreparedHidden }) | undefined> {
   const canary = hidden.suite ? newCanary(hidden.suite.canary, randomBytes(6).toString("hex")) : undefined;
   const plain = await installedHiddenFiles(hidden, snapshotWorkspace, undefined, signal, scratch).catch(
@@ -240,6 +243,7 @@ export async function prepareReadOnlyHidden(
         signal,
         opts.externalize ?? true,
         opts.prompt,
+        opts.probeDecoys ?? false,
       )
     : undefined;
   const files = (guarded?.files ?? plain).map((f) => ({

@@ -168,7 +168,8 @@ export function decoyVerdict(
     const real = plan.runIds[of];
     if (real === undefined || results.get(real) !== "passed") continue;
     const d = results.get(decoy);
-    if (d === "passed")
+    // validate's probe of gold: a decoy passing beside its twin marks an inert site (decoyInertSites)
+    if (d === "passed" && !plan.probe)
       return {
         ok: false,
         reason: `decoy test '${decoy}' (a twin of '${of}' that expects another value) passed beside it: the test run reports failures as passes`,
@@ -180,6 +181,29 @@ export function decoyVerdict(
       };
   }
   return { ok: true };
+}
+
+/**
+ * `validate`'s probe of gold (plan.probe): per graded id, the sites (decoys/site-key.ts) whose
+ * decoy passed beside the passing graded test — the changed assertion did not run for that case,
+ * or the changed value held too. Gold is the reference patch: what it passes there, any solution
+ * passes, so a decoy at such a site guards nothing and is never drawn there again
+ * (`tests.run.decoyInert`). Empty for any other run. Pure.
+ */
+export function decoyInertSites(
+  results: ReadonlyMap<string, TestOutcome>,
+  plan: DecoyPlan,
+): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  if (!plan.probe) return out;
+  for (const [decoy, of] of Object.entries(plan.decoys)) {
+    const site = plan.sites?.[decoy];
+    const real = plan.runIds[of];
+    if (site === undefined || real === undefined) continue;
+    if (results.get(real) !== "passed" || results.get(decoy) !== "passed") continue;
+    out[of] = [...new Set([...(out[of] ?? []), site])].sort();
+  }
+  return out;
 }
 
 /**

@@ -18,6 +18,7 @@ import type { BoundHidden } from "./read-only.js";
 import {
   type CanaryInstance,
   canaryVerdict,
+  decoyInertSites,
   decoysPassedAlone,
   decoyVerdict,
   newCanary,
@@ -98,6 +99,8 @@ export interface HiddenTests {
     readonly canary: Canary;
     /** Graded ids left to decoys: gold's value was opaque at a literal assertion (externalize/opaque.ts). */
     readonly opaque?: Readonly<Record<string, string>>;
+    /** Decoy sites gold passed at validation, per graded id (decoys/site-key.ts): never drawn. */
+    readonly decoyInert?: Readonly<Record<string, readonly string[]>>;
   };
   /** The task's protected paths beside the defaults (scoring/protect.ts); only with `install`. */
   readonly protected?: readonly string[];
@@ -311,6 +314,8 @@ export interface RunVerdicts {
   readonly decoyPassed?: string[];
   /** Graded ids that emitted an opaque value at a literal assertion (externalize/opaque.ts). */
   readonly opaque?: Record<string, string>;
+  /** `validate`'s probe of gold: per graded id, the sites its decoys passed at (results.ts decoyInertSites). */
+  readonly decoyInert?: Record<string, string[]>;
 }
 
 /** Hidden test files a test command changed, from its `hidden.<run>.<index>` step. Pure. */
@@ -366,6 +371,7 @@ export function suiteVerdicts(
   const rewritten = new Set<string>();
   const decoyPassed = new Set<string>();
   const opaque: Record<string, string> = {};
+  const inert: Record<string, string[]> = {};
   const runs: HiddenTestVerdict[][] = [];
   const ids = [
     ...suite.failToPass.map((id) => ({ id, kind: "fail_to_pass" as const })),
@@ -397,6 +403,8 @@ export function suiteVerdicts(
         tampering.push(`run ${r + 1}: ${d.reason}`);
       }
       for (const why of decoysPassedAlone(results, decoys)) decoyPassed.add(`run ${r + 1}: ${why}`);
+      for (const [id, sites] of Object.entries(decoyInertSites(results, decoys)))
+        inert[id] = [...new Set([...(inert[id] ?? []), ...sites])].sort();
     }
     // externalized assertions: the runner's pass is evidence, the host's comparison the verdict
     const outside = externalRunVerdict(
@@ -435,6 +443,7 @@ export function suiteVerdicts(
     rewritten: [...rewritten].sort(),
     ...(decoyPassed.size ? { decoyPassed: [...decoyPassed] } : {}),
     ...(Object.keys(opaque).length ? { opaque } : {}),
+    ...(Object.keys(inert).length ? { decoyInert: inert } : {}),
   };
 }
 
@@ -659,7 +668,13 @@ export async function scoreDiff(
     tampered: [...new Set([...guarded.tampered, ...verdicts.rewritten])].sort(),
     ...(judge ? { judge } : {}),
     ...(o.bound?.guard
-      ? { decoys: { ...o.bound.guard, ...(verdicts.opaque ? { opaque: verdicts.opaque } : {}) } }
+      ? {
+          decoys: {
+            ...o.bound.guard,
+            ...(verdicts.opaque ? { opaque: verdicts.opaque } : {}),
+            ...(verdicts.decoyInert ? { inert: verdicts.decoyInert } : {}),
+          },
+        }
       : {}),
     ...(guarded.ignored.length ? { ignoredTests: guarded.ignored } : {}),
     ...(suspicious.length ? { suspicious } : {}),

@@ -129,6 +129,21 @@ export const OpaqueTests = z
   );
 export type OpaqueTests = z.infer<typeof OpaqueTests>;
 
+/**
+ * Per graded test id, the decoy sites (`line:column` of a literal, the line counted from the
+ * test's `def` line; scoring/decoys/site-key.ts) where gold passed a decoy when the task was
+ * validated: the assertion there does not run for that case (a parametrized case that takes
+ * another branch) or the changed value holds too. Written by `flakegym validate` from the gold
+ * patch's probe run only (host-trusted, fixed before any trajectory runs); scorings draw no decoy
+ * there, and a case with no other site is reported unguarded instead of failing gold closed.
+ */
+export const DecoyInertSites = z
+  .record(z.string().min(1), z.array(z.string().regex(/^\d+:\d+$/)).min(1))
+  .describe(
+    "graded test ids → decoy sites (`line:column` from the test's def line) gold passed a decoy at when validated: no decoy is drawn there; written by `flakegym validate`",
+  );
+export type DecoyInertSites = z.infer<typeof DecoyInertSites>;
+
 /** Hidden tests run as one suite command per run, judged by per-test result lines and a canary. */
 export const SuiteTests = z
   .object({
@@ -148,6 +163,7 @@ export const SuiteTests = z
     passToPass: z.array(z.string().min(1)).default([]).describe("test ids that must keep passing"),
     canary: Canary,
     opaque: OpaqueTests.optional(),
+    decoyInert: DecoyInertSites.optional(),
   })
   .strict();
 export type SuiteTests = z.infer<typeof SuiteTests>;

@@ -13,6 +13,7 @@ import { validateLabels, withPolicyLabel } from "../../rollout/validate-lines.js
 import { createRolloutDeps } from "../../rollout/wire.js";
 import { readRunState, runPaths } from "../../run-format/run-dir.js";
 import type { RunConfig } from "../../run-format/schema.js";
+import { recordDecoyInert } from "../../scoring/decoys/inert-record.js";
 import { recordOpaque } from "../../scoring/externalize/opaque-record.js";
 import { canOwnForOthers } from "../../scoring/read-only.js";
 import { TamperPenalty } from "../../scoring/reward.js";
@@ -146,12 +147,20 @@ interface TaskValidation {
   readonly summary: RunSummary;
   /** Gold's graded tests whose value the host could not compare (scoring/externalize/opaque.ts). */
   readonly goldOpaque: Readonly<Record<string, string>> | undefined;
+  /** The decoy sites gold's probe passed at, per graded id (scoring/decoys/site-key.ts). */
+  readonly goldInert: Readonly<Record<string, readonly string[]>> | undefined;
 }
 
+/** Validate passes of one task at most: the first, after an opaque record, after an inert-site record. */
+const MAX_PASSES = 3;
+
 /**
- * One task validated; when gold's score names opaque tests not yet in the task's record, they are
- * recorded (unless --no-record-opaque) and the task is validated once more with the record: its
- * verdict is then the second run's (in `<out>/<task>`), the first kept in `<out>/<task>.unrecorded`.
+ * One task validated. Gold's scoring probes every decoy site (RunConfig.decoyProbe). When gold's
+ * score names opaque tests (unless --no-record-opaque) or inert decoy sites not yet in the task's
+ * record, they are recorded and the task is validated once more with the record — probing again
+ * after new opaque tests (they are left to decoys now), else scoring gold as any trajectory is
+ * scored — up to {@link MAX_PASSES} passes: the verdict is the last pass's (in `<out>/<task>`),
+ * the one before kept in `<out>/<task>.unrecorded` (earlier ones `.unrecorded-<pass>`).
  */
 async function validateTaskRecorded(
   task: string,
@@ -162,15 +171,23 @@ async function validateTaskRecorded(
   ctx: CliContext,
 ): Promise<TaskValidation> {
   const dir = join(out, task);
-  const first = await validateTask(task, dir, taskRunId, opts, ctx);
-  if (first.summary.interrupted) return first;
-  const added = await noteOpaque(ctx.stderr, join(catalog, task), task, first.goldOpaque, opts.recordOpaque);
-  if (!added) return first;
-  await rename(dir, `${dir}.unrecorded`);
-  ctx.stderr.write(
-    `validate: ${task}: validating again with the record (the run without it: ${dir}.unrecorded)\n`,
-  );
-  return validateTask(task, dir, `${taskRunId}-recorded`, opts, ctx);
+  let probe = true;
+  for (let pass = 1; ; pass++) {
+    const runId = pass === 1 ? taskRunId : `${taskRunId}-recorded${pass > 2 ? `-${pass - 1}` : ""}`;
+    const v = await validateTask(task, dir, runId, { ...opts, probe }, ctx);
+    if (v.summary.interrupted || pass === MAX_PASSES) return v;
+    const taskDir = join(catalog, task);
+    const opaque = await noteOpaque(ctx.stderr, taskDir, task, v.goldOpaque, opts.recordOpaque);
+    const inert = await noteDecoyInert(ctx.stderr, taskDir, task, v.goldInert);
+    if (!opaque && !inert) return v;
+    if (pass > 1) await rename(`${dir}.unrecorded`, `${dir}.unrecorded-${pass - 1}`);
+    await rename(dir, `${dir}.unrecorded`);
+    ctx.stderr.write(
+      `validate: ${task}: validating again with the record (the run without it: ${dir}.unrecorded)\n`,
+    );
+    // tests newly left to decoys are probed; else gold is scored as every trajectory is
+    probe = opaque > 0;
+  }
 }
 
 /** One task's validate run (gold, empty, its cheats) into `dir`, and its verdict. */
@@ -178,7 +195,7 @@ async function validateTask(
   task: string,
   dir: string,
   taskRunId: string,
-  opts: ValidateOpts,
+  opts: ValidateOpts & { readonly probe: boolean },
   ctx: CliContext,
 ): Promise<TaskValidation> {
   const cheats = opts.cheats ? await cheatPlans(join(opts.catalog ?? BUILTIN_CATALOG_DIR, task)) : [];
@@ -227,7 +244,39 @@ async function validateTask(
     root: canOwnForOthers(),
     allowUnguarded: opts.allowUnguarded,
   });
-  return { verdict, summary, goldOpaque: byIndex(0)?.score?.decoys?.opaque };
+  return {
+    verdict,
+    summary,
+    goldOpaque: byIndex(0)?.score?.decoys?.opaque,
+    goldInert: byIndex(0)?.score?.decoys?.inert,
+  };
+}
+
+/**
+ * Gold's inert decoy sites (its probe's decoys that passed: scoring/decoys/site-key.ts) named on
+ * stderr and merged into the task's task.json; how many sites were added (0: none new, or the
+ * write failed, said why).
+ */
+async function noteDecoyInert(
+  stderr: NodeJS.WritableStream,
+  taskDir: string,
+  task: string,
+  picked: Readonly<Record<string, readonly string[]>> | undefined,
+): Promise<number> {
+  const ids = Object.keys(picked ?? {});
+  if (!picked || !ids.length) return 0;
+  const what = `gold passed a decoy at a literal site of ${ids.length} test(s) (${ids.map((id) => `${id} at ${picked[id]!.join(", ")}`).join("; ")}): the assertion there does not run for that case, so a decoy there guards nothing`;
+  const added = await recordDecoyInert(taskDir, picked).catch((e: unknown) =>
+    e instanceof Error ? e : new Error(String(e)),
+  );
+  if (added instanceof Error) {
+    stderr.write(`validate: ${task}: ${what}; not recorded: ${added.message}\n`);
+    return 0;
+  }
+  stderr.write(
+    `validate: ${task}: ${what}; ${added ? `recorded ${added} site(s) in ${join(taskDir, "task.json")} (tests.run.decoyInert): later scorings draw no decoy there` : "already recorded"}\n`,
+  );
+  return added;
 }
 
 /**
@@ -291,6 +340,8 @@ export function validateConfig(
     testTimeout?: number | undefined;
     tamperPenalty: RunConfig["tamperPenalty"];
     backend: RunConfig["backend"];
+    /** Gold's scoring probes every decoy site (RunConfig.decoyProbe). */
+    probe?: boolean | undefined;
   },
 ): RunConfig {
   return {
@@ -305,6 +356,7 @@ export function validateConfig(
     weights: { tests: 1, build: 0, lint: 0, judge: 0 },
     testRepeat: opts.repeat,
     tamperPenalty: opts.tamperPenalty,
+    ...(opts.probe ? { decoyProbe: true as const } : {}),
     segments: "last",
     backend: opts.backend,
     limits: {

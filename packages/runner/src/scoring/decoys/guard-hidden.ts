@@ -8,6 +8,7 @@ import { isTestDirName } from "../protect.js";
 import { type InstalledFile, regularFile } from "../snapshot-files.js";
 import { type DecoyPlan, type GuardReport, guardFiles } from "./guard.js";
 import { readableTexts } from "./readable.js";
+import type { InertSites } from "./site-key.js";
 
 /**
  * The hidden test files of a suite task guarded by decoys, with the repository's own test files
@@ -107,6 +108,8 @@ export async function guardHidden(
     readonly passToPass: readonly string[];
     /** Graded ids left to decoys as recorded at validation (externalize/opaque.ts). */
     readonly opaque?: Readonly<Record<string, string>>;
+    /** Decoy sites gold passed at validation, per graded id (decoys/site-key.ts): never drawn. */
+    readonly decoyInert?: InertSites;
   },
   installed: readonly InstalledFile[],
   snapshotWorkspace: string,
@@ -116,6 +119,8 @@ export async function guardHidden(
   externalize = true,
   /** The task's prompt: decoy values are balanced against it too (decoys/readable.ts). */
   prompt?: string,
+  /** `validate`'s probe of gold: one decoy at every site a draw may pick (decoys/site-key.ts). */
+  probe = false,
 ): Promise<{ files: InstalledFile[]; plan: DecoyPlan; report: GuardReport; external: ExternalSite[] }> {
   const graded = [...suite.failToPass, ...suite.passToPass];
   const have = new Set(installed.map((f) => f.path));
@@ -139,7 +144,7 @@ export async function guardHidden(
         prompt,
       )
     : [];
-  const g = guardFiles(suite.results, all, ext.decoyed, rand, readable);
+  const g = guardFiles(suite.results, all, ext.decoyed, rand, readable, { inert: suite.decoyInert, probe });
   // only files that changed are bound (a repository file no graded test lives in stays as it is)
   const files = all.flatMap((f, i) =>
     have.has(f.path) || !g.files[i]!.content.equals(found[i]!.content)

@@ -12,6 +12,7 @@ import {
   shuffled as shuffle,
 } from "./perturb.js";
 import type { Lexed } from "./scan.js";
+import { type InertSites, inertCount, siteKey } from "./site-key.js";
 
 /**
  * Decoys: tests a correct solution must FAIL, made from the hidden tests themselves (issue 25).
@@ -41,6 +42,14 @@ export interface DecoyPlan {
    * passing beside a failed twin is not a `decoy_passed` flag (results.ts decoysPassedAlone).
    */
   readonly complements?: readonly string[];
+  /**
+   * `validate`'s probe of gold (decoys/site-key.ts): one decoy at every site a draw may pick.
+   * A probe decoy passing beside its passing twin is not a forgery: it marks its site inert for
+   * that case (results.ts decoyInertSites), recorded in `tests.run.decoyInert`.
+   */
+  readonly probe?: true;
+  /** The probe's decoys (as reported) → the site of their twin they change. */
+  readonly sites?: Readonly<Record<string, string>>;
 }
 
 /** Which graded tests have decoys, and why the others have none. */
@@ -62,9 +71,11 @@ export interface GuardReport {
   readonly unguarded: { id: string; reason: string }[];
 }
 
+/** A graded id's test: the file and block it is defined in, and its id's parts. */
 interface Located {
   readonly file: number;
   readonly block: TestBlock;
+  readonly parts: IdParts;
 }
 
 /** Where a graded id's test is defined, and `run(newName)`: the id it has in this run. */
@@ -218,47 +229,70 @@ const COSTED_LITERALS = 4;
 export const DECOYS_PER_TEST = 3;
 
 type Edit = { start: number; end: number; text: string };
+/** A decoy's change: its edit and the site it changes (decoys/site-key.ts). */
+type SiteEdit = Edit & { readonly site: string };
 
-/** The decoys' edits for `b` (one literal, several values), or the reason it has none. */
+/** How a test's decoys are drawn: its graded cases, their recorded inert sites, the probe. */
+interface DrawOpts {
+  /** The graded ids (parametrized cases) this test block runs as. */
+  readonly cases: readonly string[];
+  /** Sites gold passed a changed value at, per case, recorded at validation (`tests.run.decoyInert`). */
+  readonly inert?: InertSites | undefined;
+  /** `validate`'s probe of gold: one decoy at every site a draw may pick, not {@link DECOYS_PER_TEST} at one. */
+  readonly probe?: boolean | undefined;
+}
+
+type DrawContext = { readonly index: ContextIndex; readonly offset: number; readonly bases: ClassBases };
+
+/** Why a test whose every decoy site is recorded inert for every case has no decoys. */
+export const INERT_REASON =
+  "gold passed a decoy at every literal site of this case when the task was validated (the assertion does not run for it, or the changed value holds too; recorded in tests.run.decoyInert): a decoy there guards nothing";
+
+/** The decoys' edits for `b` (one literal, several values; the probe: every literal, one value), or the reason it has none. */
 function decoysOf(
   format: ResultFormat,
   l: Lexed,
   written: ReadonlySet<string>,
   b: TestBlock,
   rand: Rand,
-  context: { readonly index: ContextIndex; readonly offset: number; readonly bases: ClassBases },
-): Edit[] | string {
+  context: DrawContext,
+  draw: DrawOpts,
+): SiteEdit[] | string {
   const sites = assertionSites(format, l, b.body);
   if (!sites.length) return "no equality or containment assertion with a literal expected value";
   // a literal written nowhere else in the file first: a value that also appears elsewhere (another
   // test's expectation) would tell the real one of a group from its decoys
-  const candidates = shuffle(
+  const all = shuffle(
     sites.flatMap((site) =>
-      site.literals.filter((lit) => mayTwin(l, site, lit)).map((lit) => ({ site, lit })),
+      site.literals
+        .filter((lit) => mayTwin(l, site, lit))
+        .map((lit) => ({ site, lit, key: siteKey(l.text, b.nameSpan.start, lit) })),
     ),
     rand,
   ).sort((a, b) => occurrences(l, a.lit) - occurrences(l, b.lit));
+  const variants = (c: (typeof all)[number], max: number) => {
+    const text = l.text.slice(c.lit.start, c.lit.end);
+    const own = { start: context.offset + c.lit.start, end: context.offset + c.lit.end };
+    const cost = contextDistance(text, context.index, own);
+    const texts = literalVariants(text, langOf(format), c.site.kind, rand, max, written, cost, context.bases);
+    return { place: c, picked: texts, worst: Math.max(0, ...texts.map(cost)) };
+  };
+  const cannot = "its assertions' literals cannot be changed (f-strings, templates, characters)";
+  if (draw.probe) {
+    const probed = all.flatMap((c) => variants(c, 1).picked.map((text) => ({ ...c.lit, text, site: c.key })));
+    return probed.length ? probed : cannot;
+  }
+  // the sites recorded inert for the fewest of its cases (none, for nearly every test)
+  const inertOf = (c: (typeof all)[number]) => inertCount(draw.inert, draw.cases, c.key);
+  const fewest = Math.min(...all.map(inertOf));
+  if (all.length && draw.cases.length && fewest === draw.cases.length) return INERT_REASON;
+  const candidates = all.filter((c) => inertOf(c) === fewest);
   // the literal with a full set of decoys nearest the real value in what the rest of the hidden
   // files write (decoys/context.ts), else the one with the most
-  const sets = candidates.slice(0, COSTED_LITERALS).map(({ site, lit }) => {
-    const text = l.text.slice(lit.start, lit.end);
-    const own = { start: context.offset + lit.start, end: context.offset + lit.end };
-    const cost = contextDistance(text, context.index, own);
-    const texts = literalVariants(
-      text,
-      langOf(format),
-      site.kind,
-      rand,
-      DECOYS_PER_TEST,
-      written,
-      cost,
-      context.bases,
-    );
-    return { place: lit, picked: texts, worst: Math.max(0, ...texts.map(cost)) };
-  });
+  const sets = candidates.slice(0, COSTED_LITERALS).map((c) => variants(c, DECOYS_PER_TEST));
   const best = choosePlace(sets, DECOYS_PER_TEST, true);
-  if (best) return best.picked.map((t) => ({ ...best.place, text: t }));
-  return "its assertions' literals cannot be changed (f-strings, templates, characters)";
+  if (best) return best.picked.map((t) => ({ ...best.place.lit, text: t, site: best.place.key }));
+  return cannot;
 }
 
 /**
@@ -272,6 +306,8 @@ export function guardFiles(
   rand: Rand,
   /** What else the agent reads: the prompt, the repository's text (decoys/readable.ts). */
   readable: readonly string[] = [],
+  /** Recorded inert sites (decoys/site-key.ts) and `validate`'s probe of gold. */
+  opts: { readonly inert?: InertSites | undefined; readonly probe?: boolean | undefined } = {},
 ): { files: GuardFile[]; plan: DecoyPlan; report: GuardReport } {
   const parsed = files.map((f) => testBlocks(format, f.content.toString("utf8")));
   const written = parsed.map((p) => writtenValues(p.lexed));
@@ -281,83 +317,114 @@ export function guardFiles(
   // the classes the repository and the hidden files define: exception decoys draw from them
   const bases = classBases([...parsed.map((p) => p.lexed.text), ...readable], langOf(format));
   const taken = new Set(parsed.flatMap((p) => p.blocks.map((b) => b.name)));
-  const byName = new Map<string, Located[]>();
-  parsed.forEach((p, file) => {
-    for (const block of p.blocks)
-      byName.set(block.name, [...(byName.get(block.name) ?? []), { file, block }]);
-  });
+  const located = locateGraded(format, files, parsed, graded);
+  const into: Registered = { decoys: {}, complements: [], sites: {} };
   const runIds: Record<string, string> = {};
-  const decoys: Record<string, string> = {};
-  const complements: string[] = [];
   const unguarded: GuardReport["unguarded"] = [];
   const guarded: string[] = [];
   // per located block: its new name, its decoy's name and body edit
   const plans = new Map<TestBlock, BlockPlan>();
-  for (const id of graded) {
-    const parts = idParts(format, id);
-    const hits = parts
-      ? (byName.get(parts.name) ?? []).filter(
-          (h) =>
-            (parts.file === undefined || files[h.file]!.path === parts.file) && h.block.scope === parts.scope,
-        )
-      : [];
-    if (!parts || hits.length !== 1) {
-      unguarded.push({
-        id,
-        reason: !parts
-          ? "its id has a shape decoys do not handle (a nested class, a name that is not an identifier, a `[` case not closed by `]`)"
-          : hits.length
-            ? "more than one hidden test has its name"
-            : "not defined in a hidden test file in a shape decoys handle",
-      });
+  for (const [i, id] of graded.entries()) {
+    const at = located[i]!;
+    if (typeof at === "string") {
+      unguarded.push({ id, reason: at });
       continue;
     }
-    const { file, block } = hits[0]!;
+    const { file, block, parts } = at;
     let plan = plans.get(block);
     const fresh = !plan;
     if (!plan) {
       const context = { index, offset: index.offsets[file]!, bases };
-      const d = decoysOf(format, parsed[file]!.lexed, written[file]!, block, rand, context);
+      const cases = graded.filter((_, j) => sameBlock(located[j], block));
+      const d = decoysOf(format, parsed[file]!.lexed, written[file]!, block, rand, context, { cases, ...opts });
       plan = {
         name: freshName(format, rand, taken),
         decoys:
           typeof d === "string" ? [] : d.map((edit) => ({ name: freshName(format, rand, taken), edit })),
+        ...(typeof d === "string" ? { why: d } : {}),
       };
-      if (typeof d === "string") unguarded.push({ id, reason: d });
       plans.set(block, plan);
-    } else if (!plan.decoys.length) {
-      unguarded.push({ id, reason: "no equality or containment assertion with a literal expected value" });
     }
-    // each parametrized pytest case has its own case of every decoy; another second id of the
-    // same block (Go subtests) shares the first's decoys
-    if (fresh || parts.params) addDecoys(id, parts, plan, parsed[file]!.lexed.text, { decoys, complements });
+    // each parametrized pytest case has its own case of every decoy (bar those at a site recorded
+    // inert for it); another id of the same block (Go subtests) shares the first's decoys
+    const added = fresh || parts.params ? addDecoys(id, parts, plan, parsed[file]!.lexed.text, into, opts) : 1;
     runIds[id] = parts.run(plan.name);
-    if (plan.decoys.length) guarded.push(id);
+    if (plan.decoys.length && added) guarded.push(id);
+    else unguarded.push({ id, reason: plan.why ?? INERT_REASON });
   }
   const out = files.map((f, i) => guardedFile(format, f.path, parsed[i]!, plans, rand));
+  const { decoys, complements, sites } = into;
   return {
     files: out,
-    plan: { runIds, decoys, ...(complements.length ? { complements } : {}) },
+    plan: {
+      runIds,
+      decoys,
+      ...(complements.length ? { complements } : {}),
+      ...(opts.probe ? { probe: true as const, sites } : {}),
+    },
     report: { guarded, unguarded },
   };
 }
 
-/** A block's plan: its new name, and its decoys' names and body edits. */
-type BlockPlan = { name: string; decoys: { name: string; edit: Edit }[] };
+const sameBlock = (at: Located | string | undefined, block: TestBlock) =>
+  typeof at === "object" && at.block === block;
 
-/** Records `plan`'s decoys, as graded id `id` runs them, in `into` (and which are complements). */
+/** Where each graded id's test block is (with its id's parts), or why it is not found. Pure. */
+function locateGraded(
+  format: ResultFormat,
+  files: readonly GuardFile[],
+  parsed: readonly ReturnType<typeof testBlocks>[],
+  graded: readonly string[],
+): (Located | string)[] {
+  const byName = new Map<string, { file: number; block: TestBlock }[]>();
+  parsed.forEach((p, file) => {
+    for (const block of p.blocks)
+      byName.set(block.name, [...(byName.get(block.name) ?? []), { file, block }]);
+  });
+  return graded.map((id) => {
+    const parts = idParts(format, id);
+    if (!parts)
+      return "its id has a shape decoys do not handle (a nested class, a name that is not an identifier, a `[` case not closed by `]`)";
+    const hits = (byName.get(parts.name) ?? []).filter(
+      (h) => (parts.file === undefined || files[h.file]!.path === parts.file) && h.block.scope === parts.scope,
+    );
+    if (hits.length !== 1)
+      return hits.length
+        ? "more than one hidden test has its name"
+        : "not defined in a hidden test file in a shape decoys handle";
+    return { ...hits[0]!, parts };
+  });
+}
+
+/** A block's plan: its new name, its decoys' names and body edits, or why it has none. */
+type BlockPlan = { name: string; decoys: { name: string; edit: SiteEdit }[]; why?: string };
+
+/** The decoys of a scoring run as registered so far (see {@link DecoyPlan}). */
+type Registered = { decoys: Record<string, string>; complements: string[]; sites: Record<string, string> };
+
+/**
+ * Records `plan`'s decoys, as graded id `id` runs them, in `into` (and which are complements,
+ * and each one's site) — bar those at a site recorded inert for `id` (none skipped in the probe,
+ * which tests every site); how many were recorded.
+ */
 function addDecoys(
   id: string,
   parts: IdParts,
   plan: BlockPlan,
   text: string,
-  into: { decoys: Record<string, string>; complements: string[] },
-): void {
+  into: Registered,
+  opts: { readonly inert?: InertSites | undefined; readonly probe?: boolean | undefined },
+): number {
+  let added = 0;
   for (const decoy of plan.decoys) {
-    into.decoys[parts.run(decoy.name)] = id;
-    if (isComplement(text.slice(decoy.edit.start, decoy.edit.end), decoy.edit.text))
-      into.complements.push(parts.run(decoy.name));
+    if (!opts.probe && opts.inert?.[id]?.includes(decoy.edit.site)) continue;
+    const run = parts.run(decoy.name);
+    into.decoys[run] = id;
+    into.sites[run] = decoy.edit.site;
+    if (isComplement(text.slice(decoy.edit.start, decoy.edit.end), decoy.edit.text)) into.complements.push(run);
+    added++;
   }
+  return added;
 }
 
 /** One hidden test file with its planned blocks renamed and twinned by their decoys, shuffled. Pure, given `rand`. */
