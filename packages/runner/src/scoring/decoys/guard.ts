@@ -336,7 +336,10 @@ export function guardFiles(
     if (!plan) {
       const context = { index, offset: index.offsets[file]!, bases };
       const cases = graded.filter((_, j) => sameBlock(located[j], block));
-      const d = decoysOf(format, parsed[file]!.lexed, written[file]!, block, rand, context, { cases, ...opts });
+      const d = decoysOf(format, parsed[file]!.lexed, written[file]!, block, rand, context, {
+        cases,
+        ...opts,
+      });
       plan = {
         name: freshName(format, rand, taken),
         decoys:
@@ -347,7 +350,8 @@ export function guardFiles(
     }
     // each parametrized pytest case has its own case of every decoy (bar those at a site recorded
     // inert for it); another id of the same block (Go subtests) shares the first's decoys
-    const added = fresh || parts.params ? addDecoys(id, parts, plan, parsed[file]!.lexed.text, into, opts) : 1;
+    const added =
+      fresh || parts.params ? addDecoys(id, parts, plan, parsed[file]!.lexed.text, into, opts) : 1;
     runIds[id] = parts.run(plan.name);
     if (plan.decoys.length && added) guarded.push(id);
     else unguarded.push({ id, reason: plan.why ?? INERT_REASON });
@@ -386,7 +390,8 @@ function locateGraded(
     if (!parts)
       return "its id has a shape decoys do not handle (a nested class, a name that is not an identifier, a `[` case not closed by `]`)";
     const hits = (byName.get(parts.name) ?? []).filter(
-      (h) => (parts.file === undefined || files[h.file]!.path === parts.file) && h.block.scope === parts.scope,
+      (h) =>
+        (parts.file === undefined || files[h.file]!.path === parts.file) && h.block.scope === parts.scope,
     );
     if (hits.length !== 1)
       return hits.length
@@ -421,7 +426,8 @@ function addDecoys(
     const run = parts.run(decoy.name);
     into.decoys[run] = id;
     into.sites[run] = decoy.edit.site;
-    if (isComplement(text.slice(decoy.edit.start, decoy.edit.end), decoy.edit.text)) into.complements.push(run);
+    if (isComplement(text.slice(decoy.edit.start, decoy.edit.end), decoy.edit.text))
+      into.complements.push(run);
     added++;
   }
   return added;

@@ -14,11 +14,14 @@ function merged(
   had: Readonly<Record<string, readonly string[]>>,
   picked: Readonly<Record<string, readonly string[]>>,
 ): { inert: Record<string, string[]>; added: number } {
-  const inert: Record<string, string[]> = Object.fromEntries(Object.entries(had).map(([k, v]) => [k, [...v]]));
+  const inert: Record<string, string[]> = Object.fromEntries(
+    Object.entries(had).map(([k, v]) => [k, [...v]]),
+  );
   let added = 0;
   for (const [id, sites] of Object.entries(picked)) {
-    const now = new Set(inert[id] ?? []);
-    for (const s of sites) if (!now.has(s)) (now.add(s), added++);
+    const had = new Set(inert[id] ?? []);
+    const now = new Set([...had, ...sites]);
+    added += now.size - had.size;
     inert[id] = [...now].sort();
   }
   return { inert, added };
@@ -31,7 +34,9 @@ export function withDecoyInert(
 ): { spec: unknown; added: number } | { error: string } {
   const run = (spec as { tests?: { run?: Record<string, unknown> } } | null)?.tests?.run;
   if (run?.kind !== "suite")
-    return { error: "its hidden tests are not a suite (tests.run.kind), the only kind with parametrized decoys" };
+    return {
+      error: "its hidden tests are not a suite (tests.run.kind), the only kind with parametrized decoys",
+    };
   const graded = new Set([...asIds(run.failToPass), ...asIds(run.passToPass)]);
   const stray = Object.keys(picked).filter((id) => !graded.has(id));
   if (stray.length) return { error: `${stray.join(", ")} is no graded test of the task` };
@@ -39,7 +44,9 @@ export function withDecoyInert(
   if (!valid.success) return { error: `a site is not \`line:column\`: ${valid.error.issues[0]?.message}` };
   const had = DecoyInertSites.safeParse(run.decoyInert ?? {});
   if (!had.success)
-    return { error: `its tests.run.decoyInert is malformed (${had.error.issues[0]?.message}): fix or delete it` };
+    return {
+      error: `its tests.run.decoyInert is malformed (${had.error.issues[0]?.message}): fix or delete it`,
+    };
   const { inert, added } = merged(had.data, valid.data);
   const tests = (spec as { tests: Record<string, unknown> }).tests;
   return { spec: { ...(spec as object), tests: { ...tests, run: { ...run, decoyInert: inert } } }, added };

@@ -44,10 +44,7 @@ const GOLD = `def iter_slices(string, slice_length):
         pos += slice_length
 `;
 // the unfixed code: a missing or non-positive length reads one character at a time
-const EMPTY = GOLD.replace(
-  "slice_length = len(string)",
-  "slice_length = 1",
-);
+const EMPTY = GOLD.replace("slice_length = len(string)", "slice_length = 1");
 // a conftest that reports every test passed: the forgery decoys exist to catch
 const FORGE = `import pytest
 
@@ -81,7 +78,9 @@ const noPython = skipWithoutHostPython("the parametrized-case decoy runs");
 const hasPytest =
   !noPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
 if (!noPython && !hasPytest)
-  console.log("skipped the parametrized-case decoy runs: the host's python3 has no pytest (scripts/ensure-system-deps)");
+  console.log(
+    "skipped the parametrized-case decoy runs: the host's python3 has no pytest (scripts/ensure-system-deps)",
+  );
 
 type Guarded = Awaited<ReturnType<typeof guardHidden>>;
 

@@ -55,7 +55,9 @@ describe("siteKey", () => {
     expect(siteKey(text, name, { start: text.indexOf("3"), end: text.indexOf("3") + 1 })).toBe("2:19");
     const shifted = `import os\n\n\n${text}`;
     const n2 = shifted.indexOf("test_a");
-    expect(siteKey(shifted, n2, { start: shifted.indexOf("3\n"), end: shifted.indexOf("3\n") + 1 })).toBe("2:19");
+    expect(siteKey(shifted, n2, { start: shifted.indexOf("3\n"), end: shifted.indexOf("3\n") + 1 })).toBe(
+      "2:19",
+    );
   });
 
   it("counts a site inert for the cases that recorded it", () => {
@@ -82,7 +84,11 @@ describe("guardFiles: the probe and the record", () => {
     for (const s of [1, 2, 3, 4, 5, 6, 7, 8]) {
       const g = guardFiles("pytest", files, [...cases, PLAIN], seeded(s), [], { inert });
       expect(g.plan.probe).toBeUndefined();
-      const drawn = new Set(Object.entries(g.plan.decoys).filter(([, of]) => cases.includes(of)).map(([d]) => d));
+      const drawn = new Set(
+        Object.entries(g.plan.decoys)
+          .filter(([, of]) => cases.includes(of))
+          .map(([d]) => d),
+      );
       expect(drawn.size).toBe(3 * 3);
       const text = g.files[0]!.content.toString();
       // every decoy changed "none", none changed "one"
@@ -139,7 +145,10 @@ describe("decoyInertSites and decoyVerdict under the probe", () => {
   it("a probe decoy that did not report while its twin passed is still steering", () => {
     const silent = new Map(gold);
     silent.delete(Object.keys(g.plan.decoys)[0]!);
-    expect(decoyVerdict(silent, g.plan)).toMatchObject({ ok: false, reason: expect.stringMatching(/did not report/) });
+    expect(decoyVerdict(silent, g.plan)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/did not report/),
+    });
   });
 });
 
@@ -163,7 +172,7 @@ describe("the record in task.json", () => {
     expect(once).toMatchObject({ added: 1 });
     const twice = withDecoyInert((once as { spec: unknown }).spec, { [cases[0]!]: [ONE, NONE] });
     expect(twice).toMatchObject({ added: 1 });
-    const run = ((twice as { spec: { tests: { run: { decoyInert: unknown } } } }).spec.tests.run);
+    const run = (twice as { spec: { tests: { run: { decoyInert: unknown } } } }).spec.tests.run;
     expect(run.decoyInert).toEqual({ [cases[0]!]: [NONE, ONE].sort() });
   });
 
@@ -171,7 +180,9 @@ describe("the record in task.json", () => {
     expect(withDecoyInert(spec, { "tests/x.py::nope": ["1:1"] })).toEqual({
       error: "tests/x.py::nope is no graded test of the task",
     });
-    expect(withDecoyInert(spec, { [cases[0]!]: ["one"] })).toMatchObject({ error: expect.stringMatching(/line:column/) });
+    expect(withDecoyInert(spec, { [cases[0]!]: ["one"] })).toMatchObject({
+      error: expect.stringMatching(/line:column/),
+    });
     expect(withDecoyInert({ tests: { run: { kind: "commands" } } }, {})).toMatchObject({
       error: expect.stringMatching(/not a suite/),
     });
