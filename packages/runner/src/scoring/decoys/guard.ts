@@ -340,12 +340,7 @@ export function guardFiles(
         cases,
         ...opts,
       });
-      plan = {
-        name: freshName(format, rand, taken),
-        decoys:
-          typeof d === "string" ? [] : d.map((edit) => ({ name: freshName(format, rand, taken), edit })),
-        ...(typeof d === "string" ? { why: d } : {}),
-      };
+      plan = blockPlan(format, d, rand, taken);
       plans.set(block, plan);
     }
     // each parametrized pytest case has its own case of every decoy (bar those at a site recorded
@@ -403,6 +398,13 @@ function locateGraded(
 
 /** A block's plan: its new name, its decoys' names and body edits, or why it has none. */
 type BlockPlan = { name: string; decoys: { name: string; edit: SiteEdit }[]; why?: string };
+
+/** Fresh names for a block and for each of its decoys (`d`), or its name and why it has none. */
+function blockPlan(format: ResultFormat, d: SiteEdit[] | string, rand: Rand, taken: Set<string>): BlockPlan {
+  const name = freshName(format, rand, taken);
+  if (typeof d === "string") return { name, decoys: [], why: d };
+  return { name, decoys: d.map((edit) => ({ name: freshName(format, rand, taken), edit })) };
+}
 
 /** The decoys of a scoring run as registered so far (see {@link DecoyPlan}). */
 type Registered = { decoys: Record<string, string>; complements: string[]; sites: Record<string, string> };
