@@ -244,9 +244,9 @@ interface DrawOpts {
 
 type DrawContext = { readonly index: ContextIndex; readonly offset: number; readonly bases: ClassBases };
 
-/** Why a test whose every decoy site is recorded inert for every case has no decoys. */
+/** Why a case has no decoys: the test's site drawn (or every site) is recorded inert for it. */
 export const INERT_REASON =
-  "gold passed a decoy at every literal site of this case when the task was validated (the assertion does not run for it, or the changed value holds too; recorded in tests.run.decoyInert): a decoy there guards nothing";
+  "its test's decoys are at a site recorded inert for this case (tests.run.decoyInert: gold passed a decoy there when the task was validated — the assertion does not run for this case, or the changed value holds too), and no site is live for every case: a decoy there guards nothing";
 
 /** The decoys' edits for `b` (one literal, several values; the probe: every literal, one value), or the reason it has none. */
 function decoysOf(
