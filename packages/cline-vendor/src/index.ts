@@ -21,3 +21,4 @@ export * from "./proc.js";
 export * from "./provider.js";
 export * from "./scripted-openai-server.js";
 export * from "./scripted-turn.js";
+export * from "./agent-user.js";

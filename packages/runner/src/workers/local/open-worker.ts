@@ -220,6 +220,7 @@ function workerOf(ws: LocalWorkerState, s: WorkerSpec): Worker {
     id,
     backend: "local",
     ...(agent ? { agentAddress: agent.address } : {}),
+    ...(agent?.users ? { agentUsers: agent.users } : {}),
     ...(agent ? { policyBaseUrl: ws.unsafe ? agent.policyBaseUrl : policyBaseUrlOf(s) } : {}),
     configDir: dirs.config,
     pooled: ws.slot !== undefined,
