@@ -73,7 +73,7 @@ describe("chaos: the agent's commands against its own sandbox (issue 42)", () =>
         const plan = await attackPlan(s.root, a.name, a.command);
         const r = await s.cli([
           ...["rollout", "--task", TASK, "--group-size", "1", "--policy", `scripted:${plan}`],
-          ...["--idle-timeout", "20", "--max-infra-retries", "0", "--memory-mb", "512", "--out", s.out],
+          ...["--idle-timeout", "20", "--max-infra-retries", "0", "--out", s.out],
         ]);
         const res = JSON.parse(
           await readFile(join(s.out, "trajectories", `${TASK}-t0`, "result.json"), "utf8"),
