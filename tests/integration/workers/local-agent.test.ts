@@ -36,11 +36,12 @@ describe.skipIf(!hasBwrap)("local agent worker (real Cline core in bubblewrap)",
       `node -e 'require("net").connect(80,"192.0.2.1").on("error",e=>console.log("outside:",e.code))'`,
       `ls ${tmp.path}`,
       "echo pwd=$(pwd) home=$HOME",
-      // two users (issue 42, a root runner): the core's processes and dirs are out of reach
+      // two users (issue 42, a root runner): the core's processes and dirs are out of reach (the
+      // markers are computed, so the command's own text, echoed back to the policy, holds none)
       "echo uid=$(id -u)",
-      'for p in /proc/[0-9]*; do [ "$(stat -c %u $p)" = 0 ] && { kill -0 ${p#/proc/} 2>/dev/null && echo reached-core-side || echo denied-core-side; }; done',
-      `cat ${tmp.path}/workers/*/w/config/core.log >/dev/null || echo config-closed`,
-      `ls ${tmp.path}/workers/*/w/sock >/dev/null || echo sock-closed`,
+      'for p in /proc/[0-9]*; do [ "$(stat -c %u $p)" = 0 ] && { kill -0 ${p#/proc/} 2>/dev/null && echo core$((1+1))-reached || echo core$((1+1))-denied; }; done',
+      `cat ${tmp.path}/workers/*/w/config/core.log >/dev/null || echo config$((1+1))-closed`,
+      `ls ${tmp.path}/workers/*/w/sock >/dev/null || echo sock$((1+1))-closed`,
     ].join("; ");
     const socketPath = join(tmp.path, "gateway.sock");
     const policy = await startScriptedPolicy(
@@ -90,10 +91,10 @@ describe.skipIf(!hasBwrap)("local agent worker (real Cline core in bubblewrap)",
       if (process.getuid?.() === 0) {
         expect(worker.agentUsers).toBe("apart");
         expect(seen).toContain("uid=1000");
-        expect(seen).toContain("denied-core-side");
-        expect(seen).not.toContain("reached-core-side");
-        expect(seen).toContain("config-closed");
-        expect(seen).toContain("sock-closed");
+        expect(seen).toContain("core2-denied");
+        expect(seen).not.toContain("core2-reached");
+        expect(seen).toContain("config2-closed");
+        expect(seen).toContain("sock2-closed");
       } else console.log("local-agent: one user (the runner is not root): the two-user checks skipped");
       expect(hostConnections).toBe(0);
       // Prompts see sandbox paths, not the host's fork path.
