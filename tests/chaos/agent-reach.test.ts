@@ -63,7 +63,8 @@ async function attackPlan(dir: string, name: string, command: string): Promise<s
 }
 
 describe("chaos: the agent's commands against its own sandbox (issue 42)", () => {
-  if (!FULL) console.log("chaos agent-reach: one rollout per attack, run with `npm run chaos` only (reduced run)");
+  if (!FULL)
+    console.log("chaos agent-reach: one rollout per attack, run with `npm run chaos` only (reduced run)");
   const only = process.env.FLAKEGYM_REACH_ATTACKS?.split(",");
   for (const a of ATTACKS.filter((x) => !only || only.includes(x.name))) {
     it.skipIf(!FULL)(

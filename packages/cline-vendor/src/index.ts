@@ -1,4 +1,6 @@
 /** The pinned compiled Cline core: package paths, launcher, typed gRPC client, session driver. */
+
+export * from "./agent-user.js";
 export * from "./artifacts.js";
 export * from "./ask-policy.js";
 export * from "./case.js";
@@ -21,4 +23,3 @@ export * from "./proc.js";
 export * from "./provider.js";
 export * from "./scripted-openai-server.js";
 export * from "./scripted-turn.js";
-export * from "./agent-user.js";

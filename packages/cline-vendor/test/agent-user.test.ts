@@ -39,7 +39,11 @@ describe("agent-user: the options of every child", () => {
     ["execFileSync(file, args)", ["ls", ["-l"]], ["ls", ["-l"], ids]],
     ["execFileSync(file, args, opts)", ["ls", ["-l"], { cwd: "/" }], ["ls", ["-l"], { cwd: "/", ...ids }]],
     ["spawnSync(file, opts)", ["ls", { cwd: "/" }], ["ls", { cwd: "/", ...ids }]],
-    ["spawnSync(file, undefined, opts)", ["ls", undefined, { cwd: "/" }], ["ls", undefined, { cwd: "/", ...ids }]],
+    [
+      "spawnSync(file, undefined, opts)",
+      ["ls", undefined, { cwd: "/" }],
+      ["ls", undefined, { cwd: "/", ...ids }],
+    ],
   ])("%s", (_, call, expected) => {
     expect(au.demotedSyncArgs(call, ids)).toEqual(expected);
   });

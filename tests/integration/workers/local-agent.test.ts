@@ -39,7 +39,7 @@ describe.skipIf(!hasBwrap)("local agent worker (real Cline core in bubblewrap)",
       // two users (issue 42, a root runner): the core's processes and dirs are out of reach (the
       // markers are computed, so the command's own text, echoed back to the policy, holds none)
       "echo uid=$(id -u)",
-      'for p in /proc/[0-9]*; do [ "$(stat -c %u $p)" = 0 ] && { kill -0 ${p#/proc/} 2>/dev/null && echo core$((1+1))-reached || echo core$((1+1))-denied; }; done',
+      'for p in /proc/[0-9]*; do [ "$(stat -c %u $p)" = 0 ] && { kill -0 $(basename $p) 2>/dev/null && echo core$((1+1))-reached || echo core$((1+1))-denied; }; done',
       `cat ${tmp.path}/workers/*/w/config/core.log >/dev/null || echo config$((1+1))-closed`,
       `ls ${tmp.path}/workers/*/w/sock >/dev/null || echo sock$((1+1))-closed`,
     ].join("; ");

@@ -160,15 +160,35 @@ describe("who could reach the dead or frozen core decides (issue 42)", () => {
   const oneNoCommand = { users: "one" as const, commandsRan: false };
   it.each([
     ["one user, a command ran, the core froze: the policy's", { driver: frozen, reach: one }, "agent_error"],
-    ["one user, a command ran, the core was killed", { driver: cancelled, workerExit: crashed, reach: one }, "agent_error"],
+    [
+      "one user, a command ran, the core was killed",
+      { driver: cancelled, workerExit: crashed, reach: one },
+      "agent_error",
+    ],
     ["one user, a dead stream after a command", { driver: deadStream, reach: one }, "agent_error"],
-    ["apart, the core froze: out of the agent's reach, infra", { driver: frozen, reach: apart }, "infra_error"],
-    ["apart, the core was killed: infra", { driver: cancelled, workerExit: crashed, reach: apart }, "infra_error"],
+    [
+      "apart, the core froze: out of the agent's reach, infra",
+      { driver: frozen, reach: apart },
+      "infra_error",
+    ],
+    [
+      "apart, the core was killed: infra",
+      { driver: cancelled, workerExit: crashed, reach: apart },
+      "infra_error",
+    ],
     ["one user, before any command ran: infra", { driver: frozen, reach: oneNoCommand }, "infra_error"],
-    ["one user, killed before any command ran: infra", { driver: cancelled, workerExit: crashed, reach: oneNoCommand }, "infra_error"],
+    [
+      "one user, killed before any command ran: infra",
+      { driver: cancelled, workerExit: crashed, reach: oneNoCommand },
+      "infra_error",
+    ],
     ["nothing known of the users: as before, infra", { driver: frozen }, "infra_error"],
     ["the caller's Ctrl-C is never the agent's", { driver: cancelled, reach: one }, "infra_error"],
-    ["a limit still names the limit (one user)", { driver: deadStream, workerExit: { reason: "memory" as const }, reach: one }, "limits_exceeded"],
+    [
+      "a limit still names the limit (one user)",
+      { driver: deadStream, workerExit: { reason: "memory" as const }, reach: one },
+      "limits_exceeded",
+    ],
     ["a completion stands (one user)", { driver: completed, workerExit: crashed, reach: one }, "completed"],
   ])("%s", (_, evidence, kind) => {
     expect(classifyOutcome(evidence).kind).toBe(kind);

@@ -29,7 +29,9 @@ describe.skipIf(!root)("bounded dirs: the state tmpfs full", () => {
       } finally {
         await f.close();
       }
-      expect(await unboundedDiskOver(spec, true, dirs)).toMatch(/HOME, \/tmp and the core's config are full \(their 4 MiB tmpfs\)/);
+      expect(await unboundedDiskOver(spec, true, dirs)).toMatch(
+        /HOME, \/tmp and the core's config are full \(their 4 MiB tmpfs\)/,
+      );
     } finally {
       await dirs.release();
     }

@@ -2,15 +2,20 @@ import { mkdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { makeTempDir } from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
-import { SCORER_HOST_UID } from "../../../src/workers/local/bwrap-args.js";
 import { AGENT_IDS, agentApartOf, closeCoreDirs } from "../../../src/workers/local/agent-apart.js";
+import { SCORER_HOST_UID } from "../../../src/workers/local/bwrap-args.js";
 
 describe("the agent's sandbox as two users (issue 42)", () => {
   it.each([
     ["a root runner that may map two users", { uid: 0, gid: 0 }, {}, { runnerUid: 0, runnerGid: 0 }],
     ["asked for one user", { uid: 0, gid: 0 }, { FLAKEGYM_AGENT_USERS: "one" }, undefined],
     ["a runner that may not (not root, or the scorer's host user unmapped)", undefined, {}, undefined],
-    ["the scorer's switch does not decide the agent's", { uid: 0, gid: 5 }, { FLAKEGYM_SCORING_USERS: "one" }, { runnerUid: 0, runnerGid: 5 }],
+    [
+      "the scorer's switch does not decide the agent's",
+      { uid: 0, gid: 5 },
+      { FLAKEGYM_SCORING_USERS: "one" },
+      { runnerUid: 0, runnerGid: 5 },
+    ],
   ])("%s", (_, runner, env, expected) => {
     expect(agentApartOf(runner, env)).toEqual(expected);
   });
