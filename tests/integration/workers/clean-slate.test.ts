@@ -68,6 +68,8 @@ const MCP_POISON = [
   "echo M-LEFT",
 ].join("; ");
 const PROBE = [
+  // one stream, so what fails (two users: the core's config dir is closed) prints in order
+  "exec 2>&1",
   CFG,
   "echo PWD: $(pwd)",
   "echo ENV: $(env | sort | grep -v '^_=' | tr '\\n' ' ')",
