@@ -1,4 +1,6 @@
 /** The pinned compiled Cline core: package paths, launcher, typed gRPC client, session driver. */
+
+export * from "./agent-user.js";
 export * from "./artifacts.js";
 export * from "./ask-policy.js";
 export * from "./case.js";

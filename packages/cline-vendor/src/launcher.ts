@@ -4,6 +4,7 @@ import { mkdir, open } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { AGENT_USER_ENV, AGENT_USER_NODE_ARGS, agentUserValue } from "./agent-user.js";
 import { type ClineClient, createClineClient } from "./client.js";
 import { CORE_GC_NODE_ARGS } from "./core-gc.js";
 import { CORE_PROBES_NODE_ARGS } from "./core-probes.js";
@@ -75,6 +76,11 @@ export interface LaunchOptions {
    * in its own process where the answer is provably the real one (core-probes.ts). Default false.
    */
   readonly answerProbes?: boolean;
+  /**
+   * Run every process the core starts (the agent's commands) as this user (agent-user.ts): the
+   * core must hold CAP_SETUID/CAP_SETGID where it runs (a sandbox of two users). Default: the core's own.
+   */
+  readonly agentUser?: { readonly uid: number; readonly gid: number };
 }
 
 /** A running core (host + core under one supervisor, in one process group). */
@@ -164,6 +170,7 @@ export function supervisorArgv(a: {
   readonly node: string;
   readonly gcOnSignal?: boolean;
   readonly answerProbes?: boolean;
+  readonly agentUser?: boolean;
 }): string[] {
   return [
     SUPERVISOR_PATH,
@@ -190,6 +197,7 @@ export function supervisorArgv(a: {
     ...(a.memoryMerge.on ? a.memoryMerge.prefix.flatMap((x) => ["--core-prefix", x]) : []),
     ...(a.gcOnSignal ? CORE_GC_NODE_ARGS.flatMap((x) => ["--core-node-arg", x]) : []),
     ...(a.answerProbes ? CORE_PROBES_NODE_ARGS.flatMap((x) => ["--core-node-arg", x]) : []),
+    ...(a.agentUser ? AGENT_USER_NODE_ARGS.flatMap((x) => ["--core-node-arg", x]) : []),
     ...a.extra,
   ];
 }
@@ -208,6 +216,7 @@ async function planLaunch(options: LaunchOptions): Promise<LaunchPlan> {
   await Promise.all([mkdir(configDir, { recursive: true }), mkdir(home, { recursive: true })]);
   const logFile = join(configDir, "core.log");
   const env = buildCoreEnv(process.env, home, options.env);
+  if (options.agentUser) env[AGENT_USER_ENV] = agentUserValue(options.agentUser.uid, options.agentUser.gid);
   const memoryMerge = probeMemoryMerge(options.memoryMerge);
   const oneByte: OneByteDecision = options.oneByte ?? { on: false, reason: "not asked for by the caller" };
   const args = supervisorArgv({
@@ -224,6 +233,7 @@ async function planLaunch(options: LaunchOptions): Promise<LaunchPlan> {
     node: process.execPath,
     gcOnSignal: options.gcOnSignal ?? false,
     answerProbes: options.answerProbes ?? false,
+    agentUser: options.agentUser !== undefined,
   });
   const cmd = (options.wrap ?? ((c) => c))({ command: process.execPath, args, env });
   const startTimeoutMs = options.startTimeoutMs ?? 60_000;

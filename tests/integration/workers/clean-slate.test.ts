@@ -68,6 +68,8 @@ const MCP_POISON = [
   "echo M-LEFT",
 ].join("; ");
 const PROBE = [
+  // one stream, so what fails (two users: the core's config dir is closed) prints in order
+  "exec 2>&1",
   CFG,
   "echo PWD: $(pwd)",
   "echo ENV: $(env | sort | grep -v '^_=' | tr '\\n' ' ')",
@@ -185,6 +187,7 @@ describe.skipIf(skip !== "")("clean slate of a reused worker (real Cline core in
           outcome: r.outcome.kind,
           diff: await readFile(join(dest, "diff.patch"), "utf8"),
           worker: w.id,
+          apart: w.agentUsers === "apart",
         };
       } finally {
         client.close();
@@ -200,6 +203,8 @@ describe.skipIf(skip !== "")("clean slate of a reused worker (real Cline core in
       const h = await trajectory(reusing, "h", "Leave traces.");
       const left = JSON.stringify(policy.requests[1]!.body);
       expect(left).toContain("H-LEFT h-shm 1 evil.md"); // the attack ran
+      // two users (issue 42): the core's config dir is not the agent's to poison
+      if (h.apart) expect(left).toMatch(/config\/h-config\.txt: Permission denied/);
       expect(reusing.state().idle).toBe(1); // the worker was reset and taken back
       const onReused = await trajectory(reusing, "p1", "Look around.");
       expect(onReused.worker).toBe(h.worker);
@@ -225,12 +230,19 @@ describe.skipIf(skip !== "")("clean slate of a reused worker (real Cline core in
       expect(onReused.diff).toContain("from-terminal.txt");
       expect(await findProcesses("sleep 123")).toEqual([]);
 
-      // an MCP-poisoning trajectory on the same worker: its reset finds the settings touched, retires it
+      // an MCP-poisoning trajectory on the same worker: its reset finds the settings touched, retires
+      // it — or, two users (issue 42), the core's config dir is closed to the agent: nothing touched
       const m = await trajectory(reusing, "m", "Steer.");
       expect(m.worker).toBe(h.worker);
-      expect(JSON.stringify(policy.requests[9]!.body)).toContain("M-LEFT");
-      expect(reusing.state()).toMatchObject({ reused: 2, resetRetired: 1, idle: 0 });
-      expect(notes.join("\n")).toContain("MCP hub cannot be proven reset");
+      const mSeen = JSON.stringify(policy.requests[9]!.body);
+      expect(mSeen).toContain("M-LEFT");
+      if (h.apart) {
+        expect(mSeen).toContain("cline_mcp_settings.json: Permission denied");
+        expect(reusing.state()).toMatchObject({ reused: 2, resetRetired: 0, idle: 1 });
+      } else {
+        expect(reusing.state()).toMatchObject({ reused: 2, resetRetired: 1, idle: 0 });
+        expect(notes.join("\n")).toContain("MCP hub cannot be proven reset");
+      }
     } finally {
       await reusing.close();
       await fresh.close();

@@ -36,6 +36,12 @@ describe.skipIf(!hasBwrap)("local agent worker (real Cline core in bubblewrap)",
       `node -e 'require("net").connect(80,"192.0.2.1").on("error",e=>console.log("outside:",e.code))'`,
       `ls ${tmp.path}`,
       "echo pwd=$(pwd) home=$HOME",
+      // two users (issue 42, a root runner): the core's processes and dirs are out of reach (the
+      // markers are computed, so the command's own text, echoed back to the policy, holds none)
+      "echo uid=$(id -u)",
+      'for p in /proc/[0-9]*; do [ "$(stat -c %u $p)" = 0 ] && { kill -0 $(basename $p) 2>/dev/null && echo core$((1+1))-reached || echo core$((1+1))-denied; }; done',
+      `cat ${tmp.path}/workers/*/w/config/core.log >/dev/null || echo config$((1+1))-closed`,
+      `ls ${tmp.path}/workers/*/w/sock >/dev/null || echo sock$((1+1))-closed`,
     ].join("; ");
     const socketPath = join(tmp.path, "gateway.sock");
     const policy = await startScriptedPolicy(
@@ -82,6 +88,14 @@ describe.skipIf(!hasBwrap)("local agent worker (real Cline core in bubblewrap)",
       expect(seen).toContain("outside: ENETUNREACH");
       expect(seen).toContain("pwd=/workspace home=/sandbox-home");
       expect(seen).not.toContain("host secret");
+      if (process.getuid?.() === 0) {
+        expect(worker.agentUsers).toBe("apart");
+        expect(seen).toContain("uid=1000");
+        expect(seen).toContain("core2-denied");
+        expect(seen).not.toContain("core2-reached");
+        expect(seen).toContain("config2-closed");
+        expect(seen).toContain("sock2-closed");
+      } else console.log("local-agent: one user (the runner is not root): the two-user checks skipped");
       expect(hostConnections).toBe(0);
       // Prompts see sandbox paths, not the host's fork path.
       expect(bodyText(policy.requests[0]!.body)).not.toContain(fork.tree);

@@ -185,6 +185,8 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
     });
     const exitWatch = watchExit(worker);
     let turns = 0;
+    // whether the driver approved a command of the agent's (who could reach the core: classify-outcome.ts)
+    let commandsRan = false;
     using linked = createDeadline({ signals: [input.signal, route.signal, exitWatch.signal] });
     const run = await runClineTask({
       client,
@@ -200,6 +202,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       signal: linked.signal,
       onEvent: (e) => {
         if (e.type === "turn_started") input.onTurn?.(++turns);
+        if (e.type === "ask" && e.ask === "command" && e.decision === "approve") commandsRan = true;
       },
     });
     client.close();
@@ -220,6 +223,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       driver: run.outcome,
       ...(workerExit ? { workerExit } : {}),
       gateway: gatewayVerdictOf(terminal, answered ? [answered] : []),
+      ...(worker.agentUsers ? { reach: { users: worker.agentUsers, commandsRan } } : {}),
     });
     input.onPhase?.("collecting");
     outcome = await collectArtifacts(worker, run, outcome, input, snapshot);

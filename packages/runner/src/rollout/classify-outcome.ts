@@ -2,7 +2,7 @@ import { match } from "ts-pattern";
 import type { TurnRecord } from "../gateway/turn-log.js";
 import type { GatewayTerminal } from "../gateway/types.js";
 import type { LimitName, Outcome } from "../run-format/schema.js";
-import { WORKER_LIMITS, type WorkerExit, type WorkerLimit } from "../workers/types.js";
+import { type AgentUsers, WORKER_LIMITS, type WorkerExit, type WorkerLimit } from "../workers/types.js";
 
 /**
  * How a trajectory ended, decided once from everything that saw it end: the Cline driver's outcome,
@@ -24,6 +24,29 @@ export interface OutcomeEvidence {
   /** How the worker ended, when it ended before (or as) the task did; `stopped` is ignored. */
   readonly workerExit?: WorkerExit;
   readonly gateway?: GatewayVerdict;
+  /**
+   * Who could reach the core and its helpers (issue 42): the worker's users, and whether the
+   * runner saw the driver approve any command of the agent's. Absent: nothing is known (as apart).
+   */
+  readonly reach?: { readonly users: AgentUsers; readonly commandsRan: boolean };
+}
+
+/**
+ * Whether the machinery's end (the core, its host or the supervisor died or stopped answering) is
+ * the agent's doing: who could reach the dead or frozen process decides. Apart (two users), the
+ * agent's commands could not signal, stop or ptrace it: the machine's fault. One user, once a
+ * command of the agent's ran, they could: the policy's end, scored, never `infra_error`. Pure.
+ */
+export function agentCouldReach(reach: OutcomeEvidence["reach"]): boolean {
+  return reach !== undefined && reach.users === "one" && reach.commandsRan;
+}
+
+/** The machinery's end blamed on the agent's commands that could reach it (see {@link agentCouldReach}). */
+function reachedByAgent(what: string): Outcome {
+  return {
+    kind: "agent_error",
+    detail: `${what}, after the agent's commands ran as the same user as the core (a sandbox of one user: they could signal, stop or ptrace it), so it is the policy's end, not the machine's`,
+  };
 }
 
 const isWorkerLimit = (reason: WorkerExit["reason"]): reason is WorkerLimit =>
@@ -58,7 +81,8 @@ function outcomeOfTerminal(t: NonNullable<GatewayVerdict["terminal"]>): Outcome 
  * The trajectory's outcome. In order: a completion stands; a worker limit explains whatever the
  * core did after it (a killed core looks like a broken stream); the gateway's verdict explains the
  * core giving up; the model server failing on the last call makes an agent or infra failure a
- * `policy_error`; a crashed worker is `infra_error`; otherwise the driver's outcome.
+ * `policy_error`; a crashed worker or a core that stopped answering is `infra_error` — unless the
+ * agent's commands could reach it ({@link agentCouldReach}: `agent_error`); otherwise the driver's outcome.
  */
 export function classifyOutcome(e: OutcomeEvidence): Outcome {
   const { driver, workerExit, gateway } = e;
@@ -76,6 +100,10 @@ export function classifyOutcome(e: OutcomeEvidence): Outcome {
       detail: `the model server failed on the last call (${gateway.lastCallFailure}); Cline then ended with ${driver.kind}: ${driver.detail}`,
     };
   }
+  if (workerExit?.reason === "crashed" && agentCouldReach(e.reach))
+    return reachedByAgent(`the worker crashed${workerExit.detail ? `: ${workerExit.detail}` : ""}`);
+  if (driver.kind === "infra_error" && driver.cancelled !== true && agentCouldReach(e.reach))
+    return reachedByAgent(driver.detail);
   if (workerExit?.reason === "crashed") {
     return {
       kind: "infra_error",

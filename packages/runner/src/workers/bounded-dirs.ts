@@ -99,7 +99,7 @@ export async function filesystemFull(dir: string): Promise<boolean> {
 /**
  * What the filesystems cannot bound, measured by a worker's watchdog (every backend): the
  * workspace without an fs quota against `diskMb`, the state dirs without a tmpfs against their
- * size. A reason to end the worker with, or undefined.
+ * size, or their tmpfs full. A reason to end the worker with, or undefined.
  */
 export async function unboundedDiskOver(
   spec: WorkerSpec,
@@ -116,5 +116,9 @@ export async function unboundedDiskOver(
     if (mb !== undefined && mb > dirs.sizeMb)
       return `HOME, /tmp and config grew to ${mb} MiB (limit ${dirs.sizeMb} MiB)`;
   }
+  // the tmpfs bounds them, but full it starves the core of room for its task's files: the
+  // agent's commands filled it (the core writes a task's history there, far below the bound)
+  else if (await filesystemFull(dirs.root))
+    return `HOME, /tmp and the core's config are full (their ${dirs.sizeMb} MiB tmpfs)`;
   return undefined;
 }

@@ -137,9 +137,18 @@ export interface WorkerExit {
   readonly detail?: string;
 }
 
+/**
+ * Who the agent's commands can reach in an agent worker (issue 42): `apart`, they run as another
+ * user than the Cline core, its host and the supervisor, so they can neither signal, stop, ptrace
+ * nor read them; `one`, the same user, so a core that died or froze may be their doing.
+ */
+export type AgentUsers = "apart" | "one";
+
 export interface Worker {
   readonly id: string;
   readonly backend: string;
+  /** Who the agent's commands can reach (agent workers; undefined: the backend does not say). */
+  readonly agentUsers?: AgentUsers;
   /** host:port where the runner reaches this worker's cline-core gRPC (agent workers only). */
   readonly agentAddress?: string;
   /** A token every call to the core at `agentAddress` must carry (Nomad workers' core gate). */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  agentCouldReach,
   classifyOutcome,
   gatewayVerdictOf,
   reasonOf,
@@ -145,6 +146,61 @@ describe("classifyOutcome", () => {
     const p = classifyOutcome({ driver: mistakes, gateway: { lastCallFailure: "stream broke" } });
     expect(p.detail).toContain("stream broke");
     expect(p.detail).toContain("agent_error");
+  });
+});
+
+describe("who could reach the dead or frozen core decides (issue 42)", () => {
+  const frozen: Outcome = {
+    kind: "infra_error",
+    detail: "the Cline core stopped answering (no reply to a state probe in 30 s)",
+  };
+  const crashed = { reason: "crashed" as const, detail: "agent exited (code null): signal SIGKILL" };
+  const one = { users: "one" as const, commandsRan: true };
+  const apart = { users: "apart" as const, commandsRan: true };
+  const oneNoCommand = { users: "one" as const, commandsRan: false };
+  it.each([
+    ["one user, a command ran, the core froze: the policy's", { driver: frozen, reach: one }, "agent_error"],
+    [
+      "one user, a command ran, the core was killed",
+      { driver: cancelled, workerExit: crashed, reach: one },
+      "agent_error",
+    ],
+    ["one user, a dead stream after a command", { driver: deadStream, reach: one }, "agent_error"],
+    [
+      "apart, the core froze: out of the agent's reach, infra",
+      { driver: frozen, reach: apart },
+      "infra_error",
+    ],
+    [
+      "apart, the core was killed: infra",
+      { driver: cancelled, workerExit: crashed, reach: apart },
+      "infra_error",
+    ],
+    ["one user, before any command ran: infra", { driver: frozen, reach: oneNoCommand }, "infra_error"],
+    [
+      "one user, killed before any command ran: infra",
+      { driver: cancelled, workerExit: crashed, reach: oneNoCommand },
+      "infra_error",
+    ],
+    ["nothing known of the users: as before, infra", { driver: frozen }, "infra_error"],
+    ["the caller's Ctrl-C is never the agent's", { driver: cancelled, reach: one }, "infra_error"],
+    [
+      "a limit still names the limit (one user)",
+      { driver: deadStream, workerExit: { reason: "memory" as const }, reach: one },
+      "limits_exceeded",
+    ],
+    ["a completion stands (one user)", { driver: completed, workerExit: crashed, reach: one }, "completed"],
+  ])("%s", (_, evidence, kind) => {
+    expect(classifyOutcome(evidence).kind).toBe(kind);
+  });
+
+  it("says who could reach it, and keeps what was seen", () => {
+    const o = classifyOutcome({ driver: cancelled, workerExit: crashed, reach: one });
+    expect(o.detail).toContain("signal SIGKILL");
+    expect(o.detail).toMatch(/same user as the core/);
+    expect(agentCouldReach(undefined)).toBe(false);
+    expect(agentCouldReach(apart)).toBe(false);
+    expect(agentCouldReach(one)).toBe(true);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { WorkerSpec } from "../types.js";
+import type { AgentUsers, WorkerSpec } from "../types.js";
 import type { PreparedShape } from "./shape.js";
 
 /**
@@ -28,6 +28,8 @@ export interface RunningAgent {
   readonly policyBaseUrl: string;
   /** Host pid of the agent's process-group leader. */
   readonly pid: number;
+  /** Whether the agent's commands run as another user than the core (agent-apart.ts). */
+  readonly users?: AgentUsers;
   /** Resolves when the agent's processes have exited on their own. */
   readonly exited: Promise<{ code: number | null; detail?: string }>;
   stop(): Promise<void>;

@@ -192,6 +192,9 @@ export function buildBwrapArgs(spec: BwrapSpec): string[] {
   }
   a.push("--proc", "/proc", "--dev", "/dev");
   const tmpBytes = String(spec.tmpSizeMb * 1024 * 1024);
+  // apart, bwrap (root of the namespace) makes /dev/shm its own, 0755: the code's user could not
+  // use it (POSIX semaphores, Python's multiprocessing); a tmpfs of its own, sticky and open to all
+  if (spec.apart) a.push("--perms", "1777", "--size", tmpBytes, "--tmpfs", "/dev/shm");
   if (spec.tmp) a.push("--bind", spec.tmp, "/tmp");
   else a.push("--size", tmpBytes, "--tmpfs", "/tmp");
   for (const b of spec.binds) a.push(...bindArgs(b));

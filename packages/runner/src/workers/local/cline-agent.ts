@@ -11,6 +11,8 @@ import { flakegymCacheRoot } from "../../cache-root.mjs";
 import { FlakegymError } from "../../errors.js";
 import { unixSocketPath } from "../socket-path.js";
 import type { AgentLauncher, RunningAgent } from "./agent.js";
+import { AGENT_IDS, agentApartOf, closeCoreDirs } from "./agent-apart.js";
+import { twoUserRunner } from "./exec.js";
 import { wrapCommand } from "./sandbox.js";
 import { sealedCopy } from "./sealed-binary.js";
 import { SANDBOX_GATEWAY_PORT, SANDBOX_GATEWAY_SOCKET, SANDBOX_PATHS } from "./shape.js";
@@ -65,6 +67,9 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
       const coreSocket = unixSocketPath(ctx.socketDir, "core.sock");
       let forward: string;
       let wrap: ((cmd: LaunchCommand) => LaunchCommand) | undefined;
+      // two users (agent-apart.ts): the core and its helpers out of the agent's commands' reach
+      const apart = bwrap ? agentApartOf(twoUserRunner({}), process.env) : undefined;
+      if (apart) await closeCoreDirs([ctx.configDir, ctx.socketDir]);
       if (bwrap) {
         // the kept processes run from execute-only copies: non-dumpable, their heaps closed to the agent
         const cache = flakegymCacheRoot(process.env);
@@ -75,6 +80,7 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
           ...prepared.shape,
           bwrap: {
             ...bwrap,
+            ...(apart ? { apart } : {}),
             binds: [
               ...bwrap.binds,
               { src: dirname(SUPERVISOR_PATH), dest: dirname(SUPERVISOR_PATH) },
@@ -119,6 +125,7 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
         gcOnSignal: true,
         // the core's `which` and documents-dir probes answered without forking it (core-probes.ts)
         answerProbes: true,
+        ...(apart ? { agentUser: AGENT_IDS } : {}),
         ...(wrap ? { wrap } : {}),
       });
       const policyBaseUrl = bwrap
@@ -128,6 +135,7 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
         address: core.address,
         policyBaseUrl,
         pid: core.pid,
+        users: apart ? "apart" : "one",
         exited: core.exited.then((r) => ({
           code: r.code,
           ...(r.signal ? { detail: `signal ${r.signal}` } : {}),

@@ -60,8 +60,13 @@ export function apartRunner(
 }
 
 let uidMap: string | undefined;
-/** The runner that may map two users, read now (the environment may change between runs: the bench). */
-function scoringRunner(): { uid: number; gid: number } | undefined {
+/**
+ * The runner that may map two users, read now (the environment may change between runs: the
+ * bench); `env` decides whether it is asked to (FLAKEGYM_SCORING_USERS for the scorer).
+ */
+export function twoUserRunner(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): { uid: number; gid: number } | undefined {
   if (uidMap === undefined) {
     try {
       uidMap = readFileSync("/proc/self/uid_map", "utf8");
@@ -69,8 +74,10 @@ function scoringRunner(): { uid: number; gid: number } | undefined {
       uidMap = "0 0 4294967295"; // no /proc: the initial namespace
     }
   }
-  return apartRunner(process.getuid?.(), process.getgid?.(), uidMap, process.env);
+  return apartRunner(process.getuid?.(), process.getgid?.(), uidMap, env);
 }
+
+const scoringRunner = () => twoUserRunner(process.env);
 
 /** Whether a failed command may have failed for a full disk: the workspace's quota, or the worker's bounded state. */
 async function diskFullAfter(ws: LocalWorkerState, s: WorkerSpec): Promise<boolean> {

@@ -142,10 +142,21 @@ async function launchAgent(
       ...(signal ? { signal } : {}),
     });
     watchAgent(ws);
+    if (ws.agent.users === "one" && !ws.unsafe) noteOneUser(bs);
   } catch (err) {
     await endWorker(ws, { reason: "crashed", detail: (err as Error).message });
     throw err;
   }
+}
+
+let oneUserNoted = false;
+/** Says once per process that the agent's commands run as the core's user (who could reach it decides). */
+function noteOneUser(bs: LocalBackendState): void {
+  if (oneUserNoted) return;
+  oneUserNoted = true;
+  bs.options.onNote?.(
+    "the agent's commands run as the same user as the Cline core (the runner is not root, or FLAKEGYM_AGENT_USERS=one): they can signal, stop or kill it, so a core that dies or stops answering after they ran ends the trajectory as the policy's (agent_error, scored), not as infra_error; run as root for two users (docs/reference/sandbox.md)",
+  );
 }
 
 /** Makes the worker's dirs, sandbox shape and (agents) its core; limits count from `assign`. */
@@ -220,6 +231,7 @@ function workerOf(ws: LocalWorkerState, s: WorkerSpec): Worker {
     id,
     backend: "local",
     ...(agent ? { agentAddress: agent.address } : {}),
+    ...(agent?.users ? { agentUsers: agent.users } : {}),
     ...(agent ? { policyBaseUrl: ws.unsafe ? agent.policyBaseUrl : policyBaseUrlOf(s) } : {}),
     configDir: dirs.config,
     pooled: ws.slot !== undefined,

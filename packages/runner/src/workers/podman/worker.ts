@@ -242,6 +242,8 @@ export async function makeWorker(
     ...(agent
       ? {
           agentAddress: agent.address,
+          // one user in the container: the agent's commands can reach the core (classify-outcome.ts)
+          agentUsers: "one" as const,
           policyBaseUrl: agent.policyBaseUrl,
           configDir: agent.configDir,
           async collectArtifacts(c: CollectArtifactsInput): Promise<void> {
