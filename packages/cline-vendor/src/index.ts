@@ -9,6 +9,7 @@ export * from "./driver.js";
 export * from "./env.js";
 export * from "./errors.js";
 export * from "./http-close.js";
+export * from "./mapped-core.js";
 export * from "./launcher.js";
 export * from "./memory-merge.js";
 export * from "./messages.js";

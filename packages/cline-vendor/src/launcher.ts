@@ -9,6 +9,7 @@ import { CORE_GC_NODE_ARGS } from "./core-gc.js";
 import { CORE_PROBES_NODE_ARGS } from "./core-probes.js";
 import { buildCoreEnv } from "./env.js";
 import { ClineVendorError, ErrorCode } from "./errors.js";
+import type { MappedCoreDecision } from "./mapped-core.js";
 import { type MemoryMergeDecision, probeMemoryMerge } from "./memory-merge.js";
 import type { OneByteDecision } from "./one-byte-core.js";
 import { type ClinePackage, resolveClinePackage } from "./paths.js";
@@ -75,6 +76,12 @@ export interface LaunchOptions {
    * in its own process where the answer is provably the real one (core-probes.ts). Default false.
    */
   readonly answerProbes?: boolean;
+  /**
+   * Load `<dir>/core-memory.cjs` (mapped-core.ts: `probeMappedCore`): the core compiles its bundle
+   * from the one-byte text mapped read-only, shared by every core, and core-gc.cjs's collection
+   * gives free pages back. Needs `oneByte` on (a sandbox must bind the directory). Default off.
+   */
+  readonly mappedCore?: MappedCoreDecision;
 }
 
 /** A running core (host + core under one supervisor, in one process group). */
@@ -164,6 +171,7 @@ export function supervisorArgv(a: {
   readonly node: string;
   readonly gcOnSignal?: boolean;
   readonly answerProbes?: boolean;
+  readonly mappedCore?: MappedCoreDecision;
 }): string[] {
   return [
     SUPERVISOR_PATH,
@@ -190,6 +198,9 @@ export function supervisorArgv(a: {
     ...(a.memoryMerge.on ? a.memoryMerge.prefix.flatMap((x) => ["--core-prefix", x]) : []),
     ...(a.gcOnSignal ? CORE_GC_NODE_ARGS.flatMap((x) => ["--core-node-arg", x]) : []),
     ...(a.answerProbes ? CORE_PROBES_NODE_ARGS.flatMap((x) => ["--core-node-arg", x]) : []),
+    ...(a.mappedCore?.on && a.oneByte.on
+      ? ["--core-node-arg", "--require", "--core-node-arg", a.mappedCore.preload]
+      : []),
     ...a.extra,
   ];
 }
@@ -224,6 +235,7 @@ async function planLaunch(options: LaunchOptions): Promise<LaunchPlan> {
     node: process.execPath,
     gcOnSignal: options.gcOnSignal ?? false,
     answerProbes: options.answerProbes ?? false,
+    ...(options.mappedCore ? { mappedCore: options.mappedCore } : {}),
   });
   const cmd = (options.wrap ?? ((c) => c))({ command: process.execPath, args, env });
   const startTimeoutMs = options.startTimeoutMs ?? 60_000;

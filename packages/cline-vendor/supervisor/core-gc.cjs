@@ -15,7 +15,11 @@ const gc = vm.runInNewContext("gc");
 let seq = 0;
 process.on("SIGURG", () => {
   const t0 = process.cpuUsage();
-  gc();
+  // core-memory.cjs, when loaded: V8's low-memory collection (full collections that also shrink
+  // the young generation and give the freed pages back) and malloc_trim, instead of a plain gc()
+  const trim = process[Symbol.for("flakegym.core.trim")];
+  if (typeof trim === "function") trim();
+  else gc();
   const used = process.memoryUsage();
   const cpu = process.cpuUsage(t0);
   seq++;
