@@ -4,8 +4,9 @@
 //   45 MB bundle source then lives in the page cache, shared by every core that maps the same file,
 //   instead of a private copy on each core's V8 heap (the source must stay: V8 compiles functions
 //   lazily from it).
-// - trim(): V8's low-memory collection (full collections that also shrink the young generation and
-//   release the freed pages) and glibc's malloc_trim, which returns free heap pages to the kernel.
+// - trim(full): glibc's malloc_trim (free heap pages back to the kernel), after V8's low-memory
+//   collection when `full` (full collections that also shrink the young generation and release the
+//   freed pages: ≈ 0.26 CPU-s on an idle core, against ≈ 0.12 for a plain full collection).
 #define NAPI_VERSION 8
 #define NAPI_EXPERIMENTAL
 #include <errno.h>
@@ -64,9 +65,14 @@ static napi_value map_latin1(napi_env env, napi_callback_info info) {
   return s;
 }
 
-static napi_value trim(napi_env env, napi_callback_info) {
+static napi_value trim(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  bool full = false;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= 1)
+    napi_get_value_bool(env, argv[0], &full);
   v8::Isolate *isolate = v8::Isolate::GetCurrent();
-  if (isolate != nullptr) isolate->LowMemoryNotification();
+  if (full && isolate != nullptr) isolate->LowMemoryNotification();
   napi_value r;
   napi_get_boolean(env, malloc_trim(0) != 0, &r);
   return r;

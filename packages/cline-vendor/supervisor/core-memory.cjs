@@ -5,8 +5,8 @@
 // - The core's bundle, when Node loads it as the main module, is compiled from the Latin-1 file
 //   mapped read-only (an external string): the 45 MB source sits in the page cache, one copy for
 //   every core, instead of on each core's heap. Any failure falls back to Node's own loading.
-// - `process[Symbol.for("flakegym.core.trim")]()` runs V8's low-memory collection and malloc_trim;
-//   core-gc.cjs calls it after its collection, so an idle core gives its free pages back.
+// - `process[Symbol.for("flakegym.core.trim")](full)`: malloc_trim, after V8's low-memory collection
+//   when `full`; core-gc.cjs calls it, so an idle core gives its free pages back.
 "use strict";
 const Module = require("node:module");
 const { readFileSync } = require("node:fs");
@@ -37,5 +37,7 @@ if (addon && manifest) {
     }
     return module._compile(source, filename);
   };
-  Object.defineProperty(process, Symbol.for("flakegym.core.trim"), { value: () => addon.trim() });
+  Object.defineProperty(process, Symbol.for("flakegym.core.trim"), {
+    value: (full) => addon.trim(full === true),
+  });
 }
