@@ -10,7 +10,8 @@
  *   process tree) vs the product's default worker launch (the local backend as `rollout` wires it:
  *   sandbox, cgroup, core; the worker's cgroup counter). `--reps` alternating pairs. Goal ≤ 0.25×.
  * - pss — PSS per idle-ready worker (smaps_rollup summed over the worker's processes, shared pages
- *   split among the sharers), `--pss-workers` of them up at once, vs as many bare cores. Goal ≤ 150 MiB.
+ *   split among the sharers), `--pss-workers` of them booted as the warm pool keeps them, vs as many
+ *   bare cores. Goal ≤ 150 MiB.
  * - sandbox — a sandbox created, one command answered, destroyed, `--sandbox-reps` in a row
  *   (bubblewrap: the local backend's exec-only worker; podman: the podman backend's), p50/p99,
  *   beside a plain process spawn of the same command.
@@ -44,7 +45,8 @@ import {
   hostToolchainPodmanOptions,
 } from "../packages/runner/src/workers/podman/podman-backend.js";
 import { REUSE_DEFAULT } from "../packages/runner/src/workers/pool/reuse.js";
-import type { Worker, WorkerBackend, WorkerSpec } from "../packages/runner/src/workers/types.js";
+import type { PoolableBackend } from "../packages/runner/src/workers/pool/types.js";
+import type { WorkerBackend, WorkerSpec } from "../packages/runner/src/workers/types.js";
 import { processTrees, treeMemory } from "./concurrency/memory.js";
 import { type CostArgs, type CostSummary, costLine, parseCostArgs } from "./cost/summary.js";
 import { cpuRatios, main as gatewayMain, PASSTHROUGH } from "./gateway.bench.js";
@@ -120,7 +122,7 @@ async function gatewaySocket(root: string): Promise<{ server: Server; path: stri
 }
 
 /** The product's default local backend, as `rollout` wires it (rollout/wire-backend.ts). */
-function productBackend(stateDir: string): WorkerBackend {
+function productBackend(stateDir: string): PoolableBackend {
   return createLocalBackend({ stateDir, agent: clineAgentLauncher({ startTimeoutMs: 300_000 }) });
 }
 
@@ -192,20 +194,20 @@ async function bootPart(root: string, reps: number, gatewayPath: string): Promis
   return { detail: { bare, ours, wall, ratio, load: loadStr() }, summary: { bootCpuRatio: ratio } };
 }
 
-/** PSS of each process tree whose command line holds one of `configDirs`, MiB. */
-async function pssOf(configDirs: readonly string[]): Promise<number[]> {
-  const trees = await processTrees(configDirs);
-  return Promise.all(configDirs.map(async (d) => (await treeMemory(trees.get(d) ?? [])).pssMb));
-}
-
+/**
+ * `k` idle-ready workers as the warm pool keeps them (`backend.boot`: booted, collected at ready,
+ * waiting for a trajectory), then as many bare cores; PSS of each one's process tree 3 s after
+ * all are up. Shared pages (file-backed code, the mapped bundle source) are split among the
+ * `k` sharers, so `--pss-workers` should be the number of idle workers a pool keeps.
+ */
 async function pssPart(root: string, k: number, gatewayPath: string): Promise<PartResult> {
   const backend = productBackend(join(root, "w"));
-  const workers: Worker[] = [];
+  const workers: { id: string; stop(): Promise<void> }[] = [];
   const cores: Awaited<ReturnType<typeof bareCore>>[] = [];
   try {
     const started = await Promise.allSettled(
       Array.from({ length: k }, async (_, i) =>
-        workers.push(await backend.start(await agentSpec(root, `pss-${i}`, gatewayPath))),
+        workers.push(await backend.boot(await agentSpec(root, `pss-${i}`, gatewayPath))),
       ),
     );
     const failed = started.filter((s) => s.status === "rejected");
@@ -214,29 +216,41 @@ async function pssPart(root: string, k: number, gatewayPath: string): Promise<Pa
         `bench cost: ${failed.length}/${k} workers did not start: ${String((failed[0] as PromiseRejectedResult).reason)}`,
       );
     await sleep(3000);
-    const ours = await pssOf(workers.map((w) => w.configDir!));
+    const oursByKind = await kindsOf(workers.map((w) => w.id));
+    const ours = oursByKind.map((m) => m.pssMb);
     await Promise.all(workers.splice(0).map((w) => w.stop()));
     cores.push(...(await Promise.all(Array.from({ length: k }, (_, i) => bareCore(root, `pss-${i}`)))));
     await sleep(3000);
-    const bare = await pssOf(cores.map((c) => c.configDir));
-    const rows = [
+    const bare = (await kindsOf(cores.map((c) => c.configDir))).map((m) => m.pssMb);
+    printTable([
       { what: `bare cline-core × ${k}`, "PSS MiB p50": median(bare), "PSS MiB max": Math.max(...bare) },
       {
-        what: `product idle-ready worker × ${k}`,
+        what: `product idle-ready worker × ${k} (warm pool)`,
         "PSS MiB p50": median(ours),
         "PSS MiB max": Math.max(...ours),
       },
-    ];
-    printTable(rows);
+    ]);
+    const byKind = Object.entries(oursByKind[0]?.pssByKindMb ?? {})
+      .map(([kind, mb]) => `${kind} ${mb.toFixed(0)}`)
+      .join(", ");
     const ratio = median(ours) / median(bare);
     console.log(
-      `PSS per idle-ready worker: ${median(ours).toFixed(0)} MiB, ${ratio.toFixed(2)}× a bare core (goal ≤ 150 MiB; load ${loadStr()})`,
+      `PSS per idle-ready worker: ${median(ours).toFixed(0)} MiB (one of them by process: ${byKind}), ${ratio.toFixed(2)}× a bare core (goal ≤ 150 MiB; load ${loadStr()})`,
     );
-    return { detail: { k, ours, bare, ratio, load: loadStr() }, summary: { pssMiB: median(ours) } };
+    return {
+      detail: { k, ours, bare, oursByKind, ratio, load: loadStr() },
+      summary: { pssMiB: median(ours) },
+    };
   } finally {
     await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
     await Promise.all(cores.map((c) => c.core.stop().catch(() => undefined)));
   }
+}
+
+/** Memory of each process tree whose command line holds one of `needles` (a worker's id, a core's config dir). */
+async function kindsOf(needles: readonly string[]) {
+  const trees = await processTrees(needles);
+  return Promise.all(needles.map((d) => treeMemory(trees.get(d) ?? [])));
 }
 
 const EXEC_ONLY = (workspace: string, id: string): WorkerSpec => ({

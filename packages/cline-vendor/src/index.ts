@@ -12,6 +12,7 @@ export * from "./env.js";
 export * from "./errors.js";
 export * from "./http-close.js";
 export * from "./launcher.js";
+export * from "./mapped-core.js";
 export * from "./memory-merge.js";
 export * from "./messages.js";
 export * from "./one-byte-bundle.js";

@@ -10,6 +10,7 @@ import { CORE_GC_NODE_ARGS } from "./core-gc.js";
 import { CORE_PROBES_NODE_ARGS } from "./core-probes.js";
 import { buildCoreEnv } from "./env.js";
 import { ClineVendorError, ErrorCode } from "./errors.js";
+import type { MappedCoreDecision } from "./mapped-core.js";
 import { type MemoryMergeDecision, probeMemoryMerge } from "./memory-merge.js";
 import type { OneByteDecision } from "./one-byte-core.js";
 import { type ClinePackage, resolveClinePackage } from "./paths.js";
@@ -81,6 +82,12 @@ export interface LaunchOptions {
    * core must hold CAP_SETUID/CAP_SETGID where it runs (a sandbox of two users). Default: the core's own.
    */
   readonly agentUser?: { readonly uid: number; readonly gid: number };
+  /**
+   * Load `<dir>/core-memory.cjs` (mapped-core.ts: `probeMappedCore`): the core compiles its bundle
+   * from the one-byte text mapped read-only, shared by every core, and core-gc.cjs's collection
+   * gives free pages back. Needs `oneByte` on (a sandbox must bind the directory). Default off.
+   */
+  readonly mappedCore?: MappedCoreDecision;
 }
 
 /** A running core (host + core under one supervisor, in one process group). */
@@ -171,6 +178,7 @@ export function supervisorArgv(a: {
   readonly gcOnSignal?: boolean;
   readonly answerProbes?: boolean;
   readonly agentUser?: boolean;
+  readonly mappedCore?: MappedCoreDecision;
 }): string[] {
   return [
     SUPERVISOR_PATH,
@@ -198,6 +206,9 @@ export function supervisorArgv(a: {
     ...(a.gcOnSignal ? CORE_GC_NODE_ARGS.flatMap((x) => ["--core-node-arg", x]) : []),
     ...(a.answerProbes ? CORE_PROBES_NODE_ARGS.flatMap((x) => ["--core-node-arg", x]) : []),
     ...(a.agentUser ? AGENT_USER_NODE_ARGS.flatMap((x) => ["--core-node-arg", x]) : []),
+    ...(a.mappedCore?.on && a.oneByte.on
+      ? ["--core-node-arg", "--require", "--core-node-arg", a.mappedCore.preload]
+      : []),
     ...a.extra,
   ];
 }
@@ -234,6 +245,7 @@ async function planLaunch(options: LaunchOptions): Promise<LaunchPlan> {
     gcOnSignal: options.gcOnSignal ?? false,
     answerProbes: options.answerProbes ?? false,
     agentUser: options.agentUser !== undefined,
+    ...(options.mappedCore ? { mappedCore: options.mappedCore } : {}),
   });
   const cmd = (options.wrap ?? ((c) => c))({ command: process.execPath, args, env });
   const startTimeoutMs = options.startTimeoutMs ?? 60_000;

@@ -15,7 +15,16 @@ const gc = vm.runInNewContext("gc");
 let seq = 0;
 process.on("SIGURG", () => {
   const t0 = process.cpuUsage();
-  gc();
+  // core-memory.cjs, when loaded: the first collection (a pooled worker's, when it is ready, before
+  // it waits) is V8's low-memory one (it also shrinks the young generation and gives the freed pages
+  // back; ≈ 2× a plain one's CPU, paid once a boot); the later ones (a reset's, each trajectory) a
+  // plain full collection; both then malloc_trim.
+  const trim = process[Symbol.for("flakegym.core.trim")];
+  if (typeof trim === "function" && seq === 0) trim(true);
+  else {
+    gc();
+    if (typeof trim === "function") trim(false);
+  }
   const used = process.memoryUsage();
   const cpu = process.cpuUsage(t0);
   seq++;

@@ -79,6 +79,18 @@ describe("supervisorArgv", () => {
     expect(supervisorArgv({ ...base, gcOnSignal: true })).not.toContain(CORE_PROBES_PRELOAD_PATH);
   });
 
+  it("loads the mapped core's preload only when it and the one-byte bundle are on", () => {
+    const oneByte = { on: true, coreJs: "/ob/core.js", dir: "/ob" } as const;
+    const mappedCore = { on: true, dir: "/m", preload: "/m/core-memory.cjs" } as const;
+    const args = (argv: string[]) => argv.flatMap((a, i) => (argv[i - 1] === "--core-node-arg" ? [a] : []));
+    expect(args(supervisorArgv({ ...base, oneByte, mappedCore }))).toEqual([
+      "--require",
+      "/m/core-memory.cjs",
+    ]);
+    expect(args(supervisorArgv({ ...base, mappedCore }))).toEqual([]); // the one-byte bundle off
+    expect(args(supervisorArgv({ ...base, oneByte, mappedCore: { on: false, reason: "off" } }))).toEqual([]);
+  });
+
   it("runs the one-byte bundle's core when that decision is on", () => {
     const argv = supervisorArgv({ ...base, oneByte: { on: true, coreJs: "/ob/core.js", dir: "/ob" } });
     expect(after(argv, "--core-js")).toBe("/ob/core.js");

@@ -1,9 +1,17 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { createClineClient, runClineTask } from "@flakegym/cline-vendor";
+import {
+  createClineClient,
+  probeMappedCore,
+  probeOneByteCore,
+  resolveClinePackage,
+  runClineTask,
+} from "@flakegym/cline-vendor";
 import { createLocalBackend, createWorkerPool, type WorkerSpec } from "@flakegym/runner";
 import { makeTempDir, say, startScriptedPolicy, waitFor, warmPoolSkip, xmlTool } from "@flakegym/test-utils";
 import { describe, expect, it } from "vitest";
+import { flakegymCacheRoot } from "../../../packages/runner/src/cache-root.mjs";
 
 // The heap of a reused core (issue 47): trajectory A's prompt holds a secret; trajectory B, on the
 // same (reset) worker, reads the memory of every other process in the sandbox through
@@ -12,6 +20,34 @@ import { describe, expect, it } from "vitest";
 // every ptrace-mode access to them is refused and B finds nothing of A.
 
 const skip = warmPoolSkip("core-heap suite");
+const cacheRoot = flakegymCacheRoot(process.env);
+const mapped = probeMappedCore(probeOneByteCore(resolveClinePackage(), cacheRoot), cacheRoot);
+const mappedFile = mapped.on ? join(mapped.dir, "cline-core.latin1") : "";
+const sha = async (f: string) =>
+  createHash("sha256")
+    .update(await readFile(f))
+    .digest("hex");
+
+// The core maps its bundle's source from a file (mapped-core.ts): the agent must not be able to change
+// the text a reused core compiles its functions from. Every attempt prints its shell status.
+const mappedAttack = (file: string) =>
+  [
+    `echo pwned >> ${file}; a=$?`,
+    `: > ${file}; b=$?`,
+    `chmod 666 ${file}; c=$?`,
+    `mv ${file} ${file}.x; d=$?`,
+    `echo "MAPPED $a $b $c $d"`,
+  ].join("; ");
+
+/** pids of the host's processes that map `file` (root reads every process's maps). */
+async function mappersOf(file: string): Promise<number[]> {
+  const out: number[] = [];
+  for (const d of (await readdir("/proc")).filter((x) => /^\d+$/.test(x))) {
+    const maps = await readFile(`/proc/${d}/maps`, "utf8").catch(() => "");
+    if (maps.includes(file)) out.push(Number(d));
+  }
+  return out;
+}
 
 const SECRET = `HEAPSECRET${Math.random().toString(36).slice(2, 12).toUpperCase()}`;
 
@@ -57,6 +93,7 @@ describe.skipIf(skip !== "")("a reused core's heap (real Cline core in bubblewra
         say(xmlTool.attemptCompletion("A done")),
         say(`Scanning.\n${xmlTool.writeToFile("scan.js", scanner([...SECRET].reverse().join("")))}`),
         say(`Running.\n${xmlTool.executeCommand("node scan.js")}`),
+        ...(mapped.on ? [say(`Writing.\n${xmlTool.executeCommand(mappedAttack(mappedFile))}`)] : []),
         say(xmlTool.attemptCompletion("B done")),
       ],
       { socketPath },
@@ -96,6 +133,10 @@ describe.skipIf(skip !== "")("a reused core's heap (real Cline core in bubblewra
     try {
       await pool.warm(spec("warm"), 2);
       expect(await waitFor(() => pool.state().idle === 1, 180_000, 200)).toBe(true);
+      const before = mapped.on ? await sha(mappedFile) : "";
+      if (mapped.on)
+        expect((await mappersOf(mappedFile)).length).toBeGreaterThan(0); // the core maps it
+      else console.log(`core-heap: the mapped-source attack is not run: ${mapped.reason}`);
       const a = await run("a", `Remember the code word ${SECRET} and finish.`);
       const b = await run("b", "Look around.");
       expect(b.worker).toBe(a.worker); // B ran on A's reset worker
@@ -105,6 +146,13 @@ describe.skipIf(skip !== "")("a reused core's heap (real Cline core in bubblewra
       expect(heap).toMatch(/cline-core|node/); // the scan ran and saw the core
       for (const s of seen) expect(s).not.toContain(SECRET);
       expect(heap).not.toContain("FOUND");
+      if (mapped.on) {
+        const attack = /MAPPED (\d+) (\d+) (\d+) (\d+)/.exec(seen.join("\n"));
+        console.log(`core-heap: B's writes to the mapped source exited ${attack?.slice(1).join(" ")}`);
+        expect(attack).not.toBeNull();
+        for (const rc of attack!.slice(1)) expect(rc).not.toBe("0");
+        expect(await sha(mappedFile)).toBe(before);
+      }
     } finally {
       await pool.close();
       await policy.close();

@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import {
   type LaunchCommand,
   launchClineCore,
+  probeMappedCore,
   probeOneByteCore,
   resolveClinePackage,
   SUPERVISOR_PATH,
@@ -23,6 +24,8 @@ export interface ClineAgentOptions {
   readonly startTimeoutMs?: number;
   /** The core's bundle as a one-byte string (docs/design/cline.md). Default: on when built, unless FLAKEGYM_CORE_ONE_BYTE=0. */
   readonly oneByte?: boolean;
+  /** The bundle's source mapped from a file, and free pages given back (mapped-core.ts). Default: on when built, unless FLAKEGYM_CORE_MAPPED_SOURCE=0. */
+  readonly mappedCore?: boolean;
 }
 
 async function freeLoopbackPort(): Promise<number> {
@@ -62,6 +65,7 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
       }
       const pkg = resolveClinePackage();
       const oneByte = probeOneByteCore(pkg, flakegymCacheRoot(process.env), options.oneByte);
+      const mappedCore = probeMappedCore(oneByte, flakegymCacheRoot(process.env), options.mappedCore);
       const bwrap = prepared.shape.bwrap;
       const home = prepared.homeDir ?? join(ctx.configDir, "..", "home");
       const coreSocket = unixSocketPath(ctx.socketDir, "core.sock");
@@ -86,6 +90,8 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
               { src: dirname(SUPERVISOR_PATH), dest: dirname(SUPERVISOR_PATH) },
               { src: pkg.root, dest: pkg.root },
               ...(oneByte.on ? [{ src: oneByte.dir, dest: oneByte.dir }] : []),
+              // read-only: the core maps its bundle's source from this directory's file
+              ...(mappedCore.on ? [{ src: mappedCore.dir, dest: mappedCore.dir }] : []),
               ...[sealedNode, sealedHost].map((f) => ({ src: dirname(f), dest: dirname(f) })),
             ],
           },
@@ -121,6 +127,8 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
         listen: { kind: "unix", path: coreSocket },
         supervisorArgs: ["--forward", forward],
         oneByte,
+        // the bundle's source mapped from a file (shared page cache), free pages given back at a collection
+        mappedCore,
         // a reused worker's reset asks the core for a full GC (reset-worker.ts)
         gcOnSignal: true,
         // the core's `which` and documents-dir probes answered without forking it (core-probes.ts)
