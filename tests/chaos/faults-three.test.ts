@@ -370,6 +370,36 @@ describe("chaos: faults round three", () => {
     600_000,
   );
   it.skipIf(!FULL)(
+    "a 429 whose Retry-After is past the trajectory's remaining time: the model server's (policy_error), not the agent's timeout",
+    async () => {
+      const s = await createScenario(tmp.path, "429-wait", cache);
+      const limited = await startFaultUpstream("429-wait", { retryAfterS: 25 });
+      try {
+        const r = await s.cli([
+          ...[
+            "rollout",
+            "--task",
+            TASK,
+            "--group-size",
+            "1",
+            "--policy",
+            `openai:${limited.baseUrl}#chaos-model`,
+          ],
+          ...["--timeout", "15", "--max-infra-retries", "0", "--out", s.out],
+        ]);
+        const res = JSON.parse(
+          await readFile(join(s.out, "trajectories", `${TASK}-t0`, "result.json"), "utf8"),
+        );
+        expect(res.outcome, String(r.stderr).slice(-2000)).toMatchObject({ kind: "policy_error" });
+        expect(res.outcome.detail).toMatch(/429/);
+      } finally {
+        await limited.close();
+      }
+    },
+    600_000,
+  );
+
+  it.skipIf(!FULL)(
     "a frozen agent sandbox (SIGSTOP from the host of its bwrap and every process in it) while the core waits on the model, wall clock before idle: infra_error, retried, then completed",
     async () => {
       const { res, r, took, left } = await frozenSandboxRun("sigstop-sandbox", treePick.all, [

@@ -28,11 +28,18 @@ export const MORE_MODEL_FAULTS = ["retry-after-date", "429-bare", "json-cut", "s
  * `slow`: the healthy plan, each answer sent only after {@link FaultOptions.delayMs} (a loaded model
  * server); the frozen-sandbox cases freeze a worker while its core waits on one.
  */
-export type ModelFault = (typeof MODEL_FAULTS)[number] | (typeof MORE_MODEL_FAULTS)[number] | "ok";
+/** `429-wait`: every answer a 429 asking to come back in {@link FaultOptions.retryAfterS} seconds. */
+export type ModelFault =
+  | (typeof MODEL_FAULTS)[number]
+  | (typeof MORE_MODEL_FAULTS)[number]
+  | "ok"
+  | "429-wait";
 
 export interface FaultOptions {
   /** `slow`: how long each answer waits before its first byte (ms). Default 5000. */
   readonly delayMs?: number;
+  /** `429-wait`: the Retry-After it sends (s). Default 20. */
+  readonly retryAfterS?: number;
 }
 
 export interface FaultUpstream {
@@ -163,6 +170,13 @@ export async function startFaultUpstream(fault: ModelFault, opts: FaultOptions =
         res.end("data: [DONE]\n\n");
         return;
       }
+      case "429-wait":
+        res.writeHead(429, {
+          "content-type": "application/json",
+          "retry-after": String(opts.retryAfterS ?? 20),
+        });
+        res.end(JSON.stringify({ error: { message: "chaos: rate limited", type: "rate_limit" } }));
+        return;
       case "429-bare":
         res.writeHead(429, { "content-type": "application/json" });
         res.end(JSON.stringify({ error: { message: "chaos: rate limited", type: "rate_limit" } }));
