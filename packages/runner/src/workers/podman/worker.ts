@@ -150,11 +150,13 @@ async function execIn(w: PodmanWorkerState, command: string, o: ExecOptions): Pr
     cwd: w.host.dir,
     ...(o.signal ? { signal: o.signal } : {}),
   });
-  const code = r.exitCode ?? 137;
+  // cut by our own bound (the in-container `timeout` could not fire: a paused container): podman
+  // exits 0 on the SIGTERM, which is no success
+  const code = r.timedOut ? 137 : (r.exitCode ?? 137);
   const durationMs = Math.round(performance.now() - started);
   // the worker may have ended while the command ran (its wall clock, a limit, its container)
   const ended = (w.exit as WorkerExit | undefined)?.reason;
-  const timedOut = (code === 137 && durationMs >= timeoutMs - 50) || ended === "wall_clock";
+  const timedOut = r.timedOut || (code === 137 && durationMs >= timeoutMs - 50) || ended === "wall_clock";
   const after = w.cgroup ? await readLimitEvents(w.cgroup) : none;
   const limit = execLimitOf({
     exitCode: code,
