@@ -1,7 +1,7 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { emptyExportLine } from "../../../src/cli/commands/export.js";
 import { runCliCaptured } from "../../helpers/cli.js";
 
@@ -40,6 +40,10 @@ describe("emptyExportLine", () => {
 describe("export --out: rollout's output-path checks, before anything is read or written", () => {
   // the run need not exist: the --out refusal comes first (exit 2, naming --out)
   const cwd = tmpdir();
+  const made: string[] = [];
+  afterAll(async () => {
+    for (const d of made) await rm(d, { recursive: true, force: true });
+  });
   it.each([
     [
       "a file under /proc (a recursive mkdir there never returns)",
@@ -55,7 +59,9 @@ describe("export --out: rollout's output-path checks, before anything is read or
   ])(
     "%s: exit 2 naming --out, in seconds",
     async (_, args, message) => {
-      const file = join(await mkdtemp(join(tmpdir(), "fg-export-out-")), "afile");
+      const dir = await mkdtemp(join(tmpdir(), "fg-export-out-"));
+      made.push(dir);
+      const file = join(dir, "afile");
       await writeFile(file, "x");
       const argv = ["export", join(cwd, "no-such-run"), ...args.map((a) => a.replace("FILE", file))];
       const r = await runCliCaptured(argv, { cwd });
