@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { makeTempDir, processTable, REPO_ROOT, type TempDir, waitFor } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFaultUpstream } from "./src/fault-upstream.js";
 import { describeLeftovers, findLeftovers } from "./src/leftovers.js";
 import { BIN, createScenario, FULL, removeScenarioDirs, runIdOf, TASK } from "./src/scenario.js";
 import { mountSmallTmpfs, unmountTmpfs } from "./src/tmpfs.js";
@@ -368,7 +369,126 @@ describe("chaos: faults round three", () => {
     },
     600_000,
   );
+  it.skipIf(!FULL)(
+    "a 429 whose Retry-After is past the trajectory's remaining time: the model server's (policy_error), not the agent's timeout",
+    async () => {
+      const s = await createScenario(tmp.path, "429-wait", cache);
+      const limited = await startFaultUpstream("429-wait", { retryAfterS: 25 });
+      try {
+        const r = await s.cli([
+          ...[
+            "rollout",
+            "--task",
+            TASK,
+            "--group-size",
+            "1",
+            "--policy",
+            `openai:${limited.baseUrl}#chaos-model`,
+          ],
+          ...["--timeout", "15", "--max-infra-retries", "0", "--out", s.out],
+        ]);
+        const res = JSON.parse(
+          await readFile(join(s.out, "trajectories", `${TASK}-t0`, "result.json"), "utf8"),
+        );
+        expect(res.outcome, String(r.stderr).slice(-2000)).toMatchObject({ kind: "policy_error" });
+        expect(res.outcome.detail).toMatch(/429/);
+      } finally {
+        await limited.close();
+      }
+    },
+    600_000,
+  );
+
+  it.skipIf(!FULL)(
+    "a frozen agent sandbox (SIGSTOP from the host of its bwrap and every process in it) while the core waits on the model, wall clock before idle: infra_error, retried, then completed",
+    async () => {
+      const { res, r, took, left } = await frozenSandboxRun("sigstop-sandbox", treePick.all, [
+        ...["--timeout", "60", "--idle-timeout", "600"],
+      ]);
+      expect(res.infraRetries.length, String(r.stderr).slice(-2000)).toBe(1);
+      expect(res.infraRetries[0].detail).toMatch(/frozen from outside its sandbox/);
+      expect(res.outcome.kind).toBe("completed");
+      expect(took).toBeLessThan(240);
+      expect(r.exitCode, String(r.stderr).slice(-2000)).toBe(0);
+      expect(left).toEqual([]);
+    },
+    600_000,
+  );
+
+  it.skipIf(!FULL)(
+    "a frozen supervisor (SIGSTOP from the host of it and its sandbox's bwrap; the core answers) while the core waits on the model: infra_error, retried, then completed",
+    async () => {
+      const { res, r, left } = await frozenSandboxRun("sigstop-supervisor", treePick.bwrapAndSupervisor, [
+        ...["--timeout", "300", "--idle-timeout", "20"],
+      ]);
+      expect(res.infraRetries.length, String(r.stderr).slice(-2000)).toBe(1);
+      expect(res.infraRetries[0].detail).toMatch(/frozen from outside its sandbox/);
+      expect(res.outcome.kind).toBe("completed");
+      expect(r.exitCode, String(r.stderr).slice(-2000)).toBe(0);
+      expect(left).toEqual([]);
+    },
+    600_000,
+  );
 });
+
+type Tree = Awaited<ReturnType<typeof agentTree>>;
+
+/**
+ * Frozen from the host while the core waits on a slow model answer: `pick` chooses which processes
+ * of the agent sandbox's tree are stopped. Returns the trajectory's result, the run, how long it
+ * took (s) and what it left behind.
+ */
+async function frozenSandboxRun(name: string, pick: (tree: Tree) => number[], limits: readonly string[]) {
+  const s = await createScenario(tmp.path, name, cache);
+  const slow = await startFaultUpstream("slow", { delayMs: 4000 });
+  const victim = `${TASK}-t0`;
+  const t0 = Date.now();
+  const child = s.cli([
+    ...["rollout", "--task", TASK, "--group-size", "1", "--policy", `openai:${slow.baseUrl}#chaos-model`],
+    ...limits,
+    ...["--max-infra-retries", "1", "--out", s.out],
+  ]);
+  let stopped: number[] = [];
+  try {
+    // the core waits on its first answer: freeze what `pick` names, from outside the sandbox
+    const found = await waitFor(
+      async () => {
+        if (slow.requests < 1) return false;
+        stopped = pick(await agentTree(victim, s.tmp));
+        for (const pid of stopped) process.kill(pid, "SIGSTOP");
+        return stopped.length > 0;
+      },
+      300_000,
+      50,
+    );
+    expect(found, "never saw the core wait on the model").toBe(true);
+    const r = await child;
+    const res = JSON.parse(await readFile(join(s.out, "trajectories", victim, "result.json"), "utf8"));
+    const left = await findLeftovers([s.tmp, await runIdOf(s.out)], s.tmp);
+    return { res, r, took: (Date.now() - t0) / 1000, left: describeLeftovers(left) };
+  } finally {
+    for (const pid of stopped) {
+      try {
+        process.kill(pid, "SIGCONT");
+      } catch {
+        // gone: killed with its worker
+      }
+    }
+    await slow.close();
+  }
+}
+
+const isBwrap = (p: { cmdline: string }) => /^(\S*\/)?bwrap /.test(p.cmdline);
+
+/** Which processes of an agent sandbox's tree a freeze stops. */
+const treePick = {
+  all: (tree: Tree) => tree.map((p) => p.pid),
+  /** the sandbox's host-side bwrap and the supervisor, not the core nor what it runs */
+  bwrapAndSupervisor: (tree: Tree) => [
+    ...tree.filter((p) => isBwrap(p) && tree.every((q) => q.pid !== p.ppid)).map((p) => p.pid),
+    ...tree.filter((p) => !isBwrap(p) && p.cmdline.includes("cline-supervisor.mjs")).map((p) => p.pid),
+  ],
+};
 
 /** A scripted plan: run `command`, then write NOTES.md and complete. */
 async function commandPlan(dir: string, name: string, command: string): Promise<string> {

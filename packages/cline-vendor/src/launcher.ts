@@ -116,6 +116,11 @@ export interface ClineCore {
   memory(): Promise<{ coreRssBytes?: number; hostRssBytes?: number }>;
   /** Resolves when the supervisor has exited (for whatever reason). */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /**
+   * How long ago (ms) the supervisor's last heartbeat was read (it sends one a second, apart from
+   * anything the agent does); undefined when none came yet.
+   */
+  heartbeatAgeMs(): number | undefined;
   /** Flushes pending state (best effort), then SIGTERM → SIGKILL the process group. Idempotent. */
   stop(): Promise<void>;
 }
@@ -267,6 +272,8 @@ interface LaunchState {
   client: ClineClient | undefined;
   stopping: Promise<void> | undefined;
   readonly onAbort: () => void;
+  /** When the last heartbeat line was read (performance.now()); heartbeats are not kept in `events`. */
+  lastHeartbeat: number | undefined;
 }
 
 /** Reads the supervisor's event lines and stderr, and lets the caller's event loop end without it. */
@@ -281,7 +288,12 @@ function follow(st: LaunchState): void {
   if (child.stdout) {
     createInterface({ input: child.stdout }).on("line", (line) => {
       try {
-        st.events.push(JSON.parse(line) as SupervisorEvent);
+        const event = JSON.parse(line) as SupervisorEvent;
+        if (event.event === "heartbeat") {
+          st.lastHeartbeat = performance.now();
+          return;
+        }
+        st.events.push(event);
         st.onEvent?.();
       } catch {
         // not an event line
@@ -324,6 +336,7 @@ async function spawnSupervisor(plan: LaunchPlan): Promise<LaunchState> {
     client: undefined,
     stopping: undefined,
     onAbort: () => void stopCore(st),
+    lastHeartbeat: undefined,
   };
   follow(st);
   return st;
@@ -493,6 +506,7 @@ function coreOf(st: LaunchState, info: SupervisorEvent, address: string, client:
     memoryMerge: plan.memoryMerge,
     oneByte: plan.oneByte,
     exited: st.exited,
+    heartbeatAgeMs: () => (st.lastHeartbeat === undefined ? undefined : performance.now() - st.lastHeartbeat),
     async memory() {
       if (plan.options.wrap) return {};
       const [core, host] = await Promise.all([

@@ -17,7 +17,9 @@
 //   plus NODE_PATH, PROTOBUS_ADDRESS and HOST_BRIDGE_ADDRESS. Nothing else is added.
 // - Both children's stdout/stderr are appended to --log (default: <config>/core.log).
 // - Progress goes to stdout as JSON lines: {"event":"started",...}, {"event":"listening",...},
-//   {"event":"exit",...}. Problems go to stderr.
+//   {"event":"exit",...}. Problems go to stderr. Every second it also writes {"event":"heartbeat"}:
+//   a liveness signal apart from the agent's progress (a stopped or wedged supervisor sends none),
+//   so the runner can tell a sandbox frozen from outside from an agent that made no progress.
 // - SIGTERM/SIGINT/SIGHUP, either child exiting, the parent dying (ppid changes, or stdin closes
 //   with --watch-stdin) all lead to the same shutdown: SIGTERM every descendant, SIGKILL what is
 //   left after --grace-ms, exit.
@@ -77,6 +79,9 @@ const USAGE =
   "[--forward 127.0.0.1:<port>=unix:<path>]... [--expose unix:<path>=127.0.0.1:<port>]... " +
   "[--watch-stdin] [--grace-ms <ms>] [--node <bin>] [--diff-dir <dir> [--base-commit <sha>]] [--nice <0-19>] " +
   "[--core-prefix <arg>]... [--core-node-arg <arg>]...";
+
+/** How often the supervisor says it is alive (stdout, `{"event":"heartbeat"}`). */
+const HEARTBEAT_MS = 1000;
 
 function fail(message) {
   process.stderr.write(`cline-supervisor: ${message}\n${USAGE}\n`);
@@ -559,6 +564,7 @@ async function main() {
   setInterval(() => {
     if (process.ppid !== initialPpid) shutdown(`parent ${initialPpid} died`, 1);
   }, 250);
+  setInterval(() => emit({ event: "heartbeat" }), HEARTBEAT_MS);
   if (opts.watchStdin) {
     process.stdin.on("data", () => {});
     process.stdin.on("end", () => shutdown("stdin closed (parent gone)", 1));

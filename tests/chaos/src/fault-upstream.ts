@@ -20,10 +20,27 @@ export const MODEL_FAULTS = [
 /**
  * More instances of the same classes (`npm run chaos` only): a 503 whose Retry-After is an HTTP-date
  * (then the answer: the wait is honoured and the trajectory completes), a 429 with no Retry-After, a
- * 200 `application/json` answer cut mid-body, and an SSE stream of comments and events with no data.
+ * 200 `application/json` answer cut mid-body, an SSE stream of comments and events with no data, and
+ * a slow server (each answer after 5 s, within the silence limit: it completes).
  */
-export const MORE_MODEL_FAULTS = ["retry-after-date", "429-bare", "json-cut", "sse-no-data"] as const;
-export type ModelFault = (typeof MODEL_FAULTS)[number] | (typeof MORE_MODEL_FAULTS)[number] | "ok";
+export const MORE_MODEL_FAULTS = ["retry-after-date", "429-bare", "json-cut", "sse-no-data", "slow"] as const;
+/**
+ * `slow`: the healthy plan, each answer sent only after {@link FaultOptions.delayMs} (a loaded model
+ * server); the frozen-sandbox cases freeze a worker while its core waits on one.
+ */
+/** `429-wait`: every answer a 429 asking to come back in {@link FaultOptions.retryAfterS} seconds. */
+export type ModelFault =
+  | (typeof MODEL_FAULTS)[number]
+  | (typeof MORE_MODEL_FAULTS)[number]
+  | "ok"
+  | "429-wait";
+
+export interface FaultOptions {
+  /** `slow`: how long each answer waits before its first byte (ms). Default 5000. */
+  readonly delayMs?: number;
+  /** `429-wait`: the Retry-After it sends (s). Default 20. */
+  readonly retryAfterS?: number;
+}
 
 export interface FaultUpstream {
   readonly baseUrl: string;
@@ -58,7 +75,7 @@ async function drain(req: IncomingMessage): Promise<void> {
   }
 }
 
-export async function startFaultUpstream(fault: ModelFault): Promise<FaultUpstream> {
+export async function startFaultUpstream(fault: ModelFault, opts: FaultOptions = {}): Promise<FaultUpstream> {
   let requests = 0;
   let turn = 0;
   const open = new Set<ServerResponse>();
@@ -76,6 +93,19 @@ export async function startFaultUpstream(fault: ModelFault): Promise<FaultUpstre
         res.write(chunk(text));
         res.write(chunk("", "stop"));
         res.end("data: [DONE]\n\n");
+        return;
+      }
+      case "slow": {
+        const text = OK_TURNS[Math.min(turn++, OK_TURNS.length - 1)]!;
+        const t = setTimeout(() => {
+          timers.delete(t);
+          if (res.destroyed) return;
+          sseHead(res);
+          res.write(chunk(text));
+          res.write(chunk("", "stop"));
+          res.end("data: [DONE]\n\n");
+        }, opts.delayMs ?? 5000);
+        timers.add(t);
         return;
       }
       case "http-500":
@@ -140,6 +170,13 @@ export async function startFaultUpstream(fault: ModelFault): Promise<FaultUpstre
         res.end("data: [DONE]\n\n");
         return;
       }
+      case "429-wait":
+        res.writeHead(429, {
+          "content-type": "application/json",
+          "retry-after": String(opts.retryAfterS ?? 20),
+        });
+        res.end(JSON.stringify({ error: { message: "chaos: rate limited", type: "rate_limit" } }));
+        return;
       case "429-bare":
         res.writeHead(429, { "content-type": "application/json" });
         res.end(JSON.stringify({ error: { message: "chaos: rate limited", type: "rate_limit" } }));
@@ -169,7 +206,7 @@ export async function startFaultUpstream(fault: ModelFault): Promise<FaultUpstre
       return requests;
     },
     async close() {
-      for (const t of timers) clearInterval(t);
+      for (const t of timers) clearTimeout(t);
       for (const res of open) res.destroy();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

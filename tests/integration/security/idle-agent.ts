@@ -14,6 +14,8 @@ export const idleAgent: AgentLauncher = {
       policyBaseUrl: "http://127.0.0.1:18080/v1",
       pid: child.pid!,
       exited,
+      // no supervisor, so no heartbeat: never judged frozen
+      heartbeatAgeMs: () => undefined,
       async stop() {
         if (child.exitCode === null) process.kill(-child.pid!, "SIGKILL");
         await exited;

@@ -177,6 +177,25 @@ describe.skipIf(missing.length > 0)("podman backend (real podman, runc)", () => 
     }
   });
 
+  it("an exec cut at its deadline in a paused container (podman pause: frozen from outside) is sandboxStopped, not the code's timeout", async () => {
+    const { worker, fork } = await start("paused");
+    const env = { CONTAINERS_CONF: conf() };
+    try {
+      // a plain timeout first: the code's own (nothing frozen)
+      expect(await worker.exec("sleep 30", { timeoutMs: 2_000 })).toMatchObject({ timedOut: true });
+      expect((await worker.exec("sleep 30", { timeoutMs: 2_000 })).sandboxStopped).toBeUndefined();
+      const exec = worker.exec("sleep 30", { timeoutMs: 4_000 });
+      await new Promise((r) => setTimeout(r, 1500));
+      await execa("podman", ["pause", worker.id], { env });
+      const r = await exec;
+      expect(r, JSON.stringify(r)).toMatchObject({ timedOut: true, sandboxStopped: true });
+    } finally {
+      await execa("podman", ["unpause", worker.id], { env, reject: false });
+      await worker.stop();
+      await fork.release();
+    }
+  }, 120_000);
+
   it("stop() removes the container; the wall clock ends the worker as data", async () => {
     const { worker, fork } = await start("wall", { wallClockMs: 2000 });
     expect(await worker.exited).toMatchObject({ reason: "wall_clock" });

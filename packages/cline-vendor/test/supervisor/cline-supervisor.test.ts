@@ -336,6 +336,22 @@ describe("cline-supervisor", () => {
     expect(await s.exit).toBe(0);
   });
 
+  it("writes a heartbeat each second, whatever its children do; a stopped supervisor writes none", async () => {
+    const s = start();
+    await s.next("listening");
+    const beats = () => s.events.filter((e) => e["event"] === "heartbeat").length;
+    expect(await waitFor(async () => beats() >= 2, 10_000), JSON.stringify(s.events)).toBe(true);
+    // stopped (as a host-side freeze stops it): no heartbeat while stopped, they resume after
+    process.kill(s.child.pid!, "SIGSTOP");
+    // a line written just before the stop may still be in the pipe
+    await new Promise((r) => setTimeout(r, 1_000));
+    const before = beats();
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(beats()).toBe(before);
+    process.kill(s.child.pid!, "SIGCONT");
+    expect(await waitFor(async () => beats() > before, 10_000)).toBe(true);
+  });
+
   it("SIGTERM stops host, core and the core's own children", async () => {
     const marker = `flakegym-grandchild-${process.pid}-${Date.now()}`;
     const s = start([], { FAKE_CORE_GRANDCHILD: marker });

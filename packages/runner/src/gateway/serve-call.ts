@@ -276,6 +276,7 @@ async function forward(r: Relay): Promise<void> {
       ...(st.deferParse || st.parsed?.requestJson ? { rawJson: st.body } : {}),
       ...(st.e.sampling ? { sampling: st.e.sampling } : {}),
       maxResponseBytes: st.e.limits.maxResponseBytes,
+      ...(st.e.limits.deadlineAt !== undefined ? { deadlineAt: st.e.limits.deadlineAt } : {}),
     },
     () => clientOf(st),
   );

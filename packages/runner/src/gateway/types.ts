@@ -46,6 +46,14 @@ export const TrajectoryLimits = z
       .positive()
       .default(3)
       .describe("upstream failures in a row that end the trajectory as policy_error"),
+    deadlineAt: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "when the trajectory's time ends (epoch ms): a model server's Retry-After that would pass it is not waited, the call fails as the model server's",
+      ),
   })
   .strict();
 export type TrajectoryLimits = z.infer<typeof TrajectoryLimits>;

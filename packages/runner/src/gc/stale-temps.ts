@@ -94,9 +94,13 @@ export function isStaleOwnerless(d: OwnerlessDir, nowMs: number, afterMs = STALE
   return d.empty && nowMs - d.mtimeMs >= afterMs;
 }
 
-/** Atomic-write temps under each root, `depth` levels down at most (no symlinks followed). */
+/**
+ * Atomic-write temps under each root, `depth` levels down at most (no symlinks followed), each once
+ * (a root inside another — `gc --dir` under the default roots — would find it twice, and the second
+ * removal report a false failure).
+ */
 export async function findTempFiles(roots: readonly string[], depth = 4): Promise<TempFile[]> {
-  const out: TempFile[] = [];
+  const found = new Map<string, TempFile>();
   const walk = async (dir: string, left: number): Promise<void> => {
     const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
     for (const e of entries) {
@@ -111,11 +115,11 @@ export async function findTempFiles(roots: readonly string[], depth = 4): Promis
       if (!e.isFile() && !e.isSymbolicLink() && !e.isDirectory()) continue;
       if (pid === undefined) continue;
       const st = await lstat(p).catch(() => undefined);
-      if (st) out.push({ path: p, pid, mtimeMs: st.mtimeMs });
+      if (st) found.set(p, { path: p, pid, mtimeMs: st.mtimeMs });
     }
   };
   for (const r of [...new Set(roots)]) await walk(r, depth);
-  return out;
+  return [...found.values()];
 }
 
 /** The pids among `pids` that run now (in this pid namespace). */

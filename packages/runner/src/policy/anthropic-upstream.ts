@@ -60,7 +60,11 @@ export class AnthropicUpstream implements PolicyUpstream {
     let res: PostResponse;
     try {
       const payload = JSON.stringify(body);
-      res = await postHonouringRetryAfter(() => httpPost(this.url, headers, payload, signal), signal);
+      res = await postHonouringRetryAfter(
+        () => httpPost(this.url, headers, payload, signal),
+        signal,
+        call.deadlineAt,
+      );
     } catch (err) {
       if (signal.aborted) throw err;
       throw new UpstreamError(`${this.id} could not be reached: ${(err as Error).message}`, 502, {

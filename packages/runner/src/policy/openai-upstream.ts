@@ -77,7 +77,8 @@ export class OpenAiUpstream implements PolicyUpstream {
       });
     // every answer (a refusal's body included) is read only up to the call's response size limit
     const max = call.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-    const post = async (b: string | Buffer) => limitResponse(await this.post(b, signal), max, this.id);
+    const post = async (b: string | Buffer) =>
+      limitResponse(await this.post(b, signal, call.deadlineAt), max, this.id);
     let res: PostResponse;
     if (this.tokenFactsRefused === undefined) {
       res = await post(body(TOKEN_FACT_PARAMS));
@@ -136,14 +137,18 @@ export class OpenAiUpstream implements PolicyUpstream {
     if (problem) throw problem;
   }
 
-  private async post(body: string | Buffer, signal: AbortSignal): Promise<PostResponse> {
+  private async post(body: string | Buffer, signal: AbortSignal, deadlineAt?: number): Promise<PostResponse> {
     const headers: Record<string, string> = {
       "content-type": "application/json",
       accept: "text/event-stream",
     };
     if (this.opts.apiKey) headers["authorization"] = `Bearer ${this.opts.apiKey}`;
     try {
-      return await postHonouringRetryAfter(() => httpPost(this.url, headers, body, signal), signal);
+      return await postHonouringRetryAfter(
+        () => httpPost(this.url, headers, body, signal),
+        signal,
+        deadlineAt,
+      );
     } catch (err) {
       if (signal.aborted) throw err;
       throw new UpstreamError(`${this.id} could not be reached: ${(err as Error).message}`, 502, {

@@ -50,11 +50,17 @@ export function retryAfterWait(o: {
   /** What this call has already waited. */
   readonly waitedMs: number;
   readonly bound: RetryAfterBound;
+  /**
+   * When the trajectory's time ends (epoch ms): a wait that would pass it is not waited (the
+   * trajectory would end in it as a timeout, blamed on the agent, for the model server's refusal).
+   */
+  readonly deadlineAt?: number;
 }): number | undefined {
   if (!RETRYABLE.has(o.status) || o.retries >= o.bound.maxRetries) return undefined;
   const wait = parseRetryAfter(o.retryAfter, o.nowMs);
   if (wait === undefined || wait > o.bound.maxWaitMs || o.waitedMs + wait > o.bound.budgetMs)
     return undefined;
+  if (o.deadlineAt !== undefined && o.nowMs + wait >= o.deadlineAt) return undefined;
   return wait;
 }
 
@@ -87,10 +93,14 @@ async function drain(res: PostResponse): Promise<void> {
   }
 }
 
-/** Posts, and posts again after each Retry-After the bound allows; returns the last answer. */
+/**
+ * Posts, and posts again after each Retry-After the bound (and the trajectory's `deadlineAt`, epoch
+ * ms) allows; returns the last answer.
+ */
 export async function postHonouringRetryAfter(
   post: () => Promise<PostResponse>,
   signal: AbortSignal,
+  deadlineAt?: number,
   bound: RetryAfterBound = DEFAULT_RETRY_AFTER_BOUND,
 ): Promise<PostResponse> {
   let waitedMs = 0;
@@ -103,6 +113,7 @@ export async function postHonouringRetryAfter(
       retries,
       waitedMs,
       bound,
+      ...(deadlineAt !== undefined ? { deadlineAt } : {}),
     });
     if (wait === undefined) return res;
     await drain(res);

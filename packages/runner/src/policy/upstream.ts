@@ -26,6 +26,8 @@ export interface UpstreamCall {
   readonly sampling?: SamplingParams;
   /** The most bytes the upstream may receive for this call (past it: ResponseTooLargeError). */
   readonly maxResponseBytes?: number;
+  /** When the trajectory's time ends (epoch ms): no Retry-After is waited past it (policy/retry-after.ts). */
+  readonly deadlineAt?: number;
 }
 
 /**

@@ -48,14 +48,22 @@ export function modelIdOf(spec: PolicySpec): string {
   return spec.kind === "openai" || spec.kind === "anthropic" ? spec.model : SCRIPTED_MODEL_ID;
 }
 
-/** The gateway's limits of a trajectory's route. Pure. */
-export function routeLimitsOf(limits: RunConfig["limits"]): {
+/**
+ * The gateway's limits of a trajectory's route registered at `nowMs`: its time ends a wall clock
+ * later (counted from before the boot, so a little early: a Retry-After near the end is not waited). Pure.
+ */
+export function routeLimitsOf(
+  limits: RunConfig["limits"],
+  nowMs: number,
+): {
   maxRequests: number;
+  deadlineAt: number;
   silenceTimeoutMs?: number;
   maxResponseBytes?: number;
 } {
   return {
     maxRequests: limits.maxTurns,
+    deadlineAt: nowMs + limits.timeoutMs,
     ...(limits.modelSilenceMs !== undefined ? { silenceTimeoutMs: limits.modelSilenceMs } : {}),
     ...(limits.maxResponseBytes !== undefined ? { maxResponseBytes: limits.maxResponseBytes } : {}),
   };
@@ -166,7 +174,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
     const route = gateway.register(id, {
       upstream: ctx.upstream,
       ...(sampling ? { sampling: trajectorySampling(sampling, input.slot.index) } : {}),
-      limits: routeLimitsOf(config.limits),
+      limits: routeLimitsOf(config.limits, Date.now()),
       turnLogPath: join(input.dir, "turns.jsonl"),
     });
     input.onPhase?.("booting");

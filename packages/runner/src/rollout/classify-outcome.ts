@@ -79,7 +79,8 @@ function outcomeOfTerminal(t: NonNullable<GatewayVerdict["terminal"]>): Outcome 
 
 /**
  * The trajectory's outcome. In order: a completion stands; a worker limit explains whatever the
- * core did after it (a killed core looks like a broken stream); the gateway's verdict explains the
+ * core did after it (a killed core looks like a broken stream); so does a worker frozen from outside
+ * (`infra_error`, whatever the core's clocks said); the gateway's verdict explains the
  * core giving up; the model server failing on the last call makes an agent or infra failure a
  * `policy_error`; a crashed worker or a core that stopped answering is `infra_error` — unless the
  * agent's commands could reach it ({@link agentCouldReach}: `agent_error`); otherwise the driver's outcome.
@@ -91,6 +92,10 @@ export function classifyOutcome(e: OutcomeEvidence): Outcome {
   // aborted the task (a caller's Ctrl-C never gets classified) — so those witnesses explain it.
   if (workerExit && isWorkerLimit(workerExit.reason))
     return outcomeOfWorkerLimit(workerExit.reason, workerExit.detail);
+  // frozen from outside (no heartbeat, a stop no code inside could make): whatever the core then
+  // looked like — quiet, timed out, a dead stream — is the machine's doing
+  if (workerExit?.reason === "frozen")
+    return { kind: "infra_error", detail: `the worker was ${workerExit.detail ?? "frozen from outside"}` };
   if (gateway?.terminal) return outcomeOfTerminal(gateway.terminal);
   if (driver.kind === "policy_error" || driver.kind === "limits_exceeded" || driver.kind === "timeout")
     return driver;

@@ -133,7 +133,8 @@ export type WorkerLimit = (typeof WORKER_LIMITS)[number];
  * `detail` says what was seen (usage vs. limit, the platform's event), for the trajectory's reason.
  */
 export interface WorkerExit {
-  readonly reason: "stopped" | "crashed" | WorkerLimit;
+  /** `frozen`: stopped from outside the sandbox (workers/frozen-verdict.ts): `infra_error`, retried. */
+  readonly reason: "stopped" | "crashed" | "frozen" | WorkerLimit;
   readonly detail?: string;
 }
 

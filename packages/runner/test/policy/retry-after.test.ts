@@ -32,6 +32,14 @@ describe("Retry-After: pure decisions", () => {
     expect(retryAfterWait({ ...base, status: 429, retryAfter: "20", waitedMs: 45_000 })).toBeUndefined();
     expect(retryAfterWait({ ...base, status: 429, retryAfter: "1", retries: 4 })).toBeUndefined();
   });
+
+  it("never waits past the trajectory's end: a wait that would reach it goes back as the refusal", () => {
+    const base = { status: 429, nowMs: 10_000, retries: 0, waitedMs: 0, bound };
+    expect(retryAfterWait({ ...base, retryAfter: "20", deadlineAt: 25_000 })).toBeUndefined();
+    expect(retryAfterWait({ ...base, retryAfter: "15", deadlineAt: 25_000 })).toBeUndefined();
+    expect(retryAfterWait({ ...base, retryAfter: "14", deadlineAt: 25_000 })).toBe(14_000);
+    expect(retryAfterWait({ ...base, retryAfter: "2", deadlineAt: 5_000 })).toBeUndefined();
+  });
 });
 
 describe("Retry-After: a real upstream answering 429", () => {

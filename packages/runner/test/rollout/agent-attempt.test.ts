@@ -21,10 +21,11 @@ describe("the agent attempt's decisions", () => {
     expect(modelIdOf(parsePolicySpec("empty"))).toBe(SCRIPTED_MODEL_ID);
   });
 
-  it("gives the gateway the turn budget, and its watchdog only when --model-silence is set", () => {
-    expect(routeLimitsOf(limits)).toEqual({ maxRequests: 30 });
-    expect(routeLimitsOf({ ...limits, modelSilenceMs: 9000 })).toEqual({
+  it("gives the gateway the turn budget, the trajectory's end, and its watchdog only when --model-silence is set", () => {
+    expect(routeLimitsOf(limits, 1_000)).toEqual({ maxRequests: 30, deadlineAt: 601_000 });
+    expect(routeLimitsOf({ ...limits, modelSilenceMs: 9000 }, 1_000)).toEqual({
       maxRequests: 30,
+      deadlineAt: 601_000,
       silenceTimeoutMs: 9000,
     });
   });

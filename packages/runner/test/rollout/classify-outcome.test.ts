@@ -132,6 +132,28 @@ describe("classifyOutcome", () => {
       { driver: cancelled, workerExit: { reason: "crashed" as const, detail: "agent exited (code 137)" } },
       { kind: "infra_error", detail: expect.stringMatching(/the worker crashed: agent exited/) },
     ],
+    [
+      "an idle timeout of a worker frozen from outside is infra_error (retried), not the agent's",
+      {
+        driver: idle,
+        workerExit: { reason: "frozen" as const, detail: "frozen from outside its sandbox: x" },
+      },
+      { kind: "infra_error", detail: "the worker was frozen from outside its sandbox: x" },
+    ],
+    [
+      "a wall-clock timeout of a frozen worker is infra_error, and so is the policy silence it caused",
+      {
+        driver: { kind: "timeout" as const, limit: "wall_clock" as const, detail: "ran longer" },
+        workerExit: { reason: "frozen" as const, detail: "frozen from outside its sandbox: x" },
+        gateway: { terminal: { kind: "timeout" as const, message: "the model server sent nothing" } },
+      },
+      { kind: "infra_error" },
+    ],
+    [
+      "a frozen worker does not hide a completion",
+      { driver: completed, workerExit: { reason: "frozen" as const, detail: "x" } },
+      { kind: "completed" },
+    ],
     ["nothing else known: the driver's outcome", { driver: deadStream }, { kind: "infra_error" }],
   ])("%s", (_, evidence, expected) => {
     expect(classifyOutcome(evidence)).toMatchObject(expected);

@@ -1,10 +1,11 @@
 import { stat } from "node:fs/promises";
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { UsageError } from "../../errors.js";
 import { type ExportNote, type NoteReason, noteLine } from "../../export/formats/credit.js";
 import { ExportFileFormat, ExportFormat, exportOutPath, exportRun } from "../../export/formats/export-run.js";
 import { SegmentPolicy } from "../../export/formats/trainer-formats.js";
+import { checkOutDir } from "../../rollout/out-path.js";
 import { defineCommand } from "../command.js";
 
 export const exportCommand = defineCommand({
@@ -75,6 +76,9 @@ export const exportCommand = defineCommand({
       ...(given !== undefined ? { out: given } : {}),
       outIsDir,
     });
+    // rollout's output-path checks, before anything is read: never a hang under /proc, never a
+    // bare ENOTDIR (atif writes a directory; the other formats a file in one)
+    await checkOutDir("--out", opts.format === "atif" ? out : dirname(out), ctx.cwd);
     const r = await exportRun({
       runDir,
       format: opts.format,

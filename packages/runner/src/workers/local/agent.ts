@@ -32,5 +32,7 @@ export interface RunningAgent {
   readonly users?: AgentUsers;
   /** Resolves when the agent's processes have exited on their own. */
   readonly exited: Promise<{ code: number | null; detail?: string }>;
+  /** ms since the supervisor's last heartbeat (workers/frozen-verdict.ts); undefined before the first. */
+  heartbeatAgeMs(): number | undefined;
   stop(): Promise<void>;
 }

@@ -148,6 +148,7 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
           code: r.code,
           ...(r.signal ? { detail: `signal ${r.signal}` } : {}),
         })),
+        heartbeatAgeMs: () => core.heartbeatAgeMs(),
         stop: () => core.stop(),
       };
       return agent;

@@ -217,7 +217,8 @@ export function isStoppedStat(stat: string): boolean {
   return state === "T" || state === "t";
 }
 
-function processStopped(pid: number): boolean {
+/** Whether process `pid` (a host pid) is stopped now; false when it is gone or unreadable. */
+export function processStopped(pid: number): boolean {
   try {
     return isStoppedStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
   } catch {

@@ -1,9 +1,33 @@
 import { unboundedDiskOver } from "../bounded-dirs.js";
+import { frozenExitOf } from "../frozen-verdict.js";
 import { agentExitOf, cpuOverOf, diskCheckDue, memoryExitOf, pidsExitOf } from "./decisions.js";
+import { processStopped } from "./sandbox.js";
 import { endWorker, type LocalWorkerState, limitsOf } from "./worker-state.js";
 
-/** One check of CPU time, memory and (now and then) disk use against the limits in force. */
+/**
+ * The worker's end when it is frozen from outside (workers/frozen-verdict.ts): no heartbeat from
+ * its supervisor and its bwrap — the host-side process, outside the sandbox's pid namespace, which
+ * nothing inside can signal — stopped. Without bubblewrap everything shares the agent's reach.
+ */
+export function frozenExitNow(ws: LocalWorkerState) {
+  const agent = ws.agent;
+  if (!agent || ws.unsafe) return undefined;
+  const heartbeatAgeMs = agent.heartbeatAgeMs();
+  return frozenExitOf({
+    heartbeatAgeMs,
+    outsideFreeze: processStopped(agent.pid)
+      ? `its bwrap (pid ${agent.pid}, outside the sandbox's pid namespace) is stopped (state T)`
+      : undefined,
+  });
+}
+
+/** One check of liveness, CPU time, memory and (now and then) disk use against the limits in force. */
 async function tick(ws: LocalWorkerState, intervalMs: number): Promise<void> {
+  const frozen = ws.active ? frozenExitNow(ws) : undefined;
+  if (frozen) {
+    await endWorker(ws, frozen);
+    return;
+  }
   const usage = await ws.prepared.cgroup.usage();
   const limits = limitsOf(ws);
   const assigned = ws.active !== undefined;

@@ -103,5 +103,6 @@ export async function startAgent(st: PodmanState, spec: WorkerSpec, o: AgentLaun
     configDir,
     stop: () => core.stop(),
     exited: core.exited,
+    heartbeatAgeMs: () => core.heartbeatAgeMs(),
   });
 }

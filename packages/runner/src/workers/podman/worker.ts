@@ -15,6 +15,7 @@ import type {
 } from "../types.js";
 import { type PodmanState, pm, removeContainer } from "./backend-state.js";
 import { conmonOomMarkerIn, containerExitOf, killedFromOutside, parseExitState } from "./container-exit.js";
+import { containerFreeze, frozenContainerExit } from "./container-frozen.js";
 import type { HostDirs } from "./host-dirs.js";
 import { podmanExecArgs } from "./run-args.js";
 
@@ -25,6 +26,8 @@ export interface PodmanAgent {
   readonly configDir: string;
   stop(): Promise<void>;
   readonly exited: Promise<unknown>;
+  /** ms since the supervisor's last heartbeat (workers/frozen-verdict.ts). */
+  heartbeatAgeMs(): number | undefined;
 }
 
 /**
@@ -74,6 +77,11 @@ async function watchdogTick(w: PodmanWorkerState, interval: number): Promise<voi
   if (w.checking || w.exit) return;
   w.checking = true;
   try {
+    const frozen = w.agent ? await frozenContainerExit(w.st, w.name, w.agent.heartbeatAgeMs()) : undefined;
+    if (frozen) {
+      await endWorker(w, frozen);
+      return;
+    }
     const usage = w.cgroup ? await readUsage(w.cgroup) : undefined;
     const cpu = cpuOverOf({ assigned: true, usage, cpuBaseUsec: 0, limits: w.spec.limits });
     if (cpu) {
@@ -142,11 +150,13 @@ async function execIn(w: PodmanWorkerState, command: string, o: ExecOptions): Pr
     cwd: w.host.dir,
     ...(o.signal ? { signal: o.signal } : {}),
   });
-  const code = r.exitCode ?? 137;
+  // cut by our own bound (the in-container `timeout` could not fire: a paused container): podman
+  // exits 0 on the SIGTERM, which is no success
+  const code = r.timedOut ? 137 : (r.exitCode ?? 137);
   const durationMs = Math.round(performance.now() - started);
   // the worker may have ended while the command ran (its wall clock, a limit, its container)
   const ended = (w.exit as WorkerExit | undefined)?.reason;
-  const timedOut = (code === 137 && durationMs >= timeoutMs - 50) || ended === "wall_clock";
+  const timedOut = r.timedOut || (code === 137 && durationMs >= timeoutMs - 50) || ended === "wall_clock";
   const after = w.cgroup ? await readLimitEvents(w.cgroup) : none;
   const limit = execLimitOf({
     exitCode: code,
@@ -157,6 +167,8 @@ async function execIn(w: PodmanWorkerState, command: string, o: ExecOptions): Pr
     diskFull: code !== 0 && (await diskFull(w)),
   });
   const sandboxKilled = code !== 0 && !timedOut && !o.signal?.aborted && (await lostFromOutside(w));
+  // cut at its deadline in a container frozen from outside (paused): the machine's, not the code's
+  const sandboxStopped = timedOut && !ended && (await containerFreeze(w.st, w.name)) !== undefined;
   return {
     exitCode: code,
     stdout: r.stdout,
@@ -165,6 +177,7 @@ async function execIn(w: PodmanWorkerState, command: string, o: ExecOptions): Pr
     durationMs,
     ...(limit ? { limit } : {}),
     ...(sandboxKilled ? { sandboxKilled: true } : {}),
+    ...(sandboxStopped ? { sandboxStopped: true } : {}),
   };
 }
 

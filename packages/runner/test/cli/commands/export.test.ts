@@ -1,5 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import { emptyExportLine } from "../../../src/cli/commands/export.js";
+import { runCliCaptured } from "../../helpers/cli.js";
 
 describe("emptyExportLine", () => {
   it("is silent when the export wrote a record", () => {
@@ -31,4 +35,40 @@ describe("emptyExportLine", () => {
       /^wrote no verl record \(the run has no finished trajectory\)/,
     );
   });
+});
+
+describe("export --out: rollout's output-path checks, before anything is read or written", () => {
+  // the run need not exist: the --out refusal comes first (exit 2, naming --out)
+  const cwd = tmpdir();
+  const made: string[] = [];
+  afterAll(async () => {
+    for (const d of made) await rm(d, { recursive: true, force: true });
+  });
+  it.each([
+    [
+      "a file under /proc (a recursive mkdir there never returns)",
+      ["--format", "samples", "--out", "/proc/x/y.jsonl"],
+      /--out .*proc filesystem/,
+    ],
+    ["an atif directory under /proc", ["--format", "atif", "--out", "/proc/x"], /--out .*proc filesystem/],
+    [
+      "an atif directory under a file (not a raw ENOTDIR)",
+      ["--format", "atif", "--out", "FILE/sub"],
+      /--out .* is under .*, which is a file/,
+    ],
+  ])(
+    "%s: exit 2 naming --out, in seconds",
+    async (_, args, message) => {
+      const dir = await mkdtemp(join(tmpdir(), "fg-export-out-"));
+      made.push(dir);
+      const file = join(dir, "afile");
+      await writeFile(file, "x");
+      const argv = ["export", join(cwd, "no-such-run"), ...args.map((a) => a.replace("FILE", file))];
+      const r = await runCliCaptured(argv, { cwd });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toMatch(/ENOTDIR/);
+    },
+    30_000,
+  );
 });
