@@ -171,7 +171,14 @@ function bindArgs(b: Bind): string[] {
  * real row's tests that lint or test with two processes (pylint-4661's `jobs=2`) failed at scoring
  * only, gold included. Its pages are charged to the worker's memory like /tmp's. Pure.
  */
-export const SHM_ARGS = (bytes: string): string[] => ["--perms", "1777", "--size", bytes, "--tmpfs", "/dev/shm"];
+export const SHM_ARGS = (bytes: string): string[] => [
+  "--perms",
+  "1777",
+  "--size",
+  bytes,
+  "--tmpfs",
+  "/dev/shm",
+];
 
 /** bwrap's arguments (without the command): everything after `bwrap` and before `--`. */
 export function buildBwrapArgs(spec: BwrapSpec): string[] {
