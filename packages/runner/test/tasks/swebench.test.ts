@@ -92,7 +92,8 @@ describe("loadSwebench", () => {
           kind: "suite",
           results: "pytest",
           command: inRowVenv(
-            "python3 -m pytest -rA -p no:cacheprovider tests/test_clamp.py tests/test_ops.py",
+            // tests/test_ops.py: named by an id, not a hidden test file: run when it exists
+            `python3 -m pytest -rA -p no:cacheprovider tests/test_clamp.py $(for f in tests/test_ops.py; do [ -e "$f" ] && printf '%s ' "$f"; done)`,
           ),
           canary: { file: "tests/test_clamp.py", id: "tests/test_clamp.py::{name}" },
         },
