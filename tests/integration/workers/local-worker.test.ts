@@ -49,6 +49,25 @@ describe.skipIf(!hasBwrap)("local backend", () => {
     }
   });
 
+  it("code under test in a scoring exec may make POSIX semaphores (/dev/shm is 1777, not root's 755)", async () => {
+    const { dir, fork, spec, stateDir } = await setup("shm");
+    const worker = await createLocalBackend({ stateDir }).start(spec);
+    // as the scoring script runs the agent's code: apart (a root runner), as the sandbox user
+    const py = `/usr/bin/python3 -c "import multiprocessing as m; m.Lock(); print('semaphore made')"`;
+    try {
+      const r = await worker.exec(
+        `stat -c %a /dev/shm; if [ "$(id -u)" = 0 ]; then setpriv --reuid=1000 --regid=1000 --clear-groups --no-new-privs -- ${py}; else ${py}; fi`,
+        { asInit: true },
+      );
+      expect(r.stdout, r.stderr).toBe("1777\nsemaphore made\n");
+      expect(r.exitCode).toBe(0);
+    } finally {
+      await worker.stop();
+      await fork.release();
+      await dir.cleanup();
+    }
+  });
+
   it("a sandbox killed from outside is told apart from code inside killing itself", async () => {
     const { dir, fork, spec, stateDir } = await setup("outside");
     const worker = await createLocalBackend({ stateDir }).start(spec);

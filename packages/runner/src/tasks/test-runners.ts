@@ -278,7 +278,7 @@ export function testRunOf(input: RunInput): { run: TestRun } | { field: string; 
   }
   const { command, results } = match(runner)
     .with("pytest", () => ({
-      command: `python3 -m pytest -rA -p no:cacheprovider ${pytestFiles([...failToPass, ...passToPass], file)}`,
+      command: `python3 -m pytest -rA -p no:cacheprovider ${pytestFiles([...failToPass, ...passToPass], file, input.testFiles)}`,
       results: "pytest" as const,
     }))
     .with("django", () => ({
@@ -313,11 +313,26 @@ function canaryFileHint(runner: TestRunner): string {
     .exhaustive();
 }
 
-/** The test files pytest is pointed at: those the ids name, and the canary's. Pure. */
-function pytestFiles(ids: readonly string[], canaryFile: string): string {
-  const files = new Set(ids.map((id) => id.split("::")[0]!));
-  files.add(canaryFile);
-  return [...files].sort().map(shellQuote).join(" ");
+/**
+ * The test files pytest is pointed at: those the ids name, and the canary's. A file that is neither
+ * a hidden test file nor the canary's goes in only if it exists when the command runs: an id can
+ * name a file pytest never had — pytest's own rows print their `pytester` runs' result lines, which
+ * SWE-bench's parser reads too (pytest-7521: `test_capsysbinary.py::test_hello`) — and pytest stops
+ * on a path it cannot find (`ERROR: file not found`), running nothing. Pure.
+ */
+export function pytestFiles(
+  ids: readonly string[],
+  canaryFile: string,
+  testFiles: readonly string[],
+): string {
+  const files = [...new Set([...ids.map((id) => id.split("::")[0]!), canaryFile])].sort();
+  const sure = files.filter((f) => f === canaryFile || testFiles.includes(f));
+  const maybe = files.filter((f) => !sure.includes(f));
+  const present =
+    maybe.length === 0
+      ? ""
+      : `$(for f in ${maybe.map(shellQuote).join(" ")}; do [ -e "$f" ] && printf '%s ' "$f"; done)`;
+  return [...sure.map(shellQuote), ...(present ? [present] : [])].join(" ");
 }
 
 /**

@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   chownSync,
@@ -23,6 +23,7 @@ import {
   timedOutStep,
 } from "../../src/scoring/script.js";
 import { CUT_LINE } from "../../src/scoring/script-channel.js";
+import { SCRIPT_HEAD } from "../../src/scoring/script-seal.js";
 
 // The pure halves (composition, parsing) and the script itself run by a real `sh` in a real git
 // repository: what every backend's single exec does.
@@ -68,6 +69,16 @@ function runScript(dir: string, script: string) {
   rmSync(tmp, { recursive: true, force: true });
   return { stdout: r.stdout, stderr: r.stderr, status: r.status };
 }
+
+/**
+ * A shell loop (`$H` = "flakegym scoring") that SIGKILLs this run's own scoring script: its sealed
+ * shell copy under this run's TMPDIR, or a plain sh started with that TMPDIR (runScript gives each
+ * run its own). The host's /proc shows every scoring script on the machine, sandboxed or not — other
+ * tests', other checkouts' validate and e2e:real runs — and a loop matching only the script's head
+ * killed them all (sympy-18189's "killed from outside its sandbox (exit 137)", gold and empty at
+ * once). No pgrep: the Nix check's inputs have coreutils, not procps.
+ */
+const OWN_SCRIPT_KILLER = `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in "$TMPDIR"/*"$H script"*) kill -9 "\${p#/proc/}";; *"$H script"*) tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -qx "TMPDIR=$TMPDIR" && kill -9 "\${p#/proc/}";; esac; done`;
 
 const plan = (over: Partial<ScoringPlan>): ScoringPlan => ({
   agentDiff: "",
@@ -333,6 +344,30 @@ describe("the scoring script under a real sh and git", () => {
 });
 
 describe("hidden tests under attack (a real sh)", () => {
+  it("the killer these tests leave behind spares another run's scoring script (one beside it on the machine)", () => {
+    // a bystander: a scoring script's head in its command line, started with another run's TMPDIR
+    const other = mkdtempSync(join(tmpdir(), "flakegym-script-test-other-"));
+    const bystander = spawn("/bin/sh", ["-c", `${SCRIPT_HEAD}\nsleep 60`], {
+      env: { ...process.env, TMPDIR: other },
+      stdio: "ignore",
+    });
+    try {
+      const mine = mkdtempSync(join(tmpdir(), "flakegym-script-test-"));
+      const r = spawnSync("/bin/sh", ["-c", `H="flakegym scoring"; ${OWN_SCRIPT_KILLER}`], {
+        env: { ...process.env, TMPDIR: mine },
+        timeout: 120_000,
+      });
+      rmSync(mine, { recursive: true, force: true });
+      expect(r.status).toBe(0);
+      // alive: not yet reaped (the event loop has not run), so a killed one would show as a zombie
+      const state = readFileSync(`/proc/${bystander.pid}/stat`, "utf8").replace(/^.*\) /s, "")[0];
+      expect(state).not.toBe("Z");
+    } finally {
+      bystander.kill("SIGKILL");
+      rmSync(other, { recursive: true, force: true });
+    }
+  }, 150_000);
+
   it("adds the canary, puts the hidden files back before every run, lists the ones a run changed, gives each run a fresh HOME", () => {
     const dir = repo();
     const suite = [
@@ -438,13 +473,12 @@ describe("hidden tests under attack (a real sh)", () => {
     const dir = repo();
     const c = composeScoringScript(
       plan({
-        // every process running this scoring script (its command line carries the script's head)
+        // every process running this run's scoring script (OWN_SCRIPT_KILLER), none of another run's
         tests: [
           {
             id: "k",
             kind: "fail_to_pass",
-            // no pgrep: the Nix check's inputs have coreutils, not procps
-            command: `H="flakegym scoring"; for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in *"$H script"*) kill -9 "\${p#/proc/}";; esac; done`,
+            command: `H="flakegym scoring"; ${OWN_SCRIPT_KILLER}`,
           },
         ],
       }),
@@ -498,9 +532,7 @@ describe("hidden tests under attack (a real sh)", () => {
     const dir = repo();
     // the test's step reports; then the script blocks on a FIFO where the result lines go, and the
     // process the test left behind kills it there: between two steps, no step unfinished
-    // only this run's own script (its sealed shell copy under this run's TMPDIR, or a plain sh started with that TMPDIR): scripts of tests
-    // running beside it in the same PID namespace are not its to kill
-    const kill = `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in "$TMPDIR"/*"$H script"*) kill -9 "\${p#/proc/}";; *"$H script"*) tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -qx "TMPDIR=$TMPDIR" && kill -9 "\${p#/proc/}";; esac; done`;
+    const kill = OWN_SCRIPT_KILLER;
     const c = composeScoringScript(
       plan({
         suite: {

@@ -86,8 +86,8 @@ describe("installOfEnvSpec", () => {
       VENV_CREATE,
       `${act}python -m pip install mpmath flake8`,
       `${act}python -m pip install mpmath==1.3.0 flake8-comprehensions`,
-      `${act}python -m pip install -e .`,
       `${act}{ python -c 'import pytest' 2>/dev/null || python -m pip install 'pytest<8.4'; }`,
+      `${act}python -m pip install -e .`,
     ]);
     expect(notes).toEqual([
       "install from sympy/sympy's facts; python: SWE-bench runs this row under Python 3.9, and so does flakegym: the snapshot build takes a CPython 3.9 from the first provider that has one (--python, a Nix profile, uv, pyenv, python3.9 on PATH) and refuses the row without one unless --allow-python-mismatch; the snapshot manifest's envInstall.python records wanted, used and the provider",
@@ -112,14 +112,29 @@ describe("installOfEnvSpec", () => {
     expect(conda.install).toEqual([
       VENV_CREATE,
       `${act}sed -i 's/pytest/pytest -rA/' tox.ini`,
-      `${act}python -m pip install -e .`,
       `${act}{ python -c 'import pytest' 2>/dev/null || python -m pip install 'pytest<8.4'; }`,
+      `${act}python -m pip install -e .`,
     ]);
     expect(conda.notes).toEqual([
       expect.stringContaining("python: SWE-bench runs this row under Python 3.10, and so does flakegym"),
       "not run (system setup, not reproduced in the sandbox; graphviz's dot comes from the host's /usr (scripts/ensure-system-deps installs it)): apt-get update && apt-get install -y graphviz",
       "its conda environment (environment.yml) is not built: only the repository's own install runs",
     ]);
+  });
+
+  it("bounds pytest before an install whose extras take it unpinned; pytest's own rows install theirs first", () => {
+    const ensure = `${act}{ python -c 'import pytest' 2>/dev/null || python -m pip install 'pytest<8.4'; }`;
+    const sphinx = installOfEnvSpec("sphinx-doc/sphinx", {
+      python: "3.9",
+      pip_packages: ["tox==4.16.0"],
+      install: "python -m pip install -e .[test]",
+    }).install;
+    expect(sphinx.indexOf(ensure)).toBe(sphinx.indexOf(`${act}python -m pip install -e .[test]`) - 1);
+    const pytest = installOfEnvSpec("pytest-dev/pytest", {
+      python: "3.9",
+      install: "python -m pip install -e .",
+    }).install;
+    expect(pytest.slice(-2)).toEqual([`${act}python -m pip install -e .`, ensure]);
   });
 
   it("runs only pre-install edits of the repository's own files", () => {

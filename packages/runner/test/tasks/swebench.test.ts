@@ -92,7 +92,8 @@ describe("loadSwebench", () => {
           kind: "suite",
           results: "pytest",
           command: inRowVenv(
-            "python3 -m pytest -rA -p no:cacheprovider tests/test_clamp.py tests/test_ops.py",
+            // tests/test_ops.py: named by an id, not a hidden test file: run when it exists
+            `python3 -m pytest -rA -p no:cacheprovider tests/test_clamp.py $(for f in tests/test_ops.py; do [ -e "$f" ] && printf '%s ' "$f"; done)`,
           ),
           canary: { file: "tests/test_clamp.py", id: "tests/test_clamp.py::{name}" },
         },
@@ -225,8 +226,8 @@ describe("SWE-bench Verified shapes (verified-shapes.jsonl, our own rows)", () =
     expect(django.install).toEqual([
       VENV_CREATE,
       '. "$FLAKEGYM_DEPS/venv/bin/activate" && if [ -f tests/requirements/py3.txt ]; then python -m pip install -r tests/requirements/py3.txt; fi',
-      '. "$FLAKEGYM_DEPS/venv/bin/activate" && python -m pip install -e .',
       `. "$FLAKEGYM_DEPS/venv/bin/activate" && { python -c 'import pytest' 2>/dev/null || python -m pip install 'pytest<8.4'; }`,
+      '. "$FLAKEGYM_DEPS/venv/bin/activate" && python -m pip install -e .',
     ]);
     expect(byId.get("sympy__sympy-20590")!.spec.tests.run).toMatchObject({ kind: "suite", results: "sympy" });
     const requests = byId.get("psf__requests-2317")!;

@@ -10,6 +10,7 @@ import {
   isJunkTestId,
   parseDjangoLine,
   parseSympyLine,
+  pytestFiles,
   testIdProblem,
   testRunOf,
 } from "../../src/tasks/test-runners.js";
@@ -259,5 +260,32 @@ describe("testRunOf", () => {
   it("labels Django test modules relative to tests/", () => {
     expect(djangoLabel("tests/forms_tests/tests/test_formsets.py")).toBe("forms_tests.tests.test_formsets");
     expect(djangoLabel("tests/app/__init__.py")).toBe("app");
+  });
+});
+
+describe("pytestFiles", () => {
+  it("names hidden test files as they are, and an id's other file only if it exists when run", () => {
+    const ids = ["testing/test_capture.py::test_a", "test_capsysbinary.py::test_hello"];
+    const files = pytestFiles(ids, "testing/test_capture.py", ["testing/test_capture.py"]);
+    expect(files).toBe(
+      `testing/test_capture.py $(for f in test_capsysbinary.py; do [ -e "$f" ] && printf '%s ' "$f"; done)`,
+    );
+    expect(pytestFiles(["a/test_x.py::t"], "a/test_x.py", ["a/test_x.py"])).toBe("a/test_x.py");
+  });
+
+  it("the shell leaves out a file pytest never had, keeps one that exists (a real sh)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "flakegym-pytest-files-"));
+    try {
+      await writeFile(join(dir, "test_root.py"), "");
+      const files = pytestFiles(
+        ["test_root.py::t", "test_inner.py::t", "tests/test_a.py::t"],
+        "tests/test_a.py",
+        ["tests/test_a.py"],
+      );
+      const out = execFileSync("/bin/sh", ["-c", `printf '[%s]' ${files}`], { cwd: dir, encoding: "utf8" });
+      expect(out).toBe("[tests/test_a.py][test_root.py]");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

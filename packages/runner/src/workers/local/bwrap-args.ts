@@ -163,6 +163,23 @@ function bindArgs(b: Bind): string[] {
   return [flag, b.src, b.dest];
 }
 
+/**
+ * /dev/shm as on any Linux system: a tmpfs of its own, mode 1777 (every user may create, none may
+ * remove another's). bwrap's `--dev` leaves it a directory of root's, mode 755: in the two-user
+ * scoring sandbox (apart) the code under test is not root, so every POSIX semaphore or shared
+ * memory it makes is refused — Python's `multiprocessing.Lock()` raises PermissionError, and a
+ * real row's tests that lint or test with two processes (pylint-4661's `jobs=2`) failed at scoring
+ * only, gold included. Its pages are charged to the worker's memory like /tmp's. Pure.
+ */
+export const SHM_ARGS = (bytes: string): string[] => [
+  "--perms",
+  "1777",
+  "--size",
+  bytes,
+  "--tmpfs",
+  "/dev/shm",
+];
+
 /** bwrap's arguments (without the command): everything after `bwrap` and before `--`. */
 export function buildBwrapArgs(spec: BwrapSpec): string[] {
   const a: string[] = [
@@ -190,11 +207,8 @@ export function buildBwrapArgs(spec: BwrapSpec): string[] {
     for (const b of SYSTEM_BINDS) a.push(...bindArgs(b));
     for (const s of SYSTEM_SYMLINKS) a.push("--symlink", s.target, s.dest);
   }
-  a.push("--proc", "/proc", "--dev", "/dev");
   const tmpBytes = String(spec.tmpSizeMb * 1024 * 1024);
-  // apart, bwrap (root of the namespace) makes /dev/shm its own, 0755: the code's user could not
-  // use it (POSIX semaphores, Python's multiprocessing); a tmpfs of its own, sticky and open to all
-  if (spec.apart) a.push("--perms", "1777", "--size", tmpBytes, "--tmpfs", "/dev/shm");
+  a.push("--proc", "/proc", "--dev", "/dev", ...SHM_ARGS(tmpBytes));
   if (spec.tmp) a.push("--bind", spec.tmp, "/tmp");
   else a.push("--size", tmpBytes, "--tmpfs", "/tmp");
   for (const b of spec.binds) a.push(...bindArgs(b));

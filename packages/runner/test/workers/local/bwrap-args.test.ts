@@ -54,6 +54,19 @@ describe("buildBwrapArgs", () => {
     expect(args.join(" ")).toContain("--cap-drop ALL");
     expect(args.join(" ")).toContain("--clearenv");
   });
+  it("gives /dev/shm its own tmpfs, mode 1777, after /dev (bwrap's own is root's, 755)", () => {
+    const at = args.indexOf("/dev");
+    expect(args.slice(at - 1, at + 7)).toEqual([
+      "--dev",
+      "/dev",
+      "--perms",
+      "1777",
+      "--size",
+      String(64 * 1024 * 1024),
+      "--tmpfs",
+      "/dev/shm",
+    ]);
+  });
   it("binds the system and toolchain read-only and only the workspace writable", () => {
     expect(pairs(args, "--ro-bind")).toContainEqual(["/usr", "/usr"]);
     expect(pairs(args, "--ro-bind")).toContainEqual(["/host/rust", "/opt/rust"]);
