@@ -3,7 +3,8 @@ import { execa } from "execa";
 import { z } from "zod";
 import type { GuardFile } from "../decoys/guard.js";
 import { ExternalSite } from "./canon.js";
-import { PYTHON_EMITTER, PYTHON_REWRITER } from "./python-source.js";
+import { PYTHON_EMITTER } from "./python-emitter.js";
+import { PYTHON_REWRITER } from "./python-source.js";
 
 /**
  * Externalizes the graded assertions of a pytest suite's hidden test files (issue 42): each
