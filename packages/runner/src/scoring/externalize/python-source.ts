@@ -2,9 +2,10 @@
  * The host half of externalized Python assertions (scoring/externalize), kept as text: the
  * REWRITER runs on the host over the trusted hidden test files (never the workspace) with
  * Python's own parser, and renders each expected value with the EMITTER's code
- * (python-emitter.ts), so both sides agree on the rendering. Its pytester and parametrized-case
- * parts are python-pytester.ts and python-params.ts.
+ * (python-emitter.ts), so both sides agree on the rendering. Its pytester, parametrized-case and
+ * helper parts are python-pytester.ts, python-params.ts and python-helpers.ts.
  */
+import { PYTHON_HELPERS } from "./python-helpers.js";
 import { PYTHON_PARAMS } from "./python-params.js";
 import { PYTHON_PYTESTER } from "./python-pytester.js";
 
@@ -455,6 +456,35 @@ except ImportError:
 """
 
 
+def site_edit(s, sid, offs, data):
+    """The edit that makes site s emit what it computed under sid (a Python expression of its id)."""
+    a, b = span(offs, s.span)
+    want = ""
+    if s.pair is not None:
+        pa, pb = span(offs, s.pair)
+        want = ", (" + data[pa:pb].decode("utf-8") + ")"
+    if s.kind == "raises":
+        return (a, b, "_fg_raises(" + sid + want + ")")
+    ca, cb = span(offs, s.computed)
+    head = "_fg_emit2(" + sid + ', "' + s.kind + '", (' if want else "_fg_emit(" + sid + ", ("
+    many = ", True" if s.count == "any" else ""
+    got = data[ca:cb].decode("utf-8")
+    if s.wrap:
+        got = s.wrap[0] + "((" + got + ")" + s.wrap[1] + ")"
+    return (a, b, head + got + ")" + want + many + ")")
+
+
+def site_record(s, sid, test):
+    """What the host keeps of site s (emitted under sid in test)."""
+    site = {"site": sid, "test": test, "kind": s.kind, "expected": s.expected,
+            "opts": s.opts, "count": s.count, "pair": s.pair is not None}
+    if s.cases is not None:
+        site["cases"] = s.cases
+    if getattr(s, "bycase", None) is not None:
+        site["byCase"] = s.bycase
+    return site
+
+
 def rewrite_file(path, text, graded_bases, bare=False, graded=(), run_ids=None):
     try:
         tree = ast.parse(text)
@@ -462,7 +492,7 @@ def rewrite_file(path, text, graded_bases, bare=False, graded=(), run_ids=None):
         return None, [], {b: {"sites": 0, "kept": ["the file does not parse on the host: " + str(e)]} for b in graded_bases}
     data = text.encode("utf-8")
     offs = line_offsets(data)
-    edits, sites, tests = [], [], {}
+    edits, sites, tests, taken = [], [], {}, set()
     run_ids = {} if run_ids is None else run_ids
     for base, fn in test_functions(tree, path):
         if base not in graded_bases:
@@ -482,28 +512,15 @@ def rewrite_file(path, text, graded_bases, bare=False, graded=(), run_ids=None):
             edits.append((a, b, "None"))
         for s in found:
             sid = secrets.token_hex(8)
-            a, b = span(offs, s.span)
-            want = ""
-            if s.pair is not None:
-                pa, pb = span(offs, s.pair)
-                want = ", (" + data[pa:pb].decode("utf-8") + ")"
-            if s.kind == "raises":
-                edits.append((a, b, '_fg_raises("' + sid + '"' + want + ")"))
-            else:
-                ca, cb = span(offs, s.computed)
-                head = '_fg_emit2("' + sid + '", "' + s.kind + '", (' if want else '_fg_emit("' + sid + '", ('
-                many = ", True" if s.count == "any" else ""
-                got = data[ca:cb].decode("utf-8")
-                if s.wrap:
-                    got = s.wrap[0] + "((" + got + ")" + s.wrap[1] + ")"
-                edits.append((a, b, head + got + ")" + want + many + ")"))
-            site = {"site": sid, "test": base, "kind": s.kind, "expected": s.expected,
-                    "opts": s.opts, "count": s.count, "pair": s.pair is not None}
-            if s.cases is not None:
-                site["cases"] = s.cases
-            if getattr(s, "bycase", None) is not None:
-                site["byCase"] = s.bycase
-            sites.append(site)
+            edits.append(site_edit(s, '"' + sid + '"', offs, data))
+            sites.append(site_record(s, sid, base))
+            taken.add(id(s.span))
+    if not bare:
+        h_edits, h_records = helpers_of(tree, path, data, offs, graded_bases, taken)
+        edits.extend(h_edits)
+        for base, rec in h_records:
+            sites.append(rec)
+            tests[base]["sites"] += 1
     if bare:
         # a runner with bare test names: each site and test under its function's name
         for site in sites:
@@ -563,4 +580,4 @@ main()
 `;
 
 /** Reads {files, graded} on stdin, prints {files, sites, tests}; argv[1] is the EMITTER. */
-export const PYTHON_REWRITER = [CORE, PYTHON_PYTESTER, PYTHON_PARAMS, MAIN].join("\n\n");
+export const PYTHON_REWRITER = [CORE, PYTHON_PYTESTER, PYTHON_PARAMS, PYTHON_HELPERS, MAIN].join("\n\n");
