@@ -138,6 +138,15 @@ def _fg_emit(site, value, many=False):
     _fg_write(site, c, None, many)
 
 
+def _fg_hemit(site, op, value, want, many=False):
+    # a helper's assertion whose expected side is its parameter: a call that passed a literal
+    # (the host keeps it; site is the call's id) emits the value, one that computed it ([id]) both
+    if isinstance(site, list):
+        _fg_emit2(site[0], op, value, want, many)
+    else:
+        _fg_emit(site, value, many)
+
+
 def _fg_opaque(c):
     if c["t"] in ("obj", "deep", "unrenderable"):
         return True

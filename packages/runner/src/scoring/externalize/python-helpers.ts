@@ -70,11 +70,12 @@ def starts_line(data, offs, node):
     return data[at:at + node.col_offset].strip() == b""
 
 
-def helper_calls(tree, path, defs, data, offs, graded_bases, taken):
+def helper_calls(tree, path, defs, data, offs, graded_bases, taken, kept_bases=()):
     """{key: [(test base, call statement, count)]} of the helpers whose every reference in the file is
-    a call statement of a graded test that can run under _fg_at (a line of its own, on no side of
-    an if); the others are left out."""
-    calls, bad = {}, set()
+    a call statement of a test, on a line of its own, and no graded test the rewriter must keep as
+    written (kept_bases: a test recorded opaque) calls; the others are left out. A graded test's
+    calls run under _fg_at."""
+    calls, bad, free = {}, set(), set()
     for base, fn, cls in tests_with_class(tree, path):
         for node, parents in walk_body(fn):
             if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
@@ -82,11 +83,17 @@ def helper_calls(tree, path, defs, data, offs, graded_bases, taken):
             key = helper_key(node.value, cls)
             if key not in defs:
                 continue
-            if base not in graded_bases or one_sided(parents) or id(node) in taken or not starts_line(data, offs, node):
+            if base in kept_bases or id(node) in taken or not starts_line(data, offs, node):
                 bad.add(key)
                 continue
+            if base not in graded_bases:
+                # a test nothing grades (it may run, its result is not read): its call checks nothing
+                free.add(id(node.value.func))
+                continue
+            # a call on one side of an if runs any number of times, as one in a loop does: where it
+            # does not run nothing is checked, as in the file as written
             calls.setdefault(key, []).append((base, node, "any" if leaves_early(parents) else "one"))
-    funcs = {id(n.value.func) for v in calls.values() for _, n, _ in v}
+    funcs = {id(n.value.func) for v in calls.values() for _, n, _ in v} | free
     for n in ast.walk(tree):
         if isinstance(n, ast.Name) and (None, n.id) in calls and id(n) not in funcs:
             bad.add((None, n.id))
@@ -114,12 +121,13 @@ def param_arg(fn, first, name, call):
 
 
 def expected_args(fn, first, found, calls):
-    """{parameter: {id(call statement): canon}} of the helper's parameters read only as the expected
-    side of its pair sites (or in f-strings), with a literal at every call."""
+    """{parameter: {id(call statement): canon, or None where the call computes it}} of the helper's
+    parameters read only as the expected side of its pair sites (or in f-strings), with a literal
+    at one call at least."""
     params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
     wants = {}
     for s in found:
-        if isinstance(s.pair, ast.Name) and s.pair.id in params:
+        if s.kind != "raises" and isinstance(s.pair, ast.Name) and s.pair.id in params:
             wants.setdefault(s.pair.id, set()).add(id(s.pair))
     in_fstr = {id(n) for j in ast.walk(fn) if isinstance(j, ast.JoinedStr) for n in ast.walk(j)}
     out = {}
@@ -127,30 +135,41 @@ def expected_args(fn, first, found, calls):
         uses = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name]
         if any(not isinstance(n.ctx, ast.Load) or (id(n) not in ok and id(n) not in in_fstr) for n in uses):
             continue
-        by = {}
-        for _, st, _ in calls:
-            node = param_arg(fn, first, name, st.value)
-            if node is None or not is_const(node):
-                break
-            by[id(st)] = const_value(node)
-        else:
-            if len(json.dumps(list(by.values()))) <= MAX_EXPECTED:
-                out[name] = by
+        nodes = {id(st): param_arg(fn, first, name, st.value) for _, st, _ in calls}
+        if any(n is None for n in nodes.values()):
+            continue
+        by = {k: const_value(n) if is_const(n) else None for k, n in nodes.items()}
+        if any(v is not None for v in by.values()) and len(json.dumps(list(by.values()))) <= MAX_EXPECTED:
+            out[name] = by
     return out
 
 
-def expected_arg_edits(fn, first, name, calls, offs):
-    """The call arguments (and the default) of parameter name, each replaced by None."""
+def expected_arg_edits(fn, first, name, calls, by, offs):
+    """The literal call arguments (and the default) of parameter name, each replaced by None."""
     edits = []
     for _, st, _ in calls:
         node = param_arg(fn, first, name, st.value)
-        if node is not None and any(node is a for a in st.value.args + [k.value for k in st.value.keywords]):
+        passed = any(node is a for a in st.value.args + [k.value for k in st.value.keywords])
+        if passed and by[id(st)] is not None:
             edits.append(span(offs, node) + ("None",))
-    defaults = fn.args.defaults + [d for d in fn.args.kw_defaults if d is not None]
-    for d in defaults:
-        if param_default_of(fn, d) == name:
+    for d in fn.args.defaults + [d for d in fn.args.kw_defaults if d is not None]:
+        if param_default_of(fn, d) == name and is_const(d):
             edits.append(span(offs, d) + ("None",))
     return edits
+
+
+def hemit_edit(s, hid, offs, data):
+    """A helper's assertion whose expected side is its parameter: _fg_hemit emits the value alone
+    at a call whose literal the host keeps, both sides at a call that computes it."""
+    a, b = span(offs, s.span)
+    ca, cb = span(offs, s.computed)
+    pa, pb = span(offs, s.pair)
+    got = data[ca:cb].decode("utf-8")
+    if s.wrap:
+        got = s.wrap[0] + "((" + got + ")" + s.wrap[1] + ")"
+    many = ", True" if s.count == "any" else ""
+    want = data[pa:pb].decode("utf-8")
+    return (a, b, '_fg_hemit(_fg_hs("' + hid + '"), "' + s.kind + '", (' + got + "), (" + want + ")" + many + ")")
 
 
 def param_default_of(fn, node):
@@ -172,38 +191,37 @@ def helper_sites(fn, first, calls, offs, data):
     early = any(isinstance(n, ast.Return) for n, _ in walk_body(fn))
     by_arg = expected_args(fn, first, found, calls)
     edits = [span(offs, st.value) + ("None",) for st in emptied]
-    for name in by_arg:
-        edits.extend(expected_arg_edits(fn, first, name, calls, offs))
+    for name, by in by_arg.items():
+        edits.extend(expected_arg_edits(fn, first, name, calls, by, offs))
     ids = {}
     for s in found:
-        arg = s.pair.id if isinstance(s.pair, ast.Name) and s.pair.id in by_arg else None
-        if arg:
-            s.pair = None
+        arg = s.pair.id if s.kind != "raises" and isinstance(s.pair, ast.Name) and s.pair.id in by_arg else None
         hid = secrets.token_hex(8)
         ids[id(s)] = (hid, arg)
-        edits.append(site_edit(s, '_fg_hs("' + hid + '")', offs, data))
+        edits.append(hemit_edit(s, hid, offs, data) if arg else site_edit(s, '_fg_hs("' + hid + '")', offs, data))
     records = []
     for base, st, count in calls:
         at = {}
         for s in found:
             hid, arg = ids[id(s)]
             pid = secrets.token_hex(8)
-            at[hid] = pid
             rec = site_record(s, pid, base)
             rec["count"] = "one" if s.count == "one" and count == "one" and not early else "any"
-            if arg:
-                rec["expected"] = by_arg[arg][id(st)]
+            want = by_arg[arg][id(st)] if arg else None
+            if want is not None:
+                rec["expected"], rec["pair"] = want, False
+            at[hid] = [pid] if arg and want is None else pid
             records.append((base, rec))
         a = span(offs, st)[0]
         edits.append((a, a, "with _fg_at(" + json.dumps(at) + "): "))
     return edits, records
 
 
-def helpers_of(tree, path, data, offs, graded_bases, taken):
+def helpers_of(tree, path, data, offs, graded_bases, taken, kept_bases=()):
     """(edits, [(test base, site record)]) of every helper that asserts, called from graded tests."""
     defs = helper_defs(tree)
     edits, records = [], []
-    for key, calls in helper_calls(tree, path, defs, data, offs, graded_bases, taken).items():
+    for key, calls in helper_calls(tree, path, defs, data, offs, graded_bases, taken, kept_bases).items():
         fn, first = defs[key]
         e, r = helper_sites(fn, first, calls, offs, data)
         edits.extend(e)

@@ -13,6 +13,8 @@ import { pytestEmitting } from "./pytest-emit.js";
 
 const TESTS = `from lib import run, size
 
+STATUS = {"a": 3}
+
 
 def check(value, want):
     assert size(value) == want, f"size of {value} should be {want}"
@@ -36,6 +38,7 @@ def test_sizes():
 
 def test_not_graded():
     check_other(1)
+    check(1, "1 B")
 
 
 class TestRun:
@@ -47,6 +50,7 @@ class TestRun:
     def test_exit(self):
         self._runtest(["a"], code=3)
         self._runtest([])
+        self._runtest(["b"], code=STATUS["a"])
 `;
 
 const RIGHT = `def size(v):
@@ -101,13 +105,32 @@ describe("a helper that asserts", () => {
       ].sort(),
     );
     // a method helper's keyword argument, and its default where the call passes none
-    expect(of("TestRun::test_exit").map((s) => JSON.stringify(s.expected)).sort()).toEqual(
-      ['{"t":"int","v":"3"}', '{"t":"none"}'].sort(),
-    );
-    expect(of("TestRun::test_exit").every((s) => !s.pair && s.count === "one")).toBe(true);
-    // a helper a test outside the graded ones calls stays as written
+    // (a call that computes it, `code=STATUS["a"]`, emits both sides: a pair)
+    expect(of("TestRun::test_exit").map((s) => [JSON.stringify(s.expected), s.pair, s.count])).toEqual([
+      ['{"t":"int","v":"3"}', false, "one"],
+      ['{"t":"none"}', false, "one"],
+      ["null", true, "one"],
+    ]);
+    // a helper only a test outside the graded ones calls stays as written; one a graded test calls
+    // too checks nothing at the other's call (its result is not read)
     expect(text).toContain('assert size(value) == "1 B"');
+    expect(text).toContain('    check(1, "1 B")');
     expect(r.tests["tests/test_lib.py::test_sizes"]?.sites).toBe(4);
+  });
+
+  it.skipIf(noHostPython)("stays as written where a graded test kept as written (recorded opaque) calls it", async () => {
+    const kept = "tests/test_lib.py::TestRun::test_exit";
+    const r = await externalizePython(
+      [{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }],
+      GRADED.filter((g) => g !== kept),
+      undefined,
+      false,
+      [kept],
+    );
+    const text = r.files[0]!.content.toString();
+    expect(text).toContain("assert got == code, msg");
+    expect(text).toContain('self._runtest(["a"], code=3)');
+    expect(r.sites.some((s) => s.test === kept)).toBe(false);
   });
 
   it.skipIf(noHostPython || !hasPytest)(
