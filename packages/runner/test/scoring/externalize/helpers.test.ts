@@ -87,51 +87,60 @@ if (!noHostPython && !hasPytest)
 const rewrite = () => externalizePython([{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }], GRADED);
 
 describe("a helper that asserts", () => {
-  it.skipIf(noHostPython)("keeps one site per helper assertion and call, its expected values on the host", async () => {
-    const r = await rewrite();
-    const text = r.files[0]!.content.toString();
-    // red team: no expected value a helper compares with is left in the file
-    // (a truth site takes out one bit, not its operands: endswith(" KiB") stays)
-    for (const gone of ['"1.0 KiB"', '"2.0 KiB"', "code=3", '"0.0 KiB"'])
-      expect(text).not.toContain(gone);
-    const of = (t: string) => r.sites.filter((s) => s.test === `tests/test_lib.py::${t}`);
-    // test_sizes: check ×2 (one site each, its call's argument), check_unit ×1 call in a loop (2 sites)
-    expect(of("test_sizes").map((s) => [s.kind, JSON.stringify(s.expected), s.count]).sort()).toEqual(
-      [
-        ["eq", '{"t":"str","v":"1.0 KiB"}', "one"],
-        ["eq", '{"t":"str","v":"2.0 KiB"}', "one"],
-        ["ne", '{"t":"str","v":"0.0 KiB"}', "any"],
-        ["truth", '{"t":"bool","v":true}', "any"],
-      ].sort(),
-    );
-    // a method helper's keyword argument, and its default where the call passes none
-    // (a call that computes it, `code=STATUS["a"]`, emits both sides: a pair)
-    expect(of("TestRun::test_exit").map((s) => [JSON.stringify(s.expected), s.pair, s.count])).toEqual([
-      ['{"t":"int","v":"3"}', false, "one"],
-      ['{"t":"none"}', false, "one"],
-      ["null", true, "one"],
-    ]);
-    // a helper only a test outside the graded ones calls stays as written; one a graded test calls
-    // too checks nothing at the other's call (its result is not read)
-    expect(text).toContain('assert size(value) == "1 B"');
-    expect(text).toContain('    check(1, "1 B")');
-    expect(r.tests["tests/test_lib.py::test_sizes"]?.sites).toBe(4);
-  });
+  it.skipIf(noHostPython)(
+    "keeps one site per helper assertion and call, its expected values on the host",
+    async () => {
+      const r = await rewrite();
+      const text = r.files[0]!.content.toString();
+      // red team: no expected value a helper compares with is left in the file
+      // (a truth site takes out one bit, not its operands: endswith(" KiB") stays)
+      for (const gone of ['"1.0 KiB"', '"2.0 KiB"', "code=3", '"0.0 KiB"']) expect(text).not.toContain(gone);
+      const of = (t: string) => r.sites.filter((s) => s.test === `tests/test_lib.py::${t}`);
+      // test_sizes: check ×2 (one site each, its call's argument), check_unit ×1 call in a loop (2 sites)
+      expect(
+        of("test_sizes")
+          .map((s) => [s.kind, JSON.stringify(s.expected), s.count])
+          .sort(),
+      ).toEqual(
+        [
+          ["eq", '{"t":"str","v":"1.0 KiB"}', "one"],
+          ["eq", '{"t":"str","v":"2.0 KiB"}', "one"],
+          ["ne", '{"t":"str","v":"0.0 KiB"}', "any"],
+          ["truth", '{"t":"bool","v":true}', "any"],
+        ].sort(),
+      );
+      // a method helper's keyword argument, and its default where the call passes none
+      // (a call that computes it, `code=STATUS["a"]`, emits both sides: a pair)
+      expect(of("TestRun::test_exit").map((s) => [JSON.stringify(s.expected), s.pair, s.count])).toEqual([
+        ['{"t":"int","v":"3"}', false, "one"],
+        ['{"t":"none"}', false, "one"],
+        ["null", true, "one"],
+      ]);
+      // a helper only a test outside the graded ones calls stays as written; one a graded test calls
+      // too checks nothing at the other's call (its result is not read)
+      expect(text).toContain('assert size(value) == "1 B"');
+      expect(text).toContain('    check(1, "1 B")');
+      expect(r.tests["tests/test_lib.py::test_sizes"]?.sites).toBe(4);
+    },
+  );
 
-  it.skipIf(noHostPython)("stays as written where a graded test kept as written (recorded opaque) calls it", async () => {
-    const kept = "tests/test_lib.py::TestRun::test_exit";
-    const r = await externalizePython(
-      [{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }],
-      GRADED.filter((g) => g !== kept),
-      undefined,
-      false,
-      [kept],
-    );
-    const text = r.files[0]!.content.toString();
-    expect(text).toContain("assert got == code, msg");
-    expect(text).toContain('self._runtest(["a"], code=3)');
-    expect(r.sites.some((s) => s.test === kept)).toBe(false);
-  });
+  it.skipIf(noHostPython)(
+    "stays as written where a graded test kept as written (recorded opaque) calls it",
+    async () => {
+      const kept = "tests/test_lib.py::TestRun::test_exit";
+      const r = await externalizePython(
+        [{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }],
+        GRADED.filter((g) => g !== kept),
+        undefined,
+        false,
+        [kept],
+      );
+      const text = r.files[0]!.content.toString();
+      expect(text).toContain("assert got == code, msg");
+      expect(text).toContain('self._runtest(["a"], code=3)');
+      expect(r.sites.some((s) => s.test === kept)).toBe(false);
+    },
+  );
 
   it.skipIf(noHostPython || !hasPytest)(
     "run by pytest: the reference holds outside the sandbox; an oracle reading the helper's parameter wins as written, fails rewritten",
@@ -154,7 +163,9 @@ describe("a helper that asserts", () => {
       expect([...oracle.verdict.keys()].sort()).toEqual([...GRADED].sort());
       // a wrong helper result fails on the host, named
       const wrong = await run(RIGHT.replace("3 if args", "4 if args"), "wrong");
-      expect(wrong.verdict.get("tests/test_lib.py::TestRun::test_exit")).toMatch(/failed outside the sandbox/);
+      expect(wrong.verdict.get("tests/test_lib.py::TestRun::test_exit")).toMatch(
+        /failed outside the sandbox/,
+      );
     },
     60_000,
   );
