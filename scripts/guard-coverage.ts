@@ -37,15 +37,19 @@ interface Row {
 }
 
 /** Per result format: graded and guarded counts, summed. */
-type Totals = Map<string, { graded: number; covered: number; externalized: number; truthOnly: number }>;
+type Totals = Map<
+  string,
+  { graded: number; covered: number; externalized: number; truthOnly: number; comparedOutside: number }
+>;
 
 function add(t: Totals, format: string, c: GuardCoverage, truth = 0): void {
-  const x = t.get(format) ?? { graded: 0, covered: 0, externalized: 0, truthOnly: 0 };
+  const x = t.get(format) ?? { graded: 0, covered: 0, externalized: 0, truthOnly: 0, comparedOutside: 0 };
   t.set(format, {
     graded: x.graded + c.graded,
     covered: x.covered + c.externalized + c.decoyed,
     externalized: x.externalized + c.externalized,
     truthOnly: x.truthOnly + truth,
+    comparedOutside: x.comparedOutside + c.comparedOutside,
   });
 }
 
@@ -55,16 +59,23 @@ function printTotals(t: Totals): void {
   let graded = 0;
   let covered = 0;
   let truth = 0;
+  let input = 0;
   for (const [format, x] of [...t].sort()) {
     graded += x.graded;
     covered += x.covered;
     truth += x.truthOnly;
+    input += x.comparedOutside;
     console.log(
       `  ${format}: ${x.covered} of ${x.graded} graded tests guarded (${pct(x.covered, x.graded)} %), ${x.externalized} externalized (${pct(x.externalized, x.graded)} %; ${x.truthOnly} by truth bits only)`,
     );
   }
   console.log(
     `total: ${covered} of ${graded} graded tests guarded (${pct(covered, graded)} %); without the ${truth} guarded by truth bits only: ${pct(covered - truth, graded)} %`,
+  );
+  // a pair's expected side is computed by the test (mostly from what it passes in, `assert
+  // norm(v) == v`): no rewrite hides it, and a decoy (which changes literals) has none to change
+  console.log(
+    `expected side computed by the test (pairs, compared outside; mostly the test's own input): ${input} of ${graded} (${pct(input, graded)} %); guarded or pair-only: ${pct(covered + input, graded)} %`,
   );
 }
 

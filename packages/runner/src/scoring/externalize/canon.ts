@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * A value as the test process rendered it (scoring/externalize/python-source.ts `_fg_canon` /
+ * A value as the test process rendered it (scoring/externalize/python-emitter.ts `_fg_canon` /
  * `_fg_exc`): type-tagged, numbers as their Python repr (ints of any size, floats round-trip),
  * containers recursively, an exception by its class's MRO (qualified names) and message. `obj`:
  * a value of a type the renderer does not know; it equals nothing (fail closed). Pure schemas.

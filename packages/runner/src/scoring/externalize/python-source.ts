@@ -1,192 +1,16 @@
 /**
- * The Python halves of externalized assertions (scoring/externalize), kept as text: the EMITTER
- * goes into every rewritten hidden test file (it renders what the test computed, canonically and
- * type-tagged, and appends it to the file `$FLAKEGYM_EMIT` names); the REWRITER runs on the host
- * over the trusted hidden test files (never the workspace) with Python's own parser, and renders
- * each expected value with the same EMITTER code, so both sides agree on the rendering.
+ * The host half of externalized Python assertions (scoring/externalize), kept as text: the
+ * REWRITER runs on the host over the trusted hidden test files (never the workspace) with
+ * Python's own parser, and renders each expected value with the EMITTER's code
+ * (python-emitter.ts), so both sides agree on the rendering. Its pytester, parametrized-case and
+ * helper parts are python-pytester.ts, python-params.ts and python-helpers.ts.
  */
+import { PYTHON_HELPERS } from "./python-helpers.js";
+import { PYTHON_PARAMS } from "./python-params.js";
+import { PYTHON_PYTESTER } from "./python-pytester.js";
 
-/** Renders values (`_fg_canon`), exceptions (`_fg_exc`) and writes emissions (`_fg_emit`, `_fg_raises`). */
-export const PYTHON_EMITTER = String.raw`
-def _fg_canon(v, _d=0):
-    if _d > 64:
-        return {"t": "deep"}
-    if v is None:
-        return {"t": "none"}
-    if isinstance(v, bool):
-        return {"t": "bool", "v": v is True}
-    if isinstance(v, int):
-        return {"t": "int", "v": int.__repr__(int.__int__(v))}
-    if isinstance(v, float):
-        return {"t": "float", "v": float.__repr__(float.__float__(v))}
-    if isinstance(v, complex):
-        c = complex.__complex__(v)
-        return {"t": "complex", "v": [float.__repr__(c.real), float.__repr__(c.imag)]}
-    if isinstance(v, str):
-        return {"t": "str", "v": str.__str__(v)}
-    if isinstance(v, (bytes, bytearray)):
-        return {"t": "bytes", "v": bytes(v).hex()}
-    if isinstance(v, list):
-        return {"t": "list", "v": [_fg_canon(x, _d + 1) for x in list.__iter__(v)]}
-    if isinstance(v, tuple):
-        return {"t": "tuple", "v": [_fg_canon(x, _d + 1) for x in tuple.__iter__(v)]}
-    if isinstance(v, dict):
-        return {"t": "dict", "v": [[_fg_canon(k, _d + 1), _fg_canon(x, _d + 1)] for k, x in dict.items(v)]}
-    if isinstance(v, (set, frozenset)):
-        return {"t": "set", "v": [_fg_canon(x, _d + 1) for x in (set.__iter__(v) if isinstance(v, set) else frozenset.__iter__(v))]}
-    # a dict's keys or items view compares (==, in) as the set of its keys or pairs does
-    if type(v) is type({}.keys()) or type(v) is type({}.items()):
-        return {"t": "set", "v": [_fg_canon(x, _d + 1) for x in v]}
-    # a numpy scalar or one-element array (a plotting or numeric library's result) compares in an
-    # assertion as its one Python value does: an equality of a one-element array is truthy exactly
-    # when its element's is (this text goes into hidden test files: no literal values here)
-    _np = __import__("sys").modules.get("numpy")
-    if _np is not None and (isinstance(v, _np.generic) or (isinstance(v, _np.ndarray) and v.size == 1)):
-        return _fg_canon(v.item(), _d + 1)
-    t = type(v)
-    try:
-        r = repr(v)[:200]
-    except BaseException:
-        r = "?"
-    return {"t": "obj", "type": t.__module__ + "." + t.__qualname__, "repr": r}
-
-
-def _fg_exc(e):
-    if e is None:
-        return {"t": "noexc"}
-    try:
-        msg = str(e)
-    except BaseException:
-        msg = ""
-    mro = [c.__module__ + "." + c.__qualname__ for c in type(e).__mro__]
-    return {"t": "exc", "mro": mro, "msg": msg}
-
-
-_fg_seen = set()
-
-
-def _fg_write(site, value, want=None, many=False):
-    rec = {"s": site, "n": _fg_node(site), "v": value}
-    if want is not None:
-        rec["w"] = want
-    try:
-        line = _fg_json.dumps(rec, ensure_ascii=True, allow_nan=False) + "\n"
-    except BaseException:
-        line = _fg_json.dumps({"s": site, "n": _fg_node(site), "v": {"t": "unrenderable"}}) + "\n"
-    if many:
-        # a site that may run any number of times (in a loop) holds when each value it emitted
-        # holds: the same line again says nothing new (a loop over gc.get_objects() emits 30 000)
-        if line in _fg_seen:
-            return
-        _fg_seen.add(line)
-    fd = _fg_os.open(_fg_path, _fg_os.O_WRONLY | _fg_os.O_APPEND | _fg_os.O_CREAT, 0o600)
-    try:
-        _fg_os.write(fd, line.encode("ascii"))
-    finally:
-        _fg_os.close(fd)
-
-
-_fg_cur = [None]
-
-
-_fg_static = {}
-
-
-def _fg_node(site=None):
-    # a runner that is not pytest (SymPy's bin/test): the test each site is in, written by the
-    # host rewriter (the ids are bare names, one test per name)
-    if site in _fg_static:
-        return _fg_static[site]
-    # the node pytest said it runs when the test's setup began (_fg_current_node): code under
-    # test may drop or rewrite PYTEST_CURRENT_TEST later (an in-process inner pytest run does)
-    if _fg_cur[0] is not None:
-        return _fg_cur[0]
-    n = _fg_os.environ.get("PYTEST_CURRENT_TEST", "")
-    return n.rsplit(" (", 1)[0] if n.endswith(")") else n
-
-
-def _fg_emit(site, value, many=False):
-    try:
-        c = _fg_canon(value)
-    except BaseException as e:
-        c = {"t": "unrenderable", "why": type(e).__name__}
-    _fg_write(site, c, None, many)
-
-
-def _fg_opaque(c):
-    if c["t"] in ("obj", "deep", "unrenderable"):
-        return True
-    v = c.get("v")
-    if c["t"] == "dict":
-        return any(_fg_opaque(k) or _fg_opaque(x) for k, x in v)
-    return isinstance(v, list) and c["t"] != "complex" and any(_fg_opaque(x) for x in v)
-
-
-def _fg_emit2(site, op, value, want, many=False):
-    try:
-        c, w = _fg_canon(value), _fg_canon(want)
-    except BaseException as e:
-        c, w = {"t": "unrenderable", "why": type(e).__name__}, {"t": "unrenderable"}
-    if _fg_opaque(c) or _fg_opaque(w):
-        # a value the rendering cannot carry (a datetime, an object of the code under test): both
-        # sides are the test's own, so Python compares them here, as the assertion did
-        try:
-            ok = {"eq": lambda: value == want, "ne": lambda: value != want,
-                  "in": lambda: want in value, "notin": lambda: want not in value}[op]()
-            c, w = {"t": "inproc", "ok": bool(ok) is True}, {"t": "inproc"}
-        except BaseException as e:
-            c, w = {"t": "unrenderable", "why": type(e).__name__}, {"t": "unrenderable"}
-    _fg_write(site, c, w, many)
-
-
-def _fg_lines(m):
-    # a pytester LineMatcher's lines (fnmatch_lines and its kin): the patterns stay on the host
-    return [str.__str__(str(x)) for x in m.lines]
-
-
-def _fg_outcomes(r, keys):
-    # a pytester RunResult's outcome counts under assert_outcomes' keys (pytest < 6 says error)
-    d = {}
-    for k, v in dict.items(r.parseoutcomes()):
-        k = {"error": "errors", "warning": "warnings"}.get(k, k)
-        d[k] = d.get(k, 0) + v
-    return {k: d.get(k, 0) for k in keys}
-
-
-def _fg_truth(v):
-    # what an assert of a bare expression reads (its truth); which truth was asserted is known
-    # only to the host
-    return True if v else False
-
-
-def _fg_outcome3(rec):
-    # a HookRecorder's (passed, skipped, failed) counts, as assertoutcome compares them
-    return [len(x) for x in rec.listoutcomes()]
-
-
-class _fg_raises:
-    def __init__(self, site, *want):
-        self.want = want
-        self.site = site
-        self.value = None
-        self.type = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, t, e, tb):
-        if t is not None and issubclass(t, (KeyboardInterrupt, GeneratorExit)):
-            return False
-        if t is not None and e is None:
-            e = t()
-        self.value = e
-        self.type = t
-        _fg_write(self.site, _fg_exc(e), _fg_canon(self.want[0]) if self.want else None)
-        return True
-`;
-
-/** Reads {files, graded} on stdin, prints {files, sites, tests}; argv[1] is the EMITTER. */
-export const PYTHON_REWRITER = String.raw`
+/** The rewriter's reading of literals, assertions and a test's body. */
+const CORE = String.raw`
 import ast, json, secrets, sys
 
 EMITTER = sys.argv[1] if len(sys.argv) > 1 else ""
@@ -405,91 +229,6 @@ def unittest_site(stmt, call):
     return None, None
 
 
-# pytester's checks of a run's output and outcome (LineMatcher, RunResult, HookRecorder): the
-# patterns and counts are literals, so they stay on the host and the test emits the lines or counts
-LINE_CHECKS = {"fnmatch_lines": ("fnmatch", False), "re_match_lines": ("re", False),
-               "no_fnmatch_line": ("fnmatch", True), "no_re_match_line": ("re", True)}
-OUTCOME_KEYS = ("passed", "skipped", "failed", "errors", "xpassed", "xfailed")
-OUTCOME_EXTRA = ("warnings", "deselected")
-PYTESTER = set(LINE_CHECKS) | {"assert_outcomes", "assertoutcome"}
-# Python re constructs a JavaScript RegExp reads the same way (the host searches with one)
-RE_GROUPS = ("(?:", "(?P<", "(?P=", "(?=", "(?!", "(?<=", "(?<!")
-
-
-def int_count(node):
-    v = raw_value(node)
-    if type(v) is not int:
-        raise NotConstant("an outcome count that is not an int literal")
-    return v
-
-
-def patterns_of(arg, how, absent):
-    v = raw_value(arg)
-    if isinstance(v, str) and not absent:
-        # pytest reads a str of patterns as Source(text).strip().lines: dedented, blank lines at
-        # either end dropped (an indented one-liner loses its indent too)
-        lines = __import__("textwrap").dedent(v).split("\n")
-        while lines and not lines[0].strip():
-            lines.pop(0)
-        while lines and not lines[-1].strip():
-            lines.pop()
-        v = lines
-    pats = [v] if isinstance(v, str) else list(v) if isinstance(v, (list, tuple)) and not absent else None
-    if pats is None or not pats or not all(type(p) is str for p in pats):
-        raise NotConstant("line patterns that are not a str or a list of str literals")
-    for p in pats:
-        if how == "re" and any(p.startswith("(?", i) and not p.startswith(RE_GROUPS, i) for i in range(len(p))):
-            raise NotConstant("a regular expression group a JavaScript RegExp reads otherwise")
-    return pats
-
-
-def lines_site(stmt, call, attr):
-    how, absent = LINE_CHECKS[attr]
-    if len(call.args) != 1:
-        return None, attr + " with other than one argument"
-    opts = {"match": canon(how), "absent": canon(absent), "consecutive": canon(False)}
-    for k in call.keywords:
-        if k.arg == "consecutive" and not absent and isinstance(k.value, ast.Constant) and type(k.value.value) is bool:
-            opts["consecutive"] = canon(k.value.value)
-        else:
-            return None, "an " + attr + " keyword externalization does not handle"
-    pats = patterns_of(call.args[0], how, absent)
-    return Site("lines", canon(pats), call.func.value, stmt, opts, call.args[0], ("_fg_lines", "")), None
-
-
-def outcomes_site(stmt, call, attr):
-    if attr == "assertoutcome":
-        names = ["passed", "skipped", "failed"]
-        if len(call.args) > 3:
-            return None, "assertoutcome with more than three counts"
-        want = dict.fromkeys(names, 0)
-        for i, a in enumerate(call.args):
-            want[names[i]] = int_count(a)
-        for k in call.keywords:
-            if k.arg not in names:
-                return None, "an assertoutcome keyword externalization does not handle"
-            want[k.arg] = int_count(k.value)
-        return Site("eq", canon([want[n] for n in names]), call.func.value, stmt, None, call, ("_fg_outcome3", "")), None
-    if call.args:
-        return None, "assert_outcomes with positional counts"
-    want = {}
-    for k in call.keywords:
-        name = {"error": "errors", "warning": "warnings"}.get(k.arg, k.arg)
-        if name not in OUTCOME_KEYS + OUTCOME_EXTRA:
-            return None, "an assert_outcomes keyword externalization does not handle"
-        want[name] = int_count(k.value)
-    keys = list(OUTCOME_KEYS) + [k for k in OUTCOME_EXTRA if k in want]
-    extra = ", (" + ", ".join(repr(k) for k in keys) + ",)"
-    return Site("eq", canon({k: want.get(k, 0) for k in keys}), call.func.value, stmt, None, call, ("_fg_outcomes", extra)), None
-
-
-def pytester_site(stmt, call):
-    attr = call.func.attr
-    try:
-        return lines_site(stmt, call, attr) if attr in LINE_CHECKS else outcomes_site(stmt, call, attr)
-    except NotConstant as e:
-        return None, str(e)
-
 
 def raises_site(item):
     call = item.context_expr
@@ -545,162 +284,6 @@ def walk_body(fn):
         for child in reversed(list(ast.iter_child_nodes(node))):
             stack.append((child, parents + (node,)))
 
-
-# An assertion on one side of a branch (if, match, except) runs in some cases of a test and not in
-# others (a parametrized test's if/else on its parameter). Where every such branch is an if whose
-# test reads only the test's parameters (immutable literals of @pytest.mark.parametrize, never
-# rebound) and pytest's case ids are known, the host evaluates the side per case: the site must be
-# emitted in the cases that run it and must not be in the others (branch_cases). Otherwise it is
-# kept as written: no emission in a case that took the other side could not be told from an
-# emission the code under test suppressed.
-ONE_SIDED = (ast.If, ast.IfExp, ast.ExceptHandler) + ((ast.Match,) if hasattr(ast, "Match") else ())
-ONE_SIDED_WHY = "it runs on one side of an if, match or except whose side per case the host cannot evaluate (kept as written)"
-
-
-def one_sided(parents):
-    return any(isinstance(p, ONE_SIDED) for p in parents)
-
-
-# A parametrized test's cases, where pytest's ids for them are known on the host: [(id, {arg:
-# value})]. A value that is not made of literals is OPAQUE (its id is argname + index).
-OPAQUE = object()
-SAFE_ID = __import__("re").compile(r"[A-Za-z0-9_.+-]+")
-
-
-def value_id(v, argname, idx, wide=False):
-    """pytest's id of one parameter value (_idval), or None where it is not surely known. wide:
-    pytest's likely id of any value (a str escaped as pytest escapes it, an object of unknown type
-    by its argname and index): only where the graded ids confirm it (param_expected)."""
-    if wide and v is OPAQUE:
-        return argname + str(idx)
-    if wide and type(v) is str and v:
-        return v.encode("unicode_escape").decode("ascii")
-    if v is OPAQUE:
-        return None
-    if v is None or type(v) in (bool, int, float):
-        s = str(v)
-    elif type(v) is str:
-        s = v
-    elif type(v) in (tuple, list, dict, set):
-        return argname + str(idx)
-    else:
-        return None
-    return s if SAFE_ID.fullmatch(s) else None
-
-
-def literal_or_opaque(node):
-    try:
-        return raw_value(node)
-    except NotConstant:
-        return OPAQUE
-
-
-def parametrize_sets(deco, wide=False):
-    """[(id, {arg: value})] of one @pytest.mark.parametrize, or None where its ids are not known."""
-    if not (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Attribute) and deco.func.attr == "parametrize"):
-        return None
-    if len(deco.args) != 2 or deco.keywords:
-        return None
-    names = literal_or_opaque(deco.args[0])
-    names = [n.strip() for n in names.split(",")] if isinstance(names, str) else names
-    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) and n for n in names):
-        return None
-    if not isinstance(deco.args[1], (ast.List, ast.Tuple)):
-        return None
-    out = []
-    for idx, el in enumerate(deco.args[1].elts):
-        pid = None
-        if isinstance(el, ast.Call) and call_name(el)[1] == "param":
-            for k in el.keywords:
-                if k.arg == "id":
-                    pid = literal_or_opaque(k.value)
-                    if not (type(pid) is str and SAFE_ID.fullmatch(pid)):
-                        return None
-                elif k.arg != "marks":
-                    return None
-            vals = list(el.args)
-        elif len(names) == 1:
-            vals = [el]
-        elif isinstance(el, (ast.List, ast.Tuple)):
-            vals = list(el.elts)
-        else:
-            return None
-        if len(vals) != len(names):
-            return None
-        env = {n: literal_or_opaque(v) for n, v in zip(names, vals)}
-        ids = [value_id(env[n], n, idx, wide) for n in names]
-        if pid is None and None in ids:
-            return None
-        out.append((pid or "-".join(ids), env))
-    return out
-
-
-def param_decos(fn):
-    return [d for d in fn.decorator_list if isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "parametrize"]
-
-
-def param_cases(fn, wide=False, renamed=None):
-    """Every case of fn as pytest ids it, nearest decorator first; None where not surely known.
-    renamed: {decorator index: [fresh set ids]}, its sets ided by those instead (a 4th item: the
-    case's id in the rewritten file)."""
-    cases = [("", {}, "")]
-    decos = param_decos(fn)
-    if not decos:
-        return None
-    for i in reversed(range(len(decos))):
-        sets = parametrize_sets(decos[i], wide)
-        if sets is None:
-            return None
-        fresh = (renamed or {}).get(i) or [sid for sid, _ in sets]
-        cases = [((cid + "-" if cid else "") + sid, {**cenv, **senv}, (rid + "-" if rid else "") + fresh[k])
-                 for cid, cenv, rid in cases for k, (sid, senv) in enumerate(sets)]
-    ids = [c[0] for c in cases]
-    if len(set(ids)) != len(ids):
-        return None
-    return cases if renamed is not None else [(c, e) for c, e, _ in cases]
-
-
-IMMUTABLE = (type(None), bool, int, float, str)
-COND_NODES = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Not, ast.And, ast.Or, ast.Name, ast.Load, ast.Constant,
-              ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.In, ast.NotIn, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Tuple)
-
-
-def branch_cases(fn, parents, node, cases):
-    """For an assertion under if-statements whose tests read only the test's parameters (immutable
-    literals, never rebound): (the case ids it runs in, those it does not, the parents left), else None."""
-    if cases is None:
-        return None
-    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
-    conds, rest = [], []
-    chain = list(parents) + [node]
-    for i, p in enumerate(parents):
-        if not isinstance(p, ONE_SIDED):
-            rest.append(p)
-            continue
-        if not isinstance(p, ast.If) or not all(isinstance(n, COND_NODES) for n in ast.walk(p.test)):
-            return None
-        names = {n.id for n in ast.walk(p.test) if isinstance(n, ast.Name)}
-        if names & stored:
-            return None
-        child = chain[i + 1]
-        side = True if any(c is child for c in p.body) else False if any(c is child for c in p.orelse) else None
-        if side is None:
-            return None
-        conds.append((p.test, names, side))
-    run, skip = [], []
-    for cid, env in cases:
-        ok = True
-        for test, names, side in conds:
-            if not all(k in env and env[k] is not OPAQUE and isinstance(env[k], IMMUTABLE) for k in names):
-                return None
-            try:
-                v = eval(compile(ast.fix_missing_locations(ast.Expression(body=test)), "<branch>", "eval"),
-                         {"__builtins__": {}}, dict(env))
-            except Exception:
-                return None
-            ok = ok and bool(v) == side
-        (run if ok else skip).append(cid)
-    return run, skip, tuple(rest)
 
 
 def conditional(parents, raises_withs):
@@ -828,85 +411,10 @@ def local_sites(fn):
     found, kept = sites_of(fn)
     return found, kept, []
 
+`;
 
-def param_names(deco):
-    names = literal_or_opaque(deco.args[0])
-    return [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
-
-
-def entry_value(el, names, k):
-    """The node of parameter k in one parametrize entry, or None (an entry with its own id)."""
-    if isinstance(el, ast.Call) and call_name(el)[1] == "param":
-        return None if any(kw.arg == "id" for kw in el.keywords) else el.args[k]
-    return el if len(names) == 1 else el.elts[k]
-
-
-def expected_params(fn, found, decos):
-    """{parameter: decorator index} of the parameters read only as the expected side of pair sites."""
-    out = {}
-    body_names = [n for st in fn.body for n in ast.walk(st) if isinstance(n, ast.Name)]
-    for name in {s.pair.id for s in found if isinstance(s.pair, ast.Name)}:
-        uses = [n for n in body_names if n.id == name]
-        wants = {id(s.pair) for s in found if isinstance(s.pair, ast.Name) and s.pair.id == name}
-        if any(not isinstance(n.ctx, ast.Load) or id(n) not in wants for n in uses):
-            continue
-        holders = [i for i, d in enumerate(decos) if name in param_names(d)]
-        if len(holders) == 1:
-            out[name] = holders[0]
-    return out
-
-
-def param_expected(fn, base, found, graded, offs):
-    """A parametrized test whose pair sites expect a bare parameter read nowhere else: the values
-    of that parameter leave the file (None in their place), its decorator's sets get fresh random
-    ids (the old ones may spell the values), and each site expects, per case (its id in the
-    rewritten file), the value the host read from the decorator. Only where every graded id of the
-    test is a case id computed here (pytest's ids then agree with the host's). Returns (edits,
-    {graded id: id in the run}) or None."""
-    decos = param_decos(fn)
-    wide = param_cases(fn, True)
-    mine = [g for g in graded if g.split("[", 1)[0] == base]
-    if not decos or wide is None or not mine:
-        return None
-    # a graded id is a case's node id, or (SWE-bench's log parser) its first word, one case's only
-    of = {}
-    for c, _ in wide:
-        node = base + "[" + c + "]"
-        of.setdefault(node, []).append(c)
-        if node.split(None, 1)[0] != node:
-            of.setdefault(node.split(None, 1)[0], []).append(c)
-    if any(len(of.get(g, ())) != 1 for g in mine):
-        return None
-    params = expected_params(fn, found, decos)
-    if not params:
-        return None
-    edits, fresh = [], {}
-    for i in sorted(set(params.values())):
-        names, elts = param_names(decos[i]), decos[i].args[1].elts
-        for name in [n for n, at in params.items() if at == i]:
-            k = names.index(name)
-            for el in elts:
-                node = entry_value(el, names, k)
-                if node is None:
-                    return None
-                edits.append(span(offs, node) + ("None",))
-        fresh[i] = ["p" + secrets.token_hex(5) for _ in elts]
-        end = span(offs, decos[i].args[1])[1]
-        edits.append((end, end, ", ids=" + json.dumps(fresh[i])))
-    cases = param_cases(fn, True, fresh)
-    run = {c: r for c, _, r in cases}
-    for s in found:
-        if isinstance(s.pair, ast.Name) and s.pair.id in params:
-            by = {r: canon(env[s.pair.id]) for _, env, r in cases}
-            if any(env[s.pair.id] is OPAQUE for _, env, _ in cases) or len(json.dumps(by)) > MAX_EXPECTED:
-                return None
-            s.pair, s.bycase = None, by
-    for s in found:
-        if s.cases is not None:
-            s.cases = {k: [run[c] for c in v] for k, v in s.cases.items()}
-    return edits, {g: base + "[" + run[of[g][0]] + "]" for g in mine}
-
-
+/** The rewrite of a file and the entry point (run last: every part is defined by then). */
+const MAIN = String.raw`
 def line_offsets(data):
     offs = [0]
     for i, b in enumerate(data):
@@ -948,14 +456,43 @@ except ImportError:
 """
 
 
-def rewrite_file(path, text, graded_bases, bare=False, graded=(), run_ids=None):
+def site_edit(s, sid, offs, data):
+    """The edit that makes site s emit what it computed under sid (a Python expression of its id)."""
+    a, b = span(offs, s.span)
+    want = ""
+    if s.pair is not None:
+        pa, pb = span(offs, s.pair)
+        want = ", (" + data[pa:pb].decode("utf-8") + ")"
+    if s.kind == "raises":
+        return (a, b, "_fg_raises(" + sid + want + ")")
+    ca, cb = span(offs, s.computed)
+    head = "_fg_emit2(" + sid + ', "' + s.kind + '", (' if want else "_fg_emit(" + sid + ", ("
+    many = ", True" if s.count == "any" else ""
+    got = data[ca:cb].decode("utf-8")
+    if s.wrap:
+        got = s.wrap[0] + "((" + got + ")" + s.wrap[1] + ")"
+    return (a, b, head + got + ")" + want + many + ")")
+
+
+def site_record(s, sid, test):
+    """What the host keeps of site s (emitted under sid in test)."""
+    site = {"site": sid, "test": test, "kind": s.kind, "expected": s.expected,
+            "opts": s.opts, "count": s.count, "pair": s.pair is not None}
+    if s.cases is not None:
+        site["cases"] = s.cases
+    if getattr(s, "bycase", None) is not None:
+        site["byCase"] = s.bycase
+    return site
+
+
+def rewrite_file(path, text, graded_bases, bare=False, graded=(), run_ids=None, kept_bases=()):
     try:
         tree = ast.parse(text)
     except SyntaxError as e:
         return None, [], {b: {"sites": 0, "kept": ["the file does not parse on the host: " + str(e)]} for b in graded_bases}
     data = text.encode("utf-8")
     offs = line_offsets(data)
-    edits, sites, tests = [], [], {}
+    edits, sites, tests, taken = [], [], {}, set()
     run_ids = {} if run_ids is None else run_ids
     for base, fn in test_functions(tree, path):
         if base not in graded_bases:
@@ -975,28 +512,15 @@ def rewrite_file(path, text, graded_bases, bare=False, graded=(), run_ids=None):
             edits.append((a, b, "None"))
         for s in found:
             sid = secrets.token_hex(8)
-            a, b = span(offs, s.span)
-            want = ""
-            if s.pair is not None:
-                pa, pb = span(offs, s.pair)
-                want = ", (" + data[pa:pb].decode("utf-8") + ")"
-            if s.kind == "raises":
-                edits.append((a, b, '_fg_raises("' + sid + '"' + want + ")"))
-            else:
-                ca, cb = span(offs, s.computed)
-                head = '_fg_emit2("' + sid + '", "' + s.kind + '", (' if want else '_fg_emit("' + sid + '", ('
-                many = ", True" if s.count == "any" else ""
-                got = data[ca:cb].decode("utf-8")
-                if s.wrap:
-                    got = s.wrap[0] + "((" + got + ")" + s.wrap[1] + ")"
-                edits.append((a, b, head + got + ")" + want + many + ")"))
-            site = {"site": sid, "test": base, "kind": s.kind, "expected": s.expected,
-                    "opts": s.opts, "count": s.count, "pair": s.pair is not None}
-            if s.cases is not None:
-                site["cases"] = s.cases
-            if getattr(s, "bycase", None) is not None:
-                site["byCase"] = s.bycase
-            sites.append(site)
+            edits.append(site_edit(s, '"' + sid + '"', offs, data))
+            sites.append(site_record(s, sid, base))
+            taken.add(id(s.span))
+    if not bare:
+        h_edits, h_records = helpers_of(tree, path, data, offs, graded_bases, taken, kept_bases)
+        edits.extend(h_edits)
+        for base, rec in h_records:
+            sites.append(rec)
+            tests[base]["sites"] += 1
     if bare:
         # a runner with bare test names: each site and test under its function's name
         for site in sites:
@@ -1042,10 +566,12 @@ def main():
     req = json.load(sys.stdin)
     bare = req.get("bare", False)
     bases = bare_bases(req["files"], req["graded"]) if bare else {g.split("[", 1)[0] for g in req["graded"]}
+    # graded tests kept as written (recorded opaque): a helper they call stays as written too
+    kept = {g.split("[", 1)[0] for g in req.get("kept", [])}
     out = {"files": [], "sites": [], "tests": {}, "runIds": {}}
     for f in req["files"]:
         mine = {b for b in bases if b.startswith(f["path"] + "::")}
-        text, sites, tests = rewrite_file(f["path"], f["text"], mine, bare, req["graded"], out["runIds"]) if mine else (None, [], {})
+        text, sites, tests = rewrite_file(f["path"], f["text"], mine, bare, req["graded"], out["runIds"], kept) if mine else (None, [], {})
         out["files"].append({"path": f["path"], "text": text})
         out["sites"].extend(sites)
         out["tests"].update(tests)
@@ -1054,3 +580,6 @@ def main():
 
 main()
 `;
+
+/** Reads {files, graded} on stdin, prints {files, sites, tests}; argv[1] is the EMITTER. */
+export const PYTHON_REWRITER = [CORE, PYTHON_PYTESTER, PYTHON_PARAMS, PYTHON_HELPERS, MAIN].join("\n\n");

@@ -3,7 +3,8 @@ import { execa } from "execa";
 import { z } from "zod";
 import type { GuardFile } from "../decoys/guard.js";
 import { ExternalSite } from "./canon.js";
-import { PYTHON_EMITTER, PYTHON_REWRITER } from "./python-source.js";
+import { PYTHON_EMITTER } from "./python-emitter.js";
+import { PYTHON_REWRITER } from "./python-source.js";
 
 /**
  * Externalizes the graded assertions of a pytest suite's hidden test files (issue 42): each
@@ -61,6 +62,8 @@ export async function externalizePython(
    * function of that name in the files, and its sites emit under that name (no pytest node id).
    */
   bare = false,
+  /** Graded ids kept as written (recorded opaque): a helper one of them calls stays as written. */
+  kept: readonly string[] = [],
 ): Promise<Externalized> {
   const py = files.filter((f) => f.path.endsWith(".py") && !f.content.includes(0));
   using deadline = createDeadline({
@@ -71,6 +74,7 @@ export async function externalizePython(
     files: py.map((f) => ({ path: f.path, text: f.content.toString("utf8") })),
     graded,
     bare,
+    kept,
   });
   const r = await execa(hostPython(), ["-I", "-c", PYTHON_REWRITER, PYTHON_EMITTER], {
     input,

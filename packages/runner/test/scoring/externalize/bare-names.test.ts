@@ -88,9 +88,10 @@ describe("bare test names (SymPy's runner)", () => {
       const text = r.files[0]!.content.toString();
       expect(text).not.toContain("half(4) == 2");
       expect(text).toContain("_fg_static.update(");
-      // not wired into scoring yet: a sympy suite keeps decoys (guard.ts says why)
+      // wired into scoring: a sympy suite's bare names are externalized, the rest left to decoys
       const g = await externalizeGraded("sympy", FILES, GRADED);
-      expect(g.decoyed).toEqual(GRADED);
+      expect(g.externalized.sort()).toEqual(["test_half", "test_raise"]);
+      expect(g.decoyed.sort()).toEqual(["test_dup", "test_xfail"]);
     },
   );
 

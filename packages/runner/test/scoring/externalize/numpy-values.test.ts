@@ -1,6 +1,6 @@
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
-import { PYTHON_EMITTER } from "../../../src/scoring/externalize/python-source.js";
+import { PYTHON_EMITTER } from "../../../src/scoring/externalize/python-emitter.js";
 
 /**
  * The emitter renders a numpy scalar or one-element array as its one Python value (seaborn's
