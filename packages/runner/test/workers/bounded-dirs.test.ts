@@ -1,6 +1,6 @@
 import { open } from "node:fs/promises";
 import { join } from "node:path";
-import { makeTempDir } from "@flakegym/test-utils";
+import { tempDir as makeTempDir } from "../helpers/temp-dir.js";
 import { describe, expect, it } from "vitest";
 import { makeBoundedDirs, unboundedDiskOver } from "../../src/workers/bounded-dirs.js";
 import type { WorkerSpec } from "../../src/workers/types.js";

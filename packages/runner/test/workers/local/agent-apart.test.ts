@@ -1,6 +1,6 @@
 import { mkdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { makeTempDir } from "@flakegym/test-utils";
+import { tempDir as makeTempDir } from "../../helpers/temp-dir.js";
 import { describe, expect, it } from "vitest";
 import { AGENT_IDS, agentApartOf, closeCoreDirs } from "../../../src/workers/local/agent-apart.js";
 import { SCORER_HOST_UID } from "../../../src/workers/local/bwrap-args.js";
