@@ -580,7 +580,7 @@ export {
  * Judges a verifier's reward.json (run by python3 inside the sandbox when there is no reward.txt;
  * argv[1] the file): every key is printed (kept whole in the log) and each must be a number ≥ 1.
  */
-const REWARD_JSON_JUDGE = [
+export const REWARD_JSON_JUDGE = [
   "import json,sys",
   "r=json.load(open(sys.argv[1]))",
   "print('harbor reward.json:',json.dumps(r,sort_keys=True))",
@@ -621,6 +621,8 @@ export interface HarborParts {
   readonly mounts?: readonly { readonly dir: string; readonly at: string }[];
   /** Provenance: what served the environment here, how the reference solution was had. */
   readonly metadata?: Readonly<Record<string, string>>;
+  /** The verifier's command when not {@link harborEvalCommand} (a built environment's: harbor-built.ts). */
+  readonly evalCommand?: string;
 }
 
 /** The TaskSpec of an imported Harbor task (its files: repo/, hidden/.harbor/tests/, solution.patch). Pure. */
@@ -643,7 +645,7 @@ export function harborTaskSpec(p: HarborParts): TaskSpec {
     install: [...p.env.install],
     tests: {
       dir: "hidden",
-      run: { kind: "eval_cmd", command: harborEvalCommand(p.toml.verifier.timeout_sec) },
+      run: { kind: "eval_cmd", command: p.evalCommand ?? harborEvalCommand(p.toml.verifier.timeout_sec) },
     },
     solution: "solution.patch",
     protected: [`${HARBOR_DIR}/`],

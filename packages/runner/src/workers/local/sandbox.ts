@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import type { ExecResult } from "../types.js";
 import { apartPrefix, type BwrapSpec, buildBwrapArgs, droppingNetPrefix } from "./bwrap-args.js";
+import { containerPrefix } from "./container-root.js";
 import type { WorkerCgroup } from "./cgroup.js";
 
 /** Per-process rlimits applied with `prlimit` around bwrap (inherited by everything inside). */
@@ -58,7 +59,8 @@ export function wrapCommand(
         ...(shape.bwrap.network === "dropping"
           ? droppingNetPrefix(shape.bwrap.droppingViaUserNamespace === true)
           : []),
-        ...(shape.bwrap.apart
+        ...(shape.bwrap.container ? containerPrefix() : []),
+        ...(shape.bwrap.apart && !shape.bwrap.container
           ? apartPrefix(
               shape.bwrap.uid,
               shape.bwrap.gid,
