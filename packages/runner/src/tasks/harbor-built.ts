@@ -4,8 +4,8 @@ import { type BuiltRootfs, buildRootfs } from "./dockerfile-build.js";
 import { type BuildPlan, containerPath, planDockerfile, refusalText } from "./dockerfile-plan.js";
 import { type Environment, type HarborProblem, type HarborTaskToml, REWARD_JSON_JUDGE } from "./harbor.js";
 import { HARBOR_DIR } from "./harbor-test-paths.js";
-import { shellQuote } from "./task-spec.js";
 import { impliedWorkdir, impliedWorkdirNote, scriptTextsOf } from "./harbor-workdir.js";
+import { shellQuote } from "./task-spec.js";
 
 /**
  * A Harbor task's environment built from its own Dockerfile (`tasks import --build-env`): the FROM

@@ -14,8 +14,8 @@ import {
 } from "../workers/local/container-root.js";
 import { findBwrap } from "../workers/local/shape.js";
 import { prepareMountPoints, readSystemRoot } from "../workers/local/system-root.js";
-import { type HarborProblem, MOUNTS_DIR } from "./harbor.js";
 import { DONE_MARK } from "./debian-base.js";
+import { type HarborProblem, MOUNTS_DIR } from "./harbor.js";
 import { git } from "./materialize.js";
 import { writeFiles } from "./task-dir.js";
 

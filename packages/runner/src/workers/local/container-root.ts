@@ -175,11 +175,7 @@ export async function imageEnvOf(tree: string, doneMark: string): Promise<Record
     );
   }
   if (env === undefined) return {};
-  if (
-    typeof env !== "object" ||
-    env === null ||
-    Object.values(env).some((v) => typeof v !== "string")
-  )
+  if (typeof env !== "object" || env === null || Object.values(env).some((v) => typeof v !== "string"))
     throw new Error(
       `the task's built environment's record ${join(tree, doneMark)} has an env that is not names to strings: import the task again with --build-env`,
     );

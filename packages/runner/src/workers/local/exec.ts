@@ -41,7 +41,8 @@ export function asInitShape(
 ): SandboxShape {
   if (!asInit || !shape.bwrap) return shape;
   // a Harbor container is one user's, as Harbor's verifier shares the container with the agent's code
-  const apart = runner && !shape.bwrap.container ? { apart: { runnerUid: runner.uid, runnerGid: runner.gid } } : {};
+  const apart =
+    runner && !shape.bwrap.container ? { apart: { runnerUid: runner.uid, runnerGid: runner.gid } } : {};
   return { ...shape, bwrap: { ...shape.bwrap, asPid1: true, ...apart } };
 }
 

@@ -2,8 +2,8 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import type { ExecResult } from "../types.js";
 import { apartPrefix, type BwrapSpec, buildBwrapArgs, droppingNetPrefix } from "./bwrap-args.js";
-import { containerPrefix } from "./container-root.js";
 import type { WorkerCgroup } from "./cgroup.js";
+import { containerPrefix } from "./container-root.js";
 
 /** Per-process rlimits applied with `prlimit` around bwrap (inherited by everything inside). */
 export interface Rlimits {

@@ -3,8 +3,8 @@ import { mkdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ProfileId } from "@flakegym/profiles";
 import { FlakegymError } from "../../errors.js";
-import type { ResourceLimits } from "../types.js";
 import { TREE_DONE_MARK } from "../../gc/harbor-tree-use.js";
+import type { ResourceLimits } from "../types.js";
 import { type Bind, identityFiles } from "./bwrap-args.js";
 import { createWorkerCgroup, type WorkerCgroup } from "./cgroup.js";
 import {

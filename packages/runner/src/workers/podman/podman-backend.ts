@@ -2,7 +2,9 @@ import { randomBytes } from "node:crypto";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { FlakegymError } from "../../errors.js";
+import { TREE_DONE_MARK } from "../../gc/harbor-tree-use.js";
 import { removeWorkerDir } from "../bounded-dirs.js";
+import { imageEnvOf } from "../local/container-root.js";
 import { hostBindsOf } from "../local/decisions.js";
 import { depsEnv, hasVenv, SANDBOX_PATHS } from "../local/shape.js";
 import type { BackendCapabilities, Worker, WorkerBackend, WorkerSpec } from "../types.js";
@@ -18,8 +20,6 @@ import { makeHostDirs, stateArgs } from "./host-dirs.js";
 import { BASE_IMAGE, type PodmanBackendOptions } from "./options.js";
 import { onBuiltTree } from "./rootfs-image.js";
 import { containerEnv, containerName, podmanRunArgs } from "./run-args.js";
-import { imageEnvOf } from "../local/container-root.js";
-import { TREE_DONE_MARK } from "../../gc/harbor-tree-use.js";
 import { startAgent } from "./start-agent.js";
 import { makeWorker } from "./worker.js";
 

@@ -1,9 +1,9 @@
 import { PODMAN_OWNER_LABEL } from "../../gc/inventory.js";
 import { EXEC_ONLY_INIT } from "../exec-only-init.js";
 import type { Bind } from "../local/bwrap-args.js";
+import { CONTAINER_CAPS } from "../local/container-root.js";
 import { workerIdOf } from "../local/decisions.js";
 import { depsPath, OFFLINE_ENV, SANDBOX_PATHS } from "../local/shape.js";
-import { CONTAINER_CAPS } from "../local/container-root.js";
 import { workspaceRelative } from "../read-only-files.js";
 import type { ExecOptions, WorkerSpec } from "../types.js";
 

@@ -106,7 +106,9 @@ describe("the container's environment", () => {
       await writeFile(join(d, "mark.json"), JSON.stringify({ env: { A: "1" } }));
       expect(await imageEnvOf(d, "mark.json")).toEqual({ A: "1" });
       await writeFile(join(d, "mark.json"), JSON.stringify({ env: { A: 1 } }));
-      await expect(imageEnvOf(d, "mark.json")).rejects.toThrow(/mark\.json has an env that is not names to strings/);
+      await expect(imageEnvOf(d, "mark.json")).rejects.toThrow(
+        /mark\.json has an env that is not names to strings/,
+      );
       await writeFile(join(d, "mark.json"), "{");
       await expect(imageEnvOf(d, "mark.json")).rejects.toThrow(/is not JSON .*import the task again/);
     } finally {
