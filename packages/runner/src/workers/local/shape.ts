@@ -122,8 +122,7 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
   await mkdir(opts.stateDir, { recursive: true });
   const toolchain = await toolchainFor(opts.profile);
   const ids = identityFiles(SANDBOX_UID, SANDBOX_GID, SANDBOX_PATHS.home);
-  const passwd = join(opts.stateDir, "passwd");
-  const group = join(opts.stateDir, "group");
+  const [passwd, group] = identityBinds(opts.stateDir).map((b) => b.src) as [string, string];
   await writeFile(passwd, ids.passwd);
   await writeFile(group, ids.group);
   let home: string | undefined;
@@ -168,20 +167,10 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
           ...(opts.tmpDir ? { tmp: opts.tmpDir } : {}),
           binds: [
             // a container keeps its image's users (useradd, setpriv --reuid=N work on them)
-            ...(container
-              ? []
-              : [
-                  { src: passwd, dest: "/etc/passwd" },
-                  { src: group, dest: "/etc/group" },
-                ]),
+            ...(container ? [] : identityBinds(opts.stateDir)),
             ...toolchain.binds,
             ...(opts.deps ? [{ src: opts.deps, dest: SANDBOX_PATHS.deps, rw: true }] : []),
-            ...(opts.network === "host"
-              ? [
-                  { src: "/etc/resolv.conf", dest: "/etc/resolv.conf", optional: true },
-                  { src: "/etc/hosts", dest: "/etc/hosts", optional: true },
-                ]
-              : []),
+            ...(opts.network === "host" ? HOST_NET_BINDS : []),
             ...(opts.binds ?? []),
             ...rootNode,
           ],
@@ -219,6 +208,18 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
   };
   return { shape, cgroup, env: container?.env ?? env, ...(home ? { homeDir: home } : {}), dispose };
 }
+
+/** The sandbox user's passwd and group files (in its state dir) over the system's. Pure. */
+const identityBinds = (stateDir: string): Bind[] => [
+  { src: join(stateDir, "passwd"), dest: "/etc/passwd" },
+  { src: join(stateDir, "group"), dest: "/etc/group" },
+];
+
+/** What a sandbox on the host's network sees of its name resolution. */
+const HOST_NET_BINDS: readonly Bind[] = [
+  { src: "/etc/resolv.conf", dest: "/etc/resolv.conf", optional: true },
+  { src: "/etc/hosts", dest: "/etc/hosts", optional: true },
+];
 
 /** Removes the cgroup made so far and rethrows. */
 const failWith = (cgroup: WorkerCgroup) => async (err: unknown) => {
