@@ -89,10 +89,25 @@ export async function oraclePatch(
         reason: `exited ${run.exitCode} in the task's environment (cwd ${input.workdir}): ${tail(run.all)}`,
       };
     await g(["add", "-A"]);
-    const patch = await g(["diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "HEAD"]);
+    // raw: a hunk's last context lines may be blank (` `), which trimming would cut off
+    const patch = await git(
+      [
+        "--git-dir",
+        gitDir,
+        "--work-tree",
+        ws,
+        "diff",
+        "--cached",
+        "--binary",
+        "--no-ext-diff",
+        "--no-textconv",
+        "HEAD",
+      ],
+      { cwd: tmp, raw: true },
+    );
     const left = await g(["ls-files", "--others", "--ignored", "--exclude-standard", "--directory"]);
     const byproducts = left.split("\n").filter((l) => l !== "");
-    return patchProblem(patch, input.workdir) ?? { patch: `${patch}\n`, byproducts };
+    return patchProblem(patch, input.workdir) ?? { patch, byproducts };
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
