@@ -440,7 +440,17 @@ async function readSolution(
           `left out of the reference (byproducts no test grades, remade when the code runs): ${r.byproducts.join(", ")}`,
         ]
       : [];
-  return { patch: r.patch, source, notes: [`reference solution: ${source}`, ...modeNote, ...byproducts] };
+  const system = r.system.length > 0 ? [systemChangesNote(r.system)] : [];
+  return {
+    patch: r.patch,
+    source,
+    notes: [`reference solution: ${source}`, ...modeNote, ...byproducts, ...system],
+  };
+}
+
+/** The note of what solve.sh changed outside the workspace, which the gold replay does not carry. Pure. */
+export function systemChangesNote(paths: readonly string[]): string {
+  return `solve.sh also changed the system outside WORKDIR (${paths.join(", ")}): only the workspace's diff is the reference, and each scoring sandbox is a fresh copy of the built tree plus the workspace, so a test of these fails gold here (Harbor's verifier shares the agent's container)`;
 }
 
 /**

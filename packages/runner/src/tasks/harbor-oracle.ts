@@ -11,6 +11,7 @@ import {
   imageEnvOf,
   mountContainerRoot,
   unmountContainerRoot,
+  upperChanges,
 } from "../workers/local/container-root.js";
 import { findBwrap } from "../workers/local/shape.js";
 import { prepareMountPoints, readSystemRoot } from "../workers/local/system-root.js";
@@ -55,10 +56,13 @@ export interface OracleInput {
  */
 export const BYPRODUCTS = ["__pycache__/", "*.py[co]"] as const;
 
-/** The diff solve.sh left (and the byproducts left out of it), or why it cannot be the reference solution. */
+/**
+ * The diff solve.sh left (and the byproducts left out of it; in a container, what it changed in
+ * the system outside the workspace, `system`), or why it cannot be the reference solution.
+ */
 export async function oraclePatch(
   input: OracleInput,
-): Promise<{ patch: string; byproducts: string[] } | HarborProblem> {
+): Promise<{ patch: string; byproducts: string[]; system: string[] } | HarborProblem> {
   const field = "solution/solve.sh";
   const bwrap = findBwrap();
   if (!bwrap)
@@ -80,7 +84,8 @@ export async function oraclePatch(
     await writeFile(join(gitDir, "info", "exclude"), `${BYPRODUCTS.join("\n")}\n`);
     await g(["add", "-A"]);
     await g(["commit", "-q", "--no-gpg-sign", "--allow-empty", "-m", "base"]);
-    const run = await runSolve(bwrap, tmp, input);
+    const system: string[] = [];
+    const run = await runSolve(bwrap, tmp, input, system);
     if (run.timedOut)
       return { field, reason: `did not finish within ${input.timeoutMs} ms in the task's environment` };
     if (run.exitCode !== 0)
@@ -107,7 +112,7 @@ export async function oraclePatch(
     );
     const left = await g(["ls-files", "--others", "--ignored", "--exclude-standard", "--directory"]);
     const byproducts = left.split("\n").filter((l) => l !== "");
-    return patchProblem(patch, input.workdir) ?? { patch, byproducts };
+    return patchProblem(patch, input.workdir) ?? { patch, byproducts, system };
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
@@ -118,7 +123,7 @@ export async function oraclePatch(
  * copy of the tree thrown away after, the image's ENV: workers/local/container-root.ts); else on
  * the tree (or this machine's system) read-only.
  */
-async function runSolve(bwrap: string, tmp: string, input: OracleInput) {
+async function runSolve(bwrap: string, tmp: string, input: OracleInput, changed: string[]) {
   const ats = input.mountAts ?? [];
   const opts = { reject: false, timeout: input.timeoutMs, stdin: "ignore", all: true } as const;
   const solve = ["--", "/bin/bash", "/solution/solve.sh"];
@@ -129,7 +134,9 @@ async function runSolve(bwrap: string, tmp: string, input: OracleInput) {
     try {
       const args = oracleBwrapArgs(tmp, input.workdir, ats, undefined, { root: cr.merged, env });
       const [cmd, ...pre] = containerPrefix();
-      return await execa(cmd!, [...pre, bwrap, ...args, ...solve], opts);
+      const run = await execa(cmd!, [...pre, bwrap, ...args, ...solve], opts);
+      changed.push(...(await upperChanges(cr.upper)));
+      return run;
     } finally {
       await unmountContainerRoot(cr);
     }

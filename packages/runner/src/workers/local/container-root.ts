@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm } from "node:fs/promises";
+import { lstat, mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 
@@ -180,4 +180,25 @@ export async function imageEnvOf(tree: string, doneMark: string): Promise<Record
       `the task's built environment's record ${join(tree, doneMark)} has an env that is not names to strings: import the task again with --build-env`,
     );
   return env as Record<string, string>;
+}
+
+/**
+ * What a container changed in its system: the files of its upper layer (directories alone are
+ * left out: bwrap makes mount points), `(removed)` for overlay whiteouts (character devices 0/0),
+ * as container paths, sorted, at most `limit`. Names only: nothing in the layer is read.
+ */
+export async function upperChanges(upper: string, limit = 20): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (rel: string): Promise<void> => {
+    const names = await readdir(join(upper, rel)).catch(() => [] as string[]);
+    for (const name of names.sort()) {
+      const p = `${rel}/${name}`;
+      const st = await lstat(join(upper, p)).catch(() => undefined);
+      if (!st) continue;
+      if (st.isDirectory()) await walk(p);
+      else out.push(st.isCharacterDevice() && st.rdev === 0 ? `${p} (removed)` : p);
+    }
+  };
+  await walk("");
+  return out.sort().slice(0, limit);
 }

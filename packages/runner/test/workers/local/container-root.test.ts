@@ -17,6 +17,7 @@ import {
   overlayMountArgs,
   overlayPathProblem,
   unmountContainerRoot,
+  upperChanges,
 } from "../../../src/workers/local/container-root.js";
 import { findBwrap } from "../../../src/workers/local/shape.js";
 
@@ -180,6 +181,8 @@ describe.skipIf(!root || !bwrap)(
         expect(await readFile(join(dir, "tree/etc/keep"), "utf8")).toBe("from the image\n");
         expect(existsSync(join(dir, "tree/etc/hello"))).toBe(false);
         expect(await readFile(join(r.upper, "etc/hello"), "utf8")).toBe("x\n");
+        // what it changed in the system, by name: a removal is a whiteout
+        expect(await upperChanges(r.upper)).toEqual(["/etc/hello", "/etc/keep (removed)", "/etc/passwd"]);
         // the workspace is the host's dir, the file the 2nd user's
         const own = spawnSync("stat", ["-c", "%u", join(dir, "ws/made")], { encoding: "utf8" });
         expect(own.stdout.trim()).toBe("59999");
