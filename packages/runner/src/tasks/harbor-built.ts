@@ -66,7 +66,7 @@ export function builtPlanOf(
   if (plan.entrypoint)
     return {
       field,
-      reason: `ENTRYPOINT ${JSON.stringify(plan.entrypoint)}: runs at container start (services, /etc edits); the sandbox's system is read-only and starts no entrypoint, so what it sets up would be missing`,
+      reason: `ENTRYPOINT ${JSON.stringify(plan.entrypoint)}: runs at container start (services, /etc edits); flakegym starts no entrypoint in the task's sandboxes (each command is a sandbox of its own, so a service it started would not outlive it), so what it sets up would be missing`,
     };
   if (plan.workdir === "/")
     return {

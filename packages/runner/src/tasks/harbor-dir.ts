@@ -25,6 +25,7 @@ import { builtEnvironment, containerEvalCommand } from "./harbor-built.js";
 import { composeProblem } from "./harbor-compose.js";
 import { executableFiles, ORACLE_DEFAULT_TIMEOUT_MS, oraclePatch } from "./harbor-oracle.js";
 import { servedEnvironment } from "./harbor-served.js";
+import { unwrapUvInstallGuard } from "./harbor-uv-guard.js";
 import { commitTree } from "./materialize.js";
 import type { IntakeResult, IntakeTask } from "./swebench.js";
 import { taskIdOf } from "./swebench.js";
@@ -358,7 +359,7 @@ export function verifierScript(
   text: string,
   rewrite = true,
 ): { script: string; notes: string[] } | HarborProblem {
-  const uv = offlineUvVerifier(text);
+  const uv = offlineUvVerifier(unwrapUvInstallGuard(text));
   if (isProblem(uv)) return uv;
   const pip = offlinePytestPip(uv.script);
   const apt = offlineServedApt(pip.script);
