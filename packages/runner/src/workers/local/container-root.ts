@@ -185,7 +185,8 @@ export async function imageEnvOf(tree: string, doneMark: string): Promise<Record
 /**
  * What a container changed in its system: the files of its upper layer (directories alone are
  * left out: bwrap makes mount points), `(removed)` for overlay whiteouts (character devices 0/0),
- * as container paths, sorted, at most `limit`. Names only: nothing in the layer is read.
+ * caches left out (`isCachePath`), as container paths, sorted, at most `limit`. Names only:
+ * nothing in the layer is read.
  */
 export async function upperChanges(upper: string, limit = 20): Promise<string[]> {
   const out: string[] = [];
@@ -196,9 +197,14 @@ export async function upperChanges(upper: string, limit = 20): Promise<string[]>
       const st = await lstat(join(upper, p)).catch(() => undefined);
       if (!st) continue;
       if (st.isDirectory()) await walk(p);
-      else out.push(st.isCharacterDevice() && st.rdev === 0 ? `${p} (removed)` : p);
+      else if (!isCachePath(p)) out.push(st.isCharacterDevice() && st.rdev === 0 ? `${p} (removed)` : p);
     }
   };
   await walk("");
   return out.sort().slice(0, limit);
+}
+
+/** Caches a run leaves (Go's build cache, pip's, bytecode) that no test grades. Pure. */
+export function isCachePath(p: string): boolean {
+  return /(^|\/)(\.cache|__pycache__)\/|^\/var\/cache\/|\.py[co]$/.test(p);
 }

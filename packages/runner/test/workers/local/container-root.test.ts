@@ -12,6 +12,7 @@ import {
   containerPrefix,
   containerRootOf,
   imageEnvOf,
+  isCachePath,
   isOverlayMount,
   mountContainerRoot,
   overlayMountArgs,
@@ -83,6 +84,20 @@ describe("overlay mount options", () => {
     expect(isOverlayMount(ovl, "/s/merged")).toBe(true);
     expect(isOverlayMount(tmp, "/s/merged")).toBe(false);
     expect(isOverlayMount(ovl, "/s/merged2")).toBe(false);
+  });
+});
+
+describe("what a container changed in its system", () => {
+  it("leaves out caches no test grades", () => {
+    for (const p of [
+      "/root/.cache/go-build/00/ab-a",
+      "/usr/lib/python3/x/__pycache__/m.pyc",
+      "/var/cache/apt/a.bin",
+      "/a/b.pyc",
+    ])
+      expect(isCachePath(p)).toBe(true);
+    for (const p of ["/etc/sudoers.d/x", "/root/.ssh/authorized_keys", "/etc/redis_secret"])
+      expect(isCachePath(p)).toBe(false);
   });
 });
 
