@@ -2,8 +2,10 @@ import { join } from "node:path";
 import { type DebianBase, debianBaseOf, hostAptSources } from "./debian-base.js";
 import { type BuiltRootfs, buildRootfs } from "./dockerfile-build.js";
 import { type BuildPlan, containerPath, planDockerfile, refusalText } from "./dockerfile-plan.js";
-import type { Environment, HarborProblem, HarborTaskToml } from "./harbor.js";
+import { type Environment, type HarborProblem, type HarborTaskToml, REWARD_JSON_JUDGE } from "./harbor.js";
+import { HARBOR_DIR } from "./harbor-test-paths.js";
 import { impliedWorkdir, impliedWorkdirNote, scriptTextsOf } from "./harbor-workdir.js";
+import { shellQuote } from "./task-spec.js";
 
 /**
  * A Harbor task's environment built from its own Dockerfile (`tasks import --build-env`): the FROM
@@ -64,7 +66,7 @@ export function builtPlanOf(
   if (plan.entrypoint)
     return {
       field,
-      reason: `ENTRYPOINT ${JSON.stringify(plan.entrypoint)}: runs at container start (services, /etc edits); the sandbox's system is read-only and starts no entrypoint, so what it sets up would be missing`,
+      reason: `ENTRYPOINT ${JSON.stringify(plan.entrypoint)}: runs at container start (services, /etc edits); flakegym starts no entrypoint in the task's sandboxes (each command is a sandbox of its own, so a service it started would not outlive it), so what it sets up would be missing`,
     };
   if (plan.workdir === "/")
     return {
@@ -129,3 +131,26 @@ export function uvServedText(plan: BuildPlan): string {
 
 /** Where a task's built environment lives: `<cache>/harbor-rootfs/<key>`. */
 export const rootfsDirOf = (cacheRoot: string, key: string) => join(cacheRoot, "harbor-rootfs", key);
+
+/**
+ * The verifier of a built environment, as Harbor runs it in the task's container: the hidden tests
+ * (in the workspace at .harbor/tests) copied to /tests, a fresh /logs/verifier, test.sh run from
+ * the WORKDIR with /tests and /logs at their real paths, the reward read from reward.txt (= 1) or
+ * every reward.json key (≥ 1). Needs the container (root, a writable /: the local backend's with a
+ * root runner, podman's); elsewhere it fails saying so. Pure.
+ */
+export function containerEvalCommand(workdir: string, verifierTimeoutSec?: number): string {
+  const limit = verifierTimeoutSec ? `timeout -k 10 ${Math.ceil(verifierTimeoutSec)} ` : "";
+  const needs =
+    "flakegym: this Harbor task's verifier runs in its container (root, a writable /): run flakegym as root for the local backend, or use --backend podman";
+  return [
+    `[ "$(id -u)" = 0 ] && [ -w / ] || { echo ${shellQuote(needs)} >&2; exit 1; }`,
+    `H="$PWD/${HARBOR_DIR}"`,
+    "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier /logs/agent",
+    `cp -a "$H/tests/." /tests/`,
+    `cd ${shellQuote(workdir)}`,
+    `${limit}bash /tests/test.sh </dev/null`,
+    "V=/logs/verifier",
+    `if [ -f "$V/reward.txt" ]; then [ "$(tr -d '[:space:]' < "$V/reward.txt")" = 1 ]; else [ -f "$V/reward.json" ] && python3 -c ${shellQuote(REWARD_JSON_JUDGE)} "$V/reward.json"; fi`,
+  ].join("; ");
+}

@@ -21,10 +21,11 @@ import {
   testFileProblem,
   withoutCtrf,
 } from "./harbor.js";
-import { builtEnvironment } from "./harbor-built.js";
+import { builtEnvironment, containerEvalCommand } from "./harbor-built.js";
 import { composeProblem } from "./harbor-compose.js";
 import { executableFiles, ORACLE_DEFAULT_TIMEOUT_MS, oraclePatch } from "./harbor-oracle.js";
 import { servedEnvironment } from "./harbor-served.js";
+import { unwrapUvInstallGuard } from "./harbor-uv-guard.js";
 import { commitTree } from "./materialize.js";
 import type { IntakeResult, IntakeTask } from "./swebench.js";
 import { taskIdOf } from "./swebench.js";
@@ -129,7 +130,7 @@ export async function readHarborDir(
   if (isProblem(copied)) return fail(copied);
   const mounted = await readMounts(dir, env);
   if (isProblem(mounted)) return fail(mounted);
-  const tests = await readHarborTests(dir, env.workdir);
+  const tests = await readHarborTests(dir, env.workdir, head.built !== undefined);
   if (isProblem(tests)) return fail(tests);
   const { repo, note } = withEmptyWorkspace(copied, env.workdir);
   const served = head.built ? { note: head.built.servedBy } : await servedEnvironment(env);
@@ -157,6 +158,7 @@ export async function readHarborDir(
       solution: solution.patch,
       commit,
       mounts: mounted.mounts,
+      ...(head.built ? { evalCommand: containerEvalCommand(env.workdir, toml.verifier.timeout_sec) } : {}),
       metadata: {
         harbor_environment: served.note,
         harbor_solution: solution.source,
@@ -308,8 +310,16 @@ async function readCopies(
   return repo;
 }
 
-/** The hidden tests: tests/ copied to .harbor/tests/, test.sh made offline and pointed at the workspace. */
-async function readHarborTests(dir: string, workdir: string): Promise<HarborTests | HarborProblem> {
+/**
+ * The hidden tests: tests/ copied to .harbor/tests/, test.sh made offline; pointed at the workspace,
+ * or kept at /tests and /logs for a built environment (`inContainer`: its verifier runs in the
+ * task's container, where the eval command copies them to /tests: harbor-built.ts).
+ */
+async function readHarborTests(
+  dir: string,
+  workdir: string,
+  inContainer: boolean,
+): Promise<HarborTests | HarborProblem> {
   const testsDir = join(dir, "tests");
   if (!(await lstat(testsDir).catch(() => undefined))?.isDirectory())
     return { field: "tests", reason: "missing: a Harbor task needs tests/test.sh" };
@@ -322,13 +332,13 @@ async function readHarborTests(dir: string, workdir: string): Promise<HarborTest
     const content = await readFile(join(testsDir, f));
     const target = `hidden/${HARBOR_DIR}/tests/${f}`;
     if (f === "test.sh") {
-      const script = verifierScript(content.toString("utf8"));
+      const script = verifierScript(content.toString("utf8"), !inContainer);
       if (isProblem(script)) return script;
       notes.push(...script.notes);
       hidden[target] = script.script;
       continue;
     }
-    const text = content.includes(0) ? undefined : content.toString("utf8");
+    const text = content.includes(0) || inContainer ? undefined : content.toString("utf8");
     const problem = text === undefined ? undefined : testFileProblem(f, text);
     const rewritten = problem === undefined ? undefined : rewriteTestFile(text!, workdir);
     if (problem && rewritten === undefined) return { field: `tests/${f}`, reason: problem };
@@ -345,8 +355,11 @@ async function readHarborTests(dir: string, workdir: string): Promise<HarborTest
  * tests/test.sh as flakegym runs it: uv's installs made offline (with notes), refused when a line
  * that is not a comment still fetches over the network, paths rewritten to the workspace. Pure.
  */
-export function verifierScript(text: string): { script: string; notes: string[] } | HarborProblem {
-  const uv = offlineUvVerifier(text);
+export function verifierScript(
+  text: string,
+  rewrite = true,
+): { script: string; notes: string[] } | HarborProblem {
+  const uv = offlineUvVerifier(unwrapUvInstallGuard(text));
   if (isProblem(uv)) return uv;
   const pip = offlinePytestPip(uv.script);
   const apt = offlineServedApt(pip.script);
@@ -364,7 +377,8 @@ export function verifierScript(text: string): { script: string; notes: string[] 
       reason: `runs '${net[0].trim()}', which fetches over the network (the sandbox is offline): the tests must run with the profile's tools`,
     };
   const plain = withoutCtrf(offline.script);
-  return { script: rewriteTestScript(plain.script), notes: [...offline.notes, ...plain.notes] };
+  const script = rewrite ? rewriteTestScript(plain.script) : plain.script;
+  return { script, notes: [...offline.notes, ...plain.notes] };
 }
 
 /** The reference solution and how it was had (a patch in solve.sh or solution/*.patch, else solve.sh run as Harbor's oracle). */
@@ -427,7 +441,17 @@ async function readSolution(
           `left out of the reference (byproducts no test grades, remade when the code runs): ${r.byproducts.join(", ")}`,
         ]
       : [];
-  return { patch: r.patch, source, notes: [`reference solution: ${source}`, ...modeNote, ...byproducts] };
+  const system = r.system.length > 0 ? [systemChangesNote(r.system)] : [];
+  return {
+    patch: r.patch,
+    source,
+    notes: [`reference solution: ${source}`, ...modeNote, ...byproducts, ...system],
+  };
+}
+
+/** The note of what solve.sh changed outside the workspace, which the gold replay does not carry. Pure. */
+export function systemChangesNote(paths: readonly string[]): string {
+  return `solve.sh also changed the system outside WORKDIR (${paths.join(", ")}): only the workspace's diff is the reference, and each scoring sandbox is a fresh copy of the built tree plus the workspace, so a test of these fails gold here (Harbor's verifier shares the agent's container)`;
 }
 
 /**

@@ -3,8 +3,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { type Bind, buildBwrapArgs, type SystemRoot } from "../workers/local/bwrap-args.js";
+import {
+  CONTAINER_CAPS,
+  containerEnv,
+  containerPrefix,
+  containerRootOf,
+  imageEnvOf,
+  mountContainerRoot,
+  unmountContainerRoot,
+  upperChanges,
+} from "../workers/local/container-root.js";
 import { findBwrap } from "../workers/local/shape.js";
 import { prepareMountPoints, readSystemRoot } from "../workers/local/system-root.js";
+import { DONE_MARK } from "./debian-base.js";
 import { type HarborProblem, MOUNTS_DIR } from "./harbor.js";
 import { git } from "./materialize.js";
 import { writeFiles } from "./task-dir.js";
@@ -45,10 +56,13 @@ export interface OracleInput {
  */
 export const BYPRODUCTS = ["__pycache__/", "*.py[co]"] as const;
 
-/** The diff solve.sh left (and the byproducts left out of it), or why it cannot be the reference solution. */
+/**
+ * The diff solve.sh left (and the byproducts left out of it; in a container, what it changed in
+ * the system outside the workspace, `system`), or why it cannot be the reference solution.
+ */
 export async function oraclePatch(
   input: OracleInput,
-): Promise<{ patch: string; byproducts: string[] } | HarborProblem> {
+): Promise<{ patch: string; byproducts: string[]; system: string[] } | HarborProblem> {
   const field = "solution/solve.sh";
   const bwrap = findBwrap();
   if (!bwrap)
@@ -70,15 +84,8 @@ export async function oraclePatch(
     await writeFile(join(gitDir, "info", "exclude"), `${BYPRODUCTS.join("\n")}\n`);
     await g(["add", "-A"]);
     await g(["commit", "-q", "--no-gpg-sign", "--allow-empty", "-m", "base"]);
-    const root = input.systemRoot ? await readSystemRoot(input.systemRoot) : undefined;
-    const args = oracleBwrapArgs(tmp, input.workdir, input.mountAts ?? [], root);
-    if (root) await prepareMountPoints(root, oracleBinds(tmp, input.workdir, input.mountAts ?? []));
-    const run = await execa(bwrap, [...args, "--", "/bin/bash", "/solution/solve.sh"], {
-      reject: false,
-      timeout: input.timeoutMs,
-      stdin: "ignore",
-      all: true,
-    });
+    const system: string[] = [];
+    const run = await runSolve(bwrap, tmp, input, system);
     if (run.timedOut)
       return { field, reason: `did not finish within ${input.timeoutMs} ms in the task's environment` };
     if (run.exitCode !== 0)
@@ -87,14 +94,65 @@ export async function oraclePatch(
         reason: `exited ${run.exitCode} in the task's environment (cwd ${input.workdir}): ${tail(run.all)}`,
       };
     await g(["add", "-A"]);
-    const patch = await g(["diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "HEAD"]);
+    // raw: a hunk's last context lines may be blank (` `), which trimming would cut off
+    const patch = await git(
+      [
+        "--git-dir",
+        gitDir,
+        "--work-tree",
+        ws,
+        "diff",
+        "--cached",
+        "--binary",
+        "--no-ext-diff",
+        "--no-textconv",
+        "HEAD",
+      ],
+      { cwd: tmp, raw: true },
+    );
     const left = await g(["ls-files", "--others", "--ignored", "--exclude-standard", "--directory"]);
     const byproducts = left.split("\n").filter((l) => l !== "");
-    return patchProblem(patch, input.workdir) ?? { patch: `${patch}\n`, byproducts };
+    return patchProblem(patch, input.workdir) ?? { patch, byproducts, system };
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
 }
+
+/**
+ * Runs solve.sh. On a built tree with a root runner, as in Harbor's container (root, a writable
+ * copy of the tree thrown away after, the image's ENV: workers/local/container-root.ts); else on
+ * the tree (or this machine's system) read-only.
+ */
+async function runSolve(bwrap: string, tmp: string, input: OracleInput, changed: string[]) {
+  const ats = input.mountAts ?? [];
+  const opts = { reject: false, timeout: input.timeoutMs, stdin: "ignore", all: true } as const;
+  const solve = ["--", "/bin/bash", "/solution/solve.sh"];
+  if (input.systemRoot && process.geteuid?.() === 0) {
+    const cr = containerRootOf((await readSystemRoot(input.systemRoot)).dir, join(tmp, "root"));
+    const env = containerEnv(ORACLE_ENV, await imageEnvOf(cr.tree, DONE_MARK));
+    await mountContainerRoot(cr);
+    try {
+      const args = oracleBwrapArgs(tmp, input.workdir, ats, undefined, { root: cr.merged, env });
+      const [cmd, ...pre] = containerPrefix();
+      const run = await execa(cmd!, [...pre, bwrap, ...args, ...solve], opts);
+      changed.push(...(await upperChanges(cr.upper)));
+      return run;
+    } finally {
+      await unmountContainerRoot(cr);
+    }
+  }
+  const root = input.systemRoot ? await readSystemRoot(input.systemRoot) : undefined;
+  if (root) await prepareMountPoints(root, oracleBinds(tmp, input.workdir, ats));
+  return await execa(bwrap, [...oracleBwrapArgs(tmp, input.workdir, ats, root), ...solve], opts);
+}
+
+/** The oracle's environment outside a container. */
+const ORACLE_ENV: Readonly<Record<string, string>> = {
+  PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+  HOME: "/root",
+  LANG: "C.UTF-8",
+  TERM: "dumb",
+};
 
 /** Why the diff solve.sh left cannot be a reference patch, or undefined. Pure. */
 export function patchProblem(patch: string, workdir: string): HarborProblem | undefined {
@@ -164,6 +222,7 @@ export function oracleBwrapArgs(
   workdir: string,
   mounts: readonly string[] = [],
   systemRoot?: SystemRoot,
+  container?: { readonly root: string; readonly env: Readonly<Record<string, string>> },
 ): string[] {
   return buildBwrapArgs({
     workspace: join(tmp, "ws"),
@@ -172,12 +231,8 @@ export function oracleBwrapArgs(
     tmpSizeMb: 256,
     binds: oracleBinds(tmp, workdir, mounts).filter((b) => b.dest !== workdir),
     ...(systemRoot ? { systemRoot } : {}),
-    env: {
-      PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
-      HOME: "/root",
-      LANG: "C.UTF-8",
-      TERM: "dumb",
-    },
+    ...(container ? { container: { root: container.root, caps: CONTAINER_CAPS } } : {}),
+    env: container?.env ?? ORACLE_ENV,
     cwd: workdir,
     uid: 0,
     gid: 0,

@@ -29,6 +29,8 @@ export interface GitOptions {
   readonly signal?: AbortSignal;
   readonly timeoutMs?: number;
   readonly log?: (line: string) => void;
+  /** Return stdout as git wrote it (a diff: its last context lines may be blank, ` \n`), not trimmed. */
+  readonly raw?: boolean;
 }
 
 /** Runs git; throws a FlakegymError naming the command and showing its stderr on failure. */
@@ -49,7 +51,7 @@ export async function git(args: readonly string[], opts: GitOptions): Promise<st
       `git ${args.join(" ")} failed in ${opts.cwd} (${why}): ${r.stderr.trim()}`,
     );
   }
-  return r.stdout.trim();
+  return opts.raw ? `${r.stdout}\n` : r.stdout.trim();
 }
 
 /** Commits every file of `dir` (a fresh repo) with the fixed catalog identity; returns the commit id. */

@@ -1,4 +1,7 @@
 import { spawnSync } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { aptRunOf, environmentOf, harborEvalCommand, withoutCtrf } from "../../src/tasks/harbor.js";
@@ -119,6 +122,31 @@ describe("oraclePatch (solve.sh run as Harbor's oracle)", () => {
     expect(r.patch).toMatch(/diff --git a\/run\.sh b\/run\.sh\nnew file mode 100755/);
     expect(executableFiles(r.patch)).toEqual(["run.sh"]);
   });
+
+  it.skipIf(noBwrap)(
+    "keeps a hunk's trailing blank context lines (a real task's solve.sh edits a file ending in blank lines), so the patch applies",
+    async () => {
+      const before = "def main():\n    run(1)\n    print('done')\n\n\n";
+      const r = await oraclePatch({
+        repo: { "m.py": before },
+        solution: { "solve.sh": "set -e\nsed -i 's/run(1)/run(2)/' m.py\n" },
+        workdir: "/app",
+        timeoutMs: 60_000,
+      });
+      if ("reason" in r) throw new Error(r.reason);
+      expect(r.patch.endsWith(" print('done')\n \n \n")).toBe(true);
+      const d = await mkdtemp(join(tmpdir(), "fg-oracle-apply-"));
+      try {
+        await writeFile(join(d, "m.py"), before);
+        await writeFile(join(d, "p.diff"), r.patch);
+        const a = spawnSync("git", ["apply", "--check", "p.diff"], { cwd: d, encoding: "utf8" });
+        expect(a.stderr).toBe("");
+        expect(a.status).toBe(0);
+      } finally {
+        await rm(d, { recursive: true, force: true });
+      }
+    },
+  );
 
   it.skipIf(noBwrap)(
     "leaves out the bytecode caches running Python code writes (a real public task's solve.sh runs its resolver), naming them",

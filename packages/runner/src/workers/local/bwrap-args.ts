@@ -64,6 +64,13 @@ export interface BwrapSpec {
   readonly systemRoot?: SystemRoot;
   /** "dropping" made inside a user namespace of the runner's own (a runner without root). */
   readonly droppingViaUserNamespace?: boolean;
+  /**
+   * A Harbor task's container (workers/local/container-root.ts): `root`, the overlay of its built
+   * tree, bound writable at `/` in place of the system binds; the user namespace is
+   * `containerPrefix`'s (users 0..65535 as themselves), bwrap joins it as root and keeps
+   * CONTAINER_CAPS. Excludes `apart` and `systemRoot`.
+   */
+  readonly container?: { readonly root: string; readonly caps: readonly string[] };
 }
 
 /** One top-level entry of a root filesystem. */
@@ -182,6 +189,7 @@ export const SHM_ARGS = (bytes: string): string[] => [
 
 /** bwrap's arguments (without the command): everything after `bwrap` and before `--`. */
 export function buildBwrapArgs(spec: BwrapSpec): string[] {
+  if (spec.container) return containerArgs(spec, spec.container);
   const a: string[] = [
     // apart: the user namespace is the prefix's (root inside: bwrap runs privileged in it)
     ...(spec.apart ? [] : ["--unshare-user", "--uid", String(spec.uid), "--gid", String(spec.gid)]),
@@ -219,6 +227,31 @@ export function buildBwrapArgs(spec: BwrapSpec): string[] {
   for (const b of spec.workspaceBinds ?? []) a.push(...bindArgs(b));
   // Everything not bound writable above (the root tmpfs bwrap builds, /etc, /opt …) is read-only.
   a.push("--remount-ro", "/");
+  a.push("--chdir", spec.cwd, "--clearenv");
+  for (const [k, v] of Object.entries(spec.env)) a.push("--setenv", k, v);
+  return a;
+}
+
+/**
+ * bwrap's arguments for a Harbor container: the namespace is the prefix's (bwrap root in it), the
+ * writable overlay at /, then the same /proc, /dev, /tmp, binds, HOME and workspace as any sandbox;
+ * nothing remounted read-only (Harbor's container is writable, and thrown away). Pure.
+ */
+function containerArgs(spec: BwrapSpec, c: NonNullable<BwrapSpec["container"]>): string[] {
+  const a = [
+    ...["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"],
+    ...["--hostname", spec.hostname, "--die-with-parent", "--new-session", "--cap-drop", "ALL"],
+    ...c.caps.flatMap((x) => ["--cap-add", x]),
+    ...(spec.asPid1 ? SCORING_INIT_ARGS : []),
+  ];
+  if (spec.network === "none") a.push("--unshare-net");
+  a.push("--bind", c.root, "/", "--proc", "/proc", "--dev", "/dev");
+  if (spec.tmp) a.push("--bind", spec.tmp, "/tmp");
+  else a.push("--size", String(spec.tmpSizeMb * 1024 * 1024), "--tmpfs", "/tmp");
+  for (const b of spec.binds) a.push(...bindArgs(b));
+  if (spec.home) a.push("--bind", spec.home, spec.homeDest);
+  a.push("--bind", spec.workspace, spec.workspaceDest);
+  for (const b of spec.workspaceBinds ?? []) a.push(...bindArgs(b));
   a.push("--chdir", spec.cwd, "--clearenv");
   for (const [k, v] of Object.entries(spec.env)) a.push("--setenv", k, v);
   return a;

@@ -40,7 +40,9 @@ export function asInitShape(
   runner?: { readonly uid: number; readonly gid: number },
 ): SandboxShape {
   if (!asInit || !shape.bwrap) return shape;
-  const apart = runner ? { apart: { runnerUid: runner.uid, runnerGid: runner.gid } } : {};
+  // a Harbor container is one user's, as Harbor's verifier shares the container with the agent's code
+  const apart =
+    runner && !shape.bwrap.container ? { apart: { runnerUid: runner.uid, runnerGid: runner.gid } } : {};
   return { ...shape, bwrap: { ...shape.bwrap, asPid1: true, ...apart } };
 }
 

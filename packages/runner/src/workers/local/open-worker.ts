@@ -91,6 +91,7 @@ async function prepareWorkerShape(
     ...(dirs.bounded ? { tmpDir: dirs.tmp } : {}),
     ...(bs.options.unsafeNoSandbox ? { unsafeNoSandbox: true } : {}),
     ...(spec.systemRoot ? { systemRoot: spec.systemRoot } : {}),
+    ...(spec.systemRoot && spec.workspaceAlias ? { cwd: spec.workspaceAlias } : {}),
   }).catch(async (err) => {
     await releaseSlot(slot, c.workerDir, dirs);
     throw err;

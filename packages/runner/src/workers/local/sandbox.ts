@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import type { ExecResult } from "../types.js";
 import { apartPrefix, type BwrapSpec, buildBwrapArgs, droppingNetPrefix } from "./bwrap-args.js";
 import type { WorkerCgroup } from "./cgroup.js";
+import { containerPrefix } from "./container-root.js";
 
 /** Per-process rlimits applied with `prlimit` around bwrap (inherited by everything inside). */
 export interface Rlimits {
@@ -58,7 +59,8 @@ export function wrapCommand(
         ...(shape.bwrap.network === "dropping"
           ? droppingNetPrefix(shape.bwrap.droppingViaUserNamespace === true)
           : []),
-        ...(shape.bwrap.apart
+        ...(shape.bwrap.container ? containerPrefix() : []),
+        ...(shape.bwrap.apart && !shape.bwrap.container
           ? apartPrefix(
               shape.bwrap.uid,
               shape.bwrap.gid,

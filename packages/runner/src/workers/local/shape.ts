@@ -3,9 +3,19 @@ import { mkdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ProfileId } from "@flakegym/profiles";
 import { FlakegymError } from "../../errors.js";
+import { TREE_DONE_MARK } from "../../gc/harbor-tree-use.js";
 import type { ResourceLimits } from "../types.js";
 import { type Bind, identityFiles } from "./bwrap-args.js";
 import { createWorkerCgroup, type WorkerCgroup } from "./cgroup.js";
+import {
+  CONTAINER_CAPS,
+  type ContainerRoot,
+  containerEnv,
+  containerRootOf,
+  imageEnvOf,
+  mountContainerRoot,
+  unmountContainerRoot,
+} from "./container-root.js";
 import type { SandboxShape } from "./sandbox.js";
 import { prepareMountPoints, ROOTFS_NODE, readSystemRoot } from "./system-root.js";
 import { BASE_PATH, toolchainFor } from "./toolchain.js";
@@ -81,8 +91,14 @@ export interface ShapeOptions {
   readonly tmpSizeMb?: number;
   /** Host dir bound at /tmp (the worker's bounded state) instead of a private tmpfs. */
   readonly tmpDir?: string;
-  /** A built root filesystem (a Harbor task's environment) shown as the system instead of this machine's. */
+  /**
+   * A built root filesystem (a Harbor task's environment) shown as the system instead of this
+   * machine's: with a root runner, as Harbor's container (a writable copy, root inside, the image's
+   * ENV: container-root.ts), else read-only under the sandbox's user.
+   */
   readonly systemRoot?: string;
+  /** The directory commands start in when not /workspace (a Harbor task's WORKDIR, in its container). */
+  readonly cwd?: string;
 }
 
 export interface PreparedShape {
@@ -106,8 +122,7 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
   await mkdir(opts.stateDir, { recursive: true });
   const toolchain = await toolchainFor(opts.profile);
   const ids = identityFiles(SANDBOX_UID, SANDBOX_GID, SANDBOX_PATHS.home);
-  const passwd = join(opts.stateDir, "passwd");
-  const group = join(opts.stateDir, "group");
+  const [passwd, group] = identityBinds(opts.stateDir).map((b) => b.src) as [string, string];
   await writeFile(passwd, ids.passwd);
   await writeFile(group, ids.group);
   let home: string | undefined;
@@ -132,6 +147,7 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
   if (opts.deps)
     env.PATH = [...depsPath(inside(SANDBOX_PATHS.deps, opts.deps), opts.profile), env.PATH].join(":");
   const root = opts.systemRoot && !unsafe ? await readSystemRoot(opts.systemRoot) : undefined;
+  const container = root && process.geteuid?.() === 0 ? await containerOf(root.dir, opts, env) : undefined;
   // the runner's node (the Cline core) under this machine's /usr is not in the tree: bound beside it
   const rootNode: Bind[] =
     root && process.execPath.startsWith("/usr/") ? [{ src: process.execPath, dest: ROOTFS_NODE }] : [];
@@ -150,27 +166,26 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
           tmpSizeMb: opts.tmpSizeMb ?? 512,
           ...(opts.tmpDir ? { tmp: opts.tmpDir } : {}),
           binds: [
-            { src: passwd, dest: "/etc/passwd" },
-            { src: group, dest: "/etc/group" },
+            // a container keeps its image's users (useradd, setpriv --reuid=N work on them)
+            ...(container ? [] : identityBinds(opts.stateDir)),
             ...toolchain.binds,
             ...(opts.deps ? [{ src: opts.deps, dest: SANDBOX_PATHS.deps, rw: true }] : []),
-            ...(opts.network === "host"
-              ? [
-                  { src: "/etc/resolv.conf", dest: "/etc/resolv.conf", optional: true },
-                  { src: "/etc/hosts", dest: "/etc/hosts", optional: true },
-                ]
-              : []),
+            ...(opts.network === "host" ? HOST_NET_BINDS : []),
             ...(opts.binds ?? []),
             ...rootNode,
           ],
           ...(opts.workspaceBinds?.length ? { workspaceBinds: opts.workspaceBinds } : {}),
-          env,
-          cwd: SANDBOX_PATHS.workspace,
-          uid: SANDBOX_UID,
-          gid: SANDBOX_GID,
+          env: container?.env ?? env,
+          cwd: container ? (opts.cwd ?? SANDBOX_PATHS.workspace) : SANDBOX_PATHS.workspace,
+          uid: container ? 0 : SANDBOX_UID,
+          gid: container ? 0 : SANDBOX_GID,
           hostname: "flakegym",
           network: opts.network,
-          ...(root ? { systemRoot: root } : {}),
+          ...(container
+            ? { container: { root: container.root.merged, caps: CONTAINER_CAPS } }
+            : root
+              ? { systemRoot: root }
+              : {}),
           ...(opts.droppingViaUserNamespace ? { droppingViaUserNamespace: true } : {}),
         },
     cgroup,
@@ -185,8 +200,43 @@ export async function prepareShape(opts: ShapeOptions): Promise<PreparedShape> {
       ...(cgroup.kind === "none" ? { nproc: opts.limits.pids, dataMb: opts.limits.memoryMb } : {}),
     },
   };
-  if (root && shape.bwrap) await prepareMountPoints(root, rootMounts(shape.bwrap));
-  return { shape, cgroup, env, ...(home ? { homeDir: home } : {}), dispose: () => cgroup.remove() };
+  if (container) await mountContainerRoot(container.root).catch(failWith(cgroup));
+  else if (root && shape.bwrap) await prepareMountPoints(root, rootMounts(shape.bwrap));
+  const dispose = async () => {
+    if (container) await unmountContainerRoot(container.root);
+    await cgroup.remove();
+  };
+  return { shape, cgroup, env: container?.env ?? env, ...(home ? { homeDir: home } : {}), dispose };
+}
+
+/** The sandbox user's passwd and group files (in its state dir) over the system's. Pure. */
+const identityBinds = (stateDir: string): Bind[] => [
+  { src: join(stateDir, "passwd"), dest: "/etc/passwd" },
+  { src: join(stateDir, "group"), dest: "/etc/group" },
+];
+
+/** What a sandbox on the host's network sees of its name resolution. */
+const HOST_NET_BINDS: readonly Bind[] = [
+  { src: "/etc/resolv.conf", dest: "/etc/resolv.conf", optional: true },
+  { src: "/etc/hosts", dest: "/etc/hosts", optional: true },
+];
+
+/** Removes the cgroup made so far and rethrows. */
+const failWith = (cgroup: WorkerCgroup) => async (err: unknown) => {
+  await cgroup.remove().catch(() => {});
+  throw err;
+};
+
+/** A Harbor container's root (an overlay in the sandbox's state dir) and environment (the image's ENV). */
+async function containerOf(
+  tree: string,
+  opts: ShapeOptions,
+  env: Readonly<Record<string, string>>,
+): Promise<{ root: ContainerRoot; env: Record<string, string> }> {
+  return {
+    root: containerRootOf(tree, join(opts.stateDir, "root")),
+    env: containerEnv(env, await imageEnvOf(tree, TREE_DONE_MARK), opts.env ?? {}),
+  };
 }
 
 /** Every bind of a sandbox over a built root filesystem, for its mount points. Pure. */

@@ -2,7 +2,9 @@ import { randomBytes } from "node:crypto";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { FlakegymError } from "../../errors.js";
+import { TREE_DONE_MARK } from "../../gc/harbor-tree-use.js";
 import { removeWorkerDir } from "../bounded-dirs.js";
+import { imageEnvOf } from "../local/container-root.js";
 import { hostBindsOf } from "../local/decisions.js";
 import { depsEnv, hasVenv, SANDBOX_PATHS } from "../local/shape.js";
 import type { BackendCapabilities, Worker, WorkerBackend, WorkerSpec } from "../types.js";
@@ -93,7 +95,11 @@ async function startWorker(st0: PodmanState, spec0: WorkerSpec, signal?: AbortSi
   if (st.options.importBaseImage && image === BASE_IMAGE) await ensureBaseImage(st);
   const name = containerName(spec, randomBytes(3).toString("hex"));
   const deps = spec.depsDir ? depsEnv(SANDBOX_PATHS.deps, { venv: await hasVenv(spec.depsDir) }) : {};
-  const env = containerEnv(spec, deps, st.options.pathPrefix);
+  // a Harbor container: its image's ENV lines (PATH aside: the sandbox's reaches node) over the sandbox's own
+  const imageEnv = spec0.systemRoot ? await imageEnvOf(spec0.systemRoot, TREE_DONE_MARK) : {};
+  const { PATH: _path, ...image0 } = imageEnv;
+  const env = { ...containerEnv(spec, deps, st.options.pathPrefix), ...image0 };
+  const container = spec0.systemRoot !== undefined;
   // Without a user namespace (podman's uidmap breaks its storage here) the container user must
   // own the workspace to write it; with all capabilities dropped it can write nothing else.
   const owner = await stat(spec.workspace);
@@ -102,7 +108,7 @@ async function startWorker(st0: PodmanState, spec0: WorkerSpec, signal?: AbortSi
   // host dir exists, so a wrong image leaves nothing behind
   const pkg = spec.agent ? await agentClinePackage(st, image) : undefined;
   const host = await makeHostDirs(join(st.stateDir, name), owner, st.tmpSizeMb);
-  if (pkg) return await startAgent(st, spec, { name, image, env, user, signal, host, pkg });
+  if (pkg) return await startAgent(st, spec, { name, image, env, user, container, signal, host, pkg });
   const run = await pm(
     st,
     podmanRunArgs(spec, {
@@ -113,6 +119,7 @@ async function startWorker(st0: PodmanState, spec0: WorkerSpec, signal?: AbortSi
       tmpSizeMb: st.tmpSizeMb,
       env,
       user,
+      ...(container ? { container: true } : {}),
       ...stateArgs(host.dirs),
     }),
     // the container's conmon keeps this cwd and writes an `oom` marker there

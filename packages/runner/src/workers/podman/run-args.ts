@@ -1,6 +1,7 @@
 import { PODMAN_OWNER_LABEL } from "../../gc/inventory.js";
 import { EXEC_ONLY_INIT } from "../exec-only-init.js";
 import type { Bind } from "../local/bwrap-args.js";
+import { CONTAINER_CAPS } from "../local/container-root.js";
 import { workerIdOf } from "../local/decisions.js";
 import { depsPath, OFFLINE_ENV, SANDBOX_PATHS } from "../local/shape.js";
 import { workspaceRelative } from "../read-only-files.js";
@@ -79,6 +80,8 @@ export function podmanRunArgs(
     state?: { tmp: string; home: string };
     /** The owner tag labelled on the container (`flakegym gc`). */
     owner?: string;
+    /** A Harbor task's container (its built tree): a writable root and root's capabilities (workers/local/container-root.ts). */
+    container?: boolean;
   },
 ): string[] {
   const l = spec.limits;
@@ -95,9 +98,11 @@ export function podmanRunArgs(
     "none",
     "--cap-drop",
     "all",
+    ...(o.container ? CONTAINER_CAPS.flatMap((c) => ["--cap-add", c]) : []),
     "--security-opt",
     "no-new-privileges",
-    "--read-only",
+    // a Harbor container is writable, as Harbor's is (and thrown away with it)
+    ...(o.container ? [] : ["--read-only"]),
     "--pids-limit",
     String(l.pids),
     "--memory",

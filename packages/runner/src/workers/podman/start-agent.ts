@@ -17,6 +17,8 @@ export interface AgentLaunch {
   readonly image: string;
   readonly env: Record<string, string>;
   readonly user: string;
+  /** A Harbor task's container (run-args.ts). */
+  readonly container?: boolean;
   readonly signal: AbortSignal | undefined;
   readonly host: HostDirs;
   readonly pkg: ClinePackage;
@@ -57,6 +59,7 @@ function podmanWrap(st: PodmanState, spec: WorkerSpec, o: AgentLaunch, binds: re
       tmpSizeMb: st.tmpSizeMb,
       env: { ...cmd.env, ...o.env, HOME: SANDBOX_PATHS.home },
       user: o.user,
+      ...(o.container ? { container: true } : {}),
       foreground: true,
       command: [inside(cmd.command), ...cmd.args.map(inside)],
       ...stateArgs(o.host.dirs),
