@@ -13,7 +13,8 @@
  *
  * Flags: --points 10,100,300,1000  --turns 5  --think-ms 2000  --interval-ms 20  --tool-ms 300
  *   --task semver-lite-caret-zero  --max-starts <the Nomad backend's maxConcurrentStarts, default 32>
- *   --point-timeout-s 3600. Each point runs in a process of its own (point-child.ts: honest RSS per
+ *   --point-timeout-s 3600  --harness-priority idle|nice|normal (default idle: the cluster and the
+ *   upstream double run under `chrt --idle 0`, so they never take a core from the runner). Each point runs in a process of its own (point-child.ts: honest RSS per
  *   trajectory). Profile the largest point with
  *   `node --cpu-prof --cpu-prof-dir <dir> --import tsx bench/run.ts scale --points 1000`
  *   (each point's process writes its own profiles).
@@ -28,6 +29,7 @@ import { buildSnapshot } from "../packages/runner/src/snapshots/build.js";
 import { snapshotSpecOfTask } from "../packages/runner/src/snapshots/spec.js";
 import { loadTask } from "../packages/runner/src/tasks/catalog.js";
 import { type BenchContext, benchFlags, loadStr, printTable } from "./lib.js";
+import { parseHarnessPriority } from "./scale/harness-priority.js";
 import { caveats, judge, marginal, type PointResult, perTrajectory, summaryLine } from "./scale/judge.js";
 import { plotSeries, plotSvg } from "./scale/plot.js";
 import type { runPoint } from "./scale/point.js";
@@ -69,7 +71,9 @@ const SIMULATED =
   "  model calls (40 KB system prompt + 6 KB per tool result) through the real gateway to an upstream double\n" +
   "  (think time, streamed 4-char chunks); no tool runs, no sandbox, and scoring is a fixed score (no hidden tests).\n" +
   "  Real: runRollout, createRolloutDeps (run directory), the gateway thread, the Nomad backend (its start queue) and client;\n" +
-  "  the backend's shared snapshotDir is the snapshot's tree, so no trajectory forks it on this host (hostForks false).";
+  "  the backend's shared snapshotDir is the snapshot's tree, so no trajectory forks it on this host (hostForks false).\n" +
+  "  The harness (cluster and upstream processes) runs at the priority --harness-priority names (default SCHED_IDLE);\n" +
+  "  the runner and the idle reference process at normal priority (each point prints the policies in force).";
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const { flag, num } = benchFlags("scale", args);
@@ -86,6 +90,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     intervalMs: num("interval-ms", 20),
     toolMs: num("tool-ms", 300),
     maxStarts: flag("max-starts", "") === "" ? undefined : num("max-starts", 32),
+    harnessPriority: parseHarnessPriority(flag("harness-priority", "idle")),
   };
   const pointTimeoutS = num("point-timeout-s", 3600);
   console.log(
@@ -107,13 +112,18 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
         { n, root, ...opts, snapshotDir: snapshot.workspace },
         pointTimeoutS * 1000,
       );
-      const { cluster, ...point } = r;
+      const { cluster, priorities, ...point } = r;
       results.push(point);
       printTable([row(point, results[results.length - 2])]);
       console.log(
         `  outcomes ${JSON.stringify(point.outcomes)}; cluster: ${JSON.stringify({ ...cluster, nomadByRoute: undefined })}`,
       );
       console.log(`  nomad calls by route: ${JSON.stringify(cluster.nomadByRoute)}`);
+      console.log(
+        `  threads' CPU policy (read from /proc at the point's end): ${Object.entries(priorities)
+          .map(([k, v]) => `${k} ${v}`)
+          .join("; ")}`,
+      );
       for (const f of point.failures) console.log(`  not completed: ${f}`);
       await rm(join(root, `run-${n}`), { recursive: true, force: true });
     }

@@ -10,6 +10,7 @@ import type { RunConfig } from "../../packages/runner/src/run-format/schema.js";
 import type { Score } from "../../packages/runner/src/run-format/score.js";
 import { createNomadBackend } from "../../packages/runner/src/workers/nomad/backend.js";
 import { findFiles, percentile } from "../lib.js";
+import { describePolicy, type HarnessPriority, harnessLauncher, hasTool } from "./harness-priority.js";
 import type { PointResult } from "./judge.js";
 import { startOwnLoopMonitor } from "./own-loop.js";
 import {
@@ -42,6 +43,8 @@ export interface PointOptions {
   readonly snapshotDir: string;
   /** The backend's maxConcurrentStarts (undefined: its default). */
   readonly maxStarts: number | undefined;
+  /** The CPU priority of the harness processes (cluster, upstream): harness-priority.ts. */
+  readonly harnessPriority: HarnessPriority;
 }
 
 /** No hidden tests run: a fixed score after a scoring worker's typical control-plane time. */
@@ -146,8 +149,9 @@ function gauges() {
 }
 
 export async function runPoint(o: PointOptions): Promise<PointResult & { cluster: ClusterStats }> {
-  const cluster = await startCluster({ turns: o.turns, toolMs: o.toolMs });
-  const upstream = await startUpstream(o.thinkMs, o.intervalMs);
+  const launcher = harnessLauncher(o.harnessPriority, process.execPath, hasTool);
+  const cluster = await startCluster({ turns: o.turns, toolMs: o.toolMs }, launcher);
+  const upstream = await startUpstream(o.thinkMs, o.intervalMs, launcher);
   const probe = await startLoopProbe();
   try {
     const host = routableAddress();
@@ -177,7 +181,14 @@ export async function runPoint(o: PointOptions): Promise<PointResult & { cluster
     const simulated = { ...deps, score: (i: ScoreInput) => simulatedScore(i.diff, i.signal) };
     await ask(probe.child, "reset");
     const r = await measureRun(o, simulated, config, signal, cluster, upstream);
-    return { ...r, idleLoopP99Ms: await ask<number>(probe.child, "p99") };
+    // read at the end, so that every thread the processes started is counted
+    const priorities = {
+      runner: describePolicy(process.pid),
+      cluster: describePolicy(cluster.child.pid ?? -1),
+      upstream: describePolicy(upstream.child.pid ?? -1),
+      idleProbe: describePolicy(probe.child.pid ?? -1),
+    };
+    return { ...r, priorities, idleLoopP99Ms: await ask<number>(probe.child, "p99") };
   } finally {
     probe.child.disconnect();
     cluster.child.disconnect();
