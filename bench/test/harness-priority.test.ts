@@ -16,7 +16,9 @@ const all = () => true;
 describe("harness priority", () => {
   it("parses the flag and names a wrong value", () => {
     expect(parseHarnessPriority("idle")).toBe("idle");
-    expect(() => parseHarnessPriority("low")).toThrow(/--harness-priority must be idle, nice or normal, not 'low'/);
+    expect(() => parseHarnessPriority("low")).toThrow(
+      /--harness-priority must be idle, nice or normal, not 'low'/,
+    );
   });
 
   it("wraps node in chrt --idle 0 or nice -n 19, and runs it bare at normal", () => {
