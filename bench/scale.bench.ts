@@ -59,6 +59,7 @@ function row(p: PointResult, prev?: PointResult) {
     "idle p99 ms": p.idleLoopP99Ms,
     "1st call p50 s": p.firstCallP50Ms / 1000,
     "1st call p99 s": p.firstCallP99Ms / 1000,
+    "peak in loop": p.peakInLoop,
     "fds peak": p.fdsPeak,
     "nomad calls/traj": per.nomadCalls,
     load: loadStr(),
@@ -140,13 +141,17 @@ function report(ctx: BenchContext, results: PointResult[], opts: object): void {
     "  marginal = what each trajectory added since the previous point (the slope, free of fixed costs).\n" +
       "  cpu = process.cpuUsage() of the runner (every thread: the gateway's too); rss above the idle runner.\n" +
       "  main-thread = the CPU time of the runner's event-loop thread alone (schedstat); busy % = of the run's wall time.\n" +
-      "  idle p99 = the event-loop delay of an idle process meanwhile: the machine's own scheduling delay.\n" +
+      "  idle p99 = the event-loop delay of an idle process at the runner's priority meanwhile: the machine's floor\n" +
+      "  (the harness runs below it, so that floor is the other users of this machine, not the bench's own processes).\n" +
+      "  loop p99 = the runner's own monitorEventLoopDelay (wall: waits for a core included).\n" +
       "  loop own p99 = the runner's timer lateness, each sample capped by the CPU time its main thread ran meanwhile\n" +
       "  (an upper bound of what its own work held the loop; the rest was waiting for a core).\n" +
       "  gw add = the gateway's own time per call, timestamped inside it (body read → answer, less the upstream's waits);\n" +
       "  gw own-core = the same, each piece capped by the CPU time the gateway's thread ran meanwhile (its schedstat):\n" +
       "  its time on a core of its own (other calls' work in it included), this machine's waits for a core excluded;\n" +
-      "  gw e2e = a turn's total less the upstream's serving time (this machine's scheduling delays included).",
+      "  gw e2e = a turn's total less the upstream's serving time (this machine's scheduling delays included).\n" +
+      "  peak in loop = the most trajectories between their first model call and their last call's end at one instant\n" +
+      "  (N are admitted at once; the Nomad start queue and the agents' length decide how many overlap).",
   );
   const svg = join(ctx.outDir, "scale.svg");
   writeFileSync(svg, plotSvg(plotSeries(results)));

@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createNomadClient } from "@flakegym/nomad-jobs";
@@ -11,7 +11,7 @@ import type { Score } from "../../packages/runner/src/run-format/score.js";
 import { createNomadBackend } from "../../packages/runner/src/workers/nomad/backend.js";
 import { findFiles, percentile } from "../lib.js";
 import { describePolicy, type HarnessPriority, harnessLauncher, hasTool } from "./harness-priority.js";
-import type { PointResult } from "./judge.js";
+import { type PointResult, peakOverlap } from "./judge.js";
 import { startOwnLoopMonitor } from "./own-loop.js";
 import {
   ask,
@@ -90,8 +90,10 @@ async function turnStats(out: string, calls: Map<number, number>, t0Epoch: numbe
   const ownRun: number[] = [];
   const endToEnd: number[] = [];
   const firstCall: number[] = [];
+  const inLoop: [number, number][] = [];
   for (const file of await findFiles(out, "turns.jsonl")) {
     let first = Number.POSITIVE_INFINITY;
+    let last = Number.NEGATIVE_INFINITY;
     for (const line of (await readFile(file, "utf8")).split("\n").filter(Boolean)) {
       const rec = JSON.parse(line) as {
         status: string;
@@ -100,6 +102,7 @@ async function turnStats(out: string, calls: Map<number, number>, t0Epoch: numbe
         latency: { totalMs: number; gatewayMs?: number; gatewayRunMs?: number };
       };
       first = Math.min(first, Date.parse(rec.startedAt) - t0Epoch);
+      last = Math.max(last, Date.parse(rec.startedAt) - t0Epoch + rec.latency.totalMs);
       if (rec.status !== "ok") continue;
       if (rec.latency.gatewayMs !== undefined) own.push(rec.latency.gatewayMs);
       if (rec.latency.gatewayRunMs !== undefined) ownRun.push(rec.latency.gatewayRunMs);
@@ -108,8 +111,9 @@ async function turnStats(out: string, calls: Map<number, number>, t0Epoch: numbe
       if (serveMs !== undefined) endToEnd.push(rec.latency.totalMs - serveMs);
     }
     if (Number.isFinite(first)) firstCall.push(first);
+    if (Number.isFinite(first) && Number.isFinite(last)) inLoop.push([first, last]);
   }
-  return { own, ownRun, endToEnd, firstCall };
+  return { own, ownRun, endToEnd, firstCall, peakInLoop: peakOverlap(inLoop) };
 }
 
 function runConfig(o: PointOptions, upstreamUrl: string): RunConfig {
@@ -131,14 +135,25 @@ function runConfig(o: PointOptions, upstreamUrl: string): RunConfig {
 
 /**
  * Samples the runner's RSS and open fds every second (cheap reads: they count in the runner's CPU
- * too); `stop()` gives the peaks.
+ * too; the fd directory, thousands of entries at N=1000, is listed off the event loop, one listing
+ * at a time); `stop()` gives the peaks.
  */
 function gauges() {
   let rss = process.memoryUsage.rss();
   let fds = openFds();
+  let listing = false;
   const timer = setInterval(() => {
     rss = Math.max(rss, process.memoryUsage.rss());
-    fds = Math.max(fds, openFds());
+    if (listing) return;
+    listing = true;
+    void readdir("/proc/self/fd")
+      .then((l) => {
+        fds = Math.max(fds, l.length);
+      })
+      .catch(() => {})
+      .finally(() => {
+        listing = false;
+      });
   }, 1000);
   return {
     stop: () => {
@@ -244,7 +259,7 @@ async function measureRun(
   const calls = new Map(
     (await ask<{ n: number; serveMs: number }[]>(upstream.child, "calls")).map((c) => [c.n, c.serveMs]),
   );
-  const { own: gwOwn, ownRun: gwRun, endToEnd, firstCall } = await turnStats(out, calls, t0Epoch);
+  const { own: gwOwn, ownRun: gwRun, endToEnd, firstCall, peakInLoop } = await turnStats(out, calls, t0Epoch);
   const t = summary.trajectories;
   return {
     n: o.n,
@@ -267,6 +282,7 @@ async function measureRun(
     loopOwnP99Ms: percentile(own.ownMs, 99),
     firstCallP50Ms: percentile(firstCall, 50),
     firstCallP99Ms: percentile(firstCall, 99),
+    peakInLoop,
     fdsBase,
     nomadCalls: stats.nomadRequests,
     modelCalls: gwOwn.length,
