@@ -163,7 +163,12 @@ function gauges() {
   };
 }
 
-export async function runPoint(o: PointOptions): Promise<PointResult & { cluster: ClusterStats }> {
+/** The scheduling policy every thread of each process ran at (harness-priority.ts, read from /proc). */
+export type Priorities = Record<"runner" | "cluster" | "upstream" | "idleProbe", string>;
+
+export async function runPoint(
+  o: PointOptions,
+): Promise<PointResult & { cluster: ClusterStats; priorities: Priorities }> {
   const launcher = harnessLauncher(o.harnessPriority, process.execPath, hasTool);
   const cluster = await startCluster({ turns: o.turns, toolMs: o.toolMs }, launcher);
   const upstream = await startUpstream(o.thinkMs, o.intervalMs, launcher);
@@ -197,7 +202,7 @@ export async function runPoint(o: PointOptions): Promise<PointResult & { cluster
     await ask(probe.child, "reset");
     const r = await measureRun(o, simulated, config, signal, cluster, upstream);
     // read at the end, so that every thread the processes started is counted
-    const priorities = {
+    const priorities: Priorities = {
       runner: describePolicy(process.pid),
       cluster: describePolicy(cluster.child.pid ?? -1),
       upstream: describePolicy(upstream.child.pid ?? -1),

@@ -56,15 +56,16 @@ describe("harness priority", () => {
         const file = join(dir, "child.mjs");
         await writeFile(file, "process.on('message', () => process.send('pong'));\n");
         const l = harnessLauncher("idle", process.execPath, hasTool);
-        child = fork(file, [], { execPath: l.execPath, execArgv: [...l.prefix], stdio: "ignore" });
+        const c = fork(file, [], { execPath: l.execPath, execArgv: [...l.prefix], stdio: "ignore" });
+        child = c;
         // the child answers once node runs (chrt has exec'd it): its threads exist by then
         const policy = await new Promise<string>((resolve, reject) => {
           const t = setTimeout(() => reject(new Error("the forked child did not answer in 20 s")), 20_000);
-          child.once("message", () => {
+          c.once("message", () => {
             clearTimeout(t);
-            resolve(describePolicy(child?.pid ?? -1));
+            resolve(describePolicy(c.pid ?? -1));
           });
-          child?.send("ping");
+          c.send("ping");
         });
         expect(policy).toMatch(/^idle ×\d+$/);
         expect(describePolicy(process.pid)).not.toMatch(/idle/);
