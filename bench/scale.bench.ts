@@ -14,7 +14,9 @@
  * Flags: --points 10,100,300,1000  --turns 5  --think-ms 2000  --interval-ms 20  --tool-ms 300
  *   --task semver-lite-caret-zero  --max-starts <the Nomad backend's maxConcurrentStarts, default 32>
  *   --point-timeout-s 3600  --harness-priority idle|nice|normal (default idle: the cluster and the
- *   upstream double run under `chrt --idle 0`, so they never take a core from the runner). Each point runs in a process of its own (point-child.ts: honest RSS per
+ *   upstream double run under `chrt --idle 0`, so they never take a core from the runner)
+ *   --nomad-timeout-s 120 (the Nomad client's deadline per call: the double, in the harness, answers
+ *   late on a busy machine; the client's default is 30). Each point runs in a process of its own (point-child.ts: honest RSS per
  *   trajectory). Profile the largest point with
  *   `node --cpu-prof --cpu-prof-dir <dir> --import tsx bench/run.ts scale --points 1000`
  *   (each point's process writes its own profiles).
@@ -92,6 +94,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     toolMs: num("tool-ms", 300),
     maxStarts: flag("max-starts", "") === "" ? undefined : num("max-starts", 32),
     harnessPriority: parseHarnessPriority(flag("harness-priority", "idle")),
+    nomadTimeoutMs: num("nomad-timeout-s", 120) * 1000,
   };
   const pointTimeoutS = num("point-timeout-s", 3600);
   console.log(

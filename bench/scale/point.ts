@@ -45,6 +45,11 @@ export interface PointOptions {
   readonly maxStarts: number | undefined;
   /** The CPU priority of the harness processes (cluster, upstream): harness-priority.ts. */
   readonly harnessPriority: HarnessPriority;
+  /**
+   * The Nomad client's deadline per call, ms: the Nomad double runs in the harness, below every
+   * other process of the machine, and answers late when the machine is busy.
+   */
+  readonly nomadTimeoutMs: number;
 }
 
 /** No hidden tests run: a fixed score after a scoring worker's typical control-plane time. */
@@ -185,7 +190,7 @@ export async function runPoint(
         snapshotDir: o.snapshotDir,
         ...(o.maxStarts !== undefined ? { maxConcurrentStarts: o.maxStarts } : {}),
       },
-      { client: createNomadClient({ address: cluster.ready.nomadUrl }) },
+      { client: createNomadClient({ address: cluster.ready.nomadUrl, timeoutMs: o.nomadTimeoutMs }) },
     );
     const signal = new AbortController().signal;
     const config = runConfig(o, upstream.ready.baseUrl);
