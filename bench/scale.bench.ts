@@ -13,8 +13,9 @@
  *
  * Flags: --points 10,100,300,1000  --turns 5  --think-ms 2000  --interval-ms 20  --tool-ms 300
  *   --task semver-lite-caret-zero  --max-starts <the Nomad backend's maxConcurrentStarts, default 32>
- *   --point-timeout-s 3600  --harness-priority idle|nice|normal (default idle: the cluster and the
- *   upstream double run under `chrt --idle 0`, so they never take a core from the runner)
+ *   --point-timeout-s 3600  --harness-priority nice|idle|normal (default nice: the cluster and the
+ *   upstream double run under `nice -n 19`, weight 15 against the runner's 1024, so they do not take
+ *   a core from it; `idle` runs them SCHED_IDLE, which starved the Nomad double for over 30 s at load 40)
  *   --nomad-timeout-s 120 (the Nomad client's deadline per call: the double, in the harness, answers
  *   late on a busy machine; the client's default is 30). Each point runs in a process of its own (point-child.ts: honest RSS per
  *   trajectory). Profile the largest point with
@@ -75,7 +76,7 @@ const SIMULATED =
   "  (think time, streamed 4-char chunks); no tool runs, no sandbox, and scoring is a fixed score (no hidden tests).\n" +
   "  Real: runRollout, createRolloutDeps (run directory), the gateway thread, the Nomad backend (its start queue) and client;\n" +
   "  the backend's shared snapshotDir is the snapshot's tree, so no trajectory forks it on this host (hostForks false).\n" +
-  "  The harness (cluster and upstream processes) runs at the priority --harness-priority names (default SCHED_IDLE);\n" +
+  "  The harness (cluster and upstream processes) runs at the priority --harness-priority names (default nice 19);\n" +
   "  the runner and the idle reference process at normal priority (each point prints the policies in force).";
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
@@ -93,7 +94,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     intervalMs: num("interval-ms", 20),
     toolMs: num("tool-ms", 300),
     maxStarts: flag("max-starts", "") === "" ? undefined : num("max-starts", 32),
-    harnessPriority: parseHarnessPriority(flag("harness-priority", "idle")),
+    harnessPriority: parseHarnessPriority(flag("harness-priority", "nice")),
     nomadTimeoutMs: num("nomad-timeout-s", 120) * 1000,
   };
   const pointTimeoutS = num("point-timeout-s", 3600);
