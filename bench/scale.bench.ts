@@ -13,7 +13,11 @@
  *
  * Flags: --points 10,100,300,1000  --turns 5  --think-ms 2000  --interval-ms 20  --tool-ms 300
  *   --task semver-lite-caret-zero  --max-starts <the Nomad backend's maxConcurrentStarts, default 32>
- *   --point-timeout-s 3600. Each point runs in a process of its own (point-child.ts: honest RSS per
+ *   --point-timeout-s 3600  --harness-priority nice|idle|normal (default nice: the cluster and the
+ *   upstream double run under `nice -n 19`, weight 15 against the runner's 1024, so they do not take
+ *   a core from it; `idle` runs them SCHED_IDLE, which starved the Nomad double for over 30 s at load 40)
+ *   --nomad-timeout-s 120 (the Nomad client's deadline per call: the double, in the harness, answers
+ *   late on a busy machine; the client's default is 30). Each point runs in a process of its own (point-child.ts: honest RSS per
  *   trajectory). Profile the largest point with
  *   `node --cpu-prof --cpu-prof-dir <dir> --import tsx bench/run.ts scale --points 1000`
  *   (each point's process writes its own profiles).
@@ -28,6 +32,7 @@ import { buildSnapshot } from "../packages/runner/src/snapshots/build.js";
 import { snapshotSpecOfTask } from "../packages/runner/src/snapshots/spec.js";
 import { loadTask } from "../packages/runner/src/tasks/catalog.js";
 import { type BenchContext, benchFlags, loadStr, printTable } from "./lib.js";
+import { parseHarnessPriority } from "./scale/harness-priority.js";
 import { caveats, judge, marginal, type PointResult, perTrajectory, summaryLine } from "./scale/judge.js";
 import { plotSeries, plotSvg } from "./scale/plot.js";
 import type { runPoint } from "./scale/point.js";
@@ -57,6 +62,7 @@ function row(p: PointResult, prev?: PointResult) {
     "idle p99 ms": p.idleLoopP99Ms,
     "1st call p50 s": p.firstCallP50Ms / 1000,
     "1st call p99 s": p.firstCallP99Ms / 1000,
+    "peak in loop": p.peakInLoop,
     "fds peak": p.fdsPeak,
     "nomad calls/traj": per.nomadCalls,
     load: loadStr(),
@@ -69,7 +75,9 @@ const SIMULATED =
   "  model calls (40 KB system prompt + 6 KB per tool result) through the real gateway to an upstream double\n" +
   "  (think time, streamed 4-char chunks); no tool runs, no sandbox, and scoring is a fixed score (no hidden tests).\n" +
   "  Real: runRollout, createRolloutDeps (run directory), the gateway thread, the Nomad backend (its start queue) and client;\n" +
-  "  the backend's shared snapshotDir is the snapshot's tree, so no trajectory forks it on this host (hostForks false).";
+  "  the backend's shared snapshotDir is the snapshot's tree, so no trajectory forks it on this host (hostForks false).\n" +
+  "  The harness (cluster and upstream processes) runs at the priority --harness-priority names (default nice 19);\n" +
+  "  the runner and the idle reference process at normal priority (each point prints the policies in force).";
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const { flag, num } = benchFlags("scale", args);
@@ -86,6 +94,8 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     intervalMs: num("interval-ms", 20),
     toolMs: num("tool-ms", 300),
     maxStarts: flag("max-starts", "") === "" ? undefined : num("max-starts", 32),
+    harnessPriority: parseHarnessPriority(flag("harness-priority", "nice")),
+    nomadTimeoutMs: num("nomad-timeout-s", 120) * 1000,
   };
   const pointTimeoutS = num("point-timeout-s", 3600);
   console.log(
@@ -107,13 +117,18 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
         { n, root, ...opts, snapshotDir: snapshot.workspace },
         pointTimeoutS * 1000,
       );
-      const { cluster, ...point } = r;
+      const { cluster, priorities, ...point } = r;
       results.push(point);
       printTable([row(point, results[results.length - 2])]);
       console.log(
         `  outcomes ${JSON.stringify(point.outcomes)}; cluster: ${JSON.stringify({ ...cluster, nomadByRoute: undefined })}`,
       );
       console.log(`  nomad calls by route: ${JSON.stringify(cluster.nomadByRoute)}`);
+      console.log(
+        `  threads' CPU policy (read from /proc at the point's end): ${Object.entries(priorities)
+          .map(([k, v]) => `${k} ${v}`)
+          .join("; ")}`,
+      );
       for (const f of point.failures) console.log(`  not completed: ${f}`);
       await rm(join(root, `run-${n}`), { recursive: true, force: true });
     }
@@ -130,13 +145,17 @@ function report(ctx: BenchContext, results: PointResult[], opts: object): void {
     "  marginal = what each trajectory added since the previous point (the slope, free of fixed costs).\n" +
       "  cpu = process.cpuUsage() of the runner (every thread: the gateway's too); rss above the idle runner.\n" +
       "  main-thread = the CPU time of the runner's event-loop thread alone (schedstat); busy % = of the run's wall time.\n" +
-      "  idle p99 = the event-loop delay of an idle process meanwhile: the machine's own scheduling delay.\n" +
+      "  idle p99 = the event-loop delay of an idle process at the runner's priority meanwhile: the machine's floor\n" +
+      "  (the harness runs below it, so that floor is the other users of this machine, not the bench's own processes).\n" +
+      "  loop p99 = the runner's own monitorEventLoopDelay (wall: waits for a core included).\n" +
       "  loop own p99 = the runner's timer lateness, each sample capped by the CPU time its main thread ran meanwhile\n" +
       "  (an upper bound of what its own work held the loop; the rest was waiting for a core).\n" +
       "  gw add = the gateway's own time per call, timestamped inside it (body read → answer, less the upstream's waits);\n" +
       "  gw own-core = the same, each piece capped by the CPU time the gateway's thread ran meanwhile (its schedstat):\n" +
       "  its time on a core of its own (other calls' work in it included), this machine's waits for a core excluded;\n" +
-      "  gw e2e = a turn's total less the upstream's serving time (this machine's scheduling delays included).",
+      "  gw e2e = a turn's total less the upstream's serving time (this machine's scheduling delays included).\n" +
+      "  peak in loop = the most trajectories between their first model call and their last call's end at one instant\n" +
+      "  (N are admitted at once; the Nomad start queue and the agents' length decide how many overlap).",
   );
   const svg = join(ctx.outDir, "scale.svg");
   writeFileSync(svg, plotSvg(plotSeries(results)));

@@ -44,10 +44,30 @@ export interface PointResult {
   readonly idleLoopP99Ms: number;
   readonly firstCallP50Ms: number;
   readonly firstCallP99Ms: number;
+  /**
+   * The most trajectories in their agent loop at one instant (from their first model call's start
+   * to their last call's end): N is how many were admitted at once; the Nomad start queue and the
+   * agents' own length decide how many overlap.
+   */
+  readonly peakInLoop: number;
   readonly fdsBase: number;
   readonly fdsPeak: number;
   readonly nomadCalls: number;
   readonly modelCalls: number;
+}
+
+/** The most intervals `[start, end)` open at one instant (an end before a start at the same instant). Pure. */
+export function peakOverlap(intervals: readonly (readonly [number, number])[]): number {
+  const edges: [number, number][] = [];
+  for (const [a, b] of intervals) if (b > a) edges.push([a, 1], [b, -1]);
+  edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  let open = 0;
+  let peak = 0;
+  for (const [, d] of edges) {
+    open += d;
+    peak = Math.max(peak, open);
+  }
+  return peak;
 }
 
 /** The per-trajectory costs of a point: CPU, RSS above the idle runner, Nomad calls, fds. Pure. */

@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createNomadClient } from "@flakegym/nomad-jobs";
@@ -10,7 +10,8 @@ import type { RunConfig } from "../../packages/runner/src/run-format/schema.js";
 import type { Score } from "../../packages/runner/src/run-format/score.js";
 import { createNomadBackend } from "../../packages/runner/src/workers/nomad/backend.js";
 import { findFiles, percentile } from "../lib.js";
-import type { PointResult } from "./judge.js";
+import { describePolicy, type HarnessPriority, harnessLauncher, hasTool } from "./harness-priority.js";
+import { type PointResult, peakOverlap } from "./judge.js";
 import { startOwnLoopMonitor } from "./own-loop.js";
 import {
   ask,
@@ -42,6 +43,13 @@ export interface PointOptions {
   readonly snapshotDir: string;
   /** The backend's maxConcurrentStarts (undefined: its default). */
   readonly maxStarts: number | undefined;
+  /** The CPU priority of the harness processes (cluster, upstream): harness-priority.ts. */
+  readonly harnessPriority: HarnessPriority;
+  /**
+   * The Nomad client's deadline per call, ms: the Nomad double runs in the harness, below every
+   * other process of the machine, and answers late when the machine is busy.
+   */
+  readonly nomadTimeoutMs: number;
 }
 
 /** No hidden tests run: a fixed score after a scoring worker's typical control-plane time. */
@@ -87,8 +95,10 @@ async function turnStats(out: string, calls: Map<number, number>, t0Epoch: numbe
   const ownRun: number[] = [];
   const endToEnd: number[] = [];
   const firstCall: number[] = [];
+  const inLoop: [number, number][] = [];
   for (const file of await findFiles(out, "turns.jsonl")) {
     let first = Number.POSITIVE_INFINITY;
+    let last = Number.NEGATIVE_INFINITY;
     for (const line of (await readFile(file, "utf8")).split("\n").filter(Boolean)) {
       const rec = JSON.parse(line) as {
         status: string;
@@ -97,6 +107,7 @@ async function turnStats(out: string, calls: Map<number, number>, t0Epoch: numbe
         latency: { totalMs: number; gatewayMs?: number; gatewayRunMs?: number };
       };
       first = Math.min(first, Date.parse(rec.startedAt) - t0Epoch);
+      last = Math.max(last, Date.parse(rec.startedAt) - t0Epoch + rec.latency.totalMs);
       if (rec.status !== "ok") continue;
       if (rec.latency.gatewayMs !== undefined) own.push(rec.latency.gatewayMs);
       if (rec.latency.gatewayRunMs !== undefined) ownRun.push(rec.latency.gatewayRunMs);
@@ -105,8 +116,9 @@ async function turnStats(out: string, calls: Map<number, number>, t0Epoch: numbe
       if (serveMs !== undefined) endToEnd.push(rec.latency.totalMs - serveMs);
     }
     if (Number.isFinite(first)) firstCall.push(first);
+    if (Number.isFinite(first) && Number.isFinite(last)) inLoop.push([first, last]);
   }
-  return { own, ownRun, endToEnd, firstCall };
+  return { own, ownRun, endToEnd, firstCall, peakInLoop: peakOverlap(inLoop) };
 }
 
 function runConfig(o: PointOptions, upstreamUrl: string): RunConfig {
@@ -128,14 +140,25 @@ function runConfig(o: PointOptions, upstreamUrl: string): RunConfig {
 
 /**
  * Samples the runner's RSS and open fds every second (cheap reads: they count in the runner's CPU
- * too); `stop()` gives the peaks.
+ * too; the fd directory, thousands of entries at N=1000, is listed off the event loop, one listing
+ * at a time); `stop()` gives the peaks.
  */
 function gauges() {
   let rss = process.memoryUsage.rss();
   let fds = openFds();
+  let listing = false;
   const timer = setInterval(() => {
     rss = Math.max(rss, process.memoryUsage.rss());
-    fds = Math.max(fds, openFds());
+    if (listing) return;
+    listing = true;
+    void readdir("/proc/self/fd")
+      .then((l) => {
+        fds = Math.max(fds, l.length);
+      })
+      .catch(() => {})
+      .finally(() => {
+        listing = false;
+      });
   }, 1000);
   return {
     stop: () => {
@@ -145,9 +168,15 @@ function gauges() {
   };
 }
 
-export async function runPoint(o: PointOptions): Promise<PointResult & { cluster: ClusterStats }> {
-  const cluster = await startCluster({ turns: o.turns, toolMs: o.toolMs });
-  const upstream = await startUpstream(o.thinkMs, o.intervalMs);
+/** The scheduling policy every thread of each process ran at (harness-priority.ts, read from /proc). */
+export type Priorities = Record<"runner" | "cluster" | "upstream" | "idleProbe", string>;
+
+export async function runPoint(
+  o: PointOptions,
+): Promise<PointResult & { cluster: ClusterStats; priorities: Priorities }> {
+  const launcher = harnessLauncher(o.harnessPriority, process.execPath, hasTool);
+  const cluster = await startCluster({ turns: o.turns, toolMs: o.toolMs }, launcher);
+  const upstream = await startUpstream(o.thinkMs, o.intervalMs, launcher);
   const probe = await startLoopProbe();
   try {
     const host = routableAddress();
@@ -161,7 +190,7 @@ export async function runPoint(o: PointOptions): Promise<PointResult & { cluster
         snapshotDir: o.snapshotDir,
         ...(o.maxStarts !== undefined ? { maxConcurrentStarts: o.maxStarts } : {}),
       },
-      { client: createNomadClient({ address: cluster.ready.nomadUrl }) },
+      { client: createNomadClient({ address: cluster.ready.nomadUrl, timeoutMs: o.nomadTimeoutMs }) },
     );
     const signal = new AbortController().signal;
     const config = runConfig(o, upstream.ready.baseUrl);
@@ -177,7 +206,14 @@ export async function runPoint(o: PointOptions): Promise<PointResult & { cluster
     const simulated = { ...deps, score: (i: ScoreInput) => simulatedScore(i.diff, i.signal) };
     await ask(probe.child, "reset");
     const r = await measureRun(o, simulated, config, signal, cluster, upstream);
-    return { ...r, idleLoopP99Ms: await ask<number>(probe.child, "p99") };
+    // read at the end, so that every thread the processes started is counted
+    const priorities: Priorities = {
+      runner: describePolicy(process.pid),
+      cluster: describePolicy(cluster.child.pid ?? -1),
+      upstream: describePolicy(upstream.child.pid ?? -1),
+      idleProbe: describePolicy(probe.child.pid ?? -1),
+    };
+    return { ...r, priorities, idleLoopP99Ms: await ask<number>(probe.child, "p99") };
   } finally {
     probe.child.disconnect();
     cluster.child.disconnect();
@@ -233,7 +269,7 @@ async function measureRun(
   const calls = new Map(
     (await ask<{ n: number; serveMs: number }[]>(upstream.child, "calls")).map((c) => [c.n, c.serveMs]),
   );
-  const { own: gwOwn, ownRun: gwRun, endToEnd, firstCall } = await turnStats(out, calls, t0Epoch);
+  const { own: gwOwn, ownRun: gwRun, endToEnd, firstCall, peakInLoop } = await turnStats(out, calls, t0Epoch);
   const t = summary.trajectories;
   return {
     n: o.n,
@@ -256,6 +292,7 @@ async function measureRun(
     loopOwnP99Ms: percentile(own.ownMs, 99),
     firstCallP50Ms: percentile(firstCall, 50),
     firstCallP99Ms: percentile(firstCall, 99),
+    peakInLoop,
     fdsBase,
     nomadCalls: stats.nomadRequests,
     modelCalls: gwOwn.length,

@@ -5,20 +5,29 @@ import { networkInterfaces } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDeadline } from "@flakegym/nomad-jobs";
+import type { Launcher } from "./harness-priority.js";
 import type { SimCoreOptions, SimStats } from "./sim-core.js";
 
 /** The scale bench's other processes (the cluster, the model) and the runner's own gauges. */
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-/** Forks a bench child under tsx and waits for its `{ ready }` message (bounded). */
+/** Node itself, no wrapper: a process at the runner's own priority. */
+const asRunner: Launcher = { execPath: process.execPath, prefix: [] };
+
+/**
+ * Forks a bench child under tsx, started by `launcher` (e.g. `chrt --idle 0 node …`: the IPC
+ * channel's fd and env pass through the wrapper's exec), and waits for its `{ ready }` (bounded).
+ */
 function forkReady<T>(
   file: string,
   argv: string[],
   what: string,
+  launcher: Launcher,
 ): Promise<{ child: ChildProcess; ready: T }> {
   const child = fork(file, argv, {
-    execArgv: ["--import", "tsx"],
+    execPath: launcher.execPath,
+    execArgv: [...launcher.prefix, "--import", "tsx"],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   return new Promise((resolve, reject) => {
@@ -56,23 +65,30 @@ export interface ClusterStats {
   readonly rssMb: number;
 }
 
-export const startCluster = (o: SimCoreOptions) =>
+/** The cluster (the Nomad double and its simulated workers): harness, started by `launcher`. */
+export const startCluster = (o: SimCoreOptions, launcher: Launcher) =>
   forkReady<{ nomadUrl: string }>(
     join(here, "cluster.ts"),
     [JSON.stringify(o)],
     "the cluster (Nomad double)",
+    launcher,
   );
 
-/** The OpenAI-compatible double with think time (the concurrency bench's slow upstream). */
-export const startUpstream = (thinkMs: number, intervalMs: number) =>
+/** The OpenAI-compatible double with think time (the concurrency bench's slow upstream): harness. */
+export const startUpstream = (thinkMs: number, intervalMs: number, launcher: Launcher) =>
   forkReady<{ baseUrl: string }>(
     join(here, "..", "concurrency", "slow-upstream.ts"),
     [String(thinkMs), String(intervalMs)],
     "the upstream model double",
+    launcher,
   );
 
-/** An idle process measuring the machine's own scheduling delay (loop-probe.ts). */
-export const startLoopProbe = () => forkReady<object>(join(here, "loop-probe.ts"), [], "the loop probe");
+/**
+ * An idle process measuring the machine's own scheduling delay (loop-probe.ts), at the runner's
+ * priority: the floor any normal process's timers see on this machine meanwhile.
+ */
+export const startLoopProbe = () =>
+  forkReady<object>(join(here, "loop-probe.ts"), [], "the loop probe", asRunner);
 
 /** This machine's first non-loopback IPv4 address: where simulated allocations reach the gateway. */
 export function routableAddress(): string {

@@ -7,6 +7,7 @@ import {
   judge,
   marginal,
   type PointResult,
+  peakOverlap,
   perTrajectory,
   ratio,
   summaryLine,
@@ -45,6 +46,7 @@ function point(over: Partial<PointResult> = {}): PointResult {
     idleLoopP99Ms: 2,
     firstCallP50Ms: 500,
     firstCallP99Ms: 900,
+    peakInLoop: 10,
     fdsBase: 40,
     fdsPeak: 80,
     nomadCalls: 120,
@@ -82,6 +84,33 @@ describe("per-trajectory costs and ratios", () => {
     expect(ratio(3, 2)).toBe(1.5);
     expect(ratio(3, 0)).toBeNaN();
     expect(ratio(3, undefined)).toBeNaN();
+  });
+});
+
+describe("peakOverlap (trajectories in their agent loop at once)", () => {
+  it("counts the most intervals open at one instant; one ending where another starts does not overlap it", () => {
+    expect(peakOverlap([])).toBe(0);
+    expect(
+      peakOverlap([
+        [0, 10],
+        [10, 20],
+      ]),
+    ).toBe(1);
+    expect(
+      peakOverlap([
+        [0, 10],
+        [2, 9.5],
+        [5, 30],
+        [9, 12],
+        [20, 25],
+      ]),
+    ).toBe(4);
+    expect(
+      peakOverlap([
+        [5, 5],
+        [1, 0],
+      ]),
+    ).toBe(0); // empty or reversed intervals are not open
   });
 });
 

@@ -7,7 +7,7 @@
  * - agent: the same worker's CPU from then to the end of the Cline task;
  * - scoring: the scoring worker's CPU from its start to the end of the scorer;
  * - runner: the runner process's own CPU (every thread: the gateway's included), split evenly, at
- *   each moment, among the trajectories holding a concurrency slot then (see {@link RunnerCpuLedger}).
+ *   each moment, among the trajectories holding a concurrency slot then (see {@link RunnerCpuShares}).
  */
 
 /** CPU seconds, rounded to the millisecond (the counters' precision is finer; the noise is not). */
@@ -38,49 +38,62 @@ export function agentPhaseCpuOf(
   };
 }
 
-/** What the runner's CPU ledger holds: the last reading, who holds a slot, what each was given. */
-export interface RunnerCpuState {
+/**
+ * The runner's CPU split among the trajectories holding a slot: each interval between two events
+ * gives its CPU in equal parts to the trajectories active in it. Every event costs O(1) whatever
+ * the number of trajectories (at a thousand concurrent, a per-event pass over every share, or a
+ * copy of the share map, was a quadratic cost on the runner's event loop): a running total of
+ * what one slot has received since the start, and per active trajectory that total when it took
+ * its slot. No effects but on itself; `nowS` is the runner's CPU counter at the event.
+ */
+export class RunnerCpuShares {
   /** The runner's CPU counter at the last event, s. */
-  readonly lastS: number;
-  /** Trajectories holding a concurrency slot now. */
-  readonly active: ReadonlySet<string>;
-  /** CPU seconds given to each trajectory so far. */
-  readonly shares: ReadonlyMap<string, number>;
-}
+  private lastS: number;
+  /** CPU seconds one slot held throughout would have received since the start. */
+  private perSlotS = 0;
+  /** Trajectories holding a slot now: `perSlotS` when they took it (or were last taken). */
+  private readonly active = new Map<string, number>();
+  /** What trajectories received in slots they gave back, not yet taken. */
+  private readonly banked = new Map<string, number>();
 
-export function runnerCpuStart(nowS: number): RunnerCpuState {
-  return { lastS: nowS, active: new Set(), shares: new Map() };
-}
+  constructor(nowS: number) {
+    this.lastS = nowS;
+  }
 
-/** Gives the CPU used since the last event, in equal parts, to the trajectories active in between. */
-export function runnerCpuSettle(s: RunnerCpuState, nowS: number): RunnerCpuState {
-  const delta = Math.max(0, nowS - s.lastS);
-  if (s.active.size === 0) return { ...s, lastS: nowS };
-  const shares = new Map(s.shares);
-  for (const id of s.active) shares.set(id, (shares.get(id) ?? 0) + delta / s.active.size);
-  return { ...s, lastS: nowS, shares };
-}
+  /** Gives the CPU used since the last event to the trajectories active in between (a counter gone backwards gives 0). */
+  settle(nowS: number): void {
+    const delta = Math.max(0, nowS - this.lastS);
+    if (this.active.size > 0) this.perSlotS += delta / this.active.size;
+    this.lastS = nowS;
+  }
 
-/** `id` takes (`true`) or gives back (`false`) a slot at `nowS`. */
-export function runnerCpuHold(s: RunnerCpuState, id: string, holds: boolean, nowS: number): RunnerCpuState {
-  const settled = runnerCpuSettle(s, nowS);
-  const active = new Set(settled.active);
-  if (holds) active.add(id);
-  else active.delete(id);
-  return { ...settled, active };
-}
+  /** `id` takes (`true`) or gives back (`false`) a slot at `nowS`. */
+  hold(id: string, holds: boolean, nowS: number): void {
+    this.settle(nowS);
+    const since = this.active.get(id);
+    if (holds) {
+      if (since === undefined) this.active.set(id, this.perSlotS);
+    } else if (since !== undefined) {
+      this.banked.set(id, (this.banked.get(id) ?? 0) + this.perSlotS - since);
+      this.active.delete(id);
+    }
+  }
 
-/** `id`'s share so far (undefined: it never held a slot) and the state without it. */
-export function runnerCpuTake(
-  s: RunnerCpuState,
-  id: string,
-  nowS: number,
-): [number | undefined, RunnerCpuState] {
-  const settled = runnerCpuSettle(s, nowS);
-  const share = settled.shares.get(id);
-  const shares = new Map(settled.shares);
-  shares.delete(id);
-  return [share === undefined ? undefined : roundCpuS(share), { ...settled, shares }];
+  /** `id`'s share so far, ms-rounded (undefined: it never held a slot), and forgets it. */
+  take(id: string, nowS: number): number | undefined {
+    this.settle(nowS);
+    const since = this.active.get(id);
+    const banked = this.banked.get(id);
+    if (since === undefined && banked === undefined) return undefined;
+    this.banked.delete(id);
+    if (since !== undefined) this.active.set(id, this.perSlotS);
+    return roundCpuS(Math.max(0, (banked ?? 0) + (since === undefined ? 0 : this.perSlotS - since)));
+  }
+
+  /** Trajectories with a share kept (active or banked): what the ledger still holds. */
+  get kept(): number {
+    return new Set([...this.active.keys(), ...this.banked.keys()]).size;
+  }
 }
 
 /** The runner process's CPU split among trajectories (the effect: reading the process's counter). */
@@ -98,18 +111,10 @@ export function processCpuS(): number {
 }
 
 export function createRunnerCpuLedger(readCpuS: () => number = processCpuS): RunnerCpuLedger {
-  let state = runnerCpuStart(readCpuS());
+  const shares = new RunnerCpuShares(readCpuS());
   return {
-    hold(id) {
-      state = runnerCpuHold(state, id, true, readCpuS());
-    },
-    release(id) {
-      state = runnerCpuHold(state, id, false, readCpuS());
-    },
-    take(id) {
-      const [share, next] = runnerCpuTake(state, id, readCpuS());
-      state = next;
-      return share;
-    },
+    hold: (id) => shares.hold(id, true, readCpuS()),
+    release: (id) => shares.hold(id, false, readCpuS()),
+    take: (id) => shares.take(id, readCpuS()),
   };
 }

@@ -4,10 +4,7 @@ import {
   cpuBetween,
   createRunnerCpuLedger,
   processCpuS,
-  runnerCpuHold,
-  runnerCpuSettle,
-  runnerCpuStart,
-  runnerCpuTake,
+  RunnerCpuShares,
 } from "../../src/rollout/phase-cpu.js";
 
 describe("cpuBetween", () => {
@@ -37,29 +34,58 @@ describe("agentPhaseCpuOf", () => {
 
 describe("the runner's CPU split among trajectories", () => {
   it("gives each interval's CPU in equal parts to the trajectories holding a slot then", () => {
-    let s = runnerCpuStart(10);
-    s = runnerCpuHold(s, "a", true, 11); // 1 s with nobody: nobody's
-    s = runnerCpuHold(s, "b", true, 13); // 2 s: a
-    s = runnerCpuHold(s, "a", false, 17); // 4 s: a 2, b 2
-    s = runnerCpuHold(s, "b", false, 18); // 1 s: b
-    const [a, s1] = runnerCpuTake(s, "a", 20);
-    const [b] = runnerCpuTake(s1, "b", 20);
-    expect(a).toBe(4);
-    expect(b).toBe(3);
+    const s = new RunnerCpuShares(10);
+    s.hold("a", true, 11); // 1 s with nobody: nobody's
+    s.hold("b", true, 13); // 2 s: a
+    s.hold("a", false, 17); // 4 s: a 2, b 2
+    s.hold("b", false, 18); // 1 s: b
+    expect(s.take("a", 20)).toBe(4);
+    expect(s.take("b", 20)).toBe(3);
   });
 
   it("a trajectory that never held a slot has no share, and taking forgets it", () => {
-    let s = runnerCpuHold(runnerCpuStart(0), "a", true, 0);
-    s = runnerCpuSettle(s, 2);
-    expect(runnerCpuTake(s, "z", 2)[0]).toBeUndefined();
-    const [share, after] = runnerCpuTake(s, "a", 3);
-    expect(share).toBe(3); // still holding: settled up to the take
-    expect(after.shares.has("a")).toBe(false);
+    const s = new RunnerCpuShares(0);
+    s.hold("a", true, 0);
+    s.settle(2);
+    expect(s.take("z", 2)).toBeUndefined();
+    expect(s.take("a", 3)).toBe(3); // still holding: settled up to the take
+    expect(s.take("a", 3)).toBe(0); // taken: what it holds starts again from the take
+    s.hold("a", false, 5); // 2 s alone since the take
+    expect(s.take("a", 6)).toBe(2);
+    expect(s.take("a", 6)).toBeUndefined();
+    expect(s.kept).toBe(0);
+  });
+
+  it("a slot taken twice counts once, a release without a hold gives nothing", () => {
+    const s = new RunnerCpuShares(0);
+    s.hold("a", true, 0);
+    s.hold("a", true, 1);
+    s.hold("b", true, 2); // a 2
+    s.hold("c", false, 3); // a 0.5, b 0.5
+    s.hold("a", false, 4); // a 0.5, b 0.5
+    expect(s.take("a", 5)).toBe(3);
+    expect(s.take("b", 5)).toBe(2);
+    expect(s.take("c", 5)).toBeUndefined();
   });
 
   it("never hands out a counter that went backwards", () => {
-    const s = runnerCpuSettle(runnerCpuHold(runnerCpuStart(5), "a", true, 5), 4);
-    expect(runnerCpuTake(s, "a", 4)[0]).toBe(0);
+    const s = new RunnerCpuShares(5);
+    s.hold("a", true, 5);
+    s.settle(4);
+    expect(s.take("a", 4)).toBe(0);
+  });
+
+  it("splits among a thousand as among two: joined and left at different times", () => {
+    const s = new RunnerCpuShares(0);
+    for (let i = 0; i < 1000; i++) s.hold(`t${i}`, true, 0);
+    s.settle(10); // 10 s among 1000: 0.01 s each
+    for (let i = 0; i < 500; i++) s.hold(`t${i}`, false, 10);
+    s.hold("late", true, 10);
+    s.settle(15.01); // 5.01 s among 501: 0.01 s each
+    expect(s.take("t7", 15.01)).toBe(0.01);
+    expect(s.take("t700", 15.01)).toBe(0.02);
+    expect(s.take("late", 15.01)).toBe(0.01);
+    expect(s.kept).toBe(1000); // t7 released and taken: forgotten; the taken but active kept
   });
 
   it("the ledger reads the counter at every event (a scripted counter)", () => {
