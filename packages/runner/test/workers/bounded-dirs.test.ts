@@ -1,9 +1,9 @@
 import { open } from "node:fs/promises";
 import { join } from "node:path";
-import { tempDir as makeTempDir } from "../helpers/temp-dir.js";
 import { describe, expect, it } from "vitest";
 import { makeBoundedDirs, unboundedDiskOver } from "../../src/workers/bounded-dirs.js";
 import type { WorkerSpec } from "../../src/workers/types.js";
+import { tempDir as makeTempDir } from "../helpers/temp-dir.js";
 
 // The worker's state tmpfs (HOME, /tmp, the core's config) filled by the agent's commands is the
 // disk limit (issue 42): the core would be left without room for its task's files, and the end

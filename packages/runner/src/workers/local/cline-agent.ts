@@ -71,8 +71,9 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
       const coreSocket = unixSocketPath(ctx.socketDir, "core.sock");
       let forward: string;
       let wrap: ((cmd: LaunchCommand) => LaunchCommand) | undefined;
-      // two users (agent-apart.ts): the core and its helpers out of the agent's commands' reach
-      const apart = bwrap ? agentApartOf(twoUserRunner({}), process.env) : undefined;
+      // two users (agent-apart.ts): the core and its helpers out of the agent's commands' reach; a
+      // Harbor container (container-root.ts) is one user's: its agent is root, as Harbor runs it
+      const apart = bwrap && !bwrap.container ? agentApartOf(twoUserRunner({}), process.env) : undefined;
       if (apart) await closeCoreDirs([ctx.configDir, ctx.socketDir]);
       if (bwrap) {
         // the kept processes run from execute-only copies: non-dumpable, their heaps closed to the agent

@@ -1,9 +1,9 @@
 import { mkdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { tempDir as makeTempDir } from "../../helpers/temp-dir.js";
 import { describe, expect, it } from "vitest";
 import { AGENT_IDS, agentApartOf, closeCoreDirs } from "../../../src/workers/local/agent-apart.js";
 import { SCORER_HOST_UID } from "../../../src/workers/local/bwrap-args.js";
+import { tempDir as makeTempDir } from "../../helpers/temp-dir.js";
 
 describe("the agent's sandbox as two users (issue 42)", () => {
   it.each([
