@@ -155,6 +155,42 @@ function watchExit(worker: Worker): { signal: AbortSignal; exit: () => WorkerExi
   return { signal: ac.signal, exit: () => exit };
 }
 
+/**
+ * Cline driven through `client` until its task ends; with whether the driver approved a command of
+ * the agent's (who could reach the core: classify-outcome.ts) and each turn's start reported.
+ */
+async function driveCline(a: {
+  readonly client: ReturnType<typeof createClineClient>;
+  readonly prompt: string;
+  readonly policyBaseUrl: string;
+  readonly apiKey: string;
+  readonly modelId: string;
+  readonly config: AgentAttemptContext["config"];
+  readonly signal: AbortSignal;
+  readonly onTurn?: (n: number) => void;
+}): Promise<{ run: Awaited<ReturnType<typeof runClineTask>>; commandsRan: boolean }> {
+  let turns = 0;
+  let commandsRan = false;
+  const run = await runClineTask({
+    client: a.client,
+    prompt: a.prompt,
+    provider: {
+      kind: "openai",
+      baseUrl: a.policyBaseUrl,
+      apiKey: a.apiKey,
+      modelId: a.modelId,
+      ...(a.config.contextWindow !== undefined ? { contextWindow: a.config.contextWindow } : {}),
+    },
+    limits: driverLimitsOf(a.config.limits),
+    signal: a.signal,
+    onEvent: (e) => {
+      if (e.type === "turn_started") a.onTurn?.(++turns);
+      if (e.type === "ask" && e.ask === "command" && e.decision === "approve") commandsRan = true;
+    },
+  });
+  return { run, commandsRan };
+}
+
 export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInput): Promise<AgentAttempt> {
   const { config, gateway, backend, snapshot } = ctx;
   const id = input.slot.trajectoryId;
@@ -192,26 +228,16 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       ...(worker.agentToken ? { token: worker.agentToken } : {}),
     });
     const exitWatch = watchExit(worker);
-    let turns = 0;
-    // whether the driver approved a command of the agent's (who could reach the core: classify-outcome.ts)
-    let commandsRan = false;
     using linked = createDeadline({ signals: [input.signal, route.signal, exitWatch.signal] });
-    const run = await runClineTask({
+    const { run, commandsRan } = await driveCline({
       client,
       prompt: input.task.prompt,
-      provider: {
-        kind: "openai",
-        baseUrl: worker.policyBaseUrl,
-        apiKey: route.token,
-        modelId: modelIdOf(spec),
-        ...(config.contextWindow !== undefined ? { contextWindow: config.contextWindow } : {}),
-      },
-      limits: driverLimitsOf(config.limits),
+      policyBaseUrl: worker.policyBaseUrl,
+      apiKey: route.token,
+      modelId: modelIdOf(spec),
+      config,
       signal: linked.signal,
-      onEvent: (e) => {
-        if (e.type === "turn_started") input.onTurn?.(++turns);
-        if (e.type === "ask" && e.ask === "command" && e.decision === "approve") commandsRan = true;
-      },
+      ...(input.onTurn ? { onTurn: input.onTurn } : {}),
     });
     client.close();
     const phaseCpu = agentPhaseCpuOf(cpuAtAssign, await worker.cpuSeconds?.());

@@ -11,7 +11,7 @@ import {
 import { flakegymCacheRoot } from "../../cache-root.mjs";
 import { FlakegymError } from "../../errors.js";
 import { unixSocketPath } from "../socket-path.js";
-import type { AgentLauncher, RunningAgent } from "./agent.js";
+import type { AgentLaunchContext, AgentLauncher, RunningAgent } from "./agent.js";
 import { AGENT_IDS, agentApartOf, closeCoreDirs } from "./agent-apart.js";
 import { twoUserRunner } from "./exec.js";
 import { wrapCommand } from "./sandbox.js";
@@ -49,6 +49,61 @@ async function freeLoopbackPort(): Promise<number> {
  * supervisor to 127.0.0.1:18080 inside the sandbox's own network namespace. The core runs the
  * one-byte bundle from flakegym's cache where it is built (its directory bound read-only too).
  */
+/**
+ * The wrap that runs the core's supervisor in the agent's sandbox: the launcher speaks host paths;
+ * inside, the workspace is /workspace and HOME /sandbox-home, and node and cline-host are their
+ * sealed copies (execute-only: non-dumpable, their heaps closed to the agent), bound at their paths.
+ */
+async function sandboxWrap(a: {
+  readonly spec: AgentLaunchContext["spec"];
+  readonly prepared: AgentLaunchContext["prepared"];
+  readonly bwrap: NonNullable<AgentLaunchContext["prepared"]["shape"]["bwrap"]>;
+  readonly apart: ReturnType<typeof agentApartOf>;
+  readonly pkg: ReturnType<typeof resolveClinePackage>;
+  readonly oneByte: ReturnType<typeof probeOneByteCore>;
+  readonly mappedCore: ReturnType<typeof probeMappedCore>;
+}): Promise<(cmd: LaunchCommand) => LaunchCommand> {
+  const { spec, prepared, bwrap, apart, pkg, oneByte, mappedCore } = a;
+  // the kept processes run from execute-only copies: non-dumpable, their heaps closed to the agent
+  const cache = flakegymCacheRoot(process.env);
+  const sealedNode = await sealedCopy(cache, process.execPath);
+  const sealedHost = await sealedCopy(cache, pkg.hostBinary);
+  const shape = {
+    ...prepared.shape,
+    bwrap: {
+      ...bwrap,
+      ...(apart ? { apart } : {}),
+      binds: [
+        ...bwrap.binds,
+        { src: dirname(SUPERVISOR_PATH), dest: dirname(SUPERVISOR_PATH) },
+        { src: pkg.root, dest: pkg.root },
+        ...(oneByte.on ? [{ src: oneByte.dir, dest: oneByte.dir }] : []),
+        // read-only: the core maps its bundle's source from this directory's file
+        ...(mappedCore.on ? [{ src: mappedCore.dir, dest: mappedCore.dir }] : []),
+        ...[sealedNode, sealedHost].map((f) => ({ src: dirname(f), dest: dirname(f) })),
+      ],
+    },
+  };
+  const root = shape.bwrap.systemRoot;
+  if (root) await prepareMountPoints(root, shape.bwrap.binds);
+  const wrap = (cmd: LaunchCommand): LaunchCommand => {
+    // The launcher speaks host paths; inside, the workspace is /workspace and HOME /sandbox-home,
+    // and node and cline-host are their sealed copies (bound at their host paths).
+    const sealed = new Map([
+      [spec.workspace, SANDBOX_PATHS.workspace],
+      [process.execPath, sealedNode],
+      [pkg.hostBinary, sealedHost],
+    ]);
+    const inside = (p: string) => sealed.get(p) ?? p;
+    const args = cmd.args.map(inside);
+    const command = inside(cmd.command);
+    const env = { ...cmd.env, ...prepared.env, HOME: SANDBOX_PATHS.home };
+    const line = wrapCommand({ ...shape, bwrap: { ...shape.bwrap, env } }, [command, ...args]);
+    return { command: line.command, args: [...line.args], env: { ...line.env } };
+  };
+  return wrap;
+}
+
 export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLauncher {
   return {
     async launch(ctx) {
@@ -76,44 +131,8 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
       const apart = bwrap && !bwrap.container ? agentApartOf(twoUserRunner({}), process.env) : undefined;
       if (apart) await closeCoreDirs([ctx.configDir, ctx.socketDir]);
       if (bwrap) {
-        // the kept processes run from execute-only copies: non-dumpable, their heaps closed to the agent
-        const cache = flakegymCacheRoot(process.env);
-        const sealedNode = await sealedCopy(cache, process.execPath);
-        const sealedHost = await sealedCopy(cache, pkg.hostBinary);
         forward = `127.0.0.1:${SANDBOX_GATEWAY_PORT}=unix:${SANDBOX_GATEWAY_SOCKET}`;
-        const shape = {
-          ...prepared.shape,
-          bwrap: {
-            ...bwrap,
-            ...(apart ? { apart } : {}),
-            binds: [
-              ...bwrap.binds,
-              { src: dirname(SUPERVISOR_PATH), dest: dirname(SUPERVISOR_PATH) },
-              { src: pkg.root, dest: pkg.root },
-              ...(oneByte.on ? [{ src: oneByte.dir, dest: oneByte.dir }] : []),
-              // read-only: the core maps its bundle's source from this directory's file
-              ...(mappedCore.on ? [{ src: mappedCore.dir, dest: mappedCore.dir }] : []),
-              ...[sealedNode, sealedHost].map((f) => ({ src: dirname(f), dest: dirname(f) })),
-            ],
-          },
-        };
-        const root = shape.bwrap.systemRoot;
-        if (root) await prepareMountPoints(root, shape.bwrap.binds);
-        wrap = (cmd) => {
-          // The launcher speaks host paths; inside, the workspace is /workspace and HOME /sandbox-home,
-          // and node and cline-host are their sealed copies (bound at their host paths).
-          const sealed = new Map([
-            [spec.workspace, SANDBOX_PATHS.workspace],
-            [process.execPath, sealedNode],
-            [pkg.hostBinary, sealedHost],
-          ]);
-          const inside = (a: string) => sealed.get(a) ?? a;
-          const args = cmd.args.map(inside);
-          const command = inside(cmd.command);
-          const env = { ...cmd.env, ...prepared.env, HOME: SANDBOX_PATHS.home };
-          const line = wrapCommand({ ...shape, bwrap: { ...shape.bwrap, env } }, [command, ...args]);
-          return { command: line.command, args: [...line.args], env: { ...line.env } };
-        };
+        wrap = await sandboxWrap({ spec, prepared, bwrap, apart, pkg, oneByte, mappedCore });
       } else {
         // --unsafe-no-sandbox: no network namespace, so the forwarder needs a free host port.
         forward = `127.0.0.1:${await freeLoopbackPort()}=unix:${socket}`;
