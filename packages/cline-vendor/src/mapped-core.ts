@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { ClineVendorError, ErrorCode } from "./errors.js";
 import { parseSwitch } from "./memory-merge.js";
-import { ONE_BYTE_PINS, type OneByteDecision } from "./one-byte-core.js";
+import { builtHash, ONE_BYTE_PINS, type OneByteDecision } from "./one-byte-core.js";
 
 /**
  * The core's bundle source mapped from a file, and its free memory given back (issue 47). Each
@@ -91,21 +91,6 @@ export function decideMappedCore(f: MappedCoreFacts): MappedCoreDecision {
   return { on: true, dir: f.dir, preload: join(f.dir, CORE_MEMORY_PRELOAD) };
 }
 
-const hashMemo = new Map<string, string>();
-
-/** sha256 of a file, remembered per (path, inode, size, mtime) for this process. */
-function fileHash(file: string): string | undefined {
-  if (!existsSync(file)) return undefined;
-  const st = statSync(file);
-  const key = `${file}\0${st.ino}\0${st.size}\0${st.mtimeMs}`;
-  let h = hashMemo.get(key);
-  if (h === undefined) {
-    h = sha256(readFileSync(file));
-    hashMemo.set(key, h);
-  }
-  return h;
-}
-
 /** Reads the facts (the built file's hash, the addon, the switch) and decides. */
 export function probeMappedCore(
   oneByte: OneByteDecision,
@@ -127,7 +112,7 @@ export function probeMappedCore(
       addonPresent: false,
     });
   const dir = mappedCoreDir(cacheRoot, oneByte.dir);
-  const hash = fileHash(join(dir, SOURCE));
+  const hash = builtHash(join(dir, SOURCE));
   return decideMappedCore({
     ...(requested !== undefined ? { requested } : {}),
     ...(envValue !== undefined ? { envValue } : {}),
@@ -202,7 +187,7 @@ export async function buildMappedCore(
   cacheRoot: string,
 ): Promise<MappedCoreBuild> {
   const dir = mappedCoreDir(cacheRoot, oneByte.dir);
-  if (fileHash(join(dir, SOURCE)) === MAPPED_SOURCE_PIN && existsSync(join(dir, "core-memory.node")))
+  if (builtHash(join(dir, SOURCE)) === MAPPED_SOURCE_PIN && existsSync(join(dir, "core-memory.node")))
     return { dir, built: false };
   const text = await readFile(oneByte.coreJs, "utf8");
   if (sha256(text) !== ONE_BYTE_PINS.output)
@@ -224,7 +209,7 @@ export async function buildMappedCore(
     await chmod(join(tmp, "core-memory.node"), 0o555);
     await rm(dir, { recursive: true, force: true });
     await rename(tmp, dir).catch((e: NodeJS.ErrnoException) => {
-      if (fileHash(join(dir, SOURCE)) !== MAPPED_SOURCE_PIN) throw e; // another builder won the race
+      if (builtHash(join(dir, SOURCE)) !== MAPPED_SOURCE_PIN) throw e; // another builder won the race
     });
     return { dir, built: true };
   } finally {

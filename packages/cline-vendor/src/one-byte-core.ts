@@ -73,7 +73,7 @@ export function decideOneByteCore(f: OneByteFacts): OneByteDecision {
 const hashMemo = new Map<string, string>();
 
 /** sha256 of a file, remembered per (path, inode, size, mtime) for this process: a launch pays it once. */
-function builtHash(file: string): string | undefined {
+export function builtHash(file: string): string | undefined {
   if (!existsSync(file)) return undefined;
   const st = statSync(file);
   const key = `${file}\0${st.ino}\0${st.size}\0${st.mtimeMs}`;

@@ -1,6 +1,7 @@
 import { lstat, mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
+import { BUILD_CAPS } from "../../tasks/dockerfile-build.js";
 
 /**
  * A Harbor task's sandbox as Harbor runs its container (issue 43): root inside, the task's built
@@ -20,19 +21,7 @@ export const CONTAINER_IDS = 65_536;
  * CAP_NET_RAW, CAP_NET_BIND_SERVICE, CAP_MKNOD), so package and user tools work (chown, setuid,
  * file modes) and nothing reaches past the sandbox's namespaces.
  */
-export const CONTAINER_CAPS: readonly string[] = [
-  "CAP_CHOWN",
-  "CAP_DAC_OVERRIDE",
-  "CAP_FSETID",
-  "CAP_FOWNER",
-  "CAP_SETGID",
-  "CAP_SETUID",
-  "CAP_SETFCAP",
-  "CAP_SETPCAP",
-  "CAP_SYS_CHROOT",
-  "CAP_KILL",
-  "CAP_AUDIT_WRITE",
-];
+export const CONTAINER_CAPS: readonly string[] = BUILD_CAPS;
 
 /** A sandbox's writable root: the overlay's dirs under `base`. */
 export interface ContainerRoot {
