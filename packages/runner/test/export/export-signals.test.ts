@@ -17,7 +17,8 @@ import { dummyRunConfig } from "../helpers/run-config.js";
 
 /** A real CLI process per moment (seconds each on a loaded machine): `npm run chaos` only. */
 const FULL = process.env.FLAKEGYM_CHAOS === "full";
-if (!FULL) console.log("export-signals: runs with `npm run chaos` only (a CLI process per moment)");
+if (!FULL)
+  console.log("skipped export-signals: it runs with `npm run chaos` only (a CLI process per moment)");
 
 const BIN = fileURLToPath(new URL("../../bin/flakegym.js", import.meta.url));
 let tmp: string;

@@ -9,7 +9,7 @@ import { tempDir as makeTempDir } from "../helpers/temp-dir.js";
 // disk limit (issue 42): the core would be left without room for its task's files, and the end
 // is the policy's, scored — never an infra failure. A real tmpfs of 4 MiB, mounted as root.
 const root = process.getuid?.() === 0;
-if (!root) console.log("bounded-dirs: a tmpfs needs root to mount; skipped");
+if (!root) console.log("skipped the full state tmpfs: mounting a tmpfs needs root");
 
 const spec = { workspace: "/nonexistent", limits: { memoryMb: 1, pids: 1, wallClockMs: 1 } } as WorkerSpec;
 

@@ -25,7 +25,7 @@ describe("the agent's sandbox as two users (issue 42)", () => {
   });
 
   const root = process.getuid?.() === 0;
-  if (!root) console.log("agent-apart: closing the core's dirs needs root (chown to another user); skipped");
+  if (!root) console.log("skipped closing the core's dirs: it needs root (chown to another user)");
   it.skipIf(!root)("the core's dirs become the sandbox root's host user's, mode 0700", async () => {
     await using tmp = await makeTempDir("flakegym-agent-apart-");
     const dirs = [join(tmp.path, "config"), join(tmp.path, "sock")];

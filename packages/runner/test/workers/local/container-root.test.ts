@@ -152,6 +152,10 @@ async function tinyTree(dir: string): Promise<void> {
   await writeFile(join(dir, "etc/keep"), "from the image\n");
 }
 
+if (!root || !bwrap)
+  console.log(
+    `skipped the real container sandbox: it needs root with bubblewrap (mounts an overlay, maps 65536 users); here ${root ? "no bwrap" : "not root"}`,
+  );
 describe.skipIf(!root || !bwrap)(
   "a container sandbox, for real (skipped unless root with bubblewrap: mounts an overlay, maps 65536 users)",
   () => {
