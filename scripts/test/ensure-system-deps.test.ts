@@ -76,7 +76,7 @@ async function fakeApt(failInstall = false) {
 ${failInstall ? 'echo "E: Unable to locate package nix-bin" >&2; exit 100' : ""}
 dir=$(dirname "$0")
 for p in "$@"; do
-  case "$p" in git) c=git ;; bubblewrap) c=bwrap ;; podman) c=podman ;; mmdebstrap) c=mmdebstrap ;; nix-bin) c=nix ;; patchelf) c=patchelf ;; ripgrep) c=rg ;; cmake) c=cmake ;; ninja-build) c=ninja ;; pkg-config) c=pkg-config ;; gdb) c=gdb ;; cargo) c=cargo ;; shellcheck) c=shellcheck ;; *) c= ;; esac
+  case "$p" in git) c=git ;; bubblewrap) c=bwrap ;; podman) c=podman ;; mmdebstrap) c=mmdebstrap ;; nix-bin) c=nix ;; patchelf) c=patchelf ;; ripgrep) c=rg ;; cmake) c=cmake ;; ninja-build) c=ninja ;; pkg-config) c=pkg-config ;; gdb) c=gdb ;; g++) c=g++ ;; cargo) c=cargo ;; shellcheck) c=shellcheck ;; *) c= ;; esac
   if [ -n "$c" ]; then printf '#!/bin/sh\\n' > "$dir/$c"; chmod +x "$dir/$c"; fi
 done
 `,
@@ -89,7 +89,7 @@ done
  * are checked at their absolute paths, which `npm ci`'s prepare step installed on this machine.
  */
 const PATH_CHECKED =
-  "git bubblewrap podman mmdebstrap nix-bin patchelf ripgrep cmake ninja-build pkg-config gdb cargo shellcheck";
+  "git bubblewrap podman mmdebstrap nix-bin patchelf ripgrep cmake ninja-build pkg-config gdb g++ cargo shellcheck";
 
 describe("scripts/ensure-system-deps installing (fake apt-get)", () => {
   it("prints one line per step and keeps apt-get's output in the log it names", async () => {

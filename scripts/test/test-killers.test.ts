@@ -15,6 +15,8 @@ const SANDBOXED: Readonly<Record<string, string>> = {
     "attacks run as the agent's code in the scoring sandbox",
   "tests/integration/workers/podman-worker.test.ts": "attacks run by worker.exec inside the container",
   "packages/runner/test/scoring/screen.test.ts": "diff lines given to the static screen, never run",
+  "tests/integration/workers/local-agent.test.ts":
+    "`kill -0` probes (no signal) run as the agent's command inside its sandbox",
 };
 
 const PROC_WALK = /\/proc\/\[0-9\]\*/;
