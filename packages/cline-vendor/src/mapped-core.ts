@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { ClineVendorError, ErrorCode } from "./errors.js";
-import { parseSwitch } from "./memory-merge.js";
+import { parseSwitch, switchedOffReason } from "./memory-merge.js";
 import { builtHash, ONE_BYTE_PINS, type OneByteDecision } from "./one-byte-core.js";
 
 /**
@@ -68,16 +68,8 @@ export function mappedCoreDir(cacheRoot: string, oneByteDir: string): string {
 
 /** Pure: whether a core compiles its bundle from the mapped file, and if not, why. */
 export function decideMappedCore(f: MappedCoreFacts): MappedCoreDecision {
-  const wanted =
-    f.requested ?? (f.envValue !== undefined ? parseSwitch(MAPPED_SOURCE_ENV, f.envValue) : true);
-  if (!wanted)
-    return {
-      on: false,
-      reason:
-        f.requested === false
-          ? "turned off by the caller"
-          : `turned off by ${MAPPED_SOURCE_ENV}=${f.envValue}`,
-    };
+  const off = switchedOffReason(f.requested, MAPPED_SOURCE_ENV, f.envValue);
+  if (off) return { on: false, reason: off };
   if (!f.oneByte.on)
     return { on: false, reason: `it maps the one-byte bundle, which is off: ${f.oneByte.reason}` };
   const build = "run `npm run core:one-byte` (npm ci does it) to build it";

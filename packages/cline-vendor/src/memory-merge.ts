@@ -56,6 +56,20 @@ export function parseMemoryMergeEnv(value: string): boolean {
   return parseSwitch(MEMORY_MERGE_ENV, value);
 }
 
+/**
+ * Why a core feature switched by the caller (`requested`) or by env `name` (`value`) is off, or
+ * undefined when it is wanted (default on). Pure; throws on a value that is not a switch.
+ */
+export function switchedOffReason(
+  requested: boolean | undefined,
+  name: string,
+  value: string | undefined,
+): string | undefined {
+  const wanted = requested ?? (value !== undefined ? parseSwitch(name, value) : true);
+  if (wanted) return undefined;
+  return requested === false ? "turned off by the caller" : `turned off by ${name}=${value}`;
+}
+
 /** Kernel release "6.18.44-x" → [6, 18]; [0, 0] when it cannot be read. */
 function kernelVersion(release: string): [number, number] {
   const m = /^(\d+)\.(\d+)/.exec(release);
@@ -64,15 +78,8 @@ function kernelVersion(release: string): [number, number] {
 
 /** Pure: whether a core starts with same-page merging, and if not, why (for logs and the doctor). */
 export function decideMemoryMerge(f: MemoryMergeFacts): MemoryMergeDecision {
-  const wanted = f.requested ?? (f.envValue !== undefined ? parseMemoryMergeEnv(f.envValue) : true);
-  if (!wanted)
-    return {
-      on: false,
-      reason:
-        f.requested === false
-          ? "turned off by the caller"
-          : `turned off by ${MEMORY_MERGE_ENV}=${f.envValue}`,
-    };
+  const off = switchedOffReason(f.requested, MEMORY_MERGE_ENV, f.envValue);
+  if (off) return { on: false, reason: off };
   if (f.platform !== "linux") return { on: false, reason: `same-page merging is Linux only (${f.platform})` };
   const [major, minor] = kernelVersion(f.kernelRelease);
   if (major < 6 || (major === 6 && minor < 4))

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { chmod, mkdir, readdir, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ClineVendorError, ErrorCode } from "./errors.js";
-import { parseSwitch } from "./memory-merge.js";
+import { parseSwitch, switchedOffReason } from "./memory-merge.js";
 import { escapeWideCharacters, type Place } from "./one-byte-bundle.js";
 import { compareMeaning } from "./one-byte-verify.js";
 import type { ClinePackage } from "./paths.js";
@@ -52,13 +52,8 @@ export function oneByteCoreDir(cacheRoot: string, pkg: Pick<ClinePackage, "root"
 
 /** Pure: whether a core runs the one-byte bundle, and if not, why. */
 export function decideOneByteCore(f: OneByteFacts): OneByteDecision {
-  const wanted = f.requested ?? (f.envValue !== undefined ? parseSwitch(ONE_BYTE_ENV, f.envValue) : true);
-  if (!wanted)
-    return {
-      on: false,
-      reason:
-        f.requested === false ? "turned off by the caller" : `turned off by ${ONE_BYTE_ENV}=${f.envValue}`,
-    };
+  const off = switchedOffReason(f.requested, ONE_BYTE_ENV, f.envValue);
+  if (off) return { on: false, reason: off };
   const build = "run `npm run core:one-byte` (npm ci does it) to build it";
   if (f.builtHash === undefined)
     return { on: false, reason: `the one-byte bundle is not built in ${f.dir}; ${build}` };
