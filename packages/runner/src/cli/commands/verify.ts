@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { evaluation } from "../../api/evaluation.js";
 import { absoluteLlm } from "../../api/llm.js";
@@ -22,6 +23,37 @@ export interface VerifyLine {
   readonly error?: string;
   /** A failed target's session directory, kept with its logs (not torn down). */
   readonly logs?: string;
+  /** A stage that did not complete: its outcome's detail and the last lines its program wrote to stderr. */
+  readonly stages?: readonly string[];
+}
+
+/** How many of a failed stage's last stderr lines the report carries. */
+export const STAGE_TAIL_LINES = 12;
+
+/** The last `n` non-blank lines of a stage log's stderr part (pure; the whole log when it has none). */
+export function stageLogTail(log: string, n = STAGE_TAIL_LINES): string[] {
+  const at = log.lastIndexOf("--- stderr ---");
+  const part = at >= 0 ? log.slice(at + "--- stderr ---".length) : log;
+  return part
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .slice(-n);
+}
+
+/** What the report says of a stage that did not complete (its outcome's detail, its stderr's tail). */
+async function stageWhy(
+  stage: string,
+  outcome: { readonly kind: string; readonly detail?: string },
+  log: string,
+): Promise<string[]> {
+  if (outcome.kind === "completed") return [];
+  const text = await readFile(log, "utf8").catch(
+    (e: Error) => `(its log ${log} could not be read: ${e.message})`,
+  );
+  return [
+    `${stage} ${outcome.kind}: ${outcome.detail ?? "no detail"}; its stderr ends:`,
+    ...stageLogTail(text).map((l) => `  ${l}`),
+  ];
 }
 
 /** The report's text (pure): one line per target (a failure's whole error indented under it) and the totals. */
@@ -37,6 +69,7 @@ export function renderVerify(lines: readonly VerifyLine[]): string {
       : [
           `FAIL  ${l.target}: ${l.error ? l.error.split("\n")[0] : `rollout ${l.rollout}, evaluation ${l.evaluation}${l.reason ? ` (${l.reason})` : ""}`}`,
           ...(l.error?.includes("\n") ? [indent(l.error.split("\n").slice(1).join("\n"))] : []),
+          ...(l.stages?.length ? [indent(l.stages.join("\n"))] : []),
           ...(l.logs ? [`      logs: ${l.logs}`] : []),
         ].join("\n"),
   );
@@ -82,6 +115,12 @@ export const verifyCommand = defineCommand({
         const r = await rollout(llm, { ...common, session: s.id });
         const e = await evaluation({ ...common, session: s.id });
         ok = r.ok && e.ok;
+        const stages = ok
+          ? []
+          : [
+              ...(await stageWhy("rollout", r.outcome, r.paths.log)),
+              ...(await stageWhy("evaluation", e.outcome, e.paths.log)),
+            ];
         lines.push({
           target,
           ok,
@@ -91,6 +130,7 @@ export const verifyCommand = defineCommand({
           evaluation: e.outcome.kind,
           score: e.score,
           reason: e.reason,
+          ...(stages.length ? { stages } : {}),
           ...(ok ? {} : { logs: s.dir }),
         });
       } catch (err) {

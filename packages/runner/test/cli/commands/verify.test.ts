@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { renderVerify } from "../../../src/cli/commands/verify.js";
+import { renderVerify, stageLogTail } from "../../../src/cli/commands/verify.js";
 
 describe("renderVerify", () => {
   it("a failure keeps its whole error (every line) and names the kept logs", () => {
@@ -31,6 +31,44 @@ describe("renderVerify", () => {
         "FAIL  rows.jsonl: rollout completed, evaluation completed (the test command did not run (python -m unittest): exit 127)",
         "      logs: /s/20261126-2",
         "0/2 targets passed",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("a stage that did not complete carries its outcome and the last lines of its stderr", () => {
+    const log = [
+      "$ sh rollout.sh",
+      "--- stdout ---",
+      "asked 1",
+      "--- stderr ---",
+      "",
+      "Error: policy answered 500: x",
+      "    at ask",
+      "",
+    ].join("\n");
+    expect(stageLogTail(log)).toEqual(["Error: policy answered 500: x", "    at ask"]);
+    expect(stageLogTail("no sections\nat all\n", 1)).toEqual(["at all"]);
+    const text = renderVerify([
+      {
+        target: "rows.jsonl",
+        ok: false,
+        rollout: "agent_error",
+        evaluation: "completed",
+        stages: [
+          "rollout agent_error: the stage script exited with 1; its stderr ends:",
+          "  Error: policy answered 500: x",
+        ],
+        logs: "/s/1",
+      },
+    ]);
+    expect(text).toBe(
+      [
+        "FAIL  rows.jsonl: rollout agent_error, evaluation completed",
+        "      rollout agent_error: the stage script exited with 1; its stderr ends:",
+        "        Error: policy answered 500: x",
+        "      logs: /s/1",
+        "0/1 targets passed",
         "",
       ].join("\n"),
     );
