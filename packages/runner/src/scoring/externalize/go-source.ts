@@ -3,10 +3,11 @@
  * source version with the host's Go toolchain and run over the trusted hidden test files (never
  * the workspace). Go's own parser (go/ast) and constant evaluator (go/constant) read the files.
  */
+import { GO_ALIAS } from "./go-alias.js";
 
 const BT = "`";
 
-export const GO_REWRITER = String.raw`// The host's Go assertion rewriter (scoring/externalize/go.ts): reads {files, graded} on stdin,
+const MAIN = String.raw`// The host's Go assertion rewriter (scoring/externalize/go.ts): reads {files, graded} on stdin,
 // prints {files, sites, tests}. Go's own parser (go/ast) and constant evaluator (go/constant) run
 // on the host over the trusted hidden test files, never the workspace. A graded test's
 // ${BT}if got != <constant> { t.Errorf(...) }${BT} (an operand of a top-level ${BT}||${BT} chain too) and a table
@@ -372,6 +373,7 @@ func (r *rewriter) table(ifs *ast.IfStmt, rng *ast.RangeStmt, once bool) bool {
 	}
 	var sel *ast.SelectorExpr
 	var comp ast.Expr
+	skip := map[ast.Node]bool{b: true}
 	for _, pair := range [][2]ast.Expr{{b.Y, b.X}, {b.X, b.Y}} {
 		if s, is := pair[0].(*ast.SelectorExpr); is {
 			if x, is := s.X.(*ast.Ident); is && x.Name == val.Name {
@@ -379,11 +381,15 @@ func (r *rewriter) table(ifs *ast.IfStmt, rng *ast.RangeStmt, once bool) bool {
 				break
 			}
 		}
+		if s, at := aliasOf(pair[0], val, rng.Body, ifs); s != nil {
+			sel, comp, skip[at] = s, pair[1], true
+			break
+		}
 	}
 	if sel == nil {
 		return false
 	}
-	pick, ok := r.tableSites(rng, val, sel, map[ast.Node]bool{b: true}, once)
+	pick, ok := r.tableSites(rng, val, sel, skip, once)
 	if !ok {
 		return false
 	}
@@ -732,3 +738,6 @@ func main() {
 	}
 }
 `;
+
+/** The rewriter's Go program (one file, package main): its table-alias part is go-alias.ts. */
+export const GO_REWRITER = [MAIN, GO_ALIAS].join("\n");
