@@ -4,6 +4,8 @@
  * the workspace). Go's own parser (go/ast) and constant evaluator (go/constant) read the files.
  */
 import { GO_ALIAS } from "./go-alias.js";
+import { GO_HELPER_PASS } from "./go-helper-pass.js";
+import { GO_HELPERS } from "./go-helpers.js";
 
 const BT = "`";
 
@@ -641,7 +643,7 @@ import (
 )
 ${BT}
 
-func rewriteFile(f inFile, graded map[string]bool, tests map[string]coverage) (*string, []site) {
+func rewriteFile(f inFile, graded map[string]bool, tests map[string]coverage, suffix string, extra []edit) (*string, []site) {
 	fset := token.NewFileSet()
 	file, err := parser.ParseFile(fset, f.Path, f.Text, parser.SkipObjectResolution)
 	if err != nil {
@@ -653,8 +655,7 @@ func rewriteFile(f inFile, graded map[string]bool, tests map[string]coverage) (*
 		return nil, nil
 	}
 	src := []byte(f.Text)
-	suffix := randomID()[:8]
-	var edits []edit
+	edits := append([]edit{}, extra...)
 	var sites []site
 	for _, d := range file.Decls {
 		fn, ok := d.(*ast.FuncDecl)
@@ -693,6 +694,33 @@ func rewriteFile(f inFile, graded map[string]bool, tests map[string]coverage) (*
 	return &text, sites
 }
 
+// rewriteAll rewrites every file with the helpers' plan; false where a file with plan edits did
+// not come out rewritten (its edits would leave the others inconsistent).
+func rewriteAll(files []inFile, graded map[string]bool, suffixes map[string]string, plan helperPlan, outFiles *[]outFile, outSites *[]site, tests map[string]coverage) bool {
+	for _, f := range files {
+		if !strings.HasSuffix(f.Path, "_test.go") {
+			*outFiles = append(*outFiles, outFile{Path: f.Path})
+			continue
+		}
+		text, sites := rewriteFile(f, graded, tests, suffixes[f.Path], plan.edits[f.Path])
+		if text == nil && len(plan.edits[f.Path]) > 0 {
+			return false
+		}
+		*outFiles = append(*outFiles, outFile{Path: f.Path, Text: text})
+		*outSites = append(*outSites, sites...)
+	}
+	for test, n := range plan.count {
+		c := tests[test]
+		c.Sites += n
+		if c.Kept == nil {
+			c.Kept = []string{}
+		}
+		tests[test] = c
+	}
+	*outSites = append(*outSites, plan.sites...)
+	return true
+}
+
 func declsByName(text string) []string {
 	var out []string
 	for _, l := range strings.Split(text, "\n") {
@@ -724,14 +752,15 @@ func main() {
 		Sites []site              ${BT}json:"sites"${BT}
 		Tests map[string]coverage ${BT}json:"tests"${BT}
 	}{Files: []outFile{}, Sites: []site{}, Tests: map[string]coverage{}}
+	suffixes := map[string]string{}
 	for _, f := range req.Files {
-		if !strings.HasSuffix(f.Path, "_test.go") {
-			out.Files = append(out.Files, outFile{Path: f.Path})
-			continue
-		}
-		text, sites := rewriteFile(f, graded, out.Tests)
-		out.Files = append(out.Files, outFile{Path: f.Path, Text: text})
-		out.Sites = append(out.Sites, sites...)
+		suffixes[f.Path] = randomID()[:8]
+	}
+	plan := planHelpers(req.Files, graded, suffixes)
+	if !rewriteAll(req.Files, graded, suffixes, plan, &out.Files, &out.Sites, out.Tests) {
+		// a file the helpers' edits left unparsable: every file again without them
+		out.Files, out.Sites, out.Tests = []outFile{}, []site{}, map[string]coverage{}
+		rewriteAll(req.Files, graded, suffixes, helperPlan{}, &out.Files, &out.Sites, out.Tests)
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 		os.Exit(3)
@@ -739,5 +768,5 @@ func main() {
 }
 `;
 
-/** The rewriter's Go program (one file, package main): its table-alias part is go-alias.ts. */
-export const GO_REWRITER = [MAIN, GO_ALIAS].join("\n");
+/** The rewriter's Go program (one file, package main): its table-alias part is go-alias.ts, its table helpers go-helpers.ts and go-helper-pass.ts. */
+export const GO_REWRITER = [MAIN, GO_ALIAS, GO_HELPERS, GO_HELPER_PASS].join("\n");
