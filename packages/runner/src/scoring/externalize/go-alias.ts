@@ -5,7 +5,7 @@
  */
 const BT = "`";
 
-export const GO_ALIAS = String.raw`
+export const GO_ALIAS = `
 // aliasOf: the row field a local stands for where an if in a table's range body compares it:
 // ${BT}e${BT}, declared by a top-level ${BT}e := tc.want${BT} of that body and assigned only by top-level
 // ${BT}e = tc.other${BT} there, read elsewhere only in reports or as the operand of one compared

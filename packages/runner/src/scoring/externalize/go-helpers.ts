@@ -11,7 +11,7 @@
  */
 const BT = "`";
 
-export const GO_HELPERS = String.raw`
+export const GO_HELPERS = `
 // tableHelper: one method of a named table type that compares two fields of each row.
 type tableHelper struct {
 	file     string

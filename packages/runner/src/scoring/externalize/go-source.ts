@@ -4,6 +4,7 @@
  * the workspace). Go's own parser (go/ast) and constant evaluator (go/constant) read the files.
  */
 import { GO_ALIAS } from "./go-alias.js";
+import { GO_FUZZ } from "./go-fuzz.js";
 import { GO_HELPER_PASS } from "./go-helper-pass.js";
 import { GO_HELPERS } from "./go-helpers.js";
 
@@ -592,6 +593,20 @@ func (r *rewriter) run() {
 const emitter = ${BT}
 
 func _fgEmitSUFFIX(site, node string, v interface{}) bool {
+	return _fgWriteSUFFIX(map[string]interface{}{"s": site, "n": node, "v": _fgCanonSUFFIX(v)})
+}
+
+// _fgPairSUFFIX: a comparison whose two sides the test computes, in the case a seed of ids names:
+// both sides emitted (the host compares them), false; in any other case v != w, as written.
+func _fgPairSUFFIX(ids map[string]string, node string, v, w interface{}) bool {
+	site, ok := ids[node]
+	if !ok {
+		return v != w
+	}
+	return _fgWriteSUFFIX(map[string]interface{}{"s": site, "n": node, "v": _fgCanonSUFFIX(v), "w": _fgCanonSUFFIX(w)})
+}
+
+func _fgCanonSUFFIX(v interface{}) interface{} {
 	rv := _fgreflectSUFFIX.ValueOf(v)
 	var c interface{}
 	switch rv.Kind() {
@@ -619,7 +634,11 @@ func _fgEmitSUFFIX(site, node string, v interface{}) bool {
 	default:
 		c = map[string]interface{}{"t": "obj", "type": "go", "repr": ""}
 	}
-	line, err := _fgjsonSUFFIX.Marshal(map[string]interface{}{"s": site, "n": node, "v": c})
+	return c
+}
+
+func _fgWriteSUFFIX(e map[string]interface{}) bool {
+	line, err := _fgjsonSUFFIX.Marshal(e)
 	if err != nil {
 		line = []byte("{}")
 	}
@@ -663,6 +682,7 @@ func rewriteFile(f inFile, graded map[string]bool, tests map[string]coverage, su
 			continue
 		}
 		r := &rewriter{fset: fset, src: src, fn: fn, test: fn.Name.Name, suffix: suffix, keyed: map[*ast.RangeStmt]bool{}}
+		r.fuzzSeeds(graded)
 		r.run()
 		kept := r.kept
 		if kept == nil {
@@ -768,5 +788,5 @@ func main() {
 }
 `;
 
-/** The rewriter's Go program (one file, package main): its table-alias part is go-alias.ts, its table helpers go-helpers.ts and go-helper-pass.ts. */
-export const GO_REWRITER = [MAIN, GO_ALIAS, GO_HELPERS, GO_HELPER_PASS].join("\n");
+/** The rewriter's Go program (one file, package main): its table-alias part is go-alias.ts, its table helpers go-helpers.ts and go-helper-pass.ts, its fuzz seeds go-fuzz.ts. */
+export const GO_REWRITER = [MAIN, GO_ALIAS, GO_HELPERS, GO_HELPER_PASS, GO_FUZZ].join("\n");

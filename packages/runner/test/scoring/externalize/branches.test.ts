@@ -1,4 +1,3 @@
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { externalizePython } from "../../../src/scoring/externalize/rewrite.js";
 import { tempDir } from "../../helpers/temp-dir.js";

@@ -44,7 +44,12 @@ export async function pytestSkips(): Promise<{ noHostPython: boolean; noPytest: 
  * test file at `testPath`, run by pytest in `root/<name>`, the emissions judged on the host over
  * `graded` (the ids in the run). `tests` replaces the rewritten file (the file as written).
  */
-export function runAndJudge(root: string, r: Externalized, graded: readonly string[], testPath = "tests/test_lib.py") {
+export function runAndJudge(
+  root: string,
+  r: Externalized,
+  graded: readonly string[],
+  testPath = "tests/test_lib.py",
+) {
   const rewritten = r.files.find((f) => f.path === testPath)?.content;
   if (!rewritten) throw new Error(`runAndJudge: the rewrite has no file ${testPath}`);
   return async (impl: string, name: string, tests: string | Uint8Array = rewritten) => {
