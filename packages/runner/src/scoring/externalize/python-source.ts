@@ -589,4 +589,6 @@ main()
 `;
 
 /** Reads {files, graded} on stdin, prints {files, sites, tests}; argv[1] is the EMITTER. */
-export const PYTHON_REWRITER = [CORE, PYTHON_PURE, PYTHON_PYTESTER, PYTHON_PARAMS, PYTHON_HELPERS, MAIN].join("\n\n");
+export const PYTHON_REWRITER = [CORE, PYTHON_PURE, PYTHON_PYTESTER, PYTHON_PARAMS, PYTHON_HELPERS, MAIN].join(
+  "\n\n",
+);
