@@ -5,7 +5,7 @@
  * the host and leaves the file, where the test file binds none of those names (an assignment, a
  * def, an import, a parameter, a star import: then the name may be anything at run time).
  */
-export const PYTHON_PURE = String.raw`
+export const PYTHON_PURE = `
 PURE = {"frozenset": frozenset, "set": set, "tuple": tuple, "list": list, "dict": dict, "sorted": sorted,
         "str": str, "int": int, "float": float, "bool": bool, "len": len, "abs": abs, "min": min,
         "max": max, "sum": sum}
