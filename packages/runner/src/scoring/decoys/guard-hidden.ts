@@ -1,6 +1,6 @@
 import { randomInt } from "node:crypto";
 import { readdir } from "node:fs/promises";
-import { join } from "node:path";
+import { join, posix } from "node:path";
 import type { ResultFormat } from "../../tasks/task-spec.js";
 import type { ExternalSite } from "../externalize/canon.js";
 import { decoysOnly, externalizeGraded } from "../externalize/guard.js";
@@ -75,7 +75,11 @@ function candidatePaths(format: ResultFormat, workspace: string, ids: readonly s
   return hit;
 }
 
-/** The snapshot's test files (not among `have`) that mention one of `names`. */
+/**
+ * The snapshot's test files (not among `have`) that mention one of `names`; for Go, also the other
+ * test files of their packages' directories (a helper a graded test calls, go-humanize's
+ * `testList.validate`, is compiled with it from a file that names no graded test).
+ */
 async function repoTestFiles(
   format: ResultFormat,
   workspace: string,
@@ -83,15 +87,18 @@ async function repoTestFiles(
   names: readonly string[],
   have: ReadonlySet<string>,
 ): Promise<InstalledFile[]> {
-  const paths = await candidatePaths(format, workspace, ids);
-  const out: InstalledFile[] = [];
-  for (const path of paths.filter((p) => isTestFile(format, p) && !have.has(p)).sort()) {
+  const paths = (await candidatePaths(format, workspace, ids)).filter(
+    (p) => isTestFile(format, p) && !have.has(p),
+  );
+  const read = new Map<string, InstalledFile>();
+  for (const path of paths.sort()) {
     const f = await regularFile(workspace, path);
-    if (!f || f.content.length > MAX_BYTES) continue;
-    const text = f.content.toString("utf8");
-    if (names.some((n) => text.includes(n))) out.push({ path, ...f });
+    if (f && f.content.length <= MAX_BYTES) read.set(path, { path, ...f });
   }
-  return out;
+  const named = [...read.values()].filter((f) => names.some((n) => f.content.toString("utf8").includes(n)));
+  if (format !== "gotest") return named;
+  const dirs = new Set([...have, ...named.map((f) => f.path)].map((p) => posix.dirname(p)));
+  return [...read.values()].filter((f) => named.includes(f) || dirs.has(posix.dirname(f.path)));
 }
 
 /** The name a graded id's test is defined under (the last part of its id). Pure. */

@@ -3,10 +3,15 @@
  * source version with the host's Go toolchain and run over the trusted hidden test files (never
  * the workspace). Go's own parser (go/ast) and constant evaluator (go/constant) read the files.
  */
+import { GO_ALIAS } from "./go-alias.js";
+import { GO_EMITTER } from "./go-emitter.js";
+import { GO_FUZZ } from "./go-fuzz.js";
+import { GO_HELPER_PASS } from "./go-helper-pass.js";
+import { GO_HELPERS } from "./go-helpers.js";
 
 const BT = "`";
 
-export const GO_REWRITER = String.raw`// The host's Go assertion rewriter (scoring/externalize/go.ts): reads {files, graded} on stdin,
+const MAIN = String.raw`// The host's Go assertion rewriter (scoring/externalize/go.ts): reads {files, graded} on stdin,
 // prints {files, sites, tests}. Go's own parser (go/ast) and constant evaluator (go/constant) run
 // on the host over the trusted hidden test files, never the workspace. A graded test's
 // ${BT}if got != <constant> { t.Errorf(...) }${BT} (an operand of a top-level ${BT}||${BT} chain too) and a table
@@ -372,6 +377,7 @@ func (r *rewriter) table(ifs *ast.IfStmt, rng *ast.RangeStmt, once bool) bool {
 	}
 	var sel *ast.SelectorExpr
 	var comp ast.Expr
+	skip := map[ast.Node]bool{b: true}
 	for _, pair := range [][2]ast.Expr{{b.Y, b.X}, {b.X, b.Y}} {
 		if s, is := pair[0].(*ast.SelectorExpr); is {
 			if x, is := s.X.(*ast.Ident); is && x.Name == val.Name {
@@ -379,11 +385,15 @@ func (r *rewriter) table(ifs *ast.IfStmt, rng *ast.RangeStmt, once bool) bool {
 				break
 			}
 		}
+		if s, at := aliasOf(pair[0], val, rng.Body, ifs); s != nil {
+			sel, comp, skip[at] = s, pair[1], true
+			break
+		}
 	}
 	if sel == nil {
 		return false
 	}
-	pick, ok := r.tableSites(rng, val, sel, map[ast.Node]bool{b: true}, once)
+	pick, ok := r.tableSites(rng, val, sel, skip, once)
 	if !ok {
 		return false
 	}
@@ -581,61 +591,7 @@ func (r *rewriter) run() {
 	})
 }
 
-const emitter = ${BT}
-
-func _fgEmitSUFFIX(site, node string, v interface{}) bool {
-	rv := _fgreflectSUFFIX.ValueOf(v)
-	var c interface{}
-	switch rv.Kind() {
-	case _fgreflectSUFFIX.Bool:
-		c = map[string]interface{}{"t": "bool", "v": rv.Bool()}
-	case _fgreflectSUFFIX.Int, _fgreflectSUFFIX.Int8, _fgreflectSUFFIX.Int16, _fgreflectSUFFIX.Int32, _fgreflectSUFFIX.Int64:
-		c = map[string]interface{}{"t": "int", "v": _fgstrconvSUFFIX.FormatInt(rv.Int(), 10)}
-	case _fgreflectSUFFIX.Uint, _fgreflectSUFFIX.Uint8, _fgreflectSUFFIX.Uint16, _fgreflectSUFFIX.Uint32, _fgreflectSUFFIX.Uint64, _fgreflectSUFFIX.Uintptr:
-		c = map[string]interface{}{"t": "int", "v": _fgstrconvSUFFIX.FormatUint(rv.Uint(), 10)}
-	case _fgreflectSUFFIX.Float64:
-		f := rv.Float()
-		if f == float64(int64(f)) && f < 1e15 && f > -1e15 {
-			c = map[string]interface{}{"t": "int", "v": _fgstrconvSUFFIX.FormatInt(int64(f), 10)}
-		} else if f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308 {
-			c = map[string]interface{}{"t": "unrenderable", "why": "non-finite float"}
-		} else {
-			c = map[string]interface{}{"t": "float", "v": _fgstrconvSUFFIX.FormatFloat(f, 'g', -1, 64)}
-		}
-	case _fgreflectSUFFIX.String:
-		if s := rv.String(); _fgutf8SUFFIX.ValidString(s) {
-			c = map[string]interface{}{"t": "str", "v": s}
-		} else {
-			c = map[string]interface{}{"t": "bytes", "v": _fghexSUFFIX.EncodeToString([]byte(s))}
-		}
-	default:
-		c = map[string]interface{}{"t": "obj", "type": "go", "repr": ""}
-	}
-	line, err := _fgjsonSUFFIX.Marshal(map[string]interface{}{"s": site, "n": node, "v": c})
-	if err != nil {
-		line = []byte("{}")
-	}
-	f, err := _fgosSUFFIX.OpenFile(_fgosSUFFIX.Getenv("FLAKEGYM_EMIT"), _fgosSUFFIX.O_WRONLY|_fgosSUFFIX.O_APPEND|_fgosSUFFIX.O_CREATE, 0600)
-	if err == nil {
-		_, _ = f.Write(append(line, '\n'))
-		_ = f.Close()
-	}
-	return false
-}
-${BT}
-
-const imports = ${BT}
-import (
-	_fghexSUFFIX "encoding/hex"
-	_fgjsonSUFFIX "encoding/json"
-	_fgosSUFFIX "os"
-	_fgreflectSUFFIX "reflect"
-	_fgstrconvSUFFIX "strconv"
-	_fgutf8SUFFIX "unicode/utf8"
-)
-${BT}
-
-func rewriteFile(f inFile, graded map[string]bool, tests map[string]coverage) (*string, []site) {
+func rewriteFile(f inFile, graded map[string]bool, tests map[string]coverage, suffix string, extra []edit) (*string, []site) {
 	fset := token.NewFileSet()
 	file, err := parser.ParseFile(fset, f.Path, f.Text, parser.SkipObjectResolution)
 	if err != nil {
@@ -647,8 +603,7 @@ func rewriteFile(f inFile, graded map[string]bool, tests map[string]coverage) (*
 		return nil, nil
 	}
 	src := []byte(f.Text)
-	suffix := randomID()[:8]
-	var edits []edit
+	edits := append([]edit{}, extra...)
 	var sites []site
 	for _, d := range file.Decls {
 		fn, ok := d.(*ast.FuncDecl)
@@ -656,6 +611,7 @@ func rewriteFile(f inFile, graded map[string]bool, tests map[string]coverage) (*
 			continue
 		}
 		r := &rewriter{fset: fset, src: src, fn: fn, test: fn.Name.Name, suffix: suffix, keyed: map[*ast.RangeStmt]bool{}}
+		r.fuzzSeeds(graded)
 		r.run()
 		kept := r.kept
 		if kept == nil {
@@ -685,6 +641,33 @@ func rewriteFile(f inFile, graded map[string]bool, tests map[string]coverage) (*
 	}
 	text := string(bytes.Clone(out))
 	return &text, sites
+}
+
+// rewriteAll rewrites every file with the helpers' plan; false where a file with plan edits did
+// not come out rewritten (its edits would leave the others inconsistent).
+func rewriteAll(files []inFile, graded map[string]bool, suffixes map[string]string, plan helperPlan, outFiles *[]outFile, outSites *[]site, tests map[string]coverage) bool {
+	for _, f := range files {
+		if !strings.HasSuffix(f.Path, "_test.go") {
+			*outFiles = append(*outFiles, outFile{Path: f.Path})
+			continue
+		}
+		text, sites := rewriteFile(f, graded, tests, suffixes[f.Path], plan.edits[f.Path])
+		if text == nil && len(plan.edits[f.Path]) > 0 {
+			return false
+		}
+		*outFiles = append(*outFiles, outFile{Path: f.Path, Text: text})
+		*outSites = append(*outSites, sites...)
+	}
+	for test, n := range plan.count {
+		c := tests[test]
+		c.Sites += n
+		if c.Kept == nil {
+			c.Kept = []string{}
+		}
+		tests[test] = c
+	}
+	*outSites = append(*outSites, plan.sites...)
+	return true
 }
 
 func declsByName(text string) []string {
@@ -718,17 +701,21 @@ func main() {
 		Sites []site              ${BT}json:"sites"${BT}
 		Tests map[string]coverage ${BT}json:"tests"${BT}
 	}{Files: []outFile{}, Sites: []site{}, Tests: map[string]coverage{}}
+	suffixes := map[string]string{}
 	for _, f := range req.Files {
-		if !strings.HasSuffix(f.Path, "_test.go") {
-			out.Files = append(out.Files, outFile{Path: f.Path})
-			continue
-		}
-		text, sites := rewriteFile(f, graded, out.Tests)
-		out.Files = append(out.Files, outFile{Path: f.Path, Text: text})
-		out.Sites = append(out.Sites, sites...)
+		suffixes[f.Path] = randomID()[:8]
+	}
+	plan := planHelpers(req.Files, graded, suffixes)
+	if !rewriteAll(req.Files, graded, suffixes, plan, &out.Files, &out.Sites, out.Tests) {
+		// a file the helpers' edits left unparsable: every file again without them
+		out.Files, out.Sites, out.Tests = []outFile{}, []site{}, map[string]coverage{}
+		rewriteAll(req.Files, graded, suffixes, helperPlan{}, &out.Files, &out.Sites, out.Tests)
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 		os.Exit(3)
 	}
 }
 `;
+
+/** The rewriter's Go program (one file, package main): its emitter go-emitter.ts, its table-alias part go-alias.ts, its table helpers go-helpers.ts and go-helper-pass.ts, its fuzz seeds go-fuzz.ts. */
+export const GO_REWRITER = [MAIN, GO_EMITTER, GO_ALIAS, GO_HELPERS, GO_HELPER_PASS, GO_FUZZ].join("\n");

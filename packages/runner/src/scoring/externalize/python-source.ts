@@ -2,11 +2,13 @@
  * The host half of externalized Python assertions (scoring/externalize), kept as text: the
  * REWRITER runs on the host over the trusted hidden test files (never the workspace) with
  * Python's own parser, and renders each expected value with the EMITTER's code
- * (python-emitter.ts), so both sides agree on the rendering. Its pytester, parametrized-case and
- * helper parts are python-pytester.ts, python-params.ts and python-helpers.ts.
+ * (python-emitter.ts), so both sides agree on the rendering. Its pytester, parametrized-case,
+ * helper and pure-builtin parts are python-pytester.ts, python-params.ts, python-helpers.ts and
+ * python-pure.ts.
  */
 import { PYTHON_HELPERS } from "./python-helpers.js";
 import { PYTHON_PARAMS } from "./python-params.js";
+import { PYTHON_PURE } from "./python-pure.js";
 import { PYTHON_PYTESTER } from "./python-pytester.js";
 
 /** The rewriter's reading of literals, assertions and a test's body. */
@@ -39,7 +41,10 @@ LOCAL = {}
 
 
 def check_const(node):
+    pure = pure_funcs(node)
     for n in ast.walk(node):
+        if isinstance(n, ast.Call) and id(n.func) in pure or id(n) in pure:
+            continue
         if isinstance(n, (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Load, ast.keyword,
                           ast.UnaryOp, ast.USub, ast.UAdd, ast.BinOp, ast.Add, ast.Sub, ast.Mult,
                           ast.Div, ast.FloorDiv, ast.Mod)):
@@ -68,9 +73,9 @@ def raw_value(node):
     expr = ast.Expression(body=node)
     ast.fix_missing_locations(expr)
     try:
-        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        env = {k: eval(compile(ast.fix_missing_locations(ast.Expression(body=LOCAL[k])), "<expected>", "eval"), {"__builtins__": {}}, {}) for k in names}
-        return eval(compile(expr, "<expected>", "eval"), {"__builtins__": {}}, env)
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in LOCAL}
+        env = {k: eval(compile(ast.fix_missing_locations(ast.Expression(body=LOCAL[k])), "<expected>", "eval"), pure_env(), {}) for k in names}
+        return eval(compile(expr, "<expected>", "eval"), pure_env(), env)
     except Exception as e:
         raise NotConstant("does not evaluate: " + type(e).__name__)
 
@@ -490,6 +495,8 @@ def rewrite_file(path, text, graded_bases, bare=False, graded=(), run_ids=None, 
         tree = ast.parse(text)
     except SyntaxError as e:
         return None, [], {b: {"sites": 0, "kept": ["the file does not parse on the host: " + str(e)]} for b in graded_bases}
+    SHADOWED.clear()
+    SHADOWED.update(bound_names(tree) & set(PURE))
     data = text.encode("utf-8")
     offs = line_offsets(data)
     edits, sites, tests, taken = [], [], {}, set()
@@ -582,4 +589,6 @@ main()
 `;
 
 /** Reads {files, graded} on stdin, prints {files, sites, tests}; argv[1] is the EMITTER. */
-export const PYTHON_REWRITER = [CORE, PYTHON_PYTESTER, PYTHON_PARAMS, PYTHON_HELPERS, MAIN].join("\n\n");
+export const PYTHON_REWRITER = [CORE, PYTHON_PURE, PYTHON_PYTESTER, PYTHON_PARAMS, PYTHON_HELPERS, MAIN].join(
+  "\n\n",
+);

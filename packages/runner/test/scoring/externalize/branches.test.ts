@@ -1,11 +1,7 @@
-import { join } from "node:path";
-import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { externalizePython } from "../../../src/scoring/externalize/rewrite.js";
-import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
-import { skipWithoutHostPython } from "../../helpers/host-python.js";
 import { tempDir } from "../../helpers/temp-dir.js";
-import { pytestEmitting } from "./pytest-emit.js";
+import { pytestSkips, runAndJudge } from "./pytest-emit.js";
 
 // Shapes a real row's tests have (marshmallow's test_schema.py): an assertion on one side of an if
 // on a parameter (the case taking the other side emits nothing, which must not read as a
@@ -89,13 +85,7 @@ const GRADED = [
   "test_keys_view",
 ].map((t) => `tests/test_lib.py::${t}`);
 
-const noHostPython = skipWithoutHostPython("the host rewriter's runs");
-const hasPytest =
-  !noHostPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
-if (!noHostPython && !hasPytest)
-  console.log(
-    "skipped the rewritten file's pytest run: the host's python3 has no pytest (sh scripts/ensure-system-deps installs it)",
-  );
+const { noHostPython, noPytest } = await pytestSkips();
 
 describe("externalized assertions on one side of a branch, and dict views", () => {
   it.skipIf(noHostPython)(
@@ -122,18 +112,12 @@ describe("externalized assertions on one side of a branch, and dict views", () =
     },
   );
 
-  it.skipIf(noHostPython || !hasPytest)(
+  it.skipIf(noPytest)(
     "run by pytest (needs pytest on the host's python3): the reference passes every case outside the sandbox, a wrong one fails",
     async () => {
       await using tmp = await tempDir("flakegym-externalize-branches-");
       const r = await externalizePython([{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }], GRADED);
-      const run = async (impl: string, name: string, tests = r.files[0]!.content) => {
-        const { p, emitted } = await pytestEmitting(join(tmp.path, name), {
-          "lib.py": impl,
-          "tests/test_lib.py": tests,
-        });
-        return { p, verdict: externalVerdict(GRADED, r.sites, emitted) };
-      };
+      const run = runAndJudge(tmp.path, r, GRADED);
       const right = await run(RIGHT, "right");
       expect(right.p.exitCode, right.p.stdout).toBe(0);
       expect([...right.verdict]).toEqual([]);

@@ -1,11 +1,7 @@
-import { spawnSync } from "node:child_process";
-import { readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { externalizeGo } from "../../../src/scoring/externalize/go.js";
 import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
-import { tempDir } from "../../helpers/temp-dir.js";
+import { goSkipReason, goTestEmitting } from "./go-emit.js";
 
 // The host's Go rewriter on a test file with the shapes it takes (a direct `!=` against a
 // constant, an `||` chain, a table test), then the rewritten file run for real by `go test`
@@ -101,15 +97,7 @@ const WRONG = RIGHT.replace("return len(strings.Fields(s))", "return len(strings
   'if s == "a" {',
 );
 
-function goSkipReason(): string | undefined {
-  const go = process.env.FLAKEGYM_HOST_GO || "go";
-  const r = spawnSync(go, ["version"], { stdio: "ignore", timeout: 15_000 });
-  return r.error || r.status !== 0
-    ? `the host's Go (${go}) is not on PATH; install Go 1.21+ or set FLAKEGYM_HOST_GO`
-    : undefined;
-}
 const noGo = goSkipReason();
-if (noGo) console.log(`skipped the Go rewriter's runs: ${noGo}`);
 
 const GRADED = [
   "TestDirect",
@@ -120,26 +108,8 @@ const GRADED = [
   "TestTableReadElsewhere",
 ];
 
-async function runWith(impl: string, rewritten: string): Promise<{ emitted: string; passed: Set<string> }> {
-  await using tmp = await tempDir("flakegym-externalize-go-");
-  const dir = tmp.path;
-  await writeFile(join(dir, "go.mod"), "module calc\n\ngo 1.16\n");
-  await writeFile(join(dir, "calc.go"), impl);
-  await writeFile(join(dir, "calc_test.go"), rewritten);
-  const emit = join(dir, "emit");
-  const r = await execa(process.env.FLAKEGYM_HOST_GO || "go", ["test", "-json", "."], {
-    cwd: dir,
-    reject: false,
-    env: { FLAKEGYM_EMIT: emit, GOFLAGS: "", GOTOOLCHAIN: "local" },
-  });
-  const passed = new Set<string>();
-  for (const line of r.stdout.split("\n")) {
-    if (!line.startsWith("{")) continue;
-    const j = JSON.parse(line) as { Action?: string; Test?: string };
-    if (j.Action === "pass" && j.Test) passed.add(j.Test);
-  }
-  return { emitted: await readFile(emit, "utf8").catch(() => ""), passed };
-}
+const runWith = (impl: string, rewritten: string) =>
+  goTestEmitting({ "calc.go": impl, "calc_test.go": rewritten });
 
 describe.skipIf(noGo !== undefined)("the host's Go rewriter (scoring/externalize/go.ts)", () => {
   it("takes direct, chained and table comparisons against constants; leaves computed and read-elsewhere ones", async () => {

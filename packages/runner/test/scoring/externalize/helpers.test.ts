@@ -1,11 +1,7 @@
-import { join } from "node:path";
-import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { externalizePython } from "../../../src/scoring/externalize/rewrite.js";
-import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
-import { skipWithoutHostPython } from "../../helpers/host-python.js";
 import { tempDir } from "../../helpers/temp-dir.js";
-import { pytestEmitting } from "./pytest-emit.js";
+import { pytestSkips, runAndJudge } from "./pytest-emit.js";
 
 // Helpers that assert (pylint's `self._runtest(args, code=2)`, seaborn's `self.check_…(p, …)`):
 // the graded test calls a function of its file whose body holds the assertion. The helper's
@@ -76,13 +72,7 @@ def run(args):
 
 const GRADED = ["tests/test_lib.py::test_sizes", "tests/test_lib.py::TestRun::test_exit"];
 
-const noHostPython = skipWithoutHostPython("the host rewriter's runs");
-const hasPytest =
-  !noHostPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
-if (!noHostPython && !hasPytest)
-  console.log(
-    "skipped the rewritten file's pytest run: the host's python3 has no pytest (sh scripts/ensure-system-deps installs it)",
-  );
+const { noHostPython, noPytest } = await pytestSkips();
 
 const rewrite = () => externalizePython([{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }], GRADED);
 
@@ -142,18 +132,12 @@ describe("a helper that asserts", () => {
     },
   );
 
-  it.skipIf(noHostPython || !hasPytest)(
+  it.skipIf(noPytest)(
     "run by pytest: the reference holds outside the sandbox; an oracle reading the helper's parameter wins as written, fails rewritten",
     async () => {
       await using tmp = await tempDir("flakegym-externalize-helpers-");
       const r = await rewrite();
-      const run = async (impl: string, name: string, tests = r.files[0]!.content) => {
-        const { p, emitted } = await pytestEmitting(join(tmp.path, name), {
-          "lib.py": impl,
-          "tests/test_lib.py": tests,
-        });
-        return { p, verdict: externalVerdict(GRADED, r.sites, emitted) };
-      };
+      const run = runAndJudge(tmp.path, r, GRADED);
       const right = await run(RIGHT, "right");
       expect(right.p.exitCode, right.p.stdout).toBe(0);
       expect([...right.verdict]).toEqual([]);

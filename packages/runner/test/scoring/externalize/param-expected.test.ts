@@ -1,11 +1,8 @@
-import { join } from "node:path";
-import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { externalizePython } from "../../../src/scoring/externalize/rewrite.js";
-import { expectedIn, externalVerdict } from "../../../src/scoring/externalize/verdict.js";
-import { skipWithoutHostPython } from "../../helpers/host-python.js";
+import { expectedIn } from "../../../src/scoring/externalize/verdict.js";
 import { tempDir } from "../../helpers/temp-dir.js";
-import { pytestEmitting } from "./pytest-emit.js";
+import { pytestSkips, runAndJudge } from "./pytest-emit.js";
 
 // The shape of requests' and marshmallow's parametrized tests: the expected side is a parameter
 // (`assert f(value) == expected`, `pytest.raises(..., match=msg)`). Its values are in the
@@ -79,13 +76,7 @@ const GRADED = [
   "test_same[a]",
 ].map((t) => `tests/test_lib.py::${t}`);
 
-const noHostPython = skipWithoutHostPython("the host rewriter's runs");
-const hasPytest =
-  !noHostPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
-if (!noHostPython && !hasPytest)
-  console.log(
-    "skipped the rewritten file's pytest run: the host's python3 has no pytest (sh scripts/ensure-system-deps installs it)",
-  );
+const { noHostPython, noPytest } = await pytestSkips();
 
 describe("a parametrized expected side", () => {
   it.skipIf(noHostPython)(
@@ -129,19 +120,13 @@ describe("a parametrized expected side", () => {
     },
   );
 
-  it.skipIf(noHostPython || !hasPytest)(
+  it.skipIf(noPytest)(
     "run by pytest: the reference holds outside the sandbox; an oracle reading the node id fails",
     async () => {
       await using tmp = await tempDir("flakegym-externalize-param-");
       const r = await externalizePython([{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }], GRADED);
       const ids = GRADED.map((g) => r.runIds?.[g] ?? g);
-      const run = async (impl: string, name: string, tests = r.files[0]!.content) => {
-        const { p, emitted } = await pytestEmitting(join(tmp.path, name), {
-          "lib.py": impl,
-          "tests/test_lib.py": tests,
-        });
-        return { p, verdict: externalVerdict(ids, r.sites, emitted) };
-      };
+      const run = runAndJudge(tmp.path, r, ids);
       const right = await run(RIGHT, "right");
       expect(right.p.exitCode, right.p.stdout).toBe(0);
       expect([...right.verdict]).toEqual([]);

@@ -1,6 +1,9 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
+import type { Externalized } from "../../../src/scoring/externalize/rewrite.js";
+import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
+import { skipWithoutHostPython } from "../../helpers/host-python.js";
 
 /**
  * Writes `files` into `dir` and runs the host's pytest over its tests/ with the emission channel
@@ -19,4 +22,38 @@ export async function pytestEmitting(dir: string, files: Readonly<Record<string,
     reject: false,
   });
   return { p, emitted: await readFile(emit, "utf8").catch(() => undefined) };
+}
+
+/**
+ * Whether this file's tests can run: `noHostPython` skips the rewriter's runs, `noPytest` also the
+ * rewritten file's pytest runs (each reason printed once).
+ */
+export async function pytestSkips(): Promise<{ noHostPython: boolean; noPytest: boolean }> {
+  const noHostPython = skipWithoutHostPython("the host rewriter's runs");
+  const hasPytest =
+    !noHostPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
+  if (!noHostPython && !hasPytest)
+    console.log(
+      "skipped the rewritten file's pytest run: the host's python3 has no pytest (sh scripts/ensure-system-deps installs it)",
+    );
+  return { noHostPython, noPytest: noHostPython || !hasPytest };
+}
+
+/**
+ * Runs and judges one implementation against a rewrite: `lib.py` (the code under test) beside the
+ * test file at `testPath`, run by pytest in `root/<name>`, the emissions judged on the host over
+ * `graded` (the ids in the run). `tests` replaces the rewritten file (the file as written).
+ */
+export function runAndJudge(
+  root: string,
+  r: Externalized,
+  graded: readonly string[],
+  testPath = "tests/test_lib.py",
+) {
+  const rewritten = r.files.find((f) => f.path === testPath)?.content;
+  if (!rewritten) throw new Error(`runAndJudge: the rewrite has no file ${testPath}`);
+  return async (impl: string, name: string, tests: string | Uint8Array = rewritten) => {
+    const { p, emitted } = await pytestEmitting(join(root, name), { "lib.py": impl, [testPath]: tests });
+    return { p, verdict: externalVerdict(graded, r.sites, emitted) };
+  };
 }

@@ -1,11 +1,7 @@
-import { join } from "node:path";
-import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { externalizePython } from "../../../src/scoring/externalize/rewrite.js";
-import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
-import { skipWithoutHostPython } from "../../helpers/host-python.js";
 import { tempDir } from "../../helpers/temp-dir.js";
-import { pytestEmitting } from "./pytest-emit.js";
+import { pytestSkips, runAndJudge } from "./pytest-emit.js";
 
 // pytester's checks (pytest's own suite and plugins test this way): fnmatch_lines, re_match_lines,
 // no_fnmatch_line, assert_outcomes and assertoutcome. The patterns and counts leave the file; the
@@ -57,13 +53,7 @@ const GRADED = ["test_lines", "test_outcomes", "test_recorder", "test_multiline"
   (t) => `tests/test_plugin.py::${t}`,
 );
 
-const noHostPython = skipWithoutHostPython("the host rewriter's runs");
-const hasPytest =
-  !noHostPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
-if (!noHostPython && !hasPytest)
-  console.log(
-    "skipped the rewritten file's pytest run: the host's python3 has no pytest (sh scripts/ensure-system-deps installs it)",
-  );
+const { noHostPython, noPytest } = await pytestSkips();
 
 describe("pytester's output and outcome checks, externalized", () => {
   it.skipIf(noHostPython)(
@@ -95,7 +85,7 @@ describe("pytester's output and outcome checks, externalized", () => {
     },
   );
 
-  it.skipIf(noHostPython || !hasPytest)(
+  it.skipIf(noPytest)(
     "run by pytest (needs pytest on the host's python3): the right plugin passes outside the sandbox, a wrong one fails",
     async () => {
       await using tmp = await tempDir("flakegym-externalize-pytester-");
@@ -103,13 +93,7 @@ describe("pytester's output and outcome checks, externalized", () => {
         [{ path: "tests/test_plugin.py", content: Buffer.from(TESTS) }],
         GRADED,
       );
-      const run = async (impl: string, name: string, tests = r.files[0]!.content) => {
-        const { p, emitted } = await pytestEmitting(join(tmp.path, name), {
-          "lib.py": impl,
-          "tests/test_plugin.py": tests,
-        });
-        return { p, verdict: externalVerdict(GRADED, r.sites, emitted) };
-      };
+      const run = runAndJudge(tmp.path, r, GRADED, "tests/test_plugin.py");
       const RIGHT = "def greet():\n    return 'hello world'\n";
       const WRONG = "def greet():\n    return 'hello there!'\n";
       // as written, the wrong plugin fails the three checks it breaks (the host must agree)

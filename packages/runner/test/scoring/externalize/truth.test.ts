@@ -1,12 +1,8 @@
-import { join } from "node:path";
-import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { satisfies } from "../../../src/scoring/externalize/compare.js";
 import { externalizePython } from "../../../src/scoring/externalize/rewrite.js";
-import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
-import { skipWithoutHostPython } from "../../helpers/host-python.js";
 import { tempDir } from "../../helpers/temp-dir.js";
-import { pytestEmitting } from "./pytest-emit.js";
+import { pytestSkips, runAndJudge } from "./pytest-emit.js";
 
 // `assert x`, `assert not x`, isinstance and unittest's assertTrue/assertFalse (the bare asserts of
 // requests', seaborn's and marshmallow's tests): the test emits x's truth and the host knows which
@@ -57,13 +53,7 @@ def parse(s):
 
 const GRADED = ["test_valid", "test_kept", "TestCase::test_flags"].map((t) => `tests/test_lib.py::${t}`);
 
-const noHostPython = skipWithoutHostPython("the host rewriter's runs");
-const hasPytest =
-  !noHostPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
-if (!noHostPython && !hasPytest)
-  console.log(
-    "skipped the rewritten file's pytest run: the host's python3 has no pytest (sh scripts/ensure-system-deps installs it)",
-  );
+const { noHostPython, noPytest } = await pytestSkips();
 
 describe("a bare assert's truth", () => {
   it("holds on the host only for a bool of the asserted polarity", () => {
@@ -106,18 +96,12 @@ describe("a bare assert's truth", () => {
     },
   );
 
-  it.skipIf(noHostPython || !hasPytest)(
+  it.skipIf(noPytest)(
     "run by pytest: the reference holds outside the sandbox; an oracle reading its caller's line wins as written, fails rewritten",
     async () => {
       await using tmp = await tempDir("flakegym-externalize-truth-");
       const r = await externalizePython([{ path: "tests/test_lib.py", content: Buffer.from(TESTS) }], GRADED);
-      const run = async (impl: string, name: string, tests = r.files[0]!.content) => {
-        const { p, emitted } = await pytestEmitting(join(tmp.path, name), {
-          "lib.py": impl,
-          "tests/test_lib.py": tests,
-        });
-        return { p, verdict: externalVerdict(GRADED, r.sites, emitted) };
-      };
+      const run = runAndJudge(tmp.path, r, GRADED);
       const right = await run(RIGHT, "right");
       expect(right.p.exitCode, right.p.stdout).toBe(0);
       expect([...right.verdict]).toEqual([]);
