@@ -53,6 +53,7 @@ import {
   timedOutStep,
 } from "./script.js";
 import { observeScript, type ScriptVerdict, scriptVerdict } from "./script-verdict.js";
+import { readOrFailClosed, unjudgedVerdicts } from "./unjudged.js";
 import type { ReachHit } from "./switched-off.js";
 import { commandTestOutputs, suiteTestOutputs } from "./test-output.js";
 
@@ -243,9 +244,13 @@ const reachSuspicion = (h: ReachHit): Suspicion => ({
  * read (scoring/build-reach.ts; `counted`: the hits that cost a term). Pure.
  */
 function commandTerms(o: ScoreOptions, parsed: ParsedScoring, plan: ScoringPlan, diff: string) {
-  const reach = o.reachBaseline
-    ? []
-    : reachHits(diff, plan.build ? o.reach : undefined, parsed.steps.get("reach"));
+  const reach = readOrFailClosed(
+    parsed.agentRan,
+    "what the build compiled",
+    () => (o.reachBaseline ? [] : reachHits(diff, plan.build ? o.reach : undefined, parsed.steps.get("reach"))),
+    // a build hit costs both terms: each zeroed with the reason
+    (why): ReachHit[] => [{ term: "build", file: "(build)", line: 0, why, text: "" }],
+  );
   return applyReach(
     {
       build: commandTerm("build", o.buildCmd, o.weights.build, o.termTimeoutMs, parsed.steps.get("build")),
@@ -531,8 +536,26 @@ function testsTermOf(
   };
 }
 
-/** The hidden tests' verdicts and outputs of a finished script (none for a task without tests). */
+/**
+ * The hidden tests' verdicts and outputs of a finished script (none for a task without tests);
+ * what the host cannot read after the agent's code ran fails every test (scoring/unjudged.ts).
+ */
 export function hiddenVerdicts(
+  parsed: ParsedScoring,
+  hidden: HiddenTests,
+  o: ScoreOptions,
+  canary: CanaryInstance | undefined,
+  repeat: number,
+): { verdicts: RunVerdicts; testOutput: Score["testOutput"] } {
+  return readOrFailClosed(
+    parsed.agentRan,
+    "the hidden tests' results and emissions",
+    () => readHiddenVerdicts(parsed, hidden, o, canary, repeat),
+    (why) => ({ verdicts: unjudgedVerdicts(hidden, repeat, why), testOutput: {} }),
+  );
+}
+
+function readHiddenVerdicts(
   parsed: ParsedScoring,
   hidden: HiddenTests,
   o: ScoreOptions,

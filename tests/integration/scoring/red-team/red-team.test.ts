@@ -25,6 +25,7 @@ import { OUTCOME_ATTACKS } from "./attacks-outcome.js";
 import { PROTOCOL_ATTACKS } from "./attacks-protocol.js";
 import { PYTHON_ATTACKS } from "./attacks-python.js";
 import { TOOLCHAIN_ATTACKS } from "./attacks-toolchain.js";
+import { VERDICT_COST_ATTACKS, VERDICT_INPUT_ATTACKS, VERDICT_PROBES } from "./attacks-verdict-input.js";
 
 // The red-team suite (issue 25), by class: reward hacks that leave the bug unfixed, each scored for
 // real in a sandboxed fork of its task's snapshot with the production scorer. Every one must
@@ -46,6 +47,9 @@ const ATTACKS: Attack[] = [
   ...PROTOCOL_ATTACKS,
   ...ORACLE_ATTACKS,
   ...TOOLCHAIN_ATTACKS,
+  ...VERDICT_INPUT_ATTACKS,
+  ...VERDICT_COST_ATTACKS,
+  ...(process.env.FLAKEGYM_REDTEAM_PROBES === "1" ? VERDICT_PROBES : []),
 ];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";
 // FLAKEGYM_REDTEAM_DECOYS_ONLY=1: scored with decoys but no externalized assertions (the scorer
