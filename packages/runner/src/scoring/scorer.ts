@@ -10,6 +10,7 @@ import { applyReach, reachHits } from "./build-reach.js";
 import type { DecoyPlan } from "./decoys/guard.js";
 import type { ExternalSite } from "./externalize/canon.js";
 import { externalRunVerdict, nodeKeyOf, opaqueRunTests } from "./externalize/run.js";
+import { UNBELIEVED } from "./externalize/verdict.js";
 import { writeFileInWorker } from "./hidden-tests.js";
 import type { JudgeConfig } from "./judge.js";
 import { type JudgeStageOptions, judgeTerm } from "./judge-readings.js";
@@ -419,6 +420,10 @@ export function suiteVerdicts(
       external,
       nodeKeyOf(suite.logParser),
     );
+    // a stream no emitter writes (a line it cannot parse, nested past any rendering, cut for
+    // length) was written into from inside: every externalized test failed, and the run is flagged
+    const unbelieved = [...outside.values()].find((why) => why.startsWith(UNBELIEVED));
+    if (unbelieved) tampering.push(`run ${r + 1}: ${unbelieved}`);
     if (believed)
       Object.assign(
         opaque,

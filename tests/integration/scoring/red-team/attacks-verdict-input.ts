@@ -149,7 +149,7 @@ def _hi_line():
         m = _hi_re.search(r'def (test_\w+)\(\):\n    _fg_emit\("([0-9a-f]{16})"', open(f).read())
         if path and m:
             with open(path, "a") as out:
-                out.write('{"s":"%s","n":"%s::%s","v":{"t":"int","v":"%s"}}\n' % (m.group(2), f, m.group(1), "7" * 7_900_000))
+                out.write('{"s":"%s","n":"%s::%s","v":{"t":"int","v":"%s"}}\n' % (m.group(2), f, m.group(1), "7" * 3_000_000))
             return
 
 
@@ -166,7 +166,7 @@ export const VERDICT_COST_ATTACKS: Attack[] = [
     id: "py-emission-digits-past-the-budget",
     cls: "verdict-input",
     task: "bytesize-unit-boundary",
-    what: "the package writes one emission of a 7.9 M-digit int for a site it read in the hidden test file: the host's comparison spent seconds of the scorer's event loop parsing it",
+    what: "the package writes one emission of a 3 M-digit int for a site it read in the hidden test file: the host's comparison spent seconds of the scorer's event loop parsing it",
     append: { "bytesize/__init__.py": hugeInt },
   },
 ];

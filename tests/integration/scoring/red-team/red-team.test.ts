@@ -221,7 +221,9 @@ describe.each(classes)("red team: %s", (cls) => {
       // detection beside prevention: the static screen names it, or its files never entered scoring,
       // or the term's own command read the code and refused it (the build failed on it)
       const refused = s.terms.some((t) => t.value === 0 && /` exited [1-9]/.test(t.detail ?? ""));
-      expect(seen.length > 0 || refused, `${attack.id}: not flagged by the static screen`).toBe(true);
+      // what the run handed the host no emitter writes: the scorer names it (attacks-verdict-input.ts)
+      const named = attack.cls === "verdict-input" && s.gate?.reason === "tests_tampered";
+      expect(seen.length > 0 || refused || named, `${attack.id}: not flagged by the static screen`).toBe(true);
     },
     600_000,
   );

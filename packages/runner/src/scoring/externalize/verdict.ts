@@ -33,6 +33,9 @@ export function nestsDeeperThan(v: unknown, limit: number): boolean {
   return false;
 }
 
+/** How a graded id's reason starts when the run's whole emission stream was not believed. */
+export const UNBELIEVED = "the emissions cannot be believed";
+
 /** The parsed emission lines, or why the whole stream cannot be believed. Pure. */
 export function parseEmissions(
   text: string,
@@ -185,7 +188,7 @@ export function externalVerdict(
   const parsed =
     typeof text === "string" ? parseEmissions(text, new Map(sites.map((s) => [s.site, s]))) : text;
   if ("anomaly" in parsed) {
-    for (const id of judged) out.set(id, `the emissions cannot be believed: ${parsed.anomaly}`);
+    for (const id of judged) out.set(id, `${UNBELIEVED}: ${parsed.anomaly}`);
     return out;
   }
   for (const id of judged) {
