@@ -131,9 +131,10 @@ export const VERDICT_INPUT_ATTACKS: Attack[] = [
 
 // What the host spends on an emission is the code's to choose too: a comparison of numbers
 // parses the emitted digits as a BigInt, which costs time quadratic in their count (4 M digits:
-// 2.4 s; 8 MB of them, what the host keeps, near 10 s of the scorer's event loop, every run). The
+// 2.4 s, and the comparison parses them twice: 4.9 s of the scorer's event loop, every run). The
 // code reads the site ids from the hidden test file it can read, writes its own line for one site
-// and raises, so the test's own emission never comes (one line for a site that runs once).
+// and raises, so the test's own emission never comes (one line for a site that runs once). (7.9 M
+// digits, near the 8 MB the host keeps, got the script killed while it read them back.)
 const hugeInt = String.raw`
 import os as _hi_os, re as _hi_re, glob as _hi_glob
 
