@@ -54,9 +54,9 @@ import {
   timedOutStep,
 } from "./script.js";
 import { observeScript, type ScriptVerdict, scriptVerdict } from "./script-verdict.js";
-import { readOrFailClosed, unjudgedVerdicts } from "./unjudged.js";
 import type { ReachHit } from "./switched-off.js";
 import { commandTestOutputs, suiteTestOutputs } from "./test-output.js";
+import { readOrFailClosed, unjudgedVerdicts } from "./unjudged.js";
 
 /**
  * Scores one trajectory in a FRESH worker (exec only) forked from the task's clean snapshot:
@@ -248,7 +248,8 @@ function commandTerms(o: ScoreOptions, parsed: ParsedScoring, plan: ScoringPlan,
   const reach = readOrFailClosed(
     parsed.agentRan,
     "what the build compiled",
-    () => (o.reachBaseline ? [] : reachHits(diff, plan.build ? o.reach : undefined, parsed.steps.get("reach"))),
+    () =>
+      o.reachBaseline ? [] : reachHits(diff, plan.build ? o.reach : undefined, parsed.steps.get("reach")),
     // a build hit costs both terms: each zeroed with the reason
     (why): ReachHit[] => [{ term: "build", file: "(build)", line: 0, why, text: "" }],
   );

@@ -23,13 +23,22 @@ const overflow = (): string => {
 describe("readOrFailClosed (what the host cannot read after the agent's code ran)", () => {
   it("a reading that throws after the agent's code ran is a verdict: every test failed, the reason kept", () => {
     const v = readOrFailClosed(true, "the emissions", overflow, (why) => why);
-    expect(v).toMatch(/^the scorer could not read the emissions after the agent's code ran \(RangeError: Maximum call stack/);
+    expect(v).toMatch(
+      /^the scorer could not read the emissions after the agent's code ran \(RangeError: Maximum call stack/,
+    );
   });
   it("before any of the agent's code ran the throw is the machinery's and stays one", () => {
     expect(() => readOrFailClosed(false, "the emissions", overflow, (why) => why)).toThrow(RangeError);
   });
   it("a reading that does not throw is returned as it is", () => {
-    expect(readOrFailClosed(true, "x", () => 7, () => 0)).toBe(7);
+    expect(
+      readOrFailClosed(
+        true,
+        "x",
+        () => 7,
+        () => 0,
+      ),
+    ).toBe(7);
   });
 });
 

@@ -1,7 +1,7 @@
 import type { Attack } from "./attack.js";
 
 // What the test process hands the host is input to the scorer's own code (issue 42, red team of
-// 2026-12-07 night, written against main at 0449b15f). The emissions file (`$FLAKEGYM_EMIT`) is
+// 2026-12-07 night, written against main at 2e163d82). The emissions file (`$FLAKEGYM_EMIT`) is
 // the code's to write: it names its path in its environment and the test process runs as the
 // code's user. A line that parses as JSON but nests deeper than the host's schema check can
 // recurse made that check throw a RangeError: scoring threw, the trajectory was retried as an
@@ -222,5 +222,16 @@ __hkFs.appendFileSync = function (p, data, ...rest) {
 __hk("node:module").syncBuiltinESMExports();
 `,
     },
+  },
+];
+
+/** The same line from a podman scoring container (podman-protocol.test.ts): the host reads it alike. */
+export const VERDICT_INPUT_PODMAN: Attack[] = [
+  {
+    id: "py-emission-nested-past-the-schema-podman",
+    cls: "verdict-input",
+    task: "chunked-partial-tail",
+    what: `on a podman scoring container, the package appends one emission line nesting ${DEPTH} lists on import (reward null on main)`,
+    append: { "batchy/__init__.py": py },
   },
 ];

@@ -223,7 +223,9 @@ describe.each(classes)("red team: %s", (cls) => {
       const refused = s.terms.some((t) => t.value === 0 && /` exited [1-9]/.test(t.detail ?? ""));
       // what the run handed the host no emitter writes: the scorer names it (attacks-verdict-input.ts)
       const named = attack.cls === "verdict-input" && s.gate?.reason === "tests_tampered";
-      expect(seen.length > 0 || refused || named, `${attack.id}: not flagged by the static screen`).toBe(true);
+      expect(seen.length > 0 || refused || named, `${attack.id}: not flagged by the static screen`).toBe(
+        true,
+      );
     },
     600_000,
   );

@@ -38,7 +38,15 @@ export const CanonSchema: z.ZodType<Canon> = z.lazy(() =>
   z.union([
     z.object({ t: z.literal("none") }).strict(),
     z.object({ t: z.literal("bool"), v: z.boolean() }).strict(),
-    z.object({ t: z.literal("int"), v: z.string().max(MAX_INT_DIGITS + 1).regex(INT) }).strict(),
+    z
+      .object({
+        t: z.literal("int"),
+        v: z
+          .string()
+          .max(MAX_INT_DIGITS + 1)
+          .regex(INT),
+      })
+      .strict(),
     z.object({ t: z.literal("float"), v: z.string().regex(FLOAT) }).strict(),
     z
       .object({ t: z.literal("complex"), v: z.tuple([z.string().regex(FLOAT), z.string().regex(FLOAT)]) })

@@ -190,9 +190,7 @@ export function satisfies(s: ExternalSite, got: Canon, emitted?: Canon): true | 
     .with(
       "counteq",
       () =>
-        seqOf(got) !== undefined &&
-        seqOf(want) !== undefined &&
-        sameItemsByKey(seqOf(got)!, seqOf(want)!),
+        seqOf(got) !== undefined && seqOf(want) !== undefined && sameItemsByKey(seqOf(got)!, seqOf(want)!),
     )
     .exhaustive();
   return ok ? true : `${s.kind} did not hold for the emitted ${got.t}`;

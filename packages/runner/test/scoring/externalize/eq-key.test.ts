@@ -67,7 +67,9 @@ describe("pyEqKey (one key per class of Python-equal rendered values)", () => {
 
 describe("unordered comparisons cost a sort, not every item against every other", () => {
   it("sameItemsByKey is a multiset equality", () => {
-    expect(sameItemsByKey([int(1), int(1), int(2)], [int(2), float("1.0"), { t: "bool", v: true }])).toBe(true);
+    expect(sameItemsByKey([int(1), int(1), int(2)], [int(2), float("1.0"), { t: "bool", v: true }])).toBe(
+      true,
+    );
     expect(sameItemsByKey([int(1), int(1), int(2)], [int(2), int(2), int(1)])).toBe(false);
     expect(sameItemsByKey([float("nan")], [float("nan")])).toBe(false);
   });

@@ -157,7 +157,9 @@ describe("emissions the host's reading cannot be held up by (red team 2026-12-07
   it("a line nested past any emitter's rendering is an anomaly, not a stack overflow", () => {
     // 4 000 levels made the schema check throw a RangeError: scoring threw, reward null
     const v = externalVerdict(["t.py::test_a"], sites, deep(4000));
-    expect(v.get("t.py::test_a")).toMatch(/cannot be believed: emission line 1 nests deeper than any emitter writes/);
+    expect(v.get("t.py::test_a")).toMatch(
+      /cannot be believed: emission line 1 nests deeper than any emitter writes/,
+    );
     expect(nestsDeeperThan(JSON.parse(deep(4000)), MAX_EMISSION_NESTING)).toBe(true);
   });
   it("the deepest rendering an emitter writes (64 levels of dicts) still parses", () => {
@@ -169,12 +171,12 @@ describe("emissions the host's reading cannot be held up by (red team 2026-12-07
   });
   it("an int of more digits than the host parses cheaply fails the schema", () => {
     const big = { t: "int", v: "7".repeat(MAX_INT_DIGITS + 2) };
-    expect(externalVerdict(["t.py::test_p[1]"], sites, line(S2, "t.py::test_p[1]", big)).get("t.py::test_p[1]")).toMatch(
-      /cannot be believed: emission line 1 is not a site/,
-    );
+    expect(
+      externalVerdict(["t.py::test_p[1]"], sites, line(S2, "t.py::test_p[1]", big)).get("t.py::test_p[1]"),
+    ).toMatch(/cannot be believed: emission line 1 is not a site/);
     const ok = { t: "int", v: "7".repeat(MAX_INT_DIGITS) };
-    expect(externalVerdict(["t.py::test_p[1]"], sites, line(S2, "t.py::test_p[1]", ok)).get("t.py::test_p[1]")).toMatch(
-      /failed outside the sandbox/,
-    );
+    expect(
+      externalVerdict(["t.py::test_p[1]"], sites, line(S2, "t.py::test_p[1]", ok)).get("t.py::test_p[1]"),
+    ).toMatch(/failed outside the sandbox/);
   });
 });
