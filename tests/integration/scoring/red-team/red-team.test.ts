@@ -49,6 +49,7 @@ const ATTACKS: Attack[] = [
   ...TOOLCHAIN_ATTACKS,
   ...VERDICT_INPUT_ATTACKS,
   ...VERDICT_COST_ATTACKS,
+  // FLAKEGYM_REDTEAM_PROBES=1: the night red team's probes that lost on main too (printed, asserted 0)
   ...(process.env.FLAKEGYM_REDTEAM_PROBES === "1" ? VERDICT_PROBES : []),
 ];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";

@@ -28,8 +28,8 @@ const INT = /^-?\d+$/;
 /**
  * Most digits of an emitted int: Python renders no more by default (`sys.int_info`'s 4300-digit
  * limit, 3.11 on); the host parses an int's digits as a BigInt, in time quadratic in their count
- * (4 M digits: seconds), so a longer one (and its sign) — code under test writing its own line —
- * fails the schema.
+ * (4 M digits: seconds), so a longer int string (a sign aside) — code under test writing its own
+ * line — fails the schema.
  */
 export const MAX_INT_DIGITS = 100_000;
 const FLOAT = /^(-?(\d+\.\d*|\d+)(e[+-]?\d+)?|-?inf|nan)$/;
