@@ -49,7 +49,8 @@ const ATTACKS: Attack[] = [
   ...TOOLCHAIN_ATTACKS,
   ...VERDICT_INPUT_ATTACKS,
   ...VERDICT_COST_ATTACKS,
-  // FLAKEGYM_REDTEAM_PROBES=1: the night red team's probes that lost on main too (printed, asserted 0)
+  // FLAKEGYM_REDTEAM_PROBES=1: the night red team's probes that lost on main too (each scores 0; the
+  // static screen names neither, so their flag check fails: a record, not a gate)
   ...(process.env.FLAKEGYM_REDTEAM_PROBES === "1" ? VERDICT_PROBES : []),
 ];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";
