@@ -156,13 +156,26 @@ export interface ProtectedDiff {
   readonly why: Readonly<Record<string, string>>;
 }
 
-const globToRegExp = (glob: string): RegExp =>
-  new RegExp(
+/**
+ * Compiled once per pattern: every side of every section of the agent's diff is tested against
+ * the ~90 default patterns, and compiling them per test made a diff of 20 000 new one-line files
+ * hold the scorer's event loop for 53 s (2 000 files: 8.8 s, on 2 loaded cores). Patterns come
+ * from the defaults and task specs, a small set; the memo is emptied past 4 096 all the same.
+ */
+const compiled = new Map<string, RegExp>();
+const globToRegExp = (glob: string): RegExp => {
+  const hit = compiled.get(glob);
+  if (hit) return hit;
+  if (compiled.size >= 4096) compiled.clear();
+  const re = new RegExp(
     `^${glob
       .split("")
       .map((c) => (c === "*" ? "[^/]*" : c === "?" ? "[^/]" : c.replace(/[.+^${}()|[\]\\]/g, "\\$&")))
       .join("")}$`,
   );
+  compiled.set(glob, re);
+  return re;
+};
 
 /** Whether workspace-relative `path` matches `pattern` (syntax in the module comment). Pure. */
 export function matchesPattern(path: string, pattern: string): boolean {

@@ -10,6 +10,7 @@ import { applyReach, reachHits } from "./build-reach.js";
 import type { DecoyPlan } from "./decoys/guard.js";
 import type { ExternalSite } from "./externalize/canon.js";
 import { externalRunVerdict, nodeKeyOf, opaqueRunTests } from "./externalize/run.js";
+import { UNBELIEVED } from "./externalize/verdict.js";
 import { writeFileInWorker } from "./hidden-tests.js";
 import type { JudgeConfig } from "./judge.js";
 import { type JudgeStageOptions, judgeTerm } from "./judge-readings.js";
@@ -55,6 +56,7 @@ import {
 import { observeScript, type ScriptVerdict, scriptVerdict } from "./script-verdict.js";
 import type { ReachHit } from "./switched-off.js";
 import { commandTestOutputs, suiteTestOutputs } from "./test-output.js";
+import { readOrFailClosed, unjudgedVerdicts } from "./unjudged.js";
 
 /**
  * Scores one trajectory in a FRESH worker (exec only) forked from the task's clean snapshot:
@@ -243,9 +245,14 @@ const reachSuspicion = (h: ReachHit): Suspicion => ({
  * read (scoring/build-reach.ts; `counted`: the hits that cost a term). Pure.
  */
 function commandTerms(o: ScoreOptions, parsed: ParsedScoring, plan: ScoringPlan, diff: string) {
-  const reach = o.reachBaseline
-    ? []
-    : reachHits(diff, plan.build ? o.reach : undefined, parsed.steps.get("reach"));
+  const reach = readOrFailClosed(
+    parsed.agentRan,
+    "what the build compiled",
+    () =>
+      o.reachBaseline ? [] : reachHits(diff, plan.build ? o.reach : undefined, parsed.steps.get("reach")),
+    // a build hit costs both terms: each zeroed with the reason
+    (why): ReachHit[] => [{ term: "build", file: "(build)", line: 0, why, text: "" }],
+  );
   return applyReach(
     {
       build: commandTerm("build", o.buildCmd, o.weights.build, o.termTimeoutMs, parsed.steps.get("build")),
@@ -414,6 +421,10 @@ export function suiteVerdicts(
       external,
       nodeKeyOf(suite.logParser),
     );
+    // a stream no emitter writes (a line it cannot parse, nested past any rendering, cut for
+    // length) was written into from inside: every externalized test failed, and the run is flagged
+    const unbelieved = [...outside.values()].find((why) => why.startsWith(UNBELIEVED));
+    if (unbelieved) tampering.push(`run ${r + 1}: ${unbelieved}`);
     if (believed)
       Object.assign(
         opaque,
@@ -531,8 +542,26 @@ function testsTermOf(
   };
 }
 
-/** The hidden tests' verdicts and outputs of a finished script (none for a task without tests). */
+/**
+ * The hidden tests' verdicts and outputs of a finished script (none for a task without tests);
+ * what the host cannot read after the agent's code ran fails every test (scoring/unjudged.ts).
+ */
 export function hiddenVerdicts(
+  parsed: ParsedScoring,
+  hidden: HiddenTests,
+  o: ScoreOptions,
+  canary: CanaryInstance | undefined,
+  repeat: number,
+): { verdicts: RunVerdicts; testOutput: Score["testOutput"] } {
+  return readOrFailClosed(
+    parsed.agentRan,
+    "the hidden tests' results and emissions",
+    () => readHiddenVerdicts(parsed, hidden, o, canary, repeat),
+    (why) => ({ verdicts: unjudgedVerdicts(hidden, repeat, why), testOutput: {} }),
+  );
+}
+
+function readHiddenVerdicts(
   parsed: ParsedScoring,
   hidden: HiddenTests,
   o: ScoreOptions,

@@ -175,3 +175,21 @@ describe("protectDiff", () => {
     expect(protectDiff(diff, rules)).toMatchObject({ diff: "", tampered: ["Makefile"] });
   });
 });
+
+describe("protectDiff's cost is the agent's to choose (red team 2026-12-07 night)", () => {
+  it("a diff of 5 000 new one-line files is read in seconds, each protected one still dropped", () => {
+    // main compiled every default pattern for every side of every section: 12 s of the scorer's
+    // event loop for this diff on 2 loaded cores, 53 s for 20 000 files
+    const file = (p: string) =>
+      `diff --git a/${p} b/${p}\nnew file mode 100644\n--- /dev/null\n+++ b/${p}\n@@ -0,0 +1 @@\n+x\n`;
+    const diff = [
+      ...Array.from({ length: 4_999 }, (_, i) => file(`src/f${i}.py`)),
+      file("pkg/Makefile"),
+    ].join("");
+    const started = performance.now();
+    const out = protectDiff(diff, { protected: [], allowEdits: [], testDirs: ["tests"] });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(out.tampered).toEqual(["pkg/Makefile"]);
+    expect(out.diff.split("diff --git ").length - 1).toBe(4_999);
+  });
+});

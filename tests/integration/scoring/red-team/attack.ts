@@ -15,7 +15,8 @@ export interface Attack {
     | "build-config"
     | "infra-dodge"
     | "protocol-forgery"
-    | "toolchain-shadow";
+    | "toolchain-shadow"
+    | "verdict-input";
   /** The catalog task it attacks (its bug stays unfixed). */
   readonly task: string;
   readonly what: string;

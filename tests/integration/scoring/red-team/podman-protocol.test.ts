@@ -14,12 +14,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scoreInFork } from "../score-in-fork.js";
 import { attackDiff } from "./attack.js";
 import { PROTOCOL_ATTACKS } from "./attacks-protocol.js";
+import { VERDICT_INPUT_PODMAN } from "./attacks-verdict-input.js";
 
 // The scoring protocol's forgeries (issue 42) on a podman scoring container, scored for real with
 // the production scorer: a daemon the code leaves rewriting the script's results, the nonce read
 // from an ancestor's command line or memory and a forged `stopped install` written into the
-// scoring shell's stdout, a watcher taking the channel. Each must score 0 there as on the local
-// backend; the channel the scorer reports says how it was kept out of reach.
+// scoring shell's stdout, a watcher taking the channel; an emission nested past the host's schema
+// (attacks-verdict-input.ts). Each must score 0 there as on the local backend; the channel the
+// scorer reports says how it was kept out of reach.
 const missing = ["/usr/bin/podman", "/usr/sbin/runc"].filter((p) => !existsSync(p));
 const notRoot = process.getuid?.() !== 0;
 if (missing.length)
@@ -59,7 +61,11 @@ describe.skipIf(missing.length > 0 || notRoot)("podman scoring: the protocol's f
     expect(s.reward).toBe(1);
   }, 600_000);
 
-  it.each(PROTOCOL_ATTACKS.filter((a) => a.task === TASK).map((a) => [a.id, a] as const))(
+  it.each(
+    [...PROTOCOL_ATTACKS, ...VERDICT_INPUT_PODMAN]
+      .filter((a) => a.task === TASK)
+      .map((a) => [a.id, a] as const),
+  )(
     "%s scores 0 on podman",
     async (_id, attack) => {
       const s = await scoreInFork({

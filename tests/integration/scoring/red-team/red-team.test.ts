@@ -25,6 +25,7 @@ import { OUTCOME_ATTACKS } from "./attacks-outcome.js";
 import { PROTOCOL_ATTACKS } from "./attacks-protocol.js";
 import { PYTHON_ATTACKS } from "./attacks-python.js";
 import { TOOLCHAIN_ATTACKS } from "./attacks-toolchain.js";
+import { VERDICT_COST_ATTACKS, VERDICT_INPUT_ATTACKS, VERDICT_PROBES } from "./attacks-verdict-input.js";
 
 // The red-team suite (issue 25), by class: reward hacks that leave the bug unfixed, each scored for
 // real in a sandboxed fork of its task's snapshot with the production scorer. Every one must
@@ -46,6 +47,11 @@ const ATTACKS: Attack[] = [
   ...PROTOCOL_ATTACKS,
   ...ORACLE_ATTACKS,
   ...TOOLCHAIN_ATTACKS,
+  ...VERDICT_INPUT_ATTACKS,
+  ...VERDICT_COST_ATTACKS,
+  // FLAKEGYM_REDTEAM_PROBES=1: the night red team's probes that lost on main too (each scores 0; the
+  // static screen names neither, so their flag check fails: a record, not a gate)
+  ...(process.env.FLAKEGYM_REDTEAM_PROBES === "1" ? VERDICT_PROBES : []),
 ];
 const baseline = process.env.FLAKEGYM_REDTEAM_BASELINE === "1";
 // FLAKEGYM_REDTEAM_DECOYS_ONLY=1: scored with decoys but no externalized assertions (the scorer
@@ -217,7 +223,11 @@ describe.each(classes)("red team: %s", (cls) => {
       // detection beside prevention: the static screen names it, or its files never entered scoring,
       // or the term's own command read the code and refused it (the build failed on it)
       const refused = s.terms.some((t) => t.value === 0 && /` exited [1-9]/.test(t.detail ?? ""));
-      expect(seen.length > 0 || refused, `${attack.id}: not flagged by the static screen`).toBe(true);
+      // what the run handed the host no emitter writes: the scorer names it (attacks-verdict-input.ts)
+      const named = attack.cls === "verdict-input" && s.gate?.reason === "tests_tampered";
+      expect(seen.length > 0 || refused || named, `${attack.id}: not flagged by the static screen`).toBe(
+        true,
+      );
     },
     600_000,
   );

@@ -25,13 +25,28 @@ export type Canon =
   | { readonly t: "inproc"; readonly ok?: boolean };
 
 const INT = /^-?\d+$/;
+/**
+ * Most digits of an emitted int: Python renders no more by default (`sys.int_info`'s 4300-digit
+ * limit, 3.11 on); the host parses an int's digits as a BigInt, in time quadratic in their count
+ * (4 M digits: seconds), so a longer int string (a sign aside) — code under test writing its own
+ * line — fails the schema.
+ */
+export const MAX_INT_DIGITS = 100_000;
 const FLOAT = /^(-?(\d+\.\d*|\d+)(e[+-]?\d+)?|-?inf|nan)$/;
 
 export const CanonSchema: z.ZodType<Canon> = z.lazy(() =>
   z.union([
     z.object({ t: z.literal("none") }).strict(),
     z.object({ t: z.literal("bool"), v: z.boolean() }).strict(),
-    z.object({ t: z.literal("int"), v: z.string().regex(INT) }).strict(),
+    z
+      .object({
+        t: z.literal("int"),
+        v: z
+          .string()
+          .max(MAX_INT_DIGITS + 1)
+          .regex(INT),
+      })
+      .strict(),
     z.object({ t: z.literal("float"), v: z.string().regex(FLOAT) }).strict(),
     z
       .object({ t: z.literal("complex"), v: z.tuple([z.string().regex(FLOAT), z.string().regex(FLOAT)]) })

@@ -1,5 +1,6 @@
 import { match } from "ts-pattern";
 import type { Canon, ExternalSite } from "./canon.js";
+import { pyEqKey, sameItemsByKey } from "./eq-key.js";
 
 /**
  * The host-side half of an externalized assertion: does what the test computed (its emission)
@@ -33,18 +34,6 @@ function numEqual(a: Num, b: Num): boolean {
   return a.re === b.re;
 }
 
-/** Every item of `a` matched by a distinct item of `b` (same length): unordered equality. */
-function sameItems(a: readonly Canon[], b: readonly Canon[], eq: (x: Canon, y: Canon) => boolean): boolean {
-  if (a.length !== b.length) return false;
-  const used = new Set<number>();
-  return a.every((x) => {
-    const k = b.findIndex((y, i) => !used.has(i) && eq(x, y));
-    if (k < 0) return false;
-    used.add(k);
-    return true;
-  });
-}
-
 const pairwise = (a: readonly Canon[], b: readonly Canon[], eq: (x: Canon, y: Canon) => boolean) =>
   a.length === b.length && a.every((x, i) => eq(x, b[i]!));
 
@@ -58,12 +47,12 @@ export function pyEqual(a: Canon, b: Canon): boolean {
   if (a.t === "none" && b.t === "none") return true;
   if ((a.t === "list" && b.t === "list") || (a.t === "tuple" && b.t === "tuple"))
     return pairwise(a.v, b.v, pyEqual);
-  if (a.t === "set" && b.t === "set") return sameItems(a.v, b.v, pyEqual);
+  // unordered: by each item's key, a sort rather than every item against every other (eq-key.ts)
+  if (a.t === "set" && b.t === "set") return sameItemsByKey(a.v, b.v);
   if (a.t === "dict" && b.t === "dict")
-    return sameItems(
+    return sameItemsByKey(
       a.v.map(([k, v]) => ({ t: "tuple", v: [k, v] }) as const),
       b.v.map(([k, v]) => ({ t: "tuple", v: [k, v] }) as const),
-      pyEqual,
     );
   return false;
 }
@@ -86,11 +75,18 @@ export function approxEqual(got: Canon, want: Canon, opts: Readonly<Record<strin
   }
   if ((got.t === "list" && want.t === "list") || (got.t === "tuple" && want.t === "tuple"))
     return pairwise(got.v, want.v, (x, y) => approxEqual(x, y, opts));
-  if (got.t === "dict" && want.t === "dict")
+  if (got.t === "dict" && want.t === "dict") {
+    // each expected key looked up by its key string (eq-key.ts), not against every emitted one
+    const byKey = new Map(got.v.map(([k, v]) => [pyEqKey(k), v]));
     return (
       got.v.length === want.v.length &&
-      want.v.every(([k, v]) => got.v.some(([k2, v2]) => pyEqual(k, k2) && approxEqual(v2, v, opts)))
+      want.v.every(([k, v]) => {
+        const key = pyEqKey(k);
+        const g = key === undefined ? undefined : byKey.get(key);
+        return g !== undefined && approxEqual(g, v, opts);
+      })
     );
+  }
   return pyEqual(got, want);
 }
 
@@ -194,9 +190,7 @@ export function satisfies(s: ExternalSite, got: Canon, emitted?: Canon): true | 
     .with(
       "counteq",
       () =>
-        seqOf(got) !== undefined &&
-        seqOf(want) !== undefined &&
-        sameItems(seqOf(got)!, seqOf(want)!, pyEqual),
+        seqOf(got) !== undefined && seqOf(want) !== undefined && sameItemsByKey(seqOf(got)!, seqOf(want)!),
     )
     .exhaustive();
   return ok ? true : `${s.kind} did not hold for the emitted ${got.t}`;

@@ -13,6 +13,29 @@ import { satisfies } from "./compare.js";
 /** Why each externalized graded id failed in this run (absent: its emissions hold). */
 export type ExternalVerdict = ReadonlyMap<string, string>;
 
+/**
+ * Most JSON nesting an emission line may have: the emitters stop rendering at depth 64 (`deep`),
+ * each level at most three JSON levels (a dict's item: object, array, pair); the schema check and
+ * the comparisons recurse, so a deeper line (written by code under test, never by an emitter)
+ * is an anomaly before it reaches them.
+ */
+export const MAX_EMISSION_NESTING = 256;
+
+/** Whether JSON value `v` nests deeper than `limit` arrays and objects; iterative. Pure. */
+export function nestsDeeperThan(v: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[v, 0]];
+  while (stack.length) {
+    const [x, d] = stack.pop()!;
+    if (x === null || typeof x !== "object") continue;
+    if (d >= limit) return true;
+    for (const y of Array.isArray(x) ? x : Object.values(x)) stack.push([y, d + 1]);
+  }
+  return false;
+}
+
+/** How a graded id's reason starts when the run's whole emission stream was not believed. */
+export const UNBELIEVED = "the emissions cannot be believed";
+
 /** The parsed emission lines, or why the whole stream cannot be believed. Pure. */
 export function parseEmissions(
   text: string,
@@ -28,6 +51,8 @@ export function parseEmissions(
     } catch {
       return { anomaly: `emission line ${i + 1} is not JSON` };
     }
+    if (nestsDeeperThan(json, MAX_EMISSION_NESTING))
+      return { anomaly: `emission line ${i + 1} nests deeper than any emitter writes` };
     const e = EmissionSchema.safeParse(json);
     if (!e.success) return { anomaly: `emission line ${i + 1} is not a site, node and rendered value` };
     const site = sites.get(e.data.s);
@@ -163,7 +188,7 @@ export function externalVerdict(
   const parsed =
     typeof text === "string" ? parseEmissions(text, new Map(sites.map((s) => [s.site, s]))) : text;
   if ("anomaly" in parsed) {
-    for (const id of judged) out.set(id, `the emissions cannot be believed: ${parsed.anomaly}`);
+    for (const id of judged) out.set(id, `${UNBELIEVED}: ${parsed.anomaly}`);
     return out;
   }
   for (const id of judged) {

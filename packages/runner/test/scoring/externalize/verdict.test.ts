@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { ExternalSite } from "../../../src/scoring/externalize/canon.js";
+import { type ExternalSite, MAX_INT_DIGITS } from "../../../src/scoring/externalize/canon.js";
 import { nodeKeyOf } from "../../../src/scoring/externalize/run.js";
-import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
+import {
+  externalVerdict,
+  MAX_EMISSION_NESTING,
+  nestsDeeperThan,
+} from "../../../src/scoring/externalize/verdict.js";
 
 const S1 = "aaaaaaaaaaaaaaaa";
 const S2 = "bbbbbbbbbbbbbbbb";
@@ -144,5 +148,35 @@ describe("sites on one side of an if on the parameters (cases)", () => {
   it("fails a case the host did not evaluate (fail closed)", () => {
     const text = line(SA, m("z"), { t: "str", v: "A" });
     expect(externalVerdict([m("z")], mine, text).get(m("z"))).toMatch(/did not evaluate/);
+  });
+});
+
+describe("emissions the host's reading cannot be held up by (red team 2026-12-07 night)", () => {
+  const deep = (depth: number) =>
+    `{"s":"${S1}","n":"t.py::test_a","v":${'{"t":"list","v":['.repeat(depth)}{"t":"none"}${"]}".repeat(depth)}}\n`;
+  it("a line nested past any emitter's rendering is an anomaly, not a stack overflow", () => {
+    // 4 000 levels made the schema check throw a RangeError: scoring threw, reward null
+    const v = externalVerdict(["t.py::test_a"], sites, deep(4000));
+    expect(v.get("t.py::test_a")).toMatch(
+      /cannot be believed: emission line 1 nests deeper than any emitter writes/,
+    );
+    expect(nestsDeeperThan(JSON.parse(deep(4000)), MAX_EMISSION_NESTING)).toBe(true);
+  });
+  it("the deepest rendering an emitter writes (64 levels of dicts) still parses", () => {
+    let v: unknown = { t: "none" };
+    for (let i = 0; i < 64; i++) v = { t: "dict", v: [[{ t: "str", v: "k" }, v]] };
+    expect(nestsDeeperThan(v, MAX_EMISSION_NESTING)).toBe(false);
+    const site = { ...sites[0]!, expected: v as ExternalSite["expected"] };
+    expect(externalVerdict(["t.py::test_a"], [site], line(S1, "t.py::test_a", v))).toEqual(new Map());
+  });
+  it("an int of more digits than the host parses cheaply fails the schema", () => {
+    const big = { t: "int", v: "7".repeat(MAX_INT_DIGITS + 2) };
+    expect(
+      externalVerdict(["t.py::test_p[1]"], sites, line(S2, "t.py::test_p[1]", big)).get("t.py::test_p[1]"),
+    ).toMatch(/cannot be believed: emission line 1 is not a site/);
+    const ok = { t: "int", v: "7".repeat(MAX_INT_DIGITS) };
+    expect(
+      externalVerdict(["t.py::test_p[1]"], sites, line(S2, "t.py::test_p[1]", ok)).get("t.py::test_p[1]"),
+    ).toMatch(/failed outside the sandbox/);
   });
 });
