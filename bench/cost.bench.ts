@@ -48,7 +48,15 @@ import { REUSE_DEFAULT } from "../packages/runner/src/workers/pool/reuse.js";
 import type { PoolableBackend } from "../packages/runner/src/workers/pool/types.js";
 import type { WorkerBackend, WorkerSpec } from "../packages/runner/src/workers/types.js";
 import { processTrees, treeMemory } from "./concurrency/memory.js";
-import { type CostArgs, type CostSummary, costLine, parseCostArgs } from "./cost/summary.js";
+import {
+  type CostArgs,
+  type CostSummary,
+  costLine,
+  costSideOrder,
+  parseCostArgs,
+  perRepLines,
+  perRepRatios,
+} from "./cost/summary.js";
 import { cpuRatios, main as gatewayMain, PASSTHROUGH } from "./gateway.bench.js";
 import {
   alternating,
@@ -367,6 +375,7 @@ async function rolloutPart(o: CostArgs): Promise<PartResult> {
       ...(o.reuse !== undefined ? { reuse: o.reuse } : {}),
     },
     ["pool", "bare", "cli"],
+    costSideOrder,
   );
   const med = (side: Side, f: (m: Measure) => number) => median(all.filter((m) => m.side === side).map(f));
   const perCoreMin = (side: Side) => o.n / (med(side, (m) => m.cpuS) / 60);
@@ -402,9 +411,14 @@ async function rolloutPart(o: CostArgs): Promise<PartResult> {
     `trajectories per core-minute (whole run): as installed ${cli.toFixed(2)}, in-process ${ours.toFixed(2)}, bare ${bare.toFixed(2)}: ` +
       `${(cli / bare).toFixed(2)}× as installed, ${(ours / bare).toFixed(2)}× in-process (goal ≥ 2×; the last line's is the installed CLI's); CPU counted: ${counted}`,
   );
+  const perRep = perRepRatios(all);
+  console.log(
+    `per rep (ours over the bare cores measured in the same rep; CPU time, so the load inflates both sides):\n${perRepLines(perRep).join("\n")}`,
+  );
   return {
     detail: {
       all,
+      perRep,
       counted,
       ours,
       bare,

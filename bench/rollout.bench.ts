@@ -141,13 +141,14 @@ export interface RolloutBenchOptions {
 }
 
 /**
- * Each of `sides` measured `reps` times, their order rotating each repetition, with the CPU of the
+ * Each of `sides` measured `reps` times, their order rotating each repetition (or as `orderOf` says), with the CPU of the
  * bench process and everything it started (`counted` says how it was counted). Also used by the
  * cost bench (trajectories per core-minute).
  */
 export async function measureRolloutSides(
   o: RolloutBenchOptions,
   sides: readonly Side[],
+  orderOf: (rep: number) => readonly Side[] = (rep) => sides.map((_, i) => sides[(i + rep) % sides.length]!),
 ): Promise<{ all: Measure[]; counted: string }> {
   const { n, concurrency, taskId, poolSize, reps, reuse } = o;
   const scratch = await mkdtemp(join(tmpdir(), "flakegym-bench-rollout-"));
@@ -316,8 +317,7 @@ export async function measureRolloutSides(
 
     const all: Measure[] = [];
     for (let rep = 0; rep < reps; rep++) {
-      const order = sides.map((_, i) => sides[(i + rep) % sides.length]!);
-      for (const side of order) {
+      for (const side of orderOf(rep)) {
         console.log(`rep ${rep + 1}/${reps}: ${side} (load ${load()})`);
         const m =
           side === "bare"

@@ -98,3 +98,83 @@ const fmt = (v: number | undefined, digits: number) =>
 export function costLine(s: CostSummary): string {
   return `cost: traj-cpu ${fmt(s.trajCpuRatio, 2)}x traj/core-min ${fmt(s.trajPerCoreMinRatio, 2)}x pss ${fmt(s.pssMiB, 0)} MiB cli-start ${fmt(s.cliStartS, 2)} s`;
 }
+
+/** What one rep of the rollout part measured of a side (rollout.bench.ts `Measure`, the fields used here). */
+export interface RepMeasure {
+  readonly side: "no pool" | "pool" | "bare" | "cli";
+  readonly rep: number;
+  /** CPU of the side's whole run, s. */
+  readonly cpuS: number;
+  /** CPU while its group ran, s. */
+  readonly groupCpuS: number;
+  readonly loadBefore: string;
+  readonly loadAfter: string;
+}
+
+/** One rep's ratios, ours over the bare cores measured next to it. */
+export interface RepRatios {
+  readonly rep: number;
+  /** CPU per trajectory while the group runs: in-process (warm pool) / bare. */
+  readonly trajCpu: number;
+  /** Trajectories per core-minute over the whole run: the installed CLI / bare. */
+  readonly perCoreMinCli: number;
+  /** The same, the in-process runner / bare. */
+  readonly perCoreMinInProcess: number;
+  /** 1-minute load averages seen from the first of the rep's measurements to its last. */
+  readonly load1: readonly number[];
+}
+
+/**
+ * Each rep's ratios from that rep's own measurements (a side missing in a rep gives NaN there):
+ * the shared machine's load moves between reps, so a rep is judged against the bare cores measured
+ * in it, not against another rep's. Pure.
+ */
+export function perRepRatios(all: readonly RepMeasure[]): RepRatios[] {
+  const reps = [...new Set(all.map((m) => m.rep))].sort((a, b) => a - b);
+  return reps.map((rep) => {
+    const of = (side: RepMeasure["side"]) => all.find((m) => m.rep === rep && m.side === side);
+    const [pool, bare, cli] = [of("pool"), of("bare"), of("cli")];
+    const ratio = (a: number | undefined, b: number | undefined) =>
+      a === undefined || b === undefined ? Number.NaN : a / b;
+    const load1 = all
+      .filter((m) => m.rep === rep)
+      .flatMap((m) => [m.loadBefore, m.loadAfter])
+      .map((l) => Number(l.split(" ")[0]));
+    return {
+      rep,
+      trajCpu: ratio(pool?.groupCpuS, bare?.groupCpuS),
+      perCoreMinCli: ratio(bare?.cpuS, cli?.cpuS),
+      perCoreMinInProcess: ratio(bare?.cpuS, pool?.cpuS),
+      load1,
+    };
+  });
+}
+
+/**
+ * The order of the rollout part's sides in rep `rep` (0-based): the installed CLI and the bare
+ * cores always next to each other (the last line's traj/core-min compares them), which of the two
+ * goes first alternating, the in-process runner at the outside. Pure.
+ */
+export function costSideOrder(rep: number): readonly ("pool" | "bare" | "cli")[] {
+  return rep % 2 === 0 ? ["pool", "bare", "cli"] : ["cli", "bare", "pool"];
+}
+
+/** Goals of the rollout part (issue 47). */
+export const TRAJ_CPU_GOAL = 0.5;
+export const PER_CORE_MIN_GOAL = 2;
+
+/** Lines saying each rep's ratios and whether every rep meets the goals. Pure. */
+export function perRepLines(r: readonly RepRatios[]): string[] {
+  const f = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : "n/a");
+  const lines = r.map((x) => {
+    const lo = Math.min(...x.load1);
+    const hi = Math.max(...x.load1);
+    return `  rep ${x.rep + 1}: traj-cpu ${f(x.trajCpu)}, traj/core-min ${f(x.perCoreMinCli)} as installed (${f(x.perCoreMinInProcess)} in-process), 1-min load ${lo.toFixed(1)}–${hi.toFixed(1)}`;
+  });
+  const cpuOk = r.filter((x) => x.trajCpu <= TRAJ_CPU_GOAL).length;
+  const perOk = r.filter((x) => x.perCoreMinCli >= PER_CORE_MIN_GOAL).length;
+  lines.push(
+    `  every rep: traj-cpu ≤ ${TRAJ_CPU_GOAL}x in ${cpuOk} of ${r.length}, traj/core-min ≥ ${PER_CORE_MIN_GOAL}x (as installed) in ${perOk} of ${r.length}`,
+  );
+  return lines;
+}

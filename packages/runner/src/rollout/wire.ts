@@ -4,7 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type ClinePackage,
+  MAPPED_SOURCE_PIN,
   ONE_BYTE_PINS,
+  probeMappedCore,
   probeOneByteCore,
   resolveClinePackage,
 } from "@flakegym/cline-vendor";
@@ -367,12 +369,17 @@ async function closeWire(w: Wire): Promise<void> {
   await rm(w.scratch, { recursive: true, force: true });
 }
 
-/** What run.json says of the core's bundle: local workers run the one-byte one where it is built. */
+/**
+ * What run.json says of the core's bundle: local workers run the one-byte one where it is built,
+ * its source mapped from a file where that is built too (the launcher's defaults, as the run's
+ * workers are launched).
+ */
 function bundleProvenance(pkg: ClinePackage, config: RunConfig, o: WireOptions): string {
   if (!(o.backend?.capabilities ?? capabilitiesOf(config.backend)).usesOneByteCore)
     return "cline-core.js (the package's own)";
-  const d = probeOneByteCore(pkg, flakegymCacheRoot(process.env));
-  return d.on
-    ? `one-byte (sha256 ${ONE_BYTE_PINS.output})`
-    : `cline-core.js (the package's own): ${d.reason}`;
+  const cacheRoot = flakegymCacheRoot(process.env);
+  const d = probeOneByteCore(pkg, cacheRoot);
+  if (!d.on) return `cline-core.js (the package's own): ${d.reason}`;
+  const m = probeMappedCore(d, cacheRoot);
+  return `one-byte (sha256 ${ONE_BYTE_PINS.output}), ${m.on ? `source mapped from a file (sha256 ${MAPPED_SOURCE_PIN})` : `source not mapped: ${m.reason}`}`;
 }

@@ -327,7 +327,7 @@ export const ClineProvenance = z
       .string()
       .optional()
       .describe(
-        "the core's bundle the local workers run: one-byte (its sha256) or the package's own, and why",
+        "the core's bundle the local workers run: one-byte (its sha256) or the package's own, and why; whether its source is mapped from a file (and why not)",
       ),
   })
   .strict();

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { git } from "../tasks/materialize.js";
 import type { WorkerSpec } from "../workers/types.js";
+import { type AppliedFiles, AppliedPatchMemo, appliedPatchKey, type BaseFile } from "./applied-patch-memo.js";
 import type { DecoyPlan, GuardReport } from "./decoys/guard.js";
 import { guardHidden } from "./decoys/guard-hidden.js";
 import { idsTwinFiles, twinFiles } from "./decoys/twin.js";
@@ -58,7 +59,8 @@ const withCanary = (path: string, content: Buffer, canary: CanaryInstance | unde
  * files, or the tests patch applied (`git apply` in a private temp repo) to the snapshot's versions
  * of the files it touches, the canary added. Undefined when they cannot all be bound as regular
  * files (the patch deletes one, the snapshot has a symlink there, the canary's file is not one):
- * the script then installs them itself.
+ * the script then installs them itself. A patch applied once to the same bytes is not applied
+ * again in this process (applied-patch-memo.ts: keyed by the patch and the files' bytes).
  */
 export async function installedHiddenFiles(
   hidden: HiddenTests,
@@ -77,26 +79,50 @@ export async function installedHiddenFiles(
       executable: false,
     }));
   }
+  const bases: [string, BaseFile][] = [];
+  for (const path of hidden.testFiles) {
+    const base = await regularFile(snapshotWorkspace, path);
+    if (base === null) return undefined;
+    bases.push([path, base]);
+  }
+  const key = appliedPatchKey(install.patch, bases);
+  let applied = APPLIED.get(key);
+  if (applied === undefined) {
+    applied = await applyPatch(install.patch, bases, signal, scratch);
+    APPLIED.set(key, applied);
+  }
+  // copies: no caller's change to a buffer reaches the memo
+  return applied?.map((f) => ({ ...f, content: withCanary(f.path, Buffer.from(f.content), canary) }));
+}
+
+/** Patches applied in this process, by their inputs (applied-patch-memo.ts). */
+const APPLIED = new AppliedPatchMemo();
+
+/** `patch` applied (`git apply` in a private temp repo) to the base files; null: not all regular files after. */
+async function applyPatch(
+  patch: string,
+  bases: readonly (readonly [string, BaseFile])[],
+  signal: AbortSignal | undefined,
+  scratch: string,
+): Promise<AppliedFiles> {
   const tmp = await mkdtemp(join(scratch, "flakegym-hidden-apply-"));
   try {
     const tree = join(tmp, "tree");
     await mkdir(tree);
-    for (const path of hidden.testFiles) {
-      const base = await regularFile(snapshotWorkspace, path);
-      if (base === null) return undefined;
+    for (const [path, base] of bases) {
       if (base === undefined) continue;
       await mkdir(dirname(join(tree, path)), { recursive: true });
       await writeFile(join(tree, path), base.content, { mode: base.executable ? 0o755 : 0o644 });
     }
-    await writeFile(join(tmp, "tests.patch"), install.patch);
+    await writeFile(join(tmp, "tests.patch"), patch);
     const opts = { cwd: tree, ...(signal ? { signal } : {}) };
     await git(["init", "-q"], opts);
     await git(["apply", "--whitespace=nowarn", join(tmp, "tests.patch")], opts);
     const out: InstalledFile[] = [];
-    for (const path of hidden.testFiles) {
+    for (const [path] of bases) {
       const f = await regularFile(tree, path);
-      if (!f) return undefined;
-      out.push({ path, content: withCanary(path, f.content, canary), executable: f.executable });
+      if (!f) return null;
+      out.push({ path, content: f.content, executable: f.executable });
     }
     return out;
   } finally {

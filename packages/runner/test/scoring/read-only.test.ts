@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -82,6 +82,45 @@ describe("installedHiddenFiles", () => {
     expect(await readFile(join(snapshot, "tests", "old.py"), "utf8")).toBe(
       "def test_old():\n    assert True\n",
     );
+  });
+
+  it("a patch applied before is not applied again, and never from stale bytes: a changed base file or exec bit is applied anew", async () => {
+    const dir = join(root, "memo");
+    await mkdir(join(dir, "tests"), { recursive: true });
+    const a = join(dir, "tests", "a.sh");
+    await writeFile(a, "one\ntwo\nthree\nfour\n", { mode: 0o755 });
+    const two = [
+      "diff --git a/tests/a.sh b/tests/a.sh",
+      "--- a/tests/a.sh",
+      "+++ b/tests/a.sh",
+      "@@ -1,3 +1,3 @@",
+      " one",
+      "-two",
+      "+TWO",
+      " three",
+      "",
+    ].join("\n");
+    const h = hidden({ testFiles: ["tests/a.sh"], install: { kind: "patch", patch: two } });
+    // a scratch dir that cannot hold the temp repo: only a call that applies nothing succeeds there
+    const noScratch = join(root, "no-such-scratch");
+    const read = async (scratch: string) =>
+      (await installedHiddenFiles(h, dir, undefined, undefined, scratch))?.map((f) => [
+        f.content.toString(),
+        f.executable,
+      ]);
+    expect(await read(root)).toEqual([["one\nTWO\nthree\nfour\n", true]]);
+    expect(await read(noScratch)).toEqual([["one\nTWO\nthree\nfour\n", true]]);
+    // a caller changing a returned buffer does not change what the next call gets
+    (await installedHiddenFiles(h, dir, undefined))![0]!.content.fill(0x41);
+    expect(await read(noScratch)).toEqual([["one\nTWO\nthree\nfour\n", true]]);
+    // the snapshot's bytes changed (same size, outside the hunk): applied again, from the new bytes
+    await writeFile(a, "one\ntwo\nthree\nFOUR\n");
+    await expect(read(noScratch)).rejects.toThrow(/ENOENT/);
+    expect(await read(root)).toEqual([["one\nTWO\nthree\nFOUR\n", true]]);
+    // the exec bit alone changed
+    await chmod(a, 0o644);
+    await expect(read(noScratch)).rejects.toThrow(/ENOENT/);
+    expect(await read(root)).toEqual([["one\nTWO\nthree\nFOUR\n", false]]);
   });
 
   it("a tests dir's files as they are, with the canary", async () => {

@@ -3,7 +3,14 @@ import { join, relative } from "node:path";
 import { createClineClient } from "@flakegym/cline-vendor";
 import { execa } from "execa";
 import { currentMountPoints, unmountRetry } from "../../gc/unmount.js";
-import { pidsToKill, type ResetReport, sandboxNamespaces, stateDiffOf, treeDiffOf } from "../pool/reuse.js";
+import {
+  needsCoreCollection,
+  pidsToKill,
+  type ResetReport,
+  sandboxNamespaces,
+  stateDiffOf,
+  treeDiffOf,
+} from "../pool/reuse.js";
 import { collectCoreGarbage, corePidAmong } from "./core-collect.js";
 import { keptAnonMb } from "./kept-memory.js";
 import {
@@ -213,8 +220,7 @@ export async function resetWorker(ws: LocalWorkerState): Promise<ResetReport> {
   const nsLeft = await wipeNamespaces(p.kept, p.dir);
   const dirtyPaths = await restoreFiles(ws, p);
   const stateDiff = await resetCoreState(ws, p);
-  const coreGc = await collectGarbage(ws, p.kept);
-  const memoryMb = await keptAnonMb(p.kept.filter((k) => alive.includes(k)));
+  const { memoryMb, coreGc, collected } = await readMemory(ws, p, alive);
   ws.assigned = false;
   armWallClock(ws);
   return {
@@ -228,7 +234,24 @@ export async function resetWorker(ws: LocalWorkerState): Promise<ResetReport> {
     ...(p.memoryMb !== undefined ? { firstMemoryMb: p.memoryMb } : {}),
     ...(nsLeft ? { failure: nsLeft } : {}),
     ...(coreGc ? { coreGcMissed: coreGc } : {}),
+    coreCollected: collected,
   };
+}
+
+/**
+ * The kept processes' memory as the rule judges it: read as the trajectory left it, and only when
+ * that is near the bound (reuse.ts `needsCoreCollection`) read again after the core's collection.
+ */
+async function readMemory(ws: LocalWorkerState, p: Pristine, alive: readonly number[]) {
+  const kept = p.kept.filter((k) => alive.includes(k));
+  const before = await keptAnonMb(kept);
+  if (!needsCoreCollection(before, p.memoryMb)) {
+    // what the reset's calls made the core log: emptied, as after a collection
+    await truncate(join(stateDirsOf(ws).config, "core.log"), 0).catch(() => {});
+    return { memoryMb: before, collected: false };
+  }
+  const coreGc = await collectGarbage(ws, p.kept);
+  return { memoryMb: await keptAnonMb(kept), coreGc, collected: coreGc === undefined };
 }
 
 /**

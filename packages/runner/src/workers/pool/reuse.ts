@@ -19,6 +19,27 @@ export const REUSE_MAX = 64;
 /** A reused worker's memory (its kept processes' RssAnon, after the reset) may exceed its first-ready reading by this much. */
 export const REUSE_MEMORY_GROWTH_MB = 96;
 
+/**
+ * Growth over the first-ready reading (MiB) from which a reset has the core collect its garbage
+ * before the memory rule reads it: half the bound. A full collection costs the core ≈ 0.13 CPU-s;
+ * below this the garbage of a task or two is left to V8 (the rule cannot retire the worker there).
+ */
+export const REUSE_COLLECT_FROM_MB = REUSE_MEMORY_GROWTH_MB / 2;
+
+/**
+ * Whether a reset has the core collect its garbage (core-collect.ts) before judging its memory:
+ * when the reading without it is at or past {@link REUSE_COLLECT_FROM_MB} over the first-ready
+ * one, or either reading is missing (then the rule reads after the collection, as before). Pure.
+ */
+export function needsCoreCollection(
+  memoryMb: number | undefined,
+  firstMemoryMb: number | undefined,
+  fromMb = REUSE_COLLECT_FROM_MB,
+): boolean {
+  if (memoryMb === undefined || firstMemoryMb === undefined) return true;
+  return memoryMb - firstMemoryMb >= fromMb;
+}
+
 /** What the pool knows when a trajectory hands its worker back. */
 export interface ReleaseFacts {
   readonly backend: BackendKind;
@@ -90,9 +111,12 @@ export interface ResetReport {
   readonly failure?: string;
   /**
    * Why the core's garbage collection before the memory reading did not happen (core-collect.ts);
-   * absent when it did. Not a doubt by itself: the memory rule reads what the core then holds.
+   * absent when it did or was not needed. Not a doubt by itself: the memory rule reads what the
+   * core then holds.
    */
   readonly coreGcMissed?: string;
+  /** Whether the core collected its garbage before the memory reading ({@link needsCoreCollection}). */
+  readonly coreCollected?: boolean;
 }
 
 /** Whether a reset left the worker as it was when first ready; else every reason it is not. Pure. */

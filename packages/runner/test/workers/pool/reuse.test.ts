@@ -3,8 +3,11 @@ import {
   canonical,
   decideRelease,
   isCleanOutcome,
+  needsCoreCollection,
   pidsToKill,
+  REUSE_COLLECT_FROM_MB,
   REUSE_MAX,
+  REUSE_MEMORY_GROWTH_MB,
   type ReleaseFacts,
   type ResetReport,
   resetVerdict,
@@ -162,5 +165,23 @@ describe("reuseSummary", () => {
     expect(reuseSummary({ pooled: 4, reused: 3, resetRetired: 1 })).toBe(
       "worker reuse: 3 of 4 pooled trajectories ran on a reset worker; 1 worker(s) retired after a reset",
     );
+  });
+});
+
+describe("needsCoreCollection", () => {
+  it("collects from half the memory bound on, or when a reading is missing; below, V8 keeps the garbage", () => {
+    expect(REUSE_COLLECT_FROM_MB).toBe(REUSE_MEMORY_GROWTH_MB / 2);
+    expect(needsCoreCollection(250, 250)).toBe(false);
+    expect(needsCoreCollection(250 + REUSE_COLLECT_FROM_MB - 0.1, 250)).toBe(false);
+    expect(needsCoreCollection(250 + REUSE_COLLECT_FROM_MB, 250)).toBe(true);
+    expect(needsCoreCollection(250 + REUSE_MEMORY_GROWTH_MB + 1, 250)).toBe(true);
+    expect(needsCoreCollection(undefined, 250)).toBe(true);
+    expect(needsCoreCollection(250, undefined)).toBe(true);
+    expect(needsCoreCollection(260, 250, 10)).toBe(true);
+  });
+
+  it("a reading that stays below the collection's threshold can never be retired by the memory rule", () => {
+    for (const grown of [0, 10, REUSE_COLLECT_FROM_MB - 1])
+      expect(resetVerdict(report({ memoryMb: 200 + grown, firstMemoryMb: 200 })).clean).toBe(true);
   });
 });
