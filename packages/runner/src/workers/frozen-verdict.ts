@@ -61,12 +61,20 @@ export function frozenExitOf(e: FreezeEvidence, lostMs = HEARTBEAT_LOST_MS): Wor
 }
 
 /**
+ * Frozen from outside at a deadline (pure): a stop no code inside can make, seen now, and the
+ * heartbeat overdue by {@link DEADLINE_LOST_MS}; a stop within the agent's reach does not count.
+ */
+export function frozenAtDeadlineOf(e: FreezeEvidence): WorkerExit | undefined {
+  return frozenExitOf({ heartbeatAgeMs: e.heartbeatAgeMs, outsideFreeze: e.outsideFreeze }, DEADLINE_LOST_MS);
+}
+
+/**
  * The worker's end when its wall clock runs out (pure): frozen when a stop from outside is seen then
  * and the heartbeat is overdue by {@link DEADLINE_LOST_MS}; else the wall clock (the agent's time).
  * A stop within the agent's reach does not move the clock's verdict.
  */
 export function wallClockExitOf(e: FreezeEvidence, wallClockMs: number): WorkerExit {
-  const frozen = frozenExitOf({ heartbeatAgeMs: e.heartbeatAgeMs, outsideFreeze: e.outsideFreeze }, DEADLINE_LOST_MS);
+  const frozen = frozenAtDeadlineOf(e);
   return frozen
     ? { ...frozen, detail: `${frozen.detail} (seen when its wall clock of ${wallClockMs} ms ran out)` }
     : { reason: "wall_clock", detail: `wall clock limit ${wallClockMs} ms` };

@@ -22,6 +22,8 @@ import { cpuSecondsOf, execInWorker } from "./exec.js";
 import { adoptFork, makeSlot, releaseSlot, type Slot } from "./pool-slot.js";
 import { recordPristine, stateDirsOf } from "./pristine.js";
 import { resetWorker } from "./reset-worker.js";
+import { frozenAtDeadlineOf } from "../frozen-verdict.js";
+import { freezeEvidenceOf } from "./freeze-evidence.js";
 import { bwrapMissingError, findBwrap, type PreparedShape, prepareShape } from "./shape.js";
 import { userNetnsWorks } from "./user-netns.js";
 import { startWatchdog, watchAgent } from "./watchdog.js";
@@ -261,6 +263,8 @@ function workerOf(ws: LocalWorkerState, s: WorkerSpec): Worker {
       : {}),
     exec: (command, o) => execInWorker(ws, s, command, o),
     cpuSeconds: () => cpuSecondsOf(ws),
+    // without bubblewrap everything shares the agent's reach: nothing to weigh
+    ...(agent && !ws.unsafe ? { frozenNow: async () => frozenAtDeadlineOf(freezeEvidenceOf(agent)) } : {}),
     stop: () => endWorker(ws, { reason: "stopped" }),
   };
 }

@@ -1,7 +1,7 @@
 import { filesystemFull, fsEnforcesQuota, removeWorkerDir, unboundedDiskOver } from "../bounded-dirs.js";
 import { execTimeoutMs, stoppedExecResult } from "../exec-budget.js";
 import { exitWithin } from "../exit-within.js";
-import { wallClockExitOf } from "../frozen-verdict.js";
+import { type FreezeEvidence, frozenAtDeadlineOf, wallClockExitOf } from "../frozen-verdict.js";
 import { collectHostArtifacts } from "../host-artifacts.js";
 import { execLimitOf } from "../limit-verdict.js";
 import { type CgroupDirs, cgroupDirsAt, readLimitEvents, readUsage } from "../local/cgroup.js";
@@ -60,9 +60,13 @@ interface PodmanWorkerState {
 
 /** The wall clock's end: frozen when the container is frozen from outside now (frozen-verdict.ts), else the limit. */
 async function wallClockExit(w: PodmanWorkerState): Promise<WorkerExit> {
-  const ms = w.spec.limits.wallClockMs;
+  return wallClockExitOf(await freezeEvidenceNow(w), w.spec.limits.wallClockMs);
+}
+
+/** The container's freeze now, with its supervisor's heartbeat (an agent's only; PID 1 is its supervisor). */
+async function freezeEvidenceNow(w: PodmanWorkerState): Promise<FreezeEvidence> {
   const outsideFreeze = w.agent ? await containerFreeze(w.st, w.name).catch(() => undefined) : undefined;
-  return wallClockExitOf({ heartbeatAgeMs: w.agent?.heartbeatAgeMs(), outsideFreeze }, ms);
+  return { heartbeatAgeMs: w.agent?.heartbeatAgeMs(), outsideFreeze };
 }
 
 /** Ends the worker once: timers, the core, the container, then its host dir (config, sockets, HOME, /tmp). */
@@ -272,6 +276,7 @@ export async function makeWorker(
               c,
             );
           },
+          frozenNow: async () => frozenAtDeadlineOf(await freezeEvidenceNow(w)),
         }
       : {}),
     exited: w.exited,
