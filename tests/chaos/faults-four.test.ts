@@ -118,18 +118,24 @@ describe.skipIf(!FULL)("chaos: faults round four (one user, the wall clock's las
         ...["rollout", "--task", TASK, "--group-size", "1", "--policy", `scripted:${plan}`],
         ...["--timeout", String(timeoutS), "--idle-timeout", "600", "--max-infra-retries", "1", "--out", s.out],
       ]);
-      // the trajectory's wall clock (the driver's) starts just before the first turn: the agent's
-      // command appears a moment (0.3–2 s) later; freeze about 3 s before the clock runs out
+      // the trajectory's wall clock (the driver's) starts just before its first model call, whose
+      // start the gateway's turn log records: freeze about 3 s before the clock runs out
+      const turns = join(s.out, "trajectories", victim, "turns.jsonl");
+      let firstCallAt = 0;
       expect(
         await waitFor(
-          async () => (await agentTree(victim, s.tmp)).some((p) => p.cmdline.startsWith("sleep 200")),
+          async () => {
+            const line = (await readFile(turns, "utf8").catch(() => "")).split("\n")[0];
+            if (!line) return false;
+            firstCallAt = Date.parse(JSON.parse(line).startedAt);
+            return true;
+          },
           300_000,
           50,
         ),
-        "never saw the agent's command run",
+        "never saw the first model call",
       ).toBe(true);
-      const seenAt = Date.now();
-      await new Promise((r) => setTimeout(r, Math.max(0, seenAt + (timeoutS - 4.2) * 1000 - Date.now())));
+      await new Promise((r) => setTimeout(r, Math.max(0, firstCallAt + (timeoutS - 3.5) * 1000 - Date.now())));
       stopped = (await agentTree(victim, s.tmp)).map((p) => p.pid);
       for (const pid of stopped) process.kill(pid, "SIGSTOP");
       const r = await child;
