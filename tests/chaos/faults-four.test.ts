@@ -116,32 +116,37 @@ describe.skipIf(!FULL)("chaos: faults round four (one user, the wall clock's las
     try {
       const child = s.cli([
         ...["rollout", "--task", TASK, "--group-size", "1", "--policy", `scripted:${plan}`],
-        ...["--timeout", String(timeoutS), "--idle-timeout", "600", "--max-infra-retries", "1", "--out", s.out],
+        ...[
+          "--timeout",
+          String(timeoutS),
+          "--idle-timeout",
+          "600",
+          "--max-infra-retries",
+          "1",
+          "--out",
+          s.out,
+        ],
       ]);
-      // the trajectory's wall clock (the driver's) starts just before its first model call, whose
-      // start the gateway's turn log records: freeze about 3 s before the clock runs out
-      const turns = join(s.out, "trajectories", victim, "turns.jsonl");
-      let firstCallAt = 0;
-      expect(
-        await waitFor(
-          async () => {
-            const line = (await readFile(turns, "utf8").catch(() => "")).split("\n")[0];
-            if (!line) return false;
-            firstCallAt = Date.parse(JSON.parse(line).startedAt);
-            return true;
-          },
-          300_000,
-          50,
-        ),
-        "never saw the first model call",
-      ).toBe(true);
-      await new Promise((r) => setTimeout(r, Math.max(0, firstCallAt + (timeoutS - 3.5) * 1000 - Date.now())));
+      // the trajectory's wall clock (the driver's) starts a moment (configuring the core, < 1.5 s)
+      // after the runner reports the phase `agent`: freeze 3.5 s after that line's clock would end
+      let agentAt = 0;
+      child.stderr?.on("data", (d: Buffer) => {
+        if (agentAt === 0 && /t0: agent/.test(d.toString())) agentAt = Date.now();
+      });
+      expect(await waitFor(async () => agentAt > 0, 300_000, 20), "never saw the agent phase").toBe(true);
+      await new Promise((r) => setTimeout(r, Math.max(0, agentAt + (timeoutS - 3.5) * 1000 - Date.now())));
       stopped = (await agentTree(victim, s.tmp)).map((p) => p.pid);
       for (const pid of stopped) process.kill(pid, "SIGSTOP");
+      const frozeAfterMs = Date.now() - agentAt;
       const r = await child;
       const res = await resultOf(s.out);
-      expect(res.infraRetries.length, String(r.stderr).slice(-2000)).toBe(1);
-      expect(res.infraRetries[0].detail).toMatch(/frozen from outside its sandbox.*when the trajectory ran out of time/);
+      expect(
+        res.infraRetries.length,
+        `froze ${frozeAfterMs} ms after the agent phase; ${String(r.stderr).slice(-1500)}`,
+      ).toBe(1);
+      expect(res.infraRetries[0].detail).toMatch(
+        /frozen from outside its sandbox.*when the trajectory ran out of time/,
+      );
       // the retry runs the same 200 s command: its own wall clock, the agent's
       expect(res.outcome).toMatchObject({ kind: "timeout" });
       const left = await findLeftovers([s.tmp, await runIdOf(s.out)], s.tmp);

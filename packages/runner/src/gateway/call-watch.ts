@@ -25,7 +25,11 @@ export function timerStallMs(dueAt: number, now: number): number {
 }
 
 /** An epoch-ms instant on the monotonic clock, read at the same moment as `epochNow`/`monoNow`. Pure. */
-export function monotonicOf(epochMs: number | undefined, epochNow: number, monoNow: number): number | undefined {
+export function monotonicOf(
+  epochMs: number | undefined,
+  epochNow: number,
+  monoNow: number,
+): number | undefined {
   return epochMs === undefined ? undefined : monoNow + (epochMs - epochNow);
 }
 

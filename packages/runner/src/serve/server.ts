@@ -343,7 +343,10 @@ function sendError(res: ServerResponse, err: unknown): void {
 /** Stops the running groups (they have no done.json: a resubmission resumes them), then the server. */
 async function closeServe(s: ServeState, server: Server): Promise<number> {
   const running = [...s.groups.values()].filter((g) => g.status === "running");
-  for (const g of running) g.abort.abort("server closing: resubmit the request (or GET it) on a server over this --state-dir to resume it");
+  for (const g of running)
+    g.abort.abort(
+      "server closing: resubmit the request (or GET it) on a server over this --state-dir to resume it",
+    );
   const all = Promise.all([...s.groups.values()].map((g) => g.finished));
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([all, new Promise((r) => (timer = setTimeout(r, s.o.closeWaitMs ?? 12_000)))]);

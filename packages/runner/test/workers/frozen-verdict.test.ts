@@ -47,10 +47,12 @@ describe("a stop within the agent's reach (one user): cannot be told from theirs
     expect(exit?.detail).toMatch(/cannot be told from theirs/);
   });
   it("a stop from outside outweighs it; heartbeats coming mean alive", () => {
-    expect(frozenExitOf({ heartbeatAgeMs: 6_000, outsideFreeze: outside, insideStop: inside })).not.toHaveProperty(
-      "withinReach",
-    );
-    expect(frozenExitOf({ heartbeatAgeMs: 800, outsideFreeze: undefined, insideStop: inside })).toBeUndefined();
+    expect(
+      frozenExitOf({ heartbeatAgeMs: 6_000, outsideFreeze: outside, insideStop: inside }),
+    ).not.toHaveProperty("withinReach");
+    expect(
+      frozenExitOf({ heartbeatAgeMs: 800, outsideFreeze: undefined, insideStop: inside }),
+    ).toBeUndefined();
   });
 });
 
@@ -65,7 +67,11 @@ describe("wallClockExitOf: a freeze in the wall clock's last seconds", () => {
     ["beats still coming (stopped in the last instant)", { heartbeatAgeMs: 900, outsideFreeze: outside }],
     [
       "only a stop within the agent's reach",
-      { heartbeatAgeMs: 9_000, outsideFreeze: undefined, insideStop: "its supervisor (pid 9) is stopped (state T)" },
+      {
+        heartbeatAgeMs: 9_000,
+        outsideFreeze: undefined,
+        insideStop: "its supervisor (pid 9) is stopped (state T)",
+      },
     ],
   ])("%s: the wall clock", (_, e) => {
     expect(wallClockExitOf(e, 60_000)).toEqual({ reason: "wall_clock", detail: "wall clock limit 60000 ms" });

@@ -13,7 +13,9 @@ import { processStopped } from "./sandbox.js";
  * of two users, a process of the supervisor's user — or, in a sandbox of one user, its supervisor
  * stopped (which the agent's commands could have done themselves).
  */
-export function freezeEvidenceOf(agent: Pick<RunningAgent, "pid" | "users" | "heartbeatAgeMs">): FreezeEvidence {
+export function freezeEvidenceOf(
+  agent: Pick<RunningAgent, "pid" | "users" | "heartbeatAgeMs">,
+): FreezeEvidence {
   const heartbeatAgeMs = agent.heartbeatAgeMs();
   if (processStopped(agent.pid)) {
     return {
@@ -42,7 +44,11 @@ export function stoppedSupervisorOf(
   root: number,
   cmdline: (pid: number) => string,
 ): ProcRow | undefined {
-  return stoppedDescendantOf(rows, root, (r) => cmdline(r.pid).split("\0").some((a) => basename(a) === SUPERVISOR_FILE));
+  return stoppedDescendantOf(rows, root, (r) =>
+    cmdline(r.pid)
+      .split("\0")
+      .some((a) => basename(a) === SUPERVISOR_FILE),
+  );
 }
 
 /** A process's command line (NUL-separated), or "" when it is gone or unreadable. */

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { FlakegymError } from "../../errors.js";
 import { writeOwnerRecord } from "../../gc/owner.js";
 import { type BoundedDirs, fsEnforcesQuota, makeBoundedDirs, removeWorkerDir } from "../bounded-dirs.js";
+import { frozenAtDeadlineOf } from "../frozen-verdict.js";
 import { collectHostArtifacts } from "../host-artifacts.js";
 import type { ResetReport } from "../pool/reuse.js";
 import { workspaceRelative } from "../read-only-files.js";
@@ -19,11 +20,10 @@ import {
   workerIdOf,
 } from "./decisions.js";
 import { cpuSecondsOf, execInWorker } from "./exec.js";
+import { freezeEvidenceOf } from "./freeze-evidence.js";
 import { adoptFork, makeSlot, releaseSlot, type Slot } from "./pool-slot.js";
 import { recordPristine, stateDirsOf } from "./pristine.js";
 import { resetWorker } from "./reset-worker.js";
-import { frozenAtDeadlineOf } from "../frozen-verdict.js";
-import { freezeEvidenceOf } from "./freeze-evidence.js";
 import { bwrapMissingError, findBwrap, type PreparedShape, prepareShape } from "./shape.js";
 import { userNetnsWorks } from "./user-netns.js";
 import { startWatchdog, watchAgent } from "./watchdog.js";

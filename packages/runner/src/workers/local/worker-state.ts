@@ -101,7 +101,8 @@ export function armWallClock(ws: LocalWorkerState): void {
 function wallClockExitNow(ws: LocalWorkerState): WorkerExit {
   const ms = limitsOf(ws).wallClockMs;
   // an idle pooled worker (no trajectory) or one without bubblewrap: nothing to weigh
-  if (!ws.agent || ws.unsafe || !ws.active) return { reason: "wall_clock", detail: `wall clock limit ${ms} ms` };
+  if (!ws.agent || ws.unsafe || !ws.active)
+    return { reason: "wall_clock", detail: `wall clock limit ${ms} ms` };
   return wallClockExitOf(freezeEvidenceOf(ws.agent), ms);
 }
 

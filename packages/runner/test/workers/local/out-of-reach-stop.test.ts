@@ -1,12 +1,12 @@
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
+import { stoppedSupervisorOf } from "../../../src/workers/local/freeze-evidence.js";
 import {
   descendantsOf,
   type ProcRow,
   readProcRows,
   stoppedOwnedBy,
 } from "../../../src/workers/local/out-of-reach-stop.js";
-import { stoppedSupervisorOf } from "../../../src/workers/local/freeze-evidence.js";
 
 const row = (pid: number, ppid: number, uid: number, stopped = false): ProcRow => ({
   pid,
@@ -42,9 +42,19 @@ describe("a stop out of the agent's reach", () => {
   it("one user: finds the stopped supervisor by its command line, not another stopped process", () => {
     const one = [row(10, 1, 0), row(11, 10, 5, true), row(12, 11, 5, true), row(13, 12, 5, true)];
     const cmd = (pid: number) =>
-      pid === 11 ? "node\0/x/supervisor/cline-supervisor.mjs\0--forward\0a" : pid === 13 ? "sleep\0cline-supervisor.mjs.bak" : "node\0core.js";
+      pid === 11
+        ? "node\0/x/supervisor/cline-supervisor.mjs\0--forward\0a"
+        : pid === 13
+          ? "sleep\0cline-supervisor.mjs.bak"
+          : "node\0core.js";
     expect(stoppedSupervisorOf(one, 10, cmd)?.pid).toBe(11);
-    expect(stoppedSupervisorOf(one.filter((r) => r.pid !== 11), 10, cmd)).toBeUndefined();
+    expect(
+      stoppedSupervisorOf(
+        one.filter((r) => r.pid !== 11),
+        10,
+        cmd,
+      ),
+    ).toBeUndefined();
   });
 
   it("ends on a parent loop in the rows", () => {
