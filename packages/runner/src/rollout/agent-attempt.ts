@@ -156,17 +156,6 @@ function watchExit(worker: Worker): { signal: AbortSignal; exit: () => WorkerExi
 }
 
 /**
- * A trajectory out of time (wall clock or idle) in a worker frozen from outside now: the freeze's
- * last seconds are not yet the 5 s without a heartbeat the worker's watchdog waits for, so it is
- * asked at once (workers/frozen-verdict.ts).
- */
-async function frozenAtTimeout(worker: Worker, outcome: Outcome): Promise<WorkerExit | undefined> {
-  if (outcome.kind !== "timeout" || !worker.frozenNow) return undefined;
-  const frozen = await worker.frozenNow().catch(() => undefined);
-  return frozen && { ...frozen, detail: `${frozen.detail} (seen when the trajectory ran out of time)` };
-}
-
-/**
  * Cline driven through `client` until its task ends; with whether the driver approved a command of
  * the agent's (who could reach the core: classify-outcome.ts) and each turn's start reported.
  */
@@ -263,9 +252,7 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
     // unless the gateway ended the trajectory first: then a later worker exit is not the cause
     const workerExit = terminal
       ? exitAtTerminal
-      : (exitWatch.exit() ??
-        (await exitWithin(worker, workerExitGraceMs(run.outcome))) ??
-        (await frozenAtTimeout(worker, run.outcome)));
+      : (exitWatch.exit() ?? (await exitWithin(worker, workerExitGraceMs(run.outcome))));
     // the route is done: its final counts come with its release, awaited (the gateway's synchronous
     // status() holds the event loop until the gateway thread answers: with a thousand trajectories
     // at once, for as long as the thread is busy); its last answered call comes with them, so the

@@ -185,12 +185,6 @@ export interface Worker {
    * (no cgroup here, or a backend that does not measure). Read it before `stop()`.
    */
   cpuSeconds?(): Promise<number | undefined>;
-  /**
-   * Agent workers: whether the worker is frozen from outside right now (a stop no code inside can
-   * make, the heartbeat overdue by a beat and a half: workers/frozen-verdict.ts), asked when the
-   * trajectory ran out of time — the last seconds of a freeze are not yet 5 s without a heartbeat.
-   */
-  frozenNow?(): Promise<WorkerExit | undefined>;
   /** Stops everything the worker started; idempotent. */
   stop(): Promise<void>;
   /**

@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { FlakegymError } from "../../errors.js";
 import { writeOwnerRecord } from "../../gc/owner.js";
 import { type BoundedDirs, fsEnforcesQuota, makeBoundedDirs, removeWorkerDir } from "../bounded-dirs.js";
-import { frozenAtDeadlineOf } from "../frozen-verdict.js";
 import { collectHostArtifacts } from "../host-artifacts.js";
 import type { ResetReport } from "../pool/reuse.js";
 import { workspaceRelative } from "../read-only-files.js";
@@ -20,7 +19,6 @@ import {
   workerIdOf,
 } from "./decisions.js";
 import { cpuSecondsOf, execInWorker } from "./exec.js";
-import { freezeEvidenceOf } from "./freeze-evidence.js";
 import { adoptFork, makeSlot, releaseSlot, type Slot } from "./pool-slot.js";
 import { recordPristine, stateDirsOf } from "./pristine.js";
 import { resetWorker } from "./reset-worker.js";
@@ -263,8 +261,6 @@ function workerOf(ws: LocalWorkerState, s: WorkerSpec): Worker {
       : {}),
     exec: (command, o) => execInWorker(ws, s, command, o),
     cpuSeconds: () => cpuSecondsOf(ws),
-    // without bubblewrap everything shares the agent's reach: nothing to weigh
-    ...(agent && !ws.unsafe ? { frozenNow: async () => frozenAtDeadlineOf(freezeEvidenceOf(agent)) } : {}),
     stop: () => endWorker(ws, { reason: "stopped" }),
   };
 }

@@ -1,7 +1,7 @@
 import { filesystemFull, fsEnforcesQuota, removeWorkerDir, unboundedDiskOver } from "../bounded-dirs.js";
 import { execTimeoutMs, stoppedExecResult } from "../exec-budget.js";
 import { exitWithin } from "../exit-within.js";
-import { type FreezeEvidence, frozenAtDeadlineOf, wallClockExitOf } from "../frozen-verdict.js";
+import { type FreezeEvidence, wallClockExitOf } from "../frozen-verdict.js";
 import { collectHostArtifacts } from "../host-artifacts.js";
 import { execLimitOf } from "../limit-verdict.js";
 import { type CgroupDirs, cgroupDirsAt, readLimitEvents, readUsage } from "../local/cgroup.js";
@@ -276,7 +276,6 @@ export async function makeWorker(
               c,
             );
           },
-          frozenNow: async () => frozenAtDeadlineOf(await freezeEvidenceNow(w)),
         }
       : {}),
     exited: w.exited,
