@@ -1,8 +1,9 @@
-import { readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { makeTempDir, processTable, REPO_ROOT, type TempDir, waitFor } from "@flakegym/test-utils";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { agentTree, commandPlan } from "./src/agent-tree.js";
 import { startFaultUpstream } from "./src/fault-upstream.js";
 import { describeLeftovers, findLeftovers } from "./src/leftovers.js";
 import { BIN, createScenario, FULL, removeScenarioDirs, runIdOf, TASK } from "./src/scenario.js";
@@ -400,6 +401,33 @@ describe("chaos: faults round three", () => {
   );
 
   it.skipIf(!FULL)(
+    "a model server streaming a tiny event every second past the trajectory's wall clock: the model server's (policy_error), not the agent's timeout",
+    async () => {
+      const s = await createScenario(tmp.path, "trickle", cache);
+      const trickle = await startFaultUpstream("trickle");
+      try {
+        const t0 = Date.now();
+        const r = await s.cli([
+          ...["rollout", "--task", TASK, "--group-size", "1"],
+          ...["--policy", `openai:${trickle.baseUrl}#chaos-model`],
+          ...["--timeout", "20", "--max-infra-retries", "0", "--out", s.out],
+        ]);
+        const res = JSON.parse(
+          await readFile(join(s.out, "trajectories", `${TASK}-t0`, "result.json"), "utf8"),
+        );
+        expect(res.outcome, String(r.stderr).slice(-2000)).toMatchObject({ kind: "policy_error" });
+        expect(res.outcome.detail).toMatch(/still answering when the trajectory's time ran out/);
+        expect((Date.now() - t0) / 1000).toBeLessThan(180);
+        const left = await findLeftovers([s.tmp, await runIdOf(s.out)], s.tmp);
+        expect(describeLeftovers(left)).toEqual([]);
+      } finally {
+        await trickle.close();
+      }
+    },
+    600_000,
+  );
+
+  it.skipIf(!FULL)(
     "a frozen agent sandbox (SIGSTOP from the host of its bwrap and every process in it) while the core waits on the model, wall clock before idle: infra_error, retried, then completed",
     async () => {
       const { res, r, took, left } = await frozenSandboxRun("sigstop-sandbox", treePick.all, [
@@ -489,38 +517,3 @@ const treePick = {
     ...tree.filter((p) => !isBwrap(p) && p.cmdline.includes("cline-supervisor.mjs")).map((p) => p.pid),
   ],
 };
-
-/** A scripted plan: run `command`, then write NOTES.md and complete. */
-async function commandPlan(dir: string, name: string, command: string): Promise<string> {
-  const file = join(dir, `${name}.json`);
-  const turns = [
-    { tool_calls: [{ name: "execute_command", arguments: { command, requires_approval: "false" } }] },
-    { tool_calls: [{ name: "write_to_file", arguments: { path: "NOTES.md", content: "x\n" } }] },
-    { tool_calls: [{ name: "attempt_completion", arguments: { result: "done" } }] },
-  ];
-  await writeFile(file, JSON.stringify({ version: 1, turns }));
-  return file;
-}
-
-/** The agent sandbox of trajectory `victim` of this scenario's run, and its descendants. */
-async function agentTree(victim: string, tmp: string) {
-  const table = await processTable();
-  const agent = table.find(
-    (p) =>
-      /^(\S*\/)?bwrap /.test(p.cmdline) &&
-      p.cmdline.includes(victim) &&
-      p.cmdline.includes(tmp) &&
-      !p.cmdline.includes(`${victim}-score`),
-  );
-  if (!agent) return [];
-  const kids = new Set([agent.pid]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const p of table)
-      if (!kids.has(p.pid) && kids.has(p.ppid)) {
-        kids.add(p.pid);
-        grew = true;
-      }
-  }
-  return table.filter((p) => kids.has(p.pid));
-}

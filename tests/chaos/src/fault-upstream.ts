@@ -28,12 +28,17 @@ export const MORE_MODEL_FAULTS = ["retry-after-date", "429-bare", "json-cut", "s
  * `slow`: the healthy plan, each answer sent only after {@link FaultOptions.delayMs} (a loaded model
  * server); the frozen-sandbox cases freeze a worker while its core waits on one.
  */
-/** `429-wait`: every answer a 429 asking to come back in {@link FaultOptions.retryAfterS} seconds. */
+/**
+ * `429-wait`: every answer a 429 asking to come back in {@link FaultOptions.retryAfterS} seconds.
+ * `trickle`: a stream of one tiny whole event a second that never ends (each one holds off the
+ * silence watchdog; only the trajectory's deadline ends it).
+ */
 export type ModelFault =
   | (typeof MODEL_FAULTS)[number]
   | (typeof MORE_MODEL_FAULTS)[number]
   | "ok"
-  | "429-wait";
+  | "429-wait"
+  | "trickle";
 
 export interface FaultOptions {
   /** `slow`: how long each answer waits before its first byte (ms). Default 5000. */
@@ -133,6 +138,19 @@ export async function startFaultUpstream(fault: ModelFault, opts: FaultOptions =
         timers.add(t);
         return;
       }
+      case "trickle": {
+        sseHead(res);
+        const t = setInterval(() => {
+          if (res.destroyed) {
+            clearInterval(t);
+            timers.delete(t);
+            return;
+          }
+          res.write(chunk("."));
+        }, 1000);
+        timers.add(t);
+        return;
+      }
       case "malformed-json":
         sseHead(res);
         res.write('data: {"id":"chatcmpl-chaos","choices":[{"index":0,"delta":{"content":"unterminated\n\n');
@@ -206,7 +224,10 @@ export async function startFaultUpstream(fault: ModelFault, opts: FaultOptions =
       return requests;
     },
     async close() {
-      for (const t of timers) clearTimeout(t);
+      for (const t of timers) {
+        clearTimeout(t);
+        clearInterval(t);
+      }
       for (const res of open) res.destroy();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

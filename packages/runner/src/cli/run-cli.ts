@@ -24,10 +24,13 @@ function findCommand(
 }
 
 /**
- * How long a clean stop may take after the first SIGINT/SIGTERM before the process exits anyway:
+ * How long a clean stop may take after the first SIGINT/SIGTERM/SIGHUP before the process exits anyway:
  * a signal always ends the run, whatever it waits on (what is left behind, the next run's gc reclaims).
  */
 export const STOP_GRACE_MS = 15_000;
+
+/** The signals that stop a command cleanly (exit 130, its record written); a second one forces. */
+export const STOP_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
 function defaultContext(): CliContext & { dispose(): void } {
   const ac = new AbortController();
@@ -50,13 +53,13 @@ function defaultContext(): CliContext & { dispose(): void } {
    * threads, and one blocked for ever (an open() of a FIFO, a mkdir under /proc) would hold it.
    */
   const dieBy = (sig: NodeJS.Signals) => {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    for (const s of STOP_SIGNALS) process.off(s, onSignal);
     process.kill(process.pid, sig);
     setTimeout(() => process.kill(process.pid, "SIGKILL"), 2_000).unref();
   };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  // SIGHUP too (a closed terminal, an ssh session that drops): its default would end the process
+  // at once, leaving the run's lock, its workers' mounts and cgroups, and a half-finished record
+  for (const s of STOP_SIGNALS) process.on(s, onSignal);
   // a closed stdout/stderr (`| head`) never ends the run: it goes on and writes its record to disk
   // (for the process's life: a write still queued when the command returns may fail after it)
   surviveClosedOutput(process.stdout);
@@ -68,8 +71,7 @@ function defaultContext(): CliContext & { dispose(): void } {
     cwd: process.cwd(),
     signal: ac.signal,
     dispose() {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
+      for (const s of STOP_SIGNALS) process.off(s, onSignal);
     },
   };
 }

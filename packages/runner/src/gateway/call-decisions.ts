@@ -11,13 +11,15 @@ import type { AnsweredCall, Entry, GatewayTerminal } from "./types.js";
 
 export class WatchdogTimeout extends Error {
   constructor(
-    readonly which: "silence" | "total",
+    readonly which: "silence" | "total" | "deadline",
     ms: number,
   ) {
     super(
       which === "silence"
         ? `upstream sent no event for ${ms} ms (silenceTimeoutMs; bytes that never complete an event do not count)`
-        : `upstream call took longer than ${ms} ms (totalTimeoutMs)`,
+        : which === "total"
+          ? `upstream call took longer than ${ms} ms (totalTimeoutMs)`
+          : `upstream was still answering when the trajectory's time ran out (deadlineAt; the call had run ${ms} ms): the model server's time, not the agent's`,
     );
   }
 }

@@ -24,6 +24,30 @@ export function timerStallMs(dueAt: number, now: number): number {
   return late > 1000 ? late : 0;
 }
 
+/** An epoch-ms instant on the monotonic clock, read at the same moment as `epochNow`/`monoNow`. Pure. */
+export function monotonicOf(
+  epochMs: number | undefined,
+  epochNow: number,
+  monoNow: number,
+): number | undefined {
+  return epochMs === undefined ? undefined : monoNow + (epochMs - epochNow);
+}
+
+/**
+ * The trajectory's deadline watchdog of one call: a call still answering when the trajectory's time
+ * ends (a model server that streams a little now and then, forever) is cut then, as the model
+ * server's — otherwise the worker's wall clock would end it as the agent's timeout.
+ */
+function armDeadline(deadlineMono: number | undefined, ac: AbortController): () => void {
+  if (deadlineMono === undefined) return () => undefined;
+  const start = performance.now();
+  const timer = setTimeout(
+    () => ac.abort(new WatchdogTimeout("deadline", Math.round(performance.now() - start))),
+    Math.max(0, deadlineMono - start),
+  );
+  return () => clearTimeout(timer);
+}
+
 /**
  * The silence and total watchdogs of one call. A stream that stops mid-way is as dead as one that
  * never starts. One lazy timer each: an event only stamps the time; the timer, when it fires, sleeps
@@ -84,7 +108,7 @@ export interface CallWatch {
  */
 export function watchCall(
   ctx: GatewaySignal,
-  e: Pick<Entry, "ended" | "limits">,
+  e: Pick<Entry, "ended" | "limits"> & Partial<Pick<Entry, "deadlineMono">>,
   res: ServerResponse,
   ac: AbortController,
 ): CallWatch {
@@ -101,10 +125,12 @@ export function watchCall(
   if (res.destroyed) onClose();
   onStop();
   const dogs = armWatchdogs(e.limits, ac);
+  const clearDeadline = armDeadline(e.deadlineMono, ac);
   return {
     touch: dogs.touch,
     disarm: () => {
       dogs.clear();
+      clearDeadline();
       res.off("close", onClose);
       e.ended.signal.removeEventListener("abort", onStop);
       ctx.signal?.removeEventListener("abort", onStop);

@@ -7,6 +7,7 @@ import { FlakegymError, UsageError } from "../errors.js";
 import type { ClientProtocol } from "../policy/upstream.js";
 import { runSecrets } from "../redact/redactor.js";
 import { admitCall, DEFAULT_MAX_CALLS_PER_TRAJECTORY } from "./admission.js";
+import { monotonicOf } from "./call-watch.js";
 import { errorBodyOf } from "./error-body.js";
 import { openAiErrorBody } from "./openai-wire.js";
 import { requestRefusal, routeOf, tokenOf } from "./request-route.js";
@@ -111,6 +112,7 @@ function register(st: GatewayState, trajectoryId: string, r: RegisterOptions): T
     upstream: r.upstream,
     sampling: r.sampling,
     limits,
+    deadlineMono: monotonicOf(limits.deadlineAt, Date.now(), performance.now()),
     log: r.turnLogPath ? new TurnLogWriter(r.turnLogPath) : undefined,
     ended: new AbortController(),
     calls: new Set(),

@@ -52,7 +52,7 @@ export const TrajectoryLimits = z
       .positive()
       .optional()
       .describe(
-        "when the trajectory's time ends (epoch ms): a model server's Retry-After that would pass it is not waited, the call fails as the model server's",
+        "when the trajectory's time ends (epoch ms): a model server's Retry-After that would pass it is not waited, the call fails as the model server's; a call still answering then is cut as the model server's",
       ),
   })
   .strict();
@@ -211,6 +211,11 @@ export interface Entry {
   readonly upstream: PolicyUpstream;
   readonly sampling: SamplingParams | undefined;
   readonly limits: TrajectoryLimits;
+  /**
+   * `limits.deadlineAt` on this thread's monotonic clock (performance.now()), fixed at registration:
+   * a later jump of the wall clock does not move it. Undefined when no deadline was given.
+   */
+  readonly deadlineMono: number | undefined;
   readonly log: TurnLogWriter | undefined;
   readonly ended: AbortController;
   readonly calls: Set<AbortController>;

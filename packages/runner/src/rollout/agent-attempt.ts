@@ -228,6 +228,9 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
       ...(worker.agentToken ? { token: worker.agentToken } : {}),
     });
     const exitWatch = watchExit(worker);
+    // the worker's exit as it stood when the gateway ended the trajectory (classify-outcome.ts causeOf)
+    let exitAtTerminal: WorkerExit | undefined;
+    route.signal.addEventListener("abort", () => (exitAtTerminal = exitWatch.exit()), { once: true });
     using linked = createDeadline({ signals: [input.signal, route.signal, exitWatch.signal] });
     const { run, commandsRan } = await driveCline({
       client,
@@ -245,8 +248,11 @@ export async function runAgentAttempt(ctx: AgentAttemptContext, input: AgentInpu
     // the gateway's thread died: an infra fault (retried), not a verdict on the trajectory
     if (route.signal.aborted && route.signal.reason instanceof Error) throw route.signal.reason;
     const terminal = route.signal.aborted ? (route.signal.reason as GatewayTerminal) : undefined;
-    // a limit kill reaches the core first (a dead stream): give the worker a moment to say why
-    const workerExit = exitWatch.exit() ?? (await exitWithin(worker, workerExitGraceMs(run.outcome)));
+    // a limit kill reaches the core first (a dead stream): give the worker a moment to say why —
+    // unless the gateway ended the trajectory first: then a later worker exit is not the cause
+    const workerExit = terminal
+      ? exitAtTerminal
+      : (exitWatch.exit() ?? (await exitWithin(worker, workerExitGraceMs(run.outcome))));
     // the route is done: its final counts come with its release, awaited (the gateway's synchronous
     // status() holds the event loop until the gateway thread answers: with a thousand trajectories
     // at once, for as long as the thread is busy); its last answered call comes with them, so the

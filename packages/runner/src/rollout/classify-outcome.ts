@@ -80,7 +80,8 @@ function outcomeOfTerminal(t: NonNullable<GatewayVerdict["terminal"]>): Outcome 
 /**
  * The trajectory's outcome. In order: a completion stands; a worker limit explains whatever the
  * core did after it (a killed core looks like a broken stream); so does a worker frozen from outside
- * (`infra_error`, whatever the core's clocks said); the gateway's verdict explains the
+ * (`infra_error`, whatever the core's clocks said) or stopped within the agent's reach
+ * (`agent_error` once its commands ran, else `infra_error`); the gateway's verdict explains the
  * core giving up; the model server failing on the last call makes an agent or infra failure a
  * `policy_error`; a crashed worker or a core that stopped answering is `infra_error` — unless the
  * agent's commands could reach it ({@link agentCouldReach}: `agent_error`); otherwise the driver's outcome.
@@ -94,6 +95,9 @@ export function classifyOutcome(e: OutcomeEvidence): Outcome {
     return outcomeOfWorkerLimit(workerExit.reason, workerExit.detail);
   // frozen from outside (no heartbeat, a stop no code inside could make): whatever the core then
   // looked like — quiet, timed out, a dead stream — is the machine's doing
+  // stopped within the agent's reach (one user): theirs once their commands ran, the machine's before
+  if (workerExit?.reason === "frozen" && workerExit.withinReach === true && agentCouldReach(e.reach))
+    return reachedByAgent(`the worker was ${workerExit.detail ?? "stopped"}`);
   if (workerExit?.reason === "frozen")
     return { kind: "infra_error", detail: `the worker was ${workerExit.detail ?? "frozen from outside"}` };
   if (gateway?.terminal) return outcomeOfTerminal(gateway.terminal);

@@ -343,14 +343,17 @@ async function recordError(st: GroupState, line: TrajectoryErrorLine): Promise<v
 
 /**
  * Every end is on disk before anyone sees it, so the server keeps no finished group in memory;
- * complete and cancelled are final, a failed group (or one the server stopped) runs again when resubmitted.
+ * complete and cancelled are final, a failed group runs again when resubmitted. A group the server
+ * stopped (closing) leaves no done.json: its stream's last line says why, and it resumes later.
  */
 async function finishGroup(st: GroupState, end: { status: GroupStatus; detail?: string }): Promise<void> {
   const { run } = st;
   const { status, detail } = end;
   const done: DoneLine = doneLineOf({ ...run, status, ...(detail ? { detail } : {}) });
+  // stopped by the server closing: no done.json, so the next server resumes it (a GET or a resubmission)
+  const stoppedByServer = run.abort.signal.aborted && !cancelledByDelete(run.abort.signal);
   try {
-    await writeJsonAtomic(st.p.done, done);
+    if (!stoppedByServer) await writeJsonAtomic(st.p.done, done);
   } finally {
     run.status = status;
     if (detail) run.detail = detail;

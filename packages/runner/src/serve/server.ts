@@ -39,7 +39,7 @@ export interface ServeOptions extends GroupRunnerOptions {
   readonly maxGroups: number;
   readonly retryAfterS?: number;
   readonly heartbeatMs?: number;
-  /** How long close() waits for groups to stop (default 30 s). */
+  /** How long close() waits for groups to stop (default 12 s: within the CLI's 15 s grace after a signal). */
   readonly closeWaitMs?: number;
   /** Inference endpoints a request's `inference.base_url` may name (`--allow-upstream`); none: every one is refused. */
   readonly allowUpstreams?: readonly string[];
@@ -48,7 +48,8 @@ export interface ServeOptions extends GroupRunnerOptions {
 export interface ServeHandle {
   readonly url: string;
   readonly running: () => number;
-  close(): Promise<void>;
+  /** Stops the server; resolves to how many groups were still running (stopped unfinished: resubmit to resume). */
+  close(): Promise<number>;
 }
 
 const MAX_BODY = 1 << 20;
@@ -340,14 +341,19 @@ function sendError(res: ServerResponse, err: unknown): void {
 }
 
 /** Stops the running groups (they have no done.json: a resubmission resumes them), then the server. */
-async function closeServe(s: ServeState, server: Server): Promise<void> {
-  for (const g of s.groups.values()) if (g.status === "running") g.abort.abort("server closing");
+async function closeServe(s: ServeState, server: Server): Promise<number> {
+  const running = [...s.groups.values()].filter((g) => g.status === "running");
+  for (const g of running)
+    g.abort.abort(
+      "server closing: resubmit the request (or GET it) on a server over this --state-dir to resume it",
+    );
   const all = Promise.all([...s.groups.values()].map((g) => g.finished));
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([all, new Promise((r) => (timer = setTimeout(r, s.o.closeWaitMs ?? 30_000)))]);
+  await Promise.race([all, new Promise((r) => (timer = setTimeout(r, s.o.closeWaitMs ?? 12_000)))]);
   clearTimeout(timer);
   server.closeAllConnections();
   await new Promise<void>((r) => server.close(() => r()));
+  return running.length;
 }
 
 export { busyError } from "./admission.js";

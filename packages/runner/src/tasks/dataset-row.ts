@@ -1,6 +1,7 @@
 import { isAbsolute } from "node:path";
 import { loadProfiles, type ProfilesFile, profileForLanguage } from "@flakegym/profiles";
 import { z } from "zod";
+import { jsonKindOf } from "../text/json-kind.js";
 import type { RepoKind, TaskProfile } from "./task-profile.js";
 
 /** One turn of a dataset conversation. */
@@ -102,7 +103,7 @@ export function parseDatasetRow(
     error: { file: at.file, row: at.row, field, reason, ...(id === undefined ? {} : { id }) },
   });
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    return fail("(row)", `expected an object, got ${Array.isArray(raw) ? "an array" : typeof raw}`);
+    return fail("(row)", `expected an object, got ${jsonKindOf(raw)}`);
   }
   const rawId = (raw as Record<string, unknown>).id;
   const idHint = typeof rawId === "string" || typeof rawId === "number" ? String(rawId) : undefined;

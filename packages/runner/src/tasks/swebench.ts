@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { touchedPaths } from "../text/diff.js";
+import { jsonKindOf } from "../text/json-kind.js";
 import { classifyRepo, type RowError } from "./dataset-row.js";
 import { unbuildableReason } from "./swebench-buildable.js";
 import { envSpecOf, inRowVenv, installOfEnvSpec } from "./swebench-env-specs.js";
@@ -318,7 +319,7 @@ export function readSwebenchRow(raw: unknown): { row: SwebenchRow } | (RowProble
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     return {
       field: "(row)",
-      reason: `expected an object, got ${Array.isArray(raw) ? "an array" : typeof raw}`,
+      reason: `expected an object, got ${jsonKindOf(raw)}`,
     };
   }
   const cols = canonicalColumns(raw as Record<string, unknown>);

@@ -136,6 +136,11 @@ export interface WorkerExit {
   /** `frozen`: stopped from outside the sandbox (workers/frozen-verdict.ts): `infra_error`, retried. */
   readonly reason: "stopped" | "crashed" | "frozen" | WorkerLimit;
   readonly detail?: string;
+  /**
+   * `frozen` only: what was stopped is within the agent's commands' reach (one user), so the stop
+   * may be theirs — the policy's end once they ran (rollout/classify-outcome.ts), never retried.
+   */
+  readonly withinReach?: boolean;
 }
 
 /**

@@ -2,12 +2,13 @@ import { IncomingMessage, ServerResponse } from "node:http";
 import { Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { WatchdogTimeout } from "../../src/gateway/call-decisions.js";
-import { stopReason, timerStallMs, watchCall } from "../../src/gateway/call-watch.js";
+import { monotonicOf, stopReason, timerStallMs, watchCall } from "../../src/gateway/call-watch.js";
 
 describe("watchCall: what ends a running call from outside, armed once its upstream request has left", () => {
   const entry = (silenceTimeoutMs = 60_000, totalTimeoutMs = 60_000) => {
     const ended = new AbortController();
-    return { ended, limits: { maxConsecutiveFailures: 3, silenceTimeoutMs, totalTimeoutMs } };
+    const limits = { maxConsecutiveFailures: 3, silenceTimeoutMs, totalTimeoutMs };
+    return { ended, limits, deadlineMono: undefined as number | undefined };
   };
   const response = () => new ServerResponse(new IncomingMessage(new Socket()));
   const arm = (e: ReturnType<typeof entry>, res = response(), signal?: AbortSignal) => {
@@ -79,6 +80,27 @@ describe("watchCall: what ends a running call from outside, armed once its upstr
     expect(s.ac.signal.aborted).toBe(false);
     expect(await silence).toEqual(new WatchdogTimeout("silence", 200));
     s.watch.disarm();
+  });
+
+  it("the trajectory's deadline cuts a call still answering (events do not hold it off); the deadline is fixed on the monotonic clock", async () => {
+    expect(monotonicOf(undefined, 1000, 5)).toBeUndefined();
+    // a deadline 300 ms after an epoch instant read at monotonic 5: 305, whatever the wall clock does later
+    expect(monotonicOf(1300, 1000, 5)).toBe(305);
+    const e = { ...entry(60_000, 60_000), deadlineMono: performance.now() + 80 };
+    const a = arm(e);
+    const cut = aborted(a.ac);
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      a.watch.touch();
+    }
+    const reason = await cut;
+    expect(reason).toBeInstanceOf(WatchdogTimeout);
+    expect((reason as WatchdogTimeout).which).toBe("deadline");
+    a.watch.disarm();
+    // past already when armed: cut at once
+    const late = arm({ ...entry(), deadlineMono: performance.now() - 1 });
+    expect(((await aborted(late.ac)) as WatchdogTimeout).which).toBe("deadline");
+    late.watch.disarm();
   });
 
   it("disarmed, nothing fires any more", async () => {

@@ -532,6 +532,34 @@ describe("policy gateway: upstream failures and the watchdog", () => {
     }
   });
 
+  it("a stream that sends a small event every 100 ms past the trajectory's deadline is cut then, as the model server's (not left to the agent's wall clock)", async () => {
+    const double = await startInferenceServerDouble({
+      reply: () => ({ text: "x".repeat(2000) }),
+      chunk: 1,
+      intervalMs: 100,
+    });
+    try {
+      const upstream = new OpenAiUpstream({ baseUrl: double.baseUrl, model: "m" });
+      const log = join(dir, "trickle", "turns.jsonl");
+      const limits = { silenceTimeoutMs: 2_000, deadlineAt: Date.now() + 1_500 };
+      const route = gw.register("trickle-1", { upstream, limits, turnLogPath: log });
+      const t0 = Date.now();
+      const res = await post(`${route.openaiBaseUrl}/chat/completions`, route.token, chatBody());
+      await res.text();
+      // cut at the deadline (1.5 s), not after the 200 s the stream would take
+      expect(Date.now() - t0).toBeLessThan(20_000);
+      expect(route.status().terminal).toMatchObject({
+        kind: "timeout",
+        message: expect.stringContaining("still answering when the trajectory's time ran out"),
+      });
+      await gw.unregister("trickle-1");
+      const [turn] = parseTurnLog(await readFile(log, "utf8"));
+      expect(turn).toMatchObject({ status: "timeout", error: expect.stringContaining("deadlineAt") });
+    } finally {
+      await double.close();
+    }
+  });
+
   it("an answer over maxResponseBytes fails the call as the policy's fault at once; the turn line stays bounded", async () => {
     const max = 256 * 1024;
     const double = await startInferenceServerDouble({

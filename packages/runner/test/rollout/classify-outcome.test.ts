@@ -180,6 +180,7 @@ describe("who could reach the dead or frozen core decides (issue 42)", () => {
   const one = { users: "one" as const, commandsRan: true };
   const apart = { users: "apart" as const, commandsRan: true };
   const oneNoCommand = { users: "one" as const, commandsRan: false };
+  const stoppedInReach = { reason: "frozen" as const, withinReach: true, detail: "stopped: x" };
   it.each([
     ["one user, a command ran, the core froze: the policy's", { driver: frozen, reach: one }, "agent_error"],
     [
@@ -212,6 +213,21 @@ describe("who could reach the dead or frozen core decides (issue 42)", () => {
       "limits_exceeded",
     ],
     ["a completion stands (one user)", { driver: completed, workerExit: crashed, reach: one }, "completed"],
+    [
+      "one user, a command ran, the supervisor stopped (within reach): the policy's, scored, not retried",
+      { driver: frozen, workerExit: stoppedInReach, reach: one },
+      "agent_error",
+    ],
+    [
+      "one user, the supervisor stopped before any command ran: infra",
+      { driver: frozen, workerExit: stoppedInReach, reach: oneNoCommand },
+      "infra_error",
+    ],
+    [
+      "a stop within reach weighed on two users (cannot happen there): infra",
+      { driver: frozen, workerExit: stoppedInReach, reach: apart },
+      "infra_error",
+    ],
   ])("%s", (_, evidence, kind) => {
     expect(classifyOutcome(evidence).kind).toBe(kind);
   });

@@ -394,6 +394,8 @@ async function fixtureRow(): Promise<SwebenchRow> {
 describe("parseSwebenchRow's steps, one field group each", () => {
   it("readSwebenchRow: a non-object, a schema problem with the row's id, a missing test_patch with its hint", async () => {
     expect(readSwebenchRow([1])).toEqual({ field: "(row)", reason: "expected an object, got an array" });
+    // a `null` line is named as null, not as an object
+    expect(readSwebenchRow(null)).toEqual({ field: "(row)", reason: "expected an object, got null" });
     const row = await fixtureRow();
     expect(readSwebenchRow({ ...row, base_commit: 7 })).toMatchObject({
       field: "base_commit",

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { frozenExitOf, HEARTBEAT_LOST_MS } from "../../src/workers/frozen-verdict.js";
+import {
+  DEADLINE_LOST_MS,
+  frozenExitOf,
+  HEARTBEAT_LOST_MS,
+  wallClockExitOf,
+} from "../../src/workers/frozen-verdict.js";
 
 const outside = "its bwrap (pid 7, outside the sandbox's pid namespace) is stopped (state T)";
 
@@ -30,5 +35,45 @@ describe("frozenExitOf: who could reach the frozen process decides", () => {
 
   it("the bound is a parameter", () => {
     expect(frozenExitOf({ heartbeatAgeMs: 2_500, outsideFreeze: outside }, 2_000)?.reason).toBe("frozen");
+  });
+});
+
+describe("a stop within the agent's reach (one user): cannot be told from theirs", () => {
+  const inside = "its supervisor (pid 9) is stopped (state T)";
+  it("no heartbeat and the supervisor stopped on one user: ends now, frozen within reach, saying why", () => {
+    const exit = frozenExitOf({ heartbeatAgeMs: 6_000, outsideFreeze: undefined, insideStop: inside });
+    expect(exit).toMatchObject({ reason: "frozen", withinReach: true });
+    expect(exit?.detail).toContain(inside);
+    expect(exit?.detail).toMatch(/cannot be told from theirs/);
+  });
+  it("a stop from outside outweighs it; heartbeats coming mean alive", () => {
+    expect(
+      frozenExitOf({ heartbeatAgeMs: 6_000, outsideFreeze: outside, insideStop: inside }),
+    ).not.toHaveProperty("withinReach");
+    expect(
+      frozenExitOf({ heartbeatAgeMs: 800, outsideFreeze: undefined, insideStop: inside }),
+    ).toBeUndefined();
+  });
+});
+
+describe("wallClockExitOf: a freeze in the wall clock's last seconds", () => {
+  it("a stop from outside seen at the wall clock, the heartbeat a beat and a half late: frozen, not the agent's timeout", () => {
+    const exit = wallClockExitOf({ heartbeatAgeMs: DEADLINE_LOST_MS + 500, outsideFreeze: outside }, 60_000);
+    expect(exit.reason).toBe("frozen");
+    expect(exit.detail).toMatch(/wall clock of 60000 ms ran out/);
+  });
+  it.each([
+    ["nothing stopped", { heartbeatAgeMs: 3_000, outsideFreeze: undefined }],
+    ["beats still coming (stopped in the last instant)", { heartbeatAgeMs: 900, outsideFreeze: outside }],
+    [
+      "only a stop within the agent's reach",
+      {
+        heartbeatAgeMs: 9_000,
+        outsideFreeze: undefined,
+        insideStop: "its supervisor (pid 9) is stopped (state T)",
+      },
+    ],
+  ])("%s: the wall clock", (_, e) => {
+    expect(wallClockExitOf(e, 60_000)).toEqual({ reason: "wall_clock", detail: "wall clock limit 60000 ms" });
   });
 });

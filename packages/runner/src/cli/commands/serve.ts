@@ -21,7 +21,9 @@ export const serveCommand = defineCommand({
     "trajectory (token ids, loss mask, logprobs, reward and breakdown, outcome, timings, segments,\n" +
     "provenance). GET /v1/schema: the API as JSON Schema. A request id never runs twice; finished groups are\n" +
     "answered from --state-dir after a restart. Off loopback, FLAKEGYM_SERVE_TOKEN is required and every\n" +
-    "request must send Authorization: Bearer <token>. Python adapters: adapters/python (docs/reference/trainers.md).",
+    "request must send Authorization: Bearer <token>. SIGINT, SIGTERM or SIGHUP stops it cleanly: exit 0 when\n" +
+    "no group was running, 130 when some stopped unfinished (resubmitted, they resume).\n" +
+    "Python adapters: adapters/python (docs/reference/trainers.md).",
   options: z.object({
     host: z
       .string()
@@ -137,7 +139,11 @@ export const serveCommand = defineCommand({
     if (!ctx.signal.aborted)
       await new Promise((r) => ctx.signal.addEventListener("abort", r, { once: true }));
     ctx.stderr.write("serve: stopping (running groups resume when resubmitted)\n");
-    await handle.close();
-    return 0;
+    const interrupted = await handle.close();
+    if (interrupted === 0) return 0;
+    ctx.stderr.write(
+      `serve: ${interrupted} group(s) stopped unfinished (exit 130); resubmit the same request to a server on --state-dir to resume them\n`,
+    );
+    return 130;
   },
 });

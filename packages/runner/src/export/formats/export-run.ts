@@ -9,6 +9,7 @@ import { writeFileAtomic } from "../../run-format/jsonl.js";
 import { jsonlLinesOf } from "../../run-format/jsonl-lines.js";
 import { readManifest, runPaths } from "../../run-format/run-dir.js";
 import type { RunManifest, TrajectoryResult } from "../../run-format/schema.js";
+import { groupKeyOf, sampleKeyOf, withoutRepeats } from "../repeated-lines.js";
 import { readGroupRecords, readResultsReport, readServedTrajectory } from "../served-record.js";
 import { type ChatTokenizer, loadChatTokenizer } from "../tokenizer.js";
 import { atifTrajectory, atifVerifierResult } from "./atif.js";
@@ -232,30 +233,36 @@ export async function exportRun(o: ExportRunOptions): Promise<ExportResult> {
       `pick another --out (the default is ${defaultExportPath(o.runDir, o.format)})`,
     );
   const m = await readManifest(p);
-  const copy = async (file: string) => {
+  const copy = async (file: string, keyOf: (r: Record<string, unknown>) => string | undefined) => {
     if (!(await exists(file)))
       throw new UsageError(`${file} does not exist`, "export a finished run directory");
     // a torn last line (a killed run) or an edited one is skipped and named, never copied as it is
-    const { lines, skipped } = jsonlLinesOf(
+    const read = jsonlLinesOf(
       await readFile(file, "utf8"),
       file,
       `run \`flakegym rollout --resume ${o.runDir}\` to write it whole, then export again`,
     );
+    // one record delivered twice is exported once (the later line named)
+    const { kept: lines, repeats } = withoutRepeats(read.lines, keyOf);
+    const { skipped } = read;
     await mkdir(dirname(o.out), { recursive: true });
     const data =
       o.fileFormat === "parquet"
         ? parquetTable(lines.map((l) => JSON.parse(l) as Record<string, unknown>))
         : lines.map((l) => `${l}\n`).join("");
     await writeFileAtomic(o.out, data);
-    const excluded = skipped.map((x) => ({
-      trajectory_id: `${basename(file)} line ${x.line}`,
-      reason: x.why,
-    }));
+    const excluded = [
+      ...skipped.map((x) => ({ trajectory_id: `${basename(file)} line ${x.line}`, reason: x.why })),
+      ...repeats.map((x) => ({
+        trajectory_id: `${basename(file)} record ${x.record}`,
+        reason: `${file}: ${x.why}`,
+      })),
+    ];
     return { path: o.out, records: lines.length, excluded, notes: groupNotes(lines) };
   };
   return match(o.format)
-    .with("atropos", () => copy(p.groups))
-    .with("samples", () => copy(p.samples))
+    .with("atropos", () => copy(p.groups, groupKeyOf))
+    .with("samples", () => copy(p.samples, sampleKeyOf))
     .with("atif", async () => {
       const { items, excluded } = await collectResults(o.runDir, async (r) => {
         const file = join(p.trajectory(r.trajectoryId).dir, "turns.jsonl");

@@ -35,7 +35,16 @@ export function descendantsOf(rows: readonly ProcRow[], root: number): ProcRow[]
 
 /** The first stopped descendant of `root` owned by host uid `uid`, else undefined. Pure. */
 export function stoppedOwnedBy(rows: readonly ProcRow[], root: number, uid: number): ProcRow | undefined {
-  return descendantsOf(rows, root).find((r) => r.stopped && r.uid === uid);
+  return stoppedDescendantOf(rows, root, (r) => r.uid === uid);
+}
+
+/** The first stopped descendant of `root` that `is` accepts (asked only of stopped ones), else undefined. */
+export function stoppedDescendantOf(
+  rows: readonly ProcRow[],
+  root: number,
+  is: (r: ProcRow) => boolean,
+): ProcRow | undefined {
+  return descendantsOf(rows, root).find((r) => r.stopped && is(r));
 }
 
 /** One row per readable process of /proc; processes gone mid-scan are left out. */

@@ -1,38 +1,20 @@
 import { unboundedDiskOver } from "../bounded-dirs.js";
 import { frozenExitOf, heartbeatLost } from "../frozen-verdict.js";
-import { SCORER_HOST_UID } from "./bwrap-args.js";
 import { agentExitOf, cpuOverOf, diskCheckDue, memoryExitOf, pidsExitOf } from "./decisions.js";
-import { readProcRows, stoppedOwnedBy } from "./out-of-reach-stop.js";
-import { processStopped } from "./sandbox.js";
+import { freezeEvidenceOf } from "./freeze-evidence.js";
 import { endWorker, type LocalWorkerState, limitsOf } from "./worker-state.js";
 
 /**
- * The worker's end when it is frozen from outside (workers/frozen-verdict.ts): no heartbeat from
- * its supervisor and its bwrap — the host-side process, outside the sandbox's pid namespace, which
- * nothing inside can signal — stopped, or in a sandbox of two users a process of the supervisor's
- * user stopped. Without bubblewrap everything shares the agent's reach.
+ * The worker's end when its supervisor stopped beating (workers/frozen-verdict.ts): frozen from
+ * outside (its bwrap stopped, or in a sandbox of two users a process of the supervisor's user), or
+ * in a sandbox of one user its supervisor stopped (within the agent's reach). Without bubblewrap
+ * everything shares the agent's reach and nothing is weighed.
  */
 export function frozenExitNow(ws: LocalWorkerState) {
   const agent = ws.agent;
   if (!agent || ws.unsafe) return undefined;
-  const heartbeatAgeMs = agent.heartbeatAgeMs();
-  if (!heartbeatLost(heartbeatAgeMs)) return undefined;
-  return frozenExitOf({ heartbeatAgeMs, outsideFreeze: outsideFreezeOf(agent) });
-}
-
-/**
- * What is stopped out of the agent's reach: the sandbox's bwrap (outside its pid namespace), or, in
- * a sandbox of two users, a process of the supervisor's user (the agent's commands run as another).
- */
-function outsideFreezeOf(agent: { readonly pid: number; readonly users?: string }): string | undefined {
-  if (processStopped(agent.pid)) {
-    return `its bwrap (pid ${agent.pid}, outside the sandbox's pid namespace) is stopped (state T)`;
-  }
-  if (agent.users !== "apart") return undefined;
-  const held = stoppedOwnedBy(readProcRows(), agent.pid, SCORER_HOST_UID);
-  return held
-    ? `its process ${held.pid}, of the supervisor's user (the agent's commands run as another and cannot signal it), is stopped (state T)`
-    : undefined;
+  if (!heartbeatLost(agent.heartbeatAgeMs())) return undefined;
+  return frozenExitOf(freezeEvidenceOf(agent));
 }
 
 /** One check of liveness, CPU time, memory and (now and then) disk use against the limits in force. */

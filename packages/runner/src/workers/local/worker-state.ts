@@ -1,7 +1,9 @@
 import { FlakegymError } from "../../errors.js";
 import type { BoundedDirs } from "../bounded-dirs.js";
+import { wallClockExitOf } from "../frozen-verdict.js";
 import type { ResourceLimits, WorkerExit, WorkerSpec } from "../types.js";
 import type { AgentLauncher, RunningAgent } from "./agent.js";
+import { freezeEvidenceOf } from "./freeze-evidence.js";
 import type { LocalBackendOptions } from "./local-backend.js";
 import { releaseSlot, type Slot } from "./pool-slot.js";
 import type { Pristine } from "./pristine.js";
@@ -92,11 +94,16 @@ export function endWorker(ws: LocalWorkerState, e: WorkerExit): Promise<void> {
 /** (Re)starts the wall clock of the limits in force; an idle pooled worker's is the pool's idle limit. */
 export function armWallClock(ws: LocalWorkerState): void {
   clearTimeout(ws.wallClock);
-  ws.wallClock = setTimeout(
-    () =>
-      void endWorker(ws, { reason: "wall_clock", detail: `wall clock limit ${limitsOf(ws).wallClockMs} ms` }),
-    limitsOf(ws).wallClockMs,
-  );
+  ws.wallClock = setTimeout(() => void endWorker(ws, wallClockExitNow(ws)), limitsOf(ws).wallClockMs);
+}
+
+/** The wall clock's end: frozen when a stop from outside is seen now (frozen-verdict.ts), else the limit. */
+function wallClockExitNow(ws: LocalWorkerState): WorkerExit {
+  const ms = limitsOf(ws).wallClockMs;
+  // an idle pooled worker (no trajectory) or one without bubblewrap: nothing to weigh
+  if (!ws.agent || ws.unsafe || !ws.active)
+    return { reason: "wall_clock", detail: `wall clock limit ${ms} ms` };
+  return wallClockExitOf(freezeEvidenceOf(ws.agent), ms);
 }
 
 /** The error for a call on a worker that has ended. */

@@ -1,6 +1,7 @@
 import { filesystemFull, fsEnforcesQuota, removeWorkerDir, unboundedDiskOver } from "../bounded-dirs.js";
 import { execTimeoutMs, stoppedExecResult } from "../exec-budget.js";
 import { exitWithin } from "../exit-within.js";
+import { type FreezeEvidence, wallClockExitOf } from "../frozen-verdict.js";
 import { collectHostArtifacts } from "../host-artifacts.js";
 import { execLimitOf } from "../limit-verdict.js";
 import { type CgroupDirs, cgroupDirsAt, readLimitEvents, readUsage } from "../local/cgroup.js";
@@ -55,6 +56,17 @@ interface PodmanWorkerState {
   timers: { wall?: NodeJS.Timeout; watchdog?: NodeJS.Timeout };
   checking: boolean;
   lastDiskCheck: number;
+}
+
+/** The wall clock's end: frozen when the container is frozen from outside now (frozen-verdict.ts), else the limit. */
+async function wallClockExit(w: PodmanWorkerState): Promise<WorkerExit> {
+  return wallClockExitOf(await freezeEvidenceNow(w), w.spec.limits.wallClockMs);
+}
+
+/** The container's freeze now, with its supervisor's heartbeat (an agent's only; PID 1 is its supervisor). */
+async function freezeEvidenceNow(w: PodmanWorkerState): Promise<FreezeEvidence> {
+  const outsideFreeze = w.agent ? await containerFreeze(w.st, w.name).catch(() => undefined) : undefined;
+  return { heartbeatAgeMs: w.agent?.heartbeatAgeMs(), outsideFreeze };
 }
 
 /** Ends the worker once: timers, the core, the container, then its host dir (config, sockets, HOME, /tmp). */
@@ -241,8 +253,7 @@ export async function makeWorker(
 ): Promise<Worker> {
   const w = await workerState(st, spec, name, host, agent);
   w.timers.wall = setTimeout(
-    () =>
-      void endWorker(w, { reason: "wall_clock", detail: `wall clock limit ${spec.limits.wallClockMs} ms` }),
+    () => void wallClockExit(w).then((e) => endWorker(w, e)),
     spec.limits.wallClockMs,
   );
   const interval = st.options.watchdogIntervalMs ?? 1000;

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
+import { stoppedSupervisorOf } from "../../../src/workers/local/freeze-evidence.js";
 import {
   descendantsOf,
   type ProcRow,
@@ -34,6 +35,24 @@ describe("a stop out of the agent's reach", () => {
         rows.filter((r) => r.pid !== 12),
         10,
         7,
+      ),
+    ).toBeUndefined();
+  });
+
+  it("one user: finds the stopped supervisor by its command line, not another stopped process", () => {
+    const one = [row(10, 1, 0), row(11, 10, 5, true), row(12, 11, 5, true), row(13, 12, 5, true)];
+    const cmd = (pid: number) =>
+      pid === 11
+        ? "node\0/x/supervisor/cline-supervisor.mjs\0--forward\0a"
+        : pid === 13
+          ? "sleep\0cline-supervisor.mjs.bak"
+          : "node\0core.js";
+    expect(stoppedSupervisorOf(one, 10, cmd)?.pid).toBe(11);
+    expect(
+      stoppedSupervisorOf(
+        one.filter((r) => r.pid !== 11),
+        10,
+        cmd,
       ),
     ).toBeUndefined();
   });
