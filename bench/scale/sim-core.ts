@@ -5,6 +5,7 @@ import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { resolveClinePackage } from "@flakegym/cline-vendor";
 import { loadFileDescriptorSetFromBuffer, type MethodDefinition } from "@grpc/proto-loader";
 import { frameMessage, splitFrames } from "./grpc-frames.js";
+import type { AgentHold } from "./hold.js";
 import { chatRequest, type StateMessage, sseDelta, stateJson } from "./sim-script.js";
 
 /**
@@ -21,6 +22,11 @@ export interface SimCoreOptions {
   readonly turns: number;
   /** Simulated tool time between turns, ms. */
   readonly toolMs: number;
+  /**
+   * The hold (hold.ts): how many agents it waits for (the point's N), its bound, and the spread of
+   * the released agents' phases (one turn's period).
+   */
+  readonly hold: { readonly expected: number; readonly timeoutMs: number; readonly spreadMs: number };
 }
 
 /** What all simulated cores of the cluster process counted. */
@@ -90,11 +96,14 @@ export class SimCore {
   private readonly partialSubs = new Set<ServerHttp2Stream>();
   private lastTs = 0;
   private retry: (() => void) | undefined;
+  /** Where this core's agent stands with the hold: counted once, as arrived or as gone before. */
+  private held: "before" | "arrived" | "gone" = "before";
 
   constructor(
     private readonly token: string,
     private readonly o: SimCoreOptions,
     private readonly stats: SimStats,
+    private readonly hold: AgentHold,
   ) {}
 
   onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): undefined {
@@ -120,6 +129,7 @@ export class SimCore {
   }
 
   kill(): void {
+    this.leaveHold();
     this.loop?.abort();
     for (const s of [...this.stateSubs, ...this.partialSubs]) s.close();
   }
@@ -147,6 +157,7 @@ export class SimCore {
         return reply({ value: this.start(String(req.text ?? "")) });
       case "cancelTask":
       case "clearTask":
+        if (this.loop) this.leaveHold();
         this.loop?.abort();
         if (name === "clearTask") [this.messages, this.taskId] = [[], undefined];
         return reply({});
@@ -215,7 +226,9 @@ export class SimCore {
     const loop = new AbortController();
     this.loop = loop;
     this.say("say", "task", task);
-    void this.agent(task, loop.signal).catch(() => {});
+    void this.agent(task, loop.signal)
+      .catch(() => {})
+      .finally(() => this.leaveHold());
     return this.taskId;
   }
 
@@ -239,8 +252,19 @@ export class SimCore {
       }
       this.say("say", "text", answer.text);
       answers.push(answer.text);
+      if (this.held === "before") {
+        this.held = "arrived";
+        await this.hold.arrive(signal);
+      }
       await sleep(this.o.toolMs);
     }
+  }
+
+  /** This core's agent will not arrive at the hold (stopped, cancelled): it no longer waits for it. */
+  private leaveHold(): void {
+    if (this.held !== "before") return;
+    this.held = "gone";
+    this.hold.leave();
   }
 
   /** A failed call is asked about (`api_req_failed`) like Cline does; the runner's answer retries it. */

@@ -6,6 +6,7 @@ import {
   caveats,
   judge,
   marginal,
+  overlapLine,
   type PointResult,
   peakOverlap,
   perTrajectory,
@@ -47,6 +48,8 @@ function point(over: Partial<PointResult> = {}): PointResult {
     firstCallP50Ms: 500,
     firstCallP99Ms: 900,
     peakInLoop: 10,
+    loadMin: 3,
+    loadMax: 5,
     fdsBase: 40,
     fdsPeak: 80,
     nomadCalls: 120,
@@ -124,8 +127,23 @@ describe("judge (the issue's targets on the largest point)", () => {
       runnerCpuMs: 120_000,
       rssPeakMb: 1400,
       nomadCalls: 12_000,
+      peakInLoop: 1000,
     });
     expect(judge(big, small)).toEqual([]);
+  });
+
+  it("fails a point whose trajectories were not all in their loop at one instant", () => {
+    const big = point({ n: 1000, finished: 1000, completed: 1000, runnerCpuMs: 50_000, peakInLoop: 939 });
+    expect(judge(big, small)).toEqual([
+      "only 939 of 1000 trajectories were in their agent loop at one instant",
+    ]);
+    expect(overlapLine(big, { arrived: 987, gone: 13, openedAfterMs: 412_300, timedOut: false })).toBe(
+      "peak overlap: 939 of 1000 trajectories in their agent loop at one instant " +
+        "(hold: 987 arrived, 13 ended before, opened after 412.3 s)",
+    );
+    expect(overlapLine(big, { arrived: 5, gone: 0, openedAfterMs: undefined, timedOut: false })).toMatch(
+      /never opened/,
+    );
   });
 
   it("names every target that fails", () => {
@@ -175,10 +193,12 @@ describe("judge (the issue's targets on the largest point)", () => {
       loopP99Ms: 300,
       loopOwnP99Ms: 24,
       idleLoopP99Ms: 250,
+      peakInLoop: 1000,
     });
     expect(summaryLine(big, small)).toBe(
       "scale: 1000 concurrent, runner-cpu 150.0 ms/traj (×1.50 vs 10), rss 1.00 MiB/traj (×1.00 vs 10), " +
-        "gateway-p99 6.0 ms (×2.00 vs 10; wall 40.0 ms), loop-p99 24.0 ms (×2.00 vs 10; wall 300.0 ms, idle process 250.0 ms)",
+        "gateway-p99 6.0 ms (×2.00 vs 10; wall 40.0 ms), loop-p99 24.0 ms (×2.00 vs 10; wall 300.0 ms, idle process 250.0 ms), " +
+        "peak-overlap 1000",
     );
   });
 });
