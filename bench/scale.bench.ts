@@ -140,6 +140,10 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
       );
       console.log(`  nomad calls by route: ${JSON.stringify(cluster.nomadByRoute)}`);
       console.log(`  ${overlapLine(point, cluster.hold)}`);
+      console.log(`  ${threadCpuLine(point.threadCpu, point.wallS)}`);
+      console.log(
+        `  the cluster (harness): its own loop p99 ${cluster.loopP99Ms.toFixed(0)} ms, max ${cluster.loopMaxMs.toFixed(0)} ms; CPU ${(cluster.cpuMs / 1000).toFixed(1)} s`,
+      );
       console.log(
         `  threads' CPU policy (read from /proc at the point's end): ${Object.entries(priorities)
           .map(([k, v]) => `${k} ${v}`)

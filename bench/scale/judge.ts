@@ -1,3 +1,5 @@
+import type { ThreadCpu } from "./thread-cpu.js";
+
 /**
  * The scale bench's decisions, pure: what one concurrency point measured, its cost per trajectory,
  * the ratios against the smallest point, and whether the issue's targets hold.
@@ -18,6 +20,8 @@ export interface PointResult {
   readonly runnerCpuMs: number;
   /** The CPU time of the runner's main thread alone (its event loop; schedstat), ms; NaN when unread. */
   readonly mainCpuMs: number;
+  /** The runner's CPU by thread (thread-cpu.ts): the main thread, the others largest first. */
+  readonly threadCpu: ThreadCpu;
   /** The runner's RSS before the run and at its peak, MiB. */
   readonly rssBaseMb: number;
   readonly rssPeakMb: number;
@@ -178,6 +182,15 @@ export function overlapLine(
   return (
     `peak overlap: ${p.peakInLoop} of ${p.n} trajectories in their agent loop at one instant ` +
     `(hold: ${hold.arrived} arrived, ${hold.gone} ended before, ${opened})`
+  );
+}
+
+/** The runner's CPU by thread, with each thread's share of the run's wall time. Pure. */
+export function threadCpuLine(t: ThreadCpu, wallS: number): string {
+  const s = (ms: number) => `${(ms / 1000).toFixed(1)} s (${((100 * ms) / (wallS * 1000)).toFixed(0)} %)`;
+  return (
+    `runner CPU by thread: main ${s(t.mainMs)}; others ${s(t.othersMs)}, largest ` +
+    `${t.topOthersMs.map(s).join(", ")} (% of the wall time; the gateway's thread is one of the others)`
   );
 }
 

@@ -24,6 +24,7 @@ import {
   startLoopProbe,
   startUpstream,
 } from "./processes.js";
+import { threadCpuSplit, threadTicks } from "./thread-cpu.js";
 
 /**
  * One concurrency point of `npm run bench -- scale`: N trajectories at once through the real
@@ -249,6 +250,7 @@ async function measureRun(
   const loop = monitorEventLoopDelay({ resolution: 10 });
   const ownLoop = startOwnLoopMonitor(10);
   const g = gauges();
+  const ticks0 = threadTicks();
   const mainClock = threadRunClock();
   const main0 = mainClock?.now() ?? Number.NaN;
   const cpu0 = process.cpuUsage();
@@ -275,6 +277,8 @@ async function measureRun(
   const own = ownLoop.stop();
   const cpu = process.cpuUsage(cpu0);
   const mainCpuMs = (mainClock?.now() ?? Number.NaN) - main0;
+  // USER_HZ: 100 on Linux (a tick is 10 ms)
+  const threadCpu = threadCpuSplit(ticks0, threadTicks(), process.pid, 10);
   mainClock?.close();
   const wallS = (performance.now() - t0) / 1000;
   const peaks = g.stop();
@@ -294,6 +298,7 @@ async function measureRun(
     wallS,
     runnerCpuMs: (cpu.user + cpu.system) / 1000,
     mainCpuMs,
+    threadCpu,
     rssBaseMb,
     ...peaks,
     gatewayAddedP50Ms: percentile(gwOwn, 50),

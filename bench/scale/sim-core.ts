@@ -6,7 +6,7 @@ import { resolveClinePackage } from "@flakegym/cline-vendor";
 import { loadFileDescriptorSetFromBuffer, type MethodDefinition } from "@grpc/proto-loader";
 import { frameMessage, splitFrames } from "./grpc-frames.js";
 import type { AgentHold } from "./hold.js";
-import { chatRequest, type StateMessage, sseDelta, stateJson } from "./sim-script.js";
+import { chatRequestBody, type StateMessage, sseDelta, stateJson } from "./sim-script.js";
 
 /**
  * A SIMULATED worker: what a Nomad allocation of the scale bench runs in place of the supervisor
@@ -286,7 +286,7 @@ export class SimCore {
 
   private modelCall(task: string, answers: readonly string[], signal: AbortSignal) {
     this.stats.modelCalls++;
-    const body = JSON.stringify(chatRequest(this.model, task, answers));
+    const body = chatRequestBody(this.model, task, answers);
     return new Promise<{ text: string; in: number; out: number }>((resolve, reject) => {
       const req = request(
         `${this.baseUrl}/chat/completions`,

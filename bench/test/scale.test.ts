@@ -18,6 +18,7 @@ import { ownDelayMs, schedRunMs, startOwnLoopMonitor } from "../scale/own-loop.j
 import { logPosition, plotSeries, plotSvg } from "../scale/plot.js";
 import {
   chatRequest,
+  chatRequestBody,
   SYSTEM_PROMPT_BYTES,
   sseDelta,
   stateJson,
@@ -35,6 +36,7 @@ function point(over: Partial<PointResult> = {}): PointResult {
     wallS: 20,
     runnerCpuMs: 1000,
     mainCpuMs: 600,
+    threadCpu: { mainMs: 600, topOthersMs: [300, 50], othersMs: 400 },
     rssBaseMb: 200,
     rssPeakMb: 210,
     gatewayAddedP50Ms: 1,
@@ -279,6 +281,13 @@ describe("the simulated worker's wire (gRPC framing, Cline-sized requests, SSE)"
     expect(size(0)).toBeLessThan(SYSTEM_PROMPT_BYTES + 1024);
     expect(size(4) - size(0)).toBeGreaterThan(4 * TOOL_RESULT_BYTES);
     expect(chatRequest("m", "t", []).stream).toBe(true);
+  });
+
+  it("serializes a request from its pre-serialized pieces byte for byte", () => {
+    for (const answers of [[], ["ok"], ['a "quoted" answer\n<tool/>', "ünïcode", "three"]])
+      expect(chatRequestBody('model "x"', "fix\tit", answers)).toBe(
+        JSON.stringify(chatRequest('model "x"', "fix\tit", answers)),
+      );
   });
 
   it("posts Cline's state shape and reads a chat stream's deltas", () => {
