@@ -11,7 +11,9 @@
  * fds; the gateway's own time per call (turn log `latency.gatewayMs`, timestamped inside it) and end
  * to end (turn total less the upstream's own time); Nomad API calls at the double.
  *
- * Flags: --points 10,100,300,1000  --turns 5  --think-ms 2000  --interval-ms 20  --tool-ms 300
+ * Flags: --points 10,100,300,1000  --turns 5  --think-ms 10000 (a model's time to answer a Cline-sized
+ *   request, ±50 %: with all N live at once, N agents make ≈ N / 12 calls per second; 2000 is the
+ *   stress case, ≈ N / 3 per second)  --interval-ms 20  --tool-ms 300
  *   --task semver-lite-caret-zero  --max-starts <the Nomad backend's maxConcurrentStarts, default 32>
  *   --point-timeout-s 3600  --harness-priority nice|idle|normal (default nice: the cluster and the
  *   upstream double run under `nice -n 19`, weight 15 against the runner's 1024, so they do not take
@@ -44,6 +46,7 @@ import {
   type PointResult,
   perTrajectory,
   summaryLine,
+  threadCpuLine,
 } from "./scale/judge.js";
 import { plotSeries, plotSvg } from "./scale/plot.js";
 import type { runPoint } from "./scale/point.js";
@@ -103,7 +106,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
   const opts = {
     taskId: flag("task", "semver-lite-caret-zero"),
     turns: num("turns", 5),
-    thinkMs: num("think-ms", 2000),
+    thinkMs: num("think-ms", 10_000),
     intervalMs: num("interval-ms", 20),
     toolMs: num("tool-ms", 300),
     maxStarts: flag("max-starts", "") === "" ? undefined : num("max-starts", 32),

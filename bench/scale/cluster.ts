@@ -15,7 +15,7 @@ import { AgentHold } from "./hold.js";
 import { SimCore, type SimCoreOptions, type SimStats } from "./sim-core.js";
 
 const options = JSON.parse(process.argv[2] ?? "{}") as SimCoreOptions;
-const sim: SimStats = { modelCalls: 0, modelFailures: 0, grpcCalls: 0, diffs: 0 };
+const sim: SimStats = { modelCalls: 0, modelFailures: 0, failureReasons: {}, grpcCalls: 0, diffs: 0 };
 const hold = new AgentHold(options.hold.expected, options.hold.timeoutMs, options.hold.spreadMs);
 // the harness's own event loop: a late cluster answers every core and the Nomad API late
 const loop = monitorEventLoopDelay({ resolution: 10 });

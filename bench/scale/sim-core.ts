@@ -33,6 +33,8 @@ export interface SimCoreOptions {
 export interface SimStats {
   modelCalls: number;
   modelFailures: number;
+  /** Why model calls failed (the message, numbers masked) × count: the harness's side of a failure. */
+  failureReasons: Record<string, number>;
   grpcCalls: number;
   diffs: number;
 }
@@ -275,6 +277,8 @@ export class SimCore {
       } catch (err) {
         if (signal.aborted) return undefined;
         this.stats.modelFailures++;
+        const why = (err as Error).message.replace(/\d+/g, "#").slice(0, 200);
+        this.stats.failureReasons[why] = (this.stats.failureReasons[why] ?? 0) + 1;
         const asked = new Promise<void>((r) => {
           this.retry = r;
         });
@@ -298,8 +302,16 @@ export class SimCore {
         },
         (res) => {
           if (res.statusCode !== 200) {
-            res.resume();
-            return reject(new Error(`the gateway answered ${res.statusCode}`));
+            let text = "";
+            res.setEncoding("utf8");
+            res.on("data", (c: string) => {
+              if (text.length < 300) text += c;
+            });
+            res.on("end", () =>
+              reject(new Error(`the gateway answered ${res.statusCode}: ${text.slice(0, 160)}`)),
+            );
+            res.on("error", reject);
+            return;
           }
           this.readStream(res, resolve, reject);
         },
