@@ -258,6 +258,7 @@ async function measureRun(
   const t0Epoch = Date.now();
   loop.enable();
   let summary: Awaited<ReturnType<typeof runRollout>>["summary"];
+  let ticks1 = ticks0;
   try {
     summary = (
       await runRollout({
@@ -272,13 +273,15 @@ async function measureRun(
     ).summary;
   } finally {
     loop.disable();
+    // read before the gateway's thread ends with the close (an ended thread's time is gone from /proc)
+    ticks1 = threadTicks();
     await deps.close();
   }
   const own = ownLoop.stop();
   const cpu = process.cpuUsage(cpu0);
   const mainCpuMs = (mainClock?.now() ?? Number.NaN) - main0;
   // USER_HZ: 100 on Linux (a tick is 10 ms)
-  const threadCpu = threadCpuSplit(ticks0, threadTicks(), process.pid, 10);
+  const threadCpu = threadCpuSplit(ticks0, ticks1, process.pid, 10);
   mainClock?.close();
   const wallS = (performance.now() - t0) / 1000;
   const peaks = g.stop();
