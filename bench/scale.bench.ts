@@ -15,9 +15,11 @@
  *   request, ±50 %: with all N live at once, N agents make ≈ N / 12 calls per second; 2000 is the
  *   stress case, ≈ N / 3 per second)  --interval-ms 20  --tool-ms 300
  *   --task semver-lite-caret-zero  --max-starts <the Nomad backend's maxConcurrentStarts, default 32>
- *   --point-timeout-s 3600  --harness-priority nice|idle|normal (default nice: the cluster and the
- *   upstream double run under `nice -n 19`, weight 15 against the runner's 1024, so they do not take
- *   a core from it; `idle` runs them SCHED_IDLE, which starved the Nomad double for over 30 s at load 40)
+ *   --point-timeout-s 3600  --harness-priority normal|nice|idle (default normal: the cluster and the
+ *   upstream double at the runner's priority, a fair share of this machine; `nice` runs them under
+ *   `nice -n 19`, weight 15 against the runner's 1024: at load 30–37 the cluster's own loop then
+ *   stalled 9–12 s and its cores answered the runner's control calls past their 15 s deadline;
+ *   `idle` runs them SCHED_IDLE, which starved the Nomad double for over 30 s at load 40)
  *   --nomad-timeout-s 120 (the Nomad client's deadline per call: the double, in the harness, answers
  *   late on a busy machine; the client's default is 30)  --hold-s 1800 (the hold's bound: every simulated
  *   agent, its first call answered, waits until all N have answered theirs, so that N are in their
@@ -92,7 +94,7 @@ const SIMULATED =
   "  then resumes at a random phase within one turn: so all N are in their agent loop at one instant.\n" +
   "  Real: runRollout, createRolloutDeps (run directory), the gateway thread, the Nomad backend (its start queue) and client;\n" +
   "  the backend's shared snapshotDir is the snapshot's tree, so no trajectory forks it on this host (hostForks false).\n" +
-  "  The harness (cluster and upstream processes) runs at the priority --harness-priority names (default nice 19);\n" +
+  "  The harness (cluster and upstream processes) runs at the priority --harness-priority names (default normal);\n" +
   "  the runner and the idle reference process at normal priority (each point prints the policies in force).";
 
 export async function main(ctx: BenchContext, args: string[]): Promise<void> {
@@ -110,7 +112,7 @@ export async function main(ctx: BenchContext, args: string[]): Promise<void> {
     intervalMs: num("interval-ms", 20),
     toolMs: num("tool-ms", 300),
     maxStarts: flag("max-starts", "") === "" ? undefined : num("max-starts", 32),
-    harnessPriority: parseHarnessPriority(flag("harness-priority", "nice")),
+    harnessPriority: parseHarnessPriority(flag("harness-priority", "normal")),
     nomadTimeoutMs: num("nomad-timeout-s", 120) * 1000,
     holdMs: num("hold-s", 1800) * 1000,
     harnessProfDir: flag("harness-cpu-prof-dir", ""),
@@ -169,7 +171,7 @@ function report(ctx: BenchContext, results: PointResult[], opts: object): void {
       "  cpu = process.cpuUsage() of the runner (every thread: the gateway's too); rss above the idle runner.\n" +
       "  main-thread = the CPU time of the runner's event-loop thread alone (schedstat); busy % = of the run's wall time.\n" +
       "  idle p99 = the event-loop delay of an idle process at the runner's priority meanwhile: the machine's floor\n" +
-      "  (the harness runs below it, so that floor is the other users of this machine, not the bench's own processes).\n" +
+      "  (the harness's load included at --harness-priority normal; with nice or idle, the other users of this machine).\n" +
       "  loop p99 = the runner's own monitorEventLoopDelay (wall: waits for a core included).\n" +
       "  loop own p99 = the runner's timer lateness, each sample capped by the CPU time its main thread ran meanwhile\n" +
       "  (an upper bound of what its own work held the loop; the rest was waiting for a core).\n" +
