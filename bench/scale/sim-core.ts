@@ -4,6 +4,7 @@ import { Agent, request } from "node:http";
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { resolveClinePackage } from "@flakegym/cline-vendor";
 import { loadFileDescriptorSetFromBuffer, type MethodDefinition } from "@grpc/proto-loader";
+import { resendOnFreshSocket } from "../../packages/runner/src/policy/http-post.js";
 import { frameMessage, splitFrames } from "./grpc-frames.js";
 import type { AgentHold } from "./hold.js";
 import { chatRequestBody, type StateMessage, sseDelta, stateJson } from "./sim-script.js";
@@ -290,17 +291,27 @@ export class SimCore {
 
   private modelCall(task: string, answers: readonly string[], signal: AbortSignal) {
     this.stats.modelCalls++;
-    const body = chatRequestBody(this.model, task, answers);
+    return this.postChat(chatRequestBody(this.model, task, answers), signal, false);
+  }
+
+  /**
+   * One POST to the gateway. Like Cline's OpenAI client (which retries a connection error), a
+   * request that met a reused keep-alive socket the gateway had just closed (its idle timeout,
+   * crossed while the agent was held) is sent once more on a fresh connection.
+   */
+  private postChat(body: string, signal: AbortSignal, fresh: boolean) {
     return new Promise<{ text: string; in: number; out: number }>((resolve, reject) => {
+      let answered = false;
       const req = request(
         `${this.baseUrl}/chat/completions`,
         {
           method: "POST",
-          agent,
+          agent: fresh ? false : agent,
           signal,
           headers: { authorization: `Bearer ${this.apiKey}`, "content-type": "application/json" },
         },
         (res) => {
+          answered = true;
           if (res.statusCode !== 200) {
             let text = "";
             res.setEncoding("utf8");
@@ -316,7 +327,11 @@ export class SimCore {
           this.readStream(res, resolve, reject);
         },
       );
-      req.on("error", reject);
+      req.on("error", (err) => {
+        if (!fresh && !signal.aborted && resendOnFreshSocket(req.reusedSocket, answered, err))
+          resolve(this.postChat(body, signal, true));
+        else reject(err);
+      });
       req.end(body);
     });
   }
