@@ -5,14 +5,21 @@
  * (sim-core.ts) served in this process on the allocation's dynamic port.
  *
  * Protocol (IPC): argv `<json SimCoreOptions>`; sends `{ ready: { nomadUrl } }`; answers
- * `{ stats: true }` with `{ stats: { sim, nomadRequests, nomadByRoute, cpuMs, rssMb } }`.
+ * `{ stats: true }` with `{ stats: { sim, hold, loopP99Ms, loopMaxMs, nomadRequests, nomadByRoute, cpuMs, rssMb } }`.
  */
+
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { GRPC_PORT_LABEL, META } from "@flakegym/nomad-jobs";
 import { startNomadDouble } from "@flakegym/test-utils";
+import { AgentHold } from "./hold.js";
 import { SimCore, type SimCoreOptions, type SimStats } from "./sim-core.js";
 
 const options = JSON.parse(process.argv[2] ?? "{}") as SimCoreOptions;
-const sim: SimStats = { modelCalls: 0, modelFailures: 0, grpcCalls: 0, diffs: 0 };
+const sim: SimStats = { modelCalls: 0, modelFailures: 0, failureReasons: {}, grpcCalls: 0, diffs: 0 };
+const hold = new AgentHold(options.hold.expected, options.hold.timeoutMs, options.hold.spreadMs);
+// the harness's own event loop: a late cluster answers every core and the Nomad API late
+const loop = monitorEventLoopDelay({ resolution: 10 });
+loop.enable();
 
 /** The core token the dispatch carried (Nomad exposes dispatch meta as NOMAD_META_<key>). */
 function tokenOf(env: Readonly<Record<string, string>>): string | undefined {
@@ -25,7 +32,7 @@ const double = await startNomadDouble({
   runTask(info) {
     const token = tokenOf(info.env);
     if (!token || !info.ports.some((p) => p.Label === GRPC_PORT_LABEL)) return undefined;
-    const core = new SimCore(token, options, sim);
+    const core = new SimCore(token, options, sim, hold);
     return { kind: "listen", onStream: (s, h) => core.onStream(s, h), onKill: () => core.kill() };
   },
 });
@@ -49,6 +56,9 @@ process.on("message", (m: { stats?: boolean }) => {
   process.send?.({
     stats: {
       sim,
+      hold: hold.stats,
+      loopP99Ms: loop.percentile(99) / 1e6,
+      loopMaxMs: loop.max / 1e6,
       nomadRequests: double.requests.length,
       nomadByRoute: byRoute(),
       cpuMs: (cpu.user + cpu.system) / 1000,

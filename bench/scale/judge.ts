@@ -1,3 +1,5 @@
+import type { ThreadCpu } from "./thread-cpu.js";
+
 /**
  * The scale bench's decisions, pure: what one concurrency point measured, its cost per trajectory,
  * the ratios against the smallest point, and whether the issue's targets hold.
@@ -18,6 +20,8 @@ export interface PointResult {
   readonly runnerCpuMs: number;
   /** The CPU time of the runner's main thread alone (its event loop; schedstat), ms; NaN when unread. */
   readonly mainCpuMs: number;
+  /** The runner's CPU by thread (thread-cpu.ts): the main thread, the others largest first. */
+  readonly threadCpu: ThreadCpu;
   /** The runner's RSS before the run and at its peak, MiB. */
   readonly rssBaseMb: number;
   readonly rssPeakMb: number;
@@ -50,6 +54,9 @@ export interface PointResult {
    * agents' own length decide how many overlap.
    */
   readonly peakInLoop: number;
+  /** The machine's 1-minute load average over the run (sampled each second): lowest and highest. */
+  readonly loadMin: number;
+  readonly loadMax: number;
   readonly fdsBase: number;
   readonly fdsPeak: number;
   readonly nomadCalls: number;
@@ -114,6 +121,10 @@ export function judge(largest: PointResult, smallest: PointResult): string[] {
   const fails: string[] = [];
   if (largest.lost > 0 || largest.completed < largest.n)
     fails.push(`${largest.n - largest.completed} of ${largest.n} trajectories did not complete`);
+  if (!(largest.peakInLoop >= largest.n))
+    fails.push(
+      `only ${largest.peakInLoop} of ${largest.n} trajectories were in their agent loop at one instant`,
+    );
   if (largest.rssPeakMb > TARGETS.rssTotalMb)
     fails.push(`runner RSS peaked at ${largest.rssPeakMb.toFixed(0)} MiB > ${TARGETS.rssTotalMb} MiB`);
   if (!(largest.gatewayRunP99Ms <= TARGETS.gatewayP99Ms))
@@ -156,6 +167,33 @@ export function caveats(largest: PointResult): string[] {
   return out;
 }
 
+/**
+ * The point's measured overlap, beside what the hold saw (how many arrived, ended before, when it
+ * opened, whether its bound ran out). Pure.
+ */
+export function overlapLine(
+  p: Pick<PointResult, "n" | "peakInLoop">,
+  hold: { arrived: number; gone: number; openedAfterMs: number | undefined; timedOut: boolean },
+): string {
+  const opened =
+    hold.openedAfterMs === undefined
+      ? "never opened"
+      : `opened after ${(hold.openedAfterMs / 1000).toFixed(1)} s${hold.timedOut ? " (its bound ran out)" : ""}`;
+  return (
+    `peak overlap: ${p.peakInLoop} of ${p.n} trajectories in their agent loop at one instant ` +
+    `(hold: ${hold.arrived} arrived, ${hold.gone} ended before, ${opened})`
+  );
+}
+
+/** The runner's CPU by thread, with each thread's share of the run's wall time. Pure. */
+export function threadCpuLine(t: ThreadCpu, wallS: number): string {
+  const s = (ms: number) => `${(ms / 1000).toFixed(1)} s (${((100 * ms) / (wallS * 1000)).toFixed(0)} %)`;
+  return (
+    `runner CPU by thread: main ${s(t.mainMs)}; others ${s(t.othersMs)}, largest ` +
+    `${t.topOthersMs.map(s).join(", ")} (% of the wall time; the gateway's thread is one of the others)`
+  );
+}
+
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "n/a");
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : "n/a");
 
@@ -170,6 +208,7 @@ export function summaryLine(largest: PointResult, smallest: PointResult): string
     `gateway-p99 ${f1(largest.gatewayRunP99Ms)} ms (${r(largest.gatewayRunP99Ms, smallest.gatewayRunP99Ms)}; ` +
     `wall ${f1(largest.gatewayAddedP99Ms)} ms), ` +
     `loop-p99 ${f1(largest.loopOwnP99Ms)} ms (${r(largest.loopOwnP99Ms, smallest.loopOwnP99Ms)}; ` +
-    `wall ${f1(largest.loopP99Ms)} ms, idle process ${f1(largest.idleLoopP99Ms)} ms)`
+    `wall ${f1(largest.loopP99Ms)} ms, idle process ${f1(largest.idleLoopP99Ms)} ms), ` +
+    `peak-overlap ${largest.peakInLoop}`
   );
 }

@@ -1,4 +1,5 @@
 import { readdir, readFile } from "node:fs/promises";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createNomadClient } from "@flakegym/nomad-jobs";
@@ -23,6 +24,7 @@ import {
   startLoopProbe,
   startUpstream,
 } from "./processes.js";
+import { threadCpuSplit, threadTicks } from "./thread-cpu.js";
 
 /**
  * One concurrency point of `npm run bench -- scale`: N trajectories at once through the real
@@ -50,6 +52,10 @@ export interface PointOptions {
    * other process of the machine, and answers late when the machine is busy.
    */
   readonly nomadTimeoutMs: number;
+  /** The hold's bound, ms (hold.ts): how long the first agents wait for the last to answer a call. */
+  readonly holdMs: number;
+  /** Where the cluster process writes its CPU profile (--harness-cpu-prof-dir), or "" for none. */
+  readonly harnessProfDir: string;
 }
 
 /** No hidden tests run: a fixed score after a scoring worker's typical control-plane time. */
@@ -139,7 +145,7 @@ function runConfig(o: PointOptions, upstreamUrl: string): RunConfig {
 }
 
 /**
- * Samples the runner's RSS and open fds every second (cheap reads: they count in the runner's CPU
+ * Samples the runner's RSS and open fds, and the machine's load average, every second (cheap reads: they count in the runner's CPU
  * too; the fd directory, thousands of entries at N=1000, is listed off the event loop, one listing
  * at a time); `stop()` gives the peaks.
  */
@@ -147,8 +153,11 @@ function gauges() {
   let rss = process.memoryUsage.rss();
   let fds = openFds();
   let listing = false;
+  const load = { min: loadavg()[0]!, max: loadavg()[0]! };
   const timer = setInterval(() => {
     rss = Math.max(rss, process.memoryUsage.rss());
+    const l = loadavg()[0]!;
+    [load.min, load.max] = [Math.min(load.min, l), Math.max(load.max, l)];
     if (listing) return;
     listing = true;
     void readdir("/proc/self/fd")
@@ -163,7 +172,7 @@ function gauges() {
   return {
     stop: () => {
       clearInterval(timer);
-      return { rssPeakMb: rss / 1048576, fdsPeak: fds };
+      return { rssPeakMb: rss / 1048576, fdsPeak: fds, loadMin: load.min, loadMax: load.max };
     },
   };
 }
@@ -175,7 +184,12 @@ export async function runPoint(
   o: PointOptions,
 ): Promise<PointResult & { cluster: ClusterStats; priorities: Priorities }> {
   const launcher = harnessLauncher(o.harnessPriority, process.execPath, hasTool);
-  const cluster = await startCluster({ turns: o.turns, toolMs: o.toolMs }, launcher);
+  const clusterLauncher = o.harnessProfDir
+    ? { ...launcher, prefix: [...launcher.prefix, "--cpu-prof", "--cpu-prof-dir", o.harnessProfDir] }
+    : launcher;
+  // the hold: all N agents in their loop at one instant, released at phases over one turn's period
+  const hold = { expected: o.n, timeoutMs: o.holdMs, spreadMs: o.thinkMs + o.toolMs };
+  const cluster = await startCluster({ turns: o.turns, toolMs: o.toolMs, hold }, clusterLauncher);
   const upstream = await startUpstream(o.thinkMs, o.intervalMs, launcher);
   const probe = await startLoopProbe();
   try {
@@ -236,6 +250,7 @@ async function measureRun(
   const loop = monitorEventLoopDelay({ resolution: 10 });
   const ownLoop = startOwnLoopMonitor(10);
   const g = gauges();
+  const ticks0 = threadTicks();
   const mainClock = threadRunClock();
   const main0 = mainClock?.now() ?? Number.NaN;
   const cpu0 = process.cpuUsage();
@@ -243,6 +258,7 @@ async function measureRun(
   const t0Epoch = Date.now();
   loop.enable();
   let summary: Awaited<ReturnType<typeof runRollout>>["summary"];
+  let ticks1 = ticks0;
   try {
     summary = (
       await runRollout({
@@ -257,11 +273,15 @@ async function measureRun(
     ).summary;
   } finally {
     loop.disable();
+    // read before the gateway's thread ends with the close (an ended thread's time is gone from /proc)
+    ticks1 = threadTicks();
     await deps.close();
   }
   const own = ownLoop.stop();
   const cpu = process.cpuUsage(cpu0);
   const mainCpuMs = (mainClock?.now() ?? Number.NaN) - main0;
+  // USER_HZ: 100 on Linux (a tick is 10 ms)
+  const threadCpu = threadCpuSplit(ticks0, ticks1, process.pid, 10);
   mainClock?.close();
   const wallS = (performance.now() - t0) / 1000;
   const peaks = g.stop();
@@ -281,6 +301,7 @@ async function measureRun(
     wallS,
     runnerCpuMs: (cpu.user + cpu.system) / 1000,
     mainCpuMs,
+    threadCpu,
     rssBaseMb,
     ...peaks,
     gatewayAddedP50Ms: percentile(gwOwn, 50),

@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDeadline } from "@flakegym/nomad-jobs";
 import type { Launcher } from "./harness-priority.js";
+import type { HoldStats } from "./hold.js";
 import type { SimCoreOptions, SimStats } from "./sim-core.js";
 
 /** The scale bench's other processes (the cluster, the model) and the runner's own gauges. */
@@ -59,6 +60,10 @@ export function ask<T>(child: ChildProcess, key: string): Promise<T> {
 
 export interface ClusterStats {
   readonly sim: SimStats;
+  readonly hold: HoldStats;
+  /** The cluster process's own event-loop delay (the harness's pace: a late loop answers cores late). */
+  readonly loopP99Ms: number;
+  readonly loopMaxMs: number;
   readonly nomadRequests: number;
   readonly nomadByRoute: Record<string, number>;
   readonly cpuMs: number;

@@ -4,8 +4,10 @@ import { Agent, request } from "node:http";
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { resolveClinePackage } from "@flakegym/cline-vendor";
 import { loadFileDescriptorSetFromBuffer, type MethodDefinition } from "@grpc/proto-loader";
+import { resendOnFreshSocket } from "../../packages/runner/src/policy/http-post.js";
 import { frameMessage, splitFrames } from "./grpc-frames.js";
-import { chatRequest, type StateMessage, sseDelta, stateJson } from "./sim-script.js";
+import type { AgentHold } from "./hold.js";
+import { chatRequestBody, type StateMessage, sseDelta, stateJson } from "./sim-script.js";
 
 /**
  * A SIMULATED worker: what a Nomad allocation of the scale bench runs in place of the supervisor
@@ -21,12 +23,19 @@ export interface SimCoreOptions {
   readonly turns: number;
   /** Simulated tool time between turns, ms. */
   readonly toolMs: number;
+  /**
+   * The hold (hold.ts): how many agents it waits for (the point's N), its bound, and the spread of
+   * the released agents' phases (one turn's period).
+   */
+  readonly hold: { readonly expected: number; readonly timeoutMs: number; readonly spreadMs: number };
 }
 
 /** What all simulated cores of the cluster process counted. */
 export interface SimStats {
   modelCalls: number;
   modelFailures: number;
+  /** Why model calls failed (the message, numbers masked) × count: the harness's side of a failure. */
+  failureReasons: Record<string, number>;
   grpcCalls: number;
   diffs: number;
 }
@@ -90,11 +99,14 @@ export class SimCore {
   private readonly partialSubs = new Set<ServerHttp2Stream>();
   private lastTs = 0;
   private retry: (() => void) | undefined;
+  /** Where this core's agent stands with the hold: counted once, as arrived or as gone before. */
+  private held: "before" | "arrived" | "gone" = "before";
 
   constructor(
     private readonly token: string,
     private readonly o: SimCoreOptions,
     private readonly stats: SimStats,
+    private readonly hold: AgentHold,
   ) {}
 
   onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): undefined {
@@ -120,6 +132,7 @@ export class SimCore {
   }
 
   kill(): void {
+    this.leaveHold();
     this.loop?.abort();
     for (const s of [...this.stateSubs, ...this.partialSubs]) s.close();
   }
@@ -147,6 +160,7 @@ export class SimCore {
         return reply({ value: this.start(String(req.text ?? "")) });
       case "cancelTask":
       case "clearTask":
+        if (this.loop) this.leaveHold();
         this.loop?.abort();
         if (name === "clearTask") [this.messages, this.taskId] = [[], undefined];
         return reply({});
@@ -215,7 +229,9 @@ export class SimCore {
     const loop = new AbortController();
     this.loop = loop;
     this.say("say", "task", task);
-    void this.agent(task, loop.signal).catch(() => {});
+    void this.agent(task, loop.signal)
+      .catch(() => {})
+      .finally(() => this.leaveHold());
     return this.taskId;
   }
 
@@ -239,8 +255,19 @@ export class SimCore {
       }
       this.say("say", "text", answer.text);
       answers.push(answer.text);
+      if (this.held === "before") {
+        this.held = "arrived";
+        await this.hold.arrive(signal);
+      }
       await sleep(this.o.toolMs);
     }
+  }
+
+  /** This core's agent will not arrive at the hold (stopped, cancelled): it no longer waits for it. */
+  private leaveHold(): void {
+    if (this.held !== "before") return;
+    this.held = "gone";
+    this.hold.leave();
   }
 
   /** A failed call is asked about (`api_req_failed`) like Cline does; the runner's answer retries it. */
@@ -251,6 +278,8 @@ export class SimCore {
       } catch (err) {
         if (signal.aborted) return undefined;
         this.stats.modelFailures++;
+        const why = (err as Error).message.replace(/\d+/g, "#").slice(0, 200);
+        this.stats.failureReasons[why] = (this.stats.failureReasons[why] ?? 0) + 1;
         const asked = new Promise<void>((r) => {
           this.retry = r;
         });
@@ -262,25 +291,47 @@ export class SimCore {
 
   private modelCall(task: string, answers: readonly string[], signal: AbortSignal) {
     this.stats.modelCalls++;
-    const body = JSON.stringify(chatRequest(this.model, task, answers));
+    return this.postChat(chatRequestBody(this.model, task, answers), signal, false);
+  }
+
+  /**
+   * One POST to the gateway. Like Cline's OpenAI client (which retries a connection error), a
+   * request that met a reused keep-alive socket the gateway had just closed (its idle timeout,
+   * crossed while the agent was held) is sent once more on a fresh connection.
+   */
+  private postChat(body: string, signal: AbortSignal, fresh: boolean) {
     return new Promise<{ text: string; in: number; out: number }>((resolve, reject) => {
+      let answered = false;
       const req = request(
         `${this.baseUrl}/chat/completions`,
         {
           method: "POST",
-          agent,
+          agent: fresh ? false : agent,
           signal,
           headers: { authorization: `Bearer ${this.apiKey}`, "content-type": "application/json" },
         },
         (res) => {
+          answered = true;
           if (res.statusCode !== 200) {
-            res.resume();
-            return reject(new Error(`the gateway answered ${res.statusCode}`));
+            let text = "";
+            res.setEncoding("utf8");
+            res.on("data", (c: string) => {
+              if (text.length < 300) text += c;
+            });
+            res.on("end", () =>
+              reject(new Error(`the gateway answered ${res.statusCode}: ${text.slice(0, 160)}`)),
+            );
+            res.on("error", reject);
+            return;
           }
           this.readStream(res, resolve, reject);
         },
       );
-      req.on("error", reject);
+      req.on("error", (err) => {
+        if (!fresh && !signal.aborted && resendOnFreshSocket(req.reusedSocket, answered, err))
+          resolve(this.postChat(body, signal, true));
+        else reject(err);
+      });
       req.end(body);
     });
   }

@@ -39,6 +39,23 @@ export function chatRequest(
   return { model, messages, stream: true, stream_options: { include_usage: true } };
 }
 
+const SYSTEM_JSON = JSON.stringify({ role: "system", content: SYSTEM });
+const TOOL_RESULT_JSON = JSON.stringify({ role: "user", content: `[tool result]\n${TOOL_RESULT}` });
+
+/**
+ * `JSON.stringify(chatRequest(...))`, byte for byte, from pieces serialized once: the harness
+ * serves a thousand agents in one process, and serializing the 40 KB prompt again for every call
+ * was its largest cost. Pure.
+ */
+export function chatRequestBody(model: string, task: string, answers: readonly string[]): string {
+  const parts = [SYSTEM_JSON, JSON.stringify({ role: "user", content: `<task>\n${task}\n</task>` })];
+  for (const a of answers) parts.push(JSON.stringify({ role: "assistant", content: a }), TOOL_RESULT_JSON);
+  return (
+    `{"model":${JSON.stringify(model)},"messages":[${parts.join(",")}],` +
+    `"stream":true,"stream_options":{"include_usage":true}}`
+  );
+}
+
 /** One of Cline's own message objects, as `state_json.clineMessages` holds them. */
 export interface StateMessage {
   readonly ts: number;

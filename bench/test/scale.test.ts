@@ -6,6 +6,7 @@ import {
   caveats,
   judge,
   marginal,
+  overlapLine,
   type PointResult,
   peakOverlap,
   perTrajectory,
@@ -17,6 +18,7 @@ import { ownDelayMs, schedRunMs, startOwnLoopMonitor } from "../scale/own-loop.j
 import { logPosition, plotSeries, plotSvg } from "../scale/plot.js";
 import {
   chatRequest,
+  chatRequestBody,
   SYSTEM_PROMPT_BYTES,
   sseDelta,
   stateJson,
@@ -34,6 +36,7 @@ function point(over: Partial<PointResult> = {}): PointResult {
     wallS: 20,
     runnerCpuMs: 1000,
     mainCpuMs: 600,
+    threadCpu: { mainMs: 600, topOthersMs: [300, 50], othersMs: 400 },
     rssBaseMb: 200,
     rssPeakMb: 210,
     gatewayAddedP50Ms: 1,
@@ -47,6 +50,8 @@ function point(over: Partial<PointResult> = {}): PointResult {
     firstCallP50Ms: 500,
     firstCallP99Ms: 900,
     peakInLoop: 10,
+    loadMin: 3,
+    loadMax: 5,
     fdsBase: 40,
     fdsPeak: 80,
     nomadCalls: 120,
@@ -124,8 +129,23 @@ describe("judge (the issue's targets on the largest point)", () => {
       runnerCpuMs: 120_000,
       rssPeakMb: 1400,
       nomadCalls: 12_000,
+      peakInLoop: 1000,
     });
     expect(judge(big, small)).toEqual([]);
+  });
+
+  it("fails a point whose trajectories were not all in their loop at one instant", () => {
+    const big = point({ n: 1000, finished: 1000, completed: 1000, runnerCpuMs: 50_000, peakInLoop: 939 });
+    expect(judge(big, small)).toEqual([
+      "only 939 of 1000 trajectories were in their agent loop at one instant",
+    ]);
+    expect(overlapLine(big, { arrived: 987, gone: 13, openedAfterMs: 412_300, timedOut: false })).toBe(
+      "peak overlap: 939 of 1000 trajectories in their agent loop at one instant " +
+        "(hold: 987 arrived, 13 ended before, opened after 412.3 s)",
+    );
+    expect(overlapLine(big, { arrived: 5, gone: 0, openedAfterMs: undefined, timedOut: false })).toMatch(
+      /never opened/,
+    );
   });
 
   it("names every target that fails", () => {
@@ -175,10 +195,12 @@ describe("judge (the issue's targets on the largest point)", () => {
       loopP99Ms: 300,
       loopOwnP99Ms: 24,
       idleLoopP99Ms: 250,
+      peakInLoop: 1000,
     });
     expect(summaryLine(big, small)).toBe(
       "scale: 1000 concurrent, runner-cpu 150.0 ms/traj (×1.50 vs 10), rss 1.00 MiB/traj (×1.00 vs 10), " +
-        "gateway-p99 6.0 ms (×2.00 vs 10; wall 40.0 ms), loop-p99 24.0 ms (×2.00 vs 10; wall 300.0 ms, idle process 250.0 ms)",
+        "gateway-p99 6.0 ms (×2.00 vs 10; wall 40.0 ms), loop-p99 24.0 ms (×2.00 vs 10; wall 300.0 ms, idle process 250.0 ms), " +
+        "peak-overlap 1000",
     );
   });
 });
@@ -259,6 +281,13 @@ describe("the simulated worker's wire (gRPC framing, Cline-sized requests, SSE)"
     expect(size(0)).toBeLessThan(SYSTEM_PROMPT_BYTES + 1024);
     expect(size(4) - size(0)).toBeGreaterThan(4 * TOOL_RESULT_BYTES);
     expect(chatRequest("m", "t", []).stream).toBe(true);
+  });
+
+  it("serializes a request from its pre-serialized pieces byte for byte", () => {
+    for (const answers of [[], ["ok"], ['a "quoted" answer\n<tool/>', "ünïcode", "three"]])
+      expect(chatRequestBody('model "x"', "fix\tit", answers)).toBe(
+        JSON.stringify(chatRequest('model "x"', "fix\tit", answers)),
+      );
   });
 
   it("posts Cline's state shape and reads a chat stream's deltas", () => {
