@@ -394,21 +394,30 @@ function locateGraded(
         : "not defined in a hidden test file in a shape decoys handle";
     const kept =
       format === "pytest"
-        ? namedElsewhere(parsed[hits[0]!.file]!.lexed.text, parts.name, parts.scope)
+        ? namedElsewhere(
+            outside(parsed[hits[0]!.file]!.lexed.text, hits[0]!.block.whole),
+            parts.name,
+            parts.scope,
+          )
         : undefined;
     return kept ?? { ...hits[0]!, parts };
   });
 }
 
+/** `text` without span `w` (a test's own definition: its name there is its own, withOwnNameAs). Pure. */
+const outside = (text: string, w: { start: number; end: number }) =>
+  text.slice(0, w.start) + text.slice(w.end);
+
 /**
- * Why a pytest test must keep its name (a decoy renames it), or undefined: another test of its file
+ * Why a pytest test must keep its name (a decoy renames it), or undefined: `text` (its file without
+ * its own definition) names it — another test of its file
  * calls it (`self.test_simple_many(tmpfile)`: pytest-5262's capture tests), or another class of
  * the file inherits its class (pytest runs the method under the subclass's name too). Any other
  * occurrence of the name counts (a string, a comment): a kept name only costs a decoy. Pure.
  */
 export function namedElsewhere(text: string, name: string, scope: string | undefined): string | undefined {
   const word = (w: string) => new RegExp(`(?<![\\w])${w.replace(/[$]/g, "\\$&")}(?![\\w])`, "g");
-  if ((text.match(word(name)) ?? []).length > 1)
+  if ((text.match(word(name)) ?? []).length > 0)
     return "its name occurs elsewhere in its file (another test calls it): renamed for a decoy, that call would break";
   if (scope && new RegExp(`^\\s*class\\s+\\w+\\s*\\([^)]*(?<![\\w.])${scope}(?![\\w])`, "m").test(text))
     return "another class of its file inherits its class (pytest runs it under that class too): renamed for a decoy, that run's id would be lost";
