@@ -95,3 +95,35 @@ describe.skipIf(noPython || !hasPytest)(
     }, 120_000);
   },
 );
+
+describe.skipIf(noPython || !hasPytest)(
+  "a spaced parameter graded by its first word (SWE-bench's key)",
+  () => {
+    it("maps `t[int` to the renamed block when a sibling case is twinned: gold's cases are all reported", async () => {
+      await using tmp = await tempDir("flakegym-open-case-");
+      const file = "tests/test_types.py";
+      const text = `import pytest
+
+
+@pytest.mark.parametrize("t", ["int or str", "dict(str,str)"])
+def test_types(t):
+    assert len(t) > 3
+    assert t.strip() == t
+`;
+      // pylint-4551's keys: `[int or str]` is graded by its first word, `[dict(str,str)]` whole
+      const ids = [`${file}::test_types[int`, `${file}::test_types[dict(str,str)]`];
+      const g = guardFiles("pytest", [{ path: file, content: Buffer.from(text) }], ids, rand);
+      expect(g.plan.runIds[ids[0]!]).toMatch(/^tests\/test_types\.py::test_[0-9a-f]{10}\[int$/);
+      expect(g.plan.runIds[ids[0]!]!.split("[")[0]).toBe(g.plan.runIds[ids[1]!]!.split("[")[0]);
+      await mkdir(join(tmp.path, "tests"), { recursive: true });
+      await writeFile(join(tmp.path, file), g.files[0]!.content);
+      const p = await execa("python3", ["-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests"], {
+        cwd: tmp.path,
+        reject: false,
+        timeout: 120_000,
+      });
+      const passed = new Set([...p.stdout.matchAll(/^PASSED (\S+)/gm)].map((m) => m[1]!));
+      for (const id of ids) expect(passed.has(g.plan.runIds[id]!), id).toBe(true);
+    }, 120_000);
+  },
+);
