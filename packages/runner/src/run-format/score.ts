@@ -224,7 +224,7 @@ export const Score = z
           .record(z.string(), z.string())
           .optional()
           .describe(
-            "graded tests that emitted a value the sandbox renders only as an opaque object (what it was) at an assertion whose expected literal stayed on the host: they failed closed; on gold, `validate --record-opaque` records them in tests.run.opaque",
+            "graded tests that emitted a value the sandbox renders only as an opaque object (what it was) at an assertion whose expected literal stayed on the host: they failed closed; in validate's probe of gold also those the runner passed while the host's comparison failed (a test reading its own rewritten file: `what` begins 'a value its host comparison failed'); on gold, `validate --record-opaque` records them in tests.run.opaque",
           ),
         inert: z
           .record(z.string(), z.array(z.string()))

@@ -9,7 +9,7 @@ import type { ExecResult, Worker } from "../workers/types.js";
 import { applyReach, reachHits } from "./build-reach.js";
 import type { DecoyPlan } from "./decoys/guard.js";
 import type { ExternalSite } from "./externalize/canon.js";
-import { externalRunVerdict, nodeKeyOf, opaqueRunTests } from "./externalize/run.js";
+import { externalRunVerdict, goldOutsideRunTests, nodeKeyOf, opaqueRunTests } from "./externalize/run.js";
 import { UNBELIEVED } from "./externalize/verdict.js";
 import { writeFileInWorker } from "./hidden-tests.js";
 import type { JudgeConfig } from "./judge.js";
@@ -436,6 +436,13 @@ export function suiteVerdicts(
           nodeKeyOf(suite.logParser),
         ),
       );
+    // gold's probe at validate: what the host cannot compare on gold's own run is recorded too
+    if (believed && !timedOut && decoys.probe) {
+      const passed = new Map(
+        ids.filter(({ id }) => outcome(id) === "passed").map(({ id }) => [id, decoys.runIds[id] ?? id]),
+      );
+      Object.assign(opaque, goldOutsideRunTests(parsed, r, passed, external, nodeKeyOf(suite.logParser)));
+    }
     runs.push(
       ids.map(({ id, kind }) => ({
         id,

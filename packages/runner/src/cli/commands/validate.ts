@@ -15,6 +15,7 @@ import { readRunState, runPaths } from "../../run-format/run-dir.js";
 import type { RunConfig } from "../../run-format/schema.js";
 import { recordDecoyInert } from "../../scoring/decoys/inert-record.js";
 import { recordOpaque } from "../../scoring/externalize/opaque-record.js";
+import { GOLD_OUTSIDE } from "../../scoring/externalize/run.js";
 import { canOwnForOthers } from "../../scoring/read-only.js";
 import { TamperPenalty } from "../../scoring/reward.js";
 import { PythonFlags, pythonOptionsOfFlags } from "../../snapshots/python-options.js";
@@ -293,7 +294,8 @@ async function noteOpaque(
 ): Promise<number> {
   const ids = Object.keys(picked ?? {});
   if (!picked || !ids.length) return 0;
-  const what = `gold emitted a value the host cannot compare at a literal assertion of ${ids.length} test(s) (${ids.join(", ")})`;
+  const outside = ids.filter((id) => picked[id]!.startsWith(GOLD_OUTSIDE));
+  const what = `gold emitted a value the host cannot compare at a literal assertion of ${ids.length} test(s) (${ids.join(", ")})${outside.length ? `; ${outside.length} of them passed as rewritten but failed the host's comparison (the test reads its own file): their files stay as written, unguarded` : ""}`;
   if (!record) {
     stderr.write(`validate: ${task}: ${what}; they fail closed (--no-record-opaque: not recorded)\n`);
     return 0;

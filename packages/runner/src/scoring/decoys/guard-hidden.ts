@@ -4,6 +4,7 @@ import { join, posix } from "node:path";
 import type { ResultFormat } from "../../tasks/task-spec.js";
 import type { ExternalSite } from "../externalize/canon.js";
 import { decoysOnly, externalizeGraded } from "../externalize/guard.js";
+import { asWrittenFiles } from "../externalize/run.js";
 import { isTestDirName } from "../protect.js";
 import { type InstalledFile, regularFile } from "../snapshot-files.js";
 import { type DecoyPlan, type GuardReport, guardFiles } from "./guard.js";
@@ -108,6 +109,10 @@ export function definedName(format: ResultFormat, id: string): string {
   return id;
 }
 
+/** Why a graded test of an as-written file (externalize/run.ts asWrittenFiles) has no guard. */
+const AS_WRITTEN =
+  "its file stays as written: when the task was validated, a test of it computed another value once the file was rewritten (it reads its own file), recorded in tests.run.opaque";
+
 export async function guardHidden(
   suite: {
     readonly results: ResultFormat;
@@ -138,11 +143,16 @@ export async function guardHidden(
     graded.map((id) => definedName(suite.results, id)),
     have,
   );
-  const found = [...installed, ...extra];
+  // a file gold's validation showed a test of reads as rewritten stays as written (externalize/run.ts)
+  const asWritten = suite.results === "pytest" ? asWrittenFiles(suite.opaque) : new Set<string>();
+  const inFile = (id: string) => asWritten.has(id.slice(0, id.indexOf("::")));
+  const found = [...installed, ...extra].filter((f) => !asWritten.has(f.path));
+  const kept = installed.filter((f) => asWritten.has(f.path));
+  const guardable = graded.filter((id) => !inFile(id));
   // expected values leave the files first (scoring/externalize); decoys guard only what stayed
   const ext = externalize
-    ? await externalizeGraded(suite.results, found, graded, signal, suite.opaque)
-    : decoysOnly(found, graded, "externalization switched off for this scoring");
+    ? await externalizeGraded(suite.results, found, guardable, signal, suite.opaque)
+    : decoysOnly(found, guardable, "externalization switched off for this scoring");
   const all = found.map((f, i) => ({ ...f, content: ext.files[i]!.content }));
   const readable = ext.decoyed.length
     ? await readableTexts(
@@ -153,16 +163,22 @@ export async function guardHidden(
     : [];
   const g = guardFiles(suite.results, all, ext.decoyed, rand, readable, { inert: suite.decoyInert, probe });
   // only files that changed are bound (a repository file no graded test lives in stays as it is)
-  const files = all.flatMap((f, i) =>
-    have.has(f.path) || !g.files[i]!.content.equals(found[i]!.content)
-      ? [{ ...f, content: g.files[i]!.content }]
-      : [],
-  );
+  const files = [
+    ...all.flatMap((f, i) =>
+      have.has(f.path) || !g.files[i]!.content.equals(found[i]!.content)
+        ? [{ ...f, content: g.files[i]!.content }]
+        : [],
+    ),
+    ...kept,
+  ];
   const report: GuardReport = {
     guarded: g.report.guarded,
-    unguarded: g.report.unguarded.map((u) =>
-      ext.why[u.id] ? { ...u, reason: `${u.reason}; not externalized: ${ext.why[u.id]}` } : u,
-    ),
+    unguarded: [
+      ...g.report.unguarded.map((u) =>
+        ext.why[u.id] ? { ...u, reason: `${u.reason}; not externalized: ${ext.why[u.id]}` } : u,
+      ),
+      ...graded.filter(inFile).map((id) => ({ id, reason: AS_WRITTEN })),
+    ],
     externalized: ext.externalized,
     ...(ext.comparedOutside.length ? { comparedOutside: ext.comparedOutside } : {}),
   };

@@ -351,6 +351,7 @@ export function guardFiles(
     if (plan.decoys.length && added) guarded.push(id);
     else unguarded.push({ id, reason: plan.why ?? INERT_REASON });
   }
+  if (format === "pytest") Object.assign(runIds, openCaseRunIds(graded, runIds, files, plans));
   const out = files.map((f, i) => guardedFile(format, f.path, parsed[i]!, plans, rand));
   const { decoys, complements, sites } = into;
   return {
@@ -392,8 +393,62 @@ function locateGraded(
       return hits.length
         ? "more than one hidden test has its name"
         : "not defined in a hidden test file in a shape decoys handle";
-    return { ...hits[0]!, parts };
+    const kept =
+      format === "pytest"
+        ? namedElsewhere(
+            outside(parsed[hits[0]!.file]!.lexed.text, hits[0]!.block.whole),
+            parts.name,
+            parts.scope,
+          )
+        : undefined;
+    return kept ?? { ...hits[0]!, parts };
   });
+}
+
+/** `text` without span `w` (a test's own definition: its name there is its own, withOwnNameAs). Pure. */
+const outside = (text: string, w: { start: number; end: number }) =>
+  text.slice(0, w.start) + text.slice(w.end);
+
+/**
+ * Why a pytest test must keep its name (a decoy renames it), or undefined: `text` (its file without
+ * its own definition) names it — another test of its file
+ * calls it (`self.test_simple_many(tmpfile)`: pytest-5262's capture tests), or another class of
+ * the file inherits its class (pytest runs the method under the subclass's name too). Any other
+ * occurrence of the name counts (a string, a comment): a kept name only costs a decoy. Pure.
+ */
+export function namedElsewhere(text: string, name: string, scope: string | undefined): string | undefined {
+  const word = (w: string) => new RegExp(`(?<![\\w])${w.replace(/[$]/g, "\\$&")}(?![\\w])`, "g");
+  if ((text.match(word(name)) ?? []).length > 0)
+    return "its name occurs elsewhere in its file (another test calls it): renamed for a decoy, that call would break";
+  if (scope && new RegExp(`^\\s*class\\s+\\w+\\s*\\([^)]*(?<![\\w.])${scope}(?![\\w])`, "m").test(text))
+    return "another class of its file inherits its class (pytest runs it under that class too): renamed for a decoy, that run's id would be lost";
+  return undefined;
+}
+
+/**
+ * Run ids of graded cases SWE-bench keys by the first word of a spaced parameter (`t[int or str]` is
+ * graded `t[int`): decoys do not handle them, but their block is renamed when a sibling case is
+ * twinned (pylint-4551: 15 such cases never reported, gold 0), so each is mapped to the new name
+ * with its open parameter. Pure.
+ */
+function openCaseRunIds(
+  graded: readonly string[],
+  runIds: Readonly<Record<string, string>>,
+  files: readonly GuardFile[],
+  plans: ReadonlyMap<TestBlock, BlockPlan>,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const id of graded) {
+    const at = id.indexOf("[");
+    if (at < 0 || id.endsWith("]") || runIds[id] !== undefined) continue;
+    const base = pytestIdParts(id.slice(0, at));
+    if (!base) continue;
+    const renamed = [...plans].filter(
+      ([b]) => b.name === base.name && b.scope === base.scope && files.some((f) => f.path === base.file),
+    );
+    if (renamed.length === 1) out[id] = `${base.run(renamed[0]![1].name)}${id.slice(at)}`;
+  }
+  return out;
 }
 
 /** A block's plan: its new name, its decoys' names and body edits, or why it has none. */

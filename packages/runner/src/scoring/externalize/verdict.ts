@@ -7,7 +7,9 @@ import { satisfies } from "./compare.js";
  * (`one`: exactly once per test case; `any`: any number, and the test emitted something) and every
  * emission satisfies its expected value (externalize/compare.ts). Fail closed: a malformed line,
  * an emission for a site no test has, or one under another test's name fails every externalized
- * test of the run; a missing or duplicated emission fails its test. Pure.
+ * test of the run; a missing or duplicated emission fails its test. Another test of the same file
+ * may run a test's body (borrowedRun: a subclass inherits the method, a test calls it): those
+ * emissions are that test's, each held to the site's expected value. Pure.
  */
 
 /** Why each externalized graded id failed in this run (absent: its emissions hold). */
@@ -59,7 +61,7 @@ export function parseEmissions(
     if (!site) return { anomaly: `emission line ${i + 1} names a site no graded test has` };
     if ((e.data.w !== undefined) !== site.pair)
       return { anomaly: `emission line ${i + 1} ${site.pair ? "lacks" : "carries"} an expected side` };
-    if (baseOf(e.data.n) !== site.test)
+    if (baseOf(e.data.n) !== site.test && !borrowedRun(baseOf(e.data.n), site.test))
       return { anomaly: `emission line ${i + 1} reports site of ${site.test} under test ${e.data.n}` };
     emissions.push(e.data);
   }
@@ -71,6 +73,19 @@ export const baseOf = (id: string): string => {
   const i = id.indexOf("[");
   return i < 0 ? id : id.slice(0, i);
 };
+
+/**
+ * Whether node `node` (without parameters) may run test `test`'s body: another test of the same
+ * file. pytest collects a test method a class inherits under every subclass
+ * (`f.py::TestTee::test_x` runs `f.py::TestBase::test_x`), and a test may call another
+ * (`self.test_simple(tmpfile)` ten times in `test_simple_many`, pytest's capture tests): the
+ * body's assertions held there too in the file as written. Pure.
+ */
+export function borrowedRun(node: string, test: string): boolean {
+  const a = node.split("::");
+  const b = test.split("::");
+  return node !== test && a.length > 1 && b.length > 1 && a[0] === b[0];
+}
 
 /** A node id's first whitespace-separated word: the key SWE-bench's pytest parser gives its line. */
 export const firstWord = (node: string): string => node.split(/\s/, 1)[0]!;
@@ -191,9 +206,31 @@ export function externalVerdict(
     for (const id of judged) out.set(id, `${UNBELIEVED}: ${parsed.anomaly}`);
     return out;
   }
-  for (const id of judged) {
-    const why = testVerdict(id, byTest.get(baseOf(id))!, parsed.emissions, keyOf);
+  for (const id of ids) {
+    const mine = [...(byTest.get(baseOf(id)) ?? []), ...borrowedSites(id, parsed.emissions, sites)];
+    if (!mine.length) continue;
+    const why = testVerdict(id, mine, parsed.emissions, keyOf);
     if (why !== undefined) out.set(id, why);
   }
   return out;
+}
+
+/**
+ * The sites of other tests that graded `id` ran (borrowedRun), from its own emissions: each holds
+ * any number of times there. A site whose expectation depends on its own test's parameters
+ * (per-case values, branches) says nothing about another test's run and is not judged there. Pure.
+ */
+function borrowedSites(
+  id: string,
+  emissions: readonly Emission[],
+  sites: readonly ExternalSite[],
+): ExternalSite[] {
+  const byId = new Map(sites.map((s) => [s.site, s]));
+  const out = new Map<string, ExternalSite>();
+  for (const e of emissions) {
+    const s = byId.get(e.s);
+    if (!s || baseOf(e.n) !== baseOf(id) || s.test === baseOf(id) || s.cases || s.byCase) continue;
+    out.set(s.site, { ...s, count: "any" });
+  }
+  return [...out.values()];
 }

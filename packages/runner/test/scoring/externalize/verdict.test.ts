@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { type ExternalSite, MAX_INT_DIGITS } from "../../../src/scoring/externalize/canon.js";
 import { nodeKeyOf } from "../../../src/scoring/externalize/run.js";
 import {
+  borrowedRun,
   externalVerdict,
   MAX_EMISSION_NESTING,
   nestsDeeperThan,
@@ -83,7 +84,8 @@ describe("externalVerdict (the scorer's comparison outside the sandbox)", () => 
       "not json\n",
       line(S1, "t.py::test_a", { t: "str" }),
       line("cccccccccccccccc", "t.py::test_a", { t: "none" }),
-      line(S2, "t.py::test_a", { t: "int", v: "3" }),
+      // another file's test (one of the same file may run it: borrowedRun below)
+      line(S2, "u.py::test_a", { t: "int", v: "3" }),
       `${JSON.stringify({ s: S1, n: "t.py::test_a", v: { t: "str", v: "x" }, extra: 1 })}\n`,
     ]) {
       const v = externalVerdict(ids, sites, ok + bad);
@@ -178,5 +180,71 @@ describe("emissions the host's reading cannot be held up by (red team 2026-12-07
     expect(
       externalVerdict(["t.py::test_p[1]"], sites, line(S2, "t.py::test_p[1]", ok)).get("t.py::test_p[1]"),
     ).toMatch(/failed outside the sandbox/);
+  });
+});
+
+describe("a test's body run by another test of its file (borrowedRun)", () => {
+  // pytest-7521's capture tests: TestTee inherits TestBase::test_buf, test_many calls test_one
+  const SB = "1111111111111111";
+  const SO = "2222222222222222";
+  const SC = "3333333333333333";
+  const at = (site: string, test: string, v: string, extra: Partial<ExternalSite> = {}): ExternalSite => ({
+    site,
+    test,
+    kind: "eq",
+    expected: { t: "str", v },
+    opts: {},
+    count: "one",
+    pair: false,
+    ...extra,
+  });
+  const borrowed = [
+    at(SB, "c.py::TestBase::test_buf", "foo\r\n"),
+    at(SO, "c.py::TestFD::test_one", "hello"),
+    at(SC, "c.py::test_case", "A", { byCase: { a: { t: "str", v: "A" } } }),
+  ];
+  const gids = [
+    "c.py::TestBase::test_buf",
+    "c.py::TestTee::test_buf",
+    "c.py::TestFD::test_one",
+    "c.py::TestFD::test_many",
+  ];
+  const str = (v: string) => ({ t: "str", v });
+  const gold =
+    line(SB, "c.py::TestBase::test_buf", str("foo\r\n")) +
+    line(SB, "c.py::TestTee::test_buf", str("foo\r\n")) +
+    line(SO, "c.py::TestFD::test_one", str("hello")) +
+    line(SO, "c.py::TestFD::test_many", str("hello")).repeat(3);
+
+  it("an inherited method's and a called test's emissions are those tests' runs, not an anomaly", () => {
+    expect(borrowedRun("c.py::TestTee::test_buf", "c.py::TestBase::test_buf")).toBe(true);
+    expect(borrowedRun("other.py::TestTee::test_buf", "c.py::TestBase::test_buf")).toBe(false);
+    expect(borrowedRun("", "c.py::TestBase::test_buf")).toBe(false);
+    expect([...externalVerdict(gids, borrowed, gold)]).toEqual([]);
+  });
+
+  it("holds each borrowed run to the site's expected value: a wrong value there fails that test only", () => {
+    const wrong = gold.replace(
+      line(SB, "c.py::TestTee::test_buf", str("foo\r\n")),
+      line(SB, "c.py::TestTee::test_buf", str("foo\n")),
+    );
+    const v = externalVerdict(gids, borrowed, wrong);
+    expect([...v.keys()]).toEqual(["c.py::TestTee::test_buf"]);
+    expect(v.get("c.py::TestTee::test_buf")).toMatch(/failed outside the sandbox/);
+    const many = gold.replace(
+      line(SO, "c.py::TestFD::test_many", str("hello")),
+      line(SO, "c.py::TestFD::test_many", str("hell")),
+    );
+    expect([...externalVerdict(gids, borrowed, many).keys()]).toEqual(["c.py::TestFD::test_many"]);
+  });
+
+  it("a borrowed run of a per-case site is not judged (its case is the other test's); another file's node is still an anomaly", () => {
+    const text =
+      gold + line(SC, "c.py::test_case[a]", str("A")) + line(SC, "c.py::TestFD::test_many", str("B"));
+    expect([...externalVerdict([...gids, "c.py::test_case[a]"], borrowed, text)]).toEqual([]);
+    const stray = gold + line(SO, "d.py::TestFD::test_many", str("hello"));
+    expect(externalVerdict(gids, borrowed, stray).get("c.py::TestFD::test_one")).toMatch(
+      /cannot be believed/,
+    );
   });
 });
