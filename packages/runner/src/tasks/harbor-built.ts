@@ -66,7 +66,7 @@ export function builtPlanOf(
   if (plan.entrypoint)
     return {
       field,
-      reason: `ENTRYPOINT ${JSON.stringify(plan.entrypoint)}: runs at container start (services, /etc edits); flakegym starts no entrypoint in the task's sandboxes (each command is a sandbox of its own, so a service it started would not outlive it), so what it sets up would be missing`,
+      reason: `ENTRYPOINT ${JSON.stringify(plan.entrypoint)}: runs at container start (Harbor starts the task's container with it, its CMD replaced by \`sleep infinity\`, so CMD is not run but ENTRYPOINT is: services, /etc edits); flakegym starts no entrypoint in the task's sandboxes (each command is a sandbox of its own, so a service it started would not outlive it), so what it sets up would be missing: move its setup into RUN lines, or start its service from tests/test.sh and solution/solve.sh`,
     };
   if (plan.workdir === "/")
     return {

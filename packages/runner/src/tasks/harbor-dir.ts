@@ -21,6 +21,13 @@ import {
   testFileProblem,
   withoutCtrf,
 } from "./harbor.js";
+import {
+  type AgentUser,
+  agentUserMetadata,
+  agentUserOf,
+  builtAgentUser,
+  unbuiltAgentUserProblem,
+} from "./harbor-agent-user.js";
 import { builtEnvironment, containerEvalCommand } from "./harbor-built.js";
 import { composeProblem } from "./harbor-compose.js";
 import { executableFiles, ORACLE_DEFAULT_TIMEOUT_MS, oraclePatch } from "./harbor-oracle.js";
@@ -93,6 +100,8 @@ interface HarborHead {
   readonly env: Environment;
   /** The environment built from the Dockerfile (`--build-env`), when it was. */
   readonly built?: BuiltRootfs;
+  /** task.toml's `agent.user` as the built environment's /etc/passwd gives it (harbor-agent-user.ts). */
+  readonly agentUser?: AgentUser;
 }
 
 /** How Harbor directories are read: `buildEnv` builds each Dockerfile into a root filesystem (tasks/harbor-built.ts). */
@@ -141,7 +150,14 @@ export async function readHarborDir(
     mountAts: mounted.mounts.map((m) => m.at),
   });
   if (isProblem(solution)) return fail(solution);
-  const notes = [...tests.notes, served.note, ...(note === undefined ? [] : [note]), ...solution.notes];
+  const unread = unreadComposeNote(head.all);
+  const notes = [
+    ...tests.notes,
+    served.note,
+    ...(note === undefined ? [] : [note]),
+    ...(unread === undefined ? [] : [unread]),
+    ...solution.notes,
+  ];
   const files: Record<string, Buffer | string> = { "solution.patch": solution.patch, ...tests.hidden };
   for (const [p, c] of Object.entries(repo)) files[`repo/${p}`] = c;
   Object.assign(files, mounted.files);
@@ -164,6 +180,7 @@ export async function readHarborDir(
         harbor_solution: solution.source,
         harbor_image: env.image,
         ...(head.built ? { harbor_rootfs: head.built.key } : {}),
+        ...(head.agentUser ? agentUserMetadata(head.agentUser) : {}),
         ...(env.aptPackages.length > 0 ? { harbor_apt: env.aptPackages.join(" ") } : {}),
       },
     });
@@ -217,23 +234,50 @@ async function readHarborHead(dir: string, o: HarborReadOptions): Promise<Harbor
     return typeof text === "string" ? composeProblem(layout.field, text) : (text ?? layout);
   }
   if (layout) return layout;
-  const user = agentUserProblem(toml);
-  if (user) return user;
+  const user = agentUserOf(toml);
+  if (user !== undefined && !o.buildEnv) return unbuiltAgentUserProblem(user);
   const instruction = await readRegular(join(dir, "instruction.md"), "instruction.md");
   if (typeof instruction !== "string" || instruction.trim() === "")
     return typeof instruction === "object"
       ? instruction
       : { field: "instruction.md", reason: "missing or empty" };
+  // what Harbor itself needs to run the task (its verifier, its oracle), before any build
+  const unrunnable = missingPartProblem(all);
+  if (unrunnable) return unrunnable;
   const dockerfile = await readRegular(join(dir, "environment/Dockerfile"), "environment/Dockerfile");
   if (dockerfile === undefined) return missingDockerfile(toml.environment.docker_image);
   if (typeof dockerfile !== "string") return dockerfile;
   if (o.buildEnv) {
     const b = await builtEnvironment(dir, dockerfile, toml, o.buildEnv);
-    return isProblem(b) ? b : { all, toml, instruction, env: b.env, built: b.built };
+    if (isProblem(b)) return b;
+    const agentUser = user === undefined ? undefined : await builtAgentUser(b.built.dir, user);
+    if (agentUser && isProblem(agentUser)) return agentUser;
+    return { all, toml, instruction, env: b.env, built: b.built, ...(agentUser ? { agentUser } : {}) };
   }
   const env = environmentOf(dockerfile, contextDirsOf(all), toml.environment.workdir);
   if (isProblem(env)) return env;
   return { all, toml, instruction, env };
+}
+
+/**
+ * A task Harbor itself could not run, named by the part it lacks: tests/test.sh (its verifier) or a
+ * reference solution (solution/solve.sh or solution/*.patch, its oracle). Checked before any build. Pure.
+ */
+export function missingPartProblem(all: readonly string[]): HarborProblem | undefined {
+  if (!all.includes("tests/test.sh")) {
+    const near = all.find((f) => /^[^/]+\/test\.sh$/.test(f));
+    return {
+      field: "tests/test.sh",
+      reason: `missing: Harbor runs tests/test.sh as the verifier${near ? ` (found ${near}, which Harbor does not read)` : ""}; the task is incomplete, not imported`,
+    };
+  }
+  if (!all.some((f) => f === "solution/solve.sh" || /^solution\/[^/]+\.(patch|diff)$/.test(f)))
+    return {
+      field: "solution/solve.sh",
+      reason:
+        "missing: Harbor's oracle runs solution/solve.sh (flakegym also takes solution/*.patch), the reference that validate checks gold against; the task is incomplete, not imported",
+    };
+  return undefined;
 }
 
 /** The problem of a task without environment/Dockerfile, naming the prebuilt image it names instead. Pure. */
@@ -425,9 +469,13 @@ async function readSolution(
     workdir: head.env.workdir,
     timeoutMs,
     ...(head.built ? { systemRoot: head.built.dir } : {}),
+    ...(head.agentUser ? { user: head.agentUser } : {}),
   });
   if (isProblem(r)) return r;
-  const source = `solution/solve.sh run as Harbor's oracle (bash, cwd ${head.env.workdir}, no network); its diff of the workspace`;
+  const as = head.agentUser
+    ? `, as agent.user ${head.agentUser.name} (${head.agentUser.uid}:${head.agentUser.gid})`
+    : "";
+  const source = `solution/solve.sh run as Harbor's oracle (bash, cwd ${head.env.workdir}${as}, no network); its diff of the workspace`;
   const modes = executableFiles(r.patch);
   const modeNote =
     modes.length > 0
@@ -498,10 +546,9 @@ export function layoutProblem(
       reason: `uses Harbor's multi-step layout (one instruction and verifier per step${names.length > 0 ? `: ${names.join(", ")}` : ""}), which flakegym does not import yet: ${MULTI_STEP_MISSING}; only single-step tasks (instruction.md, tests/test.sh) are supported`,
     };
   }
-  const compose = files.find((f) => /^environment\/(docker-)?compose\.ya?ml$/.test(f));
-  if (compose) {
+  if (files.includes(HARBOR_COMPOSE_FILE)) {
     return {
-      field: compose,
+      field: HARBOR_COMPOSE_FILE,
       reason:
         "defines a Docker Compose environment (sidecar services beside the task container), which flakegym's single sandbox cannot run: not imported",
     };
@@ -510,17 +557,19 @@ export function layoutProblem(
 }
 
 /**
- * task.toml's `agent.user` (Harbor runs the agent and its oracle as that user, and a test may check
- * `whoami`): flakegym's sandbox has one user, so the task is refused naming the field rather than
- * run as someone else. Pure.
+ * The one Compose file Harbor reads: its Docker environment merges `environment/docker-compose.yaml`
+ * (exactly that name) over its own `main` service; any other Compose-named file
+ * (`docker-compose.yml`, `compose.yaml`) is only a build-context file to Harbor, and so here.
  */
-export function agentUserProblem(toml: HarborTaskToml): HarborProblem | undefined {
-  const user = (toml.agent as Record<string, unknown>).user;
-  if (user === undefined || user === "root" || user === 0 || user === "0") return undefined;
-  return {
-    field: "task.toml: agent.user",
-    reason: `runs the agent and the oracle as user ${JSON.stringify(user)}, which is not honoured here (the sandbox runs them as its one user): the task's checks of who ran it would fail; drop the field or make the user root`,
-  };
+export const HARBOR_COMPOSE_FILE = "environment/docker-compose.yaml";
+
+/** The note for Compose-named files Harbor does not read (they stay build-context files). Pure. */
+export function unreadComposeNote(files: readonly string[]): string | undefined {
+  const unread = files.filter(
+    (f) => /^environment\/(docker-)?compose\.ya?ml$/.test(f) && f !== HARBOR_COMPOSE_FILE,
+  );
+  if (unread.length === 0) return undefined;
+  return `${unread.join(", ")}: not read as a Compose environment (Harbor reads only ${HARBOR_COMPOSE_FILE}); its services are not started, as under Harbor, and the file stays part of the build context`;
 }
 
 /** The commit id `files` materialize to (catalog identity), as materializeSource will check it. */

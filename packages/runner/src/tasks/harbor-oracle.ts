@@ -17,6 +17,7 @@ import { findBwrap } from "../workers/local/shape.js";
 import { prepareMountPoints, readSystemRoot } from "../workers/local/system-root.js";
 import { DONE_MARK } from "./debian-base.js";
 import { type HarborProblem, MOUNTS_DIR } from "./harbor.js";
+import type { AgentUser } from "./harbor-agent-user.js";
 import { git } from "./materialize.js";
 import { writeFiles } from "./task-dir.js";
 
@@ -47,6 +48,8 @@ export interface OracleInput {
   readonly timeoutMs: number;
   /** The task's built environment (tasks/harbor-built.ts): its root filesystem as the system. */
   readonly systemRoot?: string;
+  /** task.toml's `agent.user` (harbor-agent-user.ts): solve.sh runs as it, in the container only. */
+  readonly user?: AgentUser;
 }
 
 /**
@@ -86,6 +89,8 @@ export async function oraclePatch(
     await g(["commit", "-q", "--no-gpg-sign", "--allow-empty", "-m", "base"]);
     const system: string[] = [];
     const run = await runSolve(bwrap, tmp, input, system);
+    // back to the runner's, so host git reads the workspace as its own (no "dubious ownership")
+    if (input.user) await ownedBy(tmp, { ...input.user, uid: 0, gid: 0 });
     if (run.timedOut)
       return { field, reason: `did not finish within ${input.timeoutMs} ms in the task's environment` };
     if (run.exitCode !== 0)
@@ -126,7 +131,10 @@ export async function oraclePatch(
 async function runSolve(bwrap: string, tmp: string, input: OracleInput, changed: string[]) {
   const ats = input.mountAts ?? [];
   const opts = { reject: false, timeout: input.timeoutMs, stdin: "ignore", all: true } as const;
-  const solve = ["--", "/bin/bash", "/solution/solve.sh"];
+  const solve = ["--", ...asUserPrefix(input.user), "/bin/bash", "/solution/solve.sh"];
+  if (input.user && !(input.systemRoot && process.geteuid?.() === 0))
+    return { timedOut: false, exitCode: 1, all: AS_USER_NEEDS_CONTAINER };
+  if (input.user) await ownedBy(tmp, input.user);
   if (input.systemRoot && process.geteuid?.() === 0) {
     const cr = containerRootOf((await readSystemRoot(input.systemRoot)).dir, join(tmp, "root"));
     const env = containerEnv(ORACLE_ENV, await imageEnvOf(cr.tree, DONE_MARK));
@@ -144,6 +152,35 @@ async function runSolve(bwrap: string, tmp: string, input: OracleInput, changed:
   const root = input.systemRoot ? await readSystemRoot(input.systemRoot) : undefined;
   if (root) await prepareMountPoints(root, oracleBinds(tmp, input.workdir, ats));
   return await execa(bwrap, [...oracleBwrapArgs(tmp, input.workdir, ats, root), ...solve], opts);
+}
+
+/** Why solve.sh cannot run as agent.user outside a container (only it maps the image's users). */
+const AS_USER_NEEDS_CONTAINER =
+  "agent.user needs the task's container (a runner that is root and a built environment): run the import as root with --build-env";
+
+/**
+ * The command prefix that runs solve.sh as `user` inside the container (setpriv of the image's
+ * util-linux, with the user's groups, HOME and USER, as `docker exec -u` gives them). Pure.
+ */
+export function asUserPrefix(user: AgentUser | undefined): string[] {
+  if (!user) return [];
+  return [
+    "/usr/bin/env",
+    `HOME=${user.home}`,
+    `USER=${user.name}`,
+    `LOGNAME=${user.name}`,
+    "setpriv",
+    `--reuid=${user.uid}`,
+    `--regid=${user.gid}`,
+    "--init-groups",
+    "--",
+  ];
+}
+
+/** The oracle's workspace and /logs made `user`'s, as the image's `COPY --chown` makes them Harbor's. */
+async function ownedBy(tmp: string, user: AgentUser): Promise<void> {
+  for (const d of ["ws", "logs"])
+    await execa("chown", ["-R", `${user.uid}:${user.gid}`, join(tmp, d)], { timeout: 60_000 });
 }
 
 /** The oracle's environment outside a container. */

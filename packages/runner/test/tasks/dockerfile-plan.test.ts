@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type DebianBase, debianBaseKey, debianBaseOf, servedByText } from "../../src/tasks/debian-base.js";
-import { chrootArgs, copyShell } from "../../src/tasks/dockerfile-build.js";
+import { chrootArgs, copyShell, stepTimeoutMessage } from "../../src/tasks/dockerfile-build.js";
 import {
   type BuildPlan,
   dockerLines,
@@ -240,6 +240,14 @@ describe("COPY --from uv's image (served by PyPI's uv wheel)", () => {
   it("refuses a file the image does not hold, by name", () => {
     expect(refusals("FROM ubuntu\nCOPY --from=ghcr.io/astral-sh/uv:latest /etc/passwd /x\n")[0]!.why).toMatch(
       /source '\/etc\/passwd' is not in uv's image/,
+    );
+  });
+});
+
+describe("a build step cut by its bound (environment.build_timeout_sec, per step here)", () => {
+  it("names the line, the bound, the field and what to do", () => {
+    expect(stepTimeoutMessage(62, 600_000, "RUN npm install failed (exit signal)")).toBe(
+      "environment/Dockerfile line 62 ran past 600 s, environment.build_timeout_sec, which bounds each step here: raise build_timeout_sec in task.toml if the step needs longer on this machine (RUN npm install failed (exit signal))",
     );
   });
 });

@@ -14,13 +14,25 @@ import {
   restoreTestFile,
   rewriteTestFile,
 } from "../../src/tasks/harbor.js";
+import {
+  agentIdsOf,
+  agentUserMetadata,
+  agentUserOf,
+  builtAgentUser,
+  passwdEntryOf,
+  unbuiltAgentUserProblem,
+} from "../../src/tasks/harbor-agent-user.js";
 import { builtPlanOf } from "../../src/tasks/harbor-built.js";
 import {
-  agentUserProblem,
   builtWorkspace,
   contextDirsOf,
+  HARBOR_COMPOSE_FILE,
+  layoutProblem,
+  missingPartProblem,
+  unreadComposeNote,
   verifierScript,
 } from "../../src/tasks/harbor-dir.js";
+import { asUserPrefix } from "../../src/tasks/harbor-oracle.js";
 import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
 import { substitutionNote } from "../../src/tasks/harbor-served.js";
 import { impliedWorkdir, impliedWorkdirNote } from "../../src/tasks/harbor-workdir.js";
@@ -226,19 +238,71 @@ describe("task.toml's environment.workdir (Harbor's own example hello-workdir)",
   });
 });
 
-describe("task.toml's agent.user (Harbor's own example hello-user)", () => {
+describe("task.toml's agent.user (Harbor's own example hello-user; public talents-* tasks)", () => {
   const toml = (agent: string) => parseTaskToml(`[agent]\ntimeout_sec = 120.0\n${agent}\n`) as HarborTaskToml;
+  const passwd = [
+    "root:x:0:0:root:/root:/bin/bash",
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin",
+    "agent:x:1000:1001::/home/agent:/bin/bash",
+  ].join("\n");
 
-  it("is refused naming the field: the sandbox's one user would answer whoami", () => {
-    expect(agentUserProblem(toml('user = "agent"'))).toMatchObject({
+  it("names a user; root, or no user, is Harbor's default (nothing to switch)", () => {
+    expect(agentUserOf(toml('user = "agent"'))).toBe("agent");
+    expect(agentUserOf(toml("user = 1000"))).toBe("1000");
+    expect(agentUserOf(toml('user = "root"'))).toBeUndefined();
+    expect(agentUserOf(toml(""))).toBeUndefined();
+  });
+
+  it("is looked up in the built tree's /etc/passwd by name or uid", () => {
+    const agent = { name: "agent", uid: 1000, gid: 1001, home: "/home/agent" };
+    expect(passwdEntryOf(passwd, "agent")).toEqual(agent);
+    expect(passwdEntryOf(passwd, "1000")).toEqual(agent);
+    expect(passwdEntryOf(passwd, "candidate")).toBeUndefined();
+  });
+
+  it("without a built environment it is refused naming the field and --build-env", () => {
+    expect(unbuiltAgentUserProblem("agent")).toMatchObject({
       field: "task.toml: agent.user",
-      reason: /user "agent", which is not honoured here/,
+      reason: /user "agent", which exists only in the task's own container: import with --build-env/,
     });
   });
 
-  it("root, or no user, is what runs here", () => {
-    expect(agentUserProblem(toml('user = "root"'))).toBeUndefined();
-    expect(agentUserProblem(toml(""))).toBeUndefined();
+  it("a user the image lacks is refused naming the field and /etc/passwd", async () => {
+    const tree = await mkdtemp(join(tmpdir(), "flakegym-passwd-"));
+    try {
+      await mkdir(join(tree, "etc"));
+      await writeFile(join(tree, "etc/passwd"), passwd);
+      expect(await builtAgentUser(tree, "agent")).toMatchObject({ uid: 1000, gid: 1001 });
+      expect(await builtAgentUser(tree, "candidate")).toMatchObject({
+        field: "task.toml: agent.user",
+        reason: /"candidate", which the built environment's \/etc\/passwd does not hold/,
+      });
+    } finally {
+      await rm(tree, { recursive: true, force: true });
+    }
+  });
+
+  it("is kept in the task's metadata and read back as the agent worker's user", () => {
+    const meta = agentUserMetadata({ name: "agent", uid: 1000, gid: 1001, home: "/home/agent" });
+    expect(meta).toEqual({ harbor_agent_user: "agent", harbor_agent_ids: "1000:1001" });
+    expect(agentIdsOf(meta)).toEqual({ uid: 1000, gid: 1001 });
+    expect(agentIdsOf({ harbor_agent_ids: "agent" })).toBeUndefined();
+    expect(agentIdsOf(undefined)).toBeUndefined();
+  });
+
+  it("the oracle runs solve.sh as it with setpriv (its groups, HOME and USER)", () => {
+    expect(asUserPrefix({ name: "agent", uid: 1000, gid: 1001, home: "/home/agent" })).toEqual([
+      "/usr/bin/env",
+      "HOME=/home/agent",
+      "USER=agent",
+      "LOGNAME=agent",
+      "setpriv",
+      "--reuid=1000",
+      "--regid=1001",
+      "--init-groups",
+      "--",
+    ]);
+    expect(asUserPrefix(undefined)).toEqual([]);
   });
 });
 
@@ -254,5 +318,59 @@ describe("WORKDIR /workspace (Harbor's describe-image; a public csv-cleaner task
       ({ catalog: { dir: "/t", spec: { workdir } } }) as unknown as Parameters<typeof aliasSpecOf>[0];
     expect(aliasSpecOf(runtime("/workspace"), "/c")).toEqual({});
     expect(aliasSpecOf(runtime("/app"), "/c")).toEqual({ workspaceAlias: "/app" });
+  });
+});
+
+describe("Compose-named files Harbor does not read (a public taskforge task's environment/docker-compose.yml)", () => {
+  const toml = {} as Record<string, unknown>;
+
+  it("only environment/docker-compose.yaml is a Compose environment, as Harbor's Docker environment reads it", () => {
+    expect(layoutProblem(toml, ["environment/docker-compose.yaml", "environment/Dockerfile"])).toMatchObject({
+      field: HARBOR_COMPOSE_FILE,
+    });
+    for (const f of ["environment/docker-compose.yml", "environment/compose.yaml", "environment/compose.yml"])
+      expect(layoutProblem(toml, [f, "environment/Dockerfile"])).toBeUndefined();
+  });
+
+  it("the others are named in a note: their services are not started, as under Harbor", () => {
+    expect(unreadComposeNote(["environment/docker-compose.yml", "tests/test.sh"])).toMatch(
+      /^environment\/docker-compose\.yml: not read as a Compose environment \(Harbor reads only environment\/docker-compose\.yaml\)/,
+    );
+    expect(unreadComposeNote(["environment/docker-compose.yaml"])).toBeUndefined();
+    expect(unreadComposeNote(["environment/Dockerfile"])).toBeUndefined();
+  });
+});
+
+describe("the agent worker's user from a built task's metadata", () => {
+  const runtime = (metadata: Record<string, string>) =>
+    ({ catalog: { dir: "/t", spec: { workdir: "/app", metadata } } }) as unknown as Parameters<
+      typeof aliasSpecOf
+    >[0];
+
+  it("is set with the built tree, never without it", () => {
+    const ids = { harbor_agent_user: "agent", harbor_agent_ids: "1000:1000" };
+    expect(aliasSpecOf(runtime({ harbor_rootfs: "k1", ...ids }), "/c").agentUser).toEqual({
+      uid: 1000,
+      gid: 1000,
+    });
+    expect(aliasSpecOf(runtime(ids), "/c").agentUser).toBeUndefined();
+  });
+});
+
+describe("a task Harbor itself could not run (a public Telco churn task: test/ for tests/, notebooks for solve.sh)", () => {
+  it("is refused naming the missing part, before any build", () => {
+    expect(
+      missingPartProblem(["task.toml", "instruction.md", "test/test.sh", "solution/solution.ipynb"]),
+    ).toEqual({
+      field: "tests/test.sh",
+      reason: expect.stringMatching(
+        /^missing: Harbor runs tests\/test\.sh as the verifier \(found test\/test\.sh, which Harbor does not read\)/,
+      ),
+    });
+    expect(missingPartProblem(["tests/test.sh", "solution/solution.ipynb"])).toMatchObject({
+      field: "solution/solve.sh",
+    });
+    expect(missingPartProblem(["tests/test.sh", "solution/solve.sh"])).toBeUndefined();
+    expect(missingPartProblem(["tests/test.sh", "solution/fix.patch"])).toBeUndefined();
   });
 });
