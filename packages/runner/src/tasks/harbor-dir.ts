@@ -240,7 +240,11 @@ async function readHarborHead(dir: string, o: HarborReadOptions): Promise<Harbor
   if (typeof instruction !== "string" || instruction.trim() === "")
     return typeof instruction === "object"
       ? instruction
-      : { field: "instruction.md", reason: "missing or empty" };
+      : {
+          field: "instruction.md",
+          reason:
+            "missing or empty: Harbor gives instruction.md to the agent as its task, so there is nothing to ask; the task is incomplete, not imported",
+        };
   // what Harbor itself needs to run the task (its verifier, its oracle), before any build
   const unrunnable = missingPartProblem(all);
   if (unrunnable) return unrunnable;

@@ -117,7 +117,13 @@ export async function oraclePatch(
     );
     const left = await g(["ls-files", "--others", "--ignored", "--exclude-standard", "--directory"]);
     const byproducts = left.split("\n").filter((l) => l !== "");
-    return patchProblem(patch, input.workdir) ?? { patch, byproducts, system };
+    const problem = patchProblem(patch, input.workdir);
+    if (problem && patch.trim() === "" && system.length > 0)
+      return {
+        ...problem,
+        reason: `${problem.reason}: it changed only the system outside it (${system.join(", ")}), which the task's own verifier would have to read there`,
+      };
+    return problem ?? { patch, byproducts, system };
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }

@@ -60,13 +60,27 @@ export interface HarborProblem {
   readonly reason: string;
 }
 
+/** The field of a task.toml parse error: its line, and the key that line sets when it sets one. Pure. */
+export function tomlErrorField(text: string, err: unknown): string {
+  const line = (err as { line?: unknown }).line;
+  if (typeof line !== "number") return "task.toml";
+  const key = /^\s*([A-Za-z0-9_.-]+)\s*=/.exec(text.split("\n")[line - 1] ?? "")?.[1];
+  return `task.toml line ${line}${key ? ` (${key})` : ""}`;
+}
+
+/** The reason of a task.toml parse error, with what to do. Pure. */
+export function tomlErrorReason(err: unknown): string {
+  const first = (err as Error).message.split("\n")[0]?.replace(/^Invalid TOML document: /, "") ?? "";
+  return `is not valid TOML (${first}); Harbor's own reading (Python's tomllib) rejects it too: the task is broken, fix task.toml (a string over several lines needs """triple quotes""")`;
+}
+
 /** task.toml text → its fields, or the problem. Pure. */
 export function parseTaskToml(text: string): HarborTaskToml | HarborProblem {
   let raw: unknown;
   try {
     raw = parseToml(text);
   } catch (err) {
-    return { field: "task.toml", reason: `is not valid TOML: ${(err as Error).message.split("\n")[0]}` };
+    return { field: tomlErrorField(text, err), reason: tomlErrorReason(err) };
   }
   const r = HarborTaskToml.safeParse(raw);
   if (!r.success) {

@@ -374,3 +374,16 @@ describe("a task Harbor itself could not run (a public Telco churn task: test/ f
     expect(missingPartProblem(["tests/test.sh", "solution/fix.patch"])).toBeUndefined();
   });
 });
+
+describe("an invalid task.toml (a public dynamo task: a newline inside a basic string)", () => {
+  it("is refused naming its line and key, and that Harbor's own reading rejects it too", () => {
+    const text = '[metadata]\ndifficulty = "easy"\nexplanation = "one\ntwo"\n';
+    const p = parseTaskToml(text);
+    expect(p).toMatchObject({
+      field: "task.toml line 3 (explanation)",
+      reason: expect.stringMatching(
+        /^is not valid TOML \(newlines are not allowed in strings\); Harbor's own reading/,
+      ),
+    });
+  });
+});
