@@ -33,10 +33,12 @@ import { composeProblem } from "./harbor-compose.js";
 import { executableFiles, ORACLE_DEFAULT_TIMEOUT_MS, oraclePatch } from "./harbor-oracle.js";
 import { servedEnvironment } from "./harbor-served.js";
 import { unwrapUvInstallGuard } from "./harbor-uv-guard.js";
+import { nestedWorkdirNote, nestedWorkdirOf } from "./harbor-workdir.js";
 import { commitTree } from "./materialize.js";
 import type { IntakeResult, IntakeTask } from "./swebench.js";
 import { taskIdOf } from "./swebench.js";
 import { writeFiles } from "./task-dir.js";
+import { SANDBOX_WORKSPACE } from "./task-spec.js";
 
 /**
  * Reading Harbor task directories into flakegym tasks (writing them out: harbor-export.ts). Only
@@ -102,6 +104,8 @@ interface HarborHead {
   readonly built?: BuiltRootfs;
   /** task.toml's `agent.user` as the built environment's /etc/passwd gives it (harbor-agent-user.ts). */
   readonly agentUser?: AgentUser;
+  /** A built WORKDIR inside /workspace: where solve.sh and the verifier start (the workspace is /workspace). */
+  readonly startDir?: string;
 }
 
 /** How Harbor directories are read: `buildEnv` builds each Dockerfile into a root filesystem (tasks/harbor-built.ts). */
@@ -133,6 +137,7 @@ export async function readHarborDir(
   const head = await readHarborHead(dir, o);
   if (isProblem(head)) return fail(head);
   const { env } = head;
+  const notes0: string[] = [];
   const copied = head.built
     ? await builtWorkspace(head.built.dir, env.workdir)
     : await readWorkspace(dir, env);
@@ -151,11 +156,13 @@ export async function readHarborDir(
   });
   if (isProblem(solution)) return fail(solution);
   const unread = unreadComposeNote(head.all);
+  if (head.startDir) notes0.push(nestedWorkdirNote(head.startDir, env.workdir));
   const notes = [
     ...tests.notes,
     served.note,
     ...(note === undefined ? [] : [note]),
     ...(unread === undefined ? [] : [unread]),
+    ...notes0,
     ...solution.notes,
   ];
   const files: Record<string, Buffer | string> = { "solution.patch": solution.patch, ...tests.hidden };
@@ -174,7 +181,9 @@ export async function readHarborDir(
       solution: solution.patch,
       commit,
       mounts: mounted.mounts,
-      ...(head.built ? { evalCommand: containerEvalCommand(env.workdir, toml.verifier.timeout_sec) } : {}),
+      ...(head.built
+        ? { evalCommand: containerEvalCommand(head.startDir ?? env.workdir, toml.verifier.timeout_sec) }
+        : {}),
       metadata: {
         harbor_environment: served.note,
         harbor_solution: solution.source,
@@ -192,8 +201,19 @@ export async function readHarborDir(
     };
     return { ok: true, task };
   } catch (err) {
-    return fail({ field: "task.toml", reason: (err as Error).message });
+    return fail(specProblem(err));
   }
+}
+
+/** A task spec's schema error as a problem: each issue's field and message, not zod's JSON. Pure. */
+export function specProblem(err: unknown): HarborProblem {
+  const issues = (err as { issues?: { path: PropertyKey[]; message: string }[] }).issues;
+  if (!Array.isArray(issues)) return { field: "task.toml", reason: (err as Error).message };
+  const fields = [...new Set(issues.map((i) => i.path.map(String).join(".") || "(task)"))];
+  return {
+    field: `task.toml (as the task's ${fields.join(", ")})`,
+    reason: issues.map((i) => i.message).join("; "),
+  };
 }
 
 /** Where a task folder keeps the Harbor dir's own environment/ (its Dockerfile and build context) for re-export. */
@@ -256,7 +276,16 @@ async function readHarborHead(dir: string, o: HarborReadOptions): Promise<Harbor
     if (isProblem(b)) return b;
     const agentUser = user === undefined ? undefined : await builtAgentUser(b.built.dir, user);
     if (agentUser && isProblem(agentUser)) return agentUser;
-    return { all, toml, instruction, env: b.env, built: b.built, ...(agentUser ? { agentUser } : {}) };
+    const nested = nestedWorkdirOf(b.env.workdir, SANDBOX_WORKSPACE);
+    return {
+      all,
+      toml,
+      instruction,
+      env: nested ? { ...b.env, workdir: nested.root } : b.env,
+      built: b.built,
+      ...(agentUser ? { agentUser } : {}),
+      ...(nested ? { startDir: nested.startDir } : {}),
+    };
   }
   const env = environmentOf(dockerfile, contextDirsOf(all), toml.environment.workdir);
   if (isProblem(env)) return env;
@@ -471,6 +500,7 @@ async function readSolution(
     mounts: env.mounts,
     mountAts: env.mountAts,
     workdir: head.env.workdir,
+    ...(head.startDir ? { cwd: head.startDir } : {}),
     timeoutMs,
     ...(head.built ? { systemRoot: head.built.dir } : {}),
     ...(head.agentUser ? { user: head.agentUser } : {}),
@@ -479,7 +509,7 @@ async function readSolution(
   const as = head.agentUser
     ? `, as agent.user ${head.agentUser.name} (${head.agentUser.uid}:${head.agentUser.gid})`
     : "";
-  const source = `solution/solve.sh run as Harbor's oracle (bash, cwd ${head.env.workdir}${as}, no network); its diff of the workspace`;
+  const source = `solution/solve.sh run as Harbor's oracle (bash, cwd ${head.startDir ?? head.env.workdir}${as}, no network); its diff of the workspace`;
   const modes = executableFiles(r.patch);
   const modeNote =
     modes.length > 0

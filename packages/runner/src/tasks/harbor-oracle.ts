@@ -45,6 +45,8 @@ export interface OracleInput {
   readonly mountAts?: readonly string[];
   /** The task's WORKDIR (where the workspace is and solve.sh runs). */
   readonly workdir: string;
+  /** Where solve.sh starts when not at the workspace's root (a built WORKDIR inside /workspace). */
+  readonly cwd?: string;
   readonly timeoutMs: number;
   /** The task's built environment (tasks/harbor-built.ts): its root filesystem as the system. */
   readonly systemRoot?: string;
@@ -146,7 +148,7 @@ async function runSolve(bwrap: string, tmp: string, input: OracleInput, changed:
     const env = containerEnv(ORACLE_ENV, await imageEnvOf(cr.tree, DONE_MARK));
     await mountContainerRoot(cr);
     try {
-      const args = oracleBwrapArgs(tmp, input.workdir, ats, undefined, { root: cr.merged, env });
+      const args = oracleBwrapArgs(tmp, input.workdir, ats, undefined, { root: cr.merged, env }, input.cwd);
       const [cmd, ...pre] = containerPrefix();
       const run = await execa(cmd!, [...pre, bwrap, ...args, ...solve], opts);
       changed.push(...(await upperChanges(cr.upper)));
@@ -266,6 +268,7 @@ export function oracleBwrapArgs(
   mounts: readonly string[] = [],
   systemRoot?: SystemRoot,
   container?: { readonly root: string; readonly env: Readonly<Record<string, string>> },
+  cwd: string = workdir,
 ): string[] {
   return buildBwrapArgs({
     workspace: join(tmp, "ws"),
@@ -276,7 +279,7 @@ export function oracleBwrapArgs(
     ...(systemRoot ? { systemRoot } : {}),
     ...(container ? { container: { root: container.root, caps: CONTAINER_CAPS } } : {}),
     env: container?.env ?? ORACLE_ENV,
-    cwd: workdir,
+    cwd,
     uid: 0,
     gid: 0,
     hostname: "oracle",

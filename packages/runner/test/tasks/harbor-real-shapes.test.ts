@@ -22,21 +22,32 @@ import {
   passwdEntryOf,
   unbuiltAgentUserProblem,
 } from "../../src/tasks/harbor-agent-user.js";
-import { builtPlanOf } from "../../src/tasks/harbor-built.js";
+import { builtPlanOf, containerEvalCommand } from "../../src/tasks/harbor-built.js";
 import {
   builtWorkspace,
   contextDirsOf,
   HARBOR_COMPOSE_FILE,
   layoutProblem,
   missingPartProblem,
+  specProblem,
   unreadComposeNote,
   verifierScript,
 } from "../../src/tasks/harbor-dir.js";
 import { asUserPrefix } from "../../src/tasks/harbor-oracle.js";
 import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
 import { substitutionNote } from "../../src/tasks/harbor-served.js";
-import { impliedWorkdir, impliedWorkdirNote } from "../../src/tasks/harbor-workdir.js";
-import { SANDBOX_WORKSPACE, taskWorkdirProblem, workdirProblem } from "../../src/tasks/task-spec.js";
+import {
+  impliedWorkdir,
+  impliedWorkdirNote,
+  nestedWorkdirNote,
+  nestedWorkdirOf,
+} from "../../src/tasks/harbor-workdir.js";
+import {
+  SANDBOX_WORKSPACE,
+  TaskSpec,
+  taskWorkdirProblem,
+  workdirProblem,
+} from "../../src/tasks/task-spec.js";
 import { SANDBOX_PATHS } from "../../src/workers/local/shape.js";
 
 /** Shapes met in public Harbor task directories that the cookbook does not have. */
@@ -385,5 +396,33 @@ describe("an invalid task.toml (a public dynamo task: a newline inside a basic s
         /^is not valid TOML \(newlines are not allowed in strings\); Harbor's own reading/,
       ),
     });
+  });
+});
+
+describe("a built WORKDIR inside the sandbox's own /workspace (public talents-* tasks: WORKDIR /workspace/trace-weave)", () => {
+  it("makes /workspace the workspace and the WORKDIR where solve.sh and the verifier start", () => {
+    expect(nestedWorkdirOf("/workspace/trace-weave", SANDBOX_WORKSPACE)).toEqual({
+      root: "/workspace",
+      startDir: "/workspace/trace-weave",
+    });
+    expect(nestedWorkdirOf("/workspace", SANDBOX_WORKSPACE)).toBeUndefined();
+    expect(nestedWorkdirOf("/workspaces/x", SANDBOX_WORKSPACE)).toBeUndefined();
+    expect(nestedWorkdirOf("/app", SANDBOX_WORKSPACE)).toBeUndefined();
+    expect(nestedWorkdirNote("/workspace/trace-weave", "/workspace")).toMatch(
+      /^WORKDIR \/workspace\/trace-weave lies in the sandbox's own \/workspace: the workspace is \/workspace \(holding trace-weave\/ as the image has it\)/,
+    );
+  });
+
+  it("the verifier starts in it", () => {
+    expect(containerEvalCommand("/workspace/trace-weave", 60)).toContain("; cd /workspace/trace-weave; ");
+  });
+
+  it("a served task's WORKDIR there stays refused, named by field and message (not the schema's JSON)", () => {
+    const err = TaskSpec.safeParse({ workdir: "/workspace/x" });
+    expect(err.success).toBe(false);
+    const p = specProblem(err.error);
+    expect(p.field).toMatch(/^task\.toml \(as the task's .*workdir/);
+    expect(p.reason).toMatch(/'\/workspace\/x' lies in the sandbox's own \/workspace/);
+    expect(p.reason).not.toMatch(/"code"/);
   });
 });
