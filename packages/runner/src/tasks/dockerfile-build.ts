@@ -76,6 +76,8 @@ export function chrootArgs(o: {
   env: Readonly<Record<string, string>>;
   user: string;
   shell: string;
+  /** The Dockerfile's SHELL (argv before the command); default `/bin/sh -c`. */
+  shellArgv?: readonly string[];
   context?: string;
   /** This machine's CA bundle (its TLS to the registries may pass a proxy with its own CA), build time only. */
   hostCa?: string;
@@ -105,7 +107,7 @@ export function chrootArgs(o: {
       g ? "--clear-groups" : "--init-groups",
     );
   }
-  a.push("/bin/sh", "-c", o.shell);
+  a.push(...(o.shellArgv ?? ["/bin/sh", "-c"]), o.shell);
   return a;
 }
 
@@ -173,7 +175,13 @@ async function runStep(
   },
   signal: AbortSignal,
 ): Promise<void> {
-  const exec = async (shell: string, user: string, what: string, context = st.context) => {
+  const exec = async (
+    shell: string,
+    user: string,
+    what: string,
+    context = st.context,
+    shellArgv?: readonly string[],
+  ) => {
     const r = await execa(
       "bwrap",
       chrootArgs({
@@ -183,6 +191,7 @@ async function runStep(
         user,
         shell,
         context,
+        ...(shellArgv ? { shellArgv } : {}),
         ...(st.hostCa ? { hostCa: st.hostCa } : {}),
       }),
       {
@@ -211,7 +220,7 @@ async function runStep(
       st.cwd = step.path;
       return;
     case "run":
-      await exec(step.shell, st.user, `RUN ${step.shell.slice(0, 80)}`);
+      await exec(step.shell, st.user, `RUN ${step.shell.slice(0, 80)}`, st.context, step.shellArgv);
       return;
     case "copy": {
       if (step.uv !== undefined) return await uvCopy(step, signal, exec);

@@ -67,14 +67,14 @@ describe("planDockerfile", () => {
 
   it("refuses what it cannot honour by line number, instruction and why — every such line, not just the first", () => {
     const r = refusals(
-      'FROM python:3.12-slim\nCOPY --from=ghcr.io/astral-sh/uv:python3.12-bookworm /usr/local/bin/uv /bin/\nADD https://example.invalid/x.tgz /opt/\nSHELL ["/bin/bash", "-c"]\nFROM debian\n',
+      "FROM python:3.12-slim\nCOPY --from=ghcr.io/astral-sh/uv:python3.12-bookworm /usr/local/bin/uv /bin/\nADD https://example.invalid/x.tgz /opt/\nSHELL bash -c\nFROM debian\n",
     );
     expect(r.map((x) => x.line)).toEqual([2, 3, 4, 5]);
     expect(refusalText(r[0]!)).toMatch(
       /^line 2: COPY --from=ghcr\.io.*: option --from is not honoured \(another image or stage/,
     );
     expect(r[1]!.why).toMatch(/is a URL: nothing is fetched/);
-    expect(r[2]!.why).toMatch(/SHELL/);
+    expect(r[2]!.why).toMatch(/SHELL must be a JSON array/);
     expect(r[3]!.why).toMatch(/multi-stage/);
   });
 
@@ -249,5 +249,36 @@ describe("a build step cut by its bound (environment.build_timeout_sec, per step
     expect(stepTimeoutMessage(62, 600_000, "RUN npm install failed (exit signal)")).toBe(
       "environment/Dockerfile line 62 ran past 600 s, environment.build_timeout_sec, which bounds each step here: raise build_timeout_sec in task.toml if the step needs longer on this machine (RUN npm install failed (exit signal))",
     );
+  });
+});
+
+describe('SHELL (a public mpiFileUtils task: SHELL ["/bin/bash", "-o", "pipefail", "-c"])', () => {
+  it("runs the shell-form RUN lines after it through it; exec-form RUN and lines before it through none", () => {
+    const p = plan(
+      'FROM ubuntu\nRUN echo a | cat\nSHELL ["/bin/bash", "-o", "pipefail", "-c"]\nRUN echo b | cat\nRUN ["touch", "/x"]\n',
+    );
+    const runs = p.steps.filter((s) => s.kind === "run");
+    expect(runs.map((r) => ("shellArgv" in r ? r.shellArgv : undefined))).toEqual([
+      undefined,
+      ["/bin/bash", "-o", "pipefail", "-c"],
+      undefined,
+    ]);
+  });
+
+  it("is the chroot's argv before the command", () => {
+    const a = chrootArgs({
+      rootfs: "/r",
+      cwd: "/",
+      env: {},
+      user: "root",
+      shell: "echo b",
+      shellArgv: ["/bin/bash", "-c"],
+    });
+    expect(a.slice(-3)).toEqual(["/bin/bash", "-c", "echo b"]);
+    expect(chrootArgs({ rootfs: "/r", cwd: "/", env: {}, user: "root", shell: "echo b" }).slice(-3)).toEqual([
+      "/bin/sh",
+      "-c",
+      "echo b",
+    ]);
   });
 });
