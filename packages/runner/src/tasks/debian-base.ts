@@ -29,6 +29,13 @@ export interface DebianBase {
 /** The python image's pip installs into the system Python: Debian's marks it externally managed. */
 const PYTHON_HOOK = 'rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED';
 
+/**
+ * An ubuntu image keeps its apt sources in /etc/apt/sources.list.d/ubuntu.sources, which Dockerfiles
+ * edit in place (`sed -i … ubuntu.sources` to pin a snapshot): the Debian sources are put there.
+ */
+const UBUNTU_SOURCES_HOOK =
+  'for f in "$1"/etc/apt/sources.list.d/*.sources; do mv "$f" "$1"/etc/apt/sources.list.d/ubuntu.sources; done';
+
 /** The nearest Debian base of a `FROM` image, or why there is none. Pure. */
 export function debianBaseOf(image: string, suite: string): DebianBase | { readonly refused: string } {
   const name = image.split("@")[0]!.split(":")[0]!.split("/").pop()!.toLowerCase();
@@ -38,7 +45,13 @@ export function debianBaseOf(image: string, suite: string): DebianBase | { reado
     hooks,
     differences,
   });
-  if (/^(ubuntu|debian|buildpack-deps)$/.test(name))
+  if (name === "ubuntu")
+    return base(
+      [],
+      `Debian ${suite} minbase, its apt sources at Ubuntu's path (/etc/apt/sources.list.d/ubuntu.sources, so a RUN that edits them still runs; they name Debian's archive); RUN apt-get installs Debian's packages of the same names`,
+      [UBUNTU_SOURCES_HOOK],
+    );
+  if (/^(debian|buildpack-deps)$/.test(name))
     return base([], `Debian ${suite} minbase; RUN apt-get installs Debian's packages of the same names`);
   if (/^python/.test(name))
     return base(

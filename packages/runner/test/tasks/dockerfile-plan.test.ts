@@ -1,3 +1,7 @@
+import { spawnSync } from "node:child_process";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type DebianBase, debianBaseKey, debianBaseOf, servedByText } from "../../src/tasks/debian-base.js";
 import { chrootArgs, copyShell, stepTimeoutMessage } from "../../src/tasks/dockerfile-build.js";
@@ -120,6 +124,24 @@ describe("the Debian base of a FROM image", () => {
     expect(debianBaseOf("mcr.microsoft.com/windows:ltsc", "bookworm")).toMatchObject({
       refused: expect.stringMatching(/no Debian base serves image/),
     });
+  });
+
+  it("puts an ubuntu base's apt sources at Ubuntu's path, where Dockerfiles edit them (a public mpiFileUtils task)", async () => {
+    const ubuntu = debianBaseOf("ubuntu:24.04", "bookworm") as DebianBase;
+    expect((debianBaseOf("debian:12", "bookworm") as DebianBase).hooks).toEqual([]);
+    const tree = await mkdtemp(join(tmpdir(), "flakegym-ubuntu-sources-"));
+    try {
+      await mkdir(join(tree, "etc/apt/sources.list.d"), { recursive: true });
+      await writeFile(join(tree, "etc/apt/sources.list.d/0000debian.sources"), "Types: deb\n");
+      const r = spawnSync("sh", ["-c", ubuntu.hooks[0]!, "hook", tree]);
+      expect(r.status).toBe(0);
+      expect(await readdir(join(tree, "etc/apt/sources.list.d"))).toEqual(["ubuntu.sources"]);
+      expect(await readFile(join(tree, "etc/apt/sources.list.d/ubuntu.sources"), "utf8")).toBe(
+        "Types: deb\n",
+      );
+    } finally {
+      await rm(tree, { recursive: true, force: true });
+    }
   });
 
   it("keys a base by its content: another package, architecture or apt source is another key", () => {
