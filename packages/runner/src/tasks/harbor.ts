@@ -523,6 +523,12 @@ export const REWARD_JSON_JUDGE = [
   "sys.exit(0 if ok else 1)",
 ].join("\n");
 
+/**
+ * Judges `$V/reward.txt` as Harbor reads it (`float()` of its text, whitespace aside: `1`, `1.0`,
+ * `1e0`) — passing when the number is ≥ 1, as for reward.json's keys. A shell line (awk). Pure text.
+ */
+export const REWARD_TXT_JUDGE = `awk '{ t = t $0 "\\n" } END { gsub(/^[[:space:]]+|[[:space:]]+$/, "", t); exit !(t ~ /^[+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$/ && t + 0 >= 1) }' "$V/reward.txt"`;
+
 /** The eval command of an imported Harbor task: a fresh log dir, test.sh, then reward.txt = 1 or every reward.json key ≥ 1. */
 export function harborEvalCommand(verifierTimeoutSec?: number): string {
   // task.toml's verifier.timeout_sec cuts test.sh short as Harbor does (then no reward: 0)
@@ -532,7 +538,7 @@ export function harborEvalCommand(verifierTimeoutSec?: number): string {
     `rm -rf "$HARBOR_ROOT/logs" && mkdir -p "$HARBOR_ROOT/logs/verifier"`,
     `${limit}bash "$HARBOR_ROOT/tests/test.sh" </dev/null`,
     `V="$HARBOR_ROOT/logs/verifier"`,
-    `if [ -f "$V/reward.txt" ]; then [ "$(tr -d '[:space:]' < "$V/reward.txt")" = 1 ]; else [ -f "$V/reward.json" ] && python3 -c ${shellQuote(REWARD_JSON_JUDGE)} "$V/reward.json"; fi`,
+    `if [ -f "$V/reward.txt" ]; then ${REWARD_TXT_JUDGE}; else [ -f "$V/reward.json" ] && python3 -c ${shellQuote(REWARD_JSON_JUDGE)} "$V/reward.json"; fi`,
   ].join("; ");
 }
 
