@@ -147,10 +147,14 @@ export async function readHarborDir(
   const tests = await readHarborTests(dir, env.workdir, head.built !== undefined);
   if (isProblem(tests)) return fail(tests);
   const { repo, note } = withEmptyWorkspace(copied, env.workdir);
+  const executables = head.built
+    ? await builtExecutables(head.built.dir, env.workdir, Object.keys(copied))
+    : [];
   const served = head.built ? { note: head.built.servedBy } : await servedEnvironment(env);
   if (isProblem(served)) return fail(served);
   const solution = await readSolution(dir, head, {
     repo,
+    executables,
     mounts: mounted.files,
     mountAts: mounted.mounts.map((m) => m.at),
   });
@@ -169,7 +173,7 @@ export async function readHarborDir(
   for (const [p, c] of Object.entries(repo)) files[`repo/${p}`] = c;
   Object.assign(files, mounted.files);
   Object.assign(files, await keptEnvironment(dir, head.all));
-  const commit = await commitOf(repo);
+  const commit = await commitOf(repo, executables);
   try {
     const { toml, instruction } = head;
     const spec = harborTaskSpec({
@@ -198,6 +202,7 @@ export async function readHarborDir(
       files,
       source: { file: dir, row: index },
       ...(notes.length > 0 ? { notes } : {}),
+      ...(executables.length > 0 ? { executables: executables.map((f) => `repo/${f}`) } : {}),
     };
     return { ok: true, task };
   } catch (err) {
@@ -346,6 +351,17 @@ export async function builtWorkspace(
   return out;
 }
 
+/** The files of `files` (workspace-relative) the built tree has executable under `workdir`: the image's bit kept. */
+export async function builtExecutables(
+  tree: string,
+  workdir: string,
+  files: readonly string[],
+): Promise<string[]> {
+  const out: string[] = [];
+  for (const f of files) if (((await lstat(join(tree, workdir, f))).mode & 0o111) !== 0) out.push(f);
+  return out.sort();
+}
+
 /** The task-folder directory a container path's files are kept in. Pure. */
 export const mountDirOf = (at: string) => `${MOUNTS_DIR}${at}`;
 
@@ -471,6 +487,7 @@ async function readSolution(
   head: HarborHead,
   env: {
     repo: Readonly<Record<string, Buffer>>;
+    executables: readonly string[];
     mounts: Readonly<Record<string, Buffer>>;
     mountAts: readonly string[];
   },
@@ -496,6 +513,7 @@ async function readSolution(
   const timeoutMs = Math.round((head.toml.agent.timeout_sec ?? ORACLE_DEFAULT_TIMEOUT_MS / 1000) * 1000);
   const r = await oraclePatch({
     repo: env.repo,
+    executables: env.executables,
     solution: solutionFiles,
     mounts: env.mounts,
     mountAts: env.mountAts,
@@ -607,10 +625,13 @@ export function unreadComposeNote(files: readonly string[]): string | undefined 
 }
 
 /** The commit id `files` materialize to (catalog identity), as materializeSource will check it. */
-async function commitOf(files: Readonly<Record<string, Buffer | string>>): Promise<string> {
+async function commitOf(
+  files: Readonly<Record<string, Buffer | string>>,
+  executables: readonly string[] = [],
+): Promise<string> {
   const tmp = await mkdtemp(join(tmpdir(), "flakegym-harbor-"));
   try {
-    await writeFiles(tmp, files);
+    await writeFiles(tmp, files, executables);
     return await commitTree(tmp);
   } finally {
     await rm(tmp, { recursive: true, force: true });

@@ -37,6 +37,8 @@ export const ORACLE_DEFAULT_TIMEOUT_MS = 600_000;
 export interface OracleInput {
   /** The workspace files before the agent (path → content). */
   readonly repo: Readonly<Record<string, Buffer | string>>;
+  /** Those of `repo` that are executable (the built image's bit). */
+  readonly executables?: readonly string[];
   /** solution/solve.sh and anything else in solution/ (relative path → content), mounted at /solution. */
   readonly solution: Readonly<Record<string, Buffer | string>>;
   /** Files shown read-only outside the workspace (`container/<abs path>/…` → content), as the task's mounts show them. */
@@ -80,7 +82,7 @@ export async function oraclePatch(
   try {
     const ws = join(tmp, "ws");
     const gitDir = join(tmp, "git");
-    await writeFiles(ws, input.repo);
+    await writeFiles(ws, input.repo, input.executables);
     await writeFiles(join(tmp, "solution"), input.solution);
     await writeFiles(tmp, input.mounts ?? {});
     await mkdir(join(tmp, "logs", "verifier"), { recursive: true });

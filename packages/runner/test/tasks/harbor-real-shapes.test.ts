@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -24,6 +24,7 @@ import {
 } from "../../src/tasks/harbor-agent-user.js";
 import { builtPlanOf, containerEvalCommand } from "../../src/tasks/harbor-built.js";
 import {
+  builtExecutables,
   builtWorkspace,
   contextDirsOf,
   HARBOR_COMPOSE_FILE,
@@ -42,6 +43,7 @@ import {
   nestedWorkdirNote,
   nestedWorkdirOf,
 } from "../../src/tasks/harbor-workdir.js";
+import { writeFiles } from "../../src/tasks/task-dir.js";
 import {
   SANDBOX_WORKSPACE,
   TaskSpec,
@@ -424,5 +426,24 @@ describe("a built WORKDIR inside the sandbox's own /workspace (public talents-* 
     expect(p.field).toMatch(/^task\.toml \(as the task's .*workdir/);
     expect(p.reason).toMatch(/'\/workspace\/x' lies in the sandbox's own \/workspace/);
     expect(p.reason).not.toMatch(/"code"/);
+  });
+});
+
+describe("the image's executable bit in a built workspace (a public flux-accounting task's bin/ scripts)", () => {
+  it("is read from the built tree and written back into the task folder", async () => {
+    const tree = await mkdtemp(join(tmpdir(), "flakegym-exec-bit-"));
+    try {
+      await mkdir(join(tree, "app/bin"), { recursive: true });
+      await writeFile(join(tree, "app/bin/tool"), "#!/bin/sh\n", { mode: 0o755 });
+      await writeFile(join(tree, "app/README.md"), "x\n", { mode: 0o644 });
+      const files = ["README.md", "bin/tool"];
+      expect(await builtExecutables(tree, "/app", files)).toEqual(["bin/tool"]);
+      const out = join(tree, "out");
+      await writeFiles(out, { "bin/tool": "#!/bin/sh\n", "README.md": "x\n" }, ["bin/tool"]);
+      expect((await stat(join(out, "bin/tool"))).mode & 0o777).toBe(0o755);
+      expect((await stat(join(out, "README.md"))).mode & 0o111).toBe(0);
+    } finally {
+      await rm(tree, { recursive: true, force: true });
+    }
   });
 });
