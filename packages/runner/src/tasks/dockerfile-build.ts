@@ -6,7 +6,7 @@ import { createDeadline } from "@flakegym/nomad-jobs";
 import { execa } from "execa";
 import { holdHarborTree } from "../gc/harbor-tree-use.js";
 import { type DebianBase, DONE_MARK, ensureDebianBase, servedByText } from "./debian-base.js";
-import type { BuildPlan, BuildStep } from "./dockerfile-plan.js";
+import { type BuildPlan, type BuildStep, IMAGE_PATH } from "./dockerfile-plan.js";
 import { goImageVersion, installGoToolchain } from "./go-toolchain.js";
 import { uvFromPypi } from "./uv-image.js";
 
@@ -20,7 +20,7 @@ import { uvFromPypi } from "./uv-image.js";
  */
 
 /** The Docker default PATH (and HOME for root). */
-export const DOCKER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+export const DOCKER_PATH = IMAGE_PATH;
 
 /** Where the machine's CA bundle is shown during the build, and the variables that point TLS clients at it. */
 export const HOST_CA = "/.flakegym-host-ca.crt";

@@ -319,12 +319,17 @@ function planLine(d: DockerLine, s: PlanState): string | undefined {
   }
 }
 
+/** The PATH a served image starts with (Docker's default; dockerfile-build.ts runs steps with it). */
+export const IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 /** Dockerfile text → its build plan, or every line that cannot be honoured. Pure. */
 export function planDockerfile(
   text: string,
   buildArgs: Readonly<Record<string, string>> = {},
 ): BuildPlan | { readonly refusals: readonly Refusal[] } {
-  const s: PlanState = { workdir: "/", user: "root", vars: { ...buildArgs }, env: {}, steps: [] };
+  // the image's own PATH (Docker's default) is what `ENV PATH=/x:${PATH}` extends
+  const vars = { PATH: IMAGE_PATH, ...buildArgs };
+  const s: PlanState = { workdir: "/", user: "root", vars, env: {}, steps: [] };
   const refusals: Refusal[] = [];
   for (const d of dockerLines(text)) {
     const why = planLine(d, s);

@@ -10,6 +10,7 @@ import {
   dockerLines,
   envPairs,
   expandVars,
+  IMAGE_PATH,
   planDockerfile,
   type Refusal,
   refusalText,
@@ -302,5 +303,14 @@ describe('SHELL (a public mpiFileUtils task: SHELL ["/bin/bash", "-o", "pipefail
       "-c",
       "echo b",
     ]);
+  });
+});
+
+describe("ENV PATH extending the braced PATH (a public mpiFileUtils task)", () => {
+  it("extends the image's own PATH, not an empty one", () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's own ${PATH}, not a template
+    const p = plan("FROM ubuntu\nENV PATH=/opt/x/bin:${PATH}\n");
+    expect(p.env.PATH).toBe(`/opt/x/bin:${IMAGE_PATH}`);
+    expect(IMAGE_PATH).toBe("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
   });
 });
