@@ -53,12 +53,21 @@ export function debianBaseOf(image: string, suite: string): DebianBase | { reado
     );
   if (/^(debian|buildpack-deps)$/.test(name))
     return base([], `Debian ${suite} minbase; RUN apt-get installs Debian's packages of the same names`);
-  if (/^python/.test(name))
-    return base(
-      ["ca-certificates", "python-is-python3", "python3", "python3-pip", "python3-venv"],
-      `Debian ${suite}'s python3 (not the image's version), pip installing into it as the image's does`,
-      [PYTHON_HOOK],
-    );
+  if (/^python/.test(name)) {
+    // the Debian release whose python3 is the image's minor version, where one is (else the host's)
+    const own = pythonSuiteOf(image);
+    const py = own ? { ...base([], ""), suite: own.suite } : undefined;
+    return {
+      ...base(
+        ["ca-certificates", "python-is-python3", "python3", "python3-pip", "python3-venv"],
+        own
+          ? `Debian ${own.suite}'s python3 (Python ${own.python}, the image's minor version; Debian's build, not the image's), pip installing into it as the image's does`
+          : `Debian ${suite}'s python3 (not the image's version), pip installing into it as the image's does`,
+        [PYTHON_HOOK],
+      ),
+      ...(py ? { suite: py.suite } : {}),
+    };
+  }
   if (/^(node|nodejs)$/.test(name))
     return base(["ca-certificates", "nodejs", "npm"], `Debian ${suite}'s nodejs (not the image's version)`);
   const go = goImageVersion(image);
@@ -76,6 +85,28 @@ export function debianBaseOf(image: string, suite: string): DebianBase | { reado
   return {
     refused: `no Debian base serves image '${image}' (ubuntu, debian, python, node, golang, gcc, rust images are served): build it on a machine with an image registry`,
   };
+}
+
+/** Debian releases by the Python minor version their python3 is (those reachable from Debian's archive). */
+const PYTHON_SUITES: Readonly<Record<string, string>> = { "3.11": "bookworm", "3.13": "trixie" };
+
+/** The Debian suite whose python3 is a `python:3.x…` image's minor version, or undefined. Pure. */
+export function pythonSuiteOf(image: string): { suite: string; python: string } | undefined {
+  const tag = image.split("@")[0]!.split(":")[1] ?? "";
+  const python = /^(3\.\d+)(?![\d])/.exec(tag)?.[1];
+  const suite = python === undefined ? undefined : PYTHON_SUITES[python];
+  return python && suite ? { suite, python } : undefined;
+}
+
+/**
+ * The host's apt sources (deb822) for another suite of the same archive: each `Suites:` line's
+ * host suite name (`bookworm`, `bookworm-updates`, `bookworm-security`) renamed. Pure.
+ */
+export function sourcesForSuite(text: string, hostSuite: string, suite: string): string {
+  if (suite === hostSuite) return text;
+  return text.replace(/^(Suites:.*)$/gm, (line) =>
+    line.replace(new RegExp(`\\b${hostSuite}(?=$|[\\s-])`, "g"), suite),
+  );
 }
 
 /** The content key of a base: suite, packages, hooks, architecture and the apt sources it is built from. Pure. */
@@ -119,7 +150,8 @@ export async function ensureDebianBase(
   base: DebianBase,
   o: { cacheRoot: string; timeoutMs: number; signal?: AbortSignal; log?: (line: string) => void },
 ): Promise<{ dir: string; key: string; builtMs?: number }> {
-  const src = await hostAptSources();
+  const host = await hostAptSources();
+  const src = { ...host, text: sourcesForSuite(host.text, host.suite, base.suite) };
   const key = debianBaseKey(base, src.arch, src.text);
   const dir = baseDir(o.cacheRoot, key);
   // held (flakegym gc leaves it) for as long as this process runs, which copies it for a build
@@ -134,7 +166,8 @@ export async function ensureDebianBase(
     ...base.hooks.map((h) => `--customize-hook=${h}`),
     base.suite,
     tmp,
-    src.file,
+    // another suite's sources go in as text on stdin ("-"), the host's file as itself
+    src.text === host.text ? src.file : "-",
   ];
   const started = Date.now();
   o.log?.(
@@ -147,7 +180,7 @@ export async function ensureDebianBase(
   const r = await execa("mmdebstrap", args, {
     reject: false,
     cancelSignal: deadline.signal,
-    stdin: "ignore",
+    ...(src.text === host.text ? { stdin: "ignore" as const } : { input: src.text }),
     all: true,
   });
   if (r.exitCode !== 0) {

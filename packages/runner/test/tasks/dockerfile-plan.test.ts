@@ -3,7 +3,14 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type DebianBase, debianBaseKey, debianBaseOf, servedByText } from "../../src/tasks/debian-base.js";
+import {
+  type DebianBase,
+  debianBaseKey,
+  debianBaseOf,
+  pythonSuiteOf,
+  servedByText,
+  sourcesForSuite,
+} from "../../src/tasks/debian-base.js";
 import { chrootArgs, copyShell, stepTimeoutMessage } from "../../src/tasks/dockerfile-build.js";
 import {
   type BuildPlan,
@@ -312,5 +319,34 @@ describe("ENV PATH extending the braced PATH (a public mpiFileUtils task)", () =
     const p = plan("FROM ubuntu\nENV PATH=/opt/x/bin:${PATH}\n");
     expect(p.env.PATH).toBe(`/opt/x/bin:${IMAGE_PATH}`);
     expect(IMAGE_PATH).toBe("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  });
+});
+
+describe("a python image served by the Debian release of its Python (a public flux-accounting task: python:3.13)", () => {
+  it("picks the suite by the image's minor version, the host's when none has it", () => {
+    expect(pythonSuiteOf("python:3.13-slim-bookworm@sha256:00")).toEqual({ suite: "trixie", python: "3.13" });
+    expect(pythonSuiteOf("python:3.11-slim")).toEqual({ suite: "bookworm", python: "3.11" });
+    expect(pythonSuiteOf("python:3.12")).toBeUndefined();
+    expect(pythonSuiteOf("python:3.130")).toBeUndefined();
+    expect(pythonSuiteOf("python")).toBeUndefined();
+    expect(debianBaseOf("python:3.13-slim", "bookworm")).toMatchObject({ suite: "trixie" });
+    expect(debianBaseOf("python:3.12-slim", "bookworm")).toMatchObject({ suite: "bookworm" });
+  });
+
+  it("builds it from the host's archive with the suite renamed", () => {
+    const host = [
+      "Types: deb",
+      "URIs: http://deb.debian.org/debian",
+      "Suites: bookworm bookworm-updates",
+      "",
+      "Types: deb",
+      "URIs: http://deb.debian.org/debian-security",
+      "Suites: bookworm-security",
+    ].join("\n");
+    const t = sourcesForSuite(host, "bookworm", "trixie");
+    expect(t).toContain("Suites: trixie trixie-updates\n");
+    expect(t).toContain("Suites: trixie-security");
+    expect(t).toContain("URIs: http://deb.debian.org/debian\n");
+    expect(sourcesForSuite(host, "bookworm", "bookworm")).toBe(host);
   });
 });
