@@ -525,9 +525,10 @@ export const REWARD_JSON_JUDGE = [
 
 /**
  * Judges `$V/reward.txt` as Harbor reads it (`float()` of its text, whitespace aside: `1`, `1.0`,
- * `1e0`) — passing when the number is ≥ 1, as for reward.json's keys. A shell line (awk). Pure text.
+ * `+1.`) — passing when the number is ≥ 1, as for reward.json's keys; two words, or anything else
+ * (`1e0` included), does not pass. Plain sh (an image need not have awk). Pure text.
  */
-export const REWARD_TXT_JUDGE = `awk '{ t = t $0 "\\n" } END { gsub(/^[[:space:]]+|[[:space:]]+$/, "", t); exit !(t ~ /^[+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$/ && t + 0 >= 1) }' "$V/reward.txt"`;
+export const REWARD_TXT_JUDGE = `set -f; set -- $(cat "$V/reward.txt"); set +f; R="\${1-}"; [ $# -eq 1 ] && case "$R" in "" | *[!0-9.+]* | *.*.* | ?*+*) false ;; *) I="\${R%%.*}"; I="\${I#+}"; [ -n "$I" ] && [ "$I" -ge 1 ] 2>/dev/null ;; esac`;
 
 /** The eval command of an imported Harbor task: a fresh log dir, test.sh, then reward.txt = 1 or every reward.json key ≥ 1. */
 export function harborEvalCommand(verifierTimeoutSec?: number): string {
