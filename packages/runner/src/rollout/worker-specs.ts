@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { flakegymCacheRoot } from "../cache-root.mjs";
 import type { RunConfig, WorkerImageProvenance } from "../run-format/schema.js";
+import { agentIdsOf } from "../tasks/harbor-agent-user.js";
 import { rootfsDirOf } from "../tasks/harbor-built.js";
 import { SANDBOX_WORKSPACE } from "../tasks/task-spec.js";
 import type { WorkerSpec } from "../workers/types.js";
@@ -37,15 +38,17 @@ export function imageSpecOf(image: WorkerImageProvenance): Pick<WorkerSpec, "ima
 export function aliasSpecOf(
   t: TaskRuntime,
   cacheRoot: string = flakegymCacheRoot(process.env),
-): Pick<WorkerSpec, "workspaceAlias" | "containerMounts" | "systemRoot"> {
+): Pick<WorkerSpec, "workspaceAlias" | "containerMounts" | "systemRoot" | "agentUser"> {
   const spec = t.catalog?.spec;
   const mounts = (spec?.mounts ?? []).map((m) => ({ hostPath: join(t.catalog!.dir, m.dir), path: m.at }));
   const rootfs = spec?.metadata?.harbor_rootfs;
+  const agentUser = agentIdsOf(spec?.metadata);
   return {
     // a WORKDIR of /workspace is the workspace itself: nothing to alias
     ...(spec?.workdir && spec.workdir !== SANDBOX_WORKSPACE ? { workspaceAlias: spec.workdir } : {}),
     ...(mounts.length > 0 ? { containerMounts: mounts } : {}),
     ...(rootfs ? { systemRoot: rootfsDirOf(cacheRoot, rootfs) } : {}),
+    ...(rootfs && agentUser ? { agentUser } : {}),
   };
 }
 

@@ -29,6 +29,13 @@ export interface DebianBase {
 /** The python image's pip installs into the system Python: Debian's marks it externally managed. */
 const PYTHON_HOOK = 'rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED';
 
+/**
+ * An ubuntu image keeps its apt sources in /etc/apt/sources.list.d/ubuntu.sources, which Dockerfiles
+ * edit in place (`sed -i … ubuntu.sources` to pin a snapshot): the Debian sources are put there.
+ */
+const UBUNTU_SOURCES_HOOK =
+  'for f in "$1"/etc/apt/sources.list.d/*.sources; do mv "$f" "$1"/etc/apt/sources.list.d/ubuntu.sources; done';
+
 /** The nearest Debian base of a `FROM` image, or why there is none. Pure. */
 export function debianBaseOf(image: string, suite: string): DebianBase | { readonly refused: string } {
   const name = image.split("@")[0]!.split(":")[0]!.split("/").pop()!.toLowerCase();
@@ -38,14 +45,29 @@ export function debianBaseOf(image: string, suite: string): DebianBase | { reado
     hooks,
     differences,
   });
-  if (/^(ubuntu|debian|buildpack-deps)$/.test(name))
-    return base([], `Debian ${suite} minbase; RUN apt-get installs Debian's packages of the same names`);
-  if (/^python/.test(name))
+  if (name === "ubuntu")
     return base(
-      ["ca-certificates", "python-is-python3", "python3", "python3-pip", "python3-venv"],
-      `Debian ${suite}'s python3 (not the image's version), pip installing into it as the image's does`,
-      [PYTHON_HOOK],
+      [],
+      `Debian ${suite} minbase, its apt sources at Ubuntu's path (/etc/apt/sources.list.d/ubuntu.sources, so a RUN that edits them still runs; they name Debian's archive); RUN apt-get installs Debian's packages of the same names`,
+      [UBUNTU_SOURCES_HOOK],
     );
+  if (/^(debian|buildpack-deps)$/.test(name))
+    return base([], `Debian ${suite} minbase; RUN apt-get installs Debian's packages of the same names`);
+  if (/^python/.test(name)) {
+    // the Debian release whose python3 is the image's minor version, where one is (else the host's)
+    const own = pythonSuiteOf(image);
+    const py = own ? { ...base([], ""), suite: own.suite } : undefined;
+    return {
+      ...base(
+        ["ca-certificates", "python-is-python3", "python3", "python3-pip", "python3-venv"],
+        own
+          ? `Debian ${own.suite}'s python3 (Python ${own.python}, the image's minor version; Debian's build, not the image's), pip installing into it as the image's does`
+          : `Debian ${suite}'s python3 (not the image's version), pip installing into it as the image's does`,
+        [PYTHON_HOOK],
+      ),
+      ...(py ? { suite: py.suite } : {}),
+    };
+  }
   if (/^(node|nodejs)$/.test(name))
     return base(["ca-certificates", "nodejs", "npm"], `Debian ${suite}'s nodejs (not the image's version)`);
   const go = goImageVersion(image);
@@ -63,6 +85,28 @@ export function debianBaseOf(image: string, suite: string): DebianBase | { reado
   return {
     refused: `no Debian base serves image '${image}' (ubuntu, debian, python, node, golang, gcc, rust images are served): build it on a machine with an image registry`,
   };
+}
+
+/** Debian releases by the Python minor version their python3 is (those reachable from Debian's archive). */
+const PYTHON_SUITES: Readonly<Record<string, string>> = { "3.11": "bookworm", "3.13": "trixie" };
+
+/** The Debian suite whose python3 is a `python:3.x…` image's minor version, or undefined. Pure. */
+export function pythonSuiteOf(image: string): { suite: string; python: string } | undefined {
+  const tag = image.split("@")[0]!.split(":")[1] ?? "";
+  const python = /^(3\.\d+)(?![\d])/.exec(tag)?.[1];
+  const suite = python === undefined ? undefined : PYTHON_SUITES[python];
+  return python && suite ? { suite, python } : undefined;
+}
+
+/**
+ * The host's apt sources (deb822) for another suite of the same archive: each `Suites:` line's
+ * host suite name (`bookworm`, `bookworm-updates`, `bookworm-security`) renamed. Pure.
+ */
+export function sourcesForSuite(text: string, hostSuite: string, suite: string): string {
+  if (suite === hostSuite) return text;
+  return text.replace(/^(Suites:.*)$/gm, (line) =>
+    line.replace(new RegExp(`\\b${hostSuite}(?=$|[\\s-])`, "g"), suite),
+  );
 }
 
 /** The content key of a base: suite, packages, hooks, architecture and the apt sources it is built from. Pure. */
@@ -106,7 +150,8 @@ export async function ensureDebianBase(
   base: DebianBase,
   o: { cacheRoot: string; timeoutMs: number; signal?: AbortSignal; log?: (line: string) => void },
 ): Promise<{ dir: string; key: string; builtMs?: number }> {
-  const src = await hostAptSources();
+  const host = await hostAptSources();
+  const src = { ...host, text: sourcesForSuite(host.text, host.suite, base.suite) };
   const key = debianBaseKey(base, src.arch, src.text);
   const dir = baseDir(o.cacheRoot, key);
   // held (flakegym gc leaves it) for as long as this process runs, which copies it for a build
@@ -121,7 +166,8 @@ export async function ensureDebianBase(
     ...base.hooks.map((h) => `--customize-hook=${h}`),
     base.suite,
     tmp,
-    src.file,
+    // another suite's sources go in as text on stdin ("-"), the host's file as itself
+    src.text === host.text ? src.file : "-",
   ];
   const started = Date.now();
   o.log?.(
@@ -134,7 +180,7 @@ export async function ensureDebianBase(
   const r = await execa("mmdebstrap", args, {
     reject: false,
     cancelSignal: deadline.signal,
-    stdin: "ignore",
+    ...(src.text === host.text ? { stdin: "ignore" as const } : { input: src.text }),
     all: true,
   });
   if (r.exitCode !== 0) {

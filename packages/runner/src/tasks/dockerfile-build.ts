@@ -6,7 +6,7 @@ import { createDeadline } from "@flakegym/nomad-jobs";
 import { execa } from "execa";
 import { holdHarborTree } from "../gc/harbor-tree-use.js";
 import { type DebianBase, DONE_MARK, ensureDebianBase, servedByText } from "./debian-base.js";
-import type { BuildPlan, BuildStep } from "./dockerfile-plan.js";
+import { type BuildPlan, type BuildStep, IMAGE_PATH } from "./dockerfile-plan.js";
 import { goImageVersion, installGoToolchain } from "./go-toolchain.js";
 import { uvFromPypi } from "./uv-image.js";
 
@@ -20,7 +20,7 @@ import { uvFromPypi } from "./uv-image.js";
  */
 
 /** The Docker default PATH (and HOME for root). */
-export const DOCKER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+export const DOCKER_PATH = IMAGE_PATH;
 
 /** Where the machine's CA bundle is shown during the build, and the variables that point TLS clients at it. */
 export const HOST_CA = "/.flakegym-host-ca.crt";
@@ -76,6 +76,8 @@ export function chrootArgs(o: {
   env: Readonly<Record<string, string>>;
   user: string;
   shell: string;
+  /** The Dockerfile's SHELL (argv before the command); default `/bin/sh -c`. */
+  shellArgv?: readonly string[];
   context?: string;
   /** This machine's CA bundle (its TLS to the registries may pass a proxy with its own CA), build time only. */
   hostCa?: string;
@@ -105,7 +107,7 @@ export function chrootArgs(o: {
       g ? "--clear-groups" : "--init-groups",
     );
   }
-  a.push("/bin/sh", "-c", o.shell);
+  a.push(...(o.shellArgv ?? ["/bin/sh", "-c"]), o.shell);
   return a;
 }
 
@@ -173,7 +175,13 @@ async function runStep(
   },
   signal: AbortSignal,
 ): Promise<void> {
-  const exec = async (shell: string, user: string, what: string, context = st.context) => {
+  const exec = async (
+    shell: string,
+    user: string,
+    what: string,
+    context = st.context,
+    shellArgv?: readonly string[],
+  ) => {
     const r = await execa(
       "bwrap",
       chrootArgs({
@@ -183,6 +191,7 @@ async function runStep(
         user,
         shell,
         context,
+        ...(shellArgv ? { shellArgv } : {}),
         ...(st.hostCa ? { hostCa: st.hostCa } : {}),
       }),
       {
@@ -211,7 +220,7 @@ async function runStep(
       st.cwd = step.path;
       return;
     case "run":
-      await exec(step.shell, st.user, `RUN ${step.shell.slice(0, 80)}`);
+      await exec(step.shell, st.user, `RUN ${step.shell.slice(0, 80)}`, st.context, step.shellArgv);
       return;
     case "copy": {
       if (step.uv !== undefined) return await uvCopy(step, signal, exec);
@@ -262,6 +271,52 @@ async function dpkgArch(): Promise<string> {
   return (await execa("dpkg", ["--print-architecture"], { timeout: 10_000 })).stdout.trim();
 }
 
+/** How often a running build step says it is still running. */
+const STEP_PROGRESS_MS = 60_000;
+
+/**
+ * The Dockerfile's steps, each bounded by its own `stepMs` (environment.build_timeout_sec): Harbor
+ * bounds the whole build by it, but one network install on a loaded shared machine can take what a
+ * whole build takes on an idle one, so a build that keeps finishing steps is not cut by one wall
+ * clock over all of them. A running RUN or COPY says it is still running every minute, and each
+ * says how long it took.
+ */
+async function runSteps(
+  steps: readonly BuildStep[],
+  st: Parameters<typeof runStep>[1],
+  o: { signal?: AbortSignal; stepMs: number; log?: (line: string) => void },
+): Promise<void> {
+  for (const step of steps) {
+    const shown = step.kind === "run" || step.kind === "copy";
+    const what = `line ${step.line}: ${step.kind.toUpperCase()}`;
+    if (shown) o.log?.(`  ${what}`);
+    const started = Date.now();
+    const tick = shown
+      ? setInterval(() => o.log?.(`  ${what} still running (${secondsSince(started)} s)`), STEP_PROGRESS_MS)
+      : undefined;
+    using d = createDeadline({
+      signals: [o.signal],
+      timeout: { ms: o.stepMs, limit: "environment.build_timeout_sec (per step)" },
+    });
+    try {
+      await runStep(step, st, d.signal);
+    } catch (err) {
+      if (d.expired) throw new Error(stepTimeoutMessage(step.line, o.stepMs, (err as Error).message));
+      throw err;
+    } finally {
+      clearInterval(tick);
+    }
+    if (shown && Date.now() - started >= 10_000) o.log?.(`  ${what} done in ${secondsSince(started)} s`);
+  }
+}
+
+const secondsSince = (t: number) => Math.round((Date.now() - t) / 1000);
+
+/** The error of a build step cut by its bound, naming the line, the bound and what to do. Pure. */
+export function stepTimeoutMessage(line: number, stepMs: number, cause: string): string {
+  return `environment/Dockerfile line ${line} ran past ${Math.round(stepMs / 1000)} s, environment.build_timeout_sec, which bounds each step here: raise build_timeout_sec in task.toml if the step needs longer on this machine (${cause})`;
+}
+
 /**
  * The root filesystem of a Dockerfile's plan: its Debian base (built or cached), copied, the steps
  * run on the copy; cached by content under `<cache>/harbor-rootfs/<key>`. Needs root and bwrap.
@@ -297,7 +352,6 @@ export async function buildRootfs(
     return JSON.parse(await readFile(join(dir, DONE_MARK), "utf8")) as BuiltRootfs;
   const started = Date.now();
   const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
-  let stepsExpired = false;
   try {
     await execa("cp", ["-a", b.dir, tmp], { cancelSignal: prep.signal });
     await rm(join(tmp, DONE_MARK), { force: true });
@@ -313,21 +367,8 @@ export async function buildRootfs(
       env: {} as Record<string, string>,
       ...(ca ? { hostCa: ca } : {}),
     };
-    {
-      // the Dockerfile's own lines are bounded by environment.build_timeout_sec
-      using steps = createDeadline({
-        signals: [prep.signal],
-        timeout: { ms: o.timeoutMs, limit: "environment.build_timeout_sec" },
-      });
-      for (const step of plan.steps) {
-        if (step.kind === "run" || step.kind === "copy")
-          o.log?.(`  line ${step.line}: ${step.kind.toUpperCase()}`);
-        await runStep(step, st, steps.signal).catch((err: unknown) => {
-          stepsExpired = steps.expired;
-          throw err;
-        });
-      }
-    }
+    // not under prep: the stand-in's bound is not the steps'
+    await runSteps(plan.steps, st, { signal: o.signal, stepMs: o.timeoutMs, log: o.log });
     const built: BuiltRootfs = {
       dir,
       key,
@@ -351,10 +392,6 @@ export async function buildRootfs(
     return built;
   } catch (err) {
     await rm(tmp, { recursive: true, force: true });
-    if (stepsExpired)
-      throw new Error(
-        `the environment build ran past ${o.timeoutMs} ms (environment.build_timeout_sec): ${(err as Error).message}`,
-      );
     throw err;
   }
 }

@@ -15,7 +15,13 @@ export interface DockerLine {
 }
 
 export type BuildStep =
-  | { readonly kind: "run"; readonly line: number; readonly shell: string }
+  | {
+      readonly kind: "run";
+      readonly line: number;
+      readonly shell: string;
+      /** The SHELL in force for a shell-form RUN (its argv before the command), when not `/bin/sh -c`. */
+      readonly shellArgv?: readonly string[];
+    }
   | {
       readonly kind: "copy";
       readonly line: number;
@@ -146,6 +152,8 @@ interface PlanState {
   steps: BuildStep[];
   entrypoint?: string[];
   cmd?: string[];
+  /** The SHELL line's argv (shell-form RUN lines run through it), when one was given. */
+  shellArgv?: string[];
 }
 
 /** Instructions that only describe the image (ports, labels, health): read, nothing to build. */
@@ -258,7 +266,9 @@ function planLine(d: DockerLine, s: PlanState): string | undefined {
       const argv = execForm(d.args);
       const shell = argv ? argv.map((w) => `'${w.replace(/'/g, "'\\''")}'`).join(" ") : d.args;
       if (/^--/.test(shell)) return "RUN options (--mount, --network) are not honoured";
-      s.steps.push({ kind: "run", line: d.line, shell });
+      // Docker runs a shell-form RUN through the SHELL in force; the exec form runs no shell
+      const through = !argv && s.shellArgv ? { shellArgv: s.shellArgv } : {};
+      s.steps.push({ kind: "run", line: d.line, shell, ...through });
       return undefined;
     }
     case "COPY":
@@ -293,8 +303,13 @@ function planLine(d: DockerLine, s: PlanState): string | undefined {
     case "CMD":
       s.cmd = argvOf(d.args);
       return undefined;
-    case "SHELL":
-      return "a SHELL other than /bin/sh -c is not honoured: write the RUN lines for sh";
+    case "SHELL": {
+      const argv = execForm(d.args);
+      if (!argv || argv.length === 0 || !argv[0]!.startsWith("/"))
+        return 'SHELL must be a JSON array starting with an absolute path (Docker\'s form: SHELL ["/bin/bash", "-c"])';
+      s.shellArgv = argv;
+      return undefined;
+    }
     case "VOLUME":
       return "VOLUME is not honoured (no volumes are made here): make the directory with RUN mkdir";
     case "ONBUILD":
@@ -304,12 +319,17 @@ function planLine(d: DockerLine, s: PlanState): string | undefined {
   }
 }
 
+/** The PATH a served image starts with (Docker's default; dockerfile-build.ts runs steps with it). */
+export const IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 /** Dockerfile text → its build plan, or every line that cannot be honoured. Pure. */
 export function planDockerfile(
   text: string,
   buildArgs: Readonly<Record<string, string>> = {},
 ): BuildPlan | { readonly refusals: readonly Refusal[] } {
-  const s: PlanState = { workdir: "/", user: "root", vars: { ...buildArgs }, env: {}, steps: [] };
+  // the image's own PATH (Docker's default) is what `ENV PATH=/x:${PATH}` extends
+  const vars = { PATH: IMAGE_PATH, ...buildArgs };
+  const s: PlanState = { workdir: "/", user: "root", vars, env: {}, steps: [] };
   const refusals: Refusal[] = [];
   for (const d of dockerLines(text)) {
     const why = planLine(d, s);

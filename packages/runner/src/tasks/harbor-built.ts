@@ -2,7 +2,13 @@ import { join } from "node:path";
 import { type DebianBase, debianBaseOf, hostAptSources } from "./debian-base.js";
 import { type BuiltRootfs, buildRootfs } from "./dockerfile-build.js";
 import { type BuildPlan, containerPath, planDockerfile, refusalText } from "./dockerfile-plan.js";
-import { type Environment, type HarborProblem, type HarborTaskToml, REWARD_JSON_JUDGE } from "./harbor.js";
+import {
+  type Environment,
+  type HarborProblem,
+  type HarborTaskToml,
+  REWARD_JSON_JUDGE,
+  REWARD_TXT_JUDGE,
+} from "./harbor.js";
 import { HARBOR_DIR } from "./harbor-test-paths.js";
 import { impliedWorkdir, impliedWorkdirNote, scriptTextsOf } from "./harbor-workdir.js";
 import { shellQuote } from "./task-spec.js";
@@ -66,7 +72,7 @@ export function builtPlanOf(
   if (plan.entrypoint)
     return {
       field,
-      reason: `ENTRYPOINT ${JSON.stringify(plan.entrypoint)}: runs at container start (services, /etc edits); flakegym starts no entrypoint in the task's sandboxes (each command is a sandbox of its own, so a service it started would not outlive it), so what it sets up would be missing`,
+      reason: `ENTRYPOINT ${JSON.stringify(plan.entrypoint)}: runs at container start (Harbor starts the task's container with it, its CMD replaced by \`sleep infinity\`, so CMD is not run but ENTRYPOINT is: services, /etc edits); flakegym starts no entrypoint in the task's sandboxes (each command is a sandbox of its own, so a service it started would not outlive it), so what it sets up would be missing: move its setup into RUN lines, or start its service from tests/test.sh and solution/solve.sh`,
     };
   if (plan.workdir === "/")
     return {
@@ -151,6 +157,6 @@ export function containerEvalCommand(workdir: string, verifierTimeoutSec?: numbe
     `cd ${shellQuote(workdir)}`,
     `${limit}bash /tests/test.sh </dev/null`,
     "V=/logs/verifier",
-    `if [ -f "$V/reward.txt" ]; then [ "$(tr -d '[:space:]' < "$V/reward.txt")" = 1 ]; else [ -f "$V/reward.json" ] && python3 -c ${shellQuote(REWARD_JSON_JUDGE)} "$V/reward.json"; fi`,
+    `if [ -f "$V/reward.txt" ]; then ${REWARD_TXT_JUDGE}; else [ -f "$V/reward.json" ] && python3 -c ${shellQuote(REWARD_JSON_JUDGE)} "$V/reward.json"; fi`,
   ].join("; ");
 }

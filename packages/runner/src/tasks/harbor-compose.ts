@@ -45,6 +45,6 @@ export function composeProblem(field: string, text: string): HarborProblem {
   const named = sidecars.map(([name, s]) => `'${name}' (${madeOf(s)})`).join(", ");
   return {
     field,
-    reason: `service ${named} could not be started: flakegym runs one sandbox per trajectory and starts no services beside it (a pod per trajectory is not built yet), so the task's ${sidecars.length === 1 ? "service" : "services"} would be missing: not imported`,
+    reason: `service ${named} could not be started: flakegym runs one sandbox per trajectory and starts no services beside it (a pod per trajectory is not built yet, on either backend), so the task's ${sidecars.length === 1 ? "service" : "services"} would be missing: not imported. To run it here, install ${sidecars.length === 1 ? "the service" : "the services"} in environment/Dockerfile and start ${sidecars.length === 1 ? "it" : "them"} from tests/test.sh (or drop the file if no test needs ${sidecars.length === 1 ? "it" : "them"})`,
   };
 }

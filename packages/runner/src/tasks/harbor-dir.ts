@@ -21,15 +21,24 @@ import {
   testFileProblem,
   withoutCtrf,
 } from "./harbor.js";
+import {
+  type AgentUser,
+  agentUserMetadata,
+  agentUserOf,
+  builtAgentUser,
+  unbuiltAgentUserProblem,
+} from "./harbor-agent-user.js";
 import { builtEnvironment, containerEvalCommand } from "./harbor-built.js";
 import { composeProblem } from "./harbor-compose.js";
 import { executableFiles, ORACLE_DEFAULT_TIMEOUT_MS, oraclePatch } from "./harbor-oracle.js";
 import { servedEnvironment } from "./harbor-served.js";
 import { unwrapUvInstallGuard } from "./harbor-uv-guard.js";
+import { nestedWorkdirNote, nestedWorkdirOf } from "./harbor-workdir.js";
 import { commitTree } from "./materialize.js";
 import type { IntakeResult, IntakeTask } from "./swebench.js";
 import { taskIdOf } from "./swebench.js";
 import { writeFiles } from "./task-dir.js";
+import { SANDBOX_WORKSPACE } from "./task-spec.js";
 
 /**
  * Reading Harbor task directories into flakegym tasks (writing them out: harbor-export.ts). Only
@@ -93,6 +102,10 @@ interface HarborHead {
   readonly env: Environment;
   /** The environment built from the Dockerfile (`--build-env`), when it was. */
   readonly built?: BuiltRootfs;
+  /** task.toml's `agent.user` as the built environment's /etc/passwd gives it (harbor-agent-user.ts). */
+  readonly agentUser?: AgentUser;
+  /** A built WORKDIR inside /workspace: where solve.sh and the verifier start (the workspace is /workspace). */
+  readonly startDir?: string;
 }
 
 /** How Harbor directories are read: `buildEnv` builds each Dockerfile into a root filesystem (tasks/harbor-built.ts). */
@@ -124,6 +137,7 @@ export async function readHarborDir(
   const head = await readHarborHead(dir, o);
   if (isProblem(head)) return fail(head);
   const { env } = head;
+  const notes0: string[] = [];
   const copied = head.built
     ? await builtWorkspace(head.built.dir, env.workdir)
     : await readWorkspace(dir, env);
@@ -133,20 +147,33 @@ export async function readHarborDir(
   const tests = await readHarborTests(dir, env.workdir, head.built !== undefined);
   if (isProblem(tests)) return fail(tests);
   const { repo, note } = withEmptyWorkspace(copied, env.workdir);
+  const executables = head.built
+    ? await builtExecutables(head.built.dir, env.workdir, Object.keys(copied))
+    : [];
   const served = head.built ? { note: head.built.servedBy } : await servedEnvironment(env);
   if (isProblem(served)) return fail(served);
   const solution = await readSolution(dir, head, {
     repo,
+    executables,
     mounts: mounted.files,
     mountAts: mounted.mounts.map((m) => m.at),
   });
   if (isProblem(solution)) return fail(solution);
-  const notes = [...tests.notes, served.note, ...(note === undefined ? [] : [note]), ...solution.notes];
+  const unread = unreadComposeNote(head.all);
+  if (head.startDir) notes0.push(nestedWorkdirNote(head.startDir, env.workdir));
+  const notes = [
+    ...tests.notes,
+    served.note,
+    ...(note === undefined ? [] : [note]),
+    ...(unread === undefined ? [] : [unread]),
+    ...notes0,
+    ...solution.notes,
+  ];
   const files: Record<string, Buffer | string> = { "solution.patch": solution.patch, ...tests.hidden };
   for (const [p, c] of Object.entries(repo)) files[`repo/${p}`] = c;
   Object.assign(files, mounted.files);
   Object.assign(files, await keptEnvironment(dir, head.all));
-  const commit = await commitOf(repo);
+  const commit = await commitOf(repo, executables);
   try {
     const { toml, instruction } = head;
     const spec = harborTaskSpec({
@@ -158,12 +185,15 @@ export async function readHarborDir(
       solution: solution.patch,
       commit,
       mounts: mounted.mounts,
-      ...(head.built ? { evalCommand: containerEvalCommand(env.workdir, toml.verifier.timeout_sec) } : {}),
+      ...(head.built
+        ? { evalCommand: containerEvalCommand(head.startDir ?? env.workdir, toml.verifier.timeout_sec) }
+        : {}),
       metadata: {
         harbor_environment: served.note,
         harbor_solution: solution.source,
         harbor_image: env.image,
         ...(head.built ? { harbor_rootfs: head.built.key } : {}),
+        ...(head.agentUser ? agentUserMetadata(head.agentUser) : {}),
         ...(env.aptPackages.length > 0 ? { harbor_apt: env.aptPackages.join(" ") } : {}),
       },
     });
@@ -172,11 +202,23 @@ export async function readHarborDir(
       files,
       source: { file: dir, row: index },
       ...(notes.length > 0 ? { notes } : {}),
+      ...(executables.length > 0 ? { executables: executables.map((f) => `repo/${f}`) } : {}),
     };
     return { ok: true, task };
   } catch (err) {
-    return fail({ field: "task.toml", reason: (err as Error).message });
+    return fail(specProblem(err));
   }
+}
+
+/** A task spec's schema error as a problem: each issue's field and message, not zod's JSON. Pure. */
+export function specProblem(err: unknown): HarborProblem {
+  const issues = (err as { issues?: { path: PropertyKey[]; message: string }[] }).issues;
+  if (!Array.isArray(issues)) return { field: "task.toml", reason: (err as Error).message };
+  const fields = [...new Set(issues.map((i) => i.path.map(String).join(".") || "(task)"))];
+  return {
+    field: `task.toml (as the task's ${fields.join(", ")})`,
+    reason: issues.map((i) => i.message).join("; "),
+  };
 }
 
 /** Where a task folder keeps the Harbor dir's own environment/ (its Dockerfile and build context) for re-export. */
@@ -217,23 +259,63 @@ async function readHarborHead(dir: string, o: HarborReadOptions): Promise<Harbor
     return typeof text === "string" ? composeProblem(layout.field, text) : (text ?? layout);
   }
   if (layout) return layout;
-  const user = agentUserProblem(toml);
-  if (user) return user;
+  const user = agentUserOf(toml);
+  if (user !== undefined && !o.buildEnv) return unbuiltAgentUserProblem(user);
   const instruction = await readRegular(join(dir, "instruction.md"), "instruction.md");
   if (typeof instruction !== "string" || instruction.trim() === "")
     return typeof instruction === "object"
       ? instruction
-      : { field: "instruction.md", reason: "missing or empty" };
+      : {
+          field: "instruction.md",
+          reason:
+            "missing or empty: Harbor gives instruction.md to the agent as its task, so there is nothing to ask; the task is incomplete, not imported",
+        };
+  // what Harbor itself needs to run the task (its verifier, its oracle), before any build
+  const unrunnable = missingPartProblem(all);
+  if (unrunnable) return unrunnable;
   const dockerfile = await readRegular(join(dir, "environment/Dockerfile"), "environment/Dockerfile");
   if (dockerfile === undefined) return missingDockerfile(toml.environment.docker_image);
   if (typeof dockerfile !== "string") return dockerfile;
   if (o.buildEnv) {
     const b = await builtEnvironment(dir, dockerfile, toml, o.buildEnv);
-    return isProblem(b) ? b : { all, toml, instruction, env: b.env, built: b.built };
+    if (isProblem(b)) return b;
+    const agentUser = user === undefined ? undefined : await builtAgentUser(b.built.dir, user);
+    if (agentUser && isProblem(agentUser)) return agentUser;
+    const nested = nestedWorkdirOf(b.env.workdir, SANDBOX_WORKSPACE);
+    return {
+      all,
+      toml,
+      instruction,
+      env: nested ? { ...b.env, workdir: nested.root } : b.env,
+      built: b.built,
+      ...(agentUser ? { agentUser } : {}),
+      ...(nested ? { startDir: nested.startDir } : {}),
+    };
   }
   const env = environmentOf(dockerfile, contextDirsOf(all), toml.environment.workdir);
   if (isProblem(env)) return env;
   return { all, toml, instruction, env };
+}
+
+/**
+ * A task Harbor itself could not run, named by the part it lacks: tests/test.sh (its verifier) or a
+ * reference solution (solution/solve.sh or solution/*.patch, its oracle). Checked before any build. Pure.
+ */
+export function missingPartProblem(all: readonly string[]): HarborProblem | undefined {
+  if (!all.includes("tests/test.sh")) {
+    const near = all.find((f) => /^[^/]+\/test\.sh$/.test(f));
+    return {
+      field: "tests/test.sh",
+      reason: `missing: Harbor runs tests/test.sh as the verifier${near ? ` (found ${near}, which Harbor does not read)` : ""}; the task is incomplete, not imported`,
+    };
+  }
+  if (!all.some((f) => f === "solution/solve.sh" || /^solution\/[^/]+\.(patch|diff)$/.test(f)))
+    return {
+      field: "solution/solve.sh",
+      reason:
+        "missing: Harbor's oracle runs solution/solve.sh (flakegym also takes solution/*.patch), the reference that validate checks gold against; the task is incomplete, not imported",
+    };
+  return undefined;
 }
 
 /** The problem of a task without environment/Dockerfile, naming the prebuilt image it names instead. Pure. */
@@ -267,6 +349,17 @@ export async function builtWorkspace(
   const out: Record<string, Buffer> = {};
   for (const f of files) out[f] = await readFile(join(root, f));
   return out;
+}
+
+/** The files of `files` (workspace-relative) the built tree has executable under `workdir`: the image's bit kept. */
+export async function builtExecutables(
+  tree: string,
+  workdir: string,
+  files: readonly string[],
+): Promise<string[]> {
+  const out: string[] = [];
+  for (const f of files) if (((await lstat(join(tree, workdir, f))).mode & 0o111) !== 0) out.push(f);
+  return out.sort();
 }
 
 /** The task-folder directory a container path's files are kept in. Pure. */
@@ -394,6 +487,7 @@ async function readSolution(
   head: HarborHead,
   env: {
     repo: Readonly<Record<string, Buffer>>;
+    executables: readonly string[];
     mounts: Readonly<Record<string, Buffer>>;
     mountAts: readonly string[];
   },
@@ -419,15 +513,21 @@ async function readSolution(
   const timeoutMs = Math.round((head.toml.agent.timeout_sec ?? ORACLE_DEFAULT_TIMEOUT_MS / 1000) * 1000);
   const r = await oraclePatch({
     repo: env.repo,
+    executables: env.executables,
     solution: solutionFiles,
     mounts: env.mounts,
     mountAts: env.mountAts,
     workdir: head.env.workdir,
+    ...(head.startDir ? { cwd: head.startDir } : {}),
     timeoutMs,
     ...(head.built ? { systemRoot: head.built.dir } : {}),
+    ...(head.agentUser ? { user: head.agentUser } : {}),
   });
   if (isProblem(r)) return r;
-  const source = `solution/solve.sh run as Harbor's oracle (bash, cwd ${head.env.workdir}, no network); its diff of the workspace`;
+  const as = head.agentUser
+    ? `, as agent.user ${head.agentUser.name} (${head.agentUser.uid}:${head.agentUser.gid})`
+    : "";
+  const source = `solution/solve.sh run as Harbor's oracle (bash, cwd ${head.startDir ?? head.env.workdir}${as}, no network); its diff of the workspace`;
   const modes = executableFiles(r.patch);
   const modeNote =
     modes.length > 0
@@ -498,10 +598,9 @@ export function layoutProblem(
       reason: `uses Harbor's multi-step layout (one instruction and verifier per step${names.length > 0 ? `: ${names.join(", ")}` : ""}), which flakegym does not import yet: ${MULTI_STEP_MISSING}; only single-step tasks (instruction.md, tests/test.sh) are supported`,
     };
   }
-  const compose = files.find((f) => /^environment\/(docker-)?compose\.ya?ml$/.test(f));
-  if (compose) {
+  if (files.includes(HARBOR_COMPOSE_FILE)) {
     return {
-      field: compose,
+      field: HARBOR_COMPOSE_FILE,
       reason:
         "defines a Docker Compose environment (sidecar services beside the task container), which flakegym's single sandbox cannot run: not imported",
     };
@@ -510,24 +609,29 @@ export function layoutProblem(
 }
 
 /**
- * task.toml's `agent.user` (Harbor runs the agent and its oracle as that user, and a test may check
- * `whoami`): flakegym's sandbox has one user, so the task is refused naming the field rather than
- * run as someone else. Pure.
+ * The one Compose file Harbor reads: its Docker environment merges `environment/docker-compose.yaml`
+ * (exactly that name) over its own `main` service; any other Compose-named file
+ * (`docker-compose.yml`, `compose.yaml`) is only a build-context file to Harbor, and so here.
  */
-export function agentUserProblem(toml: HarborTaskToml): HarborProblem | undefined {
-  const user = (toml.agent as Record<string, unknown>).user;
-  if (user === undefined || user === "root" || user === 0 || user === "0") return undefined;
-  return {
-    field: "task.toml: agent.user",
-    reason: `runs the agent and the oracle as user ${JSON.stringify(user)}, which is not honoured here (the sandbox runs them as its one user): the task's checks of who ran it would fail; drop the field or make the user root`,
-  };
+export const HARBOR_COMPOSE_FILE = "environment/docker-compose.yaml";
+
+/** The note for Compose-named files Harbor does not read (they stay build-context files). Pure. */
+export function unreadComposeNote(files: readonly string[]): string | undefined {
+  const unread = files.filter(
+    (f) => /^environment\/(docker-)?compose\.ya?ml$/.test(f) && f !== HARBOR_COMPOSE_FILE,
+  );
+  if (unread.length === 0) return undefined;
+  return `${unread.join(", ")}: not read as a Compose environment (Harbor reads only ${HARBOR_COMPOSE_FILE}); its services are not started, as under Harbor, and the file stays part of the build context`;
 }
 
 /** The commit id `files` materialize to (catalog identity), as materializeSource will check it. */
-async function commitOf(files: Readonly<Record<string, Buffer | string>>): Promise<string> {
+async function commitOf(
+  files: Readonly<Record<string, Buffer | string>>,
+  executables: readonly string[] = [],
+): Promise<string> {
   const tmp = await mkdtemp(join(tmpdir(), "flakegym-harbor-"));
   try {
-    await writeFiles(tmp, files);
+    await writeFiles(tmp, files, executables);
     return await commitTree(tmp);
   } finally {
     await rm(tmp, { recursive: true, force: true });

@@ -17,6 +17,7 @@ import { findBwrap } from "../workers/local/shape.js";
 import { prepareMountPoints, readSystemRoot } from "../workers/local/system-root.js";
 import { DONE_MARK } from "./debian-base.js";
 import { type HarborProblem, MOUNTS_DIR } from "./harbor.js";
+import type { AgentUser } from "./harbor-agent-user.js";
 import { git } from "./materialize.js";
 import { writeFiles } from "./task-dir.js";
 
@@ -36,6 +37,8 @@ export const ORACLE_DEFAULT_TIMEOUT_MS = 600_000;
 export interface OracleInput {
   /** The workspace files before the agent (path → content). */
   readonly repo: Readonly<Record<string, Buffer | string>>;
+  /** Those of `repo` that are executable (the built image's bit). */
+  readonly executables?: readonly string[];
   /** solution/solve.sh and anything else in solution/ (relative path → content), mounted at /solution. */
   readonly solution: Readonly<Record<string, Buffer | string>>;
   /** Files shown read-only outside the workspace (`container/<abs path>/…` → content), as the task's mounts show them. */
@@ -44,9 +47,13 @@ export interface OracleInput {
   readonly mountAts?: readonly string[];
   /** The task's WORKDIR (where the workspace is and solve.sh runs). */
   readonly workdir: string;
+  /** Where solve.sh starts when not at the workspace's root (a built WORKDIR inside /workspace). */
+  readonly cwd?: string;
   readonly timeoutMs: number;
   /** The task's built environment (tasks/harbor-built.ts): its root filesystem as the system. */
   readonly systemRoot?: string;
+  /** task.toml's `agent.user` (harbor-agent-user.ts): solve.sh runs as it, in the container only. */
+  readonly user?: AgentUser;
 }
 
 /**
@@ -75,7 +82,7 @@ export async function oraclePatch(
   try {
     const ws = join(tmp, "ws");
     const gitDir = join(tmp, "git");
-    await writeFiles(ws, input.repo);
+    await writeFiles(ws, input.repo, input.executables);
     await writeFiles(join(tmp, "solution"), input.solution);
     await writeFiles(tmp, input.mounts ?? {});
     await mkdir(join(tmp, "logs", "verifier"), { recursive: true });
@@ -86,6 +93,8 @@ export async function oraclePatch(
     await g(["commit", "-q", "--no-gpg-sign", "--allow-empty", "-m", "base"]);
     const system: string[] = [];
     const run = await runSolve(bwrap, tmp, input, system);
+    // back to the runner's, so host git reads the workspace as its own (no "dubious ownership")
+    if (input.user) await ownedBy(tmp, { ...input.user, uid: 0, gid: 0 });
     if (run.timedOut)
       return { field, reason: `did not finish within ${input.timeoutMs} ms in the task's environment` };
     if (run.exitCode !== 0)
@@ -112,7 +121,13 @@ export async function oraclePatch(
     );
     const left = await g(["ls-files", "--others", "--ignored", "--exclude-standard", "--directory"]);
     const byproducts = left.split("\n").filter((l) => l !== "");
-    return patchProblem(patch, input.workdir) ?? { patch, byproducts, system };
+    const problem = patchProblem(patch, input.workdir);
+    if (problem && patch.trim() === "" && system.length > 0)
+      return {
+        ...problem,
+        reason: `${problem.reason}: it changed only the system outside it (${system.join(", ")}), which the task's own verifier would have to read there`,
+      };
+    return problem ?? { patch, byproducts, system };
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
@@ -126,13 +141,16 @@ export async function oraclePatch(
 async function runSolve(bwrap: string, tmp: string, input: OracleInput, changed: string[]) {
   const ats = input.mountAts ?? [];
   const opts = { reject: false, timeout: input.timeoutMs, stdin: "ignore", all: true } as const;
-  const solve = ["--", "/bin/bash", "/solution/solve.sh"];
+  const solve = ["--", ...asUserPrefix(input.user), "/bin/bash", "/solution/solve.sh"];
+  if (input.user && !(input.systemRoot && process.geteuid?.() === 0))
+    return { timedOut: false, exitCode: 1, all: AS_USER_NEEDS_CONTAINER };
+  if (input.user) await ownedBy(tmp, input.user);
   if (input.systemRoot && process.geteuid?.() === 0) {
     const cr = containerRootOf((await readSystemRoot(input.systemRoot)).dir, join(tmp, "root"));
     const env = containerEnv(ORACLE_ENV, await imageEnvOf(cr.tree, DONE_MARK));
     await mountContainerRoot(cr);
     try {
-      const args = oracleBwrapArgs(tmp, input.workdir, ats, undefined, { root: cr.merged, env });
+      const args = oracleBwrapArgs(tmp, input.workdir, ats, undefined, { root: cr.merged, env }, input.cwd);
       const [cmd, ...pre] = containerPrefix();
       const run = await execa(cmd!, [...pre, bwrap, ...args, ...solve], opts);
       changed.push(...(await upperChanges(cr.upper)));
@@ -144,6 +162,35 @@ async function runSolve(bwrap: string, tmp: string, input: OracleInput, changed:
   const root = input.systemRoot ? await readSystemRoot(input.systemRoot) : undefined;
   if (root) await prepareMountPoints(root, oracleBinds(tmp, input.workdir, ats));
   return await execa(bwrap, [...oracleBwrapArgs(tmp, input.workdir, ats, root), ...solve], opts);
+}
+
+/** Why solve.sh cannot run as agent.user outside a container (only it maps the image's users). */
+const AS_USER_NEEDS_CONTAINER =
+  "agent.user needs the task's container (a runner that is root and a built environment): run the import as root with --build-env";
+
+/**
+ * The command prefix that runs solve.sh as `user` inside the container (setpriv of the image's
+ * util-linux, with the user's groups, HOME and USER, as `docker exec -u` gives them). Pure.
+ */
+export function asUserPrefix(user: AgentUser | undefined): string[] {
+  if (!user) return [];
+  return [
+    "/usr/bin/env",
+    `HOME=${user.home}`,
+    `USER=${user.name}`,
+    `LOGNAME=${user.name}`,
+    "setpriv",
+    `--reuid=${user.uid}`,
+    `--regid=${user.gid}`,
+    "--init-groups",
+    "--",
+  ];
+}
+
+/** The oracle's workspace and /logs made `user`'s, as the image's `COPY --chown` makes them Harbor's. */
+async function ownedBy(tmp: string, user: AgentUser): Promise<void> {
+  for (const d of ["ws", "logs"])
+    await execa("chown", ["-R", `${user.uid}:${user.gid}`, join(tmp, d)], { timeout: 60_000 });
 }
 
 /** The oracle's environment outside a container. */
@@ -223,6 +270,7 @@ export function oracleBwrapArgs(
   mounts: readonly string[] = [],
   systemRoot?: SystemRoot,
   container?: { readonly root: string; readonly env: Readonly<Record<string, string>> },
+  cwd: string = workdir,
 ): string[] {
   return buildBwrapArgs({
     workspace: join(tmp, "ws"),
@@ -233,7 +281,7 @@ export function oracleBwrapArgs(
     ...(systemRoot ? { systemRoot } : {}),
     ...(container ? { container: { root: container.root, caps: CONTAINER_CAPS } } : {}),
     env: container?.env ?? ORACLE_ENV,
-    cwd: workdir,
+    cwd,
     uid: 0,
     gid: 0,
     hostname: "oracle",

@@ -34,3 +34,21 @@ export async function scriptTextsOf(dir: string): Promise<string[]> {
 /** The manifest's note for a workspace taken from the convention. Pure. */
 export const impliedWorkdirNote = (workdir: string) =>
   `; no WORKDIR: the workspace is ${workdir}, the directory solve.sh and the tests name (Harbor would start them at /)`;
+
+/**
+ * A built task's WORKDIR inside the sandbox's own /workspace (`WORKDIR /workspace/trace-weave`, as
+ * a family of public tasks has it): the workspace is then /workspace itself, holding the WORKDIR as
+ * a subdirectory, and the WORKDIR is where the oracle and the verifier start (`startDir`). Pure.
+ */
+export function nestedWorkdirOf(
+  workdir: string,
+  sandboxWorkspace: string,
+): { readonly root: string; readonly startDir: string } | undefined {
+  return workdir.startsWith(`${sandboxWorkspace}/`)
+    ? { root: sandboxWorkspace, startDir: workdir }
+    : undefined;
+}
+
+/** The note of a nested WORKDIR. Pure. */
+export const nestedWorkdirNote = (startDir: string, root: string) =>
+  `WORKDIR ${startDir} lies in the sandbox's own ${root}: the workspace is ${root} (holding ${startDir.slice(root.length + 1)}/ as the image has it); solve.sh and the verifier start in ${startDir}, the agent's commands in ${root}`;

@@ -60,13 +60,27 @@ export interface HarborProblem {
   readonly reason: string;
 }
 
+/** The field of a task.toml parse error: its line, and the key that line sets when it sets one. Pure. */
+export function tomlErrorField(text: string, err: unknown): string {
+  const line = (err as { line?: unknown }).line;
+  if (typeof line !== "number") return "task.toml";
+  const key = /^\s*([A-Za-z0-9_.-]+)\s*=/.exec(text.split("\n")[line - 1] ?? "")?.[1];
+  return `task.toml line ${line}${key ? ` (${key})` : ""}`;
+}
+
+/** The reason of a task.toml parse error, with what to do. Pure. */
+export function tomlErrorReason(err: unknown): string {
+  const first = (err as Error).message.split("\n")[0]?.replace(/^Invalid TOML document: /, "") ?? "";
+  return `is not valid TOML (${first}); Harbor's own reading (Python's tomllib) rejects it too: the task is broken, fix task.toml (a string over several lines needs """triple quotes""")`;
+}
+
 /** task.toml text → its fields, or the problem. Pure. */
 export function parseTaskToml(text: string): HarborTaskToml | HarborProblem {
   let raw: unknown;
   try {
     raw = parseToml(text);
   } catch (err) {
-    return { field: "task.toml", reason: `is not valid TOML: ${(err as Error).message.split("\n")[0]}` };
+    return { field: tomlErrorField(text, err), reason: tomlErrorReason(err) };
   }
   const r = HarborTaskToml.safeParse(raw);
   if (!r.success) {
@@ -509,6 +523,13 @@ export const REWARD_JSON_JUDGE = [
   "sys.exit(0 if ok else 1)",
 ].join("\n");
 
+/**
+ * Judges `$V/reward.txt` as Harbor reads it (`float()` of its text, whitespace aside: `1`, `1.0`,
+ * `+1.`) — passing when the number is ≥ 1, as for reward.json's keys; two words, or anything else
+ * (`1e0` included), does not pass. Plain sh (an image need not have awk). Pure text.
+ */
+export const REWARD_TXT_JUDGE = `set -f; set -- $(cat "$V/reward.txt"); set +f; R="\${1-}"; [ $# -eq 1 ] && case "$R" in "" | *[!0-9.+]* | *.*.* | ?*+*) false ;; *) I="\${R%%.*}"; I="\${I#+}"; [ -n "$I" ] && [ "$I" -ge 1 ] 2>/dev/null ;; esac`;
+
 /** The eval command of an imported Harbor task: a fresh log dir, test.sh, then reward.txt = 1 or every reward.json key ≥ 1. */
 export function harborEvalCommand(verifierTimeoutSec?: number): string {
   // task.toml's verifier.timeout_sec cuts test.sh short as Harbor does (then no reward: 0)
@@ -518,7 +539,7 @@ export function harborEvalCommand(verifierTimeoutSec?: number): string {
     `rm -rf "$HARBOR_ROOT/logs" && mkdir -p "$HARBOR_ROOT/logs/verifier"`,
     `${limit}bash "$HARBOR_ROOT/tests/test.sh" </dev/null`,
     `V="$HARBOR_ROOT/logs/verifier"`,
-    `if [ -f "$V/reward.txt" ]; then [ "$(tr -d '[:space:]' < "$V/reward.txt")" = 1 ]; else [ -f "$V/reward.json" ] && python3 -c ${shellQuote(REWARD_JSON_JUDGE)} "$V/reward.json"; fi`,
+    `if [ -f "$V/reward.txt" ]; then ${REWARD_TXT_JUDGE}; else [ -f "$V/reward.json" ] && python3 -c ${shellQuote(REWARD_JSON_JUDGE)} "$V/reward.json"; fi`,
   ].join("; ");
 }
 

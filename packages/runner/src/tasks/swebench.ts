@@ -81,6 +81,8 @@ export interface IntakeTask {
   readonly source: { readonly file: string; readonly row: number };
   /** What intake changed on the way in (e.g. junk test ids dropped); printed by `tasks check`/`import`. */
   readonly notes?: readonly string[];
+  /** Those of `files` written executable (task-dir.ts TaskFolder). */
+  readonly executables?: readonly string[];
 }
 
 /** Options of {@link parseSwebenchRow}. */

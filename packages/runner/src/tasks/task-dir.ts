@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { FlakegymError } from "../errors.js";
 import type { TaskSpec } from "./task-spec.js";
@@ -8,19 +8,24 @@ import type { TaskSpec } from "./task-spec.js";
 export interface TaskFolder {
   readonly spec: TaskSpec;
   readonly files: Readonly<Record<string, string | Buffer>>;
+  /** Those of `files` written executable (0755): a built Harbor workspace's scripts keep the image's bit. */
+  readonly executables?: readonly string[];
 }
 
 /** Writes `files` (relative paths) under `root`; a path that leaves `root` is refused. */
 export async function writeFiles(
   root: string,
   files: Readonly<Record<string, string | Buffer>>,
+  executables: readonly string[] = [],
 ): Promise<void> {
+  const exec = new Set(executables);
   for (const [rel, content] of Object.entries(files)) {
     if (rel.startsWith("/") || rel.split("/").some((p) => p === ".." || p === "")) {
       throw new FlakegymError("E_CATALOG", `file name '${rel}' leaves its folder ${root}`);
     }
     await mkdir(dirname(join(root, rel)), { recursive: true });
-    await writeFile(join(root, rel), content);
+    await writeFile(join(root, rel), content, exec.has(rel) ? { mode: 0o755 } : {});
+    if (exec.has(rel)) await chmod(join(root, rel), 0o755);
   }
 }
 
@@ -40,7 +45,7 @@ export async function writeTaskFolder(
   try {
     if (o.taskJson !== false)
       await writeFile(join(tmp, "task.json"), `${JSON.stringify(task.spec, null, 2)}\n`);
-    await writeFiles(tmp, task.files);
+    await writeFiles(tmp, task.files, task.executables);
     if (o.replace) await rm(dest, { recursive: true, force: true });
     try {
       await rename(tmp, dest);

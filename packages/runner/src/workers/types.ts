@@ -65,6 +65,11 @@ export interface WorkerSpec {
    * shown as the sandbox's system instead of this machine's /usr (local bubblewrap).
    */
   readonly systemRoot?: string;
+  /**
+   * The user the agent's commands run as in a Harbor task's container (task.toml `agent.user`,
+   * tasks/harbor-agent-user.ts); the Cline core stays the container's root. Absent: root.
+   */
+  readonly agentUser?: { readonly uid: number; readonly gid: number };
 }
 
 export interface ExecResult {

@@ -1,11 +1,23 @@
+import { spawnSync } from "node:child_process";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type DebianBase, debianBaseKey, debianBaseOf, servedByText } from "../../src/tasks/debian-base.js";
-import { chrootArgs, copyShell } from "../../src/tasks/dockerfile-build.js";
+import {
+  type DebianBase,
+  debianBaseKey,
+  debianBaseOf,
+  pythonSuiteOf,
+  servedByText,
+  sourcesForSuite,
+} from "../../src/tasks/debian-base.js";
+import { chrootArgs, copyShell, stepTimeoutMessage } from "../../src/tasks/dockerfile-build.js";
 import {
   type BuildPlan,
   dockerLines,
   envPairs,
   expandVars,
+  IMAGE_PATH,
   planDockerfile,
   type Refusal,
   refusalText,
@@ -67,14 +79,14 @@ describe("planDockerfile", () => {
 
   it("refuses what it cannot honour by line number, instruction and why — every such line, not just the first", () => {
     const r = refusals(
-      'FROM python:3.12-slim\nCOPY --from=ghcr.io/astral-sh/uv:python3.12-bookworm /usr/local/bin/uv /bin/\nADD https://example.invalid/x.tgz /opt/\nSHELL ["/bin/bash", "-c"]\nFROM debian\n',
+      "FROM python:3.12-slim\nCOPY --from=ghcr.io/astral-sh/uv:python3.12-bookworm /usr/local/bin/uv /bin/\nADD https://example.invalid/x.tgz /opt/\nSHELL bash -c\nFROM debian\n",
     );
     expect(r.map((x) => x.line)).toEqual([2, 3, 4, 5]);
     expect(refusalText(r[0]!)).toMatch(
       /^line 2: COPY --from=ghcr\.io.*: option --from is not honoured \(another image or stage/,
     );
     expect(r[1]!.why).toMatch(/is a URL: nothing is fetched/);
-    expect(r[2]!.why).toMatch(/SHELL/);
+    expect(r[2]!.why).toMatch(/SHELL must be a JSON array/);
     expect(r[3]!.why).toMatch(/multi-stage/);
   });
 
@@ -120,6 +132,24 @@ describe("the Debian base of a FROM image", () => {
     expect(debianBaseOf("mcr.microsoft.com/windows:ltsc", "bookworm")).toMatchObject({
       refused: expect.stringMatching(/no Debian base serves image/),
     });
+  });
+
+  it("puts an ubuntu base's apt sources at Ubuntu's path, where Dockerfiles edit them (a public mpiFileUtils task)", async () => {
+    const ubuntu = debianBaseOf("ubuntu:24.04", "bookworm") as DebianBase;
+    expect((debianBaseOf("debian:12", "bookworm") as DebianBase).hooks).toEqual([]);
+    const tree = await mkdtemp(join(tmpdir(), "flakegym-ubuntu-sources-"));
+    try {
+      await mkdir(join(tree, "etc/apt/sources.list.d"), { recursive: true });
+      await writeFile(join(tree, "etc/apt/sources.list.d/0000debian.sources"), "Types: deb\n");
+      const r = spawnSync("sh", ["-c", ubuntu.hooks[0]!, "hook", tree]);
+      expect(r.status).toBe(0);
+      expect(await readdir(join(tree, "etc/apt/sources.list.d"))).toEqual(["ubuntu.sources"]);
+      expect(await readFile(join(tree, "etc/apt/sources.list.d/ubuntu.sources"), "utf8")).toBe(
+        "Types: deb\n",
+      );
+    } finally {
+      await rm(tree, { recursive: true, force: true });
+    }
   });
 
   it("keys a base by its content: another package, architecture or apt source is another key", () => {
@@ -241,5 +271,82 @@ describe("COPY --from uv's image (served by PyPI's uv wheel)", () => {
     expect(refusals("FROM ubuntu\nCOPY --from=ghcr.io/astral-sh/uv:latest /etc/passwd /x\n")[0]!.why).toMatch(
       /source '\/etc\/passwd' is not in uv's image/,
     );
+  });
+});
+
+describe("a build step cut by its bound (environment.build_timeout_sec, per step here)", () => {
+  it("names the line, the bound, the field and what to do", () => {
+    expect(stepTimeoutMessage(62, 600_000, "RUN npm install failed (exit signal)")).toBe(
+      "environment/Dockerfile line 62 ran past 600 s, environment.build_timeout_sec, which bounds each step here: raise build_timeout_sec in task.toml if the step needs longer on this machine (RUN npm install failed (exit signal))",
+    );
+  });
+});
+
+describe('SHELL (a public mpiFileUtils task: SHELL ["/bin/bash", "-o", "pipefail", "-c"])', () => {
+  it("runs the shell-form RUN lines after it through it; exec-form RUN and lines before it through none", () => {
+    const p = plan(
+      'FROM ubuntu\nRUN echo a | cat\nSHELL ["/bin/bash", "-o", "pipefail", "-c"]\nRUN echo b | cat\nRUN ["touch", "/x"]\n',
+    );
+    const runs = p.steps.filter((s) => s.kind === "run");
+    expect(runs.map((r) => ("shellArgv" in r ? r.shellArgv : undefined))).toEqual([
+      undefined,
+      ["/bin/bash", "-o", "pipefail", "-c"],
+      undefined,
+    ]);
+  });
+
+  it("is the chroot's argv before the command", () => {
+    const a = chrootArgs({
+      rootfs: "/r",
+      cwd: "/",
+      env: {},
+      user: "root",
+      shell: "echo b",
+      shellArgv: ["/bin/bash", "-c"],
+    });
+    expect(a.slice(-3)).toEqual(["/bin/bash", "-c", "echo b"]);
+    expect(chrootArgs({ rootfs: "/r", cwd: "/", env: {}, user: "root", shell: "echo b" }).slice(-3)).toEqual([
+      "/bin/sh",
+      "-c",
+      "echo b",
+    ]);
+  });
+});
+
+describe("ENV PATH extending the braced PATH (a public mpiFileUtils task)", () => {
+  it("extends the image's own PATH, not an empty one", () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's own ${PATH}, not a template
+    const p = plan("FROM ubuntu\nENV PATH=/opt/x/bin:${PATH}\n");
+    expect(p.env.PATH).toBe(`/opt/x/bin:${IMAGE_PATH}`);
+    expect(IMAGE_PATH).toBe("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  });
+});
+
+describe("a python image served by the Debian release of its Python (a public flux-accounting task: python:3.13)", () => {
+  it("picks the suite by the image's minor version, the host's when none has it", () => {
+    expect(pythonSuiteOf("python:3.13-slim-bookworm@sha256:00")).toEqual({ suite: "trixie", python: "3.13" });
+    expect(pythonSuiteOf("python:3.11-slim")).toEqual({ suite: "bookworm", python: "3.11" });
+    expect(pythonSuiteOf("python:3.12")).toBeUndefined();
+    expect(pythonSuiteOf("python:3.130")).toBeUndefined();
+    expect(pythonSuiteOf("python")).toBeUndefined();
+    expect(debianBaseOf("python:3.13-slim", "bookworm")).toMatchObject({ suite: "trixie" });
+    expect(debianBaseOf("python:3.12-slim", "bookworm")).toMatchObject({ suite: "bookworm" });
+  });
+
+  it("builds it from the host's archive with the suite renamed", () => {
+    const host = [
+      "Types: deb",
+      "URIs: http://deb.debian.org/debian",
+      "Suites: bookworm bookworm-updates",
+      "",
+      "Types: deb",
+      "URIs: http://deb.debian.org/debian-security",
+      "Suites: bookworm-security",
+    ].join("\n");
+    const t = sourcesForSuite(host, "bookworm", "trixie");
+    expect(t).toContain("Suites: trixie trixie-updates\n");
+    expect(t).toContain("Suites: trixie-security");
+    expect(t).toContain("URIs: http://deb.debian.org/debian\n");
+    expect(sourcesForSuite(host, "bookworm", "bookworm")).toBe(host);
   });
 });

@@ -304,6 +304,11 @@ describe("harborEvalCommand", () => {
     await withVerdict(async (verdict, dir) => {
       expect((await verdict(`echo 1 > ${L}/reward.txt`)).code).toBe(0);
       expect((await verdict(`echo 0 > ${L}/reward.txt`)).code).toBe(1);
+      // Harbor reads reward.txt with float(): 1.0 (a public dynamo task writes it so) is 1
+      for (const text of ["1.0", " 1.00\n\n", "+1.", "2"])
+        expect((await verdict(`printf '${text}' > ${L}/reward.txt`)).code, text).toBe(0);
+      for (const text of ["0.0", "0.5", "one", "1 1", "", ".5", "1.0.0", "1+1"])
+        expect((await verdict(`printf '${text}' > ${L}/reward.txt`)).code, text).toBe(1);
       expect((await verdict("true")).code).toBe(1);
       // task.toml's verifier timeout cuts test.sh short: no reward written, so 0
       const cmd = harborEvalCommand(1);

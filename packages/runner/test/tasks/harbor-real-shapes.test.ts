@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -14,17 +14,42 @@ import {
   restoreTestFile,
   rewriteTestFile,
 } from "../../src/tasks/harbor.js";
-import { builtPlanOf } from "../../src/tasks/harbor-built.js";
 import {
-  agentUserProblem,
+  agentIdsOf,
+  agentUserMetadata,
+  agentUserOf,
+  builtAgentUser,
+  passwdEntryOf,
+  unbuiltAgentUserProblem,
+} from "../../src/tasks/harbor-agent-user.js";
+import { builtPlanOf, containerEvalCommand } from "../../src/tasks/harbor-built.js";
+import {
+  builtExecutables,
   builtWorkspace,
   contextDirsOf,
+  HARBOR_COMPOSE_FILE,
+  layoutProblem,
+  missingPartProblem,
+  specProblem,
+  unreadComposeNote,
   verifierScript,
 } from "../../src/tasks/harbor-dir.js";
+import { asUserPrefix } from "../../src/tasks/harbor-oracle.js";
 import { restoreTestScript } from "../../src/tasks/harbor-reexport.js";
 import { substitutionNote } from "../../src/tasks/harbor-served.js";
-import { impliedWorkdir, impliedWorkdirNote } from "../../src/tasks/harbor-workdir.js";
-import { SANDBOX_WORKSPACE, taskWorkdirProblem, workdirProblem } from "../../src/tasks/task-spec.js";
+import {
+  impliedWorkdir,
+  impliedWorkdirNote,
+  nestedWorkdirNote,
+  nestedWorkdirOf,
+} from "../../src/tasks/harbor-workdir.js";
+import { writeFiles } from "../../src/tasks/task-dir.js";
+import {
+  SANDBOX_WORKSPACE,
+  TaskSpec,
+  taskWorkdirProblem,
+  workdirProblem,
+} from "../../src/tasks/task-spec.js";
 import { SANDBOX_PATHS } from "../../src/workers/local/shape.js";
 
 /** Shapes met in public Harbor task directories that the cookbook does not have. */
@@ -226,19 +251,71 @@ describe("task.toml's environment.workdir (Harbor's own example hello-workdir)",
   });
 });
 
-describe("task.toml's agent.user (Harbor's own example hello-user)", () => {
+describe("task.toml's agent.user (Harbor's own example hello-user; public talents-* tasks)", () => {
   const toml = (agent: string) => parseTaskToml(`[agent]\ntimeout_sec = 120.0\n${agent}\n`) as HarborTaskToml;
+  const passwd = [
+    "root:x:0:0:root:/root:/bin/bash",
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin",
+    "agent:x:1000:1001::/home/agent:/bin/bash",
+  ].join("\n");
 
-  it("is refused naming the field: the sandbox's one user would answer whoami", () => {
-    expect(agentUserProblem(toml('user = "agent"'))).toMatchObject({
+  it("names a user; root, or no user, is Harbor's default (nothing to switch)", () => {
+    expect(agentUserOf(toml('user = "agent"'))).toBe("agent");
+    expect(agentUserOf(toml("user = 1000"))).toBe("1000");
+    expect(agentUserOf(toml('user = "root"'))).toBeUndefined();
+    expect(agentUserOf(toml(""))).toBeUndefined();
+  });
+
+  it("is looked up in the built tree's /etc/passwd by name or uid", () => {
+    const agent = { name: "agent", uid: 1000, gid: 1001, home: "/home/agent" };
+    expect(passwdEntryOf(passwd, "agent")).toEqual(agent);
+    expect(passwdEntryOf(passwd, "1000")).toEqual(agent);
+    expect(passwdEntryOf(passwd, "candidate")).toBeUndefined();
+  });
+
+  it("without a built environment it is refused naming the field and --build-env", () => {
+    expect(unbuiltAgentUserProblem("agent")).toMatchObject({
       field: "task.toml: agent.user",
-      reason: /user "agent", which is not honoured here/,
+      reason: /user "agent", which exists only in the task's own container: import with --build-env/,
     });
   });
 
-  it("root, or no user, is what runs here", () => {
-    expect(agentUserProblem(toml('user = "root"'))).toBeUndefined();
-    expect(agentUserProblem(toml(""))).toBeUndefined();
+  it("a user the image lacks is refused naming the field and /etc/passwd", async () => {
+    const tree = await mkdtemp(join(tmpdir(), "flakegym-passwd-"));
+    try {
+      await mkdir(join(tree, "etc"));
+      await writeFile(join(tree, "etc/passwd"), passwd);
+      expect(await builtAgentUser(tree, "agent")).toMatchObject({ uid: 1000, gid: 1001 });
+      expect(await builtAgentUser(tree, "candidate")).toMatchObject({
+        field: "task.toml: agent.user",
+        reason: /"candidate", which the built environment's \/etc\/passwd does not hold/,
+      });
+    } finally {
+      await rm(tree, { recursive: true, force: true });
+    }
+  });
+
+  it("is kept in the task's metadata and read back as the agent worker's user", () => {
+    const meta = agentUserMetadata({ name: "agent", uid: 1000, gid: 1001, home: "/home/agent" });
+    expect(meta).toEqual({ harbor_agent_user: "agent", harbor_agent_ids: "1000:1001" });
+    expect(agentIdsOf(meta)).toEqual({ uid: 1000, gid: 1001 });
+    expect(agentIdsOf({ harbor_agent_ids: "agent" })).toBeUndefined();
+    expect(agentIdsOf(undefined)).toBeUndefined();
+  });
+
+  it("the oracle runs solve.sh as it with setpriv (its groups, HOME and USER)", () => {
+    expect(asUserPrefix({ name: "agent", uid: 1000, gid: 1001, home: "/home/agent" })).toEqual([
+      "/usr/bin/env",
+      "HOME=/home/agent",
+      "USER=agent",
+      "LOGNAME=agent",
+      "setpriv",
+      "--reuid=1000",
+      "--regid=1001",
+      "--init-groups",
+      "--",
+    ]);
+    expect(asUserPrefix(undefined)).toEqual([]);
   });
 });
 
@@ -254,5 +331,119 @@ describe("WORKDIR /workspace (Harbor's describe-image; a public csv-cleaner task
       ({ catalog: { dir: "/t", spec: { workdir } } }) as unknown as Parameters<typeof aliasSpecOf>[0];
     expect(aliasSpecOf(runtime("/workspace"), "/c")).toEqual({});
     expect(aliasSpecOf(runtime("/app"), "/c")).toEqual({ workspaceAlias: "/app" });
+  });
+});
+
+describe("Compose-named files Harbor does not read (a public taskforge task's environment/docker-compose.yml)", () => {
+  const toml = {} as Record<string, unknown>;
+
+  it("only environment/docker-compose.yaml is a Compose environment, as Harbor's Docker environment reads it", () => {
+    expect(layoutProblem(toml, ["environment/docker-compose.yaml", "environment/Dockerfile"])).toMatchObject({
+      field: HARBOR_COMPOSE_FILE,
+    });
+    for (const f of ["environment/docker-compose.yml", "environment/compose.yaml", "environment/compose.yml"])
+      expect(layoutProblem(toml, [f, "environment/Dockerfile"])).toBeUndefined();
+  });
+
+  it("the others are named in a note: their services are not started, as under Harbor", () => {
+    expect(unreadComposeNote(["environment/docker-compose.yml", "tests/test.sh"])).toMatch(
+      /^environment\/docker-compose\.yml: not read as a Compose environment \(Harbor reads only environment\/docker-compose\.yaml\)/,
+    );
+    expect(unreadComposeNote(["environment/docker-compose.yaml"])).toBeUndefined();
+    expect(unreadComposeNote(["environment/Dockerfile"])).toBeUndefined();
+  });
+});
+
+describe("the agent worker's user from a built task's metadata", () => {
+  const runtime = (metadata: Record<string, string>) =>
+    ({ catalog: { dir: "/t", spec: { workdir: "/app", metadata } } }) as unknown as Parameters<
+      typeof aliasSpecOf
+    >[0];
+
+  it("is set with the built tree, never without it", () => {
+    const ids = { harbor_agent_user: "agent", harbor_agent_ids: "1000:1000" };
+    expect(aliasSpecOf(runtime({ harbor_rootfs: "k1", ...ids }), "/c").agentUser).toEqual({
+      uid: 1000,
+      gid: 1000,
+    });
+    expect(aliasSpecOf(runtime(ids), "/c").agentUser).toBeUndefined();
+  });
+});
+
+describe("a task Harbor itself could not run (a public Telco churn task: test/ for tests/, notebooks for solve.sh)", () => {
+  it("is refused naming the missing part, before any build", () => {
+    expect(
+      missingPartProblem(["task.toml", "instruction.md", "test/test.sh", "solution/solution.ipynb"]),
+    ).toEqual({
+      field: "tests/test.sh",
+      reason: expect.stringMatching(
+        /^missing: Harbor runs tests\/test\.sh as the verifier \(found test\/test\.sh, which Harbor does not read\)/,
+      ),
+    });
+    expect(missingPartProblem(["tests/test.sh", "solution/solution.ipynb"])).toMatchObject({
+      field: "solution/solve.sh",
+    });
+    expect(missingPartProblem(["tests/test.sh", "solution/solve.sh"])).toBeUndefined();
+    expect(missingPartProblem(["tests/test.sh", "solution/fix.patch"])).toBeUndefined();
+  });
+});
+
+describe("an invalid task.toml (a public dynamo task: a newline inside a basic string)", () => {
+  it("is refused naming its line and key, and that Harbor's own reading rejects it too", () => {
+    const text = '[metadata]\ndifficulty = "easy"\nexplanation = "one\ntwo"\n';
+    const p = parseTaskToml(text);
+    expect(p).toMatchObject({
+      field: "task.toml line 3 (explanation)",
+      reason: expect.stringMatching(
+        /^is not valid TOML \(newlines are not allowed in strings\); Harbor's own reading/,
+      ),
+    });
+  });
+});
+
+describe("a built WORKDIR inside the sandbox's own /workspace (public talents-* tasks: WORKDIR /workspace/trace-weave)", () => {
+  it("makes /workspace the workspace and the WORKDIR where solve.sh and the verifier start", () => {
+    expect(nestedWorkdirOf("/workspace/trace-weave", SANDBOX_WORKSPACE)).toEqual({
+      root: "/workspace",
+      startDir: "/workspace/trace-weave",
+    });
+    expect(nestedWorkdirOf("/workspace", SANDBOX_WORKSPACE)).toBeUndefined();
+    expect(nestedWorkdirOf("/workspaces/x", SANDBOX_WORKSPACE)).toBeUndefined();
+    expect(nestedWorkdirOf("/app", SANDBOX_WORKSPACE)).toBeUndefined();
+    expect(nestedWorkdirNote("/workspace/trace-weave", "/workspace")).toMatch(
+      /^WORKDIR \/workspace\/trace-weave lies in the sandbox's own \/workspace: the workspace is \/workspace \(holding trace-weave\/ as the image has it\)/,
+    );
+  });
+
+  it("the verifier starts in it", () => {
+    expect(containerEvalCommand("/workspace/trace-weave", 60)).toContain("; cd /workspace/trace-weave; ");
+  });
+
+  it("a served task's WORKDIR there stays refused, named by field and message (not the schema's JSON)", () => {
+    const err = TaskSpec.safeParse({ workdir: "/workspace/x" });
+    expect(err.success).toBe(false);
+    const p = specProblem(err.error);
+    expect(p.field).toMatch(/^task\.toml \(as the task's .*workdir/);
+    expect(p.reason).toMatch(/'\/workspace\/x' lies in the sandbox's own \/workspace/);
+    expect(p.reason).not.toMatch(/"code"/);
+  });
+});
+
+describe("the image's executable bit in a built workspace (a public flux-accounting task's bin/ scripts)", () => {
+  it("is read from the built tree and written back into the task folder", async () => {
+    const tree = await mkdtemp(join(tmpdir(), "flakegym-exec-bit-"));
+    try {
+      await mkdir(join(tree, "app/bin"), { recursive: true });
+      await writeFile(join(tree, "app/bin/tool"), "#!/bin/sh\n", { mode: 0o755 });
+      await writeFile(join(tree, "app/README.md"), "x\n", { mode: 0o644 });
+      const files = ["README.md", "bin/tool"];
+      expect(await builtExecutables(tree, "/app", files)).toEqual(["bin/tool"]);
+      const out = join(tree, "out");
+      await writeFiles(out, { "bin/tool": "#!/bin/sh\n", "README.md": "x\n" }, ["bin/tool"]);
+      expect((await stat(join(out, "bin/tool"))).mode & 0o777).toBe(0o755);
+      expect((await stat(join(out, "README.md"))).mode & 0o111).toBe(0);
+    } finally {
+      await rm(tree, { recursive: true, force: true });
+    }
   });
 });

@@ -110,7 +110,7 @@ describe("loadHarbor", () => {
       entrypoint: expect.stringMatching(
         /^environment\/Dockerfile: ENTRYPOINT \["\/app\/entrypoint\.sh"\]: runs at container start/,
       ),
-      "bad-toml": expect.stringMatching(/^task\.toml: is not valid TOML/),
+      "bad-toml": expect.stringMatching(/^task\.toml( line \d+[^:]*)?: is not valid TOML/),
       "compose-sidecar": expect.stringMatching(
         /^environment\/docker-compose\.yaml: service 'client' \(build \.\), 'cache' \(image redis:7\) could not be started: flakegym runs one sandbox/,
       ),

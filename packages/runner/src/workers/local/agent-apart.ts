@@ -1,4 +1,5 @@
 import { chmod, chown } from "node:fs/promises";
+import { execa } from "execa";
 import { SCORER_HOST_UID } from "./bwrap-args.js";
 import { SANDBOX_GID, SANDBOX_UID } from "./shape.js";
 
@@ -37,4 +38,17 @@ export async function closeCoreDirs(dirs: readonly string[]): Promise<void> {
     await chown(d, SCORER_HOST_UID, SCORER_HOST_UID);
     await chmod(d, 0o700);
   }
+}
+
+/**
+ * Dirs (the workspace, the agent's HOME) made a Harbor container's agent.user's, as the image's
+ * `COPY --chown` makes the workspace Harbor's agent's: users 0..65535 are themselves there, so the
+ * host ids are the container's.
+ */
+export async function ownedByAgentUser(
+  dirs: readonly string[],
+  user: { readonly uid: number; readonly gid: number },
+): Promise<void> {
+  for (const d of dirs)
+    await execa("chown", ["-R", `${user.uid}:${user.gid}`, d], { timeout: 120_000, stdin: "ignore" });
 }

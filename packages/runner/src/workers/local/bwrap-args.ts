@@ -73,6 +73,14 @@ export interface BwrapSpec {
   readonly container?: { readonly root: string; readonly caps: readonly string[] };
 }
 
+/**
+ * Whether a sandbox of this shape may run as two users (the watcher apart from the code it runs:
+ * agent-apart.ts for the agent, exec.ts for scoring). A Harbor container is one user's: Harbor runs
+ * its agent as the container's user and its verifier in the same container after the agent, so
+ * both see one user's processes. The one place this is decided. Pure.
+ */
+export const mayRunApart = (bwrap: Pick<BwrapSpec, "container">): boolean => bwrap.container === undefined;
+
 /** One top-level entry of a root filesystem. */
 export interface RootEntry {
   readonly name: string;

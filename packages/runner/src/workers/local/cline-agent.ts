@@ -12,7 +12,8 @@ import { flakegymCacheRoot } from "../../cache-root.mjs";
 import { FlakegymError } from "../../errors.js";
 import { unixSocketPath } from "../socket-path.js";
 import type { AgentLaunchContext, AgentLauncher, RunningAgent } from "./agent.js";
-import { AGENT_IDS, agentApartOf, closeCoreDirs } from "./agent-apart.js";
+import { AGENT_IDS, agentApartOf, closeCoreDirs, ownedByAgentUser } from "./agent-apart.js";
+import { mayRunApart } from "./bwrap-args.js";
 import { twoUserRunner } from "./exec.js";
 import { wrapCommand } from "./sandbox.js";
 import { sealedCopy } from "./sealed-binary.js";
@@ -126,10 +127,13 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
       const coreSocket = unixSocketPath(ctx.socketDir, "core.sock");
       let forward: string;
       let wrap: ((cmd: LaunchCommand) => LaunchCommand) | undefined;
-      // two users (agent-apart.ts): the core and its helpers out of the agent's commands' reach; a
-      // Harbor container (container-root.ts) is one user's: its agent is root, as Harbor runs it
-      const apart = bwrap && !bwrap.container ? agentApartOf(twoUserRunner({}), process.env) : undefined;
+      // two users (agent-apart.ts): the core and its helpers out of the agent's commands' reach,
+      // where the shape allows it (bwrap-args.ts mayRunApart)
+      const apart = bwrap && mayRunApart(bwrap) ? agentApartOf(twoUserRunner({}), process.env) : undefined;
       if (apart) await closeCoreDirs([ctx.configDir, ctx.socketDir]);
+      // a Harbor container's agent.user: the agent's commands run as it (the core stays root)
+      const containerUser = bwrap?.container ? spec.agentUser : undefined;
+      if (containerUser) await ownedByAgentUser([spec.workspace, home], containerUser);
       if (bwrap) {
         forward = `127.0.0.1:${SANDBOX_GATEWAY_PORT}=unix:${SANDBOX_GATEWAY_SOCKET}`;
         wrap = await sandboxWrap({ spec, prepared, bwrap, apart, pkg, oneByte, mappedCore });
@@ -153,7 +157,7 @@ export function clineAgentLauncher(options: ClineAgentOptions = {}): AgentLaunch
         gcOnSignal: true,
         // the core's `which` and documents-dir probes answered without forking it (core-probes.ts)
         answerProbes: true,
-        ...(apart ? { agentUser: AGENT_IDS } : {}),
+        ...(apart ? { agentUser: AGENT_IDS } : containerUser ? { agentUser: containerUser } : {}),
         ...(wrap ? { wrap } : {}),
       });
       const policyBaseUrl = bwrap

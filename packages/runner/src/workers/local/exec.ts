@@ -6,7 +6,7 @@ import { type BoundedDirs, filesystemFull } from "../bounded-dirs.js";
 import { execTimeoutMs, stoppedExecResult } from "../exec-budget.js";
 import { execLimitOf } from "../limit-verdict.js";
 import type { ExecOptions, ExecResult, WorkerExit, WorkerLimit, WorkerSpec } from "../types.js";
-import { SCORER_HOST_UID } from "./bwrap-args.js";
+import { mayRunApart, SCORER_HOST_UID } from "./bwrap-args.js";
 import { execArgvOf } from "./decisions.js";
 import { runSandboxed, type SandboxShape } from "./sandbox.js";
 import { SANDBOX_PATHS } from "./shape.js";
@@ -40,9 +40,8 @@ export function asInitShape(
   runner?: { readonly uid: number; readonly gid: number },
 ): SandboxShape {
   if (!asInit || !shape.bwrap) return shape;
-  // a Harbor container is one user's, as Harbor's verifier shares the container with the agent's code
   const apart =
-    runner && !shape.bwrap.container ? { apart: { runnerUid: runner.uid, runnerGid: runner.gid } } : {};
+    runner && mayRunApart(shape.bwrap) ? { apart: { runnerUid: runner.uid, runnerGid: runner.gid } } : {};
   return { ...shape, bwrap: { ...shape.bwrap, asPid1: true, ...apart } };
 }
 

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import type { ExecResult } from "../types.js";
-import { apartPrefix, type BwrapSpec, buildBwrapArgs, droppingNetPrefix } from "./bwrap-args.js";
+import { apartPrefix, type BwrapSpec, buildBwrapArgs, droppingNetPrefix, mayRunApart } from "./bwrap-args.js";
 import type { WorkerCgroup } from "./cgroup.js";
 import { containerPrefix } from "./container-root.js";
 
@@ -60,7 +60,7 @@ export function wrapCommand(
           ? droppingNetPrefix(shape.bwrap.droppingViaUserNamespace === true)
           : []),
         ...(shape.bwrap.container ? containerPrefix() : []),
-        ...(shape.bwrap.apart && !shape.bwrap.container
+        ...(shape.bwrap.apart && mayRunApart(shape.bwrap)
           ? apartPrefix(
               shape.bwrap.uid,
               shape.bwrap.gid,

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { FlakegymError } from "../../errors.js";
 import { TREE_DONE_MARK } from "../../gc/harbor-tree-use.js";
 import { removeWorkerDir } from "../bounded-dirs.js";
+import { ownedByAgentUser } from "../local/agent-apart.js";
 import { imageEnvOf } from "../local/container-root.js";
 import { hostBindsOf } from "../local/decisions.js";
 import { depsEnv, hasVenv, SANDBOX_PATHS } from "../local/shape.js";
@@ -100,6 +101,9 @@ async function startWorker(st0: PodmanState, spec0: WorkerSpec, signal?: AbortSi
   const { PATH: _path, ...image0 } = imageEnv;
   const env = { ...containerEnv(spec, deps, st.options.pathPrefix), ...image0 };
   const container = spec0.systemRoot !== undefined;
+  // a Harbor container's agent.user runs its agent (Harbor's harness too): the workspace made its
+  // own, so the container runs as it (users are themselves: no user namespace)
+  if (container && spec.agent && spec.agentUser) await ownedByAgentUser([spec.workspace], spec.agentUser);
   // Without a user namespace (podman's uidmap breaks its storage here) the container user must
   // own the workspace to write it; with all capabilities dropped it can write nothing else.
   const owner = await stat(spec.workspace);

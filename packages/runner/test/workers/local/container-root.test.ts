@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildBwrapArgs } from "../../../src/workers/local/bwrap-args.js";
+import { buildBwrapArgs, mayRunApart } from "../../../src/workers/local/bwrap-args.js";
 import {
   CONTAINER_CAPS,
   CONTAINER_PATH,
@@ -213,3 +213,10 @@ describe.skipIf(!root || !bwrap)(
     });
   },
 );
+
+describe("who a sandbox's users are (mayRunApart: the agent launcher's and scoring's one predicate)", () => {
+  it("a Harbor container is one user's (Harbor's verifier shares the agent's container); any other sandbox may run apart", () => {
+    expect(mayRunApart({ container: { root: "/r", caps: [] } })).toBe(false);
+    expect(mayRunApart({})).toBe(true);
+  });
+});
