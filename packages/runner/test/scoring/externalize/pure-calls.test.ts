@@ -53,12 +53,23 @@ describe("an expected side made of pure builtins of literals", () => {
     for (const gone of ['"Spam"', '"Eggs"', '["a", "b"]']) expect(text).not.toContain(gone);
     expect(r.sites.map((s) => [s.kind, s.expected, s.pair])).toEqual([
       ["eq", { t: "set", v: [expect.anything(), expect.anything()] }, false],
-      ["eq", { t: "list", v: [{ t: "str", v: "Eggs" }, { t: "str", v: "Spam" }] }, false],
+      [
+        "eq",
+        {
+          t: "list",
+          v: [
+            { t: "str", v: "Eggs" },
+            { t: "str", v: "Spam" },
+          ],
+        },
+        false,
+      ],
       ["eq", { t: "int", v: "2" }, false],
     ]);
-    const s = await externalizePython([{ path: "tests/test_s.py", content: Buffer.from(SHADOWING) }], [
-      "tests/test_s.py::test_sorted",
-    ]);
+    const s = await externalizePython(
+      [{ path: "tests/test_s.py", content: Buffer.from(SHADOWING) }],
+      ["tests/test_s.py::test_sorted"],
+    );
     expect(s.sites.every((x) => x.pair)).toBe(true);
     expect(s.files[0]!.content.toString()).toContain('sorted(["b", "a"])');
   });
@@ -75,7 +86,10 @@ describe("an expected side made of pure builtins of literals", () => {
       const asWritten = await run(ORACLE, "oracle-as-written", TESTS);
       expect(asWritten.p.stdout).toMatch(/1 failed, 1 passed/);
       const oracle = await run(ORACLE, "oracle");
-      expect([...oracle.verdict.keys()]).toEqual(["tests/test_lib.py::test_keys", "tests/test_lib.py::test_count"]);
+      expect([...oracle.verdict.keys()]).toEqual([
+        "tests/test_lib.py::test_keys",
+        "tests/test_lib.py::test_count",
+      ]);
     },
     60_000,
   );
