@@ -262,8 +262,11 @@ describe("chaos", () => {
       expect(r.exitCode, String(r.stderr).slice(-2000)).toBe(0);
       expect(res.reward).toBe(0); // NOTES.md does not fix the task
       expect(res.infraRetries.length).toBeGreaterThanOrEqual(1);
-      // the retry is on record: the failed attempt's turns kept, its metrics row, the progress line
-      expect(await readdir(join(s.out, "trajectories", victim, "attempts", "1"))).toContain("turns.jsonl");
+      // the retry is on record: its metrics row, the progress line, and for a lost agent run the failed
+      // attempt's turns (a lost scoring run is scored again: the agent's work stands, no attempt moves)
+      if (target === "scorer") expect(res.infraRetries[0].detail).toMatch(/^scoring: .*killed from outside/);
+      else
+        expect(await readdir(join(s.out, "trajectories", victim, "attempts", "1"))).toContain("turns.jsonl");
       const metrics = (await readFile(join(s.out, "metrics.jsonl"), "utf8"))
         .split("\n")
         .filter((l) => l.trim() !== "")
