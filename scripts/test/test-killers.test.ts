@@ -17,6 +17,8 @@ const SANDBOXED: Readonly<Record<string, string>> = {
   "packages/runner/test/scoring/screen.test.ts": "diff lines given to the static screen, never run",
   "tests/integration/workers/local-agent.test.ts":
     "`kill -0` probes (no signal) run as the agent's command inside its sandbox",
+  "tests/chaos/faults-four.test.ts":
+    "the /proc walk that stops the supervisor is the agent's command, run inside its sandbox's pid namespace",
 };
 
 const PROC_WALK = /\/proc\/\[0-9\]\*/;
