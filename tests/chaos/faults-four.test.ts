@@ -9,7 +9,7 @@ import { createScenario, FULL, removeScenarioDirs, runIdOf, TASK } from "./src/s
 
 /**
  * Faults round four (issue 46, what round three left): a supervisor stopped alone in a sandbox of
- * one user (from the host before any command of the agent's ran; by the agent's own command), and
+ * one user (from the host before any command of the agent's ran; by the agent's own command).
  * Real CLI, real workers; `npm run chaos`. (A freeze in the trajectory's clock's last seconds is not
  * handled yet: the trajectory's clock is the Cline driver's, which knows no freeze.)
  */

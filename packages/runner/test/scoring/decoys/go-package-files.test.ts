@@ -3,28 +3,11 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { guardHidden } from "../../../src/scoring/decoys/guard-hidden.js";
 import { tempDir } from "../../helpers/temp-dir.js";
-import { goSkipReason } from "../externalize/go-emit.js";
+import { GO_HELPER_FILE as COMMON, goSkipReason } from "../externalize/go-emit.js";
 
 // go-humanize's shape: the test patch touches one file whose graded test calls a helper of another
 // test file of the package (`testList.validate` in common_test.go, which names no graded test). The
 // guard reads the package's other test files, so the helper is rewritten with its callers.
-
-const COMMON = `package calc
-
-import "testing"
-
-type sizeList []struct {
-	name, got, exp string
-}
-
-func (l sizeList) validate(t *testing.T) {
-	for _, c := range l {
-		if c.got != c.exp {
-			t.Errorf("On %v, expected %q, got %q", c.name, c.exp, c.got)
-		}
-	}
-}
-`;
 
 const GRADED_FILE = `package calc
 

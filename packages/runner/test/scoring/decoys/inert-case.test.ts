@@ -1,11 +1,9 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { guardHidden } from "../../../src/scoring/decoys/guard-hidden.js";
 import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
-import { decoyInertSites, decoyVerdict, type TestOutcome } from "../../../src/scoring/results.js";
-import { skipWithoutHostPython } from "../../helpers/host-python.js";
+import { decoyInertSites, decoyVerdict } from "../../../src/scoring/results.js";
+import { filesOf, pytestUnavailable, runGuardedPytest, seededDraw } from "../../helpers/guarded-pytest.js";
 import { tempDir } from "../../helpers/temp-dir.js";
 
 // Issue 41 (psf__requests-6028's test_iter_slices): a parametrized case whose input takes the other
@@ -66,41 +64,20 @@ const suite = { results: "pytest" as const, failToPass: LIVE_CASES, passToPass: 
 const GRADED = [...LIVE_CASES, ...INERT_CASES];
 
 /** A seeded draw: decoy values and names vary per seed; every assertion below holds for any. */
-const seeded = (start: number) => {
-  let seed = start;
-  return (n: number) => {
-    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-    return (seed >>> 16) % n;
-  };
-};
+const seeded = seededDraw;
 
-const noPython = skipWithoutHostPython("the parametrized-case decoy runs");
-const hasPytest =
-  !noPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
-if (!noPython && !hasPytest)
-  console.log(
-    "skipped the parametrized-case decoy runs: the host's python3 has no pytest (scripts/ensure-system-deps)",
-  );
+const unavailable = await pytestUnavailable("the parametrized-case decoy runs");
 
 type Guarded = Awaited<ReturnType<typeof guardHidden>>;
 
 /** pytest over the guarded files and `impl` (and `conftest` if given): each test's outcome, and the emissions. */
 async function run(dir: string, g: Guarded, impl: string, conftest?: string) {
-  await mkdir(join(dir, "tests"), { recursive: true });
-  await writeFile(join(dir, "slices.py"), impl);
-  if (conftest) await writeFile(join(dir, "tests", "conftest.py"), conftest);
-  for (const f of g.files) await writeFile(join(dir, f.path), f.content);
-  const emit = join(dir, "emit");
-  const p = await execa("python3", ["-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests"], {
-    cwd: dir,
-    env: { FLAKEGYM_EMIT: emit, PYTHONPATH: dir },
-    reject: false,
-    timeout: 120_000,
+  const r = await runGuardedPytest(dir, {
+    "slices.py": impl,
+    ...(conftest ? { "tests/conftest.py": conftest } : {}),
+    ...filesOf(g.files),
   });
-  const results = new Map<string, TestOutcome>();
-  for (const m of p.stdout.matchAll(/^(PASSED|FAILED|ERROR) (\S+)/gm))
-    results.set(m[2]!, m[1] === "PASSED" ? "passed" : "failed");
-  return { results, emitted: await readFile(emit, "utf8").catch(() => undefined) };
+  return { results: r.outcomes, emitted: r.emitted };
 }
 
 /** The reward a scoring gives the run (as the scorer judges it): 1 only when believed and every graded test passed. */
@@ -111,7 +88,7 @@ function reward(g: Guarded, r: Awaited<ReturnType<typeof run>>) {
   return { reward: verdict.ok && passed ? 1 : 0, verdict };
 }
 
-describe.skipIf(noPython || !hasPytest)("a parametrized case that never reaches the asserted line", () => {
+describe.skipIf(unavailable)("a parametrized case that never reaches the asserted line", () => {
   it("fails gold closed without a record; the probe finds its site; with the record gold 1, empty 0, a forger 0", async () => {
     await using tmp = await tempDir("flakegym-inert-");
     const installed = [{ path: FILE, content: Buffer.from(TESTS), executable: false }];

@@ -1,10 +1,8 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { guardHidden } from "../../../src/scoring/decoys/guard-hidden.js";
 import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
-import { skipWithoutHostPython } from "../../helpers/host-python.js";
+import { filesOf, pytestUnavailable, runGuardedPytest, seededDraw } from "../../helpers/guarded-pytest.js";
 import { tempDir } from "../../helpers/temp-dir.js";
 
 // Issue 41 on a small real pytest file of pytest-7521's shapes (testing/test_capture.py): a test
@@ -50,59 +48,36 @@ const IDS = [
 ].map((t) => `${FILE}::${t}`);
 const suite = { results: "pytest" as const, failToPass: IDS.slice(0, 2), passToPass: IDS.slice(2) };
 
-let seed = 11;
-const rand = (n: number) => {
-  seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-  return (seed >>> 16) % n;
-};
+const rand = seededDraw(11);
+const unavailable = await pytestUnavailable("the borrowed-run pytest runs");
 
-const noPython = skipWithoutHostPython("the borrowed-run pytest runs");
-const hasPytest =
-  !noPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
-if (!noPython && !hasPytest)
-  console.log(
-    "skipped the borrowed-run pytest runs: the host's python3 has no pytest (scripts/ensure-system-deps)",
-  );
+describe.skipIf(unavailable)("a test body another test of its file runs (inherited, called)", () => {
+  it("gold passes every test outside the sandbox; a wrong implementation fails each, inherited and called runs included", async () => {
+    await using tmp = await tempDir("flakegym-borrowed-");
+    const installed = [{ path: FILE, content: Buffer.from(TESTS), executable: false }];
+    const g = await guardHidden(suite, installed, tmp.path, rand);
+    expect(g.report.externalized).toEqual(expect.arrayContaining([IDS[0], IDS[3]]));
+    const verdictOf = async (name: string, impl: string) => {
+      const { passed, emitted } = await runGuardedPytest(join(tmp.path, name), {
+        "buf.py": impl,
+        ...filesOf(g.files),
+      });
+      const runIds = IDS.map((id) => g.plan.runIds[id] ?? id);
+      return { passed, outside: externalVerdict(runIds, g.external, emitted), runIds };
+    };
 
-describe.skipIf(noPython || !hasPytest)(
-  "a test body another test of its file runs (inherited, called)",
-  () => {
-    it("gold passes every test outside the sandbox; a wrong implementation fails each, inherited and called runs included", async () => {
-      await using tmp = await tempDir("flakegym-borrowed-");
-      const installed = [{ path: FILE, content: Buffer.from(TESTS), executable: false }];
-      const g = await guardHidden(suite, installed, tmp.path, rand);
-      expect(g.report.externalized).toEqual(expect.arrayContaining([IDS[0], IDS[3]]));
-      const verdictOf = async (name: string, impl: string) => {
-        const dir = join(tmp.path, name);
-        await mkdir(join(dir, "tests"), { recursive: true });
-        await writeFile(join(dir, "buf.py"), impl);
-        for (const f of g.files) await writeFile(join(dir, f.path), f.content);
-        const emit = join(dir, "emit");
-        const p = await execa("python3", ["-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests"], {
-          cwd: dir,
-          env: { FLAKEGYM_EMIT: emit, PYTHONPATH: dir },
-          reject: false,
-          timeout: 120_000,
-        });
-        const passed = new Set([...p.stdout.matchAll(/^PASSED (\S+)/gm)].map((m) => m[1]!));
-        const emitted = await readFile(emit, "utf8").catch(() => undefined);
-        const runIds = IDS.map((id) => g.plan.runIds[id] ?? id);
-        return { passed, outside: externalVerdict(runIds, g.external, emitted), runIds };
-      };
+    const gold = await verdictOf("gold", GOLD);
+    // the rewritten file passes in pytest, and its emissions (TestTee's inherited run, test_many's
+    // ten calls) are believed and hold
+    for (const id of gold.runIds) expect(gold.passed.has(id), id).toBe(true);
+    expect([...gold.outside]).toEqual([]);
 
-      const gold = await verdictOf("gold", GOLD);
-      // the rewritten file passes in pytest, and its emissions (TestTee's inherited run, test_many's
-      // ten calls) are believed and hold
-      for (const id of gold.runIds) expect(gold.passed.has(id), id).toBe(true);
-      expect([...gold.outside]).toEqual([]);
-
-      const wrong = await verdictOf("wrong", WRONG);
-      const fails = (id: string) => !wrong.passed.has(id) || wrong.outside.has(id);
-      expect(wrong.runIds.filter(fails)).toEqual(wrong.runIds);
-      // the inherited and the calling test fail on their own emissions, not on an unbelievable stream
-      expect(wrong.outside.get(`${FILE}::TestTee::test_buf`)).toMatch(/failed outside the sandbox/);
-      // (test_many runs under a fresh id: it has decoys)
-      expect(wrong.outside.get(wrong.runIds[4]!)).toMatch(/failed outside the sandbox/);
-    }, 120_000);
-  },
-);
+    const wrong = await verdictOf("wrong", WRONG);
+    const fails = (id: string) => !wrong.passed.has(id) || wrong.outside.has(id);
+    expect(wrong.runIds.filter(fails)).toEqual(wrong.runIds);
+    // the inherited and the calling test fail on their own emissions, not on an unbelievable stream
+    expect(wrong.outside.get(`${FILE}::TestTee::test_buf`)).toMatch(/failed outside the sandbox/);
+    // (test_many runs under a fresh id: it has decoys)
+    expect(wrong.outside.get(wrong.runIds[4]!)).toMatch(/failed outside the sandbox/);
+  }, 120_000);
+});

@@ -46,3 +46,24 @@ export async function goTestEmitting(
   }
   return { emitted: await readFile(emit, "utf8").catch(() => ""), passed };
 }
+
+/**
+ * go-humanize's shape of a helper that asserts (`testList.validate` in common_test.go): a table
+ * type's method compares each row's got and exp, in a test file that names no graded test.
+ */
+export const GO_HELPER_FILE = `package calc
+
+import "testing"
+
+type sizeList []struct {
+	name, got, exp string
+}
+
+func (l sizeList) validate(t *testing.T) {
+	for _, c := range l {
+		if c.got != c.exp {
+			t.Errorf("On %v, expected %q, got %q", c.name, c.exp, c.got)
+		}
+	}
+}
+`;

@@ -1,30 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { externalizeGo } from "../../../src/scoring/externalize/go.js";
 import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
-import { goSkipReason, goTestEmitting } from "./go-emit.js";
+import { GO_HELPER_FILE as COMMON, goSkipReason, goTestEmitting } from "./go-emit.js";
 
 // Go's helpers that assert and locals that hold a row's expected field: go-humanize's
 // `testList{{name, got, exp}, …}.validate(t)` (the comparison sits in a method of the table's type,
 // in another file) and semver's `e := tc.expected; if a != e`. An oracle that reads the test files
 // in its working directory (go test runs in the package's) wins both as written; rewritten, the
 // expected values (and the row names that spell them) are no longer there and the host fails it.
-
-const COMMON = `package calc
-
-import "testing"
-
-type sizeList []struct {
-	name, got, exp string
-}
-
-func (l sizeList) validate(t *testing.T) {
-	for _, c := range l {
-		if c.got != c.exp {
-			t.Errorf("On %v, expected %q, got %q", c.name, c.exp, c.got)
-		}
-	}
-}
-`;
 
 const TESTS = `package calc
 

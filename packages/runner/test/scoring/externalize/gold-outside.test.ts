@@ -1,12 +1,10 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { guardHidden } from "../../../src/scoring/decoys/guard-hidden.js";
 import { goldOutsideRunTests } from "../../../src/scoring/externalize/run.js";
 import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
 import { emittedStep, type ParsedScoring } from "../../../src/scoring/script.js";
-import { skipWithoutHostPython } from "../../helpers/host-python.js";
+import { filesOf, pytestUnavailable, runGuardedPytest, seededDraw } from "../../helpers/guarded-pytest.js";
 import { tempDir } from "../../helpers/temp-dir.js";
 
 // Issue 41 on a small real pytest file of pylint-4661's shape (tests/test_pylint_runners.py): the
@@ -45,11 +43,7 @@ const SELF = `${FILE}::test_self_clean`;
 const OTHER = `${FILE}::test_other`;
 const suite = { results: "pytest" as const, failToPass: [SELF], passToPass: [OTHER] };
 
-let seed = 5;
-const rand = (n: number) => {
-  seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-  return (seed >>> 16) % n;
-};
+const rand = seededDraw(5);
 const parsedOf = (output: string): ParsedScoring => ({
   steps: new Map([[emittedStep(0, 0), { exitCode: 0, outputBytes: output.length, seconds: 0, output }]]),
   done: true,
@@ -60,33 +54,17 @@ const parsedOf = (output: string): ParsedScoring => ({
   channel: "sealed",
 });
 
-const noPython = skipWithoutHostPython("the self-reading pytest runs");
-const hasPytest =
-  !noPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
-if (!noPython && !hasPytest)
-  console.log(
-    "skipped the self-reading pytest runs: the host's python3 has no pytest (scripts/ensure-system-deps)",
-  );
+const unavailable = await pytestUnavailable("the self-reading pytest runs");
 
-describe.skipIf(noPython || !hasPytest)("a test that reads its own file (gold's probe records it)", () => {
+describe.skipIf(unavailable)("a test that reads its own file (gold's probe records it)", () => {
   it("gold fails on the host unrecorded; the probe picks it; recorded, gold passes as written and a wrong one fails", async () => {
     await using tmp = await tempDir("flakegym-gold-outside-");
     const installed = [{ path: FILE, content: Buffer.from(TESTS), executable: false }];
     const verdictOf = async (name: string, opaque: Record<string, string> | undefined, impl: string) => {
       const g = await guardHidden({ ...suite, ...(opaque ? { opaque } : {}) }, installed, tmp.path, rand);
-      const dir = join(tmp.path, name);
-      await mkdir(join(dir, "tests"), { recursive: true });
-      await writeFile(join(dir, "lint.py"), impl);
-      for (const f of g.files) await writeFile(join(dir, f.path), f.content);
-      const emit = join(dir, "emit");
-      const p = await execa("python3", ["-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests"], {
-        cwd: dir,
-        env: { FLAKEGYM_EMIT: emit, PYTHONPATH: dir },
-        reject: false,
-        timeout: 120_000,
-      });
-      const passed = new Set([...p.stdout.matchAll(/^PASSED (\S+)/gm)].map((m) => m[1]!));
-      const emitted = (await readFile(emit, "utf8").catch(() => undefined)) ?? "";
+      const r = await runGuardedPytest(join(tmp.path, name), { "lint.py": impl, ...filesOf(g.files) });
+      const { passed } = r;
+      const emitted = r.emitted ?? "";
       const runId = (id: string) => g.plan.runIds[id] ?? id;
       const outside = externalVerdict([SELF, OTHER].map(runId), g.external, emitted);
       const pass = (id: string) => passed.has(runId(id)) && !outside.has(runId(id));

@@ -1,11 +1,9 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { execa } from "execa";
 import { describe, expect, it } from "vitest";
 import { guardHidden } from "../../../src/scoring/decoys/guard-hidden.js";
 import { opaqueTestsOf } from "../../../src/scoring/externalize/opaque.js";
 import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
-import { skipWithoutHostPython } from "../../helpers/host-python.js";
+import { filesOf, pytestUnavailable, runGuardedPytest, seededDraw } from "../../helpers/guarded-pytest.js";
 import { tempDir } from "../../helpers/temp-dir.js";
 
 // Issues 41/42 on a small real pytest file: requests' `assert "spam" in cid` on a case-insensitive
@@ -62,37 +60,14 @@ const SIZE = `${FILE}::test_size`;
 const suite = { results: "pytest" as const, failToPass: [CID], passToPass: [SIZE] };
 
 // a seeded draw (decoy values and names vary per seed; every assertion below holds for any)
-let seed = 7;
-const rand = (n: number) => {
-  seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-  return (seed >>> 16) % n;
-};
-
-const noPython = skipWithoutHostPython("the opaque-object pytest runs");
-const hasPytest =
-  !noPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
-if (!noPython && !hasPytest)
-  console.log(
-    "skipped the opaque-object pytest runs: the host's python3 has no pytest (scripts/ensure-system-deps)",
-  );
+const rand = seededDraw(7);
+const unavailable = await pytestUnavailable("the opaque-object pytest runs");
 
 /** Runs the guarded files under pytest over `impl`: pytest's PASSED ids and the emissions. */
-async function run(dir: string, files: readonly { path: string; content: Buffer }[], impl: string) {
-  await mkdir(join(dir, "tests"), { recursive: true });
-  await writeFile(join(dir, "cid.py"), impl);
-  for (const f of files) await writeFile(join(dir, f.path), f.content);
-  const emit = join(dir, "emit");
-  const p = await execa("python3", ["-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests"], {
-    cwd: dir,
-    env: { FLAKEGYM_EMIT: emit, PYTHONPATH: dir },
-    reject: false,
-    timeout: 120_000,
-  });
-  const passed = new Set([...p.stdout.matchAll(/^PASSED (\S+)/gm)].map((m) => m[1]!));
-  return { passed, emitted: await readFile(emit, "utf8").catch(() => undefined) };
-}
+const run = (dir: string, files: readonly { path: string; content: Uint8Array }[], impl: string) =>
+  runGuardedPytest(dir, { "cid.py": impl, ...filesOf(files) });
 
-describe.skipIf(noPython || !hasPytest)("a test whose gold value is opaque (recorded at validation)", () => {
+describe.skipIf(unavailable)("a test whose gold value is opaque (recorded at validation)", () => {
   it("fails gold closed without the record; with it, gold passes under a decoy and a wrong implementation fails", async () => {
     await using tmp = await tempDir("flakegym-opaque-");
     const installed = [{ path: FILE, content: Buffer.from(TESTS), executable: false }];

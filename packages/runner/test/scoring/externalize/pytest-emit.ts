@@ -3,7 +3,8 @@ import { dirname, join } from "node:path";
 import { execa } from "execa";
 import type { Externalized } from "../../../src/scoring/externalize/rewrite.js";
 import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
-import { skipWithoutHostPython } from "../../helpers/host-python.js";
+import { pytestUnavailable } from "../../helpers/guarded-pytest.js";
+import { hostPythonSkipReason } from "../../helpers/host-python.js";
 
 /**
  * Writes `files` into `dir` and runs the host's pytest over its tests/ with the emission channel
@@ -29,14 +30,8 @@ export async function pytestEmitting(dir: string, files: Readonly<Record<string,
  * rewritten file's pytest runs (each reason printed once).
  */
 export async function pytestSkips(): Promise<{ noHostPython: boolean; noPytest: boolean }> {
-  const noHostPython = skipWithoutHostPython("the host rewriter's runs");
-  const hasPytest =
-    !noHostPython && (await execa("python3", ["-c", "import pytest"], { reject: false })).exitCode === 0;
-  if (!noHostPython && !hasPytest)
-    console.log(
-      "skipped the rewritten file's pytest run: the host's python3 has no pytest (sh scripts/ensure-system-deps installs it)",
-    );
-  return { noHostPython, noPytest: noHostPython || !hasPytest };
+  const noPytest = await pytestUnavailable("the host rewriter's runs");
+  return { noHostPython: hostPythonSkipReason() !== undefined, noPytest };
 }
 
 /**
