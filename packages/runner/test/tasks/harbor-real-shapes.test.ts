@@ -256,7 +256,7 @@ describe("task.toml's agent.user (Harbor's own example hello-user; public talent
   const passwd = [
     "root:x:0:0:root:/root:/bin/bash",
     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin",
-    "agent:x:1000:1001::/home/agent:/bin/bash",
+    "agent:x:1000:1001::/srv/agent:/bin/bash",
   ].join("\n");
 
   it("names a user; root, or no user, is Harbor's default (nothing to switch)", () => {
@@ -267,7 +267,7 @@ describe("task.toml's agent.user (Harbor's own example hello-user; public talent
   });
 
   it("is looked up in the built tree's /etc/passwd by name or uid", () => {
-    const agent = { name: "agent", uid: 1000, gid: 1001, home: "/home/agent" };
+    const agent = { name: "agent", uid: 1000, gid: 1001, home: "/srv/agent" };
     expect(passwdEntryOf(passwd, "agent")).toEqual(agent);
     expect(passwdEntryOf(passwd, "1000")).toEqual(agent);
     expect(passwdEntryOf(passwd, "candidate")).toBeUndefined();
@@ -296,7 +296,7 @@ describe("task.toml's agent.user (Harbor's own example hello-user; public talent
   });
 
   it("is kept in the task's metadata and read back as the agent worker's user", () => {
-    const meta = agentUserMetadata({ name: "agent", uid: 1000, gid: 1001, home: "/home/agent" });
+    const meta = agentUserMetadata({ name: "agent", uid: 1000, gid: 1001, home: "/srv/agent" });
     expect(meta).toEqual({ harbor_agent_user: "agent", harbor_agent_ids: "1000:1001" });
     expect(agentIdsOf(meta)).toEqual({ uid: 1000, gid: 1001 });
     expect(agentIdsOf({ harbor_agent_ids: "agent" })).toBeUndefined();
@@ -304,9 +304,9 @@ describe("task.toml's agent.user (Harbor's own example hello-user; public talent
   });
 
   it("the oracle runs solve.sh as it with setpriv (its groups, HOME and USER)", () => {
-    expect(asUserPrefix({ name: "agent", uid: 1000, gid: 1001, home: "/home/agent" })).toEqual([
+    expect(asUserPrefix({ name: "agent", uid: 1000, gid: 1001, home: "/srv/agent" })).toEqual([
       "/usr/bin/env",
-      "HOME=/home/agent",
+      "HOME=/srv/agent",
       "USER=agent",
       "LOGNAME=agent",
       "setpriv",
