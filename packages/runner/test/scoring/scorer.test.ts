@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { tamperGate } from "../../src/scoring/reward.js";
 import { commandVerdicts, mergeRuns, suiteVerdicts, testDirsOf } from "../../src/scoring/scorer.js";
-import type { ParsedScoring, StepResult } from "../../src/scoring/script.js";
+import type { StepResult } from "../../src/scoring/script.js";
+import { parsedScoring } from "../helpers/parsed-scoring.js";
 
 const v = (id: string, kind: "fail_to_pass" | "pass_to_pass" | "eval_cmd", passed: boolean) => ({
   id,
@@ -38,15 +39,7 @@ const step = (output: string, exitCode = 0, more: Partial<StepResult> = {}): Ste
   seconds: 1,
   ...more,
 });
-const parsed = (steps: Record<string, StepResult>): ParsedScoring => ({
-  steps: new Map(Object.entries(steps)),
-  done: true,
-  unfinished: [],
-  agentRan: true,
-  anomalies: [],
-  sealed: true,
-  channel: "sealed",
-});
+const parsed = parsedScoring;
 const suite = {
   command: "make -s check",
   results: "check-h" as const,

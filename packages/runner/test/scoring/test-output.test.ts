@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { HiddenTestVerdict } from "../../src/scoring/scorer.js";
-import type { ParsedScoring, StepResult } from "../../src/scoring/script.js";
+import type { StepResult } from "../../src/scoring/script.js";
 import {
   clipBytes,
   commandTestOutputs,
@@ -9,6 +9,7 @@ import {
   suiteTestOutputs,
   TEST_OUTPUT_BYTES,
 } from "../../src/scoring/test-output.js";
+import { parsedScoring } from "../helpers/parsed-scoring.js";
 
 const step = (output: string, exitCode = 1): StepResult => ({
   exitCode,
@@ -16,15 +17,7 @@ const step = (output: string, exitCode = 1): StepResult => ({
   outputBytes: output.length,
   seconds: 0.1,
 });
-const parsed = (steps: Record<string, StepResult>): ParsedScoring => ({
-  steps: new Map(Object.entries(steps)),
-  done: true,
-  unfinished: [],
-  agentRan: true,
-  anomalies: [],
-  sealed: true,
-  channel: "sealed",
-});
+const parsed = parsedScoring;
 const v = (
   id: string,
   passed: boolean,

@@ -5,6 +5,7 @@ import { goldOutsideRunTests } from "../../../src/scoring/externalize/run.js";
 import { externalVerdict } from "../../../src/scoring/externalize/verdict.js";
 import { emittedStep, type ParsedScoring } from "../../../src/scoring/script.js";
 import { filesOf, pytestUnavailable, runGuardedPytest, seededDraw } from "../../helpers/guarded-pytest.js";
+import { parsedScoring } from "../../helpers/parsed-scoring.js";
 import { tempDir } from "../../helpers/temp-dir.js";
 
 // Issue 41 on a small real pytest file of pylint-4661's shape (tests/test_pylint_runners.py): the
@@ -44,15 +45,8 @@ const OTHER = `${FILE}::test_other`;
 const suite = { results: "pytest" as const, failToPass: [SELF], passToPass: [OTHER] };
 
 const rand = seededDraw(5);
-const parsedOf = (output: string): ParsedScoring => ({
-  steps: new Map([[emittedStep(0, 0), { exitCode: 0, outputBytes: output.length, seconds: 0, output }]]),
-  done: true,
-  unfinished: [],
-  agentRan: true,
-  anomalies: [],
-  sealed: true,
-  channel: "sealed",
-});
+const parsedOf = (output: string): ParsedScoring =>
+  parsedScoring({ [emittedStep(0, 0)]: { exitCode: 0, outputBytes: output.length, seconds: 0, output } });
 
 const unavailable = await pytestUnavailable("the self-reading pytest runs");
 

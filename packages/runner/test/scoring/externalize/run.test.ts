@@ -7,6 +7,7 @@ import {
   type ParsedScoring,
   type ScoringPlan,
 } from "../../../src/scoring/script.js";
+import { parsedScoring } from "../../helpers/parsed-scoring.js";
 
 const SITE: ExternalSite = {
   site: "aaaaaaaaaaaaaaaa",
@@ -17,15 +18,8 @@ const SITE: ExternalSite = {
   count: "one",
   pair: false,
 };
-const parsed = (step?: { output: string; cut?: true }): ParsedScoring => ({
-  steps: new Map(step ? [[emittedStep(0, 0), { exitCode: 0, outputBytes: 9e6, seconds: 0, ...step }]] : []),
-  done: true,
-  unfinished: [],
-  agentRan: true,
-  anomalies: [],
-  sealed: true,
-  channel: "sealed",
-});
+const parsed = (step?: { output: string; cut?: true }): ParsedScoring =>
+  parsedScoring(step ? { [emittedStep(0, 0)]: { exitCode: 0, outputBytes: 9e6, seconds: 0, ...step } } : {});
 
 describe("a suite run's externalized verdict from the script's emitted step", () => {
   const line = `${JSON.stringify({ s: SITE.site, n: "t.py::test_a", v: { t: "int", v: "1" } })}\n`;
